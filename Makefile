@@ -1,0 +1,105 @@
+# cellc: build, demo, check, bench, install.
+#
+#   make            build build/cellc and build/libcellrt.a
+#   make demo       install missing packages, build, compile the example model,
+#                   run it and compare with the PyTorch reference
+#   make check      install missing packages, build, run every test; ends with
+#                   "N passed, M failed" and fails on any failure
+#   make install    PREFIX=/usr/local
+#
+# Debian packages are installed by `make deps` (called by demo and check) when
+# missing; it needs root (or sudo).
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+PREFIX  ?= /usr/local
+B       := build
+SAN     := build-san
+
+PY      := /usr/bin/python3
+DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
+	libopenblas-dev check python3-onnx python3-numpy python3-torch
+
+COMPILER_SRC := $(wildcard compiler/*.c)
+RUNTIME_SRC  := $(wildcard runtime/*.c)
+PROTO_C      := $(B)/gen/onnx.pb-c.c
+
+CPPFLAGS_C := -Icompiler -Iruntime -I$(B)/gen
+LIBS_C     := -lprotobuf-c -lopenblas -lm
+LIBS_RT    := -lopenblas -lm
+
+.PHONY: all deps demo check bench install clean san
+
+all: $(B)/cellc $(B)/libcellrt.a
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
+	    || { echo "make deps: could not install:$$missing" >&2; exit 1; }; \
+	fi
+
+$(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h: schemas/onnx.proto
+	@mkdir -p $(B)/gen
+	protoc-c --c_out=$(B)/gen -Ischemas schemas/onnx.proto
+
+# ---- runtime: libcellrt.a ------------------------------------------------
+RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(B)/rt/%.o)
+$(B)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
+	@mkdir -p $(B)/rt
+	$(CC) $(CFLAGS) -O3 $(WARN) -fPIC -Iruntime -c $< -o $@
+$(B)/libcellrt.a: $(RT_OBJ)
+	ar rcs $@ $^
+
+# ---- compiler: cellc -----------------------------------------------------
+C_OBJ := $(COMPILER_SRC:compiler/%.c=$(B)/cc/%.o) $(B)/cc/onnx.pb-c.o
+$(B)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
+	@mkdir -p $(B)/cc
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -DCELLC_SHARE='"$(abspath .)"' -c $< -o $@
+$(B)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
+	@mkdir -p $(B)/cc
+	$(CC) $(CFLAGS) -I$(B)/gen -c $< -o $@
+$(B)/cellc: $(C_OBJ) $(B)/libcellrt.a
+	$(CC) $(CFLAGS) -o $@ $(C_OBJ) $(B)/libcellrt.a $(LIBS_C)
+
+# ---- sanitizer build of the compiler (used by the malformed-input tests) ---
+SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_C_OBJ := $(COMPILER_SRC:compiler/%.c=$(SAN)/cc/%.o) $(SAN)/cc/onnx.pb-c.o
+SAN_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(SAN)/rt/%.o)
+$(SAN)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
+	@mkdir -p $(SAN)/cc
+	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) -DCELLC_SHARE='"$(abspath .)"' -c $< -o $@
+$(SAN)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
+	@mkdir -p $(SAN)/cc
+	$(CC) $(SANFLAGS) -I$(B)/gen -c $< -o $@
+$(SAN)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
+	@mkdir -p $(SAN)/rt
+	$(CC) $(SANFLAGS) $(WARN) -Iruntime -c $< -o $@
+$(SAN)/libcellrt.a: $(SAN_RT_OBJ)
+	ar rcs $@ $^
+$(SAN)/cellc: $(SAN_C_OBJ) $(SAN)/libcellrt.a
+	$(CC) $(SANFLAGS) -o $@ $(SAN_C_OBJ) $(SAN)/libcellrt.a $(LIBS_C)
+san: $(SAN)/cellc $(SAN)/libcellrt.a
+
+# ---- demo, tests, install --------------------------------------------------
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh examples/demo.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all san
+	@sh tests/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(B)/cellc $(DESTDIR)$(PREFIX)/bin/cellc
+	install -m 644 $(B)/libcellrt.a $(DESTDIR)$(PREFIX)/lib/libcellrt.a
+	install -m 644 runtime/cellrt.h $(DESTDIR)$(PREFIX)/include/cellrt.h
+
+clean:
+	rm -rf $(B) $(SAN) tests/out

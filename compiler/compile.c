@@ -1,0 +1,73 @@
+/* compile.c: the whole pipeline in one place.
+ *
+ *   load (ONNX | native text) -> verify -> infer shapes and fold constants
+ *   -> lower RNN operators -> hoist input projections -> fuse -> plan memory
+ *   -> emit C
+ *
+ * compile_load runs the front end; compile_passes runs the list below, with
+ * ir_verify between passes when checking is on, stopping early for
+ * `cellc dump --after PASS`.
+ */
+#include "compile.h"
+#include "onnx.h"
+#include "util.h"
+
+#include <string.h>
+
+const pass_desc pass_list[] = {
+	{"infer", pass_infer},
+	{"lower", pass_lower_rnn},
+	{"hoist", pass_hoist},
+	{"fuse", pass_fuse},
+	{"plan", pass_plan},
+};
+const int pass_count = (int)COUNTOF(pass_list);
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+ir_graph *compile_load(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind)
+{
+	if (has_suffix(path, ".cell")) {
+		diag_error(D, "the native .cell format is not available in this build of cellc; "
+			      "give an ONNX model");
+		return NULL;
+	}
+	ir_graph *g = onnx_load_bound(A, D, path, nbind, bind);
+	if (g && D->nerrors == 0 && compile_checking())
+		ir_verify(g, "load");
+	return D->nerrors ? NULL : g;
+}
+
+int compile_checking(void)
+{
+	const char *e = getenv("CELLC_VERIFY");
+	return e && *e && strcmp(e, "0") != 0;
+}
+
+int compile_passes(ir_graph *g, diag *D, const pass_opts *o, const char *stop_after)
+{
+	for (int i = 0; i < pass_count; i++) {
+		int errs = pass_list[i].run(g, D, o);
+		if (errs || D->nerrors)
+			return D->nerrors ? D->nerrors : errs;
+		if (compile_checking())
+			ir_verify(g, pass_list[i].name);
+		if (stop_after && strcmp(stop_after, pass_list[i].name) == 0)
+			return 0;
+	}
+	return 0;
+}
+
+int compile_pass_known(const char *name)
+{
+	if (strcmp(name, "load") == 0)
+		return 1;
+	for (int i = 0; i < pass_count; i++)
+		if (strcmp(pass_list[i].name, name) == 0)
+			return 1;
+	return 0;
+}

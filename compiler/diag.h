@@ -1,0 +1,38 @@
+/* diag.h: located diagnostics for user errors.
+ *
+ * A user error (malformed model, unsupported operator, bad option) is recorded
+ * with where it happened -- file plus line:column for native text, file plus
+ * node name, op type and opset for ONNX -- and compilation goes on as far as it
+ * sensibly can so that several errors are reported together.  The command line
+ * prints them all and exits with the status the contract gives (2 for a model
+ * that cannot be compiled).  Our own bugs use ASSERT (util.h) instead.
+ */
+#ifndef CELLC_DIAG_H
+#define CELLC_DIAG_H
+
+#include <stdarg.h>
+
+struct ir_node;
+
+typedef struct diag {
+	const char *file;       /* the model file being compiled */
+	int nerrors;            /* errors reported so far */
+	int nwarnings;          /* warnings (printed, do not fail) */
+	int max_errors;         /* stop printing after this many (0: 20) */
+	int quiet;              /* tests: count but do not print */
+	char last[512];         /* text of the last error, for unit tests */
+} diag;
+
+void diag_init(diag *D, const char *file);
+/* An error about the whole file (truncated, not ONNX, ...). */
+void diag_error(diag *D, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error about one node: prints "FILE: node 'NAME' (OP, opset N): message". */
+void diag_node(diag *D, const struct ir_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* An error at a position of a text file, with the source line and a caret. */
+void diag_at(diag *D, const char *src, int line, int col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+void diag_warn(diag *D, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_vemit(diag *D, const char *kind, const char *where, const char *fmt, va_list ap);
+
+#endif

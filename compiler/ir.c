@@ -1,0 +1,420 @@
+/* ir.c: constructors and small helpers of the IR (see ir.h). */
+#include "ir.h"
+#include "util.h"
+
+#include <string.h>
+
+const ir_opinfo ir_ops[OP_COUNT] = {
+#define OP(e, name, mi, ma, mo, mx, kind, sem) [OP_##e] = {name, mi, ma, mo, mx, kind, sem},
+#include "ops.def"
+#undef OP
+};
+
+const char *ir_op_name(ir_op op) { return op < OP_COUNT ? ir_ops[op].name : "?"; }
+
+int ir_op_lookup(const char *name)
+{
+	for (int i = 0; i < OP_COUNT; i++)
+		if (strcmp(ir_ops[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- element types ---- */
+
+static const struct {
+	const char *name, *ctype;
+	size_t size;
+} dtypes[DT_COUNT_] = {
+	[DT_F32] = {"f32", "float", 4},   [DT_U8] = {"u8", "uint8_t", 1},
+	[DT_I8] = {"i8", "int8_t", 1},    [DT_U16] = {"u16", "uint16_t", 2},
+	[DT_I16] = {"i16", "int16_t", 2}, [DT_I32] = {"i32", "int32_t", 4},
+	[DT_I64] = {"i64", "int64_t", 8}, [DT_STRING] = {"string", NULL, 0},
+	[DT_BOOL] = {"bool", "uint8_t", 1}, [DT_F16] = {"f16", NULL, 0},
+	[DT_F64] = {"f64", "double", 8},  [DT_U32] = {"u32", "uint32_t", 4},
+	[DT_U64] = {"u64", "uint64_t", 8},
+};
+
+const char *ir_dtype_name(ir_dtype t)
+{
+	return (unsigned)t < DT_COUNT_ && dtypes[t].name ? dtypes[t].name : "?";
+}
+const char *ir_dtype_ctype(ir_dtype t) { return (unsigned)t < DT_COUNT_ ? dtypes[t].ctype : NULL; }
+size_t ir_dtype_size(ir_dtype t) { return (unsigned)t < DT_COUNT_ ? dtypes[t].size : 0; }
+
+int ir_dtype_lookup(const char *name)
+{
+	for (int i = 0; i < DT_COUNT_; i++)
+		if (dtypes[i].name && strcmp(dtypes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- symbolic dimensions ---- */
+
+ir_dim ir_dim_const(int64_t k)
+{
+	ir_dim d;
+	memset(&d, 0, sizeof d);
+	d.k = k;
+	return d;
+}
+
+ir_dim ir_dim_sym(int sym)
+{
+	ir_dim d = ir_dim_const(1);
+	ASSERT(sym >= 0 && sym < IR_MAX_SYMS);
+	d.pow[sym] = 1;
+	return d;
+}
+
+int ir_dim_known(ir_dim a) { return a.k != IR_DIM_UNKNOWN; }
+
+ir_dim ir_dim_mul(ir_dim a, ir_dim b)
+{
+	if (!ir_dim_known(a) || !ir_dim_known(b))
+		return ir_dim_const(IR_DIM_UNKNOWN);
+	ir_dim r = ir_dim_const(a.k * b.k);
+	if (r.k == 0)
+		return r;
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		r.pow[i] = (uint8_t)(a.pow[i] + b.pow[i]);
+	return r;
+}
+
+int ir_dim_div(ir_dim a, ir_dim b, ir_dim *q)
+{
+	if (!ir_dim_known(a) || !ir_dim_known(b) || b.k == 0 || a.k % b.k != 0)
+		return 0;
+	ir_dim r = ir_dim_const(a.k / b.k);
+	for (int i = 0; i < IR_MAX_SYMS; i++) {
+		if (a.pow[i] < b.pow[i])
+			return 0;
+		r.pow[i] = (uint8_t)(a.pow[i] - b.pow[i]);
+	}
+	if (a.k == 0)
+		memset(r.pow, 0, sizeof r.pow);
+	*q = r;
+	return 1;
+}
+
+int ir_dim_eq(ir_dim a, ir_dim b)
+{
+	if (a.k != b.k)
+		return 0;
+	return a.k == 0 || memcmp(a.pow, b.pow, sizeof a.pow) == 0;
+}
+
+int ir_dim_is_const(ir_dim a)
+{
+	if (!ir_dim_known(a))
+		return 0;
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		if (a.pow[i])
+			return 0;
+	return 1;
+}
+
+ir_dim ir_shape_numel(const ir_shape *s)
+{
+	ir_dim n = ir_dim_const(1);
+	for (int i = 0; i < s->rank; i++)
+		n = ir_dim_mul(n, s->d[i]);
+	return n;
+}
+
+int ir_shape_eq(const ir_shape *a, const ir_shape *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (!ir_dim_eq(a->d[i], b->d[i]))
+			return 0;
+	return 1;
+}
+
+int64_t ir_shape_const_numel(const ir_shape *s)
+{
+	ir_dim n = ir_shape_numel(s);
+	return s->rank >= 0 && ir_dim_is_const(n) ? n.k : -1;
+}
+
+/* ---- graphs, values, nodes ---- */
+
+ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name)
+{
+	ir_graph *g = arena_alloc(A, sizeof *g);
+	g->A = A;
+	g->parent = parent;
+	g->name = name ? arena_strdup(A, name) : "main";
+	return g;
+}
+
+ir_graph *ir_root(ir_graph *g)
+{
+	while (g->parent)
+		g = g->parent;
+	return g;
+}
+
+int ir_sym_add(ir_graph *g, const char *name)
+{
+	g = ir_root(g);
+	for (int i = 0; i < g->nsyms; i++)
+		if (strcmp(g->syms[i], name) == 0)
+			return i;
+	if (g->nsyms == IR_MAX_SYMS)
+		return -1;
+	g->syms[g->nsyms] = arena_strdup(g->A, name);
+	return g->nsyms++;
+}
+
+ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype dt)
+{
+	ir_value *v = arena_alloc(g->A, sizeof *v);
+	v->name = name ? arena_strdup(g->A, name) : ir_unique_name(g, "t");
+	v->kind = kind;
+	v->dtype = dt;
+	v->shape.rank = -1;
+	v->graph = g;
+	v->slot = -1;
+	if (g->nvalues == g->capvalues) {
+		int cap = g->capvalues ? 2 * g->capvalues : 64;
+		g->values = arena_grow(g->A, g->values, (size_t)g->nvalues, (size_t)cap, sizeof *g->values);
+		g->capvalues = cap;
+	}
+	v->id = g->nvalues;
+	g->values[g->nvalues++] = v;
+	return v;
+}
+
+ir_value *ir_const_new(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s, const void *data)
+{
+	ir_value *v = ir_value_new(g, name, VAL_CONST, dt);
+	v->shape = *s;
+	int64_t n = ir_shape_const_numel(s);
+	ASSERT(n >= 0);
+	size_t bytes = (size_t)n * ir_dtype_size(dt);
+	v->data = arena_alloc(g->A, bytes ? bytes : 1);
+	if (data && bytes)
+		memcpy(v->data, data, bytes);
+	return v;
+}
+
+ir_value *ir_const_i64(ir_graph *g, const char *name, int n, const int64_t *vals)
+{
+	ir_shape s = {.rank = 1};
+	s.d[0] = ir_dim_const(n);
+	return ir_const_new(g, name, DT_I64, &s, vals);
+}
+
+ir_value *ir_const_f32_scalar(ir_graph *g, const char *name, float val)
+{
+	ir_shape s = {.rank = 0};
+	return ir_const_new(g, name, DT_F32, &s, &val);
+}
+
+ir_node *ir_node_new(ir_graph *g, ir_op op, const char *name, int nin, int nout)
+{
+	ir_node *n = arena_alloc(g->A, sizeof *n);
+	n->op = op;
+	n->name = name ? arena_strdup(g->A, name) : ir_unique_name(g, ir_op_name(op));
+	n->op_type = ir_op_name(op);
+	n->domain = "";
+	n->graph = g;
+	n->opset = ir_root(g)->opset;
+	n->nin = nin;
+	n->nout = nout;
+	n->in = arena_array(g->A, (size_t)(nin ? nin : 1), sizeof *n->in);
+	n->out = arena_array(g->A, (size_t)(nout ? nout : 1), sizeof *n->out);
+	return n;
+}
+
+void ir_append(ir_graph *g, ir_node *n)
+{
+	if (g->nnodes == g->capnodes) {
+		int cap = g->capnodes ? 2 * g->capnodes : 64;
+		g->nodes = arena_grow(g->A, g->nodes, (size_t)g->nnodes, (size_t)cap, sizeof *g->nodes);
+		g->capnodes = cap;
+	}
+	n->id = g->nnodes;
+	g->nodes[g->nnodes++] = n;
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i]) {
+			n->out[i]->producer = n;
+			n->out[i]->kind = VAL_TEMP;
+		}
+}
+
+void ir_set_nodes(ir_graph *g, ir_node **nodes, int n)
+{
+	g->nodes = arena_array(g->A, (size_t)(n ? n : 1), sizeof *nodes);
+	memcpy(g->nodes, nodes, (size_t)n * sizeof *nodes);
+	g->nnodes = g->capnodes = n;
+	for (int i = 0; i < n; i++)
+		g->nodes[i]->id = i;
+}
+
+char *ir_unique_name(ir_graph *g, const char *base)
+{
+	/* A counter in the root graph keeps made-up names unique per compilation;
+	 * '%' cannot appear in names the loaders accept from users. */
+	static const char fmt[] = "%%%s%d";
+	ir_graph *r = ir_root(g);
+	int k = r->nvalues + r->nnodes;
+	for (ir_graph *p = g; p != r; p = p->parent)
+		k += p->nvalues + p->nnodes;
+	for (;; k++) {
+		char *s = arena_printf(g->A, fmt, base, k);
+		if (!ir_find_value(g, s))
+			return s;
+	}
+}
+
+ir_value *ir_find_value(ir_graph *g, const char *name)
+{
+	for (; g; g = g->parent)
+		for (int i = 0; i < g->nvalues; i++)
+			if (strcmp(g->values[i]->name, name) == 0)
+				return g->values[i];
+	return NULL;
+}
+
+/* ---- attributes ---- */
+
+ir_attr *ir_attr_find(const ir_node *n, const char *name)
+{
+	for (int i = 0; i < n->nattrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+
+int64_t ir_attr_int(const ir_node *n, const char *name, int64_t def)
+{
+	ir_attr *a = ir_attr_find(n, name);
+	return a && a->kind == ATTR_INT ? a->i : def;
+}
+
+float ir_attr_float(const ir_node *n, const char *name, float def)
+{
+	ir_attr *a = ir_attr_find(n, name);
+	return a && a->kind == ATTR_FLOAT ? a->f : def;
+}
+
+const char *ir_attr_string(const ir_node *n, const char *name, const char *def)
+{
+	ir_attr *a = ir_attr_find(n, name);
+	return a && a->kind == ATTR_STRING ? a->s : def;
+}
+
+ir_attr *ir_attr_add(ir_node *n, const char *name, ir_attrkind kind)
+{
+	/* Nodes have few attributes: grow by copying.  Replaces an existing
+	 * attribute of the same name. */
+	ir_attr *a = ir_attr_find(n, name);
+	if (!a) {
+		arena *A = n->graph->A;
+		n->attrs = arena_grow(A, n->attrs, (size_t)n->nattrs, (size_t)n->nattrs + 1, sizeof *n->attrs);
+		a = &n->attrs[n->nattrs++];
+		name = arena_strdup(A, name);
+	} else {
+		name = a->name;
+	}
+	memset(a, 0, sizeof *a);
+	a->name = name;
+	a->kind = kind;
+	return a;
+}
+
+void ir_attr_set_int(ir_node *n, const char *name, int64_t v) { ir_attr_add(n, name, ATTR_INT)->i = v; }
+void ir_attr_set_float(ir_node *n, const char *name, float v) { ir_attr_add(n, name, ATTR_FLOAT)->f = v; }
+
+void ir_attr_set_string(ir_node *n, const char *name, const char *v)
+{
+	ir_attr_add(n, name, ATTR_STRING)->s = arena_strdup(n->graph->A, v);
+}
+
+void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v)
+{
+	ir_attr *a = ir_attr_add(n, name, ATTR_INTS);
+	a->n = cnt;
+	a->ints = arena_array(n->graph->A, (size_t)(cnt ? cnt : 1), sizeof *a->ints);
+	if (cnt)
+		memcpy(a->ints, v, (size_t)cnt * sizeof *v);
+}
+
+/* ---- bookkeeping ---- */
+
+static void count_uses(ir_graph *g)
+{
+	for (int i = 0; i < g->nvalues; i++) {
+		g->values[i]->nuses = 0;
+		g->values[i]->id = i;
+		if (g->values[i]->kind == VAL_TEMP)
+			g->values[i]->producer = NULL;
+	}
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		n->id = i;
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				n->out[k]->producer = n;
+		if (n->body)
+			count_uses(n->body);
+	}
+}
+
+static void add_uses(ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k])
+				n->in[k]->nuses++;
+		if (n->body) {
+			add_uses(n->body);
+			for (int k = 0; k < n->body->noutputs; k++)
+				n->body->outputs[k]->nuses++;
+		}
+	}
+}
+
+void ir_recount(ir_graph *g)
+{
+	count_uses(g);
+	add_uses(g);
+	for (int i = 0; i < g->noutputs; i++)
+		if (!g->parent)
+			g->outputs[i]->nuses++;
+}
+
+int ir_value_is_const(const ir_value *v) { return v && v->kind == VAL_CONST && v->data; }
+
+int64_t ir_const_int(const ir_value *v, int64_t i)
+{
+	ASSERT(ir_value_is_const(v));
+	switch (v->dtype) {
+	case DT_I64: return ((const int64_t *)v->data)[i];
+	case DT_I32: return ((const int32_t *)v->data)[i];
+	case DT_U8: case DT_BOOL: return ((const uint8_t *)v->data)[i];
+	case DT_I8: return ((const int8_t *)v->data)[i];
+	case DT_I16: return ((const int16_t *)v->data)[i];
+	case DT_U16: return ((const uint16_t *)v->data)[i];
+	case DT_U32: return ((const uint32_t *)v->data)[i];
+	case DT_U64: return (int64_t)((const uint64_t *)v->data)[i];
+	case DT_F32: return (int64_t)((const float *)v->data)[i];
+	case DT_F64: return (int64_t)((const double *)v->data)[i];
+	default: UNREACHABLE();
+	}
+}
+
+double ir_const_num(const ir_value *v, int64_t i)
+{
+	ASSERT(ir_value_is_const(v));
+	switch (v->dtype) {
+	case DT_F32: return ((const float *)v->data)[i];
+	case DT_F64: return ((const double *)v->data)[i];
+	default: return (double)ir_const_int(v, i);
+	}
+}

@@ -1,0 +1,248 @@
+/* ir.h: the intermediate representation every pass works on.
+ *
+ * A compilation is one root graph: values (tensors) and nodes (operations from
+ * ops.def) in topological order.  Shapes are symbolic: each dimension is a
+ * monomial k * s0^p0 * s1^p1 ... over the graph's dimension symbols (batch,
+ * sequence length, ...) so that one compiled model serves every batch size and
+ * sequence length the source model allows.  The only structured node is the
+ * RECURRENCE (see below): ONNX LSTM/GRU/RNN, Loop, Scan, re-rolled traces and
+ * native cells all become one, so later passes handle one shape of loop.
+ *
+ * Ownership: everything lives in the compilation's arena (arena.h).  Values
+ * point to their producer; nodes point to their input and output values.  A
+ * body graph may use values of its enclosing graphs directly (weights,
+ * constants, loop-invariant tensors): those are its "captures".
+ *
+ * Legend used in comments: T time steps, B batch, I input size, H hidden size,
+ * G gate rows (4H for LSTM, 3H for GRU, H for RNN), D directions.
+ */
+#ifndef CELLC_IR_H
+#define CELLC_IR_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "arena.h"
+
+/* ---- operations: one row per op in ops.def -------------------------------- */
+
+typedef enum {
+	OPK_ELEM, OPK_SHAPE, OPK_LINALG, OPK_RNN, OPK_STRUCT, OPK_OTHER
+} ir_opkind;
+
+typedef enum {
+#define OP(e, name, mi, ma, mo, mx, kind, sem) OP_##e,
+#include "ops.def"
+#undef OP
+	OP_COUNT
+} ir_op;
+
+typedef struct ir_opinfo {
+	const char *name;       /* ONNX op_type / native spelling */
+	int min_in, max_in;     /* arity of inputs (optional ones counted in max) */
+	int min_out, max_out;   /* arity of outputs */
+	ir_opkind kind;
+	const char *semantics;  /* the one-line comment of its ops.def row */
+} ir_opinfo;
+
+extern const ir_opinfo ir_ops[OP_COUNT];
+const char *ir_op_name(ir_op op);
+int ir_op_lookup(const char *name);     /* -1 if unknown */
+
+/* ---- element types: numbered as ONNX TensorProto.DataType ---------------- */
+
+typedef enum {
+	DT_UNDEF = 0, DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_U16 = 4, DT_I16 = 5,
+	DT_I32 = 6, DT_I64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11,
+	DT_U32 = 12, DT_U64 = 13, DT_COUNT_ = 17
+} ir_dtype;
+
+const char *ir_dtype_name(ir_dtype t);  /* "f32", "i64", ... (native spelling) */
+const char *ir_dtype_ctype(ir_dtype t); /* "float", "int64_t", ...; NULL if not supported */
+size_t ir_dtype_size(ir_dtype t);       /* bytes per element; 0 if not supported */
+int ir_dtype_lookup(const char *name);  /* from the native spelling; -1 if unknown */
+
+/* ---- symbolic dimensions ------------------------------------------------- */
+
+enum { IR_MAX_RANK = 8, IR_MAX_SYMS = 8 };
+
+/* k * prod(sym[i] ^ pow[i]).  A plain constant has all pow zero.  k < 0 never
+ * occurs in a shape; it is used only for "unknown" (see IR_DIM_UNKNOWN). */
+typedef struct ir_dim {
+	int64_t k;                      /* constant factor */
+	uint8_t pow[IR_MAX_SYMS];       /* exponent of each graph symbol */
+} ir_dim;
+
+#define IR_DIM_UNKNOWN (-1)
+
+typedef struct ir_shape {
+	int rank;                       /* -1: rank unknown */
+	ir_dim d[IR_MAX_RANK];          /* d[0] outermost; row-major */
+} ir_shape;
+
+ir_dim ir_dim_const(int64_t k);
+ir_dim ir_dim_sym(int sym);
+ir_dim ir_dim_mul(ir_dim a, ir_dim b);
+int ir_dim_div(ir_dim a, ir_dim b, ir_dim *q);  /* 1 if b divides a exactly */
+int ir_dim_eq(ir_dim a, ir_dim b);
+int ir_dim_is_const(ir_dim a);
+int ir_dim_known(ir_dim a);                      /* not IR_DIM_UNKNOWN */
+ir_dim ir_shape_numel(const ir_shape *s);        /* product of all dims */
+int ir_shape_eq(const ir_shape *a, const ir_shape *b);
+
+/* ---- values --------------------------------------------------------------- */
+
+typedef enum {
+	VAL_TEMP,       /* produced by a node */
+	VAL_INPUT,      /* graph input supplied at run time */
+	VAL_WEIGHT,     /* initializer: data in the weights file */
+	VAL_CONST,      /* compile-time constant: data in `data` (or `sym`) */
+	VAL_STEP,       /* body graph input: a per-step slice or a carried state */
+} ir_valkind;
+
+struct ir_node;
+struct ir_graph;
+
+typedef struct ir_value {
+	const char *name;       /* unique in the compilation; ONNX tensor name if any */
+	ir_valkind kind;
+	ir_dtype dtype;
+	ir_shape shape;
+	void *data;             /* VAL_WEIGHT/VAL_CONST: row-major contents, dtype */
+	ir_dim *sym;            /* VAL_CONST int64 whose elements are symbolic dims
+	                           (results of Shape arithmetic); NULL otherwise */
+	struct ir_node *producer; /* VAL_TEMP: the node writing it */
+	struct ir_graph *graph; /* graph that owns it */
+	int is_output;          /* also a graph output */
+	int nuses;              /* number of node inputs referring to it (ir_recount) */
+	int id;                 /* dense index for passes' side tables */
+	/* filled by the memory planner */
+	int slot;               /* workspace slot, -1 if none (input/weight/output) */
+	const char *origin;     /* what the user called it, for comments */
+} ir_value;
+
+/* ---- attributes ------------------------------------------------------------ */
+
+typedef enum {
+	ATTR_INT, ATTR_FLOAT, ATTR_STRING, ATTR_INTS, ATTR_FLOATS, ATTR_STRINGS,
+	ATTR_TENSOR, ATTR_GRAPH
+} ir_attrkind;
+
+typedef struct ir_attr {
+	const char *name;
+	ir_attrkind kind;
+	int64_t i;              /* ATTR_INT */
+	float f;                /* ATTR_FLOAT */
+	const char *s;          /* ATTR_STRING */
+	int n;                  /* element count of the list kinds */
+	int64_t *ints;          /* ATTR_INTS [n] */
+	float *floats;          /* ATTR_FLOATS [n] */
+	const char **strings;   /* ATTR_STRINGS [n] */
+	ir_value *t;            /* ATTR_TENSOR: a VAL_CONST */
+	struct ir_graph *g;     /* ATTR_GRAPH */
+} ir_attr;
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+typedef struct ir_node {
+	ir_op op;
+	const char *name;       /* ONNX node name, or made up by the loader/pass */
+	const char *op_type;    /* op type as the source spelled it (diagnostics) */
+	const char *domain;     /* "" for the default ONNX domain */
+	int opset;              /* opset version the source node was written against */
+	int nin, nout;
+	ir_value **in;          /* [nin]; NULL entries for omitted optional inputs */
+	ir_value **out;         /* [nout]; NULL entries for omitted optional outputs */
+	int nattrs;
+	ir_attr *attrs;         /* [nattrs] */
+	struct ir_graph *body;  /* OP_RECURRENCE: the step */
+	struct ir_graph *graph; /* graph the node was made in (its arena) */
+	const char *origin;     /* provenance: source nodes it came from (comments) */
+	int group;              /* fusion group (pass_fuse), 0 = none */
+	int id;                 /* dense index for passes' side tables */
+} ir_node;
+
+/* Recurrence (OP_RECURRENCE), the one structured node.
+ *
+ * Attributes:  n_seq, n_state, n_out (ints); reverse (int 0/1);
+ *              seq_axis  ints[n_seq]  time axis of each sequence input (0 or 1);
+ *              out_axis  ints[n_out]  time axis of each stacked output (0 or 1);
+ *              has_lens  int          last input is sequence_lens (int32 [B]).
+ * Inputs:  seq_0..seq_{n_seq-1}   per-step inputs, time on seq_axis, batch on the
+ *                                 other of axes 0/1: [T, B, ...] or [B, T, ...]
+ *          init_0..init_{n_state-1}  initial states (NULL: zeros)
+ *          [lens]                 sequence_lens: batch row b runs lens[b] steps
+ * Outputs: final_0..final_{n_state-1}  states after the last step (per row: its
+ *                                 own last step when lens is given); may be NULL
+ *          out_0..out_{n_out-1}   per-step outputs stacked on out_axis; rows past
+ *                                 their length are zero; may be NULL
+ * Body:    inputs  x_0..x_{n_seq-1} (seq slices without the time axis),
+ *                  s_0..s_{n_state-1} (states at t-1)
+ *          outputs s'_0.. (states at t), y_0.. (per-step outputs)
+ *          may use values of enclosing graphs (weights, hoisted projections).
+ * reverse=1 runs each row from its last valid step down to step 0. */
+
+/* ---- graphs --------------------------------------------------------------- */
+
+typedef struct ir_graph {
+	arena *A;               /* the compilation's arena */
+	struct ir_graph *parent;/* enclosing graph for bodies; NULL for the root */
+	const char *name;
+	int nnodes, capnodes;
+	ir_node **nodes;        /* [nnodes] in topological order */
+	int ninputs, noutputs;
+	ir_value **inputs;      /* [ninputs] graph inputs (VAL_INPUT / VAL_STEP) */
+	ir_value **outputs;     /* [noutputs] graph outputs */
+	int nvalues, capvalues;
+	ir_value **values;      /* every value owned by this graph */
+	/* root graph only: */
+	int nsyms;
+	const char *syms[IR_MAX_SYMS]; /* names of dimension symbols */
+	int opset;              /* default-domain opset of the source */
+	const char *producer;   /* producer name and version, for the provenance header */
+	const char *source;     /* model file path */
+	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
+} ir_graph;
+
+ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);
+ir_graph *ir_root(ir_graph *g);
+int ir_sym_add(ir_graph *g, const char *name);           /* index; existing if same name; -1 if full */
+ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype dt);
+ir_value *ir_const_new(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s, const void *data);
+ir_value *ir_const_i64(ir_graph *g, const char *name, int n, const int64_t *v); /* 1-D */
+ir_value *ir_const_f32_scalar(ir_graph *g, const char *name, float v);
+ir_node *ir_node_new(ir_graph *g, ir_op op, const char *name, int nin, int nout);
+void ir_append(ir_graph *g, ir_node *n);                  /* add at the end */
+void ir_set_nodes(ir_graph *g, ir_node **nodes, int n);   /* replace the node list */
+char *ir_unique_name(ir_graph *g, const char *base);      /* a fresh value/node name */
+ir_value *ir_find_value(ir_graph *g, const char *name);   /* searches enclosing graphs too */
+
+/* attributes */
+ir_attr *ir_attr_find(const ir_node *n, const char *name);
+int64_t ir_attr_int(const ir_node *n, const char *name, int64_t def);
+float ir_attr_float(const ir_node *n, const char *name, float def);
+const char *ir_attr_string(const ir_node *n, const char *name, const char *def);
+ir_attr *ir_attr_add(ir_node *n, const char *name, ir_attrkind kind);
+void ir_attr_set_int(ir_node *n, const char *name, int64_t v);
+void ir_attr_set_float(ir_node *n, const char *name, float v);
+void ir_attr_set_string(ir_node *n, const char *name, const char *v);
+void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v);
+
+/* bookkeeping */
+void ir_recount(ir_graph *g);           /* recompute nuses/producer/ids (recursive) */
+int ir_value_is_const(const ir_value *v);               /* VAL_CONST with data */
+int64_t ir_const_int(const ir_value *v, int64_t i);     /* element i of an integer const */
+double ir_const_num(const ir_value *v, int64_t i);      /* element i of a numeric const */
+int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims constant */
+
+/* printing (ir_print.c): the native text format, and dims for messages */
+#include <stdio.h>
+void ir_print(FILE *f, const ir_graph *g);
+const char *ir_dim_str(arena *A, const ir_graph *g, ir_dim d);      /* "5", "batch", "4*seq*batch" */
+const char *ir_shape_str(arena *A, const ir_graph *g, const ir_shape *s); /* "[seq, batch, 4]" */
+
+/* checking (ir_verify.c): internal consistency after every pass in test builds */
+struct diag;
+int ir_verify(const ir_graph *g, const char *after_pass);  /* 0 ok; prints and aborts on failure */
+
+#endif

@@ -1,0 +1,54 @@
+/* main.c: the cellc command line.
+ *
+ *   cellc compile MODEL -o DIR [--name NAME] [options]
+ *   cellc verify  MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
+ *   cellc dump    MODEL [--after PASS]
+ *   cellc info    MODEL
+ *   cellc --help | --version
+ *
+ * Exit status: 0 success; 1 a verification mismatch; 2 the model could not
+ * be compiled (reason on stderr) or the command line is wrong.
+ */
+#include "compile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: cellc compile MODEL -o DIR [--name NAME] [options]\n"
+	"       cellc verify  MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]\n"
+	"       cellc dump    MODEL [--after PASS]\n"
+	"       cellc info    MODEL\n"
+	"       cellc --help | --version\n"
+	"\n"
+	"MODEL is an ONNX file (.onnx).  `cellc COMMAND --help` describes a command.\n"
+	"Exit status: 0 ok, 1 verification mismatch, 2 model or command line rejected.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("cellc %s\n", CELLC_VERSION);
+		return 0;
+	}
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {
+		{"compile", cmd_compile}, {"verify", cmd_verify},
+		{"dump", cmd_dump},       {"info", cmd_info},
+	};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strcmp(cmd, cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "cellc: unknown command '%s'\n%s", cmd, usage);
+	return 2;
+}
