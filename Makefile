@@ -57,19 +57,27 @@ $(B)/libcellrt.a: $(RT_OBJ)
 	ar rcs $@ $^
 
 # ---- compiler: cellc -----------------------------------------------------
-C_OBJ := $(COMPILER_SRC:compiler/%.c=$(B)/cc/%.o) $(B)/cc/onnx.pb-c.o
+C_OBJ := $(COMPILER_SRC:compiler/%.c=$(B)/cc/%.o) $(B)/cc/onnx.pb-c.o $(B)/cc/templates.o
 $(B)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
 	@mkdir -p $(B)/cc
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -DCELLC_SHARE='"$(abspath .)"' -c $< -o $@
 $(B)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	@mkdir -p $(B)/cc
 	$(CC) $(CFLAGS) -I$(B)/gen -c $< -o $@
+# templates/* (fixed parts of emitted files) are embedded into cellc
+TEMPLATES := $(filter-out templates/embed.sh,$(wildcard templates/*))
+$(B)/gen/templates.c: $(TEMPLATES) templates/embed.sh
+	@mkdir -p $(B)/gen
+	sh templates/embed.sh $(TEMPLATES) > $@.tmp && mv $@.tmp $@
+$(B)/cc/templates.o: $(B)/gen/templates.c compiler/emit.h
+	@mkdir -p $(B)/cc
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(B)/cellc: $(C_OBJ) $(B)/libcellrt.a
 	$(CC) $(CFLAGS) -o $@ $(C_OBJ) $(B)/libcellrt.a $(LIBS_C)
 
 # ---- sanitizer build of the compiler (used by the malformed-input tests) ---
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-SAN_C_OBJ := $(COMPILER_SRC:compiler/%.c=$(SAN)/cc/%.o) $(SAN)/cc/onnx.pb-c.o
+SAN_C_OBJ := $(COMPILER_SRC:compiler/%.c=$(SAN)/cc/%.o) $(SAN)/cc/onnx.pb-c.o $(SAN)/cc/templates.o
 SAN_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(SAN)/rt/%.o)
 $(SAN)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
 	@mkdir -p $(SAN)/cc
@@ -77,6 +85,9 @@ $(SAN)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compile
 $(SAN)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	@mkdir -p $(SAN)/cc
 	$(CC) $(SANFLAGS) -I$(B)/gen -c $< -o $@
+$(SAN)/cc/templates.o: $(B)/gen/templates.c compiler/emit.h
+	@mkdir -p $(SAN)/cc
+	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(SAN)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
 	@mkdir -p $(SAN)/rt
 	$(CC) $(SANFLAGS) $(WARN) -Iruntime -c $< -o $@
@@ -94,6 +105,9 @@ demo: deps
 check: deps
 	@$(MAKE) --no-print-directory all san
 	@sh tests/run.sh
+
+# fixtures and unit-test binaries (tests/tests.mk; tests/run.sh makes them)
+include tests/tests.mk
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include

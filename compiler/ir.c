@@ -257,15 +257,15 @@ void ir_set_nodes(ir_graph *g, ir_node **nodes, int n)
 
 char *ir_unique_name(ir_graph *g, const char *base)
 {
-	/* A counter in the root graph keeps made-up names unique per compilation;
-	 * '%' cannot appear in names the loaders accept from users. */
+	/* A counter in the root graph keeps made-up names unique per compilation
+	 * (bodies included: a lookup from g would not see values of bodies made
+	 * earlier); '%' cannot appear in names the loaders accept from users. */
 	static const char fmt[] = "%%%s%d";
 	ir_graph *r = ir_root(g);
-	int k = r->nvalues + r->nnodes;
-	for (ir_graph *p = g; p != r; p = p->parent)
-		k += p->nvalues + p->nnodes;
-	for (;; k++) {
-		char *s = arena_printf(g->A, fmt, base, k);
+	if (r->uniq < r->nvalues + r->nnodes)
+		r->uniq = r->nvalues + r->nnodes;
+	for (;;) {
+		char *s = arena_printf(g->A, fmt, base, r->uniq++);
 		if (!ir_find_value(g, s))
 			return s;
 	}

@@ -202,6 +202,7 @@ typedef struct ir_graph {
 	const char *producer;   /* producer name and version, for the provenance header */
 	const char *source;     /* model file path */
 	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
+	int uniq;               /* counter of made-up names (ir_unique_name) */
 } ir_graph;
 
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);

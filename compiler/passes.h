@@ -24,13 +24,30 @@ typedef struct pass_opts {
 int pass_infer(ir_graph *g, diag *D, const pass_opts *o);
 /* ONNX LSTM/GRU/RNN -> RECURRENCE nodes with element-wise step bodies. */
 int pass_lower_rnn(ir_graph *g, diag *D, const pass_opts *o);
+/* Whether input k of an ONNX LSTM/GRU/RNN node must be a compile-time
+ * constant for pass_lower_rnn (W, R, B and P: the weights are split per
+ * direction and gate at compile time); `verify` binds graph inputs feeding
+ * them, as it does for inputs that determine shapes. */
+int lower_rnn_needs_const(ir_op op, int k);
 /* Input projections of every recurrence hoisted into one GEMM over T*B rows,
  * bias vectors pre-summed. */
 int pass_hoist(ir_graph *g, diag *D, const pass_opts *o);
 /* Element-wise chains grouped into fused loops (node->group). */
 int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
+/* What pass_fuse decided, for emitters and the planner (pass_fuse.c):
+ * fuse_is_column_view: n is a Slice on the last axis of a 2-D product,
+ *   per-step input or column view -- a column offset, never a copy;
+ * fuse_needs_buffer: v (made by a fused node) is read outside its group, by a
+ *   product or as a graph output, so it must be stored; otherwise it lives
+ *   in a local variable of its group's loop. */
+int fuse_is_column_view(const ir_node *n);
+int fuse_needs_buffer(const ir_value *v);
 /* Workspace slots for temporaries by liveness (value->slot). */
 int pass_plan(ir_graph *g, diag *D, const pass_opts *o);
+/* The value whose storage v uses: v itself, or for a view (the output of a
+ * Reshape/Squeeze/Unsqueeze/Flatten/Identity that is not a graph output) the
+ * storage of its data input.  Views get the slot of their storage. */
+const ir_value *plan_storage(const ir_value *v);
 
 typedef int (*pass_fn)(ir_graph *, diag *, const pass_opts *);
 

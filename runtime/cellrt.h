@@ -13,6 +13,7 @@
 #ifndef CELLRT_H
 #define CELLRT_H
 
+#include <math.h>       /* the inline activations */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,7 +65,8 @@ typedef struct rt_tensor {
 } rt_tensor;
 
 typedef struct rt_tensorfile {
-	void *mem;              /* whole file, 64-byte aligned allocation */
+	void *mem;              /* whole file, 64-byte aligned allocation owned by tf;
+	                           NULL after rt_tf_open_mem (the caller owns the image) */
 	size_t size;            /* bytes in mem */
 	int count;              /* number of tensors */
 	rt_tensor *t;           /* [count] views into mem */
@@ -96,8 +98,89 @@ void rt_sgemm_ref(int transA, int transB, int64_t M, int64_t N, int64_t K, float
 		  float *C, int64_t ldc);
 
 /* ---- kernels: activations (owner: runtime/rt_act.c) ---------------------- */
+/* One scalar function per element-wise activation of the IR (ops.def), static
+ * inline so that the fused loops of emitted code inline them; alpha/beta as
+ * in the ONNX RNN specification.  All are within a few ulp of the exact
+ * function: libm's float functions, except tanh (below). */
+
+static inline float rt_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* tanh as the rational minimax approximation p(x)/q(x) of degree 13/6 on
+ * [-7.9053, 7.9053] that Eigen and onnxruntime use (tanh rounds to +-1 in
+ * float outside): relative error below 3.6e-7 (about 3 ulp) over every float,
+ * and about 3 times faster than libm's tanhf, which goes through expm1f --
+ * tanh is a large part of an LSTM step. */
+static inline float rt_tanhf(float x)
+{
+	const float c = 7.90531110763549805f;
+	if (x != x || (x < 0.0004f && x > -0.0004f))
+		return x;       /* NaN, and tanh(x) == x in float near 0 */
+	float xc = x > c ? c : x < -c ? -c : x;
+	float x2 = xc * xc;
+	float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+	p = x2 * p + -8.60467152213735e-11f;
+	p = x2 * p + 5.12229709037114e-08f;
+	p = x2 * p + 1.48572235717979e-05f;
+	p = x2 * p + 6.37261928875436e-04f;
+	p = x2 * p + 4.89352455891786e-03f;
+	float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+	q = x2 * q + 2.26843463243900e-03f;
+	q = x2 * q + 4.89352518554385e-03f;
+	return xc * p / q;
+}
+static inline float rt_reluf(float x) { return x > 0.0f ? x : 0.0f; }
+static inline float rt_affinef(float x, float alpha, float beta) { return alpha * x + beta; }
+static inline float rt_leakyreluf(float x, float alpha) { return x < 0.0f ? alpha * x : x; }
+static inline float rt_thresholdedreluf(float x, float alpha) { return x > alpha ? x : 0.0f; }
+static inline float rt_scaledtanhf(float x, float alpha, float beta) { return alpha * rt_tanhf(beta * x); }
+static inline float rt_hardsigmoidf(float x, float alpha, float beta)
+{
+	float y = alpha * x + beta;
+	return y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y;
+}
+static inline float rt_eluf(float x, float alpha) { return x < 0.0f ? alpha * expm1f(x) : x; }
+static inline float rt_softsignf(float x) { return x / (1.0f + fabsf(x)); }
+/* log(1 + e^x) without overflow for large x */
+static inline float rt_softplusf(float x) { return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
+/* min(max(x, lo), hi); NaN stays NaN */
+static inline float rt_clipf(float x, float lo, float hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* ---- kernels: generic tensor ops (owner: runtime/rt_ops.c) --------------- */
+/* Data movement works on any element type: esize is the element size in
+ * bytes, and tensors are dense row-major arrays.  xdims/ydims are the dims of
+ * X/Y ([rank] each, rank <= RT_TF_MAXRANK).  These kernels are simple enough to
+ * be their own reference; the unit tests check them against index formulas. */
+
+/* Y = X with axes permuted: Y.dims[k] = X.dims[perm[k]],
+ * Y[i_0, .., i_{r-1}] = X[j] with j[perm[k]] = i_k.  rank 0 copies one element. */
+void rt_transpose(void *y, const void *x, size_t esize, int rank, const int64_t *xdims,
+		  const int *perm);
+
+/* ONNX Slice's start clamping for one axis of size dim: negative starts count
+ * from the end; the result lies in [0, dim] for step > 0 and in [-1, dim-1]
+ * for step < 0 (-1 only when the slice is empty). */
+int64_t rt_slice_start(int64_t start, int64_t dim, int64_t step);
+/* Y[i_0, ..] = X[start_0 + i_0 * step_0, ..] for i_k < ydims[k]; starts already
+ * clamped (rt_slice_start), steps nonzero, any sign. */
+void rt_slice(void *y, const void *x, size_t esize, int rank, const int64_t *xdims,
+	      const int64_t *ydims, const int64_t *start, const int64_t *step);
+
+/* Y[r, c] = X[r, c] for r < rows, c < cols with row strides ldy, ldx (in
+ * elements): one part of a Concat (Y = whole, X = part) or of a Split. */
+void rt_copy_rows(void *y, int64_t ldy, const void *x, int64_t ldx, int64_t rows, int64_t cols,
+		  size_t esize);
+
+/* ONNX Gather viewed as 3-D: X [outer, n, inner], indices [nidx] (int32 when
+ * idx_dtype == 6, int64 when 7; negative ones count from n), Y [outer, nidx,
+ * inner]: Y[o, j, i] = X[o, idx[j], i].  RT_ERR_INDEX (Y untouched) if an index
+ * is outside [-n, n). */
+int rt_gather(void *y, const void *x, size_t esize, int64_t outer, int64_t n, int64_t inner,
+	      const void *idx, int idx_dtype, int64_t nidx);
+
+/* Softmax / LogSoftmax along the middle axis of X viewed as [outer, n, inner]
+ * (ONNX opset-13 semantics for one axis), numerically stable: the maximum is
+ * subtracted before exp.  Y may be X. */
+void rt_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
+void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,42 @@
+/* cmd.h: helpers the subcommands (cmd_*.c) share; defined in cmd_compile.c.
+ *
+ * Option syntax for every subcommand: `--opt VALUE` or `--opt=VALUE`, flags
+ * without a value, and exactly one MODEL operand.  A wrong command line is a
+ * usage error: message plus the command's usage on stderr, exit status 2.
+ */
+#ifndef CELLC_CMD_H
+#define CELLC_CMD_H
+
+#include "compile.h"
+
+enum { CMD_MAX_BIND = 64 };
+
+/* If argv[*i] is option `opt`, stores its value (the next argument or the
+ * text after '=') in *val, advances *i past it and returns 1; returns -1 after
+ * printing an error when the value is missing; 0 if argv[*i] is not `opt`. */
+int cmd_opt_value(int argc, char **argv, int *i, const char *opt, const char **val);
+
+/* Parses NAME=FILE.pb into b (pointers into arg); 0 and a message if malformed. */
+int cmd_parse_bind(const char *cmd, char *arg, onnx_binding *b);
+
+/* The model file's stem made into a C identifier ("my-model.onnx" -> "my_model"). */
+const char *cmd_default_name(arena *A, const char *model_path);
+/* 1 if s can prefix the emitted API: a C identifier, not a keyword, short. */
+int cmd_valid_name(const char *s);
+
+/* mkdir -p; 0 on success, else prints why and returns -1. */
+int cmd_mkdirs(const char *cmd, const char *dir);
+
+/* Where cellc's runtime/ and templates/ live: $CELLC_SHARE, else the
+ * source tree cellc was built from. */
+const char *cmd_share_dir(void);
+
+/* The command line as one string, for provenance headers. */
+const char *cmd_line(arena *A, int argc, char **argv);
+
+/* Loads MODEL (with bindings) and runs the passes up to `stop_after` (NULL:
+ * all).  Returns the graph, or NULL after the diagnostics were printed. */
+ir_graph *cmd_build(arena *A, diag *D, const char *model, int nbind, const onnx_binding *bind,
+		    const pass_opts *po, const char *stop_after);
+
+#endif

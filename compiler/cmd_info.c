@@ -1,0 +1,258 @@
+/* cmd_info.c: `cellc info MODEL`: what a model contains and what cellc makes
+ * of it.
+ *
+ * Prints the producer, opset, dimension symbols, inputs and outputs with
+ * dtypes and symbolic shapes, node counts by op as loaded, the recurrent
+ * operators (cell kind, hidden size, direction, time and batch dims, layout),
+ * the recurrences they were lowered to, the weights that will go into
+ * NAME.weights, and whether the emitted code offers the streaming step.
+ * Whatever stage fails, what was learned before it is still printed; the
+ * exit status is then 2 with the reasons on stderr.
+ */
+#include "cmd.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void print_usage(FILE *f)
+{
+	fputs("usage: cellc info MODEL [--bind NAME=FILE.pb]...\n"
+	      "\n"
+	      "Describes MODEL: producer, opset, inputs and outputs, dimension symbols,\n"
+	      "operators, recurrences, weights, streaming support.\n"
+	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
+}
+
+static const char *tname(arena *A, const ir_value *v)
+{
+	return arena_printf(A, "%s%s", ir_dtype_name(v->dtype), ir_shape_str(A, v->graph, &v->shape));
+}
+
+static void print_values(arena *A, const char *title, int n, ir_value *const *v)
+{
+	printf("%s (%d):\n", title, n);
+	for (int i = 0; i < n; i++)
+		printf("  %-24s %s\n", v[i] ? v[i]->name : "_", v[i] ? tname(A, v[i]) : "");
+}
+
+/* The ONNX recurrent operators as loaded and shaped: one line each. */
+static void print_rnn_ops(arena *A, const ir_graph *g)
+{
+	int n = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		n += ir_ops[g->nodes[i]->op].kind == OPK_RNN;
+	if (!n)
+		return;
+	printf("recurrent operators (%d):\n", n);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *nd = g->nodes[i];
+		if (ir_ops[nd->op].kind != OPK_RNN)
+			continue;
+		int64_t layout = ir_attr_int(nd, "layout", 0);
+		const ir_value *x = nd->nin > 0 ? nd->in[0] : NULL;
+		const char *T = "?", *B = "?";
+		if (x && x->shape.rank == 3) {
+			T = ir_dim_str(A, g, x->shape.d[layout ? 1 : 0]);
+			B = ir_dim_str(A, g, x->shape.d[layout ? 0 : 1]);
+		}
+		printf("  %s '%s' hidden %" PRId64 " %s, T=%s, B=%s, layout %" PRId64 "%s\n",
+		       ir_op_name(nd->op), nd->name ? nd->name : "", ir_attr_int(nd, "hidden_size", 0),
+		       ir_attr_string(nd, "direction", "forward"), T, B, layout,
+		       nd->nin > 4 && nd->in[4] ? ", sequence_lens" : "");
+	}
+}
+
+/* Time dim of a recurrence: its first sequence input on its time axis. */
+static ir_dim rec_time(const ir_node *n)
+{
+	const ir_attr *ax = ir_attr_find(n, "seq_axis");
+	int axis = ax && ax->kind == ATTR_INTS && ax->n > 0 ? (int)ax->ints[0] : 0;
+	if (ir_attr_int(n, "n_seq", 0) > 0 && n->nin > 0 && n->in[0] && axis >= 0 &&
+	    axis < n->in[0]->shape.rank)
+		return n->in[0]->shape.d[axis];
+	return ir_dim_const(IR_DIM_UNKNOWN);
+}
+
+/* The emitter offers NAME_step when the first recurrence runs over a time
+ * axis that is exactly one dimension symbol (see find_time_sym in emit.c);
+ * returns that symbol or -1. */
+static int step_symbol(const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		if (g->nodes[i]->op != OP_RECURRENCE)
+			continue;
+		ir_dim T = rec_time(g->nodes[i]);
+		int sym = -1, count = 0;
+		for (int k = 0; k < IR_MAX_SYMS; k++)
+			if (T.pow[k]) {
+				sym = k;
+				count += T.pow[k];
+			}
+		return T.k == 1 && count == 1 ? sym : -1;
+	}
+	return -1;
+}
+
+static void print_recurrences(arena *A, const ir_graph *g)
+{
+	int n = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		n += g->nodes[i]->op == OP_RECURRENCE;
+	printf("recurrences (%d):\n", n);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *nd = g->nodes[i];
+		if (nd->op != OP_RECURRENCE)
+			continue;
+		ir_dim T = rec_time(nd);
+		printf("  '%s' %s, T=%s, %" PRId64 " sequence input(s), %" PRId64 " state(s), "
+		       "%" PRId64 " stacked output(s), %d body nodes%s%s%s\n",
+		       nd->name ? nd->name : "", ir_attr_int(nd, "reverse", 0) ? "reverse" : "forward",
+		       ir_dim_str(A, g, T), ir_attr_int(nd, "n_seq", 0), ir_attr_int(nd, "n_state", 0),
+		       ir_attr_int(nd, "n_out", 0), nd->body ? nd->body->nnodes : 0,
+		       ir_attr_int(nd, "has_lens", 0) ? ", sequence_lens" : "",
+		       nd->origin ? ", from " : "", nd->origin ? nd->origin : "");
+	}
+}
+
+/* Weights the emitted code loads: VAL_WEIGHT values some node still uses
+ * (lowering splits the ONNX W/R/B into new ones and leaves the old unused). */
+typedef struct wcount {
+	arena *A;
+	const ir_value **seen;  /* [n] distinct weights found so far */
+	int n, cap;
+	uint64_t bytes;
+} wcount;
+
+static void count_weights(wcount *w, const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *nd = g->nodes[i];
+		for (int j = 0; j < nd->nin; j++) {
+			const ir_value *v = nd->in[j];
+			int dup = 0;
+			for (int k = 0; v && k < w->n && !dup; k++)
+				dup = w->seen[k] == v;
+			if (!v || v->kind != VAL_WEIGHT || dup)
+				continue;
+			if (w->n == w->cap) {
+				int cap = 2 * w->cap + 16;
+				w->seen = arena_grow(w->A, (void *)w->seen, (size_t)w->n, (size_t)cap,
+						     sizeof *w->seen);
+				w->cap = cap;
+			}
+			w->seen[w->n++] = v;
+			int64_t ne = ir_shape_const_numel(&v->shape);
+			if (ne > 0)
+				w->bytes += (uint64_t)ne * ir_dtype_size(v->dtype);
+		}
+		if (nd->body)
+			count_weights(w, nd->body);
+	}
+}
+
+int cmd_info(int argc, char **argv)
+{
+	const char *model = NULL, *val;
+	onnx_binding bind[CMD_MAX_BIND];
+	int nbind = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int r;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			print_usage(stdout);
+			return 0;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
+			if (r < 0)
+				return 2;
+			if (nbind == CMD_MAX_BIND) {
+				fprintf(stderr, "cellc info: at most %d --bind options\n", CMD_MAX_BIND);
+				return 2;
+			}
+			if (!cmd_parse_bind("info", (char *)val, &bind[nbind]))   /* val points into argv */
+				return 2;
+			nbind++;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "cellc info: unknown option '%s'\n", a);
+			print_usage(stderr);
+			return 2;
+		} else if (model) {
+			fprintf(stderr, "cellc info: more than one MODEL ('%s', '%s')\n", model, a);
+			return 2;
+		} else {
+			model = a;
+		}
+	}
+	if (!model) {
+		fputs("cellc info: no MODEL given\n", stderr);
+		print_usage(stderr);
+		return 2;
+	}
+
+	arena A;
+	arena_init(&A);
+	diag D;
+	diag_init(&D, model);
+	pass_opts po = {0};
+	int rc = 2;
+	ir_graph *g = compile_load(&A, &D, model, nbind, bind);
+	if (!g)
+		goto out;
+
+	printf("model:     %s\n", model);
+	printf("producer:  %s\n", g->producer && *g->producer ? g->producer : "(not given)");
+	printf("opset:     %d\n", g->opset);
+	printf("nodes:     %d (", g->nnodes);
+	int opcount[OP_COUNT] = {0}, first = 1;
+	for (int i = 0; i < g->nnodes; i++)
+		opcount[g->nodes[i]->op]++;
+	for (int op = 0; op < OP_COUNT; op++)
+		if (opcount[op]) {
+			printf("%s%s %d", first ? "" : ", ", ir_op_name((ir_op)op), opcount[op]);
+			first = 0;
+		}
+	printf(")\n");
+
+	/* Shapes are known after inference (pass_list[0], see compile.c): print
+	 * the interface then, and the other passes after it one by one so that
+	 * a failure still leaves what was learned on the screen. */
+	int done = 0;
+	int errs = pass_list[0].run(g, &D, &po);
+	if (!errs && !D.nerrors && compile_checking())
+		ir_verify(g, pass_list[0].name);
+	if (errs || D.nerrors) {
+		printf("symbols:   (inference failed; shapes as declared)\n");
+		print_values(&A, "inputs", g->ninputs, g->inputs);
+		goto out;
+	}
+	printf("symbols:   ");
+	for (int i = 0; i < g->nsyms; i++)
+		printf("%s%s", i ? ", " : "", g->syms[i]);
+	printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
+	print_values(&A, "inputs", g->ninputs, g->inputs);
+	print_values(&A, "outputs", g->noutputs, g->outputs);
+	print_rnn_ops(&A, g);
+
+	for (done = 1; done < pass_count; done++) {
+		if (pass_list[done].run(g, &D, &po) || D.nerrors)
+			goto out;
+		if (compile_checking())
+			ir_verify(g, pass_list[done].name);
+	}
+	print_recurrences(&A, g);
+	wcount w = {.A = &A};
+	count_weights(&w, g);
+	printf("weights:   %d tensors, %" PRIu64 " bytes\n", w.n, w.bytes);
+	int ts = step_symbol(g);
+	if (ts >= 0)
+		printf("streaming: yes (%s_step advances one step of '%s')\n", cmd_default_name(&A, model),
+		       g->syms[ts]);
+	else
+		printf("streaming: no (no recurrence over a time axis given by one symbol)\n");
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "cellc info: %s could not be %s\n", model,
+			!g ? "loaded" : done == 0 ? "shape-inferred" : "compiled");
+	arena_free(&A);
+	return rc;
+}

@@ -1,0 +1,776 @@
+/* cmd_verify.c: `cellc verify MODEL --data DIR...`: compile, build, run and
+ * compare with reference outputs.
+ *
+ *   cellc verify MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
+ *                [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse]
+ *
+ * A data directory holds input_N.pb and output_N.pb (serialized ONNX
+ * TensorProtos, as in the ONNX backend tests); a directory holding
+ * test_data_set_* subdirectories stands for all of them.  Input N feeds graph
+ * input N, output N is compared with graph output N.
+ *
+ * cellc fixes shapes at compile time, so graph inputs whose values decide a
+ * shape (a Reshape target, Slice bounds, ...) or that are the weights of an
+ * LSTM/GRU/RNN cannot be run-time inputs (found by walking the graph
+ * backwards from those operands): they are bound to the constant from each
+ * data directory (onnx_load_bound) and the model is compiled once per
+ * directory.  Otherwise it is compiled once.
+ *
+ * Each compilation goes into a fresh directory (mkdtemp under $TMPDIR, or
+ * --keep DIR, which is kept): emit_model's files, NAME_driver.c (the generic
+ * driver, templates/driver.c), then `make` and the driver build with the
+ * emitted code's warning flags.  Per data directory the remaining inputs are
+ * written as a tensor file, the driver runs, and each output is compared:
+ * same dtype and shape, then |got - ref| <= atol + rtol |ref| elementwise
+ * (NaN matches NaN only; integer and bool types exactly).  Output:
+ *
+ *   PASS|FAIL <dir> <output> max_abs=<e> max_rel=<e>     one line per output
+ *   N passed, M failed
+ *
+ * Exit status: 0 all pass, 1 any mismatch or failed run, 2 the model could
+ * not be compiled or built, or the command line or data are unusable.
+ */
+#define _XOPEN_SOURCE 700
+
+#include "cmd.h"
+#include "util.h"
+#include "cellrt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: cellc verify MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]\n"
+	"                    [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse]\n"
+	"\n"
+	"Compiles MODEL, builds it with a generic driver, runs it on the inputs of each\n"
+	"data directory (input_N.pb) and compares with its outputs (output_N.pb).\n"
+	"  --data DIR    a directory with input_N.pb/output_N.pb, or one with\n"
+	"                test_data_set_* subdirectories (repeatable)\n"
+	"  --rtol R      relative tolerance (default 1e-4)\n"
+	"  --atol A      absolute tolerance (default 1e-5): pass if |got-ref| <= A + R|ref|\n"
+	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
+	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
+	"  --no-hoist, --no-fuse   as for `cellc compile`\n"
+	"Prints `PASS|FAIL <dir> <output> max_abs=<e> max_rel=<e>` per output, then\n"
+	"`N passed, M failed`.  Exit status: 0 all pass, 1 a mismatch, 2 the model could\n"
+	"not be compiled or the command line or data were rejected.\n";
+
+enum { MAX_DATA = 256, MAX_PB = 1024 };
+
+typedef struct dataset {
+	const char *dir;        /* as printed in PASS/FAIL lines */
+	int nin, nout;          /* input_N.pb / output_N.pb files, N = 0.. contiguous */
+	ir_value **in;          /* [nin] reference inputs (constants of the scratch graph) */
+} dataset;
+
+typedef struct verify {
+	const char *model, *name, *keep;
+	double rtol, atol;
+	pass_opts po;
+	const char *cmdline;    /* for the provenance header of the emitted code */
+	int nsets;
+	dataset sets[MAX_DATA];
+	arena A;                /* data, paths and the unbound graph */
+	ir_graph *scratch;      /* owns the reference tensors */
+	ir_graph *g0;           /* the model loaded without bindings */
+	char *bound;            /* [g0->ninputs] 1: must be a constant (shape operand, RNN weight) */
+	int passed, failed;
+	char root[4096];        /* working directory of this run */
+} verify;
+
+/* ---- data directories ---- */
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* "input_12.pb" -> 12 when `prefix` is "input_"; -1 otherwise. */
+static int pb_index(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n) != 0)
+		return -1;
+	const char *p = name + n;
+	int k = 0;
+	if (!(*p >= '0' && *p <= '9') || (*p == '0' && p[1] != '.'))
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		k = k * 10 + (*p - '0');
+		if (k >= MAX_PB)
+			return -1;
+	}
+	return strcmp(p, ".pb") == 0 ? k : -1;
+}
+
+/* Counts input_N.pb and output_N.pb in dir; -1 after a message when the
+ * numbering has gaps or the directory cannot be read. */
+static int scan_dataset(const char *dir, int *nin, int *nout)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		fprintf(stderr, "cellc verify: cannot read data directory '%s': %s\n", dir, strerror(errno));
+		return -1;
+	}
+	int cnt[2] = {0, 0}, max[2] = {-1, -1};
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		for (int o = 0; o < 2; o++) {
+			int k = pb_index(e->d_name, o ? "output_" : "input_");
+			if (k >= 0) {
+				cnt[o]++;
+				if (k > max[o])
+					max[o] = k;
+			}
+		}
+	}
+	closedir(d);
+	for (int o = 0; o < 2; o++)
+		if (max[o] + 1 != cnt[o]) {
+			fprintf(stderr, "cellc verify: %s: %s_N.pb files are not numbered 0..%d without gaps\n",
+				dir, o ? "output" : "input", cnt[o] - 1);
+			return -1;
+		}
+	*nin = cnt[0];
+	*nout = cnt[1];
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int add_dataset(verify *V, const char *dir)
+{
+	if (V->nsets == MAX_DATA) {
+		fprintf(stderr, "cellc verify: more than %d data directories\n", MAX_DATA);
+		return -1;
+	}
+	dataset *s = &V->sets[V->nsets];
+	memset(s, 0, sizeof *s);
+	s->dir = dir;
+	if (scan_dataset(dir, &s->nin, &s->nout))
+		return -1;
+	V->nsets++;
+	return 0;
+}
+
+/* DIR itself when it has input/output files, else its test_data_set_*. */
+static int expand_data(verify *V, const char *arg)
+{
+	if (!is_dir(arg)) {
+		fprintf(stderr, "cellc verify: --data '%s' is not a directory\n", arg);
+		return -1;
+	}
+	size_t len = strlen(arg);
+	while (len > 1 && arg[len - 1] == '/')
+		len--;
+	const char *dir = arena_strndup(&V->A, arg, len);
+	int nin, nout;
+	if (scan_dataset(dir, &nin, &nout))
+		return -1;
+	if (nin || nout)
+		return add_dataset(V, dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;   /* scan_dataset just read it; a race, reported there next time */
+	char *subs[MAX_DATA];
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "test_data_set_", 14) && n < MAX_DATA) {
+			char *p = arena_printf(&V->A, "%s/%s", dir, e->d_name);
+			if (is_dir(p))
+				subs[n++] = p;
+		}
+	closedir(d);
+	if (n == 0) {
+		fprintf(stderr, "cellc verify: '%s' holds neither input_N.pb/output_N.pb files nor "
+				"test_data_set_* directories\n", dir);
+		return -1;
+	}
+	qsort(subs, (size_t)n, sizeof *subs, cmp_str);
+	for (int i = 0; i < n; i++)
+		if (add_dataset(V, subs[i]))
+			return -1;
+	return 0;
+}
+
+/* Reads every reference input and checks the counts against the model. */
+static int read_inputs(verify *V, diag *D)
+{
+	const ir_graph *g = V->g0;
+	for (int i = 0; i < V->nsets; i++) {
+		dataset *s = &V->sets[i];
+		if (s->nin != g->ninputs || s->nout != g->noutputs) {
+			fprintf(stderr, "cellc verify: %s has %d input_N.pb and %d output_N.pb files; "
+					"the model has %d inputs and %d outputs\n",
+				s->dir, s->nin, s->nout, g->ninputs, g->noutputs);
+			return -1;
+		}
+		s->in = arena_array(&V->A, (size_t)(s->nin + 1), sizeof *s->in);
+		for (int k = 0; k < s->nin; k++) {
+			const char *p = arena_printf(&V->A, "%s/input_%d.pb", s->dir, k);
+			D->file = "cellc verify";   /* the loader's message names p */
+			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
+			if (!s->in[k] || D->nerrors)
+				return -1;
+		}
+	}
+	D->file = V->model;
+	return 0;
+}
+
+/* ---- inputs that determine shapes ---- */
+
+/* Operands that must be compile-time constants: those whose values decide
+ * an output shape, and the weights of the recurrent operators (lowering
+ * splits them per gate and direction; the ONNX node tests pass them as graph
+ * inputs). */
+static int const_operand(ir_op op, int k)
+{
+	switch (op) {
+	case OP_LSTM:
+		return (k >= 1 && k <= 3) || k == 7;    /* W R B, P */
+	case OP_GRU: case OP_RNN:
+		return k >= 1 && k <= 3;                /* W R B */
+	case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_SPLIT: case OP_EXPAND:
+		return k == 1;
+	case OP_SLICE:
+		return k >= 1;
+	case OP_CONSTOFSHAPE:
+		return k == 0;
+	default:
+		return 0;
+	}
+}
+
+static int value_index(const ir_graph *g, const ir_value *v)
+{
+	if (v->id >= 0 && v->id < g->nvalues && g->values[v->id] == v)
+		return v->id;
+	for (int i = 0; i < g->nvalues; i++)
+		if (g->values[i] == v)
+			return i;
+	return -1;  /* a value of another graph: nothing to bind there */
+}
+
+/* Walks the root graph backwards: a value is needed as a constant if it is a
+ * constant operand (above) or an input of a node with a needed output; Shape needs only
+ * its input's shape, which is known without binding. */
+static void find_bound_inputs(verify *V)
+{
+	const ir_graph *g = V->g0;
+	char *need = arena_alloc(&V->A, (size_t)g->nvalues + 1);
+	V->bound = arena_alloc(&V->A, (size_t)g->ninputs + 1);
+	for (int i = g->nnodes - 1; i >= 0; i--) {
+		const ir_node *n = g->nodes[i];
+		int out_needed = 0;
+		for (int j = 0; j < n->nout; j++) {
+			int x = n->out[j] ? value_index(g, n->out[j]) : -1;
+			out_needed |= x >= 0 && need[x];
+		}
+		for (int j = 0; j < n->nin; j++) {
+			if (!n->in[j] || !(const_operand(n->op, j) || (out_needed && n->op != OP_SHAPE)))
+				continue;
+			int x = value_index(g, n->in[j]);
+			if (x >= 0)
+				need[x] = 1;
+		}
+	}
+	for (int k = 0; k < g->ninputs; k++) {
+		int x = value_index(g, g->inputs[k]);
+		V->bound[k] = x >= 0 && need[x];
+	}
+}
+
+/* ---- processes and files ---- */
+
+/* Runs argv with stdout and stderr into `log`; returns the exit status,
+ * 128 + signal, or -1 if it could not be started. */
+static int run_logged(char *const *argv, const char *log)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		close(fd);
+		/* A parent make's jobserver descriptors are not ours to inherit. */
+		unsetenv("MAKEFLAGS");
+		unsetenv("MFLAGS");
+		unsetenv("MAKELEVEL");
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+static void show_file(const char *path, const char *prefix)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof line, f) && n++ < 200)
+		fprintf(stderr, "%s%s", prefix, line);
+	fclose(f);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	remove(p);
+	return 0;
+}
+
+/* ---- one compilation ---- */
+
+typedef struct unit {
+	const char *dir;        /* where the model and driver are built */
+	const char *driver;     /* path of the built driver */
+	const char *weights;    /* NAME.weights */
+	ir_graph *g;            /* the compiled graph (inputs: the unbound ones) */
+} unit;
+
+/* Writes NAME_driver.c: the driver template (embedded in cellc, see
+ * templates/embed.sh) behind the model's header.  The emitted Makefile builds
+ * NAME_driver whenever this file exists, with the model's own flags. */
+static int write_driver(verify *V, const unit *u)
+{
+	const char *text = emit_template("driver.c");
+	ASSERT(text);
+	const char *out = arena_printf(&V->A, "%s/%s_driver.c", u->dir, V->name);
+	FILE *f = fopen(out, "w");
+	int ok = f != NULL;
+	if (f) {
+		fprintf(f, "/* %s_driver.c: templates/driver.c, written by cellc verify */\n"
+			   "#define CELLC_MODEL %s\n#include \"%s.h\"\n\n",
+			V->name, V->name, V->name);
+		ok = fputs(text, f) >= 0;
+		ok &= fclose(f) == 0;
+	}
+	if (!ok)
+		fprintf(stderr, "cellc verify: cannot write '%s': %s\n", out, strerror(errno));
+	return ok ? 0 : -1;
+}
+
+/* `make` in the model's directory: builds the model and the driver with the
+ * emitted Makefile, which is thereby checked too. */
+static int build(verify *V, unit *u)
+{
+	const char *log = arena_printf(&V->A, "%s/build.log", u->dir);
+	const char *make = getenv("MAKE");
+	char *mk[] = {(char *)(make && *make ? make : "make"), "-s", "-C", (char *)u->dir, NULL};
+	int st = run_logged(mk, log);
+	if (st != 0) {
+		fprintf(stderr, "cellc verify: `make -C %s` failed (status %d):\n", u->dir, st);
+		show_file(log, "  | ");
+		return -1;
+	}
+	u->driver = arena_printf(&V->A, "%s/%s_driver", u->dir, V->name);
+	if (access(u->driver, X_OK) != 0) {
+		fprintf(stderr, "cellc verify: `make -C %s` did not build %s\n", u->dir, u->driver);
+		return -1;
+	}
+	return 0;
+}
+
+static int compile_unit(verify *V, unit *u, int iset, int nbind, const onnx_binding *bind, arena *A,
+			diag *D)
+{
+	u->dir = iset < 0 ? arena_printf(&V->A, "%s/model", V->root)
+			  : arena_printf(&V->A, "%s/set_%d", V->root, iset);
+	u->g = cmd_build(A, D, V->model, nbind, bind, &V->po, NULL);
+	if (!u->g)
+		return -1;
+	if (cmd_mkdirs("verify", u->dir))
+		return -1;
+	emit_opts eo = {.name = V->name, .outdir = u->dir, .cmdline = V->cmdline, .rtdir = cmd_share_dir()};
+	if (emit_model(u->g, D, &eo) || D->nerrors)
+		return -1;
+	u->weights = arena_printf(&V->A, "%s/%s.weights", u->dir, V->name);
+	if (write_driver(V, u) || build(V, u))
+		return -1;
+	return 0;
+}
+
+/* ---- running and comparing ---- */
+
+static void fail_all(verify *V, const dataset *s, const char *why)
+{
+	fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
+	for (int k = 0; k < V->g0->noutputs; k++) {
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, V->g0->outputs[k]->name);
+		V->failed++;
+	}
+}
+
+static int is_float(int dt) { return dt == DT_F32 || dt == DT_F64; }
+
+static double elem(const void *p, int dt, size_t i)
+{
+	switch (dt) {
+	case DT_F32: return ((const float *)p)[i];
+	case DT_F64: return ((const double *)p)[i];
+	case DT_I8: return ((const int8_t *)p)[i];
+	case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+	case DT_I16: return ((const int16_t *)p)[i];
+	case DT_U16: return ((const uint16_t *)p)[i];
+	case DT_I32: return ((const int32_t *)p)[i];
+	case DT_U32: return ((const uint32_t *)p)[i];
+	case DT_I64: return (double)((const int64_t *)p)[i];
+	case DT_U64: return (double)((const uint64_t *)p)[i];
+	default: UNREACHABLE();
+	}
+}
+
+/* Compares one output; prints its line. */
+static void compare(verify *V, const dataset *s, const char *oname, const rt_tensor *got,
+		    const ir_value *ref)
+{
+	const char *why = NULL;
+	size_t es = ir_dtype_size(ref->dtype);
+	int64_t n = ir_shape_const_numel(&ref->shape);
+	ir_shape gs = {.rank = got->rank};
+	for (int i = 0; i < got->rank; i++)
+		gs.d[i] = ir_dim_const(got->dims[i]);
+	if (got->dtype != (int)ref->dtype)
+		why = arena_printf(&V->A, "dtype %s, reference %s", ir_dtype_name((ir_dtype)got->dtype),
+				   ir_dtype_name(ref->dtype));
+	else if (es == 0 || !ref->data || n < 0)
+		why = arena_printf(&V->A, "dtype %s cannot be compared", ir_dtype_name(ref->dtype));
+	else if (got->rank != ref->shape.rank)
+		why = arena_printf(&V->A, "rank %d, reference rank %d", got->rank, ref->shape.rank);
+	else if (!ir_shape_eq(&gs, &ref->shape))
+		why = arena_printf(&V->A, "shape %s, reference %s", ir_shape_str(&V->A, V->scratch, &gs),
+				   ir_shape_str(&V->A, V->scratch, &ref->shape));
+	else if (got->nbytes != (size_t)n * es)
+		why = "output size disagrees with its shape";
+	if (why) {
+		fprintf(stderr, "cellc verify: %s: output %s: %s\n", s->dir, oname, why);
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+		V->failed++;
+		return;
+	}
+	double max_abs = 0, max_rel = 0;
+	int64_t nbad = 0, first_bad = -1;
+	int fl = is_float(ref->dtype);
+	for (size_t i = 0; i < (size_t)n; i++) {
+		double a = elem(got->data, ref->dtype, i), b = elem(ref->data, ref->dtype, i);
+		double d;
+		int good;
+		if (!fl) {
+			/* exact: compare the bytes, so 64-bit values beyond 2^53 count too */
+			good = memcmp((const char *)got->data + i * es, (const char *)ref->data + i * es, es) == 0;
+			d = good ? 0 : fabs(a - b) > 0 ? fabs(a - b) : 1;
+		} else if (isnan(a) || isnan(b)) {
+			good = isnan(a) && isnan(b);
+			d = good ? 0 : INFINITY;
+		} else if (isinf(a) || isinf(b)) {
+			good = a == b;
+			d = good ? 0 : INFINITY;
+		} else {
+			d = fabs(a - b);
+			good = d <= V->atol + V->rtol * fabs(b);
+		}
+		if (!good && nbad++ == 0)
+			first_bad = (int64_t)i;
+		double r = d == 0 ? 0 : b != 0 && isfinite(b) ? d / fabs(b) : INFINITY;
+		if (d > max_abs)
+			max_abs = d;
+		if (r > max_rel)
+			max_rel = r;
+	}
+	int ok = nbad == 0;
+	if (!ok)
+		fprintf(stderr, "cellc verify: %s: output %s: %" PRId64 " of %" PRId64 " elements out of "
+				"tolerance; first at flat index %" PRId64 ": got %.9g, reference %.9g\n",
+			s->dir, oname, nbad, n, first_bad, elem(got->data, ref->dtype, (size_t)first_bad),
+			elem(ref->data, ref->dtype, (size_t)first_bad));
+	printf("%s %s %s max_abs=%.3g max_rel=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, max_abs, max_rel);
+	if (ok)
+		V->passed++;
+	else
+		V->failed++;
+}
+
+/* Runs the unit's driver on data set s and compares its outputs. */
+static void run_set(verify *V, const unit *u, int iset, diag *D)
+{
+	const dataset *s = &V->sets[iset];
+	const ir_graph *g = u->g;
+	rt_tensor *t = arena_array(&V->A, (size_t)g->ninputs + 1, sizeof *t);
+	for (int k = 0; k < g->ninputs; k++) {
+		const ir_value *gi = g->inputs[k];
+		int j = 0;
+		while (j < V->g0->ninputs && strcmp(V->g0->inputs[j]->name, gi->name) != 0)
+			j++;
+		if (j == V->g0->ninputs) {
+			fail_all(V, s, arena_printf(&V->A, "compiled input '%s' is not a model input", gi->name));
+			return;
+		}
+		const ir_value *x = s->in[j];
+		int64_t n = ir_shape_const_numel(&x->shape);
+		if (x->dtype != gi->dtype || x->shape.rank != gi->shape.rank || n < 0 ||
+		    x->shape.rank > RT_TF_MAXRANK || ir_dtype_size(x->dtype) == 0) {
+			fail_all(V, s, arena_printf(&V->A, "input_%d.pb is %s%s, input '%s' is %s%s", j,
+						    ir_dtype_name(x->dtype), ir_shape_str(&V->A, x->graph, &x->shape),
+						    gi->name, ir_dtype_name(gi->dtype),
+						    ir_shape_str(&V->A, gi->graph, &gi->shape)));
+			return;
+		}
+		for (int i = 0; i < gi->shape.rank; i++)
+			if (ir_dim_is_const(gi->shape.d[i]) && gi->shape.d[i].k != x->shape.d[i].k) {
+				fail_all(V, s, arena_printf(&V->A, "input_%d.pb has shape %s, input '%s' is %s", j,
+							    ir_shape_str(&V->A, x->graph, &x->shape), gi->name,
+							    ir_shape_str(&V->A, gi->graph, &gi->shape)));
+				return;
+			}
+		t[k].name = strlen(gi->name) < RT_TF_NAME ? gi->name : arena_printf(&V->A, "input_%d", k);
+		t[k].dtype = (int)x->dtype;
+		t[k].rank = x->shape.rank;
+		for (int i = 0; i < x->shape.rank; i++)
+			t[k].dims[i] = x->shape.d[i].k;
+		t[k].data = x->data;
+		t[k].nbytes = (size_t)n * ir_dtype_size(x->dtype);
+	}
+	const char *inf = arena_printf(&V->A, "%s/inputs_%d.tf", u->dir, iset);
+	const char *outf = arena_printf(&V->A, "%s/outputs_%d.tf", u->dir, iset);
+	const char *log = arena_printf(&V->A, "%s/run_%d.log", u->dir, iset);
+	int st = rt_tf_write(inf, g->ninputs, t);
+	if (st != RT_OK) {
+		fail_all(V, s, arena_printf(&V->A, "cannot write %s: %s", inf, rt_status_str(st)));
+		return;
+	}
+	char *argv[] = {(char *)u->driver, (char *)u->weights, (char *)inf, (char *)outf, NULL};
+	remove(outf);
+	int rc = run_logged(argv, log);
+	if (rc != 0) {
+		fprintf(stderr, "cellc verify: %s: the driver %s (status %d):\n", s->dir,
+			rc > 128 ? "was killed by a signal" : "failed", rc);
+		show_file(log, "  | ");
+		fail_all(V, s, "no outputs");
+		return;
+	}
+	rt_tensorfile tf;
+	st = rt_tf_open(&tf, outf);
+	if (st != RT_OK) {
+		fail_all(V, s, arena_printf(&V->A, "%s: %s", outf, rt_status_str(st)));
+		return;
+	}
+	if (tf.count != g->noutputs) {
+		rt_tf_close(&tf);
+		fail_all(V, s, arena_printf(&V->A, "the driver wrote %d outputs, the model has %d", tf.count,
+					    g->noutputs));
+		return;
+	}
+	for (int k = 0; k < g->noutputs; k++) {
+		const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
+		D->file = "cellc verify";
+		ir_value *ref = onnx_read_tensor_file(V->scratch, D, p);
+		D->file = V->model;
+		if (!ref) {
+			fprintf(stderr, "cellc verify: %s: cannot read the reference %s\n", s->dir, p);
+			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, g->outputs[k]->name);
+			V->failed++;
+			continue;
+		}
+		compare(V, s, g->outputs[k]->name, &tf.t[k], ref);
+	}
+	rt_tf_close(&tf);
+}
+
+/* ---- the command ---- */
+
+static int parse_tol(const char *opt, const char *s, double *x)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v) || v < 0) {
+		fprintf(stderr, "cellc verify: %s wants a finite number >= 0, got '%s'\n", opt, s);
+		return -1;
+	}
+	*x = v;
+	return 0;
+}
+
+static int parse_args(verify *V, int argc, char **argv)
+{
+	const char *val;
+	int ndata = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int r;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--data", &val))) {
+			if (r < 0 || expand_data(V, val))
+				return 2;
+			ndata++;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--rtol", &val))) {
+			if (r < 0 || parse_tol("--rtol", val, &V->rtol))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--atol", &val))) {
+			if (r < 0 || parse_tol("--atol", val, &V->atol))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--keep", &val))) {
+			if (r < 0)
+				return 2;
+			V->keep = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--name", &val))) {
+			if (r < 0)
+				return 2;
+			V->name = val;
+		} else if (!strcmp(a, "--no-hoist")) {
+			V->po.no_hoist = 1;
+		} else if (!strcmp(a, "--no-fuse")) {
+			V->po.no_fuse = 1;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "cellc verify: unknown option '%s'\n%s", a, usage);
+			return 2;
+		} else if (V->model) {
+			fprintf(stderr, "cellc verify: more than one MODEL ('%s', '%s')\n%s", V->model, a, usage);
+			return 2;
+		} else {
+			V->model = a;
+		}
+	}
+	if (!V->model || !ndata) {
+		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR given", usage);
+		return 2;
+	}
+	if (V->name && !cmd_valid_name(V->name)) {
+		fprintf(stderr, "cellc verify: --name '%s' is not usable as a C identifier prefix\n", V->name);
+		return 2;
+	}
+	return -1;  /* go on */
+}
+
+static int make_root(verify *V)
+{
+	if (V->keep) {
+		if (cmd_mkdirs("verify", V->keep))
+			return -1;
+		snprintf(V->root, sizeof V->root, "%s", V->keep);
+		return 0;
+	}
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(V->root, sizeof V->root, "%s/cellc-verify-XXXXXX", tmp) >= sizeof V->root ||
+	    !mkdtemp(V->root)) {
+		fprintf(stderr, "cellc verify: cannot create a temporary directory in %s: %s\n", tmp,
+			strerror(errno));
+		V->root[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* All data sets on one compilation, or (bound inputs) one compilation each. */
+static int run_all(verify *V, diag *D)
+{
+	int any_bound = 0;
+	for (int k = 0; k < V->g0->ninputs; k++)
+		any_bound |= V->bound[k];
+	int nunits = any_bound ? V->nsets : 1;
+	for (int iu = 0; iu < nunits; iu++) {
+		onnx_binding bind[CMD_MAX_BIND];
+		int nbind = 0;
+		for (int k = 0; any_bound && k < V->g0->ninputs; k++) {
+			if (!V->bound[k])
+				continue;
+			if (nbind == CMD_MAX_BIND) {
+				fprintf(stderr, "cellc verify: more than %d inputs determine shapes\n", CMD_MAX_BIND);
+				return 2;
+			}
+			bind[nbind].name = V->g0->inputs[k]->name;
+			bind[nbind].path = arena_printf(&V->A, "%s/input_%d.pb", V->sets[iu].dir, k);
+			nbind++;
+		}
+		arena A;
+		arena_init(&A);
+		unit u = {0};
+		if (compile_unit(V, &u, any_bound ? iu : -1, nbind, bind, &A, D)) {
+			fprintf(stderr, "cellc verify: %s could not be compiled%s%s\n", V->model,
+				any_bound ? " with the shape inputs of " : "", any_bound ? V->sets[iu].dir : "");
+			arena_free(&A);
+			return 2;
+		}
+		for (int i = 0; i < V->nsets; i++)
+			if (!any_bound || i == iu)
+				run_set(V, &u, i, D);
+		arena_free(&A);
+	}
+	return 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	verify V0 = {0};
+	verify *V = &V0;
+	V->rtol = 1e-4;
+	V->atol = 1e-5;
+	arena_init(&V->A);
+	int rc = parse_args(V, argc, argv);
+	if (rc >= 0) {
+		arena_free(&V->A);
+		return rc;
+	}
+	V->cmdline = cmd_line(&V->A, argc, argv);
+	diag D;
+	diag_init(&D, V->model);
+	rc = 2;
+	V->g0 = cmd_build(&V->A, &D, V->model, 0, NULL, &V->po, "load");
+	if (!V->g0) {
+		fprintf(stderr, "cellc verify: %s could not be loaded\n", V->model);
+		goto out;
+	}
+	if (!V->name)
+		V->name = cmd_default_name(&V->A, V->model);
+	V->scratch = ir_graph_new(&V->A, NULL, "data");
+	if (read_inputs(V, &D))
+		goto out;
+	find_bound_inputs(V);
+	if (make_root(V))
+		goto out;
+	rc = run_all(V, &D);
+	if (rc == 0) {
+		printf("%d passed, %d failed\n", V->passed, V->failed);
+		rc = V->failed ? 1 : 0;
+	}
+out:
+	fflush(stdout);
+	if (V->root[0] && !V->keep)
+		nftw(V->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	else if (V->root[0])
+		fprintf(stderr, "cellc verify: build kept in %s\n", V->keep);
+	arena_free(&V->A);
+	return rc;
+}

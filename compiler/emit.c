@@ -1,0 +1,1264 @@
+/* emit.c: writes a compiled model -- DIR/NAME.h, NAME.c, NAME.weights and a
+ * Makefile -- from the planned root graph.
+ *
+ * The fixed text of every file is a template (templates/NAME.in, embedded into
+ * cellc) with two kinds of markers: `@KEY@` inside a line is replaced by a
+ * string (NAME, VERSION, ...), and a line holding only `@@BLOCK@@` is
+ * replaced by the output of the block's printer below, indented like the
+ * marker.  The printers only read the IR: shapes, slots (pass_plan), fusion
+ * groups (pass_fuse) and recurrences (emit_rec.c) are decided before.
+ *
+ * The forward function is printed into memory first: while printing, emit_ref
+ * and emit_dim mark which inputs, outputs, constants, workspace slots and
+ * dimension symbols the code uses, so the declarations printed around it are
+ * exactly the used ones (the emitted code compiles with -Wall -Wextra -Werror,
+ * where an unused local is an error).
+ *
+ * Naming in emitted code: dims `d_<sym>`, inputs `in_<k>`, outputs `out_<k>`,
+ * weights `m->w_<k>`, constants `c_<k>`, workspace slots `ws_<slot>`.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "emit.h"
+#include "cellrt.h"
+#include "compile.h"
+#include "passes.h"
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the writer ------------------------------------------------------------ */
+
+/* An empty line gets no indentation (no trailing white space). */
+static void ew_vline(ew *w, const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int empty = vsnprintf(NULL, 0, fmt, aq) == 0;
+	va_end(aq);
+	if (!empty)
+		for (int i = 0; i < w->indent; i++)
+			fputc('\t', w->f);
+	vfprintf(w->f, fmt, ap);
+	fputc('\n', w->f);
+}
+
+void ew_line(ew *w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ew_vline(w, fmt, ap);
+	va_end(ap);
+}
+
+void ew_open(ew *w, const char *fmt, ...)
+{
+	va_list ap, aq;
+	va_start(ap, fmt);
+	va_copy(aq, ap);
+	int empty = vsnprintf(NULL, 0, fmt, aq) == 0;
+	va_end(aq);
+	for (int i = 0; i < w->indent; i++)
+		fputc('\t', w->f);
+	vfprintf(w->f, fmt, ap);
+	fputs(empty ? "{\n" : " {\n", w->f);   /* a bare block: just the brace */
+	va_end(ap);
+	w->indent++;
+}
+
+void ew_close(ew *w, const char *tail)
+{
+	ASSERT(w->indent > 0);
+	w->indent--;
+	ew_line(w, "}%s", tail ? tail : "");
+}
+
+/* A function definition's head: the brace on a line of its own. */
+static void fn_open(ew *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fn_open(ew *w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ew_vline(w, fmt, ap);
+	va_end(ap);
+	ew_line(w, "{");
+	w->indent++;
+}
+
+/* Text printed into memory (open_memstream) instead of w->f. */
+typedef struct capture {
+	FILE *prev;
+	int prev_indent;
+	char *buf;
+	size_t len;
+} capture;
+
+static void capture_begin(ew *w, capture *c, int indent)
+{
+	c->prev = w->f;
+	c->prev_indent = w->indent;
+	c->buf = NULL;
+	c->len = 0;
+	w->f = open_memstream(&c->buf, &c->len);
+	if (!w->f)
+		die("out of memory");
+	w->indent = indent;
+}
+
+/* Returns the captured text in the arena. */
+static char *capture_end(ew *w, capture *c, arena *A)
+{
+	fclose(w->f);
+	w->f = c->prev;
+	w->indent = c->prev_indent;
+	char *s = arena_strndup(A, c->buf ? c->buf : "", c->len);
+	free(c->buf);
+	return s;
+}
+
+/* ---- tables: value numbering and use marks ------------------------------- */
+
+struct emit_tabs {
+	const char *name;               /* model name (C identifier) */
+	const char *sym[IR_MAX_SYMS];   /* C names of the dimension symbols */
+	int nweights, capweights;
+	const ir_value **weights;       /* weights in use, numbered w_k */
+	int nconsts, capconsts;
+	const ir_value **consts;        /* constants in use, numbered c_k */
+	int nslots;                     /* workspace slots (1 + largest value->slot) */
+	/* marks: what the function being printed refers to */
+	char used_sym[IR_MAX_SYMS];
+	char *used_in, *used_out, *used_const, *used_slot;
+	int time_sym;                   /* symbol of the recurrence time axis, -1: none */
+	const char *forward;            /* the forward function, printed before the rest */
+	int ws_used;                    /* forward uses workspace slots */
+};
+
+static void tabs_clear_marks(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	memset(t->used_sym, 0, sizeof t->used_sym);
+	memset(t->used_in, 0, (size_t)E->g->ninputs + 1);
+	memset(t->used_out, 0, (size_t)E->g->noutputs + 1);
+	memset(t->used_const, 0, (size_t)t->nconsts + 1);
+	memset(t->used_slot, 0, (size_t)t->nslots + 1);
+}
+
+static int find_index(const ir_value *const *list, int n, const ir_value *v)
+{
+	for (int i = 0; i < n; i++)
+		if (list[i] == v)
+			return i;
+	return -1;
+}
+
+static void push(arena *A, const ir_value ***list, int *n, int *cap, const ir_value *v)
+{
+	if (find_index(*list, *n, v) >= 0)
+		return;
+	if (*n == *cap) {
+		int c = *cap ? 2 * *cap : 32;
+		*list = arena_grow(A, *list, (size_t)*n, (size_t)c, sizeof **list);
+		*cap = c;
+	}
+	(*list)[(*n)++] = v;
+}
+
+/* Weights and constants used anywhere (root graph and bodies), in graph order. */
+static void collect_values(emit_ctx *E, ir_graph *g)
+{
+	struct emit_tabs *t = E->tabs;
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (v->slot + 1 > t->nslots)
+			t->nslots = v->slot + 1;
+		if (v->nuses == 0 && !v->is_output)
+			continue;
+		if (v->kind == VAL_WEIGHT)
+			push(E->A, &t->weights, &t->nweights, &t->capweights, v);
+		else if (v->kind == VAL_CONST && (v->data || v->sym))
+			push(E->A, &t->consts, &t->nconsts, &t->capconsts, v);
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->body)
+			collect_values(E, g->nodes[i]->body);
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+/* s made into a C identifier: other characters become '_'. */
+static char *c_ident(arena *A, const char *s)
+{
+	size_t n = strlen(s);
+	char *r = arena_alloc(A, n + 2);
+	size_t k = 0;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+		r[k++] = '_';
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			 (c >= '0' && c <= '9');
+		r[k++] = ok ? c : '_';
+	}
+	r[k] = 0;
+	return r;
+}
+
+/* Text safe inside a C comment: no comment terminator, no newline. */
+static const char *cmt(arena *A, const char *s)
+{
+	if (!s)
+		return "";
+	size_t n = strlen(s);
+	int cut = n > 96;       /* long names shortened: comments are for people */
+	if (cut)
+		n = 93;
+	char *r = arena_alloc(A, 2 * n + 4);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '\n' || c == '\r' || c == '\t')
+			c = ' ';
+		r[k++] = c;
+		if (c == '*' && s[i + 1] == '/')
+			r[k++] = ' ';
+		if (c == '/' && s[i + 1] == '*')
+			r[k++] = ' ';
+	}
+	if (cut)
+		r[k++] = '.', r[k++] = '.', r[k++] = '.';
+	r[k] = 0;
+	return r;
+}
+
+/* A C string literal holding s. */
+static const char *c_string(arena *A, const char *s)
+{
+	size_t n = strlen(s);
+	char *r = arena_alloc(A, 4 * n + 3);
+	size_t k = 0;
+	r[k++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			r[k++] = '\\';
+			r[k++] = (char)c;
+		} else if (c < 32 || c >= 127 || c == '?') {
+			/* octal escapes: '?' avoids trigraphs, bytes >= 127 stay exact */
+			k += (size_t)sprintf(r + k, "\\%03o", c);
+		} else {
+			r[k++] = (char)c;
+		}
+	}
+	r[k++] = '"';
+	r[k] = 0;
+	return r;
+}
+
+/* C names of the dimension symbols: the symbol made into an identifier,
+ * with its index appended when two symbols would read the same. */
+static void name_syms(emit_ctx *E)
+{
+	for (int i = 0; i < E->g->nsyms; i++) {
+		char *s = c_ident(E->A, E->g->syms[i]);
+		for (int j = 0; j < i; j++)
+			if (strcmp(E->tabs->sym[j], s) == 0)
+				s = arena_printf(E->A, "%s_%d", s, i);
+		E->tabs->sym[i] = s;
+	}
+}
+
+/* ---- dims and references --------------------------------------------------- */
+
+static const char *i64_lit(arena *A, int64_t v)
+{
+	if (v == INT64_MIN)
+		return "INT64_MIN";
+	if (v > INT32_MAX || v < -INT32_MAX)
+		return arena_printf(A, "INT64_C(%lld)", (long long)v);
+	return arena_printf(A, "%lld", (long long)v);
+}
+
+const char *emit_dim(emit_ctx *E, ir_dim d)
+{
+	ASSERT(ir_dim_known(d));
+	if (ir_dim_is_const(d))
+		return i64_lit(E->A, d.k);
+	char *s = d.k == 1 ? NULL : arena_printf(E->A, "%lld", (long long)d.k);
+	int factors = d.k == 1 ? 0 : 1;
+	for (int i = 0; i < E->g->nsyms; i++)
+		for (int p = 0; p < d.pow[i]; p++) {
+			E->tabs->used_sym[i] = 1;
+			s = s ? arena_printf(E->A, "%s * d_%s", s, E->tabs->sym[i])
+			      : arena_printf(E->A, "d_%s", E->tabs->sym[i]);
+			factors++;
+		}
+	return factors > 1 ? arena_printf(E->A, "(%s)", s) : s;
+}
+
+const char *emit_numel(emit_ctx *E, const ir_shape *s)
+{
+	return emit_dim(E, ir_shape_numel(s));
+}
+
+const char *emit_ref(emit_ctx *E, const ir_value *v)
+{
+	struct emit_tabs *t = E->tabs;
+	v = plan_storage(v);
+	ir_graph *g = E->g;
+	int k;
+	switch (v->kind) {
+	case VAL_INPUT:
+		k = find_index((const ir_value *const *)g->inputs, g->ninputs, v);
+		ASSERT(k >= 0);
+		t->used_in[k] = 1;
+		return arena_printf(E->A, "in_%d", k);
+	case VAL_WEIGHT:
+		k = find_index(t->weights, t->nweights, v);
+		ASSERT(k >= 0);
+		return arena_printf(E->A, "m->w_%d", k);
+	case VAL_CONST:
+		k = find_index(t->consts, t->nconsts, v);
+		ASSERT(k >= 0);
+		t->used_const[k] = 1;
+		return arena_printf(E->A, "c_%d", k);
+	case VAL_TEMP:
+		if (v->is_output && v->graph == g) {
+			k = find_index((const ir_value *const *)g->outputs, g->noutputs, v);
+			ASSERT(k >= 0);
+			t->used_out[k] = 1;
+			return arena_printf(E->A, "out_%d", k);
+		}
+		ASSERT(v->slot >= 0 && v->slot < t->nslots);
+		t->used_slot[v->slot] = 1;
+		return arena_printf(E->A, "ws_%d", v->slot);
+	case VAL_STEP:
+		break;
+	}
+	die("internal error: emit_ref: value '%s' has no storage outside its recurrence", v->name);
+}
+
+/* ---- literals ------------------------------------------------------------ */
+
+const char *emit_float(emit_ctx *E, double x, ir_dtype dt)
+{
+	const char *suf = dt == DT_F64 ? "" : "f";
+	if (isnan(x))
+		return dt == DT_F64 ? "(double)NAN" : "NAN";
+	if (isinf(x))
+		return x > 0 ? (dt == DT_F64 ? "(double)INFINITY" : "INFINITY")
+			     : (dt == DT_F64 ? "(-(double)INFINITY)" : "(-INFINITY)");
+	/* the shortest digits that read back as the same value */
+	char buf[64];
+	for (int prec = dt == DT_F64 ? 15 : 6; prec <= 17; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, x);
+		if (dt == DT_F64 ? strtod(buf, NULL) == x : strtof(buf, NULL) == (float)x)
+			break;
+	}
+	int plain = !strpbrk(buf, ".e");
+	return arena_printf(E->A, "%s%s%s", buf, plain ? ".0" : "", suf);
+}
+
+const char *emit_scalar(emit_ctx *E, const ir_value *c, int64_t i)
+{
+	if (c->sym)
+		return emit_dim(E, c->sym[i]);
+	switch (c->dtype) {
+	case DT_F32: return emit_float(E, ((const float *)c->data)[i], DT_F32);
+	case DT_F64: return emit_float(E, ((const double *)c->data)[i], DT_F64);
+	case DT_U64: return arena_printf(E->A, "UINT64_C(%llu)",
+					 (unsigned long long)((const uint64_t *)c->data)[i]);
+	case DT_U32: return arena_printf(E->A, "%lluu", (unsigned long long)((const uint32_t *)c->data)[i]);
+	default: return i64_lit(E->A, ir_const_int(c, i));
+	}
+}
+
+/* ---- templates ----------------------------------------------------------- */
+
+typedef void (*block_fn)(emit_ctx *E);
+
+typedef struct tpl_env {
+	const char *const *keys;        /* inline markers @KEY@ */
+	const char *const *vals;
+	int nkeys;
+	const char *const *blocks;      /* block markers @@BLOCK@@ */
+	const block_fn *fns;
+	int nblocks;
+} tpl_env;
+
+static int is_key_char(char c) { return (c >= 'A' && c <= 'Z') || c == '_'; }
+
+static void tpl_line(emit_ctx *E, const tpl_env *env, const char *s, size_t n)
+{
+	FILE *f = E->w->f;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '@') {
+			size_t j = i + 1;
+			while (j < n && is_key_char(s[j]))
+				j++;
+			if (j < n && j > i + 1 && s[j] == '@') {
+				int k;
+				for (k = 0; k < env->nkeys; k++)
+					if (strlen(env->keys[k]) == j - i - 1 &&
+					    !strncmp(env->keys[k], s + i + 1, j - i - 1))
+						break;
+				if (k == env->nkeys)
+					die("internal error: template marker @%.*s@ has no value", (int)(j - i - 1), s + i + 1);
+				fputs(env->vals[k], f);
+				i = j;
+				continue;
+			}
+		}
+		fputc(s[i], f);
+	}
+	fputc('\n', f);
+}
+
+static void tpl_expand(emit_ctx *E, const char *tpl_name, const tpl_env *env)
+{
+	const char *t = emit_template(tpl_name);
+	if (!t)
+		die("internal error: template %s is not embedded", tpl_name);
+	while (*t) {
+		const char *nl = strchr(t, '\n');
+		size_t n = nl ? (size_t)(nl - t) : strlen(t);
+		size_t tabs = 0;
+		while (tabs < n && t[tabs] == '\t')
+			tabs++;
+		const char *b = t + tabs;
+		size_t bn = n - tabs;
+		if (bn > 4 && !strncmp(b, "@@", 2) && !strncmp(b + bn - 2, "@@", 2)) {
+			int k;
+			for (k = 0; k < env->nblocks; k++)
+				if (strlen(env->blocks[k]) == bn - 4 && !strncmp(env->blocks[k], b + 2, bn - 4))
+					break;
+			if (k == env->nblocks)
+				die("internal error: template block @@%.*s@@ has no printer", (int)(bn - 4), b + 2);
+			E->w->indent = (int)tabs;
+			env->fns[k](E);
+			E->w->indent = 0;
+		} else {
+			tpl_line(E, env, t, n);
+		}
+		t += n + (nl ? 1 : 0);
+	}
+}
+
+/* ---- model facts ----------------------------------------------------------- */
+
+static const char *ctype(const ir_value *v) { return ir_dtype_ctype(v->dtype); }
+
+/* The symbol of the time axis of the first recurrence, when that axis is one
+ * plain symbol: then NAME_step runs the model with it set to 1. */
+static int find_time_sym(const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (n->op != OP_RECURRENCE || n->nin < 1 || !n->in[0])
+			continue;
+		ir_attr *ax = ir_attr_find(n, "seq_axis");
+		int axis = ax && ax->kind == ATTR_INTS && ax->n > 0 ? (int)ax->ints[0] : 0;
+		const ir_shape *s = &n->in[0]->shape;
+		if (axis >= s->rank)
+			return -1;
+		ir_dim d = s->d[axis];
+		int sym = -1, count = 0;
+		for (int k = 0; k < IR_MAX_SYMS; k++)
+			if (d.pow[k]) {
+				sym = k;
+				count += d.pow[k];
+			}
+		return d.k == 1 && count == 1 ? sym : -1;
+	}
+	return -1;
+}
+
+/* Size in elements of each workspace slot: equal monomials, or the largest
+ * constant (see pass_plan.c); dtype of the slot. */
+static void slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt, int *found)
+{
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (v->slot != slot || plan_storage(v) != v || v->kind != VAL_TEMP)
+			continue;
+		ir_dim n = ir_shape_numel(&v->shape);
+		if (!*found || (ir_dim_is_const(n) && ir_dim_is_const(*numel) && n.k > numel->k))
+			*numel = n;
+		*dt = v->dtype;
+		*found = 1;
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->body)
+			slot_info(g->nodes[i]->body, slot, numel, dt, found);
+}
+
+static const char *shape_comment(emit_ctx *E, const ir_value *v)
+{
+	return cmt(E->A, ir_shape_str(E->A, E->g, &v->shape));
+}
+
+/* ---- blocks of NAME.h --------------------------------------------------- */
+
+static void blk_provenance(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	ew_line(E->w, " * command: %s", cmt(E->A, E->o->cmdline ? E->o->cmdline : "(not recorded)"));
+	ew_line(E->w, " * model:   %s (FNV-1a 64: %016llx)", cmt(E->A, g->source ? g->source : "(unknown)"),
+		(unsigned long long)g->source_hash);
+	ew_line(E->w, " * producer: %s; default-domain opset %d",
+		cmt(E->A, g->producer && *g->producer ? g->producer : "(unknown)"), g->opset);
+}
+
+static void blk_dims(emit_ctx *E)
+{
+	if (E->g->nsyms == 0)
+		ew_line(E->w, "int64_t unused_;        /* the model has no dimension symbols */");
+	for (int i = 0; i < E->g->nsyms; i++)
+		ew_line(E->w, "int64_t %s;%*s/* symbol '%s' */", E->tabs->sym[i],
+			(int)(strlen(E->tabs->sym[i]) < 16 ? 16 - strlen(E->tabs->sym[i]) : 1), "",
+			cmt(E->A, E->g->syms[i]));
+}
+
+static int is_c_keyword(const char *s)
+{
+	static const char *const kw[] = {
+		"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+		"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+		"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+		"typedef", "union", "unsigned", "void", "volatile", "while", "m", "d",
+	};
+	for (size_t i = 0; i < COUNTOF(kw); i++)
+		if (!strcmp(s, kw[i]))
+			return 1;
+	return s[0] == '_' || !strncmp(s, "rt_", 3);
+}
+
+/* Parameter name of input/output k in the header: the tensor's name as an
+ * identifier when that is unambiguous, else in_k / out_k. */
+static const char *io_param_name(emit_ctx *E, int out, int k)
+{
+	ir_graph *g = E->g;
+	const char *id = c_ident(E->A, (out ? g->outputs : g->inputs)[k]->name);
+	const char *fallback = arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+	if (is_c_keyword(id) || strlen(id) > 48)
+		return fallback;
+	for (int o = 0; o <= 1; o++)
+		for (int j = 0; j < (o ? g->noutputs : g->ninputs); j++)
+			if ((o != out || j != k) &&
+			    !strcmp(c_ident(E->A, (o ? g->outputs : g->inputs)[j]->name), id))
+				return fallback;
+	if (!strncmp(id, "in_", 3) || !strncmp(id, "out_", 4))
+		return fallback;
+	return id;
+}
+
+/* The parameter list of run/step/forward.  `header`: the tensor names with
+ * shape comments (the header); otherwise in_k / out_k, the names the
+ * function bodies use. */
+static const char *io_params(emit_ctx *E, int header, int shapes)
+{
+	ir_graph *g = E->g;
+	char *s = arena_printf(E->A, "%s *m, const %s_dims *d", E->tabs->name, E->tabs->name);
+	for (int out = 0; out <= 1; out++)
+		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
+			const ir_value *v = (out ? g->outputs : g->inputs)[k];
+			const char *pn = header ? io_param_name(E, out, k)
+						: arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+			s = arena_printf(E->A, "%s,\n\t\t%s%s *%s", s, out ? "" : "const ", ctype(v), pn);
+			int renamed = header && strcmp(pn, v->name);
+			if (header && (shapes || renamed))
+				s = arena_printf(E->A, "%s /* %s%s%s%s%s */", s, renamed ? "'" : "",
+						 renamed ? cmt(E->A, v->name) : "", renamed ? "'" : "",
+						 renamed && shapes ? " " : "", shapes ? shape_comment(E, v) : "");
+		}
+	return s;
+}
+
+static const char *io_args(emit_ctx *E, const char *dims)
+{
+	char *s = arena_printf(E->A, "m, %s", dims);
+	for (int k = 0; k < E->g->ninputs; k++)
+		s = arena_printf(E->A, "%s, in_%d", s, k);
+	for (int k = 0; k < E->g->noutputs; k++)
+		s = arena_printf(E->A, "%s, out_%d", s, k);
+	return s;
+}
+
+static void blk_run_decls(emit_ctx *E)
+{
+	const char *n = E->tabs->name;
+	ew_line(E->w, "/* Runs the whole sequence from the initial state (reset first); the");
+	ew_line(E->w, " * recurrent state is left at the last step.  Shapes in terms of %s_dims. */", n);
+	ew_line(E->w, "int %s_run(%s);", n, io_params(E, 1, 1));
+	if (E->tabs->time_sym >= 0) {
+		ew_line(E->w, "%s", "");
+		ew_line(E->w, "/* Advances one time step (streaming): like %s_run with %s = 1, but", n,
+			E->tabs->sym[E->tabs->time_sym]);
+		ew_line(E->w, " * continuing from the state the previous run or step left. */");
+		ew_line(E->w, "int %s_step(%s);", n, io_params(E, 1, 0));
+	}
+}
+
+/* ---- blocks of NAME.c ----------------------------------------------------- */
+
+static void blk_struct(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	for (int k = 0; k < t->nweights; k++) {
+		const ir_value *v = t->weights[k];
+		const char *decl = arena_printf(E->A, "const %s *w_%d;", ctype(v), k);
+		int pad = strlen(decl) < 24 ? 24 - (int)strlen(decl) : 1;  /* comments in one column */
+		ew_line(E->w, "%s%*s/* %s %s */", decl, pad, "", cmt(E->A, v->name), shape_comment(E, v));
+	}
+	for (int i = 0; i < E->g->nnodes; i++)
+		if (E->g->nodes[i]->op == OP_RECURRENCE)
+			emit_rec_state_decls(E, E->g->nodes[i]);
+}
+
+static void blk_destroy(emit_ctx *E)
+{
+	for (int i = 0; i < E->g->nnodes; i++)
+		if (E->g->nodes[i]->op == OP_RECURRENCE)
+			emit_rec_state_free(E, E->g->nodes[i]);
+}
+
+static void blk_reset(emit_ctx *E)
+{
+	for (int i = 0; i < E->g->nnodes; i++)
+		if (E->g->nodes[i]->op == OP_RECURRENCE)
+			emit_rec_state_reset(E, E->g->nodes[i]);
+}
+
+/* Static const arrays for the constants the code refers to (marked while
+ * the forward function was printed); symbolic ones are locals of forward. */
+static void blk_consts(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	int any = 0;
+	for (int k = 0; k < t->nconsts; k++) {
+		const ir_value *v = t->consts[k];
+		if (!t->used_const[k] || v->sym)
+			continue;
+		int64_t n = ir_shape_const_numel(&v->shape);
+		ASSERT(n >= 0);
+		if (!any)
+			ew_line(E->w, "/* constant tensors */");
+		any = 1;
+		ew_line(E->w, "/* %s %s */", cmt(E->A, v->name), shape_comment(E, v));
+		if (n == 0) {
+			/* C has no empty arrays; nothing reads this element */
+			ew_line(E->w, "static const %s c_%d[1] = {0};", ctype(v), k);
+			continue;
+		}
+		ew_open(E->w, "static const %s c_%d[%lld] =", ctype(v), k, (long long)n);
+		for (int64_t i = 0; i < n; i += 8) {
+			char *line = "";
+			for (int64_t j = i; j < n && j < i + 8; j++)
+				line = arena_printf(E->A, "%s%s%s", line, j > i ? ", " : "", emit_scalar(E, v, j));
+			ew_line(E->w, "%s%s", line, i + 8 < n ? "," : "");
+		}
+		ew_close(E->w, ";");
+	}
+	if (!any)
+		ew_line(E->w, "/* (no constant tensors) */");
+}
+
+/* The name of weight v in the weights file: its IR name, shortened with a
+ * hash when it does not fit the file's name field. */
+static const char *weight_name(arena *A, const ir_value *v)
+{
+	size_t n = strlen(v->name);
+	if (n < RT_TF_NAME)
+		return v->name;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)v->name[i];
+		h *= 0x100000001b3ull;
+	}
+	/* 142 bytes of the name, '~', 16 hex digits: 159 bytes and the NUL */
+	return arena_printf(A, "%.142s~%016llx", v->name, (unsigned long long)h);
+}
+
+static void blk_load_weights(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	const char *n = t->name;
+	if (t->nweights == 0) {
+		ew_line(w, "/* The model has no weights: the weights file, if given, must be empty. */");
+		fn_open(w, "static int load_weights(%s *m, const char *path)", n);
+		ew_line(w, "if (!path)");
+		ew_line(w, "\treturn RT_OK;");
+		ew_line(w, "int st = rt_tf_open(&m->wf, path);");
+		ew_line(w, "if (st != RT_OK)");
+		ew_line(w, "\treturn st;");
+		ew_line(w, "return m->wf.count == 0 ? RT_OK : RT_ERR_MISMATCH;");
+		ew_close(w, "");
+		return;
+	}
+	ew_line(w, "/* What the weights file must hold, in order of the w_k members. */");
+	ew_open(w, "static const struct weight_desc");
+	ew_line(w, "const char *name;       /* tensor name in the file */");
+	ew_line(w, "int dtype, rank;        /* ONNX TensorProto.DataType code, number of dims */");
+	ew_line(w, "int64_t dims[%d];        /* [rank] */", RT_TF_MAXRANK);
+	ew_close(w, arena_printf(E->A, " weight_desc[%d] = {", t->nweights));
+	w->indent++;
+	for (int k = 0; k < t->nweights; k++) {
+		const ir_value *v = t->weights[k];
+		char *dims = "";
+		for (int i = 0; i < v->shape.rank; i++) {
+			ASSERT(ir_dim_is_const(v->shape.d[i]));
+			dims = arena_printf(E->A, "%s%s%lld", dims, i ? ", " : "", (long long)v->shape.d[i].k);
+		}
+		ew_line(w, "{%s, %d, %d, {%s}},", c_string(E->A, weight_name(E->A, v)), (int)v->dtype,
+			v->shape.rank, dims);
+	}
+	w->indent--;
+	ew_line(w, "};");
+	ew_line(w, "%s", "");
+	ew_line(w, "/* Opens the weights file and points the w_k members into it, after");
+	ew_line(w, " * checking every tensor's name, dtype and shape. */");
+	fn_open(w, "static int load_weights(%s *m, const char *path)", n);
+	ew_line(w, "if (!path)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "int st = rt_tf_open(&m->wf, path);");
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+	ew_line(w, "if (m->wf.count != %d)", t->nweights);
+	ew_line(w, "\treturn RT_ERR_MISMATCH;");
+	ew_line(w, "const void *p[%d];", t->nweights);
+	ew_open(w, "for (int i = 0; i < %d; i++)", t->nweights);
+	ew_line(w, "const struct weight_desc *wd = &weight_desc[i];");
+	ew_line(w, "st = rt_tf_expect(&m->wf, wd->name, wd->dtype, wd->rank, wd->dims, &p[i]);");
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+	ew_close(w, "");
+	for (int k = 0; k < t->nweights; k++)
+		ew_line(w, "m->w_%d = p[%d];", k, k);
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+}
+
+/* ---- the forward function ------------------------------------------------ */
+
+static int is_elementwise(const ir_node *n)
+{
+	return ir_ops[n->op].kind == OPK_ELEM;
+}
+
+/* The node list of the root graph, each node once; consecutive element-wise
+ * nodes of one fusion group are printed together. */
+static void print_nodes(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	for (int i = 0; i < g->nnodes;) {
+		ir_node *n = g->nodes[i];
+		if (n->op == OP_RECURRENCE) {
+			emit_recurrence(E, n);
+			i++;
+			continue;
+		}
+		int j = i + 1;
+		if (n->group && is_elementwise(n))
+			while (j < g->nnodes && g->nodes[j]->group == n->group && is_elementwise(g->nodes[j]))
+				j++;
+		if (j - i > 1)
+			emit_group(E, &g->nodes[i], j - i);
+		else
+			emit_node(E, n);
+		i = j;
+	}
+}
+
+/* Graph outputs not written by their producer: constants, weights, inputs
+ * passed through, and a value listed twice. */
+static void print_output_copies(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	for (int k = 0; k < g->noutputs; k++) {
+		const ir_value *v = g->outputs[k];
+		int first = find_index((const ir_value *const *)g->outputs, g->noutputs, v);
+		const char *src;
+		if (first != k)
+			src = arena_printf(E->A, "out_%d", first);
+		else if (v->kind == VAL_TEMP && v->graph == g)
+			continue;
+		else
+			src = emit_ref(E, v);
+		E->tabs->used_out[k] = 1;
+		ew_line(E->w, "/* output %d '%s' %s is %s */", k, cmt(E->A, v->name), shape_comment(E, v),
+			first != k ? "an output already" : "not computed at run time");
+		ew_line(E->w, "memcpy(out_%d, %s, (size_t)%s * sizeof(%s));", k, src, emit_numel(E, &v->shape),
+			ctype(v));
+	}
+}
+
+/* Locals for the symbolic constants used (Shape results of symbolic dims). */
+static void print_sym_consts(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	for (int k = 0; k < t->nconsts; k++) {
+		const ir_value *v = t->consts[k];
+		if (!t->used_const[k] || !v->sym)
+			continue;
+		int64_t n = ir_shape_const_numel(&v->shape);
+		char *s = "";
+		for (int64_t i = 0; i < n; i++)
+			s = arena_printf(E->A, "%s%s%s", s, i ? ", " : "", emit_dim(E, v->sym[i]));
+		ew_line(E->w, "const %s c_%d[%lld] = {%s}; /* %s */", ctype(v), k, (long long)(n ? n : 1),
+			n ? s : "0", cmt(E->A, v->name));
+	}
+}
+
+static void print_workspace(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	int any = 0;
+	for (int s = 0; s < t->nslots; s++) {
+		if (!t->used_slot[s])
+			continue;
+		ir_dim n;
+		ir_dtype dt = DT_UNDEF;
+		int found = 0;
+		slot_info(E->g, s, &n, &dt, &found);
+		ASSERT(found);
+		if (!any) {
+			ew_line(E->w, "/* workspace: one allocation, a 64-byte aligned part per slot */");
+			ew_line(E->w, "size_t ws_need = 0;");
+		}
+		any = 1;
+		ew_line(E->w, "const size_t at_%d = ws_need;", s);
+		ew_line(E->w, "ws_need += ALIGN64((size_t)%s * sizeof(%s));", emit_dim(E, n), ir_dtype_ctype(dt));
+	}
+	if (!any)
+		return;
+	t->ws_used = 1;
+	ew_line(E->w, "int st = ws_reserve(m, ws_need);");
+	ew_line(E->w, "if (st != RT_OK)");
+	ew_line(E->w, "\treturn st;");
+	for (int s = 0; s < t->nslots; s++) {
+		if (!t->used_slot[s])
+			continue;
+		ir_dim n;
+		ir_dtype dt = DT_UNDEF;
+		int found = 0;
+		slot_info(E->g, s, &n, &dt, &found);
+		ew_line(E->w, "%s *const ws_%d = (%s *)(m->ws + at_%d);", ir_dtype_ctype(dt), s,
+			ir_dtype_ctype(dt), s);
+	}
+}
+
+static char *prepare_forward(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	tabs_clear_marks(E);
+	capture c;
+	capture_begin(w, &c, 1);
+	print_nodes(E);
+	print_output_copies(E);
+	char *body = capture_end(w, &c, E->A);
+	capture_begin(w, &c, 1);
+	print_sym_consts(E);
+	char *consts = capture_end(w, &c, E->A);
+	capture_begin(w, &c, 1);
+	print_workspace(E);
+	char *ws = capture_end(w, &c, E->A);
+
+	capture_begin(w, &c, 0);
+	ew_line(w, "/* The model once through: inputs in_k, outputs out_k (see %s.h for", t->name);
+	ew_line(w, " * names and shapes), all shapes from the dims in *d. */");
+	fn_open(w, "static int forward(%s)", io_params(E, 0, 0));
+	ew_line(w, "if (!m || !d)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	for (int i = 0; i < g->nsyms; i++) {
+		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
+		ew_line(w, "\treturn RT_ERR_SHAPE;");
+	}
+	char *nulls = "";
+	for (int k = 0; k < g->ninputs; k++)
+		nulls = arena_printf(E->A, "%s%s!in_%d", nulls, *nulls ? " || " : "", k);
+	for (int k = 0; k < g->noutputs; k++)
+		nulls = arena_printf(E->A, "%s%s!out_%d", nulls, *nulls ? " || " : "", k);
+	if (*nulls) {
+		ew_line(w, "if (%s)", nulls);
+		ew_line(w, "\treturn RT_ERR_ARG;");
+	}
+	for (int i = 0; i < g->nsyms; i++)
+		if (t->used_sym[i])
+			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+	fputs(consts, w->f);
+	fputs(ws, w->f);
+	for (int k = 0; k < g->ninputs; k++)
+		if (!t->used_in[k])
+			ew_line(w, "(void)in_%d; /* '%s' is not needed for the outputs */", k,
+				cmt(E->A, g->inputs[k]->name));
+	ew_line(w, "%s", "");
+	fputs(body, w->f);
+	ew_line(w, "m->started = 1;");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	return capture_end(w, &c, E->A);
+}
+
+/* ---- the public API around forward --------------------------------------- */
+
+static void api_run(emit_ctx *E)
+{
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	fn_open(w, "int %s_run(%s)", n, io_params(E, 0, 0));
+	ew_line(w, "int st = %s_reset(m);", n);
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+	ew_line(w, "return forward(%s);", io_args(E, "d"));
+	ew_close(w, "");
+	if (E->tabs->time_sym < 0)
+		return;
+	ew_line(w, "%s", "");
+	fn_open(w, "int %s_step(%s)", n, io_params(E, 0, 0));
+	ew_line(w, "if (!m || !d)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "%s_dims one = *d;", n);
+	ew_line(w, "one.%s = 1;", E->tabs->sym[E->tabs->time_sym]);
+	ew_line(w, "return forward(%s);", io_args(E, "&one"));
+	ew_close(w, "");
+}
+
+static void api_io_tables(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	for (int out = 0; out <= 1; out++) {
+		int cnt = out ? g->noutputs : g->ninputs;
+		ir_value **vs = out ? g->outputs : g->inputs;
+		const char *tag = out ? "outputs" : "inputs";
+		char *names = "", *dts = "", *ranks = "";
+		for (int k = 0; k < cnt; k++) {
+			names = arena_printf(E->A, "%s%s%s", names, k ? ", " : "", c_string(E->A, vs[k]->name));
+			dts = arena_printf(E->A, "%s%s%d", dts, k ? ", " : "", (int)vs[k]->dtype);
+			ranks = arena_printf(E->A, "%s%s%d", ranks, k ? ", " : "", vs[k]->shape.rank);
+		}
+		if (cnt == 0)
+			names = "NULL", dts = ranks = "-1";
+		ew_line(w, "static const char *const %s_name[] = {%s};", tag, names);
+		ew_line(w, "static const int %s_dtype[] = {%s};", tag, dts);
+		ew_line(w, "static const int %s_rank[] = {%s};", tag, ranks);
+	}
+	ew_line(w, "%s", "");
+	static const struct { const char *fn, *type, *tab, *none; } q[] = {
+		{"io_name", "const char *", "name", "NULL"},
+		{"io_dtype", "int ", "dtype", "-1"},
+		{"io_rank", "int ", "rank", "-1"},
+	};
+	for (size_t i = 0; i < COUNTOF(q); i++) {
+		fn_open(w, "%s%s_%s(int is_output, int k)", q[i].type, n, q[i].fn);
+		ew_line(w, "if (k < 0 || k >= (is_output ? %d : %d))", g->noutputs, g->ninputs);
+		ew_line(w, "\treturn %s;", q[i].none);
+		ew_line(w, "return is_output ? outputs_%s[k] : inputs_%s[k];", q[i].tab, q[i].tab);
+		ew_close(w, "");
+		ew_line(w, "%s", "");
+	}
+}
+
+/* The symbol read off dim i of input k: the first input dim that is the
+ * symbol alone; -1 if that dim binds none. */
+static int binds_symbol(const ir_graph *g, int k, int i)
+{
+	for (int sy = 0; sy < g->nsyms; sy++)
+		for (int kk = 0; kk < g->ninputs; kk++) {
+			const ir_shape *s = &g->inputs[kk]->shape;
+			int ii;
+			for (ii = 0; ii < s->rank && !ir_dim_eq(s->d[ii], ir_dim_sym(sy)); ii++)
+				;
+			if (ii < s->rank) {
+				if (kk == k && ii == i)
+					return sy;
+				break;
+			}
+		}
+	return -1;
+}
+
+/* The symbols are read off the input dims that are one plain symbol; then
+ * every other input dim is checked against its expression. */
+static void api_bind_dims(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	capture c;
+	tabs_clear_marks(E);
+	capture_begin(w, &c, 1);
+	for (int k = 0; k < g->ninputs; k++) {
+		const ir_shape *s = &g->inputs[k]->shape;
+		for (int i = 0; i < s->rank; i++) {
+			if (binds_symbol(g, k, i) >= 0)
+				continue;       /* the dim a symbol is read from */
+			ew_line(w, "if (input_dims[%d][%d] != %s)", k, i, emit_dim(E, s->d[i]));
+			ew_line(w, "\treturn RT_ERR_SHAPE;");
+		}
+	}
+	char *checks = capture_end(w, &c, E->A);
+
+	fn_open(w, "int %s_bind_dims(const int64_t *const *input_dims, %s_dims *d)", t->name, t->name);
+	if (!g->ninputs)
+		ew_line(w, "(void)input_dims; /* the model has no inputs */");
+	ew_line(w, "if (!d%s)", g->ninputs ? " || !input_dims" : "");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "memset(d, 0, sizeof *d);");
+	for (int k = 0; k < g->ninputs; k++) {
+		ew_line(w, "if (!input_dims[%d])", k);
+		ew_line(w, "\treturn RT_ERR_ARG;");
+	}
+	for (int sy = 0; sy < g->nsyms; sy++) {
+		int found = 0;
+		for (int k = 0; k < g->ninputs && !found; k++) {
+			const ir_shape *s = &g->inputs[k]->shape;
+			for (int i = 0; i < s->rank && !found; i++)
+				if (ir_dim_eq(s->d[i], ir_dim_sym(sy))) {
+					ew_line(w, "d->%s = input_dims[%d][%d];", t->sym[sy], k, i);
+					found = 1;
+				}
+		}
+		if (!found) {
+			ew_line(w, "/* symbol '%s' is no input dim by itself: the caller must set it */",
+				cmt(E->A, g->syms[sy]));
+			ew_line(w, "return RT_ERR_SHAPE;");
+			ew_close(w, "");
+			return;
+		}
+	}
+	for (int sy = 0; sy < g->nsyms; sy++) {
+		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[sy], t->sym[sy]);
+		ew_line(w, "\treturn RT_ERR_SHAPE;");
+	}
+	for (int sy = 0; sy < g->nsyms; sy++)
+		if (t->used_sym[sy])
+			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[sy], t->sym[sy]);
+	fputs(checks, w->f);
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+}
+
+static void api_io_shape(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	capture c;
+	tabs_clear_marks(E);
+	capture_begin(w, &c, 1);
+	for (int out = 0; out <= 1; out++) {
+		int cnt = out ? g->noutputs : g->ninputs;
+		ir_value **vs = out ? g->outputs : g->inputs;
+		for (int k = 0; k < cnt; k++) {
+			const ir_shape *s = &vs[k]->shape;
+			if (s->rank == 0)
+				continue;
+			ew_open(w, "if (is_output == %d && k == %d)", out, k);
+			for (int i = 0; i < s->rank; i++)
+				ew_line(w, "dims[%d] = %s;", i, emit_dim(E, s->d[i]));
+			ew_close(w, "");
+		}
+	}
+	char *body = capture_end(w, &c, E->A);
+
+	fn_open(w, "int %s_io_shape(const %s_dims *d, int is_output, int k, int64_t *dims)", t->name, t->name);
+	ew_line(w, "if (!d || %s_io_rank(is_output, k) < 0 || (!dims && %s_io_rank(is_output, k) > 0))",
+		t->name, t->name);
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	for (int sy = 0; sy < g->nsyms; sy++) {
+		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[sy], t->sym[sy]);
+		ew_line(w, "\treturn RT_ERR_SHAPE;");
+	}
+	for (int sy = 0; sy < g->nsyms; sy++)
+		if (t->used_sym[sy])
+			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[sy], t->sym[sy]);
+	fputs(body, w->f);
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+}
+
+static void api_run_generic(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	char *args = "m, d";
+	for (int k = 0; k < g->ninputs; k++)
+		args = arena_printf(E->A, "%s,\n\t\t\t(const %s *)in[%d]", args, ctype(g->inputs[k]), k);
+	for (int k = 0; k < g->noutputs; k++)
+		args = arena_printf(E->A, "%s,\n\t\t\t(%s *)out[%d]", args, ctype(g->outputs[k]), k);
+	fn_open(w, "int %s_run_generic(%s *m, const %s_dims *d, const void *const *in, void *const *out)", n, n, n);
+	if (g->ninputs == 0)
+		ew_line(w, "(void)in;");
+	if (g->noutputs == 0)
+		ew_line(w, "(void)out;");
+	if (g->ninputs || g->noutputs) {
+		ew_line(w, "if (%s)", g->ninputs && g->noutputs ? "!in || !out" : g->ninputs ? "!in" : "!out");
+		ew_line(w, "\treturn RT_ERR_ARG;");
+	}
+	ew_line(w, "return %s_run(%s);", n, args);
+	ew_close(w, "");
+}
+
+static void blk_api(emit_ctx *E)
+{
+	api_run(E);
+	ew_line(E->w, "%s", "");
+	ew_line(E->w, "/* ---- generic interface ---- */");
+	ew_line(E->w, "%s", "");
+	api_io_tables(E);
+	api_bind_dims(E);
+	ew_line(E->w, "%s", "");
+	api_io_shape(E);
+	ew_line(E->w, "%s", "");
+	api_run_generic(E);
+}
+
+/* The workspace allocator, when the forward function uses a slot. */
+static void blk_ws_reserve(emit_ctx *E)
+{
+	ew *w = E->w;
+	if (!E->tabs->ws_used) {
+		ew_line(w, "/* (the model needs no workspace) */");
+		return;
+	}
+	ew_line(w, "/* Makes sure the workspace holds at least `need` bytes; its contents are");
+	ew_line(w, " * scratch, so growing does not copy them. */");
+	fn_open(w, "static int ws_reserve(%s *m, size_t need)", E->tabs->name);
+	ew_line(w, "if (need <= m->ws_size)");
+	ew_line(w, "\treturn RT_OK;");
+	ew_line(w, "free(m->ws);");
+	ew_line(w, "m->ws_size = 0;");
+	ew_line(w, "m->ws = aligned_alloc(64, ALIGN64(need));");
+	ew_line(w, "if (!m->ws)");
+	ew_line(w, "\treturn RT_ERR_NOMEM;");
+	ew_line(w, "m->ws_size = ALIGN64(need);");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+}
+
+static void blk_forward(emit_ctx *E)
+{
+	fputs(E->tabs->forward, E->w->f);
+}
+
+/* ---- files ------------------------------------------------------------------- */
+
+static int check_model(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	for (int out = 0; out <= 1; out++)
+		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
+			const ir_value *v = out ? g->outputs[k] : g->inputs[k];
+			if (!ir_dtype_ctype(v->dtype))
+				diag_error(E->D, "graph %s '%s' has dtype %s, which cellc cannot compile",
+					   out ? "output" : "input", v->name, ir_dtype_name(v->dtype));
+			else if (v->shape.rank < 0 || v->shape.rank > RT_TF_MAXRANK)
+				diag_error(E->D, "graph %s '%s' has no usable shape", out ? "output" : "input",
+					   v->name);
+		}
+	for (int k = 0; k < E->tabs->nweights; k++) {
+		const ir_value *v = E->tabs->weights[k];
+		if (!ir_dtype_ctype(v->dtype) || ir_shape_const_numel(&v->shape) < 0 || !v->data ||
+		    v->shape.rank > RT_TF_MAXRANK)
+			diag_error(E->D, "weight '%s' (%s) cannot be stored", v->name, ir_dtype_name(v->dtype));
+	}
+	return E->D->nerrors;
+}
+
+static int write_weights(emit_ctx *E, const char *path)
+{
+	struct emit_tabs *t = E->tabs;
+	rt_tensor *ts = arena_array(E->A, (size_t)(t->nweights ? t->nweights : 1), sizeof *ts);
+	for (int k = 0; k < t->nweights; k++) {
+		const ir_value *v = t->weights[k];
+		ts[k].name = weight_name(E->A, v);
+		ts[k].dtype = (int)v->dtype;
+		ts[k].rank = v->shape.rank;
+		for (int i = 0; i < v->shape.rank; i++)
+			ts[k].dims[i] = v->shape.d[i].k;
+		ts[k].data = v->data;
+		ts[k].nbytes = (size_t)ir_shape_const_numel(&v->shape) * ir_dtype_size(v->dtype);
+	}
+	int st = rt_tf_write(path, t->nweights, ts);
+	if (st != RT_OK)
+		diag_error(E->D, "cannot write %s: %s", path, rt_status_str(st));
+	return st != RT_OK;
+}
+
+static int write_file(emit_ctx *E, const char *path, const char *tpl, const tpl_env *env)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		diag_error(E->D, "cannot write %s: %s", path, strerror(errno));
+		return 1;
+	}
+	ew w = {.f = f};
+	E->w = &w;
+	tpl_expand(E, tpl, env);
+	E->w = NULL;
+	if (ferror(f) | (fclose(f) != 0)) {
+		diag_error(E->D, "cannot write %s: %s", path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+int emit_model(ir_graph *g, diag *D, const emit_opts *o)
+{
+	struct emit_tabs tabs = {.time_sym = -1};
+	emit_ctx ctx = {.g = g, .A = g->A, .D = D, .o = o, .tabs = &tabs};
+	emit_ctx *E = &ctx;
+	ASSERT(!g->parent && o && o->name && o->outdir);
+	ir_recount(g);
+	tabs.name = c_ident(E->A, o->name);
+	name_syms(E);
+	collect_values(E, g);
+	tabs.used_in = arena_alloc(E->A, (size_t)g->ninputs + 1);
+	tabs.used_out = arena_alloc(E->A, (size_t)g->noutputs + 1);
+	tabs.used_const = arena_alloc(E->A, (size_t)tabs.nconsts + 1);
+	tabs.used_slot = arena_alloc(E->A, (size_t)tabs.nslots + 1);
+	tabs.time_sym = find_time_sym(g);
+	if (check_model(E))
+		return D->nerrors;
+
+	/* The forward function first: it decides which constants are printed. */
+	ew mem = {0};
+	E->w = &mem;
+	tabs.forward = prepare_forward(E);
+	E->w = NULL;
+	if (D->nerrors)
+		return D->nerrors;
+
+	char *guard = arena_printf(E->A, "%s_H", tabs.name);
+	for (char *p = guard; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	const char *keys[] = {"NAME", "VERSION", "GUARD", "NIN", "NOUT", "CELLRT"};
+	const char *vals[] = {
+		tabs.name, CELLC_VERSION, guard, arena_printf(E->A, "%d", g->ninputs),
+		arena_printf(E->A, "%d", g->noutputs), o->rtdir ? o->rtdir : CELLC_SHARE,
+	};
+	const char *blocks[] = {"PROVENANCE", "DIMS", "RUN_DECLS", "STRUCT", "CONSTS", "LOAD_WEIGHTS",
+				"DESTROY", "RESET", "WS_RESERVE", "FORWARD", "API"};
+	const block_fn fns[] = {blk_provenance, blk_dims, blk_run_decls, blk_struct, blk_consts,
+				blk_load_weights, blk_destroy, blk_reset, blk_ws_reserve, blk_forward, blk_api};
+	tpl_env env = {keys, vals, (int)COUNTOF(keys), blocks, fns, (int)COUNTOF(blocks)};
+
+	const char *dir = o->outdir, *n = tabs.name;
+	if (write_file(E, arena_printf(E->A, "%s/%s.h", dir, n), "model.h.in", &env) ||
+	    write_file(E, arena_printf(E->A, "%s/%s.c", dir, n), "model.c.in", &env) ||
+	    write_file(E, arena_printf(E->A, "%s/Makefile", dir), "Makefile.in", &env) ||
+	    write_weights(E, arena_printf(E->A, "%s/%s.weights", dir, n)))
+		return D->nerrors ? D->nerrors : 1;
+	return D->nerrors;
+}

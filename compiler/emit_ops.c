@@ -1,0 +1,763 @@
+/* emit_ops.c: C for the nodes of the root graph other than recurrences.
+ *
+ * Element-wise nodes (and Cast and Expand, which are element-wise copies)
+ * become typed loops printed in place: one loop nest over the output shape,
+ * with every input indexed through its own strides, zero on broadcast axes.
+ * Adjacent axes on which every operand behaves alike are merged first, so
+ * equal shapes give a single flat loop and a bias row gives two loops.  A
+ * fusion group (pass_fuse) whose nodes share one output shape is one loop
+ * whose intermediate values are locals; a value is stored only when it has
+ * storage (a workspace slot from pass_plan, or a graph output).
+ *
+ * Data movement (transpose, slice, split, concat, gather) and softmax call
+ * libcellrt's generic kernels (runtime/rt_ops.c) with element sizes; Gemm
+ * and MatMul call rt_sgemm.  Shape-determining inputs are constants here
+ * (pass_infer), and every dimension prints through emit_dim, so one emitted
+ * kernel serves all values of the dimension symbols.
+ *
+ * Legend: M, N, K matrix sizes; outer/n/inner the three-way split of a
+ * tensor around one axis.
+ */
+#include "emit.h"
+#include "passes.h"
+#include "util.h"
+
+#include <string.h>
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static const char *ctype(const ir_value *v) { return ir_dtype_ctype(v->dtype); }
+
+static int is_float(ir_dtype t) { return t == DT_F32 || t == DT_F64; }
+
+static int is_unsigned(ir_dtype t)
+{
+	return t == DT_U8 || t == DT_U16 || t == DT_U32 || t == DT_U64 || t == DT_BOOL;
+}
+
+/* e, parenthesised when it is a sum (to be a factor). */
+static const char *factor(emit_ctx *E, const char *e)
+{
+	return strchr(e, '+') || strchr(e, '-') ? arena_printf(E->A, "(%s)", e) : e;
+}
+
+/* a * b as a C expression, with constant factors folded. */
+static const char *mul_str(emit_ctx *E, const char *a, const char *b)
+{
+	if (!strcmp(a, "1"))
+		return b;
+	if (!strcmp(b, "1"))
+		return a;
+	if (!strcmp(a, "0") || !strcmp(b, "0"))
+		return "0";
+	return arena_printf(E->A, "%s * %s", a, b);
+}
+
+/* Product of dims [from, to) of s, as a monomial. */
+static ir_dim dims_prod(const ir_shape *s, int from, int to)
+{
+	ir_dim p = ir_dim_const(1);
+	for (int i = from; i < to; i++)
+		p = ir_dim_mul(p, s->d[i]);
+	return p;
+}
+
+/* A sum of monomials printed as one C expression: constants folded. */
+typedef struct dsum {
+	int64_t k;              /* constant part */
+	const char *terms;      /* symbolic part, or NULL */
+} dsum;
+
+static void dsum_add(emit_ctx *E, dsum *s, ir_dim d)
+{
+	if (ir_dim_is_const(d)) {
+		s->k += d.k;
+		return;
+	}
+	const char *t = emit_dim(E, d);
+	s->terms = s->terms ? arena_printf(E->A, "%s + %s", s->terms, t) : t;
+}
+
+static const char *dsum_str(emit_ctx *E, const dsum *s)
+{
+	if (!s->terms)
+		return arena_printf(E->A, "%lld", (long long)s->k);
+	if (s->k == 0)
+		return arena_printf(E->A, "(%s)", s->terms);
+	return arena_printf(E->A, "(%s + %lld)", s->terms, (long long)s->k);
+}
+
+/* "{d0, d1, ...}" for an initialiser. */
+static const char *dims_init(emit_ctx *E, const ir_shape *s)
+{
+	char *r = "";
+	for (int i = 0; i < s->rank; i++)
+		r = arena_printf(E->A, "%s%s%s", r, i ? ", " : "", emit_dim(E, s->d[i]));
+	return arena_printf(E->A, "{%s}", s->rank ? r : "0");
+}
+
+static const char *shape_str(emit_ctx *E, const ir_value *v)
+{
+	return ir_shape_str(E->A, E->g, &v->shape);
+}
+
+/* Text safe in a comment. */
+static const char *safe(emit_ctx *E, const char *s)
+{
+	if (!s)
+		return "";
+	char *r = arena_strdup(E->A, s);
+	for (char *p = r; *p; p++)
+		if ((p[0] == '*' && p[1] == '/') || (p[0] == '/' && p[1] == '*') || *p == '\n')
+			*p = '_';
+	return r;
+}
+
+/* The comment before a kernel: op, node name, provenance, shapes. */
+static void node_comment(emit_ctx *E, const ir_node *n, const char *what)
+{
+	char *ins = "";
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->shape.rank >= 0)
+			ins = arena_printf(E->A, "%s%s%s", ins, *ins ? ", " : "", shape_str(E, n->in[k]));
+	char *outs = "";
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k])
+			outs = arena_printf(E->A, "%s%s%s", outs, *outs ? ", " : "", shape_str(E, n->out[k]));
+	/* the provenance only when it says more than the node's name */
+	const char *from = n->origin && strcmp(n->origin, n->name) ? n->origin : NULL;
+	ew_line(E->w, "/* %s '%s'%s%s: %s -> %s%s%s */", ir_op_name(n->op), safe(E, n->name),
+		from ? " from " : "", safe(E, from), ins, outs, what ? "; " : "", what ? what : "");
+}
+
+/* True when v has its own storage the group must write. */
+static int is_stored(emit_ctx *E, const ir_value *v)
+{
+	if (plan_storage(v) != v)
+		return 0;
+	return (v->is_output && v->graph == E->g) || v->slot >= 0;
+}
+
+static int axis_of(int64_t a, int rank)
+{
+	return (int)(a < 0 ? a + rank : a);
+}
+
+/* ---- loop nests with broadcasting ----------------------------------------- */
+
+/* A loop nest over a domain (the output shape), with the index expression of
+ * every operand: strides over the merged axes, zero where it broadcasts. */
+typedef struct loop {
+	int naxes;                      /* merged axes; 0: one iteration */
+	const char *ext[IR_MAX_RANK];   /* extent of each merged axis */
+	const char *var[IR_MAX_RANK];   /* index variable */
+	const char *oidx;               /* flat index into the domain */
+	int nops;
+	const char **idx;               /* [nops] index into each operand */
+} loop;
+
+/* Plans the nest; 0 if some operand does not broadcast to dom. */
+static int loop_plan(emit_ctx *E, loop *L, const ir_shape *dom, const ir_shape *const *ops, int nops)
+{
+	int r = dom->rank;
+	/* pat[m][j]: operand j broadcasts along merged axis m */
+	char *pat[IR_MAX_RANK];
+	ir_dim ext[IR_MAX_RANK];
+	int kept = 0;
+	memset(L, 0, sizeof *L);
+	L->nops = nops;
+	L->idx = arena_array(E->A, (size_t)nops + 1, sizeof *L->idx);
+	char *p = arena_alloc(E->A, (size_t)nops + 1);
+	for (int a = 0; a < r; a++) {
+		ir_dim D = dom->d[a];
+		for (int j = 0; j < nops; j++) {
+			int off = r - ops[j]->rank;
+			if (off < 0)
+				return 0;
+			ir_dim dj = a < off ? ir_dim_const(1) : ops[j]->d[a - off];
+			p[j] = !ir_dim_eq(dj, D);
+			if (p[j] && !(ir_dim_is_const(dj) && dj.k == 1))
+				return 0;
+		}
+		if (ir_dim_is_const(D) && D.k == 1)
+			continue;       /* every operand has 1 here too */
+		if (kept > 0 && !memcmp(pat[kept - 1], p, (size_t)nops)) {
+			ext[kept - 1] = ir_dim_mul(ext[kept - 1], D);
+			continue;
+		}
+		pat[kept] = arena_alloc(E->A, (size_t)nops + 1);
+		memcpy(pat[kept], p, (size_t)nops);
+		ext[kept++] = D;
+	}
+	L->naxes = kept;
+	for (int m = 0; m < kept; m++) {
+		L->ext[m] = emit_dim(E, ext[m]);
+		L->var[m] = kept == 1 ? "i" : arena_printf(E->A, "i%d", m);
+	}
+	for (int j = -1; j < nops; j++) {
+		/* j == -1: the domain itself */
+		char *s = NULL;
+		ir_dim stride = ir_dim_const(1);
+		for (int m = kept - 1; m >= 0; m--) {
+			if (j >= 0 && pat[m][j])
+				continue;
+			const char *term = mul_str(E, L->var[m], emit_dim(E, stride));
+			s = s ? arena_printf(E->A, "%s + %s", term, s) : (char *)term;
+			stride = ir_dim_mul(stride, ext[m]);
+		}
+		if (j < 0)
+			L->oidx = s ? s : "0";
+		else
+			L->idx[j] = s ? s : "0";
+	}
+	return 1;
+}
+
+static void loop_open(emit_ctx *E, const loop *L)
+{
+	if (L->naxes == 0)
+		ew_open(E->w, "%s", "");
+	for (int m = 0; m < L->naxes; m++)
+		ew_open(E->w, "for (int64_t %s = 0; %s < %s; %s++)", L->var[m], L->var[m], L->ext[m], L->var[m]);
+}
+
+static void loop_close(emit_ctx *E, const loop *L)
+{
+	for (int m = 0; m < (L->naxes ? L->naxes : 1); m++)
+		ew_close(E->w, "");
+}
+
+/* ---- element-wise expressions -------------------------------------------- */
+
+/* f(a) for a float math function: expf for f32, exp for f64. */
+static const char *fcall(emit_ctx *E, ir_dtype dt, const char *fn, const char *a)
+{
+	return arena_printf(E->A, "%s%s(%s)", fn, dt == DT_F32 ? "f" : "", a);
+}
+
+/* The C expression of element-wise node n applied to argument expressions
+ * a[] (NULL for omitted optional inputs); NULL after reporting when the op
+ * does not exist for the dtype. */
+static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
+{
+	ir_dtype dt = n->out[0]->dtype;
+	const char *x = a[0];
+	int fl = is_float(dt);
+	const char *zero = fl ? emit_float(E, 0, dt) : "0", *one = fl ? emit_float(E, 1, dt) : "1";
+#define F(v) emit_float(E, (v), dt)
+#define ALPHA(def) F(ir_attr_float(n, "alpha", (def)))
+#define BETA(def) F(ir_attr_float(n, "beta", (def)))
+	switch (n->op) {
+	case OP_ADD: return arena_printf(E->A, "%s + %s", a[0], a[1]);
+	case OP_SUB: return arena_printf(E->A, "%s - %s", a[0], a[1]);
+	case OP_MUL: return arena_printf(E->A, "%s * %s", a[0], a[1]);
+	case OP_DIV: return arena_printf(E->A, "%s / %s", a[0], a[1]);
+	case OP_IDENTITY:
+	case OP_EXPAND:
+		return x;
+	case OP_CAST:
+		if (dt == DT_BOOL)
+			return arena_printf(E->A, "(%s != 0)", x);
+		return arena_printf(E->A, "(%s)%s", ctype(n->out[0]), x);
+	case OP_RELU:
+		if (is_unsigned(dt))
+			return x;
+		return arena_printf(E->A, "(%s < %s ? %s : %s)", x, zero, zero, x);
+	case OP_NEG: return arena_printf(E->A, "-%s", x);
+	case OP_ABS:
+		if (fl)
+			return fcall(E, dt, "fabs", x);
+		if (is_unsigned(dt))
+			return x;
+		return arena_printf(E->A, "(%s < 0 ? -%s : %s)", x, x, x);
+	case OP_CLIP: {
+		const char *r = x;
+		if (n->nin > 1 && a[1])
+			r = arena_printf(E->A, "(%s < %s ? %s : %s)", r, a[1], a[1], r);
+		if (n->nin > 2 && a[2])
+			r = arena_printf(E->A, "(%s > %s ? %s : %s)", r, a[2], a[2], r);
+		return r;
+	}
+	default:
+		break;
+	}
+	if (!fl) {
+		diag_node(E->D, n, "%s is not available for %s tensors", ir_op_name(n->op), ir_dtype_name(dt));
+		return NULL;
+	}
+	switch (n->op) {
+	case OP_SIGMOID:
+		return arena_printf(E->A, "%s / (%s + %s)", one, one, fcall(E, dt, "exp", arena_printf(E->A, "-%s", x)));
+	case OP_TANH: return fcall(E, dt, "tanh", x);
+	case OP_EXP: return fcall(E, dt, "exp", x);
+	case OP_LOG: return fcall(E, dt, "log", x);
+	case OP_SQRT: return fcall(E, dt, "sqrt", x);
+	case OP_AFFINE: return arena_printf(E->A, "%s * %s + %s", ALPHA(1.0f), x, BETA(0.0f));
+	case OP_LEAKYRELU:
+		return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, ALPHA(0.01f), x, x);
+	case OP_THRELU:
+		return arena_printf(E->A, "(%s > %s ? %s : %s)", x, ALPHA(1.0f), x, zero);
+	case OP_SCALEDTANH:
+		return arena_printf(E->A, "%s * %s", ALPHA(1.0f),
+				    fcall(E, dt, "tanh", arena_printf(E->A, "%s * %s", BETA(1.0f), x)));
+	case OP_HARDSIGMOID: {
+		const char *lin = arena_printf(E->A, "%s * %s + %s", ALPHA(0.2f), x, BETA(0.5f));
+		return fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
+				fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s", one, lin))));
+	}
+	case OP_ELU:
+		return arena_printf(E->A, "(%s < %s ? %s * (%s - %s) : %s)", x, zero, ALPHA(1.0f),
+				    fcall(E, dt, "exp", x), one, x);
+	case OP_SOFTSIGN:
+		return arena_printf(E->A, "%s / (%s + %s)", x, one, fcall(E, dt, "fabs", x));
+	case OP_SOFTPLUS:
+		/* log(1 + exp(x)) without overflow for large x */
+		return arena_printf(E->A, "(%s > %s ? %s + %s : %s)", x, zero, x,
+				    fcall(E, dt, "log1p", fcall(E, dt, "exp", arena_printf(E->A, "-%s", x))),
+				    fcall(E, dt, "log1p", fcall(E, dt, "exp", x)));
+	default:
+		UNREACHABLE();
+	}
+#undef F
+#undef ALPHA
+#undef BETA
+}
+
+/* Nodes printed by the element-wise loop machinery. */
+static int loopable(const ir_node *n)
+{
+	return ir_ops[n->op].kind == OPK_ELEM || n->op == OP_CAST || n->op == OP_EXPAND;
+}
+
+/* Inputs of node n that are data (Expand's shape input is not). */
+static int data_inputs(const ir_node *n)
+{
+	return n->op == OP_EXPAND ? 1 : n->nin;
+}
+
+static int group_index(ir_node **nodes, int count, const ir_value *v)
+{
+	for (int i = 0; i < count; i++)
+		if (nodes[i]->out[0] == v)
+			return i;
+	return -1;
+}
+
+/* One loop for nodes[0..count), all of one output shape; 0 if the inputs do
+ * not broadcast to it (the caller then prints the nodes one by one). */
+static int emit_fused(emit_ctx *E, ir_node **nodes, int count)
+{
+	int cap = 1;
+	for (int i = 0; i < count; i++)
+		cap += nodes[i]->nin;
+	const ir_value **ops = arena_array(E->A, (size_t)cap, sizeof *ops);
+	const ir_shape **shapes = arena_array(E->A, (size_t)cap, sizeof *shapes);
+	int nops = 0;
+	const ir_shape *dom = &nodes[0]->out[0]->shape;
+	for (int i = 0; i < count; i++) {
+		ir_node *n = nodes[i];
+		if (n->nout != 1 || !n->out[0] || !ir_shape_eq(&n->out[0]->shape, dom))
+			return 0;
+		for (int k = 0; k < data_inputs(n); k++) {
+			const ir_value *v = n->in[k];
+			if (!v || group_index(nodes, i, v) >= 0)
+				continue;
+			int j;
+			for (j = 0; j < nops && ops[j] != v; j++)
+				;
+			if (j == nops) {
+				ops[nops] = v;
+				shapes[nops++] = &v->shape;
+			}
+		}
+	}
+	if (count == 1 && !is_stored(E, nodes[0]->out[0])) {
+		node_comment(E, nodes[0], "result unused: no code");
+		return 1;
+	}
+	loop L;
+	if (!loop_plan(E, &L, dom, shapes, nops))
+		return 0;
+
+	const char **refs = arena_array(E->A, (size_t)nops + 1, sizeof *refs);
+	for (int j = 0; j < nops; j++)
+		refs[j] = emit_ref(E, ops[j]);
+	if (count == 1) {
+		node_comment(E, nodes[0], NULL);
+	} else {
+		ew_line(E->w, "/* fused group, one loop over %s:", shape_str(E, nodes[0]->out[0]));
+		for (int i = 0; i < count; i++) {
+			const ir_node *n = nodes[i];
+			const char *from = n->origin && strcmp(n->origin, n->name) ? n->origin : NULL;
+			ew_line(E->w, " *   t%d = %s '%s'%s%s%s", i, ir_op_name(n->op), safe(E, n->name),
+				from ? " from " : "", safe(E, from), i + 1 == count ? " */" : "");
+		}
+	}
+	loop_open(E, &L);
+	for (int i = 0; i < count; i++) {
+		ir_node *n = nodes[i];
+		const char **a = arena_array(E->A, (size_t)n->nin + 1, sizeof *a);
+		for (int k = 0; k < data_inputs(n); k++) {
+			const ir_value *v = n->in[k];
+			if (!v)
+				continue;
+			int gi = group_index(nodes, i, v);
+			if (gi >= 0) {
+				a[k] = arena_printf(E->A, "t%d", gi);
+				continue;
+			}
+			int j;
+			for (j = 0; ops[j] != v; j++)
+				;
+			a[k] = arena_printf(E->A, "%s[%s]", refs[j], L.idx[j]);
+		}
+		const char *e = elem_expr(E, n, a);
+		if (!e)
+			return 1;
+		const ir_value *y = n->out[0];
+		int local = count > 1;
+		if (local)
+			ew_line(E->w, "const %s t%d = %s;", ctype(y), i, e);
+		if (is_stored(E, y))
+			ew_line(E->w, "%s[%s] = %s;", emit_ref(E, y), L.oidx, local ? arena_printf(E->A, "t%d", i) : e);
+	}
+	loop_close(E, &L);
+	return 1;
+}
+
+void emit_group(emit_ctx *E, ir_node **nodes, int count)
+{
+	if (count > 1 && emit_fused(E, nodes, count))
+		return;
+	/* One by one, every value then needs storage: pass_fuse only groups
+	 * nodes of one output shape, so this is for callers' single nodes. */
+	for (int i = 0; i < count; i++) {
+		ASSERT(count == 1 || plan_storage(nodes[i]->out[0]) != nodes[i]->out[0] ||
+		       is_stored(E, nodes[i]->out[0]));
+		emit_node(E, nodes[i]);
+	}
+}
+
+/* ---- data movement ------------------------------------------------------- */
+
+/* Reshape, Squeeze, Unsqueeze, Flatten, Identity: the same elements. */
+static void emit_view(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	if (plan_storage(y) != y) {
+		node_comment(E, n, "a view: no code");
+		return;
+	}
+	node_comment(E, n, "copy");
+	ew_line(E->w, "memcpy(%s, %s, (size_t)%s * sizeof(%s));", emit_ref(E, y), emit_ref(E, x),
+		emit_numel(E, &y->shape), ctype(y));
+}
+
+static void emit_transpose(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	int perm[IR_MAX_RANK];
+	ir_attr *pa = ir_attr_find(n, "perm");
+	for (int i = 0; i < r; i++)
+		perm[i] = pa && pa->kind == ATTR_INTS && pa->n == r ? axis_of(pa->ints[i], r) : r - 1 - i;
+	char *ps = "";
+	for (int i = 0; i < r; i++)
+		ps = arena_printf(E->A, "%s%s%d", ps, i ? ", " : "", perm[i]);
+	node_comment(E, n, NULL);
+	if (r <= 1) {
+		ew_line(E->w, "memcpy(%s, %s, (size_t)%s * sizeof(%s));", emit_ref(E, y), emit_ref(E, x),
+			emit_numel(E, &y->shape), ctype(y));
+		return;
+	}
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "static const int perm[%d] = {%s};", r, ps);
+	ew_line(E->w, "const int64_t xdims[%d] = %s;", r, dims_init(E, &x->shape));
+	ew_line(E->w, "rt_transpose(%s, %s, sizeof(%s), %d, xdims, perm);", emit_ref(E, y), emit_ref(E, x),
+		ctype(y), r);
+	ew_close(E->w, "");
+}
+
+/* ONNX Slice start clamping (rt_slice_start) done at compile time. */
+static int64_t slice_start(int64_t start, int64_t dim, int64_t step)
+{
+	if (start < 0)
+		start += dim;
+	if (step > 0)
+		return start < 0 ? 0 : start > dim ? dim : start;
+	return start > dim - 1 ? dim - 1 : start < 0 ? (dim > 0 ? 0 : -1) : start;
+}
+
+static const char *i64(emit_ctx *E, int64_t v)
+{
+	if (v == INT64_MIN)
+		return "INT64_MIN";
+	if (v > INT32_MAX || v < -INT32_MAX)
+		return arena_printf(E->A, "INT64_C(%lld)", (long long)v);
+	return arena_printf(E->A, "%lld", (long long)v);
+}
+
+static void emit_slice(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	const ir_value *starts = n->in[1], *axes = n->nin > 3 ? n->in[3] : NULL,
+		       *steps = n->nin > 4 ? n->in[4] : NULL;
+	int r = x->shape.rank;
+	if (!ir_value_is_const(starts) || (axes && !ir_value_is_const(axes)) ||
+	    (steps && !ir_value_is_const(steps))) {
+		diag_node(E->D, n, "Slice starts, axes and steps must be constants (bind the inputs they come from)");
+		return;
+	}
+	const char *st[IR_MAX_RANK], *sp[IR_MAX_RANK];
+	for (int i = 0; i < r; i++)
+		st[i] = "0", sp[i] = "1";
+	int64_t cnt = ir_shape_const_numel(&starts->shape);
+	for (int64_t i = 0; i < cnt; i++) {
+		int a = axes ? axis_of(ir_const_int(axes, i), r) : (int)i;
+		int64_t s0 = ir_const_int(starts, i), step = steps ? ir_const_int(steps, i) : 1;
+		ASSERT(a >= 0 && a < r && step != 0);
+		ir_dim D = x->shape.d[a];
+		st[a] = ir_dim_is_const(D) ? i64(E, slice_start(s0, D.k, step))
+					   : arena_printf(E->A, "rt_slice_start(%s, %s, %s)", i64(E, s0),
+							  emit_dim(E, D), i64(E, step));
+		sp[a] = i64(E, step);
+	}
+	char *ss = "", *ps = "";
+	for (int i = 0; i < r; i++) {
+		ss = arena_printf(E->A, "%s%s%s", ss, i ? ", " : "", st[i]);
+		ps = arena_printf(E->A, "%s%s%s", ps, i ? ", " : "", sp[i]);
+	}
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "const int64_t xdims[%d] = %s, ydims[%d] = %s;", r, dims_init(E, &x->shape), r,
+		dims_init(E, &y->shape));
+	ew_line(E->w, "const int64_t start[%d] = {%s}, step[%d] = {%s};", r, ss, r, ps);
+	ew_line(E->w, "rt_slice(%s, %s, sizeof(%s), %d, xdims, ydims, start, step);", emit_ref(E, y),
+		emit_ref(E, x), ctype(y), r);
+	ew_close(E->w, "");
+}
+
+/* Split and Concat: rows of [outer, axis * inner] copied with rt_copy_rows. */
+static void emit_split_concat(emit_ctx *E, ir_node *n)
+{
+	int concat = n->op == OP_CONCAT;
+	const ir_value *whole = concat ? n->out[0] : n->in[0];
+	int r = whole->shape.rank;
+	int axis = axis_of(ir_attr_int(n, "axis", 0), r);
+	ASSERT(axis >= 0 && axis < r);
+	ir_dim outer = dims_prod(&whole->shape, 0, axis), inner = dims_prod(&whole->shape, axis + 1, r);
+	const char *ld = emit_dim(E, ir_dim_mul(whole->shape.d[axis], inner));
+	const char *rows = emit_dim(E, outer), *es = arena_printf(E->A, "sizeof(%s)", ctype(whole));
+	node_comment(E, n, NULL);
+	dsum off = {0, NULL};
+	int parts = concat ? n->nin : n->nout;
+	for (int i = 0; i < parts; i++) {
+		const ir_value *p = concat ? n->in[i] : n->out[i];
+		ASSERT(p);      /* Split's outputs and Concat's inputs are never omitted */
+		ir_dim cols = ir_dim_mul(p->shape.d[axis], inner);
+		const char *o = dsum_str(E, &off), *c = emit_dim(E, cols);
+		if (!(ir_dim_is_const(cols) && cols.k == 0)) {
+			const char *at = !strcmp(o, "0") ? emit_ref(E, whole)
+				: arena_printf(E->A, "%s + %s", emit_ref(E, whole), mul_str(E, o, emit_dim(E, inner)));
+			if (concat)
+				ew_line(E->w, "rt_copy_rows(%s, %s, %s, %s, %s, %s, %s);", at, ld, emit_ref(E, p), c,
+					rows, c, es);
+			else
+				ew_line(E->w, "rt_copy_rows(%s, %s, %s, %s, %s, %s, %s);", emit_ref(E, p), c, at, ld,
+					rows, c, es);
+		}
+		dsum_add(E, &off, p->shape.d[axis]);
+	}
+}
+
+static void emit_gather(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *idx = n->in[1], *y = n->out[0];
+	int r = x->shape.rank;
+	int axis = axis_of(ir_attr_int(n, "axis", 0), r);
+	if (idx->dtype != DT_I32 && idx->dtype != DT_I64) {
+		diag_node(E->D, n, "Gather indices must be int32 or int64, not %s", ir_dtype_name(idx->dtype));
+		return;
+	}
+	node_comment(E, n, "indices checked at run time");
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int gst = rt_gather(%s, %s, sizeof(%s), %s, %s, %s, %s, %d, %s);", emit_ref(E, y),
+		emit_ref(E, x), ctype(y), emit_dim(E, dims_prod(&x->shape, 0, axis)),
+		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)),
+		emit_ref(E, idx), (int)idx->dtype, emit_numel(E, &idx->shape));
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
+
+/* Shape at run time (pass_infer folds it; kept for completeness). */
+static void emit_shape(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
+	start = start < 0 ? start + r : start;
+	end = end < 0 ? end + r : end;
+	start = start < 0 ? 0 : start > r ? r : start;
+	end = end < 0 ? 0 : end > r ? r : end;
+	node_comment(E, n, NULL);
+	for (int64_t i = start; i < end; i++)
+		ew_line(E->w, "%s[%lld] = %s;", emit_ref(E, y), (long long)(i - start), emit_dim(E, x->shape.d[i]));
+}
+
+static void emit_const_of_shape(emit_ctx *E, ir_node *n)
+{
+	const ir_value *y = n->out[0];
+	ir_attr *va = ir_attr_find(n, "value");
+	const char *v = va && va->kind == ATTR_TENSOR && va->t && ir_value_is_const(va->t)
+		? emit_scalar(E, va->t, 0) : "0";
+	node_comment(E, n, NULL);
+	if (!is_stored(E, y))
+		return;
+	ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_numel(E, &y->shape));
+	ew_line(E->w, "\t%s[i] = %s;", emit_ref(E, y), v);
+}
+
+/* ---- linear algebra and softmax ------------------------------------------ */
+
+static int want_f32(emit_ctx *E, ir_node *n)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->dtype != DT_F32) {
+			diag_node(E->D, n, "%s is compiled for float32 tensors only (input %d is %s)",
+				  ir_op_name(n->op), k, ir_dtype_name(n->in[k]->dtype));
+			return 0;
+		}
+	return 1;
+}
+
+static void emit_gemm(emit_ctx *E, ir_node *n)
+{
+	if (!want_f32(E, n))
+		return;
+	const ir_value *a = n->in[0], *b = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	int ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
+	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
+	ir_dim M = a->shape.d[ta ? 1 : 0], K = a->shape.d[ta ? 0 : 1], N = b->shape.d[tb ? 0 : 1];
+	const char *yr = emit_ref(E, y);
+	node_comment(E, n, "Y = alpha * op(A) op(B) + beta * C");
+	if (c && beta != 0) {
+		/* Y = C broadcast, then the product accumulates onto it */
+		loop L;
+		const ir_shape *cs = &c->shape;
+		ASSERT(loop_plan(E, &L, &y->shape, &cs, 1));
+		const char *cr = emit_ref(E, c);
+		loop_open(E, &L);
+		ew_line(E->w, "%s[%s] = %s[%s];", yr, L.oidx, cr, L.idx[0]);
+		loop_close(E, &L);
+	}
+	ew_line(E->w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb,
+		emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, DT_F32), emit_ref(E, a),
+		emit_dim(E, ta ? M : K), emit_ref(E, b), emit_dim(E, tb ? K : N),
+		emit_float(E, c && beta != 0 ? beta : 0, DT_F32), yr, emit_dim(E, N));
+}
+
+/* MatMul with numpy semantics: 1-D operands promoted (and the added axis
+ * dropped from Y), batch axes broadcast.  Without batch axes on B it is one
+ * GEMM over all rows of A; otherwise one GEMM per batch element. */
+static void emit_matmul(emit_ctx *E, ir_node *n)
+{
+	if (!want_f32(E, n))
+		return;
+	const ir_value *a = n->in[0], *b = n->in[1], *y = n->out[0];
+	int ra = a->shape.rank, rb = b->shape.rank;
+	ir_dim M = ra >= 2 ? a->shape.d[ra - 2] : ir_dim_const(1);
+	ir_dim K = a->shape.d[ra - 1];
+	ir_dim N = rb >= 2 ? b->shape.d[rb - 1] : ir_dim_const(1);
+	ir_shape ab = {.rank = ra > 2 ? ra - 2 : 0}, bb = {.rank = rb > 2 ? rb - 2 : 0};
+	for (int i = 0; i < ab.rank; i++)
+		ab.d[i] = a->shape.d[i];
+	for (int i = 0; i < bb.rank; i++)
+		bb.d[i] = b->shape.d[i];
+	ir_shape yb = {.rank = ab.rank > bb.rank ? ab.rank : bb.rank};
+	for (int i = 0; i < yb.rank; i++)
+		yb.d[i] = y->shape.d[i];
+	ir_dim bnum = ir_shape_numel(&bb);
+	const char *ar = emit_ref(E, a), *br = emit_ref(E, b), *yr = emit_ref(E, y);
+	const char *sM = emit_dim(E, M), *sN = emit_dim(E, N), *sK = emit_dim(E, K);
+	node_comment(E, n, NULL);
+	if (ir_dim_is_const(bnum) && bnum.k == 1) {
+		/* B is one matrix: every row of every batch of A in one product */
+		ir_dim rows = ir_dim_mul(ir_shape_numel(&ab), M);
+		ew_line(E->w, "rt_sgemm(0, 0, %s, %s, %s, 1.0f, %s, %s, %s, %s, 0.0f, %s, %s);", emit_dim(E, rows),
+			sN, sK, ar, sK, br, sN, yr, sN);
+		return;
+	}
+	loop L;
+	const ir_shape *ops[2] = {&ab, &bb};
+	if (!loop_plan(E, &L, &yb, ops, 2)) {
+		diag_node(E->D, n, "MatMul batch dimensions do not broadcast");
+		return;
+	}
+	loop_open(E, &L);
+	ew_line(E->w, "rt_sgemm(0, 0, %s, %s, %s, 1.0f, %s + %s, %s, %s + %s, %s, 0.0f, %s + %s, %s);", sM, sN,
+		sK, ar, mul_str(E, factor(E, L.idx[0]), emit_dim(E, ir_dim_mul(M, K))), sK, br,
+		mul_str(E, factor(E, L.idx[1]), emit_dim(E, ir_dim_mul(K, N))), sN, yr,
+		mul_str(E, factor(E, L.oidx), emit_dim(E, ir_dim_mul(M, N))), sN);
+	loop_close(E, &L);
+}
+
+static void emit_softmax(emit_ctx *E, ir_node *n)
+{
+	if (!want_f32(E, n))
+		return;
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+	node_comment(E, n, arena_printf(E->A, "along axis %d", axis));
+	if (r == 0) {
+		/* one element: softmax 1, log-softmax 0 (NaN and Inf as numpy) */
+		ew_line(E->w, "%s(%s, %s, 1, 1, 1);", n->op == OP_SOFTMAX ? "rt_softmax" : "rt_log_softmax",
+			emit_ref(E, y), emit_ref(E, x));
+		return;
+	}
+	ew_line(E->w, "%s(%s, %s, %s, %s, %s);", n->op == OP_SOFTMAX ? "rt_softmax" : "rt_log_softmax",
+		emit_ref(E, y), emit_ref(E, x), emit_dim(E, dims_prod(&x->shape, 0, axis)),
+		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
+}
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+void emit_node(emit_ctx *E, ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && n->out[k]->shape.rank < 0) {
+			diag_node(E->D, n, "internal: output '%s' has no shape", n->out[k]->name);
+			return;
+		}
+	switch (n->op) {
+	case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN: case OP_IDENTITY:
+		emit_view(E, n);
+		return;
+	case OP_TRANSPOSE: emit_transpose(E, n); return;
+	case OP_SLICE: emit_slice(E, n); return;
+	case OP_SPLIT: case OP_CONCAT: emit_split_concat(E, n); return;
+	case OP_GATHER: emit_gather(E, n); return;
+	case OP_SHAPE: emit_shape(E, n); return;
+	case OP_CONSTOFSHAPE: emit_const_of_shape(E, n); return;
+	case OP_GEMM: emit_gemm(E, n); return;
+	case OP_MATMUL: emit_matmul(E, n); return;
+	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
+	case OP_RECURRENCE: emit_recurrence(E, n); return;
+	case OP_LSTM: case OP_GRU: case OP_RNN:
+		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));
+		return;
+	default:
+		break;
+	}
+	if (!loopable(n)) {
+		diag_node(E->D, n, "no emitter for %s", ir_op_name(n->op));
+		return;
+	}
+	if (n->out[0]->dtype == DT_STRING || !ir_dtype_ctype(n->out[0]->dtype)) {
+		diag_node(E->D, n, "%s tensors are not supported", ir_dtype_name(n->out[0]->dtype));
+		return;
+	}
+	if (!emit_fused(E, &n, 1))
+		diag_node(E->D, n, "inputs do not broadcast to the output shape %s", shape_str(E, n->out[0]));
+}

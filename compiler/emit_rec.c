@@ -1,0 +1,677 @@
+/* emit_rec.c: C for one RECURRENCE node (see "Recurrence" in ir.h).
+ *
+ * The emitted code, inside the model's forward function:
+ *
+ *   { comment: source node, T, B, states, inputs, outputs
+ *     state storage in the model struct (m->rec<N>_state<k>, sized for the
+ *       current batch; kept between calls so that streaming continues)
+ *     unless m->started: states = initial inputs (or zeros)
+ *     for (step = 0; step < T; step++) {
+ *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
+ *       each body product: one rt_sgemm over all B rows (GEMV when B == 1)
+ *       each fused group: for (b < B) for (j < H) { gate math in locals;
+ *         new states -> the other state buffer; per-step outputs -> straight
+ *         into their strided place in the stacked output }
+ *       [sequence_lens: finished rows keep their state, output zeros]
+ *       swap state buffers
+ *     }
+ *     final states -> final outputs; states -> model struct }
+ *
+ * States are double-buffered: the current state lives in the model struct
+ * (or, every other step, in the workspace slot of the body's new-state
+ * value) and the new one is written to the other buffer, so no element of a
+ * state is overwritten while a later kernel of the same step still needs it.
+ *
+ * Legend: T steps, B batch rows, H (or N) columns of a value of the body.
+ */
+#define _POSIX_C_SOURCE 200809L     /* open_memstream */
+#include "emit.h"
+#include "passes.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Where a body value lives while a step runs. */
+typedef enum {
+	HOME_NONE,      /* not computed (yet) */
+	HOME_MEM,       /* base[b * ld + off + j] */
+	HOME_REG,       /* a local float in its group's loop: v<id> */
+	HOME_SCALAR,    /* a literal */
+} home_kind;
+
+typedef struct home {
+	home_kind kind;
+	const char *base;       /* MEM: per-step pointer expression */
+	const char *ld;         /* MEM: row stride (C expression) */
+	int64_t off;            /* MEM: column offset */
+	int seq;                /* MEM: >= 0 when a sequence input whose row time differs
+	                           per row (reverse + sequence_lens): base is per row */
+	const char *lit;        /* SCALAR */
+} home;
+
+typedef struct rec {
+	emit_ctx *E;
+	ew *w;
+	ir_node *n;             /* the recurrence */
+	ir_graph *b;            /* its body */
+	int id;                 /* n->id: names the model-struct fields */
+	int nseq, nstate, nout, reverse, has_lens;
+	int per_row_time;       /* reverse with sequence_lens: each row has its own t */
+	const int64_t *seq_axis, *out_axis;
+	const char *T, *B;      /* C expressions */
+	home *h;                /* [b->nvalues] */
+	int nrow;               /* row pointers declared in the current group */
+} rec;
+
+static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static const char *fmt(rec *R, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	char buf[1024];
+	vsnprintf(buf, sizeof buf, f, ap);
+	va_end(ap);
+	return arena_strdup(R->E->A, buf);
+}
+
+static int body_index(const rec *R, const ir_value *v)
+{
+	if (v && v->graph == R->b && v->id >= 0 && v->id < R->b->nvalues && R->b->values[v->id] == v)
+		return v->id;
+	return -1;
+}
+
+static const char *shape_str(rec *R, const ir_shape *s)
+{
+	return ir_shape_str(R->E->A, R->E->g, s);
+}
+
+static const char *dim(rec *R, ir_dim d) { return emit_dim(R->E, d); }
+
+/* Columns of a 2-D body value (its last dim; 1 for scalars). */
+static ir_dim cols_of(const ir_value *v)
+{
+	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
+}
+
+static int is_body_output(const rec *R, const ir_value *v, int *first)
+{
+	for (int k = 0; k < R->b->noutputs; k++)
+		if (R->b->outputs[k] == v) {
+			if (first)
+				*first = k;
+			return 1;
+		}
+	return 0;
+}
+
+/* ---- element-wise expressions ------------------------------------------------ */
+
+static const char *flt(rec *R, double x) { return emit_float(R->E, x, DT_F32); }
+
+/* C expression of element-wise node n applied to operand expressions a[]. */
+static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
+{
+	float al, be;
+	switch (n->op) {
+	case OP_ADD: return fmt(R, "(%s + %s)", a[0], a[1]);
+	case OP_SUB: return fmt(R, "(%s - %s)", a[0], a[1]);
+	case OP_MUL: return fmt(R, "%s * %s", a[0], a[1]);
+	case OP_DIV: return fmt(R, "%s / %s", a[0], a[1]);
+	case OP_SIGMOID: return fmt(R, "rt_sigmoidf(%s)", a[0]);
+	case OP_TANH: return fmt(R, "rt_tanhf(%s)", a[0]);
+	case OP_RELU: return fmt(R, "rt_reluf(%s)", a[0]);
+	case OP_NEG: return fmt(R, "(-%s)", a[0]);
+	case OP_EXP: return fmt(R, "expf(%s)", a[0]);
+	case OP_LOG: return fmt(R, "logf(%s)", a[0]);
+	case OP_SQRT: return fmt(R, "sqrtf(%s)", a[0]);
+	case OP_ABS: return fmt(R, "fabsf(%s)", a[0]);
+	case OP_IDENTITY: return a[0];
+	case OP_SOFTSIGN: return fmt(R, "rt_softsignf(%s)", a[0]);
+	case OP_SOFTPLUS: return fmt(R, "rt_softplusf(%s)", a[0]);
+	case OP_AFFINE:
+		al = ir_attr_float(n, "alpha", 1.0f);
+		be = ir_attr_float(n, "beta", 0.0f);
+		return fmt(R, "rt_affinef(%s, %s, %s)", a[0], flt(R, al), flt(R, be));
+	case OP_LEAKYRELU:
+		return fmt(R, "rt_leakyreluf(%s, %s)", a[0], flt(R, ir_attr_float(n, "alpha", 0.01f)));
+	case OP_THRELU:
+		return fmt(R, "rt_thresholdedreluf(%s, %s)", a[0], flt(R, ir_attr_float(n, "alpha", 1.0f)));
+	case OP_SCALEDTANH:
+		al = ir_attr_float(n, "alpha", 1.0f);
+		be = ir_attr_float(n, "beta", 1.0f);
+		return fmt(R, "rt_scaledtanhf(%s, %s, %s)", a[0], flt(R, al), flt(R, be));
+	case OP_HARDSIGMOID:
+		al = ir_attr_float(n, "alpha", 0.2f);
+		be = ir_attr_float(n, "beta", 0.5f);
+		return fmt(R, "rt_hardsigmoidf(%s, %s, %s)", a[0], flt(R, al), flt(R, be));
+	case OP_ELU:
+		return fmt(R, "rt_eluf(%s, %s)", a[0], flt(R, ir_attr_float(n, "alpha", 1.0f)));
+	case OP_CLIP:
+		return fmt(R, "rt_clipf(%s, %s, %s)", a[0], a[1] ? a[1] : "-INFINITY",
+			   a[2] ? a[2] : "INFINITY");
+	default:
+		UNREACHABLE();
+	}
+}
+
+/* ---- homes of body values ------------------------------------------------------ */
+
+static home *home_of(rec *R, const ir_value *v)
+{
+	int i = body_index(R, v);
+	return i >= 0 ? &R->h[i] : NULL;
+}
+
+/* Storage of an outer (captured) value or a body constant: MEM at its
+ * emit_ref with its own row stride, or a literal for scalar constants. */
+static home outer_home(rec *R, const ir_value *v)
+{
+	home o = {.kind = HOME_MEM, .seq = -1};
+	if (ir_value_is_const(v) && ir_shape_const_numel(&v->shape) == 1) {
+		o.kind = HOME_SCALAR;
+		o.lit = emit_scalar(R->E, v, 0);
+		return o;
+	}
+	o.base = emit_ref(R->E, v);
+	o.ld = v->shape.rank >= 2 ? dim(R, cols_of(v)) : "0";
+	return o;
+}
+
+static home get_home(rec *R, const ir_value *v)
+{
+	home *h = home_of(R, v);
+	if (h && h->kind != HOME_NONE)
+		return *h;
+	return outer_home(R, v);
+}
+
+/* Sets the homes every step shares: inputs, states, products, stored
+ * element-wise results, column views. */
+static int plan_homes(rec *R)
+{
+	ir_graph *b = R->b;
+	for (int k = 0; k < R->nseq; k++) {
+		home *h = home_of(R, b->inputs[k]);
+		*h = (home){.kind = HOME_MEM, .base = fmt(R, "x%d", k), .ld = fmt(R, "sb%d", k),
+			    .seq = R->per_row_time ? k : -1};
+	}
+	for (int k = 0; k < R->nstate; k++) {
+		home *h = home_of(R, b->inputs[R->nseq + k]);
+		*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%d", k),
+			    .ld = dim(R, cols_of(b->inputs[R->nseq + k])), .seq = -1};
+	}
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		ir_value *v = n->out[0];
+		home *h = home_of(R, v);
+		if (n->nout != 1 || !h) {
+			diag_node(R->E->D, n, "cannot emit %s inside a recurrence body", ir_op_name(n->op));
+			return 1;
+		}
+		if (n->op == OP_GEMM) {
+			*h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v), .ld = dim(R, cols_of(v)), .seq = -1};
+		} else if (fuse_is_column_view(n)) {
+			*h = get_home(R, n->in[0]);
+			ASSERT(h->kind == HOME_MEM);
+			h->off += ir_const_int(n->in[1], 0);
+		} else if (n->group > 0 && ir_ops[n->op].kind == OPK_ELEM) {
+			int k;
+			if (is_body_output(R, v, &k) && k < R->nstate)
+				*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%dn", k), .ld = dim(R, cols_of(v)), .seq = -1};
+			else if (fuse_needs_buffer(v))
+				*h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v), .ld = dim(R, cols_of(v)), .seq = -1};
+			else
+				*h = (home){.kind = HOME_REG, .seq = -1};
+		} else {
+			diag_node(R->E->D, n, "cannot emit %s inside a recurrence body (only products, "
+				  "column slices and element-wise operators)", ir_op_name(n->op));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- products ------------------------------------------------------------------- */
+
+/* Y = alpha op(A) op(W) + beta C for all rows of one step. */
+static void emit_gemm(rec *R, ir_node *n)
+{
+	ew *w = R->w;
+	ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL, *Y = n->out[0];
+	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
+	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
+	home ha = get_home(R, A), hy = get_home(R, Y), hw = get_home(R, W);
+	const char *M = dim(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
+	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
+	ASSERT(ha.kind == HOME_MEM && hy.kind == HOME_MEM && hw.kind == HOME_MEM);
+	ew_line(w, "/* %s %s = %s%s x %s%s%s (%s) */", n->name, shape_str(R, &Y->shape),
+		A->origin && A->graph != R->b ? A->origin : A->name, ta ? "^T" : "", W->name,
+		tb ? "^T" : "", C ? " + C" : "", n->origin ? n->origin : "recurrence body");
+	const char *betas = "0.0f";
+	if (C) {
+		/* C broadcast to every row (a bias vector, pre-summed at lowering) */
+		home hc = get_home(R, C);
+		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
+		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(cols_of(C)) && cols_of(C).k == 1);
+		const char *cv = hc.kind == HOME_SCALAR ? hc.lit
+			: fmt(R, "%s[%s%s + %lld]", hc.base, crow ? fmt(R, "r * %s + ", hc.ld) : "",
+			      ccol ? "c" : "0", (long long)hc.off);
+		ew_open(w, "for (int64_t r = 0; r < %s; r++)", M);
+		ew_line(w, "for (int64_t c = 0; c < %s; c++)", N);
+		ew_line(w, "\t%s[r * %s + %lld + c] = %s%s;", hy.base, hy.ld, (long long)hy.off,
+			beta != 1.0f ? fmt(R, "%s * ", flt(R, beta)) : "", cv);
+		ew_close(w, "");
+		betas = "1.0f";
+	}
+	if (ha.seq >= 0 && !ta) {
+		/* rows of this step come from different time steps: one GEMV per row */
+		int k = ha.seq;
+		ew_open(w, "for (int64_t b = 0; b < %s; b++)", M);
+		ew_line(w, "rt_sgemm(0, %d, 1, %s, %s, %s, q%d + (len[b] - 1 - step) * st%d + b * sb%d + %lld, "
+			"%s, %s + %lld, %s, %s, %s + b * %s + %lld, %s);", tb, N, K, flt(R, alpha), k, k, k,
+			(long long)ha.off, ha.ld, hw.base, (long long)hw.off, hw.ld, betas, hy.base, hy.ld,
+			(long long)hy.off, hy.ld);
+		ew_close(w, "");
+		return;
+	}
+	ASSERT(ha.seq < 0);
+	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s + %lld, %s);",
+		ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
+		(long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
+}
+
+/* ---- fused groups ------------------------------------------------------------------ */
+
+typedef struct rowptr {
+	const char *base, *ld;  /* identity of the row pointer */
+	int seq;
+	const char *name;
+	int is_const;
+} rowptr;
+
+typedef struct grp {
+	rec *R;
+	ir_dim rows, cols;      /* the iteration domain */
+	int row_is_batch;       /* rows == B: sequence_lens and per-row time apply */
+	rowptr rp[64];
+	int nrp;
+	char *done;             /* [body nvalues]: computed earlier in this group (a local) */
+} grp;
+
+/* A row pointer for (base, ld) in the current group, declared at row level. */
+static const char *row_ptr(grp *G, const char *base, const char *ld, int seq, int is_const)
+{
+	for (int i = 0; i < G->nrp; i++)
+		if (!strcmp(G->rp[i].base, base) && !strcmp(G->rp[i].ld, ld) && G->rp[i].seq == seq) {
+			G->rp[i].is_const &= is_const;
+			return G->rp[i].name;
+		}
+	ASSERT(G->nrp < (int)COUNTOF(G->rp));
+	rowptr *p = &G->rp[G->nrp];
+	p->base = base;
+	p->ld = ld;
+	p->seq = seq;
+	p->is_const = is_const;
+	p->name = fmt(G->R, "p%d", G->nrp);
+	G->nrp++;
+	return p->name;
+}
+
+/* The C expression of element (b, j) of operand v in the group's domain. */
+static const char *operand(grp *G, const ir_value *v)
+{
+	rec *R = G->R;
+	home h = get_home(R, v);
+	if (h.kind == HOME_SCALAR)
+		return h.lit;
+	int id = body_index(R, v);
+	if (h.kind == HOME_REG || (id >= 0 && G->done[id]))
+		return fmt(R, "v%d", id);
+	ASSERT(h.kind == HOME_MEM);
+	int r = v->shape.rank;
+	int by_row = r == 2 && !(ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1) &&
+		     !(ir_dim_is_const(G->rows) && G->rows.k == 1);
+	int by_col = r >= 1 && !(ir_dim_is_const(cols_of(v)) && cols_of(v).k == 1);
+	const char *col = by_col ? (h.off ? fmt(R, "j + %lld", (long long)h.off) : "j")
+				 : fmt(R, "%lld", (long long)h.off);
+	if (!by_row)
+		return fmt(R, "%s[%s]", h.base, col);
+	return fmt(R, "%s[%s]", row_ptr(G, h.base, h.ld, h.seq, 1), col);
+}
+
+static const char *out_row(grp *G, int k)
+{
+	/* stacked output k at the row's time step */
+	return row_ptr(G, fmt(G->R, "o%d", k), fmt(G->R, "ob%d", k), -2, 0);
+}
+
+static void emit_fused(rec *R, ir_node **nodes, int count)
+{
+	ew *w = R->w;
+	grp G = {.R = R, .done = arena_alloc(R->E->A, (size_t)R->b->nvalues + 1)};
+	const ir_value *first = nodes[0]->out[0];
+	G.rows = first->shape.rank == 2 ? first->shape.d[0] : ir_dim_const(1);
+	G.cols = first->shape.rank >= 1 ? cols_of(first) : ir_dim_const(1);
+	ir_dim B = R->b->inputs[R->nseq]->shape.d[0];
+	G.row_is_batch = first->shape.rank == 2 && ir_dim_eq(G.rows, B);
+
+	/* the loop body first, into a buffer: row pointers are found on the way */
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	ASSERT(f);
+	ew inner = {.f = f, .indent = w->indent + 2};
+	int nwrites = 0;
+	for (int i = 0; i < count; i++) {
+		ir_node *n = nodes[i];
+		ir_value *v = n->out[0];
+		const char *a[3] = {NULL, NULL, NULL};
+		for (int k = 0; k < n->nin && k < 3; k++)
+			a[k] = n->in[k] ? operand(&G, n->in[k]) : NULL;
+		int id = body_index(R, v);
+		ew_line(&inner, "const float v%d = %s; /* %s */", id, elem_expr(R, n, a), ir_op_name(n->op));
+		G.done[id] = 1;
+		home *h = home_of(R, v);
+		if (h->kind == HOME_MEM) {
+			ew_line(&inner, "%s[%s] = v%d;", row_ptr(&G, h->base, h->ld, -1, 0),
+				h->off ? fmt(R, "j + %lld", (long long)h->off) : "j", id);
+			nwrites++;
+		}
+		for (int k = R->nstate; k < R->b->noutputs; k++)
+			if (R->b->outputs[k] == v && R->n->out[k]) {
+				ew_line(&inner, "%s[j] = v%d;", out_row(&G, k - R->nstate), id);
+				nwrites++;
+			}
+	}
+	fclose(f);
+	(void)nwrites;
+
+	ew_line(w, "/* fused: %d element-wise node%s of %s over [%s, %s] */", count, count > 1 ? "s" : "",
+		nodes[0]->origin ? nodes[0]->origin : R->n->name, dim(R, G.rows), dim(R, G.cols));
+	ew_open(w, "for (int64_t b = 0; b < %s; b++)", dim(R, G.rows));
+	if (R->has_lens && G.row_is_batch)
+		ew_line(w, "if (step >= len[b]) continue; /* row b has finished */");
+	const char *tb = "t";
+	int uses_t = 0;
+	for (int i = 0; i < G.nrp; i++)
+		uses_t |= G.rp[i].seq != -1;
+	if (R->per_row_time && G.row_is_batch && uses_t) {
+		ew_line(w, "const int64_t tb = len[b] - 1 - step; /* this row's time step */");
+		tb = "tb";
+	}
+	for (int i = 0; i < G.nrp; i++) {
+		rowptr *p = &G.rp[i];
+		if (p->seq >= 0) {
+			ew_line(w, "const float *%s = q%d + %s * st%d + b * sb%d;", p->name, p->seq, tb,
+				p->seq, p->seq);
+		} else if (p->seq == -2) {
+			/* o<k>, ob<k>: stacked output base and batch stride; ot<k> time stride */
+			const char *k = p->base + 1;
+			ew_line(w, "float *%s = o%s + %s * ot%s + b * ob%s;", p->name, k, tb, k, k);
+		} else {
+			ew_line(w, "%sfloat *%s = %s + b * %s;", p->is_const ? "const " : "", p->name,
+				p->base, p->ld);
+		}
+	}
+	ew_open(w, "for (int64_t j = 0; j < %s; j++)", dim(R, G.cols));
+	fputs(text, w->f);
+	free(text);
+	ew_close(w, "");
+	ew_close(w, "");
+}
+
+/* Copies body output k (not written by a fused group) to its place. */
+static void emit_output_copy(rec *R, int k)
+{
+	ew *w = R->w;
+	ir_value *v = R->b->outputs[k];
+	home h = get_home(R, v);
+	ir_dim cols = cols_of(v);
+	const char *src;
+	if (h.kind == HOME_SCALAR)
+		src = h.lit;
+	else if (h.seq >= 0)
+		src = fmt(R, "q%d[(len[b] - 1 - step) * st%d + b * sb%d + %lld + j]", h.seq, h.seq, h.seq,
+			  (long long)h.off);
+	else
+		src = fmt(R, "%s[b * %s + %lld + j]", h.base, h.ld, (long long)h.off);
+	const char *rows = dim(R, R->b->inputs[R->nseq]->shape.d[0]);
+	ew_line(w, "/* body output %d (%s) */", k, v->name);
+	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows);
+	if (R->has_lens)
+		ew_line(w, "if (step >= len[b]) continue;");
+	if (k < R->nstate) {
+		ew_line(w, "for (int64_t j = 0; j < %s; j++)", dim(R, cols));
+		ew_line(w, "\ts%dn[b * %s + j] = %s;", k, dim(R, cols), src);
+	} else {
+		int o = k - R->nstate;
+		ew_line(w, "for (int64_t j = 0; j < %s; j++)", dim(R, cols));
+		ew_line(w, "\to%d[%s * ot%d + b * ob%d + j] = %s;", o,
+			R->per_row_time ? "(len[b] - 1 - step)" : "t", o, o, src);
+	}
+	ew_close(w, "");
+}
+
+/* ---- the model-struct hooks ---------------------------------------------------------- */
+
+void emit_rec_state_decls(emit_ctx *E, ir_node *n)
+{
+	int ns = (int)ir_attr_int(n, "n_state", 0), nseq = (int)ir_attr_int(n, "n_seq", 0);
+	for (int k = 0; k < ns; k++) {
+		const ir_value *s = n->body->inputs[nseq + k];
+		ew_line(E->w, "float *rec%d_state%d; /* %s: state %d of %s, %s */", n->id, k, n->name, k,
+			n->origin ? n->origin : "a recurrence", ir_shape_str(E->A, E->g, &s->shape));
+		ew_line(E->w, "size_t rec%d_size%d; /* elements allocated at rec%d_state%d */", n->id, k,
+			n->id, k);
+	}
+}
+
+void emit_rec_state_free(emit_ctx *E, ir_node *n)
+{
+	int ns = (int)ir_attr_int(n, "n_state", 0);
+	for (int k = 0; k < ns; k++)
+		ew_line(E->w, "free(m->rec%d_state%d);", n->id, k);
+}
+
+void emit_rec_state_reset(emit_ctx *E, ir_node *n)
+{
+	ew_line(E->w, "/* rec%d (%s): started = 0 makes the next run start from its initial state */",
+		n->id, n->name);
+}
+
+/* ---- the recurrence ---------------------------------------------------------------- */
+
+static const int64_t zero_axes[64];
+
+void emit_recurrence(emit_ctx *E, ir_node *n)
+{
+	rec R0 = {.E = E, .w = E->w, .n = n, .b = n->body, .id = n->id}, *R = &R0;
+	ew *w = E->w;
+	ir_graph *b = n->body;
+	R->nseq = (int)ir_attr_int(n, "n_seq", 0);
+	R->nstate = (int)ir_attr_int(n, "n_state", 0);
+	R->nout = (int)ir_attr_int(n, "n_out", 0);
+	R->reverse = ir_attr_int(n, "reverse", 0) != 0;
+	R->has_lens = ir_attr_int(n, "has_lens", 0) != 0;
+	R->per_row_time = R->reverse && R->has_lens;
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	R->seq_axis = sa && sa->n >= R->nseq ? sa->ints : zero_axes;
+	R->out_axis = oa && oa->n >= R->nout ? oa->ints : zero_axes;
+	if (R->nseq < 1 || R->nseq > 64 || R->nout > 64 || !b) {
+		diag_node(E->D, n, "internal error: a recurrence without per-step inputs");
+		return;
+	}
+	for (int k = 0; k < b->ninputs; k++)
+		if (b->inputs[k]->shape.rank != 2 || b->inputs[k]->dtype != DT_F32) {
+			diag_node(E->D, n, "recurrence body input %s must be f32 [B, N], got %s",
+				  b->inputs[k]->name, shape_str(R, &b->inputs[k]->shape));
+			return;
+		}
+	if (R->nstate < 1) {
+		diag_node(E->D, n, "internal error: a recurrence without state");
+		return;
+	}
+	ir_value *X0 = n->in[0];
+	int ax0 = (int)R->seq_axis[0];
+	R->T = dim(R, X0->shape.d[ax0]);
+	R->B = dim(R, X0->shape.d[1 - ax0]);
+	R->h = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->h);
+	if (plan_homes(R))
+		return;
+
+	/* ---- header comment ---- */
+	ew_line(w, "/* Recurrence '%s' from %s: T = %s, B = %s%s%s", n->name,
+		n->origin ? n->origin : "the model", R->T, R->B, R->reverse ? ", reverse" : "",
+		R->has_lens ? ", with sequence_lens" : "");
+	for (int k = 0; k < R->nseq; k++)
+		ew_line(w, " *   per-step input %d: %s %s (time axis %d)", k, n->in[k]->name,
+			shape_str(R, &n->in[k]->shape), (int)R->seq_axis[k]);
+	for (int k = 0; k < R->nstate; k++)
+		ew_line(w, " *   state %d: %s %s%s", k, b->inputs[R->nseq + k]->name,
+			shape_str(R, &b->inputs[R->nseq + k]->shape),
+			n->in[R->nseq + k] ? "" : " (starts at zero)");
+	for (int k = 0; k < R->nout; k++)
+		if (n->out[R->nstate + k])
+			ew_line(w, " *   output %d: %s %s (time axis %d)", k, n->out[R->nstate + k]->name,
+				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k]);
+	ew_line(w, " */");
+	ew_line(w, "{");
+	w->indent++;
+	ew_line(w, "const int64_t T = %s, B = %s;", R->T, R->B);
+	ew_line(w, "(void)T;");
+	ew_line(w, "(void)B;");
+
+	/* ---- sequence lengths ---- */
+	if (R->has_lens) {
+		ir_value *lens = n->in[n->nin - 1];
+		ew_line(w, "const int32_t *len = %s;", emit_ref(E, lens));
+		ew_line(w, "for (int64_t b = 0; b < B; b++)");
+		ew_line(w, "\tif (len[b] < 0 || len[b] > T)");
+		ew_line(w, "\t\treturn RT_ERR_SHAPE; /* sequence_lens outside [0, T] */");
+	}
+
+	/* ---- state storage ---- */
+	for (int k = 0; k < R->nstate; k++) {
+		ir_value *s = b->inputs[R->nseq + k];
+		const char *cnt = emit_numel(E, &s->shape);
+		ew_open(w, "if (m->rec%d_size%d != (size_t)(%s))", R->id, k, cnt);
+		ew_line(w, "if (m->started)");
+		ew_line(w, "\treturn RT_ERR_SHAPE; /* a stream cannot change its batch size */");
+		ew_line(w, "free(m->rec%d_state%d);", R->id, k);
+		ew_line(w, "m->rec%d_size%d = 0;", R->id, k);
+		ew_line(w, "m->rec%d_state%d = malloc(sizeof(float) * (size_t)(%s) + 1);", R->id, k, cnt);
+		ew_line(w, "if (!m->rec%d_state%d)", R->id, k);
+		ew_line(w, "\treturn RT_ERR_NOMEM;");
+		ew_line(w, "m->rec%d_size%d = (size_t)(%s);", R->id, k, cnt);
+		ew_close(w, "");
+		ir_value *nxt = b->outputs[k];
+		home hn = get_home(R, nxt);
+		if (hn.kind != HOME_MEM || strcmp(hn.base, fmt(R, "s%dn", k)) != 0) {
+			diag_node(E->D, n, "recurrence body state %d must be computed by element-wise operators", k);
+			return;
+		}
+		ew_line(w, "float *s%d = m->rec%d_state%d, *s%dn = %s; /* current and next state %d */", k,
+			R->id, k, k, emit_ref(E, nxt), k);
+		ir_value *init = n->in[R->nseq + k];
+		ew_open(w, "if (!m->started)");
+		if (init)
+			ew_line(w, "memcpy(s%d, %s, sizeof(float) * (size_t)(%s));", k, emit_ref(E, init), cnt);
+		else
+			ew_line(w, "memset(s%d, 0, sizeof(float) * (size_t)(%s));", k, cnt);
+		ew_close(w, "");
+	}
+
+	/* ---- per-step inputs and stacked outputs: base, time and batch strides ---- */
+	for (int k = 0; k < R->nseq; k++) {
+		ir_value *X = n->in[k];
+		const char *F = dim(R, cols_of(b->inputs[k]));
+		int ax = (int)R->seq_axis[k];
+		ew_line(w, "const float *q%d = %s; /* %s */", k, emit_ref(E, X), X->name);
+		ew_line(w, "const int64_t st%d = %s, sb%d = %s; /* time and batch strides */", k,
+			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
+		ew_line(w, "(void)st%d;", k);
+		ew_line(w, "(void)sb%d;", k);
+	}
+	for (int k = 0; k < R->nout; k++) {
+		ir_value *Y = n->out[R->nstate + k];
+		if (!Y)
+			continue;
+		const char *F = dim(R, cols_of(b->outputs[R->nstate + k]));
+		int ax = (int)R->out_axis[k];
+		ew_line(w, "float *o%d = %s; /* %s */", k, emit_ref(E, Y), Y->name);
+		ew_line(w, "const int64_t ot%d = %s, ob%d = %s; /* time and batch strides */", k,
+			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
+		ew_line(w, "(void)ot%d;", k);
+		ew_line(w, "(void)ob%d;", k);
+	}
+
+	/* ---- the steps ---- */
+	ew_open(w, "for (int64_t step = 0; step < T; step++)");
+	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
+	ew_line(w, "(void)t;");
+	if (!R->per_row_time)
+		for (int k = 0; k < R->nseq; k++)
+			ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
+	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
+	for (int i = 0; i < b->nnodes;) {
+		ir_node *nd = b->nodes[i];
+		if (nd->op == OP_GEMM) {
+			emit_gemm(R, nd);
+			i++;
+			continue;
+		}
+		if (fuse_is_column_view(nd) || nd->group <= 0) {
+			i++;
+			continue;
+		}
+		/* a fused group: its element-wise nodes (column views in it are skipped) */
+		int g = nd->group, cnt = 0;
+		ir_node **grp_nodes = arena_array(E->A, (size_t)b->nnodes, sizeof *grp_nodes);
+		int j = i;
+		for (; j < b->nnodes && (b->nodes[j]->group == g || fuse_is_column_view(b->nodes[j])); j++)
+			if (!fuse_is_column_view(b->nodes[j]))
+				grp_nodes[cnt++] = b->nodes[j];
+		for (int k = 0; k < cnt; k++)
+			for (int o = 0; o < b->noutputs; o++)
+				if (b->outputs[o] == grp_nodes[k]->out[0])
+					written[o] = 1;
+		emit_fused(R, grp_nodes, cnt);
+		i = j;
+	}
+	for (int k = 0; k < b->noutputs; k++)
+		if (!written[k] && (k < R->nstate || n->out[k]))
+			emit_output_copy(R, k);
+	if (R->has_lens) {
+		ew_line(w, "/* rows that have finished keep their state and output zeros */");
+		ew_open(w, "for (int64_t b = 0; b < B; b++)");
+		ew_line(w, "if (step < len[b])");
+		ew_line(w, "\tcontinue;");
+		for (int k = 0; k < R->nstate; k++) {
+			const char *H = dim(R, cols_of(b->inputs[R->nseq + k]));
+			ew_line(w, "memcpy(s%dn + b * %s, s%d + b * %s, sizeof(float) * (size_t)(%s));", k, H, k,
+				H, H);
+		}
+		for (int k = 0; k < R->nout; k++)
+			if (n->out[R->nstate + k])
+				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * (size_t)(%s));",
+					k, k, k, dim(R, cols_of(b->outputs[R->nstate + k])));
+		ew_close(w, "");
+	}
+	for (int k = 0; k < R->nstate; k++)
+		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
+	ew_close(w, "");
+
+	/* ---- final states ---- */
+	for (int k = 0; k < R->nstate; k++) {
+		const char *cnt = emit_numel(E, &b->inputs[R->nseq + k]->shape);
+		if (n->out[k])
+			ew_line(w, "memcpy(%s, s%d, sizeof(float) * (size_t)(%s)); /* %s */",
+				emit_ref(E, n->out[k]), k, cnt, n->out[k]->name);
+		ew_line(w, "if (s%d != m->rec%d_state%d)", k, R->id, k);
+		ew_line(w, "\tmemcpy(m->rec%d_state%d, s%d, sizeof(float) * (size_t)(%s));", R->id, k, k, cnt);
+	}
+	ew_close(w, "");
+}

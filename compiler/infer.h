@@ -1,0 +1,106 @@
+/* infer.h: shape and dtype inference of single nodes, and the helpers that
+ * pass_infer.c, infer_shape.c and infer_fold.c share.
+ *
+ * infer_node() is the one entry other passes use: every pass that creates a
+ * node calls it, so every value always has a dtype and a shape.  It follows
+ * the ONNX operator specification of the newest opset (ops.def) and reports
+ * what it cannot represent as a located error.
+ *
+ * Conventions after pass_infer (what later passes may rely on):
+ *   - every value has a supported dtype and a known shape (rank 0..8, every
+ *     dim a monomial with k >= 0);
+ *   - "symbolic constants": a VAL_CONST of dtype i64 may hold `sym` (one
+ *     ir_dim per element) and no `data` when an element is a dimension known
+ *     only at run time (Shape of a symbolic input).  In `sym` element
+ *     arrays, and only there, k may be negative (a plain -1 is k = -1 with
+ *     every pow 0, not IR_DIM_UNKNOWN).  A tensor whose elements are all
+ *     constant always has `data` and no `sym`;
+ *   - Slice inputs 1..4 (starts, ends, axes, steps) are all present and are
+ *     VAL_CONST i64 data of one length; axes are non-negative and distinct.
+ *     starts/ends are the ONNX values (the emitter clamps them per the spec;
+ *     an element that was the symbolic size of its axis became INT64_MAX).
+ *
+ * Assumptions about symbolic dimensions (documented in the error messages
+ * where they matter): a symbolic dimension never broadcasts (it is not 1 at
+ * run time), and it is at least as large as every constant slice bound below
+ * INT32_MAX applied to it.
+ */
+#ifndef CELLC_INFER_H
+#define CELLC_INFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "ir.h"
+
+/* Sets dtype and shape of every output of n (a node of graph g) from its
+ * inputs and attributes.  Changes nothing else.  Returns the number of
+ * errors reported on D (0: every output has its dtype and shape).  A
+ * RECURRENCE's outputs are left as they are (the pass that builds one sets
+ * them). */
+int infer_node(ir_graph *g, ir_node *n, diag *D);
+
+/* The ONNX name of input k of op if that input determines the output shape
+ * (Reshape "shape", Slice "starts", ...) and so must be a compile-time
+ * constant; NULL for ordinary data inputs. */
+const char *infer_shape_input(ir_op op, int k);
+
+/* Whether the emitter supports the dtype (f32 f64 i64 i32 i16 i8 u64 u32 u16
+ * u8 bool). */
+int infer_dtype_ok(ir_dtype t);
+
+/* ---- internal to pass_infer.c and infer_*.c --------------------------------- */
+
+enum {
+	INFER_FOLD_MAX = 1 << 24,       /* largest tensor folded at compile time (elements) */
+	INFER_FILL_MAX = 1 << 20,       /* largest ConstantOfShape folded (elements) */
+};
+/* Largest constant factor of a tensor's element count: leaves room for the
+ * byte size and offsets in int64 arithmetic. */
+#define INFER_NUMEL_MAX ((int64_t)1 << 48)
+/* Slice bounds at or beyond this magnitude mean "to the end" on a symbolic
+ * dimension (exporters write INT64_MAX, INT32_MAX or INT64_MIN there). */
+#define INFER_SLICE_BIG ((int64_t)INT32_MAX)
+
+/* A compile-time constant: VAL_CONST or VAL_WEIGHT with data, or a VAL_CONST
+ * with symbolic elements. */
+int infer_is_const(const ir_value *v);
+/* Element i of a constant integer tensor with data (any integer dtype or
+ * bool); no kind check, so weights work too. */
+int64_t infer_elem_int(const ir_value *v, int64_t i);
+/* Element i of a constant i64 tensor as a monomial (sym or data). */
+ir_dim infer_elem_dim(const ir_value *v, int64_t i);
+
+/* Monomial arithmetic on symbolic-constant elements (k may be negative).
+ * Each returns 1 and sets *r, or 0 when the result is not a monomial or
+ * overflows. */
+int infer_mono_is_const(ir_dim a);
+int infer_mono_mul(ir_dim a, ir_dim b, ir_dim *r);
+int infer_mono_add(ir_dim a, ir_dim b, ir_dim *r);
+int infer_mono_sub(ir_dim a, ir_dim b, ir_dim *r);
+int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r);   /* truncating, like C */
+/* A monomial as text: "-1", "batch", "4*seq*batch", "seq^2". */
+const char *infer_mono_str(arena *A, const ir_graph *g, ir_dim a);
+
+/* Element count of a shape with overflow checking: 1 and *r, or 0 when the
+ * constant factor exceeds INFER_NUMEL_MAX or a dim is unknown or negative. */
+int infer_numel(const ir_shape *s, ir_dim *r);
+
+/* Tries to replace n's outputs by constants (n's outputs must already be
+ * inferred).  Returns 1 when folded (the outputs are now VAL_CONST or
+ * VAL_WEIGHT with producer NULL; the caller drops n), 0 when n stays a
+ * run-time node, -1 after reporting an error on D. */
+int infer_fold(ir_graph *g, ir_node *n, diag *D);
+
+/* A set of pointers (malloc-backed; used by pass_infer and ir_verify). */
+typedef struct infer_set {
+	const void **slot;
+	size_t cap, n;
+} infer_set;
+void infer_set_init(infer_set *s);
+void infer_set_free(infer_set *s);
+int infer_set_add(infer_set *s, const void *p);        /* 1 if it was not there */
+int infer_set_has(const infer_set *s, const void *p);
+
+#endif

@@ -1,0 +1,661 @@
+/* infer_fold.c: constant folding of one node (infer_fold, used by pass_infer).
+ *
+ * A node whose inputs are all compile-time constants (data, or symbolic
+ * elements from Shape of a symbolic input) and whose outputs have constant
+ * shapes is evaluated here and its outputs become constants.  That is what
+ * turns an exporter's Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+ * chains into plain shapes, and weight reorderings (Slice/Concat/Transpose of
+ * initializers) into ready weights.  Data movement (Reshape, Transpose, Slice,
+ * Gather, Concat, Split, Expand, ...) works on any dtype and on symbolic
+ * elements; arithmetic works on every numeric dtype (integers wrap, integer
+ * division truncates, division by zero is an error) and on symbolic elements
+ * while the result stays a monomial; activations only on floating point.
+ * Results derived from weights stay weights (they go to the weights file),
+ * others become VAL_CONST.
+ *
+ * Floating-point folding computes in double and rounds once, which for + - *
+ * / is the correctly rounded float result; conversions that C leaves
+ * undefined (out-of-range float to int or to float) saturate instead.
+ */
+#include "infer.h"
+#include "util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+typedef struct fctx {
+	ir_graph *g;
+	ir_node *n;
+	diag *D;
+	int weight;             /* some input is a VAL_WEIGHT */
+} fctx;
+
+static int ferr(fctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int ferr(fctx *c, const char *fmt, ...)
+{
+	char buf[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	diag_node(c->D, c->n, "%s", buf);
+	return -1;
+}
+
+static ir_value *fin(fctx *c, int k) { return k < c->n->nin ? c->n->in[k] : NULL; }
+static int64_t numel(const ir_value *v) { return ir_shape_const_numel(&v->shape); }
+
+/* Row-major strides of a constant shape. */
+static void strides(const ir_shape *s, int64_t *st)
+{
+	int64_t m = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		st[i] = m;
+		m *= s->d[i].k;
+	}
+}
+
+/* Strides of x read as broadcast to rank R (0 on broadcast axes). */
+static void bstrides(const ir_shape *x, int R, int64_t *st)
+{
+	int64_t xs[IR_MAX_RANK];
+	strides(x, xs);
+	for (int i = 0; i < R; i++) {
+		int j = i - (R - x->rank);
+		st[i] = j >= 0 && x->d[j].k != 1 ? xs[j] : 0;
+	}
+}
+
+/* An odometer over a constant index space with up to three operand offsets. */
+typedef struct odo {
+	int rank, k;
+	int64_t dim[IR_MAX_RANK], c[IR_MAX_RANK];
+	int64_t off[3], st[3][IR_MAX_RANK];
+} odo;
+
+static void odo_init(odo *o, const ir_shape *s, int k)
+{
+	memset(o, 0, sizeof *o);
+	o->rank = s->rank;
+	o->k = k;
+	for (int i = 0; i < s->rank; i++)
+		o->dim[i] = s->d[i].k;
+}
+
+static void odo_next(odo *o)
+{
+	for (int d = o->rank - 1; d >= 0; d--) {
+		o->c[d]++;
+		for (int j = 0; j < o->k; j++)
+			o->off[j] += o->st[j][d];
+		if (o->c[d] < o->dim[d])
+			return;
+		for (int j = 0; j < o->k; j++)
+			o->off[j] -= o->st[j][d] * o->dim[d];
+		o->c[d] = 0;
+	}
+}
+
+/* ---- element access --------------------------------------------------------- */
+
+static int is_float(ir_dtype t) { return t == DT_F32 || t == DT_F64; }
+static int is_unsigned(ir_dtype t)
+{
+	return t == DT_U8 || t == DT_U16 || t == DT_U32 || t == DT_U64 || t == DT_BOOL;
+}
+
+static double ldf(const ir_value *v, int64_t i)
+{
+	switch (v->dtype) {
+	case DT_F32: return ((const float *)v->data)[i];
+	case DT_F64: return ((const double *)v->data)[i];
+	case DT_U64: return (double)((const uint64_t *)v->data)[i];
+	default: return (double)infer_elem_int(v, i);
+	}
+}
+
+/* Integers as 64-bit patterns: signed types sign-extended, unsigned zero-extended. */
+static uint64_t ldu(const ir_value *v, int64_t i) { return (uint64_t)infer_elem_int(v, i); }
+
+static float to_f32(double x)
+{
+	if (x > FLT_MAX)
+		return INFINITY;
+	if (x < -FLT_MAX)
+		return -INFINITY;
+	return (float)x;
+}
+
+static void stf(ir_value *o, int64_t i, double x)
+{
+	if (o->dtype == DT_F32)
+		((float *)o->data)[i] = to_f32(x);
+	else
+		((double *)o->data)[i] = x;
+}
+
+static void stu(ir_value *o, int64_t i, uint64_t x)
+{
+	void *p = o->data;
+	switch (o->dtype) {
+	case DT_I64: ((int64_t *)p)[i] = (int64_t)x; break;
+	case DT_I32: ((int32_t *)p)[i] = (int32_t)x; break;
+	case DT_I16: ((int16_t *)p)[i] = (int16_t)x; break;
+	case DT_I8: ((int8_t *)p)[i] = (int8_t)x; break;
+	case DT_U64: ((uint64_t *)p)[i] = x; break;
+	case DT_U32: ((uint32_t *)p)[i] = (uint32_t)x; break;
+	case DT_U16: ((uint16_t *)p)[i] = (uint16_t)x; break;
+	case DT_U8: ((uint8_t *)p)[i] = (uint8_t)x; break;
+	case DT_BOOL: ((uint8_t *)p)[i] = x != 0; break;
+	default: UNREACHABLE();
+	}
+}
+
+/* Float to an integer dtype: truncation, saturating at the type's range
+ * (C leaves out-of-range conversions undefined), NaN -> 0. */
+static uint64_t f2u(double x, ir_dtype to)
+{
+	if (to == DT_BOOL)
+		return x != 0;
+	if (isnan(x))
+		return 0;
+	x = trunc(x);
+	int bits = (int)ir_dtype_size(to) * 8;
+	double top = ldexp(1.0, is_unsigned(to) ? bits : bits - 1);     /* first value out of range */
+	if (is_unsigned(to)) {
+		if (x <= 0)
+			return 0;
+		if (x >= top)
+			return bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+		return (uint64_t)x;
+	}
+	if (x >= top)
+		return (uint64_t)(((uint64_t)1 << (bits - 1)) - 1);
+	if (x < -top)
+		return (uint64_t)0 - ((uint64_t)1 << (bits - 1));
+	return (uint64_t)(int64_t)x;
+}
+
+/* Element i of x into element oi of o (same dtype; o symbolic if x may be). */
+static void cp(ir_value *o, int64_t oi, const ir_value *x, int64_t xi)
+{
+	if (o->sym) {
+		o->sym[oi] = infer_elem_dim(x, xi);
+	} else {
+		size_t es = ir_dtype_size(o->dtype);
+		memcpy((char *)o->data + (size_t)oi * es, (const char *)x->data + (size_t)xi * es, es);
+	}
+}
+
+/* ---- outputs ---------------------------------------------------------------------- */
+
+/* Storage for output o: symbolic elements when sym, else data. */
+static void out_alloc(fctx *c, ir_value *o, int sym)
+{
+	int64_t n = numel(o);
+	ASSERT(n >= 0);
+	if (sym) {
+		o->sym = arena_array(c->g->A, (size_t)(n ? n : 1), sizeof *o->sym);
+		o->data = NULL;
+	} else {
+		o->data = arena_array(c->g->A, (size_t)(n ? n : 1), ir_dtype_size(o->dtype));
+		o->sym = NULL;
+	}
+}
+
+/* Makes o a constant: symbolic elements that turned out all constant become data. */
+static void out_finish(fctx *c, ir_value *o)
+{
+	if (o->sym) {
+		int64_t n = numel(o);
+		int all = 1;
+		for (int64_t i = 0; i < n && all; i++)
+			all = infer_mono_is_const(o->sym[i]);
+		if (all) {
+			int64_t *d = arena_array(c->g->A, (size_t)(n ? n : 1), sizeof *d);
+			for (int64_t i = 0; i < n; i++)
+				d[i] = o->sym[i].k;
+			o->data = d;
+			o->sym = NULL;
+		}
+	}
+	o->kind = c->weight && !o->is_output ? VAL_WEIGHT : VAL_CONST;
+	o->producer = NULL;
+}
+
+/* Whether any input among the first k (all if k < 0) has symbolic elements. */
+static int any_sym(fctx *c, int k)
+{
+	for (int i = 0; i < c->n->nin && (k < 0 || i < k); i++)
+		if (c->n->in[i] && c->n->in[i]->sym)
+			return 1;
+	return 0;
+}
+
+/* ---- data movement ---------------------------------------------------------------- */
+
+/* o[dst_base + c.dst_st] = x[src_base + c.src_st] over the index space s. */
+static void move_affine(ir_value *o, int64_t dbase, const int64_t *dst, const ir_value *x,
+			int64_t sbase, const int64_t *sst, const ir_shape *s)
+{
+	int64_t total = ir_shape_const_numel(s);
+	odo it;
+	odo_init(&it, s, 2);
+	it.off[0] = dbase;
+	it.off[1] = sbase;
+	memcpy(it.st[0], dst, (size_t)s->rank * sizeof *dst);
+	memcpy(it.st[1], sst, (size_t)s->rank * sizeof *sst);
+	for (int64_t i = 0; i < total; i++, odo_next(&it))
+		cp(o, it.off[0], x, it.off[1]);
+}
+
+static int fold_same_order(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	out_alloc(c, o, x->sym != NULL);
+	int64_t n = numel(o);
+	if (o->sym)
+		memcpy(o->sym, x->sym, (size_t)n * sizeof *o->sym);
+	else
+		memcpy(o->data, x->data, (size_t)n * ir_dtype_size(o->dtype));
+	return 1;
+}
+
+static int fold_transpose(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	int r = x->shape.rank;
+	int64_t xs[IR_MAX_RANK], os[IR_MAX_RANK], ss[IR_MAX_RANK];
+	ir_attr *a = ir_attr_find(c->n, "perm");
+	strides(&x->shape, xs);
+	strides(&o->shape, os);
+	for (int i = 0; i < r; i++)
+		ss[i] = xs[a ? a->ints[i] : r - 1 - i];
+	out_alloc(c, o, x->sym != NULL);
+	move_affine(o, 0, os, x, 0, ss, &o->shape);
+	return 1;
+}
+
+static int fold_expand(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	int64_t os[IR_MAX_RANK], ss[IR_MAX_RANK];
+	strides(&o->shape, os);
+	bstrides(&x->shape, o->shape.rank, ss);
+	out_alloc(c, o, x->sym != NULL);
+	move_affine(o, 0, os, x, 0, ss, &o->shape);
+	return 1;
+}
+
+/* Effective start of a slice on a constant dim (the same clamping as infer). */
+static int64_t slice_start(int64_t s, int64_t d, int64_t step)
+{
+	s = s < 0 ? s + d : s;
+	if (step > 0)
+		return s < 0 ? 0 : s > d ? d : s;
+	return s < 0 ? 0 : s > d - 1 ? d - 1 : s;
+}
+
+static int fold_slice(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	ir_value *st = fin(c, 1), *ax = fin(c, 3), *sp = fin(c, 4);
+	int r = x->shape.rank;
+	int64_t xs[IR_MAX_RANK], os[IR_MAX_RANK], ss[IR_MAX_RANK], base = 0;
+	strides(&x->shape, xs);
+	strides(&o->shape, os);
+	memcpy(ss, xs, sizeof ss);
+	int64_t m = numel(st);
+	for (int64_t i = 0; i < m; i++) {
+		int64_t a = ax ? infer_elem_int(ax, i) : i, step = sp ? infer_elem_int(sp, i) : 1;
+		a = a < 0 ? a + r : a;
+		int64_t d = x->shape.d[a].k;
+		if (o->shape.d[a].k == 0)
+			continue;       /* empty result: no element is read */
+		int64_t s = slice_start(infer_elem_int(st, i), d, step);
+		base += s * xs[a];
+		/* With two or more elements read |step| < d, so the product fits;
+		 * with one, the stride is never applied. */
+		ss[a] = o->shape.d[a].k == 1 ? 0 : xs[a] * step;
+	}
+	out_alloc(c, o, x->sym != NULL);
+	move_affine(o, 0, os, x, base, ss, &o->shape);
+	return 1;
+}
+
+static int fold_split(fctx *c)
+{
+	ir_value *x = fin(c, 0);
+	int r = x->shape.rank;
+	int64_t a = ir_attr_int(c->n, "axis", 0), xs[IR_MAX_RANK], off = 0;
+	a = a < 0 ? a + r : a;
+	strides(&x->shape, xs);
+	for (int k = 0; k < c->n->nout; k++) {
+		ir_value *o = c->n->out[k];
+		if (o) {
+			int64_t os[IR_MAX_RANK];
+			strides(&o->shape, os);
+			out_alloc(c, o, x->sym != NULL);
+			move_affine(o, 0, os, x, off * xs[a], xs, &o->shape);
+		}
+		off += o ? o->shape.d[a].k : 0;
+	}
+	return 1;
+}
+
+static int fold_concat(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	int r = o->shape.rank;
+	int64_t a = ir_attr_int(c->n, "axis", 0), os[IR_MAX_RANK], off = 0;
+	a = a < 0 ? a + r : a;
+	strides(&o->shape, os);
+	out_alloc(c, o, any_sym(c, -1));
+	for (int k = 0; k < c->n->nin; k++) {
+		ir_value *x = fin(c, k);
+		int64_t xs[IR_MAX_RANK];
+		strides(&x->shape, xs);
+		move_affine(o, off * os[a], os, x, 0, xs, &x->shape);
+		off += x->shape.d[a].k;
+	}
+	return 1;
+}
+
+static int fold_gather(fctx *c)
+{
+	ir_value *x = fin(c, 0), *idx = fin(c, 1), *o = c->n->out[0];
+	int r = x->shape.rank;
+	int64_t a = ir_attr_int(c->n, "axis", 0);
+	a = a < 0 ? a + r : a;
+	int64_t pre = 1, post = 1, d = x->shape.d[a].k, ni = numel(idx);
+	for (int i = 0; i < a; i++)
+		pre *= x->shape.d[i].k;
+	for (int i = (int)a + 1; i < r; i++)
+		post *= x->shape.d[i].k;
+	for (int64_t j = 0; j < ni; j++) {
+		int64_t v = infer_elem_int(idx, j);
+		if (v < -d || v >= d)
+			return ferr(c, "index %lld (element %lld of '%s') is out of range for axis %lld of "
+				    "size %lld", (long long)v, (long long)j, idx->name, (long long)a,
+				    (long long)d);
+	}
+	out_alloc(c, o, x->sym != NULL);
+	for (int64_t p = 0; p < pre; p++)
+		for (int64_t j = 0; j < ni; j++) {
+			int64_t v = infer_elem_int(idx, j);
+			v = v < 0 ? v + d : v;
+			for (int64_t q = 0; q < post; q++)
+				cp(o, (p * ni + j) * post + q, x, (p * d + v) * post + q);
+		}
+	return 1;
+}
+
+static int fold_shape(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	int r = x->shape.rank;
+	int64_t st = ir_attr_int(c->n, "start", 0);
+	st = st < 0 ? st + r : st;
+	st = st < 0 ? 0 : st > r ? r : st;
+	out_alloc(c, o, 1);
+	for (int64_t i = 0; i < o->shape.d[0].k; i++)
+		o->sym[i] = x->shape.d[st + i];
+	return 1;
+}
+
+static int fold_constofshape(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	int64_t n = numel(o);
+	if (n > INFER_FILL_MAX)
+		return 0;
+	ir_attr *a = ir_attr_find(c->n, "value");
+	out_alloc(c, o, 0);
+	size_t es = ir_dtype_size(o->dtype);
+	if (a && a->t)
+		for (int64_t i = 0; i < n; i++)
+			memcpy((char *)o->data + (size_t)i * es, a->t->data, es);
+	/* else: f32 zeros, as allocated */
+	return 1;
+}
+
+static int fold_cast(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	int64_t n = numel(o);
+	if (x->sym) {
+		if (o->dtype != DT_I64)
+			return 0;       /* not representable: pass_infer reports it */
+		return fold_same_order(c);
+	}
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < n; i++) {
+		if (is_float(o->dtype))
+			stf(o, i, ldf(x, i));
+		else if (is_float(x->dtype))
+			stu(o, i, f2u(ldf(x, i), o->dtype));
+		else
+			stu(o, i, ldu(x, i));
+	}
+	return 1;
+}
+
+/* ---- arithmetic ------------------------------------------------------------------- */
+
+static const char *opsym(ir_op op)
+{
+	return op == OP_ADD ? "+" : op == OP_SUB ? "-" : op == OP_MUL ? "*" : "/";
+}
+
+static int fold_binary(fctx *c)
+{
+	ir_node *n = c->n;
+	ir_value *A = fin(c, 0), *B = fin(c, 1), *o = n->out[0];
+	int64_t total = numel(o);
+	int sym = A->sym || B->sym;
+	odo it;
+	odo_init(&it, &o->shape, 2);
+	bstrides(&A->shape, o->shape.rank, it.st[0]);
+	bstrides(&B->shape, o->shape.rank, it.st[1]);
+	out_alloc(c, o, sym);
+	ir_dtype t = A->dtype;
+	for (int64_t i = 0; i < total; i++, odo_next(&it)) {
+		int64_t ia = it.off[0], ib = it.off[1];
+		if (sym) {
+			ir_dim a = infer_elem_dim(A, ia), b = infer_elem_dim(B, ib), r;
+			int ok = n->op == OP_ADD ? infer_mono_add(a, b, &r) :
+				 n->op == OP_SUB ? infer_mono_sub(a, b, &r) :
+				 n->op == OP_MUL ? infer_mono_mul(a, b, &r) : infer_mono_div(a, b, &r);
+			if (!ok)
+				return ferr(c, "cannot compute %s %s %s at compile time: cellc keeps "
+					    "shape arithmetic symbolic and the result is not a product "
+					    "of dimension symbols", infer_mono_str(c->g->A, c->g, a),
+					    opsym(n->op), infer_mono_str(c->g->A, c->g, b));
+			o->sym[i] = r;
+		} else if (is_float(t)) {
+			double a = ldf(A, ia), b = ldf(B, ib);
+			stf(o, i, n->op == OP_ADD ? a + b : n->op == OP_SUB ? a - b :
+				  n->op == OP_MUL ? a * b : a / b);
+		} else {
+			uint64_t a = ldu(A, ia), b = ldu(B, ib), r;
+			switch (n->op) {
+			case OP_ADD: r = a + b; break;
+			case OP_SUB: r = a - b; break;
+			case OP_MUL: r = a * b; break;
+			default:
+				if (b == 0)
+					return ferr(c, "integer division by zero (element %lld of '%s')",
+						    (long long)ib, B->name);
+				if (is_unsigned(t))
+					r = a / b;
+				else if ((int64_t)a == INT64_MIN && (int64_t)b == -1)
+					r = a;  /* wraps, like the other integer ops */
+				else
+					r = (uint64_t)((int64_t)a / (int64_t)b);
+				break;
+			}
+			stu(o, i, r);
+		}
+	}
+	return 1;
+}
+
+static double act(const ir_node *n, double x)
+{
+	switch (n->op) {
+	case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+	case OP_TANH: return tanh(x);
+	case OP_RELU: return x > 0 ? x : 0;
+	case OP_NEG: return -x;
+	case OP_EXP: return exp(x);
+	case OP_LOG: return log(x);
+	case OP_SQRT: return sqrt(x);
+	case OP_ABS: return fabs(x);
+	case OP_AFFINE:
+		return (double)ir_attr_float(n, "alpha", 1.0f) * x + ir_attr_float(n, "beta", 0.0f);
+	case OP_LEAKYRELU: return x < 0 ? (double)ir_attr_float(n, "alpha", 0.01f) * x : x;
+	case OP_THRELU: return x > (double)ir_attr_float(n, "alpha", 1.0f) ? x : 0;
+	case OP_SCALEDTANH:
+		return (double)ir_attr_float(n, "alpha", 1.0f) *
+		       tanh((double)ir_attr_float(n, "beta", 1.0f) * x);
+	case OP_HARDSIGMOID: {
+		double y = (double)ir_attr_float(n, "alpha", 0.2f) * x + ir_attr_float(n, "beta", 0.5f);
+		return y < 0 ? 0 : y > 1 ? 1 : y;
+	}
+	case OP_ELU: return x < 0 ? (double)ir_attr_float(n, "alpha", 1.0f) * (exp(x) - 1) : x;
+	case OP_SOFTSIGN: return x / (1 + fabs(x));
+	case OP_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+	default: UNREACHABLE();
+	}
+}
+
+static int fold_unary(fctx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = fin(c, 0), *o = n->out[0];
+	int64_t total = numel(o);
+	if (x->sym)
+		return 0;
+	out_alloc(c, o, 0);
+	if (is_float(x->dtype)) {
+		for (int64_t i = 0; i < total; i++)
+			stf(o, i, act(n, ldf(x, i)));
+		return 1;
+	}
+	int sgn = !is_unsigned(x->dtype);
+	for (int64_t i = 0; i < total; i++) {
+		uint64_t v = ldu(x, i);
+		int neg = sgn && (int64_t)v < 0;
+		switch (n->op) {
+		case OP_NEG: v = 0 - v; break;
+		case OP_ABS: v = neg ? 0 - v : v; break;
+		case OP_RELU: v = neg ? 0 : v; break;
+		default: return 0;      /* float-only ops never get here (infer checks) */
+		}
+		stu(o, i, v);
+	}
+	return 1;
+}
+
+static int fold_clip(fctx *c)
+{
+	ir_value *x = fin(c, 0), *lo = fin(c, 1), *hi = fin(c, 2), *o = c->n->out[0];
+	int64_t total = numel(o);
+	if (any_sym(c, -1))
+		return 0;
+	out_alloc(c, o, 0);
+	ir_dtype t = x->dtype;
+	for (int64_t i = 0; i < total; i++) {
+		if (is_float(t)) {
+			double v = ldf(x, i);
+			if (lo && v < ldf(lo, 0))
+				v = ldf(lo, 0);
+			if (hi && v > ldf(hi, 0))
+				v = ldf(hi, 0);
+			stf(o, i, v);
+		} else if (is_unsigned(t)) {
+			uint64_t v = ldu(x, i);
+			if (lo && v < ldu(lo, 0))
+				v = ldu(lo, 0);
+			if (hi && v > ldu(hi, 0))
+				v = ldu(hi, 0);
+			stu(o, i, v);
+		} else {
+			int64_t v = infer_elem_int(x, i);
+			if (lo && v < infer_elem_int(lo, 0))
+				v = infer_elem_int(lo, 0);
+			if (hi && v > infer_elem_int(hi, 0))
+				v = infer_elem_int(hi, 0);
+			stu(o, i, (uint64_t)v);
+		}
+	}
+	return 1;
+}
+
+/* ---- entry ----------------------------------------------------------------------------- */
+
+static int foldable(ir_op op)
+{
+	switch (ir_ops[op].kind) {
+	case OPK_ELEM: case OPK_SHAPE: return 1;
+	default: return 0;
+	}
+}
+
+int infer_fold(ir_graph *g, ir_node *n, diag *D)
+{
+	fctx cx = {g, n, D, 0}, *c = &cx;
+	if (!foldable(n->op))
+		return 0;
+	for (int k = 0; k < n->nin; k++) {
+		ir_value *v = n->in[k];
+		if (!v)
+			continue;
+		if (n->op != OP_SHAPE && !infer_is_const(v))
+			return 0;
+		/* results of weights stay weights; a weight as a shape parameter does not count */
+		c->weight |= v->kind == VAL_WEIGHT && n->op != OP_SHAPE && !infer_shape_input(n->op, k);
+	}
+	int64_t total = 0;
+	for (int k = 0; k < n->nout; k++) {
+		ir_value *o = n->out[k];
+		if (!o)
+			continue;
+		int64_t m = ir_shape_const_numel(&o->shape);
+		if (m < 0)
+			return 0;       /* symbolic shape: a run-time node (e.g. a fill of size B) */
+		total += m;
+	}
+	if (total > INFER_FOLD_MAX && !any_sym(c, -1))
+		return 0;
+	int r;
+	switch (n->op) {
+	case OP_IDENTITY: case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN:
+		r = fold_same_order(c);
+		break;
+	case OP_TRANSPOSE: r = fold_transpose(c); break;
+	case OP_EXPAND: r = fold_expand(c); break;
+	case OP_SLICE: r = fold_slice(c); break;
+	case OP_SPLIT: r = fold_split(c); break;
+	case OP_CONCAT: r = fold_concat(c); break;
+	case OP_GATHER: r = fold_gather(c); break;
+	case OP_SHAPE: r = fold_shape(c); break;
+	case OP_CONSTOFSHAPE: r = fold_constofshape(c); break;
+	case OP_CAST: r = fold_cast(c); break;
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: r = fold_binary(c); break;
+	case OP_CLIP: r = fold_clip(c); break;
+	default: r = fold_unary(c); break;
+	}
+	if (r != 1) {
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				n->out[k]->data = n->out[k]->sym = NULL;
+		return r;
+	}
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k])
+			out_finish(c, n->out[k]);
+	return 1;
+}

@@ -1,0 +1,1272 @@
+/* infer_shape.c: infer_node, the output dtype and shape of every IR op.
+ *
+ * One function per op family, following the ONNX operator specification of
+ * the newest opset (see ops.def).  Shapes are symbolic: a dimension is a
+ * monomial over the graph's dimension symbols.  What depends on the run-time
+ * value of a symbol in a way a monomial cannot express (slicing a symbolic
+ * axis at an offset from its end, concatenating a batch axis with a time
+ * axis, broadcasting a symbolic dim against a constant) is a located error
+ * rather than a guess.  Inputs that determine the output shape (Reshape's
+ * shape, Slice's starts...) must be constants; when one is not, the error
+ * says which graph input it comes from and how to bind it.
+ *
+ * Monomial helpers and the small pointer set shared with infer_fold.c,
+ * pass_infer.c and ir_verify.c live at the end of this file.
+ */
+#include "infer.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ictx {
+	ir_graph *g;
+	ir_node *n;
+	diag *D;
+	arena *A;
+} ictx;
+
+static int fail(ictx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(ictx *c, const char *fmt, ...)
+{
+	char buf[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	diag_node(c->D, c->n, "%s", buf);
+	return 1;
+}
+
+static const char *shp(ictx *c, const ir_shape *s) { return ir_shape_str(c->A, c->g, s); }
+static const char *dimstr(ictx *c, ir_dim d) { return ir_dim_str(c->A, c->g, d); }
+static const char *mono(ictx *c, ir_dim d) { return infer_mono_str(c->A, c->g, d); }
+static ir_value *in(ictx *c, int k) { return k < c->n->nin ? c->n->in[k] : NULL; }
+
+static const char *iname(ictx *c, int k)
+{
+	ir_value *v = in(c, k);
+	return v ? v->name : "?";
+}
+
+static void set_out(ictx *c, int k, ir_dtype dt, const ir_shape *s)
+{
+	if (k < c->n->nout && c->n->out[k]) {
+		c->n->out[k]->dtype = dt;
+		c->n->out[k]->shape = *s;
+	}
+}
+
+static int is_one(ir_dim d) { return ir_dim_eq(d, ir_dim_const(1)); }
+
+/* An axis attribute or element in [-r, r-1] made non-negative; -1 if out of range. */
+static int norm_axis(int64_t a, int r)
+{
+	if (a < -(int64_t)r || a >= r)
+		return -1;
+	return (int)(a < 0 ? a + r : a);
+}
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+enum { TY_FLOAT = 1, TY_SINT = 2, TY_UINT = 4, TY_BOOL = 8 };
+#define TY_INT (TY_SINT | TY_UINT)
+#define TY_NUM (TY_FLOAT | TY_INT)
+#define TY_SIGNED (TY_FLOAT | TY_SINT)
+#define TY_ANY (TY_NUM | TY_BOOL)
+
+int infer_dtype_ok(ir_dtype t)
+{
+	switch (t) {
+	case DT_F32: case DT_F64: case DT_I64: case DT_I32: case DT_I16: case DT_I8:
+	case DT_U64: case DT_U32: case DT_U16: case DT_U8: case DT_BOOL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int ty_class(ir_dtype t)
+{
+	switch (t) {
+	case DT_F32: case DT_F64: return TY_FLOAT;
+	case DT_I64: case DT_I32: case DT_I16: case DT_I8: return TY_SINT;
+	case DT_U64: case DT_U32: case DT_U16: case DT_U8: return TY_UINT;
+	case DT_BOOL: return TY_BOOL;
+	default: return 0;
+	}
+}
+
+/* Input k (if present) must have a dtype of the given classes. */
+static int need_ty(ictx *c, int k, int classes, const char *what)
+{
+	ir_value *v = in(c, k);
+	if (!v || (ty_class(v->dtype) & classes))
+		return 0;
+	return fail(c, "unsupported dtype %s for input %d ('%s') of %s", ir_dtype_name(v->dtype), k,
+		    v->name, what);
+}
+
+/* Input k (if present) must have the dtype of input 0. */
+static int same_ty(ictx *c, int k)
+{
+	ir_value *v = in(c, k), *x = in(c, 0);
+	if (!v || v->dtype == x->dtype)
+		return 0;
+	return fail(c, "input %d ('%s') has dtype %s but input 0 ('%s') has dtype %s", k, v->name,
+		    ir_dtype_name(v->dtype), x->name, ir_dtype_name(x->dtype));
+}
+
+/* Operators we run only in single precision (BLAS sgemm and the fused cells). */
+static int need_f32(ictx *c, int k)
+{
+	ir_value *v = in(c, k);
+	if (!v || v->dtype == DT_F32)
+		return 0;
+	return fail(c, "unsupported dtype %s for %s (input %d '%s'): only f32 is supported",
+		    ir_dtype_name(v->dtype), c->n->op_type ? c->n->op_type : ir_op_name(c->n->op), k,
+		    v->name);
+}
+
+/* ---- shape-determining constant inputs ------------------------------------ */
+
+const char *infer_shape_input(ir_op op, int k)
+{
+	static const char *const slice[] = {NULL, "starts", "ends", "axes", "steps"};
+	switch (op) {
+	case OP_RESHAPE: case OP_EXPAND: return k == 1 ? "shape" : NULL;
+	case OP_SLICE: return k >= 1 && k <= 4 ? slice[k] : NULL;
+	case OP_SQUEEZE: case OP_UNSQUEEZE: return k == 1 ? "axes" : NULL;
+	case OP_SPLIT: return k == 1 ? "split" : NULL;
+	case OP_CONSTOFSHAPE: return k == 0 ? "input" : NULL;
+	default: return NULL;
+	}
+}
+
+/* The graph input a run-time value is computed from (the nearest one in
+ * node order), or NULL if none: sweeps the producers backwards. */
+static const ir_value *input_origin(ir_graph *g, const ir_value *v, const ir_node **via)
+{
+	if (v->kind == VAL_INPUT)
+		return v;
+	*via = v->producer;
+	if (!v->producer)
+		return NULL;
+	infer_set need;
+	infer_set_init(&need);
+	infer_set_add(&need, v);
+	const ir_value *found = NULL;
+	for (int i = g->nnodes - 1; i >= 0 && !found; i--) {
+		const ir_node *n = g->nodes[i];
+		int hit = 0;
+		for (int k = 0; k < n->nout; k++)
+			hit |= n->out[k] && infer_set_has(&need, n->out[k]);
+		for (int k = 0; hit && k < n->nin && !found; k++) {
+			const ir_value *x = n->in[k];
+			if (x && x->kind == VAL_INPUT)
+				found = x;
+			else if (x)
+				infer_set_add(&need, x);
+		}
+	}
+	infer_set_free(&need);
+	return found;
+}
+
+static int not_const(ictx *c, int k)
+{
+	const char *what = infer_shape_input(c->n->op, k);
+	ir_value *v = in(c, k);
+	const ir_node *via = NULL;
+	const ir_value *o = input_origin(c->g, v, &via);
+	if (o)
+		return fail(c, "input '%s' (tensor '%s') determines the output shape and must be a "
+			    "constant; it comes from graph input '%s': bind it with --bind %s=FILE.pb",
+			    what, v->name, o->name, o->name);
+	if (via)
+		return fail(c, "input '%s' (tensor '%s') determines the output shape and must be a "
+			    "constant; it is computed at run time by node '%s' (%s)", what, v->name,
+			    via->name, via->op_type ? via->op_type : ir_op_name(via->op));
+	return fail(c, "input '%s' (tensor '%s') determines the output shape and must be a constant",
+		    what, v->name);
+}
+
+/* Reads shape-determining input k as monomials into v[max].  Returns the
+ * element count, or -1 after reporting. */
+static int const_ints(ictx *c, int k, ir_dim *v, int max)
+{
+	ir_value *x = in(c, k);
+	const char *what = infer_shape_input(c->n->op, k);
+	if (!infer_is_const(x))
+		return not_const(c, k), -1;
+	if (x->shape.rank > 1)
+		return fail(c, "input '%s' (tensor '%s') must be a 1-D tensor, not %s", what, x->name,
+			    shp(c, &x->shape)), -1;
+	if (!x->sym && !(ty_class(x->dtype) & TY_INT))
+		return fail(c, "input '%s' (tensor '%s') must be an integer tensor, not %s", what,
+			    x->name, ir_dtype_name(x->dtype)), -1;
+	int64_t m = ir_shape_const_numel(&x->shape);
+	if (m < 0 || m > max)
+		return fail(c, "input '%s' (tensor '%s') has %s elements; at most %d are allowed here",
+			    what, x->name, shp(c, &x->shape), max), -1;
+	for (int i = 0; i < m; i++)
+		v[i] = infer_elem_dim(x, i);
+	return (int)m;
+}
+
+/* Same, where every element must be a plain integer (axes, steps). */
+static int const_plain(ictx *c, int k, int64_t *v, int max)
+{
+	ir_dim d[64];
+	int m = const_ints(c, k, d, max < 64 ? max : 64);
+	for (int i = 0; i < m; i++) {
+		if (!infer_mono_is_const(d[i]))
+			return fail(c, "input '%s' element %d is the run-time size %s; it must be a "
+				    "constant", infer_shape_input(c->n->op, k), i, mono(c, d[i])), -1;
+		v[i] = d[i].k;
+	}
+	return m;
+}
+
+/* Axes list (Squeeze/Unsqueeze): normalised against rank r, distinct. */
+static int axes_list(ictx *c, int k, int r, int *ax, int max)
+{
+	int64_t a[IR_MAX_RANK];
+	int m = const_plain(c, k, a, max);
+	if (m < 0)
+		return -1;
+	for (int i = 0; i < m; i++) {
+		ax[i] = norm_axis(a[i], r);
+		if (ax[i] < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)a[i], r), -1;
+		for (int j = 0; j < i; j++)
+			if (ax[j] == ax[i])
+				return fail(c, "axis %lld is listed twice", (long long)a[i]), -1;
+	}
+	return m;
+}
+
+/* A shape element from a constant tensor (ConstantOfShape, Expand): a
+ * non-negative constant or a monomial of positive factor. */
+static int dim_elem(ictx *c, ir_dim v, int i, ir_dim *out)
+{
+	if (v.k < 0 || v.k > INFER_NUMEL_MAX)
+		return fail(c, "shape element %d is %s; it must be between 0 and %lld", i, mono(c, v),
+			    (long long)INFER_NUMEL_MAX);
+	*out = v.k == 0 ? ir_dim_const(0) : v;
+	return 0;
+}
+
+/* ---- broadcasting ---------------------------------------------------------- */
+
+/* Multidirectional (numpy) broadcasting of a and b into r. */
+static int broadcast2(ictx *c, const ir_shape *a, const ir_shape *b, ir_shape *r)
+{
+	int rank = a->rank > b->rank ? a->rank : b->rank;
+	ir_shape o = {.rank = rank};
+	for (int i = 0; i < rank; i++) {
+		int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+		ir_dim da = ia >= 0 ? a->d[ia] : ir_dim_const(1);
+		ir_dim db = ib >= 0 ? b->d[ib] : ir_dim_const(1);
+		if (ir_dim_eq(da, db) || is_one(db))
+			o.d[i] = da;
+		else if (is_one(da))
+			o.d[i] = db;
+		else
+			return fail(c, "shapes %s and %s cannot be broadcast together (dimension %s "
+				    "against %s)", shp(c, a), shp(c, b), dimstr(c, da), dimstr(c, db));
+	}
+	*r = o;
+	return 0;
+}
+
+/* Whether b broadcasts to a without changing a (unidirectional). */
+static int broadcasts_to(const ir_shape *b, const ir_shape *a)
+{
+	if (b->rank > a->rank)
+		return 0;
+	for (int i = 0; i < b->rank; i++) {
+		ir_dim db = b->d[i], da = a->d[i + a->rank - b->rank];
+		if (!is_one(db) && !ir_dim_eq(db, da))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- element-wise ---------------------------------------------------------- */
+
+static int infer_elem(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	const char *op = ir_op_name(n->op);
+	ir_shape s = x->shape;
+	switch (n->op) {
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+		if (need_ty(c, 0, TY_NUM, op) || same_ty(c, 1))
+			return 1;
+		if (broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
+			return 1;
+		break;
+	case OP_RELU: case OP_NEG:
+		if (need_ty(c, 0, TY_SIGNED, op))
+			return 1;
+		break;
+	case OP_ABS:
+		if (need_ty(c, 0, TY_NUM, op))
+			return 1;
+		break;
+	case OP_IDENTITY:
+		break;
+	case OP_CLIP:
+		if (need_ty(c, 0, TY_NUM, op))
+			return 1;
+		for (int k = 1; k < n->nin; k++) {
+			ir_value *b = in(c, k);
+			if (!b)
+				continue;
+			if (same_ty(c, k))
+				return 1;
+			if (ir_shape_const_numel(&b->shape) != 1)
+				return fail(c, "input %d ('%s') must be a scalar, not %s", k, b->name,
+					    shp(c, &b->shape));
+		}
+		break;
+	default:        /* the floating-point activations */
+		if (need_ty(c, 0, TY_FLOAT, op))
+			return 1;
+		break;
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* ---- shape ops --------------------------------------------------------------- */
+
+static int infer_transpose(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank, perm[IR_MAX_RANK], seen[IR_MAX_RANK] = {0};
+	ir_attr *a = ir_attr_find(c->n, "perm");
+	if (a && a->kind != ATTR_INTS)
+		return fail(c, "attribute 'perm' must be a list of ints");
+	if (a && a->n != r)
+		return fail(c, "attribute 'perm' has %d entries but the input %s has rank %d", a->n,
+			    shp(c, &x->shape), r);
+	for (int i = 0; i < r; i++) {
+		int64_t p = a ? a->ints[i] : r - 1 - i;
+		if (p < 0 || p >= r || seen[p])
+			return fail(c, "attribute 'perm' is not a permutation of 0..%d", r - 1);
+		seen[p] = 1;
+		perm[i] = (int)p;
+	}
+	ir_shape s = {.rank = r};
+	for (int i = 0; i < r; i++)
+		s.d[i] = x->shape.d[perm[i]];
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_reshape(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	ir_dim v[IR_MAX_RANK];
+	int m = const_ints(c, 1, v, IR_MAX_RANK);
+	if (m < 0)
+		return 1;
+	int allowzero = ir_attr_int(c->n, "allowzero", 0) != 0;
+	ir_shape s = {.rank = m};
+	int infer_at = -1, has_zero = 0;
+	for (int i = 0; i < m; i++) {
+		if (!infer_mono_is_const(v[i])) {
+			if (v[i].k <= 0)
+				return fail(c, "shape element %d is %s", i, mono(c, v[i]));
+			s.d[i] = v[i];
+		} else if (v[i].k == 0 && !allowzero) {
+			if (i >= x->shape.rank)
+				return fail(c, "shape element %d is 0 (copy the input's dim) but the input "
+					    "%s has rank %d", i, shp(c, &x->shape), x->shape.rank);
+			s.d[i] = x->shape.d[i];
+		} else if (v[i].k == -1) {
+			if (infer_at >= 0)
+				return fail(c, "shape has more than one -1");
+			infer_at = i;
+			s.d[i] = ir_dim_const(1);
+		} else if (v[i].k < 0 || v[i].k > INFER_NUMEL_MAX) {
+			return fail(c, "shape element %d is %lld", i, (long long)v[i].k);
+		} else {
+			has_zero |= v[i].k == 0;
+			s.d[i] = v[i];
+		}
+	}
+	if (has_zero && infer_at >= 0)
+		return fail(c, "shape has both 0 (with allowzero=1) and -1");
+	ir_dim nin, nout;
+	if (!infer_numel(&x->shape, &nin))
+		return fail(c, "input shape %s is too large", shp(c, &x->shape));
+	if (!infer_numel(&s, &nout))
+		return fail(c, "target shape %s is too large", shp(c, &s));
+	if (infer_at >= 0) {
+		ir_dim q;
+		if (nout.k == 0)
+			return fail(c, "cannot infer the -1 of the shape: the other dims multiply to 0");
+		if (!ir_dim_div(nin, nout, &q))
+			return fail(c, "cannot reshape %s (%s elements) into %s: %s is not divisible by %s",
+				    shp(c, &x->shape), dimstr(c, nin), shp(c, &s), dimstr(c, nin),
+				    dimstr(c, nout));
+		s.d[infer_at] = q;
+		nout = nin;
+	}
+	if (!ir_dim_eq(nin, nout))
+		return fail(c, "cannot reshape %s (%s elements) into %s (%s elements)", shp(c, &x->shape),
+			    dimstr(c, nin), shp(c, &s), dimstr(c, nout));
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_squeeze(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank, ax[IR_MAX_RANK], drop[IR_MAX_RANK] = {0};
+	if (in(c, 1)) {
+		int m = axes_list(c, 1, r, ax, IR_MAX_RANK);
+		if (m < 0)
+			return 1;
+		for (int i = 0; i < m; i++) {
+			if (!is_one(x->shape.d[ax[i]]))
+				return fail(c, "cannot squeeze axis %d of %s: its size is %s, not 1%s", ax[i],
+					    shp(c, &x->shape), dimstr(c, x->shape.d[ax[i]]),
+					    ir_dim_is_const(x->shape.d[ax[i]]) ? "" :
+					    " (a symbolic dimension is not assumed to be 1)");
+			drop[ax[i]] = 1;
+		}
+	} else {
+		for (int i = 0; i < r; i++)
+			drop[i] = is_one(x->shape.d[i]);
+	}
+	ir_shape s = {.rank = 0};
+	for (int i = 0; i < r; i++)
+		if (!drop[i])
+			s.d[s.rank++] = x->shape.d[i];
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_unsqueeze(ictx *c)
+{
+	ir_value *x = in(c, 0), *a = in(c, 1);
+	int r = x->shape.rank;
+	if (!infer_is_const(a))
+		return not_const(c, 1);
+	int64_t m = a->shape.rank >= 0 ? ir_shape_const_numel(&a->shape) : -1;
+	if (m < 0 || r + m > IR_MAX_RANK)
+		return fail(c, "the result would have rank %lld; at most %d is supported",
+			    (long long)(r + (m < 0 ? 0 : m)), IR_MAX_RANK);
+	int R = r + (int)m, ax[IR_MAX_RANK], ins[IR_MAX_RANK] = {0};
+	if (axes_list(c, 1, R, ax, IR_MAX_RANK) < 0)
+		return 1;
+	for (int i = 0; i < m; i++)
+		ins[ax[i]] = 1;
+	ir_shape s = {.rank = R};
+	for (int i = 0, j = 0; i < R; i++)
+		s.d[i] = ins[i] ? ir_dim_const(1) : x->shape.d[j++];
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_flatten(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	int64_t a = ir_attr_int(c->n, "axis", 1);
+	if (a < -(int64_t)r || a > r)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a, r);
+	int axis = (int)(a < 0 ? a + r : a);
+	ir_shape lo = {.rank = axis}, hi = {.rank = r - axis}, s = {.rank = 2};
+	memcpy(lo.d, x->shape.d, (size_t)axis * sizeof(ir_dim));
+	memcpy(hi.d, x->shape.d + axis, (size_t)(r - axis) * sizeof(ir_dim));
+	if (!infer_numel(&lo, &s.d[0]) || !infer_numel(&hi, &s.d[1]))
+		return fail(c, "input shape %s is too large", shp(c, &x->shape));
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* A slice bound on a symbolic dim D, as a*D + c (a in {0, 1}). */
+typedef struct spos {
+	int a;
+	int64_t c;
+} spos;
+
+/* Effective (clamped) start or end on a symbolic dimension D, under the
+ * assumption that D is at least every constant bound below INFER_SLICE_BIG. */
+static int sym_bound(ictx *c, ir_dim D, ir_dim v, int is_end, int64_t step, spos *p)
+{
+	if (!infer_mono_is_const(v)) {
+		if (!ir_dim_eq(v, D))
+			return fail(c, "slice bound %s on a dimension of size %s is not decidable at "
+				    "compile time", mono(c, v), dimstr(c, D));
+		v = ir_dim_const(INT64_MAX);    /* the size itself clamps like "to the end" */
+	}
+	int64_t x = v.k;
+	if (x >= INFER_SLICE_BIG)
+		*p = step > 0 ? (spos){1, 0} : (spos){1, -1};
+	else if (x <= -INFER_SLICE_BIG)
+		*p = step > 0 || !is_end ? (spos){0, 0} : (spos){0, -1};
+	else if (x < 0)
+		*p = (spos){1, x};
+	else
+		*p = (spos){0, x};
+	return 0;
+}
+
+/* Ceiling division of a positive count by |step| (step != 0). */
+static int64_t div_steps(int64_t len, int64_t step)
+{
+	uint64_t s = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
+	return (int64_t)(((uint64_t)len - 1) / s + 1);
+}
+
+/* Length of one sliced axis of size D. */
+static int slice_len(ictx *c, int axis, ir_dim D, ir_dim st, ir_dim en, int64_t step, ir_dim *len)
+{
+	if (ir_dim_is_const(D)) {
+		int64_t d = D.k, s, e;
+		if (!infer_mono_is_const(st) || !infer_mono_is_const(en))
+			return fail(c, "slice bounds %s:%s on axis %d (size %lld) are not constants",
+				    mono(c, st), mono(c, en), axis, (long long)d);
+		s = st.k < 0 ? st.k + d : st.k;
+		e = en.k < 0 ? en.k + d : en.k;
+		if (step > 0) {
+			s = s < 0 ? 0 : s > d ? d : s;
+			e = e < 0 ? 0 : e > d ? d : e;
+			*len = ir_dim_const(e > s ? div_steps(e - s, step) : 0);
+		} else {
+			s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
+			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+			*len = ir_dim_const(d > 0 && s > e ? div_steps(s - e, step) : 0);
+		}
+		return 0;
+	}
+	spos s, e;
+	if (sym_bound(c, D, st, 0, step, &s) || sym_bound(c, D, en, 1, step, &e))
+		return 1;
+	int da = step > 0 ? e.a - s.a : s.a - e.a;
+	int64_t dc = step > 0 ? e.c - s.c : s.c - e.c;     /* |c| < 2^31: no overflow */
+	if (da == 0) {
+		*len = ir_dim_const(dc > 0 ? div_steps(dc, step) : 0);
+		return 0;
+	}
+	ir_dim q;
+	if (da == 1 && dc == 0 && ir_dim_div(D, ir_dim_const(step < 0 ? -step : step), &q)) {
+		*len = q;
+		return 0;
+	}
+	char lt[160];
+	const char *ds = dimstr(c, D);
+	snprintf(lt, sizeof lt, "%s%s", da < 0 ? "-" : "", ds);       /* da is +-1 here */
+	if (dc)
+		snprintf(lt + strlen(lt), sizeof lt - strlen(lt), " %c %lld", dc < 0 ? '-' : '+',
+			 (long long)(dc < 0 ? -dc : dc));
+	if (step != 1 && step != -1)
+		snprintf(lt + strlen(lt), sizeof lt - strlen(lt), ", divided by %s rounding up",
+			 step == INT64_MIN ? "2^63" : arena_printf(c->A, "%lld", (long long)(step < 0 ? -step : step)));
+	return fail(c, "cannot slice symbolic dimension %s (axis %d) with start %s, end %s, step "
+		    "%lld: the length of the result (%s) is not a product of dimension symbols", ds,
+		    axis, mono(c, st), mono(c, en), (long long)step, lt);
+}
+
+static int infer_slice(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_dim st[IR_MAX_RANK], en[IR_MAX_RANK];
+	int64_t ax[IR_MAX_RANK], sp[IR_MAX_RANK];
+	int m = const_ints(c, 1, st, IR_MAX_RANK);
+	if (m < 0)
+		return 1;
+	int me = const_ints(c, 2, en, IR_MAX_RANK);
+	if (me < 0)
+		return 1;
+	if (me != m)
+		return fail(c, "'starts' has %d elements but 'ends' has %d", m, me);
+	if (in(c, 3)) {
+		int ma = const_plain(c, 3, ax, IR_MAX_RANK);
+		if (ma < 0)
+			return 1;
+		if (ma != m)
+			return fail(c, "'axes' has %d elements but 'starts' has %d", ma, m);
+	} else {
+		if (m > r)
+			return fail(c, "'starts' has %d elements but the input %s has rank %d", m,
+				    shp(c, &x->shape), r);
+		for (int i = 0; i < m; i++)
+			ax[i] = i;
+	}
+	if (in(c, 4)) {
+		int ms = const_plain(c, 4, sp, IR_MAX_RANK);
+		if (ms < 0)
+			return 1;
+		if (ms != m)
+			return fail(c, "'steps' has %d elements but 'starts' has %d", ms, m);
+	} else {
+		for (int i = 0; i < m; i++)
+			sp[i] = 1;
+	}
+	ir_shape s = x->shape;
+	int seen[IR_MAX_RANK] = {0};
+	for (int i = 0; i < m; i++) {
+		int a = norm_axis(ax[i], r);
+		if (a < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)ax[i], r);
+		if (seen[a]++)
+			return fail(c, "axis %lld is listed twice", (long long)ax[i]);
+		if (sp[i] == 0)
+			return fail(c, "step of axis %d is 0", a);
+		if (slice_len(c, a, x->shape.d[a], st[i], en[i], sp[i], &s.d[a]))
+			return 1;
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_split(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	int64_t a = ir_attr_int(n, "axis", 0);
+	int axis = norm_axis(a, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a, r);
+	ir_dim D = x->shape.d[axis], part[64];
+	int k = n->nout;
+	if (in(c, 1)) {
+		int m = const_ints(c, 1, part, 64);
+		if (m < 0)
+			return 1;
+		if (m != k)
+			return fail(c, "'split' has %d elements but the node has %d outputs", m, k);
+		ir_dim sum = ir_dim_const(0);
+		for (int i = 0; i < m; i++) {
+			if (part[i].k < 0)
+				return fail(c, "'split' element %d is %s", i, mono(c, part[i]));
+			if (!infer_mono_add(sum, part[i], &sum))
+				return fail(c, "the sizes in 'split' do not add up to a product of dimension "
+					    "symbols (axis %d has size %s)", axis, dimstr(c, D));
+		}
+		if (!ir_dim_eq(sum, D))
+			return fail(c, "the sizes in 'split' add up to %s but axis %d of %s has size %s",
+				    mono(c, sum), axis, shp(c, &x->shape), dimstr(c, D));
+	} else if (ir_attr_find(n, "num_outputs")) {
+		/* opset 18: the last part may be smaller */
+		if (!ir_dim_is_const(D))
+			return fail(c, "cannot split symbolic dimension %s into %d parts of ceil size", 
+				    dimstr(c, D), k);
+		int64_t chunk = k > 0 ? div_steps(D.k ? D.k : 1, k) : 0;
+		for (int i = 0; i < k; i++) {
+			int64_t lo = chunk * i < D.k ? chunk * i : D.k, hi = lo + chunk < D.k ? lo + chunk : D.k;
+			part[i] = ir_dim_const(hi - lo);
+		}
+	} else {
+		ir_dim q;
+		if (k < 1 || !ir_dim_div(D, ir_dim_const(k), &q))
+			return fail(c, "axis %d of %s (size %s) cannot be split into %d equal parts", axis,
+				    shp(c, &x->shape), dimstr(c, D), k);
+		for (int i = 0; i < k; i++)
+			part[i] = q;
+	}
+	for (int i = 0; i < k; i++) {
+		ir_shape s = x->shape;
+		s.d[axis] = part[i].k == 0 ? ir_dim_const(0) : part[i];
+		set_out(c, i, x->dtype, &s);
+	}
+	return 0;
+}
+
+static int infer_concat(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_attr *at = ir_attr_find(n, "axis");
+	if (!at || at->kind != ATTR_INT)
+		return fail(c, "attribute 'axis' is required");
+	int axis = norm_axis(at->i, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)at->i, r);
+	ir_shape s = x->shape;
+	for (int k = 1; k < n->nin; k++) {
+		ir_value *y = in(c, k);
+		if (!y)
+			return fail(c, "input %d is missing", k);
+		if (same_ty(c, k))
+			return 1;
+		if (y->shape.rank != r)
+			return fail(c, "input %d ('%s') has shape %s but input 0 has shape %s", k, y->name,
+				    shp(c, &y->shape), shp(c, &x->shape));
+		for (int i = 0; i < r; i++) {
+			if (i == axis) {
+				if (!infer_mono_add(s.d[i], y->shape.d[i], &s.d[i]))
+					return fail(c, "cannot concatenate along axis %d: sizes %s and %s do not "
+						    "add up to a product of dimension symbols", axis,
+						    dimstr(c, s.d[i]), dimstr(c, y->shape.d[i]));
+			} else if (!ir_dim_eq(s.d[i], y->shape.d[i])) {
+				return fail(c, "input %d ('%s') has shape %s, which does not match %s outside "
+					    "axis %d", k, y->name, shp(c, &y->shape), shp(c, &x->shape), axis);
+			}
+		}
+	}
+	if (s.d[axis].k > INFER_NUMEL_MAX)
+		return fail(c, "the result is too large");
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_gather(ictx *c)
+{
+	ir_value *x = in(c, 0), *idx = in(c, 1);
+	int r = x->shape.rank, q = idx->shape.rank;
+	if (idx->dtype != DT_I32 && idx->dtype != DT_I64)
+		return fail(c, "'indices' must be i32 or i64, not %s", ir_dtype_name(idx->dtype));
+	int64_t a = ir_attr_int(c->n, "axis", 0);
+	int axis = norm_axis(a, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a, r);
+	if (r - 1 + q > IR_MAX_RANK)
+		return fail(c, "the result would have rank %d; at most %d is supported", r - 1 + q,
+			    IR_MAX_RANK);
+	ir_shape s = {.rank = r - 1 + q};
+	int j = 0;
+	for (int i = 0; i < axis; i++)
+		s.d[j++] = x->shape.d[i];
+	for (int i = 0; i < q; i++)
+		s.d[j++] = idx->shape.d[i];
+	for (int i = axis + 1; i < r; i++)
+		s.d[j++] = x->shape.d[i];
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_shapeop(ictx *c)
+{
+	int r = in(c, 0)->shape.rank;
+	int64_t st = ir_attr_int(c->n, "start", 0), en = ir_attr_int(c->n, "end", r);
+	st = st < 0 ? st + r : st;
+	en = en < 0 ? en + r : en;
+	st = st < 0 ? 0 : st > r ? r : st;
+	en = en < 0 ? 0 : en > r ? r : en;
+	ir_shape s = {.rank = 1};
+	s.d[0] = ir_dim_const(en > st ? en - st : 0);
+	set_out(c, 0, DT_I64, &s);
+	return 0;
+}
+
+static int infer_constofshape(ictx *c)
+{
+	ir_dim v[IR_MAX_RANK];
+	int m = const_ints(c, 0, v, IR_MAX_RANK);
+	if (m < 0)
+		return 1;
+	ir_shape s = {.rank = m};
+	for (int i = 0; i < m; i++)
+		if (dim_elem(c, v[i], i, &s.d[i]))
+			return 1;
+	ir_dim total;
+	if (!infer_numel(&s, &total))
+		return fail(c, "shape %s is too large", shp(c, &s));
+	ir_dtype dt = DT_F32;
+	ir_attr *a = ir_attr_find(c->n, "value");
+	if (a) {
+		if (a->kind != ATTR_TENSOR || !a->t || !a->t->data)
+			return fail(c, "attribute 'value' must be a tensor");
+		if (ir_shape_const_numel(&a->t->shape) != 1)
+			return fail(c, "attribute 'value' must hold one element, not %s",
+				    shp(c, &a->t->shape));
+		dt = a->t->dtype;
+		if (!infer_dtype_ok(dt))
+			return fail(c, "unsupported dtype %s for attribute 'value'", ir_dtype_name(dt));
+	}
+	set_out(c, 0, dt, &s);
+	return 0;
+}
+
+static int infer_expand(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	ir_dim v[IR_MAX_RANK];
+	int m = const_ints(c, 1, v, IR_MAX_RANK);
+	if (m < 0)
+		return 1;
+	ir_shape t = {.rank = m}, s;
+	for (int i = 0; i < m; i++)
+		if (dim_elem(c, v[i], i, &t.d[i]))
+			return 1;
+	if (broadcast2(c, &x->shape, &t, &s))
+		return 1;
+	ir_dim total;
+	if (!infer_numel(&s, &total))
+		return fail(c, "the result %s is too large", shp(c, &s));
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_cast(ictx *c)
+{
+	ir_attr *a = ir_attr_find(c->n, "to");
+	if (!a || a->kind != ATTR_INT)
+		return fail(c, "attribute 'to' is required");
+	if (a->i < 0 || a->i >= DT_COUNT_ || !infer_dtype_ok((ir_dtype)a->i))
+		return fail(c, "unsupported target dtype %lld (%s)", (long long)a->i,
+			    a->i > 0 && a->i < DT_COUNT_ ? ir_dtype_name((ir_dtype)a->i) : "unknown");
+	set_out(c, 0, (ir_dtype)a->i, &in(c, 0)->shape);
+	return 0;
+}
+
+/* ---- linear algebra ---------------------------------------------------------- */
+
+static int infer_gemm(ictx *c)
+{
+	ir_value *A = in(c, 0), *B = in(c, 1), *C = in(c, 2);
+	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+		return 1;
+	if (A->shape.rank != 2 || B->shape.rank != 2)
+		return fail(c, "A and B must be matrices, not %s and %s", shp(c, &A->shape),
+			    shp(c, &B->shape));
+	int ta = ir_attr_int(c->n, "transA", 0) != 0, tb = ir_attr_int(c->n, "transB", 0) != 0;
+	ir_dim M = A->shape.d[ta], K = A->shape.d[!ta], K2 = B->shape.d[tb], N = B->shape.d[!tb];
+	if (!ir_dim_eq(K, K2))
+		return fail(c, "inner dimensions differ: A %s%s and B %s%s", shp(c, &A->shape),
+			    ta ? " (transposed)" : "", shp(c, &B->shape), tb ? " (transposed)" : "");
+	ir_shape s = {.rank = 2};
+	s.d[0] = M;
+	s.d[1] = N;
+	if (C && !broadcasts_to(&C->shape, &s))
+		return fail(c, "C %s cannot be broadcast to the result %s", shp(c, &C->shape),
+			    shp(c, &s));
+	set_out(c, 0, A->dtype, &s);
+	return 0;
+}
+
+static int infer_matmul(ictx *c)
+{
+	ir_value *A = in(c, 0), *B = in(c, 1);
+	if (need_f32(c, 0) || need_f32(c, 1))
+		return 1;
+	ir_shape a = A->shape, b = B->shape;
+	if (a.rank < 1 || b.rank < 1)
+		return fail(c, "inputs must have rank >= 1, not %s and %s", shp(c, &a), shp(c, &b));
+	int va = a.rank == 1, vb = b.rank == 1;
+	if (va) {               /* [K] -> [1, K] */
+		a.rank = 2;
+		a.d[1] = a.d[0];
+		a.d[0] = ir_dim_const(1);
+	}
+	if (vb) {               /* [K] -> [K, 1] */
+		b.rank = 2;
+		b.d[1] = ir_dim_const(1);
+	}
+	if (!ir_dim_eq(a.d[a.rank - 1], b.d[b.rank - 2]))
+		return fail(c, "inner dimensions of %s and %s differ", shp(c, &A->shape),
+			    shp(c, &B->shape));
+	ir_shape ba = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2}, s;
+	memcpy(ba.d, a.d, (size_t)ba.rank * sizeof(ir_dim));
+	memcpy(bb.d, b.d, (size_t)bb.rank * sizeof(ir_dim));
+	if (broadcast2(c, &ba, &bb, &s))
+		return 1;
+	if (!va)
+		s.d[s.rank++] = a.d[a.rank - 2];
+	if (!vb)
+		s.d[s.rank++] = b.d[b.rank - 1];
+	set_out(c, 0, A->dtype, &s);
+	return 0;
+}
+
+static int infer_softmax(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	if (need_f32(c, 0))
+		return 1;
+	int64_t a = ir_attr_int(c->n, "axis", -1);
+	if (norm_axis(a, x->shape.rank) < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a, x->shape.rank);
+	set_out(c, 0, x->dtype, &x->shape);
+	return 0;
+}
+
+/* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
+
+/* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
+static int need_shape(ictx *c, int k, const char *tensor, const ir_shape *want, const char *spec)
+{
+	ir_value *v = in(c, k);
+	if (!v || ir_shape_eq(&v->shape, want))
+		return 0;
+	return fail(c, "%s ('%s') has shape %s but must be %s = %s", tensor, v->name,
+		    shp(c, &v->shape), spec, shp(c, want));
+}
+
+static ir_shape shape3(ir_dim a, ir_dim b, ir_dim d)
+{
+	ir_shape s = {.rank = 3};
+	s.d[0] = a;
+	s.d[1] = b;
+	s.d[2] = d;
+	return s;
+}
+
+static int infer_rnn(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *X = in(c, 0), *W = in(c, 1), *R = in(c, 2);
+	int gates = n->op == OP_LSTM ? 4 : n->op == OP_GRU ? 3 : 1;
+	const char *gs = n->op == OP_LSTM ? "4H" : n->op == OP_GRU ? "3H" : "H";
+	const char *bs = n->op == OP_LSTM ? "[D, 8H]" : n->op == OP_GRU ? "[D, 6H]" : "[D, 2H]";
+	for (int k = 0; k < n->nin; k++)
+		if (k != 4 && need_f32(c, k))
+			return 1;
+	if (in(c, 4) && in(c, 4)->dtype != DT_I32)
+		return fail(c, "sequence_lens ('%s') must be i32, not %s", iname(c, 4),
+			    ir_dtype_name(in(c, 4)->dtype));
+	int64_t layout = ir_attr_int(n, "layout", 0);
+	if (layout != 0 && layout != 1)
+		return fail(c, "attribute 'layout' must be 0 or 1, not %lld", (long long)layout);
+	const char *dir = ir_attr_string(n, "direction", "forward");
+	int64_t D;
+	if (strcmp(dir, "forward") == 0 || strcmp(dir, "reverse") == 0)
+		D = 1;
+	else if (strcmp(dir, "bidirectional") == 0)
+		D = 2;
+	else
+		return fail(c, "attribute 'direction' must be forward, reverse or bidirectional, not '%s'",
+			    dir);
+	if (X->shape.rank != 3)
+		return fail(c, "X ('%s') must have rank 3 (%s), not %s", X->name,
+			    layout ? "[B, T, I]" : "[T, B, I]", shp(c, &X->shape));
+	if (W->shape.rank != 3 || R->shape.rank != 3)
+		return fail(c, "W ('%s') and R ('%s') must have rank 3, not %s and %s", W->name, R->name,
+			    shp(c, &W->shape), shp(c, &R->shape));
+	ir_dim T = X->shape.d[layout ? 1 : 0], Bt = X->shape.d[layout ? 0 : 1], I = X->shape.d[2];
+	int64_t H;
+	ir_attr *hs = ir_attr_find(n, "hidden_size");
+	if (hs) {
+		if (hs->kind != ATTR_INT || hs->i <= 0 || hs->i > (1 << 24))
+			return fail(c, "attribute 'hidden_size' must be a positive integer");
+		H = hs->i;
+	} else {
+		if (!ir_dim_is_const(R->shape.d[2]) || R->shape.d[2].k <= 0 || R->shape.d[2].k > (1 << 24))
+			return fail(c, "attribute 'hidden_size' is missing and R ('%s') %s does not give it",
+				    R->name, shp(c, &R->shape));
+		H = R->shape.d[2].k;
+	}
+	ir_dim d = ir_dim_const(D), h = ir_dim_const(H), g = ir_dim_const(gates * H);
+	char spec[64];
+	ir_shape want = shape3(d, g, I);
+	snprintf(spec, sizeof spec, "[D, %s, I]", gs);
+	if (need_shape(c, 1, "W", &want, spec))
+		return 1;
+	want = shape3(d, g, h);
+	snprintf(spec, sizeof spec, "[D, %s, H]", gs);
+	if (need_shape(c, 2, "R", &want, spec))
+		return 1;
+	want = (ir_shape){.rank = 2};
+	want.d[0] = d;
+	want.d[1] = ir_dim_const(2 * gates * H);
+	if (need_shape(c, 3, "B", &want, bs))
+		return 1;
+	want = (ir_shape){.rank = 1};
+	want.d[0] = Bt;
+	if (need_shape(c, 4, "sequence_lens", &want, "[B]"))
+		return 1;
+	want = layout ? shape3(Bt, d, h) : shape3(d, Bt, h);
+	const char *hspec = layout ? "[B, D, H]" : "[D, B, H]";
+	if (need_shape(c, 5, "initial_h", &want, hspec))
+		return 1;
+	if (n->op == OP_LSTM) {
+		if (need_shape(c, 6, "initial_c", &want, hspec))
+			return 1;
+		want = (ir_shape){.rank = 2};
+		want.d[0] = d;
+		want.d[1] = ir_dim_const(3 * H);
+		if (need_shape(c, 7, "P", &want, "[D, 3H]"))
+			return 1;
+	}
+	ir_shape y = {.rank = 4};
+	if (layout) {
+		y.d[0] = Bt;
+		y.d[1] = T;
+	} else {
+		y.d[0] = T;
+		y.d[1] = d;
+		y.d[2] = Bt;
+	}
+	if (layout)
+		y.d[2] = d;
+	y.d[3] = h;
+	ir_shape yh = layout ? shape3(Bt, d, h) : shape3(d, Bt, h);
+	set_out(c, 0, X->dtype, &y);
+	set_out(c, 1, X->dtype, &yh);
+	set_out(c, 2, X->dtype, &yh);
+	return 0;
+}
+
+/* ---- entry --------------------------------------------------------------------- */
+
+int infer_node(ir_graph *g, ir_node *n, diag *D)
+{
+	ictx cx = {g, n, D, g->A}, *c = &cx;
+	const ir_opinfo *oi = &ir_ops[n->op];
+	if (n->op == OP_RECURRENCE)
+		return 0;
+	if (n->nin < oi->min_in || n->nin > oi->max_in)
+		return fail(c, "has %d inputs; %s takes %d to %d", n->nin, oi->name, oi->min_in,
+			    oi->max_in);
+	if (n->nout < oi->min_out || n->nout > oi->max_out)
+		return fail(c, "has %d outputs; %s gives %d to %d", n->nout, oi->name, oi->min_out,
+			    oi->max_out);
+	for (int k = 0; k < n->nin; k++) {
+		ir_value *v = n->in[k];
+		if (!v) {
+			if (k < oi->min_in)
+				return fail(c, "required input %d is missing", k);
+			continue;
+		}
+		if (!infer_dtype_ok(v->dtype))
+			return fail(c, "unsupported dtype %s for input %d ('%s')",
+				    ir_dtype_name(v->dtype), k, v->name);
+		if (v->shape.rank < 0 || v->shape.rank > IR_MAX_RANK)
+			return fail(c, "input %d ('%s') has no known shape", k, v->name);
+		for (int i = 0; i < v->shape.rank; i++)
+			if (v->shape.d[i].k < 0)
+				return fail(c, "input %d ('%s') has no known shape", k, v->name);
+	}
+	switch (n->op) {
+	case OP_TRANSPOSE: return infer_transpose(c);
+	case OP_RESHAPE: return infer_reshape(c);
+	case OP_SQUEEZE: return infer_squeeze(c);
+	case OP_UNSQUEEZE: return infer_unsqueeze(c);
+	case OP_FLATTEN: return infer_flatten(c);
+	case OP_SLICE: return infer_slice(c);
+	case OP_SPLIT: return infer_split(c);
+	case OP_CONCAT: return infer_concat(c);
+	case OP_GATHER: return infer_gather(c);
+	case OP_SHAPE: return infer_shapeop(c);
+	case OP_CONSTOFSHAPE: return infer_constofshape(c);
+	case OP_EXPAND: return infer_expand(c);
+	case OP_CAST: return infer_cast(c);
+	case OP_GEMM: return infer_gemm(c);
+	case OP_MATMUL: return infer_matmul(c);
+	case OP_SOFTMAX: case OP_LOGSOFTMAX: return infer_softmax(c);
+	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
+	case OP_RECURRENCE: case OP_COUNT: break;
+	default:
+		if (oi->kind == OPK_ELEM)
+			return infer_elem(c);
+		break;
+	}
+	return fail(c, "internal error: no shape rule for %s", oi->name);
+}
+
+/* ---- constants and monomials (shared) ------------------------------------------ */
+
+int infer_is_const(const ir_value *v)
+{
+	if (!v)
+		return 0;
+	if (v->kind == VAL_CONST)
+		return v->data || (v->sym && v->dtype == DT_I64);
+	return v->kind == VAL_WEIGHT && v->data;
+}
+
+int64_t infer_elem_int(const ir_value *v, int64_t i)
+{
+	const void *p = v->data;
+	switch (v->dtype) {
+	case DT_I64: return ((const int64_t *)p)[i];
+	case DT_I32: return ((const int32_t *)p)[i];
+	case DT_I16: return ((const int16_t *)p)[i];
+	case DT_I8: return ((const int8_t *)p)[i];
+	case DT_U64: return (int64_t)((const uint64_t *)p)[i];
+	case DT_U32: return ((const uint32_t *)p)[i];
+	case DT_U16: return ((const uint16_t *)p)[i];
+	case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+	default: UNREACHABLE();
+	}
+}
+
+ir_dim infer_elem_dim(const ir_value *v, int64_t i)
+{
+	return v->sym ? v->sym[i] : ir_dim_const(infer_elem_int(v, i));
+}
+
+int infer_mono_is_const(ir_dim a)
+{
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		if (a.pow[i])
+			return 0;
+	return 1;
+}
+
+/* Same symbol powers (ignoring k). */
+static int same_pows(ir_dim a, ir_dim b) { return memcmp(a.pow, b.pow, sizeof a.pow) == 0; }
+
+int infer_mono_mul(ir_dim a, ir_dim b, ir_dim *r)
+{
+	ir_dim o = ir_dim_const(0);
+	if (__builtin_mul_overflow(a.k, b.k, &o.k))
+		return 0;
+	if (o.k != 0)
+		for (int i = 0; i < IR_MAX_SYMS; i++) {
+			int p = a.pow[i] + b.pow[i];
+			if (p > 255)
+				return 0;
+			o.pow[i] = (uint8_t)p;
+		}
+	*r = o;
+	return 1;
+}
+
+int infer_mono_add(ir_dim a, ir_dim b, ir_dim *r)
+{
+	if (a.k == 0) {
+		*r = b;
+		return 1;
+	}
+	if (b.k == 0) {
+		*r = a;
+		return 1;
+	}
+	if (!same_pows(a, b))
+		return 0;
+	ir_dim o = a;
+	if (__builtin_add_overflow(a.k, b.k, &o.k))
+		return 0;
+	if (o.k == 0)
+		o = ir_dim_const(0);
+	*r = o;
+	return 1;
+}
+
+int infer_mono_sub(ir_dim a, ir_dim b, ir_dim *r)
+{
+	if (b.k == INT64_MIN)
+		return 0;
+	b.k = -b.k;
+	return infer_mono_add(a, b, r);
+}
+
+int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r)
+{
+	if (b.k == 0 || (a.k == INT64_MIN && b.k == -1))
+		return 0;
+	if (infer_mono_is_const(a) && infer_mono_is_const(b)) {
+		*r = ir_dim_const(a.k / b.k);
+		return 1;
+	}
+	if (a.k == 0) {
+		*r = ir_dim_const(0);
+		return 1;
+	}
+	if (a.k % b.k != 0)
+		return 0;
+	ir_dim o = ir_dim_const(a.k / b.k);
+	for (int i = 0; i < IR_MAX_SYMS; i++) {
+		if (a.pow[i] < b.pow[i])
+			return 0;
+		o.pow[i] = (uint8_t)(a.pow[i] - b.pow[i]);
+	}
+	*r = o;
+	return 1;
+}
+
+const char *infer_mono_str(arena *A, const ir_graph *g, ir_dim a)
+{
+	const ir_graph *root = g;
+	while (root->parent)
+		root = root->parent;
+	char buf[256];
+	int len = 0, first = 1;
+	if (infer_mono_is_const(a) || a.k != 1) {
+		len += snprintf(buf + len, sizeof buf - (size_t)len, "%lld", (long long)a.k);
+		first = 0;
+	}
+	for (int i = 0; i < IR_MAX_SYMS && a.k != 0; i++) {
+		if (!a.pow[i] || len >= (int)sizeof buf - 40)
+			continue;
+		const char *name = i < root->nsyms ? root->syms[i] : "?";
+		len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%.30s", first ? "" : "*", name);
+		if (a.pow[i] > 1)
+			len += snprintf(buf + len, sizeof buf - (size_t)len, "^%d", a.pow[i]);
+		first = 0;
+	}
+	return arena_strdup(A, buf);
+}
+
+int infer_numel(const ir_shape *s, ir_dim *r)
+{
+	ir_dim o = ir_dim_const(1);
+	if (s->rank < 0)
+		return 0;
+	for (int i = 0; i < s->rank; i++) {
+		if (s->d[i].k < 0 || !infer_mono_mul(o, s->d[i], &o) || o.k > INFER_NUMEL_MAX)
+			return 0;
+	}
+	*r = o;
+	return 1;
+}
+
+/* ---- pointer set ---------------------------------------------------------------- */
+
+static size_t ptr_hash(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+void infer_set_init(infer_set *s)
+{
+	s->cap = 64;
+	s->n = 0;
+	s->slot = calloc(s->cap, sizeof *s->slot);
+	ASSERT(s->slot);
+}
+
+void infer_set_free(infer_set *s)
+{
+	free(s->slot);
+	s->slot = NULL;
+}
+
+int infer_set_has(const infer_set *s, const void *p)
+{
+	for (size_t i = ptr_hash(p, s->cap);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == p)
+			return 1;
+		if (!s->slot[i])
+			return 0;
+	}
+}
+
+int infer_set_add(infer_set *s, const void *p)
+{
+	if (infer_set_has(s, p))
+		return 0;
+	if (2 * (s->n + 1) > s->cap) {
+		infer_set t = {calloc(2 * s->cap, sizeof *s->slot), 2 * s->cap, 0};
+		ASSERT(t.slot);
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				infer_set_add(&t, s->slot[i]);
+		free(s->slot);
+		*s = t;
+	}
+	size_t i = ptr_hash(p, s->cap);
+	while (s->slot[i])
+		i = (i + 1) & (s->cap - 1);
+	s->slot[i] = p;
+	s->n++;
+	return 1;
+}

@@ -1,0 +1,569 @@
+/* ir_print.c: the IR as native text (`cellc dump`), and dims for messages.
+ *
+ * The printed form is meant to be parsed back (a later issue), so it is
+ * regular: one declaration or node per line, every name behind a sigil,
+ * every literal self-describing.
+ *
+ *   graph main {
+ *   	producer "pytorch 1.13.1"
+ *   	opset 14
+ *   	symbols batch, seq
+ *   	input %X: f32[seq, batch, 2]
+ *   	weight %W: f32[1, 16, 2]
+ *   	const %axes: i64[1] = [0]
+ *   	const %shape: i64[3] = sym[seq, batch, 4]
+ *   	const %big: f32[64, 64] = elided fnv1a:0123456789abcdef
+ *   	%Y, _, %Y_c = LSTM(%X, %W, %R, _, _, %h0) {hidden_size = 4}  # f32[seq, 1, batch, 4], _, f32[1, batch, 4]
+ *   	%h, %y = Recurrence(%u, %h0) {n_seq = 1, reverse = 0} body {
+ *   		input %x_t: f32[batch, 16]
+ *   		...
+ *   		output %h1, %y1
+ *   	}
+ *   	output %Y, %Y_c
+ *   }
+ *
+ * Names: `%` then the name, bare when it is made of [A-Za-z0-9_./-] (a
+ * leading `%` marks names the compiler made up), otherwise a C-escaped
+ * "quoted" string; `_` is an omitted optional input or output.  Dims print as
+ * monomials: "4", "batch", "4*seq*batch" (a power repeats the symbol), "?"
+ * for unknown; a shape of unknown rank is "?", a type not inferred yet "?".  Integers print as integers;
+ * floats always carry a '.' or an exponent (or are nan, inf, -inf); strings
+ * are quoted; an empty list names its kind (ints[], floats[], strings[]).
+ * Constants up to PRINT_MAX_ELEMS elements are printed in full (row-major,
+ * flat), larger ones as an FNV-1a hash of their bytes.  Everything after `#`
+ * is a comment for people: output shapes, node name, fusion group, slot.
+ */
+#include "ir.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PRINT_MAX_ELEMS = 32 };
+
+/* ---- a growable string: the printer builds lines, then writes them ---- */
+
+typedef struct sbuf {
+	char *s;
+	size_t len, cap;
+} sbuf;
+
+static void sb_putn(sbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		b->s = realloc(b->s, cap);
+		if (!b->s)
+			die("out of memory printing the IR");
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+	char tmp[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	ASSERT(n >= 0 && (size_t)n < sizeof tmp);   /* only short numeric formats */
+	sb_putn(b, tmp, (size_t)n);
+}
+
+static void sb_quoted(sbuf *b, const char *s)
+{
+	sb_puts(b, "\"");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			sb_printf(b, "\\%c", *p);
+		else if (*p == '\n')
+			sb_puts(b, "\\n");
+		else if (*p == '\t')
+			sb_puts(b, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			sb_printf(b, "\\x%02x", *p);
+		else
+			sb_putn(b, (const char *)p, 1);
+	}
+	sb_puts(b, "\"");
+}
+
+/* ---- names, dims, shapes ---- */
+
+static int bare_name(const char *s)
+{
+	if (!s || !*s)
+		return 0;
+	for (const char *p = s; *p; p++) {
+		char c = *p;
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '.' || c == '/' || c == '-' || (c == '%' && p == s);
+		if (!ok)
+			return 0;
+	}
+	return strcmp(s, "_") != 0;
+}
+
+static void sb_name(sbuf *b, const char *s)
+{
+	if (bare_name(s))
+		sb_puts(b, s);
+	else
+		sb_quoted(b, s ? s : "");
+}
+
+static void sb_value(sbuf *b, const ir_value *v)
+{
+	if (!v) {
+		sb_puts(b, "_");
+		return;
+	}
+	sb_puts(b, "%");
+	sb_name(b, v->name);
+}
+
+static const ir_graph *root_of(const ir_graph *g)
+{
+	while (g && g->parent)
+		g = g->parent;
+	return g;
+}
+
+static void sb_dim(sbuf *b, const ir_graph *root, ir_dim d)
+{
+	if (!ir_dim_known(d)) {
+		sb_puts(b, "?");
+		return;
+	}
+	int first = 1;
+	if (d.k != 1 || ir_dim_is_const(d)) {
+		sb_printf(b, "%" PRId64, d.k);
+		first = 0;
+		if (d.k == 0)
+			return;
+	}
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		for (int p = 0; p < d.pow[i]; p++) {
+			if (!first)
+				sb_puts(b, "*");
+			first = 0;
+			if (root && i < root->nsyms)
+				sb_name(b, root->syms[i]);
+			else
+				sb_printf(b, "$%d", i);   /* a symbol the root does not declare: a bug, but show it */
+		}
+}
+
+static void sb_shape(sbuf *b, const ir_graph *root, const ir_shape *s)
+{
+	if (s->rank < 0 || s->rank > IR_MAX_RANK) {
+		sb_puts(b, "?");
+		return;
+	}
+	sb_puts(b, "[");
+	for (int i = 0; i < s->rank; i++) {
+		if (i)
+			sb_puts(b, ", ");
+		sb_dim(b, root, s->d[i]);
+	}
+	sb_puts(b, "]");
+}
+
+static void sb_type(sbuf *b, const ir_graph *root, const ir_value *v)
+{
+	if (v->dtype == DT_UNDEF && v->shape.rank < 0) {
+		sb_puts(b, "?");        /* not inferred yet: one '?' rather than "??" */
+		return;
+	}
+	sb_puts(b, ir_dtype_name(v->dtype));
+	sb_shape(b, root, &v->shape);
+}
+
+const char *ir_dim_str(arena *A, const ir_graph *g, ir_dim d)
+{
+	sbuf b = {0};
+	sb_dim(&b, root_of(g), d);
+	char *r = arena_strdup(A, b.s);
+	free(b.s);
+	return r;
+}
+
+const char *ir_shape_str(arena *A, const ir_graph *g, const ir_shape *s)
+{
+	sbuf b = {0};
+	sb_shape(&b, root_of(g), s);
+	char *r = arena_strdup(A, b.s);
+	free(b.s);
+	return r;
+}
+
+/* ---- literals ---- */
+
+static void sb_float(sbuf *b, double x, int digits)
+{
+	if (isnan(x)) {
+		sb_puts(b, "nan");
+		return;
+	}
+	if (isinf(x)) {
+		sb_puts(b, x < 0 ? "-inf" : "inf");
+		return;
+	}
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, "%.*g", digits, x);
+	sb_puts(b, tmp);
+	if (!strpbrk(tmp, ".e"))
+		sb_puts(b, ".0");       /* keeps 1.0 apart from the integer 1 */
+}
+
+static uint64_t fnv1a(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void sb_const_data(sbuf *b, const ir_graph *root, const ir_value *v)
+{
+	int64_t n = ir_shape_const_numel(&v->shape);
+	if (v->sym && n >= 0) {
+		sb_puts(b, "sym[");
+		for (int64_t i = 0; i < n; i++) {
+			if (i)
+				sb_puts(b, ", ");
+			sb_dim(b, root, v->sym[i]);
+		}
+		sb_puts(b, "]");
+		return;
+	}
+	size_t es = ir_dtype_size(v->dtype);
+	if (!v->data || n < 0 || es == 0) {
+		sb_puts(b, "?");
+		return;
+	}
+	if (n > PRINT_MAX_ELEMS) {
+		sb_printf(b, "elided fnv1a:%016" PRIx64, fnv1a(v->data, (size_t)n * es));
+		return;
+	}
+	sb_puts(b, "[");
+	for (int64_t i = 0; i < n; i++) {
+		if (i)
+			sb_puts(b, ", ");
+		if (v->dtype == DT_F32)
+			sb_float(b, ((const float *)v->data)[i], 9);
+		else if (v->dtype == DT_F64)
+			sb_float(b, ((const double *)v->data)[i], 17);
+		else if (v->dtype == DT_U64)
+			sb_printf(b, "%" PRIu64, ((const uint64_t *)v->data)[i]);
+		else
+			sb_printf(b, "%" PRId64, ir_const_int(v, i));
+	}
+	sb_puts(b, "]");
+}
+
+/* ---- declarations, attributes, nodes ---- */
+
+static void print_graph(FILE *f, const ir_graph *g, int depth);
+
+static void indent(sbuf *b, int depth)
+{
+	for (int i = 0; i < depth; i++)
+		sb_puts(b, "\t");
+}
+
+static void flush(FILE *f, sbuf *b)
+{
+	fputs(b->s ? b->s : "", f);
+	b->len = 0;
+	if (b->s)
+		b->s[0] = 0;
+}
+
+static void sb_attr(sbuf *b, const ir_graph *root, const ir_attr *a)
+{
+	static const char *const empty[] = {
+		[ATTR_INTS] = "ints[]", [ATTR_FLOATS] = "floats[]", [ATTR_STRINGS] = "strings[]",
+	};
+	sb_name(b, a->name);
+	sb_puts(b, " = ");
+	switch (a->kind) {
+	case ATTR_INT: sb_printf(b, "%" PRId64, a->i); break;
+	case ATTR_FLOAT: sb_float(b, a->f, 9); break;
+	case ATTR_STRING: sb_quoted(b, a->s ? a->s : ""); break;
+	case ATTR_INTS:
+	case ATTR_FLOATS:
+	case ATTR_STRINGS:
+		if (a->n == 0) {
+			sb_puts(b, empty[a->kind]);
+			break;
+		}
+		sb_puts(b, "[");
+		for (int i = 0; i < a->n; i++) {
+			if (i)
+				sb_puts(b, ", ");
+			if (a->kind == ATTR_INTS)
+				sb_printf(b, "%" PRId64, a->ints[i]);
+			else if (a->kind == ATTR_FLOATS)
+				sb_float(b, a->floats[i], 9);
+			else
+				sb_quoted(b, a->strings[i] ? a->strings[i] : "");
+		}
+		sb_puts(b, "]");
+		break;
+	case ATTR_TENSOR:
+		if (!a->t) {
+			sb_puts(b, "tensor ?");
+			break;
+		}
+		sb_puts(b, "tensor ");
+		sb_type(b, root, a->t);
+		sb_puts(b, " = ");
+		sb_const_data(b, root, a->t);
+		break;
+	case ATTR_GRAPH:
+		/* The graph itself follows the node line as a block (see print_node). */
+		sb_puts(b, "graph ");
+		sb_name(b, a->g ? a->g->name : "?");
+		break;
+	}
+}
+
+static void print_node(FILE *f, const ir_node *n, int depth)
+{
+	const ir_graph *root = root_of(n->graph);
+	sbuf b = {0};
+	indent(&b, depth);
+	for (int i = 0; i < n->nout; i++) {
+		if (i)
+			sb_puts(&b, ", ");
+		sb_value(&b, n->out[i]);
+	}
+	if (n->nout)
+		sb_puts(&b, " = ");
+	sb_puts(&b, ir_op_name(n->op));
+	sb_puts(&b, "(");
+	for (int i = 0; i < n->nin; i++) {
+		if (i)
+			sb_puts(&b, ", ");
+		sb_value(&b, n->in[i]);
+	}
+	sb_puts(&b, ")");
+	if (n->nattrs) {
+		sb_puts(&b, " {");
+		for (int i = 0; i < n->nattrs; i++) {
+			if (i)
+				sb_puts(&b, ", ");
+			sb_attr(&b, root, &n->attrs[i]);
+		}
+		sb_puts(&b, "}");
+	}
+	if (n->body)
+		sb_puts(&b, " body {");
+	/* the comment: output types, then where the node came from */
+	sb_puts(&b, "  # ");
+	for (int i = 0; i < n->nout; i++) {
+		if (i)
+			sb_puts(&b, ", ");
+		if (n->out[i])
+			sb_type(&b, root, n->out[i]);
+		else
+			sb_puts(&b, "_");
+		if (n->out[i] && n->out[i]->slot >= 0)
+			sb_printf(&b, " slot %d", n->out[i]->slot);
+	}
+	sb_puts(&b, n->nout ? "  " : "");
+	sb_puts(&b, "node ");
+	sb_quoted(&b, n->name ? n->name : "");
+	if (n->op_type && strcmp(n->op_type, ir_op_name(n->op)) != 0)
+		sb_printf(&b, " from %s", n->op_type);
+	if (n->group)
+		sb_printf(&b, " group %d", n->group);
+	sb_puts(&b, "\n");
+	flush(f, &b);
+	if (n->body) {
+		print_graph(f, n->body, depth + 1);
+		indent(&b, depth);
+		sb_puts(&b, "}\n");
+		flush(f, &b);
+	}
+	for (int i = 0; i < n->nattrs; i++)
+		if (n->attrs[i].kind == ATTR_GRAPH && n->attrs[i].g) {
+			indent(&b, depth);
+			sb_puts(&b, "graph ");
+			sb_name(&b, n->attrs[i].g->name);
+			sb_puts(&b, " {\n");
+			flush(f, &b);
+			print_graph(f, n->attrs[i].g, depth + 1);
+			indent(&b, depth);
+			sb_puts(&b, "}\n");
+			flush(f, &b);
+		}
+	free(b.s);
+}
+
+/* Values of graph g referenced by its nodes (including nested bodies, which
+ * may capture them) or by its outputs.  Dead constants left behind by folding
+ * are not worth printing.  A small open-addressing pointer set keeps this
+ * linear for traced models with tens of thousands of nodes. */
+typedef struct pset {
+	const void **slot;
+	size_t cap, n;
+} pset;
+
+static size_t phash(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+static void pset_add(pset *s, const void *p)
+{
+	if (!p)
+		return;
+	if (2 * (s->n + 1) > s->cap) {
+		pset old = *s;
+		s->cap = old.cap ? 2 * old.cap : 256;
+		s->slot = calloc(s->cap, sizeof *s->slot);
+		if (!s->slot)
+			die("out of memory printing the IR");
+		s->n = 0;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slot[i])
+				pset_add(s, old.slot[i]);
+		free(old.slot);
+	}
+	size_t i = phash(p, s->cap);
+	while (s->slot[i] && s->slot[i] != p)
+		i = (i + 1) & (s->cap - 1);
+	if (!s->slot[i]) {
+		s->slot[i] = p;
+		s->n++;
+	}
+}
+
+static int pset_has(const pset *s, const void *p)
+{
+	if (!s->cap)
+		return 0;
+	size_t i = phash(p, s->cap);
+	while (s->slot[i]) {
+		if (s->slot[i] == p)
+			return 1;
+		i = (i + 1) & (s->cap - 1);
+	}
+	return 0;
+}
+
+static void collect_uses(pset *s, const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int j = 0; j < n->nin; j++)
+			pset_add(s, n->in[j]);
+		if (n->body)
+			collect_uses(s, n->body);
+		for (int j = 0; j < n->nattrs; j++)
+			if (n->attrs[j].kind == ATTR_GRAPH && n->attrs[j].g)
+				collect_uses(s, n->attrs[j].g);
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		pset_add(s, g->outputs[i]);
+}
+
+static void print_decl(sbuf *b, const ir_graph *root, const char *kw, const ir_value *v, int depth)
+{
+	indent(b, depth);
+	sb_puts(b, kw);
+	sb_puts(b, " ");
+	sb_value(b, v);
+	sb_puts(b, ": ");
+	sb_type(b, root, v);
+	if (v->kind == VAL_CONST) {
+		sb_puts(b, " = ");
+		sb_const_data(b, root, v);
+	}
+	sb_puts(b, "\n");
+}
+
+static void print_graph(FILE *f, const ir_graph *g, int depth)
+{
+	const ir_graph *root = root_of(g);
+	sbuf b = {0};
+	if (!g->parent) {
+		if (g->producer) {
+			indent(&b, depth);
+			sb_puts(&b, "producer ");
+			sb_quoted(&b, g->producer);
+			sb_puts(&b, "\n");
+		}
+		indent(&b, depth);
+		sb_printf(&b, "opset %d\n", g->opset);
+		if (g->nsyms) {
+			indent(&b, depth);
+			sb_puts(&b, "symbols ");
+			for (int i = 0; i < g->nsyms; i++) {
+				if (i)
+					sb_puts(&b, ", ");
+				sb_name(&b, g->syms[i]);
+			}
+			sb_puts(&b, "\n");
+		}
+	}
+	for (int i = 0; i < g->ninputs; i++)
+		print_decl(&b, root, "input", g->inputs[i], depth);
+	pset used = {0};
+	collect_uses(&used, g);
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (v->kind == VAL_WEIGHT && pset_has(&used, v))
+			print_decl(&b, root, "weight", v, depth);
+	}
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (v->kind == VAL_CONST && pset_has(&used, v))
+			print_decl(&b, root, "const", v, depth);
+	}
+	free(used.slot);
+	flush(f, &b);
+	for (int i = 0; i < g->nnodes; i++)
+		print_node(f, g->nodes[i], depth);
+	indent(&b, depth);
+	sb_puts(&b, "output");
+	for (int i = 0; i < g->noutputs; i++) {
+		sb_puts(&b, i ? ", " : " ");
+		sb_value(&b, g->outputs[i]);
+	}
+	sb_puts(&b, "\n");
+	flush(f, &b);
+	free(b.s);
+}
+
+void ir_print(FILE *f, const ir_graph *g)
+{
+	sbuf b = {0};
+	sb_puts(&b, "graph ");
+	sb_name(&b, g->name ? g->name : "main");
+	sb_puts(&b, " {\n");
+	flush(f, &b);
+	print_graph(f, g, 1);
+	fputs("}\n", f);
+	free(b.s);
+}

@@ -1,0 +1,289 @@
+/* ir_verify.c: internal consistency of the IR, checked after every pass in
+ * test builds (CELLC_VERIFY=1, `cellc -V`).
+ *
+ * What it checks, recursively into recurrence bodies:
+ *   - every node input is defined before the node: a graph input, weight or
+ *     constant, an earlier node's output, or a value of an enclosing graph
+ *     defined before the recurrence that holds the body (so no cycles);
+ *   - every value is produced once, by a node of the graph that owns it, and
+ *     value->producer agrees; names are unique in the compilation;
+ *   - input and output counts are within the op's ops.def arity, required
+ *     inputs are present; only RECURRENCE nodes have bodies;
+ *   - constants and weights have data (or symbolic elements) and constant
+ *     shapes; graph outputs are defined;
+ *   - after any pass but "load": every value in use has a supported dtype and
+ *     a known shape;
+ *   - RECURRENCE: attribute counts match its inputs, outputs and body.
+ * A failure is our bug, not the user's: it prints every problem found (and
+ * the pass that left them) and aborts.
+ */
+#include "infer.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct vctx {
+	const char *pass;
+	int shapes;             /* check dtypes and shapes (after "infer") */
+	int nerr;
+} vctx;
+
+static void bad(vctx *c, const ir_graph *g, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void bad(vctx *c, const ir_graph *g, const char *fmt, ...)
+{
+	va_list ap;
+	if (++c->nerr > 20)
+		return;
+	fprintf(stderr, "cellc: internal error: IR inconsistent after pass '%s' (graph '%s'): ",
+		c->pass, g->name ? g->name : "?");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const char *nname(const ir_node *n) { return n->name ? n->name : "?"; }
+
+/* ---- unique names ----------------------------------------------------------- */
+
+typedef struct strset {
+	const char **slot;
+	size_t cap, n;
+} strset;
+
+static size_t shash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+/* 1 if s was not there yet. */
+static int strset_add(strset *S, const char *s)
+{
+	if (2 * (S->n + 1) > S->cap) {
+		strset T = {calloc(S->cap ? S->cap * 2 : 256, sizeof *T.slot), S->cap ? S->cap * 2 : 256, 0};
+		ASSERT(T.slot);
+		for (size_t i = 0; i < S->cap; i++)
+			if (S->slot[i])
+				strset_add(&T, S->slot[i]);
+		free(S->slot);
+		*S = T;
+	}
+	size_t i = shash(s) & (S->cap - 1);
+	for (; S->slot[i]; i = (i + 1) & (S->cap - 1))
+		if (strcmp(S->slot[i], s) == 0)
+			return 0;
+	S->slot[i] = s;
+	S->n++;
+	return 1;
+}
+
+static void check_names(vctx *c, const ir_graph *g, strset *S)
+{
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (!v->name)
+			bad(c, g, "value #%d has no name", i);
+		else if (!strset_add(S, v->name))
+			bad(c, g, "two values are named '%s'", v->name);
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->body)
+			check_names(c, g->nodes[i]->body, S);
+}
+
+/* ---- values ----------------------------------------------------------------- */
+
+static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const char *role)
+{
+	if (v->kind == VAL_CONST || v->kind == VAL_WEIGHT) {
+		if (ir_shape_const_numel(&v->shape) < 0)
+			bad(c, g, "%s '%s' is a constant without a constant shape", role, v->name);
+		if (!v->data && !(v->kind == VAL_CONST && v->sym && v->dtype == DT_I64))
+			bad(c, g, "%s '%s' is a constant without data", role, v->name);
+	}
+	if (!c->shapes)
+		return;
+	if (!infer_dtype_ok(v->dtype))
+		bad(c, g, "%s '%s' has no supported dtype (%s)", role, v->name, ir_dtype_name(v->dtype));
+	if (v->shape.rank < 0 || v->shape.rank > IR_MAX_RANK) {
+		bad(c, g, "%s '%s' has no shape", role, v->name);
+		return;
+	}
+	for (int i = 0; i < v->shape.rank; i++)
+		if (v->shape.d[i].k < 0)
+			bad(c, g, "%s '%s' has an unknown dimension %d", role, v->name, i);
+}
+
+/* ---- recurrence contract ------------------------------------------------------ */
+
+static int64_t need_int(vctx *c, const ir_graph *g, const ir_node *n, const char *name)
+{
+	ir_attr *a = ir_attr_find(n, name);
+	if (!a || a->kind != ATTR_INT || a->i < 0 || a->i > 1024) {
+		bad(c, g, "recurrence '%s' lacks a valid int attribute '%s'", nname(n), name);
+		return -1;
+	}
+	return a->i;
+}
+
+static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
+{
+	int64_t ns = need_int(c, g, n, "n_seq"), nst = need_int(c, g, n, "n_state");
+	int64_t no = need_int(c, g, n, "n_out");
+	int64_t lens = ir_attr_int(n, "has_lens", 0) != 0;
+	if (ns < 0 || nst < 0 || no < 0)
+		return;
+	if (n->nin != ns + nst + lens)
+		bad(c, g, "recurrence '%s' has %d inputs; n_seq %lld + n_state %lld + has_lens %lld",
+		    nname(n), n->nin, (long long)ns, (long long)nst, (long long)lens);
+	if (n->nout != nst + no)
+		bad(c, g, "recurrence '%s' has %d outputs; n_state %lld + n_out %lld", nname(n), n->nout,
+		    (long long)nst, (long long)no);
+	for (int k = 0; k < ns && k < n->nin; k++)
+		if (!n->in[k])
+			bad(c, g, "recurrence '%s' lacks sequence input %d", nname(n), k);
+	if (lens && n->nin > 0 && !n->in[n->nin - 1])
+		bad(c, g, "recurrence '%s' has has_lens=1 but no lens input", nname(n));
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	if (ns > 0 && (!sa || sa->kind != ATTR_INTS || sa->n != ns))
+		bad(c, g, "recurrence '%s': 'seq_axis' must list %lld axes", nname(n), (long long)ns);
+	if (no > 0 && (!oa || oa->kind != ATTR_INTS || oa->n != no))
+		bad(c, g, "recurrence '%s': 'out_axis' must list %lld axes", nname(n), (long long)no);
+	const ir_graph *b = n->body;
+	if (!b) {
+		bad(c, g, "recurrence '%s' has no body", nname(n));
+		return;
+	}
+	if (b->parent != g)
+		bad(c, g, "body of recurrence '%s' does not point back to its graph", nname(n));
+	if (b->ninputs != ns + nst)
+		bad(c, g, "body of recurrence '%s' has %d inputs; n_seq + n_state = %lld", nname(n),
+		    b->ninputs, (long long)(ns + nst));
+	if (b->noutputs != nst + no)
+		bad(c, g, "body of recurrence '%s' has %d outputs; n_state + n_out = %lld", nname(n),
+		    b->noutputs, (long long)(nst + no));
+	for (int k = 0; k < b->ninputs; k++)
+		if (!b->inputs[k] || b->inputs[k]->kind != VAL_STEP)
+			bad(c, g, "body input %d of recurrence '%s' is not a VAL_STEP value", k, nname(n));
+}
+
+/* ---- graphs ------------------------------------------------------------------- */
+
+/* def: values usable at this point (those of enclosing graphs included). */
+static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
+{
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (v->graph != g)
+			bad(c, g, "value '%s' is listed in a graph that does not own it", v->name);
+		if (v->kind != VAL_TEMP)
+			infer_set_add(def, v);
+		if (v->kind == VAL_TEMP && v->producer && v->producer->graph != g)
+			bad(c, g, "value '%s' is produced by node '%s' of another graph", v->name,
+			    nname(v->producer));
+	}
+	for (int i = 0; i < g->ninputs; i++)
+		if (!g->inputs[i] || g->inputs[i]->graph != g)
+			bad(c, g, "graph input %d is missing or not owned by the graph", i);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if ((unsigned)n->op >= OP_COUNT) {
+			bad(c, g, "node #%d has an invalid op %d", i, (int)n->op);
+			continue;
+		}
+		const ir_opinfo *oi = &ir_ops[n->op];
+		if (n->nin < oi->min_in || n->nin > oi->max_in)
+			bad(c, g, "node '%s' (%s) has %d inputs; arity is %d..%d", nname(n), oi->name,
+			    n->nin, oi->min_in, oi->max_in);
+		if (n->nout < oi->min_out || n->nout > oi->max_out)
+			bad(c, g, "node '%s' (%s) has %d outputs; arity is %d..%d", nname(n), oi->name,
+			    n->nout, oi->min_out, oi->max_out);
+		if (n->graph != g)
+			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
+			    oi->name);
+		if ((n->body != NULL) != (n->op == OP_RECURRENCE))
+			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
+			    n->body ? "has" : "lacks");
+		for (int k = 0; k < n->nin; k++) {
+			const ir_value *v = n->in[k];
+			if (!v) {
+				if (k < oi->min_in && n->op != OP_RECURRENCE)
+					bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
+				continue;
+			}
+			if (!infer_set_has(def, v))
+				bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a "
+				    "later node's output, a value of another graph, or a cycle)", nname(n),
+				    oi->name, k, v->name);
+			else
+				check_value(c, g, v, "input");
+		}
+		if (n->op == OP_RECURRENCE) {
+			check_recurrence(c, g, n);
+			if (n->body && n->body->parent == g) {
+				/* the body sees what is defined here, plus its own values */
+				infer_set inner;
+				infer_set_init(&inner);
+				for (size_t s = 0; s < def->cap; s++)
+					if (def->slot[s])
+						infer_set_add(&inner, def->slot[s]);
+				check_graph(c, n->body, &inner);
+				infer_set_free(&inner);
+			}
+		}
+		for (int k = 0; k < n->nout; k++) {
+			const ir_value *v = n->out[k];
+			if (!v)
+				continue;
+			if (v->kind != VAL_TEMP)
+				bad(c, g, "node '%s' (%s) output %d '%s' is not a VAL_TEMP", nname(n), oi->name,
+				    k, v->name);
+			if (v->producer != n)
+				bad(c, g, "node '%s' (%s) output %d '%s' names another producer ('%s')",
+				    nname(n), oi->name, k, v->name, v->producer ? nname(v->producer) : "none");
+			if (v->graph != g)
+				bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n),
+				    oi->name, k, v->name);
+			if (!infer_set_add(def, v))
+				bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name,
+				    nname(n));
+			else
+				check_value(c, g, v, "output");
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++) {
+		const ir_value *v = g->outputs[i];
+		if (!v)
+			bad(c, g, "graph output %d is missing", i);
+		else if (!infer_set_has(def, v))
+			bad(c, g, "graph output '%s' is never defined", v->name);
+		else if (!g->parent && !v->is_output)
+			bad(c, g, "graph output '%s' lacks is_output", v->name);
+		else
+			check_value(c, g, v, "graph output");
+	}
+}
+
+int ir_verify(const ir_graph *g, const char *after_pass)
+{
+	vctx c = {after_pass ? after_pass : "?", 0, 0};
+	c.shapes = after_pass && strcmp(after_pass, "load") != 0;
+	strset names = {0};
+	check_names(&c, g, &names);
+	free(names.slot);
+	infer_set def;
+	infer_set_init(&def);
+	check_graph(&c, g, &def);
+	infer_set_free(&def);
+	if (c.nerr) {
+		fprintf(stderr, "cellc: %d internal IR inconsistenc%s after pass '%s' (a cellc bug)\n",
+			c.nerr, c.nerr == 1 ? "y" : "ies", c.pass);
+		abort();
+	}
+	return 0;
+}

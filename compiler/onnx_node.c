@@ -1,0 +1,892 @@
+/* onnx_node.c: one ONNX NodeProto -> IR node(s), in the newest operator form.
+ *
+ * Every node is checked before it enters the graph: its operator is one of
+ * ops.def; each attribute is known for that operator at the model's opset
+ * (table `attr_specs`) and has the right type; values we cannot honour
+ * (direction "sideways", an activation we do not know, a Transpose perm that
+ * is not a permutation...) are errors naming the node.  Then older operator
+ * versions are rewritten into the form ops.def documents (table
+ * `normalisers`): attributes that later opsets made inputs become constant
+ * inputs (Squeeze/Unsqueeze axes, Split split, Slice starts/ends/axes,
+ * Reshape shape, Clip min/max), Cast's string `to` becomes a type number, and
+ * Softmax/LogSoftmax before opset 13 (which flatten X to 2-D at `axis`) become
+ * Shape + Flatten + Softmax(axis=-1) + Reshape.  Input and output counts are
+ * checked against ops.def after that rewrite.
+ *
+ * Conventions the rest of the compiler relies on:
+ *  - an omitted optional input or output ("" in the file, or missing at the
+ *    end) is a NULL entry; trailing omitted entries are dropped (nin/nout);
+ *  - attributes absent from the file stay absent (read them with ir_attr_*
+ *    and the ONNX default), except where the default depends on the opset:
+ *    Softmax/LogSoftmax axis and Concat axis are always stored, and
+ *    LSTM/GRU/RNN hidden_size is filled in from R when the file omits it;
+ *  - LSTM/GRU/RNN activation names are stored in the spelling of the ONNX
+ *    specification ("Tanh", "LeakyRelu"), whatever the file's letter case;
+ *  - a TENSOR attribute (ConstantOfShape value) is a VAL_CONST ir_value that
+ *    is not registered in any graph's value list;
+ *  - Constant nodes produce no IR node: their output is a VAL_CONST value.
+ */
+#include "onnx_priv.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Stands for the Constant operator, which has no row in ops.def. */
+#define OP_CONSTANT OP_COUNT
+
+/* ---- attribute table ---- */
+
+typedef struct attr_spec {
+	int op;                 /* ir_op, or OP_CONSTANT */
+	const char *name;
+	ir_attrkind kind;
+	int since, until;       /* opsets that have it; 0 = unbounded */
+	const char *unsupported; /* why we refuse it, for attributes we know but
+	                            cannot honour; NULL otherwise */
+} attr_spec;
+
+static const attr_spec attr_specs[] = {
+	{OP_AFFINE, "alpha", ATTR_FLOAT, 0, 0, NULL},     {OP_AFFINE, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_LEAKYRELU, "alpha", ATTR_FLOAT, 0, 0, NULL},  {OP_THRELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
+	{OP_SCALEDTANH, "alpha", ATTR_FLOAT, 0, 0, NULL}, {OP_SCALEDTANH, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_HARDSIGMOID, "alpha", ATTR_FLOAT, 0, 0, NULL}, {OP_HARDSIGMOID, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_ELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
+	{OP_CLIP, "min", ATTR_FLOAT, 0, 10, NULL},        {OP_CLIP, "max", ATTR_FLOAT, 0, 10, NULL},
+	{OP_TRANSPOSE, "perm", ATTR_INTS, 0, 0, NULL},
+	{OP_RESHAPE, "shape", ATTR_INTS, 0, 4, NULL},     {OP_RESHAPE, "allowzero", ATTR_INT, 14, 0, NULL},
+	{OP_SQUEEZE, "axes", ATTR_INTS, 0, 12, NULL},     {OP_UNSQUEEZE, "axes", ATTR_INTS, 0, 12, NULL},
+	{OP_FLATTEN, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_SLICE, "starts", ATTR_INTS, 0, 9, NULL},      {OP_SLICE, "ends", ATTR_INTS, 0, 9, NULL},
+	{OP_SLICE, "axes", ATTR_INTS, 0, 9, NULL},
+	{OP_SPLIT, "axis", ATTR_INT, 0, 0, NULL},         {OP_SPLIT, "split", ATTR_INTS, 0, 12, NULL},
+	{OP_SPLIT, "num_outputs", ATTR_INT, 18, 0, NULL},
+	{OP_CONCAT, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_GATHER, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_SHAPE, "start", ATTR_INT, 15, 0, NULL},       {OP_SHAPE, "end", ATTR_INT, 15, 0, NULL},
+	{OP_CONSTOFSHAPE, "value", ATTR_TENSOR, 0, 0, NULL},
+	{OP_CAST, "to", ATTR_STRING, 0, 5, NULL},         {OP_CAST, "to", ATTR_INT, 6, 0, NULL},
+	{OP_CAST, "saturate", ATTR_INT, 19, 0, NULL},
+	{OP_GEMM, "alpha", ATTR_FLOAT, 0, 0, NULL},       {OP_GEMM, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_GEMM, "transA", ATTR_INT, 0, 0, NULL},        {OP_GEMM, "transB", ATTR_INT, 0, 0, NULL},
+	{OP_GEMM, "broadcast", ATTR_INT, 0, 6, NULL},
+	{OP_SOFTMAX, "axis", ATTR_INT, 0, 0, NULL},       {OP_LOGSOFTMAX, "axis", ATTR_INT, 0, 0, NULL},
+#define RNN_COMMON(op) \
+	{op, "activation_alpha", ATTR_FLOATS, 0, 0, NULL}, {op, "activation_beta", ATTR_FLOATS, 0, 0, NULL}, \
+	{op, "activations", ATTR_STRINGS, 0, 0, NULL},     {op, "clip", ATTR_FLOAT, 0, 0, NULL}, \
+	{op, "direction", ATTR_STRING, 0, 0, NULL},        {op, "hidden_size", ATTR_INT, 0, 0, NULL}, \
+	{op, "layout", ATTR_INT, 14, 0, NULL},             {op, "output_sequence", ATTR_INT, 0, 6, NULL}
+	RNN_COMMON(OP_LSTM), RNN_COMMON(OP_GRU), RNN_COMMON(OP_RNN),
+#undef RNN_COMMON
+	{OP_LSTM, "input_forget", ATTR_INT, 0, 0, NULL},
+	{OP_GRU, "linear_before_reset", ATTR_INT, 3, 0, NULL},
+	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
+	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
+	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
+	{OP_CONSTANT, "sparse_value", ATTR_TENSOR, 11, 0, "sparse tensors are not supported"},
+	{OP_CONSTANT, "value_string", ATTR_STRING, 12, 0, "string tensors are not supported"},
+	{OP_CONSTANT, "value_strings", ATTR_STRINGS, 12, 0, "string tensors are not supported"},
+};
+
+static const char *const attr_type_names[] = {
+	"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS",
+	"STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS",
+};
+
+static const char *attr_type_name(int t)
+{
+	return t >= 0 && (size_t)t < COUNTOF(attr_type_names) ? attr_type_names[t] : "an unknown type";
+}
+
+static const char *kind_name(ir_attrkind k)
+{
+	static const char *const names[] = {
+		[ATTR_INT] = "INT", [ATTR_FLOAT] = "FLOAT", [ATTR_STRING] = "STRING", [ATTR_INTS] = "INTS",
+		[ATTR_FLOATS] = "FLOATS", [ATTR_STRINGS] = "STRINGS", [ATTR_TENSOR] = "TENSOR",
+		[ATTR_GRAPH] = "GRAPH",
+	};
+	return names[k];
+}
+
+/* ---- small helpers ---- */
+
+void onnx_node_error(onnx_ctx *L, const ir_node *n, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (L->node_unnamed && L->node_out0)
+		diag_node(L->D, n, "%s (the node has no name; its first output is '%s')", msg, L->node_out0);
+	else
+		diag_node(L->D, n, "%s", msg);
+}
+
+const char *onnx_fresh_name(onnx_ctx *L, const char *base)
+{
+	for (;;) {
+		const char *s = arena_printf(L->A, "%%%s.%d", base, L->fresh++);
+		if (!onnx_map_get(&L->values, s))
+			return s;
+	}
+}
+
+ir_value *onnx_const_i64(onnx_ctx *L, const char *base, int n, const int64_t *v)
+{
+	ir_value *c = ir_const_i64(L->g, onnx_fresh_name(L, base), n, v);
+	onnx_map_put(L->A, &L->values, c->name, c);
+	return c;
+}
+
+ir_value *onnx_const_f32_scalar(onnx_ctx *L, const char *base, float v)
+{
+	ir_value *c = ir_const_f32_scalar(L->g, onnx_fresh_name(L, base), v);
+	onnx_map_put(L->A, &L->values, c->name, c);
+	return c;
+}
+
+static void attr_remove(ir_node *n, const char *name)
+{
+	for (int i = 0; i < n->nattrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0) {
+			memmove(&n->attrs[i], &n->attrs[i + 1], (size_t)(n->nattrs - i - 1) * sizeof *n->attrs);
+			n->nattrs--;
+			return;
+		}
+}
+
+/* Sets input k, growing the input array with NULL (omitted) entries. */
+static void set_input(ir_node *n, int k, ir_value *v)
+{
+	if (k >= n->nin) {
+		ir_value **in = arena_array(n->graph->A, (size_t)k + 1, sizeof *in);
+		memcpy(in, n->in, (size_t)n->nin * sizeof *in);
+		n->in = in;
+		n->nin = k + 1;
+	}
+	n->in[k] = v;
+}
+
+/* ---- attributes: AttributeProto -> ir_attr ---- */
+
+static int proto_attr_type(const Onnx__AttributeProto *a)
+{
+	if (a->has_type)
+		return (int)a->type;
+	/* Files from before AttributeProto.type existed: the filled field says. */
+	if (a->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+	if (a->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	if (a->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+	if (a->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	if (a->g) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+	if (a->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+	if (a->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+	if (a->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+	return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+static int kind_of_type(int t)
+{
+	switch (t) {
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return ATTR_FLOAT;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return ATTR_INT;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return ATTR_STRING;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return ATTR_TENSOR;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return ATTR_FLOATS;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return ATTR_INTS;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: return ATTR_STRINGS;
+	default: return -1;
+	}
+}
+
+static const attr_spec *find_spec(int op, const char *name, int opset, int *other_opset)
+{
+	*other_opset = 0;
+	for (size_t i = 0; i < COUNTOF(attr_specs); i++) {
+		const attr_spec *s = &attr_specs[i];
+		if (s->op != op || strcmp(s->name, name) != 0)
+			continue;
+		if ((s->since && opset < s->since) || (s->until && opset > s->until)) {
+			*other_opset = 1;
+			continue;
+		}
+		return s;
+	}
+	return NULL;
+}
+
+static ir_value *attr_tensor(onnx_ctx *L, ir_node *n, const char *aname, const Onnx__TensorProto *t)
+{
+	char err[400];
+	onnx_tensor ot;
+	if (onnx_tensor_decode(L->A, L->dir, t, &ot, err, sizeof err) != 0) {
+		onnx_node_error(L, n, "tensor attribute '%s' %s", aname, err);
+		return NULL;
+	}
+	ir_value *v = arena_alloc(L->A, sizeof *v);
+	v->name = arena_printf(L->A, "%%%s.%s", n->name, aname);
+	v->kind = VAL_CONST;
+	v->dtype = ot.dtype;
+	v->shape = ot.shape;
+	v->data = ot.data;
+	v->graph = L->g;
+	v->slot = -1;
+	v->id = -1;
+	return v;
+}
+
+/* protobuf bytes -> C string (an empty field has no data pointer). */
+static const char *bytes_str(arena *A, const ProtobufCBinaryData *b)
+{
+	return b->data ? arena_strndup(A, (const char *)b->data, b->len) : "";
+}
+
+/* Converts and type-checks one attribute.  0 ok, 1 error (reported). */
+static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto *a)
+{
+	const char *name = a->name;
+	if (!name || !*name) {
+		onnx_node_error(L, n, "has an attribute without a name");
+		return 1;
+	}
+	if (ir_attr_find(n, name)) {
+		onnx_node_error(L, n, "has attribute '%s' twice", name);
+		return 1;
+	}
+	if (a->ref_attr_name && *a->ref_attr_name) {
+		onnx_node_error(L, n, "attribute '%s' refers to a function attribute ('%s'), which only "
+				"functions may do", name, a->ref_attr_name);
+		return 1;
+	}
+	int other;
+	const attr_spec *s = find_spec(op, name, L->opset, &other);
+	if (!s) {
+		if (other)
+			onnx_node_error(L, n, "attribute '%s' is not part of %s at opset %d", name, n->op_type, n->opset);
+		else
+			onnx_node_error(L, n, "unknown attribute '%s' for %s", name, n->op_type);
+		return 1;
+	}
+	int type = proto_attr_type(a);
+	int kind = kind_of_type(type);
+	if (type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED &&
+	    (s->kind == ATTR_INTS || s->kind == ATTR_FLOATS || s->kind == ATTR_STRINGS))
+		kind = (int)s->kind;    /* an empty list written without a type */
+	if (s->unsupported) {
+		onnx_node_error(L, n, "attribute '%s' is not supported: %s", name, s->unsupported);
+		return 1;
+	}
+	if (kind != (int)s->kind) {
+		onnx_node_error(L, n, "attribute '%s' must be of type %s, not %s", name, kind_name(s->kind),
+				attr_type_name(type));
+		return 1;
+	}
+	if (kind == ATTR_TENSOR && !a->t) {
+		onnx_node_error(L, n, "attribute '%s' of type TENSOR has no tensor", name);
+		return 1;
+	}
+	ir_attr *r;
+	switch (kind) {
+	case ATTR_INT: ir_attr_set_int(n, name, a->i); break;
+	case ATTR_FLOAT: ir_attr_set_float(n, name, a->f); break;
+	case ATTR_STRING:
+		ir_attr_add(n, name, ATTR_STRING)->s = bytes_str(L->A, &a->s);
+		break;
+	case ATTR_INTS:
+		if (a->n_ints > 1 << 20) {
+			onnx_node_error(L, n, "attribute '%s' has %zu values", name, a->n_ints);
+			return 1;
+		}
+		ir_attr_set_ints(n, name, (int)a->n_ints, a->ints);
+		break;
+	case ATTR_FLOATS:
+		if (a->n_floats > 1 << 20) {
+			onnx_node_error(L, n, "attribute '%s' has %zu values", name, a->n_floats);
+			return 1;
+		}
+		r = ir_attr_add(n, name, ATTR_FLOATS);
+		r->n = (int)a->n_floats;
+		r->floats = arena_array(L->A, a->n_floats ? a->n_floats : 1, sizeof *r->floats);
+		if (a->n_floats)
+			memcpy(r->floats, a->floats, a->n_floats * sizeof *r->floats);
+		break;
+	case ATTR_STRINGS:
+		if (a->n_strings > 1 << 20) {
+			onnx_node_error(L, n, "attribute '%s' has %zu values", name, a->n_strings);
+			return 1;
+		}
+		r = ir_attr_add(n, name, ATTR_STRINGS);
+		r->n = (int)a->n_strings;
+		r->strings = arena_array(L->A, a->n_strings ? a->n_strings : 1, sizeof *r->strings);
+		for (size_t k = 0; k < a->n_strings; k++)
+			r->strings[k] = bytes_str(L->A, &a->strings[k]);
+		break;
+	case ATTR_TENSOR: {
+		ir_value *v = attr_tensor(L, n, name, a->t);
+		if (!v)
+			return 1;
+		ir_attr_add(n, name, ATTR_TENSOR)->t = v;
+		break;
+	}
+	default: UNREACHABLE();
+	}
+	return 0;
+}
+
+/* ---- opset normalisation: older operator forms -> the ops.def form ---- */
+
+/* Moves INTS attribute `name` to constant input k (when present). */
+static void ints_to_input(onnx_ctx *L, ir_node *n, const char *name, int k)
+{
+	ir_attr *a = ir_attr_find(n, name);
+	if (!a)
+		return;
+	set_input(n, k, onnx_const_i64(L, arena_printf(L->A, "%s.%s", n->name, name), a->n, a->ints));
+	attr_remove(n, name);
+}
+
+static int norm_axes(onnx_ctx *L, ir_node *n)
+{
+	if (n->op == OP_UNSQUEEZE && !ir_attr_find(n, "axes")) {
+		onnx_node_error(L, n, "attribute 'axes' is required at opset %d", n->opset);
+		return 1;
+	}
+	ints_to_input(L, n, "axes", 1);
+	return 0;
+}
+
+static int norm_split(onnx_ctx *L, ir_node *n)
+{
+	ints_to_input(L, n, "split", 1);
+	return 0;
+}
+
+static int norm_reshape(onnx_ctx *L, ir_node *n)
+{
+	if (!ir_attr_find(n, "shape")) {
+		onnx_node_error(L, n, "attribute 'shape' is required at opset %d", n->opset);
+		return 1;
+	}
+	ints_to_input(L, n, "shape", 1);
+	return 0;
+}
+
+static int norm_slice(onnx_ctx *L, ir_node *n)
+{
+	int errs = 0;
+	for (int k = 0; k < 2; k++)
+		if (!ir_attr_find(n, k ? "ends" : "starts")) {
+			onnx_node_error(L, n, "attribute '%s' is required at opset %d", k ? "ends" : "starts", n->opset);
+			errs++;
+		}
+	if (errs)
+		return errs;
+	ints_to_input(L, n, "starts", 1);
+	ints_to_input(L, n, "ends", 2);
+	ints_to_input(L, n, "axes", 3);
+	return 0;
+}
+
+static int norm_clip(onnx_ctx *L, ir_node *n)
+{
+	/* Clip-6 defaults (+-FLT_MAX) clip nothing: an absent bound is an
+	 * omitted input. */
+	for (int k = 1; k <= 2; k++) {
+		const char *name = k == 1 ? "min" : "max";
+		ir_attr *a = ir_attr_find(n, name);
+		if (!a)
+			continue;
+		set_input(n, k, onnx_const_f32_scalar(L, arena_printf(L->A, "%s.%s", n->name, name), a->f));
+		attr_remove(n, name);
+	}
+	return 0;
+}
+
+static int norm_cast(onnx_ctx *L, ir_node *n)
+{
+	const char *to = ir_attr_string(n, "to", NULL);
+	if (!to)
+		return 0;       /* reported missing by check_cast */
+	for (int t = 1; t < DT_COUNT_; t++)
+		if (strcasecmp(onnx_dtype_name(t), to) == 0) {
+			ir_attr_set_int(n, "to", t);
+			return 0;
+		}
+	onnx_node_error(L, n, "attribute 'to' names an unknown type '%s'", to);
+	return 1;
+}
+
+static int norm_drop_legacy(onnx_ctx *L, ir_node *n)
+{
+	/* Gemm-6 `broadcast` only allowed what Gemm-7+ always allows;
+	 * RNN-1 `output_sequence` is implied by which outputs are named. */
+	(void)L;
+	attr_remove(n, "broadcast");
+	attr_remove(n, "output_sequence");
+	return 0;
+}
+
+static int norm_concat(onnx_ctx *L, ir_node *n)
+{
+	(void)L;
+	if (!ir_attr_find(n, "axis"))
+		ir_attr_set_int(n, "axis", 1);  /* Concat-1 default */
+	return 0;
+}
+
+static int norm_softmax_axis(onnx_ctx *L, ir_node *n)
+{
+	if (!ir_attr_find(n, "axis"))
+		ir_attr_set_int(n, "axis", L->opset < 13 ? 1 : -1);
+	return 0;
+}
+
+typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
+
+enum { ALL_OPSETS = 1 << 30 };
+
+static const struct {
+	ir_op op;
+	int until;              /* applies to opsets <= until */
+	norm_fn fn;
+} normalisers[] = {
+	{OP_SQUEEZE, 12, norm_axes},      {OP_UNSQUEEZE, 12, norm_axes},
+	{OP_SPLIT, 12, norm_split},       {OP_SLICE, 9, norm_slice},
+	{OP_RESHAPE, 4, norm_reshape},    {OP_CLIP, 10, norm_clip},
+	{OP_CAST, 5, norm_cast},          {OP_GEMM, 6, norm_drop_legacy},
+	{OP_LSTM, 6, norm_drop_legacy},   {OP_GRU, 6, norm_drop_legacy},
+	{OP_RNN, 6, norm_drop_legacy},    {OP_CONCAT, 3, norm_concat},
+	{OP_SOFTMAX, ALL_OPSETS, norm_softmax_axis}, {OP_LOGSOFTMAX, ALL_OPSETS, norm_softmax_axis},
+};
+
+/* ---- attribute values ---- */
+
+static int check_bool(onnx_ctx *L, ir_node *n, const char *name)
+{
+	ir_attr *a = ir_attr_find(n, name);
+	if (a && a->i != 0 && a->i != 1) {
+		onnx_node_error(L, n, "attribute '%s' must be 0 or 1, not %lld", name, (long long)a->i);
+		return 1;
+	}
+	return 0;
+}
+
+static const char *const activation_names[] = {
+	"Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
+	"HardSigmoid", "Elu", "Softsign", "Softplus",
+};
+
+static int check_rnn(onnx_ctx *L, ir_node *n)
+{
+	int errs = 0, ndir = 1;
+	const char *dir = ir_attr_string(n, "direction", "forward");
+	if (strcmp(dir, "bidirectional") == 0)
+		ndir = 2;
+	else if (strcmp(dir, "forward") != 0 && strcmp(dir, "reverse") != 0) {
+		onnx_node_error(L, n, "attribute 'direction' must be forward, reverse or bidirectional, not '%s'", dir);
+		errs++;
+	}
+	errs += check_bool(L, n, "layout");
+	errs += check_bool(L, n, "input_forget");
+	errs += check_bool(L, n, "linear_before_reset");
+	ir_attr *a = ir_attr_find(n, "hidden_size");
+	if (a && a->i <= 0) {
+		onnx_node_error(L, n, "attribute 'hidden_size' must be positive, not %lld", (long long)a->i);
+		errs++;
+	} else if (!a) {
+		/* Optional in the specification: R is [D, G, H]. */
+		ir_value *R = n->nin > 2 ? n->in[2] : NULL;
+		if (R && R->data && R->shape.rank == 3 && ir_dim_is_const(R->shape.d[2]) && R->shape.d[2].k > 0) {
+			ir_attr_set_int(n, "hidden_size", R->shape.d[2].k);
+		} else {
+			onnx_node_error(L, n, "attribute 'hidden_size' is missing and R is not an initializer to take it from");
+			errs++;
+		}
+	}
+	a = ir_attr_find(n, "clip");
+	if (a && !(a->f > 0 && isfinite(a->f))) {
+		onnx_node_error(L, n, "attribute 'clip' must be a positive number, not %g", (double)a->f);
+		errs++;
+	}
+	a = ir_attr_find(n, "activations");
+	if (a) {
+		int per = n->op == OP_LSTM ? 3 : n->op == OP_GRU ? 2 : 1;
+		if (a->n != per * ndir) {
+			onnx_node_error(L, n, "attribute 'activations' has %d names; %s %s needs %d", a->n, dir,
+					n->op_type, per * ndir);
+			errs++;
+		}
+		for (int k = 0; k < a->n; k++) {
+			size_t j = 0;
+			while (j < COUNTOF(activation_names) && strcasecmp(activation_names[j], a->strings[k]) != 0)
+				j++;
+			if (j == COUNTOF(activation_names)) {
+				onnx_node_error(L, n, "activation '%s' is not supported (supported: Relu Tanh Sigmoid "
+						"Affine LeakyRelu ThresholdedRelu ScaledTanh HardSigmoid Elu Softsign "
+						"Softplus)", a->strings[k]);
+				errs++;
+			} else {
+				a->strings[k] = activation_names[j];
+			}
+		}
+	}
+	return errs;
+}
+
+static int check_gemm(onnx_ctx *L, ir_node *n)
+{
+	return check_bool(L, n, "transA") + check_bool(L, n, "transB");
+}
+
+static int check_transpose(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "perm");
+	if (!a)
+		return 0;
+	int seen[IR_MAX_RANK] = {0};
+	if (a->n > IR_MAX_RANK) {
+		onnx_node_error(L, n, "attribute 'perm' has %d entries; cellc supports rank %d at most", a->n,
+				(int)IR_MAX_RANK);
+		return 1;
+	}
+	for (int k = 0; k < a->n; k++) {
+		if (a->ints[k] < 0 || a->ints[k] >= a->n || seen[a->ints[k]]++) {
+			onnx_node_error(L, n, "attribute 'perm' is not a permutation of 0..%d", a->n - 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int check_cast(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "to");
+	if (!a) {
+		onnx_node_error(L, n, "attribute 'to' is required");
+		return 1;
+	}
+	if (a->kind != ATTR_INT)
+		return 0;       /* a bad type name: reported by norm_cast */
+	if (a->i < 0 || a->i > 1000 || !onnx_dtype_supported((int)a->i)) {
+		onnx_node_error(L, n, "Cast to %s is not supported", onnx_dtype_name((int)a->i));
+		return 1;
+	}
+	return 0;
+}
+
+static int check_reshape(onnx_ctx *L, ir_node *n) { return check_bool(L, n, "allowzero"); }
+
+static int check_constofshape(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "value");
+	if (a && ir_shape_const_numel(&a->t->shape) != 1) {
+		onnx_node_error(L, n, "attribute 'value' must hold exactly one element");
+		return 1;
+	}
+	return 0;
+}
+
+static int check_concat(onnx_ctx *L, ir_node *n)
+{
+	if (!ir_attr_find(n, "axis")) {
+		onnx_node_error(L, n, "attribute 'axis' is required");
+		return 1;
+	}
+	return 0;
+}
+
+static int check_split(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "num_outputs");
+	if (a && (a->i < 1 || a->i != n->nout)) {
+		onnx_node_error(L, n, "attribute 'num_outputs' is %lld but the node has %d outputs", (long long)a->i,
+				n->nout);
+		return 1;
+	}
+	if (a && n->nin > 1 && n->in[1]) {
+		onnx_node_error(L, n, "has both the 'split' input and the 'num_outputs' attribute");
+		return 1;
+	}
+	return 0;
+}
+
+typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
+
+static const struct {
+	ir_op op;
+	check_fn fn;
+} checkers[] = {
+	{OP_LSTM, check_rnn},         {OP_GRU, check_rnn},       {OP_RNN, check_rnn},
+	{OP_GEMM, check_gemm},        {OP_TRANSPOSE, check_transpose},
+	{OP_CAST, check_cast},        {OP_RESHAPE, check_reshape},
+	{OP_CONSTOFSHAPE, check_constofshape}, {OP_CONCAT, check_concat},
+	{OP_SPLIT, check_split},
+};
+
+/* ---- arity ---- */
+
+static int check_arity(onnx_ctx *L, ir_node *n)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	int errs = 0;
+	if (n->nin > oi->max_in) {
+		onnx_node_error(L, n, "has %d inputs; %s takes at most %d", n->nin, n->op_type, oi->max_in);
+		errs++;
+	}
+	for (int k = 0; k < oi->min_in; k++)
+		if (k >= n->nin || !n->in[k]) {
+			onnx_node_error(L, n, "required input %d is missing (%s takes %d to %d inputs)", k, n->op_type,
+					oi->min_in, oi->max_in);
+			errs++;
+			break;
+		}
+	if (n->nout > oi->max_out) {
+		onnx_node_error(L, n, "has %d outputs; %s has at most %d", n->nout, n->op_type, oi->max_out);
+		errs++;
+	}
+	for (int k = 0; k < oi->min_out; k++)
+		if (k >= n->nout || !n->out[k]) {
+			onnx_node_error(L, n, "required output %d is missing", k);
+			errs++;
+			break;
+		}
+	return errs;
+}
+
+/* ---- names ---- */
+
+static int check_name(onnx_ctx *L, ir_node *n, const char *what, const char *name)
+{
+	if (strchr(name, '%')) {
+		onnx_node_error(L, n, "%s name '%s' contains '%%', which cellc reserves for names it makes up", what, name);
+		return 1;
+	}
+	return 0;
+}
+
+/* Trailing "" entries are omitted optional ones: drop them. */
+static int trimmed(char *const *names, size_t n)
+{
+	while (n > 0 && (!names[n - 1] || !*names[n - 1]))
+		n--;
+	return (int)n;
+}
+
+/* Defines the node's outputs as values (also after errors, so that later
+ * nodes do not report them missing).  Returns the number of errors. */
+static int define_outputs(onnx_ctx *L, ir_node *n, const Onnx__NodeProto *np, int nout, int store)
+{
+	int errs = 0;
+	for (int k = 0; k < nout; k++) {
+		const char *name = np->output[k];
+		if (!name || !*name)
+			continue;
+		if (check_name(L, n, "output", name)) {
+			errs++;
+			continue;
+		}
+		ir_value *old = onnx_map_get(&L->values, name);
+		if (old) {
+			onnx_node_error(L, n, "output '%s' is already defined (by %s)", name,
+					old->kind == VAL_WEIGHT ? "an initializer"
+					: old->kind == VAL_INPUT ? "a graph input"
+					: old->producer ? old->producer->name : "another node");
+			errs++;
+			continue;
+		}
+		ir_value *v = ir_value_new(L->g, name, VAL_TEMP, DT_UNDEF);
+		onnx_map_put(L->A, &L->values, v->name, v);
+		if (store)
+			n->out[k] = v;
+	}
+	return errs;
+}
+
+/* ---- Constant ---- */
+
+static void load_constant(onnx_ctx *L, ir_node *n, const Onnx__NodeProto *np)
+{
+	int errs = 0;
+	for (size_t k = 0; k < np->n_attribute; k++)
+		errs += load_attr(L, n, OP_CONSTANT, np->attribute[k]);
+	if (trimmed(np->input, np->n_input) != 0) {
+		onnx_node_error(L, n, "Constant takes no inputs");
+		errs++;
+	}
+	if (np->n_output != 1 || !np->output[0] || !*np->output[0]) {
+		onnx_node_error(L, n, "Constant has exactly one output");
+		errs++;
+	}
+	if (!errs && n->nattrs != 1) {
+		onnx_node_error(L, n, "Constant needs exactly one value attribute, not %d", n->nattrs);
+		errs++;
+	}
+	if (errs) {
+		define_outputs(L, n, np, trimmed(np->output, np->n_output), 0);
+		return;
+	}
+	if (define_outputs(L, n, np, 1, 0))
+		return;
+	ir_value *v = onnx_map_get(&L->values, np->output[0]);
+	ir_attr *a = &n->attrs[0];
+	v->kind = VAL_CONST;
+	v->shape.rank = a->kind == ATTR_INTS || a->kind == ATTR_FLOATS ? 1 : 0;
+	v->shape.d[0] = ir_dim_const(a->n);
+	switch (a->kind) {
+	case ATTR_TENSOR:
+		v->dtype = a->t->dtype;
+		v->shape = a->t->shape;
+		v->data = a->t->data;
+		break;
+	case ATTR_FLOAT: case ATTR_FLOATS:
+		v->dtype = DT_F32;
+		v->data = arena_array(L->A, (size_t)(a->n ? a->n : 1), sizeof(float));
+		if (a->kind == ATTR_FLOAT)
+			*(float *)v->data = a->f;
+		else if (a->n)
+			memcpy(v->data, a->floats, (size_t)a->n * sizeof(float));
+		break;
+	case ATTR_INT: case ATTR_INTS:
+		v->dtype = DT_I64;
+		v->data = arena_array(L->A, (size_t)(a->n ? a->n : 1), sizeof(int64_t));
+		if (a->kind == ATTR_INT)
+			*(int64_t *)v->data = a->i;
+		else if (a->n)
+			memcpy(v->data, a->ints, (size_t)a->n * sizeof(int64_t));
+		break;
+	default: UNREACHABLE();
+	}
+	v->origin = n->name;
+}
+
+/* ---- Softmax/LogSoftmax before opset 13 ---- */
+
+/* Y = reshape(softmax(flatten(X, axis), axis=-1), shape(X)): the old
+ * operators computed over all axes from `axis` on, as one 2-D row. */
+static void append_old_softmax(onnx_ctx *L, ir_node *n)
+{
+	ir_graph *g = L->g;
+	ir_value *X = n->in[0], *Y = n->out[0];
+	ir_node *shp = ir_node_new(g, OP_SHAPE, arena_printf(L->A, "%s/shape", n->name), 1, 1);
+	ir_node *flat = ir_node_new(g, OP_FLATTEN, arena_printf(L->A, "%s/flatten", n->name), 1, 1);
+	ir_node *back = ir_node_new(g, OP_RESHAPE, arena_printf(L->A, "%s/reshape", n->name), 2, 1);
+	ir_node *made[] = {shp, flat, back};
+	for (size_t k = 0; k < COUNTOF(made); k++) {
+		made[k]->opset = n->opset;
+		made[k]->origin = n->name;
+	}
+	shp->in[0] = X;
+	shp->out[0] = ir_value_new(g, onnx_fresh_name(L, "shape"), VAL_TEMP, DT_I64);
+	flat->in[0] = X;
+	ir_attr_set_int(flat, "axis", ir_attr_int(n, "axis", 1));
+	flat->out[0] = ir_value_new(g, onnx_fresh_name(L, "flat"), VAL_TEMP, X->dtype);
+	n->in[0] = flat->out[0];
+	ir_attr_set_int(n, "axis", -1);
+	if (Y) {
+		n->out[0] = ir_value_new(g, onnx_fresh_name(L, "soft"), VAL_TEMP, DT_UNDEF);
+		back->in[0] = n->out[0];
+		back->in[1] = shp->out[0];
+		back->out[0] = Y;
+	}
+	ir_append(g, shp);
+	ir_append(g, flat);
+	ir_append(g, n);
+	if (Y)
+		ir_append(g, back);
+}
+
+/* ---- the node ---- */
+
+void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
+{
+	const char *op_type = np->op_type ? np->op_type : "";
+	const char *domain = np->domain ? np->domain : "";
+	int nin = trimmed(np->input, np->n_input), nout = trimmed(np->output, np->n_output);
+	int default_domain = !*domain || strcmp(domain, "ai.onnx") == 0;
+
+	L->node_unnamed = !np->name || !*np->name;
+	L->node_out0 = np->n_output && np->output[0] && *np->output[0] ? np->output[0] : NULL;
+	const char *name = L->node_unnamed ? arena_printf(L->A, "%s_%d", *op_type ? op_type : "node", L->node_index)
+					   : np->name;
+	int op = default_domain ? ir_op_lookup(op_type) : -1;
+	if (default_domain && strcmp(op_type, "Constant") == 0)
+		op = OP_CONSTANT;
+	if (op == OP_RECURRENCE)
+		op = -1;        /* native only */
+	/* A node of an unsupported operator still needs a node to be named in
+	 * the error: a bare one that never enters the graph. */
+	ir_node *n = ir_node_new(L->g, op >= 0 && op < OP_COUNT ? (ir_op)op : OP_IDENTITY, name, nin, nout);
+	n->op_type = arena_strdup(L->A, op_type);
+	n->domain = default_domain ? "" : arena_strdup(L->A, domain);
+	n->opset = L->opset;
+	n->origin = n->name;
+	if (!default_domain) {
+		const Onnx__ModelProto *m = L->model;
+		for (size_t k = 0; k < m->n_opset_import; k++)
+			if (m->opset_import[k]->domain && strcmp(m->opset_import[k]->domain, domain) == 0)
+				n->opset = (int)m->opset_import[k]->version;
+		for (size_t k = 0; k < m->n_functions; k++) {
+			const Onnx__FunctionProto *f = m->functions[k];
+			if (f->name && f->domain && strcmp(f->name, op_type) == 0 && strcmp(f->domain, domain) == 0) {
+				onnx_node_error(L, n, "calls the model-local function '%s.%s'; cellc does not "
+						"support ONNX functions", domain, op_type);
+				define_outputs(L, n, np, nout, 0);
+				return;
+			}
+		}
+		onnx_node_error(L, n, "operator domain '%s' is not supported (cellc supports the default "
+				"ONNX domain only)", domain);
+		define_outputs(L, n, np, nout, 0);
+		return;
+	}
+	if (!*op_type) {
+		onnx_node_error(L, n, "has no op_type");
+		define_outputs(L, n, np, nout, 0);
+		return;
+	}
+	if (op < 0) {
+		onnx_node_error(L, n, "unsupported operator %s", op_type);
+		define_outputs(L, n, np, nout, 0);
+		return;
+	}
+	if (op == OP_CONSTANT) {
+		load_constant(L, n, np);
+		return;
+	}
+
+	int errs = 0;
+	for (int k = 0; k < nin; k++) {
+		const char *in = np->input[k];
+		if (!in || !*in)
+			continue;       /* omitted optional input */
+		n->in[k] = onnx_map_get(&L->values, in);
+		if (!n->in[k]) {
+			onnx_node_error(L, n, "input '%s' is not defined by any node, initializer or graph input", in);
+			errs++;
+		}
+	}
+	for (size_t k = 0; k < np->n_attribute; k++)
+		errs += load_attr(L, n, op, np->attribute[k]);
+	errs += define_outputs(L, n, np, nout, 1);
+	if (errs)
+		return;
+	for (size_t k = 0; k < COUNTOF(normalisers); k++)
+		if (normalisers[k].op == n->op && L->opset <= normalisers[k].until)
+			errs += normalisers[k].fn(L, n);
+	if (errs)
+		return;
+	errs += check_arity(L, n);
+	for (size_t k = 0; k < COUNTOF(checkers); k++)
+		if (checkers[k].op == n->op)
+			errs += checkers[k].fn(L, n);
+	if (errs)
+		return;
+	if ((n->op == OP_SOFTMAX || n->op == OP_LOGSOFTMAX) && L->opset < 13)
+		append_old_softmax(L, n);
+	else
+		ir_append(L->g, n);
+}

@@ -1,0 +1,222 @@
+/* pass_fuse.c: element-wise chains grouped into fused loops (node->group).
+ *
+ * requires: pass_hoist (bodies hold the per-step products and the gate math);
+ *           shapes known.
+ * produces: in every recurrence body, nodes reordered into stages -- the
+ *           products a stage needs (GEMMs, anything not element-wise), then
+ *           one group per output shape of the element-wise nodes that need
+ *           nothing later -- and node->group set on them (ids from 1, unique
+ *           per graph).  A Slice on the last axis of a product, a per-step
+ *           input or another such Slice is a column offset, not a copy
+ *           (fuse_is_column_view); it takes the group of its readers when they
+ *           all share one.  In the root graph, consecutive element-wise f32
+ *           nodes with equal output shapes get one group.  With --no-fuse
+ *           every element-wise node is a group of its own.
+ * breaks:   node order inside bodies (still topological).
+ *
+ * Emitters print a group as one loop over its iteration domain (its nodes'
+ * output shape, e.g. [B, H]): a value computed in the group stays in a local
+ * variable unless a node outside the group, a product, or a graph output
+ * reads it (fuse_needs_buffer).
+ */
+#include "passes.h"
+#include "util.h"
+
+#include <string.h>
+
+/* Element-wise f32 node whose domain (output shape) has at most max_rank
+ * axes: bodies loop over [B, H] domains, the root graph over any shape. */
+static int is_elem_rank(const ir_node *n, int max_rank)
+{
+	return ir_ops[n->op].kind == OPK_ELEM && n->nout == 1 && n->out[0] &&
+	       n->out[0]->dtype == DT_F32 && n->out[0]->shape.rank >= 0 &&
+	       n->out[0]->shape.rank <= max_rank;
+}
+
+static int is_elem(const ir_node *n)
+{
+	return is_elem_rank(n, n->graph && n->graph->parent ? 2 : IR_MAX_RANK);
+}
+
+int fuse_is_column_view(const ir_node *n)
+{
+	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2)
+		return 0;
+	for (int k = 1; k < 4; k++)
+		if (!ir_value_is_const(n->in[k]) || ir_shape_const_numel(&n->in[k]->shape) != 1)
+			return 0;
+	if (n->nin > 4 && n->in[4] && (!ir_value_is_const(n->in[4]) || ir_const_int(n->in[4], 0) != 1))
+		return 0;
+	int64_t ax = ir_const_int(n->in[3], 0);
+	if (ax != 1 && ax != -1)
+		return 0;
+	ir_dim cols = n->in[0]->shape.d[1];
+	if (!ir_dim_is_const(cols))
+		return 0;
+	int64_t st = ir_const_int(n->in[1], 0), en = ir_const_int(n->in[2], 0);
+	if (st < 0 || en > cols.k || st >= en)
+		return 0;
+	const ir_value *src = n->in[0];
+	if (src->kind == VAL_STEP)
+		return 1;
+	return src->producer && (src->producer->op == OP_GEMM || fuse_is_column_view(src->producer));
+}
+
+int fuse_needs_buffer(const ir_value *v)
+{
+	const ir_node *p = v->producer;
+	if (!p || p->group == 0 || fuse_is_column_view(p))
+		return 1;
+	if (v->is_output)
+		return 1;
+	const ir_graph *g = p->graph;
+	for (int k = 0; k < g->noutputs && g->parent; k++)
+		if (g->outputs[k] == v)
+			return 1;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] == v && (n->group != p->group || fuse_is_column_view(n) ||
+					      !is_elem(n)))
+				return 1;
+		/* nested bodies read it at run time from memory */
+		if (n->body && n->body != g)
+			for (int j = 0; j < n->body->nnodes; j++)
+				for (int k = 0; k < n->body->nodes[j]->nin; k++)
+					if (n->body->nodes[j]->in[k] == v)
+						return 1;
+	}
+	return 0;
+}
+
+/* ---- bodies ---- */
+
+enum { CLS_OTHER, CLS_VIEW, CLS_ELEM };
+
+typedef struct fnode {
+	ir_node *n;
+	int stage, cls, pos;
+} fnode;
+
+static int cmp_fnode(const void *a, const void *b)
+{
+	const fnode *x = a, *y = b;
+	if (x->stage != y->stage)
+		return x->stage - y->stage;
+	if (x->cls != y->cls)
+		return x->cls - y->cls;
+	return x->pos - y->pos;
+}
+
+static void fuse_body(ir_graph *b, const pass_opts *o)
+{
+	int n = b->nnodes, ngroups = 0;
+	if (!n)
+		return;
+	int *stage = arena_array(b->A, (size_t)b->nvalues + 1, sizeof *stage);
+	fnode *f = arena_array(b->A, (size_t)n, sizeof *f);
+	for (int i = 0; i < n; i++) {
+		ir_node *nd = b->nodes[i];
+		int s = 0;
+		for (int k = 0; k < nd->nin; k++) {
+			ir_value *v = nd->in[k];
+			if (v && v->graph == b && v->id < b->nvalues && b->values[v->id] == v &&
+			    stage[v->id] > s)
+				s = stage[v->id];
+		}
+		int cls = fuse_is_column_view(nd) ? CLS_VIEW : is_elem(nd) ? CLS_ELEM : CLS_OTHER;
+		if (cls == CLS_OTHER)
+			s++;
+		for (int k = 0; k < nd->nout; k++)
+			if (nd->out[k] && nd->out[k]->graph == b)
+				stage[nd->out[k]->id] = s;
+		f[i] = (fnode){nd, s, cls, i};
+		nd->group = 0;
+		if (nd->body)
+			fuse_body(nd->body, o);
+	}
+	/* Element-wise nodes run as late as their readers allow (a product
+	 * reading them needs them one stage earlier): a value computed where it
+	 * is used stays in a local, and nodes that need no product (bias adds
+	 * of constant operands, say) join a later loop instead of making one. */
+	int last = 0;
+	for (int i = 0; i < n; i++)
+		last = f[i].stage > last ? f[i].stage : last;
+	for (int i = n - 1; i >= 0; i--) {
+		if (f[i].cls != CLS_ELEM)
+			continue;
+		const ir_value *v = f[i].n->out[0];
+		int late = last;
+		for (int j = i + 1; j < n; j++)
+			for (int k = 0; k < f[j].n->nin; k++)
+				if (f[j].n->in[k] == v) {
+					int s = f[j].cls == CLS_ELEM ? f[j].stage : f[j].stage - 1;
+					late = s < late ? s : late;
+				}
+		ASSERT(late >= f[i].stage);
+		f[i].stage = late;
+	}
+	qsort(f, (size_t)n, sizeof *f, cmp_fnode);
+	for (int i = 0; i < n; i++)
+		b->nodes[i] = f[i].n;
+	ir_set_nodes(b, b->nodes, n);
+
+	/* element-wise nodes: one group per (stage, output shape) */
+	for (int i = 0; i < n; i++) {
+		if (f[i].cls != CLS_ELEM || f[i].n->group)
+			continue;
+		f[i].n->group = ++ngroups;
+		if (o && o->no_fuse)
+			continue;
+		for (int j = i + 1; j < n && f[j].stage == f[i].stage; j++)
+			if (f[j].cls == CLS_ELEM && !f[j].n->group &&
+			    ir_shape_eq(&f[j].n->out[0]->shape, &f[i].n->out[0]->shape))
+				f[j].n->group = f[i].n->group;
+	}
+	/* column views join the group of their readers when there is one */
+	for (int i = n - 1; i >= 0; i--) {
+		if (f[i].cls != CLS_VIEW)
+			continue;
+		int grp = -1;
+		for (int j = 0; j < n; j++)
+			for (int k = 0; k < f[j].n->nin; k++)
+				if (f[j].n->in[k] == f[i].n->out[0])
+					grp = grp == -1 || grp == f[j].n->group ? f[j].n->group : 0;
+		f[i].n->group = grp > 0 ? grp : 0;
+	}
+}
+
+/* ---- root graph ---- */
+
+static void fuse_root(ir_graph *g, const pass_opts *o)
+{
+	int ngroups = 0;
+	ir_node *prev = NULL;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		n->group = 0;
+		if (n->body) {
+			fuse_body(n->body, o);
+			prev = NULL;
+			continue;
+		}
+		if (!is_elem(n)) {
+			prev = NULL;
+			continue;
+		}
+		if (prev && !(o && o->no_fuse) && ir_shape_eq(&prev->out[0]->shape, &n->out[0]->shape))
+			n->group = prev->group;
+		else
+			n->group = ++ngroups;
+		prev = n;
+	}
+}
+
+int pass_fuse(ir_graph *g, diag *D, const pass_opts *o)
+{
+	(void)D;
+	ir_recount(g);
+	fuse_root(g, o);
+	ir_recount(g);
+	return 0;
+}

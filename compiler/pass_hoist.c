@@ -1,0 +1,396 @@
+/* pass_hoist.c: input projections out of recurrences, shared-input products
+ * merged.
+ *
+ * requires: pass_lower_rnn (RECURRENCE nodes with GEMM bodies); shapes known.
+ * produces: for every RECURRENCE
+ *   1. merge: body GEMMs that read the same A (same transA, alpha, beta, K)
+ *      with constant B (and constant 1-D bias or none) become one GEMM over
+ *      the row-concatenated weights; each old product is now a Slice on the
+ *      last axis of the merged one (a column offset for the emitter).
+ *   2. hoist (unless --no-hoist): a body GEMM whose A is a per-step input x_t
+ *      and whose B and C are constants is computed once before the loop for
+ *      all T*B rows:  Flatten(X, axis=2) [T*B, I] -> Gemm (same attributes,
+ *      bias included, so pre-summed biases stay pre-summed) [T*B, N] ->
+ *      Reshape [T, B, N] (or [B, T, N]: rows stay in X's order) -> a new
+ *      sequence input u_t of the recurrence, with X's time axis; the body
+ *      reads u_t [B, N] where it read the product.  x_t is dropped when
+ *      nothing else reads it.
+ * breaks:   nothing (node order stays topological; the new outer nodes come
+ *           right before their recurrence).
+ *
+ * Why: the input projection is (usually) the larger half of an RNN's
+ * arithmetic and one big GEMM is far faster than T small ones; inside the
+ * loop only the recurrent product, which depends on the state, remains.
+ */
+#include "infer.h"
+#include "passes.h"
+#include "util.h"
+
+#include <string.h>
+
+static int is_initializer(const ir_value *v, const ir_graph *body)
+{
+	return v && v->data && v->graph != body && (v->kind == VAL_WEIGHT || v->kind == VAL_CONST) &&
+	       v->dtype == DT_F32;
+}
+
+/* A GEMM we can move or merge: constant f32 B, bias absent or a constant
+ * vector of N (or [1, N]) elements. */
+static int movable_gemm(const ir_node *n, const ir_graph *body)
+{
+	if (n->op != OP_GEMM || !n->in[0] || n->in[0]->shape.rank != 2 ||
+	    !is_initializer(n->in[1], body) || n->in[1]->shape.rank != 2 ||
+	    n->out[0]->shape.rank != 2)
+		return 0;
+	ir_value *c = n->nin > 2 ? n->in[2] : NULL;
+	if (!c)
+		return 1;
+	ir_dim N = n->out[0]->shape.d[1];
+	if (!is_initializer(c, body) || !ir_dim_is_const(N))
+		return 0;
+	return (c->shape.rank == 1 && ir_dim_eq(c->shape.d[0], N)) ||
+	       (c->shape.rank == 2 && c->shape.d[0].k == 1 && ir_dim_is_const(c->shape.d[0]) &&
+		ir_dim_eq(c->shape.d[1], N));
+}
+
+static void replace_uses(ir_graph *b, ir_value *old, ir_value *nw)
+{
+	for (int i = 0; i < b->nnodes; i++)
+		for (int k = 0; k < b->nodes[i]->nin; k++)
+			if (b->nodes[i]->in[k] == old)
+				b->nodes[i]->in[k] = nw;
+	for (int k = 0; k < b->noutputs; k++)
+		if (b->outputs[k] == old)
+			b->outputs[k] = nw;
+}
+
+static int used_in(const ir_graph *b, const ir_value *v)
+{
+	for (int i = 0; i < b->nnodes; i++)
+		for (int k = 0; k < b->nodes[i]->nin; k++)
+			if (b->nodes[i]->in[k] == v)
+				return 1;
+	for (int k = 0; k < b->noutputs; k++)
+		if (b->outputs[k] == v)
+			return 1;
+	return 0;
+}
+
+static int infer_or_complain(ir_graph *g, ir_node *n, diag *D, ir_node *rec)
+{
+	if (infer_node(g, n, D) == 0 && n->out[0]->shape.rank >= 0)
+		return 0;
+	diag_node(D, rec, "internal error: cannot infer the shape of %s made by pass_hoist",
+		  ir_op_name(n->op));
+	return 1;
+}
+
+/* ---- weights ---- */
+
+/* B as an [N, K] row block (transB=1) or [K, N] column block (transB=0). */
+static int64_t gemm_n(const ir_node *n) { return n->out[0]->shape.d[1].k; }
+
+/* ---- 1. merge products that share A ---- */
+
+static int same_form(const ir_node *a, const ir_node *b)
+{
+	return ir_attr_int(a, "transA", 0) == ir_attr_int(b, "transA", 0) &&
+	       ir_attr_int(a, "transB", 0) == ir_attr_int(b, "transB", 0) &&
+	       ir_attr_float(a, "alpha", 1.0f) == ir_attr_float(b, "alpha", 1.0f) &&
+	       ir_attr_float(a, "beta", 1.0f) == ir_attr_float(b, "beta", 1.0f) &&
+	       ir_dim_eq(a->out[0]->shape.d[0], b->out[0]->shape.d[0]) &&
+	       ir_dim_is_const(a->out[0]->shape.d[1]) && ir_dim_is_const(b->out[0]->shape.d[1]);
+}
+
+/* Concatenates the B matrices (and biases) of m[0..k) along N. */
+static ir_value *concat_weights(ir_graph *root, ir_node **m, int k, int bias, int64_t N, int64_t K,
+				const char *base)
+{
+	int transB = (int)ir_attr_int(m[0], "transB", 0);
+	ir_shape s = {.rank = bias ? 1 : 2};
+	if (bias) {
+		s.d[0] = ir_dim_const(N);
+	} else {
+		s.d[0] = ir_dim_const(transB ? N : K);
+		s.d[1] = ir_dim_const(transB ? K : N);
+	}
+	ir_value *w = ir_const_new(root, ir_unique_name(root, base), DT_F32, &s, NULL);
+	w->kind = VAL_WEIGHT;
+	float *o = w->data;
+	int64_t col = 0;
+	for (int i = 0; i < k; i++) {
+		int64_t n = gemm_n(m[i]);
+		if (bias) {
+			ir_value *c = m[i]->nin > 2 ? m[i]->in[2] : NULL;
+			if (c)
+				memcpy(o + col, c->data, (size_t)n * sizeof(float));
+			else
+				memset(o + col, 0, (size_t)n * sizeof(float));
+		} else if (transB) {
+			memcpy(o + col * K, m[i]->in[1]->data, (size_t)(n * K) * sizeof(float));
+		} else {
+			const float *src = m[i]->in[1]->data;
+			for (int64_t r = 0; r < K; r++)
+				memcpy(o + r * N + col, src + r * n, (size_t)n * sizeof(float));
+		}
+		col += n;
+	}
+	w->origin = m[0]->origin;
+	return w;
+}
+
+static int merge_shared(ir_graph *root, ir_node *rec, diag *D)
+{
+	ir_graph *b = rec->body;
+	int errs = 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *first = b->nodes[i];
+		if (!movable_gemm(first, b))
+			continue;
+		ir_node **m = arena_array(root->A, (size_t)b->nnodes, sizeof *m);
+		int k = 0, any_bias = 0;
+		int64_t N = 0;
+		for (int j = i; j < b->nnodes; j++) {
+			ir_node *n = b->nodes[j];
+			if (n->op == OP_GEMM && movable_gemm(n, b) && n->in[0] == first->in[0] &&
+			    same_form(n, first)) {
+				m[k++] = n;
+				N += gemm_n(n);
+				any_bias |= n->nin > 2 && n->in[2];
+			}
+		}
+		if (k < 2)
+			continue;
+		int transA = (int)ir_attr_int(first, "transA", 0);
+		ir_value *A = first->in[0];
+		int64_t K = transA ? A->shape.d[0].k : A->shape.d[1].k;
+		if (!ir_dim_is_const(transA ? A->shape.d[0] : A->shape.d[1]))
+			continue;
+		ir_value *in[3] = {A, concat_weights(root, m, k, 0, N, K, "merged_W"),
+				   any_bias ? concat_weights(root, m, k, 1, N, K, "merged_b") : NULL};
+		ir_node *g = ir_node_new(b, OP_GEMM, NULL, any_bias ? 3 : 2, 1);
+		memcpy(g->in, in, (size_t)g->nin * sizeof *in);
+		g->attrs = first->attrs;
+		g->nattrs = first->nattrs;
+		const char *origin = first->origin;
+		g->origin = origin;
+		g->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);
+		g->out[0]->producer = g;
+		errs += infer_or_complain(b, g, D, rec);
+		/* each old product becomes a column block of the merged one, made
+		 * in place so that its output value (and all its uses) stay */
+		int64_t col = 0;
+		for (int j = 0; j < k; j++) {
+			int64_t st = col, en = col + gemm_n(m[j]), ax = 1;
+			ir_node *s = m[j];
+			s->op = OP_SLICE;
+			s->op_type = ir_op_name(OP_SLICE);
+			s->nin = 4;
+			s->in = arena_array(root->A, 4, sizeof *s->in);
+			s->in[0] = g->out[0];
+			s->in[1] = ir_const_i64(b, NULL, 1, &st);
+			s->in[2] = ir_const_i64(b, NULL, 1, &en);
+			s->in[3] = ir_const_i64(b, NULL, 1, &ax);
+			s->nattrs = 0;
+			s->attrs = NULL;
+			col = en;
+		}
+		/* the merged product goes where the first one was */
+		ir_node **nodes = arena_array(root->A, (size_t)b->nnodes + 1, sizeof *nodes);
+		memcpy(nodes, b->nodes, (size_t)i * sizeof *nodes);
+		nodes[i] = g;
+		memcpy(nodes + i + 1, b->nodes + i, (size_t)(b->nnodes - i) * sizeof *nodes);
+		ir_set_nodes(b, nodes, b->nnodes + 1);
+		i++;    /* skip the merged GEMM; m[0] (now a Slice) follows */
+	}
+	return errs;
+}
+
+/* ---- 2. hoist products of per-step inputs ---- */
+
+/* Inserts sequence input `outer` (time axis ax) with body input `inner` as
+ * sequence number n_seq of rec. */
+static void add_seq(ir_graph *root, ir_node *rec, ir_value *outer, int64_t ax, ir_value *inner)
+{
+	int nseq = (int)ir_attr_int(rec, "n_seq", 0);
+	ir_graph *b = rec->body;
+	ir_value **in = arena_array(root->A, (size_t)rec->nin + 1, sizeof *in);
+	memcpy(in, rec->in, (size_t)nseq * sizeof *in);
+	in[nseq] = outer;
+	memcpy(in + nseq + 1, rec->in + nseq, (size_t)(rec->nin - nseq) * sizeof *in);
+	rec->in = in;
+	rec->nin++;
+	ir_value **bin = arena_array(root->A, (size_t)b->ninputs + 1, sizeof *bin);
+	memcpy(bin, b->inputs, (size_t)nseq * sizeof *bin);
+	bin[nseq] = inner;
+	memcpy(bin + nseq + 1, b->inputs + nseq, (size_t)(b->ninputs - nseq) * sizeof *bin);
+	b->inputs = bin;
+	b->ninputs++;
+	ir_attr *sa = ir_attr_find(rec, "seq_axis");
+	int64_t axes[64];
+	ASSERT(nseq < 63);
+	for (int i = 0; i < nseq; i++)
+		axes[i] = sa && i < sa->n ? sa->ints[i] : 0;
+	axes[nseq] = ax;
+	ir_attr_set_ints(rec, "seq_axis", nseq + 1, axes);
+	ir_attr_set_int(rec, "n_seq", nseq + 1);
+}
+
+static void drop_seq(ir_node *rec, int k)
+{
+	int nseq = (int)ir_attr_int(rec, "n_seq", 0);
+	ir_graph *b = rec->body;
+	memmove(rec->in + k, rec->in + k + 1, (size_t)(rec->nin - k - 1) * sizeof *rec->in);
+	rec->nin--;
+	memmove(b->inputs + k, b->inputs + k + 1, (size_t)(b->ninputs - k - 1) * sizeof *b->inputs);
+	b->ninputs--;
+	ir_attr *sa = ir_attr_find(rec, "seq_axis");
+	int64_t axes[64];
+	ASSERT(nseq <= 64);
+	for (int i = 0, j = 0; i < nseq; i++)
+		if (i != k)
+			axes[j++] = sa && i < sa->n ? sa->ints[i] : 0;
+	ir_attr_set_ints(rec, "seq_axis", nseq - 1, axes);
+	ir_attr_set_int(rec, "n_seq", nseq - 1);
+}
+
+/* A shape constant [d0, d1, d2] for Reshape; symbolic dims go into `sym`
+ * (infer.h: symbolic constants). */
+static ir_value *shape_const(ir_graph *g, const ir_dim *d, int n)
+{
+	int symbolic = 0;
+	for (int i = 0; i < n; i++)
+		symbolic |= !ir_dim_is_const(d[i]);
+	if (!symbolic) {
+		int64_t v[IR_MAX_RANK];
+		for (int i = 0; i < n; i++)
+			v[i] = d[i].k;
+		return ir_const_i64(g, NULL, n, v);
+	}
+	ir_value *c = ir_value_new(g, NULL, VAL_CONST, DT_I64);
+	c->shape.rank = 1;
+	c->shape.d[0] = ir_dim_const(n);
+	c->sym = arena_array(g->A, (size_t)n, sizeof *c->sym);
+	memcpy(c->sym, d, (size_t)n * sizeof *d);
+	return c;
+}
+
+/* Moves body GEMM gm (A = body input number k, a sequence) before rec.
+ * The new outer nodes are appended to `out`. */
+static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
+		     ir_node ***out, int *nout)
+{
+	ir_graph *b = rec->body;
+	ir_value *X = rec->in[k];
+	ir_attr *sa = ir_attr_find(rec, "seq_axis");
+	int64_t ax = sa && k < sa->n ? sa->ints[k] : 0;
+	int errs = 0;
+	if (X->shape.rank != 3 || ir_attr_int(gm, "transA", 0))
+		return 0;
+	const char *origin = gm->origin ? gm->origin : rec->origin;
+
+	ir_node *fl = ir_node_new(root, OP_FLATTEN, NULL, 1, 1);
+	fl->in[0] = X;
+	ir_attr_set_int(fl, "axis", 2);
+	fl->out[0] = ir_value_new(root, NULL, VAL_TEMP, X->dtype);
+	fl->origin = origin;
+	fl->out[0]->producer = fl;
+	errs += infer_or_complain(root, fl, D, rec);
+
+	ir_node *mm = ir_node_new(root, OP_GEMM, NULL, gm->nin, 1);
+	memcpy(mm->in, gm->in, (size_t)gm->nin * sizeof *mm->in);
+	mm->in[0] = fl->out[0];
+	mm->attrs = gm->attrs;
+	mm->nattrs = gm->nattrs;
+	mm->origin = origin;
+	mm->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
+	mm->out[0]->producer = mm;
+	errs += infer_or_complain(root, mm, D, rec);
+
+	ir_dim N = gm->out[0]->shape.d[1];
+	ir_dim dims[3] = {X->shape.d[0], X->shape.d[1], N};
+	ir_node *rs = ir_node_new(root, OP_RESHAPE, NULL, 2, 1);
+	rs->in[0] = mm->out[0];
+	rs->in[1] = shape_const(root, dims, 3);
+	rs->origin = origin;
+	rs->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
+	rs->out[0]->producer = rs;
+	errs += infer_or_complain(root, rs, D, rec);
+	if (errs)
+		return errs;
+
+	/* the body reads u_t where it read the product */
+	ir_value *u = ir_value_new(b, arena_printf(root->A, "%s.u%d", b->name, k), VAL_STEP, DT_F32);
+	u->shape = gm->out[0]->shape;
+	u->origin = origin;
+	replace_uses(b, gm->out[0], u);
+	add_seq(root, rec, rs->out[0], ax, u);
+	/* drop gm from the body */
+	int j = 0;
+	for (int i = 0; i < b->nnodes; i++)
+		if (b->nodes[i] != gm)
+			b->nodes[j++] = b->nodes[i];
+	b->nnodes = j;
+	ir_set_nodes(b, b->nodes, j);
+
+	(*out)[(*nout)++] = fl;
+	(*out)[(*nout)++] = mm;
+	(*out)[(*nout)++] = rs;
+	return 0;
+}
+
+/* Hoists every movable product of a sequence input of rec. */
+static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int *nout, int *cap)
+{
+	ir_graph *b = rec->body;
+	int errs = 0;
+	for (int k = 0; k < (int)ir_attr_int(rec, "n_seq", 0); k++) {
+		ir_value *x = b->inputs[k];
+		for (int i = 0; i < b->nnodes; i++) {
+			ir_node *n = b->nodes[i];
+			if (!movable_gemm(n, b) || n->in[0] != x)
+				continue;
+			if (*nout + 3 > *cap) {
+				int nc = 2 * *cap + 8;
+				*out = arena_grow(root->A, *out, (size_t)*nout, (size_t)nc, sizeof **out);
+				*cap = nc;
+			}
+			int before = b->nnodes;
+			errs += hoist_one(root, rec, k, n, D, out, nout);
+			if (errs)
+				return errs;
+			if (b->nnodes < before)
+				i--;    /* n was removed from the list */
+		}
+	}
+	/* drop sequence inputs the body no longer reads (the hoisted ones moved
+	 * in front, so walk from the end of the original ones) */
+	for (int k = (int)ir_attr_int(rec, "n_seq", 0) - 1; k >= 0; k--)
+		if (!used_in(b, b->inputs[k]) && ir_attr_int(rec, "n_seq", 0) > 1)
+			drop_seq(rec, k);   /* one is kept: it carries T */
+	return errs;
+}
+
+int pass_hoist(ir_graph *g, diag *D, const pass_opts *o)
+{
+	int errs = 0, n = g->nnodes;
+	ir_node **old = arena_array(g->A, (size_t)(n ? n : 1), sizeof *old);
+	memcpy(old, g->nodes, (size_t)n * sizeof *old);
+	g->nnodes = 0;
+	for (int i = 0; i < n; i++) {
+		ir_node *r = old[i];
+		if (r->op == OP_RECURRENCE && r->body) {
+			errs += merge_shared(g, r, D);
+			if (!o || !o->no_hoist) {
+				ir_node **pre = NULL;
+				int npre = 0, cap = 0;
+				errs += hoist_rec(g, r, D, &pre, &npre, &cap);
+				for (int k = 0; k < npre; k++)
+					ir_append(g, pre[k]);
+			}
+		}
+		ir_append(g, r);
+	}
+	ir_recount(g);
+	return errs;
+}

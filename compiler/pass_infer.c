@@ -1,0 +1,324 @@
+/* pass_infer.c: shape and dtype inference, constant folding, dead-node removal.
+ *
+ * requires: a loaded graph: graph inputs, weights and constants have dtype
+ *           and shape; nodes in topological order.
+ * produces: every value has a supported dtype and a known symbolic shape
+ *           (infer_node, infer_shape.c); every node whose inputs are all
+ *           compile-time constants is folded away (infer_fold, infer_fold.c),
+ *           so exporters' Shape/Gather/Concat arithmetic is gone and
+ *           shape-determining inputs are constants; Slice parameters are in
+ *           canonical form (infer.h); nodes whose results nobody uses are
+ *           removed, and so are unused constants, weights and temporaries
+ *           from the value lists; nuses/producer/ids are fresh (ir_recount).
+ *           Graph outputs that fold stay as VAL_CONST outputs.
+ * breaks:   nothing.
+ *
+ * A node that cannot be inferred is reported and its outputs stay unknown;
+ * nodes downstream of it are skipped silently, so one mistake in a model
+ * gives one error, not a cascade.
+ */
+#include "infer.h"
+#include "passes.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- value names (for the constants this pass makes) ---------------------- */
+
+typedef struct nameset {
+	const char **slot;
+	size_t cap, n;
+} nameset;
+
+static size_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+static int names_has(const nameset *S, const char *s)
+{
+	for (size_t i = str_hash(s) & (S->cap - 1);; i = (i + 1) & (S->cap - 1)) {
+		if (!S->slot[i])
+			return 0;
+		if (strcmp(S->slot[i], s) == 0)
+			return 1;
+	}
+}
+
+static void names_add(nameset *S, const char *s)
+{
+	if (2 * (S->n + 1) > S->cap) {
+		nameset T = {calloc(S->cap * 2, sizeof *T.slot), S->cap * 2, 0};
+		ASSERT(T.slot);
+		for (size_t i = 0; i < S->cap; i++)
+			if (S->slot[i])
+				names_add(&T, S->slot[i]);
+		free(S->slot);
+		*S = T;
+	}
+	size_t i = str_hash(s) & (S->cap - 1);
+	while (S->slot[i])
+		i = (i + 1) & (S->cap - 1);
+	S->slot[i] = s;
+	S->n++;
+}
+
+static void names_collect(nameset *S, const ir_graph *g)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		names_add(S, g->values[i]->name);
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->body)
+			names_collect(S, g->nodes[i]->body);
+}
+
+typedef struct ictx {
+	ir_graph *root;
+	diag *D;
+	nameset names;
+} ictx;
+
+/* "%NODE.WHAT" ('%' marks made-up names), with a counter if that is taken. */
+static const char *fresh_name(ictx *c, const ir_node *n, const char *what)
+{
+	const char *pre = n->name[0] == '%' ? "" : "%";
+	char *s = arena_printf(c->root->A, "%s%s.%s", pre, n->name, what);
+	for (int k = 2; names_has(&c->names, s); k++)
+		s = arena_printf(c->root->A, "%s%s.%s%d", pre, n->name, what, k);
+	names_add(&c->names, s);
+	return s;
+}
+
+/* ---- checks on what the loader gave us -------------------------------------- */
+
+static int shape_sane(const ir_shape *s)
+{
+	ir_dim n;
+	return s->rank >= 0 && s->rank <= IR_MAX_RANK && infer_numel(s, &n);
+}
+
+static void check_sources(ictx *c)
+{
+	ir_graph *g = c->root;
+	for (int i = 0; i < g->nvalues; i++) {
+		ir_value *v = g->values[i];
+		const char *what = v->kind == VAL_INPUT ? "graph input" :
+				   v->kind == VAL_WEIGHT ? "initializer" :
+				   v->kind == VAL_CONST ? "constant" : NULL;
+		if (!what)
+			continue;
+		if (v->kind == VAL_INPUT && !infer_dtype_ok(v->dtype))
+			diag_error(c->D, "%s '%s' has dtype %s, which cellc does not support", what,
+				   v->name, ir_dtype_name(v->dtype));
+		else if (v->shape.rank < 0)
+			diag_error(c->D, "%s '%s' has no shape", what, v->name);
+		else if (!shape_sane(&v->shape))
+			diag_error(c->D, "%s '%s' has shape %s, which is unknown or too large", what,
+				   v->name, ir_shape_str(g->A, g, &v->shape));
+		else if (v->kind != VAL_INPUT && !infer_is_const(v))
+			diag_error(c->D, "%s '%s' has no data", what, v->name);
+	}
+}
+
+/* ---- per node ------------------------------------------------------------------ */
+
+/* An input whose producer failed (or that nobody could infer). */
+static int poisoned(const ir_node *n)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && (n->in[k]->shape.rank < 0 || n->in[k]->dtype == DT_UNDEF))
+			return 1;
+	return 0;
+}
+
+static void poison_outputs(ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k]) {
+			n->out[k]->shape.rank = -1;
+			n->out[k]->dtype = DT_UNDEF;
+		}
+}
+
+/* Whether v already is a VAL_CONST i64 with data. */
+static int plain_i64(const ir_value *v) { return v && v->kind == VAL_CONST && v->dtype == DT_I64 && v->data; }
+
+/* Slice parameters in the canonical form promised in infer.h. */
+static void canon_slice(ictx *c, ir_graph *g, ir_node *n)
+{
+	int r = n->in[0]->shape.rank;
+	ir_value *st = n->in[1], *en = n->in[2];
+	ir_value *ax = n->nin > 3 ? n->in[3] : NULL, *sp = n->nin > 4 ? n->in[4] : NULL;
+	int m = (int)ir_shape_const_numel(&st->shape);      /* <= IR_MAX_RANK: infer checked */
+	int64_t v[4][IR_MAX_RANK];
+	int canon = plain_i64(st) && plain_i64(en) && plain_i64(ax) && plain_i64(sp);
+	for (int i = 0; i < m; i++) {
+		ir_dim s = infer_elem_dim(st, i), e = infer_elem_dim(en, i);
+		/* infer accepted a symbolic bound only when it is the axis' size,
+		 * which clamps exactly like "to the end" */
+		v[0][i] = infer_mono_is_const(s) ? s.k : INT64_MAX;
+		v[1][i] = infer_mono_is_const(e) ? e.k : INT64_MAX;
+		v[2][i] = ax ? infer_elem_int(ax, i) : i;
+		if (v[2][i] < 0) {
+			v[2][i] += r;
+			canon = 0;
+		}
+		v[3][i] = sp ? infer_elem_int(sp, i) : 1;
+	}
+	if (canon)
+		return;
+	static const char *const what[4] = {"starts", "ends", "axes", "steps"};
+	ir_value **in = arena_array(g->A, 5, sizeof *in);
+	in[0] = n->in[0];
+	for (int k = 0; k < 4; k++) {
+		ir_value *old = k + 1 < n->nin ? n->in[k + 1] : NULL;
+		in[k + 1] = plain_i64(old) && (k != 2 || memcmp(v[2], old->data, (size_t)m * 8) == 0) ?
+			    old : ir_const_i64(g, fresh_name(c, n, what[k]), m, v[k]);
+	}
+	n->in = in;
+	n->nin = 5;
+}
+
+/* After a node stayed a run-time node: its symbolic-constant inputs must be
+ * shape parameters (the emitter never reads those). */
+static int check_sym_inputs(ir_graph *g, ir_node *n, diag *D)
+{
+	for (int k = 0; k < n->nin; k++) {
+		ir_value *v = n->in[k];
+		if (v && v->sym && !infer_shape_input(n->op, k)) {
+			const char *s = "";
+			for (int i = 0; i < ir_shape_const_numel(&v->shape) && i < 8; i++)
+				s = arena_printf(g->A, "%s%s%s", s, i ? ", " : "",
+						 infer_mono_str(g->A, g, v->sym[i]));
+			diag_node(D, n, "input %d ('%s') holds dimension sizes known only at run time "
+				  "([%s]); cellc evaluates such shape arithmetic at compile time and "
+				  "cannot evaluate %s on it", k, v->name, s, ir_op_name(n->op));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void infer_body(ictx *c, ir_graph *b);
+
+/* Infers and folds the nodes of g in order; folded nodes are dropped. */
+static void infer_nodes(ictx *c, ir_graph *g, int fold)
+{
+	ir_node **keep = arena_array(g->A, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *keep);
+	int nkeep = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op == OP_RECURRENCE) {
+			if (n->body)
+				infer_body(c, n->body);
+			keep[nkeep++] = n;
+			continue;
+		}
+		if (poisoned(n) || infer_node(g, n, c->D)) {
+			poison_outputs(n);
+			keep[nkeep++] = n;
+			continue;
+		}
+		int r = fold ? infer_fold(g, n, c->D) : 0;
+		if (r == 1)
+			continue;
+		if (r == 0 && !check_sym_inputs(g, n, c->D) && n->op == OP_SLICE)
+			canon_slice(c, g, n);
+		if (r < 0)
+			poison_outputs(n);
+		keep[nkeep++] = n;
+	}
+	ir_set_nodes(g, keep, nkeep);
+}
+
+/* Body graphs: infer only; their inputs were given shapes by whoever built them. */
+static void infer_body(ictx *c, ir_graph *b) { infer_nodes(c, b, 0); }
+
+/* ---- dead code ---------------------------------------------------------------------- */
+
+static int live(const ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && (n->out[k]->nuses > 0 || n->out[k]->is_output))
+			return 1;
+	return 0;
+}
+
+/* Removes nodes whose outputs nobody uses, then values nobody refers to. */
+static void remove_dead(ir_graph *g)
+{
+	for (int again = 1; again;) {
+		ir_recount(g);
+		again = 0;
+		ir_node **keep = arena_array(g->A, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *keep);
+		int nkeep = 0;
+		for (int i = g->nnodes - 1; i >= 0; i--) {
+			ir_node *n = g->nodes[i];
+			if (live(n)) {
+				keep[nkeep++] = n;
+				continue;
+			}
+			for (int k = 0; k < n->nin; k++)
+				if (n->in[k])
+					n->in[k]->nuses--;
+			/* uses from inside a dropped body are only undone by the recount */
+			again |= n->body != NULL;
+		}
+		for (int i = 0; i < nkeep / 2; i++) {
+			ir_node *t = keep[i];
+			keep[i] = keep[nkeep - 1 - i];
+			keep[nkeep - 1 - i] = t;
+		}
+		again &= nkeep < g->nnodes;
+		ir_set_nodes(g, keep, nkeep);
+	}
+	ir_recount(g);
+	/* Attribute tensors are referenced by nodes, not counted as uses. */
+	infer_set attr;
+	infer_set_init(&attr);
+	for (int i = 0; i < g->nnodes; i++)
+		for (int a = 0; a < g->nodes[i]->nattrs; a++)
+			if (g->nodes[i]->attrs[a].kind == ATTR_TENSOR)
+				infer_set_add(&attr, g->nodes[i]->attrs[a].t);
+	int m = 0;
+	for (int i = 0; i < g->nvalues; i++) {
+		ir_value *v = g->values[i];
+		int keep = v->kind == VAL_INPUT || v->is_output || v->nuses > 0 ||
+			   (v->kind == VAL_TEMP && v->producer) || infer_set_has(&attr, v);
+		if (keep)
+			g->values[m++] = v;
+	}
+	g->nvalues = m;
+	infer_set_free(&attr);
+}
+
+/* ---- the pass ------------------------------------------------------------------------ */
+
+int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
+{
+	(void)o;
+	int errs0 = D->nerrors;
+	ictx c = {g, D, {calloc(1024, sizeof(const char *)), 1024, 0}};
+	ASSERT(c.names.slot);
+	names_collect(&c.names, g);
+	check_sources(&c);
+	if (D->nerrors == errs0) {
+		ir_recount(g);
+		infer_nodes(&c, g, 1);
+	}
+	free(c.names.slot);
+	if (D->nerrors == errs0) {
+		for (int i = 0; i < g->noutputs; i++) {
+			ir_value *v = g->outputs[i];
+			if (v->shape.rank < 0 || !infer_dtype_ok(v->dtype))
+				diag_error(D, "graph output '%s' has no known shape or dtype", v->name);
+		}
+		remove_dead(g);
+	}
+	ir_recount(g);
+	return D->nerrors - errs0;
+}

@@ -1,0 +1,719 @@
+/* pass_lower_rnn.c: ONNX LSTM / GRU / RNN -> one RECURRENCE per direction.
+ *
+ * requires: pass_infer (every value has dtype and shape; X is [T, B, I] or
+ *           [B, T, I] with T and B constant or symbolic).
+ * produces: no OPK_RNN node is left.  Each direction becomes a RECURRENCE (see
+ *           ir.h) whose body is plain IR: one GEMM for x_t W^T (+ pre-summed
+ *           bias), one GEMM for h R^T (two for GRU with linear_before_reset=0,
+ *           whose second product needs r (.) h), Slices on the last axis for the
+ *           gate blocks and element-wise gate math.  Weights are split per
+ *           direction (and per gate block where needed) into new VAL_WEIGHT
+ *           values now, so later passes see ordinary matrices.  Y / Y_h / Y_c
+ *           are assembled outside the recurrences with Unsqueeze (+ Concat for
+ *           bidirectional), initial states are cut per direction with Squeeze
+ *           (one direction) or Gather (two).
+ * breaks:   nothing; the original W/R/B/P values may be left unused (the
+ *           emitter writes only weights that are used).
+ *
+ * Semantics follow the ONNX specification, with onnxruntime's conventions
+ * where the specification is silent: activation_alpha/activation_beta are
+ * consumed in order only by activations that take them (LeakyRelu,
+ * ThresholdedRelu and Elu take alpha; Affine, ScaledTanh and HardSigmoid take
+ * alpha and beta), defaults are those of the ONNX operators of the same name;
+ * `clip` bounds the pre-activations of the gates (after peepholes), not the
+ * cell state fed to h(); input_forget couples f = 1 - i; one set of
+ * activations for a bidirectional node serves both directions.
+ *
+ * Legend: T steps, B batch, I input size, H hidden size, G = gates * H,
+ * D directions.
+ */
+#include "infer.h"
+#include "passes.h"
+#include "util.h"
+
+#include <string.h>
+
+/* ---- activations ------------------------------------------------------- */
+
+typedef struct act {
+	ir_op op;
+	float alpha, beta;
+} act;
+
+static const struct {
+	const char *name;
+	ir_op op;
+	int nalpha, nbeta;      /* how many of activation_alpha/_beta it takes */
+	float alpha, beta;      /* defaults: those of the ONNX operator */
+} act_table[] = {
+	{"Relu", OP_RELU, 0, 0, 0, 0},
+	{"Tanh", OP_TANH, 0, 0, 0, 0},
+	{"Sigmoid", OP_SIGMOID, 0, 0, 0, 0},
+	{"Affine", OP_AFFINE, 1, 1, 1.0f, 0.0f},
+	{"LeakyRelu", OP_LEAKYRELU, 1, 0, 0.01f, 0},
+	{"ThresholdedRelu", OP_THRELU, 1, 0, 1.0f, 0},
+	{"ScaledTanh", OP_SCALEDTANH, 1, 1, 1.0f, 1.0f},
+	{"HardSigmoid", OP_HARDSIGMOID, 1, 1, 0.2f, 0.5f},
+	{"Elu", OP_ELU, 1, 0, 1.0f, 0},
+	{"Softsign", OP_SOFTSIGN, 0, 0, 0, 0},
+	{"Softplus", OP_SOFTPLUS, 0, 0, 0, 0},
+};
+
+static int same_name_nocase(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+		char y = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
+		if (x != y)
+			return 0;
+	}
+	return *a == *b;
+}
+
+/* ---- lowering context ---------------------------------------------------- */
+
+typedef struct lower {
+	ir_graph *g;            /* root graph */
+	diag *D;
+	ir_node *src;           /* the ONNX node being lowered */
+	const char *origin;     /* "LSTM 'name'" for provenance comments */
+	int ndir;               /* 1 or 2 */
+	int layout;             /* 0: [T, B, .]  1: [B, T, .] */
+	int64_t H, I;           /* hidden and input size */
+	int ngates;             /* 4 LSTM, 3 GRU, 1 RNN */
+	float clip;             /* < 0: none */
+	act acts[6];            /* per direction: nact each */
+	int nact;               /* activations per direction: 3, 2, 1 */
+	ir_dim T, B;            /* time and batch dims of X */
+	int errors;
+	/* small constants made so far, shared by the nodes of one graph */
+	struct small_const { ir_graph *g; ir_dtype dt; double v; ir_value *c; } consts[32];
+	int nconsts;
+} lower;
+
+/* A node of graph g with the given inputs; the caller adds attributes, then
+ * done() gives it its output. */
+static ir_node *mk(lower *L, ir_graph *g, ir_op op, int nin, ir_value *const *in)
+{
+	ir_node *n = ir_node_new(g, op, NULL, nin, 1);
+	for (int i = 0; i < nin; i++)
+		n->in[i] = in[i];
+	n->origin = L->origin;
+	return n;
+}
+
+/* Appends n to g and infers its output shape.  Returns its output. */
+static ir_value *done(lower *L, ir_graph *g, ir_node *n, ir_value *out)
+{
+	if (!out)
+		out = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+	n->out[0] = out;
+	ir_append(g, n);
+	if (infer_node(g, n, L->D) != 0 || out->shape.rank < 0) {
+		diag_node(L->D, L->src, "internal error: cannot infer the shape of the lowered %s",
+			  ir_op_name(n->op));
+		L->errors++;
+	}
+	return out;
+}
+
+static ir_value *op2(lower *L, ir_graph *g, ir_op op, ir_value *a, ir_value *b)
+{
+	ir_value *in[2] = {a, b};
+	return done(L, g, mk(L, g, op, 2, in), NULL);
+}
+
+/* A scalar f32 or one-element i64 constant of graph g, made once. */
+static ir_value *small_const(lower *L, ir_graph *g, ir_dtype dt, double v)
+{
+	for (int i = 0; i < L->nconsts; i++)
+		if (L->consts[i].g == g && L->consts[i].dt == dt && L->consts[i].v == v)
+			return L->consts[i].c;
+	int64_t iv = (int64_t)v;
+	ir_value *c = dt == DT_F32 ? ir_const_f32_scalar(g, NULL, (float)v) : ir_const_i64(g, NULL, 1, &iv);
+	if (L->nconsts < (int)COUNTOF(L->consts))
+		L->consts[L->nconsts++] = (struct small_const){g, dt, v, c};
+	return c;
+}
+
+static ir_value *f32_scalar(lower *L, ir_graph *g, float v) { return small_const(L, g, DT_F32, v); }
+static ir_value *i64_1(lower *L, ir_graph *g, int64_t v) { return small_const(L, g, DT_I64, (double)v); }
+
+/* Y = A B^T (+ C): the only product form the lowering makes. */
+static ir_value *gemm(lower *L, ir_graph *g, ir_value *a, ir_value *w, ir_value *bias)
+{
+	ir_value *in[3] = {a, w, bias};
+	ir_node *n = mk(L, g, OP_GEMM, bias ? 3 : 2, in);
+	ir_attr_set_int(n, "transB", 1);
+	return done(L, g, n, NULL);
+}
+
+/* Columns [k*H, (k+1)*H) of a [B, G] value: a gate block. */
+static ir_value *block(lower *L, ir_graph *g, ir_value *v, int k)
+{
+	ir_value *in[4] = {v, i64_1(L, g, k * L->H), i64_1(L, g, (k + 1) * L->H), i64_1(L, g, 1)};
+	return done(L, g, mk(L, g, OP_SLICE, 4, in), NULL);
+}
+
+/* Activation a(clip(x)). */
+static ir_value *activate(lower *L, ir_graph *g, const act *a, ir_value *x, int clip)
+{
+	if (clip && L->clip >= 0) {
+		ir_value *in[3] = {x, f32_scalar(L, g, -L->clip), f32_scalar(L, g, L->clip)};
+		x = done(L, g, mk(L, g, OP_CLIP, 3, in), NULL);
+	}
+	ir_node *n = mk(L, g, a->op, 1, &x);
+	for (size_t i = 0; i < COUNTOF(act_table); i++)
+		if (act_table[i].op == a->op) {
+			if (act_table[i].nalpha)
+				ir_attr_set_float(n, "alpha", a->alpha);
+			if (act_table[i].nbeta)
+				ir_attr_set_float(n, "beta", a->beta);
+		}
+	return done(L, g, n, NULL);
+}
+
+/* ---- weights ------------------------------------------------------------- */
+
+static int is_initializer(const ir_value *v)
+{
+	return v && v->data && (v->kind == VAL_WEIGHT || v->kind == VAL_CONST);
+}
+
+/* Checks that input `idx` (named `what`) is an f32 initializer of the given
+ * constant shape.  Absent optional inputs pass when !required. */
+static int check_weight(lower *L, int idx, const char *what, int rank, const int64_t *dims)
+{
+	ir_value *v = idx < L->src->nin ? L->src->in[idx] : NULL;
+	if (!v)
+		return 1;
+	if (!is_initializer(v)) {
+		diag_node(L->D, L->src, "%s must be an initializer (a constant tensor), not a run-time "
+			  "input; bind it with --bind %s=FILE.pb", what, v->name);
+		L->errors++;
+		return 0;
+	}
+	if (v->dtype != DT_F32) {
+		diag_node(L->D, L->src, "%s has element type %s; only f32 recurrent layers are supported",
+			  what, ir_dtype_name(v->dtype));
+		L->errors++;
+		return 0;
+	}
+	int ok = v->shape.rank == rank;
+	for (int i = 0; ok && i < rank; i++)
+		ok = ir_dim_is_const(v->shape.d[i]) && v->shape.d[i].k == dims[i];
+	if (!ok) {
+		char want[96];
+		int p = 0;
+		for (int i = 0; i < rank; i++)
+			p += snprintf(want + p, sizeof want - (size_t)p, "%s%lld", i ? ", " : "",
+				      (long long)dims[i]);
+		diag_node(L->D, L->src, "%s has shape %s, expected [%s]", what,
+			  ir_shape_str(L->g->A, L->g, &v->shape), want);
+		L->errors++;
+		return 0;
+	}
+	return 1;
+}
+
+static ir_value *src_in(lower *L, int idx) { return idx < L->src->nin ? L->src->in[idx] : NULL; }
+
+/* A new f32 weight [rows, cols] (cols 0: a vector [rows]) named after the
+ * ONNX node, filled by the caller. */
+static ir_value *new_weight(lower *L, const char *what, int dir, int64_t rows, int64_t cols)
+{
+	ir_shape s = {.rank = cols ? 2 : 1};
+	s.d[0] = ir_dim_const(rows);
+	if (cols)
+		s.d[1] = ir_dim_const(cols);
+	const char *name = arena_printf(L->g->A, "%s.%s%s", L->src->name, what,
+					L->ndir == 2 ? (dir ? "_reverse" : "_forward") : "");
+	if (ir_find_value(L->g, name))
+		name = ir_unique_name(L->g, name);
+	ir_value *v = ir_const_new(L->g, name, DT_F32, &s, NULL);
+	v->kind = VAL_WEIGHT;
+	v->origin = L->origin;
+	return v;
+}
+
+/* Rows [row0, row0 + rows) of direction dir of a [D, ., cols] initializer,
+ * as a matrix [rows, cols] (rows 0: one row as a vector [cols]). */
+static ir_value *weight_rows(lower *L, int idx, const char *what, int dir, int64_t row0,
+			     int64_t rows, int64_t cols)
+{
+	ir_value *src = src_in(L, idx);
+	int64_t per_dir = ir_shape_const_numel(&src->shape) / L->ndir;
+	ir_value *v = rows ? new_weight(L, what, dir, rows, cols) : new_weight(L, what, dir, cols, 0);
+	rows = rows ? rows : 1;
+	memcpy(v->data, (const float *)src->data + dir * per_dir + row0 * cols,
+	       (size_t)(rows * cols) * sizeof(float));
+	return v;
+}
+
+/* Bias of direction dir for gate blocks [k0, k1): Wb + Rb per block, Rb left
+ * out for the blocks in [skip0, skip1) (GRU's Rbh with linear_before_reset).
+ * NULL when the node has no B. */
+static ir_value *bias_sum(lower *L, int dir, int k0, int k1, int skip0, int skip1, const char *what)
+{
+	ir_value *Bv = src_in(L, 3);
+	if (!Bv)
+		return NULL;
+	int64_t G = L->ngates * L->H;
+	const float *wb = (const float *)Bv->data + dir * 2 * G, *rb = wb + G;
+	ir_value *v = new_weight(L, what, dir, (k1 - k0) * L->H, 0);
+	float *o = v->data;
+	for (int k = k0; k < k1; k++)
+		for (int64_t j = 0; j < L->H; j++) {
+			int64_t e = k * L->H + j;
+			*o++ = wb[e] + (k >= skip0 && k < skip1 ? 0.0f : rb[e]);
+		}
+	return v;
+}
+
+/* Rb of gate block k of direction dir alone ([H]); NULL if no B or zero. */
+static ir_value *bias_r_block(lower *L, int dir, int k, const char *what)
+{
+	ir_value *Bv = src_in(L, 3);
+	if (!Bv)
+		return NULL;
+	int64_t G = L->ngates * L->H;
+	const float *rb = (const float *)Bv->data + dir * 2 * G + G + k * L->H;
+	int nonzero = 0;
+	for (int64_t j = 0; j < L->H; j++)
+		nonzero |= rb[j] != 0.0f;
+	if (!nonzero)
+		return NULL;
+	ir_value *v = new_weight(L, what, dir, L->H, 0);
+	memcpy(v->data, rb, (size_t)L->H * sizeof(float));
+	return v;
+}
+
+/* ---- attributes ----------------------------------------------------------- */
+
+static int parse_acts(lower *L, const act *defaults)
+{
+	ir_attr *names = ir_attr_find(L->src, "activations");
+	ir_attr *al = ir_attr_find(L->src, "activation_alpha");
+	ir_attr *be = ir_attr_find(L->src, "activation_beta");
+	int want = L->nact * L->ndir;
+	if (!names || names->kind != ATTR_STRINGS || names->n == 0) {
+		for (int i = 0; i < want; i++)
+			L->acts[i] = defaults[i % L->nact];
+		return 1;
+	}
+	if (names->n != want && names->n != L->nact) {
+		diag_node(L->D, L->src, "activations lists %d functions; expected %d", names->n, want);
+		L->errors++;
+		return 0;
+	}
+	int ia = 0, ib = 0;
+	for (int i = 0; i < want; i++) {
+		const char *s = names->strings[i % names->n];
+		size_t k = 0;
+		while (k < COUNTOF(act_table) && !same_name_nocase(act_table[k].name, s))
+			k++;
+		if (k == COUNTOF(act_table)) {
+			diag_node(L->D, L->src, "unsupported activation '%s' (supported: Relu, Tanh, "
+				  "Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+				  "HardSigmoid, Elu, Softsign, Softplus)", s);
+			L->errors++;
+			return 0;
+		}
+		act a = {act_table[k].op, act_table[k].alpha, act_table[k].beta};
+		if (act_table[k].nalpha && al && al->kind == ATTR_FLOATS && ia < al->n)
+			a.alpha = al->floats[ia++];
+		if (act_table[k].nbeta && be && be->kind == ATTR_FLOATS && ib < be->n)
+			a.beta = be->floats[ib++];
+		L->acts[i] = a;
+	}
+	return 1;
+}
+
+/* ---- per-direction bodies --------------------------------------------------- */
+
+typedef struct dir_io {
+	ir_graph *body;
+	ir_value *x, *h, *c;    /* body inputs: x_t [B, I], states [B, H] */
+	ir_value *h2, *c2;      /* new states */
+} dir_io;
+
+static ir_value *step_input(lower *L, ir_graph *body, const char *name, ir_dim rows, int64_t cols)
+{
+	ir_value *v = ir_value_new(body, arena_printf(L->g->A, "%s.%s", body->name, name), VAL_STEP, DT_F32);
+	v->shape.rank = 2;
+	v->shape.d[0] = rows;
+	v->shape.d[1] = ir_dim_const(cols);
+	v->origin = L->origin;
+	return v;
+}
+
+/* it = f(clip(Xt Wi^T + Ht-1 Ri^T + Pi (.) Ct-1 + Wbi + Rbi)), ... (ONNX LSTM) */
+static void body_lstm(lower *L, dir_io *io, int dir)
+{
+	ir_graph *g = io->body;
+	int64_t H = L->H, I = L->I;
+	const act *f = &L->acts[dir * 3], *ga = &L->acts[dir * 3 + 1], *h = &L->acts[dir * 3 + 2];
+	int input_forget = ir_attr_int(L->src, "input_forget", 0) != 0;
+	ir_value *P = src_in(L, 7);
+
+	ir_value *gx = gemm(L, g, io->x, weight_rows(L, 1, "W", dir, 0, 4 * H, I),
+			    bias_sum(L, dir, 0, 4, 0, 0, "B"));
+	ir_value *gh = gemm(L, g, io->h, weight_rows(L, 2, "R", dir, 0, 4 * H, H), NULL);
+	/* gate blocks in ONNX order i, o, f, c; peepholes in order i, o, f */
+	ir_value *pre[4];
+	for (int k = 0; k < 4; k++)
+		pre[k] = (k == 2 && input_forget) ? NULL
+			: op2(L, g, OP_ADD, block(L, g, gx, k), block(L, g, gh, k));
+	ir_value *Pi = NULL, *Po = NULL, *Pf = NULL;
+	if (P) {
+		Pi = weight_rows(L, 7, "P_i", dir, 0, 0, H);
+		Po = weight_rows(L, 7, "P_o", dir, 1, 0, H);
+		if (!input_forget)
+			Pf = weight_rows(L, 7, "P_f", dir, 2, 0, H);
+	}
+	ir_value *in_i = Pi ? op2(L, g, OP_ADD, pre[0], op2(L, g, OP_MUL, Pi, io->c)) : pre[0];
+	ir_value *i = activate(L, g, f, in_i, 1);
+	ir_value *fg;
+	if (input_forget) {
+		fg = op2(L, g, OP_SUB, f32_scalar(L, g, 1.0f), i);
+	} else {
+		ir_value *in_f = Pf ? op2(L, g, OP_ADD, pre[2], op2(L, g, OP_MUL, Pf, io->c)) : pre[2];
+		fg = activate(L, g, f, in_f, 1);
+	}
+	ir_value *cc = activate(L, g, ga, pre[3], 1);
+	ir_value *c2 = op2(L, g, OP_ADD, op2(L, g, OP_MUL, fg, io->c), op2(L, g, OP_MUL, i, cc));
+	ir_value *in_o = Po ? op2(L, g, OP_ADD, pre[1], op2(L, g, OP_MUL, Po, c2)) : pre[1];
+	ir_value *o = activate(L, g, f, in_o, 1);
+	io->h2 = op2(L, g, OP_MUL, o, activate(L, g, h, c2, 0));
+	io->c2 = c2;
+}
+
+/* zt = f(..z), rt = f(..r), ht = g(Xt Wh^T + (rt (.) Ht-1) Rh^T + Rbh + Wbh)
+ * or, linear_before_reset: g(Xt Wh^T + rt (.) (Ht-1 Rh^T + Rbh) + Wbh);
+ * Ht = (1 - zt) (.) ht + zt (.) Ht-1 (ONNX GRU). */
+static void body_gru(lower *L, dir_io *io, int dir)
+{
+	ir_graph *g = io->body;
+	int64_t H = L->H, I = L->I;
+	const act *f = &L->acts[dir * 2], *ga = &L->acts[dir * 2 + 1];
+	int lbr = ir_attr_int(L->src, "linear_before_reset", 0) != 0;
+
+	/* Rbh stays out of the pre-summed bias when it is multiplied by r */
+	ir_value *gx = gemm(L, g, io->x, weight_rows(L, 1, "W", dir, 0, 3 * H, I),
+			    bias_sum(L, dir, 0, 3, lbr ? 2 : 3, 3, "B"));
+	ir_value *gh = gemm(L, g, io->h, weight_rows(L, 2, lbr ? "R" : "R_zr", dir, 0, lbr ? 3 * H : 2 * H, H),
+			    NULL);
+	ir_value *z = activate(L, g, f, op2(L, g, OP_ADD, block(L, g, gx, 0), block(L, g, gh, 0)), 1);
+	ir_value *r = activate(L, g, f, op2(L, g, OP_ADD, block(L, g, gx, 1), block(L, g, gh, 1)), 1);
+	ir_value *hn;
+	if (lbr) {
+		ir_value *ghn = block(L, g, gh, 2);
+		ir_value *rbh = bias_r_block(L, dir, 2, "Rb_h");
+		if (rbh)
+			ghn = op2(L, g, OP_ADD, ghn, rbh);
+		hn = op2(L, g, OP_MUL, r, ghn);
+	} else {
+		ir_value *rh = op2(L, g, OP_MUL, r, io->h);
+		hn = gemm(L, g, rh, weight_rows(L, 2, "R_h", dir, 2 * H, H, H), NULL);
+	}
+	ir_value *n = activate(L, g, ga, op2(L, g, OP_ADD, block(L, g, gx, 2), hn), 1);
+	ir_value *keep = op2(L, g, OP_MUL, z, io->h);
+	ir_value *upd = op2(L, g, OP_MUL, op2(L, g, OP_SUB, f32_scalar(L, g, 1.0f), z), n);
+	io->h2 = op2(L, g, OP_ADD, upd, keep);
+}
+
+/* Ht = f(Xt Wi^T + Ht-1 Ri^T + Wbi + Rbi) (ONNX RNN) */
+static void body_rnn(lower *L, dir_io *io, int dir)
+{
+	ir_graph *g = io->body;
+	ir_value *gx = gemm(L, g, io->x, weight_rows(L, 1, "W", dir, 0, L->H, L->I),
+			    bias_sum(L, dir, 0, 1, 0, 0, "B"));
+	ir_value *gh = gemm(L, g, io->h, weight_rows(L, 2, "R", dir, 0, L->H, L->H), NULL);
+	io->h2 = activate(L, g, &L->acts[dir], op2(L, g, OP_ADD, gx, gh), 1);
+}
+
+/* ---- outer graph ------------------------------------------------------------ */
+
+/* Initial state of direction dir from initial_h / initial_c ([D, B, H], or
+ * [B, D, H] for layout 1) as [B, H]; NULL when absent (zeros). */
+static ir_value *init_state(lower *L, int idx, int dir)
+{
+	ir_value *v = src_in(L, idx);
+	if (!v)
+		return NULL;
+	int64_t ax = L->layout ? 1 : 0;
+	if (L->ndir == 1) {
+		ir_value *in[2] = {v, i64_1(L, L->g, ax)};
+		return done(L, L->g, mk(L, L->g, OP_SQUEEZE, 2, in), NULL);
+	}
+	int64_t d = dir;
+	ir_shape s0 = {.rank = 0};
+	ir_value *in[2] = {v, ir_const_new(L->g, NULL, DT_I64, &s0, &d)};
+	ir_node *n = mk(L, L->g, OP_GATHER, 2, in);
+	ir_attr_set_int(n, "axis", ax);
+	return done(L, L->g, n, NULL);
+}
+
+/* out = per-direction parts [.., B, H] joined on a new axis `ax`. */
+static void assemble(lower *L, ir_value *out, ir_value *const *parts, int64_t ax)
+{
+	ir_graph *g = L->g;
+	if (L->ndir == 1) {
+		ir_value *in[2] = {parts[0], i64_1(L, g, ax)};
+		done(L, g, mk(L, g, OP_UNSQUEEZE, 2, in), out);
+		return;
+	}
+	ir_value *u[2];
+	for (int d = 0; d < 2; d++) {
+		ir_value *in[2] = {parts[d], i64_1(L, g, ax)};
+		u[d] = done(L, g, mk(L, g, OP_UNSQUEEZE, 2, in), NULL);
+	}
+	ir_node *n = mk(L, g, OP_CONCAT, 2, u);
+	ir_attr_set_int(n, "axis", ax);
+	done(L, g, n, out);
+}
+
+static ir_value *rec_output(lower *L, int rank, const ir_dim *d)
+{
+	ir_value *v = ir_value_new(L->g, NULL, VAL_TEMP, DT_F32);
+	v->shape.rank = rank;
+	for (int i = 0; i < rank; i++)
+		v->shape.d[i] = d[i];
+	v->origin = L->origin;
+	return v;
+}
+
+/* sequence_lens that is a constant equal to T for every row changes nothing. */
+static int lens_trivial(lower *L, ir_value *lens)
+{
+	if (!ir_value_is_const(lens) || !ir_dim_is_const(L->T))
+		return 0;
+	int64_t n = ir_shape_const_numel(&lens->shape);
+	for (int64_t b = 0; b < n; b++)
+		if (ir_const_int(lens, b) != L->T.k)
+			return 0;
+	return 1;
+}
+
+static int lower_node(ir_graph *g, diag *D, ir_node *src)
+{
+	lower L0 = {.g = g, .D = D, .src = src, .clip = -1.0f}, *L = &L0;
+	if (!src->name || !*src->name)
+		src->name = ir_unique_name(g, ir_op_name(src->op));
+	L->origin = arena_printf(g->A, "%s '%s'", ir_op_name(src->op), src->name);
+	switch (src->op) {
+	case OP_LSTM: L->ngates = 4; L->nact = 3; break;
+	case OP_GRU: L->ngates = 3; L->nact = 2; break;
+	default: L->ngates = 1; L->nact = 1; break;
+	}
+
+	const char *dirs = ir_attr_string(src, "direction", "forward");
+	int first_reverse = 0;
+	if (!strcmp(dirs, "forward")) {
+		L->ndir = 1;
+	} else if (!strcmp(dirs, "reverse")) {
+		L->ndir = 1;
+		first_reverse = 1;
+	} else if (!strcmp(dirs, "bidirectional")) {
+		L->ndir = 2;
+	} else {
+		diag_node(D, src, "direction '%s' is not forward, reverse or bidirectional", dirs);
+		return 1;
+	}
+	L->layout = (int)ir_attr_int(src, "layout", 0);
+	if (L->layout != 0 && L->layout != 1) {
+		diag_node(D, src, "layout %d is not 0 or 1", L->layout);
+		return 1;
+	}
+	ir_attr *clip = ir_attr_find(src, "clip");
+	if (clip) {
+		L->clip = clip->kind == ATTR_FLOAT ? clip->f : (float)clip->i;
+		if (!(L->clip >= 0)) {
+			diag_node(D, src, "clip must be a non-negative threshold");
+			return 1;
+		}
+	}
+
+	ir_value *X = src->in[0], *W = src_in(L, 1), *R = src_in(L, 2);
+	if (!X || !W || !R) {
+		diag_node(D, src, "X, W and R are required");
+		return 1;
+	}
+	if (X->dtype != DT_F32) {
+		diag_node(D, src, "X has element type %s; only f32 recurrent layers are supported",
+			  ir_dtype_name(X->dtype));
+		return 1;
+	}
+	if (X->shape.rank != 3 || !ir_dim_is_const(X->shape.d[2])) {
+		diag_node(D, src, "X must be 3-D with a constant input size, got %s",
+			  ir_shape_str(g->A, g, &X->shape));
+		return 1;
+	}
+	L->T = X->shape.d[L->layout ? 1 : 0];
+	L->B = X->shape.d[L->layout ? 0 : 1];
+	L->I = X->shape.d[2].k;
+	if (R->shape.rank != 3 || !ir_dim_is_const(R->shape.d[2])) {
+		diag_node(D, src, "R must be 3-D [num_directions, gates*hidden_size, hidden_size], got %s",
+			  ir_shape_str(g->A, g, &R->shape));
+		return 1;
+	}
+	L->H = ir_attr_int(src, "hidden_size", R->shape.d[2].k);
+	if (L->H <= 0) {
+		diag_node(D, src, "hidden_size must be positive");
+		return 1;
+	}
+	int64_t G = L->ngates * L->H, D_ = L->ndir;
+	int64_t wd[3] = {D_, G, L->I}, rd[3] = {D_, G, L->H}, bd[2] = {D_, 2 * G}, pd[2] = {D_, 3 * L->H};
+	check_weight(L, 1, "W", 3, wd);
+	check_weight(L, 2, "R", 3, rd);
+	check_weight(L, 3, "B", 2, bd);
+	if (src->op == OP_LSTM)
+		check_weight(L, 7, "P", 2, pd);
+	/* initial states: [D, B, H] (layout 0) or [B, D, H] */
+	for (int idx = 5; idx <= (src->op == OP_LSTM ? 6 : 5); idx++) {
+		ir_value *v = src_in(L, idx);
+		if (!v)
+			continue;
+		ir_dim want[3] = {ir_dim_const(D_), L->B, ir_dim_const(L->H)};
+		if (L->layout) {
+			want[0] = L->B;
+			want[1] = ir_dim_const(D_);
+		}
+		ir_shape ws = {.rank = 3, .d = {want[0], want[1], want[2]}};
+		if (v->dtype != DT_F32 || !ir_shape_eq(&v->shape, &ws)) {
+			diag_node(D, src, "%s has type %s %s, expected f32 %s",
+				  idx == 5 ? "initial_h" : "initial_c", ir_dtype_name(v->dtype),
+				  ir_shape_str(g->A, g, &v->shape), ir_shape_str(g->A, g, &ws));
+			L->errors++;
+		}
+	}
+	ir_value *lens = src_in(L, 4);
+	if (lens) {
+		ir_shape ls = {.rank = 1, .d = {L->B}};
+		if (lens->dtype != DT_I32 || !ir_shape_eq(&lens->shape, &ls)) {
+			diag_node(D, src, "sequence_lens has type %s %s, expected i32 [%s]",
+				  ir_dtype_name(lens->dtype), ir_shape_str(g->A, g, &lens->shape),
+				  ir_dim_str(g->A, g, L->B));
+			L->errors++;
+		}
+		if (lens_trivial(L, lens))
+			lens = NULL;
+	}
+	static const act lstm_def[3] = {{OP_SIGMOID, 0, 0}, {OP_TANH, 0, 0}, {OP_TANH, 0, 0}};
+	static const act gru_def[2] = {{OP_SIGMOID, 0, 0}, {OP_TANH, 0, 0}};
+	static const act rnn_def[1] = {{OP_TANH, 0, 0}};
+	parse_acts(L, src->op == OP_LSTM ? lstm_def : src->op == OP_GRU ? gru_def : rnn_def);
+	if (L->errors)
+		return L->errors;
+
+	int nstate = src->op == OP_LSTM ? 2 : 1;
+	ir_value *Y = src->nout > 0 ? src->out[0] : NULL;
+	ir_value *Yh = src->nout > 1 ? src->out[1] : NULL;
+	ir_value *Yc = src->nout > 2 ? src->out[2] : NULL;
+	ir_value *ys[2], *hs[2], *cs[2];
+	ir_dim BH[2] = {L->B, ir_dim_const(L->H)};
+
+	for (int dir = 0; dir < L->ndir; dir++) {
+		int reverse = L->ndir == 2 ? dir : first_reverse;
+		const char *bname = arena_printf(g->A, "%s%s", src->name,
+						 L->ndir == 2 ? (dir ? ".reverse" : ".forward") : "");
+		dir_io io = {.body = ir_graph_new(g->A, g, bname)};
+		io.x = step_input(L, io.body, "x", L->B, L->I);
+		io.h = step_input(L, io.body, "h", L->B, L->H);
+		if (nstate == 2)
+			io.c = step_input(L, io.body, "c", L->B, L->H);
+		if (src->op == OP_LSTM)
+			body_lstm(L, &io, dir);
+		else if (src->op == OP_GRU)
+			body_gru(L, &io, dir);
+		else
+			body_rnn(L, &io, dir);
+		if (L->errors)
+			return L->errors;
+
+		ir_graph *body = io.body;
+		body->ninputs = 1 + nstate;
+		body->inputs = arena_array(g->A, 3, sizeof *body->inputs);
+		body->inputs[0] = io.x;
+		body->inputs[1] = io.h;
+		if (nstate == 2)
+			body->inputs[2] = io.c;
+		body->noutputs = nstate + 1;
+		body->outputs = arena_array(g->A, 3, sizeof *body->outputs);
+		body->outputs[0] = io.h2;
+		if (nstate == 2)
+			body->outputs[1] = io.c2;
+		body->outputs[nstate] = io.h2;   /* y_t = H_t */
+
+		/* inputs: X, initial states, [lens]; outputs: finals, Y part */
+		int nin = 1 + nstate + (lens ? 1 : 0);
+		ir_node *r = ir_node_new(g, OP_RECURRENCE, bname, nin, nstate + 1);
+		r->origin = L->origin;
+		r->body = body;
+		r->in[0] = X;
+		r->in[1] = init_state(L, 5, dir);
+		if (nstate == 2)
+			r->in[2] = init_state(L, 6, dir);
+		if (lens)
+			r->in[nin - 1] = lens;
+		hs[dir] = Yh ? rec_output(L, 2, BH) : NULL;
+		cs[dir] = Yc ? rec_output(L, 2, BH) : NULL;
+		r->out[0] = hs[dir];
+		if (nstate == 2)
+			r->out[1] = cs[dir];
+		ys[dir] = NULL;
+		if (Y) {
+			ir_dim yd[3] = {L->T, L->B, ir_dim_const(L->H)};
+			if (L->layout) {
+				yd[0] = L->B;
+				yd[1] = L->T;
+			}
+			ys[dir] = rec_output(L, 3, yd);
+		}
+		r->out[nstate] = ys[dir];
+		int64_t ax = L->layout;
+		ir_attr_set_int(r, "n_seq", 1);
+		ir_attr_set_int(r, "n_state", nstate);
+		ir_attr_set_int(r, "n_out", 1);
+		ir_attr_set_int(r, "reverse", reverse);
+		ir_attr_set_ints(r, "seq_axis", 1, &ax);
+		ir_attr_set_ints(r, "out_axis", 1, &ax);
+		ir_attr_set_int(r, "has_lens", lens != NULL);
+		ir_append(g, r);
+	}
+	/* Y: [T, D, B, H] or [B, T, D, H]; Y_h, Y_c: [D, B, H] or [B, D, H] */
+	if (Y)
+		assemble(L, Y, ys, L->layout ? 2 : 1);
+	if (Yh)
+		assemble(L, Yh, hs, L->layout ? 1 : 0);
+	if (Yc)
+		assemble(L, Yc, cs, L->layout ? 1 : 0);
+	return L->errors;
+}
+
+int lower_rnn_needs_const(ir_op op, int k)
+{
+	switch (op) {
+	case OP_LSTM: return k == 1 || k == 2 || k == 3 || k == 7;
+	case OP_GRU: case OP_RNN: return k == 1 || k == 2 || k == 3;
+	default: return 0;
+	}
+}
+
+int pass_lower_rnn(ir_graph *g, diag *D, const pass_opts *o)
+{
+	(void)o;
+	int errors = 0, n = g->nnodes;
+	ir_node **old = arena_array(g->A, (size_t)(n ? n : 1), sizeof *old);
+	memcpy(old, g->nodes, (size_t)n * sizeof *old);
+	/* rebuild the node list in place: lowered nodes take the RNN's position */
+	g->nnodes = 0;
+	for (int i = 0; i < n; i++) {
+		if (ir_ops[old[i]->op].kind == OPK_RNN)
+			errors += lower_node(g, D, old[i]);
+		else
+			ir_append(g, old[i]);
+	}
+	ir_recount(g);
+	return errors;
+}

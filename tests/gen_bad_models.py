@@ -1,0 +1,239 @@
+"""gen_bad_models.py: malformed and unsupported ONNX models, each with what
+`cellc compile` must say about it.
+
+Every case must make `build-san/cellc compile MODEL -o DIR` (the compiler
+built with AddressSanitizer and UndefinedBehaviorSanitizer) exit with status
+2, print an error that contains each expected substring (always the model's
+path; the node's name and the offending name or value where there is one),
+and produce no sanitizer report.  tests/run.sh checks that, reading the
+manifest written here: OUTDIR/cases.tsv, one case per line,
+    NAME <TAB> MODEL_PATH <TAB> SUBSTRING [<TAB> SUBSTRING ...]
+
+usage: gen_bad_models.py OUTDIR
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+T, B, I, H = 4, 2, 3, 5
+MANIFEST = []
+
+
+def lstm_graph(node_name="lstm", W=None, R=None, attrs=None, w_name="W", extra_nodes=(),
+               inits=None, outputs=None):
+    rng = np.random.RandomState(7)
+    W = rng.randn(1, 4 * H, I).astype(np.float32) if W is None else W
+    R = rng.randn(1, 4 * H, H).astype(np.float32) if R is None else R
+    a = dict(hidden_size=H)
+    a.update(attrs or {})
+    node = helper.make_node("LSTM", ["X", w_name, "R"], ["Y", "Y_h"], name=node_name, **a)
+    if inits is None:
+        inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")]
+    outs = outputs or [helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [1, B, H])]
+    return helper.make_graph([node] + list(extra_nodes), "bad",
+                             [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I])],
+                             outs, inits)
+
+
+def bare_tensor(name, dims, dtype=TensorProto.FLOAT):
+    """A TensorProto header with no data (helper.make_tensor insists on data)."""
+    t = TensorProto()
+    t.name, t.data_type = name, dtype
+    t.dims.extend(dims)
+    return t
+
+
+def model_of(graph, opset=14):
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             producer_name="cellc-tests")
+
+
+def emit(outdir, name, data, *expect, fname=None):
+    """Writes model bytes (or a model) to OUTDIR/name/<fname or name.onnx>."""
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, fname or (name + ".onnx"))
+    if isinstance(data, onnx.ModelProto):
+        data = data.SerializeToString()
+    if data is not None:
+        with open(path, "wb") as f:
+            f.write(data)
+    MANIFEST.append((name, path) + tuple(e for e in expect if e))
+
+
+def external_model(outdir, name, location, nbytes=None, offset=None, length=None, write_file=True):
+    """LSTM whose W lives in an external file at `location` (as written in
+    the model, relative to the model's directory unless absolute)."""
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.RandomState(3)
+    W = rng.randn(1, 4 * H, I).astype(np.float32)
+    raw = W.tobytes()
+    if write_file:
+        target = location if os.path.isabs(location) else os.path.join(d, location)
+        os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(raw[:nbytes] if nbytes is not None else raw)
+    wt = bare_tensor("W", W.shape)
+    wt.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", offset), ("length", length)):
+        if v is not None:
+            e = wt.external_data.add()
+            e.key, e.value = k, str(v)
+    R = rng.randn(1, 4 * H, H).astype(np.float32)
+    g = lstm_graph(node_name=name + "_lstm", inits=[wt, numpy_helper.from_array(R, "R")])
+    return model_of(g)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: gen_bad_models.py OUTDIR")
+    out = sys.argv[1]
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    good = model_of(lstm_graph()).SerializeToString()
+
+    # --- not a valid protobuf encoding of ModelProto
+    emit(out, "truncated_half", good[:len(good) // 2])
+    emit(out, "truncated_last_byte", good[:-1])
+    emit(out, "garbage_text", b"this is not an onnx model\n" * 8)
+    emit(out, "garbage_bytes", bytes(np.random.RandomState(11).randint(0, 256, 512, dtype=np.uint8)))
+    emit(out, "empty_file", b"")
+    # ir_version (field 1, int64) sent as length-delimited; graph (field 7,
+    # message) sent as a varint
+    emit(out, "wrong_wire_type_ir_version", good + b"\x0a\x01\x00")
+    emit(out, "wrong_wire_type_graph", good + b"\x38\x01")
+    # a huge length prefix for the graph field
+    emit(out, "length_past_end", good + b"\x3a\xff\xff\xff\xff\x0f")
+    emit(out, "missing_file", None, fname="does_not_exist.onnx")
+    emit(out, "directory_as_model", None, fname="dir.onnx")
+    os.makedirs(os.path.join(out, "directory_as_model", "dir.onnx"))
+
+    # --- shapes that disagree
+    rng = np.random.RandomState(5)
+    emit(out, "lstm_W_bad_shape",
+         model_of(lstm_graph("lstm_w_shape", W=rng.randn(1, 4 * H + 1, I).astype(np.float32))),
+         "lstm_w_shape")
+    emit(out, "lstm_R_bad_shape",
+         model_of(lstm_graph("lstm_r_shape", R=rng.randn(1, 4 * H, H + 1).astype(np.float32))),
+         "lstm_r_shape")
+    emit(out, "lstm_hidden_size_mismatch",
+         model_of(lstm_graph("lstm_hs", attrs=dict(hidden_size=H + 1))), "lstm_hs")
+    emit(out, "lstm_X_rank2", model_of(helper.make_graph(
+        [helper.make_node("LSTM", ["X", "W", "R"], ["", "Y_h"], name="lstm_rank", hidden_size=H)], "bad",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, I])],
+        [helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rng.randn(1, 4 * H, I).astype(np.float32), "W"),
+         numpy_helper.from_array(rng.randn(1, 4 * H, H).astype(np.float32), "R")])), "lstm_rank")
+
+    def binary(name, op, sa, sb, node):
+        g = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"], name=node)], "bad",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, sa),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, sb)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        emit(out, name, model_of(g), node)
+    binary("add_incompatible", "Add", [2, 3], [4], "add_node")
+    binary("mul_incompatible", "Mul", [2, 3, 4], [2, 4], "mul_node")
+    binary("matmul_incompatible", "MatMul", [2, 3], [4, 5], "matmul_node")
+    g = helper.make_graph([helper.make_node("Reshape", ["a", "shape"], ["y"], name="reshape_node")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([7], np.int64), "shape")])
+    emit(out, "reshape_wrong_count", model_of(g), "reshape_node")
+    g = helper.make_graph([helper.make_node("Concat", ["a", "b"], ["y"], name="concat_node", axis=0)], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    emit(out, "concat_mismatch", model_of(g), "concat_node")
+
+    # --- names that are never defined, cycles
+    emit(out, "missing_initializer", model_of(lstm_graph("lstm_missing", w_name="W_undefined")),
+         "lstm_missing", "W_undefined")
+    emit(out, "graph_output_undefined", model_of(lstm_graph(
+        outputs=[helper.make_tensor_value_info("ghost", TensorProto.FLOAT, None)])), "ghost")
+    g = helper.make_graph([helper.make_node("Add", ["x", "b"], ["a"], name="cyc1"),
+                           helper.make_node("Relu", ["a"], ["b"], name="cyc2")], "bad",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    emit(out, "cycle", model_of(g))
+
+    # --- unsupported operators and attribute values
+    g = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], name="einsum_node",
+                                            equation="ij,jk->ik")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    emit(out, "unsupported_op_einsum", model_of(g, 13), "Einsum", "einsum_node")
+    g = helper.make_graph([helper.make_node("FusedGemm", ["a", "b"], ["y"], name="ms_node",
+                                            domain="com.microsoft")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
+    emit(out, "unsupported_domain", m, "FusedGemm", "ms_node")
+    emit(out, "lstm_direction_sideways",
+         model_of(lstm_graph("lstm_sideways", attrs=dict(direction="sideways"))), "sideways", "lstm_sideways")
+    emit(out, "lstm_activation_unknown",
+         model_of(lstm_graph("lstm_gelu", attrs=dict(activations=["Sigmoid", "Gelu", "Tanh"]))),
+         "Gelu", "lstm_gelu")
+    emit(out, "lstm_activation_count",
+         model_of(lstm_graph("lstm_nact", attrs=dict(activations=["Sigmoid", "Tanh"]))), "lstm_nact")
+    bad_attr = lstm_graph("lstm_hs_float")
+    bad_attr.node[0].attribute[0].CopyFrom(helper.make_attribute("hidden_size", 5.0))
+    emit(out, "lstm_hidden_size_wrong_type", model_of(bad_attr), "hidden_size", "lstm_hs_float")
+
+    # --- initializer contents that do not match their header
+    W = rng.randn(1, 4 * H, I).astype(np.float32)
+    t = numpy_helper.from_array(W, "W")
+    t.raw_data = t.raw_data[:-4]
+    emit(out, "raw_data_short", model_of(lstm_graph("lstm_raw", inits=[
+        t, numpy_helper.from_array(rng.randn(1, 4 * H, H).astype(np.float32), "R")])), "raw_data")
+    t = helper.make_tensor("W", TensorProto.FLOAT, W.shape, W.flatten().tolist())
+    del t.float_data[-3:]
+    emit(out, "typed_data_short", model_of(lstm_graph("lstm_typed", inits=[
+        t, numpy_helper.from_array(rng.randn(1, 4 * H, H).astype(np.float32), "R")])))
+    t = bare_tensor("W", [2 ** 40, 2 ** 40, 2 ** 40])
+    t.raw_data = b"\0" * 16
+    emit(out, "dims_overflow", model_of(lstm_graph("lstm_huge", inits=[
+        t, numpy_helper.from_array(rng.randn(1, 4 * H, H).astype(np.float32), "R")])))
+    t = numpy_helper.from_array(W, "W")
+    t.dims[1] = -(4 * H)
+    emit(out, "negative_dim", model_of(lstm_graph("lstm_negdim", inits=[
+        t, numpy_helper.from_array(rng.randn(1, 4 * H, H).astype(np.float32), "R")])))
+    t = numpy_helper.from_array(W, "W")
+    t.data_type = 0
+    emit(out, "undefined_dtype", model_of(lstm_graph("lstm_nodtype", inits=[
+        t, numpy_helper.from_array(rng.randn(1, 4 * H, H).astype(np.float32), "R")])))
+
+    # --- external data: confined to the model's directory, sizes checked
+    with open(os.path.join(out, "outside.bin"), "wb") as f:
+        f.write(W.tobytes())
+    emit(out, "external_parent_dir", external_model(out, "external_parent_dir", "../outside.bin",
+                                                    write_file=False), "../outside.bin")
+    emit(out, "external_dotdot_inside", external_model(out, "external_dotdot_inside",
+                                                       "sub/../../outside.bin", write_file=False),
+         "sub/../../outside.bin")
+    d = os.path.abspath(os.path.join(out, "external_absolute"))
+    emit(out, "external_absolute", external_model(out, "external_absolute", os.path.join(d, "w.bin")),
+         os.path.join(d, "w.bin"))
+    emit(out, "external_missing_file", external_model(out, "external_missing_file", "nope.bin",
+                                                      write_file=False), "nope.bin")
+    emit(out, "external_too_short", external_model(out, "external_too_short", "w.bin", nbytes=40), "w.bin")
+    emit(out, "external_length_mismatch", external_model(out, "external_length_mismatch", "w.bin",
+                                                         length=8), "w.bin")
+    emit(out, "external_offset_past_end", external_model(out, "external_offset_past_end", "w.bin",
+                                                         offset=1 << 20), "w.bin")
+
+    with open(os.path.join(out, "cases.tsv"), "w") as f:
+        for row in MANIFEST:
+            f.write("\t".join(row) + "\n")
+    print("gen_bad_models: %d cases in %s" % (len(MANIFEST), out))
+
+
+if __name__ == "__main__":
+    main()

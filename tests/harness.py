@@ -1,0 +1,561 @@
+"""harness.py: runs every test group of `make check` (called by tests/run.sh
+after the fixtures are made) and prints one `PASS|FAIL group/name detail`
+line per test, the number of excluded official tests, and finally exactly one
+line `N passed, M failed` summed over all groups.  Exit status 1 on any
+failure.
+
+Groups, in order:
+  proto       schemas/onnx.proto against the installed onnx descriptors
+  ref_rnn     tests/ref_rnn.py against the official data and PyTorch
+  fixtures    the golden data of rnn_cases and torch against the numpy
+              interpreter tests/onnx_ref.py (PyTorch exports at other sizes)
+  unit        Check unit tests of libcellrt (build/), one test per check
+  unit_san    the same under AddressSanitizer/UBSan (build-san/)
+  onnx_node   official ONNX node tests (tests/onnx_node_tests.txt) through
+              `build/cellc verify --rtol 1e-3 --atol 1e-7`
+  rnn_cases   tests/gen_rnn_cases.py cases, `cellc verify` (default tolerances)
+  torch       tests/gen_torch_exports.py cases, `--atol 1e-5 --rtol 1e-4`
+  structure   issue 2's "fast by construction" in `cellc dump` output:
+              hoisted input GEMM, one recurrent GEMM, pre-summed biases, fused
+  cli         cellc's commands and exit statuses (help, info, dump --after)
+  api         the emitted C API (tests/api/test_stream.c): streaming steps,
+              reset, generic interface, weights-file refusal, vs ref_rnn
+  bad         malformed models: `build-san/cellc compile` must exit 2 with a
+              located message and no sanitizer report
+  san_node    a fixed sample of the node tests through `build-san/cellc verify`
+
+A verify test passes only if cellc exits 0, prints one PASS line per
+expected output (output_N.pb files of every data set) and no FAIL line, and
+its summary line agrees; anything else (crash, skipped output, compile
+error) is a failure.  Each test's command and output are kept in
+tests/out/logs/<group>/<test>.log.  Tests run in parallel (CELLC_TEST_JOBS,
+default: the number of CPUs); the per-test time limit (CELLC_TEST_TIMEOUT,
+600 s) only guards against hangs.
+
+usage: harness.py [GROUP ...]    (default: all groups)
+"""
+import concurrent.futures
+import glob
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join("tests", "out")
+LOGS = os.path.join(OUT, "logs")
+CELLC = os.path.join("build", "cellc")
+CELLC_SAN = os.path.join("build-san", "cellc")
+PY = sys.executable or "/usr/bin/python3"
+JOBS = int(os.environ.get("CELLC_TEST_JOBS", "0")) or os.cpu_count() or 2
+TIMEOUT = int(os.environ.get("CELLC_TEST_TIMEOUT", "600"))
+
+SAN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+}
+SAN_MARKERS = ("runtime error", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer")
+
+VERIFY_LINE = re.compile(r"^(PASS|FAIL) (\S+) (\S+) max_abs=(\S+) max_rel=(\S+)\s*$")
+SUMMARY_LINE = re.compile(r"^(\d+) passed, (\d+) failed\s*$")
+
+
+class Result:
+    def __init__(self, name, ok, detail=""):
+        self.name, self.ok, self.detail = name, ok, detail
+
+
+def run(cmd, log, env=None, timeout=TIMEOUT):
+    """Runs cmd (list) from the repository root; returns (rc, stdout, stderr)
+    and writes everything to log.  rc is None on timeout."""
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+        rc, out, err = p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:
+        rc = None
+        out = (e.stdout or b"").decode(errors="replace")
+        err = (e.stderr or b"").decode(errors="replace") + "\n[harness] timed out after %d s\n" % timeout
+    except OSError as e:
+        rc, out, err = 127, "", "[harness] cannot run %s: %s\n" % (cmd[0], e)
+    with open(log, "w") as f:
+        f.write("$ %s\n" % " ".join(cmd))
+        for k, v in (env or {}).items():
+            f.write("# %s=%s\n" % (k, v))
+        f.write("# exit status: %s\n--- stdout\n%s\n--- stderr\n%s" % (rc, out, err))
+    return rc, out, err
+
+
+def first_lines(text, n=2, width=240):
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    s = " | ".join(lines[:n])
+    return s[:width] + ("..." if len(s) > width else "")
+
+
+def status_word(rc):
+    if rc is None:
+        return "timed out"
+    if rc < 0:
+        return "killed by signal %d" % -rc
+    return "exit %d" % rc
+
+
+def stamp_ok(group_dir):
+    return os.path.exists(os.path.join(OUT, group_dir, ".stamp"))
+
+
+def fixtures_missing(group, group_dir):
+    return [Result("%s/fixtures" % group, False,
+                   "fixtures not generated (see %s/gen_%s.log)" % (LOGS, group_dir))]
+
+
+# ---- groups that run a program printing PASS/FAIL lines --------------------
+
+def script_group(group, cmd, env=None):
+    log = os.path.join(LOGS, group, "run.log")
+    rc, out, err = run(cmd, log, env)
+    res = []
+    for line in out.splitlines():
+        m = re.match(r"^(PASS|FAIL) (\S+)\s*(.*)$", line)
+        if m:
+            res.append(Result(m.group(2), m.group(1) == "PASS", m.group(3)))
+    if rc != 0 and not any(not r.ok for r in res):
+        res.append(Result("%s/run" % group, False, "%s: %s (log: %s)" % (status_word(rc),
+                                                                         first_lines(err), log)))
+    if not res:
+        res.append(Result("%s/run" % group, False, "no tests ran (log: %s)" % log))
+    return res
+
+
+def group_proto():
+    return script_group("proto", [PY, "tests/test_proto_fields.py", "schemas/onnx.proto"])
+
+
+def group_fixtures():
+    missing = [g for g in ("torch", "rnn_cases") if not stamp_ok(g)]
+    if missing:
+        return fixtures_missing("fixtures", missing[0])
+    return script_group("fixtures", [PY, "tests/test_fixtures.py", os.path.join(OUT, "torch"),
+                                     os.path.join(OUT, "rnn_cases")])
+
+
+def group_ref_rnn():
+    if not stamp_ok("onnx_node"):
+        return fixtures_missing("ref_rnn", "onnx_node")
+    return script_group("ref_rnn", [PY, "tests/test_ref_rnn.py", os.path.join(OUT, "onnx_node", "node")])
+
+
+# ---- Check unit tests -------------------------------------------------------------
+
+CHECK_LINE = re.compile(r"^([^:\s]+):(\d+):([PFE]):([^:]+):([^:]+):(\d+): ?(.*)$")
+
+
+def unit_group(group, builddir, env):
+    binary = os.path.join(builddir, "tests", "test_runtime")
+    log = os.path.join(LOGS, group, "build.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", binary], log)
+    if rc != 0:
+        return [Result("%s/build" % group, False, "cannot build %s: %s (log: %s)" %
+                       (binary, first_lines(err + out), log))]
+    tmp = os.path.join(OUT, "unit_tmp")
+    os.makedirs(tmp, exist_ok=True)
+    e = dict(env)
+    e.update({"CK_VERBOSITY": "verbose", "CELLRT_TEST_TMP": tmp})
+    log = os.path.join(LOGS, group, "run.log")
+    rc, out, err = run([binary], log, e)
+    res, checks = [], None
+    counts = {}
+    for line in (out + "\n" + err).splitlines():
+        m = CHECK_LINE.match(line)
+        if m:
+            base = "%s/%s/%s" % (group, m.group(4), m.group(5))
+            counts[base] = counts.get(base, 0) + 1
+            name = base + ("#%s" % m.group(6) if m.group(6) != "0" or counts[base] > 1 else "")
+            detail = "" if m.group(3) == "P" else "%s:%s: %s" % (m.group(1), m.group(2), m.group(7))
+            res.append(Result(name, m.group(3) == "P", detail))
+        s = re.search(r"Checks: (\d+), Failures: (\d+), Errors: (\d+)", line)
+        if s:
+            checks = int(s.group(1))
+    sanitizer = [m for m in SAN_MARKERS if m in err]
+    if checks is None or checks != len(res):
+        res.append(Result("%s/run" % group, False, "%s; %s checks reported, %d lines parsed (log: %s)" %
+                          (status_word(rc), checks, len(res), log)))
+    elif sanitizer:
+        res.append(Result("%s/sanitizer" % group, False, "sanitizer report (%s) (log: %s)" %
+                          (sanitizer[0], log)))
+    elif rc != 0 and all(r.ok for r in res):
+        res.append(Result("%s/run" % group, False, "%s with no failed check (log: %s)" %
+                          (status_word(rc), log)))
+    return res
+
+
+def group_unit():
+    return unit_group("unit", "build", {})
+
+
+def group_unit_san():
+    return unit_group("unit_san", "build-san", SAN_ENV)
+
+
+# ---- cellc verify --------------------------------------------------------------------
+
+def data_sets(case_dir):
+    return sorted(glob.glob(os.path.join(case_dir, "test_data_set_*")))
+
+
+def verify_one(group, name, case_dir, tol, cellc=CELLC, env=None):
+    sets = data_sets(case_dir)
+    log = os.path.join(LOGS, group, name + ".log")
+    expected = sum(len(glob.glob(os.path.join(s, "output_*.pb"))) for s in sets)
+    if not sets or expected == 0:
+        return Result("%s/%s" % (group, name), False, "no test data in %s" % case_dir)
+    if not os.access(os.path.join(ROOT, cellc), os.X_OK):
+        return Result("%s/%s" % (group, name), False, "%s is not built" % cellc)
+    cmd = [cellc, "verify", os.path.join(case_dir, "model.onnx")]
+    for s in sets:
+        cmd += ["--data", s]
+    cmd += tol
+    rc, out, err = run(cmd, log, env)
+    passes, fails, summary = 0, [], None
+    for line in out.splitlines():
+        m = VERIFY_LINE.match(line)
+        if m:
+            if m.group(1) == "PASS":
+                passes += 1
+            else:
+                fails.append("%s max_abs=%s" % (m.group(3), m.group(4)))
+        s = SUMMARY_LINE.match(line)
+        if s:
+            summary = (int(s.group(1)), int(s.group(2)))
+    sanitizer = [m for m in SAN_MARKERS if m in err]
+    full = "%s/%s" % (group, name)
+    if sanitizer:
+        return Result(full, False, "sanitizer report (%s) (log: %s)" % (sanitizer[0], log))
+    if rc == 0 and not fails and passes == expected and summary == (expected, 0):
+        return Result(full, True, "%d outputs" % expected)
+    if fails:
+        why = "mismatch: " + ", ".join(fails[:3])
+    elif rc == 0:
+        why = "%d PASS lines for %d expected outputs, summary %s" % (passes, expected, summary)
+    else:
+        why = "%s: %s" % (status_word(rc), first_lines(err or out))
+    return Result(full, False, "%s (log: %s)" % (why, log))
+
+
+def parse_node_list(path):
+    """(included names, {excluded name: reason})"""
+    inc, exc = [], {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("-"):
+                name, _, reason = line[1:].partition(" ")
+                exc[name] = reason.strip()
+            else:
+                inc.append(line.split()[0])
+    return inc, exc
+
+
+NODE_PREFIXES = tuple("test_" + p for p in (
+    "lstm", "gru", "simple_rnn", "rnn_seq_length", "transpose", "squeeze", "unsqueeze", "slice",
+    "concat", "gather", "shape", "constantofshape", "constant", "identity", "reshape", "gemm",
+    "matmul", "add", "sub", "mul", "div", "sigmoid", "tanh", "relu", "softmax", "logsoftmax"))
+
+
+def node_selection():
+    """Checks tests/onnx_node_tests.txt against the generated data: returns
+    (included, excluded, problems)."""
+    inc, exc = parse_node_list(os.path.join(ROOT, "tests", "onnx_node_tests.txt"))
+    root = os.path.join(OUT, "onnx_node", "node")
+    have = set(os.listdir(os.path.join(ROOT, root)))
+    problems = []
+    for n in inc + list(exc):
+        if n not in have:
+            problems.append(Result("onnx_node/%s" % n, False,
+                                   "listed in tests/onnx_node_tests.txt but not generated by onnx"))
+    listed = set(inc) | set(exc)
+    for n in sorted(have):
+        if n.startswith(NODE_PREFIXES) and n not in listed:
+            problems.append(Result("onnx_node/%s" % n, False,
+                                   "generated but neither listed nor excluded in tests/onnx_node_tests.txt"))
+    return [n for n in inc if n in have], exc, problems
+
+
+def parallel(fn, items):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as ex:
+        for r in ex.map(lambda a: fn(*a), items):
+            yield r
+
+
+NODE_TOL = ["--rtol", "1e-3", "--atol", "1e-7"]      # the ONNX backend's tolerances
+CASE_TOL = ["--rtol", "1e-4", "--atol", "1e-5"]
+TORCH_TOL = ["--atol", "1e-5", "--rtol", "1e-4"]
+
+
+def group_onnx_node():
+    if not stamp_ok("onnx_node"):
+        yield from fixtures_missing("onnx_node", "onnx_node")
+        return
+    inc, exc, problems = node_selection()
+    print("onnx_node: %d official node tests selected, %d excluded (listed with reasons in "
+          "tests/onnx_node_tests.txt; not counted as passed)" % (len(inc), len(exc)), flush=True)
+    yield from problems
+    root = os.path.join(OUT, "onnx_node", "node")
+    yield from parallel(verify_one, [("onnx_node", n, os.path.join(root, n), NODE_TOL) for n in inc])
+
+
+def case_dirs(group_dir):
+    root = os.path.join(OUT, group_dir)
+    return sorted(d for d in os.listdir(os.path.join(ROOT, root))
+                  if os.path.isdir(os.path.join(ROOT, root, d)))
+
+
+def group_rnn_cases():
+    if not stamp_ok("rnn_cases"):
+        yield from fixtures_missing("rnn_cases", "rnn_cases")
+        return
+    root = os.path.join(OUT, "rnn_cases")
+    yield from parallel(verify_one, [("rnn_cases", n, os.path.join(root, n), CASE_TOL)
+                                     for n in case_dirs("rnn_cases")])
+
+
+def group_torch():
+    if not stamp_ok("torch"):
+        yield from fixtures_missing("torch", "torch")
+        return
+    root = os.path.join(OUT, "torch")
+    yield from parallel(verify_one, [("torch", n, os.path.join(root, n), TORCH_TOL)
+                                     for n in case_dirs("torch")])
+
+
+# ---- structure of the compiled IR, command line -------------------------------------
+
+def group_structure():
+    missing = [g for g in ("torch", "rnn_cases") if not stamp_ok(g)]
+    if missing:
+        return fixtures_missing("structure", missing[0])
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("structure/run", False, "%s is not built" % CELLC)]
+    return script_group("structure", [PY, "tests/test_structure.py", CELLC, os.path.join(OUT, "rnn_cases"),
+                                      os.path.join(OUT, "torch")])
+
+
+def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
+    """One command-line check: exit status and substrings of stdout/stderr."""
+    full = "cli/%s" % name
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return Result(full, False, "%s is not built" % CELLC)
+    log = os.path.join(LOGS, "cli", name + ".log")
+    rc, out, err = run([CELLC] + args, log)
+    text = out if stream == "stdout" else err
+    missing = [w for w in want_out if w not in text]
+    if rc != want_rc:
+        return Result(full, False, "%s, expected exit %d: %s (log: %s)" % (status_word(rc), want_rc,
+                                                                           first_lines(err or out), log))
+    if missing:
+        return Result(full, False, "%s lacks %s (log: %s)" % (stream, ", ".join(map(repr, missing)), log))
+    return Result(full, True, "")
+
+
+def group_cli():
+    if not stamp_ok("rnn_cases"):
+        yield from fixtures_missing("cli", "rnn_cases")
+        return
+    model = os.path.join(OUT, "rnn_cases", "lstm_symbolic", "model.onnx")
+    yield cli_one("help", ["--help"], 0, ["cellc compile", "cellc verify", "cellc dump", "cellc info"])
+    yield cli_one("version", ["--version"], 0, ["cellc "])
+    yield cli_one("no_command", [], 2, ["usage"], "stderr")
+    yield cli_one("unknown_command", ["frobnicate"], 2, ["frobnicate"], "stderr")
+    yield cli_one("compile_without_output", ["compile", model], 2, [], "stderr")
+    yield cli_one("verify_without_data", ["verify", model], 2, [], "stderr")
+    yield cli_one("info", ["info", model], 0, ["X", "sequence_lens", "initial_h", "Y_h", "Y_c", "LSTM"])
+    for p in ("load", "infer", "lower", "hoist", "fuse", "plan"):
+        yield cli_one("dump_after_" + p, ["dump", model, "--after", p], 0, ["graph", "%X"])
+    yield cli_one("dump_after_unknown", ["dump", model, "--after", "nosuch"], 2, ["nosuch"], "stderr")
+    yield cli_one("dump_missing_model", ["dump", os.path.join(OUT, "no_such_model.onnx")], 2,
+                  ["no_such_model.onnx"], "stderr")
+
+
+# ---- the emitted C API: streaming, reset, generic interface ------------------------
+
+def check_lines(group, text):
+    """Results from Check's verbose output; (results, number of checks)."""
+    res, checks, counts = [], None, {}
+    for line in text.splitlines():
+        m = CHECK_LINE.match(line)
+        if m:
+            base = "%s/%s" % (group, m.group(5))
+            counts[base] = counts.get(base, 0) + 1
+            name = base + ("#%s" % m.group(6) if m.group(6) != "0" or counts[base] > 1 else "")
+            detail = "" if m.group(3) == "P" else "%s:%s: %s" % (m.group(1), m.group(2), m.group(7))
+            res.append(Result(name, m.group(3) == "P", detail))
+        s = re.search(r"Checks: (\d+), Failures: (\d+), Errors: (\d+)", line)
+        if s:
+            checks = int(s.group(1))
+    return res, checks
+
+
+def api_build(case):
+    """Compiles the case with cellc and builds its test program; returns
+    (binary, None) or (None, failure Result)."""
+    src = os.path.join(OUT, "api", case)
+    work = os.path.join(OUT, "api_work", case)
+    log = os.path.join(LOGS, "api", case + ".build.log")
+    full = "api/%s/build" % case
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return None, Result(full, False, "%s is not built" % CELLC)
+    rc, out, err = run([CELLC, "compile", os.path.join(src, "model.onnx"), "-o", work, "--name", "m"], log)
+    if rc != 0:
+        return None, Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc),
+                                                                             first_lines(err), log))
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work], log + ".make")
+    if rc != 0:
+        return None, Result(full, False, "make in %s: %s (log: %s.make)" % (work, first_lines(err + out), log))
+    binary = os.path.join(work, "test_stream")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout.split() or ["-lcheck"]
+    rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
+                        "tests/api/test_stream.c", "-o", binary, os.path.join(work, "libm.a"),
+                        os.path.join("build", "libcellrt.a")] + flags + ["-lopenblas", "-lm"], log + ".cc")
+    if rc != 0:
+        return None, Result(full, False, "cannot build the API test: %s (log: %s.cc)" % (first_lines(err), log))
+    return binary, None
+
+
+def api_run(case, binary, other):
+    work = os.path.join(OUT, "api_work", case)
+    log = os.path.join(LOGS, "api", case + ".log")
+    tmp = os.path.join(OUT, "unit_tmp")
+    os.makedirs(os.path.join(ROOT, tmp), exist_ok=True)
+    rc, out, err = run([binary], log, {
+        "CK_VERBOSITY": "verbose", "CELLC_API_CASE": os.path.join(OUT, "api", case),
+        "CELLC_API_WEIGHTS": os.path.join(work, "m.weights"),
+        "CELLC_API_OTHER_WEIGHTS": os.path.join(OUT, "api_work", other, "m.weights"),
+        "CELLC_API_TMP": tmp})
+    res, checks = check_lines("api/" + case, out + "\n" + err)
+    if checks is None or checks != len(res) or (rc != 0 and all(r.ok for r in res)):
+        res.append(Result("api/%s/run" % case, False, "%s; %s checks reported, %d parsed (log: %s)" %
+                          (status_word(rc), checks, len(res), log)))
+    return res
+
+
+def group_api():
+    if not stamp_ok("api"):
+        yield from fixtures_missing("api", "api")
+        return
+    cases = case_dirs("api")
+    built = {}
+    for case in cases:
+        binary, failure = api_build(case)
+        if failure:
+            yield failure
+        else:
+            built[case] = binary
+    for k, case in enumerate(cases):
+        if case in built:
+            other = cases[(k + 1) % len(cases)]
+            yield from api_run(case, built[case], other)
+
+
+# ---- malformed models under the sanitizers -------------------------------------------
+
+def bad_one(name, model, expect):
+    full = "bad/%s" % name
+    if not os.access(os.path.join(ROOT, CELLC_SAN), os.X_OK):
+        return Result(full, False, "%s is not built" % CELLC_SAN)
+    outdir = os.path.join(OUT, "bad_work", name)
+    log = os.path.join(LOGS, "bad", name + ".log")
+    rc, out, err = run([CELLC_SAN, "compile", model, "-o", outdir], log, SAN_ENV)
+    sanitizer = [m for m in SAN_MARKERS if m in err + out]
+    missing = [e for e in [model] + expect if e not in err]
+    if sanitizer:
+        return Result(full, False, "sanitizer report (%s) (log: %s)" % (sanitizer[0], log))
+    if rc != 2:
+        return Result(full, False, "%s, expected exit 2: %s (log: %s)" % (status_word(rc),
+                                                                          first_lines(err), log))
+    if missing:
+        return Result(full, False, "error message lacks %s: %s (log: %s)" % (
+            ", ".join(repr(m) for m in missing), first_lines(err), log))
+    return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
+
+
+def group_bad():
+    if not stamp_ok("bad"):
+        yield from fixtures_missing("bad", "bad")
+        return
+    items = []
+    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv")) as f:
+        for line in f:
+            row = line.rstrip("\n").split("\t")
+            if len(row) >= 2:
+                items.append((row[0], row[1], row[2:]))
+    yield from parallel(bad_one, items)
+
+
+def group_san_node():
+    """Every 5th selected node test plus all recurrent ones, and a few of our
+    own cases, through the sanitizer build of cellc."""
+    if not stamp_ok("onnx_node") or not stamp_ok("rnn_cases"):
+        yield from fixtures_missing("san_node", "onnx_node")
+        return
+    inc, _, _ = node_selection()
+    rec = ("test_lstm", "test_gru", "test_rnn", "test_simple_rnn")
+    sample = [n for i, n in enumerate(inc) if i % 5 == 0 or n.startswith(rec)]
+    items = [("san_node", n, os.path.join(OUT, "onnx_node", "node", n), NODE_TOL, CELLC_SAN, SAN_ENV)
+             for n in sample]
+    for n in ("lstm_bidirectional_peepholes_seqlens", "gru_bidirectional_lbr_seqlens",
+              "lstm_weights_external", "lstm_symbolic", "squeeze_opset11_attr", "slice_opset9_attr"):
+        d = os.path.join(OUT, "rnn_cases", n)
+        if os.path.isdir(os.path.join(ROOT, d)):
+            items.append(("san_node", n, d, CASE_TOL, CELLC_SAN, SAN_ENV))
+    yield from parallel(verify_one, items)
+
+
+GROUPS = [
+    ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
+    ("unit", group_unit),
+    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("rnn_cases", group_rnn_cases),
+    ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
+]
+
+
+def main():
+    os.chdir(ROOT)
+    want = sys.argv[1:]
+    unknown = [w for w in want if w not in dict(GROUPS)]
+    if unknown:
+        sys.exit("harness.py: unknown group(s) %s; groups: %s" % (
+            ", ".join(unknown), " ".join(g for g, _ in GROUPS)))
+    passed = failed = 0
+    per_group = []
+    for gname, fn in GROUPS:
+        if want and gname not in want:
+            continue
+        gp = gf = 0
+        try:
+            results = fn()
+            for r in results:
+                print("%s %s%s" % ("PASS" if r.ok else "FAIL", r.name, " " + r.detail if r.detail else ""),
+                      flush=True)
+                if r.ok:
+                    gp += 1
+                else:
+                    gf += 1
+        except Exception as e:      # a broken harness is a failure, never a pass
+            print("FAIL %s/harness %s: %s" % (gname, type(e).__name__, e), flush=True)
+            gf += 1
+        per_group.append("%s %d/%d" % (gname, gp, gp + gf))
+        passed += gp
+        failed += gf
+    print("groups: " + ", ".join(per_group))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

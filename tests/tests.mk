@@ -1,0 +1,53 @@
+# tests.mk: the test parts of the build, included by the top Makefile.
+#
+#   make fixtures      generate the golden data under tests/out/ (only what
+#                      is missing or whose generator changed)
+#   make unit-tests    build the Check unit tests (normal and sanitizer builds)
+#
+# Every fixture directory holds its own stamp, written last: a directory that
+# was deleted, or whose generation failed half-way, has no stamp and is made
+# again.  The generators take their oracles from outside cellc (onnx's own
+# test generator, tests/ref_rnn.py, PyTorch) and fixed seeds.  Their output
+# is never committed: CI regenerates it.
+
+TOUT := tests/out
+
+FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
+	$(TOUT)/torch/.stamp $(TOUT)/bad/.stamp $(TOUT)/api/.stamp
+
+.PHONY: fixtures unit-tests
+fixtures: $(FIXTURES)
+
+# $(call gen,GENERATOR,DIR): runs GENERATOR DIR into a fresh DIR, logging to
+# tests/out/logs/gen_<dir>.log (shown when it fails), then stamps DIR.
+define gen
+	@rm -rf $(2) && mkdir -p $(TOUT)/logs
+	@echo "generating $(2) ($(1))"
+	@$(PY) $(1) $(2) > $(TOUT)/logs/gen_$(notdir $(2)).log 2>&1 \
+	  || { cat $(TOUT)/logs/gen_$(notdir $(2)).log >&2; echo "fixture generation failed: $(1)" >&2; exit 1; }
+	@touch $(2)/.stamp
+endef
+
+$(TOUT)/onnx_node/.stamp: tests/gen_onnx_node_data.py
+	$(call gen,tests/gen_onnx_node_data.py,$(TOUT)/onnx_node)
+$(TOUT)/rnn_cases/.stamp: tests/gen_rnn_cases.py tests/ref_rnn.py
+	$(call gen,tests/gen_rnn_cases.py,$(TOUT)/rnn_cases)
+$(TOUT)/torch/.stamp: tests/gen_torch_exports.py
+	$(call gen,tests/gen_torch_exports.py,$(TOUT)/torch)
+$(TOUT)/api/.stamp: tests/gen_api_cases.py tests/ref_rnn.py
+	$(call gen,tests/gen_api_cases.py,$(TOUT)/api)
+$(TOUT)/bad/.stamp: tests/gen_bad_models.py
+	$(call gen,tests/gen_bad_models.py,$(TOUT)/bad)
+
+# ---- Check unit tests of libcellrt ------------------------------------------
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+
+unit-tests: $(B)/tests/test_runtime $(SAN)/tests/test_runtime
+
+$(B)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h $(B)/libcellrt.a
+	@mkdir -p $(B)/tests
+	$(CC) $(CFLAGS) $(WARN) -Iruntime $(CHECK_CFLAGS) $< -o $@ $(B)/libcellrt.a $(CHECK_LIBS) $(LIBS_RT)
+$(SAN)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h $(SAN)/libcellrt.a
+	@mkdir -p $(SAN)/tests
+	$(CC) $(SANFLAGS) $(WARN) -Iruntime $(CHECK_CFLAGS) $< -o $@ $(SAN)/libcellrt.a $(CHECK_LIBS) $(LIBS_RT)

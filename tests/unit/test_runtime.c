@@ -1,0 +1,810 @@
+/* test_runtime.c: Check unit tests for libcellrt (runtime/cellrt.h).
+ *
+ * Each fast kernel is compared with a reference that does not share its
+ * code: rt_sgemm (OpenBLAS, GEMV at M == 1) with rt_sgemm_ref over every
+ * transpose combination, odd sizes and padded strides, and rt_sgemm_ref itself
+ * with a product worked out by hand; the generic tensor kernels with the
+ * index formulas of their ONNX operators written out naively here; the
+ * softmax family with a double-precision evaluation.  Tensor files are
+ * written, read back, and then truncated at every length, corrupted and
+ * forged (a consistent checksum over a lying table) to check that each is
+ * refused with the documented status and nothing is read past the end (the
+ * sanitizer build of this program runs under AddressSanitizer).
+ *
+ * tests/run.sh runs it with CK_VERBOSITY=verbose and counts one test per
+ * "file:line:P|F|E:..." line.  Legend: M, N, K matrix sizes; ld* row strides.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cellrt.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Deterministic pseudo-random numbers (64-bit LCG), uniform in [-1, 1). */
+typedef struct rng { uint64_t s; } rng;
+
+static float rnd(rng *r)
+{
+	r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((double)(r->s >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+static void fill(rng *r, float *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = rnd(r);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+/* A temporary file name in the test's own directory (CK_FORK: one process
+ * per test, so the pid keeps parallel runs apart). */
+static void tmp_path(char *buf, size_t n, const char *tag)
+{
+	const char *dir = getenv("CELLRT_TEST_TMP");
+	snprintf(buf, n, "%s/cellrt_test_%ld_%s.bin", dir ? dir : "/tmp", (long)getpid(), tag);
+}
+
+/* ---- rt_sgemm ------------------------------------------------------------ */
+
+/* rt_sgemm_ref against a product worked out by hand, so that the reference
+ * the other tests trust is itself right (including transposes, alpha, beta). */
+START_TEST(test_sgemm_ref_by_hand)
+{
+	/* A = [[1,2,3],[4,5,6]] (2x3), B = [[7,8],[9,10],[11,12]] (3x2),
+	 * A B = [[58,64],[139,154]] */
+	const float A[6] = {1, 2, 3, 4, 5, 6}, At[6] = {1, 4, 2, 5, 3, 6};
+	const float Bm[6] = {7, 8, 9, 10, 11, 12}, Bt[6] = {7, 9, 11, 8, 10, 12};
+	const float want[4] = {58, 64, 139, 154};
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			float C[4] = {1, 1, 1, 1};
+			rt_sgemm_ref(ta, tb, 2, 2, 3, 2.0f, ta ? At : A, ta ? 2 : 3, tb ? Bt : Bm,
+				     tb ? 3 : 2, -1.0f, C, 2);
+			for (int i = 0; i < 4; i++)
+				ck_assert_float_eq_tol(C[i], 2 * want[i] - 1, 1e-4f);
+		}
+}
+END_TEST
+
+/* One configuration of the sgemm comparison. */
+typedef struct gemm_case {
+	int64_t M, N, K;
+} gemm_case;
+
+static const gemm_case gemm_cases[] = {
+	{1, 1, 1}, {1, 7, 5}, {1, 33, 17}, {1, 128, 64},        /* M == 1: GEMV path */
+	{2, 1, 3}, {5, 1, 9},                                   /* N == 1 */
+	{3, 5, 7}, {17, 13, 11}, {64, 33, 65}, {31, 97, 3},     /* odd sizes */
+	{4, 256, 32}, {2, 3, 0},                                /* K == 0: C = beta C */
+};
+#define N_GEMM_CASES ((int)(sizeof gemm_cases / sizeof gemm_cases[0]))
+
+/* Loop index: case * 12 + transA * 6 + transB * 3 + coefficient set. */
+START_TEST(test_sgemm_vs_ref)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-1.25f, -0.75f}};
+	int ci = _i / 12, ta = (_i / 6) % 2, tb = (_i / 3) % 2;
+	float alpha = coef[_i % 3][0], beta = coef[_i % 3][1];
+	gemm_case g = gemm_cases[ci];
+	/* padded row strides: the kernels must honour ld and leave padding alone */
+	int64_t arows = ta ? g.K : g.M, acols = ta ? g.M : g.K;
+	int64_t brows = tb ? g.N : g.K, bcols = tb ? g.K : g.N;
+	int64_t lda = acols + 3, ldb = bcols + 2, ldc = g.N + 5;
+	rng r = {(uint64_t)_i + 1};
+	float *A = xmalloc(sizeof(float) * (size_t)(arows * lda + 1));
+	float *Bm = xmalloc(sizeof(float) * (size_t)(brows * ldb + 1));
+	float *C = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *Cref = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	fill(&r, A, arows * lda + 1);
+	fill(&r, Bm, brows * ldb + 1);
+	fill(&r, C, g.M * ldc);
+	if (beta == 0.0f)   /* beta == 0: C must not be read, even if it holds NaN */
+		for (int64_t i = 0; i < g.M * ldc; i++)
+			C[i] = NAN;
+	memcpy(Cref, C, sizeof(float) * (size_t)(g.M * ldc));
+	rt_sgemm(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+	rt_sgemm_ref(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, Cref, ldc);
+	for (int64_t i = 0; i < g.M; i++)
+		for (int64_t j = 0; j < ldc; j++) {
+			float got = C[i * ldc + j], want = Cref[i * ldc + j];
+			if (j >= g.N) {     /* padding: untouched (NaN stays NaN) */
+				ck_assert_msg(memcmp(&got, &want, sizeof got) == 0,
+					      "padding C[%ld,%ld] changed", (long)i, (long)j);
+				continue;
+			}
+			/* error bound of a float dot product of length K */
+			double mag = 0;
+			for (int64_t k = 0; k < g.K; k++) {
+				float a = ta ? A[k * lda + i] : A[i * lda + k];
+				float b = tb ? Bm[j * ldb + k] : Bm[k * ldb + j];
+				mag += fabs((double)a * b);
+			}
+			double tol = 4.0 * (double)(g.K + 2) * FLT_EPSILON * (fabs(alpha) * mag + 1.0) + 1e-6;
+			ck_assert_msg(isfinite(got) && fabs((double)got - want) <= tol,
+				      "M=%ld N=%ld K=%ld tA=%d tB=%d alpha=%g beta=%g: C[%ld,%ld] = %.9g, ref %.9g",
+				      (long)g.M, (long)g.N, (long)g.K, ta, tb, alpha, beta, (long)i, (long)j,
+				      got, want);
+		}
+	free(A);
+	free(Bm);
+	free(C);
+	free(Cref);
+}
+END_TEST
+
+/* M == 1 with A stored transposed ([K,1], elements lda apart): the GEMV
+ * path must read A with a stride. */
+START_TEST(test_sgemm_gemv_strided_a)
+{
+	enum { N = 9, K = 13, LDA = 4 };
+	rng r = {99};
+	float A[K * LDA], Bm[K * N], C[N], Cref[N];
+	fill(&r, A, K * LDA);
+	fill(&r, Bm, K * N);
+	rt_sgemm(1, 0, 1, N, K, 1.0f, A, LDA, Bm, N, 0.0f, C, N);
+	rt_sgemm_ref(1, 0, 1, N, K, 1.0f, A, LDA, Bm, N, 0.0f, Cref, N);
+	for (int j = 0; j < N; j++)
+		ck_assert_float_eq_tol(C[j], Cref[j], 1e-5f);
+}
+END_TEST
+
+/* ---- tensor files ------------------------------------------------------------ */
+
+static const float tf_w[6] = {1.5f, -2, 3, 4.25f, -5, 6};
+static const int64_t tf_ids[4] = {7, -1, 1LL << 40, 0};
+static const uint8_t tf_flag = 42;
+
+/* Writes the sample file (4 tensors: float [2,3], int64 [4], uint8 scalar,
+ * float [0,5]) to path. */
+static void write_sample(const char *path)
+{
+	rt_tensor t[4];
+	memset(t, 0, sizeof t);
+	t[0] = (rt_tensor){.name = "W", .dtype = 1, .rank = 2, .dims = {2, 3}, .data = tf_w,
+			   .nbytes = sizeof tf_w};
+	t[1] = (rt_tensor){.name = "ids", .dtype = 7, .rank = 1, .dims = {4}, .data = tf_ids,
+			   .nbytes = sizeof tf_ids};
+	t[2] = (rt_tensor){.name = "flag", .dtype = 2, .rank = 0, .data = &tf_flag, .nbytes = 1};
+	t[3] = (rt_tensor){.name = "empty", .dtype = 1, .rank = 2, .dims = {0, 5}, .data = NULL,
+			   .nbytes = 0};
+	ck_assert_int_eq(rt_tf_write(path, 4, t), RT_OK);
+}
+
+/* The whole file in a heap block of exactly its size, 64-byte aligned. */
+static unsigned char *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	ck_assert_int_gt(n, 0);
+	void *p = NULL;
+	ck_assert_int_eq(posix_memalign(&p, 64, (size_t)n), 0);
+	ck_assert_uint_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*size = (size_t)n;
+	return p;
+}
+
+/* An exact-size aligned copy of the first n bytes of img (so that any read
+ * past n is outside the allocation, which AddressSanitizer reports). */
+static unsigned char *copy_prefix(const unsigned char *img, size_t n)
+{
+	void *p = NULL;
+	ck_assert_int_eq(posix_memalign(&p, 64, n ? n : 1), 0);
+	memcpy(p, img, n);
+	return p;
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_tf_round_trip)
+{
+	char path[256];
+	tmp_path(path, sizeof path, "rt");
+	write_sample(path);
+	rt_tensorfile tf;
+	ck_assert_int_eq(rt_tf_open(&tf, path), RT_OK);
+	ck_assert_int_eq(tf.count, 4);
+	const rt_tensor *w = rt_tf_find(&tf, "W"), *ids = rt_tf_find(&tf, "ids");
+	const rt_tensor *flag = rt_tf_find(&tf, "flag"), *empty = rt_tf_find(&tf, "empty");
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(ids);
+	ck_assert_ptr_nonnull(flag);
+	ck_assert_ptr_nonnull(empty);
+	ck_assert_ptr_null(rt_tf_find(&tf, "nope"));
+	ck_assert_int_eq(w->dtype, 1);
+	ck_assert_int_eq(w->rank, 2);
+	ck_assert_int_eq(w->dims[0], 2);
+	ck_assert_int_eq(w->dims[1], 3);
+	ck_assert_uint_eq(w->nbytes, sizeof tf_w);
+	ck_assert_int_eq(memcmp(w->data, tf_w, sizeof tf_w), 0);
+	ck_assert_int_eq(memcmp(ids->data, tf_ids, sizeof tf_ids), 0);
+	ck_assert_int_eq(ids->dtype, 7);
+	ck_assert_int_eq(flag->rank, 0);
+	ck_assert_uint_eq(flag->nbytes, 1);
+	ck_assert_int_eq(*(const uint8_t *)flag->data, 42);
+	ck_assert_uint_eq(empty->nbytes, 0);
+	ck_assert_int_eq(empty->dims[0], 0);
+	ck_assert_int_eq(empty->dims[1], 5);
+	ck_assert_uint_eq((uintptr_t)w->data % 64, 0);
+	ck_assert_uint_eq((uintptr_t)ids->data % 64, 0);
+
+	const void *data = NULL;
+	int64_t good[2] = {2, 3}, wrong[2] = {3, 2};
+	ck_assert_int_eq(rt_tf_expect(&tf, "W", 1, 2, good, &data), RT_OK);
+	ck_assert_ptr_eq(data, w->data);
+	ck_assert_int_eq(rt_tf_expect(&tf, "W", 1, 2, wrong, &data), RT_ERR_MISMATCH);
+	ck_assert_int_eq(rt_tf_expect(&tf, "W", 11, 2, good, &data), RT_ERR_MISMATCH);
+	ck_assert_int_eq(rt_tf_expect(&tf, "W", 1, 1, good, &data), RT_ERR_MISMATCH);
+	ck_assert_int_eq(rt_tf_expect(&tf, "missing", 1, 2, good, &data), RT_ERR_MISMATCH);
+	rt_tf_close(&tf);
+
+	/* the same checks on the image in memory */
+	size_t n;
+	unsigned char *img = slurp(path, &n);
+	ck_assert_int_eq(rt_tf_open_mem(&tf, img, n), RT_OK);
+	ck_assert_int_eq(tf.count, 4);
+	ck_assert_int_eq(memcmp(rt_tf_find(&tf, "W")->data, tf_w, sizeof tf_w), 0);
+	rt_tf_close(&tf);
+	free(img);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_tf_write_refuses_bad_tensors)
+{
+	char path[256];
+	tmp_path(path, sizeof path, "w");
+	char longname[RT_TF_NAME + 1];
+	memset(longname, 'a', RT_TF_NAME);
+	longname[RT_TF_NAME] = 0;
+	rt_tensor t = {.name = "W", .dtype = 1, .rank = 2, .dims = {2, 3}, .data = tf_w,
+		       .nbytes = sizeof tf_w};
+	rt_tensor bad = t;
+	bad.nbytes = 20;                                        /* size disagrees */
+	ck_assert_int_eq(rt_tf_write(path, 1, &bad), RT_ERR_ARG);
+	bad = t;
+	bad.name = longname;                                    /* name too long */
+	ck_assert_int_eq(rt_tf_write(path, 1, &bad), RT_ERR_ARG);
+	bad = t;
+	bad.dtype = 8;                                          /* strings: unsupported */
+	ck_assert_int_eq(rt_tf_write(path, 1, &bad), RT_ERR_ARG);
+	bad = t;
+	bad.dims[0] = -2;
+	ck_assert_int_eq(rt_tf_write(path, 1, &bad), RT_ERR_ARG);
+	rt_tensor two[2] = {t, t};                              /* duplicate names */
+	ck_assert_int_eq(rt_tf_write(path, 2, two), RT_ERR_ARG);
+	ck_assert_int_eq(access(path, F_OK), -1);               /* nothing written */
+	ck_assert_int_eq(rt_tf_write("/nonexistent-dir/x/w.bin", 1, &t), RT_ERR_IO);
+}
+END_TEST
+
+START_TEST(test_tf_open_missing)
+{
+	rt_tensorfile tf;
+	ck_assert_int_eq(rt_tf_open(&tf, "/nonexistent-dir/none.bin"), RT_ERR_IO);
+	ck_assert_int_eq(rt_tf_open(&tf, "/"), RT_ERR_IO);     /* a directory */
+	ck_assert_int_eq(rt_tf_open(&tf, NULL), RT_ERR_ARG);
+}
+END_TEST
+
+/* Every proper prefix of a valid file is refused as truncated, from memory
+ * (exact-size buffers) and from disk. */
+START_TEST(test_tf_truncated_every_length)
+{
+	char path[256], cut[256];
+	tmp_path(path, sizeof path, "tr");
+	tmp_path(cut, sizeof cut, "trcut");
+	write_sample(path);
+	size_t n;
+	unsigned char *img = slurp(path, &n);
+	for (size_t len = 0; len < n; len++) {
+		unsigned char *p = copy_prefix(img, len);
+		rt_tensorfile tf;
+		int st = rt_tf_open_mem(&tf, p, len);
+		ck_assert_msg(st == RT_ERR_TRUNCATED, "prefix of %zu/%zu bytes: status %d (%s)", len, n,
+			      st, rt_status_str(st));
+		free(p);
+		if (len % 37 == 0 || len + 1 == n) {
+			write_file(cut, img, len);
+			st = rt_tf_open(&tf, cut);
+			ck_assert_msg(st == RT_ERR_TRUNCATED, "file of %zu bytes: status %d", len, st);
+		}
+	}
+	free(img);
+	unlink(path);
+	unlink(cut);
+}
+END_TEST
+
+/* FNV-1a-64, written out again here to forge consistent checksums. */
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void reseal(unsigned char *img, size_t n)
+{
+	put64(img + 40, fnv(img + 64, n - 64));
+}
+
+static int open_copy(const unsigned char *img, size_t n)
+{
+	unsigned char *p = copy_prefix(img, n);
+	rt_tensorfile tf;
+	int st = rt_tf_open_mem(&tf, p, n);
+	if (st == RT_OK)
+		rt_tf_close(&tf);
+	free(p);
+	return st;
+}
+
+START_TEST(test_tf_corrupted)
+{
+	char path[256];
+	tmp_path(path, sizeof path, "co");
+	write_sample(path);
+	size_t n;
+	unsigned char *img = slurp(path, &n);
+	ck_assert_int_eq(open_copy(img, n), RT_OK);
+	/* any flipped byte after the header breaks the checksum */
+	for (size_t at = 64; at < n; at += 29) {
+		img[at] ^= 0x10;
+		ck_assert_msg(open_copy(img, n) == RT_ERR_CHECKSUM, "byte %zu flipped", at);
+		img[at] ^= 0x10;
+	}
+	img[n - 1] ^= 1;
+	ck_assert_int_eq(open_copy(img, n), RT_ERR_CHECKSUM);
+	img[n - 1] ^= 1;
+	img[41] ^= 1;                                           /* the checksum itself */
+	ck_assert_int_eq(open_copy(img, n), RT_ERR_CHECKSUM);
+	img[41] ^= 1;
+	img[0] = 'X';                                           /* magic */
+	ck_assert_int_eq(open_copy(img, n), RT_ERR_FORMAT);
+	img[0] = 'C';
+	img[8] = 2;                                             /* version */
+	ck_assert_int_eq(open_copy(img, n), RT_ERR_FORMAT);
+	img[8] = 1;
+	ck_assert_int_eq(open_copy(img, n), RT_OK);
+	/* a file with trailing bytes is not the file the header describes */
+	unsigned char *longer = copy_prefix(img, n);
+	longer = realloc(longer, n + 8);
+	ck_assert_ptr_nonnull(longer);
+	memset(longer + n, 0, 8);
+	{
+		void *p = NULL;
+		ck_assert_int_eq(posix_memalign(&p, 64, n + 8), 0);
+		memcpy(p, longer, n + 8);
+		rt_tensorfile tf;
+		ck_assert_int_ne(rt_tf_open_mem(&tf, p, n + 8), RT_OK);
+		free(p);
+	}
+	free(longer);
+	free(img);
+	unlink(path);
+}
+END_TEST
+
+/* A table that lies, with a checksum that matches: refused (never RT_OK),
+ * and never read past the end (ASan build). */
+START_TEST(test_tf_forged_table)
+{
+	char path[256];
+	tmp_path(path, sizeof path, "fo");
+	write_sample(path);
+	size_t n;
+	unsigned char *orig = slurp(path, &n);
+	/* entry 0 ("W") is at 64; offset at +232, nbytes at +240, rank at +164,
+	 * dims at +168 */
+	struct { size_t at; uint64_t v; int width; const char *what; } forge[] = {
+		{64 + 232, 1ull << 40, 8, "offset past the end"},
+		{64 + 232, 65, 8, "misaligned offset"},
+		{64 + 232, 0, 8, "offset inside the header"},
+		{64 + 240, 4096, 8, "nbytes disagreeing with the shape"},
+		{64 + 168, (uint64_t)-1, 8, "negative dim"},
+		{64 + 168, 1ull << 62, 8, "dims overflowing the size"},
+		{64 + 164, 9, 4, "rank above the maximum"},
+		{64 + 160, 8, 4, "string dtype"},
+		{64 + 160, 1000, 4, "unknown dtype"},
+		{12, 1000, 4, "count larger than the table"},
+		{24, 128, 8, "data offset inside the table"},
+		{64, 0, 1, "empty name"},
+		{64 + 256, 'W', 1, "duplicate name"},   /* with the memset below: "ids" -> "W" */
+	};
+	for (size_t k = 0; k < sizeof forge / sizeof forge[0]; k++) {
+		unsigned char *img = copy_prefix(orig, n);
+		if (forge[k].width == 8)
+			put64(img + forge[k].at, forge[k].v);
+		else if (forge[k].width == 4)
+			for (int i = 0; i < 4; i++)
+				img[forge[k].at + i] = (unsigned char)(forge[k].v >> (8 * i));
+		else
+			img[forge[k].at] = (unsigned char)forge[k].v;
+		if (k + 1 == sizeof forge / sizeof forge[0])
+			memset(img + 64 + 256 + 1, 0, 3);       /* "ids" -> "W" */
+		reseal(img, n);
+		int st = open_copy(img, n);
+		ck_assert_msg(st != RT_OK && st != RT_ERR_CHECKSUM, "%s: status %d (%s)", forge[k].what,
+			      st, rt_status_str(st));
+		free(img);
+	}
+	/* a consistent entry (dims [2,300], nbytes 2400) whose data runs past
+	 * the end of the file */
+	unsigned char *img = copy_prefix(orig, n);
+	put64(img + 64 + 168 + 8, 300);
+	put64(img + 64 + 240, 2 * 300 * 4);
+	reseal(img, n);
+	ck_assert_int_eq(open_copy(img, n), RT_ERR_TRUNCATED);
+	free(img);
+	free(orig);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_dtype_size)
+{
+	ck_assert_uint_eq(rt_dtype_size(1), 4);
+	ck_assert_uint_eq(rt_dtype_size(2), 1);
+	ck_assert_uint_eq(rt_dtype_size(6), 4);
+	ck_assert_uint_eq(rt_dtype_size(7), 8);
+	ck_assert_uint_eq(rt_dtype_size(9), 1);
+	ck_assert_uint_eq(rt_dtype_size(11), 8);
+	ck_assert_uint_eq(rt_dtype_size(0), 0);
+	ck_assert_uint_eq(rt_dtype_size(8), 0);                 /* string */
+	ck_assert_uint_eq(rt_dtype_size(-1), 0);
+	ck_assert_uint_eq(rt_dtype_size(1000), 0);
+}
+END_TEST
+
+/* ---- rt_status_str ------------------------------------------------------------ */
+
+START_TEST(test_status_strings)
+{
+	for (int i = 0; i < RT_STATUS_COUNT; i++) {
+		const char *s = rt_status_str(i);
+		ck_assert_ptr_nonnull(s);
+		ck_assert_msg(strlen(s) > 3, "status %d has no sentence", i);
+		for (int j = 0; j < i; j++)
+			ck_assert_msg(strcmp(s, rt_status_str(j)) != 0, "status %d and %d read the same", i, j);
+	}
+	const int outside[] = {-1, RT_STATUS_COUNT, 1000, -1000000};
+	for (size_t k = 0; k < sizeof outside / sizeof outside[0]; k++) {
+		const char *s = rt_status_str(outside[k]);
+		ck_assert_ptr_nonnull(s);
+		ck_assert_int_gt((int)strlen(s), 0);
+	}
+}
+END_TEST
+
+/* ---- generic tensor kernels ------------------------------------------------------ */
+
+/* Row-major linear index of idx[rank] in dims[rank]. */
+static int64_t lin(const int64_t *idx, const int64_t *dims, int rank)
+{
+	int64_t o = 0;
+	for (int k = 0; k < rank; k++)
+		o = o * dims[k] + idx[k];
+	return o;
+}
+
+static int64_t numel(const int64_t *dims, int rank)
+{
+	int64_t n = 1;
+	for (int k = 0; k < rank; k++)
+		n *= dims[k];
+	return n;
+}
+
+/* Advances idx over dims in row-major order; 0 when it wraps. */
+static int next_index(int64_t *idx, const int64_t *dims, int rank)
+{
+	for (int k = rank - 1; k >= 0; k--) {
+		if (++idx[k] < dims[k])
+			return 1;
+		idx[k] = 0;
+	}
+	return 0;
+}
+
+/* Every permutation of rank 0..4, element sizes 1, 2, 4, 8: Y[i] = X[j],
+ * j[perm[k]] = i[k]. */
+START_TEST(test_transpose_all_perms)
+{
+	static const int64_t dims5[4] = {3, 1, 4, 2};
+	static const size_t esizes[] = {1, 2, 4, 8};
+	for (int rank = 0; rank <= 4; rank++) {
+		int perm[4] = {0, 1, 2, 3};
+		int64_t xdims[4];
+		memcpy(xdims, dims5, sizeof xdims);
+		int64_t n = numel(xdims, rank);
+		/* enumerate permutations by counting in factorial base */
+		int nperm = 1;
+		for (int k = 2; k <= rank; k++)
+			nperm *= k;
+		for (int p = 0; p < nperm; p++) {
+			int avail[4] = {0, 1, 2, 3}, m = rank, code = p;
+			for (int k = 0; k < rank; k++) {
+				int f = 1;
+				for (int q = 2; q < m; q++)
+					f *= q;
+				int pick = code / f;
+				code %= f;
+				perm[k] = avail[pick];
+				for (int q = pick; q < m - 1; q++)
+					avail[q] = avail[q + 1];
+				m--;
+			}
+			for (size_t e = 0; e < sizeof esizes / sizeof esizes[0]; e++) {
+				size_t es = esizes[e];
+				unsigned char *x = xmalloc((size_t)n * es), *y = xmalloc((size_t)n * es);
+				for (int64_t i = 0; i < n * (int64_t)es; i++)
+					x[i] = (unsigned char)(i * 7 + 3);
+				memset(y, 0xEE, (size_t)n * es);
+				rt_transpose(y, x, es, rank, xdims, perm);
+				int64_t ydims[4], yi[4] = {0}, xi[4];
+				for (int k = 0; k < rank; k++)
+					ydims[k] = xdims[perm[k]];
+				do {
+					for (int k = 0; k < rank; k++)
+						xi[perm[k]] = yi[k];
+					int64_t yo = lin(yi, ydims, rank), xo = lin(xi, xdims, rank);
+					ck_assert_msg(memcmp(y + yo * (int64_t)es, x + xo * (int64_t)es, es) == 0,
+						      "rank %d perm #%d esize %zu: element %ld", rank, p, es, (long)yo);
+				} while (rank > 0 && next_index(yi, ydims, rank));
+				free(x);
+				free(y);
+			}
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_slice_start_clamp)
+{
+	/* ONNX Slice: starts clamp to [0, dim] (step > 0) or [0, dim-1] (step < 0) */
+	ck_assert_int_eq(rt_slice_start(0, 5, 1), 0);
+	ck_assert_int_eq(rt_slice_start(2, 5, 1), 2);
+	ck_assert_int_eq(rt_slice_start(-1, 5, 1), 4);
+	ck_assert_int_eq(rt_slice_start(-10, 5, 1), 0);
+	ck_assert_int_eq(rt_slice_start(10, 5, 1), 5);
+	ck_assert_int_eq(rt_slice_start(INT64_MAX, 5, 2), 5);
+	ck_assert_int_eq(rt_slice_start(-1, 5, -1), 4);
+	ck_assert_int_eq(rt_slice_start(10, 5, -1), 4);
+	ck_assert_int_eq(rt_slice_start(INT64_MAX, 5, -3), 4);
+	ck_assert_int_eq(rt_slice_start(-10, 5, -1), 0);
+	ck_assert_int_eq(rt_slice_start(3, 5, -2), 3);
+	ck_assert_int_eq(rt_slice_start(0, 0, 1), 0);
+}
+END_TEST
+
+/* Output length of ONNX Slice along one axis (spec formula, written anew). */
+static int64_t slice_len(int64_t start, int64_t end, int64_t step, int64_t dim)
+{
+	if (start < 0) start += dim;
+	if (end < 0) end += dim;
+	if (step > 0) {
+		start = start < 0 ? 0 : start > dim ? dim : start;
+		end = end < 0 ? 0 : end > dim ? dim : end;
+		return end > start ? (end - start + step - 1) / step : 0;
+	}
+	start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
+	end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+	return start > end ? (start - end - step - 1) / -step : 0;
+}
+
+START_TEST(test_slice_vs_formula)
+{
+	static const int64_t xdims[3] = {5, 4, 6};
+	static const struct { int64_t start[3], end[3], step[3]; } cases[] = {
+		{{0, 0, 0}, {5, 4, 6}, {1, 1, 1}},
+		{{1, -3, 2}, {4, 100, -1}, {1, 1, 1}},
+		{{-1, 3, 5}, {-1000, 0, 0}, {-1, -2, -3}},
+		{{4, 0, 1}, {0, 4, 6}, {-2, 3, 2}},
+		{{2, 2, 3}, {2, 1, 3}, {1, 1, 1}},                      /* empty */
+		{{10, -10, 0}, {-10, 10, 6}, {-1, 1, 4}},
+	};
+	float x[5 * 4 * 6];
+	for (int i = 0; i < 5 * 4 * 6; i++)
+		x[i] = (float)i;
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		int64_t ydims[3], start[3];
+		for (int k = 0; k < 3; k++) {
+			ydims[k] = slice_len(cases[c].start[k], cases[c].end[k], cases[c].step[k], xdims[k]);
+			start[k] = rt_slice_start(cases[c].start[k], xdims[k], cases[c].step[k]);
+		}
+		int64_t n = numel(ydims, 3);
+		float y[5 * 4 * 6 + 1];
+		rt_slice(y, x, sizeof(float), 3, xdims, ydims, start, cases[c].step);
+		if (n == 0)
+			continue;
+		int64_t yi[3] = {0}, xi[3];
+		do {
+			for (int k = 0; k < 3; k++)
+				xi[k] = start[k] + yi[k] * cases[c].step[k];
+			ck_assert_msg(y[lin(yi, ydims, 3)] == x[lin(xi, xdims, 3)], "case %zu", c);
+		} while (next_index(yi, ydims, 3));
+	}
+}
+END_TEST
+
+START_TEST(test_copy_rows)
+{
+	/* Concat along axis 1 of [2,3] and [2,2] into [2,5], through copy_rows */
+	const int32_t a[6] = {1, 2, 3, 4, 5, 6}, b[4] = {7, 8, 9, 10};
+	int32_t y[10], want[10] = {1, 2, 3, 7, 8, 4, 5, 6, 9, 10};
+	rt_copy_rows(y, 5, a, 3, 2, 3, sizeof(int32_t));
+	rt_copy_rows(y + 3, 5, b, 2, 2, 2, sizeof(int32_t));
+	ck_assert_int_eq(memcmp(y, want, sizeof y), 0);
+	/* and back (Split) */
+	int32_t a2[6], b2[4];
+	rt_copy_rows(a2, 3, y, 5, 2, 3, sizeof(int32_t));
+	rt_copy_rows(b2, 2, y + 3, 5, 2, 2, sizeof(int32_t));
+	ck_assert_int_eq(memcmp(a2, a, sizeof a), 0);
+	ck_assert_int_eq(memcmp(b2, b, sizeof b), 0);
+}
+END_TEST
+
+START_TEST(test_gather)
+{
+	/* X [2, 4, 3] (outer 2, n 4, inner 3), indices [3, -1, 0, -4, 2] */
+	float x[24], y[2 * 5 * 3];
+	for (int i = 0; i < 24; i++)
+		x[i] = (float)i;
+	const int64_t idx64[5] = {3, -1, 0, -4, 2};
+	const int32_t idx32[5] = {3, -1, 0, -4, 2};
+	for (int dt = 6; dt <= 7; dt++) {
+		memset(y, 0, sizeof y);
+		ck_assert_int_eq(rt_gather(y, x, sizeof(float), 2, 4, 3, dt == 7 ? (const void *)idx64 :
+					   (const void *)idx32, dt, 5), RT_OK);
+		for (int o = 0; o < 2; o++)
+			for (int j = 0; j < 5; j++) {
+				int64_t i = idx64[j] < 0 ? idx64[j] + 4 : idx64[j];
+				for (int k = 0; k < 3; k++)
+					ck_assert(y[(o * 5 + j) * 3 + k] == x[(o * 4 + i) * 3 + k]);
+			}
+	}
+	/* out of range: RT_ERR_INDEX and Y untouched */
+	const int64_t bad_hi[2] = {0, 4}, bad_lo[2] = {-5, 1};
+	for (int t = 0; t < 2; t++) {
+		for (int i = 0; i < 30; i++)
+			y[i] = -7.0f;
+		ck_assert_int_eq(rt_gather(y, x, sizeof(float), 2, 4, 3, t ? bad_lo : bad_hi, 7, 2),
+				 RT_ERR_INDEX);
+		for (int i = 0; i < 30; i++)
+			ck_assert(y[i] == -7.0f);
+	}
+	/* scalar index (nidx 1), 8-byte elements */
+	const double xd[4] = {1.5, 2.5, 3.5, 4.5};
+	double yd = 0;
+	const int64_t last = -1;
+	ck_assert_int_eq(rt_gather(&yd, xd, sizeof(double), 1, 4, 1, &last, 7, 1), RT_OK);
+	ck_assert(yd == 4.5);
+}
+END_TEST
+
+/* Softmax and LogSoftmax over the middle axis of [outer, n, inner] against a
+ * double-precision evaluation; also large inputs (no overflow) and Y == X. */
+START_TEST(test_softmax_family)
+{
+	static const int64_t shapes[][3] = {{1, 1, 1}, {2, 5, 3}, {3, 7, 1}, {1, 10, 4}, {4, 1, 2}};
+	rng r = {5};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int64_t outer = shapes[s][0], n = shapes[s][1], inner = shapes[s][2];
+		int64_t total = outer * n * inner;
+		float *x = xmalloc(sizeof(float) * (size_t)total), *y = xmalloc(sizeof(float) * (size_t)total);
+		float *ly = xmalloc(sizeof(float) * (size_t)total);
+		for (int big = 0; big < 2; big++) {
+			for (int64_t i = 0; i < total; i++)
+				x[i] = rnd(&r) * 4.0f + (big ? 1000.0f : 0.0f);
+			rt_softmax(y, x, outer, n, inner);
+			rt_log_softmax(ly, x, outer, n, inner);
+			for (int64_t o = 0; o < outer; o++)
+				for (int64_t i = 0; i < inner; i++) {
+					double mx = -INFINITY, sum = 0, psum = 0;
+					for (int64_t j = 0; j < n; j++)
+						mx = fmax(mx, x[(o * n + j) * inner + i]);
+					for (int64_t j = 0; j < n; j++)
+						sum += exp((double)x[(o * n + j) * inner + i] - mx);
+					for (int64_t j = 0; j < n; j++) {
+						int64_t at = (o * n + j) * inner + i;
+						double want = exp((double)x[at] - mx) / sum;
+						double lwant = (double)x[at] - mx - log(sum);
+						ck_assert_msg(fabs(y[at] - want) <= 1e-6 + 1e-5 * want,
+							      "softmax shape %zu: %g vs %g", s, y[at], want);
+						ck_assert_msg(fabs(ly[at] - lwant) <= 1e-5 + 1e-5 * fabs(lwant),
+							      "log_softmax shape %zu: %g vs %g", s, ly[at], lwant);
+						psum += y[at];
+					}
+					ck_assert(fabs(psum - 1.0) < 1e-5);
+				}
+			/* in place gives the same */
+			memcpy(ly, x, sizeof(float) * (size_t)total);
+			rt_softmax(ly, ly, outer, n, inner);
+			for (int64_t i = 0; i < total; i++)
+				ck_assert_float_eq_tol(ly[i], y[i], 1e-7f);
+		}
+		free(x);
+		free(y);
+		free(ly);
+	}
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------ */
+
+static Suite *runtime_suite(void)
+{
+	Suite *s = suite_create("cellrt");
+	TCase *tc = tcase_create("sgemm");
+	tcase_add_test(tc, test_sgemm_ref_by_hand);
+	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
+	tcase_add_test(tc, test_sgemm_gemv_strided_a);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("tensorfile");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_tf_round_trip);
+	tcase_add_test(tc, test_tf_write_refuses_bad_tensors);
+	tcase_add_test(tc, test_tf_open_missing);
+	tcase_add_test(tc, test_tf_truncated_every_length);
+	tcase_add_test(tc, test_tf_corrupted);
+	tcase_add_test(tc, test_tf_forged_table);
+	tcase_add_test(tc, test_dtype_size);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("status");
+	tcase_add_test(tc, test_status_strings);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ops");
+	tcase_add_test(tc, test_transpose_all_perms);
+	tcase_add_test(tc, test_slice_start_clamp);
+	tcase_add_test(tc, test_slice_vs_formula);
+	tcase_add_test(tc, test_copy_rows);
+	tcase_add_test(tc, test_gather);
+	tcase_add_test(tc, test_softmax_family);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(runtime_suite());
+	srunner_run_all(sr, CK_ENV);    /* CK_VERBOSITY from the environment */
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
