@@ -62,7 +62,6 @@ typedef struct rec {
 	const int64_t *seq_axis, *out_axis;
 	const char *T, *B;      /* C expressions */
 	home *h;                /* [b->nvalues] */
-	int nrow;               /* row pointers declared in the current group */
 } rec;
 
 static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -70,11 +69,33 @@ static const char *fmt(rec *R, const char *f, ...)
 {
 	va_list ap;
 	va_start(ap, f);
-	char buf[1024];
-	vsnprintf(buf, sizeof buf, f, ap);
+	int n = vsnprintf(NULL, 0, f, ap);
 	va_end(ap);
-	return arena_strdup(R->E->A, buf);
+	ASSERT(n >= 0);
+	char *s = arena_alloc(R->E->A, (size_t)n + 1);
+	va_start(ap, f);
+	vsnprintf(s, (size_t)n + 1, f, ap);
+	va_end(ap);
+	return s;
 }
+
+/* Text safe inside a C comment (names come from the model file). */
+static const char *cm_(arena *A, const char *s)
+{
+	if (!s)
+		return "";
+	size_t n = strlen(s);
+	char *r = arena_alloc(A, 2 * n + 1), *o = r;
+	for (size_t i = 0; i < n; i++) {
+		*o++ = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
+		if ((s[i] == '*' && s[i + 1] == '/') || (s[i] == '/' && s[i + 1] == '*'))
+			*o++ = ' ';
+	}
+	*o = 0;
+	return r;
+}
+
+static const char *cm(rec *R, const char *s) { return cm_(R->E->A, s); }
 
 static int body_index(const rec *R, const ir_value *v)
 {
@@ -247,9 +268,9 @@ static void emit_gemm(rec *R, ir_node *n)
 	const char *M = dim(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
 	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
 	ASSERT(ha.kind == HOME_MEM && hy.kind == HOME_MEM && hw.kind == HOME_MEM);
-	ew_line(w, "/* %s %s = %s%s x %s%s%s (%s) */", n->name, shape_str(R, &Y->shape),
-		A->origin && A->graph != R->b ? A->origin : A->name, ta ? "^T" : "", W->name,
-		tb ? "^T" : "", C ? " + C" : "", n->origin ? n->origin : "recurrence body");
+	ew_line(w, "/* %s (%s): %s %s = %s%s x %s%s%s */", cm(R, n->name),
+		n->origin ? cm(R, n->origin) : "recurrence body", cm(R, Y->name), shape_str(R, &Y->shape),
+		cm(R, A->name), ta ? "^T" : "", cm(R, W->name), tb ? "^T" : "", C ? " + C" : "");
 	const char *betas = "0.0f";
 	if (C) {
 		/* C broadcast to every row (a bias vector, pre-summed at lowering) */
@@ -390,7 +411,7 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 	(void)nwrites;
 
 	ew_line(w, "/* fused: %d element-wise node%s of %s over [%s, %s] */", count, count > 1 ? "s" : "",
-		nodes[0]->origin ? nodes[0]->origin : R->n->name, dim(R, G.rows), dim(R, G.cols));
+		cm(R, nodes[0]->origin ? nodes[0]->origin : R->n->name), dim(R, G.rows), dim(R, G.cols));
 	ew_open(w, "for (int64_t b = 0; b < %s; b++)", dim(R, G.rows));
 	if (R->has_lens && G.row_is_batch)
 		ew_line(w, "if (step >= len[b]) continue; /* row b has finished */");
@@ -439,7 +460,7 @@ static void emit_output_copy(rec *R, int k)
 	else
 		src = fmt(R, "%s[b * %s + %lld + j]", h.base, h.ld, (long long)h.off);
 	const char *rows = dim(R, R->b->inputs[R->nseq]->shape.d[0]);
-	ew_line(w, "/* body output %d (%s) */", k, v->name);
+	ew_line(w, "/* body output %d (%s) */", k, cm(R, v->name));
 	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows);
 	if (R->has_lens)
 		ew_line(w, "if (step >= len[b]) continue;");
@@ -462,8 +483,8 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 	int ns = (int)ir_attr_int(n, "n_state", 0), nseq = (int)ir_attr_int(n, "n_seq", 0);
 	for (int k = 0; k < ns; k++) {
 		const ir_value *s = n->body->inputs[nseq + k];
-		ew_line(E->w, "float *rec%d_state%d; /* %s: state %d of %s, %s */", n->id, k, n->name, k,
-			n->origin ? n->origin : "a recurrence", ir_shape_str(E->A, E->g, &s->shape));
+		ew_line(E->w, "float *rec%d_state%d; /* %s: state %d of %s, %s */", n->id, k, cm_(E->A, n->name), k,
+			n->origin ? cm_(E->A, n->origin) : "a recurrence", ir_shape_str(E->A, E->g, &s->shape));
 		ew_line(E->w, "size_t rec%d_size%d; /* elements allocated at rec%d_state%d */", n->id, k,
 			n->id, k);
 	}
@@ -479,7 +500,7 @@ void emit_rec_state_free(emit_ctx *E, ir_node *n)
 void emit_rec_state_reset(emit_ctx *E, ir_node *n)
 {
 	ew_line(E->w, "/* rec%d (%s): started = 0 makes the next run start from its initial state */",
-		n->id, n->name);
+		n->id, cm_(E->A, n->name));
 }
 
 /* ---- the recurrence ---------------------------------------------------------------- */
@@ -523,19 +544,19 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 		return;
 
 	/* ---- header comment ---- */
-	ew_line(w, "/* Recurrence '%s' from %s: T = %s, B = %s%s%s", n->name,
-		n->origin ? n->origin : "the model", R->T, R->B, R->reverse ? ", reverse" : "",
+	ew_line(w, "/* Recurrence '%s' from %s: T = %s, B = %s%s%s", cm(R, n->name),
+		n->origin ? cm(R, n->origin) : "the model", R->T, R->B, R->reverse ? ", reverse" : "",
 		R->has_lens ? ", with sequence_lens" : "");
 	for (int k = 0; k < R->nseq; k++)
-		ew_line(w, " *   per-step input %d: %s %s (time axis %d)", k, n->in[k]->name,
+		ew_line(w, " *   per-step input %d: %s %s (time axis %d)", k, cm(R, n->in[k]->name),
 			shape_str(R, &n->in[k]->shape), (int)R->seq_axis[k]);
 	for (int k = 0; k < R->nstate; k++)
-		ew_line(w, " *   state %d: %s %s%s", k, b->inputs[R->nseq + k]->name,
+		ew_line(w, " *   state %d: %s %s%s", k, cm(R, b->inputs[R->nseq + k]->name),
 			shape_str(R, &b->inputs[R->nseq + k]->shape),
 			n->in[R->nseq + k] ? "" : " (starts at zero)");
 	for (int k = 0; k < R->nout; k++)
 		if (n->out[R->nstate + k])
-			ew_line(w, " *   output %d: %s %s (time axis %d)", k, n->out[R->nstate + k]->name,
+			ew_line(w, " *   output %d: %s %s (time axis %d)", k, cm(R, n->out[R->nstate + k]->name),
 				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k]);
 	ew_line(w, " */");
 	ew_line(w, "{");
@@ -589,7 +610,7 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 		ir_value *X = n->in[k];
 		const char *F = dim(R, cols_of(b->inputs[k]));
 		int ax = (int)R->seq_axis[k];
-		ew_line(w, "const float *q%d = %s; /* %s */", k, emit_ref(E, X), X->name);
+		ew_line(w, "const float *q%d = %s; /* %s */", k, emit_ref(E, X), cm(R, X->name));
 		ew_line(w, "const int64_t st%d = %s, sb%d = %s; /* time and batch strides */", k,
 			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
 		ew_line(w, "(void)st%d;", k);
@@ -601,7 +622,7 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 			continue;
 		const char *F = dim(R, cols_of(b->outputs[R->nstate + k]));
 		int ax = (int)R->out_axis[k];
-		ew_line(w, "float *o%d = %s; /* %s */", k, emit_ref(E, Y), Y->name);
+		ew_line(w, "float *o%d = %s; /* %s */", k, emit_ref(E, Y), cm(R, Y->name));
 		ew_line(w, "const int64_t ot%d = %s, ob%d = %s; /* time and batch strides */", k,
 			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
 		ew_line(w, "(void)ot%d;", k);
@@ -669,7 +690,7 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 		const char *cnt = emit_numel(E, &b->inputs[R->nseq + k]->shape);
 		if (n->out[k])
 			ew_line(w, "memcpy(%s, s%d, sizeof(float) * (size_t)(%s)); /* %s */",
-				emit_ref(E, n->out[k]), k, cnt, n->out[k]->name);
+				emit_ref(E, n->out[k]), k, cnt, cm(R, n->out[k]->name));
 		ew_line(w, "if (s%d != m->rec%d_state%d)", k, R->id, k);
 		ew_line(w, "\tmemcpy(m->rec%d_state%d, s%d, sizeof(float) * (size_t)(%s));", R->id, k, k, cnt);
 	}
