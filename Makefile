@@ -6,6 +6,16 @@
 #   make check      install missing packages, build, run every test; ends with
 #                   "N passed, M failed" and fails on any failure
 #   make install    PREFIX=/usr/local
+#   make BLAS=none  also build libcellrt without OpenBLAS (portable kernels):
+#                   build/noblas/libcellrt.a, which emitted code links with
+#                   `make BLAS=none` in its own directory
+#   make BLAS=none runtime   only that library: all a machine that runs
+#                   emitted code needs (a C compiler, no OpenBLAS)
+#   make ort        install onnxruntime-node (npm, --ignore-scripts) into
+#                   build/ort for `cellc verify --oracle onnxruntime`
+#   make bench      time the generated code against PyTorch and ONNX Runtime
+#                   (bench/run.py: table, build/bench/results.csv and .svg;
+#                   about 10 minutes on 2 cores; not part of check)
 #
 # Debian packages are installed by `make deps` (called by demo and check) when
 # missing; it needs root (or sudo).
@@ -19,7 +29,7 @@ SAN     := build-san
 
 PY      := /usr/bin/python3
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
-	libopenblas-dev check python3-onnx python3-numpy python3-torch
+	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind
 
 COMPILER_SRC := $(wildcard compiler/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)
@@ -29,9 +39,20 @@ CPPFLAGS_C := -Icompiler -Iruntime -I$(B)/gen
 LIBS_C     := -lprotobuf-c -lopenblas -lm
 LIBS_RT    := -lopenblas -lm
 
-.PHONY: all deps demo check bench install clean san
+.PHONY: all deps demo check bench install clean san ort runtime
 
-all: $(B)/cellc $(B)/libcellrt.a
+# BLAS=none: libcellrt with its portable kernels, no OpenBLAS, for emitted
+# code (cellc itself always links the OpenBLAS build).
+BLAS ?= openblas
+NB   := $(B)/noblas
+ifeq ($(BLAS),none)
+RTLIB := $(NB)/libcellrt.a
+else
+RTLIB := $(B)/libcellrt.a
+endif
+
+all: $(B)/cellc $(RTLIB)
+runtime: $(RTLIB)
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -54,6 +75,12 @@ $(B)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
 	@mkdir -p $(B)/rt
 	$(CC) $(CFLAGS) -O3 $(WARN) -fPIC -Iruntime -c $< -o $@
 $(B)/libcellrt.a: $(RT_OBJ)
+	ar rcs $@ $^
+NB_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(NB)/rt/%.o)
+$(NB)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
+	@mkdir -p $(NB)/rt
+	$(CC) $(CFLAGS) -O3 $(WARN) -fPIC -DCELLRT_NO_BLAS -Iruntime -c $< -o $@
+$(NB)/libcellrt.a: $(NB_RT_OBJ)
 	ar rcs $@ $^
 
 # ---- compiler: cellc -----------------------------------------------------
@@ -108,6 +135,20 @@ check: deps
 
 # fixtures and unit-test binaries (tests/tests.mk; tests/run.sh makes them)
 include tests/tests.mk
+
+# onnxruntime-node for `cellc verify --oracle onnxruntime` (which finds it in
+# build/ort, or installs it there itself); the Linux binary ships inside the
+# npm package, so its install scripts are not run.
+ORT_DIR := $(B)/ort
+ort: $(ORT_DIR)/node_modules/onnxruntime-node/package.json
+$(ORT_DIR)/node_modules/onnxruntime-node/package.json:
+	@mkdir -p $(ORT_DIR)
+	npm install --prefix $(ORT_DIR) --ignore-scripts --no-audit --no-fund onnxruntime-node
+
+# the benchmark: builds what it needs, never fails on a slow number
+bench: deps ort
+	@$(MAKE) --no-print-directory all
+	@$(PY) bench/run.py
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include

@@ -18,6 +18,9 @@ int cmd_opt_value(int argc, char **argv, int *i, const char *opt, const char **v
 
 /* Parses NAME=FILE.pb into b (pointers into arg); 0 and a message if malformed. */
 int cmd_parse_bind(const char *cmd, char *arg, onnx_binding *b);
+/* Parses SYM=N (N in [1, 2^31)) for option `opt`: *name in A; 0 and a message if malformed. */
+int cmd_parse_dim(const char *cmd, const char *opt, const char *arg, arena *A, const char **name,
+		  int64_t *value);
 
 /* The model file's stem made into a C identifier ("my-model.onnx" -> "my_model"). */
 const char *cmd_default_name(arena *A, const char *model_path);

@@ -2,10 +2,15 @@
  * every subcommand shares (cmd.h).
  *
  *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb]...
- *                 [--no-hoist] [--no-fuse]
+ *                 [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
+ *                 [--max-dim SYM=N]... [--testbench DATA]... [--rtol R] [--atol A]
  *
  * Loads the model, runs the whole pipeline and writes DIR/NAME.h, NAME.c,
  * NAME.weights and a Makefile (emit_model).  DIR is created when missing.
+ * --embed-weights and --no-malloc choose the deployment mode (emit.h);
+ * --testbench adds NAME_test.c (emit_test.c) from golden data sets
+ * (testdata.h), whose inputs are matched to the compiled model's inputs by
+ * name through the model as loaded (bound inputs are not run-time inputs).
  * --bind replaces a graph input by the constant in FILE.pb (a serialized
  * TensorProto): inputs that determine shapes must be bound, because cellc
  * fixes every shape at compile time up to the dimension symbols.
@@ -13,9 +18,11 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "cmd.h"
+#include "testdata.h"
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,6 +44,20 @@ static const char usage[] =
 	"                        determine shapes (e.g. a Reshape target)\n"
 	"  --no-hoist            keep input projections inside the time loop (testing)\n"
 	"  --no-fuse             one loop per element-wise operation (testing)\n"
+	"Deployment (README \"Deploying\"):\n"
+	"  --embed-weights       weights as aligned static const arrays in NAME.c (no\n"
+	"                        NAME.weights; NAME_create takes NULL as the path)\n"
+	"  --no-malloc           no allocation: NAME_create_in places everything in a\n"
+	"                        caller-provided arena of NAME_ARENA_BYTES (NAME.h)\n"
+	"  --max-dim SYM=N       largest value of dimension symbol SYM that the arena must\n"
+	"                        hold (--no-malloc needs one per symbol; `cellc info` lists them)\n"
+	"Golden regression test (README \"Regression testing\"):\n"
+	"  --testbench DATA      also write NAME_test.c and a `make test` target from the golden\n"
+	"                        inputs/outputs in DATA: input_N/output_N files (.pb TensorProtos\n"
+	"                        or .npy arrays), or a directory of test_data_set_* (repeatable)\n"
+	"  --rtol R, --atol A    the test's tolerance: |got-ref| <= A + R|ref| (1e-4, 1e-5)\n"
+	"  --testbench-embed B   embed golden data up to B bytes in NAME_test.c, else write\n"
+	"                        NAME_test.data beside it (default 262144)\n"
 	"Exit status: 0 ok, 2 model or command line rejected (reasons on stderr).\n";
 
 /* ---- shared helpers (cmd.h) ---- */
@@ -178,6 +199,135 @@ ir_graph *cmd_build(arena *A, diag *D, const char *model, int nbind, const onnx_
 	return g;
 }
 
+/* ---- deployment and testbench options ---- */
+
+enum { MAX_MAXDIM = 16, MAX_TB = 64 };
+
+typedef struct named_dim {
+	const char *name;
+	int64_t value;
+} named_dim;
+
+/* SYM=N with N a positive integer; 0 and a message if malformed. */
+int cmd_parse_dim(const char *cmd, const char *opt, const char *arg, arena *A, const char **name,
+		  int64_t *value)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	errno = 0;
+	long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+	if (!eq || eq == arg || !eq[1] || *end || errno || v < 1 || v > INT32_MAX) {
+		fprintf(stderr, "cellc %s: %s wants SYM=N with N in [1, 2^31), got '%s'\n", cmd, opt, arg);
+		return 0;
+	}
+	*name = arena_strndup(A, arg, (size_t)(eq - arg));
+	*value = v;
+	return 1;
+}
+
+static int parse_tol(const char *opt, const char *s, double *x)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v) || v < 0) {
+		fprintf(stderr, "cellc compile: %s wants a finite number >= 0, got '%s'\n", opt, s);
+		return -1;
+	}
+	*x = v;
+	return 0;
+}
+
+/* The --max-dim values in symbol order (0: not given; `all`: every symbol
+ * must have one); NULL after a message. */
+static int64_t *max_dims(arena *A, diag *D, const ir_graph *g, const named_dim *md, int nmd, int all)
+{
+	int64_t *v = arena_array(A, (size_t)g->nsyms + 1, sizeof *v);
+	for (int j = 0; j < nmd; j++) {
+		int i = 0;
+		while (i < g->nsyms && strcmp(g->syms[i], md[j].name) != 0)
+			i++;
+		if (i == g->nsyms) {
+			char *known = "";
+			for (int k = 0; k < g->nsyms; k++)
+				known = arena_printf(A, "%s%s'%s'", known, k ? ", " : "", g->syms[k]);
+			diag_error(D, "--max-dim %s: the model has no dimension symbol of that name (it has %s)",
+				   md[j].name, g->nsyms ? known : "none");
+			return NULL;
+		}
+		v[i] = md[j].value;
+	}
+	for (int i = 0; i < g->nsyms && all; i++)
+		if (!v[i]) {
+			diag_error(D, "--no-malloc: give the largest value of dimension symbol '%s' with "
+				      "--max-dim %s=N (the arena is sized for it)", g->syms[i], g->syms[i]);
+			return NULL;
+		}
+	return v;
+}
+
+/* Reads the golden sets and matches them to g's inputs (by name, through
+ * the model as loaded: input_N is the loaded graph's input N) and outputs
+ * (by position).  Returns 0 or -1 after a diagnostic. */
+static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_list *L,
+			  const int64_t *maxd, emit_tb_set **out)
+{
+	ir_graph *g0 = cmd_build(A, D, model, 0, NULL, &(pass_opts){0}, "load");
+	if (!g0)
+		return -1;
+	ir_graph *scratch = ir_graph_new(A, NULL, "golden");
+	emit_tb_set *sets = arena_array(A, (size_t)L->n, sizeof *sets);
+	for (int s = 0; s < L->n; s++) {
+		td_set *t = &L->sets[s];
+		if (t->nin != g0->ninputs || t->nout != g->noutputs) {
+			diag_error(D, "--testbench %s: %d inputs and %d outputs; the model has %d inputs and %d "
+				      "outputs", t->dir, t->nin, t->nout, g0->ninputs, g->noutputs);
+			return -1;
+		}
+		if (td_read(scratch, D, t))
+			return -1;
+		sets[s].label = t->dir;
+		sets[s].in = arena_array(A, (size_t)g->ninputs + 1, sizeof *sets[s].in);
+		sets[s].out = t->out;
+		for (int o = 0; o < 2; o++)
+			for (int k = 0; k < (o ? g->noutputs : g->ninputs); k++) {
+				const ir_value *gv = o ? g->outputs[k] : g->inputs[k];
+				int j = k;
+				if (!o)
+					for (j = 0; j < g0->ninputs && strcmp(g0->inputs[j]->name, gv->name); j++)
+						;
+				if (j == (o ? g->noutputs : g0->ninputs)) {
+					diag_error(D, "--testbench: compiled input '%s' is not an input of the model", gv->name);
+					return -1;
+				}
+				ir_value *x = o ? t->out[j] : t->in[j];
+				int ok = x->dtype == gv->dtype && x->shape.rank == gv->shape.rank;
+				for (int i = 0; ok && i < gv->shape.rank; i++) {
+					ir_dim d = gv->shape.d[i];
+					ok = !ir_dim_is_const(d) || d.k == x->shape.d[i].k;
+					for (int y = 0; ok && maxd && y < g->nsyms; y++)
+						if (ir_dim_eq(d, ir_dim_sym(y)) && x->shape.d[i].k > maxd[y]) {
+							diag_error(D, "--testbench %s: %s '%s' has %s = %lld, above its --max-dim %lld",
+								   t->dir, o ? "output" : "input", gv->name, g->syms[y],
+								   (long long)x->shape.d[i].k, (long long)maxd[y]);
+							return -1;
+						}
+				}
+				if (!ok) {
+					diag_error(D, "--testbench %s: %s_%d is %s%s, the model's %s '%s' is %s%s", t->dir,
+						   o ? "output" : "input", j, ir_dtype_name(x->dtype),
+						   ir_shape_str(A, scratch, &x->shape), o ? "output" : "input", gv->name,
+						   ir_dtype_name(gv->dtype), ir_shape_str(A, g, &gv->shape));
+					return -1;
+				}
+				if (!o)
+					sets[s].in[k] = x;
+			}
+	}
+	*out = sets;
+	return 0;
+}
+
 /* ---- the command ---- */
 
 int cmd_compile(int argc, char **argv)
@@ -186,6 +336,13 @@ int cmd_compile(int argc, char **argv)
 	onnx_binding bind[CMD_MAX_BIND];
 	int nbind = 0;
 	pass_opts po = {0};
+	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0;
+	named_dim md[MAX_MAXDIM];
+	const char *tbdirs[MAX_TB];
+	double rtol = 1e-4, atol = 1e-5;
+	long long tb_embed = 262144;
+	arena A;
+	arena_init(&A);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int r;
@@ -216,6 +373,36 @@ int cmd_compile(int argc, char **argv)
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
 			po.no_fuse = 1;
+		} else if (!strcmp(a, "--embed-weights")) {
+			embed = 1;
+		} else if (!strcmp(a, "--no-malloc")) {
+			no_malloc = 1;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--max-dim", &val))) {
+			if (r < 0 || nmd == MAX_MAXDIM ||
+			    !cmd_parse_dim("compile", "--max-dim", val, &A, &md[nmd].name, &md[nmd].value)) {
+				arena_free(&A);
+				return 2;
+			}
+			nmd++;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--testbench-embed", &val))) {
+			char *end;
+			if (r < 0 || (tb_embed = strtoll(val, &end, 10)) < 0 || *end || end == val) {
+				fprintf(stderr, "cellc compile: --testbench-embed wants a number of bytes\n");
+				arena_free(&A);
+				return 2;
+			}
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--testbench", &val))) {
+			if (r < 0 || ntb == MAX_TB) {
+				arena_free(&A);
+				return 2;
+			}
+			tbdirs[ntb++] = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--rtol", &val)) ||
+			   (r = cmd_opt_value(argc, argv, &i, "--atol", &val))) {
+			if (r < 0 || parse_tol(a, val, strstr(a, "--rtol") ? &rtol : &atol)) {
+				arena_free(&A);
+				return 2;
+			}
 		} else if (!strcmp(a, "--train")) {
 			fprintf(stderr, "cellc compile: --train is not available in this version of cellc\n");
 			return 2;
@@ -240,22 +427,38 @@ int cmd_compile(int argc, char **argv)
 		return 2;
 	}
 
-	arena A;
-	arena_init(&A);
 	diag D;
 	diag_init(&D, model);
 	int rc = 2;
+	td_list L = {0};
+	for (int i = 0; i < ntb; i++)
+		if (td_collect(&A, "compile", tbdirs[i], &L)) {
+			free(L.sets);
+			arena_free(&A);
+			return 2;
+		}
 	if (!name)
 		name = cmd_default_name(&A, model);
 	ir_graph *g = cmd_build(&A, &D, model, nbind, bind, &po, NULL);
-	if (g && cmd_mkdirs("compile", outdir) == 0) {
+	const int64_t *maxd = NULL;
+	if (g && (nmd || no_malloc))
+		maxd = max_dims(&A, &D, g, md, nmd, no_malloc);
+	emit_tb_set *sets = NULL;
+	if (g && !D.nerrors && L.n && load_testbench(&A, &D, model, g, &L, no_malloc ? maxd : NULL, &sets))
+		g = NULL;
+	if (g && !D.nerrors && cmd_mkdirs("compile", outdir) == 0) {
 		emit_opts eo = {
 			.name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
-			.rtdir = cmd_share_dir(),
+			.rtdir = cmd_share_dir(), .embed_weights = embed, .no_malloc = no_malloc,
+			.max_dims = maxd,
 		};
-		if (emit_model(g, &D, &eo) == 0 && D.nerrors == 0)
+		emit_tb tb = {.nsets = L.n, .sets = sets, .rtol = rtol, .atol = atol,
+			      .embed_limit = (size_t)tb_embed};
+		if (emit_model(g, &D, &eo) == 0 && D.nerrors == 0 &&
+		    (!L.n || (emit_testbench(g, &D, &eo, &tb) == 0 && D.nerrors == 0)))
 			rc = 0;
 	}
+	free(L.sets);
 	if (rc)
 		fprintf(stderr, "cellc compile: %s was not compiled\n", model);
 	arena_free(&A);

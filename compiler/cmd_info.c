@@ -10,6 +10,7 @@
  * exit status is then 2 with the reasons on stderr.
  */
 #include "cmd.h"
+#include "recognize.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -111,6 +112,9 @@ static void print_recurrences(arena *A, const ir_graph *g)
 		       ir_attr_int(nd, "n_out", 0), nd->body ? nd->body->nnodes : 0,
 		       ir_attr_int(nd, "has_lens", 0) ? ", sequence_lens" : "",
 		       nd->origin ? ", from " : "", nd->origin ? nd->origin : "");
+		const char *rd = recognize_describe(A, g, nd);   /* recovered loops (recognize.h) */
+		if (rd)
+			printf("    %s\n", rd);
 	}
 }
 

@@ -29,12 +29,30 @@
  *
  * Exit status: 0 all pass, 1 any mismatch or failed run, 2 the model could
  * not be compiled or built, or the command line or data are unusable.
+ *
+ * Golden data without PyTorch:
+ *
+ *   cellc verify MODEL --oracle onnxruntime --inputs N [--dim SYM=V]...
+ *                [--seed S] [--save-golden DIR] [--report json FILE]
+ *
+ * makes N data sets of random inputs of the declared shapes (symbols set by
+ * --dim; floats uniform in [-1, 1), sequence_lens in [1, T], other integers
+ * 0 or 1; a fixed generator seeded by --seed), writes them as input_N.pb in
+ * DIR/test_data_set_K (the ONNX backend-test layout; a temporary directory
+ * without --save-golden), runs ONNX Runtime on them (templates/ort_run.js
+ * with npm's onnxruntime-node, found in $CELLC_ORT_DIR or <share>/build/ort,
+ * else installed there with `npm install --ignore-scripts`), writes its
+ * outputs as output_N.pb, and then verifies as with --data.  ONNX Runtime
+ * does not implement layout=1 for LSTM/GRU/RNN: such a model is reported as
+ * refused (exit 2).  --report json FILE (either mode) writes every result
+ * and the summary as JSON.
  */
 #define _XOPEN_SOURCE 700
 
 #include "cmd.h"
 #include "util.h"
 #include "cellrt.h"
+#include "onnx.pb-c.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +79,14 @@ static const char usage[] =
 	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
 	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
 	"  --no-hoist, --no-fuse   as for `cellc compile`\n"
+	"Golden data from ONNX Runtime instead of --data:\n"
+	"  --oracle onnxruntime  run the model with ONNX Runtime (npm onnxruntime-node) on\n"
+	"                        random inputs and compare with its outputs\n"
+	"  --inputs N            number of random data sets (default 1)\n"
+	"  --dim SYM=V           value of dimension symbol SYM (each symbol needs one)\n"
+	"  --seed S              seed of the input generator (default 1)\n"
+	"  --save-golden DIR     keep the data sets in DIR/test_data_set_K (backend-test layout)\n"
+	"  --report json FILE    write the results as JSON (also with --data)\n"
 	"Prints `PASS|FAIL <dir> <output> max_abs=<e> max_rel=<e>` per output, then\n"
 	"`N passed, M failed`.  Exit status: 0 all pass, 1 a mismatch, 2 the model could\n"
 	"not be compiled or the command line or data were rejected.\n";
@@ -73,8 +99,24 @@ typedef struct dataset {
 	ir_value **in;          /* [nin] reference inputs (constants of the scratch graph) */
 } dataset;
 
+typedef struct result {
+	const char *set, *output, *why;
+	int pass;
+	double max_abs, max_rel;
+} result;
+
+enum { MAX_DIMOPT = 16 };
+
 typedef struct verify {
 	const char *model, *name, *keep;
+	/* --oracle */
+	const char *oracle, *golden, *report;
+	int ninputs, ndims;
+	uint64_t seed;
+	const char *dim_name[MAX_DIMOPT];
+	int64_t dim_value[MAX_DIMOPT];
+	int nres, capres;
+	result *res;            /* every compared output, for --report */
 	double rtol, atol;
 	pass_opts po;
 	const char *cmdline;    /* for the provenance header of the emitted code */
@@ -252,6 +294,8 @@ static int const_operand(ir_op op, int k)
 		return k >= 1;
 	case OP_CONSTOFSHAPE:
 		return k == 0;
+	case OP_LOOP:
+		return k <= 1;                          /* M, cond: the number of iterations */
 	default:
 		return 0;
 	}
@@ -420,10 +464,24 @@ static int compile_unit(verify *V, unit *u, int iset, int nbind, const onnx_bind
 
 /* ---- running and comparing ---- */
 
+static void record(verify *V, const char *set, const char *output, int pass, double max_abs,
+		   double max_rel, const char *why)
+{
+	if (V->nres == V->capres) {
+		int c = V->capres ? 2 * V->capres : 64;
+		V->res = arena_grow(&V->A, V->res, (size_t)V->nres, (size_t)c, sizeof *V->res);
+		V->capres = c;
+	}
+	/* copies: the names may belong to a compilation's arena, freed after it */
+	V->res[V->nres++] = (result){arena_strdup(&V->A, set), arena_strdup(&V->A, output),
+				     why ? arena_strdup(&V->A, why) : NULL, pass, max_abs, max_rel};
+}
+
 static void fail_all(verify *V, const dataset *s, const char *why)
 {
 	fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
 	for (int k = 0; k < V->g0->noutputs; k++) {
+		record(V, s->dir, V->g0->outputs[k]->name, 0, NAN, NAN, why);
 		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, V->g0->outputs[k]->name);
 		V->failed++;
 	}
@@ -473,6 +531,7 @@ static void compare(verify *V, const dataset *s, const char *oname, const rt_ten
 	if (why) {
 		fprintf(stderr, "cellc verify: %s: output %s: %s\n", s->dir, oname, why);
 		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+		record(V, s->dir, oname, 0, NAN, NAN, why);
 		V->failed++;
 		return;
 	}
@@ -512,6 +571,8 @@ static void compare(verify *V, const dataset *s, const char *oname, const rt_ten
 			s->dir, oname, nbad, n, first_bad, elem(got->data, ref->dtype, (size_t)first_bad),
 			elem(ref->data, ref->dtype, (size_t)first_bad));
 	printf("%s %s %s max_abs=%.3g max_rel=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, max_abs, max_rel);
+	record(V, s->dir, oname, ok, max_abs, max_rel,
+	       ok ? NULL : arena_printf(&V->A, "%" PRId64 " of %" PRId64 " elements out of tolerance", nbad, n));
 	if (ok)
 		V->passed++;
 	else
@@ -596,12 +657,398 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 		if (!ref) {
 			fprintf(stderr, "cellc verify: %s: cannot read the reference %s\n", s->dir, p);
 			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, g->outputs[k]->name);
+			record(V, s->dir, g->outputs[k]->name, 0, NAN, NAN, "no reference output");
 			V->failed++;
 			continue;
 		}
 		compare(V, s, g->outputs[k]->name, &tf.t[k], ref);
 	}
 	rt_tf_close(&tf);
+}
+
+/* ---- the ONNX Runtime oracle ---- */
+
+/* splitmix64: a small generator whose sequence is fixed by the seed. */
+static uint64_t next_rand(uint64_t *st)
+{
+	uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A dim of the loaded graph with the --dim values; -1 after a message. */
+static int64_t dim_value(verify *V, ir_dim d, const char *what)
+{
+	int64_t v = d.k;
+	for (int i = 0; i < V->g0->nsyms; i++) {
+		if (!d.pow[i])
+			continue;
+		int j = 0;
+		while (j < V->ndims && strcmp(V->dim_name[j], V->g0->syms[i]) != 0)
+			j++;
+		if (j == V->ndims) {
+			char *all = "";
+			for (int k = 0; k < V->g0->nsyms; k++)
+				all = arena_printf(&V->A, "%s%s%s", all, k ? ", " : "", V->g0->syms[k]);
+			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give its value with "
+					"--dim %s=V (the model's symbols: %s)\n", what, V->g0->syms[i], V->g0->syms[i], all);
+			return -1;
+		}
+		for (int p = 0; p < d.pow[i]; p++)
+			v *= V->dim_value[j];
+	}
+	return v;
+}
+
+/* How graph input x feeds a recurrent operator: 1 as a weight (W, R, B, P),
+ * 2 as sequence_lens (*T set to the sequence length), 0 otherwise. */
+static int rnn_role(verify *V, const ir_value *x, int64_t *T)
+{
+	for (int i = 0; i < V->g0->nnodes; i++) {
+		const ir_node *n = V->g0->nodes[i];
+		if (n->op != OP_LSTM && n->op != OP_GRU && n->op != OP_RNN)
+			continue;
+		for (int k = 1; k < n->nin; k++) {
+			if (n->in[k] != x)
+				continue;
+			if (k == 4) {
+				int lay = (int)ir_attr_int(n, "layout", 0);
+				*T = n->in[0] && n->in[0]->shape.rank == 3
+					? dim_value(V, n->in[0]->shape.d[lay ? 1 : 0], "the sequence input") : 1;
+				return 2;
+			}
+			if (k <= 3 || (k == 7 && n->op == OP_LSTM))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int write_all(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f && fwrite(data, 1, n, f) == n;
+	if (f)
+		ok &= fclose(f) == 0;
+	if (!ok)
+		fprintf(stderr, "cellc verify: cannot write '%s': %s\n", path, strerror(errno));
+	return ok ? 0 : -1;
+}
+
+/* A serialized TensorProto (what onnx.numpy_helper.from_array writes). */
+static int write_pb(verify *V, const char *path, const char *name, int dtype, int rank,
+		    const int64_t *dims, const void *data, size_t nbytes)
+{
+	Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+	t.n_dims = (size_t)rank;
+	t.dims = (int64_t *)dims;
+	t.has_data_type = 1;
+	t.data_type = dtype;
+	t.name = (char *)name;
+	t.has_raw_data = 1;
+	t.raw_data.len = nbytes;
+	t.raw_data.data = (uint8_t *)data;
+	size_t n = onnx__tensor_proto__get_packed_size(&t);
+	uint8_t *buf = arena_alloc(&V->A, n + 1);
+	onnx__tensor_proto__pack(&t, buf);
+	return write_all(path, buf, n);
+}
+
+/* Random inputs of set dir: input_K.pb for cellc, input_K.bin and
+ * inputs.txt for ort_run.js. */
+static int make_inputs(verify *V, const char *dir, uint64_t *rng)
+{
+	const ir_graph *g = V->g0;
+	FILE *list = fopen(arena_printf(&V->A, "%s/inputs.txt", dir), "w");
+	if (!list) {
+		fprintf(stderr, "cellc verify: cannot write in '%s': %s\n", dir, strerror(errno));
+		return -1;
+	}
+	int rc = 0;
+	for (int k = 0; k < g->ninputs && !rc; k++) {
+		const ir_value *x = g->inputs[k];
+		int64_t dims[RT_TF_MAXRANK], n = 1, T = 1;
+		const char *what = arena_printf(&V->A, "input '%s'", x->name);
+		if (x->shape.rank < 0 || x->shape.rank > RT_TF_MAXRANK) {
+			fprintf(stderr, "cellc verify: %s has no usable shape for random data\n", what);
+			rc = -1;
+			break;
+		}
+		for (int i = 0; i < x->shape.rank && !rc; i++) {
+			dims[i] = dim_value(V, x->shape.d[i], what);
+			rc = dims[i] < 0 ? -1 : 0;
+			n *= dims[i] > 0 ? dims[i] : 0;
+		}
+		if (rc)
+			break;
+		int role = rnn_role(V, x, &T);
+		if (T < 1) {
+			rc = -1;
+			break;
+		}
+		if (V->bound[k] && role != 1) {
+			fprintf(stderr, "cellc verify: %s determines a shape, so random values cannot be used; "
+					"verify with --data\n", what);
+			rc = -1;
+			break;
+		}
+		size_t es = ir_dtype_size(x->dtype);
+		if (!es || x->dtype == DT_STRING || x->dtype == DT_F16) {
+			fprintf(stderr, "cellc verify: %s: random %s data are not supported\n", what,
+				ir_dtype_name(x->dtype));
+			rc = -1;
+			break;
+		}
+		unsigned char *data = arena_alloc(&V->A, (size_t)n * es + 1);
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t r = next_rand(rng);
+			double u = (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0;  /* [-1, 1) */
+			int64_t iv = role == 2 ? 1 + (int64_t)(r % (uint64_t)T) : (int64_t)(r & 1);
+			switch (x->dtype) {
+			case DT_F32: ((float *)data)[i] = (float)u; break;
+			case DT_F64: ((double *)data)[i] = u; break;
+			case DT_I32: ((int32_t *)data)[i] = (int32_t)iv; break;
+			case DT_I64: ((int64_t *)data)[i] = iv; break;
+			case DT_U32: ((uint32_t *)data)[i] = (uint32_t)iv; break;
+			case DT_U64: ((uint64_t *)data)[i] = (uint64_t)iv; break;
+			case DT_I16: case DT_U16: ((int16_t *)data)[i] = (int16_t)iv; break;
+			default: data[i] = (unsigned char)iv; break;    /* 1-byte types */
+			}
+		}
+		size_t nb = (size_t)n * es;
+		char *dl = "";
+		for (int i = 0; i < x->shape.rank; i++)
+			dl = arena_printf(&V->A, "%s%s%lld", dl, i ? "," : "", (long long)dims[i]);
+		fprintf(list, "%s\t%d\t%s\tinput_%d.bin\n", x->name, (int)x->dtype, dl, k);
+		rc = write_pb(V, arena_printf(&V->A, "%s/input_%d.pb", dir, k), x->name, (int)x->dtype,
+			      x->shape.rank, dims, data, nb) ||
+		     write_all(arena_printf(&V->A, "%s/input_%d.bin", dir, k), data, nb) ? -1 : 0;
+	}
+	if (fclose(list) != 0)
+		rc = -1;
+	return rc;
+}
+
+/* ONNX Runtime's outputs of set dir (outputs.txt, output_K.bin) as output_K.pb. */
+static int convert_outputs(verify *V, const char *dir)
+{
+	const char *lp = arena_printf(&V->A, "%s/outputs.txt", dir);
+	FILE *f = fopen(lp, "r");
+	if (!f) {
+		fprintf(stderr, "cellc verify: onnxruntime wrote no %s\n", lp);
+		return -1;
+	}
+	char line[4096];
+	int k = 0, rc = 0;
+	while (!rc && fgets(line, sizeof line, f)) {
+		/* name TAB dtype TAB dims TAB file (dims empty for a scalar) */
+		char *field[4] = {line, NULL, NULL, NULL};
+		for (int i = 1; i < 4 && field[i - 1]; i++) {
+			field[i] = strchr(field[i - 1], '\t');
+			if (field[i])
+				*field[i]++ = 0;
+		}
+		if (!field[3]) {
+			fprintf(stderr, "cellc verify: %s: malformed line %d\n", lp, k + 1);
+			rc = -1;
+			break;
+		}
+		field[3][strcspn(field[3], "\r\n")] = 0;
+		char *name = field[0], *dt = field[1], *dl = field[2], *file = field[3];
+		int64_t dims[RT_TF_MAXRANK];
+		int rank = 0;
+		for (char *p = dl; *p && rank < RT_TF_MAXRANK;) {
+			dims[rank++] = strtoll(p, &p, 10);
+			if (*p == ',')
+				p++;
+			else
+				break;
+		}
+		const char *bp = arena_printf(&V->A, "%s/%s", dir, file);
+		FILE *b = fopen(bp, "rb");
+		size_t cap = 1 << 16, n = 0, got;
+		unsigned char *buf = malloc(cap);
+		while (b && buf && (got = fread(buf + n, 1, cap - n, b)) > 0) {
+			n += got;
+			if (n == cap)
+				buf = realloc(buf, cap *= 2);
+		}
+		if (!b || !buf) {
+			fprintf(stderr, "cellc verify: cannot read %s\n", bp);
+			rc = -1;
+		} else {
+			rc = write_pb(V, arena_printf(&V->A, "%s/output_%d.pb", dir, k), name, atoi(dt), rank, dims,
+				      buf, n);
+		}
+		if (b)
+			fclose(b);
+		free(buf);
+		k++;
+	}
+	fclose(f);
+	if (!rc && k != V->g0->noutputs) {
+		fprintf(stderr, "cellc verify: onnxruntime gave %d outputs, the model has %d\n", k, V->g0->noutputs);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* Where onnxruntime-node is (DIR/node_modules/onnxruntime-node), installed
+ * there with npm when missing; NULL after a message. */
+static const char *ort_find(verify *V)
+{
+	const char *e = getenv("CELLC_ORT_DIR");
+	const char *dir = e && *e ? e : arena_printf(&V->A, "%s/build/ort", cmd_share_dir());
+	if (access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) == 0)
+		return dir;
+	fprintf(stderr, "cellc verify: installing onnxruntime-node into %s (npm install --ignore-scripts)\n", dir);
+	if (cmd_mkdirs("verify", dir))
+		return NULL;
+	const char *log = arena_printf(&V->A, "%s/npm.log", V->root);
+	char *argv[] = {"npm", "install", "--prefix", (char *)dir, "--ignore-scripts", "--no-audit", "--no-fund",
+			"onnxruntime-node", NULL};
+	int st = run_logged(argv, log);
+	if (st != 0 || access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) != 0) {
+		fprintf(stderr, "cellc verify: `npm install onnxruntime-node --ignore-scripts` failed (status %d); "
+				"set CELLC_ORT_DIR to a directory holding node_modules/onnxruntime-node:\n", st);
+		show_file(log, "  | ");
+		return NULL;
+	}
+	return dir;
+}
+
+/* Why ONNX Runtime may refuse the model, for the message. */
+static const char *ort_hint(verify *V)
+{
+	for (int i = 0; i < V->g0->nnodes; i++) {
+		const ir_node *n = V->g0->nodes[i];
+		if ((n->op == OP_LSTM || n->op == OP_GRU || n->op == OP_RNN) && ir_attr_int(n, "layout", 0))
+			return arena_printf(&V->A, "\ncellc verify: node '%s' (%s) has layout=1 (batch first), which "
+					     "ONNX Runtime does not implement; verify such a model with --data "
+					     "(golden outputs from another oracle, e.g. PyTorch)", n->name,
+					     ir_op_name(n->op));
+	}
+	return "";
+}
+
+/* Makes the golden data sets with ONNX Runtime and adds them as --data. */
+static int oracle_make(verify *V)
+{
+	const char *gdir = V->golden ? V->golden : arena_printf(&V->A, "%s/golden", V->root);
+	uint64_t rng = V->seed;
+	char **argv = arena_array(&V->A, (size_t)V->ninputs + 5, sizeof *argv);
+	const char *script = arena_printf(&V->A, "%s/ort_run.js", V->root);
+	const char *text = emit_template("ort_run.js");
+	ASSERT(text);
+	if (write_all(script, text, strlen(text)))
+		return -1;
+	int na = 0;
+	argv[na++] = "node";
+	argv[na++] = (char *)script;
+	argv[na++] = (char *)V->model;
+	for (int sidx = 0; sidx < V->ninputs; sidx++) {
+		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
+		if (cmd_mkdirs("verify", d) || make_inputs(V, d, &rng))
+			return -1;
+		argv[na++] = (char *)d;
+	}
+	argv[na] = NULL;
+	const char *ort = ort_find(V);
+	if (!ort)
+		return -1;
+	setenv("NODE_PATH", arena_printf(&V->A, "%s/node_modules", ort), 1);
+	const char *log = arena_printf(&V->A, "%s/ort.log", V->root);
+	int st = run_logged(argv, log);
+	if (st != 0) {
+		fprintf(stderr, "cellc verify: %s %s (node exit status %d):\n", st == 3 ? "onnxruntime refuses" :
+			"onnxruntime could not be run on", V->model, st);
+		show_file(log, "  | ");
+		fprintf(stderr, "%s\n", ort_hint(V) + (*ort_hint(V) ? 1 : 0));
+		return -1;
+	}
+	for (int sidx = 0; sidx < V->ninputs; sidx++) {
+		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
+		if (convert_outputs(V, d) || add_dataset(V, d))
+			return -1;
+		/* the raw files were for ort_run.js only: the set is in the backend-test layout */
+		for (int k = 0; k < V->g0->ninputs; k++)
+			remove(arena_printf(&V->A, "%s/input_%d.bin", d, k));
+		for (int k = 0; k < V->g0->noutputs; k++)
+			remove(arena_printf(&V->A, "%s/output_%d.bin", d, k));
+		remove(arena_printf(&V->A, "%s/inputs.txt", d));
+		remove(arena_printf(&V->A, "%s/outputs.txt", d));
+	}
+	if (V->golden)
+		fprintf(stderr, "cellc verify: golden data (ONNX Runtime) saved in %s\n", V->golden);
+	return 0;
+}
+
+/* ---- the JSON report ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 32)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double x)
+{
+	if (isfinite(x))
+		fprintf(f, "%.9g", x);
+	else
+		fputs("null", f);       /* JSON has no NaN or infinity */
+}
+
+static int write_report(verify *V, int rc)
+{
+	FILE *f = fopen(V->report, "w");
+	if (!f) {
+		fprintf(stderr, "cellc verify: cannot write report '%s': %s\n", V->report, strerror(errno));
+		return -1;
+	}
+	fputs("{\n  \"model\": ", f);
+	json_str(f, V->model);
+	fputs(",\n  \"oracle\": ", f);
+	if (V->oracle)
+		json_str(f, V->oracle);
+	else
+		fputs("null", f);
+	fprintf(f, ",\n  \"seed\": %llu,\n  \"rtol\": ", (unsigned long long)V->seed);
+	json_num(f, V->rtol);
+	fputs(",\n  \"atol\": ", f);
+	json_num(f, V->atol);
+	fprintf(f, ",\n  \"status\": \"%s\",\n  \"exit_status\": %d,\n  \"passed\": %d,\n  \"failed\": %d,\n",
+		rc == 0 ? "pass" : rc == 1 ? "fail" : "error", rc, V->passed, V->failed);
+	fputs("  \"results\": [", f);
+	for (int i = 0; i < V->nres; i++) {
+		const result *r = &V->res[i];
+		fputs(i ? ",\n    {\"set\": " : "\n    {\"set\": ", f);
+		json_str(f, r->set);
+		fputs(", \"output\": ", f);
+		json_str(f, r->output);
+		fprintf(f, ", \"pass\": %s, \"max_abs\": ", r->pass ? "true" : "false");
+		json_num(f, r->max_abs);
+		fputs(", \"max_rel\": ", f);
+		json_num(f, r->max_rel);
+		fputs(", \"reason\": ", f);
+		if (r->why)
+			json_str(f, r->why);
+		else
+			fputs("null", f);
+		fputc('}', f);
+	}
+	fputs(V->nres ? "\n  ]\n}\n" : "]\n}\n", f);
+	return fclose(f) == 0 ? 0 : -1;
 }
 
 /* ---- the command ---- */
@@ -647,6 +1094,46 @@ static int parse_args(verify *V, int argc, char **argv)
 			if (r < 0)
 				return 2;
 			V->name = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--oracle", &val))) {
+			if (r < 0)
+				return 2;
+			if (strcmp(val, "onnxruntime") != 0) {
+				fprintf(stderr, "cellc verify: --oracle: only 'onnxruntime' is known, got '%s'\n", val);
+				return 2;
+			}
+			V->oracle = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--inputs", &val))) {
+			char *end;
+			long v = r < 0 ? 0 : strtol(val, &end, 10);
+			if (r < 0 || *end || v < 1 || v > MAX_DATA) {
+				fprintf(stderr, "cellc verify: --inputs wants a number of data sets in [1, %d]\n", MAX_DATA);
+				return 2;
+			}
+			V->ninputs = (int)v;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--seed", &val))) {
+			char *end;
+			errno = 0;
+			unsigned long long v = r < 0 ? 0 : strtoull(val, &end, 10);
+			if (r < 0 || *end || errno || end == val) {
+				fprintf(stderr, "cellc verify: --seed wants a non-negative integer\n");
+				return 2;
+			}
+			V->seed = v;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
+			if (r < 0 || V->ndims == MAX_DIMOPT ||
+			    !cmd_parse_dim("verify", "--dim", val, &V->A, &V->dim_name[V->ndims], &V->dim_value[V->ndims]))
+				return 2;
+			V->ndims++;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--save-golden", &val))) {
+			if (r < 0)
+				return 2;
+			V->golden = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--report", &val))) {
+			if (r < 0 || strcmp(val, "json") != 0 || i + 1 >= argc) {
+				fprintf(stderr, "cellc verify: --report wants `json FILE`\n");
+				return 2;
+			}
+			V->report = argv[++i];
 		} else if (!strcmp(a, "--no-hoist")) {
 			V->po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
@@ -661,10 +1148,21 @@ static int parse_args(verify *V, int argc, char **argv)
 			V->model = a;
 		}
 	}
-	if (!V->model || !ndata) {
-		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR given", usage);
+	if (!V->model || (!ndata && !V->oracle)) {
+		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR or --oracle given",
+			usage);
 		return 2;
 	}
+	if (ndata && V->oracle) {
+		fprintf(stderr, "cellc verify: --data and --oracle exclude each other\n");
+		return 2;
+	}
+	if (!V->oracle && (V->ninputs || V->ndims || V->golden)) {
+		fprintf(stderr, "cellc verify: --inputs, --dim and --save-golden go with --oracle\n");
+		return 2;
+	}
+	if (V->oracle && !V->ninputs)
+		V->ninputs = 1;
 	if (V->name && !cmd_valid_name(V->name)) {
 		fprintf(stderr, "cellc verify: --name '%s' is not usable as a C identifier prefix\n", V->name);
 		return 2;
@@ -737,6 +1235,7 @@ int cmd_verify(int argc, char **argv)
 	verify *V = &V0;
 	V->rtol = 1e-4;
 	V->atol = 1e-5;
+	V->seed = 1;
 	arena_init(&V->A);
 	int rc = parse_args(V, argc, argv);
 	if (rc >= 0) {
@@ -755,10 +1254,12 @@ int cmd_verify(int argc, char **argv)
 	if (!V->name)
 		V->name = cmd_default_name(&V->A, V->model);
 	V->scratch = ir_graph_new(&V->A, NULL, "data");
-	if (read_inputs(V, &D))
-		goto out;
 	find_bound_inputs(V);
 	if (make_root(V))
+		goto out;
+	if (V->oracle && oracle_make(V))
+		goto out;
+	if (read_inputs(V, &D))
 		goto out;
 	rc = run_all(V, &D);
 	if (rc == 0) {
@@ -767,6 +1268,8 @@ int cmd_verify(int argc, char **argv)
 	}
 out:
 	fflush(stdout);
+	if (V->report && write_report(V, rc) && rc == 0)
+		rc = 2;
 	if (V->root[0] && !V->keep)
 		nftw(V->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	else if (V->root[0])

@@ -10,12 +10,15 @@
  */
 #include "compile.h"
 #include "onnx.h"
+#include "txt.h"
 #include "util.h"
 
 #include <string.h>
 
 const pass_desc pass_list[] = {
 	{"infer", pass_infer},
+	{"reroll", pass_reroll},
+	{"cells", pass_lower_cell},
 	{"lower", pass_lower_rnn},
 	{"hoist", pass_hoist},
 	{"fuse", pass_fuse},
@@ -32,9 +35,12 @@ static int has_suffix(const char *s, const char *suf)
 ir_graph *compile_load(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind)
 {
 	if (has_suffix(path, ".cell")) {
-		diag_error(D, "the native .cell format is not available in this build of cellc; "
-			      "give an ONNX model");
-		return NULL;
+		if (nbind)
+			diag_error(D, "--bind applies to ONNX models; a .cell model has no such inputs");
+		ir_graph *t = nbind ? NULL : txt_load(A, D, path);
+		if (t && D->nerrors == 0 && compile_checking())
+			ir_verify(t, "load");
+		return D->nerrors ? NULL : t;
 	}
 	ir_graph *g = onnx_load_bound(A, D, path, nbind, bind);
 	if (g && D->nerrors == 0 && compile_checking())

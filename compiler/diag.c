@@ -76,10 +76,15 @@ void diag_at(diag *D, const char *src, int line, int col, const char *fmt, ...)
 	char where[64];
 	if (++D->nerrors > D->max_errors)
 		return;
+	/* "FILE:LINE:COL: error: msg", the form editors and compilers use */
+	char msg[400];
 	snprintf(where, sizeof where, "%d:%d", line, col);
 	va_start(ap, fmt);
-	diag_vemit(D, "error", where, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	snprintf(D->last, sizeof D->last, "%s:%s: error: %s", D->file ? D->file : "cellc", where, msg);
+	if (!D->quiet)
+		fprintf(stderr, "%s\n", D->last);
 	if (D->quiet || !src)
 		return;
 	/* Print the offending line and a caret under the column. */

@@ -16,6 +16,13 @@
  *
  * Naming in emitted code: dims `d_<sym>`, inputs `in_<k>`, outputs `out_<k>`,
  * weights `m->w_<k>`, constants `c_<k>`, workspace slots `ws_<slot>`.
+ *
+ * Deployment modes (emit_opts; README "Deploying"): the weights come from
+ * NAME.weights (checked, then pointed into) or, with embed_weights, from
+ * 64-byte aligned static const arrays in NAME.c; memory is allocated on
+ * demand (workspace, recurrent states) or, with no_malloc, carved at create
+ * time out of one caller-provided arena whose size cellc computes for the
+ * largest dims (--max-dim) and prints into NAME.h as NAME_ARENA_BYTES.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -136,6 +143,8 @@ struct emit_tabs {
 	int time_sym;                   /* symbol of the recurrence time axis, -1: none */
 	const char *forward;            /* the forward function, printed before the rest */
 	int ws_used;                    /* forward uses workspace slots */
+	int64_t ws_max;                 /* no_malloc: workspace bytes at the largest dims */
+	int64_t wfile_bytes;            /* no_malloc with a weights file: the file's size */
 };
 
 static void tabs_clear_marks(emit_ctx *E)
@@ -259,12 +268,39 @@ static const char *c_string(arena *A, const char *s)
 	return r;
 }
 
-/* C names of the dimension symbols: the symbol made into an identifier,
- * with its index appended when two symbols would read the same. */
+/* C and C++ keywords (the emitted header compiles as both), and the names
+ * the emitted code uses for itself. */
+static int is_keyword(const char *s)
+{
+	static const char *const kw[] = {
+		"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+		"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+		"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+		"typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true", "false",
+		"alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "catch", "class",
+		"compl", "concept", "consteval", "constexpr", "constinit", "const_cast", "co_await",
+		"co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export",
+		"friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+		"operator", "or", "or_eq", "private", "protected", "public", "reinterpret_cast",
+		"requires", "static_assert", "static_cast", "template", "this", "thread_local",
+		"throw", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq",
+		"char8_t", "char16_t", "char32_t",
+	};
+	for (size_t i = 0; i < COUNTOF(kw); i++)
+		if (!strcmp(s, kw[i]))
+			return 1;
+	return 0;
+}
+
+/* C names of the dimension symbols: the symbol made into an identifier
+ * (a keyword gets a '_' appended), with its index appended when two symbols
+ * would read the same. */
 static void name_syms(emit_ctx *E)
 {
 	for (int i = 0; i < E->g->nsyms; i++) {
 		char *s = c_ident(E->A, E->g->syms[i]);
+		if (is_keyword(s))
+			s = arena_printf(E->A, "%s_", s);
 		for (int j = 0; j < i; j++)
 			if (strcmp(E->tabs->sym[j], s) == 0)
 				s = arena_printf(E->A, "%s_%d", s, i);
@@ -309,6 +345,11 @@ const char *emit_ref(emit_ctx *E, const ir_value *v)
 {
 	struct emit_tabs *t = E->tabs;
 	v = plan_storage(v);
+	if (E->body_ref && v->graph != E->g) {
+		const char *r = E->body_ref(E, v);
+		if (r)
+			return r;
+	}
 	ir_graph *g = E->g;
 	int k;
 	switch (v->kind) {
@@ -477,6 +518,23 @@ static int find_time_sym(const ir_graph *g)
 	return -1;
 }
 
+int emit_time_sym(const ir_graph *g)
+{
+	return find_time_sym(g);
+}
+
+/* Value of d with every symbol at its largest value (no_malloc); -1 when
+ * that overflows. */
+static int64_t dim_at_max(emit_ctx *E, ir_dim d)
+{
+	int64_t v = d.k;
+	for (int i = 0; i < E->g->nsyms; i++)
+		for (int p = 0; p < d.pow[i]; p++)
+			if (__builtin_mul_overflow(v, E->o->max_dims[i], &v))
+				return -1;
+	return v;
+}
+
 /* Size in elements of each workspace slot: equal monomials, or the largest
  * constant (see pass_plan.c); dtype of the slot. */
 static void slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt, int *found)
@@ -525,16 +583,7 @@ static void blk_dims(emit_ctx *E)
 
 static int is_c_keyword(const char *s)
 {
-	static const char *const kw[] = {
-		"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-		"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-		"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-		"typedef", "union", "unsigned", "void", "volatile", "while", "m", "d",
-	};
-	for (size_t i = 0; i < COUNTOF(kw); i++)
-		if (!strcmp(s, kw[i]))
-			return 1;
-	return s[0] == '_' || !strncmp(s, "rt_", 3);
+	return is_keyword(s) || !strcmp(s, "m") || !strcmp(s, "d") || s[0] == '_' || !strncmp(s, "rt_", 3);
 }
 
 /* Parameter name of input/output k in the header: the tensor's name as an
@@ -608,6 +657,19 @@ static void blk_run_decls(emit_ctx *E)
 static void blk_struct(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
+	if (!E->o->embed_weights)
+		ew_line(E->w, "rt_tensorfile wf;       /* the weights file; the weight pointers point into it */");
+	if (!E->o->embed_weights && E->o->no_malloc)
+		ew_line(E->w, "rt_tensor wtab[%d];      /* its table (no allocation) */",
+			t->nweights ? t->nweights : 1);
+	if (E->o->no_malloc) {
+		ew_line(E->w, "unsigned char *ws;      /* workspace: a part of the caller's arena */");
+		ew_line(E->w, "size_t ws_size;         /* bytes at ws (enough for the largest dims) */");
+	} else {
+		ew_line(E->w, "unsigned char *ws;      /* workspace, 64-byte aligned, grown on demand */");
+		ew_line(E->w, "size_t ws_size;         /* bytes allocated at ws */");
+	}
+	ew_line(E->w, "int started;            /* 0 after reset: recurrences start from their initial state */");
 	for (int k = 0; k < t->nweights; k++) {
 		const ir_value *v = t->weights[k];
 		const char *decl = arena_printf(E->A, "const %s *w_%d;", ctype(v), k);
@@ -621,6 +683,10 @@ static void blk_struct(emit_ctx *E)
 
 static void blk_destroy(emit_ctx *E)
 {
+	if (E->o->no_malloc) {
+		ew_line(E->w, "(void)m; /* everything lives in the caller's arena */");
+		return;
+	}
 	for (int i = 0; i < E->g->nnodes; i++)
 		if (E->g->nodes[i]->op == OP_RECURRENCE)
 			emit_rec_state_free(E, E->g->nodes[i]);
@@ -683,19 +749,78 @@ static const char *weight_name(arena *A, const ir_value *v)
 	return arena_printf(A, "%.142s~%016llx", v->name, (unsigned long long)h);
 }
 
+/* The head of load_weights for a weights file, up to the opened file in
+ * m->wf: read by rt_tf_open, or (no_malloc) into the arena part buf[cap]
+ * and described in m->wtab. */
+static void open_weights_fn(emit_ctx *E)
+{
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	int nw = E->tabs->nweights;
+	if (E->o->no_malloc)
+		fn_open(w, "static int load_weights(%s *m, const char *path, unsigned char *buf, size_t cap)", n);
+	else
+		fn_open(w, "static int load_weights(%s *m, const char *path)", n);
+	ew_line(w, "if (!path)");
+	ew_line(w, "\treturn %s;", nw ? "RT_ERR_ARG" : "RT_OK");
+	if (E->o->no_malloc) {
+		ew_line(w, "size_t size;");
+		ew_line(w, "int st = rt_tf_read_into(path, buf, cap, &size);");
+		ew_line(w, "if (st == RT_OK)");
+		ew_line(w, "\tst = rt_tf_open_view(&m->wf, buf, size, m->wtab, %d);", nw ? nw : 1);
+	} else {
+		ew_line(w, "int st = rt_tf_open(&m->wf, path);");
+	}
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+}
+
+/* --embed-weights: the weights as static arrays, 64-byte aligned like the
+ * tensors of a weights file, and load_weights pointing the w_k at them. */
+static void embedded_weights(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	if (t->nweights)
+		ew_line(w, "/* the weights (--embed-weights), 64-byte aligned */");
+	for (int k = 0; k < t->nweights; k++) {
+		const ir_value *v = t->weights[k];
+		int64_t n = ir_shape_const_numel(&v->shape);
+		ew_line(w, "/* %s %s */", cmt(E->A, v->name), shape_comment(E, v));
+		if (n == 0) {
+			ew_line(w, "_Alignas(64) static const %s wd_%d[1] = {0};", ctype(v), k);
+			continue;
+		}
+		ew_open(w, "_Alignas(64) static const %s wd_%d[%lld] =", ctype(v), k, (long long)n);
+		for (int64_t i = 0; i < n; i += 8) {
+			char *line = "";
+			for (int64_t j = i; j < n && j < i + 8; j++)
+				line = arena_printf(E->A, "%s%s%s", line, j > i ? ", " : "", emit_scalar(E, v, j));
+			ew_line(w, "%s%s", line, i + 8 < n ? "," : "");
+		}
+		ew_close(w, ";");
+		ew_line(w, "%s", "");
+	}
+	fn_open(w, "static int load_weights(%s *m)", t->name);
+	if (!t->nweights)
+		ew_line(w, "(void)m; /* the model has no weights */");
+	for (int k = 0; k < t->nweights; k++)
+		ew_line(w, "m->w_%d = wd_%d;", k, k);
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+}
+
 static void blk_load_weights(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
 	ew *w = E->w;
-	const char *n = t->name;
+	if (E->o->embed_weights) {
+		embedded_weights(E);
+		return;
+	}
 	if (t->nweights == 0) {
 		ew_line(w, "/* The model has no weights: the weights file, if given, must be empty. */");
-		fn_open(w, "static int load_weights(%s *m, const char *path)", n);
-		ew_line(w, "if (!path)");
-		ew_line(w, "\treturn RT_OK;");
-		ew_line(w, "int st = rt_tf_open(&m->wf, path);");
-		ew_line(w, "if (st != RT_OK)");
-		ew_line(w, "\treturn st;");
+		open_weights_fn(E);
 		ew_line(w, "return m->wf.count == 0 ? RT_OK : RT_ERR_MISMATCH;");
 		ew_close(w, "");
 		return;
@@ -722,12 +847,7 @@ static void blk_load_weights(emit_ctx *E)
 	ew_line(w, "%s", "");
 	ew_line(w, "/* Opens the weights file and points the w_k members into it, after");
 	ew_line(w, " * checking every tensor's name, dtype and shape. */");
-	fn_open(w, "static int load_weights(%s *m, const char *path)", n);
-	ew_line(w, "if (!path)");
-	ew_line(w, "\treturn RT_ERR_ARG;");
-	ew_line(w, "int st = rt_tf_open(&m->wf, path);");
-	ew_line(w, "if (st != RT_OK)");
-	ew_line(w, "\treturn st;");
+	open_weights_fn(E);
 	ew_line(w, "if (m->wf.count != %d)", t->nweights);
 	ew_line(w, "\treturn RT_ERR_MISMATCH;");
 	ew_line(w, "const void *p[%d];", t->nweights);
@@ -879,6 +999,10 @@ static char *prepare_forward(emit_ctx *E)
 	for (int i = 0; i < g->nsyms; i++) {
 		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
 		ew_line(w, "\treturn RT_ERR_SHAPE;");
+		if (E->o->no_malloc) {
+			ew_line(w, "if (d->%s > %s_MAX_%s)", t->sym[i], t->name, t->sym[i]);
+			ew_line(w, "\treturn RT_ERR_SHAPE; /* beyond the dims the arena was sized for */");
+		}
 	}
 	char *nulls = "";
 	for (int k = 0; k < g->ninputs; k++)
@@ -1131,6 +1255,14 @@ static void blk_ws_reserve(emit_ctx *E)
 		ew_line(w, "/* (the model needs no workspace) */");
 		return;
 	}
+	if (E->o->no_malloc) {
+		ew_line(w, "/* The workspace is a part of the arena, sized for the largest dims, which");
+		ew_line(w, " * forward has checked: this only guards that promise. */");
+		fn_open(w, "static int ws_reserve(%s *m, size_t need)", E->tabs->name);
+		ew_line(w, "return need <= m->ws_size ? RT_OK : RT_ERR_SHAPE;");
+		ew_close(w, "");
+		return;
+	}
 	ew_line(w, "/* Makes sure the workspace holds at least `need` bytes; its contents are");
 	ew_line(w, " * scratch, so growing does not copy them. */");
 	fn_open(w, "static int ws_reserve(%s *m, size_t need)", E->tabs->name);
@@ -1149,6 +1281,251 @@ static void blk_ws_reserve(emit_ctx *E)
 static void blk_forward(emit_ctx *E)
 {
 	fputs(E->tabs->forward, E->w->f);
+}
+
+/* ---- memory: allocation or the caller's arena ---------------------------- */
+
+void emit_rec_state_storage(emit_ctx *E, int id, int k, const char *cnt)
+{
+	ew *w = E->w;
+	ew_open(w, "if (m->rec%d_size%d != (size_t)(%s))", id, k, cnt);
+	ew_line(w, "if (m->started)");
+	ew_line(w, "\treturn RT_ERR_SHAPE; /* a stream cannot change its batch size */");
+	if (E->o->no_malloc) {
+		ew_line(w, "/* the storage is a part of the arena, sized for the largest dims */");
+	} else {
+		ew_line(w, "free(m->rec%d_state%d);", id, k);
+		ew_line(w, "m->rec%d_size%d = 0;", id, k);
+		ew_line(w, "m->rec%d_state%d = malloc(sizeof(float) * (size_t)(%s) + 1);", id, k, cnt);
+		ew_line(w, "if (!m->rec%d_state%d)", id, k);
+		ew_line(w, "\treturn RT_ERR_NOMEM;");
+	}
+	ew_line(w, "m->rec%d_size%d = (size_t)(%s);", id, k, cnt);
+	ew_close(w, "");
+}
+
+static int64_t align64(int64_t n) { return (n + 63) & ~(int64_t)63; }
+
+/* Bytes of state k of recurrence n at the largest dims; -1 on overflow. */
+static int64_t state_max_bytes(emit_ctx *E, const ir_node *n, int k)
+{
+	int nseq = (int)ir_attr_int(n, "n_seq", 0);
+	int64_t c = dim_at_max(E, ir_shape_numel(&n->body->inputs[nseq + k]->shape));
+	return c < 0 || c > INT64_MAX / 8 ? -1 : align64(4 * c + 1);
+}
+
+/* An upper bound of sizeof(struct NAME) on common ABIs (checked by a static
+ * assertion in NAME.c): 8 bytes per pointer, size_t or int. */
+static int64_t struct_bytes(emit_ctx *E)
+{
+	int64_t b = 32 + 24 + 8 * E->tabs->nweights;
+	if (!E->o->embed_weights)
+		b += 32 + (E->o->no_malloc ? 96 * (E->tabs->nweights ? E->tabs->nweights : 1) : 0);
+	for (int i = 0; i < E->g->nnodes; i++)
+		if (E->g->nodes[i]->op == OP_RECURRENCE)
+			b += 16 * ir_attr_int(E->g->nodes[i], "n_state", 0);
+	return align64(b + 64);
+}
+
+static int64_t arena_bytes(emit_ctx *E)
+{
+	int64_t b = struct_bytes(E) + align64(E->tabs->wfile_bytes) + E->tabs->ws_max;
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *n = E->g->nodes[i];
+		if (n->op == OP_RECURRENCE)
+			for (int k = 0; k < ir_attr_int(n, "n_state", 0); k++)
+				b += state_max_bytes(E, n, k);
+	}
+	return b;
+}
+
+/* Workspace bytes at the largest dims: the slots forward uses, laid out as
+ * print_workspace lays them out.  Returns the number of errors. */
+static int compute_ws_max(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	t->ws_max = 0;
+	for (int sl = 0; sl < t->nslots; sl++) {
+		if (!t->used_slot[sl])
+			continue;
+		ir_dim n;
+		ir_dtype dt = DT_UNDEF;
+		int found = 0;
+		slot_info(E->g, sl, &n, &dt, &found);
+		int64_t c = dim_at_max(E, n);
+		if (c < 0 || c > INT64_MAX / 16 || t->ws_max > INT64_MAX / 4) {
+			diag_error(E->D, "--no-malloc: the workspace for the largest dims does not fit in 64 bits");
+			return 1;
+		}
+		t->ws_max += align64(c * (int64_t)ir_dtype_size(dt));
+	}
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *n = E->g->nodes[i];
+		if (n->op == OP_RECURRENCE)
+			for (int k = 0; k < ir_attr_int(n, "n_state", 0); k++)
+				if (state_max_bytes(E, n, k) < 0) {
+					diag_error(E->D, "--no-malloc: a recurrent state for the largest dims "
+						      "does not fit in 64 bits");
+					return 1;
+				}
+	}
+	return 0;
+}
+
+static void create_malloc(emit_ctx *E)
+{
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	int emb = E->o->embed_weights;
+	fn_open(w, "int %s_create(%s **mp, const char *weights_path)", n, n);
+	ew_line(w, "if (!mp)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "*mp = NULL;");
+	if (emb) {
+		ew_line(w, "if (weights_path)");
+		ew_line(w, "\treturn RT_ERR_ARG; /* the weights are embedded: pass NULL */");
+	}
+	ew_line(w, "%s *m = calloc(1, sizeof *m);", n);
+	ew_line(w, "if (!m)");
+	ew_line(w, "\treturn RT_ERR_NOMEM;");
+	ew_line(w, "int st = load_weights(m%s);", emb ? "" : ", weights_path");
+	ew_line(w, "if (st == RT_OK)");
+	ew_line(w, "\tst = %s_reset(m);", n);
+	ew_open(w, "if (st != RT_OK)");
+	ew_line(w, "%s_destroy(m);", n);
+	ew_line(w, "return st;");
+	ew_close(w, "");
+	ew_line(w, "*mp = m;");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	fn_open(w, "void %s_destroy(%s *m)", n, n);
+	ew_line(w, "if (!m)");
+	ew_line(w, "\treturn;");
+	blk_destroy(E);
+	if (!emb)
+		ew_line(w, "rt_tf_close(&m->wf);");
+	ew_line(w, "free(m->ws);");
+	ew_line(w, "free(m);");
+	ew_close(w, "");
+}
+
+/* --no-malloc: the instance, the weights file's image, the recurrent states
+ * and the workspace are consecutive 64-byte aligned parts of the arena. */
+static void create_arena(emit_ctx *E)
+{
+	ew *w = E->w;
+	struct emit_tabs *t = E->tabs;
+	const char *n = t->name;
+	int emb = E->o->embed_weights;
+	ew_line(w, "/* Arena layout for the largest dims (%s.h): the instance, %sthe recurrent", n,
+		emb ? "" : "the weights file, ");
+	ew_line(w, " * states and the workspace, each part 64-byte aligned. */");
+	ew_line(w, "#define STRUCT_BYTES ((size_t)%lld)", (long long)struct_bytes(E));
+	if (!emb)
+		ew_line(w, "#define WEIGHTS_BYTES ((size_t)%lld) /* %s.weights, %lld bytes */",
+			(long long)align64(t->wfile_bytes), n, (long long)t->wfile_bytes);
+	ew_line(w, "#define WS_BYTES ((size_t)%lld)", (long long)t->ws_max);
+	ew_line(w, "_Static_assert(sizeof(struct %s) <= STRUCT_BYTES, \"the instance outgrows its arena part\");", n);
+	ew_line(w, "%s", "");
+	fn_open(w, "int %s_create_in(%s **mp, void *arena, size_t arena_bytes, const char *weights_path)", n, n);
+	ew_line(w, "if (!mp)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "*mp = NULL;");
+	ew_line(w, "if (!arena || (uintptr_t)arena %% 64 != 0)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "if (arena_bytes < %s_ARENA_BYTES)", n);
+	ew_line(w, "\treturn RT_ERR_NOMEM;");
+	if (emb) {
+		ew_line(w, "if (weights_path)");
+		ew_line(w, "\treturn RT_ERR_ARG; /* the weights are embedded: pass NULL */");
+	}
+	ew_line(w, "%s *m = arena; /* the instance comes first */", n);
+	ew_line(w, "unsigned char *p = (unsigned char *)arena;");
+	ew_line(w, "memset(m, 0, sizeof *m);");
+	ew_line(w, "p += STRUCT_BYTES;");
+	if (emb) {
+		ew_line(w, "int st = load_weights(m);");
+	} else {
+		ew_line(w, "int st = load_weights(m, weights_path, p, WEIGHTS_BYTES);");
+		ew_line(w, "p += WEIGHTS_BYTES;");
+	}
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *nd = E->g->nodes[i];
+		if (nd->op != OP_RECURRENCE)
+			continue;
+		for (int k = 0; k < ir_attr_int(nd, "n_state", 0); k++) {
+			ew_line(w, "m->rec%d_state%d = (float *)(void *)p;", nd->id, k);
+			ew_line(w, "p += %lld;", (long long)state_max_bytes(E, nd, k));
+		}
+	}
+	ew_line(w, "m->ws = p;");
+	ew_line(w, "m->ws_size = WS_BYTES;");
+	ew_line(w, "st = %s_reset(m);", n);
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+	ew_line(w, "*mp = m;");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	ew_line(w, "/* Nothing to release: the arena is the caller's. */");
+	fn_open(w, "void %s_destroy(%s *m)", n, n);
+	ew_line(w, "(void)m;");
+	ew_close(w, "");
+}
+
+static void blk_create(emit_ctx *E)
+{
+	if (E->o->no_malloc)
+		create_arena(E);
+	else
+		create_malloc(E);
+}
+
+/* NAME.h: the build mode, and how an instance is made. */
+static void blk_create_decls(emit_ctx *E)
+{
+	ew *w = E->w;
+	struct emit_tabs *t = E->tabs;
+	const char *n = t->name;
+	ew_line(w, "/* How this file was generated: weights embedded in %s.c (1) or read from", n);
+	ew_line(w, " * %s.weights (0); memory from a caller-provided arena (1) or malloc (0);", n);
+	ew_line(w, " * whether %s_step exists. */", n);
+	ew_line(w, "#define %s_EMBEDDED_WEIGHTS %d", n, E->o->embed_weights ? 1 : 0);
+	ew_line(w, "#define %s_NO_MALLOC %d", n, E->o->no_malloc ? 1 : 0);
+	ew_line(w, "#define %s_HAS_STEP %d", n, t->time_sym >= 0 ? 1 : 0);
+	ew_line(w, "%s", "");
+	const char *wdoc = E->o->embed_weights
+		? arena_printf(E->A, "The weights are embedded in %s.c: weights_path must be NULL.", n)
+		: arena_printf(E->A, "weights_path: the weights file written with this model (%s.weights),", n);
+	if (!E->o->no_malloc) {
+		ew_line(w, "/* Makes an instance.  %s", wdoc);
+		if (!E->o->embed_weights)
+			ew_line(w, " * checked (format, checksum, tensor names, dtypes, shapes) before use.");
+		ew_line(w, " * %s_destroy frees everything. */", n);
+		ew_line(w, "int %s_create(%s **m, const char *weights_path);", n, n);
+		ew_line(w, "void %s_destroy(%s *m);", n, n);
+		return;
+	}
+	ew_line(w, "/* --no-malloc: neither this model nor the runtime calls it makes allocates.");
+	ew_line(w, " * The instance and all its memory live in an arena the caller provides:");
+	ew_line(w, " * at least %s_ARENA_BYTES bytes, 64-byte aligned, left alone until the", n);
+	ew_line(w, " * instance is no longer used.  The size holds for dims up to the");
+	ew_line(w, " * %s_MAX_* values (cellc compile --max-dim); larger dims are refused", n);
+	ew_line(w, " * with RT_ERR_SHAPE. */");
+	for (int i = 0; i < E->g->nsyms; i++)
+		ew_line(w, "#define %s_MAX_%s INT64_C(%lld)", n, t->sym[i], (long long)E->o->max_dims[i]);
+	ew_line(w, "#define %s_ARENA_BYTES ((size_t)%lld)", n, (long long)arena_bytes(E));
+	ew_line(w, "%s", "");
+	ew_line(w, "/* Makes an instance inside arena[arena_bytes] (RT_ERR_NOMEM: too small,");
+	ew_line(w, " * RT_ERR_ARG: not 64-byte aligned).  %s", wdoc);
+	if (!E->o->embed_weights)
+		ew_line(w, " * read into the arena and checked like a file given to malloc builds.");
+	ew_line(w, " * %s_destroy releases nothing (the arena is the caller's). */", n);
+	ew_line(w, "int %s_create_in(%s **m, void *arena, size_t arena_bytes, const char *weights_path);", n, n);
+	ew_line(w, "void %s_destroy(%s *m);", n, n);
 }
 
 /* ---- files ------------------------------------------------------------------- */
@@ -1230,6 +1607,10 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	tabs.time_sym = find_time_sym(g);
 	if (check_model(E))
 		return D->nerrors;
+	if (o->no_malloc && g->nsyms && !o->max_dims) {
+		diag_error(D, "--no-malloc needs the largest value of every dimension symbol (--max-dim)");
+		return D->nerrors;
+	}
 
 	/* The forward function first: it decides which constants are printed. */
 	ew mem = {0};
@@ -1238,6 +1619,23 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	E->w = NULL;
 	if (D->nerrors)
 		return D->nerrors;
+	if (o->no_malloc && compute_ws_max(E))
+		return D->nerrors;
+	const char *dir = o->outdir, *n = tabs.name;
+	if (!o->embed_weights) {
+		/* first: an arena holds the weights file, whose size it states */
+		const char *wpath = arena_printf(E->A, "%s/%s.weights", dir, n);
+		if (write_weights(E, wpath))
+			return D->nerrors ? D->nerrors : 1;
+		FILE *wf = fopen(wpath, "rb");
+		if (!wf || fseek(wf, 0, SEEK_END) != 0 || (tabs.wfile_bytes = ftell(wf)) < 0) {
+			diag_error(D, "cannot read back %s: %s", wpath, strerror(errno));
+			if (wf)
+				fclose(wf);
+			return D->nerrors;
+		}
+		fclose(wf);
+	}
 
 	char *guard = arena_printf(E->A, "%s_H", tabs.name);
 	for (char *p = guard; *p; p++)
@@ -1249,16 +1647,17 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 		arena_printf(E->A, "%d", g->noutputs), o->rtdir ? o->rtdir : CELLC_SHARE,
 	};
 	const char *blocks[] = {"PROVENANCE", "DIMS", "RUN_DECLS", "STRUCT", "CONSTS", "LOAD_WEIGHTS",
-				"DESTROY", "RESET", "WS_RESERVE", "FORWARD", "API"};
+				"CREATE", "CREATE_DECLS", "RESET", "WS_RESERVE", "FORWARD", "API"};
 	const block_fn fns[] = {blk_provenance, blk_dims, blk_run_decls, blk_struct, blk_consts,
-				blk_load_weights, blk_destroy, blk_reset, blk_ws_reserve, blk_forward, blk_api};
+				blk_load_weights, blk_create, blk_create_decls, blk_reset, blk_ws_reserve,
+				blk_forward, blk_api};
 	tpl_env env = {keys, vals, (int)COUNTOF(keys), blocks, fns, (int)COUNTOF(blocks)};
 
-	const char *dir = o->outdir, *n = tabs.name;
+	if (o->embed_weights)
+		remove(arena_printf(E->A, "%s/%s.weights", dir, n));  /* not one of this build's files */
 	if (write_file(E, arena_printf(E->A, "%s/%s.h", dir, n), "model.h.in", &env) ||
 	    write_file(E, arena_printf(E->A, "%s/%s.c", dir, n), "model.c.in", &env) ||
-	    write_file(E, arena_printf(E->A, "%s/Makefile", dir), "Makefile.in", &env) ||
-	    write_weights(E, arena_printf(E->A, "%s/%s.weights", dir, n)))
+	    write_file(E, arena_printf(E->A, "%s/Makefile", dir), "Makefile.in", &env))
 		return D->nerrors ? D->nerrors : 1;
 	return D->nerrors;
 }

@@ -46,6 +46,13 @@ typedef struct emit_opts {
 	const char *outdir;     /* -o DIR */
 	const char *cmdline;    /* for the provenance header */
 	const char *rtdir;      /* where libcellrt's headers and library are (Makefile) */
+	/* deployment modes (README "Deploying") */
+	int embed_weights;      /* weights as aligned static const arrays in NAME.c, no
+	                           NAME.weights; NAME_create takes NULL for the path */
+	int no_malloc;          /* every buffer in a caller-provided arena of
+	                           NAME_ARENA_BYTES (NAME_create_in); no malloc/free */
+	const int64_t *max_dims; /* no_malloc: [g->nsyms] largest value of each symbol
+	                           (--max-dim), the arena is sized for them */
 } emit_opts;
 
 typedef struct emit_ctx {
@@ -55,6 +62,12 @@ typedef struct emit_ctx {
 	diag *D;
 	const emit_opts *o;
 	struct emit_tabs *tabs; /* emit.c's private tables: value numbering, use marks */
+	/* emit_rec.c, while it prints a recurrence: the pointer expression of
+	 * a body value (its storage, after plan_storage) that lives in the
+	 * step's own buffers (per-step inputs, states, step scalars), or NULL
+	 * to fall back to emit_ref's rules; lets emit_node print body nodes */
+	const char *(*body_ref)(struct emit_ctx *E, const ir_value *v);
+	void *body_ctx;
 } emit_ctx;
 
 /* C expression for a dimension / the element count of a shape. */
@@ -90,10 +103,38 @@ void emit_rec_state_free(emit_ctx *E, ir_node *n);
 /* Lines for NAME_reset (after m->started = 0): nothing needs clearing, the
  * next forward re-initialises the states, so this prints only a comment. */
 void emit_rec_state_reset(emit_ctx *E, ir_node *n);
+/* Prints the lines that give state k of recurrence `rec_id` (model-struct
+ * fields m->rec<id>_state<k>, m->rec<id>_size<k>) room for `count` floats
+ * before the steps run: an allocation when the size changes, or (no_malloc)
+ * only the size, the storage being a part of the arena sized for the largest
+ * dims.  Either may `return RT_ERR_SHAPE;` when a started stream changes its
+ * batch size, or RT_ERR_NOMEM. */
+void emit_rec_state_storage(emit_ctx *E, int rec_id, int k, const char *count);
+
+/* The symbol of the time axis of the first recurrence when that axis is one
+ * plain symbol (NAME_step exists then), else -1. */
+int emit_time_sym(const ir_graph *g);
 
 /* The whole model: writes DIR/NAME.h, NAME.c, NAME.weights, Makefile.
  * Returns 0 or the number of errors reported. */
 int emit_model(ir_graph *g, diag *D, const emit_opts *o);
+
+/* The golden regression test program (emit_test.c): DIR/NAME_test.c, and
+ * DIR/NAME_test.data when the golden data are too large to embed.  Each set
+ * holds one constant (with data) per graph input and output of g, in order. */
+typedef struct emit_tb_set {
+	const char *label;      /* where the set came from, printed by the program */
+	ir_value **in, **out;   /* [g->ninputs], [g->noutputs] */
+} emit_tb_set;
+
+typedef struct emit_tb {
+	int nsets;
+	const emit_tb_set *sets;
+	double rtol, atol;      /* pass: |got - ref| <= atol + rtol |ref| */
+	size_t embed_limit;     /* golden bytes up to which they are embedded in NAME_test.c */
+} emit_tb;
+
+int emit_testbench(ir_graph *g, diag *D, const emit_opts *o, const emit_tb *tb);
 
 /* The fixed parts of emitted files (templates/, embedded at build time by
  * templates/embed.sh): the text of templates/NAME, or NULL.  The emitted

@@ -270,6 +270,21 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 		if (is_unsigned(dt))
 			return x;
 		return arena_printf(E->A, "(%s < 0 ? -%s : %s)", x, x, x);
+	case OP_SIGN:
+		return arena_printf(E->A, "(%s > %s ? %s : %s < %s ? -%s : %s)", x, zero, one, x, zero, one, zero);
+	case OP_MOD:
+		if (fl) {
+			/* fmod=1: C fmod; fmod=0 (integers in ONNX): the sign of B */
+			const char *r = fcall(E, dt, "fmod", arena_printf(E->A, "%s, %s", a[0], a[1]));
+			if (ir_attr_int(n, "fmod", 0))
+				return r;
+			return arena_printf(E->A, "rt_fmod_floor%s(%s, %s)", dt == DT_F32 ? "f" : "", a[0], a[1]);
+		}
+		if (is_unsigned(dt))
+			return arena_printf(E->A, "(%s ? %s %% %s : 0)", a[1], a[0], a[1]);
+		if (ir_attr_int(n, "fmod", 0))
+			return arena_printf(E->A, "(%s ? %s %% %s : 0)", a[1], a[0], a[1]);
+		return arena_printf(E->A, "rt_imod_floor(%s, %s)", a[0], a[1]);
 	case OP_CLIP: {
 		const char *r = x;
 		if (n->nin > 1 && a[1])
@@ -292,6 +307,7 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 	case OP_EXP: return fcall(E, dt, "exp", x);
 	case OP_LOG: return fcall(E, dt, "log", x);
 	case OP_SQRT: return fcall(E, dt, "sqrt", x);
+	case OP_POW: return fcall(E, dt, "pow", arena_printf(E->A, "%s, %s", a[0], a[1]));
 	case OP_AFFINE: return arena_printf(E->A, "%s * %s + %s", ALPHA(1.0f), x, BETA(0.0f));
 	case OP_LEAKYRELU:
 		return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, ALPHA(0.01f), x, x);

@@ -8,7 +8,13 @@
  *     unless m->started: states = initial inputs (or zeros)
  *     for (step = 0; step < T; step++) {
  *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
+ *       [has_step: tstep_ = 1-based step number (counted on across calls of
+ *         a stream), tlen_ = T; rank-0 body values (schedules such as NAG's
+ *         mu_t) are computed here once per step, as locals, not per element]
  *       each body product: one rt_sgemm over all B rows (GEMV when B == 1)
+ *       any other node (MatMul, Concat, Split, element-wise ops of rank 3,
+ *         ...): the root-graph emitter (emit_node) on workspace buffers, with
+ *         the step's inputs, states and next states as its operands' storage
  *       each fused group: for (b < B) for (j < H) { gate math in locals;
  *         new states -> the other state buffer; per-step outputs -> straight
  *         into their strided place in the stacked output }
@@ -59,6 +65,7 @@ typedef struct rec {
 	int id;                 /* n->id: names the model-struct fields */
 	int nseq, nstate, nout, reverse, has_lens;
 	int per_row_time;       /* reverse with sequence_lens: each row has its own t */
+	int has_step;           /* step scalars after the states: 0, 1 (t) or 2 (t, L) */
 	const int64_t *seq_axis, *out_axis;
 	const char *T, *B;      /* C expressions */
 	home *h;                /* [b->nvalues] */
@@ -173,6 +180,11 @@ static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 	case OP_CLIP:
 		return fmt(R, "rt_clipf(%s, %s, %s)", a[0], a[1] ? a[1] : "-INFINITY",
 			   a[2] ? a[2] : "INFINITY");
+	case OP_SIGN: return fmt(R, "rt_signf(%s)", a[0]);
+	case OP_POW: return fmt(R, "powf(%s, %s)", a[0], a[1]);
+	case OP_MOD:
+		return ir_attr_int(n, "fmod", 0) ? fmt(R, "fmodf(%s, %s)", a[0], a[1])
+						 : fmt(R, "rt_fmod_floorf(%s, %s)", a[0], a[1]);
 	default:
 		UNREACHABLE();
 	}
@@ -209,6 +221,52 @@ static home get_home(rec *R, const ir_value *v)
 	return outer_home(R, v);
 }
 
+/* Rank-0 element-wise nodes (step schedules): computed once per step. */
+static int is_step_scalar(const ir_node *n)
+{
+	return n->group > 0 && ir_ops[n->op].kind == OPK_ELEM && n->nout == 1 && n->out[0] &&
+	       n->out[0]->shape.rank == 0 && n->out[0]->dtype == DT_F32;
+}
+
+/* Nodes the fused machinery does not print: everything but products,
+ * column views and grouped element-wise nodes. */
+static int is_generic(const ir_node *n)
+{
+	if (n->op == OP_GEMM || fuse_is_column_view(n))
+		return 0;
+	return !(n->group > 0 && ir_ops[n->op].kind == OPK_ELEM);
+}
+
+/* emit_ctx.body_ref: storage of body values in the step's own buffers. */
+static const char *body_ref(emit_ctx *E, const ir_value *v)
+{
+	rec *R = E->body_ctx;
+	ir_graph *b = R->b;
+	for (int k = 0; k < b->ninputs; k++) {
+		if (b->inputs[k] != v)
+			continue;
+		if (k < R->nseq) {
+			if (R->seq_axis[k] != 0 || R->per_row_time) {
+				diag_node(E->D, R->n, "a node of this recurrence's body other than a product "
+					  "or an element-wise operator reads per-step input %d, whose rows "
+					  "are not contiguous (batch-first layout or reversed sequence_lens); "
+					  "not supported", k);
+				return "((float *)0)";
+			}
+			return fmt(R, "x%d", k);
+		}
+		if (k < R->nseq + R->nstate)
+			return fmt(R, "s%d", k - R->nseq);
+		return k == R->nseq + R->nstate ? "(&tstep_)" : "(&tlen_)";
+	}
+	for (int k = 0; k < R->nstate; k++) {
+		const ir_value *o = plan_storage(b->outputs[k]);
+		if (o == v && o->kind == VAL_TEMP)
+			return fmt(R, "s%dn", k);
+	}
+	return NULL;
+}
+
 /* Sets the homes every step shares: inputs, states, products, stored
  * element-wise results, column views. */
 static int plan_homes(rec *R)
@@ -224,15 +282,31 @@ static int plan_homes(rec *R)
 		*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%d", k),
 			    .ld = dim(R, cols_of(b->inputs[R->nseq + k])), .seq = -1};
 	}
+	for (int k = 0; k < R->has_step; k++)
+		*home_of(R, b->inputs[R->nseq + R->nstate + k]) =
+			(home){.kind = HOME_SCALAR, .lit = k ? "tlen_" : "tstep_", .seq = -1};
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
 		ir_value *v = n->out[0];
 		home *h = home_of(R, v);
+		if (is_generic(n)) {
+			/* printed by emit_node: its outputs live in workspace slots, or
+			 * in the next-state buffer when one is a state (body_ref) */
+			for (int k = 0; k < n->nout; k++)
+				if (n->out[k] && home_of(R, n->out[k]))
+					*home_of(R, n->out[k]) = (home){.kind = HOME_MEM,
+						.base = emit_ref(R->E, n->out[k]),
+						.ld = n->out[k]->shape.rank >= 1 ? dim(R, cols_of(n->out[k])) : "0",
+						.seq = -1};
+			continue;
+		}
 		if (n->nout != 1 || !h) {
 			diag_node(R->E->D, n, "cannot emit %s inside a recurrence body", ir_op_name(n->op));
 			return 1;
 		}
-		if (n->op == OP_GEMM) {
+		if (is_step_scalar(n)) {
+			*h = (home){.kind = HOME_REG, .seq = -1};
+		} else if (n->op == OP_GEMM) {
 			*h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v), .ld = dim(R, cols_of(v)), .seq = -1};
 		} else if (fuse_is_column_view(n)) {
 			*h = get_home(R, n->in[0]);
@@ -247,8 +321,8 @@ static int plan_homes(rec *R)
 			else
 				*h = (home){.kind = HOME_REG, .seq = -1};
 		} else {
-			diag_node(R->E->D, n, "cannot emit %s inside a recurrence body (only products, "
-				  "column slices and element-wise operators)", ir_op_name(n->op));
+			diag_node(R->E->D, n, "internal error: no home for %s inside a recurrence body",
+				  ir_op_name(n->op));
 			return 1;
 		}
 	}
@@ -444,6 +518,23 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 	ew_close(w, "");
 }
 
+/* A rank-0 element-wise node: one local of the step, before the loops that
+ * read it (stored too when a generic node reads it from memory). */
+static void emit_step_scalar(rec *R, ir_node *n)
+{
+	grp G = {.R = R, .rows = ir_dim_const(1), .cols = ir_dim_const(1),
+		 .done = arena_alloc(R->E->A, (size_t)R->b->nvalues + 1)};
+	const char *a[3] = {NULL, NULL, NULL};
+	for (int k = 0; k < n->nin && k < 3; k++)
+		a[k] = n->in[k] ? operand(&G, n->in[k]) : NULL;
+	ASSERT(G.nrp == 0);     /* rank-0 operands never need row pointers */
+	int id = body_index(R, n->out[0]);
+	ew_line(R->w, "const float v%d = %s; (void)v%d; /* %s, once per step */", id, elem_expr(R, n, a), id,
+		ir_op_name(n->op));
+	if (fuse_needs_buffer(n->out[0]) && n->out[0]->slot >= 0)
+		ew_line(R->w, "%s[0] = v%d;", emit_ref(R->E, n->out[0]), id);
+}
+
 /* Copies body output k (not written by a fused group) to its place. */
 static void emit_output_copy(rec *R, int k)
 {
@@ -488,6 +579,8 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "size_t rec%d_size%d; /* elements allocated at rec%d_state%d */", n->id, k,
 			n->id, k);
 	}
+	if (ir_attr_int(n, "has_step", 0))
+		ew_line(E->w, "int64_t rec%d_t; /* steps run so far by a stream (has_step) */", n->id);
 }
 
 void emit_rec_state_free(emit_ctx *E, ir_node *n)
@@ -507,10 +600,11 @@ void emit_rec_state_reset(emit_ctx *E, ir_node *n)
 
 static const int64_t zero_axes[64];
 
+static void emit_rec_body(rec *R);
+
 void emit_recurrence(emit_ctx *E, ir_node *n)
 {
 	rec R0 = {.E = E, .w = E->w, .n = n, .b = n->body, .id = n->id}, *R = &R0;
-	ew *w = E->w;
 	ir_graph *b = n->body;
 	R->nseq = (int)ir_attr_int(n, "n_seq", 0);
 	R->nstate = (int)ir_attr_int(n, "n_state", 0);
@@ -518,6 +612,7 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	R->reverse = ir_attr_int(n, "reverse", 0) != 0;
 	R->has_lens = ir_attr_int(n, "has_lens", 0) != 0;
 	R->per_row_time = R->reverse && R->has_lens;
+	R->has_step = (int)ir_attr_int(n, "has_step", 0);
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	R->seq_axis = sa && sa->n >= R->nseq ? sa->ints : zero_axes;
 	R->out_axis = oa && oa->n >= R->nout ? oa->ints : zero_axes;
@@ -525,12 +620,19 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 		diag_node(E->D, n, "internal error: a recurrence without per-step inputs");
 		return;
 	}
-	for (int k = 0; k < b->ninputs; k++)
-		if (b->inputs[k]->shape.rank != 2 || b->inputs[k]->dtype != DT_F32) {
-			diag_node(E->D, n, "recurrence body input %s must be f32 [B, N], got %s",
-				  b->inputs[k]->name, shape_str(R, &b->inputs[k]->shape));
+	if (R->has_step < 0 || R->has_step > 2 || b->ninputs != R->nseq + R->nstate + R->has_step) {
+		diag_node(E->D, n, "internal error: recurrence body inputs do not match its attributes");
+		return;
+	}
+	for (int k = 0; k < b->ninputs; k++) {
+		int want = k < R->nseq + R->nstate ? 2 : 0;
+		if (b->inputs[k]->shape.rank != want || b->inputs[k]->dtype != DT_F32) {
+			diag_node(E->D, n, "recurrence body input %s must be f32 %s, got %s",
+				  b->inputs[k]->name, want ? "[B, N]" : "[] (a step scalar)",
+				  shape_str(R, &b->inputs[k]->shape));
 			return;
 		}
+	}
 	if (R->nstate < 1) {
 		diag_node(E->D, n, "internal error: a recurrence without state");
 		return;
@@ -540,6 +642,20 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	R->T = dim(R, X0->shape.d[ax0]);
 	R->B = dim(R, X0->shape.d[1 - ax0]);
 	R->h = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->h);
+	E->body_ref = body_ref;
+	E->body_ctx = R;
+	emit_rec_body(R);
+	E->body_ref = NULL;
+	E->body_ctx = NULL;
+}
+
+/* The recurrence once the homes hook is set (emit_recurrence). */
+static void emit_rec_body(rec *R)
+{
+	emit_ctx *E = R->E;
+	ew *w = R->w;
+	ir_node *n = R->n;
+	ir_graph *b = R->b;
 	if (plan_homes(R))
 		return;
 
@@ -578,24 +694,18 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	for (int k = 0; k < R->nstate; k++) {
 		ir_value *s = b->inputs[R->nseq + k];
 		const char *cnt = emit_numel(E, &s->shape);
-		ew_open(w, "if (m->rec%d_size%d != (size_t)(%s))", R->id, k, cnt);
-		ew_line(w, "if (m->started)");
-		ew_line(w, "\treturn RT_ERR_SHAPE; /* a stream cannot change its batch size */");
-		ew_line(w, "free(m->rec%d_state%d);", R->id, k);
-		ew_line(w, "m->rec%d_size%d = 0;", R->id, k);
-		ew_line(w, "m->rec%d_state%d = malloc(sizeof(float) * (size_t)(%s) + 1);", R->id, k, cnt);
-		ew_line(w, "if (!m->rec%d_state%d)", R->id, k);
-		ew_line(w, "\treturn RT_ERR_NOMEM;");
-		ew_line(w, "m->rec%d_size%d = (size_t)(%s);", R->id, k, cnt);
-		ew_close(w, "");
+		emit_rec_state_storage(E, R->id, k, cnt);  /* emit.c: malloc or arena */
 		ir_value *nxt = b->outputs[k];
 		home hn = get_home(R, nxt);
 		if (hn.kind != HOME_MEM || strcmp(hn.base, fmt(R, "s%dn", k)) != 0) {
 			diag_node(E->D, n, "recurrence body state %d must be computed by element-wise operators", k);
 			return;
 		}
+		E->body_ref = NULL;     /* the slot itself, not "s<k>n" */
+		const char *nbuf = emit_ref(E, nxt);
+		E->body_ref = body_ref;
 		ew_line(w, "float *s%d = m->rec%d_state%d, *s%dn = %s; /* current and next state %d */", k,
-			R->id, k, k, emit_ref(E, nxt), k);
+			R->id, k, k, nbuf, k);
 		ir_value *init = n->in[R->nseq + k];
 		ew_open(w, "if (!m->started)");
 		if (init)
@@ -630,9 +740,18 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	}
 
 	/* ---- the steps ---- */
+	if (R->has_step) {
+		ew_line(w, "if (!m->started)");
+		ew_line(w, "\tm->rec%d_t = 0; /* steps run before this call (streams count on) */", R->id);
+	}
 	ew_open(w, "for (int64_t step = 0; step < T; step++)");
 	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
 	ew_line(w, "(void)t;");
+	if (R->has_step >= 1)
+		ew_line(w, "const float tstep_ = (float)(m->rec%d_t + step + 1); (void)tstep_; /* 1-based */",
+			R->id);
+	if (R->has_step >= 2)
+		ew_line(w, "const float tlen_ = (float)T; (void)tlen_; /* steps of this run */");
 	if (!R->per_row_time)
 		for (int k = 0; k < R->nseq; k++)
 			ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
@@ -644,7 +763,17 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 			i++;
 			continue;
 		}
-		if (fuse_is_column_view(nd) || nd->group <= 0) {
+		if (fuse_is_column_view(nd)) {
+			i++;
+			continue;
+		}
+		if (is_generic(nd)) {
+			emit_node(E, nd);
+			i++;
+			continue;
+		}
+		if (is_step_scalar(nd)) {
+			emit_step_scalar(R, nd);
 			i++;
 			continue;
 		}
@@ -661,6 +790,12 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 					written[o] = 1;
 		emit_fused(R, grp_nodes, cnt);
 		i = j;
+	}
+	for (int k = 0; k < R->nstate; k++) {
+		/* products and generic nodes write a state straight into s<k>n */
+		home hs = get_home(R, b->outputs[k]);
+		if (hs.kind == HOME_MEM && !strcmp(hs.base, fmt(R, "s%dn", k)))
+			written[k] = 1;
 	}
 	for (int k = 0; k < b->noutputs; k++)
 		if (!written[k] && (k < R->nstate || n->out[k]))
@@ -684,6 +819,8 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	for (int k = 0; k < R->nstate; k++)
 		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
 	ew_close(w, "");
+	if (R->has_step)
+		ew_line(w, "m->rec%d_t += T;", R->id);
 
 	/* ---- final states ---- */
 	for (int k = 0; k < R->nstate; k++) {

@@ -513,6 +513,7 @@ static double act(const ir_node *n, double x)
 	case OP_LOG: return log(x);
 	case OP_SQRT: return sqrt(x);
 	case OP_ABS: return fabs(x);
+	case OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
 	case OP_AFFINE:
 		return (double)ir_attr_float(n, "alpha", 1.0f) * x + ir_attr_float(n, "beta", 0.0f);
 	case OP_LEAKYRELU: return x < 0 ? (double)ir_attr_float(n, "alpha", 0.01f) * x : x;
@@ -646,6 +647,7 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_CAST: r = fold_cast(c); break;
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: r = fold_binary(c); break;
 	case OP_CLIP: r = fold_clip(c); break;
+	case OP_MOD: case OP_POW: r = 0; break;    /* left to run time */
 	default: r = fold_unary(c); break;
 	}
 	if (r != 1) {

@@ -13,6 +13,7 @@
  * Monomial helpers and the small pointer set shared with infer_fold.c,
  * pass_infer.c and ir_verify.c live at the end of this file.
  */
+#include "cells.h"
 #include "infer.h"
 #include "util.h"
 
@@ -303,7 +304,7 @@ static int infer_elem(ictx *c)
 	const char *op = ir_op_name(n->op);
 	ir_shape s = x->shape;
 	switch (n->op) {
-	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: case OP_POW:
 		if (need_ty(c, 0, TY_NUM, op) || same_ty(c, 1))
 			return 1;
 		if (broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
@@ -313,7 +314,7 @@ static int infer_elem(ictx *c)
 		if (need_ty(c, 0, TY_SIGNED, op))
 			return 1;
 		break;
-	case OP_ABS:
+	case OP_ABS: case OP_SIGN:
 		if (need_ty(c, 0, TY_NUM, op))
 			return 1;
 		break;
@@ -1058,6 +1059,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_MATMUL: return infer_matmul(c);
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: return infer_softmax(c);
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
+	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
 	case OP_RECURRENCE: case OP_COUNT: break;
 	default:
 		if (oi->kind == OPK_ELEM)

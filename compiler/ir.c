@@ -249,7 +249,8 @@ void ir_append(ir_graph *g, ir_node *n)
 void ir_set_nodes(ir_graph *g, ir_node **nodes, int n)
 {
 	g->nodes = arena_array(g->A, (size_t)(n ? n : 1), sizeof *nodes);
-	memcpy(g->nodes, nodes, (size_t)n * sizeof *nodes);
+	if (n)
+		memcpy(g->nodes, nodes, (size_t)n * sizeof *nodes);
 	g->nnodes = g->capnodes = n;
 	for (int i = 0; i < n; i++)
 		g->nodes[i]->id = i;

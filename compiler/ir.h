@@ -167,7 +167,8 @@ typedef struct ir_node {
  * Attributes:  n_seq, n_state, n_out (ints); reverse (int 0/1);
  *              seq_axis  ints[n_seq]  time axis of each sequence input (0 or 1);
  *              out_axis  ints[n_out]  time axis of each stacked output (0 or 1);
- *              has_lens  int          last input is sequence_lens (int32 [B]).
+ *              has_lens  int          last input is sequence_lens (int32 [B]);
+ *              has_step  int          0, 1 or 2: step scalars the body reads (below).
  * Inputs:  seq_0..seq_{n_seq-1}   per-step inputs, time on seq_axis, batch on the
  *                                 other of axes 0/1: [T, B, ...] or [B, T, ...]
  *          init_0..init_{n_state-1}  initial states (NULL: zeros)
@@ -178,6 +179,11 @@ typedef struct ir_node {
  *                                 their length are zero; may be NULL
  * Body:    inputs  x_0..x_{n_seq-1} (seq slices without the time axis),
  *                  s_0..s_{n_state-1} (states at t-1)
+ *                  [has_step >= 1] t: f32 scalar (rank 0), the 1-based number of
+ *                  the step in processing order (reverse: the first step run is
+ *                  1), counted on across NAME_step calls of a stream;
+ *                  [has_step == 2] L: f32 scalar, the number of steps of this
+ *                  run (T of the call)
  *          outputs s'_0.. (states at t), y_0.. (per-step outputs)
  *          may use values of enclosing graphs (weights, hoisted projections).
  * reverse=1 runs each row from its last valid step down to step 0. */

@@ -123,6 +123,21 @@ static void sb_name(sbuf *b, const char *s)
 		sb_quoted(b, s ? s : "");
 }
 
+/* Symbol, attribute and graph names have no sigil: bare only when they are
+ * identifiers, so the text parser (txt_graph.c) never mistakes "batch-size"
+ * for a subtraction. */
+static void sb_ident(sbuf *b, const char *s)
+{
+	int ok = s && ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_');
+	for (const char *p = s; ok && *p; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		     *p == '_';
+	if (ok)
+		sb_puts(b, s);
+	else
+		sb_quoted(b, s ? s : "");
+}
+
 static void sb_value(sbuf *b, const ir_value *v)
 {
 	if (!v) {
@@ -159,7 +174,7 @@ static void sb_dim(sbuf *b, const ir_graph *root, ir_dim d)
 				sb_puts(b, "*");
 			first = 0;
 			if (root && i < root->nsyms)
-				sb_name(b, root->syms[i]);
+				sb_ident(b, root->syms[i]);
 			else
 				sb_printf(b, "$%d", i);   /* a symbol the root does not declare: a bug, but show it */
 		}
@@ -299,7 +314,7 @@ static void sb_attr(sbuf *b, const ir_graph *root, const ir_attr *a)
 	static const char *const empty[] = {
 		[ATTR_INTS] = "ints[]", [ATTR_FLOATS] = "floats[]", [ATTR_STRINGS] = "strings[]",
 	};
-	sb_name(b, a->name);
+	sb_ident(b, a->name);
 	sb_puts(b, " = ");
 	switch (a->kind) {
 	case ATTR_INT: sb_printf(b, "%" PRId64, a->i); break;
@@ -338,7 +353,7 @@ static void sb_attr(sbuf *b, const ir_graph *root, const ir_attr *a)
 	case ATTR_GRAPH:
 		/* The graph itself follows the node line as a block (see print_node). */
 		sb_puts(b, "graph ");
-		sb_name(b, a->g ? a->g->name : "?");
+		sb_ident(b, a->g ? a->g->name : "?");
 		break;
 	}
 }
@@ -405,7 +420,7 @@ static void print_node(FILE *f, const ir_node *n, int depth)
 		if (n->attrs[i].kind == ATTR_GRAPH && n->attrs[i].g) {
 			indent(&b, depth);
 			sb_puts(&b, "graph ");
-			sb_name(&b, n->attrs[i].g->name);
+			sb_ident(&b, n->attrs[i].g->name);
 			sb_puts(&b, " {\n");
 			flush(f, &b);
 			print_graph(f, n->attrs[i].g, depth + 1);
@@ -522,7 +537,7 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 			for (int i = 0; i < g->nsyms; i++) {
 				if (i)
 					sb_puts(&b, ", ");
-				sb_name(&b, g->syms[i]);
+				sb_ident(&b, g->syms[i]);
 			}
 			sb_puts(&b, "\n");
 		}
@@ -560,7 +575,7 @@ void ir_print(FILE *f, const ir_graph *g)
 {
 	sbuf b = {0};
 	sb_puts(&b, "graph ");
-	sb_name(&b, g->name ? g->name : "main");
+	sb_ident(&b, g->name ? g->name : "main");
 	sb_puts(&b, " {\n");
 	flush(f, &b);
 	print_graph(f, g, 1);

@@ -161,9 +161,16 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 	}
 	if (b->parent != g)
 		bad(c, g, "body of recurrence '%s' does not point back to its graph", nname(n));
-	if (b->ninputs != ns + nst)
-		bad(c, g, "body of recurrence '%s' has %d inputs; n_seq + n_state = %lld", nname(n),
-		    b->ninputs, (long long)(ns + nst));
+	int64_t steps = ir_attr_int(n, "has_step", 0);
+	if (steps < 0 || steps > 2)
+		bad(c, g, "recurrence '%s': has_step must be 0, 1 or 2", nname(n));
+	if (b->ninputs != ns + nst + steps)
+		bad(c, g, "body of recurrence '%s' has %d inputs; n_seq + n_state + has_step = %lld",
+		    nname(n), b->ninputs, (long long)(ns + nst + steps));
+	for (int64_t k = ns + nst; k < b->ninputs; k++)
+		if (b->inputs[k] && (b->inputs[k]->shape.rank != 0 || b->inputs[k]->dtype != DT_F32))
+			bad(c, g, "body of recurrence '%s': step input %lld must be an f32 scalar",
+			    nname(n), (long long)k);
 	if (b->noutputs != nst + no)
 		bad(c, g, "body of recurrence '%s' has %d outputs; n_state + n_out = %lld", nname(n),
 		    b->noutputs, (long long)(nst + no));
@@ -206,7 +213,9 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		if (n->graph != g)
 			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
 			    oi->name);
-		if ((n->body != NULL) != (n->op == OP_RECURRENCE))
+		/* ONNX Loop/Scan keep their body until pass_infer rewrites them */
+		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN;
+		if ((n->body != NULL) != has_body)
 			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
 			    n->body ? "has" : "lacks");
 		for (int k = 0; k < n->nin; k++) {
@@ -223,8 +232,9 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 			else
 				check_value(c, g, v, "input");
 		}
-		if (n->op == OP_RECURRENCE) {
-			check_recurrence(c, g, n);
+		if (has_body) {
+			if (n->op == OP_RECURRENCE)
+				check_recurrence(c, g, n);
 			if (n->body && n->body->parent == g) {
 				/* the body sees what is defined here, plus its own values */
 				infer_set inner;

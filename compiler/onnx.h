@@ -31,4 +31,20 @@ typedef struct onnx_binding {
 
 ir_graph *onnx_load_bound(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind);
 
+/* ONNX Loop/Scan -> RECURRENCE (onnx_loop.c).  pass_infer calls it when it
+ * reaches Loop/Scan node n of graph g, whose inputs then have shapes and are
+ * folded.  infer(cx, body) must infer and fold the nodes of a body graph and
+ * return the number of errors.  Returns the nodes that replace n, in order
+ * (the RECURRENCE with its outputs set; the others still to be inferred),
+ * count in *count; NULL after reporting errors.  Users of sequences the loop
+ * accumulates (ConcatFromSequence, SequenceAt, SequenceLength later in g) are
+ * rewritten in place into tensor operators. */
+typedef int (*onnx_infer_fn)(void *cx, ir_graph *body);
+ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count);
+/* Whether op is an ONNX sequence operator: pass_infer leaves those to
+ * onnx_loop_expand, and reports the ones still in use after it with
+ * onnx_seq_leftovers (g and its bodies; returns the number of errors). */
+int onnx_is_seq_op(ir_op op);
+int onnx_seq_leftovers(ir_graph *g, diag *D);
+
 #endif

@@ -491,6 +491,11 @@ static int topo_order(onnx_ctx *L, const Onnx__GraphProto *gp, int *order)
 	return -1;
 }
 
+int onnx_topo_order(onnx_ctx *L, const Onnx__GraphProto *gp, int *order)
+{
+	return topo_order(L, gp, order);
+}
+
 /* ---- outputs ---- */
 
 static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)

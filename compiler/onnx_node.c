@@ -83,6 +83,14 @@ static const attr_spec attr_specs[] = {
 #undef RNN_COMMON
 	{OP_LSTM, "input_forget", ATTR_INT, 0, 0, NULL},
 	{OP_GRU, "linear_before_reset", ATTR_INT, 3, 0, NULL},
+	{OP_MOD, "fmod", ATTR_INT, 10, 0, NULL},
+	{OP_LOOP, "body", ATTR_GRAPH, 0, 0, NULL},
+	{OP_SCAN, "body", ATTR_GRAPH, 0, 0, NULL},        {OP_SCAN, "num_scan_inputs", ATTR_INT, 0, 0, NULL},
+	{OP_SCAN, "directions", ATTR_INTS, 0, 8, NULL},
+	{OP_SCAN, "scan_input_axes", ATTR_INTS, 9, 0, NULL}, {OP_SCAN, "scan_input_directions", ATTR_INTS, 9, 0, NULL},
+	{OP_SCAN, "scan_output_axes", ATTR_INTS, 9, 0, NULL}, {OP_SCAN, "scan_output_directions", ATTR_INTS, 9, 0, NULL},
+	{OP_SEQEMPTY, "dtype", ATTR_INT, 0, 0, NULL},
+	{OP_SEQCONCAT, "axis", ATTR_INT, 0, 0, NULL},     {OP_SEQCONCAT, "new_axis", ATTR_INT, 0, 0, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -199,6 +207,7 @@ static int kind_of_type(int t)
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return ATTR_FLOATS;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return ATTR_INTS;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: return ATTR_STRINGS;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: return ATTR_GRAPH;
 	default: return -1;
 	}
 }
@@ -289,6 +298,10 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 		onnx_node_error(L, n, "attribute '%s' of type TENSOR has no tensor", name);
 		return 1;
 	}
+	if (kind == ATTR_GRAPH && !a->g) {
+		onnx_node_error(L, n, "attribute '%s' of type GRAPH has no graph", name);
+		return 1;
+	}
 	ir_attr *r;
 	switch (kind) {
 	case ATTR_INT: ir_attr_set_int(n, name, a->i); break;
@@ -332,6 +345,12 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 		ir_attr_add(n, name, ATTR_TENSOR)->t = v;
 		break;
 	}
+	case ATTR_GRAPH:
+		/* the one body of Loop/Scan (onnx_loop.c); kept as n->body, not as an attribute */
+		n->body = onnx_load_body(L, n, a->g);
+		if (!n->body)
+			return 1;
+		break;
 	default: UNREACHABLE();
 	}
 	return 0;
@@ -438,6 +457,22 @@ static int norm_concat(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* Scan-8: input 0 is the optional sequence_lens (unsupported); the rest
+ * follow.  Without it the inputs are those of Scan-9 with a batch axis 0
+ * (onnx_loop.c handles that form by the node's opset). */
+static int norm_scan8(onnx_ctx *L, ir_node *n)
+{
+	if (n->nin > 0 && n->in[0]) {
+		onnx_node_error(L, n, "Scan-8 sequence_lens is not supported (give it as an empty input name)");
+		return 1;
+	}
+	if (n->nin > 0) {
+		n->in++;
+		n->nin--;
+	}
+	return 0;
+}
+
 static int norm_softmax_axis(onnx_ctx *L, ir_node *n)
 {
 	if (!ir_attr_find(n, "axis"))
@@ -461,6 +496,7 @@ static const struct {
 	{OP_LSTM, 6, norm_drop_legacy},   {OP_GRU, 6, norm_drop_legacy},
 	{OP_RNN, 6, norm_drop_legacy},    {OP_CONCAT, 3, norm_concat},
 	{OP_SOFTMAX, ALL_OPSETS, norm_softmax_axis}, {OP_LOGSOFTMAX, ALL_OPSETS, norm_softmax_axis},
+	{OP_SCAN, 8, norm_scan8},
 };
 
 /* ---- attribute values ---- */
@@ -614,6 +650,19 @@ static int check_split(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_body(onnx_ctx *L, ir_node *n)
+{
+	if (!n->body) {
+		onnx_node_error(L, n, "attribute 'body' is required");
+		return 1;
+	}
+	if (n->op == OP_SCAN && !ir_attr_find(n, "num_scan_inputs")) {
+		onnx_node_error(L, n, "attribute 'num_scan_inputs' is required");
+		return 1;
+	}
+	return 0;
+}
+
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 
 static const struct {
@@ -624,7 +673,7 @@ static const struct {
 	{OP_GEMM, check_gemm},        {OP_TRANSPOSE, check_transpose},
 	{OP_CAST, check_cast},        {OP_RESHAPE, check_reshape},
 	{OP_CONSTOFSHAPE, check_constofshape}, {OP_CONCAT, check_concat},
-	{OP_SPLIT, check_split},
+	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
 };
 
 /* ---- arity ---- */

@@ -49,6 +49,8 @@ typedef struct onnx_ctx {
 	                           errors about nodes that have no name */
 	int node_unnamed;       /* the node has no name in the file */
 	int fresh;              /* counter for names the loader makes up */
+	onnx_map body_names;    /* names of the inputs and initializers of bodies
+	                           loaded so far (onnx_loop.c keeps them unique) */
 } onnx_ctx;
 
 /* Error about the node being loaded: diag_node, plus its first output name
@@ -67,6 +69,18 @@ ir_value *onnx_const_f32_scalar(onnx_ctx *L, const char *base, float v);
  * several IR nodes.  Errors go to L->D; the node's outputs are defined even
  * then, so that later nodes do not report them missing. */
 void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np);
+
+/* ---- subgraphs (onnx_loop.c) ---- */
+
+/* Loads the body graph of Loop/Scan node n (being loaded) as a graph nested
+ * in L->g: its inputs become VAL_STEP values (types from the file, shapes
+ * left unknown: pass_infer re-infers them), its nodes see the enclosing
+ * graphs' values by name (captures), its own names stay local.  NULL after
+ * reporting an error. */
+ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp);
+/* Fills order[] with a topological order of gp's nodes (names defined outside
+ * gp are sources).  -1 after reporting a cycle. */
+int onnx_topo_order(onnx_ctx *L, const Onnx__GraphProto *gp, int *order);
 
 /* ---- tensors ---- */
 

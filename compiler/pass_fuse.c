@@ -91,7 +91,12 @@ int fuse_needs_buffer(const ir_value *v)
 
 /* ---- bodies ---- */
 
-enum { CLS_OTHER, CLS_VIEW, CLS_ELEM };
+/* Order of classes inside a stage: products first, then rank-0 element-wise
+ * nodes (step schedules, printed once per step before the loops that read
+ * them), column views, the element-wise loops. */
+enum { CLS_OTHER, CLS_SCALAR, CLS_VIEW, CLS_ELEM };
+
+static int is_elem_cls(int cls) { return cls == CLS_ELEM || cls == CLS_SCALAR; }
 
 typedef struct fnode {
 	ir_node *n;
@@ -124,7 +129,8 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 			    stage[v->id] > s)
 				s = stage[v->id];
 		}
-		int cls = fuse_is_column_view(nd) ? CLS_VIEW : is_elem(nd) ? CLS_ELEM : CLS_OTHER;
+		int cls = fuse_is_column_view(nd) ? CLS_VIEW
+			: !is_elem(nd) ? CLS_OTHER : nd->out[0]->shape.rank == 0 ? CLS_SCALAR : CLS_ELEM;
 		if (cls == CLS_OTHER)
 			s++;
 		for (int k = 0; k < nd->nout; k++)
@@ -143,14 +149,14 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 	for (int i = 0; i < n; i++)
 		last = f[i].stage > last ? f[i].stage : last;
 	for (int i = n - 1; i >= 0; i--) {
-		if (f[i].cls != CLS_ELEM)
+		if (!is_elem_cls(f[i].cls))
 			continue;
 		const ir_value *v = f[i].n->out[0];
 		int late = last;
 		for (int j = i + 1; j < n; j++)
 			for (int k = 0; k < f[j].n->nin; k++)
 				if (f[j].n->in[k] == v) {
-					int s = f[j].cls == CLS_ELEM ? f[j].stage : f[j].stage - 1;
+					int s = is_elem_cls(f[j].cls) ? f[j].stage : f[j].stage - 1;
 					late = s < late ? s : late;
 				}
 		ASSERT(late >= f[i].stage);
@@ -163,13 +169,13 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 
 	/* element-wise nodes: one group per (stage, output shape) */
 	for (int i = 0; i < n; i++) {
-		if (f[i].cls != CLS_ELEM || f[i].n->group)
+		if (!is_elem_cls(f[i].cls) || f[i].n->group)
 			continue;
 		f[i].n->group = ++ngroups;
 		if (o && o->no_fuse)
 			continue;
 		for (int j = i + 1; j < n && f[j].stage == f[i].stage; j++)
-			if (f[j].cls == CLS_ELEM && !f[j].n->group &&
+			if (f[j].cls == f[i].cls && !f[j].n->group &&
 			    ir_shape_eq(&f[j].n->out[0]->shape, &f[i].n->out[0]->shape))
 				f[j].n->group = f[i].n->group;
 	}

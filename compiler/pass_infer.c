@@ -18,6 +18,7 @@
  * gives one error, not a cascade.
  */
 #include "infer.h"
+#include "onnx.h"
 #include "passes.h"
 #include "util.h"
 
@@ -205,34 +206,83 @@ static int check_sym_inputs(ir_graph *g, ir_node *n, diag *D)
 
 static void infer_body(ictx *c, ir_graph *b);
 
+typedef struct nodelist {
+	ir_node **v;
+	int n, cap;
+} nodelist;
+
+static void nl_push(ir_graph *g, nodelist *l, ir_node *n)
+{
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 64;
+		l->v = arena_grow(g->A, l->v, (size_t)l->n, (size_t)cap, sizeof *l->v);
+		l->cap = cap;
+	}
+	l->v[l->n++] = n;
+}
+
+static void infer_nodes(ictx *c, ir_graph *g, int fold);
+
+/* onnx_loop_expand's callback: a Loop/Scan body is inferred and folded. */
+static int infer_loop_body(void *cx, ir_graph *b)
+{
+	ictx *c = cx;
+	int errs0 = c->D->nerrors;
+	names_collect(&c->names, b);
+	infer_nodes(c, b, 1);
+	return c->D->nerrors - errs0;
+}
+
+/* Infers (and folds) one node of g; the nodes that stay go to keep. */
+static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep)
+{
+	if (n->op == OP_RECURRENCE) {
+		if (n->body)
+			infer_body(c, n->body);
+		nl_push(g, keep, n);
+		return;
+	}
+	if (n->op == OP_LOOP || n->op == OP_SCAN) {
+		/* ONNX Loop/Scan: a recurrence now that the inputs are known */
+		int cnt = 0;
+		ir_node **rep = onnx_loop_expand(g, n, c->D, infer_loop_body, c, &cnt);
+		if (!rep) {
+			poison_outputs(n);
+			nl_push(g, keep, n);
+			return;
+		}
+		for (int k = 0; k < cnt; k++)
+			infer_one(c, g, rep[k], fold, keep);
+		return;
+	}
+	if (onnx_is_seq_op(n->op)) {
+		/* consumed by onnx_loop_expand, or reported by onnx_seq_leftovers */
+		nl_push(g, keep, n);
+		return;
+	}
+	if (poisoned(n) || infer_node(g, n, c->D)) {
+		poison_outputs(n);
+		nl_push(g, keep, n);
+		return;
+	}
+	int r = fold ? infer_fold(g, n, c->D) : 0;
+	if (r == 1)
+		return;
+	if (r == 0 && !check_sym_inputs(g, n, c->D) && n->op == OP_SLICE)
+		canon_slice(c, g, n);
+	if (r < 0)
+		poison_outputs(n);
+	nl_push(g, keep, n);
+}
+
 /* Infers and folds the nodes of g in order; folded nodes are dropped. */
 static void infer_nodes(ictx *c, ir_graph *g, int fold)
 {
-	ir_node **keep = arena_array(g->A, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *keep);
-	int nkeep = 0;
-	for (int i = 0; i < g->nnodes; i++) {
-		ir_node *n = g->nodes[i];
-		if (n->op == OP_RECURRENCE) {
-			if (n->body)
-				infer_body(c, n->body);
-			keep[nkeep++] = n;
-			continue;
-		}
-		if (poisoned(n) || infer_node(g, n, c->D)) {
-			poison_outputs(n);
-			keep[nkeep++] = n;
-			continue;
-		}
-		int r = fold ? infer_fold(g, n, c->D) : 0;
-		if (r == 1)
-			continue;
-		if (r == 0 && !check_sym_inputs(g, n, c->D) && n->op == OP_SLICE)
-			canon_slice(c, g, n);
-		if (r < 0)
-			poison_outputs(n);
-		keep[nkeep++] = n;
-	}
-	ir_set_nodes(g, keep, nkeep);
+	nodelist keep = {0};
+	ir_node *none[1] = {NULL};      /* memcpy wants a pointer even for 0 nodes */
+	for (int i = 0; i < g->nnodes; i++)
+		infer_one(c, g, g->nodes[i], fold, &keep);
+	ir_set_nodes(g, keep.n ? keep.v : none, keep.n);
 }
 
 /* Body graphs: infer only; their inputs were given shapes by whoever built them. */
@@ -309,6 +359,9 @@ int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
 	if (D->nerrors == errs0) {
 		ir_recount(g);
 		infer_nodes(&c, g, 1);
+		ir_recount(g);
+		if (D->nerrors == errs0)
+			onnx_seq_leftovers(g, D);
 	}
 	free(c.names.slot);
 	if (D->nerrors == errs0) {

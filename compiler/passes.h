@@ -22,6 +22,10 @@ typedef struct pass_opts {
  * dtype and shape; shape-determining inputs are constants; no Constant/Shape
  * arithmetic left. */
 int pass_infer(ir_graph *g, diag *D, const pass_opts *o);
+/* Native cell layers (CELL nodes, cells.h) -> RECURRENCE nodes. */
+int pass_lower_cell(ir_graph *g, diag *D, const pass_opts *o);
+/* Traced loops (T copies of a step) -> one RECURRENCE each (pass_reroll.c). */
+int pass_reroll(ir_graph *g, diag *D, const pass_opts *o);
 /* ONNX LSTM/GRU/RNN -> RECURRENCE nodes with element-wise step bodies. */
 int pass_lower_rnn(ir_graph *g, diag *D, const pass_opts *o);
 /* Whether input k of an ONNX LSTM/GRU/RNN node must be a compile-time

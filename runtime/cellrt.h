@@ -81,6 +81,14 @@ const rt_tensor *rt_tf_find(const rt_tensorfile *tf, const char *name);
 /* Finds `name` and checks dtype and shape; RT_ERR_MISMATCH otherwise. */
 int rt_tf_expect(const rt_tensorfile *tf, const char *name, int dtype, int rank,
 		 const int64_t *dims, const void **data);
+/* Without allocation (code emitted with --no-malloc): rt_tf_open_view checks
+ * an image like rt_tf_open_mem but describes it in the caller's table[cap]
+ * (RT_ERR_MISMATCH when the image holds more tensors); the result owns
+ * nothing and needs no rt_tf_close.  rt_tf_read_into reads a whole file into
+ * buf[cap] through unbuffered stdio, setting *size; RT_ERR_MISMATCH when the
+ * file is larger than cap. */
+int rt_tf_open_view(rt_tensorfile *tf, const void *mem, size_t size, rt_tensor *table, int cap);
+int rt_tf_read_into(const char *path, void *buf, size_t cap, size_t *size);
 /* Writes count tensors to path atomically (temporary file, then rename). */
 int rt_tf_write(const char *path, int count, const rt_tensor *t);
 size_t rt_dtype_size(int dtype);    /* 0 for unsupported codes */
@@ -88,7 +96,8 @@ size_t rt_dtype_size(int dtype);    /* 0 for unsupported codes */
 /* ---- BLAS wrappers ---------------------------------------------------------
  * C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * M == 1 goes to GEMV.  The *_ref versions are the naive reference kernels
- * the unit tests compare against (and that BLAS=none builds use). */
+ * the unit tests compare against; rt_sgemm_portable is the blocked plain-C
+ * kernel that builds without BLAS (`make BLAS=none`) use for rt_sgemm. */
 
 void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 	      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
@@ -96,6 +105,9 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 void rt_sgemm_ref(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 		  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 		  float *C, int64_t ldc);
+void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		       float *C, int64_t ldc);
 
 /* ---- kernels: activations (owner: runtime/rt_act.c) ---------------------- */
 /* One scalar function per element-wise activation of the IR (ops.def), static
@@ -143,6 +155,34 @@ static inline float rt_softsignf(float x) { return x / (1.0f + fabsf(x)); }
 static inline float rt_softplusf(float x) { return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
 /* min(max(x, lo), hi); NaN stays NaN */
 static inline float rt_clipf(float x, float lo, float hi) { return x < lo ? lo : x > hi ? hi : x; }
+/* sign: -1, 0 or 1 (0 for 0 and NaN) */
+static inline float rt_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
+/* modrelu(z; b) = sign(z) relu(|z| + b) (CELLS.md) */
+static inline float rt_modreluf(float z, float b)
+{
+	float r = fabsf(z) + b;
+	return r > 0.0f ? (z > 0.0f ? r : z < 0.0f ? -r : 0.0f) : 0.0f;
+}
+/* a mod b with the sign of b (ONNX Mod with fmod = 0; Python's %) */
+static inline float rt_fmod_floorf(float a, float b)
+{
+	float r = fmodf(a, b);
+	return r != 0.0f && ((r < 0.0f) != (b < 0.0f)) ? r + b : r;
+}
+static inline double rt_fmod_floor(double a, double b)
+{
+	double r = fmod(a, b);
+	return r != 0.0 && ((r < 0.0) != (b < 0.0)) ? r + b : r;
+}
+static inline int64_t rt_imod_floor(int64_t a, int64_t b)
+{
+	if (b == 0)
+		return 0;
+	if (b == -1)
+		return 0;       /* INT64_MIN % -1 would trap */
+	int64_t r = a % b;
+	return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
 
 /* ---- kernels: generic tensor ops (owner: runtime/rt_ops.c) --------------- */
 /* Data movement works on any element type: esize is the element size in
@@ -181,6 +221,45 @@ int rt_gather(void *y, const void *x, size_t esize, int64_t outer, int64_t n, in
  * subtracted before exp.  Y may be X. */
 void rt_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
+
+/* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
+/* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
+ * fill weights a .cell model does not load from a file.  Deterministic for a
+ * seed on every platform: xoshiro256** seeded through splitmix64, normals by
+ * Box-Muller in double.  Matrices are row-major [rows, cols] = [out, in]
+ * (nn.Linear layout): a "unit" is a row, its incoming weights the columns.
+ * Functions that allocate scratch memory return RT_OK or RT_ERR_NOMEM. */
+
+typedef struct rt_rng { uint64_t s[4]; } rt_rng;
+void rt_rng_seed(rt_rng *r, uint64_t seed);
+uint64_t rt_rng_next(rt_rng *r);
+double rt_rng_uniform(rt_rng *r);       /* [0, 1), 53 random bits */
+double rt_rng_normal(rt_rng *r);        /* N(0, 1) */
+
+void rt_init_const(float *w, int64_t n, float value);
+/* U(-bound, bound): PyTorch's default for nn.RNN/LSTM/GRU is bound = 1/sqrt(H),
+ * for nn.Linear 1/sqrt(fan_in) */
+void rt_init_uniform(float *w, int64_t n, float bound, rt_rng *r);
+void rt_init_normal(float *w, int64_t n, float std, rt_rng *r);
+/* eye(rows, cols): 1 on the main diagonal (torch.nn.init.eye_) */
+void rt_init_eye(float *w, int64_t rows, int64_t cols);
+/* torch.nn.init.orthogonal_: rows (or columns, when fewer) orthonormal:
+ * QR of a Gaussian matrix (of the transpose when rows < cols), Q's columns
+ * multiplied by the signs of R's diagonal, times gain */
+int rt_init_orthogonal(float *w, int64_t rows, int64_t cols, float gain, rt_rng *r);
+/* Kaiming normal, fan_in mode, ReLU gain: N(0, 2 / cols) */
+void rt_init_kaiming_normal(float *w, int64_t rows, int64_t cols, rt_rng *r);
+/* Martens' sparse initialisation: each row gets min(nnz, cols) non-zero
+ * entries N(0, 1) at distinct random columns, the rest 0 */
+int rt_init_sparse(float *w, int64_t rows, int64_t cols, int nnz, rt_rng *r);
+/* echo-state: rt_init_sparse(n, n, nnz), then scaled so that its spectral
+ * radius (largest |eigenvalue|, rt_spectral_radius) is `radius`; a matrix
+ * whose eigenvalues are all 0 stays as drawn */
+int rt_init_echo(float *w, int64_t n, int nnz, float radius, rt_rng *r);
+/* Largest |eigenvalue| of the square matrix w [n, n], by Gelfand's formula
+ * (||A^k||^(1/k), k = 2^40, by repeated squaring in double; relative error
+ * far below 1e-6 for the matrices we make); -1 when out of memory */
+double rt_spectral_radius(const float *w, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -4,8 +4,11 @@
  * rt_sgemm hands the work to OpenBLAS (CBLAS, row-major).  A product with one
  * row (M == 1, batch-1 recurrences) is a matrix-vector product, for which
  * sgemv is markedly faster than sgemm's packing.  rt_sgemm_ref is the plain
- * triple loop the unit tests compare against; builds without BLAS
- * (-DCELLRT_NO_BLAS) use it for everything.
+ * triple loop the unit tests compare against.  rt_sgemm_portable is the
+ * kernel of builds without BLAS (`make BLAS=none`, -DCELLRT_NO_BLAS): plain
+ * C11, no allocation, blocked so that the compiler vectorises its inner loops
+ * (contiguous rows, independent accumulators) -- several times faster than
+ * the reference, far from OpenBLAS on large products.
  *
  * Legend: C[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C, row-major, with
  * row strides lda, ldb, ldc in elements.  op(A) = A^T when transA: A is then
@@ -41,6 +44,114 @@ void rt_sgemm_ref(int transA, int transB, int64_t M, int64_t N, int64_t K, float
 		}
 }
 
+/* ---- the portable kernel ---- */
+
+enum { PB_ROWS = 4, PB_LANES = 8, PB_KC = 256 };
+
+/* C[i, 0..N) = beta * C[i, 0..N) for rows [0, M); beta == 0 clears. */
+static void scale_rows(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
+{
+	for (int64_t i = 0; i < M; i++) {
+		float *c = C + i * ldc;
+		if (beta == 0)
+			for (int64_t j = 0; j < N; j++)
+				c[j] = 0.0f;
+		else if (beta != 1)
+			for (int64_t j = 0; j < N; j++)
+				c[j] *= beta;
+	}
+}
+
+/* sum_k a[k] b[k] with PB_LANES independent partial sums, which the compiler
+ * turns into vector lanes (a single running sum could not be reordered). */
+static float dot(const float *a, const float *b, int64_t K)
+{
+	float acc[PB_LANES] = {0};
+	int64_t k = 0;
+	for (; k + PB_LANES <= K; k += PB_LANES)
+		for (int u = 0; u < PB_LANES; u++)
+			acc[u] += a[k + u] * b[k + u];
+	float s = 0.0f;
+	for (; k < K; k++)
+		s += a[k] * b[k];
+	for (int u = 0; u < PB_LANES; u++)
+		s += acc[u];
+	return s;
+}
+
+/* op(B) = B^T with rows of A and B contiguous: every C element is a dot
+ * product.  K is cut into PB_KC blocks so that the rows in use stay in the
+ * first-level cache while all N columns pass over them. */
+static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		    const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+	for (int64_t k0 = 0; k0 < K; k0 += PB_KC) {
+		int64_t kc = K - k0 < PB_KC ? K - k0 : PB_KC;
+		for (int64_t i = 0; i < M; i++) {
+			const float *a = A + i * lda + k0;
+			float *c = C + i * ldc;
+			for (int64_t j = 0; j < N; j++)
+				c[j] += alpha * dot(a, B + j * ldb + k0, kc);
+		}
+	}
+}
+
+/* op(B) = B: rows of C are sums of scaled rows of B ("axpy" form, whose
+ * inner loop over contiguous j vectorises); PB_ROWS rows of C share each
+ * row of B that is loaded. */
+static void gemm_nn(int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+		    int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+	int64_t i = 0;
+	for (; i + PB_ROWS <= M; i += PB_ROWS) {
+		float *c0 = C + i * ldc, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
+		for (int64_t k = 0; k < K; k++) {
+			const float *b = B + k * ldb;
+			float a0 = alpha * at(A, lda, transA, i, k), a1 = alpha * at(A, lda, transA, i + 1, k);
+			float a2 = alpha * at(A, lda, transA, i + 2, k), a3 = alpha * at(A, lda, transA, i + 3, k);
+			for (int64_t j = 0; j < N; j++) {
+				float bj = b[j];
+				c0[j] += a0 * bj;
+				c1[j] += a1 * bj;
+				c2[j] += a2 * bj;
+				c3[j] += a3 * bj;
+			}
+		}
+	}
+	for (; i < M; i++) {
+		float *c = C + i * ldc;
+		for (int64_t k = 0; k < K; k++) {
+			const float *b = B + k * ldb;
+			float a = alpha * at(A, lda, transA, i, k);
+			for (int64_t j = 0; j < N; j++)
+				c[j] += a * b[j];
+		}
+	}
+}
+
+void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		       float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	scale_rows(M, N, beta, C, ldc);
+	if (K <= 0 || alpha == 0)
+		return;
+	if (!transB)
+		gemm_nn(transA, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+	else if (!transA)
+		gemm_nt(M, N, K, alpha, A, lda, B, ldb, C, ldc);
+	else    /* both transposed: rare (not emitted for recurrences); plain loops */
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				float s = 0.0f;
+				for (int64_t k = 0; k < K; k++)
+					s += at(A, lda, 1, i, k) * at(B, ldb, 1, k, j);
+				C[i * ldc + j] += alpha * s;
+			}
+}
+
 #ifndef CELLRT_NO_BLAS
 /* CBLAS takes int sizes; anything larger goes to the reference kernel. */
 static int fits_int(int64_t a, int64_t b, int64_t c, int64_t d)
@@ -63,7 +174,7 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 		return;
 	}
 #ifdef CELLRT_NO_BLAS
-	rt_sgemm_ref(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	rt_sgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
 	if (!fits_int(M, N, K, lda) || !fits_int(ldb, ldc, 0, 0)) {
 		rt_sgemm_ref(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

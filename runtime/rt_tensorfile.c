@@ -129,8 +129,10 @@ static size_t align_up(size_t n) { return (n + (TF_ALIGN - 1)) & ~(size_t)(TF_AL
 
 /* ---- reading ---- */
 
-/* Checks the image and fills tf's table; tf->mem is set by the caller. */
-static int parse(rt_tensorfile *tf, const unsigned char *m, size_t size)
+/* Checks the image and fills tf's table; tf->mem is set by the caller.
+ * The table is allocated, or the caller's tab[cap] when tab is given
+ * (rt_tf_open_view). */
+static int parse(rt_tensorfile *tf, const unsigned char *m, size_t size, rt_tensor *tab, int cap)
 {
 	if (size < TF_HEADER)
 		return memcmp(m, tf_magic, size < 8 ? size : 8) == 0 ? RT_ERR_TRUNCATED : RT_ERR_FORMAT;
@@ -157,7 +159,9 @@ static int parse(rt_tensorfile *tf, const unsigned char *m, size_t size)
 		return RT_ERR_CHECKSUM;
 
 	tf->count = (int)count;
-	tf->t = count ? calloc(count, sizeof *tf->t) : NULL;
+	if (tab && count > (uint32_t)(cap > 0 ? cap : 0))
+		return RT_ERR_MISMATCH;     /* more tensors than the caller expects */
+	tf->t = !count ? NULL : tab ? tab : calloc(count, sizeof *tf->t);
 	if (count && !tf->t)
 		return RT_ERR_NOMEM;
 	for (uint32_t k = 0; k < count; k++) {
@@ -211,7 +215,7 @@ int rt_tf_open_mem(rt_tensorfile *tf, const void *mem, size_t size)
 	memset(tf, 0, sizeof *tf);
 	if (!mem || (uintptr_t)mem % TF_ALIGN != 0)
 		return RT_ERR_ARG;
-	int st = parse(tf, mem, size);
+	int st = parse(tf, mem, size, NULL, 0);
 	if (st != RT_OK) {
 		tf_reset(tf);
 		return st;
@@ -251,7 +255,7 @@ int rt_tf_open(rt_tensorfile *tf, const char *path)
 		free(mem);
 		return err || grew ? RT_ERR_IO : RT_ERR_TRUNCATED;
 	}
-	int rc = parse(tf, mem, size);
+	int rc = parse(tf, mem, size, NULL, 0);
 	if (rc != RT_OK) {
 		tf_reset(tf);
 		free(mem);
@@ -268,6 +272,45 @@ void rt_tf_close(rt_tensorfile *tf)
 		return;
 	free(tf->mem);
 	tf_reset(tf);
+}
+
+/* ---- without allocation (emitted code built with --no-malloc) ---- */
+
+int rt_tf_open_view(rt_tensorfile *tf, const void *mem, size_t size, rt_tensor *table, int cap)
+{
+	if (!tf)
+		return RT_ERR_ARG;
+	memset(tf, 0, sizeof *tf);
+	if (!mem || !table || (uintptr_t)mem % TF_ALIGN != 0)
+		return RT_ERR_ARG;
+	int st = parse(tf, mem, size, table, cap);
+	if (st != RT_OK) {
+		memset(tf, 0, sizeof *tf);  /* the table is the caller's: nothing to free */
+		return st;
+	}
+	tf->size = size;
+	return RT_OK;
+}
+
+int rt_tf_read_into(const char *path, void *buf, size_t cap, size_t *size)
+{
+	if (!path || !buf || !size)
+		return RT_ERR_ARG;
+	*size = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return RT_ERR_IO;
+	setvbuf(f, NULL, _IONBF, 0);    /* no stdio buffer: the data goes straight to buf */
+	size_t got = fread(buf, 1, cap, f);
+	int err = ferror(f);
+	int more = !err && got == cap && fgetc(f) != EOF;
+	fclose(f);
+	if (err)
+		return RT_ERR_IO;
+	if (more)
+		return RT_ERR_MISMATCH;     /* larger than the model's weights file */
+	*size = got;
+	return RT_OK;
 }
 
 const rt_tensor *rt_tf_find(const rt_tensorfile *tf, const char *name)

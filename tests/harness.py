@@ -23,6 +23,21 @@ Groups, in order:
   bad         malformed models: `build-san/cellc compile` must exit 2 with a
               located message and no sanitizer report
   san_node    a fixed sample of the node tests through `build-san/cellc verify`
+  ref_cells   tests/ref_cells.py (PyTorch references of every cell of CELLS.md)
+              against torch.nn modules, closed forms and CELLS.md's identities;
+              float32 golden accuracy (tests/test_ref_cells.py)
+  cells       `.cell` models of every cell through `cellc verify` against
+              the PyTorch golden data of tests/gen_cell_cases.py (a few also
+              through build-san/cellc)
+  deploy      golden regression kits (`compile --testbench`, `make test`) in every
+              deployment mode {file, embedded weights} x {malloc, no-malloc} x
+              {OpenBLAS, BLAS=none}, C++ use of the header, valgrind, the
+              portable GEMM, `verify --oracle onnxruntime` (npm onnxruntime-node)
+  loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
+              Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
+  cell_format the native .cell format (tests/test_cell_format.py): dump ->
+              parse -> dump round trips after every pass for the examples and
+              ONNX models, located errors (line:col, caret), fuzz under ASan
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -38,6 +53,7 @@ import concurrent.futures
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -206,15 +222,17 @@ def data_sets(case_dir):
     return sorted(glob.glob(os.path.join(case_dir, "test_data_set_*")))
 
 
-def verify_one(group, name, case_dir, tol, cellc=CELLC, env=None):
-    sets = data_sets(case_dir)
+def verify_one(group, name, case_dir, tol, cellc=CELLC, env=None, model=None, sets=None):
+    """model: the model file (default case_dir/model.onnx); sets: the data
+    set directories (default: case_dir's test_data_set_*)."""
+    sets = data_sets(case_dir) if sets is None else sets
     log = os.path.join(LOGS, group, name + ".log")
     expected = sum(len(glob.glob(os.path.join(s, "output_*.pb"))) for s in sets)
     if not sets or expected == 0:
         return Result("%s/%s" % (group, name), False, "no test data in %s" % case_dir)
     if not os.access(os.path.join(ROOT, cellc), os.X_OK):
         return Result("%s/%s" % (group, name), False, "%s is not built" % cellc)
-    cmd = [cellc, "verify", os.path.join(case_dir, "model.onnx")]
+    cmd = [cellc, "verify", model or os.path.join(case_dir, "model.onnx")]
     for s in sets:
         cmd += ["--data", s]
     cmd += tol
@@ -264,7 +282,8 @@ def parse_node_list(path):
 NODE_PREFIXES = tuple("test_" + p for p in (
     "lstm", "gru", "simple_rnn", "rnn_seq_length", "transpose", "squeeze", "unsqueeze", "slice",
     "concat", "gather", "shape", "constantofshape", "constant", "identity", "reshape", "gemm",
-    "matmul", "add", "sub", "mul", "div", "sigmoid", "tanh", "relu", "softmax", "logsoftmax"))
+    "matmul", "add", "sub", "mul", "div", "sigmoid", "tanh", "relu", "softmax", "logsoftmax",
+    "loop", "scan"))
 
 
 def node_selection():
@@ -343,6 +362,25 @@ def group_structure():
         return [Result("structure/run", False, "%s is not built" % CELLC)]
     return script_group("structure", [PY, "tests/test_structure.py", CELLC, os.path.join(OUT, "rnn_cases"),
                                       os.path.join(OUT, "torch")])
+
+
+def group_trace():
+    """Traced loops (tests/gen_trace_cases.py): verify against PyTorch, then
+    tests/test_trace.py (recognised cell in `cellc info`, symbolic time axis,
+    emitted C not growing with T, the committed 784-step trace)."""
+    if not stamp_ok("trace"):
+        yield from fixtures_missing("trace", "trace")
+        return
+    root = os.path.join(OUT, "trace")
+    cases = [("trace", n, os.path.join(root, n), TORCH_TOL) for n in case_dirs("trace")]
+    long_dir = os.path.join(OUT, "trace_long")
+    if stamp_ok("trace_long"):
+        cases += [("trace", "long/" + n, os.path.join(long_dir, n), TORCH_TOL) for n in case_dirs("trace_long")]
+    elif os.path.exists(os.path.join(ROOT, "tests", "fixtures", "trace_long.tar.xz")):
+        yield Result("trace/long", False, "tests/fixtures/trace_long.tar.xz not unpacked (see %s)" % LOGS)
+    yield from parallel(verify_one, cases)
+    cmd = [PY, "tests/test_trace.py", CELLC, root] + ([long_dir] if stamp_ok("trace_long") else [])
+    yield from script_group("trace", cmd)
 
 
 def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
@@ -516,11 +554,347 @@ def group_san_node():
     yield from parallel(verify_one, items)
 
 
+# ---- native .cell models: every cell of CELLS.md against PyTorch (issue 3) -----
+
+def group_ref_cells():
+    """tests/ref_cells.py against independent oracles, and the accuracy of
+    the float32 golden data of gen_cell_cases.py."""
+    if not stamp_ok("cells"):
+        return fixtures_missing("ref_cells", "cells")
+    return script_group("ref_cells", [PY, "tests/test_ref_cells.py", os.path.join(OUT, "cells")])
+
+
+def group_cells():
+    """The verify runs listed in tests/out/cells/tests.tsv (gen_cell_cases.py):
+    a .cell model against the golden data of one or more cases."""
+    if not stamp_ok("cells"):
+        yield from fixtures_missing("cells", "cells")
+        return
+    items = []
+    with open(os.path.join(ROOT, OUT, "cells", "tests.tsv")) as f:
+        for line in f:
+            row = line.rstrip("\n").split("\t")
+            if len(row) >= 3:
+                sets = [s for d in row[2:] for s in data_sets(d)]
+                items.append(("cells", row[0], row[2], CASE_TOL, CELLC, None, row[1], sets))
+                # the new front end and cell library under ASan/UBSan too
+                # (small data sets only: the emitted code is not sanitized)
+                if row[0] in CELLS_SAN:
+                    items.append(("cells", "san_" + row[0], row[2], CASE_TOL, CELLC_SAN, SAN_ENV,
+                                  row[1], sets[:2]))
+    yield from parallel(verify_one, items)
+
+
+CELLS_SAN = ("user_momentum_lstm", "user_momentum_gru_softsign", "stack_momentum_lstm_lstm_heads",
+             "nag_dtriv_extrapolate", "momentum_attention_length_key", "irnn_K3_g0_zero",
+             "heavy_ball_rnn_tanh_steps4", "batch_first_momentum_gru_head", "adam_gru_opts")
+
+
+def loop_bad_one(name, case_dir):
+    """A model cellc must refuse: exit 2, the located message of expect.txt."""
+    full = "loop/bad/%s" % name
+    model = os.path.join(case_dir, "model.onnx")
+    log = os.path.join(LOGS, "loop", "bad_" + name + ".log")
+    with open(os.path.join(ROOT, case_dir, "expect.txt")) as f:
+        expect = f.read().strip()
+    rc, out, err = run([CELLC, "compile", model, "-o", os.path.join(OUT, "loop_work", name)], log)
+    if rc != 2:
+        return Result(full, False, "%s, expected exit 2 (log: %s)" % (status_word(rc), log))
+    if expect not in err or model not in err:
+        return Result(full, False, "message lacks %r: %s (log: %s)" % (expect, first_lines(err), log))
+    return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
+
+
+def loop_hoist_one(name, case_dir):
+    """The scripted loop's input projection runs before the recurrence as one
+    GEMM over all T*B rows (pass_hoist), and the body keeps only the
+    recurrent and head products (`cellc dump`)."""
+    full = "loop/hoist/%s" % name
+    log = os.path.join(LOGS, "loop", "hoist_" + name + ".log")
+    rc, out, err = run([CELLC, "dump", os.path.join(case_dir, "model.onnx")], log)
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    root = [l for l in out.splitlines() if l.startswith("\t%") and not l.startswith("\t\t")]
+    body = [l for l in out.splitlines() if l.startswith("\t\t%")]
+    hoisted = [l for l in root if "= Gemm(" in l and re.search(r"f32\[(T\*B|B\*T), ", l)]
+    rec = [l for l in root if "= Recurrence(" in l]
+    body_gemms = [l for l in body if "= Gemm(" in l]
+    if len(rec) != 1 or len(hoisted) != 1 or len(body_gemms) != 2:
+        return Result(full, False, "%d recurrences, %d hoisted GEMMs, %d body GEMMs (want 1, 1, 2) "
+                      "(log: %s)" % (len(rec), len(hoisted), len(body_gemms), log))
+    return Result(full, True, "input GEMM hoisted over T*B rows; recurrent and head GEMMs in the body")
+
+
+def group_loop():
+    """tests/gen_loop_cases.py: scripted PyTorch exports (one ONNX Loop each)
+    and hand-written Loop/Scan models through `cellc verify` at the PyTorch
+    tolerances; refused models must exit 2 with a located message."""
+    if not stamp_ok("loop"):
+        yield from fixtures_missing("loop", "loop")
+        return
+    items = []
+    for sub in ("scripted", "onnx"):
+        root = os.path.join(OUT, "loop", sub)
+        items += [("loop", "%s/%s" % (sub, n), os.path.join(root, n), TORCH_TOL)
+                  for n in case_dirs(os.path.join("loop", sub))]
+    yield from parallel(verify_one, items)
+    for n in ("momentum_lstm_opset13", "nag_lstm_r2_opset17", "momentum_lstm_opset14_bf_last"):
+        yield loop_hoist_one(n, os.path.join(OUT, "loop", "scripted", n))
+    bad = os.path.join(OUT, "loop", "bad")
+    for n in case_dirs(os.path.join("loop", "bad")):
+        yield loop_bad_one(n, os.path.join(bad, n))
+
+
+# ---- deploy: golden regression kits, deployment modes, ONNX Runtime oracle ----
+
+DEPLOY_LSTM = "lstm_opset14_bf_l1_init_last"        # nn.LSTM export, streaming API
+DEPLOY_GRU = "gru_opset17_bidirectional_l1_sf"       # bidirectional: no streaming check
+# case -> (fixture group, data directory, model file, --max-dim values for --no-malloc)
+DEPLOY_MODELS = {
+    DEPLOY_LSTM: ("torch", os.path.join(OUT, "torch", DEPLOY_LSTM), "model.onnx", ["batch=4", "seq=16"]),
+    DEPLOY_GRU: ("torch", os.path.join(OUT, "torch", DEPLOY_GRU), "model.onnx", ["batch=4", "seq=16"]),
+    "adam_lstm_cell": ("cells", os.path.join(OUT, "cells", "adam_lstm"), "model.cell", ["seq=784", "batch=64"]),
+    "momentum_lstm_scripted": ("loop", os.path.join(OUT, "loop", "scripted", "momentum_lstm_opset17"), "model.onnx",
+                               ["T=784", "B=3"]),
+}
+DEPLOY_MODES = [(w, m) for w in ("file", "embed") for m in ("malloc", "nomalloc")]
+ORACLE_NODE_TESTS = ["test_lstm_defaults", "test_lstm_with_initial_bias", "test_lstm_with_peepholes",
+                     "test_gru_defaults", "test_gru_with_initial_bias", "test_gru_seq_length",
+                     "test_simple_rnn_defaults", "test_simple_rnn_with_initial_bias", "test_rnn_seq_length"]
+ALLOC_CALLS = re.compile(r"\b(malloc|calloc|realloc|free|aligned_alloc|posix_memalign)\s*\(")
+
+
+def deploy_compile(name, model, outdir, extra, log):
+    return run([CELLC, "compile", model, "-o", outdir, "--name", "m"] + extra, log)
+
+
+def make_test(work, blas, log):
+    """`make clean; make [BLAS=none] test` in an emitted directory: (ok, detail)."""
+    run(["make", "--no-print-directory", "-s", "-C", work, "clean"], log + ".clean")
+    cmd = ["make", "--no-print-directory", "-s", "-C", work] + (["BLAS=none"] if blas == "none" else []) + ["test"]
+    rc, out, err = run(cmd, log)
+    summary = [l for l in out.splitlines() if SUMMARY_LINE.match(l)]
+    fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+    return rc, out, err, summary, fails
+
+
+def deploy_mode(case, weights, mem, blas):
+    """One combination: compile, build with -Wall -Wextra -Werror (the emitted
+    Makefile's flags), run the golden test; no-malloc also: no allocation
+    call in NAME.c and none among NAME.o's undefined symbols."""
+    full = "deploy/%s/%s-%s-%s" % (case, weights, mem, "openblas" if blas == "openblas" else "noblas")
+    fixture, src, model_file, maxdims = DEPLOY_MODELS[case]
+    if not stamp_ok(os.path.relpath(os.path.join(ROOT, src), os.path.join(ROOT, OUT)).split(os.sep)[0]):
+        return Result(full, False, "fixtures of group %s not generated" % fixture)
+    work = os.path.join(OUT, "deploy_work", case, "%s-%s-%s" % (weights, mem, blas))
+    log = os.path.join(LOGS, "deploy", "%s-%s-%s-%s.log" % (case, weights, mem, blas))
+    extra = ["--testbench", src]
+    if weights == "embed":
+        extra.append("--embed-weights")
+    if mem == "nomalloc":
+        extra.append("--no-malloc")
+        for md in maxdims:
+            extra += ["--max-dim", md]
+    rc, out, err = deploy_compile("m", os.path.join(src, model_file), work, extra, log + ".compile")
+    if rc != 0:
+        return Result(full, False, "cellc compile: %s: %s (log: %s.compile)" % (status_word(rc), first_lines(err), log))
+    rc, out, err, summary, fails = make_test(work, blas, log)
+    if rc != 0 or not summary or fails or summary[-1].startswith("0 passed"):
+        return Result(full, False, "make test: %s: %s (log: %s)" % (status_word(rc), first_lines(fails and "\n".join(fails) or err or out), log))
+    if mem == "nomalloc":
+        with open(os.path.join(ROOT, work, "m.c")) as f:
+            calls = ALLOC_CALLS.findall(f.read())
+        nm = subprocess.run(["nm", "-u", os.path.join(ROOT, work, "m.o")], stdout=subprocess.PIPE,
+                            universal_newlines=True).stdout.split()
+        undef = [s for s in nm if s in ("malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign")]
+        if calls or undef:
+            return Result(full, False, "--no-malloc code allocates: %s" % ", ".join(sorted(set(calls + undef))))
+    if weights == "embed" and os.path.exists(os.path.join(ROOT, work, "m.weights")):
+        return Result(full, False, "--embed-weights left m.weights behind")
+    return Result(full, True, summary[-1])
+
+
+def deploy_expect_fail(name, model, data, extra=()):
+    """A test program built from wrong golden data (or a wrong model) must
+    exit 1 with a FAIL line."""
+    full = "deploy/%s" % name
+    work = os.path.join(OUT, "deploy_work", name)
+    log = os.path.join(LOGS, "deploy", name + ".log")
+    rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(extra), log + ".compile")
+    if rc != 0:
+        return Result(full, False, "cellc compile: %s: %s" % (status_word(rc), first_lines(err)))
+    rc, out, err, summary, fails = make_test(work, "openblas", log)
+    counts = [SUMMARY_LINE.match(l) for l in summary]
+    if rc == 0 or not fails or not counts or int(counts[-1].group(2)) == 0:
+        return Result(full, False, "expected the test program to fail with status 1: %s, %d FAIL lines (log: %s)" %
+                      (status_word(rc), len(fails), log))
+    return Result(full, True, first_lines("\n".join(fails), 1, 120))
+
+
+def deploy_pass(name, model, data, extra=(), check=None):
+    full = "deploy/%s" % name
+    work = os.path.join(OUT, "deploy_work", name)
+    log = os.path.join(LOGS, "deploy", name + ".log")
+    rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(extra), log + ".compile")
+    if rc != 0:
+        return Result(full, False, "cellc compile: %s: %s (log: %s.compile)" % (status_word(rc), first_lines(err), log))
+    rc, out, err, summary, fails = make_test(work, "openblas", log)
+    if rc != 0 or fails or not summary or summary[-1].startswith("0 passed"):
+        return Result(full, False, "make test: %s: %s (log: %s)" % (status_word(rc), first_lines(err or out), log))
+    if check:
+        why = check(work, out)
+        if why:
+            return Result(full, False, why)
+    return Result(full, True, summary[-1])
+
+
+def deploy_cxx(case, weights, mem):
+    """NAME.h of each mode included from C++ (g++ -Wall -Wextra -Werror)."""
+    full = "deploy/%s/cxx_header-%s-%s" % (case, weights, mem)
+    work = os.path.join(OUT, "deploy_work", case, "%s-%s-openblas" % (weights, mem))
+    log = os.path.join(LOGS, "deploy", "cxx-%s-%s-%s.log" % (case, weights, mem))
+    src = os.path.join(work, "use_from_cxx.cpp")
+    if not os.path.exists(os.path.join(ROOT, work, "m.h")):
+        return Result(full, False, "%s/m.h was not emitted" % work)
+    create = ("m_create_in(&p, arena, sizeof arena, %s)" if mem == "nomalloc" else "m_create(&p, %s)") % (
+        "nullptr" if weights == "embed" else '"m.weights"')
+    arena = "alignas(64) static unsigned char arena[m_ARENA_BYTES];\n" if mem == "nomalloc" else ""
+    with open(os.path.join(ROOT, src), "w") as f:
+        f.write('#include "m.h"\n#include <cstdio>\n%sint main()\n{\n\tm *p = nullptr;\n\tint st = %s;\n'
+                '\tstd::printf("%%s\\n", m_status_str(st));\n\tm_dims d{};\n\t(void)d;\n\tm_destroy(p);\n'
+                '\treturn m_NUM_INPUTS > 0 ? 0 : 1;\n}\n' % (arena, create))
+    lib = os.path.join("build", "libcellrt.a")
+    rc, out, err = run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-I" + work, "-Iruntime", src, "-o",
+                        os.path.join(work, "use_from_cxx"), os.path.join(work, "libm.a"), lib, "-lopenblas", "-lm"], log)
+    if rc != 0:
+        return Result(full, False, "g++: %s (log: %s)" % (first_lines(err), log))
+    return Result(full, True, "")
+
+
+def deploy_valgrind(case, mode):
+    full = "deploy/%s/valgrind-%s" % (case, mode)
+    work = os.path.join(OUT, "deploy_work", case, mode)
+    log = os.path.join(LOGS, "deploy", "valgrind-%s-%s.log" % (case, mode))
+    binary = os.path.join(work, "m_test")
+    if not os.path.exists(os.path.join(ROOT, binary)):
+        return Result(full, False, "%s was not built" % binary)
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work] +
+                       (["BLAS=none"] if mode.endswith("none") else []) + ["m_test"], log + ".make")
+    rc, out, err = run(["sh", "-c", "cd %s && valgrind --error-exitcode=99 --leak-check=full "
+                        "--errors-for-leak-kinds=definite,indirect,possible ./m_test" % work], log)
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err[-600:]), log))
+    return Result(full, True, first_lines(err[err.rfind("ERROR SUMMARY"):], 1, 80))
+
+
+def deploy_oracle(name, model, extra, want_rc, want_err=()):
+    full = "deploy/oracle/%s" % name
+    log = os.path.join(LOGS, "deploy", "oracle-%s.log" % name)
+    rc, out, err = run([CELLC, "verify", model, "--oracle", "onnxruntime"] + list(extra), log)
+    missing = [w for w in want_err if w not in err]
+    if rc != want_rc or missing:
+        return Result(full, False, "%s (want exit %d)%s: %s (log: %s)" % (status_word(rc), want_rc,
+                      " lacking %s" % missing if missing else "", first_lines(err or out), log))
+    return Result(full, True, first_lines(out.splitlines()[-1] if out.strip() else err, 1, 100))
+
+
+def group_deploy():
+    if not stamp_ok("deploy"):
+        yield from fixtures_missing("deploy", "deploy")
+        return
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        yield Result("deploy/build", False, "%s is not built" % CELLC)
+        return
+    log = os.path.join(LOGS, "deploy", "make.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "BLAS=none", "runtime"], log)
+    yield Result("deploy/make_blas_none", rc == 0, "build/noblas/libcellrt.a" if rc == 0 else
+                 "make BLAS=none runtime: %s (log: %s)" % (first_lines(err), log))
+    # the portable kernel against the reference, linked both ways
+    for lib, libs in (("noblas", [os.path.join("build", "noblas", "libcellrt.a"), "-lm"]),
+                      ("openblas", [os.path.join("build", "libcellrt.a"), "-lopenblas", "-lm"])):
+        binary = os.path.join(OUT, "deploy_work", "test_gemm_" + lib)
+        os.makedirs(os.path.dirname(os.path.join(ROOT, binary)), exist_ok=True)
+        rc, out, err = run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Iruntime",
+                            "tests/deploy/test_gemm.c", "-o", binary] + libs, log + ".gemm_" + lib)
+        res = script_group("deploy_gemm_" + lib, [binary]) if rc == 0 else \
+            [Result("deploy/gemm_%s/build" % lib, False, first_lines(err))]
+        bad = [r for r in res if not r.ok]
+        yield Result("deploy/gemm_%s" % lib, not bad and len(res) > 50,
+                     "%d cases against rt_sgemm_ref" % len(res) if not bad else
+                     "%s: %s" % (bad[0].name, bad[0].detail))
+    # the matrix: {file, embed} x {malloc, no-malloc} x {OpenBLAS, none}, each in its own directory
+    items = [(c, w, m, b) for c in (DEPLOY_LSTM, "adam_lstm_cell", "momentum_lstm_scripted")
+             for w, m in DEPLOY_MODES for b in ("openblas", "none")]
+    items += [(DEPLOY_GRU, "file", "malloc", "openblas"), (DEPLOY_GRU, "embed", "nomalloc", "none")]
+    yield from parallel(deploy_mode, items)
+    yield from parallel(deploy_cxx, [(c, w, m) for c in (DEPLOY_LSTM, "adam_lstm_cell") for w, m in DEPLOY_MODES])
+    base = os.path.join(OUT, "deploy", DEPLOY_LSTM)
+    torch_case = os.path.join(OUT, "torch", DEPLOY_LSTM)
+    model = os.path.join(torch_case, "model.onnx")
+    checks = [
+        ("corrupt_golden", deploy_expect_fail, ("corrupt_golden", model, os.path.join(base, "corrupt"))),
+        ("perturbed_model", deploy_expect_fail, ("perturbed_model", os.path.join(base, "perturbed.onnx"),
+                                                 torch_case)),
+        ("npy_golden", deploy_pass, ("npy_golden", model, os.path.join(base, "npy"))),
+        ("golden_file", deploy_pass, ("golden_file", model, torch_case, ["--testbench-embed", "0"],
+                                      lambda work, out: None if os.path.exists(os.path.join(ROOT, work, "m_test.data"))
+                                      else "no m_test.data written")),
+    ]
+    yield from parallel(lambda n, f, a: f(*a), checks)
+    yield from parallel(deploy_valgrind, [(DEPLOY_LSTM, "file-malloc-openblas"), (DEPLOY_LSTM, "embed-nomalloc-none"),
+                                          (DEPLOY_GRU, "file-malloc-openblas"),
+                                          ("momentum_lstm_scripted", "embed-nomalloc-none")])
+    # ONNX Runtime: npm install --ignore-scripts must work (a failure fails, never skips)
+    rc, out, err = run(["make", "--no-print-directory", "-s", "ort"], log + ".ort")
+    yield Result("deploy/oracle/npm_install", rc == 0, "build/ort" if rc == 0 else
+                 "npm install onnxruntime-node --ignore-scripts: %s (log: %s.ort)" % (first_lines(err), log))
+    node = os.path.join(OUT, "onnx_node", "node")
+    items = [(t, os.path.join(node, t, "model.onnx"), ["--inputs", "2", "--seed", str(i + 1)], 0)
+             for i, t in enumerate(ORACLE_NODE_TESTS)]
+    golden = os.path.join(OUT, "deploy_work", "oracle_golden")
+    shutil.rmtree(os.path.join(ROOT, golden), ignore_errors=True)
+    items.append(("torch_lstm_save_golden", model, ["--inputs", "2", "--dim", "batch=3", "--dim", "seq=5",
+                                                    "--save-golden", golden, "--report", "json",
+                                                    os.path.join(OUT, "deploy_work", "oracle_report.json")], 0))
+    items.append(("layout1_refused", os.path.join(node, "test_lstm_batchwise", "model.onnx"), [], 2,
+                  ["layout=1", "ONNX Runtime"]))
+    items.append(("missing_dim", model, ["--dim", "batch=3"], 2, ["--dim seq="]))
+    yield from parallel(deploy_oracle, items)
+    # the saved golden data: a machine-readable report, and the perturbed model must fail them
+    rep = os.path.join(ROOT, OUT, "deploy_work", "oracle_report.json")
+    try:
+        import json
+        with open(rep) as f:
+            r = json.load(f)
+        ok = r["status"] == "pass" and r["passed"] == 4 and len(r["results"]) == 4 and r["oracle"] == "onnxruntime"
+        yield Result("deploy/oracle/report_json", ok, "" if ok else "unexpected report: %s" % json.dumps(r)[:200])
+    except (OSError, ValueError, KeyError) as e:
+        yield Result("deploy/oracle/report_json", False, "%s: %s" % (rep, e))
+    for name, m, want in (("golden_replay", model, 0),
+                          ("perturbed_fails", os.path.join(base, "perturbed.onnx"), 1)):
+        log2 = os.path.join(LOGS, "deploy", "oracle-%s.log" % name)
+        rc, out, err = run([CELLC, "verify", m, "--data", golden], log2)
+        yield Result("deploy/oracle/%s" % name, rc == want, "exit %s (want %d)%s" % (
+            rc, want, "" if rc == want else ": %s (log: %s)" % (first_lines(err or out), log2)))
+
+
+def group_cell_format():
+    """tests/test_cell_format.py: the native .cell format -- dump/parse/dump
+    round trips after every pass, located errors with caret, fuzzing under
+    build-san/cellc."""
+    return script_group("cell_format", [PY, "tests/test_cell_format.py", CELLC, CELLC_SAN,
+                                        os.path.join(OUT, "cell_format")])
+
+
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
     ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("rnn_cases", group_rnn_cases),
     ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
+    ("deploy", group_deploy),
+    ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
+    ("loop", group_loop),
+    ("cell_format", group_cell_format),
 ]
 
 

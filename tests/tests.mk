@@ -13,7 +13,11 @@
 TOUT := tests/out
 
 FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
-	$(TOUT)/torch/.stamp $(TOUT)/bad/.stamp $(TOUT)/api/.stamp
+	$(TOUT)/torch/.stamp $(TOUT)/bad/.stamp $(TOUT)/api/.stamp \
+	$(TOUT)/deploy/.stamp \
+	$(TOUT)/loop/.stamp \
+	$(TOUT)/cells/.stamp \
+	$(TOUT)/trace/.stamp $(if $(wildcard tests/fixtures/trace_long.tar.xz),$(TOUT)/trace_long/.stamp)
 
 .PHONY: fixtures unit-tests
 fixtures: $(FIXTURES)
@@ -36,8 +40,22 @@ $(TOUT)/torch/.stamp: tests/gen_torch_exports.py
 	$(call gen,tests/gen_torch_exports.py,$(TOUT)/torch)
 $(TOUT)/api/.stamp: tests/gen_api_cases.py tests/ref_rnn.py
 	$(call gen,tests/gen_api_cases.py,$(TOUT)/api)
+$(TOUT)/loop/.stamp: tests/gen_loop_cases.py tests/ref_scripted.py tests/ref_momentum.py
+	$(call gen,tests/gen_loop_cases.py,$(TOUT)/loop)
+$(TOUT)/deploy/.stamp: tests/gen_deploy_cases.py $(TOUT)/torch/.stamp
+	$(call gen,tests/gen_deploy_cases.py,$(TOUT)/deploy)
+$(TOUT)/trace/.stamp: tests/gen_trace_cases.py tests/ref_momentum.py
+	$(call gen,tests/gen_trace_cases.py,$(TOUT)/trace)
+# The 784-step trace takes PyTorch minutes to export: generated once by
+# `gen_trace_cases.py --long DIR` and committed compressed; unpacked here.
+$(TOUT)/trace_long/.stamp: tests/fixtures/trace_long.tar.xz
+	@rm -rf $(TOUT)/trace_long && mkdir -p $(TOUT)/trace_long
+	@tar -xJf $< -C $(TOUT)/trace_long
+	@touch $@
 $(TOUT)/bad/.stamp: tests/gen_bad_models.py
 	$(call gen,tests/gen_bad_models.py,$(TOUT)/bad)
+$(TOUT)/cells/.stamp: tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfile.py
+	$(call gen,tests/gen_cell_cases.py,$(TOUT)/cells)
 
 # ---- Check unit tests of libcellrt ------------------------------------------
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)

@@ -763,6 +763,158 @@ START_TEST(test_softmax_family)
 }
 END_TEST
 
+/* ---- initialisers (rt_init.c) ---------------------------------------------- */
+
+START_TEST(test_init_deterministic)
+{
+	float a[300], b[300], c[300];
+	rt_rng r;
+	for (int kind = 0; kind < 4; kind++) {
+		float *out[3] = {a, b, c};
+		uint64_t seeds[3] = {7, 7, 8};
+		for (int k = 0; k < 3; k++) {
+			rt_rng_seed(&r, seeds[k]);
+			if (kind == 0)
+				rt_init_uniform(out[k], 300, 0.5f, &r);
+			else if (kind == 1)
+				ck_assert_int_eq(rt_init_orthogonal(out[k], 20, 15, 1.0f, &r), RT_OK);
+			else if (kind == 2)
+				ck_assert_int_eq(rt_init_sparse(out[k], 10, 30, 15, &r), RT_OK);
+			else
+				rt_init_kaiming_normal(out[k], 15, 20, &r);
+		}
+		ck_assert_msg(!memcmp(a, b, sizeof a), "kind %d: same seed, different numbers", kind);
+		ck_assert_msg(memcmp(a, c, sizeof a), "kind %d: different seeds, same numbers", kind);
+	}
+	rt_rng_seed(&r, 3);
+	rt_init_uniform(a, 300, 0.25f, &r);
+	float lo = 1, hi = -1;
+	for (int i = 0; i < 300; i++) {
+		lo = a[i] < lo ? a[i] : lo;
+		hi = a[i] > hi ? a[i] : hi;
+	}
+	ck_assert(lo >= -0.25f && hi <= 0.25f && lo < -0.2f && hi > 0.2f);
+}
+END_TEST
+
+/* W W^T = I (rows <= cols) or W^T W = I (rows >= cols), to float rounding. */
+START_TEST(test_init_orthogonal)
+{
+	static const int shapes[][2] = {{8, 5}, {5, 8}, {16, 16}, {1, 7}, {12, 3}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int R = shapes[s][0], C = shapes[s][1];
+		float *w = malloc(sizeof(float) * (size_t)(R * C));
+		rt_rng r;
+		rt_rng_seed(&r, 100 + s);
+		ck_assert_int_eq(rt_init_orthogonal(w, R, C, 1.0f, &r), RT_OK);
+		int n = R <= C ? R : C;
+		double worst = 0;
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < n; j++) {
+				double d = 0;
+				for (int k = 0; k < (R <= C ? C : R); k++)
+					d += R <= C ? (double)w[i * C + k] * w[j * C + k] : (double)w[k * C + i] * w[k * C + j];
+				d -= i == j;
+				worst = fabs(d) > worst ? fabs(d) : worst;
+			}
+		ck_assert_msg(worst < 1e-5, "%dx%d: |Q^T Q - I| = %g", R, C, worst);
+		free(w);
+	}
+}
+END_TEST
+
+START_TEST(test_init_sparse_counts)
+{
+	static const int shapes[][2] = {{20, 40}, {7, 15}, {5, 6}, {30, 100}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int R = shapes[s][0], C = shapes[s][1];
+		float *w = malloc(sizeof(float) * (size_t)(R * C));
+		rt_rng r;
+		rt_rng_seed(&r, 5 + s);
+		ck_assert_int_eq(rt_init_sparse(w, R, C, 15, &r), RT_OK);
+		for (int i = 0; i < R; i++) {
+			int nz = 0;
+			for (int j = 0; j < C; j++)
+				nz += w[i * C + j] != 0.0f;
+			ck_assert_int_eq(nz, C < 15 ? C : 15);
+		}
+		free(w);
+	}
+	/* Kaiming normal: the sample std is sqrt(2 / fan_in) within 3% */
+	enum { KR = 200, KC = 100 };
+	float *k = malloc(sizeof(float) * KR * KC);
+	rt_rng r;
+	rt_rng_seed(&r, 9);
+	rt_init_kaiming_normal(k, KR, KC, &r);
+	double ss = 0, mean = 0;
+	for (int i = 0; i < KR * KC; i++) {
+		ss += (double)k[i] * k[i];
+		mean += k[i];
+	}
+	ck_assert(fabs(sqrt(ss / (KR * KC)) / sqrt(2.0 / KC) - 1) < 0.03);
+	ck_assert(fabs(mean / (KR * KC)) < 0.01);
+	rt_init_eye(k, 3, 4);
+	ck_assert(k[0] == 1 && k[5] == 1 && k[10] == 1 && k[1] == 0 && k[4] == 0 && k[11] == 0);
+	free(k);
+}
+END_TEST
+
+/* Spectral radius: matrices with known eigenvalues (a rotation-scaling pair,
+ * a Jordan block, a triangular matrix), then echo-state scaling. */
+START_TEST(test_init_spectral_radius)
+{
+	float rot[9] = {0, -2, 0, 2, 0, 0, 0, 0, 1};          /* +-2i, 1 */
+	ck_assert(fabs(rt_spectral_radius(rot, 3) - 2.0) < 1e-6);
+	float jor[4] = {0.5f, 1, 0, 0.5f};                     /* Jordan block of 0.5 */
+	ck_assert(fabs(rt_spectral_radius(jor, 2) - 0.5) < 1e-6);
+	float tri[9] = {0.3f, 5, -7, 0, -0.9f, 4, 0, 0, 0.2f}; /* eigenvalues on the diagonal */
+	ck_assert(fabs(rt_spectral_radius(tri, 3) - 0.9) < 1e-6);
+	float nil[4] = {0, 1, 0, 0};
+	ck_assert(rt_spectral_radius(nil, 2) == 0);
+	/* echo-state: 15 non-zeros per row, radius 1.1 */
+	enum { N = 64 };
+	float *w = malloc(sizeof(float) * N * N);
+	rt_rng r;
+	rt_rng_seed(&r, 77);
+	ck_assert_int_eq(rt_init_echo(w, N, 15, 1.1f, &r), RT_OK);
+	ck_assert_msg(fabs(rt_spectral_radius(w, N) - 1.1) < 1e-4, "echo radius %g", rt_spectral_radius(w, N));
+	for (int i = 0; i < N; i++) {
+		int nz = 0;
+		for (int j = 0; j < N; j++)
+			nz += w[i * N + j] != 0.0f;
+		ck_assert_int_eq(nz, 15);
+	}
+	/* a symmetric matrix against a power iteration (which converges for
+	 * symmetric matrices: real eigenvalues) */
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j <= i; j++)
+			w[i * N + j] = w[j * N + i] = (float)(rt_rng_normal(&r) / N);
+	double v[N], u[N], lam = 0;
+	for (int i = 0; i < N; i++)
+		v[i] = 1.0 + i % 3;
+	for (int it = 0; it < 5000; it++) {
+		double nrm = 0;
+		for (int i = 0; i < N; i++) {
+			u[i] = 0;
+			for (int j = 0; j < N; j++)
+				u[i] += w[i * N + j] * v[j];
+		}
+		double num = 0, den = 0;
+		for (int i = 0; i < N; i++) {
+			num += u[i] * u[i];
+			den += v[i] * v[i];
+		}
+		lam = sqrt(num / den);
+		for (int i = 0; i < N; i++)
+			nrm += u[i] * u[i];
+		for (int i = 0; i < N; i++)
+			v[i] = u[i] / sqrt(nrm);
+	}
+	ck_assert_msg(fabs(rt_spectral_radius(w, N) / lam - 1) < 1e-3, "%g vs %g", rt_spectral_radius(w, N), lam);
+	free(w);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------ */
 
 static Suite *runtime_suite(void)
@@ -796,6 +948,14 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_copy_rows);
 	tcase_add_test(tc, test_gather);
 	tcase_add_test(tc, test_softmax_family);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("init");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_init_deterministic);
+	tcase_add_test(tc, test_init_orthogonal);
+	tcase_add_test(tc, test_init_sparse_counts);
+	tcase_add_test(tc, test_init_spectral_radius);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,159 @@
+/* time_cellc.c: times code that cellc generated, and measures the machine's
+ * limits for the same case in the same program (bench/limits.c).
+ *
+ *   time_cellc WEIGHTS T B H REPS THREADS [OUT]
+ *
+ * Built once per model, with the model's header forced in:
+ *   cc -DCELLC_MODEL=NAME -include DIR/NAME.h time_cellc.c limits.c libNAME.a ...
+ * It uses only the generic interface of the emitted header: input 0 is the
+ * sequence x [T, B, I] (I from the model), every other input and output is
+ * allocated from NAME_io_shape.  The input holds fixed pseudo-random values
+ * in [-1, 1).  One untimed run warms up (allocations of the recurrent
+ * states, caches), then REPS timed runs of NAME_run_generic, each a whole
+ * sequence from the initial state.  Prints, as `key=value` words:
+ *
+ *   cellc_ms=MEDIAN min_ms=.. cpu_ms=.. reps=.. sgemv_gflops=.. sgemm_gflops=..
+ *   bw_weights_gbs=.. weights_bytes=.. core=..
+ *
+ * cpu_ms is the median CPU time of the process (all its threads) per run:
+ * on a machine shared with other work it stays near the unloaded wall time
+ * at one thread, where the wall time does not.
+ * OUT: output 0 of the last run is written there as raw float32, so that
+ * bench/run.py can check that the timed code computes what ONNX Runtime does.
+ * THREADS is the thread count of the bandwidth loops; OpenBLAS's threads
+ * come from OPENBLAS_NUM_THREADS, which bench/run.py sets to the same.
+ */
+#ifndef CELLC_MODEL
+#error "define CELLC_MODEL as the model's NAME and -include NAME.h"
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellrt.h"
+#include "limits.h"
+
+#define TC_CAT_(a, b) a##b
+#define TC_CAT(a, b) TC_CAT_(a, b)
+#define M(x) TC_CAT(CELLC_MODEL, x)
+
+enum { MAXIO = 16, MAXREPS = 101 };
+
+static void fill(float *p, int64_t n, unsigned seed)
+{
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		p[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+	}
+}
+
+static int64_t numel(const int64_t *d, int rank)
+{
+	int64_t n = 1;
+	for (int k = 0; k < rank; k++)
+		n *= d[k];
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: time_cellc WEIGHTS T B H REPS THREADS [OUT]\n");
+		return 2;
+	}
+	int64_t T = atoll(argv[2]), B = atoll(argv[3]), H = atoll(argv[4]);
+	int reps = atoi(argv[5]), threads = atoi(argv[6]);
+	if (reps < 1 || reps > MAXREPS || M(_NUM_INPUTS) > MAXIO || M(_NUM_OUTPUTS) > MAXIO) {
+		fprintf(stderr, "time_cellc: bad REPS or too many inputs/outputs\n");
+		return 2;
+	}
+	CELLC_MODEL *m;
+	int st = M(_create)(&m, argv[1]);
+	if (st != RT_OK) {
+		fprintf(stderr, "time_cellc: %s: %s\n", argv[1], M(_status_str)(st));
+		return 1;
+	}
+	/* input shapes: x [T, B, I]; any other input gets B as its batch */
+	int64_t dims[MAXIO][RT_TF_MAXRANK];
+	const int64_t *dp[MAXIO];
+	for (int k = 0; k < M(_NUM_INPUTS); k++) {
+		int r = M(_io_rank)(0, k);
+		if (r != 3) {
+			fprintf(stderr, "time_cellc: input %d has rank %d, want [T, B, I]\n", k, r);
+			return 1;
+		}
+		dims[k][0] = T;
+		dims[k][1] = B;
+		dims[k][2] = 0;
+		dp[k] = dims[k];
+	}
+	/* I: the model's own input size, read back from a probe binding */
+	M(_dims) d;
+	memset(&d, 0, sizeof d);
+	for (int64_t I = 1; I <= 4096; I++) {
+		for (int k = 0; k < M(_NUM_INPUTS); k++)
+			dims[k][2] = I;
+		if (M(_bind_dims)(dp, &d) == RT_OK)
+			break;
+		dims[0][2] = 0;
+	}
+	if (dims[0][2] == 0) {
+		fprintf(stderr, "time_cellc: no input size fits the model\n");
+		return 1;
+	}
+	void *in[MAXIO], *out[MAXIO];
+	for (int k = 0; k < M(_NUM_INPUTS); k++) {
+		int64_t n = numel(dims[k], 3);
+		in[k] = malloc(sizeof(float) * (size_t)n);
+		if (!in[k])
+			return 1;
+		fill(in[k], n, 7u + (unsigned)k);
+	}
+	for (int k = 0; k < M(_NUM_OUTPUTS); k++) {
+		int64_t od[RT_TF_MAXRANK];
+		M(_io_shape)(&d, 1, k, od);
+		int64_t n = numel(od, M(_io_rank)(1, k));
+		size_t es = rt_dtype_size(M(_io_dtype)(1, k));
+		out[k] = malloc((es ? es : 8) * (size_t)(n > 0 ? n : 1));
+		if (!out[k])
+			return 1;
+	}
+	double t[MAXREPS], c[MAXREPS];
+	for (int r = -1; r < reps; r++) {
+		double t0 = bench_now(), c0 = bench_cpu_now();
+		st = M(_run_generic)(m, &d, (const void *const *)in, (void *const *)out);
+		if (st != RT_OK) {
+			fprintf(stderr, "time_cellc: run: %s\n", M(_status_str)(st));
+			return 1;
+		}
+		if (r >= 0) {
+			t[r] = bench_now() - t0;
+			c[r] = bench_cpu_now() - c0;
+		}
+	}
+	double med = bench_median(t, reps), cmed = bench_median(c, reps);
+	if (argc == 8) {
+		int64_t od[RT_TF_MAXRANK];
+		M(_io_shape)(&d, 1, 0, od);
+		size_t n = (size_t)numel(od, M(_io_rank)(1, 0));
+		FILE *f = fopen(argv[7], "wb");
+		if (!f || M(_io_dtype)(1, 0) != 1 || fwrite(out[0], sizeof(float), n, f) != n) {
+			fprintf(stderr, "time_cellc: cannot write %s\n", argv[7]);
+			return 1;
+		}
+		fclose(f);
+	}
+	bench_limits L;
+	if (bench_measure_limits(H, B, threads, &L) != 0)
+		return 1;
+	printf("cellc_ms=%.4f min_ms=%.4f cpu_ms=%.4f reps=%d sgemv_gflops=%.3f sgemm_gflops=%.3f "
+	       "bw_weights_gbs=%.3f weights_bytes=%.0f core=%s\n", 1e3 * med, 1e3 * t[0], 1e3 * cmed, reps,
+	       L.sgemv_gflops, L.sgemm_gflops, L.bw_weights_gbs, L.weights_bytes, bench_blas_core());
+	for (int k = 0; k < M(_NUM_INPUTS); k++)
+		free(in[k]);
+	for (int k = 0; k < M(_NUM_OUTPUTS); k++)
+		free(out[k]);
+	M(_destroy)(m);
+	return 0;
+}

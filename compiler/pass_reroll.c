@@ -1,0 +1,1657 @@
+/* pass_reroll.c: recurrences recovered from traced exports.
+ *
+ * requires: pass_infer (shapes known, constants folded, dead nodes gone,
+ *           Slice parameters canonical, nuses/ids fresh).
+ * produces: every traced loop -- T copies of one step subgraph reading the
+ *           per-step slices x[t] of a sequence (Gather(x, t, axis) or
+ *           Slice(x, t, t+1, axis) + Squeeze) -- becomes one RECURRENCE
+ *           (ir.h) whose body is one copy of the step:
+ *           - body inputs: the per-step slices, one coefficient table per
+ *             per-step constant that differs between copies (an f32 [B, 1]
+ *             step input) and the carried states (values of step t-1 that
+ *             step t reads); a step-number input (has_step = 1) when a
+ *             coefficient follows the NAG restart schedule of CELLS.md,
+ *             which the body then computes, so it holds for any T;
+ *           - initial states: whatever the first copy reads (zeros that the
+ *             exporter folded into the first copy are recognised);
+ *           - outputs: final states the rest of the graph reads, stacked
+ *             per-step outputs (Unsqueeze + Concat of every step, in order)
+ *             and last-step values (a stacked output and Gather(-1));
+ *           the copies are proved isomorphic first: same ops, attributes,
+ *           weights and wiring up to the carried values (per-copy constants
+ *           compared by content).  The time axis becomes a dimension symbol
+ *           when that is sound (the sequence is a graph input read only
+ *           through its slices, every coefficient extends to any T, and the
+ *           graph after the loop re-infers with a symbolic T); otherwise T
+ *           stays fixed and the recurrence says why (attribute time_note,
+ *           shown by `cellc info`).  recognize.c names the cell the step
+ *           computes (attributes cell, cell_note).  A graph that is not
+ *           a clean trace is left unchanged (never an error).
+ * breaks:   nothing.
+ *
+ * Cost: nodes are assigned to steps in one topological sweep (each node's
+ * step is the latest per-step slice it depends on, moved to the next step
+ * when only the next step reads it: that is where the trace computed it);
+ * copies are matched against the template through consumer lists, so the
+ * pass is linear in the graph size (a 784-step trace of ~30,000 nodes takes
+ * milliseconds) and the emitted code does not grow with T.
+ * CELLC_DEBUG_REROLL=1 prints to stderr why a loop that was found is left
+ * unrolled.
+ */
+#include "infer.h"
+#include "passes.h"
+#include "recognize.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LBL_PREFIX = -1, LBL_TAIL = -2 };
+enum { IN_NONE, IN_INT, IN_SEQ, IN_STATE, IN_CAP, IN_COEF };
+
+typedef struct tin {
+	int kind, idx;          /* INT: template value; SEQ: sequence; STATE: state; COEF: table */
+	ir_value *cap;          /* CAP / COEF: the template's value */
+} tin;
+
+typedef struct coef {
+	int node, k;            /* template node and input */
+	float *tab;             /* [T] per-copy value */
+	int *have;              /* [T] copy seen */
+} coef;
+
+typedef struct seqsrc {
+	ir_value *src;
+	int axis;
+	ir_node **anchor;       /* [T] the node whose output is x_t */
+	ir_node **aux;          /* [T] its Slice when the anchor is a Squeeze */
+} seqsrc;
+
+typedef struct rr {
+	ir_graph *g;
+	diag *D;
+	arena *A;
+	int nn, nv;             /* root nodes / values when the pass started */
+	int T, m;               /* steps; template copy */
+	int *label;             /* [nn] */
+	int *anchor_of;         /* [nn] sequence index + 1 of an anchor (or aux) node, 0 */
+	int *cstart, *cons;     /* consumers of value id: cons[cstart[v] .. cstart[v+1]) */
+	int nseq;
+	seqsrc *seq;
+	int **copy;             /* [T] node indices of each copy (anchors excluded) */
+	int *ncopy;
+	/* template */
+	int nt;                 /* nodes */
+	ir_node **tn;
+	tin **ti;               /* [nt][nin] */
+	int ntv;                /* values */
+	int *tvof;              /* [nv] template value index or -1 */
+	ir_value **tval;        /* [ntv] */
+	int nstate;
+	ir_value **state_in;    /* [nstate] the template's state-in values (from copy m-1) */
+	int *state_out;         /* [nstate] template value index */
+	int *stateof;           /* [nv] state index or -1 */
+	int ncoef;
+	coef *coefs;
+	/* matching */
+	ir_value ***map;        /* [T][ntv] */
+	ir_value ***sin;        /* [T][nstate] */
+	char *matched;          /* [nn] */
+	char *done;             /* [T] copies matched so far */
+	int map_node;           /* the node commit_match took last */
+	int round;              /* loops rolled before this one */
+	ir_graph *scratch;      /* copy-0 folding */
+	const char *why;        /* why the graph was left alone */
+} rr;
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static int vid(const rr *R, const ir_value *v)
+{
+	return v && v->graph == R->g && v->id >= 0 && v->id < R->nv && R->g->values[v->id] == v ? v->id : -1;
+}
+
+static int nid(const rr *R, const ir_node *n)
+{
+	return n && n->graph == R->g && n->id >= 0 && n->id < R->nn && R->g->nodes[n->id] == n ? n->id : -1;
+}
+
+static int label_of_value(const rr *R, const ir_value *v)
+{
+	int p = v ? nid(R, v->producer) : -1;
+	return p >= 0 ? R->label[p] : LBL_PREFIX;
+}
+
+static int has_data(const ir_value *v)
+{
+	return v && v->data && !v->sym && (v->kind == VAL_CONST || v->kind == VAL_WEIGHT);
+}
+
+/* Same constant contents; approx: f32 within a relative 1e-6 (values the
+ * exporter folded against values we fold). */
+static int same_const(const ir_value *a, const ir_value *b, int approx)
+{
+	if (a == b)
+		return 1;
+	if (!has_data(a) || !has_data(b) || a->dtype != b->dtype || !ir_shape_eq(&a->shape, &b->shape))
+		return 0;
+	int64_t n = ir_shape_const_numel(&a->shape);
+	if (n < 0)
+		return 0;
+	size_t bytes = (size_t)n * ir_dtype_size(a->dtype);
+	if (memcmp(a->data, b->data, bytes) == 0)
+		return 1;
+	if (!approx || a->dtype != DT_F32)
+		return 0;
+	const float *x = a->data, *y = b->data;
+	for (int64_t i = 0; i < n; i++)
+		if (!(fabsf(x[i] - y[i]) <= 1e-30f + 1e-6f * fmaxf(fabsf(x[i]), fabsf(y[i]))))
+			return 0;
+	return 1;
+}
+
+static int same_attrs(const ir_node *a, const ir_node *b)
+{
+	if (a->nattrs != b->nattrs)
+		return 0;
+	for (int i = 0; i < a->nattrs; i++) {
+		const ir_attr *x = &a->attrs[i], *y = ir_attr_find(b, a->attrs[i].name);
+		if (!y || x->kind != y->kind)
+			return 0;
+		switch (x->kind) {
+		case ATTR_INT: if (x->i != y->i) return 0; break;
+		case ATTR_FLOAT: if (x->f != y->f) return 0; break;
+		case ATTR_STRING: if (strcmp(x->s, y->s)) return 0; break;
+		case ATTR_INTS:
+			if (x->n != y->n || (x->n && memcmp(x->ints, y->ints, (size_t)x->n * sizeof *x->ints)))
+				return 0;
+			break;
+		case ATTR_FLOATS:
+			if (x->n != y->n || (x->n && memcmp(x->floats, y->floats, (size_t)x->n * sizeof *x->floats)))
+				return 0;
+			break;
+		default:
+			if (x != y && !(x->kind == ATTR_TENSOR && same_const(x->t, y->t, 0)))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static int fail(rr *R, const char *why)
+{
+	if (!R->why)
+		R->why = why;
+	return 1;
+}
+
+/* ---- 1. per-step slices -------------------------------------------------------- */
+
+/* Whether n reads x[t] of a rank-3 source on axis 0 or 1: 1 with *src, *axis, *t. */
+static int anchor_gather(const ir_node *n, ir_value **src, int *axis, int64_t *t)
+{
+	if (n->op != OP_GATHER || n->nin != 2 || !n->in[0] || n->in[0]->shape.rank != 3 ||
+	    !ir_value_is_const(n->in[1]) || n->in[1]->shape.rank != 0 || n->in[0]->dtype != DT_F32)
+		return 0;
+	int64_t ax = ir_attr_int(n, "axis", 0);
+	if (ax < 0)
+		ax += 3;
+	ir_dim T = n->in[0]->shape.d[ax];
+	if (ax != 0 && ax != 1)
+		return 0;
+	int64_t i = ir_const_int(n->in[1], 0);
+	if (i < 0 && ir_dim_is_const(T))
+		i += T.k;
+	if (i < 0 || (ir_dim_is_const(T) && i >= T.k))
+		return 0;
+	*src = n->in[0];
+	*axis = (int)ax;
+	*t = i;
+	return 1;
+}
+
+/* Slice(x, [t], [t+1], [axis], [1]) read only by Squeeze(axes=[axis]). */
+static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_value **src, int *axis,
+			int64_t *t)
+{
+	if (sq->op != OP_SQUEEZE || sq->nin != 2 || !ir_value_is_const(sq->in[1]) ||
+	    ir_shape_const_numel(&sq->in[1]->shape) != 1)
+		return 0;
+	ir_node *s = sq->in[0] ? sq->in[0]->producer : NULL;
+	if (!s || nid(R, s) < 0 || s->op != OP_SLICE || s->nin < 5 || s->out[0]->nuses != 1 ||
+	    !s->in[0] || s->in[0]->shape.rank != 3 || s->in[0]->dtype != DT_F32)
+		return 0;
+	for (int k = 1; k < 5; k++)
+		if (!ir_value_is_const(s->in[k]) || ir_shape_const_numel(&s->in[k]->shape) != 1)
+			return 0;
+	int64_t ax = ir_const_int(s->in[3], 0), sqax = ir_const_int(sq->in[1], 0);
+	if (sqax < 0)
+		sqax += 3;
+	ir_dim T = s->in[0]->shape.d[ax < 0 ? ax + 3 : ax];
+	if (ax < 0)
+		ax += 3;
+	if ((ax != 0 && ax != 1) || sqax != ax || ir_const_int(s->in[4], 0) != 1)
+		return 0;
+	int64_t st = ir_const_int(s->in[1], 0), en = ir_const_int(s->in[2], 0);
+	if (ir_dim_is_const(T) && st < 0)
+		st += T.k;
+	if (ir_dim_is_const(T) && en < 0)
+		en += T.k;
+	if (st < 0 || (ir_dim_is_const(T) && st >= T.k) || en != st + 1)
+		return 0;
+	*slice = s;
+	*src = s->in[0];
+	*axis = (int)ax;
+	*t = st;
+	return 1;
+}
+
+typedef struct anc {
+	ir_node *n, *aux;
+	ir_value *src;
+	int axis;
+	int64_t t;
+} anc;
+
+static int cmp_anc(const void *a, const void *b)
+{
+	const anc *x = a, *y = b;
+	if (x->src != y->src)
+		return x->src->id - y->src->id;
+	if (x->axis != y->axis)
+		return x->axis - y->axis;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* Finds the sequences read step by step.  Only sources that do not
+ * themselves depend on a per-step slice count (an inner loop over the
+ * stacked output of an outer one is rolled on the next round). */
+static int find_sequences(rr *R)
+{
+	ir_graph *g = R->g;
+	anc *a = arena_array(R->A, (size_t)R->nn + 1, sizeof *a);
+	int na = 0;
+	char *dep = arena_alloc(R->A, (size_t)R->nv + 1);   /* value depends on an anchor */
+	for (int i = 0; i < R->nn; i++) {
+		ir_node *n = g->nodes[i];
+		int d = 0;
+		for (int k = 0; k < n->nin; k++)
+			d |= vid(R, n->in[k]) >= 0 && dep[n->in[k]->id];
+		ir_node *aux = NULL;
+		ir_value *src;
+		int axis;
+		int64_t t;
+		if (!d && (anchor_gather(n, &src, &axis, &t) || anchor_slice(R, n, &aux, &src, &axis, &t)) &&
+		    vid(R, src) >= 0 && !dep[src->id]) {
+			a[na++] = (anc){n, aux, src, axis, t};
+			d = 1;
+		}
+		for (int k = 0; k < n->nout; k++)
+			if (vid(R, n->out[k]) >= 0)
+				dep[n->out[k]->id] = (char)d;
+	}
+	if (na < 3)
+		return 0;
+	qsort(a, (size_t)na, sizeof *a, cmp_anc);
+	/* groups covering 0..T-1 exactly; all groups taken must share one T */
+	R->seq = arena_array(R->A, (size_t)na, sizeof *R->seq);
+	R->T = 0;
+	for (int i = 0; i < na;) {
+		int j = i;
+		while (j < na && a[j].src == a[i].src && a[j].axis == a[i].axis)
+			j++;
+		/* a symbolic time axis: the trace read its first j - i steps */
+		ir_dim Td = a[i].src->shape.d[a[i].axis];
+		int64_t T = ir_dim_is_const(Td) ? Td.k : j - i;
+		int ok = j - i == T && T >= 3 && (R->T == 0 || R->T == T);
+		for (int k = i; ok && k < j; k++)
+			ok = a[k].t == k - i;
+		if (ok) {
+			seqsrc *s = &R->seq[R->nseq++];
+			s->src = a[i].src;
+			s->axis = a[i].axis;
+			s->anchor = arena_array(R->A, (size_t)T, sizeof *s->anchor);
+			s->aux = arena_array(R->A, (size_t)T, sizeof *s->aux);
+			for (int k = i; k < j; k++) {
+				s->anchor[k - i] = a[k].n;
+				s->aux[k - i] = a[k].aux;
+			}
+			R->T = (int)T;
+		}
+		i = j;
+	}
+	return R->nseq > 0;
+}
+
+/* ---- 2. steps ---------------------------------------------------------------------- */
+
+static void build_consumers(rr *R)
+{
+	ir_graph *g = R->g;
+	R->cstart = arena_array(R->A, (size_t)R->nv + 2, sizeof *R->cstart);
+	for (int i = 0; i < R->nn; i++)
+		for (int k = 0; k < g->nodes[i]->nin; k++) {
+			int v = vid(R, g->nodes[i]->in[k]);
+			if (v >= 0)
+				R->cstart[v + 1]++;
+		}
+	for (int v = 0; v < R->nv; v++)
+		R->cstart[v + 1] += R->cstart[v];
+	int *fill = arena_array(R->A, (size_t)R->nv + 1, sizeof *fill);
+	R->cons = arena_array(R->A, (size_t)R->cstart[R->nv] + 1, sizeof *R->cons);
+	for (int i = 0; i < R->nn; i++)
+		for (int k = 0; k < g->nodes[i]->nin; k++) {
+			int v = vid(R, g->nodes[i]->in[k]);
+			if (v >= 0 && (k == 0 || g->nodes[i]->in[k] != g->nodes[i]->in[k - 1]))
+				R->cons[R->cstart[v] + fill[v]++] = i;
+		}
+	/* duplicate entries (a node reading a value twice, not adjacently) are harmless */
+	for (int v = 0; v < R->nv; v++)
+		for (int j = R->cstart[v] + fill[v]; j < R->cstart[v + 1]; j++)
+			R->cons[j] = -1;
+}
+
+static int is_graph_output(const rr *R, const ir_value *v)
+{
+	for (int i = 0; i < R->g->noutputs; i++)
+		if (R->g->outputs[i] == v)
+			return 1;
+	return 0;
+}
+
+/* Labels: the step each node belongs to (see the opening comment). */
+static int assign_steps(rr *R)
+{
+	ir_graph *g = R->g;
+	R->label = arena_array(R->A, (size_t)R->nn, sizeof *R->label);
+	R->anchor_of = arena_array(R->A, (size_t)R->nn, sizeof *R->anchor_of);
+	for (int s = 0; s < R->nseq; s++)
+		for (int t = 0; t < R->T; t++) {
+			R->anchor_of[R->seq[s].anchor[t]->id] = s + 1;
+			if (R->seq[s].aux[t])
+				R->anchor_of[R->seq[s].aux[t]->id] = s + 1;
+		}
+	for (int i = 0; i < R->nn; i++) {
+		ir_node *n = g->nodes[i];
+		if (R->anchor_of[i]) {
+			/* the anchor's own t: find it (T is small per source) */
+			seqsrc *s = &R->seq[R->anchor_of[i] - 1];
+			int t = 0;
+			while (s->anchor[t] != n && s->aux[t] != n)
+				t++;
+			R->label[i] = t;
+			continue;
+		}
+		int hi = LBL_PREFIX, lo = INT32_MAX, tail = 0;
+		for (int k = 0; k < n->nin; k++) {
+			int l = label_of_value(R, n->in[k]);
+			if (l == LBL_TAIL)
+				tail = 1;
+			else if (l >= 0) {
+				hi = l > hi ? l : hi;
+				lo = l < lo ? l : lo;
+			}
+		}
+		R->label[i] = tail || (hi >= 0 && lo < hi - 1) || n->body ? (hi >= 0 || tail ? LBL_TAIL : LBL_PREFIX) : hi;
+	}
+	/* where the trace computed it: a node that only the next step reads */
+	for (int i = R->nn - 1; i >= 0; i--) {
+		ir_node *n = g->nodes[i];
+		int l = R->label[i];
+		if (l < 0 || R->anchor_of[i] || l + 1 >= R->T)
+			continue;
+		int all_next = 1, any = 0;
+		for (int k = 0; k < n->nout && all_next; k++) {
+			int v = vid(R, n->out[k]);
+			if (v < 0)
+				continue;
+			if (is_graph_output(R, n->out[k]))
+				all_next = 0;
+			for (int j = R->cstart[v]; j < R->cstart[v + 1] && all_next; j++) {
+				if (R->cons[j] < 0)
+					continue;
+				any = 1;
+				all_next = R->label[R->cons[j]] == l + 1;
+			}
+		}
+		if (any && all_next)
+			R->label[i] = l + 1;
+	}
+	R->copy = arena_array(R->A, (size_t)R->T, sizeof *R->copy);
+	R->ncopy = arena_array(R->A, (size_t)R->T, sizeof *R->ncopy);
+	for (int i = 0; i < R->nn; i++)
+		if (R->label[i] >= 0 && !R->anchor_of[i])
+			R->ncopy[R->label[i]]++;
+	for (int t = 0; t < R->T; t++) {
+		R->copy[t] = arena_array(R->A, (size_t)R->ncopy[t] + 1, sizeof **R->copy);
+		R->ncopy[t] = 0;
+	}
+	for (int i = 0; i < R->nn; i++)
+		if (R->label[i] >= 0 && !R->anchor_of[i])
+			R->copy[R->label[i]][R->ncopy[R->label[i]]++] = i;
+	R->m = R->T >= 4 ? 2 : 1;
+	for (int t = 1; t + 1 < R->T; t++)
+		if (R->ncopy[t] != R->ncopy[R->m])
+			return fail(R, "the steps of the trace differ in size");
+	if (R->ncopy[R->m] == 0)
+		return fail(R, "the per-step slices are not used by a step");
+	return 0;
+}
+
+/* ---- 3. the template ------------------------------------------------------------------- */
+
+static int seq_of_anchor_value(const rr *R, const ir_value *v, int t)
+{
+	for (int s = 0; s < R->nseq; s++)
+		if (R->seq[s].anchor[t]->out[0] == v)
+			return s;
+	return -1;
+}
+
+static int build_template(rr *R)
+{
+	int m = R->m;
+	R->nt = R->ncopy[m];
+	R->tn = arena_array(R->A, (size_t)R->nt, sizeof *R->tn);
+	R->ti = arena_array(R->A, (size_t)R->nt, sizeof *R->ti);
+	R->tvof = arena_array(R->A, (size_t)R->nv, sizeof *R->tvof);
+	R->stateof = arena_array(R->A, (size_t)R->nv, sizeof *R->stateof);
+	for (int v = 0; v < R->nv; v++)
+		R->tvof[v] = R->stateof[v] = -1;
+	int cap = 0;
+	for (int j = 0; j < R->nt; j++)
+		cap += R->g->nodes[R->copy[m][j]]->nout;
+	R->tval = arena_array(R->A, (size_t)cap + 1, sizeof *R->tval);
+	R->state_in = arena_array(R->A, (size_t)R->nv + 1, sizeof *R->state_in);
+	for (int j = 0; j < R->nt; j++) {
+		ir_node *n = R->g->nodes[R->copy[m][j]];
+		R->tn[j] = n;
+		if (n->body)
+			return fail(R, "a step holds a structured node");
+		R->ti[j] = arena_array(R->A, (size_t)n->nin + 1, sizeof **R->ti);
+		for (int k = 0; k < n->nin; k++) {
+			ir_value *v = n->in[k];
+			tin *x = &R->ti[j][k];
+			int id = vid(R, v), s;
+			if (!v)
+				x->kind = IN_NONE;
+			else if (id >= 0 && R->tvof[id] >= 0)
+				*x = (tin){IN_INT, R->tvof[id], NULL};
+			else if ((s = seq_of_anchor_value(R, v, m)) >= 0)
+				*x = (tin){IN_SEQ, s, NULL};
+			else if (label_of_value(R, v) == m - 1 && !R->anchor_of[v->producer->id]) {
+				if (R->stateof[id] < 0) {
+					R->stateof[id] = R->nstate;
+					R->state_in[R->nstate++] = v;
+				}
+				*x = (tin){IN_STATE, R->stateof[id], NULL};
+			} else if (label_of_value(R, v) == LBL_PREFIX) {
+				*x = (tin){IN_CAP, 0, v};
+			} else {
+				return fail(R, "a step reads a value of a step other than the previous one");
+			}
+		}
+		for (int k = 0; k < n->nout; k++) {
+			int id = vid(R, n->out[k]);
+			if (id >= 0) {
+				R->tvof[id] = R->ntv;
+				R->tval[R->ntv++] = n->out[k];
+			}
+		}
+	}
+	if (R->nstate == 0)
+		return fail(R, "the steps carry no state");
+	for (int s = 0; s < R->nstate; s++)
+		if (R->state_in[s]->dtype != DT_F32 || R->state_in[s]->shape.rank != 2)
+			return fail(R, "a carried value is not an f32 matrix [B, N]");
+	R->state_out = arena_array(R->A, (size_t)R->nstate, sizeof *R->state_out);
+	for (int s = 0; s < R->nstate; s++)
+		R->state_out[s] = -1;
+	R->map = arena_array(R->A, (size_t)R->T, sizeof *R->map);
+	R->sin = arena_array(R->A, (size_t)R->T, sizeof *R->sin);
+	for (int t = 0; t < R->T; t++) {
+		R->map[t] = arena_array(R->A, (size_t)R->ntv + 1, sizeof **R->map);
+		R->sin[t] = arena_array(R->A, (size_t)R->nstate, sizeof **R->sin);
+	}
+	memcpy(R->map[m], R->tval, (size_t)R->ntv * sizeof *R->tval);
+	memcpy(R->sin[m], R->state_in, (size_t)R->nstate * sizeof *R->state_in);
+	R->matched = arena_alloc(R->A, (size_t)R->nn + 1);
+	R->done = arena_alloc(R->A, (size_t)R->T + 1);
+	R->done[m] = 1;
+	for (int j = 0; j < R->nt; j++)
+		R->matched[R->copy[m][j]] = 1;
+	return 0;
+}
+
+/* ---- 4. matching copies ---------------------------------------------------------------- */
+
+static coef *coef_at(rr *R, int node, int k)
+{
+	for (int i = 0; i < R->ncoef; i++)
+		if (R->coefs[i].node == node && R->coefs[i].k == k)
+			return &R->coefs[i];
+	return NULL;
+}
+
+/* Copy t has value v where the template has constant c (position node, k). */
+static int match_const(rr *R, int t, int node, int k, const ir_value *c, const ir_value *v, int commit)
+{
+	coef *cf = coef_at(R, node, k);
+	if (!cf && (v == c || same_const(v, c, 0)))
+		return 1;
+	/* a per-step coefficient: f32 scalars that differ */
+	if (!has_data(v) || !has_data(c) || v->dtype != DT_F32 || c->dtype != DT_F32 ||
+	    ir_shape_const_numel(&v->shape) != 1 || ir_shape_const_numel(&c->shape) != 1 ||
+	    v->kind != VAL_CONST || v->shape.rank != c->shape.rank)
+		return 0;
+	if (!commit)
+		return 1;
+	if (!cf) {
+		if (R->ncoef % 8 == 0)
+			R->coefs = arena_grow(R->A, R->coefs, (size_t)R->ncoef, (size_t)R->ncoef + 8,
+					      sizeof *R->coefs);
+		cf = &R->coefs[R->ncoef++];
+		cf->node = node;
+		cf->k = k;
+		cf->tab = arena_array(R->A, (size_t)R->T, sizeof *cf->tab);
+		cf->have = arena_array(R->A, (size_t)R->T, sizeof *cf->have);
+		/* copies matched before agreed with the template's value */
+		for (int s = 0; s < R->T; s++) {
+			cf->tab[s] = *(const float *)c->data;
+			cf->have[s] = R->done[s];
+		}
+	}
+	cf->tab[t] = *(const float *)v->data;
+	cf->have[t] = 1;
+	return 1;
+}
+
+/* Whether node n of copy t can be template node j; records state-ins and
+ * coefficients when it can (undone by the caller on failure? no: checked
+ * first with commit = 0, then recorded with commit = 1). */
+static int fits(rr *R, int t, int j, ir_node *n, int commit)
+{
+	ir_node *tn = R->tn[j];
+	int id = nid(R, n);
+	/* in the first copy, work on the initial states alone was computed
+	 * before the loop (it depends on no per-step slice) */
+	if (id < 0 || (R->label[id] != t && !(t == 0 && R->label[id] == LBL_PREFIX)) || R->matched[id] ||
+	    R->anchor_of[id] || n->op != tn->op ||
+	    n->nin != tn->nin || n->nout != tn->nout || n->body || !same_attrs(n, tn))
+		return 0;
+	for (int k = 0; k < n->nin; k++) {
+		const tin *x = &R->ti[j][k];
+		ir_value *v = n->in[k];
+		if ((x->kind == IN_NONE) != (v == NULL))
+			return 0;
+		switch (x->kind) {
+		case IN_NONE:
+			break;
+		case IN_INT: {
+			ir_value *e = R->map[t][x->idx];
+			if (!e || (e != v && !(e->graph != R->g && same_const(e, v, 1))))
+				return 0;
+			break;
+		}
+		case IN_SEQ:
+			if (v != R->seq[x->idx].anchor[t]->out[0])
+				return 0;
+			break;
+		case IN_STATE: {
+			ir_value *e = R->sin[t][x->idx];
+			if (e) {
+				if (e != v && !same_const(e, v, 1))
+					return 0;
+			} else {
+				int l = label_of_value(R, v);
+				if (l >= t || l == LBL_TAIL || (t > 0 && l != t - 1))
+					return 0;
+				if (commit)
+					R->sin[t][x->idx] = v;
+			}
+			break;
+		}
+		case IN_CAP: case IN_COEF:
+			if (v == x->cap)
+				break;
+			if (label_of_value(R, v) != LBL_PREFIX)
+				return 0;
+			if (!match_const(R, t, j, k, x->cap, v, commit))
+				return 0;
+			break;
+		}
+	}
+	return 1;
+}
+
+static void commit_match(rr *R, int t, int j, ir_node *n)
+{
+	fits(R, t, j, n, 1);
+	R->matched[n->id] = 1;
+	R->map_node = n->id;
+	ir_node *tn = R->tn[j];
+	for (int k = 0; k < n->nout; k++) {
+		int tv = vid(R, tn->out[k]) >= 0 ? R->tvof[tn->out[k]->id] : -1;
+		if (tv >= 0)
+			R->map[t][tv] = n->out[k];
+	}
+}
+
+/* Restart period of the NAG schedule in tab[0..T) (mu_t = (k-1)/(k+2),
+ * entries with have[t] = 0 unknown): F in 1..T-1 when the table restarts,
+ * 0 when it matches "never restarts" within T steps (then any F >= T fits
+ * too: *ambiguous), -1 if no schedule. */
+static int64_t nag_period(const float *tab, const int *have, int T, int *ambiguous)
+{
+	*ambiguous = 0;
+	for (int64_t F = 1; F <= T; F++) {
+		int ok = 1;
+		for (int t = 0; t < T && ok; t++) {
+			double k = (double)(F == T ? t : t % F) + 1.0;
+			float mu = (float)((k - 1.0) / (k + 2.0));
+			ok = !have[t] || fabsf(mu - tab[t]) <= 1e-6f;
+		}
+		if (ok) {
+			*ambiguous = F == T;
+			return F == T ? 0 : F;
+		}
+	}
+	return -1;
+}
+
+/* A constant for template input (j, k) in copy 0 when every input of the
+ * node is known there as a constant; NULL otherwise.  States nobody has
+ * seen yet are taken to start at zero (checked later against the trace). */
+static ir_value *const_input(rr *R, int j, int k)
+{
+	const tin *x = &R->ti[j][k];
+	switch (x->kind) {
+	case IN_INT: {
+		ir_value *e = R->map[0][x->idx];
+		return e && has_data(e) ? e : NULL;
+	}
+	case IN_STATE: {
+		ir_value *e = R->sin[0][x->idx];
+		if (e)
+			return has_data(e) ? e : NULL;
+		ir_value *s = R->state_in[x->idx];
+		int64_t n = ir_shape_const_numel(&s->shape);
+		if (n < 0)
+			return NULL;
+		e = ir_const_new(R->scratch, NULL, DT_F32, &s->shape, NULL);
+		R->sin[0][x->idx] = e;
+		return e;
+	}
+	case IN_CAP: case IN_COEF: {
+		coef *cf = coef_at(R, j, k);
+		if (!cf)
+			return x->cap;
+		/* a coefficient the exporter folded away in the first step: the
+		 * NAG schedule's mu_1 = 0 when the other steps follow it, else the
+		 * template's value (the fold is checked against the trace either way) */
+		int amb;
+		cf->tab[0] = nag_period(cf->tab, cf->have, R->T, &amb) >= 0 ? 0.0f : *(const float *)x->cap->data;
+		cf->have[0] = 1;
+		return ir_const_f32_scalar(R->scratch, NULL, cf->tab[0]);
+	}
+	default:
+		return NULL;
+	}
+}
+
+/* Copy 0 may have template nodes folded away by the exporter (their
+ * inputs were all constant: the zero initial states).  Folds them here. */
+static int fold_in_copy0(rr *R, int j)
+{
+	ir_node *tn = R->tn[j];
+	ir_node *n = ir_node_new(R->scratch, tn->op, NULL, tn->nin, tn->nout);
+	n->attrs = tn->attrs;
+	n->nattrs = tn->nattrs;
+	for (int k = 0; k < tn->nin; k++) {
+		if (!tn->in[k])
+			continue;
+		n->in[k] = const_input(R, j, k);
+		if (!n->in[k])
+			return 0;
+	}
+	for (int k = 0; k < tn->nout; k++)
+		if (tn->out[k]) {
+			n->out[k] = ir_value_new(R->scratch, NULL, VAL_TEMP, tn->out[k]->dtype);
+			n->out[k]->producer = n;
+		}
+	diag q;
+	diag_init(&q, R->D->file);
+	q.quiet = 1;
+	if (infer_node(R->scratch, n, &q) || infer_fold(R->scratch, n, &q) != 1)
+		return 0;
+	for (int k = 0; k < tn->nout; k++) {
+		int tv = vid(R, tn->out[k]) >= 0 ? R->tvof[tn->out[k]->id] : -1;
+		if (tv >= 0)
+			R->map[0][tv] = n->out[k];
+	}
+	return 1;
+}
+
+/* Candidates for template node j in copy t: consumers of a known input. */
+static int find_match(rr *R, int t, int j)
+{
+	ir_node *tn = R->tn[j];
+	ir_graph *g = R->g;
+	for (int k = 0; k < tn->nin; k++) {
+		const tin *x = &R->ti[j][k];
+		ir_value *key = NULL;
+		if (x->kind == IN_INT)
+			key = R->map[t][x->idx];
+		else if (x->kind == IN_SEQ)
+			key = R->seq[x->idx].anchor[t]->out[0];
+		else if (x->kind == IN_STATE)
+			key = R->sin[t][x->idx];
+		else if (x->kind == IN_CAP && x->cap->kind != VAL_CONST)
+			key = x->cap;
+		int v = vid(R, key);
+		if (v < 0)
+			continue;
+		/* weights are read by every copy: only worth it if nothing better */
+		if (x->kind == IN_CAP && R->cstart[v + 1] - R->cstart[v] > 4 * R->ncopy[t] + 8)
+			continue;
+		for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++)
+			if (R->cons[c] >= 0 && fits(R, t, j, g->nodes[R->cons[c]], 0)) {
+				commit_match(R, t, j, g->nodes[R->cons[c]]);
+				return 1;
+			}
+		if (x->kind != IN_CAP && has_data(key) == 0)
+			return 0;       /* the copy's node must read this value */
+	}
+	for (int c = 0; c < R->ncopy[t]; c++)
+		if (fits(R, t, j, g->nodes[R->copy[t][c]], 0)) {
+			commit_match(R, t, j, g->nodes[R->copy[t][c]]);
+			return 1;
+		}
+	/* the first copy's work on initial states alone sits before the loop */
+	for (int i = 0; t == 0 && i < R->nn; i++)
+		if (R->label[i] == LBL_PREFIX && fits(R, t, j, g->nodes[i], 0)) {
+			commit_match(R, t, j, g->nodes[i]);
+			return 1;
+		}
+	return 0;
+}
+
+static int match_copy(rr *R, int t)
+{
+	int nmatched = 0;
+	/* what copy t reads as states is what copy t-1 computed (checked by fits) */
+	if (t > 0 && R->done[t - 1] && R->state_out[0] >= 0)
+		for (int s = 0; s < R->nstate; s++)
+			if (!has_data(R->map[t - 1][R->state_out[s]]))
+				R->sin[t][s] = R->map[t - 1][R->state_out[s]];
+	for (int j = 0; j < R->nt; j++) {
+		if (find_match(R, t, j)) {
+			nmatched += R->label[R->map_node] == t;
+			continue;
+		}
+		if (t == 0 && fold_in_copy0(R, j))
+			continue;
+		/* the last copy may lack work that only a later step would have used */
+		if (t == R->T - 1)
+			continue;
+		if (getenv("CELLC_DEBUG_REROLL"))
+			fprintf(stderr, "reroll: copy %d has no match for template node '%s'\n", t, R->tn[j]->name);
+		return fail(R, t == 0 ? "the first step differs from the others beyond folded initial states"
+				      : "the steps are not isomorphic");
+	}
+	if (nmatched != R->ncopy[t])
+		return fail(R, "a step has nodes the other steps lack");
+	R->done[t] = 1;
+	return 0;
+}
+
+/* States: the template value of copy m that copy m+1 reads where the
+ * template reads state s (found through copy m-1, which is matched first). */
+static int find_state_outs(rr *R)
+{
+	for (int s = 0; s < R->nstate; s++) {
+		R->state_out[s] = -1;
+		for (int tv = 0; tv < R->ntv; tv++)
+			if (R->map[R->m - 1][tv] == R->state_in[s])
+				R->state_out[s] = tv;
+		if (R->state_out[s] < 0)
+			return fail(R, "a carried value is not computed by the step");
+	}
+	return 0;
+}
+
+static int check_links(rr *R)
+{
+	for (int t = 1; t < R->T; t++)
+		for (int s = 0; s < R->nstate; s++) {
+			ir_value *want = R->map[t - 1][R->state_out[s]], *got = R->sin[t][s];
+			if (!got)
+				continue;       /* the last copy need not read every state */
+			if (!want || (want != got && !same_const(want, got, 1)))
+				return fail(R, "a step reads a carried value other than its predecessor's");
+		}
+	for (int s = 0; s < R->nstate; s++)
+		if (R->sin[0][s] && R->sin[0][s]->graph == R->g && label_of_value(R, R->sin[0][s]) != LBL_PREFIX)
+			return fail(R, "an initial state is computed inside the loop");
+	return 0;
+}
+
+static int match_all(rr *R)
+{
+	R->scratch = ir_graph_new(R->A, R->g, "reroll.scratch");
+	if (match_copy(R, R->m - 1) || find_state_outs(R))
+		return 1;
+	for (int t = 1; t < R->T; t++)
+		if (t != R->m && t != R->m - 1 && match_copy(R, t))
+			return 1;
+	if (R->m - 1 != 0 && match_copy(R, 0))
+		return 1;
+	if (R->m - 1 == 0) {
+		/* copy 0 was matched first without folding; states never read are zero */
+	}
+	for (int i = 0; i < R->ncoef; i++)
+		R->ti[R->coefs[i].node][R->coefs[i].k].kind = IN_COEF;
+	return check_links(R);
+}
+
+/* ---- 5. outputs ------------------------------------------------------------------------ */
+
+typedef struct stack {
+	ir_node *concat;
+	int tv;                 /* template value of the Unsqueeze's input */
+	int axis;
+} stack;
+
+/* Where a value of copy t is read outside the steps: 1 if a tail node or a
+ * graph output reads it. */
+static int used_outside(const rr *R, const ir_value *v)
+{
+	int id = vid(R, v);
+	if (id < 0)
+		return 0;
+	if (is_graph_output(R, v))
+		return 1;
+	for (int j = R->cstart[id]; j < R->cstart[id + 1]; j++)
+		if (R->cons[j] >= 0 && R->label[R->cons[j]] == LBL_TAIL)
+			return 1;
+	return 0;
+}
+
+/* ---- 6. rebuilding ---------------------------------------------------------------------- */
+
+typedef struct build {
+	ir_graph *body;
+	ir_value **bval;        /* [ntv] body value of each template value */
+	ir_value **bseq, **bstate, **bcoef;
+	ir_value *bstep;
+	int nstack;
+	stack *stacks;
+	int nlast;
+	int *last_tv;           /* template values read from the last copy (not finals) */
+	char *drop;             /* [nt] template nodes not copied (stacking Unsqueezes) */
+} build;
+
+/* The stack Concats: Concat(Unsqueeze(y_0), .., Unsqueeze(y_{T-1}), axis a). */
+static int find_stacks(rr *R, build *B)
+{
+	ir_graph *g = R->g;
+	B->stacks = arena_array(R->A, (size_t)R->nn + 1, sizeof *B->stacks);
+	B->drop = arena_alloc(R->A, (size_t)R->nt + 1);
+	for (int i = 0; i < R->nn; i++) {
+		ir_node *n = g->nodes[i];
+		if (R->label[i] != LBL_TAIL || n->op != OP_CONCAT || n->nin != R->T)
+			continue;
+		int tv = -1, ok = 1;
+		for (int t = 0; t < R->T && ok; t++) {
+			int x = -1;
+			for (int u = 0; u < R->ntv && x < 0; u++)
+				if (R->map[t][u] == n->in[t])
+					x = u;
+			ok = x >= 0 && (tv < 0 || tv == x);
+			tv = x;
+		}
+		if (!ok)
+			continue;
+		ir_node *u = R->tval[tv]->producer;
+		int64_t ax = ir_attr_int(n, "axis", 0);
+		if (ax < 0)
+			ax += n->out[0]->shape.rank;
+		if (u->op != OP_UNSQUEEZE || !ir_value_is_const(u->in[1]) ||
+		    ir_shape_const_numel(&u->in[1]->shape) != 1 || u->out[0]->shape.rank != 3 ||
+		    (ax != 0 && ax != 1))
+			continue;
+		int64_t uax = ir_const_int(u->in[1], 0);
+		if (uax < 0)
+			uax += 3;
+		ir_value *y = u->in[0];
+		if (uax != ax || !y || y->shape.rank != 2 || y->dtype != DT_F32 || vid(R, y) < 0 ||
+		    R->tvof[y->id] < 0)
+			continue;
+		B->stacks[B->nstack++] = (stack){n, R->tvof[y->id], (int)ax};
+	}
+	/* every other read from outside the loop must be of the last copy */
+	B->last_tv = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->last_tv);
+	for (int t = 0; t < R->T; t++)
+		for (int tv = 0; tv < R->ntv; tv++) {
+			ir_value *v = R->map[t][tv];
+			int id = vid(R, v);
+			if (id < 0)
+				continue;
+			int outside = is_graph_output(R, v);
+			for (int j = R->cstart[id]; j < R->cstart[id + 1] && !outside; j++) {
+				int c = R->cons[j];
+				if (c < 0 || R->label[c] != LBL_TAIL)
+					continue;
+				int in_stack = 0;
+				for (int s = 0; s < B->nstack; s++)
+					in_stack |= B->stacks[s].concat == g->nodes[c];
+				outside = !in_stack;
+			}
+			if (!outside)
+				continue;
+			if (t != R->T - 1)
+				return fail(R, "a value of a step other than the last is read after the loop");
+			int dup = 0;
+			for (int s = 0; s < R->nstate; s++)
+				dup |= R->state_out[s] == tv;   /* read as a final state */
+			for (int k = 0; k < B->nlast; k++)
+				dup |= B->last_tv[k] == tv;
+			if (!dup)
+				B->last_tv[B->nlast++] = tv;
+		}
+	/* stacking Unsqueezes whose only reader is their Concat are not copied */
+	for (int j = 0; j < R->nt; j++) {
+		ir_node *n = R->tn[j];
+		if (n->op != OP_UNSQUEEZE)
+			continue;
+		int only_stack = n->out[0]->nuses == 1;
+		for (int s = 0; s < B->nstack; s++)
+			if (B->stacks[s].concat->in[R->m] == n->out[0] && only_stack)
+				B->drop[j] = 1;
+	}
+	return 0;
+}
+
+static ir_value *step_value(ir_graph *body, const char *name, const ir_shape *s, const char *origin)
+{
+	ir_value *v = ir_value_new(body, name, VAL_STEP, DT_F32);
+	v->shape = *s;
+	v->origin = origin;
+	return v;
+}
+
+static ir_shape shape2(ir_dim a, ir_dim b)
+{
+	ir_shape s = {.rank = 2};
+	s.d[0] = a;
+	s.d[1] = b;
+	return s;
+}
+
+/* Body nodes computing the NAG restart schedule from the step number t
+ * (1-based, f32): mu = (k - 1) / (k + 2), k = fmod(t - 1, F) + 1 (k = t when
+ * F = 0). */
+static ir_value *schedule_value(rr *R, build *B, int64_t F)
+{
+	ir_graph *b = B->body;
+	ir_value *k = B->bstep;
+	ir_shape sc = {.rank = 0};
+	struct sop { ir_op op; float c; int fmod; } prog[4];
+	int np = 0;
+	if (F > 0) {
+		prog[np++] = (struct sop){OP_SUB, 1.0f, 0};
+		prog[np++] = (struct sop){OP_MOD, (float)F, 1};
+		prog[np++] = (struct sop){OP_ADD, 1.0f, 0};
+	}
+	for (int i = 0; i < np; i++) {
+		ir_node *n = ir_node_new(b, prog[i].op, NULL, 2, 1);
+		n->in[0] = k;
+		n->in[1] = ir_const_f32_scalar(R->g, NULL, prog[i].c);
+		if (prog[i].fmod)
+			ir_attr_set_int(n, "fmod", 1);
+		n->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);
+		n->out[0]->shape = sc;
+		n->out[0]->producer = n;
+		n->origin = "NAG restart schedule";
+		ir_append(b, n);
+		k = n->out[0];
+	}
+	ir_value *num, *den;
+	ir_node *a = ir_node_new(b, OP_SUB, NULL, 2, 1), *d = ir_node_new(b, OP_ADD, NULL, 2, 1);
+	a->in[0] = d->in[0] = k;
+	a->in[1] = ir_const_f32_scalar(R->g, NULL, 1.0f);
+	d->in[1] = ir_const_f32_scalar(R->g, NULL, 2.0f);
+	num = a->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);
+	den = d->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);
+	num->shape = den->shape = sc;
+	num->producer = a;
+	den->producer = d;
+	a->origin = d->origin = "NAG restart schedule";
+	ir_append(b, a);
+	ir_append(b, d);
+	ir_node *q = ir_node_new(b, OP_DIV, NULL, 2, 1);
+	q->in[0] = num;
+	q->in[1] = den;
+	q->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);
+	q->out[0]->shape = sc;
+	q->out[0]->producer = q;
+	q->origin = "NAG restart schedule";
+	ir_append(b, q);
+	return q->out[0];
+}
+
+static const char *build_recurrence(rr *R, build *B, const char **time_note, int *symbolic_ok)
+{
+	ir_graph *g = R->g;
+	int T = R->T, m = R->m;
+	/* names that do not depend on T, so that the emitted C does not either */
+	const char *name = arena_printf(R->A, "traced_loop%d", R->round);
+	for (int k = 2; ir_find_value(g, arena_printf(R->A, "%s.s0", name)); k++)
+		name = arena_printf(R->A, "traced_loop%d_%d", R->round, k);
+	ir_graph *b = B->body = ir_graph_new(R->A, g, name);
+	ir_value *X0 = R->seq[0].src;
+	int ax0 = R->seq[0].axis;
+	ir_dim Bd = X0->shape.d[1 - ax0];
+	*symbolic_ok = 1;
+
+	/* coefficient tables or schedules */
+	int has_step = 0;
+	int64_t *period = arena_array(R->A, (size_t)R->ncoef + 1, sizeof *period);
+	for (int i = 0; i < R->ncoef; i++) {
+		int amb;
+		period[i] = nag_period(R->coefs[i].tab, R->coefs[i].have, T, &amb);
+		if (period[i] >= 0 && !amb)
+			has_step = 1;
+		else if (period[i] >= 0)
+			*time_note = arena_printf(R->A, "T stays %d: a per-step coefficient follows the NAG "
+						  "schedule without a restart within the %d traced steps, "
+						  "so its restart period (none, or any period >= %d) is unknown",
+						  T, T, T);
+		else
+			*time_note = arena_printf(R->A, "T stays %d: a per-step coefficient is a table of %d "
+						  "values that follows no known schedule", T, T);
+		if (period[i] < 0 || amb) {
+			*symbolic_ok = 0;
+			period[i] = -1;
+		} else {
+			has_step = 1;
+		}
+	}
+	int ntab = 0;
+	for (int i = 0; i < R->ncoef; i++)
+		ntab += period[i] < 0;
+
+	/* body inputs: sequences, tables, states, [t] */
+	int nseq = R->nseq + ntab;
+	B->bseq = arena_array(R->A, (size_t)nseq + 1, sizeof *B->bseq);
+	B->bstate = arena_array(R->A, (size_t)R->nstate, sizeof *B->bstate);
+	B->bcoef = arena_array(R->A, (size_t)R->ncoef + 1, sizeof *B->bcoef);
+	for (int s = 0; s < R->nseq; s++) {
+		ir_value *a = R->seq[s].anchor[m]->out[0];
+		B->bseq[s] = step_value(b, arena_printf(R->A, "%s.x%d", name, s), &a->shape, R->seq[s].src->name);
+	}
+	ir_value **tabs = arena_array(R->A, (size_t)ntab + 1, sizeof *tabs);
+	ir_node **pre = arena_array(R->A, (size_t)ntab + 1, sizeof *pre);
+	int npre = 0;
+	diag q;
+	diag_init(&q, R->D->file);
+	q.quiet = 1;
+	for (int i = 0, nt = 0; i < R->ncoef; i++) {
+		if (period[i] >= 0)
+			continue;
+		ir_shape s1 = shape2(Bd, ir_dim_const(1));
+		B->bcoef[i] = B->bseq[R->nseq + nt] = step_value(b, arena_printf(R->A, "%s.coef%d", name, i),
+								&s1, "per-step coefficient");
+		/* the table as a [T, B, 1] (or [B, T, 1]) sequence; with a
+		 * symbolic batch size [T, 1, 1] expanded at run time */
+		ir_shape ts = {.rank = 3};
+		int64_t rows = ir_dim_is_const(Bd) ? Bd.k : 1;
+		ts.d[ax0] = ir_dim_const(T);
+		ts.d[1 - ax0] = ir_dim_const(rows);
+		ts.d[2] = ir_dim_const(1);
+		ir_value *tv = ir_const_new(g, arena_printf(R->A, "%s.table%d", name, i), DT_F32, &ts, NULL);
+		float *d = tv->data;
+		for (int t = 0; t < T; t++)
+			for (int64_t r = 0; r < rows; r++)
+				d[ax0 == 0 ? t * rows + r : r * T + t] = R->coefs[i].tab[t];
+		if (!ir_dim_is_const(Bd)) {
+			ir_node *e = ir_node_new(g, OP_EXPAND, NULL, 2, 1);
+			ir_value *shp = ir_value_new(g, NULL, VAL_CONST, DT_I64);
+			shp->shape.rank = 1;
+			shp->shape.d[0] = ir_dim_const(3);
+			shp->sym = arena_array(R->A, 3, sizeof *shp->sym);
+			shp->sym[ax0] = ir_dim_const(T);
+			shp->sym[1 - ax0] = Bd;
+			shp->sym[2] = ir_dim_const(1);
+			e->in[0] = tv;
+			e->in[1] = shp;
+			e->out[0] = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+			e->out[0]->producer = e;
+			e->origin = "per-step coefficient table";
+			if (infer_node(g, e, &q))
+				return "internal: the coefficient table does not expand to the batch";
+			pre[npre++] = e;
+			tv = e->out[0];
+		}
+		tabs[nt++] = tv;
+	}
+	for (int s = 0; s < R->nstate; s++)
+		B->bstate[s] = step_value(b, arena_printf(R->A, "%s.s%d", name, s), &R->state_in[s]->shape,
+					  R->state_in[s]->name);
+	if (has_step) {
+		B->bstep = ir_value_new(b, arena_printf(R->A, "%s.t", name), VAL_STEP, DT_F32);
+		B->bstep->shape.rank = 0;
+		B->bstep->origin = "step number";
+	}
+	b->ninputs = nseq + R->nstate + has_step;
+	b->inputs = arena_array(R->A, (size_t)b->ninputs, sizeof *b->inputs);
+	memcpy(b->inputs, B->bseq, (size_t)nseq * sizeof *b->inputs);
+	memcpy(b->inputs + nseq, B->bstate, (size_t)R->nstate * sizeof *b->inputs);
+	if (has_step)
+		b->inputs[nseq + R->nstate] = B->bstep;
+	for (int i = 0; i < R->ncoef; i++)
+		if (period[i] >= 0)
+			B->bcoef[i] = schedule_value(R, B, period[i]);
+
+	/* body nodes: the template */
+	B->bval = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->bval);
+	for (int j = 0; j < R->nt; j++) {
+		if (B->drop[j])
+			continue;
+		ir_node *tn = R->tn[j];
+		ir_node *n = ir_node_new(b, tn->op, tn->name, tn->nin, tn->nout);
+		n->op_type = tn->op_type;
+		n->domain = tn->domain;
+		n->opset = tn->opset;
+		n->attrs = tn->attrs;
+		n->nattrs = tn->nattrs;
+		n->origin = tn->origin ? tn->origin : tn->name;
+		for (int k = 0; k < tn->nin; k++) {
+			const tin *x = &R->ti[j][k];
+			switch (x->kind) {
+			case IN_NONE: n->in[k] = NULL; break;
+			case IN_INT: n->in[k] = B->bval[x->idx]; break;
+			case IN_SEQ: n->in[k] = B->bseq[x->idx]; break;
+			case IN_STATE: n->in[k] = B->bstate[x->idx]; break;
+			case IN_CAP: n->in[k] = x->cap; break;
+			case IN_COEF: {
+				int ci = (int)(coef_at(R, j, k) - R->coefs);
+				n->in[k] = B->bcoef[ci];
+				break;
+			}
+			}
+			if (tn->in[k] && !n->in[k])
+				return "internal: a step value is used before it is computed";
+		}
+		for (int k = 0; k < tn->nout; k++) {
+			if (!tn->out[k])
+				continue;
+			ir_value *o = ir_value_new(b, tn->out[k]->name, VAL_TEMP, tn->out[k]->dtype);
+			o->origin = tn->out[k]->origin;
+			o->producer = n;
+			n->out[k] = o;
+			B->bval[R->tvof[tn->out[k]->id]] = o;
+		}
+		if (infer_node(b, n, &q))
+			return "a step node cannot be re-inferred inside the recurrence";
+		ir_append(b, n);
+	}
+	/* body outputs: new states, stacked outputs, last-step values */
+	int nout = B->nstack + B->nlast;
+	b->noutputs = R->nstate + nout;
+	b->outputs = arena_array(R->A, (size_t)b->noutputs + 1, sizeof *b->outputs);
+	for (int s = 0; s < R->nstate; s++) {
+		ir_value *o = B->bval[R->state_out[s]];
+		if (!o || o->shape.rank != 2 || !ir_shape_eq(&o->shape, &B->bstate[s]->shape))
+			return "a carried value changes shape from step to step";
+		b->outputs[s] = o;
+	}
+	for (int k = 0; k < B->nstack; k++)
+		b->outputs[R->nstate + k] = B->bval[B->stacks[k].tv];
+	for (int k = 0; k < B->nlast; k++) {
+		ir_value *o = B->bval[B->last_tv[k]];
+		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
+			return "a last-step value read after the loop is not an f32 matrix";
+		b->outputs[R->nstate + B->nstack + k] = o;
+	}
+	for (int k = 0; k < b->noutputs; k++)
+		if (!b->outputs[k])
+			return "internal: a body output is missing";
+
+	/* the recurrence */
+	int nin = nseq + R->nstate;
+	ir_node *rec = ir_node_new(g, OP_RECURRENCE, name, nin, R->nstate + nout);
+	rec->body = b;
+	rec->origin = arena_printf(R->A, "a traced loop (%s .. %s)", R->tn[0]->name, R->tn[R->nt - 1]->name);
+	for (int s = 0; s < R->nseq; s++)
+		rec->in[s] = R->seq[s].src;
+	for (int i = 0; i < ntab; i++)
+		rec->in[R->nseq + i] = tabs[i];
+	for (int s = 0; s < R->nstate; s++) {
+		ir_value *init = R->sin[0][s];
+		int zero = !init;
+		if (init && has_data(init) && init->dtype == DT_F32) {
+			zero = 1;
+			int64_t n = ir_shape_const_numel(&init->shape);
+			for (int64_t i = 0; i < n && zero; i++)
+				zero = ((const float *)init->data)[i] == 0.0f;
+		}
+		if (!zero && init->graph != g)
+			return "internal: an initial state folded to a non-zero constant";
+		if (!zero && !ir_shape_eq(&init->shape, &R->state_in[s]->shape))
+			return "an initial state has another shape than the state";
+		rec->in[nseq + s] = zero ? NULL : init;
+	}
+	int64_t *seq_axis = arena_array(R->A, (size_t)nseq, sizeof *seq_axis);
+	for (int s = 0; s < nseq; s++)
+		seq_axis[s] = s < R->nseq ? R->seq[s].axis : ax0;
+	int64_t *out_axis = arena_array(R->A, (size_t)nout + 1, sizeof *out_axis);
+	/* finals: the last copy's values read after the loop */
+	ir_value **last = R->map[T - 1];
+	for (int s = 0; s < R->nstate; s++) {
+		ir_value *v = last[R->state_out[s]];
+		rec->out[s] = v && used_outside(R, v) ? v : NULL;
+	}
+	for (int k = 0; k < B->nstack; k++) {
+		rec->out[R->nstate + k] = B->stacks[k].concat->out[0];
+		out_axis[k] = B->stacks[k].axis;
+	}
+	ir_node **post = arena_array(R->A, (size_t)B->nlast + 1, sizeof *post);
+	for (int k = 0; k < B->nlast; k++) {
+		int tv = B->last_tv[k];
+		ir_value *v = last[tv];
+		int is_final = 0;
+		for (int s = 0; s < R->nstate; s++)
+			is_final |= R->state_out[s] == tv;
+		ir_value *bo = B->bval[tv];
+		ir_shape ys = {.rank = 3};
+		ys.d[ax0] = ir_dim_const(T);
+		ys.d[1 - ax0] = bo->shape.d[0];
+		ys.d[2] = bo->shape.d[1];
+		ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+		y->shape = ys;
+		rec->out[R->nstate + B->nstack + k] = y;
+		out_axis[B->nstack + k] = ax0;
+		if (is_final)
+			continue;       /* read as the final state instead */
+		ir_node *ga = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+		int64_t minus1 = -1;
+		ga->in[0] = y;
+		ga->in[1] = ir_const_i64(g, NULL, 1, &minus1);
+		ga->in[1]->shape.rank = 0;
+		ir_attr_set_int(ga, "axis", ax0);
+		ga->out[0] = v;
+		ga->origin = "last step of a traced loop";
+		post[k] = ga;
+	}
+	ir_attr_set_int(rec, "n_seq", nseq);
+	ir_attr_set_int(rec, "n_state", R->nstate);
+	ir_attr_set_int(rec, "n_out", nout);
+	ir_attr_set_int(rec, "reverse", 0);
+	ir_attr_set_ints(rec, "seq_axis", nseq, seq_axis);
+	ir_attr_set_ints(rec, "out_axis", nout, out_axis);
+	ir_attr_set_int(rec, "has_lens", 0);
+	ir_attr_set_int(rec, "has_step", has_step);
+	ir_attr_set_int(rec, "traced_steps", T);
+	for (int i = 0; i < R->ncoef; i++)
+		if (period[i] >= 0)
+			ir_attr_set_int(rec, "nag_restart", period[i]);
+
+	/* the new node list: prefix, recurrence, last-step gathers, tail */
+	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(B->nlast + npre) + 2, sizeof *nodes);
+	int nn = 0;
+	for (int i = 0; i < R->nn; i++)
+		if (R->label[i] == LBL_PREFIX)
+			nodes[nn++] = g->nodes[i];
+	for (int i = 0; i < npre; i++)
+		nodes[nn++] = pre[i];
+	nodes[nn++] = rec;
+	for (int k = 0; k < B->nlast; k++)
+		if (post[k])
+			nodes[nn++] = post[k];
+	for (int i = 0; i < R->nn; i++) {
+		int is_stack = 0;
+		for (int k = 0; k < B->nstack; k++)
+			is_stack |= B->stacks[k].concat == g->nodes[i];
+		if (R->label[i] == LBL_TAIL && !is_stack)
+			nodes[nn++] = g->nodes[i];
+	}
+	/* values: step values go (those re-produced by rec or a gather stay) */
+	char *keep = arena_alloc(R->A, (size_t)R->nv + 1);
+	for (int v = 0; v < R->nv; v++) {
+		ir_value *x = g->values[v];
+		int p = nid(R, x->producer);
+		keep[v] = x->kind != VAL_TEMP || p < 0 || R->label[p] < 0;
+	}
+	for (int k = 0; k < rec->nout; k++)
+		if (vid(R, rec->out[k]) >= 0)
+			keep[rec->out[k]->id] = 1;
+	for (int k = 0; k < B->nlast; k++)
+		if (post[k] && vid(R, post[k]->out[0]) >= 0)
+			keep[post[k]->out[0]->id] = 1;
+	int nv = 0;
+	for (int v = 0; v < g->nvalues; v++)
+		if (v >= R->nv || keep[v])
+			g->values[nv++] = g->values[v];
+	g->nvalues = nv;
+	ir_set_nodes(g, nodes, nn);
+	for (int k = 0; k < rec->nout; k++)
+		if (rec->out[k])
+			rec->out[k]->producer = rec;
+	for (int k = 0; k < B->nlast; k++)
+		if (post[k]) {
+			post[k]->out[0]->producer = post[k];
+			if (infer_node(g, post[k], &q))
+				return "internal: the last-step Gather does not infer";
+		}
+	/* work on the initial states that only the first copy read */
+	ir_recount(g);
+	for (int again = 1; again;) {
+		again = 0;
+		int k = 0;
+		for (int i = 0; i < g->nnodes; i++) {
+			ir_node *n = g->nodes[i];
+			int live = n->body != NULL;
+			for (int o = 0; o < n->nout && !live; o++)
+				live = n->out[o] && (n->out[o]->nuses > 0 || is_graph_output(R, n->out[o]));
+			if (live) {
+				g->nodes[k++] = n;
+				continue;
+			}
+			for (int o = 0; o < n->nin; o++)
+				if (n->in[o])
+					n->in[o]->nuses--;
+			for (int o = 0; o < n->nout; o++)
+				if (n->out[o])
+					n->out[o]->producer = NULL;
+			again = 1;
+		}
+		ir_set_nodes(g, g->nodes, k);
+	}
+	nv = 0;
+	for (int v = 0; v < g->nvalues; v++) {
+		ir_value *x = g->values[v];
+		if (x->kind == VAL_TEMP && !x->producer && !is_graph_output(R, x))
+			continue;
+		g->values[nv++] = x;
+	}
+	g->nvalues = nv;
+	/* unused constants of the removed copies */
+	ir_recount(g);
+	nv = 0;
+	for (int v = 0; v < g->nvalues; v++) {
+		ir_value *x = g->values[v];
+		if ((x->kind == VAL_CONST || x->kind == VAL_WEIGHT) && x->nuses == 0 && !x->is_output &&
+		    !is_graph_output(R, x))
+			continue;
+		g->values[nv++] = x;
+	}
+	g->nvalues = nv;
+	ir_recount(g);
+	return NULL;
+}
+
+/* ---- 7. a symbolic time axis ------------------------------------------------------------ */
+
+/* Ops downstream of the loop whose result does not bake in the traced T
+ * when the time axis is none of the axes their parameters name. */
+static int time_safe(const ir_node *n)
+{
+	switch (ir_ops[n->op].kind) {
+	case OPK_ELEM: case OPK_LINALG: return 1;
+	default: break;
+	}
+	switch (n->op) {
+	case OP_SOFTMAX: case OP_LOGSOFTMAX: case OP_TRANSPOSE: case OP_CAST: case OP_GATHER:
+	case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_SLICE: case OP_CONCAT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Re-infers the graph with the traced T replaced by a dimension symbol; on
+ * any doubt puts everything back and explains. */
+static const char *make_time_symbolic(rr *R, ir_node *rec)
+{
+	ir_graph *g = R->g;
+	int T = R->T;
+	ir_value *x0 = R->seq[0].src;
+	ir_dim d0 = x0->shape.d[R->seq[0].axis];
+	int have_sym = !ir_dim_is_const(d0);
+	for (int s = 0; s < R->nseq; s++) {
+		ir_value *x = R->seq[s].src;
+		if (have_sym) {
+			if (!ir_dim_eq(x->shape.d[R->seq[s].axis], d0))
+				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
+			continue;
+		}
+		if (x->kind != VAL_INPUT)
+			return arena_printf(R->A, "T stays %d: the sequence '%s' is computed, not a graph input",
+					    T, x->name);
+		if (x->nuses != 1)
+			return arena_printf(R->A, "T stays %d: the sequence '%s' is also read outside the "
+					    "loop", T, x->name);
+		for (int s2 = 0; s2 < s; s2++)
+			if (R->seq[s2].src == x)
+				return arena_printf(R->A, "T stays %d: '%s' is read on two axes", T, x->name);
+	}
+	/* the symbol: the input's own when it has one, else a new one */
+	int sym = -1;
+	const char *sname = "T";
+	for (int k = 2; k < 100; k++) {
+		int clash = 0;
+		for (int i = 0; i < g->nsyms; i++)
+			clash |= strcmp(g->syms[i], sname) == 0;
+		for (int i = 0; i < g->ninputs; i++)
+			clash |= strcmp(g->inputs[i]->name, sname) == 0;
+		if (!clash)
+			break;
+		sname = arena_printf(R->A, "T%d", k);
+	}
+	if (!have_sym && g->nsyms >= IR_MAX_SYMS)
+		return arena_printf(R->A, "T stays %d: no dimension symbol is left", T);
+	/* downstream of the recurrence: only ops that keep T out of their parameters */
+	int at = -1;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i] == rec)
+			at = i;
+	for (int i = at + 1; i < g->nnodes; i++)
+		if (!time_safe(g->nodes[i]))
+			return arena_printf(R->A, "T stays %d: node '%s' (%s) after the loop may depend on the "
+					    "traced length", T, g->nodes[i]->name, ir_op_name(g->nodes[i]->op));
+	/* save shapes, try, restore on failure */
+	int nv = g->nvalues;
+	ir_shape *saved = arena_array(R->A, (size_t)nv + 1, sizeof *saved);
+	for (int v = 0; v < nv; v++)
+		saved[v] = g->values[v]->shape;
+	int saved_nsyms = g->nsyms;
+	ir_dim Ts = d0;
+	if (!have_sym) {
+		sym = ir_sym_add(g, sname);
+		Ts = ir_dim_sym(sym);
+	}
+	ir_dim Tc = ir_dim_const(T);
+	for (int s = 0; s < R->nseq; s++)
+		R->seq[s].src->shape.d[R->seq[s].axis] = Ts;
+	int ns = (int)ir_attr_int(rec, "n_state", 0);
+	const ir_attr *oa = ir_attr_find(rec, "out_axis");
+	for (int k = ns; k < rec->nout; k++) {
+		ir_value *o = rec->out[k];
+		if (o)
+			o->shape.d[oa->ints[k - ns]] = Ts;
+	}
+	diag q;
+	diag_init(&q, R->D->file);
+	q.quiet = 1;
+	const char *why = NULL;
+	/* node inputs that name the time axis make T part of the computation */
+	for (int i = at + 1; i < g->nnodes && !why; i++) {
+		ir_node *n = g->nodes[i];
+		ir_shape before[8];
+		for (int k = 0; k < n->nout && k < 8; k++)
+			before[k] = n->out[k] ? n->out[k]->shape : (ir_shape){.rank = -1};
+		int touches = 0;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k])
+				for (int a = 0; a < n->in[k]->shape.rank; a++)
+					touches |= !ir_dim_is_const(n->in[k]->shape.d[a]) &&
+						   ir_dim_eq(n->in[k]->shape.d[a], Ts);
+		if (!touches)
+			continue;
+		if (infer_node(g, n, &q)) {
+			why = arena_printf(R->A, "T stays %d: node '%s' (%s) does not infer with a symbolic "
+					   "length", T, n->name, ir_op_name(n->op));
+			break;
+		}
+		for (int k = 0; k < n->nout && k < 8 && !why; k++) {
+			if (!n->out[k])
+				continue;
+			/* every dim that changed must be the traced T become the symbol */
+			ir_shape a = before[k], b = n->out[k]->shape;
+			int ok = a.rank == b.rank;
+			for (int d = 0; d < a.rank && ok; d++)
+				ok = ir_dim_eq(a.d[d], b.d[d]) || (ir_dim_eq(a.d[d], Tc) && ir_dim_eq(b.d[d], Ts));
+			if (!ok)
+				why = arena_printf(R->A, "T stays %d: node '%s' (%s) changes the time axis",
+						   T, n->name, ir_op_name(n->op));
+		}
+		/* a Gather on the time axis picks a fixed step: only -1 (the last) is sound */
+		if (!why && n->op == OP_GATHER) {
+			int64_t ax = ir_attr_int(n, "axis", 0);
+			ir_value *x = n->in[0];
+			if (ax < 0)
+				ax += x->shape.rank;
+			if (ax >= 0 && ax < x->shape.rank && ir_dim_eq(x->shape.d[ax], Ts) &&
+			    !(ir_value_is_const(n->in[1]) && ir_shape_const_numel(&n->in[1]->shape) == 1 &&
+			      ir_const_int(n->in[1], 0) == -1))
+				why = arena_printf(R->A, "T stays %d: node '%s' picks a fixed step", T, n->name);
+		}
+		if (!why && (n->op == OP_SLICE || n->op == OP_CONCAT || n->op == OP_SOFTMAX ||
+			     n->op == OP_LOGSOFTMAX)) {
+			int64_t ax = n->op == OP_SLICE ? -2 : ir_attr_int(n, "axis", n->op == OP_CONCAT ? 0 : -1);
+			ir_value *x = n->in[0];
+			if (n->op == OP_SLICE) {
+				for (int e = 0; e < ir_shape_const_numel(&n->in[3]->shape); e++) {
+					int64_t a = ir_const_int(n->in[3], e);
+					if (a >= 0 && a < x->shape.rank && ir_dim_eq(x->shape.d[a], Ts))
+						why = arena_printf(R->A, "T stays %d: node '%s' slices the time axis",
+								   T, n->name);
+				}
+			} else {
+				if (ax < 0)
+					ax += x->shape.rank;
+				if (ax >= 0 && ax < x->shape.rank && ir_dim_eq(x->shape.d[ax], Ts))
+					why = arena_printf(R->A, "T stays %d: node '%s' (%s) works along the time axis",
+							   T, n->name, ir_op_name(n->op));
+			}
+		}
+	}
+	for (int i = 0; i < g->noutputs && !why; i++)
+		if (g->outputs[i]->kind == VAL_CONST)
+			why = arena_printf(R->A, "T stays %d: output '%s' is a constant", T, g->outputs[i]->name);
+	if (why) {
+		for (int v = 0; v < nv; v++)
+			g->values[v]->shape = saved[v];
+		g->nsyms = saved_nsyms;
+		return why;
+	}
+	(void)sym;
+	return NULL;
+}
+
+/* A symbolic time axis that cannot stay symbolic: the recurrence reads the
+ * traced steps only (x[0:T] on the time axis), as the trace did. */
+static int slice_traced_steps(rr *R, ir_node *rec)
+{
+	ir_graph *g = R->g;
+	diag q;
+	diag_init(&q, R->D->file);
+	q.quiet = 1;
+	for (int s = 0; s < R->nseq; s++) {
+		ir_value *x = R->seq[s].src;
+		if (ir_dim_is_const(x->shape.d[R->seq[s].axis]))
+			continue;
+		int64_t st = 0, en = R->T, ax = R->seq[s].axis, one = 1;
+		ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
+		sl->in[0] = x;
+		sl->in[1] = ir_const_i64(g, NULL, 1, &st);
+		sl->in[2] = ir_const_i64(g, NULL, 1, &en);
+		sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
+		sl->in[4] = ir_const_i64(g, NULL, 1, &one);
+		sl->out[0] = ir_value_new(g, NULL, VAL_TEMP, x->dtype);
+		sl->out[0]->producer = sl;
+		sl->origin = "the steps a trace read";
+		if (infer_node(g, sl, &q)) {
+			diag_error(R->D, "cannot slice the %d traced steps of '%s'", R->T, x->name);
+			return 1;
+		}
+		rec->in[s] = sl->out[0];
+		/* before the recurrence */
+		ir_node **nodes = arena_array(R->A, (size_t)g->nnodes + 1, sizeof *nodes);
+		int k = 0;
+		for (int i = 0; i < g->nnodes; i++) {
+			if (g->nodes[i] == rec)
+				nodes[k++] = sl;
+			nodes[k++] = g->nodes[i];
+		}
+		ir_set_nodes(g, nodes, k);
+	}
+	return 0;
+}
+
+/* ---- the pass --------------------------------------------------------------------------- */
+
+/* One loop: 1 rolled, 0 nothing found, -1 left alone (R.why says why). */
+static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
+{
+	rr R0 = {.g = g, .D = D, .A = g->A, .nn = g->nnodes, .nv = g->nvalues, .round = round}, *R = &R0;
+	ir_recount(g);
+	if (!find_sequences(R))
+		return 0;
+	build_consumers(R);
+	build B = {0};
+	if (assign_steps(R) || build_template(R) || match_all(R) || find_stacks(R, &B)) {
+		*why = R->why;
+		return -1;
+	}
+	const char *time_note = NULL;
+	int sym_ok;
+	/* from here on the graph changes: a failure is an internal error */
+	const char *err = build_recurrence(R, &B, &time_note, &sym_ok);
+	if (err) {
+		diag_error(D, "cannot rebuild the traced loop of %d steps as a recurrence: %s", R->T, err);
+		return -1;
+	}
+	ir_node *rec = NULL;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_RECURRENCE && g->nodes[i]->body == B.body)
+			rec = g->nodes[i];
+	ASSERT(rec);
+	if (sym_ok)
+		time_note = make_time_symbolic(R, rec);
+	if (time_note)
+		ir_attr_set_string(rec, "time_note", time_note);
+	if (time_note && slice_traced_steps(R, rec))
+		return -1;
+	recognize_recurrence(rec);
+	ir_recount(g);
+	return 1;
+}
+
+int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
+{
+	(void)o;
+	int errs0 = D->nerrors;
+	for (int round = 0; round < 16; round++) {
+		const char *why = NULL;
+		int r = reroll_once(g, D, round, &why);
+		if (why && getenv("CELLC_DEBUG_REROLL"))
+			fprintf(stderr, "reroll: %s\n", why);
+		if (r <= 0)
+			break;
+	}
+	return D->nerrors - errs0;
+}

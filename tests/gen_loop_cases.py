@@ -1,0 +1,297 @@
+"""gen_loop_cases.py: ONNX Loop and Scan cases for `cellc verify`, in the ONNX
+backend layout (CASE/model.onnx, CASE/test_data_set_N/input_K.pb,
+output_K.pb).
+
+1. scripted/: torch.jit.script of the momentum family (tests/ref_scripted.py:
+   a Python loop over time around the cell, a Linear head on every step)
+   exported at opsets 13, 14 and 17 with dynamic T and B.  Each export is one
+   ONNX Loop (trip count Shape(x)[0], x[t] by Gather on the iteration number,
+   per-step head outputs collected by SequenceEmpty/SequenceInsert/
+   ConcatFromSequence), plus batch-first variants (x[:, t], stack on axis 1)
+   and ys[-1] (SequenceAt).  Data sets at T = 8, 64 and 784; the expected outputs
+   are PyTorch's, from the eager tests/ref_momentum.Net with the same weights
+   (and the scripted module is checked to agree with it here).
+2. onnx/: hand-written Loop/Scan models (onnx.helper) covering what the
+   exporters' cases do not: Scan input/output axes and directions, Scan-8's
+   batch axis, a Loop with a constant trip count and a loop-invariant capture,
+   x[t:t+1] indexing; expected outputs from numpy written from the ONNX
+   operator specification here.
+3. bad/: models cellc must refuse with a located error (expect.txt holds the
+   text the message must contain): a data-dependent condition, a trip count
+   only known at run time.
+
+Seeds are fixed.  usage: gen_loop_cases.py OUTDIR
+"""
+import io
+import os
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ref_momentum  # noqa: E402
+import ref_scripted  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+I, H, C = 3, 16, 5
+SETS = [(8, 2), (64, 3), (784, 1)]      # (T, B) per data set
+
+
+def write_pb(path, arr, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
+
+
+def write_case(d, model, sets, in_names, out_names):
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for k, (ins, outs) in enumerate(sets):
+        ds = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(ds)
+        for j, (n, a) in enumerate(zip(in_names, ins)):
+            write_pb(os.path.join(ds, "input_%d.pb" % j), a, n)
+        for j, (n, a) in enumerate(zip(out_names, outs)):
+            write_pb(os.path.join(ds, "output_%d.pb" % j), a, n)
+
+
+# ---- 1. scripted PyTorch exports ------------------------------------------------
+
+def scripted_case(outdir, name, opset, seed, batch_first=False, with_last=False):
+    """batch_first: x[:, t] (Gather on axis 1) and torch.stack(ys, 1)
+    (ConcatFromSequence on axis 1); with_last: ys[-1] (SequenceAt)."""
+    ref = ref_momentum.make_model(name, I, H, C, seed, batch_first=batch_first)
+    net = ref_scripted.load_from(ref_scripted.make_model(name, I, H, C, batch_first, with_last), ref)
+    sm = torch.jit.script(net)
+    g = torch.Generator().manual_seed(seed)
+    xs = [torch.randn(B, T, I, generator=g) if batch_first else torch.randn(T, B, I, generator=g)
+          for T, B in SETS]
+    outs = ["y", "h"] + (["last"] if with_last else [])
+    tb = {0: "B", 1: "T"} if batch_first else {0: "T", 1: "B"}
+    f = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(sm, (xs[0],), f, opset_version=opset, input_names=["x"], output_names=outs,
+                          dynamic_axes={"x": tb, "y": tb, "h": {0: "B"}, "last": {0: "B"}})
+    model = onnx.load_from_string(f.getvalue())
+    onnx.checker.check_model(model)
+    loops = [n for n in model.graph.node if n.op_type == "Loop"]
+    assert len(loops) == 1, "expected one Loop, got %s" % [n.op_type for n in model.graph.node]
+    sets = []
+    for x in xs:
+        with torch.no_grad():
+            want = [a.numpy() for a in ref(x)]
+            if with_last:
+                want.append(want[0][:, -1] if batch_first else want[0][-1])
+            got = [a.numpy() for a in sm(x)]
+        for a, b in zip(want, got):
+            assert np.allclose(a, b, rtol=1e-5, atol=1e-6), "scripted module disagrees with ref_momentum"
+        sets.append(([x.numpy()], want))
+    tag = ("_bf" if batch_first else "") + ("_last" if with_last else "")
+    write_case(os.path.join(outdir, "scripted", "%s_opset%d%s" % (name, opset, tag)), model, sets, ["x"],
+               outs)
+
+
+# ---- 2. hand-written Loop/Scan models ---------------------------------------------
+
+def f32(*shape, rng):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def save_graph(outdir, name, nodes, inputs, outputs, inits, opset, sets):
+    # output types from the expected values
+    outputs = [vi(o.name, TensorProto.FLOAT, list(a.shape)) for o, a in zip(outputs, sets[0][1])]
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    write_case(os.path.join(outdir, "onnx", name), model, sets, [i.name for i in inputs],
+               [o.name for o in outputs])
+
+
+def scan_ref(inits, xs, body, in_axes, in_dirs, out_axes, out_dirs):
+    """Scan (opset 9+) from the specification: body(states, slices) ->
+    (states, outputs)."""
+    T = xs[0].shape[in_axes[0]]
+    st = list(inits)
+    outs = None
+    for i in range(T):
+        sl = [np.take(x, T - 1 - i if d else i, axis=a) for x, a, d in zip(xs, in_axes, in_dirs)]
+        st, ys = body(st, sl)
+        if outs is None:
+            outs = [[None] * T for _ in ys]
+        for k, y in enumerate(ys):
+            outs[k][T - 1 - i if out_dirs[k] else i] = y
+    return st, [np.stack(o, axis=a) for o, a in zip(outs, out_axes)]
+
+
+def onnx_cases(outdir):
+    rng = np.random.default_rng(7)
+    # (a) Scan-9+ with an axis-1 input scanned in reverse, a forward axis-0
+    #     input, and outputs on axis 1 (prepended) and axis 0: an
+    #     Elman-style body with a captured weight.
+    W = f32(4, 4, rng=rng) * 0.5
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "W"], ["hw"]),
+         helper.make_node("Add", ["hw", "xa"], ["s1"]),
+         helper.make_node("Mul", ["s1", "xb"], ["s2"]),
+         helper.make_node("Tanh", ["s2"], ["h_out"]),
+         helper.make_node("Add", ["h_out", "xb"], ["y0"]),
+         helper.make_node("Sigmoid", ["h_out"], ["y1"])],
+        "scan_body",
+        [vi("h_in", TensorProto.FLOAT, [2, 4]), vi("xa", TensorProto.FLOAT, [2, 4]),
+         vi("xb", TensorProto.FLOAT, [2, 4])],
+        [vi("h_out", TensorProto.FLOAT, [2, 4]), vi("y0", TensorProto.FLOAT, [2, 4]),
+         vi("y1", TensorProto.FLOAT, [2, 4])])
+    node = helper.make_node("Scan", ["h0", "xa", "xb"], ["hT", "y0s", "y1s"], body=body, num_scan_inputs=2,
+                            scan_input_axes=[1, 0], scan_input_directions=[1, 0],
+                            scan_output_axes=[1, 0], scan_output_directions=[1, 0])
+    T = 6
+    h0, xa, xb = f32(2, 4, rng=rng), f32(2, T, 4, rng=rng), f32(T, 2, 4, rng=rng)
+
+    def elman(st, sl):
+        h = np.tanh((st[0] @ W + sl[0]) * sl[1]).astype(np.float32)
+        return [h], [h + sl[1], 1 / (1 + np.exp(-h))]
+    (hT,), (y0s, y1s) = scan_ref([h0], [xa, xb], elman, [1, 0], [1, 0], [1, 0], [1, 0])
+    save_graph(outdir, "scan_axes_directions", [node],
+               [vi("h0", TensorProto.FLOAT, [2, 4]), vi("xa", TensorProto.FLOAT, [2, T, 4]),
+                vi("xb", TensorProto.FLOAT, [T, 2, 4])],
+               [vi("hT", TensorProto.FLOAT, None), vi("y0s", TensorProto.FLOAT, None),
+                vi("y1s", TensorProto.FLOAT, None)],
+               [numpy_helper.from_array(W, "W")], 16,
+               [([h0, xa, xb], [hT, y0s.astype(np.float32), y1s.astype(np.float32)])])
+
+    # (b) Scan-8: batch axis 0 (batch 1), scan axis 1, reversed, two states.
+    body8 = helper.make_graph(
+        [helper.make_node("Add", ["a_in", "x"], ["a_out"]),
+         helper.make_node("Mul", ["b_in", "x"], ["b_out"]),
+         helper.make_node("Sub", ["a_out", "b_out"], ["y"])],
+        "scan8_body",
+        [vi("a_in", TensorProto.FLOAT, [3]), vi("b_in", TensorProto.FLOAT, [3]), vi("x", TensorProto.FLOAT, [3])],
+        [vi("a_out", TensorProto.FLOAT, [3]), vi("b_out", TensorProto.FLOAT, [3]), vi("y", TensorProto.FLOAT, [3])])
+    node8 = helper.make_node("Scan", ["", "a0", "b0", "x"], ["aT", "bT", "ys"], body=body8, num_scan_inputs=1,
+                             directions=[1])
+    T = 5
+    a0, b0, x = f32(1, 3, rng=rng), f32(1, 3, rng=rng), f32(1, T, 3, rng=rng)
+    a, b = a0[0], b0[0]
+    ys = [None] * T
+    for i in range(T):
+        xt = x[0, T - 1 - i]
+        a, b = a + xt, b * xt
+        ys[i] = a - b
+    save_graph(outdir, "scan8_reverse", [node8],
+               [vi("a0", TensorProto.FLOAT, [1, 3]), vi("b0", TensorProto.FLOAT, [1, 3]),
+                vi("x", TensorProto.FLOAT, [1, T, 3])],
+               [vi("aT", TensorProto.FLOAT, None), vi("bT", TensorProto.FLOAT, None),
+                vi("ys", TensorProto.FLOAT, None)], [], 8,
+               [([a0, b0, x], [a[None], b[None], np.stack(ys)[None].astype(np.float32)])])
+
+    # (c) Loop-13 with a constant trip count (smaller than x's length), the
+    #     condition passed through, x[t] by Gather on an input and on a
+    #     captured weight (both longer than the trip count), a Gemm by a
+    #     captured weight, one scan output.  (x[t:t+1] by Slice: the official
+    #     test_loop11.)
+    W2 = f32(3, 3, rng=rng) * 0.5
+    lbody = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Gather", ["x", "it"], ["xt"], axis=0),
+         helper.make_node("Gather", ["z", "it"], ["zt"], axis=0),
+         helper.make_node("Gemm", ["h_in", "W2"], ["hw"]),
+         helper.make_node("Add", ["hw", "xt"], ["s"]),
+         helper.make_node("Mul", ["s", "zt"], ["s2"]),
+         helper.make_node("Tanh", ["s2"], ["h_out"]),
+         helper.make_node("Relu", ["h_out"], ["y"])],
+        "loop_body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         vi("h_in", TensorProto.FLOAT, [2, 3])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2, 3]),
+         vi("y", TensorProto.FLOAT, [2, 3])],
+        initializer=[])
+    M = 5
+    lnode = helper.make_node("Loop", ["M", "cond", "h0"], ["hT", "ys"], body=lbody)
+    h0, x, z = f32(2, 3, rng=rng), f32(7, 2, 3, rng=rng), f32(6, 2, 3, rng=rng)
+    h, ys = h0, []
+    for i in range(M):
+        h = np.tanh((h @ W2 + x[i]) * z[i]).astype(np.float32)
+        ys.append(np.maximum(h, 0))
+    save_graph(outdir, "loop_const_trip", [lnode],
+               [vi("h0", TensorProto.FLOAT, [2, 3]), vi("x", TensorProto.FLOAT, [7, 2, 3])],
+               [vi("hT", TensorProto.FLOAT, None), vi("ys", TensorProto.FLOAT, None)],
+               [numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(z, "z"),
+                numpy_helper.from_array(np.array(M, np.int64), "M"),
+                numpy_helper.from_array(np.array(True), "cond")], 13,
+               [([h0, x], [h, np.stack(ys)])])
+
+
+# ---- 3. models cellc must refuse ------------------------------------------------------
+
+def bad_cases(outdir):
+    def save(name, nodes, inputs, outputs, inits, expect):
+        graph = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 7
+        onnx.checker.check_model(model)
+        d = os.path.join(outdir, "bad", name)
+        os.makedirs(d, exist_ok=True)
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        with open(os.path.join(d, "expect.txt"), "w") as f:
+            f.write(expect + "\n")
+
+    # the body's condition depends on the state: an early exit
+    body = helper.make_graph(
+        [helper.make_node("Add", ["h_in", "one_f"], ["h_out"]),
+         helper.make_node("Gather", ["h_out", "i0"], ["e"], axis=0),
+         helper.make_node("Cast", ["e"], ["c_out"], to=TensorProto.BOOL)],
+        "body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("h_in", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2])],
+        initializer=[numpy_helper.from_array(np.array(1, np.float32), "one_f"),
+                     numpy_helper.from_array(np.array(0, np.int64), "i0")])
+    save("loop_data_dependent_cond", [helper.make_node("Loop", ["M", "", "h0"], ["hT"], body=body)],
+         [vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
+         [numpy_helper.from_array(np.array(20, np.int64), "M")], "Loop with a data-dependent condition")
+    # same body without the early exit, but M is a run-time input
+    body2 = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["h_in", "one_f"], ["h_out"])],
+        "body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("h_in", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2])],
+        initializer=[numpy_helper.from_array(np.array(1, np.float32), "one_f")])
+    save("loop_runtime_trip_count",
+         [helper.make_node("Loop", ["M", "", "h0"], ["hT"], body=body2)],
+         [vi("M", TensorProto.INT64, []), vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
+         [], "trip count M ('M') is not a compile-time constant")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: gen_loop_cases.py OUTDIR")
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    n = 0
+    for k, name in enumerate(ref_scripted.MODELS):
+        for j, opset in enumerate((13, 14, 17)):
+            scripted_case(out, name, opset, 4000 + 10 * k + j)
+            n += 1
+    scripted_case(out, "momentum_lstm", 14, 4900, batch_first=True, with_last=True)
+    scripted_case(out, "momentum_gru", 17, 4901, with_last=True)
+    n += 2
+    onnx_cases(out)
+    bad_cases(out)
+    print("gen_loop_cases: %d scripted cases, onnx and bad cases in %s" % (n, out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""test_cell_format.py: the native .cell format (compiler/txt_*.c), harness
+group "cell_format".  Prints one PASS/FAIL line per test; exit 1 on failure.
+
+  roundtrip   `cellc dump X --after P` for P in load..plan, parsed back and
+              printed again (`--after load`): the text must be identical, for
+              every examples/*.cell and for ONNX models of tests/out (PyTorch
+              exports, rnn_cases, the official LSTM/GRU/RNN node tests)
+  errors      malformed .cell files: exit 2, the expected message at
+              FILE:LINE:COL, the source line and a caret under the column
+  fuzz        random truncations and byte mutations of the examples (and of
+              a dump) under build-san/cellc: exit 0 or 2, no sanitizer report,
+              no crash (fixed seed)
+
+usage: test_cell_format.py CELLC CELLC_SAN OUTDIR   (run with /usr/bin/python3: onnx)
+"""
+import glob
+import os
+import random
+import re
+import subprocess
+import sys
+
+CELLC, CELLC_SAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+PASSES = ["load", "infer", "lower", "hoist", "fuse", "plan"]
+SAN_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
+SAN_MARKERS = ("runtime error", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer")
+failed = 0
+
+
+def report(name, ok, detail=""):
+    global failed
+    failed += not ok
+    print("%s cell_format/%s %s" % ("PASS" if ok else "FAIL", name, detail))
+
+
+def run(cmd, env=None, timeout=120):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+ELIDED = re.compile(r"elided fnv1a:[0-9a-f]{16}")
+
+
+def body(text):
+    """The dump without its first line ('# IR after PASS').  Constants the
+    printer elided (more than 32 elements) come back as zeros (with a
+    warning), so their hashes are not compared."""
+    text = text.split("\n", 1)[1] if "\n" in text else ""
+    return ELIDED.sub("elided", text)
+
+
+# ---- round trips ----------------------------------------------------------
+
+def binds(model):
+    """--bind options for the official node tests, whose weights are graph
+    inputs: W, R, B, P from test_data_set_0 (lowering needs them constant)."""
+    if "onnx_node" not in model:
+        return []
+    import onnx
+    g = onnx.load(model).graph
+    init = {t.name for t in g.initializer}
+    names = [i.name for i in g.input if i.name not in init]
+    d = os.path.join(os.path.dirname(model), "test_data_set_0")
+    out = []
+    for k, n in enumerate(names):
+        if n in ("W", "R", "B", "P") and os.path.exists(os.path.join(d, "input_%d.pb" % k)):
+            out += ["--bind", "%s=%s" % (n, os.path.join(d, "input_%d.pb" % k))]
+    return out
+
+
+def roundtrip(name, model):
+    bad = []
+    bind = binds(model)
+    for p in PASSES:
+        rc, out, err = run([CELLC, "dump", model, "--after", p] + bind)
+        if rc != 0:
+            bad.append("%s: dump exit %d: %s" % (p, rc, err.strip()[:200]))
+            continue
+        path = os.path.join(OUT, "%s.%s.cell" % (name.replace("/", "_"), p))
+        with open(path, "w") as f:
+            f.write(out)
+        rc2, out2, err2 = run([CELLC, "dump", path, "--after", "load"])
+        if rc2 != 0:
+            bad.append("%s: re-read exit %d: %s" % (p, rc2, err2.strip()[:200]))
+        elif body(out2) != body(out):
+            a, b = body(out).splitlines(), body(out2).splitlines()
+            k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            bad.append("%s: line %d differs: %r vs %r" % (p, k + 2, a[k] if k < len(a) else "",
+                                                           b[k] if k < len(b) else ""))
+    report("roundtrip/" + name, not bad, "; ".join(bad)[:400])
+
+
+def roundtrips():
+    models = [(os.path.basename(f), f) for f in sorted(glob.glob("examples/*.cell"))]
+    if len(models) < 3:
+        report("roundtrip/examples", False, "expected at least 3 examples/*.cell")
+    for d in sorted(glob.glob("tests/out/torch/*/model.onnx"))[:12]:
+        models.append(("torch/" + d.split("/")[-2], d))
+    for d in sorted(glob.glob("tests/out/rnn_cases/*/model.onnx"))[:8]:
+        models.append(("rnn_cases/" + d.split("/")[-2], d))
+    node = sorted(glob.glob("tests/out/onnx_node/node/test_lstm_*/model.onnx") +
+                  glob.glob("tests/out/onnx_node/node/test_gru_*/model.onnx") +
+                  glob.glob("tests/out/onnx_node/node/test_rnn_*/model.onnx") +
+                  glob.glob("tests/out/onnx_node/node/test_simple_rnn_*/model.onnx"))
+    for d in node:
+        models.append(("onnx_node/" + d.split("/")[-2], d))
+    if len(models) < 10:
+        report("roundtrip/models", False, "fixtures missing: only %d models" % len(models))
+    for name, m in models:
+        roundtrip(name, m)
+
+
+# ---- located errors ----------------------------------------------------------
+
+HEAD = "model m {\n    input x: f32[seq, batch, 4]\n"
+ERRORS = [
+    # (name, text, [(line, col, message substring)])
+    ("unknown_cell", HEAD + "    h = lstmm(x, hidden=8)\n    output h\n}\n",
+     [(3, 9, "unknown cell or function 'lstmm'")]),
+    ("unknown_option", HEAD + "    h = lstm(x, hidden=8, mu=0.5)\n    output h\n}\n",
+     [(3, 27, "mu")]),
+    ("missing_hidden", HEAD + "    h = momentum_lstm(x, mu=0.5)\n    output h\n}\n",
+     [(3, 9, "hidden")]),
+    ("bad_value", HEAD + "    h = lstm(x, hidden=8, init=nonsense)\n    output h\n}\n",
+     [(3, 27, "init")]),
+    ("trailing_tokens", HEAD + "    h = lstm(x, hidden=8) extra\n    g = gru(x, hidden=0.5)\n"
+     "    output h\n}\n", [(3, 27, "expected the end of the line"), (4, 16, "hidden")]),
+    ("undefined_value", HEAD + "    y = linear(last(q), out=3)\n    output y\n}\n",
+     [(3, 21, "'q' is not defined")]),
+    ("last_of_last", HEAD + "    h = lstm(x, hidden=8)\n    y = linear(last(last(h)), out=2)\n"
+     "    output y\n}\n", [(4, 16, "last() needs a sequence")]),
+    ("unterminated_string", HEAD + "    weights \"w.weights\n    output x\n}\n",
+     [(3, 13, "unterminated string")]),
+    ("bad_char", HEAD + "    h = lstm(x, hidden=8) $\n    output h\n}\n",
+     [(3, 27, "unexpected character '$'")]),
+    ("no_output", HEAD + "    h = lstm(x, hidden=8)\n}\n", [(4, 1, "no 'output' line")]),
+    ("missing_weights_file", HEAD.replace("\n", "\n    weights \"nonexistent.weights\"\n", 1) +
+     "    output x\n}\n", [(2, 13, "cannot read weights file")]),
+    ("builtin_name", "cell lstm(x; h) {\n    h' = x\n}\n" + HEAD + "    output x\n}\n",
+     [(1, 6, "name of a built-in cell")]),
+    ("gemm_shape", "cell c1(x; h) {\n    param W[H, I], U[H, H]\n    h' = tanh(W @ x + U @ x)\n}\n"
+     + HEAD + "    h = c1(x, hidden=8)\n    output h\n}\n", [(3, 25, "'h.U' is [8, 8]")]),
+    ("elementwise_shape", "cell c2(x; h) {\n    param W[H, I]\n    h' = W @ x + x\n}\n"
+     + HEAD + "    h = c2(x, hidden=8)\n    output h\n}\n", [(3, 16, "operands of '+' do not match")]),
+    ("state_shape", "cell c3(x; h, v[2*H]) {\n    param W[H, I]\n    v' = W @ x\n    h' = v'\n}\n"
+     + HEAD + "    h = c3(x, hidden=8)\n    output h\n}\n", [(3, 8, "state v is [B, 16]")]),
+    ("split_parts", "cell c4(x; h) {\n    param W[3*H, I]\n    a, b = split(W @ x, 3)\n"
+     "    h' = a\n}\n" + HEAD + "    h = c4(x, hidden=8)\n    output h\n}\n",
+     [(3, 12, "split into 3 parts assigned to 2 names")]),
+    ("cell_unknown_option", "cell c5(x; h) {\n    option mu = 0.5\n    param W[H, I]\n"
+     "    h' = mu * (W @ x)\n}\n" + HEAD + "    h = c5(x, hidden=8, nu=1)\n    output h\n}\n",
+     [(8, 25, "cell 'c5' has no option 'nu'")]),
+    ("state_never_set", "cell c6(x; h, c) {\n    param W[H, I]\n    h' = W @ x\n}\n"
+     + HEAD + "    h = c6(x, hidden=8)\n    output h\n}\n", [(4, 1, "state c of cell 'c6' never")]),
+    ("graph_unknown_op", "graph g {\n\topset 17\n\tinput %x: f32[2]\n\t%y = Frob(%x)\n\toutput %y\n}\n",
+     [(4, 7, "unknown operation 'Frob'")]),
+    ("graph_undefined", "graph g {\n\topset 17\n\tinput %x: f32[2]\n\t%y = Relu(%z)\n\toutput %y\n}\n",
+     [(4, 12, "'%z' is not defined")]),
+    ("graph_bad_symbol", "graph g {\n\topset 17\n\tinput %x: f32[n, 2]\n\toutput %x\n}\n",
+     [(3, 16, "unknown dimension symbol 'n'")]),
+    ("graph_const_count", "graph g {\n\tconst %c: i64[3] = [1, 2]\n\toutput %c\n}\n",
+     [(2, 26, "expected ','")]),
+    ("graph_arity", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x, %x)\n\toutput %y\n}\n",
+     [(3, 7, "Relu takes 1 to 1 inputs")]),
+]
+
+
+def errors():
+    for name, text, want in ERRORS:
+        path = os.path.join(OUT, "err_%s.cell" % name)
+        with open(path, "w") as f:
+            f.write(text)
+        rc, out, err = run([CELLC, "dump", path])
+        bad = []
+        if rc != 2:
+            bad.append("exit %d, expected 2" % rc)
+        lines = err.splitlines()
+        src = text.splitlines()
+        for line, col, sub in want:
+            head = "%s:%d:%d: error: " % (path, line, col)
+            k = next((i for i, l in enumerate(lines) if l.startswith(head) and sub in l), None)
+            if k is None:
+                bad.append("no '%s...%s' in: %s" % (head, sub, " | ".join(lines[:6])[:300]))
+                continue
+            # the source line, then the caret under the column
+            want_src = "  " + (src[line - 1] if line <= len(src) else "")
+            if k + 2 >= len(lines) or lines[k + 1] != want_src:
+                bad.append("source line missing after %s" % head)
+            elif lines[k + 2] != "  " + " " * (col - 1) + "^":
+                bad.append("caret not at column %d: %r" % (col, lines[k + 2]))
+        report("errors/" + name, not bad, "; ".join(bad)[:400])
+
+
+# ---- fuzz -----------------------------------------------------------------------
+
+def fuzz():
+    rng = random.Random(20261121)
+    seeds = []
+    for f in sorted(glob.glob("examples/*.cell")):
+        with open(f, "rb") as fh:
+            seeds.append(fh.read())
+    rc, out, err = run([CELLC, "dump", "examples/my_cell.cell", "--after", "plan"])
+    if rc == 0:
+        seeds.append(out.encode())
+    if not seeds:
+        report("fuzz/seeds", False, "no examples")
+        return
+    alphabet = b"(){}[],:;=+-*/@?%\"'#\\\n\t _ax0123456789.eE\x00\xff"
+    cases = []
+    for i in range(48):
+        s = bytearray(rng.choice(seeds))
+        kind = i % 4
+        if kind == 0:
+            s = s[:rng.randrange(len(s) + 1)]
+        else:
+            for _ in range(rng.randint(1, 6)):
+                p = rng.randrange(len(s) + 1)
+                if kind == 1:
+                    s[p:p + 1] = bytes([rng.choice(alphabet)])
+                elif kind == 2:
+                    del s[p:p + rng.randint(1, 12)]
+                else:
+                    q = rng.randrange(len(s) + 1)
+                    s[p:p] = s[q:q + rng.randint(1, 40)]
+        cases.append(bytes(s))
+    # hostile shapes: deep nesting, huge numbers, long names
+    cases.append(b"cell c(x; h) {\n h' = " + b"(" * 5000 + b"x" + b")" * 5000 + b"\n}\n")
+    cases.append(b"model m {\n input x: f32[99999999999999999999, 2]\n output x\n}\n")
+    cases.append(b"graph g {\n input %x: f32[" + b"1, " * 20 + b"1]\n output %x\n}\n")
+    cases.append(b"model " + b"a" * 100000 + b" {\n}\n")
+    bad = []
+    for i, data in enumerate(cases):
+        path = os.path.join(OUT, "fuzz_%03d.cell" % i)
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            rc, out, err = run([CELLC_SAN, "dump", path], env=SAN_ENV, timeout=60)
+        except subprocess.TimeoutExpired:
+            bad.append("%s: timed out" % path)
+            continue
+        if rc not in (0, 2) or any(m in err for m in SAN_MARKERS):
+            bad.append("%s: exit %d %s" % (path, rc, err.strip().splitlines()[-1:] if err.strip() else ""))
+    report("fuzz/%d_cases" % len(cases), not bad, "; ".join(map(str, bad))[:600])
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    roundtrips()
+    errors()
+    fuzz()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

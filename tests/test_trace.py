@@ -1,0 +1,128 @@
+"""test_trace.py: what `cellc` makes of traced loops beyond their numbers
+(tests/gen_trace_cases.py; `cellc verify` of the same cases runs in the
+harness group "trace").  One PASS/FAIL line each:
+
+  info/CASE     `cellc info` names the CELLS.md cell the trace computes (the
+                string tests/ref_momentum.py's expected_cell gives), with its
+                hidden size; the time axis is symbolic ("any length") exactly
+                when case.json says it must be, and otherwise a note says why
+  size/MODEL    the emitted C of the T = 64 trace is not larger than that of
+                the T = 8 trace (comments and string literals -- the
+                exporter's names -- stripped: the code does not grow with T)
+  long/...      the 784-step MomentumLSTM trace (tests/fixtures/, xz): info,
+                emitted C not larger than its T = 8 twin, compile time printed
+                (measured, not a timed test)
+
+usage: test_trace.py CELLC TRACE_DIR [LONG_DIR]
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def report(name, ok, detail=""):
+    print("%s trace/%s%s" % ("PASS" if ok else "FAIL", name, " " + detail if detail else ""), flush=True)
+    return ok
+
+
+def check_info(cellc, case_dir, name):
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    rc, out, err = run([cellc, "info", os.path.join(case_dir, "model.onnx")])
+    if rc != 0:
+        return report("info/" + name, False, "exit %d: %s" % (rc, err.strip()[:200]))
+    lines = [l.strip() for l in out.splitlines() if l.strip().startswith("recurrence over")]
+    if len(lines) != 1:
+        return report("info/" + name, False, "%d 'recurrence over' lines, expected 1" % len(lines))
+    line = lines[0]
+    cell = case["cell"]
+    if case["symbolic_time"]:
+        want = "cell %s, hidden %d" % (cell, case["hidden"])
+    else:
+        # NAG traced over fewer steps than its restart period: the schedule
+        # is a table and the period unknown
+        want = "cell %s(s=" % cell.split("(")[0]
+    if want not in line:
+        return report("info/" + name, False, "%r lacks %r" % (line, want))
+    symbolic = "any length" in line
+    if symbolic != case["symbolic_time"]:
+        return report("info/" + name, False, "time axis %s, expected %s: %r" % (
+            "symbolic" if symbolic else "fixed", "symbolic" if case["symbolic_time"] else "fixed", line))
+    if not symbolic and "T stays %d" % case["T"] not in out:
+        return report("info/" + name, False, "no note saying why T stays fixed")
+    if "T=%d steps" % case["T"] not in line and not symbolic:
+        return report("info/" + name, False, "%r does not give T=%d" % (line, case["T"]))
+    return report("info/" + name, True, line)
+
+
+def code_size(cellc, model):
+    """Bytes of the emitted C and header without comments, and compile time."""
+    tmp = tempfile.mkdtemp(prefix="cellc_trace_")
+    try:
+        t0 = time.time()
+        rc, out, err = run([cellc, "compile", model, "-o", tmp, "--name", "m"])
+        took = time.time() - t0
+        if rc != 0:
+            return None, took, err.strip()[:200]
+        text = ""
+        for f in ("m.c", "m.h"):
+            with open(os.path.join(tmp, f)) as fh:
+                text += fh.read()
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        text = re.sub(r"//[^\n]*", "", text)
+        # names are data, not code (the exporter numbers them by graph size)
+        text = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', text)
+        return len(text), took, ""
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_size(cellc, name, short, longer):
+    a, _, ea = code_size(cellc, short)
+    b, took, eb = code_size(cellc, longer)
+    if a is None or b is None:
+        return report("size/" + name, False, "compile failed: %s" % (ea or eb))
+    return report("size/" + name, b <= a, "%d bytes of code for the longer trace, %d for T = 8 "
+                  "(compile %.2f s)" % (b, a, took))
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__)
+    cellc, trace = sys.argv[1], sys.argv[2]
+    ok = True
+    cases = sorted(d for d in os.listdir(trace) if os.path.isdir(os.path.join(trace, d)))
+    for c in cases:
+        ok &= check_info(cellc, os.path.join(trace, c), c)
+    models = sorted({c.rsplit("_T", 1)[0] for c in cases})
+    for m in models:
+        short = os.path.join(trace, m + "_T8", "model.onnx")
+        longer = os.path.join(trace, m + "_T64", "model.onnx")
+        with open(os.path.join(trace, m + "_T8", "case.json")) as f:
+            same_form = json.load(f)["symbolic_time"]   # else T = 8 keeps a table
+        if os.path.exists(short) and os.path.exists(longer) and same_form:
+            ok &= check_size(cellc, m, short, longer)
+    if len(sys.argv) == 4:
+        long_dir = sys.argv[3]
+        l784 = os.path.join(long_dir, "momentum_lstm_opset13_T784")
+        l8 = os.path.join(long_dir, "momentum_lstm_opset13_T8_mnist")
+        ok &= check_info(cellc, l784, "long/momentum_lstm_T784")
+        ok &= check_size(cellc, "long/momentum_lstm_T784", os.path.join(l8, "model.onnx"),
+                         os.path.join(l784, "model.onnx"))
+        _, took, _ = code_size(cellc, os.path.join(l784, "model.onnx"))
+        print("# compile time of the 784-step trace: %.2f s" % took)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
