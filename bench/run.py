@@ -34,7 +34,7 @@ PyTorch training 1 (a step takes 10-50 s).  Environment knobs:
 BENCH_THREADS ("1 2"), BENCH_H ("128 256"), BENCH_B ("1 128"),
 BENCH_CELLS ("lstm momentum_lstm adam_lstm sr_lstm"), BENCH_TRAIN (1; 0
 skips the training cases), BENCH_TRAIN_REPS (1), BENCH_TRAIN_H ("256"),
-BENCH_TRACE_ALL (0).
+BENCH_TRACE (1; 0 leaves the traced exports out), BENCH_TRACE_ALL (0).
 On an idle 2-core machine a whole run takes about 10 minutes, a third of it
 the four PyTorch training steps; the first run also exports the models.
 
@@ -77,6 +77,7 @@ TRAIN = os.environ.get("BENCH_TRAIN", "1") != "0"
 TRAIN_REPS = int(os.environ.get("BENCH_TRAIN_REPS", "1"))
 TRAIN_HS = [int(h) for h in env_list("BENCH_TRAIN_H", "256")]
 TRACE_ALL = os.environ.get("BENCH_TRACE_ALL", "0") != "0"
+TRACE = os.environ.get("BENCH_TRACE", "1") != "0"
 
 
 def reps_fast(B):
@@ -209,7 +210,7 @@ def model_names():
         for H in HS:
             if cell == "lstm":
                 names.append(("lstm", H, "onnx"))
-            elif TRACE_ALL or (cell == "momentum_lstm" and H == max(HS)):
+            elif TRACE and (TRACE_ALL or (cell == "momentum_lstm" and H == max(HS))):
                 names += [(cell, H, "trace"), (cell, H, "script")]
             else:
                 names.append((cell, H, "script"))
@@ -233,8 +234,8 @@ def gen_models():
             todo.append(n)
     errors = {}
     if todo:
-        log("exporting %d ONNX model(s) from PyTorch (traced 784-step exports take a minute "
-            "or more each; they are kept in build/bench/models)" % len(todo))
+        log("exporting %d ONNX model(s) from PyTorch (a traced 784-step export takes "
+            "PyTorch several CPU minutes; exports are kept in build/bench/models)" % len(todo))
         for n in todo:
             rc, out, err = run([PY, os.path.join(ROOT, "bench/gen_models.py"), MODELS, n],
                                timeout=1800)
@@ -428,7 +429,19 @@ def agreement(a, b):
 
 
 def derive(rows):
-    """Adds the ratios and limits to every row (in place)."""
+    """Adds the ratios and limits to every row (in place).  The limits of a
+    (H, B, threads) case are the best each timer measured for it: they are
+    the machine's, whatever the model, and on a shared machine a single
+    measurement can be low."""
+    best = {}
+    for r in rows:
+        if "bw_weights_gbs" in r:
+            b = best.setdefault((r["H"], r["B"], r["threads"]), {})
+            for k in ("sgemv_gflops", "sgemm_gflops", "bw_weights_gbs"):
+                b[k] = max(b.get(k, 0.0), r[k])
+    for r in rows:
+        if "bw_weights_gbs" in r:
+            r.update(best[(r["H"], r["B"], r["threads"])])
     lstm, lstm_cpu = {}, {}
     for r in rows:
         if r["mode"] == "infer" and r["cell"] == "lstm":
@@ -524,7 +537,8 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
         LOAD_START + " / " + " ".join("%.1f" % v for v in os.getloadavg()), os.cpu_count()))
 
     log("")
-    log("== Machine limits (measured by bench/time_cellc.c in the same run, best of 9)")
+    log("== Machine limits (measured by bench/time_cellc.c in the same run: best of 9, and "
+        "the best over the models of a case)")
     seen = set()
     for r in rows:
         if "bw_weights_gbs" in r and (r["H"], r["B"], r["threads"]) not in seen:

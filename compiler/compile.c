@@ -21,6 +21,7 @@ const pass_desc pass_list[] = {
 	{"cells", pass_lower_cell},
 	{"lower", pass_lower_rnn},
 	{"hoist", pass_hoist},
+	{"split", pass_split},
 	{"fuse", pass_fuse},
 	{"plan", pass_plan},
 };

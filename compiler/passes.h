@@ -36,6 +36,10 @@ int lower_rnn_needs_const(ir_op op, int k);
 /* Input projections of every recurrence hoisted into one GEMM over T*B rows,
  * bias vectors pre-summed. */
 int pass_hoist(ir_graph *g, diag *D, const pass_opts *o);
+/* Last-axis slices (gate chunks) of element-wise body values pushed up to
+ * products, per-step inputs and states, where they are column views;
+ * states read only by such slices split (pass_split.c). */
+int pass_split(ir_graph *g, diag *D, const pass_opts *o);
 /* Element-wise chains grouped into fused loops (node->group). */
 int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
 /* What pass_fuse decided, for emitters and the planner (pass_fuse.c):

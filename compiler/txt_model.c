@@ -510,6 +510,8 @@ static ir_value *expr(mctx *m, int *seq_axis, const txt_tok **at)
 		txt_error(X, t, "'%s' is not defined (an input or an earlier statement)", t->str);
 		return NULL;
 	}
+	if (!v->v)      /* its statement failed and said why */
+		return NULL;
 	*seq_axis = v->seq_axis;
 	return v->v;
 }
@@ -593,6 +595,8 @@ static void stmt_assign(mctx *m)
 	}
 	ir_value *v = expr(m, &ax, &at);
 	if (!v) {
+		/* bound to nothing, so that later uses do not add "not defined" */
+		bind(m, nt->str, NULL, -1);
 		txt_skip_line(X);
 		return;
 	}
@@ -623,6 +627,8 @@ static void stmt_output(mctx *m, const txt_tok *kw)
 			txt_error(X, t, "'%s' is not defined", name);
 			continue;
 		}
+		if (!v->v)      /* its statement failed */
+			continue;
 		if (v->v->kind == VAL_INPUT) {
 			txt_error(X, t, "'%s' is an input; outputs are computed values", name);
 			continue;

@@ -1,7 +1,9 @@
 """gen_deploy_cases.py: fixtures of the "deploy" test group (golden
 regression kits, deployment modes, the ONNX Runtime oracle), derived from
-the PyTorch exports of gen_torch_exports.py (made first; its directory is
-OUTDIR/../torch).  The golden values stay PyTorch's; this script only
+the PyTorch exports of gen_torch_exports.py (nn.LSTM, nn.GRU; directory
+OUTDIR/../torch) and gen_trace_cases.py (a traced Python-loop MomentumLSTM
+with a Linear head, dynamic batch and time; directory OUTDIR/../trace),
+both made first.  The golden values stay PyTorch's; this script only
 repackages or damages them:
 
   OUTDIR/<case>/corrupt/test_data_set_0   set 0 of the case with one golden
@@ -22,7 +24,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-CASES = ["lstm_opset14_bf_l1_init_last", "gru_opset17_bidirectional_l1_sf"]
+# (fixture directory beside OUTDIR, case)
+CASES = [("torch", "lstm_opset14_bf_l1_init_last"), ("torch", "gru_opset17_bidirectional_l1_sf"),
+         ("trace", "momentum_lstm_opset14_T8")]
 
 
 def read_pb(path):
@@ -34,12 +38,12 @@ def read_pb(path):
 
 def main():
     out = sys.argv[1]
-    torch_dir = os.path.join(os.path.dirname(os.path.abspath(out)), "torch")
+    parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(out, exist_ok=True)
-    for case in CASES:
-        src = os.path.join(torch_dir, case)
+    for fixture, case in CASES:
+        src = os.path.join(parent, fixture, case)
         if not os.path.isdir(src):
-            sys.exit("gen_deploy_cases.py: %s is missing (make the torch fixtures first)" % src)
+            sys.exit("gen_deploy_cases.py: %s is missing (make the %s fixtures first)" % (src, fixture))
         dst = os.path.join(out, case)
         os.makedirs(dst, exist_ok=True)
 

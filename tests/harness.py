@@ -31,7 +31,8 @@ Groups, in order:
               through build-san/cellc)
   deploy      golden regression kits (`compile --testbench`, `make test`) in every
               deployment mode {file, embedded weights} x {malloc, no-malloc} x
-              {OpenBLAS, BLAS=none}, C++ use of the header, valgrind, the
+              {OpenBLAS, BLAS=none} for an nn.LSTM export, a traced
+              MomentumLSTM and a .cell AdamLSTM, C++ use of the header, valgrind, the
               portable GEMM, `verify --oracle onnxruntime` (npm onnxruntime-node)
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
@@ -360,8 +361,15 @@ def group_structure():
         return fixtures_missing("structure", missing[0])
     if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
         return [Result("structure/run", False, "%s is not built" % CELLC)]
-    return script_group("structure", [PY, "tests/test_structure.py", CELLC, os.path.join(OUT, "rnn_cases"),
-                                      os.path.join(OUT, "torch")])
+    res = script_group("structure", [PY, "tests/test_structure.py", CELLC, os.path.join(OUT, "rnn_cases"),
+                                     os.path.join(OUT, "torch")])
+    # chunked gates of scripted Loop bodies and user cells: one fused loop per step
+    for g in ("loop", "cells"):
+        if not stamp_ok(g):
+            return res + fixtures_missing("structure", g)
+    models = sorted(glob.glob(os.path.join(OUT, "loop", "scripted", "*", "model.onnx")) +
+                    glob.glob(os.path.join(OUT, "cells", "user_*", "model.cell"))) + ["examples/my_cell.cell"]
+    return res + script_group("structure_fused", [PY, "tests/test_fused_bodies.py", CELLC] + models)
 
 
 def group_trace():
@@ -649,11 +657,14 @@ def group_loop():
 
 DEPLOY_LSTM = "lstm_opset14_bf_l1_init_last"        # nn.LSTM export, streaming API
 DEPLOY_GRU = "gru_opset17_bidirectional_l1_sf"       # bidirectional: no streaming check
+DEPLOY_TRACED = "momentum_lstm_opset14_T8"           # traced Python-loop MomentumLSTM + Linear head
 # case -> (fixture group, data directory, model file, --max-dim values for --no-malloc)
 DEPLOY_MODELS = {
     DEPLOY_LSTM: ("torch", os.path.join(OUT, "torch", DEPLOY_LSTM), "model.onnx", ["batch=4", "seq=16"]),
     DEPLOY_GRU: ("torch", os.path.join(OUT, "torch", DEPLOY_GRU), "model.onnx", ["batch=4", "seq=16"]),
     "adam_lstm_cell": ("cells", os.path.join(OUT, "cells", "adam_lstm"), "model.cell", ["seq=784", "batch=64"]),
+    # torch.onnx.export's 8 unrolled steps, re-rolled (pass_reroll.c); golden sets T=8 B=2, T=50 B=2, T=8 B=3
+    "momentum_lstm_traced": ("trace", os.path.join(OUT, "trace", DEPLOY_TRACED), "model.onnx", ["seq=50", "batch=3"]),
     "momentum_lstm_scripted": ("loop", os.path.join(OUT, "loop", "scripted", "momentum_lstm_opset17"), "model.onnx",
                                ["T=784", "B=3"]),
 }
@@ -823,11 +834,14 @@ def group_deploy():
                      "%d cases against rt_sgemm_ref" % len(res) if not bad else
                      "%s: %s" % (bad[0].name, bad[0].detail))
     # the matrix: {file, embed} x {malloc, no-malloc} x {OpenBLAS, none}, each in its own directory
-    items = [(c, w, m, b) for c in (DEPLOY_LSTM, "adam_lstm_cell", "momentum_lstm_scripted")
+    items = [(c, w, m, b) for c in (DEPLOY_LSTM, "adam_lstm_cell", "momentum_lstm_traced")
              for w, m in DEPLOY_MODES for b in ("openblas", "none")]
+    # the scripted (ONNX Loop) MomentumLSTM, an extra: two opposite corners
+    items += [("momentum_lstm_scripted", "file", "malloc", "openblas"), ("momentum_lstm_scripted", "embed", "nomalloc", "none")]
     items += [(DEPLOY_GRU, "file", "malloc", "openblas"), (DEPLOY_GRU, "embed", "nomalloc", "none")]
     yield from parallel(deploy_mode, items)
-    yield from parallel(deploy_cxx, [(c, w, m) for c in (DEPLOY_LSTM, "adam_lstm_cell") for w, m in DEPLOY_MODES])
+    yield from parallel(deploy_cxx, [(c, w, m) for c in (DEPLOY_LSTM, "adam_lstm_cell", "momentum_lstm_traced")
+                                     for w, m in DEPLOY_MODES])
     base = os.path.join(OUT, "deploy", DEPLOY_LSTM)
     torch_case = os.path.join(OUT, "torch", DEPLOY_LSTM)
     model = os.path.join(torch_case, "model.onnx")
@@ -840,10 +854,21 @@ def group_deploy():
                                       lambda work, out: None if os.path.exists(os.path.join(ROOT, work, "m_test.data"))
                                       else "no m_test.data written")),
     ]
+    # the traced MomentumLSTM: PyTorch's golden data with one value corrupted, and
+    # its model with cell.h2h.weight + 0.1 against PyTorch's golden data
+    tbase = os.path.join(OUT, "deploy", DEPLOY_TRACED)
+    tcase = os.path.join(OUT, "trace", DEPLOY_TRACED)
+    tmodel = os.path.join(tcase, "model.onnx")
+    checks += [
+        ("traced_corrupt_golden", deploy_expect_fail, ("traced_corrupt_golden", tmodel, os.path.join(tbase, "corrupt"))),
+        ("traced_perturbed_model", deploy_expect_fail, ("traced_perturbed_model", os.path.join(tbase, "perturbed.onnx"),
+                                                        tcase)),
+    ]
     yield from parallel(lambda n, f, a: f(*a), checks)
     yield from parallel(deploy_valgrind, [(DEPLOY_LSTM, "file-malloc-openblas"), (DEPLOY_LSTM, "embed-nomalloc-none"),
                                           (DEPLOY_GRU, "file-malloc-openblas"),
-                                          ("momentum_lstm_scripted", "embed-nomalloc-none")])
+                                          ("momentum_lstm_scripted", "embed-nomalloc-none"),
+                                          ("momentum_lstm_traced", "file-malloc-openblas")])
     # ONNX Runtime: npm install --ignore-scripts must work (a failure fails, never skips)
     rc, out, err = run(["make", "--no-print-directory", "-s", "ort"], log + ".ort")
     yield Result("deploy/oracle/npm_install", rc == 0, "build/ort" if rc == 0 else
@@ -856,6 +881,11 @@ def group_deploy():
     items.append(("torch_lstm_save_golden", model, ["--inputs", "2", "--dim", "batch=3", "--dim", "seq=5",
                                                     "--save-golden", golden, "--report", "json",
                                                     os.path.join(OUT, "deploy_work", "oracle_report.json")], 0))
+    # ONNX Runtime runs the traced file itself (8 unrolled steps: seq=8; batch is dynamic)
+    tgolden = os.path.join(OUT, "deploy_work", "oracle_golden_traced")
+    shutil.rmtree(os.path.join(ROOT, tgolden), ignore_errors=True)
+    items.append(("traced_momentum_lstm_save_golden", tmodel, ["--inputs", "2", "--seed", "7", "--dim", "seq=8",
+                                                               "--dim", "batch=3", "--save-golden", tgolden], 0))
     items.append(("layout1_refused", os.path.join(node, "test_lstm_batchwise", "model.onnx"), [], 2,
                   ["layout=1", "ONNX Runtime"]))
     items.append(("missing_dim", model, ["--dim", "batch=3"], 2, ["--dim seq="]))
@@ -870,10 +900,12 @@ def group_deploy():
         yield Result("deploy/oracle/report_json", ok, "" if ok else "unexpected report: %s" % json.dumps(r)[:200])
     except (OSError, ValueError, KeyError) as e:
         yield Result("deploy/oracle/report_json", False, "%s: %s" % (rep, e))
-    for name, m, want in (("golden_replay", model, 0),
-                          ("perturbed_fails", os.path.join(base, "perturbed.onnx"), 1)):
+    for name, m, gold, want in (("golden_replay", model, golden, 0),
+                                ("perturbed_fails", os.path.join(base, "perturbed.onnx"), golden, 1),
+                                ("traced_golden_replay", tmodel, tgolden, 0),
+                                ("traced_perturbed_fails", os.path.join(tbase, "perturbed.onnx"), tgolden, 1)):
         log2 = os.path.join(LOGS, "deploy", "oracle-%s.log" % name)
-        rc, out, err = run([CELLC, "verify", m, "--data", golden], log2)
+        rc, out, err = run([CELLC, "verify", m, "--data", gold], log2)
         yield Result("deploy/oracle/%s" % name, rc == want, "exit %s (want %d)%s" % (
             rc, want, "" if rc == want else ": %s (log: %s)" % (first_lines(err or out), log2)))
 
@@ -886,6 +918,68 @@ def group_cell_format():
                                         os.path.join(OUT, "cell_format")])
 
 
+# ---- .cell initialisers and streaming of native cells (issue 3) ---------------
+
+def group_cell_init():
+    """tests/test_cell_init.py: the initialisers of CELLS.md section 4 through
+    `cellc compile`, checked in numpy; weights-file override and errors."""
+    if not stamp_ok("cell_init"):
+        return fixtures_missing("cell_init", "cell_init")
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("cell_init/run", False, "%s is not built" % CELLC)]
+    work = os.path.join(OUT, "cell_init_work")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    shutil.rmtree(os.path.join(ROOT, work + "_det"), ignore_errors=True)
+    return script_group("cell_init", [PY, "tests/test_cell_init.py", CELLC, os.path.join(OUT, "cell_init"), work])
+
+
+def cell_stream_one(case):
+    """Compiles stream/CASE and runs tests/api/test_cell_stream.c on it."""
+    src = os.path.join(OUT, "cell_init", "stream", case)
+    work = os.path.join(OUT, "cell_stream_work", case)
+    log = os.path.join(LOGS, "cell_stream", case + ".log")
+    full = "cell_stream/%s/build" % case
+    rc, out, err = run([CELLC, "compile", os.path.join(src, "model.cell"), "-o", work, "--name", "m"], log + ".compile")
+    if rc != 0:
+        return [Result(full, False, "cellc compile: %s: %s (log: %s.compile)" % (status_word(rc), first_lines(err), log))]
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work], log + ".make")
+    if rc != 0:
+        return [Result(full, False, "make in %s: %s (log: %s.make)" % (work, first_lines(err + out), log))]
+    binary = os.path.join(work, "test_cell_stream")
+    rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
+                        "tests/api/test_cell_stream.c", "-o", binary, os.path.join(work, "libm.a"),
+                        os.path.join("build", "libcellrt.a"), "-lopenblas", "-lm"], log + ".cc")
+    if rc != 0:
+        return [Result(full, False, "cannot build the test: %s (log: %s.cc)" % (first_lines(err), log))]
+    rc, out, err = run([binary, src, os.path.join(work, "m.weights"), case], log)
+    res = []
+    for line in out.splitlines():
+        m = re.match(r"^(PASS|FAIL) (\S+)\s*(.*)$", line)
+        if m:
+            res.append(Result(m.group(2), m.group(1) == "PASS", m.group(3)))
+    if len(res) != 5 or (rc != 0 and all(r.ok for r in res)):
+        res.append(Result("cell_stream/%s/run" % case, False, "%s, %d results (log: %s)" % (
+            status_word(rc), len(res), log)))
+    return res
+
+
+def group_cell_stream():
+    """Streaming of native cells (momentum, NAG with t and restart, Adam,
+    momentum attention, a stack): step == run, reset, run-then-step, against
+    the PyTorch golden of tests/ref_cells.py."""
+    if not stamp_ok("cell_init"):
+        return fixtures_missing("cell_stream", "cell_init")
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("cell_stream/run", False, "%s is not built" % CELLC)]
+    root = os.path.join(ROOT, OUT, "cell_init", "stream")
+    cases = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    res = []
+    with concurrent.futures.ThreadPoolExecutor(JOBS) as ex:
+        for r in ex.map(cell_stream_one, cases):
+            res.extend(r)
+    return res or [Result("cell_stream/run", False, "no cases")]
+
+
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
@@ -895,6 +989,7 @@ GROUPS = [
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("loop", group_loop),
     ("cell_format", group_cell_format),
+    ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
 ]
 
 

@@ -17,6 +17,7 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 	$(TOUT)/deploy/.stamp \
 	$(TOUT)/loop/.stamp \
 	$(TOUT)/cells/.stamp \
+	$(TOUT)/cell_init/.stamp \
 	$(TOUT)/trace/.stamp $(if $(wildcard tests/fixtures/trace_long.tar.xz),$(TOUT)/trace_long/.stamp)
 
 .PHONY: fixtures unit-tests
@@ -42,7 +43,7 @@ $(TOUT)/api/.stamp: tests/gen_api_cases.py tests/ref_rnn.py
 	$(call gen,tests/gen_api_cases.py,$(TOUT)/api)
 $(TOUT)/loop/.stamp: tests/gen_loop_cases.py tests/ref_scripted.py tests/ref_momentum.py
 	$(call gen,tests/gen_loop_cases.py,$(TOUT)/loop)
-$(TOUT)/deploy/.stamp: tests/gen_deploy_cases.py $(TOUT)/torch/.stamp
+$(TOUT)/deploy/.stamp: tests/gen_deploy_cases.py $(TOUT)/torch/.stamp $(TOUT)/trace/.stamp
 	$(call gen,tests/gen_deploy_cases.py,$(TOUT)/deploy)
 $(TOUT)/trace/.stamp: tests/gen_trace_cases.py tests/ref_momentum.py
 	$(call gen,tests/gen_trace_cases.py,$(TOUT)/trace)
@@ -56,6 +57,8 @@ $(TOUT)/bad/.stamp: tests/gen_bad_models.py
 	$(call gen,tests/gen_bad_models.py,$(TOUT)/bad)
 $(TOUT)/cells/.stamp: tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfile.py
 	$(call gen,tests/gen_cell_cases.py,$(TOUT)/cells)
+$(TOUT)/cell_init/.stamp: tests/gen_cell_init_cases.py tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfile.py
+	$(call gen,tests/gen_cell_init_cases.py,$(TOUT)/cell_init)
 
 # ---- Check unit tests of libcellrt ------------------------------------------
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
