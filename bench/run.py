@@ -20,10 +20,14 @@ unless something could not be built at all.
 Cases (bench/cells.py): nn.LSTM exported to ONNX (`onnx`); MomentumLSTM,
 AdamLSTM and SRLSTM as Python-loop cells, exported scripted (`script`: one
 ONNX Loop) and, for MomentumLSTM at the largest hidden size, traced
-(`trace`: 784 copies of the step; BENCH_TRACE_ALL=1 traces every custom
-case: a 784-step trace takes PyTorch several CPU minutes to export, so
-exports are kept in build/bench/models and made again only when
-bench/cells.py or gen_models.py change); hidden 128 and
+(`trace`: 784 copies of the step).  Exports are kept in build/bench/models
+and made again only when bench/cells.py or gen_models.py change.  PyTorch
+1.13's ONNX export is quadratic in the length of a traced loop (100 steps
+13 s, 200 steps 59 s of CPU; 784 steps 15-20 minutes), so by default
+(BENCH_TRACE=auto) a traced case runs only when its export exists and is
+otherwise reported n/a; BENCH_TRACE=1 makes the export (once), BENCH_TRACE=0
+leaves traced cases out, BENCH_TRACE_ALL=1 traces every custom cell and
+size; hidden 128 and
 256; batch 1 and 128; and one training step at batch 128, hidden 256
 (PyTorch autograd only: cellc's training support is issue 5).  A column that cannot be
 measured says why ("n/a (...)"), never a made-up number.
@@ -34,9 +38,9 @@ PyTorch training 1 (a step takes 10-50 s).  Environment knobs:
 BENCH_THREADS ("1 2"), BENCH_H ("128 256"), BENCH_B ("1 128"),
 BENCH_CELLS ("lstm momentum_lstm adam_lstm sr_lstm"), BENCH_TRAIN (1; 0
 skips the training cases), BENCH_TRAIN_REPS (1), BENCH_TRAIN_H ("256"),
-BENCH_TRACE (1; 0 leaves the traced exports out), BENCH_TRACE_ALL (0).
+BENCH_TRACE (auto), BENCH_TRACE_ALL (0).
 On an idle 2-core machine a whole run takes about 10 minutes, a third of it
-the four PyTorch training steps; the first run also exports the models.
+the four PyTorch training steps (plus the traced export when it is made).
 
 OpenBLAS: 0.3.21 (Debian 12) does not know some recent CPUs and then falls
 back to its generic "Prescott" kernels; the run measures sgemm/sgemv with
@@ -77,7 +81,7 @@ TRAIN = os.environ.get("BENCH_TRAIN", "1") != "0"
 TRAIN_REPS = int(os.environ.get("BENCH_TRAIN_REPS", "1"))
 TRAIN_HS = [int(h) for h in env_list("BENCH_TRAIN_H", "256")]
 TRACE_ALL = os.environ.get("BENCH_TRACE_ALL", "0") != "0"
-TRACE = os.environ.get("BENCH_TRACE", "1") != "0"
+TRACE = os.environ.get("BENCH_TRACE", "auto")   # 0, 1 or auto (see the module comment)
 
 
 def reps_fast(B):
@@ -210,7 +214,7 @@ def model_names():
         for H in HS:
             if cell == "lstm":
                 names.append(("lstm", H, "onnx"))
-            elif TRACE and (TRACE_ALL or (cell == "momentum_lstm" and H == max(HS))):
+            elif TRACE != "0" and (TRACE_ALL or (cell == "momentum_lstm" and H == max(HS))):
                 names += [(cell, H, "trace"), (cell, H, "script")]
             else:
                 names.append((cell, H, "script"))
@@ -233,9 +237,14 @@ def gen_models():
         if not os.path.exists(p) or os.path.getmtime(p) < deps:
             todo.append(n)
     errors = {}
+    if TRACE != "1":
+        for n in [n for n in todo if n.endswith("_trace")]:
+            todo.remove(n)
+            errors[n] = ("traced export not made: PyTorch 1.13 takes 15-20 CPU minutes for "
+                         "784 steps; `make bench BENCH_TRACE=1` makes it once")
     if todo:
         log("exporting %d ONNX model(s) from PyTorch (a traced 784-step export takes "
-            "PyTorch several CPU minutes; exports are kept in build/bench/models)" % len(todo))
+            "PyTorch 15-20 CPU minutes; exports are kept in build/bench/models)" % len(todo))
         for n in todo:
             rc, out, err = run([PY, os.path.join(ROOT, "bench/gen_models.py"), MODELS, n],
                                timeout=1800)
