@@ -18,6 +18,10 @@ int cmd_opt_value(int argc, char **argv, int *i, const char *opt, const char **v
 
 /* Parses NAME=FILE.pb into b (pointers into arg); 0 and a message if malformed. */
 int cmd_parse_bind(const char *cmd, char *arg, onnx_binding *b);
+/* Appends the binding of one `--bind NAME=FILE.pb` (val points into argv,
+ * which is ours to modify) to bind[*nbind]; 0 and a message if malformed or
+ * if there are more than CMD_MAX_BIND. */
+int cmd_add_bind(const char *cmd, const char *val, onnx_binding *bind, int *nbind);
 /* Parses SYM=N (N in [1, 2^31)) for option `opt`: *name in A; 0 and a message if malformed. */
 int cmd_parse_dim(const char *cmd, const char *opt, const char *arg, arena *A, const char **name,
 		  int64_t *value);

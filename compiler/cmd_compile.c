@@ -95,6 +95,18 @@ int cmd_parse_bind(const char *cmd, char *arg, onnx_binding *b)
 	return 1;
 }
 
+int cmd_add_bind(const char *cmd, const char *val, onnx_binding *bind, int *nbind)
+{
+	if (*nbind == CMD_MAX_BIND) {
+		fprintf(stderr, "cellc %s: at most %d --bind options\n", cmd, CMD_MAX_BIND);
+		return 0;
+	}
+	if (!cmd_parse_bind(cmd, (char *)val, &bind[*nbind]))
+		return 0;
+	(*nbind)++;
+	return 1;
+}
+
 static int ident_char(char c, int first)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
@@ -361,14 +373,8 @@ int cmd_compile(int argc, char **argv)
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
 			if (r < 0)
 				return 2;
-			if (nbind == CMD_MAX_BIND) {
-				fprintf(stderr, "cellc compile: at most %d --bind options\n", CMD_MAX_BIND);
+			if (!cmd_add_bind("compile", val, bind, &nbind))
 				return 2;
-			}
-			/* val points into argv, which is ours to modify */
-			if (!cmd_parse_bind("compile", (char *)val, &bind[nbind]))
-				return 2;
-			nbind++;
 		} else if (!strcmp(a, "--no-hoist")) {
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {

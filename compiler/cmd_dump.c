@@ -41,13 +41,8 @@ int cmd_dump(int argc, char **argv)
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
 			if (r < 0)
 				return 2;
-			if (nbind == CMD_MAX_BIND) {
-				fprintf(stderr, "cellc dump: at most %d --bind options\n", CMD_MAX_BIND);
+			if (!cmd_add_bind("dump", val, bind, &nbind))
 				return 2;
-			}
-			if (!cmd_parse_bind("dump", (char *)val, &bind[nbind]))   /* val points into argv */
-				return 2;
-			nbind++;
 		} else if (!strcmp(a, "--no-hoist")) {
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {

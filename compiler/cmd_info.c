@@ -168,13 +168,8 @@ int cmd_info(int argc, char **argv)
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
 			if (r < 0)
 				return 2;
-			if (nbind == CMD_MAX_BIND) {
-				fprintf(stderr, "cellc info: at most %d --bind options\n", CMD_MAX_BIND);
+			if (!cmd_add_bind("info", val, bind, &nbind))
 				return 2;
-			}
-			if (!cmd_parse_bind("info", (char *)val, &bind[nbind]))   /* val points into argv */
-				return 2;
-			nbind++;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc info: unknown option '%s'\n", a);
 			print_usage(stderr);
