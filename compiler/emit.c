@@ -147,6 +147,31 @@ struct emit_tabs {
 	int64_t wfile_bytes;            /* no_malloc with a weights file: the file's size */
 };
 
+/* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
+ * within the maxima the arena was sized for): the emitted loops index with
+ * int64_t products of them. */
+static void emit_dims_check(emit_ctx *E, int arena_limits)
+{
+	struct emit_tabs *t = E->tabs;
+	for (int i = 0; i < E->g->nsyms; i++) {
+		ew_line(E->w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
+		ew_line(E->w, "\treturn RT_ERR_SHAPE;");
+		if (arena_limits) {
+			ew_line(E->w, "if (d->%s > %s_MAX_%s)", t->sym[i], t->name, t->sym[i]);
+			ew_line(E->w, "\treturn RT_ERR_SHAPE; /* beyond the dims the arena was sized for */");
+		}
+	}
+}
+
+/* `d_<sym>` locals for the symbols the function body uses (t->used_sym). */
+static void emit_dims_locals(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	for (int i = 0; i < E->g->nsyms; i++)
+		if (t->used_sym[i])
+			ew_line(E->w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+}
+
 static void tabs_clear_marks(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
@@ -996,14 +1021,7 @@ static char *prepare_forward(emit_ctx *E)
 	fn_open(w, "static int forward(%s)", io_params(E, 0, 0));
 	ew_line(w, "if (!m || !d)");
 	ew_line(w, "\treturn RT_ERR_ARG;");
-	for (int i = 0; i < g->nsyms; i++) {
-		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
-		ew_line(w, "\treturn RT_ERR_SHAPE;");
-		if (E->o->no_malloc) {
-			ew_line(w, "if (d->%s > %s_MAX_%s)", t->sym[i], t->name, t->sym[i]);
-			ew_line(w, "\treturn RT_ERR_SHAPE; /* beyond the dims the arena was sized for */");
-		}
-	}
+	emit_dims_check(E, E->o->no_malloc);
 	char *nulls = "";
 	for (int k = 0; k < g->ninputs; k++)
 		nulls = arena_printf(E->A, "%s%s!in_%d", nulls, *nulls ? " || " : "", k);
@@ -1013,9 +1031,7 @@ static char *prepare_forward(emit_ctx *E)
 		ew_line(w, "if (%s)", nulls);
 		ew_line(w, "\treturn RT_ERR_ARG;");
 	}
-	for (int i = 0; i < g->nsyms; i++)
-		if (t->used_sym[i])
-			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+	emit_dims_locals(E);
 	fputs(consts, w->f);
 	fputs(ws, w->f);
 	for (int k = 0; k < g->ninputs; k++)
@@ -1159,13 +1175,8 @@ static void api_bind_dims(emit_ctx *E)
 			return;
 		}
 	}
-	for (int sy = 0; sy < g->nsyms; sy++) {
-		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[sy], t->sym[sy]);
-		ew_line(w, "\treturn RT_ERR_SHAPE;");
-	}
-	for (int sy = 0; sy < g->nsyms; sy++)
-		if (t->used_sym[sy])
-			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[sy], t->sym[sy]);
+	emit_dims_check(E, 0);
+	emit_dims_locals(E);
 	fputs(checks, w->f);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
@@ -1198,13 +1209,8 @@ static void api_io_shape(emit_ctx *E)
 	ew_line(w, "if (!d || %s_io_rank(is_output, k) < 0 || (!dims && %s_io_rank(is_output, k) > 0))",
 		t->name, t->name);
 	ew_line(w, "\treturn RT_ERR_ARG;");
-	for (int sy = 0; sy < g->nsyms; sy++) {
-		ew_line(w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[sy], t->sym[sy]);
-		ew_line(w, "\treturn RT_ERR_SHAPE;");
-	}
-	for (int sy = 0; sy < g->nsyms; sy++)
-		if (t->used_sym[sy])
-			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[sy], t->sym[sy]);
+	emit_dims_check(E, 0);
+	emit_dims_locals(E);
 	fputs(body, w->f);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
