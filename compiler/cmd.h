@@ -46,4 +46,7 @@ const char *cmd_line(arena *A, int argc, char **argv);
 ir_graph *cmd_build(arena *A, diag *D, const char *model, int nbind, const onnx_binding *bind,
 		    const pass_opts *po, const char *stop_after);
 
+/* `cellc export MODEL.onnx WEIGHTS -o OUT.onnx` (cmd_export.c). */
+int cmd_export(int argc, char **argv);
+
 #endif

@@ -4,12 +4,13 @@
  *   cellc verify  MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
  *   cellc dump    MODEL [--after PASS]
  *   cellc info    MODEL
+ *   cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]
  *   cellc --help | --version
  *
  * Exit status: 0 success; 1 a verification mismatch; 2 the model could not
  * be compiled (reason on stderr) or the command line is wrong.
  */
-#include "compile.h"
+#include "cmd.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static const char usage[] =
 	"       cellc verify  MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]\n"
 	"       cellc dump    MODEL [--after PASS]\n"
 	"       cellc info    MODEL\n"
+	"       cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]\n"
 	"       cellc --help | --version\n"
 	"\n"
 	"MODEL is an ONNX file (.onnx).  `cellc COMMAND --help` describes a command.\n"
@@ -45,6 +47,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"compile", cmd_compile}, {"verify", cmd_verify},
 		{"dump", cmd_dump},       {"info", cmd_info},
+		{"export", cmd_export},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(cmd, cmds[i].name))

@@ -47,4 +47,18 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 int onnx_is_seq_op(ir_op op);
 int onnx_seq_leftovers(ir_graph *g, diag *D);
 
+/* `cellc export` (onnx_export.c): writes to `out` a copy of the ONNX model
+ * `model` whose initializers hold the tensors of the same name from the
+ * cellc weights file `weights` (same element type and dims required; tensors
+ * named "@..." -- a checkpoint's optimiser state -- are skipped).  Everything
+ * else in the model is kept.  All checks come before the write, which goes
+ * through a temporary file and a rename.  Returns 0, or -1 after reporting
+ * every problem to D (each naming its file and tensor); `out` is then
+ * untouched. */
+typedef struct onnx_export_opts {
+	int strict;             /* every float initializer the model uses must be in weights */
+	int report;             /* print each initializer (replaced/kept) and a summary on stdout */
+} onnx_export_opts;
+int onnx_export(diag *D, const char *model, const char *weights, const char *out, const onnx_export_opts *o);
+
 #endif
