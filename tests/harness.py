@@ -39,6 +39,10 @@ Groups, in order:
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
               parse -> dump round trips after every pass for the examples and
               ONNX models, located errors (line:col, caret), fuzz under ASan
+  export      `cellc export` (tests/test_export.py): trained weights into a
+              copy of an nn.LSTM/nn.GRU/traced MomentumLSTM export; values,
+              model otherwise unchanged, onnx.checker, ONNX Runtime vs
+              PyTorch with the new weights; errors exit 2 (also build-san)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -980,6 +984,19 @@ def group_cell_stream():
     return res or [Result("cell_stream/run", False, "no cases")]
 
 
+# ---- cellc export: trained weights back to ONNX (issue 5) ---------------------
+
+def group_export():
+    """tests/test_export.py on the fixtures of tests/gen_export_cases.py."""
+    if not stamp_ok("export"):
+        return fixtures_missing("export", "export")
+    for exe in (CELLC, CELLC_SAN):
+        if not os.access(os.path.join(ROOT, exe), os.X_OK):
+            return [Result("export/run", False, "%s is not built" % exe)]
+    return script_group("export", [PY, "tests/test_export.py", CELLC, CELLC_SAN, os.path.join(OUT, "export"),
+                                   os.path.join(OUT, "export_work"), os.path.join("build", "ort")])
+
+
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
@@ -990,6 +1007,7 @@ GROUPS = [
     ("loop", group_loop),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
+    ("export", group_export),
 ]
 
 

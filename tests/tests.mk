@@ -20,6 +20,11 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 	$(TOUT)/cell_init/.stamp \
 	$(TOUT)/trace/.stamp $(if $(wildcard tests/fixtures/trace_long.tar.xz),$(TOUT)/trace_long/.stamp)
 
+# cellc export (issue 5): PyTorch exports with and without new weights
+FIXTURES += $(TOUT)/export/.stamp
+$(TOUT)/export/.stamp: tests/gen_export_cases.py tests/gen_torch_exports.py tests/ref_momentum.py tests/tensorfile.py
+	$(call gen,tests/gen_export_cases.py,$(TOUT)/export)
+
 .PHONY: fixtures unit-tests
 fixtures: $(FIXTURES)
 
