@@ -57,7 +57,19 @@ typedef struct export_ctx {
 	onnx_map used;          /* names that node inputs and graph outputs use */
 	onnx_map sparse;        /* names of sparse initializers (never replaced) */
 	onnx_map inputs;        /* graph input names, for a better message */
+	int nunknown;           /* WEIGHTS tensors with no initializer */
 } export_ctx;
+
+static void export_note(export_ctx *X, const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void export_note(export_ctx *X, const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	X->D->file = file;
+	va_start(ap, fmt);
+	diag_vemit(X->D, "note", NULL, fmt, ap);
+	va_end(ap);
+}
 
 /* An error about `file` (the model or the weights file). */
 static void export_error(export_ctx *X, const char *file, const char *fmt, ...)
@@ -333,6 +345,7 @@ static int replace_all(export_ctx *X, const rt_tensorfile *tf)
 				"graph input, not an initializer)" : "";
 			export_error(X, X->weights, "tensor '%s' has no initializer of that name in %s%s", w->name,
 				     X->model, why);
+			X->nunknown++;
 			continue;
 		}
 		size_t numel;
@@ -374,6 +387,10 @@ static int export_model(export_ctx *X, Onnx__ModelProto *m, const char *out, con
 		return -1;
 	}
 	int skipped = replace_all(X, &tf);
+	if (X->nunknown)
+		export_note(X, X->weights, "a weights file to export holds the model's own initializers, as the "
+			    "NAME.weights of a `cellc compile --train` build and its checkpoints do; an inference "
+			    "build's NAME.weights holds weights cellc derived from them");
 	if (o->strict)
 		check_strict(X);
 	rt_tf_close(&tf);

@@ -22,7 +22,9 @@ its model.onnx also gets metadata_props, a doc string, one initializer moved
 from raw_data to float_data and a top-level field unknown to the ONNX schema,
 all of which the export must keep), nn.GRU + Linear (batch_first, opset 17),
 and the traced MomentumLSTM of tests/ref_momentum.py (opset 14, a Python loop
-over 8 steps, with a checkpoint-like weights file).  Seeds are fixed.
+over 8 steps, with a checkpoint-like weights file), and an ONNX Loop made with
+onnx.helper whose body graph holds an initializer (expected outputs from
+numpy, loop_ref, written from the Loop specification).  Seeds are fixed.
 
 usage: gen_export_cases.py OUTDIR
 """
@@ -130,6 +132,69 @@ def make_case(out, name, build, seed, example, data, opset, in_names, out_names,
                                                                              if a.dtype == np.float32])))
 
 
+def loop_model(W0, U):
+    """An ONNX Loop over T steps, h <- tanh(h U + x_t W0) with U an initializer
+    of the body graph and W0 one of the main graph (made with onnx.helper)."""
+    from onnx import TensorProto, helper
+    H, I = U.shape[0], W0.shape[0]
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["xt"], axis=0),
+         helper.make_node("MatMul", ["xt", "W0"], ["a"]),
+         helper.make_node("MatMul", ["h", "U"], ["b"]),
+         helper.make_node("Add", ["a", "b"], ["s"]),
+         helper.make_node("Tanh", ["s"], ["h2"]),
+         helper.make_node("Identity", ["cond"], ["cond2"])],
+        "step",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, ["B", H])],
+        [helper.make_tensor_value_info("cond2", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h2", TensorProto.FLOAT, ["B", H]),
+         helper.make_tensor_value_info("h2", TensorProto.FLOAT, ["B", H])],
+        initializer=[numpy_helper.from_array(U, "U")])
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shape"]),
+         helper.make_node("Gather", ["shape", "zero"], ["T"], axis=0),
+         helper.make_node("Loop", ["T", "", "h0"], ["h", "hs"], body=body)],
+        "loop_rnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["T", "B", I]),
+         helper.make_tensor_value_info("h0", TensorProto.FLOAT, ["B", H])],
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, ["B", H]),
+         helper.make_tensor_value_info("hs", TensorProto.FLOAT, ["T", "B", H])],
+        initializer=[numpy_helper.from_array(W0, "W0"), numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="gen_export_cases")
+
+
+def loop_ref(x, h0, W0, U):
+    """The Loop model in numpy, from the ONNX Loop specification."""
+    h, hs = h0, []
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] @ W0 + h @ U)
+        hs.append(h)
+    return h.astype(np.float32), np.stack(hs).astype(np.float32)
+
+
+def make_loop_case(out, seed):
+    """An initializer inside a Loop body (oracle: numpy, loop_ref)."""
+    d = os.path.join(out, "loop_body")
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    rng = np.random.default_rng(seed)
+    I, H = 3, 4
+    W0, U = (rng.standard_normal((I, H)) * 0.5).astype(np.float32), (rng.standard_normal((H, H)) * 0.5).astype(np.float32)
+    W0n, Un = (rng.standard_normal((I, H)) * 0.5).astype(np.float32), (rng.standard_normal((H, H)) * 0.5).astype(np.float32)
+    onnx.save(loop_model(W0, U), os.path.join(d, "model.onnx"))
+    tensorfile.write(os.path.join(d, "new.weights"), [("U", Un), ("W0", W0n)])
+    x, h0 = rng.standard_normal((6, 2, I)).astype(np.float32), rng.standard_normal((2, H)).astype(np.float32)
+    for k, (a, n) in enumerate(((x, "x"), (h0, "h0"))):
+        write_pb(os.path.join(d, "test_data_set_0", "input_%d.pb" % k), a, n)
+    for k, (a, n) in enumerate(zip(loop_ref(x, h0, W0n, Un), ("h", "hs"))):
+        write_pb(os.path.join(d, "test_data_set_0", "output_%d.pb" % k), a, n)
+    with open(os.path.join(d, "case.json"), "w") as fh:
+        json.dump(dict(initializers=["W0", "zero", "U"], float32=["W0", "U"], inputs=["x", "h0"],
+                       outputs=["h", "hs"], decorated=False, checkpoint=False, unknown_marker=""), fh)
+    print("%-24s 3 initializers, 2 float32 (U in the Loop body)" % "loop_body")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -163,6 +228,7 @@ def main():
         return R.make_model("momentum_lstm", I, H, C, seed)
     make_case(out, "momentum_lstm_traced", momentum, 31, (f32(8, B, I),), (f32(8, 3, I),), 14,
               ["x"], ["y", "h"], {"x": {1: "batch"}, "y": {1: "batch"}}, checkpoint=True)
+    make_loop_case(out, 41)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 fixtures of tests/gen_export_cases.py.  Prints one `PASS|FAIL export/...`
 line per test; exit status 1 on any failure.
 
-For every case (nn.LSTM, nn.GRU, traced MomentumLSTM):
+For every case (nn.LSTM, nn.GRU, traced MomentumLSTM, an initializer in an
+ONNX Loop body):
   run           `cellc export --strict --report` exits 0 and reports every
                 initializer replaced (and the checkpoint's '@' tensors ignored)
   initializers  OUT's initializers equal the WEIGHTS tensors bit for bit, in
@@ -14,11 +15,14 @@ For every case (nn.LSTM, nn.GRU, traced MomentumLSTM):
   checker       onnx.checker.check_model(full_check=True) passes
   onnxruntime   ONNX Runtime (npm onnxruntime-node, templates/ort_run.js) on
                 OUT reproduces PyTorch's outputs of the module with the new
-                weights (atol 1e-5 + rtol 1e-4); the source model must not
+                weights (the Loop: numpy's) at atol 1e-5 + rtol 1e-4; the
+                source model must not
   san           build-san/cellc writes the same bytes, with no sanitizer report
 Error cases (on the LSTM case, through build/cellc and build-san/cellc): each
 exits 2 with a message naming the file and the tensor, leaves no OUT (nor a
-temporary beside it), and an OUT that existed before is left as it was.
+temporary beside it), and an OUT that existed before is left as it was;
+40 randomly damaged models and weights files through build-san/cellc exit 0
+or 2 with no sanitizer report.
 
 usage: test_export.py CELLC CELLC_SAN CASES_DIR WORK_DIR ORT_DIR
 """
@@ -68,6 +72,19 @@ def read_pb(path):
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
     return t.name, numpy_helper.to_array(t)
+
+
+def all_initializers(graph):
+    """The initializers of graph and of the graphs nested in its nodes'
+    attributes, depth first (the order cellc export reports them in)."""
+    res = list(graph.initializer)
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("g"):
+                res += all_initializers(a.g)
+            for g in a.graphs:
+                res += all_initializers(g)
+    return res
 
 
 def data_set(case_dir):
@@ -138,7 +155,7 @@ def case_tests(cellc, cellc_san, case_dir, work, ort_dir):
     rc, so, se = run([cellc, "export", model, weights, "-o", out, "--strict", "--report"])
     tensors = tensorfile.read(weights)
     nskip = sum(1 for n, _ in tensors if n.startswith("@"))
-    want_lines = ["replaced %s" % n for n in info["initializers"]]
+    want_lines = ["%s %s" % ("replaced" if n in info["float32"] else "kept    ", n) for n in info["initializers"]]
     summary = "%d of %d initializers replaced (%d checkpoint tensors '@...' ignored); wrote %s" % (
         len(info["float32"]), len(info["initializers"]), nskip, out)
     got_lines = so.splitlines()
@@ -155,13 +172,13 @@ def case_tests(cellc, cellc_san, case_dir, work, ort_dir):
     # (1) the initializers hold the new values, bit for bit
     new = {n: a for n, a in tensors if not n.startswith("@")}
     bad = []
-    if [t.name for t in exp.graph.initializer] != info["initializers"]:
+    if [t.name for t in all_initializers(exp.graph)] != info["initializers"]:
         bad.append("initializer names/order changed")
-    for t in exp.graph.initializer:
+    for t in all_initializers(exp.graph):
         a = numpy_helper.to_array(t)
         ref = new.get(t.name)
         if ref is None:
-            ref = numpy_helper.to_array([s for s in src.graph.initializer if s.name == t.name][0])
+            ref = numpy_helper.to_array([s for s in all_initializers(src.graph) if s.name == t.name][0])
         if a.dtype != ref.dtype or a.shape != ref.shape or a.tobytes() != ref.tobytes():
             bad.append(t.name)
     report("%s/initializers" % name, not bad, "%d float32 tensors replaced" % len(new) if not bad
@@ -171,8 +188,8 @@ def case_tests(cellc, cellc_san, case_dir, work, ort_dir):
     bad = []
     both = onnx.ModelProto()
     both.CopyFrom(exp)
-    for k, t in enumerate(src.graph.initializer):
-        both.graph.initializer[k].CopyFrom(t)
+    for dst, t in zip(all_initializers(both.graph), all_initializers(src.graph)):
+        dst.CopyFrom(t)
     if both != src or both.SerializeToString(deterministic=True) != src.SerializeToString(deterministic=True):
         bad.append("the model differs from the source apart from its initializers")
     if info["decorated"]:
@@ -292,6 +309,15 @@ def error_cases(case_dir, work):
                   os.path.join(work, "no_such_dir", "out.onnx")))
     cases.append(("no_out", [model, w], ["no -o OUT.onnx"], None))
     cases.append(("unknown_option", [model, w, "-o", out("opt"), "--fast"], ["--fast"], out("opt")))
+    # an initializer name used in the main graph and in a Loop body: ambiguous
+    am = onnx.load(os.path.join(os.path.dirname(case_dir), "loop_body", "model.onnx"))
+    am.graph.initializer.append(numpy_helper.from_array(np.zeros((4, 4), np.float32), "U"))
+    m = os.path.join(work, "ambiguous.onnx")
+    onnx.save(am, m)
+    w = weights("ambiguous.weights", [("U", np.ones((4, 4), np.float32))])
+    cases.append(("ambiguous_name", [m, w, "-o", out("ambiguous")], [w, "'U'", "2 initializers of that name"],
+                  out("ambiguous")))
+    w = os.path.join(case_dir, "new.weights")
     # an OUT that exists already is left as it was when the export fails
     kept = out("kept")
     cases.append(("existing_out_kept", [model, os.path.join(work, "unknown.weights"), "-o", kept],
@@ -345,6 +371,37 @@ def partial_export(cellc, case_dir, work):
            else "wrong initializer values")
 
 
+def fuzz(cellc_san, case_dir, work):
+    """Damaged models and weights files (fixed seed): build-san/cellc must
+    exit 0 or 2, never crash or report memory errors, and write OUT only on 0."""
+    rng = np.random.default_rng(5)
+    model = os.path.join(case_dir, "model.onnx")
+    weights = os.path.join(case_dir, "new.weights")
+    imgs = {p: open(p, "rb").read() for p in (model, weights)}
+    bad, codes = [], {0: 0, 2: 0}
+    for k in range(40):
+        target = model if k % 2 == 0 else weights
+        img = bytearray(imgs[target])
+        for _ in range(1 + k % 4):
+            img[int(rng.integers(len(img)))] = int(rng.integers(256))
+        if k % 5 == 4:
+            img = img[:int(rng.integers(len(img)))]
+        p = os.path.join(work, "fuzz%s" % (".onnx" if target == model else ".weights"))
+        open(p, "wb").write(img)
+        out = os.path.join(work, "fuzz_out.onnx")
+        if os.path.exists(out):
+            os.remove(out)
+        argv = [cellc_san, "export", p if target == model else model, p if target == weights else weights, "-o", out]
+        rc, so, se = run(argv, SAN_ENV)
+        if rc not in (0, 2) or any(m in se for m in SAN_MARKERS) or (rc == 2) == os.path.exists(out) \
+                or (rc == 2 and "error" not in se):
+            bad.append("case %d: exit %d: %s" % (k, rc, short(se, 200)))
+        else:
+            codes[rc] += 1
+    report("errors/san/fuzz", not bad, bad[0] if bad else "40 damaged files: %d exported, %d refused" % (
+        codes[0], codes[2]))
+
+
 def main():
     if len(sys.argv) != 6:
         sys.exit(__doc__)
@@ -358,8 +415,8 @@ def main():
         rc, so, se = run([cellc] + argv)
         report(name, rc == 0 and want in so, "" if rc == 0 and want in so else "exit %d: %s" % (rc, short(so)))
     cases = sorted(d for d in glob.glob(os.path.join(cases_dir, "*")) if os.path.isdir(d))
-    if len(cases) != 3:
-        report("cases", False, "expected 3 cases in %s, found %d" % (cases_dir, len(cases)))
+    if len(cases) != 4:
+        report("cases", False, "expected 4 cases in %s, found %d" % (cases_dir, len(cases)))
     for c in cases:
         case_tests(cellc, cellc_san, c, os.path.join(work, os.path.basename(c)), ort_dir)
     lstm = os.path.join(cases_dir, "lstm")
@@ -369,6 +426,7 @@ def main():
         for name, argv, want, out in errs:
             run_error(tag, exe, env, name, argv, want, out)
     partial_export(cellc, lstm, ew)
+    fuzz(cellc_san, lstm, ew)
     return 1 if failed else 0
 
 
