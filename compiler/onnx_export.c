@@ -58,6 +58,7 @@ typedef struct export_ctx {
 	onnx_map sparse;        /* names of sparse initializers (never replaced) */
 	onnx_map inputs;        /* graph input names, for a better message */
 	int nunknown;           /* WEIGHTS tensors with no initializer */
+	int errors_before;      /* D->nerrors when the export began */
 } export_ctx;
 
 static void export_note(export_ctx *X, const char *file, const char *fmt, ...)
@@ -394,7 +395,7 @@ static int export_model(export_ctx *X, Onnx__ModelProto *m, const char *out, con
 	if (o->strict)
 		check_strict(X);
 	rt_tf_close(&tf);
-	if (X->D->nerrors)
+	if (X->D->nerrors > X->errors_before)
 		return -1;
 	size_t len = onnx__model_proto__get_packed_size(m);
 	if (len > MODEL_FILE_LIMIT) {
@@ -417,8 +418,8 @@ int onnx_export(diag *D, const char *model, const char *weights, const char *out
 	unsigned char *buf;
 	size_t len;
 	arena A;
-	export_ctx X = {.A = &A, .D = D, .model = model, .weights = weights};
 	int errors_before = D->nerrors;
+	export_ctx X = {.A = &A, .D = D, .model = model, .weights = weights, .errors_before = errors_before};
 	D->file = model;
 	if (onnx_read_file(model, MODEL_FILE_LIMIT, &buf, &len, err, sizeof err) != 0) {
 		diag_error(D, "cannot read the model: %s", err);

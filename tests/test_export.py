@@ -30,6 +30,7 @@ import glob
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -268,6 +269,14 @@ def error_cases(case_dir, work):
     w = weights("strict.weights", f32[1:])
     cases.append(("strict_missing", [model, w, "-o", out("strict"), "--strict"], [w, "'%s'" % n0, "--strict"],
                   out("strict")))
+    # the same name twice (rt_tf_open refuses it; tensorfile.py will not write it: patch the table)
+    dup = bytearray(tensorfile.encode([(n0, a0), ("x" * len(n0), a0)]))
+    dup[64 + 256:64 + 256 + len(n0)] = n0.encode()
+    struct.pack_into("<Q", dup, 40, tensorfile.fnv1a64(bytes(dup[64:])))
+    w = os.path.join(work, "duplicate.weights")
+    open(w, "wb").write(dup)
+    cases.append(("duplicate_tensor", [model, w, "-o", out("dup")], [w, "cannot read the weights file"],
+                  out("dup")))
     with open(os.path.join(case_dir, "new.weights"), "rb") as f:
         img = bytearray(f.read())
     w = os.path.join(work, "corrupt.weights")
