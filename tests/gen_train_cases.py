@@ -23,6 +23,9 @@
    The same run in PyTorch float32 must stay within TRAJ_ACC (1e-5, a tenth
    of the harness's 1e-4) of float64 at every step, or the case is changed.
 
+   OUTDIR/fd_driver/inputs.tensors: the inputs of tests/train/fd_mock.c,
+   the stand-in model with which the fd group tests fd_check.c itself.
+
 2. Finite differences, OUTDIR/fd/<case>/ (the `fd` group, tests/train/fd_check.c
    on the compiled C): tiny models (T <= 4, B <= 2, H <= 4) of the cell
    families and both front ends, with
@@ -458,12 +461,24 @@ def fd_cases(outdir):
             [rng.randn(4, 2, 2).astype(np.float32)], "mse", "y")
 
 
+def fd_driver_inputs(outdir):
+    """Inputs of tests/train/fd_mock.c (the stand-in model the fd group
+    tests fd_check.c itself with): x [2, 3], target [2, 4]."""
+    rng = np.random.RandomState(7300)
+    d = os.path.join(outdir, "fd_driver")
+    os.makedirs(d)
+    tensorfile.write(os.path.join(d, "inputs.tensors"),
+                     [("x", rng.uniform(-1, 1, (2, 3)).astype(np.float32)),
+                      ("target", rng.uniform(-1, 1, (2, 4)).astype(np.float32))])
+
+
 def main(outdir):
     if os.path.exists(outdir):
         shutil.rmtree(outdir)
     os.makedirs(os.path.join(outdir, "fd"))
     trajectories(outdir)
     fd_cases(outdir)
+    fd_driver_inputs(outdir)
 
 
 if __name__ == "__main__":

@@ -1198,10 +1198,39 @@ def fd_one(name):
     return res
 
 
+def fd_driver_tests():
+    """fd_check.c itself, on the stand-in model tests/train/fd_mock.c (built
+    with ASan/UBSan): passes its correct gradients, fails each wrong one."""
+    work = os.path.join(OUT, "fd_work", "driver")
+    os.makedirs(os.path.join(ROOT, work), exist_ok=True)
+    binary = os.path.join(work, "fd_check_mock")
+    log = os.path.join(LOGS, "fd", "driver")
+    rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fsanitize=address,undefined",
+                        "-fno-omit-frame-pointer", "-Iruntime", "-Itests/train/mock", "tests/train/fd_check.c",
+                        "tests/train/fd_mock.c", "-o", binary, os.path.join("build", "libcellrt.a"),
+                        "-lopenblas", "-lm"], log + ".cc.log")
+    if rc != 0:
+        return [Result("fd/driver/build", False, "%s (log: %s.cc.log)" % (first_lines(err), log))]
+    res = []
+    for bug in ("", "W", "b", "x"):
+        name = "fd/driver/%s" % ("correct" if not bug else "wrong_grad_" + bug)
+        rc, out, err = run([binary, "-", os.path.join(OUT, "train", "fd_driver", "inputs.tensors"),
+                            "0.01", "2e-3", "1e-4"], "%s_%s.log" % (log, bug or "ok"),
+                           dict(SAN_ENV, FD_MOCK_BUG=bug))
+        failed = sorted({l.split()[1].split("/")[1] for l in out.splitlines() if l.startswith("FAIL ")})
+        sanitizer = [m for m in SAN_MARKERS if m in err]
+        want = (0, []) if not bug else (1, [bug])
+        ok = (rc, failed) == want and not sanitizer
+        res.append(Result(name, ok, "exit %s, failing tensors %s%s" % (
+            rc, failed or "none", " (sanitizer report)" if sanitizer else "")))
+    return res
+
+
 def group_fd():
     if not stamp_ok("train"):
         yield from fixtures_missing("fd", "train")
         return
+    yield from fd_driver_tests()
     cases = case_dirs(os.path.join("train", "fd"))
     if not cases:
         yield Result("fd/cases", False, "no cases in %s/train/fd" % OUT)

@@ -18,6 +18,8 @@
  * that the tolerance holds for a correct float32 implementation; change
  * both together.  Output: one `PASS|FAIL fd/<tensor>/<probe> fd=.. g=..` line
  * per probe, exit 0 only when every probe passed (1 otherwise, 2 on errors).
+ * Built against mock/m.h + fd_mock.c (a stand-in model with a hand-derived
+ * gradient) the fd group tests this driver itself.
  */
 #include <math.h>
 #include <stdint.h>
