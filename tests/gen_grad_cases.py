@@ -18,7 +18,11 @@ For each case OUTDIR/<case>/ holds
                                  trainable parameter in source order (.cell
                                  declaration order; ONNX float initializers
                                  in initializer-list order), `grad.<X>` for
-                                 every f32 model input (data and initial states)
+                                 every f32 model input (data and initial states),
+                                 and for .cell models whose first layer carries
+                                 h (all but momentum attention) `dstate`
+                                 [T, B, H]: the total dL/dh_t of that layer
+                                 (through the outputs and the later steps)
   case.json                      loss, loss output, expected result
 and OUTDIR/tests.tsv lists the runs of the group, one per line:
   <name> TAB <model> TAB <case dir> TAB <loss> TAB <loss output or -> TAB
@@ -73,8 +77,8 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_cell_cases as G  # noqa: E402
-import onnx_ref  # noqa: E402
 import ref_cells as R  # noqa: E402
+import onnx_ref  # noqa: E402
 import ref_momentum  # noqa: E402
 import ref_scripted  # noqa: E402
 import tensorfile  # noqa: E402
@@ -158,11 +162,45 @@ def evaluate(forward, leaves, dtype, kind, target, mask, loss_index):
     tg = torch.as_tensor(target) if target.dtype == np.int64 else torch.as_tensor(target, dtype=dtype)
     mk = None if mask is None else torch.as_tensor(mask, dtype=dtype)
     loss = loss_of(kind, outs[loss_index], tg, mk)
-    gs = torch.autograd.grad(loss, list(t.values()), allow_unused=True)
+    rec = list(getattr(forward, "recorded", ()))
+    gs = torch.autograd.grad(loss, list(t.values()) + rec, allow_unused=True)
     grads = {}
     for (n, v), g in zip(t.items(), gs):
         grads[n] = torch.zeros_like(v) if g is None else g
+    if rec:     # the total derivative at each h_t (through the outputs and later steps)
+        grads["dstate"] = torch.stack([torch.zeros_like(v) if g is None else g
+                                       for v, g in zip(rec, gs[len(t):])])
     return Evaluation([o.detach() for o in outs], loss.detach(), grads)
+
+
+class record_first_layer:
+    """While active, the first cell ref_cells makes records its state h_t
+    after every step into rec (the tensor the outputs and the next step
+    use, so the gradient at it is the total dL/dh_t: TRAIN.md's `dstate`)."""
+
+    def __init__(self, rec):
+        self.rec = rec
+
+    def __enter__(self):
+        self.orig, rec, armed = R.make_cell, self.rec, [True]
+
+        def make(cell, opts, params, dtype):
+            c = self.orig(cell, opts, params, dtype)
+            if armed[0]:
+                armed[0] = False
+                step = c.step
+
+                def recording(x, st, t):
+                    h = step(x, st, t)
+                    assert h is st["h"]
+                    rec.append(h)
+                    return h
+                c.step = recording
+            return c
+        R.make_cell = make
+
+    def __exit__(self, *a):
+        R.make_cell = self.orig
 
 
 def rel_err(a, b):
@@ -175,15 +213,6 @@ def rel_err(a, b):
 
 ACCURACY = []
 TESTS = []
-
-
-class Case:
-    """What write_case needs from a front end.
-      inputs:    [(name, ndarray)] model inputs of one data set
-      forward:   (leaf tensors {name}, dtype) -> [outputs]
-      params:    [names] trainable parameters in source order
-      grad_map:  {grad name written: (fn(grads {leaf name: tensor}) -> tensor)}
-                 (identity for .cell models; the exporter's layout for ONNX)"""
 
 
 def write_case(outdir, name, model_file, writer, out_names, sets, kind, loss_output=None,
@@ -220,6 +249,10 @@ def write_case(outdir, name, model_file, writer, out_names, sets, kind, loss_out
             if not np.isfinite(float(g64.norm())) or float(g64.norm()) == 0.0:
                 raise SystemExit("%s set %d: %s is zero or not finite" % (name, k, gname))
             outs.append((gname, g64))
+        if "dstate" in e64.grads:
+            r = rel_err(e32.grads["dstate"], e64.grads["dstate"])
+            worst = max(worst, (r, "dstate set %d" % k))
+            outs.append(("dstate", e64.grads["dstate"]))
         r = rel_err(e32.loss.reshape(1), e64.loss.reshape(1))
         worst = max(worst, (r, "loss set %d" % k))
         for j, (n, a) in enumerate(outs):
@@ -257,6 +290,9 @@ def cell_model(name, layers, head, C, I, batch_first=False, cells_text="", ref_c
 
 
 def cell_case(outdir, name, model, kind, grid, loss_output=None, expect="pass", refuse_words=()):
+    # dstate: dL/dh_t of the first layer, for cells whose first state is h
+    first = model.stmts[0]
+    dstate = first.cell not in R.SEQ_CELLS
     weights = G.draw_weights(model, seed_of(name))
     pnames = [n for n, _, _ in model.params()]
     uniform = any(isinstance(s, G.Layer) and s.uoff for s in model.stmts)
@@ -267,8 +303,15 @@ def cell_case(outdir, name, model, kind, grid, loss_output=None, expect="pass", 
             f.write(model.text().replace("# generated by tests/gen_cell_cases.py",
                                          "# generated by tests/gen_grad_cases.py"))
 
+    rec = []
+
     def forward(t, dtype):
-        return model.ref({n: t[n] for n in pnames}, t["x"], dtype)
+        rec.clear()
+        if not dstate:
+            return model.ref({n: t[n] for n in pnames}, t["x"], dtype)
+        with record_first_layer(rec):
+            return model.ref({n: t[n] for n in pnames}, t["x"], dtype)
+    forward.recorded = rec
 
     def mk(Tn, B):
         def make():
@@ -439,7 +482,6 @@ def onnx_case(outdir, name, net, export, in_names, out_names, kind, grid, make_i
     assert [i.name for i in model.graph.input] == in_names, [i.name for i in model.graph.input]
     assert [o.name for o in model.graph.output] == out_names, [o.name for o in model.graph.output]
     pmap = onnx_param_map(model, net)
-    pnames = [n for n, _ in net.named_parameters()]
     base = {n: p.detach().numpy().copy() for n, p in net.named_parameters()}
     net32 = copy.deepcopy(net)
     n64 = copy.deepcopy(net).double()
