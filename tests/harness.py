@@ -1106,6 +1106,8 @@ def train_one(name):
     cmd.txt, every step's loss within TRAIN_RTOL of PyTorch's."""
     case = os.path.join(OUT, "train", name)
     model = glob.glob(os.path.join(case, "model.cell")) + glob.glob(os.path.join(case, "model.onnx"))
+    if not model:
+        return Result("train/%s" % name, False, "no model.cell or model.onnx in %s" % case)
     work = os.path.join(OUT, "train_work", name)
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
     with open(os.path.join(ROOT, case, "compile.txt")) as f:
@@ -1165,6 +1167,8 @@ def fd_one(name):
     with open(os.path.join(ROOT, case, "fd.json")) as f:
         spec = json.load(f)
     model = glob.glob(os.path.join(case, "model.cell")) + glob.glob(os.path.join(case, "model.onnx"))
+    if not model:
+        return [Result("fd/%s" % name, False, "no model.cell or model.onnx in %s" % case)]
     work = os.path.join(OUT, "fd_work", name)
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
     work, failure = train_build("fd", name, model[0], spec["compile"], work)
