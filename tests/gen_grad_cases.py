@@ -650,7 +650,7 @@ def selfcheck():
             ("nag_lstm", dict(restart=2)), ("nag_lstm", dict(form="extrapolate")),
             ("irnn", dict(K=2)), ("fastrnn", {}), ("heavy_ball_rnn", dict(steps=2, act="tanh")),
             ("momentum_attention", {}), ("momentum_attention", dict(weighting="length")),
-            ("momentum_dtriv", {})]
+            ("momentum_dtriv", {}), ("user_momentum_gru_softsign", {})]
     n = 0
     for cell, opts in fams:
         for kind in LOSSES:

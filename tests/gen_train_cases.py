@@ -65,6 +65,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_cell_cases as G  # noqa: E402
 import gen_grad_cases as GG  # noqa: E402
+import onnx_ref  # noqa: E402
 import ref_momentum  # noqa: E402
 import tensorfile  # noqa: E402
 
@@ -176,6 +177,7 @@ def onnx_trajectory(outdir):
     model = onnx.load_from_string(f.getvalue())
     onnx.checker.check_model(model)
     GG.onnx_param_map(model, net)       # every initializer is a parameter's exact image
+    check_export(name, model, net, [X[:B].transpose(1, 0, 2).copy()])
     nets = {torch.float32: copy.deepcopy(net), torch.float64: copy.deepcopy(net).double()}
     params = {n: p.detach().numpy().copy() for n, p in net.named_parameters()}
 
@@ -217,6 +219,15 @@ def onnx_trajectory(outdir):
         for k, v in enumerate(l64):
             f.write("%d,%.9g\n" % (k + 1, v))
     print("%-32s loss %.4f -> %.4f, float32 vs float64 %.2g" % (name, l64[0], l64[-1], err))
+
+
+def check_export(name, model, net, xs):
+    """The exported graph computes the module's outputs (the numpy
+    interpreter tests/onnx_ref.py on the export's own sizes)."""
+    with torch.no_grad():
+        want = [o.numpy() for o in net(*[torch.from_numpy(a) for a in xs])]
+    for a, b in zip(onnx_ref.run(model, xs), want):
+        assert np.allclose(a, b, rtol=1e-4, atol=1e-5), "%s: the export differs from PyTorch" % name
 
 
 def trajectories(outdir):
@@ -372,6 +383,7 @@ def fd_onnx(outdir, name, net, in_names, out_names, example, kind, loss_output):
     model = onnx.load_from_string(f.getvalue())
     onnx.checker.check_model(model)
     pmap = GG.onnx_param_map(model, net)
+    check_export(name, model, net, example)
     m32, m64 = copy.deepcopy(net), copy.deepcopy(net).double()
     li = out_names.index(loss_output)
     with torch.no_grad(), default_dtype(torch.float64):
