@@ -134,6 +134,15 @@ check: deps
 	@$(MAKE) --no-print-directory all san
 	@sh tests/run.sh
 
+# ---- demo-train (issue 5): train an lstm and a momentum_lstm classifier ------
+# on row-by-row Fashion-MNIST (examples/demo_train.sh; Debian's
+# dataset-fashion-mnist joins the packages `make deps` installs).
+.PHONY: demo-train
+demo-train:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) dataset-fashion-mnist"
+	@$(MAKE) --no-print-directory all
+	@sh examples/demo_train.sh
+
 # fixtures and unit-test binaries (tests/tests.mk; tests/run.sh makes them)
 include tests/tests.mk
 

@@ -55,6 +55,10 @@ def split_name(cell):
 
 
 def T(a, dtype):
+    """a as a tensor of dtype; a tensor keeps its autograd graph (the
+    gradient oracle of tests/gen_grad_cases.py passes leaf tensors)."""
+    if isinstance(a, torch.Tensor):
+        return a.to(dtype)
     return torch.as_tensor(np.asarray(a), dtype=dtype)
 
 
@@ -110,10 +114,11 @@ def modrelu(z, b):
 
 def dtriv_matrix(A, base, dtype):
     """M = base . expm(S), S = triu(A,1) - triu(A,1)^T, computed in float64
-    and rounded to dtype (the matrix is a function of the weights only)."""
-    A64 = torch.as_tensor(np.asarray(A, np.float64))
+    and rounded to dtype (the matrix is a function of the weights only;
+    differentiable when A and base are tensors)."""
+    A64 = T(A, torch.float64)
     S = torch.triu(A64, 1) - torch.triu(A64, 1).T
-    M = torch.as_tensor(np.asarray(base, np.float64)) @ torch.matrix_exp(S)
+    M = T(base, torch.float64) @ torch.matrix_exp(S)
     return M.to(dtype)
 
 
