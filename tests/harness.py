@@ -39,6 +39,10 @@ Groups, in order:
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
               parse -> dump round trips after every pass for the examples and
               ONNX models, located errors (line:col, caret), fuzz under ASan
+  optim       the optimisers of libcellrt (tests/unit/test_optim.c, plain and
+              ASan/UBSan builds) against tests/gen_optim_cases.py: PyTorch's
+              SGD/RMSprop/Adam/Adagrad and clip_grad_norm_, and Sutskever et
+              al.'s CM/NAG with the momentum schedule, per step, rel 1e-5
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -980,6 +984,33 @@ def group_cell_stream():
     return res or [Result("cell_stream/run", False, "no cases")]
 
 
+# ---- optim (issue 5): optimisers of libcellrt --------------------------------------
+
+def group_optim():
+    if not stamp_ok("optim"):
+        return fixtures_missing("optim", "optim")
+    res = []
+    for builddir, tag, env in (("build", "", {}), ("build-san", "san/", SAN_ENV)):
+        binary = os.path.join(builddir, "tests", "test_optim")
+        log = os.path.join(LOGS, "optim", tag + "build.log")
+        rc, out, err = run(["make", "--no-print-directory", "-s", binary], log)
+        if rc != 0:
+            res.append(Result("optim/%sbuild" % tag, False, "cannot build %s: %s (log: %s)" %
+                              (binary, first_lines(err + out), log)))
+            continue
+        got = script_group("optim/" + tag.rstrip("/") if tag else "optim",
+                           [binary, os.path.join(OUT, "optim")], env)
+        for r in got:
+            r.name = r.name.replace("optim/", "optim/" + tag, 1)
+        log = os.path.join(LOGS, "optim", tag, "run.log")
+        with open(log) as f:
+            text = f.read()
+        if any(m in text for m in SAN_MARKERS):
+            got.append(Result("optim/%ssanitizer" % tag, False, "sanitizer report (log: %s)" % log))
+        res += got
+    return res
+
+
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
@@ -990,6 +1021,7 @@ GROUPS = [
     ("loop", group_loop),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
+    ("optim", group_optim),
 ]
 
 
