@@ -1032,6 +1032,11 @@ static int infer_optim(ictx *c)
 	if (n->nin - 2 != nt * per || n->nout != nt * (per - 1))
 		return fail(c, "has %d inputs and %d outputs; %s takes R, T and %d tensors per optimised tensor "
 			    "and gives %d", n->nin, n->nout, n->op_type ? n->op_type : ir_op_name(n->op), per, per - 1);
+	if (n->op == OP_MOMENTUM) {     /* native text reaches here without the loader's checks */
+		const char *mode = ir_attr_string(n, "mode", "");
+		if (strcmp(mode, "standard") != 0 && strcmp(mode, "nesterov") != 0)
+			return fail(c, "attribute 'mode' must be standard or nesterov, not '%s'", mode);
+	}
 	for (int j = 0; j < nt; j++) {
 		ir_value *X = in(c, 2 + j);
 		for (int g = 0; g < per; g++) {

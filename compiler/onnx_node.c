@@ -689,6 +689,11 @@ static int check_optim(onnx_ctx *L, ir_node *n)
 			onnx_node_error(L, n, "input %d is omitted; every input of %s is required", k, n->op_type);
 			return 1;
 		}
+	for (int k = 0; k < n->nout; k++)
+		if (!n->out[k]) {
+			onnx_node_error(L, n, "output %d is omitted; every output of %s is required", k, n->op_type);
+			return 1;
+		}
 	if (n->nout != ntens / per * (per - 1)) {
 		onnx_node_error(L, n, "has %d outputs; %d tensors give %d (the new X%s of each)", n->nout, ntens / per,
 				ntens / per * (per - 1), per == 4 ? ", V and H" : n->op == OP_MOMENTUM ? " and V" : " and H");

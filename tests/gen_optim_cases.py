@@ -21,6 +21,18 @@ gradients are clipped by their global L2 norm before the update.
                (CM/NAG: the momentum of each update), look0 look1 [steps, n]
                (NAG: the look-ahead point after each update)
 
+OUTDIR/onnx/CASE/ (model.onnx, test_data_set_N/input_K.pb, output_K.pb):
+the ONNX ai.onnx.preview.training operators Momentum (standard and
+nesterov), Adam and Adagrad at update counts T > 0 (onnx's own node tests all
+run at T = 0, where Momentum's beta and Adam's bias correction do not act),
+several tensors per node, every attribute, R in float64; expected outputs
+from the reference functions of onnx's own test cases (apply_momentum,
+apply_nesterov, apply_adam, apply_adagrad), run through `cellc verify`.
+
+OUTDIR/onnx_bad/CASE/model.onnx and OUTDIR/onnx_bad/cases.tsv (name, model,
+strings the error must contain): malformed uses of those operators, which
+`build-san/cellc compile` must refuse with exit 2 and a located message.
+
 Oracles: PyTorch 1.13's torch.optim (SGD, RMSprop, Adam, Adagrad with
 foreach=False) and torch.nn.utils.clip_grad_norm_, float32; classical
 momentum and NAG from the formulas of Sutskever et al. (2013) written out
@@ -177,6 +189,149 @@ def check_nag_oracle():
     print("NAG oracle == torch.optim.SGD(nesterov=True) on the look-ahead point: ok")
 
 
+# ---- ONNX training operators --------------------------------------------------
+
+# name: (op, attributes, shapes of the optimised tensors, update counts T, R dtype)
+ONNX_CASES = {
+    "momentum_T": ("Momentum", dict(alpha=0.9, beta=0.1, mode="standard", norm_coefficient=0.01),
+                   [(3, 4)], [0, 1, 7], np.float32),
+    "nesterov_momentum_T": ("Momentum", dict(alpha=0.95, beta=0.5, mode="nesterov", norm_coefficient=0.001),
+                            [(3, 4)], [0, 2, 30], np.float32),
+    "momentum_multiple_T": ("Momentum", dict(alpha=0.8, beta=0.7, mode="standard", norm_coefficient=0.0),
+                            [(2, 3), (4,), ()], [0, 3], np.float32),
+    "adam_T": ("Adam", dict(alpha=0.9, beta=0.999, epsilon=1e-7, norm_coefficient=0.001,
+                            norm_coefficient_post=0.01), [(3, 4)], [0, 1, 10], np.float32),
+    "adam_multiple_T": ("Adam", dict(alpha=0.95, beta=0.85, epsilon=1e-2, norm_coefficient=0.001),
+                        [(1,), (2,)], [0, 2], np.float32),
+    "adam_defaults_T": ("Adam", {}, [(5,)], [0, 4], np.float32),
+    "adagrad_T": ("Adagrad", dict(decay_factor=0.1, epsilon=1e-5, norm_coefficient=0.001),
+                  [(3, 4)], [0, 4, 25], np.float32),
+    "adagrad_multiple_R_double": ("Adagrad", dict(decay_factor=0.5), [(2, 2), (3,)], [0, 6], np.float64),
+}
+
+
+def onnx_reference(op, attrs, r, t, xs, gs, states):
+    """Expected outputs by onnx's own reference functions (the ones its node
+    tests use), with the attribute defaults of the specification."""
+    from onnx.backend.test.case.node.adagrad import apply_adagrad
+    from onnx.backend.test.case.node.adam import apply_adam
+    from onnx.backend.test.case.node.momentum import apply_momentum, apply_nesterov
+    outs = []
+    for j, (x, g) in enumerate(zip(xs, gs)):
+        if op == "Momentum":
+            f = apply_nesterov if attrs["mode"] == "nesterov" else apply_momentum
+            outs.append(f(r, t, x, g, states[0][j], attrs["norm_coefficient"], attrs["alpha"], attrs["beta"]))
+        elif op == "Adam":
+            outs.append(apply_adam(r, t, x, g, states[0][j], states[1][j], attrs.get("norm_coefficient", 0.0),
+                                   attrs.get("norm_coefficient_post", 0.0), attrs.get("alpha", 0.9),
+                                   attrs.get("beta", 0.999), attrs.get("epsilon", 1e-6)))
+        else:
+            outs.append(apply_adagrad(r, t, x, g, states[0][j], attrs.get("norm_coefficient", 0.0),
+                                      attrs.get("epsilon", 1e-6), attrs.get("decay_factor", 0.0)))
+    # outputs: every new X, then every new first state, then every new second state
+    return [np.asarray(o[k]).astype(np.float32) for k in range(len(outs[0])) for o in outs]
+
+
+def write_onnx_cases(out):
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    for ci, (name, (op, attrs, shapes, steps, rdt)) in enumerate(sorted(ONNX_CASES.items())):
+        rng = np.random.RandomState(500 + ci)
+        nt, nstate = len(shapes), 2 if op == "Adam" else 1
+        sn = ["V", "H"] if op == "Adam" else ["V"] if op == "Momentum" else ["H"]
+        ins = ["R", "T"] + ["X%d" % j for j in range(nt)] + ["G%d" % j for j in range(nt)] + \
+            ["%s%d" % (s, j) for s in sn for j in range(nt)]
+        outs = ["X%d_new" % j for j in range(nt)] + ["%s%d_new" % (s, j) for s in sn for j in range(nt)]
+        shape_of = lambda nm: [] if nm in ("R", "T") else list(shapes[int(nm.rstrip("_new")[1:])])
+        node = helper.make_node(op, ins, outs, domain="ai.onnx.preview.training", **attrs)
+        vi = lambda nm, ty: helper.make_tensor_value_info(nm, ty, shape_of(nm))
+        graph = helper.make_graph(
+            [node], name, [vi("R", TensorProto.DOUBLE if rdt == np.float64 else TensorProto.FLOAT),
+                           vi("T", TensorProto.INT64)] + [vi(nm, TensorProto.FLOAT) for nm in ins[2:]],
+            [vi(nm, TensorProto.FLOAT) for nm in outs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.preview.training", 1)],
+                                  producer_name="gen_optim_cases.py")
+        d = os.path.join(out, "onnx", name)
+        os.makedirs(d, exist_ok=True)
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        for k, t in enumerate(steps):
+            r = np.array(rng.uniform(0.01, 0.2), dtype=rdt)
+            tt = np.array(t, dtype=np.int64)
+            xs = [rng.uniform(-2, 2, s).astype(np.float32) for s in shapes]
+            gs = [rng.uniform(-3, 3, s).astype(np.float32) for s in shapes]
+            states = [[rng.uniform(0.05 if (op != "Momentum" and (i == 1 or op == "Adagrad")) else -1, 1, s)
+                       .astype(np.float32) for s in shapes] for i in range(nstate)]
+            expected = onnx_reference(op, attrs, r, tt, xs, gs, states)
+            ds = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(ds, exist_ok=True)
+            values = [r, tt] + xs + gs + [x for st in states for x in st]
+            for j, (nm, a) in enumerate(zip(ins, values)):
+                with open(os.path.join(ds, "input_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(np.asarray(a), nm).SerializeToString())
+            for j, (nm, a) in enumerate(zip(outs, expected)):
+                with open(os.path.join(ds, "output_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(a, nm).SerializeToString())
+        print("onnx/%s: %s, %d tensor(s), T = %s" % (name, op, nt, steps))
+
+
+def write_onnx_bad(out):
+    """Refusals: each model must fail to compile with these strings in the error."""
+    import onnx
+    from onnx import helper, TensorProto
+    d0 = os.path.join(out, "onnx_bad")
+    rows = []
+
+    def model(name, op, ins, outs, attrs, dtypes=None, shapes=None, domain="ai.onnx.preview.training",
+              imports=(("ai.onnx.preview.training", 1),)):
+        dtypes = dtypes or {}
+        shapes = shapes or {}
+
+        def vi(nm):
+            ty = dtypes.get(nm, TensorProto.INT64 if nm == "T" else TensorProto.FLOAT)
+            return helper.make_tensor_value_info(nm, ty, shapes.get(nm, [] if nm in ("R", "T") else [3]))
+        node = helper.make_node(op, ins, outs, name=name + "_node", domain=domain, **attrs)
+        g = helper.make_graph([node], name, [vi(nm) for nm in ins], [vi(nm) for nm in outs])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid(dm, v) for dm, v in imports])
+
+    mom = dict(alpha=0.9, beta=0.1, mode="standard", norm_coefficient=0.0)
+    cases = [
+        ("momentum_bad_mode", model("momentum_bad_mode", "Momentum", ["R", "T", "X", "G", "V"], ["Xn", "Vn"],
+                                    dict(mom, mode="heavy")), ["heavy", "momentum_bad_mode_node"]),
+        ("momentum_missing_alpha", model("momentum_missing_alpha", "Momentum", ["R", "T", "X", "G", "V"],
+                                         ["Xn", "Vn"], dict(beta=0.1, mode="standard", norm_coefficient=0.0)),
+         ["'alpha' is required"]),
+        ("adam_input_count", model("adam_input_count", "Adam", ["R", "T", "X", "G", "V"], ["Xn", "Vn"], {}),
+         ["multiple of 4"]),
+        ("adagrad_output_count", model("adagrad_output_count", "Adagrad", ["R", "T", "X", "G", "H"], ["Xn"], {}),
+         ["outputs"]),
+        ("adagrad_gradient_shape", model("adagrad_gradient_shape", "Adagrad", ["R", "T", "X", "G", "H"],
+                                         ["Xn", "Hn"], {}, shapes={"G": [4]}), ["gradient", "'G'"]),
+        ("adam_double_tensors", model("adam_double_tensors", "Adam", ["R", "T", "X", "G", "V", "H"],
+                                      ["Xn", "Vn", "Hn"], {}, dtypes={k: TensorProto.DOUBLE for k in "XGVH"}
+                                      | {"Xn": TensorProto.DOUBLE, "Vn": TensorProto.DOUBLE,
+                                         "Hn": TensorProto.DOUBLE}), ["f64", "only f32"]),
+        ("momentum_T_float", model("momentum_T_float", "Momentum", ["R", "T", "X", "G", "V"], ["Xn", "Vn"], mom,
+                                   dtypes={"T": TensorProto.FLOAT}), ["T ('T') must be an int64 scalar"]),
+        ("adam_domain_version", model("adam_domain_version", "Adam", ["R", "T", "X", "G", "V", "H"],
+                                      ["Xn", "Vn", "Hn"], {}, imports=(("ai.onnx.preview.training", 2),)),
+         ["version 1, not version 2"]),
+        ("momentum_default_domain", model("momentum_default_domain", "Momentum", ["R", "T", "X", "G", "V"],
+                                          ["Xn", "Vn"], mom, domain="", imports=(("", 14),)),
+         ["unsupported operator Momentum"]),
+        ("adagrad_unknown_attribute", model("adagrad_unknown_attribute", "Adagrad", ["R", "T", "X", "G", "H"],
+                                            ["Xn", "Hn"], dict(lr_decay=0.1)), ["lr_decay"]),
+    ]
+    for name, m, expect in cases:
+        d = os.path.join(d0, name)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "model.onnx")
+        onnx.save(m, path)
+        rows.append("\t".join([name, path] + expect))
+    with open(os.path.join(d0, "cases.tsv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("onnx_bad: %d refusal cases" % len(cases))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_optim_cases.py OUTDIR")
@@ -216,6 +371,8 @@ def main():
         print("%s: %s, %d steps, final max |p| %.4g%s" % (name, kind, steps, final,
                                                            ", clip norms %.3g..%.3g" % (norms.min(), norms.max())
                                                            if clip else ""))
+    write_onnx_cases(out)
+    write_onnx_bad(out)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,10 @@ Groups, in order:
   optim       the optimisers of libcellrt (tests/unit/test_optim.c, plain and
               ASan/UBSan builds) against tests/gen_optim_cases.py: PyTorch's
               SGD/RMSprop/Adam/Adagrad and clip_grad_norm_, and Sutskever et
-              al.'s CM/NAG with the momentum schedule, per step, rel 1e-5
+              al.'s CM/NAG with the momentum schedule, per step, rel 1e-5;
+              the ONNX Momentum/Adam/Adagrad at T > 0 through `cellc verify`
+              (onnx's reference functions) with the node tests' tolerances;
+              malformed uses refused by build-san/cellc (exit 2, located)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -1009,6 +1012,28 @@ def group_optim():
         if any(m in text for m in SAN_MARKERS):
             got.append(Result("optim/%ssanitizer" % tag, False, "sanitizer report (log: %s)" % log))
         res += got
+    # the ONNX training operators at T > 0 through cellc verify (two also
+    # through the sanitizer build)
+    root = os.path.join(OUT, "optim", "onnx")
+    cases = sorted(d for d in os.listdir(os.path.join(ROOT, root)) if os.path.isdir(os.path.join(ROOT, root, d)))
+    if not cases:
+        res.append(Result("optim/onnx", False, "no cases in %s" % root))
+    items = [("optim", "onnx/" + c, os.path.join(root, c), NODE_TOL) for c in cases]
+    items += [("optim", "onnx_san/" + c, os.path.join(root, c), NODE_TOL, CELLC_SAN, SAN_ENV)
+              for c in cases if c in ("adam_multiple_T", "momentum_multiple_T")]
+    res += list(parallel(verify_one, items))
+    # malformed uses: build-san/cellc compile exits 2 with a located message
+    bad = []
+    with open(os.path.join(ROOT, OUT, "optim", "onnx_bad", "cases.tsv")) as f:
+        for line in f:
+            row = line.rstrip("\n").split("\t")
+            if len(row) >= 2:
+                bad.append(("optim_" + row[0], row[1], row[2:]))
+    for r in parallel(bad_one, bad):
+        r.name = r.name.replace("bad/optim_", "optim/bad/", 1)
+        res.append(r)
+    if not bad:
+        res.append(Result("optim/bad", False, "no cases in onnx_bad/cases.tsv"))
     return res
 
 

@@ -401,7 +401,7 @@ int main(int argc, char **argv)
 	int count = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) && count < 256)
-		if (e->d_name[0] != '.' && strcmp(e->d_name, "logs") != 0)
+		if (e->d_name[0] != '.' && strncmp(e->d_name, "onnx", 4) != 0)  /* onnx*: cellc cases */
 			names[count++] = strdup(e->d_name);
 	closedir(d);
 	qsort(names, (size_t)count, sizeof *names, cmp_str);
