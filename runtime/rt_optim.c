@@ -38,7 +38,35 @@
 
 /* ---- element-wise kernels -------------------------------------------------- */
 
-void rt_momentum_kernel(float *x_new, float *v_new, const float *x, const float *g, const float *v,
+/* Each loop that uses fmaf is a BODY, compiled twice on x86 with GCC or
+ * Clang: as is, and inlined into a copy for the FMA instruction set that
+ * runs when the CPU has it (fmaf is then one instruction and the loop
+ * vectorises; elsewhere it is a library call, about ten times slower).
+ * Both give the same bits: fmaf is exactly rounded either way, and ISO C
+ * mode (-std=c11) contracts no other a * b + c. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define BODY static inline __attribute__((always_inline))
+#define FMA_COPY 1
+#else
+#define BODY static inline
+#endif
+
+#ifdef FMA_COPY
+/* name(params) runs name_body through its FMA copy when the CPU has FMA */
+#define DISPATCH(name, params, args) \
+	__attribute__((target("fma"))) static void name##_fma params { name##_body args; } \
+	static void name params \
+	{ \
+		if (__builtin_cpu_supports("fma")) \
+			name##_fma args; \
+		else \
+			name##_body args; \
+	}
+#else
+#define DISPATCH(name, params, args) static void name params { name##_body args; }
+#endif
+
+BODY void momentum_body(float *x_new, float *v_new, const float *x, const float *g, const float *v,
 			int64_t n, float lr, float wd, float alpha, float beta, int nesterov)
 {
 	if (nesterov) {
@@ -58,11 +86,11 @@ void rt_momentum_kernel(float *x_new, float *v_new, const float *x, const float 
 	}
 }
 
-void rt_adam_kernel(float *x_new, float *m_new, float *v_new, float *vmax, const float *x,
-		    const float *g, const float *m, const float *v, int64_t n, float step_size,
-		    float bc2_sqrt, float eps, float wd, double beta1, double beta2, float post)
+/* b1, b2, c1, c2: beta1, beta2, 1 - beta1, 1 - beta2 rounded to float */
+BODY void adam_body(float *x_new, float *m_new, float *v_new, float *vmax, const float *x, const float *g,
+		    const float *m, const float *v, int64_t n, float step_size, float bc2_sqrt, float eps, float wd,
+		    float b1, float b2, float c1, float c2, float post)
 {
-	float b1 = (float)beta1, b2 = (float)beta2, c1 = (float)(1.0 - beta1), c2 = (float)(1.0 - beta2);
 	for (int64_t i = 0; i < n; i++) {
 		float gr = fmaf(x[i], wd, g[i]);
 		float mn = fmaf(gr, c1, b1 * m[i]);
@@ -78,7 +106,7 @@ void rt_adam_kernel(float *x_new, float *m_new, float *v_new, float *vmax, const
 	}
 }
 
-void rt_adagrad_kernel(float *x_new, float *h_new, const float *x, const float *g, const float *h,
+BODY void adagrad_body(float *x_new, float *h_new, const float *x, const float *g, const float *h,
 		       int64_t n, float lr, float wd, float eps)
 {
 	for (int64_t i = 0; i < n; i++) {
@@ -87,6 +115,72 @@ void rt_adagrad_kernel(float *x_new, float *h_new, const float *x, const float *
 		h_new[i] = hn;
 		x_new[i] = x[i] - lr * gr / (sqrtf(hn) + eps);
 	}
+}
+
+BODY void sgd_body(float *p, const float *g, int64_t n, float lr, float wd)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = fmaf(fmaf(p[i], wd, g[i]), -lr, p[i]);
+}
+
+/* sq [n] square_avg; buf [n] momentum_buffer or NULL; gavg [n] grad_avg or
+ * NULL; c = 1 - alpha */
+BODY void rmsprop_loop_body(float *p, const float *g, float *sq, float *buf, float *gavg, int64_t n, float lr,
+			    float alpha, float c, float eps, float wd, float mom)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float gr = fmaf(p[i], wd, g[i]);
+		float s = fmaf(c * gr, gr, alpha * sq[i]);
+		sq[i] = s;
+		if (gavg) {
+			float a = fmaf(gr, c, alpha * gavg[i]);
+			gavg[i] = a;
+			s = fmaf(-a, a, s);
+		}
+		float avg = sqrtf(s) + eps;
+		if (buf) {
+			float b = mom * buf[i] + gr / avg;
+			buf[i] = b;
+			p[i] = fmaf(b, -lr, p[i]);
+		} else {
+			p[i] = p[i] - lr * gr / avg;
+		}
+	}
+}
+
+DISPATCH(momentum, (float *x_new, float *v_new, const float *x, const float *g, const float *v, int64_t n,
+		    float lr, float wd, float alpha, float beta, int nesterov),
+	 (x_new, v_new, x, g, v, n, lr, wd, alpha, beta, nesterov))
+DISPATCH(adam, (float *x_new, float *m_new, float *v_new, float *vmax, const float *x, const float *g,
+		const float *m, const float *v, int64_t n, float step_size, float bc2_sqrt, float eps, float wd,
+		float b1, float b2, float c1, float c2, float post),
+	 (x_new, m_new, v_new, vmax, x, g, m, v, n, step_size, bc2_sqrt, eps, wd, b1, b2, c1, c2, post))
+DISPATCH(adagrad, (float *x_new, float *h_new, const float *x, const float *g, const float *h, int64_t n,
+		   float lr, float wd, float eps),
+	 (x_new, h_new, x, g, h, n, lr, wd, eps))
+DISPATCH(sgd, (float *p, const float *g, int64_t n, float lr, float wd), (p, g, n, lr, wd))
+DISPATCH(rmsprop_loop, (float *p, const float *g, float *sq, float *buf, float *gavg, int64_t n, float lr,
+			float alpha, float c, float eps, float wd, float mom),
+	 (p, g, sq, buf, gavg, n, lr, alpha, c, eps, wd, mom))
+
+void rt_momentum_kernel(float *x_new, float *v_new, const float *x, const float *g, const float *v,
+			int64_t n, float lr, float wd, float alpha, float beta, int nesterov)
+{
+	momentum(x_new, v_new, x, g, v, n, lr, wd, alpha, beta, nesterov);
+}
+
+void rt_adam_kernel(float *x_new, float *m_new, float *v_new, float *vmax, const float *x,
+		    const float *g, const float *m, const float *v, int64_t n, float step_size,
+		    float bc2_sqrt, float eps, float wd, double beta1, double beta2, float post)
+{
+	adam(x_new, m_new, v_new, vmax, x, g, m, v, n, step_size, bc2_sqrt, eps, wd, (float)beta1, (float)beta2,
+	     (float)(1.0 - beta1), (float)(1.0 - beta2), post);
+}
+
+void rt_adagrad_kernel(float *x_new, float *h_new, const float *x, const float *g, const float *h,
+		       int64_t n, float lr, float wd, float eps)
+{
+	adagrad(x_new, h_new, x, g, h, n, lr, wd, eps);
 }
 
 /* ---- the optimiser ------------------------------------------------------------ */
@@ -204,36 +298,11 @@ double rt_optim_mu(const rt_optim *o, int64_t step)
 
 void rt_optim_begin_step(rt_optim *o) { o->step++; }
 
-static void sgd_plain(float *p, const float *g, int64_t n, float lr, float wd)
-{
-	for (int64_t i = 0; i < n; i++)
-		p[i] = fmaf(fmaf(p[i], wd, g[i]), -lr, p[i]);
-}
-
 static void rmsprop(const rt_optim *o, float lr, float *p, const float *g, float *state, int64_t n)
 {
-	float alpha = (float)o->alpha, c = (float)(1.0 - o->alpha), eps = (float)o->eps;
-	float wd = (float)o->weight_decay, mom = (float)o->momentum;
-	float *sq = state, *buf = o->momentum > 0 ? state + n : NULL;
-	float *gavg = o->centered ? state + (buf ? 2 : 1) * n : NULL;
-	for (int64_t i = 0; i < n; i++) {
-		float gr = fmaf(p[i], wd, g[i]);
-		float s = fmaf(c * gr, gr, alpha * sq[i]);
-		sq[i] = s;
-		if (gavg) {
-			float a = fmaf(gr, c, alpha * gavg[i]);
-			gavg[i] = a;
-			s = fmaf(-a, a, s);
-		}
-		float avg = sqrtf(s) + eps;
-		if (buf) {
-			float b = mom * buf[i] + gr / avg;
-			buf[i] = b;
-			p[i] = fmaf(b, -lr, p[i]);
-		} else {
-			p[i] = p[i] - lr * gr / avg;
-		}
-	}
+	float *buf = o->momentum > 0 ? state + n : NULL;
+	rmsprop_loop(p, g, state, buf, o->centered ? state + (buf ? 2 : 1) * n : NULL, n, lr, (float)o->alpha,
+		     (float)(1.0 - o->alpha), (float)o->eps, (float)o->weight_decay, (float)o->momentum);
 }
 
 /* Sutskever's classical momentum: v' = mu v - lr gr(p), p' = p + v'.
@@ -272,7 +341,7 @@ int rt_optim_update(const rt_optim *o, double lr, float *p, const float *g, floa
 	switch (o->kind) {
 	case RT_OPT_SGD:
 		if (o->momentum == 0) {
-			sgd_plain(p, g, n, flr, wd);
+			sgd(p, g, n, flr, wd);
 		} else {
 			/* PyTorch's first step sets buf = gr: alpha * 0 + 1 * gr, since
 			 * the state starts at zero */
