@@ -737,6 +737,73 @@ static void emit_softmax(emit_ctx *E, ir_node *n)
 		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
 }
 
+/* ---- ai.onnx.preview.training optimisers --------------------------------------- */
+
+/* Momentum, Adam, Adagrad: one call per optimised tensor of the kernels that
+ * rt_optim_update uses (runtime/rt_optim.c), with the ONNX specification's
+ * coefficients: Momentum's beta is 1 while T == 0; Adam's bias correction
+ * moves into the step size R sqrt(1 - beta^T) / (1 - alpha^T) (T > 0) with
+ * epsilon added to sqrt(H_new) itself, and 1 - norm_coefficient_post scales
+ * the result; Adagrad's R / (1 + T decay_factor).  R and T are read at run
+ * time (R may be double). */
+static void emit_optim(emit_ctx *E, ir_node *n)
+{
+	int per = n->op == OP_ADAM ? 4 : 3, nt = (n->nin - 2) / per;
+	const char *R = emit_ref(E, n->in[0]), *T = emit_ref(E, n->in[1]);
+	float wd = ir_attr_float(n, "norm_coefficient", 0.0f);
+	node_comment(E, n, arena_printf(E->A, "%d tensor%s", nt, nt == 1 ? "" : "s"));
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "const float r = (float)%s[0];", R);
+	ew_line(E->w, "const int64_t t = %s[0];", T);
+	const char *lr = "r";
+	if (n->op == OP_ADAM) {
+		double alpha = ir_attr_float(n, "alpha", 0.9f), beta = ir_attr_float(n, "beta", 0.999f);
+		ew_line(E->w, "const float r_adj = t > 0 ? (float)((double)r * sqrt(1.0 - pow(%s, (double)t)) / "
+			"(1.0 - pow(%s, (double)t))) : r;", emit_float(E, beta, DT_F64), emit_float(E, alpha, DT_F64));
+		lr = "r_adj";
+	} else if (n->op == OP_ADAGRAD) {
+		ew_line(E->w, "const float r_adj = (float)((double)r / (1.0 + (double)t * %s));",
+			emit_float(E, ir_attr_float(n, "decay_factor", 0.0f), DT_F64));
+		lr = "r_adj";
+	}
+	for (int j = 0; j < nt; j++) {
+		const ir_value *X = n->in[2 + j];
+		const char *x = emit_ref(E, X), *g = emit_ref(E, n->in[2 + nt + j]), *s1 = emit_ref(E, n->in[2 + 2 * nt + j]);
+		const char *xn = n->out[j] ? emit_ref(E, n->out[j]) : NULL;
+		const char *s1n = n->out[nt + j] ? emit_ref(E, n->out[nt + j]) : NULL;
+		const char *cnt = emit_numel(E, &X->shape);
+		if (!xn || !s1n || (n->op == OP_ADAM && !n->out[2 * nt + j])) {
+			diag_node(E->D, n, "internal: an output of the optimiser has no storage");
+			return;
+		}
+		switch (n->op) {
+		case OP_MOMENTUM: {
+			int nesterov = strcmp(ir_attr_string(n, "mode", "standard"), "nesterov") == 0;
+			ew_line(E->w, "rt_momentum_kernel(%s, %s, %s, %s, %s, %s, %s, %s, %s, t > 0 ? %s : 1.0f, %d);", xn, s1n,
+				x, g, s1, cnt, lr, emit_float(E, wd, DT_F32),
+				emit_float(E, ir_attr_float(n, "alpha", 0.0f), DT_F32),
+				emit_float(E, ir_attr_float(n, "beta", 0.0f), DT_F32), nesterov);
+			break;
+		}
+		case OP_ADAM: {
+			const char *s2 = emit_ref(E, n->in[2 + 3 * nt + j]), *s2n = emit_ref(E, n->out[2 * nt + j]);
+			ew_line(E->w, "rt_adam_kernel(%s, %s, %s, NULL, %s, %s, %s, %s, %s, %s, 1.0f, %s, %s, %s, %s, %s);",
+				xn, s1n, s2n, x, g, s1, s2, cnt, lr,
+				emit_float(E, ir_attr_float(n, "epsilon", 1e-6f), DT_F32), emit_float(E, wd, DT_F32),
+				emit_float(E, ir_attr_float(n, "alpha", 0.9f), DT_F64),
+				emit_float(E, ir_attr_float(n, "beta", 0.999f), DT_F64),
+				emit_float(E, 1.0 - (double)ir_attr_float(n, "norm_coefficient_post", 0.0f), DT_F32));
+			break;
+		}
+		default:        /* Adagrad */
+			ew_line(E->w, "rt_adagrad_kernel(%s, %s, %s, %s, %s, %s, %s, %s, %s);", xn, s1n, x, g, s1, cnt, lr,
+				emit_float(E, wd, DT_F32), emit_float(E, ir_attr_float(n, "epsilon", 1e-6f), DT_F32));
+			break;
+		}
+	}
+	ew_close(E->w, "");
+}
+
 /* ---- dispatch --------------------------------------------------------------- */
 
 void emit_node(emit_ctx *E, ir_node *n)
@@ -760,6 +827,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_MATMUL: emit_matmul(E, n); return;
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
 	case OP_RECURRENCE: emit_recurrence(E, n); return;
+	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: emit_optim(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));
 		return;

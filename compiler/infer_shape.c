@@ -1011,6 +1011,47 @@ static int infer_rnn(ictx *c)
 	return 0;
 }
 
+/* ---- ai.onnx.preview.training optimisers --------------------------------------- */
+
+/* Momentum / Adam / Adagrad: R a float scalar, T an int64 scalar (one
+ * element each), then groups X.., G.., states..: every tensor of column j
+ * f32 with X_j's shape (the specification's broadcasting is not needed by
+ * any optimiser and not supported); output j of group k has X_j's shape. */
+static int infer_optim(ictx *c)
+{
+	ir_node *n = c->n;
+	int per = n->op == OP_ADAM ? 4 : 3, nt = (n->nin - 2) / per;
+	ir_value *R = in(c, 0), *T = in(c, 1);
+	ir_dim one;
+	if ((R->dtype != DT_F32 && R->dtype != DT_F64) || !infer_numel(&R->shape, &one) || !ir_dim_eq(one, ir_dim_const(1)))
+		return fail(c, "R ('%s') must be a float scalar, not %s %s", R->name, ir_dtype_name(R->dtype),
+			    shp(c, &R->shape));
+	if (T->dtype != DT_I64 || !infer_numel(&T->shape, &one) || !ir_dim_eq(one, ir_dim_const(1)))
+		return fail(c, "T ('%s') must be an int64 scalar, not %s %s", T->name, ir_dtype_name(T->dtype),
+			    shp(c, &T->shape));
+	if (n->nin - 2 != nt * per || n->nout != nt * (per - 1))
+		return fail(c, "has %d inputs and %d outputs; %s takes R, T and %d tensors per optimised tensor "
+			    "and gives %d", n->nin, n->nout, n->op_type ? n->op_type : ir_op_name(n->op), per, per - 1);
+	if (n->op == OP_MOMENTUM) {     /* native text reaches here without the loader's checks */
+		const char *mode = ir_attr_string(n, "mode", "");
+		if (strcmp(mode, "standard") != 0 && strcmp(mode, "nesterov") != 0)
+			return fail(c, "attribute 'mode' must be standard or nesterov, not '%s'", mode);
+	}
+	for (int j = 0; j < nt; j++) {
+		ir_value *X = in(c, 2 + j);
+		for (int g = 0; g < per; g++) {
+			int k = 2 + g * nt + j;
+			if (need_f32(c, k))
+				return 1;
+			if (g && need_shape(c, k, g == 1 ? "the gradient" : "the state", &X->shape, "X's shape"))
+				return 1;
+		}
+		for (int g = 0; g < per - 1; g++)
+			set_out(c, g * nt + j, DT_F32, &X->shape);
+	}
+	return 0;
+}
+
 /* ---- entry --------------------------------------------------------------------- */
 
 int infer_node(ir_graph *g, ir_node *n, diag *D)
@@ -1060,6 +1101,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: return infer_softmax(c);
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
 	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
+	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: return infer_optim(c);
 	case OP_RECURRENCE: case OP_COUNT: break;
 	default:
 		if (oi->kind == OPK_ELEM)

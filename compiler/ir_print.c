@@ -529,8 +529,10 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 			sb_quoted(&b, g->producer);
 			sb_puts(&b, "\n");
 		}
-		indent(&b, depth);
-		sb_printf(&b, "opset %d\n", g->opset);
+		if (g->opset) {         /* 0: the model imports no default-domain opset */
+			indent(&b, depth);
+			sb_printf(&b, "opset %d\n", g->opset);
+		}
 		if (g->nsyms) {
 			indent(&b, depth);
 			sb_puts(&b, "symbols ");

@@ -91,6 +91,15 @@ static const attr_spec attr_specs[] = {
 	{OP_SCAN, "scan_output_axes", ATTR_INTS, 9, 0, NULL}, {OP_SCAN, "scan_output_directions", ATTR_INTS, 9, 0, NULL},
 	{OP_SEQEMPTY, "dtype", ATTR_INT, 0, 0, NULL},
 	{OP_SEQCONCAT, "axis", ATTR_INT, 0, 0, NULL},     {OP_SEQCONCAT, "new_axis", ATTR_INT, 0, 0, NULL},
+	/* ai.onnx.preview.training (its own version 1; the default-domain opset
+	 * does not matter) */
+	{OP_MOMENTUM, "alpha", ATTR_FLOAT, 0, 0, NULL},   {OP_MOMENTUM, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_MOMENTUM, "mode", ATTR_STRING, 0, 0, NULL},   {OP_MOMENTUM, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
+	{OP_ADAM, "alpha", ATTR_FLOAT, 0, 0, NULL},       {OP_ADAM, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_ADAM, "epsilon", ATTR_FLOAT, 0, 0, NULL},     {OP_ADAM, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
+	{OP_ADAM, "norm_coefficient_post", ATTR_FLOAT, 0, 0, NULL},
+	{OP_ADAGRAD, "decay_factor", ATTR_FLOAT, 0, 0, NULL}, {OP_ADAGRAD, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_ADAGRAD, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -663,6 +672,49 @@ static int check_body(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* The training optimisers: R, T, then X.., G.. and the states in groups of
+ * equal size; as many outputs as tensors after R and T; Momentum's required
+ * attributes. */
+static int check_optim(onnx_ctx *L, ir_node *n)
+{
+	int per = n->op == OP_ADAM ? 4 : 3;     /* X, G and 1 or 2 states */
+	int ntens = n->nin - 2;
+	if (ntens < per || ntens % per) {
+		onnx_node_error(L, n, "has %d inputs after R and T; %s needs a multiple of %d (X, G%s per tensor)",
+				ntens, n->op_type, per, per == 4 ? ", V, H" : n->op == OP_MOMENTUM ? ", V" : ", H");
+		return 1;
+	}
+	for (int k = 0; k < n->nin; k++)
+		if (!n->in[k]) {
+			onnx_node_error(L, n, "input %d is omitted; every input of %s is required", k, n->op_type);
+			return 1;
+		}
+	for (int k = 0; k < n->nout; k++)
+		if (!n->out[k]) {
+			onnx_node_error(L, n, "output %d is omitted; every output of %s is required", k, n->op_type);
+			return 1;
+		}
+	if (n->nout != ntens / per * (per - 1)) {
+		onnx_node_error(L, n, "has %d outputs; %d tensors give %d (the new X%s of each)", n->nout, ntens / per,
+				ntens / per * (per - 1), per == 4 ? ", V and H" : n->op == OP_MOMENTUM ? " and V" : " and H");
+		return 1;
+	}
+	if (n->op != OP_MOMENTUM)
+		return 0;
+	static const char *const required[] = {"alpha", "beta", "mode", "norm_coefficient"};
+	for (size_t k = 0; k < COUNTOF(required); k++)
+		if (!ir_attr_find(n, required[k])) {
+			onnx_node_error(L, n, "attribute '%s' is required", required[k]);
+			return 1;
+		}
+	const char *mode = ir_attr_string(n, "mode", "");
+	if (strcmp(mode, "standard") != 0 && strcmp(mode, "nesterov") != 0) {
+		onnx_node_error(L, n, "attribute 'mode' must be standard or nesterov, not '%s'", mode);
+		return 1;
+	}
+	return 0;
+}
+
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 
 static const struct {
@@ -674,6 +726,7 @@ static const struct {
 	{OP_CAST, check_cast},        {OP_RESHAPE, check_reshape},
 	{OP_CONSTOFSHAPE, check_constofshape}, {OP_CONCAT, check_concat},
 	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
+	{OP_MOMENTUM, check_optim},    {OP_ADAM, check_optim},    {OP_ADAGRAD, check_optim},
 };
 
 /* ---- arity ---- */
@@ -850,6 +903,28 @@ static void append_old_softmax(onnx_ctx *L, ir_node *n)
 
 /* ---- the node ---- */
 
+/* Operators of other domains that cellc implements, with the domain version
+ * whose form ops.def follows. */
+static const struct {
+	const char *domain, *op_type;
+	int version;
+	ir_op op;
+} domain_ops[] = {
+	{"ai.onnx.preview.training", "Momentum", 1, OP_MOMENTUM},
+	{"ai.onnx.preview.training", "Adam", 1, OP_ADAM},
+	{"ai.onnx.preview.training", "Adagrad", 1, OP_ADAGRAD},
+};
+
+static int domain_op(const char *domain, const char *op_type, int *version)
+{
+	for (size_t k = 0; k < COUNTOF(domain_ops); k++)
+		if (strcmp(domain_ops[k].domain, domain) == 0 && strcmp(domain_ops[k].op_type, op_type) == 0) {
+			*version = domain_ops[k].version;
+			return (int)domain_ops[k].op;
+		}
+	return -1;
+}
+
 void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 {
 	const char *op_type = np->op_type ? np->op_type : "";
@@ -861,9 +936,15 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	L->node_out0 = np->n_output && np->output[0] && *np->output[0] ? np->output[0] : NULL;
 	const char *name = L->node_unnamed ? arena_printf(L->A, "%s_%d", *op_type ? op_type : "node", L->node_index)
 					   : np->name;
-	int op = default_domain ? ir_op_lookup(op_type) : -1;
+	int version = 0;
+	int op = default_domain ? ir_op_lookup(op_type) : domain_op(domain, op_type, &version);
 	if (default_domain && strcmp(op_type, "Constant") == 0)
 		op = OP_CONSTANT;
+	if (default_domain && op >= 0) {
+		for (size_t k = 0; k < COUNTOF(domain_ops); k++)
+			if ((int)domain_ops[k].op == op)
+				op = -1;        /* Momentum etc. exist only in their domain */
+	}
 	if (op == OP_RECURRENCE)
 		op = -1;        /* native only */
 	/* A node of an unsupported operator still needs a node to be named in
@@ -875,6 +956,7 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	n->origin = n->name;
 	if (!default_domain) {
 		const Onnx__ModelProto *m = L->model;
+		n->opset = 0;   /* none imported */
 		for (size_t k = 0; k < m->n_opset_import; k++)
 			if (m->opset_import[k]->domain && strcmp(m->opset_import[k]->domain, domain) == 0)
 				n->opset = (int)m->opset_import[k]->version;
@@ -887,10 +969,21 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 				return;
 			}
 		}
-		onnx_node_error(L, n, "operator domain '%s' is not supported (cellc supports the default "
-				"ONNX domain only)", domain);
-		define_outputs(L, n, np, nout, 0);
-		return;
+		if (op < 0) {
+			onnx_node_error(L, n, "operator domain '%s' is not supported (cellc supports the default "
+					"ONNX domain, and Momentum, Adam and Adagrad of ai.onnx.preview.training)", domain);
+			define_outputs(L, n, np, nout, 0);
+			return;
+		}
+		if (n->opset != version) {
+			if (n->opset)
+				onnx_node_error(L, n, "%s.%s is supported in %s version %d, not version %d", domain,
+						op_type, domain, version, n->opset);
+			else
+				onnx_node_error(L, n, "uses domain %s, which the model does not import", domain);
+			define_outputs(L, n, np, nout, 0);
+			return;
+		}
 	}
 	if (!*op_type) {
 		onnx_node_error(L, n, "has no op_type");

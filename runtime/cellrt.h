@@ -261,6 +261,105 @@ int rt_init_echo(float *w, int64_t n, int nnz, float radius, rt_rng *r);
  * far below 1e-6 for the matrices we make); -1 when out of memory */
 double rt_spectral_radius(const float *w, int64_t n);
 
+/* ---- optimisers (owner: runtime/rt_optim.c) ------------------------------ */
+/* Parameter updates for training (CELLS.md section 4), with the semantics of
+ * PyTorch 1.13's torch.optim (single-tensor code path) where PyTorch has the
+ * optimiser, and Sutskever et al. (2013) for classical momentum (CM) and
+ * Nesterov's accelerated gradient (NAG).  One rt_optim holds the
+ * hyper-parameters and the step counter; the per-parameter state lives in a
+ * caller-provided float buffer of rt_optim_slots(o) * n floats, slot-major
+ * (slot k of a parameter of n elements at state + k * n), so a checkpoint
+ * saves it as plain tensors ("@opt/<param>/<rt_optim_slot_name>").  Each
+ * optimiser step is: rt_optim_begin_step once, then rt_optim_update once per
+ * parameter tensor with that tensor's learning rate (parameter groups).
+ * Slots: SGD 1 if momentum != 0 else 0 (momentum_buffer); RMSprop 1
+ * (square_avg) + 1 if momentum > 0 (momentum_buffer) + 1 if centered
+ * (grad_avg); Adam 2 (exp_avg, exp_avg_sq) + 1 if amsgrad (max_exp_avg_sq);
+ * Adagrad 1 (sum); CM and NAG 1 (velocity v).
+ * Hyper-parameters are doubles, as PyTorch's Python floats: scalars derived
+ * from them (bias corrections, 1 - beta) are computed in double and rounded
+ * to float once, as PyTorch does before its float kernels.
+ * NAG keeps the parameter buffer at the look-ahead point p + mu_{t+1} v (the
+ * point whose gradient the next update needs); rt_optim_params recovers p. */
+
+typedef enum rt_optim_kind {
+	RT_OPT_SGD, RT_OPT_RMSPROP, RT_OPT_ADAM, RT_OPT_ADAGRAD, RT_OPT_CM, RT_OPT_NAG, RT_OPT_COUNT
+} rt_optim_kind;
+
+typedef struct rt_optim {
+	int kind;               /* rt_optim_kind */
+	double momentum;        /* SGD, RMSprop: momentum factor (0: none); CM/NAG
+	                           with schedule == 0: the constant mu */
+	double dampening;       /* SGD */
+	int nesterov;           /* SGD: PyTorch's Nesterov form (needs momentum > 0,
+	                           dampening 0) */
+	double weight_decay;    /* every kind: g += weight_decay * p before the update */
+	double alpha;           /* RMSprop smoothing constant */
+	int centered;           /* RMSprop: divide by sqrt(E[g^2] - E[g]^2) */
+	double beta1, beta2;    /* Adam */
+	int amsgrad;            /* Adam: use the running maximum of exp_avg_sq */
+	double eps;             /* RMSprop, Adam, Adagrad: added outside the square root */
+	double lr_decay;        /* Adagrad: lr / (1 + (t - 1) * lr_decay) */
+	double initial_accumulator_value; /* Adagrad: initial value of sum */
+	int schedule;           /* CM/NAG: 1 = mu_t = min(1 - 2^(-1 - log2(floor(t/250) + 1)),
+	                           mu_max) with t the 0-based update index; 0 = momentum */
+	double mu_max;          /* CM/NAG: the schedule's cap */
+	double final_mu;        /* CM/NAG: mu = min(mu_t, final_mu) in the final phase */
+	int64_t final_low_steps; /* CM/NAG: length of the final low-momentum phase:
+	                           updates t (1-based) > total_steps - final_low_steps */
+	int64_t total_steps;    /* CM/NAG: updates in the whole run (final phase only) */
+	int64_t step;           /* updates begun (1-based number of the current one);
+	                           checkpoints save it */
+} rt_optim;
+
+/* PyTorch's defaults for kind (SGD: no momentum; RMSprop alpha 0.99, eps 1e-8;
+ * Adam betas (0.9, 0.999), eps 1e-8; Adagrad eps 1e-10; CM/NAG: schedule on,
+ * mu_max 0.99, final_mu 0.9, no final phase); step 0. */
+void rt_optim_defaults(rt_optim *o, int kind);
+/* NULL when o is usable, else a sentence saying which field is wrong. */
+const char *rt_optim_invalid(const rt_optim *o);
+int rt_optim_slots(const rt_optim *o);                  /* floats per element */
+const char *rt_optim_slot_name(const rt_optim *o, int k); /* "exp_avg", ...; NULL past the end */
+/* Initial state of one parameter: zeros, Adagrad's sum = initial_accumulator_value. */
+void rt_optim_init_state(const rt_optim *o, float *state, int64_t n);
+/* Momentum of CM/NAG for update `step` (1-based), schedule and final phase applied. */
+double rt_optim_mu(const rt_optim *o, int64_t step);
+/* Starts the next optimiser step (o->step++). */
+void rt_optim_begin_step(rt_optim *o);
+/* Updates one parameter p [n] in place with its gradient g [n] (not modified)
+ * and state [slots * n], learning rate lr.  RT_ERR_ARG (nothing changed) when
+ * no step was begun or o is invalid. */
+int rt_optim_update(const rt_optim *o, double lr, float *p, const float *g, float *state, int64_t n);
+/* The parameters to evaluate or export: p itself, except for NAG, whose
+ * buffer holds the look-ahead point q = p + mu_{step+1} v: out = q - mu v.
+ * out may be p (then NAG's buffer no longer holds the look-ahead point). */
+void rt_optim_params(const rt_optim *o, float *out, const float *p, const float *state, int64_t n);
+
+/* torch.nn.utils.clip_grad_norm_ (L2): norm = ||concatenation of g[0..n)||,
+ * coef = max_norm / (norm + 1e-6); every g[k] [numel[k]] is multiplied by
+ * coef unless coef >= 1 (so also by NaN when the norm is NaN, as PyTorch).
+ * Returns the norm before clipping. */
+float rt_clip_grad_norm(int n, float *const *g, const int64_t *numel, float max_norm);
+
+/* The element-wise kernels behind rt_optim_update, shared with the code
+ * cellc emits for the ONNX ai.onnx.preview.training operators.  Outputs may
+ * be the corresponding inputs (in place); gr = g + wd * x throughout.
+ * Multiply-adds are fused where PyTorch's AVX2 kernels fuse them (rt_optim.c);
+ * the adam kernel rounds beta1, beta2, 1 - beta1 and 1 - beta2 to float.
+ *  momentum: v_new = alpha * v + beta * gr;
+ *            x_new = x - lr * (nesterov ? gr + alpha * v_new : v_new)
+ *  adam:     m_new = beta1 * m + (1 - beta1) * gr;
+ *            v_new = beta2 * v + (1 - beta2) * gr^2;  vmax = max(vmax, v_new) if vmax;
+ *            x_new = post * (x - step_size * m_new / (sqrt(v_new or vmax) / bc2_sqrt + eps))
+ *  adagrad:  h_new = h + gr^2;  x_new = x - lr * gr / (sqrt(h_new) + eps) */
+void rt_momentum_kernel(float *x_new, float *v_new, const float *x, const float *g, const float *v,
+			int64_t n, float lr, float wd, float alpha, float beta, int nesterov);
+void rt_adam_kernel(float *x_new, float *m_new, float *v_new, float *vmax, const float *x,
+		    const float *g, const float *m, const float *v, int64_t n, float step_size,
+		    float bc2_sqrt, float eps, float wd, double beta1, double beta2, float post);
+void rt_adagrad_kernel(float *x_new, float *h_new, const float *x, const float *g, const float *h,
+		       int64_t n, float lr, float wd, float eps);
+
 #ifdef __cplusplus
 }
 #endif

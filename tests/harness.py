@@ -43,6 +43,13 @@ Groups, in order:
               copy of an nn.LSTM/nn.GRU/traced MomentumLSTM export; values,
               model otherwise unchanged, onnx.checker, ONNX Runtime vs
               PyTorch with the new weights; errors exit 2 (also build-san)
+  optim       the optimisers of libcellrt (tests/unit/test_optim.c, plain and
+              ASan/UBSan builds) against tests/gen_optim_cases.py: PyTorch's
+              SGD/RMSprop/Adam/Adagrad and clip_grad_norm_, and Sutskever et
+              al.'s CM/NAG with the momentum schedule, per step, rel 1e-5;
+              the ONNX Momentum/Adam/Adagrad at T > 0 through `cellc verify`
+              (onnx's reference functions) with the node tests' tolerances;
+              malformed uses refused by build-san/cellc (exit 2, located)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -288,7 +295,8 @@ NODE_PREFIXES = tuple("test_" + p for p in (
     "lstm", "gru", "simple_rnn", "rnn_seq_length", "transpose", "squeeze", "unsqueeze", "slice",
     "concat", "gather", "shape", "constantofshape", "constant", "identity", "reshape", "gemm",
     "matmul", "add", "sub", "mul", "div", "sigmoid", "tanh", "relu", "softmax", "logsoftmax",
-    "loop", "scan"))
+    "loop", "scan")) + tuple("test_" + p for p in (
+    "momentum", "nesterov_momentum", "adam", "adagrad"))     # issue 5: ai.onnx.preview.training
 
 
 def node_selection():
@@ -995,6 +1003,53 @@ def group_export():
             return [Result("export/run", False, "%s is not built" % exe)]
     return script_group("export", [PY, "tests/test_export.py", CELLC, CELLC_SAN, os.path.join(OUT, "export"),
                                    os.path.join(OUT, "export_work"), os.path.join("build", "ort")])
+# ---- optim (issue 5): optimisers of libcellrt --------------------------------------
+
+def group_optim():
+    if not stamp_ok("optim"):
+        return fixtures_missing("optim", "optim")
+    res = []
+    for builddir, tag, env in (("build", "", {}), ("build-san", "san/", SAN_ENV)):
+        binary = os.path.join(builddir, "tests", "test_optim")
+        log = os.path.join(LOGS, "optim", tag + "build.log")
+        rc, out, err = run(["make", "--no-print-directory", "-s", binary], log)
+        if rc != 0:
+            res.append(Result("optim/%sbuild" % tag, False, "cannot build %s: %s (log: %s)" %
+                              (binary, first_lines(err + out), log)))
+            continue
+        got = script_group("optim/" + tag.rstrip("/") if tag else "optim",
+                           [binary, os.path.join(OUT, "optim")], env)
+        for r in got:
+            r.name = r.name.replace("optim/", "optim/" + tag, 1)
+        log = os.path.join(LOGS, "optim", tag, "run.log")
+        with open(log) as f:
+            text = f.read()
+        if any(m in text for m in SAN_MARKERS):
+            got.append(Result("optim/%ssanitizer" % tag, False, "sanitizer report (log: %s)" % log))
+        res += got
+    # the ONNX training operators at T > 0 through cellc verify (two also
+    # through the sanitizer build)
+    root = os.path.join(OUT, "optim", "onnx")
+    cases = sorted(d for d in os.listdir(os.path.join(ROOT, root)) if os.path.isdir(os.path.join(ROOT, root, d)))
+    if not cases:
+        res.append(Result("optim/onnx", False, "no cases in %s" % root))
+    items = [("optim", "onnx/" + c, os.path.join(root, c), NODE_TOL) for c in cases]
+    items += [("optim", "onnx_san/" + c, os.path.join(root, c), NODE_TOL, CELLC_SAN, SAN_ENV)
+              for c in cases if c in ("adam_multiple_T", "momentum_multiple_T")]
+    res += list(parallel(verify_one, items))
+    # malformed uses: build-san/cellc compile exits 2 with a located message
+    bad = []
+    with open(os.path.join(ROOT, OUT, "optim", "onnx_bad", "cases.tsv")) as f:
+        for line in f:
+            row = line.rstrip("\n").split("\t")
+            if len(row) >= 2:
+                bad.append(("optim_" + row[0], row[1], row[2:]))
+    for r in parallel(bad_one, bad):
+        r.name = r.name.replace("bad/optim_", "optim/bad/", 1)
+        res.append(r)
+    if not bad:
+        res.append(Result("optim/bad", False, "no cases in onnx_bad/cases.tsv"))
+    return res
 
 
 GROUPS = [
@@ -1008,6 +1063,7 @@ GROUPS = [
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
+    ("optim", group_optim),
 ]
 
 

@@ -88,3 +88,14 @@ $(TOUT)/grad/.stamp: tests/gen_grad_cases.py $(GRAD_DEPS)
 	$(call gen,tests/gen_grad_cases.py,$(TOUT)/grad)
 $(TOUT)/train/.stamp: tests/gen_train_cases.py tests/gen_grad_cases.py $(GRAD_DEPS)
 	$(call gen,tests/gen_train_cases.py,$(TOUT)/train)
+# ---- optimisers (issue 5): tests/gen_optim_cases.py + tests/unit/test_optim.c --
+fixtures: $(TOUT)/optim/.stamp
+$(TOUT)/optim/.stamp: tests/gen_optim_cases.py tests/tensorfile.py
+	$(call gen,tests/gen_optim_cases.py,$(TOUT)/optim)
+unit-tests: $(B)/tests/test_optim $(SAN)/tests/test_optim
+$(B)/tests/test_optim: tests/unit/test_optim.c runtime/cellrt.h $(B)/libcellrt.a
+	@mkdir -p $(B)/tests
+	$(CC) $(CFLAGS) $(WARN) -Iruntime $< -o $@ $(B)/libcellrt.a $(LIBS_RT)
+$(SAN)/tests/test_optim: tests/unit/test_optim.c runtime/cellrt.h $(SAN)/libcellrt.a
+	@mkdir -p $(SAN)/tests
+	$(CC) $(SANFLAGS) $(WARN) -Iruntime $< -o $@ $(SAN)/libcellrt.a $(LIBS_RT)
