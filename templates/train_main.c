@@ -1400,6 +1400,8 @@ int main(int argc, char **argv)
 	if (res)
 		printf("resuming from %s at step %lld (epoch %lld, batch %lld)\n", o->resume, (long long)T.s.step,
 		       (long long)T.s.epoch + 1, (long long)T.s.batch + 1);
+	if (T.s.epoch >= o->epochs)
+		printf("the checkpoint has finished all %ld epochs: nothing to train\n", o->epochs);
 	rc = train(&T);
 	if (rc == 0 && o->max_steps && T.s.step >= o->max_steps) {
 		printf("stopped after %lld steps (--max-steps)\n", (long long)T.s.step);

@@ -39,6 +39,11 @@ Groups, in order:
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
               parse -> dump round trips after every pass for the examples and
               ONNX models, located errors (line:col, caret), fuzz under ASan
+  train_prog  the training program (templates/train_main.c) built against the
+              mock model of tests/train/ (tests/test_train_prog.py): IDX/.npy
+              readers and inflate (also under ASan/UBSan), option errors, loss
+              trajectories vs PyTorch, resume == uninterrupted, SIGKILL during
+              checkpoint writes, NaN stop, SVG plots, progress display
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -980,6 +985,17 @@ def group_cell_stream():
     return res or [Result("cell_stream/run", False, "no cases")]
 
 
+# ---- the training program (issue 5) ----------------------------------------------
+
+def group_train_prog():
+    """tests/test_train_prog.py: builds its tools and the mock model itself
+    (no fixtures) and prints PASS/FAIL lines."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("train_prog/run", False, "%s is not built" % CELLC)]
+    return script_group("train_prog", [PY, "tests/test_train_prog.py", CELLC,
+                                       os.path.join(OUT, "train_prog_work")])
+
+
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
@@ -990,6 +1006,7 @@ GROUPS = [
     ("loop", group_loop),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
+    ("train_prog", group_train_prog),
 ]
 
 
