@@ -396,7 +396,7 @@ def read_csv(path):
     return lines[0].split(","), [l.split(",") for l in lines[1:] if l]
 
 
-def torch_trajectory(x, y, w, opt, lr, batch, epochs, groups=None, clip=0.0, mse=False, **kw):
+def torch_trajectory(x, y, w, opt, lr, batch, epochs, groups=None, clip=0.0, kind="ce", **kw):
     """Losses of the mock model trained by PyTorch on batches in order."""
     import torch
     torch.set_num_threads(1)
@@ -418,10 +418,20 @@ def torch_trajectory(x, y, w, opt, lr, batch, epochs, groups=None, clip=0.0, mse
         for s in range(0, len(X), batch):
             xb, yb = X[s:s + batch], Y[s:s + batch]
             h = torch.zeros(xb.shape[0], I)
+            zs = []
             for t in range(xb.shape[1]):
                 h = a * h + xb[:, t]
-            z = h @ W.T + b
-            loss = torch.nn.functional.mse_loss(z, yb) if mse else torch.nn.functional.cross_entropy(z, yb)
+                zs.append(h @ W.T + b)
+            z = zs[-1]
+            if kind == "ce":
+                loss = torch.nn.functional.cross_entropy(z, yb)
+            elif kind == "ce-all":      # yb [B, T]
+                loss = torch.nn.functional.cross_entropy(torch.stack(zs, 1).reshape(-1, C), yb.reshape(-1))
+            elif kind == "mse":
+                loss = torch.nn.functional.mse_loss(z, yb)
+            else:                       # masked-mse: NaN targets are masked out
+                mask = (~torch.isnan(yb)).float()
+                loss = (mask * (z - torch.nan_to_num(yb)) ** 2).sum() / mask.sum()
             o.zero_grad()
             loss.backward()
             if clip:
@@ -497,10 +507,13 @@ def test_trajectories(binary, work, paths):
                               "--lr-group", "head.bias=0.005", "--clip", "0.5"],
          dict(opt="adam", lr=0.01, groups={"head.": 0.02, "head.bias": 0.005}, clip=0.5)),
     ]
+    vx, vy = paths["test"]
     for name, args, ref in cases:
         log = os.path.join(work, "traj_%s.csv" % name)
+        elog, ck = os.path.join(work, "traj_%s_epochs.csv" % name), os.path.join(work, "traj_%s.ckpt" % name)
         rc, o, e = run_train(binary, ["--train-data", tx, "--train-labels", ty, "--weights", w, "--no-shuffle",
-                                      "--batch", "32", "--epochs", "2", "--log", log, "--quiet"] + args)
+                                      "--batch", "32", "--epochs", "2", "--log", log, "--quiet", "--test-data", vx,
+                                      "--test-labels", vy, "--epoch-log", elog, "--checkpoint", ck] + args)
         if rc != 0:
             report("trajectory/" + name, False, "exit %d: %s" % (rc, short(e)))
             continue
@@ -513,33 +526,87 @@ def test_trajectories(binary, work, paths):
         worst = max(abs(g - r) / max(abs(r), 1e-12) for g, r in zip(got, want)) if ok else float("inf")
         ok = ok and worst <= 1e-4 and want[-1] < want[0]
         report("trajectory/" + name, ok, "%d steps, max rel err %.2e" % (len(got), worst))
+        # the epoch's evaluation against numpy with the checkpoint's parameters
+        p = dict(tensorfile.read(ck))
+        xt, yt = np.load(vx).astype(np.float64), np.load(vy)
+        h = np.zeros((len(xt), I))
+        for t in range(xt.shape[1]):
+            h = p["rec.a"] * h + xt[:, t]
+        z = h @ p["head.weight"].T.astype(np.float64) + p["head.bias"]
+        m = z.max(1, keepdims=True)
+        ce = (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(len(yt)), yt]).mean()
+        acc = (z.argmax(1) == yt).mean()
+        last = read_csv(elog)[1][-1]
+        ok = abs(float(last[2]) - ce) <= 1e-5 * abs(ce) and abs(float(last[3]) - acc) < 1e-9
+        report("evaluation/" + name, ok, "test_loss %s test_acc %s; numpy %.7g %.4f" % (last[2], last[3], ce, acc))
 
 
-def test_mse(binary, work, paths):
-    """The mse build of the mock: float targets [N, C], per-step losses
-    against PyTorch's mse_loss with SGD and momentum."""
-    if not binary:
-        return
+def test_losses(builds, work, paths):
+    """The ce-all, mse and masked-mse builds of the mock: label layouts
+    ([N, T] class indices; float targets [N, C], NaN = missing), per-step
+    losses against PyTorch, and ce-all's per-step accuracy against numpy."""
     tx, _ = paths["train"]
-    x = np.load(tx)
-    y = np.random.RandomState(8).randn(len(x), C).astype(np.float32)
-    yp = os.path.join(work, "sets", "train_yf.npy")
-    np.save(yp, y)
-    w = os.path.join(work, "mse.weights")
-    write_weights(w, 8)
-    log = os.path.join(work, "traj_mse.csv")
-    rc, o, e = run_train(binary, ["--train-data", tx, "--train-labels", yp, "--weights", w, "--no-shuffle",
-                                  "--batch", "50", "--epochs", "3", "--log", log, "--quiet", "--optimizer", "sgd",
-                                  "--lr", "0.05", "--momentum", "0.5", "--dampening", "0.1"])
-    if rc != 0:
-        return report("trajectory/mse_sgd", False, "exit %d: %s" % (rc, short(e)))
-    got = [float(r[2]) for r in read_csv(log)[1]]
-    want = torch_trajectory(x, y, dict(tensorfile.read(w)), "sgd", 0.05, 50, 3, mse=True, momentum=0.5,
-                            dampening=0.1)
-    ok = len(got) == len(want) == 12
-    worst = max(abs(g - r) / max(abs(r), 1e-12) for g, r in zip(got, want)) if ok else float("inf")
-    report("trajectory/mse_sgd", ok and worst <= 1e-4 and want[-1] < want[0],
-           "%d steps, max rel err %.2e" % (len(got), worst))
+    vx, _ = paths["test"]
+    x, xt = np.load(tx), np.load(vx)
+    r = np.random.RandomState(8)
+    for kind, binary in builds.items():
+        if not binary:
+            continue
+        if kind == "ce-all":
+            y, yt = r.randint(0, C, (len(x), x.shape[1])), r.randint(0, C, (len(xt), x.shape[1]))
+            y, yt = y.astype(np.int32), yt.astype(np.int64)     # int32 labels are read too
+        else:
+            y, yt = r.randn(len(x), C).astype(np.float32), r.randn(len(xt), C).astype(np.float32)
+            if kind == "masked-mse":
+                y[r.rand(*y.shape) < 0.3] = np.nan
+                yt[r.rand(*yt.shape) < 0.3] = np.nan
+        yp, ytp = os.path.join(work, "sets", "y_%s.npy" % kind), os.path.join(work, "sets", "yt_%s.npy" % kind)
+        np.save(yp, y)
+        np.save(ytp, yt)
+        w = os.path.join(work, "loss_%s.weights" % kind)
+        write_weights(w, 8)
+        log, elog = os.path.join(work, "traj_%s.csv" % kind), os.path.join(work, "traj_%s_epochs.csv" % kind)
+        ck = os.path.join(work, "traj_%s.ckpt" % kind)
+        rc, o, e = run_train(binary, ["--train-data", tx, "--train-labels", yp, "--weights", w, "--no-shuffle",
+                                      "--batch", "50", "--epochs", "3", "--log", log, "--quiet", "--optimizer", "sgd",
+                                      "--lr", "0.05", "--momentum", "0.5", "--dampening", "0.1", "--test-data", vx,
+                                      "--test-labels", ytp, "--epoch-log", elog, "--checkpoint", ck])
+        if rc != 0:
+            report("trajectory/" + kind, False, "exit %d: %s" % (rc, short(e)))
+            continue
+        got = [float(row[2]) for row in read_csv(log)[1]]
+        want = torch_trajectory(x, y.astype(np.int64) if kind == "ce-all" else y, dict(tensorfile.read(w)), "sgd",
+                                0.05, 50, 3, kind=kind, momentum=0.5, dampening=0.1)
+        ok = len(got) == len(want) == 12
+        worst = max(abs(g - q) / max(abs(q), 1e-12) for g, q in zip(got, want)) if ok else float("inf")
+        report("trajectory/" + kind, ok and worst <= 1e-4 and want[-1] < want[0],
+               "%d steps, max rel err %.2e" % (len(got), worst))
+        p = dict(tensorfile.read(ck))
+        h = np.zeros((len(xt), I))
+        zs = []
+        for t in range(xt.shape[1]):
+            h = p["rec.a"] * h + xt[:, t].astype(np.float64)
+            zs.append(h @ p["head.weight"].T.astype(np.float64) + p["head.bias"])
+        last = read_csv(elog)[1][-1]
+        if kind == "ce-all":
+            z = np.stack(zs, 1)                                 # [N, T, C]
+            m = z.max(2, keepdims=True)
+            lse = np.log(np.exp(z - m).sum(2)) + m[..., 0]
+            ce = (lse - np.take_along_axis(z, yt[..., None], 2)[..., 0]).mean()
+            acc = (z.argmax(2) == yt).mean()
+            ok = abs(float(last[2]) - ce) <= 1e-5 * abs(ce) and abs(float(last[3]) - acc) < 1e-9
+            detail = "test_loss %s test_acc %s; numpy %.7g %.4f" % (last[2], last[3], ce, acc)
+        else:
+            # per-batch means, weighted by batch size (the program's test loss)
+            z, tl = zs[-1], 0.0
+            for s0 in range(0, len(xt), 50):
+                zb, yb = z[s0:s0 + 50], yt[s0:s0 + 50]
+                mk = ~np.isnan(yb)
+                tl += ((zb - np.nan_to_num(yb)) ** 2 * mk).sum() / mk.sum() * len(zb)
+            tl /= len(xt)
+            ok = abs(float(last[2]) - tl) <= 1e-5 * abs(tl) and last[3] == ""
+            detail = "test_loss %s; numpy %.7g" % (last[2], tl)
+        report("evaluation/" + kind, ok, detail)
 
 
 def test_resume(binary, work, paths):
@@ -771,7 +838,7 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     tools = build_tools(work)
-    for loss in (0, 2):
+    for loss in (0, 1, 2, 3):
         exe = os.path.join(work, "check_mock%d" % loss)
         rc, o, e = sh(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror"] + SAN + ["-DMOCK_I=3", "-DMOCK_C=4",
                       "-DMOCK_LOSS=%d" % loss, "-I" + RT, "-I" + TR, os.path.join(TR, "check_mock.c"),
@@ -792,14 +859,15 @@ def main():
     san = build_mock(cellc, work, "san", san=True)
     pix = build_mock(cellc, work, "i1", defines=["-DMOCK_I=1"])
     big = build_mock(cellc, work, "big", defines=["-DMOCK_C=%d" % BIG_C])
-    mse = build_mock(cellc, work, "mse", defines=["-DMOCK_LOSS=2"])
+    losses = {k: build_mock(cellc, work, k, defines=["-DMOCK_LOSS=%d" % n])
+              for n, k in ((1, "ce-all"), (2, "mse"), (3, "masked-mse"))}
     paths = make_sets(os.path.join(work, "sets"))
     if san:
         test_options(san, work, paths)
         test_nan(san, work, paths)
     if plain:
         test_trajectories(plain, work, paths)
-        test_mse(mse, work, paths)
+        test_losses(losses, work, paths)
         test_resume(plain, work, paths)
         test_images(plain, work)
         test_pixels(pix, work)

@@ -50,18 +50,20 @@ int main(int argc, char **argv)
 		printf("FAIL train_prog/mock_fd/create\n");
 		return 1;
 	}
-	float x[T * B * MOCK_I], logits[B * MOCK_C], loss, ga[MOCK_I], gw[MOCK_C * MOCK_I], gb[MOCK_C];
+	float x[T * B * MOCK_I], logits[T * B * MOCK_C], loss, ga[MOCK_I], gw[MOCK_C * MOCK_I], gb[MOCK_C];
 	float gx[T * B * MOCK_I], ds[T * B * MOCK_I];
-	int64_t yi[B];
-	float yf[B * MOCK_C];
+	int64_t yi[T * B];
+	float yf[B * MOCK_C], mask[B * MOCK_C];
 	for (int i = 0; i < T * B * MOCK_I; i++)
 		x[i] = RND();
-	for (int i = 0; i < B; i++)
+	for (int i = 0; i < T * B; i++)
 		yi[i] = (i * 7 + 1) % MOCK_C;
-	for (int i = 0; i < B * MOCK_C; i++)
+	for (int i = 0; i < B * MOCK_C; i++) {
 		yf[i] = RND();
+		mask[i] = i % 3 != 1;
+	}
 	mock_dims d = {T, B};
-	const void *in[2] = {x, MOCK_LOSS == 0 ? (const void *)yi : (const void *)yf};
+	const void *in[3] = {x, MOCK_LOSS <= 1 ? (const void *)yi : (const void *)yf, mask};
 	void *out[7] = {logits, &loss, ga, gw, gb, gx, ds};
 	if (mock_run_generic(m, &d, in, out) != RT_OK) {
 		printf("FAIL train_prog/mock_fd/run\n");

@@ -1,12 +1,15 @@
 /* mock.c: the model behind mock.h, with its gradient written by hand.
  *
  *   h_0 = 0,  h_t = a * h_{t-1} + x_t          (element-wise, a [I] trainable)
- *   logits = head.weight h_T + head.bias       ([batch, C])
- *   ce:  loss = mean_b (logsumexp(logits_b) - logits_b[target_b])
- *   mse: loss = mean over batch x C of (logits - target)^2
+ *   z_t = head.weight h_t + head.bias          ([batch, C]; the logits output is
+ *                                               z_T, or every z_t for ce-all)
+ *   ce:          loss = mean_b (logsumexp(z_T,b) - z_T,b[target_b])
+ *   ce-all:      the same, mean over every step and batch element
+ *   mse:         loss = mean over batch x C of (z_T - target)^2
+ *   masked-mse:  loss = sum(mask (z_T - target)^2) / sum(mask)
  *
- * Backward (dz = dL/dlogits): dW = dz^T h_T, db = sum_b dz, dh_T = dz W,
- * then for t = T..1: dstate_t = dh_t, grad.x_t = dh_t, da += dh_t * h_{t-1},
+ * Backward (dz_t = dL/dz_t): dW = sum_t dz_t^T h_t, db = sum_t,b dz_t; for
+ * t = T..1: dh_t += dz_t W, dstate_t = grad.x_t = dh_t, da += dh_t * h_{t-1},
  * dh_{t-1} = a * dh_t.  tests/train/check_mock.c compares this with central
  * finite differences.  Dimension legend: T seq, B batch, I input = hidden, C
  * classes.
@@ -32,7 +35,8 @@ const mock_train_info mock_TRAIN_INFO = {
 };
 
 static const char *const param_names[3] = {"rec.a", "head.weight", "head.bias"};
-static const char *const in_names[2] = {"x", "target"};
+static const char *const in_names[3] = {"x", "target", "mask"};
+enum { NIN = mock_NUM_INPUTS, ALL = MOCK_LOSS == 1 };
 static const char *const out_names[7] = {"logits", "loss", "grad.rec.a", "grad.head.weight",
 					 "grad.head.bias", "grad.x", "dstate"};
 
@@ -94,19 +98,19 @@ const char *mock_io_name(int is_output, int k)
 {
 	if (is_output)
 		return k >= 0 && k < 7 ? out_names[k] : NULL;
-	return k >= 0 && k < 2 ? in_names[k] : NULL;
+	return k >= 0 && k < NIN ? in_names[k] : NULL;
 }
 
 int mock_io_dtype(int is_output, int k)
 {
 	if (!mock_io_name(is_output, k))
 		return -1;
-	return !is_output && k == 1 && MOCK_LOSS == 0 ? 7 : 1;
+	return !is_output && k == 1 && MOCK_LOSS <= 1 ? 7 : 1;
 }
 
 int mock_io_rank(int is_output, int k)
 {
-	static const int in_rank[2] = {3, MOCK_LOSS == 0 ? 1 : 2}, out_rank[7] = {2, 0, 1, 2, 1, 3, 3};
+	static const int in_rank[3] = {3, MOCK_LOSS == 0 ? 1 : 2, 2}, out_rank[7] = {ALL ? 3 : 2, 0, 1, 2, 1, 3, 3};
 	if (!mock_io_name(is_output, k))
 		return -1;
 	return is_output ? out_rank[k] : in_rank[k];
@@ -114,13 +118,19 @@ int mock_io_rank(int is_output, int k)
 
 int mock_bind_dims(const int64_t *const *input_dims, mock_dims *d)
 {
-	if (!input_dims || !d || !input_dims[0] || !input_dims[1])
+	if (!input_dims || !d || !input_dims[0] || !input_dims[1] || (NIN > 2 && !input_dims[2]))
 		return RT_ERR_ARG;
 	d->seq = input_dims[0][0];
 	d->batch = input_dims[0][1];
-	if (d->seq < 1 || d->batch < 1 || input_dims[0][2] != I || input_dims[1][0] != d->batch ||
-	    (MOCK_LOSS != 0 && input_dims[1][1] != C))
+	if (d->seq < 1 || d->batch < 1 || input_dims[0][2] != I)
 		return RT_ERR_SHAPE;
+	for (int k = 1; k < NIN; k++) {
+		int64_t want[2];
+		mock_io_shape(d, 0, k, want);
+		for (int i = 0; i < mock_io_rank(0, k); i++)
+			if (input_dims[k][i] != want[i])
+				return RT_ERR_SHAPE;
+	}
 	return RT_OK;
 }
 
@@ -134,12 +144,19 @@ int mock_io_shape(const mock_dims *d, int is_output, int k, int64_t *dims)
 			dims[0] = T, dims[1] = B, dims[2] = I;
 		else if (MOCK_LOSS == 0)
 			dims[0] = B;
+		else if (MOCK_LOSS == 1)
+			dims[0] = T, dims[1] = B;
 		else
 			dims[0] = B, dims[1] = C;
 		return RT_OK;
 	}
 	switch (k) {
-	case 0: dims[0] = B, dims[1] = C; break;
+	case 0:
+		if (ALL)
+			dims[0] = T, dims[1] = B, dims[2] = C;
+		else
+			dims[0] = B, dims[1] = C;
+		break;
 	case 1: break;
 	case 2: dims[0] = I; break;
 	case 3: dims[0] = C, dims[1] = I; break;
@@ -151,14 +168,17 @@ int mock_io_shape(const mock_dims *d, int is_output, int k, int64_t *dims)
 
 int mock_run_generic(mock *m, const mock_dims *d, const void *const *in, void *const *out)
 {
-	if (!m || !d || !in || !out || !in[0] || !in[1] || !out[0] || !out[1] || d->seq < 1 || d->batch < 1)
+	for (int k = 0; k < NIN; k++)
+		if (!in || !in[k])
+			return RT_ERR_ARG;
+	if (!m || !d || !out || !out[0] || !out[1] || d->seq < 1 || d->batch < 1)
 		return RT_ERR_ARG;
-	const int64_t T = d->seq, B = d->batch;
+	const int64_t T = d->seq, B = d->batch, T0 = ALL ? 1 : T;  /* z_t for t in [T0, T] */
 	const float *x = in[0];
 	float *logits = out[0], *loss = out[1];
 	float *h = calloc((size_t)((T + 1) * B * I), sizeof *h);   /* h_0 .. h_T */
-	double *dz = malloc(sizeof(double) * (size_t)(B * C));
-	float *dh = malloc(sizeof(float) * (size_t)(B * I));
+	double *dz = calloc((size_t)(T * B * C), sizeof *dz);     /* dz_t at (t-1) B C */
+	float *dh = calloc((size_t)(B * I), sizeof *dh);
 	if (!h || !dz || !dh) {
 		free(h), free(dz), free(dh);
 		return RT_ERR_NOMEM;
@@ -166,66 +186,68 @@ int mock_run_generic(mock *m, const mock_dims *d, const void *const *in, void *c
 	for (int64_t t = 1; t <= T; t++)
 		for (int64_t j = 0; j < B * I; j++)
 			h[t * B * I + j] = m->a[j % I] * h[(t - 1) * B * I + j] + x[(t - 1) * B * I + j];
-	const float *hT = h + T * B * I;
-	double L = 0;
+	double L = 0, msum = 0;
 	int st = RT_OK;
-	for (int64_t b = 0; b < B; b++) {
-		float *z = logits + b * C;
-		for (int c = 0; c < C; c++) {
-			double s = m->b[c];
-			for (int i = 0; i < I; i++)
-				s += (double)m->w[c * I + i] * hT[b * I + i];
-			z[c] = (float)s;
-		}
-		if (MOCK_LOSS == 0) {
-			int64_t y = ((const int64_t *)in[1])[b];
-			if (y < 0 || y >= C) {
-				st = RT_ERR_INDEX;
-				break;
-			}
-			double mx = z[0], se = 0;
-			for (int c = 1; c < C; c++)
-				mx = fmax(mx, z[c]);
-			for (int c = 0; c < C; c++)
-				se += exp(z[c] - mx);
-			L += mx + log(se) - z[y];
-			for (int c = 0; c < C; c++)
-				dz[b * C + c] = (exp(z[c] - mx) / se - (c == y)) / (double)B;
-		} else {
-			const float *y = (const float *)in[1] + b * C;
+	for (int64_t t = T0; t <= T && st == RT_OK; t++)
+		for (int64_t b = 0; b < B; b++) {
+			const float *ht = h + t * B * I + b * I;
+			float *z = logits + (ALL ? (t - 1) * B * C : 0) + b * C;
+			double *g = dz + (t - 1) * B * C + b * C;
 			for (int c = 0; c < C; c++) {
-				double e = (double)z[c] - y[c];
-				L += e * e / (double)(B * C);
-				dz[b * C + c] = 2 * e / (double)(B * C);
+				double s = m->b[c];
+				for (int i = 0; i < I; i++)
+					s += (double)m->w[c * I + i] * ht[i];
+				z[c] = (float)s;
+			}
+			if (MOCK_LOSS <= 1) {
+				int64_t y = ((const int64_t *)in[1])[ALL ? (t - 1) * B + b : b];
+				if (y < 0 || y >= C) {
+					st = RT_ERR_INDEX;
+					break;
+				}
+				double mx = z[0], se = 0, n = (double)(B * (T - T0 + 1));
+				for (int c = 1; c < C; c++)
+					mx = fmax(mx, z[c]);
+				for (int c = 0; c < C; c++)
+					se += exp(z[c] - mx);
+				L += (mx + log(se) - z[y]) / n;
+				for (int c = 0; c < C; c++)
+					g[c] = (exp(z[c] - mx) / se - (c == y)) / n;
+			} else {
+				const float *y = (const float *)in[1] + b * C;
+				const float *mk = MOCK_LOSS == 3 ? (const float *)in[2] + b * C : NULL;
+				for (int c = 0; c < C; c++) {
+					double e = (double)z[c] - y[c], w = mk ? mk[c] : 1.0;
+					L += w * e * e;
+					msum += w;
+					g[c] = 2 * w * e;
+				}
 			}
 		}
-	}
+	if (MOCK_LOSS >= 2)         /* mse divides by B C, masked-mse by sum(mask) */
+		for (int64_t j = 0; j < T * B * C; j++)
+			dz[j] /= msum;
 	if (st == RT_OK) {
-		*loss = (float)(MOCK_LOSS == 0 ? L / (double)B : L);
+		*loss = (float)(MOCK_LOSS >= 2 ? L / msum : L);
 		if (!m->forward_only) {
 			float *ga = out[2], *gw = out[3], *gb = out[4], *gx = out[5], *ds = out[6];
-			for (int c = 0; c < C; c++) {
-				double sb = 0;
-				for (int64_t b = 0; b < B; b++)
-					sb += dz[b * C + c];
-				gb[c] = (float)sb;
-				for (int i = 0; i < I; i++) {
-					double s = 0;
-					for (int64_t b = 0; b < B; b++)
-						s += dz[b * C + c] * hT[b * I + i];
-					gw[c * I + i] = (float)s;
-				}
+			double da[I] = {0}, sb[C] = {0}, *sw = calloc((size_t)C * I, sizeof *sw);
+			if (!sw) {
+				free(h), free(dz), free(dh);
+				return RT_ERR_NOMEM;
 			}
-			for (int64_t b = 0; b < B; b++)
-				for (int i = 0; i < I; i++) {
-					double s = 0;
-					for (int c = 0; c < C; c++)
-						s += dz[b * C + c] * m->w[c * I + i];
-					dh[b * I + i] = (float)s;
-				}
-			double da[I] = {0};
 			for (int64_t t = T; t >= 1; t--) {
-				const float *hp = h + (t - 1) * B * I;
+				const float *ht = h + t * B * I, *hp = h + (t - 1) * B * I;
+				const double *g = dz + (t - 1) * B * C;
+				if (t >= T0)
+					for (int64_t b = 0; b < B; b++)
+						for (int c = 0; c < C; c++) {
+							sb[c] += g[b * C + c];
+							for (int i = 0; i < I; i++) {
+								sw[c * I + i] += g[b * C + c] * ht[b * I + i];
+								dh[b * I + i] += (float)(g[b * C + c] * m->w[c * I + i]);
+							}
+						}
 				for (int64_t j = 0; j < B * I; j++) {
 					ds[(t - 1) * B * I + j] = dh[j];
 					gx[(t - 1) * B * I + j] = dh[j];
@@ -235,6 +257,11 @@ int mock_run_generic(mock *m, const mock_dims *d, const void *const *in, void *c
 			}
 			for (int i = 0; i < I; i++)
 				ga[i] = (float)da[i];
+			for (int j = 0; j < C * I; j++)
+				gw[j] = (float)sw[j];
+			for (int c = 0; c < C; c++)
+				gb[c] = (float)sb[c];
+			free(sw);
 		}
 	}
 	free(h), free(dz), free(dh);

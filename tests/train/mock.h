@@ -3,9 +3,11 @@
  * program (templates/train_main.c) before and independently of the
  * autodiff.  See mock.c for the model and its gradient.
  *
- * Built with -DMOCK_LOSS=0 (ce, targets int64 [batch]) or 2 (mse, targets
- * float [batch, C]); MOCK_I (input size, default 28) and MOCK_C (classes,
- * default 10) set the sizes.
+ * Built with -DMOCK_LOSS=0 (ce, targets int64 [batch]), 1 (ce-all: logits
+ * [seq, batch, C] at every step, targets int64 [seq, batch]), 2 (mse, targets
+ * float [batch, C]) or 3 (masked-mse: targets and a mask input, float
+ * [batch, C]); MOCK_I (input size, default 28) and MOCK_C (classes, default
+ * 10) set the sizes.
  */
 #ifndef MOCK_H
 #define MOCK_H
@@ -36,7 +38,7 @@ typedef struct mock_dims {
 	int64_t batch;
 } mock_dims;
 
-#define mock_NUM_INPUTS 2
+#define mock_NUM_INPUTS (MOCK_LOSS == 3 ? 3 : 2)
 #define mock_NUM_OUTPUTS 7
 #define mock_NUM_PARAMS 3
 #define mock_TRAIN 1
