@@ -41,6 +41,7 @@
 #error "define CELLC_MODEL as the model's NAME and include NAME.h before train_main.c"
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -844,6 +845,28 @@ static int save_checkpoint(const char *path, model *md, optim *op, const state *
 	return 0;
 }
 
+/* A write killed half-way leaves its temporary file behind (rt_tf_write's
+ * F.tmp.XXXXXX, beside F): removed before training writes F again. */
+static void remove_stale_temps(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[4096], full[8192];
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	size_t n = strlen(base);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		if (!strncmp(e->d_name, base, n) && !strncmp(e->d_name + n, ".tmp.", 5) && strlen(e->d_name + n) == 11) {
+			snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+			if (remove(full) == 0)
+				say(0, "removed %s, left by an interrupted checkpoint write", full);
+		}
+	closedir(d);
+}
+
 static const rt_tensor *need(const rt_tensorfile *tf, const char *path, const char *name, int dtype,
 			     int64_t count)
 {
@@ -1395,6 +1418,8 @@ int main(int argc, char **argv)
 		if (access(probe, W_OK) != 0)
 			return say(EXIT_USAGE, "--plot %s: not a writable directory", o->plot);
 	}
+	if (o->checkpoint)
+		remove_stale_temps(o->checkpoint);
 	T.pg.tty = isatty(fileno(stderr));
 	T.pg.quiet = o->quiet;
 	if (res)

@@ -824,6 +824,8 @@ def test_kill(binary, work, paths):
         rc, o, e = sh(args[:-5] + ["--resume", ck, "--max-steps", str(steps[-1] + 1), "--quiet"])
         if rc != 0:
             bad = "resume after the kills: exit %d %s" % (rc, short(e))
+        elif [f for f in os.listdir(d) if ".tmp." in f]:
+            bad = "temporary files left after a complete run: %s" % os.listdir(d)
     ok = not bad and len(steps) >= 6 and steps == sorted(steps)
     report("kill_checkpoint", ok, bad or "steps at the kills %s; %d torn temporary files left" % (steps, torn))
 
