@@ -119,6 +119,21 @@ static int plot(FILE *f, const rt_plot *p, int ns, const rt_series *s)
 		double y = TOP + ph - (v - y0) / (y1 - y0) * ph;
 		fprintf(f, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%.0f\" y2=\"%.2f\"/>\n", LEFT, y, LEFT + pw, y);
 	}
+	if (p->log_y && ys == 1) {  /* 2..9 x 10^k: light lines; labels 2 and 5 over few decades */
+		fputs("</g>\n<g stroke=\"#f0f0f0\" stroke-width=\"1\">\n", f);
+		for (double v = y0; v < y1; v += 1)
+			for (int k = 2; k <= 9; k++) {
+				double y = TOP + ph - (v + log10(k) - y0) / (y1 - y0) * ph;
+				fprintf(f, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%.0f\" y2=\"%.2f\"/>\n", LEFT + 1, y, LEFT + pw - 1, y);
+			}
+		if (y1 - y0 <= 2) {
+			fputs("</g>\n<g text-anchor=\"end\" fill=\"#555555\" font-size=\"10\">\n", f);
+			for (double v = y0; v < y1; v += 1)
+				for (int k = 2; k <= 5; k += 3)
+					fprintf(f, "<text x=\"%d\" y=\"%.2f\">%de%d</text>\n", LEFT - 6,
+						TOP + ph - (v + log10(k) - y0) / (y1 - y0) * ph + 4, k, (int)lround(v));
+		}
+	}
 	fputs("</g>\n<g text-anchor=\"middle\">\n", f);
 	for (double v = x0; v <= x1 + xs * 1e-9; v += xs) {
 		tick_label(lab, sizeof lab, v, 0);
