@@ -832,6 +832,72 @@ def test_kill(binary, work, paths):
 
 BIG_C = 6000
 
+E2E_MODEL = """model e2e {
+    input x: f32[seq, batch, 4]
+    seed 3
+    h = lstm(x, hidden=8)
+    y = linear(last(h), out=3)
+    output y
+}
+"""
+
+
+def test_compiled(cellc, work):
+    """With a cellc that has --train: a real model through `cellc compile
+    --train` and `make` (NAME_train is part of `all`), trained on .npy data
+    with a test set; interrupted and resumed == uninterrupted.  (Reports
+    nothing when this cellc refuses --train.)"""
+    d = os.path.join(work, "e2e")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    model = os.path.join(d, "e2e.cell")
+    with open(model, "w") as f:
+        f.write(E2E_MODEL)
+    out = os.path.join(d, "gen")
+    rc, o, e = sh([cellc, "compile", model, "-o", out, "--train", "--loss", "ce"])
+    if rc != 0 and "not available" in e:
+        return
+    if rc != 0:
+        return report("compiled/compile", False, "exit %d %s" % (rc, short(e)))
+    rc, o, e = sh(["make", "--no-print-directory", "-s", "-C", out])
+    binary = os.path.join(out, "e2e_train")
+    if rc != 0 or not os.access(binary, os.X_OK):
+        return report("compiled/make", False, "exit %d %s" % (rc, short(e + o)))
+    r = np.random.RandomState(4)
+    files = {}
+    for split, n in (("train", 96), ("test", 40)):
+        x = r.randn(n, 6, 4).astype(np.float32)
+        y = (x[:, -2:, :2].sum((1, 2)) > 0).astype(np.int64) + (x[:, -1, 3] > 1)
+        files[split] = (os.path.join(d, split + "_x.npy"), os.path.join(d, split + "_y.npy"))
+        np.save(files[split][0], x)
+        np.save(files[split][1], y)
+    common = ["--train-data", files["train"][0], "--train-labels", files["train"][1], "--test-data",
+              files["test"][0], "--test-labels", files["test"][1], "--batch", "16", "--epochs", "4", "--quiet",
+              "--optimizer", "adam", "--lr", "0.01", "--seed", "2"]
+    logs = {}
+    for tag in ("full", "split"):
+        ck = os.path.join(d, tag + ".ckpt")
+        extra = ["--log", os.path.join(d, tag + ".csv"), "--epoch-log", os.path.join(d, tag + "_epochs.csv"),
+                 "--checkpoint", ck, "--grad-norms", os.path.join(d, tag + "_norms.csv"), "--plot", d]
+        if tag == "full":
+            rc, o, e = sh([binary] + common + extra)
+        else:
+            rc, o, e = sh([binary] + common + extra + ["--max-steps", "9"])
+            if rc == 0:
+                rc, o, e = sh([binary] + common + extra + ["--resume", ck])
+        if rc != 0:
+            return report("compiled/train_" + tag, False, "exit %d %s" % (rc, short(e)))
+        logs[tag] = (read_csv(os.path.join(d, tag + ".csv"))[1], read_csv(os.path.join(d, tag + "_epochs.csv"))[1],
+                     read_csv(os.path.join(d, tag + "_norms.csv"))[1])
+    steps, epochs, norms = logs["full"]
+    losses = [float(row[2]) for row in steps]
+    report("compiled/train", len(steps) == 24 and len(epochs) == 4 and len(norms) == 4 * 6 and
+           float(epochs[-1][1]) < float(epochs[0][1]) and all(np.isfinite(losses)),
+           "%d steps, train loss %s -> %s, test acc %s" % (len(steps), epochs[0][1], epochs[-1][1], epochs[-1][3]))
+    same = [row[:4] for row in logs["split"][0]] == [row[:4] for row in steps] and \
+        [row[:4] for row in logs["split"][1]] == [row[:4] for row in epochs] and logs["split"][2] == norms
+    report("compiled/resume", same, "")
+
 
 def main():
     if len(sys.argv) != 3:
@@ -875,6 +941,7 @@ def main():
         test_pixels(pix, work)
         test_progress(plain, work, paths)
     test_kill(big, work, paths)
+    test_compiled(cellc, work)
     return 1 if failures else 0
 
 
