@@ -353,7 +353,7 @@ static int load_data(dataset *ds, const opts *o)
 		return say(EXIT_USAGE, "%s", err);
 	st = ce_loss() ? rt_array_to_i64(&ds->y, err, sizeof err) : rt_array_to_f32(&ds->y, err, sizeof err);
 	if (st != RT_OK)
-		return say(EXIT_USAGE, "%s: %s (the ce losses want class indices)", ds->ypath, err);
+		return say(EXIT_USAGE, "%s: %s%s", ds->ypath, err, ce_loss() ? " (the ce losses want class indices)" : "");
 	rt_array *x = &ds->x, *y = &ds->y;
 	if (x->rank < 1 || y->rank < 1 || x->dims[0] != y->dims[0])
 		return say(EXIT_USAGE, "%s holds %lld samples, %s %lld labels", ds->xpath,

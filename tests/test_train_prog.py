@@ -806,6 +806,9 @@ def test_kill(binary, work, paths):
         p = subprocess.Popen(args + (["--resume", ck] if os.path.exists(ck) else []), stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
         time.sleep(rnd.uniform(0.3, 1.2))
+        t_end = time.time() + 60          # the first run: at least one checkpoint (a loaded machine)
+        while not os.path.exists(ck) and time.time() < t_end and p.poll() is None:
+            time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
         torn += len([f for f in set(os.listdir(d)) - before if ".tmp." in f])
