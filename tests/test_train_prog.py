@@ -542,17 +542,20 @@ def test_trajectories(binary, work, paths):
 
 
 def test_losses(builds, work, paths):
-    """The ce-all, mse and masked-mse builds of the mock: label layouts
-    ([N, T] class indices; float targets [N, C], NaN = missing), per-step
-    losses against PyTorch, and ce-all's per-step accuracy against numpy."""
+    """The ce-all, mse and masked-mse builds of the mock, and batch-first
+    ones: label layouts ([N, T] class indices; float targets [N, C], NaN =
+    missing), per-step losses against PyTorch, evaluation (loss, accuracy
+    per step for ce-all) against numpy."""
     tx, _ = paths["train"]
     vx, _ = paths["test"]
     x, xt = np.load(tx), np.load(vx)
     r = np.random.RandomState(8)
-    for kind, binary in builds.items():
+    for tag, (kind, binary) in builds.items():
         if not binary:
             continue
-        if kind == "ce-all":
+        if kind == "ce":
+            y, yt = r.randint(0, C, len(x)).astype(np.int64), r.randint(0, C, len(xt)).astype(np.int64)
+        elif kind == "ce-all":
             y, yt = r.randint(0, C, (len(x), x.shape[1])), r.randint(0, C, (len(xt), x.shape[1]))
             y, yt = y.astype(np.int32), yt.astype(np.int64)     # int32 labels are read too
         else:
@@ -560,26 +563,26 @@ def test_losses(builds, work, paths):
             if kind == "masked-mse":
                 y[r.rand(*y.shape) < 0.3] = np.nan
                 yt[r.rand(*yt.shape) < 0.3] = np.nan
-        yp, ytp = os.path.join(work, "sets", "y_%s.npy" % kind), os.path.join(work, "sets", "yt_%s.npy" % kind)
+        yp, ytp = os.path.join(work, "sets", "y_%s.npy" % tag), os.path.join(work, "sets", "yt_%s.npy" % tag)
         np.save(yp, y)
         np.save(ytp, yt)
-        w = os.path.join(work, "loss_%s.weights" % kind)
+        w = os.path.join(work, "loss_%s.weights" % tag)
         write_weights(w, 8)
-        log, elog = os.path.join(work, "traj_%s.csv" % kind), os.path.join(work, "traj_%s_epochs.csv" % kind)
-        ck = os.path.join(work, "traj_%s.ckpt" % kind)
+        log, elog = os.path.join(work, "traj_%s.csv" % tag), os.path.join(work, "traj_%s_epochs.csv" % tag)
+        ck = os.path.join(work, "traj_%s.ckpt" % tag)
         rc, o, e = run_train(binary, ["--train-data", tx, "--train-labels", yp, "--weights", w, "--no-shuffle",
                                       "--batch", "50", "--epochs", "3", "--log", log, "--quiet", "--optimizer", "sgd",
                                       "--lr", "0.05", "--momentum", "0.5", "--dampening", "0.1", "--test-data", vx,
                                       "--test-labels", ytp, "--epoch-log", elog, "--checkpoint", ck])
         if rc != 0:
-            report("trajectory/" + kind, False, "exit %d: %s" % (rc, short(e)))
+            report("trajectory/" + tag, False, "exit %d: %s" % (rc, short(e)))
             continue
         got = [float(row[2]) for row in read_csv(log)[1]]
         want = torch_trajectory(x, y.astype(np.int64) if kind == "ce-all" else y, dict(tensorfile.read(w)), "sgd",
                                 0.05, 50, 3, kind=kind, momentum=0.5, dampening=0.1)
         ok = len(got) == len(want) == 12
         worst = max(abs(g - q) / max(abs(q), 1e-12) for g, q in zip(got, want)) if ok else float("inf")
-        report("trajectory/" + kind, ok and worst <= 1e-4 and want[-1] < want[0],
+        report("trajectory/" + tag, ok and worst <= 1e-4 and want[-1] < want[0],
                "%d steps, max rel err %.2e" % (len(got), worst))
         p = dict(tensorfile.read(ck))
         h = np.zeros((len(xt), I))
@@ -588,8 +591,9 @@ def test_losses(builds, work, paths):
             h = p["rec.a"] * h + xt[:, t].astype(np.float64)
             zs.append(h @ p["head.weight"].T.astype(np.float64) + p["head.bias"])
         last = read_csv(elog)[1][-1]
-        if kind == "ce-all":
-            z = np.stack(zs, 1)                                 # [N, T, C]
+        if kind in ("ce", "ce-all"):
+            z = np.stack(zs, 1) if kind == "ce-all" else zs[-1][:, None]   # [N, T or 1, C]
+            yt = yt if kind == "ce-all" else yt[:, None]
             m = z.max(2, keepdims=True)
             lse = np.log(np.exp(z - m).sum(2)) + m[..., 0]
             ce = (lse - np.take_along_axis(z, yt[..., None], 2)[..., 0]).mean()
@@ -606,7 +610,7 @@ def test_losses(builds, work, paths):
             tl /= len(xt)
             ok = abs(float(last[2]) - tl) <= 1e-5 * abs(tl) and last[3] == ""
             detail = "test_loss %s; numpy %.7g" % (last[2], tl)
-        report("evaluation/" + kind, ok, detail)
+        report("evaluation/" + tag, ok, detail)
 
 
 def test_resume(binary, work, paths):
@@ -909,14 +913,14 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     tools = build_tools(work)
-    for loss in (0, 1, 2, 3):
-        exe = os.path.join(work, "check_mock%d" % loss)
+    for loss, bf in ((0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)):
+        exe = os.path.join(work, "check_mock%d%d" % (loss, bf))
         rc, o, e = sh(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror"] + SAN + ["-DMOCK_I=3", "-DMOCK_C=4",
-                      "-DMOCK_LOSS=%d" % loss, "-I" + RT, "-I" + TR, os.path.join(TR, "check_mock.c"),
+                      "-DMOCK_LOSS=%d" % loss, "-DMOCK_BATCH_FIRST=%d" % bf, "-I" + RT, "-I" + TR, os.path.join(TR, "check_mock.c"),
                       os.path.join(TR, "mock.c"), os.path.join(ROOT, "build", "libcellrt.a"), "-lopenblas", "-lm",
                       "-o", exe])
         if rc != 0:
-            report("build/check_mock%d" % loss, False, short(e))
+            report("build/check_mock%d%d" % (loss, bf), False, short(e))
             continue
         rc, o, e = sh([exe, work], env=SAN_ENV)
         print(o, end="", flush=True)
@@ -930,8 +934,10 @@ def main():
     san = build_mock(cellc, work, "san", san=True)
     pix = build_mock(cellc, work, "i1", defines=["-DMOCK_I=1"])
     big = build_mock(cellc, work, "big", defines=["-DMOCK_C=%d" % BIG_C])
-    losses = {k: build_mock(cellc, work, k, defines=["-DMOCK_LOSS=%d" % n])
-              for n, k in ((1, "ce-all"), (2, "mse"), (3, "masked-mse"))}
+    losses = {tag: (kind, build_mock(cellc, work, tag, defines=["-DMOCK_LOSS=%d" % n, "-DMOCK_BATCH_FIRST=%d" % bf]))
+              for n, kind, tag, bf in ((1, "ce-all", "ce-all", 0), (2, "mse", "mse", 0),
+                                       (3, "masked-mse", "masked-mse", 0), (0, "ce", "ce_batch_first", 1),
+                                       (1, "ce-all", "ce-all_batch_first", 1))}
     paths = make_sets(os.path.join(work, "sets"))
     if san:
         test_options(san, work, paths)

@@ -20,7 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { I = MOCK_I, C = MOCK_C };
+enum { I = MOCK_I, C = MOCK_C, BF = MOCK_BATCH_FIRST };
+
+/* element (t, j = b I + i) of x and grad.x: [T, B, I], or [B, T, I] batch-first */
+static int64_t xat(int64_t t, int64_t j, int64_t T, int64_t B)
+{
+	return BF ? (j / I) * T * I + t * I + j % I : t * B * I + j;
+}
 
 struct mock {
 	float a[I];             /* rec.a */
@@ -30,7 +36,7 @@ struct mock {
 };
 
 const mock_train_info mock_TRAIN_INFO = {
-	.x_input = 0, .batch_axis = 1, .time_axis = 0, .loss_kind = MOCK_LOSS,
+	.x_input = 0, .batch_axis = BF ? 0 : 1, .time_axis = BF ? 1 : 0, .loss_kind = MOCK_LOSS,
 	.logits_output = 0, .loss_output_index = 0, .nclasses = MOCK_LOSS == 0 ? C : 0,
 };
 
@@ -120,8 +126,8 @@ int mock_bind_dims(const int64_t *const *input_dims, mock_dims *d)
 {
 	if (!input_dims || !d || !input_dims[0] || !input_dims[1] || (NIN > 2 && !input_dims[2]))
 		return RT_ERR_ARG;
-	d->seq = input_dims[0][0];
-	d->batch = input_dims[0][1];
+	d->seq = input_dims[0][BF];
+	d->batch = input_dims[0][!BF];
 	if (d->seq < 1 || d->batch < 1 || input_dims[0][2] != I)
 		return RT_ERR_SHAPE;
 	for (int k = 1; k < NIN; k++) {
@@ -141,7 +147,7 @@ int mock_io_shape(const mock_dims *d, int is_output, int k, int64_t *dims)
 	const int64_t T = d->seq, B = d->batch;
 	if (!is_output) {
 		if (k == 0)
-			dims[0] = T, dims[1] = B, dims[2] = I;
+			dims[BF] = T, dims[!BF] = B, dims[2] = I;
 		else if (MOCK_LOSS == 0)
 			dims[0] = B;
 		else if (MOCK_LOSS == 1)
@@ -161,6 +167,7 @@ int mock_io_shape(const mock_dims *d, int is_output, int k, int64_t *dims)
 	case 2: dims[0] = I; break;
 	case 3: dims[0] = C, dims[1] = I; break;
 	case 4: dims[0] = C; break;
+	case 5: dims[BF] = T, dims[!BF] = B, dims[2] = I; break;
 	default: dims[0] = T, dims[1] = B, dims[2] = I; break;
 	}
 	return RT_OK;
@@ -185,7 +192,7 @@ int mock_run_generic(mock *m, const mock_dims *d, const void *const *in, void *c
 	}
 	for (int64_t t = 1; t <= T; t++)
 		for (int64_t j = 0; j < B * I; j++)
-			h[t * B * I + j] = m->a[j % I] * h[(t - 1) * B * I + j] + x[(t - 1) * B * I + j];
+			h[t * B * I + j] = m->a[j % I] * h[(t - 1) * B * I + j] + x[xat(t - 1, j, T, B)];
 	double L = 0, msum = 0;
 	int st = RT_OK;
 	for (int64_t t = T0; t <= T && st == RT_OK; t++)
@@ -250,7 +257,7 @@ int mock_run_generic(mock *m, const mock_dims *d, const void *const *in, void *c
 						}
 				for (int64_t j = 0; j < B * I; j++) {
 					ds[(t - 1) * B * I + j] = dh[j];
-					gx[(t - 1) * B * I + j] = dh[j];
+					gx[xat(t - 1, j, T, B)] = dh[j];
 					da[j % I] += (double)dh[j] * hp[j];
 					dh[j] *= m->a[j % I];
 				}

@@ -7,7 +7,7 @@
  * [seq, batch, C] at every step, targets int64 [seq, batch]), 2 (mse, targets
  * float [batch, C]) or 3 (masked-mse: targets and a mask input, float
  * [batch, C]); MOCK_I (input size, default 28) and MOCK_C (classes, default
- * 10) set the sizes.
+ * 10) set the sizes; MOCK_BATCH_FIRST=1 makes x [batch, seq, I].
  */
 #ifndef MOCK_H
 #define MOCK_H
@@ -25,6 +25,9 @@
 #endif
 #ifndef MOCK_LOSS
 #define MOCK_LOSS 0
+#endif
+#ifndef MOCK_BATCH_FIRST        /* 1: x and grad.x are [batch, seq, I] */
+#define MOCK_BATCH_FIRST 0
 #endif
 
 #ifdef __cplusplus
