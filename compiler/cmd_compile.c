@@ -349,6 +349,7 @@ int cmd_compile(int argc, char **argv)
 	int nbind = 0;
 	pass_opts po = {0};
 	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0;
+	int train = 0;          /* --train: also NAME_train.c (emit_train_program) */
 	named_dim md[MAX_MAXDIM];
 	const char *tbdirs[MAX_TB];
 	double rtol = 1e-4, atol = 1e-5;
@@ -461,7 +462,8 @@ int cmd_compile(int argc, char **argv)
 		emit_tb tb = {.nsets = L.n, .sets = sets, .rtol = rtol, .atol = atol,
 			      .embed_limit = (size_t)tb_embed};
 		if (emit_model(g, &D, &eo) == 0 && D.nerrors == 0 &&
-		    (!L.n || (emit_testbench(g, &D, &eo, &tb) == 0 && D.nerrors == 0)))
+		    (!L.n || (emit_testbench(g, &D, &eo, &tb) == 0 && D.nerrors == 0)) &&
+		    (!train || emit_train_program(&A, &D, &eo) == 0))
 			rc = 0;
 	}
 	free(L.sets);

@@ -136,6 +136,11 @@ typedef struct emit_tb {
 
 int emit_testbench(ir_graph *g, diag *D, const emit_opts *o, const emit_tb *tb);
 
+/* The training program of a --train build: DIR/NAME_train.c, the template
+ * templates/train_main.c behind the model's header (`make NAME_train` in DIR
+ * builds it).  0, or 1 after a diagnostic. */
+int emit_train_program(arena *A, diag *D, const emit_opts *o);
+
 /* The fixed parts of emitted files (templates/, embedded at build time by
  * templates/embed.sh): the text of templates/NAME, or NULL.  The emitted
  * Makefile also builds DIR/NAME_driver when DIR/NAME_driver.c exists. */

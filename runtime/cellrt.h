@@ -359,6 +359,56 @@ void rt_adam_kernel(float *x_new, float *m_new, float *v_new, float *vmax, const
 		    float bc2_sqrt, float eps, float wd, double beta1, double beta2, float post);
 void rt_adagrad_kernel(float *x_new, float *h_new, const float *x, const float *g, const float *h,
 		       int64_t n, float lr, float wd, float eps);
+/* ---- training data and plots (owner: runtime/rt_data.c, rt_inflate.c,
+ * rt_svg.c; used by the training program, templates/train_main.c) -------- */
+/* Arrays read whole from an IDX file (the MNIST/Fashion-MNIST format) or a
+ * NumPy .npy file (versions 1-3, C order, float32 float64 int64 int32 int16
+ * int8 uint8, either byte order), gzip-compressed or not, recognised by their
+ * first bytes.  Nothing in a file is trusted; on failure `err` (errlen bytes)
+ * holds a sentence that names the file and the problem (truncated data,
+ * impossible header, ...), and the array is empty. */
+typedef struct rt_array {
+	int dtype;              /* ONNX TensorProto.DataType code */
+	int rank;               /* 0..RT_TF_MAXRANK */
+	int64_t dims[RT_TF_MAXRANK]; /* [rank] */
+	void *data;             /* malloc'd, row-major, host byte order */
+	size_t nbytes;          /* numel * element size */
+} rt_array;
+
+int rt_array_read(rt_array *a, const char *path, char *err, size_t errlen);
+/* the same for a file image in memory (tests); err does not name a file */
+int rt_array_parse(rt_array *a, const void *mem, size_t size, char *err, size_t errlen);
+void rt_array_free(rt_array *a);
+int64_t rt_array_numel(const rt_array *a);
+/* Converts the elements in place to float32 / to int64 (RT_ERR_FORMAT when
+ * an element is not an integer). */
+int rt_array_to_f32(rt_array *a, char *err, size_t errlen);
+int rt_array_to_i64(rt_array *a, char *err, size_t errlen);
+const char *rt_dtype_name(int dtype);   /* "float32", ...; for messages */
+
+/* Raw DEFLATE (RFC 1951) and gzip (RFC 1952, concatenated members, CRC-32
+ * and length checked) decompression into a malloc'd *out of *outn bytes, at
+ * most max_out of them (RT_ERR_FORMAT beyond).  RT_ERR_TRUNCATED,
+ * RT_ERR_FORMAT, RT_ERR_CHECKSUM or RT_ERR_NOMEM with a sentence in err. */
+int rt_inflate(const void *in, size_t n, size_t max_out, void **out, size_t *outn, char *err,
+	       size_t errlen);
+int rt_gunzip(const void *in, size_t n, size_t max_out, void **out, size_t *outn, char *err,
+	      size_t errlen);
+
+/* Line plots as SVG, written atomically (temporary file, then rename).
+ * Points with a non-finite coordinate (or y <= 0 when log_y) break the line. */
+typedef struct rt_series {
+	const char *name;       /* legend entry */
+	int64_t n;              /* points */
+	const double *x, *y;    /* [n] */
+} rt_series;
+
+typedef struct rt_plot {
+	const char *title, *xlabel, *ylabel;
+	int log_y;              /* 1: logarithmic y axis */
+} rt_plot;
+
+int rt_svg_plot(const char *path, const rt_plot *p, int nseries, const rt_series *s);
 
 #ifdef __cplusplus
 }

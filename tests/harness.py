@@ -50,6 +50,11 @@ Groups, in order:
               the ONNX Momentum/Adam/Adagrad at T > 0 through `cellc verify`
               (onnx's reference functions) with the node tests' tolerances;
               malformed uses refused by build-san/cellc (exit 2, located)
+  train_prog  the training program (templates/train_main.c) built against the
+              mock model of tests/train/ (tests/test_train_prog.py): IDX/.npy
+              readers and inflate (also under ASan/UBSan), option errors, loss
+              trajectories vs PyTorch, resume == uninterrupted, SIGKILL during
+              checkpoint writes, NaN stop, SVG plots, progress display
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -1050,6 +1055,15 @@ def group_optim():
     if not bad:
         res.append(Result("optim/bad", False, "no cases in onnx_bad/cases.tsv"))
     return res
+# ---- the training program (issue 5) ----------------------------------------------
+
+def group_train_prog():
+    """tests/test_train_prog.py: builds its tools and the mock model itself
+    (no fixtures) and prints PASS/FAIL lines."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("train_prog/run", False, "%s is not built" % CELLC)]
+    return script_group("train_prog", [PY, "tests/test_train_prog.py", CELLC,
+                                       os.path.join(OUT, "train_prog_work")])
 
 
 GROUPS = [
@@ -1064,6 +1078,7 @@ GROUPS = [
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
     ("optim", group_optim),
+    ("train_prog", group_train_prog),
 ]
 
 
