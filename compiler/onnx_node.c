@@ -91,6 +91,7 @@ static const attr_spec attr_specs[] = {
 	{OP_SCAN, "scan_output_axes", ATTR_INTS, 9, 0, NULL}, {OP_SCAN, "scan_output_directions", ATTR_INTS, 9, 0, NULL},
 	{OP_SEQEMPTY, "dtype", ATTR_INT, 0, 0, NULL},
 	{OP_SEQCONCAT, "axis", ATTR_INT, 0, 0, NULL},     {OP_SEQCONCAT, "new_axis", ATTR_INT, 0, 0, NULL},
+	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -271,6 +272,9 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 				"functions may do", name, a->ref_attr_name);
 		return 1;
 	}
+	if (op == OP_OPTIONAL && strcmp(name, "type") == 0 &&
+	    proto_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
+		return 0;       /* the type of an empty optional: it yields no tensors */
 	int other;
 	const attr_spec *s = find_spec(op, name, L->opset, &other);
 	if (!s) {
@@ -346,6 +350,14 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 		break;
 	}
 	case ATTR_GRAPH:
+		if (op == OP_IF) {
+			/* a branch: an attribute, inlined by onnx_seq.c once the condition folds */
+			ir_graph *br = onnx_load_body(L, n, a->g);
+			if (!br)
+				return 1;
+			ir_attr_add(n, name, ATTR_GRAPH)->g = br;
+			break;
+		}
 		/* the one body of Loop/Scan (onnx_loop.c); kept as n->body, not as an attribute */
 		n->body = onnx_load_body(L, n, a->g);
 		if (!n->body)
@@ -663,6 +675,25 @@ static int check_body(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_if(onnx_ctx *L, ir_node *n)
+{
+	int errs = 0;
+	static const char *const br[2] = {"then_branch", "else_branch"};
+	for (int k = 0; k < 2; k++) {
+		ir_attr *a = ir_attr_find(n, br[k]);
+		if (!a) {
+			onnx_node_error(L, n, "attribute '%s' is required", br[k]);
+			errs++;
+		} else if (a->g->ninputs || a->g->noutputs != n->nout) {
+			onnx_node_error(L, n, "%s has %d inputs and %d outputs; an If with %d outputs needs "
+					"branches with no inputs and %d outputs", br[k], a->g->ninputs,
+					a->g->noutputs, n->nout, n->nout);
+			errs++;
+		}
+	}
+	return errs;
+}
+
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 
 static const struct {
@@ -674,6 +705,7 @@ static const struct {
 	{OP_CAST, check_cast},        {OP_RESHAPE, check_reshape},
 	{OP_CONSTOFSHAPE, check_constofshape}, {OP_CONCAT, check_concat},
 	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
+	{OP_IF, check_if},
 };
 
 /* ---- arity ---- */
