@@ -12,8 +12,10 @@
  * (testdata.h), whose inputs are matched to the compiled model's inputs by
  * name through the model as loaded (bound inputs are not run-time inputs).
  * --bind replaces a graph input by the constant in FILE.pb (a serialized
- * TensorProto): inputs that determine shapes must be bound, because cellc
- * fixes every shape at compile time up to the dimension symbols.
+ * TensorProto; a SequenceProto or OptionalProto for an input of that type):
+ * inputs that determine shapes must be bound, because cellc fixes every
+ * shape at compile time up to the dimension symbols, and so must sequence
+ * and optional inputs (onnx_seq.c).
  */
 #define _POSIX_C_SOURCE 200809L
 

@@ -180,6 +180,18 @@ static ir_value *seq_tensor(ir_graph *g, diag *D, const char *path, const Onnx__
 static ir_value *seq_value(ir_graph *g, diag *D, const char *path, const Onnx__SequenceProto *sp,
 			   const Onnx__OptionalProto *op, const char *name)
 {
+	const ProtobufCMessage *base = op ? &op->base : &sp->base;
+	int et = op ? (op->has_elem_type ? op->elem_type : 0) : (sp->has_elem_type ? sp->elem_type : 0);
+	/* the elem_type enum of SequenceProto/OptionalProto: 1 tensor, 3 sequence */
+	int ok = op ? (et == 0 && !op->tensor_value && !op->sequence_value) || (et == 1 && op->tensor_value) ||
+		      (et == 3 && op->sequence_value) || op->sparse_tensor_value || op->optional_value
+		    : et == 1 || (et != 0 && (sp->n_sparse_tensor_values || sp->n_sequence_values ||
+					      sp->n_optional_values));
+	if (!ok || base->n_unknown_fields) {
+		diag_error(D, "%s: not a valid %s for '%s' (elem_type %d%s)", path, op ? "OptionalProto" : "SequenceProto",
+			   name, et, base->n_unknown_fields ? ", fields of another message" : " does not match its values");
+		return NULL;
+	}
 	ir_value *v = ir_value_new(g, name, VAL_CONST, DT_F32);
 	v->shape.rank = 0;
 	v->resolved = 1;
@@ -266,7 +278,23 @@ static ir_value *bound_seq_value(onnx_ctx *L, const Onnx__ValueInfoProto *vi, in
 	for (int b = 0; b < nbind; b++)
 		if (strcmp(bind[b].name, vi->name) == 0) {
 			used[b] = 1;
-			return onnx_read_seq_file(L->g, L->D, bind[b].path, kind, vi->name);
+			ir_value *v = onnx_read_seq_file(L->g, L->D, bind[b].path, kind, vi->name);
+			/* the element type the model declares, if any */
+			const Onnx__TypeProto *tp = vi->type;
+			while (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+				tp = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? tp->sequence_type->elem_type :
+				     tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? tp->optional_type->elem_type
+											       : NULL;
+			const ir_value *e = v;
+			while (e && e->seq != IR_TENSOR)
+				e = e->nelem ? e->elem[0] : NULL;
+			if (e && tp && tp->tensor_type->has_elem_type && tp->tensor_type->elem_type &&
+			    tp->tensor_type->elem_type != (int)e->dtype) {
+				diag_error(L->D, "bound value of input '%s' holds %s tensors; the model declares %s",
+					   vi->name, onnx_dtype_name(e->dtype), onnx_dtype_name(tp->tensor_type->elem_type));
+				return NULL;
+			}
+			return v;
 		}
 	return NULL;
 }

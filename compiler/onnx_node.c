@@ -355,6 +355,7 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 			ir_graph *br = onnx_load_body(L, n, a->g);
 			if (!br)
 				return 1;
+			br->name = arena_printf(L->A, "%s.%s", n->name, name);
 			ir_attr_add(n, name, ATTR_GRAPH)->g = br;
 			break;
 		}

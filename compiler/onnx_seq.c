@@ -244,10 +244,11 @@ static void bind_result(ir_graph *g, rlist *l, ir_node *origin, ir_value *out, i
 	rl_push(g->A, l, id);
 }
 
-/* The value of a constant scalar (numel 1) integer or bool; 0 if not one. */
+/* The value of a constant (or initializer) scalar (numel 1) integer or
+ * bool; 0 if not one. */
 static int const_scalar(const ir_value *v, int64_t *r)
 {
-	if (!v || v->seq != IR_TENSOR || !ir_value_is_const(v) || !v->data ||
+	if (!v || v->seq != IR_TENSOR || !infer_is_const(v) || !v->data ||
 	    ir_shape_const_numel(&v->shape) != 1)
 		return 0;
 	switch (v->dtype) {
@@ -575,7 +576,7 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		return NULL;
 	}
 	if (T > ONNX_UNROLL_MAX) {
-		diag_node(D, n, "carries sequences whose tensors change from one iteration to the next, which "
+		diag_node(D, n, "carries or indexes sequences, which "
 			  "cellc compiles by unrolling the loop; it runs %lld iterations, more than the %d cellc "
 			  "unrolls", (long long)T, (int)ONNX_UNROLL_MAX);
 		return NULL;
