@@ -100,6 +100,15 @@ static void check_names(vctx *c, const ir_graph *g, strset *S)
 
 static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const char *role)
 {
+	if (v->seq != IR_TENSOR) {
+		/* a sequence or optional (onnx_seq.c): its tensors are the values */
+		if (v->resolved && v->nelem > 0 && !v->elem)
+			bad(c, g, "%s '%s' is a resolved %s without elements", role, v->name,
+			    v->seq == IR_OPT ? "optional" : "sequence");
+		for (int i = 0; v->resolved && v->elem && i < v->nelem; i++)
+			check_value(c, g, v->elem[i], role);
+		return;
+	}
 	if (v->kind == VAL_CONST || v->kind == VAL_WEIGHT) {
 		if (ir_shape_const_numel(&v->shape) < 0)
 			bad(c, g, "%s '%s' is a constant without a constant shape", role, v->name);
