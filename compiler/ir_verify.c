@@ -222,8 +222,8 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		if (n->graph != g)
 			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
 			    oi->name);
-		/* ONNX Loop/Scan keep their body until pass_infer rewrites them */
-		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN;
+		/* ONNX Loop/Scan/SequenceMap keep their body until pass_infer rewrites them */
+		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
 		if ((n->body != NULL) != has_body)
 			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
 			    n->body ? "has" : "lacks");

@@ -98,8 +98,8 @@ ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp)
 		onnx_node_error(L, n, "has more than one graph attribute");
 		return NULL;
 	}
-	if (n->op != OP_LOOP && n->op != OP_SCAN && n->op != OP_IF) {
-		onnx_node_error(L, n, "graph attributes are supported on Loop, Scan and If only");
+	if (n->op != OP_LOOP && n->op != OP_SCAN && n->op != OP_IF && n->op != OP_SEQMAP) {
+		onnx_node_error(L, n, "graph attributes are supported on Loop, Scan, If and SequenceMap only");
 		return NULL;
 	}
 	if (gp->n_node > (size_t)1 << 24) {

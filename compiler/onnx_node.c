@@ -92,6 +92,7 @@ static const attr_spec attr_specs[] = {
 	{OP_SEQEMPTY, "dtype", ATTR_INT, 0, 0, NULL},
 	{OP_SEQCONCAT, "axis", ATTR_INT, 0, 0, NULL},     {OP_SEQCONCAT, "new_axis", ATTR_INT, 0, 0, NULL},
 	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
+	{OP_SEQMAP, "body", ATTR_GRAPH, 0, 0, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -706,7 +707,7 @@ static const struct {
 	{OP_CAST, check_cast},        {OP_RESHAPE, check_reshape},
 	{OP_CONSTOFSHAPE, check_constofshape}, {OP_CONCAT, check_concat},
 	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
-	{OP_IF, check_if},
+	{OP_IF, check_if},            {OP_SEQMAP, check_body},
 };
 
 /* ---- arity ---- */

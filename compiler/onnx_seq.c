@@ -1,4 +1,12 @@
-/* onnx_seq.c: ONNX sequences, optionals and If, resolved at compile time.
+/* onnx_seq.c: ONNX sequences, optionals, If and SequenceMap, resolved at
+ * compile time.
+ *
+ * requires: (called by pass_infer node by node) the node's inputs inferred
+ *           and folded; sequence/optional graph inputs bound (onnx_load.c).
+ * produces: no sequence, optional, If or SequenceMap node and no Loop that
+ *           carries a sequence left in the graph; graph outputs all tensors.
+ * breaks:   nothing: the nodes it makes are ordinary tensor nodes that
+ *           pass_infer infers next.
  *
  * cellc's tensors have shapes fixed at compile time, and so do its
  * sequences: a sequence value is resolved into the list of tensor values it
@@ -15,8 +23,8 @@
  *     OptionalHasElement constants, ConcatFromSequence a Concat (of
  *     Unsqueezes for new_axis=1);
  *   - If whose condition folds is replaced by the nodes of the branch it
- *     takes (inlined: the branch's constants copied, its captures kept);
- *     Not folds;
+ *     takes (inlined: the branch's constants copied, its captures kept),
+ *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
  *     accumulation onnx_loop.c turns into a recurrence) is unrolled: its
  *     body copied once per iteration, each copy inferred and folded before
@@ -296,6 +304,55 @@ static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	return 0;
 }
 
+/* ---- SequenceMap ------------------------------------------------------------------ */
+
+/* One copy of the body per position; sequence inputs give the copy their
+ * tensor at that position, tensor inputs themselves. */
+static int map_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
+{
+	ir_graph *b = n->body;
+	int len = -1;
+	if (b->ninputs != n->nin || b->noutputs != n->nout) {
+		diag_node(D, n, "body has %d inputs and %d outputs; this SequenceMap needs %d and %d", b->ninputs,
+			  b->noutputs, n->nin, n->nout);
+		return -1;
+	}
+	for (int k = 0; k < n->nin; k++) {
+		ir_value *v = n->in[k];
+		if (v->seq == IR_OPT || (k == 0 && v->seq != IR_SEQ)) {
+			diag_node(D, n, "input %d ('%s') must be a %s", k, v->name, k ? "sequence or a tensor" : "sequence");
+			return -1;
+		}
+		if (v->seq == IR_SEQ && len >= 0 && v->nelem != len) {
+			diag_node(D, n, "input sequences have %d and %d tensors", len, v->nelem);
+			return -1;
+		}
+		if (v->seq == IR_SEQ)
+			len = v->nelem;
+	}
+	ir_value ***outs = arena_array(g->A, (size_t)n->nout, sizeof *outs);
+	for (int j = 0; j < n->nout; j++)
+		outs[j] = arena_array(g->A, (size_t)len + 1, sizeof **outs);
+	for (int i = 0; i < len; i++) {
+		vmap m = {0};
+		for (int k = 0; k < n->nin; k++)
+			vm_put(g->A, &m, b->inputs[k], n->in[k]->seq == IR_SEQ ? n->in[k]->elem[i] : n->in[k]);
+		copy_nodes(&m, b, b, g, l);
+		for (int j = 0; j < n->nout; j++) {
+			outs[j][i] = ref(&m, b, g, b->outputs[j]);
+			if (outs[j][i]->seq != IR_TENSOR) {
+				diag_node(D, n, "body output %d is a %s; cellc maps to sequences of tensors", j,
+					  kind_word(outs[j][i]));
+				return -1;
+			}
+		}
+	}
+	for (int j = 0; j < n->nout; j++)
+		if (n->out[j])
+			set_list(n->out[j], IR_SEQ, len, outs[j], len ? outs[j][0]->dtype : DT_F32);
+	return 0;
+}
+
 /* ---- one node ------------------------------------------------------------------- */
 
 static int seq_pos(ir_node *n, diag *D, const ir_value *S, const ir_value *p, int insert, int64_t *pos)
@@ -351,7 +408,7 @@ static int concat_seq(ir_graph *g, ir_node *n, diag *D, rlist *l, ir_value *S)
 static int is_handled(ir_op op)
 {
 	return onnx_is_seq_op(op) || op == OP_IF || op == OP_OPTIONAL || op == OP_OPTHAS || op == OP_OPTGET ||
-	       op == OP_NOT;
+	       op == OP_NOT || op == OP_SEQMAP;
 }
 
 int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
@@ -403,6 +460,10 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		if (inline_if(g, n, D, &l))
 			return -1;
 		break;
+	case OP_SEQMAP:
+		if (map_seq(g, n, D, &l))
+			return -1;
+		break;
 	case OP_NOT:
 		if (!S || S->dtype != DT_BOOL || !ir_value_is_const(S) || !S->data) {
 			diag_node(D, n, "Not of '%s', which is not a compile-time constant bool; cellc evaluates "
@@ -439,9 +500,9 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		pos = S->nelem;
 		if (n->nin > 2 && n->in[2] && seq_pos(n, D, S, n->in[2], 1, &pos))
 			return -1;
-		if (S->nelem && t->dtype != S->dtype) {
+		if (S->nelem && t->dtype != S->elem[0]->dtype) {
 			diag_node(D, n, "inserts a %s tensor into a sequence of %s", ir_dtype_name(t->dtype),
-				  ir_dtype_name(S->dtype));
+				  ir_dtype_name(S->elem[0]->dtype));
 			return -1;
 		}
 		ir_value **e = arena_array(g->A, (size_t)S->nelem + 1, sizeof *e);
