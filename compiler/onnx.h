@@ -56,7 +56,8 @@ int onnx_seq_leftovers(ir_graph *g, diag *D);
  * reporting an error (or when an input's producer failed). */
 int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count);
 /* Whether Loop n carries a resolved sequence or optional (other than the
- * SequenceEmpty accumulation): onnx_loop_expand then unrolls it with
+ * SequenceEmpty accumulation, unless that is a graph output and the trip
+ * count a small constant) or reads one: onnx_loop_expand then unrolls it with
  * onnx_loop_unroll (same contract as onnx_loop_expand). */
 int onnx_loop_needs_unroll(const ir_node *n);
 ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count);

@@ -26,7 +26,8 @@
  *     takes (inlined: the branch's constants copied, its captures kept),
  *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
- *     accumulation onnx_loop.c turns into a recurrence) is unrolled: its
+ *     accumulation onnx_loop.c turns into a recurrence, unless that is a
+ *     graph output) or indexing one is unrolled: its
  *     body copied once per iteration, each copy inferred and folded before
  *     the next, for a constant trip count of at most ONNX_UNROLL_MAX.
  * A graph output that is a sequence becomes the outputs NAME_0..NAME_{k-1}
@@ -580,9 +581,17 @@ static int reads_resolved(const ir_graph *g)
 
 int onnx_loop_needs_unroll(const ir_node *n)
 {
+	int64_t T;
 	for (int k = 2; k < n->nin; k++) {
 		const ir_value *v = n->in[k];
-		if (is_resolved(v) && !(v->producer && v->producer->op == OP_SEQEMPTY))
+		if (!is_resolved(v))
+			continue;
+		if (!(v->producer && v->producer->op == OP_SEQEMPTY))
+			return 1;
+		/* an accumulation that is a graph output: a list of tensors, when
+		 * the loop can be unrolled (else onnx_loop.c says why not) */
+		if (k - 2 < n->nout && n->out[k - 2] && n->out[k - 2]->is_output && const_scalar(n->in[0], &T) &&
+		    T <= ONNX_UNROLL_MAX)
 			return 1;
 	}
 	/* a body indexing a compile-time sequence (SequenceMap's expansion) */

@@ -244,7 +244,8 @@ def seq_cases(outdir):
     iteration (h_t[:, :t+1]), started from SequenceConstruct(h0), beside a
     carried tensor and a scan output, computed from run-time inputs; the
     sequence is a graph output (compared tensor by tensor) and is read by
-    SequenceLength and SequenceAt.  Expected values from numpy."""
+    SequenceLength and SequenceAt; and a SequenceEmpty accumulation whose
+    sequence is a graph output.  Expected values from numpy."""
     rng = np.random.default_rng(11)
     W2 = f32(3, 3, rng=rng) * 0.5
     seq_t = helper.make_tensor_sequence_value_info
@@ -297,6 +298,36 @@ def seq_cases(outdir):
                else numpy_helper.from_array(a if a.ndim == 0 else np.ascontiguousarray(a), name))
         with open(os.path.join(ds, "output_%d.pb" % j), "wb") as f:
             f.write(msg.SerializeToString())
+    # SequenceEmpty accumulation (what scripted exports write) whose sequence
+    # is a graph output: unrolled into sT2_0..sT2_{M-1}
+    acc = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("MatMul", ["h_in", "W2"], ["hw"]),
+         helper.make_node("Add", ["hw", "x"], ["s"]),
+         helper.make_node("Tanh", ["s"], ["h_out"]),
+         helper.make_node("Relu", ["h_out"], ["y"]),
+         helper.make_node("SequenceInsert", ["s_in", "y"], ["s_out"])],
+        "acc_body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         vi("h_in", TensorProto.FLOAT, [2, 3]), seq_t("s_in", TensorProto.FLOAT, [2, 3])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2, 3]),
+         seq_t("s_out", TensorProto.FLOAT, [2, 3])])
+    g2 = helper.make_graph(
+        [helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT),
+         helper.make_node("Loop", ["M", "", "h0", "e"], ["hT", "sT2"], body=acc)],
+        "loop_seq_output",
+        [vi("h0", TensorProto.FLOAT, [2, 3]), vi("x", TensorProto.FLOAT, [2, 3])],
+        [vi("hT", TensorProto.FLOAT, [2, 3]), seq_t("sT2", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(np.array(M, np.int64), "M")])
+    m2 = helper.make_model(g2, opset_imports=[helper.make_opsetid("", 13)])
+    m2.ir_version = 7
+    onnx.checker.check_model(m2)
+    d2 = os.path.join(outdir, "onnx", "loop_seq_output")
+    write_case(d2, m2, [([h0, x], [])], ["h0", "x"], [])
+    with open(os.path.join(d2, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(h, "hT").SerializeToString())
+    with open(os.path.join(d2, "test_data_set_0", "output_1.pb"), "wb") as f:
+        f.write(numpy_helper.from_list(ys, "sT2").SerializeToString())
     # the same data with one element of the sequence's tensor 2 off by 1e-3:
     # verify must fail on sT_2 alone (harness.py, loop/seq_perturbed)
     bad = os.path.join(d, "perturbed")
