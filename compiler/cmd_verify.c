@@ -16,6 +16,12 @@
  * data directory (onnx_load_bound) and the model is compiled once per
  * directory.  Otherwise it is compiled once.
  *
+ * Sequence and optional inputs are always bound (onnx_seq.c resolves them
+ * at compile time).  An output of sequence or optional type is read from
+ * output_N.pb as a SequenceProto/OptionalProto and compared tensor by tensor
+ * with the compiled outputs NAME_0, NAME_1, ... (onnx_seq_flatten); outputs
+ * are matched by name, and the compiled model must have no others.
+ *
  * Each compilation goes into a fresh directory (mkdtemp under $TMPDIR, or
  * --keep DIR, which is kept): emit_model's files, NAME_driver.c (the generic
  * driver, templates/driver.c), then `make` and the driver build with the

@@ -9,10 +9,12 @@
  *   3. graph inputs -> VAL_INPUT values with dtype and symbolic shape, or
  *      VAL_CONST values for inputs the caller binds to a tensor file; an input
  *      that is also an initializer is the weight (old IR versions listed every
- *      initializer as an input);
+ *      initializer as an input); a sequence or optional input is bound to a
+ *      SequenceProto/OptionalProto file (a resolved value, onnx_seq.c), or
+ *      left a VAL_INPUT that pass_infer refuses;
  *   4. nodes in topological order (sorted here when the file is not) ->
  *      IR nodes (onnx_node.c);
- *   5. graph outputs marked.
+ *   5. graph outputs marked (sequence/optional ones with their kind).
  * Errors are collected (diag) and loading goes on where it sensibly can; the
  * graph is returned only when there were none.
  *

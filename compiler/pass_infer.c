@@ -10,7 +10,10 @@
  *           canonical form (infer.h); nodes whose results nobody uses are
  *           removed, and so are unused constants, weights and temporaries
  *           from the value lists; nuses/producer/ids are fresh (ir_recount).
- *           Graph outputs that fold stay as VAL_CONST outputs.
+ *           Graph outputs that fold stay as VAL_CONST outputs.  Sequences,
+ *           optionals, If and SequenceMap are resolved node by node
+ *           (onnx_seq_node), sequence outputs replaced by their tensors
+ *           (onnx_seq_outputs).
  * breaks:   nothing.
  *
  * A node that cannot be inferred is reported and its outputs stay unknown;
