@@ -12,8 +12,10 @@
  * (testdata.h), whose inputs are matched to the compiled model's inputs by
  * name through the model as loaded (bound inputs are not run-time inputs).
  * --bind replaces a graph input by the constant in FILE.pb (a serialized
- * TensorProto): inputs that determine shapes must be bound, because cellc
- * fixes every shape at compile time up to the dimension symbols.
+ * TensorProto; a SequenceProto or OptionalProto for an input of that type):
+ * inputs that determine shapes must be bound, because cellc fixes every
+ * shape at compile time up to the dimension symbols, and so must sequence
+ * and optional inputs (onnx_seq.c).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -287,6 +289,13 @@ static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_
 	ir_graph *g0 = cmd_build(A, D, model, 0, NULL, &(pass_opts){0}, "load");
 	if (!g0)
 		return -1;
+	for (int k = 0; k < g0->noutputs; k++)
+		if (g0->outputs[k]->seq != IR_TENSOR) {
+			diag_error(D, "--testbench: output '%s' is a %s; golden data of sequences and optionals "
+				      "are compared by `cellc verify`, not by the test program", g0->outputs[k]->name,
+				   g0->outputs[k]->seq == IR_OPT ? "optional" : "sequence");
+			return -1;
+		}
 	ir_graph *scratch = ir_graph_new(A, NULL, "golden");
 	emit_tb_set *sets = arena_array(A, (size_t)L->n, sizeof *sets);
 	for (int s = 0; s < L->n; s++) {

@@ -16,6 +16,12 @@
  * data directory (onnx_load_bound) and the model is compiled once per
  * directory.  Otherwise it is compiled once.
  *
+ * Sequence and optional inputs are always bound (onnx_seq.c resolves them
+ * at compile time).  An output of sequence or optional type is read from
+ * output_N.pb as a SequenceProto/OptionalProto and compared tensor by tensor
+ * with the compiled outputs NAME_0, NAME_1, ... (onnx_seq_flatten); outputs
+ * are matched by name, and the compiled model must have no others.
+ *
  * Each compilation goes into a fresh directory (mkdtemp under $TMPDIR, or
  * --keep DIR, which is kept): emit_model's files, NAME_driver.c (the generic
  * driver, templates/driver.c), then `make` and the driver build with the
@@ -264,6 +270,8 @@ static int read_inputs(verify *V, diag *D)
 		}
 		s->in = arena_array(&V->A, (size_t)(s->nin + 1), sizeof *s->in);
 		for (int k = 0; k < s->nin; k++) {
+			if (g->inputs[k]->seq != IR_TENSOR)
+				continue;       /* bound: the loader reads it */
 			const char *p = arena_printf(&V->A, "%s/input_%d.pb", s->dir, k);
 			D->file = "cellc verify";   /* the loader's message names p */
 			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
@@ -296,6 +304,12 @@ static int const_operand(ir_op op, int k)
 		return k == 0;
 	case OP_LOOP:
 		return k <= 1;                          /* M, cond: the number of iterations */
+	case OP_IF:
+		return k == 0;                          /* cond: the branch taken */
+	case OP_SEQINSERT:
+		return k == 2;                          /* positions in sequences */
+	case OP_SEQAT:
+		return k == 1;
 	default:
 		return 0;
 	}
@@ -336,7 +350,8 @@ static void find_bound_inputs(verify *V)
 	}
 	for (int k = 0; k < g->ninputs; k++) {
 		int x = value_index(g, g->inputs[k]);
-		V->bound[k] = x >= 0 && need[x];
+		/* sequences and optionals are resolved at compile time: always bound */
+		V->bound[k] = (x >= 0 && need[x]) || g->inputs[k]->seq != IR_TENSOR;
 	}
 }
 
@@ -649,19 +664,51 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 					    g->noutputs));
 		return;
 	}
-	for (int k = 0; k < g->noutputs; k++) {
+	/* Output k of the model is output_k.pb; a sequence (optional) there is
+	 * compared tensor by tensor with the compiled outputs named by
+	 * onnx_seq_flatten, all matched by name. */
+	int seen = 0;
+	for (int k = 0; k < V->g0->noutputs; k++) {
+		const ir_value *go = V->g0->outputs[k];
 		const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
 		D->file = "cellc verify";
-		ir_value *ref = onnx_read_tensor_file(V->scratch, D, p);
+		ir_value *ref = go->seq != IR_TENSOR ? onnx_read_seq_file(V->scratch, D, p, go->seq, go->name)
+						     : onnx_read_tensor_file(V->scratch, D, p);
 		D->file = V->model;
-		if (!ref) {
+		enum { MAXREF = 4096 };
+		ir_value *vals[MAXREF];
+		const char *names[MAXREF];
+		int cnt = ref ? onnx_seq_flatten(&V->A, ref, go->name, vals, names, MAXREF) : -1;
+		if (cnt < 0) {
 			fprintf(stderr, "cellc verify: %s: cannot read the reference %s\n", s->dir, p);
-			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, g->outputs[k]->name);
-			record(V, s->dir, g->outputs[k]->name, 0, NAN, NAN, "no reference output");
+			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, go->name);
+			record(V, s->dir, go->name, 0, NAN, NAN, "no reference output");
 			V->failed++;
 			continue;
 		}
-		compare(V, s, g->outputs[k]->name, &tf.t[k], ref);
+		for (int e = 0; e < cnt; e++) {
+			int j = 0;
+			while (j < g->noutputs && strcmp(g->outputs[j]->name, names[e]) != 0)
+				j++;
+			if (j == g->noutputs) {
+				const char *why = arena_printf(&V->A, "the compiled model has no output '%s'", names[e]);
+				fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
+				printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, names[e]);
+				record(V, s->dir, names[e], 0, NAN, NAN, why);
+				V->failed++;
+				continue;
+			}
+			seen++;
+			compare(V, s, names[e], &tf.t[j], vals[e]);
+		}
+	}
+	if (seen != g->noutputs) {
+		const char *why = arena_printf(&V->A, "the compiled model has %d outputs; the reference data "
+					       "match %d of them", g->noutputs, seen);
+		fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
+		printf("FAIL %s (outputs) max_abs=nan max_rel=nan\n", s->dir);
+		record(V, s->dir, "(outputs)", 0, NAN, NAN, why);
+		V->failed++;
 	}
 	rt_tf_close(&tf);
 }
@@ -935,6 +982,12 @@ static const char *ort_hint(verify *V)
 /* Makes the golden data sets with ONNX Runtime and adds them as --data. */
 static int oracle_make(verify *V)
 {
+	for (int k = 0; k < V->g0->ninputs; k++)
+		if (V->g0->inputs[k]->seq != IR_TENSOR) {
+			fprintf(stderr, "cellc verify: input '%s' is a sequence or optional; --oracle makes random "
+					"tensors only: use --data\n", V->g0->inputs[k]->name);
+			return -1;
+		}
 	const char *gdir = V->golden ? V->golden : arena_printf(&V->A, "%s/golden", V->root);
 	uint64_t rng = V->seed;
 	char **argv = arena_array(&V->A, (size_t)V->ninputs + 5, sizeof *argv);

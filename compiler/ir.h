@@ -119,7 +119,15 @@ typedef struct ir_value {
 	/* filled by the memory planner */
 	int slot;               /* workspace slot, -1 if none (input/weight/output) */
 	const char *origin;     /* what the user called it, for comments */
+	/* ONNX sequences and optionals (onnx_seq.c): resolved at compile time
+	 * into lists of tensor values; they never reach the emitter */
+	int seq;                /* IR_TENSOR, IR_SEQ or IR_OPT */
+	int resolved;           /* seq != IR_TENSOR: elem holds the value */
+	int nelem;              /* IR_SEQ: element count; IR_OPT: 0 (none) or 1 */
+	struct ir_value **elem; /* [nelem] tensors (IR_OPT: a tensor or an IR_SEQ) */
 } ir_value;
+
+enum { IR_TENSOR = 0, IR_SEQ = 1, IR_OPT = 2 };
 
 /* ---- attributes ------------------------------------------------------------ */
 

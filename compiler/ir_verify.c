@@ -100,6 +100,15 @@ static void check_names(vctx *c, const ir_graph *g, strset *S)
 
 static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const char *role)
 {
+	if (v->seq != IR_TENSOR) {
+		/* a sequence or optional (onnx_seq.c): its tensors are the values */
+		if (v->resolved && v->nelem > 0 && !v->elem)
+			bad(c, g, "%s '%s' is a resolved %s without elements", role, v->name,
+			    v->seq == IR_OPT ? "optional" : "sequence");
+		for (int i = 0; v->resolved && v->elem && i < v->nelem; i++)
+			check_value(c, g, v->elem[i], role);
+		return;
+	}
 	if (v->kind == VAL_CONST || v->kind == VAL_WEIGHT) {
 		if (ir_shape_const_numel(&v->shape) < 0)
 			bad(c, g, "%s '%s' is a constant without a constant shape", role, v->name);
@@ -213,8 +222,8 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		if (n->graph != g)
 			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
 			    oi->name);
-		/* ONNX Loop/Scan keep their body until pass_infer rewrites them */
-		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN;
+		/* ONNX Loop/Scan/SequenceMap keep their body until pass_infer rewrites them */
+		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
 		if ((n->body != NULL) != has_body)
 			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
 			    n->body ? "has" : "lacks");

@@ -60,5 +60,32 @@ typedef struct onnx_export_opts {
 	int report;             /* print each initializer (replaced/kept) and a summary on stdout */
 } onnx_export_opts;
 int onnx_export(diag *D, const char *model, const char *weights, const char *out, const onnx_export_opts *o);
+/* Sequences, optionals and If resolved at compile time (onnx_seq.c).
+ * onnx_seq_node: pass_infer calls it on every node before inferring it.
+ * Returns 0: not its business (or a Loop's accumulation, left to
+ * onnx_loop_expand); 1: resolved: the node is gone, its outputs resolved or
+ * produced by the *count nodes in *rep (the node itself among them when it
+ * was rewritten into a tensor operator), still to be inferred; -1 after
+ * reporting an error (or when an input's producer failed). */
+int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count);
+/* Whether Loop n carries a resolved sequence or optional (other than the
+ * SequenceEmpty accumulation, unless that is a graph output and the trip
+ * count a small constant) or reads one: onnx_loop_expand then unrolls it with
+ * onnx_loop_unroll (same contract as onnx_loop_expand). */
+int onnx_loop_needs_unroll(const ir_node *n);
+ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count);
+/* Root graph outputs that are resolved sequences/optionals -> their tensors
+ * as outputs named by onnx_seq_flatten.  Returns the number of errors. */
+int onnx_seq_outputs(ir_graph *g, diag *D);
+/* The tensors value v stands for and their output names: v itself as
+ * `name`; a sequence's elements as name_0, name_1, ...; an optional's value
+ * as the optional itself (none: no tensors).  Returns the count (at most
+ * max), -1 for nested sequences or more than max. */
+int onnx_seq_flatten(arena *A, const ir_value *v, const char *name, ir_value **vals, const char **names,
+		     int max);
+/* Reads a serialized SequenceProto (kind IR_SEQ) or OptionalProto (IR_OPT)
+ * into a resolved VAL_CONST value of g named name, its tensors VAL_CONST
+ * values of g.  NULL after reporting. */
+ir_value *onnx_read_seq_file(ir_graph *g, diag *D, const char *path, int kind, const char *name);
 
 #endif

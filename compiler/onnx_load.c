@@ -9,10 +9,12 @@
  *   3. graph inputs -> VAL_INPUT values with dtype and symbolic shape, or
  *      VAL_CONST values for inputs the caller binds to a tensor file; an input
  *      that is also an initializer is the weight (old IR versions listed every
- *      initializer as an input);
+ *      initializer as an input); a sequence or optional input is bound to a
+ *      SequenceProto/OptionalProto file (a resolved value, onnx_seq.c), or
+ *      left a VAL_INPUT that pass_infer refuses;
  *   4. nodes in topological order (sorted here when the file is not) ->
  *      IR nodes (onnx_node.c);
- *   5. graph outputs marked.
+ *   5. graph outputs marked (sequence/optional ones with their kind).
  * Errors are collected (diag) and loading goes on where it sensibly can; the
  * graph is returned only when there were none.
  *
@@ -145,6 +147,154 @@ static ir_value *bound_value(onnx_ctx *L, const char *name, int nbind, const onn
 				v->name = arena_strdup(L->A, name);
 				v->kind = VAL_CONST;
 				v->origin = arena_strdup(L->A, bind[b].path);
+			}
+			return v;
+		}
+	return NULL;
+}
+
+/* ---- sequence and optional values (bindings, verify's reference data) ---- */
+
+int onnx_type_kind(const Onnx__TypeProto *tp)
+{
+	if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+		return IR_SEQ;
+	if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)
+		return IR_OPT;
+	return IR_TENSOR;
+}
+
+static ir_value *seq_tensor(ir_graph *g, diag *D, const char *path, const Onnx__TensorProto *t, const char *name)
+{
+	char err[400];
+	onnx_tensor ot;
+	if (onnx_tensor_decode(g->A, onnx_dirname(g->A, path), t, &ot, err, sizeof err) != 0) {
+		diag_error(D, "%s: element of '%s' %s", path, name, err);
+		return NULL;
+	}
+	ir_value *v = ir_value_new(g, ir_unique_name(g, name), VAL_CONST, ot.dtype);
+	v->shape = ot.shape;
+	v->data = ot.data;
+	v->origin = path;
+	return v;
+}
+
+static ir_value *seq_value(ir_graph *g, diag *D, const char *path, const Onnx__SequenceProto *sp,
+			   const Onnx__OptionalProto *op, const char *name)
+{
+	const ProtobufCMessage *base = op ? &op->base : &sp->base;
+	int et = op ? (op->has_elem_type ? op->elem_type : 0) : (sp->has_elem_type ? sp->elem_type : 0);
+	/* the elem_type enum of SequenceProto/OptionalProto: 1 tensor, 3 sequence */
+	int ok = op ? (et == 0 && !op->tensor_value && !op->sequence_value) || (et == 1 && op->tensor_value) ||
+		      (et == 3 && op->sequence_value) || op->sparse_tensor_value || op->optional_value
+		    : et == 1 || (et != 0 && (sp->n_sparse_tensor_values || sp->n_sequence_values ||
+					      sp->n_optional_values));
+	if (!ok || base->n_unknown_fields) {
+		diag_error(D, "%s: not a valid %s for '%s' (elem_type %d%s)", path, op ? "OptionalProto" : "SequenceProto",
+			   name, et, base->n_unknown_fields ? ", fields of another message" : " does not match its values");
+		return NULL;
+	}
+	ir_value *v = ir_value_new(g, name, VAL_CONST, DT_F32);
+	v->shape.rank = 0;
+	v->resolved = 1;
+	v->origin = path;
+	if (op) {
+		v->seq = IR_OPT;
+		v->elem = arena_array(g->A, 1, sizeof *v->elem);
+		if (op->tensor_value)
+			v->elem[0] = seq_tensor(g, D, path, op->tensor_value, name);
+		else if (op->sequence_value)
+			v->elem[0] = seq_value(g, D, path, op->sequence_value, NULL, ir_unique_name(g, name));
+		else if (op->sparse_tensor_value || op->optional_value) {
+			diag_error(D, "%s: optional '%s' holds a %s, which cellc does not support", path, name,
+				   op->sparse_tensor_value ? "sparse tensor" : "nested optional");
+			return NULL;
+		} else
+			return v;       /* none */
+		if (!v->elem[0])
+			return NULL;
+		v->nelem = 1;
+		v->dtype = v->elem[0]->dtype;
+		return v;
+	}
+	v->seq = IR_SEQ;
+	if (sp->n_sparse_tensor_values || sp->n_sequence_values || sp->n_optional_values) {
+		diag_error(D, "%s: sequence '%s' holds values other than tensors, which cellc does not support",
+			   path, name);
+		return NULL;
+	}
+	if (sp->n_tensor_values > 1 << 16) {
+		diag_error(D, "%s: sequence '%s' has %zu tensors", path, name, sp->n_tensor_values);
+		return NULL;
+	}
+	v->elem = arena_array(g->A, sp->n_tensor_values + 1, sizeof *v->elem);
+	for (size_t k = 0; k < sp->n_tensor_values; k++) {
+		if (!(v->elem[k] = seq_tensor(g, D, path, sp->tensor_values[k], name)))
+			return NULL;
+		if (k && v->elem[k]->dtype != v->elem[0]->dtype) {
+			diag_error(D, "%s: sequence '%s' mixes element types", path, name);
+			return NULL;
+		}
+	}
+	v->nelem = (int)sp->n_tensor_values;
+	if (v->nelem)
+		v->dtype = v->elem[0]->dtype;
+	else if (sp->has_elem_type && sp->elem_type == 1 /* TENSOR */)
+		v->dtype = DT_F32;
+	return v;
+}
+
+ir_value *onnx_read_seq_file(ir_graph *g, diag *D, const char *path, int kind, const char *name)
+{
+	char err[400];
+	unsigned char *buf;
+	size_t len;
+	const char *what = kind == IR_OPT ? "OptionalProto" : "SequenceProto";
+	const ProtobufCMessageDescriptor *d = kind == IR_OPT ? &onnx__optional_proto__descriptor
+							      : &onnx__sequence_proto__descriptor;
+	if (onnx_read_file(path, MODEL_FILE_LIMIT, &buf, &len, err, sizeof err) != 0) {
+		diag_error(D, "%s: %s", path, err);
+		return NULL;
+	}
+	if (onnx_wire_check(buf, len, d, err, sizeof err) != 0) {
+		diag_error(D, "%s: not a valid %s file: %s", path, what, err);
+		free(buf);
+		return NULL;
+	}
+	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, buf);
+	free(buf);
+	if (!m) {
+		diag_error(D, "%s: not a valid %s file: protobuf parse failed (truncated or not a protobuf)", path,
+			   what);
+		return NULL;
+	}
+	ir_value *v = kind == IR_OPT ? seq_value(g, D, path, NULL, (const Onnx__OptionalProto *)m, name)
+				     : seq_value(g, D, path, (const Onnx__SequenceProto *)m, NULL, name);
+	protobuf_c_message_free_unpacked(m, NULL);
+	return v;
+}
+
+static ir_value *bound_seq_value(onnx_ctx *L, const Onnx__ValueInfoProto *vi, int kind, int nbind,
+				 const onnx_binding *bind, int *used)
+{
+	for (int b = 0; b < nbind; b++)
+		if (strcmp(bind[b].name, vi->name) == 0) {
+			used[b] = 1;
+			ir_value *v = onnx_read_seq_file(L->g, L->D, bind[b].path, kind, vi->name);
+			/* the element type the model declares, if any */
+			const Onnx__TypeProto *tp = vi->type;
+			while (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+				tp = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? tp->sequence_type->elem_type :
+				     tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? tp->optional_type->elem_type
+											       : NULL;
+			const ir_value *e = v;
+			while (e && e->seq != IR_TENSOR)
+				e = e->nelem ? e->elem[0] : NULL;
+			if (e && tp && tp->tensor_type->has_elem_type && tp->tensor_type->elem_type &&
+			    tp->tensor_type->elem_type != (int)e->dtype) {
+				diag_error(L->D, "bound value of input '%s' holds %s tensors; the model declares %s",
+					   vi->name, onnx_dtype_name(e->dtype), onnx_dtype_name(tp->tensor_type->elem_type));
+				return NULL;
 			}
 			return v;
 		}
@@ -357,6 +507,22 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind, cons
 		onnx_map_put(L->A, &seen, vi->name, (void *)vi);
 		if (onnx_map_get(&L->values, vi->name))
 			continue;       /* an initializer: a weight, not a run-time input */
+		int kind = onnx_type_kind(vi->type);
+		if (kind != IR_TENSOR) {
+			/* resolved at compile time: bound, or refused by pass_infer */
+			ir_value *v = is_bound(vi->name, nbind, bind) ?
+				      bound_seq_value(L, vi, kind, nbind, bind, used) : NULL;
+			if (!v && !is_bound(vi->name, nbind, bind)) {
+				v = ir_value_new(g, vi->name, VAL_INPUT, DT_F32);
+				v->seq = kind;
+				v->shape.rank = 0;
+				g->inputs[g->ninputs++] = v;
+			}
+			if (!v)
+				v = ir_value_new(g, vi->name, VAL_INPUT, DT_UNDEF);
+			onnx_map_put(L->A, &L->values, v->name, v);
+			continue;
+		}
 		const Onnx__TypeProto__Tensor *tt = tensor_type(L, "input", vi, 1);
 		ir_value *v = NULL;
 		ir_shape s;
@@ -508,7 +674,8 @@ static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 		const Onnx__ValueInfoProto *vi = gp->output[k];
 		if (check_value_name(L, "graph output", vi->name))
 			continue;
-		if (vi->type && !tensor_type(L, "output", vi, 0))
+		int kind = onnx_type_kind(vi->type);
+		if (vi->type && kind == IR_TENSOR && !tensor_type(L, "output", vi, 0))
 			continue;
 		ir_value *v = onnx_map_get(&L->values, vi->name);
 		if (!v) {
@@ -520,6 +687,8 @@ static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 			continue;
 		}
 		v->is_output = 1;
+		if (kind != IR_TENSOR)
+			v->seq = kind;  /* what the data sets hold; resolved by pass_infer */
 		g->outputs[g->noutputs++] = v;
 	}
 }

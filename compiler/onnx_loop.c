@@ -98,8 +98,8 @@ ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp)
 		onnx_node_error(L, n, "has more than one graph attribute");
 		return NULL;
 	}
-	if (n->op != OP_LOOP && n->op != OP_SCAN) {
-		onnx_node_error(L, n, "graph attributes are supported on Loop and Scan only");
+	if (n->op != OP_LOOP && n->op != OP_SCAN && n->op != OP_IF && n->op != OP_SEQMAP) {
+		onnx_node_error(L, n, "graph attributes are supported on Loop, Scan, If and SequenceMap only");
 		return NULL;
 	}
 	if (gp->n_node > (size_t)1 << 24) {
@@ -144,6 +144,7 @@ ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp)
 		 * in the file are not trusted */
 		ir_value *v = ir_value_new(b, body_name(L, vi->name), VAL_STEP, type_elem(vi->type));
 		v->origin = arena_strdup(L->A, vi->name);
+		v->seq = onnx_type_kind(vi->type);
 		b->inputs[b->ninputs++] = v;
 		onnx_map_put(L->A, &L->values, arena_strdup(L->A, vi->name), v);
 	}
@@ -1229,6 +1230,8 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		fail(&X, "has no body");
 		return NULL;
 	}
+	if (n->op == OP_LOOP && onnx_loop_needs_unroll(n))
+		return onnx_loop_unroll(g, n, D, infer, cx, count);
 	return n->op == OP_LOOP ? expand_loop(&X, count) : expand_scan(&X, count);
 }
 

@@ -100,6 +100,8 @@ static const attr_spec attr_specs[] = {
 	{OP_ADAM, "norm_coefficient_post", ATTR_FLOAT, 0, 0, NULL},
 	{OP_ADAGRAD, "decay_factor", ATTR_FLOAT, 0, 0, NULL}, {OP_ADAGRAD, "epsilon", ATTR_FLOAT, 0, 0, NULL},
 	{OP_ADAGRAD, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
+	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
+	{OP_SEQMAP, "body", ATTR_GRAPH, 0, 0, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -280,6 +282,9 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 				"functions may do", name, a->ref_attr_name);
 		return 1;
 	}
+	if (op == OP_OPTIONAL && strcmp(name, "type") == 0 &&
+	    proto_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
+		return 0;       /* the type of an empty optional: it yields no tensors */
 	int other;
 	const attr_spec *s = find_spec(op, name, L->opset, &other);
 	if (!s) {
@@ -355,6 +360,15 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 		break;
 	}
 	case ATTR_GRAPH:
+		if (op == OP_IF) {
+			/* a branch: an attribute, inlined by onnx_seq.c once the condition folds */
+			ir_graph *br = onnx_load_body(L, n, a->g);
+			if (!br)
+				return 1;
+			br->name = arena_printf(L->A, "%s.%s", n->name, name);
+			ir_attr_add(n, name, ATTR_GRAPH)->g = br;
+			break;
+		}
 		/* the one body of Loop/Scan (onnx_loop.c); kept as n->body, not as an attribute */
 		n->body = onnx_load_body(L, n, a->g);
 		if (!n->body)
@@ -715,6 +729,25 @@ static int check_optim(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_if(onnx_ctx *L, ir_node *n)
+{
+	int errs = 0;
+	static const char *const br[2] = {"then_branch", "else_branch"};
+	for (int k = 0; k < 2; k++) {
+		ir_attr *a = ir_attr_find(n, br[k]);
+		if (!a) {
+			onnx_node_error(L, n, "attribute '%s' is required", br[k]);
+			errs++;
+		} else if (a->g->ninputs || a->g->noutputs != n->nout) {
+			onnx_node_error(L, n, "%s has %d inputs and %d outputs; an If with %d outputs needs "
+					"branches with no inputs and %d outputs", br[k], a->g->ninputs,
+					a->g->noutputs, n->nout, n->nout);
+			errs++;
+		}
+	}
+	return errs;
+}
+
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 
 static const struct {
@@ -727,6 +760,7 @@ static const struct {
 	{OP_CONSTOFSHAPE, check_constofshape}, {OP_CONCAT, check_concat},
 	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
 	{OP_MOMENTUM, check_optim},    {OP_ADAM, check_optim},    {OP_ADAGRAD, check_optim},
+	{OP_IF, check_if},            {OP_SEQMAP, check_body},
 };
 
 /* ---- arity ---- */

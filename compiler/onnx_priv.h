@@ -82,6 +82,10 @@ ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp);
  * gp are sources).  -1 after reporting a cycle. */
 int onnx_topo_order(onnx_ctx *L, const Onnx__GraphProto *gp, int *order);
 
+/* IR_TENSOR, IR_SEQ or IR_OPT by the outer kind of a declared type (NULL:
+ * a tensor). */
+int onnx_type_kind(const Onnx__TypeProto *tp);
+
 /* ---- tensors ---- */
 
 typedef struct onnx_tensor {

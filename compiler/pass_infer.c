@@ -10,7 +10,10 @@
  *           canonical form (infer.h); nodes whose results nobody uses are
  *           removed, and so are unused constants, weights and temporaries
  *           from the value lists; nuses/producer/ids are fresh (ir_recount).
- *           Graph outputs that fold stay as VAL_CONST outputs.
+ *           Graph outputs that fold stay as VAL_CONST outputs.  Sequences,
+ *           optionals, If and SequenceMap are resolved node by node
+ *           (onnx_seq_node), sequence outputs replaced by their tensors
+ *           (onnx_seq_outputs).
  * breaks:   nothing.
  *
  * A node that cannot be inferred is reported and its outputs stay unknown;
@@ -111,6 +114,13 @@ static void check_sources(ictx *c)
 				   v->kind == VAL_WEIGHT ? "initializer" :
 				   v->kind == VAL_CONST ? "constant" : NULL;
 		if (!what)
+			continue;
+		if (v->seq != IR_TENSOR && v->kind == VAL_INPUT)
+			diag_error(c->D, "graph input '%s' is %s; cellc resolves sequences and optionals at "
+				   "compile time: bind it with --bind %s=FILE.pb (a serialized %s; `cellc verify` "
+				   "binds it from each data set)", v->name, v->seq == IR_OPT ? "an optional" :
+				   "a sequence", v->name, v->seq == IR_OPT ? "OptionalProto" : "SequenceProto");
+		if (v->seq != IR_TENSOR)
 			continue;
 		if (v->kind == VAL_INPUT && !infer_dtype_ok(v->dtype))
 			diag_error(c->D, "%s '%s' has dtype %s, which cellc does not support", what,
@@ -255,6 +265,19 @@ static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep
 			infer_one(c, g, rep[k], fold, keep);
 		return;
 	}
+	ir_node **srep = NULL;
+	int scnt = 0, sr = onnx_seq_node(g, n, c->D, &srep, &scnt);
+	if (sr < 0) {
+		poison_outputs(n);
+		nl_push(g, keep, n);
+		return;
+	}
+	if (sr > 0) {
+		/* sequences, optionals, If: resolved; what replaces them is inferred */
+		for (int k = 0; k < scnt; k++)
+			infer_one(c, g, srep[k], fold, keep);
+		return;
+	}
 	if (onnx_is_seq_op(n->op)) {
 		/* consumed by onnx_loop_expand, or reported by onnx_seq_leftovers */
 		nl_push(g, keep, n);
@@ -359,6 +382,8 @@ int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
 	if (D->nerrors == errs0) {
 		ir_recount(g);
 		infer_nodes(&c, g, 1);
+		if (D->nerrors == errs0)
+			onnx_seq_outputs(g, D);
 		ir_recount(g);
 		if (D->nerrors == errs0)
 			onnx_seq_leftovers(g, D);

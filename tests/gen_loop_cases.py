@@ -14,11 +14,15 @@ output_K.pb).
 2. onnx/: hand-written Loop/Scan models (onnx.helper) covering what the
    exporters' cases do not: Scan input/output axes and directions, Scan-8's
    batch axis, a Loop with a constant trip count and a loop-invariant capture,
-   x[t:t+1] indexing; expected outputs from numpy written from the ONNX
-   operator specification here.
+   x[t:t+1] indexing, a Loop carrying a ragged sequence (unrolled); expected
+   outputs from numpy written from the ONNX operator specification here.
 3. bad/: models cellc must refuse with a located error (expect.txt holds the
    text the message must contain): a data-dependent condition, a trip count
-   only known at run time.
+   only known at run time; for sequences resolved at compile time
+   (compiler/onnx_seq.c): a Loop carrying a sequence with a run-time trip
+   count, a data-dependent condition or more iterations than cellc unrolls,
+   a run-time SequenceInsert position, a run-time If condition, an unbound
+   sequence input.
 
 Seeds are fixed.  usage: gen_loop_cases.py OUTDIR
 """
@@ -233,6 +237,107 @@ def onnx_cases(outdir):
                [([h0, x], [h, np.stack(ys)])])
 
 
+# ---- 2b. a Loop carrying a ragged sequence (unrolled by compiler/onnx_seq.c) --------
+
+def seq_cases(outdir):
+    """A Loop whose carried sequence gains a tensor of another shape each
+    iteration (h_t[:, :t+1]), started from SequenceConstruct(h0), beside a
+    carried tensor and a scan output, computed from run-time inputs; the
+    sequence is a graph output (compared tensor by tensor) and is read by
+    SequenceLength and SequenceAt; and a SequenceEmpty accumulation whose
+    sequence is a graph output.  Expected values from numpy."""
+    rng = np.random.default_rng(11)
+    W2 = f32(3, 3, rng=rng) * 0.5
+    seq_t = helper.make_tensor_sequence_value_info
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("MatMul", ["h_in", "W2"], ["hw"]),
+         helper.make_node("Add", ["hw", "x"], ["s"]),
+         helper.make_node("Tanh", ["s"], ["h_out"]),
+         helper.make_node("Add", ["it", "one"], ["end"]),
+         helper.make_node("Unsqueeze", ["end", "zero"], ["ends"]),
+         helper.make_node("Slice", ["h_out", "zero", "ends", "one1"], ["part"]),
+         helper.make_node("SequenceInsert", ["s_in", "part"], ["s_out"]),
+         helper.make_node("Relu", ["h_out"], ["y"])],
+        "seq_body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         vi("h_in", TensorProto.FLOAT, [2, 3]), seq_t("s_in", TensorProto.FLOAT, [2, "k"])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2, 3]),
+         seq_t("s_out", TensorProto.FLOAT, [2, "k"]), vi("y", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(np.array(1, np.int64), "one"),
+                     numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                     numpy_helper.from_array(np.array([1], np.int64), "one1")])
+    M = 3
+    nodes = [helper.make_node("SequenceConstruct", ["h0"], ["s0"]),
+             helper.make_node("Loop", ["M", "", "h0", "s0"], ["hT", "sT", "ys"], body=body),
+             helper.make_node("SequenceLength", ["sT"], ["n"]),
+             helper.make_node("SequenceAt", ["sT", "minus1"], ["last"])]
+    h0, x = f32(2, 3, rng=rng), f32(2, 3, rng=rng)
+    h, parts, ys = h0, [h0], []
+    for i in range(M):
+        h = np.tanh(h @ W2 + x).astype(np.float32)
+        parts.append(h[:, :i + 1])
+        ys.append(np.maximum(h, 0))
+    graph = helper.make_graph(
+        nodes, "loop_ragged_seq",
+        [vi("h0", TensorProto.FLOAT, [2, 3]), vi("x", TensorProto.FLOAT, [2, 3])],
+        [vi("hT", TensorProto.FLOAT, [2, 3]), seq_t("sT", TensorProto.FLOAT, [2, "k"]),
+         vi("ys", TensorProto.FLOAT, [M, 2, 3]), vi("n", TensorProto.INT64, []),
+         vi("last", TensorProto.FLOAT, [2, M])],
+        initializer=[numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(np.array(M, np.int64), "M"),
+                     numpy_helper.from_array(np.array(-1, np.int64), "minus1")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    d = os.path.join(outdir, "onnx", "loop_ragged_seq")
+    write_case(d, model, [([h0, x], [])], ["h0", "x"], [])
+    ds = os.path.join(d, "test_data_set_0")
+    outs = [h, parts, np.stack(ys), np.array(M + 1, np.int64), parts[-1]]
+    for j, (name, a) in enumerate(zip(["hT", "sT", "ys", "n", "last"], outs)):
+        msg = (numpy_helper.from_list([np.ascontiguousarray(p) for p in a], name) if isinstance(a, list)
+               else numpy_helper.from_array(a if a.ndim == 0 else np.ascontiguousarray(a), name))
+        with open(os.path.join(ds, "output_%d.pb" % j), "wb") as f:
+            f.write(msg.SerializeToString())
+    # SequenceEmpty accumulation (what scripted exports write) whose sequence
+    # is a graph output: unrolled into sT2_0..sT2_{M-1}
+    acc = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("MatMul", ["h_in", "W2"], ["hw"]),
+         helper.make_node("Add", ["hw", "x"], ["s"]),
+         helper.make_node("Tanh", ["s"], ["h_out"]),
+         helper.make_node("Relu", ["h_out"], ["y"]),
+         helper.make_node("SequenceInsert", ["s_in", "y"], ["s_out"])],
+        "acc_body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         vi("h_in", TensorProto.FLOAT, [2, 3]), seq_t("s_in", TensorProto.FLOAT, [2, 3])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2, 3]),
+         seq_t("s_out", TensorProto.FLOAT, [2, 3])])
+    g2 = helper.make_graph(
+        [helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT),
+         helper.make_node("Loop", ["M", "", "h0", "e"], ["hT", "sT2"], body=acc)],
+        "loop_seq_output",
+        [vi("h0", TensorProto.FLOAT, [2, 3]), vi("x", TensorProto.FLOAT, [2, 3])],
+        [vi("hT", TensorProto.FLOAT, [2, 3]), seq_t("sT2", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(np.array(M, np.int64), "M")])
+    m2 = helper.make_model(g2, opset_imports=[helper.make_opsetid("", 13)])
+    m2.ir_version = 7
+    onnx.checker.check_model(m2)
+    d2 = os.path.join(outdir, "onnx", "loop_seq_output")
+    write_case(d2, m2, [([h0, x], [])], ["h0", "x"], [])
+    with open(os.path.join(d2, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(h, "hT").SerializeToString())
+    with open(os.path.join(d2, "test_data_set_0", "output_1.pb"), "wb") as f:
+        f.write(numpy_helper.from_list(ys, "sT2").SerializeToString())
+    # the same data with one element of the sequence's tensor 2 off by 1e-3:
+    # verify must fail on sT_2 alone (harness.py, loop/seq_perturbed)
+    bad = os.path.join(d, "perturbed")
+    shutil.copytree(ds, bad)
+    parts[2] = parts[2].copy()
+    parts[2][1, 1] += 1e-3
+    with open(os.path.join(bad, "output_1.pb"), "wb") as f:
+        f.write(numpy_helper.from_list([np.ascontiguousarray(p) for p in parts], "sT").SerializeToString())
+
+
 # ---- 3. models cellc must refuse ------------------------------------------------------
 
 def bad_cases(outdir):
@@ -273,6 +378,87 @@ def bad_cases(outdir):
          [vi("M", TensorProto.INT64, []), vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
          [], "trip count M ('M') is not a compile-time constant")
 
+    # ---- sequences resolved at compile time (compiler/onnx_seq.c): the forms
+    # whose length, positions or branches depend on run-time data
+    seq_t = helper.make_tensor_sequence_value_info
+    seq_body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("SequenceInsert", ["s_in", "x"], ["s_out"])],
+        "body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         seq_t("s_in", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), seq_t("s_out", TensorProto.FLOAT, [2])])
+    x2 = numpy_helper.from_array(np.ones(2, np.float32), "x")
+    construct = helper.make_node("SequenceConstruct", ["x"], ["s0"])
+    cat = helper.make_node("ConcatFromSequence", ["sT"], ["y"], axis=0)
+    save("seq_loop_runtime_trip_count",
+         [construct, helper.make_node("Loop", ["M", "", "s0"], ["sT"], body=seq_body), cat],
+         [vi("M", TensorProto.INT64, [])], [vi("y", TensorProto.FLOAT, ["n"])], [x2],
+         "carries a sequence and has no constant trip count M")
+    save("seq_loop_too_long",
+         [construct, helper.make_node("Loop", ["M", "", "s0"], ["sT"], body=seq_body), cat],
+         [], [vi("y", TensorProto.FLOAT, ["n"])],
+         [x2, numpy_helper.from_array(np.array(5000, np.int64), "M")],
+         "it runs 5000 iterations, more than the 1024 cellc unrolls")
+    flag_body = helper.make_graph(
+        [helper.make_node("Identity", ["flag"], ["c_out"]),
+         helper.make_node("SequenceInsert", ["s_in", "x"], ["s_out"])],
+        "body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         seq_t("s_in", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), seq_t("s_out", TensorProto.FLOAT, [2])])
+    save("seq_loop_data_dependent_cond",
+         [construct, helper.make_node("Loop", ["M", "", "s0"], ["sT"], body=flag_body), cat],
+         [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, ["n"])],
+         [x2, numpy_helper.from_array(np.array(3, np.int64), "M")],
+         "the body's condition output is not a compile-time constant in iteration 0")
+    save("seq_insert_runtime_position",
+         [construct, helper.make_node("SequenceInsert", ["s0", "x", "pos"], ["s1"]),
+          helper.make_node("ConcatFromSequence", ["s1"], ["y"], axis=0)],
+         [vi("pos", TensorProto.INT64, [])], [vi("y", TensorProto.FLOAT, ["n"])], [x2],
+         "position 'pos' is not a compile-time constant")
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["a"])], "then", [],
+                               [vi("a", TensorProto.FLOAT, [2])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["b"])], "else", [],
+                               [vi("b", TensorProto.FLOAT, [2])])
+    save("if_runtime_cond",
+         [helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)],
+         [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [2])], [x2],
+         "If with a data-dependent condition: 'flag' is not a compile-time constant")
+    save("seq_input_unbound",
+         [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
+         [seq_t("s", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, ["n"])], [],
+         "graph input 's' is a sequence; cellc resolves sequences and optionals at compile time: "
+         "bind it with --bind s=FILE.pb")
+    # malformed or mismatched bindings of a sequence input (compile --bind
+    # s=FILE.pb, run by the sanitizer build: harness.py loop/bind/*)
+    d = os.path.join(outdir, "bad_bind")
+    os.makedirs(d, exist_ok=True)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)], "seq_bind",
+        [seq_t("s", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, ["n"])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    good = numpy_helper.from_list([np.ones(2, np.float32), np.zeros(2, np.float32)], "s").SerializeToString()
+    files = {
+        "truncated": (good[:len(good) - 3], "not a valid SequenceProto file"),
+        "tensor_proto": (numpy_helper.from_array(np.ones(2, np.float32), "s").SerializeToString(),
+                         "not a valid SequenceProto"),
+        "int64_elements": (numpy_helper.from_list([np.ones(2, np.int64)], "s").SerializeToString(),
+                           "holds INT64 tensors; the model declares FLOAT"),
+        "garbage": (bytes(range(256)) * 4, "not a valid SequenceProto file"),
+        "nested": (numpy_helper.from_list([[np.ones(2, np.float32)]], "s").SerializeToString(),
+                   "holds values other than tensors"),
+        "empty_concat": (numpy_helper.from_list([], "s", dtype=TensorProto.FLOAT).SerializeToString(),
+                         "ConcatFromSequence of an empty sequence"),
+    }
+    with open(os.path.join(d, "cases.tsv"), "w") as f:
+        for name, (data, expect) in sorted(files.items()):
+            with open(os.path.join(d, name + ".pb"), "wb") as g:
+                g.write(data)
+            f.write("%s\t%s\n" % (name, expect))
+
 
 def main():
     if len(sys.argv) != 2:
@@ -289,6 +475,7 @@ def main():
     scripted_case(out, "momentum_gru", 17, 4901, with_last=True)
     n += 2
     onnx_cases(out)
+    seq_cases(out)
     bad_cases(out)
     print("gen_loop_cases: %d scripted cases, onnx and bad cases in %s" % (n, out))
 

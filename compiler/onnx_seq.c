@@ -1,0 +1,803 @@
+/* onnx_seq.c: ONNX sequences, optionals, If and SequenceMap, resolved at
+ * compile time.
+ *
+ * requires: (called by pass_infer node by node) the node's inputs inferred
+ *           and folded; sequence/optional graph inputs bound (onnx_load.c).
+ * produces: no sequence, optional, If or SequenceMap node and no Loop that
+ *           carries a sequence left in the graph; graph outputs all tensors.
+ * breaks:   nothing: the nodes it makes are ordinary tensor nodes that
+ *           pass_infer infers next.
+ *
+ * cellc's tensors have shapes fixed at compile time, and so do its
+ * sequences: a sequence value is resolved into the list of tensor values it
+ * holds (ir_value.seq/.nelem/.elem, ir.h), an optional into none or its one
+ * value.  Where they come from:
+ *   - graph inputs of sequence or optional type are bound per data set
+ *     (onnx_load_bound: `verify` binds them from input_N.pb, `compile
+ *     --bind NAME=FILE.pb` from a serialized SequenceProto/OptionalProto);
+ *     their elements are constants;
+ *   - SequenceEmpty, SequenceConstruct, SequenceInsert (constant position),
+ *     Optional, OptionalGetElement of a sequence and Identity of either make
+ *     new lists; SequenceAt (constant position) and OptionalGetElement of a
+ *     tensor become Identity of the element, SequenceLength and
+ *     OptionalHasElement constants, ConcatFromSequence a Concat (of
+ *     Unsqueezes for new_axis=1);
+ *   - If whose condition folds is replaced by the nodes of the branch it
+ *     takes (inlined: the branch's constants copied, its captures kept),
+ *     SequenceMap by one copy of its body per position; Not folds;
+ *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
+ *     accumulation onnx_loop.c turns into a recurrence, unless that is a
+ *     graph output) or indexing one is unrolled: its
+ *     body copied once per iteration, each copy inferred and folded before
+ *     the next, for a constant trip count of at most ONNX_UNROLL_MAX.
+ * A graph output that is a sequence becomes the outputs NAME_0..NAME_{k-1}
+ * (an optional: NAME for a tensor, the sequence's names for a sequence,
+ * nothing when empty): onnx_seq_flatten names them, for the compiler and
+ * for `verify` alike.
+ *
+ * Refused with a located error: a sequence whose length or positions depend
+ * on run-time data (an If or Loop condition, a position or a trip count
+ * that is not a compile-time constant), a tensor operator reading a
+ * sequence, Not of a run-time value, a sequence of sequences.
+ */
+#include "onnx_priv.h"
+#include "infer.h"
+#include "util.h"
+
+#include <string.h>
+
+enum { ONNX_UNROLL_MAX = 1024 };
+
+/* ---- resolved values --------------------------------------------------- */
+
+static void set_list(ir_value *v, int kind, int n, ir_value **elem, ir_dtype dt)
+{
+	v->seq = kind;
+	v->resolved = 1;
+	v->nelem = n;
+	v->elem = elem;
+	v->dtype = dt;
+	v->shape.rank = 0;      /* not a tensor: nothing reads its shape */
+}
+
+static void copy_resolution(ir_value *to, const ir_value *from)
+{
+	set_list(to, from->seq, from->nelem, from->elem, from->dtype);
+}
+
+static int is_resolved(const ir_value *v) { return v && v->seq != IR_TENSOR && v->resolved; }
+
+static const char *kind_word(const ir_value *v) { return v->seq == IR_OPT ? "optional" : "sequence"; }
+
+int onnx_seq_flatten(arena *A, const ir_value *v, const char *name, ir_value **vals, const char **names,
+		     int max)
+{
+	if (v->seq == IR_TENSOR) {
+		if (max < 1)
+			return -1;
+		vals[0] = (ir_value *)v;
+		names[0] = name;
+		return 1;
+	}
+	if (v->seq == IR_OPT)
+		return v->nelem ? onnx_seq_flatten(A, v->elem[0], name, vals, names, max) : 0;
+	if (v->nelem > max)
+		return -1;
+	for (int i = 0; i < v->nelem; i++) {
+		if (v->elem[i]->seq != IR_TENSOR)
+			return -1;
+		vals[i] = v->elem[i];
+		names[i] = arena_printf(A, "%s_%d", name, i);
+	}
+	return v->nelem;
+}
+
+/* ---- replacement lists ---------------------------------------------------- */
+
+typedef struct rlist {
+	ir_node **v;
+	int n, cap;
+} rlist;
+
+static void rl_push(arena *A, rlist *l, ir_node *n)
+{
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 16;
+		l->v = arena_grow(A, l->v, (size_t)l->n, (size_t)cap, sizeof *l->v);
+		l->cap = cap;
+	}
+	l->v[l->n++] = n;
+}
+
+/* ---- copying nodes: If branches and Loop iterations ------------------------- */
+
+typedef struct vmap {
+	ir_value **from, **to;
+	int n, cap;
+} vmap;
+
+static void vm_put(arena *A, vmap *m, ir_value *from, ir_value *to)
+{
+	if (m->n == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 32;
+		m->from = arena_grow(A, m->from, (size_t)m->n, (size_t)cap, sizeof *m->from);
+		m->to = arena_grow(A, m->to, (size_t)m->n, (size_t)cap, sizeof *m->to);
+		m->cap = cap;
+	}
+	m->from[m->n] = from;
+	m->to[m->n++] = to;
+}
+
+static ir_value *vm_get(const vmap *m, const ir_value *v)
+{
+	for (int i = m->n - 1; i >= 0; i--)
+		if (m->from[i] == v)
+			return m->to[i];
+	return NULL;
+}
+
+static int inside(const ir_graph *g, const ir_graph *src)
+{
+	for (; g; g = g->parent)
+		if (g == src)
+			return 1;
+	return 0;
+}
+
+/* v as the copy in dst sees it: its copy, a copy of a constant of the graph
+ * being copied (src), or v itself (a value around src: a capture). */
+static ir_value *ref(vmap *m, const ir_graph *src, ir_graph *dst, ir_value *v)
+{
+	if (!v)
+		return NULL;
+	ir_value *r = vm_get(m, v);
+	if (r)
+		return r;
+	if (!inside(v->graph, src) || v->kind != VAL_CONST)
+		return v;
+	r = ir_value_new(dst, ir_unique_name(dst, v->origin ? v->origin : "c"), VAL_CONST, v->dtype);
+	r->shape = v->shape;
+	r->data = v->data;
+	r->sym = v->sym;
+	r->origin = v->origin;
+	if (v->seq != IR_TENSOR) {
+		r->seq = v->seq;
+		r->resolved = v->resolved;
+		r->nelem = v->nelem;
+		r->elem = v->elem;
+	}
+	vm_put(dst->A, m, v, r);
+	return r;
+}
+
+static ir_graph *copy_graph(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *parent);
+
+/* Copies g's nodes (with nested graphs) into dst, appended to dst or, when l
+ * is given, to l; their results are registered in m.  src: the graph whose
+ * constants are copied (g or one around it). */
+static void copy_nodes(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *dst, rlist *l)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		ir_node *c = ir_node_new(dst, n->op, ir_unique_name(dst, n->name), n->nin, n->nout);
+		c->op_type = n->op_type;
+		c->domain = n->domain;
+		c->opset = n->opset;
+		c->origin = n->origin;
+		for (int k = 0; k < n->nin; k++)
+			c->in[k] = ref(m, src, dst, n->in[k]);
+		c->nattrs = n->nattrs;
+		c->attrs = arena_array(dst->A, (size_t)(n->nattrs ? n->nattrs : 1), sizeof *c->attrs);
+		for (int a = 0; a < n->nattrs; a++) {
+			c->attrs[a] = n->attrs[a];
+			if (n->attrs[a].kind == ATTR_GRAPH)
+				c->attrs[a].g = copy_graph(m, src, n->attrs[a].g, dst);
+		}
+		if (n->body)
+			c->body = copy_graph(m, src, n->body, dst);
+		for (int k = 0; k < n->nout; k++) {
+			ir_value *o = n->out[k];
+			if (!o)
+				continue;
+			ir_value *co = ir_value_new(dst, ir_unique_name(dst, o->origin ? o->origin : o->name),
+						    VAL_TEMP, o->dtype);
+			co->origin = o->origin ? o->origin : o->name;
+			co->seq = o->seq;
+			c->out[k] = co;
+			vm_put(dst->A, m, o, co);
+		}
+		if (l)
+			rl_push(dst->A, l, c);
+		else
+			ir_append(dst, c);
+	}
+}
+
+/* A copy of nested graph g (an If branch or a Loop body inside what is
+ * copied) under parent. */
+static ir_graph *copy_graph(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *parent)
+{
+	ir_graph *c = ir_graph_new(parent->A, parent, ir_unique_name(parent, g->name ? g->name : "body"));
+	c->inputs = arena_array(c->A, (size_t)g->ninputs + 1, sizeof *c->inputs);
+	for (int k = 0; k < g->ninputs; k++) {
+		ir_value *v = g->inputs[k];
+		ir_value *cv = ir_value_new(c, ir_unique_name(c, v->origin ? v->origin : v->name), v->kind, v->dtype);
+		cv->shape = v->shape;
+		cv->seq = v->seq;
+		cv->origin = v->origin;
+		c->inputs[c->ninputs++] = cv;
+		vm_put(c->A, m, v, cv);
+	}
+	copy_nodes(m, src, g, c, NULL);
+	c->outputs = arena_array(c->A, (size_t)g->noutputs + 1, sizeof *c->outputs);
+	for (int k = 0; k < g->noutputs; k++)
+		c->outputs[c->noutputs++] = ref(m, src, c, g->outputs[k]);
+	return c;
+}
+
+/* out = Identity(v), or out takes v's resolution when v is a sequence. */
+static void bind_result(ir_graph *g, rlist *l, ir_node *origin, ir_value *out, ir_value *v)
+{
+	if (!out)
+		return;
+	if (v->seq != IR_TENSOR) {
+		copy_resolution(out, v);
+		return;
+	}
+	ir_node *id = ir_node_new(g, OP_IDENTITY, ir_unique_name(g, "Identity"), 1, 1);
+	id->origin = origin->name;
+	id->opset = origin->opset;
+	id->in[0] = v;
+	id->out[0] = out;
+	out->producer = id;
+	rl_push(g->A, l, id);
+}
+
+/* The value of a constant (or initializer) scalar (numel 1) integer or
+ * bool; 0 if not one. */
+static int const_scalar(const ir_value *v, int64_t *r)
+{
+	if (!v || v->seq != IR_TENSOR || !infer_is_const(v) || !v->data ||
+	    ir_shape_const_numel(&v->shape) != 1)
+		return 0;
+	switch (v->dtype) {
+	case DT_BOOL: case DT_I8: case DT_U8: case DT_I16: case DT_U16: case DT_I32: case DT_U32:
+	case DT_I64: case DT_U64:
+		*r = infer_elem_int(v, 0);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static ir_value *make_const(ir_graph *g, ir_value *out, ir_dtype dt, const ir_shape *s, const void *data)
+{
+	int64_t n = ir_shape_const_numel(s);
+	size_t bytes = (size_t)n * ir_dtype_size(dt);
+	out->kind = VAL_CONST;
+	out->dtype = dt;
+	out->shape = *s;
+	out->data = arena_alloc(g->A, bytes ? bytes : 1);
+	if (bytes)
+		memcpy(out->data, data, bytes);
+	out->producer = NULL;
+	return out;
+}
+
+/* ---- If --------------------------------------------------------------------- */
+
+static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
+{
+	int64_t c;
+	if (!const_scalar(n->in[0], &c)) {
+		diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
+			  "cellc compiles If only when its condition folds (a graph input can be bound with "
+			  "--bind %s=FILE.pb)", n->in[0]->name, n->in[0]->name);
+		return -1;
+	}
+	ir_attr *a = ir_attr_find(n, c ? "then_branch" : "else_branch");
+	ASSERT(a && a->kind == ATTR_GRAPH);
+	ir_graph *br = a->g;
+	vmap m = {0};
+	copy_nodes(&m, br, br, g, l);
+	for (int k = 0; k < n->nout; k++)
+		bind_result(g, l, n, n->out[k], ref(&m, br, g, br->outputs[k]));
+	return 0;
+}
+
+/* ---- SequenceMap ------------------------------------------------------------------ */
+
+/* One copy of the body per position; sequence inputs give the copy their
+ * tensor at that position, tensor inputs themselves. */
+static int map_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
+{
+	ir_graph *b = n->body;
+	int len = -1;
+	if (b->ninputs != n->nin || b->noutputs != n->nout) {
+		diag_node(D, n, "body has %d inputs and %d outputs; this SequenceMap needs %d and %d", b->ninputs,
+			  b->noutputs, n->nin, n->nout);
+		return -1;
+	}
+	for (int k = 0; k < n->nin; k++) {
+		ir_value *v = n->in[k];
+		if (v->seq == IR_OPT || (k == 0 && v->seq != IR_SEQ)) {
+			diag_node(D, n, "input %d ('%s') must be a %s", k, v->name, k ? "sequence or a tensor" : "sequence");
+			return -1;
+		}
+		if (v->seq == IR_SEQ && len >= 0 && v->nelem != len) {
+			diag_node(D, n, "input sequences have %d and %d tensors", len, v->nelem);
+			return -1;
+		}
+		if (v->seq == IR_SEQ)
+			len = v->nelem;
+	}
+	ir_value ***outs = arena_array(g->A, (size_t)n->nout, sizeof *outs);
+	for (int j = 0; j < n->nout; j++)
+		outs[j] = arena_array(g->A, (size_t)len + 1, sizeof **outs);
+	for (int i = 0; i < len; i++) {
+		vmap m = {0};
+		for (int k = 0; k < n->nin; k++)
+			vm_put(g->A, &m, b->inputs[k], n->in[k]->seq == IR_SEQ ? n->in[k]->elem[i] : n->in[k]);
+		copy_nodes(&m, b, b, g, l);
+		for (int j = 0; j < n->nout; j++) {
+			outs[j][i] = ref(&m, b, g, b->outputs[j]);
+			if (outs[j][i]->seq != IR_TENSOR) {
+				diag_node(D, n, "body output %d is a %s; cellc maps to sequences of tensors", j,
+					  kind_word(outs[j][i]));
+				return -1;
+			}
+		}
+	}
+	for (int j = 0; j < n->nout; j++)
+		if (n->out[j])
+			set_list(n->out[j], IR_SEQ, len, outs[j], len ? outs[j][0]->dtype : DT_F32);
+	return 0;
+}
+
+/* ---- one node ------------------------------------------------------------------- */
+
+static int seq_pos(ir_node *n, diag *D, const ir_value *S, const ir_value *p, int insert, int64_t *pos)
+{
+	int64_t len = S->nelem, v;
+	if (!const_scalar(p, &v)) {
+		diag_node(D, n, "position '%s' is not a compile-time constant; cellc resolves sequences at "
+			  "compile time and needs constant positions", p->name);
+		return -1;
+	}
+	if (v < -len || v > (insert ? len : len - 1)) {
+		diag_node(D, n, "position %lld is out of range for a sequence of %lld tensors", (long long)v,
+			  (long long)len);
+		return -1;
+	}
+	*pos = v < 0 ? v + len : v;
+	return 0;
+}
+
+static int concat_seq(ir_graph *g, ir_node *n, diag *D, rlist *l, ir_value *S)
+{
+	int64_t newax = ir_attr_int(n, "new_axis", 0), axis = ir_attr_int(n, "axis", 0);
+	if (S->nelem == 0) {
+		diag_node(D, n, "ConcatFromSequence of an empty sequence");
+		return -1;
+	}
+	ir_value **in = arena_array(g->A, (size_t)S->nelem, sizeof *in);
+	for (int i = 0; i < S->nelem; i++) {
+		in[i] = S->elem[i];
+		if (!newax)
+			continue;
+		int r = in[i]->shape.rank + 1;
+		int64_t ax = axis < 0 ? axis + r : axis;
+		ir_node *u = ir_node_new(g, OP_UNSQUEEZE, ir_unique_name(g, "Unsqueeze"), 2, 1);
+		u->origin = n->name;
+		u->opset = n->opset;
+		u->in[0] = in[i];
+		u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &ax);
+		u->out[0] = ir_value_new(g, ir_unique_name(g, "unsq"), VAL_TEMP, in[i]->dtype);
+		u->out[0]->producer = u;
+		rl_push(g->A, l, u);
+		in[i] = u->out[0];
+	}
+	n->op = OP_CONCAT;
+	n->nin = S->nelem;
+	n->in = in;
+	n->nattrs = 0;
+	ir_attr_set_int(n, "axis", axis);
+	rl_push(g->A, l, n);
+	return 0;
+}
+
+static int is_handled(ir_op op)
+{
+	return onnx_is_seq_op(op) || op == OP_IF || op == OP_OPTIONAL || op == OP_OPTHAS || op == OP_OPTGET ||
+	       op == OP_NOT || op == OP_SEQMAP;
+}
+
+int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
+{
+	int reads_seq = 0, unresolved = 0;
+	for (int k = 0; k < n->nin; k++) {
+		reads_seq |= is_resolved(n->in[k]);
+		unresolved |= n->in[k] && n->in[k]->seq != IR_TENSOR && !n->in[k]->resolved;
+	}
+	if (!is_handled(n->op) && !(reads_seq && n->op == OP_IDENTITY)) {
+		if (!reads_seq)
+			return 0;
+		for (int k = 0; k < n->nin; k++)
+			if (is_resolved(n->in[k])) {
+				diag_node(D, n, "input %d ('%s') is a %s; %s takes tensors", k, n->in[k]->name,
+					  kind_word(n->in[k]), ir_op_name(n->op));
+				return -1;
+			}
+	}
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->seq == IR_TENSOR &&
+		    (n->in[k]->shape.rank < 0 || n->in[k]->dtype == DT_UNDEF))
+			return -1;      /* its producer failed: reported there */
+	if (n->op == OP_SEQEMPTY) {
+		ir_dtype dt = (ir_dtype)ir_attr_int(n, "dtype", DT_F32);
+		set_list(n->out[0], IR_SEQ, 0, NULL, dt);
+		*count = 0;
+		return 1;
+	}
+	/* an operand still unresolved: a Loop's accumulation (onnx_loop.c) */
+	if (onnx_is_seq_op(n->op) && unresolved)
+		return 0;
+	rlist l = {0};
+	ir_value *S = n->nin > 0 ? n->in[0] : NULL, *o = n->out[0];
+	for (int k = 0; k < n->nin && unresolved; k++)
+		if (n->in[k] && n->in[k]->seq != IR_TENSOR && !n->in[k]->resolved) {
+			diag_node(D, n, "input '%s' is a %s not known at compile time; cellc resolves sequences "
+				  "and optionals at compile time", n->in[k]->name, kind_word(n->in[k]));
+			return -1;
+		}
+	if ((n->op == OP_SEQAT || n->op == OP_SEQLEN || n->op == OP_SEQCONCAT) && S->seq != IR_SEQ) {
+		diag_node(D, n, "input '%s' is not a sequence", S->name);
+		return -1;
+	}
+	int64_t pos, v;
+	ir_shape scalar = {.rank = 0};
+	switch (n->op) {
+	case OP_IF:
+		if (inline_if(g, n, D, &l))
+			return -1;
+		break;
+	case OP_SEQMAP:
+		if (map_seq(g, n, D, &l))
+			return -1;
+		break;
+	case OP_NOT:
+		if (!S || S->dtype != DT_BOOL || !ir_value_is_const(S) || !S->data) {
+			diag_node(D, n, "Not of '%s', which is not a compile-time constant bool; cellc evaluates "
+				  "Not only at compile time (in conditions of If and Loop)", S ? S->name : "?");
+			return -1;
+		}
+		if (o) {
+			int64_t cnt = ir_shape_const_numel(&S->shape);
+			uint8_t *d = arena_alloc(g->A, (size_t)(cnt ? cnt : 1));
+			for (int64_t i = 0; i < cnt; i++)
+				d[i] = !((const uint8_t *)S->data)[i];
+			make_const(g, o, DT_BOOL, &S->shape, d);
+		}
+		break;
+	case OP_SEQCONSTRUCT: {
+		ir_value **e = arena_array(g->A, (size_t)n->nin, sizeof *e);
+		for (int k = 0; k < n->nin; k++) {
+			if (n->in[k]->seq != IR_TENSOR || n->in[k]->dtype != n->in[0]->dtype) {
+				diag_node(D, n, "input %d ('%s') is not a tensor of the first input's type", k,
+					  n->in[k]->name);
+				return -1;
+			}
+			e[k] = n->in[k];
+		}
+		set_list(o, IR_SEQ, n->nin, e, n->in[0]->dtype);
+		break;
+	}
+	case OP_SEQINSERT: {
+		ir_value *t = n->in[1];
+		if (!is_resolved(S) || S->seq != IR_SEQ || t->seq != IR_TENSOR) {
+			diag_node(D, n, "SequenceInsert wants a sequence and a tensor");
+			return -1;
+		}
+		pos = S->nelem;
+		if (n->nin > 2 && n->in[2] && seq_pos(n, D, S, n->in[2], 1, &pos))
+			return -1;
+		if (S->nelem && t->dtype != S->elem[0]->dtype) {
+			diag_node(D, n, "inserts a %s tensor into a sequence of %s", ir_dtype_name(t->dtype),
+				  ir_dtype_name(S->elem[0]->dtype));
+			return -1;
+		}
+		ir_value **e = arena_array(g->A, (size_t)S->nelem + 1, sizeof *e);
+		for (int i = 0, j = 0; i <= S->nelem; i++)
+			e[i] = i == pos ? t : S->elem[j++];
+		set_list(o, IR_SEQ, S->nelem + 1, e, t->dtype);
+		break;
+	}
+	case OP_SEQAT:
+		if (seq_pos(n, D, S, n->in[1], 0, &pos))
+			return -1;
+		n->op = OP_IDENTITY;
+		n->nin = 1;
+		n->in[0] = S->elem[pos];
+		rl_push(g->A, &l, n);
+		break;
+	case OP_SEQLEN:
+		v = S->nelem;
+		make_const(g, o, DT_I64, &scalar, &v);
+		break;
+	case OP_SEQCONCAT:
+		if (concat_seq(g, n, D, &l, S))
+			return -1;
+		break;
+	case OP_OPTIONAL:
+		if (S) {
+			ir_value **e = arena_array(g->A, 1, sizeof *e);
+			e[0] = S;
+			set_list(o, IR_OPT, 1, e, S->dtype);
+		} else {
+			set_list(o, IR_OPT, 0, NULL, DT_F32);
+		}
+		break;
+	case OP_OPTHAS: {
+		uint8_t has = S && (S->seq != IR_OPT || S->nelem > 0);
+		make_const(g, o, DT_BOOL, &scalar, &has);
+		break;
+	}
+	case OP_OPTGET:
+		if (S->seq == IR_OPT && S->nelem == 0) {
+			diag_node(D, n, "OptionalGetElement of '%s', which is empty", S->name);
+			return -1;
+		}
+		bind_result(g, &l, n, o, S->seq == IR_OPT ? S->elem[0] : S);
+		break;
+	case OP_IDENTITY:
+		copy_resolution(o, S);
+		break;
+	default:
+		UNREACHABLE();
+	}
+	*rep = l.v;
+	*count = l.n;
+	return 1;
+}
+
+/* ---- Loop unrolling ----------------------------------------------------------- */
+
+/* Whether g (or a graph in it) reads a resolved sequence or optional. */
+static int reads_resolved(const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nin; k++)
+			if (is_resolved(n->in[k]))
+				return 1;
+		if (n->body && reads_resolved(n->body))
+			return 1;
+		for (int a = 0; a < n->nattrs; a++)
+			if (n->attrs[a].kind == ATTR_GRAPH && reads_resolved(n->attrs[a].g))
+				return 1;
+	}
+	return 0;
+}
+
+int onnx_loop_needs_unroll(const ir_node *n)
+{
+	int64_t T;
+	for (int k = 2; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		if (!is_resolved(v))
+			continue;
+		if (!(v->producer && v->producer->op == OP_SEQEMPTY))
+			return 1;
+		/* an accumulation that is a graph output: a list of tensors, when
+		 * the loop can be unrolled (else onnx_loop.c says why not) */
+		if (k - 2 < n->nout && n->out[k - 2] && n->out[k - 2]->is_output && const_scalar(n->in[0], &T) &&
+		    T <= ONNX_UNROLL_MAX)
+			return 1;
+	}
+	/* a body indexing a compile-time sequence (SequenceMap's expansion) */
+	return n->body && reads_resolved(n->body);
+}
+
+/* Moves step graph s's values into g (s's nodes are pushed by the caller). */
+static void adopt(ir_graph *g, ir_graph *s)
+{
+	for (int i = 0; i < s->nvalues; i++) {
+		ir_value *v = s->values[i];
+		if (g->nvalues == g->capvalues) {
+			int cap = g->capvalues ? 2 * g->capvalues : 64;
+			g->values = arena_grow(g->A, g->values, (size_t)g->nvalues, (size_t)cap, sizeof *g->values);
+			g->capvalues = cap;
+		}
+		v->graph = g;
+		v->id = g->nvalues;
+		g->values[g->nvalues++] = v;
+	}
+	for (int i = 0; i < s->nnodes; i++) {
+		ir_node *n = s->nodes[i];
+		n->graph = g;
+		if (n->body)
+			n->body->parent = g;
+		for (int a = 0; a < n->nattrs; a++)
+			if (n->attrs[a].kind == ATTR_GRAPH)
+				n->attrs[a].g->parent = g;
+	}
+	s->nvalues = 0;
+}
+
+ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count)
+{
+	ir_graph *b = n->body;
+	int N = n->nin - 2;
+	if (N < 0 || b->ninputs != N + 2 || b->noutputs < N + 1) {
+		diag_node(D, n, "body has %d inputs and %d outputs; a Loop with %d carried values needs %d inputs "
+			  "and at least %d outputs", b->ninputs, b->noutputs, N, N + 2, N + 1);
+		return NULL;
+	}
+	int K = b->noutputs - 1 - N;
+	int64_t T = 0, c = 1;
+	if (!n->in[0] || !const_scalar(n->in[0], &T)) {
+		diag_node(D, n, "carries a sequence and has no constant trip count M; cellc unrolls such loops "
+			  "and needs M as a compile-time constant (a graph input can be bound with --bind)");
+		return NULL;
+	}
+	if (n->in[1] && !const_scalar(n->in[1], &c)) {
+		diag_node(D, n, "Loop with a data-dependent condition: the initial condition '%s' is not a "
+			  "compile-time constant", n->in[1]->name);
+		return NULL;
+	}
+	if (T > ONNX_UNROLL_MAX) {
+		diag_node(D, n, "carries or indexes sequences, which "
+			  "cellc compiles by unrolling the loop; it runs %lld iterations, more than the %d cellc "
+			  "unrolls", (long long)T, (int)ONNX_UNROLL_MAX);
+		return NULL;
+	}
+	if (!c)
+		T = 0;
+	if (K && T < 1) {
+		diag_node(D, n, "has scan outputs but runs no iteration: their shape is unknown");
+		return NULL;
+	}
+	ir_value **cur = arena_array(g->A, (size_t)N + 1, sizeof *cur);
+	for (int k = 0; k < N; k++) {
+		cur[k] = n->in[2 + k];
+		if (!cur[k]) {
+			diag_node(D, n, "carried value %d has no initial value", k);
+			return NULL;
+		}
+	}
+	ir_value ***ys = arena_array(g->A, (size_t)K + 1, sizeof *ys);
+	for (int j = 0; j < K; j++)
+		ys[j] = arena_array(g->A, (size_t)T + 1, sizeof **ys);
+	rlist l = {0};
+	ir_shape scalar = {.rank = 0};
+	uint8_t yes = 1;
+	int64_t steps = 0;
+	for (int64_t i = 0; i < T; i++) {
+		ir_graph *s = ir_graph_new(g->A, g, ir_unique_name(g, "unrolled"));
+		vmap m = {0};
+		vm_put(g->A, &m, b->inputs[0], ir_const_new(s, ir_unique_name(s, "iter"), DT_I64, &scalar, &i));
+		vm_put(g->A, &m, b->inputs[1], ir_const_new(s, ir_unique_name(s, "cond"), DT_BOOL, &scalar, &yes));
+		for (int k = 0; k < N; k++)
+			vm_put(g->A, &m, b->inputs[2 + k], cur[k]);
+		copy_nodes(&m, b, b, s, NULL);
+		ir_value *cond = ref(&m, b, s, b->outputs[0]);
+		if (infer(cx, s))
+			return NULL;
+		if (!const_scalar(cond, &c)) {
+			diag_node(D, n, "Loop with a data-dependent condition: the body's condition output is not "
+				  "a compile-time constant in iteration %lld; cellc unrolls loops that carry "
+				  "sequences only when their iterations are known at compile time", (long long)i);
+			return NULL;
+		}
+		for (int k = 0; k < N; k++)
+			cur[k] = ref(&m, b, s, b->outputs[1 + k]);
+		for (int j = 0; j < K; j++)
+			ys[j][i] = ref(&m, b, s, b->outputs[1 + N + j]);
+		adopt(g, s);
+		for (int k = 0; k < s->nnodes; k++)
+			rl_push(g->A, &l, s->nodes[k]);
+		steps = i + 1;
+		if (!c)
+			break;
+	}
+	for (int k = 0; k < N && k < n->nout; k++)
+		bind_result(g, &l, n, n->out[k], cur[k]);
+	for (int j = 0; j < K && N + j < n->nout; j++) {
+		ir_value *out = n->out[N + j];
+		if (!out)
+			continue;
+		ir_node *cat = ir_node_new(g, OP_CONCAT, ir_unique_name(g, "Concat"), (int)steps, 1);
+		cat->origin = n->name;
+		for (int64_t i = 0; i < steps; i++) {
+			ir_value *y = ys[j][i];
+			int64_t zero = 0;
+			if (y->seq != IR_TENSOR) {
+				diag_node(D, n, "scan output %d is a %s; cellc stacks tensors only", j, kind_word(y));
+				return NULL;
+			}
+			ir_node *u = ir_node_new(g, OP_UNSQUEEZE, ir_unique_name(g, "Unsqueeze"), 2, 1);
+			u->origin = n->name;
+			u->in[0] = y;
+			u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &zero);
+			u->out[0] = ir_value_new(g, ir_unique_name(g, "unsq"), VAL_TEMP, y->dtype);
+			u->out[0]->producer = u;
+			rl_push(g->A, &l, u);
+			cat->in[i] = u->out[0];
+		}
+		ir_attr_set_int(cat, "axis", 0);
+		cat->out[0] = out;
+		out->producer = cat;
+		rl_push(g->A, &l, cat);
+	}
+	*count = l.n;
+	return l.v ? l.v : arena_array(g->A, 1, sizeof(ir_node *));
+}
+
+/* ---- graph outputs --------------------------------------------------------------- */
+
+int onnx_seq_outputs(ir_graph *g, diag *D)
+{
+	int errs = 0, total = 0, any = 0;
+	for (int i = 0; i < g->noutputs; i++) {
+		ir_value *v = g->outputs[i];
+		any |= v->seq != IR_TENSOR;
+		if (v->seq != IR_TENSOR && !v->resolved) {
+			diag_error(D, "graph output '%s' is a %s that cellc could not resolve at compile time",
+				   v->name, kind_word(v));
+			errs++;
+		}
+	}
+	if (!any || errs)
+		return errs;
+	enum { MAXFLAT = 4096 };
+	ir_value **outs = arena_array(g->A, MAXFLAT, sizeof *outs);
+	ir_value **vals = arena_array(g->A, MAXFLAT, sizeof *vals);
+	const char **names = arena_array(g->A, MAXFLAT, sizeof *names);
+	for (int i = 0; i < g->noutputs; i++) {
+		ir_value *v = g->outputs[i];
+		if (v->seq == IR_TENSOR) {
+			if (total == MAXFLAT)
+				break;
+			outs[total++] = v;
+			continue;
+		}
+		int cnt = onnx_seq_flatten(g->A, v, v->name, vals, names, MAXFLAT - total);
+		if (cnt < 0) {
+			diag_error(D, "graph output '%s' holds sequences of sequences or more than %d tensors, "
+				   "which cellc does not emit", v->name, (int)MAXFLAT);
+			return 1;
+		}
+		v->is_output = 0;
+		v->name = ir_unique_name(g, v->name);   /* its tensors take the names */
+		for (int e = 0; e < cnt; e++) {
+			ir_value *x = vals[e], *o;
+			if (ir_find_value(g, names[e])) {
+				diag_error(D, "graph output '%s': its tensor %d would be the output '%s', a name the "
+					   "model already uses", v->name, e, names[e]);
+				return 1;
+			}
+			if (x->kind == VAL_CONST && x->data) {
+				o = ir_const_new(g, names[e], x->dtype, &x->shape, x->data);
+			} else {
+				ir_node *id = ir_node_new(g, OP_IDENTITY, ir_unique_name(g, "Identity"), 1, 1);
+				o = ir_value_new(g, names[e], VAL_TEMP, x->dtype);
+				o->shape = x->shape;
+				id->in[0] = x;
+				id->out[0] = o;
+				o->producer = id;
+				ir_append(g, id);
+				if (infer_node(g, id, D))
+					return 1;
+			}
+			o->is_output = 1;
+			outs[total++] = o;
+		}
+	}
+	if (total == 0) {
+		diag_error(D, "every graph output is an empty sequence or optional: the model computes nothing");
+		return 1;
+	}
+	g->outputs = outs;
+	g->noutputs = total;
+	return 0;
+}
