@@ -511,6 +511,7 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 				p->base, p->ld);
 		}
 	}
+	ew_line(w, "RT_IVDEP /* element j reads and writes only element j */");
 	ew_open(w, "for (int64_t j = 0; j < %s; j++)", dim(R, G.cols));
 	fputs(text, w->f);
 	free(text);
