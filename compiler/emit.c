@@ -1018,6 +1018,7 @@ static char *prepare_forward(emit_ctx *E)
 	capture_begin(w, &c, 0);
 	ew_line(w, "/* The model once through: inputs in_k, outputs out_k (see %s.h for", t->name);
 	ew_line(w, " * names and shapes), all shapes from the dims in *d. */");
+	ew_line(w, "RT_CLONES /* a copy per x86-64 level, chosen at load time (cellrt.h) */");
 	fn_open(w, "static int forward(%s)", io_params(E, 0, 0));
 	ew_line(w, "if (!m || !d)");
 	ew_line(w, "\treturn RT_ERR_ARG;");
