@@ -346,6 +346,20 @@ static void emit_gemm(rec *R, ir_node *n)
 		n->origin ? cm(R, n->origin) : "recurrence body", cm(R, Y->name), shape_str(R, &Y->shape),
 		cm(R, A->name), ta ? "^T" : "", cm(R, W->name), tb ? "^T" : "", C ? " + C" : "");
 	const char *betas = "0.0f";
+	const char *bias = NULL;        /* C as a row vector: rt_sgemm_bias adds it */
+	if (C) {
+		home hc = get_home(R, C);
+		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
+		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(cols_of(C)) && cols_of(C).k == 1);
+		if (!crow && ccol && hc.kind == HOME_MEM && hc.seq < 0 && ha.seq < 0)
+			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
+	}
+	if (bias) {
+		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s, %s + %lld, %s);",
+			ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
+			(long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
+		return;
+	}
 	if (C) {
 		/* C broadcast to every row (a bias vector, pre-summed at lowering) */
 		home hc = get_home(R, C);

@@ -103,6 +103,12 @@ size_t rt_dtype_size(int dtype);    /* 0 for unsupported codes */
 void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 	      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	      float *C, int64_t ldc);
+/* C[M,N] = alpha * op(A) op(B) + beta * bias broadcast to every row
+ * (bias [N]; C is not read): a Gemm whose C input is a bias vector, without
+ * first copying the bias into every row of C. */
+void rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		   const float *bias, float *C, int64_t ldc);
 void rt_sgemm_ref(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 		  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 		  float *C, int64_t ldc);

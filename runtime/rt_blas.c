@@ -176,6 +176,33 @@ static int own_gemm(int64_t M, int64_t K)
 #endif
 }
 
+/* The step products of recurrences go to libcellrt's own kernels
+ * (rt_kern.c) where this CPU has them: 1 when done. */
+static int own_kernels(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		       const float *bias, float *C, int64_t ldc)
+{
+	int isa = rt_kern_isa();
+	if (M == 1 && (!transA || lda == 1))
+		return rt_kern_gemv(isa, transB, N, K, alpha, A, B, ldb, beta, bias, C);
+	return M > 1 && own_gemm(M, K) &&
+	       rt_kern_gemm(isa, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+}
+
+void rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		   const float *bias, float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	if (K > 0 && own_kernels(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc))
+		return;
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			C[i * ldc + j] = bias[j];
+	rt_sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 	      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	      float *C, int64_t ldc)
@@ -189,13 +216,7 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 				C[i * ldc + j] = beta == 0 ? 0.0f : beta * C[i * ldc + j];
 		return;
 	}
-	/* the step products of recurrences: libcellrt's own kernels (rt_kern.c) */
-	int isa = rt_kern_isa();
-	if (M == 1 && (!transA || lda == 1) &&
-	    rt_kern_gemv(isa, transB, N, K, alpha, A, B, ldb, beta, C))
-		return;
-	if (M > 1 && own_gemm(M, K) &&
-	    rt_kern_gemm(isa, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+	if (own_kernels(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc))
 		return;
 #ifdef CELLRT_NO_BLAS
 	rt_sgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

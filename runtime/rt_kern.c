@@ -34,17 +34,22 @@ int rt_kern_isa(void)
 #define T512 __attribute__((target("avx512f,avx2,fma")))
 #define T256 __attribute__((target("avx2,fma")))
 
-/* r[i] = alpha * s[i] + beta * r[i] for 8 results (beta == 0: r not read). */
-T256 static void put8(float *r, __m256 s, float alpha, float beta)
+/* r[i] = alpha * s[i] + beta * r[i] for 8 results (beta == 0: r not read),
+ * or + beta * bias[i] when bias is set (r not read). */
+T256 static void put8(float *r, const float *bias, __m256 s, float alpha, float beta)
 {
 	__m256 y = _mm256_mul_ps(s, _mm256_set1_ps(alpha));
-	if (beta != 0.0f)
+	if (bias)
+		y = _mm256_fmadd_ps(_mm256_loadu_ps(bias), _mm256_set1_ps(beta), y);
+	else if (beta != 0.0f)
 		y = _mm256_fmadd_ps(_mm256_loadu_ps(r), _mm256_set1_ps(beta), y);
 	_mm256_storeu_ps(r, y);
 }
 
-static float put1(float r, float s, float alpha, float beta)
+static float put1(float r, const float *bias, float s, float alpha, float beta)
 {
+	if (bias)
+		return alpha * s + beta * *bias;
 	return beta == 0.0f ? alpha * s : alpha * s + beta * r;
 }
 
@@ -60,7 +65,7 @@ T256 static __m256 hsum8(const __m256 *h)
 /* ---- GEMV, B stored [N,K]: eight dot products of rows of B with a at once ---- */
 
 T512 static void gemv_t_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
-			    int64_t ldb, float beta, float *c)
+			    int64_t ldb, float beta, const float *bias, float *c)
 {
 	const int64_t kv = K & ~(int64_t)15;
 	const __mmask16 tail = (__mmask16)((1u << (K & 15)) - 1u);
@@ -84,7 +89,7 @@ T512 static void gemv_t_512(int64_t N, int64_t K, float alpha, const float *a, c
 		for (int r = 0; r < 8; r++)
 			h[r] = _mm256_add_ps(_mm512_castps512_ps256(acc[r]),
 					     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1)));
-		put8(c + n, hsum8(h), alpha, beta);
+		put8(c + n, bias ? bias + n : NULL, hsum8(h), alpha, beta);
 	}
 	for (; n < N; n++) {
 		const float *b = B + n * ldb;
@@ -94,12 +99,12 @@ T512 static void gemv_t_512(int64_t N, int64_t K, float alpha, const float *a, c
 		if (tail)
 			acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + kv), _mm512_maskz_loadu_ps(tail, a + kv),
 					      acc);
-		c[n] = put1(c[n], _mm512_reduce_add_ps(acc), alpha, beta);
+		c[n] = put1(c[n], bias ? bias + n : NULL, _mm512_reduce_add_ps(acc), alpha, beta);
 	}
 }
 
 T256 static void gemv_t_256(int64_t N, int64_t K, float alpha, const float *a, const float *B,
-			    int64_t ldb, float beta, float *c)
+			    int64_t ldb, float beta, const float *bias, float *c)
 {
 	const int64_t kv = K & ~(int64_t)7;
 	int64_t n = 0;
@@ -123,21 +128,21 @@ T256 static void gemv_t_256(int64_t N, int64_t K, float alpha, const float *a, c
 			}
 			s = _mm256_add_ps(s, _mm256_loadu_ps(t));
 		}
-		put8(c + n, s, alpha, beta);
+		put8(c + n, bias ? bias + n : NULL, s, alpha, beta);
 	}
 	for (; n < N; n++) {
 		const float *b = B + n * ldb;
 		float s = 0.0f;
 		for (int64_t k = 0; k < K; k++)
 			s += b[k] * a[k];
-		c[n] = put1(c[n], s, alpha, beta);
+		c[n] = put1(c[n], bias ? bias + n : NULL, s, alpha, beta);
 	}
 }
 
 /* ---- GEMV, B stored [K,N]: c = sum_k a[k] B[k,:], 128 (AVX2: 64) columns at once ---- */
 
 T512 static void gemv_n_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
-			    int64_t ldb, float beta, float *c)
+			    int64_t ldb, float beta, const float *bias, float *c)
 {
 	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 	int64_t n = 0;
@@ -153,7 +158,9 @@ T512 static void gemv_n_512(int64_t N, int64_t K, float alpha, const float *a, c
 		}
 		for (int v = 0; v < 8; v++) {
 			__m512 y = _mm512_mul_ps(acc[v], va);
-			if (beta != 0.0f)
+			if (bias)
+				y = _mm512_fmadd_ps(_mm512_loadu_ps(bias + n + 16 * v), vb, y);
+			else if (beta != 0.0f)
 				y = _mm512_fmadd_ps(_mm512_loadu_ps(c + n + 16 * v), vb, y);
 			_mm512_storeu_ps(c + n + 16 * v, y);
 		}
@@ -164,14 +171,16 @@ T512 static void gemv_n_512(int64_t N, int64_t K, float alpha, const float *a, c
 		for (int64_t k = 0; k < K; k++)
 			acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, B + k * ldb + n), _mm512_set1_ps(a[k]), acc);
 		__m512 y = _mm512_mul_ps(acc, va);
-		if (beta != 0.0f)
+		if (bias)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, bias + n), vb, y);
+		else if (beta != 0.0f)
 			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c + n), vb, y);
 		_mm512_mask_storeu_ps(c + n, m, y);
 	}
 }
 
 T256 static void gemv_n_256(int64_t N, int64_t K, float alpha, const float *a, const float *B,
-			    int64_t ldb, float beta, float *c)
+			    int64_t ldb, float beta, const float *bias, float *c)
 {
 	int64_t n = 0;
 	for (; n + 64 <= N; n += 64) {
@@ -185,19 +194,19 @@ T256 static void gemv_n_256(int64_t N, int64_t K, float alpha, const float *a, c
 				acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(b + 8 * v), x, acc[v]);
 		}
 		for (int v = 0; v < 8; v++)
-			put8(c + n + 8 * v, acc[v], alpha, beta);
+			put8(c + n + 8 * v, bias ? bias + n + 8 * v : NULL, acc[v], alpha, beta);
 	}
 	for (; n < N; n++) {
 		float s = 0.0f;
 		for (int64_t k = 0; k < K; k++)
 			s += a[k] * B[k * ldb + n];
-		c[n] = put1(c[n], s, alpha, beta);
+		c[n] = put1(c[n], bias ? bias + n : NULL, s, alpha, beta);
 	}
 }
 
 /* ---- GEMM: 6 x 64 micro-kernel over a packed panel of op(B) ---- */
 
-enum { MR = 6, NR = 64, KC = 128 };
+enum { MR = 6, NR = 64, KC = 128, MB = 192 };
 
 /* bp[k][j] = op(B)[k0 + k, n0 + j] for k < kc, j < nr; columns nr..NR zero. */
 T256 static void pack_panel(int transB, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
@@ -254,9 +263,11 @@ T256 static void pack_panel(int transB, const float *B, int64_t ldb, int64_t k0,
 
 /* C[0..mr, 0..nr) (+)= alpha * sum_k A[r, k] bp[k][:]; A element (r, k) at
  * a[r * ars + k * aks].  first: C = alpha acc + beta C (beta == 0: C not
- * read); otherwise C += alpha acc (a later panel of the K dimension). */
-T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp, float *C,
-		       int64_t ldc, int mr, int64_t nr, float alpha, float beta, int first)
+ * read), or alpha acc + beta bias[j] when bias is set; otherwise C += alpha
+ * acc (a later panel of the K dimension). */
+T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp,
+		       const float *bias, float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta,
+		       int first)
 {
 	__m512 acc[MR][4];
 	const float *ar[MR];
@@ -288,6 +299,8 @@ T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, con
 			__m512 y;
 			if (!first)
 				y = _mm512_fmadd_ps(acc[r][v], va, _mm512_maskz_loadu_ps(m, c));
+			else if (bias)
+				y = _mm512_fmadd_ps(acc[r][v], va, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, bias + 16 * v), vb));
 			else if (beta != 0.0f)
 				y = _mm512_fmadd_ps(acc[r][v], va, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, c), vb));
 			else
@@ -297,20 +310,25 @@ T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, con
 }
 
 T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-			  int64_t ldc)
+			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+			  float *C, int64_t ldc)
 {
 	float bp[KC * NR] __attribute__((aligned(64)));
 	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
-	for (int64_t n0 = 0; n0 < N; n0 += NR) {
-		int64_t nr = N - n0 < NR ? N - n0 : NR;
-		for (int64_t k0 = 0; k0 < K; k0 += KC) {
-			int64_t kc = K - k0 < KC ? K - k0 : KC;
-			pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
-			for (int64_t i = 0; i < M; i += MR) {
-				int mr = M - i < MR ? (int)(M - i) : MR;
-				micro(kc, A + i * ars + k0 * aks, ars, aks, bp, C + i * ldc + n0, ldc, mr, nr, alpha,
-				      beta, k0 == 0);
+	/* MB rows of A at a time (they stay in cache while every panel passes);
+	 * the panels of op(B) are packed again for each block of rows */
+	for (int64_t m0 = 0; m0 < M; m0 += MB) {
+		int64_t mb = M - m0 < MB ? M - m0 : MB;
+		for (int64_t n0 = 0; n0 < N; n0 += NR) {
+			int64_t nr = N - n0 < NR ? N - n0 : NR;
+			for (int64_t k0 = 0; k0 < K; k0 += KC) {
+				int64_t kc = K - k0 < KC ? K - k0 : KC;
+				pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
+				for (int64_t i = m0; i < m0 + mb; i += MR) {
+					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
+					micro(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
+					      C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
+				}
 			}
 		}
 	}
@@ -319,34 +337,34 @@ T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t 
 #endif /* RT_KERN_X86 */
 
 int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
-		 const float *B, int64_t ldb, float beta, float *c)
+		 const float *B, int64_t ldb, float beta, const float *bias, float *c)
 {
 #ifdef RT_KERN_X86
 	if (isa == RT_ISA_AVX512) {
-		(transB ? gemv_t_512 : gemv_n_512)(N, K, alpha, a, B, ldb, beta, c);
+		(transB ? gemv_t_512 : gemv_n_512)(N, K, alpha, a, B, ldb, beta, bias, c);
 		return 1;
 	}
 	if (isa == RT_ISA_AVX2) {
-		(transB ? gemv_t_256 : gemv_n_256)(N, K, alpha, a, B, ldb, beta, c);
+		(transB ? gemv_t_256 : gemv_n_256)(N, K, alpha, a, B, ldb, beta, bias, c);
 		return 1;
 	}
 #endif
 	(void)isa, (void)transB, (void)N, (void)K, (void)alpha, (void)a, (void)B, (void)ldb, (void)beta,
-		(void)c;
+		(void)bias, (void)c;
 	return 0;
 }
 
 int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-		 int64_t ldc)
+		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+		 float *C, int64_t ldc)
 {
 #ifdef RT_KERN_X86
 	if (isa == RT_ISA_AVX512 && K > 0) {
-		gemm_512(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+		gemm_512(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
 		return 1;
 	}
 #endif
 	(void)isa, (void)transA, (void)transB, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
-		(void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+		(void)B, (void)ldb, (void)beta, (void)bias, (void)C, (void)ldc;
 	return 0;
 }

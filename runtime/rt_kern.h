@@ -33,12 +33,15 @@ enum { RT_ISA_NONE = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2 };
 /* The best instruction set of this CPU that the kernels use. */
 int rt_kern_isa(void);
 
+/* bias: NULL, or a row vector [N] that replaces C in the sum:
+ * C[i, j] = alpha (op(A) op(B))[i, j] + beta bias[j] (C not read). */
+
 /* c[n] = alpha sum_k a[k] op(B)[k, n] + beta c[n], a contiguous. */
 int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
-		 const float *B, int64_t ldb, float beta, float *c);
+		 const float *B, int64_t ldb, float beta, const float *bias, float *c);
 
 int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-		 int64_t ldc);
+		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+		 float *C, int64_t ldc);
 
 #endif

@@ -173,14 +173,16 @@ static const gemm_case kern_cases[] = {
 };
 #define N_KERN_CASES ((int)(sizeof kern_cases / sizeof kern_cases[0]))
 
-/* Loop index: ((case * 2 + isa - 1) * 4 + transA * 2 + transB) * 2 + beta set. */
+/* Loop index: ((case * 2 + isa - 1) * 4 + transA * 2 + transB) * 3 + coefficient
+ * set; set 2 adds a bias row instead of C (rt_sgemm_bias). */
 START_TEST(test_kern_vs_ref)
 {
-	int beta_set = _i % 2, tb = (_i / 2) % 2, ta = (_i / 4) % 2, isa = (_i / 8) % 2 + 1;
-	gemm_case g = kern_cases[_i / 16];
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, tb = (_i / 3) % 2, ta = (_i / 6) % 2, isa = (_i / 12) % 2 + 1;
+	gemm_case g = kern_cases[_i / 24];
 	if (isa > rt_kern_isa())
 		return;         /* this CPU lacks the instruction set */
-	float alpha = beta_set ? -0.75f : 1.0f, beta = beta_set ? 1.25f : 0.0f;
+	float alpha = coef[set][0], beta = coef[set][1];
 	int64_t arows = ta ? g.K : g.M, acols = ta ? g.M : g.K;
 	int64_t brows = tb ? g.N : g.K, bcols = tb ? g.K : g.N;
 	int64_t lda = g.M == 1 && ta ? 1 : acols + 1, ldb = bcols + 3, ldc = g.N + 2;
@@ -189,20 +191,26 @@ START_TEST(test_kern_vs_ref)
 	float *Bm = xmalloc(sizeof(float) * (size_t)(brows * ldb));
 	float *C = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
 	float *Cref = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *bias = set == 2 ? xmalloc(sizeof(float) * (size_t)g.N) : NULL;
 	fill(&r, A, arows * lda);
 	fill(&r, Bm, brows * ldb);
 	fill(&r, C, g.M * ldc);
-	if (beta == 0.0f)
+	if (bias)
+		fill(&r, bias, g.N);
+	if (beta == 0.0f || bias)       /* C not read: NaN must not leak */
 		for (int64_t i = 0; i < g.M * ldc; i++)
 			C[i] = NAN;
 	memcpy(Cref, C, sizeof(float) * (size_t)(g.M * ldc));
-	int done = g.M == 1 ? rt_kern_gemv(isa, tb, g.N, g.K, alpha, A, Bm, ldb, beta, C)
-			    : rt_kern_gemm(isa, ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+	int done = g.M == 1 ? rt_kern_gemv(isa, tb, g.N, g.K, alpha, A, Bm, ldb, beta, bias, C)
+			    : rt_kern_gemm(isa, ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, bias, C, ldc);
 	if (!done) {            /* the GEMM kernel exists for AVX-512 only */
 		ck_assert_int_ne(g.M, 1);
 		ck_assert_int_ne(isa, RT_ISA_AVX512);
 		goto out;
 	}
+	if (bias)
+		for (int64_t i = 0; i < g.M; i++)
+			memcpy(Cref + i * ldc, bias, sizeof(float) * (size_t)g.N);
 	rt_sgemm_ref(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, Cref, ldc);
 	for (int64_t i = 0; i < g.M; i++)
 		for (int64_t j = 0; j < ldc; j++) {
@@ -214,12 +222,53 @@ START_TEST(test_kern_vs_ref)
 			}
 			double tol = 4.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
 			ck_assert_msg(isfinite(got) && fabs((double)got - want) <= tol,
-				      "isa %d M=%ld N=%ld K=%ld tA=%d tB=%d: C[%ld,%ld] = %.9g, ref %.9g", isa,
-				      (long)g.M, (long)g.N, (long)g.K, ta, tb, (long)i, (long)j, got, want);
+				      "isa %d M=%ld N=%ld K=%ld tA=%d tB=%d set %d: C[%ld,%ld] = %.9g, ref %.9g", isa,
+				      (long)g.M, (long)g.N, (long)g.K, ta, tb, set, (long)i, (long)j, got, want);
 		}
 out:
 	free(A);
 	free(Bm);
+	free(C);
+	free(Cref);
+	free(bias);
+}
+END_TEST
+
+/* rt_sgemm_bias through its public entry (own kernels, or the bias copy and
+ * BLAS when they do not apply: M * K too large, K == 0), against the
+ * reference on C filled with the bias. */
+START_TEST(test_sgemm_bias)
+{
+	static const gemm_case cases[] = {{1, 37, 19}, {128, 1024, 1}, {300, 70, 1000}, {5, 9, 0}};
+	gemm_case g = cases[_i];
+	int64_t ldc = g.N + 1;
+	rng r = {(uint64_t)_i + 41};
+	float *A = xmalloc(sizeof(float) * (size_t)(g.M * g.K + 1));
+	float *Bm = xmalloc(sizeof(float) * (size_t)(g.N * g.K + 1));
+	float *bias = xmalloc(sizeof(float) * (size_t)g.N);
+	float *C = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *Cref = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	fill(&r, A, g.M * g.K + 1);
+	fill(&r, Bm, g.N * g.K + 1);
+	fill(&r, bias, g.N);
+	for (int64_t i = 0; i < g.M * ldc; i++)
+		C[i] = Cref[i] = NAN;
+	for (int64_t i = 0; i < g.M; i++)
+		memcpy(Cref + i * ldc, bias, sizeof(float) * (size_t)g.N);
+	rt_sgemm_bias(0, 1, g.M, g.N, g.K, 1.5f, A, g.K, Bm, g.K, 0.5f, bias, C, ldc);
+	rt_sgemm_ref(0, 1, g.M, g.N, g.K, 1.5f, A, g.K, Bm, g.K, 0.5f, Cref, ldc);
+	for (int64_t i = 0; i < g.M; i++)
+		for (int64_t j = 0; j < g.N; j++) {
+			double tol = 8.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
+			ck_assert_msg(fabs((double)C[i * ldc + j] - Cref[i * ldc + j]) <= tol,
+				      "M=%ld N=%ld K=%ld: C[%ld,%ld] = %.9g, ref %.9g", (long)g.M, (long)g.N,
+				      (long)g.K, (long)i, (long)j, C[i * ldc + j], Cref[i * ldc + j]);
+		}
+	for (int64_t i = 0; i < g.M; i++)
+		ck_assert(isnan(C[i * ldc + g.N]));     /* padding untouched */
+	free(A);
+	free(Bm);
+	free(bias);
 	free(C);
 	free(Cref);
 }
@@ -1039,7 +1088,8 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_sgemm_ref_by_hand);
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
-	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 16);
+	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 24);
+	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("activations");
