@@ -907,6 +907,12 @@ static void print_nodes(emit_ctx *E)
 			i++;
 			continue;
 		}
+		if (emit_rec_defers(E, n)) {
+			ew_line(E->w, "/* %s: an input projection, computed step by step inside the "
+				"recurrence that reads it */", ir_op_name(n->op));
+			i++;
+			continue;
+		}
 		int j = i + 1;
 		if (n->group && is_elementwise(n))
 			while (j < g->nnodes && g->nodes[j]->group == n->group && is_elementwise(g->nodes[j]))

@@ -64,9 +64,38 @@ T256 static __m256 hsum8(const __m256 *h)
 
 /* ---- GEMV, B stored [N,K]: eight dot products of rows of B with a at once ---- */
 
+/* K < 16 (a short input projection): sixteen rows at a time, their k-th
+ * elements gathered, so that no lane of a 16-wide load is wasted. */
+T512 static void gemv_t_short_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
+				  int64_t ldb, float beta, const float *bias, float *c)
+{
+	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
+								 2, 1, 0),
+					       _mm512_set1_epi32((int)ldb));
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	for (int64_t n = 0; n < N; n += 16) {
+		__mmask16 m = N - n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - n)) - 1u);
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t k = 0; k < K; k++) {
+			__m512 b = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, B + n * ldb + k, 4);
+			acc = _mm512_fmadd_ps(b, _mm512_set1_ps(a[k]), acc);
+		}
+		__m512 y = _mm512_mul_ps(acc, va);
+		if (bias)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, bias + n), vb, y);
+		else if (beta != 0.0f)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c + n), vb, y);
+		_mm512_mask_storeu_ps(c + n, m, y);
+	}
+}
+
 T512 static void gemv_t_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
 			    int64_t ldb, float beta, const float *bias, float *c)
 {
+	if (K < 16 && ldb <= (1 << 26)) {       /* 15 * ldb fits the 32-bit gather index */
+		gemv_t_short_512(N, K, alpha, a, B, ldb, beta, bias, c);
+		return;
+	}
 	const int64_t kv = K & ~(int64_t)15;
 	const __mmask16 tail = (__mmask16)((1u << (K & 15)) - 1u);
 	int64_t n = 0;

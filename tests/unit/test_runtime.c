@@ -168,7 +168,7 @@ END_TEST
 /* ---- rt_kern: every instruction set this CPU has, against the reference ---- */
 
 static const gemm_case kern_cases[] = {
-	{1, 1, 1}, {1, 8, 16}, {1, 9, 17}, {1, 1024, 256}, {1, 127, 255}, {1, 130, 3},
+	{1, 1, 1}, {1, 8, 16}, {1, 9, 17}, {1, 1024, 256}, {1, 127, 255}, {1, 130, 3}, {1, 1024, 1},
 	{2, 5, 7}, {6, 64, 128}, {7, 65, 129}, {13, 200, 300}, {128, 1024, 256}, {5, 3, 1},
 };
 #define N_KERN_CASES ((int)(sizeof kern_cases / sizeof kern_cases[0]))
