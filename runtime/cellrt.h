@@ -194,11 +194,10 @@ static inline float rt_tanhf(float x)
  * its operands and no output shares storage with an input of the loop
  * (pass_plan.c).  The compiler then vectorises the loop without run-time
  * overlap checks, which GCC's -O2 cost model does not add. */
-#if defined(__clang__)
-#define RT_IVDEP _Pragma("clang loop vectorize(assume_safety)")
-#elif defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)
 #define RT_IVDEP _Pragma("GCC ivdep")
-#else
+#else   /* clang adds overlap checks itself, and its assume_safety warns (an
+	   error under -Werror) on a loop it then cannot vectorise */
 #define RT_IVDEP
 #endif
 /* Put before the definition of the function that holds the loops of
