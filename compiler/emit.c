@@ -907,6 +907,12 @@ static void print_nodes(emit_ctx *E)
 			i++;
 			continue;
 		}
+		if (emit_rec_defers(E, n)) {
+			ew_line(E->w, "/* %s: an input projection, computed step by step inside the "
+				"recurrence that reads it */", ir_op_name(n->op));
+			i++;
+			continue;
+		}
 		int j = i + 1;
 		if (n->group && is_elementwise(n))
 			while (j < g->nnodes && g->nodes[j]->group == n->group && is_elementwise(g->nodes[j]))
@@ -1018,6 +1024,7 @@ static char *prepare_forward(emit_ctx *E)
 	capture_begin(w, &c, 0);
 	ew_line(w, "/* The model once through: inputs in_k, outputs out_k (see %s.h for", t->name);
 	ew_line(w, " * names and shapes), all shapes from the dims in *d. */");
+	ew_line(w, "RT_CLONES /* a copy per x86-64 level, chosen at load time (cellrt.h) */");
 	fn_open(w, "static int forward(%s)", io_params(E, 0, 0));
 	ew_line(w, "if (!m || !d)");
 	ew_line(w, "\treturn RT_ERR_ARG;");

@@ -647,6 +647,16 @@ static int want_f32(emit_ctx *E, ir_node *n)
 	return 1;
 }
 
+/* Whether Gemm's C of this shape is one row broadcast to all rows of Y:
+ * [N] or [1, N] with N not 1 (C broadcasts to [M, N], so its last dim is N). */
+static int is_bias_row(const ir_shape *s)
+{
+	ir_dim last = s->rank >= 1 ? s->d[s->rank - 1] : ir_dim_const(1);
+	if (ir_dim_is_const(last) && last.k == 1)
+		return 0;
+	return s->rank == 1 || (s->rank == 2 && ir_dim_is_const(s->d[0]) && s->d[0].k == 1);
+}
+
 static void emit_gemm(emit_ctx *E, ir_node *n)
 {
 	if (!want_f32(E, n))
@@ -657,6 +667,14 @@ static void emit_gemm(emit_ctx *E, ir_node *n)
 	ir_dim M = a->shape.d[ta ? 1 : 0], K = a->shape.d[ta ? 0 : 1], N = b->shape.d[tb ? 0 : 1];
 	const char *yr = emit_ref(E, y);
 	node_comment(E, n, "Y = alpha * op(A) op(B) + beta * C");
+	if (c && beta != 0 && is_bias_row(&c->shape)) {
+		/* C a row vector (a bias): added by the product's own kernel */
+		ew_line(E->w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb,
+			emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, DT_F32),
+			emit_ref(E, a), emit_dim(E, ta ? M : K), emit_ref(E, b), emit_dim(E, tb ? K : N),
+			emit_float(E, beta, DT_F32), emit_ref(E, c), yr, emit_dim(E, N));
+		return;
+	}
 	if (c && beta != 0) {
 		/* Y = C broadcast, then the product accumulates onto it */
 		loop L;

@@ -8,6 +8,8 @@
  *     unless m->started: states = initial inputs (or zeros)
  *     for (step = 0; step < T; step++) {
  *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
+ *       [a hoisted input projection with K <= 16 (deferred_gemm): this
+ *         step's B rows of it, into the start of its own buffer]
  *       [has_step: tstep_ = 1-based step number (counted on across calls of
  *         a stream), tlen_ = T; rank-0 body values (schedules such as NAG's
  *         mu_t) are computed here once per step, as locals, not per element]
@@ -15,7 +17,7 @@
  *       any other node (MatMul, Concat, Split, element-wise ops of rank 3,
  *         ...): the root-graph emitter (emit_node) on workspace buffers, with
  *         the step's inputs, states and next states as its operands' storage
- *       each fused group: for (b < B) for (j < H) { gate math in locals;
+ *       each fused group: for (b < B) RT_IVDEP for (j < H) { gate math in locals;
  *         new states -> the other state buffer; per-step outputs -> straight
  *         into their strided place in the stacked output }
  *       [sequence_lens: finished rows keep their state, output zeros]
@@ -346,6 +348,20 @@ static void emit_gemm(rec *R, ir_node *n)
 		n->origin ? cm(R, n->origin) : "recurrence body", cm(R, Y->name), shape_str(R, &Y->shape),
 		cm(R, A->name), ta ? "^T" : "", cm(R, W->name), tb ? "^T" : "", C ? " + C" : "");
 	const char *betas = "0.0f";
+	const char *bias = NULL;        /* C as a row vector: rt_sgemm_bias adds it */
+	if (C) {
+		home hc = get_home(R, C);
+		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
+		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(cols_of(C)) && cols_of(C).k == 1);
+		if (!crow && ccol && hc.kind == HOME_MEM && hc.seq < 0 && ha.seq < 0)
+			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
+	}
+	if (bias) {
+		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s, %s + %lld, %s);",
+			ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
+			(long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
+		return;
+	}
 	if (C) {
 		/* C broadcast to every row (a bias vector, pre-summed at lowering) */
 		home hc = get_home(R, C);
@@ -511,6 +527,7 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 				p->base, p->ld);
 		}
 	}
+	ew_line(w, "RT_IVDEP /* element j reads and writes only element j */");
 	ew_open(w, "for (int64_t j = 0; j < %s; j++)", dim(R, G.cols));
 	fputs(text, w->f);
 	free(text);
@@ -594,6 +611,101 @@ void emit_rec_state_reset(emit_ctx *E, ir_node *n)
 {
 	ew_line(E->w, "/* rec%d (%s): started = 0 makes the next run start from its initial state */",
 		n->id, cm_(E->A, n->name));
+}
+
+/* ---- input projections computed per step ---------------------------------------- */
+
+static int is_view(ir_op op)
+{
+	return op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_FLATTEN ||
+	       op == OP_IDENTITY;
+}
+
+/* The hoisted GEMM (pass_hoist) behind sequence input k of recurrence rn
+ * when this recurrence may compute it one step at a time: Y [T*B, N] =
+ * A [T*B, K] op(W) (+ bias row), K a constant <= 16, rows of step t at
+ * t*B.. (time-major, no per-row time), A, W and the bias never
+ * overwritten (graph input or weights), and Y read by nothing but views
+ * leading to rn.  Then each step's B rows of Y go to the start of Y's own
+ * buffer, which stays in cache, instead of T*B*N floats going out to main
+ * memory and back; with K that small the per-step product costs next to
+ * nothing. */
+static ir_node *deferred_gemm(const ir_graph *g, const ir_node *rn, int k)
+{
+	int nseq = (int)ir_attr_int(rn, "n_seq", 0);
+	ir_attr *sa = ir_attr_find(rn, "seq_axis");
+	if (k >= nseq || (sa && sa->n > k && sa->ints[k] != 0) ||
+	    (ir_attr_int(rn, "reverse", 0) && ir_attr_int(rn, "has_lens", 0)))
+		return NULL;
+	const ir_value *y = plan_storage(rn->in[k]);
+	ir_node *gm = y && y->kind == VAL_TEMP ? y->producer : NULL;
+	if (!gm || gm->op != OP_GEMM || gm->out[0] != y || y->is_output || y->shape.rank != 2 ||
+	    ir_attr_int(gm, "transA", 0) || rn->in[k]->shape.rank != 3)
+		return NULL;
+	const ir_value *A = plan_storage(gm->in[0]), *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL;
+	ir_dim K = gm->in[0]->shape.d[1];
+	if (!A || (A->kind != VAL_INPUT && A->kind != VAL_WEIGHT) || W->kind != VAL_WEIGHT ||
+	    gm->in[0]->shape.rank != 2 || !ir_dim_is_const(K) || K.k > 16 || K.k < 1)
+		return NULL;
+	if (C && (C->kind != VAL_WEIGHT || C->shape.rank != 1 || !ir_dim_eq(C->shape.d[0], y->shape.d[1])))
+		return NULL;
+	/* rows of step t: the sequence input is [T, B, N] over Y's rows */
+	if (!ir_dim_eq(rn->in[k]->shape.d[2], y->shape.d[1]))
+		return NULL;
+	int uses = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *m = g->nodes[i];
+		for (int j = 0; j < m->nin; j++) {
+			if (!m->in[j] || plan_storage(m->in[j]) != y)
+				continue;
+			if (m == rn && j == k)
+				uses++;
+			else if (!(is_view(m->op) && m->nout == 1 && plan_storage(m->out[0]) == y))
+				return NULL;
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		if (plan_storage(g->outputs[i]) == y)
+			return NULL;
+	return uses == 1 ? gm : NULL;
+}
+
+int emit_rec_defers(emit_ctx *E, const ir_node *n)
+{
+	if (n->op != OP_GEMM)
+		return 0;
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *r = E->g->nodes[i];
+		if (r->op == OP_RECURRENCE && r->body)
+			for (int k = 0; k < (int)ir_attr_int(r, "n_seq", 0); k++)
+				if (deferred_gemm(E->g, r, k) == n)
+					return 1;
+	}
+	return 0;
+}
+
+/* This step's rows of the deferred GEMM gm (sequence input k): into the
+ * start of its buffer, which x<k> then points at. */
+static void emit_deferred_step(rec *R, int k, const ir_node *gm)
+{
+	emit_ctx *E = R->E;
+	const ir_value *A = gm->in[0], *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL, *Y = gm->out[0];
+	int tb = (int)ir_attr_int(gm, "transB", 0);
+	float alpha = ir_attr_float(gm, "alpha", 1.0f), beta = ir_attr_float(gm, "beta", 1.0f);
+	const char *K = dim(R, A->shape.d[1]), *N = dim(R, Y->shape.d[1]);
+	E->body_ref = NULL;     /* root values: their own storage */
+	const char *a = emit_ref(E, A), *w = emit_ref(E, W), *y = emit_ref(E, Y);
+	const char *c = C ? emit_ref(E, C) : NULL;
+	E->body_ref = body_ref;
+	ew_line(R->w, "/* %s: input projection of this step's B rows (computed here, not for all T*B "
+		"rows before the loop) */", cm(R, gm->name));
+	if (c && beta != 0.0f)
+		ew_line(R->w, "rt_sgemm_bias(0, %d, B, %s, %s, %s, %s + t * B * %s, %s, %s, %s, %s, %s, %s, %s);", tb,
+			N, K, flt(R, alpha), a, K, K, w, tb ? K : N, flt(R, beta), c, y, N);
+	else
+		ew_line(R->w, "rt_sgemm(0, %d, B, %s, %s, %s, %s + t * B * %s, %s, %s, %s, 0.0f, %s, %s);", tb, N,
+			K, flt(R, alpha), a, K, K, w, tb ? K : N, y, N);
+	ew_line(R->w, "const float *x%d = %s; (void)x%d;", k, y, k);
 }
 
 /* ---- the recurrence ---------------------------------------------------------------- */
@@ -721,6 +833,7 @@ static void emit_rec_body(rec *R)
 		const char *F = dim(R, cols_of(b->inputs[k]));
 		int ax = (int)R->seq_axis[k];
 		ew_line(w, "const float *q%d = %s; /* %s */", k, emit_ref(E, X), cm(R, X->name));
+		ew_line(w, "(void)q%d;", k);
 		ew_line(w, "const int64_t st%d = %s, sb%d = %s; /* time and batch strides */", k,
 			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
 		ew_line(w, "(void)st%d;", k);
@@ -753,8 +866,13 @@ static void emit_rec_body(rec *R)
 	if (R->has_step >= 2)
 		ew_line(w, "const float tlen_ = (float)T; (void)tlen_; /* steps of this run */");
 	if (!R->per_row_time)
-		for (int k = 0; k < R->nseq; k++)
-			ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
+		for (int k = 0; k < R->nseq; k++) {
+			const ir_node *gm = deferred_gemm(E->g, n, k);
+			if (gm)
+				emit_deferred_step(R, k, gm);
+			else
+				ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
+		}
 	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
 	for (int i = 0; i < b->nnodes;) {
 		ir_node *nd = b->nodes[i];

@@ -16,6 +16,7 @@
  * as a fresh workspace slot), as in the reference BLAS.
  */
 #include "cellrt.h"
+#include "rt_kern.h"
 
 #include <limits.h>
 
@@ -160,6 +161,48 @@ static int fits_int(int64_t a, int64_t b, int64_t c, int64_t d)
 }
 #endif
 
+/* Whether rt_kern_gemm should take a product with M > 1 rows: when op(A)
+ * fits the second-level cache (it is read once per 64 columns of C, which
+ * suits the recurrent step, not large input projections), and, with
+ * OpenBLAS, when OpenBLAS runs one thread (the kernel has only one). */
+static int own_gemm(int64_t M, int64_t K)
+{
+	if (M * K > (int64_t)256 * 1024)
+		return 0;
+#ifdef CELLRT_NO_BLAS
+	return 1;
+#else
+	return openblas_get_num_threads() == 1;
+#endif
+}
+
+/* The step products of recurrences go to libcellrt's own kernels
+ * (rt_kern.c) where this CPU has them: 1 when done. */
+static int own_kernels(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		       const float *bias, float *C, int64_t ldc)
+{
+	int isa = rt_kern_isa();
+	if (M == 1 && (!transA || lda == 1))
+		return rt_kern_gemv(isa, transB, N, K, alpha, A, B, ldb, beta, bias, C);
+	return M > 1 && own_gemm(M, K) &&
+	       rt_kern_gemm(isa, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+}
+
+void rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+		   const float *bias, float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	if (K > 0 && own_kernels(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc))
+		return;
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			C[i * ldc + j] = bias[j];
+	rt_sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 	      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	      float *C, int64_t ldc)
@@ -173,6 +216,8 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 				C[i * ldc + j] = beta == 0 ? 0.0f : beta * C[i * ldc + j];
 		return;
 	}
+	if (own_kernels(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc))
+		return;
 #ifdef CELLRT_NO_BLAS
 	rt_sgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else

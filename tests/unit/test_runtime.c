@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cellrt.h"
+#include "rt_kern.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -90,6 +91,8 @@ static const gemm_case gemm_cases[] = {
 	{2, 1, 3}, {5, 1, 9},                                   /* N == 1 */
 	{3, 5, 7}, {17, 13, 11}, {64, 33, 65}, {31, 97, 3},     /* odd sizes */
 	{4, 256, 32}, {2, 3, 0},                                /* K == 0: C = beta C */
+	{1, 1024, 256}, {1, 131, 37}, {9, 200, 131},            /* rt_kern: blocks and tails */
+	{128, 130, 300}, {7, 64, 128}, {6, 129, 257},
 };
 #define N_GEMM_CASES ((int)(sizeof gemm_cases / sizeof gemm_cases[0]))
 
@@ -159,6 +162,167 @@ START_TEST(test_sgemm_gemv_strided_a)
 	rt_sgemm_ref(1, 0, 1, N, K, 1.0f, A, LDA, Bm, N, 0.0f, Cref, N);
 	for (int j = 0; j < N; j++)
 		ck_assert_float_eq_tol(C[j], Cref[j], 1e-5f);
+}
+END_TEST
+
+/* ---- rt_kern: every instruction set this CPU has, against the reference ---- */
+
+static const gemm_case kern_cases[] = {
+	{1, 1, 1}, {1, 8, 16}, {1, 9, 17}, {1, 1024, 256}, {1, 127, 255}, {1, 130, 3}, {1, 1024, 1},
+	{2, 5, 7}, {6, 64, 128}, {7, 65, 129}, {13, 200, 300}, {128, 1024, 256}, {5, 3, 1},
+};
+#define N_KERN_CASES ((int)(sizeof kern_cases / sizeof kern_cases[0]))
+
+/* Loop index: ((case * 2 + isa - 1) * 4 + transA * 2 + transB) * 3 + coefficient
+ * set; set 2 adds a bias row instead of C (rt_sgemm_bias). */
+START_TEST(test_kern_vs_ref)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, tb = (_i / 3) % 2, ta = (_i / 6) % 2, isa = (_i / 12) % 2 + 1;
+	gemm_case g = kern_cases[_i / 24];
+	if (isa > rt_kern_isa())
+		return;         /* this CPU lacks the instruction set */
+	float alpha = coef[set][0], beta = coef[set][1];
+	int64_t arows = ta ? g.K : g.M, acols = ta ? g.M : g.K;
+	int64_t brows = tb ? g.N : g.K, bcols = tb ? g.K : g.N;
+	int64_t lda = g.M == 1 && ta ? 1 : acols + 1, ldb = bcols + 3, ldc = g.N + 2;
+	rng r = {(uint64_t)_i + 7};
+	float *A = xmalloc(sizeof(float) * (size_t)(arows * lda));
+	float *Bm = xmalloc(sizeof(float) * (size_t)(brows * ldb));
+	float *C = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *Cref = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *bias = set == 2 ? xmalloc(sizeof(float) * (size_t)g.N) : NULL;
+	fill(&r, A, arows * lda);
+	fill(&r, Bm, brows * ldb);
+	fill(&r, C, g.M * ldc);
+	if (bias)
+		fill(&r, bias, g.N);
+	if (beta == 0.0f || bias)       /* C not read: NaN must not leak */
+		for (int64_t i = 0; i < g.M * ldc; i++)
+			C[i] = NAN;
+	memcpy(Cref, C, sizeof(float) * (size_t)(g.M * ldc));
+	int done = g.M == 1 ? rt_kern_gemv(isa, tb, g.N, g.K, alpha, A, Bm, ldb, beta, bias, C)
+			    : rt_kern_gemm(isa, ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, bias, C, ldc);
+	if (!done) {            /* the GEMM kernel exists for AVX-512 only */
+		ck_assert_int_ne(g.M, 1);
+		ck_assert_int_ne(isa, RT_ISA_AVX512);
+		goto out;
+	}
+	if (bias)
+		for (int64_t i = 0; i < g.M; i++)
+			memcpy(Cref + i * ldc, bias, sizeof(float) * (size_t)g.N);
+	rt_sgemm_ref(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, Cref, ldc);
+	for (int64_t i = 0; i < g.M; i++)
+		for (int64_t j = 0; j < ldc; j++) {
+			float got = C[i * ldc + j], want = Cref[i * ldc + j];
+			if (j >= g.N) {
+				ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "padding C[%ld,%ld] changed",
+					      (long)i, (long)j);
+				continue;
+			}
+			double tol = 4.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
+			ck_assert_msg(isfinite(got) && fabs((double)got - want) <= tol,
+				      "isa %d M=%ld N=%ld K=%ld tA=%d tB=%d set %d: C[%ld,%ld] = %.9g, ref %.9g", isa,
+				      (long)g.M, (long)g.N, (long)g.K, ta, tb, set, (long)i, (long)j, got, want);
+		}
+out:
+	free(A);
+	free(Bm);
+	free(C);
+	free(Cref);
+	free(bias);
+}
+END_TEST
+
+/* rt_sgemm_bias through its public entry (own kernels, or the bias copy and
+ * BLAS when they do not apply: M * K too large, K == 0), against the
+ * reference on C filled with the bias. */
+START_TEST(test_sgemm_bias)
+{
+	static const gemm_case cases[] = {{1, 37, 19}, {128, 1024, 1}, {300, 70, 1000}, {5, 9, 0}};
+	gemm_case g = cases[_i];
+	int64_t ldc = g.N + 1;
+	rng r = {(uint64_t)_i + 41};
+	float *A = xmalloc(sizeof(float) * (size_t)(g.M * g.K + 1));
+	float *Bm = xmalloc(sizeof(float) * (size_t)(g.N * g.K + 1));
+	float *bias = xmalloc(sizeof(float) * (size_t)g.N);
+	float *C = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *Cref = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	fill(&r, A, g.M * g.K + 1);
+	fill(&r, Bm, g.N * g.K + 1);
+	fill(&r, bias, g.N);
+	for (int64_t i = 0; i < g.M * ldc; i++)
+		C[i] = Cref[i] = NAN;
+	for (int64_t i = 0; i < g.M; i++)
+		memcpy(Cref + i * ldc, bias, sizeof(float) * (size_t)g.N);
+	rt_sgemm_bias(0, 1, g.M, g.N, g.K, 1.5f, A, g.K, Bm, g.K, 0.5f, bias, C, ldc);
+	rt_sgemm_ref(0, 1, g.M, g.N, g.K, 1.5f, A, g.K, Bm, g.K, 0.5f, Cref, ldc);
+	for (int64_t i = 0; i < g.M; i++)
+		for (int64_t j = 0; j < g.N; j++) {
+			double tol = 8.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
+			ck_assert_msg(fabs((double)C[i * ldc + j] - Cref[i * ldc + j]) <= tol,
+				      "M=%ld N=%ld K=%ld: C[%ld,%ld] = %.9g, ref %.9g", (long)g.M, (long)g.N,
+				      (long)g.K, (long)i, (long)j, C[i * ldc + j], Cref[i * ldc + j]);
+		}
+	for (int64_t i = 0; i < g.M; i++)
+		ck_assert(isnan(C[i * ldc + g.N]));     /* padding untouched */
+	free(A);
+	free(Bm);
+	free(bias);
+	free(C);
+	free(Cref);
+}
+END_TEST
+
+/* ---- activations: error in ulp against double precision ---- */
+
+/* |got - want| in units of the float spacing at want. */
+static double ulp_err(float got, double want)
+{
+	float w = (float)want;
+	double ulp = (double)nextafterf(fabsf(w), INFINITY) - fabsf(w);
+	if (ulp == 0 || !isfinite(ulp))
+		ulp = FLT_MIN * FLT_EPSILON;
+	return fabs((double)got - want) / ulp;
+}
+
+/* Every 97th float in [-100, 100] and the special values: rt_sigmoidf within
+ * 3 ulp where the result is normal (|x| <= 80; measured 2.4), within 2e-38
+ * beyond; rt_tanhf within 7 ulp everywhere (measured 6.0, near +-1, where
+ * its 3.6e-7 relative error is 6 ulp of the spacing below 1); NaN in, NaN
+ * out; limits at infinity. */
+START_TEST(test_activation_ulp)
+{
+	double worst_s = 0, worst_t = 0;
+	float at_s = 0, at_t = 0;
+	for (int sgn = 0; sgn < 2; sgn++)
+		for (uint32_t bits = 0; bits <= 0x42c80000u; bits += 97) {     /* 0x42c80000 = 100.0f */
+			uint32_t b = bits | (sgn ? 0x80000000u : 0);
+			float x;
+			memcpy(&x, &b, sizeof x);
+			double s_ref = 1.0 / (1.0 + exp(-(double)x)), t_ref = tanh((double)x);
+			float s = rt_sigmoidf(x), t = rt_tanhf(x);
+			if (fabsf(x) <= 80.0f) {
+				double e = ulp_err(s, s_ref);
+				if (e > worst_s)
+					worst_s = e, at_s = x;
+			} else {
+				ck_assert_msg(fabs((double)s - s_ref) <= 2e-38, "sigmoid(%.9g) = %.9g", x, s);
+			}
+			double e = ulp_err(t, t_ref);
+			if (e > worst_t)
+				worst_t = e, at_t = x;
+		}
+	ck_assert_msg(worst_s <= 3.0, "sigmoid: %.2f ulp at %.9g", worst_s, at_s);
+	ck_assert_msg(worst_t <= 7.0, "tanh: %.2f ulp at %.9g", worst_t, at_t);
+	ck_assert(isnan(rt_sigmoidf(NAN)) && isnan(rt_tanhf(NAN)) && isnan(rt_expf_act(NAN)));
+	ck_assert_float_eq(rt_sigmoidf(INFINITY), 1.0f);
+	ck_assert(rt_sigmoidf(-INFINITY) >= 0.0f && rt_sigmoidf(-INFINITY) < 2e-38f);
+	ck_assert_float_eq(rt_tanhf(INFINITY), 1.0f);
+	ck_assert_float_eq(rt_tanhf(-INFINITY), -1.0f);
+	ck_assert_float_eq(rt_tanhf(-0.0f), -0.0f);
+	ck_assert(signbit(rt_tanhf(-0.0f)));
+	ck_assert_float_eq(rt_sigmoidf(0.0f), 0.5f);
 }
 END_TEST
 
@@ -924,6 +1088,13 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_sgemm_ref_by_hand);
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
+	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 24);
+	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("activations");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_activation_ulp);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("tensorfile");

@@ -1,0 +1,399 @@
+/* rt_kern.c: the SIMD kernels of rt_kern.h (AVX-512 and AVX2 on x86-64,
+ * chosen at run time; elsewhere every entry point answers 0 and rt_sgemm
+ * uses BLAS or its portable kernel).
+ *
+ * Each kernel is compiled for its instruction set with a target attribute,
+ * so libcellrt itself needs no -march flag.  Legend: see rt_kern.h; a, c
+ * vectors of the GEMV; acc accumulators; MR x NR the register block of the
+ * GEMM micro-kernel, KC the depth of one packed panel.
+ */
+#include "rt_kern.h"
+
+#include <stddef.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RT_KERN_X86 1
+#include <immintrin.h>
+#endif
+
+int rt_kern_isa(void)
+{
+#ifdef RT_KERN_X86
+	__builtin_cpu_init();
+	/* libgcc checks that the OS saves the registers (XCR0) as well */
+	if (__builtin_cpu_supports("avx512f"))
+		return RT_ISA_AVX512;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return RT_ISA_AVX2;
+#endif
+	return RT_ISA_NONE;
+}
+
+#ifdef RT_KERN_X86
+
+#define T512 __attribute__((target("avx512f,avx2,fma")))
+#define T256 __attribute__((target("avx2,fma")))
+
+/* r[i] = alpha * s[i] + beta * r[i] for 8 results (beta == 0: r not read),
+ * or + beta * bias[i] when bias is set (r not read). */
+T256 static void put8(float *r, const float *bias, __m256 s, float alpha, float beta)
+{
+	__m256 y = _mm256_mul_ps(s, _mm256_set1_ps(alpha));
+	if (bias)
+		y = _mm256_fmadd_ps(_mm256_loadu_ps(bias), _mm256_set1_ps(beta), y);
+	else if (beta != 0.0f)
+		y = _mm256_fmadd_ps(_mm256_loadu_ps(r), _mm256_set1_ps(beta), y);
+	_mm256_storeu_ps(r, y);
+}
+
+static float put1(float r, const float *bias, float s, float alpha, float beta)
+{
+	if (bias)
+		return alpha * s + beta * *bias;
+	return beta == 0.0f ? alpha * s : alpha * s + beta * r;
+}
+
+/* The eight sums of h[0..8) (8 lanes each) as one vector. */
+T256 static __m256 hsum8(const __m256 *h)
+{
+	__m256 t0 = _mm256_hadd_ps(h[0], h[1]), t1 = _mm256_hadd_ps(h[2], h[3]);
+	__m256 t2 = _mm256_hadd_ps(h[4], h[5]), t3 = _mm256_hadd_ps(h[6], h[7]);
+	__m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+	return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+/* ---- GEMV, B stored [N,K]: eight dot products of rows of B with a at once ---- */
+
+/* K < 16 (a short input projection): sixteen rows at a time, their k-th
+ * elements gathered, so that no lane of a 16-wide load is wasted. */
+T512 static void gemv_t_short_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
+				  int64_t ldb, float beta, const float *bias, float *c)
+{
+	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
+								 2, 1, 0),
+					       _mm512_set1_epi32((int)ldb));
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	for (int64_t n = 0; n < N; n += 16) {
+		__mmask16 m = N - n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - n)) - 1u);
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t k = 0; k < K; k++) {
+			__m512 b = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, B + n * ldb + k, 4);
+			acc = _mm512_fmadd_ps(b, _mm512_set1_ps(a[k]), acc);
+		}
+		__m512 y = _mm512_mul_ps(acc, va);
+		if (bias)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, bias + n), vb, y);
+		else if (beta != 0.0f)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c + n), vb, y);
+		_mm512_mask_storeu_ps(c + n, m, y);
+	}
+}
+
+T512 static void gemv_t_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
+			    int64_t ldb, float beta, const float *bias, float *c)
+{
+	if (K < 16 && ldb <= (1 << 26)) {       /* 15 * ldb fits the 32-bit gather index */
+		gemv_t_short_512(N, K, alpha, a, B, ldb, beta, bias, c);
+		return;
+	}
+	const int64_t kv = K & ~(int64_t)15;
+	const __mmask16 tail = (__mmask16)((1u << (K & 15)) - 1u);
+	int64_t n = 0;
+	for (; n + 8 <= N; n += 8) {
+		const float *b = B + n * ldb;
+		__m512 acc[8];
+		for (int r = 0; r < 8; r++)
+			acc[r] = _mm512_setzero_ps();
+		for (int64_t k = 0; k < kv; k += 16) {
+			__m512 x = _mm512_loadu_ps(a + k);
+			for (int r = 0; r < 8; r++)
+				acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(b + r * ldb + k), x, acc[r]);
+		}
+		if (tail) {
+			__m512 x = _mm512_maskz_loadu_ps(tail, a + kv);
+			for (int r = 0; r < 8; r++)
+				acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + r * ldb + kv), x, acc[r]);
+		}
+		__m256 h[8];
+		for (int r = 0; r < 8; r++)
+			h[r] = _mm256_add_ps(_mm512_castps512_ps256(acc[r]),
+					     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1)));
+		put8(c + n, bias ? bias + n : NULL, hsum8(h), alpha, beta);
+	}
+	for (; n < N; n++) {
+		const float *b = B + n * ldb;
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t k = 0; k < kv; k += 16)
+			acc = _mm512_fmadd_ps(_mm512_loadu_ps(b + k), _mm512_loadu_ps(a + k), acc);
+		if (tail)
+			acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, b + kv), _mm512_maskz_loadu_ps(tail, a + kv),
+					      acc);
+		c[n] = put1(c[n], bias ? bias + n : NULL, _mm512_reduce_add_ps(acc), alpha, beta);
+	}
+}
+
+T256 static void gemv_t_256(int64_t N, int64_t K, float alpha, const float *a, const float *B,
+			    int64_t ldb, float beta, const float *bias, float *c)
+{
+	const int64_t kv = K & ~(int64_t)7;
+	int64_t n = 0;
+	for (; n + 8 <= N; n += 8) {
+		const float *b = B + n * ldb;
+		__m256 acc[8];
+		for (int r = 0; r < 8; r++)
+			acc[r] = _mm256_setzero_ps();
+		for (int64_t k = 0; k < kv; k += 8) {
+			__m256 x = _mm256_loadu_ps(a + k);
+			for (int r = 0; r < 8; r++)
+				acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(b + r * ldb + k), x, acc[r]);
+		}
+		__m256 s = hsum8(acc);
+		if (kv < K) {
+			float t[8];
+			for (int r = 0; r < 8; r++) {
+				t[r] = 0.0f;
+				for (int64_t k = kv; k < K; k++)
+					t[r] += b[r * ldb + k] * a[k];
+			}
+			s = _mm256_add_ps(s, _mm256_loadu_ps(t));
+		}
+		put8(c + n, bias ? bias + n : NULL, s, alpha, beta);
+	}
+	for (; n < N; n++) {
+		const float *b = B + n * ldb;
+		float s = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			s += b[k] * a[k];
+		c[n] = put1(c[n], bias ? bias + n : NULL, s, alpha, beta);
+	}
+}
+
+/* ---- GEMV, B stored [K,N]: c = sum_k a[k] B[k,:], 128 (AVX2: 64) columns at once ---- */
+
+T512 static void gemv_n_512(int64_t N, int64_t K, float alpha, const float *a, const float *B,
+			    int64_t ldb, float beta, const float *bias, float *c)
+{
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	int64_t n = 0;
+	for (; n + 128 <= N; n += 128) {
+		__m512 acc[8];
+		for (int v = 0; v < 8; v++)
+			acc[v] = _mm512_setzero_ps();
+		for (int64_t k = 0; k < K; k++) {
+			__m512 x = _mm512_set1_ps(a[k]);
+			const float *b = B + k * ldb + n;
+			for (int v = 0; v < 8; v++)
+				acc[v] = _mm512_fmadd_ps(_mm512_loadu_ps(b + 16 * v), x, acc[v]);
+		}
+		for (int v = 0; v < 8; v++) {
+			__m512 y = _mm512_mul_ps(acc[v], va);
+			if (bias)
+				y = _mm512_fmadd_ps(_mm512_loadu_ps(bias + n + 16 * v), vb, y);
+			else if (beta != 0.0f)
+				y = _mm512_fmadd_ps(_mm512_loadu_ps(c + n + 16 * v), vb, y);
+			_mm512_storeu_ps(c + n + 16 * v, y);
+		}
+	}
+	for (; n < N; n += 16) {
+		__mmask16 m = N - n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - n)) - 1u);
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t k = 0; k < K; k++)
+			acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, B + k * ldb + n), _mm512_set1_ps(a[k]), acc);
+		__m512 y = _mm512_mul_ps(acc, va);
+		if (bias)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, bias + n), vb, y);
+		else if (beta != 0.0f)
+			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c + n), vb, y);
+		_mm512_mask_storeu_ps(c + n, m, y);
+	}
+}
+
+T256 static void gemv_n_256(int64_t N, int64_t K, float alpha, const float *a, const float *B,
+			    int64_t ldb, float beta, const float *bias, float *c)
+{
+	int64_t n = 0;
+	for (; n + 64 <= N; n += 64) {
+		__m256 acc[8];
+		for (int v = 0; v < 8; v++)
+			acc[v] = _mm256_setzero_ps();
+		for (int64_t k = 0; k < K; k++) {
+			__m256 x = _mm256_set1_ps(a[k]);
+			const float *b = B + k * ldb + n;
+			for (int v = 0; v < 8; v++)
+				acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(b + 8 * v), x, acc[v]);
+		}
+		for (int v = 0; v < 8; v++)
+			put8(c + n + 8 * v, bias ? bias + n + 8 * v : NULL, acc[v], alpha, beta);
+	}
+	for (; n < N; n++) {
+		float s = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			s += a[k] * B[k * ldb + n];
+		c[n] = put1(c[n], bias ? bias + n : NULL, s, alpha, beta);
+	}
+}
+
+/* ---- GEMM: 6 x 64 micro-kernel over a packed panel of op(B) ---- */
+
+enum { MR = 6, NR = 64, KC = 128, MB = 192 };
+
+/* bp[k][j] = op(B)[k0 + k, n0 + j] for k < kc, j < nr; columns nr..NR zero. */
+T256 static void pack_panel(int transB, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
+			    int64_t nr, float *bp)
+{
+	if (!transB) {
+		for (int64_t k = 0; k < kc; k++) {
+			const float *src = B + (k0 + k) * ldb + n0;
+			float *dst = bp + k * NR;
+			int64_t j = 0;
+			for (; j < nr; j++)
+				dst[j] = src[j];
+			for (; j < NR; j++)
+				dst[j] = 0.0f;
+		}
+		return;
+	}
+	/* B stored [N,K]: transposed 8 x 8 blocks at a time */
+	int64_t j = 0;
+	for (; j + 8 <= nr; j += 8) {
+		const float *src = B + (n0 + j) * ldb + k0;
+		int64_t k = 0;
+		for (; k + 8 <= kc; k += 8) {
+			__m256 r0 = _mm256_loadu_ps(src + 0 * ldb + k), r1 = _mm256_loadu_ps(src + 1 * ldb + k);
+			__m256 r2 = _mm256_loadu_ps(src + 2 * ldb + k), r3 = _mm256_loadu_ps(src + 3 * ldb + k);
+			__m256 r4 = _mm256_loadu_ps(src + 4 * ldb + k), r5 = _mm256_loadu_ps(src + 5 * ldb + k);
+			__m256 r6 = _mm256_loadu_ps(src + 6 * ldb + k), r7 = _mm256_loadu_ps(src + 7 * ldb + k);
+			__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+			__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+			__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+			__m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+			__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+			__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+			__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+			__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+			float *dst = bp + k * NR + j;
+			_mm256_storeu_ps(dst + 0 * NR, _mm256_permute2f128_ps(u0, u4, 0x20));
+			_mm256_storeu_ps(dst + 1 * NR, _mm256_permute2f128_ps(u1, u5, 0x20));
+			_mm256_storeu_ps(dst + 2 * NR, _mm256_permute2f128_ps(u2, u6, 0x20));
+			_mm256_storeu_ps(dst + 3 * NR, _mm256_permute2f128_ps(u3, u7, 0x20));
+			_mm256_storeu_ps(dst + 4 * NR, _mm256_permute2f128_ps(u0, u4, 0x31));
+			_mm256_storeu_ps(dst + 5 * NR, _mm256_permute2f128_ps(u1, u5, 0x31));
+			_mm256_storeu_ps(dst + 6 * NR, _mm256_permute2f128_ps(u2, u6, 0x31));
+			_mm256_storeu_ps(dst + 7 * NR, _mm256_permute2f128_ps(u3, u7, 0x31));
+		}
+		for (; k < kc; k++)
+			for (int r = 0; r < 8; r++)
+				bp[k * NR + j + r] = src[r * ldb + k];
+	}
+	for (; j < NR; j++)
+		for (int64_t k = 0; k < kc; k++)
+			bp[k * NR + j] = j < nr ? B[(n0 + j) * ldb + k0 + k] : 0.0f;
+}
+
+/* C[0..mr, 0..nr) (+)= alpha * sum_k A[r, k] bp[k][:]; A element (r, k) at
+ * a[r * ars + k * aks].  first: C = alpha acc + beta C (beta == 0: C not
+ * read), or alpha acc + beta bias[j] when bias is set; otherwise C += alpha
+ * acc (a later panel of the K dimension). */
+T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp,
+		       const float *bias, float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta,
+		       int first)
+{
+	__m512 acc[MR][4];
+	const float *ar[MR];
+	for (int r = 0; r < MR; r++) {
+		ar[r] = a + (r < mr ? r : 0) * ars;     /* missing rows read row 0, never stored */
+		for (int v = 0; v < 4; v++)
+			acc[r][v] = _mm512_setzero_ps();
+	}
+	for (int64_t k = 0; k < kc; k++) {
+		const float *b = bp + k * NR;
+		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+		__m512 b2 = _mm512_loadu_ps(b + 32), b3 = _mm512_loadu_ps(b + 48);
+		for (int r = 0; r < MR; r++) {
+			__m512 x = _mm512_set1_ps(ar[r][k * aks]);
+			acc[r][0] = _mm512_fmadd_ps(b0, x, acc[r][0]);
+			acc[r][1] = _mm512_fmadd_ps(b1, x, acc[r][1]);
+			acc[r][2] = _mm512_fmadd_ps(b2, x, acc[r][2]);
+			acc[r][3] = _mm512_fmadd_ps(b3, x, acc[r][3]);
+		}
+	}
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	for (int r = 0; r < mr; r++)
+		for (int v = 0; v < 4; v++) {
+			int64_t left = nr - 16 * v;
+			if (left <= 0)
+				break;
+			__mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+			float *c = C + r * ldc + 16 * v;
+			__m512 y;
+			if (!first)
+				y = _mm512_fmadd_ps(acc[r][v], va, _mm512_maskz_loadu_ps(m, c));
+			else if (bias)
+				y = _mm512_fmadd_ps(acc[r][v], va, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, bias + 16 * v), vb));
+			else if (beta != 0.0f)
+				y = _mm512_fmadd_ps(acc[r][v], va, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, c), vb));
+			else
+				y = _mm512_mul_ps(acc[r][v], va);
+			_mm512_mask_storeu_ps(c, m, y);
+		}
+}
+
+T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+			  float *C, int64_t ldc)
+{
+	float bp[KC * NR] __attribute__((aligned(64)));
+	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
+	/* MB rows of A at a time (they stay in cache while every panel passes);
+	 * the panels of op(B) are packed again for each block of rows */
+	for (int64_t m0 = 0; m0 < M; m0 += MB) {
+		int64_t mb = M - m0 < MB ? M - m0 : MB;
+		for (int64_t n0 = 0; n0 < N; n0 += NR) {
+			int64_t nr = N - n0 < NR ? N - n0 : NR;
+			for (int64_t k0 = 0; k0 < K; k0 += KC) {
+				int64_t kc = K - k0 < KC ? K - k0 : KC;
+				pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
+				for (int64_t i = m0; i < m0 + mb; i += MR) {
+					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
+					micro(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
+					      C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
+				}
+			}
+		}
+	}
+}
+
+#endif /* RT_KERN_X86 */
+
+int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
+		 const float *B, int64_t ldb, float beta, const float *bias, float *c)
+{
+#ifdef RT_KERN_X86
+	if (isa == RT_ISA_AVX512) {
+		(transB ? gemv_t_512 : gemv_n_512)(N, K, alpha, a, B, ldb, beta, bias, c);
+		return 1;
+	}
+	if (isa == RT_ISA_AVX2) {
+		(transB ? gemv_t_256 : gemv_n_256)(N, K, alpha, a, B, ldb, beta, bias, c);
+		return 1;
+	}
+#endif
+	(void)isa, (void)transB, (void)N, (void)K, (void)alpha, (void)a, (void)B, (void)ldb, (void)beta,
+		(void)bias, (void)c;
+	return 0;
+}
+
+int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+		 float *C, int64_t ldc)
+{
+#ifdef RT_KERN_X86
+	if (isa == RT_ISA_AVX512 && K > 0) {
+		gemm_512(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		return 1;
+	}
+#endif
+	(void)isa, (void)transA, (void)transB, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
+		(void)B, (void)ldb, (void)beta, (void)bias, (void)C, (void)ldc;
+	return 0;
+}

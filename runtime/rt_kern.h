@@ -1,0 +1,47 @@
+/* rt_kern.h: libcellrt's own SIMD kernels for the products of a recurrent
+ * step (internal: rt_blas.c and the unit tests use it; emitted code does not).
+ *
+ * A recurrence multiplies a small state (one row at batch 1, a few hundred at
+ * most) by the same recurrent weights at every step.  Generic BLAS calls pay
+ * for packing and dispatch at every one of those calls; these kernels are
+ * written for exactly that shape:
+ *   gemv: c[N] = alpha op(B)^T a + beta c, the batch-1 step, bound by the
+ *     bandwidth at which B streams from cache: eight rows (or 128 columns)
+ *     at a time, every load feeding an FMA;
+ *   gemm: C[M,N] = alpha op(A) op(B) + beta C with a 6 x 64 register-blocked
+ *     AVX-512 micro-kernel over 64-column panels of op(B) packed on the stack
+ *     (kc x 64, re-used by every row of A), A read in place.
+ * Every function returns 1 when it did the product and 0 when it cannot on
+ * this CPU or for these arguments (the caller then uses BLAS or the portable
+ * kernel); the choice is made at run time (__builtin_cpu_supports), so one
+ * libcellrt serves every x86-64 CPU.  The _avx512 / _avx2 entry points force
+ * one instruction set, so that the unit tests compare each with the reference
+ * on the CPUs that have it.  Results differ from the reference only by the
+ * order of the float additions.
+ *
+ * Legend as in cellrt.h: row-major, C[M,N] = op(A)[M,K] op(B)[K,N]; B stored
+ * [N,K] when transB; lda/ldb/ldc row strides in elements; beta == 0: C is
+ * not read.
+ */
+#ifndef RT_KERN_H
+#define RT_KERN_H
+
+#include <stdint.h>
+
+enum { RT_ISA_NONE = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2 };
+
+/* The best instruction set of this CPU that the kernels use. */
+int rt_kern_isa(void);
+
+/* bias: NULL, or a row vector [N] that replaces C in the sum:
+ * C[i, j] = alpha (op(A) op(B))[i, j] + beta bias[j] (C not read). */
+
+/* c[n] = alpha sum_k a[k] op(B)[k, n] + beta c[n], a contiguous. */
+int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
+		 const float *B, int64_t ldb, float beta, const float *bias, float *c);
+
+int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+		 float *C, int64_t ldc);
+
+#endif
