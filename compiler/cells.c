@@ -730,6 +730,14 @@ static ir_value *par(low *W, const char *nm)
 static const float *par_data(low *W, const char *nm)
 {
 	ir_value *v = par(W, nm);
+	if (W->g->train && v->kind == VAL_WEIGHT) {
+		diag_node(W->D, W->L.n, "--train: %s computes a derived weight from parameter %s at "
+			  "compile time in a way cellc cannot differentiate yet; this cell cannot be "
+			  "trained", W->L.c->name, nm);
+		W->errors++;
+		static const float zero1[1];
+		return zero1;
+	}
 	if (!v->data) {
 		diag_node(W->D, W->L.n, "parameter %s of %s must be known at compile time (a weight), "
 			  "not computed at run time", nm, W->L.c->name);
@@ -759,6 +767,13 @@ static ir_value *new_weight(low *W, const char *what, int64_t rows, int64_t ncol
 /* Elements [off, off + n) of a parameter as a new vector weight. */
 static ir_value *vec_part(low *W, const char *nm, int64_t off, int64_t n, const char *what)
 {
+	if (W->g->train) {
+		/* computed at run time from the parameter, before the recurrence */
+		int64_t zero = 0, end = off + n;
+		ir_value *in[4] = {par(W, nm), ir_const_i64(W->g, NULL, 1, &off), ir_const_i64(W->g, NULL, 1, &end),
+				   ir_const_i64(W->g, NULL, 1, &zero)};
+		return done(W, W->g, mk(W, W->g, OP_SLICE, 4, in), NULL);
+	}
 	const float *d = par_data(W, nm);
 	ir_value *v = new_weight(W, what, n, 0);
 	if (W->errors)
@@ -1000,7 +1015,10 @@ static void lower_base(low *W, body *S)
 		r = gemm(W, h, dtriv_M(W), NULL, 0);
 	} else {
 		ir_value *bias = par(W, "b_x");
-		if (plain && c->kind != K_GRU) {
+		if (plain && c->kind != K_GRU && W->g->train) {
+			ir_value *in[2] = {par(W, "b_x"), par(W, "b_h")};
+			bias = done(W, W->g, mk(W, W->g, OP_ADD, 2, in), NULL);
+		} else if (plain && c->kind != K_GRU) {
 			/* b_x + b_h pre-summed into the input projection */
 			const float *bx = par_data(W, "b_x"), *bhd = par_data(W, "b_h");
 			bias = new_weight(W, "b_xh", G, 0);

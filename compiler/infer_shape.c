@@ -15,6 +15,7 @@
  */
 #include "cells.h"
 #include "infer.h"
+#include "train.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -1060,6 +1061,8 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: return infer_softmax(c);
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
 	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
+	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_MSELOSS: case OP_MSELOSSGRAD: return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;
 	default:
 		if (oi->kind == OPK_ELEM)
