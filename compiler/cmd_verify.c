@@ -83,7 +83,8 @@ static const char usage[] =
 	"Gradients (README \"Training: gradients\"):\n"
 	"  --train       compile with --train; the data sets hold the model's inputs, then\n"
 	"                target [, mask]; outputs are matched by TensorProto name\n"
-	"  --loss L, --loss-output NAME   as for `cellc compile`\n"
+	"  --loss L, --loss-output NAME   as for `cellc compile` (default: from the target:\n"
+	"                i64 [B] ce, i64 [T, B] ce-all, f32 mse, f32 and a mask masked-mse)\n"
 	"  --grad-rtol R  loss, grad.* and dstate pass when ||got-ref|| <= R ||ref|| (1e-4)\n"
 	"Golden data from ONNX Runtime instead of --data:\n"
 	"  --oracle onnxruntime  run the model with ONNX Runtime (npm onnxruntime-node) on\n"
@@ -127,6 +128,7 @@ typedef struct verify {
 	pass_opts po;
 	train_opts topts;       /* --train: the loss; topts.loss etc. */
 	double grad_rtol;       /* --train: relative norm error allowed for loss, grad.*, dstate */
+	int loss_given;         /* --loss given; else taken from the first data set's target */
 	const char *cmdline;    /* for the provenance header of the emitted code */
 	int nsets;
 	dataset sets[MAX_DATA];
@@ -265,6 +267,8 @@ static int read_inputs(verify *V, diag *D)
 	for (int i = 0; i < V->nsets; i++) {
 		dataset *s = &V->sets[i];
 		int extra = V->po.train ? 1 + (V->topts.loss == TRAIN_MASKED_MSE) : 0;
+		if (V->po.train && !V->loss_given && (s->nin == g->ninputs + 1 || s->nin == g->ninputs + 2))
+			extra = s->nin - g->ninputs;
 		if (s->nin != g->ninputs + extra || (!V->po.train && s->nout != g->noutputs)) {
 			fprintf(stderr, "cellc verify: %s has %d input_N.pb and %d output_N.pb files; "
 					"the model has %d inputs and %d outputs\n",
@@ -278,6 +282,13 @@ static int read_inputs(verify *V, diag *D)
 			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
 			if (!s->in[k] || D->nerrors)
 				return -1;
+		}
+		if (V->po.train && !V->loss_given && i == 0 && s->nin > g->ninputs) {
+			/* no --loss: the target says which (i64 [B]: ce, i64 [T, B]: ce-all,
+			 * f32: mse, f32 with a mask input: masked-mse) */
+			const ir_value *tg = s->in[g->ninputs];
+			V->topts.loss = s->nin > g->ninputs + 1 ? TRAIN_MASKED_MSE
+				      : tg->dtype != DT_I64 ? TRAIN_MSE : tg->shape.rank >= 2 ? TRAIN_CE_ALL : TRAIN_CE;
 		}
 	}
 	D->file = V->model;
@@ -605,7 +616,7 @@ static void compare_norm(verify *V, const dataset *s, const char *oname, const r
 				   ir_shape_str(&V->A, V->scratch, &ref->shape));
 	if (why) {
 		fprintf(stderr, "cellc verify: %s: output %s: %s\n", s->dir, oname, why);
-		printf("FAIL %s %s rel_norm=nan\n", s->dir, oname);
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
 		record(V, s->dir, oname, 0, NAN, NAN, why);
 		V->failed++;
 		return;
@@ -621,7 +632,8 @@ static void compare_norm(verify *V, const dataset *s, const char *oname, const r
 	}
 	double rel = rr > 0 ? sqrt(dd / rr) : sqrt(dd);
 	int ok = rel <= V->grad_rtol;
-	printf("%s %s %s rel_norm=%.3g max_abs=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, rel, max_abs);
+	/* the usual line; max_rel is the relative norm error here */
+	printf("%s %s %s max_abs=%.3g max_rel=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, max_abs, rel);
 	record(V, s->dir, oname, ok, max_abs, rel, ok ? NULL : "relative norm error out of tolerance");
 	if (ok)
 		V->passed++;
@@ -1210,6 +1222,7 @@ static int parse_args(verify *V, int argc, char **argv)
 				fprintf(stderr, "cellc verify: --loss wants ce, ce-all, mse or masked-mse\n");
 				return 2;
 			}
+			V->loss_given = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss-output", &val))) {
 			if (r < 0)
 				return 2;

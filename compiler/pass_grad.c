@@ -9,7 +9,7 @@
  *           every parameter, `grad.<X>` for every f32 model input and `dstate`
  *           (dL/dh_t of the first recurrence's first state, [T, B, H]),
  *           appended in that order; the backward nodes follow every forward
- *           node in the root graph (train_opts.first_backward).
+ *           node in the root graph (train_opts.bwd_start).
  * breaks:   nothing: the forward recurrences get extra stacked outputs (the
  *           states s_{t-1} and the outputs of the step's products), which
  *           their backward recurrences read.
@@ -1276,7 +1276,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 		return X->errors;
 
 	/* backward from here on */
-	t->first_backward = g->nnodes;
+	int bwd_at = g->nnodes;
 	ir_value *one = fc(&R, 1);
 	R.at = lossn;
 	ir_value *dlogits;
@@ -1302,6 +1302,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 		}
 		acc(&R, Y, gcur);
 	}
+	t->bwd_start = g->nodes[bwd_at];
 	for (int i = nfwd - 1; i >= 0 && !X->errors; i--)
 		rule(&R, g->nodes[i]);
 	if (X->errors)

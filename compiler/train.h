@@ -24,7 +24,7 @@ typedef struct train_opts {
 	ir_value **params;      /* [nparams] in source order */
 	int x_input, batch_axis, time_axis, logits_output, loss_output_index, nclasses;
 	int nfwd_outputs;       /* outputs of the model before the training ones */
-	int first_backward;     /* root node index where the backward part starts */
+	struct ir_node *bwd_start; /* first root node of the backward part (all after it are) */
 } train_opts;
 
 int train_loss_lookup(const char *name);        /* TRAIN_* or -1 */
