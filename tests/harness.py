@@ -39,6 +39,12 @@ Groups, in order:
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
               parse -> dump round trips after every pass for the examples and
               ONNX models, located errors (line:col, caret), fuzz under ASan
+  grad        `cellc verify --train` (loss, grad.*, dstate by relative norm
+              error 1e-4) on tests/gen_grad_smoke.py's cases (.cell cells and
+              nn.LSTM/GRU exports vs PyTorch autograd) and, when generated,
+              tests/gen_grad_cases.py's; the train API of the emitted code
+              (tests/grad/test_train_api.c: params, forward-only, save/load,
+              finite differences); untrainable models refused with exit 2
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -980,6 +986,77 @@ def group_cell_stream():
     return res or [Result("cell_stream/run", False, "no cases")]
 
 
+# ---- training: gradients (cellc compile --train) ------------------------------------------
+
+def grad_model(case_dir):
+    for m in ("model.cell", "model.onnx"):
+        if os.path.exists(os.path.join(case_dir, m)):
+            return os.path.join(case_dir, m)
+    return os.path.join(case_dir, "model.onnx")
+
+
+def grad_api():
+    src = os.path.join(OUT, "grad_smoke", "lstm_ce", "model.cell")
+    work = os.path.join(OUT, "grad_work", "api")
+    log = os.path.join(LOGS, "grad", "api.build.log")
+    rc, out, err = run([CELLC, "compile", src, "-o", work, "--name", "net", "--train"], log)
+    if rc != 0:
+        return [Result("grad/api/build", False, "cellc compile --train: %s: %s (log: %s)" % (
+            status_word(rc), first_lines(err), log))]
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work], log + ".make")
+    binary = os.path.join(work, "test_train_api")
+    if rc == 0:
+        rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime",
+                            "-I" + work, "tests/grad/test_train_api.c", "-o", binary,
+                            os.path.join(work, "libnet.a"), os.path.join("build", "libcellrt.a"),
+                            "-lopenblas", "-lm"], log + ".cc")
+    if rc != 0:
+        return [Result("grad/api/build", False, "cannot build the train API test: %s (log: %s)" % (
+            first_lines(err + out), log))]
+    return script_group("grad", [binary, os.path.join(work, "net.weights"), work])
+
+
+def grad_refused(name, text, want, args=()):
+    """A model --train must refuse: exit 2 and a message containing want."""
+    work = os.path.join(OUT, "grad_work", name)
+    os.makedirs(os.path.join(ROOT, work), exist_ok=True)
+    model = os.path.join(work, "model.cell")
+    with open(os.path.join(ROOT, model), "w") as f:
+        f.write(text)
+    log = os.path.join(LOGS, "grad", name + ".log")
+    rc, out, err = run([CELLC_SAN if os.access(os.path.join(ROOT, CELLC_SAN), os.X_OK) else CELLC,
+                        "compile", model, "-o", os.path.join(work, "out"), "--train"] + list(args), log, SAN_ENV)
+    ok = rc == 2 and want in err and not any(m in err for m in SAN_MARKERS)
+    return Result("grad/refuse_" + name, ok, "" if ok else "%s: %s (log: %s)" % (
+        status_word(rc), first_lines(err), log))
+
+
+def group_grad():
+    if not stamp_ok("grad_smoke"):
+        yield from fixtures_missing("grad", "grad_smoke")
+        return
+    items = []
+    dirs = [os.path.join(OUT, "grad_smoke")]
+    if os.path.exists(os.path.join(ROOT, "tests", "gen_grad_cases.py")):
+        if stamp_ok("grad"):
+            dirs.append(os.path.join(OUT, "grad"))
+        else:
+            yield from fixtures_missing("grad", "grad")
+    for d in dirs:
+        for case in sorted(os.listdir(os.path.join(ROOT, d))):
+            cd = os.path.join(d, case)
+            if os.path.isdir(os.path.join(ROOT, cd)) and data_sets(cd):
+                items.append(("grad", "%s/%s" % (os.path.basename(d), case), cd, ["--train"], CELLC,
+                              None, grad_model(cd)))
+    yield from parallel(verify_one, items)
+    yield from grad_api()
+    yield grad_refused("dtriv", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
+                       " output h\n}\n", "cannot differentiate")
+    yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"
+                       " y = linear(last(h), out=2)\n output y\n}\n", "needs a per-step output",
+                       ["--loss", "ce-all"])
+
+
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
@@ -990,6 +1067,7 @@ GROUPS = [
     ("loop", group_loop),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
+    ("grad", group_grad),
 ]
 
 

@@ -1,0 +1,198 @@
+"""gen_grad_smoke.py: small gradient cases for the `grad` test group (cellc
+compile --train), written independently of cellc:
+
+  .cell models (one layer of a CELLS.md cell + a linear head): forward and
+  gradients from tests/ref_cells.py (PyTorch, written from CELLS.md) with
+  autograd, random weights written as the model's weights file;
+  ONNX exports of nn.LSTM / nn.GRU classifiers: forward and gradients with
+  respect to the ONNX initializers by PyTorch autograd through the ONNX
+  LSTM/GRU equations (gate orders iofc / zrh), checked against the exported
+  module's own output.
+
+Layout (the contract of /tmp TRAIN.md "Oracle data"): OUT/<case>/model.cell or
+model.onnx, test_data_set_0/input_k.pb (model inputs, then target [, mask])
+and output_k.pb named by TensorProto (model outputs, loss, grad.<P>,
+grad.<X>, dstate).  Fixed seeds.
+
+usage: gen_grad_smoke.py OUT
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ref_cells  # noqa: E402
+import tensorfile  # noqa: E402
+
+
+def write_pb(path, arr, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
+
+
+def cell_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0, head=True):
+    rng = np.random.default_rng(seed)
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    params = {k: (rng.standard_normal(s) * 0.4).astype(np.float32) for k, s in ref_cells.param_shapes(cell, opts, I, H)}
+    Wy = (rng.standard_normal((C, H)) * 0.4).astype(np.float32); by = (rng.standard_normal(C) * 0.1).astype(np.float32)
+    x = rng.standard_normal((T, B, I)).astype(np.float32)
+    tw = [("h1." + k, v) for k, v in params.items()]
+    if head: tw += [("y.weight", Wy), ("y.bias", by)]
+    tensorfile.write(out + "/w.weights", tw)
+    optstr = "".join(", %s=%s" % (k, v) for k, v in opts.items())
+    with open(out + "/model.cell", "w") as f:
+        f.write('model m {\n input x: f32[seq, batch, %d]\n weights "w.weights"\n h1 = %s(x, hidden=%d%s)\n' % (I, cell, H, optstr))
+        if head:
+            f.write(' y = linear(%s, out=%d)\n output y\n}\n' % ("last(h1)" if loss == "ce" else "h1", C))
+        else:
+            f.write(' output h1\n}\n')
+    c = ref_cells.make_cell(cell, opts, params, torch.float32)
+    P = {}
+    for k in params:
+        t = torch.tensor(params[k], requires_grad=True); P[k] = t
+    c.W_x = P["W_x"]; c.b_x = P.get("b_x"); c.W_h = P.get("W_h"); c.b_h = P.get("b_h")
+    Wy_t = torch.tensor(Wy, requires_grad=True); by_t = torch.tensor(by, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    st = c.init_state(B)
+    hs = []
+    for t in range(T):
+        h = c.step(xt[t], st, t + 1); h.retain_grad(); hs.append(h)
+    Y = torch.stack(hs)
+    if head:
+        y = (Y[-1] if loss == "ce" else Y) @ Wy_t.T + by_t
+    else:
+        y = Y
+    ins = [("x", x)]
+    if loss == "ce":
+        tgt = rng.integers(0, C, size=(B,)).astype(np.int64)
+        L = torch.nn.functional.cross_entropy(y, torch.tensor(tgt))
+    elif loss == "ce-all":
+        tgt = rng.integers(0, C, size=(T, B)).astype(np.int64)
+        L = torch.nn.functional.cross_entropy(y.reshape(T * B, -1), torch.tensor(tgt).reshape(-1))
+    else:
+        tgt = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+        if loss == "mse":
+            L = torch.nn.functional.mse_loss(y, torch.tensor(tgt))
+        else:
+            m = (rng.random(tuple(y.shape)) < 0.6).astype(np.float32)
+            L = ((torch.tensor(m) * (y - torch.tensor(tgt)) ** 2).sum() / torch.tensor(m).sum())
+    ins.append(("target", tgt))
+    if loss == "masked-mse": ins.append(("mask", m))
+    L.backward()
+    outs = [("y" if head else "h1", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
+    outs += [("grad.h1." + k, P[k].grad.numpy()) for k in params]
+    if head: outs += [("grad.y.weight", Wy_t.grad.numpy()), ("grad.y.bias", by_t.grad.numpy())]
+    outs += [("grad.x", xt.grad.numpy()), ("dstate", torch.stack([h.grad for h in hs]).numpy())]
+    for k, (n, a) in enumerate(ins): write_pb("%s/test_data_set_0/input_%d.pb" % (out, k), a, n)
+    for k, (n, a) in enumerate(outs): write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
+
+
+class Net(torch.nn.Module):
+    def __init__(s, kind, I, H, C, layers, bidir):
+        super().__init__()
+        s.rnn = getattr(torch.nn, kind)(I, H, num_layers=layers, bidirectional=bidir)
+        s.fc = torch.nn.Linear(H * (2 if bidir else 1), C)
+    def forward(s, x):
+        y, _ = s.rnn(x)
+        return s.fc(y[-1])
+
+def onnx_case(out, kind="LSTM", layers=1, bidir=False, T=6, B=3, I=4, H=5, C=3, seed=0):
+    torch.manual_seed(seed)
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    net = Net(kind, I, H, C, layers, bidir)
+    x = torch.randn(T, B, I)
+    torch.onnx.export(net, (x,), out + "/model.onnx", input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "seq", 1: "batch"}}, opset_version=14)
+    m = onnx.load(out + "/model.onnx")
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    # map torch parameters to the initializers they were exported as, by value
+    leaves = {n: torch.tensor(a.astype(np.float32), requires_grad=True) for n, a in inits.items() if a.dtype == np.float32}
+    # forward from the ONNX initializers (ONNX LSTM/GRU semantics, gate orders iofc / zrh)
+    G = 4 if kind == "LSTM" else 3
+    nodes = [n for n in m.graph.node if n.op_type == kind]
+    xt = torch.tensor(x.numpy(), requires_grad=True)
+    h_in = xt
+    for nd in nodes:
+        W, R, Bv = (leaves[nd.input[k]] for k in (1, 2, 3))
+        D = W.shape[0]
+        ys = []
+        for d in range(D):
+            h = torch.zeros(B, H); c = torch.zeros(B, H)
+            seq = range(T) if d == 0 else range(T - 1, -1, -1)
+            outs = [None] * T
+            for t in seq:
+                g = h_in[t] @ W[d].T + Bv[d][:G * H] + h @ R[d].T + (Bv[d][G * H:] if kind == "LSTM" else 0)
+                if kind == "LSTM":
+                    i, o, f, cc = (g[:, k * H:(k + 1) * H] for k in range(4))
+                    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
+                    h = torch.sigmoid(o) * torch.tanh(c)
+                else:
+                    gx = h_in[t] @ W[d].T + Bv[d][:G * H]
+                    lbr = [a.i for a in nd.attribute if a.name == "linear_before_reset"]
+                    z = torch.sigmoid(gx[:, :H] + h @ R[d][:H].T + Bv[d][G * H:G * H + H])
+                    r = torch.sigmoid(gx[:, H:2 * H] + h @ R[d][H:2 * H].T + Bv[d][G * H + H:G * H + 2 * H])
+                    if lbr and lbr[0]:
+                        n = torch.tanh(gx[:, 2 * H:] + r * (h @ R[d][2 * H:].T + Bv[d][G * H + 2 * H:]))
+                    else:
+                        n = torch.tanh(gx[:, 2 * H:] + (r * h) @ R[d][2 * H:].T + Bv[d][G * H + 2 * H:])
+                    h = (1 - z) * n + z * h
+                outs[t] = h
+            ys.append(torch.stack(outs))
+        h_in = torch.cat(ys, dim=2)
+    fcw = [n for n, a in inits.items() if a.shape == tuple(net.fc.weight.shape) and np.allclose(a, net.fc.weight.detach().numpy())][0]
+    fcb = [n for n, a in inits.items() if a.shape == tuple(net.fc.bias.shape) and np.allclose(a, net.fc.bias.detach().numpy())][0]
+    y = h_in[-1] @ leaves[fcw].T + leaves[fcb]
+    ref = net(x).detach().numpy()
+    assert np.allclose(ref, y.detach().numpy(), atol=1e-5), "onnx-semantics forward disagrees with torch"
+    tgt = torch.randint(0, C, (B,))
+    L = torch.nn.functional.cross_entropy(y, tgt)
+    L.backward()
+    write_pb(out + "/test_data_set_0/input_0.pb", x.numpy(), "x")
+    write_pb(out + "/test_data_set_0/input_1.pb", tgt.numpy().astype(np.int64), "target")
+    outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
+    used = {i for n in m.graph.node for i in n.input}
+    outs += [("grad." + t.name, (leaves[t.name].grad if leaves[t.name].grad is not None else torch.zeros_like(leaves[t.name])).numpy())
+             for t in m.graph.initializer if t.name in leaves and t.name in used]
+    outs += [("grad.x", xt.grad.numpy())]
+    for k, (n, a) in enumerate(outs):
+        write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
+
+
+CELL_CASES = [
+    ("lstm_ce", "lstm", {}, "ce"),
+    ("lstm_mse", "lstm", {}, "mse"),
+    ("lstm_ce_all", "lstm", {}, "ce-all"),
+    ("momentum_lstm_ce", "momentum_lstm", {"mu": 0.6, "s": 0.6}, "ce"),
+    ("momentum_lstm_masked_mse", "momentum_lstm", {}, "masked-mse"),
+    ("adam_lstm_ce", "adam_lstm", {}, "ce"),
+    ("rmsprop_gru_mse", "rmsprop_gru", {}, "mse"),
+    ("gru_ce", "gru", {}, "ce"),
+    ("rnn_ce", "rnn", {}, "ce"),
+    ("nag_rnn_ce", "nag_rnn", {}, "ce"),
+    ("nag_lstm_ce", "nag_lstm", {}, "ce"),
+    ("momentum_gru_ce_all", "momentum_gru", {}, "ce-all"),
+]
+ONNX_CASES = [
+    ("onnx_lstm", "LSTM", 1, False),
+    ("onnx_lstm_2layer", "LSTM", 2, False),
+    ("onnx_lstm_bidir", "LSTM", 1, True),
+    ("onnx_gru_2layer_bidir", "GRU", 2, True),
+]
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    for i, (name, cell, opts, loss) in enumerate(CELL_CASES):
+        cell_case(os.path.join(out, name), cell, opts, loss, seed=100 + i)
+    for i, (name, kind, layers, bidir) in enumerate(ONNX_CASES):
+        onnx_case(os.path.join(out, name), kind, layers, bidir, seed=200 + i)
+
+
+if __name__ == "__main__":
+    main()
