@@ -769,8 +769,13 @@ static ir_value *vec_part(low *W, const char *nm, int64_t off, int64_t n, const 
 {
 	if (W->g->train) {
 		/* computed at run time from the parameter, before the recurrence */
-		int64_t zero = 0, end = off + n;
-		ir_value *in[4] = {par(W, nm), ir_const_i64(W->g, NULL, 1, &off), ir_const_i64(W->g, NULL, 1, &end),
+		ir_value *p = par(W, nm);
+		int64_t zero = 0, end = off + n, all = ir_shape_const_numel(&p->shape);
+		if (p->shape.rank != 1) {
+			ir_value *rin[2] = {p, ir_const_i64(W->g, NULL, 1, &all)};
+			p = done(W, W->g, mk(W, W->g, OP_RESHAPE, 2, rin), NULL);
+		}
+		ir_value *in[4] = {p, ir_const_i64(W->g, NULL, 1, &off), ir_const_i64(W->g, NULL, 1, &end),
 				   ir_const_i64(W->g, NULL, 1, &zero)};
 		return done(W, W->g, mk(W, W->g, OP_SLICE, 4, in), NULL);
 	}

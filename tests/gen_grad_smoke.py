@@ -162,6 +162,49 @@ def onnx_case(out, kind="LSTM", layers=1, bidir=False, T=6, B=3, I=4, H=5, C=3, 
         write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
 
 
+def generic_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0):
+    """Any cell of ref_cells through run_layer, parameters as autograd leaves
+    (no dstate: run_layer does not expose the per-step states)."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    shapes = ref_cells.param_shapes(cell, opts, I, H)
+    params = {k: (rng.standard_normal(sh) * 0.4).astype(np.float32) for k, sh in shapes}
+    Wy = (rng.standard_normal((C, H)) * 0.4).astype(np.float32)
+    by = (rng.standard_normal(C) * 0.1).astype(np.float32)
+    x = rng.standard_normal((T, B, I)).astype(np.float32)
+    tensorfile.write(out + "/w.weights", [("h1." + k, v) for k, v in params.items()] +
+                     [("y.weight", Wy), ("y.bias", by)])
+    optstr = "".join(", %s=%s" % (k, v) for k, v in opts.items())
+    with open(out + "/model.cell", "w") as f:
+        f.write('model m {\n input x: f32[seq, batch, %d]\n weights "w.weights"\n h1 = %s(x, hidden=%d%s)\n'
+                ' y = linear(last(h1), out=%d)\n output y\n}\n' % (I, cell, H, optstr, C))
+    leaves = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    Wy_t, by_t = torch.tensor(Wy, requires_grad=True), torch.tensor(by, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    keep = ref_cells.T
+    ref_cells.T = lambda a, dtype: a if torch.is_tensor(a) else keep(a, dtype)
+    try:
+        Y, _ = ref_cells.run_layer(cell, opts, leaves, xt)
+    finally:
+        ref_cells.T = keep
+    y = Y[-1] @ Wy_t.T + by_t
+    tgt = rng.integers(0, C, size=(B,)).astype(np.int64)
+    L = torch.nn.functional.cross_entropy(y, torch.tensor(tgt))
+    L.backward()
+    write_pb(out + "/test_data_set_0/input_0.pb", x, "x")
+    write_pb(out + "/test_data_set_0/input_1.pb", tgt, "target")
+    outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
+    outs += [("grad.h1." + k, leaves[k].grad.numpy()) for k in params]
+    outs += [("grad.y.weight", Wy_t.grad.numpy()), ("grad.y.bias", by_t.grad.numpy()), ("grad.x", xt.grad.numpy())]
+    for k, (n, a) in enumerate(outs):
+        write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
+
+
+GENERIC_CASES = [
+    ("irnn_K2", "irnn", {"K": 2}, "ce"),
+    ("momentum_attention", "momentum_attention", {}, "ce"),
+]
+
 CELL_CASES = [
     ("lstm_ce", "lstm", {}, "ce"),
     ("lstm_mse", "lstm", {}, "mse"),
@@ -190,6 +233,8 @@ def main():
     torch.set_num_threads(1)
     for i, (name, cell, opts, loss) in enumerate(CELL_CASES):
         cell_case(os.path.join(out, name), cell, opts, loss, seed=100 + i)
+    for i, (name, cell, opts, loss) in enumerate(GENERIC_CASES):
+        generic_case(os.path.join(out, name), cell, opts, loss, seed=300 + i)
     for i, (name, kind, layers, bidir) in enumerate(ONNX_CASES):
         onnx_case(os.path.join(out, name), kind, layers, bidir, seed=200 + i)
 
