@@ -10,6 +10,8 @@
  *           (dL/dh_t of the first recurrence's first state, [T, B, H]),
  *           appended in that order; the backward nodes follow every forward
  *           node in the root graph (train_opts.bwd_start).
+ * Also expands the ONNX Gradient operator (ai.onnx.preview.training), with or
+ * without --train.
  * breaks:   nothing: the forward recurrences get extra stacked outputs (the
  *           states s_{t-1} and the outputs of the step's products), which
  *           their backward recurrences read.
@@ -1138,9 +1140,96 @@ static ir_value *zeros(gctx *C, ir_value *like)
 	return mul(C, like, fc(C, 0));
 }
 
+/* Which root values before node `upto` depend on one with rneeds set. */
+static void propagate_needs(gx *X, int upto)
+{
+	ir_graph *g = X->g;
+	for (int i = 0; i < upto; i++) {
+		ir_node *n = g->nodes[i];
+		int any = 0;
+		for (int k = 0; k < n->nin; k++)
+			any |= root_needs(X, n->in[k]);
+		if (n->body)
+			for (int j = 0; j < n->body->nnodes; j++)
+				for (int k = 0; k < n->body->nodes[j]->nin; k++)
+					any |= root_needs(X, n->body->nodes[j]->in[k]);
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				X->rneeds[n->out[k]->id] |= (char)any;
+		if (n->op == OP_RECURRENCE && !X->first_rec)
+			X->first_rec = n;
+	}
+}
+
+/* The ONNX Gradient operator (ai.onnx.preview.training) at root node `at`:
+ * the gradient of sum(y) with respect to its inputs xs, by the rules above,
+ * placed where the node was. */
+static int expand_gradient(ir_graph *g, diag *D, int at)
+{
+	ir_node *G = g->nodes[at];
+	ir_recount(g);
+	gx X0 = {.g = g, .D = D, .n0 = g->nvalues}, *X = &X0;
+	X->rneeds = arena_alloc(g->A, (size_t)g->nvalues + 1);
+	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+	const char *yn = ir_attr_string(G, "y", "");
+	ir_value *y = ir_find_value(g, yn);
+	if (!y || y->graph != g || y->dtype != DT_F32 || y->shape.rank < 0) {
+		diag_node(D, G, "Gradient: y '%s' is not an f32 tensor computed by the graph", yn);
+		return 1;
+	}
+	for (int k = 0; k < G->nin; k++)
+		X->rneeds[G->in[k]->id] = 1;
+	propagate_needs(X, at);
+	int ntail = g->nnodes - at - 1;
+	ir_node **tail = arena_array(g->A, (size_t)ntail + 1, sizeof *tail);
+	memcpy(tail, g->nodes + at + 1, (size_t)ntail * sizeof *tail);
+	g->nnodes = at;
+	gctx R = {.X = X, .tg = g, .src = g, .nsrc = X->n0, .needs = X->rneeds, .at = G};
+	R.grad = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.grad);
+	R.parts = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.parts);
+	/* d sum(y) / dy = ones */
+	ir_value *ones;
+	if (y->shape.rank == 0) {
+		ones = fc(&R, 1);
+	} else {
+		ir_value *zero = mul(&R, y, fc(&R, 0));
+		ones = add(&R, zero, fc(&R, 1));
+		if (ir_shape_const_numel(&y->shape) >= 0) {
+			ir_value *in[1] = {shape_const(&R, &y->shape)};
+			ir_node *c = mk(&R, OP_CONSTOFSHAPE, 1, in);
+			ir_shape s1 = {.rank = 1, .d = {ir_dim_const(1)}};
+			float one = 1.0f;
+			ir_attr_add(c, "value", ATTR_TENSOR)->t = ir_const_new(g, NULL, DT_F32, &s1, &one);
+			ones = fin(&R, c);
+		}
+	}
+	acc(&R, y, ones);
+	for (int i = at - 1; i >= 0 && !X->errors; i--)
+		rule(&R, g->nodes[i]);
+	for (int k = 0; k < G->nout && !X->errors; k++) {
+		if (!G->out[k])
+			continue;
+		ir_value *gk = get_grad(&R, G->in[k]);
+		ir_node *idn = mk(&R, OP_IDENTITY, 1, (ir_value *[]){gk ? gk : zeros(&R, G->in[k])});
+		idn->out[0] = G->out[k];
+		fin(&R, idn);
+	}
+	for (int i = 0; i < ntail; i++)
+		ir_append(g, tail[i]);
+	ir_recount(g);
+	return X->errors;
+}
+
 int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_GRADIENT) {
+			int errs = expand_gradient(g, D, i);
+			if (errs)
+				return errs;
+			i = -1;         /* the node list changed: look again */
+		}
 	train_opts *t = g->train;
 	if (!t)
 		return 0;
@@ -1165,21 +1254,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 			xs[nx++] = g->inputs[k];
 		}
 	int nfwd = g->nnodes;
-	for (int i = 0; i < nfwd; i++) {
-		ir_node *n = g->nodes[i];
-		int any = 0;
-		for (int k = 0; k < n->nin; k++)
-			any |= root_needs(X, n->in[k]);
-		if (n->body)
-			for (int j = 0; j < n->body->nnodes; j++)
-				for (int k = 0; k < n->body->nodes[j]->nin; k++)
-					any |= root_needs(X, n->body->nodes[j]->in[k]);
-		for (int k = 0; k < n->nout; k++)
-			if (n->out[k])
-				X->rneeds[n->out[k]->id] = (char)any;
-		if (n->op == OP_RECURRENCE && !X->first_rec)
-			X->first_rec = n;
-	}
+	propagate_needs(X, nfwd);
 
 	/* the output the loss reads */
 	int li = 0;

@@ -102,6 +102,25 @@ int train_op_infer(ir_graph *g, ir_node *n, diag *D)
 		y->dtype = DT_F32;
 		y->shape = n->in[1]->shape;
 		return 0;
+	case OP_GRADIENT: {
+		/* outputs: the gradients of the inputs xs (named by the xs attribute) */
+		ir_attr *xs = ir_attr_find(n, "xs");
+		if (!xs || xs->kind != ATTR_STRINGS || xs->n != n->nin || n->nout != n->nin ||
+		    !ir_attr_find(n, "y") || ir_attr_find(n, "y")->kind != ATTR_STRING)
+			return bad(D, n, "Gradient needs the attributes xs (one name per input) and y, and one "
+				   "output per input");
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k] || strcmp(n->in[k]->name, xs->strings[k]) != 0)
+				return bad(D, n, "Gradient: input k must be the tensor named xs[k]");
+			if (n->in[k]->dtype != DT_F32)
+				return bad(D, n, "Gradient: only f32 tensors can be differentiated");
+			if (n->out[k]) {
+				n->out[k]->dtype = DT_F32;
+				n->out[k]->shape = n->in[k]->shape;
+			}
+		}
+		return 0;
+	}
 	default:
 		break;
 	}

@@ -44,7 +44,8 @@ Groups, in order:
               nn.LSTM/GRU exports vs PyTorch autograd) and, when generated,
               tests/gen_grad_cases.py's; the train API of the emitted code
               (tests/grad/test_train_api.c: params, forward-only, save/load,
-              finite differences); untrainable models refused with exit 2
+              finite differences); untrainable models refused with exit 2;
+              the official tests of the ONNX Gradient operator
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -1048,6 +1049,11 @@ def group_grad():
             if os.path.isdir(os.path.join(ROOT, cd)) and data_sets(cd):
                 items.append(("grad", "%s/%s" % (os.path.basename(d), case), cd, ["--train"], CELLC,
                               None, grad_model(cd)))
+    # the official tests of the ONNX Gradient operator (onnx's generator puts them in simple/)
+    if stamp_ok("onnx_node"):
+        for t in ("test_gradient_of_add", "test_gradient_of_add_and_mul"):
+            cd = os.path.join(OUT, "onnx_node", "simple", t)
+            items.append(("grad", "onnx_" + t, cd, NODE_TOL))
     yield from parallel(verify_one, items)
     yield from grad_api()
     yield grad_refused("dtriv", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
