@@ -7,7 +7,9 @@ compile --train), written independently of cellc:
   ONNX exports of nn.LSTM / nn.GRU classifiers: forward and gradients with
   respect to the ONNX initializers by PyTorch autograd through the ONNX
   LSTM/GRU equations (gate orders iofc / zrh), checked against the exported
-  module's own output.
+  module's own output;
+  traced Python-loop cells of tests/ref_momentum.py (re-rolled by cellc),
+  gradients by autograd through the module.
 
 Layout (the contract of /tmp TRAIN.md "Oracle data"): OUT/<case>/model.cell or
 model.onnx, test_data_set_0/input_k.pb (model inputs, then target [, mask])
@@ -205,6 +207,77 @@ GENERIC_CASES = [
     ("momentum_attention", "momentum_attention", {}, "ce"),
 ]
 
+def trace_case(out, model, opset=14, T=8, B=3, I=3, H=8, C=4, seed=0, batch_first=False, scripted=False):
+    """A PyTorch Python-loop cell (tests/ref_momentum.py) traced to ONNX (T
+    copies of the step, re-rolled by cellc) or, scripted, the same weights in
+    tests/ref_scripted.py's torch.jit.script module (an ONNX Loop); loss
+    ce-all on the per-step logits y; gradients by autograd through the eager
+    module w.r.t. the initializers, matched to its parameters by value (the
+    exporter may store fc.weight transposed)."""
+    import ref_momentum
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    net = ref_momentum.make_model(model, I, H, C, seed, batch_first=batch_first)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((B, T, I) if batch_first else (T, B, I)).astype(np.float32)
+    tb = {0: "batch", 1: "seq"} if batch_first else {0: "seq", 1: "batch"}
+    if scripted:
+        import ref_scripted
+        sm = torch.jit.script(ref_scripted.load_from(ref_scripted.make_model(model, I, H, C, batch_first), net))
+        with torch.no_grad():
+            torch.onnx.export(sm, (torch.from_numpy(x),), out + "/model.onnx", opset_version=opset,
+                              input_names=["x"], output_names=["y", "h"],
+                              dynamic_axes={"x": tb, "y": tb, "h": {0: "batch"}})
+    else:
+        torch.onnx.export(net, (torch.from_numpy(x),), out + "/model.onnx", opset_version=opset,
+                          input_names=["x"], output_names=["y", "h"], dynamic_axes={"x": tb})
+    m = onnx.load(out + "/model.onnx")
+    xt = torch.tensor(x, requires_grad=True)
+    y, h = net(xt)
+    tgt = rng.integers(0, C, size=tuple(y.shape[:2])).astype(np.int64)
+    L = torch.nn.functional.cross_entropy(y.reshape(-1, C), torch.from_numpy(tgt).reshape(-1))
+    L.backward()
+    params = dict(net.named_parameters())
+    outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
+
+    def used_in(graph):
+        u = set()
+        for n in graph.node:
+            u |= set(n.input)
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    u |= used_in(a.g)
+        return u
+    used = used_in(m.graph)
+    for t in m.graph.initializer:
+        a = numpy_helper.to_array(t)
+        if a.dtype != np.float32 or t.name not in used:
+            continue
+        g = None
+        for pn, p in params.items():
+            pv = p.detach().numpy()
+            if pv.shape == a.shape and np.array_equal(pv, a):
+                g = p.grad.numpy()
+            elif pv.ndim == 2 and pv.T.shape == a.shape and np.array_equal(pv.T, a):
+                g = p.grad.numpy().T
+        if g is None:
+            raise SystemExit("trace_case: initializer %s matches no parameter" % t.name)
+        outs.append(("grad." + t.name, g))
+    outs.append(("grad.x", xt.grad.numpy()))
+    write_pb(out + "/test_data_set_0/input_0.pb", x, "x")
+    write_pb(out + "/test_data_set_0/input_1.pb", tgt, "target")
+    for k, (n, a) in enumerate(outs):
+        write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
+
+
+TRACE_CASES = [
+    ("trace_momentum_lstm", "momentum_lstm", 14, False, False),
+    ("trace_nag_lstm_r2", "nag_lstm_r2", 14, False, False),
+    ("trace_adam_lstm_bf", "adam_lstm", 17, True, False),
+    ("trace_momentum_gru", "momentum_gru", 14, False, False),
+    ("script_momentum_lstm", "momentum_lstm", 14, False, True),
+    ("script_rmsprop_lstm_bf", "rmsprop_lstm", 17, True, True),
+]
+
 CELL_CASES = [
     ("lstm_ce", "lstm", {}, "ce"),
     ("lstm_mse", "lstm", {}, "mse"),
@@ -235,6 +308,8 @@ def main():
         cell_case(os.path.join(out, name), cell, opts, loss, seed=100 + i)
     for i, (name, cell, opts, loss) in enumerate(GENERIC_CASES):
         generic_case(os.path.join(out, name), cell, opts, loss, seed=300 + i)
+    for i, (name, model, opset, bf, scripted) in enumerate(TRACE_CASES):
+        trace_case(os.path.join(out, name), model, opset, seed=400 + i, batch_first=bf, scripted=scripted)
     for i, (name, kind, layers, bidir) in enumerate(ONNX_CASES):
         onnx_case(os.path.join(out, name), kind, layers, bidir, seed=200 + i)
 
