@@ -94,21 +94,34 @@ def cell_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0, head=True)
 
 
 class Net(torch.nn.Module):
-    def __init__(s, kind, I, H, C, layers, bidir):
+    def __init__(s, kind, I, H, C, layers, bidir, init=False):
         super().__init__()
         s.rnn = getattr(torch.nn, kind)(I, H, num_layers=layers, bidirectional=bidir)
         s.fc = torch.nn.Linear(H * (2 if bidir else 1), C)
-    def forward(s, x):
-        y, _ = s.rnn(x)
+        s.init = init
+
+    def forward(s, x, h0=None, c0=None):
+        if s.init:
+            y, _ = s.rnn(x, (h0, c0) if c0 is not None else h0)
+        else:
+            y, _ = s.rnn(x)
         return s.fc(y[-1])
 
-def onnx_case(out, kind="LSTM", layers=1, bidir=False, T=6, B=3, I=4, H=5, C=3, seed=0):
+
+def onnx_case(out, kind="LSTM", layers=1, bidir=False, T=6, B=3, I=4, H=5, C=3, seed=0, init=False):
+    """init: initial states h0 (and c0) as graph inputs, their gradients too."""
     torch.manual_seed(seed)
     os.makedirs(out + "/test_data_set_0", exist_ok=True)
-    net = Net(kind, I, H, C, layers, bidir)
+    net = Net(kind, I, H, C, layers, bidir, init)
     x = torch.randn(T, B, I)
-    torch.onnx.export(net, (x,), out + "/model.onnx", input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "seq", 1: "batch"}}, opset_version=14)
+    nd_ = layers * (2 if bidir else 1)
+    states = [torch.randn(nd_, B, H) * 0.5 for _ in range(2 if kind == "LSTM" else 1)] if init else []
+    names = ["x"] + (["h0", "c0"][:len(states)])
+    dyn = {"x": {0: "seq", 1: "batch"}}
+    dyn.update({n: {1: "batch"} for n in names[1:]})
+    torch.onnx.export(net, (x, *states), out + "/model.onnx", input_names=names, output_names=["y"],
+                      dynamic_axes=dyn, opset_version=14)
+    st = [torch.tensor(a.numpy(), requires_grad=True) for a in states]
     m = onnx.load(out + "/model.onnx")
     inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
     # map torch parameters to the initializers they were exported as, by value
@@ -118,12 +131,13 @@ def onnx_case(out, kind="LSTM", layers=1, bidir=False, T=6, B=3, I=4, H=5, C=3, 
     nodes = [n for n in m.graph.node if n.op_type == kind]
     xt = torch.tensor(x.numpy(), requires_grad=True)
     h_in = xt
-    for nd in nodes:
+    for li, nd in enumerate(nodes):
         W, R, Bv = (leaves[nd.input[k]] for k in (1, 2, 3))
         D = W.shape[0]
         ys = []
         for d in range(D):
-            h = torch.zeros(B, H); c = torch.zeros(B, H)
+            h = st[0][li * D + d] if st else torch.zeros(B, H)
+            c = st[1][li * D + d] if len(st) > 1 else torch.zeros(B, H)
             seq = range(T) if d == 0 else range(T - 1, -1, -1)
             outs = [None] * T
             for t in seq:
@@ -148,18 +162,21 @@ def onnx_case(out, kind="LSTM", layers=1, bidir=False, T=6, B=3, I=4, H=5, C=3, 
     fcw = [n for n, a in inits.items() if a.shape == tuple(net.fc.weight.shape) and np.allclose(a, net.fc.weight.detach().numpy())][0]
     fcb = [n for n, a in inits.items() if a.shape == tuple(net.fc.bias.shape) and np.allclose(a, net.fc.bias.detach().numpy())][0]
     y = h_in[-1] @ leaves[fcw].T + leaves[fcb]
-    ref = net(x).detach().numpy()
+    ref = net(x, *states).detach().numpy()
     assert np.allclose(ref, y.detach().numpy(), atol=1e-5), "onnx-semantics forward disagrees with torch"
     tgt = torch.randint(0, C, (B,))
     L = torch.nn.functional.cross_entropy(y, tgt)
     L.backward()
     write_pb(out + "/test_data_set_0/input_0.pb", x.numpy(), "x")
-    write_pb(out + "/test_data_set_0/input_1.pb", tgt.numpy().astype(np.int64), "target")
+    for k, a in enumerate(states):
+        write_pb(out + "/test_data_set_0/input_%d.pb" % (k + 1), a.numpy(), names[k + 1])
+    write_pb(out + "/test_data_set_0/input_%d.pb" % (len(states) + 1), tgt.numpy().astype(np.int64), "target")
     outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
     used = {i for n in m.graph.node for i in n.input}
     outs += [("grad." + t.name, (leaves[t.name].grad if leaves[t.name].grad is not None else torch.zeros_like(leaves[t.name])).numpy())
              for t in m.graph.initializer if t.name in leaves and t.name in used]
     outs += [("grad.x", xt.grad.numpy())]
+    outs += [("grad." + names[k + 1], a.grad.numpy()) for k, a in enumerate(st)]
     for k, (n, a) in enumerate(outs):
         write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
 
@@ -293,10 +310,19 @@ CELL_CASES = [
     ("momentum_gru_ce_all", "momentum_gru", {}, "ce-all"),
 ]
 ONNX_CASES = [
-    ("onnx_lstm", "LSTM", 1, False),
-    ("onnx_lstm_2layer", "LSTM", 2, False),
-    ("onnx_lstm_bidir", "LSTM", 1, True),
-    ("onnx_gru_2layer_bidir", "GRU", 2, True),
+    ("onnx_lstm", "LSTM", 1, False, False),
+    ("onnx_lstm_2layer", "LSTM", 2, False, False),
+    ("onnx_lstm_bidir", "LSTM", 1, True, False),
+    ("onnx_gru_2layer_bidir", "GRU", 2, True, False),
+    ("onnx_lstm_init", "LSTM", 1, False, True),
+    ("onnx_lstm_2layer_bidir_init", "LSTM", 2, True, True),
+    ("onnx_gru_init", "GRU", 1, False, True),
+]
+
+# T = 100: the issue's longest gradient check
+LONG_CASES = [
+    ("long_momentum_lstm_T100", "momentum_lstm", {}, "ce"),
+    ("long_adam_gru_T100", "adam_gru", {}, "mse"),
 ]
 
 
@@ -310,8 +336,12 @@ def main():
         generic_case(os.path.join(out, name), cell, opts, loss, seed=300 + i)
     for i, (name, model, opset, bf, scripted) in enumerate(TRACE_CASES):
         trace_case(os.path.join(out, name), model, opset, seed=400 + i, batch_first=bf, scripted=scripted)
-    for i, (name, kind, layers, bidir) in enumerate(ONNX_CASES):
-        onnx_case(os.path.join(out, name), kind, layers, bidir, seed=200 + i)
+    for i, (name, kind, layers, bidir, init) in enumerate(ONNX_CASES):
+        onnx_case(os.path.join(out, name), kind, layers, bidir, seed=200 + i, init=init)
+    onnx_case(os.path.join(out, "long_onnx_lstm_2layer_bidir_T100"), "LSTM", 2, True, T=100, B=4, I=5, H=16,
+              seed=299)
+    for i, (name, cell, opts, loss) in enumerate(LONG_CASES):
+        cell_case(os.path.join(out, name), cell, opts, loss, T=100, B=4, I=5, H=16, seed=500 + i)
 
 
 if __name__ == "__main__":
