@@ -79,6 +79,8 @@ typedef struct gctx {
 	part **parts;           /* [nsrc] */
 	char *needs;            /* [nsrc] */
 	ir_node *at;            /* node being differentiated (messages) */
+	ir_node *cats[16];      /* Concats made from slice parts, reused for equal parts */
+	int ncats;
 	contrib *cb;
 	int ncb, capcb;
 } gctx;
@@ -331,9 +333,23 @@ static ir_value *get_grad(gctx *C, ir_value *v)
 			ir_value **in = arena_array(C->tg->A, (size_t)n, sizeof *in);
 			for (int i = 0; i < n; i++)
 				in[i] = sorted[i]->g;
-			ir_node *c = mk(C, OP_CONCAT, n, in);
-			ir_attr_set_int(c, "axis", v->shape.rank - 1);
-			sum = fin(C, c);
+			sum = NULL;
+			/* the gate pre-activation a = u + r: du and dr are the same parts */
+			for (int k = 0; k < C->ncats && !sum; k++) {
+				ir_node *c = C->cats[k];
+				int same = c->nin == n;
+				for (int i = 0; same && i < n; i++)
+					same = c->in[i] == in[i];
+				if (same)
+					sum = c->out[0];
+			}
+			if (!sum) {
+				ir_node *c = mk(C, OP_CONCAT, n, in);
+				ir_attr_set_int(c, "axis", v->shape.rank - 1);
+				sum = fin(C, c);
+				if (C->ncats < (int)COUNTOF(C->cats))
+					C->cats[C->ncats++] = c;
+			}
 		} else if (tiles) {
 			sum = sorted[0]->g;
 		} else {
