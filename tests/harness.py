@@ -45,7 +45,8 @@ Groups, in order:
               tests/gen_grad_cases.py's; the train API of the emitted code
               (tests/grad/test_train_api.c: params, forward-only, save/load,
               finite differences); untrainable models refused with exit 2;
-              the official tests of the ONNX Gradient operator
+              the official tests of the ONNX Gradient operator; the backward
+              step holds one product and weight gradients are one GEMM each
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -1032,6 +1033,34 @@ def grad_refused(name, text, want, args=()):
         status_word(rc), first_lines(err), log))
 
 
+def grad_structure(case):
+    """The backward pass is fast by construction: the backward recurrence's
+    step holds exactly one product (dh_{t-1} = da_t W_h), and every weight
+    gradient is one GEMM over all steps in the root graph."""
+    model = grad_model(os.path.join(OUT, "grad_smoke", case))
+    log = os.path.join(LOGS, "grad", "structure_" + case + ".log")
+    rc, out, err = run([CELLC, "dump", model, "--train", "--after", "grad"], log)
+    name = "grad/structure_" + case
+    if rc != 0:
+        return Result(name, False, "cellc dump: %s (log: %s)" % (status_word(rc), log))
+    lines = out.splitlines()
+    at = [i for i, l in enumerate(lines) if "Recurrence(" in l and ".backward" in l]
+    if len(at) != 1:
+        return Result(name, False, "expected one backward recurrence, found %d (log: %s)" % (len(at), log))
+    depth, body = 0, []
+    for l in lines[at[0]:]:
+        depth += l.count("{") - l.count("}")
+        body.append(l)
+        if depth <= 0:
+            break
+    gemms = sum(1 for l in body[1:] if "= Gemm(" in l)
+    wgrad = [l for l in lines if l.strip().startswith("%grad.h1.W_") and "= Gemm(" in l and "transA = 1" in l
+             and "seq*batch" not in l.split("#")[0]]
+    ok = gemms == 1 and len(wgrad) == 2
+    return Result(name, ok, "" if ok else "%d products in the backward step, %d one-GEMM weight gradients "
+                  "(log: %s)" % (gemms, len(wgrad), log))
+
+
 def group_grad():
     if not stamp_ok("grad_smoke"):
         yield from fixtures_missing("grad", "grad_smoke")
@@ -1056,6 +1085,8 @@ def group_grad():
             items.append(("grad", "onnx_" + t, cd, NODE_TOL))
     yield from parallel(verify_one, items)
     yield from grad_api()
+    yield grad_structure("momentum_lstm_ce")
+    yield grad_structure("gru_ce")
     yield grad_refused("dtriv", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
                        " output h\n}\n", "cannot differentiate")
     yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"

@@ -20,7 +20,7 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 	$(TOUT)/cell_init/.stamp \
 	$(TOUT)/trace/.stamp $(if $(wildcard tests/fixtures/trace_long.tar.xz),$(TOUT)/trace_long/.stamp)
 
-FIXTURES += $(TOUT)/grad_smoke/.stamp
+FIXTURES += $(TOUT)/grad_smoke/.stamp $(if $(wildcard tests/gen_grad_cases.py),$(TOUT)/grad/.stamp)
 
 .PHONY: fixtures unit-tests
 fixtures: $(FIXTURES)
@@ -65,6 +65,8 @@ $(TOUT)/cell_init/.stamp: tests/gen_cell_init_cases.py tests/gen_cell_cases.py t
 # training (issue 5): gradient cases for the `grad` group (listed in FIXTURES above)
 $(TOUT)/grad_smoke/.stamp: tests/gen_grad_smoke.py tests/ref_cells.py tests/tensorfile.py
 	$(call gen,tests/gen_grad_smoke.py,$(TOUT)/grad_smoke)
+$(TOUT)/grad/.stamp: $(wildcard tests/gen_grad_cases.py)
+	$(call gen,tests/gen_grad_cases.py,$(TOUT)/grad)
 
 # ---- Check unit tests of libcellrt ------------------------------------------
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
