@@ -1138,11 +1138,45 @@ static void lower_irnn(low *W, body *S)
 	S->y = g;
 }
 
+/* --train: f(parameter nm) computed at run time by a root node before the
+ * recurrence (a [1] value the body captures), for derived scalars. */
+static ir_value *par_run(low *W, const char *nm, ir_op op)
+{
+	ir_value *p = par(W, nm);
+	return done(W, W->g, mk(W, W->g, op, 1, &p), NULL);
+}
+
+/* Heavy-ball RNN under --train: gamma = sigmoid(w), xi = softplus(c) at run time. */
+static void lower_hb_train(low *W, body *S, int64_t n, const char *an)
+{
+	ir_value *ngamma = par_run(W, "w", OP_SIGMOID);
+	ngamma = done(W, W->g, mk(W, W->g, OP_NEG, 1, &ngamma), NULL);
+	ir_value *xi = par_run(W, "c", OP_SOFTPLUS);
+	double dt = 1.0 / (double)n;
+	int ih = add_states(W, S, 0, 1), im = add_states(W, S, 1, 1);
+	ir_value *h = S->s[ih].in;
+	ir_value *m = add(W, S->s[im].in, gemm(W, W->x, par(W, "W_x"), par(W, "b_x"), 1));
+	for (int64_t k = 0; k < n; k++) {
+		ir_value *f = op1(W, OP_TANH, gemm(W, h, par(W, "W_h"), par(W, "b_h"), 1));
+		ir_value *h2 = add(W, h, scale(W, dt, act(W, an, m)));
+		ir_value *dm = sub(W, add(W, mul(W, ngamma, m), f), mul(W, xi, h));
+		m = add(W, m, scale(W, dt, dm));
+		h = h2;
+	}
+	S->s[ih].out = h;
+	S->s[im].out = m;
+	S->y = h;
+}
+
 static void lower_hb(low *W, body *S)
 {
 	const cell_def *c = W->L.c;
 	int64_t n = (int64_t)cell_opt_num(c, W->L.n, "steps");
 	const char *an = cell_opt_word(c, W->L.n, "act");
+	if (W->g->train) {
+		lower_hb_train(W, S, n, an);
+		return;
+	}
 	double wv = par_scalar(W, "w"), cv = par_scalar(W, "c");
 	double gamma = 1.0 / (1.0 + exp(-wv));
 	double xi = cv > 30 ? cv : log1p(exp(cv));
@@ -1164,6 +1198,17 @@ static void lower_hb(low *W, body *S)
 
 static void lower_fast(low *W, body *S)
 {
+	if (W->g->train) {
+		/* sigmoid(alpha), sigmoid(beta) at run time from the parameters */
+		ir_value *sa = par_run(W, "alpha", OP_SIGMOID), *sb = par_run(W, "beta", OP_SIGMOID);
+		int ih = add_states(W, S, 0, 1);
+		ir_value *h = S->s[ih].in;
+		ir_value *u = gemm(W, W->x, par(W, "W_x"), par(W, "b_x"), 1);
+		ir_value *r = gemm(W, h, par(W, "W_h"), NULL, 1);
+		S->s[ih].out = add(W, mul(W, sb, h), mul(W, sa, op1(W, OP_TANH, add(W, u, r))));
+		S->y = S->s[ih].out;
+		return;
+	}
 	double al = par_scalar(W, "alpha"), be = par_scalar(W, "beta");
 	double sa = 1.0 / (1.0 + exp(-al)), sb = 1.0 / (1.0 + exp(-be));
 	int ih = add_states(W, S, 0, 1);

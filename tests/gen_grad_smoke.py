@@ -222,6 +222,8 @@ def generic_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0):
 GENERIC_CASES = [
     ("irnn_K2", "irnn", {"K": 2}, "ce"),
     ("momentum_attention", "momentum_attention", {}, "ce"),
+    ("heavy_ball_rnn_tanh_steps2", "heavy_ball_rnn", {"steps": 2, "act": "tanh"}, "ce"),
+    ("fastrnn", "fastrnn", {}, "ce"),
 ]
 
 def trace_case(out, model, opset=14, T=8, B=3, I=3, H=8, C=4, seed=0, batch_first=False, scripted=False):
