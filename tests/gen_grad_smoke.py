@@ -36,7 +36,24 @@ def write_pb(path, arr, name):
         f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
 
 
-def cell_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0, head=True):
+# a user cell written as equations: the built-in momentum_lstm spelled out
+# (examples/my_cell.cell), checked against ref_cells' momentum_lstm
+USER_MOMENTUM_LSTM = """cell my_momentum_lstm(x; h, c, v[4*H]) {
+    option mu = 0.6, s = 0.6
+    param W_x[4*H, I], b_x[4*H], W_h[4*H, H], b_h[4*H]
+    u  = W_x @ x + b_x
+    v' = mu * v + s * u
+    a  = v' + W_h @ h + b_h
+    i, f, g, o = split(a, 4)
+    c' = sigmoid(f) * c + sigmoid(i) * tanh(g)
+    h' = sigmoid(o) * tanh(c')
+    out h'
+}
+"""
+
+
+def cell_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0, head=True, user=None):
+    """user: (cell name, definition) of a user cell computing `cell`."""
     rng = np.random.default_rng(seed)
     os.makedirs(out + "/test_data_set_0", exist_ok=True)
     params = {k: (rng.standard_normal(s) * 0.4).astype(np.float32) for k, s in ref_cells.param_shapes(cell, opts, I, H)}
@@ -47,7 +64,10 @@ def cell_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0, head=True)
     tensorfile.write(out + "/w.weights", tw)
     optstr = "".join(", %s=%s" % (k, v) for k, v in opts.items())
     with open(out + "/model.cell", "w") as f:
-        f.write('model m {\n input x: f32[seq, batch, %d]\n weights "w.weights"\n h1 = %s(x, hidden=%d%s)\n' % (I, cell, H, optstr))
+        if user:
+            f.write(user[1])
+        f.write('model m {\n input x: f32[seq, batch, %d]\n weights "w.weights"\n h1 = %s(x, hidden=%d%s)\n' % (
+            I, user[0] if user else cell, H, optstr))
         if head:
             f.write(' y = linear(%s, out=%d)\n output y\n}\n' % ("last(h1)" if loss == "ce" else "h1", C))
         else:
@@ -342,6 +362,8 @@ def main():
         onnx_case(os.path.join(out, name), kind, layers, bidir, seed=200 + i, init=init)
     onnx_case(os.path.join(out, "long_onnx_lstm_2layer_bidir_T100"), "LSTM", 2, True, T=100, B=4, I=5, H=16,
               seed=299)
+    cell_case(os.path.join(out, "user_momentum_lstm_mse"), "momentum_lstm", {}, "mse", seed=600,
+              user=("my_momentum_lstm", USER_MOMENTUM_LSTM))
     for i, (name, cell, opts, loss) in enumerate(LONG_CASES):
         cell_case(os.path.join(out, name), cell, opts, loss, T=100, B=4, I=5, H=16, seed=500 + i)
 
