@@ -818,6 +818,37 @@ static void dead_code(ir_graph *b)
 	ir_set_nodes(b, b->nodes, j);
 }
 
+/* Drops the per-step inputs of backward body b that no live node reads and
+ * that are not outputs themselves (live: reaching the stacked outputs
+ * W->outs or the state gradients bouts). */
+static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int nst)
+{
+	/* the body's outputs are not set yet: mark from W->outs and the nodes */
+	char *live = arena_alloc(b->A, (size_t)b->nvalues + 1);
+	memset(live, 0, (size_t)b->nvalues + 1);
+	for (int j = 0; j < W->nout; j++)
+		if (W->outs[j]->graph == b)
+			live[W->outs[j]->id] = 1;
+	for (int k = 0; k < nst; k++)
+		if (bouts[k]->graph == b)
+			live[bouts[k]->id] = 1;
+	for (int i = b->nnodes - 1; i >= 0; i--) {
+		ir_node *n = b->nodes[i];
+		int keep = 0;
+		for (int k = 0; k < n->nout; k++)
+			keep |= n->out[k] && live[n->out[k]->id];
+		if (keep)
+			for (int k = 0; k < n->nin; k++)
+				if (n->in[k] && n->in[k]->graph == b)
+					live[n->in[k]->id] = 1;
+	}
+	int j = 0;
+	for (int s = 0; s < W->nseq; s++)
+		if (live[W->seq[s].inner->id] || (j == 0 && s == W->nseq - 1))
+			W->seq[j++] = W->seq[s];
+	W->nseq = j;
+}
+
 static void rule_rec(gctx *R, ir_node *n)
 {
 	gx *X = R->X;
@@ -825,9 +856,10 @@ static void rule_rec(gctx *R, ir_node *n)
 	int nseq = (int)ir_attr_int(n, "n_seq", 0), nst = (int)ir_attr_int(n, "n_state", 0);
 	int nout = (int)ir_attr_int(n, "n_out", 0), rev = (int)ir_attr_int(n, "reverse", 0);
 	int has_step = (int)ir_attr_int(n, "has_step", 0);
-	if (ir_attr_int(n, "has_lens", 0))
-		return (void)fail(R, "--train: recurrences with sequence_lens cannot be differentiated yet "
-				  "(give every sequence the full length) (%s)", "");
+	int has_lens = ir_attr_int(n, "has_lens", 0) != 0;
+	if (has_lens && has_step)
+		return (void)fail(R, "--train: a recurrence with both sequence_lens and step-dependent "
+				  "coefficients cannot be differentiated yet (%s)", "");
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	ir_dim T = n->in[0]->shape.d[sa && sa->n ? sa->ints[0] : 0];
 	ir_recount(F);
@@ -1008,6 +1040,8 @@ static void rule_rec(gctx *R, ir_node *n)
 	if (X->errors)
 		return;
 
+	/* per-step inputs nothing reads are dropped (one stays: it carries T) */
+	dead_code_prepass(b, W, bouts, nst);
 	/* the node */
 	int bn_seq = W->nseq, bn_out = W->nout;
 	b->ninputs = bn_seq + nst + (has_step ? 2 : 0);
@@ -1035,7 +1069,11 @@ static void rule_rec(gctx *R, ir_node *n)
 	}
 	dead_code(b);
 
-	ir_node *r = ir_node_new(g, OP_RECURRENCE, b->name, bn_seq + nst, nst + bn_out);
+	/* with sequence_lens the backward rows run over the same valid steps,
+	 * the other way: from each row's last valid step down, or up to it */
+	ir_node *r = ir_node_new(g, OP_RECURRENCE, b->name, bn_seq + nst + has_lens, nst + bn_out);
+	if (has_lens)
+		r->in[bn_seq + nst] = n->in[n->nin - 1];
 	r->body = b;
 	r->origin = arena_printf(g->A, "backward of %s", n->origin ? n->origin : n->name);
 	int64_t sax[256], oax[256];
@@ -1059,7 +1097,7 @@ static void rule_rec(gctx *R, ir_node *n)
 	ir_attr_set_int(r, "reverse", !rev);
 	ir_attr_set_ints(r, "seq_axis", bn_seq, sax);
 	ir_attr_set_ints(r, "out_axis", bn_out, oax);
-	ir_attr_set_int(r, "has_lens", 0);
+	ir_attr_set_int(r, "has_lens", has_lens);
 	if (has_step)
 		ir_attr_set_int(r, "has_step", 2);
 	ir_append(g, r);

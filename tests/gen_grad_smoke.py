@@ -331,6 +331,83 @@ CELL_CASES = [
     ("nag_lstm_ce", "nag_lstm", {}, "ce"),
     ("momentum_gru_ce_all", "momentum_gru", {}, "ce-all"),
 ]
+class LensNet(torch.nn.Module):
+    """nn.LSTM/GRU -> head on the final hidden state (Y_h) of the last layer."""
+
+    def __init__(s, kind, I, H, C, bidir):
+        super().__init__()
+        s.rnn = getattr(torch.nn, kind)(I, H, bidirectional=bidir)
+        s.fc = torch.nn.Linear(H * (2 if bidir else 1), C)
+
+    def forward(s, x):
+        _, hn = s.rnn(x)
+        hn = hn[0] if isinstance(hn, tuple) else hn
+        return s.fc(torch.cat([hn[k] for k in range(hn.shape[0])], dim=1))
+
+
+def lens_case(out, kind="LSTM", bidir=False, T=7, B=4, I=4, H=5, C=3, seed=0):
+    """sequence_lens: the export gets a graph input `lens` (int32 [B]) wired
+    into the recurrent node; the reference runs the ONNX equations per row
+    over its own length (the reverse direction from its last valid step) and
+    takes Y_h = each row's state after its last valid step."""
+    torch.manual_seed(seed)
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    net = LensNet(kind, I, H, C, bidir)
+    x = torch.randn(T, B, I)
+    torch.onnx.export(net, (x,), out + "/model.onnx", input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "seq", 1: "batch"}}, opset_version=14)
+    m = onnx.load(out + "/model.onnx")
+    nd = [n for n in m.graph.node if n.op_type == kind][0]
+    while len(nd.input) < 5:
+        nd.input.append("")
+    nd.input[4] = "lens"
+    m.graph.input.append(onnx.helper.make_tensor_value_info("lens", onnx.TensorProto.INT32, ["batch"]))
+    onnx.save(m, out + "/model.onnx")
+    lens = np.array([T, 1, T - 2, 3][:B], np.int32)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    leaves = {n: torch.tensor(a, requires_grad=True) for n, a in inits.items() if a.dtype == np.float32}
+    W, R, Bv = (leaves[nd.input[k]] for k in (1, 2, 3))
+    G = 4 if kind == "LSTM" else 3
+    xt = torch.tensor(x.numpy(), requires_grad=True)
+    finals = []
+    for d in range(W.shape[0]):
+        rows = []
+        for b in range(B):
+            h = torch.zeros(1, H)
+            c = torch.zeros(1, H)
+            steps = range(lens[b]) if d == 0 else range(lens[b] - 1, -1, -1)
+            for t in steps:
+                xb = xt[t, b:b + 1]
+                gx = xb @ W[d].T + Bv[d][:G * H]
+                if kind == "LSTM":
+                    g = gx + h @ R[d].T + Bv[d][G * H:]
+                    i, o, f, cc = (g[:, k * H:(k + 1) * H] for k in range(4))
+                    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
+                    h = torch.sigmoid(o) * torch.tanh(c)
+                else:
+                    z = torch.sigmoid(gx[:, :H] + h @ R[d][:H].T + Bv[d][G * H:G * H + H])
+                    r = torch.sigmoid(gx[:, H:2 * H] + h @ R[d][H:2 * H].T + Bv[d][G * H + H:G * H + 2 * H])
+                    n = torch.tanh(gx[:, 2 * H:] + r * (h @ R[d][2 * H:].T + Bv[d][G * H + 2 * H:]))
+                    h = (1 - z) * n + z * h
+            rows.append(h)
+        finals.append(torch.cat(rows, 0))
+    fcw = [n for n, a in inits.items() if a.shape == tuple(net.fc.weight.shape) and np.allclose(a, net.fc.weight.detach().numpy())][0]
+    fcb = [n for n, a in inits.items() if a.shape == tuple(net.fc.bias.shape) and np.allclose(a, net.fc.bias.detach().numpy())][0]
+    y = torch.cat(finals, 1) @ leaves[fcw].T + leaves[fcb]
+    tgt = torch.randint(0, C, (B,))
+    L = torch.nn.functional.cross_entropy(y, tgt)
+    L.backward()
+    write_pb(out + "/test_data_set_0/input_0.pb", x.numpy(), "x")
+    write_pb(out + "/test_data_set_0/input_1.pb", lens, "lens")
+    write_pb(out + "/test_data_set_0/input_2.pb", tgt.numpy().astype(np.int64), "target")
+    outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
+    outs += [("grad." + t.name, leaves[t.name].grad.numpy()) for t in m.graph.initializer
+             if t.name in leaves and leaves[t.name].grad is not None]
+    outs += [("grad.x", xt.grad.numpy())]
+    for k, (n, a) in enumerate(outs):
+        write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
+
+
 ONNX_CASES = [
     ("onnx_lstm", "LSTM", 1, False, False),
     ("onnx_lstm_2layer", "LSTM", 2, False, False),
@@ -364,6 +441,9 @@ def main():
               seed=299)
     cell_case(os.path.join(out, "user_momentum_lstm_mse"), "momentum_lstm", {}, "mse", seed=600,
               user=("my_momentum_lstm", USER_MOMENTUM_LSTM))
+    lens_case(os.path.join(out, "onnx_lstm_lens"), "LSTM", False, seed=700)
+    lens_case(os.path.join(out, "onnx_lstm_bidir_lens"), "LSTM", True, seed=701)
+    lens_case(os.path.join(out, "onnx_gru_bidir_lens"), "GRU", True, seed=702)
     for i, (name, cell, opts, loss) in enumerate(LONG_CASES):
         cell_case(os.path.join(out, name), cell, opts, loss, T=100, B=4, I=5, H=16, seed=500 + i)
 
