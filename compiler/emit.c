@@ -1167,8 +1167,12 @@ static char *prepare_forward(emit_ctx *E)
 	char *nulls = "";
 	for (int k = 0; k < g->ninputs; k++)
 		nulls = arena_printf(E->A, "%s%s!in_%d", nulls, *nulls ? " || " : "", k);
-	for (int k = 0; k < g->noutputs; k++)
-		nulls = arena_printf(E->A, "%s%s!out_%d", nulls, *nulls ? " || " : "", k);
+	for (int k = 0; k < g->noutputs; k++) {
+		/* a train build's gradient outputs may be NULL when only the forward runs */
+		int bwd = g->train && k > g->train->loss_output_index;
+		nulls = arena_printf(E->A, bwd ? "%s%s(!out_%d && !m->fwd_only)" : "%s%s!out_%d", nulls,
+				     *nulls ? " || " : "", k);
+	}
 	if (*nulls) {
 		ew_line(w, "if (%s)", nulls);
 		ew_line(w, "\treturn RT_ERR_ARG;");

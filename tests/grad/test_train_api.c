@@ -11,7 +11,7 @@
  *   fd_grad      central finite differences of the loss in a few parameter
  *                elements agree with grad.<P>
  *   fwd_only     NAME_set_forward_only(m, 1): same loss, gradient outputs
- *                left untouched; back to 0: the same gradients again
+ *                left untouched (or NULL); back to 0: the same gradients again
  *   save         NAME_save with '@' tensors, then NAME_create on the file:
  *                same loss; a checkpoint with an extra tensor not named '@...'
  *                is refused
@@ -161,6 +161,14 @@ int main(int argc, char **argv)
 	for (int k = net_TRAIN_INFO.loss_output_index + 1; ok && k < net_NUM_OUTPUTS; k++)
 		for (int64_t i = 0; ok && i < outn[k]; i++)
 			ok = outs[k][i] == 12345.0f;
+	/* gradient outputs may be NULL in forward-only mode */
+	{
+		const void *in[2] = {x, target};
+		void *out[MAXOUT] = {0};
+		for (int k = 0; k <= net_TRAIN_INFO.loss_output_index; k++)
+			out[k] = outs[k];
+		ok = ok && net_run_generic(m, &d, in, out) == RT_OK && outs[net_TRAIN_INFO.loss_output_index][0] == L0;
+	}
 	ok = ok && net_set_forward_only(m, 0) == RT_OK && run(m, &L1) == RT_OK &&
 	     memcmp(g0, outs[gk], (size_t)outn[gk] * sizeof(float)) == 0;
 	check(ok, "fwd_only", NULL);
