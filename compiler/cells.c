@@ -965,9 +965,33 @@ static int expm_d(const double *S, double *X, int64_t n)
 	return r;
 }
 
+/* --train: M = base expm(S) by root nodes, from the parameters at run time. */
+static ir_value *dtriv_M_train(low *W)
+{
+	int64_t H = W->L.H;
+	ir_shape s = {.rank = 2, .d = {ir_dim_const(H), ir_dim_const(H)}};
+	ir_value *mask = ir_const_new(W->g, NULL, DT_F32, &s, NULL);
+	float *mk1 = mask->data;
+	for (int64_t i = 0; i < H; i++)
+		for (int64_t j = 0; j < H; j++)
+			mk1[i * H + j] = j > i ? 1.0f : 0.0f;
+	ir_value *in[2] = {par(W, "A"), mask};
+	ir_value *U = done(W, W->g, mk(W, W->g, OP_MUL, 2, in), NULL);
+	ir_node *tn = mk(W, W->g, OP_TRANSPOSE, 1, &U);
+	int64_t perm[2] = {1, 0};
+	ir_attr_set_ints(tn, "perm", 2, perm);
+	ir_value *sin[2] = {U, done(W, W->g, tn, NULL)};
+	ir_value *S = done(W, W->g, mk(W, W->g, OP_SUB, 2, sin), NULL);
+	ir_value *E = done(W, W->g, mk(W, W->g, OP_MATEXP, 1, &S), NULL);
+	ir_value *min[2] = {par(W, "base"), E};
+	return done(W, W->g, mk(W, W->g, OP_MATMUL, 2, min), NULL);
+}
+
 static ir_value *dtriv_M(low *W)
 {
 	int64_t H = W->L.H;
+	if (W->g->train)
+		return dtriv_M_train(W);
 	const float *A = par_data(W, "A"), *base = par_data(W, "base");
 	ir_value *M = new_weight(W, "M", H, H);
 	if (W->errors)

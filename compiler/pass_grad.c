@@ -663,6 +663,26 @@ static void rule_softmax(gctx *C, ir_node *n, ir_value *dy)
 	}
 }
 
+/* d<G, expm(S)>/dS = the upper right block of expm([[S^T, G], [0, S^T]]). */
+static void rule_matexp(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *S = n->in[0];
+	int64_t H = S->shape.d[0].k, p[2] = {1, 0};
+	ir_value *X = transpose(C, V(C, S), 2, p);
+	ir_value *Z = ir_const_new(C->tg, NULL, DT_F32, &S->shape, NULL);
+	ir_value *top[2] = {X, dy}, *bot[2] = {Z, X};
+	ir_node *t = mk(C, OP_CONCAT, 2, top), *b = mk(C, OP_CONCAT, 2, bot);
+	ir_attr_set_int(t, "axis", 1);
+	ir_attr_set_int(b, "axis", 1);
+	ir_value *rows[2] = {fin(C, t), fin(C, b)};
+	ir_node *big = mk(C, OP_CONCAT, 2, rows);
+	ir_attr_set_int(big, "axis", 0);
+	ir_value *e = op1(C, OP_MATEXP, fin(C, big));
+	int64_t st[2] = {0, H}, en[2] = {H, 2 * H}, ax[2] = {0, 1};
+	ir_value *in[4] = {e, ints(C, 2, st), ints(C, 2, en), ints(C, 2, ax)};
+	acc(C, S, fin(C, mk(C, OP_SLICE, 4, in)));
+}
+
 static void rule_rec(gctx *C, ir_node *n);
 
 static void rule(gctx *C, ir_node *n)
@@ -696,6 +716,8 @@ static void rule(gctx *C, ir_node *n)
 		rule_matmul(C, n, dy);
 	else if (n->op == OP_SOFTMAX || n->op == OP_LOGSOFTMAX)
 		rule_softmax(C, n, dy);
+	else if (n->op == OP_MATEXP && !C->map)
+		rule_matexp(C, n, dy);
 	else if (ir_ops[n->op].kind == OPK_ELEM || n->op == OP_CAST)
 		rule_elem(C, n, dy);
 	else if (ir_ops[n->op].kind == OPK_SHAPE)

@@ -1,5 +1,6 @@
 /* train_ops.c: shape rules and C for the training ops of ops.def (the block
- * "training"): ReduceSum, SliceScatter and the losses with their gradients.
+ * "training"): ReduceSum, SliceScatter, MatrixExp and the losses with their
+ * gradients.
  *
  * pass_grad makes these nodes; they appear only in the root graph of a
  * --train compilation.  ReduceSum here sums over one contiguous run of axes
@@ -101,6 +102,12 @@ int train_op_infer(ir_graph *g, ir_node *n, diag *D)
 	case OP_MSELOSSGRAD:
 		y->dtype = DT_F32;
 		y->shape = n->in[1]->shape;
+		return 0;
+	case OP_MATEXP:
+		if (x->shape.rank != 2 || !ir_dim_is_const(x->shape.d[0]) || !ir_dim_eq(x->shape.d[0], x->shape.d[1]))
+			return bad(D, n, "MatrixExp takes a square matrix of constant size");
+		y->dtype = DT_F32;
+		y->shape = x->shape;
 		return 0;
 	case OP_GRADIENT: {
 		/* outputs: the gradients of the inputs xs (named by the xs attribute) */
@@ -279,9 +286,21 @@ static void emit_mse(emit_ctx *E, ir_node *n, int grad)
 	ew_close(E->w, "");
 }
 
+static void emit_matexp(emit_ctx *E, ir_node *n)
+{
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int st_ = rt_expm(%s, %s, %s);", emit_ref(E, n->out[0]), emit_ref(E, n->in[0]),
+		emit_dim(E, n->in[0]->shape.d[0]));
+	ew_line(E->w, "if (st_ != RT_OK)");
+	ew_line(E->w, "\treturn st_;");
+	ew_close(E->w, "");
+}
+
 void train_op_emit(emit_ctx *E, ir_node *n)
 {
 	switch (n->op) {
+	case OP_MATEXP: emit_matexp(E, n); return;
 	case OP_REDUCESUM: emit_reducesum(E, n); return;
 	case OP_SLICESCATTER: emit_slicescatter(E, n); return;
 	case OP_SOFTMAXCE: emit_ce(E, n, 0); return;

@@ -261,6 +261,12 @@ int rt_init_echo(float *w, int64_t n, int nnz, float radius, rt_rng *r);
  * far below 1e-6 for the matrices we make); -1 when out of memory */
 double rt_spectral_radius(const float *w, int64_t n);
 
+/* ---- training (cellc compile --train) ---- */
+/* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in
+ * double); RT_ERR_NOMEM, or RT_ERR_NONFINITE when the Pade denominator is
+ * singular (X holds NaN or Inf) */
+int rt_expm(float *y, const float *x, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

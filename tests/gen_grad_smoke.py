@@ -220,12 +220,19 @@ def generic_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0):
     leaves = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
     Wy_t, by_t = torch.tensor(Wy, requires_grad=True), torch.tensor(by, requires_grad=True)
     xt = torch.tensor(x, requires_grad=True)
-    keep = ref_cells.T
+    keep, keep_dm = ref_cells.T, ref_cells.dtriv_matrix
     ref_cells.T = lambda a, dtype: a if torch.is_tensor(a) else keep(a, dtype)
+
+    def dtriv_matrix(A, base, dtype):
+        # ref_cells.dtriv_matrix (CELLS.md: M = base expm(S), S = triu(A,1) - triu(A,1)^T,
+        # in float64), kept differentiable
+        S = torch.triu(A.double(), 1) - torch.triu(A.double(), 1).T
+        return (base.double() @ torch.matrix_exp(S)).to(dtype)
+    ref_cells.dtriv_matrix = dtriv_matrix
     try:
         Y, _ = ref_cells.run_layer(cell, opts, leaves, xt)
     finally:
-        ref_cells.T = keep
+        ref_cells.T, ref_cells.dtriv_matrix = keep, keep_dm
     y = Y[-1] @ Wy_t.T + by_t
     tgt = rng.integers(0, C, size=(B,)).astype(np.int64)
     L = torch.nn.functional.cross_entropy(y, torch.tensor(tgt))
@@ -244,6 +251,8 @@ GENERIC_CASES = [
     ("momentum_attention", "momentum_attention", {}, "ce"),
     ("heavy_ball_rnn_tanh_steps2", "heavy_ball_rnn", {"steps": 2, "act": "tanh"}, "ce"),
     ("fastrnn", "fastrnn", {}, "ce"),
+    ("dtriv", "dtriv", {}, "ce"),
+    ("momentum_dtriv", "momentum_dtriv", {}, "ce"),
 ]
 
 def trace_case(out, model, opset=14, T=8, B=3, I=3, H=8, C=4, seed=0, batch_first=False, scripted=False):

@@ -1087,8 +1087,8 @@ def group_grad():
     yield from grad_api()
     yield grad_structure("momentum_lstm_ce")
     yield grad_structure("gru_ce")
-    yield grad_refused("dtriv", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
-                       " output h\n}\n", "cannot differentiate")
+    yield grad_refused("loss_output", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
+                       " output h\n}\n", "no output of that name", ["--loss-output", "nope"])
     yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"
                        " y = linear(last(h), out=2)\n output y\n}\n", "needs a per-step output",
                        ["--loss", "ce-all"])
