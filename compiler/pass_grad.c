@@ -789,7 +789,8 @@ static ir_value *add_out(gctx *C, bwd *W, ir_value *v, ir_dim T, int64_t ax)
 static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_value **outer, ir_dim T)
 {
 	ir_graph *F = n->body, *g = n->graph;
-	int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
+	int nout = (int)ir_attr_int(n, "n_out", 0);
+	ASSERT(nout + cnt <= 512);
 	ir_value **o = arena_array(g->A, (size_t)(n->nout + cnt), sizeof *o);
 	memcpy(o, n->out, (size_t)n->nout * sizeof *o);
 	ir_value **bo = arena_array(g->A, (size_t)(F->noutputs + cnt), sizeof *bo);
@@ -811,7 +812,6 @@ static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_valu
 	F->noutputs += cnt;
 	ir_attr_set_int(n, "n_out", nout + cnt);
 	ir_attr_set_ints(n, "out_axis", nout + cnt, ax);
-	(void)nst;
 }
 
 /* Removes nodes of b whose outputs nothing reads. */
@@ -878,6 +878,9 @@ static void rule_rec(gctx *R, ir_node *n)
 	int nseq = (int)ir_attr_int(n, "n_seq", 0), nst = (int)ir_attr_int(n, "n_state", 0);
 	int nout = (int)ir_attr_int(n, "n_out", 0), rev = (int)ir_attr_int(n, "reverse", 0);
 	int has_step = (int)ir_attr_int(n, "has_step", 0);
+	if (nseq > 200 || nst > 64 || nout > 200)
+		return (void)fail(R, "cannot differentiate a recurrence with this many inputs, states or "
+				  "outputs (%s)", "");
 	int has_lens = ir_attr_int(n, "has_lens", 0) != 0;
 	if (has_lens && has_step)
 		return (void)fail(R, "--train: a recurrence with both sequence_lens and step-dependent "
@@ -918,7 +921,7 @@ static void rule_rec(gctx *R, ir_node *n)
 		save[nsave++] = F->inputs[nseq + k];
 	}
 	first_gemm = nsave;
-	for (int i = 0; i < F->nnodes && nsave < 512; i++) {
+	for (int i = 0; i < F->nnodes && nsave < 256; i++) {
 		ir_node *bn = F->nodes[i];
 		if (bn->op == OP_GEMM && bn->out[0]->shape.rank == 2)
 			save[nsave++] = bn->out[0];
@@ -1416,9 +1419,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 		ir_value *mask = L == TRAIN_MASKED_MSE ? new_input(g, "mask", DT_F32, &Y->shape) : NULL;
 		ir_value *in[3] = {Y, target, mask};
 		lossn = mk(&R, OP_MSELOSS, mask ? 3 : 2, in);
-		labels = target;
 		t->nclasses = 0;
-		(void)labels;
 	}
 	loss = fin(&R, lossn);
 	add_output(&R, loss, "loss");
