@@ -1765,6 +1765,18 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 		diag_error(D, "--train needs a weights file and malloc (no --embed-weights, --no-malloc)");
 		return D->nerrors;
 	}
+	for (int k = 0; g->train && k < tabs.nweights; k++) {
+		/* a weight derived at compile time would get no gradient: a bug of a pass */
+		const ir_value *v = tabs.weights[k];
+		int param = v->dtype != DT_F32;
+		for (int i = 0; !param && i < g->train->nparams; i++)
+			param = g->train->params[i] == v;
+		if (!param)
+			diag_error(D, "internal error: the train build reads weight '%s', which is not a "
+				      "parameter of the source (derived at compile time)", v->name);
+	}
+	if (D->nerrors)
+		return D->nerrors;
 	if (o->no_malloc && g->nsyms && !o->max_dims) {
 		diag_error(D, "--no-malloc needs the largest value of every dimension symbol (--max-dim)");
 		return D->nerrors;

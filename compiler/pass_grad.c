@@ -432,6 +432,21 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 		return;
 	}
 	case OP_SOFTPLUS: acc(C, a, mul(C, dy, op1(C, OP_SIGMOID, Va))); return;
+	case OP_HARDSIGMOID: {
+		/* alpha where 0 < y < 1 */
+		if (!ir_attr_find(n, "alpha"))
+			alpha = 0.2f;
+		ir_value *in = mul(C, op1(C, OP_SIGN, op1(C, OP_RELU, y)),
+				   op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, fc(C, 1), y))));
+		acc(C, a, mul(C, dy, scale(C, alpha, in)));
+		return;
+	}
+	case OP_THRELU:
+		/* 1 where x > alpha */
+		if (!ir_attr_find(n, "alpha"))
+			alpha = 1.0f;
+		acc(C, a, mul(C, dy, op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, Va, fc(C, alpha))))));
+		return;
 	case OP_LEAKYRELU: case OP_ELU: {
 		/* 1 where x > 0, else alpha (LeakyRelu) or y + alpha (Elu) */
 		if (!ir_attr_find(n, "alpha"))
@@ -488,7 +503,7 @@ static void rule_gemm(gctx *C, ir_node *n, ir_value *dy)
 	if (need(C, Bm)) {
 		if (C->map && !in_src(C, Bm)) {
 			if (ta) {
-				fail(C, "cannot differentiate a transposed-A product in a recurrence body (%s)", "");
+				fail(C, "cannot differentiate a transposed-A product in a recurrence body%s", "");
 				return;
 			}
 			if (C->ncb == C->capcb) {
@@ -580,11 +595,11 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 		}
 		for (int k = 1; k < n->nin; k++)
 			if (n->in[k] && !ir_value_is_const(n->in[k]))
-				return (void)fail(C, "cannot differentiate Slice with run-time bounds (%s)", "");
+				return (void)fail(C, "cannot differentiate Slice with run-time bounds%s", "");
 		if (n->nin > 4 && n->in[4])
 			for (int64_t i = 0; i < ir_shape_const_numel(&n->in[4]->shape); i++)
 				if (ir_const_int(n->in[4], i) <= 0)
-					return (void)fail(C, "cannot differentiate Slice with negative steps (%s)", "");
+					return (void)fail(C, "cannot differentiate Slice with negative steps%s", "");
 		acc(C, a, slice_scatter(C, V(C, a), dy, V(C, n->in[1]), V(C, n->in[2]),
 					n->nin > 3 ? V(C, n->in[3]) : NULL, n->nin > 4 ? V(C, n->in[4]) : NULL));
 		return;
@@ -631,7 +646,7 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 		ir_value *idx = n->in[1];
 		int r = a->shape.rank, ax = axis_attr(n, r, 0);
 		if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1)
-			return (void)fail(C, "cannot differentiate Gather unless it picks one constant index (%s)", "");
+			return (void)fail(C, "cannot differentiate Gather unless it picks one constant index%s", "");
 		int64_t i = ir_const_int(idx, 0);
 		if (i < 0 && ir_dim_is_const(a->shape.d[ax]))
 			i += a->shape.d[ax].k;  /* else counted from the end at run time */
@@ -651,14 +666,12 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 static void rule_softmax(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *a = n->in[0], *y = V(C, n->out[0]);
-	int r = a->shape.rank;
-	if (axis_attr(n, r, -1) != r - 1)
-		return (void)fail(C, "cannot differentiate %s over an axis other than the last", ir_op_name(n->op));
+	int r = a->shape.rank, ax = axis_attr(n, r, -1);
 	if (n->op == OP_SOFTMAX) {
-		ir_value *s = reduce(C, mul(C, dy, y), r - 1, r - 1, 1);
+		ir_value *s = reduce(C, mul(C, dy, y), ax, ax, 1);
 		acc(C, a, mul(C, y, sub(C, dy, s)));
 	} else {
-		ir_value *s = reduce(C, dy, r - 1, r - 1, 1);
+		ir_value *s = reduce(C, dy, ax, ax, 1);
 		acc(C, a, sub(C, dy, mul(C, op1(C, OP_EXP, y), s)));
 	}
 }
@@ -704,7 +717,7 @@ static void rule(gctx *C, ir_node *n)
 	dy = n->out[0] ? get_grad(C, n->out[0]) : NULL;
 	if (n->op == OP_RECURRENCE) {
 		if (C->map)
-			return (void)fail(C, "cannot differentiate a recurrence inside a recurrence (%s)", "");
+			return (void)fail(C, "cannot differentiate a recurrence inside a recurrence%s", "");
 		rule_rec(C, n);
 		return;
 	}
@@ -753,7 +766,7 @@ static ir_value *body_input(ir_graph *b, const char *what, const ir_value *like)
 static ir_value *add_seq(gctx *C, bwd *W, ir_value *outer, int64_t axis, const ir_value *like, const char *what)
 {
 	if (W->nseq >= 256)
-		return fail(C, "too many per-step inputs in the backward recurrence (%s)", ""), NULL;
+		return fail(C, "too many per-step inputs in the backward recurrence%s", ""), NULL;
 	ir_value *v = body_input(W->b, what, like);
 	W->seq[W->nseq++] = (seqin){outer, v, axis};
 	return v;
@@ -775,7 +788,7 @@ static ir_value *add_out(gctx *C, bwd *W, ir_value *v, ir_dim T, int64_t ax)
 		if (W->outs[i] == v && W->out_axis[i] == ax)
 			return W->outer_outs[i];
 	if (W->nout >= 256)
-		return fail(C, "too many stacked outputs in the backward recurrence (%s)", ""), NULL;
+		return fail(C, "too many stacked outputs in the backward recurrence%s", ""), NULL;
 	if (v->shape.rank != 2)
 		return fail(C, "cannot differentiate this recurrence: a per-step gradient ('%s') is not "
 			    "a [batch, n] matrix", v->name), NULL;
@@ -880,11 +893,11 @@ static void rule_rec(gctx *R, ir_node *n)
 	int has_step = (int)ir_attr_int(n, "has_step", 0);
 	if (nseq > 200 || nst > 64 || nout > 200)
 		return (void)fail(R, "cannot differentiate a recurrence with this many inputs, states or "
-				  "outputs (%s)", "");
+				  "outputs%s", "");
 	int has_lens = ir_attr_int(n, "has_lens", 0) != 0;
 	if (has_lens && has_step)
 		return (void)fail(R, "--train: a recurrence with both sequence_lens and step-dependent "
-				  "coefficients cannot be differentiated yet (%s)", "");
+				  "coefficients cannot be differentiated yet%s", "");
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	ir_dim T = n->in[0]->shape.d[sa && sa->n ? sa->ints[0] : 0];
 	ir_recount(F);
@@ -900,7 +913,7 @@ static void rule_rec(gctx *R, ir_node *n)
 	for (int i = 0; i < F->nnodes; i++) {
 		ir_node *bn = F->nodes[i];
 		if (bn->body)
-			return (void)fail(R, "cannot differentiate a recurrence inside a recurrence (%s)", "");
+			return (void)fail(R, "cannot differentiate a recurrence inside a recurrence%s", "");
 		int any = 0;
 		for (int k = 0; k < bn->nin; k++) {
 			ir_value *v = bn->in[k];
@@ -971,7 +984,7 @@ static void rule_rec(gctx *R, ir_node *n)
 								  F->inputs[0], "x0");
 	ir_value *ds[64];
 	if (nst > 64)
-		return (void)fail(R, "too many states to differentiate (%s)", "");
+		return (void)fail(R, "too many states to differentiate%s", "");
 	for (int k = 0; k < nst; k++)
 		ds[k] = body_input(b, arena_printf(g->A, "ds%d", k), F->inputs[nseq + k]);
 	ir_value *tb = NULL, *Lb = NULL;

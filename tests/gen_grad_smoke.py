@@ -417,6 +417,45 @@ def lens_case(out, kind="LSTM", bidir=False, T=7, B=4, I=4, H=5, C=3, seed=0):
         write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
 
 
+def op_case(out, op, attrs, fn, B=4, N=6, seed=0):
+    """One element-wise/softmax operator after a MatMul with an initializer,
+    built with onnx.helper: y = op(x @ W + b); mse loss; the reference is the
+    same formula in PyTorch (written from the ONNX operator definitions)."""
+    from onnx import helper, TensorProto
+    rng = np.random.default_rng(seed)
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    W = (rng.standard_normal((N, N)) * 0.8).astype(np.float32)
+    b = (rng.standard_normal(N) * 0.3).astype(np.float32)
+    x = rng.standard_normal((B, N)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["z0"]), helper.make_node("Add", ["z0", "b"], ["z"]),
+             helper.make_node(op, ["z"], ["y"], **attrs)]
+    g = helper.make_graph(nodes, op, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", N])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", N])],
+                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_operatorsetid("", 14)]), out + "/model.onnx")
+    Wt, bt, xt = (torch.tensor(a, requires_grad=True) for a in (W, b, x))
+    y = fn(xt @ Wt + bt)
+    tgt = rng.standard_normal((B, N)).astype(np.float32)
+    L = torch.nn.functional.mse_loss(y, torch.from_numpy(tgt))
+    L.backward()
+    write_pb(out + "/test_data_set_0/input_0.pb", x, "x")
+    write_pb(out + "/test_data_set_0/input_1.pb", tgt, "target")
+    outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32)), ("grad.W", Wt.grad.numpy()),
+            ("grad.b", bt.grad.numpy()), ("grad.x", xt.grad.numpy())]
+    for k, (n, a) in enumerate(outs):
+        write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
+
+
+OP_CASES = [
+    ("op_hardsigmoid", "HardSigmoid", {"alpha": 0.3, "beta": 0.4}, lambda z: torch.clamp(0.3 * z + 0.4, 0, 1)),
+    ("op_thresholdedrelu", "ThresholdedRelu", {"alpha": 0.2}, lambda z: torch.where(z > 0.2, z, torch.zeros_like(z))),
+    ("op_softmax", "Softmax", {}, lambda z: torch.softmax(z, -1)),
+    ("op_logsoftmax", "LogSoftmax", {}, lambda z: torch.log_softmax(z, -1)),
+    ("op_elu", "Elu", {"alpha": 0.7}, lambda z: torch.nn.functional.elu(z, 0.7)),
+    ("op_softsign", "Softsign", {}, lambda z: z / (1 + z.abs())),
+    ("op_leakyrelu", "LeakyRelu", {"alpha": 0.1}, lambda z: torch.nn.functional.leaky_relu(z, 0.1)),
+]
+
 ONNX_CASES = [
     ("onnx_lstm", "LSTM", 1, False, False),
     ("onnx_lstm_2layer", "LSTM", 2, False, False),
@@ -453,6 +492,8 @@ def main():
     lens_case(os.path.join(out, "onnx_lstm_lens"), "LSTM", False, seed=700)
     lens_case(os.path.join(out, "onnx_lstm_bidir_lens"), "LSTM", True, seed=701)
     lens_case(os.path.join(out, "onnx_gru_bidir_lens"), "GRU", True, seed=702)
+    for i, (name, op, attrs, fn) in enumerate(OP_CASES):
+        op_case(os.path.join(out, name), op, attrs, fn, seed=800 + i)
     for i, (name, cell, opts, loss) in enumerate(LONG_CASES):
         cell_case(os.path.join(out, name), cell, opts, loss, T=100, B=4, I=5, H=16, seed=500 + i)
 
