@@ -13,12 +13,14 @@
  * Also expands the ONNX Gradient operator (ai.onnx.preview.training), with or
  * without --train.
  * breaks:   nothing: the forward recurrences get extra stacked outputs (the
- *           states s_{t-1} and the outputs of the step's products), which
- *           their backward recurrences read.
+ *           states s_{t-1} and the outputs of the step's products; attribute
+ *           n_saved counts them, they are the last outputs), which their
+ *           backward recurrences read.
  *
  * Root nodes are differentiated by the usual rules (un-broadcasting with
- * ReduceSum).  A RECURRENCE's adjoint is a RECURRENCE running the other way
- * in time (backpropagation through time): its per-step inputs are the forward
+ * ReduceSum; a node without a rule is a located error).  A RECURRENCE's
+ * adjoint is a RECURRENCE running the other way in time (backpropagation
+ * through time): its per-step inputs are the forward
  * per-step inputs, the saved states s_{t-1} and products, and the gradients
  * of the stacked outputs; its carried states are the gradients of the
  * states; its body recomputes the step's element-wise values from the saved
@@ -27,6 +29,8 @@
  * the per-step operands and the root graph reduces them once, so the
  * gradient of a recurrent weight W in a product h W^T is ONE GEMM
  * dW = dA^T H over all T*B rows, and a bias gradient is one column sum.
+ * With sequence_lens the backward recurrence takes the same lengths: each row
+ * runs over its own valid steps in the other direction.
  *
  * Legend: T steps, B batch rows, N/K product sizes, P a parameter.
  */
@@ -825,6 +829,42 @@ static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_valu
 	F->noutputs += cnt;
 	ir_attr_set_int(n, "n_out", nout + cnt);
 	ir_attr_set_ints(n, "out_axis", nout + cnt, ax);
+	ir_attr_set_int(n, "n_saved", cnt);     /* the last cnt outputs: saved for the backward pass */
+}
+
+/* Stacked outputs the forward recurrences (root nodes before nfwd) gained
+ * for the backward pass but that no backward node reads (a state whose
+ * s_{t-1} the adjoint does not need): removed, so the forward does not
+ * store them.  Requires fresh use counts. */
+static void drop_unused_saves(ir_graph *g, int nfwd)
+{
+	for (int i = 0; i < nfwd; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op != OP_RECURRENCE || !ir_attr_find(n, "n_saved"))
+			continue;
+		int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
+		int nsaved = (int)ir_attr_int(n, "n_saved", 0), first = nout - nsaved;
+		ir_attr *oa = ir_attr_find(n, "out_axis");
+		int64_t ax[512];
+		int j = nst + first, kept = first;
+		for (int k = 0; k < first; k++)
+			ax[k] = oa->ints[k];
+		for (int k = first; k < nout; k++) {
+			ir_value *v = n->out[nst + k];
+			if (v->nuses == 0 && !v->is_output)
+				continue;
+			n->out[j] = v;
+			n->body->outputs[j] = n->body->outputs[nst + k];
+			ax[kept++] = oa->ints[k];
+			j++;
+		}
+		n->nout = j;
+		n->body->noutputs = j;
+		ir_attr_set_int(n, "n_out", kept);
+		ir_attr_set_ints(n, "out_axis", kept, ax);
+		ir_attr_set_int(n, "n_saved", kept - first);
+	}
+	ir_recount(g);
 }
 
 /* Removes nodes of b whose outputs nothing reads. */
@@ -1486,5 +1526,6 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 	if (X->first_rec && X->dstate)
 		add_output(&R, X->dstate, "dstate");
 	ir_recount(g);
+	drop_unused_saves(g, nfwd);
 	return X->errors;
 }
