@@ -429,6 +429,13 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 	case OP_SQRT: acc(C, a, dvd(C, scale(C, 0.5, dy), y)); return;
 	case OP_ABS: acc(C, a, mul(C, dy, op1(C, OP_SIGN, Va))); return;
 	case OP_SIGN: return;   /* zero almost everywhere */
+	case OP_POW:
+		/* d a^b / da = b a^(b-1);  d a^b / db = a^b log(a) */
+		if (need(C, a))
+			acc_ub(C, a, mul(C, dy, mul(C, Vb, op2(C, OP_POW, Va, sub(C, Vb, fc(C, 1))))));
+		if (need(C, b))
+			acc_ub(C, b, mul(C, dy, mul(C, y, op1(C, OP_LOG, Va))));
+		return;
 	case OP_AFFINE: acc(C, a, scale(C, ir_attr_float(n, "alpha", 1.0f), dy)); return;
 	case OP_SOFTSIGN: {
 		ir_value *d = add(C, fc(C, 1), op1(C, OP_ABS, Va));

@@ -427,21 +427,30 @@ def op_case(out, op, attrs, fn, B=4, N=6, seed=0):
     W = (rng.standard_normal((N, N)) * 0.8).astype(np.float32)
     b = (rng.standard_normal(N) * 0.3).astype(np.float32)
     x = rng.standard_normal((B, N)).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["x", "W"], ["z0"]), helper.make_node("Add", ["z0", "b"], ["z"]),
-             helper.make_node(op, ["z"], ["y"], **attrs)]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["z0"]), helper.make_node("Add", ["z0", "b"], ["z"])]
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")]
+    e = np.array([2.5], np.float32)
+    if op == "Pow":
+        # sigmoid(z) ^ e with a trainable exponent e [1] (a positive base)
+        nodes += [helper.make_node("Sigmoid", ["z"], ["s"]), helper.make_node("Pow", ["s", "e"], ["y"])]
+        inits.append(numpy_helper.from_array(e, "e"))
+    else:
+        nodes.append(helper.make_node(op, ["z"], ["y"], **attrs))
     g = helper.make_graph(nodes, op, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", N])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", N])],
-                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", N])], inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_operatorsetid("", 14)]), out + "/model.onnx")
-    Wt, bt, xt = (torch.tensor(a, requires_grad=True) for a in (W, b, x))
-    y = fn(xt @ Wt + bt)
+    Wt, bt, xt, et = (torch.tensor(a, requires_grad=True) for a in (W, b, x, e))
+    y = torch.sigmoid(xt @ Wt + bt) ** et if op == "Pow" else fn(xt @ Wt + bt)
     tgt = rng.standard_normal((B, N)).astype(np.float32)
     L = torch.nn.functional.mse_loss(y, torch.from_numpy(tgt))
     L.backward()
     write_pb(out + "/test_data_set_0/input_0.pb", x, "x")
     write_pb(out + "/test_data_set_0/input_1.pb", tgt, "target")
     outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32)), ("grad.W", Wt.grad.numpy()),
-            ("grad.b", bt.grad.numpy()), ("grad.x", xt.grad.numpy())]
+            ("grad.b", bt.grad.numpy())]
+    if op == "Pow":
+        outs.append(("grad.e", et.grad.numpy()))
+    outs.append(("grad.x", xt.grad.numpy()))
     for k, (n, a) in enumerate(outs):
         write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)
 
@@ -454,6 +463,7 @@ OP_CASES = [
     ("op_elu", "Elu", {"alpha": 0.7}, lambda z: torch.nn.functional.elu(z, 0.7)),
     ("op_softsign", "Softsign", {}, lambda z: z / (1 + z.abs())),
     ("op_leakyrelu", "LeakyRelu", {"alpha": 0.1}, lambda z: torch.nn.functional.leaky_relu(z, 0.1)),
+    ("op_pow", "Pow", {}, None),
 ]
 
 ONNX_CASES = [
