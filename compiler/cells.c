@@ -730,6 +730,14 @@ static ir_value *par(low *W, const char *nm)
 static const float *par_data(low *W, const char *nm)
 {
 	ir_value *v = par(W, nm);
+	if (W->g->train && v->kind == VAL_WEIGHT) {
+		diag_node(W->D, W->L.n, "--train: %s computes a derived weight from parameter %s at "
+			  "compile time in a way cellc cannot differentiate yet; this cell cannot be "
+			  "trained", W->L.c->name, nm);
+		W->errors++;
+		static const float zero1[1];
+		return zero1;
+	}
 	if (!v->data) {
 		diag_node(W->D, W->L.n, "parameter %s of %s must be known at compile time (a weight), "
 			  "not computed at run time", nm, W->L.c->name);
@@ -759,6 +767,18 @@ static ir_value *new_weight(low *W, const char *what, int64_t rows, int64_t ncol
 /* Elements [off, off + n) of a parameter as a new vector weight. */
 static ir_value *vec_part(low *W, const char *nm, int64_t off, int64_t n, const char *what)
 {
+	if (W->g->train) {
+		/* computed at run time from the parameter, before the recurrence */
+		ir_value *p = par(W, nm);
+		int64_t zero = 0, end = off + n, all = ir_shape_const_numel(&p->shape);
+		if (p->shape.rank != 1) {
+			ir_value *rin[2] = {p, ir_const_i64(W->g, NULL, 1, &all)};
+			p = done(W, W->g, mk(W, W->g, OP_RESHAPE, 2, rin), NULL);
+		}
+		ir_value *in[4] = {p, ir_const_i64(W->g, NULL, 1, &off), ir_const_i64(W->g, NULL, 1, &end),
+				   ir_const_i64(W->g, NULL, 1, &zero)};
+		return done(W, W->g, mk(W, W->g, OP_SLICE, 4, in), NULL);
+	}
 	const float *d = par_data(W, nm);
 	ir_value *v = new_weight(W, what, n, 0);
 	if (W->errors)
@@ -945,9 +965,33 @@ static int expm_d(const double *S, double *X, int64_t n)
 	return r;
 }
 
+/* --train: M = base expm(S) by root nodes, from the parameters at run time. */
+static ir_value *dtriv_M_train(low *W)
+{
+	int64_t H = W->L.H;
+	ir_shape s = {.rank = 2, .d = {ir_dim_const(H), ir_dim_const(H)}};
+	ir_value *mask = ir_const_new(W->g, NULL, DT_F32, &s, NULL);
+	float *mk1 = mask->data;
+	for (int64_t i = 0; i < H; i++)
+		for (int64_t j = 0; j < H; j++)
+			mk1[i * H + j] = j > i ? 1.0f : 0.0f;
+	ir_value *in[2] = {par(W, "A"), mask};
+	ir_value *U = done(W, W->g, mk(W, W->g, OP_MUL, 2, in), NULL);
+	ir_node *tn = mk(W, W->g, OP_TRANSPOSE, 1, &U);
+	int64_t perm[2] = {1, 0};
+	ir_attr_set_ints(tn, "perm", 2, perm);
+	ir_value *sin[2] = {U, done(W, W->g, tn, NULL)};
+	ir_value *S = done(W, W->g, mk(W, W->g, OP_SUB, 2, sin), NULL);
+	ir_value *E = done(W, W->g, mk(W, W->g, OP_MATEXP, 1, &S), NULL);
+	ir_value *min[2] = {par(W, "base"), E};
+	return done(W, W->g, mk(W, W->g, OP_MATMUL, 2, min), NULL);
+}
+
 static ir_value *dtriv_M(low *W)
 {
 	int64_t H = W->L.H;
+	if (W->g->train)
+		return dtriv_M_train(W);
 	const float *A = par_data(W, "A"), *base = par_data(W, "base");
 	ir_value *M = new_weight(W, "M", H, H);
 	if (W->errors)
@@ -1000,7 +1044,10 @@ static void lower_base(low *W, body *S)
 		r = gemm(W, h, dtriv_M(W), NULL, 0);
 	} else {
 		ir_value *bias = par(W, "b_x");
-		if (plain && c->kind != K_GRU) {
+		if (plain && c->kind != K_GRU && W->g->train) {
+			ir_value *in[2] = {par(W, "b_x"), par(W, "b_h")};
+			bias = done(W, W->g, mk(W, W->g, OP_ADD, 2, in), NULL);
+		} else if (plain && c->kind != K_GRU) {
 			/* b_x + b_h pre-summed into the input projection */
 			const float *bx = par_data(W, "b_x"), *bhd = par_data(W, "b_h");
 			bias = new_weight(W, "b_xh", G, 0);
@@ -1115,11 +1162,45 @@ static void lower_irnn(low *W, body *S)
 	S->y = g;
 }
 
+/* --train: f(parameter nm) computed at run time by a root node before the
+ * recurrence (a [1] value the body captures), for derived scalars. */
+static ir_value *par_run(low *W, const char *nm, ir_op op)
+{
+	ir_value *p = par(W, nm);
+	return done(W, W->g, mk(W, W->g, op, 1, &p), NULL);
+}
+
+/* Heavy-ball RNN under --train: gamma = sigmoid(w), xi = softplus(c) at run time. */
+static void lower_hb_train(low *W, body *S, int64_t n, const char *an)
+{
+	ir_value *ngamma = par_run(W, "w", OP_SIGMOID);
+	ngamma = done(W, W->g, mk(W, W->g, OP_NEG, 1, &ngamma), NULL);
+	ir_value *xi = par_run(W, "c", OP_SOFTPLUS);
+	double dt = 1.0 / (double)n;
+	int ih = add_states(W, S, 0, 1), im = add_states(W, S, 1, 1);
+	ir_value *h = S->s[ih].in;
+	ir_value *m = add(W, S->s[im].in, gemm(W, W->x, par(W, "W_x"), par(W, "b_x"), 1));
+	for (int64_t k = 0; k < n; k++) {
+		ir_value *f = op1(W, OP_TANH, gemm(W, h, par(W, "W_h"), par(W, "b_h"), 1));
+		ir_value *h2 = add(W, h, scale(W, dt, act(W, an, m)));
+		ir_value *dm = sub(W, add(W, mul(W, ngamma, m), f), mul(W, xi, h));
+		m = add(W, m, scale(W, dt, dm));
+		h = h2;
+	}
+	S->s[ih].out = h;
+	S->s[im].out = m;
+	S->y = h;
+}
+
 static void lower_hb(low *W, body *S)
 {
 	const cell_def *c = W->L.c;
 	int64_t n = (int64_t)cell_opt_num(c, W->L.n, "steps");
 	const char *an = cell_opt_word(c, W->L.n, "act");
+	if (W->g->train) {
+		lower_hb_train(W, S, n, an);
+		return;
+	}
 	double wv = par_scalar(W, "w"), cv = par_scalar(W, "c");
 	double gamma = 1.0 / (1.0 + exp(-wv));
 	double xi = cv > 30 ? cv : log1p(exp(cv));
@@ -1141,6 +1222,17 @@ static void lower_hb(low *W, body *S)
 
 static void lower_fast(low *W, body *S)
 {
+	if (W->g->train) {
+		/* sigmoid(alpha), sigmoid(beta) at run time from the parameters */
+		ir_value *sa = par_run(W, "alpha", OP_SIGMOID), *sb = par_run(W, "beta", OP_SIGMOID);
+		int ih = add_states(W, S, 0, 1);
+		ir_value *h = S->s[ih].in;
+		ir_value *u = gemm(W, W->x, par(W, "W_x"), par(W, "b_x"), 1);
+		ir_value *r = gemm(W, h, par(W, "W_h"), NULL, 1);
+		S->s[ih].out = add(W, mul(W, sb, h), mul(W, sa, op1(W, OP_TANH, add(W, u, r))));
+		S->y = S->s[ih].out;
+		return;
+	}
 	double al = par_scalar(W, "alpha"), be = par_scalar(W, "beta");
 	double sa = 1.0 / (1.0 + exp(-al)), sb = 1.0 / (1.0 + exp(-be));
 	int ih = add_states(W, S, 0, 1);

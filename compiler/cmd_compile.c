@@ -20,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "cmd.h"
+#include "train.h"
 #include "testdata.h"
 #include "util.h"
 
@@ -60,6 +61,11 @@ static const char usage[] =
 	"  --rtol R, --atol A    the test's tolerance: |got-ref| <= A + R|ref| (1e-4, 1e-5)\n"
 	"  --testbench-embed B   embed golden data up to B bytes in NAME_test.c, else write\n"
 	"                        NAME_test.data beside it (default 262144)\n"
+	"Training (README \"Training: gradients\"):\n"
+	"  --train               also compute the loss and the gradients of every parameter\n"
+	"                        and f32 input (outputs loss, grad.<P>, grad.<X>, dstate)\n"
+	"  --loss L              ce (default; last step), ce-all, mse or masked-mse\n"
+	"  --loss-output NAME    the output the loss reads (default: the first)\n"
 	"Exit status: 0 ok, 2 model or command line rejected (reasons on stderr).\n";
 
 /* ---- shared helpers (cmd.h) ---- */
@@ -206,6 +212,10 @@ ir_graph *cmd_build(arena *A, diag *D, const char *model, int nbind, const onnx_
 	ir_graph *g = compile_load(A, D, model, nbind, bind);
 	if (!g || D->nerrors)
 		return NULL;
+	if (po && po->train) {
+		g->train = po->topts;
+		train_collect_params(g, po->topts);
+	}
 	if (stop_after && strcmp(stop_after, "load") == 0)
 		return g;
 	if (compile_passes(g, D, po, stop_after) || D->nerrors)
@@ -357,8 +367,8 @@ int cmd_compile(int argc, char **argv)
 	onnx_binding bind[CMD_MAX_BIND];
 	int nbind = 0;
 	pass_opts po = {0};
+	train_opts topts = {.loss = TRAIN_CE};
 	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0;
-	int train = 0;          /* --train: also NAME_train.c (emit_train_program) */
 	named_dim md[MAX_MAXDIM];
 	const char *tbdirs[MAX_TB];
 	double rtol = 1e-4, atol = 1e-5;
@@ -420,8 +430,20 @@ int cmd_compile(int argc, char **argv)
 				return 2;
 			}
 		} else if (!strcmp(a, "--train")) {
-			fprintf(stderr, "cellc compile: --train is not available in this version of cellc\n");
-			return 2;
+			po.train = 1;
+			po.topts = &topts;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss", &val))) {
+			if (r < 0 || (topts.loss = train_loss_lookup(val)) < 0) {
+				fprintf(stderr, "cellc compile: --loss wants ce, ce-all, mse or masked-mse\n");
+				arena_free(&A);
+				return 2;
+			}
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss-output", &val))) {
+			if (r < 0) {
+				arena_free(&A);
+				return 2;
+			}
+			topts.loss_output = val;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc compile: unknown option '%s'\n%s", a, usage);
 			return 2;
@@ -435,6 +457,11 @@ int cmd_compile(int argc, char **argv)
 	if (!model || !outdir) {
 		fprintf(stderr, "cellc compile: %s\n%s", !model ? "no MODEL given" : "no output directory (-o DIR)",
 			usage);
+		return 2;
+	}
+	if (po.train && (embed || no_malloc || ntb)) {
+		fprintf(stderr, "cellc compile: --train does not combine with --embed-weights, --no-malloc "
+				"or --testbench yet (the parameters must be a writable weights file)\n");
 		return 2;
 	}
 	if (name && !cmd_valid_name(name)) {
@@ -472,7 +499,7 @@ int cmd_compile(int argc, char **argv)
 			      .embed_limit = (size_t)tb_embed};
 		if (emit_model(g, &D, &eo) == 0 && D.nerrors == 0 &&
 		    (!L.n || (emit_testbench(g, &D, &eo, &tb) == 0 && D.nerrors == 0)) &&
-		    (!train || emit_train_program(&A, &D, &eo) == 0))
+		    (!po.train || emit_train_program(&A, &D, &eo) == 0))
 			rc = 0;
 	}
 	free(L.sets);

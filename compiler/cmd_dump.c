@@ -5,6 +5,7 @@
  * any compilation can be inspected and IR tests can compare text.
  */
 #include "cmd.h"
+#include "train.h"
 
 #include <string.h>
 
@@ -18,7 +19,7 @@ static void print_usage(FILE *f)
 		fprintf(f, ", %s", pass_list[i].name);
 	fputs(" (default: the last pass).\n"
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
-	      "  --no-hoist, --no-fuse as for `cellc compile`\n"
+	      "  --no-hoist, --no-fuse, --train, --loss L as for `cellc compile`\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
 }
 
@@ -28,6 +29,7 @@ int cmd_dump(int argc, char **argv)
 	onnx_binding bind[CMD_MAX_BIND];
 	int nbind = 0;
 	pass_opts po = {0};
+	train_opts topts = {.loss = TRAIN_CE};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int r;
@@ -47,6 +49,14 @@ int cmd_dump(int argc, char **argv)
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
 			po.no_fuse = 1;
+		} else if (!strcmp(a, "--train")) {
+			po.train = 1;
+			po.topts = &topts;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss", &val))) {
+			if (r < 0 || (topts.loss = train_loss_lookup(val)) < 0) {
+				fputs("cellc dump: --loss wants ce, ce-all, mse or masked-mse\n", stderr);
+				return 2;
+			}
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc dump: unknown option '%s'\n", a);
 			print_usage(stderr);

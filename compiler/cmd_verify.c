@@ -56,6 +56,7 @@
 #define _XOPEN_SOURCE 700
 
 #include "cmd.h"
+#include "train.h"
 #include "util.h"
 #include "cellrt.h"
 #include "onnx.pb-c.h"
@@ -85,6 +86,12 @@ static const char usage[] =
 	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
 	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
 	"  --no-hoist, --no-fuse   as for `cellc compile`\n"
+	"Gradients (README \"Training: gradients\"):\n"
+	"  --train       compile with --train; the data sets hold the model's inputs, then\n"
+	"                target [, mask]; outputs are matched by TensorProto name\n"
+	"  --loss L, --loss-output NAME   as for `cellc compile` (default: from the target:\n"
+	"                i64 [B] ce, i64 [T, B] ce-all, f32 mse, f32 and a mask masked-mse)\n"
+	"  --grad-rtol R  loss, grad.* and dstate pass when ||got-ref|| <= R ||ref|| (1e-4)\n"
 	"Golden data from ONNX Runtime instead of --data:\n"
 	"  --oracle onnxruntime  run the model with ONNX Runtime (npm onnxruntime-node) on\n"
 	"                        random inputs and compare with its outputs\n"
@@ -125,6 +132,9 @@ typedef struct verify {
 	result *res;            /* every compared output, for --report */
 	double rtol, atol;
 	pass_opts po;
+	train_opts topts;       /* --train: the loss; topts.loss etc. */
+	double grad_rtol;       /* --train: relative norm error allowed for loss, grad.*, dstate */
+	int loss_given;         /* --loss given; else taken from the first data set's target */
 	const char *cmdline;    /* for the provenance header of the emitted code */
 	int nsets;
 	dataset sets[MAX_DATA];
@@ -262,10 +272,13 @@ static int read_inputs(verify *V, diag *D)
 	const ir_graph *g = V->g0;
 	for (int i = 0; i < V->nsets; i++) {
 		dataset *s = &V->sets[i];
-		if (s->nin != g->ninputs || s->nout != g->noutputs) {
+		int extra = V->po.train ? 1 + (V->topts.loss == TRAIN_MASKED_MSE) : 0;
+		if (V->po.train && !V->loss_given && (s->nin == g->ninputs + 1 || s->nin == g->ninputs + 2))
+			extra = s->nin - g->ninputs;
+		if (s->nin != g->ninputs + extra || (!V->po.train && s->nout != g->noutputs)) {
 			fprintf(stderr, "cellc verify: %s has %d input_N.pb and %d output_N.pb files; "
 					"the model has %d inputs and %d outputs\n",
-				s->dir, s->nin, s->nout, g->ninputs, g->noutputs);
+				s->dir, s->nin, s->nout, g->ninputs + extra, g->noutputs);
 			return -1;
 		}
 		s->in = arena_array(&V->A, (size_t)(s->nin + 1), sizeof *s->in);
@@ -277,6 +290,13 @@ static int read_inputs(verify *V, diag *D)
 			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
 			if (!s->in[k] || D->nerrors)
 				return -1;
+		}
+		if (V->po.train && !V->loss_given && i == 0 && s->nin > g->ninputs) {
+			/* no --loss: the target says which (i64 [B]: ce, i64 [T, B]: ce-all,
+			 * f32: mse, f32 with a mask input: masked-mse) */
+			const ir_value *tg = s->in[g->ninputs];
+			V->topts.loss = s->nin > g->ninputs + 1 ? TRAIN_MASKED_MSE
+				      : tg->dtype != DT_I64 ? TRAIN_MSE : tg->shape.rank >= 2 ? TRAIN_CE_ALL : TRAIN_CE;
 		}
 	}
 	D->file = V->model;
@@ -594,6 +614,48 @@ static void compare(verify *V, const dataset *s, const char *oname, const rt_ten
 		V->failed++;
 }
 
+/* --train: loss, gradients and dstate pass when ||got - ref|| <= grad_rtol ||ref||
+ * (a zero reference needs ||got|| <= grad_rtol). */
+static void compare_norm(verify *V, const dataset *s, const char *oname, const rt_tensor *got,
+			 const ir_value *ref)
+{
+	int64_t n = ir_shape_const_numel(&ref->shape);
+	ir_shape gs = {.rank = got->rank};
+	for (int i = 0; i < got->rank; i++)
+		gs.d[i] = ir_dim_const(got->dims[i]);
+	const char *why = NULL;
+	if (got->dtype != DT_F32 || ref->dtype != DT_F32 || !ref->data)
+		why = "not f32";
+	else if (!ir_shape_eq(&gs, &ref->shape) && !(n == 1 && ir_shape_const_numel(&gs) == 1))
+		why = arena_printf(&V->A, "shape %s, reference %s", ir_shape_str(&V->A, V->scratch, &gs),
+				   ir_shape_str(&V->A, V->scratch, &ref->shape));
+	if (why) {
+		fprintf(stderr, "cellc verify: %s: output %s: %s\n", s->dir, oname, why);
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+		record(V, s->dir, oname, 0, NAN, NAN, why);
+		V->failed++;
+		return;
+	}
+	const float *a = got->data, *b = ref->data;
+	double dd = 0, rr = 0, max_abs = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double d = (double)a[i] - b[i];
+		dd += d * d;
+		rr += (double)b[i] * b[i];
+		if (!(fabs(d) <= max_abs))
+			max_abs = fabs(d);
+	}
+	double rel = rr > 0 ? sqrt(dd / rr) : sqrt(dd);
+	int ok = rel <= V->grad_rtol;
+	/* the usual line; max_rel is the relative norm error here */
+	printf("%s %s %s max_abs=%.3g max_rel=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, max_abs, rel);
+	record(V, s->dir, oname, ok, max_abs, rel, ok ? NULL : "relative norm error out of tolerance");
+	if (ok)
+		V->passed++;
+	else
+		V->failed++;
+}
+
 /* Runs the unit's driver on data set s and compares its outputs. */
 static void run_set(verify *V, const unit *u, int iset, diag *D)
 {
@@ -605,7 +667,9 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 		int j = 0;
 		while (j < V->g0->ninputs && strcmp(V->g0->inputs[j]->name, gi->name) != 0)
 			j++;
-		if (j == V->g0->ninputs) {
+		if (j == V->g0->ninputs && V->po.train && k >= V->g0->ninputs)
+			j = k;          /* target [, mask]: after the model's inputs */
+		if (j >= s->nin) {
 			fail_all(V, s, arena_printf(&V->A, "compiled input '%s' is not a model input", gi->name));
 			return;
 		}
@@ -662,6 +726,34 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 		rt_tf_close(&tf);
 		fail_all(V, s, arena_printf(&V->A, "the driver wrote %d outputs, the model has %d", tf.count,
 					    g->noutputs));
+		return;
+	}
+	if (V->po.train) {
+		/* a train build: outputs matched by the TensorProto's name; loss,
+		 * grad.* and dstate compared by relative norm error */
+		for (int k = 0; k < s->nout; k++) {
+			const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
+			D->file = "cellc verify";
+			ir_value *ref = onnx_read_tensor_file(V->scratch, D, p);
+			D->file = V->model;
+			int at = k;
+			for (int j = 0; ref && j < g->noutputs; j++)
+				if (!strcmp(g->outputs[j]->name, ref->name))
+					at = j;
+			const char *oname = at < g->noutputs ? g->outputs[at]->name : p;
+			if (!ref || at >= g->noutputs) {
+				fprintf(stderr, "cellc verify: %s: %s %s\n", s->dir, ref ? "no output matches" : "cannot read the reference", p);
+				printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+				record(V, s->dir, oname, 0, NAN, NAN, "no reference output");
+				V->failed++;
+				continue;
+			}
+			if ((!strcmp(oname, "loss") || !strcmp(oname, "dstate") || !strncmp(oname, "grad.", 5)))
+				compare_norm(V, s, oname, &tf.t[at], ref);
+			else
+				compare(V, s, oname, &tf.t[at], ref);
+		}
+		rt_tf_close(&tf);
 		return;
 	}
 	/* Output k of the model is output_k.pb; a sequence (optional) there is
@@ -1191,6 +1283,22 @@ static int parse_args(verify *V, int argc, char **argv)
 			V->po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
 			V->po.no_fuse = 1;
+		} else if (!strcmp(a, "--train")) {
+			V->po.train = 1;
+			V->po.topts = &V->topts;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss", &val))) {
+			if (r < 0 || (V->topts.loss = train_loss_lookup(val)) < 0) {
+				fprintf(stderr, "cellc verify: --loss wants ce, ce-all, mse or masked-mse\n");
+				return 2;
+			}
+			V->loss_given = 1;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss-output", &val))) {
+			if (r < 0)
+				return 2;
+			V->topts.loss_output = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--grad-rtol", &val))) {
+			if (r < 0 || parse_tol("--grad-rtol", val, &V->grad_rtol))
+				return 2;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc verify: unknown option '%s'\n%s", a, usage);
 			return 2;
@@ -1204,6 +1312,10 @@ static int parse_args(verify *V, int argc, char **argv)
 	if (!V->model || (!ndata && !V->oracle)) {
 		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR or --oracle given",
 			usage);
+		return 2;
+	}
+	if (V->po.train && V->oracle) {
+		fprintf(stderr, "cellc verify: --train needs --data (gradients come from PyTorch, not ONNX Runtime)\n");
 		return 2;
 	}
 	if (ndata && V->oracle) {
@@ -1288,6 +1400,8 @@ int cmd_verify(int argc, char **argv)
 	verify *V = &V0;
 	V->rtol = 1e-4;
 	V->atol = 1e-5;
+	V->grad_rtol = 1e-4;
+	V->topts.loss = TRAIN_CE;
 	V->seed = 1;
 	arena_init(&V->A);
 	int rc = parse_args(V, argc, argv);

@@ -22,6 +22,7 @@ const pass_desc pass_list[] = {
 	{"lower", pass_lower_rnn},
 	{"hoist", pass_hoist},
 	{"split", pass_split},
+	{"grad", pass_grad},
 	{"fuse", pass_fuse},
 	{"plan", pass_plan},
 };

@@ -30,6 +30,7 @@
 #include "cellrt.h"
 #include "compile.h"
 #include "passes.h"
+#include "train.h"
 #include "util.h"
 
 #include <errno.h>
@@ -662,6 +663,8 @@ static const char *io_args(emit_ctx *E, const char *dims)
 	return s;
 }
 
+static void train_decls(emit_ctx *E);
+
 static void blk_run_decls(emit_ctx *E)
 {
 	const char *n = E->tabs->name;
@@ -675,6 +678,126 @@ static void blk_run_decls(emit_ctx *E)
 		ew_line(E->w, " * continuing from the state the previous run or step left. */");
 		ew_line(E->w, "int %s_step(%s);", n, io_params(E, 1, 0));
 	}
+	if (E->g->train)
+		train_decls(E);
+}
+
+/* ---- training (cellc compile --train) ------------------------------------- */
+
+/* The declarations of a train build's extra API (README "Training: gradients"). */
+static void train_decls(emit_ctx *E)
+{
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	const train_opts *t = E->g->train;
+	ew_line(w, "%s", "");
+	ew_line(w, "/* ---- training (cellc compile --train --loss %s) ----", train_loss_name(t->loss));
+	ew_line(w, " * Inputs after the model's: target%s.  Outputs after the model's: loss,",
+		t->loss == TRAIN_MASKED_MSE ? ", mask" : "");
+	ew_line(w, " * grad.<P> per parameter, grad.<X> per f32 input, dstate (find them by");
+	ew_line(w, " * name with %s_io_name).  The parameters are the tensors of %s.weights. */", n, n);
+	ew_line(w, "#define %s_TRAIN 1", n);
+	ew_line(w, "#define %s_NUM_PARAMS %d", n, t->nparams);
+	ew_line(w, "struct rt_tensor;");
+	ew_line(w, "/* k-th trainable parameter: name, mutable data, element count. */");
+	ew_line(w, "int %s_param(%s *m, int k, const char **name, float **data, int64_t *numel);", n, n);
+	ew_line(w, "/* 1: the next runs compute only the model's outputs and the loss (the");
+	ew_line(w, " * gradient outputs are left untouched); 0: everything. */");
+	ew_line(w, "int %s_set_forward_only(%s *m, int on);", n, n);
+	ew_line(w, "/* Writes the parameters and the caller's extra tensors (names starting with");
+	ew_line(w, " * '@', e.g. optimiser state) atomically as a weights file %s_create accepts. */", n);
+	ew_line(w, "int %s_save(%s *m, const char *path, int nextra, const struct rt_tensor *extra);", n, n);
+	ew_line(w, "typedef struct %s_train_info {", n);
+	ew_line(w, "\tint x_input;            /* the data input */");
+	ew_line(w, "\tint batch_axis, time_axis; /* of the data input */");
+	ew_line(w, "\tint loss_kind;          /* 0 ce, 1 ce-all, 2 mse, 3 masked-mse */");
+	ew_line(w, "\tint logits_output;      /* the output the loss reads */");
+	ew_line(w, "\tint loss_output_index;  /* the output `loss` */");
+	ew_line(w, "\tint nclasses;           /* ce, ce-all: classes; else 0 */");
+	ew_line(w, "} %s_train_info;", n);
+	ew_line(w, "extern const %s_train_info %s_TRAIN_INFO;", n, n);
+}
+
+/* The definitions: parameters are weights w_k (pointing into the loaded
+ * weights file, whose memory is the instance's own). */
+static void train_api(emit_ctx *E)
+{
+	ew *w = E->w;
+	struct emit_tabs *tb = E->tabs;
+	const char *n = tb->name;
+	const train_opts *t = E->g->train;
+	int np = t->nparams;
+	ew_line(w, "%s", "");
+	ew_line(w, "/* ---- training ---- */");
+	ew_line(w, "%s", "");
+	ew_line(w, "const %s_train_info %s_TRAIN_INFO = {%d, %d, %d, %d, %d, %d, %d};", n, n, t->x_input,
+		t->batch_axis, t->time_axis, t->loss, t->logits_output, t->loss_output_index, t->nclasses);
+	ew_line(w, "%s", "");
+	fn_open(w, "int %s_param(%s *m, int k, const char **name, float **data, int64_t *numel)", n, n);
+	ew_line(w, "if (!m || k < 0 || k >= %d)", np);
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	if (np) {
+		char *ws = "", *cs = "", *ix = "";
+		for (int i = 0; i < np; i++) {
+			int wk = find_index(tb->weights, tb->nweights, t->params[i]);
+			ASSERT(wk >= 0);
+			ws = arena_printf(E->A, "%s%s(float *)m->w_%d", ws, i ? ", " : "", wk);
+			cs = arena_printf(E->A, "%s%s%lld", cs, i ? ", " : "",
+					  (long long)ir_shape_const_numel(&t->params[i]->shape));
+			ix = arena_printf(E->A, "%s%s%d", ix, i ? ", " : "", wk);
+		}
+		ew_line(w, "static const int64_t count[%d] = {%s};", np, cs);
+		ew_line(w, "static const int widx[%d] = {%s};   /* weight_desc index */", np, ix);
+		ew_line(w, "float *const p[%d] = {%s};", np, ws);
+		ew_line(w, "if (name)");
+		ew_line(w, "\t*name = weight_desc[widx[k]].name;");
+		ew_line(w, "if (data)");
+		ew_line(w, "\t*data = p[k];");
+		ew_line(w, "if (numel)");
+		ew_line(w, "\t*numel = count[k];");
+	} else {
+		ew_line(w, "(void)name, (void)data, (void)numel;");
+	}
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	fn_open(w, "int %s_set_forward_only(%s *m, int on)", n, n);
+	ew_line(w, "if (!m)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "m->fwd_only = on != 0;");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	fn_open(w, "int %s_save(%s *m, const char *path, int nextra, const rt_tensor *extra)", n, n);
+	int nw = tb->nweights;
+	ew_line(w, "if (!m || !path || nextra < 0 || (nextra && !extra))");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "rt_tensor *t = malloc((size_t)(%d + nextra) * sizeof *t);", nw);
+	ew_line(w, "if (!t)");
+	ew_line(w, "\treturn RT_ERR_NOMEM;");
+	char *wl = "";
+	for (int k = 0; k < nw; k++)
+		wl = arena_printf(E->A, "%s%s(const void *)m->w_%d", wl, k ? ", " : "", k);
+	ew_line(w, "const void *const wp[%d] = {%s};", nw ? nw : 1, nw ? wl : "0");
+	ew_open(w, "for (int i = 0; i < %d; i++)", nw);
+	ew_line(w, "const struct weight_desc *wd = &weight_desc[i];");
+	ew_line(w, "t[i].name = wd->name;");
+	ew_line(w, "t[i].dtype = wd->dtype;");
+	ew_line(w, "t[i].rank = wd->rank;");
+	ew_line(w, "size_t cnt = 1;");
+	ew_open(w, "for (int a = 0; a < wd->rank; a++)");
+	ew_line(w, "t[i].dims[a] = wd->dims[a];");
+	ew_line(w, "cnt *= (size_t)wd->dims[a];");
+	ew_close(w, "");
+	ew_line(w, "t[i].data = wp[i];");
+	ew_line(w, "t[i].nbytes = cnt * rt_dtype_size(wd->dtype);");
+	ew_close(w, "");
+	ew_line(w, "for (int i = 0; i < nextra; i++)");
+	ew_line(w, "\tt[%d + i] = extra[i];", nw);
+	ew_line(w, "int st = rt_tf_write(path, %d + nextra, t);", nw);
+	ew_line(w, "free(t);");
+	ew_line(w, "return st;");
+	ew_close(w, "");
 }
 
 /* ---- blocks of NAME.c ----------------------------------------------------- */
@@ -704,6 +827,8 @@ static void blk_struct(emit_ctx *E)
 	for (int i = 0; i < E->g->nnodes; i++)
 		if (E->g->nodes[i]->op == OP_RECURRENCE)
 			emit_rec_state_decls(E, E->g->nodes[i]);
+	if (E->g->train)
+		ew_line(E->w, "int fwd_only;           /* NAME_set_forward_only: skip the gradients */");
 }
 
 static void blk_destroy(emit_ctx *E)
@@ -873,7 +998,15 @@ static void blk_load_weights(emit_ctx *E)
 	ew_line(w, "/* Opens the weights file and points the w_k members into it, after");
 	ew_line(w, " * checking every tensor's name, dtype and shape. */");
 	open_weights_fn(E);
-	ew_line(w, "if (m->wf.count != %d)", t->nweights);
+	if (E->g->train) {
+		/* a checkpoint also holds '@'-named tensors (optimiser state), ignored here */
+		ew_line(w, "int nplain = 0;");
+		ew_line(w, "for (int i = 0; i < m->wf.count; i++)");
+		ew_line(w, "\tnplain += m->wf.t[i].name[0] != '@';");
+		ew_line(w, "if (nplain != %d)", t->nweights);
+	} else {
+		ew_line(w, "if (m->wf.count != %d)", t->nweights);
+	}
 	ew_line(w, "\treturn RT_ERR_MISMATCH;");
 	ew_line(w, "const void *p[%d];", t->nweights);
 	ew_open(w, "for (int i = 0; i < %d; i++)", t->nweights);
@@ -900,8 +1033,14 @@ static int is_elementwise(const ir_node *n)
 static void print_nodes(emit_ctx *E)
 {
 	ir_graph *g = E->g;
+	int bwd = 0;
 	for (int i = 0; i < g->nnodes;) {
 		ir_node *n = g->nodes[i];
+		if (g->train && n == g->train->bwd_start && !bwd) {
+			/* --train: the gradients, skipped by NAME_set_forward_only(m, 1) */
+			bwd = 1;
+			ew_open(E->w, "if (!m->fwd_only)");
+		}
 		if (n->op == OP_RECURRENCE) {
 			emit_recurrence(E, n);
 			i++;
@@ -923,6 +1062,8 @@ static void print_nodes(emit_ctx *E)
 			emit_node(E, n);
 		i = j;
 	}
+	if (bwd)
+		ew_close(E->w, "");
 }
 
 /* Graph outputs not written by their producer: constants, weights, inputs
@@ -943,8 +1084,9 @@ static void print_output_copies(emit_ctx *E)
 		E->tabs->used_out[k] = 1;
 		ew_line(E->w, "/* output %d '%s' %s is %s */", k, cmt(E->A, v->name), shape_comment(E, v),
 			first != k ? "an output already" : "not computed at run time");
-		ew_line(E->w, "memcpy(out_%d, %s, (size_t)%s * sizeof(%s));", k, src, emit_numel(E, &v->shape),
-			ctype(v));
+		int bwd = g->train && k > g->train->loss_output_index;
+		ew_line(E->w, "%smemcpy(out_%d, %s, (size_t)%s * sizeof(%s));", bwd ? "if (!m->fwd_only) " : "",
+			k, src, emit_numel(E, &v->shape), ctype(v));
 	}
 }
 
@@ -1032,8 +1174,12 @@ static char *prepare_forward(emit_ctx *E)
 	char *nulls = "";
 	for (int k = 0; k < g->ninputs; k++)
 		nulls = arena_printf(E->A, "%s%s!in_%d", nulls, *nulls ? " || " : "", k);
-	for (int k = 0; k < g->noutputs; k++)
-		nulls = arena_printf(E->A, "%s%s!out_%d", nulls, *nulls ? " || " : "", k);
+	for (int k = 0; k < g->noutputs; k++) {
+		/* a train build's gradient outputs may be NULL when only the forward runs */
+		int bwd = g->train && k > g->train->loss_output_index;
+		nulls = arena_printf(E->A, bwd ? "%s%s(!out_%d && !m->fwd_only)" : "%s%s!out_%d", nulls,
+				     *nulls ? " || " : "", k);
+	}
 	if (*nulls) {
 		ew_line(w, "if (%s)", nulls);
 		ew_line(w, "\treturn RT_ERR_ARG;");
@@ -1258,6 +1404,8 @@ static void blk_api(emit_ctx *E)
 	api_io_shape(E);
 	ew_line(E->w, "%s", "");
 	api_run_generic(E);
+	if (E->g->train)
+		train_api(E);
 }
 
 /* The workspace allocator, when the forward function uses a slot. */
@@ -1619,6 +1767,22 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	tabs.used_slot = arena_alloc(E->A, (size_t)tabs.nslots + 1);
 	tabs.time_sym = find_time_sym(g);
 	if (check_model(E))
+		return D->nerrors;
+	if (g->train && (o->embed_weights || o->no_malloc)) {
+		diag_error(D, "--train needs a weights file and malloc (no --embed-weights, --no-malloc)");
+		return D->nerrors;
+	}
+	for (int k = 0; g->train && k < tabs.nweights; k++) {
+		/* a weight derived at compile time would get no gradient: a bug of a pass */
+		const ir_value *v = tabs.weights[k];
+		int param = v->dtype != DT_F32;
+		for (int i = 0; !param && i < g->train->nparams; i++)
+			param = g->train->params[i] == v;
+		if (!param)
+			diag_error(D, "internal error: the train build reads weight '%s', which is not a "
+				      "parameter of the source (derived at compile time)", v->name);
+	}
+	if (D->nerrors)
 		return D->nerrors;
 	if (o->no_malloc && g->nsyms && !o->max_dims) {
 		diag_error(D, "--no-malloc needs the largest value of every dimension symbol (--max-dim)");

@@ -20,6 +20,7 @@
  */
 #include "emit.h"
 #include "passes.h"
+#include "train.h"
 #include "util.h"
 
 #include <string.h>
@@ -846,6 +847,8 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
 	case OP_RECURRENCE: emit_recurrence(E, n); return;
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: emit_optim(E, n); return;
+	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));
 		return;

@@ -618,6 +618,10 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 			return 0;
 		/* results of weights stay weights; a weight as a shape parameter does not count */
 		c->weight |= v->kind == VAL_WEIGHT && n->op != OP_SHAPE && !infer_shape_input(n->op, k);
+		/* --train: what is made from a parameter is computed at run time */
+		if (ir_root(g)->train && v->kind == VAL_WEIGHT && v->dtype == DT_F32 && n->op != OP_SHAPE &&
+		    !infer_shape_input(n->op, k))
+			return 0;
 	}
 	int64_t total = 0;
 	for (int k = 0; k < n->nout; k++) {

@@ -15,6 +15,7 @@
  */
 #include "cells.h"
 #include "infer.h"
+#include "train.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -1102,6 +1103,9 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
 	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: return infer_optim(c);
+	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
+		return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;
 	default:
 		if (oi->kind == OPK_ELEM)

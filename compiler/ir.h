@@ -217,6 +217,8 @@ typedef struct ir_graph {
 	const char *source;     /* model file path */
 	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
 	int uniq;               /* counter of made-up names (ir_unique_name) */
+	struct train_opts *train; /* --train (train.h): derived weights are computed at run
+	                           time from the parameters; NULL for inference */
 } ir_graph;
 
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);

@@ -108,6 +108,9 @@ static const attr_spec attr_specs[] = {
 	{OP_CONSTANT, "sparse_value", ATTR_TENSOR, 11, 0, "sparse tensors are not supported"},
 	{OP_CONSTANT, "value_string", ATTR_STRING, 12, 0, "string tensors are not supported"},
 	{OP_CONSTANT, "value_strings", ATTR_STRINGS, 12, 0, "string tensors are not supported"},
+	/* ai.onnx.preview.training */
+	{OP_GRADIENT, "xs", ATTR_STRINGS, 0, 0, NULL}, {OP_GRADIENT, "y", ATTR_STRING, 0, 0, NULL},
+	{OP_GRADIENT, "zs", ATTR_STRINGS, 0, 0, "zs (inputs held constant) is not supported"},
 };
 
 static const char *const attr_type_names[] = {
@@ -964,7 +967,8 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	const char *op_type = np->op_type ? np->op_type : "";
 	const char *domain = np->domain ? np->domain : "";
 	int nin = trimmed(np->input, np->n_input), nout = trimmed(np->output, np->n_output);
-	int default_domain = !*domain || strcmp(domain, "ai.onnx") == 0;
+	int default_domain = !*domain || strcmp(domain, "ai.onnx") == 0 ||
+			     (strcmp(domain, "ai.onnx.preview.training") == 0 && strcmp(op_type, "Gradient") == 0);
 
 	L->node_unnamed = !np->name || !*np->name;
 	L->node_out0 = np->n_output && np->output[0] && *np->output[0] ? np->output[0] : NULL;

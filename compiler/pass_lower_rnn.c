@@ -187,7 +187,7 @@ static int check_weight(lower *L, int idx, const char *what, int rank, const int
 	ir_value *v = idx < L->src->nin ? L->src->in[idx] : NULL;
 	if (!v)
 		return 1;
-	if (!is_initializer(v)) {
+	if (!is_initializer(v) && !L->g->train) {
 		diag_node(L->D, L->src, "%s must be an initializer (a constant tensor), not a run-time "
 			  "input; bind it with --bind %s=FILE.pb", what, v->name);
 		L->errors++;
@@ -238,10 +238,36 @@ static ir_value *new_weight(lower *L, const char *what, int dir, int64_t rows, i
 
 /* Rows [row0, row0 + rows) of direction dir of a [D, ., cols] initializer,
  * as a matrix [rows, cols] (rows 0: one row as a vector [cols]). */
+/* --train: elements [off, off + n) of the flattened src, computed at run time
+ * by root nodes before the recurrence (rows 0: a vector [n], else [rows, n / rows]). */
+static ir_value *run_part(lower *L, ir_value *src, int64_t off, int64_t n, int64_t rows)
+{
+	ir_graph *g = L->g;
+	int64_t total = ir_shape_const_numel(&src->shape), flat[1] = {total};
+	ir_value *in2[2] = {src, ir_const_i64(g, NULL, 1, flat)};
+	ir_value *f = done(L, g, mk(L, g, OP_RESHAPE, 2, in2), NULL);
+	ir_value *v = f;
+	if (off != 0 || n != total) {
+		ir_value *in4[4] = {f, ir_const_i64(g, NULL, 1, &off), ir_const_i64(g, NULL, 1, &(int64_t){off + n}),
+				    ir_const_i64(g, NULL, 1, &(int64_t){0})};
+		v = done(L, g, mk(L, g, OP_SLICE, 4, in4), NULL);
+	}
+	if (rows) {
+		int64_t d[2] = {rows, n / rows};
+		ir_value *in[2] = {v, ir_const_i64(g, NULL, 2, d)};
+		v = done(L, g, mk(L, g, OP_RESHAPE, 2, in), NULL);
+	}
+	return v;
+}
+
 static ir_value *weight_rows(lower *L, int idx, const char *what, int dir, int64_t row0,
 			     int64_t rows, int64_t cols)
 {
 	ir_value *src = src_in(L, idx);
+	if (L->g->train) {
+		int64_t per_dir = ir_shape_const_numel(&src->shape) / L->ndir;
+		return run_part(L, src, dir * per_dir + row0 * cols, (rows ? rows : 1) * cols, rows);
+	}
 	int64_t per_dir = ir_shape_const_numel(&src->shape) / L->ndir;
 	ir_value *v = rows ? new_weight(L, what, dir, rows, cols) : new_weight(L, what, dir, cols, 0);
 	rows = rows ? rows : 1;
@@ -259,6 +285,22 @@ static ir_value *bias_sum(lower *L, int dir, int k0, int k1, int skip0, int skip
 	if (!Bv)
 		return NULL;
 	int64_t G = L->ngates * L->H;
+	if (L->g->train) {
+		int64_t r0 = k0, r1 = k1 < skip0 || skip0 >= skip1 ? k1 : skip0;
+		if (r1 <= r0)
+			return run_part(L, Bv, dir * 2 * G + k0 * L->H, (k1 - k0) * L->H, 0);
+		ir_value *rbv = run_part(L, Bv, dir * 2 * G + G + r0 * L->H, (r1 - r0) * L->H, 0);
+		if (r1 < k1) {
+			/* the blocks [skip0, k1) take Wb alone: add Rb to the front part */
+			ir_value *front = run_part(L, Bv, dir * 2 * G + r0 * L->H, (r1 - r0) * L->H, 0);
+			ir_value *back = run_part(L, Bv, dir * 2 * G + r1 * L->H, (k1 - r1) * L->H, 0);
+			ir_value *in[2] = {op2(L, L->g, OP_ADD, front, rbv), back};
+			ir_node *c = mk(L, L->g, OP_CONCAT, 2, in);
+			ir_attr_set_int(c, "axis", 0);
+			return done(L, L->g, c, NULL);
+		}
+		return op2(L, L->g, OP_ADD, run_part(L, Bv, dir * 2 * G + k0 * L->H, (k1 - k0) * L->H, 0), rbv);
+	}
 	const float *wb = (const float *)Bv->data + dir * 2 * G, *rb = wb + G;
 	ir_value *v = new_weight(L, what, dir, (k1 - k0) * L->H, 0);
 	float *o = v->data;
@@ -277,6 +319,8 @@ static ir_value *bias_r_block(lower *L, int dir, int k, const char *what)
 	if (!Bv)
 		return NULL;
 	int64_t G = L->ngates * L->H;
+	if (L->g->train)
+		return run_part(L, Bv, dir * 2 * G + G + k * L->H, L->H, 0);
 	const float *rb = (const float *)Bv->data + dir * 2 * G + G + k * L->H;
 	int nonzero = 0;
 	for (int64_t j = 0; j < L->H; j++)

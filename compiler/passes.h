@@ -12,7 +12,8 @@
 #include "ir.h"
 
 typedef struct pass_opts {
-	int train;              /* --train (later issue): keep what backward needs */
+	int train;              /* --train: derived weights at run time, pass_grad runs */
+	struct train_opts *topts; /* --train: the loss (train.h); set with train */
 	int no_hoist;           /* --no-hoist: keep input projections in the loop (tests) */
 	int no_fuse;            /* --no-fuse: one loop per element-wise op (tests) */
 } pass_opts;
@@ -40,6 +41,10 @@ int pass_hoist(ir_graph *g, diag *D, const pass_opts *o);
  * products, per-step inputs and states, where they are column views;
  * states read only by such slices split (pass_split.c). */
 int pass_split(ir_graph *g, diag *D, const pass_opts *o);
+/* --train only (g->train): the loss, and its gradients by reverse-mode
+ * differentiation of the root graph, recurrences by backpropagation through
+ * time (pass_grad.c; train.h).  Does nothing in inference builds. */
+int pass_grad(ir_graph *g, diag *D, const pass_opts *o);
 /* Element-wise chains grouped into fused loops (node->group). */
 int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
 /* What pass_fuse decided, for emitters and the planner (pass_fuse.c):

@@ -482,6 +482,11 @@ typedef struct rt_plot {
 } rt_plot;
 
 int rt_svg_plot(const char *path, const rt_plot *p, int nseries, const rt_series *s);
+/* ---- training (cellc compile --train) ---- */
+/* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in
+ * double); RT_ERR_NOMEM, or RT_ERR_NONFINITE when the Pade denominator is
+ * singular (X holds NaN or Inf) */
+int rt_expm(float *y, const float *x, int64_t n);
 
 #ifdef __cplusplus
 }

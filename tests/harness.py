@@ -55,6 +55,14 @@ Groups, in order:
               readers and inflate (also under ASan/UBSan), option errors, loss
               trajectories vs PyTorch, resume == uninterrupted, SIGKILL during
               checkpoint writes, NaN stop, SVG plots, progress display
+  grad        `cellc verify --train` (loss, grad.*, dstate by relative norm
+              error 1e-4) on tests/gen_grad_smoke.py's cases (.cell cells and
+              nn.LSTM/GRU exports vs PyTorch autograd) and, when generated,
+              tests/gen_grad_cases.py's; the train API of the emitted code
+              (tests/grad/test_train_api.c: params, forward-only, save/load,
+              finite differences); untrainable models refused with exit 2;
+              the official tests of the ONNX Gradient operator; the backward
+              step holds one product and weight gradients are one GEMM each
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -1134,6 +1142,106 @@ def group_train_prog():
         return [Result("train_prog/run", False, "%s is not built" % CELLC)]
     return script_group("train_prog", [PY, "tests/test_train_prog.py", CELLC,
                                        os.path.join(OUT, "train_prog_work")])
+# ---- training: gradients (cellc compile --train) ------------------------------------------
+
+def grad_model(case_dir):
+    for m in ("model.cell", "model.onnx"):
+        if os.path.exists(os.path.join(case_dir, m)):
+            return os.path.join(case_dir, m)
+    return os.path.join(case_dir, "model.onnx")
+
+
+def grad_api():
+    src = os.path.join(OUT, "grad_smoke", "lstm_ce", "model.cell")
+    work = os.path.join(OUT, "grad_work", "api")
+    log = os.path.join(LOGS, "grad", "api.build.log")
+    rc, out, err = run([CELLC, "compile", src, "-o", work, "--name", "net", "--train"], log)
+    if rc != 0:
+        return [Result("grad_smoke/api/build", False, "cellc compile --train: %s: %s (log: %s)" % (
+            status_word(rc), first_lines(err), log))]
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work], log + ".make")
+    binary = os.path.join(work, "test_train_api")
+    if rc == 0:
+        rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime",
+                            "-I" + work, "tests/grad/test_train_api.c", "-o", binary,
+                            os.path.join(work, "libnet.a"), os.path.join("build", "libcellrt.a"),
+                            "-lopenblas", "-lm"], log + ".cc")
+    if rc != 0:
+        return [Result("grad_smoke/api/build", False, "cannot build the train API test: %s (log: %s)" % (
+            first_lines(err + out), log))]
+    return script_group("grad_smoke", [binary, os.path.join(work, "net.weights"), work])
+
+
+def grad_refused(name, text, want, args=()):
+    """A model --train must refuse: exit 2 and a message containing want."""
+    work = os.path.join(OUT, "grad_work", name)
+    os.makedirs(os.path.join(ROOT, work), exist_ok=True)
+    model = os.path.join(work, "model.cell")
+    with open(os.path.join(ROOT, model), "w") as f:
+        f.write(text)
+    log = os.path.join(LOGS, "grad", name + ".log")
+    rc, out, err = run([CELLC_SAN if os.access(os.path.join(ROOT, CELLC_SAN), os.X_OK) else CELLC,
+                        "compile", model, "-o", os.path.join(work, "out"), "--train"] + list(args), log, SAN_ENV)
+    ok = rc == 2 and want in err and not any(m in err for m in SAN_MARKERS)
+    return Result("grad_smoke/refuse_" + name, ok, "" if ok else "%s: %s (log: %s)" % (
+        status_word(rc), first_lines(err), log))
+
+
+def grad_structure(case):
+    """The backward pass is fast by construction: the backward recurrence's
+    step holds exactly one product (dh_{t-1} = da_t W_h), and every weight
+    gradient is one GEMM over all steps in the root graph."""
+    model = grad_model(os.path.join(OUT, "grad_smoke", case))
+    log = os.path.join(LOGS, "grad", "structure_" + case + ".log")
+    rc, out, err = run([CELLC, "dump", model, "--train", "--after", "grad"], log)
+    name = "grad_smoke/structure_" + case
+    if rc != 0:
+        return Result(name, False, "cellc dump: %s (log: %s)" % (status_word(rc), log))
+    lines = out.splitlines()
+    at = [i for i, l in enumerate(lines) if "Recurrence(" in l and ".backward" in l]
+    if len(at) != 1:
+        return Result(name, False, "expected one backward recurrence, found %d (log: %s)" % (len(at), log))
+    depth, body = 0, []
+    for l in lines[at[0]:]:
+        depth += l.count("{") - l.count("}")
+        body.append(l)
+        if depth <= 0:
+            break
+    gemms = sum(1 for l in body[1:] if "= Gemm(" in l)
+    wgrad = [l for l in lines if l.strip().startswith("%grad.h1.W_") and "= Gemm(" in l and "transA = 1" in l
+             and "seq*batch" not in l.split("#")[0]]
+    ok = gemms == 1 and len(wgrad) == 2
+    return Result(name, ok, "" if ok else "%d products in the backward step, %d one-GEMM weight gradients "
+                  "(log: %s)" % (gemms, len(wgrad), log))
+
+
+def group_grad_smoke():
+    """Gradient smoke cases (tests/gen_grad_smoke.py), the train API, the
+    official Gradient tests, the one-GEMM structure and refusals; the full
+    oracle cases of tests/gen_grad_cases.py are the `grad` group."""
+    if not stamp_ok("grad_smoke"):
+        yield from fixtures_missing("grad_smoke", "grad_smoke")
+        return
+    items = []
+    d = os.path.join(OUT, "grad_smoke")
+    for case in sorted(os.listdir(os.path.join(ROOT, d))):
+        cd = os.path.join(d, case)
+        if os.path.isdir(os.path.join(ROOT, cd)) and data_sets(cd):
+            items.append(("grad_smoke", case, cd, ["--train"], CELLC, None, grad_model(cd)))
+    # the official tests of the ONNX Gradient operator (onnx's generator puts them in simple/)
+    if stamp_ok("onnx_node"):
+        for t in ("test_gradient_of_add", "test_gradient_of_add_and_mul"):
+            cd = os.path.join(OUT, "onnx_node", "simple", t)
+            items.append(("grad_smoke", "onnx_" + t, cd, NODE_TOL))
+    yield from parallel(verify_one, items)
+    yield from grad_api()
+    yield grad_structure("momentum_lstm_ce")
+    yield grad_structure("gru_ce")
+    yield grad_refused("loss_output", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
+                       " output h\n}\n", "no output of that name", ["--loss-output", "nope"])
+    yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"
+                       " y = linear(last(h), out=2)\n output y\n}\n", "needs a per-step output",
+                       ["--loss", "ce-all"])
 
 
 GROUPS = [
@@ -1149,6 +1257,7 @@ GROUPS = [
     ("export", group_export),
     ("optim", group_optim),
     ("train_prog", group_train_prog),
+    ("grad_smoke", group_grad_smoke),
 ]
 
 

@@ -24,6 +24,7 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 FIXTURES += $(TOUT)/export/.stamp
 $(TOUT)/export/.stamp: tests/gen_export_cases.py tests/gen_torch_exports.py tests/ref_momentum.py tests/tensorfile.py
 	$(call gen,tests/gen_export_cases.py,$(TOUT)/export)
+FIXTURES += $(TOUT)/grad_smoke/.stamp
 
 .PHONY: fixtures unit-tests
 fixtures: $(FIXTURES)
@@ -64,6 +65,10 @@ $(TOUT)/cells/.stamp: tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfil
 	$(call gen,tests/gen_cell_cases.py,$(TOUT)/cells)
 $(TOUT)/cell_init/.stamp: tests/gen_cell_init_cases.py tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfile.py
 	$(call gen,tests/gen_cell_init_cases.py,$(TOUT)/cell_init)
+
+# training (issue 5): gradient cases for the `grad` group (listed in FIXTURES above)
+$(TOUT)/grad_smoke/.stamp: tests/gen_grad_smoke.py tests/ref_cells.py tests/tensorfile.py
+	$(call gen,tests/gen_grad_smoke.py,$(TOUT)/grad_smoke)
 
 # ---- Check unit tests of libcellrt ------------------------------------------
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)

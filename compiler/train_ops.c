@@ -1,0 +1,313 @@
+/* train_ops.c: shape rules and C for the training ops of ops.def (the block
+ * "training"): ReduceSum, SliceScatter, MatrixExp and the losses with their
+ * gradients.
+ *
+ * pass_grad makes these nodes; they appear only in the root graph of a
+ * --train compilation.  ReduceSum here sums over one contiguous run of axes
+ * (pass_grad makes one node per run), so the emitted loop is the three-way
+ * split outer x n x inner.  The losses follow PyTorch's reductions
+ * (cross_entropy and mse_loss with reduction='mean'); masked MSE divides by
+ * sum(mask) (README "Training: gradients").
+ */
+#include "emit.h"
+#include "train.h"
+#include "util.h"
+
+#include <string.h>
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+static int bad(diag *D, ir_node *n, const char *what)
+{
+	diag_node(D, n, "%s", what);
+	return 1;
+}
+
+static int norm_axis(int64_t a, int r) { return (int)(a < 0 ? a + r : a); }
+
+/* The axes input of a ReduceSum as a flag per axis; 0 when not one contiguous run. */
+static int reduce_axes(const ir_node *n, int r, int *lo, int *hi)
+{
+	const ir_value *ax = n->in[1];
+	if (!ir_value_is_const(ax))
+		return 0;
+	int64_t cnt = ir_shape_const_numel(&ax->shape);
+	int flag[IR_MAX_RANK] = {0};
+	for (int64_t i = 0; i < cnt; i++) {
+		int a = norm_axis(ir_const_int(ax, i), r);
+		if (a < 0 || a >= r)
+			return 0;
+		flag[a] = 1;
+	}
+	*lo = -1;
+	*hi = -1;
+	for (int a = 0; a < r; a++)
+		if (flag[a]) {
+			if (*lo < 0)
+				*lo = a;
+			else if (*hi != a - 1)
+				return 0;
+			*hi = a;
+		}
+	return *lo >= 0;
+}
+
+int train_op_infer(ir_graph *g, ir_node *n, diag *D)
+{
+	(void)g;
+	ir_value *y = n->out[0];
+	ir_value *x = n->in[0];
+	switch (n->op) {
+	case OP_REDUCESUM: {
+		int lo, hi, r = x->shape.rank;
+		if (!reduce_axes(n, r, &lo, &hi))
+			return bad(D, n, "ReduceSum (training) needs constant axes forming one contiguous run");
+		int keep = (int)ir_attr_int(n, "keepdims", 1);
+		y->dtype = x->dtype;
+		y->shape.rank = 0;
+		for (int a = 0; a < r; a++) {
+			if (a >= lo && a <= hi) {
+				if (keep)
+					y->shape.d[y->shape.rank++] = ir_dim_const(1);
+			} else {
+				y->shape.d[y->shape.rank++] = x->shape.d[a];
+			}
+		}
+		return 0;
+	}
+	case OP_SLICESCATTER:
+		if (n->in[1]->shape.rank != x->shape.rank)
+			return bad(D, n, "SliceScatter: the update must have the rank of the target");
+		y->dtype = n->in[1]->dtype;
+		y->shape = x->shape;
+		return 0;
+	case OP_SOFTMAXCE:
+		if (x->shape.rank != 2 || n->in[1]->shape.rank != 1 || n->in[1]->dtype != DT_I64 ||
+		    !ir_dim_eq(x->shape.d[0], n->in[1]->shape.d[0]))
+			return bad(D, n, "SoftmaxCrossEntropyLoss takes scores [N, C] and i64 labels [N]");
+		y->dtype = DT_F32;
+		y->shape.rank = 0;
+		return 0;
+	case OP_SOFTMAXCEGRAD:
+		y->dtype = DT_F32;
+		y->shape = n->in[1]->shape;
+		return 0;
+	case OP_MSELOSS:
+		if (!ir_shape_eq(&x->shape, &n->in[1]->shape) ||
+		    (n->nin > 2 && n->in[2] && !ir_shape_eq(&x->shape, &n->in[2]->shape)))
+			return bad(D, n, "MseLoss: the output, target and mask must have one shape");
+		y->dtype = DT_F32;
+		y->shape.rank = 0;
+		return 0;
+	case OP_MSELOSSGRAD:
+		y->dtype = DT_F32;
+		y->shape = n->in[1]->shape;
+		return 0;
+	case OP_MATEXP:
+		if (x->shape.rank != 2 || !ir_dim_is_const(x->shape.d[0]) || !ir_dim_eq(x->shape.d[0], x->shape.d[1]))
+			return bad(D, n, "MatrixExp takes a square matrix of constant size");
+		y->dtype = DT_F32;
+		y->shape = x->shape;
+		return 0;
+	case OP_GRADIENT: {
+		/* outputs: the gradients of the inputs xs (named by the xs attribute) */
+		ir_attr *xs = ir_attr_find(n, "xs");
+		if (!xs || xs->kind != ATTR_STRINGS || xs->n != n->nin || n->nout != n->nin ||
+		    !ir_attr_find(n, "y") || ir_attr_find(n, "y")->kind != ATTR_STRING)
+			return bad(D, n, "Gradient needs the attributes xs (one name per input) and y, and one "
+				   "output per input");
+		for (int k = 0; k < n->nin; k++) {
+			if (!n->in[k] || strcmp(n->in[k]->name, xs->strings[k]) != 0)
+				return bad(D, n, "Gradient: input k must be the tensor named xs[k]");
+			if (n->in[k]->dtype != DT_F32)
+				return bad(D, n, "Gradient: only f32 tensors can be differentiated");
+			if (n->out[k]) {
+				n->out[k]->dtype = DT_F32;
+				n->out[k]->shape = n->in[k]->shape;
+			}
+		}
+		return 0;
+	}
+	default:
+		break;
+	}
+	return bad(D, n, "internal error: not a training op");
+}
+
+/* ---- C ---------------------------------------------------------------------------- */
+
+static ir_dim prod(const ir_shape *s, int from, int to)
+{
+	ir_dim p = ir_dim_const(1);
+	for (int i = from; i < to; i++)
+		p = ir_dim_mul(p, s->d[i]);
+	return p;
+}
+
+static void comment(emit_ctx *E, const ir_node *n)
+{
+	char *ins = "";
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k])
+			ins = arena_printf(E->A, "%s%s%s", ins, *ins ? ", " : "",
+					   ir_shape_str(E->A, E->g, &n->in[k]->shape));
+	ew_line(E->w, "/* %s: %s -> %s%s */", ir_op_name(n->op), ins,
+		ir_shape_str(E->A, E->g, &n->out[0]->shape), n->attrs && ir_attr_int(n, "backward", 0) ? " (backward)" : "");
+}
+
+static void emit_reducesum(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int lo, hi, r = x->shape.rank;
+	ASSERT(reduce_axes(n, r, &lo, &hi));
+	const char *outer = emit_dim(E, prod(&x->shape, 0, lo)), *cnt = emit_dim(E, prod(&x->shape, lo, hi + 1)),
+		   *inner = emit_dim(E, prod(&x->shape, hi + 1, r));
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "float *y = %s;", emit_ref(E, y));
+	ew_line(E->w, "const float *x = %s;", emit_ref(E, x));
+	ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", outer, cnt, inner);
+	ew_line(E->w, "memset(y, 0, (size_t)(outer * inner) * sizeof(float));");
+	ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+	ew_line(E->w, "\tfor (int64_t k = 0; k < cnt; k++)");
+	ew_line(E->w, "\t\tfor (int64_t i = 0; i < inner; i++)");
+	ew_line(E->w, "\t\t\ty[o * inner + i] += x[(o * cnt + k) * inner + i];");
+	ew_close(E->w, "");
+}
+
+static void emit_slicescatter(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *u = n->in[1], *y = n->out[0];
+	const ir_value *starts = n->in[2], *axes = n->nin > 4 ? n->in[4] : NULL,
+		       *steps = n->nin > 5 ? n->in[5] : NULL;
+	int r = x->shape.rank;
+	const char *st[IR_MAX_RANK], *sp[IR_MAX_RANK];
+	for (int i = 0; i < r; i++)
+		st[i] = "0", sp[i] = "1";
+	int64_t cnt = ir_shape_const_numel(&starts->shape);
+	for (int64_t i = 0; i < cnt; i++) {
+		int a = axes ? norm_axis(ir_const_int(axes, i), r) : (int)i;
+		int64_t s0 = ir_const_int(starts, i), step = steps ? ir_const_int(steps, i) : 1;
+		ASSERT(a >= 0 && a < r && step > 0);
+		st[a] = arena_printf(E->A, "rt_slice_start(%lld, %s, %lld)", (long long)s0,
+				     emit_dim(E, x->shape.d[a]), (long long)step);
+		sp[a] = arena_printf(E->A, "%lld", (long long)step);
+	}
+	char *ss = "", *ps = "", *yd = "", *ud = "";
+	for (int i = 0; i < r; i++) {
+		ss = arena_printf(E->A, "%s%s%s", ss, i ? ", " : "", st[i]);
+		ps = arena_printf(E->A, "%s%s%s", ps, i ? ", " : "", sp[i]);
+		yd = arena_printf(E->A, "%s%s%s", yd, i ? ", " : "", emit_dim(E, y->shape.d[i]));
+		ud = arena_printf(E->A, "%s%s%s", ud, i ? ", " : "", emit_dim(E, u->shape.d[i]));
+	}
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "float *y = %s;", emit_ref(E, y));
+	ew_line(E->w, "const float *u = %s;", emit_ref(E, u));
+	ew_line(E->w, "memset(y, 0, (size_t)%s * sizeof(float));", emit_numel(E, &y->shape));
+	if (r == 0) {
+		ew_line(E->w, "y[0] = u[0];");
+		ew_close(E->w, "");
+		return;
+	}
+	ew_line(E->w, "const int64_t ydims[%d] = {%s}, udims[%d] = {%s};", r, yd, r, ud);
+	ew_line(E->w, "const int64_t start[%d] = {%s}, step[%d] = {%s};", r, ss, r, ps);
+	ew_line(E->w, "int64_t ystr[%d], total = 1;", r);
+	ew_line(E->w, "for (int a = %d; a >= 0; a--) { ystr[a] = a == %d ? 1 : ystr[a + 1] * ydims[a + 1]; total *= udims[a]; }",
+		r - 1, r - 1);
+	ew_open(E->w, "for (int64_t e = 0; e < total; e++)");
+	ew_line(E->w, "int64_t rem = e, off = 0;");
+	ew_open(E->w, "for (int a = %d; a >= 0; a--)", r - 1);
+	ew_line(E->w, "off += (start[a] + (rem %% udims[a]) * step[a]) * ystr[a];");
+	ew_line(E->w, "rem /= udims[a];");
+	ew_close(E->w, "");
+	ew_line(E->w, "y[off] += u[e];");
+	ew_close(E->w, "");
+	ew_close(E->w, "");
+}
+
+static void emit_ce(emit_ctx *E, ir_node *n, int grad)
+{
+	const ir_value *s = n->in[grad ? 1 : 0], *lab = n->in[grad ? 2 : 1];
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "const float *s = %s;", emit_ref(E, s));
+	ew_line(E->w, "const int64_t *lab = %s;", emit_ref(E, lab));
+	ew_line(E->w, "const int64_t N = %s, C = %s;", emit_dim(E, s->shape.d[0]), emit_dim(E, s->shape.d[1]));
+	if (grad) {
+		ew_line(E->w, "float *ds = %s;", emit_ref(E, n->out[0]));
+		ew_line(E->w, "const float scale = %s[0] / (float)N;", emit_ref(E, n->in[0]));
+	} else {
+		ew_line(E->w, "double sum = 0;");
+	}
+	ew_open(E->w, "for (int64_t r = 0; r < N; r++)");
+	ew_line(E->w, "const float *z = s + r * C;");
+	ew_line(E->w, "float mx = z[0];");
+	ew_line(E->w, "for (int64_t c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;");
+	ew_line(E->w, "double se = 0;");
+	ew_line(E->w, "for (int64_t c = 0; c < C; c++) se += exp((double)z[c] - mx);");
+	ew_line(E->w, "const int64_t t = lab[r] < 0 || lab[r] >= C ? 0 : lab[r]; /* labels outside [0, C) count as class 0 */");
+	if (grad) {
+		ew_line(E->w, "for (int64_t c = 0; c < C; c++)");
+		ew_line(E->w, "\tds[r * C + c] = scale * (float)(exp((double)z[c] - mx) / se - (c == t ? 1.0 : 0.0));");
+	} else {
+		ew_line(E->w, "sum += log(se) + mx - z[t];");
+	}
+	ew_close(E->w, "");
+	if (!grad)
+		ew_line(E->w, "%s[0] = (float)(sum / (double)N);", emit_ref(E, n->out[0]));
+	ew_close(E->w, "");
+}
+
+static void emit_mse(emit_ctx *E, ir_node *n, int grad)
+{
+	int o = grad ? 1 : 0;
+	const ir_value *y = n->in[o], *t = n->in[o + 1], *m = n->nin > o + 2 ? n->in[o + 2] : NULL;
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "const float *y = %s, *t = %s;", emit_ref(E, y), emit_ref(E, t));
+	if (m)
+		ew_line(E->w, "const float *mk = %s;", emit_ref(E, m));
+	ew_line(E->w, "const int64_t n = %s;", emit_numel(E, &y->shape));
+	ew_line(E->w, "double den = %s;", m ? "0" : "(double)n");
+	if (m)
+		ew_line(E->w, "for (int64_t i = 0; i < n; i++) den += mk[i];");
+	if (grad) {
+		ew_line(E->w, "float *dy = %s;", emit_ref(E, n->out[0]));
+		ew_line(E->w, "const float scale = den > 0 ? (float)(2.0 * %s[0] / den) : 0.0f;", emit_ref(E, n->in[0]));
+		ew_line(E->w, "for (int64_t i = 0; i < n; i++)");
+		ew_line(E->w, "\tdy[i] = scale * %s(y[i] - t[i]);", m ? "mk[i] * " : "");
+	} else {
+		ew_line(E->w, "double sum = 0;");
+		ew_line(E->w, "for (int64_t i = 0; i < n; i++)");
+		ew_line(E->w, "\tsum += %s(double)(y[i] - t[i]) * (y[i] - t[i]);", m ? "mk[i] * " : "");
+		ew_line(E->w, "%s[0] = den > 0 ? (float)(sum / den) : 0.0f;", emit_ref(E, n->out[0]));
+	}
+	ew_close(E->w, "");
+}
+
+static void emit_matexp(emit_ctx *E, ir_node *n)
+{
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int st_ = rt_expm(%s, %s, %s);", emit_ref(E, n->out[0]), emit_ref(E, n->in[0]),
+		emit_dim(E, n->in[0]->shape.d[0]));
+	ew_line(E->w, "if (st_ != RT_OK)");
+	ew_line(E->w, "\treturn st_;");
+	ew_close(E->w, "");
+}
+
+void train_op_emit(emit_ctx *E, ir_node *n)
+{
+	switch (n->op) {
+	case OP_MATEXP: emit_matexp(E, n); return;
+	case OP_REDUCESUM: emit_reducesum(E, n); return;
+	case OP_SLICESCATTER: emit_slicescatter(E, n); return;
+	case OP_SOFTMAXCE: emit_ce(E, n, 0); return;
+	case OP_SOFTMAXCEGRAD: emit_ce(E, n, 1); return;
+	case OP_MSELOSS: emit_mse(E, n, 0); return;
+	case OP_MSELOSSGRAD: emit_mse(E, n, 1); return;
+	default:
+		UNREACHABLE();
+	}
+}
