@@ -43,6 +43,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1375,9 +1378,21 @@ static int train(trainer *T)
 	return 0;
 }
 
+/* Flush-to-zero and denormals-are-zero (x86): over long sequences the state
+ * gradients shrink into subnormal floats, on which the BLAS kernels run 10-20
+ * times slower (MomentumLSTM, T = 784: 42 s against 3.7 s per step); values
+ * below 1.2e-38 change no loss the program prints. */
+static void flush_denormals(void)
+{
+#if defined(__SSE__) || defined(__x86_64__)
+	_mm_setcsr(_mm_getcsr() | 0x8040);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	static trainer T;       /* large: not on the stack */
+	flush_denormals();
 	int rc = parse_opts(argc, argv, &T.o);
 	if (rc)
 		return rc;
