@@ -248,6 +248,44 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
 	return 1;
 }
 
+/* Squeeze(axes=[axis]) of output t of one Split of x into unit slices on
+ * that axis (what x.unbind(axis) and torch.split(x, 1, axis) export): the
+ * Split stays before the loop and goes once its outputs are unread. */
+static int anchor_split(const rr *R, const ir_node *sq, ir_value **src, int *axis, int64_t *t)
+{
+	if (sq->op != OP_SQUEEZE || sq->nin != 2 || !ir_value_is_const(sq->in[1]) ||
+	    ir_shape_const_numel(&sq->in[1]->shape) != 1 || !sq->in[0] || sq->in[0]->nuses != 1)
+		return 0;
+	ir_node *s = sq->in[0]->producer;
+	if (!s || nid(R, s) < 0 || s->op != OP_SPLIT || s->nout < 3 || !s->in[0] ||
+	    s->in[0]->shape.rank != 3 || s->in[0]->dtype != DT_F32)
+		return 0;
+	int64_t ax = ir_attr_int(s, "axis", 0), sqax = ir_const_int(sq->in[1], 0);
+	if (ax < 0)
+		ax += 3;
+	if (sqax < 0)
+		sqax += 3;
+	if ((ax != 0 && ax != 1) || sqax != ax)
+		return 0;
+	ir_dim T = s->in[0]->shape.d[ax];
+	if (!ir_dim_is_const(T) || T.k != s->nout)
+		return 0;
+	int64_t k = -1;
+	for (int o = 0; o < s->nout; o++) {
+		const ir_value *v = s->out[o];
+		if (!v || v->shape.rank != 3 || !ir_dim_is_const(v->shape.d[ax]) || v->shape.d[ax].k != 1)
+			return 0;
+		if (v == sq->in[0])
+			k = o;
+	}
+	if (k < 0)
+		return 0;
+	*src = s->in[0];
+	*axis = (int)ax;
+	*t = k;
+	return 1;
+}
+
 typedef struct anc {
 	ir_node *n, *aux;
 	ir_value *src;
@@ -283,7 +321,8 @@ static int find_sequences(rr *R)
 		ir_value *src;
 		int axis;
 		int64_t t;
-		if (!d && (anchor_gather(n, &src, &axis, &t) || anchor_slice(R, n, &aux, &src, &axis, &t)) &&
+		if (!d && (anchor_gather(n, &src, &axis, &t) || anchor_slice(R, n, &aux, &src, &axis, &t) ||
+			   anchor_split(R, n, &src, &axis, &t)) &&
 		    vid(R, src) >= 0 && !dep[src->id]) {
 			a[na++] = (anc){n, aux, src, axis, t};
 			d = 1;
@@ -890,6 +929,8 @@ typedef struct build {
 	stack *stacks;
 	int nlast;
 	int *last_tv;           /* template values read from the last copy (not finals) */
+	int neach;
+	int *each_tv;           /* template values read after the loop from other copies */
 	char *drop;             /* [nt] template nodes not copied (stacking Unsqueezes) */
 } build;
 
@@ -933,6 +974,7 @@ static int find_stacks(rr *R, build *B)
 	}
 	/* every other read from outside the loop must be of the last copy */
 	B->last_tv = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->last_tv);
+	B->each_tv = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->each_tv);
 	for (int t = 0; t < R->T; t++)
 		for (int tv = 0; tv < R->ntv; tv++) {
 			ir_value *v = R->map[t][tv];
@@ -951,9 +993,16 @@ static int find_stacks(rr *R, build *B)
 			}
 			if (!outside)
 				continue;
-			if (t != R->T - 1)
-				return fail(R, "a value of a step other than the last is read after the loop");
 			int dup = 0;
+			if (t != R->T - 1) {
+				/* per-step values (a model returning its steps' outputs
+				 * as a list): a stacked output the steps are taken from */
+				for (int k = 0; k < B->neach; k++)
+					dup |= B->each_tv[k] == tv;
+				if (!dup)
+					B->each_tv[B->neach++] = tv;
+				continue;
+			}
 			for (int s = 0; s < R->nstate; s++)
 				dup |= R->state_out[s] == tv;   /* read as a final state */
 			for (int k = 0; k < B->nlast; k++)
@@ -961,6 +1010,16 @@ static int find_stacks(rr *R, build *B)
 			if (!dup)
 				B->last_tv[B->nlast++] = tv;
 		}
+	/* the last copy's value of a per-step value comes from its stack too */
+	int nl = 0;
+	for (int k = 0; k < B->nlast; k++) {
+		int each = 0;
+		for (int e = 0; e < B->neach; e++)
+			each |= B->each_tv[e] == B->last_tv[k];
+		if (!each)
+			B->last_tv[nl++] = B->last_tv[k];
+	}
+	B->nlast = nl;
 	/* stacking Unsqueezes whose only reader is their Concat are not copied */
 	for (int j = 0; j < R->nt; j++) {
 		ir_node *n = R->tn[j];
@@ -1199,7 +1258,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ir_append(b, n);
 	}
 	/* body outputs: new states, stacked outputs, last-step values */
-	int nout = B->nstack + B->nlast;
+	int nout = B->nstack + B->nlast + B->neach;
 	b->noutputs = R->nstate + nout;
 	b->outputs = arena_array(R->A, (size_t)b->noutputs + 1, sizeof *b->outputs);
 	for (int s = 0; s < R->nstate; s++) {
@@ -1215,6 +1274,23 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
 			return "a last-step value read after the loop is not an f32 matrix";
 		b->outputs[R->nstate + B->nstack + k] = o;
+	}
+	for (int k = 0; k < B->neach; k++) {
+		ir_value *o = B->bval[B->each_tv[k]];
+		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
+			return "a per-step value read after the loop is not an f32 matrix";
+		b->outputs[R->nstate + B->nstack + B->nlast + k] = o;
+	}
+	if (B->neach) {
+		int outs = 0;
+		for (int k = 0; k < B->neach; k++)
+			for (int t = 0; t < T; t++)
+				outs += is_graph_output(R, R->map[t][B->each_tv[k]]);
+		*symbolic_ok = 0;
+		*time_note = outs >= T
+			? arena_printf(R->A, "T stays %d: the model returns the steps' values as %d "
+				       "separate outputs", T, outs)
+			: arena_printf(R->A, "T stays %d: values of single steps are read after the loop", T);
 	}
 	for (int k = 0; k < b->noutputs; k++)
 		if (!b->outputs[k])
@@ -1258,7 +1334,8 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		rec->out[R->nstate + k] = B->stacks[k].concat->out[0];
 		out_axis[k] = B->stacks[k].axis;
 	}
-	ir_node **post = arena_array(R->A, (size_t)B->nlast + 1, sizeof *post);
+	int npost = B->nlast + B->neach * T;
+	ir_node **post = arena_array(R->A, (size_t)npost + 1, sizeof *post);
 	for (int k = 0; k < B->nlast; k++) {
 		int tv = B->last_tv[k];
 		ir_value *v = last[tv];
@@ -1286,6 +1363,36 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ga->origin = "last step of a traced loop";
 		post[k] = ga;
 	}
+	for (int k = 0; k < B->neach; k++) {
+		int tv = B->each_tv[k];
+		ir_value *bo = B->bval[tv];
+		ir_shape ys = {.rank = 3};
+		ys.d[ax0] = ir_dim_const(T);
+		ys.d[1 - ax0] = bo->shape.d[0];
+		ys.d[2] = bo->shape.d[1];
+		ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+		y->shape = ys;
+		int o = B->nstack + B->nlast + k;
+		rec->out[R->nstate + o] = y;
+		out_axis[o] = ax0;
+		int is_final = 0;
+		for (int s = 0; s < R->nstate; s++)
+			is_final |= R->state_out[s] == tv;
+		for (int t = 0; t < T; t++) {
+			ir_value *v = R->map[t][tv];
+			if (!used_outside(R, v) || (t == T - 1 && is_final))
+				continue;
+			ir_node *ga = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+			int64_t tt = t;
+			ga->in[0] = y;
+			ga->in[1] = ir_const_i64(g, NULL, 1, &tt);
+			ga->in[1]->shape.rank = 0;
+			ir_attr_set_int(ga, "axis", ax0);
+			ga->out[0] = v;
+			ga->origin = "one step of a traced loop";
+			post[B->nlast + k * T + t] = ga;
+		}
+	}
 	ir_attr_set_int(rec, "n_seq", nseq);
 	ir_attr_set_int(rec, "n_state", R->nstate);
 	ir_attr_set_int(rec, "n_out", nout);
@@ -1300,7 +1407,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			ir_attr_set_int(rec, "nag_restart", period[i]);
 
 	/* the new node list: prefix, recurrence, last-step gathers, tail */
-	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(B->nlast + npre) + 2, sizeof *nodes);
+	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(npost + npre) + 2, sizeof *nodes);
 	int nn = 0;
 	for (int i = 0; i < R->nn; i++)
 		if (R->label[i] == LBL_PREFIX)
@@ -1308,7 +1415,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int i = 0; i < npre; i++)
 		nodes[nn++] = pre[i];
 	nodes[nn++] = rec;
-	for (int k = 0; k < B->nlast; k++)
+	for (int k = 0; k < npost; k++)
 		if (post[k])
 			nodes[nn++] = post[k];
 	for (int i = 0; i < R->nn; i++) {
@@ -1328,7 +1435,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < rec->nout; k++)
 		if (vid(R, rec->out[k]) >= 0)
 			keep[rec->out[k]->id] = 1;
-	for (int k = 0; k < B->nlast; k++)
+	for (int k = 0; k < npost; k++)
 		if (post[k] && vid(R, post[k]->out[0]) >= 0)
 			keep[post[k]->out[0]->id] = 1;
 	int nv = 0;
@@ -1340,11 +1447,11 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < rec->nout; k++)
 		if (rec->out[k])
 			rec->out[k]->producer = rec;
-	for (int k = 0; k < B->nlast; k++)
+	for (int k = 0; k < npost; k++)
 		if (post[k]) {
 			post[k]->out[0]->producer = post[k];
 			if (infer_node(g, post[k], &q))
-				return "internal: the last-step Gather does not infer";
+				return "internal: a step's Gather does not infer";
 		}
 	/* work on the initial states that only the first copy read */
 	ir_recount(g);
