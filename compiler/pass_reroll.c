@@ -3,8 +3,10 @@
  * requires: pass_infer (shapes known, constants folded, dead nodes gone,
  *           Slice parameters canonical, nuses/ids fresh).
  * produces: every traced loop -- T copies of one step subgraph reading the
- *           per-step slices x[t] of a sequence (Gather(x, t, axis) or
- *           Slice(x, t, t+1, axis) + Squeeze) -- becomes one RECURRENCE
+ *           per-step slices x[t] of a sequence (Gather(x, t, axis),
+ *           Slice(x, t, t+1, axis) + Squeeze, or output t of one Split of x
+ *           into T unit slices + Squeeze: x.unbind(), torch.split(x, 1))
+ *           -- becomes one RECURRENCE
  *           (ir.h) whose body is one copy of the step:
  *           - body inputs: the per-step slices, one coefficient table per
  *             per-step constant that differs between copies (an f32 [B, 1]
@@ -15,8 +17,12 @@
  *           - initial states: whatever the first copy reads (zeros that the
  *             exporter folded into the first copy are recognised);
  *           - outputs: final states the rest of the graph reads, stacked
- *             per-step outputs (Unsqueeze + Concat of every step, in order)
- *             and last-step values (a stacked output and Gather(-1));
+ *             per-step outputs (Unsqueeze + Concat of every step, in order),
+ *             last-step values (a stacked output and Gather(-1)) and
+ *             values of single steps read after the loop (a stacked output
+ *             and one Gather(t) per value read: a model returning its
+ *             steps' outputs as a tuple of T graph outputs; T then stays
+ *             fixed, with a note);
  *           the copies are proved isomorphic first: same ops, attributes,
  *           weights and wiring up to the carried values (per-copy constants
  *           compared by content).  The time axis becomes a dimension symbol
@@ -1380,7 +1386,9 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			is_final |= R->state_out[s] == tv;
 		for (int t = 0; t < T; t++) {
 			ir_value *v = R->map[t][tv];
-			if (!used_outside(R, v) || (t == T - 1 && is_final))
+			/* (a value the first copy folded to a constant stays) */
+			if (!v || v->kind != VAL_TEMP || nid(R, v->producer) < 0 || !used_outside(R, v) ||
+			    (t == T - 1 && is_final))
 				continue;
 			ir_node *ga = ir_node_new(g, OP_GATHER, NULL, 2, 1);
 			int64_t tt = t;

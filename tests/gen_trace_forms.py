@@ -7,8 +7,9 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
            Squeezed (torch.split(x, 1, time) exports the same at opsets 13
            and 17)
   split    [s.squeeze(time) for s in torch.split(x, 1, time)]
-  list     forward returns (head(h_1), .., head(h_T), h_T): T separate graph
-           outputs, so T is fixed by the model's interface
+  list     forward returns (head(h_1), .., head(h_T), h_1, .., h_T): 2T
+           separate graph outputs (h_T is also the final state), so T is
+           fixed by the model's interface
   stack    torch.stack([head(h_t) for each t], time): the head inside the loop
   chunk    x.chunk(T, time): exported through SplitToSequence/Equal/Where,
            which cellc does not support: a located compile error is expected
@@ -73,7 +74,7 @@ class FormNet(R.Net):
             st = self.cell(xt, st, t + 1)
             hs.append(st["h"])
         if self.form == "list":
-            return tuple(self.fc(h) for h in hs) + (st["h"],)
+            return tuple(self.fc(h) for h in hs) + tuple(hs)
         if self.form == "stack":
             return torch.stack([self.fc(h) for h in hs], tax), st["h"]
         return self.fc(torch.stack(hs, tax)), st["h"]
@@ -119,7 +120,8 @@ def make_case(out, name, form, model, opset, T, seed):
     case_dir = os.path.join(out, name)
     os.makedirs(case_dir, exist_ok=True)
     x = seq(T, BATCH)
-    names = ["y%d" % t for t in range(T)] + ["h"] if form == "list" else ["y", "h"]
+    names = (["y%d" % t for t in range(T)] + ["h%d" % t for t in range(T)] if form == "list"
+             else ["y", "h"])
     kw = {}
     if dynamic:
         kw["dynamic_axes"] = {"x": {0: "batch", 1: "seq"} if bf else {0: "seq", 1: "batch"}}
@@ -141,7 +143,7 @@ def make_case(out, name, form, model, opset, T, seed):
         k += 1
     case = dict(model=model, form=form, cell=R.expected_cell(model), T=T, opset=opset,
                 batch_first=bf, dynamic=dynamic, symbolic_time=not fixed, hidden=HIDDEN,
-                fixed_outputs=T if fixed else 0)
+                fixed_outputs=2 * T if fixed else 0)
     if error:
         case["expect"] = "error"
     with open(os.path.join(case_dir, "case.json"), "w") as f:
