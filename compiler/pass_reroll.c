@@ -254,24 +254,52 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
 	return 1;
 }
 
-/* Squeeze(axes=[axis]) of output t of one Split of x into unit slices on
- * that axis (what x.unbind(axis) and torch.split(x, 1, axis) export): the
- * Split stays before the loop and goes once its outputs are unread. */
+/* Whether sq drops the unit axis ax of its rank-3 input: Squeeze(axes=[ax]),
+ * Gather(index 0 or -1, axis ax) or a Reshape to the other two dimensions. */
+static int drops_axis(const ir_node *sq, int64_t ax)
+{
+	if (sq->nin != 2 || !ir_value_is_const(sq->in[1]) || !sq->in[0] || sq->in[0]->shape.rank != 3 ||
+	    !sq->out[0] || sq->out[0]->shape.rank != 2)
+		return 0;
+	int64_t a;
+	switch (sq->op) {
+	case OP_SQUEEZE:
+		if (ir_shape_const_numel(&sq->in[1]->shape) != 1)
+			return 0;
+		a = ir_const_int(sq->in[1], 0);
+		return (a < 0 ? a + 3 : a) == ax;
+	case OP_GATHER:
+		if (sq->in[1]->shape.rank != 0)
+			return 0;
+		a = ir_attr_int(sq, "axis", 0);
+		return (a < 0 ? a + 3 : a) == ax && (ir_const_int(sq->in[1], 0) == 0 || ir_const_int(sq->in[1], 0) == -1);
+	case OP_RESHAPE:
+		for (int i = 0, o = 0; i < 3; i++)
+			if (i != ax && !ir_dim_eq(sq->in[0]->shape.d[i], sq->out[0]->shape.d[o++]))
+				return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Output t of one Split of x into unit slices on a time axis, with that
+ * axis dropped (drops_axis): what x.unbind(axis), torch.split(x, 1, axis)
+ * + squeeze / [0] / view export.  The Split stays before the loop and goes
+ * once its outputs are unread. */
 static int anchor_split(const rr *R, const ir_node *sq, ir_value **src, int *axis, int64_t *t)
 {
-	if (sq->op != OP_SQUEEZE || sq->nin != 2 || !ir_value_is_const(sq->in[1]) ||
-	    ir_shape_const_numel(&sq->in[1]->shape) != 1 || !sq->in[0] || sq->in[0]->nuses != 1)
+	if ((sq->op != OP_SQUEEZE && sq->op != OP_GATHER && sq->op != OP_RESHAPE) || !sq->in[0] ||
+	    sq->in[0]->nuses != 1)
 		return 0;
 	ir_node *s = sq->in[0]->producer;
 	if (!s || nid(R, s) < 0 || s->op != OP_SPLIT || s->nout < 3 || !s->in[0] ||
 	    s->in[0]->shape.rank != 3 || s->in[0]->dtype != DT_F32)
 		return 0;
-	int64_t ax = ir_attr_int(s, "axis", 0), sqax = ir_const_int(sq->in[1], 0);
+	int64_t ax = ir_attr_int(s, "axis", 0);
 	if (ax < 0)
 		ax += 3;
-	if (sqax < 0)
-		sqax += 3;
-	if ((ax != 0 && ax != 1) || sqax != ax)
+	if ((ax != 0 && ax != 1) || !drops_axis(sq, ax))
 		return 0;
 	ir_dim T = s->in[0]->shape.d[ax];
 	if (!ir_dim_is_const(T) || T.k != s->nout)
@@ -327,8 +355,8 @@ static int find_sequences(rr *R)
 		ir_value *src;
 		int axis;
 		int64_t t;
-		if (!d && (anchor_gather(n, &src, &axis, &t) || anchor_slice(R, n, &aux, &src, &axis, &t) ||
-			   anchor_split(R, n, &src, &axis, &t)) &&
+		if (!d && (anchor_split(R, n, &src, &axis, &t) || anchor_gather(n, &src, &axis, &t) ||
+			   anchor_slice(R, n, &aux, &src, &axis, &t)) &&
 		    vid(R, src) >= 0 && !dep[src->id]) {
 			a[na++] = (anc){n, aux, src, axis, t};
 			d = 1;

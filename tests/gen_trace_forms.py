@@ -7,6 +7,12 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
            Squeezed (torch.split(x, 1, time) exports the same at opsets 13
            and 17)
   split    [s.squeeze(time) for s in torch.split(x, 1, time)]
+  splitidx [s[0] (s[:, 0]) for s in torch.split(x, 1, time)]: a Gather of
+           each unit slice
+  reversed for x_t in reversed(x.unbind(time)): not a forward loop over the
+           slices; cellc leaves it unrolled (case.json "expect":
+           "unrolled": no recurrence in `cellc info`) and must still compute
+           it right
   list     forward returns (head(h_1), .., head(h_T), h_1, .., h_T): 2T
            separate graph outputs (h_T is also the final state), so T is
            fixed by the model's interface
@@ -16,14 +22,14 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
 Gate chunks are Splits inside the step (the LSTM's chunk(4, 1), the GRU's
 chunk(3, 1)) in every form.
 
-Matrix: momentum_lstm and momentum_gru, forms unbind/split/list/stack, opsets
-13 (seq-first, static), 14 (dynamic batch and time axes) and 17
-(batch_first), T = 8 and 64.  At opset 14 unbind and
-split export a Split whose sizes fix the time axis of a dynamic input (split)
-or If nodes (split), and chunk exports SplitToSequence: those cases are
-expected to fail with an error naming the node (case.json "expect":
+Matrix: momentum_lstm and momentum_gru, every form above but chunk at
+opsets 13 (seq-first, static), 14 (dynamic batch and time axes) and 17
+(batch_first), T = 8 and 64.  At opset 14 unbind/reversed export a Split
+whose fixed sizes cannot split the dynamic time axis and split/splitidx
+export If nodes; chunk exports SplitToSequence at every opset: those cases
+(T = 8 only) must fail with an error naming the node (case.json "expect":
 "error").  case.json says, for the others, the expected cell, whether the
-time axis is symbolic, and "fixed_outputs" (the list form: T outputs).
+time axis is symbolic, and "fixed_outputs" (the list form: 2T outputs).
 Data sets: the traced size; T = 50 for T = 8 exports whose time axis
 extends; batch 3 for dynamic exports.  Seeds fixed, by position.
 
@@ -46,7 +52,7 @@ import ref_momentum as R  # noqa: E402
 warnings.filterwarnings("ignore")
 
 INPUT, HIDDEN, CLASSES, BATCH = 3, 8, 4, 2
-FORMS = ("unbind", "split", "list", "stack")
+FORMS = ("unbind", "split", "splitidx", "list", "stack", "reversed")
 FORM_MODELS = ("momentum_lstm", "momentum_gru")
 
 
@@ -65,6 +71,10 @@ class FormNet(R.Net):
             xs = x.unbind(tax)
         elif self.form == "split":
             xs = [s.squeeze(tax) for s in torch.split(x, 1, tax)]
+        elif self.form == "splitidx":
+            xs = [s[:, 0] if self.batch_first else s[0] for s in torch.split(x, 1, tax)]
+        elif self.form == "reversed":
+            xs = list(reversed(x.unbind(tax)))
         elif self.form == "chunk":
             xs = [s.squeeze(tax) for s in x.chunk(T, tax)]
         else:
@@ -131,11 +141,12 @@ def make_case(out, name, form, model, opset, T, seed):
     took = time.time() - t0
     # exports cellc rejects (unsupported operators, a Split fixing a dynamic
     # time axis): the compile must fail naming the node
-    error = form == "chunk" or (dynamic and form in ("unbind", "split"))
+    error = form == "chunk" or (dynamic and form in ("unbind", "split", "splitidx", "reversed"))
     data_set(case_dir, 0, net, x, names)
     fixed = form == "list"
+    unrolled = form == "reversed"
     k = 1
-    if not error and not fixed and T == 8:
+    if not error and not fixed and not unrolled and T == 8:
         data_set(case_dir, k, net, seq(50, BATCH), names)
         k += 1
     if not error and dynamic:
@@ -146,6 +157,8 @@ def make_case(out, name, form, model, opset, T, seed):
                 fixed_outputs=2 * T if fixed else 0)
     if error:
         case["expect"] = "error"
+    elif unrolled:
+        case["expect"] = "unrolled"
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(case, f)
     print("%-40s export %.1fs" % (name, took))
@@ -161,7 +174,8 @@ def main():
     for model in FORM_MODELS:
         for form in FORMS + ("chunk",):
             for opset in (13, 14, 17):
-                error = form == "chunk" or (opset == 14 and form in ("unbind", "split"))
+                error = form == "chunk" or (opset == 14 and form in ("unbind", "split", "splitidx",
+                                                                    "reversed"))
                 for T in ((8,) if error else (8, 64)):
                     jobs.append((out, "%s_%s_opset%d_T%d" % (form, model, opset, T), form, model,
                                  opset, T, 2001 + len(jobs)))

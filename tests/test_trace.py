@@ -17,6 +17,9 @@ With --forms, TRACE_DIR holds tests/gen_trace_forms.py's cases (other loop
 styles, names FORM_MODEL_opsetN_TK):
   info/CASE     as above; the list form (T separate outputs) keeps T fixed
                 with a note saying so
+  unrolled/CASE a loop cellc must leave unrolled (case.json "expect":
+                "unrolled": reversed(x.unbind())): no recurrence in `cellc
+                info` (its values are verified like the others)
   error/CASE    exports cellc rejects (case.json "expect": "error"): `cellc
                 compile` exits 2 with an error naming the ONNX node
   size/MODEL    as above, except for the list form, whose T outputs each
@@ -69,6 +72,11 @@ def check_info(cellc, case_dir, name):
         case = json.load(f)
     if case.get("expect") == "error":
         return check_error(cellc, case_dir, name)
+    if case.get("expect") == "unrolled":
+        rc, out, err = run([cellc, "info", os.path.join(case_dir, "model.onnx")])
+        n = sum(1 for l in out.splitlines() if l.strip().startswith("recurrence over"))
+        return report("unrolled/" + name, rc == 0 and n == 0,
+                      "exit %d, %d recurrences (expected none)" % (rc, n))
     rc, out, err = run([cellc, "info", os.path.join(case_dir, "model.onnx")])
     if rc != 0:
         return report("info/" + name, False, "exit %d: %s" % (rc, err.strip()[:200]))
@@ -148,7 +156,7 @@ def main():
         longer = os.path.join(trace, m + "_T64", "model.onnx")
         with open(os.path.join(trace, m + "_T8", "case.json")) as f:
             case = json.load(f)
-        if case.get("expect") == "error":
+        if case.get("expect") in ("error", "unrolled"):
             continue
         same_form = case["symbolic_time"]   # else T = 8 keeps a table
         if not forms and not same_form:
