@@ -5,7 +5,8 @@
  * produces: every traced loop -- T copies of one step subgraph reading the
  *           per-step slices x[t] of a sequence (Gather(x, t, axis),
  *           Slice(x, t, t+1, axis) + Squeeze, or output t of one Split of x
- *           into T unit slices + Squeeze: x.unbind(), torch.split(x, 1))
+ *           into T unit slices + Squeeze, Gather(0) or Reshape dropping the
+ *           unit axis: x.unbind(), torch.split(x, 1))
  *           -- becomes one RECURRENCE
  *           (ir.h) whose body is one copy of the step:
  *           - body inputs: the per-step slices, one coefficient table per
