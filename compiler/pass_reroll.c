@@ -7,7 +7,9 @@
  *           Slice(x, t, t+1, axis) + Squeeze, or output t of one Split of x
  *           into T unit slices + Squeeze, Gather(0) or Reshape dropping the
  *           unit axis: x.unbind(), torch.split(x, 1))
- *           -- becomes one RECURRENCE
+ *           -- becomes one RECURRENCE (reverse = 1 when the copies read
+ *           the slices from the last to the first: reversed(x.unbind(0));
+ *           its stacked outputs are reversed back into the trace's order)
  *           (ir.h) whose body is one copy of the step:
  *           - body inputs: the per-step slices, one coefficient table per
  *             per-step constant that differs between copies (an f32 [B, 1]
@@ -109,6 +111,7 @@ typedef struct rr {
 	char *done;             /* [T] copies matched so far */
 	int map_node;           /* the node commit_match took last */
 	int round;              /* loops rolled before this one */
+	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
 	const char *why;        /* why the graph was left alone */
 } rr;
@@ -1136,6 +1139,22 @@ static ir_value *schedule_value(rr *R, build *B, int64_t F)
 	return q->out[0];
 }
 
+/* Slice(y, -1, INT64_MIN, axis, -1): y reversed on its time axis, into out
+ * (a new value when NULL). */
+static ir_node *reversal(ir_graph *g, ir_value *y, int axis, ir_value *out)
+{
+	int64_t st = -1, en = INT64_MIN, ax = axis, sp = -1;
+	ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
+	sl->in[0] = y;
+	sl->in[1] = ir_const_i64(g, NULL, 1, &st);
+	sl->in[2] = ir_const_i64(g, NULL, 1, &en);
+	sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
+	sl->in[4] = ir_const_i64(g, NULL, 1, &sp);
+	sl->out[0] = out ? out : ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+	sl->origin = "steps of a reversed traced loop in the order it ran them";
+	return sl;
+}
+
 static const char *build_recurrence(rr *R, build *B, const char **time_note, int *symbolic_ok)
 {
 	ir_graph *g = R->g;
@@ -1209,7 +1228,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		float *d = tv->data;
 		for (int t = 0; t < T; t++)
 			for (int64_t r = 0; r < rows; r++)
-				d[ax0 == 0 ? t * rows + r : r * T + t] = R->coefs[i].tab[t];
+				d[ax0 == 0 ? t * rows + r : r * T + t] = R->coefs[i].tab[R->reverse ? T - 1 - t : t];
 		if (!ir_dim_is_const(Bd)) {
 			ir_node *e = ir_node_new(g, OP_EXPAND, NULL, 2, 1);
 			ir_value *shp = ir_value_new(g, NULL, VAL_CONST, DT_I64);
@@ -1365,9 +1384,21 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ir_value *v = last[R->state_out[s]];
 		rec->out[s] = v && used_outside(R, v) ? v : NULL;
 	}
+	/* reverse: the recurrence stacks step k at time T-1-k, the trace in
+	 * processing order; a reversing Slice turns one into the other */
+	ir_node **rev = arena_array(R->A, (size_t)nout + 1, sizeof *rev);
+	int nrev = 0;
 	for (int k = 0; k < B->nstack; k++) {
-		rec->out[R->nstate + k] = B->stacks[k].concat->out[0];
+		ir_value *c = B->stacks[k].concat->out[0];
 		out_axis[k] = B->stacks[k].axis;
+		if (R->reverse) {
+			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+			y->shape = c->shape;
+			rec->out[R->nstate + k] = y;
+			rev[nrev++] = reversal(g, y, B->stacks[k].axis, c);
+		} else {
+			rec->out[R->nstate + k] = c;
+		}
 	}
 	int npost = B->nlast + B->neach * T;
 	ir_node **post = arena_array(R->A, (size_t)npost + 1, sizeof *post);
@@ -1388,6 +1419,10 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		out_axis[B->nstack + k] = ax0;
 		if (is_final)
 			continue;       /* read as the final state instead */
+		if (R->reverse) {
+			rev[nrev] = reversal(g, y, ax0, NULL);
+			y = rev[nrev++]->out[0];
+		}
 		ir_node *ga = ir_node_new(g, OP_GATHER, NULL, 2, 1);
 		int64_t minus1 = -1;
 		ga->in[0] = y;
@@ -1410,6 +1445,10 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		int o = B->nstack + B->nlast + k;
 		rec->out[R->nstate + o] = y;
 		out_axis[o] = ax0;
+		if (R->reverse) {
+			rev[nrev] = reversal(g, y, ax0, NULL);
+			y = rev[nrev++]->out[0];
+		}
 		int is_final = 0;
 		for (int s = 0; s < R->nstate; s++)
 			is_final |= R->state_out[s] == tv;
@@ -1433,7 +1472,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	ir_attr_set_int(rec, "n_seq", nseq);
 	ir_attr_set_int(rec, "n_state", R->nstate);
 	ir_attr_set_int(rec, "n_out", nout);
-	ir_attr_set_int(rec, "reverse", 0);
+	ir_attr_set_int(rec, "reverse", R->reverse);
 	ir_attr_set_ints(rec, "seq_axis", nseq, seq_axis);
 	ir_attr_set_ints(rec, "out_axis", nout, out_axis);
 	ir_attr_set_int(rec, "has_lens", 0);
@@ -1444,7 +1483,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			ir_attr_set_int(rec, "nag_restart", period[i]);
 
 	/* the new node list: prefix, recurrence, last-step gathers, tail */
-	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(npost + npre) + 2, sizeof *nodes);
+	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(npost + npre + nout) + 2, sizeof *nodes);
 	int nn = 0;
 	for (int i = 0; i < R->nn; i++)
 		if (R->label[i] == LBL_PREFIX)
@@ -1452,6 +1491,8 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int i = 0; i < npre; i++)
 		nodes[nn++] = pre[i];
 	nodes[nn++] = rec;
+	for (int k = 0; k < nrev; k++)
+		nodes[nn++] = rev[k];
 	for (int k = 0; k < npost; k++)
 		if (post[k])
 			nodes[nn++] = post[k];
@@ -1475,6 +1516,9 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < npost; k++)
 		if (post[k] && vid(R, post[k]->out[0]) >= 0)
 			keep[post[k]->out[0]->id] = 1;
+	for (int k = 0; k < nrev; k++)
+		if (vid(R, rev[k]->out[0]) >= 0)
+			keep[rev[k]->out[0]->id] = 1;
 	int nv = 0;
 	for (int v = 0; v < g->nvalues; v++)
 		if (v >= R->nv || keep[v])
@@ -1484,6 +1528,11 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < rec->nout; k++)
 		if (rec->out[k])
 			rec->out[k]->producer = rec;
+	for (int k = 0; k < nrev; k++) {
+		rev[k]->out[0]->producer = rev[k];
+		if (infer_node(g, rev[k], &q))
+			return "internal: the reversing Slice does not infer";
+	}
 	for (int k = 0; k < npost; k++)
 		if (post[k]) {
 			post[k]->out[0]->producer = post[k];
@@ -1680,7 +1729,12 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 			if (n->op == OP_SLICE) {
 				for (int e = 0; e < ir_shape_const_numel(&n->in[3]->shape); e++) {
 					int64_t a = ir_const_int(n->in[3], e);
-					if (a >= 0 && a < x->shape.rank && ir_dim_eq(x->shape.d[a], Ts))
+					/* reversing the whole axis does not depend on its length */
+					int whole_rev = n->nin >= 5 && n->in[1] && n->in[2] && n->in[4] &&
+							ir_const_int(n->in[1], e) == -1 &&
+							ir_const_int(n->in[2], e) == INT64_MIN &&
+							ir_const_int(n->in[4], e) == -1;
+					if (a >= 0 && a < x->shape.rank && ir_dim_eq(x->shape.d[a], Ts) && !whole_rev)
 						why = arena_printf(R->A, "T stays %d: node '%s' slices the time axis",
 								   T, n->name);
 				}
@@ -1758,8 +1812,28 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 	build_consumers(R);
 	build B = {0};
 	if (assign_steps(R) || build_template(R) || match_all(R) || find_stacks(R, &B)) {
-		*why = R->why;
-		return -1;
+		/* a loop over the slices from the last to the first (reversed(
+		 * x.unbind(0))): the same analysis with the slices taken in the
+		 * order the trace read them, rolled as a reverse recurrence */
+		rr R1 = {.g = g, .D = D, .A = g->A, .nn = g->nnodes, .nv = g->nvalues, .round = round,
+			 .reverse = 1};
+		find_sequences(&R1);
+		for (int s = 0; s < R1.nseq; s++)
+			for (int t = 0, u = R1.T - 1; t < u; t++, u--) {
+				ir_node *a = R1.seq[s].anchor[t], *x = R1.seq[s].aux[t];
+				R1.seq[s].anchor[t] = R1.seq[s].anchor[u];
+				R1.seq[s].aux[t] = R1.seq[s].aux[u];
+				R1.seq[s].anchor[u] = a;
+				R1.seq[s].aux[u] = x;
+			}
+		build_consumers(&R1);
+		build B1 = {0};
+		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
+			*why = R->why;
+			return -1;
+		}
+		R0 = R1;
+		B = B1;
 	}
 	const char *time_note = NULL;
 	int sym_ok;

@@ -9,10 +9,11 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
   split    [s.squeeze(time) for s in torch.split(x, 1, time)]
   splitidx [s[0] (s[:, 0]) for s in torch.split(x, 1, time)]: a Gather of
            each unit slice
-  reversed for x_t in reversed(x.unbind(time)): not a forward loop over the
-           slices; cellc leaves it unrolled (case.json "expect":
-           "unrolled": no recurrence in `cellc info`) and must still compute
-           it right
+  reversed for x_t in reversed(x.unbind(time)): a reverse recurrence (the
+           stacked outputs in the order the loop ran)
+  uneven   x[t], with relu on the odd steps' inputs: the copies differ, so
+           cellc leaves the loop unrolled (case.json "expect": "unrolled":
+           no recurrence in `cellc info`) and must still compute it right
   list     forward returns (head(h_1), .., head(h_T), h_1, .., h_T): 2T
            separate graph outputs (h_T is also the final state), so T is
            fixed by the model's interface
@@ -52,7 +53,7 @@ import ref_momentum as R  # noqa: E402
 warnings.filterwarnings("ignore")
 
 INPUT, HIDDEN, CLASSES, BATCH = 3, 8, 4, 2
-FORMS = ("unbind", "split", "splitidx", "list", "stack", "reversed")
+FORMS = ("unbind", "split", "splitidx", "list", "stack", "reversed", "uneven")
 FORM_MODELS = ("momentum_lstm", "momentum_gru")
 
 
@@ -81,6 +82,8 @@ class FormNet(R.Net):
             xs = [x[:, t] if self.batch_first else x[t] for t in range(T)]
         hs = []
         for t, xt in enumerate(xs):
+            if self.form == "uneven" and t % 2:
+                xt = torch.relu(xt)
             st = self.cell(xt, st, t + 1)
             hs.append(st["h"])
         if self.form == "list":
@@ -144,7 +147,7 @@ def make_case(out, name, form, model, opset, T, seed):
     error = form == "chunk" or (dynamic and form in ("unbind", "split", "splitidx", "reversed"))
     data_set(case_dir, 0, net, x, names)
     fixed = form == "list"
-    unrolled = form == "reversed"
+    unrolled = form == "uneven"
     k = 1
     if not error and not fixed and not unrolled and T == 8:
         data_set(case_dir, k, net, seq(50, BATCH), names)

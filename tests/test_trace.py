@@ -18,7 +18,7 @@ styles, names FORM_MODEL_opsetN_TK):
   info/CASE     as above; the list form (T separate outputs) keeps T fixed
                 with a note saying so
   unrolled/CASE a loop cellc must leave unrolled (case.json "expect":
-                "unrolled": reversed(x.unbind())): no recurrence in `cellc
+                "unrolled": steps that differ): no recurrence in `cellc
                 info` (its values are verified like the others)
   error/CASE    exports cellc rejects (case.json "expect": "error"): `cellc
                 compile` exits 2 with an error naming the ONNX node
