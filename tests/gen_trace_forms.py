@@ -11,6 +11,9 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
            each unit slice
   reversed for x_t in reversed(x.unbind(time)): a reverse recurrence (the
            stacked outputs in the order the loop ran)
+  revlist  reversed and list together, for NAG/SR-LSTM (restart 2: the
+           schedule; restart 40 over 8 steps: a per-step table, which the
+           reverse recurrence must read in the order the loop ran)
   uneven   x[t], with relu on the odd steps' inputs: the copies differ, so
            cellc leaves the loop unrolled (case.json "expect": "unrolled":
            no recurrence in `cellc info`) and must still compute it right
@@ -25,7 +28,8 @@ chunk(3, 1)) in every form.
 
 Matrix: momentum_lstm and momentum_gru, every form above but chunk at
 opsets 13 (seq-first, static), 14 (dynamic batch and time axes) and 17
-(batch_first), T = 8 and 64.  At opset 14 unbind/reversed export a Split
+(batch_first), T = 8 and 64; revlist for nag_lstm_r2 at opset 17 and
+nag_lstm_r40 at opset 13, T = 8.  At opset 14 unbind/reversed export a Split
 whose fixed sizes cannot split the dynamic time axis and split/splitidx
 export If nodes; chunk exports SplitToSequence at every opset: those cases
 (T = 8 only) must fail with an error naming the node (case.json "expect":
@@ -74,7 +78,7 @@ class FormNet(R.Net):
             xs = [s.squeeze(tax) for s in torch.split(x, 1, tax)]
         elif self.form == "splitidx":
             xs = [s[:, 0] if self.batch_first else s[0] for s in torch.split(x, 1, tax)]
-        elif self.form == "reversed":
+        elif self.form in ("reversed", "revlist"):
             xs = list(reversed(x.unbind(tax)))
         elif self.form == "chunk":
             xs = [s.squeeze(tax) for s in x.chunk(T, tax)]
@@ -86,7 +90,7 @@ class FormNet(R.Net):
                 xt = torch.relu(xt)
             st = self.cell(xt, st, t + 1)
             hs.append(st["h"])
-        if self.form == "list":
+        if self.form in ("list", "revlist"):
             return tuple(self.fc(h) for h in hs) + tuple(hs)
         if self.form == "stack":
             return torch.stack([self.fc(h) for h in hs], tax), st["h"]
@@ -133,7 +137,7 @@ def make_case(out, name, form, model, opset, T, seed):
     case_dir = os.path.join(out, name)
     os.makedirs(case_dir, exist_ok=True)
     x = seq(T, BATCH)
-    names = (["y%d" % t for t in range(T)] + ["h%d" % t for t in range(T)] if form == "list"
+    names = (["y%d" % t for t in range(T)] + ["h%d" % t for t in range(T)] if form in ("list", "revlist")
              else ["y", "h"])
     kw = {}
     if dynamic:
@@ -146,7 +150,7 @@ def make_case(out, name, form, model, opset, T, seed):
     # time axis): the compile must fail naming the node
     error = form == "chunk" or (dynamic and form in ("unbind", "split", "splitidx", "reversed"))
     data_set(case_dir, 0, net, x, names)
-    fixed = form == "list"
+    fixed = form in ("list", "revlist")
     unrolled = form == "uneven"
     k = 1
     if not error and not fixed and not unrolled and T == 8:
@@ -157,7 +161,7 @@ def make_case(out, name, form, model, opset, T, seed):
         k += 1
     case = dict(model=model, form=form, cell=R.expected_cell(model), T=T, opset=opset,
                 batch_first=bf, dynamic=dynamic, symbolic_time=not fixed, hidden=HIDDEN,
-                fixed_outputs=2 * T if fixed else 0)
+                fixed_outputs=2 * T if fixed else 0, table=model == "nag_lstm_r40" and T < 40)
     if error:
         case["expect"] = "error"
     elif unrolled:
@@ -182,6 +186,9 @@ def main():
                 for T in ((8,) if error else (8, 64)):
                     jobs.append((out, "%s_%s_opset%d_T%d" % (form, model, opset, T), form, model,
                                  opset, T, 2001 + len(jobs)))
+    for model, opset in (("nag_lstm_r2", 17), ("nag_lstm_r40", 13)):
+        jobs.append((out, "revlist_%s_opset%d_T8" % (model, opset), "revlist", model, opset, 8,
+                     2001 + len(jobs)))
     with multiprocessing.Pool(min(2, os.cpu_count() or 1)) as pool:
         pool.starmap(make_case, jobs, chunksize=1)
 
