@@ -657,6 +657,11 @@ static int infer_split(ictx *c)
 				return fail(c, "the sizes in 'split' do not add up to a product of dimension "
 					    "symbols (axis %d has size %s)", axis, dimstr(c, D));
 		}
+		if (!ir_dim_eq(sum, D) && ir_dim_is_const(sum) && !ir_dim_is_const(D))
+			return fail(c, "the sizes in 'split' add up to %s but axis %d of %s has size %s: "
+				    "fixed sizes cannot split a dynamic axis (a traced x.unbind() or "
+				    "torch.split() fixes the length; export that axis static)",
+				    mono(c, sum), axis, shp(c, &x->shape), dimstr(c, D));
 		if (!ir_dim_eq(sum, D))
 			return fail(c, "the sizes in 'split' add up to %s but axis %d of %s has size %s",
 				    mono(c, sum), axis, shp(c, &x->shape), dimstr(c, D));

@@ -3,8 +3,13 @@
  * requires: pass_infer (shapes known, constants folded, dead nodes gone,
  *           Slice parameters canonical, nuses/ids fresh).
  * produces: every traced loop -- T copies of one step subgraph reading the
- *           per-step slices x[t] of a sequence (Gather(x, t, axis) or
- *           Slice(x, t, t+1, axis) + Squeeze) -- becomes one RECURRENCE
+ *           per-step slices x[t] of a sequence (Gather(x, t, axis),
+ *           Slice(x, t, t+1, axis) + Squeeze, or output t of one Split of x
+ *           into T unit slices + Squeeze, Gather(0) or Reshape dropping the
+ *           unit axis: x.unbind(), torch.split(x, 1))
+ *           -- becomes one RECURRENCE (reverse = 1 when the copies read
+ *           the slices from the last to the first: reversed(x.unbind(0));
+ *           its stacked outputs are reversed back into the trace's order)
  *           (ir.h) whose body is one copy of the step:
  *           - body inputs: the per-step slices, one coefficient table per
  *             per-step constant that differs between copies (an f32 [B, 1]
@@ -15,8 +20,12 @@
  *           - initial states: whatever the first copy reads (zeros that the
  *             exporter folded into the first copy are recognised);
  *           - outputs: final states the rest of the graph reads, stacked
- *             per-step outputs (Unsqueeze + Concat of every step, in order)
- *             and last-step values (a stacked output and Gather(-1));
+ *             per-step outputs (Unsqueeze + Concat of every step, in order),
+ *             last-step values (a stacked output and Gather(-1)) and
+ *             values of single steps read after the loop (a stacked output
+ *             and one Gather(t) per value read: a model returning its
+ *             steps' outputs as a tuple of T graph outputs; T then stays
+ *             fixed, with a note);
  *           the copies are proved isomorphic first: same ops, attributes,
  *           weights and wiring up to the carried values (per-copy constants
  *           compared by content).  The time axis becomes a dimension symbol
@@ -102,6 +111,7 @@ typedef struct rr {
 	char *done;             /* [T] copies matched so far */
 	int map_node;           /* the node commit_match took last */
 	int round;              /* loops rolled before this one */
+	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
 	const char *why;        /* why the graph was left alone */
 } rr;
@@ -248,6 +258,72 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
 	return 1;
 }
 
+/* Whether sq drops the unit axis ax of its rank-3 input: Squeeze(axes=[ax]),
+ * Gather(index 0 or -1, axis ax) or a Reshape to the other two dimensions. */
+static int drops_axis(const ir_node *sq, int64_t ax)
+{
+	if (sq->nin != 2 || !ir_value_is_const(sq->in[1]) || !sq->in[0] || sq->in[0]->shape.rank != 3 ||
+	    !sq->out[0] || sq->out[0]->shape.rank != 2)
+		return 0;
+	int64_t a;
+	switch (sq->op) {
+	case OP_SQUEEZE:
+		if (ir_shape_const_numel(&sq->in[1]->shape) != 1)
+			return 0;
+		a = ir_const_int(sq->in[1], 0);
+		return (a < 0 ? a + 3 : a) == ax;
+	case OP_GATHER:
+		if (sq->in[1]->shape.rank != 0)
+			return 0;
+		a = ir_attr_int(sq, "axis", 0);
+		return (a < 0 ? a + 3 : a) == ax && (ir_const_int(sq->in[1], 0) == 0 || ir_const_int(sq->in[1], 0) == -1);
+	case OP_RESHAPE:
+		for (int i = 0, o = 0; i < 3; i++)
+			if (i != ax && !ir_dim_eq(sq->in[0]->shape.d[i], sq->out[0]->shape.d[o++]))
+				return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Output t of one Split of x into unit slices on a time axis, with that
+ * axis dropped (drops_axis): what x.unbind(axis), torch.split(x, 1, axis)
+ * + squeeze / [0] / view export.  The Split stays before the loop and goes
+ * once its outputs are unread. */
+static int anchor_split(const rr *R, const ir_node *sq, ir_value **src, int *axis, int64_t *t)
+{
+	if ((sq->op != OP_SQUEEZE && sq->op != OP_GATHER && sq->op != OP_RESHAPE) || !sq->in[0] ||
+	    sq->in[0]->nuses != 1)
+		return 0;
+	ir_node *s = sq->in[0]->producer;
+	if (!s || nid(R, s) < 0 || s->op != OP_SPLIT || s->nout < 3 || !s->in[0] ||
+	    s->in[0]->shape.rank != 3 || s->in[0]->dtype != DT_F32)
+		return 0;
+	int64_t ax = ir_attr_int(s, "axis", 0);
+	if (ax < 0)
+		ax += 3;
+	if ((ax != 0 && ax != 1) || !drops_axis(sq, ax))
+		return 0;
+	ir_dim T = s->in[0]->shape.d[ax];
+	if (!ir_dim_is_const(T) || T.k != s->nout)
+		return 0;
+	int64_t k = -1;
+	for (int o = 0; o < s->nout; o++) {
+		const ir_value *v = s->out[o];
+		if (!v || v->shape.rank != 3 || !ir_dim_is_const(v->shape.d[ax]) || v->shape.d[ax].k != 1)
+			return 0;
+		if (v == sq->in[0])
+			k = o;
+	}
+	if (k < 0)
+		return 0;
+	*src = s->in[0];
+	*axis = (int)ax;
+	*t = k;
+	return 1;
+}
+
 typedef struct anc {
 	ir_node *n, *aux;
 	ir_value *src;
@@ -283,7 +359,8 @@ static int find_sequences(rr *R)
 		ir_value *src;
 		int axis;
 		int64_t t;
-		if (!d && (anchor_gather(n, &src, &axis, &t) || anchor_slice(R, n, &aux, &src, &axis, &t)) &&
+		if (!d && (anchor_split(R, n, &src, &axis, &t) || anchor_gather(n, &src, &axis, &t) ||
+			   anchor_slice(R, n, &aux, &src, &axis, &t)) &&
 		    vid(R, src) >= 0 && !dep[src->id]) {
 			a[na++] = (anc){n, aux, src, axis, t};
 			d = 1;
@@ -890,6 +967,8 @@ typedef struct build {
 	stack *stacks;
 	int nlast;
 	int *last_tv;           /* template values read from the last copy (not finals) */
+	int neach;
+	int *each_tv;           /* template values read after the loop from other copies */
 	char *drop;             /* [nt] template nodes not copied (stacking Unsqueezes) */
 } build;
 
@@ -933,6 +1012,7 @@ static int find_stacks(rr *R, build *B)
 	}
 	/* every other read from outside the loop must be of the last copy */
 	B->last_tv = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->last_tv);
+	B->each_tv = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->each_tv);
 	for (int t = 0; t < R->T; t++)
 		for (int tv = 0; tv < R->ntv; tv++) {
 			ir_value *v = R->map[t][tv];
@@ -951,9 +1031,16 @@ static int find_stacks(rr *R, build *B)
 			}
 			if (!outside)
 				continue;
-			if (t != R->T - 1)
-				return fail(R, "a value of a step other than the last is read after the loop");
 			int dup = 0;
+			if (t != R->T - 1) {
+				/* per-step values (a model returning its steps' outputs
+				 * as a list): a stacked output the steps are taken from */
+				for (int k = 0; k < B->neach; k++)
+					dup |= B->each_tv[k] == tv;
+				if (!dup)
+					B->each_tv[B->neach++] = tv;
+				continue;
+			}
 			for (int s = 0; s < R->nstate; s++)
 				dup |= R->state_out[s] == tv;   /* read as a final state */
 			for (int k = 0; k < B->nlast; k++)
@@ -961,6 +1048,16 @@ static int find_stacks(rr *R, build *B)
 			if (!dup)
 				B->last_tv[B->nlast++] = tv;
 		}
+	/* the last copy's value of a per-step value comes from its stack too */
+	int nl = 0;
+	for (int k = 0; k < B->nlast; k++) {
+		int each = 0;
+		for (int e = 0; e < B->neach; e++)
+			each |= B->each_tv[e] == B->last_tv[k];
+		if (!each)
+			B->last_tv[nl++] = B->last_tv[k];
+	}
+	B->nlast = nl;
 	/* stacking Unsqueezes whose only reader is their Concat are not copied */
 	for (int j = 0; j < R->nt; j++) {
 		ir_node *n = R->tn[j];
@@ -1042,6 +1139,22 @@ static ir_value *schedule_value(rr *R, build *B, int64_t F)
 	return q->out[0];
 }
 
+/* Slice(y, -1, INT64_MIN, axis, -1): y reversed on its time axis, into out
+ * (a new value when NULL). */
+static ir_node *reversal(ir_graph *g, ir_value *y, int axis, ir_value *out)
+{
+	int64_t st = -1, en = INT64_MIN, ax = axis, sp = -1;
+	ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
+	sl->in[0] = y;
+	sl->in[1] = ir_const_i64(g, NULL, 1, &st);
+	sl->in[2] = ir_const_i64(g, NULL, 1, &en);
+	sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
+	sl->in[4] = ir_const_i64(g, NULL, 1, &sp);
+	sl->out[0] = out ? out : ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+	sl->origin = "steps of a reversed traced loop in the order it ran them";
+	return sl;
+}
+
 static const char *build_recurrence(rr *R, build *B, const char **time_note, int *symbolic_ok)
 {
 	ir_graph *g = R->g;
@@ -1115,7 +1228,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		float *d = tv->data;
 		for (int t = 0; t < T; t++)
 			for (int64_t r = 0; r < rows; r++)
-				d[ax0 == 0 ? t * rows + r : r * T + t] = R->coefs[i].tab[t];
+				d[ax0 == 0 ? t * rows + r : r * T + t] = R->coefs[i].tab[R->reverse ? T - 1 - t : t];
 		if (!ir_dim_is_const(Bd)) {
 			ir_node *e = ir_node_new(g, OP_EXPAND, NULL, 2, 1);
 			ir_value *shp = ir_value_new(g, NULL, VAL_CONST, DT_I64);
@@ -1199,7 +1312,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ir_append(b, n);
 	}
 	/* body outputs: new states, stacked outputs, last-step values */
-	int nout = B->nstack + B->nlast;
+	int nout = B->nstack + B->nlast + B->neach;
 	b->noutputs = R->nstate + nout;
 	b->outputs = arena_array(R->A, (size_t)b->noutputs + 1, sizeof *b->outputs);
 	for (int s = 0; s < R->nstate; s++) {
@@ -1215,6 +1328,23 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
 			return "a last-step value read after the loop is not an f32 matrix";
 		b->outputs[R->nstate + B->nstack + k] = o;
+	}
+	for (int k = 0; k < B->neach; k++) {
+		ir_value *o = B->bval[B->each_tv[k]];
+		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
+			return "a per-step value read after the loop is not an f32 matrix";
+		b->outputs[R->nstate + B->nstack + B->nlast + k] = o;
+	}
+	if (B->neach) {
+		int outs = 0;
+		for (int k = 0; k < B->neach; k++)
+			for (int t = 0; t < T; t++)
+				outs += is_graph_output(R, R->map[t][B->each_tv[k]]);
+		*symbolic_ok = 0;
+		*time_note = outs >= T
+			? arena_printf(R->A, "T stays %d: the model returns the steps' values as %d "
+				       "separate outputs", T, outs)
+			: arena_printf(R->A, "T stays %d: values of single steps are read after the loop", T);
 	}
 	for (int k = 0; k < b->noutputs; k++)
 		if (!b->outputs[k])
@@ -1254,11 +1384,24 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ir_value *v = last[R->state_out[s]];
 		rec->out[s] = v && used_outside(R, v) ? v : NULL;
 	}
+	/* reverse: the recurrence stacks step k at time T-1-k, the trace in
+	 * processing order; a reversing Slice turns one into the other */
+	ir_node **rev = arena_array(R->A, (size_t)nout + 1, sizeof *rev);
+	int nrev = 0;
 	for (int k = 0; k < B->nstack; k++) {
-		rec->out[R->nstate + k] = B->stacks[k].concat->out[0];
+		ir_value *c = B->stacks[k].concat->out[0];
 		out_axis[k] = B->stacks[k].axis;
+		if (R->reverse) {
+			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+			y->shape = c->shape;
+			rec->out[R->nstate + k] = y;
+			rev[nrev++] = reversal(g, y, B->stacks[k].axis, c);
+		} else {
+			rec->out[R->nstate + k] = c;
+		}
 	}
-	ir_node **post = arena_array(R->A, (size_t)B->nlast + 1, sizeof *post);
+	int npost = B->nlast + B->neach * T;
+	ir_node **post = arena_array(R->A, (size_t)npost + 1, sizeof *post);
 	for (int k = 0; k < B->nlast; k++) {
 		int tv = B->last_tv[k];
 		ir_value *v = last[tv];
@@ -1276,6 +1419,10 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		out_axis[B->nstack + k] = ax0;
 		if (is_final)
 			continue;       /* read as the final state instead */
+		if (R->reverse) {
+			rev[nrev] = reversal(g, y, ax0, NULL);
+			y = rev[nrev++]->out[0];
+		}
 		ir_node *ga = ir_node_new(g, OP_GATHER, NULL, 2, 1);
 		int64_t minus1 = -1;
 		ga->in[0] = y;
@@ -1286,10 +1433,46 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ga->origin = "last step of a traced loop";
 		post[k] = ga;
 	}
+	for (int k = 0; k < B->neach; k++) {
+		int tv = B->each_tv[k];
+		ir_value *bo = B->bval[tv];
+		ir_shape ys = {.rank = 3};
+		ys.d[ax0] = ir_dim_const(T);
+		ys.d[1 - ax0] = bo->shape.d[0];
+		ys.d[2] = bo->shape.d[1];
+		ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+		y->shape = ys;
+		int o = B->nstack + B->nlast + k;
+		rec->out[R->nstate + o] = y;
+		out_axis[o] = ax0;
+		if (R->reverse) {
+			rev[nrev] = reversal(g, y, ax0, NULL);
+			y = rev[nrev++]->out[0];
+		}
+		int is_final = 0;
+		for (int s = 0; s < R->nstate; s++)
+			is_final |= R->state_out[s] == tv;
+		for (int t = 0; t < T; t++) {
+			ir_value *v = R->map[t][tv];
+			/* (a value the first copy folded to a constant stays) */
+			if (!v || v->kind != VAL_TEMP || nid(R, v->producer) < 0 || !used_outside(R, v) ||
+			    (t == T - 1 && is_final))
+				continue;
+			ir_node *ga = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+			int64_t tt = t;
+			ga->in[0] = y;
+			ga->in[1] = ir_const_i64(g, NULL, 1, &tt);
+			ga->in[1]->shape.rank = 0;
+			ir_attr_set_int(ga, "axis", ax0);
+			ga->out[0] = v;
+			ga->origin = "one step of a traced loop";
+			post[B->nlast + k * T + t] = ga;
+		}
+	}
 	ir_attr_set_int(rec, "n_seq", nseq);
 	ir_attr_set_int(rec, "n_state", R->nstate);
 	ir_attr_set_int(rec, "n_out", nout);
-	ir_attr_set_int(rec, "reverse", 0);
+	ir_attr_set_int(rec, "reverse", R->reverse);
 	ir_attr_set_ints(rec, "seq_axis", nseq, seq_axis);
 	ir_attr_set_ints(rec, "out_axis", nout, out_axis);
 	ir_attr_set_int(rec, "has_lens", 0);
@@ -1300,7 +1483,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			ir_attr_set_int(rec, "nag_restart", period[i]);
 
 	/* the new node list: prefix, recurrence, last-step gathers, tail */
-	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(B->nlast + npre) + 2, sizeof *nodes);
+	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(npost + npre + nout) + 2, sizeof *nodes);
 	int nn = 0;
 	for (int i = 0; i < R->nn; i++)
 		if (R->label[i] == LBL_PREFIX)
@@ -1308,7 +1491,9 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int i = 0; i < npre; i++)
 		nodes[nn++] = pre[i];
 	nodes[nn++] = rec;
-	for (int k = 0; k < B->nlast; k++)
+	for (int k = 0; k < nrev; k++)
+		nodes[nn++] = rev[k];
+	for (int k = 0; k < npost; k++)
 		if (post[k])
 			nodes[nn++] = post[k];
 	for (int i = 0; i < R->nn; i++) {
@@ -1328,9 +1513,12 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < rec->nout; k++)
 		if (vid(R, rec->out[k]) >= 0)
 			keep[rec->out[k]->id] = 1;
-	for (int k = 0; k < B->nlast; k++)
+	for (int k = 0; k < npost; k++)
 		if (post[k] && vid(R, post[k]->out[0]) >= 0)
 			keep[post[k]->out[0]->id] = 1;
+	for (int k = 0; k < nrev; k++)
+		if (vid(R, rev[k]->out[0]) >= 0)
+			keep[rev[k]->out[0]->id] = 1;
 	int nv = 0;
 	for (int v = 0; v < g->nvalues; v++)
 		if (v >= R->nv || keep[v])
@@ -1340,11 +1528,16 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < rec->nout; k++)
 		if (rec->out[k])
 			rec->out[k]->producer = rec;
-	for (int k = 0; k < B->nlast; k++)
+	for (int k = 0; k < nrev; k++) {
+		rev[k]->out[0]->producer = rev[k];
+		if (infer_node(g, rev[k], &q))
+			return "internal: the reversing Slice does not infer";
+	}
+	for (int k = 0; k < npost; k++)
 		if (post[k]) {
 			post[k]->out[0]->producer = post[k];
 			if (infer_node(g, post[k], &q))
-				return "internal: the last-step Gather does not infer";
+				return "internal: a step's Gather does not infer";
 		}
 	/* work on the initial states that only the first copy read */
 	ir_recount(g);
@@ -1536,7 +1729,12 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 			if (n->op == OP_SLICE) {
 				for (int e = 0; e < ir_shape_const_numel(&n->in[3]->shape); e++) {
 					int64_t a = ir_const_int(n->in[3], e);
-					if (a >= 0 && a < x->shape.rank && ir_dim_eq(x->shape.d[a], Ts))
+					/* reversing the whole axis does not depend on its length */
+					int whole_rev = n->nin >= 5 && n->in[1] && n->in[2] && n->in[4] &&
+							ir_const_int(n->in[1], e) == -1 &&
+							ir_const_int(n->in[2], e) == INT64_MIN &&
+							ir_const_int(n->in[4], e) == -1;
+					if (a >= 0 && a < x->shape.rank && ir_dim_eq(x->shape.d[a], Ts) && !whole_rev)
 						why = arena_printf(R->A, "T stays %d: node '%s' slices the time axis",
 								   T, n->name);
 				}
@@ -1614,8 +1812,28 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 	build_consumers(R);
 	build B = {0};
 	if (assign_steps(R) || build_template(R) || match_all(R) || find_stacks(R, &B)) {
-		*why = R->why;
-		return -1;
+		/* a loop over the slices from the last to the first (reversed(
+		 * x.unbind(0))): the same analysis with the slices taken in the
+		 * order the trace read them, rolled as a reverse recurrence */
+		rr R1 = {.g = g, .D = D, .A = g->A, .nn = g->nnodes, .nv = g->nvalues, .round = round,
+			 .reverse = 1};
+		find_sequences(&R1);
+		for (int s = 0; s < R1.nseq; s++)
+			for (int t = 0, u = R1.T - 1; t < u; t++, u--) {
+				ir_node *a = R1.seq[s].anchor[t], *x = R1.seq[s].aux[t];
+				R1.seq[s].anchor[t] = R1.seq[s].anchor[u];
+				R1.seq[s].aux[t] = R1.seq[s].aux[u];
+				R1.seq[s].anchor[u] = a;
+				R1.seq[s].aux[u] = x;
+			}
+		build_consumers(&R1);
+		build B1 = {0};
+		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
+			*why = R->why;
+			return -1;
+		}
+		R0 = R1;
+		B = B1;
 	}
 	const char *time_note = NULL;
 	int sym_ok;

@@ -76,6 +76,7 @@ usage: harness.py [GROUP ...]    (default: all groups)
 """
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import shutil
@@ -431,9 +432,11 @@ def group_structure():
 
 
 def group_trace():
-    """Traced loops (tests/gen_trace_cases.py): verify against PyTorch, then
+    """Traced loops (tests/gen_trace_cases.py, and tests/gen_trace_forms.py:
+    unbind/split/list-output styles): verify against PyTorch, then
     tests/test_trace.py (recognised cell in `cellc info`, symbolic time axis,
-    emitted C not growing with T, the committed 784-step trace)."""
+    emitted C not growing with T, the committed 784-step trace, located
+    errors for the styles cellc rejects)."""
     if not stamp_ok("trace"):
         yield from fixtures_missing("trace", "trace")
         return
@@ -444,9 +447,21 @@ def group_trace():
         cases += [("trace", "long/" + n, os.path.join(long_dir, n), TORCH_TOL) for n in case_dirs("trace_long")]
     elif os.path.exists(os.path.join(ROOT, "tests", "fixtures", "trace_long.tar.xz")):
         yield Result("trace/long", False, "tests/fixtures/trace_long.tar.xz not unpacked (see %s)" % LOGS)
+    # other loop styles (tests/gen_trace_forms.py); exports cellc rejects
+    # are checked by test_trace.py (a located error), not verified
+    forms = os.path.join(OUT, "trace_forms")
+    if stamp_ok("trace_forms"):
+        for n in case_dirs("trace_forms"):
+            with open(os.path.join(ROOT, forms, n, "case.json")) as f:
+                if json.load(f).get("expect") != "error":
+                    cases.append(("trace", "forms/" + n, os.path.join(forms, n), TORCH_TOL))
+    else:
+        yield from fixtures_missing("trace", "trace_forms")
     yield from parallel(verify_one, cases)
     cmd = [PY, "tests/test_trace.py", CELLC, root] + ([long_dir] if stamp_ok("trace_long") else [])
     yield from script_group("trace", cmd)
+    if stamp_ok("trace_forms"):
+        yield from script_group("trace_forms", [PY, "tests/test_trace.py", "--forms", CELLC, forms])
 
 
 def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
