@@ -1085,6 +1085,7 @@ static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
 	TCase *tc = tcase_create("sgemm");
+	tcase_set_timeout(tc, 120);     /* the kernel sweeps take seconds under ASan on a loaded machine */
 	tcase_add_test(tc, test_sgemm_ref_by_hand);
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
