@@ -283,8 +283,9 @@ static int read_inputs(verify *V, diag *D)
 		}
 		s->in = arena_array(&V->A, (size_t)(s->nin + 1), sizeof *s->in);
 		for (int k = 0; k < s->nin; k++) {
-			if (g->inputs[k]->seq != IR_TENSOR)
-				continue;       /* bound: the loader reads it */
+			if (k < g->ninputs && g->inputs[k]->seq != IR_TENSOR)
+				continue;       /* bound: the loader reads it (train builds' target and
+				                   mask come after the model's inputs) */
 			const char *p = arena_printf(&V->A, "%s/input_%d.pb", s->dir, k);
 			D->file = "cellc verify";   /* the loader's message names p */
 			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
