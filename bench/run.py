@@ -28,13 +28,21 @@ and made again only when bench/cells.py or gen_models.py change.  PyTorch
 otherwise reported n/a; BENCH_TRACE=1 makes the export (once), BENCH_TRACE=0
 leaves traced cases out, BENCH_TRACE_ALL=1 traces every custom cell and
 size; hidden 128 and
-256; batch 1 and 128; and one training step at batch 128, hidden 256
-(PyTorch autograd only: cellc's training support is issue 5).  A column that cannot be
-measured says why ("n/a (...)"), never a made-up number.
+256; batch 1 and 128; and one training step of nn.LSTM and MomentumLSTM at
+batch 128, hidden 256 (BENCH_TRAIN_H): forward, cross-entropy on a linear
+head over the last step (10 classes), backward, RMSprop update of every
+parameter (lr 1e-3).  PyTorch runs cells.train_step; cellc compiles the same
+model written as a .cell file (export `cell`: build/bench/cc/train_*/, the
+`lstm` / `momentum_lstm` cell, mu 0.6, s 0.6, and `linear(last(h), out=10)`)
+with `cellc compile --train --loss ce`, and bench/time_train.c times the
+emitted run (loss and gradients) plus rt_optim's RMSprop update, with
+flush-to-zero as the emitted training program sets it.  A column that cannot
+be measured says why ("n/a (...)"), never a made-up number.
 
 Repetitions (medians; fewer for the slow PyTorch cases): cellc and ONNX
 Runtime 11 at batch 1 and 5 at batch 128; PyTorch inference 5 and 3;
-PyTorch training 1 (a step takes 10-50 s).  Environment knobs:
+PyTorch training 1 (a step takes 10-50 s); cellc training 3 after one
+untimed step (BENCH_TRAIN_CELLC_REPS).  Environment knobs:
 BENCH_THREADS ("1 2"), BENCH_H ("128 256"), BENCH_B ("1 128"),
 BENCH_CELLS ("lstm momentum_lstm adam_lstm sr_lstm"), BENCH_TRAIN (1; 0
 skips the training cases), BENCH_TRAIN_REPS (1), BENCH_TRAIN_H ("256"),
@@ -80,6 +88,8 @@ CELLS = env_list("BENCH_CELLS", "lstm momentum_lstm adam_lstm sr_lstm")
 TRAIN = os.environ.get("BENCH_TRAIN", "1") != "0"
 TRAIN_REPS = int(os.environ.get("BENCH_TRAIN_REPS", "1"))
 TRAIN_HS = [int(h) for h in env_list("BENCH_TRAIN_H", "256")]
+TRAIN_CELLC_REPS = int(os.environ.get("BENCH_TRAIN_CELLC_REPS", "3"))
+TRAIN_CELLS = [c for c in ("lstm", "momentum_lstm") if c in CELLS]
 TRACE_ALL = os.environ.get("BENCH_TRACE_ALL", "0") != "0"
 TRACE = os.environ.get("BENCH_TRACE", "auto")   # 0, 1 or auto (see the module comment)
 
@@ -255,6 +265,49 @@ def gen_models():
     return errors
 
 
+TRAIN_CELL = {"lstm": "lstm(x, hidden=%d)", "momentum_lstm": "momentum_lstm(x, hidden=%d, mu=0.6, s=0.6)"}
+
+
+def build_cellc_train(cell, H, lim):
+    """The training case of cell at hidden size H: writes the .cell model
+    (bench/cells.py's model with cells.Classifier's head: a linear layer on
+    the last step to 10 classes), compiles it with `cellc compile --train
+    --loss ce` and builds bench/time_train.c against it.  Returns (timer
+    path, weights path, (compile s, build s), None) or (None, None, None,
+    reason)."""
+    name = "train_%s_h%d" % (cell, H)
+    d = os.path.join(B_DIR, "cc", name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    src = os.path.join(d, name + ".cell")
+    with open(src, "w") as f:
+        f.write("# %s: written by bench/run.py (the training case; bench/cells.py)\n"
+                "model %s {\n    input x: f32[seq, batch, %d]\n    seed 0\n"
+                "    h = %s\n    y = linear(last(h), out=10)\n    output y\n}\n" % (
+                    os.path.basename(src), name, I, TRAIN_CELL[cell] % H))
+    t0 = time.time()
+    rc, out, err = run([CELLC, "compile", src, "-o", d, "--name", name, "--train", "--loss", "ce"],
+                       timeout=600)
+    secs = time.time() - t0
+    if rc != 0:
+        return None, None, None, "cellc --train: " + first_line(err or out)
+    t0 = time.time()
+    rc, out, err = run(["make", "-s", "-C", d, "lib%s.a" % name], timeout=600)
+    secs = (secs, time.time() - t0)
+    if rc != 0:
+        return None, None, None, "generated code does not build: " + first_line(err)
+    timer = os.path.join(d, "time_train")
+    cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror",
+           "-Wshadow", "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "bench"),
+           "-DCELLC_MODEL=" + name, "-include", os.path.join(d, name + ".h"), "-o", timer,
+           os.path.join(ROOT, "bench/time_train.c"), lim, os.path.join(d, "lib%s.a" % name),
+           os.path.join(ROOT, "build/libcellrt.a"), "-lopenblas", "-lpthread", "-lm"]
+    rc, out, err = run(cmd)
+    if rc != 0:
+        return None, None, None, "timer does not build: " + first_line(err)
+    return timer, os.path.join(d, name + ".weights"), secs, None
+
+
 def build_cellc_model(name, lim):
     """Compiles MODELS/name.onnx with cellc and builds the timer.
     Returns (timer path, weights path, (cellc compile seconds, seconds to
@@ -331,6 +384,13 @@ def main():
         timer, weights, secs, why = build_cellc_model(n, lim)
         models[n] = (timer, weights, why)
         compile_s[n] = secs
+    trainers = {}
+    if TRAIN:
+        for cell in TRAIN_CELLS:
+            for H in TRAIN_HS:
+                timer, weights, secs, why = build_cellc_train(cell, H, lim)
+                trainers[(cell, H)] = (timer, weights, why)
+                compile_s["train_%s_h%d_cell" % (cell, H)] = secs
 
     rows = []
     for threads in THREADS:
@@ -344,9 +404,8 @@ def main():
                 for B in BS:
                     tcases.append("infer:%s:%d:%d:%d:%d" % (cell, H, B, T, reps_torch(B)))
         if TRAIN:
-            for cell in ("lstm", "momentum_lstm"):
-                if cell in CELLS:
-                    for H in TRAIN_HS:
+            for cell in TRAIN_CELLS:
+                for H in TRAIN_HS:
                         tcases.append("train:%s:%d:128:%d:%d" % (cell, H, T, TRAIN_REPS))
         torch_ms = {}
         log("  PyTorch: %d cases" % len(tcases))
@@ -412,17 +471,31 @@ def main():
                     cell, how, H, B, fmt_ms(row["cellc_ms"])[:40], fmt_ms(row["ort_ms"])[:40],
                     fmt_ms(row["torch_ms"])[:40]))
         if TRAIN:
-            for cell in ("lstm", "momentum_lstm"):
-                if cell not in CELLS:
-                    continue
+            for cell in TRAIN_CELLS:
                 for H in TRAIN_HS:
                     key = "train:%s:%d:128:%d:%d" % (cell, H, T, TRAIN_REPS)
                     tm, tc = torch_ms.get(key, (torch_fail, None))
-                    rows.append({"mode": "train", "cell": cell, "export": "-", "H": H, "B": 128,
-                                 "threads": threads,
-                                 "cellc_ms": "n/a (training is issue 5)",
-                                 "ort_ms": "n/a (inference only)",
-                                 "torch_ms": tm, "torch_cpu_ms": tc})
+                    row = {"mode": "train", "cell": cell, "export": "cell", "H": H, "B": 128,
+                           "threads": threads, "ort_ms": "n/a (inference only)",
+                           "torch_ms": tm, "torch_cpu_ms": tc}
+                    timer, weights, why = trainers[(cell, H)]
+                    if timer:
+                        rc, out, err = run([timer, weights, str(T), "128", str(TRAIN_CELLC_REPS)],
+                                           tenv, timeout=1800)
+                        if rc == 0:
+                            d = kv(out)
+                            row["cellc_ms"] = float(d["train_ms"])
+                            row["cellc_cpu_ms"] = float(d["cpu_ms"])
+                            for k in ("first_ms", "run_cpu_ms", "optim_cpu_ms", "fwd_ms",
+                                      "fwd_cpu_ms", "loss_first", "loss_last"):
+                                row["train_" + k] = float(d[k])
+                        else:
+                            row["cellc_ms"] = "n/a (run failed: %s)" % first_line(err)
+                    else:
+                        row["cellc_ms"] = "n/a (%s)" % why
+                    rows.append(row)
+                    log("  %-13s train  H=%-3d B=128 cellc %-12s torch %s" % (
+                        cell, H, fmt_ms(row["cellc_ms"])[:40], fmt_ms(row["torch_ms"])[:40]))
     finish(rows, compile_s, models, core_report, coretype, time.time() - t_start)
 
 
@@ -524,11 +597,9 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
     log("== The same, process CPU time per sequence (all threads; on a machine shared with "
         "other work this stays near the unloaded time at 1 thread, the wall time does not)")
     for r in rows:
-        if r["mode"] != "infer":
-            continue
-        log("  %-13s %-6s H=%-3d B=%-3d thr=%d  cellc %-10s ORT %-10s PyTorch %-10s  "
+        log("  %-5s %-13s %-6s H=%-3d B=%-3d thr=%d  cellc %-10s ORT %-10s PyTorch %-10s  "
             "ORT/c %5s  torch/c %5s" % (
-                CELL_NAMES.get(r["cell"], r["cell"]), r["export"], r["H"], r["B"], r["threads"],
+                r["mode"], CELL_NAMES.get(r["cell"], r["cell"]), r["export"], r["H"], r["B"], r["threads"],
                 fmt_ms(r["cellc_cpu_ms"]) if r.get("cellc_cpu_ms") else "n/a",
                 fmt_ms(r["ort_cpu_ms"]) if r.get("ort_cpu_ms") else "n/a",
                 fmt_ms(r["torch_cpu_ms"]) if r.get("torch_cpu_ms") else "n/a",
@@ -606,9 +677,30 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
             miss = "" if ok else (" (off by x%.2f)" % (v / goal if upper else goal / v))
             log("  %-44s %-36s %6.2f  %s%s" % (tag, what, v, "met" if ok else "NOT met", miss))
     for r in rows:
-        if r["mode"] == "train":
-            log("  %-44s %-36s n/a (issue 5)" % ("train %s H=%d threads=%d" % (
-                CELL_NAMES[r["cell"]], r["H"], r["threads"]), "PyTorch/cellc >= 5"))
+        if r["mode"] != "train":
+            continue
+        tag = "train %s H=%d B=%d threads=%d" % (CELL_NAMES[r["cell"]], r["H"], r["B"],
+                                                 r["threads"])
+        for what, v in (("PyTorch/cellc >= 5", r["torch_over_cellc"]),
+                        ("  same, CPU time", r["cpu_torch_over_cellc"])):
+            if v is None:
+                log("  %-44s %-36s n/a" % (tag, what))
+            else:
+                log("  %-44s %-36s %6.2f  %s" % (tag, what, v, "met" if v >= 5 else
+                                                "NOT met (off by x%.2f)" % (5 / v)))
+
+    train = [r for r in rows if r["mode"] == "train" and "train_run_cpu_ms" in r]
+    if train:
+        log("")
+        log("== cellc's training step (bench/time_train.c), CPU time: forward + backward "
+            "(the emitted run), RMSprop update; forward only (set_forward_only)")
+        for r in train:
+            log("  %-13s H=%-3d B=%-3d thr=%d  step %-10s = run %-10s + RMSprop %-9s  "
+                "forward only %-10s  first step (wall) %-10s  loss %.4f -> %.4f" % (
+                    CELL_NAMES[r["cell"]], r["H"], r["B"], r["threads"],
+                    fmt_ms(r["cellc_cpu_ms"]), fmt_ms(r["train_run_cpu_ms"]),
+                    fmt_ms(r["train_optim_cpu_ms"]), fmt_ms(r["train_fwd_cpu_ms"]),
+                    fmt_ms(r["train_first_ms"]), r["train_loss_first"], r["train_loss_last"]))
 
     os.makedirs(B_DIR, exist_ok=True)
     fields = ["mode", "cell", "export", "H", "B", "threads", "cellc_ms", "ort_ms", "torch_ms",
@@ -617,7 +709,9 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
               "ort_over_cellc", "torch_over_cellc", "vs_cellc_lstm", "limit_ms",
               "cellc_over_limit", "sgemv_gflops", "sgemm_gflops", "bw_weights_gbs",
               "weights_bytes", "max_abs_diff", "rec_gemm_gflops", "rec_gemm_fraction",
-              "ort_load_s", "core", "compile_s", "build_s"]
+              "ort_load_s", "core", "compile_s", "build_s", "train_run_cpu_ms",
+              "train_optim_cpu_ms", "train_fwd_ms", "train_fwd_cpu_ms", "train_first_ms",
+              "train_loss_first", "train_loss_last"]
     with open(os.path.join(B_DIR, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
