@@ -26,15 +26,17 @@
  * REPS forward-only runs (NAME_set_forward_only(m, 1): outputs and loss, no
  * gradients) to split the step.  Prints, as `key=value` words:
  *
- *   train_ms=MEDIAN min_ms=.. cpu_ms=.. first_ms=.. run_cpu_ms=.. optim_cpu_ms=..
- *   fwd_ms=.. fwd_cpu_ms=.. loss_first=.. loss_last=.. params=.. reps=..
+ *   train_ms=MEDIAN min_ms=.. cpu_ms=.. first_ms=.. first_cpu_ms=..
+ *   run_cpu_ms=.. optim_cpu_ms=.. fwd_ms=.. fwd_cpu_ms=.. loss_first=..
+ *   loss_last=.. params=.. reps=..
  *
  * cpu_ms is the median CPU time of the process (all its threads) per step;
- * run_cpu_ms and optim_cpu_ms the medians of its two parts; first_ms the
- * wall time of the warm-up step (PyTorch's training step is timed without a
- * warm-up); loss_first / loss_last the loss of the warm-up and of the last
- * timed step (a sanity check: finite, and lower after REPS updates on the
- * same batch).
+ * run_cpu_ms and optim_cpu_ms the medians of its two parts; first_ms and
+ * first_cpu_ms the wall and CPU time of the warm-up step, which also touches
+ * every buffer for the first time (PyTorch's training step is timed without
+ * a warm-up); loss_first / loss_last the loss of the warm-up and of the last
+ * timed step (a sanity check: both finite; RMSprop's first updates on one
+ * batch need not lower it).
  */
 #ifndef CELLC_MODEL
 #error "define CELLC_MODEL as the model's NAME and -include NAME.h"
@@ -180,7 +182,8 @@ int main(int argc, char **argv)
 		rt_optim_init_state(&o, state[k], pn[k]);
 	}
 
-	double t[MAXREPS], c[MAXREPS], cr[MAXREPS], co[MAXREPS], first_ms = 0, loss_first = 0;
+	double t[MAXREPS], c[MAXREPS], cr[MAXREPS], co[MAXREPS];
+	double first_ms = 0, first_cpu_ms = 0, loss_first = 0;
 	for (int r = -1; r < reps; r++) {
 		double t0 = bench_now(), c0 = bench_cpu_now();
 		st = M(_run_generic)(m, &d, in, (void *const *)out);
@@ -194,6 +197,7 @@ int main(int argc, char **argv)
 		double t2 = bench_now(), c2 = bench_cpu_now();
 		if (r < 0) {
 			first_ms = 1e3 * (t2 - t0);
+			first_cpu_ms = 1e3 * (c2 - c0);
 			loss_first = *loss;
 			continue;
 		}
@@ -221,9 +225,10 @@ int main(int argc, char **argv)
 	for (int r = 1; r < reps; r++)
 		tmin = t[r] < tmin ? t[r] : tmin;
 	double med = bench_median(t, reps), cmed = bench_median(c, reps);
-	printf("train_ms=%.4f min_ms=%.4f cpu_ms=%.4f first_ms=%.4f run_cpu_ms=%.4f "
-	       "optim_cpu_ms=%.4f fwd_ms=%.4f fwd_cpu_ms=%.4f loss_first=%.6f loss_last=%.6f "
-	       "params=%d reps=%d\n", 1e3 * med, 1e3 * tmin, 1e3 * cmed, first_ms,
+	printf("train_ms=%.4f min_ms=%.4f cpu_ms=%.4f first_ms=%.4f first_cpu_ms=%.4f "
+	       "run_cpu_ms=%.4f optim_cpu_ms=%.4f fwd_ms=%.4f fwd_cpu_ms=%.4f loss_first=%.6f "
+	       "loss_last=%.6f params=%d reps=%d\n", 1e3 * med, 1e3 * tmin, 1e3 * cmed, first_ms,
+	       first_cpu_ms,
 	       1e3 * bench_median(cr, reps), 1e3 * bench_median(co, reps),
 	       1e3 * bench_median(tf, reps), 1e3 * bench_median(cf, reps), loss_first, loss_last,
 	       np, reps);
