@@ -1277,10 +1277,9 @@ GROUPS = [
 
 
 # ---- training (issue 5): grad, train, fd ----------------------------------------
-# Kept out of the default run until the training compiler lands: TRAIN_GROUPS
-# join GROUPS when `build/cellc --help` mentions --train, or when a group of
-# them is named on the command line (then a cellc without --train fails every
-# test loudly; nothing is skipped).
+# The oracle cases of tests/gen_grad_cases.py and tests/gen_train_cases.py:
+# gradients through `cellc verify --train`, 50-step trajectories of the
+# emitted training program, finite differences of the compiled loss.
 
 GRAD_TOL = CASE_TOL + ["--grad-rtol", "1e-4"]
 TRAIN_RTOL = 1e-4       # per-step loss vs PyTorch (tests/gen_train_cases.py)
@@ -1526,20 +1525,7 @@ def group_fd():
 
 
 TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd)]
-
-
-def train_groups_on():
-    """True when build/cellc documents --train (the training compiler is in)."""
-    try:
-        p = subprocess.run([os.path.join(ROOT, CELLC), "--help"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return b"--train" in p.stdout
-
-
-if any(g in sys.argv[1:] for g, _ in TRAIN_GROUPS) or train_groups_on():
-    GROUPS += TRAIN_GROUPS
+GROUPS += TRAIN_GROUPS
 
 
 def main():

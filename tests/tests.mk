@@ -55,6 +55,7 @@ $(TOUT)/trace/.stamp: tests/gen_trace_cases.py tests/ref_momentum.py
 	$(call gen,tests/gen_trace_cases.py,$(TOUT)/trace)
 # traced loops in other styles (unbind/split/list outputs; issue 4)
 FIXTURES += $(TOUT)/trace_forms/.stamp
+fixtures: $(TOUT)/trace_forms/.stamp
 $(TOUT)/trace_forms/.stamp: tests/gen_trace_forms.py tests/ref_momentum.py
 	$(call gen,tests/gen_trace_forms.py,$(TOUT)/trace_forms)
 # The 784-step trace takes PyTorch minutes to export: generated once by
