@@ -870,101 +870,6 @@ static void matmul_d(const double *a, const double *b, double *c, int64_t n)
 		}
 }
 
-/* X = D^-1 N by Gaussian elimination with partial pivoting (N overwritten). */
-static int solve_d(double *D, double *N, int64_t n)
-{
-	for (int64_t k = 0; k < n; k++) {
-		int64_t p = k;
-		for (int64_t i = k + 1; i < n; i++)
-			if (fabs(D[i * n + k]) > fabs(D[p * n + k]))
-				p = i;
-		if (D[p * n + k] == 0)
-			return -1;
-		if (p != k)
-			for (int64_t j = 0; j < n; j++) {
-				double t = D[k * n + j]; D[k * n + j] = D[p * n + j]; D[p * n + j] = t;
-				t = N[k * n + j]; N[k * n + j] = N[p * n + j]; N[p * n + j] = t;
-			}
-		for (int64_t i = k + 1; i < n; i++) {
-			double f = D[i * n + k] / D[k * n + k];
-			if (f == 0)
-				continue;
-			for (int64_t j = k; j < n; j++)
-				D[i * n + j] -= f * D[k * n + j];
-			for (int64_t j = 0; j < n; j++)
-				N[i * n + j] -= f * N[k * n + j];
-		}
-	}
-	for (int64_t k = n - 1; k >= 0; k--)
-		for (int64_t j = 0; j < n; j++) {
-			double s = N[k * n + j];
-			for (int64_t i = k + 1; i < n; i++)
-				s -= D[k * n + i] * N[i * n + j];
-			N[k * n + j] = s / D[k * n + k];
-		}
-	return 0;
-}
-
-/* expm by scaling and squaring with the [13/13] Pade approximant (Higham 2005). */
-static int expm_d(const double *S, double *X, int64_t n)
-{
-	static const double b[14] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
-		1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
-		33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0};
-	size_t nn = (size_t)(n * n);
-	double *buf = calloc(8 * nn + 1, sizeof(double));
-	if (!buf)
-		return -1;
-	double *A = buf, *A2 = A + nn, *A4 = A2 + nn, *A6 = A4 + nn, *U = A6 + nn, *V = U + nn,
-	       *T1 = V + nn, *T2 = T1 + nn;
-	double norm = 0;
-	for (int64_t j = 0; j < n; j++) {
-		double s = 0;
-		for (int64_t i = 0; i < n; i++)
-			s += fabs(S[i * n + j]);
-		norm = s > norm ? s : norm;
-	}
-	int sq = 0;
-	const double theta13 = 5.371920351148152;
-	if (norm > theta13)
-		sq = (int)ceil(log2(norm / theta13));
-	double f = ldexp(1.0, -sq);
-	for (size_t i = 0; i < nn; i++)
-		A[i] = S[i] * f;
-	matmul_d(A, A, A2, n);
-	matmul_d(A2, A2, A4, n);
-	matmul_d(A4, A2, A6, n);
-	/* U = A (A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I) */
-	for (size_t i = 0; i < nn; i++)
-		T1[i] = b[13] * A6[i] + b[11] * A4[i] + b[9] * A2[i];
-	matmul_d(A6, T1, T2, n);
-	for (size_t i = 0; i < nn; i++)
-		T2[i] += b[7] * A6[i] + b[5] * A4[i] + b[3] * A2[i];
-	for (int64_t i = 0; i < n; i++)
-		T2[i * n + i] += b[1];
-	matmul_d(A, T2, U, n);
-	/* V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I */
-	for (size_t i = 0; i < nn; i++)
-		T1[i] = b[12] * A6[i] + b[10] * A4[i] + b[8] * A2[i];
-	matmul_d(A6, T1, V, n);
-	for (size_t i = 0; i < nn; i++)
-		V[i] += b[6] * A6[i] + b[4] * A4[i] + b[2] * A2[i];
-	for (int64_t i = 0; i < n; i++)
-		V[i * n + i] += b[0];
-	/* (V - U) X = (V + U) */
-	for (size_t i = 0; i < nn; i++) {
-		T1[i] = V[i] - U[i];
-		X[i] = V[i] + U[i];
-	}
-	int r = solve_d(T1, X, n);
-	for (int k = 0; r == 0 && k < sq; k++) {
-		matmul_d(X, X, T2, n);
-		memcpy(X, T2, nn * sizeof(double));
-	}
-	free(buf);
-	return r;
-}
-
 /* --train: M = base expm(S) by root nodes, from the parameters at run time. */
 static ir_value *dtriv_M_train(low *W)
 {
@@ -1005,7 +910,7 @@ static ir_value *dtriv_M(low *W)
 			double u = j > i ? A[i * H + j] : 0, l = i > j ? A[j * H + i] : 0;
 			S[i * H + j] = u - l;
 		}
-	if (expm_d(S, E, H)) {
+	if (rt_expm_d(E, S, H)) {
 		diag_node(W->D, W->L.n, "cannot compute expm(S) of dtriv's parameter A");
 		W->errors++;
 	}

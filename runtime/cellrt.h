@@ -487,6 +487,10 @@ int rt_svg_plot(const char *path, const rt_plot *p, int nseries, const rt_series
  * double); RT_ERR_NOMEM, or RT_ERR_NONFINITE when the Pade denominator is
  * singular (X holds NaN or Inf) */
 int rt_expm(float *y, const float *x, int64_t n);
+/* The same in double: X = expm(S), [n, n]; 0, or -1 when out of memory or the
+ * Pade denominator is singular (cellc computes dtriv's M with it at compile
+ * time for inference builds). */
+int rt_expm_d(double *X, const double *S, int64_t n);
 
 #ifdef __cplusplus
 }

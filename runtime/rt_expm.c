@@ -2,8 +2,7 @@
  * dtriv's M = base expm(S) is computed at run time from its parameters, and
  * the gradient of expm is the upper right block of expm([[S^T, G], [0, S^T]]).
  * Scaling and squaring with the [13/13] Pade approximant (Higham 2005), in
- * double; the same algorithm the compiler uses for inference builds
- * (compiler/cells.c). */
+ * double; the compiler calls rt_expm_d for inference builds (compiler/cells.c). */
 #include "cellrt.h"
 
 #include <math.h>
@@ -57,7 +56,7 @@ static int solve_d(double *D, double *N, int64_t n)
 }
 
 /* expm by scaling and squaring with the [13/13] Pade approximant (Higham 2005). */
-static int expm_d(const double *S, double *X, int64_t n)
+int rt_expm_d(double *X, const double *S, int64_t n)
 {
 	static const double b[14] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
 		1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
@@ -127,7 +126,7 @@ int rt_expm(float *y, const float *x, int64_t n)
 	double *E = S + nn;
 	for (size_t i = 0; i < nn; i++)
 		S[i] = x[i];
-	int r = expm_d(S, E, n);
+	int r = rt_expm_d(E, S, n);
 	for (size_t i = 0; r == 0 && i < nn; i++)
 		y[i] = (float)E[i];
 	free(S);
