@@ -120,7 +120,7 @@ int rt_expm(float *y, const float *x, int64_t n)
 	if (!y || !x || n < 1)
 		return RT_ERR_ARG;
 	size_t nn = (size_t)(n * n);
-	double *S = malloc(2 * nn * sizeof(double));
+	double *S = calloc(2 * nn, sizeof(double));
 	if (!S)
 		return RT_ERR_NOMEM;
 	double *E = S + nn;
