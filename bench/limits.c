@@ -200,3 +200,19 @@ double bench_dram_bw(int threads)
 	free(buf);
 	return bw;
 }
+
+void bench_fill(float *p, int64_t n, unsigned seed)
+{
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		p[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+	}
+}
+
+int64_t bench_numel(const int64_t *d, int rank)
+{
+	int64_t n = 1;
+	for (int k = 0; k < rank; k++)
+		n *= d[k];
+	return n;
+}

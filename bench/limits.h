@@ -30,6 +30,10 @@ typedef struct bench_limits {
 /* Monotonic time in seconds; CPU time of the process (all threads). */
 double bench_now(void);
 double bench_cpu_now(void);
+/* p[n] filled with a fixed pseudo-random sequence in [-1, 1) from seed. */
+void bench_fill(float *p, int64_t n, unsigned seed);
+/* Product of d[0..rank). */
+int64_t bench_numel(const int64_t *d, int rank);
 /* Median of v[n] (v is sorted in place). */
 double bench_median(double *v, int n);
 /* Measures the limits for hidden size H, batch B, with `threads` threads for

@@ -40,22 +40,6 @@
 
 enum { MAXIO = 16, MAXREPS = 101 };
 
-static void fill(float *p, int64_t n, unsigned seed)
-{
-	for (int64_t i = 0; i < n; i++) {
-		seed = seed * 1664525u + 1013904223u;
-		p[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
-	}
-}
-
-static int64_t numel(const int64_t *d, int rank)
-{
-	int64_t n = 1;
-	for (int k = 0; k < rank; k++)
-		n *= d[k];
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 7 && argc != 8) {
@@ -104,16 +88,16 @@ int main(int argc, char **argv)
 	}
 	void *in[MAXIO], *out[MAXIO];
 	for (int k = 0; k < M(_NUM_INPUTS); k++) {
-		int64_t n = numel(dims[k], 3);
+		int64_t n = bench_numel(dims[k], 3);
 		in[k] = malloc(sizeof(float) * (size_t)n);
 		if (!in[k])
 			return 1;
-		fill(in[k], n, 7u + (unsigned)k);
+		bench_fill(in[k], n, 7u + (unsigned)k);
 	}
 	for (int k = 0; k < M(_NUM_OUTPUTS); k++) {
 		int64_t od[RT_TF_MAXRANK];
 		M(_io_shape)(&d, 1, k, od);
-		int64_t n = numel(od, M(_io_rank)(1, k));
+		int64_t n = bench_numel(od, M(_io_rank)(1, k));
 		size_t es = rt_dtype_size(M(_io_dtype)(1, k));
 		out[k] = malloc((es ? es : 8) * (size_t)(n > 0 ? n : 1));
 		if (!out[k])
@@ -136,7 +120,7 @@ int main(int argc, char **argv)
 	if (argc == 8) {
 		int64_t od[RT_TF_MAXRANK];
 		M(_io_shape)(&d, 1, 0, od);
-		size_t n = (size_t)numel(od, M(_io_rank)(1, 0));
+		size_t n = (size_t)bench_numel(od, M(_io_rank)(1, 0));
 		FILE *f = fopen(argv[7], "wb");
 		if (!f || M(_io_dtype)(1, 0) != 1 || fwrite(out[0], sizeof(float), n, f) != n) {
 			fprintf(stderr, "time_cellc: cannot write %s\n", argv[7]);

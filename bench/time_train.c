@@ -59,22 +59,6 @@
 
 enum { MAXIO = 64, MAXREPS = 101 };
 
-static void fill(float *p, int64_t n, unsigned seed)
-{
-	for (int64_t i = 0; i < n; i++) {
-		seed = seed * 1664525u + 1013904223u;
-		p[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
-	}
-}
-
-static int64_t numel(const int64_t *d, int rank)
-{
-	int64_t n = 1;
-	for (int k = 0; k < rank; k++)
-		n *= d[k];
-	return n;
-}
-
 static int find_output(const char *name)
 {
 	for (int k = 0; k < M(_NUM_OUTPUTS); k++)
@@ -134,11 +118,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "time_train: no input size fits the model\n");
 		return 1;
 	}
-	float *x = malloc(sizeof(float) * (size_t)numel(xd, 3));
+	float *x = malloc(sizeof(float) * (size_t)bench_numel(xd, 3));
 	int64_t *target = malloc(sizeof(int64_t) * (size_t)B);
 	if (!x || !target)
 		return 1;
-	fill(x, numel(xd, 3), 7u);
+	bench_fill(x, bench_numel(xd, 3), 7u);
 	for (int64_t b = 0; b < B; b++)
 		target[b] = (b * 7 + 3) % (ti->nclasses > 0 ? ti->nclasses : 1);
 	const void *in[2] = {x, target};
@@ -146,7 +130,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k < M(_NUM_OUTPUTS); k++) {
 		int64_t od[RT_TF_MAXRANK];
 		M(_io_shape)(&d, 1, k, od);
-		int64_t n = numel(od, M(_io_rank)(1, k));
+		int64_t n = bench_numel(od, M(_io_rank)(1, k));
 		size_t es = rt_dtype_size(M(_io_dtype)(1, k));
 		out[k] = calloc((size_t)(n > 0 ? n : 1), es ? es : 8);
 		if (!out[k])
