@@ -301,7 +301,7 @@ def build_cellc_train(cell, H, lim):
            "-Wshadow", "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "bench"),
            "-DCELLC_MODEL=" + name, "-include", os.path.join(d, name + ".h"), "-o", timer,
            os.path.join(ROOT, "bench/time_train.c"), lim, os.path.join(d, "lib%s.a" % name),
-           os.path.join(ROOT, "build/libcellrt.a"), "-lopenblas", "-lpthread", "-lm"]
+           os.path.join(ROOT, "build/libcellrt.a"), "-lopenblas", "-lpthread", "-lm", "-fopenmp"]
     rc, out, err = run(cmd)
     if rc != 0:
         return None, None, None, "timer does not build: " + first_line(err)
@@ -332,7 +332,7 @@ def build_cellc_model(name, lim):
            "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "bench"),
            "-DCELLC_MODEL=" + name, "-include", os.path.join(d, name + ".h"), "-o", timer,
            os.path.join(ROOT, "bench/time_cellc.c"), lim, os.path.join(d, "lib%s.a" % name),
-           os.path.join(ROOT, "build/libcellrt.a"), "-lopenblas", "-lpthread", "-lm"]
+           os.path.join(ROOT, "build/libcellrt.a"), "-lopenblas", "-lpthread", "-lm", "-fopenmp"]
     rc, out, err = run(cmd)
     if rc != 0:
         return None, None, None, "timer does not build: " + first_line(err)

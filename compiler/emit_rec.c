@@ -71,6 +71,10 @@ typedef struct rec {
 	const int64_t *seq_axis, *out_axis;
 	const char *T, *B;      /* C expressions */
 	home *h;                /* [b->nvalues] */
+	int par;                /* the batch rows are split over threads (rows_parallel) */
+	const char *alias[64];  /* par: per-thread row pointers of body buffers ("r<i>") */
+	const char *alias_of[64], *alias_ld[64];
+	int nalias;
 } rec;
 
 static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -194,6 +198,31 @@ static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 
 /* ---- homes of body values ------------------------------------------------------ */
 
+static int is_row_concat(rec *R, const ir_node *n);
+
+/* Rows of a batch-row loop or product: the thread's share when par. */
+static const char *rows_expr(rec *R, ir_dim rows)
+{
+	ir_dim B = R->b->inputs[R->nseq]->shape.d[0];
+	return R->par && ir_dim_eq(rows, B) ? "nb_" : dim(R, rows);
+}
+
+/* par: a body buffer (a workspace slot with B rows of ld elements) as the
+ * thread's rows of it, declared once per thread ("r<i> = base + b0_ * ld"). */
+static const char *par_base(rec *R, const char *base, const char *ld)
+{
+	if (!R->par)
+		return base;
+	for (int i = 0; i < R->nalias; i++)
+		if (!strcmp(R->alias_of[i], base) && !strcmp(R->alias_ld[i], ld))
+			return R->alias[i];
+	ASSERT(R->nalias < (int)COUNTOF(R->alias));
+	R->alias_of[R->nalias] = base;
+	R->alias_ld[R->nalias] = ld;
+	R->alias[R->nalias] = fmt(R, "r%d", R->nalias);
+	return R->alias[R->nalias++];
+}
+
 static home *home_of(rec *R, const ir_value *v)
 {
 	int i = body_index(R, v);
@@ -269,6 +298,17 @@ static const char *body_ref(emit_ctx *E, const ir_value *v)
 	return NULL;
 }
 
+/* The buffer of a body value [B, N] that a product or a fused group
+ * stores: a workspace slot (par: the thread's rows of it), or a name the
+ * steps already have (s<k>n, declared per thread). */
+static const char *body_buffer(rec *R, const ir_value *v)
+{
+	const char *base = emit_ref(R->E, v);
+	if (body_ref(R->E, plan_storage(v)))
+		return base;
+	return par_base(R, base, dim(R, cols_of(v)));
+}
+
 /* Sets the homes every step shares: inputs, states, products, stored
  * element-wise results, column views. */
 static int plan_homes(rec *R)
@@ -291,6 +331,10 @@ static int plan_homes(rec *R)
 		ir_node *n = b->nodes[i];
 		ir_value *v = n->out[0];
 		home *h = home_of(R, v);
+		if (R->par && is_row_concat(R, n)) {
+			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
+			continue;
+		}
 		if (is_generic(n)) {
 			/* printed by emit_node: its outputs live in workspace slots, or
 			 * in the next-state buffer when one is a state (body_ref) */
@@ -309,7 +353,7 @@ static int plan_homes(rec *R)
 		if (is_step_scalar(n)) {
 			*h = (home){.kind = HOME_REG, .seq = -1};
 		} else if (n->op == OP_GEMM) {
-			*h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v), .ld = dim(R, cols_of(v)), .seq = -1};
+			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
 		} else if (fuse_is_column_view(n)) {
 			*h = get_home(R, n->in[0]);
 			ASSERT(h->kind == HOME_MEM);
@@ -319,7 +363,7 @@ static int plan_homes(rec *R)
 			if (is_body_output(R, v, &k) && k < R->nstate)
 				*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%dn", k), .ld = dim(R, cols_of(v)), .seq = -1};
 			else if (fuse_needs_buffer(v))
-				*h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v), .ld = dim(R, cols_of(v)), .seq = -1};
+				*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
 			else
 				*h = (home){.kind = HOME_REG, .seq = -1};
 		} else {
@@ -341,7 +385,7 @@ static void emit_gemm(rec *R, ir_node *n)
 	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
 	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
 	home ha = get_home(R, A), hy = get_home(R, Y), hw = get_home(R, W);
-	const char *M = dim(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
+	const char *M = rows_expr(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
 	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
 	ASSERT(ha.kind == HOME_MEM && hy.kind == HOME_MEM && hw.kind == HOME_MEM);
 	ew_line(w, "/* %s (%s): %s %s = %s%s x %s%s%s */", cm(R, n->name),
@@ -502,7 +546,7 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 
 	ew_line(w, "/* fused: %d element-wise node%s of %s over [%s, %s] */", count, count > 1 ? "s" : "",
 		cm(R, nodes[0]->origin ? nodes[0]->origin : R->n->name), dim(R, G.rows), dim(R, G.cols));
-	ew_open(w, "for (int64_t b = 0; b < %s; b++)", dim(R, G.rows));
+	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows_expr(R, G.rows));
 	if (R->has_lens && G.row_is_batch)
 		ew_line(w, "if (step >= len[b]) continue; /* row b has finished */");
 	const char *tb = "t";
@@ -548,7 +592,8 @@ static void emit_step_scalar(rec *R, ir_node *n)
 	int id = body_index(R, n->out[0]);
 	ew_line(R->w, "const float v%d = %s; (void)v%d; /* %s, once per step */", id, elem_expr(R, n, a), id,
 		ir_op_name(n->op));
-	if (fuse_needs_buffer(n->out[0]) && n->out[0]->slot >= 0)
+	/* stored for generic nodes, which a par recurrence has none of */
+	if (fuse_needs_buffer(n->out[0]) && n->out[0]->slot >= 0 && !R->par)
 		ew_line(R->w, "%s[0] = v%d;", emit_ref(R->E, n->out[0]), id);
 }
 
@@ -567,7 +612,7 @@ static void emit_output_copy(rec *R, int k)
 			  (long long)h.off);
 	else
 		src = fmt(R, "%s[b * %s + %lld + j]", h.base, h.ld, (long long)h.off);
-	const char *rows = dim(R, R->b->inputs[R->nseq]->shape.d[0]);
+	const char *rows = rows_expr(R, R->b->inputs[R->nseq]->shape.d[0]);
 	ew_line(w, "/* body output %d (%s) */", k, cm(R, v->name));
 	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows);
 	if (R->has_lens)
@@ -699,13 +744,119 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 	E->body_ref = body_ref;
 	ew_line(R->w, "/* %s: input projection of this step's B rows (computed here, not for all T*B "
 		"rows before the loop) */", cm(R, gm->name));
+	/* par: the thread's rows, b0_ on */
+	const char *rows = R->par ? "nb_" : "B", *row0 = R->par ? "(t * B + b0_)" : "t * B";
+	if (R->par)
+		y = fmt(R, "(%s + b0_ * %s)", y, N);
 	if (c && beta != 0.0f)
-		ew_line(R->w, "rt_sgemm_bias(0, %d, B, %s, %s, %s, %s + t * B * %s, %s, %s, %s, %s, %s, %s, %s);", tb,
-			N, K, flt(R, alpha), a, K, K, w, tb ? K : N, flt(R, beta), c, y, N);
+		ew_line(R->w, "rt_sgemm_bias(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, %s, %s, %s, %s);", tb,
+			rows, N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, flt(R, beta), c, y, N);
 	else
-		ew_line(R->w, "rt_sgemm(0, %d, B, %s, %s, %s, %s + t * B * %s, %s, %s, %s, 0.0f, %s, %s);", tb, N,
-			K, flt(R, alpha), a, K, K, w, tb ? K : N, y, N);
+		ew_line(R->w, "rt_sgemm(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, 0.0f, %s, %s);", tb, rows,
+			N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, y, N);
 	ew_line(R->w, "const float *x%d = %s; (void)x%d;", k, y, k);
+}
+
+/* ---- batch rows over threads ------------------------------------------------------- */
+
+/* Whether v is [B, N] (rows = the batch) or has a single row (rank < 2, or
+ * one constant row: the same for every batch row). */
+static int batch_rows(const rec *R, const ir_value *v, int *single)
+{
+	ir_dim B = R->b->inputs[R->nseq]->shape.d[0];
+	*single = v->shape.rank < 2 || (ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1);
+	return v->shape.rank == 2 && ir_dim_eq(v->shape.d[0], B);
+}
+
+/* An operand a thread may read: a body value with the batch rows (the
+ * thread reads its own rows), or any value with a single row. */
+static int par_operand(rec *R, const ir_value *v)
+{
+	int single;
+	int rows = batch_rows(R, v, &single);
+	return single || (rows && body_index(R, v) >= 0);
+}
+
+/* A Concat of body values [B, N_k] along their columns (the backward of a
+ * recurrence gathers its gate gradients so): row by row, each thread its
+ * own rows, when the recurrence is par. */
+static int is_row_concat(rec *R, const ir_node *n)
+{
+	int single;
+	if (n->op != OP_CONCAT || n->nout != 1 || !n->out[0] || !batch_rows(R, n->out[0], &single))
+		return 0;
+	int64_t axis = ir_attr_int(n, "axis", 0);
+	if (axis != 1 && axis != -1)
+		return 0;
+	for (int k = 0; k < n->nin; k++)
+		if (!n->in[k] || !batch_rows(R, n->in[k], &single) || body_index(R, n->in[k]) < 0 ||
+		    n->in[k]->dtype != DT_F32)
+			return 0;
+	return 1;
+}
+
+static void emit_row_concat(rec *R, ir_node *n)
+{
+	ew *w = R->w;
+	home hy = get_home(R, n->out[0]);
+	ASSERT(hy.kind == HOME_MEM && hy.seq < 0);
+	ew_line(w, "/* %s (%s): Concat of %d inputs along the columns, this thread's rows */", cm(R, n->name),
+		n->origin ? cm(R, n->origin) : "recurrence body", n->nin);
+	ew_open(w, "for (int64_t b = 0; b < nb_; b++)");
+	int64_t at = hy.off;    /* the column the next input starts at: at + sym */
+	const char *sym = "";
+	for (int k = 0; k < n->nin; k++) {
+		home hx = get_home(R, n->in[k]);
+		ASSERT(hx.kind == HOME_MEM && hx.seq < 0);
+		ir_dim c = cols_of(n->in[k]);
+		const char *cols = dim(R, c);
+		ew_line(w, "memcpy(%s + b * %s + %lld%s, %s + b * %s + %lld, sizeof(float) * (size_t)(%s));",
+			hy.base, hy.ld, (long long)at, sym, hx.base, hx.ld, (long long)hx.off, cols);
+		if (ir_dim_is_const(c))
+			at += c.k;
+		else
+			sym = fmt(R, "%s + %s", sym, cols);
+	}
+	ew_close(w, "");
+}
+
+/* Whether the batch rows of this recurrence never meet, so that each thread
+ * can run every step on its own rows with no synchronisation: every body
+ * node is a product with the batch as its rows (op(A) = a body value of B
+ * rows, the weights a single outer value), an element-wise node over [B, N]
+ * or a column view (a rank-0 step value is a local of each thread); no
+ * generic node (its rows might meet), no per-row time
+ * (reverse with sequence_lens).  Body temporaries each have their own slot
+ * (pass_plan), so each thread owns the same rows of every buffer. */
+static int rows_parallel(rec *R)
+{
+	ir_graph *b = R->b;
+	if (R->per_row_time || R->nseq < 1)
+		return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		int single;
+		if (fuse_is_column_view(n))
+			continue;
+		if (n->op == OP_GEMM) {
+			ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL;
+			if (ir_attr_int(n, "transA", 0) || !batch_rows(R, n->out[0], &single) ||
+			    !batch_rows(R, A, &single) || body_index(R, A) < 0 || body_index(R, W) >= 0 ||
+			    (C && !par_operand(R, C)))
+				return 0;
+			continue;
+		}
+		if (is_step_scalar(n))
+			continue;       /* every thread has it as a local (emit_step_scalar) */
+		if (is_row_concat(R, n))
+			continue;       /* emit_row_concat */
+		if (is_generic(n) || n->nout != 1 || !batch_rows(R, n->out[0], &single))
+			return 0;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && !par_operand(R, n->in[k]))
+				return 0;
+	}
+	return 1;
 }
 
 /* ---- the recurrence ---------------------------------------------------------------- */
@@ -713,6 +864,8 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 static const int64_t zero_axes[64];
 
 static void emit_rec_body(rec *R);
+static void emit_par_open(rec *R);
+static void emit_par_close(rec *R);
 
 void emit_recurrence(emit_ctx *E, ir_node *n)
 {
@@ -761,6 +914,55 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	E->body_ctx = NULL;
 }
 
+/* par: the parallel block around the steps.  Each thread takes rows
+ * [b0_, b0_ + nb_) of every batch-row buffer; without OpenMP (a build
+ * without -fopenmp) the block runs once, as thread 0 of 1. */
+static void emit_par_open(rec *R)
+{
+	ew *w = R->w;
+	ir_graph *b = R->b;
+	ew_line(w, "/* the batch rows never meet in this recurrence: split over threads */");
+	ew_line(w, "int nt_ = rt_num_threads();");
+	ew_line(w, "if (nt_ > B)");
+	ew_line(w, "\tnt_ = (int)B;");
+	ew_line(w, "#ifdef _OPENMP");
+	ew_line(w, "#pragma omp parallel num_threads(nt_) if (nt_ > 1)");
+	ew_line(w, "#endif");
+	ew_line(w, "{");
+	w->indent++;
+	ew_line(w, "int tid_ = 0, tn_ = 1;");
+	ew_line(w, "#ifdef _OPENMP");
+	ew_line(w, "tid_ = omp_get_thread_num();");
+	ew_line(w, "tn_ = omp_get_num_threads();");
+	ew_line(w, "#endif");
+	ew_line(w, "const int64_t b0_ = B * tid_ / tn_, nb_ = B * (tid_ + 1) / tn_ - b0_;");
+	ew_line(w, "(void)nb_;");
+	ew_line(w, "rt_par_thread(tn_ > 1);");
+	for (int k = 0; k < R->nstate; k++) {
+		const char *H = dim(R, cols_of(b->inputs[R->nseq + k]));
+		ew_line(w, "float *s%d = s%d_all + b0_ * %s, *s%dn = s%dn_all + b0_ * %s;", k, k, H, k, k, H);
+	}
+	for (int k = 0; k < R->nseq; k++)
+		ew_line(w, "const float *q%d = q%d_all + b0_ * sb%d; (void)q%d;", k, k, k, k);
+	for (int k = 0; k < R->nout; k++)
+		if (R->n->out[R->nstate + k])
+			ew_line(w, "float *o%d = o%d_all + b0_ * ob%d; (void)o%d;", k, k, k, k);
+	if (R->has_lens)
+		ew_line(w, "const int32_t *len = len_all + b0_;");
+	for (int i = 0; i < R->nalias; i++)
+		ew_line(w, "float *%s = %s + b0_ * %s;", R->alias[i], R->alias_of[i], R->alias_ld[i]);
+}
+
+static void emit_par_close(rec *R)
+{
+	ew *w = R->w;
+	ew_line(w, "rt_par_thread(0);");
+	ew_close(w, "");
+	/* every thread swapped its state pointers T times */
+	for (int k = 0; k < R->nstate; k++)
+		ew_line(w, "float *s%d = T %% 2 ? s%dn_all : s%d_all;", k, k, k);
+}
+
 /* The recurrence once the homes hook is set (emit_recurrence). */
 static void emit_rec_body(rec *R)
 {
@@ -768,6 +970,10 @@ static void emit_rec_body(rec *R)
 	ew *w = R->w;
 	ir_node *n = R->n;
 	ir_graph *b = R->b;
+	R->par = rows_parallel(R);
+	/* par: the names the steps use (s<k>, q<k>, o<k>, len) are the thread's
+	 * rows, declared in the parallel block over the "_all" pointers */
+	const char *all = R->par ? "_all" : "";
 	if (plan_homes(R))
 		return;
 
@@ -796,9 +1002,9 @@ static void emit_rec_body(rec *R)
 	/* ---- sequence lengths ---- */
 	if (R->has_lens) {
 		ir_value *lens = n->in[n->nin - 1];
-		ew_line(w, "const int32_t *len = %s;", emit_ref(E, lens));
+		ew_line(w, "const int32_t *len%s = %s;", all, emit_ref(E, lens));
 		ew_line(w, "for (int64_t b = 0; b < B; b++)");
-		ew_line(w, "\tif (len[b] < 0 || len[b] > T)");
+		ew_line(w, "\tif (len%s[b] < 0 || len%s[b] > T)", all, all);
 		ew_line(w, "\t\treturn RT_ERR_SHAPE; /* sequence_lens outside [0, T] */");
 	}
 
@@ -816,14 +1022,14 @@ static void emit_rec_body(rec *R)
 		E->body_ref = NULL;     /* the slot itself, not "s<k>n" */
 		const char *nbuf = emit_ref(E, nxt);
 		E->body_ref = body_ref;
-		ew_line(w, "float *s%d = m->rec%d_state%d, *s%dn = %s; /* current and next state %d */", k,
-			R->id, k, k, nbuf, k);
+		ew_line(w, "float *s%d%s = m->rec%d_state%d, *s%dn%s = %s; /* current and next state %d */", k,
+			all, R->id, k, k, all, nbuf, k);
 		ir_value *init = n->in[R->nseq + k];
 		ew_open(w, "if (!m->started)");
 		if (init)
-			ew_line(w, "memcpy(s%d, %s, sizeof(float) * (size_t)(%s));", k, emit_ref(E, init), cnt);
+			ew_line(w, "memcpy(s%d%s, %s, sizeof(float) * (size_t)(%s));", k, all, emit_ref(E, init), cnt);
 		else
-			ew_line(w, "memset(s%d, 0, sizeof(float) * (size_t)(%s));", k, cnt);
+			ew_line(w, "memset(s%d%s, 0, sizeof(float) * (size_t)(%s));", k, all, cnt);
 		ew_close(w, "");
 	}
 
@@ -832,8 +1038,8 @@ static void emit_rec_body(rec *R)
 		ir_value *X = n->in[k];
 		const char *F = dim(R, cols_of(b->inputs[k]));
 		int ax = (int)R->seq_axis[k];
-		ew_line(w, "const float *q%d = %s; /* %s */", k, emit_ref(E, X), cm(R, X->name));
-		ew_line(w, "(void)q%d;", k);
+		ew_line(w, "const float *q%d%s = %s; /* %s */", k, all, emit_ref(E, X), cm(R, X->name));
+		ew_line(w, "(void)q%d%s;", k, all);
 		ew_line(w, "const int64_t st%d = %s, sb%d = %s; /* time and batch strides */", k,
 			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
 		ew_line(w, "(void)st%d;", k);
@@ -845,7 +1051,7 @@ static void emit_rec_body(rec *R)
 			continue;
 		const char *F = dim(R, cols_of(b->outputs[R->nstate + k]));
 		int ax = (int)R->out_axis[k];
-		ew_line(w, "float *o%d = %s; /* %s */", k, emit_ref(E, Y), cm(R, Y->name));
+		ew_line(w, "float *o%d%s = %s; /* %s */", k, all, emit_ref(E, Y), cm(R, Y->name));
 		ew_line(w, "const int64_t ot%d = %s, ob%d = %s; /* time and batch strides */", k,
 			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
 		ew_line(w, "(void)ot%d;", k);
@@ -857,6 +1063,8 @@ static void emit_rec_body(rec *R)
 		ew_line(w, "if (!m->started)");
 		ew_line(w, "\tm->rec%d_t = 0; /* steps run before this call (streams count on) */", R->id);
 	}
+	if (R->par)
+		emit_par_open(R);
 	ew_open(w, "for (int64_t step = 0; step < T; step++)");
 	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
 	ew_line(w, "(void)t;");
@@ -882,6 +1090,11 @@ static void emit_rec_body(rec *R)
 			continue;
 		}
 		if (fuse_is_column_view(nd)) {
+			i++;
+			continue;
+		}
+		if (R->par && is_row_concat(R, nd)) {
+			emit_row_concat(R, nd);
 			i++;
 			continue;
 		}
@@ -920,7 +1133,7 @@ static void emit_rec_body(rec *R)
 			emit_output_copy(R, k);
 	if (R->has_lens) {
 		ew_line(w, "/* rows that have finished keep their state and output zeros */");
-		ew_open(w, "for (int64_t b = 0; b < B; b++)");
+		ew_open(w, "for (int64_t b = 0; b < %s; b++)", R->par ? "nb_" : "B");
 		ew_line(w, "if (step < len[b])");
 		ew_line(w, "\tcontinue;");
 		for (int k = 0; k < R->nstate; k++) {
@@ -937,6 +1150,8 @@ static void emit_rec_body(rec *R)
 	for (int k = 0; k < R->nstate; k++)
 		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
 	ew_close(w, "");
+	if (R->par)
+		emit_par_close(R);
 	if (R->has_step)
 		ew_line(w, "m->rec%d_t += T;", R->id);
 

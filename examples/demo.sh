@@ -22,7 +22,7 @@ echo "== building the generated code with examples/demo_main.c"
 make -s -C "$out" CELLRT="$top"
 cc -std=c11 -O2 -Wall -Wextra -Werror -I"$out" -I"$top/runtime" -I"$top/examples" \
 	-o "$out/demo" "$top/examples/demo_main.c" "$out/lstm_classifier.o" \
-	"$top/build/libcellrt.a" -lopenblas -lm
+	"$top/build/libcellrt.a" -lopenblas -lm -fopenmp
 
 echo
 echo "== running it"

@@ -116,6 +116,17 @@ void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, 
 		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 		       float *C, int64_t ldc);
 
+/* ---- threads of row-parallel recurrences ----------------------------------
+ * Emitted code built with OpenMP (the emitted Makefile's -fopenmp) splits
+ * the batch rows of a recurrence whose rows never meet over rt_num_threads()
+ * threads: the CELLRT_NUM_THREADS environment variable when set (1..256),
+ * else OpenBLAS's thread count (OPENBLAS_NUM_THREADS), else 1.  Each thread
+ * of such a team calls rt_par_thread(1) first and rt_par_thread(0) last:
+ * rt_sgemm then runs libcellrt's own single-threaded kernels in that thread
+ * (never OpenBLAS's thread pool from inside the team). */
+int rt_num_threads(void);
+void rt_par_thread(int on);
+
 /* ---- kernels: activations (owner: runtime/rt_act.c) ---------------------- */
 /* One scalar function per element-wise activation of the IR (ops.def), static
  * inline so that the fused loops of emitted code inline them; alpha/beta as

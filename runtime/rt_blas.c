@@ -19,6 +19,7 @@
 #include "rt_kern.h"
 
 #include <limits.h>
+#include <stdlib.h>
 
 #ifndef CELLRT_NO_BLAS
 #include <cblas.h>
@@ -161,6 +162,31 @@ static int fits_int(int64_t a, int64_t b, int64_t c, int64_t d)
 }
 #endif
 
+/* Set in the threads of a row-parallel recurrence (rt_par_thread). */
+static _Thread_local int par_thread;
+
+void rt_par_thread(int on)
+{
+	par_thread = on != 0;
+}
+
+int rt_num_threads(void)
+{
+	const char *e = getenv("CELLRT_NUM_THREADS");
+	if (e && *e) {
+		char *end;
+		long n = strtol(e, &end, 10);
+		if (*end == '\0' && n >= 1 && n <= 256)
+			return (int)n;
+	}
+#ifdef CELLRT_NO_BLAS
+	return 1;
+#else
+	int n = openblas_get_num_threads();
+	return n >= 1 ? n : 1;
+#endif
+}
+
 /* Whether rt_kern_gemm should take a product with M > 1 rows: when op(A)
  * fits the second-level cache (it is read once per 64 columns of C, which
  * suits the recurrent step, not large input projections), and, with
@@ -172,7 +198,7 @@ static int own_gemm(int64_t M, int64_t K)
 #ifdef CELLRT_NO_BLAS
 	return 1;
 #else
-	return openblas_get_num_threads() == 1;
+	return par_thread || openblas_get_num_threads() == 1;
 #endif
 }
 
@@ -218,6 +244,13 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 	}
 	if (own_kernels(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc))
 		return;
+#ifndef CELLRT_NO_BLAS
+	if (par_thread) {
+		/* no SIMD kernel on this CPU: not OpenBLAS's threads from inside a team */
+		rt_sgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+		return;
+	}
+#endif
 #ifdef CELLRT_NO_BLAS
 	rt_sgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else

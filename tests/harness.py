@@ -540,7 +540,7 @@ def api_build(case):
                            universal_newlines=True).stdout.split() or ["-lcheck"]
     rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
                         "tests/api/test_stream.c", "-o", binary, os.path.join(work, "libm.a"),
-                        os.path.join("build", "libcellrt.a")] + flags + ["-lopenblas", "-lm"], log + ".cc")
+                        os.path.join("build", "libcellrt.a")] + flags + ["-lopenblas", "-lm", "-fopenmp"], log + ".cc")
     if rc != 0:
         return None, Result(full, False, "cannot build the API test: %s (log: %s.cc)" % (first_lines(err), log))
     return binary, None
@@ -886,7 +886,7 @@ def deploy_cxx(case, weights, mem):
                 '\treturn m_NUM_INPUTS > 0 ? 0 : 1;\n}\n' % (arena, create))
     lib = os.path.join("build", "libcellrt.a")
     rc, out, err = run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-I" + work, "-Iruntime", src, "-o",
-                        os.path.join(work, "use_from_cxx"), os.path.join(work, "libm.a"), lib, "-lopenblas", "-lm"], log)
+                        os.path.join(work, "use_from_cxx"), os.path.join(work, "libm.a"), lib, "-lopenblas", "-lm", "-fopenmp"], log)
     if rc != 0:
         return Result(full, False, "g++: %s (log: %s)" % (first_lines(err), log))
     return Result(full, True, "")
@@ -901,8 +901,10 @@ def deploy_valgrind(case, mode):
         return Result(full, False, "%s was not built" % binary)
     rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work] +
                        (["BLAS=none"] if mode.endswith("none") else []) + ["m_test"], log + ".make")
+    supp = os.path.join(ROOT, "tests", "deploy", "valgrind.supp")
     rc, out, err = run(["sh", "-c", "cd %s && valgrind --error-exitcode=99 --leak-check=full "
-                        "--errors-for-leak-kinds=definite,indirect,possible ./m_test" % work], log)
+                        "--errors-for-leak-kinds=definite,indirect,possible --suppressions=%s ./m_test"
+                        % (work, supp)], log)
     if rc != 0:
         return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err[-600:]), log))
     return Result(full, True, first_lines(err[err.rfind("ERROR SUMMARY"):], 1, 80))
@@ -1058,7 +1060,7 @@ def cell_stream_one(case):
     binary = os.path.join(work, "test_cell_stream")
     rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
                         "tests/api/test_cell_stream.c", "-o", binary, os.path.join(work, "libm.a"),
-                        os.path.join("build", "libcellrt.a"), "-lopenblas", "-lm"], log + ".cc")
+                        os.path.join("build", "libcellrt.a"), "-lopenblas", "-lm", "-fopenmp"], log + ".cc")
     if rc != 0:
         return [Result(full, False, "cannot build the test: %s (log: %s.cc)" % (first_lines(err), log))]
     rc, out, err = run([binary, src, os.path.join(work, "m.weights"), case], log)
@@ -1180,7 +1182,7 @@ def grad_api():
         rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime",
                             "-I" + work, "tests/grad/test_train_api.c", "-o", binary,
                             os.path.join(work, "libnet.a"), os.path.join("build", "libcellrt.a"),
-                            "-lopenblas", "-lm"], log + ".cc")
+                            "-lopenblas", "-lm", "-fopenmp"], log + ".cc")
     if rc != 0:
         return [Result("grad_smoke/api/build", False, "cannot build the train API test: %s (log: %s)" % (
             first_lines(err + out), log))]
@@ -1286,10 +1288,10 @@ TRAIN_RTOL = 1e-4       # per-step loss vs PyTorch (tests/gen_train_cases.py)
 GRAD_LINE = re.compile(r"^(PASS|FAIL) (\S+) (\S+)")
 
 
-def grad_verify_one(name, model, case_dir, loss, loss_output):
+def grad_verify_one(name, model, case_dir, loss, loss_output, group="grad", env=None):
     """`cellc verify --train`: one PASS line per output_K.pb (model outputs,
     loss, grad.*), no FAIL line, exit 0, a summary that agrees."""
-    full = "grad/%s" % name
+    full = "%s/%s" % (group, name)
     sets = data_sets(case_dir)
     expected = sum(len(glob.glob(os.path.join(s, "output_*.pb"))) for s in sets)
     if not sets or expected == 0:
@@ -1299,8 +1301,8 @@ def grad_verify_one(name, model, case_dir, loss, loss_output):
         cmd += ["--loss-output", loss_output]
     for s in sets:
         cmd += ["--data", s]
-    log = os.path.join(LOGS, "grad", name + ".log")
-    rc, out, err = run(cmd + GRAD_TOL, log)
+    log = os.path.join(LOGS, group, name + ".log")
+    rc, out, err = run(cmd + GRAD_TOL, log, env)
     passes, fails, summary = 0, [], None
     for line in out.splitlines():
         m = GRAD_LINE.match(line)
@@ -1353,6 +1355,77 @@ def group_grad():
         else:
             items.append((name, model, case_dir, loss, loss_output))
     yield from parallel(grad_verify_one, items)
+
+
+# ---- row-parallel recurrences (emit_rec.c rows_parallel) ---------------------------
+# Cases of other groups verified again against their oracles with 1 and 3
+# threads (CELLRT_NUM_THREADS; 3 splits batches of 4 and 3 unevenly, and a
+# share of one row takes the matrix-vector kernel), and the emitted C: which
+# recurrences run their rows in parallel.
+
+THREAD_COUNTS = ("1", "3")
+THREAD_CASES = [("rnn_cases", "lstm_wide"), ("rnn_cases", "gru_bidirectional"),
+                ("trace", "adam_lstm_opset14_T8"), ("trace", "nag_lstm_r2_opset17_T8")]
+THREAD_CELLS = ["momentum_lstm", "nag_lstm", "adam_gru"]
+THREAD_GRAD = ["heavy_ball_rnn", "momentum_lstm", "nag_lstm", "batch_first_momentum_gru_masked"]
+# model, extra compile options, parallel recurrences expected / all recurrences
+THREAD_SHAPES = [
+    ("tests/out/rnn_cases/lstm_wide/model.onnx", [], (1, 2)),      # reverse + sequence_lens: serial
+    ("tests/out/cells/momentum_lstm/model.cell", [], (1, 1)),
+    ("tests/out/cells/momentum_attention/model.cell", [], (0, 1)),  # attention over the steps
+    ("examples/fashion_lstm.cell", ["--train", "--loss", "ce"], (2, 2)),  # forward and BPTT
+]
+
+
+def thread_shape(model, options, want):
+    name = os.path.splitext(os.path.basename(os.path.dirname(model) if model.endswith("model.cell") or
+                                              model.endswith("model.onnx") else model))[0]
+    full = "threads/parallel/%s%s" % (name, "_train" if "--train" in options else "")
+    work = os.path.join(OUT, "threads_work", os.path.basename(full))
+    log = os.path.join(LOGS, "threads", os.path.basename(full) + ".log")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = run([CELLC, "compile", model, "-o", work, "--name", "m"] + options, log)
+    if rc != 0:
+        return Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    with open(os.path.join(ROOT, work, "m.c")) as f:
+        text = f.read()
+    got = (text.count("#pragma omp parallel"), text.count("for (int64_t step = 0; step < T; step++)"))
+    return Result(full, got == want, "%d of %d recurrences split their rows over threads%s" % (
+        got[0], got[1], "" if got == want else ", expected %d of %d" % want))
+
+
+def group_threads():
+    """The same oracles with 1 and 3 threads, and which recurrences go parallel."""
+    for model, options, want in THREAD_SHAPES:
+        yield thread_shape(model, options, want)
+    items = []
+    for n in THREAD_COUNTS:
+        env = {"CELLRT_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": "1"}
+        for group, case in THREAD_CASES:
+            items.append(("threads", "%s_%s_t%s" % (group, case, n), os.path.join(OUT, group, case),
+                          TORCH_TOL if group == "trace" else CASE_TOL, CELLC, env))
+        for case in THREAD_CELLS:
+            d = os.path.join(OUT, "cells", case)
+            items.append(("threads", "cells_%s_t%s" % (case, n), d, CASE_TOL, CELLC, env,
+                          os.path.join(d, "model.cell"), data_sets(d)))
+    missing = [g for g in ("rnn_cases", "trace", "cells", "grad") if not stamp_ok(g)]
+    for g in missing:
+        yield from fixtures_missing("threads", g)
+    if missing:
+        return
+    yield from parallel(verify_one, items)
+    with open(os.path.join(ROOT, OUT, "grad", "tests.tsv")) as f:
+        rows = {r[0]: r for r in (l.rstrip("\n").split("\t") for l in f if l.strip())}
+    gitems = []
+    for n in THREAD_COUNTS:
+        for case in THREAD_GRAD:
+            if case not in rows:
+                yield Result("threads/grad_%s" % case, False, "no grad case %s in tests/out/grad/tests.tsv" % case)
+                continue
+            name, model, case_dir, loss, loss_output = rows[case][:5]
+            gitems.append(("%s_t%s" % (name, n), model, case_dir, loss, loss_output, "threads",
+                           {"CELLRT_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": "1"}))
+    yield from parallel(grad_verify_one, gitems)
 
 
 def train_build(group, name, model, options, work):
@@ -1464,7 +1537,7 @@ def fd_one(name):
     binary = os.path.join(work, "fd_check")
     rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
                         "tests/train/fd_check.c", "-o", binary, os.path.join(work, "libm.a"),
-                        os.path.join("build", "libcellrt.a"), "-lopenblas", "-lm"], log + ".cc")
+                        os.path.join("build", "libcellrt.a"), "-lopenblas", "-lm", "-fopenmp"], log + ".cc")
     if rc != 0:
         return [Result(full, False, "cannot build fd_check: %s (log: %s.cc)" % (first_lines(err), log))]
     rc, out, err = run([binary, os.path.join(work, "m.weights"), os.path.join(case, "inputs.tensors"),
@@ -1524,7 +1597,7 @@ def group_fd():
         yield from rs
 
 
-TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd)]
+TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads)]
 GROUPS += TRAIN_GROUPS
 
 
