@@ -145,24 +145,22 @@ def main():
     args = [a for a in args if a != "--long"]
     if len(args) < 1 or (len(args) > 1 and not long):
         sys.exit(__doc__)
-    out = args[0]
-    os.makedirs(out, exist_ok=True)
-    torch.set_num_threads(1)
+    out, models = args[0], args[1:]
     if long:
-        models = args[1:] or list(R.MODELS)
+        models = models or list(LONG)
         bad = [m for m in models if m not in LONG]
         if bad:
             sys.exit("gen_trace_cases.py: unknown model %s (one of %s)" % (", ".join(bad), ", ".join(LONG)))
+        # the twins first (seconds each), then the 784-step exports
         jobs = [long_job(out, m, twin=True) for m in models] + [long_job(out, m, twin=False) for m in models]
-        # the twins first (seconds each), then the 784-step exports two at a time
-        with multiprocessing.Pool(min(2, os.cpu_count() or 1)) as pool:
-            pool.starmap(make_case, jobs, chunksize=1)
-        return
-    jobs = []
-    for model in R.MODELS:
-        for opset in (13, 14, 17):
-            for T in (8, 64):
-                jobs.append((out, "%s_opset%d_T%d" % (model, opset, T), model, opset, T, 1001 + len(jobs)))
+    else:
+        jobs = []
+        for model in R.MODELS:
+            for opset in (13, 14, 17):
+                for T in (8, 64):
+                    jobs.append((out, "%s_opset%d_T%d" % (model, opset, T), model, opset, T, 1001 + len(jobs)))
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
     # two exporters at once (CI has 2 cores); each case has its own seed
     with multiprocessing.Pool(min(2, os.cpu_count() or 1)) as pool:
         pool.starmap(make_case, jobs, chunksize=1)
