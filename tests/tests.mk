@@ -60,7 +60,7 @@ FIXTURES += $(TOUT)/trace_forms/.stamp
 fixtures: $(TOUT)/trace_forms/.stamp
 $(TOUT)/trace_forms/.stamp: tests/gen_trace_forms.py tests/ref_momentum.py
 	$(call gen,tests/gen_trace_forms.py,$(TOUT)/trace_forms)
-# The 784-step traces take PyTorch 10-60 CPU minutes each to export:
+# The 784-step traces take PyTorch 3-64 minutes each to export:
 # generated once by `gen_trace_cases.py --long DIR [MODEL ...]` and committed
 # compressed, tests/fixtures/trace_long/MODEL.tar.xz holding
 # MODEL_opset13_T784/ and its short twin; all unpacked here into one directory.
