@@ -11,6 +11,8 @@
 # is never committed: CI regenerates it.
 
 TOUT := tests/out
+# the committed 784-step traces, one archive per model (see below)
+TRACE_LONG := $(wildcard tests/fixtures/trace_long/*.tar.xz)
 
 FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 	$(TOUT)/torch/.stamp $(TOUT)/bad/.stamp $(TOUT)/api/.stamp \
@@ -18,7 +20,7 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 	$(TOUT)/loop/.stamp \
 	$(TOUT)/cells/.stamp \
 	$(TOUT)/cell_init/.stamp \
-	$(TOUT)/trace/.stamp $(if $(wildcard tests/fixtures/trace_long.tar.xz),$(TOUT)/trace_long/.stamp)
+	$(TOUT)/trace/.stamp $(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 
 # cellc export (issue 5): PyTorch exports with and without new weights
 FIXTURES += $(TOUT)/export/.stamp
@@ -58,11 +60,13 @@ FIXTURES += $(TOUT)/trace_forms/.stamp
 fixtures: $(TOUT)/trace_forms/.stamp
 $(TOUT)/trace_forms/.stamp: tests/gen_trace_forms.py tests/ref_momentum.py
 	$(call gen,tests/gen_trace_forms.py,$(TOUT)/trace_forms)
-# The 784-step trace takes PyTorch minutes to export: generated once by
-# `gen_trace_cases.py --long DIR` and committed compressed; unpacked here.
-$(TOUT)/trace_long/.stamp: tests/fixtures/trace_long.tar.xz
+# The 784-step traces take PyTorch 3-64 minutes each to export:
+# generated once by `gen_trace_cases.py --long DIR [MODEL ...]` and committed
+# compressed, tests/fixtures/trace_long/MODEL.tar.xz holding
+# MODEL_opset13_T784/ and its short twin; all unpacked here into one directory.
+$(TOUT)/trace_long/.stamp: $(TRACE_LONG)
 	@rm -rf $(TOUT)/trace_long && mkdir -p $(TOUT)/trace_long
-	@tar -xJf $< -C $(TOUT)/trace_long
+	@for f in $^; do tar -xJf $$f -C $(TOUT)/trace_long || exit 1; done
 	@touch $@
 $(TOUT)/bad/.stamp: tests/gen_bad_models.py
 	$(call gen,tests/gen_bad_models.py,$(TOUT)/bad)
