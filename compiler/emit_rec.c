@@ -295,6 +295,10 @@ static const char *body_ref(emit_ctx *E, const ir_value *v)
 		if (o == v && o->kind == VAL_TEMP)
 			return fmt(R, "s%dn", k);
 	}
+	/* par: a rank-0 value of the step (a schedule's counter arithmetic)
+	 * lives in each thread's own local, not in a shared workspace slot */
+	if (R->par && v->shape.rank == 0 && v->kind == VAL_TEMP && body_index(R, v) >= 0)
+		return fmt(R, "tl%d", body_index(R, v));
 	return NULL;
 }
 
@@ -592,8 +596,8 @@ static void emit_step_scalar(rec *R, ir_node *n)
 	int id = body_index(R, n->out[0]);
 	ew_line(R->w, "const float v%d = %s; (void)v%d; /* %s, once per step */", id, elem_expr(R, n, a), id,
 		ir_op_name(n->op));
-	/* stored for generic nodes, which a par recurrence has none of */
-	if (fuse_needs_buffer(n->out[0]) && n->out[0]->slot >= 0 && !R->par)
+	/* stored for generic nodes (par: into the thread's local, body_ref) */
+	if (fuse_needs_buffer(n->out[0]) && n->out[0]->slot >= 0)
 		ew_line(R->w, "%s[0] = v%d;", emit_ref(R->E, n->out[0]), id);
 }
 
@@ -820,6 +824,20 @@ static void emit_row_concat(rec *R, ir_node *n)
 	ew_close(w, "");
 }
 
+/* A node of rank-0 values only (the step counter's Cast/Mod/Add of a
+ * scripted schedule): body values or constants in, body values out. */
+static int is_scalar_node(rec *R, const ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && (n->out[k]->shape.rank != 0 || body_index(R, n->out[k]) < 0 ||
+				  !ir_dtype_ctype(n->out[k]->dtype)))
+			return 0;
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->shape.rank != 0 && ir_shape_const_numel(&n->in[k]->shape) != 1)
+			return 0;
+	return 1;
+}
+
 /* Whether the batch rows of this recurrence never meet, so that each thread
  * can run every step on its own rows with no synchronisation: every body
  * node is a product with the batch as its rows (op(A) = a body value of B
@@ -850,6 +868,8 @@ static int rows_parallel(rec *R)
 			continue;       /* every thread has it as a local (emit_step_scalar) */
 		if (is_row_concat(R, n))
 			continue;       /* emit_row_concat */
+		if (is_generic(n) && is_scalar_node(R, n))
+			continue;       /* each thread computes it into its own locals (body_ref) */
 		if (is_generic(n) || n->nout != 1 || !batch_rows(R, n->out[0], &single))
 			return 0;
 		for (int k = 0; k < n->nin; k++)
@@ -951,6 +971,13 @@ static void emit_par_open(rec *R)
 		ew_line(w, "const int32_t *len = len_all + b0_;");
 	for (int i = 0; i < R->nalias; i++)
 		ew_line(w, "float *%s = %s + b0_ * %s;", R->alias[i], R->alias_of[i], R->alias_ld[i]);
+	for (int i = 0; i < b->nvalues; i++) {
+		const ir_value *v = b->values[i];
+		if (v->shape.rank == 0 && v->kind == VAL_TEMP && v->producer && body_index(R, v) >= 0 &&
+		    plan_storage(v) == v)
+			ew_line(w, "%s tl%d[1]; (void)tl%d; /* %s, this thread's */", ir_dtype_ctype(v->dtype),
+				body_index(R, v), body_index(R, v), cm(R, v->name));
+	}
 }
 
 static void emit_par_close(rec *R)

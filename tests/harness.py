@@ -1365,7 +1365,8 @@ def group_grad():
 
 THREAD_COUNTS = ("1", "3")
 THREAD_CASES = [("rnn_cases", "lstm_wide"), ("rnn_cases", "gru_bidirectional"),
-                ("trace", "adam_lstm_opset14_T8"), ("trace", "nag_lstm_r2_opset17_T8")]
+                ("trace", "adam_lstm_opset14_T8"), ("trace", "nag_lstm_r2_opset17_T8"),
+                ("loop", "scripted/nag_lstm_r40_opset13"), ("loop", "scripted/adam_lstm_opset14")]
 THREAD_CELLS = ["momentum_lstm", "nag_lstm", "adam_gru"]
 THREAD_GRAD = ["heavy_ball_rnn", "momentum_lstm", "nag_lstm", "batch_first_momentum_gru_masked"]
 # model, extra compile options, parallel recurrences expected / all recurrences
@@ -1373,6 +1374,8 @@ THREAD_SHAPES = [
     ("tests/out/rnn_cases/lstm_wide/model.onnx", [], (1, 2)),      # reverse + sequence_lens: serial
     ("tests/out/cells/momentum_lstm/model.cell", [], (1, 1)),
     ("tests/out/cells/momentum_attention/model.cell", [], (0, 1)),  # attention over the steps
+    # the schedule's step arithmetic (Cast, Mod) in each thread's locals
+    ("tests/out/loop/scripted/nag_lstm_r2_opset13/model.onnx", [], (1, 1)),
     ("examples/fashion_lstm.cell", ["--train", "--loss", "ce"], (2, 2)),  # forward and BPTT
 ]
 
@@ -1402,13 +1405,13 @@ def group_threads():
     for n in THREAD_COUNTS:
         env = {"CELLRT_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": "1"}
         for group, case in THREAD_CASES:
-            items.append(("threads", "%s_%s_t%s" % (group, case, n), os.path.join(OUT, group, case),
+            items.append(("threads", "%s_%s_t%s" % (group, case.replace("/", "_"), n), os.path.join(OUT, group, case),
                           TORCH_TOL if group == "trace" else CASE_TOL, CELLC, env))
         for case in THREAD_CELLS:
             d = os.path.join(OUT, "cells", case)
             items.append(("threads", "cells_%s_t%s" % (case, n), d, CASE_TOL, CELLC, env,
                           os.path.join(d, "model.cell"), data_sets(d)))
-    missing = [g for g in ("rnn_cases", "trace", "cells", "grad") if not stamp_ok(g)]
+    missing = [g for g in ("rnn_cases", "trace", "cells", "grad", "loop") if not stamp_ok(g)]
     for g in missing:
         yield from fixtures_missing("threads", g)
     if missing:
