@@ -851,6 +851,12 @@ static int rows_parallel(rec *R)
 	ir_graph *b = R->b;
 	if (R->per_row_time || R->nseq < 1)
 		return 0;
+	int buffers = 0;        /* per-thread row pointers par_base may declare */
+	for (int i = 0; i < b->nnodes; i++)
+		buffers += b->nodes[i]->op == OP_GEMM || b->nodes[i]->op == OP_CONCAT ||
+			   (b->nodes[i]->nout == 1 && b->nodes[i]->out[0] && fuse_needs_buffer(b->nodes[i]->out[0]));
+	if (buffers > (int)COUNTOF(R->alias))
+		return 0;
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
 		int single;
