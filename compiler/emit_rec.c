@@ -75,6 +75,10 @@ typedef struct rec {
 	const char *alias[64];  /* par: per-thread row pointers of body buffers ("r<i>") */
 	const char *alias_of[64], *alias_ld[64];
 	int nalias;
+	int colpar_ok;          /* par, and at B == 1 the columns can be split (cols_parallel) */
+	int colpar;             /* emitting the column-split copy of the steps */
+	ir_dim hc;              /* colpar_ok: the columns of every fused loop */
+	char *wstep;            /* colpar: [body nvalues] stored earlier in this step */
 } rec;
 
 static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -199,6 +203,9 @@ static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 /* ---- homes of body values ------------------------------------------------------ */
 
 static int is_row_concat(rec *R, const ir_node *n);
+static int64_t *column_offsets(rec *R, const ir_value *v, int *n);
+static void colpar_wait_for(rec *R, const ir_value *a);
+static ir_node *deferred_gemm(const ir_graph *g, const ir_node *rn, int k);
 
 /* Rows of a batch-row loop or product: the thread's share when par. */
 static const char *rows_expr(rec *R, ir_dim rows)
@@ -381,6 +388,37 @@ static int plan_homes(rec *R)
 
 /* ---- products ------------------------------------------------------------------- */
 
+/* colpar: this thread's columns j0_..j1_ of each hc-wide column block of
+ * the product that the step reads (cols_parallel). */
+static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
+{
+	ir_value *A = n->in[0], *C = n->nin > 2 ? n->in[2] : NULL, *Y = n->out[0];
+	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
+	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
+	const char *M = rows_expr(R, Y->shape.d[0]);
+	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
+	home hc = C ? get_home(R, C) : (home){.kind = HOME_NONE};
+	ASSERT(!C || hc.kind == HOME_MEM);
+	colpar_wait_for(R, A);
+	int nv;
+	int64_t *offs = column_offsets(R, Y, &nv);
+	for (int i = 0; i < nv; i++) {
+		long long o = (long long)offs[i];
+		const char *wp = tb ? fmt(R, "%s + %lld + (%lld + j0_) * %s", hw.base, (long long)hw.off, o, hw.ld)
+				    : fmt(R, "%s + %lld + %lld + j0_", hw.base, (long long)hw.off, o);
+		const char *yp = fmt(R, "%s + %lld + %lld + j0_", hy.base, (long long)hy.off, o);
+		if (C)
+			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, %s, "
+				"%s + %lld + %lld + j0_, %s, %s);", ta, tb, M, K, flt(R, alpha), ha.base,
+				(long long)ha.off, ha.ld, wp, hw.ld, flt(R, beta), hc.base, (long long)hc.off, o, yp,
+				hy.ld);
+		else
+			ew_line(R->w, "rt_sgemm(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, 0.0f, %s, %s);",
+				ta, tb, M, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, wp, hw.ld, yp, hy.ld);
+	}
+	R->wstep[body_index(R, Y)] = 1;
+}
+
 /* Y = alpha op(A) op(W) + beta C for all rows of one step. */
 static void emit_gemm(rec *R, ir_node *n)
 {
@@ -395,6 +433,10 @@ static void emit_gemm(rec *R, ir_node *n)
 	ew_line(w, "/* %s (%s): %s %s = %s%s x %s%s%s */", cm(R, n->name),
 		n->origin ? cm(R, n->origin) : "recurrence body", cm(R, Y->name), shape_str(R, &Y->shape),
 		cm(R, A->name), ta ? "^T" : "", cm(R, W->name), tb ? "^T" : "", C ? " + C" : "");
+	if (R->colpar) {
+		emit_gemm_columns(R, n, ha, hw, hy);
+		return;
+	}
 	const char *betas = "0.0f";
 	const char *bias = NULL;        /* C as a row vector: rt_sgemm_bias adds it */
 	if (C) {
@@ -575,8 +617,20 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 				p->base, p->ld);
 		}
 	}
-	ew_line(w, "RT_IVDEP /* element j reads and writes only element j */");
-	ew_open(w, "for (int64_t j = 0; j < %s; j++)", dim(R, G.cols));
+	if (R->colpar) {
+		/* this thread's columns; omp simd vectorises the loop, whose trip
+		 * count is not a constant, under GCC's -O2 cost model too */
+		ew_line(w, "#ifdef _OPENMP");
+		ew_line(w, "#pragma omp simd");
+		ew_line(w, "#endif");
+		ew_open(w, "for (int64_t j = j0_; j < j1_; j++)");
+		for (int i = 0; i < count; i++)
+			if (home_of(R, nodes[i]->out[0])->kind == HOME_MEM)
+				R->wstep[body_index(R, nodes[i]->out[0])] = 1;
+	} else {
+		ew_line(w, "RT_IVDEP /* element j reads and writes only element j */");
+		ew_open(w, "for (int64_t j = 0; j < %s; j++)", dim(R, G.cols));
+	}
 	fputs(text, w->f);
 	free(text);
 	ew_close(w, "");
@@ -752,6 +806,25 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 	const char *rows = R->par ? "nb_" : "B", *row0 = R->par ? "(t * B + b0_)" : "t * B";
 	if (R->par)
 		y = fmt(R, "(%s + b0_ * %s)", y, N);
+	if (R->colpar) {
+		/* this thread's columns of each block the step reads */
+		int nv;
+		int64_t *offs = column_offsets(R, R->b->inputs[k], &nv);
+		for (int i = 0; i < nv; i++) {
+			long long o = (long long)offs[i];
+			const char *wp = tb ? fmt(R, "%s + (%lld + j0_) * %s", w, o, K) : fmt(R, "%s + %lld + j0_", w, o);
+			if (c && beta != 0.0f)
+				ew_line(R->w, "rt_sgemm_bias(0, %d, %s, j1_ - j0_, %s, %s, %s + %s * %s, %s, %s, %s, %s, "
+					"%s + %lld + j0_, %s + %lld + j0_, %s);", tb, rows, K, flt(R, alpha), a, row0, K, K,
+					wp, tb ? K : N, flt(R, beta), c, o, y, o, N);
+			else
+				ew_line(R->w, "rt_sgemm(0, %d, %s, j1_ - j0_, %s, %s, %s + %s * %s, %s, %s, %s, 0.0f, "
+					"%s + %lld + j0_, %s);", tb, rows, K, flt(R, alpha), a, row0, K, K, wp, tb ? K : N,
+					y, o, N);
+		}
+		ew_line(R->w, "const float *x%d = %s; (void)x%d;", k, y, k);
+		return;
+	}
 	if (c && beta != 0.0f)
 		ew_line(R->w, "rt_sgemm_bias(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, %s, %s, %s, %s);", tb,
 			rows, N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, flt(R, beta), c, y, N);
@@ -885,6 +958,121 @@ static int rows_parallel(rec *R)
 	return 1;
 }
 
+/* colpar: whether every reader of v reads only its own columns of v: column
+ * views of hc columns, or fused nodes over v itself when v has hc columns. */
+static int read_by_column(rec *R, const ir_value *v)
+{
+	ir_graph *b = R->b;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *m = b->nodes[i];
+		for (int k = 0; k < m->nin; k++) {
+			if (m->in[k] != v)
+				continue;
+			if (fuse_is_column_view(m) && k == 0) {
+				if (!ir_dim_eq(cols_of(m->out[0]), R->hc))
+					return 0;
+			} else if (!(m->group > 0 && ir_ops[m->op].kind == OPK_ELEM && ir_dim_eq(cols_of(v), R->hc))) {
+				return 0;
+			}
+		}
+	}
+	for (int k = 0; k < b->noutputs; k++)
+		if (b->outputs[k] == v)
+			return 0;
+	return 1;
+}
+
+/* Whether a par recurrence can also split one batch row's columns over the
+ * threads (B == 1 at run time): every fused loop runs over the same hc
+ * columns, each product's result is read only column by column (so each
+ * thread computes its own columns of it: per column view, the rows of the
+ * weights behind them), every body output comes out of a fused loop, no
+ * sequence_lens.  The threads then meet once per step (the products of the
+ * next step read whole states) and before a product that reads a value of
+ * the same step. */
+static int cols_parallel(rec *R)
+{
+	ir_graph *b = R->b;
+	int have = 0;
+	if (R->has_lens)
+		return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		if (n->group > 0 && ir_ops[n->op].kind == OPK_ELEM && !is_step_scalar(n) &&
+		    !fuse_is_column_view(n)) {
+			if (!have)
+				R->hc = cols_of(n->out[0]);
+			have = 1;
+			if (!ir_dim_eq(cols_of(n->out[0]), R->hc))
+				return 0;
+		}
+	}
+	if (!have)
+		return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		if (n->op == OP_GEMM) {
+			const ir_value *C = n->nin > 2 ? n->in[2] : NULL;
+			if (C && (C->shape.rank != 1 || body_index(R, C) >= 0 ||
+				  (ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1)))
+				return 0;
+			if (!read_by_column(R, n->out[0]))
+				return 0;
+		} else if (is_generic(n) && !is_scalar_node(R, n) && !fuse_is_column_view(n)) {
+			return 0;
+		}
+	}
+	for (int k = 0; k < R->nseq; k++)
+		if (deferred_gemm(R->E->g, R->n, k) && !read_by_column(R, b->inputs[k]))
+			return 0;
+	for (int k = 0; k < b->noutputs; k++) {
+		const ir_node *p = b->outputs[k]->producer;
+		if (!p || p->graph != b || !(p->group > 0 && ir_ops[p->op].kind == OPK_ELEM) || is_step_scalar(p))
+			return 0;
+	}
+	return 1;
+}
+
+/* colpar: the column offsets of v (a product's result or a deferred
+ * sequence input) that the step reads, each hc wide; *n of them. */
+static int64_t *column_offsets(rec *R, const ir_value *v, int *n)
+{
+	ir_graph *b = R->b;
+	int64_t *off = arena_array(R->E->A, (size_t)b->nnodes + 1, sizeof *off);
+	*n = 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *m = b->nodes[i];
+		int64_t o = -1;
+		if (fuse_is_column_view(m) && m->in[0] == v)
+			o = ir_const_int(m->in[1], 0);
+		else
+			for (int k = 0; k < m->nin; k++)
+				if (m->in[k] == v)
+					o = 0;
+		if (o < 0)
+			continue;
+		int seen = 0;
+		for (int j = 0; j < *n; j++)
+			seen |= off[j] == o;
+		if (!seen)
+			off[(*n)++] = o;
+	}
+	return off;
+}
+
+/* colpar: a barrier when the product reads a value stored earlier in this
+ * step (another thread stored some of its columns). */
+static void colpar_wait_for(rec *R, const ir_value *a)
+{
+	int id = body_index(R, a);
+	if (id < 0 || !R->wstep[id])
+		return;
+	ew_line(R->w, "#ifdef _OPENMP");
+	ew_line(R->w, "#pragma omp barrier");
+	ew_line(R->w, "#endif");
+	memset(R->wstep, 0, (size_t)R->b->nvalues + 1);
+}
+
 /* ---- the recurrence ---------------------------------------------------------------- */
 
 static const int64_t zero_axes[64];
@@ -892,6 +1080,7 @@ static const int64_t zero_axes[64];
 static void emit_rec_body(rec *R);
 static void emit_par_open(rec *R);
 static void emit_par_close(rec *R);
+static void emit_steps(rec *R);
 
 void emit_recurrence(emit_ctx *E, ir_node *n)
 {
@@ -949,7 +1138,11 @@ static void emit_par_open(rec *R)
 	ir_graph *b = R->b;
 	ew_line(w, "/* the batch rows never meet in this recurrence: split over threads */");
 	ew_line(w, "int nt_ = rt_num_threads();");
-	ew_line(w, "if (nt_ > B)");
+	if (R->colpar_ok) {
+		ew_line(w, "/* one row: the threads share its columns, meeting at each step */");
+		ew_line(w, "const int cols_ = B == 1 && nt_ > 1;");
+	}
+	ew_line(w, "if (%snt_ > B)", R->colpar_ok ? "!cols_ && " : "");
 	ew_line(w, "\tnt_ = (int)B;");
 	ew_line(w, "#ifdef _OPENMP");
 	ew_line(w, "#pragma omp parallel num_threads(nt_) if (nt_ > 1)");
@@ -961,7 +1154,16 @@ static void emit_par_open(rec *R)
 	ew_line(w, "tid_ = omp_get_thread_num();");
 	ew_line(w, "tn_ = omp_get_num_threads();");
 	ew_line(w, "#endif");
-	ew_line(w, "const int64_t b0_ = B * tid_ / tn_, nb_ = B * (tid_ + 1) / tn_ - b0_;");
+	if (R->colpar_ok) {
+		const char *H = dim(R, R->hc);
+		ew_line(w, "const int64_t b0_ = cols_ ? 0 : B * tid_ / tn_, nb_ = cols_ ? B : B * (tid_ + 1) / tn_ - b0_;");
+		ew_line(w, "const int64_t j0_ = cols_ ? %s * tid_ / tn_ : 0, j1_ = cols_ ? %s * (tid_ + 1) / tn_ : %s;",
+			H, H, H);
+		ew_line(w, "(void)j0_;");
+		ew_line(w, "(void)j1_;");
+	} else {
+		ew_line(w, "const int64_t b0_ = B * tid_ / tn_, nb_ = B * (tid_ + 1) / tn_ - b0_;");
+	}
 	ew_line(w, "(void)nb_;");
 	ew_line(w, "rt_par_thread(tn_ > 1);");
 	for (int k = 0; k < R->nstate; k++) {
@@ -996,6 +1198,108 @@ static void emit_par_close(rec *R)
 		ew_line(w, "float *s%d = T %% 2 ? s%dn_all : s%d_all;", k, k, k);
 }
 
+/* The loop over the steps (par: one thread's share of it). */
+static void emit_steps(rec *R)
+{
+	emit_ctx *E = R->E;
+	ew *w = R->w;
+	ir_node *n = R->n;
+	ir_graph *b = R->b;
+	if (R->colpar)
+		memset(R->wstep, 0, (size_t)b->nvalues + 1);
+	ew_open(w, "for (int64_t step = 0; step < T; step++)");
+	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
+	ew_line(w, "(void)t;");
+	if (R->has_step >= 1)
+		ew_line(w, "const float tstep_ = (float)(m->rec%d_t + step + 1); (void)tstep_; /* 1-based */",
+			R->id);
+	if (R->has_step >= 2)
+		ew_line(w, "const float tlen_ = (float)T; (void)tlen_; /* steps of this run */");
+	if (!R->per_row_time)
+		for (int k = 0; k < R->nseq; k++) {
+			const ir_node *gm = deferred_gemm(E->g, n, k);
+			if (gm)
+				emit_deferred_step(R, k, gm);
+			else
+				ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
+		}
+	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
+	for (int i = 0; i < b->nnodes;) {
+		ir_node *nd = b->nodes[i];
+		if (nd->op == OP_GEMM) {
+			emit_gemm(R, nd);
+			i++;
+			continue;
+		}
+		if (fuse_is_column_view(nd)) {
+			i++;
+			continue;
+		}
+		if (R->par && is_row_concat(R, nd)) {
+			emit_row_concat(R, nd);
+			i++;
+			continue;
+		}
+		if (is_generic(nd)) {
+			emit_node(E, nd);
+			i++;
+			continue;
+		}
+		if (is_step_scalar(nd)) {
+			emit_step_scalar(R, nd);
+			i++;
+			continue;
+		}
+		/* a fused group: its element-wise nodes (column views in it are skipped) */
+		int g = nd->group, cnt = 0;
+		ir_node **grp_nodes = arena_array(E->A, (size_t)b->nnodes, sizeof *grp_nodes);
+		int j = i;
+		for (; j < b->nnodes && (b->nodes[j]->group == g || fuse_is_column_view(b->nodes[j])); j++)
+			if (!fuse_is_column_view(b->nodes[j]))
+				grp_nodes[cnt++] = b->nodes[j];
+		for (int k = 0; k < cnt; k++)
+			for (int o = 0; o < b->noutputs; o++)
+				if (b->outputs[o] == grp_nodes[k]->out[0])
+					written[o] = 1;
+		emit_fused(R, grp_nodes, cnt);
+		i = j;
+	}
+	for (int k = 0; k < R->nstate; k++) {
+		/* products and generic nodes write a state straight into s<k>n */
+		home hs = get_home(R, b->outputs[k]);
+		if (hs.kind == HOME_MEM && !strcmp(hs.base, fmt(R, "s%dn", k)))
+			written[k] = 1;
+	}
+	for (int k = 0; k < b->noutputs; k++)
+		if (!written[k] && (k < R->nstate || n->out[k]))
+			emit_output_copy(R, k);
+	if (R->has_lens) {
+		ew_line(w, "/* rows that have finished keep their state and output zeros */");
+		ew_open(w, "for (int64_t b = 0; b < %s; b++)", R->par ? "nb_" : "B");
+		ew_line(w, "if (step < len[b])");
+		ew_line(w, "\tcontinue;");
+		for (int k = 0; k < R->nstate; k++) {
+			const char *H = dim(R, cols_of(b->inputs[R->nseq + k]));
+			ew_line(w, "memcpy(s%dn + b * %s, s%d + b * %s, sizeof(float) * (size_t)(%s));", k, H, k,
+				H, H);
+		}
+		for (int k = 0; k < R->nout; k++)
+			if (n->out[R->nstate + k])
+				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * (size_t)(%s));",
+					k, k, k, dim(R, cols_of(b->outputs[R->nstate + k])));
+		ew_close(w, "");
+	}
+	if (R->colpar) {
+		/* the next step's products read every column of the new states */
+		ew_line(w, "#ifdef _OPENMP");
+		ew_line(w, "#pragma omp barrier");
+		ew_line(w, "#endif");
+	}
+	for (int k = 0; k < R->nstate; k++)
+		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
+	ew_close(w, "");
+}
+
 /* The recurrence once the homes hook is set (emit_recurrence). */
 static void emit_rec_body(rec *R)
 {
@@ -1004,6 +1308,8 @@ static void emit_rec_body(rec *R)
 	ir_node *n = R->n;
 	ir_graph *b = R->b;
 	R->par = rows_parallel(R);
+	R->colpar_ok = R->par && cols_parallel(R);
+	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
 	/* par: the names the steps use (s<k>, q<k>, o<k>, len) are the thread's
 	 * rows, declared in the parallel block over the "_all" pointers */
 	const char *all = R->par ? "_all" : "";
@@ -1098,91 +1404,19 @@ static void emit_rec_body(rec *R)
 	}
 	if (R->par)
 		emit_par_open(R);
-	ew_open(w, "for (int64_t step = 0; step < T; step++)");
-	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
-	ew_line(w, "(void)t;");
-	if (R->has_step >= 1)
-		ew_line(w, "const float tstep_ = (float)(m->rec%d_t + step + 1); (void)tstep_; /* 1-based */",
-			R->id);
-	if (R->has_step >= 2)
-		ew_line(w, "const float tlen_ = (float)T; (void)tlen_; /* steps of this run */");
-	if (!R->per_row_time)
-		for (int k = 0; k < R->nseq; k++) {
-			const ir_node *gm = deferred_gemm(E->g, n, k);
-			if (gm)
-				emit_deferred_step(R, k, gm);
-			else
-				ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
-		}
-	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
-	for (int i = 0; i < b->nnodes;) {
-		ir_node *nd = b->nodes[i];
-		if (nd->op == OP_GEMM) {
-			emit_gemm(R, nd);
-			i++;
-			continue;
-		}
-		if (fuse_is_column_view(nd)) {
-			i++;
-			continue;
-		}
-		if (R->par && is_row_concat(R, nd)) {
-			emit_row_concat(R, nd);
-			i++;
-			continue;
-		}
-		if (is_generic(nd)) {
-			emit_node(E, nd);
-			i++;
-			continue;
-		}
-		if (is_step_scalar(nd)) {
-			emit_step_scalar(R, nd);
-			i++;
-			continue;
-		}
-		/* a fused group: its element-wise nodes (column views in it are skipped) */
-		int g = nd->group, cnt = 0;
-		ir_node **grp_nodes = arena_array(E->A, (size_t)b->nnodes, sizeof *grp_nodes);
-		int j = i;
-		for (; j < b->nnodes && (b->nodes[j]->group == g || fuse_is_column_view(b->nodes[j])); j++)
-			if (!fuse_is_column_view(b->nodes[j]))
-				grp_nodes[cnt++] = b->nodes[j];
-		for (int k = 0; k < cnt; k++)
-			for (int o = 0; o < b->noutputs; o++)
-				if (b->outputs[o] == grp_nodes[k]->out[0])
-					written[o] = 1;
-		emit_fused(R, grp_nodes, cnt);
-		i = j;
-	}
-	for (int k = 0; k < R->nstate; k++) {
-		/* products and generic nodes write a state straight into s<k>n */
-		home hs = get_home(R, b->outputs[k]);
-		if (hs.kind == HOME_MEM && !strcmp(hs.base, fmt(R, "s%dn", k)))
-			written[k] = 1;
-	}
-	for (int k = 0; k < b->noutputs; k++)
-		if (!written[k] && (k < R->nstate || n->out[k]))
-			emit_output_copy(R, k);
-	if (R->has_lens) {
-		ew_line(w, "/* rows that have finished keep their state and output zeros */");
-		ew_open(w, "for (int64_t b = 0; b < %s; b++)", R->par ? "nb_" : "B");
-		ew_line(w, "if (step < len[b])");
-		ew_line(w, "\tcontinue;");
-		for (int k = 0; k < R->nstate; k++) {
-			const char *H = dim(R, cols_of(b->inputs[R->nseq + k]));
-			ew_line(w, "memcpy(s%dn + b * %s, s%d + b * %s, sizeof(float) * (size_t)(%s));", k, H, k,
-				H, H);
-		}
-		for (int k = 0; k < R->nout; k++)
-			if (n->out[R->nstate + k])
-				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * (size_t)(%s));",
-					k, k, k, dim(R, cols_of(b->outputs[R->nstate + k])));
+	if (R->colpar_ok) {
+		/* one batch row over several threads: each takes a share of the columns */
+		ew_open(w, "if (cols_)");
+		R->colpar = 1;
+		emit_steps(R);
+		R->colpar = 0;
 		ew_close(w, "");
+		ew_open(w, "else");
+		emit_steps(R);
+		ew_close(w, "");
+	} else {
+		emit_steps(R);
 	}
-	for (int k = 0; k < R->nstate; k++)
-		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
-	ew_close(w, "");
 	if (R->par)
 		emit_par_close(R);
 	if (R->has_step)

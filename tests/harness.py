@@ -1366,17 +1366,28 @@ def group_grad():
 THREAD_COUNTS = ("1", "3")
 THREAD_CASES = [("rnn_cases", "lstm_wide"), ("rnn_cases", "gru_bidirectional"),
                 ("trace", "adam_lstm_opset14_T8"), ("trace", "nag_lstm_r2_opset17_T8"),
-                ("loop", "scripted/nag_lstm_r40_opset13"), ("loop", "scripted/adam_lstm_opset14")]
+                ("loop", "scripted/nag_lstm_r40_opset13"), ("loop", "scripted/adam_lstm_opset14"),
+                # batch 1: the columns split over the threads
+                ("rnn_cases", "gru_batch1"), ("rnn_cases", "lstm_batch1"), ("rnn_cases", "rnn_nobias_batch1"),
+                ("trace_long", "momentum_gru_opset13_T784"), ("trace_long", "nag_lstm_r40_opset13_T784")]
 THREAD_CELLS = ["momentum_lstm", "nag_lstm", "adam_gru"]
 THREAD_GRAD = ["heavy_ball_rnn", "momentum_lstm", "nag_lstm", "batch_first_momentum_gru_masked"]
-# model, extra compile options, parallel recurrences expected / all recurrences
+# model, extra compile options, (recurrences that split their batch rows over
+# threads, those that also split one row's columns at batch 1, all recurrences)
 THREAD_SHAPES = [
-    ("tests/out/rnn_cases/lstm_wide/model.onnx", [], (1, 2)),      # reverse + sequence_lens: serial
-    ("tests/out/cells/momentum_lstm/model.cell", [], (1, 1)),
-    ("tests/out/cells/momentum_attention/model.cell", [], (0, 1)),  # attention over the steps
-    # the schedule's step arithmetic (Cast, Mod) in each thread's locals
-    ("tests/out/loop/scripted/nag_lstm_r2_opset13/model.onnx", [], (1, 1)),
-    ("examples/fashion_lstm.cell", ["--train", "--loss", "ce"], (2, 2)),  # forward and BPTT
+    # the forward direction; reverse with sequence_lens stays serial, and
+    # sequence_lens keeps the columns together
+    ("tests/out/rnn_cases/lstm_wide/model.onnx", [], (1, 0, 2)),
+    ("tests/out/cells/momentum_lstm/model.cell", [], (1, 1, 1)),
+    ("tests/out/cells/momentum_attention/model.cell", [], (0, 0, 1)),  # attention over the steps
+    # the schedule's step arithmetic (Cast, Mod) in each thread's locals; the
+    # linear head inside the loop (a product as a per-step output) keeps the
+    # columns together
+    ("tests/out/loop/scripted/nag_lstm_r2_opset13/model.onnx", [], (1, 0, 1)),
+    ("tests/out/rnn_cases/gru_batch1/model.onnx", [], (1, 1, 1)),
+    # forward and BPTT split rows; the saved products and the gradient
+    # Concat keep each row's columns together
+    ("examples/fashion_lstm.cell", ["--train", "--loss", "ce"], (2, 0, 2)),
 ]
 
 
@@ -1392,9 +1403,11 @@ def thread_shape(model, options, want):
         return Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
     with open(os.path.join(ROOT, work, "m.c")) as f:
         text = f.read()
-    got = (text.count("#pragma omp parallel"), text.count("for (int64_t step = 0; step < T; step++)"))
-    return Result(full, got == want, "%d of %d recurrences split their rows over threads%s" % (
-        got[0], got[1], "" if got == want else ", expected %d of %d" % want))
+    got = (text.count("#pragma omp parallel"), text.count("const int cols_ = B == 1"),
+           text.count("/* Recurrence '"))
+    return Result(full, got == want, "of %d recurrences, %d split their rows over threads and %d "
+                  "one row's columns%s" % (got[2], got[0], got[1], "" if got == want else
+                                           ", expected %d, %d of %d" % (want[0], want[1], want[2])))
 
 
 def group_threads():
@@ -1406,12 +1419,12 @@ def group_threads():
         env = {"CELLRT_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": "1"}
         for group, case in THREAD_CASES:
             items.append(("threads", "%s_%s_t%s" % (group, case.replace("/", "_"), n), os.path.join(OUT, group, case),
-                          TORCH_TOL if group == "trace" else CASE_TOL, CELLC, env))
+                          TORCH_TOL if group.startswith("trace") else CASE_TOL, CELLC, env))
         for case in THREAD_CELLS:
             d = os.path.join(OUT, "cells", case)
             items.append(("threads", "cells_%s_t%s" % (case, n), d, CASE_TOL, CELLC, env,
                           os.path.join(d, "model.cell"), data_sets(d)))
-    missing = [g for g in ("rnn_cases", "trace", "cells", "grad", "loop") if not stamp_ok(g)]
+    missing = [g for g in ("rnn_cases", "trace", "trace_long", "cells", "grad", "loop") if not stamp_ok(g)]
     for g in missing:
         yield from fixtures_missing("threads", g)
     if missing:
