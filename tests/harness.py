@@ -294,25 +294,33 @@ def verify_one(group, name, case_dir, tol, cellc=CELLC, env=None, model=None, se
         cmd += ["--data", s]
     cmd += tol
     rc, out, err = run(cmd, log, env)
+    full = "%s/%s" % (group, name)
+    sanitizer = [m for m in SAN_MARKERS if m in err]
+    if sanitizer:
+        return Result(full, False, "sanitizer report (%s) (log: %s)" % (sanitizer[0], log))
+    return verify_verdict(full, log, rc, out, err, expected, VERIFY_LINE,
+                          lambda m: "%s max_abs=%s" % (m.group(3), m.group(4)), "outputs", 3)
+
+
+def verify_verdict(full, log, rc, out, err, expected, line_re, describe, what, shown):
+    """The verdict on a `cellc verify` run: exit 0, one PASS line (line_re)
+    per expected output, no FAIL line, and a summary line that agrees.
+    describe(match) names a failed output; shown: how many are named."""
     passes, fails, summary = 0, [], None
     for line in out.splitlines():
-        m = VERIFY_LINE.match(line)
+        m = line_re.match(line)
         if m:
             if m.group(1) == "PASS":
                 passes += 1
             else:
-                fails.append("%s max_abs=%s" % (m.group(3), m.group(4)))
+                fails.append(describe(m))
         s = SUMMARY_LINE.match(line)
         if s:
             summary = (int(s.group(1)), int(s.group(2)))
-    sanitizer = [m for m in SAN_MARKERS if m in err]
-    full = "%s/%s" % (group, name)
-    if sanitizer:
-        return Result(full, False, "sanitizer report (%s) (log: %s)" % (sanitizer[0], log))
     if rc == 0 and not fails and passes == expected and summary == (expected, 0):
-        return Result(full, True, "%d outputs" % expected)
+        return Result(full, True, "%d %s" % (expected, what))
     if fails:
-        why = "mismatch: " + ", ".join(fails[:3])
+        why = "mismatch: " + ", ".join(fails[:shown])
     elif rc == 0:
         why = "%d PASS lines for %d expected outputs, summary %s" % (passes, expected, summary)
     else:
@@ -1303,26 +1311,8 @@ def grad_verify_one(name, model, case_dir, loss, loss_output, group="grad", env=
         cmd += ["--data", s]
     log = os.path.join(LOGS, group, name + ".log")
     rc, out, err = run(cmd + GRAD_TOL, log, env)
-    passes, fails, summary = 0, [], None
-    for line in out.splitlines():
-        m = GRAD_LINE.match(line)
-        if m:
-            if m.group(1) == "PASS":
-                passes += 1
-            else:
-                fails.append(m.group(3))
-        s = SUMMARY_LINE.match(line)
-        if s:
-            summary = (int(s.group(1)), int(s.group(2)))
-    if rc == 0 and not fails and passes == expected and summary == (expected, 0):
-        return Result(full, True, "%d outputs and gradients" % expected)
-    if fails:
-        why = "mismatch: " + ", ".join(fails[:4])
-    elif rc == 0:
-        why = "%d PASS lines for %d expected outputs, summary %s" % (passes, expected, summary)
-    else:
-        why = "%s: %s" % (status_word(rc), first_lines(err or out))
-    return Result(full, False, "%s (log: %s)" % (why, log))
+    return verify_verdict(full, log, rc, out, err, expected, GRAD_LINE, lambda m: m.group(3),
+                          "outputs and gradients", 4)
 
 
 def grad_refuse_one(name, model, loss, words):
