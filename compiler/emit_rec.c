@@ -79,6 +79,7 @@ typedef struct rec {
 	int colpar;             /* emitting the column-split copy of the steps */
 	ir_dim hc;              /* colpar_ok: the columns of every fused loop */
 	char *wstep;            /* colpar: [body nvalues] stored earlier in this step */
+	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
 } rec;
 
 static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -388,6 +389,70 @@ static int plan_homes(rec *R)
 
 /* ---- products ------------------------------------------------------------------- */
 
+static int nd_index(const rec *R, const ir_node *n)
+{
+	for (int i = 0; i < R->b->nnodes; i++)
+		if (R->b->nodes[i] == n)
+			return i;
+	ASSERT(0);
+	return -1;
+}
+
+/* pk: a product of the step whose weights are a model weight, which an
+ * inference build never changes, with constant N and K.  At batch 1 it
+ * reads a copy packed once for the GEMV (rt_gemv_pack; kept in
+ * m->rec<id>_pk<i>, i its node's index in the body), which streams faster
+ * than the weights' own rows.  Not in --train builds (the optimiser writes
+ * the weights) nor --no-malloc ones (the copy would be an allocation). */
+static int pack_candidate(const emit_ctx *E, const ir_node *gm)
+{
+	if (E->g->train || E->o->no_malloc || gm->op != OP_GEMM || gm->nin < 2)
+		return 0;
+	const ir_value *W = gm->in[1];
+	return !ir_attr_int(gm, "transA", 0) && W->kind == VAL_WEIGHT && W->dtype == DT_F32 &&
+	       W->shape.rank == 2 && ir_dim_is_const(W->shape.d[0]) && ir_dim_is_const(W->shape.d[1]) &&
+	       W->shape.d[0].k > 0 && W->shape.d[1].k > 0;
+}
+
+/* The packed copy of gm's weights as [N, K]: N outputs, K inputs. */
+static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
+{
+	const ir_value *W = gm->in[1];
+	int tb = (int)ir_attr_int(gm, "transB", 0);
+	*N = W->shape.d[tb ? 0 : 1].k;
+	*K = W->shape.d[tb ? 1 : 0].k;
+}
+
+/* Before the steps: pk<i> = the packed copy when B == 1 (made on the first
+ * such run), else NULL. */
+static void emit_pack(rec *R)
+{
+	ew *w = R->w;
+	for (int i = 0; i < R->b->nnodes; i++) {
+		ir_node *gm = R->b->nodes[i];
+		if (!pack_candidate(R->E, gm))
+			continue;
+		int64_t N, K;
+		pack_dims(gm, &N, &K);
+		home hw = get_home(R, gm->in[1]);
+		ew_line(w, "const float *pk%d = NULL; /* %s packed for the batch-1 GEMV */", i, cm(R, gm->in[1]->name));
+		ew_open(w, "if (B == 1)");
+		ew_open(w, "if (!m->rec%d_pk%d)", R->id, i);
+		ew_line(w, "float *p_ = aligned_alloc(64, (sizeof(float) * (size_t)%lld + 63) / 64 * 64);",
+			(long long)(N * K));
+		ew_line(w, "if (!p_)");
+		ew_line(w, "	return RT_ERR_NOMEM;");
+		ew_line(w, "rt_gemv_pack(%d, %lld, %lld, %s + %lld, %s, p_);", (int)ir_attr_int(gm, "transB", 0),
+			(long long)N, (long long)K, hw.base, (long long)hw.off, hw.ld);
+		ew_line(w, "m->rec%d_pk%d = p_;", R->id, i);
+		ew_close(w, "");
+		ew_line(w, "pk%d = m->rec%d_pk%d;", i, R->id, i);
+		ew_close(w, "");
+		R->pk[i] = 1;
+	}
+}
+
+
 /* colpar: this thread's columns j0_..j1_ of each hc-wide column block of
  * the product that the step reads (cols_parallel). */
 static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
@@ -407,6 +472,11 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 		const char *wp = tb ? fmt(R, "%s + %lld + (%lld + j0_) * %s", hw.base, (long long)hw.off, o, hw.ld)
 				    : fmt(R, "%s + %lld + %lld + j0_", hw.base, (long long)hw.off, o);
 		const char *yp = fmt(R, "%s + %lld + %lld + j0_", hy.base, (long long)hy.off, o);
+		if (R->pk[nd_index(R, n)])
+			ew_line(R->w, "if (pk%d) rt_gemv_packed(%lld + j0_, %lld + j1_, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else",
+				nd_index(R, n), o, o, dim(R, Y->shape.d[1]), K, flt(R, alpha), ha.base, (long long)ha.off,
+				nd_index(R, n), C ? flt(R, beta) : "0.0f",
+				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
 		if (C)
 			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, %s, "
 				"%s + %lld + %lld + j0_, %s, %s);", ta, tb, M, K, flt(R, alpha), ha.base,
@@ -417,6 +487,19 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 				ta, tb, M, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, wp, hw.ld, yp, hy.ld);
 	}
 	R->wstep[body_index(R, Y)] = 1;
+}
+
+/* pk: "if (pk<i> && M == 1) <the product on the packed copy>; else" before
+ * the call that does it otherwise. */
+static void emit_packed_call(rec *R, ir_node *n, const char *M, const char *N, const char *K, home ha,
+			     home hy, const char *beta, const char *bias)
+{
+	int i = nd_index(R, n);
+	if (!R->pk[i])
+		return;
+	ew_line(R->w, "if (pk%d && %s == 1) rt_gemv_packed(0, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s + %lld); else",
+		i, M, N, N, K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base, (long long)ha.off, i, beta, bias,
+		hy.base, (long long)hy.off);
 }
 
 /* Y = alpha op(A) op(W) + beta C for all rows of one step. */
@@ -447,6 +530,7 @@ static void emit_gemm(rec *R, ir_node *n)
 			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
 	}
 	if (bias) {
+		emit_packed_call(R, n, M, N, K, ha, hy, flt(R, beta), bias);
 		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s, %s + %lld, %s);",
 			ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 			(long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
@@ -479,6 +563,7 @@ static void emit_gemm(rec *R, ir_node *n)
 		return;
 	}
 	ASSERT(ha.seq < 0);
+	emit_packed_call(R, n, M, N, K, ha, hy, betas, "NULL");
 	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s + %lld, %s);",
 		ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 		(long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
@@ -701,6 +786,10 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 	}
 	if (ir_attr_int(n, "has_step", 0))
 		ew_line(E->w, "int64_t rec%d_t; /* steps run so far by a stream (has_step) */", n->id);
+	for (int i = 0; i < n->body->nnodes; i++)
+		if (pack_candidate(E, n->body->nodes[i]))
+			ew_line(E->w, "float *rec%d_pk%d; /* %s packed for the batch-1 GEMV (NULL until used) */",
+				n->id, i, cm_(E->A, n->body->nodes[i]->in[1]->name));
 }
 
 void emit_rec_state_free(emit_ctx *E, ir_node *n)
@@ -708,6 +797,9 @@ void emit_rec_state_free(emit_ctx *E, ir_node *n)
 	int ns = (int)ir_attr_int(n, "n_state", 0);
 	for (int k = 0; k < ns; k++)
 		ew_line(E->w, "free(m->rec%d_state%d);", n->id, k);
+	for (int i = 0; i < n->body->nnodes; i++)
+		if (pack_candidate(E, n->body->nodes[i]))
+			ew_line(E->w, "free(m->rec%d_pk%d);", n->id, i);
 }
 
 void emit_rec_state_reset(emit_ctx *E, ir_node *n)
@@ -1067,9 +1159,7 @@ static void colpar_wait_for(rec *R, const ir_value *a)
 	int id = body_index(R, a);
 	if (id < 0 || !R->wstep[id])
 		return;
-	ew_line(R->w, "#ifdef _OPENMP");
-	ew_line(R->w, "#pragma omp barrier");
-	ew_line(R->w, "#endif");
+	ew_line(R->w, "rt_barrier_wait(&bar_, tn_);");
 	memset(R->wstep, 0, (size_t)R->b->nvalues + 1);
 }
 
@@ -1141,6 +1231,8 @@ static void emit_par_open(rec *R)
 	if (R->colpar_ok) {
 		ew_line(w, "/* one row: the threads share its columns, meeting at each step */");
 		ew_line(w, "const int cols_ = B == 1 && nt_ > 1;");
+		ew_line(w, "rt_barrier bar_ = {0, 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
+		ew_line(w, "(void)bar_;");
 	}
 	ew_line(w, "if (%snt_ > B)", R->colpar_ok ? "!cols_ && " : "");
 	ew_line(w, "\tnt_ = (int)B;");
@@ -1291,9 +1383,7 @@ static void emit_steps(rec *R)
 	}
 	if (R->colpar) {
 		/* the next step's products read every column of the new states */
-		ew_line(w, "#ifdef _OPENMP");
-		ew_line(w, "#pragma omp barrier");
-		ew_line(w, "#endif");
+		ew_line(w, "rt_barrier_wait(&bar_, tn_);");
 	}
 	for (int k = 0; k < R->nstate; k++)
 		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
@@ -1310,6 +1400,7 @@ static void emit_rec_body(rec *R)
 	R->par = rows_parallel(R);
 	R->colpar_ok = R->par && cols_parallel(R);
 	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
+	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
 	/* par: the names the steps use (s<k>, q<k>, o<k>, len) are the thread's
 	 * rows, declared in the parallel block over the "_all" pointers */
 	const char *all = R->par ? "_all" : "";
@@ -1402,6 +1493,7 @@ static void emit_rec_body(rec *R)
 		ew_line(w, "if (!m->started)");
 		ew_line(w, "\tm->rec%d_t = 0; /* steps run before this call (streams count on) */", R->id);
 	}
+	emit_pack(R);
 	if (R->par)
 		emit_par_open(R);
 	if (R->colpar_ok) {

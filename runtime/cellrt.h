@@ -116,6 +116,24 @@ void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, 
 		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 		       float *C, int64_t ldc);
 
+/* ---- batch-1 products on packed weights -----------------------------------
+ * A batch-1 recurrence multiplies one row by the same weights at every step,
+ * a product bound by the speed at which the weights stream from cache.
+ * rt_gemv_pack copies the weights once into P (N * K floats): the [N,K]
+ * matrix whose row n holds the weights of output n (B itself when transB,
+ * else B^T), in blocks of 256 rows each stored [K][w] (w = 256, or what is
+ * left for the last block), which rt_gemv_packed then reads in order:
+ *   c[i] = alpha sum_k a[k] W[r0 + i, k] + beta (bias ? bias[i] : c[i])
+ * for i < r1 - r0; a range of rows, so that the threads of a batch-1
+ * recurrence can share the outputs.  beta == 0 without bias: c is not read.
+ * Results differ from rt_sgemm's only by the order of the float additions. */
+void rt_gemv_pack(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P);
+void rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+		    const float *P, float beta, const float *bias, float *c);
+/* the plain-C loop rt_gemv_packed falls back to without SIMD kernels */
+void rt_gemv_packed_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			     const float *P, float beta, const float *bias, float *c);
+
 /* ---- threads of row-parallel recurrences ----------------------------------
  * Emitted code built with OpenMP (the emitted Makefile's -fopenmp) splits
  * the batch rows of a recurrence whose rows never meet over rt_num_threads()
@@ -126,6 +144,16 @@ void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, 
  * (never OpenBLAS's thread pool from inside the team). */
 int rt_num_threads(void);
 void rt_par_thread(int on);
+/* The per-step meeting of the threads that share one batch row's columns
+ * (zero-initialised, then every thread of the team of n calls
+ * rt_barrier_wait each time): writes made before it by any thread are seen
+ * after it by all.  It spins on one shared counter, which costs a fraction
+ * of a microsecond when each thread has a core, then yields the CPU after
+ * some thousands of tries, so that more threads than cores still progress. */
+typedef struct rt_barrier {
+	int count, gen;         /* arrivals this round; rounds completed */
+} rt_barrier;
+void rt_barrier_wait(rt_barrier *b, int n);
 
 /* ---- kernels: activations (owner: runtime/rt_act.c) ---------------------- */
 /* One scalar function per element-wise activation of the IR (ops.def), static

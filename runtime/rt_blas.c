@@ -19,6 +19,7 @@
 #include "rt_kern.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #ifndef CELLRT_NO_BLAS
@@ -187,6 +188,30 @@ int rt_num_threads(void)
 #endif
 }
 
+enum { BARRIER_SPINS = 4000 };
+
+void rt_barrier_wait(rt_barrier *b, int n)
+{
+	if (n <= 1)
+		return;
+	int g = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
+	if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == n) {
+		/* the last to arrive opens the next round */
+		__atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->gen, g + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	for (int spins = 0; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; spins++) {
+		if (spins < BARRIER_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		} else {
+			sched_yield();
+		}
+	}
+}
+
 /* Whether rt_kern_gemm should take a product with M > 1 rows: when op(A)
  * fits the second-level cache (it is read once per 64 columns of C, which
  * suits the recurrent step, not large input projections), and, with
@@ -277,4 +302,44 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 		    transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
 		    A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 #endif
+}
+
+/* ---- batch-1 products on packed weights ---- */
+
+void rt_gemv_pack(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
+{
+	for (int64_t n0 = 0; n0 < N; n0 += RT_PACK_W) {
+		int64_t w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+		float *q = P + n0 * K;
+		for (int64_t j = 0; j < w; j++)
+			for (int64_t k = 0; k < K; k++)
+				q[k * w + j] = transB ? B[(n0 + j) * ldb + k] : B[k * ldb + n0 + j];
+	}
+}
+
+void rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+		    const float *P, float beta, const float *bias, float *c)
+{
+	if (r1 > r0 && !rt_kern_gemv_packed(rt_kern_isa(), r0, r1, N, K, alpha, a, P, beta, bias, c))
+		rt_gemv_packed_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
+}
+
+/* A block's columns as sums of its scaled rows (the inner loop vectorises). */
+void rt_gemv_packed_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			     const float *P, float beta, const float *bias, float *c)
+{
+	float t[RT_PACK_W];
+	for (int64_t r = r0; r < r1;) {
+		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+		int64_t e = n0 + w < r1 ? n0 + w : r1, n = e - r, o = r - r0;
+		const float *p = P + n0 * K + (r - n0);
+		for (int64_t j = 0; j < n; j++)
+			t[j] = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t j = 0; j < n; j++)
+				t[j] += a[k] * p[k * w + j];
+		for (int64_t j = 0; j < n; j++)
+			c[o + j] = alpha * t[j] + (bias ? beta * bias[o + j] : beta != 0.0f ? beta * c[o + j] : 0.0f);
+		r = e;
+	}
 }

@@ -363,6 +363,129 @@ T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t 
 	}
 }
 
+
+/* ---- GEMV on packed weights (rt_gemv_pack): rows [r0, r1) of a matrix whose
+ * blocks of RT_PACK_W rows are stored [K][w], so that the batch-1 step
+ * streams them once, in order, with no horizontal sums ---- */
+
+/* One chunk of NV vectors (the last one masked) of columns p[0..) of a
+ * block with row stride w; NV <= 4 keeps two sets of sums (even and odd k)
+ * so that the FMA latency does not serialise the short chunks. */
+#define PK_EPILOGUE(ACC, OFF, MASK, LOAD, MUL, FMA, STORE)                                          \
+	do {                                                                                        \
+		__typeof__(ACC) y_ = MUL(ACC, va);                                                   \
+		if (bias)                                                                           \
+			y_ = FMA(LOAD(MASK, bias + (OFF)), vb, y_);                                   \
+		else if (beta != 0.0f)                                                              \
+			y_ = FMA(LOAD(MASK, c + (OFF)), vb, y_);                                      \
+		STORE(c + (OFF), MASK, y_);                                                         \
+	} while (0)
+
+#define MZL512(m, p) _mm512_maskz_loadu_ps(m, p)
+#define MST512(p, m, y) _mm512_mask_storeu_ps(p, m, y)
+
+T512 static inline __attribute__((always_inline)) void pk_chunk_512(const int NV, int64_t K, const float *a,
+								      const float *p, int64_t w, __mmask16 last,
+								      float alpha, float beta, const float *bias,
+								      float *c)
+{
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	__m512 acc[16], acc2[4];
+	_Pragma("GCC unroll 16")
+	for (int v = 0; v < NV; v++)
+		acc[v] = _mm512_setzero_ps();
+	int64_t k = 0;
+	if (NV <= 4) {
+		_Pragma("GCC unroll 16")
+		for (int v = 0; v < NV; v++)
+			acc2[v] = _mm512_setzero_ps();
+		for (; k + 2 <= K; k += 2, p += 2 * w) {
+			__m512 x0 = _mm512_set1_ps(a[k]), x1 = _mm512_set1_ps(a[k + 1]);
+			_Pragma("GCC unroll 16")
+			for (int v = 0; v < NV; v++) {
+				__mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+				acc[v] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), x0, acc[v]);
+				acc2[v] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + w + 16 * v), x1, acc2[v]);
+			}
+		}
+		_Pragma("GCC unroll 16")
+		for (int v = 0; v < NV; v++)
+			acc[v] = _mm512_add_ps(acc[v], acc2[v]);
+	}
+	for (; k < K; k++, p += w) {
+		__m512 x = _mm512_set1_ps(a[k]);
+		_Pragma("GCC unroll 16")
+		for (int v = 0; v < NV - 1; v++)
+			acc[v] = _mm512_fmadd_ps(_mm512_loadu_ps(p + 16 * v), x, acc[v]);
+		acc[NV - 1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(last, p + 16 * (NV - 1)), x, acc[NV - 1]);
+	}
+	_Pragma("GCC unroll 16")
+	for (int v = 0; v < NV; v++) {
+		__mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+		PK_EPILOGUE(acc[v], 16 * v, m, MZL512, _mm512_mul_ps, _mm512_fmadd_ps, MST512);
+	}
+}
+
+T512 static void gemv_packed_512(int64_t cols, int64_t K, const float *a, const float *p, int64_t w, float alpha,
+				 float beta, const float *bias, float *c)
+{
+	int nv = (int)((cols + 15) / 16);
+	__mmask16 last = (__mmask16)(cols % 16 ? (1u << (cols % 16)) - 1u : 0xffffu);
+	switch (nv) {
+#define PK_CASE(NV) case NV: pk_chunk_512(NV, K, a, p, w, last, alpha, beta, bias, c); break;
+	PK_CASE(1) PK_CASE(2) PK_CASE(3) PK_CASE(4) PK_CASE(5) PK_CASE(6) PK_CASE(7) PK_CASE(8)
+	PK_CASE(9) PK_CASE(10) PK_CASE(11) PK_CASE(12) PK_CASE(13) PK_CASE(14) PK_CASE(15) PK_CASE(16)
+#undef PK_CASE
+	default: break;
+	}
+}
+
+/* AVX2: chunks of at most 8 vectors (64 columns; 16 registers in all). */
+#define MZL256(m, p) _mm256_maskload_ps(p, m)
+#define MST256(p, m, y) _mm256_maskstore_ps(p, m, y)
+
+T256 static inline __attribute__((always_inline)) void pk_chunk_256(const int NV, int64_t K, const float *a,
+								      const float *p, int64_t w, __m256i last,
+								      float alpha, float beta, const float *bias,
+								      float *c)
+{
+	const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+	const __m256i all = _mm256_set1_epi32(-1);
+	__m256 acc[8];
+	_Pragma("GCC unroll 16")
+	for (int v = 0; v < NV; v++)
+		acc[v] = _mm256_setzero_ps();
+	for (int64_t k = 0; k < K; k++, p += w) {
+		__m256 x = _mm256_set1_ps(a[k]);
+		_Pragma("GCC unroll 16")
+		for (int v = 0; v < NV - 1; v++)
+			acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(p + 8 * v), x, acc[v]);
+		acc[NV - 1] = _mm256_fmadd_ps(_mm256_maskload_ps(p + 8 * (NV - 1), last), x, acc[NV - 1]);
+	}
+	_Pragma("GCC unroll 16")
+	for (int v = 0; v < NV; v++) {
+		__m256i m = v == NV - 1 ? last : all;
+		PK_EPILOGUE(acc[v], 8 * v, m, MZL256, _mm256_mul_ps, _mm256_fmadd_ps, MST256);
+	}
+}
+
+T256 static void gemv_packed_256(int64_t cols, int64_t K, const float *a, const float *p, int64_t w, float alpha,
+				 float beta, const float *bias, float *c)
+{
+	for (int64_t j = 0; j < cols; j += 64) {
+		int64_t n = cols - j < 64 ? cols - j : 64;
+		int nv = (int)((n + 7) / 8), r = (int)(n % 8);
+		__m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(r ? r : 8), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+		const float *bj = bias ? bias + j : NULL;
+		switch (nv) {
+#define PK_CASE(NV) case NV: pk_chunk_256(NV, K, a, p + j, w, last, alpha, beta, bj, c + j); break;
+		PK_CASE(1) PK_CASE(2) PK_CASE(3) PK_CASE(4) PK_CASE(5) PK_CASE(6) PK_CASE(7) PK_CASE(8)
+#undef PK_CASE
+		default: break;
+		}
+	}
+}
+
 #endif /* RT_KERN_X86 */
 
 int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
@@ -395,5 +518,26 @@ int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t 
 #endif
 	(void)isa, (void)transA, (void)transB, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
 		(void)B, (void)ldb, (void)beta, (void)bias, (void)C, (void)ldc;
+	return 0;
+}
+
+int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			const float *P, float beta, const float *bias, float *c)
+{
+#ifdef RT_KERN_X86
+	if (isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) {
+		for (int64_t r = r0; r < r1;) {
+			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+			int64_t e = n0 + w < r1 ? n0 + w : r1;
+			(isa == RT_ISA_AVX512 ? gemv_packed_512 : gemv_packed_256)(
+				e - r, K, a, P + n0 * K + (r - n0), w, alpha, beta, bias ? bias + (r - r0) : NULL,
+				c + (r - r0));
+			r = e;
+		}
+		return 1;
+	}
+#endif
+	(void)isa, (void)r0, (void)r1, (void)N, (void)K, (void)alpha, (void)a, (void)P, (void)beta, (void)bias,
+		(void)c;
 	return 0;
 }

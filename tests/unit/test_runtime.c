@@ -19,6 +19,7 @@
 #include <check.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,114 @@ out:
 	free(C);
 	free(Cref);
 	free(bias);
+}
+END_TEST
+
+/* rt_gemv_pack + the packed GEMV: rows [r0, r1) of B a (B [N,K], or stored
+ * [K,N] when not transB) with every instruction set this CPU has and the
+ * portable loop, against the reference; blocks of 256 rows are crossed,
+ * cut and left partial; C beyond r1 - r0 stays untouched. */
+typedef struct pack_case {
+	int64_t N, K, r0, r1;
+} pack_case;
+static const pack_case pack_cases[] = {
+	{1024, 256, 0, 1024}, {1024, 256, 256, 384}, {1024, 256, 300, 700}, {520, 40, 250, 520},
+	{300, 17, 0, 300}, {300, 17, 5, 299}, {16, 1, 0, 16}, {7, 3, 2, 5}, {33, 2, 1, 32},
+};
+#define N_PACK_CASES ((int)(sizeof pack_cases / sizeof pack_cases[0]))
+
+START_TEST(test_gemv_packed)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, tb = (_i / 3) % 2, isa = (_i / 6) % 3;       /* isa 0: the portable loop */
+	pack_case g = pack_cases[_i / 18];
+	if (isa > rt_kern_isa())
+		return;         /* this CPU lacks the instruction set */
+	float alpha = coef[set][0], beta = coef[set][1];
+	int64_t ldb = (tb ? g.K : g.N) + 3, n = g.r1 - g.r0;
+	rng r = {(uint64_t)_i + 11};
+	float *Bm = xmalloc(sizeof(float) * (size_t)((tb ? g.N : g.K) * ldb));
+	float *P = xmalloc(sizeof(float) * (size_t)(g.N * g.K));
+	float *a = xmalloc(sizeof(float) * (size_t)g.K);
+	float *c = xmalloc(sizeof(float) * (size_t)(g.N + 4)), *ref = xmalloc(sizeof(float) * (size_t)g.N);
+	float *bias = set == 2 ? xmalloc(sizeof(float) * (size_t)n) : NULL;
+	fill(&r, Bm, (tb ? g.N : g.K) * ldb);
+	fill(&r, a, g.K);
+	fill(&r, c, g.N + 4);
+	fill(&r, ref, g.N);
+	if (bias)
+		fill(&r, bias, n);
+	if (beta == 0.0f || bias)       /* c not read: NaN must not leak */
+		for (int64_t i = 0; i < n; i++)
+			c[i] = NAN;
+	float c_end = c[n];
+	for (int64_t i = 0; i < n; i++)
+		ref[g.r0 + i] = bias ? bias[i] : c[i];
+	rt_gemv_pack(tb, g.N, g.K, Bm, ldb, P);
+	if (isa == 0)
+		rt_gemv_packed_portable(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, c);
+	else
+		ck_assert_int_eq(rt_kern_gemv_packed(isa, g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, c), 1);
+	rt_sgemm_ref(0, tb, 1, g.N, g.K, alpha, a, g.K, Bm, ldb, beta, ref, g.N);
+	for (int64_t i = 0; i < n; i++) {
+		float got = c[i], want = ref[g.r0 + i];
+		double tol = 4.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
+		ck_assert_msg(isfinite(got) && fabs((double)got - want) <= tol,
+			      "isa %d N=%ld K=%ld rows %ld..%ld tB=%d set %d: c[%ld] = %.9g, ref %.9g", isa, (long)g.N,
+			      (long)g.K, (long)g.r0, (long)g.r1, tb, set, (long)i, got, want);
+	}
+	ck_assert_msg(memcmp(&c[n], &c_end, sizeof c_end) == 0, "c[%ld] beyond the rows changed", (long)n);
+	free(Bm);
+	free(P);
+	free(a);
+	free(c);
+	free(ref);
+	free(bias);
+}
+END_TEST
+
+/* rt_barrier_wait: each of n threads writes its slot for round r, meets
+ * the others, then must see every slot at round r (a barrier that let one
+ * through early would show an older round); then meets again before the
+ * slots change.  3 threads on a 2-core machine also exercise the yield. */
+enum { BAR_THREADS = 3, BAR_ROUNDS = 2000 };
+typedef struct bar_job {
+	rt_barrier *b;
+	volatile int *slot;
+	int id, bad;
+} bar_job;
+
+static void *bar_run(void *arg)
+{
+	bar_job *j = arg;
+	for (int r = 1; r <= BAR_ROUNDS; r++) {
+		j->slot[j->id] = r;
+		rt_barrier_wait(j->b, BAR_THREADS);
+		for (int k = 0; k < BAR_THREADS; k++)
+			if (j->slot[k] != r)
+				j->bad++;
+		rt_barrier_wait(j->b, BAR_THREADS);
+	}
+	return NULL;
+}
+
+START_TEST(test_barrier)
+{
+	rt_barrier b = {0, 0};
+	volatile int slot[BAR_THREADS] = {0};
+	bar_job job[BAR_THREADS];
+	pthread_t th[BAR_THREADS];
+	for (int k = 0; k < BAR_THREADS; k++) {
+		job[k] = (bar_job){&b, slot, k, 0};
+		ck_assert_int_eq(pthread_create(&th[k], NULL, bar_run, &job[k]), 0);
+	}
+	for (int k = 0; k < BAR_THREADS; k++) {
+		ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+		ck_assert_msg(job[k].bad == 0, "thread %d saw %d stale slots", k, job[k].bad);
+	}
+	ck_assert_int_eq(b.gen, 2 * BAR_ROUNDS);
+	ck_assert_int_eq(b.count, 0);
+	rt_barrier_wait(&b, 1);         /* a team of one never waits */
 }
 END_TEST
 
@@ -1091,6 +1200,8 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
 	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 24);
 	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
+	tcase_add_loop_test(tc, test_gemv_packed, 0, N_PACK_CASES * 18);
+	tcase_add_test(tc, test_barrier);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("activations");
