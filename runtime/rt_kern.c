@@ -76,10 +76,13 @@ T512 static void gemv_t_short_512(int64_t N, int64_t K, float alpha, const float
 	for (int64_t n = 0; n < N; n += 16) {
 		__mmask16 m = N - n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - n)) - 1u);
 		__m512 acc = _mm512_setzero_ps();
-		for (int64_t k = 0; k < K; k++) {
-			__m512 b = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, B + n * ldb + k, 4);
-			acc = _mm512_fmadd_ps(b, _mm512_set1_ps(a[k]), acc);
-		}
+		if (K == 1 && ldb == 1)       /* one input feature, its column contiguous: no gather */
+			acc = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, B + n), _mm512_set1_ps(a[0]));
+		else
+			for (int64_t k = 0; k < K; k++) {
+				__m512 b = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, B + n * ldb + k, 4);
+				acc = _mm512_fmadd_ps(b, _mm512_set1_ps(a[k]), acc);
+			}
 		__m512 y = _mm512_mul_ps(acc, va);
 		if (bias)
 			y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, bias + n), vb, y);

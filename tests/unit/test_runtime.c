@@ -235,6 +235,38 @@ out:
 }
 END_TEST
 
+/* The GEMV kernels on one input feature stored contiguously (B [N,1] with
+ * row stride 1: the input projection of a one-feature sequence), against
+ * the reference, every instruction set and coefficient set. */
+START_TEST(test_kern_gemv_one_feature)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, isa = _i / 3 + 1;
+	if (isa > rt_kern_isa())
+		return;
+	enum { N = 37 };
+	float a[1], Bm[N], c[N + 1], ref[N], bias[N];
+	rng r = {(uint64_t)_i + 5};
+	fill(&r, a, 1);
+	fill(&r, Bm, N);
+	fill(&r, c, N + 1);
+	fill(&r, bias, N);
+	float alpha = coef[set][0], beta = coef[set][1], end = c[N];
+	const float *bp = set == 2 ? bias : NULL;
+	if (beta == 0.0f || bp)
+		for (int i = 0; i < N; i++)
+			c[i] = NAN;
+	for (int i = 0; i < N; i++)
+		ref[i] = bp ? bias[i] : c[i];
+	ck_assert_int_eq(rt_kern_gemv(isa, 1, N, 1, alpha, a, Bm, 1, beta, bp, c), 1);
+	rt_sgemm_ref(0, 1, 1, N, 1, alpha, a, 1, Bm, 1, beta, ref, N);
+	for (int i = 0; i < N; i++)
+		ck_assert_msg(fabsf(c[i] - ref[i]) <= 1e-6f, "isa %d set %d: c[%d] = %.9g, ref %.9g", isa, set, i,
+			      c[i], ref[i]);
+	ck_assert(memcmp(&c[N], &end, sizeof end) == 0);
+}
+END_TEST
+
 /* rt_gemv_pack + the packed GEMV: rows [r0, r1) of B a (B [N,K], or stored
  * [K,N] when not transB) with every instruction set this CPU has and the
  * portable loop, against the reference; blocks of 256 rows are crossed,
@@ -1202,6 +1234,7 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
 	tcase_add_loop_test(tc, test_gemv_packed, 0, N_PACK_CASES * 18);
 	tcase_add_test(tc, test_barrier);
+	tcase_add_loop_test(tc, test_kern_gemv_one_feature, 0, 6);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("activations");
