@@ -430,7 +430,8 @@ static void emit_pack(rec *R)
 	ew *w = R->w;
 	for (int i = 0; i < R->b->nnodes; i++) {
 		ir_node *gm = R->b->nodes[i];
-		if (!pack_candidate(R->E, gm))
+		/* rows from different time steps (reversed sequence_lens) stay on rt_sgemm */
+		if (!pack_candidate(R->E, gm) || get_home(R, gm->in[0]).seq >= 0)
 			continue;
 		int64_t N, K;
 		pack_dims(gm, &N, &K);

@@ -1363,28 +1363,34 @@ THREAD_CASES = [("rnn_cases", "lstm_wide"), ("rnn_cases", "gru_bidirectional"),
 THREAD_CELLS = ["momentum_lstm", "nag_lstm", "adam_gru"]
 THREAD_GRAD = ["heavy_ball_rnn", "momentum_lstm", "nag_lstm", "batch_first_momentum_gru_masked"]
 # model, extra compile options, (recurrences that split their batch rows over
-# threads, those that also split one row's columns at batch 1, all recurrences)
+# threads, those that also split one row's columns at batch 1, all recurrences,
+# step products that read weights packed for batch 1: rt_gemv_pack)
 THREAD_SHAPES = [
     # the forward direction; reverse with sequence_lens stays serial, and
     # sequence_lens keeps the columns together
-    ("tests/out/rnn_cases/lstm_wide/model.onnx", [], (1, 0, 2)),
-    ("tests/out/cells/momentum_lstm/model.cell", [], (1, 1, 1)),
-    ("tests/out/cells/momentum_attention/model.cell", [], (0, 0, 1)),  # attention over the steps
+    ("tests/out/rnn_cases/lstm_wide/model.onnx", [], (1, 0, 2, 2)),
+    ("tests/out/cells/momentum_lstm/model.cell", [], (1, 1, 1, 1)),
+    # no packed copy without allocation (the arena is sized without it)
+    ("tests/out/cells/momentum_lstm/model.cell", ["--no-malloc", "--max-dim", "seq=16", "--max-dim", "batch=4"],
+     (1, 1, 1, 0)),
+    ("tests/out/cells/momentum_attention/model.cell", [], (0, 0, 1, 0)),  # attention over the steps
     # the schedule's step arithmetic (Cast, Mod) in each thread's locals; the
     # linear head inside the loop (a product as a per-step output) keeps the
     # columns together
-    ("tests/out/loop/scripted/nag_lstm_r2_opset13/model.onnx", [], (1, 0, 1)),
-    ("tests/out/rnn_cases/gru_batch1/model.onnx", [], (1, 1, 1)),
+    ("tests/out/loop/scripted/nag_lstm_r2_opset13/model.onnx", [], (1, 0, 1, 2)),
+    ("tests/out/rnn_cases/gru_batch1/model.onnx", [], (1, 1, 1, 1)),
     # forward and BPTT split rows; the saved products and the gradient
-    # Concat keep each row's columns together
-    ("examples/fashion_lstm.cell", ["--train", "--loss", "ce"], (2, 0, 2)),
+    # Concat keep each row's columns together; the optimiser writes the
+    # weights, so no packed copy
+    ("examples/fashion_lstm.cell", ["--train", "--loss", "ce"], (2, 0, 2, 0)),
 ]
 
 
 def thread_shape(model, options, want):
     name = os.path.splitext(os.path.basename(os.path.dirname(model) if model.endswith("model.cell") or
                                               model.endswith("model.onnx") else model))[0]
-    full = "threads/parallel/%s%s" % (name, "_train" if "--train" in options else "")
+    full = "threads/parallel/%s%s%s" % (name, "_train" if "--train" in options else "",
+                                        "_nomalloc" if "--no-malloc" in options else "")
     work = os.path.join(OUT, "threads_work", os.path.basename(full))
     log = os.path.join(LOGS, "threads", os.path.basename(full) + ".log")
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
@@ -1394,10 +1400,11 @@ def thread_shape(model, options, want):
     with open(os.path.join(ROOT, work, "m.c")) as f:
         text = f.read()
     got = (text.count("#pragma omp parallel"), text.count("const int cols_ = B == 1"),
-           text.count("/* Recurrence '"))
+           text.count("/* Recurrence '"), text.count("rt_gemv_pack("))
     return Result(full, got == want, "of %d recurrences, %d split their rows over threads and %d "
-                  "one row's columns%s" % (got[2], got[0], got[1], "" if got == want else
-                                           ", expected %d, %d of %d" % (want[0], want[1], want[2])))
+                  "one row's columns; %d products packed for batch 1%s" % (
+                      got[2], got[0], got[1], got[3], "" if got == want else
+                      ", expected %d, %d of %d; %d" % (want[0], want[1], want[2], want[3])))
 
 
 def group_threads():
