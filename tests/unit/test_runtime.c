@@ -432,17 +432,44 @@ static double ulp_err(float got, double want)
  * beyond; rt_tanhf within 7 ulp everywhere (measured 6.0, near +-1, where
  * its 3.6e-7 relative error is 6 ulp of the spacing below 1); NaN in, NaN
  * out; limits at infinity. */
-START_TEST(test_activation_ulp)
+typedef void act_fn(float x, float *s, float *t);
+
+static void act_plain(float x, float *s, float *t)
+{
+	*s = rt_sigmoidf(x);
+	*t = rt_tanhf(x);
+}
+
+/* As generated code compiles them on CPUs with FMA: its Makefile's
+ * -ffp-contract=fast lets a * b + c become one fused multiply-add.  Only in
+ * the -O2 build: GCC contracts with its "expensive" optimisations, which the
+ * -O1 sanitizer build lacks (and the optimize attribute cannot bring back
+ * there: the activations it would inline are compiled at -O1). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define HAVE_ACT_FMA 1
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static void act_fma(float x, float *s, float *t)
+{
+	*s = rt_sigmoidf(x);
+	*t = rt_tanhf(x);
+}
+#endif
+
+/* The grid of test_activation_ulp through act: asserts the bounds; returns
+ * how many results differ from act_plain's. */
+static long activation_grid(act_fn *act)
 {
 	double worst_s = 0, worst_t = 0;
 	float at_s = 0, at_t = 0;
+	long differ = 0;
 	for (int sgn = 0; sgn < 2; sgn++)
 		for (uint32_t bits = 0; bits <= 0x42c80000u; bits += 97) {     /* 0x42c80000 = 100.0f */
 			uint32_t b = bits | (sgn ? 0x80000000u : 0);
-			float x;
+			float x, s, t, s0, t0;
 			memcpy(&x, &b, sizeof x);
 			double s_ref = 1.0 / (1.0 + exp(-(double)x)), t_ref = tanh((double)x);
-			float s = rt_sigmoidf(x), t = rt_tanhf(x);
+			act(x, &s, &t);
+			act_plain(x, &s0, &t0);
+			differ += (s != s0) + (t != t0);
 			if (fabsf(x) <= 80.0f) {
 				double e = ulp_err(s, s_ref);
 				if (e > worst_s)
@@ -456,6 +483,12 @@ START_TEST(test_activation_ulp)
 		}
 	ck_assert_msg(worst_s <= 3.0, "sigmoid: %.2f ulp at %.9g", worst_s, at_s);
 	ck_assert_msg(worst_t <= 7.0, "tanh: %.2f ulp at %.9g", worst_t, at_t);
+	return differ;
+}
+
+START_TEST(test_activation_ulp)
+{
+	activation_grid(act_plain);
 	ck_assert(isnan(rt_sigmoidf(NAN)) && isnan(rt_tanhf(NAN)) && isnan(rt_expf_act(NAN)));
 	ck_assert_float_eq(rt_sigmoidf(INFINITY), 1.0f);
 	ck_assert(rt_sigmoidf(-INFINITY) >= 0.0f && rt_sigmoidf(-INFINITY) < 2e-38f);
@@ -466,6 +499,20 @@ START_TEST(test_activation_ulp)
 	ck_assert_float_eq(rt_sigmoidf(0.0f), 0.5f);
 }
 END_TEST
+
+/* The same bounds with fused multiply-adds; that some results differ shows
+ * the contraction took place (this test would check nothing otherwise). */
+#ifdef HAVE_ACT_FMA
+START_TEST(test_activation_ulp_fma)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("fma") || !__builtin_cpu_supports("avx2"))
+		return;         /* no FMA here: generated code has no fused path on this CPU either */
+	long differ = activation_grid(act_fma);
+	ck_assert_msg(differ > 0, "no result changed with fused multiply-adds: contraction did not happen");
+}
+END_TEST
+#endif
 
 /* ---- tensor files ------------------------------------------------------------ */
 
@@ -1240,6 +1287,9 @@ static Suite *runtime_suite(void)
 	tc = tcase_create("activations");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_activation_ulp);
+#ifdef HAVE_ACT_FMA
+	tcase_add_test(tc, test_activation_ulp_fma);
+#endif
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("tensorfile");
