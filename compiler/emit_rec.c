@@ -454,6 +454,19 @@ static void emit_pack(rec *R)
 }
 
 
+/* pk: "if (pk<i><cond>) <rows [r0, r1) of the product on the packed copy,
+ * into y>; else" before the call that does it otherwise. */
+static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r0, const char *r1,
+			     const char *K, home ha, const char *beta, const char *bias, const char *y)
+{
+	int i = nd_index(R, n);
+	if (!R->pk[i])
+		return;
+	ew_line(R->w, "if (pk%d%s) rt_gemv_packed(%s, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else", i, cond, r0,
+		r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base,
+		(long long)ha.off, i, beta, bias, y);
+}
+
 /* colpar: this thread's columns j0_..j1_ of each hc-wide column block of
  * the product that the step reads (cols_parallel). */
 static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
@@ -473,11 +486,9 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 		const char *wp = tb ? fmt(R, "%s + %lld + (%lld + j0_) * %s", hw.base, (long long)hw.off, o, hw.ld)
 				    : fmt(R, "%s + %lld + %lld + j0_", hw.base, (long long)hw.off, o);
 		const char *yp = fmt(R, "%s + %lld + %lld + j0_", hy.base, (long long)hy.off, o);
-		if (R->pk[nd_index(R, n)])
-			ew_line(R->w, "if (pk%d) rt_gemv_packed(%lld + j0_, %lld + j1_, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else",
-				nd_index(R, n), o, o, dim(R, Y->shape.d[1]), K, flt(R, alpha), ha.base, (long long)ha.off,
-				nd_index(R, n), C ? flt(R, beta) : "0.0f",
-				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+		emit_packed_call(R, n, "", fmt(R, "%lld + j0_", o), fmt(R, "%lld + j1_", o), K, ha,
+				 C ? flt(R, beta) : "0.0f",
+				 C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
 		if (C)
 			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, %s, "
 				"%s + %lld + %lld + j0_, %s, %s);", ta, tb, M, K, flt(R, alpha), ha.base,
@@ -488,19 +499,6 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 				ta, tb, M, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, wp, hw.ld, yp, hy.ld);
 	}
 	R->wstep[body_index(R, Y)] = 1;
-}
-
-/* pk: "if (pk<i> && M == 1) <the product on the packed copy>; else" before
- * the call that does it otherwise. */
-static void emit_packed_call(rec *R, ir_node *n, const char *M, const char *N, const char *K, home ha,
-			     home hy, const char *beta, const char *bias)
-{
-	int i = nd_index(R, n);
-	if (!R->pk[i])
-		return;
-	ew_line(R->w, "if (pk%d && %s == 1) rt_gemv_packed(0, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s + %lld); else",
-		i, M, N, N, K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base, (long long)ha.off, i, beta, bias,
-		hy.base, (long long)hy.off);
 }
 
 /* Y = alpha op(A) op(W) + beta C for all rows of one step. */
@@ -531,7 +529,8 @@ static void emit_gemm(rec *R, ir_node *n)
 			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
 	}
 	if (bias) {
-		emit_packed_call(R, n, M, N, K, ha, hy, flt(R, beta), bias);
+		emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, flt(R, beta), bias,
+				 fmt(R, "%s + %lld", hy.base, (long long)hy.off));
 		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s, %s + %lld, %s);",
 			ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 			(long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
@@ -564,7 +563,8 @@ static void emit_gemm(rec *R, ir_node *n)
 		return;
 	}
 	ASSERT(ha.seq < 0);
-	emit_packed_call(R, n, M, N, K, ha, hy, betas, "NULL");
+	emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, betas, "NULL",
+			 fmt(R, "%s + %lld", hy.base, (long long)hy.off));
 	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s + %lld, %s);",
 		ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 		(long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
