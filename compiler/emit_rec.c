@@ -1223,6 +1223,21 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 /* par: the parallel block around the steps.  Each thread takes rows
  * [b0_, b0_ + nb_) of every batch-row buffer; without OpenMP (a build
  * without -fopenmp) the block runs once, as thread 0 of 1. */
+/* colpar: the elements of the weights that the step's products read, as
+ * an expression (rt_split_columns weighs it against the per-step meeting). */
+static const char *step_weights(rec *R)
+{
+	const char *sum = NULL;
+	for (int i = 0; i < R->b->nnodes; i++) {
+		const ir_node *n = R->b->nodes[i];
+		if (n->op != OP_GEMM || n->in[1]->shape.rank != 2)
+			continue;
+		const char *e = fmt(R, "(int64_t)%s * %s", dim(R, n->in[1]->shape.d[0]), dim(R, n->in[1]->shape.d[1]));
+		sum = sum ? fmt(R, "%s + %s", sum, e) : e;
+	}
+	return sum ? sum : "0";
+}
+
 static void emit_par_open(rec *R)
 {
 	ew *w = R->w;
@@ -1230,8 +1245,9 @@ static void emit_par_open(rec *R)
 	ew_line(w, "/* the batch rows never meet in this recurrence: split over threads */");
 	ew_line(w, "int nt_ = rt_num_threads();");
 	if (R->colpar_ok) {
-		ew_line(w, "/* one row: the threads share its columns, meeting at each step */");
-		ew_line(w, "const int cols_ = B == 1 && nt_ > 1;");
+		ew_line(w, "/* one row: the threads share its columns, meeting at each step (when its");
+		ew_line(w, " * products are large enough to be worth a meeting; else one thread) */");
+		ew_line(w, "const int cols_ = B == 1 && nt_ > 1 && rt_split_columns(%s);", step_weights(R));
 		ew_line(w, "rt_barrier bar_ = {0, 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
 		ew_line(w, "(void)bar_;");
 	}

@@ -144,6 +144,16 @@ void rt_gemv_packed_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float
  * (never OpenBLAS's thread pool from inside the team). */
 int rt_num_threads(void);
 void rt_par_thread(int on);
+/* At batch 1: whether the threads share one row's columns (nonzero) or one
+ * thread runs the recurrence, given step_weights, the elements of the
+ * weights that the step's products read.  The threads meet once per step,
+ * which costs about as much as streaming some tens of KiB of weights, so
+ * small steps stay on one thread: the split needs at least
+ * CELLRT_SPLIT_MIN elements when that environment variable is set (a
+ * decimal number >= 0; 0 splits every step), else RT_SPLIT_MIN (an LSTM of
+ * hidden size 111 or more, a GRU of 128). */
+enum { RT_SPLIT_MIN = 49152 };
+int rt_split_columns(int64_t step_weights);
 /* The per-step meeting of the threads that share one batch row's columns
  * (zero-initialised, then every thread of the team of n calls
  * rt_barrier_wait each time): writes made before it by any thread are seen

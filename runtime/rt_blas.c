@@ -18,6 +18,7 @@
 #include "cellrt.h"
 #include "rt_kern.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -186,6 +187,20 @@ int rt_num_threads(void)
 	int n = openblas_get_num_threads();
 	return n >= 1 ? n : 1;
 #endif
+}
+
+int rt_split_columns(int64_t step_weights)
+{
+	int64_t min = RT_SPLIT_MIN;
+	const char *e = getenv("CELLRT_SPLIT_MIN");
+	if (e && *e) {
+		char *end;
+		errno = 0;
+		long long n = strtoll(e, &end, 10);
+		if (*end == '\0' && errno == 0 && n >= 0)
+			min = n;
+	}
+	return step_weights >= min;
 }
 
 enum { BARRIER_SPINS = 4000 };

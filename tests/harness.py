@@ -1413,7 +1413,9 @@ def group_threads():
         yield thread_shape(model, options, want)
     items = []
     for n in THREAD_COUNTS:
-        env = {"CELLRT_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": "1"}
+        # CELLRT_SPLIT_MIN=0: one row's columns split however small the step
+        # (by default a step below RT_SPLIT_MIN weights runs on one thread)
+        env = {"CELLRT_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": "1", "CELLRT_SPLIT_MIN": "0"}
         for group, case in THREAD_CASES:
             items.append(("threads", "%s_%s_t%s" % (group, case.replace("/", "_"), n), os.path.join(OUT, group, case),
                           TORCH_TOL if group.startswith("trace") else CASE_TOL, CELLC, env))

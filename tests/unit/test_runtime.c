@@ -375,6 +375,31 @@ START_TEST(test_barrier)
 }
 END_TEST
 
+/* rt_split_columns: RT_SPLIT_MIN by default; CELLRT_SPLIT_MIN replaces it
+ * when it is a whole decimal number >= 0, and is ignored otherwise. */
+START_TEST(test_split_columns)
+{
+	unsetenv("CELLRT_SPLIT_MIN");
+	ck_assert(!rt_split_columns(RT_SPLIT_MIN - 1));
+	ck_assert(rt_split_columns(RT_SPLIT_MIN));
+	ck_assert(!rt_split_columns(4 * 32 * 32));      /* an LSTM of hidden size 32 */
+	ck_assert(rt_split_columns(4 * 128 * 128));
+	setenv("CELLRT_SPLIT_MIN", "0", 1);
+	ck_assert(rt_split_columns(0));
+	ck_assert(rt_split_columns(4 * 8 * 8));
+	setenv("CELLRT_SPLIT_MIN", "1000000", 1);
+	ck_assert(!rt_split_columns(4 * 256 * 256));
+	ck_assert(rt_split_columns(1000000));
+	static const char *const bad[] = {"", "-1", "12x", "x", "99999999999999999999999"};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		setenv("CELLRT_SPLIT_MIN", bad[k], 1);
+		ck_assert_msg(!rt_split_columns(RT_SPLIT_MIN - 1) && rt_split_columns(RT_SPLIT_MIN),
+			      "CELLRT_SPLIT_MIN=\"%s\" was not ignored", bad[k]);
+	}
+	unsetenv("CELLRT_SPLIT_MIN");
+}
+END_TEST
+
 /* rt_sgemm_bias through its public entry (own kernels, or the bias copy and
  * BLAS when they do not apply: M * K too large, K == 0), against the
  * reference on C filled with the bias. */
@@ -1281,6 +1306,7 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
 	tcase_add_loop_test(tc, test_gemv_packed, 0, N_PACK_CASES * 18);
 	tcase_add_test(tc, test_barrier);
+	tcase_add_test(tc, test_split_columns);
 	tcase_add_loop_test(tc, test_kern_gemv_one_feature, 0, 6);
 	suite_add_tcase(s, tc);
 
