@@ -6,7 +6,8 @@
 // sequential execution, all graph optimisations (ONNX Runtime's defaults
 // otherwise), shared by every batch size B (creating it can take seconds for
 // a traced export).  The input x [T, B, I] holds fixed pseudo-random values
-// in [-1, 1); one untimed run warms up, then REPS timed runs of session.run.
+// in [-1, 1); untimed runs warm up for 0.3 s (at least one), then REPS timed
+// runs of session.run.
 // Prints `B=.. ort_ms=MEDIAN min_ms=.. cpu_ms=.. reps=.. load_s=..` per B
 // (cpu_ms: the process's CPU time per run, all threads; load_s:
 // creating the session, which includes ONNX Runtime's graph optimisation),
@@ -15,6 +16,9 @@
 // output 0 of the last run at batch B is written to PREFIX_B.bin (raw
 // float32) for bench/run.py's agreement check.
 'use strict';
+
+// untimed runs for this long first (at least one), as bench/time_cellc.c does
+const WARMUP_S = 0.3;
 
 function median(v) {
 	const s = [...v].sort((a, b) => a - b);
@@ -49,7 +53,10 @@ async function main() {
 		feeds[sess.inputNames[0]] = new ort.Tensor('float32', x, [Number(T), Number(B), Number(I)]);
 		const times = [], cpu = [];
 		let res;
+		const w0 = process.hrtime.bigint();
 		for (let r = -1; r < Number(reps); r++) {
+			if (r === 0 && Number(process.hrtime.bigint() - w0) / 1e9 < WARMUP_S)
+				r = -1;
 			const s = process.hrtime.bigint(), c = process.cpuUsage();
 			try {
 				res = await sess.run(feeds);

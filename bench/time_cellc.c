@@ -8,8 +8,9 @@
  * It uses only the generic interface of the emitted header: input 0 is the
  * sequence x [T, B, I] (I from the model), every other input and output is
  * allocated from NAME_io_shape.  The input holds fixed pseudo-random values
- * in [-1, 1).  One untimed run warms up (allocations of the recurrent
- * states, caches), then REPS timed runs of NAME_run_generic, each a whole
+ * in [-1, 1).  Untimed runs warm up for 0.3 s, at least one (allocations
+ * of the recurrent states, caches, OpenBLAS's threads falling asleep:
+ * WARMUP_S), then REPS timed runs of NAME_run_generic, each a whole
  * sequence from the initial state.  Prints, as `key=value` words:
  *
  *   cellc_ms=MEDIAN min_ms=.. cpu_ms=.. reps=.. sgemv_gflops=.. sgemm_gflops=..
@@ -20,6 +21,11 @@
  * at one thread, where the wall time does not.
  * OUT: output 0 of the last run is written there as raw float32, so that
  * bench/run.py can check that the timed code computes what ONNX Runtime does.
+ * Built with -DBENCH_GEMM_TIME and bench/gemm_time.c (time_cellc_gemm), it
+ * prints instead the rate of the recurrent products inside their calls:
+ *
+ *   cellc_ms=MEDIAN gemm_gflops=.. gemm_flops=.. gemm_calls=..   (per run)
+ *
  * THREADS is the thread count of the bandwidth loops; OpenBLAS's threads
  * come from OPENBLAS_NUM_THREADS, which bench/run.py sets to the same.
  */
@@ -33,12 +39,19 @@
 
 #include "cellrt.h"
 #include "limits.h"
+#ifdef BENCH_GEMM_TIME
+#include "gemm_time.h"
+#endif
 
 #define TC_CAT_(a, b) a##b
 #define TC_CAT(a, b) TC_CAT_(a, b)
 #define M(x) TC_CAT(CELLC_MODEL, x)
 
 enum { MAXIO = 16, MAXREPS = 101 };
+/* The warm-up lasts this long: OpenBLAS's idle threads (OPENBLAS_NUM_THREADS
+ * > 1) spin for about 0.1 s after the library starts or last ran, on the
+ * cores that the generated code's own threads then share with them. */
+#define WARMUP_S 0.3
 
 int main(int argc, char **argv)
 {
@@ -104,7 +117,15 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	double t[MAXREPS], c[MAXREPS];
+	/* warm-up: untimed runs for WARMUP_S seconds (at least one) */
+	double w0 = bench_now();
 	for (int r = -1; r < reps; r++) {
+		if (r == 0 && bench_now() - w0 < WARMUP_S)
+			r = -1;
+#ifdef BENCH_GEMM_TIME
+		if (r == 0)
+			bench_gemm_reset(H);
+#endif
 		double t0 = bench_now(), c0 = bench_cpu_now();
 		st = M(_run_generic)(m, &d, (const void *const *)in, (void *const *)out);
 		if (st != RT_OK) {
@@ -128,6 +149,18 @@ int main(int argc, char **argv)
 		}
 		fclose(f);
 	}
+#ifdef BENCH_GEMM_TIME
+	/* time_cellc_gemm: only the rate of the recurrent products inside the calls */
+	double gf, fl;
+	long calls;
+	if (bench_gemm_result(&gf, &fl, &calls) != 0) {
+		fprintf(stderr, "time_cellc: no product with K = %lld was called\n", (long long)H);
+		return 1;
+	}
+	printf("cellc_ms=%.4f gemm_gflops=%.3f gemm_flops=%.0f gemm_calls=%ld\n", 1e3 * med, gf, fl / reps,
+	       calls / reps);
+	return 0;
+#endif
 	bench_limits L = {0};
 	/* BENCH_NO_LIMITS: only the model's times (bench/run.py's interleaved rounds) */
 	const char *nl = getenv("BENCH_NO_LIMITS");

@@ -2,12 +2,14 @@
 
 usage: torch_bench.py THREADS CASE...
 
-CASE is MODE:CELL:H:B:T:REPS with MODE infer (the model's forward under
+CASE is MODE:CELL:H:B:T:REPS (CELL fixture_NAME: tests/ref_momentum.py's
+model NAME with its 4-class head on every step, the model of the committed
+784-step traces) with MODE infer (the model's forward under
 torch.no_grad, time per sequence) or train (one training step: forward,
 cross-entropy on a linear head over the last step, backward, RMSprop update,
 CELLS.md section 4).  torch.set_num_threads(THREADS) (and one inter-op
-thread).  The input is x [T, B, 1] ~ U(-1, 1) from a fixed seed.  One
-untimed run warms up (inference only), then REPS timed runs; prints per case
+thread).  The input is x [T, B, 1] ~ U(-1, 1) from a fixed seed.  Untimed
+runs warm up for 0.3 s, at least one (inference only), then REPS timed runs; prints per case
 `CASE torch_ms=MEDIAN min_ms=.. cpu_ms=.. reps=..` (cpu_ms: the process's
 CPU time per run, all threads).
 """
@@ -22,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cells  # noqa: E402
 
 warnings.filterwarnings("ignore")
+WARMUP_S = 0.3
 
 
 def run_case(case):
@@ -29,7 +32,15 @@ def run_case(case):
     H, B, T, reps = int(H), int(B), int(T), int(reps)
     g = torch.Generator().manual_seed(7)
     x = torch.rand(T, B, 1, generator=g) * 2 - 1
-    net = cells.make(cell, 1, H)
+    if cell.startswith("fixture_"):
+        # the committed 784-step trace's model (tests/gen_trace_cases.py --long):
+        # tests/ref_momentum.py's Python loop with a 4-class head on every step
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+            __file__))), "tests"))
+        import ref_momentum
+        net = ref_momentum.make_model(cell[len("fixture_"):], 1, H, 4, 784)
+    else:
+        net = cells.make(cell, 1, H)
     if mode == "infer":
         def once():
             with torch.no_grad():
@@ -43,7 +54,13 @@ def run_case(case):
             cells.train_step(model, opt, x, target)
     times, cpu = [], []
     # a training step takes 10-50 s: its first run is timed (no warm-up)
-    for r in range(-1 if mode == "infer" else 0, reps):
+    if mode == "infer":
+        # untimed runs for WARMUP_S (at least one), as bench/time_cellc.c does
+        w0 = time.perf_counter()
+        once()
+        while time.perf_counter() - w0 < WARMUP_S:
+            once()
+    for r in range(reps):
         t0, c0 = time.perf_counter(), time.process_time()
         once()
         if r >= 0:

@@ -1,0 +1,127 @@
+/* gemm_time.c: the time the generated code spends in its recurrent
+ * products, measured inside the calls themselves.
+ *
+ * Linked into a second copy of bench/time_cellc.c (time_cellc_gemm) with
+ *   -Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_gemv_packed
+ * so that the generated code's calls of those libcellrt functions come here
+ * first: each call whose inner dimension K is the case's hidden size (the
+ * recurrent product h[B, H] x R: the input projection has K = I = 1) is
+ * timed, and its 2 M N K FLOPs counted, on the calling thread's slot.  The
+ * products of a step run on several OpenMP threads at once (rows or columns
+ * split between them), so the rate of the generated code's recurrent GEMM is
+ * the sum over threads of each thread's FLOPs over its time in the calls:
+ * what the machine's sgemm rate for the whole product (bench/limits.c, with
+ * the same thread count) is compared with.  A call made from inside a
+ * timed call (rt_sgemm_bias calling rt_sgemm) is not counted twice.
+ *
+ * The timing itself (two clock reads per call, about 50 ns) is why this is
+ * a separate program: the times of time_cellc stay free of it.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include "cellrt.h"
+#include "gemm_time.h"
+
+enum { SLOTS = 64 };
+
+static struct {
+	double flops, ns;
+	long calls;
+	char pad[64 - 2 * sizeof(double) - sizeof(long)];
+} slot[SLOTS] __attribute__((aligned(64)));
+static int64_t want_k = -1;
+static _Thread_local int depth;
+
+void __real_rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		     const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+		     int64_t ldc);
+void __real_rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+			  const float *bias, float *C, int64_t ldc);
+void __real_rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			   const float *P, float beta, const float *bias, float *c);
+
+void bench_gemm_reset(int64_t K)
+{
+	memset(slot, 0, sizeof slot);
+	want_k = K;
+}
+
+int bench_gemm_result(double *gflops, double *flops, long *calls)
+{
+	double rate = 0, f = 0;
+	long n = 0;
+	for (int t = 0; t < SLOTS; t++)
+		if (slot[t].ns > 0) {
+			rate += slot[t].flops / slot[t].ns;     /* FLOP/ns = GFLOP/s */
+			f += slot[t].flops;
+			n += slot[t].calls;
+		}
+	*gflops = rate;
+	*flops = f;
+	*calls = n;
+	return n > 0 ? 0 : -1;
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
+}
+
+/* enter: nonzero when this call is to be timed (then t0 is its start) */
+static int enter(int64_t K, double *t0)
+{
+	if (depth++ || K != want_k)
+		return 0;
+	*t0 = now_ns();
+	return 1;
+}
+
+static void leave(int timed, double t0, double flops)
+{
+	depth--;
+	if (!timed)
+		return;
+	double dt = now_ns() - t0;
+	int t = omp_get_thread_num();
+	if (t < 0 || t >= SLOTS)
+		t = SLOTS - 1;
+	slot[t].flops += flops;
+	slot[t].ns += dt;
+	slot[t].calls++;
+}
+
+void __wrap_rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+		     const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+		     int64_t ldc)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	leave(timed, t0, 2.0 * (double)M * (double)N * (double)K);
+}
+
+void __wrap_rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+			  const float *bias, float *C, int64_t ldc)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_sgemm_bias(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+	leave(timed, t0, 2.0 * (double)M * (double)N * (double)K);
+}
+
+void __wrap_rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			   const float *P, float beta, const float *bias, float *c)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_gemv_packed(r0, r1, N, K, alpha, a, P, beta, bias, c);
+	leave(timed, t0, 2.0 * (double)(r1 - r0) * (double)K);
+}
