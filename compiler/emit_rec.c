@@ -80,6 +80,8 @@ typedef struct rec {
 	ir_dim hc;              /* colpar_ok: the columns of every fused loop */
 	char *wstep;            /* colpar: [body nvalues] stored earlier in this step */
 	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
+	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the
+				   fused loops compute it themselves (inline_gemm), else NULL */
 } rec;
 
 static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -607,6 +609,31 @@ static const char *row_ptr(grp *G, const char *base, const char *ld, int seq, in
 	return p->name;
 }
 
+/* Element (b, j + off) of sequence input k computed where it is read
+ * (inline_gemm): alpha a[b] w[j + off] + beta c[j + off], with a this
+ * step's rows of the product's A (xa<k>, emit_steps) and w the weights'
+ * one column (stored [N, 1] or [1, N] alike). */
+static const char *inline_expr(grp *G, int k, int64_t off)
+{
+	rec *R = G->R;
+	emit_ctx *E = R->E;
+	const ir_node *gm = R->inl[k];
+	const ir_value *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL;
+	float alpha = ir_attr_float(gm, "alpha", 1.0f), beta = ir_attr_float(gm, "beta", 1.0f);
+	E->body_ref = NULL;     /* root values: their own storage */
+	const char *w = row_ptr(G, emit_ref(E, W), "0", -1, 1);
+	const char *c = C && beta != 0.0f ? row_ptr(G, emit_ref(E, C), "0", -1, 1) : NULL;
+	E->body_ref = body_ref;
+	const char *a = row_ptr(G, fmt(R, "xa%d", k), "1", -1, 1);
+	const char *col = off ? fmt(R, "j + %lld", (long long)off) : "j";
+	const char *sum = fmt(R, "%s[0] * %s[%s]", a, w, col);
+	if (alpha != 1.0f)
+		sum = fmt(R, "%s * (%s)", flt(R, alpha), sum);
+	if (c)
+		sum = fmt(R, "%s + %s%s[%s]", sum, beta != 1.0f ? fmt(R, "%s * ", flt(R, beta)) : "", c, col);
+	return fmt(R, "(%s)", sum);
+}
+
 /* The C expression of element (b, j) of operand v in the group's domain. */
 static const char *operand(grp *G, const ir_value *v)
 {
@@ -618,6 +645,9 @@ static const char *operand(grp *G, const ir_value *v)
 	if (h.kind == HOME_REG || (id >= 0 && G->done[id]))
 		return fmt(R, "v%d", id);
 	ASSERT(h.kind == HOME_MEM);
+	for (int k = 0; k < R->nseq; k++)
+		if (R->inl[k] && !strcmp(h.base, fmt(R, "x%d", k)))
+			return inline_expr(G, k, h.off);
 	int r = v->shape.rank;
 	int by_row = r == 2 && !(ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1) &&
 		     !(ir_dim_is_const(G->rows) && G->rows.k == 1);
@@ -698,6 +728,9 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 			/* o<k>, ob<k>: stacked output base and batch stride; ot<k> time stride */
 			const char *k = p->base + 1;
 			ew_line(w, "float *%s = o%s + %s * ot%s + b * ob%s;", p->name, k, tb, k, k);
+		} else if (!strcmp(p->ld, "0")) {
+			/* the same row for every b (inline_expr's weights) */
+			ew_line(w, "%sfloat *%s = %s;", p->is_const ? "const " : "", p->name, p->base);
 		} else {
 			ew_line(w, "%sfloat *%s = %s + b * %s;", p->is_const ? "const " : "", p->name,
 				p->base, p->ld);
@@ -878,6 +911,48 @@ int emit_rec_defers(emit_ctx *E, const ir_node *n)
 					return 1;
 	}
 	return 0;
+}
+
+/* Whether v (a sequence input, or a column slice of one) is read by
+ * nothing but fused element-wise loops, through column slices. */
+static int read_by_fused_only(const rec *R, const ir_value *v)
+{
+	const ir_graph *b = R->b;
+	for (int i = 0; i < b->noutputs; i++)
+		if (b->outputs[i] == v)
+			return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *n = b->nodes[i];
+		for (int j = 0; j < n->nin; j++) {
+			if (n->in[j] != v)
+				continue;
+			if (fuse_is_column_view(n)) {
+				if (j != 0 || !read_by_fused_only(R, n->out[0]))
+					return 0;
+			} else if (!(n->group > 0 && ir_ops[n->op].kind == OPK_ELEM && !is_step_scalar(n))) {
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+/* The deferred GEMM behind sequence input k when the fused loops that read
+ * the input can compute it themselves: one input feature (K = 1: an element
+ * is one multiply-add, and the weights' column is contiguous, so the loops
+ * stay vector loads), and nothing else reads the input.  Then a step
+ * neither calls the product (four calls per step and thread at batch 1 with
+ * the columns split) nor writes and reads back its [B, N] rows. */
+static const ir_node *inline_gemm(const rec *R, int k)
+{
+	if (R->per_row_time)
+		return NULL;
+	const ir_node *gm = deferred_gemm(R->E->g, R->n, k);
+	if (!gm)
+		return NULL;
+	if (gm->in[0]->shape.d[1].k != 1)       /* a constant (deferred_gemm) */
+		return NULL;
+	return read_by_fused_only(R, R->b->inputs[k]) ? gm : NULL;
 }
 
 /* This step's rows of the deferred GEMM gm (sequence input k): into the
@@ -1327,7 +1402,17 @@ static void emit_steps(rec *R)
 	if (!R->per_row_time)
 		for (int k = 0; k < R->nseq; k++) {
 			const ir_node *gm = deferred_gemm(E->g, n, k);
-			if (gm)
+			if (R->inl[k]) {
+				/* xa<k>: this step's rows of the product's A, computed on in the loops */
+				const ir_value *A = gm->in[0];
+				E->body_ref = NULL;
+				const char *a = emit_ref(E, A);
+				E->body_ref = body_ref;
+				ew_line(w, "/* %s: input projection of this step's rows, computed in the loops that read it */",
+					cm(R, gm->name));
+				ew_line(w, "const float *xa%d = %s + %s * %s; (void)xa%d;", k, a,
+					R->par ? "(t * B + b0_)" : "t * B", dim(R, A->shape.d[1]), k);
+			} else if (gm)
 				emit_deferred_step(R, k, gm);
 			else
 				ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
@@ -1418,6 +1503,9 @@ static void emit_rec_body(rec *R)
 	R->colpar_ok = R->par && cols_parallel(R);
 	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
 	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
+	R->inl = arena_array(E->A, (size_t)R->nseq + 1, sizeof *R->inl);
+	for (int k = 0; k < R->nseq; k++)
+		R->inl[k] = inline_gemm(R, k);
 	/* par: the names the steps use (s<k>, q<k>, o<k>, len) are the thread's
 	 * rows, declared in the parallel block over the "_all" pointers */
 	const char *all = R->par ? "_all" : "";
