@@ -400,7 +400,14 @@ const char *emit_ref(emit_ctx *E, const ir_value *v)
 			t->used_out[k] = 1;
 			return arena_printf(E->A, "out_%d", k);
 		}
-		ASSERT(v->slot >= 0 && v->slot < t->nslots);
+		if (v->slot < 0 && (v = plan_output_backing(v)) != NULL) {
+			/* a graph output is a view of it: the output's buffer */
+			k = find_index((const ir_value *const *)g->outputs, g->noutputs, v);
+			ASSERT(k >= 0);
+			t->used_out[k] = 1;
+			return arena_printf(E->A, "out_%d", k);
+		}
+		ASSERT(v && v->slot >= 0 && v->slot < t->nslots);
 		t->used_slot[v->slot] = 1;
 		return arena_printf(E->A, "ws_%d", v->slot);
 	case VAL_STEP:

@@ -136,7 +136,7 @@ static int is_stored(emit_ctx *E, const ir_value *v)
 {
 	if (plan_storage(v) != v)
 		return 0;
-	return (v->is_output && v->graph == E->g) || v->slot >= 0;
+	return (v->is_output && v->graph == E->g) || v->slot >= 0 || plan_output_backing(v);
 }
 
 static int axis_of(int64_t a, int rank)
@@ -465,9 +465,13 @@ static void emit_view(emit_ctx *E, ir_node *n)
 		node_comment(E, n, "a view: no code");
 		return;
 	}
+	const char *dst = emit_ref(E, y), *src = emit_ref(E, x);
+	if (!strcmp(dst, src)) {
+		node_comment(E, n, "a view, already in the output's buffer: no code");
+		return;
+	}
 	node_comment(E, n, "copy");
-	ew_line(E->w, "memcpy(%s, %s, (size_t)%s * sizeof(%s));", emit_ref(E, y), emit_ref(E, x),
-		emit_numel(E, &y->shape), ctype(y));
+	ew_line(E->w, "memcpy(%s, %s, (size_t)%s * sizeof(%s));", dst, src, emit_numel(E, &y->shape), ctype(y));
 }
 
 static void emit_transpose(emit_ctx *E, ir_node *n)

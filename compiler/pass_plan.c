@@ -46,6 +46,22 @@ const ir_value *plan_storage(const ir_value *v)
 	return v;
 }
 
+const ir_value *plan_output_backing(const ir_value *v)
+{
+	if (!v || v->kind != VAL_TEMP || v->is_output || v->graph->parent || v->graph->train ||
+	    plan_storage(v) != v)
+		return NULL;
+	const ir_graph *g = v->graph;
+	for (int k = 0; k < g->noutputs; k++) {
+		const ir_value *o = g->outputs[k];
+		const ir_node *p = o->producer;
+		if (o->kind == VAL_TEMP && o->graph == g && p && is_view_op(p->op) && p->in[0] &&
+		    p->in[0]->dtype == o->dtype && o->dtype == v->dtype && plan_storage(p->in[0]) == v)
+			return o;
+	}
+	return NULL;
+}
+
 typedef struct slot {
 	ir_dtype dt;
 	ir_dim numel;           /* element count: a monomial, or the largest constant */
@@ -97,12 +113,13 @@ static int has_views(const ir_value *v)
 }
 
 /* Temporaries need storage unless they are views, graph outputs (the
- * caller's buffers), values pass_fuse keeps in a loop's locals, or column
- * views of a body (offsets into their source). */
+ * caller's buffers) or what a graph output is a view of, values pass_fuse
+ * keeps in a loop's locals, or column views of a body (offsets into their
+ * source). */
 static int needs_slot(const ir_value *v)
 {
 	if (!v || v->kind != VAL_TEMP || (v->is_output && !v->graph->parent) ||
-	    plan_storage(v) != v || ir_dtype_size(v->dtype) == 0)
+	    plan_storage(v) != v || ir_dtype_size(v->dtype) == 0 || plan_output_backing(v))
 		return 0;
 	if (v->graph->parent && v->producer && fuse_is_column_view(v->producer))
 		return 0;

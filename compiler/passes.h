@@ -61,6 +61,12 @@ int pass_plan(ir_graph *g, diag *D, const pass_opts *o);
  * Reshape/Squeeze/Unsqueeze/Flatten/Identity that is not a graph output) the
  * storage of its data input.  Views get the slot of their storage. */
 const ir_value *plan_storage(const ir_value *v);
+/* The graph output whose caller's buffer holds v, or NULL: v a temporary of
+ * the root graph (not itself an output) that a graph output is a view of
+ * (an output listed first for it; not in --train builds, whose gradient
+ * outputs may be NULL).  Such a v has no slot: its producer writes the
+ * output's buffer, and the view that makes the output is no code. */
+const ir_value *plan_output_backing(const ir_value *v);
 
 typedef int (*pass_fn)(ir_graph *, diag *, const pass_opts *);
 

@@ -422,6 +422,27 @@ def group_torch():
 
 # ---- structure of the compiled IR, command line -------------------------------------
 
+def output_in_place(case, want):
+    """An exported nn.LSTM/GRU's outputs are Squeeze/Unsqueeze views of the
+    recurrence's results: those results must be written straight into the
+    output buffers, so that the views are no code and nothing is copied
+    (`cellc verify` of the same case, in the torch group, checks the values)."""
+    full = "structure/output_in_place/%s" % case
+    work = os.path.join(OUT, "structure_work", case)
+    log = os.path.join(LOGS, "structure", "output_in_place_%s.log" % case)
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = run([CELLC, "compile", os.path.join(OUT, "torch", case, "model.onnx"), "-o", work,
+                        "--name", "m"], log)
+    if rc != 0:
+        return Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    with open(os.path.join(ROOT, work, "m.c")) as f:
+        text = f.read()
+    views = text.count("a view, already in the output's buffer: no code")
+    copies = len(re.findall(r"queeze '[^']*'[^\n]*; copy \*/", text))
+    return Result(full, views == want and copies == 0, "%d output views without code (want %d), %d "
+                  "(Un)Squeeze copies" % (views, want, copies))
+
+
 def group_structure():
     missing = [g for g in ("torch", "rnn_cases") if not stamp_ok(g)]
     if missing:
@@ -430,6 +451,7 @@ def group_structure():
         return [Result("structure/run", False, "%s is not built" % CELLC)]
     res = script_group("structure", [PY, "tests/test_structure.py", CELLC, os.path.join(OUT, "rnn_cases"),
                                      os.path.join(OUT, "torch")])
+    res += [output_in_place("lstm_opset13_sf_l1_noinit_seq", 2), output_in_place("gru_opset17_T784_dynamic", 1)]
     # chunked gates of scripted Loop bodies and user cells: one fused loop per step
     for g in ("loop", "cells"):
         if not stamp_ok(g):
