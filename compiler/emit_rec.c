@@ -1295,9 +1295,6 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	E->body_ctx = NULL;
 }
 
-/* par: the parallel block around the steps.  Each thread takes rows
- * [b0_, b0_ + nb_) of every batch-row buffer; without OpenMP (a build
- * without -fopenmp) the block runs once, as thread 0 of 1. */
 /* colpar: the elements of the weights that the step's products read, as
  * an expression (rt_split_columns weighs it against the per-step meeting). */
 static const char *step_weights(rec *R)
@@ -1313,6 +1310,9 @@ static const char *step_weights(rec *R)
 	return sum ? sum : "0";
 }
 
+/* par: the parallel block around the steps.  Each thread takes rows
+ * [b0_, b0_ + nb_) of every batch-row buffer; without OpenMP (a build
+ * without -fopenmp) the block runs once, as thread 0 of 1. */
 static void emit_par_open(rec *R)
 {
 	ew *w = R->w;
