@@ -89,6 +89,7 @@ typedef struct rr {
 	int *cstart, *cons;     /* consumers of value id: cons[cstart[v] .. cstart[v+1]) */
 	int nseq;
 	seqsrc *seq;
+	ir_dim batch;           /* the batch dimension of the first sequence */
 	int **copy;             /* [T] node indices of each copy (anchors excluded) */
 	int *ncopy;
 	/* template */
@@ -438,6 +439,255 @@ static int is_graph_output(const rr *R, const ir_value *v)
 	return 0;
 }
 
+/* Elements per batch row of v (symbolic dimensions count 1): what
+ * carrying v from step to step costs. */
+static double row_size(const ir_value *v)
+{
+	double n = 1;
+	for (int a = 0; v && a < v->shape.rank; a++)
+		if (ir_dim_is_const(v->shape.d[a]))
+			n *= (double)v->shape.d[a].k;
+	return n;
+}
+
+/* ---- the cut between two steps -------------------------------------------------- */
+
+/* A small max-flow (Dinic) for cut_step. */
+typedef struct fedge {
+	int to, next;
+	int64_t cap;
+} fedge;
+
+typedef struct flow {
+	int nv, ne, cape;
+	int *head, *level, *it, *queue;
+	fedge *e;
+	arena *A;
+} flow;
+
+static void flow_edge(flow *F, int u, int v, int64_t cap)
+{
+	if (F->ne + 2 > F->cape) {
+		F->e = arena_grow(F->A, F->e, (size_t)F->cape, (size_t)F->cape * 2 + 16, sizeof *F->e);
+		F->cape = F->cape * 2 + 16;
+	}
+	F->e[F->ne] = (fedge){v, F->head[u], cap};
+	F->head[u] = F->ne++;
+	F->e[F->ne] = (fedge){u, F->head[v], 0};
+	F->head[v] = F->ne++;
+}
+
+static int flow_bfs(flow *F, int s, int t)
+{
+	for (int i = 0; i < F->nv; i++)
+		F->level[i] = -1;
+	int qh = 0, qt = 0;
+	F->queue[qt++] = s;
+	F->level[s] = 0;
+	while (qh < qt) {
+		int u = F->queue[qh++];
+		for (int e = F->head[u]; e >= 0; e = F->e[e].next)
+			if (F->e[e].cap > 0 && F->level[F->e[e].to] < 0) {
+				F->level[F->e[e].to] = F->level[u] + 1;
+				F->queue[qt++] = F->e[e].to;
+			}
+	}
+	return F->level[t] >= 0;
+}
+
+static int64_t flow_dfs(flow *F, int u, int t, int64_t f)
+{
+	if (u == t)
+		return f;
+	for (; F->it[u] >= 0; F->it[u] = F->e[F->it[u]].next) {
+		fedge *e = &F->e[F->it[u]];
+		if (e->cap <= 0 || F->level[e->to] != F->level[u] + 1)
+			continue;
+		int64_t d = flow_dfs(F, e->to, t, f < e->cap ? f : e->cap);
+		if (d > 0) {
+			e->cap -= d;
+			F->e[F->it[u] ^ 1].cap += d;
+			return d;
+		}
+	}
+	return 0;
+}
+
+static void flow_run(flow *F, int s, int t)
+{
+	while (flow_bfs(F, s, t)) {
+		for (int i = 0; i < F->nv; i++)
+			F->it[i] = F->head[i];
+		while (flow_dfs(F, s, t, INT64_MAX / 4) > 0)
+			;
+	}
+	flow_bfs(F, s, t);      /* level >= 0: the source's side of the cut */
+}
+
+/* A value times (or over) a scalar constant: mu * v.  Carrying v or
+ * mu * v costs the same; the state is v, so of equal cuts the one that
+ * moves the scaling into the next step is taken. */
+static int scaled_copy(const ir_node *n)
+{
+	if ((n->op != OP_MUL && n->op != OP_DIV) || n->nin != 2)
+		return 0;
+	for (int k = 0; k < 2; k++)
+		if (n->in[k] && ir_value_is_const(n->in[k]) && ir_shape_const_numel(&n->in[k]->shape) == 1 &&
+		    (k == 1 || n->op == OP_MUL))
+			return 1;
+	return 0;
+}
+
+/* Moves to step t+1 the nodes of step t (labels by dependence) that the
+ * trace ran for step t+1: the set M that minimises the elements per row
+ * carried from step t to t+1 (values made outside M and read in M or in
+ * step t+1), closed under readers (a reader in step t of a node in M is in
+ * M), never holding a slice of x_t, a node read after the loop or a node
+ * read two steps later; of equal cuts the one moving most nodes.  Source
+ * side: stays; sink side: moves. */
+static void cut_step(rr *R, const int *asap, int t)
+{
+	ir_graph *g = R->g;
+	int k = 0;
+	for (int i = 0; i < R->nn; i++)
+		k += asap[i] == t;
+	if (k == 0)
+		return;
+	int *loc = arena_array(R->A, (size_t)k, sizeof *loc);
+	int *idx = arena_array(R->A, (size_t)R->nn, sizeof *idx);
+	k = 0;
+	for (int i = 0; i < R->nn; i++) {
+		idx[i] = -1;
+		if (asap[i] == t) {
+			idx[i] = k;
+			loc[k++] = i;
+		}
+	}
+	const int64_t INF = INT64_MAX / 8, unit = k + 1;
+	int naux = 0;
+	for (int j = 0; j < k; j++)
+		naux += g->nodes[loc[j]]->nout + g->nodes[loc[j]]->nin;
+	flow F = {.nv = 2 + k + naux, .A = R->A};
+	F.head = arena_array(R->A, (size_t)F.nv, sizeof *F.head);
+	F.level = arena_array(R->A, (size_t)F.nv, sizeof *F.level);
+	F.it = arena_array(R->A, (size_t)F.nv, sizeof *F.it);
+	F.queue = arena_array(R->A, (size_t)F.nv, sizeof *F.queue);
+	for (int i = 0; i < F.nv; i++)
+		F.head[i] = -1;
+	int src = 0, snk = 1, aux = 2 + k;
+	/* the position of step t+1's start in the node list */
+	int ref = R->nn, first0 = R->nn, anc0 = R->nn;
+	for (int i = 0; i < R->nn; i++) {
+		if (asap[i] == t + 1 && R->anchor_of[i] && anc0 == R->nn)
+			anc0 = i;
+		if (asap[i] == t + 1 && !R->anchor_of[i] && first0 == R->nn)
+			first0 = i;
+		if (asap[i] == t && !R->anchor_of[i] && ref == R->nn)
+			ref = i;        /* step t's first node */
+	}
+	ref = anc0 > ref ? anc0 : first0;
+	for (int j = 0; j < k; j++) {
+		int i = loc[j];
+		ir_node *n = g->nodes[i];
+		int pin = R->anchor_of[i] != 0;
+		/* of equal cuts, the one closest to where the trace computed the
+		 * node: after the next step's first slice (or, with the slices
+		 * taken before the loop, its first node reading one), the node was
+		 * run for step t+1 */
+		if (i > ref || scaled_copy(n))
+			flow_edge(&F, 2 + j, snk, 1);
+		else
+			flow_edge(&F, src, 2 + j, 1);
+		for (int o = 0; o < n->nout; o++) {
+			int v = vid(R, n->out[o]);
+			if (v < 0)
+				continue;
+			int64_t size = (int64_t)row_size(n->out[o]) * unit;
+			int next = 0, here = 0;
+			pin |= is_graph_output(R, n->out[o]);
+			for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+				int r = R->cons[c];
+				if (r < 0)
+					continue;
+				if (asap[r] == t + 1)
+					next = 1;
+				else if (asap[r] == t && idx[r] >= 0) {
+					here = 1;
+					flow_edge(&F, 2 + idx[r], 2 + j, INF);  /* r stays => n stays */
+				} else
+					pin = 1;
+			}
+			if (next)
+				flow_edge(&F, 2 + j, snk, size);       /* carried if n stays */
+			if (here && !next) {
+				int a = aux++;
+				flow_edge(&F, 2 + j, a, size);         /* carried if n stays and a reader moves */
+				for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+					int r = R->cons[c];
+					if (r >= 0 && asap[r] == t && idx[r] >= 0)
+						flow_edge(&F, a, 2 + idx[r], INF);
+				}
+			}
+		}
+		/* a node reading x_t or step t-1's carried values stays in step t
+		 * (in step 0: the initial states, values [B, N] from before the
+		 * loop that are not weights) */
+		for (int q = 0; q < n->nin && !pin; q++) {
+			ir_value *x = n->in[q];
+			ir_node *p = x ? x->producer : NULL;
+			int pi = p ? nid(R, p) : -1;
+			if (pi >= 0 && R->anchor_of[pi] && asap[pi] == t)
+				pin = 1;
+			else if (pi >= 0 && t > 0 && R->label[pi] == t - 1)
+				pin = 1;
+			else if (t == 0 && x && label_of_value(R, x) == LBL_PREFIX && x->kind != VAL_WEIGHT &&
+				 x->shape.rank == 2 && ir_dim_eq(x->shape.d[0], R->batch))
+				pin = 1;
+		}
+		if (pin)
+			flow_edge(&F, src, 2 + j, INF);
+	}
+	/* values moved into step t from step t-1 (staying there) that a node
+	 * of step t reads: carried if a reader moves */
+	for (int j = 0; j < k; j++) {
+		ir_node *n = g->nodes[loc[j]];
+		for (int q = 0; q < n->nin; q++) {
+			ir_value *x = n->in[q];
+			int v = vid(R, x), pi = x && x->producer ? nid(R, x->producer) : -1;
+			if (v < 0 || pi < 0 || R->label[pi] != t || asap[pi] == t)
+				continue;
+			int first = 1;  /* one aux node per value: at its first reader */
+			for (int j2 = 0; j2 < j && first; j2++)
+				for (int q2 = 0; q2 < g->nodes[loc[j2]]->nin; q2++)
+					first &= g->nodes[loc[j2]]->in[q2] != x;
+			for (int q2 = 0; q2 < q; q2++)
+				first &= n->in[q2] != x;
+			if (!first)
+				continue;
+			if (aux >= F.nv)
+				break;
+			int a = aux++;
+			flow_edge(&F, src, a, (int64_t)row_size(x) * unit);
+			for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+				int r = R->cons[c];
+				if (r >= 0 && asap[r] == t && idx[r] >= 0)
+					flow_edge(&F, a, 2 + idx[r], INF);
+			}
+		}
+	}
+	flow_run(&F, src, snk);
+	if (getenv("CELLC_DEBUG_REROLL") && getenv("CELLC_DEBUG_REROLL")[0] == '2')
+		for (int j = 0; j < k; j++) {
+			int pinned = 0;
+			for (int e = F.head[src]; e >= 0; e = F.e[e].next)
+				pinned |= F.e[e].to == 2 + j;
+			fprintf(stderr, "cut %d: %s %s%s\n", t, g->nodes[loc[j]]->name, F.level[2 + j] < 0 ? "moves" : "stays", pinned ? " (pinned)" : "");
+		}
+	for (int j = 0; j < k; j++)
+		if (F.level[2 + j] < 0)
+			R->label[loc[j]] = t + 1;
+}
+
 /* Labels: the step each node belongs to (see the opening comment). */
 static int assign_steps(rr *R)
 {
@@ -473,29 +723,16 @@ static int assign_steps(rr *R)
 		}
 		R->label[i] = tail || (hi >= 0 && lo < hi - 1) || n->body ? (hi >= 0 || tail ? LBL_TAIL : LBL_PREFIX) : hi;
 	}
-	/* where the trace computed it: a node that only the next step reads */
-	for (int i = R->nn - 1; i >= 0; i--) {
-		ir_node *n = g->nodes[i];
-		int l = R->label[i];
-		if (l < 0 || R->anchor_of[i] || l + 1 >= R->T)
-			continue;
-		int all_next = 1, any = 0;
-		for (int k = 0; k < n->nout && all_next; k++) {
-			int v = vid(R, n->out[k]);
-			if (v < 0)
-				continue;
-			if (is_graph_output(R, n->out[k]))
-				all_next = 0;
-			for (int j = R->cstart[v]; j < R->cstart[v + 1] && all_next; j++) {
-				if (R->cons[j] < 0)
-					continue;
-				any = 1;
-				all_next = R->label[R->cons[j]] == l + 1;
-			}
-		}
-		if (any && all_next)
-			R->label[i] = l + 1;
-	}
+	/* where the trace computed it: work on step t's values that only step
+	 * t+1 reads (h2h(h) at the top of the next step) belongs to step t+1.
+	 * Which nodes move is a minimum cut (cut_step): the values carried
+	 * from step to step are the narrowest ones (h, c, v; not h2h(h) or its
+	 * gate slices), the same whatever the author wrote. */
+	R->batch = R->seq[0].src->shape.d[1 - R->seq[0].axis];
+	int *asap = arena_array(R->A, (size_t)R->nn + 1, sizeof *asap);
+	memcpy(asap, R->label, (size_t)R->nn * sizeof *asap);
+	for (int t = 0; t + 1 < R->T; t++)
+		cut_step(R, asap, t);
 	R->copy = arena_array(R->A, (size_t)R->T, sizeof *R->copy);
 	R->ncopy = arena_array(R->A, (size_t)R->T, sizeof *R->ncopy);
 	for (int i = 0; i < R->nn; i++)
@@ -509,6 +746,13 @@ static int assign_steps(rr *R)
 		if (R->label[i] >= 0 && !R->anchor_of[i])
 			R->copy[R->label[i]][R->ncopy[R->label[i]]++] = i;
 	R->m = R->T >= 4 ? 2 : 1;
+	if (getenv("CELLC_DEBUG_REROLL"))
+		for (int t = 0; t < R->T; t++) {
+			fprintf(stderr, "reroll: step %d has %d nodes:", t, R->ncopy[t]);
+			for (int c = 0; c < R->ncopy[t] && getenv("CELLC_DEBUG_REROLL")[0] == '2'; c++)
+				fprintf(stderr, " %s", R->g->nodes[R->copy[t][c]]->name);
+			fprintf(stderr, "\n");
+		}
 	for (int t = 1; t + 1 < R->T; t++)
 		if (R->ncopy[t] != R->ncopy[R->m])
 			return fail(R, "the steps of the trace differ in size");
@@ -878,8 +1122,20 @@ static int match_copy(rr *R, int t)
 		return fail(R, t == 0 ? "the first step differs from the others beyond folded initial states"
 				      : "the steps are not isomorphic");
 	}
-	if (nmatched != R->ncopy[t])
+	if (nmatched != R->ncopy[t] && t == R->T - 1) {
+		/* an epilogue: work only the last step does (a head on the last
+		 * step's state) runs after the loop, on the last step's values */
+		for (int c = 0; c < R->ncopy[t]; c++)
+			if (!R->matched[R->copy[t][c]])
+				R->label[R->copy[t][c]] = LBL_TAIL;
+	} else if (nmatched != R->ncopy[t]) {
+		if (getenv("CELLC_DEBUG_REROLL"))
+			for (int c = 0; c < R->ncopy[t]; c++)
+				if (!R->matched[R->copy[t][c]])
+					fprintf(stderr, "reroll: step %d has node '%s' (%s) that the template lacks\n", t,
+						R->g->nodes[R->copy[t][c]]->name, ir_op_name(R->g->nodes[R->copy[t][c]]->op));
 		return fail(R, "a step has nodes the other steps lack");
+	}
 	R->done[t] = 1;
 	return 0;
 }
@@ -1607,6 +1863,21 @@ static int time_safe(const ir_node *n)
 
 /* Re-infers the graph with the traced T replaced by a dimension symbol; on
  * any doubt puts everything back and explains. */
+/* The graph input a sequence is: x itself, or the input x is the
+ * [.., .., 1] view of (pass_canon: one feature per step); NULL when x is
+ * computed. */
+static ir_value *seq_input(ir_value *x)
+{
+	if (x->kind == VAL_INPUT)
+		return x;
+	ir_node *u = x->producer;
+	if (u && u->op == OP_UNSQUEEZE && u->nin == 2 && u->in[0] && u->in[0]->kind == VAL_INPUT &&
+	    u->in[0]->shape.rank == 2 && x->shape.rank == 3 && ir_value_is_const(u->in[1]) &&
+	    ir_shape_const_numel(&u->in[1]->shape) == 1 && ir_const_int(u->in[1], 0) == 2)
+		return u->in[0];
+	return NULL;
+}
+
 static const char *make_time_symbolic(rr *R, ir_node *rec)
 {
 	ir_graph *g = R->g;
@@ -1621,9 +1892,13 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
 			continue;
 		}
-		if (x->kind != VAL_INPUT)
+		ir_value *xi = seq_input(x);
+		if (!xi)
 			return arena_printf(R->A, "T stays %d: the sequence '%s' is computed, not a graph input",
 					    T, x->name);
+		if (xi != x && xi->nuses != 1)
+			return arena_printf(R->A, "T stays %d: the sequence '%s' is also read outside the "
+					    "loop", T, xi->name);
 		if (x->nuses != 1)
 			return arena_printf(R->A, "T stays %d: the sequence '%s' is also read outside the "
 					    "loop", T, x->name);
@@ -1667,8 +1942,12 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 		Ts = ir_dim_sym(sym);
 	}
 	ir_dim Tc = ir_dim_const(T);
-	for (int s = 0; s < R->nseq; s++)
+	for (int s = 0; s < R->nseq; s++) {
 		R->seq[s].src->shape.d[R->seq[s].axis] = Ts;
+		ir_value *xi = seq_input(R->seq[s].src);
+		if (xi && xi != R->seq[s].src)
+			xi->shape.d[R->seq[s].axis] = Ts;
+	}
 	int ns = (int)ir_attr_int(rec, "n_state", 0);
 	const ir_attr *oa = ir_attr_find(rec, "out_axis");
 	for (int k = ns; k < rec->nout; k++) {

@@ -86,7 +86,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join("tests", "out")
 LOGS = os.path.join(OUT, "logs")
-CELLC = os.path.join("build", "cellc")
+# CELLC_BIN: another build of cellc to test (a developer's build directory)
+CELLC = os.environ.get("CELLC_BIN") or os.path.join("build", "cellc")
 CELLC_SAN = os.path.join("build-san", "cellc")
 PY = sys.executable or "/usr/bin/python3"
 JOBS = int(os.environ.get("CELLC_TEST_JOBS", "0")) or os.cpu_count() or 2
