@@ -116,6 +116,8 @@ static void print_recurrences(arena *A, const ir_graph *g)
 		if (rd)
 			printf("    %s\n", rd);
 	}
+	if (g->unrolled)
+		printf("  not rolled: %s\n", g->unrolled);
 }
 
 /* Weights the emitted code loads: VAL_WEIGHT values some node still uses

@@ -217,6 +217,8 @@ typedef struct ir_graph {
 	const char *source;     /* model file path */
 	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
 	int uniq;               /* counter of made-up names (ir_unique_name) */
+	const char *unrolled;   /* root: why a traced loop pass_reroll found stays unrolled
+	                           (the first difference between two steps), or NULL */
 	struct train_opts *train; /* --train (train.h): derived weights are computed at run
 	                           time from the parameters; NULL for inference */
 } ir_graph;

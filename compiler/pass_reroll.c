@@ -115,6 +115,7 @@ typedef struct rr {
 	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
 	const char *why;        /* why the graph was left alone */
+	const char *diff;       /* the first difference between two steps, when found */
 } rr;
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -754,8 +755,11 @@ static int assign_steps(rr *R)
 			fprintf(stderr, "\n");
 		}
 	for (int t = 1; t + 1 < R->T; t++)
-		if (R->ncopy[t] != R->ncopy[R->m])
+		if (R->ncopy[t] != R->ncopy[R->m]) {
+			R->diff = arena_printf(R->A, "step %d has %d nodes, step %d has %d", t, R->ncopy[t], R->m,
+					       R->ncopy[R->m]);
 			return fail(R, "the steps of the trace differ in size");
+		}
 	if (R->ncopy[R->m] == 0)
 		return fail(R, "the per-step slices are not used by a step");
 	return 0;
@@ -1055,6 +1059,28 @@ static int fold_in_copy0(rr *R, int j)
 	return 1;
 }
 
+/* Of two nodes that both fit a template node (h.unsqueeze(0) returned as
+ * a graph output beside the same unsqueeze stacked with the other steps'
+ * outputs), the one read the way the template is: by a reader of the
+ * template's output (the stacking Concat), and a graph output only where
+ * the template's is one. */
+static int likeness(const rr *R, const ir_node *tn, const ir_node *n)
+{
+	int sc = 0;
+	for (int k = 0; k < n->nout && k < tn->nout; k++) {
+		int a = vid(R, tn->out[k]), b = vid(R, n->out[k]);
+		if (a < 0 || b < 0)
+			continue;
+		if (is_graph_output(R, tn->out[k]) == is_graph_output(R, n->out[k]))
+			sc += 1;
+		for (int i = R->cstart[a]; i < R->cstart[a + 1]; i++)
+			for (int j = R->cstart[b]; j < R->cstart[b + 1]; j++)
+				if (R->cons[i] >= 0 && R->cons[i] == R->cons[j])
+					sc += 2;
+	}
+	return sc;
+}
+
 /* Candidates for template node j in copy t: consumers of a known input. */
 static int find_match(rr *R, int t, int j)
 {
@@ -1077,11 +1103,20 @@ static int find_match(rr *R, int t, int j)
 		/* weights are read by every copy: only worth it if nothing better */
 		if (x->kind == IN_CAP && R->cstart[v + 1] - R->cstart[v] > 4 * R->ncopy[t] + 8)
 			continue;
+		ir_node *best = NULL;
+		int best_score = -1;
 		for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++)
 			if (R->cons[c] >= 0 && fits(R, t, j, g->nodes[R->cons[c]], 0)) {
-				commit_match(R, t, j, g->nodes[R->cons[c]]);
-				return 1;
+				int sc = likeness(R, tn, g->nodes[R->cons[c]]);
+				if (sc > best_score) {
+					best = g->nodes[R->cons[c]];
+					best_score = sc;
+				}
 			}
+		if (best) {
+			commit_match(R, t, j, best);
+			return 1;
+		}
 		if (x->kind != IN_CAP && has_data(key) == 0)
 			return 0;       /* the copy's node must read this value */
 	}
@@ -1117,6 +1152,9 @@ static int match_copy(rr *R, int t)
 		/* the last copy may lack work that only a later step would have used */
 		if (t == R->T - 1)
 			continue;
+		if (!R->diff)
+			R->diff = arena_printf(R->A, "step %d has no counterpart of node '%s' (%s) of step %d", t,
+					       R->tn[j]->name ? R->tn[j]->name : "?", ir_op_name(R->tn[j]->op), R->m);
 		if (getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: copy %d has no match for template node '%s'\n", t, R->tn[j]->name);
 		return fail(R, t == 0 ? "the first step differs from the others beyond folded initial states"
@@ -1129,6 +1167,12 @@ static int match_copy(rr *R, int t)
 			if (!R->matched[R->copy[t][c]])
 				R->label[R->copy[t][c]] = LBL_TAIL;
 	} else if (nmatched != R->ncopy[t]) {
+		for (int c = 0; c < R->ncopy[t] && !R->diff; c++)
+			if (!R->matched[R->copy[t][c]]) {
+				const ir_node *x = R->g->nodes[R->copy[t][c]];
+				R->diff = arena_printf(R->A, "node '%s' (%s) of step %d has no counterpart in step %d",
+						       x->name ? x->name : "?", ir_op_name(x->op), t, R->m);
+			}
 		if (getenv("CELLC_DEBUG_REROLL"))
 			for (int c = 0; c < R->ncopy[t]; c++)
 				if (!R->matched[R->copy[t][c]])
@@ -1587,8 +1631,12 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	}
 	for (int k = 0; k < B->neach; k++) {
 		ir_value *o = B->bval[B->each_tv[k]];
-		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
+		if (!o || o->shape.rank != 2 || o->dtype != DT_F32) {
+			if (getenv("CELLC_DEBUG_REROLL"))
+				fprintf(stderr, "reroll: per-step value '%s' read after the loop\n",
+					R->tval[B->each_tv[k]]->name);
 			return "a per-step value read after the loop is not an f32 matrix";
+		}
 		b->outputs[R->nstate + B->nstack + B->nlast + k] = o;
 	}
 	if (B->neach) {
@@ -2109,6 +2157,12 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 		build B1 = {0};
 		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
 			*why = R->why;
+			if (R->T > 0 && R->nseq > 0 && !g->unrolled)
+				g->unrolled = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled "
+							   "(the emitted code grows with T): %s%s%s", R->T,
+							   R->seq[0].src->name ? R->seq[0].src->name : "?",
+							   R->why ? R->why : "the steps do not match",
+							   R->diff ? "; " : "", R->diff ? R->diff : "");
 			return -1;
 		}
 		R0 = R1;
@@ -2147,6 +2201,8 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 		int r = reroll_once(g, D, round, &why);
 		if (why && getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: %s\n", why);
+		if (r < 0 && g->unrolled)
+			diag_warn(D, "%s", g->unrolled);
 		if (r <= 0)
 			break;
 	}

@@ -379,7 +379,7 @@ static int add_terms(const rctx *C, const ir_value *v, const ir_value **t, int n
 	const ir_node *p = v ? v->producer : NULL;
 	if (n < 0 || !v)
 		return -1;
-	if (!p || p->graph != C->b || p->op != OP_ADD || p->nin != 2 || depth > 8 ||
+	if (!p || p->graph != C->b || p->op != OP_ADD || p->nin != 2 || depth > 8 || state_index_out(C, v) >= 0 ||
 	    !ir_shape_eq(&p->in[0]->shape, &v->shape) || !ir_shape_eq(&p->in[1]->shape, &v->shape)) {
 		if (n >= 8)
 			return -1;
