@@ -611,6 +611,57 @@ static int quotient_form(ir_graph *g)
 	return changed;
 }
 
+/* Split(x [B, N], axis 1) into column blocks -- gates.chunk(4, 1),
+ * torch.split(gates, H, 1) -- is one Slice per block: the same column
+ * views as gates[:, k*H:(k+1)*H]. */
+static int split_to_slices(ir_graph *g)
+{
+	diag q;
+	diag_init(&q, NULL);
+	q.quiet = 1;
+	ir_node **list = NULL;
+	int n = 0, cap = 0, changed = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *m = g->nodes[i];
+		if (n + m->nout + 1 > cap) {
+			int nc = 2 * (n + m->nout + 1) + g->nnodes;
+			list = arena_grow(g->A, list, (size_t)cap, (size_t)nc, sizeof *list);
+			cap = nc;
+		}
+		ir_value *x = m->op == OP_SPLIT ? m->in[0] : NULL;
+		int64_t ax = x ? ir_attr_int(m, "axis", 0) : 0;
+		int ok = x && x->shape.rank == 2 && (ax == 1 || ax == -1) && m->nout >= 1 && m->nout <= 64;
+		for (int o = 0; ok && o < m->nout; o++)
+			ok = m->out[o] && m->out[o]->shape.rank == 2 && ir_dim_is_const(m->out[o]->shape.d[1]) &&
+			     !m->out[o]->is_output;
+		if (!ok) {
+			list[n++] = m;
+			continue;
+		}
+		int64_t st = 0, one = 1;
+		for (int o = 0; o < m->nout; o++) {
+			int64_t en = st + m->out[o]->shape.d[1].k;
+			ir_node *sl = ir_node_new(g, OP_SLICE, ir_unique_name(g, m->name ? m->name : "Split"), 5, 1);
+			sl->origin = m->name;
+			sl->opset = m->opset;
+			sl->in[0] = x;
+			sl->in[1] = ir_const_i64(g, ir_unique_name(g, "starts"), 1, &st);
+			sl->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
+			sl->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &one);
+			sl->in[4] = ir_const_i64(g, ir_unique_name(g, "steps"), 1, &one);
+			sl->out[0] = m->out[o];
+			m->out[o]->producer = sl;
+			ASSERT(infer_node(g, sl, &q) == 0);
+			list[n++] = sl;
+			st = en;
+		}
+		changed = 1;
+	}
+	if (changed)
+		ir_set_nodes(g, list, n);
+	return changed;
+}
+
 /* ---- dead nodes ------------------------------------------------------------------- */
 
 static void drop_dead(ir_graph *g)
@@ -658,6 +709,8 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	changed |= sink_biases(g);
 	ir_recount(g);
 	changed |= gate_blocks(g);
+	ir_recount(g);
+	changed |= split_to_slices(g);
 	ir_recount(g);
 	changed |= square_form(g);
 	ir_recount(g);

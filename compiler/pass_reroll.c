@@ -1911,19 +1911,56 @@ static int time_safe(const ir_node *n)
 
 /* Re-infers the graph with the traced T replaced by a dimension symbol; on
  * any doubt puts everything back and explains. */
-/* The graph input a sequence is: x itself, or the input x is the
- * [.., .., 1] view of (pass_canon: one feature per step); NULL when x is
- * computed. */
-static ir_value *seq_input(ir_value *x)
+/* The graph input a sequence is computed from, through nodes that keep
+ * its time axis where it is and read nothing else that depends on T: the
+ * [.., .., 1] column view of pass_canon, an embedding lookup
+ * Gather(table, tokens), element-wise work with constants, Cast.  Returns
+ * the input (x itself when x is one) and, in chain[0 .. *n), the nodes from
+ * the input to x in order; NULL when x is computed otherwise. */
+enum { CHAIN_MAX = 12 };
+static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n)
 {
-	if (x->kind == VAL_INPUT)
-		return x;
-	ir_node *u = x->producer;
-	if (u && u->op == OP_UNSQUEEZE && u->nin == 2 && u->in[0] && u->in[0]->kind == VAL_INPUT &&
-	    u->in[0]->shape.rank == 2 && x->shape.rank == 3 && ir_value_is_const(u->in[1]) &&
-	    ir_shape_const_numel(&u->in[1]->shape) == 1 && ir_const_int(u->in[1], 0) == 2)
-		return u->in[0];
-	return NULL;
+	ir_node *rev[CHAIN_MAX];
+	int k = 0;
+	ir_value *v = x;
+	while (v->kind != VAL_INPUT) {
+		ir_node *p = v->producer;
+		if (!p || k >= CHAIN_MAX || p->nout != 1 || v->shape.rank <= axis)
+			return NULL;
+		ir_value *data = NULL;
+		if (p->op == OP_UNSQUEEZE && p->nin == 2 && ir_value_is_const(p->in[1])) {
+			for (int64_t i = 0; i < ir_shape_const_numel(&p->in[1]->shape); i++) {
+				int64_t a = ir_const_int(p->in[1], i);
+				if (a < 0)
+					a += v->shape.rank;
+				if (a <= axis)
+					return NULL;
+			}
+			data = p->in[0];
+		} else if (p->op == OP_GATHER && p->nin == 2 && ir_attr_int(p, "axis", 0) == 0 &&
+			   p->in[0] && (p->in[0]->kind == VAL_WEIGHT || p->in[0]->kind == VAL_CONST) &&
+			   p->in[1] && p->in[1]->shape.rank > axis) {
+			data = p->in[1];        /* tokens [B, T] -> [B, T, E] */
+		} else if (p->op == OP_CAST || (ir_ops[p->op].kind == OPK_ELEM && p->nin == 1)) {
+			data = p->in[0];
+		} else if (ir_ops[p->op].kind == OPK_ELEM && p->nin == 2) {
+			for (int q = 0; q < 2; q++)
+				if (p->in[q] && p->in[1 - q] && ir_value_is_const(p->in[1 - q]) &&
+				    p->in[1 - q]->shape.rank < v->shape.rank - axis &&
+				    ir_shape_eq(&p->in[q]->shape, &v->shape))
+					data = p->in[q];
+		}
+		if (!data || data->shape.rank <= axis || (v != x && v->nuses != 1))
+			return NULL;
+		rev[k++] = p;
+		v = data;
+	}
+	if (chain) {
+		for (int i = 0; i < k; i++)
+			chain[i] = rev[k - 1 - i];
+		*n = k;
+	}
+	return v;
 }
 
 static const char *make_time_symbolic(rr *R, ir_node *rec)
@@ -1940,7 +1977,7 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
 			continue;
 		}
-		ir_value *xi = seq_input(x);
+		ir_value *xi = seq_input(x, R->seq[s].axis, NULL, NULL);
 		if (!xi)
 			return arena_printf(R->A, "T stays %d: the sequence '%s' is computed, not a graph input",
 					    T, x->name);
@@ -1991,10 +2028,18 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 	}
 	ir_dim Tc = ir_dim_const(T);
 	for (int s = 0; s < R->nseq; s++) {
-		R->seq[s].src->shape.d[R->seq[s].axis] = Ts;
-		ir_value *xi = seq_input(R->seq[s].src);
-		if (xi && xi != R->seq[s].src)
+		ir_node *chain[CHAIN_MAX];
+		int nc = 0;
+		ir_value *xi = seq_input(R->seq[s].src, R->seq[s].axis, chain, &nc);
+		if (xi && xi != R->seq[s].src) {
 			xi->shape.d[R->seq[s].axis] = Ts;
+			diag q0;
+			diag_init(&q0, R->D->file);
+			q0.quiet = 1;
+			for (int c = 0; c < nc; c++)
+				infer_node(g, chain[c], &q0);
+		}
+		R->seq[s].src->shape.d[R->seq[s].axis] = Ts;
 	}
 	int ns = (int)ir_attr_int(rec, "n_state", 0);
 	const ir_attr *oa = ir_attr_find(rec, "out_axis");
