@@ -2216,7 +2216,20 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 	const char *time_note = NULL;
 	int sym_ok;
 	/* from here on the graph changes: a failure is an internal error */
+	ir_node **nodes0 = g->nodes;
+	int nnodes0 = g->nnodes;
 	const char *err = build_recurrence(R, &B, &time_note, &sym_ok);
+	if (err && g->nodes == nodes0 && g->nnodes == nnodes0) {
+		/* found out before the graph changed: the loop stays unrolled, the
+		 * values made for the body go */
+		g->nvalues = R->nv;
+		*why = err;
+		if (!g->unrolled)
+			g->unrolled = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled (the "
+						   "emitted code grows with T): %s", R->T,
+						   R->seq[0].src->name ? R->seq[0].src->name : "?", err);
+		return -1;
+	}
 	if (err) {
 		diag_error(D, "cannot rebuild the traced loop of %d steps as a recurrence: %s", R->T, err);
 		return -1;
