@@ -34,9 +34,14 @@ layout:
       written because the file's shapes are fixed), second_T (the T of
       test_data_set_1 or null), hidden
 Goldens come from running the PyTorch model itself (eval mode, no_grad,
-torch.manual_seed per model, numpy inputs from a per-case seed).
+torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
+data set is written, the model's outputs are recomputed in float64 numpy
+from CELLS.md's equations with the weights read out of the module
+(ref_outputs): a model that does not compute its expected_cell stops the
+generator.  (eps is the one option this cannot see: 1e-8 and 1e-16 inside
+the root give the same float32 outputs here.)
 
-usage: gen_trace_wild.py OUTDIR                   (every model, ~2 minutes)
+usage: gen_trace_wild.py OUTDIR                   (every model, ~30 seconds)
        gen_trace_wild.py --long OUTDIR [MODEL ...]
            784-step traces (input 1 or embedding width 1, hidden 32, batch 1)
            at opset 13 of the MODELs named (default: the pixel models), each
@@ -1101,6 +1106,228 @@ MODELS = {
 
 
 # =============================================================================
+# Self-check: every model against CELLS.md written once more in numpy
+# =============================================================================
+# The goldens are the models' own outputs; this check makes sure that each
+# model computes the cell its case.json names (expected_cell), so that a
+# re-rolled recurrence recognised as another cell is cellc's error, not the
+# model's.  float64 numpy, weights read out of the module in CELLS.md's
+# layout (W_x [rows, in], b_x, W_h [rows, H], b_h), the model's head applied
+# by hand.  Run for every model before it is exported.
+
+def npw(t):
+    return t.detach().double().numpy()
+
+
+def sig(a):
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def lin(x, mod):
+    y = x @ npw(mod.weight).T
+    return y + npw(mod.bias) if mod.bias is not None else y
+
+
+def cells_md(base, dyn, o, Wx, bx, Wh, bh, xs, h0=None, c0=None):
+    """CELLS.md sections 1-2 (and FastGRNN): xs [T, B, I] -> (hs [T, B, H], c_T)."""
+    T, B = xs.shape[0], xs.shape[1]
+    R, H = Wh.shape
+    h = np.zeros((B, H)) if h0 is None else h0
+    c = np.zeros((B, H)) if c0 is None else c0
+    v, m = np.zeros((B, R)), np.zeros((B, R))
+    hs = []
+    for t in range(1, T + 1):
+        u = xs[t - 1] @ Wx.T + bx
+        if dyn == "plain":
+            d = u
+        elif dyn in ("momentum", "nag"):
+            if dyn == "nag":
+                k = ((t - 1) % o["restart"]) + 1 if o["restart"] else t
+                mu = (k - 1) / (k + 2)
+            else:
+                mu = o["mu"]
+            v = mu * v + o["s"] * u
+            d = v
+        elif dyn == "adam":
+            v = o["mu"] * v + o["s"] * u
+            m = o["beta"] * m + (1 - o["beta"]) * u * u
+            d = v / np.sqrt(m + o["eps"])
+        elif dyn == "rmsprop":
+            m = o["beta"] * m + (1 - o["beta"]) * u * u
+            d = o["s"] * u / np.sqrt(m + o["eps"])
+        r = h @ Wh.T + bh
+        if base == "rnn":
+            h = np.tanh(d + r)
+        elif base == "lstm":
+            a = d + r
+            i, f, g, q = (a[:, k * H:(k + 1) * H] for k in range(4))
+            c = sig(f) * c + sig(i) * np.tanh(g)
+            h = sig(q) * np.tanh(c)
+        elif base == "gru":
+            rg = sig(d[:, :H] + r[:, :H])
+            z = sig(d[:, H:2 * H] + r[:, H:2 * H])
+            n = np.tanh(d[:, 2 * H:] + rg * r[:, 2 * H:])
+            h = (1 - z) * n + z * h
+        elif base == "fastgrnn":
+            z = sig(d + r + o["b_z"])
+            ht = np.tanh(d + r + o["b_h"])
+            h = (sig(o["zeta"]) * (1 - z) + sig(o["nu"])) * ht + z * h
+        hs.append(h)
+    return np.stack(hs), c
+
+
+def cell_of(expected):
+    """(base, dynamic, options) from an expected_cell string."""
+    name, _, args = expected.partition("(")
+    dyn, base = name.split("_", 1)
+    o = {}
+    for kv in filter(None, args.rstrip(")").split(", ")):
+        k, val = kv.split("=")
+        o[k] = float(val)
+    o.setdefault("eps", 1e-16)
+    if "restart" in o:
+        o["restart"] = int(o["restart"])
+    return base, dyn, o
+
+
+def ref_outputs(name, net, arrays):
+    """The model's outputs recomputed from CELLS.md (float64)."""
+    spec = MODELS[name]
+    if spec["expected_cell"]:
+        base, dyn, o = cell_of(spec["expected_cell"])
+    else:
+        base, dyn, o = "fastgrnn", "plain", {}
+    run = lambda Wx, bx, Wh, bh, xs, **kw: cells_md(base, dyn, dict(o, **kw.pop("o", {})), Wx, bx, Wh, bh, xs, **kw)
+    x = arrays[0].astype(np.float64) if arrays[0].dtype != np.int64 else arrays[0]
+    tb = lambda a: a.transpose(1, 0, 2)                 # [B, T, .] <-> [T, B, .]
+    col = lambda px: px.T[:, :, None]                   # pixels [B, T] -> [T, B, 1]
+    zero = lambda n: np.zeros(n)
+    if name == "momlstm_cellclass":
+        cl = net.cell
+        hs, c = run(npw(cl.ih.weight), npw(cl.ih.bias), npw(cl.hh.weight), npw(cl.hh.bias), x)
+        return [hs, hs[-1], c]
+    if name == "momlstm_pixel":
+        hs, _ = run(npw(net.W).T, npw(net.b), npw(net.U).T, zero(4 * net.nhid), col(x))
+        return [lin(hs[-1], net.classifier)]
+    if name == "momlstm_stacked":
+        out, hn, cn = tb(x), [], []
+        for l, ly in enumerate(net.layers):
+            out, c = run(npw(ly.w_ih.weight), npw(ly.w_ih.bias), npw(ly.w_hh.weight), npw(ly.w_hh.bias), out,
+                         h0=arrays[1][l].astype(np.float64), c0=arrays[2][l].astype(np.float64))
+            hn.append(out[-1])
+            cn.append(c)
+        return [tb(lin(out, net.decoder)), np.stack(hn), np.stack(cn)]
+    if name == "momlstm_shapes":
+        hs, _ = run(npw(net.Wx), npw(net.bx), npw(net.Wh), npw(net.bh), x)
+        return [lin(hs, net.out)]
+    if name == "adamlstm_split":
+        hs, _ = run(npw(net.weight_ih), npw(net.bias_ih), npw(net.weight_hh), npw(net.bias_hh), tb(x))
+        return [tb(lin(hs, net.fc))]
+    if name == "adamlstm_pixel":
+        hs, _ = run(npw(net.x2h.weight), npw(net.x2h.bias), npw(net.h2h.weight), zero(4 * net.hidden), col(x))
+        y = lin(hs[-1], net.fc)
+        return [y - y.max(1, keepdims=True) - np.log(np.exp(y - y.max(1, keepdims=True)).sum(1, keepdims=True))]
+    if name == "adamlstm_functional":
+        p = {k: npw(v) for k, v in net.params.items()}
+        hs, c = run(p["W_x"], p["b_x"], p["W_h"], p["b_h"], x)
+        return [hs, hs[-1], c]
+    if name == "rmslstm_shapes":
+        hs, _ = run(npw(net.inp.weight), npw(net.inp.bias), npw(net.rec.weight), npw(net.rec.bias), tb(x))
+        return [tb(lin(hs, net.head)), hs[-1][None]]
+    if name == "rmslstm_lm":
+        hs, _ = run(npw(net.i2h.weight), npw(net.i2h.bias), npw(net.h2h.weight), npw(net.h2h.bias),
+                    npw(net.encoder.weight)[x])
+        return [lin(hs, net.decoder)]
+    if name == "naglstm_counter":
+        hs, _ = run(npw(net.i2h.weight), npw(net.i2h.bias), npw(net.h2h.weight), npw(net.h2h.bias), x)
+        return [lin(hs, net.h2o), hs[-1]]
+    if name == "naglstm_pixel_buffer":
+        hs, _ = run(npw(net.w_in).T, npw(net.b_in), npw(net.w_rec).T, npw(net.b_rec), col(x))
+        return [lin(hs[-1], net.readout)]
+    if name == "naglstm_norestart":
+        hs, _ = run(npw(net.weight_x).T, npw(net.bias), npw(net.weight_h).T, npw(net.bias_h), x)
+        return [hs[-1]]
+    if name == "momgru_embed":
+        hs, _ = run(npw(net.W.weight), npw(net.W.bias), npw(net.U.weight), npw(net.U.bias),
+                    tb(npw(net.embedding.weight)[x]))
+        return [lin(hs[-1], net.fc)]
+    if name == "momgru_start_token":
+        B = x.shape[1]
+        xs = np.concatenate([np.broadcast_to(npw(net.start), (1, B, x.shape[2])), x[:-1]], 0)
+        hs, _ = run(npw(net.x_proj.weight), npw(net.x_proj.bias), npw(net.h_proj.weight), npw(net.h_proj.bias), xs)
+        return [lin(hs, net.out)]
+    if name == "momgru_sepgates":
+        cat = lambda *ms: np.concatenate([npw(getattr(net, m).weight) for m in ms], 0)
+        catb = lambda *ms: np.concatenate([npw(getattr(net, m).bias) for m in ms], 0)
+        hs, _ = run(cat("W_xr", "W_xz", "W_xn"), catb("W_xr", "W_xz", "W_xn"), cat("W_hr", "W_hz", "W_hn"),
+                    catb("W_hr", "W_hz", "W_hn"), tb(x))
+        return [tb(hs), hs[-1]]
+    if name == "momrnn_keras":
+        hs, _ = run(npw(net.kernel.weight), npw(net.bias), npw(net.recurrent_kernel.weight), zero(net.units), tb(x))
+        return [hs[-1]]
+    if name == "momrnn_pixel":
+        hs, _ = run(npw(net.rnn_in.weight), npw(net.rnn_in.bias), npw(net.rnn_hh.weight), npw(net.rnn_hh.bias), col(x))
+        return [tb(lin(hs, net.cls))]
+    if name == "lstm_concat":
+        W, I = npw(net.linear.weight), x.shape[2]
+        hs, c = run(W[:, :I], npw(net.linear.bias), W[:, I:], zero(W.shape[0]), x)
+        return [hs, hs[-1], c]
+    if name == "lstm_textbook":
+        gates = ("i", "f", "g", "o")
+        Wx = np.concatenate([npw(getattr(net, "W_i" + g).weight) for g in gates])
+        bx = np.concatenate([npw(getattr(net, "W_i" + g).bias) for g in gates])
+        Wh = np.concatenate([npw(getattr(net, "W_h" + g).weight) for g in gates])
+        bh = np.concatenate([npw(getattr(net, "W_h" + g).bias) for g in gates])
+        hs, _ = run(Wx, bx, Wh, bh, tb(x))
+        return [tb(lin(hs, net.fc))]
+    if name == "lstm_cells_stacked":
+        out, hn, cn = x, [], []
+        for l, cl in enumerate(net.cells):
+            out, c = run(npw(cl.weight_ih), npw(cl.bias_ih), npw(cl.weight_hh), npw(cl.bias_hh), out,
+                         h0=arrays[1][l].astype(np.float64), c0=arrays[2][l].astype(np.float64))
+            hn.append(out[-1])
+            cn.append(c)
+        return [out, np.stack(hn), np.stack(cn)]
+    if name == "gru_manual":
+        hs, _ = run(npw(net.weight_ih_l0), npw(net.bias_ih_l0), npw(net.weight_hh_l0), npw(net.bias_hh_l0), x)
+        return [hs, hs[-1][None]]
+    if name == "gru_cell_classifier":
+        g = net.gru
+        hs, _ = run(npw(g.weight_ih), npw(g.bias_ih), npw(g.weight_hh), npw(g.bias_hh), tb(npw(net.embed.weight)[x]))
+        return [lin(hs[-1], net.head[1])]
+    if name == "rnn_elman":
+        hs, _ = run(npw(net.W_ih), npw(net.b_ih), npw(net.W_hh), npw(net.b_hh), x)
+        return [hs, hs[-1]]
+    if name == "rnn_cell_pixel":
+        g = net.cell
+        hs, _ = run(npw(g.weight_ih), npw(g.bias_ih), npw(g.weight_hh), npw(g.bias_hh), col(x))
+        return [lin(hs[-1], net.fc)]
+    if name == "fastgrnn_cell":
+        cl = net.cell
+        H = cl.U.shape[0]
+        hs, _ = run(npw(cl.W).T, zero(H), npw(cl.U).T, zero(H), tb(x),
+                    o=dict(b_z=npw(cl.bias_gate), b_h=npw(cl.bias_update), zeta=npw(cl.zeta), nu=npw(cl.nu)))
+        return [tb(hs), hs[-1]]
+    if name == "fastgrnn_pixel":
+        H = net.hidden
+        hs, _ = run(npw(net.W.weight), zero(H), npw(net.U.weight), zero(H), col(x),
+                    o=dict(b_z=npw(net.b_z), b_h=npw(net.b_h), zeta=npw(net.zeta), nu=npw(net.nu)))
+        return [lin(hs[-1], net.fc)]
+    raise KeyError("no CELLS.md reference for model %s" % name)
+
+
+def self_check(name, net, arrays, ys):
+    """ys: the model's outputs; raises if CELLS.md disagrees."""
+    refs = ref_outputs(name, net, arrays)
+    assert len(refs) == len(ys), name
+    for k, (r, y) in enumerate(zip(refs, ys)):
+        y = y.numpy().astype(np.float64)
+        if r.shape != y.shape or not np.allclose(y, r, rtol=1e-4, atol=1e-5):
+            err = np.abs(y - r).max() if r.shape == y.shape else "shape %s vs %s" % (r.shape, y.shape)
+            raise AssertionError("%s: output %d differs from the CELLS.md reference (%s)" % (name, k, err))
+
+
+# =============================================================================
 # export and golden data
 # =============================================================================
 
@@ -1123,6 +1350,7 @@ def model_seed(name):
 
 def build(name, I, H, C):
     spec = MODELS[name]
+    spec["name"] = name
     torch.manual_seed(model_seed(name))
     return spec["build"](I, H, C).eval()
 
@@ -1133,6 +1361,7 @@ def data_set(case_dir, k, net, spec, arrays):
     with torch.no_grad():
         ys = flatten(net(*[torch.from_numpy(a) for a in arrays]))
     assert len(ys) == len(spec["outs"]), (spec["outs"], len(ys))
+    self_check(spec["name"], net, arrays, ys)
     for i, (a, n) in enumerate(zip(arrays, spec["ins"])):
         write_pb(os.path.join(d, "input_%d.pb" % i), a, n)
     for i, (y, n) in enumerate(zip(ys, spec["outs"])):
