@@ -31,8 +31,10 @@ layout:
       dynamic_axes, symbolic_time (the re-rolled recurrence must run any T:
       every step is the same computation, or differs only in a first/last
       step; true also for static exports, where no other-T data set is
-      written because the file's shapes are fixed), second_T (the T of
-      test_data_set_1 or null), hidden
+      written because the file's shapes are fixed; false for NAG without
+      restart, whose 8 traced steps never restart, so the period is
+      unknown), table (that case: the coefficients are a table of T values),
+      second_T (the T of test_data_set_1 or null), hidden
 Goldens come from running the PyTorch model itself (eval mode, no_grad,
 torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
 data set is written, the model's outputs are recomputed in float64 numpy
@@ -938,7 +940,9 @@ def mom(base, mu, s):
 #   feed(T, B, I, rng) -> inputs, ins/outs (ONNX names), axes: per input
 #   (time axis, batch axis), exports: [(opset, dynamic)] with dynamic one of
 #   None, "b" (batch), "bt" (batch and time), recurrences, sound (another T
-#   computes the same recurrence), pixel (input size 1 by construction)
+#   computes the same recurrence), table (a per-step coefficient whose
+#   schedule the trace cannot show: cellc may name the cell only up to its
+#   first option), pixel (input size 1 by construction)
 MODELS = {
     "momlstm_cellclass": dict(
         build=lambda I, H, C: MomentumLSTM(I, H), family="momentum_lstm", expected_cell=mom("lstm", 0.6, 0.6),
@@ -1017,6 +1021,9 @@ MODELS = {
         style=["one_based_range", "per_step_constant", "nn_parameter_in_out", "torch_mm", "chunk_dim_-1",
                "f_sigmoid_deprecated", "forget_bias_1", "zeros_in_forward", "seq_first", "returns_last_h"],
         feed=seq_first, ins=["X"], outs=["h"], axes={"X": (0, 1)},
+        # 8 steps never restart: restart 0 and any restart > 8 trace alike,
+        # so the schedule is a table of 8 values and T must stay 8
+        sound=False, table=True,
         exports=[(13, None), (14, "bt")]),
     "momgru_embed": dict(
         build=lambda I, H, C: MomentumGRUClassifier(VOCAB, I, H, C), family="momentum_gru",
@@ -1412,6 +1419,7 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
     info = dict(model=name, style=spec["style"], family=spec["family"], expected_cell=spec["expected_cell"],
                 recurrences=spec.get("recurrences", 1), T=T, opset=opset,
                 dynamic_axes=dynamic_axes(spec, dynamic) or {}, symbolic_time=sound, second_T=second_T,
+                table=spec.get("table", False),
                 hidden=H, batch=B)
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(info, f, indent=1)
