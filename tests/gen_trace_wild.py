@@ -381,7 +381,7 @@ class RMSPropLSTMShapes(nn.Module):
             u = self.inp(xt)
             m = self.beta * msq.squeeze(0) + (1 - self.beta) * u * u
             gates = (self.s * u / torch.sqrt(m + self.eps) + self.rec(h_prev)).squeeze()
-            ig, fg, gg, og = gates.chunk(4, 1)
+            ig, fg, gg, og = torch.chunk(gates, 4, dim=gates.dim() - 1)
             c = torch.sigmoid(fg) * c_prev + torch.sigmoid(ig) * torch.tanh(gg)
             h = torch.sigmoid(og) * torch.tanh(c)
             hidden = (h.unsqueeze(0), c.unsqueeze(0))
@@ -905,28 +905,28 @@ class PixelFastGRNN(nn.Module):
 # The table: how each model is built, fed and exported
 # =============================================================================
 
-def seq_first(T, B, I, rng):
+def seq_first(T, B, I, rng, H=None):
     return [rng.standard_normal((T, B, I)).astype(np.float32)]
 
 
-def batch_first(T, B, I, rng):
+def batch_first(T, B, I, rng, H=None):
     return [rng.standard_normal((B, T, I)).astype(np.float32)]
 
 
-def pixels(T, B, I, rng):
+def pixels(T, B, I, rng, H=None):
     return [rng.random((B, T)).astype(np.float32)]
 
 
-def tokens_bt(T, B, I, rng):
+def tokens_bt(T, B, I, rng, H=None):
     return [rng.integers(0, VOCAB, (B, T)).astype(np.int64)]
 
 
-def tokens_tb(T, B, I, rng):
+def tokens_tb(T, B, I, rng, H=None):
     return [rng.integers(0, VOCAB, (T, B)).astype(np.int64)]
 
 
-def with_states(layers, H, bf):
-    def make(T, B, I, rng):
+def with_states(layers, bf):
+    def make(T, B, I, rng, H):
         x = batch_first(T, B, I, rng) if bf else seq_first(T, B, I, rng)
         return x + [(0.5 * rng.standard_normal((layers, B, H))).astype(np.float32) for _ in range(2)]
     return make
@@ -960,7 +960,7 @@ MODELS = {
         build=lambda I, H, C: StackedMomLSTM(I, H, C), family="momentum_lstm", expected_cell=mom("lstm", 0.5, 0.8),
         style=["stacked_layers", "loop_per_layer", "states_passed_in_stacked", "returns_states_stacked",
                "new_zeros", "dropout_eval", "batch_first", "chunk_dim_-1", "head_every_step"],
-        feed=with_states(2, HIDDEN, True), ins=["x", "h0", "c0"], outs=["y", "h_n", "c_n"],
+        feed=with_states(2, True), ins=["x", "h0", "c0"], outs=["y", "h_n", "c_n"],
         axes={"x": (1, 0), "h0": (None, 1), "c0": (None, 1)}, recurrences=2,
         exports=[(14, "bt"), (17, None)]),
     "momlstm_shapes": dict(
@@ -1072,7 +1072,7 @@ MODELS = {
         build=lambda I, H, C: StackedLSTMCells(I, H), family="lstm", expected_cell="plain_lstm",
         style=["nn_lstmcell", "stacked_layers", "loop_per_layer", "states_passed_in_stacked",
                "returns_states_stacked", "seq_first", "returns_out_h_c"],
-        feed=with_states(2, HIDDEN, False), ins=["x", "h0", "c0"], outs=["out", "h_n", "c_n"],
+        feed=with_states(2, False), ins=["x", "h0", "c0"], outs=["out", "h_n", "c_n"],
         axes={"x": (0, 1), "h0": (None, 1), "c0": (None, 1)}, recurrences=2,
         exports=[(13, None), (17, "bt")]),
     "gru_manual": dict(
@@ -1400,7 +1400,7 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
     case_dir = os.path.join(out, case)
     os.makedirs(case_dir, exist_ok=True)
     rng = np.random.default_rng(model_seed(case))
-    x = spec["feed"](T, B, I, rng)
+    x = spec["feed"](T, B, I, rng, H)
     t0 = time.time()
     torch.onnx.export(net, tuple(torch.from_numpy(a) for a in x), os.path.join(case_dir, "model.onnx"),
                       opset_version=opset, input_names=spec["ins"], output_names=spec["outs"],
@@ -1412,10 +1412,10 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
     k = 1
     if dynamic and "t" in dynamic and sound:
         second_T = T_OTHER
-        data_set(case_dir, k, net, spec, spec["feed"](T_OTHER, B, I, rng))
+        data_set(case_dir, k, net, spec, spec["feed"](T_OTHER, B, I, rng, H))
         k += 1
     if dynamic:
-        data_set(case_dir, k, net, spec, spec["feed"](T, B + 1, I, rng))
+        data_set(case_dir, k, net, spec, spec["feed"](T, B + 1, I, rng, H))
     info = dict(model=name, style=spec["style"], family=spec["family"], expected_cell=spec["expected_cell"],
                 recurrences=spec.get("recurrences", 1), T=T, opset=opset,
                 dynamic_axes=dynamic_axes(spec, dynamic) or {}, symbolic_time=sound, second_T=second_T,
