@@ -34,6 +34,9 @@ Groups, in order:
               {OpenBLAS, BLAS=none} for an nn.LSTM export, a traced
               MomentumLSTM and a .cell AdamLSTM, C++ use of the header, valgrind, the
               portable GEMM, `verify --oracle onnxruntime` (npm onnxruntime-node)
+  trace_wild  tests/gen_trace_wild.py: traced loops written in other people's
+              styles (issue 14): verify vs PyTorch, recurrences and cell in
+              `cellc info`, other T / batch from the same file
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
@@ -493,6 +496,65 @@ def group_trace():
     yield from script_group("trace", cmd)
     if stamp_ok("trace_forms"):
         yield from script_group("trace_forms", [PY, "tests/test_trace.py", "--forms", CELLC, forms])
+
+
+def wild_info(name, case_dir):
+    """trace_wild/info/CASE: `cellc info` shows one recurrence per time loop
+    of the model (case.json recurrences), each naming the CELLS.md cell
+    (expected_cell, with the hidden size) where the model computes one, and
+    each with a symbolic time axis ("any length") where every step is the
+    same computation (symbolic_time), a fixed T=8 where the trace cannot
+    show the schedule (table: then the cell only up to its first option)."""
+    full = "trace_wild/info/%s" % name
+    with open(os.path.join(ROOT, case_dir, "case.json")) as f:
+        case = json.load(f)
+    log = os.path.join(LOGS, "trace_wild", "info", name + ".log")
+    rc, out, err = run([CELLC, "info", os.path.join(case_dir, "model.onnx")], log, {"CELLC_DEBUG_REROLL": "1"})
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    lines = [l.strip() for l in out.splitlines() if l.strip().startswith("recurrence over")]
+    why = [l.strip() for l in err.splitlines() if l.strip().startswith("reroll")]
+    if len(lines) != case["recurrences"]:
+        return Result(full, False, "%d recurrences, expected %d%s (log: %s)" % (
+            len(lines), case["recurrences"], ": " + why[0] if why else "", log))
+    want = None
+    if case["expected_cell"] and case.get("table"):
+        # a schedule the trace cannot show (NAG that never restarts within
+        # T steps): the cell up to its first option, "nag_lstm(s=0.5"
+        want = "cell %s" % case["expected_cell"].split(",")[0]
+    elif case["expected_cell"]:
+        want = "cell %s, hidden %d" % (case["expected_cell"], case["hidden"])
+    for line in lines:
+        if want and want not in line:
+            notes = [l.strip() for l in out.splitlines() if l.strip().startswith("note:")]
+            return Result(full, False, "%r lacks %r%s" % (line, want, " (%s)" % notes[0] if notes else ""))
+        if case["symbolic_time"] and "any length" not in line:
+            return Result(full, False, "time axis fixed, expected symbolic: %r" % line)
+        if not case["symbolic_time"] and ("any length" in line or "T=%d steps" % case["T"] not in line):
+            return Result(full, False, "the trace's schedule is unknown beyond T=%d, expected a fixed T: %r" % (
+                case["T"], line))
+    return Result(full, True, " | ".join(lines))
+
+
+def group_trace_wild():
+    """Traced loops written in other people's styles (tests/gen_trace_wild.py,
+    issue 14): per case `cellc verify` of the traced size against PyTorch,
+    `cellc info` (recurrences, cell, symbolic time), and `cellc verify` of
+    the other data sets (T = 12 from the same file, batch 3) where the
+    export's axes are dynamic."""
+    if not stamp_ok("trace_wild"):
+        yield from fixtures_missing("trace_wild", "trace_wild")
+        return
+    root = os.path.join(OUT, "trace_wild")
+    items = []
+    for n in case_dirs("trace_wild"):
+        sets = data_sets(os.path.join(root, n))
+        items.append((verify_one, ("trace_wild", n, os.path.join(root, n), TORCH_TOL, CELLC, None, None, sets[:1])))
+        items.append((wild_info, (n, os.path.join(root, n))))
+        if len(sets) > 1:
+            items.append((verify_one, ("trace_wild", n + "/other", os.path.join(root, n), TORCH_TOL, CELLC, None,
+                                       None, sets[1:])))
+    yield from parallel(lambda fn, args: fn(*args), items)
 
 
 def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
@@ -1299,6 +1361,7 @@ GROUPS = [
     ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
+    ("trace_wild", group_trace_wild),
     ("loop", group_loop),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
