@@ -638,12 +638,48 @@ def group_bad():
         yield from fixtures_missing("bad", "bad")
         return
     items = []
-    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv")) as f:
+    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv"), encoding="utf-8") as f:
         for line in f:
             row = line.rstrip("\n").split("\t")
             if len(row) >= 2:
                 items.append((row[0], row[1], row[2:]))
     yield from parallel(bad_one, items)
+    yield info_unsupported()
+
+
+def info_unsupported():
+    """`cellc info --unsupported` on gen_bad_models.py's many_unsupported:
+    every refused operator with its number of nodes (expect.json), exit 2."""
+    full = "bad/info_unsupported"
+    d = os.path.join(OUT, "bad", "many_unsupported")
+    with open(os.path.join(ROOT, d, "expect.json")) as f:
+        want = json.load(f)
+    log = os.path.join(LOGS, "bad", "info_unsupported.log")
+    rc, out, err = run([CELLC_SAN, "info", "--unsupported", os.path.join(d, "many_unsupported.onnx")],
+                       log, SAN_ENV)
+    got, reasons, head = {}, {}, None
+    for line in out.splitlines():
+        m = re.match(r"^  (\S+)\s+(\d+)  (.*)$", line)
+        if m:
+            got[m.group(1)] = int(m.group(2))
+            reasons[m.group(1)] = m.group(3)
+        m = re.match(r"^.*: (\d+) nodes of (\d+) operators refused", line)
+        if m:
+            head = (int(m.group(1)), int(m.group(2)))
+    problems = []
+    if [m for m in SAN_MARKERS if m in err]:
+        problems.append("sanitizer report")
+    if rc != 2:
+        problems.append("%s, expected exit 2" % status_word(rc))
+    if got != want["ops"]:
+        problems.append("listed %s, expected %s" % (got, want["ops"]))
+    if head != (want["nodes"], len(want["ops"])):
+        problems.append("heading says %s, expected %s" % (head, (want["nodes"], len(want["ops"]))))
+    problems += ["reason of %s is %r, expected %r" % (op, reasons.get(op), r)
+                 for op, r in want["reasons"].items() if r not in (reasons.get(op) or "")]
+    if problems:
+        return Result(full, False, "%s (log: %s)" % ("; ".join(problems), log))
+    return Result(full, True, "%d nodes of %d operators listed" % (want["nodes"], len(got)))
 
 
 def group_san_node():
