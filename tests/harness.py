@@ -63,6 +63,14 @@ Groups, in order:
               finite differences); untrainable models refused with exit 2;
               the official tests of the ONNX Gradient operator; the backward
               step holds one product and weight gradients are one GEMM each
+  install     `make install` into a temporary prefix from a copy of the
+              checkout, the copy deleted, then only the installed cellc:
+              files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
+              compiled, built (Makefile, BLAS=none, CMake, shared library)
+              and run against PyTorch's outputs, verify, --oracle
+              onnxruntime; man pages (groff -ww); options agree in --help,
+              parsers, man page and README; uninstall empties the prefix
+              (tests/test_install.py)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -1672,6 +1680,16 @@ def group_fd():
 
 TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads)]
 GROUPS += TRAIN_GROUPS
+
+
+def group_install():
+    """tests/test_install.py (issue 20); its .cell model is a cells fixture."""
+    if not stamp_ok("cells"):
+        return fixtures_missing("install", "cells")
+    return script_group("install", [PY, "tests/test_install.py", os.path.join(LOGS, "install")])
+
+
+GROUPS += [("install", group_install)]
 
 
 def main():
