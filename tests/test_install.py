@@ -15,15 +15,15 @@ PKG_CONFIG_PATH, from a directory outside any source tree:
     golden data of gen_cell_cases.py) with `--testbench`, finds no path of
     the deleted copy or of this checkout in the emitted files, and builds and
     runs each golden test (PyTorch's outputs) with the emitted Makefile (the
-    OpenBLAS and BLAS=none runtimes), with CMake through the emitted
+    OpenBLAS and BLAS=none runtimes, and CELLRT=this checkout), with CMake through the emitted
     CMakeLists.txt (add_subdirectory, when cmake is installed) and by hand
     against the shared library from pkg-config;
   - runs `cellc verify --data` on both and `cellc verify --oracle
     onnxruntime` on the ONNX model (onnxruntime-node from the cache
     directory an installed cellc uses, XDG_CACHE_HOME/cellc/ort, here a
     link to this checkout's build/ort, made by `make ort` when missing);
-  - renders the man pages with `groff -ww` (no warning) and `man -l`, and
-    finds `man cellc` through MANPATH;
+  - renders the man pages with `groff -ww` (no warning) and `man -l` (their
+    .TH naming this version), and finds `man cellc` through MANPATH;
   - compares, per command, the options of `cellc COMMAND --help`, of the
     command's parser (compiler/cmd_*.c), of the man page and of README.md:
     all four must list the same options;
@@ -239,6 +239,8 @@ def check_model(run, env, work, tag, model, data, forbidden):
 
     golden("make_test", ["make", "-s", "test"], gdir)
     golden("make_test_noblas", ["sh", "-c", "make -s clean && make -s BLAS=none test"], gdir)
+    if tag == "onnx":   # CELLRT=DIR: the runtime of a build tree (this checkout's) instead
+        golden("make_test_build_tree", ["sh", "-c", "make -s clean && make -s CELLRT='%s' test" % ROOT], gdir)
     # the shared library, linked by hand the way README says
     golden("shared_lib", 'cc -std=c11 -O2 $(pkg-config --cflags cellrt) -o shared_test %s_test.c lib%s.a '
            '$(pkg-config --libs cellrt) -fopenmp -Wl,-rpath,$(pkg-config --variable=libdir cellrt) && '
@@ -344,8 +346,9 @@ def main():
         rc, out, err = run("groff_" + page, ["groff", "-ww", "-z", "-man", "-Tutf8", path], work, env)
         rc2, out2, err2 = run("man_" + page, ["man", "-l", path], work, dict(env, MANWIDTH="80", MANPAGER="cat",
                                                                             PAGER="cat"))
+        th = re.search(r'^\.TH .*"cellc ([^"]+)"', open(path).read(), re.M)
         report("man/" + os.path.basename(page), rc == 0 and not err.strip() and rc2 == 0 and not err2.strip()
-               and "SEE ALSO" in out2, "groff -ww: no warning; man -l: %d lines" % len(out2.splitlines())
+               and "SEE ALSO" in out2 and th is not None and th.group(1) == VERSION, "groff -ww: no warning; man -l: %d lines" % len(out2.splitlines())
                if rc == 0 and not err.strip() and rc2 == 0 else tail(err + err2))
     rc, out, err = run("man_lookup", ["man", "cellc"], work, dict(env, MANPATH=os.path.join(prefix, "share", "man"),
                                                                   MANWIDTH="80", MANPAGER="cat", PAGER="cat"))
