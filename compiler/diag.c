@@ -41,7 +41,8 @@ void diag_vemit(diag *D, const char *kind, const char *where, const char *fmt, v
  * returns 1 when it is to be printed. */
 static int tally(diag *D, const char *op, const char *fmt, va_list ap)
 {
-	int shown = ++D->nerrors <= D->max_errors && !(D->collect && *op);
+	D->nerrors++;
+	int shown = !(D->collect && *op) && ++D->nshown <= D->max_errors;
 	diag_kind *k = NULL;
 	for (int i = 0; i < D->nkinds && !k; i++)
 		if (strcmp(D->kinds[i].op, op) == 0)

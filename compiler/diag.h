@@ -33,6 +33,7 @@ typedef struct diag {
 	int quiet;              /* tests: count but do not print */
 	int collect;            /* node errors are counted in kinds[], not printed */
 	char last[512];         /* text of the last error, for unit tests */
+	int nshown;             /* errors counted against max_errors (all but collected ones) */
 	int nkinds, lost;       /* kinds[] used; errors of kinds beyond DIAG_KINDS */
 	diag_kind kinds[DIAG_KINDS];
 } diag;
