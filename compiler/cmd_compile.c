@@ -7,7 +7,9 @@
  *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]]
  *
  * Loads the model, runs the whole pipeline and writes DIR/NAME.h, NAME.c,
- * NAME.weights, a Makefile and a CMakeLists.txt (emit_model).  DIR is created when missing.
+ * NAME.weights, a Makefile and a CMakeLists.txt (emit_model).  DIR is
+ * created when missing.  Where the Makefile finds libcellrt comes from
+ * where this cellc lies (cmd_home.c).
  * --embed-weights and --no-malloc choose the deployment mode (emit.h);
  * --testbench adds NAME_test.c (emit_test.c) from golden data sets
  * (testdata.h), whose inputs are matched to the compiled model's inputs by
