@@ -531,6 +531,8 @@ def group_cli():
     yield cli_one("compile_without_output", ["compile", model], 2, [], "stderr")
     yield cli_one("verify_without_data", ["verify", model], 2, [], "stderr")
     yield cli_one("info", ["info", model], 0, ["X", "sequence_lens", "initial_h", "Y_h", "Y_c", "LSTM"])
+    # a model cellc compiles: nothing to list (bad/info_unsupported lists a refused one's)
+    yield cli_one("info_unsupported_none", ["info", "--unsupported", model], 0, ["no operator is refused"])
     for p in ("load", "infer", "lower", "hoist", "fuse", "plan"):
         yield cli_one("dump_after_" + p, ["dump", model, "--after", p], 0, ["graph", "%X"])
     yield cli_one("dump_after_unknown", ["dump", model, "--after", "nosuch"], 2, ["nosuch"], "stderr")
