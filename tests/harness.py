@@ -66,6 +66,14 @@ Groups, in order:
               finite differences); untrainable models refused with exit 2;
               the official tests of the ONNX Gradient operator; the backward
               step holds one product and weight gradients are one GEMM each
+  install     `make install` into a temporary prefix from a copy of the
+              checkout, the copy deleted, then only the installed cellc:
+              files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
+              compiled, built (Makefile, BLAS=none, CMake, shared library)
+              and run against PyTorch's outputs, verify, --oracle
+              onnxruntime; man pages (groff -ww); options agree in --help,
+              parsers, man page and README; uninstall empties the prefix
+              (tests/test_install.py)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -586,6 +594,8 @@ def group_cli():
     yield cli_one("compile_without_output", ["compile", model], 2, [], "stderr")
     yield cli_one("verify_without_data", ["verify", model], 2, [], "stderr")
     yield cli_one("info", ["info", model], 0, ["X", "sequence_lens", "initial_h", "Y_h", "Y_c", "LSTM"])
+    # a model cellc compiles: nothing to list (bad/info_unsupported lists a refused one's)
+    yield cli_one("info_unsupported_none", ["info", "--unsupported", model], 0, ["no operator is refused"])
     for p in ("load", "infer", "lower", "hoist", "fuse", "plan"):
         yield cli_one("dump_after_" + p, ["dump", model, "--after", p], 0, ["graph", "%X"])
     yield cli_one("dump_after_unknown", ["dump", model, "--after", "nosuch"], 2, ["nosuch"], "stderr")
@@ -701,12 +711,48 @@ def group_bad():
         yield from fixtures_missing("bad", "bad")
         return
     items = []
-    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv")) as f:
+    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv"), encoding="utf-8") as f:
         for line in f:
             row = line.rstrip("\n").split("\t")
             if len(row) >= 2:
                 items.append((row[0], row[1], row[2:]))
     yield from parallel(bad_one, items)
+    yield info_unsupported()
+
+
+def info_unsupported():
+    """`cellc info --unsupported` on gen_bad_models.py's many_unsupported:
+    every refused operator with its number of nodes (expect.json), exit 2."""
+    full = "bad/info_unsupported"
+    d = os.path.join(OUT, "bad", "many_unsupported")
+    with open(os.path.join(ROOT, d, "expect.json")) as f:
+        want = json.load(f)
+    log = os.path.join(LOGS, "bad", "info_unsupported.log")
+    rc, out, err = run([CELLC_SAN, "info", "--unsupported", os.path.join(d, "many_unsupported.onnx")],
+                       log, SAN_ENV)
+    got, reasons, head = {}, {}, None
+    for line in out.splitlines():
+        m = re.match(r"^  (\S+)\s+(\d+)  (.*)$", line)
+        if m:
+            got[m.group(1)] = int(m.group(2))
+            reasons[m.group(1)] = m.group(3)
+        m = re.match(r"^.*: (\d+) nodes of (\d+) operators refused", line)
+        if m:
+            head = (int(m.group(1)), int(m.group(2)))
+    problems = []
+    if [m for m in SAN_MARKERS if m in err]:
+        problems.append("sanitizer report")
+    if rc != 2:
+        problems.append("%s, expected exit 2" % status_word(rc))
+    if got != want["ops"]:
+        problems.append("listed %s, expected %s" % (got, want["ops"]))
+    if head != (want["nodes"], len(want["ops"])):
+        problems.append("heading says %s, expected %s" % (head, (want["nodes"], len(want["ops"]))))
+    problems += ["reason of %s is %r, expected %r" % (op, reasons.get(op), r)
+                 for op, r in want["reasons"].items() if r not in (reasons.get(op) or "")]
+    if problems:
+        return Result(full, False, "%s (log: %s)" % ("; ".join(problems), log))
+    return Result(full, True, "%d nodes of %d operators listed" % (want["nodes"], len(got)))
 
 
 def group_san_node():
@@ -1700,6 +1746,16 @@ def group_fd():
 
 TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads)]
 GROUPS += TRAIN_GROUPS
+
+
+def group_install():
+    """tests/test_install.py (issue 20); its .cell model is a cells fixture."""
+    if not stamp_ok("cells"):
+        return fixtures_missing("install", "cells")
+    return script_group("install", [PY, "tests/test_install.py", os.path.join(LOGS, "install")])
+
+
+GROUPS += [("install", group_install)]
 
 
 def main():
