@@ -15,7 +15,9 @@
 #                   build/ort for `cellc verify --oracle onnxruntime`
 #   make bench      time the generated code against PyTorch and ONNX Runtime
 #                   (bench/run.py: table, build/bench/results.csv and .svg;
-#                   about 10 minutes on 2 cores; not part of check)
+#                   about 10 minutes on 2 cores; not part of check), then
+#                   data-parallel training with 1 and 2 MPI ranks and its
+#                   scaling model (bench/mpi_scaling.py, about a minute)
 #
 # Debian packages are installed by `make deps` (called by demo and check) when
 # missing; it needs root (or sudo).
@@ -160,6 +162,7 @@ $(ORT_DIR)/node_modules/onnxruntime-node/package.json:
 bench: deps ort
 	@$(MAKE) --no-print-directory all
 	@$(PY) bench/run.py
+	@$(PY) bench/mpi_scaling.py
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include

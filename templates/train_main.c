@@ -1775,7 +1775,8 @@ int main(int argc, char **argv)
 		printf("data-parallel over %d ranks", R.size);
 		if (threads)
 			printf(", %d thread%s each", threads, threads > 1 ? "s" : "");
-		printf("\n");
+		printf("; all-reduce of %lld floats (%.3g MB) per step\n", (long long)R.nflat + 1,
+		       4e-6 * (double)(R.nflat + 1));
 	}
 	if (R.rank == 0 && o->resume)
 		printf("resuming from %s at step %lld (epoch %lld, batch %lld)\n", o->resume, (long long)T.s.step,
