@@ -25,6 +25,9 @@ separates the transfer from the waiting.  The load average is printed with
 the results: on a machine that other work keeps busy the 2-rank numbers
 mostly measure waiting for a descheduled rank.
 
+From these, the speed-up two idle cores would give: t_c(B) / (t_c(B/2) +
+the all-reduce alone), printed beside the measured one.
+
 Then the model: per step a rank computes t_c(B/P) and the ranks sum G =
 4 x parameters bytes; a ring all-reduce moves 2 (P-1)/P G bytes per rank
 and has 2 (P-1) latency terms, so
@@ -202,6 +205,9 @@ def main():
         % (G / 1e3))
     log("  measured here: t_c(%d) = %.1f ms, t_c(%d) = %.1f ms per step (1 thread)" % (
         B, 1e3 * tc_full, B // 2, 1e3 * tc_half))
+    if alone is not None:
+        log("  projected for 2 idle cores (or nodes with shared-memory speed): t_c(%d) / (t_c(%d) + the all-reduce "
+            "alone) = %.2fx" % (B, B // 2, tc_full / (tc_half + alone)))
     if two:
         per_step = two[1] / steps
         log("  measured here: all-reduce %.2f ms per step between 2 ranks on one machine (shared memory; "

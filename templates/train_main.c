@@ -881,6 +881,8 @@ static int ranks_alloc(const model *md)
 	R.nflat = 0;
 	for (int k = 0; k < NPAR; k++)
 		R.nflat += md->numel[k];
+	if (R.nflat >= 2147483647)      /* MPI counts are ints */
+		return say(1, "%lld parameters: too many for one MPI_Allreduce", (long long)R.nflat);
 	R.flat = malloc(sizeof(float) * (size_t)(R.nflat + 1));
 	return R.flat ? 0 : say(1, "out of memory for the gradient buffer (%lld floats)", (long long)R.nflat + 1);
 }
@@ -1631,9 +1633,14 @@ static int train(trainer *T)
 		int rc;
 		if (T->test.n && (rc = evaluate(md, &T->op, &T->test, o->batch, &tl, &ta)))
 			return rc;
-		if (!ranks_same_params(md))
+		if (!ranks_same_params(md)) {    /* every rank learns it */
+			T->together = 1;
+			if (R.rank)
+				return 1;
+			R.for_all = 1;
 			return say(1, "after epoch %lld the ranks' parameters differ (the all-reduce gave the ranks "
 				   "different sums)", (long long)s->epoch + 1);
+		}
 		double secs = now() - t0;
 		char a[40], b[40];
 		if (R.rank == 0) {
