@@ -1540,6 +1540,9 @@ static int train_batch(trainer *T, const int64_t *order, int64_t B, double *loss
 		fill_batch(md, &T->train, order + lo, hi - lo);
 		if ((rc = run(md, loss)))
 			return rc;
+		if (R.size > 1 && !isfinite(*loss))     /* which rank: the sum below tells every rank */
+			say(0, "the loss of its share of step %lld (samples %lld to %lld of the batch) is %s",
+			    (long long)T->s.step + 1, (long long)lo + 1, (long long)hi, isnan(*loss) ? "NaN" : "infinite");
 	}
 	if (R.size > 1)
 		ranks_sum_grads(md, *have, *w, loss);
