@@ -440,6 +440,17 @@ def test_compiled(cellc, work):
         why = compare(read_out(md), want, 70)
         report("compiled/np%d_threads%s" % (n, threads), not why and "data-parallel over %d ranks" % n in o,
                why or "50 steps within %g" % RTOL)
+    # switching between the builds rebuilds the program (and only then)
+    exe, seen = os.path.join(out, "e2e_train"), []
+    for extra in ([], [], ["MPI=1"]):
+        rc, o, e = sh(make + extra)
+        mtime = os.stat(exe).st_mtime_ns if rc == 0 else None
+        rc2, syms, _ = sh(["nm", exe])
+        seen.append((rc, mtime, " U MPI_Allreduce" in syms))
+    ok = [r for r, _, _ in seen] == [0, 0, 0] and [m for _, _, m in seen] == [False, False, True] and \
+        seen[0][1] == seen[1][1] != seen[2][1]
+    report("compiled/switch_builds", ok, "make, make, make MPI=1 -> (status, MPI symbols) %s" % (
+        [(r, m) for r, _, m in seen]))
 
 
 def test_batch3(plain, work, paths):
