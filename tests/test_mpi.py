@@ -453,6 +453,21 @@ def test_compiled(cellc, work):
         [(r, m) for r, _, m in seen]))
 
 
+def test_default_threads(builds, work, paths):
+    """Without CELLRT_NUM_THREADS, OPENBLAS_NUM_THREADS and OMP_NUM_THREADS a
+    rank takes the node's CPUs divided by its ranks there."""
+    tx, ty = paths["train"]
+    w = os.path.join(work, "threads.weights")
+    tp.write_weights(w, 1)
+    env = {k: v for k, v in MPI_ENV.items() if k not in ("CELLRT_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                         "OMP_NUM_THREADS")}
+    rc, o, e = mpirun(2, [builds[1], "--train-data", tx, "--train-labels", ty, "--weights", w, "--max-steps", "2",
+                          "--quiet"], env=env)
+    n = max(1, (os.sysconf("SC_NPROCESSORS_ONLN") or 1) // 2)
+    want = "data-parallel over 2 ranks, %d thread%s each" % (n, "s" if n > 1 else "")
+    report("default_threads", rc == 0 and want in o, "want '%s': exit %d %s" % (want, rc, tp.short(o + e, 200)))
+
+
 def test_batch3(plain, work, paths):
     """The plain program at --batch 3 (batch sizes 2 and 3 are bound to find
     the batch axes; a bound size 3 once kept its buffers unallocated) against
@@ -494,6 +509,7 @@ def main():
         test_shares(main_builds, work, paths)
         test_resume(main_builds, work, paths)
         test_failures(main_builds, work, paths)
+        test_default_threads(main_builds, work, paths)
         test_batch3(main_builds[0], work, paths)
     test_losses(losses, work, paths)
     test_pixels(pix, work)
