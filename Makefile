@@ -19,7 +19,9 @@
 #                   build/ort for `cellc verify --oracle onnxruntime`
 #   make bench      time the generated code against PyTorch and ONNX Runtime
 #                   (bench/run.py: table, build/bench/results.csv and .svg;
-#                   about 10 minutes on 2 cores; not part of check)
+#                   about 10 minutes on 2 cores; not part of check), then
+#                   data-parallel training with 1 and 2 MPI ranks and its
+#                   scaling model (bench/mpi_scaling.py, about a minute)
 #
 # Debian packages are installed by `make deps` (called by demo and check) when
 # missing; it needs root (or sudo).
@@ -39,7 +41,7 @@ SAN     := build-san
 PY      := /usr/bin/python3
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
-	cmake groff-base man-db
+	cmake groff-base man-db libopenmpi-dev openmpi-bin
 
 COMPILER_SRC := $(wildcard compiler/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)
@@ -196,6 +198,7 @@ $(ORT_DIR)/node_modules/onnxruntime-node/package.json:
 bench: deps ort
 	@$(MAKE) --no-print-directory all
 	@$(PY) bench/run.py
+	@$(PY) bench/mpi_scaling.py
 
 # ---- install, uninstall ---------------------------------------------------
 # A fixed layout under PREFIX (cellc finds its runtime through

@@ -58,6 +58,12 @@ Groups, in order:
               readers and inflate (also under ASan/UBSan), option errors, loss
               trajectories vs PyTorch, resume == uninterrupted, SIGKILL during
               checkpoint writes, NaN stop, SVG plots, progress display
+  mpi         data-parallel training over MPI (tests/test_mpi.py): the training
+              program built with `make NAME_train MPI=1` under mpirun -np 1, 2, 3
+              against the plain build as one process (every optimiser, the four
+              losses, uneven shares, permuted pixels, a compiled LSTM with 2
+              threads per rank: rel 1e-5 over 50 steps), checkpoints resumed
+              across rank counts, a failing rank ends the job; nm of the plain build
   grad        `cellc verify --train` (loss, grad.*, dstate by relative norm
               error 1e-4) on tests/gen_grad_smoke.py's cases (.cell cells and
               nn.LSTM/GRU exports vs PyTorch autograd) and, when generated,
@@ -1298,6 +1304,16 @@ def group_train_prog():
         return [Result("train_prog/run", False, "%s is not built" % CELLC)]
     return script_group("train_prog", [PY, "tests/test_train_prog.py", CELLC,
                                        os.path.join(OUT, "train_prog_work")])
+# ---- data-parallel training over MPI (issue 19) ------------------------------------------
+
+def group_mpi():
+    """tests/test_mpi.py: builds the mock model and a compiled one plain and
+    with MPI=1, runs mpirun -np 1/2/3 against one process; no fixtures."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("mpi/run", False, "%s is not built" % CELLC)]
+    return script_group("mpi", [PY, "tests/test_mpi.py", CELLC, os.path.join(OUT, "mpi_work")])
+
+
 # ---- training: gradients (cellc compile --train) ------------------------------------------
 
 def grad_model(case_dir):
@@ -1414,6 +1430,7 @@ GROUPS = [
     ("export", group_export),
     ("optim", group_optim),
     ("train_prog", group_train_prog),
+    ("mpi", group_mpi),
     ("grad_smoke", group_grad_smoke),
 ]
 
