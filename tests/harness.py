@@ -1640,6 +1640,9 @@ GROUPS += TRAIN_GROUPS
 
 def main():
     os.chdir(ROOT)
+    # ir_verify after every pass of every compilation, also in the scripts the
+    # groups run (they inherit the environment); tests/run.sh sets it too
+    os.environ["CELLC_VERIFY"] = "1"
     want = sys.argv[1:]
     unknown = [w for w in want if w not in dict(GROUPS)]
     if unknown:
