@@ -1634,7 +1634,21 @@ def group_fd():
         yield from rs
 
 
-TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads)]
+# ---- robustness (issue 17): fuzz smoke runs, differential testing -------------
+
+def group_fuzz():
+    """`make fuzz` (clang libFuzzer targets with ASan + UBSan, seeds from the
+    fixtures), then each target over its seeds and a few seconds beyond."""
+    log = os.path.join(LOGS, "fuzz", "build.log")
+    rc, out, err = run([os.environ.get("MAKE", "make"), "--no-print-directory", "-s", "fuzz"], log)
+    if rc != 0:
+        return [Result("fuzz/build", False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))]
+    return script_group("fuzz", [PY, "tests/fuzz/run_fuzz.py", "smoke",
+                                 os.environ.get("CELLC_FUZZ_SECONDS", "8")])
+
+
+TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
+                ("fuzz", group_fuzz)]
 GROUPS += TRAIN_GROUPS
 
 
