@@ -1647,8 +1647,23 @@ def group_fuzz():
                                  os.environ.get("CELLC_FUZZ_SECONDS", "8")])
 
 
+def group_diff():
+    """tests/diff_test.py: random valid ONNX models (LSTM/GRU/RNN, element-wise
+    chains with broadcasting and reshapes, Scan, Loop, traced loops) through
+    `cellc verify --oracle onnxruntime`, plus the models of earlier findings
+    (tests/diff_regressions.txt)."""
+    if not os.path.isdir(os.path.join(ROOT, "build", "ort", "node_modules", "onnxruntime-node")):
+        rc, out, err = run([os.environ.get("MAKE", "make"), "--no-print-directory", "-s", "ort"],
+                           os.path.join(LOGS, "diff", "ort.log"))
+        if rc != 0:
+            return [Result("diff/ort", False, "make ort: %s: %s" % (status_word(rc), first_lines(err)))]
+    return script_group("diff", [PY, "tests/diff_test.py", os.path.join(OUT, "diff"), "--count",
+                                 os.environ.get("CELLC_DIFF_COUNT", "25"), "--seed", "1", "--jobs", str(JOBS),
+                                 "--replay", "tests/diff_regressions.txt"])
+
+
 TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
-                ("fuzz", group_fuzz)]
+                ("fuzz", group_fuzz), ("diff", group_diff)]
 GROUPS += TRAIN_GROUPS
 
 
