@@ -528,6 +528,15 @@ def group_cli():
     yield cli_one("dump_after_unknown", ["dump", model, "--after", "nosuch"], 2, ["nosuch"], "stderr")
     yield cli_one("dump_missing_model", ["dump", os.path.join(OUT, "no_such_model.onnx")], 2,
                   ["no_such_model.onnx"], "stderr")
+    # --max-memory (issue 17): a model whose parameters need 16.5 MiB is refused
+    # under a 16M budget with a located error, and loads under 64M
+    big = os.path.join(OUT, "cli_budget.cell")
+    with open(os.path.join(ROOT, big), "w") as f:
+        f.write("model m {\n    input x: f32[seq, batch, 8]\n    h = lstm(x, hidden=1024)\n    output h\n}\n")
+    yield cli_one("max_memory_refused", ["info", big, "--max-memory", "16M"], 2,
+                  [big + ":3:", "memory budget of 16 MiB", "--max-memory"], "stderr")
+    yield cli_one("max_memory_raised", ["--max-memory=64M", "info", big], 0, ["3 tensors"])
+    yield cli_one("max_memory_malformed", ["info", big, "--max-memory", "lots"], 2, ["--max-memory"], "stderr")
 
 
 # ---- the emitted C API: streaming, reset, generic interface ------------------------
