@@ -57,7 +57,8 @@ static void names_add(nameset *S, const char *s)
 {
 	if (2 * (S->n + 1) > S->cap) {
 		nameset T = {calloc(S->cap * 2, sizeof *T.slot), S->cap * 2, 0};
-		ASSERT(T.slot);
+		if (!T.slot)
+			arena_oom(NULL, S->cap * 2 * sizeof *T.slot, "the table of value names");
 		for (size_t i = 0; i < S->cap; i++)
 			if (S->slot[i])
 				names_add(&T, S->slot[i]);
@@ -469,7 +470,8 @@ int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
 	(void)o;
 	int errs0 = D->nerrors;
 	ictx c = {g, D, {calloc(1024, sizeof(const char *)), 1024, 0}};
-	ASSERT(c.names.slot);
+	if (!c.names.slot)
+		arena_oom(g->A, 1024 * sizeof(const char *), "the table of value names");
 	names_collect(&c.names, g);
 	check_sources(&c);
 	if (D->nerrors == errs0) {
