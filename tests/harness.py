@@ -537,6 +537,18 @@ def group_cli():
                   [big + ":3:", "memory budget of 16 MiB", "--max-memory"], "stderr")
     yield cli_one("max_memory_raised", ["--max-memory=64M", "info", big], 0, ["3 tensors"])
     yield cli_one("max_memory_malformed", ["info", big, "--max-memory", "lots"], 2, ["--max-memory"], "stderr")
+    # a Recurrence whose annotation leaves an output's type out ('_') and whose
+    # other outputs feed later nodes: the type is inferred from the body (this
+    # reached an assertion in emit.c before issue 17); compiled under ir_verify
+    rec = os.path.join(OUT, "cli_rec_untyped.cell")
+    with open(os.path.join(ROOT, rec), "w") as f:
+        f.write("graph g {\n\tinput %x: f32[4, 3, 5]\n\tinput %h0: f32[3, 5]\n"
+                "\t%hT, %y = Recurrence(%x, %h0) {n_seq = 1, n_state = 1, n_out = 1, reverse = 0, "
+                "seq_axis = [0], out_axis = [0], has_lens = 0, has_step = 0} body {  # _, _  node \"r\"\n"
+                "\t\tinput %bx: f32[3, 5]\n\t\tinput %bh: f32[3, 5]\n\t\t%s = Add(%bx, %bh)\n"
+                "\t\t%u = Neg(%s)\n\t\toutput %s, %u\n\t}\n\t%z = Relu(%hT)\n\toutput %z, %y\n}\n")
+    yield cli_one("recurrence_type_inferred", ["info", rec], 0, ["f32[3, 5]", "f32[4, 3, 5]"])
+    yield cli_one("recurrence_type_compiled", ["compile", rec, "-o", os.path.join(OUT, "cli_rec_untyped")], 0)
 
 
 # ---- the emitted C API: streaming, reset, generic interface ------------------------
