@@ -291,6 +291,26 @@ static int infer_recurrence(ir_graph *g, ir_node *n, diag *D)
 			return 1;
 		}
 	}
+	for (int k = (int)(ns + nst); k < n->body->ninputs; k++) {
+		/* the step counters (has_step) */
+		const ir_value *bi = n->body->inputs[k];
+		if (!bi || bi->dtype != DT_F32 || bi->shape.rank != 0) {
+			diag_node(D, n, "body input %d ('%s') is a step counter (has_step) and must be an f32 "
+				  "scalar", k, bi ? bi->name : "_");
+			return 1;
+		}
+	}
+	if (ir_attr_int(n, "has_lens", 0) && n->nin > ns + nst) {
+		/* sequence_lens: one int32 per batch row */
+		const ir_value *l = n->in[n->nin - 1];
+		ir_dim B = x->shape.d[ax_in == 0 ? 1 : 0];
+		if (!l || l->dtype != DT_I32 || l->shape.rank != 1 || x->shape.rank < 2 ||
+		    !ir_dim_eq(l->shape.d[0], B)) {
+			diag_node(D, n, "the lengths input '%s' must be i32[%s] (one length per batch row)",
+				  l ? l->name : "_", ir_dim_str(g->A, g, B));
+			return 1;
+		}
+	}
 	for (int k = 0; k < nst && ns + k < n->body->ninputs && k < n->body->noutputs; k++) {
 		/* a state's next value has the type of the state */
 		const ir_value *bi = n->body->inputs[ns + k], *bo = n->body->outputs[k];

@@ -703,6 +703,12 @@ static int check_recurrence(gctx *c, ir_node *n, const txt_tok *at)
 			  b->ninputs, b->noutputs, (int)(ns + nst + step), (int)(nst + no));
 		return 0;
 	}
+	for (int64_t k = ns + nst; k < b->ninputs; k++)
+		if (!b->inputs[k] || b->inputs[k]->dtype != DT_F32 || b->inputs[k]->shape.rank != 0) {
+			txt_error(X, at, "Recurrence body input %d is a step counter (has_step): an f32 scalar",
+				  (int)k);
+			return 0;
+		}
 	return 1;
 }
 

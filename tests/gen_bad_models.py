@@ -154,6 +154,12 @@ def robustness_cases(out, W):
     emit_text(out, "rec_has_step_out_of_range",
               (RECURRENCE % ("4, 3, 5", "3, 5", "_, _")).replace("has_step = 0", "has_step = 7"),
               "has_step 0, 1 or 2")
+    base = RECURRENCE % ("4, 3, 5", "3, 5", "_, _")
+    emit_text(out, "rec_lens_not_int32", base.replace("has_lens = 0", "has_lens = 1")
+              .replace("(%x, %h0)", "(%x, %h0, %h0)"), "rec_node", "lengths input 'h0'", "i32[3]")
+    emit_text(out, "rec_step_not_scalar", base.replace("has_step = 0", "has_step = 1")
+              .replace("\t\tinput %bh: f32[3, 5]\n", "\t\tinput %bh: f32[3, 5]\n\t\tinput %st: i64[2]\n"),
+              ":4:", "step counter")
     # sizes that pass the per-dimension limits but not the budget
     emit_text(out, "budget_cell_param",
               "cell big(x; h) {\n    param W[1073741824, 16]\n    h' = tanh(h)\n}\n"
