@@ -8,7 +8,8 @@
  * exhausting the fuzzer; that refusal returns here through arena_oom_hook,
  * which frees the arena that ran out and jumps back.  Everything else --
  * a crash, an ASSERT or die (abort), a sanitizer report, a leak, a hang --
- * is a finding.
+ * is a finding.  CELLC_VERIFY is set (unless the environment says otherwise), so
+ * the IR is checked after every pass and an inconsistency is a finding too.
  */
 #ifndef CELLC_FUZZ_H
 #define CELLC_FUZZ_H
@@ -45,6 +46,7 @@ static inline const char *fuzz_scratch(void)
 		snprintf(fuzz_dir, sizeof fuzz_dir, "%s/cellc_fuzz_%ld", t && *t ? t : "/tmp", (long)getpid());
 		mkdir(fuzz_dir, 0700);
 		arena_budget = FUZZ_BUDGET;
+		setenv("CELLC_VERIFY", "1", 0);  /* ir_verify after every pass: its aborts are findings */
 		arena_oom_hook = fuzz_oom;
 	}
 	return fuzz_dir;
