@@ -10,6 +10,8 @@
  *
  * Exit statuses 0 and 2 are both fine; see fuzz.h for what is a finding.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "cmd.h"
 #include "fuzz.h"
 

@@ -2,6 +2,8 @@
  * OUT.onnx`.  The input is split: its first two bytes give the length L of
  * a weights file (tensor file, runtime/rt_tensorfile.c) that follows, the
  * rest is the ONNX model.  See fuzz.h for what is a finding. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "cmd.h"
 #include "fuzz.h"
 

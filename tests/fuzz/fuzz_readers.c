@@ -10,6 +10,8 @@
  *
  * See fuzz.h for what is a finding.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "cellrt.h"
 #include "compile.h"
 #include "fuzz.h"
