@@ -41,7 +41,8 @@ SAN     := build-san
 PY      := /usr/bin/python3
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
-	cmake groff-base man-db libopenmpi-dev openmpi-bin
+	cmake groff-base man-db libopenmpi-dev openmpi-bin \
+	clang libclang-rt-14-dev
 
 COMPILER_SRC := $(wildcard compiler/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)

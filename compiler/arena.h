@@ -3,8 +3,12 @@
  * Every IR object (graphs, nodes, values, names, constant data) is allocated
  * from the compilation's arena and freed at once with arena_free().  Nothing
  * allocated here is ever freed individually, so passes may drop objects freely.
- * Allocation failure is fatal (our bug or an absurd model), not a user error:
- * the loader checks sizes against the file before asking for memory.
+ * Memory budget (--max-memory): a compilation's arena hands out at most
+ * arena_budget bytes.  Whoever allocates on behalf of the model (parameters,
+ * constants, external data, unrolled loops) asks arena_fits first and
+ * reports a located error; an allocation past the budget anyway, or one the
+ * system refuses, ends the compilation with "FILE: error: out of memory ..."
+ * and exit status 2 (arena_oom), never an abort.
  */
 #ifndef CELLC_ARENA_H
 #define CELLC_ARENA_H
@@ -16,7 +20,23 @@ typedef struct arena_block arena_block;
 typedef struct arena {
 	arena_block *head;      /* newest block first */
 	size_t total;           /* bytes handed out, for `cellc info` */
+	const char *file;       /* the model, for the out-of-memory message (NULL: none) */
 } arena;
+
+/* Bytes one compilation may allocate (default ARENA_BUDGET_DEFAULT). */
+#define ARENA_BUDGET_DEFAULT ((size_t)2 << 30)
+extern size_t arena_budget;
+/* Called instead of exit(2) when set, with the arena that ran out (NULL:
+ * a plain malloc failed); fuzz targets free it and jump back. */
+extern void (*arena_oom_hook)(arena *A);
+
+/* Whether n more bytes stay within the budget. */
+int arena_fits(const arena *A, size_t n);
+/* Parses a --max-memory value: bytes with an optional K, M or G suffix
+ * (powers of 1024); 0 if malformed or below 16M. */
+size_t arena_parse_size(const char *s);
+/* Out of memory: prints the error (naming A->file) and exits with status 2. */
+_Noreturn void arena_oom(arena *A, size_t n, const char *what);
 
 void arena_init(arena *A);
 void arena_free(arena *A);

@@ -902,8 +902,9 @@ static ir_value *dtriv_M(low *W)
 	if (W->errors)
 		return M;
 	size_t nn = (size_t)(H * H);
-	double *S = malloc(3 * nn * sizeof(double));
-	ASSERT(S);
+	double *S = nn <= SIZE_MAX / 3 / sizeof(double) ? malloc(3 * nn * sizeof(double)) : NULL;
+	if (!S)
+		arena_oom(W->g->A, 3 * nn * sizeof(double), "dtriv's matrix exponential");
 	double *E = S + nn, *Bd = E + nn;
 	for (int64_t i = 0; i < H; i++)
 		for (int64_t j = 0; j < H; j++) {

@@ -168,7 +168,7 @@ int cmd_mkdirs(const char *cmd, const char *dir)
 	size_t n = strlen(dir);
 	char *p = malloc(n + 1);
 	if (!p)
-		die("out of memory");
+		arena_oom(NULL, n + 1, "a path");
 	memcpy(p, dir, n + 1);
 	int rc = 0;
 	for (size_t i = 1; i <= n && rc == 0; i++) {

@@ -126,8 +126,8 @@ static void print_recurrences(arena *A, const ir_graph *g)
 		if (rd)
 			printf("    %s\n", rd);
 	}
-	if (g->unrolled)
-		printf("  not rolled: %s\n", g->unrolled);
+	if (g->unrolled_note)
+		printf("  not rolled: %s\n", g->unrolled_note);
 }
 
 /* Weights the emitted code loads: VAL_WEIGHT values some node still uses

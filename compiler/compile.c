@@ -37,6 +37,8 @@ static int has_suffix(const char *s, const char *suf)
 
 ir_graph *compile_load(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind)
 {
+	A->file = path;
+	ir_names_reset();
 	if (has_suffix(path, ".cell")) {
 		if (nbind)
 			diag_error(D, "--bind applies to ONNX models; a .cell model has no such inputs");

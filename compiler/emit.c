@@ -113,7 +113,7 @@ static void capture_begin(ew *w, capture *c, int indent)
 	c->len = 0;
 	w->f = open_memstream(&c->buf, &c->len);
 	if (!w->f)
-		die("out of memory");
+		arena_oom(NULL, 0, "an output buffer");
 	w->indent = indent;
 }
 

@@ -654,7 +654,9 @@ static const char *operand(grp *G, const ir_value *v)
 	int by_col = r >= 1 && !(ir_dim_is_const(cols_of(v)) && cols_of(v).k == 1);
 	const char *col = by_col ? (h.off ? fmt(R, "j + %lld", (long long)h.off) : "j")
 				 : fmt(R, "%lld", (long long)h.off);
-	if (!by_row)
+	/* a per-step input read at each row's own time step (reversed
+	 * sequence_lens) needs its row pointer at batch 1 too */
+	if (!by_row && h.seq < 0)
 		return fmt(R, "%s[%s]", h.base, col);
 	return fmt(R, "%s[%s]", row_ptr(G, h.base, h.ld, h.seq, 1), col);
 }

@@ -2,6 +2,8 @@
 #include "ir.h"
 #include "util.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 const ir_opinfo ir_ops[OP_COUNT] = {
@@ -169,10 +171,106 @@ int ir_sym_add(ir_graph *g, const char *name)
 	return g->nsyms++;
 }
 
+/* Hashes of the names of every value of one compilation (the root graph
+ * last asked about), so that ir_unique_name's check is a hash lookup, not a
+ * scan of every value: unrolled loops make tens of thousands.  A name in the
+ * set that no value has any more (dropped, or a hash collision) only skips a
+ * counter value.  compile_load starts a new set (ir_names_reset). */
+static struct {
+	const ir_graph *root;
+	uint64_t *slot;         /* 0: empty */
+	size_t cap, n;
+} names;
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
+static int names_has(uint64_t h)
+{
+	for (size_t i = (size_t)h & (names.cap - 1); names.slot[i]; i = (i + 1) & (names.cap - 1))
+		if (names.slot[i] == h)
+			return 1;
+	return 0;
+}
+
+static void names_add(uint64_t h)
+{
+	if (2 * (names.n + 1) > names.cap) {
+		uint64_t *old = names.slot;
+		size_t oldcap = names.cap;
+		names.cap = oldcap ? 2 * oldcap : 1024;
+		names.slot = calloc(names.cap, sizeof *names.slot);
+		if (!names.slot)
+			arena_oom(NULL, names.cap * sizeof *names.slot, "the table of value names");
+		names.n = 0;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i])
+				names_add(old[i]);
+		free(old);
+	}
+	size_t i = (size_t)h & (names.cap - 1);
+	for (; names.slot[i]; i = (i + 1) & (names.cap - 1))
+		if (names.slot[i] == h)
+			return;
+	names.slot[i] = h;
+	names.n++;
+}
+
+static void names_collect(const ir_graph *g)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		names_add(name_hash(g->values[i]->name));
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (n->body)
+			names_collect(n->body);
+		for (int a = 0; a < n->nattrs; a++)
+			if (n->attrs[a].kind == ATTR_GRAPH && n->attrs[a].g)
+				names_collect(n->attrs[a].g);
+	}
+}
+
+void ir_names_reset(void)
+{
+	free(names.slot);
+	names.slot = NULL;
+	names.cap = names.n = 0;
+	names.root = NULL;
+}
+
+/* The set for r's compilation (rebuilt when another root asks). */
+static void names_for(const ir_graph *r)
+{
+	if (names.root == r)
+		return;
+	ir_names_reset();
+	names.root = r;
+	names_add(1);
+	names_collect(r);
+}
+
+/* Whether a graph between g and its root (bodies not yet in the set when
+ * they were made apart) has a value called s. */
+static int chain_has(const ir_graph *g, const char *s)
+{
+	for (; g && g->parent; g = g->parent)
+		for (int i = 0; i < g->nvalues; i++)
+			if (strcmp(g->values[i]->name, s) == 0)
+				return 1;
+	return 0;
+}
+
 ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype dt)
 {
 	ir_value *v = arena_alloc(g->A, sizeof *v);
 	v->name = name ? arena_strdup(g->A, name) : ir_unique_name(g, "t");
+	if (name && names.root && names.root == ir_root(g))
+		names_add(name_hash(v->name));
 	v->kind = kind;
 	v->dtype = dt;
 	v->shape.rank = -1;
@@ -265,10 +363,14 @@ char *ir_unique_name(ir_graph *g, const char *base)
 	ir_graph *r = ir_root(g);
 	if (r->uniq < r->nvalues + r->nnodes)
 		r->uniq = r->nvalues + r->nnodes;
+	names_for(r);
 	for (;;) {
 		char *s = arena_printf(g->A, fmt, base, r->uniq++);
-		if (!ir_find_value(g, s))
+		uint64_t h = name_hash(s);
+		if (!names_has(h) && !chain_has(g, s)) {
+			names_add(h);
 			return s;
+		}
 	}
 }
 

@@ -217,8 +217,10 @@ typedef struct ir_graph {
 	const char *source;     /* model file path */
 	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
 	int uniq;               /* counter of made-up names (ir_unique_name) */
-	const char *unrolled;   /* root: why a traced loop pass_reroll found stays unrolled
+	const char *unrolled_note; /* root: why a traced loop pass_reroll found stays unrolled
 	                           (the first difference between two steps), or NULL */
+	int64_t unrolled;       /* body nodes copied and sequence elements listed by
+	                           onnx_seq.c's unrolling, against its budget */
 	struct train_opts *train; /* --train (train.h): derived weights are computed at run
 	                           time from the parameters; NULL for inference */
 } ir_graph;
@@ -233,6 +235,8 @@ ir_value *ir_const_f32_scalar(ir_graph *g, const char *name, float v);
 ir_node *ir_node_new(ir_graph *g, ir_op op, const char *name, int nin, int nout);
 void ir_append(ir_graph *g, ir_node *n);                  /* add at the end */
 void ir_set_nodes(ir_graph *g, ir_node **nodes, int n);   /* replace the node list */
+/* Forgets the value names ir_unique_name knows (a new compilation starts). */
+void ir_names_reset(void);
 char *ir_unique_name(ir_graph *g, const char *base);      /* a fresh value/node name */
 ir_value *ir_find_value(ir_graph *g, const char *name);   /* searches enclosing graphs too */
 

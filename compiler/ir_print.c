@@ -59,7 +59,7 @@ static void sb_putn(sbuf *b, const char *s, size_t n)
 			cap *= 2;
 		b->s = realloc(b->s, cap);
 		if (!b->s)
-			die("out of memory printing the IR");
+			arena_oom(NULL, cap, "printing the IR");
 		b->cap = cap;
 	}
 	memcpy(b->s + b->len, s, n);
@@ -458,7 +458,7 @@ static void pset_add(pset *s, const void *p)
 		s->cap = old.cap ? 2 * old.cap : 256;
 		s->slot = calloc(s->cap, sizeof *s->slot);
 		if (!s->slot)
-			die("out of memory printing the IR");
+			arena_oom(NULL, s->cap * sizeof *s->slot, "printing the IR");
 		s->n = 0;
 		for (size_t i = 0; i < old.cap; i++)
 			if (old.slot[i])

@@ -16,6 +16,7 @@
  * Exit status: 0 success; 1 a verification mismatch; 2 the model could not
  * be compiled (reason on stderr) or the command line is wrong.
  */
+#include "arena.h"
 #include "cmd.h"
 
 #include <stdio.h>
@@ -35,10 +36,41 @@ static const char usage[] =
 	"what cellc makes of it), export (trained weights back into the ONNX model).\n"
 	"MODEL is an ONNX model (.onnx) or a model in cellc's text format (.cell).\n"
 	"`cellc COMMAND --help` lists a command's options; `man cellc` describes them all.\n"
+	"Every command takes --max-memory SIZE (default 2G): the most memory a compilation\n"
+	"may use for the model's constants, parameters, unrolled loops and IR.\n"
 	"Exit status: 0 ok, 1 verification mismatch, 2 model or command line rejected.\n";
 
 int main(int argc, char **argv)
 {
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	/* --max-memory SIZE, before or after the command: the memory budget of
+	 * the compilation (arena.h) */
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		int used = 0;
+		if (!strcmp(a, "--max-memory") && i + 1 < argc)
+			val = argv[i + 1], used = 2;
+		else if (!strncmp(a, "--max-memory=", 13))
+			val = a + 13, used = 1;
+		else if (!strcmp(a, "--max-memory"))
+			val = "", used = 1;
+		if (!used)
+			continue;
+		size_t b = arena_parse_size(val);
+		if (!b) {
+			fprintf(stderr, "cellc: --max-memory wants a size of at least 16M (bytes, or a number "
+				"with K, M or G), got '%s'\n", val);
+			return 2;
+		}
+		arena_budget = b;
+		for (int j = i; j + used <= argc; j++)
+			argv[j] = argv[j + used];
+		argc -= used;
+		i--;
+	}
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;

@@ -197,7 +197,7 @@ static void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		die("out of memory");
+		arena_oom(NULL, n, "a buffer");
 	return p;
 }
 

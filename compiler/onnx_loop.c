@@ -533,9 +533,10 @@ static int build(lx *X)
 		X->st_init[0] = X->st_final[0] = NULL;
 		X->nst = 1;
 	}
+	ir_node *pad = NULL;    /* the zeros standing in for a sequence input */
 	if (X->nseq == 0) {
 		ir_dim d[3] = {X->T, ir_dim_const(1), ir_dim_const(1)};
-		ir_node *nd = mk(X, g, OP_CONSTOFSHAPE, 1, 1);
+		ir_node *nd = pad = mk(X, g, OP_CONSTOFSHAPE, 1, 1);
 		nd->in[0] = dims_const(X, g, 3, d);
 		ir_value *z = pre(X, nd);
 		if (!z)
@@ -595,7 +596,18 @@ static int build(lx *X)
 		return 1;
 	body_prune_values(b);
 	/* the recurrence has one batch size: every per-step input and output has
-	 * as many rows as the first per-step input */
+	 * as many rows as the first per-step input; zeros standing in for a
+	 * sequence input take the rows of the first per-step output */
+	for (int k = 0; pad && k < X->ny; k++) {
+		ir_value *y = b->outputs[X->nst + k];
+		if (!X->y_final[k] || ir_dim_eq(y->shape.d[0], b->inputs[0]->shape.d[0]))
+			continue;
+		ir_dim d[3] = {X->T, y->shape.d[0], ir_dim_const(1)};
+		pad->in[0] = dims_const(X, g, 3, d);
+		X->seq_outer[0]->shape = (ir_shape){.rank = 3, .d = {d[0], d[1], d[2]}};
+		b->inputs[0]->shape = (ir_shape){.rank = 2, .d = {d[1], d[2]}};
+		break;
+	}
 	ir_dim rows = b->inputs[0]->shape.d[0];
 	for (int k = 0; k < X->nseq + X->ny; k++) {
 		ir_value *v = k < X->nseq ? b->inputs[k] : b->outputs[X->nst + k - X->nseq];

@@ -48,6 +48,43 @@
 
 enum { ONNX_UNROLL_MAX = 1024 };
 
+/* The unrolling budget of a compilation: body nodes copied, plus sequence
+ * elements listed by SequenceInsert / SequenceErase / SequenceConstruct over
+ * 64 (each insert copies the whole list); nested loops multiply, so the
+ * total is bounded, not each loop.  It scales with --max-memory: 16384 node
+ * copies (about a million listed elements) at the default 2 GiB. */
+static int64_t unroll_budget(void) { return (int64_t)(arena_budget >> 17); }
+
+/* Charges `cost` to g's compilation; 0 and an error naming n past the budget. */
+static int unroll_charge(ir_graph *g, ir_node *n, diag *D, int64_t cost, const char *what)
+{
+	ir_graph *r = ir_root(g);
+	if (cost >= 0 && cost <= unroll_budget() - r->unrolled) {
+		r->unrolled += cost;
+		return 1;
+	}
+	diag_node(D, n, "%s%s%s%s would take the compilation past its unrolling budget of %lld units (a unit: "
+		  "one body node copied or 64 sequence elements listed; %lld spent; --max-memory raises it)",
+		  n->origin ? "(a copy of node '" : "", n->origin ? n->origin : "", n->origin ? "') " : "",
+		  what, (long long)unroll_budget(), (long long)r->unrolled);
+	return 0;
+}
+
+/* Nodes of b, bodies and graph attributes included. */
+static int64_t count_nodes(const ir_graph *b)
+{
+	int64_t k = b->nnodes;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *n = b->nodes[i];
+		if (n->body)
+			k += count_nodes(n->body);
+		for (int a = 0; a < n->nattrs; a++)
+			if (n->attrs[a].kind == ATTR_GRAPH && n->attrs[a].g)
+				k += count_nodes(n->attrs[a].g);
+	}
+	return k;
+}
+
 /* ---- resolved values --------------------------------------------------- */
 
 static void set_list(ir_value *v, int kind, int n, ir_value **elem, ir_dtype dt)
@@ -183,7 +220,7 @@ static void copy_nodes(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *dst,
 		c->op_type = n->op_type;
 		c->domain = n->domain;
 		c->opset = n->opset;
-		c->origin = n->origin;
+		c->origin = n->origin ? n->origin : n->name;
 		for (int k = 0; k < n->nin; k++)
 			c->in[k] = ref(m, src, dst, n->in[k]);
 		c->nattrs = n->nattrs;
@@ -506,6 +543,8 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 				  ir_dtype_name(S->elem[0]->dtype));
 			return -1;
 		}
+		if (!unroll_charge(g, n, D, (S->nelem + 1) / 64, "inserting into a sequence that long"))
+			return -1;
 		ir_value **e = arena_array(g->A, (size_t)S->nelem + 1, sizeof *e);
 		for (int i = 0, j = 0; i <= S->nelem; i++)
 			e[i] = i == pos ? t : S->elem[j++];
@@ -653,6 +692,10 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	}
 	if (!c)
 		T = 0;
+	if (!unroll_charge(g, n, D, T * count_nodes(b), arena_printf(g->A, "unrolling %lld iterations of a "
+								  "body of %lld nodes", (long long)T,
+								  (long long)count_nodes(b))))
+		return NULL;
 	if (K && T < 1) {
 		diag_node(D, n, "has scan outputs but runs no iteration: their shape is unknown");
 		return NULL;

@@ -72,7 +72,7 @@ int onnx_read_file(const char *path, size_t limit, unsigned char **buf, size_t *
 	size_t n = (size_t)st.st_size;
 	unsigned char *p = malloc(n ? n : 1);
 	if (!p)
-		die("out of memory reading %s (%zu bytes)", path, n);
+		arena_oom(NULL, n, "reading a file");
 	if (fread(p, 1, n, f) != n) {
 		snprintf(err, errlen, "read error: %s", ferror(f) ? strerror(errno) : "file shrank");
 		free(p);
@@ -243,7 +243,7 @@ static int external_path(const char *dir, const char *loc, char **resolved, char
 	size_t n = strlen(dir) + strlen(loc) + 2;
 	char *joined = malloc(n);
 	if (!joined)
-		die("out of memory");
+		arena_oom(NULL, n, "a path");
 	snprintf(joined, n, "%s/%s", dir, loc);
 	char *rdir = realpath(dir, NULL);
 	char *rfile = realpath(joined, NULL);
@@ -467,6 +467,11 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 	size_t bytes = (size_t)numel * elsize;
 	out->dtype = dt;
 	out->numel = numel;
+	if (!arena_fits(A, bytes + 16)) {
+		snprintf(err, errlen, "needs %zu bytes, more than the memory budget of %zu MiB leaves "
+			 "(--max-memory raises it)", bytes, arena_budget >> 20);
+		return -1;
+	}
 
 	typed_field want = field_of(dt);
 	int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;

@@ -57,7 +57,8 @@ static void names_add(nameset *S, const char *s)
 {
 	if (2 * (S->n + 1) > S->cap) {
 		nameset T = {calloc(S->cap * 2, sizeof *T.slot), S->cap * 2, 0};
-		ASSERT(T.slot);
+		if (!T.slot)
+			arena_oom(NULL, S->cap * 2 * sizeof *T.slot, "the table of value names");
 		for (size_t i = 0; i < S->cap; i++)
 			if (S->slot[i])
 				names_add(&T, S->slot[i]);
@@ -243,12 +244,125 @@ static int infer_loop_body(void *cx, ir_graph *b)
 	return c->D->nerrors - errs0;
 }
 
+/* A recurrence's output types follow from its body (states: the body's
+ * state output; per-step outputs: the body's output with the time axis of
+ * the first sequence input inserted at out_axis).  Types already there (the
+ * annotation of native text, or whoever built the node) are checked against
+ * them, never trusted: a wrong one would size the output buffers. */
+static int infer_recurrence(ir_graph *g, ir_node *n, diag *D)
+{
+	int64_t nst = ir_attr_int(n, "n_state", -1);
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	const ir_value *x = n->nin ? n->in[0] : NULL;
+	if (!n->body || !x || !sa || sa->kind != ATTR_INTS || sa->n < 1 || nst < 0 ||
+	    n->body->noutputs != n->nout) {
+		diag_node(D, n, "malformed recurrence (body, first sequence input or attributes missing)");
+		return 1;
+	}
+	int ax_in = (int)sa->ints[0];
+	if (x->shape.rank < 2 || ax_in < 0 || ax_in >= x->shape.rank) {
+		diag_node(D, n, "sequence input '%s' has no time axis %d", x->name, ax_in);
+		return 1;
+	}
+	ir_dim T = x->shape.d[ax_in];
+	int64_t ns = sa->n;
+	for (int k = 0; k < n->body->ninputs && k < n->nin && k < ns + nst; k++) {
+		/* body inputs: a sequence input without its time axis; a state as given */
+		const ir_value *v = n->in[k], *bi = n->body->inputs[k];
+		if (!v)
+			continue;
+		ir_shape s = v->shape;
+		if (k < ns) {
+			int ax = (int)sa->ints[k];
+			if (s.rank < 1 || ax < 0 || ax >= s.rank || !ir_dim_eq(s.d[ax], T)) {
+				diag_node(D, n, "sequence input %d ('%s') has no time axis %d of %s steps", k,
+					  v->name, ax, ir_shape_str(g->A, g, &x->shape));
+				return 1;
+			}
+			for (int i = ax; i + 1 < s.rank; i++)
+				s.d[i] = s.d[i + 1];
+			s.rank--;
+		}
+		if (!bi || bi->dtype != v->dtype || !ir_shape_eq(&bi->shape, &s)) {
+			diag_node(D, n, "body input %d ('%s') is stated as %s%s but input '%s' gives %s%s", k,
+				  bi ? bi->name : "_", bi ? ir_dtype_name(bi->dtype) : "?",
+				  bi ? ir_shape_str(g->A, g, &bi->shape) : "", v->name,
+				  ir_dtype_name(v->dtype), ir_shape_str(g->A, g, &s));
+			return 1;
+		}
+	}
+	for (int k = (int)(ns + nst); k < n->body->ninputs; k++) {
+		/* the step counters (has_step) */
+		const ir_value *bi = n->body->inputs[k];
+		if (!bi || bi->dtype != DT_F32 || bi->shape.rank != 0) {
+			diag_node(D, n, "body input %d ('%s') is a step counter (has_step) and must be an f32 "
+				  "scalar", k, bi ? bi->name : "_");
+			return 1;
+		}
+	}
+	if (ir_attr_int(n, "has_lens", 0) && n->nin > ns + nst) {
+		/* sequence_lens: one int32 per batch row */
+		const ir_value *l = n->in[n->nin - 1];
+		ir_dim B = x->shape.d[ax_in == 0 ? 1 : 0];
+		if (!l || l->dtype != DT_I32 || l->shape.rank != 1 || x->shape.rank < 2 ||
+		    !ir_dim_eq(l->shape.d[0], B)) {
+			diag_node(D, n, "the lengths input '%s' must be i32[%s] (one length per batch row)",
+				  l ? l->name : "_", ir_dim_str(g->A, g, B));
+			return 1;
+		}
+	}
+	for (int k = 0; k < nst && ns + k < n->body->ninputs && k < n->body->noutputs; k++) {
+		/* a state's next value has the type of the state */
+		const ir_value *bi = n->body->inputs[ns + k], *bo = n->body->outputs[k];
+		if (bi && bo && bo->shape.rank >= 0 &&
+		    (bi->dtype != bo->dtype || !ir_shape_eq(&bi->shape, &bo->shape))) {
+			diag_node(D, n, "state %d: the body reads %s%s ('%s') and writes %s%s ('%s')", k,
+				  ir_dtype_name(bi->dtype), ir_shape_str(g->A, g, &bi->shape), bi->name,
+				  ir_dtype_name(bo->dtype), ir_shape_str(g->A, g, &bo->shape), bo->name);
+			return 1;
+		}
+	}
+	for (int k = 0; k < n->nout; k++) {
+		ir_value *o = n->out[k], *b = n->body->outputs[k];
+		if (!b || b->shape.rank < 0 || !infer_dtype_ok(b->dtype)) {
+			diag_node(D, n, "body output %d ('%s') has no known type", k, b ? b->name : "_");
+			return 1;
+		}
+		ir_shape s = b->shape;
+		if (k >= nst) {
+			int ax = oa && oa->kind == ATTR_INTS && k - nst < oa->n ? (int)oa->ints[k - nst] : 0;
+			if (b->shape.rank >= IR_MAX_RANK || ax < 0 || ax > b->shape.rank) {
+				diag_node(D, n, "per-step output %d ('%s') cannot take a time axis at %d", k,
+					  b->name, ax);
+				return 1;
+			}
+			s.rank = b->shape.rank + 1;
+			for (int i = 0, j = 0; i < s.rank; i++)
+				s.d[i] = i == ax ? T : b->shape.d[j++];
+		}
+		if (!o)
+			continue;
+		if (o->shape.rank >= 0 && (o->dtype != b->dtype || !ir_shape_eq(&o->shape, &s))) {
+			diag_node(D, n, "output %d ('%s') is stated as %s%s but the body gives %s%s", k,
+				  o->name, ir_dtype_name(o->dtype), ir_shape_str(g->A, g, &o->shape),
+				  ir_dtype_name(b->dtype), ir_shape_str(g->A, g, &s));
+			return 1;
+		}
+		o->dtype = b->dtype;
+		o->shape = s;
+	}
+	return 0;
+}
+
 /* Infers (and folds) one node of g; the nodes that stay go to keep. */
 static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep)
 {
 	if (n->op == OP_RECURRENCE) {
+		int errs0 = c->D->nerrors;
 		if (n->body)
 			infer_body(c, n->body);
+		if (c->D->nerrors != errs0 || poisoned(n) || infer_recurrence(g, n, c->D))
+			poison_outputs(n);
 		nl_push(g, keep, n);
 		return;
 	}
@@ -376,7 +490,8 @@ int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
 	(void)o;
 	int errs0 = D->nerrors;
 	ictx c = {g, D, {calloc(1024, sizeof(const char *)), 1024, 0}};
-	ASSERT(c.names.slot);
+	if (!c.names.slot)
+		arena_oom(g->A, 1024 * sizeof(const char *), "the table of value names");
 	names_collect(&c.names, g);
 	check_sources(&c);
 	if (D->nerrors == errs0) {

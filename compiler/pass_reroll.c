@@ -2202,8 +2202,8 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 		build B1 = {0};
 		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
 			*why = R->why;
-			if (R->T > 0 && R->nseq > 0 && !g->unrolled)
-				g->unrolled = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled "
+			if (R->T > 0 && R->nseq > 0 && !g->unrolled_note)
+				g->unrolled_note = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled "
 							   "(the emitted code grows with T): %s%s%s", R->T,
 							   R->seq[0].src->name ? R->seq[0].src->name : "?",
 							   R->why ? R->why : "the steps do not match",
@@ -2224,8 +2224,8 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 		 * values made for the body go */
 		g->nvalues = R->nv;
 		*why = err;
-		if (!g->unrolled)
-			g->unrolled = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled (the "
+		if (!g->unrolled_note)
+			g->unrolled_note = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled (the "
 						   "emitted code grows with T): %s", R->T,
 						   R->seq[0].src->name ? R->seq[0].src->name : "?", err);
 		return -1;
@@ -2259,8 +2259,8 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 		int r = reroll_once(g, D, round, &why);
 		if (why && getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: %s\n", why);
-		if (r < 0 && g->unrolled)
-			diag_warn(D, "%s", g->unrolled);
+		if (r < 0 && g->unrolled_note)
+			diag_warn(D, "%s", g->unrolled_note);
 		if (r <= 0)
 			break;
 	}

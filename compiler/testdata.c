@@ -89,7 +89,7 @@ static int add_set(const char *cmd, const char *dir, int nin, int nout, td_list 
 		L->cap = L->cap ? 2 * L->cap : 8;
 		L->sets = realloc(L->sets, (size_t)L->cap * sizeof *L->sets);
 		if (!L->sets)
-			die("out of memory");
+			arena_oom(NULL, (size_t)L->cap * sizeof *L->sets, "reading test data");
 	}
 	L->sets[L->n++] = (td_set){.dir = dir, .nin = nin, .nout = nout};
 	return 0;
@@ -255,7 +255,7 @@ ir_value *td_read_npy(ir_graph *g, diag *D, const char *path)
 			}
 			buf = realloc(buf, cap);
 			if (!buf)
-				die("out of memory");
+				arena_oom(NULL, cap, "reading test data");
 		}
 		size_t got = fread(buf + len, 1, cap - len, f);
 		len += got;

@@ -87,6 +87,10 @@ int txt_accept_word(txt *X, const char *w);
 int txt_expect(txt *X, char c, const char *what);     /* 0 and an error if missing */
 const char *txt_expect_ident(txt *X, const char *what);
 void txt_error(txt *X, const txt_tok *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Whether `count` elements of `elsize` bytes fit the compilation's memory
+ * budget (arena.h); if not, an error at `at` naming `what`.  Asked before
+ * allocating a model's tensor. */
+int txt_budget_ok(txt *X, const txt_tok *at, int64_t count, size_t elsize, const char *what);
 const char *txt_tok_desc(txt *X, const txt_tok *t);  /* "'foo'", "end of file", ... */
 /* Skips to the first token of the next line (or a closing '}' of the current
  * block at depth 0): error recovery and the end of a one-line statement. */

@@ -59,7 +59,7 @@ static void vtab_put(vtab *t, ir_value *v)
 		t->cap = old.cap ? 2 * old.cap : 256;
 		t->slot = calloc(t->cap, sizeof *t->slot);
 		if (!t->slot)
-			die("out of memory reading a graph");
+			arena_oom(NULL, t->cap * sizeof *t->slot, "reading a graph");
 		t->n = 0;
 		for (size_t i = 0; i < old.cap; i++)
 			if (old.slot[i])
@@ -282,6 +282,8 @@ static int parse_const_data(gctx *c, ir_graph *g, ir_value *v, const txt_tok *at
 			txt_error(X, t, "sym[...] constants are i64");
 			return 0;
 		}
+		if (!txt_budget_ok(X, at, n, sizeof *v->sym, v->name))
+			return 0;
 		v->sym = arena_array(g->A, (size_t)(n ? n : 1), sizeof *v->sym);
 		if (!txt_expect(X, '[', "after 'sym'"))
 			return 0;
@@ -295,6 +297,8 @@ static int parse_const_data(gctx *c, ir_graph *g, ir_value *v, const txt_tok *at
 			return 0;
 		return 1;
 	}
+	if (!txt_budget_ok(X, at, n, es, v->name))
+		return 0;
 	v->data = arena_alloc(g->A, (size_t)n * es + 1);
 	if (txt_accept_word(X, "elided")) {
 		const txt_tok *h = txt_peek(X);
@@ -425,6 +429,10 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 		size_t es = ir_dtype_size(dt);
 		if (n < 0 || es == 0 || n > ((int64_t)1 << 31)) {
 			txt_error(X, t, "weight '%%%s' needs a supported dtype and a constant shape", t->str);
+			txt_skip_line(X);
+			return;
+		}
+		if (!txt_budget_ok(X, t, n, es, t->str)) {
 			txt_skip_line(X);
 			return;
 		}
@@ -653,11 +661,12 @@ static int check_recurrence(gctx *c, ir_node *n, const txt_tok *at)
 	txt *X = c->X;
 	int64_t ns = ir_attr_int(n, "n_seq", -1), nst = ir_attr_int(n, "n_state", -1);
 	int64_t no = ir_attr_int(n, "n_out", -1), lens = ir_attr_int(n, "has_lens", 0) != 0;
-	int64_t step = ir_attr_int(n, "has_step", 0) != 0;
+	int64_t step = ir_attr_int(n, "has_step", 0);
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	const ir_graph *b = n->body;
-	if (ns < 1 || nst < 0 || no < 0 || ns > 1024 || nst > 1024 || no > 1024) {
-		txt_error(X, at, "Recurrence needs n_seq >= 1, n_state >= 0 and n_out >= 0 (ints)");
+	if (ns < 1 || nst < 0 || no < 0 || ns > 1024 || nst > 1024 || no > 1024 || step < 0 || step > 2) {
+		txt_error(X, at, "Recurrence needs n_seq >= 1, n_state >= 0, n_out >= 0 and has_step 0, 1 "
+			  "or 2 (ints)");
 		return 0;
 	}
 	if (n->nin != ns + nst + lens || n->nout != nst + no) {
@@ -694,6 +703,12 @@ static int check_recurrence(gctx *c, ir_node *n, const txt_tok *at)
 			  b->ninputs, b->noutputs, (int)(ns + nst + step), (int)(nst + no));
 		return 0;
 	}
+	for (int64_t k = ns + nst; k < b->ninputs; k++)
+		if (!b->inputs[k] || b->inputs[k]->dtype != DT_F32 || b->inputs[k]->shape.rank != 0) {
+			txt_error(X, at, "Recurrence body input %d is a step counter (has_step): an f32 scalar",
+				  (int)k);
+			return 0;
+		}
 	return 1;
 }
 

@@ -107,6 +107,8 @@ static ir_value *new_param(mctx *m, const char *layer, const char *pname, int ra
 		n *= dims[i];
 	}
 	*from_file = 0;
+	if (!txt_budget_ok(m->X, at, n, sizeof(float), name))
+		return NULL;
 	if (m->have_weights) {
 		int r = txt_weights_fill(m->X, &m->W, w, at, 1);
 		if (r <= 0)

@@ -77,6 +77,16 @@ void txt_error(txt *X, const txt_tok *at, const char *fmt, ...)
 	diag_at(X->D, X->src, at->line, at->col, "%s", msg);
 }
 
+int txt_budget_ok(txt *X, const txt_tok *at, int64_t count, size_t elsize, const char *what)
+{
+	if (count >= 0 && elsize && (uint64_t)count <= SIZE_MAX / elsize &&
+	    arena_fits(X->A, (size_t)count * elsize + 16))
+		return 1;
+	txt_error(X, at, "'%s' needs %.0f bytes, more than the memory budget of %zu MiB leaves "
+		  "(--max-memory raises it)", what, (double)count * (double)elsize, arena_budget >> 20);
+	return 0;
+}
+
 int txt_expect(txt *X, char c, const char *what)
 {
 	if (txt_accept(X, c))
@@ -321,7 +331,7 @@ ir_graph *txt_load(arena *A, diag *D, const char *path)
 	char *buf = malloc(cap);
 	for (;;) {
 		if (!buf)
-			die("out of memory reading %s", path);
+			arena_oom(NULL, cap, "reading a model");
 		size_t r = fread(buf + n, 1, cap - n, f);
 		n += r;
 		if (n < cap)

@@ -24,7 +24,7 @@ int txt_weights_open(txt *X, txt_weights *W, const txt_tok *tok)
 	}
 	rt_tensorfile *tf = calloc(1, sizeof *tf);
 	if (!tf)
-		die("out of memory");
+		arena_oom(NULL, sizeof *tf, "a weights file");
 	int st = rt_tf_open(tf, p);
 	if (st != RT_OK) {
 		txt_error(X, tok, "cannot read weights file '%s': %s", p, rt_status_str(st));

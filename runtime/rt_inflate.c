@@ -65,6 +65,8 @@ static int bits(inf *s, int need)
 
 static int put(inf *s, const unsigned char *p, size_t n)
 {
+	if (n == 0)
+		return 0;       /* an empty stored block (zlib's sync flush): no out buffer yet */
 	if (n > s->max - s->outcnt) {
 		bad(s, RT_ERR_FORMAT, "decompressed data exceed the size limit");
 		return -1;

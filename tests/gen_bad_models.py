@@ -134,6 +134,102 @@ def external_model(outdir, name, location, nbytes=None, offset=None, length=None
     return model_of(g)
 
 
+def emit_text(outdir, name, text, *expect):
+    """A native .cell model (text) and what its error must name."""
+    emit(outdir, name, text.encode(), *expect, fname=name + ".cell")
+
+
+RECURRENCE = """graph g {
+	input %%x: f32[%s]
+	input %%h0: f32[%s]
+	%%hT, %%y = Recurrence(%%x, %%h0) {n_seq = 1, n_state = 1, n_out = 1, reverse = 0, seq_axis = [0], \
+out_axis = [0], has_lens = 0, has_step = 0} body {  # %s  node "rec_node"
+		input %%bx: f32[3, 5]
+		input %%bh: f32[3, 5]
+		%%s = Add(%%bx, %%bh)
+		output %%s, %%s
+	}
+	output %%hT, %%y
+}
+"""
+
+
+def nested_seq_loops(M):
+    """Two nested Loops of M iterations appending x to a carried sequence:
+    M*M SequenceInserts, each copying the whole list when unrolled."""
+    vi, seq_t = helper.make_tensor_value_info, helper.make_tensor_sequence_value_info
+    inner = helper.make_graph(
+        [helper.make_node("Identity", ["c2_in"], ["c2_out"]),
+         helper.make_node("SequenceInsert", ["s2_in", "x"], ["s2_out"], name="inner_insert")],
+        "inner", [vi("it2", TensorProto.INT64, []), vi("c2_in", TensorProto.BOOL, []),
+                  seq_t("s2_in", TensorProto.FLOAT, [2])],
+        [vi("c2_out", TensorProto.BOOL, []), seq_t("s2_out", TensorProto.FLOAT, [2])])
+    outer = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Loop", ["M", "", "s_in"], ["s_out"], body=inner, name="inner_loop")],
+        "outer", [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+                  seq_t("s_in", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), seq_t("s_out", TensorProto.FLOAT, [2])])
+    g = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["x"], ["s0"]),
+         helper.make_node("Loop", ["M", "", "s0"], ["sT"], body=outer, name="outer_loop"),
+         helper.make_node("SequenceAt", ["sT", "m1"], ["y"])],
+        "nested", [vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, [2])],
+        initializer=[numpy_helper.from_array(np.array(M, np.int64), "M"),
+                     numpy_helper.from_array(np.array(-1, np.int64), "m1")])
+    m = model_of(g, 13)
+    m.ir_version = 7
+    return m
+
+
+def robustness_cases(out, W):
+    """Issue 17: types stated by the text format are checked, not trusted;
+    the memory budget (--max-memory) is enforced before allocating; nested
+    unrolling is bounded in all."""
+    # a Recurrence's annotation against its body: a wrong type used to size
+    # the output buffer (heap overflow in the emitted code)
+    emit_text(out, "rec_annotation_wrong_type", RECURRENCE % ("4, 3, 5", "3, 5", "f32[1], f32[4, 3, 5]"),
+              "rec_node", "stated as f32[1]", "f32[3, 5]")
+    emit_text(out, "rec_annotation_wrong_dtype", RECURRENCE % ("4, 3, 5", "3, 5", "f32[3, 5], i64[4, 3, 5]"),
+              "rec_node", "stated as i64")
+    emit_text(out, "rec_body_input_mismatch", RECURRENCE % ("4, 3, 7", "3, 5", "_, _"),
+              "rec_node", "body input 0", "f32[3, 7]")
+    emit_text(out, "rec_state_input_mismatch", RECURRENCE % ("4, 3, 5", "3, 2", "_, _"),
+              "rec_node", "body input 1", "f32[3, 2]")
+    emit_text(out, "rec_has_step_out_of_range",
+              (RECURRENCE % ("4, 3, 5", "3, 5", "_, _")).replace("has_step = 0", "has_step = 7"),
+              "has_step 0, 1 or 2")
+    base = RECURRENCE % ("4, 3, 5", "3, 5", "_, _")
+    emit_text(out, "rec_lens_not_int32", base.replace("has_lens = 0", "has_lens = 1")
+              .replace("(%x, %h0)", "(%x, %h0, %h0)"), "rec_node", "lengths input 'h0'", "i32[3]")
+    emit_text(out, "rec_step_not_scalar", base.replace("has_step = 0", "has_step = 1")
+              .replace("\t\tinput %bh: f32[3, 5]\n", "\t\tinput %bh: f32[3, 5]\n\t\tinput %st: i64[2]\n"),
+              ":4:", "step counter")
+    # sizes that pass the per-dimension limits but not the budget
+    emit_text(out, "budget_cell_param",
+              "cell big(x; h) {\n    param W[1073741824, 16]\n    h' = tanh(h)\n}\n"
+              "model m {\n    input x: f32[seq, batch, 16]\n    h1 = big(x, hidden=4)\n    output h1\n}\n",
+              ":2:11:", "h1.W", "memory budget", "--max-memory")
+    emit_text(out, "budget_lstm_hidden",
+              "model m {\n    input x: f32[seq, batch, 3]\n    h1 = lstm(x, hidden=1048576)\n    output h1\n}\n",
+              ":3:", "memory budget")
+    emit_text(out, "budget_graph_weight",
+              "graph g {\n\tinput %x: f32[4]\n\tweight %w: f32[1073741824, 2]\n\t%y = Add(%x, %x)\n\toutput %y\n}\n",
+              ":3:", "'w'", "memory budget")
+    emit_text(out, "budget_graph_const",
+              "graph g {\n\tinput %x: f32[4]\n\tconst %c: f32[1073741824] = elided fnv1a:0\n"
+              "\t%y = Add(%x, %x)\n\toutput %y\n}\n", ":3:", "'c'", "memory budget")
+    # an initializer whose external data would be 8 GiB: refused before reading
+    t = bare_tensor("W", [1, 4 * H, 1 << 29])
+    t.data_location = TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "w.bin"
+    emit(out, "budget_external_data", model_of(lstm_graph("lstm_ext_huge", inits=[
+        t, numpy_helper.from_array(np.zeros((1, 4 * H, H), np.float32), "R")])), "'W'", "memory budget")
+    # nested loops carrying a sequence: 128 x 128 inserts of an ever longer list
+    emit(out, "unroll_nested_loops", nested_seq_loops(128), "inner_insert", "unrolling budget")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_bad_models.py OUTDIR")
@@ -276,6 +372,8 @@ def main():
 
     # --- more errors than are printed: counted by operator
     many_unsupported(out)
+
+    robustness_cases(out, W)
 
     with open(os.path.join(out, "cases.tsv"), "w", encoding="utf-8") as f:
         for row in MANIFEST:

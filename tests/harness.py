@@ -607,6 +607,27 @@ def group_cli():
     yield cli_one("dump_after_unknown", ["dump", model, "--after", "nosuch"], 2, ["nosuch"], "stderr")
     yield cli_one("dump_missing_model", ["dump", os.path.join(OUT, "no_such_model.onnx")], 2,
                   ["no_such_model.onnx"], "stderr")
+    # --max-memory (issue 17): a model whose parameters need 16.5 MiB is refused
+    # under a 16M budget with a located error, and loads under 64M
+    big = os.path.join(OUT, "cli_budget.cell")
+    with open(os.path.join(ROOT, big), "w") as f:
+        f.write("model m {\n    input x: f32[seq, batch, 8]\n    h = lstm(x, hidden=1024)\n    output h\n}\n")
+    yield cli_one("max_memory_refused", ["info", big, "--max-memory", "16M"], 2,
+                  [big + ":3:", "memory budget of 16 MiB", "--max-memory"], "stderr")
+    yield cli_one("max_memory_raised", ["--max-memory=64M", "info", big], 0, ["3 tensors"])
+    yield cli_one("max_memory_malformed", ["info", big, "--max-memory", "lots"], 2, ["--max-memory"], "stderr")
+    # a Recurrence whose annotation leaves an output's type out ('_') and whose
+    # other outputs feed later nodes: the type is inferred from the body (this
+    # reached an assertion in emit.c before issue 17); compiled under ir_verify
+    rec = os.path.join(OUT, "cli_rec_untyped.cell")
+    with open(os.path.join(ROOT, rec), "w") as f:
+        f.write("graph g {\n\tinput %x: f32[4, 3, 5]\n\tinput %h0: f32[3, 5]\n"
+                "\t%hT, %y = Recurrence(%x, %h0) {n_seq = 1, n_state = 1, n_out = 1, reverse = 0, "
+                "seq_axis = [0], out_axis = [0], has_lens = 0, has_step = 0} body {  # _, _  node \"r\"\n"
+                "\t\tinput %bx: f32[3, 5]\n\t\tinput %bh: f32[3, 5]\n\t\t%s = Add(%bx, %bh)\n"
+                "\t\t%u = Neg(%s)\n\t\toutput %s, %u\n\t}\n\t%z = Relu(%hT)\n\toutput %z, %y\n}\n")
+    yield cli_one("recurrence_type_inferred", ["info", rec], 0, ["f32[3, 5]", "f32[4, 3, 5]"])
+    yield cli_one("recurrence_type_compiled", ["compile", rec, "-o", os.path.join(OUT, "cli_rec_untyped")], 0)
 
 
 # ---- the emitted C API: streaming, reset, generic interface ------------------------
@@ -1761,7 +1782,36 @@ def group_fd():
         yield from rs
 
 
-TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads)]
+# ---- robustness (issue 17): fuzz smoke runs, differential testing -------------
+
+def group_fuzz():
+    """`make fuzz` (clang libFuzzer targets with ASan + UBSan, seeds from the
+    fixtures), then each target over its seeds and a few seconds beyond."""
+    log = os.path.join(LOGS, "fuzz", "build.log")
+    rc, out, err = run([os.environ.get("MAKE", "make"), "--no-print-directory", "-s", "fuzz"], log)
+    if rc != 0:
+        return [Result("fuzz/build", False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))]
+    return script_group("fuzz", [PY, "tests/fuzz/run_fuzz.py", "smoke",
+                                 os.environ.get("CELLC_FUZZ_SECONDS", "8")])
+
+
+def group_diff():
+    """tests/diff_test.py: random valid ONNX models (LSTM/GRU/RNN, element-wise
+    chains with broadcasting and reshapes, Scan, Loop, traced loops) through
+    `cellc verify --oracle onnxruntime`, plus the models of earlier findings
+    (tests/diff_regressions.txt)."""
+    if not os.path.isdir(os.path.join(ROOT, "build", "ort", "node_modules", "onnxruntime-node")):
+        rc, out, err = run([os.environ.get("MAKE", "make"), "--no-print-directory", "-s", "ort"],
+                           os.path.join(LOGS, "diff", "ort.log"))
+        if rc != 0:
+            return [Result("diff/ort", False, "make ort: %s: %s" % (status_word(rc), first_lines(err)))]
+    return script_group("diff", [PY, "tests/diff_test.py", os.path.join(OUT, "diff"), "--count",
+                                 os.environ.get("CELLC_DIFF_COUNT", "25"), "--seed", "1", "--jobs", str(JOBS),
+                                 "--replay", "tests/diff_regressions.txt"])
+
+
+TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
+                ("fuzz", group_fuzz), ("diff", group_diff)]
 GROUPS += TRAIN_GROUPS
 
 
@@ -1777,6 +1827,9 @@ GROUPS += [("install", group_install)]
 
 def main():
     os.chdir(ROOT)
+    # ir_verify after every pass of every compilation, also in the scripts the
+    # groups run (they inherit the environment); tests/run.sh sets it too
+    os.environ["CELLC_VERIFY"] = "1"
     want = sys.argv[1:]
     unknown = [w for w in want if w not in dict(GROUPS)]
     if unknown:

@@ -19,4 +19,8 @@ MAKE=${MAKE:-make}
 # reports that group's fixtures as a failure, so keep going (-k).
 $MAKE --no-print-directory -s -k fixtures || echo "run.sh: some fixtures could not be generated" >&2
 
+# Every compilation of the tests checks the IR after each pass (ir_verify,
+# compiler/compile.c): an inconsistency aborts the test that made it.
+CELLC_VERIFY=1
+export CELLC_VERIFY
 exec "$PY" tests/harness.py "$@"

@@ -120,3 +120,56 @@ $(B)/tests/test_optim: tests/unit/test_optim.c runtime/cellrt.h $(B)/libcellrt.a
 $(SAN)/tests/test_optim: tests/unit/test_optim.c runtime/cellrt.h $(SAN)/libcellrt.a
 	@mkdir -p $(SAN)/tests
 	$(CC) $(SANFLAGS) $(WARN) -Iruntime $< -o $@ $(SAN)/libcellrt.a $(LIBS_RT)
+
+# ---- fuzzing (issue 17): libFuzzer targets of every reader of untrusted input ----
+#
+#   make fuzz        build-fuzz/fuzz_* (clang, libFuzzer, ASan + UBSan, no
+#                    recovery) and their seed corpora and dictionaries
+#   make fuzz-smoke  each target over its seeds and briefly beyond
+#                    (tests/fuzz/run_fuzz.py; the harness group `fuzz`)
+#
+# The seeds are made from the test fixtures (tests/fuzz/make_corpus.py), so
+# `make fuzz` wants the fixtures first; nothing binary is committed.
+FZ        := build-fuzz
+FUZZ_CC   := clang
+FUZZ_SAN  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_WARN := -std=c11 -Wall -Wextra -Wno-unused-parameter
+FUZZ_TARGETS := onnx onnx_train cell bind export tensorfile testdata traindata
+FZ_C_OBJ := $(patsubst compiler/%.c,$(FZ)/cc/%.o,$(filter-out compiler/main.c,$(COMPILER_SRC))) \
+	$(FZ)/cc/onnx.pb-c.o $(FZ)/cc/templates.o
+FZ_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(FZ)/rt/%.o)
+
+$(FZ)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
+	@mkdir -p $(FZ)/cc
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_WARN) $(CPPFLAGS_C) -DCELLC_SHARE='"$(abspath .)"' -c $< -o $@
+$(FZ)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
+	@mkdir -p $(FZ)/cc
+	$(FUZZ_CC) $(FUZZ_SAN) -I$(B)/gen -c $< -o $@
+$(FZ)/cc/templates.o: $(B)/gen/templates.c compiler/emit.h
+	@mkdir -p $(FZ)/cc
+	$(FUZZ_CC) $(FUZZ_SAN) $(FUZZ_WARN) $(CPPFLAGS_C) -c $< -o $@
+$(FZ)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
+	@mkdir -p $(FZ)/rt
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_WARN) -Iruntime -c $< -o $@
+$(FZ)/libfuzzcellc.a: $(FZ_C_OBJ) $(FZ_RT_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+FUZZ_COMPILE := onnx onnx_train cell bind
+FUZZ_READERS := tensorfile testdata traindata
+$(FUZZ_COMPILE:%=$(FZ)/fuzz_%): $(FZ)/fuzz_%: tests/fuzz/fuzz_compile.c tests/fuzz/fuzz.h $(FZ)/libfuzzcellc.a
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_WARN) $(CPPFLAGS_C) -DFUZZ_MODE=$* $< -o $@ $(FZ)/libfuzzcellc.a $(LIBS_C)
+$(FUZZ_READERS:%=$(FZ)/fuzz_%): $(FZ)/fuzz_%: tests/fuzz/fuzz_readers.c tests/fuzz/fuzz.h $(FZ)/libfuzzcellc.a
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_WARN) $(CPPFLAGS_C) -DFUZZ_MODE=$* $< -o $@ $(FZ)/libfuzzcellc.a $(LIBS_C)
+$(FZ)/fuzz_export: tests/fuzz/fuzz_export.c tests/fuzz/fuzz.h $(FZ)/libfuzzcellc.a
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_WARN) $(CPPFLAGS_C) $< -o $@ $(FZ)/libfuzzcellc.a $(LIBS_C)
+
+# seed corpora from the fixtures (remade when the script changes)
+$(FZ)/corpus/.stamp: tests/fuzz/make_corpus.py $(B)/cellc
+	@rm -rf $(FZ)/corpus && mkdir -p $(FZ)/corpus
+	$(PY) tests/fuzz/make_corpus.py $(FZ)/corpus
+	@touch $@
+
+.PHONY: fuzz fuzz-smoke
+fuzz: $(FUZZ_TARGETS:%=$(FZ)/fuzz_%) $(FZ)/corpus/.stamp
+fuzz-smoke: fuzz
+	$(PY) tests/fuzz/run_fuzz.py smoke

@@ -60,6 +60,45 @@ static void tmp_path(char *buf, size_t n, const char *tag)
 	snprintf(buf, n, "%s/cellrt_test_%ld_%s.bin", dir ? dir : "/tmp", (long)getpid(), tag);
 }
 
+/* ---- rt_inflate: empty stored blocks ---------------------------------------- */
+
+/* Raw DEFLATE streams built by hand from RFC 1951 section 3.2.4: a stored
+ * block is the header bits BFINAL, BTYPE = 00 (one byte, the rest padding),
+ * then LEN and NLEN = ~LEN (little-endian) and LEN bytes.  zlib's sync flush
+ * writes an empty one (00 00 00 ff ff); an empty block before anything was
+ * written used to reach memcpy with a NULL destination (UBSan). */
+START_TEST(test_inflate_empty_stored)
+{
+	static const unsigned char only_empty[] = {0x01, 0x00, 0x00, 0xff, 0xff};
+	static const unsigned char flush_then_abc[] = {0x00, 0x00, 0x00, 0xff, 0xff,
+						       0x01, 0x03, 0x00, 0xfc, 0xff, 'a', 'b', 'c'};
+	static const unsigned char abc_flush_end[] = {0x00, 0x03, 0x00, 0xfc, 0xff, 'a', 'b', 'c',
+						      0x01, 0x00, 0x00, 0xff, 0xff};
+	void *out = NULL;
+	size_t n = 99;
+	char err[200] = "";
+	ck_assert_int_eq(rt_inflate(only_empty, sizeof only_empty, 1 << 20, &out, &n, err, sizeof err), RT_OK);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_uint_eq(n, 0);
+	free(out);
+	ck_assert_int_eq(rt_inflate(flush_then_abc, sizeof flush_then_abc, 1 << 20, &out, &n, err, sizeof err),
+			 RT_OK);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(memcmp(out, "abc", 3), 0);
+	free(out);
+	ck_assert_int_eq(rt_inflate(abc_flush_end, sizeof abc_flush_end, 1 << 20, &out, &n, err, sizeof err),
+			 RT_OK);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(memcmp(out, "abc", 3), 0);
+	free(out);
+	/* LEN and NLEN that disagree are refused */
+	static const unsigned char bad_nlen[] = {0x01, 0x00, 0x00, 0xfe, 0xff};
+	ck_assert_int_eq(rt_inflate(bad_nlen, sizeof bad_nlen, 1 << 20, &out, &n, err, sizeof err),
+			 RT_ERR_FORMAT);
+	ck_assert_ptr_null(out);
+}
+END_TEST
+
 /* ---- rt_sgemm ------------------------------------------------------------ */
 
 /* rt_sgemm_ref against a product worked out by hand, so that the reference
@@ -1327,6 +1366,10 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_tf_corrupted);
 	tcase_add_test(tc, test_tf_forged_table);
 	tcase_add_test(tc, test_dtype_size);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("inflate");
+	tcase_add_test(tc, test_inflate_empty_stored);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("status");

@@ -1,0 +1,429 @@
+"""diff_test.py: differential testing of cellc against ONNX Runtime on random
+valid ONNX models (issue 17).
+
+Each model is drawn from a fixed seed by one of these generators, with random
+shapes and attributes, built with onnx.helper and checked by onnx.checker:
+
+  rnn      LSTM / GRU / RNN: direction, hidden and input sizes, bias or not,
+           initial states, sequence_lens, activations (RNN), GRU's
+           linear_before_reset, LSTM peepholes, which of Y / Y_h / Y_c are
+           outputs, a Squeeze or Transpose after Y
+  elem     chains of element-wise operators with broadcasting (operands of
+           other ranks, size-1 axes), Reshape (with 0 and -1), Transpose,
+           Unsqueeze / Squeeze, Concat, Slice, MatMul, Gemm, Softmax
+  scan     Scan with a recurrent body (tanh or relu cell), forward or reverse
+  loop     Loop with a constant trip count carrying a state, outer-scope
+           values in the body, a scan output
+  traced   a Python loop as a tracer writes it: T unrolled steps of an RNN or
+           LSTM cell on Gather'ed time steps, per-step outputs stacked by
+           Unsqueeze + Concat (what cellc's reroll pass folds back into a loop)
+
+and then run through `cellc verify MODEL --oracle onnxruntime --inputs 1
+--seed K`: cellc draws the random inputs, ONNX Runtime (npm onnxruntime-node,
+build/ort) computes the expected outputs, the code cellc emits is compiled
+and compared (atol 1e-5 + rtol 1e-4, fixed below).  A model whose outputs
+differ, that cellc refuses, or on which cellc crashes is a finding: the model
+is kept in OUTDIR/findings/ with the command and its output for replay.  A
+model ONNX Runtime itself refuses is a generator bug and counted as such
+(never as passed).
+
+usage: diff_test.py OUTDIR [--count N] [--seed S] [--jobs J] [--kinds k,k]
+                    [--replay FILE]
+--replay FILE adds the models FILE lists ("KIND SEED" per line, `#`
+comments): the findings of earlier runs, kept as regression tests
+(tests/diff_regressions.txt).
+Prints one PASS/FAIL line per model, the per-generator and per-operator
+counts, and "N passed, M failed"; exit status 1 on any failure.
+"""
+import argparse
+import collections
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CELLC = os.path.join(ROOT, "build", "cellc")
+TOL = ["--atol", "1e-5", "--rtol", "1e-4"]
+F = TensorProto.FLOAT
+KINDS = ("rnn", "elem", "scan", "loop", "traced")
+
+
+def vi(name, shape, dt=F):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def init(rng, name, shape, scale=0.5):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def i64(name, vals):
+    return numpy_helper.from_array(np.array(vals, np.int64), name)
+
+
+class G:
+    """A graph under construction: nodes, initializers, fresh names."""
+
+    def __init__(self, rng):
+        self.rng, self.nodes, self.inits, self.k = rng, [], [], 0
+
+    def name(self, base):
+        self.k += 1
+        return "%s_%d" % (base, self.k)
+
+    def node(self, op, ins, nout=1, **attrs):
+        outs = [self.name(op.lower()) for _ in range(nout)]
+        self.nodes.append(helper.make_node(op, ins, outs, name=self.name("n_" + op), **attrs))
+        return outs if nout > 1 else outs[0]
+
+    def weight(self, shape, scale=0.5):
+        n = self.name("w")
+        self.inits.append(init(self.rng, n, shape, scale))
+        return n
+
+    def const(self, vals):
+        n = self.name("c")
+        self.inits.append(i64(n, vals))
+        return n
+
+
+def model_of(nodes, name, inputs, outputs, inits, opset):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="diff_test")
+    m.ir_version = 8 if opset >= 15 else 7
+    onnx.checker.check_model(m)
+    return m
+
+
+# ---- generators --------------------------------------------------------------------------
+
+def gen_rnn(rng):
+    op = rng.choice(["LSTM", "GRU", "RNN"])
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    T, B, I, H = (int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 6)),
+                  int(rng.integers(1, 7)))
+    direction = rng.choice(["forward", "reverse", "bidirectional"])
+    D = 2 if direction == "bidirectional" else 1
+    g = G(rng)
+    inputs = [vi("X", [T, B, I])]
+    ins = ["X", g.weight([D, gates * H, I]), g.weight([D, gates * H, H])]
+    attrs = {"hidden_size": H, "direction": str(direction)}
+    ops = {op}
+    ins.append(g.weight([D, 2 * gates * H]) if rng.random() < 0.7 else "")
+    if rng.random() < 0.4:
+        inputs.append(vi("sequence_lens", [B], TensorProto.INT32))
+        ins.append("sequence_lens")
+    else:
+        ins.append("")
+    if rng.random() < 0.5:
+        inputs.append(vi("initial_h", [D, B, H]))
+        ins.append("initial_h")
+    else:
+        ins.append("")
+    if op == "LSTM":
+        if rng.random() < 0.4:
+            inputs.append(vi("initial_c", [D, B, H]))
+            ins.append("initial_c")
+        else:
+            ins.append("")
+        if rng.random() < 0.3:
+            ins.append(g.weight([D, 3 * H]))
+    if op == "RNN" and rng.random() < 0.5:
+        attrs["activations"] = [str(rng.choice(["Tanh", "Relu", "Sigmoid"])) for _ in range(D)]
+    if op == "GRU":
+        attrs["linear_before_reset"] = int(rng.integers(0, 2))
+    while ins and ins[-1] == "":
+        ins.pop()
+    nout = 3 if op == "LSTM" else 2
+    outs = ["Y", "Y_h", "Y_c"][:nout]
+    keep = [o for o in outs if rng.random() < 0.6] or ["Y"]
+    node_outs = [o if o in keep else "" for o in outs]
+    while node_outs[-1] == "":
+        node_outs.pop()
+    nodes = [helper.make_node(op, ins, node_outs, name="rnn", **attrs)]
+    shapes = {"Y": [T, D, B, H], "Y_h": [D, B, H], "Y_c": [D, B, H]}
+    outputs = []
+    for o in keep:
+        if o == "Y" and rng.random() < 0.5:
+            if D == 1 and rng.random() < 0.5:
+                nodes.append(helper.make_node("Squeeze", ["Y", g.const([1])], ["Ys"], name="sq"))
+                outputs.append(vi("Ys", [T, B, H]))
+                ops.add("Squeeze")
+            else:
+                nodes.append(helper.make_node("Transpose", ["Y"], ["Yt"], name="tr", perm=[0, 2, 1, 3]))
+                outputs.append(vi("Yt", [T, B, D, H]))
+                ops.add("Transpose")
+        else:
+            outputs.append(vi(o, shapes[o]))
+    return model_of(nodes, "rnn", inputs, outputs, g.inits, int(rng.choice([13, 14, 17]))), ops
+
+
+def bshape(rng, shape):
+    """A shape that broadcasts against `shape` (trailing-aligned, 1s, fewer axes)."""
+    k = int(rng.integers(0, len(shape) + 1))
+    return [d if rng.random() < 0.6 else 1 for d in shape[len(shape) - k:]]
+
+
+def gen_elem(rng):
+    g = G(rng)
+    r = int(rng.integers(1, 5))
+    shape = [int(rng.integers(1, 5)) for _ in range(r)]
+    inputs = [vi("x", shape)]
+    cur, ops = "x", set()
+    other = None
+    if rng.random() < 0.5:
+        os_ = bshape(rng, shape)
+        inputs.append(vi("y", os_))
+        other = "y"
+    unary = ["Sigmoid", "Tanh", "Relu", "Neg", "Abs", "Exp"]
+    binary = ["Add", "Sub", "Mul"]
+    for _ in range(int(rng.integers(2, 8))):
+        c = rng.random()
+        numel = int(np.prod(shape)) if shape else 1
+        if c < 0.25:
+            op = str(rng.choice(unary))
+            cur = g.node(op, [cur])
+        elif c < 0.5:
+            op = str(rng.choice(binary))
+            if other is not None and rng.random() < 0.5:
+                b = other
+                other = None
+                bs = None
+            else:
+                bs = bshape(rng, shape)
+                b = g.weight(bs)
+            args = [cur, b] if rng.random() < 0.5 else [b, cur]
+            cur = g.node(op, args)
+            if bs is None:
+                # the other input may have been the larger one
+                oshape = [d for d in inputs[1].type.tensor_type.shape.dim]
+                od = [d.dim_value for d in oshape]
+                n = max(len(od), len(shape))
+                a = [1] * (n - len(shape)) + shape
+                bb = [1] * (n - len(od)) + od
+                shape = [max(p, q) for p, q in zip(a, bb)]
+        elif c < 0.6 and len(shape) >= 2:
+            op = "Transpose"
+            perm = [int(p) for p in rng.permutation(len(shape))]
+            cur = g.node(op, [cur], perm=perm)
+            shape = [shape[p] for p in perm]
+        elif c < 0.7:
+            op = "Reshape"
+            dims = []
+            left = numel
+            for _ in range(int(rng.integers(1, 4)) - 1):
+                divs = [d for d in range(1, 5) if left % d == 0]
+                d = int(rng.choice(divs))
+                dims.append(d)
+                left //= d
+            dims.append(left)
+            spec = list(dims)
+            if rng.random() < 0.5:
+                spec[int(rng.integers(0, len(spec)))] = -1
+            cur = g.node(op, [cur, g.const(spec)])
+            shape = dims
+        elif c < 0.75 and len(shape) < 4:
+            op = "Unsqueeze"
+            ax = int(rng.integers(0, len(shape) + 1))
+            cur = g.node(op, [cur, g.const([ax])])
+            shape = shape[:ax] + [1] + shape[ax:]
+        elif c < 0.8 and 1 in shape:
+            op = "Squeeze"
+            ax = shape.index(1)
+            cur = g.node(op, [cur, g.const([ax])])
+            shape = shape[:ax] + shape[ax + 1:]
+        elif c < 0.85 and shape:
+            op = "Concat"
+            ax = int(rng.integers(0, len(shape)))
+            w = list(shape)
+            w[ax] = int(rng.integers(1, 3))
+            cur = g.node(op, [cur, g.weight(w)], axis=ax)
+            shape = list(shape)
+            shape[ax] += w[ax]
+        elif c < 0.9 and shape and max(shape) > 1:
+            op = "Slice"
+            ax = int(np.argmax(shape))
+            s = int(rng.integers(0, shape[ax] - 1))
+            e = int(rng.integers(s + 1, shape[ax] + 1))
+            cur = g.node(op, [cur, g.const([s]), g.const([e]), g.const([ax])])
+            shape = list(shape)
+            shape[ax] = e - s
+        elif c < 0.95 and shape:
+            op = "MatMul" if len(shape) != 2 or rng.random() < 0.5 else "Gemm"
+            k = int(rng.integers(1, 5))
+            if op == "Gemm":
+                cur = g.node(op, [cur, g.weight([k, shape[-1]]), g.weight([k])], transB=1)
+            else:
+                cur = g.node(op, [cur, g.weight([shape[-1], k])])
+            shape = shape[:-1] + [k]
+        elif shape:
+            op = str(rng.choice(["Softmax", "LogSoftmax"]))
+            cur = g.node(op, [cur], axis=-1)
+        else:
+            op = "Tanh"
+            cur = g.node(op, [cur])
+        ops.add(op)
+    g.nodes[-1].output[0] = "out"
+    return model_of(g.nodes, "elem", inputs, [vi("out", shape)], g.inits, int(rng.choice([13, 14, 17]))), ops
+
+
+def gen_scan(rng):
+    g = G(rng)
+    T, B, I, H = (int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 5)),
+                  int(rng.integers(1, 6)))
+    act = str(rng.choice(["Tanh", "Relu", "Sigmoid"]))
+    W, U, b = g.weight([I, H]), g.weight([H, H]), g.weight([H])
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["xt", W], ["xw"]), helper.make_node("MatMul", ["s", U], ["su"]),
+         helper.make_node("Add", ["xw", "su"], ["a1"]), helper.make_node("Add", ["a1", b], ["a2"]),
+         helper.make_node(act, ["a2"], ["s2"]), helper.make_node("Identity", ["s2"], ["y"])],
+        "scan_body", [vi("s", [B, H]), vi("xt", [B, I])], [vi("s2", [B, H]), vi("y", [B, H])])
+    rev = int(rng.integers(0, 2))
+    node = helper.make_node("Scan", ["s0", "x"], ["sT", "ys"], name="scan", body=body, num_scan_inputs=1,
+                            scan_input_directions=[rev], scan_output_directions=[int(rng.integers(0, 2))])
+    m = model_of([node], "scan", [vi("s0", [B, H]), vi("x", [T, B, I])],
+                 [vi("sT", [B, H]), vi("ys", [T, B, H])], g.inits, int(rng.choice([11, 13, 16])))
+    return m, {"Scan", "MatMul", "Add", act}
+
+
+def gen_loop(rng):
+    g = G(rng)
+    M, B, H = int(rng.integers(1, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 6))
+    W = g.weight([H, H])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("MatMul", ["h", W], ["hw"]),
+         helper.make_node("Add", ["hw", "u"], ["a"]), helper.make_node("Tanh", ["a"], ["h2"]),
+         helper.make_node("Relu", ["h2"], ["y"])],
+        "loop_body", [vi("it", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("h", [B, H])],
+        [vi("c_out", [], TensorProto.BOOL), vi("h2", [B, H]), vi("y", [B, H])])
+    g.inits.append(i64("M", M))
+    node = helper.make_node("Loop", ["M", "", "h0"], ["hT", "ys"], name="loop", body=body)
+    m = model_of([node], "loop", [vi("h0", [B, H]), vi("u", [B, H])],
+                 [vi("hT", [B, H]), vi("ys", [M, B, H])], g.inits, int(rng.choice([13, 16])))
+    return m, {"Loop", "MatMul", "Add", "Tanh", "Relu"}
+
+
+def gen_traced(rng):
+    g = G(rng)
+    T, B, I, H = (int(rng.integers(2, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 5)),
+                  int(rng.integers(1, 6)))
+    cell = str(rng.choice(["rnn", "lstm"]))
+    k = 4 if cell == "lstm" else 1
+    W, U, b = g.weight([k * H, I]), g.weight([k * H, H]), g.weight([k * H])
+    h, c = "h0", "c0"
+    ys = []
+    ops = {"Gather", "Gemm", "Add", "Unsqueeze", "Concat"}
+    for t in range(T):
+        xt = g.node("Gather", ["x", g.const(t)], axis=0)
+        a = g.node("Add", [g.node("Gemm", [xt, W, b], transB=1), g.node("Gemm", [h, U], transB=1)])
+        if cell == "rnn":
+            h = g.node("Tanh", [a])
+            ops.add("Tanh")
+        else:
+            i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
+            c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
+                               g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
+            h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])])
+            ops |= {"Split", "Sigmoid", "Tanh", "Mul"}
+        ys.append(g.node("Unsqueeze", [h, g.const([0])]))
+    g.nodes.append(helper.make_node("Concat", ys, ["ys"], name="stack", axis=0))
+    g.nodes.append(helper.make_node("Identity", [h], ["hT"], name="last"))
+    inputs = [vi("x", [T, B, I]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
+    m = model_of(g.nodes, "traced", inputs, [vi("ys", [T, B, H]), vi("hT", [B, H])], g.inits,
+                 int(rng.choice([13, 14, 17])))
+    return m, ops
+
+
+GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "traced": gen_traced}
+
+
+# ---- running -------------------------------------------------------------------------------
+
+def run_one(outdir, seed, kind):
+    """Returns (kind, seed, verdict, detail, ops); verdict in pass, fail, invalid."""
+    rng = np.random.default_rng(seed)
+    model, ops = GENS[kind](rng)
+    d = os.path.join(outdir, "work", "%s_%d" % (kind, seed))
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    cmd = [CELLC, "verify", path, "--oracle", "onnxruntime", "--inputs", "1", "--seed", str(seed)] + TOL
+    env = dict(os.environ)
+    env.setdefault("CELLC_ORT_DIR", os.path.join(ROOT, "build", "ort"))
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        rc, out, err = p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        rc, out, err = None, "", "timed out after 300 s"
+    text = "$ %s\n# exit %s\n--- stdout\n%s\n--- stderr\n%s" % (" ".join(cmd), rc, out, err)
+    if rc == 0 and "FAIL" not in out and " passed, 0 failed" in out:
+        verdict, detail = "pass", ""
+    elif rc == 2 and "onnxruntime refuses" in err:
+        verdict, detail = "invalid", "ONNX Runtime refuses the model (a generator bug)"
+    else:
+        verdict = "fail"
+        why = ("mismatch" if rc == 1 else "refused" if rc == 2 else "timeout" if rc is None
+               else "crash (exit %s)" % rc)
+        lines = [l for l in (err + out).splitlines() if l.strip() and not l.startswith("PASS")]
+        detail = "%s: %s" % (why, " | ".join(lines[:2])[:300])
+    if verdict != "pass":
+        keep = os.path.join(outdir, "findings", "%s_%d" % (kind, seed))
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(path, keep)
+        with open(os.path.join(keep, "run.log"), "w") as f:
+            f.write(text)
+    shutil.rmtree(d, ignore_errors=True)
+    return kind, seed, verdict, detail, ops
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("outdir")
+    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("CELLC_TEST_JOBS", "0")) or os.cpu_count())
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--replay")
+    a = ap.parse_args()
+    kinds = a.kinds.split(",")
+    os.makedirs(a.outdir, exist_ok=True)
+    items = [(a.outdir, a.seed + i, kinds[i % len(kinds)]) for i in range(a.count)]
+    if a.replay:
+        with open(a.replay) as f:
+            for line in f:
+                w = line.split("#")[0].split()
+                if len(w) == 2 and w[0] in GENS and (a.outdir, int(w[1]), w[0]) not in items:
+                    items.append((a.outdir, int(w[1]), w[0]))
+    by_kind = collections.Counter()
+    op_count = collections.Counter()
+    npass = nfail = ninvalid = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        for kind, seed, verdict, detail, ops in ex.map(lambda it: run_one(*it), items):
+            name = "diff/%s_%d" % (kind, seed)
+            by_kind[(kind, verdict)] += 1
+            for o in ops:
+                op_count[o] += 1
+            if verdict == "pass":
+                npass += 1
+                print("PASS %s" % name, flush=True)
+            else:
+                nfail += verdict == "fail"
+                ninvalid += verdict == "invalid"
+                print("FAIL %s %s (model kept in %s)" % (name, detail,
+                      os.path.join(a.outdir, "findings", "%s_%d" % (kind, seed))), flush=True)
+    print("diff: models per generator: " + ", ".join(
+        "%s %d/%d" % (k, by_kind[(k, "pass")], sum(by_kind[(k, v)] for v in ("pass", "fail", "invalid")))
+        for k in kinds))
+    print("diff: operators covered: " + ", ".join("%s %d" % (o, n) for o, n in sorted(op_count.items())))
+    print("diff: %d mismatches/refusals/crashes, %d models ONNX Runtime refused" % (nfail, ninvalid))
+    print("%d passed, %d failed" % (npass, nfail + ninvalid))
+    return 1 if nfail or ninvalid else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
