@@ -19,6 +19,7 @@
  * tensor around one axis.
  */
 #include "emit.h"
+#include "infer.h"
 #include "passes.h"
 #include "train.h"
 #include "util.h"
@@ -239,7 +240,7 @@ static const char *fcall(emit_ctx *E, ir_dtype dt, const char *fn, const char *a
 /* The C expression of element-wise node n applied to argument expressions
  * a[] (NULL for omitted optional inputs); NULL after reporting when the op
  * does not exist for the dtype. */
-static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
+const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 {
 	ir_dtype dt = n->out[0]->dtype;
 	const char *x = a[0];
@@ -294,6 +295,53 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 			r = arena_printf(E->A, "(%s > %s ? %s : %s)", r, a[2], a[2], r);
 		return r;
 	}
+	case OP_MIN: case OP_MAX: {
+		/* floats: a NaN operand wins, as numpy's minimum/maximum */
+		const char *r = x, *cmp = n->op == OP_MIN ? "<" : ">";
+		for (int k = 1; k < n->nin; k++)
+			r = fl ? arena_printf(E->A, "(%s != %s || %s %s %s ? %s : %s)", r, r, r, cmp, a[k], r, a[k])
+			       : arena_printf(E->A, "(%s %s %s ? %s : %s)", r, cmp, a[k], r, a[k]);
+		return r;
+	}
+	case OP_SUM: case OP_MEAN: {
+		const char *r = x;
+		for (int k = 1; k < n->nin; k++)
+			r = arena_printf(E->A, "%s + %s", r, a[k]);
+		if (n->op == OP_MEAN && n->nin > 1)
+			r = arena_printf(E->A, "(%s) / %s", r, F(n->nin));
+		return r;
+	}
+	case OP_POW:
+		/* computed in the base's type (an integer base: in double, converted back) */
+		if (fl)
+			return fcall(E, dt, "pow", arena_printf(E->A, "%s, (%s)%s", a[0], ctype(n->out[0]), a[1]));
+		return arena_printf(E->A, "(%s)pow((double)%s, (double)%s)", ctype(n->out[0]), a[0], a[1]);
+	case OP_EQUAL: return arena_printf(E->A, "(%s == %s)", a[0], a[1]);
+	case OP_LESS: return arena_printf(E->A, "(%s < %s)", a[0], a[1]);
+	case OP_LESSEQ: return arena_printf(E->A, "(%s <= %s)", a[0], a[1]);
+	case OP_GREATER: return arena_printf(E->A, "(%s > %s)", a[0], a[1]);
+	case OP_GREATEREQ: return arena_printf(E->A, "(%s >= %s)", a[0], a[1]);
+	case OP_AND: return arena_printf(E->A, "(%s && %s)", a[0], a[1]);
+	case OP_OR: return arena_printf(E->A, "(%s || %s)", a[0], a[1]);
+	case OP_XOR: return arena_printf(E->A, "(!%s != !%s)", a[0], a[1]);
+	case OP_NOT: return arena_printf(E->A, "!%s", x);
+	case OP_WHERE: return arena_printf(E->A, "(%s ? %s : %s)", a[0], a[1], a[2]);
+	case OP_ISNAN: return arena_printf(E->A, "(%s != %s)", x, x);
+	case OP_ISINF: {
+		int neg = (int)ir_attr_int(n, "detect_negative", 1), pos = (int)ir_attr_int(n, "detect_positive", 1);
+		if (neg && pos)
+			return arena_printf(E->A, "(isinf(%s) != 0)", x);
+		if (neg || pos)
+			return arena_printf(E->A, "(%s == %sINFINITY)", x, neg ? "-" : "");
+		return "0";
+	}
+	case OP_SHRINK: {
+		/* any numeric type: the bounds as double, the result converted */
+		const char *l = emit_float(E, ir_attr_float(n, "lambd", 0.5f), DT_F64);
+		const char *b = emit_float(E, ir_attr_float(n, "bias", 0.0f), DT_F64);
+		return arena_printf(E->A, "(%s)(%s < -%s ? %s + %s : %s > %s ? %s - %s : 0)", ctype(n->out[0]), x, l,
+				    x, b, x, l, x, b);
+	}
 	default:
 		break;
 	}
@@ -308,7 +356,6 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 	case OP_EXP: return fcall(E, dt, "exp", x);
 	case OP_LOG: return fcall(E, dt, "log", x);
 	case OP_SQRT: return fcall(E, dt, "sqrt", x);
-	case OP_POW: return fcall(E, dt, "pow", arena_printf(E->A, "%s, %s", a[0], a[1]));
 	case OP_AFFINE: return arena_printf(E->A, "%s * %s + %s", ALPHA(1.0f), x, BETA(0.0f));
 	case OP_LEAKYRELU:
 		return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, ALPHA(0.01f), x, x);
@@ -327,6 +374,35 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 				    fcall(E, dt, "exp", x), one, x);
 	case OP_SOFTSIGN:
 		return arena_printf(E->A, "%s / (%s + %s)", x, one, fcall(E, dt, "fabs", x));
+	case OP_PRELU: return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, a[1], x, x);
+	case OP_SIN: return fcall(E, dt, "sin", x);
+	case OP_COS: return fcall(E, dt, "cos", x);
+	case OP_TAN: return fcall(E, dt, "tan", x);
+	case OP_ASIN: return fcall(E, dt, "asin", x);
+	case OP_ACOS: return fcall(E, dt, "acos", x);
+	case OP_ATAN: return fcall(E, dt, "atan", x);
+	case OP_SINH: return fcall(E, dt, "sinh", x);
+	case OP_COSH: return fcall(E, dt, "cosh", x);
+	case OP_ASINH: return fcall(E, dt, "asinh", x);
+	case OP_ACOSH: return fcall(E, dt, "acosh", x);
+	case OP_ATANH: return fcall(E, dt, "atanh", x);
+	case OP_ERF: return fcall(E, dt, "erf", x);
+	case OP_FLOOR: return fcall(E, dt, "floor", x);
+	case OP_CEIL: return fcall(E, dt, "ceil", x);
+	case OP_ROUND: return fcall(E, dt, "nearbyint", x);  /* the default mode: halves to even */
+	case OP_RECIPROCAL: return arena_printf(E->A, "%s / %s", one, x);
+	case OP_SELU:
+		return arena_printf(E->A, "%s * (%s > %s ? %s : %s * (%s - %s))", F(ir_attr_float(n, "gamma", 1.05070102f)),
+				    x, zero, x, ALPHA(1.67326319f), fcall(E, dt, "exp", x), one);
+	case OP_CELU: {
+		const char *al = ALPHA(1.0f);
+		return arena_printf(E->A, "%s + %s", fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero, x)),
+				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s * (%s - %s)", zero, al,
+				    fcall(E, dt, "exp", arena_printf(E->A, "%s / %s", x, al)), one)));
+	}
+	case OP_HARDSWISH:
+		return arena_printf(E->A, "%s * %s", x, fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
+				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s / %s + %s", one, x, F(6.0), F(0.5))))));
 	case OP_SOFTPLUS:
 		/* log(1 + exp(x)) without overflow for large x */
 		return arena_printf(E->A, "(%s > %s ? %s + %s : %s)", x, zero, x,
@@ -428,7 +504,7 @@ static int emit_fused(emit_ctx *E, ir_node **nodes, int count)
 				;
 			a[k] = arena_printf(E->A, "%s[%s]", refs[j], L.idx[j]);
 		}
-		const char *e = elem_expr(E, n, a);
+		const char *e = emit_elem_expr(E, n, a);
 		if (!e)
 			return 1;
 		const ir_value *y = n->out[0];
@@ -760,6 +836,129 @@ static void emit_softmax(emit_ctx *E, ir_node *n)
 		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
 }
 
+/* ---- reductions, ArgMax/ArgMin, Conv, Pad, Size (runtime/rt_nn.c) --------------- */
+
+/* "(const int64_t[]){d0, d1, ..}" of the dims of s from axis `from` on. */
+static const char *dims_lit(emit_ctx *E, const ir_shape *s, int from)
+{
+	char *r = "";
+	for (int i = from; i < s->rank; i++)
+		r = arena_printf(E->A, "%s%s%s", r, i > from ? ", " : "", emit_dim(E, s->d[i]));
+	return arena_printf(E->A, "(const int64_t[]){%s}", *r ? r : "0");
+}
+
+static const char *ints_lit(emit_ctx *E, const int64_t *v, int n)
+{
+	char *r = "";
+	for (int i = 0; i < n; i++)
+		r = arena_printf(E->A, "%s%s%lld", r, i ? ", " : "", (long long)v[i]);
+	return arena_printf(E->A, "(const int64_t[]){%s}", n ? r : "0");
+}
+
+static int reduce_kind(ir_op op)
+{
+	switch (op) {
+	case OP_REDUCEMEAN: return 1;
+	case OP_REDUCEMAX: return 2;
+	case OP_REDUCEMIN: return 3;
+	case OP_REDUCEPROD: return 4;
+	case OP_REDUCEL1: return 5;
+	case OP_REDUCEL2: return 6;
+	case OP_REDUCELOGSUM: return 7;
+	case OP_REDUCELOGSUMEXP: return 8;
+	case OP_REDUCESUMSQUARE: return 9;
+	default: return 0;
+	}
+}
+
+static const char *const reduce_kinds[] = {
+	"RT_REDUCE_SUM", "RT_REDUCE_MEAN", "RT_REDUCE_MAX", "RT_REDUCE_MIN", "RT_REDUCE_PROD", "RT_REDUCE_L1",
+	"RT_REDUCE_L2", "RT_REDUCE_LOGSUM", "RT_REDUCE_LOGSUMEXP", "RT_REDUCE_SUMSQUARE",
+};
+
+/* Whether the axes of a reduction form one run (the training ReduceSum's
+ * three-way loop, train_ops.c, handles those). */
+static int reduce_is_run(const ir_node *n)
+{
+	unsigned char red[IR_MAX_RANK];
+	int r = n->in[0]->shape.rank, lo = -1, hi = -1;
+	if (infer_reduce_axes(n, r, red))
+		return 0;
+	for (int a = 0; a < r; a++)
+		if (red[a]) {
+			if (lo >= 0 && hi != a - 1)
+				return 0;
+			if (lo < 0)
+				lo = a;
+			hi = a;
+		}
+	return lo >= 0 && n->nin > 1 && n->in[1];
+}
+
+static void emit_reduce(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	unsigned char red[IR_MAX_RANK];
+	infer_reduce_axes(n, r, red);
+	char *mask = "";
+	for (int a = 0; a < r; a++)
+		mask = arena_printf(E->A, "%s%s%d", mask, a ? ", " : "", red[a]);
+	node_comment(E, n, NULL);
+	ew_line(E->w, "rt_reduce_%s(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
+		x->dtype == DT_F64 ? "f64" : "f32", reduce_kinds[reduce_kind(n->op)], emit_ref(E, y), emit_ref(E, x),
+		r, dims_lit(E, &x->shape, 0), r ? mask : "0");
+}
+
+static void emit_argmax(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, axis = axis_of(ir_attr_int(n, "axis", 0), r);
+	node_comment(E, n, arena_printf(E->A, "along axis %d", axis));
+	ew_line(E->w, "rt_argmax_%s(%s, %s, %s, %s, %s, %d, %d);", x->dtype == DT_F64 ? "f64" : "f32", emit_ref(E, y),
+		emit_ref(E, x), emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
+		emit_dim(E, dims_prod(&x->shape, axis + 1, r)), n->op == OP_ARGMIN,
+		(int)ir_attr_int(n, "select_last_index", 0));
+}
+
+static void emit_conv(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	int nsp = infer_conv_geometry(n, k, st, pads, dil);
+	int64_t group = ir_attr_int(n, "group", 1);
+	node_comment(E, n, arena_printf(E->A, "group %lld", (long long)group));
+	ew_line(E->w, "rt_conv(%s, %s, %s, %s, %d, %s, %s, %lld, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+		emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, dims_lit(E, &x->shape, 0), emit_dim(E, w->shape.d[0]),
+		(long long)group, ints_lit(E, k, nsp), ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp),
+		ints_lit(E, dil, nsp));
+}
+
+static void emit_pad(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *v = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	int64_t pads[2 * IR_MAX_RANK];
+	if (infer_pad_amounts(E->g, n, E->D, pads))
+		return;
+	const char *mode = ir_attr_string(n, "mode", "constant");
+	int r = x->shape.rank;
+	node_comment(E, n, mode);
+	if (r == 0) {
+		ew_line(E->w, "memcpy(%s, %s, sizeof(%s));", emit_ref(E, y), emit_ref(E, x), ctype(x));
+		return;
+	}
+	ew_line(E->w, "rt_pad(%s, %s, sizeof(%s), %d, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x), ctype(x), r,
+		dims_lit(E, &x->shape, 0), ints_lit(E, pads, 2 * r),
+		!strcmp(mode, "reflect") ? "RT_PAD_REFLECT" : !strcmp(mode, "edge") ? "RT_PAD_EDGE" : "RT_PAD_CONSTANT",
+		v ? emit_ref(E, v) : "NULL");
+}
+
+static void emit_size(emit_ctx *E, ir_node *n)
+{
+	node_comment(E, n, NULL);
+	ew_line(E->w, "%s[0] = %s;", emit_ref(E, n->out[0]), emit_numel(E, &n->in[0]->shape));
+}
+
 /* ---- ai.onnx.preview.training optimisers --------------------------------------- */
 
 /* Momentum, Adam, Adagrad: one call per optimised tensor of the kernels that
@@ -851,7 +1050,21 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
 	case OP_RECURRENCE: emit_recurrence(E, n); return;
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: emit_optim(E, n); return;
-	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_REDUCESUM:
+		if (n->in[0]->dtype == DT_F32 && reduce_is_run(n))
+			train_op_emit(E, n);
+		else
+			emit_reduce(E, n);
+		return;
+	case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1:
+	case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP: case OP_REDUCESUMSQUARE:
+		emit_reduce(E, n);
+		return;
+	case OP_ARGMAX: case OP_ARGMIN: emit_argmax(E, n); return;
+	case OP_CONV: emit_conv(E, n); return;
+	case OP_PAD: emit_pad(E, n); return;
+	case OP_SIZE: emit_size(E, n); return;
+	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));

@@ -87,6 +87,17 @@ const char *infer_mono_str(arena *A, const ir_graph *g, ir_dim a);
  * constant factor exceeds INFER_NUMEL_MAX or a dim is unknown or negative. */
 int infer_numel(const ir_shape *s, ir_dim *r);
 
+/* Reductions: red[a] = 1 for the axes node n (ReduceSum .. ReduceSumSquare,
+ * inferred) reduces of an input of rank r (its axes input, or all axes
+ * unless noop_with_empty_axes).  0, or -1 for an axis out of range. */
+int infer_reduce_axes(const ir_node *n, int r, unsigned char *red);
+/* Conv (inferred, constant spatial sizes where it pads): kernel sizes, strides,
+ * pads (begins then ends) and dilations per spatial axis, auto_pad applied;
+ * returns the number of spatial axes. */
+int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil);
+/* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
+int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
+
 /* Tries to replace n's outputs by constants (n's outputs must already be
  * inferred).  Returns 1 when folded (the outputs are now VAL_CONST or
  * VAL_WEIGHT with producer NULL; the caller drops n), 0 when n stays a

@@ -142,6 +142,11 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_SQUEEZE: case OP_UNSQUEEZE: return k == 1 ? "axes" : NULL;
 	case OP_SPLIT: return k == 1 ? "split" : NULL;
 	case OP_CONSTOFSHAPE: return k == 0 ? "input" : NULL;
+	case OP_PAD: return k == 1 ? "pads" : k == 3 ? "axes" : NULL;
+	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
+	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
+	case OP_REDUCESUMSQUARE:
+		return k == 1 ? "axes" : NULL;
 	default: return NULL;
 	}
 }
@@ -306,7 +311,8 @@ static int infer_elem(ictx *c)
 	ir_shape s = x->shape;
 	switch (n->op) {
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: case OP_POW:
-		if (need_ty(c, 0, TY_NUM, op) || same_ty(c, 1))
+		/* Pow's exponent may have any numeric dtype (Pow-12 and later) */
+		if (need_ty(c, 0, TY_NUM, op) || (n->op == OP_POW ? need_ty(c, 1, TY_NUM, op) : same_ty(c, 1)))
 			return 1;
 		if (broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
 			return 1;
@@ -315,11 +321,55 @@ static int infer_elem(ictx *c)
 		if (need_ty(c, 0, TY_SIGNED, op))
 			return 1;
 		break;
-	case OP_ABS: case OP_SIGN:
+	case OP_ABS: case OP_SIGN: case OP_SHRINK:
 		if (need_ty(c, 0, TY_NUM, op))
 			return 1;
 		break;
 	case OP_IDENTITY:
+		break;
+	case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
+		if (need_ty(c, 0, n->op == OP_MEAN ? TY_FLOAT : TY_NUM, op))
+			return 1;
+		for (int k = 1; k < n->nin; k++)
+			if (same_ty(c, k) || broadcast2(c, &s, &in(c, k)->shape, &s))
+				return 1;
+		break;
+	case OP_EQUAL: case OP_LESS: case OP_LESSEQ: case OP_GREATER: case OP_GREATEREQ:
+	case OP_AND: case OP_OR: case OP_XOR: {
+		int logic = n->op == OP_AND || n->op == OP_OR || n->op == OP_XOR;
+		if (need_ty(c, 0, logic ? TY_BOOL : n->op == OP_EQUAL ? TY_ANY : TY_NUM, op) || same_ty(c, 1) ||
+		    broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
+			return 1;
+		set_out(c, 0, DT_BOOL, &s);
+		return 0;
+	}
+	case OP_NOT:
+		if (need_ty(c, 0, TY_BOOL, op))
+			return 1;
+		break;
+	case OP_WHERE: {
+		ir_value *a = in(c, 1), *b = in(c, 2);
+		if (need_ty(c, 0, TY_BOOL, op))
+			return 1;
+		if (a->dtype != b->dtype)
+			return fail(c, "inputs 1 ('%s') and 2 ('%s') have dtypes %s and %s; Where needs one",
+				    a->name, b->name, ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
+		if (broadcast2(c, &s, &a->shape, &s) || broadcast2(c, &s, &b->shape, &s))
+			return 1;
+		set_out(c, 0, a->dtype, &s);
+		return 0;
+	}
+	case OP_ISNAN: case OP_ISINF:
+		if (need_ty(c, 0, TY_FLOAT, op))
+			return 1;
+		set_out(c, 0, DT_BOOL, &s);
+		return 0;
+	case OP_PRELU:
+		if (need_ty(c, 0, TY_FLOAT, op) || same_ty(c, 1))
+			return 1;
+		if (!broadcasts_to(&in(c, 1)->shape, &x->shape))
+			return fail(c, "slope %s does not broadcast to X %s", shp(c, &in(c, 1)->shape),
+				    shp(c, &x->shape));
 		break;
 	case OP_CLIP:
 		if (need_ty(c, 0, TY_NUM, op))
@@ -901,7 +951,275 @@ static int infer_softmax(ictx *c)
 	return 0;
 }
 
-/* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
+/* ---- reductions, ArgMax/ArgMin ---------------------------------------------------- */
+
+int infer_reduce_axes(const ir_node *n, int r, unsigned char *red)
+{
+	memset(red, 0, (size_t)IR_MAX_RANK);
+	const ir_value *ax = n->nin > 1 ? n->in[1] : NULL;
+	int64_t cnt = ax ? ir_shape_const_numel(&ax->shape) : 0;
+	if (cnt <= 0) {
+		if (!ir_attr_int(n, "noop_with_empty_axes", 0))
+			memset(red, 1, (size_t)r);
+		return 0;
+	}
+	for (int64_t i = 0; i < cnt; i++) {
+		int a = norm_axis(ir_const_int(ax, i), r);
+		if (a < 0)
+			return -1;
+		red[a] = 1;
+	}
+	return 0;
+}
+
+static int infer_reduce(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64)
+		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported", ir_dtype_name(x->dtype),
+			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op));
+	unsigned char red[IR_MAX_RANK];
+	if (in(c, 1)) {
+		int64_t ax[IR_MAX_RANK];
+		int m = const_plain(c, 1, ax, IR_MAX_RANK);
+		if (m < 0)
+			return 1;
+		for (int i = 0; i < m; i++)
+			if (norm_axis(ax[i], r) < 0)
+				return fail(c, "axis %lld is out of range for rank %d", (long long)ax[i], r);
+	}
+	infer_reduce_axes(c->n, r, red);
+	int keep = (int)ir_attr_int(c->n, "keepdims", 1);
+	ir_shape s = {.rank = 0};
+	for (int a = 0; a < r; a++) {
+		if (!red[a])
+			s.d[s.rank++] = x->shape.d[a];
+		else if (keep)
+			s.d[s.rank++] = ir_dim_const(1);
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_argmax(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64)
+		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported", ir_dtype_name(x->dtype),
+			    ir_op_name(c->n->op));
+	int64_t a0 = ir_attr_int(c->n, "axis", 0);
+	int axis = norm_axis(a0, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
+	if (ir_dim_is_const(x->shape.d[axis]) && x->shape.d[axis].k == 0)
+		return fail(c, "axis %d has size 0: no element to choose", axis);
+	ir_shape s = x->shape;
+	if (ir_attr_int(c->n, "keepdims", 1)) {
+		s.d[axis] = ir_dim_const(1);
+	} else {
+		for (int a = axis; a + 1 < r; a++)
+			s.d[a] = s.d[a + 1];
+		s.rank--;
+	}
+	set_out(c, 0, DT_I64, &s);
+	return 0;
+}
+
+/* ---- Conv, Pad, Size ---------------------------------------------------------------- */
+
+/* One INTS attribute of nsp entries into v (default def when absent). */
+static int conv_ints(ictx *c, const char *name, int cnt, int64_t def, int64_t *v, int64_t lo)
+{
+	ir_attr *a = ir_attr_find(c->n, name);
+	for (int i = 0; i < cnt; i++)
+		v[i] = def;
+	if (!a)
+		return 0;
+	if (a->n != cnt)
+		return fail(c, "attribute '%s' has %d values; this Conv needs %d", name, a->n, cnt);
+	for (int i = 0; i < cnt; i++) {
+		if (a->ints[i] < lo)
+			return fail(c, "attribute '%s' value %lld must be at least %lld", name, (long long)a->ints[i],
+				    (long long)lo);
+		v[i] = a->ints[i];
+	}
+	return 0;
+}
+
+int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil)
+{
+	const ir_value *x = n->in[0], *w = n->in[1];
+	int nsp = x->shape.rank - 2;
+	for (int a = 0; a < nsp; a++) {
+		k[a] = w->shape.d[2 + a].k;
+		st[a] = 1;
+		dil[a] = 1;
+		pads[a] = pads[nsp + a] = 0;
+	}
+	ir_attr *at;
+	if ((at = ir_attr_find((ir_node *)n, "strides")))
+		for (int a = 0; a < nsp; a++)
+			st[a] = at->ints[a];
+	if ((at = ir_attr_find((ir_node *)n, "dilations")))
+		for (int a = 0; a < nsp; a++)
+			dil[a] = at->ints[a];
+	if ((at = ir_attr_find((ir_node *)n, "pads")))
+		for (int a = 0; a < 2 * nsp; a++)
+			pads[a] = at->ints[a];
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+		for (int a = 0; a < nsp; a++) {
+			int64_t d = x->shape.d[2 + a].k, o = (d + st[a] - 1) / st[a];
+			int64_t need = (o - 1) * st[a] + dil[a] * (k[a] - 1) + 1 - d;
+			if (need < 0)
+				need = 0;
+			pads[a] = !strcmp(ap, "SAME_UPPER") ? need / 2 : need - need / 2;
+			pads[nsp + a] = need - pads[a];
+		}
+	}
+	return nsp;
+}
+
+static int infer_conv(ictx *c)
+{
+	ir_value *x = in(c, 0), *w = in(c, 1), *b = in(c, 2);
+	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+		return 1;
+	int r = x->shape.rank, nsp = r - 2;
+	if (r < 3)
+		return fail(c, "X must be [N, C, D1, ...] (rank 3 or more), not %s", shp(c, &x->shape));
+	if (w->shape.rank != r)
+		return fail(c, "W %s must have the rank of X %s", shp(c, &w->shape), shp(c, &x->shape));
+	for (int a = 0; a < r; a++)
+		if (!ir_dim_is_const(w->shape.d[a]))
+			return fail(c, "W %s must have a constant shape", shp(c, &w->shape));
+	int64_t group = ir_attr_int(c->n, "group", 1), m = w->shape.d[0].k;
+	int64_t ks[IR_MAX_RANK], st[IR_MAX_RANK], dil[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+	if (!ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k != w->shape.d[1].k * group || m % group)
+		return fail(c, "X %s has %s channels; W %s with group %lld needs %lld (and M divisible by group)",
+			    shp(c, &x->shape), dimstr(c, x->shape.d[1]), shp(c, &w->shape), (long long)group,
+			    (long long)(w->shape.d[1].k * group));
+	if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
+		return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
+	if (conv_ints(c, "kernel_shape", nsp, 1, ks, 1) || conv_ints(c, "strides", nsp, 1, st, 1) ||
+	    conv_ints(c, "dilations", nsp, 1, dil, 1) || conv_ints(c, "pads", 2 * nsp, 0, pads, 0))
+		return 1;
+	if (ir_attr_find(c->n, "kernel_shape"))
+		for (int a = 0; a < nsp; a++)
+			if (ks[a] != w->shape.d[2 + a].k)
+				return fail(c, "attribute 'kernel_shape' does not match W %s", shp(c, &w->shape));
+	const char *ap = ir_attr_string(c->n, "auto_pad", "NOTSET");
+	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	ir_shape s = {.rank = r};
+	s.d[0] = x->shape.d[0];
+	s.d[1] = ir_dim_const(m);
+	for (int a = 0; a < nsp; a++) {
+		ir_dim D = x->shape.d[2 + a];
+		int64_t k = w->shape.d[2 + a].k, span = dil[a] * (k - 1) + 1;
+		if (!ir_dim_is_const(D)) {
+			/* a symbolic size stays one only where the output size is the input's */
+			if (st[a] == 1 && (same || pads[a] + pads[nsp + a] == span - 1)) {
+				s.d[2 + a] = D;
+				continue;
+			}
+			return fail(c, "spatial axis %d of X has the run-time size %s; cellc needs it constant "
+				    "unless the Conv keeps the size (stride 1, pads summing to the kernel span - 1)",
+				    a, dimstr(c, D));
+		}
+		int64_t o;
+		if (same)
+			o = (D.k + st[a] - 1) / st[a];
+		else if (!strcmp(ap, "VALID"))
+			o = D.k < span ? 0 : (D.k - span) / st[a] + 1;
+		else
+			o = D.k + pads[a] + pads[nsp + a] < span ? 0 : (D.k + pads[a] + pads[nsp + a] - span) / st[a] + 1;
+		s.d[2 + a] = ir_dim_const(o);
+	}
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
+/* The pads of Pad per axis (begins then ends, 2 * rank) from its pads and
+ * axes inputs; -1 after reporting. */
+static int pad_amounts(ictx *c, int64_t *pads)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank, ax[IR_MAX_RANK], na = r;
+	int64_t p[2 * IR_MAX_RANK];
+	for (int a = 0; a < r; a++)
+		ax[a] = a;
+	if (in(c, 3)) {
+		na = axes_list(c, 3, r, ax, IR_MAX_RANK);
+		if (na < 0)
+			return -1;
+	}
+	int m = const_plain(c, 1, p, 2 * IR_MAX_RANK);
+	if (m < 0)
+		return -1;
+	if (m != 2 * na)
+		return fail(c, "input 'pads' has %d values; %d axes need %d", m, na, 2 * na), -1;
+	for (int a = 0; a < 2 * r; a++)
+		pads[a] = 0;
+	for (int i = 0; i < na; i++) {
+		pads[ax[i]] = p[i];
+		pads[r + ax[i]] = p[na + i];
+	}
+	return 0;
+}
+
+int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads)
+{
+	ictx cx = {g, n, D, g->A};
+	return pad_amounts(&cx, pads);
+}
+
+static int infer_pad(ictx *c)
+{
+	ir_value *x = in(c, 0), *v = in(c, 2);
+	int r = x->shape.rank;
+	int64_t pads[2 * IR_MAX_RANK];
+	if (pad_amounts(c, pads))
+		return 1;
+	if (v && (v->dtype != x->dtype || ir_shape_const_numel(&v->shape) != 1))
+		return fail(c, "constant_value '%s' must be one element of X's dtype %s", v->name,
+			    ir_dtype_name(x->dtype));
+	const char *mode = ir_attr_string(c->n, "mode", "constant");
+	ir_shape s = x->shape;
+	for (int a = 0; a < r; a++) {
+		ir_dim d = x->shape.d[a];
+		int64_t add = pads[a] + pads[r + a];
+		if (!pads[a] && !pads[r + a])
+			continue;
+		if (!ir_dim_is_const(d)) {
+			if (add == 0 && pads[a] >= 0 && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+				continue;
+			return fail(c, "axis %d has the run-time size %s; cellc pads only axes of constant size",
+				    a, dimstr(c, d));
+		}
+		if (d.k + add < 0)
+			return fail(c, "pads %lld and %lld crop more than the %lld elements of axis %d",
+				    (long long)pads[a], (long long)pads[r + a], (long long)d.k, a);
+		if (strcmp(mode, "constant") && d.k == 0)
+			return fail(c, "mode %s cannot pad the empty axis %d", mode, a);
+		if (!strcmp(mode, "reflect") && (pads[a] >= d.k || pads[r + a] >= d.k) && d.k > 1)
+			return fail(c, "reflect pads of %lld and %lld on axis %d need at most %lld (its size - 1)",
+				    (long long)pads[a], (long long)pads[r + a], a, (long long)(d.k - 1));
+		s.d[a] = ir_dim_const(d.k + add);
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_size(ictx *c)
+{
+	ir_shape s = {.rank = 0};
+	set_out(c, 0, DT_I64, &s);
+	return 0;
+}
+
+/* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
 static int need_shape(ictx *c, int k, const char *tensor, const ir_shape *want, const char *spec)
@@ -1108,7 +1426,15 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
 	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: return infer_optim(c);
-	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
+	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
+	case OP_REDUCESUMSQUARE:
+		return infer_reduce(c);
+	case OP_ARGMAX: case OP_ARGMIN: return infer_argmax(c);
+	case OP_CONV: return infer_conv(c);
+	case OP_PAD: return infer_pad(c);
+	case OP_SIZE: return infer_size(c);
+	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
 		return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;

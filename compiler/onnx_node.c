@@ -102,6 +102,27 @@ static const attr_spec attr_specs[] = {
 	{OP_ADAGRAD, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
 	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
 	{OP_SEQMAP, "body", ATTR_GRAPH, 0, 0, NULL},
+	{OP_ISINF, "detect_negative", ATTR_INT, 0, 0, NULL}, {OP_ISINF, "detect_positive", ATTR_INT, 0, 0, NULL},
+	{OP_SELU, "alpha", ATTR_FLOAT, 0, 0, NULL},       {OP_SELU, "gamma", ATTR_FLOAT, 0, 0, NULL},
+	{OP_CELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
+	{OP_SHRINK, "bias", ATTR_FLOAT, 0, 0, NULL},      {OP_SHRINK, "lambd", ATTR_FLOAT, 0, 0, NULL},
+#define REDUCE(op, axes_until) \
+	{op, "axes", ATTR_INTS, 0, axes_until, NULL},      {op, "keepdims", ATTR_INT, 0, 0, NULL}, \
+	{op, "noop_with_empty_axes", ATTR_INT, axes_until + 1, 0, NULL}
+	REDUCE(OP_REDUCESUM, 12), REDUCE(OP_REDUCEMEAN, 17), REDUCE(OP_REDUCEMAX, 17), REDUCE(OP_REDUCEMIN, 17),
+	REDUCE(OP_REDUCEPROD, 17), REDUCE(OP_REDUCEL1, 17), REDUCE(OP_REDUCEL2, 17), REDUCE(OP_REDUCELOGSUM, 17),
+	REDUCE(OP_REDUCELOGSUMEXP, 17), REDUCE(OP_REDUCESUMSQUARE, 17),
+#undef REDUCE
+	{OP_ARGMAX, "axis", ATTR_INT, 0, 0, NULL},        {OP_ARGMAX, "keepdims", ATTR_INT, 0, 0, NULL},
+	{OP_ARGMAX, "select_last_index", ATTR_INT, 12, 0, NULL},
+	{OP_ARGMIN, "axis", ATTR_INT, 0, 0, NULL},        {OP_ARGMIN, "keepdims", ATTR_INT, 0, 0, NULL},
+	{OP_ARGMIN, "select_last_index", ATTR_INT, 12, 0, NULL},
+	{OP_CONV, "auto_pad", ATTR_STRING, 0, 0, NULL},   {OP_CONV, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_CONV, "group", ATTR_INT, 0, 0, NULL},         {OP_CONV, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONV, "pads", ATTR_INTS, 0, 0, NULL},         {OP_CONV, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
+	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
+	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -506,6 +527,36 @@ static int norm_softmax_axis(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* Reductions: the axes attribute of the older opsets becomes input 1. */
+static int norm_reduce(onnx_ctx *L, ir_node *n)
+{
+	ints_to_input(L, n, "axes", 1);
+	return 0;
+}
+
+/* Pad-2 (pads and value attributes; Pad-1 spelled pads `paddings`) -> Pad-11
+ * inputs.  Those opsets only padded float tensors. */
+static int norm_pad(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "paddings");
+	if (a) {
+		ir_attr_set_ints(n, "pads", a->n, a->ints);
+		attr_remove(n, "paddings");
+	}
+	if (!ir_attr_find(n, "pads")) {
+		onnx_node_error(L, n, "attribute 'pads' is required at opset %d", n->opset);
+		return 1;
+	}
+	ints_to_input(L, n, "pads", 1);
+	a = ir_attr_find(n, "value");
+	if (a && a->f != 0.0f) {
+		set_input(n, 2, onnx_const_f32_scalar(L, arena_printf(L->A, "%s.value", n->name), a->f));
+	}
+	attr_remove(n, "value");
+	return 0;
+}
+
+typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 
 enum { ALL_OPSETS = 1 << 30 };
@@ -523,6 +574,12 @@ static const struct {
 	{OP_RNN, 6, norm_drop_legacy},    {OP_CONCAT, 3, norm_concat},
 	{OP_SOFTMAX, ALL_OPSETS, norm_softmax_axis}, {OP_LOGSOFTMAX, ALL_OPSETS, norm_softmax_axis},
 	{OP_SCAN, 8, norm_scan8},
+	{OP_REDUCESUM, 12, norm_reduce},  {OP_REDUCEMEAN, 17, norm_reduce},
+	{OP_REDUCEMAX, 17, norm_reduce},  {OP_REDUCEMIN, 17, norm_reduce},
+	{OP_REDUCEPROD, 17, norm_reduce}, {OP_REDUCEL1, 17, norm_reduce},
+	{OP_REDUCEL2, 17, norm_reduce},   {OP_REDUCELOGSUM, 17, norm_reduce},
+	{OP_REDUCELOGSUMEXP, 17, norm_reduce}, {OP_REDUCESUMSQUARE, 17, norm_reduce},
+	{OP_PAD, 10, norm_pad},
 };
 
 /* ---- attribute values ---- */
@@ -751,6 +808,46 @@ static int check_if(onnx_ctx *L, ir_node *n)
 	return errs;
 }
 
+static int check_reduce(onnx_ctx *L, ir_node *n)
+{
+	return check_bool(L, n, "keepdims") + check_bool(L, n, "noop_with_empty_axes") +
+	       check_bool(L, n, "select_last_index");
+}
+
+static int check_conv(onnx_ctx *L, ir_node *n)
+{
+	const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
+		onnx_node_error(L, n, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, not '%s'", ap);
+		return 1;
+	}
+	if (ir_attr_find(n, "pads") && strcmp(ap, "NOTSET")) {
+		onnx_node_error(L, n, "has both 'pads' and auto_pad %s", ap);
+		return 1;
+	}
+	if (ir_attr_int(n, "group", 1) < 1) {
+		onnx_node_error(L, n, "attribute 'group' must be positive");
+		return 1;
+	}
+	return 0;
+}
+
+static int check_pad(onnx_ctx *L, ir_node *n)
+{
+	const char *m = ir_attr_string(n, "mode", "constant");
+	if (strcmp(m, "constant") && strcmp(m, "reflect") && strcmp(m, "edge")) {
+		onnx_node_error(L, n, "attribute 'mode' must be constant, reflect or edge, not '%s'", m);
+		return 1;
+	}
+	return 0;
+}
+
+static int check_isinf(onnx_ctx *L, ir_node *n)
+{
+	return check_bool(L, n, "detect_negative") + check_bool(L, n, "detect_positive");
+}
+
+typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 
 static const struct {
@@ -764,6 +861,11 @@ static const struct {
 	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
 	{OP_MOMENTUM, check_optim},    {OP_ADAM, check_optim},    {OP_ADAGRAD, check_optim},
 	{OP_IF, check_if},            {OP_SEQMAP, check_body},
+	{OP_REDUCESUM, check_reduce}, {OP_REDUCEMEAN, check_reduce}, {OP_REDUCEMAX, check_reduce},
+	{OP_REDUCEMIN, check_reduce}, {OP_REDUCEPROD, check_reduce}, {OP_REDUCEL1, check_reduce},
+	{OP_REDUCEL2, check_reduce},  {OP_REDUCELOGSUM, check_reduce}, {OP_REDUCELOGSUMEXP, check_reduce},
+	{OP_REDUCESUMSQUARE, check_reduce}, {OP_ARGMAX, check_reduce}, {OP_ARGMIN, check_reduce},
+	{OP_CONV, check_conv},        {OP_PAD, check_pad},        {OP_ISINF, check_isinf},
 };
 
 /* ---- arity ---- */

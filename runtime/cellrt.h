@@ -344,6 +344,46 @@ int rt_gather(void *y, const void *x, size_t esize, int64_t outer, int64_t n, in
 void rt_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 
+/* ---- kernels: convolution, padding, reductions (owner: runtime/rt_nn.c) --- */
+
+/* ONNX Conv: X [N, C, D_1..D_nsp] (xdims has nsp + 2 entries), W [M, C/group,
+ * K_1..K_nsp] (kdims: the K), optional B [M] (NULL: none), Y [N, M, O_1..]
+ * with O_a = (D_a + pads[a] + pads[nsp + a] - dil[a] (K_a - 1) - 1) /
+ * strides[a] + 1.  rt_conv: im2col tiles on the stack and rt_sgemm (no
+ * allocation); rt_conv_ref: the plain loop nest (double accumulation) the
+ * unit tests compare it with. */
+void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+	     int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+	     const int64_t *dil);
+void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		 const int64_t *dil);
+
+/* ONNX Pad on every axis: pads [2 rank] = begins then ends (negative ones
+ * crop); Y dims xdims[a] + pads[a] + pads[rank + a].  mode: constant (value,
+ * one element, or zeros when NULL), edge (the border element repeated),
+ * reflect (mirrored about the border element, without repeating it). */
+enum { RT_PAD_CONSTANT = 0, RT_PAD_REFLECT = 1, RT_PAD_EDGE = 2 };
+void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
+	    int mode, const void *value);
+
+/* Reductions of X over the axes a with red[a] != 0, computed in double; Y
+ * holds the kept axes in order (keepdims does not change the layout).  Max and
+ * Min let a NaN win; LogSumExp subtracts the maximum first. */
+enum {
+	RT_REDUCE_SUM, RT_REDUCE_MEAN, RT_REDUCE_MAX, RT_REDUCE_MIN, RT_REDUCE_PROD, RT_REDUCE_L1,
+	RT_REDUCE_L2, RT_REDUCE_LOGSUM, RT_REDUCE_LOGSUMEXP, RT_REDUCE_SUMSQUARE
+};
+void rt_reduce_f32(int kind, float *y, const float *x, int rank, const int64_t *xdims, const unsigned char *red);
+void rt_reduce_f64(int kind, double *y, const double *x, int rank, const int64_t *xdims,
+		   const unsigned char *red);
+
+/* ArgMax (is_min 0) / ArgMin (1) along the middle axis of X [outer, n, inner]
+ * (n >= 1): Y [outer, inner] the index of the first extreme, or of the last
+ * when last != 0. */
+void rt_argmax_f32(int64_t *y, const float *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last);
+void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a
