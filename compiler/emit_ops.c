@@ -953,6 +953,65 @@ static void emit_pad(emit_ctx *E, ir_node *n)
 		v ? emit_ref(E, v) : "NULL");
 }
 
+static void emit_pool(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0], *ix = n->nout > 1 ? n->out[1] : NULL;
+	int r = x->shape.rank;
+	if (n->op == OP_GLOBALAVGPOOL || n->op == OP_GLOBALMAXPOOL) {
+		char *mask = "0, 0";
+		for (int a = 2; a < r; a++)
+			mask = arena_printf(E->A, "%s, 1", mask);
+		node_comment(E, n, NULL);
+		ew_line(E->w, "rt_reduce_f32(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
+			n->op == OP_GLOBALAVGPOOL ? "RT_REDUCE_MEAN" : "RT_REDUCE_MAX", emit_ref(E, y), emit_ref(E, x), r,
+			dims_lit(E, &x->shape, 0), mask);
+		return;
+	}
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+	int nsp = infer_pool_geometry(n, k, st, pads, dil, ysp);
+	ASSERT(nsp > 0);
+	const char *kind = n->op == OP_MAXPOOL ? "RT_POOL_MAX"
+			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
+	node_comment(E, n, NULL);
+	ew_line(E->w, "rt_pool(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", kind, emit_ref(E, y),
+		ix ? emit_ref(E, ix) : "NULL", emit_ref(E, x), nsp, dims_lit(E, &x->shape, 0), ints_lit(E, ysp, nsp),
+		ints_lit(E, k, nsp), ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+}
+
+static void emit_norm(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	node_comment(E, n, NULL);
+	if (n->op == OP_BATCHNORM) {
+		ew_line(E->w, "rt_batchnorm(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
+			emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]), emit_dim(E, dims_prod(&x->shape, 2, r)),
+			emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
+		return;
+	}
+	int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+	const ir_value *b = n->nin > 2 ? n->in[2] : NULL, *m = n->nout > 1 ? n->out[1] : NULL,
+		       *is = n->nout > 2 ? n->out[2] : NULL;
+	ew_line(E->w, "rt_layernorm(%s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y),
+		m && is_stored(E, m) ? emit_ref(E, m) : "NULL", is && is_stored(E, is) ? emit_ref(E, is) : "NULL",
+		emit_ref(E, x), emit_ref(E, n->in[1]), b ? emit_ref(E, b) : "NULL",
+		emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, dims_prod(&x->shape, axis, r)),
+		emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
+}
+
+/* Dropout in inference mode: Y = X, mask all true. */
+static void emit_dropout(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0], *mask = n->nout > 1 ? n->out[1] : NULL;
+	node_comment(E, n, "inference: the identity");
+	const char *cnt = emit_numel(E, &x->shape);
+	if (y && is_stored(E, y) && strcmp(emit_ref(E, y), emit_ref(E, x)))
+		ew_line(E->w, "memcpy(%s, %s, (size_t)%s * sizeof(%s));", emit_ref(E, y), emit_ref(E, x), cnt, ctype(x));
+	if (mask && is_stored(E, mask))
+		ew_line(E->w, "memset(%s, 1, (size_t)%s);", emit_ref(E, mask), cnt);
+}
+
 static void emit_size(emit_ctx *E, ir_node *n)
 {
 	node_comment(E, n, NULL);
@@ -1064,6 +1123,9 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_CONV: emit_conv(E, n); return;
 	case OP_PAD: emit_pad(E, n); return;
 	case OP_SIZE: emit_size(E, n); return;
+	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
+	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
+	case OP_DROPOUT: emit_dropout(E, n); return;
 	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:

@@ -95,6 +95,10 @@ int infer_reduce_axes(const ir_node *n, int r, unsigned char *red);
  * pads (begins then ends) and dilations per spatial axis, auto_pad applied;
  * returns the number of spatial axes. */
 int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil);
+/* MaxPool/AveragePool (inferred): kernel, strides, pads, dilations and output
+ * sizes per spatial axis (auto_pad and ceil_mode applied); the number of
+ * spatial axes, or -1 when the attributes do not fit X. */
+int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
 /* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
 

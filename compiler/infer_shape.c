@@ -1219,6 +1219,175 @@ static int infer_size(ictx *c)
 	return 0;
 }
 
+/* ---- pooling, normalisation, Dropout ---------------------------------------------- */
+
+int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp)
+{
+	const ir_value *x = n->in[0];
+	int nsp = x->shape.rank - 2;
+	ir_attr *ka = ir_attr_find((ir_node *)n, "kernel_shape"), *a;
+	if (!ka || ka->n != nsp)
+		return -1;
+	for (int i = 0; i < nsp; i++) {
+		k[i] = ka->ints[i];
+		st[i] = dil[i] = 1;
+		pads[i] = pads[nsp + i] = 0;
+		if (k[i] < 1)
+			return -1;
+	}
+	if ((a = ir_attr_find((ir_node *)n, "strides"))) {
+		if (a->n != nsp)
+			return -1;
+		for (int i = 0; i < nsp; i++)
+			st[i] = a->ints[i];
+	}
+	if ((a = ir_attr_find((ir_node *)n, "dilations"))) {
+		if (a->n != nsp)
+			return -1;
+		for (int i = 0; i < nsp; i++)
+			dil[i] = a->ints[i];
+	}
+	if ((a = ir_attr_find((ir_node *)n, "pads"))) {
+		if (a->n != 2 * nsp)
+			return -1;
+		for (int i = 0; i < 2 * nsp; i++)
+			pads[i] = a->ints[i];
+	}
+	for (int i = 0; i < nsp; i++)
+		if (st[i] < 1 || dil[i] < 1 || pads[i] < 0 || pads[nsp + i] < 0 || !ir_dim_is_const(x->shape.d[2 + i]))
+			return -1;
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	int ceil_mode = (int)ir_attr_int((ir_node *)n, "ceil_mode", 0);
+	for (int i = 0; i < nsp; i++) {
+		int64_t d = x->shape.d[2 + i].k, span = dil[i] * (k[i] - 1) + 1;
+		if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+			int64_t o = (d + st[i] - 1) / st[i], need = (o - 1) * st[i] + span - d;
+			need = need < 0 ? 0 : need;
+			pads[i] = !strcmp(ap, "SAME_UPPER") ? need / 2 : need - need / 2;
+			pads[nsp + i] = need - pads[i];
+			ysp[i] = o;
+			continue;
+		}
+		if (!strcmp(ap, "VALID"))
+			pads[i] = pads[nsp + i] = 0;
+		int64_t full = d + pads[i] + pads[nsp + i] - span;
+		if (full < 0)
+			return -1;
+		ysp[i] = (ceil_mode ? (full + st[i] - 1) / st[i] : full / st[i]) + 1;
+		/* a last window that would start in the end padding is dropped */
+		if (ceil_mode && (ysp[i] - 1) * st[i] >= d + pads[i])
+			ysp[i]--;
+	}
+	return nsp;
+}
+
+static int infer_pool(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	if (need_f32(c, 0))
+		return 1;
+	if (x->shape.rank < 3)
+		return fail(c, "X must be [N, C, D1, ...] (rank 3 or more), not %s", shp(c, &x->shape));
+	ir_shape s = x->shape;
+	if (c->n->op == OP_GLOBALAVGPOOL || c->n->op == OP_GLOBALMAXPOOL) {
+		for (int a = 2; a < s.rank; a++)
+			s.d[a] = ir_dim_const(1);
+		set_out(c, 0, DT_F32, &s);
+		return 0;
+	}
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+	if (infer_pool_geometry(c->n, k, st, pads, dil, ysp) < 0)
+		return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides, dilations and pads "
+			    "with one value per spatial axis (pads two), positive (pads not negative), and windows "
+			    "that fit", shp(c, &x->shape));
+	for (int a = 2; a < s.rank; a++)
+		s.d[a] = ir_dim_const(ysp[a - 2]);
+	set_out(c, 0, DT_F32, &s);
+	set_out(c, 1, DT_I64, &s);
+	return 0;
+}
+
+/* Scale/B of LayerNormalization: the shape of X[axis:] (leading 1s allowed). */
+static int norm_param(ictx *c, int k, const ir_shape *tail)
+{
+	ir_value *v = in(c, k);
+	if (!v)
+		return 0;
+	if (need_f32(c, k))
+		return 1;
+	ir_shape t = v->shape;
+	while (t.rank > tail->rank && is_one(t.d[0])) {
+		for (int i = 0; i + 1 < t.rank; i++)
+			t.d[i] = t.d[i + 1];
+		t.rank--;
+	}
+	ir_shape want = *tail;
+	while (want.rank > t.rank && is_one(want.d[0])) {
+		for (int i = 0; i + 1 < want.rank; i++)
+			want.d[i] = want.d[i + 1];
+		want.rank--;
+	}
+	if (!ir_shape_eq(&t, &want))
+		return fail(c, "input %d ('%s') %s must have the shape of the normalised axes %s", k, v->name,
+			    shp(c, &v->shape), shp(c, tail));
+	return 0;
+}
+
+static int infer_layernorm(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	if (need_f32(c, 0))
+		return 1;
+	int64_t a0 = ir_attr_int(c->n, "axis", -1);
+	int axis = norm_axis(a0, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
+	ir_shape tail = {.rank = r - axis}, st = x->shape;
+	for (int a = axis; a < r; a++) {
+		tail.d[a - axis] = x->shape.d[a];
+		st.d[a] = ir_dim_const(1);
+	}
+	if (norm_param(c, 1, &tail) || norm_param(c, 2, &tail))
+		return 1;
+	set_out(c, 0, DT_F32, &x->shape);
+	set_out(c, 1, DT_F32, &st);
+	set_out(c, 2, DT_F32, &st);
+	return 0;
+}
+
+static int infer_batchnorm(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	if (need_f32(c, 0))
+		return 1;
+	if (x->shape.rank < 2)
+		return fail(c, "X must be [N, C, ...], not %s", shp(c, &x->shape));
+	for (int k = 1; k < 5; k++) {
+		ir_value *v = in(c, k);
+		if (need_f32(c, k))
+			return 1;
+		if (v->shape.rank != 1 || !ir_dim_eq(v->shape.d[0], x->shape.d[1]))
+			return fail(c, "input %d ('%s') %s must be [C] = [%s]", k, v->name, shp(c, &v->shape),
+				    dimstr(c, x->shape.d[1]));
+	}
+	set_out(c, 0, DT_F32, &x->shape);
+	return 0;
+}
+
+static int infer_dropout(ictx *c)
+{
+	ir_value *x = in(c, 0), *t = in(c, 2);
+	if (need_ty(c, 0, TY_FLOAT, "Dropout"))
+		return 1;
+	if (t && !(infer_is_const(t) && t->data && ir_shape_const_numel(&t->shape) == 1 && !infer_elem_int(t, 0)))
+		return fail(c, "training_mode ('%s') must be a constant false: cellc compiles Dropout for "
+			    "inference (random masks cannot be compared with a reference bit for bit)", t->name);
+	set_out(c, 0, x->dtype, &x->shape);
+	set_out(c, 1, DT_BOOL, &x->shape);
+	return 0;
+}
+
 /* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
@@ -1432,6 +1601,10 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 		return infer_reduce(c);
 	case OP_ARGMAX: case OP_ARGMIN: return infer_argmax(c);
 	case OP_CONV: return infer_conv(c);
+	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: return infer_pool(c);
+	case OP_LAYERNORM: return infer_layernorm(c);
+	case OP_BATCHNORM: return infer_batchnorm(c);
+	case OP_DROPOUT: return infer_dropout(c);
 	case OP_PAD: return infer_pad(c);
 	case OP_SIZE: return infer_size(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:

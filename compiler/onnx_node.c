@@ -120,6 +120,21 @@ static const attr_spec attr_specs[] = {
 	{OP_CONV, "auto_pad", ATTR_STRING, 0, 0, NULL},   {OP_CONV, "dilations", ATTR_INTS, 0, 0, NULL},
 	{OP_CONV, "group", ATTR_INT, 0, 0, NULL},         {OP_CONV, "kernel_shape", ATTR_INTS, 0, 0, NULL},
 	{OP_CONV, "pads", ATTR_INTS, 0, 0, NULL},         {OP_CONV, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_MAXPOOL, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_MAXPOOL, "ceil_mode", ATTR_INT, 10, 0, NULL},
+	{OP_MAXPOOL, "dilations", ATTR_INTS, 10, 0, NULL}, {OP_MAXPOOL, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_MAXPOOL, "pads", ATTR_INTS, 0, 0, NULL},      {OP_MAXPOOL, "storage_order", ATTR_INT, 8, 0, NULL},
+	{OP_MAXPOOL, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_AVGPOOL, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_AVGPOOL, "ceil_mode", ATTR_INT, 10, 0, NULL},
+	{OP_AVGPOOL, "count_include_pad", ATTR_INT, 7, 0, NULL}, {OP_AVGPOOL, "dilations", ATTR_INTS, 19, 0, NULL},
+	{OP_AVGPOOL, "kernel_shape", ATTR_INTS, 0, 0, NULL}, {OP_AVGPOOL, "pads", ATTR_INTS, 0, 0, NULL},
+	{OP_AVGPOOL, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_LAYERNORM, "axis", ATTR_INT, 0, 0, NULL},     {OP_LAYERNORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_LAYERNORM, "stash_type", ATTR_INT, 0, 0, NULL},
+	{OP_BATCHNORM, "epsilon", ATTR_FLOAT, 0, 0, NULL}, {OP_BATCHNORM, "momentum", ATTR_FLOAT, 0, 0, NULL},
+	{OP_BATCHNORM, "training_mode", ATTR_INT, 14, 0, NULL},
+	{OP_BATCHNORM, "spatial", ATTR_INT, 0, 8, NULL},
+	{OP_DROPOUT, "ratio", ATTR_FLOAT, 0, 11, NULL},   {OP_DROPOUT, "seed", ATTR_INT, 12, 0, NULL},
+	{OP_DROPOUT, "is_test", ATTR_INT, 0, 6, NULL},
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
 	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
 	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
@@ -832,6 +847,42 @@ static int check_conv(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_pool(onnx_ctx *L, ir_node *n)
+{
+	const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
+		onnx_node_error(L, n, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, not '%s'", ap);
+		return 1;
+	}
+	if (!ir_attr_find(n, "kernel_shape")) {
+		onnx_node_error(L, n, "attribute 'kernel_shape' is required");
+		return 1;
+	}
+	if (ir_attr_int(n, "storage_order", 0)) {
+		onnx_node_error(L, n, "storage_order 1 (column-major Indices) is not supported");
+		return 1;
+	}
+	return check_bool(L, n, "ceil_mode") + check_bool(L, n, "count_include_pad");
+}
+
+static int check_norm(onnx_ctx *L, ir_node *n)
+{
+	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
+		onnx_node_error(L, n, "training_mode 1 (batch statistics, running-mean outputs) is not supported; "
+				"cellc compiles BatchNormalization in inference mode");
+		return 1;
+	}
+	if (n->op == OP_BATCHNORM && n->nout > 1) {
+		onnx_node_error(L, n, "has %d outputs; in inference mode BatchNormalization has one", n->nout);
+		return 1;
+	}
+	if (n->op == OP_BATCHNORM && ir_attr_find(n, "spatial") && ir_attr_int(n, "spatial", 1) != 1) {
+		onnx_node_error(L, n, "spatial 0 (per-element statistics) is not supported");
+		return 1;
+	}
+	return 0;
+}
+
 static int check_pad(onnx_ctx *L, ir_node *n)
 {
 	const char *m = ir_attr_string(n, "mode", "constant");
@@ -866,6 +917,8 @@ static const struct {
 	{OP_REDUCEL2, check_reduce},  {OP_REDUCELOGSUM, check_reduce}, {OP_REDUCELOGSUMEXP, check_reduce},
 	{OP_REDUCESUMSQUARE, check_reduce}, {OP_ARGMAX, check_reduce}, {OP_ARGMIN, check_reduce},
 	{OP_CONV, check_conv},        {OP_PAD, check_pad},        {OP_ISINF, check_isinf},
+	{OP_MAXPOOL, check_pool},     {OP_AVGPOOL, check_pool},
+	{OP_BATCHNORM, check_norm},
 };
 
 /* ---- arity ---- */

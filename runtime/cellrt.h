@@ -384,6 +384,28 @@ void rt_reduce_f64(int kind, double *y, const double *x, int rank, const int64_t
 void rt_argmax_f32(int64_t *y, const float *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last);
 void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last);
 
+/* MaxPool / AveragePool over the spatial axes of X [N, C, D..] (xdims:
+ * nsp + 2 entries) into Y [N, C, ysp..] with kernel k, strides st, pads
+ * (begins then ends) and dilations dil.  Max ignores positions in the
+ * padding; RT_POOL_AVG divides by the window's positions inside X,
+ * RT_POOL_AVG_PADS by those inside the padded X (count_include_pad).  idx
+ * (MaxPool's Indices, may be NULL): the flat row-major index into X of each
+ * maximum (the first on ties). */
+enum { RT_POOL_MAX, RT_POOL_AVG, RT_POOL_AVG_PADS };
+void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
+	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
+
+/* LayerNormalization of X viewed as [outer, inner]: each row normalised by
+ * its mean and variance (in double), times scale[inner], plus bias[inner]
+ * (NULL: none); mean and invstd (each [outer], may be NULL) receive the row's
+ * mean and 1 / sqrt(variance + eps). */
+void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const float *scale, const float *bias,
+		  int64_t outer, int64_t inner, float eps);
+/* BatchNormalization in inference mode, X [n, c, inner]:
+ * Y = (X - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]. */
+void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
+		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a

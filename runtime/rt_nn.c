@@ -313,3 +313,97 @@ void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_
 {
 	ARG_BODY
 }
+
+/* ---- pooling ------------------------------------------------------------------ */
+
+void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
+	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil)
+{
+	int64_t nc = xdims[0] * xdims[1], nin = 1, nout = 1, nk = 1;
+	for (int a = 0; a < nsp; a++) {
+		nin *= xdims[2 + a];
+		nout *= ysp[a];
+		nk *= k[a];
+	}
+	for (int64_t plane = 0; plane < nc; plane++) {
+		const float *xp = x + plane * nin;
+		for (int64_t p = 0; p < nout; p++) {
+			int64_t pc[RT_TF_MAXRANK], q = p;
+			for (int a = nsp - 1; a >= 0; a--) {
+				pc[a] = q % ysp[a];
+				q /= ysp[a];
+			}
+			double acc = kind == RT_POOL_MAX ? -INFINITY : 0.0;
+			int64_t best = -1, cnt = 0, padded = 0;
+			for (int64_t kk = 0; kk < nk; kk++) {
+				int64_t off = 0, r = kk, kc[RT_TF_MAXRANK];
+				int in = 1, inpad = 1;
+				for (int a = nsp - 1; a >= 0; a--) {
+					kc[a] = r % k[a];
+					r /= k[a];
+				}
+				for (int a = 0; a < nsp; a++) {
+					int64_t i = pc[a] * st[a] - pads[a] + kc[a] * dil[a];
+					in &= i >= 0 && i < xdims[2 + a];
+					inpad &= i >= -pads[a] && i < xdims[2 + a] + pads[nsp + a];
+					off = off * xdims[2 + a] + i;
+				}
+				padded += inpad;
+				if (!in)
+					continue;
+				double v = xp[off];
+				cnt++;
+				if (kind == RT_POOL_MAX) {
+					if (best < 0 || v > acc) {
+						acc = v;
+						best = off;
+					}
+				} else {
+					acc += v;
+				}
+			}
+			if (kind == RT_POOL_AVG)
+				acc = cnt ? acc / (double)cnt : 0.0;
+			else if (kind == RT_POOL_AVG_PADS)
+				acc = padded ? acc / (double)padded : 0.0;
+			y[plane * nout + p] = (float)acc;
+			if (idx)
+				idx[plane * nout + p] = best < 0 ? -1 : plane * nin + best;
+		}
+	}
+}
+
+/* ---- normalisation ---------------------------------------------------------------- */
+
+void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const float *scale, const float *bias,
+		  int64_t outer, int64_t inner, float eps)
+{
+	for (int64_t o = 0; o < outer; o++) {
+		const float *xr = x + o * inner;
+		double m = 0, v = 0;
+		for (int64_t i = 0; i < inner; i++)
+			m += xr[i];
+		m = inner ? m / (double)inner : 0.0;
+		for (int64_t i = 0; i < inner; i++)
+			v += (xr[i] - m) * (xr[i] - m);
+		v = inner ? v / (double)inner : 0.0;
+		double inv = 1.0 / sqrt(v + (double)eps);
+		for (int64_t i = 0; i < inner; i++)
+			y[o * inner + i] = (float)((xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f));
+		if (mean)
+			mean[o] = (float)m;
+		if (invstd)
+			invstd[o] = (float)inv;
+	}
+}
+
+void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
+		  const float *var, int64_t n, int64_t c, int64_t inner, float eps)
+{
+	for (int64_t ch = 0; ch < c; ch++) {
+		double s = scale[ch] / sqrt((double)var[ch] + (double)eps), t = bias[ch] - mean[ch] * s;
+		for (int64_t b = 0; b < n; b++)
+			for (int64_t i = 0; i < inner; i++)
+				y[(b * c + ch) * inner + i] = (float)(x[(b * c + ch) * inner + i] * s + t);
+	}
+}
