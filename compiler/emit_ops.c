@@ -1012,6 +1012,111 @@ static void emit_dropout(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "memset(%s, 1, (size_t)%s);", emit_ref(E, mask), cnt);
 }
 
+/* Trilu, CumSum, Hardmax, EyeLike, Range, OneHot: loops printed here;
+ * Tile and GatherElements: rt_nn.c. */
+static void emit_misc(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *T = ctype(y);
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	switch (n->op) {
+	case OP_TRILU: {
+		const ir_value *k = n->nin > 1 ? n->in[1] : NULL;
+		ew_line(E->w, "const int64_t rows = %s, cols = %s, k = %s;", emit_dim(E, x->shape.d[r - 2]),
+			emit_dim(E, x->shape.d[r - 1]), k ? arena_printf(E->A, "%s[0]", emit_ref(E, k)) : "0");
+		ew_line(E->w, "for (int64_t b = 0; b < %s; b++)", emit_dim(E, dims_prod(&x->shape, 0, r - 2)));
+		ew_line(E->w, "	for (int64_t i = 0; i < rows; i++)");
+		ew_line(E->w, "		for (int64_t j = 0; j < cols; j++)");
+		ew_line(E->w, "			%s[(b * rows + i) * cols + j] = j - i %s k ? %s[(b * rows + i) * cols + j] : (%s)0;", yr,
+			ir_attr_int(n, "upper", 1) ? ">=" : "<=", xr, T);
+		break;
+	}
+	case OP_CUMSUM: {
+		int axis = axis_of(ir_const_int(n->in[1], 0), r);
+		int rev = (int)ir_attr_int(n, "reverse", 0), ex = (int)ir_attr_int(n, "exclusive", 0);
+		ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
+			emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
+		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+		ew_line(E->w, "%s acc = 0;", T);
+		ew_open(E->w, "for (int64_t s = 0; s < cnt; s++)");
+		ew_line(E->w, "const int64_t j = (o * cnt + %s) * inner + i;", rev ? "cnt - 1 - s" : "s");
+		if (ex) {
+			ew_line(E->w, "const %s v = %s[j];", T, xr);
+			ew_line(E->w, "%s[j] = acc;", yr);
+			ew_line(E->w, "acc += v;");
+		} else {
+			ew_line(E->w, "acc += %s[j];", xr);
+			ew_line(E->w, "%s[j] = acc;", yr);
+		}
+		ew_close(E->w, "");
+		ew_close(E->w, "");
+		break;
+	}
+	case OP_HARDMAX: {
+		int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+		ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
+			emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
+		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+		ew_line(E->w, "int64_t best = 0;");
+		ew_line(E->w, "for (int64_t s = 1; s < cnt; s++)");
+		ew_line(E->w, "	if (%s[(o * cnt + s) * inner + i] > %s[(o * cnt + best) * inner + i])", xr, xr);
+		ew_line(E->w, "		best = s;");
+		ew_line(E->w, "for (int64_t s = 0; s < cnt; s++)");
+		ew_line(E->w, "	%s[(o * cnt + s) * inner + i] = s == best;", yr);
+		ew_close(E->w, "");
+		break;
+	}
+	case OP_EYELIKE:
+		ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, y->shape.d[0]));
+		ew_line(E->w, "	for (int64_t j = 0; j < %s; j++)", emit_dim(E, y->shape.d[1]));
+		ew_line(E->w, "		%s[i * %s + j] = j - i == %lld;", yr, emit_dim(E, y->shape.d[1]),
+			(long long)ir_attr_int(n, "k", 0));
+		break;
+	case OP_RANGE:
+		ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, y->shape.d[0]));
+		ew_line(E->w, "	%s[i] = (%s)(%s[0] + (%s)i * %s[0]);", yr, T, xr, T, emit_ref(E, n->in[2]));
+		break;
+	case OP_ONEHOT: {
+		int axis = axis_of(ir_attr_int(n, "axis", -1), r + 1);
+		const char *v = emit_ref(E, n->in[2]), *dep = emit_dim(E, y->shape.d[axis]);
+		ew_line(E->w, "const int64_t outer = %s, inner = %s, depth = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
+			emit_dim(E, dims_prod(&x->shape, axis, r)), dep);
+		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+		ew_line(E->w, "int64_t h = (int64_t)%s[o * inner + i];", xr);
+		ew_line(E->w, "if (h < 0)");
+		ew_line(E->w, "	h += depth;");
+		ew_line(E->w, "for (int64_t s = 0; s < depth; s++)");
+		ew_line(E->w, "	%s[(o * depth + s) * inner + i] = %s[s == h];", yr, v);
+		ew_close(E->w, "");
+		break;
+	}
+	case OP_TILE: {
+		int64_t rep[IR_MAX_RANK];
+		for (int a = 0; a < r; a++)
+			rep[a] = ir_const_int(n->in[1], a);
+		ew_line(E->w, "rt_tile(%s, %s, sizeof(%s), %d, %s, %s);", yr, xr, T, r, dims_lit(E, &x->shape, 0),
+			ints_lit(E, rep, r));
+		break;
+	}
+	case OP_GATHERELEMENTS: {
+		const ir_value *ix = n->in[1];
+		ew_line(E->w, "int gst = rt_gather_elements(%s, %s, sizeof(%s), %d, %s, %s, %d, %s, %d);", yr, xr, T, r,
+			dims_lit(E, &x->shape, 0), emit_ref(E, ix), ix->dtype == DT_I32 ? 6 : 7, dims_lit(E, &ix->shape, 0),
+			axis_of(ir_attr_int(n, "axis", 0), r));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "	return gst;");
+		break;
+	}
+	default: UNREACHABLE();
+	}
+	ew_close(E->w, "");
+}
+
 static void emit_size(emit_ctx *E, ir_node *n)
 {
 	node_comment(E, n, NULL);
@@ -1126,6 +1231,10 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
 	case OP_DROPOUT: emit_dropout(E, n); return;
+	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
+	case OP_ONEHOT: case OP_TILE:
+		emit_misc(E, n);
+		return;
 	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:

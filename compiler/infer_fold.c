@@ -405,6 +405,58 @@ static int fold_shape(fctx *c)
 	return 1;
 }
 
+/* EyeLike: ones on diagonal k. */
+static int fold_eyelike(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	int64_t rows = o->shape.d[0].k, cols = o->shape.d[1].k, k = ir_attr_int(c->n, "k", 0);
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t j = 0; j < cols; j++) {
+			if (is_float(o->dtype))
+				stf(o, i * cols + j, j - i == k);
+			else
+				stu(o, i * cols + j, j - i == k);
+		}
+	return 1;
+}
+
+static int fold_range(fctx *c)
+{
+	ir_value *o = c->n->out[0], *st = fin(c, 0), *dl = fin(c, 2);
+	int64_t m = numel(o);
+	if (any_sym(c, -1))
+		return 0;
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < m; i++) {
+		if (is_float(o->dtype))
+			stf(o, i, ldf(st, 0) + (double)i * ldf(dl, 0));
+		else
+			stu(o, i, (uint64_t)(infer_elem_int(st, 0) + i * infer_elem_int(dl, 0)));
+	}
+	return 1;
+}
+
+static int fold_tile(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	int r = x->shape.rank;
+	int64_t m = numel(o), idx[IR_MAX_RANK] = {0};
+	out_alloc(c, o, x->sym != NULL);
+	for (int64_t i = 0; i < m; i++) {
+		int64_t off = 0;
+		for (int a = 0; a < r; a++)
+			off = off * x->shape.d[a].k + idx[a] % x->shape.d[a].k;
+		cp(o, i, x, off);
+		for (int a = r - 1; a >= 0; a--) {
+			if (++idx[a] < o->shape.d[a].k)
+				break;
+			idx[a] = 0;
+		}
+	}
+	return 1;
+}
+
 /* Size: the element count, a monomial of the dimension symbols. */
 static int fold_size(fctx *c)
 {
@@ -759,7 +811,7 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 		ir_value *v = n->in[k];
 		if (!v)
 			continue;
-		int meta = n->op == OP_SHAPE || n->op == OP_SIZE;       /* read only the shape */
+		int meta = n->op == OP_SHAPE || n->op == OP_SIZE || n->op == OP_EYELIKE;       /* read only the shape */
 		if (!meta && !infer_is_const(v))
 			return 0;
 		/* results of weights stay weights; a weight as a shape parameter does not count */
@@ -800,6 +852,9 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_MOD: case OP_POW: r = 0; break;    /* left to run time */
 	case OP_PAD: r = 0; break;                 /* run time (runtime/rt_nn.c) */
 	case OP_SIZE: r = fold_size(c); break;
+	case OP_EYELIKE: r = fold_eyelike(c); break;
+	case OP_RANGE: r = fold_range(c); break;
+	case OP_TILE: r = fold_tile(c); break;
 	default:
 		r = n->op >= OP_MIN && n->op <= OP_SHRINK ? fold_elem(c) : n->op == OP_NOT ? fold_elem(c) : fold_unary(c);
 		break;

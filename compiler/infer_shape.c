@@ -18,6 +18,7 @@
 #include "train.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,10 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_SPLIT: return k == 1 ? "split" : NULL;
 	case OP_CONSTOFSHAPE: return k == 0 ? "input" : NULL;
 	case OP_PAD: return k == 1 ? "pads" : k == 3 ? "axes" : NULL;
+	case OP_CUMSUM: return k == 1 ? "axis" : NULL;
+	case OP_RANGE: return k == 0 ? "start" : k == 1 ? "limit" : k == 2 ? "delta" : NULL;
+	case OP_ONEHOT: return k == 1 ? "depth" : NULL;
+	case OP_TILE: return k == 1 ? "repeats" : NULL;
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
 	case OP_REDUCESUMSQUARE:
@@ -1388,6 +1393,129 @@ static int infer_dropout(ictx *c)
 	return 0;
 }
 
+/* ---- indexing, masks, counting, generators ------------------------------------------ */
+
+/* A constant scalar input as a double (any numeric dtype); -1 after reporting. */
+static int const_scalar(ictx *c, int k, double *v)
+{
+	ir_value *x = in(c, k);
+	if (!infer_is_const(x) || x->sym)
+		return not_const(c, k), -1;
+	if (ir_shape_const_numel(&x->shape) != 1)
+		return fail(c, "input '%s' ('%s') must hold one element, not %s", infer_shape_input(c->n->op, k),
+			    x->name, shp(c, &x->shape)), -1;
+	switch (x->dtype) {
+	case DT_F32: *v = ((const float *)x->data)[0]; break;
+	case DT_F64: *v = ((const double *)x->data)[0]; break;
+	default: *v = (double)infer_elem_int(x, 0); break;
+	}
+	return 0;
+}
+
+int64_t infer_range_count(double start, double limit, double delta)
+{
+	double n = ceil((limit - start) / delta);
+	return n > 0 ? (int64_t)n : 0;
+}
+
+static int infer_misc(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	switch (n->op) {
+	case OP_TRILU:
+		if (r < 2)
+			return fail(c, "X must have rank 2 or more, not %s", shp(c, &x->shape));
+		if (in(c, 1) && (in(c, 1)->dtype != DT_I64 || ir_shape_const_numel(&in(c, 1)->shape) != 1))
+			return fail(c, "k must be one int64 element");
+		break;
+	case OP_CUMSUM: {
+		double a;
+		if (need_ty(c, 0, TY_NUM, "CumSum") || const_scalar(c, 1, &a))
+			return 1;
+		if (norm_axis((int64_t)a, r) < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)a, r);
+		break;
+	}
+	case OP_HARDMAX:
+		if (need_ty(c, 0, TY_FLOAT, "Hardmax"))
+			return 1;
+		if (norm_axis(ir_attr_int(n, "axis", -1), r) < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)ir_attr_int(n, "axis", -1), r);
+		break;
+	case OP_EYELIKE: {
+		if (r != 2)
+			return fail(c, "X must be 2-D, not %s", shp(c, &x->shape));
+		ir_dtype dt = ir_attr_find(n, "dtype") ? (ir_dtype)ir_attr_int(n, "dtype", 1) : x->dtype;
+		if (!infer_dtype_ok(dt))
+			return fail(c, "dtype %s is not supported", ir_dtype_name(dt));
+		set_out(c, 0, dt, &s);
+		return 0;
+	}
+	case OP_RANGE: {
+		double v[3];
+		for (int k = 0; k < 3; k++)
+			if (same_ty(c, k) || const_scalar(c, k, &v[k]))
+				return 1;
+		if (!(ty_class(x->dtype) & TY_NUM) || v[2] == 0)
+			return fail(c, "Range needs numeric scalars and a nonzero delta");
+		s.rank = 1;
+		s.d[0] = ir_dim_const(infer_range_count(v[0], v[1], v[2]));
+		break;
+	}
+	case OP_GATHERELEMENTS: {
+		ir_value *ix = in(c, 1);
+		if (ix->dtype != DT_I32 && ix->dtype != DT_I64)
+			return fail(c, "'indices' must be i32 or i64, not %s", ir_dtype_name(ix->dtype));
+		if (ix->shape.rank != r || norm_axis(ir_attr_int(n, "axis", 0), r) < 0)
+			return fail(c, "indices %s must have the rank of X %s and axis be one of its axes",
+				    shp(c, &ix->shape), shp(c, &x->shape));
+		s = ix->shape;
+		break;
+	}
+	case OP_ONEHOT: {
+		double depth;
+		ir_value *vals = in(c, 2);
+		if (const_scalar(c, 1, &depth))
+			return 1;
+		if (depth < 1 || ir_shape_const_numel(&vals->shape) != 2)
+			return fail(c, "depth must be positive and values hold two elements (off, on)");
+		int64_t a0 = ir_attr_int(n, "axis", -1);
+		int axis = norm_axis(a0, r + 1);
+		if (axis < 0 || r + 1 > IR_MAX_RANK)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r + 1);
+		s.rank = r + 1;
+		for (int a = 0, j = 0; a <= r; a++)
+			s.d[a] = a == axis ? ir_dim_const((int64_t)depth) : x->shape.d[j++];
+		set_out(c, 0, vals->dtype, &s);
+		return 0;
+	}
+	case OP_TILE: {
+		int64_t rep[IR_MAX_RANK];
+		int m = const_plain(c, 1, rep, IR_MAX_RANK);
+		if (m < 0)
+			return 1;
+		if (m != r)
+			return fail(c, "repeats has %d values for rank %d", m, r);
+		for (int a = 0; a < r; a++) {
+			if (rep[a] < 0)
+				return fail(c, "repeats[%d] is negative", a);
+			if (rep[a] != 1 && !ir_dim_is_const(x->shape.d[a]))
+				return fail(c, "axis %d has the run-time size %s; cellc tiles only constant sizes", a,
+					    dimstr(c, x->shape.d[a]));
+			if (rep[a] != 1)
+				s.d[a] = ir_dim_const(x->shape.d[a].k * rep[a]);
+		}
+		break;
+	}
+	default: UNREACHABLE();
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
 /* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
@@ -1605,6 +1733,9 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_LAYERNORM: return infer_layernorm(c);
 	case OP_BATCHNORM: return infer_batchnorm(c);
 	case OP_DROPOUT: return infer_dropout(c);
+	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
+	case OP_ONEHOT: case OP_TILE:
+		return infer_misc(c);
 	case OP_PAD: return infer_pad(c);
 	case OP_SIZE: return infer_size(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:

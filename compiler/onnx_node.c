@@ -135,6 +135,12 @@ static const attr_spec attr_specs[] = {
 	{OP_BATCHNORM, "spatial", ATTR_INT, 0, 8, NULL},
 	{OP_DROPOUT, "ratio", ATTR_FLOAT, 0, 11, NULL},   {OP_DROPOUT, "seed", ATTR_INT, 12, 0, NULL},
 	{OP_DROPOUT, "is_test", ATTR_INT, 0, 6, NULL},
+	{OP_TRILU, "upper", ATTR_INT, 0, 0, NULL},
+	{OP_CUMSUM, "exclusive", ATTR_INT, 0, 0, NULL},   {OP_CUMSUM, "reverse", ATTR_INT, 0, 0, NULL},
+	{OP_HARDMAX, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_EYELIKE, "dtype", ATTR_INT, 0, 0, NULL},      {OP_EYELIKE, "k", ATTR_INT, 0, 0, NULL},
+	{OP_GATHERELEMENTS, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_ONEHOT, "axis", ATTR_INT, 0, 0, NULL},
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
 	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
 	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
@@ -823,10 +829,12 @@ static int check_if(onnx_ctx *L, ir_node *n)
 	return errs;
 }
 
+/* The 0/1 attributes of reductions, Trilu and CumSum. */
 static int check_reduce(onnx_ctx *L, ir_node *n)
 {
 	return check_bool(L, n, "keepdims") + check_bool(L, n, "noop_with_empty_axes") +
-	       check_bool(L, n, "select_last_index");
+	       check_bool(L, n, "select_last_index") + check_bool(L, n, "upper") + check_bool(L, n, "exclusive") +
+	       check_bool(L, n, "reverse");
 }
 
 static int check_conv(onnx_ctx *L, ir_node *n)
@@ -883,6 +891,15 @@ static int check_norm(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_hardmax(onnx_ctx *L, ir_node *n)
+{
+	if (n->opset < 13) {
+		onnx_node_error(L, n, "Hardmax before opset 13 (coerced to 2-D) is not supported");
+		return 1;
+	}
+	return 0;
+}
+
 static int check_pad(onnx_ctx *L, ir_node *n)
 {
 	const char *m = ir_attr_string(n, "mode", "constant");
@@ -918,7 +935,8 @@ static const struct {
 	{OP_REDUCESUMSQUARE, check_reduce}, {OP_ARGMAX, check_reduce}, {OP_ARGMIN, check_reduce},
 	{OP_CONV, check_conv},        {OP_PAD, check_pad},        {OP_ISINF, check_isinf},
 	{OP_MAXPOOL, check_pool},     {OP_AVGPOOL, check_pool},
-	{OP_BATCHNORM, check_norm},
+	{OP_BATCHNORM, check_norm},   {OP_HARDMAX, check_hardmax},
+	{OP_TRILU, check_reduce},     {OP_CUMSUM, check_reduce},
 };
 
 /* ---- arity ---- */

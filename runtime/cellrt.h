@@ -406,6 +406,15 @@ void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const fl
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
 
+/* ONNX Tile: Y dims xdims[a] * reps[a], Y[i..] = X[i_a mod xdims[a]..]. */
+void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps);
+/* ONNX GatherElements: indices (int32 when idx_dtype == 6, else int64) of
+ * dims idims (the rank of X); Y[i..] = X[i.. with i_axis = indices[i..]],
+ * negative indices counting from xdims[axis].  RT_ERR_INDEX if one is out
+ * of [-xdims[axis], xdims[axis]) (Y then partly written). */
+int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const void *idx,
+		       int idx_dtype, const int64_t *idims, int axis);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a

@@ -407,3 +407,50 @@ void rt_batchnorm(float *y, const float *x, const float *scale, const float *bia
 				y[(b * c + ch) * inner + i] = (float)(x[(b * c + ch) * inner + i] * s + t);
 	}
 }
+
+/* ---- Tile, GatherElements ------------------------------------------------------ */
+
+void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps)
+{
+	int64_t yd[RT_TF_MAXRANK], c[RT_TF_MAXRANK] = {0}, total = 1;
+	for (int a = 0; a < rank; a++) {
+		yd[a] = xdims[a] * reps[a];
+		total *= yd[a];
+	}
+	for (int64_t i = 0; i < total; i++) {
+		int64_t off = 0;
+		for (int a = 0; a < rank; a++)
+			off = off * xdims[a] + c[a] % xdims[a];
+		memcpy((char *)y + (size_t)i * esize, (const char *)x + (size_t)off * esize, esize);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < yd[a])
+				break;
+			c[a] = 0;
+		}
+	}
+}
+
+int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const void *idx,
+		       int idx_dtype, const int64_t *idims, int axis)
+{
+	int64_t c[RT_TF_MAXRANK] = {0}, total = 1;
+	for (int a = 0; a < rank; a++)
+		total *= idims[a];
+	for (int64_t i = 0; i < total; i++) {
+		int64_t j = idx_dtype == 6 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+		if (j < -xdims[axis] || j >= xdims[axis])
+			return RT_ERR_INDEX;
+		if (j < 0)
+			j += xdims[axis];
+		int64_t off = 0;
+		for (int a = 0; a < rank; a++)
+			off = off * xdims[a] + (a == axis ? j : c[a]);
+		memcpy((char *)y + (size_t)i * esize, (const char *)x + (size_t)off * esize, esize);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < idims[a])
+				break;
+			c[a] = 0;
+		}
+	}
+	return RT_OK;
+}
