@@ -1117,6 +1117,33 @@ static void emit_misc(emit_ctx *E, ir_node *n)
 	ew_close(E->w, "");
 }
 
+/* The training form of SoftmaxCrossEntropyLoss (pass_grad's: [N, C], mean,
+ * no weights, no ignore_index, no log_prob) has its own loop in train_ops.c. */
+static int is_train_ce(const ir_node *n)
+{
+	return n->op == OP_SOFTMAXCE && n->nin == 2 && (n->nout == 1 || !n->out[1]) && n->in[0]->shape.rank == 2 &&
+	       !strcmp(ir_attr_string(n, "reduction", "mean"), "mean") && !ir_attr_find(n, "ignore_index");
+}
+
+static void emit_loss(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *t = n->in[1], *w = n->nin > 2 ? n->in[2] : NULL;
+	const ir_value *lp = n->op == OP_SOFTMAXCE && n->nout > 1 ? n->out[1] : NULL;
+	const char *red = ir_attr_string(n, "reduction", "mean");
+	ir_attr *ig = ir_attr_find(n, "ignore_index");
+	node_comment(E, n, red);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int gst = rt_class_loss(%s, %s, %s, %d, %s, %s, %s, %s, %s, %s, %d, %lld);", emit_ref(E, n->out[0]),
+		lp && is_stored(E, lp) ? emit_ref(E, lp) : "NULL", emit_ref(E, x), n->op == OP_SOFTMAXCE, emit_ref(E, t),
+		w ? emit_ref(E, w) : "NULL", emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+		emit_dim(E, dims_prod(&x->shape, 2, x->shape.rank)),
+		!strcmp(red, "none") ? "RT_LOSS_NONE" : !strcmp(red, "sum") ? "RT_LOSS_SUM" : "RT_LOSS_MEAN", ig != NULL,
+		ig ? (long long)ig->i : 0LL);
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
+
 static void emit_size(emit_ctx *E, ir_node *n)
 {
 	node_comment(E, n, NULL);
@@ -1235,7 +1262,13 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_ONEHOT: case OP_TILE:
 		emit_misc(E, n);
 		return;
-	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_SOFTMAXCE: case OP_NLLLOSS:
+		if (is_train_ce(n))
+			train_op_emit(E, n);
+		else
+			emit_loss(E, n);
+		return;
+	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));

@@ -1516,6 +1516,32 @@ static int infer_misc(ictx *c)
 	return 0;
 }
 
+/* ---- class-index losses ------------------------------------------------------------ */
+
+static int infer_loss(ictx *c)
+{
+	ir_value *x = in(c, 0), *t = in(c, 1), *w = in(c, 2);
+	int r = x->shape.rank;
+	if (need_f32(c, 0) || need_f32(c, 2))
+		return 1;
+	if (t->dtype != DT_I64)
+		return fail(c, "the labels ('%s') must be i64, not %s", t->name, ir_dtype_name(t->dtype));
+	int ok = r >= 2 && t->shape.rank == r - 1 && ir_dim_eq(t->shape.d[0], x->shape.d[0]);
+	for (int a = 2; ok && a < r; a++)
+		ok = ir_dim_eq(t->shape.d[a - 1], x->shape.d[a]);
+	if (!ok)
+		return fail(c, "scores %s and labels %s must be [N, C, D..] and [N, D..]", shp(c, &x->shape),
+			    shp(c, &t->shape));
+	if (w && (w->shape.rank != 1 || !ir_dim_eq(w->shape.d[0], x->shape.d[1])))
+		return fail(c, "weights %s must be [C] = [%s]", shp(c, &w->shape), dimstr(c, x->shape.d[1]));
+	ir_shape s = {.rank = 0};
+	if (!strcmp(ir_attr_string(c->n, "reduction", "mean"), "none"))
+		s = t->shape;
+	set_out(c, 0, DT_F32, &s);
+	set_out(c, 1, DT_F32, &x->shape);
+	return 0;
+}
+
 /* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
@@ -1738,7 +1764,8 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 		return infer_misc(c);
 	case OP_PAD: return infer_pad(c);
 	case OP_SIZE: return infer_size(c);
-	case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_SOFTMAXCE: case OP_NLLLOSS: return infer_loss(c);
+	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
 		return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;

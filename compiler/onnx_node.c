@@ -141,6 +141,8 @@ static const attr_spec attr_specs[] = {
 	{OP_EYELIKE, "dtype", ATTR_INT, 0, 0, NULL},      {OP_EYELIKE, "k", ATTR_INT, 0, 0, NULL},
 	{OP_GATHERELEMENTS, "axis", ATTR_INT, 0, 0, NULL},
 	{OP_ONEHOT, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_SOFTMAXCE, "reduction", ATTR_STRING, 0, 0, NULL}, {OP_SOFTMAXCE, "ignore_index", ATTR_INT, 0, 0, NULL},
+	{OP_NLLLOSS, "reduction", ATTR_STRING, 0, 0, NULL}, {OP_NLLLOSS, "ignore_index", ATTR_INT, 0, 0, NULL},
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
 	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
 	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
@@ -900,6 +902,16 @@ static int check_hardmax(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_loss(onnx_ctx *L, ir_node *n)
+{
+	const char *r = ir_attr_string(n, "reduction", "mean");
+	if (strcmp(r, "none") && strcmp(r, "sum") && strcmp(r, "mean")) {
+		onnx_node_error(L, n, "attribute 'reduction' must be none, sum or mean, not '%s'", r);
+		return 1;
+	}
+	return 0;
+}
+
 static int check_pad(onnx_ctx *L, ir_node *n)
 {
 	const char *m = ir_attr_string(n, "mode", "constant");
@@ -937,6 +949,7 @@ static const struct {
 	{OP_MAXPOOL, check_pool},     {OP_AVGPOOL, check_pool},
 	{OP_BATCHNORM, check_norm},   {OP_HARDMAX, check_hardmax},
 	{OP_TRILU, check_reduce},     {OP_CUMSUM, check_reduce},
+	{OP_SOFTMAXCE, check_loss},   {OP_NLLLOSS, check_loss},
 };
 
 /* ---- arity ---- */

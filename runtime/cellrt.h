@@ -415,6 +415,18 @@ void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdim
 int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const void *idx,
 		       int idx_dtype, const int64_t *idims, int axis);
 
+/* SoftmaxCrossEntropyLoss (from_logits 1: X are scores, log-softmax over
+ * the classes, written to logp [n, c, d] when not NULL) and
+ * NegativeLogLikelihoodLoss (from_logits 0: X are log-probabilities) for X
+ * [n, c, d] (d: the product of the axes after the classes) and target
+ * [n, d]: l = -w[t] * logp[t] (w NULL: 1), 0 for targets equal to ignore
+ * (has_ignore).  loss: [n, d] (RT_LOSS_NONE), the sum, or the sum divided by
+ * the sum of the weights of the targets not ignored (RT_LOSS_MEAN).
+ * RT_ERR_INDEX for a target outside [0, c) that is not ignored. */
+enum { RT_LOSS_NONE, RT_LOSS_SUM, RT_LOSS_MEAN };
+int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
+		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a

@@ -454,3 +454,44 @@ int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int
 	}
 	return RT_OK;
 }
+
+/* ---- class-index losses ------------------------------------------------------------ */
+
+int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
+		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore)
+{
+	double total = 0, wsum = 0;
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t j = 0; j < d; j++) {
+			const float *xr = x + b * c * d + j;    /* class k at xr[k * d] */
+			double lse = 0;
+			if (from_logits) {
+				double mx = -INFINITY, se = 0;
+				for (int64_t k = 0; k < c; k++)
+					mx = xr[k * d] > mx ? xr[k * d] : mx;
+				for (int64_t k = 0; k < c; k++)
+					se += exp((double)xr[k * d] - mx);
+				lse = log(se) + mx;
+				if (logp)
+					for (int64_t k = 0; k < c; k++)
+						logp[b * c * d + k * d + j] = (float)(xr[k * d] - lse);
+			}
+			int64_t t = target[b * d + j];
+			double l = 0, wt = 0;
+			if (!(has_ignore && t == ignore)) {
+				if (t < 0 || t >= c)
+					return RT_ERR_INDEX;
+				wt = w ? w[t] : 1.0;
+				l = -wt * ((double)xr[t * d] - lse);
+			}
+			if (reduction == RT_LOSS_NONE)
+				loss[b * d + j] = (float)l;
+			total += l;
+			wsum += wt;
+		}
+	if (reduction == RT_LOSS_SUM)
+		loss[0] = (float)total;
+	else if (reduction == RT_LOSS_MEAN)
+		loss[0] = (float)(total / wsum);
+	return RT_OK;
+}
