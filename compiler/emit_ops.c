@@ -316,6 +316,10 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 		if (fl)
 			return fcall(E, dt, "pow", arena_printf(E->A, "%s, (%s)%s", a[0], ctype(n->out[0]), a[1]));
 		return arena_printf(E->A, "(%s)pow((double)%s, (double)%s)", ctype(n->out[0]), a[0], a[1]);
+	case OP_BITSHIFT:
+		/* a shift by the width or more is undefined in C: 0, as numpy */
+		return arena_printf(E->A, "(%s < %d ? (%s)(%s %s %s) : 0)", a[1], (int)ir_dtype_size(dt) * 8, ctype(n->out[0]),
+				    a[0], ir_attr_string(n, "direction", "")[0] == 'L' ? "<<" : ">>", a[1]);
 	case OP_EQUAL: return arena_printf(E->A, "(%s == %s)", a[0], a[1]);
 	case OP_LESS: return arena_printf(E->A, "(%s < %s)", a[0], a[1]);
 	case OP_LESSEQ: return arena_printf(E->A, "(%s <= %s)", a[0], a[1]);
@@ -1144,6 +1148,96 @@ static void emit_loss(emit_ctx *E, ir_node *n)
 	ew_close(E->w, "");
 }
 
+static const char *scatter_red(const ir_node *n)
+{
+	const char *r = ir_attr_string(n, "reduction", "none");
+	return !strcmp(r, "add") ? "RT_SCATTER_ADD" : !strcmp(r, "mul") ? "RT_SCATTER_MUL"
+	       : !strcmp(r, "max") ? "RT_SCATTER_MAX" : !strcmp(r, "min") ? "RT_SCATTER_MIN" : "RT_SCATTER_NONE";
+}
+
+/* DepthToSpace/SpaceToDepth (rt_transpose of a 6-D view), ConvTranspose,
+ * ScatterElements, ScatterND, GatherND, InstanceNormalization. */
+static void emit_layout(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *T = ctype(x);
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	switch (n->op) {
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: {
+		int64_t b = ir_attr_int(n, "blocksize", 1), N = x->shape.d[0].k, C = x->shape.d[1].k, H = x->shape.d[2].k,
+			W = x->shape.d[3].k;
+		int64_t v[6];
+		const char *perm;
+		if (n->op == OP_SPACETODEPTH) {
+			int64_t t[6] = {N, C, H / b, b, W / b, b};
+			memcpy(v, t, sizeof v);
+			perm = "{0, 3, 5, 1, 2, 4}";
+		} else if (!strcmp(ir_attr_string(n, "mode", "DCR"), "CRD")) {
+			int64_t t[6] = {N, C / (b * b), b, b, H, W};
+			memcpy(v, t, sizeof v);
+			perm = "{0, 1, 4, 2, 5, 3}";
+		} else {
+			int64_t t[6] = {N, b, b, C / (b * b), H, W};
+			memcpy(v, t, sizeof v);
+			perm = "{0, 3, 4, 1, 5, 2}";
+		}
+		if (!ir_dim_is_const(x->shape.d[0]))
+			ew_line(E->w, "/* N = %s at run time */", emit_dim(E, x->shape.d[0]));
+		char *dims = arena_printf(E->A, "%s", emit_dim(E, x->shape.d[0]));
+		for (int i = 1; i < 6; i++)
+			dims = arena_printf(E->A, "%s, %lld", dims, (long long)v[i]);
+		ew_line(E->w, "rt_transpose(%s, %s, sizeof(%s), 6, (const int64_t[]){%s}, (const int[])%s);", yr, xr, T,
+			dims, perm);
+		break;
+	}
+	case OP_CONVTRANSPOSE: {
+		const ir_value *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
+		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+		int nsp = infer_convt_geometry(n, k, st, pads, dil, ysp);
+		ew_line(E->w, "rt_conv_transpose(%s, %s, %s, %s, %d, %s, %s, %s, %lld, %s, %s, %s, %s);", yr, xr,
+			emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, dims_lit(E, &x->shape, 0), ints_lit(E, ysp, nsp),
+			emit_dim(E, y->shape.d[1]), (long long)ir_attr_int(n, "group", 1), ints_lit(E, k, nsp),
+			ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+		break;
+	}
+	case OP_SCATTERELEMENTS:
+		ew_line(E->w, "int gst = rt_scatter_elements(%s, %s, sizeof(%s), %d, %d, %s, %s, %s, %s, %d, %s);", yr, xr,
+			T, x->dtype == DT_F32, r, dims_lit(E, &x->shape, 0), emit_ref(E, n->in[1]), emit_ref(E, n->in[2]),
+			dims_lit(E, &n->in[1]->shape, 0), axis_of(ir_attr_int(n, "axis", 0), r), scatter_red(n));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	case OP_SCATTERND: {
+		const ir_value *ix = n->in[1];
+		int q = (int)ix->shape.d[ix->shape.rank - 1].k;
+		ew_line(E->w, "int gst = rt_scatter_nd(%s, %s, sizeof(%s), %d, %d, %s, %s, %s, %d, %s, %s);", yr, xr, T,
+			x->dtype == DT_F32, r, dims_lit(E, &x->shape, 0), emit_ref(E, ix),
+			emit_dim(E, dims_prod(&ix->shape, 0, ix->shape.rank - 1)), q, emit_ref(E, n->in[2]), scatter_red(n));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	}
+	case OP_GATHERND: {
+		const ir_value *ix = n->in[1];
+		int qr = ix->shape.rank, q = (int)ix->shape.d[qr - 1].k, bd = (int)ir_attr_int(n, "batch_dims", 0);
+		ew_line(E->w, "int gst = rt_gather_nd(%s, %s, sizeof(%s), %d, %s, %d, %s, %s, %d);", yr, xr, T, r,
+			dims_lit(E, &x->shape, 0), bd, emit_ref(E, ix), emit_dim(E, dims_prod(&ix->shape, bd, qr - 1)), q);
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	}
+	case OP_INSTANCENORM:
+		ew_line(E->w, "rt_instancenorm(%s, %s, %s, %s, %s, %s, %s, %s);", yr, xr, emit_ref(E, n->in[1]),
+			emit_ref(E, n->in[2]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+			emit_dim(E, dims_prod(&x->shape, 2, r)), emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
+		break;
+	default: UNREACHABLE();
+	}
+	ew_close(E->w, "");
+}
+
 static void emit_size(emit_ctx *E, ir_node *n)
 {
 	node_comment(E, n, NULL);
@@ -1261,6 +1355,10 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
 	case OP_ONEHOT: case OP_TILE:
 		emit_misc(E, n);
+		return;
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
+	case OP_GATHERND: case OP_INSTANCENORM:
+		emit_layout(E, n);
 		return;
 	case OP_SOFTMAXCE: case OP_NLLLOSS:
 		if (is_train_ce(n))

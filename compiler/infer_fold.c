@@ -772,6 +772,10 @@ static int fold_elem(fctx *c)
 				}
 				stu(o, i, r);
 			}
+		} else if (n->op == OP_BITSHIFT) {
+			uint64_t a = ldu(x, off[0]), b = ldu(fin(c, 1), off[1]);
+			int bits = (int)ir_dtype_size(t) * 8;
+			stu(o, i, b >= (uint64_t)bits ? 0 : ir_attr_string(n, "direction", "")[0] == 'L' ? a << b : a >> b);
 		} else if (n->op == OP_SHRINK) {
 			double a = fl ? ldf(x, off[0]) : uns ? (double)ldu(x, off[0]) : (double)infer_elem_int(x, off[0]);
 			double l = ir_attr_float(n, "lambd", 0.5f), b = ir_attr_float(n, "bias", 0.0f);

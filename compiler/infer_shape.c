@@ -369,6 +369,10 @@ static int infer_elem(ictx *c)
 			return 1;
 		set_out(c, 0, DT_BOOL, &s);
 		return 0;
+	case OP_BITSHIFT:
+		if (need_ty(c, 0, TY_UINT, op) || same_ty(c, 1) || broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
+			return 1;
+		break;
 	case OP_PRELU:
 		if (need_ty(c, 0, TY_FLOAT, op) || same_ty(c, 1))
 			return 1;
@@ -1542,6 +1546,155 @@ static int infer_loss(ictx *c)
 	return 0;
 }
 
+/* ---- layout, ConvTranspose, scatter/gather by tuples, InstanceNormalization ---------- */
+
+int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp)
+{
+	const ir_value *x = n->in[0], *w = n->in[1];
+	int nsp = x->shape.rank - 2;
+	ir_attr *a;
+	for (int i = 0; i < nsp; i++) {
+		k[i] = w->shape.d[2 + i].k;
+		st[i] = dil[i] = 1;
+		pads[i] = pads[nsp + i] = 0;
+	}
+	const char *names[] = {"strides", "dilations", "pads"};
+	int64_t *dst[] = {st, dil, pads};
+	for (int j = 0; j < 3; j++)
+		if ((a = ir_attr_find((ir_node *)n, names[j]))) {
+			if (a->n != (j == 2 ? 2 * nsp : nsp))
+				return -1;
+			for (int i = 0; i < a->n; i++)
+				dst[j][i] = a->ints[i];
+		}
+	ir_attr *op = ir_attr_find((ir_node *)n, "output_padding"), *os = ir_attr_find((ir_node *)n, "output_shape");
+	if ((op && op->n != nsp) || (os && os->n != nsp && os->n != nsp + 2))
+		return -1;
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	for (int i = 0; i < nsp; i++) {
+		if (!ir_dim_is_const(x->shape.d[2 + i]) || st[i] < 1 || dil[i] < 1)
+			return -1;
+		int64_t d = x->shape.d[2 + i].k, opad = op ? op->ints[i] : 0, span = dil[i] * (k[i] - 1) + 1;
+		if (os || same) {
+			int64_t out = os ? os->ints[os->n - nsp + i] : d * st[i];
+			int64_t total = st[i] * (d - 1) + opad + span - out;
+			if (total < 0)
+				total = 0;
+			if (!strcmp(ap, "SAME_UPPER")) {
+				pads[i] = total / 2;
+				pads[nsp + i] = total - total / 2;
+			} else {
+				pads[i] = total - total / 2;
+				pads[nsp + i] = total / 2;
+			}
+			ysp[i] = out;
+		} else {
+			ysp[i] = st[i] * (d - 1) + opad + span - pads[i] - pads[nsp + i];
+		}
+		if (ysp[i] < 0)
+			return -1;
+	}
+	return nsp;
+}
+
+static int infer_layout(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	switch (n->op) {
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: {
+		int64_t b = ir_attr_int(n, "blocksize", 1);
+		if (r != 4)
+			return fail(c, "X must be [N, C, H, W], not %s", shp(c, &x->shape));
+		for (int a = 1; a < 4; a++)
+			if (!ir_dim_is_const(x->shape.d[a]))
+				return fail(c, "X %s needs constant C, H and W", shp(c, &x->shape));
+		int64_t C = x->shape.d[1].k, H = x->shape.d[2].k, W = x->shape.d[3].k;
+		if (n->op == OP_DEPTHTOSPACE ? C % (b * b) : H % b || W % b)
+			return fail(c, "X %s does not divide into blocks of %lld", shp(c, &x->shape), (long long)b);
+		int d2s = n->op == OP_DEPTHTOSPACE;
+		s.d[1] = ir_dim_const(d2s ? C / (b * b) : C * b * b);
+		s.d[2] = ir_dim_const(d2s ? H * b : H / b);
+		s.d[3] = ir_dim_const(d2s ? W * b : W / b);
+		break;
+	}
+	case OP_CONVTRANSPOSE: {
+		ir_value *w = in(c, 1), *b = in(c, 2);
+		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+			return 1;
+		int64_t group = ir_attr_int(n, "group", 1);
+		if (r < 3 || w->shape.rank != r || !ir_dim_is_const(w->shape.d[1]) || !ir_dim_eq(w->shape.d[0], x->shape.d[1]) ||
+		    !ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k % group)
+			return fail(c, "X %s and W %s must be [N, C, D..] and [C, M/group, K..]", shp(c, &x->shape),
+				    shp(c, &w->shape));
+		int64_t m = w->shape.d[1].k * group;
+		if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
+			return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
+		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+		if (infer_convt_geometry(n, k, st, pads, dil, ysp) < 0)
+			return fail(c, "needs constant spatial sizes and strides, dilations, pads, output_padding and "
+				    "output_shape that fit X %s", shp(c, &x->shape));
+		s.d[1] = ir_dim_const(m);
+		for (int a = 2; a < r; a++)
+			s.d[a] = ir_dim_const(ysp[a - 2]);
+		set_out(c, 0, DT_F32, &s);
+		return 0;
+	}
+	case OP_SCATTERELEMENTS: {
+		ir_value *ix = in(c, 1), *u = in(c, 2);
+		if (ix->dtype != DT_I64 || ix->shape.rank != r || !ir_shape_eq(&ix->shape, &u->shape) || same_ty(c, 2) ||
+		    norm_axis(ir_attr_int(n, "axis", 0), r) < 0)
+			return fail(c, "indices must be i64 of the rank of X, updates of the shape of indices and the "
+				    "dtype of X, axis one of X's axes");
+		if (strcmp(ir_attr_string(n, "reduction", "none"), "none") && x->dtype != DT_F32)
+			return fail(c, "reduction %s is supported for f32 only", ir_attr_string(n, "reduction", ""));
+		break;
+	}
+	case OP_SCATTERND: {
+		ir_value *ix = in(c, 1), *u = in(c, 2);
+		int q = ix->shape.rank ? (int)ix->shape.d[ix->shape.rank - 1].k : 0;
+		if (ix->dtype != DT_I64 || ix->shape.rank < 1 || q < 1 || q > r || same_ty(c, 2) ||
+		    u->shape.rank != ix->shape.rank - 1 + r - q)
+			return fail(c, "indices must be i64 [.., q] with q <= rank of X, updates [.., X dims after q]");
+		if (strcmp(ir_attr_string(n, "reduction", "none"), "none") && x->dtype != DT_F32)
+			return fail(c, "reduction %s is supported for f32 only", ir_attr_string(n, "reduction", ""));
+		break;
+	}
+	case OP_GATHERND: {
+		ir_value *ix = in(c, 1);
+		int qr = ix->shape.rank, bd = (int)ir_attr_int(n, "batch_dims", 0);
+		int q = qr ? (int)ix->shape.d[qr - 1].k : 0;
+		if (ix->dtype != DT_I64 || qr < 1 || !ir_dim_is_const(ix->shape.d[qr - 1]) || bd < 0 || bd >= qr ||
+		    q < 1 || bd + q > r)
+			return fail(c, "indices must be i64 [.., q] with batch_dims + q <= rank of X");
+		for (int a = 0; a < bd; a++)
+			if (!ir_dim_eq(ix->shape.d[a], x->shape.d[a]))
+				return fail(c, "the batch axes of indices and X differ");
+		s.rank = qr - 1 + r - bd - q;
+		if (s.rank > IR_MAX_RANK)
+			return fail(c, "the result would have rank %d", s.rank);
+		for (int a = 0; a < qr - 1; a++)
+			s.d[a] = ix->shape.d[a];
+		for (int a = bd + q; a < r; a++)
+			s.d[qr - 1 + a - bd - q] = x->shape.d[a];
+		break;
+	}
+	case OP_INSTANCENORM:
+		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+			return 1;
+		if (r < 3 || in(c, 1)->shape.rank != 1 || !ir_dim_eq(in(c, 1)->shape.d[0], x->shape.d[1]) ||
+		    !ir_shape_eq(&in(c, 1)->shape, &in(c, 2)->shape))
+			return fail(c, "X must be [N, C, D..] and scale, B [C]");
+		break;
+	default: UNREACHABLE();
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
 /* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
@@ -1765,6 +1918,9 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_PAD: return infer_pad(c);
 	case OP_SIZE: return infer_size(c);
 	case OP_SOFTMAXCE: case OP_NLLLOSS: return infer_loss(c);
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
+	case OP_GATHERND: case OP_INSTANCENORM:
+		return infer_layout(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
 		return train_op_infer(g, n, D);

@@ -143,6 +143,18 @@ static const attr_spec attr_specs[] = {
 	{OP_ONEHOT, "axis", ATTR_INT, 0, 0, NULL},
 	{OP_SOFTMAXCE, "reduction", ATTR_STRING, 0, 0, NULL}, {OP_SOFTMAXCE, "ignore_index", ATTR_INT, 0, 0, NULL},
 	{OP_NLLLOSS, "reduction", ATTR_STRING, 0, 0, NULL}, {OP_NLLLOSS, "ignore_index", ATTR_INT, 0, 0, NULL},
+	{OP_BITSHIFT, "direction", ATTR_STRING, 0, 0, NULL},
+	{OP_DEPTHTOSPACE, "blocksize", ATTR_INT, 0, 0, NULL}, {OP_DEPTHTOSPACE, "mode", ATTR_STRING, 11, 0, NULL},
+	{OP_SPACETODEPTH, "blocksize", ATTR_INT, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_CONVTRANSPOSE, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "group", ATTR_INT, 0, 0, NULL}, {OP_CONVTRANSPOSE, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "output_padding", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "output_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "pads", ATTR_INTS, 0, 0, NULL}, {OP_CONVTRANSPOSE, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_SCATTERELEMENTS, "axis", ATTR_INT, 0, 0, NULL}, {OP_SCATTERELEMENTS, "reduction", ATTR_STRING, 16, 0, NULL},
+	{OP_SCATTERND, "reduction", ATTR_STRING, 16, 0, NULL},
+	{OP_GATHERND, "batch_dims", ATTR_INT, 12, 0, NULL},
+	{OP_INSTANCENORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
 	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
 	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
@@ -912,6 +924,38 @@ static int check_loss(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+static int check_misc(onnx_ctx *L, ir_node *n)
+{
+	const char *s;
+	switch (n->op) {
+	case OP_BITSHIFT:
+		s = ir_attr_string(n, "direction", "");
+		if (strcmp(s, "LEFT") && strcmp(s, "RIGHT")) {
+			onnx_node_error(L, n, "attribute 'direction' must be LEFT or RIGHT, not '%s'", s);
+			return 1;
+		}
+		return 0;
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH:
+		s = ir_attr_string(n, "mode", "DCR");
+		if (ir_attr_int(n, "blocksize", 0) < 1 || (strcmp(s, "DCR") && strcmp(s, "CRD"))) {
+			onnx_node_error(L, n, "needs a positive blocksize and mode DCR or CRD");
+			return 1;
+		}
+		return 0;
+	case OP_SCATTERELEMENTS: case OP_SCATTERND:
+		s = ir_attr_string(n, "reduction", "none");
+		if (strcmp(s, "none") && strcmp(s, "add") && strcmp(s, "mul") && strcmp(s, "max") && strcmp(s, "min")) {
+			onnx_node_error(L, n, "attribute 'reduction' must be none, add, mul, max or min, not '%s'", s);
+			return 1;
+		}
+		return 0;
+	case OP_CONVTRANSPOSE:
+		return check_conv(L, n);
+	default:
+		return 0;
+	}
+}
+
 static int check_pad(onnx_ctx *L, ir_node *n)
 {
 	const char *m = ir_attr_string(n, "mode", "constant");
@@ -950,6 +994,8 @@ static const struct {
 	{OP_BATCHNORM, check_norm},   {OP_HARDMAX, check_hardmax},
 	{OP_TRILU, check_reduce},     {OP_CUMSUM, check_reduce},
 	{OP_SOFTMAXCE, check_loss},   {OP_NLLLOSS, check_loss},
+	{OP_BITSHIFT, check_misc},    {OP_DEPTHTOSPACE, check_misc}, {OP_SPACETODEPTH, check_misc},
+	{OP_SCATTERELEMENTS, check_misc}, {OP_SCATTERND, check_misc}, {OP_CONVTRANSPOSE, check_misc},
 };
 
 /* ---- arity ---- */

@@ -427,6 +427,31 @@ enum { RT_LOSS_NONE, RT_LOSS_SUM, RT_LOSS_MEAN };
 int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
 		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
 
+/* ONNX ConvTranspose: X [N, C, D..], W [C, M/group, K..], B [M] (NULL: none),
+ * Y [N, M, ysp..]: every input element adds x * w to the output position
+ * i = d * strides - pads + k * dil it reaches (pads: the begins). */
+void rt_conv_transpose(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		       const int64_t *ysp, int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides,
+		       const int64_t *pads, const int64_t *dil);
+/* ScatterElements / ScatterND: Y = X (copied unless y == x), then updates
+ * written (or combined: add, mul, max, min; float32 only, is_f32) at the
+ * positions the int64 indices name; negative indices count back.
+ * ScatterND's indices are nidx tuples of q entries, each naming a slice of
+ * the trailing rank - q axes.  RT_ERR_INDEX for an index out of range. */
+enum { RT_SCATTER_NONE, RT_SCATTER_ADD, RT_SCATTER_MUL, RT_SCATTER_MAX, RT_SCATTER_MIN };
+int rt_scatter_elements(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+			const int64_t *idx, const void *upd, const int64_t *idims, int axis, int reduction);
+int rt_scatter_nd(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+		  const int64_t *idx, int64_t nidx, int q, const void *upd, int reduction);
+/* GatherND: for each of the batch_dims leading axes' positions, nidx_per_batch
+ * tuples of q int64 entries, each copying the slice of X's trailing axes it
+ * names.  RT_ERR_INDEX for an index out of range. */
+int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, int batch_dims,
+		 const int64_t *idx, int64_t nidx_per_batch, int q);
+/* InstanceNormalization of X [n, c, inner]: per (n, c) statistics in double. */
+void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
+		     int64_t inner, float eps);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a

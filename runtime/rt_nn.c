@@ -495,3 +495,174 @@ int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, con
 		loss[0] = (float)(total / wsum);
 	return RT_OK;
 }
+
+/* ---- ConvTranspose ------------------------------------------------------------------ */
+
+void rt_conv_transpose(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		       const int64_t *ysp, int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides,
+		       const int64_t *pads, const int64_t *dil)
+{
+	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group, nin = 1, nout = 1, nk = 1;
+	for (int a = 0; a < nsp; a++) {
+		nin *= xdims[2 + a];
+		nout *= ysp[a];
+		nk *= kdims[a];
+	}
+	for (int64_t b0 = 0; b0 < n; b0++)
+		for (int64_t o = 0; o < m; o++)
+			for (int64_t p = 0; p < nout; p++)
+				y[(b0 * m + o) * nout + p] = b ? b[o] : 0.0f;
+	for (int64_t b0 = 0; b0 < n; b0++)
+		for (int64_t ch = 0; ch < c; ch++) {
+			int64_t g = ch / cg;
+			for (int64_t p = 0; p < nin; p++) {
+				float xv = x[(b0 * c + ch) * nin + p];
+				int64_t pc[RT_TF_MAXRANK], q = p;
+				for (int a = nsp - 1; a >= 0; a--) {
+					pc[a] = q % xdims[2 + a];
+					q /= xdims[2 + a];
+				}
+				for (int64_t kk = 0; kk < nk; kk++) {
+					int64_t r = kk, off = 0, kc[RT_TF_MAXRANK];
+					int in = 1;
+					for (int a = nsp - 1; a >= 0; a--) {
+						kc[a] = r % kdims[a];
+						r /= kdims[a];
+					}
+					for (int a = 0; a < nsp && in; a++) {
+						int64_t i = pc[a] * strides[a] - pads[a] + kc[a] * dil[a];
+						in = i >= 0 && i < ysp[a];
+						off = off * ysp[a] + i;
+					}
+					if (!in)
+						continue;
+					for (int64_t o = 0; o < mg; o++)
+						y[(b0 * m + g * mg + o) * nout + off] += xv * w[(ch * mg + o) * nk + kk];
+				}
+			}
+		}
+}
+
+/* ---- scatter and gather by index tuples ---------------------------------------------- */
+
+static void scatter_one(void *dst, const void *src, size_t esize, int is_float, int reduction)
+{
+	if (reduction == RT_SCATTER_NONE || !is_float) {
+		if (reduction == RT_SCATTER_NONE)
+			memcpy(dst, src, esize);
+		return;
+	}
+	float *d = dst;
+	float s = *(const float *)src;
+	switch (reduction) {
+	case RT_SCATTER_ADD: *d += s; break;
+	case RT_SCATTER_MUL: *d *= s; break;
+	case RT_SCATTER_MAX: *d = s > *d ? s : *d; break;
+	default: *d = s < *d ? s : *d; break;
+	}
+}
+
+int rt_scatter_elements(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+			const int64_t *idx, const void *upd, const int64_t *idims, int axis, int reduction)
+{
+	int64_t total = 1, c[RT_TF_MAXRANK] = {0}, nx = 1;
+	for (int a = 0; a < rank; a++) {
+		total *= idims[a];
+		nx *= xdims[a];
+	}
+	if (y != x)
+		memcpy(y, x, (size_t)nx * esize);
+	for (int64_t i = 0; i < total; i++) {
+		int64_t j = idx[i];
+		if (j < -xdims[axis] || j >= xdims[axis])
+			return RT_ERR_INDEX;
+		j += j < 0 ? xdims[axis] : 0;
+		int64_t off = 0;
+		for (int a = 0; a < rank; a++)
+			off = off * xdims[a] + (a == axis ? j : c[a]);
+		scatter_one((char *)y + (size_t)off * esize, (const char *)upd + (size_t)i * esize, esize, is_f32,
+			    reduction);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < idims[a])
+				break;
+			c[a] = 0;
+		}
+	}
+	return RT_OK;
+}
+
+/* Offset of the slice an index tuple of q entries names in X (batch offset
+ * base), or -1 when an entry is out of range. */
+static int64_t nd_offset(const int64_t *tuple, int q, const int64_t *xdims, int from, int rank)
+{
+	int64_t off = 0;
+	for (int a = from; a < rank; a++) {
+		int64_t j = a - from < q ? tuple[a - from] : 0;
+		if (j < -xdims[a] || j >= xdims[a])
+			return -1;
+		j += j < 0 ? xdims[a] : 0;
+		off = off * xdims[a] + j;
+	}
+	return off;
+}
+
+int rt_scatter_nd(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+		  const int64_t *idx, int64_t nidx, int q, const void *upd, int reduction)
+{
+	int64_t nx = 1, slice = 1;
+	for (int a = 0; a < rank; a++)
+		nx *= xdims[a];
+	for (int a = q; a < rank; a++)
+		slice *= xdims[a];
+	if (y != x)
+		memcpy(y, x, (size_t)nx * esize);
+	for (int64_t i = 0; i < nidx; i++) {
+		int64_t off = nd_offset(idx + i * q, q, xdims, 0, rank);
+		if (off < 0)
+			return RT_ERR_INDEX;
+		for (int64_t e = 0; e < slice; e++)
+			scatter_one((char *)y + (size_t)(off + e) * esize, (const char *)upd + (size_t)(i * slice + e) * esize,
+				    esize, is_f32, reduction);
+	}
+	return RT_OK;
+}
+
+int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, int batch_dims,
+		 const int64_t *idx, int64_t nidx_per_batch, int q)
+{
+	int64_t nb = 1, per_batch = 1, slice = 1;
+	for (int a = 0; a < batch_dims; a++)
+		nb *= xdims[a];
+	for (int a = batch_dims; a < rank; a++)
+		per_batch *= xdims[a];
+	for (int a = batch_dims + q; a < rank; a++)
+		slice *= xdims[a];
+	for (int64_t bt = 0; bt < nb; bt++)
+		for (int64_t i = 0; i < nidx_per_batch; i++) {
+			int64_t off = nd_offset(idx + (bt * nidx_per_batch + i) * q, q, xdims, batch_dims, rank);
+			if (off < 0)
+				return RT_ERR_INDEX;
+			memcpy((char *)y + (size_t)((bt * nidx_per_batch + i) * slice) * esize,
+			       (const char *)x + (size_t)(bt * per_batch + off) * esize, (size_t)slice * esize);
+		}
+	return RT_OK;
+}
+
+void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
+		     int64_t inner, float eps)
+{
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t ch = 0; ch < c; ch++) {
+			const float *xr = x + (b * c + ch) * inner;
+			double m = 0, v = 0;
+			for (int64_t i = 0; i < inner; i++)
+				m += xr[i];
+			m /= (double)inner;
+			for (int64_t i = 0; i < inner; i++)
+				v += (xr[i] - m) * (xr[i] - m);
+			v /= (double)inner;
+			double s = scale[ch] / sqrt(v + (double)eps);
+			for (int64_t i = 0; i < inner; i++)
+				y[(b * c + ch) * inner + i] = (float)((xr[i] - m) * s + bias[ch]);
+		}
+}
