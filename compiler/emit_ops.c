@@ -1099,6 +1099,15 @@ static void emit_misc(emit_ctx *E, ir_node *n)
 		ew_close(E->w, "");
 		break;
 	}
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: {
+		/* folded unless larger than the folding limit: the values as a table */
+		int64_t m = y->shape.d[0].k;
+		int per = (int)ir_attr_int(n, "periodic", 1);
+		for (int64_t i = 0; i < m; i++)
+			ew_line(E->w, "%s[%lld] = (%s)%s;", yr, (long long)i, T,
+				emit_float(E, infer_window(n->op, i, m, per), DT_F64));
+		break;
+	}
 	case OP_TILE: {
 		int64_t rep[IR_MAX_RANK];
 		for (int a = 0; a < r; a++)
@@ -1353,7 +1362,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
 	case OP_DROPOUT: emit_dropout(E, n); return;
 	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
-	case OP_ONEHOT: case OP_TILE:
+	case OP_ONEHOT: case OP_TILE: case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
 		emit_misc(E, n);
 		return;
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:

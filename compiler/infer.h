@@ -105,6 +105,8 @@ int64_t infer_range_count(double start, double limit, double delta);
  * and output sizes per spatial axis (output_shape, output_padding and
  * auto_pad applied); -1 when they do not fit X. */
 int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
+/* Element i of a window of `size` (HannWindow, HammingWindow, BlackmanWindow). */
+double infer_window(ir_op op, int64_t i, int64_t size, int periodic);
 /* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
 

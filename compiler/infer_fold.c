@@ -457,6 +457,33 @@ static int fold_tile(fctx *c)
 	return 1;
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow. */
+double infer_window(ir_op op, int64_t i, int64_t size, int periodic)
+{
+	double N = (double)(periodic ? size : size - 1), t = N > 0 ? 2 * 3.14159265358979323846 * (double)i / N : 0;
+	switch (op) {
+	case OP_HANNWINDOW: return 0.5 - 0.5 * cos(t);
+	case OP_HAMMINGWINDOW: return 25.0 / 46.0 - 21.0 / 46.0 * cos(t);
+	default: return 0.42 - 0.5 * cos(t) + 0.08 * cos(2 * t);
+	}
+}
+
+static int fold_window(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	int64_t m = numel(o);
+	int per = (int)ir_attr_int(c->n, "periodic", 1);
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < m; i++) {
+		double v = infer_window(c->n->op, i, m, per);
+		if (is_float(o->dtype))
+			stf(o, i, v);
+		else
+			stu(o, i, f2u(v, o->dtype));
+	}
+	return 1;
+}
+
 /* Size: the element count, a monomial of the dimension symbols. */
 static int fold_size(fctx *c)
 {
@@ -859,6 +886,7 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_EYELIKE: r = fold_eyelike(c); break;
 	case OP_RANGE: r = fold_range(c); break;
 	case OP_TILE: r = fold_tile(c); break;
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: r = fold_window(c); break;
 	default:
 		r = n->op >= OP_MIN && n->op <= OP_SHRINK ? fold_elem(c) : n->op == OP_NOT ? fold_elem(c) : fold_unary(c);
 		break;

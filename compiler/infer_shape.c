@@ -148,6 +148,7 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_RANGE: return k == 0 ? "start" : k == 1 ? "limit" : k == 2 ? "delta" : NULL;
 	case OP_ONEHOT: return k == 1 ? "depth" : NULL;
 	case OP_TILE: return k == 1 ? "repeats" : NULL;
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: return k == 0 ? "size" : NULL;
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
 	case OP_REDUCESUMSQUARE:
@@ -1496,6 +1497,19 @@ static int infer_misc(ictx *c)
 		set_out(c, 0, vals->dtype, &s);
 		return 0;
 	}
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: {
+		double size;
+		ir_dtype dt = (ir_dtype)ir_attr_int(n, "output_datatype", DT_F32);
+		if (need_ty(c, 0, TY_INT, ir_op_name(n->op)) || const_scalar(c, 0, &size))
+			return 1;
+		if (size < 0 || size > INFER_NUMEL_MAX || !infer_dtype_ok(dt) || dt == DT_BOOL)
+			return fail(c, "size must be between 0 and %lld and output_datatype numeric",
+				    (long long)INFER_NUMEL_MAX);
+		s.rank = 1;
+		s.d[0] = ir_dim_const((int64_t)size);
+		set_out(c, 0, dt, &s);
+		return 0;
+	}
 	case OP_TILE: {
 		int64_t rep[IR_MAX_RANK];
 		int m = const_plain(c, 1, rep, IR_MAX_RANK);
@@ -1912,6 +1926,13 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_LAYERNORM: return infer_layernorm(c);
 	case OP_BATCHNORM: return infer_batchnorm(c);
 	case OP_DROPOUT: return infer_dropout(c);
+	case OP_CASTLIKE:
+		/* the dtype is known now: the node becomes the Cast it stands for */
+		ir_attr_set_int(n, "to", (int64_t)n->in[1]->dtype);
+		n->op = OP_CAST;
+		n->nin = 1;
+		return infer_cast(c);
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
 	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
 	case OP_ONEHOT: case OP_TILE:
 		return infer_misc(c);
