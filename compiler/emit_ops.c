@@ -1108,6 +1108,19 @@ static void emit_misc(emit_ctx *E, ir_node *n)
 				emit_float(E, infer_window(n->op, i, m, per), DT_F64));
 		break;
 	}
+	case OP_TOPK: {
+		int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+		const ir_value *ix = n->nout > 1 ? n->out[1] : NULL;
+		if (!ix || !is_stored(E, ix)) {
+			diag_node(E->D, n, "internal: TopK's Indices have no storage");
+			break;
+		}
+		ew_line(E->w, "rt_topk_f32(%s, %s, %s, %s, %s, %s, %s, %d);", yr, emit_ref(E, ix), xr,
+			emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
+			emit_dim(E, dims_prod(&x->shape, axis + 1, r)), emit_dim(E, y->shape.d[axis]),
+			(int)ir_attr_int(n, "largest", 1));
+		break;
+	}
 	case OP_TILE: {
 		int64_t rep[IR_MAX_RANK];
 		for (int a = 0; a < r; a++)
@@ -1362,7 +1375,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
 	case OP_DROPOUT: emit_dropout(E, n); return;
 	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
-	case OP_ONEHOT: case OP_TILE: case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
+	case OP_ONEHOT: case OP_TILE: case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: case OP_TOPK:
 		emit_misc(E, n);
 		return;
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:

@@ -148,6 +148,7 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_RANGE: return k == 0 ? "start" : k == 1 ? "limit" : k == 2 ? "delta" : NULL;
 	case OP_ONEHOT: return k == 1 ? "depth" : NULL;
 	case OP_TILE: return k == 1 ? "repeats" : NULL;
+	case OP_TOPK: return k == 1 ? "K" : NULL;
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: return k == 0 ? "size" : NULL;
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
@@ -1510,6 +1511,21 @@ static int infer_misc(ictx *c)
 		set_out(c, 0, dt, &s);
 		return 0;
 	}
+	case OP_TOPK: {
+		double k;
+		int64_t a0 = ir_attr_int(n, "axis", -1);
+		int axis = norm_axis(a0, r);
+		if (need_f32(c, 0) || const_scalar(c, 1, &k))
+			return 1;
+		if (axis < 0 || !ir_dim_is_const(x->shape.d[axis]) || k < 0 || k > (double)x->shape.d[axis].k)
+			return fail(c, "axis %lld must be an axis of constant size at least K = %g", (long long)a0, k);
+		if (!ir_attr_int(n, "sorted", 1))
+			return fail(c, "sorted 0 (any order) is not supported; cellc returns them sorted");
+		s.d[axis] = ir_dim_const((int64_t)k);
+		set_out(c, 0, DT_F32, &s);
+		set_out(c, 1, DT_I64, &s);
+		return 0;
+	}
 	case OP_TILE: {
 		int64_t rep[IR_MAX_RANK];
 		int m = const_plain(c, 1, rep, IR_MAX_RANK);
@@ -1934,7 +1950,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 		return infer_cast(c);
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
 	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
-	case OP_ONEHOT: case OP_TILE:
+	case OP_ONEHOT: case OP_TILE: case OP_TOPK:
 		return infer_misc(c);
 	case OP_PAD: return infer_pad(c);
 	case OP_SIZE: return infer_size(c);

@@ -159,6 +159,8 @@ static const attr_spec attr_specs[] = {
 	{OP_HAMMINGWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HAMMINGWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_BLACKMANWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_BLACKMANWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_CASTLIKE, "saturate", ATTR_INT, 19, 0, NULL},
+	{OP_TOPK, "axis", ATTR_INT, 0, 0, NULL},          {OP_TOPK, "k", ATTR_INT, 0, 9, NULL},
+	{OP_TOPK, "largest", ATTR_INT, 11, 0, NULL},      {OP_TOPK, "sorted", ATTR_INT, 11, 0, NULL},
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
 	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
 	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
@@ -595,6 +597,20 @@ static int norm_pad(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* TopK-1: k as an attribute becomes the K input. */
+static int norm_topk(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "k");
+	if (!a) {
+		onnx_node_error(L, n, "attribute 'k' is required at opset %d", n->opset);
+		return 1;
+	}
+	int64_t k = a->i;
+	set_input(n, 1, onnx_const_i64(L, arena_printf(L->A, "%s.k", n->name), 1, &k));
+	attr_remove(n, "k");
+	return 0;
+}
+
 typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 
@@ -618,7 +634,7 @@ static const struct {
 	{OP_REDUCEPROD, 17, norm_reduce}, {OP_REDUCEL1, 17, norm_reduce},
 	{OP_REDUCEL2, 17, norm_reduce},   {OP_REDUCELOGSUM, 17, norm_reduce},
 	{OP_REDUCELOGSUMEXP, 17, norm_reduce}, {OP_REDUCESUMSQUARE, 17, norm_reduce},
-	{OP_PAD, 10, norm_pad},
+	{OP_PAD, 10, norm_pad},           {OP_TOPK, 9, norm_topk},
 };
 
 /* ---- attribute values ---- */

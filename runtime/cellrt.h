@@ -452,6 +452,12 @@ int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *
 void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
 		     int64_t inner, float eps);
 
+/* TopK along the middle axis of X [outer, n, inner] (k <= n): the k largest
+ * (or smallest) elements in order, ties to the lower index, into vals and
+ * idx [outer, k, inner].  O(n k) per row: meant for small k. */
+void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t k,
+		 int largest);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a

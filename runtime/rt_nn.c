@@ -666,3 +666,29 @@ void rt_instancenorm(float *y, const float *x, const float *scale, const float *
 				y[(b * c + ch) * inner + i] = (float)((xr[i] - m) * s + bias[ch]);
 		}
 }
+
+/* ---- TopK ---------------------------------------------------------------------------- */
+
+void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t k,
+		 int largest)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++)
+			for (int64_t s = 0; s < k; s++) {
+				/* the s-th pick: the best element not yet taken (lower index on ties) */
+				int64_t best = -1;
+				for (int64_t j = 0; j < n; j++) {
+					int taken = 0;
+					for (int64_t t = 0; t < s && !taken; t++)
+						taken = idx[(o * k + t) * inner + i] == j;
+					if (taken)
+						continue;
+					float v = x[(o * n + j) * inner + i];
+					float b = best < 0 ? 0 : x[(o * n + best) * inner + i];
+					if (best < 0 || (largest ? v > b : v < b))
+						best = j;
+				}
+				idx[(o * k + s) * inner + i] = best;
+				vals[(o * k + s) * inner + i] = x[(o * n + best) * inner + i];
+			}
+}
