@@ -56,6 +56,7 @@
  */
 #define _XOPEN_SOURCE 700
 
+#include "infer.h"
 #include "cmd.h"
 #include "train.h"
 #include "util.h"
@@ -334,7 +335,7 @@ static int const_operand(ir_op op, int k)
 	case OP_SEQAT:
 		return k == 1;
 	default:
-		return 0;
+		return infer_shape_input(op, k) != NULL;        /* Pad's pads, reductions' axes */
 	}
 }
 

@@ -80,6 +80,11 @@ const char *emit_ref(emit_ctx *E, const ir_value *v);
 
 /* C literals: element i of a constant, and a floating value, of dtype dt. */
 const char *emit_scalar(emit_ctx *E, const ir_value *c, int64_t i);
+/* The C expression of element-wise node n on operand expressions a[] (NULL
+ * for omitted optional inputs); NULL after reporting when the op does not
+ * exist for the dtype (emit_ops.c; emit_rec.c uses it for the operators its
+ * own fused forms do not cover). */
+const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a);
 const char *emit_float(emit_ctx *E, double x, ir_dtype dt);
 
 /* One node of the root graph (not a recurrence). */

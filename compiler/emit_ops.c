@@ -19,6 +19,7 @@
  * tensor around one axis.
  */
 #include "emit.h"
+#include "infer.h"
 #include "passes.h"
 #include "train.h"
 #include "util.h"
@@ -239,7 +240,7 @@ static const char *fcall(emit_ctx *E, ir_dtype dt, const char *fn, const char *a
 /* The C expression of element-wise node n applied to argument expressions
  * a[] (NULL for omitted optional inputs); NULL after reporting when the op
  * does not exist for the dtype. */
-static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
+const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 {
 	ir_dtype dt = n->out[0]->dtype;
 	const char *x = a[0];
@@ -294,6 +295,57 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 			r = arena_printf(E->A, "(%s > %s ? %s : %s)", r, a[2], a[2], r);
 		return r;
 	}
+	case OP_MIN: case OP_MAX: {
+		/* floats: a NaN operand wins, as numpy's minimum/maximum */
+		const char *r = x, *cmp = n->op == OP_MIN ? "<" : ">";
+		for (int k = 1; k < n->nin; k++)
+			r = fl ? arena_printf(E->A, "(%s != %s || %s %s %s ? %s : %s)", r, r, r, cmp, a[k], r, a[k])
+			       : arena_printf(E->A, "(%s %s %s ? %s : %s)", r, cmp, a[k], r, a[k]);
+		return r;
+	}
+	case OP_SUM: case OP_MEAN: {
+		const char *r = x;
+		for (int k = 1; k < n->nin; k++)
+			r = arena_printf(E->A, "%s + %s", r, a[k]);
+		if (n->op == OP_MEAN && n->nin > 1)
+			r = arena_printf(E->A, "(%s) / %s", r, F(n->nin));
+		return r;
+	}
+	case OP_POW:
+		/* computed in the base's type (an integer base: in double, converted back) */
+		if (fl)
+			return fcall(E, dt, "pow", arena_printf(E->A, "%s, (%s)%s", a[0], ctype(n->out[0]), a[1]));
+		return arena_printf(E->A, "(%s)pow((double)%s, (double)%s)", ctype(n->out[0]), a[0], a[1]);
+	case OP_BITSHIFT:
+		/* a shift by the width or more is undefined in C: 0, as numpy */
+		return arena_printf(E->A, "(%s < %d ? (%s)(%s %s %s) : 0)", a[1], (int)ir_dtype_size(dt) * 8, ctype(n->out[0]),
+				    a[0], ir_attr_string(n, "direction", "")[0] == 'L' ? "<<" : ">>", a[1]);
+	case OP_EQUAL: return arena_printf(E->A, "(%s == %s)", a[0], a[1]);
+	case OP_LESS: return arena_printf(E->A, "(%s < %s)", a[0], a[1]);
+	case OP_LESSEQ: return arena_printf(E->A, "(%s <= %s)", a[0], a[1]);
+	case OP_GREATER: return arena_printf(E->A, "(%s > %s)", a[0], a[1]);
+	case OP_GREATEREQ: return arena_printf(E->A, "(%s >= %s)", a[0], a[1]);
+	case OP_AND: return arena_printf(E->A, "(%s && %s)", a[0], a[1]);
+	case OP_OR: return arena_printf(E->A, "(%s || %s)", a[0], a[1]);
+	case OP_XOR: return arena_printf(E->A, "(!%s != !%s)", a[0], a[1]);
+	case OP_NOT: return arena_printf(E->A, "!%s", x);
+	case OP_WHERE: return arena_printf(E->A, "(%s ? %s : %s)", a[0], a[1], a[2]);
+	case OP_ISNAN: return arena_printf(E->A, "(%s != %s)", x, x);
+	case OP_ISINF: {
+		int neg = (int)ir_attr_int(n, "detect_negative", 1), pos = (int)ir_attr_int(n, "detect_positive", 1);
+		if (neg && pos)
+			return arena_printf(E->A, "(isinf(%s) != 0)", x);
+		if (neg || pos)
+			return arena_printf(E->A, "(%s == %sINFINITY)", x, neg ? "-" : "");
+		return "0";
+	}
+	case OP_SHRINK: {
+		/* any numeric type: the bounds as double, the result converted */
+		const char *l = emit_float(E, ir_attr_float(n, "lambd", 0.5f), DT_F64);
+		const char *b = emit_float(E, ir_attr_float(n, "bias", 0.0f), DT_F64);
+		return arena_printf(E->A, "(%s)(%s < -%s ? %s + %s : %s > %s ? %s - %s : 0)", ctype(n->out[0]), x, l,
+				    x, b, x, l, x, b);
+	}
 	default:
 		break;
 	}
@@ -308,7 +360,6 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 	case OP_EXP: return fcall(E, dt, "exp", x);
 	case OP_LOG: return fcall(E, dt, "log", x);
 	case OP_SQRT: return fcall(E, dt, "sqrt", x);
-	case OP_POW: return fcall(E, dt, "pow", arena_printf(E->A, "%s, %s", a[0], a[1]));
 	case OP_AFFINE: return arena_printf(E->A, "%s * %s + %s", ALPHA(1.0f), x, BETA(0.0f));
 	case OP_LEAKYRELU:
 		return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, ALPHA(0.01f), x, x);
@@ -327,6 +378,35 @@ static const char *elem_expr(emit_ctx *E, const ir_node *n, const char *const *a
 				    fcall(E, dt, "exp", x), one, x);
 	case OP_SOFTSIGN:
 		return arena_printf(E->A, "%s / (%s + %s)", x, one, fcall(E, dt, "fabs", x));
+	case OP_PRELU: return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, a[1], x, x);
+	case OP_SIN: return fcall(E, dt, "sin", x);
+	case OP_COS: return fcall(E, dt, "cos", x);
+	case OP_TAN: return fcall(E, dt, "tan", x);
+	case OP_ASIN: return fcall(E, dt, "asin", x);
+	case OP_ACOS: return fcall(E, dt, "acos", x);
+	case OP_ATAN: return fcall(E, dt, "atan", x);
+	case OP_SINH: return fcall(E, dt, "sinh", x);
+	case OP_COSH: return fcall(E, dt, "cosh", x);
+	case OP_ASINH: return fcall(E, dt, "asinh", x);
+	case OP_ACOSH: return fcall(E, dt, "acosh", x);
+	case OP_ATANH: return fcall(E, dt, "atanh", x);
+	case OP_ERF: return fcall(E, dt, "erf", x);
+	case OP_FLOOR: return fcall(E, dt, "floor", x);
+	case OP_CEIL: return fcall(E, dt, "ceil", x);
+	case OP_ROUND: return fcall(E, dt, "nearbyint", x);  /* the default mode: halves to even */
+	case OP_RECIPROCAL: return arena_printf(E->A, "%s / %s", one, x);
+	case OP_SELU:
+		return arena_printf(E->A, "%s * (%s > %s ? %s : %s * (%s - %s))", F(ir_attr_float(n, "gamma", 1.05070102f)),
+				    x, zero, x, ALPHA(1.67326319f), fcall(E, dt, "exp", x), one);
+	case OP_CELU: {
+		const char *al = ALPHA(1.0f);
+		return arena_printf(E->A, "%s + %s", fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero, x)),
+				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s * (%s - %s)", zero, al,
+				    fcall(E, dt, "exp", arena_printf(E->A, "%s / %s", x, al)), one)));
+	}
+	case OP_HARDSWISH:
+		return arena_printf(E->A, "%s * %s", x, fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
+				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s / %s + %s", one, x, F(6.0), F(0.5))))));
 	case OP_SOFTPLUS:
 		/* log(1 + exp(x)) without overflow for large x */
 		return arena_printf(E->A, "(%s > %s ? %s + %s : %s)", x, zero, x,
@@ -428,7 +508,7 @@ static int emit_fused(emit_ctx *E, ir_node **nodes, int count)
 				;
 			a[k] = arena_printf(E->A, "%s[%s]", refs[j], L.idx[j]);
 		}
-		const char *e = elem_expr(E, n, a);
+		const char *e = emit_elem_expr(E, n, a);
 		if (!e)
 			return 1;
 		const ir_value *y = n->out[0];
@@ -760,6 +840,432 @@ static void emit_softmax(emit_ctx *E, ir_node *n)
 		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
 }
 
+/* ---- reductions, ArgMax/ArgMin, Conv, Pad, Size (runtime/rt_nn.c) --------------- */
+
+/* "(const int64_t[]){d0, d1, ..}" of the dims of s from axis `from` on. */
+static const char *dims_lit(emit_ctx *E, const ir_shape *s, int from)
+{
+	char *r = "";
+	for (int i = from; i < s->rank; i++)
+		r = arena_printf(E->A, "%s%s%s", r, i > from ? ", " : "", emit_dim(E, s->d[i]));
+	return arena_printf(E->A, "(const int64_t[]){%s}", *r ? r : "0");
+}
+
+static const char *ints_lit(emit_ctx *E, const int64_t *v, int n)
+{
+	char *r = "";
+	for (int i = 0; i < n; i++)
+		r = arena_printf(E->A, "%s%s%lld", r, i ? ", " : "", (long long)v[i]);
+	return arena_printf(E->A, "(const int64_t[]){%s}", n ? r : "0");
+}
+
+static int reduce_kind(ir_op op)
+{
+	switch (op) {
+	case OP_REDUCEMEAN: return 1;
+	case OP_REDUCEMAX: return 2;
+	case OP_REDUCEMIN: return 3;
+	case OP_REDUCEPROD: return 4;
+	case OP_REDUCEL1: return 5;
+	case OP_REDUCEL2: return 6;
+	case OP_REDUCELOGSUM: return 7;
+	case OP_REDUCELOGSUMEXP: return 8;
+	case OP_REDUCESUMSQUARE: return 9;
+	default: return 0;
+	}
+}
+
+static const char *const reduce_kinds[] = {
+	"RT_REDUCE_SUM", "RT_REDUCE_MEAN", "RT_REDUCE_MAX", "RT_REDUCE_MIN", "RT_REDUCE_PROD", "RT_REDUCE_L1",
+	"RT_REDUCE_L2", "RT_REDUCE_LOGSUM", "RT_REDUCE_LOGSUMEXP", "RT_REDUCE_SUMSQUARE",
+};
+
+/* Whether the axes of a reduction form one run (the training ReduceSum's
+ * three-way loop, train_ops.c, handles those). */
+static int reduce_is_run(const ir_node *n)
+{
+	unsigned char red[IR_MAX_RANK];
+	int r = n->in[0]->shape.rank, lo = -1, hi = -1;
+	if (infer_reduce_axes(n, r, red))
+		return 0;
+	for (int a = 0; a < r; a++)
+		if (red[a]) {
+			if (lo >= 0 && hi != a - 1)
+				return 0;
+			if (lo < 0)
+				lo = a;
+			hi = a;
+		}
+	return lo >= 0 && n->nin > 1 && n->in[1];
+}
+
+static void emit_reduce(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	unsigned char red[IR_MAX_RANK];
+	infer_reduce_axes(n, r, red);
+	char *mask = "";
+	for (int a = 0; a < r; a++)
+		mask = arena_printf(E->A, "%s%s%d", mask, a ? ", " : "", red[a]);
+	node_comment(E, n, NULL);
+	ew_line(E->w, "rt_reduce_%s(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
+		x->dtype == DT_F64 ? "f64" : "f32", reduce_kinds[reduce_kind(n->op)], emit_ref(E, y), emit_ref(E, x),
+		r, dims_lit(E, &x->shape, 0), r ? mask : "0");
+}
+
+static void emit_argmax(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, axis = axis_of(ir_attr_int(n, "axis", 0), r);
+	node_comment(E, n, arena_printf(E->A, "along axis %d", axis));
+	ew_line(E->w, "rt_argmax_%s(%s, %s, %s, %s, %s, %d, %d);", x->dtype == DT_F64 ? "f64" : "f32", emit_ref(E, y),
+		emit_ref(E, x), emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
+		emit_dim(E, dims_prod(&x->shape, axis + 1, r)), n->op == OP_ARGMIN,
+		(int)ir_attr_int(n, "select_last_index", 0));
+}
+
+static void emit_conv(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	int nsp = infer_conv_geometry(n, k, st, pads, dil);
+	int64_t group = ir_attr_int(n, "group", 1);
+	node_comment(E, n, arena_printf(E->A, "group %lld", (long long)group));
+	ew_line(E->w, "rt_conv(%s, %s, %s, %s, %d, %s, %s, %lld, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+		emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, dims_lit(E, &x->shape, 0), emit_dim(E, w->shape.d[0]),
+		(long long)group, ints_lit(E, k, nsp), ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp),
+		ints_lit(E, dil, nsp));
+}
+
+static void emit_pad(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *v = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	int64_t pads[2 * IR_MAX_RANK];
+	if (infer_pad_amounts(E->g, n, E->D, pads))
+		return;
+	const char *mode = ir_attr_string(n, "mode", "constant");
+	int r = x->shape.rank;
+	node_comment(E, n, mode);
+	if (r == 0) {
+		ew_line(E->w, "memcpy(%s, %s, sizeof(%s));", emit_ref(E, y), emit_ref(E, x), ctype(x));
+		return;
+	}
+	ew_line(E->w, "rt_pad(%s, %s, sizeof(%s), %d, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x), ctype(x), r,
+		dims_lit(E, &x->shape, 0), ints_lit(E, pads, 2 * r),
+		!strcmp(mode, "reflect") ? "RT_PAD_REFLECT" : !strcmp(mode, "edge") ? "RT_PAD_EDGE" : "RT_PAD_CONSTANT",
+		v ? emit_ref(E, v) : "NULL");
+}
+
+static void emit_pool(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0], *ix = n->nout > 1 ? n->out[1] : NULL;
+	int r = x->shape.rank;
+	if (n->op == OP_GLOBALAVGPOOL || n->op == OP_GLOBALMAXPOOL) {
+		char *mask = "0, 0";
+		for (int a = 2; a < r; a++)
+			mask = arena_printf(E->A, "%s, 1", mask);
+		node_comment(E, n, NULL);
+		ew_line(E->w, "rt_reduce_f32(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
+			n->op == OP_GLOBALAVGPOOL ? "RT_REDUCE_MEAN" : "RT_REDUCE_MAX", emit_ref(E, y), emit_ref(E, x), r,
+			dims_lit(E, &x->shape, 0), mask);
+		return;
+	}
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+	int nsp = infer_pool_geometry(n, k, st, pads, dil, ysp);
+	ASSERT(nsp > 0);
+	const char *kind = n->op == OP_MAXPOOL ? "RT_POOL_MAX"
+			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
+	node_comment(E, n, NULL);
+	ew_line(E->w, "rt_pool(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", kind, emit_ref(E, y),
+		ix ? emit_ref(E, ix) : "NULL", emit_ref(E, x), nsp, dims_lit(E, &x->shape, 0), ints_lit(E, ysp, nsp),
+		ints_lit(E, k, nsp), ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+}
+
+static void emit_norm(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	node_comment(E, n, NULL);
+	if (n->op == OP_BATCHNORM) {
+		ew_line(E->w, "rt_batchnorm(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
+			emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]), emit_dim(E, dims_prod(&x->shape, 2, r)),
+			emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
+		return;
+	}
+	int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+	const ir_value *b = n->nin > 2 ? n->in[2] : NULL, *m = n->nout > 1 ? n->out[1] : NULL,
+		       *is = n->nout > 2 ? n->out[2] : NULL;
+	ew_line(E->w, "rt_layernorm(%s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y),
+		m && is_stored(E, m) ? emit_ref(E, m) : "NULL", is && is_stored(E, is) ? emit_ref(E, is) : "NULL",
+		emit_ref(E, x), emit_ref(E, n->in[1]), b ? emit_ref(E, b) : "NULL",
+		emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, dims_prod(&x->shape, axis, r)),
+		emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
+}
+
+/* Dropout in inference mode: Y = X, mask all true. */
+static void emit_dropout(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0], *mask = n->nout > 1 ? n->out[1] : NULL;
+	node_comment(E, n, "inference: the identity");
+	const char *cnt = emit_numel(E, &x->shape);
+	if (y && is_stored(E, y) && strcmp(emit_ref(E, y), emit_ref(E, x)))
+		ew_line(E->w, "memcpy(%s, %s, (size_t)%s * sizeof(%s));", emit_ref(E, y), emit_ref(E, x), cnt, ctype(x));
+	if (mask && is_stored(E, mask))
+		ew_line(E->w, "memset(%s, 1, (size_t)%s);", emit_ref(E, mask), cnt);
+}
+
+/* Trilu, CumSum, Hardmax, EyeLike, Range, OneHot: loops printed here;
+ * Tile and GatherElements: rt_nn.c. */
+static void emit_misc(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *T = ctype(y);
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	switch (n->op) {
+	case OP_TRILU: {
+		const ir_value *k = n->nin > 1 ? n->in[1] : NULL;
+		ew_line(E->w, "const int64_t rows = %s, cols = %s, k = %s;", emit_dim(E, x->shape.d[r - 2]),
+			emit_dim(E, x->shape.d[r - 1]), k ? arena_printf(E->A, "%s[0]", emit_ref(E, k)) : "0");
+		ew_line(E->w, "for (int64_t b = 0; b < %s; b++)", emit_dim(E, dims_prod(&x->shape, 0, r - 2)));
+		ew_line(E->w, "	for (int64_t i = 0; i < rows; i++)");
+		ew_line(E->w, "		for (int64_t j = 0; j < cols; j++)");
+		ew_line(E->w, "			%s[(b * rows + i) * cols + j] = j - i %s k ? %s[(b * rows + i) * cols + j] : (%s)0;", yr,
+			ir_attr_int(n, "upper", 1) ? ">=" : "<=", xr, T);
+		break;
+	}
+	case OP_CUMSUM: {
+		int axis = axis_of(ir_const_int(n->in[1], 0), r);
+		int rev = (int)ir_attr_int(n, "reverse", 0), ex = (int)ir_attr_int(n, "exclusive", 0);
+		ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
+			emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
+		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+		ew_line(E->w, "%s acc = 0;", T);
+		ew_open(E->w, "for (int64_t s = 0; s < cnt; s++)");
+		ew_line(E->w, "const int64_t j = (o * cnt + %s) * inner + i;", rev ? "cnt - 1 - s" : "s");
+		if (ex) {
+			ew_line(E->w, "const %s v = %s[j];", T, xr);
+			ew_line(E->w, "%s[j] = acc;", yr);
+			ew_line(E->w, "acc += v;");
+		} else {
+			ew_line(E->w, "acc += %s[j];", xr);
+			ew_line(E->w, "%s[j] = acc;", yr);
+		}
+		ew_close(E->w, "");
+		ew_close(E->w, "");
+		break;
+	}
+	case OP_HARDMAX: {
+		int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+		ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
+			emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
+		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+		ew_line(E->w, "int64_t best = 0;");
+		ew_line(E->w, "for (int64_t s = 1; s < cnt; s++)");
+		ew_line(E->w, "	if (%s[(o * cnt + s) * inner + i] > %s[(o * cnt + best) * inner + i])", xr, xr);
+		ew_line(E->w, "		best = s;");
+		ew_line(E->w, "for (int64_t s = 0; s < cnt; s++)");
+		ew_line(E->w, "	%s[(o * cnt + s) * inner + i] = s == best;", yr);
+		ew_close(E->w, "");
+		break;
+	}
+	case OP_EYELIKE:
+		ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, y->shape.d[0]));
+		ew_line(E->w, "	for (int64_t j = 0; j < %s; j++)", emit_dim(E, y->shape.d[1]));
+		ew_line(E->w, "		%s[i * %s + j] = j - i == %lld;", yr, emit_dim(E, y->shape.d[1]),
+			(long long)ir_attr_int(n, "k", 0));
+		break;
+	case OP_RANGE:
+		ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, y->shape.d[0]));
+		ew_line(E->w, "	%s[i] = (%s)(%s[0] + (%s)i * %s[0]);", yr, T, xr, T, emit_ref(E, n->in[2]));
+		break;
+	case OP_ONEHOT: {
+		int axis = axis_of(ir_attr_int(n, "axis", -1), r + 1);
+		const char *v = emit_ref(E, n->in[2]), *dep = emit_dim(E, y->shape.d[axis]);
+		ew_line(E->w, "const int64_t outer = %s, inner = %s, depth = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
+			emit_dim(E, dims_prod(&x->shape, axis, r)), dep);
+		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+		ew_line(E->w, "int64_t h = (int64_t)%s[o * inner + i];", xr);
+		ew_line(E->w, "if (h < 0)");
+		ew_line(E->w, "	h += depth;");
+		ew_line(E->w, "for (int64_t s = 0; s < depth; s++)");
+		ew_line(E->w, "	%s[(o * depth + s) * inner + i] = %s[s == h];", yr, v);
+		ew_close(E->w, "");
+		break;
+	}
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: {
+		/* folded unless larger than the folding limit: the values as a table */
+		int64_t m = y->shape.d[0].k;
+		int per = (int)ir_attr_int(n, "periodic", 1);
+		for (int64_t i = 0; i < m; i++)
+			ew_line(E->w, "%s[%lld] = (%s)%s;", yr, (long long)i, T,
+				emit_float(E, infer_window(n->op, i, m, per), DT_F64));
+		break;
+	}
+	case OP_TOPK: {
+		int axis = axis_of(ir_attr_int(n, "axis", -1), r);
+		const ir_value *ix = n->nout > 1 ? n->out[1] : NULL;
+		if (!ix || !is_stored(E, ix)) {
+			diag_node(E->D, n, "internal: TopK's Indices have no storage");
+			break;
+		}
+		ew_line(E->w, "rt_topk_f32(%s, %s, %s, %s, %s, %s, %s, %d);", yr, emit_ref(E, ix), xr,
+			emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
+			emit_dim(E, dims_prod(&x->shape, axis + 1, r)), emit_dim(E, y->shape.d[axis]),
+			(int)ir_attr_int(n, "largest", 1));
+		break;
+	}
+	case OP_TILE: {
+		int64_t rep[IR_MAX_RANK];
+		for (int a = 0; a < r; a++)
+			rep[a] = ir_const_int(n->in[1], a);
+		ew_line(E->w, "rt_tile(%s, %s, sizeof(%s), %d, %s, %s);", yr, xr, T, r, dims_lit(E, &x->shape, 0),
+			ints_lit(E, rep, r));
+		break;
+	}
+	case OP_GATHERELEMENTS: {
+		const ir_value *ix = n->in[1];
+		ew_line(E->w, "int gst = rt_gather_elements(%s, %s, sizeof(%s), %d, %s, %s, %d, %s, %d);", yr, xr, T, r,
+			dims_lit(E, &x->shape, 0), emit_ref(E, ix), ix->dtype == DT_I32 ? 6 : 7, dims_lit(E, &ix->shape, 0),
+			axis_of(ir_attr_int(n, "axis", 0), r));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "	return gst;");
+		break;
+	}
+	default: UNREACHABLE();
+	}
+	ew_close(E->w, "");
+}
+
+/* The training form of SoftmaxCrossEntropyLoss (pass_grad's: [N, C], mean,
+ * no weights, no ignore_index, no log_prob) has its own loop in train_ops.c. */
+static int is_train_ce(const ir_node *n)
+{
+	return n->op == OP_SOFTMAXCE && n->nin == 2 && (n->nout == 1 || !n->out[1]) && n->in[0]->shape.rank == 2 &&
+	       !strcmp(ir_attr_string(n, "reduction", "mean"), "mean") && !ir_attr_find(n, "ignore_index");
+}
+
+static void emit_loss(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *t = n->in[1], *w = n->nin > 2 ? n->in[2] : NULL;
+	const ir_value *lp = n->op == OP_SOFTMAXCE && n->nout > 1 ? n->out[1] : NULL;
+	const char *red = ir_attr_string(n, "reduction", "mean");
+	ir_attr *ig = ir_attr_find(n, "ignore_index");
+	node_comment(E, n, red);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int gst = rt_class_loss(%s, %s, %s, %d, %s, %s, %s, %s, %s, %s, %d, %lld);", emit_ref(E, n->out[0]),
+		lp && is_stored(E, lp) ? emit_ref(E, lp) : "NULL", emit_ref(E, x), n->op == OP_SOFTMAXCE, emit_ref(E, t),
+		w ? emit_ref(E, w) : "NULL", emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+		emit_dim(E, dims_prod(&x->shape, 2, x->shape.rank)),
+		!strcmp(red, "none") ? "RT_LOSS_NONE" : !strcmp(red, "sum") ? "RT_LOSS_SUM" : "RT_LOSS_MEAN", ig != NULL,
+		ig ? (long long)ig->i : 0LL);
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
+
+static const char *scatter_red(const ir_node *n)
+{
+	const char *r = ir_attr_string(n, "reduction", "none");
+	return !strcmp(r, "add") ? "RT_SCATTER_ADD" : !strcmp(r, "mul") ? "RT_SCATTER_MUL"
+	       : !strcmp(r, "max") ? "RT_SCATTER_MAX" : !strcmp(r, "min") ? "RT_SCATTER_MIN" : "RT_SCATTER_NONE";
+}
+
+/* DepthToSpace/SpaceToDepth (rt_transpose of a 6-D view), ConvTranspose,
+ * ScatterElements, ScatterND, GatherND, InstanceNormalization. */
+static void emit_layout(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank;
+	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *T = ctype(x);
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	switch (n->op) {
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: {
+		int64_t b = ir_attr_int(n, "blocksize", 1), N = x->shape.d[0].k, C = x->shape.d[1].k, H = x->shape.d[2].k,
+			W = x->shape.d[3].k;
+		int64_t v[6];
+		const char *perm;
+		if (n->op == OP_SPACETODEPTH) {
+			int64_t t[6] = {N, C, H / b, b, W / b, b};
+			memcpy(v, t, sizeof v);
+			perm = "{0, 3, 5, 1, 2, 4}";
+		} else if (!strcmp(ir_attr_string(n, "mode", "DCR"), "CRD")) {
+			int64_t t[6] = {N, C / (b * b), b, b, H, W};
+			memcpy(v, t, sizeof v);
+			perm = "{0, 1, 4, 2, 5, 3}";
+		} else {
+			int64_t t[6] = {N, b, b, C / (b * b), H, W};
+			memcpy(v, t, sizeof v);
+			perm = "{0, 3, 4, 1, 5, 2}";
+		}
+		if (!ir_dim_is_const(x->shape.d[0]))
+			ew_line(E->w, "/* N = %s at run time */", emit_dim(E, x->shape.d[0]));
+		char *dims = arena_printf(E->A, "%s", emit_dim(E, x->shape.d[0]));
+		for (int i = 1; i < 6; i++)
+			dims = arena_printf(E->A, "%s, %lld", dims, (long long)v[i]);
+		ew_line(E->w, "rt_transpose(%s, %s, sizeof(%s), 6, (const int64_t[]){%s}, (const int[])%s);", yr, xr, T,
+			dims, perm);
+		break;
+	}
+	case OP_CONVTRANSPOSE: {
+		const ir_value *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
+		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+		int nsp = infer_convt_geometry(n, k, st, pads, dil, ysp);
+		ew_line(E->w, "rt_conv_transpose(%s, %s, %s, %s, %d, %s, %s, %s, %lld, %s, %s, %s, %s);", yr, xr,
+			emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, dims_lit(E, &x->shape, 0), ints_lit(E, ysp, nsp),
+			emit_dim(E, y->shape.d[1]), (long long)ir_attr_int(n, "group", 1), ints_lit(E, k, nsp),
+			ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+		break;
+	}
+	case OP_SCATTERELEMENTS:
+		ew_line(E->w, "int gst = rt_scatter_elements(%s, %s, sizeof(%s), %d, %d, %s, %s, %s, %s, %d, %s);", yr, xr,
+			T, x->dtype == DT_F32, r, dims_lit(E, &x->shape, 0), emit_ref(E, n->in[1]), emit_ref(E, n->in[2]),
+			dims_lit(E, &n->in[1]->shape, 0), axis_of(ir_attr_int(n, "axis", 0), r), scatter_red(n));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	case OP_SCATTERND: {
+		const ir_value *ix = n->in[1];
+		int q = (int)ix->shape.d[ix->shape.rank - 1].k;
+		ew_line(E->w, "int gst = rt_scatter_nd(%s, %s, sizeof(%s), %d, %d, %s, %s, %s, %d, %s, %s);", yr, xr, T,
+			x->dtype == DT_F32, r, dims_lit(E, &x->shape, 0), emit_ref(E, ix),
+			emit_dim(E, dims_prod(&ix->shape, 0, ix->shape.rank - 1)), q, emit_ref(E, n->in[2]), scatter_red(n));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	}
+	case OP_GATHERND: {
+		const ir_value *ix = n->in[1];
+		int qr = ix->shape.rank, q = (int)ix->shape.d[qr - 1].k, bd = (int)ir_attr_int(n, "batch_dims", 0);
+		ew_line(E->w, "int gst = rt_gather_nd(%s, %s, sizeof(%s), %d, %s, %d, %s, %s, %d);", yr, xr, T, r,
+			dims_lit(E, &x->shape, 0), bd, emit_ref(E, ix), emit_dim(E, dims_prod(&ix->shape, bd, qr - 1)), q);
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	}
+	case OP_INSTANCENORM:
+		ew_line(E->w, "rt_instancenorm(%s, %s, %s, %s, %s, %s, %s, %s);", yr, xr, emit_ref(E, n->in[1]),
+			emit_ref(E, n->in[2]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+			emit_dim(E, dims_prod(&x->shape, 2, r)), emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
+		break;
+	default: UNREACHABLE();
+	}
+	ew_close(E->w, "");
+}
+
+static void emit_size(emit_ctx *E, ir_node *n)
+{
+	node_comment(E, n, NULL);
+	ew_line(E->w, "%s[0] = %s;", emit_ref(E, n->out[0]), emit_numel(E, &n->in[0]->shape));
+}
+
 /* ---- ai.onnx.preview.training optimisers --------------------------------------- */
 
 /* Momentum, Adam, Adagrad: one call per optimised tensor of the kernels that
@@ -851,7 +1357,38 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
 	case OP_RECURRENCE: emit_recurrence(E, n); return;
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: emit_optim(E, n); return;
-	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_REDUCESUM:
+		if (n->in[0]->dtype == DT_F32 && reduce_is_run(n))
+			train_op_emit(E, n);
+		else
+			emit_reduce(E, n);
+		return;
+	case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1:
+	case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP: case OP_REDUCESUMSQUARE:
+		emit_reduce(E, n);
+		return;
+	case OP_ARGMAX: case OP_ARGMIN: emit_argmax(E, n); return;
+	case OP_CONV: emit_conv(E, n); return;
+	case OP_PAD: emit_pad(E, n); return;
+	case OP_SIZE: emit_size(E, n); return;
+	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
+	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
+	case OP_DROPOUT: emit_dropout(E, n); return;
+	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
+	case OP_ONEHOT: case OP_TILE: case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: case OP_TOPK:
+		emit_misc(E, n);
+		return;
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
+	case OP_GATHERND: case OP_INSTANCENORM:
+		emit_layout(E, n);
+		return;
+	case OP_SOFTMAXCE: case OP_NLLLOSS:
+		if (is_train_ce(n))
+			train_op_emit(E, n);
+		else
+			emit_loss(E, n);
+		return;
+	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));

@@ -198,8 +198,11 @@ static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 	case OP_MOD:
 		return ir_attr_int(n, "fmod", 0) ? fmt(R, "fmodf(%s, %s)", a[0], a[1])
 						 : fmt(R, "rt_fmod_floorf(%s, %s)", a[0], a[1]);
-	default:
-		UNREACHABLE();
+	default: {
+		/* the other f32 operators: the root graph's expressions */
+		const char *e = emit_elem_expr(R->E, n, a);
+		return e ? fmt(R, "(%s)", e) : "0.0f";
+	}
 	}
 }
 

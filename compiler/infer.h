@@ -87,6 +87,29 @@ const char *infer_mono_str(arena *A, const ir_graph *g, ir_dim a);
  * constant factor exceeds INFER_NUMEL_MAX or a dim is unknown or negative. */
 int infer_numel(const ir_shape *s, ir_dim *r);
 
+/* Reductions: red[a] = 1 for the axes node n (ReduceSum .. ReduceSumSquare,
+ * inferred) reduces of an input of rank r (its axes input, or all axes
+ * unless noop_with_empty_axes).  0, or -1 for an axis out of range. */
+int infer_reduce_axes(const ir_node *n, int r, unsigned char *red);
+/* Conv (inferred, constant spatial sizes where it pads): kernel sizes, strides,
+ * pads (begins then ends) and dilations per spatial axis, auto_pad applied;
+ * returns the number of spatial axes. */
+int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil);
+/* MaxPool/AveragePool (inferred): kernel, strides, pads, dilations and output
+ * sizes per spatial axis (auto_pad and ceil_mode applied); the number of
+ * spatial axes, or -1 when the attributes do not fit X. */
+int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
+/* Range's element count: max(ceil((limit - start) / delta), 0). */
+int64_t infer_range_count(double start, double limit, double delta);
+/* ConvTranspose (inferred): kernel, strides, pads (begins, ends), dilations
+ * and output sizes per spatial axis (output_shape, output_padding and
+ * auto_pad applied); -1 when they do not fit X. */
+int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
+/* Element i of a window of `size` (HannWindow, HammingWindow, BlackmanWindow). */
+double infer_window(ir_op op, int64_t i, int64_t size, int periodic);
+/* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
+int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
+
 /* Tries to replace n's outputs by constants (n's outputs must already be
  * inferred).  Returns 1 when folded (the outputs are now VAL_CONST or
  * VAL_WEIGHT with producer NULL; the caller drops n), 0 when n stays a

@@ -405,6 +405,97 @@ static int fold_shape(fctx *c)
 	return 1;
 }
 
+/* EyeLike: ones on diagonal k. */
+static int fold_eyelike(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	int64_t rows = o->shape.d[0].k, cols = o->shape.d[1].k, k = ir_attr_int(c->n, "k", 0);
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t j = 0; j < cols; j++) {
+			if (is_float(o->dtype))
+				stf(o, i * cols + j, j - i == k);
+			else
+				stu(o, i * cols + j, j - i == k);
+		}
+	return 1;
+}
+
+static int fold_range(fctx *c)
+{
+	ir_value *o = c->n->out[0], *st = fin(c, 0), *dl = fin(c, 2);
+	int64_t m = numel(o);
+	if (any_sym(c, -1))
+		return 0;
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < m; i++) {
+		if (is_float(o->dtype))
+			stf(o, i, ldf(st, 0) + (double)i * ldf(dl, 0));
+		else
+			stu(o, i, (uint64_t)(infer_elem_int(st, 0) + i * infer_elem_int(dl, 0)));
+	}
+	return 1;
+}
+
+static int fold_tile(fctx *c)
+{
+	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	int r = x->shape.rank;
+	int64_t m = numel(o), idx[IR_MAX_RANK] = {0};
+	out_alloc(c, o, x->sym != NULL);
+	for (int64_t i = 0; i < m; i++) {
+		int64_t off = 0;
+		for (int a = 0; a < r; a++)
+			off = off * x->shape.d[a].k + idx[a] % x->shape.d[a].k;
+		cp(o, i, x, off);
+		for (int a = r - 1; a >= 0; a--) {
+			if (++idx[a] < o->shape.d[a].k)
+				break;
+			idx[a] = 0;
+		}
+	}
+	return 1;
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow. */
+double infer_window(ir_op op, int64_t i, int64_t size, int periodic)
+{
+	double N = (double)(periodic ? size : size - 1), t = N > 0 ? 2 * 3.14159265358979323846 * (double)i / N : 0;
+	switch (op) {
+	case OP_HANNWINDOW: return 0.5 - 0.5 * cos(t);
+	case OP_HAMMINGWINDOW: return 25.0 / 46.0 - 21.0 / 46.0 * cos(t);
+	default: return 0.42 - 0.5 * cos(t) + 0.08 * cos(2 * t);
+	}
+}
+
+static int fold_window(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	int64_t m = numel(o);
+	int per = (int)ir_attr_int(c->n, "periodic", 1);
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < m; i++) {
+		double v = infer_window(c->n->op, i, m, per);
+		if (is_float(o->dtype))
+			stf(o, i, v);
+		else
+			stu(o, i, f2u(v, o->dtype));
+	}
+	return 1;
+}
+
+/* Size: the element count, a monomial of the dimension symbols. */
+static int fold_size(fctx *c)
+{
+	ir_dim m;
+	if (!infer_numel(&fin(c, 0)->shape, &m))
+		return 0;
+	ir_value *o = c->n->out[0];
+	out_alloc(c, o, 1);
+	o->sym[0] = m;
+	return 1;
+}
+
 static int fold_constofshape(fctx *c)
 {
 	ir_value *o = c->n->out[0];
@@ -595,6 +686,143 @@ static int fold_clip(fctx *c)
 	return 1;
 }
 
+/* ---- the later element-wise rows of ops.def ----------------------------------------- */
+
+/* Float functions of one argument (and PRelu's slope b). */
+static double fn_float(const ir_node *n, double x, double b)
+{
+	switch (n->op) {
+	case OP_SIN: return sin(x);
+	case OP_COS: return cos(x);
+	case OP_TAN: return tan(x);
+	case OP_ASIN: return asin(x);
+	case OP_ACOS: return acos(x);
+	case OP_ATAN: return atan(x);
+	case OP_SINH: return sinh(x);
+	case OP_COSH: return cosh(x);
+	case OP_ASINH: return asinh(x);
+	case OP_ACOSH: return acosh(x);
+	case OP_ATANH: return atanh(x);
+	case OP_ERF: return erf(x);
+	case OP_FLOOR: return floor(x);
+	case OP_CEIL: return ceil(x);
+	case OP_ROUND: return nearbyint(x);
+	case OP_RECIPROCAL: return 1.0 / x;
+	case OP_PRELU: return x < 0 ? b * x : x;
+	case OP_SELU:
+		return (double)ir_attr_float(n, "gamma", 1.05070102f) *
+		       (x > 0 ? x : (double)ir_attr_float(n, "alpha", 1.67326319f) * (exp(x) - 1));
+	case OP_CELU: {
+		double a = ir_attr_float(n, "alpha", 1.0f);
+		return fmax(0, x) + fmin(0, a * (exp(x / a) - 1));
+	}
+	case OP_HARDSWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+	default: UNREACHABLE();
+	}
+}
+
+/* Min, Max, Sum, Mean, the comparisons, And/Or/Xor/Not, Where, IsNaN/IsInf,
+ * Shrink and the float functions above, over broadcast operands: floats in
+ * double, integers as 64-bit (signed or unsigned by dtype). */
+static int fold_elem(fctx *c)
+{
+	ir_node *n = c->n;
+	ir_value *o = n->out[0];
+	if (any_sym(c, -1))
+		return 0;
+	int nin = n->nin, R = o->shape.rank;
+	int64_t total = numel(o), (*st)[IR_MAX_RANK] = arena_array(c->g->A, (size_t)nin, sizeof *st);
+	for (int k = 0; k < nin; k++)
+		bstrides(&fin(c, k)->shape, R, st[k]);
+	ir_dtype t = fin(c, n->op == OP_WHERE ? 1 : 0)->dtype;
+	int fl = is_float(t), uns = is_unsigned(t);
+	int64_t idx[IR_MAX_RANK] = {0}, *off = arena_array(c->g->A, (size_t)nin, sizeof *off);
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < total; i++) {
+		for (int k = 0; k < nin; k++) {
+			off[k] = 0;
+			for (int d = 0; d < R; d++)
+				off[k] += idx[d] * st[k][d];
+		}
+		const ir_value *x = fin(c, 0);
+		if (n->op == OP_WHERE) {
+			int k = infer_elem_int(x, off[0]) ? 1 : 2;
+			cp(o, i, fin(c, k), off[k]);
+		} else if (n->op == OP_EQUAL || n->op == OP_LESS || n->op == OP_LESSEQ || n->op == OP_GREATER ||
+			   n->op == OP_GREATEREQ) {
+			int lt, eq;
+			if (fl) {
+				double a = ldf(x, off[0]), b = ldf(fin(c, 1), off[1]);
+				lt = a < b, eq = a == b;
+			} else if (uns) {
+				uint64_t a = ldu(x, off[0]), b = ldu(fin(c, 1), off[1]);
+				lt = a < b, eq = a == b;
+			} else {
+				int64_t a = infer_elem_int(x, off[0]), b = infer_elem_int(fin(c, 1), off[1]);
+				lt = a < b, eq = a == b;
+			}
+			int gt = fl ? ldf(x, off[0]) > ldf(fin(c, 1), off[1]) : !lt && !eq;
+			stu(o, i, n->op == OP_EQUAL ? eq : n->op == OP_LESS ? lt : n->op == OP_LESSEQ ? lt || eq :
+				  n->op == OP_GREATER ? gt : gt || eq);
+		} else if (n->op == OP_AND || n->op == OP_OR || n->op == OP_XOR || n->op == OP_NOT) {
+			int a = infer_elem_int(x, off[0]) != 0, b = nin > 1 && infer_elem_int(fin(c, 1), off[1]) != 0;
+			stu(o, i, n->op == OP_AND ? a && b : n->op == OP_OR ? a || b : n->op == OP_XOR ? a != b : !a);
+		} else if (n->op == OP_ISNAN || n->op == OP_ISINF) {
+			double a = ldf(x, off[0]);
+			int r = n->op == OP_ISNAN ? isnan(a)
+				: isinf(a) && (a > 0 ? ir_attr_int(n, "detect_positive", 1) : ir_attr_int(n, "detect_negative", 1));
+			stu(o, i, r != 0);
+		} else if (n->op == OP_MIN || n->op == OP_MAX || n->op == OP_SUM || n->op == OP_MEAN) {
+			if (fl) {
+				double r = ldf(x, off[0]);
+				for (int k = 1; k < nin; k++) {
+					double b = ldf(fin(c, k), off[k]);
+					if (n->op == OP_MIN)
+						r = isnan(r) || r < b ? r : b;
+					else if (n->op == OP_MAX)
+						r = isnan(r) || r > b ? r : b;
+					else
+						r += b;
+				}
+				stf(o, i, n->op == OP_MEAN ? r / nin : r);
+			} else {
+				uint64_t r = ldu(x, off[0]);
+				for (int k = 1; k < nin; k++) {
+					uint64_t b = ldu(fin(c, k), off[k]);
+					int less = uns ? r < b : (int64_t)r < (int64_t)b;
+					if (n->op == OP_MIN)
+						r = less ? r : b;
+					else if (n->op == OP_MAX)
+						r = less ? b : r;
+					else
+						r += b;
+				}
+				stu(o, i, r);
+			}
+		} else if (n->op == OP_BITSHIFT) {
+			uint64_t a = ldu(x, off[0]), b = ldu(fin(c, 1), off[1]);
+			int bits = (int)ir_dtype_size(t) * 8;
+			stu(o, i, b >= (uint64_t)bits ? 0 : ir_attr_string(n, "direction", "")[0] == 'L' ? a << b : a >> b);
+		} else if (n->op == OP_SHRINK) {
+			double a = fl ? ldf(x, off[0]) : uns ? (double)ldu(x, off[0]) : (double)infer_elem_int(x, off[0]);
+			double l = ir_attr_float(n, "lambd", 0.5f), b = ir_attr_float(n, "bias", 0.0f);
+			double r = a < -l ? a + b : a > l ? a - b : 0;
+			if (fl)
+				stf(o, i, r);
+			else
+				stu(o, i, f2u(r, o->dtype));
+		} else {
+			stf(o, i, fn_float(n, ldf(x, off[0]), nin > 1 ? ldf(fin(c, 1), off[1]) : 0));
+		}
+		for (int d = R - 1; d >= 0; d--) {
+			if (++idx[d] < o->shape.d[d].k)
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 1;
+}
+
 /* ---- entry ----------------------------------------------------------------------------- */
 
 static int foldable(ir_op op)
@@ -614,12 +842,13 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 		ir_value *v = n->in[k];
 		if (!v)
 			continue;
-		if (n->op != OP_SHAPE && !infer_is_const(v))
+		int meta = n->op == OP_SHAPE || n->op == OP_SIZE || n->op == OP_EYELIKE;       /* read only the shape */
+		if (!meta && !infer_is_const(v))
 			return 0;
 		/* results of weights stay weights; a weight as a shape parameter does not count */
-		c->weight |= v->kind == VAL_WEIGHT && n->op != OP_SHAPE && !infer_shape_input(n->op, k);
+		c->weight |= v->kind == VAL_WEIGHT && !meta && !infer_shape_input(n->op, k);
 		/* --train: what is made from a parameter is computed at run time */
-		if (ir_root(g)->train && v->kind == VAL_WEIGHT && v->dtype == DT_F32 && n->op != OP_SHAPE &&
+		if (ir_root(g)->train && v->kind == VAL_WEIGHT && v->dtype == DT_F32 && !meta &&
 		    !infer_shape_input(n->op, k))
 			return 0;
 	}
@@ -652,7 +881,15 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: r = fold_binary(c); break;
 	case OP_CLIP: r = fold_clip(c); break;
 	case OP_MOD: case OP_POW: r = 0; break;    /* left to run time */
-	default: r = fold_unary(c); break;
+	case OP_PAD: r = 0; break;                 /* run time (runtime/rt_nn.c) */
+	case OP_SIZE: r = fold_size(c); break;
+	case OP_EYELIKE: r = fold_eyelike(c); break;
+	case OP_RANGE: r = fold_range(c); break;
+	case OP_TILE: r = fold_tile(c); break;
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: r = fold_window(c); break;
+	default:
+		r = n->op >= OP_MIN && n->op <= OP_SHRINK ? fold_elem(c) : n->op == OP_NOT ? fold_elem(c) : fold_unary(c);
+		break;
 	}
 	if (r != 1) {
 		for (int k = 0; k < n->nout; k++)

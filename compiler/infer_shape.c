@@ -18,6 +18,7 @@
 #include "train.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,17 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_SQUEEZE: case OP_UNSQUEEZE: return k == 1 ? "axes" : NULL;
 	case OP_SPLIT: return k == 1 ? "split" : NULL;
 	case OP_CONSTOFSHAPE: return k == 0 ? "input" : NULL;
+	case OP_PAD: return k == 1 ? "pads" : k == 3 ? "axes" : NULL;
+	case OP_CUMSUM: return k == 1 ? "axis" : NULL;
+	case OP_RANGE: return k == 0 ? "start" : k == 1 ? "limit" : k == 2 ? "delta" : NULL;
+	case OP_ONEHOT: return k == 1 ? "depth" : NULL;
+	case OP_TILE: return k == 1 ? "repeats" : NULL;
+	case OP_TOPK: return k == 1 ? "K" : NULL;
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: return k == 0 ? "size" : NULL;
+	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
+	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
+	case OP_REDUCESUMSQUARE:
+		return k == 1 ? "axes" : NULL;
 	default: return NULL;
 	}
 }
@@ -306,7 +318,8 @@ static int infer_elem(ictx *c)
 	ir_shape s = x->shape;
 	switch (n->op) {
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: case OP_POW:
-		if (need_ty(c, 0, TY_NUM, op) || same_ty(c, 1))
+		/* Pow's exponent may have any numeric dtype (Pow-12 and later) */
+		if (need_ty(c, 0, TY_NUM, op) || (n->op == OP_POW ? need_ty(c, 1, TY_NUM, op) : same_ty(c, 1)))
 			return 1;
 		if (broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
 			return 1;
@@ -315,11 +328,59 @@ static int infer_elem(ictx *c)
 		if (need_ty(c, 0, TY_SIGNED, op))
 			return 1;
 		break;
-	case OP_ABS: case OP_SIGN:
+	case OP_ABS: case OP_SIGN: case OP_SHRINK:
 		if (need_ty(c, 0, TY_NUM, op))
 			return 1;
 		break;
 	case OP_IDENTITY:
+		break;
+	case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
+		if (need_ty(c, 0, n->op == OP_MEAN ? TY_FLOAT : TY_NUM, op))
+			return 1;
+		for (int k = 1; k < n->nin; k++)
+			if (same_ty(c, k) || broadcast2(c, &s, &in(c, k)->shape, &s))
+				return 1;
+		break;
+	case OP_EQUAL: case OP_LESS: case OP_LESSEQ: case OP_GREATER: case OP_GREATEREQ:
+	case OP_AND: case OP_OR: case OP_XOR: {
+		int logic = n->op == OP_AND || n->op == OP_OR || n->op == OP_XOR;
+		if (need_ty(c, 0, logic ? TY_BOOL : n->op == OP_EQUAL ? TY_ANY : TY_NUM, op) || same_ty(c, 1) ||
+		    broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
+			return 1;
+		set_out(c, 0, DT_BOOL, &s);
+		return 0;
+	}
+	case OP_NOT:
+		if (need_ty(c, 0, TY_BOOL, op))
+			return 1;
+		break;
+	case OP_WHERE: {
+		ir_value *a = in(c, 1), *b = in(c, 2);
+		if (need_ty(c, 0, TY_BOOL, op))
+			return 1;
+		if (a->dtype != b->dtype)
+			return fail(c, "inputs 1 ('%s') and 2 ('%s') have dtypes %s and %s; Where needs one",
+				    a->name, b->name, ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
+		if (broadcast2(c, &s, &a->shape, &s) || broadcast2(c, &s, &b->shape, &s))
+			return 1;
+		set_out(c, 0, a->dtype, &s);
+		return 0;
+	}
+	case OP_ISNAN: case OP_ISINF:
+		if (need_ty(c, 0, TY_FLOAT, op))
+			return 1;
+		set_out(c, 0, DT_BOOL, &s);
+		return 0;
+	case OP_BITSHIFT:
+		if (need_ty(c, 0, TY_UINT, op) || same_ty(c, 1) || broadcast2(c, &x->shape, &in(c, 1)->shape, &s))
+			return 1;
+		break;
+	case OP_PRELU:
+		if (need_ty(c, 0, TY_FLOAT, op) || same_ty(c, 1))
+			return 1;
+		if (!broadcasts_to(&in(c, 1)->shape, &x->shape))
+			return fail(c, "slope %s does not broadcast to X %s", shp(c, &in(c, 1)->shape),
+				    shp(c, &x->shape));
 		break;
 	case OP_CLIP:
 		if (need_ty(c, 0, TY_NUM, op))
@@ -901,7 +962,770 @@ static int infer_softmax(ictx *c)
 	return 0;
 }
 
-/* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
+/* ---- reductions, ArgMax/ArgMin ---------------------------------------------------- */
+
+int infer_reduce_axes(const ir_node *n, int r, unsigned char *red)
+{
+	memset(red, 0, (size_t)IR_MAX_RANK);
+	const ir_value *ax = n->nin > 1 ? n->in[1] : NULL;
+	int64_t cnt = ax ? ir_shape_const_numel(&ax->shape) : 0;
+	if (cnt <= 0) {
+		if (!ir_attr_int(n, "noop_with_empty_axes", 0))
+			memset(red, 1, (size_t)r);
+		return 0;
+	}
+	for (int64_t i = 0; i < cnt; i++) {
+		int a = norm_axis(ir_const_int(ax, i), r);
+		if (a < 0)
+			return -1;
+		red[a] = 1;
+	}
+	return 0;
+}
+
+static int infer_reduce(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64)
+		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported", ir_dtype_name(x->dtype),
+			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op));
+	unsigned char red[IR_MAX_RANK];
+	if (in(c, 1)) {
+		int64_t ax[IR_MAX_RANK];
+		int m = const_plain(c, 1, ax, IR_MAX_RANK);
+		if (m < 0)
+			return 1;
+		for (int i = 0; i < m; i++)
+			if (norm_axis(ax[i], r) < 0)
+				return fail(c, "axis %lld is out of range for rank %d", (long long)ax[i], r);
+	}
+	infer_reduce_axes(c->n, r, red);
+	int keep = (int)ir_attr_int(c->n, "keepdims", 1);
+	ir_shape s = {.rank = 0};
+	for (int a = 0; a < r; a++) {
+		if (!red[a])
+			s.d[s.rank++] = x->shape.d[a];
+		else if (keep)
+			s.d[s.rank++] = ir_dim_const(1);
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_argmax(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64)
+		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported", ir_dtype_name(x->dtype),
+			    ir_op_name(c->n->op));
+	int64_t a0 = ir_attr_int(c->n, "axis", 0);
+	int axis = norm_axis(a0, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
+	if (ir_dim_is_const(x->shape.d[axis]) && x->shape.d[axis].k == 0)
+		return fail(c, "axis %d has size 0: no element to choose", axis);
+	ir_shape s = x->shape;
+	if (ir_attr_int(c->n, "keepdims", 1)) {
+		s.d[axis] = ir_dim_const(1);
+	} else {
+		for (int a = axis; a + 1 < r; a++)
+			s.d[a] = s.d[a + 1];
+		s.rank--;
+	}
+	set_out(c, 0, DT_I64, &s);
+	return 0;
+}
+
+/* ---- Conv, Pad, Size ---------------------------------------------------------------- */
+
+/* One INTS attribute of nsp entries into v (default def when absent). */
+static int conv_ints(ictx *c, const char *name, int cnt, int64_t def, int64_t *v, int64_t lo)
+{
+	ir_attr *a = ir_attr_find(c->n, name);
+	for (int i = 0; i < cnt; i++)
+		v[i] = def;
+	if (!a)
+		return 0;
+	if (a->n != cnt)
+		return fail(c, "attribute '%s' has %d values; this Conv needs %d", name, a->n, cnt);
+	for (int i = 0; i < cnt; i++) {
+		if (a->ints[i] < lo)
+			return fail(c, "attribute '%s' value %lld must be at least %lld", name, (long long)a->ints[i],
+				    (long long)lo);
+		v[i] = a->ints[i];
+	}
+	return 0;
+}
+
+int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil)
+{
+	const ir_value *x = n->in[0], *w = n->in[1];
+	int nsp = x->shape.rank - 2;
+	for (int a = 0; a < nsp; a++) {
+		k[a] = w->shape.d[2 + a].k;
+		st[a] = 1;
+		dil[a] = 1;
+		pads[a] = pads[nsp + a] = 0;
+	}
+	ir_attr *at;
+	if ((at = ir_attr_find((ir_node *)n, "strides")))
+		for (int a = 0; a < nsp; a++)
+			st[a] = at->ints[a];
+	if ((at = ir_attr_find((ir_node *)n, "dilations")))
+		for (int a = 0; a < nsp; a++)
+			dil[a] = at->ints[a];
+	if ((at = ir_attr_find((ir_node *)n, "pads")))
+		for (int a = 0; a < 2 * nsp; a++)
+			pads[a] = at->ints[a];
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+		for (int a = 0; a < nsp; a++) {
+			int64_t d = x->shape.d[2 + a].k, o = (d + st[a] - 1) / st[a];
+			int64_t need = (o - 1) * st[a] + dil[a] * (k[a] - 1) + 1 - d;
+			if (need < 0)
+				need = 0;
+			pads[a] = !strcmp(ap, "SAME_UPPER") ? need / 2 : need - need / 2;
+			pads[nsp + a] = need - pads[a];
+		}
+	}
+	return nsp;
+}
+
+static int infer_conv(ictx *c)
+{
+	ir_value *x = in(c, 0), *w = in(c, 1), *b = in(c, 2);
+	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+		return 1;
+	int r = x->shape.rank, nsp = r - 2;
+	if (r < 3)
+		return fail(c, "X must be [N, C, D1, ...] (rank 3 or more), not %s", shp(c, &x->shape));
+	if (w->shape.rank != r)
+		return fail(c, "W %s must have the rank of X %s", shp(c, &w->shape), shp(c, &x->shape));
+	for (int a = 0; a < r; a++)
+		if (!ir_dim_is_const(w->shape.d[a]))
+			return fail(c, "W %s must have a constant shape", shp(c, &w->shape));
+	int64_t group = ir_attr_int(c->n, "group", 1), m = w->shape.d[0].k;
+	int64_t ks[IR_MAX_RANK], st[IR_MAX_RANK], dil[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+	if (!ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k != w->shape.d[1].k * group || m % group)
+		return fail(c, "X %s has %s channels; W %s with group %lld needs %lld (and M divisible by group)",
+			    shp(c, &x->shape), dimstr(c, x->shape.d[1]), shp(c, &w->shape), (long long)group,
+			    (long long)(w->shape.d[1].k * group));
+	if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
+		return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
+	if (conv_ints(c, "kernel_shape", nsp, 1, ks, 1) || conv_ints(c, "strides", nsp, 1, st, 1) ||
+	    conv_ints(c, "dilations", nsp, 1, dil, 1) || conv_ints(c, "pads", 2 * nsp, 0, pads, 0))
+		return 1;
+	if (ir_attr_find(c->n, "kernel_shape"))
+		for (int a = 0; a < nsp; a++)
+			if (ks[a] != w->shape.d[2 + a].k)
+				return fail(c, "attribute 'kernel_shape' does not match W %s", shp(c, &w->shape));
+	const char *ap = ir_attr_string(c->n, "auto_pad", "NOTSET");
+	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	ir_shape s = {.rank = r};
+	s.d[0] = x->shape.d[0];
+	s.d[1] = ir_dim_const(m);
+	for (int a = 0; a < nsp; a++) {
+		ir_dim D = x->shape.d[2 + a];
+		int64_t k = w->shape.d[2 + a].k, span = dil[a] * (k - 1) + 1;
+		if (!ir_dim_is_const(D)) {
+			/* a symbolic size stays one only where the output size is the input's */
+			if (st[a] == 1 && (same || pads[a] + pads[nsp + a] == span - 1)) {
+				s.d[2 + a] = D;
+				continue;
+			}
+			return fail(c, "spatial axis %d of X has the run-time size %s; cellc needs it constant "
+				    "unless the Conv keeps the size (stride 1, pads summing to the kernel span - 1)",
+				    a, dimstr(c, D));
+		}
+		int64_t o;
+		if (same)
+			o = (D.k + st[a] - 1) / st[a];
+		else if (!strcmp(ap, "VALID"))
+			o = D.k < span ? 0 : (D.k - span) / st[a] + 1;
+		else
+			o = D.k + pads[a] + pads[nsp + a] < span ? 0 : (D.k + pads[a] + pads[nsp + a] - span) / st[a] + 1;
+		s.d[2 + a] = ir_dim_const(o);
+	}
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
+/* The pads of Pad per axis (begins then ends, 2 * rank) from its pads and
+ * axes inputs; -1 after reporting. */
+static int pad_amounts(ictx *c, int64_t *pads)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank, ax[IR_MAX_RANK], na = r;
+	int64_t p[2 * IR_MAX_RANK];
+	for (int a = 0; a < r; a++)
+		ax[a] = a;
+	if (in(c, 3)) {
+		na = axes_list(c, 3, r, ax, IR_MAX_RANK);
+		if (na < 0)
+			return -1;
+	}
+	int m = const_plain(c, 1, p, 2 * IR_MAX_RANK);
+	if (m < 0)
+		return -1;
+	if (m != 2 * na)
+		return fail(c, "input 'pads' has %d values; %d axes need %d", m, na, 2 * na), -1;
+	for (int a = 0; a < 2 * r; a++)
+		pads[a] = 0;
+	for (int i = 0; i < na; i++) {
+		pads[ax[i]] = p[i];
+		pads[r + ax[i]] = p[na + i];
+	}
+	return 0;
+}
+
+int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads)
+{
+	ictx cx = {g, n, D, g->A};
+	return pad_amounts(&cx, pads);
+}
+
+static int infer_pad(ictx *c)
+{
+	ir_value *x = in(c, 0), *v = in(c, 2);
+	int r = x->shape.rank;
+	int64_t pads[2 * IR_MAX_RANK];
+	if (pad_amounts(c, pads))
+		return 1;
+	if (v && (v->dtype != x->dtype || ir_shape_const_numel(&v->shape) != 1))
+		return fail(c, "constant_value '%s' must be one element of X's dtype %s", v->name,
+			    ir_dtype_name(x->dtype));
+	const char *mode = ir_attr_string(c->n, "mode", "constant");
+	ir_shape s = x->shape;
+	for (int a = 0; a < r; a++) {
+		ir_dim d = x->shape.d[a];
+		int64_t add = pads[a] + pads[r + a];
+		if (!pads[a] && !pads[r + a])
+			continue;
+		if (!ir_dim_is_const(d)) {
+			if (add == 0 && pads[a] >= 0 && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+				continue;
+			return fail(c, "axis %d has the run-time size %s; cellc pads only axes of constant size",
+				    a, dimstr(c, d));
+		}
+		if (d.k + add < 0)
+			return fail(c, "pads %lld and %lld crop more than the %lld elements of axis %d",
+				    (long long)pads[a], (long long)pads[r + a], (long long)d.k, a);
+		if (strcmp(mode, "constant") && d.k == 0)
+			return fail(c, "mode %s cannot pad the empty axis %d", mode, a);
+		if (!strcmp(mode, "reflect") && (pads[a] >= d.k || pads[r + a] >= d.k) && d.k > 1)
+			return fail(c, "reflect pads of %lld and %lld on axis %d need at most %lld (its size - 1)",
+				    (long long)pads[a], (long long)pads[r + a], a, (long long)(d.k - 1));
+		s.d[a] = ir_dim_const(d.k + add);
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+static int infer_size(ictx *c)
+{
+	ir_shape s = {.rank = 0};
+	set_out(c, 0, DT_I64, &s);
+	return 0;
+}
+
+/* ---- pooling, normalisation, Dropout ---------------------------------------------- */
+
+int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp)
+{
+	const ir_value *x = n->in[0];
+	int nsp = x->shape.rank - 2;
+	ir_attr *ka = ir_attr_find((ir_node *)n, "kernel_shape"), *a;
+	if (!ka || ka->n != nsp)
+		return -1;
+	for (int i = 0; i < nsp; i++) {
+		k[i] = ka->ints[i];
+		st[i] = dil[i] = 1;
+		pads[i] = pads[nsp + i] = 0;
+		if (k[i] < 1)
+			return -1;
+	}
+	if ((a = ir_attr_find((ir_node *)n, "strides"))) {
+		if (a->n != nsp)
+			return -1;
+		for (int i = 0; i < nsp; i++)
+			st[i] = a->ints[i];
+	}
+	if ((a = ir_attr_find((ir_node *)n, "dilations"))) {
+		if (a->n != nsp)
+			return -1;
+		for (int i = 0; i < nsp; i++)
+			dil[i] = a->ints[i];
+	}
+	if ((a = ir_attr_find((ir_node *)n, "pads"))) {
+		if (a->n != 2 * nsp)
+			return -1;
+		for (int i = 0; i < 2 * nsp; i++)
+			pads[i] = a->ints[i];
+	}
+	for (int i = 0; i < nsp; i++)
+		if (st[i] < 1 || dil[i] < 1 || pads[i] < 0 || pads[nsp + i] < 0 || !ir_dim_is_const(x->shape.d[2 + i]))
+			return -1;
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	int ceil_mode = (int)ir_attr_int((ir_node *)n, "ceil_mode", 0);
+	for (int i = 0; i < nsp; i++) {
+		int64_t d = x->shape.d[2 + i].k, span = dil[i] * (k[i] - 1) + 1;
+		if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+			int64_t o = (d + st[i] - 1) / st[i], need = (o - 1) * st[i] + span - d;
+			need = need < 0 ? 0 : need;
+			pads[i] = !strcmp(ap, "SAME_UPPER") ? need / 2 : need - need / 2;
+			pads[nsp + i] = need - pads[i];
+			ysp[i] = o;
+			continue;
+		}
+		if (!strcmp(ap, "VALID"))
+			pads[i] = pads[nsp + i] = 0;
+		int64_t full = d + pads[i] + pads[nsp + i] - span;
+		if (full < 0)
+			return -1;
+		ysp[i] = (ceil_mode ? (full + st[i] - 1) / st[i] : full / st[i]) + 1;
+		/* a last window that would start in the end padding is dropped */
+		if (ceil_mode && (ysp[i] - 1) * st[i] >= d + pads[i])
+			ysp[i]--;
+	}
+	return nsp;
+}
+
+static int infer_pool(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	if (need_f32(c, 0))
+		return 1;
+	if (x->shape.rank < 3)
+		return fail(c, "X must be [N, C, D1, ...] (rank 3 or more), not %s", shp(c, &x->shape));
+	ir_shape s = x->shape;
+	if (c->n->op == OP_GLOBALAVGPOOL || c->n->op == OP_GLOBALMAXPOOL) {
+		for (int a = 2; a < s.rank; a++)
+			s.d[a] = ir_dim_const(1);
+		set_out(c, 0, DT_F32, &s);
+		return 0;
+	}
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+	if (infer_pool_geometry(c->n, k, st, pads, dil, ysp) < 0)
+		return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides, dilations and pads "
+			    "with one value per spatial axis (pads two), positive (pads not negative), and windows "
+			    "that fit", shp(c, &x->shape));
+	for (int a = 2; a < s.rank; a++)
+		s.d[a] = ir_dim_const(ysp[a - 2]);
+	set_out(c, 0, DT_F32, &s);
+	set_out(c, 1, DT_I64, &s);
+	return 0;
+}
+
+/* Scale/B of LayerNormalization: the shape of X[axis:] (leading 1s allowed). */
+static int norm_param(ictx *c, int k, const ir_shape *tail)
+{
+	ir_value *v = in(c, k);
+	if (!v)
+		return 0;
+	if (need_f32(c, k))
+		return 1;
+	ir_shape t = v->shape;
+	while (t.rank > tail->rank && is_one(t.d[0])) {
+		for (int i = 0; i + 1 < t.rank; i++)
+			t.d[i] = t.d[i + 1];
+		t.rank--;
+	}
+	ir_shape want = *tail;
+	while (want.rank > t.rank && is_one(want.d[0])) {
+		for (int i = 0; i + 1 < want.rank; i++)
+			want.d[i] = want.d[i + 1];
+		want.rank--;
+	}
+	if (!ir_shape_eq(&t, &want))
+		return fail(c, "input %d ('%s') %s must have the shape of the normalised axes %s", k, v->name,
+			    shp(c, &v->shape), shp(c, tail));
+	return 0;
+}
+
+static int infer_layernorm(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	if (need_f32(c, 0))
+		return 1;
+	int64_t a0 = ir_attr_int(c->n, "axis", -1);
+	int axis = norm_axis(a0, r);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
+	ir_shape tail = {.rank = r - axis}, st = x->shape;
+	for (int a = axis; a < r; a++) {
+		tail.d[a - axis] = x->shape.d[a];
+		st.d[a] = ir_dim_const(1);
+	}
+	if (norm_param(c, 1, &tail) || norm_param(c, 2, &tail))
+		return 1;
+	set_out(c, 0, DT_F32, &x->shape);
+	set_out(c, 1, DT_F32, &st);
+	set_out(c, 2, DT_F32, &st);
+	return 0;
+}
+
+static int infer_batchnorm(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	if (need_f32(c, 0))
+		return 1;
+	if (x->shape.rank < 2)
+		return fail(c, "X must be [N, C, ...], not %s", shp(c, &x->shape));
+	for (int k = 1; k < 5; k++) {
+		ir_value *v = in(c, k);
+		if (need_f32(c, k))
+			return 1;
+		if (v->shape.rank != 1 || !ir_dim_eq(v->shape.d[0], x->shape.d[1]))
+			return fail(c, "input %d ('%s') %s must be [C] = [%s]", k, v->name, shp(c, &v->shape),
+				    dimstr(c, x->shape.d[1]));
+	}
+	set_out(c, 0, DT_F32, &x->shape);
+	return 0;
+}
+
+static int infer_dropout(ictx *c)
+{
+	ir_value *x = in(c, 0), *t = in(c, 2);
+	if (need_ty(c, 0, TY_FLOAT, "Dropout"))
+		return 1;
+	if (t && !(infer_is_const(t) && t->data && ir_shape_const_numel(&t->shape) == 1 && !infer_elem_int(t, 0)))
+		return fail(c, "training_mode ('%s') must be a constant false: cellc compiles Dropout for "
+			    "inference (random masks cannot be compared with a reference bit for bit)", t->name);
+	set_out(c, 0, x->dtype, &x->shape);
+	set_out(c, 1, DT_BOOL, &x->shape);
+	return 0;
+}
+
+/* ---- indexing, masks, counting, generators ------------------------------------------ */
+
+/* A constant scalar input as a double (any numeric dtype); -1 after reporting. */
+static int const_scalar(ictx *c, int k, double *v)
+{
+	ir_value *x = in(c, k);
+	if (!infer_is_const(x) || x->sym)
+		return not_const(c, k), -1;
+	if (ir_shape_const_numel(&x->shape) != 1)
+		return fail(c, "input '%s' ('%s') must hold one element, not %s", infer_shape_input(c->n->op, k),
+			    x->name, shp(c, &x->shape)), -1;
+	switch (x->dtype) {
+	case DT_F32: *v = ((const float *)x->data)[0]; break;
+	case DT_F64: *v = ((const double *)x->data)[0]; break;
+	default: *v = (double)infer_elem_int(x, 0); break;
+	}
+	return 0;
+}
+
+int64_t infer_range_count(double start, double limit, double delta)
+{
+	double n = ceil((limit - start) / delta);
+	return n > 0 ? (int64_t)n : 0;
+}
+
+static int infer_misc(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	switch (n->op) {
+	case OP_TRILU:
+		if (r < 2)
+			return fail(c, "X must have rank 2 or more, not %s", shp(c, &x->shape));
+		if (in(c, 1) && (in(c, 1)->dtype != DT_I64 || ir_shape_const_numel(&in(c, 1)->shape) != 1))
+			return fail(c, "k must be one int64 element");
+		break;
+	case OP_CUMSUM: {
+		double a;
+		if (need_ty(c, 0, TY_NUM, "CumSum") || const_scalar(c, 1, &a))
+			return 1;
+		if (norm_axis((int64_t)a, r) < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)a, r);
+		break;
+	}
+	case OP_HARDMAX:
+		if (need_ty(c, 0, TY_FLOAT, "Hardmax"))
+			return 1;
+		if (norm_axis(ir_attr_int(n, "axis", -1), r) < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)ir_attr_int(n, "axis", -1), r);
+		break;
+	case OP_EYELIKE: {
+		if (r != 2)
+			return fail(c, "X must be 2-D, not %s", shp(c, &x->shape));
+		ir_dtype dt = ir_attr_find(n, "dtype") ? (ir_dtype)ir_attr_int(n, "dtype", 1) : x->dtype;
+		if (!infer_dtype_ok(dt))
+			return fail(c, "dtype %s is not supported", ir_dtype_name(dt));
+		set_out(c, 0, dt, &s);
+		return 0;
+	}
+	case OP_RANGE: {
+		double v[3];
+		for (int k = 0; k < 3; k++)
+			if (same_ty(c, k) || const_scalar(c, k, &v[k]))
+				return 1;
+		if (!(ty_class(x->dtype) & TY_NUM) || v[2] == 0)
+			return fail(c, "Range needs numeric scalars and a nonzero delta");
+		s.rank = 1;
+		s.d[0] = ir_dim_const(infer_range_count(v[0], v[1], v[2]));
+		break;
+	}
+	case OP_GATHERELEMENTS: {
+		ir_value *ix = in(c, 1);
+		if (ix->dtype != DT_I32 && ix->dtype != DT_I64)
+			return fail(c, "'indices' must be i32 or i64, not %s", ir_dtype_name(ix->dtype));
+		if (ix->shape.rank != r || norm_axis(ir_attr_int(n, "axis", 0), r) < 0)
+			return fail(c, "indices %s must have the rank of X %s and axis be one of its axes",
+				    shp(c, &ix->shape), shp(c, &x->shape));
+		s = ix->shape;
+		break;
+	}
+	case OP_ONEHOT: {
+		double depth;
+		ir_value *vals = in(c, 2);
+		if (const_scalar(c, 1, &depth))
+			return 1;
+		if (depth < 1 || ir_shape_const_numel(&vals->shape) != 2)
+			return fail(c, "depth must be positive and values hold two elements (off, on)");
+		int64_t a0 = ir_attr_int(n, "axis", -1);
+		int axis = norm_axis(a0, r + 1);
+		if (axis < 0 || r + 1 > IR_MAX_RANK)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r + 1);
+		s.rank = r + 1;
+		for (int a = 0, j = 0; a <= r; a++)
+			s.d[a] = a == axis ? ir_dim_const((int64_t)depth) : x->shape.d[j++];
+		set_out(c, 0, vals->dtype, &s);
+		return 0;
+	}
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: {
+		double size;
+		ir_dtype dt = (ir_dtype)ir_attr_int(n, "output_datatype", DT_F32);
+		if (need_ty(c, 0, TY_INT, ir_op_name(n->op)) || const_scalar(c, 0, &size))
+			return 1;
+		if (size < 0 || size > INFER_NUMEL_MAX || !infer_dtype_ok(dt) || dt == DT_BOOL)
+			return fail(c, "size must be between 0 and %lld and output_datatype numeric",
+				    (long long)INFER_NUMEL_MAX);
+		s.rank = 1;
+		s.d[0] = ir_dim_const((int64_t)size);
+		set_out(c, 0, dt, &s);
+		return 0;
+	}
+	case OP_TOPK: {
+		double k;
+		int64_t a0 = ir_attr_int(n, "axis", -1);
+		int axis = norm_axis(a0, r);
+		if (need_f32(c, 0) || const_scalar(c, 1, &k))
+			return 1;
+		if (axis < 0 || !ir_dim_is_const(x->shape.d[axis]) || k < 0 || k > (double)x->shape.d[axis].k)
+			return fail(c, "axis %lld must be an axis of constant size at least K = %g", (long long)a0, k);
+		if (!ir_attr_int(n, "sorted", 1))
+			return fail(c, "sorted 0 (any order) is not supported; cellc returns them sorted");
+		s.d[axis] = ir_dim_const((int64_t)k);
+		set_out(c, 0, DT_F32, &s);
+		set_out(c, 1, DT_I64, &s);
+		return 0;
+	}
+	case OP_TILE: {
+		int64_t rep[IR_MAX_RANK];
+		int m = const_plain(c, 1, rep, IR_MAX_RANK);
+		if (m < 0)
+			return 1;
+		if (m != r)
+			return fail(c, "repeats has %d values for rank %d", m, r);
+		for (int a = 0; a < r; a++) {
+			if (rep[a] < 0)
+				return fail(c, "repeats[%d] is negative", a);
+			if (rep[a] != 1 && !ir_dim_is_const(x->shape.d[a]))
+				return fail(c, "axis %d has the run-time size %s; cellc tiles only constant sizes", a,
+					    dimstr(c, x->shape.d[a]));
+			if (rep[a] != 1)
+				s.d[a] = ir_dim_const(x->shape.d[a].k * rep[a]);
+		}
+		break;
+	}
+	default: UNREACHABLE();
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* ---- class-index losses ------------------------------------------------------------ */
+
+static int infer_loss(ictx *c)
+{
+	ir_value *x = in(c, 0), *t = in(c, 1), *w = in(c, 2);
+	int r = x->shape.rank;
+	if (need_f32(c, 0) || need_f32(c, 2))
+		return 1;
+	if (t->dtype != DT_I64)
+		return fail(c, "the labels ('%s') must be i64, not %s", t->name, ir_dtype_name(t->dtype));
+	int ok = r >= 2 && t->shape.rank == r - 1 && ir_dim_eq(t->shape.d[0], x->shape.d[0]);
+	for (int a = 2; ok && a < r; a++)
+		ok = ir_dim_eq(t->shape.d[a - 1], x->shape.d[a]);
+	if (!ok)
+		return fail(c, "scores %s and labels %s must be [N, C, D..] and [N, D..]", shp(c, &x->shape),
+			    shp(c, &t->shape));
+	if (w && (w->shape.rank != 1 || !ir_dim_eq(w->shape.d[0], x->shape.d[1])))
+		return fail(c, "weights %s must be [C] = [%s]", shp(c, &w->shape), dimstr(c, x->shape.d[1]));
+	ir_shape s = {.rank = 0};
+	if (!strcmp(ir_attr_string(c->n, "reduction", "mean"), "none"))
+		s = t->shape;
+	set_out(c, 0, DT_F32, &s);
+	set_out(c, 1, DT_F32, &x->shape);
+	return 0;
+}
+
+/* ---- layout, ConvTranspose, scatter/gather by tuples, InstanceNormalization ---------- */
+
+int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp)
+{
+	const ir_value *x = n->in[0], *w = n->in[1];
+	int nsp = x->shape.rank - 2;
+	ir_attr *a;
+	for (int i = 0; i < nsp; i++) {
+		k[i] = w->shape.d[2 + i].k;
+		st[i] = dil[i] = 1;
+		pads[i] = pads[nsp + i] = 0;
+	}
+	const char *names[] = {"strides", "dilations", "pads"};
+	int64_t *dst[] = {st, dil, pads};
+	for (int j = 0; j < 3; j++)
+		if ((a = ir_attr_find((ir_node *)n, names[j]))) {
+			if (a->n != (j == 2 ? 2 * nsp : nsp))
+				return -1;
+			for (int i = 0; i < a->n; i++)
+				dst[j][i] = a->ints[i];
+		}
+	ir_attr *op = ir_attr_find((ir_node *)n, "output_padding"), *os = ir_attr_find((ir_node *)n, "output_shape");
+	if ((op && op->n != nsp) || (os && os->n != nsp && os->n != nsp + 2))
+		return -1;
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	for (int i = 0; i < nsp; i++) {
+		if (!ir_dim_is_const(x->shape.d[2 + i]) || st[i] < 1 || dil[i] < 1)
+			return -1;
+		int64_t d = x->shape.d[2 + i].k, opad = op ? op->ints[i] : 0, span = dil[i] * (k[i] - 1) + 1;
+		if (os || same) {
+			int64_t out = os ? os->ints[os->n - nsp + i] : d * st[i];
+			int64_t total = st[i] * (d - 1) + opad + span - out;
+			if (total < 0)
+				total = 0;
+			if (!strcmp(ap, "SAME_UPPER")) {
+				pads[i] = total / 2;
+				pads[nsp + i] = total - total / 2;
+			} else {
+				pads[i] = total - total / 2;
+				pads[nsp + i] = total / 2;
+			}
+			ysp[i] = out;
+		} else {
+			ysp[i] = st[i] * (d - 1) + opad + span - pads[i] - pads[nsp + i];
+		}
+		if (ysp[i] < 0)
+			return -1;
+	}
+	return nsp;
+}
+
+static int infer_layout(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	switch (n->op) {
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: {
+		int64_t b = ir_attr_int(n, "blocksize", 1);
+		if (r != 4)
+			return fail(c, "X must be [N, C, H, W], not %s", shp(c, &x->shape));
+		for (int a = 1; a < 4; a++)
+			if (!ir_dim_is_const(x->shape.d[a]))
+				return fail(c, "X %s needs constant C, H and W", shp(c, &x->shape));
+		int64_t C = x->shape.d[1].k, H = x->shape.d[2].k, W = x->shape.d[3].k;
+		if (n->op == OP_DEPTHTOSPACE ? C % (b * b) : H % b || W % b)
+			return fail(c, "X %s does not divide into blocks of %lld", shp(c, &x->shape), (long long)b);
+		int d2s = n->op == OP_DEPTHTOSPACE;
+		s.d[1] = ir_dim_const(d2s ? C / (b * b) : C * b * b);
+		s.d[2] = ir_dim_const(d2s ? H * b : H / b);
+		s.d[3] = ir_dim_const(d2s ? W * b : W / b);
+		break;
+	}
+	case OP_CONVTRANSPOSE: {
+		ir_value *w = in(c, 1), *b = in(c, 2);
+		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+			return 1;
+		int64_t group = ir_attr_int(n, "group", 1);
+		if (r < 3 || w->shape.rank != r || !ir_dim_is_const(w->shape.d[1]) || !ir_dim_eq(w->shape.d[0], x->shape.d[1]) ||
+		    !ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k % group)
+			return fail(c, "X %s and W %s must be [N, C, D..] and [C, M/group, K..]", shp(c, &x->shape),
+				    shp(c, &w->shape));
+		int64_t m = w->shape.d[1].k * group;
+		if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
+			return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
+		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+		if (infer_convt_geometry(n, k, st, pads, dil, ysp) < 0)
+			return fail(c, "needs constant spatial sizes and strides, dilations, pads, output_padding and "
+				    "output_shape that fit X %s", shp(c, &x->shape));
+		s.d[1] = ir_dim_const(m);
+		for (int a = 2; a < r; a++)
+			s.d[a] = ir_dim_const(ysp[a - 2]);
+		set_out(c, 0, DT_F32, &s);
+		return 0;
+	}
+	case OP_SCATTERELEMENTS: {
+		ir_value *ix = in(c, 1), *u = in(c, 2);
+		if (ix->dtype != DT_I64 || ix->shape.rank != r || !ir_shape_eq(&ix->shape, &u->shape) || same_ty(c, 2) ||
+		    norm_axis(ir_attr_int(n, "axis", 0), r) < 0)
+			return fail(c, "indices must be i64 of the rank of X, updates of the shape of indices and the "
+				    "dtype of X, axis one of X's axes");
+		if (strcmp(ir_attr_string(n, "reduction", "none"), "none") && x->dtype != DT_F32)
+			return fail(c, "reduction %s is supported for f32 only", ir_attr_string(n, "reduction", ""));
+		break;
+	}
+	case OP_SCATTERND: {
+		ir_value *ix = in(c, 1), *u = in(c, 2);
+		int q = ix->shape.rank ? (int)ix->shape.d[ix->shape.rank - 1].k : 0;
+		if (ix->dtype != DT_I64 || ix->shape.rank < 1 || q < 1 || q > r || same_ty(c, 2) ||
+		    u->shape.rank != ix->shape.rank - 1 + r - q)
+			return fail(c, "indices must be i64 [.., q] with q <= rank of X, updates [.., X dims after q]");
+		if (strcmp(ir_attr_string(n, "reduction", "none"), "none") && x->dtype != DT_F32)
+			return fail(c, "reduction %s is supported for f32 only", ir_attr_string(n, "reduction", ""));
+		break;
+	}
+	case OP_GATHERND: {
+		ir_value *ix = in(c, 1);
+		int qr = ix->shape.rank, bd = (int)ir_attr_int(n, "batch_dims", 0);
+		int q = qr ? (int)ix->shape.d[qr - 1].k : 0;
+		if (ix->dtype != DT_I64 || qr < 1 || !ir_dim_is_const(ix->shape.d[qr - 1]) || bd < 0 || bd >= qr ||
+		    q < 1 || bd + q > r)
+			return fail(c, "indices must be i64 [.., q] with batch_dims + q <= rank of X");
+		for (int a = 0; a < bd; a++)
+			if (!ir_dim_eq(ix->shape.d[a], x->shape.d[a]))
+				return fail(c, "the batch axes of indices and X differ");
+		s.rank = qr - 1 + r - bd - q;
+		if (s.rank > IR_MAX_RANK)
+			return fail(c, "the result would have rank %d", s.rank);
+		for (int a = 0; a < qr - 1; a++)
+			s.d[a] = ix->shape.d[a];
+		for (int a = bd + q; a < r; a++)
+			s.d[qr - 1 + a - bd - q] = x->shape.d[a];
+		break;
+	}
+	case OP_INSTANCENORM:
+		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+			return 1;
+		if (r < 3 || in(c, 1)->shape.rank != 1 || !ir_dim_eq(in(c, 1)->shape.d[0], x->shape.d[1]) ||
+		    !ir_shape_eq(&in(c, 1)->shape, &in(c, 2)->shape))
+			return fail(c, "X must be [N, C, D..] and scale, B [C]");
+		break;
+	default: UNREACHABLE();
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
 static int need_shape(ictx *c, int k, const char *tensor, const ir_shape *want, const char *spec)
@@ -1108,7 +1932,33 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
 	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: return infer_optim(c);
-	case OP_REDUCESUM: case OP_SLICESCATTER: case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD:
+	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
+	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
+	case OP_REDUCESUMSQUARE:
+		return infer_reduce(c);
+	case OP_ARGMAX: case OP_ARGMIN: return infer_argmax(c);
+	case OP_CONV: return infer_conv(c);
+	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: return infer_pool(c);
+	case OP_LAYERNORM: return infer_layernorm(c);
+	case OP_BATCHNORM: return infer_batchnorm(c);
+	case OP_DROPOUT: return infer_dropout(c);
+	case OP_CASTLIKE:
+		/* the dtype is known now: the node becomes the Cast it stands for */
+		ir_attr_set_int(n, "to", (int64_t)n->in[1]->dtype);
+		n->op = OP_CAST;
+		n->nin = 1;
+		return infer_cast(c);
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
+	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
+	case OP_ONEHOT: case OP_TILE: case OP_TOPK:
+		return infer_misc(c);
+	case OP_PAD: return infer_pad(c);
+	case OP_SIZE: return infer_size(c);
+	case OP_SOFTMAXCE: case OP_NLLLOSS: return infer_loss(c);
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
+	case OP_GATHERND: case OP_INSTANCENORM:
+		return infer_layout(c);
+	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
 		return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;

@@ -102,6 +102,68 @@ static const attr_spec attr_specs[] = {
 	{OP_ADAGRAD, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
 	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
 	{OP_SEQMAP, "body", ATTR_GRAPH, 0, 0, NULL},
+	{OP_ISINF, "detect_negative", ATTR_INT, 0, 0, NULL}, {OP_ISINF, "detect_positive", ATTR_INT, 0, 0, NULL},
+	{OP_SELU, "alpha", ATTR_FLOAT, 0, 0, NULL},       {OP_SELU, "gamma", ATTR_FLOAT, 0, 0, NULL},
+	{OP_CELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
+	{OP_SHRINK, "bias", ATTR_FLOAT, 0, 0, NULL},      {OP_SHRINK, "lambd", ATTR_FLOAT, 0, 0, NULL},
+#define REDUCE(op, axes_until) \
+	{op, "axes", ATTR_INTS, 0, axes_until, NULL},      {op, "keepdims", ATTR_INT, 0, 0, NULL}, \
+	{op, "noop_with_empty_axes", ATTR_INT, axes_until + 1, 0, NULL}
+	REDUCE(OP_REDUCESUM, 12), REDUCE(OP_REDUCEMEAN, 17), REDUCE(OP_REDUCEMAX, 17), REDUCE(OP_REDUCEMIN, 17),
+	REDUCE(OP_REDUCEPROD, 17), REDUCE(OP_REDUCEL1, 17), REDUCE(OP_REDUCEL2, 17), REDUCE(OP_REDUCELOGSUM, 17),
+	REDUCE(OP_REDUCELOGSUMEXP, 17), REDUCE(OP_REDUCESUMSQUARE, 17),
+#undef REDUCE
+	{OP_ARGMAX, "axis", ATTR_INT, 0, 0, NULL},        {OP_ARGMAX, "keepdims", ATTR_INT, 0, 0, NULL},
+	{OP_ARGMAX, "select_last_index", ATTR_INT, 12, 0, NULL},
+	{OP_ARGMIN, "axis", ATTR_INT, 0, 0, NULL},        {OP_ARGMIN, "keepdims", ATTR_INT, 0, 0, NULL},
+	{OP_ARGMIN, "select_last_index", ATTR_INT, 12, 0, NULL},
+	{OP_CONV, "auto_pad", ATTR_STRING, 0, 0, NULL},   {OP_CONV, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_CONV, "group", ATTR_INT, 0, 0, NULL},         {OP_CONV, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONV, "pads", ATTR_INTS, 0, 0, NULL},         {OP_CONV, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_MAXPOOL, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_MAXPOOL, "ceil_mode", ATTR_INT, 10, 0, NULL},
+	{OP_MAXPOOL, "dilations", ATTR_INTS, 10, 0, NULL}, {OP_MAXPOOL, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_MAXPOOL, "pads", ATTR_INTS, 0, 0, NULL},      {OP_MAXPOOL, "storage_order", ATTR_INT, 8, 0, NULL},
+	{OP_MAXPOOL, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_AVGPOOL, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_AVGPOOL, "ceil_mode", ATTR_INT, 10, 0, NULL},
+	{OP_AVGPOOL, "count_include_pad", ATTR_INT, 7, 0, NULL}, {OP_AVGPOOL, "dilations", ATTR_INTS, 19, 0, NULL},
+	{OP_AVGPOOL, "kernel_shape", ATTR_INTS, 0, 0, NULL}, {OP_AVGPOOL, "pads", ATTR_INTS, 0, 0, NULL},
+	{OP_AVGPOOL, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_LAYERNORM, "axis", ATTR_INT, 0, 0, NULL},     {OP_LAYERNORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_LAYERNORM, "stash_type", ATTR_INT, 0, 0, NULL},
+	{OP_BATCHNORM, "epsilon", ATTR_FLOAT, 0, 0, NULL}, {OP_BATCHNORM, "momentum", ATTR_FLOAT, 0, 0, NULL},
+	{OP_BATCHNORM, "training_mode", ATTR_INT, 14, 0, NULL},
+	{OP_BATCHNORM, "spatial", ATTR_INT, 0, 8, NULL},
+	{OP_DROPOUT, "ratio", ATTR_FLOAT, 0, 11, NULL},   {OP_DROPOUT, "seed", ATTR_INT, 12, 0, NULL},
+	{OP_DROPOUT, "is_test", ATTR_INT, 0, 6, NULL},
+	{OP_TRILU, "upper", ATTR_INT, 0, 0, NULL},
+	{OP_CUMSUM, "exclusive", ATTR_INT, 0, 0, NULL},   {OP_CUMSUM, "reverse", ATTR_INT, 0, 0, NULL},
+	{OP_HARDMAX, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_EYELIKE, "dtype", ATTR_INT, 0, 0, NULL},      {OP_EYELIKE, "k", ATTR_INT, 0, 0, NULL},
+	{OP_GATHERELEMENTS, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_ONEHOT, "axis", ATTR_INT, 0, 0, NULL},
+	{OP_SOFTMAXCE, "reduction", ATTR_STRING, 0, 0, NULL}, {OP_SOFTMAXCE, "ignore_index", ATTR_INT, 0, 0, NULL},
+	{OP_NLLLOSS, "reduction", ATTR_STRING, 0, 0, NULL}, {OP_NLLLOSS, "ignore_index", ATTR_INT, 0, 0, NULL},
+	{OP_BITSHIFT, "direction", ATTR_STRING, 0, 0, NULL},
+	{OP_DEPTHTOSPACE, "blocksize", ATTR_INT, 0, 0, NULL}, {OP_DEPTHTOSPACE, "mode", ATTR_STRING, 11, 0, NULL},
+	{OP_SPACETODEPTH, "blocksize", ATTR_INT, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_CONVTRANSPOSE, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "group", ATTR_INT, 0, 0, NULL}, {OP_CONVTRANSPOSE, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "output_padding", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "output_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVTRANSPOSE, "pads", ATTR_INTS, 0, 0, NULL}, {OP_CONVTRANSPOSE, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_SCATTERELEMENTS, "axis", ATTR_INT, 0, 0, NULL}, {OP_SCATTERELEMENTS, "reduction", ATTR_STRING, 16, 0, NULL},
+	{OP_SCATTERND, "reduction", ATTR_STRING, 16, 0, NULL},
+	{OP_GATHERND, "batch_dims", ATTR_INT, 12, 0, NULL},
+	{OP_INSTANCENORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_HANNWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HANNWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
+	{OP_HAMMINGWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HAMMINGWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
+	{OP_BLACKMANWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_BLACKMANWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
+	{OP_CASTLIKE, "saturate", ATTR_INT, 19, 0, NULL},
+	{OP_TOPK, "axis", ATTR_INT, 0, 0, NULL},          {OP_TOPK, "k", ATTR_INT, 0, 9, NULL},
+	{OP_TOPK, "largest", ATTR_INT, 11, 0, NULL},      {OP_TOPK, "sorted", ATTR_INT, 11, 0, NULL},
+	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
+	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
+	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -506,6 +568,50 @@ static int norm_softmax_axis(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* Reductions: the axes attribute of the older opsets becomes input 1. */
+static int norm_reduce(onnx_ctx *L, ir_node *n)
+{
+	ints_to_input(L, n, "axes", 1);
+	return 0;
+}
+
+/* Pad-2 (pads and value attributes; Pad-1 spelled pads `paddings`) -> Pad-11
+ * inputs.  Those opsets only padded float tensors. */
+static int norm_pad(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "paddings");
+	if (a) {
+		ir_attr_set_ints(n, "pads", a->n, a->ints);
+		attr_remove(n, "paddings");
+	}
+	if (!ir_attr_find(n, "pads")) {
+		onnx_node_error(L, n, "attribute 'pads' is required at opset %d", n->opset);
+		return 1;
+	}
+	ints_to_input(L, n, "pads", 1);
+	a = ir_attr_find(n, "value");
+	if (a && a->f != 0.0f) {
+		set_input(n, 2, onnx_const_f32_scalar(L, arena_printf(L->A, "%s.value", n->name), a->f));
+	}
+	attr_remove(n, "value");
+	return 0;
+}
+
+/* TopK-1: k as an attribute becomes the K input. */
+static int norm_topk(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "k");
+	if (!a) {
+		onnx_node_error(L, n, "attribute 'k' is required at opset %d", n->opset);
+		return 1;
+	}
+	int64_t k = a->i;
+	set_input(n, 1, onnx_const_i64(L, arena_printf(L->A, "%s.k", n->name), 1, &k));
+	attr_remove(n, "k");
+	return 0;
+}
+
+typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 
 enum { ALL_OPSETS = 1 << 30 };
@@ -523,6 +629,12 @@ static const struct {
 	{OP_RNN, 6, norm_drop_legacy},    {OP_CONCAT, 3, norm_concat},
 	{OP_SOFTMAX, ALL_OPSETS, norm_softmax_axis}, {OP_LOGSOFTMAX, ALL_OPSETS, norm_softmax_axis},
 	{OP_SCAN, 8, norm_scan8},
+	{OP_REDUCESUM, 12, norm_reduce},  {OP_REDUCEMEAN, 17, norm_reduce},
+	{OP_REDUCEMAX, 17, norm_reduce},  {OP_REDUCEMIN, 17, norm_reduce},
+	{OP_REDUCEPROD, 17, norm_reduce}, {OP_REDUCEL1, 17, norm_reduce},
+	{OP_REDUCEL2, 17, norm_reduce},   {OP_REDUCELOGSUM, 17, norm_reduce},
+	{OP_REDUCELOGSUMEXP, 17, norm_reduce}, {OP_REDUCESUMSQUARE, 17, norm_reduce},
+	{OP_PAD, 10, norm_pad},           {OP_TOPK, 9, norm_topk},
 };
 
 /* ---- attribute values ---- */
@@ -751,6 +863,135 @@ static int check_if(onnx_ctx *L, ir_node *n)
 	return errs;
 }
 
+/* The 0/1 attributes of reductions, Trilu and CumSum. */
+static int check_reduce(onnx_ctx *L, ir_node *n)
+{
+	return check_bool(L, n, "keepdims") + check_bool(L, n, "noop_with_empty_axes") +
+	       check_bool(L, n, "select_last_index") + check_bool(L, n, "upper") + check_bool(L, n, "exclusive") +
+	       check_bool(L, n, "reverse");
+}
+
+static int check_conv(onnx_ctx *L, ir_node *n)
+{
+	const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
+		onnx_node_error(L, n, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, not '%s'", ap);
+		return 1;
+	}
+	if (ir_attr_find(n, "pads") && strcmp(ap, "NOTSET")) {
+		onnx_node_error(L, n, "has both 'pads' and auto_pad %s", ap);
+		return 1;
+	}
+	if (ir_attr_int(n, "group", 1) < 1) {
+		onnx_node_error(L, n, "attribute 'group' must be positive");
+		return 1;
+	}
+	return 0;
+}
+
+static int check_pool(onnx_ctx *L, ir_node *n)
+{
+	const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
+		onnx_node_error(L, n, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, not '%s'", ap);
+		return 1;
+	}
+	if (!ir_attr_find(n, "kernel_shape")) {
+		onnx_node_error(L, n, "attribute 'kernel_shape' is required");
+		return 1;
+	}
+	if (ir_attr_int(n, "storage_order", 0)) {
+		onnx_node_error(L, n, "storage_order 1 (column-major Indices) is not supported");
+		return 1;
+	}
+	return check_bool(L, n, "ceil_mode") + check_bool(L, n, "count_include_pad");
+}
+
+static int check_norm(onnx_ctx *L, ir_node *n)
+{
+	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
+		onnx_node_error(L, n, "training_mode 1 (batch statistics, running-mean outputs) is not supported; "
+				"cellc compiles BatchNormalization in inference mode");
+		return 1;
+	}
+	if (n->op == OP_BATCHNORM && n->nout > 1) {
+		onnx_node_error(L, n, "has %d outputs; in inference mode BatchNormalization has one", n->nout);
+		return 1;
+	}
+	if (n->op == OP_BATCHNORM && ir_attr_find(n, "spatial") && ir_attr_int(n, "spatial", 1) != 1) {
+		onnx_node_error(L, n, "spatial 0 (per-element statistics) is not supported");
+		return 1;
+	}
+	return 0;
+}
+
+static int check_hardmax(onnx_ctx *L, ir_node *n)
+{
+	if (n->opset < 13) {
+		onnx_node_error(L, n, "Hardmax before opset 13 (coerced to 2-D) is not supported");
+		return 1;
+	}
+	return 0;
+}
+
+static int check_loss(onnx_ctx *L, ir_node *n)
+{
+	const char *r = ir_attr_string(n, "reduction", "mean");
+	if (strcmp(r, "none") && strcmp(r, "sum") && strcmp(r, "mean")) {
+		onnx_node_error(L, n, "attribute 'reduction' must be none, sum or mean, not '%s'", r);
+		return 1;
+	}
+	return 0;
+}
+
+static int check_misc(onnx_ctx *L, ir_node *n)
+{
+	const char *s;
+	switch (n->op) {
+	case OP_BITSHIFT:
+		s = ir_attr_string(n, "direction", "");
+		if (strcmp(s, "LEFT") && strcmp(s, "RIGHT")) {
+			onnx_node_error(L, n, "attribute 'direction' must be LEFT or RIGHT, not '%s'", s);
+			return 1;
+		}
+		return 0;
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH:
+		s = ir_attr_string(n, "mode", "DCR");
+		if (ir_attr_int(n, "blocksize", 0) < 1 || (strcmp(s, "DCR") && strcmp(s, "CRD"))) {
+			onnx_node_error(L, n, "needs a positive blocksize and mode DCR or CRD");
+			return 1;
+		}
+		return 0;
+	case OP_SCATTERELEMENTS: case OP_SCATTERND:
+		s = ir_attr_string(n, "reduction", "none");
+		if (strcmp(s, "none") && strcmp(s, "add") && strcmp(s, "mul") && strcmp(s, "max") && strcmp(s, "min")) {
+			onnx_node_error(L, n, "attribute 'reduction' must be none, add, mul, max or min, not '%s'", s);
+			return 1;
+		}
+		return 0;
+	case OP_CONVTRANSPOSE:
+		return check_conv(L, n);
+	default:
+		return 0;
+	}
+}
+
+static int check_pad(onnx_ctx *L, ir_node *n)
+{
+	const char *m = ir_attr_string(n, "mode", "constant");
+	if (strcmp(m, "constant") && strcmp(m, "reflect") && strcmp(m, "edge")) {
+		onnx_node_error(L, n, "attribute 'mode' must be constant, reflect or edge, not '%s'", m);
+		return 1;
+	}
+	return 0;
+}
+
+static int check_isinf(onnx_ctx *L, ir_node *n)
+{
+	return check_bool(L, n, "detect_negative") + check_bool(L, n, "detect_positive");
+}
+
+typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 
 static const struct {
@@ -764,6 +1005,17 @@ static const struct {
 	{OP_SPLIT, check_split},       {OP_LOOP, check_body},     {OP_SCAN, check_body},
 	{OP_MOMENTUM, check_optim},    {OP_ADAM, check_optim},    {OP_ADAGRAD, check_optim},
 	{OP_IF, check_if},            {OP_SEQMAP, check_body},
+	{OP_REDUCESUM, check_reduce}, {OP_REDUCEMEAN, check_reduce}, {OP_REDUCEMAX, check_reduce},
+	{OP_REDUCEMIN, check_reduce}, {OP_REDUCEPROD, check_reduce}, {OP_REDUCEL1, check_reduce},
+	{OP_REDUCEL2, check_reduce},  {OP_REDUCELOGSUM, check_reduce}, {OP_REDUCELOGSUMEXP, check_reduce},
+	{OP_REDUCESUMSQUARE, check_reduce}, {OP_ARGMAX, check_reduce}, {OP_ARGMIN, check_reduce},
+	{OP_CONV, check_conv},        {OP_PAD, check_pad},        {OP_ISINF, check_isinf},
+	{OP_MAXPOOL, check_pool},     {OP_AVGPOOL, check_pool},
+	{OP_BATCHNORM, check_norm},   {OP_HARDMAX, check_hardmax},
+	{OP_TRILU, check_reduce},     {OP_CUMSUM, check_reduce},
+	{OP_SOFTMAXCE, check_loss},   {OP_NLLLOSS, check_loss},
+	{OP_BITSHIFT, check_misc},    {OP_DEPTHTOSPACE, check_misc}, {OP_SPACETODEPTH, check_misc},
+	{OP_SCATTERELEMENTS, check_misc}, {OP_SCATTERND, check_misc}, {OP_CONVTRANSPOSE, check_misc},
 };
 
 /* ---- arity ---- */

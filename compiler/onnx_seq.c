@@ -38,7 +38,8 @@
  * Refused with a located error: a sequence whose length or positions depend
  * on run-time data (an If or Loop condition, a position or a trip count
  * that is not a compile-time constant), a tensor operator reading a
- * sequence, Not of a run-time value, a sequence of sequences.
+ * sequence, a sequence of sequences.  (Not of a run-time value is left to
+ * the element-wise machinery.)
  */
 #include "onnx_priv.h"
 #include "infer.h"
@@ -456,6 +457,8 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		reads_seq |= is_resolved(n->in[k]);
 		unresolved |= n->in[k] && n->in[k]->seq != IR_TENSOR && !n->in[k]->resolved;
 	}
+	if (n->op == OP_NOT && !(n->nin > 0 && n->in[0] && ir_value_is_const(n->in[0]) && n->in[0]->data))
+		return 0;       /* a run-time Not: an element-wise node like any other */
 	if (!is_handled(n->op) && !(reads_seq && n->op == OP_IDENTITY)) {
 		if (!reads_seq)
 			return 0;

@@ -28,9 +28,14 @@
  * axes: bodies loop over [B, H] domains, the root graph over any shape. */
 static int is_elem_rank(const ir_node *n, int max_rank)
 {
-	return ir_ops[n->op].kind == OPK_ELEM && n->nout == 1 && n->out[0] &&
-	       n->out[0]->dtype == DT_F32 && n->out[0]->shape.rank >= 0 &&
-	       n->out[0]->shape.rank <= max_rank;
+	if (!(ir_ops[n->op].kind == OPK_ELEM && n->nout == 1 && n->out[0] &&
+	      n->out[0]->dtype == DT_F32 && n->out[0]->shape.rank >= 0 &&
+	      n->out[0]->shape.rank <= max_rank))
+		return 0;
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->dtype != DT_F32)
+			return 0;       /* Where's bool condition: printed on its own */
+	return 1;
 }
 
 static int is_elem(const ir_node *n)

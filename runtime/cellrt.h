@@ -344,6 +344,120 @@ int rt_gather(void *y, const void *x, size_t esize, int64_t outer, int64_t n, in
 void rt_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 
+/* ---- kernels: convolution, padding, reductions (owner: runtime/rt_nn.c) --- */
+
+/* ONNX Conv: X [N, C, D_1..D_nsp] (xdims has nsp + 2 entries), W [M, C/group,
+ * K_1..K_nsp] (kdims: the K), optional B [M] (NULL: none), Y [N, M, O_1..]
+ * with O_a = (D_a + pads[a] + pads[nsp + a] - dil[a] (K_a - 1) - 1) /
+ * strides[a] + 1.  rt_conv: im2col tiles on the stack and rt_sgemm (no
+ * allocation); rt_conv_ref: the plain loop nest (double accumulation) the
+ * unit tests compare it with. */
+void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+	     int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+	     const int64_t *dil);
+void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		 const int64_t *dil);
+
+/* ONNX Pad on every axis: pads [2 rank] = begins then ends (negative ones
+ * crop); Y dims xdims[a] + pads[a] + pads[rank + a].  mode: constant (value,
+ * one element, or zeros when NULL), edge (the border element repeated),
+ * reflect (mirrored about the border element, without repeating it). */
+enum { RT_PAD_CONSTANT = 0, RT_PAD_REFLECT = 1, RT_PAD_EDGE = 2 };
+void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
+	    int mode, const void *value);
+
+/* Reductions of X over the axes a with red[a] != 0, computed in double; Y
+ * holds the kept axes in order (keepdims does not change the layout).  Max and
+ * Min let a NaN win; LogSumExp subtracts the maximum first. */
+enum {
+	RT_REDUCE_SUM, RT_REDUCE_MEAN, RT_REDUCE_MAX, RT_REDUCE_MIN, RT_REDUCE_PROD, RT_REDUCE_L1,
+	RT_REDUCE_L2, RT_REDUCE_LOGSUM, RT_REDUCE_LOGSUMEXP, RT_REDUCE_SUMSQUARE
+};
+void rt_reduce_f32(int kind, float *y, const float *x, int rank, const int64_t *xdims, const unsigned char *red);
+void rt_reduce_f64(int kind, double *y, const double *x, int rank, const int64_t *xdims,
+		   const unsigned char *red);
+
+/* ArgMax (is_min 0) / ArgMin (1) along the middle axis of X [outer, n, inner]
+ * (n >= 1): Y [outer, inner] the index of the first extreme, or of the last
+ * when last != 0. */
+void rt_argmax_f32(int64_t *y, const float *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last);
+void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last);
+
+/* MaxPool / AveragePool over the spatial axes of X [N, C, D..] (xdims:
+ * nsp + 2 entries) into Y [N, C, ysp..] with kernel k, strides st, pads
+ * (begins then ends) and dilations dil.  Max ignores positions in the
+ * padding; RT_POOL_AVG divides by the window's positions inside X,
+ * RT_POOL_AVG_PADS by those inside the padded X (count_include_pad).  idx
+ * (MaxPool's Indices, may be NULL): the flat row-major index into X of each
+ * maximum (the first on ties). */
+enum { RT_POOL_MAX, RT_POOL_AVG, RT_POOL_AVG_PADS };
+void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
+	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
+
+/* LayerNormalization of X viewed as [outer, inner]: each row normalised by
+ * its mean and variance (in double), times scale[inner], plus bias[inner]
+ * (NULL: none); mean and invstd (each [outer], may be NULL) receive the row's
+ * mean and 1 / sqrt(variance + eps). */
+void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const float *scale, const float *bias,
+		  int64_t outer, int64_t inner, float eps);
+/* BatchNormalization in inference mode, X [n, c, inner]:
+ * Y = (X - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]. */
+void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
+		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
+
+/* ONNX Tile: Y dims xdims[a] * reps[a], Y[i..] = X[i_a mod xdims[a]..]. */
+void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps);
+/* ONNX GatherElements: indices (int32 when idx_dtype == 6, else int64) of
+ * dims idims (the rank of X); Y[i..] = X[i.. with i_axis = indices[i..]],
+ * negative indices counting from xdims[axis].  RT_ERR_INDEX if one is out
+ * of [-xdims[axis], xdims[axis]) (Y then partly written). */
+int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const void *idx,
+		       int idx_dtype, const int64_t *idims, int axis);
+
+/* SoftmaxCrossEntropyLoss (from_logits 1: X are scores, log-softmax over
+ * the classes, written to logp [n, c, d] when not NULL) and
+ * NegativeLogLikelihoodLoss (from_logits 0: X are log-probabilities) for X
+ * [n, c, d] (d: the product of the axes after the classes) and target
+ * [n, d]: l = -w[t] * logp[t] (w NULL: 1), 0 for targets equal to ignore
+ * (has_ignore).  loss: [n, d] (RT_LOSS_NONE), the sum, or the sum divided by
+ * the sum of the weights of the targets not ignored (RT_LOSS_MEAN).
+ * RT_ERR_INDEX for a target outside [0, c) that is not ignored. */
+enum { RT_LOSS_NONE, RT_LOSS_SUM, RT_LOSS_MEAN };
+int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
+		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
+
+/* ONNX ConvTranspose: X [N, C, D..], W [C, M/group, K..], B [M] (NULL: none),
+ * Y [N, M, ysp..]: every input element adds x * w to the output position
+ * i = d * strides - pads + k * dil it reaches (pads: the begins). */
+void rt_conv_transpose(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		       const int64_t *ysp, int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides,
+		       const int64_t *pads, const int64_t *dil);
+/* ScatterElements / ScatterND: Y = X (copied unless y == x), then updates
+ * written (or combined: add, mul, max, min; float32 only, is_f32) at the
+ * positions the int64 indices name; negative indices count back.
+ * ScatterND's indices are nidx tuples of q entries, each naming a slice of
+ * the trailing rank - q axes.  RT_ERR_INDEX for an index out of range. */
+enum { RT_SCATTER_NONE, RT_SCATTER_ADD, RT_SCATTER_MUL, RT_SCATTER_MAX, RT_SCATTER_MIN };
+int rt_scatter_elements(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+			const int64_t *idx, const void *upd, const int64_t *idims, int axis, int reduction);
+int rt_scatter_nd(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+		  const int64_t *idx, int64_t nidx, int q, const void *upd, int reduction);
+/* GatherND: for each of the batch_dims leading axes' positions, nidx_per_batch
+ * tuples of q int64 entries, each copying the slice of X's trailing axes it
+ * names.  RT_ERR_INDEX for an index out of range. */
+int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, int batch_dims,
+		 const int64_t *idx, int64_t nidx_per_batch, int q);
+/* InstanceNormalization of X [n, c, inner]: per (n, c) statistics in double. */
+void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
+		     int64_t inner, float eps);
+
+/* TopK along the middle axis of X [outer, n, inner] (k <= n): the k largest
+ * (or smallest) elements in order, ties to the lower index, into vals and
+ * idx [outer, k, inner].  O(n k) per row: meant for small k. */
+void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t k,
+		 int largest);
+
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a

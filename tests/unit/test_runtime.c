@@ -1333,6 +1333,234 @@ END_TEST
 
 /* ---- suite ------------------------------------------------------------------ */
 
+/* ---- rt_nn.c: Conv, Pad, reductions, ArgMax ----------------------------------- */
+
+/* rt_conv_ref against convolutions worked out by hand (1-D, padding, stride,
+ * dilation, bias, two groups), so that the reference rt_conv is compared
+ * with is itself right. */
+START_TEST(test_conv_ref_by_hand)
+{
+	const float x[] = {1, 2, 3, 4, 5};
+	const float w[] = {1, -2};
+	float y[8];
+	/* no padding, stride 1: x[i] - 2 x[i+1] */
+	rt_conv_ref(y, x, w, NULL, 1, (const int64_t[]){1, 1, 5}, 1, 1, (const int64_t[]){2},
+		    (const int64_t[]){1}, (const int64_t[]){0, 0}, (const int64_t[]){1});
+	const float want0[] = {-3, -4, -5, -6};
+	for (int i = 0; i < 4; i++)
+		ck_assert_float_eq(y[i], want0[i]);
+	/* pads 1 and 1, stride 2, dilation 2, bias 10: taps x[2o-1] and x[2o+1] */
+	const float b[] = {10};
+	rt_conv_ref(y, x, w, b, 1, (const int64_t[]){1, 1, 5}, 1, 1, (const int64_t[]){2},
+		    (const int64_t[]){2}, (const int64_t[]){1, 1}, (const int64_t[]){2});
+	const float want1[] = {10 + 0 - 2 * 2, 10 + 2 - 2 * 4, 10 + 4 - 0};
+	for (int i = 0; i < 3; i++)
+		ck_assert_float_eq(y[i], want1[i]);
+	/* two groups of one channel each, kernel 1: channel g scaled by w[g] */
+	const float x2[] = {1, 2, 3, 4, 5, 6};
+	const float w2[] = {3, -1};
+	rt_conv_ref(y, x2, w2, NULL, 1, (const int64_t[]){1, 2, 3}, 2, 2, (const int64_t[]){1},
+		    (const int64_t[]){1}, (const int64_t[]){0, 0}, (const int64_t[]){1});
+	const float want2[] = {3, 6, 9, -4, -5, -6};
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq(y[i], want2[i]);
+}
+END_TEST
+
+/* One random convolution through rt_conv and rt_conv_ref. */
+static void conv_case(rng *r, int nsp, const int64_t *xd, int64_t m, int64_t group, const int64_t *k,
+		      const int64_t *st, const int64_t *pads, const int64_t *dil, int bias)
+{
+	int64_t nx = xd[0] * xd[1], nw = m * (xd[1] / group), ny = xd[0] * m;
+	for (int a = 0; a < nsp; a++) {
+		int64_t span = dil[a] * (k[a] - 1) + 1, o = (xd[2 + a] + pads[a] + pads[nsp + a] - span) / st[a] + 1;
+		nx *= xd[2 + a];
+		nw *= k[a];
+		ny *= o;
+	}
+	float *x = xmalloc((size_t)nx * sizeof *x), *w = xmalloc((size_t)nw * sizeof *w), b[512];
+	float *y = xmalloc((size_t)ny * sizeof *y), *yr = xmalloc((size_t)ny * sizeof *yr);
+	fill(r, x, nx);
+	fill(r, w, nw);
+	fill(r, b, m);
+	rt_conv(y, x, w, bias ? b : NULL, nsp, xd, m, group, k, st, pads, dil);
+	rt_conv_ref(yr, x, w, bias ? b : NULL, nsp, xd, m, group, k, st, pads, dil);
+	for (int64_t i = 0; i < ny; i++)
+		ck_assert_msg(fabsf(y[i] - yr[i]) <= 1e-4f * (1.0f + fabsf(yr[i])),
+			      "nsp %d m %lld group %lld: y[%lld] = %g, reference %g", nsp, (long long)m,
+			      (long long)group, (long long)i, (double)y[i], (double)yr[i]);
+	free(x);
+	free(w);
+	free(y);
+	free(yr);
+}
+
+/* rt_conv (im2col tiles + rt_sgemm) against rt_conv_ref: 1-D front ends with
+ * kernels up to 256 and strides up to 128, padding, groups, dilations;
+ * 2-D and 3-D; a column longer than the tile buffer. */
+START_TEST(test_conv_vs_ref)
+{
+	rng r = {7};
+	conv_case(&r, 1, (const int64_t[]){2, 1, 1024}, 129, 1, (const int64_t[]){256}, (const int64_t[]){128},
+		  (const int64_t[]){128, 128}, (const int64_t[]){1}, 0);
+	conv_case(&r, 1, (const int64_t[]){1, 16, 40}, 16, 1, (const int64_t[]){3}, (const int64_t[]){1},
+		  (const int64_t[]){1, 1}, (const int64_t[]){1}, 1);
+	conv_case(&r, 1, (const int64_t[]){3, 8, 37}, 12, 4, (const int64_t[]){5}, (const int64_t[]){2},
+		  (const int64_t[]){2, 3}, (const int64_t[]){3}, 1);
+	conv_case(&r, 1, (const int64_t[]){1, 6, 20}, 6, 6, (const int64_t[]){3}, (const int64_t[]){1},
+		  (const int64_t[]){0, 0}, (const int64_t[]){1}, 1);
+	conv_case(&r, 2, (const int64_t[]){2, 3, 9, 11}, 5, 1, (const int64_t[]){3, 2}, (const int64_t[]){2, 1},
+		  (const int64_t[]){1, 0, 1, 1}, (const int64_t[]){1, 2}, 1);
+	conv_case(&r, 3, (const int64_t[]){1, 2, 5, 4, 6}, 4, 2, (const int64_t[]){2, 3, 2},
+		  (const int64_t[]){1, 1, 2}, (const int64_t[]){0, 1, 1, 1, 1, 0}, (const int64_t[]){1, 1, 1}, 0);
+	/* 40 channels x 256 taps = 10240 rows per column, more than the tile holds */
+	conv_case(&r, 1, (const int64_t[]){1, 40, 300}, 3, 1, (const int64_t[]){256}, (const int64_t[]){16},
+		  (const int64_t[]){0, 0}, (const int64_t[]){1}, 1);
+}
+END_TEST
+
+/* rt_pad against the index formulas of the three modes written out here. */
+START_TEST(test_pad_modes)
+{
+	const int64_t xd[2] = {3, 4}, pads[4] = {2, 1, 1, 3};
+	float x[12], y[6 * 8];
+	for (int i = 0; i < 12; i++)
+		x[i] = (float)(i + 1);
+	const float val = -7;
+	for (int mode = 0; mode < 3; mode++) {
+		rt_pad(y, x, sizeof(float), 2, xd, pads, mode, mode == RT_PAD_CONSTANT ? &val : NULL);
+		for (int i = 0; i < 6; i++)
+			for (int j = 0; j < 8; j++) {
+				int si = i - 2, sj = j - 1;
+				float want;
+				if (mode == RT_PAD_CONSTANT) {
+					want = si >= 0 && si < 3 && sj >= 0 && sj < 4 ? x[si * 4 + sj] : val;
+				} else if (mode == RT_PAD_EDGE) {
+					si = si < 0 ? 0 : si > 2 ? 2 : si;
+					sj = sj < 0 ? 0 : sj > 3 ? 3 : sj;
+					want = x[si * 4 + sj];
+				} else {
+					si = si < 0 ? -si : si > 2 ? 4 - si : si;
+					sj = sj < 0 ? -sj : sj > 3 ? 6 - sj : sj;
+					want = x[si * 4 + sj];
+				}
+				ck_assert_msg(y[i * 8 + j] == want, "mode %d y[%d,%d] = %g, want %g", mode, i, j,
+					      (double)y[i * 8 + j], (double)want);
+			}
+	}
+	/* negative pads crop */
+	rt_pad(y, x, sizeof(float), 2, xd, (const int64_t[]){-1, 0, 0, -2}, RT_PAD_CONSTANT, NULL);
+	const float want[] = {5, 6, 9, 10};
+	for (int i = 0; i < 4; i++)
+		ck_assert_float_eq(y[i], want[i]);
+}
+END_TEST
+
+/* rt_reduce_f32 over axes {0, 2} of a [3, 4, 5] tensor, every kind, against
+ * loops written out here in double. */
+START_TEST(test_reduce_kinds)
+{
+	rng r = {11};
+	float x[60], y[4];
+	fill(&r, x, 60);
+	for (int i = 0; i < 60; i++)
+		x[i] = x[i] * 2.0f + (i % 3 == 0 ? 2.5f : 0.0f);        /* some positive for the logs */
+	const unsigned char red[3] = {1, 0, 1};
+	for (int kind = RT_REDUCE_SUM; kind <= RT_REDUCE_SUMSQUARE; kind++) {
+		rt_reduce_f32(kind, y, x, 3, (const int64_t[]){3, 4, 5}, red);
+		for (int j = 0; j < 4; j++) {
+			double s = 0, mx = -INFINITY, mn = INFINITY, p = 1, l1 = 0, sq = 0, se = 0;
+			for (int i = 0; i < 3; i++)
+				for (int k = 0; k < 5; k++) {
+					double v = x[(i * 4 + j) * 5 + k];
+					s += v, p *= v, l1 += fabs(v), sq += v * v, se += exp(v);
+					mx = v > mx ? v : mx;
+					mn = v < mn ? v : mn;
+				}
+			double want[] = {s, s / 15, mx, mn, p, l1, sqrt(sq), log(s), log(se), sq};
+			if (kind == RT_REDUCE_LOGSUM && s <= 0)
+				continue;
+			ck_assert_msg(fabs(y[j] - want[kind]) <= 1e-5 * (1 + fabs(want[kind])), "kind %d y[%d] = %g, want %g",
+				      kind, j, (double)y[j], want[kind]);
+		}
+	}
+}
+END_TEST
+
+/* rt_pool against windows worked out by hand: a 1-D row with pads 1/1,
+ * kernel 3, stride 2 (max with Indices, average without and with the pads). */
+START_TEST(test_pool_by_hand)
+{
+	const float x[] = {4, -1, 3, 8, -2};    /* [1, 1, 5] */
+	float y[3];
+	int64_t ix[3];
+	const int64_t xd[3] = {1, 1, 5}, ysp[1] = {3}, k[1] = {3}, st[1] = {2}, pads[2] = {1, 1}, dil[1] = {1};
+	/* windows: {pad, 4, -1}, {-1, 3, 8}, {8, -2, pad} */
+	rt_pool(RT_POOL_MAX, y, ix, x, 1, xd, ysp, k, st, pads, dil);
+	ck_assert_float_eq(y[0], 4);
+	ck_assert_float_eq(y[1], 8);
+	ck_assert_float_eq(y[2], 8);
+	ck_assert_int_eq(ix[0], 0);
+	ck_assert_int_eq(ix[1], 3);
+	ck_assert_int_eq(ix[2], 3);
+	rt_pool(RT_POOL_AVG, y, NULL, x, 1, xd, ysp, k, st, pads, dil);
+	ck_assert_float_eq_tol(y[0], 1.5f, 1e-6f);
+	ck_assert_float_eq_tol(y[1], 10.0f / 3.0f, 1e-6f);
+	ck_assert_float_eq_tol(y[2], 3.0f, 1e-6f);
+	rt_pool(RT_POOL_AVG_PADS, y, NULL, x, 1, xd, ysp, k, st, pads, dil);
+	ck_assert_float_eq_tol(y[0], 1.0f, 1e-6f);
+	ck_assert_float_eq_tol(y[2], 2.0f, 1e-6f);
+}
+END_TEST
+
+/* rt_layernorm and rt_batchnorm against the formulas evaluated here. */
+START_TEST(test_norms)
+{
+	const float x[] = {1, 2, 3, 4, -1, 0, 1, 6};    /* [2, 4] */
+	const float sc[] = {1, 2, 0.5f, -1}, bi[] = {0, 1, 2, 3};
+	float y[8], mean[2], inv[2];
+	rt_layernorm(y, mean, inv, x, sc, bi, 2, 4, 1e-5f);
+	for (int r = 0; r < 2; r++) {
+		double m = 0, v = 0;
+		for (int i = 0; i < 4; i++)
+			m += x[r * 4 + i] / 4.0;
+		for (int i = 0; i < 4; i++)
+			v += (x[r * 4 + i] - m) * (x[r * 4 + i] - m) / 4.0;
+		ck_assert_float_eq_tol(mean[r], m, 1e-6);
+		ck_assert_float_eq_tol(inv[r], 1 / sqrt(v + 1e-5), 1e-5);
+		for (int i = 0; i < 4; i++)
+			ck_assert_float_eq_tol(y[r * 4 + i], (x[r * 4 + i] - m) / sqrt(v + 1e-5) * sc[i] + bi[i], 1e-5);
+	}
+	/* batch norm over [N=2, C=2, 2] */
+	const float mu[] = {1, -1}, var[] = {4, 0.25f};
+	rt_batchnorm(y, x, sc, bi, mu, var, 2, 2, 2, 0.0f);
+	for (int b = 0; b < 2; b++)
+		for (int ch = 0; ch < 2; ch++)
+			for (int i = 0; i < 2; i++) {
+				int j = (b * 2 + ch) * 2 + i;
+				ck_assert_float_eq_tol(y[j], (x[j] - mu[ch]) / sqrt(var[ch]) * sc[ch] + bi[ch], 1e-6);
+			}
+}
+END_TEST
+
+START_TEST(test_argmax)
+{
+	const float x[] = {1, 5, 5, 0, -2, 7, -2, 7};     /* [2, 4]: along axis 1 */
+	int64_t y[2];
+	rt_argmax_f32(y, x, 2, 4, 1, 0, 0);
+	ck_assert_int_eq(y[0], 1);
+	ck_assert_int_eq(y[1], 1);
+	rt_argmax_f32(y, x, 2, 4, 1, 0, 1);
+	ck_assert_int_eq(y[0], 2);
+	ck_assert_int_eq(y[1], 3);
+	rt_argmax_f32(y, x, 2, 4, 1, 1, 0);
+	ck_assert_int_eq(y[0], 3);
+	ck_assert_int_eq(y[1], 0);
+	rt_argmax_f32(y, x, 2, 4, 1, 1, 1);
+	ck_assert_int_eq(y[1], 2);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
@@ -1383,6 +1611,13 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_copy_rows);
 	tcase_add_test(tc, test_gather);
 	tcase_add_test(tc, test_softmax_family);
+	tcase_add_test(tc, test_conv_ref_by_hand);
+	tcase_add_test(tc, test_conv_vs_ref);
+	tcase_add_test(tc, test_pad_modes);
+	tcase_add_test(tc, test_reduce_kinds);
+	tcase_add_test(tc, test_argmax);
+	tcase_add_test(tc, test_pool_by_hand);
+	tcase_add_test(tc, test_norms);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("init");

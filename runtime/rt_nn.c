@@ -1,0 +1,694 @@
+/* rt_nn.c: the kernels of the ONNX operators that are neither element-wise
+ * nor recurrent: N-D convolution (Conv), padding (Pad), reductions over any
+ * set of axes (ReduceSum .. ReduceLogSumExp) and ArgMax/ArgMin.
+ *
+ * rt_conv lowers each group of a convolution to products: the input patches
+ * of a tile of output positions are copied into a column buffer on the stack
+ * (im2col, RT_CONV_TILE floats, so no allocation) and one rt_sgemm per tile
+ * multiplies the group's filters [M/g, C/g * K] by them, writing straight
+ * into Y.  rt_conv_ref is the textbook loop nest the unit tests compare it
+ * with.  Reductions walk the kept axes and, for each output element, the
+ * reduced ones, in double.  All tensors are dense row-major.
+ */
+#include "cellrt.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { RT_CONV_TILE = 8192 };   /* floats of the im2col buffer (32 KiB of stack) */
+
+/* Output size of one spatial axis. */
+static int64_t conv_out(int64_t d, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t dil)
+{
+	int64_t span = dil * (k - 1) + 1;
+	return d + pb + pe < span ? 0 : (d + pb + pe - span) / s + 1;
+}
+
+/* Spatial geometry shared by the two convolutions. */
+typedef struct conv_geo {
+	int nsp;
+	int64_t in[RT_TF_MAXRANK], out[RT_TF_MAXRANK], k[RT_TF_MAXRANK];
+	int64_t s[RT_TF_MAXRANK], pb[RT_TF_MAXRANK], dil[RT_TF_MAXRANK];
+	int64_t nin, nout, nk;          /* products of in, out, k */
+} conv_geo;
+
+static void conv_geo_init(conv_geo *G, int nsp, const int64_t *xdims, const int64_t *kdims,
+			  const int64_t *strides, const int64_t *pads, const int64_t *dil)
+{
+	G->nsp = nsp;
+	G->nin = G->nout = G->nk = 1;
+	for (int a = 0; a < nsp; a++) {
+		G->in[a] = xdims[2 + a];
+		G->k[a] = kdims[a];
+		G->s[a] = strides[a];
+		G->pb[a] = pads[a];
+		G->dil[a] = dil[a];
+		G->out[a] = conv_out(G->in[a], G->k[a], G->s[a], pads[a], pads[nsp + a], G->dil[a]);
+		G->nin *= G->in[a];
+		G->nout *= G->out[a];
+		G->nk *= G->k[a];
+	}
+}
+
+/* Flat input offset of the tap at kernel index kk for output position p, or
+ * -1 in the padding. */
+static int64_t conv_tap(const conv_geo *G, int64_t p, int64_t kk)
+{
+	int64_t off = 0;
+	int64_t pc[RT_TF_MAXRANK], kc[RT_TF_MAXRANK];
+	for (int a = G->nsp - 1; a >= 0; a--) {
+		pc[a] = p % G->out[a];
+		p /= G->out[a];
+		kc[a] = kk % G->k[a];
+		kk /= G->k[a];
+	}
+	for (int a = 0; a < G->nsp; a++) {
+		int64_t i = pc[a] * G->s[a] - G->pb[a] + kc[a] * G->dil[a];
+		if (i < 0 || i >= G->in[a])
+			return -1;
+		off = off * G->in[a] + i;
+	}
+	return off;
+}
+
+void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+	     int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+	     const int64_t *dil)
+{
+	float col[RT_CONV_TILE];
+	conv_geo G;
+	conv_geo_init(&G, nsp, xdims, kdims, strides, pads, dil);
+	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group;
+	int64_t rows = cg * G.nk;               /* one column: every tap of every channel */
+	int64_t tile = rows > 0 && rows < RT_CONV_TILE ? RT_CONV_TILE / rows : 1;
+	for (int64_t b0 = 0; b0 < n; b0++) {
+		float *yb = y + b0 * m * G.nout;
+		for (int64_t o = 0; o < m; o++)
+			for (int64_t p = 0; p < G.nout; p++)
+				yb[o * G.nout + p] = b ? b[o] : 0.0f;
+		if (!G.nout || !rows)
+			continue;
+		for (int64_t g = 0; g < group; g++) {
+			const float *xg = x + (b0 * c + g * cg) * G.nin;
+			const float *wg = w + g * mg * rows;
+			if (rows > RT_CONV_TILE) {
+				/* a column longer than the buffer: the reference loop */
+				for (int64_t o = 0; o < mg; o++)
+					for (int64_t p = 0; p < G.nout; p++) {
+						double acc = 0;
+						for (int64_t r = 0; r < rows; r++) {
+							int64_t t = conv_tap(&G, p, r % G.nk);
+							if (t >= 0)
+								acc += (double)wg[o * rows + r] * xg[(r / G.nk) * G.nin + t];
+						}
+						yb[(g * mg + o) * G.nout + p] += (float)acc;
+					}
+				continue;
+			}
+			for (int64_t p0 = 0; p0 < G.nout; p0 += tile) {
+				int64_t np = G.nout - p0 < tile ? G.nout - p0 : tile;
+				for (int64_t kk = 0; kk < G.nk; kk++)
+					for (int64_t j = 0; j < np; j++) {
+						int64_t t = conv_tap(&G, p0 + j, kk);
+						for (int64_t ch = 0; ch < cg; ch++)
+							col[(ch * G.nk + kk) * np + j] = t >= 0 ? xg[ch * G.nin + t] : 0.0f;
+					}
+				rt_sgemm(0, 0, mg, np, rows, 1.0f, wg, rows, col, np, 1.0f,
+					 yb + g * mg * G.nout + p0, G.nout);
+			}
+		}
+	}
+}
+
+void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		 const int64_t *dil)
+{
+	conv_geo G;
+	conv_geo_init(&G, nsp, xdims, kdims, strides, pads, dil);
+	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group;
+	for (int64_t b0 = 0; b0 < n; b0++)
+		for (int64_t o = 0; o < m; o++) {
+			int64_t g = o / mg;
+			for (int64_t p = 0; p < G.nout; p++) {
+				double acc = b ? b[o] : 0.0;
+				for (int64_t ch = 0; ch < cg; ch++)
+					for (int64_t kk = 0; kk < G.nk; kk++) {
+						int64_t t = conv_tap(&G, p, kk);
+						if (t >= 0)
+							acc += (double)w[(o * cg + ch) * G.nk + kk] *
+							       x[(b0 * c + g * cg + ch) * G.nin + t];
+					}
+				y[(b0 * m + o) * G.nout + p] = (float)acc;
+			}
+		}
+}
+
+/* ---- Pad ------------------------------------------------------------------- */
+
+/* The source index of output index o on an axis of size d padded by pb in
+ * front, or -1 for the constant. */
+static int64_t pad_src(int64_t o, int64_t d, int64_t pb, int mode)
+{
+	int64_t i = o - pb;
+	if (i >= 0 && i < d)
+		return i;
+	if (mode == RT_PAD_CONSTANT || d == 0)
+		return -1;
+	if (mode == RT_PAD_EDGE || d == 1)
+		return i < 0 ? 0 : d - 1;
+	/* reflect about the first and last elements (period 2d - 2) */
+	int64_t per = 2 * d - 2;
+	i %= per;
+	if (i < 0)
+		i += per;
+	return i < d ? i : per - i;
+}
+
+void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
+	    int mode, const void *value)
+{
+	int64_t yd[RT_TF_MAXRANK], c[RT_TF_MAXRANK] = {0}, total = 1;
+	for (int a = 0; a < rank; a++) {
+		yd[a] = xdims[a] + pads[a] + pads[rank + a];
+		total *= yd[a];
+	}
+	char *out = y;
+	for (int64_t i = 0; i < total; i++) {
+		int64_t off = 0;
+		int in = 1;
+		for (int a = 0; a < rank && in; a++) {
+			int64_t s = pad_src(c[a], xdims[a], pads[a], mode);
+			in = s >= 0;
+			off = off * xdims[a] + s;
+		}
+		if (in)
+			memcpy(out + (size_t)i * esize, (const char *)x + (size_t)off * esize, esize);
+		else if (value)
+			memcpy(out + (size_t)i * esize, value, esize);
+		else
+			memset(out + (size_t)i * esize, 0, esize);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < yd[a])
+				break;
+			c[a] = 0;
+		}
+	}
+}
+
+/* ---- reductions -------------------------------------------------------------- */
+
+/* One output element from the reduced elements x[base + sum c_a * st_a]. */
+#define REDUCE_BODY(T)                                                                             \
+	int64_t st[RT_TF_MAXRANK], oc[RT_TF_MAXRANK] = {0};                                        \
+	int64_t m = 1;                                                                             \
+	for (int a = rank - 1; a >= 0; a--) {                                                      \
+		st[a] = m;                                                                         \
+		m *= xdims[a];                                                                     \
+	}                                                                                          \
+	int64_t nred = 1, nout = 1;                                                                \
+	for (int a = 0; a < rank; a++) {                                                           \
+		if (red[a])                                                                        \
+			nred *= xdims[a];                                                          \
+		else                                                                               \
+			nout *= xdims[a];                                                          \
+	}                                                                                          \
+	for (int64_t o = 0; o < nout; o++) {                                                       \
+		int64_t base = 0, rc[RT_TF_MAXRANK] = {0};                                         \
+		for (int a = 0; a < rank; a++)                                                     \
+			if (!red[a])                                                               \
+				base += oc[a] * st[a];                                             \
+		double acc = kind == RT_REDUCE_MAX ? -INFINITY : kind == RT_REDUCE_MIN ? INFINITY \
+			   : kind == RT_REDUCE_PROD ? 1.0 : 0.0;                                   \
+		double top = -INFINITY;                                                            \
+		if (kind == RT_REDUCE_LOGSUMEXP) {                                                 \
+			int64_t c2[RT_TF_MAXRANK] = {0};                                           \
+			for (int64_t r = 0; r < nred; r++) {                                       \
+				int64_t off = base;                                                \
+				for (int a = 0; a < rank; a++)                                     \
+					off += c2[a] * st[a];                                      \
+				if ((double)x[off] > top)                                          \
+					top = (double)x[off];                                      \
+				for (int a = rank - 1; a >= 0; a--) {                              \
+					if (!red[a])                                               \
+						continue;                                          \
+					if (++c2[a] < xdims[a])                                    \
+						break;                                             \
+					c2[a] = 0;                                                 \
+				}                                                                  \
+			}                                                                          \
+			if (!isfinite(top))                                                        \
+				top = 0;                                                           \
+		}                                                                                  \
+		for (int64_t r = 0; r < nred; r++) {                                               \
+			int64_t off = base;                                                        \
+			for (int a = 0; a < rank; a++)                                             \
+				off += rc[a] * st[a];                                              \
+			double v = (double)x[off];                                                 \
+			switch (kind) {                                                            \
+			case RT_REDUCE_MAX: acc = v > acc || v != v ? v : acc; break;              \
+			case RT_REDUCE_MIN: acc = v < acc || v != v ? v : acc; break;              \
+			case RT_REDUCE_PROD: acc *= v; break;                                      \
+			case RT_REDUCE_L1: acc += fabs(v); break;                                  \
+			case RT_REDUCE_L2: case RT_REDUCE_SUMSQUARE: acc += v * v; break;          \
+			case RT_REDUCE_LOGSUMEXP: acc += exp(v - top); break;                      \
+			default: acc += v; break;                                                  \
+			}                                                                          \
+			for (int a = rank - 1; a >= 0; a--) {                                      \
+				if (!red[a])                                                       \
+					continue;                                                  \
+				if (++rc[a] < xdims[a])                                            \
+					break;                                                     \
+				rc[a] = 0;                                                         \
+			}                                                                          \
+		}                                                                                  \
+		switch (kind) {                                                                    \
+		case RT_REDUCE_MEAN: acc /= (double)nred; break;                                   \
+		case RT_REDUCE_L2: acc = sqrt(acc); break;                                         \
+		case RT_REDUCE_LOGSUM: acc = log(acc); break;                                      \
+		case RT_REDUCE_LOGSUMEXP: acc = log(acc) + top; break;                             \
+		default: break;                                                                    \
+		}                                                                                  \
+		y[o] = (T)acc;                                                                     \
+		for (int a = rank - 1; a >= 0; a--) {                                              \
+			if (red[a])                                                                \
+				continue;                                                          \
+			if (++oc[a] < xdims[a])                                                    \
+				break;                                                             \
+			oc[a] = 0;                                                                 \
+		}                                                                                  \
+	}
+
+void rt_reduce_f32(int kind, float *y, const float *x, int rank, const int64_t *xdims, const unsigned char *red)
+{
+	REDUCE_BODY(float)
+}
+
+void rt_reduce_f64(int kind, double *y, const double *x, int rank, const int64_t *xdims,
+		   const unsigned char *red)
+{
+	REDUCE_BODY(double)
+}
+
+#define ARG_BODY                                                                                   \
+	for (int64_t o = 0; o < outer; o++)                                                        \
+		for (int64_t i = 0; i < inner; i++) {                                              \
+			int64_t best = 0;                                                          \
+			for (int64_t j = 1; j < n; j++) {                                          \
+				double v = (double)x[(o * n + j) * inner + i];                     \
+				double b = (double)x[(o * n + best) * inner + i];                  \
+				int better = is_min ? v < b : v > b;                               \
+				if (better || (last && v == b))                                    \
+					best = j;                                                  \
+			}                                                                          \
+			y[o * inner + i] = best;                                                   \
+		}
+
+void rt_argmax_f32(int64_t *y, const float *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last)
+{
+	ARG_BODY
+}
+
+void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_t inner, int is_min, int last)
+{
+	ARG_BODY
+}
+
+/* ---- pooling ------------------------------------------------------------------ */
+
+void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
+	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil)
+{
+	int64_t nc = xdims[0] * xdims[1], nin = 1, nout = 1, nk = 1;
+	for (int a = 0; a < nsp; a++) {
+		nin *= xdims[2 + a];
+		nout *= ysp[a];
+		nk *= k[a];
+	}
+	for (int64_t plane = 0; plane < nc; plane++) {
+		const float *xp = x + plane * nin;
+		for (int64_t p = 0; p < nout; p++) {
+			int64_t pc[RT_TF_MAXRANK], q = p;
+			for (int a = nsp - 1; a >= 0; a--) {
+				pc[a] = q % ysp[a];
+				q /= ysp[a];
+			}
+			double acc = kind == RT_POOL_MAX ? -INFINITY : 0.0;
+			int64_t best = -1, cnt = 0, padded = 0;
+			for (int64_t kk = 0; kk < nk; kk++) {
+				int64_t off = 0, r = kk, kc[RT_TF_MAXRANK];
+				int in = 1, inpad = 1;
+				for (int a = nsp - 1; a >= 0; a--) {
+					kc[a] = r % k[a];
+					r /= k[a];
+				}
+				for (int a = 0; a < nsp; a++) {
+					int64_t i = pc[a] * st[a] - pads[a] + kc[a] * dil[a];
+					in &= i >= 0 && i < xdims[2 + a];
+					inpad &= i >= -pads[a] && i < xdims[2 + a] + pads[nsp + a];
+					off = off * xdims[2 + a] + i;
+				}
+				padded += inpad;
+				if (!in)
+					continue;
+				double v = xp[off];
+				cnt++;
+				if (kind == RT_POOL_MAX) {
+					if (best < 0 || v > acc) {
+						acc = v;
+						best = off;
+					}
+				} else {
+					acc += v;
+				}
+			}
+			if (kind == RT_POOL_AVG)
+				acc = cnt ? acc / (double)cnt : 0.0;
+			else if (kind == RT_POOL_AVG_PADS)
+				acc = padded ? acc / (double)padded : 0.0;
+			y[plane * nout + p] = (float)acc;
+			if (idx)
+				idx[plane * nout + p] = best < 0 ? -1 : plane * nin + best;
+		}
+	}
+}
+
+/* ---- normalisation ---------------------------------------------------------------- */
+
+void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const float *scale, const float *bias,
+		  int64_t outer, int64_t inner, float eps)
+{
+	for (int64_t o = 0; o < outer; o++) {
+		const float *xr = x + o * inner;
+		double m = 0, v = 0;
+		for (int64_t i = 0; i < inner; i++)
+			m += xr[i];
+		m = inner ? m / (double)inner : 0.0;
+		for (int64_t i = 0; i < inner; i++)
+			v += (xr[i] - m) * (xr[i] - m);
+		v = inner ? v / (double)inner : 0.0;
+		double inv = 1.0 / sqrt(v + (double)eps);
+		for (int64_t i = 0; i < inner; i++)
+			y[o * inner + i] = (float)((xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f));
+		if (mean)
+			mean[o] = (float)m;
+		if (invstd)
+			invstd[o] = (float)inv;
+	}
+}
+
+void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
+		  const float *var, int64_t n, int64_t c, int64_t inner, float eps)
+{
+	for (int64_t ch = 0; ch < c; ch++) {
+		double s = scale[ch] / sqrt((double)var[ch] + (double)eps), t = bias[ch] - mean[ch] * s;
+		for (int64_t b = 0; b < n; b++)
+			for (int64_t i = 0; i < inner; i++)
+				y[(b * c + ch) * inner + i] = (float)(x[(b * c + ch) * inner + i] * s + t);
+	}
+}
+
+/* ---- Tile, GatherElements ------------------------------------------------------ */
+
+void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps)
+{
+	int64_t yd[RT_TF_MAXRANK], c[RT_TF_MAXRANK] = {0}, total = 1;
+	for (int a = 0; a < rank; a++) {
+		yd[a] = xdims[a] * reps[a];
+		total *= yd[a];
+	}
+	for (int64_t i = 0; i < total; i++) {
+		int64_t off = 0;
+		for (int a = 0; a < rank; a++)
+			off = off * xdims[a] + c[a] % xdims[a];
+		memcpy((char *)y + (size_t)i * esize, (const char *)x + (size_t)off * esize, esize);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < yd[a])
+				break;
+			c[a] = 0;
+		}
+	}
+}
+
+int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const void *idx,
+		       int idx_dtype, const int64_t *idims, int axis)
+{
+	int64_t c[RT_TF_MAXRANK] = {0}, total = 1;
+	for (int a = 0; a < rank; a++)
+		total *= idims[a];
+	for (int64_t i = 0; i < total; i++) {
+		int64_t j = idx_dtype == 6 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+		if (j < -xdims[axis] || j >= xdims[axis])
+			return RT_ERR_INDEX;
+		if (j < 0)
+			j += xdims[axis];
+		int64_t off = 0;
+		for (int a = 0; a < rank; a++)
+			off = off * xdims[a] + (a == axis ? j : c[a]);
+		memcpy((char *)y + (size_t)i * esize, (const char *)x + (size_t)off * esize, esize);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < idims[a])
+				break;
+			c[a] = 0;
+		}
+	}
+	return RT_OK;
+}
+
+/* ---- class-index losses ------------------------------------------------------------ */
+
+int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
+		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore)
+{
+	double total = 0, wsum = 0;
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t j = 0; j < d; j++) {
+			const float *xr = x + b * c * d + j;    /* class k at xr[k * d] */
+			double lse = 0;
+			if (from_logits) {
+				double mx = -INFINITY, se = 0;
+				for (int64_t k = 0; k < c; k++)
+					mx = xr[k * d] > mx ? xr[k * d] : mx;
+				for (int64_t k = 0; k < c; k++)
+					se += exp((double)xr[k * d] - mx);
+				lse = log(se) + mx;
+				if (logp)
+					for (int64_t k = 0; k < c; k++)
+						logp[b * c * d + k * d + j] = (float)(xr[k * d] - lse);
+			}
+			int64_t t = target[b * d + j];
+			double l = 0, wt = 0;
+			if (!(has_ignore && t == ignore)) {
+				if (t < 0 || t >= c)
+					return RT_ERR_INDEX;
+				wt = w ? w[t] : 1.0;
+				l = -wt * ((double)xr[t * d] - lse);
+			}
+			if (reduction == RT_LOSS_NONE)
+				loss[b * d + j] = (float)l;
+			total += l;
+			wsum += wt;
+		}
+	if (reduction == RT_LOSS_SUM)
+		loss[0] = (float)total;
+	else if (reduction == RT_LOSS_MEAN)
+		loss[0] = (float)(total / wsum);
+	return RT_OK;
+}
+
+/* ---- ConvTranspose ------------------------------------------------------------------ */
+
+void rt_conv_transpose(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
+		       const int64_t *ysp, int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides,
+		       const int64_t *pads, const int64_t *dil)
+{
+	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group, nin = 1, nout = 1, nk = 1;
+	for (int a = 0; a < nsp; a++) {
+		nin *= xdims[2 + a];
+		nout *= ysp[a];
+		nk *= kdims[a];
+	}
+	for (int64_t b0 = 0; b0 < n; b0++)
+		for (int64_t o = 0; o < m; o++)
+			for (int64_t p = 0; p < nout; p++)
+				y[(b0 * m + o) * nout + p] = b ? b[o] : 0.0f;
+	for (int64_t b0 = 0; b0 < n; b0++)
+		for (int64_t ch = 0; ch < c; ch++) {
+			int64_t g = ch / cg;
+			for (int64_t p = 0; p < nin; p++) {
+				float xv = x[(b0 * c + ch) * nin + p];
+				int64_t pc[RT_TF_MAXRANK], q = p;
+				for (int a = nsp - 1; a >= 0; a--) {
+					pc[a] = q % xdims[2 + a];
+					q /= xdims[2 + a];
+				}
+				for (int64_t kk = 0; kk < nk; kk++) {
+					int64_t r = kk, off = 0, kc[RT_TF_MAXRANK];
+					int in = 1;
+					for (int a = nsp - 1; a >= 0; a--) {
+						kc[a] = r % kdims[a];
+						r /= kdims[a];
+					}
+					for (int a = 0; a < nsp && in; a++) {
+						int64_t i = pc[a] * strides[a] - pads[a] + kc[a] * dil[a];
+						in = i >= 0 && i < ysp[a];
+						off = off * ysp[a] + i;
+					}
+					if (!in)
+						continue;
+					for (int64_t o = 0; o < mg; o++)
+						y[(b0 * m + g * mg + o) * nout + off] += xv * w[(ch * mg + o) * nk + kk];
+				}
+			}
+		}
+}
+
+/* ---- scatter and gather by index tuples ---------------------------------------------- */
+
+static void scatter_one(void *dst, const void *src, size_t esize, int is_float, int reduction)
+{
+	if (reduction == RT_SCATTER_NONE || !is_float) {
+		if (reduction == RT_SCATTER_NONE)
+			memcpy(dst, src, esize);
+		return;
+	}
+	float *d = dst;
+	float s = *(const float *)src;
+	switch (reduction) {
+	case RT_SCATTER_ADD: *d += s; break;
+	case RT_SCATTER_MUL: *d *= s; break;
+	case RT_SCATTER_MAX: *d = s > *d ? s : *d; break;
+	default: *d = s < *d ? s : *d; break;
+	}
+}
+
+int rt_scatter_elements(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+			const int64_t *idx, const void *upd, const int64_t *idims, int axis, int reduction)
+{
+	int64_t total = 1, c[RT_TF_MAXRANK] = {0}, nx = 1;
+	for (int a = 0; a < rank; a++) {
+		total *= idims[a];
+		nx *= xdims[a];
+	}
+	if (y != x)
+		memcpy(y, x, (size_t)nx * esize);
+	for (int64_t i = 0; i < total; i++) {
+		int64_t j = idx[i];
+		if (j < -xdims[axis] || j >= xdims[axis])
+			return RT_ERR_INDEX;
+		j += j < 0 ? xdims[axis] : 0;
+		int64_t off = 0;
+		for (int a = 0; a < rank; a++)
+			off = off * xdims[a] + (a == axis ? j : c[a]);
+		scatter_one((char *)y + (size_t)off * esize, (const char *)upd + (size_t)i * esize, esize, is_f32,
+			    reduction);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < idims[a])
+				break;
+			c[a] = 0;
+		}
+	}
+	return RT_OK;
+}
+
+/* Offset of the slice an index tuple of q entries names in X (batch offset
+ * base), or -1 when an entry is out of range. */
+static int64_t nd_offset(const int64_t *tuple, int q, const int64_t *xdims, int from, int rank)
+{
+	int64_t off = 0;
+	for (int a = from; a < rank; a++) {
+		int64_t j = a - from < q ? tuple[a - from] : 0;
+		if (j < -xdims[a] || j >= xdims[a])
+			return -1;
+		j += j < 0 ? xdims[a] : 0;
+		off = off * xdims[a] + j;
+	}
+	return off;
+}
+
+int rt_scatter_nd(void *y, const void *x, size_t esize, int is_f32, int rank, const int64_t *xdims,
+		  const int64_t *idx, int64_t nidx, int q, const void *upd, int reduction)
+{
+	int64_t nx = 1, slice = 1;
+	for (int a = 0; a < rank; a++)
+		nx *= xdims[a];
+	for (int a = q; a < rank; a++)
+		slice *= xdims[a];
+	if (y != x)
+		memcpy(y, x, (size_t)nx * esize);
+	for (int64_t i = 0; i < nidx; i++) {
+		int64_t off = nd_offset(idx + i * q, q, xdims, 0, rank);
+		if (off < 0)
+			return RT_ERR_INDEX;
+		for (int64_t e = 0; e < slice; e++)
+			scatter_one((char *)y + (size_t)(off + e) * esize, (const char *)upd + (size_t)(i * slice + e) * esize,
+				    esize, is_f32, reduction);
+	}
+	return RT_OK;
+}
+
+int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, int batch_dims,
+		 const int64_t *idx, int64_t nidx_per_batch, int q)
+{
+	int64_t nb = 1, per_batch = 1, slice = 1;
+	for (int a = 0; a < batch_dims; a++)
+		nb *= xdims[a];
+	for (int a = batch_dims; a < rank; a++)
+		per_batch *= xdims[a];
+	for (int a = batch_dims + q; a < rank; a++)
+		slice *= xdims[a];
+	for (int64_t bt = 0; bt < nb; bt++)
+		for (int64_t i = 0; i < nidx_per_batch; i++) {
+			int64_t off = nd_offset(idx + (bt * nidx_per_batch + i) * q, q, xdims, batch_dims, rank);
+			if (off < 0)
+				return RT_ERR_INDEX;
+			memcpy((char *)y + (size_t)((bt * nidx_per_batch + i) * slice) * esize,
+			       (const char *)x + (size_t)(bt * per_batch + off) * esize, (size_t)slice * esize);
+		}
+	return RT_OK;
+}
+
+void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
+		     int64_t inner, float eps)
+{
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t ch = 0; ch < c; ch++) {
+			const float *xr = x + (b * c + ch) * inner;
+			double m = 0, v = 0;
+			for (int64_t i = 0; i < inner; i++)
+				m += xr[i];
+			m /= (double)inner;
+			for (int64_t i = 0; i < inner; i++)
+				v += (xr[i] - m) * (xr[i] - m);
+			v /= (double)inner;
+			double s = scale[ch] / sqrt(v + (double)eps);
+			for (int64_t i = 0; i < inner; i++)
+				y[(b * c + ch) * inner + i] = (float)((xr[i] - m) * s + bias[ch]);
+		}
+}
+
+/* ---- TopK ---------------------------------------------------------------------------- */
+
+void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t k,
+		 int largest)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++)
+			for (int64_t s = 0; s < k; s++) {
+				/* the s-th pick: the best element not yet taken (lower index on ties) */
+				int64_t best = -1;
+				for (int64_t j = 0; j < n; j++) {
+					int taken = 0;
+					for (int64_t t = 0; t < s && !taken; t++)
+						taken = idx[(o * k + t) * inner + i] == j;
+					if (taken)
+						continue;
+					float v = x[(o * n + j) * inner + i];
+					float b = best < 0 ? 0 : x[(o * n + best) * inner + i];
+					if (best < 0 || (largest ? v > b : v < b))
+						best = j;
+				}
+				idx[(o * k + s) * inner + i] = best;
+				vals[(o * k + s) * inner + i] = x[(o * n + best) * inner + i];
+			}
+}
