@@ -381,10 +381,13 @@ static int find_sequences(rr *R)
 		int j = i;
 		while (j < na && a[j].src == a[i].src && a[j].axis == a[i].axis)
 			j++;
-		/* a symbolic time axis: the trace read its first j - i steps */
+		/* the trace read the first j - i steps: all of them, or of a
+		 * symbolic axis the traced ones, or fewer (a first step that reads
+		 * something else, x[t-1] after a start token: the loop over the
+		 * slices starts after it, and x's last steps are not read) */
 		ir_dim Td = a[i].src->shape.d[a[i].axis];
-		int64_t T = ir_dim_is_const(Td) ? Td.k : j - i;
-		int ok = j - i == T && T >= 3 && (R->T == 0 || R->T == T);
+		int64_t T = j - i;
+		int ok = T >= 3 && (!ir_dim_is_const(Td) || T <= Td.k) && (R->T == 0 || R->T == T);
 		for (int k = i; ok && k < j; k++)
 			ok = a[k].t == k - i;
 		if (ok) {
@@ -953,6 +956,8 @@ static int fits(rr *R, int t, int j, ir_node *n, int commit)
 
 static void commit_match(rr *R, int t, int j, ir_node *n)
 {
+	if (getenv("CELLC_DEBUG_REROLL") && getenv("CELLC_DEBUG_REROLL")[0] == '3')
+		fprintf(stderr, "reroll: copy %d: %s is %s\n", t, n->name, R->tn[j]->name);
 	fits(R, t, j, n, 1);
 	R->matched[n->id] = 1;
 	R->map_node = n->id;
@@ -1081,6 +1086,59 @@ static int likeness(const rr *R, const ir_node *tn, const ir_node *n)
 	return sc;
 }
 
+/* How many nodes before the loop lie between n and a reader in the first
+ * copy (0: the first copy reads n), at most `left`; -1 if none does. */
+static int read_by_copy(const rr *R, const ir_node *n, int left)
+{
+	int best = -1;
+	for (int k = 0; k < n->nout; k++) {
+		int v = vid(R, n->out[k]);
+		if (v < 0)
+			continue;
+		for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+			int r = R->cons[c];
+			if (r < 0)
+				continue;
+			if (R->label[r] == 0)
+				return 0;
+			if (R->label[r] == LBL_PREFIX && left > 0) {
+				int d = read_by_copy(R, R->g->nodes[r], best < 0 ? left - 1 : best - 1);
+				if (d >= 0 && (best < 0 || d + 1 < best))
+					best = d + 1;
+			}
+		}
+	}
+	return best;
+}
+
+/* Whether n's constant inputs are those of template node j. */
+static int same_consts(const rr *R, int j, const ir_node *n)
+{
+	for (int k = 0; k < n->nin; k++) {
+		const tin *x = &R->ti[j][k];
+		if ((x->kind == IN_CAP || x->kind == IN_COEF) && n->in[k] != x->cap && !same_const(n->in[k], x->cap, 0))
+			return 0;
+	}
+	return 1;
+}
+
+/* The better of two nodes that fit template node j in copy t: in the
+ * first copy, work before the loop only when the copy reads it, the
+ * closer the better (a prologue step's own h2h(h0) is not the first
+ * step's); then the one with the template's constants (no new per-step
+ * coefficient), then the one read like the template.  -1: not a candidate. */
+static int cand_score(const rr *R, int t, int j, const ir_node *n)
+{
+	int near = 9;
+	if (t == 0 && R->label[n->id] == LBL_PREFIX) {
+		int d = read_by_copy(R, n, 8);
+		if (d < 0)
+			return -1;
+		near = 8 - d;
+	}
+	return 64 * near + 4 * same_consts(R, j, n) + likeness(R, R->tn[j], n);
+}
+
 /* Candidates for template node j in copy t: consumers of a known input. */
 static int find_match(rr *R, int t, int j)
 {
@@ -1107,7 +1165,7 @@ static int find_match(rr *R, int t, int j)
 		int best_score = -1;
 		for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++)
 			if (R->cons[c] >= 0 && fits(R, t, j, g->nodes[R->cons[c]], 0)) {
-				int sc = likeness(R, tn, g->nodes[R->cons[c]]);
+				int sc = cand_score(R, t, j, g->nodes[R->cons[c]]);
 				if (sc > best_score) {
 					best = g->nodes[R->cons[c]];
 					best_score = sc;
@@ -1125,12 +1183,22 @@ static int find_match(rr *R, int t, int j)
 			commit_match(R, t, j, g->nodes[R->copy[t][c]]);
 			return 1;
 		}
-	/* the first copy's work on initial states alone sits before the loop */
+	/* the first copy's work on initial states alone sits before the loop;
+	 * it is read by the first copy (not by a prologue step's own work) */
+	ir_node *best = NULL;
+	int best_score = -1;
 	for (int i = 0; t == 0 && i < R->nn; i++)
 		if (R->label[i] == LBL_PREFIX && fits(R, t, j, g->nodes[i], 0)) {
-			commit_match(R, t, j, g->nodes[i]);
-			return 1;
+			int sc = cand_score(R, t, j, g->nodes[i]);
+			if (sc > best_score) {
+				best = g->nodes[i];
+				best_score = sc;
+			}
 		}
+	if (best) {
+		commit_match(R, t, j, best);
+		return 1;
+	}
 	return 0;
 }
 
@@ -1239,6 +1307,7 @@ typedef struct stack {
 	ir_node *concat;
 	int tv;                 /* template value of the Unsqueeze's input */
 	int axis;
+	ir_value *pre;          /* an entry before the steps' (a prologue step's), or NULL */
 } stack;
 
 /* Where a value of copy t is read outside the steps: 1 if a tail node or a
@@ -1280,13 +1349,17 @@ static int find_stacks(rr *R, build *B)
 	B->drop = arena_alloc(R->A, (size_t)R->nt + 1);
 	for (int i = 0; i < R->nn; i++) {
 		ir_node *n = g->nodes[i];
-		if (R->label[i] != LBL_TAIL || n->op != OP_CONCAT || n->nin != R->T)
+		if (R->label[i] != LBL_TAIL || n->op != OP_CONCAT || (n->nin != R->T && n->nin != R->T + 1))
+			continue;
+		/* T + 1 entries: the first from before the loop (the prologue's) */
+		int off = n->nin - R->T;
+		if (off && (label_of_value(R, n->in[0]) != LBL_PREFIX || R->reverse))
 			continue;
 		int tv = -1, ok = 1;
 		for (int t = 0; t < R->T && ok; t++) {
 			int x = -1;
 			for (int u = 0; u < R->ntv && x < 0; u++)
-				if (R->map[t][u] == n->in[t])
+				if (R->map[t][u] == n->in[t + off])
 					x = u;
 			ok = x >= 0 && (tv < 0 || tv == x);
 			tv = x;
@@ -1308,7 +1381,7 @@ static int find_stacks(rr *R, build *B)
 		if (uax != ax || !y || y->shape.rank != 2 || y->dtype != DT_F32 || vid(R, y) < 0 ||
 		    R->tvof[y->id] < 0)
 			continue;
-		B->stacks[B->nstack++] = (stack){n, R->tvof[y->id], (int)ax};
+		B->stacks[B->nstack++] = (stack){n, R->tvof[y->id], (int)ax, off ? n->in[0] : NULL};
 	}
 	/* every other read from outside the loop must be of the last copy */
 	B->last_tv = arena_array(R->A, (size_t)R->ntv + 1, sizeof *B->last_tv);
@@ -1365,7 +1438,7 @@ static int find_stacks(rr *R, build *B)
 			continue;
 		int only_stack = n->out[0]->nuses == 1;
 		for (int s = 0; s < B->nstack; s++)
-			if (B->stacks[s].concat->in[R->m] == n->out[0] && only_stack)
+			if (B->stacks[s].concat->in[R->m + (B->stacks[s].pre != NULL)] == n->out[0] && only_stack)
 				B->drop[j] = 1;
 	}
 	return 0;
@@ -1695,7 +1768,21 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < B->nstack; k++) {
 		ir_value *c = B->stacks[k].concat->out[0];
 		out_axis[k] = B->stacks[k].axis;
-		if (R->reverse) {
+		if (B->stacks[k].pre) {
+			/* the prologue's entry, then the steps' */
+			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+			y->shape = c->shape;
+			y->shape.d[B->stacks[k].axis] = ir_dim_const(T);
+			rec->out[R->nstate + k] = y;
+			ir_node *cc = ir_node_new(g, OP_CONCAT, NULL, 2, 1);
+			cc->in[0] = B->stacks[k].pre;
+			cc->in[1] = y;
+			cc->out[0] = c;
+			c->producer = cc;
+			ir_attr_set_int(cc, "axis", B->stacks[k].axis);
+			cc->origin = "the prologue step's value before the loop's";
+			rev[nrev++] = cc;
+		} else if (R->reverse) {
 			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
 			y->shape = c->shape;
 			rec->out[R->nstate + k] = y;
@@ -1972,6 +2059,10 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 	int have_sym = !ir_dim_is_const(d0);
 	for (int s = 0; s < R->nseq; s++) {
 		ir_value *x = R->seq[s].src;
+		ir_dim dx = x->shape.d[R->seq[s].axis];
+		if (ir_dim_is_const(dx) && dx.k != T)
+			return arena_printf(R->A, "T stays %d: the loop reads %d of the %lld steps of '%s'", T, T,
+					    (long long)dx.k, x->name);
 		if (have_sym) {
 			if (!ir_dim_eq(x->shape.d[R->seq[s].axis], d0))
 				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
@@ -2142,7 +2233,8 @@ static int slice_traced_steps(rr *R, ir_node *rec)
 	q.quiet = 1;
 	for (int s = 0; s < R->nseq; s++) {
 		ir_value *x = R->seq[s].src;
-		if (ir_dim_is_const(x->shape.d[R->seq[s].axis]))
+		ir_dim d = x->shape.d[R->seq[s].axis];
+		if (ir_dim_is_const(d) && d.k == R->T)
 			continue;
 		int64_t st = 0, en = R->T, ax = R->seq[s].axis, one = 1;
 		ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
