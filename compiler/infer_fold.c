@@ -724,12 +724,75 @@ static double fn_float(const ir_node *n, double x, double b)
 /* Min, Max, Sum, Mean, the comparisons, And/Or/Xor/Not, Where, IsNaN/IsInf,
  * Shrink and the float functions above, over broadcast operands: floats in
  * double, integers as 64-bit (signed or unsigned by dtype). */
+/* Equal and Where over shape vectors with symbolic elements (what
+ * PyTorch's dynamic Expand/Reshape exports compute: Where(Equal(shape, -1),
+ * ones, shape)): a dimension equals itself and is never negative; Where
+ * with a constant condition picks elements, symbolic or not. */
+static int fold_elem_sym(fctx *c)
+{
+	ir_node *n = c->n;
+	ir_value *o = n->out[0];
+	if ((n->op != OP_EQUAL && n->op != OP_WHERE) || (n->op == OP_WHERE && fin(c, 0)->sym))
+		return 0;
+	int nin = n->nin, R = o->shape.rank;
+	int64_t total = numel(o), (*st)[IR_MAX_RANK] = arena_array(c->g->A, (size_t)nin, sizeof *st);
+	for (int k = 0; k < nin; k++)
+		bstrides(&fin(c, k)->shape, R, st[k]);
+	int64_t idx[IR_MAX_RANK] = {0}, *off = arena_array(c->g->A, (size_t)nin, sizeof *off);
+	unsigned char *eq = n->op == OP_EQUAL ? arena_alloc(c->g->A, (size_t)(total ? total : 1)) : NULL;
+	for (int64_t i = 0; i < total; i++) {
+		for (int k = 0; k < nin; k++) {
+			off[k] = 0;
+			for (int d = 0; d < R; d++)
+				off[k] += idx[d] * st[k][d];
+		}
+		if (eq) {
+			ir_dim a = infer_elem_dim(fin(c, 0), off[0]), b = infer_elem_dim(fin(c, 1), off[1]);
+			int ca = infer_mono_is_const(a), cb = infer_mono_is_const(b);
+			if (ir_dim_eq(a, b))
+				eq[i] = 1;
+			else if ((ca && cb) || (ca && a.k < 0) || (cb && b.k < 0))
+				eq[i] = 0;
+			else
+				return 0;       /* a symbol against a size: unknown */
+		}
+		for (int d = R - 1; d >= 0; d--) {
+			if (++idx[d] < o->shape.d[d].k)
+				break;
+			idx[d] = 0;
+		}
+	}
+	if (eq) {
+		out_alloc(c, o, 0);
+		for (int64_t i = 0; i < total; i++)
+			stu(o, i, eq[i]);
+		return 1;
+	}
+	out_alloc(c, o, 1);
+	memset(idx, 0, sizeof idx);
+	for (int64_t i = 0; i < total; i++) {
+		for (int k = 0; k < nin; k++) {
+			off[k] = 0;
+			for (int d = 0; d < R; d++)
+				off[k] += idx[d] * st[k][d];
+		}
+		int k = infer_elem_int(fin(c, 0), off[0]) ? 1 : 2;
+		cp(o, i, fin(c, k), off[k]);
+		for (int d = R - 1; d >= 0; d--) {
+			if (++idx[d] < o->shape.d[d].k)
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 1;
+}
+
 static int fold_elem(fctx *c)
 {
 	ir_node *n = c->n;
 	ir_value *o = n->out[0];
 	if (any_sym(c, -1))
-		return 0;
+		return fold_elem_sym(c);
 	int nin = n->nin, R = o->shape.rank;
 	int64_t total = numel(o), (*st)[IR_MAX_RANK] = arena_array(c->g->A, (size_t)nin, sizeof *st);
 	for (int k = 0; k < nin; k++)
