@@ -5,7 +5,11 @@
 #                   run it and compare with the PyTorch reference
 #   make check      install missing packages, build, run every test; ends with
 #                   "N passed, M failed" and fails on any failure
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local (DESTDIR for staging): cellc, libcellrt
+#                   (static and shared, OpenBLAS and BLAS-free), cellrt.h,
+#                   cellrt.pc and cellrt-noblas.pc, man pages cellc(1) and
+#                   cellc-cell(5); README "Installing"
+#   make uninstall  removes exactly those files (same PREFIX, DESTDIR)
 #   make BLAS=none  also build libcellrt without OpenBLAS (portable kernels):
 #                   build/noblas/libcellrt.a, which emitted code links with
 #                   `make BLAS=none` in its own directory
@@ -15,7 +19,9 @@
 #                   build/ort for `cellc verify --oracle onnxruntime`
 #   make bench      time the generated code against PyTorch and ONNX Runtime
 #                   (bench/run.py: table, build/bench/results.csv and .svg;
-#                   about 10 minutes on 2 cores; not part of check)
+#                   about 10 minutes on 2 cores; not part of check), then
+#                   data-parallel training with 1 and 2 MPI ranks and its
+#                   scaling model (bench/mpi_scaling.py, about a minute)
 #
 # Debian packages are installed by `make deps` (called by demo and check) when
 # missing; it needs root (or sudo).
@@ -24,13 +30,19 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 PREFIX  ?= /usr/local
+MANDIR  ?= $(PREFIX)/share/man
+# the version (compiler/compile.h) names the shared library: libcellrt.so.X.Y.Z
+# with soname libcellrt.so.X
+CELLC_VER := $(shell sed -n 's/^\#define CELLC_VERSION "\(.*\)"/\1/p' compiler/compile.h)
+SOMAJOR   := $(firstword $(subst ., ,$(CELLC_VER)))
 B       := build
 SAN     := build-san
 
 PY      := /usr/bin/python3
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev \
+	cmake groff-base man-db libopenmpi-dev openmpi-bin
 
 COMPILER_SRC := $(wildcard compiler/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)
@@ -40,7 +52,7 @@ CPPFLAGS_C := -Icompiler -Iruntime -I$(B)/gen
 LIBS_C     := -lprotobuf-c -lopenblas -lm
 LIBS_RT    := -lopenblas -lm
 
-.PHONY: all deps demo check bench install clean san ort runtime
+.PHONY: all deps demo check bench install uninstall clean san ort runtime
 
 # BLAS=none: libcellrt with its portable kernels, no OpenBLAS, for emitted
 # code (cellc itself always links the OpenBLAS build).
@@ -48,12 +60,16 @@ BLAS ?= openblas
 NB   := $(B)/noblas
 ifeq ($(BLAS),none)
 RTLIB := $(NB)/libcellrt.a
+RTSHARED := $(NB)/libcellrt-noblas.so
+RTPC := $(B)/pkgconfig/cellrt-noblas.pc
 else
 RTLIB := $(B)/libcellrt.a
+RTSHARED := $(B)/libcellrt.so
+RTPC := $(B)/pkgconfig/cellrt.pc
 endif
 
-all: $(B)/cellc $(RTLIB)
-runtime: $(RTLIB)
+all: $(B)/cellc $(RTLIB) $(RTSHARED) $(RTPC)
+runtime: $(RTLIB) $(RTSHARED) $(RTPC)
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -84,12 +100,35 @@ $(NB)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
 	$(CC) $(CFLAGS) -O3 $(WARN) -fPIC -DCELLRT_NO_BLAS -Iruntime -c $< -o $@
 $(NB)/libcellrt.a: $(NB_RT_OBJ)
 	ar rcs $@ $^
+	ln -sf libcellrt.a $(NB)/libcellrt-noblas.a
+
+# shared libraries: libcellrt.so.X.Y.Z (soname libcellrt.so.X) and the
+# BLAS-free libcellrt-noblas.so.X.Y.Z, with their links
+$(B)/libcellrt.so: $(RT_OBJ)
+	$(CC) -shared -Wl,-soname,libcellrt.so.$(SOMAJOR) -o $@.$(CELLC_VER) $^ -lopenblas -lm
+	ln -sf libcellrt.so.$(CELLC_VER) $@.$(SOMAJOR) && ln -sf libcellrt.so.$(CELLC_VER) $@
+$(NB)/libcellrt-noblas.so: $(NB_RT_OBJ)
+	$(CC) -shared -Wl,-soname,libcellrt-noblas.so.$(SOMAJOR) -o $@.$(CELLC_VER) $^ -lm
+	ln -sf libcellrt-noblas.so.$(CELLC_VER) $@.$(SOMAJOR) && ln -sf libcellrt-noblas.so.$(CELLC_VER) $@
+
+# pkg-config files from runtime/cellrt.pc.in:
+# $(call pcfile,PACKAGE,LIBRARY,FLAVOUR,PRIVATE LIBS,PREFIX,LIBDIR,INCLUDEDIR)
+pcfile = sed -e 's|@name@|$(1)|' -e 's|@lib@|$(2)|' -e 's|@flavour@|$(3)|' \
+	-e 's|@private@|$(4)|' -e 's|@prefix@|$(5)|' -e 's|@libdir@|$(6)|' \
+	-e 's|@includedir@|$(7)|' -e 's|@version@|$(CELLC_VER)|' runtime/cellrt.pc.in
+# the build tree's own, for CMakeLists.txt written by build/cellc
+$(B)/pkgconfig/cellrt.pc: runtime/cellrt.pc.in Makefile
+	@mkdir -p $(B)/pkgconfig
+	$(call pcfile,cellrt,cellrt,OpenBLAS build,-lopenblas -lm,$(abspath .),$${prefix}/$(B),$${prefix}/runtime) > $@
+$(B)/pkgconfig/cellrt-noblas.pc: runtime/cellrt.pc.in Makefile
+	@mkdir -p $(B)/pkgconfig
+	$(call pcfile,cellrt-noblas,cellrt-noblas,portable kernels without BLAS,-lm,$(abspath .),$${prefix}/$(NB),$${prefix}/runtime) > $@
 
 # ---- compiler: cellc -----------------------------------------------------
 C_OBJ := $(COMPILER_SRC:compiler/%.c=$(B)/cc/%.o) $(B)/cc/onnx.pb-c.o $(B)/cc/templates.o
 $(B)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
 	@mkdir -p $(B)/cc
-	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -DCELLC_SHARE='"$(abspath .)"' -c $< -o $@
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(B)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	@mkdir -p $(B)/cc
 	$(CC) $(CFLAGS) -I$(B)/gen -c $< -o $@
@@ -110,7 +149,7 @@ SAN_C_OBJ := $(COMPILER_SRC:compiler/%.c=$(SAN)/cc/%.o) $(SAN)/cc/onnx.pb-c.o $(
 SAN_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(SAN)/rt/%.o)
 $(SAN)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
 	@mkdir -p $(SAN)/cc
-	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) -DCELLC_SHARE='"$(abspath .)"' -c $< -o $@
+	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(SAN)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	@mkdir -p $(SAN)/cc
 	$(CC) $(SANFLAGS) -I$(B)/gen -c $< -o $@
@@ -160,12 +199,41 @@ $(ORT_DIR)/node_modules/onnxruntime-node/package.json:
 bench: deps ort
 	@$(MAKE) --no-print-directory all
 	@$(PY) bench/run.py
+	@$(PY) bench/mpi_scaling.py
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
-	install -m 755 $(B)/cellc $(DESTDIR)$(PREFIX)/bin/cellc
-	install -m 644 $(B)/libcellrt.a $(DESTDIR)$(PREFIX)/lib/libcellrt.a
-	install -m 644 runtime/cellrt.h $(DESTDIR)$(PREFIX)/include/cellrt.h
+# ---- install, uninstall ---------------------------------------------------
+# A fixed layout under PREFIX (cellc finds its runtime through
+# PREFIX/lib/pkgconfig, from where bin/cellc lies); uninstall removes the
+# files of INSTALLED and then the directories of INSTALL_DIRS left empty.
+DEST := $(DESTDIR)$(PREFIX)
+SOLIBS := libcellrt.so libcellrt.so.$(SOMAJOR) libcellrt.so.$(CELLC_VER) \
+	libcellrt-noblas.so libcellrt-noblas.so.$(SOMAJOR) libcellrt-noblas.so.$(CELLC_VER)
+INSTALLED := $(DEST)/bin/cellc $(DEST)/include/cellrt.h \
+	$(DEST)/lib/libcellrt.a $(DEST)/lib/libcellrt-noblas.a $(SOLIBS:%=$(DEST)/lib/%) \
+	$(DEST)/lib/pkgconfig/cellrt.pc $(DEST)/lib/pkgconfig/cellrt-noblas.pc \
+	$(DESTDIR)$(MANDIR)/man1/cellc.1 $(DESTDIR)$(MANDIR)/man5/cellc-cell.5
+INSTALL_DIRS := $(DEST)/lib/pkgconfig $(DEST)/lib $(DEST)/include $(DEST)/bin \
+	$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR) $(DEST)/share
+
+install: $(B)/cellc $(B)/libcellrt.a $(B)/libcellrt.so $(NB)/libcellrt.a $(NB)/libcellrt-noblas.so
+	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -m 755 $(B)/cellc $(DEST)/bin/cellc
+	install -m 644 runtime/cellrt.h $(DEST)/include/cellrt.h
+	install -m 644 $(B)/libcellrt.a $(DEST)/lib/libcellrt.a
+	install -m 644 $(NB)/libcellrt.a $(DEST)/lib/libcellrt-noblas.a
+	install -m 755 $(B)/libcellrt.so.$(CELLC_VER) $(NB)/libcellrt-noblas.so.$(CELLC_VER) $(DEST)/lib/
+	for l in libcellrt libcellrt-noblas; do \
+	  ln -sf $$l.so.$(CELLC_VER) $(DEST)/lib/$$l.so.$(SOMAJOR) && \
+	  ln -sf $$l.so.$(CELLC_VER) $(DEST)/lib/$$l.so || exit 1; done
+	$(call pcfile,cellrt,cellrt,OpenBLAS build,-lopenblas -lm,$(PREFIX),$${prefix}/lib,$${prefix}/include) > $(DEST)/lib/pkgconfig/cellrt.pc
+	$(call pcfile,cellrt-noblas,cellrt-noblas,portable kernels without BLAS,-lm,$(PREFIX),$${prefix}/lib,$${prefix}/include) > $(DEST)/lib/pkgconfig/cellrt-noblas.pc
+	install -m 644 man/cellc.1 $(DESTDIR)$(MANDIR)/man1/cellc.1
+	install -m 644 man/cellc-cell.5 $(DESTDIR)$(MANDIR)/man5/cellc-cell.5
+
+uninstall:
+	rm -f $(INSTALLED)
+	for d in $(INSTALL_DIRS); do [ ! -d $$d ] || rmdir --ignore-fail-on-non-empty $$d; done
 
 clean:
 	rm -rf $(B) $(SAN) tests/out

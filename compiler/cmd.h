@@ -34,9 +34,20 @@ int cmd_valid_name(const char *s);
 /* mkdir -p; 0 on success, else prints why and returns -1. */
 int cmd_mkdirs(const char *cmd, const char *dir);
 
-/* Where cellc's runtime/ and templates/ live: $CELLC_SHARE, else the
- * source tree cellc was built from. */
-const char *cmd_share_dir(void);
+/* Where the running cellc's libcellrt is (cmd_home.c): a build tree, an
+ * install prefix, or neither (pkg-config's own search path). */
+typedef struct cmd_home {
+	const char *tree;       /* a cellc build tree (runtime/cellrt.h, build/libcellrt.a), or NULL */
+	const char *prefix;     /* the prefix cellc is installed in (PREFIX/bin/cellc), or NULL */
+	const char *pcdir;      /* directory holding cellrt.pc, or "" (pkg-config's search path) */
+} cmd_home;
+const cmd_home *cmd_home_get(arena *A);
+/* Where onnxruntime-node is or goes (DIR/node_modules/onnxruntime-node):
+ * $CELLC_ORT_DIR, a build tree's build/ort, else the user's cache
+ * directory; NULL when there is none (no HOME). */
+const char *cmd_ort_dir(arena *A);
+/* The emit options every command fills the same way (runtime location). */
+void cmd_emit_home(arena *A, emit_opts *eo);
 
 /* The command line as one string, for provenance headers. */
 const char *cmd_line(arena *A, int argc, char **argv);

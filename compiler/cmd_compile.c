@@ -4,9 +4,12 @@
  *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb]...
  *                 [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
  *                 [--max-dim SYM=N]... [--testbench DATA]... [--rtol R] [--atol A]
+ *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]]
  *
  * Loads the model, runs the whole pipeline and writes DIR/NAME.h, NAME.c,
- * NAME.weights and a Makefile (emit_model).  DIR is created when missing.
+ * NAME.weights, a Makefile and a CMakeLists.txt (emit_model).  DIR is
+ * created when missing.  Where the Makefile finds libcellrt comes from
+ * where this cellc lies (cmd_home.c).
  * --embed-weights and --no-malloc choose the deployment mode (emit.h);
  * --testbench adds NAME_test.c (emit_test.c) from golden data sets
  * (testdata.h), whose inputs are matched to the compiled model's inputs by
@@ -30,15 +33,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifndef CELLC_SHARE
-#define CELLC_SHARE "."
-#endif
-
 static const char usage[] =
-	"usage: cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb]... [--no-hoist] [--no-fuse]\n"
+	"usage: cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb]... [options]\n"
 	"\n"
-	"Compiles MODEL (.onnx) to C: writes DIR/NAME.h, DIR/NAME.c, DIR/NAME.weights and\n"
-	"DIR/Makefile (DIR is created if missing).\n"
+	"Compiles MODEL (.onnx or .cell) to C: writes DIR/NAME.h, DIR/NAME.c, DIR/NAME.weights,\n"
+	"DIR/Makefile and DIR/CMakeLists.txt (DIR is created if missing).\n"
 	"  -o, --out DIR         output directory\n"
 	"  --name NAME           prefix of the emitted API, a C identifier\n"
 	"                        (default: the model file name, made into an identifier)\n"
@@ -192,10 +191,11 @@ int cmd_mkdirs(const char *cmd, const char *dir)
 	return rc;
 }
 
-const char *cmd_share_dir(void)
+void cmd_emit_home(arena *A, emit_opts *eo)
 {
-	const char *e = getenv("CELLC_SHARE");
-	return e && *e ? e : CELLC_SHARE;
+	const cmd_home *h = cmd_home_get(A);
+	eo->rtdir = h->tree ? h->tree : "";
+	eo->pcdir = h->pcdir;
 }
 
 const char *cmd_line(arena *A, int argc, char **argv)
@@ -492,9 +492,10 @@ int cmd_compile(int argc, char **argv)
 	if (g && !D.nerrors && cmd_mkdirs("compile", outdir) == 0) {
 		emit_opts eo = {
 			.name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
-			.rtdir = cmd_share_dir(), .embed_weights = embed, .no_malloc = no_malloc,
+			.embed_weights = embed, .no_malloc = no_malloc,
 			.max_dims = maxd,
 		};
+		cmd_emit_home(&A, &eo);
 		emit_tb tb = {.nsets = L.n, .sets = sets, .rtol = rtol, .atol = atol,
 			      .embed_limit = (size_t)tb_embed};
 		if (emit_model(g, &D, &eo) == 0 && D.nerrors == 0 &&
@@ -503,6 +504,7 @@ int cmd_compile(int argc, char **argv)
 			rc = 0;
 	}
 	free(L.sets);
+	diag_finish(&D);
 	if (rc)
 		fprintf(stderr, "cellc compile: %s was not compiled\n", model);
 	arena_free(&A);

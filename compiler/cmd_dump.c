@@ -11,15 +11,17 @@
 
 static void print_usage(FILE *f)
 {
-	fputs("usage: cellc dump MODEL [--after PASS] [--bind NAME=FILE.pb]... [--no-hoist] [--no-fuse]\n"
+	fputs("usage: cellc dump MODEL [--after PASS] [--bind NAME=FILE.pb]... [options]\n"
 	      "\n"
-	      "Prints the IR of MODEL in the native text format after PASS, one of:\n"
-	      "  load", f);
+	      "Prints the IR of MODEL (.onnx or .cell) in the native text format after a pass.\n"
+	      "  --after PASS          the last pass to run (default: the last), one of:\n"
+	      "                        load", f);
 	for (int i = 0; i < pass_count; i++)
 		fprintf(f, ", %s", pass_list[i].name);
-	fputs(" (default: the last pass).\n"
+	fputs("\n"
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
-	      "  --no-hoist, --no-fuse, --train, --loss L as for `cellc compile`\n"
+	      "  --no-hoist, --no-fuse  as for `cellc compile`\n"
+	      "  --train, --loss L     as for `cellc compile` (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
 }
 
@@ -84,6 +86,7 @@ int cmd_dump(int argc, char **argv)
 	diag D;
 	diag_init(&D, model);
 	ir_graph *g = cmd_build(&A, &D, model, nbind, bind, &po, after);
+	diag_finish(&D);
 	if (g) {
 		/* no path or version here: IR tests compare this text */
 		printf("# IR after %s\n", after ? after : pass_list[pass_count - 1].name);

@@ -80,8 +80,10 @@ int cmd_export(int argc, char **argv)
 	}
 	diag D;
 	diag_init(&D, model);
-	if (onnx_export(&D, model, weights, out, &o) != 0)
+	if (onnx_export(&D, model, weights, out, &o) != 0) {
+		diag_finish(&D);
 		return 2;
+	}
 	if (fflush(stdout) != 0) {
 		fputs("cellc export: could not write the report\n", stderr);
 		return 2;

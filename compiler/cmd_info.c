@@ -8,6 +8,11 @@
  * NAME.weights, and whether the emitted code offers the streaming step.
  * Whatever stage fails, what was learned before it is still printed; the
  * exit status is then 2 with the reasons on stderr.
+ *
+ * `cellc info --unsupported MODEL` instead loads and compiles the whole
+ * model without stopping at the first refused node (diag's collect mode)
+ * and lists every operator with nodes that cellc refuses: how many, and
+ * the first reason.
  */
 #include "cmd.h"
 #include "recognize.h"
@@ -17,11 +22,16 @@
 
 static void print_usage(FILE *f)
 {
-	fputs("usage: cellc info MODEL [--bind NAME=FILE.pb]...\n"
+	fputs("usage: cellc info MODEL [--bind NAME=FILE.pb]... [--unsupported]\n"
 	      "\n"
-	      "Describes MODEL: producer, opset, inputs and outputs, dimension symbols,\n"
-	      "operators, recurrences, weights, streaming support.\n"
-	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
+	      "Describes MODEL (.onnx or .cell): producer, opset, inputs and outputs,\n"
+	      "dimension symbols, operators, recurrences, weights, streaming support.\n"
+	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant stored in FILE.pb\n"
+	      "  --unsupported         list every operator whose nodes cellc refuses, with the\n"
+	      "                        number of nodes and the first reason (all of them, not\n"
+	      "                        only the first errors)\n"
+	      "Exit status: 0 ok (--unsupported: nothing refused), 2 model refused or command\n"
+	      "line rejected.\n", f);
 }
 
 static const char *tname(arena *A, const ir_value *v)
@@ -116,6 +126,8 @@ static void print_recurrences(arena *A, const ir_graph *g)
 		if (rd)
 			printf("    %s\n", rd);
 	}
+	if (g->unrolled)
+		printf("  not rolled: %s\n", g->unrolled);
 }
 
 /* Weights the emitted code loads: VAL_WEIGHT values some node still uses
@@ -154,17 +166,59 @@ static void count_weights(wcount *w, const ir_graph *g)
 	}
 }
 
+/* --unsupported: every refused operator, counted; 0 when there is none. */
+static int list_unsupported(const char *model, int nbind, const onnx_binding *bind)
+{
+	arena A;
+	arena_init(&A);
+	diag D;
+	diag_init(&D, model);
+	D.collect = 1;
+	ir_graph *g = compile_load(&A, &D, model, nbind, bind);
+	pass_opts po = {0};
+	for (int p = 0; g && !D.nerrors && p < pass_count; p++)
+		if (pass_list[p].run(g, &D, &po))
+			break;
+	int nodes = 0, ops = 0;
+	for (int i = 0; i < D.nkinds; i++)
+		if (*D.kinds[i].op) {
+			nodes += D.kinds[i].n;
+			ops++;
+		}
+	int rc = g && !D.nerrors ? 0 : 2;
+	if (!ops && rc == 0)
+		printf("%s: no operator is refused\n", model);
+	else if (ops)
+		printf("%s: %d node%s of %d operator%s refused%s:\n", model, nodes, nodes == 1 ? "" : "s", ops,
+		       ops == 1 ? "" : "s", D.nkinds == DIAG_KINDS ? " (at least)" : "");
+	int done[DIAG_KINDS] = {0};
+	for (int k = 0; k < ops; k++) {
+		int best = -1;
+		for (int i = 0; i < D.nkinds; i++)
+			if (!done[i] && *D.kinds[i].op && (best < 0 || D.kinds[i].n > D.kinds[best].n))
+				best = i;
+		done[best] = 1;
+		printf("  %-24s %6d  %s\n", D.kinds[best].op, D.kinds[best].n, D.kinds[best].first);
+	}
+	if (rc)
+		fprintf(stderr, "cellc info: %s would not be compiled\n", model);
+	arena_free(&A);
+	return rc;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	const char *model = NULL, *val;
 	onnx_binding bind[CMD_MAX_BIND];
-	int nbind = 0;
+	int nbind = 0, unsupported = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int r;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			print_usage(stdout);
 			return 0;
+		} else if (!strcmp(a, "--unsupported")) {
+			unsupported = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
 			if (r < 0)
 				return 2;
@@ -186,6 +240,8 @@ int cmd_info(int argc, char **argv)
 		print_usage(stderr);
 		return 2;
 	}
+	if (unsupported)
+		return list_unsupported(model, nbind, bind);
 
 	arena A;
 	arena_init(&A);
@@ -249,6 +305,7 @@ int cmd_info(int argc, char **argv)
 		printf("streaming: no (no recurrence over a time axis given by one symbol)\n");
 	rc = 0;
 out:
+	diag_finish(&D);
 	if (rc)
 		fprintf(stderr, "cellc info: %s could not be %s\n", model,
 			!g ? "loaded" : done == 0 ? "shape-inferred" : "compiled");

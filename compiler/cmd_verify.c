@@ -46,8 +46,9 @@
  * 0 or 1; a fixed generator seeded by --seed), writes them as input_N.pb in
  * DIR/test_data_set_K (the ONNX backend-test layout; a temporary directory
  * without --save-golden), runs ONNX Runtime on them (templates/ort_run.js
- * with npm's onnxruntime-node, found in $CELLC_ORT_DIR or <share>/build/ort,
- * else installed there with `npm install --ignore-scripts`), writes its
+ * with npm's onnxruntime-node, found in $CELLC_ORT_DIR, a build tree's
+ * build/ort or $XDG_CACHE_HOME/cellc/ort (cmd_home.c), else installed there
+ * with `npm install --ignore-scripts`), writes its
  * outputs as output_N.pb, and then verifies as with --data.  ONNX Runtime
  * does not implement layout=1 for LSTM/GRU/RNN: such a model is reported as
  * refused (exit 2).  --report json FILE (either mode) writes every result
@@ -74,11 +75,12 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: cellc verify MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]\n"
-	"                    [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse]\n"
+	"usage: cellc verify MODEL --data DIR [--data DIR ...] [options]\n"
+	"       cellc verify MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
 	"\n"
-	"Compiles MODEL, builds it with a generic driver, runs it on the inputs of each\n"
-	"data directory (input_N.pb) and compares with its outputs (output_N.pb).\n"
+	"Compiles MODEL (.onnx or .cell), builds it with a generic driver, runs it on the\n"
+	"inputs of each data directory (input_N.pb) and compares with its outputs\n"
+	"(output_N.pb).\n"
 	"  --data DIR    a directory with input_N.pb/output_N.pb, or one with\n"
 	"                test_data_set_* subdirectories (repeatable)\n"
 	"  --rtol R      relative tolerance (default 1e-4)\n"
@@ -489,7 +491,8 @@ static int compile_unit(verify *V, unit *u, int iset, int nbind, const onnx_bind
 		return -1;
 	if (cmd_mkdirs("verify", u->dir))
 		return -1;
-	emit_opts eo = {.name = V->name, .outdir = u->dir, .cmdline = V->cmdline, .rtdir = cmd_share_dir()};
+	emit_opts eo = {.name = V->name, .outdir = u->dir, .cmdline = V->cmdline};
+	cmd_emit_home(&V->A, &eo);
 	if (emit_model(u->g, D, &eo) || D->nerrors)
 		return -1;
 	u->weights = arena_printf(&V->A, "%s/%s.weights", u->dir, V->name);
@@ -1038,8 +1041,12 @@ static int convert_outputs(verify *V, const char *dir)
  * there with npm when missing; NULL after a message. */
 static const char *ort_find(verify *V)
 {
-	const char *e = getenv("CELLC_ORT_DIR");
-	const char *dir = e && *e ? e : arena_printf(&V->A, "%s/build/ort", cmd_share_dir());
+	const char *dir = cmd_ort_dir(&V->A);
+	if (!dir) {
+		fprintf(stderr, "cellc verify: no place for onnxruntime-node (neither HOME nor XDG_CACHE_HOME "
+				"is set): set CELLC_ORT_DIR to a directory holding node_modules/onnxruntime-node\n");
+		return NULL;
+	}
 	if (access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) == 0)
 		return dir;
 	fprintf(stderr, "cellc verify: installing onnxruntime-node into %s (npm install --ignore-scripts)\n", dir);
@@ -1435,6 +1442,7 @@ int cmd_verify(int argc, char **argv)
 		rc = V->failed ? 1 : 0;
 	}
 out:
+	diag_finish(&D);
 	fflush(stdout);
 	if (V->report && write_report(V, rc) && rc == 0)
 		rc = 2;

@@ -17,6 +17,7 @@
 
 const pass_desc pass_list[] = {
 	{"infer", pass_infer},
+	{"canon", pass_canon},
 	{"reroll", pass_reroll},
 	{"cells", pass_lower_cell},
 	{"lower", pass_lower_rnn},

@@ -37,14 +37,69 @@ void diag_vemit(diag *D, const char *kind, const char *where, const char *fmt, v
 		fprintf(stderr, "%s\n", D->last);
 }
 
+/* Counts one error about operator `op` ("": no node) with message fmt;
+ * returns 1 when it is to be printed. */
+static int tally(diag *D, const char *op, const char *fmt, va_list ap)
+{
+	D->nerrors++;
+	int shown = !(D->collect && *op) && ++D->nshown <= D->max_errors;
+	diag_kind *k = NULL;
+	for (int i = 0; i < D->nkinds && !k; i++)
+		if (strcmp(D->kinds[i].op, op) == 0)
+			k = &D->kinds[i];
+	if (!k && D->nkinds < DIAG_KINDS) {
+		k = &D->kinds[D->nkinds++];
+		snprintf(k->op, sizeof k->op, "%s", op);
+		vsnprintf(k->first, sizeof k->first, fmt, ap);
+	}
+	if (k) {
+		k->n++;
+		k->hidden += !shown;
+	} else if (!shown) {
+		D->lost++;
+	}
+	return shown;
+}
+
 void diag_error(diag *D, const char *fmt, ...)
 {
 	va_list ap;
-	if (++D->nerrors > D->max_errors)
+	va_start(ap, fmt);
+	int shown = tally(D, "", fmt, ap);
+	va_end(ap);
+	if (!shown)
 		return;
 	va_start(ap, fmt);
 	diag_vemit(D, "error", NULL, fmt, ap);
 	va_end(ap);
+}
+
+void diag_finish(diag *D)
+{
+	int hidden = 0, distinct = 0;
+	for (int i = 0; i < D->nkinds; i++)
+		if (D->kinds[i].hidden) {
+			hidden += D->kinds[i].hidden;
+			distinct++;
+		}
+	if (D->collect || D->quiet || hidden + D->lost == 0)
+		return;
+	fprintf(stderr, "%s: ... and %d more error%s (%d distinct:", D->file ? D->file : "cellc",
+		hidden + D->lost, hidden + D->lost == 1 ? "" : "s", distinct + (D->lost > 0));
+	/* by count, most frequent first (ties: first seen first); "\xc3\x97" is U+00D7 '×' */
+	int done[DIAG_KINDS] = {0};
+	for (int printed = 0; printed < distinct; printed++) {
+		int best = -1;
+		for (int i = 0; i < D->nkinds; i++)
+			if (!done[i] && D->kinds[i].hidden && (best < 0 || D->kinds[i].hidden > D->kinds[best].hidden))
+				best = i;
+		done[best] = 1;
+		fprintf(stderr, "%s %s \xc3\x97%d", printed ? "," : "",
+			*D->kinds[best].op ? D->kinds[best].op : "other", D->kinds[best].hidden);
+	}
+	if (D->lost)
+		fprintf(stderr, "%s other operators \xc3\x97%d", distinct ? "," : "", D->lost);
+	fputs(")\n", stderr);
 }
 
 void diag_warn(diag *D, const char *fmt, ...)
@@ -59,8 +114,13 @@ void diag_warn(diag *D, const char *fmt, ...)
 void diag_node(diag *D, const ir_node *n, const char *fmt, ...)
 {
 	va_list ap;
-	char where[300];
-	if (++D->nerrors > D->max_errors)
+	char where[300], op[64];
+	snprintf(op, sizeof op, "%s%s%s", n->domain && *n->domain ? n->domain : "",
+		 n->domain && *n->domain ? "." : "", n->op_type ? n->op_type : ir_op_name(n->op));
+	va_start(ap, fmt);
+	int shown = tally(D, op, fmt, ap);
+	va_end(ap);
+	if (!shown)
 		return;
 	snprintf(where, sizeof where, "node '%s' (%s%s%s, opset %d)", n->name ? n->name : "?",
 		 n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
@@ -74,7 +134,10 @@ void diag_at(diag *D, const char *src, int line, int col, const char *fmt, ...)
 {
 	va_list ap;
 	char where[64];
-	if (++D->nerrors > D->max_errors)
+	va_start(ap, fmt);
+	int shown = tally(D, "", fmt, ap);
+	va_end(ap);
+	if (!shown)
 		return;
 	/* "FILE:LINE:COL: error: msg", the form editors and compilers use */
 	char msg[400];

@@ -4,7 +4,8 @@
  * with where it happened -- file plus line:column for native text, file plus
  * node name, op type and opset for ONNX -- and compilation goes on as far as it
  * sensibly can so that several errors are reported together.  The command line
- * prints them all and exits with the status the contract gives (2 for a model
+ * prints them all (the first max_errors, then a count by operator of the
+ * rest: diag_finish) and exits with the status the contract gives (2 for a model
  * that cannot be compiled).  Our own bugs use ASSERT (util.h) instead.
  */
 #ifndef CELLC_DIAG_H
@@ -14,13 +15,27 @@
 
 struct ir_node;
 
+/* Errors counted by the operator they concern: what the error list says of
+ * the errors past max_errors, and what `cellc info --unsupported` lists. */
+enum { DIAG_KINDS = 32 };
+typedef struct diag_kind {
+	char op[64];            /* "Foo" or "domain.Foo"; "" for errors without a node */
+	int n;                  /* errors of this kind */
+	int hidden;             /* of which not printed (past max_errors, or collecting) */
+	char first[240];        /* the first one's message */
+} diag_kind;
+
 typedef struct diag {
 	const char *file;       /* the model file being compiled */
 	int nerrors;            /* errors reported so far */
 	int nwarnings;          /* warnings (printed, do not fail) */
 	int max_errors;         /* stop printing after this many (0: 20) */
 	int quiet;              /* tests: count but do not print */
+	int collect;            /* node errors are counted in kinds[], not printed */
 	char last[512];         /* text of the last error, for unit tests */
+	int nshown;             /* errors counted against max_errors (all but collected ones) */
+	int nkinds, lost;       /* kinds[] used; errors of kinds beyond DIAG_KINDS */
+	diag_kind kinds[DIAG_KINDS];
 } diag;
 
 void diag_init(diag *D, const char *file);
@@ -34,5 +49,9 @@ void diag_at(diag *D, const char *src, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 void diag_warn(diag *D, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag_vemit(diag *D, const char *kind, const char *where, const char *fmt, va_list ap);
+/* After the last error: when some were not printed (past max_errors), prints
+ * "FILE: ... and N more errors (M distinct: Op1 ×k, Op2 ×l)" on stderr
+ * (errors without a node count as "other"). */
+void diag_finish(diag *D);
 
 #endif

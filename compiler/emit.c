@@ -1,5 +1,5 @@
-/* emit.c: writes a compiled model -- DIR/NAME.h, NAME.c, NAME.weights and a
- * Makefile -- from the planned root graph.
+/* emit.c: writes a compiled model -- DIR/NAME.h, NAME.c, NAME.weights, a
+ * Makefile and a CMakeLists.txt -- from the planned root graph.
  *
  * The fixed text of every file is a template (templates/NAME.in, embedded into
  * cellc) with two kinds of markers: `@KEY@` inside a line is replaced by a
@@ -1825,10 +1825,10 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	for (char *p = guard; *p; p++)
 		if (*p >= 'a' && *p <= 'z')
 			*p = (char)(*p - 'a' + 'A');
-	const char *keys[] = {"NAME", "VERSION", "GUARD", "NIN", "NOUT", "CELLRT"};
+	const char *keys[] = {"NAME", "VERSION", "GUARD", "NIN", "NOUT", "CELLRT", "PCDIR"};
 	const char *vals[] = {
 		tabs.name, CELLC_VERSION, guard, arena_printf(E->A, "%d", g->ninputs),
-		arena_printf(E->A, "%d", g->noutputs), o->rtdir ? o->rtdir : CELLC_SHARE,
+		arena_printf(E->A, "%d", g->noutputs), o->rtdir ? o->rtdir : "", o->pcdir ? o->pcdir : "",
 	};
 	const char *blocks[] = {"PROVENANCE", "DIMS", "RUN_DECLS", "STRUCT", "CONSTS", "LOAD_WEIGHTS",
 				"CREATE", "CREATE_DECLS", "RESET", "WS_RESERVE", "FORWARD", "API"};
@@ -1841,7 +1841,8 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 		remove(arena_printf(E->A, "%s/%s.weights", dir, n));  /* not one of this build's files */
 	if (write_file(E, arena_printf(E->A, "%s/%s.h", dir, n), "model.h.in", &env) ||
 	    write_file(E, arena_printf(E->A, "%s/%s.c", dir, n), "model.c.in", &env) ||
-	    write_file(E, arena_printf(E->A, "%s/Makefile", dir), "Makefile.in", &env))
+	    write_file(E, arena_printf(E->A, "%s/Makefile", dir), "Makefile.in", &env) ||
+	    write_file(E, arena_printf(E->A, "%s/CMakeLists.txt", dir), "CMakeLists.txt.in", &env))
 		return D->nerrors ? D->nerrors : 1;
 	return D->nerrors;
 }

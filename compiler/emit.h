@@ -45,7 +45,9 @@ typedef struct emit_opts {
 	const char *name;       /* --name: prefix of the emitted API (C identifier) */
 	const char *outdir;     /* -o DIR */
 	const char *cmdline;    /* for the provenance header */
-	const char *rtdir;      /* where libcellrt's headers and library are (Makefile) */
+	const char *rtdir;      /* a cellc build tree whose libcellrt the Makefile uses, or ""
+	                           (then pkg-config's cellrt.pc) */
+	const char *pcdir;      /* directory searched first for cellrt.pc, or "" */
 	/* deployment modes (README "Deploying") */
 	int embed_weights;      /* weights as aligned static const arrays in NAME.c, no
 	                           NAME.weights; NAME_create takes NULL for the path */

@@ -219,6 +219,8 @@ typedef struct ir_graph {
 	int uniq;               /* counter of made-up names (ir_unique_name) */
 	int64_t unroll_spent;   /* root: body nodes copied and sequence elements listed by
 	                           onnx_seq.c's unrolling, against its budget */
+	const char *unrolled;   /* root: why a traced loop pass_reroll found stays unrolled
+	                           (the first difference between two steps), or NULL */
 	struct train_opts *train; /* --train (train.h): derived weights are computed at run
 	                           time from the parameters; NULL for inference */
 } ir_graph;

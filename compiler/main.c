@@ -1,11 +1,17 @@
 /* main.c: the cellc command line.
  *
  *   cellc compile MODEL -o DIR [--name NAME] [options]
- *   cellc verify  MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
- *   cellc dump    MODEL [--after PASS]
- *   cellc info    MODEL
+ *   cellc verify  MODEL --data DIR [--data DIR ...] [options]
+ *   cellc verify  MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]
+ *   cellc dump    MODEL [--after PASS] [options]
+ *   cellc info    MODEL [--bind NAME=FILE.pb]... [--unsupported]
  *   cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]
  *   cellc --help | --version
+ *
+ * MODEL is an ONNX model (.onnx) or a model in cellc's text format (.cell).
+ * Each command's options are listed by `cellc COMMAND --help`, in the man
+ * page cellc(1) (man/cellc.1) and in README.md; tests/test_install.py checks
+ * that the four agree.
  *
  * Exit status: 0 success; 1 a verification mismatch; 2 the model could not
  * be compiled (reason on stderr) or the command line is wrong.
@@ -18,13 +24,18 @@
 
 static const char usage[] =
 	"usage: cellc compile MODEL -o DIR [--name NAME] [options]\n"
-	"       cellc verify  MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]\n"
-	"       cellc dump    MODEL [--after PASS]\n"
-	"       cellc info    MODEL\n"
+	"       cellc verify  MODEL --data DIR [--data DIR ...] [options]\n"
+	"       cellc verify  MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
+	"       cellc dump    MODEL [--after PASS] [options]\n"
+	"       cellc info    MODEL [--bind NAME=FILE.pb]... [--unsupported]\n"
 	"       cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]\n"
 	"       cellc --help | --version\n"
 	"\n"
-	"MODEL is an ONNX file (.onnx).  `cellc COMMAND --help` describes a command.\n"
+	"Commands: compile (MODEL to C), verify (compile, build, run and compare with\n"
+	"reference outputs), dump (the IR after a pass), info (what a model holds and\n"
+	"what cellc makes of it), export (trained weights back into the ONNX model).\n"
+	"MODEL is an ONNX model (.onnx) or a model in cellc's text format (.cell).\n"
+	"`cellc COMMAND --help` lists a command's options; `man cellc` describes them all.\n"
 	"Every command takes --max-memory SIZE (default 2G): the most memory a compilation\n"
 	"may use for the model's constants, parameters, unrolled loops and IR.\n"
 	"Exit status: 0 ok, 1 verification mismatch, 2 model or command line rejected.\n";

@@ -715,9 +715,9 @@ static void load_graph(onnx_ctx *L, const Onnx__ModelProto *m, int nbind, const 
 	int *order = arena_array(L->A, gp->n_node + 1, sizeof *order);
 	if (topo_order(L, gp, order) != 0)
 		return;
+	/* every node, past the errors printed too: diag_finish counts the rest
+	 * by operator, `cellc info --unsupported` lists them */
 	for (size_t k = 0; k < gp->n_node; k++) {
-		if (L->D->nerrors > (L->D->max_errors ? L->D->max_errors : 20))
-			return;         /* the rest would not be printed */
 		L->node_index = order[k];
 		onnx_load_node(L, gp->node[order[k]]);
 	}

@@ -89,6 +89,7 @@ typedef struct rr {
 	int *cstart, *cons;     /* consumers of value id: cons[cstart[v] .. cstart[v+1]) */
 	int nseq;
 	seqsrc *seq;
+	ir_dim batch;           /* the batch dimension of the first sequence */
 	int **copy;             /* [T] node indices of each copy (anchors excluded) */
 	int *ncopy;
 	/* template */
@@ -114,6 +115,7 @@ typedef struct rr {
 	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
 	const char *why;        /* why the graph was left alone */
+	const char *diff;       /* the first difference between two steps, when found */
 } rr;
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -438,6 +440,255 @@ static int is_graph_output(const rr *R, const ir_value *v)
 	return 0;
 }
 
+/* Elements per batch row of v (symbolic dimensions count 1): what
+ * carrying v from step to step costs. */
+static double row_size(const ir_value *v)
+{
+	double n = 1;
+	for (int a = 0; v && a < v->shape.rank; a++)
+		if (ir_dim_is_const(v->shape.d[a]))
+			n *= (double)v->shape.d[a].k;
+	return n;
+}
+
+/* ---- the cut between two steps -------------------------------------------------- */
+
+/* A small max-flow (Dinic) for cut_step. */
+typedef struct fedge {
+	int to, next;
+	int64_t cap;
+} fedge;
+
+typedef struct flow {
+	int nv, ne, cape;
+	int *head, *level, *it, *queue;
+	fedge *e;
+	arena *A;
+} flow;
+
+static void flow_edge(flow *F, int u, int v, int64_t cap)
+{
+	if (F->ne + 2 > F->cape) {
+		F->e = arena_grow(F->A, F->e, (size_t)F->cape, (size_t)F->cape * 2 + 16, sizeof *F->e);
+		F->cape = F->cape * 2 + 16;
+	}
+	F->e[F->ne] = (fedge){v, F->head[u], cap};
+	F->head[u] = F->ne++;
+	F->e[F->ne] = (fedge){u, F->head[v], 0};
+	F->head[v] = F->ne++;
+}
+
+static int flow_bfs(flow *F, int s, int t)
+{
+	for (int i = 0; i < F->nv; i++)
+		F->level[i] = -1;
+	int qh = 0, qt = 0;
+	F->queue[qt++] = s;
+	F->level[s] = 0;
+	while (qh < qt) {
+		int u = F->queue[qh++];
+		for (int e = F->head[u]; e >= 0; e = F->e[e].next)
+			if (F->e[e].cap > 0 && F->level[F->e[e].to] < 0) {
+				F->level[F->e[e].to] = F->level[u] + 1;
+				F->queue[qt++] = F->e[e].to;
+			}
+	}
+	return F->level[t] >= 0;
+}
+
+static int64_t flow_dfs(flow *F, int u, int t, int64_t f)
+{
+	if (u == t)
+		return f;
+	for (; F->it[u] >= 0; F->it[u] = F->e[F->it[u]].next) {
+		fedge *e = &F->e[F->it[u]];
+		if (e->cap <= 0 || F->level[e->to] != F->level[u] + 1)
+			continue;
+		int64_t d = flow_dfs(F, e->to, t, f < e->cap ? f : e->cap);
+		if (d > 0) {
+			e->cap -= d;
+			F->e[F->it[u] ^ 1].cap += d;
+			return d;
+		}
+	}
+	return 0;
+}
+
+static void flow_run(flow *F, int s, int t)
+{
+	while (flow_bfs(F, s, t)) {
+		for (int i = 0; i < F->nv; i++)
+			F->it[i] = F->head[i];
+		while (flow_dfs(F, s, t, INT64_MAX / 4) > 0)
+			;
+	}
+	flow_bfs(F, s, t);      /* level >= 0: the source's side of the cut */
+}
+
+/* A value times (or over) a scalar constant: mu * v.  Carrying v or
+ * mu * v costs the same; the state is v, so of equal cuts the one that
+ * moves the scaling into the next step is taken. */
+static int scaled_copy(const ir_node *n)
+{
+	if ((n->op != OP_MUL && n->op != OP_DIV) || n->nin != 2)
+		return 0;
+	for (int k = 0; k < 2; k++)
+		if (n->in[k] && ir_value_is_const(n->in[k]) && ir_shape_const_numel(&n->in[k]->shape) == 1 &&
+		    (k == 1 || n->op == OP_MUL))
+			return 1;
+	return 0;
+}
+
+/* Moves to step t+1 the nodes of step t (labels by dependence) that the
+ * trace ran for step t+1: the set M that minimises the elements per row
+ * carried from step t to t+1 (values made outside M and read in M or in
+ * step t+1), closed under readers (a reader in step t of a node in M is in
+ * M), never holding a slice of x_t, a node read after the loop or a node
+ * read two steps later; of equal cuts the one moving most nodes.  Source
+ * side: stays; sink side: moves. */
+static void cut_step(rr *R, const int *asap, int t)
+{
+	ir_graph *g = R->g;
+	int k = 0;
+	for (int i = 0; i < R->nn; i++)
+		k += asap[i] == t;
+	if (k == 0)
+		return;
+	int *loc = arena_array(R->A, (size_t)k, sizeof *loc);
+	int *idx = arena_array(R->A, (size_t)R->nn, sizeof *idx);
+	k = 0;
+	for (int i = 0; i < R->nn; i++) {
+		idx[i] = -1;
+		if (asap[i] == t) {
+			idx[i] = k;
+			loc[k++] = i;
+		}
+	}
+	const int64_t INF = INT64_MAX / 8, unit = k + 1;
+	int naux = 0;
+	for (int j = 0; j < k; j++)
+		naux += g->nodes[loc[j]]->nout + g->nodes[loc[j]]->nin;
+	flow F = {.nv = 2 + k + naux, .A = R->A};
+	F.head = arena_array(R->A, (size_t)F.nv, sizeof *F.head);
+	F.level = arena_array(R->A, (size_t)F.nv, sizeof *F.level);
+	F.it = arena_array(R->A, (size_t)F.nv, sizeof *F.it);
+	F.queue = arena_array(R->A, (size_t)F.nv, sizeof *F.queue);
+	for (int i = 0; i < F.nv; i++)
+		F.head[i] = -1;
+	int src = 0, snk = 1, aux = 2 + k;
+	/* the position of step t+1's start in the node list */
+	int ref = R->nn, first0 = R->nn, anc0 = R->nn;
+	for (int i = 0; i < R->nn; i++) {
+		if (asap[i] == t + 1 && R->anchor_of[i] && anc0 == R->nn)
+			anc0 = i;
+		if (asap[i] == t + 1 && !R->anchor_of[i] && first0 == R->nn)
+			first0 = i;
+		if (asap[i] == t && !R->anchor_of[i] && ref == R->nn)
+			ref = i;        /* step t's first node */
+	}
+	ref = anc0 > ref ? anc0 : first0;
+	for (int j = 0; j < k; j++) {
+		int i = loc[j];
+		ir_node *n = g->nodes[i];
+		int pin = R->anchor_of[i] != 0;
+		/* of equal cuts, the one closest to where the trace computed the
+		 * node: after the next step's first slice (or, with the slices
+		 * taken before the loop, its first node reading one), the node was
+		 * run for step t+1 */
+		if (i > ref || scaled_copy(n))
+			flow_edge(&F, 2 + j, snk, 1);
+		else
+			flow_edge(&F, src, 2 + j, 1);
+		for (int o = 0; o < n->nout; o++) {
+			int v = vid(R, n->out[o]);
+			if (v < 0)
+				continue;
+			int64_t size = (int64_t)row_size(n->out[o]) * unit;
+			int next = 0, here = 0;
+			pin |= is_graph_output(R, n->out[o]);
+			for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+				int r = R->cons[c];
+				if (r < 0)
+					continue;
+				if (asap[r] == t + 1)
+					next = 1;
+				else if (asap[r] == t && idx[r] >= 0) {
+					here = 1;
+					flow_edge(&F, 2 + idx[r], 2 + j, INF);  /* r stays => n stays */
+				} else
+					pin = 1;
+			}
+			if (next)
+				flow_edge(&F, 2 + j, snk, size);       /* carried if n stays */
+			if (here && !next) {
+				int a = aux++;
+				flow_edge(&F, 2 + j, a, size);         /* carried if n stays and a reader moves */
+				for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+					int r = R->cons[c];
+					if (r >= 0 && asap[r] == t && idx[r] >= 0)
+						flow_edge(&F, a, 2 + idx[r], INF);
+				}
+			}
+		}
+		/* a node reading x_t or step t-1's carried values stays in step t
+		 * (in step 0: the initial states, values [B, N] from before the
+		 * loop that are not weights) */
+		for (int q = 0; q < n->nin && !pin; q++) {
+			ir_value *x = n->in[q];
+			ir_node *p = x ? x->producer : NULL;
+			int pi = p ? nid(R, p) : -1;
+			if (pi >= 0 && R->anchor_of[pi] && asap[pi] == t)
+				pin = 1;
+			else if (pi >= 0 && t > 0 && R->label[pi] == t - 1)
+				pin = 1;
+			else if (t == 0 && x && label_of_value(R, x) == LBL_PREFIX && x->kind != VAL_WEIGHT &&
+				 x->shape.rank == 2 && ir_dim_eq(x->shape.d[0], R->batch))
+				pin = 1;
+		}
+		if (pin)
+			flow_edge(&F, src, 2 + j, INF);
+	}
+	/* values moved into step t from step t-1 (staying there) that a node
+	 * of step t reads: carried if a reader moves */
+	for (int j = 0; j < k; j++) {
+		ir_node *n = g->nodes[loc[j]];
+		for (int q = 0; q < n->nin; q++) {
+			ir_value *x = n->in[q];
+			int v = vid(R, x), pi = x && x->producer ? nid(R, x->producer) : -1;
+			if (v < 0 || pi < 0 || R->label[pi] != t || asap[pi] == t)
+				continue;
+			int first = 1;  /* one aux node per value: at its first reader */
+			for (int j2 = 0; j2 < j && first; j2++)
+				for (int q2 = 0; q2 < g->nodes[loc[j2]]->nin; q2++)
+					first &= g->nodes[loc[j2]]->in[q2] != x;
+			for (int q2 = 0; q2 < q; q2++)
+				first &= n->in[q2] != x;
+			if (!first)
+				continue;
+			if (aux >= F.nv)
+				break;
+			int a = aux++;
+			flow_edge(&F, src, a, (int64_t)row_size(x) * unit);
+			for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++) {
+				int r = R->cons[c];
+				if (r >= 0 && asap[r] == t && idx[r] >= 0)
+					flow_edge(&F, a, 2 + idx[r], INF);
+			}
+		}
+	}
+	flow_run(&F, src, snk);
+	if (getenv("CELLC_DEBUG_REROLL") && getenv("CELLC_DEBUG_REROLL")[0] == '2')
+		for (int j = 0; j < k; j++) {
+			int pinned = 0;
+			for (int e = F.head[src]; e >= 0; e = F.e[e].next)
+				pinned |= F.e[e].to == 2 + j;
+			fprintf(stderr, "cut %d: %s %s%s\n", t, g->nodes[loc[j]]->name, F.level[2 + j] < 0 ? "moves" : "stays", pinned ? " (pinned)" : "");
+		}
+	for (int j = 0; j < k; j++)
+		if (F.level[2 + j] < 0)
+			R->label[loc[j]] = t + 1;
+}
+
 /* Labels: the step each node belongs to (see the opening comment). */
 static int assign_steps(rr *R)
 {
@@ -473,29 +724,16 @@ static int assign_steps(rr *R)
 		}
 		R->label[i] = tail || (hi >= 0 && lo < hi - 1) || n->body ? (hi >= 0 || tail ? LBL_TAIL : LBL_PREFIX) : hi;
 	}
-	/* where the trace computed it: a node that only the next step reads */
-	for (int i = R->nn - 1; i >= 0; i--) {
-		ir_node *n = g->nodes[i];
-		int l = R->label[i];
-		if (l < 0 || R->anchor_of[i] || l + 1 >= R->T)
-			continue;
-		int all_next = 1, any = 0;
-		for (int k = 0; k < n->nout && all_next; k++) {
-			int v = vid(R, n->out[k]);
-			if (v < 0)
-				continue;
-			if (is_graph_output(R, n->out[k]))
-				all_next = 0;
-			for (int j = R->cstart[v]; j < R->cstart[v + 1] && all_next; j++) {
-				if (R->cons[j] < 0)
-					continue;
-				any = 1;
-				all_next = R->label[R->cons[j]] == l + 1;
-			}
-		}
-		if (any && all_next)
-			R->label[i] = l + 1;
-	}
+	/* where the trace computed it: work on step t's values that only step
+	 * t+1 reads (h2h(h) at the top of the next step) belongs to step t+1.
+	 * Which nodes move is a minimum cut (cut_step): the values carried
+	 * from step to step are the narrowest ones (h, c, v; not h2h(h) or its
+	 * gate slices), the same whatever the author wrote. */
+	R->batch = R->seq[0].src->shape.d[1 - R->seq[0].axis];
+	int *asap = arena_array(R->A, (size_t)R->nn + 1, sizeof *asap);
+	memcpy(asap, R->label, (size_t)R->nn * sizeof *asap);
+	for (int t = 0; t + 1 < R->T; t++)
+		cut_step(R, asap, t);
 	R->copy = arena_array(R->A, (size_t)R->T, sizeof *R->copy);
 	R->ncopy = arena_array(R->A, (size_t)R->T, sizeof *R->ncopy);
 	for (int i = 0; i < R->nn; i++)
@@ -509,9 +747,19 @@ static int assign_steps(rr *R)
 		if (R->label[i] >= 0 && !R->anchor_of[i])
 			R->copy[R->label[i]][R->ncopy[R->label[i]]++] = i;
 	R->m = R->T >= 4 ? 2 : 1;
+	if (getenv("CELLC_DEBUG_REROLL"))
+		for (int t = 0; t < R->T; t++) {
+			fprintf(stderr, "reroll: step %d has %d nodes:", t, R->ncopy[t]);
+			for (int c = 0; c < R->ncopy[t] && getenv("CELLC_DEBUG_REROLL")[0] == '2'; c++)
+				fprintf(stderr, " %s", R->g->nodes[R->copy[t][c]]->name);
+			fprintf(stderr, "\n");
+		}
 	for (int t = 1; t + 1 < R->T; t++)
-		if (R->ncopy[t] != R->ncopy[R->m])
+		if (R->ncopy[t] != R->ncopy[R->m]) {
+			R->diff = arena_printf(R->A, "step %d has %d nodes, step %d has %d", t, R->ncopy[t], R->m,
+					       R->ncopy[R->m]);
 			return fail(R, "the steps of the trace differ in size");
+		}
 	if (R->ncopy[R->m] == 0)
 		return fail(R, "the per-step slices are not used by a step");
 	return 0;
@@ -811,6 +1059,28 @@ static int fold_in_copy0(rr *R, int j)
 	return 1;
 }
 
+/* Of two nodes that both fit a template node (h.unsqueeze(0) returned as
+ * a graph output beside the same unsqueeze stacked with the other steps'
+ * outputs), the one read the way the template is: by a reader of the
+ * template's output (the stacking Concat), and a graph output only where
+ * the template's is one. */
+static int likeness(const rr *R, const ir_node *tn, const ir_node *n)
+{
+	int sc = 0;
+	for (int k = 0; k < n->nout && k < tn->nout; k++) {
+		int a = vid(R, tn->out[k]), b = vid(R, n->out[k]);
+		if (a < 0 || b < 0)
+			continue;
+		if (is_graph_output(R, tn->out[k]) == is_graph_output(R, n->out[k]))
+			sc += 1;
+		for (int i = R->cstart[a]; i < R->cstart[a + 1]; i++)
+			for (int j = R->cstart[b]; j < R->cstart[b + 1]; j++)
+				if (R->cons[i] >= 0 && R->cons[i] == R->cons[j])
+					sc += 2;
+	}
+	return sc;
+}
+
 /* Candidates for template node j in copy t: consumers of a known input. */
 static int find_match(rr *R, int t, int j)
 {
@@ -833,11 +1103,20 @@ static int find_match(rr *R, int t, int j)
 		/* weights are read by every copy: only worth it if nothing better */
 		if (x->kind == IN_CAP && R->cstart[v + 1] - R->cstart[v] > 4 * R->ncopy[t] + 8)
 			continue;
+		ir_node *best = NULL;
+		int best_score = -1;
 		for (int c = R->cstart[v]; c < R->cstart[v + 1]; c++)
 			if (R->cons[c] >= 0 && fits(R, t, j, g->nodes[R->cons[c]], 0)) {
-				commit_match(R, t, j, g->nodes[R->cons[c]]);
-				return 1;
+				int sc = likeness(R, tn, g->nodes[R->cons[c]]);
+				if (sc > best_score) {
+					best = g->nodes[R->cons[c]];
+					best_score = sc;
+				}
 			}
+		if (best) {
+			commit_match(R, t, j, best);
+			return 1;
+		}
 		if (x->kind != IN_CAP && has_data(key) == 0)
 			return 0;       /* the copy's node must read this value */
 	}
@@ -873,13 +1152,34 @@ static int match_copy(rr *R, int t)
 		/* the last copy may lack work that only a later step would have used */
 		if (t == R->T - 1)
 			continue;
+		if (!R->diff)
+			R->diff = arena_printf(R->A, "step %d has no counterpart of node '%s' (%s) of step %d", t,
+					       R->tn[j]->name ? R->tn[j]->name : "?", ir_op_name(R->tn[j]->op), R->m);
 		if (getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: copy %d has no match for template node '%s'\n", t, R->tn[j]->name);
 		return fail(R, t == 0 ? "the first step differs from the others beyond folded initial states"
 				      : "the steps are not isomorphic");
 	}
-	if (nmatched != R->ncopy[t])
+	if (nmatched != R->ncopy[t] && t == R->T - 1) {
+		/* an epilogue: work only the last step does (a head on the last
+		 * step's state) runs after the loop, on the last step's values */
+		for (int c = 0; c < R->ncopy[t]; c++)
+			if (!R->matched[R->copy[t][c]])
+				R->label[R->copy[t][c]] = LBL_TAIL;
+	} else if (nmatched != R->ncopy[t]) {
+		for (int c = 0; c < R->ncopy[t] && !R->diff; c++)
+			if (!R->matched[R->copy[t][c]]) {
+				const ir_node *x = R->g->nodes[R->copy[t][c]];
+				R->diff = arena_printf(R->A, "node '%s' (%s) of step %d has no counterpart in step %d",
+						       x->name ? x->name : "?", ir_op_name(x->op), t, R->m);
+			}
+		if (getenv("CELLC_DEBUG_REROLL"))
+			for (int c = 0; c < R->ncopy[t]; c++)
+				if (!R->matched[R->copy[t][c]])
+					fprintf(stderr, "reroll: step %d has node '%s' (%s) that the template lacks\n", t,
+						R->g->nodes[R->copy[t][c]]->name, ir_op_name(R->g->nodes[R->copy[t][c]]->op));
 		return fail(R, "a step has nodes the other steps lack");
+	}
 	R->done[t] = 1;
 	return 0;
 }
@@ -1331,8 +1631,12 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	}
 	for (int k = 0; k < B->neach; k++) {
 		ir_value *o = B->bval[B->each_tv[k]];
-		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
+		if (!o || o->shape.rank != 2 || o->dtype != DT_F32) {
+			if (getenv("CELLC_DEBUG_REROLL"))
+				fprintf(stderr, "reroll: per-step value '%s' read after the loop\n",
+					R->tval[B->each_tv[k]]->name);
 			return "a per-step value read after the loop is not an f32 matrix";
+		}
 		b->outputs[R->nstate + B->nstack + B->nlast + k] = o;
 	}
 	if (B->neach) {
@@ -1607,6 +1911,58 @@ static int time_safe(const ir_node *n)
 
 /* Re-infers the graph with the traced T replaced by a dimension symbol; on
  * any doubt puts everything back and explains. */
+/* The graph input a sequence is computed from, through nodes that keep
+ * its time axis where it is and read nothing else that depends on T: the
+ * [.., .., 1] column view of pass_canon, an embedding lookup
+ * Gather(table, tokens), element-wise work with constants, Cast.  Returns
+ * the input (x itself when x is one) and, in chain[0 .. *n), the nodes from
+ * the input to x in order; NULL when x is computed otherwise. */
+enum { CHAIN_MAX = 12 };
+static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n)
+{
+	ir_node *rev[CHAIN_MAX];
+	int k = 0;
+	ir_value *v = x;
+	while (v->kind != VAL_INPUT) {
+		ir_node *p = v->producer;
+		if (!p || k >= CHAIN_MAX || p->nout != 1 || v->shape.rank <= axis)
+			return NULL;
+		ir_value *data = NULL;
+		if (p->op == OP_UNSQUEEZE && p->nin == 2 && ir_value_is_const(p->in[1])) {
+			for (int64_t i = 0; i < ir_shape_const_numel(&p->in[1]->shape); i++) {
+				int64_t a = ir_const_int(p->in[1], i);
+				if (a < 0)
+					a += v->shape.rank;
+				if (a <= axis)
+					return NULL;
+			}
+			data = p->in[0];
+		} else if (p->op == OP_GATHER && p->nin == 2 && ir_attr_int(p, "axis", 0) == 0 &&
+			   p->in[0] && (p->in[0]->kind == VAL_WEIGHT || p->in[0]->kind == VAL_CONST) &&
+			   p->in[1] && p->in[1]->shape.rank > axis) {
+			data = p->in[1];        /* tokens [B, T] -> [B, T, E] */
+		} else if (p->op == OP_CAST || (ir_ops[p->op].kind == OPK_ELEM && p->nin == 1)) {
+			data = p->in[0];
+		} else if (ir_ops[p->op].kind == OPK_ELEM && p->nin == 2) {
+			for (int q = 0; q < 2; q++)
+				if (p->in[q] && p->in[1 - q] && ir_value_is_const(p->in[1 - q]) &&
+				    p->in[1 - q]->shape.rank < v->shape.rank - axis &&
+				    ir_shape_eq(&p->in[q]->shape, &v->shape))
+					data = p->in[q];
+		}
+		if (!data || data->shape.rank <= axis || (v != x && v->nuses != 1))
+			return NULL;
+		rev[k++] = p;
+		v = data;
+	}
+	if (chain) {
+		for (int i = 0; i < k; i++)
+			chain[i] = rev[k - 1 - i];
+		*n = k;
+	}
+	return v;
+}
+
 static const char *make_time_symbolic(rr *R, ir_node *rec)
 {
 	ir_graph *g = R->g;
@@ -1621,9 +1977,13 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
 			continue;
 		}
-		if (x->kind != VAL_INPUT)
+		ir_value *xi = seq_input(x, R->seq[s].axis, NULL, NULL);
+		if (!xi)
 			return arena_printf(R->A, "T stays %d: the sequence '%s' is computed, not a graph input",
 					    T, x->name);
+		if (xi != x && xi->nuses != 1)
+			return arena_printf(R->A, "T stays %d: the sequence '%s' is also read outside the "
+					    "loop", T, xi->name);
 		if (x->nuses != 1)
 			return arena_printf(R->A, "T stays %d: the sequence '%s' is also read outside the "
 					    "loop", T, x->name);
@@ -1667,8 +2027,20 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 		Ts = ir_dim_sym(sym);
 	}
 	ir_dim Tc = ir_dim_const(T);
-	for (int s = 0; s < R->nseq; s++)
+	for (int s = 0; s < R->nseq; s++) {
+		ir_node *chain[CHAIN_MAX];
+		int nc = 0;
+		ir_value *xi = seq_input(R->seq[s].src, R->seq[s].axis, chain, &nc);
+		if (xi && xi != R->seq[s].src) {
+			xi->shape.d[R->seq[s].axis] = Ts;
+			diag q0;
+			diag_init(&q0, R->D->file);
+			q0.quiet = 1;
+			for (int c = 0; c < nc; c++)
+				infer_node(g, chain[c], &q0);
+		}
 		R->seq[s].src->shape.d[R->seq[s].axis] = Ts;
+	}
 	int ns = (int)ir_attr_int(rec, "n_state", 0);
 	const ir_attr *oa = ir_attr_find(rec, "out_axis");
 	for (int k = ns; k < rec->nout; k++) {
@@ -1830,6 +2202,12 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 		build B1 = {0};
 		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
 			*why = R->why;
+			if (R->T > 0 && R->nseq > 0 && !g->unrolled)
+				g->unrolled = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled "
+							   "(the emitted code grows with T): %s%s%s", R->T,
+							   R->seq[0].src->name ? R->seq[0].src->name : "?",
+							   R->why ? R->why : "the steps do not match",
+							   R->diff ? "; " : "", R->diff ? R->diff : "");
 			return -1;
 		}
 		R0 = R1;
@@ -1838,7 +2216,20 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 	const char *time_note = NULL;
 	int sym_ok;
 	/* from here on the graph changes: a failure is an internal error */
+	ir_node **nodes0 = g->nodes;
+	int nnodes0 = g->nnodes;
 	const char *err = build_recurrence(R, &B, &time_note, &sym_ok);
+	if (err && g->nodes == nodes0 && g->nnodes == nnodes0) {
+		/* found out before the graph changed: the loop stays unrolled, the
+		 * values made for the body go */
+		g->nvalues = R->nv;
+		*why = err;
+		if (!g->unrolled)
+			g->unrolled = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled (the "
+						   "emitted code grows with T): %s", R->T,
+						   R->seq[0].src->name ? R->seq[0].src->name : "?", err);
+		return -1;
+	}
 	if (err) {
 		diag_error(D, "cannot rebuild the traced loop of %d steps as a recurrence: %s", R->T, err);
 		return -1;
@@ -1868,6 +2259,8 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 		int r = reroll_once(g, D, round, &why);
 		if (why && getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: %s\n", why);
+		if (r < 0 && g->unrolled)
+			diag_warn(D, "%s", g->unrolled);
 		if (r <= 0)
 			break;
 	}

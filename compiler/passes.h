@@ -23,6 +23,9 @@ typedef struct pass_opts {
  * dtype and shape; shape-determining inputs are constants; no Constant/Shape
  * arithmetic left. */
 int pass_infer(ir_graph *g, diag *D, const pass_opts *o);
+/* Shape no-ops removed, rank-2 sequences read as [B, 1] columns: one
+ * spelling of what authors write in many ways (pass_canon.c). */
+int pass_canon(ir_graph *g, diag *D, const pass_opts *o);
 /* Native cell layers (CELL nodes, cells.h) -> RECURRENCE nodes. */
 int pass_lower_cell(ir_graph *g, diag *D, const pass_opts *o);
 /* Traced loops (T copies of a step) -> one RECURRENCE each (pass_reroll.c). */

@@ -56,8 +56,9 @@ typedef struct rctx {
 
 static int scalar_const(const ir_value *v, double *x)
 {
-	if (!v || !v->data || v->sym || (v->kind != VAL_CONST && v->kind != VAL_WEIGHT) ||
-	    ir_shape_const_numel(&v->shape) != 1)
+	/* weights stay factors: a scalar parameter (FastGRNN's zeta, nu) is
+	 * trained, so its value is no coefficient of the cell */
+	if (!v || !ir_value_is_const(v) || v->sym || ir_shape_const_numel(&v->shape) != 1)
 		return 0;
 	*x = ir_const_num(v, 0);
 	return 1;
@@ -226,6 +227,9 @@ static const ir_value *block_of(const ir_value *v, int64_t H, int *k)
 		const ir_value *x = n->in[0];
 		int64_t ax = ir_const_int(n->in[3], 0), st = ir_const_int(n->in[1], 0);
 		int64_t en = ir_const_int(n->in[2], 0);
+		/* gates[:, 3 * n:]: an end past the axis is its end */
+		if (x->shape.rank == 2 && ir_dim_is_const(x->shape.d[1]) && en > x->shape.d[1].k)
+			en = x->shape.d[1].k;
 		if (x->shape.rank != 2 || (ax != 1 && ax != -1) || (n->nin > 4 && n->in[4] &&
 		    ir_const_int(n->in[4], 0) != 1))
 			return NULL;
@@ -368,24 +372,39 @@ static const char *dynamic_of(rctx *C, arena *A, const ir_value *d, const char *
 
 /* a = d + r (r the recurrent projection of state h): returns d's single
  * factor, or NULL. */
+/* The terms of a sum: the leaves of the tree of Adds under v (at most
+ * 8), without looking into products. */
+static int add_terms(const rctx *C, const ir_value *v, const ir_value **t, int n, int depth)
+{
+	const ir_node *p = v ? v->producer : NULL;
+	if (n < 0 || !v)
+		return -1;
+	if (!p || p->graph != C->b || p->op != OP_ADD || p->nin != 2 || depth > 8 || state_index_out(C, v) >= 0 ||
+	    !ir_shape_eq(&p->in[0]->shape, &v->shape) || !ir_shape_eq(&p->in[1]->shape, &v->shape)) {
+		if (n >= 8)
+			return -1;
+		t[n] = v;
+		return n + 1;
+	}
+	n = add_terms(C, p->in[0], t, n, depth + 1);
+	return add_terms(C, p->in[1], t, n, depth + 1);
+}
+
 static const ir_value *split_pre(rctx *C, const ir_value *a, int hstate, int *ok)
 {
-	poly p = expand(C, a, NULL, 0);
-	const ir_value *d = NULL;
-	int have_r = 0;
+	const ir_value *terms[8], *d = NULL;
+	int n = add_terms(C, a, terms, 0, 0), have_r = 0;
 	*ok = 0;
-	for (int i = 0; i < p.n && p.ok; i++) {
+	for (int i = 0; i < n; i++) {
 		int h;
-		if (p.t[i].nf != 1 || p.t[i].c != 1.0 || p.t[i].dyn)
-			return NULL;
-		if (is_rec_proj(C, p.t[i].f[0], &h) && h == hstate)
+		if (is_rec_proj(C, terms[i], &h) && h == hstate)
 			have_r++;
 		else if (!d)
-			d = p.t[i].f[0];
+			d = terms[i];
 		else
 			return NULL;
 	}
-	*ok = p.ok && have_r == 1 && d;
+	*ok = n > 0 && have_r == 1 && d;
 	return d;
 }
 

@@ -22,6 +22,20 @@
  * a temporary file and renamed) holding the parameters and "@opt/<P>/<slot>"
  * and "@train/<field>" tensors, from which --resume continues exactly.
  *
+ * Data parallelism over MPI: built with -DCELLC_MPI (`make NAME_train MPI=1`,
+ * mpicc), `mpirun -np P NAME_train ...` runs P ranks that each hold the model
+ * and the optimiser state and draw the same sample order; rank r takes its
+ * contiguous share of every global batch (--batch stays the global size),
+ * and one MPI_Allreduce per step sums the gradients and the loss, each
+ * rank's weighted by its share of what the loss averages (samples, or the
+ * unmasked targets of masked-mse), so every rank applies the update of the
+ * whole batch.  Evaluation splits each test batch the same way.  Rank 0
+ * alone prints, logs, plots and writes checkpoints; a failure while setting
+ * up is agreed on by all ranks (the first failing rank's message, its exit
+ * status), one while training ends the job with MPI_Abort.  Everything MPI
+ * is in the "ranks" section; without CELLC_MPI there is one rank and no
+ * MPI call.
+ *
  * Exit status: 0 done; 1 NaN or infinite loss or gradient (the last
  * checkpoint is kept), or a failure while running or writing; 2 bad usage
  * or data.
@@ -55,6 +69,9 @@
 #include <unistd.h>
 
 #include "cellrt.h"
+#ifdef CELLC_MPI
+#include <mpi.h>
+#endif
 
 #define TR_CAT_(a, b) a##b
 #define TR_CAT(a, b) TR_CAT_(a, b)
@@ -67,16 +84,48 @@
 #define NPAR M(_NUM_PARAMS)
 #define INFO M(_TRAIN_INFO)
 
-enum { EXIT_NAN = 1, EXIT_USAGE = 2, MAX_GROUPS = 32, LOSS_CE, LOSS_CE_ALL, LOSS_MSE, LOSS_MASKED };
+enum { EXIT_NAN = 1, EXIT_USAGE = 2, EXIT_HELP = -1, MAX_GROUPS = 32, LOSS_CE, LOSS_CE_ALL, LOSS_MSE, LOSS_MASKED };
+
+/* This process among the ranks of an MPI run (one rank without CELLC_MPI). */
+typedef struct ranks {
+	int rank, size;
+	int hold;               /* keep messages in `held` (ranks > 0 while setting up) */
+	int for_all;            /* messages speak for the job: no "rank r:" */
+	char held[8192];
+	size_t nheld;
+	float *flat;            /* [nflat + 1]: the weighted gradients, then the weighted loss */
+	int64_t nflat;
+	double reduce_s;        /* seconds in the per-step all-reduce, this epoch */
+} ranks;
+
+static ranks R = {.rank = 0, .size = 1};
+
+/* One message line on stderr (or into R.held): "NAME_train: [rank r: ]text tail". */
+static void vmessage(const char *fmt, va_list ap, const char *tail)
+{
+	char line[8192];
+	int k = R.size > 1 && !R.for_all ? snprintf(line, sizeof line, "%s_train: rank %d: ", TR_STR(CELLC_MODEL), R.rank)
+			   : snprintf(line, sizeof line, "%s_train: ", TR_STR(CELLC_MODEL));
+	vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
+	size_t n = strlen(line);
+	snprintf(line + n, sizeof line - n, "%s\n", tail);
+	if (!R.hold) {
+		fputs(line, stderr);
+		return;
+	}
+	n = strlen(line);
+	if (R.nheld + n < sizeof R.held) {
+		memcpy(R.held + R.nheld, line, n + 1);
+		R.nheld += n;
+	}
+}
 
 static int say(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int say(int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s_train: ", TR_STR(CELLC_MODEL));
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vmessage(fmt, ap, "");
 	va_end(ap);
 	return rc;
 }
@@ -143,6 +192,8 @@ static const char usage_text[] =
 	"                        every N steps); --resume F continues from one\n"
 	"  --weights F           initial weights (default: %s.weights beside the program)\n"
 	"  --quiet               no progress display\n"
+	"Several processes (a build by `make NAME_train MPI=1`): mpirun -np P %s_train ...\n"
+	"  trains data-parallel, --batch being the global batch; rank 0 writes every file.\n"
 	"Exit status: 0 done, 1 NaN/Inf loss or gradient or a failure while training, 2 bad\n"
 	"usage or data.\n";
 
@@ -151,9 +202,7 @@ static int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s_train: ", TR_STR(CELLC_MODEL));
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (%s_train --help lists the options)\n", TR_STR(CELLC_MODEL));
+	vmessage(fmt, ap, " (" TR_STR(CELLC_MODEL) "_train --help lists the options)");
 	va_end(ap);
 	return EXIT_USAGE;
 }
@@ -203,8 +252,9 @@ static int parse_opts(int argc, char **argv, opts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf(usage_text, TR_STR(CELLC_MODEL), TR_STR(CELLC_MODEL));
-			exit(0);
+			if (R.rank == 0)
+				printf(usage_text, TR_STR(CELLC_MODEL), TR_STR(CELLC_MODEL), TR_STR(CELLC_MODEL));
+			return EXIT_HELP;
 		}
 		/* flags */
 		int *flag = !strcmp(a, "--scale") ? &o->scale : !strcmp(a, "--nesterov") ? &o->nesterov
@@ -546,6 +596,7 @@ static int find_batch_axes(model *md, const dataset *ds)
 				t->batch_axis = i;
 		outer_inner(t);
 	}
+	md->B = 0;      /* bound for sizes 2 and 3, but no buffer allocated: use_batch binds again */
 	return 0;
 }
 
@@ -699,6 +750,203 @@ static int bind_grads(model *md)
 	return 0;
 }
 
+/* ---- ranks: data parallelism over MPI (every MPI call of the program) ------------ */
+
+#ifdef CELLC_MPI
+/* When the user sets no thread count: the node's CPUs shared among the
+ * ranks on it (CELLRT_NUM_THREADS for the recurrences; OpenBLAS's pool
+ * through openblas_set_num_threads, a weak reference: absent when the
+ * program is linked without OpenBLAS). */
+void openblas_set_num_threads(int n) __attribute__((weak));
+
+static int threads_per_rank(void)
+{
+	MPI_Comm node;
+	int local = 1;
+	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, R.rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+		MPI_Comm_size(node, &local);
+		MPI_Comm_free(&node);
+	}
+	const char *set[3] = {getenv("CELLRT_NUM_THREADS"), getenv("OPENBLAS_NUM_THREADS"), getenv("OMP_NUM_THREADS")};
+	if ((set[0] && *set[0]) || (set[1] && *set[1]) || (set[2] && *set[2]))
+		return 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = cpus > local ? (int)(cpus / local) : 1;
+	char v[16];
+	snprintf(v, sizeof v, "%d", n);
+	setenv("CELLRT_NUM_THREADS", v, 1);
+	if (openblas_set_num_threads)
+		openblas_set_num_threads(n);
+	return n;
+}
+#endif
+
+/* MPI_Init; setting-up messages of ranks > 0 are held until ranks_agree. */
+static void ranks_init(int *argc, char ***argv)
+{
+#ifdef CELLC_MPI
+	MPI_Init(argc, argv);   /* MPI's errors are fatal to the job (MPI_ERRORS_ARE_FATAL) */
+	MPI_Comm_rank(MPI_COMM_WORLD, &R.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &R.size);
+	R.hold = R.rank > 0;
+#else
+	(void)argc, (void)argv;
+#endif
+}
+
+/* The end of setting up: every rank learns whether any failed.  The first
+ * failing rank prints its message (rank 0 printed it already) and its
+ * status becomes everyone's, so the job ends with one message and no rank
+ * waits for another. */
+static int ranks_agree(int rc)
+{
+#ifdef CELLC_MPI
+	if (R.size > 1) {
+		int mine = rc ? R.rank : R.size, first;
+		MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+		if (first < R.size) {
+			if (R.rank == first && R.nheld) {
+				fputs(R.held, stderr);
+				fflush(stderr);
+			}
+			MPI_Bcast(&rc, 1, MPI_INT, first, MPI_COMM_WORLD);
+		}
+	}
+#endif
+	R.hold = 0;
+	R.nheld = 0;
+	return rc;
+}
+
+/* A failure of this rank alone while training: ends every rank (the others
+ * wait in the next all-reduce) with status rc.  One rank: returns rc. */
+static int ranks_abort(int rc)
+{
+#ifdef CELLC_MPI
+	if (R.size > 1) {
+		fflush(stdout);
+		fflush(stderr);
+		MPI_Abort(MPI_COMM_WORLD, rc);
+	}
+#endif
+	return rc;
+}
+
+static void ranks_finish(void)
+{
+#ifdef CELLC_MPI
+	MPI_Finalize();
+#endif
+}
+
+/* Rank R.rank's share [lo, hi) of a batch of B samples: contiguous, sizes
+ * differing by at most one. */
+static void share(int64_t B, int64_t *lo, int64_t *hi)
+{
+	*lo = B * R.rank / R.size;
+	*hi = B * (R.rank + 1) / R.size;
+}
+
+/* What the loss of samples order[0..B) averages over, in order[lo..hi):
+ * samples, or for masked-mse the targets present (the mask's sum). */
+static double loss_count(const dataset *ds, const int64_t *order, int64_t lo, int64_t hi)
+{
+	if (INFO.loss_kind != 3)
+		return (double)(hi - lo);
+	int64_t c = 0;
+	const float *y = ds->y.data;
+	for (int64_t b = lo; b < hi; b++)
+		for (int64_t q = 0; q < ds->Y; q++)
+			c += !isnan(y[order[b] * ds->Y + q]);
+	return (double)c;
+}
+
+/* The weight of this rank's loss (and gradient) in the batch's: its share of
+ * what the batch's loss averages over (1 with one rank). */
+static double loss_weight(const dataset *ds, const int64_t *order, int64_t B)
+{
+	if (R.size == 1)
+		return 1;
+	int64_t lo, hi;
+	share(B, &lo, &hi);
+	double all = loss_count(ds, order, 0, B);
+	return all > 0 ? loss_count(ds, order, lo, hi) / all : 0;
+}
+
+/* The flat buffer of the all-reduce: every gradient and the loss. */
+static int ranks_alloc(const model *md)
+{
+	if (R.size == 1)
+		return 0;
+	R.nflat = 0;
+	for (int k = 0; k < NPAR; k++)
+		R.nflat += md->numel[k];
+	if (R.nflat >= 2147483647)      /* MPI counts are ints */
+		return say(1, "%lld parameters: too many for one MPI_Allreduce", (long long)R.nflat);
+	R.flat = malloc(sizeof(float) * (size_t)(R.nflat + 1));
+	return R.flat ? 0 : say(1, "out of memory for the gradient buffer (%lld floats)", (long long)R.nflat + 1);
+}
+
+/* Several ranks: sums w x (this rank's gradients and loss) over the ranks in
+ * one MPI_Allreduce (zeros from a rank without samples in the batch, have
+ * = 0); md->g then points into the sum, the same on every rank, and *loss
+ * is the batch's loss. */
+static void ranks_sum_grads(model *md, int have, double w, double *loss)
+{
+#ifdef CELLC_MPI
+	float *f = R.flat, wf = (float)w;
+	for (int k = 0; k < NPAR; k++) {
+		if (have)
+			for (int64_t i = 0; i < md->numel[k]; i++)
+				f[i] = wf * md->g[k][i];
+		else
+			memset(f, 0, sizeof(float) * (size_t)md->numel[k]);
+		md->g[k] = f;
+		f += md->numel[k];
+	}
+	*f = have ? (float)(w * *loss) : 0.0f;
+	double t = now();
+	MPI_Allreduce(MPI_IN_PLACE, R.flat, (int)(R.nflat + 1), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	R.reduce_s += now() - t;
+	*loss = R.flat[R.nflat];
+#else
+	(void)md, (void)have, (void)w, (void)loss;
+#endif
+}
+
+/* Several ranks: v[0..n) summed over the ranks, in place (doubles). */
+static void ranks_sum(double *v, int n)
+{
+#ifdef CELLC_MPI
+	if (R.size > 1)
+		MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#else
+	(void)v, (void)n;
+#endif
+}
+
+/* Several ranks: whether every rank holds the same parameters (a 64-bit
+ * FNV-1a hash of their bytes, its max and min over the ranks). */
+static int ranks_same_params(const model *md)
+{
+#ifdef CELLC_MPI
+	if (R.size == 1)
+		return 1;
+	uint64_t h = 14695981039346656037ull;
+	for (int k = 0; k < NPAR; k++) {
+		const unsigned char *b = (const unsigned char *)md->p[k];
+		for (size_t i = 0; i < sizeof(float) * (size_t)md->numel[k]; i++)
+			h = (h ^ b[i]) * 1099511628211ull;
+	}
+	uint64_t v[2] = {h, ~h}, m[2];
+	MPI_Allreduce(v, m, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+	return m[0] == ~m[1];
+#else
+	(void)md;
+	return 1;
+#endif
+}
+
 /* ---- optimiser adapter: every call into rt_optim ----------------------------- */
 
 typedef struct optim {
@@ -807,6 +1055,8 @@ typedef struct state {
 static int save_checkpoint(const char *path, model *md, optim *op, const state *s, const opts *o)
 {
 	enum { NTRAIN = 9 };
+	if (R.rank)
+		return 0;       /* one writer */
 	int nx = NPAR * (op->slots + 1) + NTRAIN, n = 0;
 	rt_tensor *x = calloc((size_t)nx, sizeof *x);
 	char (*names)[RT_TF_NAME] = calloc((size_t)nx, RT_TF_NAME);
@@ -1097,31 +1347,43 @@ static int write_plots(const char *dir, logs *L)
 	return 0;
 }
 
-/* ||dL/dh_t|| for every t of the dstate output [T, B, H] into L->norm_acc. */
-static int record_norms(model *md, logs *L, int64_t epoch)
+/* ||dL/dh_t|| for every t of the dstate output [T, B, H] into L->norm[epoch]:
+ * with several ranks the sum over the ranks of w^2 ||dL_r/dh_t||^2 (have: this
+ * rank ran samples of the batch, w: its loss weight). */
+static int record_norms(model *md, logs *L, int64_t epoch, int have, double w)
 {
 	const io *d = &md->out[md->dstate_out];
 	int64_t T = d->rank ? d->dims[0] : 0, per = 1;
 	for (int i = 1; i < d->rank; i++)
 		per *= d->dims[i];
+	double *acc = calloc((size_t)(T ? T : 1), sizeof *acc);
+	if (!acc)
+		return say(1, "out of memory");
+	for (int64_t t = 0; t < T && have; t++) {
+		const float *v = (const float *)d->buf + t * per;
+		for (int64_t j = 0; j < per; j++)
+			acc[t] += (double)v[j] * v[j];
+		acc[t] *= w * w;
+	}
+	ranks_sum(acc, (int)T);
 	if (epoch >= L->nnorm) {
 		series *s = realloc(L->norm, sizeof *s * (size_t)(epoch + 1));
-		if (!s)
+		if (!s) {
+			free(acc);
 			return say(1, "out of memory");
+		}
 		memset(s + L->nnorm, 0, sizeof *s * (size_t)(epoch + 1 - L->nnorm));
 		L->norm = s;
 		L->nnorm = epoch + 1;
 	}
 	series *s = &L->norm[epoch];
 	s->n = 0;
-	for (int64_t t = 0; t < T; t++) {
-		double acc = 0;
-		const float *v = (const float *)d->buf + t * per;
-		for (int64_t j = 0; j < per; j++)
-			acc += (double)v[j] * v[j];
-		if (push(s, (double)(t + 1), sqrt(acc)))
+	for (int64_t t = 0; t < T; t++)
+		if (push(s, (double)(t + 1), sqrt(acc[t]))) {
+			free(acc);
 			return 1;
-	}
+		}
+	free(acc);
 	return 0;
 }
 
@@ -1166,7 +1428,10 @@ static void show(progress *pg, long epoch, long epochs, int64_t done, int64_t to
 
 /* ---- evaluation --------------------------------------------------------------- */
 
-/* Mean loss and accuracy (ce losses; NAN otherwise) over a data set, forward only. */
+/* Mean loss and accuracy (ce losses; NAN otherwise) over a data set, forward
+ * only: batches of `batch` samples in file order, each split over the ranks
+ * as the training batches are (the batch's loss is the sum of the ranks'
+ * weighted losses), the sums reduced over the ranks at the end. */
 static int evaluate(model *md, optim *op, const dataset *ds, long batch, double *loss, double *acc)
 {
 	int64_t *order = malloc(sizeof *order * (size_t)batch);
@@ -1174,19 +1439,23 @@ static int evaluate(model *md, optim *op, const dataset *ds, long batch, double 
 		return say(1, "out of memory");
 	M(_set_forward_only)(md->m, 1);
 	optim_eval_params(op, md, 1);
-	double lsum = 0, hits = 0, preds = 0;
+	double sums[3] = {0, 0, 0};     /* loss x batch size, right predictions, predictions */
 	int rc = 0;
-	for (int64_t at = 0; at < ds->n && !rc; at += batch) {
-		int64_t B = ds->n - at < batch ? ds->n - at : batch;
-		for (int64_t b = 0; b < B; b++)
-			order[b] = at + b;
-		double l;
+	for (int64_t at0 = 0; at0 < ds->n && !rc; at0 += batch) {
+		int64_t B0 = ds->n - at0 < batch ? ds->n - at0 : batch, first, end;
+		for (int64_t b = 0; b < B0; b++)
+			order[b] = at0 + b;
+		share(B0, &first, &end);
+		if (end == first)
+			continue;
+		double w = loss_weight(ds, order, B0), l;
+		int64_t at = at0 + first, B = end - first;
 		if ((rc = use_batch(md, ds, B)))
 			break;
-		fill_batch(md, ds, order, B);
+		fill_batch(md, ds, order + first, B);
 		if ((rc = run(md, &l)))
 			break;
-		lsum += l * (double)B;
+		sums[0] += w * l * (double)B0;
 		if (md->logits_out < 0)
 			continue;
 		const io *lo = &md->out[md->logits_out];
@@ -1204,16 +1473,19 @@ static int evaluate(model *md, optim *op, const dataset *ds, long batch, double 
 						best = c;
 					}
 				}
-				hits += best == ((const int64_t *)ds->y.data)[(at + b) * ds->Y + p];
-				preds++;
+				sums[1] += best == ((const int64_t *)ds->y.data)[(at + b) * ds->Y + p];
+				sums[2]++;
 			}
 	}
 	optim_eval_params(op, md, 0);
 	M(_set_forward_only)(md->m, 0);
 	free(order);
-	*loss = lsum / (double)ds->n;
-	*acc = md->logits_out >= 0 && preds > 0 ? hits / preds : NAN;
-	return rc;
+	if (rc)
+		return rc;
+	ranks_sum(sums, 3);
+	*loss = sums[0] / (double)ds->n;
+	*acc = md->logits_out >= 0 && sums[2] > 0 ? sums[1] / sums[2] : NAN;
+	return 0;
 }
 
 /* ---- the program ------------------------------------------------------------------ */
@@ -1245,7 +1517,37 @@ typedef struct trainer {
 	logs L;
 	progress pg;
 	int64_t *order;         /* [train.n] this epoch's sample order */
+	int together;           /* the status train() returns is every rank's (not a failure of this one) */
 } trainer;
+
+/* The loss and gradients of samples order[0..B): this rank runs its share
+ * (none when B is smaller than the number of ranks), then the ranks' weighted
+ * gradients and losses are summed (several ranks). *w: this rank's weight. */
+static int train_batch(trainer *T, const int64_t *order, int64_t B, double *loss, double *w, int *have)
+{
+	model *md = &T->md;
+	int64_t lo, hi;
+	share(B, &lo, &hi);
+	*loss = 0;
+	*w = loss_weight(&T->train, order, B);
+	*have = hi > lo;
+	if (*have) {
+		int rc = use_batch(md, &T->train, hi - lo);
+		if (!rc)
+			rc = bind_grads(md);
+		if (rc)
+			return rc;
+		fill_batch(md, &T->train, order + lo, hi - lo);
+		if ((rc = run(md, loss)))
+			return rc;
+		if (R.size > 1 && !isfinite(*loss))     /* which rank: the sum below tells every rank */
+			say(0, "the loss of its share of step %lld (samples %lld to %lld of the batch) is %s",
+			    (long long)T->s.step + 1, (long long)lo + 1, (long long)hi, isnan(*loss) ? "NaN" : "infinite");
+	}
+	if (R.size > 1)
+		ranks_sum_grads(md, *have, *w, loss);
+	return 0;
+}
 
 static int train(trainer *T)
 {
@@ -1254,9 +1556,7 @@ static int train(trainer *T)
 	state *s = &T->s;
 	logs *L = &T->L;
 	const int64_t N = T->train.n;
-	const int64_t nbatch = o->drop_last ? N / o->batch : (N + o->batch - 1) / o->batch;
-	if (nbatch < 1)
-		return usage_error("--drop-last with --batch %ld leaves no batch of %lld samples", o->batch, (long long)N);
+	const int64_t nbatch = o->drop_last ? N / o->batch : (N + o->batch - 1) / o->batch;     /* >= 1 (setup) */
 	double t0 = now() - s->seconds;
 	for (; s->epoch < o->epochs; s->epoch++, s->batch = 0) {
 		rt_rng epoch_rng = s->rng;      /* the checkpoint's copy: it redraws this epoch's order */
@@ -1278,20 +1578,21 @@ static int train(trainer *T)
 				return 0;
 			}
 			int64_t at = s->batch * o->batch, B = N - at < o->batch ? N - at : o->batch;
-			double loss;
-			int rc = use_batch(md, &T->train, B);
-			if (!rc)
-				rc = bind_grads(md);
+			double loss, w;
+			int have;
+			int rc = train_batch(T, T->order + at, B, &loss, &w, &have);
 			if (rc)
 				return rc;
-			fill_batch(md, &T->train, T->order + at, B);
-			if ((rc = run(md, &loss)))
-				return rc;
+			/* with several ranks the same loss and gradients on every rank from here */
 			double gnorm = optim_clip(md, o->clip);
 			if (!isfinite(loss) || !isfinite(gnorm)) {
+				T->together = 1;
+				if (R.rank)
+					return EXIT_NAN;
 				if (!T->pg.quiet && T->pg.tty)
 					fputc('\n', stderr);
 				double bad = isfinite(loss) ? gnorm : loss;
+				R.for_all = 1;  /* rank 0 speaks for the job: no "rank 0:" */
 				say(EXIT_NAN, "step %lld (epoch %lld, batch %lld): the %s is %s; stopping",
 				    (long long)s->step + 1, (long long)s->epoch + 1, (long long)s->batch + 1,
 				    isfinite(loss) ? "gradient norm" : "loss", isnan(bad) ? "NaN" : "infinite");
@@ -1299,7 +1600,7 @@ static int train(trainer *T)
 					say(EXIT_NAN, "the last checkpoint, %s, is kept as it was", o->checkpoint);
 				return EXIT_NAN;
 			}
-			if (s->batch == nbatch - 1 && md->dstate_out >= 0 && (rc = record_norms(md, L, s->epoch)))
+			if (s->batch == nbatch - 1 && md->dstate_out >= 0 && (rc = record_norms(md, L, s->epoch, have, w)))
 				return rc;
 			if ((rc = optim_step(&T->op, md)))
 				return rc;
@@ -1335,15 +1636,29 @@ static int train(trainer *T)
 		int rc;
 		if (T->test.n && (rc = evaluate(md, &T->op, &T->test, o->batch, &tl, &ta)))
 			return rc;
+		if (!ranks_same_params(md)) {    /* every rank learns it */
+			T->together = 1;
+			if (R.rank)
+				return 1;
+			R.for_all = 1;
+			return say(1, "after epoch %lld the ranks' parameters differ (the all-reduce gave the ranks "
+				   "different sums)", (long long)s->epoch + 1);
+		}
 		double secs = now() - t0;
 		char a[40], b[40];
-		printf("epoch %lld/%ld: train_loss %.6f", (long long)s->epoch + 1, o->epochs, trl);
-		if (T->test.n)
-			printf(" test_loss %.6f", tl);
-		if (!isnan(ta))
-			printf(" test_acc %.4f", ta);
-		printf(" (%.1f s, %.0f samples/s)\n", el, el > 0 ? (double)seen / el : 0);
-		fflush(stdout);
+		if (R.rank == 0) {
+			printf("epoch %lld/%ld: train_loss %.6f", (long long)s->epoch + 1, o->epochs, trl);
+			if (T->test.n)
+				printf(" test_loss %.6f", tl);
+			if (!isnan(ta))
+				printf(" test_acc %.4f", ta);
+			printf(" (%.1f s, %.0f samples/s", el, el > 0 ? (double)seen / el : 0);
+			if (R.size > 1)
+				printf("; %d ranks, all-reduce %.3f s", R.size, R.reduce_s);
+			printf(")\n");
+			fflush(stdout);
+		}
+		R.reduce_s = 0;
 		if (L->epoch) {
 			fmt_num(a, sizeof a, tl);
 			fmt_num(b, sizeof b, ta);
@@ -1362,7 +1677,7 @@ static int train(trainer *T)
 		}
 		if (L->step)
 			fflush(L->step);
-		if (o->plot && (rc = write_plots(o->plot, L)))
+		if (o->plot && R.rank == 0 && (rc = write_plots(o->plot, L)))
 			return rc;
 		s->epoch_loss[0] = s->epoch_loss[1] = 0;
 		s->rng = next_rng;
@@ -1389,43 +1704,49 @@ static void flush_denormals(void)
 #endif
 }
 
-int main(int argc, char **argv)
+/* Everything before the first step: options, data, model, optimiser,
+ * checkpoint; rank 0 also opens the logs and checks the plot directory.
+ * Every rank runs it; main agrees on the outcome. */
+static int setup(trainer *T, int argc, char **argv)
 {
-	static trainer T;       /* large: not on the stack */
-	flush_denormals();
-	int rc = parse_opts(argc, argv, &T.o);
+	int rc = parse_opts(argc, argv, &T->o);
 	if (rc)
 		return rc;
-	opts *o = &T.o;
-	T.train.xpath = o->train_data, T.train.ypath = o->train_labels;
-	T.test.xpath = o->test_data, T.test.ypath = o->test_labels;
-	if ((rc = load_data(&T.train, o)) || (o->test_data && (rc = load_data(&T.test, o))))
+	opts *o = &T->o;
+	T->train.xpath = o->train_data, T->train.ypath = o->train_labels;
+	T->test.xpath = o->test_data, T->test.ypath = o->test_labels;
+	if ((rc = load_data(&T->train, o)) || (o->test_data && (rc = load_data(&T->test, o))))
 		return rc;
 	const char *wpath = o->resume ? o->resume : o->weights ? o->weights : default_weights(argv[0]);
-	int st = M(_create)(&T.md.m, wpath);
+	int st = M(_create)(&T->md.m, wpath);
 	if (st != RT_OK)
 		return say(EXIT_USAGE, "%s: %s", wpath, M(_status_str)(st));
-	T.order = malloc(sizeof *T.order * (size_t)T.train.n);
-	if (!T.order)
+	T->order = malloc(sizeof *T->order * (size_t)T->train.n);
+	if (!T->order)
 		return say(1, "out of memory");
-	if ((rc = setup_model(&T.md, &T.train, o->test_data ? &T.test : NULL, o)))
+	if ((rc = setup_model(&T->md, &T->train, o->test_data ? &T->test : NULL, o)))
 		return rc;
-	int64_t nbatch = o->drop_last ? T.train.n / o->batch : (T.train.n + o->batch - 1) / o->batch;
+	int64_t nbatch = o->drop_last ? T->train.n / o->batch : (T->train.n + o->batch - 1) / o->batch;
+	if (nbatch < 1)
+		return usage_error("--drop-last with --batch %ld leaves no batch of %lld samples", o->batch,
+				   (long long)T->train.n);
 	long total = o->max_steps ? o->max_steps : (long)(nbatch * o->epochs);
-	if ((rc = optim_init(&T.op, o, &T.md, total)))
+	if ((rc = optim_init(&T->op, o, &T->md, total)) || (rc = ranks_alloc(&T->md)))
 		return rc;
-	rt_rng_seed(&T.s.rng, o->seed);
-	if (o->resume && (rc = load_checkpoint(o->resume, &T.md, &T.op, &T.s, o)))
+	rt_rng_seed(&T->s.rng, o->seed);
+	if (o->resume && (rc = load_checkpoint(o->resume, &T->md, &T->op, &T->s, o)))
 		return rc;
+	if (R.rank)
+		return 0;
 	int res = o->resume != NULL;
-	if (o->log && !(T.L.step = open_log(o->log, "step,epoch,loss,grad_norm,seconds", res, (double)T.s.step,
-					      step_row, &T.L)))
+	if (o->log && !(T->L.step = open_log(o->log, "step,epoch,loss,grad_norm,seconds", res, (double)T->s.step,
+					       step_row, &T->L)))
 		return EXIT_USAGE;
-	if (o->epoch_log && !(T.L.epoch = open_log(o->epoch_log, "epoch,train_loss,test_loss,test_acc,seconds,step",
-						   res, (double)T.s.epoch, epoch_row, &T.L)))
+	if (o->epoch_log && !(T->L.epoch = open_log(o->epoch_log, "epoch,train_loss,test_loss,test_acc,seconds,step",
+						    res, (double)T->s.epoch, epoch_row, &T->L)))
 		return EXIT_USAGE;
-	if (o->grad_norms && !(T.L.norms = open_log(o->grad_norms, "epoch,t,grad_norm", res, (double)T.s.epoch,
-						    norm_row, &T.L)))
+	if (o->grad_norms && !(T->L.norms = open_log(o->grad_norms, "epoch,t,grad_norm", res, (double)T->s.epoch,
+						     norm_row, &T->L)))
 		return EXIT_USAGE;
 	if (o->plot) {
 		char probe[4096];
@@ -1435,25 +1756,59 @@ int main(int argc, char **argv)
 	}
 	if (o->checkpoint)
 		remove_stale_temps(o->checkpoint);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static trainer T;       /* large: not on the stack */
+	flush_denormals();
+	ranks_init(&argc, &argv);
+	int rc = setup(&T, argc, argv);
+	if (rc == EXIT_HELP) {
+		ranks_finish();
+		return 0;
+	}
+	if ((rc = ranks_agree(rc))) {
+		ranks_finish();
+		return rc;
+	}
+	opts *o = &T.o;
+	int threads = 0;
+#ifdef CELLC_MPI
+	if (R.size > 1)
+		threads = threads_per_rank();
+#endif
 	T.pg.tty = isatty(fileno(stderr));
-	T.pg.quiet = o->quiet;
-	if (res)
+	T.pg.quiet = o->quiet || R.rank;
+	if (R.rank == 0 && R.size > 1) {
+		printf("data-parallel over %d ranks", R.size);
+		if (threads)
+			printf(", %d thread%s each", threads, threads > 1 ? "s" : "");
+		printf("; all-reduce of %lld floats (%.3g MB) per step\n", (long long)R.nflat + 1,
+		       4e-6 * (double)(R.nflat + 1));
+	}
+	if (R.rank == 0 && o->resume)
 		printf("resuming from %s at step %lld (epoch %lld, batch %lld)\n", o->resume, (long long)T.s.step,
 		       (long long)T.s.epoch + 1, (long long)T.s.batch + 1);
-	if (T.s.epoch >= o->epochs)
+	if (R.rank == 0 && T.s.epoch >= o->epochs)
 		printf("the checkpoint has finished all %ld epochs: nothing to train\n", o->epochs);
 	rc = train(&T);
 	if (rc == 0 && o->max_steps && T.s.step >= o->max_steps) {
-		printf("stopped after %lld steps (--max-steps)\n", (long long)T.s.step);
+		if (R.rank == 0)
+			printf("stopped after %lld steps (--max-steps)\n", (long long)T.s.step);
 		if (o->checkpoint)
 			rc = save_checkpoint(o->checkpoint, &T.md, &T.op, &T.s, o);
-		if (!rc && o->plot)
+		if (!rc && o->plot && R.rank == 0)
 			rc = write_plots(o->plot, &T.L);
 	}
 	FILE *fs[3] = {T.L.step, T.L.epoch, T.L.norms};
 	for (int i = 0; i < 3; i++)
 		if (fs[i] && fclose(fs[i]) != 0 && !rc)
 			rc = say(1, "writing a log: %s", strerror(errno));
+	if (rc && !T.together)
+		ranks_abort(rc);        /* this rank alone failed: end them all */
 	M(_destroy)(T.md.m);
+	ranks_finish();
 	return rc;
 }

@@ -6,11 +6,18 @@ built with AddressSanitizer and UndefinedBehaviorSanitizer) exit with status
 2, print an error that contains each expected substring (always the model's
 path; the node's name and the offending name or value where there is one),
 and produce no sanitizer report.  tests/run.sh checks that, reading the
-manifest written here: OUTDIR/cases.tsv, one case per line,
+manifest written here: OUTDIR/cases.tsv (UTF-8), one case per line,
     NAME <TAB> MODEL_PATH <TAB> SUBSTRING [<TAB> SUBSTRING ...]
+
+many_unsupported holds 44 nodes of four operators cellc does not have, more
+than the 20 errors cellc prints: its expected substring is the count of the
+rest by operator ("... and 24 more errors (4 distinct: ...)"), worked out
+here from the order of the nodes, and OUTDIR/many_unsupported/expect.json
+holds what `cellc info --unsupported` must list (every operator, its count).
 
 usage: gen_bad_models.py OUTDIR
 """
+import json
 import os
 import shutil
 import sys
@@ -63,6 +70,44 @@ def emit(outdir, name, data, *expect, fname=None):
         with open(path, "wb") as f:
             f.write(data)
     MANIFEST.append((name, path) + tuple(e for e in expect if e))
+
+
+# cellc prints the first MAX_ERRORS errors, then counts the rest by operator
+MAX_ERRORS = 20
+
+
+def many_unsupported(outdir):
+    """A chain of nodes of unknown operators (each reads the previous one's
+    output, so they are loaded, and refused, in this order) beside a
+    supported Relu that gives the graph its output."""
+    runs = [("NoSuchOpAlpha", "", 12), ("NoSuchOpBeta", "", 10), ("Custom", "com.example", 3),
+            ("NoSuchOpAlpha", "", 9), ("NoSuchOpBeta", "", 6), ("NoSuchOpDelta", "", 4)]
+    nodes, prev, order = [helper.make_node("Relu", ["X"], ["Y"], name="relu")], "X", []
+    for op, domain, n in runs:
+        for _ in range(n):
+            k = len(order)
+            nodes.append(helper.make_node(op, [prev], ["u%d" % k], name="bad_%d" % k, domain=domain or None))
+            prev = "u%d" % k
+            order.append(domain + "." + op if domain else op)
+    g = helper.make_graph(nodes, "many_unsupported",
+                          [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [T, B, I])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.example", 1)],
+                          producer_name="cellc-tests")
+    hidden, first = {}, {}
+    for i, op in enumerate(order):
+        first.setdefault(op, i)
+        if i >= MAX_ERRORS:
+            hidden[op] = hidden.get(op, 0) + 1
+    ranked = sorted(hidden, key=lambda op: (-hidden[op], first[op]))
+    cap = "... and %d more errors (%d distinct: %s)" % (
+        sum(hidden.values()), len(hidden), ", ".join("%s \u00d7%d" % (op, hidden[op]) for op in ranked))
+    counts = {op: order.count(op) for op in first}
+    emit(outdir, "many_unsupported", m, "node 'bad_0' (NoSuchOpAlpha, opset 14)", cap)
+    with open(os.path.join(outdir, "many_unsupported", "expect.json"), "w") as f:
+        json.dump({"nodes": len(order), "ops": counts,
+                   "reasons": {"NoSuchOpAlpha": "unsupported operator NoSuchOpAlpha",
+                               "com.example.Custom": "operator domain 'com.example' is not supported"}}, f)
 
 
 def external_model(outdir, name, location, nbytes=None, offset=None, length=None, write_file=True):
@@ -325,9 +370,12 @@ def main():
     emit(out, "external_offset_past_end", external_model(out, "external_offset_past_end", "w.bin",
                                                          offset=1 << 20), "w.bin")
 
+    # --- more errors than are printed: counted by operator
+    many_unsupported(out)
+
     robustness_cases(out, W)
 
-    with open(os.path.join(out, "cases.tsv"), "w") as f:
+    with open(os.path.join(out, "cases.tsv"), "w", encoding="utf-8") as f:
         for row in MANIFEST:
             f.write("\t".join(row) + "\n")
     print("gen_bad_models: %d cases in %s" % (len(MANIFEST), out))

@@ -34,6 +34,9 @@ Groups, in order:
               {OpenBLAS, BLAS=none} for an nn.LSTM export, a traced
               MomentumLSTM and a .cell AdamLSTM, C++ use of the header, valgrind, the
               portable GEMM, `verify --oracle onnxruntime` (npm onnxruntime-node)
+  trace_wild  tests/gen_trace_wild.py: traced loops written in other people's
+              styles (issue 14): verify vs PyTorch, recurrences and cell in
+              `cellc info`, other T / batch from the same file
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
@@ -55,6 +58,12 @@ Groups, in order:
               readers and inflate (also under ASan/UBSan), option errors, loss
               trajectories vs PyTorch, resume == uninterrupted, SIGKILL during
               checkpoint writes, NaN stop, SVG plots, progress display
+  mpi         data-parallel training over MPI (tests/test_mpi.py): the training
+              program built with `make NAME_train MPI=1` under mpirun -np 1, 2, 3
+              against the plain build as one process (every optimiser, the four
+              losses, uneven shares, permuted pixels, a compiled LSTM with 2
+              threads per rank: rel 1e-5 over 50 steps), checkpoints resumed
+              across rank counts, a failing rank ends the job; nm of the plain build
   grad        `cellc verify --train` (loss, grad.*, dstate by relative norm
               error 1e-4) on tests/gen_grad_smoke.py's cases (.cell cells and
               nn.LSTM/GRU exports vs PyTorch autograd) and, when generated,
@@ -63,6 +72,14 @@ Groups, in order:
               finite differences); untrainable models refused with exit 2;
               the official tests of the ONNX Gradient operator; the backward
               step holds one product and weight gradients are one GEMM each
+  install     `make install` into a temporary prefix from a copy of the
+              checkout, the copy deleted, then only the installed cellc:
+              files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
+              compiled, built (Makefile, BLAS=none, CMake, shared library)
+              and run against PyTorch's outputs, verify, --oracle
+              onnxruntime; man pages (groff -ww); options agree in --help,
+              parsers, man page and README; uninstall empties the prefix
+              (tests/test_install.py)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
 expected output (output_N.pb files of every data set) and no FAIL line, and
@@ -86,7 +103,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join("tests", "out")
 LOGS = os.path.join(OUT, "logs")
-CELLC = os.path.join("build", "cellc")
+# CELLC_BIN: another build of cellc to test (a developer's build directory)
+CELLC = os.environ.get("CELLC_BIN") or os.path.join("build", "cellc")
 CELLC_SAN = os.path.join("build-san", "cellc")
 PY = sys.executable or "/usr/bin/python3"
 JOBS = int(os.environ.get("CELLC_TEST_JOBS", "0")) or os.cpu_count() or 2
@@ -494,6 +512,65 @@ def group_trace():
         yield from script_group("trace_forms", [PY, "tests/test_trace.py", "--forms", CELLC, forms])
 
 
+def wild_info(name, case_dir):
+    """trace_wild/info/CASE: `cellc info` shows one recurrence per time loop
+    of the model (case.json recurrences), each naming the CELLS.md cell
+    (expected_cell, with the hidden size) where the model computes one, and
+    each with a symbolic time axis ("any length") where every step is the
+    same computation (symbolic_time), a fixed T=8 where the trace cannot
+    show the schedule (table: then the cell only up to its first option)."""
+    full = "trace_wild/info/%s" % name
+    with open(os.path.join(ROOT, case_dir, "case.json")) as f:
+        case = json.load(f)
+    log = os.path.join(LOGS, "trace_wild", "info", name + ".log")
+    rc, out, err = run([CELLC, "info", os.path.join(case_dir, "model.onnx")], log, {"CELLC_DEBUG_REROLL": "1"})
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    lines = [l.strip() for l in out.splitlines() if l.strip().startswith("recurrence over")]
+    why = [l.strip() for l in err.splitlines() if l.strip().startswith("reroll")]
+    if len(lines) != case["recurrences"]:
+        return Result(full, False, "%d recurrences, expected %d%s (log: %s)" % (
+            len(lines), case["recurrences"], ": " + why[0] if why else "", log))
+    want = None
+    if case["expected_cell"] and case.get("table"):
+        # a schedule the trace cannot show (NAG that never restarts within
+        # T steps): the cell up to its first option, "nag_lstm(s=0.5"
+        want = "cell %s" % case["expected_cell"].split(",")[0]
+    elif case["expected_cell"]:
+        want = "cell %s, hidden %d" % (case["expected_cell"], case["hidden"])
+    for line in lines:
+        if want and want not in line:
+            notes = [l.strip() for l in out.splitlines() if l.strip().startswith("note:")]
+            return Result(full, False, "%r lacks %r%s" % (line, want, " (%s)" % notes[0] if notes else ""))
+        if case["symbolic_time"] and "any length" not in line:
+            return Result(full, False, "time axis fixed, expected symbolic: %r" % line)
+        if not case["symbolic_time"] and ("any length" in line or "T=%d steps" % case["T"] not in line):
+            return Result(full, False, "the trace's schedule is unknown beyond T=%d, expected a fixed T: %r" % (
+                case["T"], line))
+    return Result(full, True, " | ".join(lines))
+
+
+def group_trace_wild():
+    """Traced loops written in other people's styles (tests/gen_trace_wild.py,
+    issue 14): per case `cellc verify` of the traced size against PyTorch,
+    `cellc info` (recurrences, cell, symbolic time), and `cellc verify` of
+    the other data sets (T = 12 from the same file, batch 3) where the
+    export's axes are dynamic."""
+    if not stamp_ok("trace_wild"):
+        yield from fixtures_missing("trace_wild", "trace_wild")
+        return
+    root = os.path.join(OUT, "trace_wild")
+    items = []
+    for n in case_dirs("trace_wild"):
+        sets = data_sets(os.path.join(root, n))
+        items.append((verify_one, ("trace_wild", n, os.path.join(root, n), TORCH_TOL, CELLC, None, None, sets[:1])))
+        items.append((wild_info, (n, os.path.join(root, n))))
+        if len(sets) > 1:
+            items.append((verify_one, ("trace_wild", n + "/other", os.path.join(root, n), TORCH_TOL, CELLC, None,
+                                       None, sets[1:])))
+    yield from parallel(lambda fn, args: fn(*args), items)
+
+
 def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
     """One command-line check: exit status and substrings of stdout/stderr."""
     full = "cli/%s" % name
@@ -523,6 +600,8 @@ def group_cli():
     yield cli_one("compile_without_output", ["compile", model], 2, [], "stderr")
     yield cli_one("verify_without_data", ["verify", model], 2, [], "stderr")
     yield cli_one("info", ["info", model], 0, ["X", "sequence_lens", "initial_h", "Y_h", "Y_c", "LSTM"])
+    # a model cellc compiles: nothing to list (bad/info_unsupported lists a refused one's)
+    yield cli_one("info_unsupported_none", ["info", "--unsupported", model], 0, ["no operator is refused"])
     for p in ("load", "infer", "lower", "hoist", "fuse", "plan"):
         yield cli_one("dump_after_" + p, ["dump", model, "--after", p], 0, ["graph", "%X"])
     yield cli_one("dump_after_unknown", ["dump", model, "--after", "nosuch"], 2, ["nosuch"], "stderr")
@@ -659,12 +738,48 @@ def group_bad():
         yield from fixtures_missing("bad", "bad")
         return
     items = []
-    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv")) as f:
+    with open(os.path.join(ROOT, OUT, "bad", "cases.tsv"), encoding="utf-8") as f:
         for line in f:
             row = line.rstrip("\n").split("\t")
             if len(row) >= 2:
                 items.append((row[0], row[1], row[2:]))
     yield from parallel(bad_one, items)
+    yield info_unsupported()
+
+
+def info_unsupported():
+    """`cellc info --unsupported` on gen_bad_models.py's many_unsupported:
+    every refused operator with its number of nodes (expect.json), exit 2."""
+    full = "bad/info_unsupported"
+    d = os.path.join(OUT, "bad", "many_unsupported")
+    with open(os.path.join(ROOT, d, "expect.json")) as f:
+        want = json.load(f)
+    log = os.path.join(LOGS, "bad", "info_unsupported.log")
+    rc, out, err = run([CELLC_SAN, "info", "--unsupported", os.path.join(d, "many_unsupported.onnx")],
+                       log, SAN_ENV)
+    got, reasons, head = {}, {}, None
+    for line in out.splitlines():
+        m = re.match(r"^  (\S+)\s+(\d+)  (.*)$", line)
+        if m:
+            got[m.group(1)] = int(m.group(2))
+            reasons[m.group(1)] = m.group(3)
+        m = re.match(r"^.*: (\d+) nodes of (\d+) operators refused", line)
+        if m:
+            head = (int(m.group(1)), int(m.group(2)))
+    problems = []
+    if [m for m in SAN_MARKERS if m in err]:
+        problems.append("sanitizer report")
+    if rc != 2:
+        problems.append("%s, expected exit 2" % status_word(rc))
+    if got != want["ops"]:
+        problems.append("listed %s, expected %s" % (got, want["ops"]))
+    if head != (want["nodes"], len(want["ops"])):
+        problems.append("heading says %s, expected %s" % (head, (want["nodes"], len(want["ops"]))))
+    problems += ["reason of %s is %r, expected %r" % (op, reasons.get(op), r)
+                 for op, r in want["reasons"].items() if r not in (reasons.get(op) or "")]
+    if problems:
+        return Result(full, False, "%s (log: %s)" % ("; ".join(problems), log))
+    return Result(full, True, "%d nodes of %d operators listed" % (want["nodes"], len(got)))
 
 
 def group_san_node():
@@ -1210,6 +1325,16 @@ def group_train_prog():
         return [Result("train_prog/run", False, "%s is not built" % CELLC)]
     return script_group("train_prog", [PY, "tests/test_train_prog.py", CELLC,
                                        os.path.join(OUT, "train_prog_work")])
+# ---- data-parallel training over MPI (issue 19) ------------------------------------------
+
+def group_mpi():
+    """tests/test_mpi.py: builds the mock model and a compiled one plain and
+    with MPI=1, runs mpirun -np 1/2/3 against one process; no fixtures."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("mpi/run", False, "%s is not built" % CELLC)]
+    return script_group("mpi", [PY, "tests/test_mpi.py", CELLC, os.path.join(OUT, "mpi_work")])
+
+
 # ---- training: gradients (cellc compile --train) ------------------------------------------
 
 def grad_model(case_dir):
@@ -1319,12 +1444,14 @@ GROUPS = [
     ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
+    ("trace_wild", group_trace_wild),
     ("loop", group_loop),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
     ("optim", group_optim),
     ("train_prog", group_train_prog),
+    ("mpi", group_mpi),
     ("grad_smoke", group_grad_smoke),
 ]
 
@@ -1686,6 +1813,16 @@ def group_diff():
 TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
                 ("fuzz", group_fuzz), ("diff", group_diff)]
 GROUPS += TRAIN_GROUPS
+
+
+def group_install():
+    """tests/test_install.py (issue 20); its .cell model is a cells fixture."""
+    if not stamp_ok("cells"):
+        return fixtures_missing("install", "cells")
+    return script_group("install", [PY, "tests/test_install.py", os.path.join(LOGS, "install")])
+
+
+GROUPS += [("install", group_install)]
 
 
 def main():

@@ -60,6 +60,13 @@ FIXTURES += $(TOUT)/trace_forms/.stamp
 fixtures: $(TOUT)/trace_forms/.stamp
 $(TOUT)/trace_forms/.stamp: tests/gen_trace_forms.py tests/ref_momentum.py
 	$(call gen,tests/gen_trace_forms.py,$(TOUT)/trace_forms)
+# traced loops written in other people's styles (issue 14; harness group
+# trace_wild).  The 784-step exports of `gen_trace_wild.py --long` are not
+# made here: they take PyTorch many minutes each.
+FIXTURES += $(TOUT)/trace_wild/.stamp
+fixtures: $(TOUT)/trace_wild/.stamp
+$(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py
+	$(call gen,tests/gen_trace_wild.py,$(TOUT)/trace_wild)
 # The 784-step traces take PyTorch 3-64 minutes each to export:
 # generated once by `gen_trace_cases.py --long DIR [MODEL ...]` and committed
 # compressed, tests/fixtures/trace_long/MODEL.tar.xz holding

@@ -1,0 +1,1454 @@
+"""gen_trace_wild.py: traced PyTorch exports of recurrent models written the
+way other people write them (issue 14), for the harness group trace_wild.
+
+gen_trace_cases.py and gen_trace_forms.py trace one model family written in
+one style (tests/ref_momentum.py).  Here every model is its own class, as a
+different author would write it: nn.Linear or raw nn.Parameter weights,
+torch.mm / @ / F.linear / torch.addmm / nn.LSTMCell, gates by chunk, split,
+slicing or view-and-index, sigmoid as torch.sigmoid, F.sigmoid or an
+nn.Sigmoid module, states made in forward() with torch.zeros (so the exporter
+folds step 1's products against zeros) or passed in stacked [L, B, H],
+pixel-by-pixel inputs [B, T], shape no-ops around every step, a Python
+restart counter for NAG, embeddings on int64 tokens, stacked layers each with
+its own time loop, dropout (eval mode), a head on every step or only on the
+last, a learned start token, batch_first or seq-first, returning the last
+output or (out, (h, c)).  The cells are those of CELLS.md: momentum, Adam,
+RMSProp and NAG (with restart) LSTMs, momentum GRU and RNN, plain LSTM, GRU
+and RNN, plus FastGRNN (not a CELLS.md cell: expected_cell null).
+
+Each model is exported at one to three of opsets 13, 14 and 17 (some with
+dynamic batch and/or time axes), traced at T = 8, into the ONNX backend
+layout:
+  CASE/model.onnx                  CASE = MODEL_opsetN
+  CASE/test_data_set_0/            the traced sizes (T = 8, batch 2)
+      input_K.pb, output_K.pb      in the order of the graph's inputs/outputs
+  CASE/test_data_set_1/            T = 12, when the export's time axis is
+                                   dynamic and another T is sound
+  CASE/test_data_set_2/            batch 3, when the batch axis is dynamic
+  CASE/case.json                   model, style (tags), family,
+      expected_cell (the CELLS.md cell string `cellc info` prints, or null),
+      recurrences (time loops in the model: one per layer), T, opset,
+      dynamic_axes, symbolic_time (the re-rolled recurrence must run any T:
+      every step is the same computation, or differs only in a first/last
+      step; true also for static exports, where no other-T data set is
+      written because the file's shapes are fixed; false for NAG without
+      restart, whose 8 traced steps never restart, so the period is
+      unknown), table (that case: the coefficients are a table of T values),
+      second_T (the T of test_data_set_1 or null), hidden
+Goldens come from running the PyTorch model itself (eval mode, no_grad,
+torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
+data set is written, the model's outputs are recomputed in float64 numpy
+from CELLS.md's equations with the weights read out of the module
+(ref_outputs): a model that does not compute its expected_cell stops the
+generator.  (eps is the one option this cannot see: 1e-8 and 1e-16 inside
+the root give the same float32 outputs here.)
+
+usage: gen_trace_wild.py OUTDIR                   (every model, ~30 seconds)
+       gen_trace_wild.py --long OUTDIR [MODEL ...]
+           784-step traces (input 1 or embedding width 1, hidden 32, batch 1)
+           at opset 13 of the MODELs named (default: the pixel models), each
+           with a twin MODEL_opset13_T8_mnist of the same sizes for the size
+           check.  Not run by `make fixtures`: PyTorch 1.13's export time
+           grows faster than linearly with the traced length.  Measured on
+           the 2-core CI machine (one export at a time, momlstm_pixel: input
+           1, hidden 32, batch 1, T = 784): see LONG_TIMES below.
+"""
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+warnings.filterwarnings("ignore")
+
+INPUT, HIDDEN, CLASSES, VOCAB, BATCH, T_TRACE, T_OTHER = 3, 8, 4, 11, 2, 8, 12
+
+# Export times of one 784-step trace (gen_trace_wild.py --long DIR
+# momlstm_pixel on the 2-core machine; filled in from the measurements).
+LONG_TIMES = """
+"""
+
+
+# =============================================================================
+# Momentum LSTM
+# =============================================================================
+
+class MomentumLSTMCell(nn.Module):
+    """A cell class driven by a wrapper: nn.Linear projections, gates by
+    chunk, torch.sigmoid."""
+
+    def __init__(self, input_size, hidden_size, mu=0.6, s=0.6):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.ih = nn.Linear(input_size, 4 * hidden_size)
+        self.hh = nn.Linear(hidden_size, 4 * hidden_size)
+        self.mu = mu
+        self.s = s
+
+    def forward(self, input, hx):
+        h, c, v = hx
+        v = self.mu * v + self.s * self.ih(input)
+        gates = v + self.hh(h)
+        ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
+        ingate = torch.sigmoid(ingate)
+        forgetgate = torch.sigmoid(forgetgate)
+        cellgate = torch.tanh(cellgate)
+        outgate = torch.sigmoid(outgate)
+        c = (forgetgate * c) + (ingate * cellgate)
+        h = outgate * torch.tanh(c)
+        return h, c, v
+
+
+class MomentumLSTM(nn.Module):
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.cell = MomentumLSTMCell(input_size, hidden_size)
+
+    def forward(self, input):
+        seq_len, batch = input.size(0), input.size(1)
+        h = torch.zeros(batch, self.hidden_size)
+        c = torch.zeros(batch, self.hidden_size)
+        v = torch.zeros(batch, 4 * self.hidden_size)
+        outputs = []
+        for t in range(seq_len):
+            h, c, v = self.cell(input[t], (h, c, v))
+            outputs.append(h)
+        return torch.stack(outputs), (h, c)
+
+
+class PixelMomLSTM(nn.Module):
+    """Pixel MNIST: x [B, 784] one pixel per step, raw parameters stored
+    [in, out] and torch.mm, gates by slicing, a classifier on the last step."""
+
+    def __init__(self, nhid, nclass, mu=0.9, lr=0.5):
+        super().__init__()
+        self.nhid = nhid
+        self.mu, self.lr = mu, lr
+        self.W = nn.Parameter(torch.Tensor(1, 4 * nhid))
+        self.U = nn.Parameter(torch.Tensor(nhid, 4 * nhid))
+        self.b = nn.Parameter(torch.Tensor(4 * nhid))
+        self.classifier = nn.Linear(nhid, nclass)
+        stdv = 1.0 / math.sqrt(nhid)
+        for w in (self.W, self.U, self.b):
+            w.data.uniform_(-stdv, stdv)
+
+    def forward(self, x):
+        n = self.nhid
+        h = torch.zeros(x.size(0), n)
+        c = torch.zeros(x.size(0), n)
+        vel = torch.zeros(x.size(0), 4 * n)
+        for t in range(x.size(1)):
+            pix = x[:, t].view(-1, 1)
+            vel = self.mu * vel + self.lr * (torch.mm(pix, self.W) + self.b)
+            gates = vel + torch.mm(h, self.U)
+            i = torch.sigmoid(gates[:, :n])
+            f = torch.sigmoid(gates[:, n:2 * n])
+            g = torch.tanh(gates[:, 2 * n:3 * n])
+            o = torch.sigmoid(gates[:, 3 * n:])
+            c = f * c + i * g
+            h = o * torch.tanh(c)
+        return self.classifier(h)
+
+
+class MomLSTMLayer(nn.Module):
+    def __init__(self, in_dim, hid, mu, step):
+        super().__init__()
+        self.hid, self.mu, self.step = hid, mu, step
+        self.w_ih = nn.Linear(in_dim, 4 * hid)
+        self.w_hh = nn.Linear(hid, 4 * hid)
+
+    def forward(self, xs, h, c):
+        v = xs.new_zeros(xs.size(0), 4 * self.hid)
+        ys = []
+        for t in range(xs.size(1)):
+            v = self.mu * v + self.step * self.w_ih(xs[:, t])
+            i, f, g, o = (v + self.w_hh(h)).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            ys.append(h)
+        return torch.stack(ys, 1), h, c
+
+
+class StackedMomLSTM(nn.Module):
+    """Two layers, each with its own time loop; states passed in and returned
+    stacked [L, B, H]; dropout between layers and before the head."""
+
+    def __init__(self, ninp, nhid, nout, nlayers=2):
+        super().__init__()
+        self.layers = nn.ModuleList([MomLSTMLayer(ninp if l == 0 else nhid, nhid, 0.5, 0.8)
+                                     for l in range(nlayers)])
+        self.drop = nn.Dropout(0.3)
+        self.decoder = nn.Linear(nhid, nout)
+
+    def forward(self, x, h0, c0):
+        out = x
+        hs, cs = [], []
+        for l, layer in enumerate(self.layers):
+            out, h, c = layer(out, h0[l], c0[l])
+            out = self.drop(out)
+            hs.append(h)
+            cs.append(c)
+        return self.decoder(out), torch.stack(hs, 0), torch.stack(cs, 0)
+
+
+class MomLSTMShapes(nn.Module):
+    """Shape no-ops around every step: the input re-viewed to its own shape,
+    squeezed gates, states kept [1, B, H]."""
+
+    def __init__(self, input_size, hidden_size, n_out):
+        super().__init__()
+        self.H = hidden_size
+        self.Wx = nn.Parameter(torch.randn(4 * hidden_size, input_size) * 0.4)
+        self.Wh = nn.Parameter(torch.randn(4 * hidden_size, hidden_size) * 0.3)
+        self.bx = nn.Parameter(torch.randn(4 * hidden_size) * 0.3)
+        self.bh = nn.Parameter(torch.randn(4 * hidden_size) * 0.3)
+        self.out = nn.Linear(hidden_size, n_out)
+        self.gamma = 0.7     # momentum
+        self.eta = 0.4       # step size
+
+    def forward(self, x):
+        B = x.size(1)
+        state_h = torch.zeros(B, self.H).unsqueeze(0)
+        state_c = torch.zeros(B, self.H).unsqueeze(0)
+        state_v = torch.zeros(B, 4 * self.H).unsqueeze(0)
+        outs = []
+        for t in range(x.size(0)):
+            xt = x[t].view(-1, x.size(2))
+            h, c, v = state_h.squeeze(0), state_c.squeeze(0), state_v.squeeze(0)
+            v = self.gamma * v + self.eta * (xt @ self.Wx.t() + self.bx)
+            gates = (v + h @ self.Wh.t() + self.bh).squeeze()
+            i, f, g, o = gates.chunk(4, -1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            state_h, state_c, state_v = h.unsqueeze(0), c.unsqueeze(0), v.unsqueeze(0)
+            outs.append(self.out(state_h.squeeze(0)))
+        return torch.stack(outs, 0)
+
+
+# =============================================================================
+# Adam LSTM
+# =============================================================================
+
+class AdamLSTM(nn.Module):
+    """batch_first, F.linear with raw weights laid out like nn.LSTM's,
+    torch.split for the gates, nn.Sigmoid / nn.Tanh modules, grad.pow(2),
+    eps 1e-8 (the paper's value), a head at every step stacked on dim 1."""
+
+    def __init__(self, input_size, hidden_size, num_classes, mu=0.5, s=0.7, beta=0.9, eps=1e-8):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.mu, self.s, self.beta, self.eps = mu, s, beta, eps
+        self.weight_ih = nn.Parameter(torch.empty(4 * hidden_size, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(4 * hidden_size, hidden_size))
+        self.bias_ih = nn.Parameter(torch.empty(4 * hidden_size))
+        self.bias_hh = nn.Parameter(torch.empty(4 * hidden_size))
+        self.act_gate = nn.Sigmoid()
+        self.act_cell = nn.Tanh()
+        self.fc = nn.Linear(hidden_size, num_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        k = 1.0 / math.sqrt(self.hidden_size)
+        for name, p in self.named_parameters():
+            if not name.startswith("fc"):
+                nn.init.uniform_(p, -k, k)
+
+    def forward(self, x):
+        B, T, _ = x.shape
+        H = self.hidden_size
+        h = torch.zeros(B, H, device=x.device)
+        c = torch.zeros(B, H, device=x.device)
+        vel = torch.zeros(B, 4 * H, device=x.device)
+        sq = torch.zeros(B, 4 * H, device=x.device)
+        logits = []
+        for t in range(T):
+            grad = F.linear(x[:, t, :], self.weight_ih, self.bias_ih)
+            vel = self.mu * vel + self.s * grad
+            sq = self.beta * sq + (1. - self.beta) * grad.pow(2)
+            pre = vel / torch.sqrt(sq + self.eps) + F.linear(h, self.weight_hh, self.bias_hh)
+            i, f, g, o = torch.split(pre, H, dim=1)
+            c = self.act_gate(f) * c + self.act_gate(i) * self.act_cell(g)
+            h = self.act_gate(o) * self.act_cell(c)
+            logits.append(self.fc(h))
+        return torch.stack(logits, dim=1)
+
+
+class PixelAdamLSTM(nn.Module):
+    """Pixel by pixel: x[:, t].unsqueeze(1), gates viewed [B, 4, H] and
+    indexed, torch.div, log_softmax of a head on the last step."""
+
+    def __init__(self, hidden, classes, mu=0.6, s=0.5, beta=0.8):
+        super().__init__()
+        self.hidden = hidden
+        self.x2h = nn.Linear(1, 4 * hidden)
+        self.h2h = nn.Linear(hidden, 4 * hidden, bias=False)
+        self.fc = nn.Linear(hidden, classes)
+        self.mu, self.s, self.beta, self.eps = mu, s, beta, 1e-16
+        with torch.no_grad():
+            self.x2h.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        bsz = x.shape[0]
+        h = torch.zeros(bsz, self.hidden)
+        c = torch.zeros(bsz, self.hidden)
+        v = torch.zeros(bsz, 4 * self.hidden)
+        m = torch.zeros(bsz, 4 * self.hidden)
+        for t in range(x.shape[1]):
+            u = self.x2h(x[:, t].unsqueeze(1))
+            v = self.mu * v + self.s * u
+            m = self.beta * m + (1 - self.beta) * (u * u)
+            gates = torch.div(v, torch.sqrt(m + self.eps)) + self.h2h(h)
+            gates = gates.view(bsz, 4, self.hidden)
+            i, f, g, o = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        return F.log_softmax(self.fc(h), dim=1)
+
+
+def adam_lstm_step(x, state, p, hp):
+    """One step as a free function over a ParameterDict (torch.addmm)."""
+    h, c, v, m = state
+    u = torch.addmm(p["b_x"], x, p["W_x"].t())
+    v = hp["mu"] * v + hp["s"] * u
+    m = hp["beta"] * m + (1 - hp["beta"]) * u * u
+    a = v / torch.sqrt(m + hp["eps"]) + torch.addmm(p["b_h"], h, p["W_h"].t())
+    H = h.shape[1]
+    i = torch.sigmoid(a[:, 0 * H:1 * H])
+    f = torch.sigmoid(a[:, 1 * H:2 * H])
+    g = torch.tanh(a[:, 2 * H:3 * H])
+    o = torch.sigmoid(a[:, 3 * H:4 * H])
+    c = f * c + i * g
+    h = o * torch.tanh(c)
+    return h, c, v, m
+
+
+class FunctionalAdamLSTM(nn.Module):
+    def __init__(self, n_in, n_hid):
+        super().__init__()
+        self.n_hid = n_hid
+        self.params = nn.ParameterDict({
+            "W_x": nn.Parameter(torch.randn(4 * n_hid, n_in) / math.sqrt(n_in)),
+            "W_h": nn.Parameter(torch.randn(4 * n_hid, n_hid) / math.sqrt(n_hid)),
+            "b_x": nn.Parameter(torch.rand(4 * n_hid) - 0.5),
+            "b_h": nn.Parameter(torch.rand(4 * n_hid) - 0.5),
+        })
+        self.hp = dict(mu=0.3, s=0.9, beta=0.95, eps=1e-16)
+
+    def forward(self, seq):
+        B = seq.shape[1]
+        state = (torch.zeros(B, self.n_hid), torch.zeros(B, self.n_hid),
+                 torch.zeros(B, 4 * self.n_hid), torch.zeros(B, 4 * self.n_hid))
+        hs = []
+        for x in seq:                                   # iterating the tensor: x = seq[t]
+            state = adam_lstm_step(x, state, self.params, self.hp)
+            hs.append(state[0])
+        h, c = state[0], state[1]
+        return torch.stack(hs), (h, c)
+
+
+# =============================================================================
+# RMSProp LSTM
+# =============================================================================
+
+class RMSPropLSTMShapes(nn.Module):
+    """batch_first; x_t.view(-1, x.size(-1)), squeezed gates, states kept
+    [1, B, H] (unsqueeze(0) to store, squeeze(0) to read)."""
+
+    def __init__(self, d_in, d_hid, d_out, s=0.8, beta=0.9):
+        super().__init__()
+        self.d_hid = d_hid
+        self.inp = nn.Linear(d_in, 4 * d_hid)
+        self.rec = nn.Linear(d_hid, 4 * d_hid)
+        self.head = nn.Linear(d_hid, d_out)
+        self.s, self.beta, self.eps = s, beta, 1e-16
+
+    def forward(self, x):
+        hidden = (torch.zeros(1, x.size(0), self.d_hid), torch.zeros(1, x.size(0), self.d_hid))
+        msq = torch.zeros(x.size(0), 4 * self.d_hid).unsqueeze(0)
+        ys = []
+        for t in range(x.size(1)):
+            h_prev, c_prev = hidden[0].squeeze(0), hidden[1].squeeze(0)
+            xt = x[:, t].view(-1, x.size(-1))
+            u = self.inp(xt)
+            m = self.beta * msq.squeeze(0) + (1 - self.beta) * u * u
+            gates = (self.s * u / torch.sqrt(m + self.eps) + self.rec(h_prev)).squeeze()
+            ig, fg, gg, og = torch.chunk(gates, 4, dim=gates.dim() - 1)
+            c = torch.sigmoid(fg) * c_prev + torch.sigmoid(ig) * torch.tanh(gg)
+            h = torch.sigmoid(og) * torch.tanh(c)
+            hidden = (h.unsqueeze(0), c.unsqueeze(0))
+            msq = m.unsqueeze(0)
+            ys.append(h)
+        return self.head(torch.stack(ys, 1)), hidden[0]
+
+
+class RMSPropLSTMLM(nn.Module):
+    """Language model: nn.Embedding on int64 tokens [T, B], torch.rsqrt,
+    a decoder at every step."""
+
+    def __init__(self, ntoken, ninp, nhid, lr=0.6, alpha=0.8):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.i2h = nn.Linear(ninp, 4 * nhid)
+        self.h2h = nn.Linear(nhid, 4 * nhid)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.nhid, self.lr, self.alpha = nhid, lr, alpha
+
+    def forward(self, tokens):
+        emb = self.encoder(tokens)
+        bsz = tokens.size(1)
+        hx = torch.zeros(bsz, self.nhid)
+        cx = torch.zeros(bsz, self.nhid)
+        sq = torch.zeros(bsz, 4 * self.nhid)
+        out = []
+        for i in range(emb.size(0)):
+            g = self.i2h(emb[i])
+            sq = self.alpha * sq + (1 - self.alpha) * g * g
+            pre = self.lr * g * torch.rsqrt(sq + 1e-16) + self.h2h(hx)
+            ingate, forgetgate, cellgate, outgate = pre.chunk(4, 1)
+            cx = torch.sigmoid(forgetgate) * cx + torch.sigmoid(ingate) * torch.tanh(cellgate)
+            hx = torch.sigmoid(outgate) * torch.tanh(cx)
+            out.append(self.decoder(hx))
+        return torch.stack(out)
+
+
+# =============================================================================
+# NAG LSTM (SRLSTM: scheduled restart)
+# =============================================================================
+
+class SRLSTM(nn.Module):
+    """NAG with restart every F steps counted in a Python int: the momentum
+    coefficient k/(k+3) becomes a different constant in every traced step."""
+
+    def __init__(self, input_size, hidden_size, output_size, restart=3, step=0.6):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.restart, self.step = restart, step
+        self.i2h = nn.Linear(input_size, 4 * hidden_size)
+        self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
+        self.h2o = nn.Linear(hidden_size, output_size)
+
+    def forward(self, inputs):
+        B = inputs.size(1)
+        h = torch.zeros(B, self.hidden_size)
+        c = torch.zeros(B, self.hidden_size)
+        v = torch.zeros(B, 4 * self.hidden_size)
+        k = 0
+        outputs = []
+        for t in range(inputs.size(0)):
+            mu = k / (k + 3.0)
+            v = mu * v + self.step * self.i2h(inputs[t])
+            i, f, g, o = (v + self.h2h(h)).chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            outputs.append(self.h2o(h))
+            k += 1
+            if k % self.restart == 0:
+                k = 0
+        return torch.stack(outputs, 0), h
+
+
+def restart_schedule(n, period):
+    return torch.tensor([(t % period) / (t % period + 3.0) for t in range(n)], dtype=torch.float32)
+
+
+class PixelNAGLSTM(nn.Module):
+    """Pixel MNIST NAG LSTM whose schedule is a registered buffer indexed by
+    t; weights as parameters with @ and a transposed layout."""
+
+    def __init__(self, hidden, classes, restart=4, s=0.7, max_len=1000):
+        super().__init__()
+        self.hidden, self.s = hidden, s
+        self.register_buffer("mom", restart_schedule(max_len, restart))
+        self.w_in = nn.Parameter(torch.randn(1, 4 * hidden) * 0.5)
+        self.b_in = nn.Parameter(torch.randn(4 * hidden) * 0.2)
+        self.w_rec = nn.Parameter(torch.randn(hidden, 4 * hidden) / math.sqrt(hidden))
+        self.b_rec = nn.Parameter(torch.randn(4 * hidden) * 0.2)
+        self.readout = nn.Linear(hidden, classes)
+
+    def forward(self, pixels):
+        n = pixels.shape[0]
+        h = torch.zeros(n, self.hidden)
+        c = torch.zeros(n, self.hidden)
+        v = torch.zeros(n, 4 * self.hidden)
+        for t in range(pixels.shape[1]):
+            x = pixels[:, t].unsqueeze(1)
+            v = self.mom[t] * v + self.s * (x @ self.w_in + self.b_in)
+            z = v + h @ self.w_rec + self.b_rec
+            i, f, g, o = z.split(self.hidden, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+        return self.readout(h)
+
+
+class NesterovLSTM(nn.Module):
+    """NAG without restart (mu_t = (t-1)/(t+2), t from 1), deprecated
+    F.sigmoid / F.tanh, torch.mm, chunk(dim=-1); returns the last h."""
+
+    def __init__(self, n_input, n_hidden):
+        super().__init__()
+        self.n_hidden = n_hidden
+        self.weight_x = nn.Parameter(torch.randn(n_input, 4 * n_hidden) * 0.3)
+        self.weight_h = nn.Parameter(torch.randn(n_hidden, 4 * n_hidden) * 0.3)
+        self.bias = nn.Parameter(torch.zeros(4 * n_hidden))
+        self.bias_h = nn.Parameter(torch.zeros(4 * n_hidden))
+        with torch.no_grad():
+            self.bias[n_hidden:2 * n_hidden] = 1.0          # forget gate bias
+            self.bias_h.uniform_(-0.3, 0.3)
+        self.s = 0.5
+
+    def forward(self, X):
+        T, B = X.shape[0], X.shape[1]
+        h = torch.zeros(B, self.n_hidden)
+        c = torch.zeros(B, self.n_hidden)
+        v = torch.zeros(B, 4 * self.n_hidden)
+        for t in range(1, T + 1):
+            mu_t = (t - 1) / (t + 2)
+            v = mu_t * v + self.s * (torch.mm(X[t - 1], self.weight_x) + self.bias)
+            a = v + torch.mm(h, self.weight_h) + self.bias_h
+            i, f, g, o = a.chunk(4, dim=-1)
+            c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+            h = F.sigmoid(o) * F.tanh(c)
+        return h
+
+
+# =============================================================================
+# Momentum GRU
+# =============================================================================
+
+class MomentumGRUClassifier(nn.Module):
+    """Embedding on int64 tokens [B, T], chunk(3), only the last step's
+    output is returned."""
+
+    def __init__(self, vocab, emb, hidden, n_classes, mu=0.7, s=0.5):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, emb)
+        self.W = nn.Linear(emb, 3 * hidden)
+        self.U = nn.Linear(hidden, 3 * hidden)
+        self.fc = nn.Linear(hidden, n_classes)
+        self.hidden, self.mu, self.s = hidden, mu, s
+
+    def forward(self, tokens):
+        e = self.embedding(tokens)
+        h = torch.zeros(tokens.size(0), self.hidden)
+        v = torch.zeros(tokens.size(0), 3 * self.hidden)
+        for t in range(tokens.size(1)):
+            v = self.mu * v + self.s * self.W(e[:, t, :])
+            wr, wz, wn = v.chunk(3, 1)
+            ur, uz, un = self.U(h).chunk(3, 1)
+            r = torch.sigmoid(wr + ur)
+            z = torch.sigmoid(wz + uz)
+            n = torch.tanh(wn + r * un)
+            h = (1 - z) * n + z * h
+        return self.fc(h)
+
+
+class MomGRUDecoder(nn.Module):
+    """Teacher-forced decoder: a learned start token is the first input, then
+    x[t-1]; the first step's input is a parameter, not a slice of x."""
+
+    def __init__(self, dim, hidden, out_dim, mu=0.8, s=0.3):
+        super().__init__()
+        self.start = nn.Parameter(torch.randn(1, dim))
+        self.x_proj = nn.Linear(dim, 3 * hidden)
+        self.h_proj = nn.Linear(hidden, 3 * hidden)
+        self.out = nn.Linear(hidden, out_dim)
+        self.hidden, self.mu, self.s = hidden, mu, s
+
+    def forward(self, target):
+        T, B, _ = target.shape
+        h = torch.zeros(B, self.hidden)
+        v = torch.zeros(B, 3 * self.hidden)
+        inp = self.start.expand(B, -1)
+        preds = []
+        for t in range(T):
+            v = self.mu * v + self.s * self.x_proj(inp)
+            hr, hz, hn = self.h_proj(h).chunk(3, -1)
+            xr, xz, xn = v.chunk(3, -1)
+            r = torch.sigmoid(xr + hr)
+            z = torch.sigmoid(xz + hz)
+            n = torch.tanh(xn + r * hn)
+            h = (1. - z) * n + z * h
+            preds.append(self.out(h))
+            inp = target[t]
+        return torch.stack(preds)
+
+
+class MomGRUSepGates(nn.Module):
+    """A Linear per gate and a velocity per gate (the 3H rows of v split in
+    three), F.sigmoid, batch_first, returns (out, h)."""
+
+    def __init__(self, input_dim, hidden_dim, mu=0.6, s=0.9):
+        super().__init__()
+        self.W_xr = nn.Linear(input_dim, hidden_dim)
+        self.W_xz = nn.Linear(input_dim, hidden_dim)
+        self.W_xn = nn.Linear(input_dim, hidden_dim)
+        self.W_hr = nn.Linear(hidden_dim, hidden_dim)
+        self.W_hz = nn.Linear(hidden_dim, hidden_dim)
+        self.W_hn = nn.Linear(hidden_dim, hidden_dim)
+        self.hidden_dim, self.mu, self.s = hidden_dim, mu, s
+
+    def forward(self, x):
+        batch_size, seq_len, _ = x.size()
+        h_t = torch.zeros(batch_size, self.hidden_dim)
+        v_r = torch.zeros(batch_size, self.hidden_dim)
+        v_z = torch.zeros(batch_size, self.hidden_dim)
+        v_n = torch.zeros(batch_size, self.hidden_dim)
+        hidden_seq = []
+        for t in range(seq_len):
+            x_t = x[:, t, :]
+            v_r = self.mu * v_r + self.s * self.W_xr(x_t)
+            v_z = self.mu * v_z + self.s * self.W_xz(x_t)
+            v_n = self.mu * v_n + self.s * self.W_xn(x_t)
+            r_t = F.sigmoid(v_r + self.W_hr(h_t))
+            z_t = F.sigmoid(v_z + self.W_hz(h_t))
+            n_t = torch.tanh(v_n + r_t * self.W_hn(h_t))
+            h_t = (1 - z_t) * n_t + z_t * h_t
+            hidden_seq.append(h_t.unsqueeze(1))
+        return torch.cat(hidden_seq, dim=1), h_t
+
+
+# =============================================================================
+# Momentum RNN
+# =============================================================================
+
+class MomentumRNNKeras(nn.Module):
+    """Keras-like: a kernel without bias plus a separate bias, a recurrent
+    kernel without bias; returns only the final state."""
+
+    def __init__(self, units, input_dim, momentum=0.6, step_size=0.9):
+        super().__init__()
+        self.units = units
+        self.kernel = nn.Linear(input_dim, units, bias=False)
+        self.recurrent_kernel = nn.Linear(units, units, bias=False)
+        self.bias = nn.Parameter(torch.rand(units) - 0.5)
+        self.momentum, self.step_size = momentum, step_size
+
+    def forward(self, inputs):                      # [B, T, F]
+        state = torch.zeros(inputs.shape[0], self.units)
+        velocity = torch.zeros(inputs.shape[0], self.units)
+        for t in range(inputs.shape[1]):
+            velocity = self.momentum * velocity + self.step_size * (self.kernel(inputs[:, t]) + self.bias)
+            state = torch.tanh(velocity + self.recurrent_kernel(state))
+        return state
+
+
+class PixelMomRNN(nn.Module):
+    """Pixels [B, T]; states kept [1, B, H] (unsqueeze(0) / squeeze(0)), a
+    head at every step stacked on dim 1."""
+
+    def __init__(self, hid, ncls, mu=0.5, s=1.0):
+        super().__init__()
+        self.hid = hid
+        self.rnn_in = nn.Linear(1, hid)
+        self.rnn_hh = nn.Linear(hid, hid)
+        self.cls = nn.Linear(hid, ncls)
+        self.mu, self.s = mu, s
+
+    def forward(self, img):
+        hidden = torch.zeros(1, img.size(0), self.hid)
+        mom = torch.zeros(1, img.size(0), self.hid)
+        scores = []
+        for t in range(img.size(1)):
+            px = img[:, t].unsqueeze(1)
+            mom = (self.mu * mom.squeeze(0) + self.s * self.rnn_in(px)).unsqueeze(0)
+            hidden = torch.tanh(mom.squeeze(0) + self.rnn_hh(hidden.squeeze(0))).unsqueeze(0)
+            scores.append(self.cls(hidden.squeeze(0)))
+        return torch.stack(scores, dim=1)
+
+
+# =============================================================================
+# plain LSTM / GRU / RNN written by hand
+# =============================================================================
+
+class ConcatLSTM(nn.Module):
+    """One Linear over cat([x, h]): the input and recurrent weights in one
+    matrix, one bias."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.linear = nn.Linear(input_size + hidden_size, 4 * hidden_size)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), self.hidden_size)
+        c = torch.zeros(x.size(1), self.hidden_size)
+        outs = []
+        for t in range(x.size(0)):
+            combined = torch.cat([x[t], h], dim=1)
+            gates = self.linear(combined)
+            i, f, g, o = torch.chunk(gates, 4, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            outs.append(h)
+        return torch.stack(outs, dim=0), (h, c)
+
+
+class TextbookLSTM(nn.Module):
+    """Eight Linears, one per gate and source (W_ii, W_hi, ...), batch_first,
+    dropout (eval) before a head at every step."""
+
+    def __init__(self, input_sz, hidden_sz, n_out):
+        super().__init__()
+        self.hidden_sz = hidden_sz
+        self.W_ii, self.W_hi = nn.Linear(input_sz, hidden_sz), nn.Linear(hidden_sz, hidden_sz)
+        self.W_if, self.W_hf = nn.Linear(input_sz, hidden_sz), nn.Linear(hidden_sz, hidden_sz)
+        self.W_ig, self.W_hg = nn.Linear(input_sz, hidden_sz), nn.Linear(hidden_sz, hidden_sz)
+        self.W_io, self.W_ho = nn.Linear(input_sz, hidden_sz), nn.Linear(hidden_sz, hidden_sz)
+        self.dropout = nn.Dropout(p=0.5)
+        self.fc = nn.Linear(hidden_sz, n_out)
+
+    def forward(self, x):
+        bs, seq_sz, _ = x.size()
+        h_t, c_t = torch.zeros(bs, self.hidden_sz), torch.zeros(bs, self.hidden_sz)
+        ys = []
+        for t in range(seq_sz):
+            x_t = x[:, t, :]
+            i_t = torch.sigmoid(self.W_ii(x_t) + self.W_hi(h_t))
+            f_t = torch.sigmoid(self.W_if(x_t) + self.W_hf(h_t))
+            g_t = torch.tanh(self.W_ig(x_t) + self.W_hg(h_t))
+            o_t = torch.sigmoid(self.W_io(x_t) + self.W_ho(h_t))
+            c_t = f_t * c_t + i_t * g_t
+            h_t = o_t * torch.tanh(c_t)
+            ys.append(self.fc(self.dropout(h_t)))
+        return torch.stack(ys, dim=1)
+
+
+class StackedLSTMCells(nn.Module):
+    """nn.LSTMCell per layer, each layer its own loop over time; initial
+    states passed in [L, B, H]; returns (out, (h_n, c_n))."""
+
+    def __init__(self, input_size, hidden_size, num_layers=2):
+        super().__init__()
+        self.cells = nn.ModuleList([nn.LSTMCell(input_size if l == 0 else hidden_size, hidden_size)
+                                    for l in range(num_layers)])
+
+    def forward(self, x, h0, c0):
+        layer_in = x
+        h_n, c_n = [], []
+        for l, cell in enumerate(self.cells):
+            h, c = h0[l], c0[l]
+            outs = []
+            for t in range(layer_in.size(0)):
+                h, c = cell(layer_in[t], (h, c))
+                outs.append(h)
+            layer_in = torch.stack(outs)
+            h_n.append(h)
+            c_n.append(c)
+        return layer_in, (torch.stack(h_n), torch.stack(c_n))
+
+
+class ManualGRU(nn.Module):
+    """Parameters named and laid out like nn.GRU's (weight_ih_l0 [3H, I]),
+    F.linear, chunk(3, 1), returns (out, h_n[None])."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.weight_ih_l0 = nn.Parameter(torch.empty(3 * hidden_size, input_size))
+        self.weight_hh_l0 = nn.Parameter(torch.empty(3 * hidden_size, hidden_size))
+        self.bias_ih_l0 = nn.Parameter(torch.empty(3 * hidden_size))
+        self.bias_hh_l0 = nn.Parameter(torch.empty(3 * hidden_size))
+        bound = 1 / math.sqrt(hidden_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def forward(self, input):
+        h = torch.zeros(input.shape[1], self.hidden_size)
+        output = []
+        for x in input.unbind(0):
+            gi = F.linear(x, self.weight_ih_l0, self.bias_ih_l0)
+            gh = F.linear(h, self.weight_hh_l0, self.bias_hh_l0)
+            i_r, i_z, i_n = gi.chunk(3, 1)
+            h_r, h_z, h_n = gh.chunk(3, 1)
+            resetgate = torch.sigmoid(i_r + h_r)
+            updategate = torch.sigmoid(i_z + h_z)
+            newgate = torch.tanh(i_n + resetgate * h_n)
+            h = newgate + updategate * (h - newgate)
+            output.append(h)
+        return torch.stack(output, 0), h[None]
+
+
+class GRUCellClassifier(nn.Module):
+    """nn.Embedding + nn.GRUCell in a loop, dropout on the embeddings (eval),
+    a head on the last step only; batch_first tokens."""
+
+    def __init__(self, vocab_size, embed_dim, hidden_dim, num_class):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed_dim)
+        self.emb_drop = nn.Dropout(0.2)
+        self.gru = nn.GRUCell(embed_dim, hidden_dim)
+        self.head = nn.Sequential(nn.Dropout(0.5), nn.Linear(hidden_dim, num_class))
+        self.hidden_dim = hidden_dim
+
+    def forward(self, text):
+        embedded = self.emb_drop(self.embed(text))
+        hidden = torch.zeros(text.size(0), self.hidden_dim)
+        for i in range(embedded.size(1)):
+            hidden = self.gru(embedded[:, i], hidden)
+        return self.head(hidden)
+
+
+class ElmanRNN(nn.Module):
+    """x @ W_ih.t() + b_ih + h @ W_hh.t() + b_hh, seq-first, (out, h)."""
+
+    def __init__(self, n_in, n_hid):
+        super().__init__()
+        self.W_ih = nn.Parameter(torch.randn(n_hid, n_in) * 0.5)
+        self.W_hh = nn.Parameter(torch.randn(n_hid, n_hid) * 0.4)
+        self.b_ih = nn.Parameter(torch.randn(n_hid) * 0.1)
+        self.b_hh = nn.Parameter(torch.randn(n_hid) * 0.1)
+
+    def forward(self, xs):
+        h = torch.zeros(xs.shape[1], self.W_hh.shape[0])
+        hs = []
+        for t in range(xs.shape[0]):
+            h = torch.tanh(xs[t] @ self.W_ih.t() + self.b_ih + h @ self.W_hh.t() + self.b_hh)
+            hs.append(h)
+        return torch.stack(hs), h
+
+
+class PixelRNNCell(nn.Module):
+    """nn.RNNCell over pixels x[:, t].unsqueeze(1); head on the last step."""
+
+    def __init__(self, hidden, classes):
+        super().__init__()
+        self.cell = nn.RNNCell(1, hidden, nonlinearity="tanh")
+        self.fc = nn.Linear(hidden, classes)
+        self.hidden = hidden
+
+    def forward(self, x):
+        hx = torch.zeros(x.size(0), self.hidden)
+        for t in range(x.size(1)):
+            hx = self.cell(x[:, t].unsqueeze(1), hx)
+        return self.fc(hx)
+
+
+# =============================================================================
+# FastGRNN (z and h~ share W x + U h; scalar zeta, nu)
+# =============================================================================
+
+class FastGRNNCell(nn.Module):
+    """The EdgeML-style cell: W [in, hid], U [hid, hid], torch.matmul, biases
+    [1, hid], zeta and nu [1, 1] parameters."""
+
+    def __init__(self, input_size, hidden_size, zeta_init=1.0, nu_init=-4.0):
+        super().__init__()
+        self.W = nn.Parameter(0.3 * torch.randn(input_size, hidden_size))
+        self.U = nn.Parameter(0.3 * torch.randn(hidden_size, hidden_size))
+        self.bias_gate = nn.Parameter(torch.ones(1, hidden_size))
+        self.bias_update = nn.Parameter(torch.ones(1, hidden_size))
+        self.zeta = nn.Parameter(zeta_init * torch.ones(1, 1))
+        self.nu = nn.Parameter(nu_init * torch.ones(1, 1))
+
+    def forward(self, input, state):
+        pre_comp = torch.matmul(input, self.W) + torch.matmul(state, self.U)
+        z = torch.sigmoid(pre_comp + self.bias_gate)
+        c = torch.tanh(pre_comp + self.bias_update)
+        return z * state + (torch.sigmoid(self.zeta) * (1.0 - z) + torch.sigmoid(self.nu)) * c
+
+
+class FastGRNN(nn.Module):
+    def __init__(self, input_size, hidden_size, batch_first=False):
+        super().__init__()
+        self.cell = FastGRNNCell(input_size, hidden_size)
+        self.hidden_size, self.batch_first = hidden_size, batch_first
+
+    def forward(self, input):
+        if self.batch_first:
+            input = input.transpose(0, 1)
+        h = torch.zeros(input.size(1), self.hidden_size)
+        hiddens = []
+        for t in range(input.size(0)):
+            h = self.cell(input[t], h)
+            hiddens.append(h)
+        out = torch.stack(hiddens)
+        if self.batch_first:
+            out = out.transpose(0, 1)
+        return out, h
+
+
+class PixelFastGRNN(nn.Module):
+    """Pixels; bias-free Linears for W and U, 0-d zeta and nu, the update
+    written as ((1 - z) * zeta' + nu') * h~ + z * h."""
+
+    def __init__(self, hidden, classes):
+        super().__init__()
+        self.W = nn.Linear(1, hidden, bias=False)
+        self.U = nn.Linear(hidden, hidden, bias=False)
+        self.b_z = nn.Parameter(torch.randn(hidden) * 0.5)
+        self.b_h = nn.Parameter(torch.randn(hidden) * 0.5)
+        self.zeta = nn.Parameter(torch.tensor(1.5))
+        self.nu = nn.Parameter(torch.tensor(-2.0))
+        self.fc = nn.Linear(hidden, classes)
+        self.hidden = hidden
+
+    def forward(self, x):
+        h = torch.zeros(x.shape[0], self.hidden)
+        for t in range(x.shape[1]):
+            a = self.W(x[:, t].unsqueeze(-1)) + self.U(h)
+            z = torch.sigmoid(a + self.b_z)
+            h_tilde = torch.tanh(a + self.b_h)
+            h = ((1 - z) * torch.sigmoid(self.zeta) + torch.sigmoid(self.nu)) * h_tilde + z * h
+        return self.fc(h)
+
+
+# =============================================================================
+# The table: how each model is built, fed and exported
+# =============================================================================
+
+def seq_first(T, B, I, rng, H=None):
+    return [rng.standard_normal((T, B, I)).astype(np.float32)]
+
+
+def batch_first(T, B, I, rng, H=None):
+    return [rng.standard_normal((B, T, I)).astype(np.float32)]
+
+
+def pixels(T, B, I, rng, H=None):
+    return [rng.random((B, T)).astype(np.float32)]
+
+
+def tokens_bt(T, B, I, rng, H=None):
+    return [rng.integers(0, VOCAB, (B, T)).astype(np.int64)]
+
+
+def tokens_tb(T, B, I, rng, H=None):
+    return [rng.integers(0, VOCAB, (T, B)).astype(np.int64)]
+
+
+def with_states(layers, bf):
+    def make(T, B, I, rng, H):
+        x = batch_first(T, B, I, rng) if bf else seq_first(T, B, I, rng)
+        return x + [(0.5 * rng.standard_normal((layers, B, H))).astype(np.float32) for _ in range(2)]
+    return make
+
+
+def mom(base, mu, s):
+    return "momentum_%s(mu=%g, s=%g)" % (base, mu, s)
+
+
+# name -> dict(build(I, H, C) -> module, family, expected_cell, style tags,
+#   feed(T, B, I, rng) -> inputs, ins/outs (ONNX names), axes: per input
+#   (time axis, batch axis), exports: [(opset, dynamic)] with dynamic one of
+#   None, "b" (batch), "bt" (batch and time), recurrences, sound (another T
+#   computes the same recurrence), table (a per-step coefficient whose
+#   schedule the trace cannot show: cellc may name the cell only up to its
+#   first option), pixel (input size 1 by construction)
+MODELS = {
+    "momlstm_cellclass": dict(
+        build=lambda I, H, C: MomentumLSTM(I, H), family="momentum_lstm", expected_cell=mom("lstm", 0.6, 0.6),
+        style=["cell_class", "nn_linear", "chunk", "torch_sigmoid", "zeros_in_forward", "seq_first",
+               "returns_out_h_c"],
+        feed=seq_first, ins=["input"], outs=["output", "h_n", "c_n"], axes={"input": (0, 1)},
+        exports=[(13, None), (14, "bt")]),
+    "momlstm_pixel": dict(
+        build=lambda I, H, C: PixelMomLSTM(H, C), family="momentum_lstm", expected_cell=mom("lstm", 0.9, 0.5),
+        style=["pixel_rank2", "view_-1_1", "nn_parameter_in_out", "torch_mm", "slice_gates",
+               "no_recurrent_bias", "zeros_in_forward", "head_last_step_only"],
+        feed=pixels, ins=["x"], outs=["logits"], axes={"x": (1, 0)}, pixel=True,
+        exports=[(14, "b"), (17, None)]),
+    "momlstm_stacked": dict(
+        build=lambda I, H, C: StackedMomLSTM(I, H, C), family="momentum_lstm", expected_cell=mom("lstm", 0.5, 0.8),
+        style=["stacked_layers", "loop_per_layer", "states_passed_in_stacked", "returns_states_stacked",
+               "new_zeros", "dropout_eval", "batch_first", "chunk_dim_-1", "head_every_step"],
+        feed=with_states(2, True), ins=["x", "h0", "c0"], outs=["y", "h_n", "c_n"],
+        axes={"x": (1, 0), "h0": (None, 1), "c0": (None, 1)}, recurrences=2,
+        exports=[(14, "bt"), (17, None)]),
+    "momlstm_shapes": dict(
+        build=lambda I, H, C: MomLSTMShapes(I, H, C), family="momentum_lstm", expected_cell=mom("lstm", 0.7, 0.4),
+        style=["shape_noops", "view_same_shape", "gates_squeeze", "state_1BH_unsqueeze_squeeze",
+               "nn_parameter", "matmul_at_t", "zeros_in_forward", "seq_first", "head_every_step"],
+        feed=seq_first, ins=["x"], outs=["y"], axes={"x": (0, 1)},
+        exports=[(13, None), (17, "bt")]),
+    "adamlstm_split": dict(
+        build=lambda I, H, C: AdamLSTM(I, H, C), family="adam_lstm",
+        expected_cell="adam_lstm(mu=0.5, s=0.7, beta=0.9, eps=1e-08)",
+        style=["f_linear", "nn_parameter", "split_gates", "sigmoid_module", "pow2", "eps_1e-8",
+               "zeros_in_forward", "batch_first", "head_every_step", "stack_dim1"],
+        feed=batch_first, ins=["x"], outs=["logits"], axes={"x": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
+    "adamlstm_pixel": dict(
+        build=lambda I, H, C: PixelAdamLSTM(H, C), family="adam_lstm",
+        expected_cell="adam_lstm(mu=0.6, s=0.5, beta=0.8, eps=1e-16)",
+        style=["pixel_rank2", "unsqueeze_1", "nn_linear", "no_recurrent_bias", "view_B_4_H_index_gates",
+               "torch_div", "zeros_in_forward", "head_last_step_only", "log_softmax"],
+        feed=pixels, ins=["pixels"], outs=["log_probs"], axes={"pixels": (1, 0)}, pixel=True,
+        exports=[(13, None), (14, "bt")]),
+    "adamlstm_functional": dict(
+        build=lambda I, H, C: FunctionalAdamLSTM(I, H), family="adam_lstm",
+        expected_cell="adam_lstm(mu=0.3, s=0.9, beta=0.95, eps=1e-16)",
+        style=["free_step_function", "parameter_dict", "torch_addmm", "slice_gates", "iterate_tensor",
+               "tuple_state", "zeros_in_forward", "seq_first", "returns_out_h_c"],
+        feed=seq_first, ins=["seq"], outs=["hs", "h", "c"], axes={"seq": (0, 1)},
+        exports=[(13, None), (17, None)]),
+    "rmslstm_shapes": dict(
+        build=lambda I, H, C: RMSPropLSTMShapes(I, H, C), family="rmsprop_lstm",
+        expected_cell="rmsprop_lstm(s=0.8, beta=0.9, eps=1e-16)",
+        style=["shape_noops", "view_same_shape", "gates_squeeze", "state_1BH_unsqueeze_squeeze", "nn_linear",
+               "chunk", "zeros_in_forward", "batch_first", "head_over_stack", "returns_out_h"],
+        feed=batch_first, ins=["x"], outs=["y", "h"], axes={"x": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
+    "rmslstm_lm": dict(
+        build=lambda I, H, C: RMSPropLSTMLM(VOCAB, I, H), family="rmsprop_lstm",
+        expected_cell="rmsprop_lstm(s=0.6, beta=0.8, eps=1e-16)",
+        style=["embedding_int64", "rsqrt", "nn_linear", "chunk", "zeros_in_forward", "seq_first",
+               "head_every_step"],
+        feed=tokens_tb, ins=["tokens"], outs=["logits"], axes={"tokens": (0, 1)},
+        exports=[(13, None), (14, "bt")]),
+    "naglstm_counter": dict(
+        build=lambda I, H, C: SRLSTM(I, H, C), family="nag_lstm", expected_cell="nag_lstm(s=0.6, restart=3)",
+        style=["python_int_restart_counter", "per_step_constant", "nn_linear", "chunk", "zeros_in_forward",
+               "seq_first", "head_every_step", "returns_out_h"],
+        feed=seq_first, ins=["inputs"], outs=["outputs", "h"], axes={"inputs": (0, 1)},
+        exports=[(13, None), (17, "bt")]),
+    "naglstm_pixel_buffer": dict(
+        build=lambda I, H, C: PixelNAGLSTM(H, C), family="nag_lstm", expected_cell="nag_lstm(s=0.7, restart=4)",
+        style=["pixel_rank2", "unsqueeze_1", "schedule_buffer_indexed", "nn_parameter_in_out", "matmul_at",
+               "split_gates", "tensor_method_sigmoid", "zeros_in_forward", "head_last_step_only"],
+        feed=pixels, ins=["pixels"], outs=["scores"], axes={"pixels": (1, 0)}, pixel=True,
+        exports=[(14, "b"), (17, None)]),
+    "naglstm_norestart": dict(
+        build=lambda I, H, C: NesterovLSTM(I, H), family="nag_lstm", expected_cell="nag_lstm(s=0.5, restart=0)",
+        style=["one_based_range", "per_step_constant", "nn_parameter_in_out", "torch_mm", "chunk_dim_-1",
+               "f_sigmoid_deprecated", "forget_bias_1", "zeros_in_forward", "seq_first", "returns_last_h"],
+        feed=seq_first, ins=["X"], outs=["h"], axes={"X": (0, 1)},
+        # 8 steps never restart: restart 0 and any restart > 8 trace alike,
+        # so the schedule is a table of 8 values and T must stay 8
+        sound=False, table=True,
+        exports=[(13, None), (14, "bt")]),
+    "momgru_embed": dict(
+        build=lambda I, H, C: MomentumGRUClassifier(VOCAB, I, H, C), family="momentum_gru",
+        expected_cell=mom("gru", 0.7, 0.5),
+        style=["embedding_int64", "nn_linear", "chunk", "zeros_in_forward", "batch_first",
+               "head_last_step_only"],
+        feed=tokens_bt, ins=["tokens"], outs=["logits"], axes={"tokens": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
+    "momgru_start_token": dict(
+        build=lambda I, H, C: MomGRUDecoder(I, H, C), family="momentum_gru", expected_cell=mom("gru", 0.8, 0.3),
+        style=["learned_start_token", "first_step_differs", "teacher_forcing", "expand", "nn_linear",
+               "chunk_dim_-1", "zeros_in_forward", "seq_first", "head_every_step"],
+        feed=seq_first, ins=["target"], outs=["preds"], axes={"target": (0, 1)},
+        exports=[(13, None), (17, "bt")]),
+    "momgru_sepgates": dict(
+        build=lambda I, H, C: MomGRUSepGates(I, H), family="momentum_gru", expected_cell=mom("gru", 0.6, 0.9),
+        style=["linear_per_gate", "velocity_per_gate", "f_sigmoid_deprecated", "zeros_in_forward",
+               "batch_first", "cat_unsqueezed_outputs", "returns_out_h"],
+        feed=batch_first, ins=["x"], outs=["hidden_seq", "h_t"], axes={"x": (1, 0)},
+        exports=[(13, None), (14, "bt")]),
+    "momrnn_keras": dict(
+        build=lambda I, H, C: MomentumRNNKeras(H, I), family="momentum_rnn", expected_cell=mom("rnn", 0.6, 0.9),
+        style=["keras_like", "bias_separate_parameter", "no_recurrent_bias", "nn_linear_nobias",
+               "zeros_in_forward", "batch_first", "returns_last_h"],
+        feed=batch_first, ins=["inputs"], outs=["state"], axes={"inputs": (1, 0)},
+        exports=[(13, None), (17, None)]),
+    "momrnn_pixel": dict(
+        build=lambda I, H, C: PixelMomRNN(H, C), family="momentum_rnn", expected_cell=mom("rnn", 0.5, 1),
+        style=["pixel_rank2", "unsqueeze_1", "state_1BH_unsqueeze_squeeze", "shape_noops", "nn_linear",
+               "zeros_in_forward", "head_every_step", "stack_dim1"],
+        feed=pixels, ins=["img"], outs=["scores"], axes={"img": (1, 0)}, pixel=True,
+        exports=[(14, "bt"), (17, "b")]),
+    "lstm_concat": dict(
+        build=lambda I, H, C: ConcatLSTM(I, H), family="lstm", expected_cell="plain_lstm",
+        style=["linear_over_cat_x_h", "one_bias", "torch_chunk", "zeros_in_forward", "seq_first",
+               "returns_out_h_c"],
+        feed=seq_first, ins=["x"], outs=["out", "h", "c"], axes={"x": (0, 1)},
+        exports=[(13, None), (14, "bt")]),
+    "lstm_textbook": dict(
+        build=lambda I, H, C: TextbookLSTM(I, H, C), family="lstm", expected_cell="plain_lstm",
+        style=["linear_per_gate_and_source", "zeros_in_forward", "batch_first", "dropout_eval",
+               "head_every_step", "stack_dim1"],
+        feed=batch_first, ins=["x"], outs=["y"], axes={"x": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
+    "lstm_cells_stacked": dict(
+        build=lambda I, H, C: StackedLSTMCells(I, H), family="lstm", expected_cell="plain_lstm",
+        style=["nn_lstmcell", "stacked_layers", "loop_per_layer", "states_passed_in_stacked",
+               "returns_states_stacked", "seq_first", "returns_out_h_c"],
+        feed=with_states(2, False), ins=["x", "h0", "c0"], outs=["out", "h_n", "c_n"],
+        axes={"x": (0, 1), "h0": (None, 1), "c0": (None, 1)}, recurrences=2,
+        exports=[(13, None), (17, "bt")]),
+    "gru_manual": dict(
+        build=lambda I, H, C: ManualGRU(I, H), family="gru", expected_cell="plain_gru",
+        style=["nn_gru_layout_parameters", "f_linear", "chunk", "unbind_loop", "h_plus_z_times_diff",
+               "zeros_in_forward", "seq_first", "returns_out_h_none_index"],
+        feed=seq_first, ins=["input"], outs=["output", "h_n"], axes={"input": (0, 1)},
+        exports=[(13, None), (17, None)]),
+    "gru_cell_classifier": dict(
+        build=lambda I, H, C: GRUCellClassifier(VOCAB, I, H, C), family="gru", expected_cell="plain_gru",
+        style=["nn_grucell", "embedding_int64", "dropout_eval", "sequential_head", "zeros_in_forward",
+               "batch_first", "head_last_step_only"],
+        feed=tokens_bt, ins=["text"], outs=["logits"], axes={"text": (1, 0)},
+        exports=[(14, "b"), (17, None)]),
+    "rnn_elman": dict(
+        build=lambda I, H, C: ElmanRNN(I, H), family="rnn", expected_cell="plain_rnn",
+        style=["nn_parameter", "matmul_at_t", "zeros_in_forward", "seq_first", "returns_out_h"],
+        feed=seq_first, ins=["xs"], outs=["hs", "h"], axes={"xs": (0, 1)},
+        exports=[(13, None), (17, None)]),
+    "rnn_cell_pixel": dict(
+        build=lambda I, H, C: PixelRNNCell(H, C), family="rnn", expected_cell="plain_rnn",
+        style=["nn_rnncell", "pixel_rank2", "unsqueeze_1", "zeros_in_forward", "head_last_step_only"],
+        feed=pixels, ins=["x"], outs=["logits"], axes={"x": (1, 0)}, pixel=True,
+        exports=[(14, "bt"), (17, None)]),
+    "fastgrnn_cell": dict(
+        build=lambda I, H, C: FastGRNN(I, H, batch_first=True), family="fastgrnn", expected_cell=None,
+        style=["cell_class", "nn_parameter_in_out", "torch_matmul", "scalar_params_1x1", "transpose_batch_first",
+               "zeros_in_forward", "returns_out_h"],
+        feed=batch_first, ins=["input"], outs=["output", "h"], axes={"input": (1, 0)},
+        exports=[(13, None), (14, "bt"), (17, None)]),
+    "fastgrnn_pixel": dict(
+        build=lambda I, H, C: PixelFastGRNN(H, C), family="fastgrnn", expected_cell=None,
+        style=["pixel_rank2", "unsqueeze_-1", "nn_linear_nobias", "scalar_params_0d", "zeros_in_forward",
+               "head_last_step_only"],
+        feed=pixels, ins=["x"], outs=["y"], axes={"x": (1, 0)}, pixel=True,
+        exports=[(14, "b"), (17, "bt")]),
+}
+
+
+# =============================================================================
+# Self-check: every model against CELLS.md written once more in numpy
+# =============================================================================
+# The goldens are the models' own outputs; this check makes sure that each
+# model computes the cell its case.json names (expected_cell), so that a
+# re-rolled recurrence recognised as another cell is cellc's error, not the
+# model's.  float64 numpy, weights read out of the module in CELLS.md's
+# layout (W_x [rows, in], b_x, W_h [rows, H], b_h), the model's head applied
+# by hand.  Run for every model before it is exported.
+
+def npw(t):
+    return t.detach().double().numpy()
+
+
+def sig(a):
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def lin(x, mod):
+    y = x @ npw(mod.weight).T
+    return y + npw(mod.bias) if mod.bias is not None else y
+
+
+def cells_md(base, dyn, o, Wx, bx, Wh, bh, xs, h0=None, c0=None):
+    """CELLS.md sections 1-2 (and FastGRNN): xs [T, B, I] -> (hs [T, B, H], c_T)."""
+    T, B = xs.shape[0], xs.shape[1]
+    R, H = Wh.shape
+    h = np.zeros((B, H)) if h0 is None else h0
+    c = np.zeros((B, H)) if c0 is None else c0
+    v, m = np.zeros((B, R)), np.zeros((B, R))
+    hs = []
+    for t in range(1, T + 1):
+        u = xs[t - 1] @ Wx.T + bx
+        if dyn == "plain":
+            d = u
+        elif dyn in ("momentum", "nag"):
+            if dyn == "nag":
+                k = ((t - 1) % o["restart"]) + 1 if o["restart"] else t
+                mu = (k - 1) / (k + 2)
+            else:
+                mu = o["mu"]
+            v = mu * v + o["s"] * u
+            d = v
+        elif dyn == "adam":
+            v = o["mu"] * v + o["s"] * u
+            m = o["beta"] * m + (1 - o["beta"]) * u * u
+            d = v / np.sqrt(m + o["eps"])
+        elif dyn == "rmsprop":
+            m = o["beta"] * m + (1 - o["beta"]) * u * u
+            d = o["s"] * u / np.sqrt(m + o["eps"])
+        r = h @ Wh.T + bh
+        if base == "rnn":
+            h = np.tanh(d + r)
+        elif base == "lstm":
+            a = d + r
+            i, f, g, q = (a[:, k * H:(k + 1) * H] for k in range(4))
+            c = sig(f) * c + sig(i) * np.tanh(g)
+            h = sig(q) * np.tanh(c)
+        elif base == "gru":
+            rg = sig(d[:, :H] + r[:, :H])
+            z = sig(d[:, H:2 * H] + r[:, H:2 * H])
+            n = np.tanh(d[:, 2 * H:] + rg * r[:, 2 * H:])
+            h = (1 - z) * n + z * h
+        elif base == "fastgrnn":
+            z = sig(d + r + o["b_z"])
+            ht = np.tanh(d + r + o["b_h"])
+            h = (sig(o["zeta"]) * (1 - z) + sig(o["nu"])) * ht + z * h
+        hs.append(h)
+    return np.stack(hs), c
+
+
+def cell_of(expected):
+    """(base, dynamic, options) from an expected_cell string."""
+    name, _, args = expected.partition("(")
+    dyn, base = name.split("_", 1)
+    o = {}
+    for kv in filter(None, args.rstrip(")").split(", ")):
+        k, val = kv.split("=")
+        o[k] = float(val)
+    o.setdefault("eps", 1e-16)
+    if "restart" in o:
+        o["restart"] = int(o["restart"])
+    return base, dyn, o
+
+
+def ref_outputs(name, net, arrays):
+    """The model's outputs recomputed from CELLS.md (float64)."""
+    spec = MODELS[name]
+    if spec["expected_cell"]:
+        base, dyn, o = cell_of(spec["expected_cell"])
+    else:
+        base, dyn, o = "fastgrnn", "plain", {}
+    run = lambda Wx, bx, Wh, bh, xs, **kw: cells_md(base, dyn, dict(o, **kw.pop("o", {})), Wx, bx, Wh, bh, xs, **kw)
+    x = arrays[0].astype(np.float64) if arrays[0].dtype != np.int64 else arrays[0]
+    tb = lambda a: a.transpose(1, 0, 2)                 # [B, T, .] <-> [T, B, .]
+    col = lambda px: px.T[:, :, None]                   # pixels [B, T] -> [T, B, 1]
+    zero = lambda n: np.zeros(n)
+    if name == "momlstm_cellclass":
+        cl = net.cell
+        hs, c = run(npw(cl.ih.weight), npw(cl.ih.bias), npw(cl.hh.weight), npw(cl.hh.bias), x)
+        return [hs, hs[-1], c]
+    if name == "momlstm_pixel":
+        hs, _ = run(npw(net.W).T, npw(net.b), npw(net.U).T, zero(4 * net.nhid), col(x))
+        return [lin(hs[-1], net.classifier)]
+    if name == "momlstm_stacked":
+        out, hn, cn = tb(x), [], []
+        for l, ly in enumerate(net.layers):
+            out, c = run(npw(ly.w_ih.weight), npw(ly.w_ih.bias), npw(ly.w_hh.weight), npw(ly.w_hh.bias), out,
+                         h0=arrays[1][l].astype(np.float64), c0=arrays[2][l].astype(np.float64))
+            hn.append(out[-1])
+            cn.append(c)
+        return [tb(lin(out, net.decoder)), np.stack(hn), np.stack(cn)]
+    if name == "momlstm_shapes":
+        hs, _ = run(npw(net.Wx), npw(net.bx), npw(net.Wh), npw(net.bh), x)
+        return [lin(hs, net.out)]
+    if name == "adamlstm_split":
+        hs, _ = run(npw(net.weight_ih), npw(net.bias_ih), npw(net.weight_hh), npw(net.bias_hh), tb(x))
+        return [tb(lin(hs, net.fc))]
+    if name == "adamlstm_pixel":
+        hs, _ = run(npw(net.x2h.weight), npw(net.x2h.bias), npw(net.h2h.weight), zero(4 * net.hidden), col(x))
+        y = lin(hs[-1], net.fc)
+        return [y - y.max(1, keepdims=True) - np.log(np.exp(y - y.max(1, keepdims=True)).sum(1, keepdims=True))]
+    if name == "adamlstm_functional":
+        p = {k: npw(v) for k, v in net.params.items()}
+        hs, c = run(p["W_x"], p["b_x"], p["W_h"], p["b_h"], x)
+        return [hs, hs[-1], c]
+    if name == "rmslstm_shapes":
+        hs, _ = run(npw(net.inp.weight), npw(net.inp.bias), npw(net.rec.weight), npw(net.rec.bias), tb(x))
+        return [tb(lin(hs, net.head)), hs[-1][None]]
+    if name == "rmslstm_lm":
+        hs, _ = run(npw(net.i2h.weight), npw(net.i2h.bias), npw(net.h2h.weight), npw(net.h2h.bias),
+                    npw(net.encoder.weight)[x])
+        return [lin(hs, net.decoder)]
+    if name == "naglstm_counter":
+        hs, _ = run(npw(net.i2h.weight), npw(net.i2h.bias), npw(net.h2h.weight), npw(net.h2h.bias), x)
+        return [lin(hs, net.h2o), hs[-1]]
+    if name == "naglstm_pixel_buffer":
+        hs, _ = run(npw(net.w_in).T, npw(net.b_in), npw(net.w_rec).T, npw(net.b_rec), col(x))
+        return [lin(hs[-1], net.readout)]
+    if name == "naglstm_norestart":
+        hs, _ = run(npw(net.weight_x).T, npw(net.bias), npw(net.weight_h).T, npw(net.bias_h), x)
+        return [hs[-1]]
+    if name == "momgru_embed":
+        hs, _ = run(npw(net.W.weight), npw(net.W.bias), npw(net.U.weight), npw(net.U.bias),
+                    tb(npw(net.embedding.weight)[x]))
+        return [lin(hs[-1], net.fc)]
+    if name == "momgru_start_token":
+        B = x.shape[1]
+        xs = np.concatenate([np.broadcast_to(npw(net.start), (1, B, x.shape[2])), x[:-1]], 0)
+        hs, _ = run(npw(net.x_proj.weight), npw(net.x_proj.bias), npw(net.h_proj.weight), npw(net.h_proj.bias), xs)
+        return [lin(hs, net.out)]
+    if name == "momgru_sepgates":
+        cat = lambda *ms: np.concatenate([npw(getattr(net, m).weight) for m in ms], 0)
+        catb = lambda *ms: np.concatenate([npw(getattr(net, m).bias) for m in ms], 0)
+        hs, _ = run(cat("W_xr", "W_xz", "W_xn"), catb("W_xr", "W_xz", "W_xn"), cat("W_hr", "W_hz", "W_hn"),
+                    catb("W_hr", "W_hz", "W_hn"), tb(x))
+        return [tb(hs), hs[-1]]
+    if name == "momrnn_keras":
+        hs, _ = run(npw(net.kernel.weight), npw(net.bias), npw(net.recurrent_kernel.weight), zero(net.units), tb(x))
+        return [hs[-1]]
+    if name == "momrnn_pixel":
+        hs, _ = run(npw(net.rnn_in.weight), npw(net.rnn_in.bias), npw(net.rnn_hh.weight), npw(net.rnn_hh.bias), col(x))
+        return [tb(lin(hs, net.cls))]
+    if name == "lstm_concat":
+        W, I = npw(net.linear.weight), x.shape[2]
+        hs, c = run(W[:, :I], npw(net.linear.bias), W[:, I:], zero(W.shape[0]), x)
+        return [hs, hs[-1], c]
+    if name == "lstm_textbook":
+        gates = ("i", "f", "g", "o")
+        Wx = np.concatenate([npw(getattr(net, "W_i" + g).weight) for g in gates])
+        bx = np.concatenate([npw(getattr(net, "W_i" + g).bias) for g in gates])
+        Wh = np.concatenate([npw(getattr(net, "W_h" + g).weight) for g in gates])
+        bh = np.concatenate([npw(getattr(net, "W_h" + g).bias) for g in gates])
+        hs, _ = run(Wx, bx, Wh, bh, tb(x))
+        return [tb(lin(hs, net.fc))]
+    if name == "lstm_cells_stacked":
+        out, hn, cn = x, [], []
+        for l, cl in enumerate(net.cells):
+            out, c = run(npw(cl.weight_ih), npw(cl.bias_ih), npw(cl.weight_hh), npw(cl.bias_hh), out,
+                         h0=arrays[1][l].astype(np.float64), c0=arrays[2][l].astype(np.float64))
+            hn.append(out[-1])
+            cn.append(c)
+        return [out, np.stack(hn), np.stack(cn)]
+    if name == "gru_manual":
+        hs, _ = run(npw(net.weight_ih_l0), npw(net.bias_ih_l0), npw(net.weight_hh_l0), npw(net.bias_hh_l0), x)
+        return [hs, hs[-1][None]]
+    if name == "gru_cell_classifier":
+        g = net.gru
+        hs, _ = run(npw(g.weight_ih), npw(g.bias_ih), npw(g.weight_hh), npw(g.bias_hh), tb(npw(net.embed.weight)[x]))
+        return [lin(hs[-1], net.head[1])]
+    if name == "rnn_elman":
+        hs, _ = run(npw(net.W_ih), npw(net.b_ih), npw(net.W_hh), npw(net.b_hh), x)
+        return [hs, hs[-1]]
+    if name == "rnn_cell_pixel":
+        g = net.cell
+        hs, _ = run(npw(g.weight_ih), npw(g.bias_ih), npw(g.weight_hh), npw(g.bias_hh), col(x))
+        return [lin(hs[-1], net.fc)]
+    if name == "fastgrnn_cell":
+        cl = net.cell
+        H = cl.U.shape[0]
+        hs, _ = run(npw(cl.W).T, zero(H), npw(cl.U).T, zero(H), tb(x),
+                    o=dict(b_z=npw(cl.bias_gate), b_h=npw(cl.bias_update), zeta=npw(cl.zeta), nu=npw(cl.nu)))
+        return [tb(hs), hs[-1]]
+    if name == "fastgrnn_pixel":
+        H = net.hidden
+        hs, _ = run(npw(net.W.weight), zero(H), npw(net.U.weight), zero(H), col(x),
+                    o=dict(b_z=npw(net.b_z), b_h=npw(net.b_h), zeta=npw(net.zeta), nu=npw(net.nu)))
+        return [lin(hs[-1], net.fc)]
+    raise KeyError("no CELLS.md reference for model %s" % name)
+
+
+def self_check(name, net, arrays, ys):
+    """ys: the model's outputs; raises if CELLS.md disagrees."""
+    refs = ref_outputs(name, net, arrays)
+    assert len(refs) == len(ys), name
+    for k, (r, y) in enumerate(zip(refs, ys)):
+        y = y.numpy().astype(np.float64)
+        if r.shape != y.shape or not np.allclose(y, r, rtol=1e-4, atol=1e-5):
+            err = np.abs(y - r).max() if r.shape == y.shape else "shape %s vs %s" % (r.shape, y.shape)
+            raise AssertionError("%s: output %d differs from the CELLS.md reference (%s)" % (name, k, err))
+
+
+# =============================================================================
+# export and golden data
+# =============================================================================
+
+def write_pb(path, arr, name):
+    t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+
+def flatten(y):
+    if isinstance(y, (tuple, list)):
+        return [t for item in y for t in flatten(item)]
+    return [y]
+
+
+def model_seed(name):
+    """A seed that depends on the model's name only (stable as models are added)."""
+    return 1400 + sum((i + 1) * ord(ch) for i, ch in enumerate(name)) % 100000
+
+
+def build(name, I, H, C):
+    spec = MODELS[name]
+    spec["name"] = name
+    torch.manual_seed(model_seed(name))
+    return spec["build"](I, H, C).eval()
+
+
+def data_set(case_dir, k, net, spec, arrays):
+    d = os.path.join(case_dir, "test_data_set_%d" % k)
+    os.makedirs(d, exist_ok=True)
+    with torch.no_grad():
+        ys = flatten(net(*[torch.from_numpy(a) for a in arrays]))
+    assert len(ys) == len(spec["outs"]), (spec["outs"], len(ys))
+    self_check(spec["name"], net, arrays, ys)
+    for i, (a, n) in enumerate(zip(arrays, spec["ins"])):
+        write_pb(os.path.join(d, "input_%d.pb" % i), a, n)
+    for i, (y, n) in enumerate(zip(ys, spec["outs"])):
+        write_pb(os.path.join(d, "output_%d.pb" % i), y.numpy(), n)
+
+
+def dynamic_axes(spec, dynamic):
+    if not dynamic:
+        return None
+    axes = {}
+    for n in spec["ins"]:
+        tax, bax = spec["axes"][n]
+        a = {}
+        if bax is not None:
+            a[bax] = "batch"
+        if "t" in dynamic and tax is not None:
+            a[tax] = "time"
+        if a:
+            axes[n] = a
+    return axes
+
+
+def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, suffix="", fold=True):
+    spec = MODELS[name]
+    if spec.get("pixel"):
+        I = 1
+    net = build(name, I, H, CLASSES)
+    case = "%s_opset%d%s" % (name, opset, suffix)
+    case_dir = os.path.join(out, case)
+    os.makedirs(case_dir, exist_ok=True)
+    rng = np.random.default_rng(model_seed(case))
+    x = spec["feed"](T, B, I, rng, H)
+    t0 = time.time()
+    torch.onnx.export(net, tuple(torch.from_numpy(a) for a in x), os.path.join(case_dir, "model.onnx"),
+                      opset_version=opset, input_names=spec["ins"], output_names=spec["outs"],
+                      dynamic_axes=dynamic_axes(spec, dynamic), do_constant_folding=fold)
+    took = time.time() - t0
+    data_set(case_dir, 0, net, spec, x)
+    sound = spec.get("sound", True)
+    second_T = None
+    k = 1
+    if dynamic and "t" in dynamic and sound:
+        second_T = T_OTHER
+        data_set(case_dir, k, net, spec, spec["feed"](T_OTHER, B, I, rng, H))
+        k += 1
+    if dynamic:
+        data_set(case_dir, k, net, spec, spec["feed"](T, B + 1, I, rng, H))
+    info = dict(model=name, style=spec["style"], family=spec["family"], expected_cell=spec["expected_cell"],
+                recurrences=spec.get("recurrences", 1), T=T, opset=opset,
+                dynamic_axes=dynamic_axes(spec, dynamic) or {}, symbolic_time=sound, second_T=second_T,
+                table=spec.get("table", False),
+                hidden=H, batch=B)
+    with open(os.path.join(case_dir, "case.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    print("%-40s export %.1fs" % (case, took), flush=True)
+    return took
+
+
+def main():
+    args = sys.argv[1:]
+    long = "--long" in args
+    nofold = "--no-fold" in args
+    args = [a for a in args if a not in ("--long", "--no-fold")]
+    if len(args) < 1 or (len(args) > 1 and not long):
+        sys.exit(__doc__)
+    out, names = args[0], args[1:]
+    bad = [n for n in names if n not in MODELS]
+    if bad:
+        sys.exit("gen_trace_wild.py: unknown model %s (one of %s)" % (", ".join(bad), ", ".join(MODELS)))
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    if long:
+        for n in names or [n for n in MODELS if MODELS[n].get("pixel")]:
+            make_case(out, n, 13, None, T=T_TRACE, I=1, H=32, B=1, suffix="_T8_mnist")
+            make_case(out, n, 13, None, T=784, I=1, H=32, B=1, suffix="_T784", fold=not nofold)
+        return
+    for n in MODELS:
+        for opset, dynamic in MODELS[n]["exports"]:
+            make_case(out, n, opset, dynamic)
+
+
+if __name__ == "__main__":
+    main()
