@@ -60,14 +60,14 @@ static int64_t unroll_budget(void) { return (int64_t)(arena_budget >> 17); }
 static int unroll_charge(ir_graph *g, ir_node *n, diag *D, int64_t cost, const char *what)
 {
 	ir_graph *r = ir_root(g);
-	if (cost >= 0 && cost <= unroll_budget() - r->unrolled) {
-		r->unrolled += cost;
+	if (cost >= 0 && cost <= unroll_budget() - r->unroll_spent) {
+		r->unroll_spent += cost;
 		return 1;
 	}
 	diag_node(D, n, "%s%s%s%s would take the compilation past its unrolling budget of %lld units (a unit: "
 		  "one body node copied or 64 sequence elements listed; %lld spent; --max-memory raises it)",
 		  n->origin ? "(a copy of node '" : "", n->origin ? n->origin : "", n->origin ? "') " : "",
-		  what, (long long)unroll_budget(), (long long)r->unrolled);
+		  what, (long long)unroll_budget(), (long long)r->unroll_spent);
 	return 0;
 }
 

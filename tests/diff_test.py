@@ -360,6 +360,8 @@ def run_one(outdir, seed, kind):
         rc, out, err = p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired:
         rc, out, err = None, "", "timed out after 300 s"
+    except OSError as e:        # cellc missing or being rebuilt: a failure of this run, not a pass
+        rc, out, err = 127, "", "cannot run %s: %s" % (CELLC, e)
     text = "$ %s\n# exit %s\n--- stdout\n%s\n--- stderr\n%s" % (" ".join(cmd), rc, out, err)
     if rc == 0 and "FAIL" not in out and " passed, 0 failed" in out:
         verdict, detail = "pass", ""
@@ -368,7 +370,7 @@ def run_one(outdir, seed, kind):
     else:
         verdict = "fail"
         why = ("mismatch" if rc == 1 else "refused" if rc == 2 else "timeout" if rc is None
-               else "crash (exit %s)" % rc)
+               else "not run" if rc == 127 else "crash (exit %s)" % rc)
         lines = [l for l in (err + out).splitlines() if l.strip() and not l.startswith("PASS")]
         detail = "%s: %s" % (why, " | ".join(lines[:2])[:300])
     if verdict != "pass":
