@@ -1,4 +1,4 @@
-/* recognize.c: which CELLS.md cell a recovered recurrence computes.
+/* recognize.c: which cell of docs/cells.md a recovered recurrence computes.
  *
  * The body of a re-rolled trace is whatever the exporter wrote: operand
  * order, `(1 - beta) * u * u` versus `u * u * (1 - beta)`, Slice versus
