@@ -2,7 +2,7 @@
  * every subcommand shares (cmd.h).
  *
  *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N|OTHER]...
- *                 [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
+ *                 [--carry IN=OUT]... [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
  *                 [--max-dim SYM=N]... [--testbench DATA]... [--rtol R] [--atol A]
  *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]]
  *
@@ -53,6 +53,9 @@ static const char usage[] =
 	"  --dim SYM=N           fix dimension symbol SYM (as `cellc info` lists it; INPUT_AXIS\n"
 	"                        for a dimension the model leaves unnamed) to the size N\n"
 	"  --dim SYM=OTHER       make symbol SYM the same as symbol OTHER of an earlier input\n"
+	"  --carry IN=OUT        also write NAME_stream: input IN is carried state, fed from\n"
+	"                        output OUT of the previous call (zeros after reset);\n"
+	"                        repeatable (e.g. --carry h=hn --carry c=cn)\n"
 	"  --no-hoist            keep input projections inside the time loop (testing)\n"
 	"  --no-fuse             one loop per element-wise operation (testing)\n"
 	"Deployment (README \"Deploying\"):\n"
@@ -417,7 +420,8 @@ int cmd_compile(int argc, char **argv)
 {
 	const char *model = NULL, *outdir = NULL, *name = NULL, *val;
 	onnx_binding bind[CMD_MAX_BIND];
-	int nbind = 0;
+	int nbind = 0, ncarry = 0;
+	const char *carry_in[CMD_MAX_BIND], *carry_out[CMD_MAX_BIND];
 	pass_opts po = {0};
 	train_opts topts = {.loss = TRAIN_CE};
 	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0;
@@ -450,6 +454,18 @@ int cmd_compile(int argc, char **argv)
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
 			if (r < 0 || !cmd_add_dim_bind("compile", val, bind, &nbind))
 				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--carry", &val))) {
+			char *eq = r > 0 ? strchr((char *)val, '=') : NULL;
+			if (!eq || eq == val || !eq[1] || ncarry == CMD_MAX_BIND) {
+				if (r > 0)
+					fprintf(stderr, "cellc compile: --carry wants IN=OUT (a state input and the "
+						"output that feeds it), got '%s'\n", val);
+				arena_free(&A);
+				return 2;
+			}
+			*eq = 0;
+			carry_in[ncarry] = val;
+			carry_out[ncarry++] = eq + 1;
 		} else if (!strcmp(a, "--no-hoist")) {
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
@@ -548,7 +564,7 @@ int cmd_compile(int argc, char **argv)
 		emit_opts eo = {
 			.name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
 			.embed_weights = embed, .no_malloc = no_malloc,
-			.max_dims = maxd,
+			.max_dims = maxd, .ncarry = ncarry, .carry_in = carry_in, .carry_out = carry_out,
 		};
 		cmd_emit_home(&A, &eo);
 		emit_tb tb = {.nsets = L.n, .sets = sets, .rtol = rtol, .atol = atol,
