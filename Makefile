@@ -42,7 +42,7 @@ PY      := /usr/bin/python3
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
 	cmake groff-base man-db libopenmpi-dev openmpi-bin \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev espeak-ng sox
 
 COMPILER_SRC := $(wildcard compiler/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)

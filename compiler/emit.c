@@ -449,7 +449,12 @@ const char *emit_scalar(emit_ctx *E, const ir_value *c, int64_t i)
 	case DT_U64: return arena_printf(E->A, "UINT64_C(%llu)",
 					 (unsigned long long)((const uint64_t *)c->data)[i]);
 	case DT_U32: return arena_printf(E->A, "%lluu", (unsigned long long)((const uint32_t *)c->data)[i]);
-	default: return i64_lit(E->A, ir_const_int(c, i));
+	default: {
+		/* an integer weight (--embed-weights prints it too) reads as a constant */
+		ir_value tmp = *c;
+		tmp.kind = VAL_CONST;
+		return i64_lit(E->A, ir_const_int(&tmp, i));
+	}
 	}
 }
 

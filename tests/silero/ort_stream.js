@@ -2,13 +2,14 @@
 // onnxruntime-node) chunk by chunk over an audio file, the state carried from
 // each call's outputs into the next call's inputs, as the VAD libraries do.
 //
-//   NODE_PATH=build/ort/node_modules node ort_stream.js MODEL AUDIO.f32 SR CHUNK CONTEXT OUT.f32 IN=OUT...
+//   NODE_PATH=build/ort/node_modules node ort_stream.js MODEL AUDIO.f32 SR CHUNK CONTEXT OUT.f32 IN=OUT:SHAPE...
 //
 // AUDIO.f32: raw float32 samples.  Each call's `input` [1, CONTEXT + CHUNK]
 // holds the last CONTEXT samples of the previous call's input (zeros at the
 // start; Silero v5 wants 64 at 16 kHz, 32 at 8 kHz) and the next CHUNK
-// samples; `sr` is SR (int64 scalar); every IN=OUT pair names a state input,
-// zeros at the start, and the output the next call reads it from.  A tail
+// samples; `sr` is SR (int64 scalar); every IN=OUT:SHAPE names a state input
+// of that shape (dims joined by 'x', e.g. 2x1x64), zeros at the start, and
+// the output the next call reads it from.  A tail
 // shorter than CHUNK is dropped.  OUT.f32 gets per call: output 0 (the speech
 // probability) and then every pair's OUT, as float32.  Prints `chunks=N`.
 // With BENCH=REPS in the environment, times REPS passes over the audio
@@ -26,14 +27,14 @@ async function main() {
 	const buf = fs.readFileSync(audio);
 	const x = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
 	const N = Number(chunk), C = Number(context);
-	const st = pairs.map((p) => p.split('='));
-	const meta = {};
-	// state shapes from the model's declarations, the batch axis set to 1
-	// (onnxruntime-node 1.x does not expose them: fixed for Silero's inputs)
-	const shapes = { h: [2, 1, 64], c: [2, 1, 64], state: [2, 1, 128] };
-	for (const [i] of st)
-		if (!shapes[i])
-			throw new Error('unknown state input ' + i);
+	const shapes = {};
+	const st = pairs.map((p) => {
+		const m = /^([^=]+)=([^:]+):([0-9x]+)$/.exec(p);
+		if (!m)
+			throw new Error('want IN=OUT:SHAPE, got ' + p);
+		shapes[m[1]] = m[3].split('x').map(Number);
+		return [m[1], m[2]];
+	});
 	const nchunks = Math.floor(x.length / N);
 	const run = async (record) => {
 		const rec = [];
