@@ -77,6 +77,15 @@ Groups, in order:
               finite differences); untrainable models refused with exit 2;
               the official tests of the ONNX Gradient operator; the backward
               step holds one product and weight gradients are one GEMM each
+  silero      tests/test_silero.py (issue 16): Silero VAD v4/v5 (npm
+              @ricky0123/vad-web@0.0.31, pinned, sha256 checked) compiled with
+              --bind sr=N, --dim, --carry; NAME_stream chunk by chunk (state
+              carried) and NAME_run_generic per call against ONNX Runtime on
+              an espeak-ng recording and noise, 16 and 8 kHz; examples/
+              silero_vad.c's segments vs the sentences; an offline model of
+              the same structure (refusals, malloc and --no-malloc, also
+              through build-san/cellc); SKIP
+              (neither pass nor fail) when the npm registry is unreachable
   install     `make install` into a temporary prefix from a copy of the
               checkout, the copy deleted, then only the installed cellc:
               files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
@@ -186,8 +195,11 @@ def script_group(group, cmd, env=None):
     rc, out, err = run(cmd, log, env)
     res = []
     for line in out.splitlines():
-        m = re.match(r"^(PASS|FAIL) (\S+)\s*(.*)$", line)
-        if m:
+        m = re.match(r"^(PASS|FAIL|SKIP) (\S+)\s*(.*)$", line)
+        if m and m.group(1) == "SKIP":   # printed, counted as neither (its detail says why)
+            res.append(Result(m.group(2), None, m.group(3) if m.group(3).startswith("skip") else
+                              "skipped: " + m.group(3)))
+        elif m:
             res.append(Result(m.group(2), m.group(1) == "PASS", m.group(3)))
     if rc != 0 and not any(not r.ok for r in res):
         res.append(Result("%s/run" % group, False, "%s: %s (log: %s)" % (status_word(rc),
@@ -1890,6 +1902,20 @@ def group_install():
 
 
 GROUPS += [("install", group_install)]
+
+
+def group_silero():
+    """tests/test_silero.py (issue 16): Silero VAD v4 and v5 from npm, compiled
+    with --bind/--dim/--carry, streamed chunk by chunk against ONNX Runtime;
+    the example program's segments; a small offline model of the same
+    structure.  Tests that need the npm registry SKIP when it is unreachable."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("silero/run", False, "%s is not built" % CELLC)]
+    return script_group("silero", [PY, "tests/test_silero.py", CELLC, os.path.join(OUT, "silero_work"),
+                                   os.path.join("build", "ort"), CELLC_SAN])
+
+
+GROUPS += [("silero", group_silero)]
 
 
 def main():
