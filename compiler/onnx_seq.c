@@ -324,13 +324,37 @@ static ir_value *make_const(ir_graph *g, ir_value *out, ir_dtype dt, const ir_sh
 
 /* ---- If --------------------------------------------------------------------- */
 
+/* The graph inputs value v is computed from ("a", "a', 'b", ...; "" if
+ * none), through at most `depth` producers. */
+static const char *source_inputs(arena *A, const ir_value *v, const char *acc, int depth)
+{
+	if (!v || depth < 0)
+		return acc;
+	if (v->kind == VAL_INPUT) {
+		const char *q = arena_printf(A, "'%s'", v->name);
+		if (strstr(acc, q))
+			return acc;
+		return *acc ? arena_printf(A, "%s, %s", acc, q) : q;
+	}
+	if (v->producer)
+		for (int k = 0; k < v->producer->nin; k++)
+			acc = source_inputs(A, v->producer->in[k], acc, depth - 1);
+	return acc;
+}
+
 static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
 	int64_t c;
 	if (!const_scalar(n->in[0], &c)) {
-		diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
-			  "cellc compiles If only when its condition folds (a graph input can be bound with "
-			  "--bind %s=FILE.pb)", n->in[0]->name, n->in[0]->name);
+		const char *src = source_inputs(g->A, n->in[0], "", 64);
+		if (*src)
+			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
+				  "cellc compiles If only when its condition folds; it is computed from graph "
+				  "input(s) %s, which --bind can fix (--bind NAME=NUMBER for a scalar, "
+				  "--bind NAME=FILE.pb)", n->in[0]->name, src);
+		else
+			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
+				  "cellc compiles If only when its condition folds", n->in[0]->name);
 		return -1;
 	}
 	ir_attr *a = ir_attr_find(n, c ? "then_branch" : "else_branch");
