@@ -32,6 +32,14 @@ static int reduce_axes(const ir_node *n, int r, int *lo, int *hi)
 	if (!ir_value_is_const(ax))
 		return 0;
 	int64_t cnt = ir_shape_const_numel(&ax->shape);
+	if (cnt == 0) {
+		/* no axes: all of them, or none with noop_with_empty_axes (an
+		 * empty run [r, r-1]: the sum of one term) */
+		int all = !ir_attr_int(n, "noop_with_empty_axes", 0) && r > 0;
+		*lo = all ? 0 : r;
+		*hi = r - 1;
+		return 1;
+	}
 	int flag[IR_MAX_RANK] = {0};
 	for (int64_t i = 0; i < cnt; i++) {
 		int a = norm_axis(ir_const_int(ax, i), r);
