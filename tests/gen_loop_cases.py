@@ -14,14 +14,16 @@ output_K.pb).
 2. onnx/: hand-written Loop/Scan models (onnx.helper) covering what the
    exporters' cases do not: Scan input/output axes and directions, Scan-8's
    batch axis, a Loop with a constant trip count and a loop-invariant capture,
-   x[t:t+1] indexing, a Loop carrying a ragged sequence (unrolled); expected
+   x[t:t+1] indexing, a Loop carrying a ragged sequence (unrolled), an If
+   whose condition is computed from the data (a select); expected
    outputs from numpy written from the ONNX operator specification here.
 3. bad/: models cellc must refuse with a located error (expect.txt holds the
    text the message must contain): a data-dependent condition, a trip count
    only known at run time; for sequences resolved at compile time
    (compiler/onnx_seq.c): a Loop carrying a sequence with a run-time trip
    count, a data-dependent condition or more iterations than cellc unrolls,
-   a run-time SequenceInsert position, a run-time If condition, an unbound
+   a run-time SequenceInsert position, a run-time If condition whose branches
+   give different shapes, an unbound
    sequence input.
 
 Seeds are fixed.  usage: gen_loop_cases.py OUTDIR
@@ -236,6 +238,23 @@ def onnx_cases(outdir):
                 numpy_helper.from_array(np.array(True), "cond")], 13,
                [([h0, x], [h, np.stack(ys)])])
 
+    # (e) If whose condition is computed from the data (sum(x) > 0): both
+    #     branches computed, Where selects (compiler/onnx_seq.c)
+    then_g = helper.make_graph([helper.make_node("Mul", ["xi", "two"], ["a"])], "then", [],
+                               [vi("a", TensorProto.FLOAT, [2, 3])],
+                               initializer=[numpy_helper.from_array(np.array(2, np.float32), "two")])
+    else_g = helper.make_graph([helper.make_node("Neg", ["xi"], ["b"])], "else", [],
+                               [vi("b", TensorProto.FLOAT, [2, 3])])
+    nodes = [helper.make_node("ReduceSum", ["xi"], ["sum"], keepdims=0),
+             helper.make_node("Greater", ["sum", "zero"], ["flag"]),
+             helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)]
+    xs = [np.abs(f32(2, 3, rng=rng)), -np.abs(f32(2, 3, rng=rng))]
+    for k, xi in enumerate(xs):
+        y = xi * 2 if xi.sum() > 0 else -xi
+        save_graph(outdir, "if_runtime_select_%s" % ("then", "else")[k], nodes,
+                   [vi("xi", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, None)],
+                   [numpy_helper.from_array(np.array(0, np.float32), "zero")], 13, [([xi], [y])])
+
 
 # ---- 2b. a Loop carrying a ragged sequence (unrolled by compiler/onnx_seq.c) --------
 
@@ -417,14 +436,16 @@ def bad_cases(outdir):
           helper.make_node("ConcatFromSequence", ["s1"], ["y"], axis=0)],
          [vi("pos", TensorProto.INT64, [])], [vi("y", TensorProto.FLOAT, ["n"])], [x2],
          "position 'pos' is not a compile-time constant")
+    # a run-time If is computed as a select of both branches, which needs
+    # one shape from both
     then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["a"])], "then", [],
                                [vi("a", TensorProto.FLOAT, [2])])
-    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["b"])], "else", [],
-                               [vi("b", TensorProto.FLOAT, [2])])
-    save("if_runtime_cond",
+    else_g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["b"], axis=0)], "else", [],
+                               [vi("b", TensorProto.FLOAT, [4])])
+    save("if_runtime_cond_shapes",
          [helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)],
-         [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [2])], [x2],
-         "If with a data-dependent condition: 'flag' is not a compile-time constant")
+         [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, ["n"])], [x2],
+         "the branches of an If with a data-dependent condition give")
     save("seq_input_unbound",
          [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
          [seq_t("s", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, ["n"])], [],
