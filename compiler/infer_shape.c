@@ -991,9 +991,16 @@ static int infer_reduce(ictx *c)
 {
 	ir_value *x = in(c, 0);
 	int r = x->shape.rank;
-	if (x->dtype != DT_F32 && x->dtype != DT_F64)
-		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported", ir_dtype_name(x->dtype),
-			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op));
+	/* ReduceMin/ReduceMax of a constant int64 vector (a scripted loop's trip
+	 * count: min over the lengths of zip()'d or enumerate()'d sequences)
+	 * are folded (infer_fold.c), symbolic lengths included */
+	int fold_int = (c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX) && x->dtype == DT_I64 &&
+		       x->shape.rank == 1 && infer_is_const(x);
+	if (x->dtype != DT_F32 && x->dtype != DT_F64 && !fold_int)
+		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported%s", ir_dtype_name(x->dtype),
+			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op),
+			    x->dtype == DT_I64 && (c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX) ?
+			    " (int64 only of a vector known at compile time)" : "");
 	unsigned char red[IR_MAX_RANK];
 	if (in(c, 1)) {
 		int64_t ax[IR_MAX_RANK];

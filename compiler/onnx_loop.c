@@ -204,6 +204,7 @@ typedef struct lx {
 	int y_axis[MAXIO];      /* time axis of the final stacked output */
 	int unbatch;            /* Scan-8: outputs get the batch axis 0 back */
 	ir_value *step;         /* body input t (has_step: f32, 1-based) or NULL */
+	ir_value *step_it;      /* int64(t - 1): what the body reads for the iteration number */
 } lx;
 
 static int fail(lx *X, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -427,6 +428,22 @@ static ir_shape canon2(const ir_shape *s)
 	return c;
 }
 
+/* The 2-D shape of body input k (a per-step input or a state): canon2's,
+ * except that a per-step vector as long as the batch rows of another
+ * per-step input or state (m_t of a [T, B] mask: zip(x.unbind(0),
+ * m.unbind(0))) is a column [B, 1], one element per batch row. */
+static ir_shape input2(lx *X, int k)
+{
+	const ir_shape *s = &X->b->inputs[k]->shape;
+	if (k < X->nseq && s->rank == 1)
+		for (int j = 0; j < X->nseq + X->nst; j++) {
+			const ir_shape *o = &X->b->inputs[j]->shape;
+			if (j != k && o->rank >= 2 && ir_dim_eq(o->d[0], s->d[0]))
+				return (ir_shape){.rank = 2, .d = {s->d[0], ir_dim_const(1)}};
+		}
+	return canon2(s);
+}
+
 /* A body output must be made by a body node (the emitter writes states from
  * its fused loops): anything else gets an Identity.  One value serving as
  * two outputs gets one too. */
@@ -476,8 +493,9 @@ static int canon_body(lx *X)
 		ir_value *v = b->inputs[k];
 		if (v->shape.rank == 2)
 			continue;
-		ir_shape c = canon2(&v->shape);
-		if (promote && v->shape.rank < 2) {
+		ir_shape c = input2(X, k);
+		/* leading unit axes keep the broadcasting; a column would not */
+		if (promote && v->shape.rank < 2 && ir_dim_eq(c.d[0], ir_dim_const(1))) {
 			v->shape = c;
 			continue;
 		}
@@ -583,7 +601,7 @@ static int build(lx *X)
 		y_shape[k] = b->outputs[X->nst + k]->shape;
 	for (int k = 0; k < X->nseq; k++) {
 		ir_value *v = X->seq_outer[k];
-		ir_shape c = canon2(&b->inputs[k]->shape);
+		ir_shape c = input2(X, k);
 		if (b->inputs[k]->shape.rank != 2) {
 			ir_shape s = {.rank = 3, .d = {v->shape.d[0], c.d[0], c.d[1]}};
 			if (!(X->seq_outer[k] = pre_reshape(X, v, &s)))
@@ -1144,6 +1162,10 @@ static int map_iter(lx *X, ir_value *it)
 		return 0;
 	/* other arithmetic on it (step schedules): it = int64(t - 1) from the
 	 * recurrence's 1-based step number t (has_step) */
+	if (X->step_it) {
+		replace_in_body(b, it, X->step_it);
+		return 0;
+	}
 	ir_shape scalar = {.rank = 0};
 	float onef = 1.0f;
 	X->step = ir_value_new(b, ir_unique_name(b, "step_t"), VAL_STEP, DT_F32);
@@ -1155,6 +1177,7 @@ static int map_iter(lx *X, ir_value *it)
 	cast->in[0] = sub->out[0];
 	ir_attr_set_int(cast, "to", DT_I64);
 	cast->out[0] = temp(X, b, DT_I64);
+	X->step_it = cast->out[0];
 	replace_in_body(b, it, cast->out[0]);
 	prepend_body(b, cast);
 	prepend_body(b, sub);
@@ -1250,6 +1273,11 @@ static ir_node **expand_loop(lx *X, int *count)
 	if (map_iter(X, it))
 		return NULL;
 	if (X->infer(X->cx, b))
+		return NULL;
+	/* an If on run-time data (`if t == 0:`) was replaced by both its
+	 * branches during inference (onnx_seq.c): their reads of the iteration
+	 * number (x[t] in a branch) are the body's now */
+	if (body_uses(b, it, NULL) && (map_iter(X, it) || X->infer(X->cx, b)))
 		return NULL;
 	/* the condition output must be constant true */
 	ir_value *cout = b->outputs[0];

@@ -12,11 +12,15 @@ write it, and each export must compile to ONE recurrence:
   - outputs by list append + torch.stack (ConcatFromSequence new_axis=1),
     by h.unsqueeze(1) + torch.cat(outs, 1) (new_axis=0 on axis 1), or
     `ys += [h]`;
+  - `for i, x_t in enumerate(torch.unbind(x, 1))` and `zip(x.unbind(0),
+    mask.unbind(0))` (the trip count a ReduceMin over the lengths);
   - a NAG restart written `k += 1; if k % F == 0: k = 1` (an int64 counter
     carried by the Loop, an If on it in the body), a restart that zeroes the
     velocity under `if t % F == 0:` (If on the loop counter choosing a
-    tensor), torch.where on the cell state and torch.where masking finished
-    rows by a lengths input;
+    tensor), `if t == 0:` with x[t] read in both branches, a step scale
+    `1.0 if i % 2 == 0 else 0.5`, torch.where on the cell state,
+    torch.where masking finished rows by a lengths input and a float mask
+    mixed into the state update;
   - nn.Linear (MatMul + Add on slices of unknown rank) or raw nn.Parameter
     weights with F.linear / @, gates by chunk or by slicing.
 Exported at opsets 13, 14 and 17 with dynamic batch and time axes.  Layout:
@@ -240,6 +244,71 @@ class SplitAdamLSTM(nn.Module):
         return state[0]
 
 
+class EnumerateRNN(nn.Module):
+    """batch-first RNN over `for i, x_t in enumerate(torch.unbind(x, 1))`
+    (trip count ReduceMin(INT64_MAX, T)), a step scale `1.0 if i % 2 == 0
+    else 0.5` (an If on the counter), outputs stacked on 1"""
+
+    def __init__(self):
+        super().__init__()
+        self.hid = H
+        self.inp = nn.Linear(I, H)
+        self.rec = nn.Linear(H, H)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(0), self.hid)
+        outs: List[torch.Tensor] = []
+        for i, x_t in enumerate(torch.unbind(x, 1)):
+            h = torch.tanh(self.inp(x_t) + self.rec(h)) * (1.0 if i % 2 == 0 else 0.5)
+            outs.append(h)
+        return torch.stack(outs, 1)
+
+
+class ZipMaskRNN(nn.Module):
+    """momentum RNN over `zip(x.unbind(0), mask.unbind(0))` (two splits, trip
+    count min(T, T)); a float mask [T, B] keeps finished rows:
+    h = m * h_new + (1 - m) * h"""
+
+    def __init__(self):
+        super().__init__()
+        self.hid = H
+        self.W = nn.Parameter(torch.randn(I, H) * 0.5)
+        self.U = nn.Parameter(torch.randn(H, H) * 0.3)
+        self.mu = 0.5
+
+    def forward(self, x, mask):
+        h = torch.zeros(x.size(1), self.hid)
+        v = torch.zeros(x.size(1), self.hid)
+        for x_t, m_t in zip(x.unbind(0), mask.unbind(0)):
+            v = self.mu * v + x_t @ self.W
+            hn = torch.tanh(v + h @ self.U)
+            m = m_t.unsqueeze(1)
+            h = m * hn + (1 - m) * h
+        return h
+
+
+class FirstStepIfGRU(nn.Module):
+    """GRU-like cell whose first step has no recurrent term: `if t == 0:`
+    around code that reads x[t] in both branches"""
+
+    def __init__(self):
+        super().__init__()
+        self.hid = H
+        self.x2h = nn.Linear(I, 2 * H)
+        self.h2h = nn.Linear(H, 2 * H)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), self.hid)
+        for t in range(x.size(0)):
+            if t == 0:
+                z, n = self.x2h(x[t]).chunk(2, 1)
+            else:
+                z, n = (self.x2h(x[t]) + self.h2h(h)).chunk(2, 1)
+            z = torch.sigmoid(z)
+            h = (1 - z) * torch.tanh(n) + z * h
+        return h
+
+
 class BreakRNN(nn.Module):
     """stops when the state grows: a data-dependent Loop condition, which
     cellc refuses (located, exit 2)"""
@@ -256,6 +325,13 @@ class BreakRNN(nn.Module):
             if bool(h.sum() > 100.0):
                 break
         return h
+
+
+def with_mask(T, B, rng):
+    lens = rng.integers(1, T + 1, size=B)
+    lens[0] = T
+    return [rng.standard_normal((T, B, I)).astype(np.float32),
+            (np.arange(T)[:, None] < lens[None, :]).astype(np.float32)]
 
 
 def tokens(T, B, rng):
@@ -289,6 +365,10 @@ MODELS = {
     "rnn_restart_zero_if": (RestartZeroRNN, (13, 17), tokens, ["x"], ["ys", "h"],
                             {"x": TB, "ys": TB, "h": {0: "B"}}, None),
     "adamlstm_split_keep": (SplitAdamLSTM, (14,), tokens_bf, ["x"], ["h"], {"x": BT, "h": {0: "B"}}, None),
+    "rnn_enumerate_if": (EnumerateRNN, (17,), tokens_bf, ["x"], ["y"], {"x": BT, "y": BT}, None),
+    "momrnn_zip_mask": (ZipMaskRNN, (14,), with_mask, ["x", "mask"], ["h"],
+                        {"x": TB, "mask": TB, "h": {0: "B"}}, None),
+    "gru_first_step_if": (FirstStepIfGRU, (13,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
     "rnn_unbind_break": (BreakRNN, (14,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}},
                          "Loop with a data-dependent condition"),
 }
