@@ -15,7 +15,8 @@ write it, and each export must compile to ONE recurrence:
   - `for i, x_t in enumerate(torch.unbind(x, 1))` and `zip(x.unbind(0),
     mask.unbind(0))` (the trip count a ReduceMin over the lengths);
   - a NAG restart written `k += 1; if k % F == 0: k = 1` (an int64 counter
-    carried by the Loop, an If on it in the body), a restart that zeroes the
+    carried by the Loop, an If on it in the body), a counter from 2^40 whose
+    value mod 5 scales each step (exact only with the whole int64 carried), a restart that zeroes the
     velocity under `if t % F == 0:` (If on the loop counter choosing a
     tensor), `if t == 0:` with x[t] read in both branches, a step scale
     `1.0 if i % 2 == 0 else 0.5`, torch.where on the cell state,
@@ -309,6 +310,26 @@ class FirstStepIfGRU(nn.Module):
         return h
 
 
+class BigCounterRNN(nn.Module):
+    """an int64 step counter far beyond float32's 2^24 (k = 2^40 + 3t): the
+    step's gain (k % 5) / 4 is exact only if the carried counter is"""
+
+    def __init__(self):
+        super().__init__()
+        self.hid = H
+        self.inp = nn.Linear(I, H)
+        self.rec = nn.Linear(H, H)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), self.hid)
+        k = 1099511627776
+        for x_t in x.unbind(0):
+            k = k + 3
+            gain = float(k % 5) / 4.0
+            h = torch.tanh(gain * self.inp(x_t) + self.rec(h))
+        return h
+
+
 class BreakRNN(nn.Module):
     """stops when the state grows: a data-dependent Loop condition, which
     cellc refuses (located, exit 2)"""
@@ -369,6 +390,7 @@ MODELS = {
     "momrnn_zip_mask": (ZipMaskRNN, (14,), with_mask, ["x", "mask"], ["h"],
                         {"x": TB, "mask": TB, "h": {0: "B"}}, None),
     "gru_first_step_if": (FirstStepIfGRU, (13,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
+    "rnn_big_counter": (BigCounterRNN, (17,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
     "rnn_unbind_break": (BreakRNN, (14,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}},
                          "Loop with a data-dependent condition"),
 }
