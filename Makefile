@@ -21,7 +21,9 @@
 #                   (bench/run.py: table, build/bench/results.csv and .svg;
 #                   about 10 minutes on 2 cores; not part of check), then
 #                   data-parallel training with 1 and 2 MPI ranks and its
-#                   scaling model (bench/mpi_scaling.py, about a minute)
+#                   scaling model (bench/mpi_scaling.py, about a minute), then
+#                   Silero VAD v4/v5 per 512-sample chunk against ONNX Runtime
+#                   (bench/silero_bench.py, npm models; half a minute)
 #
 # Debian packages are installed by `make deps` (called by demo and check) when
 # missing; it needs root (or sudo).
@@ -42,7 +44,7 @@ PY      := /usr/bin/python3
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
 	cmake groff-base man-db libopenmpi-dev openmpi-bin \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev espeak-ng sox
 
 COMPILER_SRC := $(wildcard compiler/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)
@@ -200,6 +202,7 @@ bench: deps ort
 	@$(MAKE) --no-print-directory all
 	@$(PY) bench/run.py
 	@$(PY) bench/mpi_scaling.py
+	@$(PY) bench/silero_bench.py || echo "bench/silero_bench.py: Silero VAD not measured (see above)"
 
 # ---- install, uninstall ---------------------------------------------------
 # A fixed layout under PREFIX (cellc finds its runtime through

@@ -22,6 +22,9 @@ int cmd_parse_bind(const char *cmd, char *arg, onnx_binding *b);
  * which is ours to modify) to bind[*nbind]; 0 and a message if malformed or
  * if there are more than CMD_MAX_BIND. */
 int cmd_add_bind(const char *cmd, const char *val, onnx_binding *bind, int *nbind);
+/* Appends `--dim SYM=N` (a dimension symbol fixed at compile time) to the
+ * bindings; 0 and a message if malformed or repeated. */
+int cmd_add_dim_bind(const char *cmd, const char *val, onnx_binding *bind, int *nbind);
 /* Parses SYM=N (N in [1, 2^31)) for option `opt`: *name in A; 0 and a message if malformed. */
 int cmd_parse_dim(const char *cmd, const char *opt, const char *arg, arena *A, const char **name,
 		  int64_t *value);

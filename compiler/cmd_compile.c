@@ -1,8 +1,8 @@
 /* cmd_compile.c: `cellc compile MODEL -o DIR [options]`, and the helpers
  * every subcommand shares (cmd.h).
  *
- *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb]...
- *                 [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
+ *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N|OTHER]...
+ *                 [--carry IN=OUT]... [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
  *                 [--max-dim SYM=N]... [--testbench DATA]... [--rtol R] [--atol A]
  *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]]
  *
@@ -18,7 +18,11 @@
  * TensorProto; a SequenceProto or OptionalProto for an input of that type):
  * inputs that determine shapes must be bound, because cellc fixes every
  * shape at compile time up to the dimension symbols, and so must sequence
- * and optional inputs (onnx_seq.c).
+ * and optional inputs (onnx_seq.c).  `--bind NAME=NUMBER` binds a scalar
+ * input (the type the model declares) without a file.  --dim fixes a
+ * dimension symbol to a size, or to another symbol, when the model is loaded
+ * (onnx_binding.dim): models whose sizes cellc cannot keep symbolic (a Pad or
+ * Conv along a symbolic axis) compile at a fixed size.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -43,7 +47,15 @@ static const char usage[] =
 	"                        (default: the model file name, made into an identifier)\n"
 	"  --bind NAME=FILE.pb   compile graph input NAME as the constant stored in FILE.pb\n"
 	"                        (a serialized ONNX TensorProto); needed for inputs that\n"
-	"                        determine shapes (e.g. a Reshape target)\n"
+	"                        determine shapes (e.g. a Reshape target) or an If branch\n"
+	"  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
+	"                        (e.g. --bind sr=16000)\n"
+	"  --dim SYM=N           fix dimension symbol SYM (as `cellc info` lists it; INPUT_AXIS\n"
+	"                        for a dimension the model leaves unnamed) to the size N\n"
+	"  --dim SYM=OTHER       make symbol SYM the same as symbol OTHER of an earlier input\n"
+	"  --carry IN=OUT        also write NAME_stream: input IN is carried state, fed from\n"
+	"                        output OUT of the previous call (zeros after reset);\n"
+	"                        repeatable (e.g. --carry h=hn --carry c=cn)\n"
 	"  --no-hoist            keep input projections inside the time loop (testing)\n"
 	"  --no-fuse             one loop per element-wise operation (testing)\n"
 	"Deployment (README \"Deploying\"):\n"
@@ -93,12 +105,55 @@ int cmd_parse_bind(const char *cmd, char *arg, onnx_binding *b)
 {
 	char *eq = strchr(arg, '=');
 	if (!eq || eq == arg || !eq[1]) {
-		fprintf(stderr, "cellc %s: --bind wants NAME=FILE.pb, got '%s'\n", cmd, arg);
+		fprintf(stderr, "cellc %s: --bind wants NAME=FILE.pb or NAME=NUMBER, got '%s'\n", cmd, arg);
 		return 0;
 	}
 	*eq = 0;
+	memset(b, 0, sizeof *b);
 	b->name = arg;
-	b->path = eq + 1;
+	/* a number is the value itself (a scalar input such as a sample rate);
+	 * anything else names a file (./16000 for a file called 16000) */
+	char *end;
+	errno = 0;
+	double x = strtod(eq + 1, &end);
+	if (end != eq + 1 && !*end && !errno && isfinite(x))
+		b->value = eq + 1;
+	else
+		b->path = eq + 1;
+	return 1;
+}
+
+static int ident_char(char c, int first);
+
+int cmd_add_dim_bind(const char *cmd, const char *val, onnx_binding *bind, int *nbind)
+{
+	if (*nbind == CMD_MAX_BIND) {
+		fprintf(stderr, "cellc %s: at most %d --bind and --dim options in all\n", cmd, CMD_MAX_BIND);
+		return 0;
+	}
+	onnx_binding *b = &bind[*nbind];
+	memset(b, 0, sizeof *b);
+	char *eq = strchr((char *)val, '='), *end = NULL;
+	errno = 0;
+	long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+	int alias = eq && ident_char(eq[1], 1);
+	for (const char *c = eq && alias ? eq + 1 : ""; *c; c++)
+		alias &= ident_char(*c, 0);
+	if (!eq || eq == val || !eq[1] || (!alias && (*end || errno || v < 1 || v > INT32_MAX))) {
+		fprintf(stderr, "cellc %s: --dim wants SYM=N with N in [1, 2^31), or SYM=OTHER (another symbol), "
+			"got '%s'\n", cmd, val);
+		return 0;
+	}
+	*eq = 0;        /* argv is ours to modify */
+	b->name = (char *)val;
+	b->dim = alias ? 1 : v;
+	b->same = alias ? eq + 1 : NULL;
+	for (int i = 0; i < *nbind; i++)
+		if (bind[i].dim > 0 && strcmp(bind[i].name, b->name) == 0) {
+			fprintf(stderr, "cellc %s: --dim %s is given twice\n", cmd, b->name);
+			return 0;
+		}
+	(*nbind)++;
 	return 1;
 }
 
@@ -365,7 +420,8 @@ int cmd_compile(int argc, char **argv)
 {
 	const char *model = NULL, *outdir = NULL, *name = NULL, *val;
 	onnx_binding bind[CMD_MAX_BIND];
-	int nbind = 0;
+	int nbind = 0, ncarry = 0;
+	const char *carry_in[CMD_MAX_BIND], *carry_out[CMD_MAX_BIND];
 	pass_opts po = {0};
 	train_opts topts = {.loss = TRAIN_CE};
 	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0;
@@ -395,6 +451,21 @@ int cmd_compile(int argc, char **argv)
 				return 2;
 			if (!cmd_add_bind("compile", val, bind, &nbind))
 				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
+			if (r < 0 || !cmd_add_dim_bind("compile", val, bind, &nbind))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--carry", &val))) {
+			char *eq = r > 0 ? strchr((char *)val, '=') : NULL;
+			if (!eq || eq == val || !eq[1] || ncarry == CMD_MAX_BIND) {
+				if (r > 0)
+					fprintf(stderr, "cellc compile: --carry wants IN=OUT (a state input and the "
+						"output that feeds it), got '%s'\n", val);
+				arena_free(&A);
+				return 2;
+			}
+			*eq = 0;
+			carry_in[ncarry] = val;
+			carry_out[ncarry++] = eq + 1;
 		} else if (!strcmp(a, "--no-hoist")) {
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
@@ -493,7 +564,7 @@ int cmd_compile(int argc, char **argv)
 		emit_opts eo = {
 			.name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
 			.embed_weights = embed, .no_malloc = no_malloc,
-			.max_dims = maxd,
+			.max_dims = maxd, .ncarry = ncarry, .carry_in = carry_in, .carry_out = carry_out,
 		};
 		cmd_emit_home(&A, &eo);
 		emit_tb tb = {.nsets = L.n, .sets = sets, .rtol = rtol, .atol = atol,

@@ -20,6 +20,8 @@ static void print_usage(FILE *f)
 		fprintf(f, ", %s", pass_list[i].name);
 	fputs("\n"
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
+	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
+	      "  --dim SYM=N, --dim SYM=OTHER  as for `cellc compile`\n"
 	      "  --no-hoist, --no-fuse  as for `cellc compile`\n"
 	      "  --train, --loss L     as for `cellc compile` (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
@@ -46,6 +48,9 @@ int cmd_dump(int argc, char **argv)
 			if (r < 0)
 				return 2;
 			if (!cmd_add_bind("dump", val, bind, &nbind))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
+			if (r < 0 || !cmd_add_dim_bind("dump", val, bind, &nbind))
 				return 2;
 		} else if (!strcmp(a, "--no-hoist")) {
 			po.no_hoist = 1;

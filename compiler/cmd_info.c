@@ -22,11 +22,14 @@
 
 static void print_usage(FILE *f)
 {
-	fputs("usage: cellc info MODEL [--bind NAME=FILE.pb]... [--unsupported]\n"
+	fputs("usage: cellc info MODEL [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N|OTHER]... [--unsupported]\n"
 	      "\n"
 	      "Describes MODEL (.onnx or .cell): producer, opset, inputs and outputs,\n"
 	      "dimension symbols, operators, recurrences, weights, streaming support.\n"
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant stored in FILE.pb\n"
+	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
+	      "  --dim SYM=N           fix dimension symbol SYM to the size N (as for compile)\n"
+	      "  --dim SYM=OTHER       make symbol SYM the same as symbol OTHER\n"
 	      "  --unsupported         list every operator whose nodes cellc refuses, with the\n"
 	      "                        number of nodes and the first reason (all of them, not\n"
 	      "                        only the first errors)\n"
@@ -223,6 +226,9 @@ int cmd_info(int argc, char **argv)
 			if (r < 0)
 				return 2;
 			if (!cmd_add_bind("info", val, bind, &nbind))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
+			if (r < 0 || !cmd_add_dim_bind("info", val, bind, &nbind))
 				return 2;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc info: unknown option '%s'\n", a);

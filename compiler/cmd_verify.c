@@ -1382,8 +1382,10 @@ static int run_all(verify *V, diag *D)
 				fprintf(stderr, "cellc verify: more than %d inputs determine shapes\n", CMD_MAX_BIND);
 				return 2;
 			}
-			bind[nbind].name = V->g0->inputs[k]->name;
-			bind[nbind].path = arena_printf(&V->A, "%s/input_%d.pb", V->sets[iu].dir, k);
+			bind[nbind] = (onnx_binding){
+				.name = V->g0->inputs[k]->name,
+				.path = arena_printf(&V->A, "%s/input_%d.pb", V->sets[iu].dir, k),
+			};
 			nbind++;
 		}
 		arena A;

@@ -41,7 +41,8 @@ ir_graph *compile_load(arena *A, diag *D, const char *path, int nbind, const onn
 	ir_names_reset();
 	if (has_suffix(path, ".cell")) {
 		if (nbind)
-			diag_error(D, "--bind applies to ONNX models; a .cell model has no such inputs");
+			diag_error(D, "--bind and --dim apply to ONNX models; a .cell model has no such inputs "
+				      "(its symbols are sized at run time)");
 		ir_graph *t = nbind ? NULL : txt_load(A, D, path);
 		if (t && D->nerrors == 0 && compile_checking())
 			ir_verify(t, "load");

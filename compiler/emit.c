@@ -146,6 +146,8 @@ struct emit_tabs {
 	int ws_used;                    /* forward uses workspace slots */
 	int64_t ws_max;                 /* no_malloc: workspace bytes at the largest dims */
 	int64_t wfile_bytes;            /* no_malloc with a weights file: the file's size */
+	int ncarry;                     /* --carry pairs: input carry_in[k] <- output carry_out[k] */
+	int *carry_in, *carry_out;
 };
 
 /* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
@@ -447,7 +449,12 @@ const char *emit_scalar(emit_ctx *E, const ir_value *c, int64_t i)
 	case DT_U64: return arena_printf(E->A, "UINT64_C(%llu)",
 					 (unsigned long long)((const uint64_t *)c->data)[i]);
 	case DT_U32: return arena_printf(E->A, "%lluu", (unsigned long long)((const uint32_t *)c->data)[i]);
-	default: return i64_lit(E->A, ir_const_int(c, i));
+	default: {
+		/* an integer weight (--embed-weights prints it too) reads as a constant */
+		ir_value tmp = *c;
+		tmp.kind = VAL_CONST;
+		return i64_lit(E->A, ir_const_int(&tmp, i));
+	}
 	}
 }
 
@@ -672,6 +679,172 @@ static const char *io_args(emit_ctx *E, const char *dims)
 
 static void train_decls(emit_ctx *E);
 
+/* ---- carried state (cellc compile --carry IN=OUT) --------------------------- */
+
+static int carried(emit_ctx *E, int out, int k)
+{
+	for (int j = 0; j < E->tabs->ncarry; j++)
+		if ((out ? E->tabs->carry_out[j] : E->tabs->carry_in[j]) == k)
+			return j;
+	return -1;
+}
+
+/* The parameters of NAME_stream: io_params without the carried tensors. */
+static const char *stream_params(emit_ctx *E, int header)
+{
+	ir_graph *g = E->g;
+	char *s = arena_printf(E->A, "%s *m, const %s_dims *d", E->tabs->name, E->tabs->name);
+	for (int out = 0; out <= 1; out++)
+		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
+			if (carried(E, out, k) >= 0)
+				continue;
+			const ir_value *v = (out ? g->outputs : g->inputs)[k];
+			const char *pn = header ? io_param_name(E, out, k)
+						: arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+			s = arena_printf(E->A, "%s,\n\t\t%s%s *%s", s, out ? "" : "const ", ctype(v), pn);
+			if (header)
+				s = arena_printf(E->A, "%s /* %s */", s, shape_comment(E, v));
+		}
+	return s;
+}
+
+static void stream_decls(emit_ctx *E)
+{
+	ew *w = E->w;
+	struct emit_tabs *t = E->tabs;
+	const char *n = t->name;
+	ew_line(w, "%s", "");
+	ew_line(w, "/* Streaming with carried state (cellc compile --carry): one call of the model");
+	ew_line(w, " * whose state inputs are the instance's, the state outputs of the previous");
+	ew_line(w, " * call (zeros after create and %s_reset), so that consecutive calls continue", n);
+	ew_line(w, " * one stream with no copying by the caller.  Carried, k = 0..%d:", t->ncarry - 1);
+	for (int k = 0; k < t->ncarry; k++)
+		ew_line(w, " *   %d: input '%s' <- output '%s' %s", k, cmt(E->A, E->g->inputs[t->carry_in[k]]->name),
+			cmt(E->A, E->g->outputs[t->carry_out[k]]->name), shape_comment(E, E->g->inputs[t->carry_in[k]]));
+	ew_line(w, " * A stream keeps its dims: others return RT_ERR_SHAPE until %s_reset. */", n);
+	ew_line(w, "#define %s_NUM_CARRIED %d", n, t->ncarry);
+	ew_line(w, "int %s_stream(%s);", n, stream_params(E, 1));
+	ew_line(w, "/* Carried state k as the last %s_stream left it (the last call's output),", n);
+	ew_line(w, " * its element count in *count (if not NULL); NULL before the first call after");
+	ew_line(w, " * create or reset (the state is zeros then) or for another k. */");
+	ew_line(w, "const void *%s_carried(const %s *m, int k, int64_t *count);", n, n);
+}
+
+static void api_stream(emit_ctx *E)
+{
+	ew *w = E->w;
+	struct emit_tabs *t = E->tabs;
+	ir_graph *g = E->g;
+	const char *n = t->name;
+	ew_line(w, "%s", "");
+	fn_open(w, "int %s_stream(%s)", n, stream_params(E, 0));
+	ew_line(w, "if (!m || !d)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	emit_dims_check(E, E->o->no_malloc);
+	for (int i = 0; i < g->nsyms; i++)
+		ew_line(w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+	for (int i = 0; i < g->nsyms; i++)
+		ew_line(w, "(void)d_%s;", t->sym[i]);
+	for (int k = 0; k < t->ncarry; k++) {
+		const ir_value *v = g->inputs[t->carry_in[k]];
+		ew_line(w, "const size_t n%d = (size_t)%s;", k, emit_numel(E, &v->shape));
+		ew_line(w, "if (m->carry_live && n%d != m->carry%d_n)", k, k);
+		ew_line(w, "\treturn RT_ERR_SHAPE; /* a stream keeps its dims until reset */");
+		if (!E->o->no_malloc) {
+			ew_open(w, "if (n%d != m->carry%d_n || !m->carry%d[0])", k, k, k);
+			ew_line(w, "free(m->carry%d[0]);", k);
+			ew_line(w, "free(m->carry%d[1]);", k);
+			ew_line(w, "m->carry%d[0] = malloc(sizeof(%s) * n%d + 1);", k, ctype(v), k);
+			ew_line(w, "m->carry%d[1] = malloc(sizeof(%s) * n%d + 1);", k, ctype(v), k);
+			ew_line(w, "m->carry%d_n = 0;", k);
+			ew_line(w, "if (!m->carry%d[0] || !m->carry%d[1])", k, k);
+			ew_line(w, "\treturn RT_ERR_NOMEM;");
+			ew_close(w, "");
+		}
+		ew_line(w, "m->carry%d_n = n%d;", k, k);
+	}
+	ew_open(w, "if (!m->carry_live)");
+	for (int k = 0; k < t->ncarry; k++)
+		ew_line(w, "memset(m->carry%d[m->carry_cur], 0, sizeof(%s) * n%d);", k,
+			ctype(g->inputs[t->carry_in[k]]), k);
+	ew_close(w, "");
+	ew_line(w, "m->started = 0; /* the model's own recurrences start from the state inputs */");
+	char *args = "m, d";
+	for (int out = 0; out <= 1; out++)
+		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
+			int j = carried(E, out, k);
+			args = j < 0 ? arena_printf(E->A, "%s, %s_%d", args, out ? "out" : "in", k)
+				     : arena_printf(E->A, "%s, m->carry%d[%sm->carry_cur]", args, j, out ? "!" : "");
+		}
+	ew_line(w, "int st = forward(%s);", args);
+	ew_line(w, "if (st != RT_OK)");
+	ew_line(w, "\treturn st;");
+	ew_line(w, "m->carry_cur = !m->carry_cur;");
+	ew_line(w, "m->carry_live = 1;");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	fn_open(w, "const void *%s_carried(const %s *m, int k, int64_t *count)", n, n);
+	ew_line(w, "if (!m || !m->carry_live)");
+	ew_line(w, "\treturn NULL;");
+	ew_line(w, "switch (k) {");
+	for (int k = 0; k < t->ncarry; k++) {
+		ew_line(w, "case %d:", k);
+		ew_line(w, "\tif (count)");
+		ew_line(w, "\t\t*count = (int64_t)m->carry%d_n;", k);
+		ew_line(w, "\treturn m->carry%d[m->carry_cur];", k);
+	}
+	ew_line(w, "default:");
+	ew_line(w, "\treturn NULL;");
+	ew_line(w, "}");
+	ew_close(w, "");
+}
+
+/* Resolves --carry's names; 1 after errors. */
+static int resolve_carry(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	struct emit_tabs *t = E->tabs;
+	const emit_opts *o = E->o;
+	t->carry_in = arena_array(E->A, (size_t)o->ncarry + 1, sizeof *t->carry_in);
+	t->carry_out = arena_array(E->A, (size_t)o->ncarry + 1, sizeof *t->carry_out);
+	for (int j = 0; j < o->ncarry; j++) {
+		int ki = -1, ko = -1;
+		for (int k = 0; k < g->ninputs; k++)
+			if (!strcmp(g->inputs[k]->name, o->carry_in[j]))
+				ki = k;
+		for (int k = 0; k < g->noutputs; k++)
+			if (!strcmp(g->outputs[k]->name, o->carry_out[j]))
+				ko = k;
+		const char *pair = arena_printf(E->A, "--carry %s=%s", o->carry_in[j], o->carry_out[j]);
+		if (ki < 0) {
+			diag_error(E->D, "%s: the compiled model has no input '%s' (a bound input is no input)", pair,
+				   o->carry_in[j]);
+			continue;
+		}
+		if (ko < 0) {
+			diag_error(E->D, "%s: the model has no output '%s'", pair, o->carry_out[j]);
+			continue;
+		}
+		const ir_value *vi = g->inputs[ki], *vo = g->outputs[ko];
+		if (vi->dtype != vo->dtype || !ir_shape_eq(&vi->shape, &vo->shape)) {
+			diag_error(E->D, "%s: the input is %s%s but the output %s%s; a carried state must keep its type "
+				   "and shape", pair, ir_dtype_name(vi->dtype), ir_shape_str(E->A, g, &vi->shape),
+				   ir_dtype_name(vo->dtype), ir_shape_str(E->A, g, &vo->shape));
+			continue;
+		}
+		if (carried(E, 0, ki) >= 0 || carried(E, 1, ko) >= 0) {
+			diag_error(E->D, "%s: input '%s' or output '%s' is carried twice", pair, vi->name, vo->name);
+			continue;
+		}
+		t->carry_in[t->ncarry] = ki;
+		t->carry_out[t->ncarry++] = ko;
+	}
+	if (o->ncarry && g->train)
+		diag_error(E->D, "--carry does not go with --train");
+	return E->D->nerrors > 0;
+}
+
 static void blk_run_decls(emit_ctx *E)
 {
 	const char *n = E->tabs->name;
@@ -685,6 +858,8 @@ static void blk_run_decls(emit_ctx *E)
 		ew_line(E->w, " * continuing from the state the previous run or step left. */");
 		ew_line(E->w, "int %s_step(%s);", n, io_params(E, 1, 0));
 	}
+	if (E->tabs->ncarry)
+		stream_decls(E);
 	if (E->g->train)
 		train_decls(E);
 }
@@ -836,6 +1011,12 @@ static void blk_struct(emit_ctx *E)
 			emit_rec_state_decls(E, E->g->nodes[i]);
 	if (E->g->train)
 		ew_line(E->w, "int fwd_only;           /* NAME_set_forward_only: skip the gradients */");
+	for (int k = 0; k < t->ncarry; k++)
+		ew_line(E->w, "%s *carry%d[2]; size_t carry%d_n; /* carried state '%s' <- '%s': two buffers, "
+			"carry_cur the current */", ctype(E->g->inputs[t->carry_in[k]]), k, k,
+			cmt(E->A, E->g->inputs[t->carry_in[k]]->name), cmt(E->A, E->g->outputs[t->carry_out[k]]->name));
+	if (t->ncarry)
+		ew_line(E->w, "int carry_cur, carry_live; /* carry_live = 0 after reset: the next stream call starts from zeros */");
 }
 
 static void blk_destroy(emit_ctx *E)
@@ -847,6 +1028,10 @@ static void blk_destroy(emit_ctx *E)
 	for (int i = 0; i < E->g->nnodes; i++)
 		if (E->g->nodes[i]->op == OP_RECURRENCE)
 			emit_rec_state_free(E, E->g->nodes[i]);
+	for (int k = 0; k < E->tabs->ncarry; k++) {
+		ew_line(E->w, "free(m->carry%d[0]);", k);
+		ew_line(E->w, "free(m->carry%d[1]);", k);
+	}
 }
 
 static void blk_reset(emit_ctx *E)
@@ -854,6 +1039,8 @@ static void blk_reset(emit_ctx *E)
 	for (int i = 0; i < E->g->nnodes; i++)
 		if (E->g->nodes[i]->op == OP_RECURRENCE)
 			emit_rec_state_reset(E, E->g->nodes[i]);
+	if (E->tabs->ncarry)
+		ew_line(E->w, "m->carry_live = 0; /* the next %s_stream starts from zero state */", E->tabs->name);
 }
 
 /* Static const arrays for the constants the code refers to (marked while
@@ -1402,6 +1589,8 @@ static void api_run_generic(emit_ctx *E)
 static void blk_api(emit_ctx *E)
 {
 	api_run(E);
+	if (E->tabs->ncarry)
+		api_stream(E);
 	ew_line(E->w, "%s", "");
 	ew_line(E->w, "/* ---- generic interface ---- */");
 	ew_line(E->w, "%s", "");
@@ -1482,11 +1671,19 @@ static int64_t state_max_bytes(emit_ctx *E, const ir_node *n, int k)
 	return c < 0 || c > INT64_MAX / 8 ? -1 : align64(4 * c + 1);
 }
 
+/* Bytes of one buffer of carried state k at the largest dims; -1 on overflow. */
+static int64_t carry_max_bytes(emit_ctx *E, int k)
+{
+	const ir_value *v = E->g->inputs[E->tabs->carry_in[k]];
+	int64_t c = dim_at_max(E, ir_shape_numel(&v->shape));
+	return c < 0 || c > INT64_MAX / 16 ? -1 : align64((int64_t)ir_dtype_size(v->dtype) * c + 1);
+}
+
 /* An upper bound of sizeof(struct NAME) on common ABIs (checked by a static
  * assertion in NAME.c): 8 bytes per pointer, size_t or int. */
 static int64_t struct_bytes(emit_ctx *E)
 {
-	int64_t b = 32 + 24 + 8 * E->tabs->nweights;
+	int64_t b = 32 + 24 + 8 * E->tabs->nweights + 32 * E->tabs->ncarry + 8;
 	if (!E->o->embed_weights)
 		b += 32 + (E->o->no_malloc ? 96 * (E->tabs->nweights ? E->tabs->nweights : 1) : 0);
 	for (int i = 0; i < E->g->nnodes; i++)
@@ -1504,6 +1701,8 @@ static int64_t arena_bytes(emit_ctx *E)
 			for (int k = 0; k < ir_attr_int(n, "n_state", 0); k++)
 				b += state_max_bytes(E, n, k);
 	}
+	for (int k = 0; k < E->tabs->ncarry; k++)
+		b += 2 * carry_max_bytes(E, k);
 	return b;
 }
 
@@ -1629,6 +1828,11 @@ static void create_arena(emit_ctx *E)
 			ew_line(w, "p += %lld;", (long long)state_max_bytes(E, nd, k));
 		}
 	}
+	for (int k = 0; k < t->ncarry; k++)
+		for (int b = 0; b < 2; b++) {
+			ew_line(w, "m->carry%d[%d] = (void *)p;", k, b);
+			ew_line(w, "p += %lld;", (long long)carry_max_bytes(E, k));
+		}
 	ew_line(w, "m->ws = p;");
 	ew_line(w, "m->ws_size = WS_BYTES;");
 	ew_line(w, "st = %s_reset(m);", n);
@@ -1773,7 +1977,7 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	tabs.used_const = arena_alloc(E->A, (size_t)tabs.nconsts + 1);
 	tabs.used_slot = arena_alloc(E->A, (size_t)tabs.nslots + 1);
 	tabs.time_sym = find_time_sym(g);
-	if (check_model(E))
+	if (check_model(E) || resolve_carry(E))
 		return D->nerrors;
 	if (g->train && (o->embed_weights || o->no_malloc)) {
 		diag_error(D, "--train needs a weights file and malloc (no --embed-weights, --no-malloc)");

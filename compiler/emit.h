@@ -55,6 +55,10 @@ typedef struct emit_opts {
 	                           NAME_ARENA_BYTES (NAME_create_in); no malloc/free */
 	const int64_t *max_dims; /* no_malloc: [g->nsyms] largest value of each symbol
 	                           (--max-dim), the arena is sized for them */
+	/* --carry IN=OUT: graph input carry_in[k] is fed, by NAME_stream, from
+	 * graph output carry_out[k] of the previous call (zeros after reset) */
+	int ncarry;
+	const char *const *carry_in, *const *carry_out;
 } emit_opts;
 
 typedef struct emit_ctx {

@@ -468,8 +468,14 @@ static int emit_fused(emit_ctx *E, ir_node **nodes, int count)
 			}
 		}
 	}
-	if (count == 1 && !is_stored(E, nodes[0]->out[0])) {
-		node_comment(E, nodes[0], "result unused: no code");
+	int stored = 0;
+	for (int i = 0; i < count; i++)
+		stored |= is_stored(E, nodes[i]->out[0]);
+	if (!stored) {
+		/* nothing to write (e.g. a chain of Identity nodes whose values
+		 * are all views of one buffer) */
+		for (int i = 0; i < count; i++)
+			node_comment(E, nodes[i], "result unused: no code");
 		return 1;
 	}
 	loop L;

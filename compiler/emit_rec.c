@@ -1326,8 +1326,9 @@ static void emit_par_open(rec *R)
 	ew_line(w, "int nt_ = rt_num_threads();");
 	if (R->colpar_ok) {
 		ew_line(w, "/* one row: the threads share its columns, meeting at each step (when its");
-		ew_line(w, " * products are large enough to be worth a meeting; else one thread) */");
-		ew_line(w, "const int cols_ = B == 1 && nt_ > 1 && rt_split_columns(%s);", step_weights(R));
+		ew_line(w, " * products are large enough to be worth a meeting, and there is more than");
+		ew_line(w, " * one step to amortise waking the team; else one thread) */");
+		ew_line(w, "const int cols_ = B == 1 && T > 1 && nt_ > 1 && rt_split_columns(%s);", step_weights(R));
 		ew_line(w, "rt_barrier bar_ = {0, 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
 		ew_line(w, "(void)bar_;");
 	}

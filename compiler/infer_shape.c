@@ -1147,8 +1147,8 @@ static int infer_conv(ictx *c)
 				continue;
 			}
 			return fail(c, "spatial axis %d of X has the run-time size %s; cellc needs it constant "
-				    "unless the Conv keeps the size (stride 1, pads summing to the kernel span - 1)",
-				    a, dimstr(c, D));
+				    "unless the Conv keeps the size (stride 1, pads summing to the kernel span - 1); "
+				    "--dim SYM=N fixes a symbol's size at compile time", a, dimstr(c, D));
 		}
 		int64_t o;
 		if (same)
@@ -1217,8 +1217,8 @@ static int infer_pad(ictx *c)
 		if (!ir_dim_is_const(d)) {
 			if (add == 0 && pads[a] >= 0 && strcmp(mode, "reflect") && strcmp(mode, "edge"))
 				continue;
-			return fail(c, "axis %d has the run-time size %s; cellc pads only axes of constant size",
-				    a, dimstr(c, d));
+			return fail(c, "axis %d has the run-time size %s; cellc pads only axes of constant size "
+				    "(--dim SYM=N fixes a symbol's size at compile time)", a, dimstr(c, d));
 		}
 		if (d.k + add < 0)
 			return fail(c, "pads %lld and %lld crop more than the %lld elements of axis %d",
@@ -1548,7 +1548,8 @@ static int infer_misc(ictx *c)
 			if (rep[a] < 0)
 				return fail(c, "repeats[%d] is negative", a);
 			if (rep[a] != 1 && !ir_dim_is_const(x->shape.d[a]))
-				return fail(c, "axis %d has the run-time size %s; cellc tiles only constant sizes", a,
+				return fail(c, "axis %d has the run-time size %s; cellc tiles only constant sizes "
+					    "(--dim SYM=N fixes a symbol's size at compile time)", a,
 					    dimstr(c, x->shape.d[a]));
 			if (rep[a] != 1)
 				s.d[a] = ir_dim_const(x->shape.d[a].k * rep[a]);
@@ -1744,8 +1745,18 @@ static int need_shape(ictx *c, int k, const char *tensor, const ir_shape *want, 
 	ir_value *v = in(c, k);
 	if (!v || ir_shape_eq(&v->shape, want))
 		return 0;
-	return fail(c, "%s ('%s') has shape %s but must be %s = %s", tensor, v->name,
-		    shp(c, &v->shape), spec, shp(c, want));
+	/* two symbols where one size is meant (a batch axis the file leaves
+	 * unnamed on two inputs): say how to make them one */
+	const char *hint = "";
+	for (int a = 0; a < v->shape.rank && a < want->rank && !*hint; a++) {
+		ir_dim x = v->shape.d[a], y = want->d[a];
+		if (ir_dim_is_const(x) || ir_dim_is_const(y) || ir_dim_eq(x, y))
+			continue;
+		hint = arena_printf(c->A, "; if %s and %s are one size, --dim %s=%s makes them one symbol",
+				    dimstr(c, x), dimstr(c, y), dimstr(c, x), dimstr(c, y));
+	}
+	return fail(c, "%s ('%s') has shape %s but must be %s = %s%s", tensor, v->name,
+		    shp(c, &v->shape), spec, shp(c, want), hint);
 }
 
 static ir_shape shape3(ir_dim a, ir_dim b, ir_dim d)

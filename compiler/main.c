@@ -4,7 +4,7 @@
  *   cellc verify  MODEL --data DIR [--data DIR ...] [options]
  *   cellc verify  MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]
  *   cellc dump    MODEL [--after PASS] [options]
- *   cellc info    MODEL [--bind NAME=FILE.pb]... [--unsupported]
+ *   cellc info    MODEL [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N]... [--unsupported]
  *   cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]
  *   cellc --help | --version
  *
@@ -27,7 +27,7 @@ static const char usage[] =
 	"       cellc verify  MODEL --data DIR [--data DIR ...] [options]\n"
 	"       cellc verify  MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
 	"       cellc dump    MODEL [--after PASS] [options]\n"
-	"       cellc info    MODEL [--bind NAME=FILE.pb]... [--unsupported]\n"
+	"       cellc info    MODEL [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N]... [--unsupported]\n"
 	"       cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]\n"
 	"       cellc --help | --version\n"
 	"\n"

@@ -23,10 +23,18 @@ ir_value *onnx_read_tensor_file(ir_graph *g, diag *D, const char *path);
 
 /* Loading with options: values listed here (name -> const value) replace the
  * graph inputs of that name by constants ("binding"), used by `verify` and
- * `compile --bind` for inputs that determine shapes. */
+ * `compile --bind` for inputs that determine shapes.  An entry with dim > 0
+ * fixes a dimension symbol instead (`--dim SYM=N`): every input dimension
+ * that would become symbol `name` (a dim_param, or INPUT_AXIS for a
+ * dimension the file leaves unnamed, as `cellc info` lists them) is the
+ * constant dim. */
 typedef struct onnx_binding {
-	const char *name;       /* graph input name */
-	const char *path;       /* TensorProto file holding its value */
+	const char *name;       /* graph input name, or symbol name (dim > 0) */
+	const char *path;       /* TensorProto file holding its value, or NULL */
+	const char *value;      /* path NULL: a number, the value of a scalar input */
+	int64_t dim;            /* > 0: the size symbol `name` is fixed to */
+	const char *same;       /* dim > 0 and same: symbol `name` is symbol `same` of
+	                           an earlier input instead (dim is then ignored) */
 } onnx_binding;
 
 ir_graph *onnx_load_bound(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind);

@@ -28,6 +28,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,11 +138,75 @@ static int check_value_name(onnx_ctx *L, const char *what, const char *name)
 	return 0;
 }
 
-static ir_value *bound_value(onnx_ctx *L, const char *name, int nbind, const onnx_binding *bind, int *used)
+/* The value of `--bind NAME=NUMBER`: a tensor of the type the model declares
+ * for the input (tt; NULL: an initializer's, `init`) whose dimensions are all
+ * 1 (a scalar when the declaration is), holding the number. */
+static ir_value *literal_value(onnx_ctx *L, const char *name, const char *text, const Onnx__TypeProto__Tensor *tt,
+			       const Onnx__TensorProto *init)
+{
+	ir_dtype dt = tt ? (ir_dtype)tt->elem_type : init ? (ir_dtype)init->data_type : DT_UNDEF;
+	ir_shape s = {.rank = 0};
+	if (tt && tt->shape) {
+		s.rank = (int)tt->shape->n_dim;
+		for (int a = 0; a < s.rank; a++) {
+			const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[a];
+			if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value != 1) {
+				diag_error(L->D, "--bind %s=%s gives one number, but input '%s' has %lld elements on "
+					   "axis %d; bind it with a TensorProto file (--bind %s=FILE.pb)", name, text, name,
+					   (long long)d->dim_value, a, name);
+				return NULL;
+			}
+			s.d[a] = ir_dim_const(1);
+		}
+	} else if (init) {
+		s.rank = (int)init->n_dims;
+		for (int a = 0; a < s.rank; a++)
+			s.d[a] = ir_dim_const(1);
+		for (size_t a = 0; a < init->n_dims; a++)
+			if (init->dims[a] != 1) {
+				diag_error(L->D, "--bind %s=%s gives one number, but '%s' has %lld elements on axis %zu; "
+					   "bind it with a TensorProto file", name, text, name, (long long)init->dims[a], a);
+				return NULL;
+			}
+	}
+	char *end;
+	errno = 0;
+	double x = strtod(text, &end);
+	union { float f; double d; int64_t i64; int32_t i32; int16_t i16; int8_t i8; uint8_t u8; uint16_t u16; } u;
+	memset(&u, 0, sizeof u);
+	int integral = x == (double)(int64_t)x;
+	switch (dt) {
+	case DT_F32: u.f = (float)x; break;
+	case DT_F64: u.d = x; break;
+	case DT_I64: u.i64 = (int64_t)x; break;
+	case DT_I32: u.i32 = (int32_t)x; integral &= x >= INT32_MIN && x <= INT32_MAX; break;
+	case DT_I16: u.i16 = (int16_t)x; integral &= x >= INT16_MIN && x <= INT16_MAX; break;
+	case DT_I8: u.i8 = (int8_t)x; integral &= x >= INT8_MIN && x <= INT8_MAX; break;
+	case DT_U8: case DT_BOOL: u.u8 = (uint8_t)x; integral &= x >= 0 && x <= (dt == DT_BOOL ? 1 : UINT8_MAX); break;
+	case DT_U16: u.u16 = (uint16_t)x; integral &= x >= 0 && x <= UINT16_MAX; break;
+	default:
+		diag_error(L->D, "--bind %s=%s: input '%s' has element type %s; a number binds only numeric and "
+			   "bool inputs", name, text, name, onnx_dtype_name(dt));
+		return NULL;
+	}
+	if (dt != DT_F32 && dt != DT_F64 && !integral) {
+		diag_error(L->D, "--bind %s=%s: input '%s' has element type %s, which cannot hold %s", name, text,
+			   name, onnx_dtype_name(dt), text);
+		return NULL;
+	}
+	ir_value *v = ir_const_new(L->g, name, dt, &s, &u);
+	v->origin = arena_printf(L->A, "--bind %s=%s", name, text);
+	return v;
+}
+
+static ir_value *bound_value(onnx_ctx *L, const char *name, int nbind, const onnx_binding *bind, int *used,
+			     const Onnx__TypeProto__Tensor *tt, const Onnx__TensorProto *init)
 {
 	for (int b = 0; b < nbind; b++)
-		if (strcmp(bind[b].name, name) == 0) {
+		if (bind[b].dim <= 0 && strcmp(bind[b].name, name) == 0) {
 			used[b] = 1;
+			if (!bind[b].path)
+				return literal_value(L, name, bind[b].value, tt, init);
 			ir_value *v = onnx_read_tensor_file(L->g, L->D, bind[b].path);
 			if (v) {
 				v->name = arena_strdup(L->A, name);
@@ -278,8 +343,13 @@ static ir_value *bound_seq_value(onnx_ctx *L, const Onnx__ValueInfoProto *vi, in
 				 const onnx_binding *bind, int *used)
 {
 	for (int b = 0; b < nbind; b++)
-		if (strcmp(bind[b].name, vi->name) == 0) {
+		if (bind[b].dim <= 0 && strcmp(bind[b].name, vi->name) == 0) {
 			used[b] = 1;
+			if (!bind[b].path) {
+				diag_error(L->D, "--bind %s=%s: input '%s' is a sequence or optional; bind it with a file",
+					   vi->name, bind[b].value, vi->name);
+				return NULL;
+			}
 			ir_value *v = onnx_read_seq_file(L->g, L->D, bind[b].path, kind, vi->name);
 			/* the element type the model declares, if any */
 			const Onnx__TypeProto *tp = vi->type;
@@ -304,7 +374,7 @@ static ir_value *bound_seq_value(onnx_ctx *L, const Onnx__ValueInfoProto *vi, in
 static int is_bound(const char *name, int nbind, const onnx_binding *bind)
 {
 	for (int b = 0; b < nbind; b++)
-		if (strcmp(bind[b].name, name) == 0)
+		if (bind[b].dim <= 0 && strcmp(bind[b].name, name) == 0)
 			return 1;
 	return 0;
 }
@@ -432,8 +502,22 @@ static const Onnx__TypeProto__Tensor *tensor_type(onnx_ctx *L, const char *what,
 	return tt;
 }
 
+/* The --dim binding of a dimension that would be symbol `want` (its
+ * dim_param, or INPUT_AXIS when unnamed; matched as written or as the
+ * identifier cellc makes of it); NULL if none. */
+static const onnx_binding *fixed_dim(onnx_ctx *L, const char *want, int nbind, const onnx_binding *bind, int *used)
+{
+	for (int b = 0; b < nbind; b++)
+		if (bind[b].dim > 0 && (strcmp(bind[b].name, want) == 0 ||
+					strcmp(bind[b].name, identifier(L->A, want)) == 0)) {
+			used[b] = 1;
+			return &bind[b];
+		}
+	return NULL;
+}
+
 static int input_shape(onnx_ctx *L, const char **sym_origin, const Onnx__ValueInfoProto *vi,
-		       const Onnx__TensorShapeProto *sp, ir_shape *s)
+		       const Onnx__TensorShapeProto *sp, ir_shape *s, int nbind, const onnx_binding *bind, int *used)
 {
 	s->rank = (int)sp->n_dim;
 	for (int a = 0; a < s->rank; a++) {
@@ -448,7 +532,27 @@ static int input_shape(onnx_ctx *L, const char **sym_origin, const Onnx__ValueIn
 			continue;
 		}
 		int sym;
-		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param && *d->dim_param)
+		int named = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+			    *d->dim_param;
+		const onnx_binding *fixed = fixed_dim(L, named ? d->dim_param : arena_printf(L->A, "%s_%d", vi->name, a),
+						      nbind, bind, used);
+		if (fixed && fixed->same) {
+			int i = 0;
+			while (i < L->g->nsyms && strcmp(L->g->syms[i], fixed->same) != 0)
+				i++;
+			if (i == L->g->nsyms) {
+				diag_error(L->D, "--dim %s=%s: no symbol '%s' on the inputs before '%s' (cellc info lists "
+					   "the symbols)", fixed->name, fixed->same, fixed->same, vi->name);
+				return 1;
+			}
+			s->d[a] = ir_dim_sym(i);
+			continue;
+		}
+		if (fixed) {
+			s->d[a] = ir_dim_const(fixed->dim);
+			continue;
+		}
+		if (named)
 			sym = dim_symbol(L, sym_origin, arena_printf(L->A, "p:%s", d->dim_param), d->dim_param);
 		else
 			sym = dim_symbol(L, sym_origin, arena_printf(L->A, "f:%s:%d", vi->name, a),
@@ -527,12 +631,12 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind, cons
 		ir_value *v = NULL;
 		ir_shape s;
 		if (tt && is_bound(vi->name, nbind, bind)) {
-			v = bound_value(L, vi->name, nbind, bind, used);
+			v = bound_value(L, vi->name, nbind, bind, used, tt, NULL);
 			if (v)
 				check_binding(L, vi, tt, v);
 		} else if (tt && !tt->shape) {
 			diag_error(L->D, "input '%s' has no shape; cellc needs at least its rank", vi->name);
-		} else if (tt && input_shape(L, sym_origin, vi, tt->shape, &s) == 0) {
+		} else if (tt && input_shape(L, sym_origin, vi, tt->shape, &s, nbind, bind, used) == 0) {
 			v = ir_value_new(g, vi->name, VAL_INPUT, (ir_dtype)tt->elem_type);
 			v->shape = s;
 			g->inputs[g->ninputs++] = v;
@@ -546,13 +650,22 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind, cons
 	for (int b = 0; b < nbind; b++) {
 		if (used[b])
 			continue;
+		if (bind[b].dim > 0) {
+			const char *all = "";
+			for (int i = 0; i < g->nsyms; i++)
+				all = arena_printf(L->A, "%s%s%s", all, i ? ", " : "", g->syms[i]);
+			diag_error(L->D, "--dim %s=%lld: no input dimension is named '%s' (the symbols left: %s)",
+				   bind[b].name, (long long)bind[b].dim, bind[b].name, *all ? all : "none");
+			continue;
+		}
 		/* A binding of an input that is only an initializer overrides it. */
 		if (!onnx_map_get(&L->values, bind[b].name) && !onnx_map_get(&seen, bind[b].name)) {
-			int init = 0;
+			const Onnx__TensorProto *init = NULL;
 			for (size_t k = 0; k < gp->n_initializer; k++)
-				init |= gp->initializer[k]->name && strcmp(gp->initializer[k]->name, bind[b].name) == 0;
+				if (gp->initializer[k]->name && strcmp(gp->initializer[k]->name, bind[b].name) == 0)
+					init = gp->initializer[k];
 			if (init) {
-				ir_value *v = bound_value(L, bind[b].name, nbind, bind, used);
+				ir_value *v = bound_value(L, bind[b].name, nbind, bind, used, NULL, init);
 				if (v)
 					onnx_map_put(L->A, &L->values, v->name, v);
 				continue;

@@ -336,8 +336,8 @@ static ir_value *new_out(ir_graph *g, ir_node *nd, ir_dtype dt);
 
 /* ---- If --------------------------------------------------------------------- */
 
-/* If with a run-time condition (`if k % F == 0:` in a scripted loop's
- * body): both branches computed, each output Where(cond, then, else).  The
+/* If with a run-time condition in a loop body (`if k % F == 0:` in a
+ * scripted loop): both branches computed, each output Where(cond, then, else).  The
  * branches must give tensors of one shape (inferred later: the Where carries
  * if_select = 1, infer_shape checks it). */
 static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
@@ -393,11 +393,45 @@ static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	return 0;
 }
 
+/* The graph inputs value v is computed from ("a", "a', 'b", ...; "" if
+ * none), through at most `depth` producers. */
+static const char *source_inputs(arena *A, const ir_value *v, const char *acc, int depth)
+{
+	if (!v || depth < 0)
+		return acc;
+	if (v->kind == VAL_INPUT) {
+		const char *q = arena_printf(A, "'%s'", v->name);
+		if (strstr(acc, q))
+			return acc;
+		return *acc ? arena_printf(A, "%s, %s", acc, q) : q;
+	}
+	if (v->producer)
+		for (int k = 0; k < v->producer->nin; k++)
+			acc = source_inputs(A, v->producer->in[k], acc, depth - 1);
+	return acc;
+}
+
 static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
 	int64_t c;
-	if (!const_scalar(n->in[0], &c))
-		return select_if(g, n, D, l);
+	if (!const_scalar(n->in[0], &c)) {
+		/* in a loop's step (a scripted restart `if k % F == 0:`): a select;
+		 * at the top level the condition is a model input's business: bind
+		 * it (both branches of a sample-rate switch may not even compile) */
+		if (g->parent)
+			return select_if(g, n, D, l);
+		const char *src = source_inputs(g->A, n->in[0], "", 64);
+		if (*src)
+			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
+				  "cellc compiles If only when its condition folds, or inside a loop body (a "
+				  "select of both branches); it is computed from graph input(s) %s, which --bind "
+				  "can fix (--bind NAME=NUMBER for a scalar, --bind NAME=FILE.pb)", n->in[0]->name, src);
+		else
+			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
+				  "cellc compiles If only when its condition folds, or inside a loop body (a "
+				  "select of both branches)", n->in[0]->name);
+		return -1;
+	}
 	ir_attr *a = ir_attr_find(n, c ? "then_branch" : "else_branch");
 	ASSERT(a && a->kind == ATTR_GRAPH);
 	ir_graph *br = a->g;

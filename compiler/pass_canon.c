@@ -14,6 +14,8 @@
  *             x[:, t:t+1]) read a [B, 1] slice of the [B, T, 1] view of x,
  *             as if the sequence had one feature per step (pixel-by-pixel
  *             MNIST), which is the form pass_reroll finds steps in;
+ *           - a scalar initializer that one node reads (a schedule entry
+ *             the exporter folded per step) is a constant (inference);
  *           - nodes nobody reads are removed.
  * breaks:   nothing (values keep their names; graph outputs are never
  *           replaced).
@@ -686,6 +688,35 @@ static int split_to_slices(ir_graph *g)
 	return changed;
 }
 
+/* ---- per-step scalars held as initializers ------------------------------------------- */
+
+/* A traced loop that reads a schedule by the step (self.mu[t] of a
+ * registered buffer, a list of floats indexed by t) is exported with each
+ * step's entry folded into an initializer of its own: a scalar weight that
+ * one node reads.  To the step matcher that is a different weight in every
+ * step; it is a compile-time constant like the per-step constants a Python
+ * counter leaves, and becomes one (pass_reroll then reads them as the
+ * step's coefficient table).  Inference only: in --train builds every
+ * initializer is a parameter.  A scalar read by several nodes (a learned
+ * scalar shared by the steps) stays a weight. */
+static int step_scalars(ir_graph *g)
+{
+	if (g->train)
+		return 0;
+	int changed = 0;
+	for (int i = 0; i < g->nvalues; i++) {
+		ir_value *v = g->values[i];
+		if (v->kind != VAL_WEIGHT || v->dtype != DT_F32 || !v->data || v->is_output || v->nuses != 1)
+			continue;
+		ir_dim n = ir_shape_numel(&v->shape);
+		if (!ir_dim_is_const(n) || n.k != 1)
+			continue;
+		v->kind = VAL_CONST;
+		changed = 1;
+	}
+	return changed;
+}
+
 /* ---- dead nodes ------------------------------------------------------------------- */
 
 static void drop_dead(ir_graph *g)
@@ -724,6 +755,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	ir_recount(g);
 	int changed = column_steps(g);
 	ir_recount(g);
+	changed |= step_scalars(g);
 	changed |= gemm_form(g);
 	/* a scripted Loop's body (onnx_loop.c) reads an input of unknown rank
 	 * through MatMul (nn.Linear of torch.unbind's slices): Gemm there too,

@@ -323,7 +323,12 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 		return errs;
 
 	/* the body reads u_t where it read the product */
-	ir_value *u = ir_value_new(b, arena_printf(root->A, "%s.u%d", b->name, k), VAL_STEP, DT_F32);
+	/* one name per hoisted product: a sequence read by several products
+	 * (momentum attention's) gives u<k>, u<k>_1, .. */
+	const char *uname = arena_printf(root->A, "%s.u%d", b->name, k);
+	for (int j = 1; ir_find_value(b, uname); j++)
+		uname = arena_printf(root->A, "%s.u%d_%d", b->name, k, j);
+	ir_value *u = ir_value_new(b, uname, VAL_STEP, DT_F32);
 	u->shape = gm->out[0]->shape;
 	u->origin = origin;
 	replace_uses(b, gm->out[0], u);

@@ -115,6 +115,9 @@ typedef struct rr {
 	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
 	const char *why;        /* why the graph was left alone */
+	int no_step;            /* the slices are read by no computation (only by
+	                           graph outputs, as after an earlier round): no
+	                           loop, nothing to report */
 	const char *diff;       /* the first difference between two steps, when found */
 } rr;
 
@@ -346,12 +349,34 @@ static int cmp_anc(const void *a, const void *b)
 /* Finds the sequences read step by step.  Only sources that do not
  * themselves depend on a per-step slice count (an inner loop over the
  * stacked output of an outer one is rolled on the next round). */
+static int find_sequences_once(rr *R, char *noanchor);
+
 static int find_sequences(rr *R)
+{
+	/* An anchor that depends on another is a slice of a per-step value, not
+	 * a read of a sequence.  Slices that form no sequence (x[0] and x[1] of
+	 * stacked initial states [L, B, H], one per layer) are no anchors: the
+	 * search runs again without them, so that what depends on them (layer
+	 * 1's reads of the outputs of layer 0's loop) may be one. */
+	char *noanchor = arena_alloc(R->A, (size_t)R->nn + 1);
+	memset(noanchor, 0, (size_t)R->nn + 1);
+	for (int pass = 0; pass < 4; pass++) {
+		int more = find_sequences_once(R, noanchor);
+		if (more <= 0)
+			return R->nseq > 0;
+	}
+	return R->nseq > 0;
+}
+
+static int find_sequences_once(rr *R, char *noanchor)
 {
 	ir_graph *g = R->g;
 	anc *a = arena_array(R->A, (size_t)R->nn + 1, sizeof *a);
 	int na = 0;
 	char *dep = arena_alloc(R->A, (size_t)R->nv + 1);   /* value depends on an anchor */
+	memset(dep, 0, (size_t)R->nv + 1);
+	R->nseq = 0;
+	R->T = 0;
 	for (int i = 0; i < R->nn; i++) {
 		ir_node *n = g->nodes[i];
 		int d = 0;
@@ -361,7 +386,7 @@ static int find_sequences(rr *R)
 		ir_value *src;
 		int axis;
 		int64_t t;
-		if (!d && (anchor_split(R, n, &src, &axis, &t) || anchor_gather(n, &src, &axis, &t) ||
+		if (!d && !noanchor[i] && (anchor_split(R, n, &src, &axis, &t) || anchor_gather(n, &src, &axis, &t) ||
 			   anchor_slice(R, n, &aux, &src, &axis, &t)) &&
 		    vid(R, src) >= 0 && !dep[src->id]) {
 			a[na++] = (anc){n, aux, src, axis, t};
@@ -377,6 +402,7 @@ static int find_sequences(rr *R)
 	/* groups covering 0..T-1 exactly; all groups taken must share one T */
 	R->seq = arena_array(R->A, (size_t)na, sizeof *R->seq);
 	R->T = 0;
+	int rejected = 0;
 	for (int i = 0; i < na;) {
 		int j = i;
 		while (j < na && a[j].src == a[i].src && a[j].axis == a[i].axis)
@@ -401,10 +427,14 @@ static int find_sequences(rr *R)
 				s->aux[k - i] = a[k].aux;
 			}
 			R->T = (int)T;
+		} else {
+			for (int k = i; k < j; k++)
+				noanchor[a[k].n->id] = 1;
+			rejected = 1;
 		}
 		i = j;
 	}
-	return R->nseq > 0;
+	return rejected;
 }
 
 /* ---- 2. steps ---------------------------------------------------------------------- */
@@ -763,8 +793,10 @@ static int assign_steps(rr *R)
 					       R->ncopy[R->m]);
 			return fail(R, "the steps of the trace differ in size");
 		}
-	if (R->ncopy[R->m] == 0)
+	if (R->ncopy[R->m] == 0) {
+		R->no_step = 1;
 		return fail(R, "the per-step slices are not used by a step");
+	}
 	return 0;
 }
 
@@ -1674,7 +1706,14 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		for (int k = 0; k < tn->nout; k++) {
 			if (!tn->out[k])
 				continue;
-			ir_value *o = ir_value_new(b, tn->out[k]->name, VAL_TEMP, tn->out[k]->dtype);
+			/* a step value that is also a graph output (the list form: one
+			 * output per step) keeps its name on the graph's side, where
+			 * the output is read out of the recurrence; the body's copy
+			 * gets a name of its own */
+			const char *nm = tn->out[k]->name;
+			if (tn->out[k]->is_output)
+				nm = ir_unique_name(b, arena_printf(R->A, "%s_step", nm));
+			ir_value *o = ir_value_new(b, nm, VAL_TEMP, tn->out[k]->dtype);
 			o->origin = tn->out[k]->origin;
 			o->producer = n;
 			n->out[k] = o;
@@ -2005,7 +2044,7 @@ static int time_safe(const ir_node *n)
  * the input (x itself when x is one) and, in chain[0 .. *n), the nodes from
  * the input to x in order; NULL when x is computed otherwise. */
 enum { CHAIN_MAX = 12 };
-static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n)
+static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n, int *in_axis)
 {
 	ir_node *rev[CHAIN_MAX];
 	int k = 0;
@@ -2015,7 +2054,17 @@ static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n)
 		if (!p || k >= CHAIN_MAX || p->nout != 1 || v->shape.rank <= axis)
 			return NULL;
 		ir_value *data = NULL;
-		if (p->op == OP_UNSQUEEZE && p->nin == 2 && ir_value_is_const(p->in[1])) {
+		const ir_attr *perm = p->op == OP_TRANSPOSE ? ir_attr_find(p, "perm") : NULL;
+		if (p->op == OP_TRANSPOSE && p->nin == 1 && p->in[0] && p->in[0]->shape.rank == v->shape.rank) {
+			/* x.transpose(0, 1) of the input: the time axis moves */
+			int r = v->shape.rank, a = r - 1 - axis;    /* no perm: reversed axes */
+			if (perm && perm->kind == ATTR_INTS && perm->n == r)
+				a = (int)perm->ints[axis];
+			if (a < 0 || a >= r)
+				return NULL;
+			axis = a;
+			data = p->in[0];
+		} else if (p->op == OP_UNSQUEEZE && p->nin == 2 && ir_value_is_const(p->in[1])) {
 			for (int64_t i = 0; i < ir_shape_const_numel(&p->in[1]->shape); i++) {
 				int64_t a = ir_const_int(p->in[1], i);
 				if (a < 0)
@@ -2047,6 +2096,8 @@ static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n)
 			chain[i] = rev[k - 1 - i];
 		*n = k;
 	}
+	if (in_axis)
+		*in_axis = axis;
 	return v;
 }
 
@@ -2068,7 +2119,7 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
 			continue;
 		}
-		ir_value *xi = seq_input(x, R->seq[s].axis, NULL, NULL);
+		ir_value *xi = seq_input(x, R->seq[s].axis, NULL, NULL, NULL);
 		if (!xi)
 			return arena_printf(R->A, "T stays %d: the sequence '%s' is computed, not a graph input",
 					    T, x->name);
@@ -2121,9 +2172,10 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 	for (int s = 0; s < R->nseq; s++) {
 		ir_node *chain[CHAIN_MAX];
 		int nc = 0;
-		ir_value *xi = seq_input(R->seq[s].src, R->seq[s].axis, chain, &nc);
+		int xa = R->seq[s].axis;
+		ir_value *xi = seq_input(R->seq[s].src, R->seq[s].axis, chain, &nc, &xa);
 		if (xi && xi != R->seq[s].src) {
-			xi->shape.d[R->seq[s].axis] = Ts;
+			xi->shape.d[xa] = Ts;
 			diag q0;
 			diag_init(&q0, R->D->file);
 			q0.quiet = 1;
@@ -2294,7 +2346,7 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 		build B1 = {0};
 		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
 			*why = R->why;
-			if (R->T > 0 && R->nseq > 0 && !g->unrolled_note)
+			if (R->T > 0 && R->nseq > 0 && !R->no_step && !R1.no_step && !g->unrolled_note)
 				g->unrolled_note = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled "
 							   "(the emitted code grows with T): %s%s%s", R->T,
 							   R->seq[0].src->name ? R->seq[0].src->name : "?",

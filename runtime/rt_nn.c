@@ -6,8 +6,11 @@
  * of a tile of output positions are copied into a column buffer on the stack
  * (im2col, RT_CONV_TILE floats, so no allocation) and one rt_sgemm per tile
  * multiplies the group's filters [M/g, C/g * K] by them, writing straight
- * into Y.  rt_conv_ref is the textbook loop nest the unit tests compare it
- * with.  Reductions walk the kept axes and, for each output element, the
+ * into Y (a tile of fewer than 16 positions: the product transposed, so that
+ * the filters fill the vectors; a depthwise convolution: a direct loop).
+ * The offsets of the taps are tabled once per call when they fit.  Stack:
+ * 64 KiB at most.  rt_conv_ref is the textbook loop nest the unit tests
+ * compare it with.  Reductions walk the kept axes and, for each output element, the
  * reduced ones, in double.  All tensors are dense row-major.
  */
 #include "cellrt.h"
@@ -81,6 +84,15 @@ void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, 
 	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group;
 	int64_t rows = cg * G.nk;               /* one column: every tap of every channel */
 	int64_t tile = rows > 0 && rows < RT_CONV_TILE ? RT_CONV_TILE / rows : 1;
+	/* the input offset of every (position, tap), computed once when it fits
+	 * (a streaming model calls this for a few positions many times) */
+	int32_t taps[RT_CONV_TILE / 2];
+	int tabled = G.nout * G.nk <= RT_CONV_TILE / 2 && G.nin <= INT32_MAX;
+	if (tabled)
+		for (int64_t p = 0; p < G.nout; p++)
+			for (int64_t kk = 0; kk < G.nk; kk++)
+				taps[p * G.nk + kk] = (int32_t)conv_tap(&G, p, kk);
+#define TAP(p, kk) (tabled ? (int64_t)taps[(p) * G.nk + (kk)] : conv_tap(&G, (p), (kk)))
 	for (int64_t b0 = 0; b0 < n; b0++) {
 		float *yb = y + b0 * m * G.nout;
 		for (int64_t o = 0; o < m; o++)
@@ -88,6 +100,22 @@ void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, 
 				yb[o * G.nout + p] = b ? b[o] : 0.0f;
 		if (!G.nout || !rows)
 			continue;
+		if (cg == 1 && mg == 1 && tabled) {
+			/* depthwise: one filter per channel, no product worth a GEMM */
+			for (int64_t o = 0; o < m; o++) {
+				const float *xo = x + (b0 * c + o) * G.nin, *wo = w + o * G.nk;
+				for (int64_t p = 0; p < G.nout; p++) {
+					float acc = 0.0f;
+					for (int64_t kk = 0; kk < G.nk; kk++) {
+						int64_t t = taps[p * G.nk + kk];
+						if (t >= 0)
+							acc += wo[kk] * xo[t];
+					}
+					yb[o * G.nout + p] += acc;
+				}
+			}
+			continue;
+		}
 		for (int64_t g = 0; g < group; g++) {
 			const float *xg = x + (b0 * c + g * cg) * G.nin;
 			const float *wg = w + g * mg * rows;
@@ -97,7 +125,7 @@ void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, 
 					for (int64_t p = 0; p < G.nout; p++) {
 						double acc = 0;
 						for (int64_t r = 0; r < rows; r++) {
-							int64_t t = conv_tap(&G, p, r % G.nk);
+							int64_t t = TAP(p, r % G.nk);
 							if (t >= 0)
 								acc += (double)wg[o * rows + r] * xg[(r / G.nk) * G.nin + t];
 						}
@@ -109,15 +137,27 @@ void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, 
 				int64_t np = G.nout - p0 < tile ? G.nout - p0 : tile;
 				for (int64_t kk = 0; kk < G.nk; kk++)
 					for (int64_t j = 0; j < np; j++) {
-						int64_t t = conv_tap(&G, p0 + j, kk);
+						int64_t t = TAP(p0 + j, kk);
 						for (int64_t ch = 0; ch < cg; ch++)
 							col[(ch * G.nk + kk) * np + j] = t >= 0 ? xg[ch * G.nin + t] : 0.0f;
 					}
-				rt_sgemm(0, 0, mg, np, rows, 1.0f, wg, rows, col, np, 1.0f,
-					 yb + g * mg * G.nout + p0, G.nout);
+				float *yt = yb + g * mg * G.nout + p0;
+				if (np < 16 && mg >= 16 && np * mg <= RT_CONV_TILE / 2) {
+					/* few positions (a streaming model's chunk): the product
+					 * the other way round, [np, rows] x [rows, mg], whose wide
+					 * side fills the vectors, then added into Y's rows */
+					float tr[RT_CONV_TILE / 2];
+					rt_sgemm(1, 1, np, mg, rows, 1.0f, col, np, wg, rows, 0.0f, tr, mg);
+					for (int64_t o = 0; o < mg; o++)
+						for (int64_t j = 0; j < np; j++)
+							yt[o * G.nout + j] += tr[j * mg + o];
+					continue;
+				}
+				rt_sgemm(0, 0, mg, np, rows, 1.0f, wg, rows, col, np, 1.0f, yt, G.nout);
 			}
 		}
 	}
+#undef TAP
 }
 
 void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,

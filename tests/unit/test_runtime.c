@@ -1413,6 +1413,14 @@ START_TEST(test_conv_vs_ref)
 		  (const int64_t[]){1, 0, 1, 1}, (const int64_t[]){1, 2}, 1);
 	conv_case(&r, 3, (const int64_t[]){1, 2, 5, 4, 6}, 4, 2, (const int64_t[]){2, 3, 2},
 		  (const int64_t[]){1, 1, 2}, (const int64_t[]){0, 1, 1, 1, 1, 0}, (const int64_t[]){1, 1, 1}, 0);
+	/* a streaming chunk's shapes (Silero VAD): few positions, so the product
+	 * runs transposed; a depthwise convolution with 258 groups */
+	conv_case(&r, 1, (const int64_t[]){1, 1, 640}, 258, 1, (const int64_t[]){256}, (const int64_t[]){128},
+		  (const int64_t[]){0, 0}, (const int64_t[]){1}, 0);
+	conv_case(&r, 1, (const int64_t[]){1, 129, 4}, 128, 1, (const int64_t[]){3}, (const int64_t[]){1},
+		  (const int64_t[]){1, 1}, (const int64_t[]){1}, 1);
+	conv_case(&r, 1, (const int64_t[]){2, 258, 8}, 258, 258, (const int64_t[]){5}, (const int64_t[]){1},
+		  (const int64_t[]){2, 2}, (const int64_t[]){1}, 1);
 	/* 40 channels x 256 taps = 10240 rows per column, more than the tile holds */
 	conv_case(&r, 1, (const int64_t[]){1, 40, 300}, 3, 1, (const int64_t[]){256}, (const int64_t[]){16},
 		  (const int64_t[]){0, 0}, (const int64_t[]){1}, 1);
