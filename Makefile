@@ -8,7 +8,7 @@
 #   make install    PREFIX=/usr/local (DESTDIR for staging): cellc, libcellrt
 #                   (static and shared, OpenBLAS and BLAS-free), cellrt.h,
 #                   cellrt.pc and cellrt-noblas.pc, man pages cellc(1) and
-#                   cellc-cell(5); README "Installing"
+#                   cellc-cell(5); docs/install.md
 #   make uninstall  removes exactly those files (same PREFIX, DESTDIR)
 #   make BLAS=none  also build libcellrt without OpenBLAS (portable kernels):
 #                   build/noblas/libcellrt.a, which emitted code links with

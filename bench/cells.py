@@ -1,4 +1,4 @@
-"""cells.py: the benchmark's models as PyTorch modules (CELLS.md).
+"""cells.py: the benchmark's models as PyTorch modules (docs/cells.md).
 
 Every model maps x [T, B, I] (time first) to y [T, B, H], the hidden state of
 every step, which is what nn.LSTM returns as its first output:
@@ -9,14 +9,14 @@ every step, which is what nn.LSTM returns as its first output:
   sr_lstm         SRLSTM = nag_lstm, restart 40, s 0.6  /  writes them: a cell
                                                            module in a Python loop
 
-The Python-loop cells follow CELLS.md section 2: u = x2h(x_t) (nn.Linear,
+The Python-loop cells follow docs/cells.md section 3: u = x2h(x_t) (nn.Linear,
 all four gate blocks), r = h2h(h_{t-1}), d = dynamic(u), a = d + r split
 into i, f, g, o (PyTorch's block order), c = f c + i g, h = o tanh(c).
 The loop over time is Python's, as in the authors' code: torch.onnx.export
 traces it into T copies of the step, torch.jit.script keeps it as a Loop.
 
 train_step() is one training step: forward, a cross-entropy loss on a linear
-head over the last step, backward, RMSprop update (CELLS.md section 4).
+head over the last step, backward, RMSprop update (docs/training.md).
 """
 import torch
 
@@ -62,7 +62,7 @@ class LoopLSTM(torch.nn.Module):
                 v = self.mu * v + self.s * u
                 d = v
             elif self.dyn == "nag":
-                # CELLS.md's schedule for the 1-based step t + 1
+                # docs/cells.md's schedule for the 1-based step t + 1
                 k = t % self.restart + 1 if self.restart > 0 else t + 1
                 v = (k - 1) / (k + 2) * v + self.s * u
                 d = v

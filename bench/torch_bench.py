@@ -7,7 +7,7 @@ model NAME with its 4-class head on every step, the model of the committed
 784-step traces) with MODE infer (the model's forward under
 torch.no_grad, time per sequence) or train (one training step: forward,
 cross-entropy on a linear head over the last step, backward, RMSprop update,
-CELLS.md section 4).  torch.set_num_threads(THREADS) (and one inter-op
+docs/training.md).  torch.set_num_threads(THREADS) (and one inter-op
 thread).  The input is x [T, B, 1] ~ U(-1, 1) from a fixed seed.  Untimed
 runs warm up for 0.3 s, at least one (inference only), then REPS timed runs; prints per case
 `CASE torch_ms=MEDIAN min_ms=.. cpu_ms=.. reps=..` (cpu_ms: the process's

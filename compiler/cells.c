@@ -1,4 +1,4 @@
-/* cells.c: the built-in cells of CELLS.md -- options, parameters, states,
+/* cells.c: the built-in cells of docs/cells.md -- options, parameters, states,
  * initialisers and the lowering of a CELL node to a RECURRENCE.
  *
  * The math is documented once, in cells.h; this file implements exactly that.

@@ -1,8 +1,8 @@
-/* cells.h: the library of named recurrent cells (CELLS.md), for the `.cell`
+/* cells.h: the library of named recurrent cells (docs/cells.md), for the `.cell`
  * front end (parser) and pass_lower_cell.
  *
  * A layer `y = NAME(x, key=value, ...)` of a `.cell` model becomes one CELL
- * node (ops.def; /tmp/team/CELLFMT.md section 4):
+ * node (ops.def; docs/cell-format.md):
  *   inputs   [X, init_state_0 .. init_state_{n_states-1}, param_0 .. param_{n_params-1}]
  *            X is [T, B, I] (seq_axis 0) or [B, T, I] (seq_axis 1); an init
  *            state may be NULL (zeros); params in the order cell_params gives.
@@ -89,7 +89,7 @@
  *        beta [1] (init 3): h_t = sigmoid(beta)*h_{t-1}
  *                                 + sigmoid(alpha)*tanh(W_x x_t + b_x + W_h h_{t-1}).
  *
- * Initialisers (option init, default pytorch; CELLS.md section 4, rt_init.c):
+ * Initialisers (option init, default pytorch; docs/cells.md section 6, rt_init.c):
  *   pytorch     every parameter uniform(-1/sqrt(H), 1/sqrt(H)) (nn.RNN/LSTM/GRU),
  *               except the cell-specific ones below
  *   reference   W_x orthogonal, W_h eye(G, H), biases 0 (the authors' LSTM init)

@@ -89,7 +89,7 @@ static const char usage[] =
 	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
 	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
 	"  --no-hoist, --no-fuse   as for `cellc compile`\n"
-	"Gradients (README \"Training: gradients\"):\n"
+	"Gradients (docs/training.md):\n"
 	"  --train       compile with --train; the data sets hold the model's inputs, then\n"
 	"                target [, mask]; outputs are matched by TensorProto name\n"
 	"  --loss L, --loss-output NAME   as for `cellc compile` (default: from the target:\n"

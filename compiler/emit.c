@@ -17,7 +17,7 @@
  * Naming in emitted code: dims `d_<sym>`, inputs `in_<k>`, outputs `out_<k>`,
  * weights `m->w_<k>`, constants `c_<k>`, workspace slots `ws_<slot>`.
  *
- * Deployment modes (emit_opts; README "Deploying"): the weights come from
+ * Deployment modes (emit_opts; docs/deploying.md): the weights come from
  * NAME.weights (checked, then pointed into) or, with embed_weights, from
  * 64-byte aligned static const arrays in NAME.c; memory is allocated on
  * demand (workspace, recurrent states) or, with no_malloc, carved at create
@@ -866,7 +866,7 @@ static void blk_run_decls(emit_ctx *E)
 
 /* ---- training (cellc compile --train) ------------------------------------- */
 
-/* The declarations of a train build's extra API (README "Training: gradients"). */
+/* The declarations of a train build's extra API (docs/training.md). */
 static void train_decls(emit_ctx *E)
 {
 	ew *w = E->w;

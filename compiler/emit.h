@@ -48,7 +48,7 @@ typedef struct emit_opts {
 	const char *rtdir;      /* a cellc build tree whose libcellrt the Makefile uses, or ""
 	                           (then pkg-config's cellrt.pc) */
 	const char *pcdir;      /* directory searched first for cellrt.pc, or "" */
-	/* deployment modes (README "Deploying") */
+	/* deployment modes (docs/deploying.md) */
 	int embed_weights;      /* weights as aligned static const arrays in NAME.c, no
 	                           NAME.weights; NAME_create takes NULL for the path */
 	int no_malloc;          /* every buffer in a caller-provided arena of

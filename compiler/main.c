@@ -10,7 +10,7 @@
  *
  * MODEL is an ONNX model (.onnx) or a model in cellc's text format (.cell).
  * Each command's options are listed by `cellc COMMAND --help`, in the man
- * page cellc(1) (man/cellc.1) and in README.md; tests/test_install.py checks
+ * page cellc(1) (man/cellc.1) and in docs/commands.md; tests/test_install.py checks
  * that the four agree.
  *
  * Exit status: 0 success; 1 a verification mismatch; 2 the model could not

@@ -856,6 +856,14 @@ static ir_graph *load_model(onnx_ctx *L, const Onnx__ModelProto *m, const char *
 	g->source_hash = hash;
 	const char *pn = m->producer_name ? m->producer_name : "", *pv = m->producer_version ? m->producer_version : "";
 	g->producer = arena_printf(L->A, "%s%s%s", pn, *pn && *pv ? " " : "", pv);
+	const Onnx__GraphProto *gp = m->graph;
+	for (size_t i = 0; i < gp->n_node; i++)
+		for (size_t k = 0; gp->node[i] && k < gp->node[i]->n_output; k++)
+			if (gp->node[i]->output[k] && *gp->node[i]->output[k])
+				onnx_map_put(L->A, &L->outer_names, gp->node[i]->output[k], (void *)gp->node[i]->output[k]);
+	for (size_t i = 0; i < gp->n_output; i++)
+		if (gp->output[i] && gp->output[i]->name && *gp->output[i]->name)
+			onnx_map_put(L->A, &L->outer_names, gp->output[i]->name, (void *)gp->output[i]->name);
 	load_graph(L, m, nbind, bind);
 	return g;
 }

@@ -79,7 +79,8 @@ static ir_dtype type_elem(const Onnx__TypeProto *tp)
 static const char *body_name(onnx_ctx *L, const char *name)
 {
 	const char *r = name;
-	if (onnx_map_get(&L->values, name) || onnx_map_get(&L->body_names, name))
+	if (onnx_map_get(&L->values, name) || onnx_map_get(&L->body_names, name) ||
+	    onnx_map_get(&L->outer_names, name))
 		r = onnx_fresh_name(L, name);
 	onnx_map_put(L->A, &L->body_names, r, (void *)r);
 	return r;

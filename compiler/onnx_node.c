@@ -1090,8 +1090,17 @@ static int define_outputs(onnx_ctx *L, ir_node *n, const Onnx__NodeProto *np, in
 			errs++;
 			continue;
 		}
-		ir_value *v = ir_value_new(L->g, name, VAL_TEMP, DT_UNDEF);
-		onnx_map_put(L->A, &L->values, v->name, v);
+		/* a body's value named like one of the main graph's keeps the
+		 * file's name as its origin and takes a fresh one */
+		const char *vname = name;
+		if (L->g->parent && (onnx_map_get(&L->outer_names, name) || onnx_map_get(&L->body_names, name)))
+			vname = onnx_fresh_name(L, name);
+		ir_value *v = ir_value_new(L->g, vname, VAL_TEMP, DT_UNDEF);
+		if (vname != name)
+			v->origin = arena_strdup(L->A, name);
+		if (L->g->parent)
+			onnx_map_put(L->A, &L->body_names, v->name, (void *)v->name);
+		onnx_map_put(L->A, &L->values, vname == name ? v->name : arena_strdup(L->A, name), v);
 		if (store)
 			n->out[k] = v;
 	}

@@ -51,6 +51,10 @@ typedef struct onnx_ctx {
 	int fresh;              /* counter for names the loader makes up */
 	onnx_map body_names;    /* names of the inputs and initializers of bodies
 	                           loaded so far (onnx_loop.c keeps them unique) */
+	onnx_map outer_names;   /* every node output and graph output of the main
+	                           graph: a body value of the same name (a body
+	                           input 'h' beside the Loop's output 'h') is
+	                           renamed, the main graph's names are kept */
 } onnx_ctx;
 
 /* Error about the node being loaded: diag_node, plus its first output name

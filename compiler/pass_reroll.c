@@ -15,7 +15,7 @@
  *             per-step constant that differs between copies (an f32 [B, 1]
  *             step input) and the carried states (values of step t-1 that
  *             step t reads); a step-number input (has_step = 1) when a
- *             coefficient follows the NAG restart schedule of CELLS.md,
+ *             coefficient follows the NAG restart schedule of docs/cells.md,
  *             which the body then computes, so it holds for any T;
  *           - initial states: whatever the first copy reads (zeros that the
  *             exporter folded into the first copy are recognised);

@@ -1,4 +1,4 @@
-/* recognize.c: which CELLS.md cell a recovered recurrence computes.
+/* recognize.c: which cell of docs/cells.md a recovered recurrence computes.
  *
  * The body of a re-rolled trace is whatever the exporter wrote: operand
  * order, `(1 - beta) * u * u` versus `u * u * (1 - beta)`, Slice versus
@@ -623,8 +623,8 @@ const char *recognize_describe(arena *A, const ir_graph *g, const ir_node *rec)
 	const char *note = ir_attr_string(rec, "cell_note", NULL);
 	if (note)
 		s = arena_printf(A, "%s\n      note: %s: %s", s, rec->op_type && (!strcmp(rec->op_type, "Loop") ||
-			!strcmp(rec->op_type, "Scan")) ? "not recognised as a CELLS.md cell (the step is compiled "
-			"as written)" : "not a CELLS.md cell", note);
+			!strcmp(rec->op_type, "Scan")) ? "not recognised as a named cell (docs/cells.md; the step "
+			"is compiled as written)" : "not a named cell (docs/cells.md)", note);
 	const char *tn = ir_attr_string(rec, "time_note", NULL);
 	if (tn)
 		s = arena_printf(A, "%s\n      note: %s", s, tn);

@@ -2,7 +2,7 @@
  *
  * recognize_recurrence() looks at the body of a RECURRENCE built by
  * pass_reroll (or onnx_loop.c) and, when it computes one of the cells of
- * CELLS.md -- a base cell (rnn, lstm, gru) with an input dynamic (plain,
+ * docs/cells.md -- a base cell (rnn, lstm, gru) with an input dynamic (plain,
  * momentum, nag, adam, rmsprop) -- sets on the node:
  *   cell       string, e.g. "momentum_lstm(mu=0.6, s=0.6)"
  *   hidden     int, the hidden size H

@@ -1,7 +1,7 @@
 /* train.h: cellc compile --train (pass_grad.c, train_ops.c).
  *
- * A train build is the model graph plus the loss and its gradients (README
- * "Training: gradients", /tmp contract TRAIN.md): inputs target [, mask]
+ * A train build is the model graph plus the loss and its gradients (docs/training.md,
+ * "Gradients"): inputs target [, mask]
  * appended; outputs loss, grad.<P> for every parameter P, grad.<X> for every
  * f32 model input X, and dstate appended in that order.
  */

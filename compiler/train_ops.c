@@ -7,7 +7,7 @@
  * (pass_grad makes one node per run), so the emitted loop is the three-way
  * split outer x n x inner.  The losses follow PyTorch's reductions
  * (cross_entropy and mse_loss with reduction='mean'); masked MSE divides by
- * sum(mask) (README "Training: gradients").
+ * sum(mask) (docs/training.md).
  */
 #include "emit.h"
 #include "train.h"

@@ -4,7 +4,7 @@
  * and exactly one of: a `model` block (what users write: inputs, layers of
  * named cells, heads, outputs) or a `graph` block (the IR itself, exactly as
  * ir_print writes it, so that any `cellc dump` output loads again).  The
- * grammar, with comments, is schemas/cell.grammar; the README shows examples.
+ * grammar, with comments, is schemas/cell.grammar; docs/cell-format.md shows examples.
  *
  * Reading goes lexer (txt_lex.c) -> recursive-descent parser (txt_parse.c:
  * file level and shared helpers) -> IR builders: txt_graph.c (graph blocks),

@@ -279,7 +279,7 @@ static inline float rt_softplusf(float x) { return x > 0.0f ? x + log1pf(expf(-x
 static inline float rt_clipf(float x, float lo, float hi) { return x < lo ? lo : x > hi ? hi : x; }
 /* sign: -1, 0 or 1 (0 for 0 and NaN) */
 static inline float rt_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
-/* modrelu(z; b) = sign(z) relu(|z| + b) (CELLS.md) */
+/* modrelu(z; b) = sign(z) relu(|z| + b) (docs/cells.md) */
 static inline float rt_modreluf(float z, float b)
 {
 	float r = fabsf(z) + b;
@@ -459,7 +459,7 @@ void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64
 		 int largest);
 
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
-/* Seeded parameter initialisers (CELLS.md section 4), used by the compiler to
+/* Seeded parameter initialisers (docs/cells.md section 6), used by the compiler to
  * fill weights a .cell model does not load from a file.  Deterministic for a
  * seed on every platform: xoshiro256** seeded through splitmix64, normals by
  * Box-Muller in double.  Matrices are row-major [rows, cols] = [out, in]
@@ -498,7 +498,7 @@ int rt_init_echo(float *w, int64_t n, int nnz, float radius, rt_rng *r);
 double rt_spectral_radius(const float *w, int64_t n);
 
 /* ---- optimisers (owner: runtime/rt_optim.c) ------------------------------ */
-/* Parameter updates for training (CELLS.md section 4), with the semantics of
+/* Parameter updates for training (docs/training.md, "Optimisers"), with the semantics of
  * PyTorch 1.13's torch.optim (single-tensor code path) where PyTorch has the
  * optimiser, and Sutskever et al. (2013) for classical momentum (CM) and
  * Nesterov's accelerated gradient (NAG).  One rt_optim holds the

@@ -1,4 +1,4 @@
-/* rt_init.c: seeded parameter initialisers (CELLS.md section 4).
+/* rt_init.c: seeded parameter initialisers (docs/cells.md section 6).
  *
  * The compiler fills the parameters of a .cell model that has no weights
  * file with these; the same seed gives the same numbers everywhere, since

@@ -1,4 +1,4 @@
-/* rt_optim.c: optimisers and gradient-norm clipping (CELLS.md section 4).
+/* rt_optim.c: optimisers and gradient-norm clipping (docs/training.md, "Optimisers").
  *
  * PyTorch 1.13's torch.optim single-tensor code paths, operation for
  * operation, so that a trajectory matches PyTorch's to float rounding: every

@@ -1,5 +1,5 @@
 """gen_cell_cases.py: fixtures of the `cells` test group: `.cell` models of
-every cell of CELLS.md, their weights files and golden data in the ONNX
+every cell of docs/cells.md, their weights files and golden data in the ONNX
 backend layout, with expected outputs from the PyTorch references of
 tests/ref_cells.py (never from cellc).
 
@@ -468,7 +468,7 @@ def user_momentum_lstm_model():
 
 
 USER_MOMENTUM_LSTM = """
-# momentum_lstm written as equations (CELLFMT.md section 2)
+# momentum_lstm written as equations (docs/cell-format.md)
 cell my_momentum_lstm(x; h, c, v[4*H]) {
     option mu = 0.6, s = 0.6
     param W_x[4*H, I], b_x[4*H], W_h[4*H, H], b_h[4*H]

@@ -3,7 +3,7 @@ test groups (issue 3: "weights come from a weights file or from initialisers
 named in the file", and streaming of native cells).
 
 OUTDIR/init/CASE/model.cell   .cell models whose parameters come from the
-                              initialisers of CELLS.md section 4 (no weights
+                              initialisers of docs/cells.md section 6 (no weights
                               line), checked by tests/test_cell_init.py in
                               numpy against the definitions (never against
                               cellc's own output)

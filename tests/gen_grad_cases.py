@@ -13,7 +13,7 @@ For each case OUTDIR/<case>/ holds
   test_data_set_N/input_K.pb     the model inputs in order, then `target`
                                  (int64 for ce/ce-all, f32 otherwise), then
                                  `mask` (masked-mse only)
-  test_data_set_N/output_K.pb    in the train graph's order (/tmp/team/TRAIN.md):
+  test_data_set_N/output_K.pb    in the train graph's order (docs/training.md):
                                  the model outputs, `loss`, `grad.<P>` for every
                                  trainable parameter in source order (.cell
                                  declaration order; ONNX float initializers
@@ -28,7 +28,7 @@ and OUTDIR/tests.tsv lists the runs of the group, one per line:
   <name> TAB <model> TAB <case dir> TAB <loss> TAB <loss output or -> TAB
   <expect: pass | refuse> TAB <words the refusal message must contain>
 
-Losses (CELLS.md section 4, PyTorch reduction='mean'):
+Losses (docs/training.md, PyTorch reduction='mean'):
   ce          cross_entropy(logits [B, C], target int64 [B])   (heads on last())
   ce-all      cross_entropy over every step: logits [T, B, C], target [T, B],
               mean over T*B
@@ -104,7 +104,7 @@ def write_pb(path, arr, name):
 # ---- losses ---------------------------------------------------------------------
 
 def loss_of(kind, y, target, mask):
-    """The loss of TRAIN.md on output y (torch), target/mask tensors."""
+    """The loss of docs/training.md on output y (torch), target/mask tensors."""
     if kind == "ce":
         assert y.dim() == 2, "ce cases use a [B, C] head"
         return torch.nn.functional.cross_entropy(y, target)
@@ -176,7 +176,7 @@ def evaluate(forward, leaves, dtype, kind, target, mask, loss_index):
 class record_first_layer:
     """While active, the first cell ref_cells makes records its state h_t
     after every step into rec (the tensor the outputs and the next step
-    use, so the gradient at it is the total dL/dh_t: TRAIN.md's `dstate`)."""
+    use, so the gradient at it is the total dL/dh_t: docs/training.md's `dstate`)."""
 
     def __init__(self, rec):
         self.rec = rec

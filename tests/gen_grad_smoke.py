@@ -1,8 +1,8 @@
 """gen_grad_smoke.py: small gradient cases for the `grad` test group (cellc
 compile --train), written independently of cellc:
 
-  .cell models (one layer of a CELLS.md cell + a linear head): forward and
-  gradients from tests/ref_cells.py (PyTorch, written from CELLS.md) with
+  .cell models (one layer of a docs/cells.md cell + a linear head): forward and
+  gradients from tests/ref_cells.py (PyTorch, written from docs/cells.md) with
   autograd, random weights written as the model's weights file;
   ONNX exports of nn.LSTM / nn.GRU classifiers: forward and gradients with
   respect to the ONNX initializers by PyTorch autograd through the ONNX
@@ -11,7 +11,7 @@ compile --train), written independently of cellc:
   traced Python-loop cells of tests/ref_momentum.py (re-rolled by cellc),
   gradients by autograd through the module.
 
-Layout (the contract of /tmp TRAIN.md "Oracle data"): OUT/<case>/model.cell or
+Layout (the train graph of docs/training.md): OUT/<case>/model.cell or
 model.onnx, test_data_set_0/input_k.pb (model inputs, then target [, mask])
 and output_k.pb named by TensorProto (model outputs, loss, grad.<P>,
 grad.<X>, dstate).  Fixed seeds.
@@ -224,7 +224,7 @@ def generic_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0):
     ref_cells.T = lambda a, dtype: a if torch.is_tensor(a) else keep(a, dtype)
 
     def dtriv_matrix(A, base, dtype):
-        # ref_cells.dtriv_matrix (CELLS.md: M = base expm(S), S = triu(A,1) - triu(A,1)^T,
+        # ref_cells.dtriv_matrix (docs/cells.md: M = base expm(S), S = triu(A,1) - triu(A,1)^T,
         # in float64), kept differentiable
         S = torch.triu(A.double(), 1) - torch.triu(A.double(), 1).T
         return (base.double() @ torch.matrix_exp(S)).to(dtype)

@@ -1,5 +1,5 @@
 """gen_optim_cases.py OUTDIR: fixtures of the `optim` test group, the
-optimisers of runtime/rt_optim.c (CELLS.md section 4).
+optimisers of runtime/rt_optim.c (docs/training.md, "Optimisers").
 
 Each case OUTDIR/CASE/ runs an optimiser for STEPS updates on two parameter
 tensors (two parameter groups with their own learning rates, as PyTorch's

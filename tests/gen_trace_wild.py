@@ -12,9 +12,9 @@ pixel-by-pixel inputs [B, T], shape no-ops around every step, a Python
 restart counter for NAG, embeddings on int64 tokens, stacked layers each with
 its own time loop, dropout (eval mode), a head on every step or only on the
 last, a learned start token, batch_first or seq-first, returning the last
-output or (out, (h, c)).  The cells are those of CELLS.md: momentum, Adam,
+output or (out, (h, c)).  The cells are those of docs/cells.md: momentum, Adam,
 RMSProp and NAG (with restart) LSTMs, momentum GRU and RNN, plain LSTM, GRU
-and RNN, plus FastGRNN (not a CELLS.md cell: expected_cell null).
+and RNN, plus FastGRNN (not a docs/cells.md cell: expected_cell null).
 
 Each model is exported at one to three of opsets 13, 14 and 17 (some with
 dynamic batch and/or time axes), traced at T = 8, into the ONNX backend
@@ -26,7 +26,7 @@ layout:
                                    dynamic and another T is sound
   CASE/test_data_set_2/            batch 3, when the batch axis is dynamic
   CASE/case.json                   model, style (tags), family,
-      expected_cell (the CELLS.md cell string `cellc info` prints, or null),
+      expected_cell (the docs/cells.md cell string `cellc info` prints, or null),
       recurrences (time loops in the model: one per layer), T, opset,
       dynamic_axes, symbolic_time (the re-rolled recurrence must run any T:
       every step is the same computation, or differs only in a first/last
@@ -38,7 +38,7 @@ layout:
 Goldens come from running the PyTorch model itself (eval mode, no_grad,
 torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
 data set is written, the model's outputs are recomputed in float64 numpy
-from CELLS.md's equations with the weights read out of the module
+from docs/cells.md's equations with the weights read out of the module
 (ref_outputs): a model that does not compute its expected_cell stops the
 generator.  (eps is the one option this cannot see: 1e-8 and 1e-16 inside
 the root give the same float32 outputs here.)
@@ -1113,12 +1113,12 @@ MODELS = {
 
 
 # =============================================================================
-# Self-check: every model against CELLS.md written once more in numpy
+# Self-check: every model against docs/cells.md written once more in numpy
 # =============================================================================
 # The goldens are the models' own outputs; this check makes sure that each
 # model computes the cell its case.json names (expected_cell), so that a
 # re-rolled recurrence recognised as another cell is cellc's error, not the
-# model's.  float64 numpy, weights read out of the module in CELLS.md's
+# model's.  float64 numpy, weights read out of the module in docs/cells.md's
 # layout (W_x [rows, in], b_x, W_h [rows, H], b_h), the model's head applied
 # by hand.  Run for every model before it is exported.
 
@@ -1136,7 +1136,7 @@ def lin(x, mod):
 
 
 def cells_md(base, dyn, o, Wx, bx, Wh, bh, xs, h0=None, c0=None):
-    """CELLS.md sections 1-2 (and FastGRNN): xs [T, B, I] -> (hs [T, B, H], c_T)."""
+    """docs/cells.md sections 2-3 (and FastGRNN): xs [T, B, I] -> (hs [T, B, H], c_T)."""
     T, B = xs.shape[0], xs.shape[1]
     R, H = Wh.shape
     h = np.zeros((B, H)) if h0 is None else h0
@@ -1198,7 +1198,7 @@ def cell_of(expected):
 
 
 def ref_outputs(name, net, arrays):
-    """The model's outputs recomputed from CELLS.md (float64)."""
+    """The model's outputs recomputed from docs/cells.md (float64)."""
     spec = MODELS[name]
     if spec["expected_cell"]:
         base, dyn, o = cell_of(spec["expected_cell"])
@@ -1320,18 +1320,18 @@ def ref_outputs(name, net, arrays):
         hs, _ = run(npw(net.W.weight), zero(H), npw(net.U.weight), zero(H), col(x),
                     o=dict(b_z=npw(net.b_z), b_h=npw(net.b_h), zeta=npw(net.zeta), nu=npw(net.nu)))
         return [lin(hs[-1], net.fc)]
-    raise KeyError("no CELLS.md reference for model %s" % name)
+    raise KeyError("no docs/cells.md reference for model %s" % name)
 
 
 def self_check(name, net, arrays, ys):
-    """ys: the model's outputs; raises if CELLS.md disagrees."""
+    """ys: the model's outputs; raises if docs/cells.md disagrees."""
     refs = ref_outputs(name, net, arrays)
     assert len(refs) == len(ys), name
     for k, (r, y) in enumerate(zip(refs, ys)):
         y = y.numpy().astype(np.float64)
         if r.shape != y.shape or not np.allclose(y, r, rtol=1e-4, atol=1e-5):
             err = np.abs(y - r).max() if r.shape == y.shape else "shape %s vs %s" % (r.shape, y.shape)
-            raise AssertionError("%s: output %d differs from the CELLS.md reference (%s)" % (name, k, err))
+            raise AssertionError("%s: output %d differs from the docs/cells.md reference (%s)" % (name, k, err))
 
 
 # =============================================================================

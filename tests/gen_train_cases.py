@@ -14,7 +14,7 @@
    is ce (PyTorch cross_entropy, mean).  Files:
      model.cell + model.weights | model.onnx
      X.npy, Y.npy
-     cmd.txt       the options of NAME_train (/tmp/team/TRAIN.md) that
+     cmd.txt       the options of NAME_train (docs/training.md) that
                    reproduce the run, relative to the case directory; the
                    harness adds --log
      compile.txt   extra options of `cellc compile --train` (the loss)

@@ -26,8 +26,8 @@ Groups, in order:
   bad         malformed models: `build-san/cellc compile` must exit 2 with a
               located message and no sanitizer report
   san_node    a fixed sample of the node tests through `build-san/cellc verify`
-  ref_cells   tests/ref_cells.py (PyTorch references of every cell of CELLS.md)
-              against torch.nn modules, closed forms and CELLS.md's identities;
+  ref_cells   tests/ref_cells.py (PyTorch references of every cell of docs/cells.md)
+              against torch.nn modules, closed forms and docs/cells.md's identities;
               float32 golden accuracy (tests/test_ref_cells.py)
   cells       `.cell` models of every cell through `cellc verify` against
               the PyTorch golden data of tests/gen_cell_cases.py (a few also
@@ -97,7 +97,7 @@ Groups, in order:
               compiled, built (Makefile, BLAS=none, CMake, shared library)
               and run against PyTorch's outputs, verify, --oracle
               onnxruntime; man pages (groff -ww); options agree in --help,
-              parsers, man page and README; uninstall empties the prefix
+              parsers, man page and docs/commands.md; uninstall empties the prefix
               (tests/test_install.py)
 
 A verify test passes only if cellc exits 0, prints one PASS line per
@@ -457,7 +457,7 @@ def group_onnx_node():
         nfail += r.ok is False
         nnot += r.ok is None
         yield r
-    print("official ONNX tests: %d of %d pass, %d not supported yet, %d excluded (reasons in README)"
+    print("official ONNX tests: %d of %d pass, %d not supported yet, %d excluded (reasons in tests/onnx_node_tests.txt)"
           % (npass, len(tests), nnot, sum(n in tests for n in exc)), flush=True)
 
 
@@ -561,7 +561,7 @@ def group_trace():
 
 def wild_info(name, case_dir):
     """trace_wild/info/CASE: `cellc info` shows one recurrence per time loop
-    of the model (case.json recurrences), each naming the CELLS.md cell
+    of the model (case.json recurrences), each naming the docs/cells.md cell
     (expected_cell, with the hidden size) where the model computes one, and
     each with a symbolic time axis ("any length") where every step is the
     same computation (symbolic_time), a fixed T=8 where the trace cannot
@@ -944,7 +944,7 @@ def group_san_node():
     yield from parallel(verify_one, items)
 
 
-# ---- native .cell models: every cell of CELLS.md against PyTorch (issue 3) -----
+# ---- native .cell models: every cell of docs/cells.md against PyTorch (issue 3) -----
 
 def group_ref_cells():
     """tests/ref_cells.py against independent oracles, and the accuracy of
@@ -1342,7 +1342,7 @@ def group_cell_format():
 # ---- .cell initialisers and streaming of native cells (issue 3) ---------------
 
 def group_cell_init():
-    """tests/test_cell_init.py: the initialisers of CELLS.md section 4 through
+    """tests/test_cell_init.py: the initialisers of docs/cells.md section 6 through
     `cellc compile`, checked in numpy; weights-file override and errors."""
     if not stamp_ok("cell_init"):
         return fixtures_missing("cell_init", "cell_init")

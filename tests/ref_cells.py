@@ -1,6 +1,6 @@
 """ref_cells.py: PyTorch reference implementations of every cell of
-/work/shared/CELLS.md (the golden-data oracle of the `cells` test group),
-written from CELLS.md and not from cellc's cell library.
+docs/cells.md (the golden-data oracle of the `cells` test group),
+written from docs/cells.md and not from cellc's cell library.
 
 The model followed is the MomentumLSTM of the MomentumRNN paper's appendix
 (Nguyen et al. 2020): a cell module holding two nn.Linear maps, x2h (W_x,
@@ -12,12 +12,12 @@ r_t), whose forward applies the input dynamic to u_t *before* the gates:
 
 Every `<dynamic>_<base>` pair is the same shape of code: `Dynamic.step`
 turns u_t into d_t (carrying v, m or q), `Base.step` combines d_t with the
-recurrent projection (CELLS.md sections 1 and 2).  The other cells of
-CELLS.md section 3 (iRNN/SiRNN, causal momentum attention, heavy-ball RNN,
+recurrent projection (docs/cells.md sections 2 and 3).  The other cells of
+docs/cells.md section 4 (iRNN/SiRNN, causal momentum attention, heavy-ball RNN,
 FastRNN) are separate classes.
 
 Weights are plain dicts {param name: ndarray} with the names and layouts of
-CELLFMT.md / compiler/cells.h (nn.Linear layout [out, in], gate rows in
+docs/cells.md / compiler/cells.h (nn.Linear layout [out, in], gate rows in
 PyTorch order ifgo / rzn); `param_shapes` lists them for a cell, so that the
 test generators draw random weights and write the weights file.  Everything
 runs in the dtype given (float32 for the golden data, float64 to measure how
@@ -34,7 +34,7 @@ DYNAMICS = ("plain", "momentum", "nag", "adam", "rmsprop")
 BASES = ("rnn", "lstm", "gru", "dtriv")
 GATES = {"rnn": 1, "lstm": 4, "gru": 3, "dtriv": 1}
 
-# option defaults (CELLS.md; the cell library documents the same values)
+# option defaults (docs/cells.md; the cell library documents the same values)
 DEFAULTS = {
     "momentum": {"mu": 0.6, "s": 0.6},
     "nag": {"s": 0.6, "restart": 0, "form": "momentum"},
@@ -62,7 +62,7 @@ def T(a, dtype):
     return torch.as_tensor(np.asarray(a), dtype=dtype)
 
 
-# ---- input dynamics (CELLS.md section 2) ------------------------------------
+# ---- input dynamics (docs/cells.md section 3)--------------------------------
 
 class Dynamic:
     """Turns the input projection u_t [B, R] into the term d_t that replaces
@@ -106,7 +106,7 @@ class Dynamic:
         return st["v"] / torch.sqrt(st["m"] + o["eps"])
 
 
-# ---- base cells (CELLS.md section 1) ----------------------------------------
+# ---- base cells (docs/cells.md section 2) ---------------------------------------
 
 def modrelu(z, b):
     return torch.sign(z) * torch.relu(torch.abs(z) + b)

@@ -1,4 +1,4 @@
-"""ref_momentum.py: the momentum family of CELLS.md section 2 as PyTorch
+"""ref_momentum.py: the momentum family of docs/cells.md section 3 as PyTorch
 modules written the way a researcher writes them: a cell module called in a
 Python loop over time, with a Linear head on every step.  Traced by
 torch.onnx.export they become T copies of the step (tests/gen_trace_cases.py);
@@ -24,7 +24,7 @@ import torch
 
 
 def nag_mu(t, restart):
-    """mu_t of CELLS.md for 1-based t."""
+    """mu_t of docs/cells.md for 1-based t."""
     k = ((t - 1) % restart) + 1 if restart > 0 else t
     return (k - 1) / (k + 2)
 
@@ -134,7 +134,7 @@ def make_model(name, input_size, hidden, classes, seed, batch_first=False):
 
 
 def expected_cell(name):
-    """The string `cellc info` should report for the model (CELLS.md names)."""
+    """The string `cellc info` should report for the model (docs/cells.md names)."""
     base, dyn, o = MODELS[name]
     if dyn == "momentum":
         return "momentum_%s(mu=%g, s=%g)" % (base, o["mu"], o["s"])
@@ -149,7 +149,7 @@ def expected_cell(name):
 
 
 if __name__ == "__main__":
-    # self-check of the schedule against CELLS.md's worked values
+    # self-check of the schedule against docs/cells.md's worked values
     assert [nag_mu(t, 0) for t in (1, 2, 3, 4)] == [0, 1 / 4, 2 / 5, 3 / 6]
     assert [nag_mu(t, 2) for t in (1, 2, 3, 4)] == [0, 1 / 4, 0, 1 / 4]
     assert math.isclose(nag_mu(41, 40), 0.0)

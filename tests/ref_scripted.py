@@ -1,4 +1,4 @@
-"""ref_scripted.py: the momentum family of CELLS.md section 2 written so that
+"""ref_scripted.py: the momentum family of docs/cells.md section 3 written so that
 torch.jit.script accepts it (explicit tensor states instead of the dicts of
 tests/ref_momentum.py), for scripted exports: torch.onnx.export of a
 scripted module turns the Python loop over time into one ONNX Loop whose body
@@ -59,7 +59,7 @@ class ScriptNet(torch.nn.Module):
         for t in range(x.size(tax)):
             u = self.cell.x2h(x[:, t] if self.batch_first else x[t])
             if self.use_nag:
-                # CELLS.md's schedule with the 0-based loop index t
+                # docs/cells.md's schedule with the 0-based loop index t
                 k = t % self.restart + 1 if self.restart > 0 else t + 1
                 mu_t = (k - 1) / (k + 2)
                 v = mu_t * v + self.s * u

@@ -26,8 +26,8 @@ PKG_CONFIG_PATH, from a directory outside any source tree:
   - renders the man pages with `groff -ww` (no warning) and `man -l` (their
     .TH naming this version), and finds `man cellc` through MANPATH;
   - compares, per command, the options of `cellc COMMAND --help`, of the
-    command's parser (compiler/cmd_*.c), of the man page and of README.md:
-    all four must list the same options;
+    command's parser (compiler/cmd_*.c), of the man page and of the option
+    reference docs/commands.md: all four must list the same options;
   - `make uninstall PREFIX=P` (from this checkout: uninstalling needs no
     build) leaves P empty.
 
@@ -175,16 +175,20 @@ def man_options(text):
     return per
 
 
-def readme_options(text):
-    """Per command: the options in the first column of the table under
-    `### cellc CMD` in the section `## The command line`."""
-    sec = text.split("\n## The command line\n", 1)[1].split("\n## ", 1)[0]
+DOC_OPTIONS = os.path.join("docs", "commands.md")    # the option reference
+
+
+def doc_options(text):
+    """Per command: the options in the first column of the tables under
+    `## cellc CMD` of docs/commands.md (up to the next `## ` heading)."""
     per, cur = {}, None
-    for line in sec.splitlines():
-        m = re.match(r"^### cellc (\w+)", line)
+    for line in text.splitlines():
+        m = re.match(r"^## cellc (\w+)", line)
         if m:
             cur = m.group(1)
             per[cur] = set()
+        elif line.startswith("## ") or line.startswith("# "):
+            cur = None
         elif cur and line.startswith("| `-"):
             per[cur] |= opts_of(line.split("|")[1])
     return per
@@ -192,15 +196,15 @@ def readme_options(text):
 
 def check_options(run, env, cwd, prefix):
     man = man_options(open(os.path.join(prefix, "share", "man", "man1", "cellc.1")).read())
-    readme = readme_options(open(os.path.join(ROOT, "README.md")).read())
+    doc = doc_options(open(os.path.join(ROOT, DOC_OPTIONS)).read())
     for cmd in COMMANDS:
         rc, out, err = run("help_" + cmd, ["cellc", cmd, "--help"], cwd, env)
         views = {"--help": help_options(out), "parser": parser_options(cmd),
-                 "man": man.get(cmd, set()), "README": readme.get(cmd, set())}
+                 "man": man.get(cmd, set()), DOC_OPTIONS: doc.get(cmd, set())}
         union = set().union(*views.values())
         gaps = ["%s lacks %s" % (k, " ".join(sorted(union - v))) for k, v in views.items() if union - v]
         report("options/%s" % cmd, rc == 0 and not gaps and len(union) > 0,
-               "%d options agree in --help, parser, man page, README" % len(union) if rc == 0 and not gaps
+               "%d options agree in --help, parser, man page, %s" % (len(union), DOC_OPTIONS) if rc == 0 and not gaps
                else "; ".join(gaps) or "exit %s" % rc)
     rc, out, _ = run("help", ["cellc", "--help"], cwd, env)
     report("options/usage", rc == 0 and ".cell" in out and all("cellc %s" % c in out for c in COMMANDS),
@@ -242,7 +246,7 @@ def check_model(run, env, work, tag, model, data, forbidden):
     golden("make_test_noblas", ["sh", "-c", "make -s clean && make -s BLAS=none test"], gdir)
     if tag == "onnx":   # CELLRT=DIR: the runtime of a build tree (this checkout's) instead
         golden("make_test_build_tree", ["sh", "-c", "make -s clean && make -s CELLRT='%s' test" % ROOT], gdir)
-    # the shared library, linked by hand the way README says
+    # the shared library, linked by hand the way docs/install.md says
     golden("shared_lib", 'cc -std=c11 -O2 $(pkg-config --cflags cellrt) -o shared_test %s_test.c lib%s.a '
            '$(pkg-config --libs cellrt) -fopenmp -Wl,-rpath,$(pkg-config --variable=libdir cellrt) && '
            'ldd shared_test | grep -q "libcellrt.so.%s => $(pkg-config --variable=libdir cellrt)/" && '

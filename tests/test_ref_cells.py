@@ -1,6 +1,6 @@
 """test_ref_cells.py: checks the PyTorch cell references of tests/ref_cells.py
 (the oracle of the `cells` group) against independent oracles, the identities
-CELLS.md states, and tests/tensorfile.py against the format; and reports the
+docs/cells.md states, and tests/tensorfile.py against the format; and reports the
 float32-vs-float64 accuracy of every golden data set that gen_cell_cases.py
 wrote.  Prints `PASS|FAIL ref_cells/<name> detail` lines (harness group
 "ref_cells").

@@ -2,7 +2,7 @@
 (tests/gen_trace_cases.py; `cellc verify` of the same cases runs in the
 harness group "trace").  One PASS/FAIL line each:
 
-  info/CASE     `cellc info` names the CELLS.md cell the trace computes (the
+  info/CASE     `cellc info` names the docs/cells.md cell the trace computes (the
                 string tests/ref_momentum.py's expected_cell gives), with its
                 hidden size; the time axis is symbolic ("any length") exactly
                 when case.json says it must be, and otherwise a note says why

@@ -1,5 +1,5 @@
-/* test_stream.c: Check tests of the C API that cellc emits (DESIGN.md,
- * "Emitted files"), on a model compiled with `cellc compile --name m`: a
+/* test_stream.c: Check tests of the C API that cellc emits (docs/deploying.md,
+ * "The generated code"), on a model compiled with `cellc compile --name m`: a
  * single forward LSTM, GRU or RNN whose only input is X [T, N, I] with
  * symbolic T and N (tests/gen_api_cases.py).
  *

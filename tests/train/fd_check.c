@@ -1,5 +1,5 @@
 /* fd_check.c: central finite differences of the `loss` output of a train
- * build (`cellc compile --train --name m`, /tmp/team/TRAIN.md) against its
+ * build (`cellc compile --train --name m`, docs/training.md) against its
  * own grad.* outputs: the `fd` test group (tests/harness.py), cases from
  * tests/gen_train_cases.py (tiny sizes, OUTDIR/fd/<case>/).
  *

@@ -1,5 +1,5 @@
 /* mock.h: a hand-written model with exactly the C API of a `cellc compile
- * --train` build (TRAIN.md, "Training contracts"), for testing the training
+ * --train` build (docs/training.md, "Gradients"), for testing the training
  * program (templates/train_main.c) before and independently of the
  * autodiff.  See mock.c for the model and its gradient.
  *

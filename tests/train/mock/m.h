@@ -1,5 +1,5 @@
 /* m.h of a stand-in train build for testing fd_check.c itself (fd_mock.c):
- * the API of /tmp/team/TRAIN.md for a model of two inputs (x [B, I] f32,
+ * the API of docs/training.md for a model of two inputs (x [B, I] f32,
  * target [B, O] f32), outputs y [B, O], loss, grad.W, grad.b, grad.x.
  * Legend: B batch (2), I inputs (3), O outputs (4). */
 #ifndef M_H
