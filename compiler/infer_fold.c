@@ -888,11 +888,49 @@ static int fold_elem(fctx *c)
 
 /* ---- entry ----------------------------------------------------------------------------- */
 
+/* ReduceMin/ReduceMax of an int64 vector (infer_shape.c lets only constant
+ * ones through): the trip count of `for i, x_t in enumerate(x.unbind(1))`
+ * is min(INT64_MAX, T), of `zip(x.unbind(0), m.unbind(0))` min(T, T).  A
+ * dimension is never negative and below INT64_MAX; what these facts cannot
+ * decide (min(T, 5)) is an error. */
+static int fold_reduce_int(fctx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = fin(c, 0), *o = n->out[0];
+	int64_t len = numel(x), lo = INT64_MAX, hi = INT64_MIN;
+	int mn = n->op == OP_REDUCEMIN, nsym = 0, ok = 1;
+	ir_dim s = ir_dim_const(0);
+	if (numel(o) != 1 || len < 1)
+		return ferr(c, "reduces an int64 vector of %lld elements to %lld; cellc folds int64 %s over a whole "
+			    "vector only", (long long)len, (long long)numel(o), ir_op_name(n->op));
+	for (int64_t i = 0; i < len; i++) {
+		ir_dim d = infer_elem_dim(x, i);
+		if (infer_mono_is_const(d)) {
+			lo = d.k < lo ? d.k : lo;
+			hi = d.k > hi ? d.k : hi;
+		} else if (nsym++ == 0) {
+			s = d;
+		} else {
+			ok &= ir_dim_eq(d, s);
+		}
+	}
+	if (nsym && (!ok || (mn ? hi != INT64_MIN && lo != INT64_MAX : lo != INT64_MAX && hi > 0)))
+		return ferr(c, "%s over dimension sizes known only at run time (%s) and sizes it cannot be "
+			    "compared with; cellc evaluates it at compile time", ir_op_name(n->op),
+			    ir_shape_str(c->g->A, ir_root(c->g), &x->shape));
+	out_alloc(c, o, nsym > 0);
+	if (nsym)
+		o->sym[0] = s;
+	else
+		((int64_t *)o->data)[0] = mn ? lo : hi;
+	return 1;
+}
+
 static int foldable(ir_op op)
 {
 	switch (ir_ops[op].kind) {
 	case OPK_ELEM: case OPK_SHAPE: return 1;
-	default: return 0;
+	default: return op == OP_REDUCEMIN || op == OP_REDUCEMAX;
 	}
 }
 
@@ -950,6 +988,9 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_RANGE: r = fold_range(c); break;
 	case OP_TILE: r = fold_tile(c); break;
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: r = fold_window(c); break;
+	case OP_REDUCEMIN: case OP_REDUCEMAX:
+		r = fin(c, 0)->dtype == DT_I64 ? fold_reduce_int(c) : 0;
+		break;
 	default:
 		r = n->op >= OP_MIN && n->op <= OP_SHRINK ? fold_elem(c) : n->op == OP_NOT ? fold_elem(c) : fold_unary(c);
 		break;

@@ -361,6 +361,10 @@ static int infer_elem(ictx *c)
 		if (a->dtype != b->dtype)
 			return fail(c, "inputs 1 ('%s') and 2 ('%s') have dtypes %s and %s; Where needs one",
 				    a->name, b->name, ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
+		if (ir_attr_int(n, "if_select", 0) && !ir_shape_eq(&a->shape, &b->shape))
+			return fail(c, "the branches of an If with a data-dependent condition give '%s' %s and '%s' "
+				    "%s; cellc computes such an If as a select of both branches, which needs one shape",
+				    a->name, shp(c, &a->shape), b->name, shp(c, &b->shape));
 		if (broadcast2(c, &s, &a->shape, &s) || broadcast2(c, &s, &b->shape, &s))
 			return 1;
 		set_out(c, 0, a->dtype, &s);
@@ -987,9 +991,16 @@ static int infer_reduce(ictx *c)
 {
 	ir_value *x = in(c, 0);
 	int r = x->shape.rank;
-	if (x->dtype != DT_F32 && x->dtype != DT_F64)
-		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported", ir_dtype_name(x->dtype),
-			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op));
+	/* ReduceMin/ReduceMax of a constant int64 vector (a scripted loop's trip
+	 * count: min over the lengths of zip()'d or enumerate()'d sequences)
+	 * are folded (infer_fold.c), symbolic lengths included */
+	int fold_int = (c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX) && x->dtype == DT_I64 &&
+		       x->shape.rank == 1 && infer_is_const(x);
+	if (x->dtype != DT_F32 && x->dtype != DT_F64 && !fold_int)
+		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported%s", ir_dtype_name(x->dtype),
+			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op),
+			    x->dtype == DT_I64 && (c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX) ?
+			    " (int64 only of a vector known at compile time)" : "");
 	unsigned char red[IR_MAX_RANK];
 	if (in(c, 1)) {
 		int64_t ax[IR_MAX_RANK];

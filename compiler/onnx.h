@@ -81,6 +81,16 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count);
  * count a small constant) or reads one: onnx_loop_expand then unrolls it with
  * onnx_loop_unroll (same contract as onnx_loop_expand). */
 int onnx_loop_needs_unroll(const ir_node *n);
+/* A sequence SplitToSequence(x) of one slice per index of its axis that only
+ * SequenceAt and SequenceLength read stays a view of x (onnx_seq.c):
+ * onnx_split_view returns its SplitToSequence node (axis normalised, keep:
+ * the slices keep the axis) or NULL; onnx_split_at rewrites SequenceAt n of
+ * such a view in place into Gather(x, position, axis), followed by the
+ * Unsqueeze *extra (to be placed after n) when the slices keep the axis.
+ * Returns 1 when it rewrote n.  onnx_loop.c rewrites a body's reads before
+ * mapping its iteration number, so that x[t] becomes a scanned input. */
+const ir_node *onnx_split_view(const ir_value *S, int *axis, int *keep);
+int onnx_split_at(ir_graph *g, ir_node *n, ir_node **extra);
 ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count);
 /* Root graph outputs that are resolved sequences/optionals -> their tensors
  * as outputs named by onnx_seq_flatten.  Returns the number of errors. */

@@ -23,10 +23,16 @@
  *     recurrence's 1-based step number t' (has_step, ir.h);
  *   - scan outputs -> stacked outputs (time axis 0; Transpose/Slice after
  *     for other axes and directions);
+ *   - a body's SequenceAt of a SplitToSequence view (onnx_seq.c: the export
+ *     of `for x_t in torch.unbind(x, 1)`) is Gather of the split tensor on
+ *     its axis (split_reads, before map_iter): the loop scans it like x[:, t];
  *   - accumulated sequences: a carried value that starts as SequenceEmpty and
  *     that the body extends by SequenceInsert(s, y) is a stacked output of
- *     y; ConcatFromSequence (new_axis=1 on any axis, or new_axis=0 on axis 0),
- *     SequenceAt and SequenceLength after the loop read that stacked output.
+ *     y; ConcatFromSequence (new_axis=1 on any axis; new_axis=0 on axis 0, or
+ *     on axis a as a Transpose and a Reshape merging time into a: torch.cat),
+ *     SequenceAt and SequenceLength after the loop read that stacked output;
+ *   - carried integer or bool values (a Python step counter) are carried as
+ *     float32 parts of at most 24 bits each, exact (int_states).
  * Every body input and output is made 2-D [rows, cols] as the recurrence
  * emitter wants: a body made only of element-wise operators gets leading 1
  * axes (broadcasting is unchanged by them), any other body gets Reshape
@@ -199,6 +205,7 @@ typedef struct lx {
 	int y_axis[MAXIO];      /* time axis of the final stacked output */
 	int unbatch;            /* Scan-8: outputs get the batch axis 0 back */
 	ir_value *step;         /* body input t (has_step: f32, 1-based) or NULL */
+	ir_value *step_it;      /* int64(t - 1): what the body reads for the iteration number */
 } lx;
 
 static int fail(lx *X, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -422,6 +429,22 @@ static ir_shape canon2(const ir_shape *s)
 	return c;
 }
 
+/* The 2-D shape of body input k (a per-step input or a state): canon2's,
+ * except that a per-step vector as long as the batch rows of another
+ * per-step input or state (m_t of a [T, B] mask: zip(x.unbind(0),
+ * m.unbind(0))) is a column [B, 1], one element per batch row. */
+static ir_shape input2(lx *X, int k)
+{
+	const ir_shape *s = &X->b->inputs[k]->shape;
+	if (k < X->nseq && s->rank == 1)
+		for (int j = 0; j < X->nseq + X->nst; j++) {
+			const ir_shape *o = &X->b->inputs[j]->shape;
+			if (j != k && o->rank >= 2 && ir_dim_eq(o->d[0], s->d[0]))
+				return (ir_shape){.rank = 2, .d = {s->d[0], ir_dim_const(1)}};
+		}
+	return canon2(s);
+}
+
 /* A body output must be made by a body node (the emitter writes states from
  * its fused loops): anything else gets an Identity.  One value serving as
  * two outputs gets one too. */
@@ -471,8 +494,9 @@ static int canon_body(lx *X)
 		ir_value *v = b->inputs[k];
 		if (v->shape.rank == 2)
 			continue;
-		ir_shape c = canon2(&v->shape);
-		if (promote && v->shape.rank < 2) {
+		ir_shape c = input2(X, k);
+		/* leading unit axes keep the broadcasting; a column would not */
+		if (promote && v->shape.rank < 2 && ir_dim_eq(c.d[0], ir_dim_const(1))) {
 			v->shape = c;
 			continue;
 		}
@@ -578,7 +602,7 @@ static int build(lx *X)
 		y_shape[k] = b->outputs[X->nst + k]->shape;
 	for (int k = 0; k < X->nseq; k++) {
 		ir_value *v = X->seq_outer[k];
-		ir_shape c = canon2(&b->inputs[k]->shape);
+		ir_shape c = input2(X, k);
 		if (b->inputs[k]->shape.rank != 2) {
 			ir_shape s = {.rank = 3, .d = {v->shape.d[0], c.d[0], c.d[1]}};
 			if (!(X->seq_outer[k] = pre_reshape(X, v, &s)))
@@ -697,6 +721,12 @@ static int build(lx *X)
 			nd->in[0] = o;
 			nd->in[1] = dims_const(X, g, y_shape[k].rank + 1, d);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
+			if (done == steps) {
+				/* known now: seq_users reads the stacked shape */
+				fin->dtype = DT_F32;
+				fin->shape.rank = y_shape[k].rank + 1;
+				memcpy(fin->shape.d, d, (size_t)fin->shape.rank * sizeof *d);
+			}
 		}
 		if (X->y_rev[k])
 			o = post(X, reverse_node(X, o), ++done == steps ? fin : NULL)->out[0];
@@ -781,9 +811,24 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 					u->nin = 2;
 					u->op = OP_RESHAPE;
 				} else {
-					return fail(X, "ConcatFromSequence '%s' joins the loop's per-step outputs on "
-						    "axis %lld without new_axis; cellc supports axis 0 there",
-						    u->name, (long long)axis);
+					/* torch.cat(outs, a) of per-step [e0.., e_a, ..]: time moved
+					 * next to axis a, then merged into it (T * e_a) */
+					int64_t perm[IR_MAX_RANK];
+					move_perm(r, 0, (int)axis, perm);
+					ir_node *tr = mk(X, g, OP_TRANSPOSE, 1, 1);
+					tr->in[0] = Y;
+					ir_attr_set_ints(tr, "perm", r, perm);
+					ir_value *yt = post(X, tr, NULL)->out[0];
+					ir_dim d[IR_MAX_RANK];
+					for (int j = 1; j < r; j++)
+						d[j - 1] = Y->shape.d[j];
+					d[axis] = ir_dim_mul(Y->shape.d[0], Y->shape.d[axis + 1]);
+					ir_value **in = arena_array(X->A, 2, sizeof *in);
+					in[0] = yt;
+					in[1] = dims_const(X, g, r - 1, d);
+					u->in = in;
+					u->nin = 2;
+					u->op = OP_RESHAPE;
 				}
 			} else if (u->op == OP_SEQAT && k == 0) {
 				u->op = OP_GATHER;
@@ -802,6 +847,191 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 			}
 		}
 	}
+	return 0;
+}
+
+/* ---- per-step reads of a split sequence, integer carried values ------------------- */
+
+/* Reads of a split view (onnx_split_view: a Loop over torch.unbind(x)) in the
+ * body become Gather of x, so that x[t] at the iteration number becomes a
+ * sequence input (map_iter). */
+static void split_reads(lx *X)
+{
+	ir_graph *b = X->b;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *extra;
+		if (b->nodes[i]->op != OP_SEQAT || !onnx_split_at(b, b->nodes[i], &extra) || !extra)
+			continue;
+		ir_node **nodes = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *nodes);
+		memcpy(nodes, b->nodes, (size_t)(i + 1) * sizeof *nodes);
+		nodes[i + 1] = extra;
+		memcpy(nodes + i + 2, b->nodes + i + 1, (size_t)(b->nnodes - i - 1) * sizeof *nodes);
+		ir_set_nodes(b, nodes, b->nnodes + 1);
+		i++;
+	}
+}
+
+/* How many float32 parts carry an integer or bool value exactly (each part
+ * an integer below 2^24 in magnitude); 0 for other dtypes. */
+static int int_parts(ir_dtype dt)
+{
+	switch (dt) {
+	case DT_BOOL: case DT_I8: case DT_U8: case DT_I16: case DT_U16:
+		return 1;
+	case DT_I32: case DT_U32:
+		return 2;
+	case DT_I64:
+		return 3;
+	default:
+		return 0;
+	}
+}
+
+typedef struct nlist {
+	ir_graph *g;
+	ir_node **v;
+	int n, cap;
+} nlist;
+
+/* A node op(a[, b]) (Cast: to `to`) appended to l; its result, or `res`. */
+static ir_value *nl_op(lx *X, nlist *l, ir_op op, ir_value *a, ir_value *b, ir_dtype to, ir_value *res)
+{
+	ir_node *nd = mk(X, l->g, op, b ? 2 : 1, 1);
+	nd->in[0] = a;
+	if (b)
+		nd->in[1] = b;
+	if (op == OP_CAST)
+		ir_attr_set_int(nd, "to", to);
+	nd->out[0] = res ? res : temp(X, l->g, op == OP_CAST ? to : a->dtype);
+	nd->out[0]->producer = nd;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 16;
+		l->v = arena_grow(X->A, l->v, (size_t)l->n, (size_t)cap, sizeof *l->v);
+		l->cap = cap;
+	}
+	l->v[l->n++] = nd;
+	return nd->out[0];
+}
+
+static ir_value *i64_scalar(ir_graph *g, int64_t v)
+{
+	ir_shape scalar = {.rank = 0};
+	return ir_const_new(g, ir_unique_name(g, "radix"), DT_I64, &scalar, &v);
+}
+
+/* v (integer or bool) -> its float32 parts, most significant first: with w
+ * = int64(v), a = w / 2^48, b = (w - a 2^48) / 2^24 and c the rest (three
+ * parts: |a| <= 2^15, |b|, |c| < 2^24; 32 bits: two, without a; 16 bits or
+ * bool: v itself). */
+static void int_encode(lx *X, nlist *l, ir_value *v, int parts, ir_value **out)
+{
+	if (parts == 1) {
+		out[0] = nl_op(X, l, OP_CAST, v, NULL, DT_F32, NULL);
+		return;
+	}
+	ir_value *w = v->dtype == DT_I64 ? v : nl_op(X, l, OP_CAST, v, NULL, DT_I64, NULL);
+	for (int p = 0; p < parts - 1; p++) {
+		ir_value *radix = i64_scalar(l->g, (int64_t)1 << (24 * (parts - 1 - p)));
+		ir_value *hi = nl_op(X, l, OP_DIV, w, radix, DT_UNDEF, NULL);
+		out[p] = nl_op(X, l, OP_CAST, hi, NULL, DT_F32, NULL);
+		w = nl_op(X, l, OP_SUB, w, nl_op(X, l, OP_MUL, hi, radix, DT_UNDEF, NULL), DT_UNDEF, NULL);
+	}
+	out[parts - 1] = nl_op(X, l, OP_CAST, w, NULL, DT_F32, NULL);
+}
+
+/* The inverse: the sum of part_p 2^(24 (parts - 1 - p)) in int64, as dt
+ * (into res when given). */
+static ir_value *int_decode(lx *X, nlist *l, ir_value **in, int parts, ir_dtype dt, ir_value *res)
+{
+	if (parts == 1)
+		return nl_op(X, l, OP_CAST, in[0], NULL, dt, res);
+	ir_value *w = nl_op(X, l, OP_CAST, in[0], NULL, DT_I64, NULL);
+	for (int p = 1; p < parts; p++) {
+		w = nl_op(X, l, OP_MUL, w, i64_scalar(l->g, (int64_t)1 << 24), DT_UNDEF, NULL);
+		w = nl_op(X, l, OP_ADD, w, nl_op(X, l, OP_CAST, in[p], NULL, DT_I64, NULL), DT_UNDEF,
+			  p == parts - 1 && dt == DT_I64 ? res : NULL);
+	}
+	return dt == DT_I64 ? w : nl_op(X, l, OP_CAST, w, NULL, dt, res);
+}
+
+/* Replaces v by nw in graph h and the graphs in it. */
+static void replace_deep(ir_graph *h, ir_value *v, ir_value *nw)
+{
+	replace_in_body(h, v, nw);
+	for (int i = 0; i < h->nnodes; i++) {
+		ir_node *u = h->nodes[i];
+		if (u->body)
+			replace_deep(u->body, v, nw);
+		for (int a = 0; a < u->nattrs; a++)
+			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g)
+				replace_deep(u->attrs[a].g, v, nw);
+	}
+}
+
+/* The recurrence carries float32 values: a carried integer or bool (a step
+ * counter: `k += 1; if k % F == 0: k = 1`) is carried as its int_encode
+ * parts, exactly for every value of its type.  The body decodes them at its
+ * start and encodes the new value at its end; the initial value is encoded
+ * before the recurrence (nodes pushed now) and the final value decoded after
+ * it (*post: nodes to push after build).  Returns the number of errors. */
+static int int_states(lx *X, nlist *post)
+{
+	ir_value *init[MAXIO], *in[MAXIO], *out[MAXIO], *fin[MAXIO];
+	ir_graph *b = X->b;
+	nlist head = {.g = b}, tail = {.g = b}, before = {.g = X->g};
+	int n = 0;
+	for (int j = 0; j < X->ny; j++)
+		for (int k = 0; k < X->nst; k++)
+			if (X->y_body[j] == X->st_in[k] && int_parts(X->st_in[k]->dtype) && X->st_in[k]->dtype != DT_F32)
+				return fail(X, "per-step output %d is the carried %s value '%s'; cellc's per-step "
+					    "outputs are float32", j, ir_dtype_name(X->st_in[k]->dtype), X->st_in[k]->name);
+	for (int k = 0; k < X->nst; k++) {
+		ir_value *si = X->st_in[k], *so = X->st_out[k];
+		int parts = si->dtype == DT_F32 ? 0 : int_parts(si->dtype);
+		if (n + (parts ? parts : 1) > MAXIO)
+			return fail(X, "has more than %d carried values", MAXIO);
+		if (!parts) {
+			init[n] = X->st_init[k], in[n] = si, out[n] = so, fin[n++] = X->st_final[k];
+			continue;
+		}
+		ir_value *pin[3], *pout[3], *pinit[3], *pfin[3];
+		for (int p = 0; p < parts; p++) {
+			pin[p] = ir_value_new(b, ir_unique_name(b, si->name), VAL_STEP, DT_F32);
+			pin[p]->shape = si->shape;
+		}
+		ir_value *dec = temp(X, b, si->dtype);
+		replace_deep(b, si, dec);
+		int_decode(X, &head, pin, parts, si->dtype, dec);
+		int_encode(X, &tail, so == si ? dec : so, parts, pout);
+		int_encode(X, &before, X->st_init[k], parts, pinit);
+		for (int p = 0; p < parts; p++) {
+			pfin[p] = X->st_final[k] ? temp(X, X->g, DT_F32) : NULL;
+			init[n] = pinit[p], in[n] = pin[p], out[n] = pout[p], fin[n++] = pfin[p];
+		}
+		if (X->st_final[k]) {
+			ir_value *f = X->st_final[k];
+			f->producer = NULL;
+			int_decode(X, post, pfin, parts, si->dtype, f);
+		}
+	}
+	if (!head.n)
+		return 0;
+	/* the body: decoding, its nodes, encoding */
+	ir_node **nodes = arena_array(X->A, (size_t)(head.n + b->nnodes + tail.n) + 1, sizeof *nodes);
+	memcpy(nodes, head.v, (size_t)head.n * sizeof *nodes);
+	memcpy(nodes + head.n, b->nodes, (size_t)b->nnodes * sizeof *nodes);
+	memcpy(nodes + head.n + b->nnodes, tail.v, (size_t)tail.n * sizeof *nodes);
+	ir_set_nodes(b, nodes, head.n + b->nnodes + tail.n);
+	for (int i = 0; i < before.n; i++) {
+		push(X, before.v[i]);
+		if (infer_node(X->g, before.v[i], X->D))
+			return 1;
+	}
+	X->nst = n;
+	memcpy(X->st_init, init, (size_t)n * sizeof *init);
+	memcpy(X->st_in, in, (size_t)n * sizeof *in);
+	memcpy(X->st_out, out, (size_t)n * sizeof *out);
+	memcpy(X->st_final, fin, (size_t)n * sizeof *fin);
 	return 0;
 }
 
@@ -933,6 +1163,10 @@ static int map_iter(lx *X, ir_value *it)
 		return 0;
 	/* other arithmetic on it (step schedules): it = int64(t - 1) from the
 	 * recurrence's 1-based step number t (has_step) */
+	if (X->step_it) {
+		replace_in_body(b, it, X->step_it);
+		return 0;
+	}
 	ir_shape scalar = {.rank = 0};
 	float onef = 1.0f;
 	X->step = ir_value_new(b, ir_unique_name(b, "step_t"), VAL_STEP, DT_F32);
@@ -944,6 +1178,7 @@ static int map_iter(lx *X, ir_value *it)
 	cast->in[0] = sub->out[0];
 	ir_attr_set_int(cast, "to", DT_I64);
 	cast->out[0] = temp(X, b, DT_I64);
+	X->step_it = cast->out[0];
 	replace_in_body(b, it, cast->out[0]);
 	prepend_body(b, cast);
 	prepend_body(b, sub);
@@ -1035,9 +1270,15 @@ static ir_node **expand_loop(lx *X, int *count)
 		in->shape = init->shape;
 	}
 	/* before inference: x[t:t+1] has no constant shape parameters */
+	split_reads(X);
 	if (map_iter(X, it))
 		return NULL;
 	if (X->infer(X->cx, b))
+		return NULL;
+	/* an If on run-time data (`if t == 0:`) was replaced by both its
+	 * branches during inference (onnx_seq.c): their reads of the iteration
+	 * number (x[t] in a branch) are the body's now */
+	if (body_uses(b, it, NULL) && (map_iter(X, it) || X->infer(X->cx, b)))
 		return NULL;
 	/* the condition output must be constant true */
 	ir_value *cout = b->outputs[0];
@@ -1070,8 +1311,11 @@ static ir_node **expand_loop(lx *X, int *count)
 		X->y_final[X->ny] = S ? temp(X, X->g, DT_F32) : NULL;
 		stacked[k] = X->y_final[X->ny++];
 	}
-	if (build(X))
+	nlist post = {.g = X->g};
+	if (int_states(X, &post) || build(X))
 		return NULL;
+	for (int i = 0; i < post.n; i++)
+		push(X, post.v[i]);
 	for (int k = 0; k < N; k++)
 		if (stacked[k]) {
 			/* after build: the stacked value's shape is known now */
@@ -1251,7 +1495,7 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 int onnx_is_seq_op(ir_op op)
 {
 	return op == OP_SEQEMPTY || op == OP_SEQINSERT || op == OP_SEQCONCAT || op == OP_SEQAT ||
-	       op == OP_SEQLEN || op == OP_SEQCONSTRUCT;
+	       op == OP_SEQLEN || op == OP_SEQCONSTRUCT || op == OP_SPLITTOSEQ;
 }
 
 static int seq_live(const ir_graph *g, const ir_value *v)
@@ -1281,7 +1525,9 @@ int onnx_seq_leftovers(ir_graph *g, diag *D)
 			continue;
 		diag_node(D, n, "sequence operator %s: cellc supports sequences only as a Loop's per-step "
 			  "output accumulation (SequenceEmpty before the loop, SequenceInsert(s, y) in its body, "
-			  "ConcatFromSequence/SequenceAt/SequenceLength after it)", ir_op_name(n->op));
+			  "ConcatFromSequence/SequenceAt/SequenceLength after it), a SplitToSequence read by "
+			  "SequenceAt/SequenceLength (a Loop over torch.unbind), or known at compile time",
+			  ir_op_name(n->op));
 		errs++;
 	}
 	return errs;

@@ -91,6 +91,7 @@ static const attr_spec attr_specs[] = {
 	{OP_SCAN, "scan_output_axes", ATTR_INTS, 9, 0, NULL}, {OP_SCAN, "scan_output_directions", ATTR_INTS, 9, 0, NULL},
 	{OP_SEQEMPTY, "dtype", ATTR_INT, 0, 0, NULL},
 	{OP_SEQCONCAT, "axis", ATTR_INT, 0, 0, NULL},     {OP_SEQCONCAT, "new_axis", ATTR_INT, 0, 0, NULL},
+	{OP_SPLITTOSEQ, "axis", ATTR_INT, 0, 0, NULL},    {OP_SPLITTOSEQ, "keepdims", ATTR_INT, 0, 0, NULL},
 	/* ai.onnx.preview.training (its own version 1; the default-domain opset
 	 * does not matter) */
 	{OP_MOMENTUM, "alpha", ATTR_FLOAT, 0, 0, NULL},   {OP_MOMENTUM, "beta", ATTR_FLOAT, 0, 0, NULL},

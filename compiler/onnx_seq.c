@@ -22,8 +22,17 @@
  *     tensor become Identity of the element, SequenceLength and
  *     OptionalHasElement constants, ConcatFromSequence a Concat (of
  *     Unsqueezes for new_axis=1);
+ *   - SplitToSequence into one slice per index that only SequenceAt and
+ *     SequenceLength read stays a view of its tensor (even of symbolic
+ *     length): SequenceAt is Gather on the axis, SequenceLength the axis'
+ *     size, and a Loop body reading it at the iteration number scans the
+ *     tensor (onnx_loop.c); any other SplitToSequence of constant length and
+ *     split becomes the list of its slices;
  *   - If whose condition folds is replaced by the nodes of the branch it
- *     takes (inlined: the branch's constants copied, its captures kept),
+ *     takes (inlined: the branch's constants copied, its captures kept); an
+ *     If whose condition is a run-time bool (a restart `if k % F == 0:` in a
+ *     scripted loop) by both branches and Where(cond, then, else) per
+ *     output, the branches giving one shape (select_if);
  *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
  *     accumulation onnx_loop.c turns into a recurrence, unless that is a
@@ -36,9 +45,9 @@
  * for `verify` alike.
  *
  * Refused with a located error: a sequence whose length or positions depend
- * on run-time data (an If or Loop condition, a position or a trip count
- * that is not a compile-time constant), a tensor operator reading a
- * sequence, a sequence of sequences.  (Not of a run-time value is left to
+ * on run-time data (a Loop condition, a position or a trip count that is
+ * not a compile-time constant, an If choosing between sequences), a tensor
+ * operator reading a sequence, a sequence of sequences.  (Not of a run-time value is left to
  * the element-wise machinery.)
  */
 #include "onnx_priv.h"
@@ -322,7 +331,67 @@ static ir_value *make_const(ir_graph *g, ir_value *out, ir_dtype dt, const ir_sh
 	return out;
 }
 
+static ir_node *new_node(ir_graph *g, const ir_node *like, ir_op op, int nin);
+static ir_value *new_out(ir_graph *g, ir_node *nd, ir_dtype dt);
+
 /* ---- If --------------------------------------------------------------------- */
+
+/* If with a run-time condition in a loop body (`if k % F == 0:` in a
+ * scripted loop): both branches computed, each output Where(cond, then, else).  The
+ * branches must give tensors of one shape (inferred later: the Where carries
+ * if_select = 1, infer_shape checks it). */
+static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
+{
+	ir_value *c = n->in[0];
+	if (c->seq != IR_TENSOR || c->dtype != DT_BOOL || c->shape.rank < 0 ||
+	    ir_shape_const_numel(&c->shape) != 1) {
+		diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant and not "
+			  "a bool with one element, which cellc would compute as a select of both branches",
+			  c->name);
+		return -1;
+	}
+	if (c->shape.rank > 0) {
+		/* a [1] condition: a scalar, which broadcasts to any branch shape */
+		int64_t none = 0;
+		ir_node *r = new_node(g, n, OP_RESHAPE, 2);
+		r->in[0] = c;
+		r->in[1] = ir_const_i64(g, ir_unique_name(g, "shape"), 0, &none);
+		c = new_out(g, r, DT_BOOL);
+		rl_push(g->A, l, r);
+	}
+	ir_value *res[2][64];
+	static const char *const br[2] = {"then_branch", "else_branch"};
+	if (n->nout > 64) {
+		diag_node(D, n, "If with a data-dependent condition and %d outputs; cellc selects at most 64", n->nout);
+		return -1;
+	}
+	for (int k = 0; k < 2; k++) {
+		ir_graph *b = ir_attr_find(n, br[k])->g;
+		vmap m = {0};
+		copy_nodes(&m, b, b, g, l);
+		for (int j = 0; j < n->nout; j++)
+			res[k][j] = ref(&m, b, g, b->outputs[j]);
+	}
+	for (int j = 0; j < n->nout; j++) {
+		if (!n->out[j])
+			continue;
+		if (res[0][j]->seq != IR_TENSOR || res[1][j]->seq != IR_TENSOR) {
+			diag_node(D, n, "If with a data-dependent condition: output %d is a sequence or optional; "
+				  "cellc selects between tensors only", j);
+			return -1;
+		}
+		ir_node *w = new_node(g, n, OP_WHERE, 3);
+		w->name = ir_unique_name(g, n->name);   /* errors name the If */
+		w->in[0] = c;
+		w->in[1] = res[0][j];
+		w->in[2] = res[1][j];
+		ir_attr_set_int(w, "if_select", 1);
+		w->out[0] = n->out[j];
+		n->out[j]->producer = w;
+		rl_push(g->A, l, w);
+	}
+	return 0;
+}
 
 /* The graph inputs value v is computed from ("a", "a', 'b", ...; "" if
  * none), through at most `depth` producers. */
@@ -346,15 +415,21 @@ static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
 	int64_t c;
 	if (!const_scalar(n->in[0], &c)) {
+		/* in a loop's step (a scripted restart `if k % F == 0:`): a select;
+		 * at the top level the condition is a model input's business: bind
+		 * it (both branches of a sample-rate switch may not even compile) */
+		if (g->parent)
+			return select_if(g, n, D, l);
 		const char *src = source_inputs(g->A, n->in[0], "", 64);
 		if (*src)
 			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
-				  "cellc compiles If only when its condition folds; it is computed from graph "
-				  "input(s) %s, which --bind can fix (--bind NAME=NUMBER for a scalar, "
-				  "--bind NAME=FILE.pb)", n->in[0]->name, src);
+				  "cellc compiles If only when its condition folds, or inside a loop body (a "
+				  "select of both branches); it is computed from graph input(s) %s, which --bind "
+				  "can fix (--bind NAME=NUMBER for a scalar, --bind NAME=FILE.pb)", n->in[0]->name, src);
 		else
 			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
-				  "cellc compiles If only when its condition folds", n->in[0]->name);
+				  "cellc compiles If only when its condition folds, or inside a loop body (a "
+				  "select of both branches)", n->in[0]->name);
 		return -1;
 	}
 	ir_attr *a = ir_attr_find(n, c ? "then_branch" : "else_branch");
@@ -413,6 +488,252 @@ static int map_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	for (int j = 0; j < n->nout; j++)
 		if (n->out[j])
 			set_list(n->out[j], IR_SEQ, len, outs[j], len ? outs[j][0]->dtype : DT_F32);
+	return 0;
+}
+
+/* ---- SplitToSequence ------------------------------------------------------------- */
+
+/* SplitToSequence n makes one slice per index of its axis: no split input
+ * or a scalar split of 1 (what PyTorch exports for torch.unbind), keepdims
+ * deciding whether the slices keep the axis (as in ONNX Runtime: keepdims
+ * applies unless split is 1-D).  *axis: normalised; *keep: the slices keep
+ * the axis. */
+static int split_unit(const ir_node *n, int *axis, int *keep)
+{
+	const ir_value *x = n->nin > 0 ? n->in[0] : NULL, *sp = n->nin > 1 ? n->in[1] : NULL;
+	if (!x || x->seq != IR_TENSOR || x->shape.rank < 1)
+		return 0;
+	int64_t ax = ir_attr_int(n, "axis", 0), one;
+	if (ax < -x->shape.rank || ax >= x->shape.rank)
+		return 0;
+	*axis = (int)(ax < 0 ? ax + x->shape.rank : ax);
+	*keep = ir_attr_int(n, "keepdims", 1) != 0;
+	return !sp || (sp->shape.rank == 0 && const_scalar(sp, &one) && one == 1);
+}
+
+const ir_node *onnx_split_view(const ir_value *S, int *axis, int *keep)
+{
+	int a, k;
+	const ir_node *p = S ? S->producer : NULL;
+	if (!p || S->seq != IR_SEQ || S->resolved || p->op != OP_SPLITTOSEQ || p->out[0] != S || !split_unit(p, &a, &k))
+		return NULL;
+	if (axis)
+		*axis = a;
+	if (keep)
+		*keep = k;
+	return p;
+}
+
+static ir_node *new_node(ir_graph *g, const ir_node *like, ir_op op, int nin)
+{
+	ir_node *nd = ir_node_new(g, op, ir_unique_name(g, ir_op_name(op)), nin, 1);
+	nd->origin = like->origin ? like->origin : like->name;
+	nd->opset = like->opset;
+	return nd;
+}
+
+static ir_value *new_out(ir_graph *g, ir_node *nd, ir_dtype dt)
+{
+	ir_value *v = ir_value_new(g, ir_unique_name(g, "split"), VAL_TEMP, dt);
+	nd->out[0] = v;
+	v->producer = nd;
+	return v;
+}
+
+int onnx_split_at(ir_graph *g, ir_node *n, ir_node **extra)
+{
+	int axis, keep;
+	const ir_node *sp = onnx_split_view(n->in[0], &axis, &keep);
+	*extra = NULL;
+	if (n->op != OP_SEQAT || !sp)
+		return 0;
+	ir_value *x = sp->in[0], *o = n->out[0];
+	int64_t ax = axis;
+	n->op = OP_GATHER;
+	n->in[0] = x;
+	n->nattrs = 0;
+	ir_attr_set_int(n, "axis", axis);
+	if (keep && o) {
+		/* the slice keeps its axis: x[..., p:p+1, ...] */
+		ir_node *u = new_node(g, n, OP_UNSQUEEZE, 2);
+		u->in[0] = new_out(g, n, x->dtype);
+		u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &ax);
+		u->out[0] = o;
+		o->producer = u;
+		*extra = u;
+	}
+	return 1;
+}
+
+/* SequenceAt or SequenceLength of a split view: tensor operators on x. */
+static int split_read(ir_graph *g, ir_node *n, rlist *l)
+{
+	int axis, keep;
+	const ir_node *sp = onnx_split_view(n->in[0], &axis, &keep);
+	ir_value *x = sp->in[0];
+	if (n->op == OP_SEQLEN) {
+		/* Shape(x)[axis], folded into the axis' size */
+		ir_node *s = new_node(g, n, OP_SHAPE, 1);
+		s->in[0] = x;
+		rl_push(g->A, l, s);
+		int64_t ax = axis;
+		ir_shape scalar = {.rank = 0};
+		n->op = OP_GATHER;
+		n->in[0] = new_out(g, s, DT_I64);
+		n->in[1] = ir_const_new(g, ir_unique_name(g, "axis"), DT_I64, &scalar, &ax);
+		n->nin = 2;
+		n->nattrs = 0;
+		ir_attr_set_int(n, "axis", 0);
+		rl_push(g->A, l, n);
+		return 0;
+	}
+	ir_value *p = n->in[1];
+	if (p->shape.rank > 0) {
+		/* a position of shape [1]: the scalar Gather wants */
+		ir_node *r = new_node(g, n, OP_RESHAPE, 2);
+		r->in[0] = p;
+		int64_t none = 0;
+		r->in[1] = ir_const_i64(g, ir_unique_name(g, "shape"), 0, &none);
+		n->in[1] = new_out(g, r, p->dtype);
+		rl_push(g->A, l, r);
+	}
+	ir_node *extra;
+	onnx_split_at(g, n, &extra);
+	rl_push(g->A, l, n);
+	if (extra)
+		rl_push(g->A, l, extra);
+	return 0;
+}
+
+/* Whether every reader of S in graph h (and the graphs in it) is a
+ * SequenceAt or SequenceLength of it; *other: one that is not. */
+static int only_at_len(const ir_graph *h, const ir_value *S, const ir_node **other)
+{
+	for (int i = 0; i < h->nnodes; i++) {
+		const ir_node *u = h->nodes[i];
+		for (int k = 0; k < u->nin; k++)
+			if (u->in[k] == S && !((u->op == OP_SEQAT || u->op == OP_SEQLEN) && k == 0)) {
+				*other = u;
+				return 0;
+			}
+		if (u->body && !only_at_len(u->body, S, other))
+			return 0;
+		for (int a = 0; a < u->nattrs; a++)
+			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g && !only_at_len(u->attrs[a].g, S, other))
+				return 0;
+	}
+	for (int k = 0; k < h->noutputs; k++)
+		if (h->outputs[k] == S) {
+			*other = NULL;
+			return 0;
+		}
+	return 1;
+}
+
+/* SplitToSequence: a view of x (above) when it makes one slice per index
+ * and only SequenceAt/SequenceLength read it; otherwise, for an axis of
+ * constant length and constant split sizes, the list of its slices. */
+static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
+{
+	ir_value *x = n->in[0], *sp = n->nin > 1 ? n->in[1] : NULL, *S = n->out[0];
+	int r = x->shape.rank, axis, keep;
+	int64_t ax = ir_attr_int(n, "axis", 0);
+	if (x->seq != IR_TENSOR || r < 1 || ax < -r || ax >= r) {
+		diag_node(D, n, "axis %lld is out of range for input '%s' of rank %d", (long long)ax, x->name, r);
+		return -1;
+	}
+	if (sp && (sp->seq != IR_TENSOR || (sp->dtype != DT_I64 && sp->dtype != DT_I32) || sp->shape.rank > 1)) {
+		diag_node(D, n, "split '%s' must be an int32/int64 scalar or 1-D tensor", sp->name);
+		return -1;
+	}
+	axis = (int)(ax < 0 ? ax + r : ax);
+	const ir_node *other = NULL;
+	if (!S)
+		return 0;
+	int readers_ok = only_at_len(ir_root(g), S, &other);
+	if (split_unit(n, &axis, &keep) && readers_ok) {
+		S->seq = IR_SEQ;
+		S->resolved = 0;
+		S->nelem = 0;
+		S->dtype = x->dtype;
+		S->shape.rank = 0;
+		return 1;       /* a view: its readers become Gather and Shape */
+	}
+	ir_dim L = x->shape.d[axis];
+	const char *who = readers_ok ? "SequenceAt/SequenceLength" : other ?
+			  arena_printf(g->A, "%s '%s'", ir_op_name(other->op), other->name) : "a graph output";
+	if (!ir_dim_is_const(L)) {
+		diag_node(D, n, "splits '%s' along axis %d of run-time length %s%s into a sequence read by %s; "
+			  "cellc keeps such a sequence only as slices of one index (no split input, or a scalar "
+			  "split of 1) read by SequenceAt (a Loop over torch.unbind(x)) and SequenceLength",
+			  x->name, axis, ir_dim_str(g->A, ir_root(g), L),
+			  sp && sp->shape.rank == 1 ? " by split sizes" : sp ? " in chunks" : "", who);
+		return -1;
+	}
+	/* chunk sizes */
+	int64_t len = L.k, cnt = 0, c;
+	int64_t *sizes;
+	if (sp && !(infer_is_const(sp) && sp->data)) {
+		diag_node(D, n, "split '%s' is not a compile-time constant; cellc resolves a sequence read by %s at "
+			  "compile time", sp->name, who);
+		return -1;
+	}
+	if (!sp || sp->shape.rank == 0) {
+		c = sp ? infer_elem_int(sp, 0) : 1;
+		if (c < 1) {
+			diag_node(D, n, "split %lld is not positive", (long long)c);
+			return -1;
+		}
+		cnt = (len + c - 1) / c;
+		sizes = arena_array(g->A, (size_t)cnt + 1, sizeof *sizes);
+		for (int64_t i = 0; i < cnt; i++)
+			sizes[i] = i * c + c <= len ? c : len - i * c;
+	} else {
+		cnt = ir_shape_const_numel(&sp->shape);
+		sizes = arena_array(g->A, (size_t)cnt + 1, sizeof *sizes);
+		int64_t sum = 0;
+		for (int64_t i = 0; i < cnt; i++) {
+			sizes[i] = infer_elem_int(sp, i);
+			if (sizes[i] < 0) {
+				diag_node(D, n, "split size %lld is negative", (long long)sizes[i]);
+				return -1;
+			}
+			sum += sizes[i];
+		}
+		if (sum != len) {
+			diag_node(D, n, "split sizes add up to %lld; axis %d of '%s' has %lld", (long long)sum, axis,
+				  x->name, (long long)len);
+			return -1;
+		}
+	}
+	if (!unroll_charge(g, n, D, cnt / 64 + 1, "splitting into a sequence that long"))
+		return -1;
+	int squeeze = (!sp || sp->shape.rank == 0) && !ir_attr_int(n, "keepdims", 1);
+	if (squeeze && cnt > 0 && sizes[0] != 1) {
+		diag_node(D, n, "keepdims is 0 but the chunks have %lld slices along axis %d", (long long)sizes[0],
+			  axis);
+		return -1;
+	}
+	ir_value **e = arena_array(g->A, (size_t)cnt + 1, sizeof *e);
+	int64_t at = 0;
+	for (int64_t i = 0; i < cnt; i++) {
+		ir_node *s = new_node(g, n, squeeze ? OP_GATHER : OP_SLICE, squeeze ? 2 : 4);
+		s->in[0] = x;
+		if (squeeze) {
+			ir_shape scalar = {.rank = 0};
+			s->in[1] = ir_const_new(g, ir_unique_name(g, "at"), DT_I64, &scalar, &at);
+			ir_attr_set_int(s, "axis", axis);
+		} else {
+			int64_t st = at, en = at + sizes[i], a = axis;
+			s->in[1] = ir_const_i64(g, ir_unique_name(g, "starts"), 1, &st);
+			s->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
+			s->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &a);
+		}
+		e[i] = new_out(g, s, x->dtype);
+		rl_push(g->A, l, s);
+		at += sizes[i];
+	}
+	set_list(S, IR_SEQ, (int)cnt, e, x->dtype);
 	return 0;
 }
 
@@ -497,6 +818,24 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		if (n->in[k] && n->in[k]->seq == IR_TENSOR &&
 		    (n->in[k]->shape.rank < 0 || n->in[k]->dtype == DT_UNDEF))
 			return -1;      /* its producer failed: reported there */
+	if ((n->op == OP_SEQAT || n->op == OP_SEQLEN) && onnx_split_view(n->in[0], NULL, NULL)) {
+		rlist l = {0};
+		split_read(g, n, &l);
+		*rep = l.v;
+		*count = l.n;
+		return 1;
+	}
+	if (n->op == OP_SPLITTOSEQ) {
+		rlist l = {0};
+		if (n->out[0] && onnx_split_view(n->out[0], NULL, NULL))
+			return 0;       /* a view, kept until its readers are rewritten */
+		int r = split_seq(g, n, D, &l);
+		if (r != 0)
+			return r < 0 ? -1 : 0;
+		*rep = l.v ? l.v : arena_array(g->A, 1, sizeof(ir_node *));
+		*count = l.n;
+		return 1;
+	}
 	if (n->op == OP_SEQEMPTY) {
 		ir_dtype dt = (ir_dtype)ir_attr_int(n, "dtype", DT_F32);
 		set_list(n->out[0], IR_SEQ, 0, NULL, dt);

@@ -25,6 +25,7 @@
  */
 #include "infer.h"
 #include "passes.h"
+#include "recognize.h"
 #include "util.h"
 
 #include <string.h>
@@ -89,6 +90,22 @@ static int drop_noop_views(ir_graph *g)
 		}
 	}
 	return changed;
+}
+
+/* Drops the nodes of recurrence body b whose results nothing reads (uses
+ * counted from the root: the body's outputs count). */
+static void body_drop_dead(ir_graph *b)
+{
+	int k = 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		int live = n->body != NULL;
+		for (int o = 0; o < n->nout; o++)
+			live |= n->out[o] && n->out[o]->nuses > 0;
+		if (live)
+			b->nodes[k++] = n;
+	}
+	b->nnodes = k;
 }
 
 /* ---- rank-2 sequences ----------------------------------------------------------- */
@@ -227,10 +244,8 @@ static int is_param(const ir_value *v)
 	return v && (v->kind == VAL_WEIGHT || v->kind == VAL_CONST) && v->data && v->dtype == DT_F32;
 }
 
-/* MatMul(A, W) of two matrices is Gemm(A, W); a bias vector added to a
- * bias-free Gemm that nothing else reads is the Gemm's C: x @ W + b,
- * F.linear and nn.Linear then read alike. */
-static int gemm_form(ir_graph *g)
+/* MatMul(A, W) of two matrices is Gemm(A, W). */
+static int matmul_gemm(ir_graph *g)
 {
 	diag q;
 	diag_init(&q, NULL);
@@ -252,6 +267,15 @@ static int gemm_form(ir_graph *g)
 			}
 		}
 	}
+	return changed;
+}
+
+/* MatMul(A, W) of two matrices is Gemm(A, W); a bias vector added to a
+ * bias-free Gemm that nothing else reads is the Gemm's C: x @ W + b,
+ * F.linear and nn.Linear then read alike. */
+static int gemm_form(ir_graph *g)
+{
+	int changed = matmul_gemm(g);
 	ir_recount(g);
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *a = g->nodes[i];
@@ -733,6 +757,29 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	ir_recount(g);
 	changed |= step_scalars(g);
 	changed |= gemm_form(g);
+	/* a scripted Loop's body (onnx_loop.c) reads an input of unknown rank
+	 * through MatMul (nn.Linear of torch.unbind's slices): Gemm there too,
+	 * which pass_hoist moves out of the loop when it reads a per-step input */
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *r = g->nodes[i];
+		if (r->op != OP_RECURRENCE || !r->body)
+			continue;
+		changed |= matmul_gemm(r->body);
+		/* x.split(1, 1) keeps the time axis and the body squeezes it:
+		 * Squeeze(Unsqueeze(x_t)) is x_t (the emitter wants per-step inputs
+		 * read by products and element-wise nodes) */
+		for (int round = 0; round < 8; round++) {
+			ir_recount(g);
+			if (!drop_noop_views(r->body))
+				break;
+			changed = 1;
+			ir_recount(g);
+			body_drop_dead(r->body);
+		}
+		/* `cellc info` names the cell a Loop/Scan computes, as for traces */
+		if (!ir_attr_find(r, "cell"))
+			recognize_recurrence(r);
+	}
 	ir_recount(g);
 	changed |= split_addmm(g);
 	ir_recount(g);

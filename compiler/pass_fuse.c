@@ -105,7 +105,7 @@ static int is_elem_cls(int cls) { return cls == CLS_ELEM || cls == CLS_SCALAR; }
 
 typedef struct fnode {
 	ir_node *n;
-	int stage, cls, pos;
+	int stage, cls, grp, pos;
 } fnode;
 
 static int cmp_fnode(const void *a, const void *b)
@@ -115,11 +115,51 @@ static int cmp_fnode(const void *a, const void *b)
 		return x->stage - y->stage;
 	if (x->cls != y->cls)
 		return x->cls - y->cls;
+	if (x->grp != y->grp)
+		return x->grp - y->grp;
 	return x->pos - y->pos;
+}
+
+/* A column view is an offset into its operand, which only fused loops and
+ * products can read: a node of another kind reading one (Where with a bool
+ * condition: an If on run-time data in a scripted loop, onnx_seq.c) reads
+ * a copy made in the fused loops instead: v * 1, exact for every float (an
+ * Identity would be a view of the view, pass_plan.c). */
+static void copy_views_for_others(ir_graph *b)
+{
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *r = b->nodes[i];
+		if (is_elem(r) || r->op == OP_GEMM || fuse_is_column_view(r))
+			continue;
+		for (int k = 0; k < r->nin; k++) {
+			ir_value *v = r->in[k];
+			ir_node *p = v ? v->producer : NULL;
+			if (!p || p->graph != b || !fuse_is_column_view(p) || v->dtype != DT_F32)
+				continue;
+			ir_node *id = ir_node_new(b, OP_MUL, ir_unique_name(b, "Mul"), 2, 1);
+			id->origin = r->origin ? r->origin : r->name;
+			id->opset = r->opset;
+			id->in[0] = v;
+			float one = 1.0f;
+			ir_shape scalar = {.rank = 0};
+			id->in[1] = ir_const_new(b, ir_unique_name(b, "one"), DT_F32, &scalar, &one);
+			id->out[0] = ir_value_new(b, ir_unique_name(b, "view_copy"), VAL_TEMP, DT_F32);
+			id->out[0]->shape = v->shape;
+			id->out[0]->producer = id;
+			r->in[k] = id->out[0];
+			ir_node **nodes = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *nodes);
+			memcpy(nodes, b->nodes, (size_t)i * sizeof *nodes);
+			nodes[i] = id;
+			memcpy(nodes + i + 1, b->nodes + i, (size_t)(b->nnodes - i) * sizeof *nodes);
+			ir_set_nodes(b, nodes, b->nnodes + 1);
+			i++;
+		}
+	}
 }
 
 static void fuse_body(ir_graph *b, const pass_opts *o)
 {
+	copy_views_for_others(b);
 	int n = b->nnodes, ngroups = 0;
 	if (!n)
 		return;
@@ -141,7 +181,7 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 		for (int k = 0; k < nd->nout; k++)
 			if (nd->out[k] && nd->out[k]->graph == b)
 				stage[nd->out[k]->id] = s;
-		f[i] = (fnode){nd, s, cls, i};
+		f[i] = (fnode){nd, s, cls, 0, i};
 		nd->group = 0;
 		if (nd->body)
 			fuse_body(nd->body, o);
@@ -172,18 +212,34 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 		b->nodes[i] = f[i].n;
 	ir_set_nodes(b, b->nodes, n);
 
-	/* element-wise nodes: one group per (stage, output shape) */
+	/* element-wise nodes: one group per (stage, output shape), unless a node
+	 * reads a group of another shape made after its own (a [B, 1] column
+	 * mixed into [B, H] gate math: h = m * h' + (1 - m) * h): it then
+	 * starts a new group, so that every group can run as one loop after
+	 * the groups it reads */
 	for (int i = 0; i < n; i++) {
-		if (!is_elem_cls(f[i].cls) || f[i].n->group)
+		if (!is_elem_cls(f[i].cls))
 			continue;
-		f[i].n->group = ++ngroups;
-		if (o && o->no_fuse)
-			continue;
-		for (int j = i + 1; j < n && f[j].stage == f[i].stage; j++)
-			if (f[j].cls == f[i].cls && !f[j].n->group &&
-			    ir_shape_eq(&f[j].n->out[0]->shape, &f[i].n->out[0]->shape))
-				f[j].n->group = f[i].n->group;
+		int open = 0, dep = 0;
+		for (int j = i - 1; j >= 0 && f[j].stage == f[i].stage && !(o && o->no_fuse); j--) {
+			if (!f[j].n->group)
+				continue;
+			if (f[j].cls == f[i].cls && ir_shape_eq(&f[j].n->out[0]->shape, &f[i].n->out[0]->shape) &&
+			    f[j].n->group > open)
+				open = f[j].n->group;
+			for (int k = 0; k < f[i].n->nin; k++)
+				if (f[i].n->in[k] && f[i].n->in[k] == f[j].n->out[0] && f[j].n->group > dep)
+					dep = f[j].n->group;
+		}
+		f[i].n->group = open && dep <= open ? open : ++ngroups;
 	}
+	/* each group one run of nodes, in the order the groups were made */
+	for (int i = 0; i < n; i++)
+		f[i].grp = is_elem_cls(f[i].cls) ? f[i].n->group : 0;
+	qsort(f, (size_t)n, sizeof *f, cmp_fnode);
+	for (int i = 0; i < n; i++)
+		b->nodes[i] = f[i].n;
+	ir_set_nodes(b, b->nodes, n);
 	/* column views join the group of their readers when there is one */
 	for (int i = n - 1; i >= 0; i--) {
 		if (f[i].cls != CLS_VIEW)

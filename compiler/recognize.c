@@ -615,13 +615,16 @@ const char *recognize_describe(arena *A, const ir_graph *g, const ir_node *rec)
 									      : ir_dim_const(0);
 	int64_t traced = ir_attr_int(rec, "traced_steps", 0);
 	const char *steps = ir_dim_is_const(T) ? arena_printf(A, "T=%" PRId64 " steps", T.k)
-		: arena_printf(A, "T=%s steps (any length; traced with %" PRId64 ")", ir_dim_str(A, g, T), traced);
+		: traced ? arena_printf(A, "T=%s steps (any length; traced with %" PRId64 ")", ir_dim_str(A, g, T), traced)
+		: arena_printf(A, "T=%s steps (any length)", ir_dim_str(A, g, T));
 	const char *s = arena_printf(A, "recurrence over %s, cell %s", steps, cell);
 	if (ir_attr_int(rec, "hidden", 0) > 0)
 		s = arena_printf(A, "%s, hidden %" PRId64, s, ir_attr_int(rec, "hidden", 0));
 	const char *note = ir_attr_string(rec, "cell_note", NULL);
 	if (note)
-		s = arena_printf(A, "%s\n      note: not a named cell (docs/cells.md): %s", s, note);
+		s = arena_printf(A, "%s\n      note: %s: %s", s, rec->op_type && (!strcmp(rec->op_type, "Loop") ||
+			!strcmp(rec->op_type, "Scan")) ? "not recognised as a named cell (docs/cells.md; the step "
+			"is compiled as written)" : "not a named cell (docs/cells.md)", note);
 	const char *tn = ir_attr_string(rec, "time_note", NULL);
 	if (tn)
 		s = arena_printf(A, "%s\n      note: %s", s, tn);

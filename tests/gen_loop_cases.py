@@ -14,14 +14,17 @@ output_K.pb).
 2. onnx/: hand-written Loop/Scan models (onnx.helper) covering what the
    exporters' cases do not: Scan input/output axes and directions, Scan-8's
    batch axis, a Loop with a constant trip count and a loop-invariant capture,
-   x[t:t+1] indexing, a Loop carrying a ragged sequence (unrolled); expected
+   x[t:t+1] indexing, a Loop carrying a ragged sequence (unrolled), an If
+   in a Loop body on the iteration number or on the data (a select);
+   expected
    outputs from numpy written from the ONNX operator specification here.
 3. bad/: models cellc must refuse with a located error (expect.txt holds the
    text the message must contain): a data-dependent condition, a trip count
    only known at run time; for sequences resolved at compile time
    (compiler/onnx_seq.c): a Loop carrying a sequence with a run-time trip
    count, a data-dependent condition or more iterations than cellc unrolls,
-   a run-time SequenceInsert position, a run-time If condition, an unbound
+   a run-time SequenceInsert position, a run-time If condition (at the top
+   level; in a Loop body when its branches give different shapes), an unbound
    sequence input.
 
 Seeds are fixed.  usage: gen_loop_cases.py OUTDIR
@@ -236,6 +239,45 @@ def onnx_cases(outdir):
                 numpy_helper.from_array(np.array(True), "cond")], 13,
                [([h0, x], [h, np.stack(ys)])])
 
+    # (e) an If in a Loop body on the iteration number (it % 2 == 0) and on
+    #     the data (sum(h) > 0): both branches computed, Where selects
+    #     (compiler/onnx_seq.c); the branches read the carried state
+    def if_body(name, cond_nodes):
+        then_g = helper.make_graph([helper.make_node("Mul", ["h_in", "two"], ["ta"]),
+                                    helper.make_node("Add", ["ta", "xi"], ["a"])], "then", [],
+                                   [vi("a", TensorProto.FLOAT, [2, 3])],
+                                   initializer=[numpy_helper.from_array(np.array(0.5, np.float32), "two")])
+        else_g = helper.make_graph([helper.make_node("Sub", ["xi", "h_in"], ["b"])], "else", [],
+                                   [vi("b", TensorProto.FLOAT, [2, 3])])
+        return helper.make_graph(
+            cond_nodes + [helper.make_node("If", ["flag"], ["h_out"], then_branch=then_g, else_branch=else_g),
+                          helper.make_node("Tanh", ["h_out"], ["y"])],
+            name + "_body",
+            [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+             vi("h_in", TensorProto.FLOAT, [2, 3])],
+            [vi("c_in", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2, 3]),
+             vi("y", TensorProto.FLOAT, [2, 3])])
+    counter = [helper.make_node("Mod", ["it", "two_i"], ["m"]),
+               helper.make_node("Equal", ["m", "zero_i"], ["flag"])]
+    data = [helper.make_node("ReduceSum", ["h_in"], ["sum"], keepdims=0),
+            helper.make_node("Greater", ["sum", "zero_f"], ["flag"])]
+    M = 5
+    h0, xi = f32(2, 3, rng=rng), f32(2, 3, rng=rng)
+    for name, cnodes, pick in (("loop_if_counter", counter, lambda i, h: i % 2 == 0),
+                               ("loop_if_data", data, lambda i, h: h.sum() > 0)):
+        h, ys = h0, []
+        for i in range(M):
+            h = (h * np.float32(0.5) + xi) if pick(i, h) else (xi - h)
+            ys.append(np.tanh(h))
+        lnode = helper.make_node("Loop", ["M", "", "h0"], ["hT", "ys"], body=if_body(name, cnodes))
+        save_graph(outdir, name, [lnode], [vi("h0", TensorProto.FLOAT, [2, 3]), vi("xi", TensorProto.FLOAT, [2, 3])],
+                   [vi("hT", TensorProto.FLOAT, None), vi("ys", TensorProto.FLOAT, None)],
+                   [numpy_helper.from_array(np.array(M, np.int64), "M"),
+                    numpy_helper.from_array(np.array(2, np.int64), "two_i"),
+                    numpy_helper.from_array(np.array(0, np.int64), "zero_i"),
+                    numpy_helper.from_array(np.array(0, np.float32), "zero_f")], 13,
+                   [([h0, xi], [h.astype(np.float32), np.stack(ys).astype(np.float32)])])
+
 
 # ---- 2b. a Loop carrying a ragged sequence (unrolled by compiler/onnx_seq.c) --------
 
@@ -425,6 +467,25 @@ def bad_cases(outdir):
          [helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)],
          [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [2])], [x2],
          "If with a data-dependent condition: 'flag' is not a compile-time constant")
+    # in a loop body a run-time If is a select of both branches, which needs
+    # one shape from both
+    then_g = helper.make_graph([helper.make_node("Identity", ["h_in"], ["a"])], "then", [],
+                               [vi("a", TensorProto.FLOAT, [2])])
+    else_g = helper.make_graph([helper.make_node("Concat", ["h_in", "h_in"], ["b"], axis=0)], "else", [],
+                               [vi("b", TensorProto.FLOAT, [4])])
+    sel_body = helper.make_graph(
+        [helper.make_node("Equal", ["it", "i0"], ["first"]),
+         helper.make_node("If", ["first"], ["y"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Identity", ["h_in"], ["h_out"])],
+        "body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("h_in", TensorProto.FLOAT, [2])],
+        [vi("c_in", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2]), vi("y", TensorProto.FLOAT, [2])])
+    save("loop_if_shapes",
+         [helper.make_node("Loop", ["M", "", "x"], ["hT", "ys"], body=sel_body)],
+         [], [vi("hT", TensorProto.FLOAT, [2]), vi("ys", TensorProto.FLOAT, ["n", 2])],
+         [x2, numpy_helper.from_array(np.array(3, np.int64), "M"),
+          numpy_helper.from_array(np.array(0, np.int64), "i0")],
+         "the branches of an If with a data-dependent condition give")
     save("seq_input_unbound",
          [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
          [seq_t("s", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, ["n"])], [],

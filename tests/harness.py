@@ -44,6 +44,11 @@ Groups, in order:
               counted as neither)
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
+  script_wild tests/gen_script_wild.py: scripted loops written in other people's
+              styles (torch.unbind, x.split, x[:, t], an If restart, a carried
+              int counter, torch.where masks, list + stack/cat): verify at
+              T = 8 and 13 from one file, `cellc info` shows one recurrence;
+              a data-dependent break refused (exit 2, located, build-san)
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
               parse -> dump round trips after every pass for the examples and
               ONNX models, located errors (line:col, caret), fuzz under ASan
@@ -648,6 +653,65 @@ def wild_verdict(r, limits):
     if r.rc is None or r.rc < 0 or any(w in r.detail for w in ("killed by signal", "timed out", "sanitizer")):
         return Result(r.name, False, "a known limitation (%s) that crashed: %s" % (limits[name], r.detail))
     return Result(r.name, None, "known limitation: %s (%s)" % (limits[name], r.detail))
+
+
+def script_info(name, case_dir):
+    """script_wild/info/CASE: `cellc info` shows exactly one recurrence, a
+    `recurrence over` line whose time axis is the export's symbol (any
+    length), and the Loop's refused operators nowhere (exit 0)."""
+    full = "script_wild/info/%s" % name
+    log = os.path.join(LOGS, "script_wild", "info", name + ".log")
+    rc, out, err = run([CELLC, "info", os.path.join(case_dir, "model.onnx")], log)
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    m = re.search(r"^recurrences \((\d+)\):", out, re.M)
+    lines = [l.strip() for l in out.splitlines() if l.strip().startswith("recurrence over")]
+    if not m or int(m.group(1)) != 1 or len(lines) != 1:
+        return Result(full, False, "%s recurrences, %d 'recurrence over' lines; expected one (log: %s)" % (
+            m.group(1) if m else "no", len(lines), log))
+    if "any length" not in lines[0]:
+        return Result(full, False, "time axis fixed, expected the export's symbol: %r" % lines[0])
+    return Result(full, True, lines[0])
+
+
+def script_refused(name, case_dir, expect):
+    """A scripted form cellc refuses: build-san/cellc compile exits 2 with a
+    message naming the model and containing `expect`, no sanitizer report."""
+    full = "script_wild/refused/%s" % name
+    model = os.path.join(case_dir, "model.onnx")
+    log = os.path.join(LOGS, "script_wild", "refused_" + name + ".log")
+    rc, out, err = run([CELLC_SAN, "compile", model, "-o", os.path.join(OUT, "script_wild_work", name)],
+                       log, SAN_ENV)
+    if [m for m in SAN_MARKERS if m in err + out]:
+        return Result(full, False, "sanitizer report (log: %s)" % log)
+    if rc != 2:
+        return Result(full, False, "%s, expected exit 2 (log: %s)" % (status_word(rc), log))
+    if expect not in err or model not in err:
+        return Result(full, False, "message lacks %r: %s (log: %s)" % (expect, first_lines(err), log))
+    return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
+
+
+def group_script_wild():
+    """torch.jit.script loops written in other people's styles
+    (tests/gen_script_wild.py, issue 14 point 3): every data set (T = 8 and
+    13 from one file) through `cellc verify` at 1e-5 + 1e-4, `cellc info`
+    with exactly one recurrence over any length; refused forms exit 2 with
+    a located message under the sanitizers."""
+    if not stamp_ok("script_wild"):
+        yield from fixtures_missing("script_wild", "script_wild")
+        return
+    root = os.path.join(OUT, "script_wild")
+    items = []
+    for n in case_dirs("script_wild"):
+        d = os.path.join(root, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            case = json.load(f)
+        if case["expect"] == "error":
+            items.append((script_refused, (n, d, case["error"])))
+            continue
+        items.append((verify_one, ("script_wild", n, d, TORCH_TOL)))
+        items.append((script_info, (n, d)))
+    yield from parallel(lambda fn, args: fn(*args), items)
 
 
 def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
@@ -1525,6 +1589,7 @@ GROUPS = [
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild),
     ("loop", group_loop),
+    ("script_wild", group_script_wild),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),

@@ -67,6 +67,12 @@ FIXTURES += $(TOUT)/trace_wild/.stamp
 fixtures: $(TOUT)/trace_wild/.stamp
 $(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py
 	$(call gen,tests/gen_trace_wild.py,$(TOUT)/trace_wild)
+# scripted loops written in other people's styles (issue 14 point 3; harness
+# group script_wild)
+FIXTURES += $(TOUT)/script_wild/.stamp
+fixtures: $(TOUT)/script_wild/.stamp
+$(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
+	$(call gen,tests/gen_script_wild.py,$(TOUT)/script_wild)
 # The 784-step traces take PyTorch 3-64 minutes each to export:
 # generated once by `gen_trace_cases.py --long DIR [MODEL ...]` and committed
 # compressed, tests/fixtures/trace_long/MODEL.tar.xz holding
