@@ -98,20 +98,23 @@ static int drop_noop_views(ir_graph *g)
 	return changed;
 }
 
-/* Drops the nodes of recurrence body b whose results nothing reads (uses
- * counted from the root: the body's outputs count). */
-static void body_drop_dead(ir_graph *b)
+/* Drops the nodes of graph b (the root or a recurrence body) whose results
+ * nothing reads, with uses as last counted from the root (a body's outputs
+ * count as read); 1 if any went. */
+static int drop_unread_nodes(ir_graph *b)
 {
 	int k = 0;
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
 		int live = n->body != NULL;
 		for (int o = 0; o < n->nout; o++)
-			live |= n->out[o] && n->out[o]->nuses > 0;
+			live |= n->out[o] && (n->out[o]->nuses > 0 || n->out[o]->is_output);
 		if (live)
 			b->nodes[k++] = n;
 	}
+	int dropped = k < b->nnodes;
 	b->nnodes = k;
+	return dropped;
 }
 
 /* ---- rank-2 sequences ----------------------------------------------------------- */
@@ -1148,22 +1151,9 @@ static int step_scalars(ir_graph *g)
 
 static void drop_dead(ir_graph *g)
 {
-	for (int again = 1; again;) {
+	do
 		ir_recount(g);
-		again = 0;
-		int k = 0;
-		for (int i = 0; i < g->nnodes; i++) {
-			ir_node *n = g->nodes[i];
-			int live = n->body != NULL;
-			for (int o = 0; o < n->nout; o++)
-				live |= n->out[o] && (n->out[o]->nuses > 0 || n->out[o]->is_output);
-			if (live)
-				g->nodes[k++] = n;
-			else
-				again = 1;
-		}
-		g->nnodes = k;
-	}
+	while (drop_unread_nodes(g));
 	int m = 0;
 	for (int i = 0; i < g->nvalues; i++) {
 		ir_value *v = g->values[i];
@@ -1201,7 +1191,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 				break;
 			changed = 1;
 			ir_recount(g);
-			body_drop_dead(r->body);
+			drop_unread_nodes(r->body);
 		}
 		/* `cellc info` names the cell a Loop/Scan computes, as for traces */
 		if (!ir_attr_find(r, "cell"))
