@@ -1250,8 +1250,8 @@ static int const_reals(ictx *c, int k, double *v, int max)
 {
 	ir_value *x = in(c, k);
 	const char *what = infer_shape_input(c->n->op, k);
-	if (!x)
-		return 0;
+	if (!x || ir_shape_const_numel(&x->shape) == 0)
+		return 0;       /* absent, or empty (opset 11 had no way to omit it) */
 	if (!infer_is_const(x) || !x->data)
 		return not_const(c, k), -1;
 	if (x->shape.rank != 1)
@@ -1297,7 +1297,7 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 	int tf_crop = !strcmp(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize");
 	int nroi = tf_crop ? const_reals(c, 1, roi, 2 * IR_MAX_RANK) : 0;
 	int nsc = const_reals(c, 2, sc, IR_MAX_RANK);
-	int nsz = in(c, 3) ? const_ints(c, 3, sz, IR_MAX_RANK) : 0;
+	int nsz = in(c, 3) && ir_shape_const_numel(&in(c, 3)->shape) != 0 ? const_ints(c, 3, sz, IR_MAX_RANK) : 0;
 	if (nroi < 0 || nsc < 0 || nsz < 0)
 		return 1;
 	if (nroi && nroi != 2 * na)

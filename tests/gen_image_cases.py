@@ -17,7 +17,8 @@ Oracles, none of them cellc:
   - the official test data themselves, for the older or newer spellings the
     specification defines to mean the same: Upsample-7 (scales attribute) of
     test_upsample_nearest, RoiAlign-10 (no coordinate_transformation_mode:
-    output_half_pixel) of test_roialign_aligned_false, GridSample-20 (modes
+    output_half_pixel) of test_roialign_aligned_false, Resize-11 (roi and
+    scales as empty initializers) of two opset-13 Resize tests, GridSample-20 (modes
     linear and cubic) of the opset-16 GridSample tests.
 Seeds are fixed.
 
@@ -163,6 +164,8 @@ def official_cases():
     build them (model and data in memory), by name."""
     from onnx.backend.test.case import node as cases
     from onnx.backend.test.case.node import gridsample, roialign, upsample
+    onnx_resize.Resize.export_resize_upsample_sizes_nearest()
+    onnx_resize.Resize.export_resize_downsample_scales_linear()
     upsample.Upsample.export_nearest()
     roialign.RoiAlign.export_roialign_aligned_false()
     gridsample.GridSample.export_gridsample()
@@ -180,6 +183,15 @@ def respelled_cases(outdir):
         model = onnx.ModelProto()
         model.CopyFrom(test.model)
         edit(model.graph.node[0])
+        if model.graph.node[0].op_type == "Resize" and opset == 11:
+            # Resize-11 cannot omit roi and scales: empty initializers
+            node = model.graph.node[0]
+            while len(node.input) < 3:
+                node.input.append("")
+            for k, nm in ((1, "roi0"), (2, "scales0")):
+                if not node.input[k]:
+                    node.input[k] = nm
+                    model.graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.float32), nm))
         del model.opset_import[:]
         model.opset_import.append(helper.make_opsetid("", opset))
         inputs, outputs = test.data_sets[0]
@@ -209,6 +221,8 @@ def respelled_cases(outdir):
                 a.s = {b"bilinear": b"linear", b"bicubic": b"cubic"}.get(a.s, a.s)
 
     copy(tests["test_upsample_nearest"], "official_upsample7_nearest", 7, upsample7, drop_inputs=1)
+    copy(tests["test_resize_upsample_sizes_nearest"], "official_resize11_sizes_nearest", 11, lambda node: None)
+    copy(tests["test_resize_downsample_scales_linear"], "official_resize11_scales_linear", 11, lambda node: None)
     copy(tests["test_roialign_aligned_false"], "official_roialign10_aligned_false", 10, roialign10)
     for t in ("test_gridsample", "test_gridsample_bicubic", "test_gridsample_nearest",
               "test_gridsample_reflection_padding", "test_gridsample_aligncorners_true"):
