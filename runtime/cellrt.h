@@ -675,7 +675,8 @@ void rt_resize(float *y, const float *x, int rank, const int64_t *xdims, const i
 /* ONNX GridSample (2-D): X [n, c, h, w] sampled at grid [n, ho, wo, 2] (x then
  * y, -1..1 spanning the image) into Y [n, c, ho, wo].  mode: RT_GRID_LINEAR
  * (bilinear), RT_GRID_NEAREST (halves to even) or RT_GRID_CUBIC (bicubic, A =
- * -0.75); padding: RT_GRID_PAD_ZEROS, _BORDER or _REFLECTION. */
+ * -0.75); padding: RT_GRID_PAD_ZEROS, _BORDER or _REFLECTION.  A NaN grid
+ * value samples zeros. */
 enum { RT_GRID_LINEAR = 0, RT_GRID_NEAREST = 1, RT_GRID_CUBIC = 2 };
 enum { RT_GRID_PAD_ZEROS = 0, RT_GRID_PAD_BORDER = 1, RT_GRID_PAD_REFLECTION = 2 };
 void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -685,7 +686,7 @@ void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int6
  * image's coordinates times spatial_scale), batch [nroi] (the image of each
  * box) -> Y [nroi, c, oh, ow]: each bin the average (max_mode 0) or the
  * maximum of sampling_ratio^2 bilinear samples (0: ceil(box size / output
- * size) per axis).  half_pixel 1: coordinates shifted by -0.5
+ * size) per axis, at most 2^20; none for an empty or negative box: 0).  half_pixel 1: coordinates shifted by -0.5
  * (coordinate_transformation_mode half_pixel); 0: output_half_pixel (no shift,
  * boxes at least 1 pixel).  RT_ERR_INDEX (Y untouched) for a batch index
  * outside [0, n). */

@@ -210,8 +210,7 @@ static double grid_reflect(double v, double lo2, double hi2)
 	double lo = lo2 / 2.0, span = (hi2 - lo2) / 2.0;
 	v = fabs(v - lo);
 	double extra = fmod(v, span);
-	int64_t flips = (int64_t)floor(v / span);
-	return flips % 2 == 0 ? lo + extra : lo + span - extra;
+	return fmod(floor(v / span), 2.0) == 0.0 ? lo + extra : lo + span - extra;
 }
 
 /* The padding mode applied to a coordinate (border and reflection keep it
@@ -227,19 +226,21 @@ static double grid_pad_coord(double v, int64_t n, int padding, int align_corners
 	return v < 0.0 ? 0.0 : v > (double)(n - 1) ? (double)(n - 1) : v;
 }
 
-/* X[iy, ix] of one channel plane, 0 outside. */
-static double grid_pixel(const float *plane, int64_t h, int64_t w, int64_t iy, int64_t ix)
+/* X at the integer coordinates (y, x) of one channel plane, 0 outside (and
+ * for a NaN coordinate, which a NaN grid value gives). */
+static double grid_pixel(const float *plane, int64_t h, int64_t w, double y, double x)
 {
-	return iy >= 0 && iy < h && ix >= 0 && ix < w ? (double)plane[iy * w + ix] : 0.0;
+	if (!(y >= 0.0 && y <= (double)(h - 1) && x >= 0.0 && x <= (double)(w - 1)))
+		return 0.0;
+	return (double)plane[(int64_t)y * w + (int64_t)x];
 }
 
 /* One bicubic tap: its integer coordinate passed through the padding mode. */
-static double grid_cubic_pixel(const float *plane, int64_t h, int64_t w, int64_t iy, int64_t ix, int padding,
+static double grid_cubic_pixel(const float *plane, int64_t h, int64_t w, double y, double x, int padding,
 			       int align_corners)
 {
-	double y = grid_pad_coord((double)iy, h, padding, align_corners);
-	double x = grid_pad_coord((double)ix, w, padding, align_corners);
-	return grid_pixel(plane, h, w, (int64_t)y, (int64_t)x);
+	return grid_pixel(plane, h, w, grid_pad_coord(y, h, padding, align_corners),
+			  grid_pad_coord(x, w, padding, align_corners));
 }
 
 void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -258,23 +259,21 @@ void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int6
 				const float *plane = x + (b * c + ch) * h * w;
 				double v;
 				if (mode == RT_GRID_NEAREST) {
-					v = grid_pixel(plane, h, w, (int64_t)nearbyint(gy), (int64_t)nearbyint(gx));
+					v = grid_pixel(plane, h, w, nearbyint(gy), nearbyint(gx));
 				} else if (mode == RT_GRID_LINEAR) {
 					double fx = floor(gx), fy = floor(gy), rx = gx - fx, ry = gy - fy;
-					int64_t ix = (int64_t)fx, iy = (int64_t)fy;
-					v = (1 - ry) * ((1 - rx) * grid_pixel(plane, h, w, iy, ix) +
-							rx * grid_pixel(plane, h, w, iy, ix + 1)) +
-					    ry * ((1 - rx) * grid_pixel(plane, h, w, iy + 1, ix) +
-						  rx * grid_pixel(plane, h, w, iy + 1, ix + 1));
+					v = (1 - ry) * ((1 - rx) * grid_pixel(plane, h, w, fy, fx) +
+							rx * grid_pixel(plane, h, w, fy, fx + 1)) +
+					    ry * ((1 - rx) * grid_pixel(plane, h, w, fy + 1, fx) +
+						  rx * grid_pixel(plane, h, w, fy + 1, fx + 1));
 				} else {
 					double fx = floor(gx), fy = floor(gy), rx = gx - fx, ry = gy - fy;
-					int64_t ix = (int64_t)fx, iy = (int64_t)fy;
 					v = 0.0;
 					for (int i = 0; i < 4; i++) {
 						double row = 0.0;
 						for (int j = 0; j < 4; j++)
 							row += cubic_weight(fabs(rx - (double)(j - 1)), -0.75) *
-							       grid_cubic_pixel(plane, h, w, iy - 1 + i, ix - 1 + j, padding,
+							       grid_cubic_pixel(plane, h, w, fy - 1 + i, fx - 1 + j, padding,
 										align_corners);
 						v += cubic_weight(fabs(ry - (double)(i - 1)), -0.75) * row;
 					}
@@ -291,8 +290,8 @@ void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int6
 static void roi_corners(const float *plane, int64_t h, int64_t w, double yy, double xx, double v[4])
 {
 	v[0] = v[1] = v[2] = v[3] = 0.0;
-	if (yy < -1.0 || yy > (double)h || xx < -1.0 || xx > (double)w)
-		return;
+	if (!(yy >= -1.0 && yy <= (double)h && xx >= -1.0 && xx <= (double)w))
+		return;         /* beyond the image (or NaN) */
 	if (yy < 0.0)
 		yy = 0.0;
 	if (xx < 0.0)
@@ -317,6 +316,14 @@ static void roi_corners(const float *plane, int64_t h, int64_t w, double yy, dou
 	v[3] = ly * lx * plane[y1 * w + x1];
 }
 
+/* Adaptive samples per bin axis: ceil(bin size); none for an empty, negative
+ * or NaN bin, and at most 2^20. */
+static int64_t roi_grid(double bin)
+{
+	double g = ceil(bin);
+	return g >= 1.0 ? (g < 1048576.0 ? (int64_t)g : 1048576) : 0;
+}
+
 int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *batch, int64_t n, int64_t c,
 		 int64_t h, int64_t w, int64_t nroi, int64_t oh, int64_t ow, int64_t sampling_ratio,
 		 float spatial_scale, int half_pixel, int max_mode)
@@ -335,8 +342,8 @@ int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *bat
 			rh = rh > 1.0 ? rh : 1.0;
 		}
 		double bh = rh / (double)oh, bw = rw / (double)ow;
-		int64_t gh = sampling_ratio > 0 ? sampling_ratio : (int64_t)ceil(rh / (double)oh);
-		int64_t gw = sampling_ratio > 0 ? sampling_ratio : (int64_t)ceil(rw / (double)ow);
+		int64_t gh = sampling_ratio > 0 ? sampling_ratio : roi_grid(rh / (double)oh);
+		int64_t gw = sampling_ratio > 0 ? sampling_ratio : roi_grid(rw / (double)ow);
 		double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
 		for (int64_t ch = 0; ch < c; ch++) {
 			const float *plane = x + (batch[r] * c + ch) * h * w;
