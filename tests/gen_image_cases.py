@@ -13,7 +13,9 @@ Oracles, none of them cellc:
   - onnx 1.12's reference of the Resize test cases (interpolate_nd in
     onnx/backend/test/case/node/resize.py) for opset 18 (`axes`,
     `keep_aspect_ratio_policy`), whose sizes are picked so that the policy's
-    rounding is exact;
+    rounding is exact, and, through the tf_crop_and_resize box that maps
+    coordinates the same way, for the coordinate modes it does not know
+    (half_pixel_symmetric of opset 19, tf_half_pixel_for_nn of opset 11);
   - the official test data themselves, for the older or newer spellings the
     specification defines to mean the same: Upsample-7 (scales attribute) of
     test_upsample_nearest, RoiAlign-10 (no coordinate_transformation_mode:
@@ -159,6 +161,62 @@ def resize18_cases(outdir):
         write_case(outdir, "resize18_" + name, model, [("X", x), (kind, val)], [("Y", y)])
 
 
+def roi_cases(outdir):
+    """Coordinate modes onnx 1.12's reference does not know, each an affine
+    map x_ori = a + b x: the same map is tf_crop_and_resize with the roi
+    start = a / (in - 1), end = start + b (out - 1) / (in - 1), which the
+    reference computes (the roi keeps every x_ori inside the input, so no
+    extrapolation).  Resize-19 half_pixel_symmetric (scales; in * scale not an
+    integer, so its offset is not 0) and Resize-11 tf_half_pixel_for_nn
+    (sizes, nearest)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 2, 5, 8)).astype(np.float32)
+    cases = [
+        # name, opset, coordinate mode, mode, scales or sizes, per-axis map (in, out, scale) -> (a, b)
+        ("resize19_half_pixel_symmetric", 19, "half_pixel_symmetric", "linear",
+         ("scales", np.array([1, 1, 0.7, 0.6], np.float32)),
+         lambda n, o, sc: (n / 2 * (1 - o / (n * sc)) + 0.5 / sc - 0.5, 1 / sc)),
+        ("resize11_tf_half_pixel_for_nn", 11, "tf_half_pixel_for_nn", "nearest",
+         ("sizes", np.array([1, 2, 2, 3], np.int64)),
+         lambda n, o, sc: (0.5 / sc, 1 / sc)),
+    ]
+    for name, opset, coord, mode, (kind, val), amap in cases:
+        if kind == "scales":
+            out = [int(np.floor(np.float32(n) * v)) for n, v in zip(x.shape, val)]
+            scales = [float(v) for v in val]
+        else:
+            out = [int(v) for v in val]
+            scales = [o / n for n, o in zip(x.shape, out)]
+        r = len(x.shape)
+        roi = np.zeros(2 * r)
+        for ax, (n, o, sc) in enumerate(zip(x.shape, out, scales)):
+            if n == o and sc == 1.0:
+                roi[ax], roi[r + ax] = 0.0, 1.0     # the identity
+                continue
+            a, b = amap(n, o, sc)
+            roi[ax] = a / (n - 1)
+            roi[r + ax] = roi[ax] + b * (o - 1) / (n - 1)
+            assert 0 <= a and a + b * (o - 1) <= n - 1, (name, ax)
+        coeffs = onnx_resize.linear_coeffs if mode == "linear" else onnx_resize.nearest_coeffs
+        y = onnx_resize.interpolate_nd(x, coeffs, output_size=out, roi=roi,
+                                       coordinate_transformation_mode="tf_crop_and_resize").astype(np.float32)
+        inputs = ["X", "roi0" if opset == 11 else "", "scales" if kind == "scales" else "scales0" if opset == 11
+                  else "", "sizes" if kind == "sizes" else ""]
+        while inputs[-1] == "":
+            inputs.pop()
+        node = helper.make_node("Resize", inputs, ["Y"], mode=mode, coordinate_transformation_mode=coord)
+        inits = [numpy_helper.from_array(np.zeros(0, np.float32), nm) for nm in ("roi0", "scales0") if nm in inputs]
+        graph = helper.make_graph(
+            [node], name, [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, x.shape),
+                           helper.make_tensor_value_info(kind, onnx.TensorProto.FLOAT if kind == "scales"
+                                                         else onnx.TensorProto.INT64, val.shape)],
+            [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, y.shape)], initializer=inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 8
+        print("%s: Y %s" % (name, y.shape))
+        write_case(outdir, name, model, [("X", x), (kind, val)], [("Y", y)])
+
+
 def official_cases():
     """The official test cases of these operators as onnx 1.12's case files
     build them (model and data in memory), by name."""
@@ -237,6 +295,7 @@ def main():
     torch.manual_seed(0)
     torch_cases(outdir)
     resize18_cases(outdir)
+    roi_cases(outdir)
     respelled_cases(outdir)
 
 
