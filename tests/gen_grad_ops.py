@@ -142,7 +142,7 @@ def refuse_case(outdir, name, model, words, kind="mse"):
 # ---- torch.onnx.export of recurrent modules ------------------------------------------
 
 def export_case(outdir, name, net, xs, in_names, out_names, kind, opset=17, training=False, loss_output=None,
-                reference=None):
+                reference=None, dynamic_axes=None):
     """net: float32 module; xs: [ndarray] inputs (f32 ones get gradients);
     reference(module, tensors) -> outputs, when the reference differs from
     the module's forward in form (not value: checked here)."""
@@ -152,7 +152,8 @@ def export_case(outdir, name, net, xs, in_names, out_names, kind, opset=17, trai
     snap = copy.deepcopy(net.state_dict())
     with torch.no_grad():
         torch.onnx.export(net, tuple(torch.from_numpy(a) for a in xs), f, opset_version=opset,
-                          input_names=in_names, output_names=out_names, training=mode, do_constant_folding=False)
+                          input_names=in_names, output_names=out_names, training=mode, do_constant_folding=False,
+                          dynamic_axes=dynamic_axes)
     net.load_state_dict(snap)       # the export ran the module once (running statistics)
     model = onnx.load_from_string(f.getvalue())
     used = set()
@@ -261,6 +262,39 @@ class LstmTagger(torch.nn.Module):
         return mean, tok, logits
 
 
+class LnLstm(torch.nn.Module):
+    """A layer-normalised LSTM cell (Ba et al. 2016) written as a Python loop
+    over the steps of x [T, B, I] (traced: cellc re-rolls it, so the
+    LayerNormalization nodes sit in the recurrence body), a Linear head on
+    every step."""
+
+    def __init__(self, I, H, C):
+        super().__init__()
+        self.H = H
+        self.wx = torch.nn.Linear(I, 4 * H, bias=False)
+        self.wh = torch.nn.Linear(H, 4 * H)
+        self.ln_x = torch.nn.LayerNorm(4 * H)
+        self.ln_h = torch.nn.LayerNorm(4 * H)
+        self.ln_c = torch.nn.LayerNorm(H)
+        self.fc = torch.nn.Linear(H, C)
+        with torch.no_grad():       # distinct values: the initializers map to the parameters by value
+            for ln in (self.ln_x, self.ln_h, self.ln_c):
+                ln.weight.uniform_(0.5, 1.5)
+                ln.bias.uniform_(-0.3, 0.3)
+
+    def forward(self, x):
+        h = torch.zeros(x.shape[1], self.H, dtype=x.dtype)
+        c = torch.zeros(x.shape[1], self.H, dtype=x.dtype)
+        ys = []
+        for t in range(x.shape[0]):
+            a = self.ln_x(self.wx(x[t])) + self.ln_h(self.wh(h))
+            i, f, g, o = a.chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(self.ln_c(c))
+            ys.append(self.fc(h))
+        return torch.stack(ys)
+
+
 def tagger_reference(m, ts):
     """The same values by gather (differentiable in the class weights)."""
     x, labels = ts
@@ -288,6 +322,15 @@ def export_cases(outdir):
         net.bn.bias.uniform_(-0.5, 0.5)
     x = rng.randn(9, 4, 3).astype(np.float32)
     export_case(outdir, "export_conv_bn_train_rnn_mse", net, [x], ["x"], ["y"], "mse", opset=15, training=True)
+    # the same with a run-time batch (the statistics' count computed at run time)
+    torch.manual_seed(152)
+    net = ConvBnRnn(3, 6, 5, 4)
+    x = rng.randn(9, 5, 3).astype(np.float32)
+    export_case(outdir, "export_conv_bn_train_dynbatch_mse", net, [x], ["x"], ["y"], "mse", opset=15, training=True,
+                dynamic_axes={"x": {1: "batch"}, "y": {1: "batch"}})
+    torch.manual_seed(154)
+    x = rng.randn(6, 3, 4).astype(np.float32)
+    export_case(outdir, "export_ln_lstm_loop_mse", LnLstm(4, 5, 3), [x], ["x"], ["y"], "mse")
     torch.manual_seed(153)
     x = rng.randn(3, 6, 4).astype(np.float32)
     labels = rng.randint(0, 5, size=(3, 6)).astype(np.int64)
