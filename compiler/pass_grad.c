@@ -18,7 +18,11 @@
  *           backward recurrences read.
  *
  * Root nodes are differentiated by the usual rules (un-broadcasting with
- * ReduceSum; a node without a rule is a located error).  A RECURRENCE's
+ * ReduceSum; a node without a rule is a located error; docs/training.md
+ * lists the differentiable operators).  Normalisations recompute their
+ * statistics from X; Conv, Pad and the class losses have gradient nodes of
+ * their own (ConvGrad, PadGrad, ClassLossGrad); Min/Max and ReduceMax/Min
+ * split the gradient evenly among tied elements, as torch.amax does.  A RECURRENCE's
  * adjoint is a RECURRENCE running the other way in time (backpropagation
  * through time): its per-step inputs are the forward
  * per-step inputs, the saved states s_{t-1} and products, and the gradients

@@ -1,6 +1,7 @@
 /* train_ops.c: shape rules and C for the training ops of ops.def (the block
- * "training"): ReduceSum, SliceScatter, MatrixExp and the losses with their
- * gradients.
+ * "training"): ReduceSum, SliceScatter, MatrixExp, the losses with their
+ * gradients, and the gradients of Conv, Pad and the class losses (ConvGrad,
+ * PadGrad, ClassLossGrad: calls of runtime/rt_nn.c).
  *
  * pass_grad makes these nodes; they appear only in the root graph of a
  * --train compilation.  ReduceSum here sums over one contiguous run of axes

@@ -11,7 +11,9 @@
  * The offsets of the taps are tabled once per call when they fit.  Stack:
  * 64 KiB at most.  rt_conv_ref is the textbook loop nest the unit tests
  * compare it with.  Reductions walk the kept axes and, for each output element, the
- * reduced ones, in double.  All tensors are dense row-major.
+ * reduced ones, in double.  The gradient kernels (rt_conv_grad_x/w,
+ * rt_pad_grad, rt_class_loss_grad) walk the same index maps as the forward
+ * ones, read the other way.  All tensors are dense row-major.
  */
 #include "cellrt.h"
 
