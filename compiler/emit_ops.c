@@ -1063,6 +1063,16 @@ static void emit_norm(emit_ctx *E, ir_node *n)
 	const ir_value *x = n->in[0], *y = n->out[0];
 	int r = x->shape.rank;
 	node_comment(E, n, NULL);
+	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
+		const ir_value *rm = n->nout > 1 ? n->out[1] : NULL, *rv = n->nout > 2 ? n->out[2] : NULL;
+		ew_line(E->w, "rt_batchnorm_train(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y),
+			rm && is_stored(E, rm) ? emit_ref(E, rm) : "NULL", rv && is_stored(E, rv) ? emit_ref(E, rv) : "NULL",
+			emit_ref(E, x), emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]),
+			emit_ref(E, n->in[4]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+			emit_dim(E, dims_prod(&x->shape, 2, r)), emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32),
+			emit_float(E, ir_attr_float(n, "momentum", 0.9f), DT_F32));
+		return;
+	}
 	if (n->op == OP_BATCHNORM) {
 		ew_line(E->w, "rt_batchnorm(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
 			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
@@ -1468,7 +1478,9 @@ void emit_node(emit_ctx *E, ir_node *n)
 			emit_loss(E, n);
 		return;
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
-	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD: case OP_CLASSLOSSGRAD:
+		train_op_emit(E, n);
+		return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));
 		return;

@@ -1584,6 +1584,8 @@ static int infer_batchnorm(ictx *c)
 				    dimstr(c, x->shape.d[1]));
 	}
 	set_out(c, 0, DT_F32, &x->shape);
+	set_out(c, 1, DT_F32, &in(c, 3)->shape);
+	set_out(c, 2, DT_F32, &in(c, 4)->shape);
 	return 0;
 }
 
@@ -2174,7 +2176,8 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_GATHERND: case OP_INSTANCENORM:
 		return infer_layout(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
-	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD:
+	case OP_CLASSLOSSGRAD:
 		return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;
 	default:

@@ -960,12 +960,7 @@ static int check_pool(onnx_ctx *L, ir_node *n)
 
 static int check_norm(onnx_ctx *L, ir_node *n)
 {
-	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
-		onnx_node_error(L, n, "training_mode 1 (batch statistics, running-mean outputs) is not supported; "
-				"cellc compiles BatchNormalization in inference mode");
-		return 1;
-	}
-	if (n->op == OP_BATCHNORM && n->nout > 1) {
+	if (n->op == OP_BATCHNORM && !ir_attr_int(n, "training_mode", 0) && n->nout > 1) {
 		onnx_node_error(L, n, "has %d outputs; in inference mode BatchNormalization has one", n->nout);
 		return 1;
 	}
@@ -973,7 +968,7 @@ static int check_norm(onnx_ctx *L, ir_node *n)
 		onnx_node_error(L, n, "spatial 0 (per-element statistics) is not supported");
 		return 1;
 	}
-	return 0;
+	return n->op == OP_BATCHNORM ? check_bool(L, n, "training_mode") : 0;
 }
 
 static int check_hardmax(onnx_ctx *L, ir_node *n)

@@ -359,6 +359,19 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
 		 const int64_t *dil);
 
+/* The gradients of rt_conv (same geometry) for dY [N, M, O..]:
+ * rt_conv_grad_x: dX [N, C, D..] (every dY element adds dy * w to the input
+ * positions its taps read; none in the padding); rt_conv_grad_w: dW
+ * [M, C/group, K..] = the sum over the batch and the output positions of dy
+ * times the input tap (double accumulation).  The bias gradient is dY summed
+ * over every axis but 1. */
+void rt_conv_grad_x(float *dx, const float *dy, const float *w, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil);
+void rt_conv_grad_w(float *dw, const float *dy, const float *x, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil);
+
 /* ONNX Pad on every axis: pads [2 rank] = begins then ends (negative ones
  * crop); Y dims xdims[a] + pads[a] + pads[rank + a].  mode: constant (value,
  * one element, or zeros when NULL), edge (the border element repeated),
@@ -366,6 +379,11 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 enum { RT_PAD_CONSTANT = 0, RT_PAD_REFLECT = 1, RT_PAD_EDGE = 2 };
 void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
 	    int mode, const void *value);
+
+/* The gradient of rt_pad (float32): dX = zeros, then every element of dY
+ * added to the element of X it was copied from (constant positions give
+ * nothing; with edge and reflect an element of X may receive several). */
+void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, const int64_t *pads, int mode);
 
 /* Reductions of X over the axes a with red[a] != 0, computed in double; Y
  * holds the kept axes in order (keepdims does not change the layout).  Max and
@@ -406,6 +424,14 @@ void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const fl
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
 
+/* BatchNormalization in training mode, X [n, c, inner]: each channel
+ * normalised by its batch mean and biased variance (in double) over n and
+ * inner; run_mean / run_var (may be NULL) = mean / var * momentum + the
+ * batch's * (1 - momentum). */
+void rt_batchnorm_train(float *y, float *run_mean, float *run_var, const float *x, const float *scale,
+			const float *bias, const float *mean, const float *var, int64_t n, int64_t c, int64_t inner,
+			float eps, float momentum);
+
 /* ONNX Tile: Y dims xdims[a] * reps[a], Y[i..] = X[i_a mod xdims[a]..]. */
 void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps);
 /* ONNX GatherElements: indices (int32 when idx_dtype == 6, else int64) of
@@ -426,6 +452,16 @@ int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int
 enum { RT_LOSS_NONE, RT_LOSS_SUM, RT_LOSS_MEAN };
 int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
 		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
+
+/* The gradients of rt_class_loss with from_logits 0 (X: the
+ * log-probabilities) for dloss ([n, d] for RT_LOSS_NONE, else one value),
+ * each skipped when NULL: dx = 0 except -w[t] * g at the target class, and
+ * dw[k] = the sum over the targets of class k of g * (-X[t] - L), where g is
+ * dloss (divided by the weight sum of the targets not ignored for
+ * RT_LOSS_MEAN) and L the mean loss for RT_LOSS_MEAN, else 0.  RT_ERR_INDEX
+ * as there. */
+int rt_class_loss_grad(float *dx, float *dw, const float *dloss, const float *x, const int64_t *target,
+		       const float *w, int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
 
 /* ONNX ConvTranspose: X [N, C, D..], W [C, M/group, K..], B [M] (NULL: none),
  * Y [N, M, ysp..]: every input element adds x * w to the output position

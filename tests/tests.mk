@@ -118,6 +118,10 @@ GRAD_DEPS := tests/gen_cell_cases.py tests/ref_cells.py tests/ref_momentum.py te
 	tests/onnx_ref.py tests/ref_rnn.py tests/tensorfile.py
 $(TOUT)/grad/.stamp: tests/gen_grad_cases.py $(GRAD_DEPS)
 	$(call gen,tests/gen_grad_cases.py,$(TOUT)/grad)
+# issue 15.4: gradients of Conv, the normalisations, reductions, Pad, Where, Min/Max, losses
+fixtures: $(TOUT)/grad_ops/.stamp
+$(TOUT)/grad_ops/.stamp: tests/gen_grad_ops.py tests/gen_grad_cases.py $(GRAD_DEPS)
+	$(call gen,tests/gen_grad_ops.py,$(TOUT)/grad_ops)
 $(TOUT)/train/.stamp: tests/gen_train_cases.py tests/gen_grad_cases.py $(GRAD_DEPS)
 	$(call gen,tests/gen_train_cases.py,$(TOUT)/train)
 # ---- optimisers (issue 5): tests/gen_optim_cases.py + tests/unit/test_optim.c --

@@ -1783,6 +1783,169 @@ START_TEST(test_norms)
 }
 END_TEST
 
+/* rt_conv_grad_x / rt_conv_grad_w: the gradients of a convolution, which is
+ * linear in X and in W, against rt_conv_ref applied to unit tensors:
+ * dX[i] = <dY, conv(e_i, W)>, dW[k] = <dY, conv(X, e_k)>. */
+static void conv_grad_case(rng *r, int nsp, const int64_t *xd, int64_t m, int64_t group, const int64_t *k,
+			   const int64_t *st, const int64_t *pads, const int64_t *dil)
+{
+	int64_t nx = xd[0] * xd[1], nw = m * (xd[1] / group), ny = xd[0] * m;
+	for (int a = 0; a < nsp; a++) {
+		int64_t span = dil[a] * (k[a] - 1) + 1, o = (xd[2 + a] + pads[a] + pads[nsp + a] - span) / st[a] + 1;
+		nx *= xd[2 + a];
+		nw *= k[a];
+		ny *= o;
+	}
+	float *x = xmalloc((size_t)nx * sizeof *x), *w = xmalloc((size_t)nw * sizeof *w);
+	float *dy = xmalloc((size_t)ny * sizeof *dy), *y = xmalloc((size_t)ny * sizeof *y);
+	float *dx = xmalloc((size_t)nx * sizeof *dx), *dw = xmalloc((size_t)nw * sizeof *dw);
+	float *e = xmalloc((size_t)(nx > nw ? nx : nw) * sizeof *e);
+	fill(r, x, nx);
+	fill(r, w, nw);
+	fill(r, dy, ny);
+	rt_conv_grad_x(dx, dy, w, nsp, xd, m, group, k, st, pads, dil);
+	rt_conv_grad_w(dw, dy, x, nsp, xd, m, group, k, st, pads, dil);
+	for (int pass = 0; pass < 2; pass++) {
+		int64_t n = pass ? nw : nx;
+		for (int64_t i = 0; i < n; i++) {
+			memset(e, 0, (size_t)n * sizeof *e);
+			e[i] = 1;
+			if (pass)
+				rt_conv_ref(y, x, e, NULL, nsp, xd, m, group, k, st, pads, dil);
+			else
+				rt_conv_ref(y, e, w, NULL, nsp, xd, m, group, k, st, pads, dil);
+			double want = 0;
+			for (int64_t j = 0; j < ny; j++)
+				want += (double)dy[j] * y[j];
+			float got = pass ? dw[i] : dx[i];
+			ck_assert_msg(fabs(got - want) <= 1e-4 * (1.0 + fabs(want)), "nsp %d group %lld: d%s[%lld] = %g, want %g",
+				      nsp, (long long)group, pass ? "W" : "X", (long long)i, (double)got, want);
+		}
+	}
+	free(x);
+	free(w);
+	free(dy);
+	free(y);
+	free(dx);
+	free(dw);
+	free(e);
+}
+
+START_TEST(test_conv_grads)
+{
+	rng r = {11};
+	conv_grad_case(&r, 1, (const int64_t[]){2, 3, 9}, 4, 1, (const int64_t[]){3}, (const int64_t[]){1},
+		       (const int64_t[]){1, 1}, (const int64_t[]){1});
+	conv_grad_case(&r, 1, (const int64_t[]){3, 4, 13}, 6, 2, (const int64_t[]){3}, (const int64_t[]){2},
+		       (const int64_t[]){2, 1}, (const int64_t[]){2});
+	conv_grad_case(&r, 1, (const int64_t[]){2, 3, 8}, 6, 3, (const int64_t[]){2}, (const int64_t[]){3},
+		       (const int64_t[]){0, 2}, (const int64_t[]){1});
+	conv_grad_case(&r, 2, (const int64_t[]){2, 2, 5, 6}, 3, 1, (const int64_t[]){2, 3}, (const int64_t[]){2, 1},
+		       (const int64_t[]){1, 0, 0, 1}, (const int64_t[]){1, 2});
+}
+END_TEST
+
+/* rt_pad_grad, the adjoint of rt_pad: dX[i] = <dY, pad(e_i)> for every mode,
+ * with pads that crop and pads wider than the axis (reflect folds twice). */
+START_TEST(test_pad_grad)
+{
+	rng r = {12};
+	const int64_t xd[2] = {3, 4};
+	const int64_t padsets[3][4] = {{2, 1, 1, 3}, {-1, 5, 0, -2}, {4, 0, 3, 1}};
+	for (int ps = 0; ps < 3; ps++)
+		for (int mode = 0; mode < 3; mode++) {
+			const int64_t *pads = padsets[ps];
+			int64_t ny = (xd[0] + pads[0] + pads[2]) * (xd[1] + pads[1] + pads[3]);
+			float dy[256], y[256], dx[12], e[12];
+			fill(&r, dy, ny);
+			rt_pad_grad(dx, dy, 2, xd, pads, mode);
+			for (int i = 0; i < 12; i++) {
+				memset(e, 0, sizeof e);
+				e[i] = 1;
+				rt_pad(y, e, sizeof(float), 2, xd, pads, mode, NULL);
+				double want = 0;
+				for (int64_t j = 0; j < ny; j++)
+					want += (double)dy[j] * y[j];
+				ck_assert_msg(fabs(dx[i] - want) <= 1e-5 * (1.0 + fabs(want)),
+					      "pads %d mode %d dx[%d] = %g, want %g", ps, mode, i, (double)dx[i], want);
+			}
+		}
+}
+END_TEST
+
+/* rt_class_loss_grad against central differences of rt_class_loss
+ * (from_logits 0) for every reduction, with and without weights and an
+ * ignored target. */
+START_TEST(test_class_loss_grad)
+{
+	rng r = {13};
+	enum { N = 2, C = 3, D = 2 };
+	float x[N * C * D], w[C], dl[N * D], dx[N * C * D], dw[C], lp[N * D], lm[N * D];
+	const int64_t t[N * D] = {0, 2, 1, 2};
+	fill(&r, x, N * C * D);
+	for (int c = 0; c < C; c++)
+		w[c] = 0.5f + 0.25f * (float)c;
+	fill(&r, dl, N * D);
+	for (int red = 0; red < 3; red++)
+		for (int weighted = 0; weighted < 2; weighted++) {
+			const float *wp = weighted ? w : NULL;
+			ck_assert_int_eq(rt_class_loss_grad(dx, weighted ? dw : NULL, dl, x, t, wp, N, C, D, red, 1, 2), RT_OK);
+			/* <dl, loss(x)>: the value whose gradient is wanted */
+			for (int pass = 0; pass < 1 + weighted; pass++) {
+				int n = pass ? C : N * C * D;
+				for (int i = 0; i < n; i++) {
+					float *p = pass ? &w[i] : &x[i], keep = *p;
+					const float h = 1.0f / 64;
+					double f[2];
+					for (int s = 0; s < 2; s++) {
+						*p = keep + (s ? h : -h);
+						ck_assert_int_eq(rt_class_loss(s ? lp : lm, NULL, x, 0, t, wp, N, C, D, red, 1, 2),
+								 RT_OK);
+						const float *l = s ? lp : lm;
+						f[s] = 0;
+						for (int j = 0; j < (red == RT_LOSS_NONE ? N * D : 1); j++)
+							f[s] += (double)dl[j] * l[j];
+					}
+					*p = keep;
+					double want = (f[1] - f[0]) / (2.0 * h), got = pass ? dw[i] : dx[i];
+					ck_assert_msg(fabs(got - want) <= 2e-3 * (1.0 + fabs(want)),
+						      "reduction %d weights %d d%s[%d] = %g, want %g", red, weighted,
+						      pass ? "w" : "x", i, got, want);
+				}
+			}
+		}
+	/* a target out of range that is not ignored */
+	const int64_t bad[N * D] = {0, 3, 1, 2};
+	ck_assert_int_eq(rt_class_loss_grad(dx, NULL, dl, x, bad, NULL, N, C, D, RT_LOSS_SUM, 0, 0), RT_ERR_INDEX);
+}
+END_TEST
+
+/* rt_batchnorm_train against the batch statistics computed here. */
+START_TEST(test_batchnorm_train)
+{
+	const float x[] = {1, 2, 3, 4, -1, 0, 1, 6};    /* [N=2, C=2, 2] */
+	const float sc[] = {1.5f, -0.5f}, bi[] = {0.25f, 1}, mu[] = {1, -1}, var[] = {4, 0.25f};
+	float y[8], rm[2], rv[2];
+	rt_batchnorm_train(y, rm, rv, x, sc, bi, mu, var, 2, 2, 2, 1e-3f, 0.75f);
+	for (int ch = 0; ch < 2; ch++) {
+		double m = 0, v = 0;
+		for (int b = 0; b < 2; b++)
+			for (int i = 0; i < 2; i++)
+				m += x[(b * 2 + ch) * 2 + i] / 4.0;
+		for (int b = 0; b < 2; b++)
+			for (int i = 0; i < 2; i++)
+				v += (x[(b * 2 + ch) * 2 + i] - m) * (x[(b * 2 + ch) * 2 + i] - m) / 4.0;
+		for (int b = 0; b < 2; b++)
+			for (int i = 0; i < 2; i++) {
+				int j = (b * 2 + ch) * 2 + i;
+				ck_assert_float_eq_tol(y[j], (x[j] - m) / sqrt(v + 1e-3) * sc[ch] + bi[ch], 1e-5);
+			}
+		ck_assert_float_eq_tol(rm[ch], mu[ch] * 0.75 + m * 0.25, 1e-6);
+		ck_assert_float_eq_tol(rv[ch], var[ch] * 0.75 + v * 0.25, 1e-6);
+	}
+}
+END_TEST
+
 START_TEST(test_argmax)
 {
 	const float x[] = {1, 5, 5, 0, -2, 7, -2, 7};     /* [2, 4]: along axis 1 */
@@ -1862,6 +2025,10 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_resize_vs_naive);
 	tcase_add_test(tc, test_grid_sample_by_hand);
 	tcase_add_test(tc, test_roi_align_by_hand);
+	tcase_add_test(tc, test_conv_grads);
+	tcase_add_test(tc, test_pad_grad);
+	tcase_add_test(tc, test_class_loss_grad);
+	tcase_add_test(tc, test_batchnorm_train);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("init");
