@@ -58,6 +58,7 @@
 
 #include "infer.h"
 #include "cmd.h"
+#include "testdata.h"
 #include "train.h"
 #include "util.h"
 #include "cellrt.h"
@@ -294,6 +295,8 @@ static int read_inputs(verify *V, diag *D)
 			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
 			if (!s->in[k] || D->nerrors)
 				return -1;
+			if (k < g->ninputs)
+				s->in[k] = td_widen(V->scratch, s->in[k], g->inputs[k]->narrow);
 		}
 		if (V->po.train && !V->loss_given && i == 0 && s->nin > g->ninputs) {
 			/* no --loss: the target says which (i64 [B]: ce, i64 [T, B]: ce-all,
@@ -770,7 +773,7 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 		const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
 		D->file = "cellc verify";
 		ir_value *ref = go->seq != IR_TENSOR ? onnx_read_seq_file(V->scratch, D, p, go->seq, go->name)
-						     : onnx_read_tensor_file(V->scratch, D, p);
+						     : td_widen(V->scratch, onnx_read_tensor_file(V->scratch, D, p), go->narrow);
 		D->file = V->model;
 		enum { MAXREF = 4096 };
 		ir_value *vals[MAXREF];

@@ -258,6 +258,11 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 	case OP_EXPAND:
 		return x;
 	case OP_CAST:
+		/* FLOAT16 / BFLOAT16 results stay float32, rounded to the narrower type */
+		if (ir_attr_int(n, "to", 0) == DT_F16)
+			return arena_printf(E->A, "rt_round_f16(%s)", x);
+		if (ir_attr_int(n, "to", 0) == DT_BF16)
+			return arena_printf(E->A, "rt_round_bf16((float)%s)", x);
 		if (dt == DT_BOOL)
 			return arena_printf(E->A, "(%s != 0)", x);
 		return arena_printf(E->A, "(%s)%s", ctype(n->out[0]), x);

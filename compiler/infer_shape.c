@@ -888,10 +888,17 @@ static int infer_cast(ictx *c)
 	ir_attr *a = ir_attr_find(c->n, "to");
 	if (!a || a->kind != ATTR_INT)
 		return fail(c, "attribute 'to' is required");
+	if (a->i == DT_F16 || a->i == DT_BF16) {
+		/* computed in float32: the values rounded to the narrower type */
+		set_out(c, 0, DT_F32, &in(c, 0)->shape);
+		c->n->out[0]->narrow = (ir_dtype)a->i;
+		return 0;
+	}
 	if (a->i < 0 || a->i >= DT_COUNT_ || !infer_dtype_ok((ir_dtype)a->i))
 		return fail(c, "unsupported target dtype %lld (%s)", (long long)a->i,
 			    a->i > 0 && a->i < DT_COUNT_ ? ir_dtype_name((ir_dtype)a->i) : "unknown");
 	set_out(c, 0, (ir_dtype)a->i, &in(c, 0)->shape);
+	c->n->out[0]->narrow = DT_UNDEF;
 	return 0;
 }
 
@@ -1906,7 +1913,33 @@ static int infer_optim(ictx *c)
 
 /* ---- entry --------------------------------------------------------------------- */
 
+static int infer_rule(ir_graph *g, ir_node *n, diag *D);
+
+/* The rule of the node's operator, then ir_value.narrow: a float32 result of
+ * float32 operands that all stand for the same FLOAT16 / BFLOAT16 type
+ * stands for it too (ONNX's type constraints give such a result that type;
+ * Cast decides its own). */
 int infer_node(ir_graph *g, ir_node *n, diag *D)
+{
+	int r = infer_rule(g, n, D);
+	if (r || n->op == OP_CAST)
+		return r;
+	ir_dtype narrow = DT_UNDEF;
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		if (!v || v->dtype != DT_F32)
+			continue;
+		if (!v->narrow || (narrow && v->narrow != narrow))
+			return 0;
+		narrow = v->narrow;
+	}
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && n->out[k]->dtype == DT_F32)
+			n->out[k]->narrow = narrow;
+	return 0;
+}
+
+static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 {
 	ictx cx = {g, n, D, g->A}, *c = &cx;
 	const ir_opinfo *oi = &ir_ops[n->op];
@@ -1966,7 +1999,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_DROPOUT: return infer_dropout(c);
 	case OP_CASTLIKE:
 		/* the dtype is known now: the node becomes the Cast it stands for */
-		ir_attr_set_int(n, "to", (int64_t)n->in[1]->dtype);
+		ir_attr_set_int(n, "to", (int64_t)(n->in[1]->narrow ? n->in[1]->narrow : n->in[1]->dtype));
 		n->op = OP_CAST;
 		n->nin = 1;
 		return infer_cast(c);

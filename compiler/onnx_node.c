@@ -319,6 +319,7 @@ static ir_value *attr_tensor(onnx_ctx *L, ir_node *n, const char *aname, const O
 	v->dtype = ot.dtype;
 	v->shape = ot.shape;
 	v->data = ot.data;
+	v->narrow = ot.narrow;
 	v->graph = L->g;
 	v->slot = -1;
 	v->id = -1;
@@ -746,7 +747,7 @@ static int check_cast(onnx_ctx *L, ir_node *n)
 	}
 	if (a->kind != ATTR_INT)
 		return 0;       /* a bad type name: reported by norm_cast */
-	if (a->i < 0 || a->i > 1000 || !onnx_dtype_supported((int)a->i)) {
+	if (a->i < 0 || a->i > 1000 || (!onnx_dtype_supported((int)a->i) && !onnx_dtype_narrow((int)a->i))) {
 		onnx_node_error(L, n, "Cast to %s is not supported", onnx_dtype_name((int)a->i));
 		return 1;
 	}
