@@ -26,7 +26,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "emit.h"
-#include "testdata.h"
 #include "cellrt.h"
 #include "compile.h"
 #include "util.h"
@@ -603,10 +602,7 @@ int emit_testbench(ir_graph *g, diag *D, const emit_opts *o, const emit_tb *t)
 	for (int s = 0; s < t->nsets; s++)
 		for (int oo = 0; oo < 2; oo++)
 			for (int k = 0; k < (oo ? g->noutputs : g->ninputs); k++) {
-				ir_value **at = &(oo ? t->sets[s].out : t->sets[s].in)[k];
-				/* FLOAT16 / BFLOAT16 data as the float32 the model computes in */
-				*at = td_widen(g, *at, (oo ? g->outputs : g->inputs)[k]->narrow);
-				const ir_value *v = *at;
+				const ir_value *v = (oo ? t->sets[s].out : t->sets[s].in)[k];
 				if (!v || !v->data || !ir_dtype_ctype(v->dtype) || v->shape.rank > RT_TF_MAXRANK) {
 					diag_error(D, "--testbench: golden %s %d of %s is not usable", oo ? "output" : "input",
 						   k, t->sets[s].label);
