@@ -362,7 +362,11 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 	default:
 		break;
 	}
-	ASSERT(elem_row_of(n->op) && elem_row_of(n->op)->expr);
+	const elem_row *row = elem_row_of(n->op);
+	if (!row || !row->expr) {
+		diag_node(E->D, n, "internal error: %s has no expression in elem.def", ir_op_name(n->op));
+		return NULL;
+	}
 	const char *e = elem_expr_for(n->op, fl, is_unsigned(dt));
 	if (!e) {
 		diag_node(E->D, n, "%s is not available for %s tensors", ir_op_name(n->op), ir_dtype_name(dt));

@@ -623,12 +623,6 @@ static double (*const elem_fn[OP_COUNT])(const ir_node *, const double *) = {
 #undef Y
 #undef X
 
-static double act(const ir_node *n, double x)
-{
-	ASSERT(elem_fn[n->op]);
-	return elem_fn[n->op](n, &x);
-}
-
 static int fold_unary(fctx *c)
 {
 	ir_node *n = c->n;
@@ -636,12 +630,17 @@ static int fold_unary(fctx *c)
 	int64_t total = numel(o);
 	if (x->sym)
 		return 0;
-	out_alloc(c, o, 0);
 	if (is_float(x->dtype)) {
-		for (int64_t i = 0; i < total; i++)
-			stf(o, i, act(n, ldf(x, i)));
+		if (!elem_fn[n->op])
+			return 0;       /* an op without an expression: left to run time */
+		out_alloc(c, o, 0);
+		for (int64_t i = 0; i < total; i++) {
+			double in = ldf(x, i);
+			stf(o, i, elem_fn[n->op](n, &in));
+		}
 		return 1;
 	}
+	out_alloc(c, o, 0);
 	int sgn = !is_unsigned(x->dtype);
 	for (int64_t i = 0; i < total; i++) {
 		uint64_t v = ldu(x, i);
@@ -849,7 +848,8 @@ static int fold_elem(fctx *c)
 				stu(o, i, f2u(r, o->dtype));
 		} else {
 			double in[2] = {ldf(x, off[0]), nin > 1 ? ldf(fin(c, 1), off[1]) : 0};
-			ASSERT(elem_fn[n->op]);
+			if (!elem_fn[n->op])
+				return 0;       /* no expression: left to run time */
 			stf(o, i, elem_fn[n->op](n, in));
 		}
 		for (int d = R - 1; d >= 0; d--) {
