@@ -154,8 +154,8 @@ static int is_body_output(const rec *R, const ir_value *v, int *first)
 static const char *flt(rec *R, double x) { return emit_float(R->E, x, DT_F32); }
 
 /* C expression of element-wise node n applied to operand expressions a[]:
- * the libcellrt kernel of its elem.def row (operands, then attributes), else
- * the root graph's expression. */
+ * the libcellrt kernel of its elem.def row (operands, then attributes), Clip's
+ * rt_clipf (a bound not given: infinite), else the root graph's expression. */
 static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 {
 	const char *step = elem_step(n->op);
