@@ -1495,7 +1495,7 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 int onnx_is_seq_op(ir_op op)
 {
 	return op == OP_SEQEMPTY || op == OP_SEQINSERT || op == OP_SEQCONCAT || op == OP_SEQAT ||
-	       op == OP_SEQLEN || op == OP_SEQCONSTRUCT || op == OP_SPLITTOSEQ;
+	       op == OP_SEQLEN || op == OP_SEQCONSTRUCT || op == OP_SPLITTOSEQ || op == OP_SEQERASE;
 }
 
 static int seq_live(const ir_graph *g, const ir_value *v)

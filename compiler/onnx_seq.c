@@ -16,7 +16,8 @@
  *     (onnx_load_bound: `verify` binds them from input_N.pb, `compile
  *     --bind NAME=FILE.pb` from a serialized SequenceProto/OptionalProto);
  *     their elements are constants;
- *   - SequenceEmpty, SequenceConstruct, SequenceInsert (constant position),
+ *   - SequenceEmpty, SequenceConstruct, SequenceInsert and SequenceErase
+ *     (constant position),
  *     Optional, OptionalGetElement of a sequence and Identity of either make
  *     new lists; SequenceAt (constant position) and OptionalGetElement of a
  *     tensor become Identity of the element, SequenceLength and
@@ -915,6 +916,27 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		for (int i = 0, j = 0; i <= S->nelem; i++)
 			e[i] = i == pos ? t : S->elem[j++];
 		set_list(o, IR_SEQ, S->nelem + 1, e, t->dtype);
+		break;
+	}
+	case OP_SEQERASE: {
+		if (!is_resolved(S) || S->seq != IR_SEQ) {
+			diag_node(D, n, "input '%s' is not a sequence", S ? S->name : "?");
+			return -1;
+		}
+		if (S->nelem == 0) {
+			diag_node(D, n, "SequenceErase of an empty sequence");
+			return -1;
+		}
+		pos = S->nelem - 1;
+		if (n->nin > 1 && n->in[1] && seq_pos(n, D, S, n->in[1], 0, &pos))
+			return -1;
+		if (!unroll_charge(g, n, D, S->nelem / 64, "erasing from a sequence that long"))
+			return -1;
+		ir_value **e = arena_array(g->A, (size_t)S->nelem, sizeof *e);
+		for (int i = 0, j = 0; i < S->nelem; i++)
+			if (i != pos)
+				e[j++] = S->elem[i];
+		set_list(o, IR_SEQ, S->nelem - 1, e, S->dtype);
 		break;
 	}
 	case OP_SEQAT:
