@@ -1275,6 +1275,10 @@ static ir_node **expand_loop(lx *X, int *count)
 		return NULL;
 	if (X->infer(X->cx, b))
 		return NULL;
+	/* per-step outputs that are not float32, now that the body has dtypes:
+	 * unrolled when the iterations are known (onnx_loop_needs_unroll) */
+	if (onnx_loop_needs_unroll(n))
+		return onnx_loop_unroll(X->g, n, X->D, X->infer, X->cx, count);
 	/* an If on run-time data (`if t == 0:`) was replaced by both its
 	 * branches during inference (onnx_seq.c): their reads of the iteration
 	 * number (x[t] in a branch) are the body's now */

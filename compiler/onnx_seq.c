@@ -37,7 +37,9 @@
  *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
  *     accumulation onnx_loop.c turns into a recurrence, unless that is a
- *     graph output) or indexing one is unrolled: its
+ *     graph output) or indexing one, or one whose per-step outputs are not
+ *     all float32 (a recurrence's are; checked once the body has dtypes), is
+ *     unrolled: its
  *     body copied once per iteration, each copy inferred and folded before
  *     the next, for a constant trip count of at most ONNX_UNROLL_MAX.
  * A graph output that is a sequence becomes the outputs NAME_0..NAME_{k-1}
@@ -1021,6 +1023,18 @@ int onnx_loop_needs_unroll(const ir_node *n)
 		    T <= ONNX_UNROLL_MAX)
 			return 1;
 	}
+	/* per-step outputs other than float32 (the int32 values of Range's
+	 * function body): a recurrence's are float32, so a loop of a constant
+	 * trip count within ONNX_UNROLL_MAX and a constant initial condition is
+	 * unrolled; the iterations' conditions must then fold too */
+	int64_t c = 1;
+	if (n->body && n->nin >= 2 && n->in[0] && const_scalar(n->in[0], &T) && T <= ONNX_UNROLL_MAX &&
+	    (!n->in[1] || const_scalar(n->in[1], &c)))
+		for (int j = 1 + (n->nin - 2); j < n->body->noutputs; j++) {
+			ir_dtype dt = n->body->outputs[j]->dtype;
+			if (dt != DT_F32 && dt != DT_UNDEF)
+				return 1;
+		}
 	/* a body indexing a compile-time sequence (SequenceMap's expansion) */
 	return n->body && reads_resolved(n->body);
 }
@@ -1117,7 +1131,8 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		if (!const_scalar(cond, &c)) {
 			diag_node(D, n, "Loop with a data-dependent condition: the body's condition output is not "
 				  "a compile-time constant in iteration %lld; cellc unrolls loops that carry "
-				  "sequences only when their iterations are known at compile time", (long long)i);
+				  "sequences (or have per-step outputs other than float32) only when their "
+				  "iterations are known at compile time", (long long)i);
 			return NULL;
 		}
 		for (int k = 0; k < N; k++)
