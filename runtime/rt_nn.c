@@ -1,6 +1,9 @@
 /* rt_nn.c: the kernels of the ONNX operators that are neither element-wise
  * nor recurrent: N-D convolution (Conv), padding (Pad), reductions over any
- * set of axes (ReduceSum .. ReduceLogSumExp) and ArgMax/ArgMin.
+ * set of axes (ReduceSum .. ReduceLogSumExp) and ArgMax/ArgMin, pooling
+ * and MaxUnpool, the normalisations (LayerNormalization, BatchNormalization,
+ * InstanceNormalization, LRN, MeanVarianceNormalization) and the indexing
+ * kernels.
  *
  * rt_conv lowers each group of a convolution to products: the input patches
  * of a tile of output positions are copied into a column buffer on the stack
