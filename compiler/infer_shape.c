@@ -1895,7 +1895,9 @@ static int infer_linalg(ictx *c)
 		ir_dim size[INFER_EINSUM_MAXLAB];
 		int seen[INFER_EINSUM_MAXLAB] = {0};
 		for (int k = 0; k < n->nin; k++)
-			if (need_ty(c, k, TY_FLOAT, "Einsum") || same_ty(c, k))
+			if (!in(c, k))
+				return fail(c, "operand %d is missing", k);
+			else if (need_ty(c, k, TY_FLOAT, "Einsum") || same_ty(c, k))
 				return 1;
 		if (infer_einsum_plan(n, &p, err, sizeof err))
 			return fail(c, "%s", err);
