@@ -117,6 +117,7 @@ typedef struct infer_einsum {
 	int nops, nlab, nout;
 	int rank[16];
 	int labels[16][IR_MAX_RANK];
+	char letter[INFER_EINSUM_MAXLAB];       /* each label's letter; '.' for an axis of "..." */
 } infer_einsum;
 int infer_einsum_plan(const ir_node *n, infer_einsum *p, char *err, size_t errlen);
 /* MelWeightMatrix's filter bank [dft_length / 2 + 1, bins] (row-major) as the

@@ -1759,7 +1759,7 @@ static int einsum_term(const char *t, size_t len, char *letters, int *nletters, 
 		if (ch == ' ')
 			continue;
 		if (ch == '.') {
-			if (*ell >= 0 || i + 2 >= len + 0 || t[i + 1] != '.' || t[i + 2] != '.')
+			if (*ell >= 0 || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.')
 				return -1;
 			*ell = *nletters;
 			i += 2;
@@ -1843,19 +1843,18 @@ int infer_einsum_plan(const ir_node *n, infer_einsum *p, char *err, size_t errle
 				id[ch] = nl++;
 	}
 	p->nout = nl;
-	int ebase = arrow ? (oell >= 0 ? oell : 0) : 0;   /* the label of the ellipsis' first axis */
-	if (!arrow || oell >= 0)
-		;       /* ellipsis labels ebase .. ebase + nell - 1 are output labels */
-	else
-		ebase = -1;
+	/* the ellipsis' axes are output labels ebase .. ebase + nell - 1 (an
+	 * explicit output without "..." has none to place: nell is 0) */
+	int ebase = arrow && oell >= 0 ? oell : 0;
 	for (int ch = 0; ch < 128; ch++)
 		if (count[ch] && id[ch] < 0)
 			id[ch] = nl++;
-	if (ebase < 0) {        /* no ellipsis in the output: none in the operands either (checked) */
-		ebase = nl;
-		nl += nell;
-	}
 	p->nlab = nl;
+	for (int ch = 0; ch < 128; ch++)
+		if (id[ch] >= 0 && id[ch] < INFER_EINSUM_MAXLAB)
+			p->letter[id[ch]] = (char)ch;
+	for (int j = 0; j < nell && ebase + j < INFER_EINSUM_MAXLAB; j++)
+		p->letter[ebase + j] = '.';
 	if (nl > INFER_EINSUM_MAXLAB) {
 		snprintf(err, errlen, "equation '%s' has more than %d labels", eq, INFER_EINSUM_MAXLAB);
 		return -1;
@@ -1908,8 +1907,10 @@ static int infer_linalg(ictx *c)
 				int l = p.labels[o][a];
 				ir_dim d = n->in[o]->shape.d[a];
 				if (seen[l] && !ir_dim_eq(size[l], d))
-					return fail(c, "label %d of the equation has sizes %s and %s (cellc does not "
-						    "broadcast Einsum operands)", l, dimstr(c, size[l]), dimstr(c, d));
+					return fail(c, "%s of the equation has sizes %s and %s (cellc does not broadcast "
+						    "Einsum operands)", p.letter[l] == '.' ? "an axis of '...'" :
+						    arena_printf(c->A, "label '%c'", p.letter[l]), dimstr(c, size[l]),
+						    dimstr(c, d));
 				seen[l] = 1;
 				size[l] = d;
 			}

@@ -636,7 +636,8 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind0, con
 	onnx_binding *bind = arena_array(L->A, (size_t)(maxb ? maxb : 1), sizeof *bind);
 	int *used = arena_array(L->A, (size_t)(maxb ? maxb : 1), sizeof *used);
 	ir_value **pre = arena_array(L->A, gp->n_input ? gp->n_input : 1, sizeof *pre);
-	memcpy(bind, bind0, (size_t)nbind0 * sizeof *bind);
+	if (nbind0)
+		memcpy(bind, bind0, (size_t)nbind0 * sizeof *bind);
 	for (size_t k = 0; k < gp->n_input; k++) {
 		const Onnx__ValueInfoProto *vi = gp->input[k];
 		int kind = vi->name ? onnx_type_kind(vi->type) : IR_TENSOR;
