@@ -335,7 +335,7 @@ static int const_operand(ir_op op, int k)
 		return k == 0;                          /* cond: the branch taken */
 	case OP_SEQINSERT:
 		return k == 2;                          /* positions in sequences */
-	case OP_SEQAT:
+	case OP_SEQAT: case OP_SEQERASE:
 		return k == 1;
 	default:
 		return infer_shape_input(op, k) != NULL;        /* Pad's pads, reductions' axes */

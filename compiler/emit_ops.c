@@ -1150,7 +1150,7 @@ static void emit_pool(emit_ctx *E, ir_node *n)
 			ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
 		return;
 	}
-	const char *kind = n->op == OP_MAXPOOL ? "RT_POOL_MAX"
+	const char *kind = n->op == OP_MAXPOOL ? (ir_attr_int(n, "storage_order", 0) ? "RT_POOL_MAX_CM" : "RT_POOL_MAX")
 			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
 	node_comment(E, n, NULL);
 	ew_line(E->w, "rt_pool(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", kind, emit_ref(E, y),
@@ -1446,6 +1446,111 @@ static void emit_layout(emit_ctx *E, ir_node *n)
 	ew_close(E->w, "");
 }
 
+/* Det, Einsum, LRN, MeanVarianceNormalization, MaxUnpool, DFT, STFT through
+ * runtime/rt_linalg.c and rt_nn.c (MelWeightMatrix is always folded). */
+static void emit_linalg(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, f64 = x->dtype == DT_F64;
+	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *call = NULL;
+	switch (n->op) {
+	case OP_DET:
+		call = arena_printf(E->A, "rt_det(%s, %s, %d, %s, %s)", yr, xr, f64, emit_dim(E, dims_prod(&x->shape, 0, r - 2)),
+				    emit_dim(E, x->shape.d[r - 1]));
+		break;
+	case OP_EINSUM: {
+		infer_einsum p;
+		char err[300];
+		if (infer_einsum_plan(n, &p, err, sizeof err)) {
+			diag_node(E->D, n, "internal: %s", err);
+			return;
+		}
+		char *ops = "", *ranks = "", *dims = "", *labs = "";
+		for (int o = 0; o < p.nops; o++) {
+			ops = arena_printf(E->A, "%s%s%s", ops, o ? ", " : "", emit_ref(E, n->in[o]));
+			ranks = arena_printf(E->A, "%s%s%d", ranks, o ? ", " : "", p.rank[o]);
+			for (int a = 0; a < p.rank[o]; a++) {
+				int first = !*dims;
+				dims = arena_printf(E->A, "%s%s%s", dims, first ? "" : ", ", emit_dim(E, n->in[o]->shape.d[a]));
+				labs = arena_printf(E->A, "%s%s%d", labs, first ? "" : ", ", p.labels[o][a]);
+			}
+		}
+		node_comment(E, n, ir_attr_string(n, "equation", ""));
+		ew_open(E->w, "%s", "");
+		ew_line(E->w, "int gst = rt_einsum(%s, %d, %d, (const void *const[]){%s}, (const int[]){%s}, "
+			"(const int64_t[]){%s}, (const int[]){%s}, %d, %d);", yr, f64, p.nops, ops, ranks,
+			*dims ? dims : "0", *labs ? labs : "0", p.nlab, p.nout);
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		ew_close(E->w, "");
+		return;
+	}
+	case OP_LRN:
+		node_comment(E, n, NULL);
+		ew_line(E->w, "rt_lrn(%s, %s, %s, %s, %s, %lld, %s, %s, %s);", yr, xr, emit_dim(E, x->shape.d[0]),
+			emit_dim(E, x->shape.d[1]), emit_dim(E, dims_prod(&x->shape, 2, r)),
+			(long long)ir_attr_int(n, "size", 1), emit_float(E, ir_attr_float(n, "alpha", 1e-4f), DT_F32),
+			emit_float(E, ir_attr_float(n, "beta", 0.75f), DT_F32),
+			emit_float(E, ir_attr_float(n, "bias", 1.0f), DT_F32));
+		return;
+	case OP_MVN: {
+		ir_attr *a = ir_attr_find(n, "axes");
+		int mask[IR_MAX_RANK] = {0};
+		const int64_t def[3] = {0, 2, 3};
+		for (int i = 0; i < (a ? a->n : 3); i++)
+			mask[axis_of(a ? a->ints[i] : def[i], r)] = 1;
+		char *m = "";
+		for (int i = 0; i < r; i++)
+			m = arena_printf(E->A, "%s%s%d", m, i ? ", " : "", mask[i]);
+		call = arena_printf(E->A, "rt_mvn(%s, %s, %d, %s, (const unsigned char[]){%s})", yr, xr, r,
+				    dims_lit(E, &x->shape, 0), *m ? m : "0");
+		break;
+	}
+	case OP_MAXUNPOOL: {
+		int64_t ysp[IR_MAX_RANK];
+		int nsp = infer_unpool_geometry(n, ysp);
+		ASSERT(nsp == r - 2);
+		char *idims = arena_printf(E->A, "%s, %s", emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]));
+		for (int i = 0; i < nsp; i++)
+			idims = arena_printf(E->A, "%s, %lld", idims, (long long)ysp[i]);
+		call = arena_printf(E->A, "rt_max_unpool(%s, %s, %s, %s, %d, (const int64_t[]){%s}, %s)", yr, xr,
+				    emit_ref(E, n->in[1]), emit_numel(E, &x->shape), r, idims, dims_lit(E, &y->shape, 0));
+		break;
+	}
+	case OP_DFT: {
+		int ax = axis_of(ir_attr_int(n, "axis", 1), r);
+		const ir_value *dl = n->nin > 1 ? n->in[1] : NULL;
+		const char *len = emit_dim(E, x->shape.d[ax]);
+		const char *nfft = dl ? arena_printf(E->A, "%lld", (long long)infer_elem_int(dl, 0)) : len;
+		call = arena_printf(E->A, "rt_dft(%s, %s, %d, %s, %s, %s, %s, %s, %s, %d)", yr, xr, f64,
+				    emit_dim(E, dims_prod(&x->shape, 0, ax)), len,
+				    emit_dim(E, dims_prod(&x->shape, ax + 1, r - 1)), emit_dim(E, x->shape.d[r - 1]), nfft,
+				    emit_dim(E, y->shape.d[ax]), (int)ir_attr_int(n, "inverse", 0));
+		break;
+	}
+	case OP_STFT: {
+		const ir_value *w = n->nin > 2 ? n->in[2] : NULL;
+		int64_t nfft = w ? w->shape.d[0].k : infer_elem_int(n->in[3], 0);
+		call = arena_printf(E->A, "rt_stft(%s, %s, %d, %s, %s, %s, %lld, %s, %lld, %s, %s)", yr, xr, f64,
+				    emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]), emit_dim(E, x->shape.d[2]),
+				    (long long)infer_elem_int(n->in[1], 0), w ? emit_ref(E, w) : "NULL", (long long)nfft,
+				    emit_dim(E, y->shape.d[1]), emit_dim(E, y->shape.d[2]));
+		break;
+	}
+	case OP_MELWEIGHT:
+		diag_node(E->D, n, "MelWeightMatrix of %s elements is larger than cellc folds at compile time",
+			  emit_numel(E, &y->shape));
+		return;
+	default: UNREACHABLE();
+	}
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int gst = %s;", call);
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
+
 static void emit_size(emit_ctx *E, ir_node *n)
 {
 	node_comment(E, n, NULL);
@@ -1574,6 +1679,10 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
 	case OP_GATHERND: case OP_INSTANCENORM:
 		emit_layout(E, n);
+		return;
+	case OP_DET: case OP_EINSUM: case OP_LRN: case OP_MVN: case OP_MAXUNPOOL: case OP_DFT: case OP_STFT:
+	case OP_MELWEIGHT:
+		emit_linalg(E, n);
 		return;
 	case OP_SOFTMAXCE: case OP_NLLLOSS:
 		if (is_train_ce(n))

@@ -107,6 +107,25 @@ int64_t infer_range_count(double start, double limit, double delta);
 int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
 /* Element i of a window of `size` (HannWindow, HammingWindow, BlackmanWindow). */
 double infer_window(ir_op op, int64_t i, int64_t size, int periodic);
+/* Einsum's equation as label numbers: operand o's axis a carries label
+ * labels[o][a]; labels 0 .. nout - 1 are the output's axes in order (the
+ * explicit "->" part, or else the ellipsis' axes then the letters used once,
+ * in ASCII order), the others are summed over.  Returns 0, or -1 with a
+ * sentence in err.  Shapes are not checked here. */
+enum { INFER_EINSUM_MAXLAB = 64 };
+typedef struct infer_einsum {
+	int nops, nlab, nout;
+	int rank[16];
+	int labels[16][IR_MAX_RANK];
+	char letter[INFER_EINSUM_MAXLAB];       /* each label's letter; '.' for an axis of "..." */
+} infer_einsum;
+int infer_einsum_plan(const ir_node *n, infer_einsum *p, char *err, size_t errlen);
+/* MelWeightMatrix's filter bank [dft_length / 2 + 1, bins] (row-major) as the
+ * ONNX specification computes it; y has (dft_length / 2 + 1) * bins entries. */
+void infer_melweight(double *y, int64_t bins, int64_t dft_length, int64_t sample_rate, double lower_hz,
+		     double upper_hz);
+/* MaxUnpool's default output spatial sizes: (in - 1) * stride + kernel - pads. */
+int infer_unpool_geometry(const ir_node *n, int64_t *ysp);
 /* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
 /* Resize (inferred; also Upsample, loaded as Resize): what rt_resize needs

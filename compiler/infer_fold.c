@@ -486,6 +486,57 @@ static int fold_window(fctx *c)
 	return 1;
 }
 
+/* MelWeightMatrix, as the ONNX specification computes it: num_mel_bins + 2
+ * points evenly spaced on the mel scale (2595 log10(1 + f / 700)) from
+ * lower_edge_hertz (step: the span over num_mel_bins + 2), back to hertz,
+ * to DFT bins floor((dft_length + 1) f / sample_rate); filter i rises
+ * linearly from point i to point i + 1 and falls to point i + 2. */
+void infer_melweight(double *y, int64_t bins, int64_t dft_length, int64_t sample_rate, double lower_hz,
+		     double upper_hz)
+{
+	int64_t rows = dft_length / 2 + 1;
+	double lo = 2595.0 * log10(1.0 + lower_hz / 700.0), hi = 2595.0 * log10(1.0 + upper_hz / 700.0);
+	double step = (hi - lo) / (double)(bins + 2);
+	for (int64_t i = 0; i < rows * bins; i++)
+		y[i] = 0.0;
+	int64_t pt[3];
+	for (int64_t i = 0; i < bins; i++) {
+		for (int j = 0; j < 3; j++) {
+			double hz = 700.0 * (pow(10.0, ((double)(i + j) * step + lo) / 2595.0) - 1.0);
+			pt[j] = (int64_t)floor((double)(dft_length + 1) * hz / (double)sample_rate);
+		}
+		int64_t up = pt[1] - pt[0], down = pt[2] - pt[1];
+		if (up == 0) {
+			if (pt[1] >= 0 && pt[1] < rows)
+				y[pt[1] * bins + i] = 1.0;
+		} else {
+			for (int64_t j = pt[0]; j <= pt[1]; j++)
+				if (j >= 0 && j < rows)
+					y[j * bins + i] = (double)(j - pt[0]) / (double)up;
+		}
+		for (int64_t j = pt[1]; j < pt[2]; j++)
+			if (j >= 0 && j < rows)
+				y[j * bins + i] = (double)(pt[2] - j) / (double)down;
+	}
+}
+
+static int fold_melweight(fctx *c)
+{
+	ir_value *o = c->n->out[0];
+	double v[5];
+	for (int k = 0; k < 5; k++) {
+		ir_value *x = fin(c, k);
+		v[k] = is_float(x->dtype) ? ldf(x, 0) : (double)infer_elem_int(x, 0);
+	}
+	int64_t m = numel(o);
+	double *t = arena_array(c->g->A, (size_t)(m > 0 ? m : 1), sizeof *t);
+	infer_melweight(t, (int64_t)v[0], (int64_t)v[1], (int64_t)v[2], v[3], v[4]);
+	out_alloc(c, o, 0);
+	for (int64_t i = 0; i < m; i++)
+		stf(o, i, t[i]);
+	return 1;
+}
+
 /* Size: the element count, a monomial of the dimension symbols. */
 static int fold_size(fctx *c)
 {
@@ -967,6 +1018,7 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_RANGE: r = fold_range(c); break;
 	case OP_TILE: r = fold_tile(c); break;
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: r = fold_window(c); break;
+	case OP_MELWEIGHT: r = fold_melweight(c); break;
 	case OP_REDUCEMIN: case OP_REDUCEMAX:
 		r = fin(c, 0)->dtype == DT_I64 ? fold_reduce_int(c) : 0;
 		break;

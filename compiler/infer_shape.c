@@ -151,6 +151,14 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_TOPK: return k == 1 ? "K" : NULL;
 	case OP_RESIZE: return k == 1 ? "roi" : k == 2 ? "scales" : k == 3 ? "sizes" : NULL;
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: return k == 0 ? "size" : NULL;
+	case OP_MAXUNPOOL: return k == 2 ? "output_shape" : NULL;
+	case OP_DFT: return k == 1 ? "dft_length" : NULL;
+	case OP_STFT: return k == 1 ? "frame_step" : k == 3 ? "frame_length" : NULL;
+	case OP_MELWEIGHT: {
+		static const char *const mel[] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
+						  "upper_edge_hertz"};
+		return k >= 0 && k < 5 ? mel[k] : NULL;
+	}
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
 	case OP_REDUCESUMSQUARE:
@@ -2072,6 +2080,330 @@ static int infer_layout(ictx *c)
 	return 0;
 }
 
+/* ---- Det, Einsum, LRN, MeanVarianceNormalization, MaxUnpool, DFT, STFT, MelWeightMatrix ---- */
+
+/* One term of an Einsum equation: letters and at most one "...", spaces
+ * ignored.  ell receives the position of the ellipsis among the letters (-1:
+ * none). */
+static int einsum_term(const char *t, size_t len, char *letters, int *nletters, int *ell)
+{
+	*nletters = 0;
+	*ell = -1;
+	for (size_t i = 0; i < len; i++) {
+		char ch = t[i];
+		if (ch == ' ')
+			continue;
+		if (ch == '.') {
+			if (*ell >= 0 || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.')
+				return -1;
+			*ell = *nletters;
+			i += 2;
+			continue;
+		}
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) || *nletters >= IR_MAX_RANK)
+			return -1;
+		letters[(*nletters)++] = ch;
+	}
+	return 0;
+}
+
+int infer_einsum_plan(const ir_node *n, infer_einsum *p, char *err, size_t errlen)
+{
+	const char *eq = ir_attr_string((ir_node *)n, "equation", "");
+	const char *arrow = strstr(eq, "->");
+	size_t lhs_len = arrow ? (size_t)(arrow - eq) : strlen(eq);
+	char let[16][IR_MAX_RANK], olet[IR_MAX_RANK];
+	int nlet[16], ell[16], nell = 0, onlet = 0, oell = -1;
+	memset(p, 0, sizeof *p);
+	p->nops = n->nin;
+	/* the operands' terms */
+	size_t at = 0;
+	for (int o = 0; o < n->nin; o++) {
+		size_t end = at;
+		while (end < lhs_len && eq[end] != ',')
+			end++;
+		if ((o == n->nin - 1) != (end == lhs_len) || o >= 16 ||
+		    einsum_term(eq + at, end - at, let[o], &nlet[o], &ell[o])) {
+			snprintf(err, errlen, "equation '%s' must have one term of letters (and at most one '...') "
+				 "per operand, %d here", eq, n->nin);
+			return -1;
+		}
+		int r = n->in[o]->shape.rank, e = r - nlet[o];
+		if (e < 0 || (e > 0 && ell[o] < 0)) {
+			snprintf(err, errlen, "term %d of equation '%s' has %d letters for an operand of rank %d", o,
+				 eq, nlet[o], r);
+			return -1;
+		}
+		if (ell[o] >= 0 && e > nell)
+			nell = e;
+		at = end + 1;
+	}
+	if (arrow && einsum_term(arrow + 2, strlen(arrow + 2), olet, &onlet, &oell)) {
+		snprintf(err, errlen, "the output term of equation '%s' must be letters and at most one '...'", eq);
+		return -1;
+	}
+	/* letter -> label: the output's first, then the others in ASCII order */
+	int id[128], count[128] = {0};
+	for (int i = 0; i < 128; i++)
+		id[i] = -1;
+	for (int o = 0; o < p->nops; o++)
+		for (int i = 0; i < nlet[o]; i++)
+			count[(int)let[o][i]]++;
+	int nl = 0;
+	if (arrow) {
+		if (oell < 0 && nell > 0) {
+			snprintf(err, errlen, "equation '%s' gives an output term without '...' for operands with "
+				 "'...'", eq);
+			return -1;
+		}
+		for (int i = 0; i < onlet + (oell >= 0 ? nell : 0); i++) {
+			/* the ellipsis' axes sit where the output term has it */
+			int li = oell < 0 || i < oell ? i : i < oell + nell ? -1 : i - nell;
+			if (li < 0) {
+				nl++;
+				continue;
+			}
+			char ch = olet[li];
+			if (id[(int)ch] >= 0 || !count[(int)ch]) {
+				snprintf(err, errlen, "output letter '%c' of equation '%s' is repeated or in no operand",
+					 ch, eq);
+				return -1;
+			}
+			id[(int)ch] = nl++;
+		}
+	} else {
+		nl = nell;
+		for (int ch = 0; ch < 128; ch++)
+			if (count[ch] == 1)
+				id[ch] = nl++;
+	}
+	p->nout = nl;
+	/* the ellipsis' axes are output labels ebase .. ebase + nell - 1 (an
+	 * explicit output without "..." has none to place: nell is 0) */
+	int ebase = arrow && oell >= 0 ? oell : 0;
+	for (int ch = 0; ch < 128; ch++)
+		if (count[ch] && id[ch] < 0)
+			id[ch] = nl++;
+	p->nlab = nl;
+	for (int ch = 0; ch < 128; ch++)
+		if (id[ch] >= 0 && id[ch] < INFER_EINSUM_MAXLAB)
+			p->letter[id[ch]] = (char)ch;
+	for (int j = 0; j < nell && ebase + j < INFER_EINSUM_MAXLAB; j++)
+		p->letter[ebase + j] = '.';
+	if (nl > INFER_EINSUM_MAXLAB) {
+		snprintf(err, errlen, "equation '%s' has more than %d labels", eq, INFER_EINSUM_MAXLAB);
+		return -1;
+	}
+	for (int o = 0; o < p->nops; o++) {
+		int r = n->in[o]->shape.rank, e = r - nlet[o], a = 0;
+		p->rank[o] = r;
+		for (int i = 0; i <= nlet[o]; i++) {
+			if (i == ell[o])        /* right-aligned against the longest ellipsis */
+				for (int j = 0; j < e; j++)
+					p->labels[o][a++] = ebase + nell - e + j;
+			if (i < nlet[o])
+				p->labels[o][a++] = id[(int)let[o][i]];
+		}
+	}
+	return 0;
+}
+
+static int infer_linalg(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	ir_dtype dt = x->dtype;
+	switch (n->op) {
+	case OP_DET:
+		if (need_ty(c, 0, TY_FLOAT, "Det"))
+			return 1;
+		if (r < 2 || !ir_dim_eq(x->shape.d[r - 1], x->shape.d[r - 2]))
+			return fail(c, "X must be [.., M, M], not %s", shp(c, &x->shape));
+		s.rank = r - 2;
+		break;
+	case OP_EINSUM: {
+		infer_einsum p;
+		char err[300];
+		ir_dim size[INFER_EINSUM_MAXLAB];
+		int seen[INFER_EINSUM_MAXLAB] = {0};
+		for (int k = 0; k < n->nin; k++)
+			if (!in(c, k))
+				return fail(c, "operand %d is missing", k);
+			else if (need_ty(c, k, TY_FLOAT, "Einsum") || same_ty(c, k))
+				return 1;
+		if (infer_einsum_plan(n, &p, err, sizeof err))
+			return fail(c, "%s", err);
+		if (p.nout > IR_MAX_RANK)
+			return fail(c, "the result would have rank %d", p.nout);
+		for (int o = 0; o < p.nops; o++)
+			for (int a = 0; a < p.rank[o]; a++) {
+				int l = p.labels[o][a];
+				ir_dim d = n->in[o]->shape.d[a];
+				if (seen[l] && !ir_dim_eq(size[l], d))
+					return fail(c, "%s of the equation has sizes %s and %s (cellc does not broadcast "
+						    "Einsum operands)", p.letter[l] == '.' ? "an axis of '...'" :
+						    arena_printf(c->A, "label '%c'", p.letter[l]), dimstr(c, size[l]),
+						    dimstr(c, d));
+				seen[l] = 1;
+				size[l] = d;
+			}
+		s.rank = p.nout;
+		for (int l = 0; l < p.nout; l++)
+			s.d[l] = size[l];
+		break;
+	}
+	case OP_LRN:
+		if (need_f32(c, 0))
+			return 1;
+		if (r < 3)
+			return fail(c, "X must be [N, C, D..] (rank 3 or more), not %s", shp(c, &x->shape));
+		break;
+	case OP_MVN: {
+		if (need_f32(c, 0))
+			return 1;
+		ir_attr *a = ir_attr_find(n, "axes");
+		int64_t def[3] = {0, 2, 3};
+		int na = a ? a->n : 3, mask[IR_MAX_RANK] = {0};
+		for (int i = 0; i < na; i++) {
+			int64_t v = a ? a->ints[i] : def[i];
+			int ax = norm_axis(v, r);
+			if (ax < 0 || mask[ax])
+				return fail(c, "axes must be distinct axes of X %s; %lld is not", shp(c, &x->shape),
+					    (long long)v);
+			mask[ax] = 1;
+		}
+		break;
+	}
+	case OP_MAXUNPOOL: {
+		ir_value *ix = in(c, 1), *os = in(c, 2);
+		int64_t ysp[IR_MAX_RANK];
+		if (need_f32(c, 0))
+			return 1;
+		if (ix->dtype != DT_I64 || !ir_shape_eq(&ix->shape, &x->shape) || r < 3)
+			return fail(c, "X must be [N, C, D..] and I int64 of its shape");
+		if (os) {
+			if (!infer_is_const(os) || os->sym)
+				return not_const(c, 2);
+			if (os->dtype != DT_I64 || ir_shape_const_numel(&os->shape) != r || os->shape.rank != 1)
+				return fail(c, "output_shape must be int64 [%d]", r);
+			for (int a = 0; a < r; a++) {
+				int64_t v = infer_elem_int(os, a);
+				if (v < 0 || (a < 2 && !(ir_dim_is_const(x->shape.d[a]) && x->shape.d[a].k == v)))
+					return fail(c, "output_shape must keep N and C of X %s", shp(c, &x->shape));
+				if (a >= 2)
+					s.d[a] = ir_dim_const(v);
+			}
+		}
+		if (infer_unpool_geometry(n, ysp) < 0)
+			return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides and pads with "
+				    "one value per spatial axis (pads two)", shp(c, &x->shape));
+		if (!os)
+			for (int a = 2; a < r; a++)
+				s.d[a] = ir_dim_const(ysp[a - 2]);
+		break;
+	}
+	case OP_DFT: {
+		if (need_ty(c, 0, TY_FLOAT, "DFT"))
+			return 1;
+		int64_t a0 = ir_attr_int(n, "axis", 1);
+		int ax = norm_axis(a0, r), inv = (int)ir_attr_int(n, "inverse", 0), one = (int)ir_attr_int(n, "onesided", 0);
+		if (r < 3 || !ir_dim_is_const(x->shape.d[r - 1]) || (x->shape.d[r - 1].k != 1 && x->shape.d[r - 1].k != 2))
+			return fail(c, "input must be [batch, signal dims.., 1 or 2], not %s", shp(c, &x->shape));
+		if (ax < 1 || ax > r - 2)
+			return fail(c, "axis %lld must be a signal axis (1 .. %d) of %s", (long long)a0, r - 2,
+				    shp(c, &x->shape));
+		ir_dim len = x->shape.d[ax];
+		if (in(c, 1)) {
+			double v;
+			if (need_ty(c, 1, TY_INT, "DFT") || const_scalar(c, 1, &v))
+				return 1;
+			if (v < 1 || v > INFER_NUMEL_MAX)
+				return fail(c, "dft_length must be positive, not %g", v);
+			len = ir_dim_const((int64_t)v);
+		}
+		if (one && (inv || x->shape.d[r - 1].k != 1))
+			return fail(c, "onesided 1 needs a real input (last axis 1) and inverse 0");
+		if (one) {
+			if (!ir_dim_is_const(len))
+				return fail(c, "onesided needs a constant length of axis %d", ax);
+			len = ir_dim_const(len.k / 2 + 1);
+		}
+		s.d[ax] = len;
+		s.d[r - 1] = ir_dim_const(2);
+		break;
+	}
+	case OP_STFT: {
+		double step, fl = -1;
+		ir_value *w = in(c, 2);
+		if (need_ty(c, 0, TY_FLOAT, "STFT") || same_ty(c, 2) || const_scalar(c, 1, &step) ||
+		    (in(c, 3) && const_scalar(c, 3, &fl)))
+			return 1;
+		if (r != 3 || !ir_dim_is_const(x->shape.d[1]) || !ir_dim_is_const(x->shape.d[2]) ||
+		    (x->shape.d[2].k != 1 && x->shape.d[2].k != 2))
+			return fail(c, "signal must be [batch, constant length, 1 or 2], not %s", shp(c, &x->shape));
+		if (w && (w->shape.rank != 1 || !ir_dim_is_const(w->shape.d[0])))
+			return fail(c, "window must be 1-D of constant length, not %s", shp(c, &w->shape));
+		if (!w && fl < 0)
+			return fail(c, "needs window or frame_length");
+		if (w && fl >= 0 && (double)w->shape.d[0].k != fl)
+			return fail(c, "frame_length %g differs from the window's length %lld", fl,
+				    (long long)w->shape.d[0].k);
+		int64_t nfft = w ? w->shape.d[0].k : (int64_t)fl, len = x->shape.d[1].k;
+		if (step < 1 || nfft < 1 || nfft > len)
+			return fail(c, "frame_step must be positive and the frame length (%lld) between 1 and the "
+				    "signal's length (%lld)", (long long)nfft, (long long)len);
+		int one = (int)ir_attr_int(n, "onesided", 1);
+		if (one && x->shape.d[2].k != 1)
+			return fail(c, "onesided 1 needs a real signal (last axis 1); set onesided 0");
+		s.rank = 4;
+		s.d[1] = ir_dim_const((len - nfft) / (int64_t)step + 1);
+		s.d[2] = ir_dim_const(one ? nfft / 2 + 1 : nfft);
+		s.d[3] = ir_dim_const(2);
+		break;
+	}
+	case OP_MELWEIGHT: {
+		double v[5];
+		dt = (ir_dtype)ir_attr_int(n, "output_datatype", DT_F32);
+		for (int k = 0; k < 5; k++)
+			if (need_ty(c, k, k < 3 ? TY_INT : TY_FLOAT, "MelWeightMatrix") || const_scalar(c, k, &v[k]))
+				return 1;
+		if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[0] > INFER_NUMEL_MAX || v[1] > INFER_NUMEL_MAX ||
+		    v[3] < 0 || v[4] < v[3] || !(dt == DT_F32 || dt == DT_F64))
+			return fail(c, "needs positive num_mel_bins, dft_length and sample_rate, 0 <= lower_edge_hertz "
+				    "<= upper_edge_hertz and a float output_datatype");
+		s.rank = 2;
+		s.d[0] = ir_dim_const((int64_t)v[1] / 2 + 1);
+		s.d[1] = ir_dim_const((int64_t)v[0]);
+		break;
+	}
+	default: UNREACHABLE();
+	}
+	set_out(c, 0, dt, &s);
+	return 0;
+}
+
+int infer_unpool_geometry(const ir_node *n, int64_t *ysp)
+{
+	const ir_value *x = n->in[0];
+	int nsp = x->shape.rank - 2;
+	ir_attr *ka = ir_attr_find((ir_node *)n, "kernel_shape"), *sa = ir_attr_find((ir_node *)n, "strides"),
+		*pa = ir_attr_find((ir_node *)n, "pads");
+	if (nsp < 1 || !ka || ka->n != nsp || (sa && sa->n != nsp) || (pa && pa->n != 2 * nsp))
+		return -1;
+	for (int i = 0; i < nsp; i++) {
+		int64_t d = x->shape.d[2 + i].k, k = ka->ints[i], st = sa ? sa->ints[i] : 1;
+		int64_t pb = pa ? pa->ints[i] : 0, pe = pa ? pa->ints[nsp + i] : 0;
+		if (!ir_dim_is_const(x->shape.d[2 + i]) || k < 1 || st < 1 || pb < 0 || pe < 0)
+			return -1;
+		ysp[i] = (d - 1) * st + k - pb - pe;
+		if (ysp[i] < 0)
+			return -1;
+	}
+	return nsp;
+}
+
 /* ---- LSTM / GRU / RNN ---------------------------------------------------------- *//* ---- LSTM / GRU / RNN ---------------------------------------------------------- */
 
 /* Input k must have exactly the shape want (described as spec, e.g. "[D, 4H, I]"). */
@@ -2339,6 +2671,9 @@ static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 	case OP_ONEHOT: case OP_TILE: case OP_TOPK:
 		return infer_misc(c);
 	case OP_PAD: return infer_pad(c);
+	case OP_DET: case OP_EINSUM: case OP_LRN: case OP_MVN: case OP_MAXUNPOOL: case OP_DFT: case OP_STFT:
+	case OP_MELWEIGHT:
+		return infer_linalg(c);
 	case OP_RESIZE: return infer_resize(c);
 	case OP_GRIDSAMPLE: return infer_gridsample(c);
 	case OP_ROIALIGN: return infer_roialign(c);

@@ -595,11 +595,62 @@ static void check_binding(onnx_ctx *L, const Onnx__ValueInfoProto *vi, const Onn
 	}
 }
 
-static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind, const onnx_binding *bind)
+/* The sizes a bound sequence or optional input gives the dim_params of the
+ * element shape its type declares: a parameter on an axis where every
+ * element has the declared rank and one size is that size, for every input
+ * that names it (a tensor input [N] beside a sequence of [N] tensors).
+ * Appended to xb as --dim bindings, marked used; an explicit --dim of the
+ * same name comes first in xb and so wins. */
+static int seq_dims(onnx_ctx *L, const Onnx__ValueInfoProto *vi, const ir_value *v, onnx_binding *xb, int nx,
+		    int max)
+{
+	const Onnx__TypeProto *tp = vi->type;
+	while (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+		tp = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? tp->sequence_type->elem_type
+		     : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? tp->optional_type->elem_type : NULL;
+	if (!v || !tp || !tp->tensor_type->shape || v->nelem < 1)
+		return nx;
+	const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
+	for (int i = 0; i < v->nelem; i++)
+		if (!v->elem[i] || v->elem[i]->seq != IR_TENSOR || v->elem[i]->shape.rank != (int)sp->n_dim)
+			return nx;
+	for (size_t a = 0; a < sp->n_dim && nx < max; a++) {
+		const Onnx__TensorShapeProto__Dimension *d = sp->dim[a];
+		if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM || !d->dim_param ||
+		    !*d->dim_param)
+			continue;
+		int64_t size = v->elem[0]->shape.d[a].k;
+		for (int i = 1; i < v->nelem && size >= 0; i++)
+			if (v->elem[i]->shape.d[a].k != size)
+				size = -1;
+		if (size > 0)
+			xb[nx++] = (onnx_binding){.name = d->dim_param, .dim = size};
+	}
+	return nx;
+}
+
+static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind0, const onnx_binding *bind0)
 {
 	ir_graph *g = L->g;
 	const char *sym_origin[IR_MAX_SYMS];
-	int *used = arena_array(L->A, (size_t)(nbind ? nbind : 1), sizeof *used);
+	/* the bound sequences and optionals first: their element sizes fix symbols */
+	int maxb = nbind0 + (int)gp->n_input * IR_MAX_RANK, nbind = nbind0;
+	onnx_binding *bind = arena_array(L->A, (size_t)(maxb ? maxb : 1), sizeof *bind);
+	int *used = arena_array(L->A, (size_t)(maxb ? maxb : 1), sizeof *used);
+	ir_value **pre = arena_array(L->A, gp->n_input ? gp->n_input : 1, sizeof *pre);
+	if (nbind0)
+		memcpy(bind, bind0, (size_t)nbind0 * sizeof *bind);
+	for (size_t k = 0; k < gp->n_input; k++) {
+		const Onnx__ValueInfoProto *vi = gp->input[k];
+		int kind = vi->name ? onnx_type_kind(vi->type) : IR_TENSOR;
+		if (kind == IR_TENSOR || !is_bound(vi->name, nbind0, bind0) || onnx_map_get(&L->values, vi->name))
+			continue;
+		pre[k] = bound_seq_value(L, vi, kind, nbind0, bind0, used);
+		int from = nbind;
+		nbind = seq_dims(L, vi, pre[k], bind, nbind, maxb);
+		for (int b = from; b < nbind; b++)
+			used[b] = 1;
+	}
 	onnx_map seen = {0};
 	g->inputs = arena_array(L->A, gp->n_input ? gp->n_input : 1, sizeof *g->inputs);
 	for (size_t k = 0; k < gp->n_input; k++) {
@@ -616,8 +667,7 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind, cons
 		int kind = onnx_type_kind(vi->type);
 		if (kind != IR_TENSOR) {
 			/* resolved at compile time: bound, or refused by pass_infer */
-			ir_value *v = is_bound(vi->name, nbind, bind) ?
-				      bound_seq_value(L, vi, kind, nbind, bind, used) : NULL;
+			ir_value *v = pre[k];
 			if (!v && !is_bound(vi->name, nbind, bind)) {
 				v = ir_value_new(g, vi->name, VAL_INPUT, DT_F32);
 				v->seq = kind;

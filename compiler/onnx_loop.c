@@ -1276,6 +1276,10 @@ static ir_node **expand_loop(lx *X, int *count)
 		return NULL;
 	if (X->infer(X->cx, b))
 		return NULL;
+	/* per-step outputs that are not float32, now that the body has dtypes:
+	 * unrolled when the iterations are known (onnx_loop_needs_unroll) */
+	if (onnx_loop_needs_unroll(n))
+		return onnx_loop_unroll(X->g, n, X->D, X->infer, X->cx, count);
 	/* an If on run-time data (`if t == 0:`) was replaced by both its
 	 * branches during inference (onnx_seq.c): their reads of the iteration
 	 * number (x[t] in a branch) are the body's now */
@@ -1506,7 +1510,7 @@ int onnx_loop_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, voi
 int onnx_is_seq_op(ir_op op)
 {
 	return op == OP_SEQEMPTY || op == OP_SEQINSERT || op == OP_SEQCONCAT || op == OP_SEQAT ||
-	       op == OP_SEQLEN || op == OP_SEQCONSTRUCT || op == OP_SPLITTOSEQ;
+	       op == OP_SEQLEN || op == OP_SEQCONSTRUCT || op == OP_SPLITTOSEQ || op == OP_SEQERASE;
 }
 
 static int seq_live(const ir_graph *g, const ir_value *v)

@@ -159,6 +159,15 @@ static const attr_spec attr_specs[] = {
 	{OP_HAMMINGWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HAMMINGWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_BLACKMANWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_BLACKMANWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_CASTLIKE, "saturate", ATTR_INT, 19, 0, NULL},
+	{OP_EINSUM, "equation", ATTR_STRING, 0, 0, NULL},
+	{OP_LRN, "alpha", ATTR_FLOAT, 0, 0, NULL},        {OP_LRN, "beta", ATTR_FLOAT, 0, 0, NULL},
+	{OP_LRN, "bias", ATTR_FLOAT, 0, 0, NULL},         {OP_LRN, "size", ATTR_INT, 0, 0, NULL},
+	{OP_MVN, "axes", ATTR_INTS, 0, 0, NULL},
+	{OP_MAXUNPOOL, "kernel_shape", ATTR_INTS, 0, 0, NULL}, {OP_MAXUNPOOL, "pads", ATTR_INTS, 0, 0, NULL},
+	{OP_MAXUNPOOL, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_DFT, "axis", ATTR_INT, 0, 0, NULL},           {OP_DFT, "inverse", ATTR_INT, 0, 0, NULL},
+	{OP_DFT, "onesided", ATTR_INT, 0, 0, NULL},       {OP_STFT, "onesided", ATTR_INT, 0, 0, NULL},
+	{OP_MELWEIGHT, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_TOPK, "axis", ATTR_INT, 0, 0, NULL},          {OP_TOPK, "k", ATTR_INT, 0, 9, NULL},
 	{OP_TOPK, "largest", ATTR_INT, 11, 0, NULL},      {OP_TOPK, "sorted", ATTR_INT, 11, 0, NULL},
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
@@ -959,11 +968,7 @@ static int check_pool(onnx_ctx *L, ir_node *n)
 		onnx_node_error(L, n, "attribute 'kernel_shape' is required");
 		return 1;
 	}
-	if (ir_attr_int(n, "storage_order", 0)) {
-		onnx_node_error(L, n, "storage_order 1 (column-major Indices) is not supported");
-		return 1;
-	}
-	return check_bool(L, n, "ceil_mode") + check_bool(L, n, "count_include_pad");
+	return check_bool(L, n, "storage_order") + check_bool(L, n, "ceil_mode") + check_bool(L, n, "count_include_pad");
 }
 
 static int check_norm(onnx_ctx *L, ir_node *n)
@@ -1136,6 +1141,22 @@ static int check_isinf(onnx_ctx *L, ir_node *n)
 
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
 typedef int (*check_fn)(onnx_ctx *L, ir_node *n);
+/* Det .. MelWeightMatrix: required attributes and flags. */
+static int check_linalg(onnx_ctx *L, ir_node *n)
+{
+	const char *need = n->op == OP_EINSUM ? "equation" : n->op == OP_LRN ? "size"
+			 : n->op == OP_MAXUNPOOL ? "kernel_shape" : NULL;
+	if (need && !ir_attr_find(n, need)) {
+		onnx_node_error(L, n, "attribute '%s' is required", need);
+		return 1;
+	}
+	if (n->op == OP_LRN && ir_attr_int(n, "size", 1) < 1) {
+		onnx_node_error(L, n, "attribute 'size' must be positive, not %lld", (long long)ir_attr_int(n, "size", 1));
+		return 1;
+	}
+	return check_bool(L, n, "inverse") + check_bool(L, n, "onesided");
+}
+
 
 static const struct {
 	ir_op op;
@@ -1160,6 +1181,8 @@ static const struct {
 	{OP_SOFTMAXCE, check_loss},   {OP_NLLLOSS, check_loss},
 	{OP_BITSHIFT, check_misc},    {OP_DEPTHTOSPACE, check_misc}, {OP_SPACETODEPTH, check_misc},
 	{OP_SCATTERELEMENTS, check_misc}, {OP_SCATTERND, check_misc}, {OP_CONVTRANSPOSE, check_misc},
+	{OP_EINSUM, check_linalg},    {OP_LRN, check_linalg},     {OP_MAXUNPOOL, check_linalg},
+	{OP_DFT, check_linalg},       {OP_STFT, check_linalg},
 	{OP_RESIZE, check_resize},    {OP_GRIDSAMPLE, check_gridsample}, {OP_ROIALIGN, check_roialign},
 };
 

@@ -16,7 +16,8 @@
  *     (onnx_load_bound: `verify` binds them from input_N.pb, `compile
  *     --bind NAME=FILE.pb` from a serialized SequenceProto/OptionalProto);
  *     their elements are constants;
- *   - SequenceEmpty, SequenceConstruct, SequenceInsert (constant position),
+ *   - SequenceEmpty, SequenceConstruct, SequenceInsert and SequenceErase
+ *     (constant position),
  *     Optional, OptionalGetElement of a sequence and Identity of either make
  *     new lists; SequenceAt (constant position) and OptionalGetElement of a
  *     tensor become Identity of the element, SequenceLength and
@@ -36,7 +37,9 @@
  *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
  *     accumulation onnx_loop.c turns into a recurrence, unless that is a
- *     graph output) or indexing one is unrolled: its
+ *     graph output) or indexing one, or one whose per-step outputs are not
+ *     all float32 (a recurrence's are; checked once the body has dtypes), is
+ *     unrolled: its
  *     body copied once per iteration, each copy inferred and folded before
  *     the next, for a constant trip count of at most ONNX_UNROLL_MAX.
  * A graph output that is a sequence becomes the outputs NAME_0..NAME_{k-1}
@@ -917,6 +920,27 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		set_list(o, IR_SEQ, S->nelem + 1, e, t->dtype);
 		break;
 	}
+	case OP_SEQERASE: {
+		if (!is_resolved(S) || S->seq != IR_SEQ) {
+			diag_node(D, n, "input '%s' is not a sequence", S ? S->name : "?");
+			return -1;
+		}
+		if (S->nelem == 0) {
+			diag_node(D, n, "SequenceErase of an empty sequence");
+			return -1;
+		}
+		pos = S->nelem - 1;
+		if (n->nin > 1 && n->in[1] && seq_pos(n, D, S, n->in[1], 0, &pos))
+			return -1;
+		if (!unroll_charge(g, n, D, S->nelem / 64, "erasing from a sequence that long"))
+			return -1;
+		ir_value **e = arena_array(g->A, (size_t)S->nelem, sizeof *e);
+		for (int i = 0, j = 0; i < S->nelem; i++)
+			if (i != pos)
+				e[j++] = S->elem[i];
+		set_list(o, IR_SEQ, S->nelem - 1, e, S->dtype);
+		break;
+	}
 	case OP_SEQAT:
 		if (seq_pos(n, D, S, n->in[1], 0, &pos))
 			return -1;
@@ -999,6 +1023,18 @@ int onnx_loop_needs_unroll(const ir_node *n)
 		    T <= ONNX_UNROLL_MAX)
 			return 1;
 	}
+	/* per-step outputs other than float32 (the int32 values of Range's
+	 * function body): a recurrence's are float32, so a loop of a constant
+	 * trip count within ONNX_UNROLL_MAX and a constant initial condition is
+	 * unrolled; the iterations' conditions must then fold too */
+	int64_t c = 1;
+	if (n->body && n->nin >= 2 && n->in[0] && const_scalar(n->in[0], &T) && T <= ONNX_UNROLL_MAX &&
+	    (!n->in[1] || const_scalar(n->in[1], &c)))
+		for (int j = 1 + (n->nin - 2); j < n->body->noutputs; j++) {
+			ir_dtype dt = n->body->outputs[j]->dtype;
+			if (dt != DT_F32 && dt != DT_UNDEF)
+				return 1;
+		}
 	/* a body indexing a compile-time sequence (SequenceMap's expansion) */
 	return n->body && reads_resolved(n->body);
 }
@@ -1095,7 +1131,8 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		if (!const_scalar(cond, &c)) {
 			diag_node(D, n, "Loop with a data-dependent condition: the body's condition output is not "
 				  "a compile-time constant in iteration %lld; cellc unrolls loops that carry "
-				  "sequences only when their iterations are known at compile time", (long long)i);
+				  "sequences (or have per-step outputs other than float32) only when their "
+				  "iterations are known at compile time", (long long)i);
 			return NULL;
 		}
 		for (int k = 0; k < N; k++)

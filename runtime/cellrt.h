@@ -408,8 +408,10 @@ void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_
  * padding; RT_POOL_AVG divides by the window's positions inside X,
  * RT_POOL_AVG_PADS by those inside the padded X (count_include_pad).  idx
  * (MaxPool's Indices, may be NULL): the flat row-major index into X of each
- * maximum (the first on ties). */
-enum { RT_POOL_MAX, RT_POOL_AVG, RT_POOL_AVG_PADS };
+ * maximum (the first on ties); RT_POOL_MAX_CM: the same maxima, indices
+ * column-major over the spatial axes (storage_order 1), plus the plane's
+ * offset (n C + c) times the plane size. */
+enum { RT_POOL_MAX, RT_POOL_AVG, RT_POOL_AVG_PADS, RT_POOL_MAX_CM };
 void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
 	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
 
@@ -488,11 +490,52 @@ int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *
 void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
 		     int64_t inner, float eps);
 
+/* LRN of X [n, c, inner]: Y = X / (bias + alpha / size * the sum of X^2 over
+ * the channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2))^beta. */
+void rt_lrn(float *y, const float *x, int64_t n, int64_t c, int64_t inner, int64_t size, float alpha, float beta,
+	    float bias);
+/* MeanVarianceNormalization: Y = (X - E[X]) / (sqrt(E[(X - E[X])^2]) + 1e-9),
+ * the expectations over the axes with reduced[a] != 0 (in double).
+ * RT_ERR_NOMEM, RT_ERR_ARG for a rank above RT_TF_MAXRANK. */
+int rt_mvn(float *y, const float *x, int rank, const int64_t *dims, const unsigned char *reduced);
+/* MaxUnpool: Y [ydims] zero but for X's nx values, each written at the
+ * coordinates its index (row-major over idims: N, C and the unpooled size
+ * that kernel, strides and pads give) names.  RT_ERR_INDEX for an index
+ * outside idims or coordinates outside Y. */
+int rt_max_unpool(float *y, const float *x, const int64_t *idx, int64_t nx, int rank, const int64_t *idims,
+		  const int64_t *ydims);
+
 /* TopK along the middle axis of X [outer, n, inner] (k <= n): the k largest
  * (or smallest) elements in order, ties to the lower index, into vals and
  * idx [outer, k, inner].  O(n k) per row: meant for small k. */
 void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t k,
 		 int largest);
+
+/* ---- linear algebra and signals (owner: runtime/rt_linalg.c) ------------- */
+/* float32 (f64 = 0) or float64 (f64 = 1) tensors, sums in double. */
+
+/* Det of each of the batch n x n row-major matrices of X (LU with partial
+ * pivoting).  RT_ERR_NOMEM, RT_ERR_SHAPE. */
+int rt_det(void *y, const void *x, int f64, int64_t batch, int64_t n);
+/* Einsum of nops operands: operand o has rank[o] axes, their sizes and
+ * label numbers the next rank[o] entries of dims and labels.  Labels
+ * 0 .. nout - 1 are Y's axes in order, the others are summed over; a label
+ * repeated in one operand takes its diagonal.  RT_ERR_SHAPE when one label
+ * has two sizes, RT_ERR_ARG beyond RT_EINSUM_MAXOPS / RT_EINSUM_MAXLAB. */
+enum { RT_EINSUM_MAXOPS = 16, RT_EINSUM_MAXLAB = 64 };
+int rt_einsum(void *y, int f64, int nops, const void *const *x, const int *rank, const int64_t *dims,
+	      const int *labels, int nlab, int nout);
+/* DFT along the middle axis of X [outer, len, inner, cin] (cin 1: real, 2:
+ * complex) into Y [outer, nbins, inner, 2]: n-point transforms (X cut to n
+ * or padded with zeros), the first nbins (<= n) bins; inverse: the sign of
+ * the exponent is + and the result divided by n.  RT_ERR_SHAPE. */
+int rt_dft(void *y, const void *x, int f64, int64_t outer, int64_t len, int64_t inner, int64_t cin, int64_t n,
+	   int64_t nbins, int inverse);
+/* STFT of signal X [batch, len, cin]: frame f is X[f * step .. f * step + n)
+ * times window [n] (NULL: none); Y [batch, frames, nbins, 2] its first nbins
+ * DFT bins.  RT_ERR_SHAPE when the frames do not fit in len. */
+int rt_stft(void *y, const void *x, int f64, int64_t batch, int64_t len, int64_t cin, int64_t step,
+	    const void *window, int64_t n, int64_t frames, int64_t nbins);
 
 /* ---- initialisers (owner: runtime/rt_init.c) ----------------------------- */
 /* Seeded parameter initialisers (docs/cells.md section 6), used by the compiler to

@@ -1,6 +1,9 @@
 /* rt_nn.c: the kernels of the ONNX operators that are neither element-wise
  * nor recurrent: N-D convolution (Conv), padding (Pad), reductions over any
- * set of axes (ReduceSum .. ReduceLogSumExp) and ArgMax/ArgMin.
+ * set of axes (ReduceSum .. ReduceLogSumExp) and ArgMax/ArgMin, pooling
+ * and MaxUnpool, the normalisations (LayerNormalization, BatchNormalization,
+ * InstanceNormalization, LRN, MeanVarianceNormalization) and the indexing
+ * kernels.
  *
  * rt_conv lowers each group of a convolution to products: the input patches
  * of a tile of output positions are copied into a column buffer on the stack
@@ -18,6 +21,7 @@
 #include "cellrt.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { RT_CONV_TILE = 8192 };   /* floats of the im2col buffer (32 KiB of stack) */
@@ -454,10 +458,10 @@ void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const in
 				pc[a] = q % ysp[a];
 				q /= ysp[a];
 			}
-			double acc = kind == RT_POOL_MAX ? -INFINITY : 0.0;
+			double acc = kind == RT_POOL_MAX || kind == RT_POOL_MAX_CM ? -INFINITY : 0.0;
 			int64_t best = -1, cnt = 0, padded = 0;
 			for (int64_t kk = 0; kk < nk; kk++) {
-				int64_t off = 0, r = kk, kc[RT_TF_MAXRANK];
+				int64_t off = 0, cm = 0, cms = 1, r = kk, kc[RT_TF_MAXRANK];
 				int in = 1, inpad = 1;
 				for (int a = nsp - 1; a >= 0; a--) {
 					kc[a] = r % k[a];
@@ -468,16 +472,18 @@ void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const in
 					in &= i >= 0 && i < xdims[2 + a];
 					inpad &= i >= -pads[a] && i < xdims[2 + a] + pads[nsp + a];
 					off = off * xdims[2 + a] + i;
+					cm += i * cms;
+					cms *= xdims[2 + a];
 				}
 				padded += inpad;
 				if (!in)
 					continue;
 				double v = xp[off];
 				cnt++;
-				if (kind == RT_POOL_MAX) {
+				if (kind == RT_POOL_MAX || kind == RT_POOL_MAX_CM) {
 					if (best < 0 || v > acc) {
 						acc = v;
-						best = off;
+						best = kind == RT_POOL_MAX ? off : cm;
 					}
 				} else {
 					acc += v;
@@ -877,4 +883,97 @@ void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64
 				idx[(o * k + s) * inner + i] = best;
 				vals[(o * k + s) * inner + i] = x[(o * n + best) * inner + i];
 			}
+}
+
+/* ---- LRN, MeanVarianceNormalization, MaxUnpool ------------------------------------------ */
+
+void rt_lrn(float *y, const float *x, int64_t n, int64_t c, int64_t inner, int64_t size, float alpha, float beta,
+	    float bias)
+{
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo;  /* floor and ceil of (size - 1) / 2 */
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t ch = 0; ch < c; ch++)
+			for (int64_t i = 0; i < inner; i++) {
+				double sq = 0.0;
+				int64_t from = ch - lo < 0 ? 0 : ch - lo, to = ch + hi > c - 1 ? c - 1 : ch + hi;
+				for (int64_t j = from; j <= to; j++) {
+					double v = x[(b * c + j) * inner + i];
+					sq += v * v;
+				}
+				int64_t at = (b * c + ch) * inner + i;
+				y[at] = (float)((double)x[at] / pow((double)bias + (double)alpha / (double)size * sq, (double)beta));
+			}
+}
+
+int rt_mvn(float *y, const float *x, int rank, const int64_t *dims, const unsigned char *reduced)
+{
+	int64_t total = 1, groups = 1, stride[RT_TF_MAXRANK], gs = 1;
+	if (rank < 0 || rank > RT_TF_MAXRANK)
+		return RT_ERR_ARG;
+	/* the group of an element: its row-major index over the kept axes */
+	for (int a = rank - 1; a >= 0; a--) {
+		total *= dims[a];
+		stride[a] = reduced[a] ? 0 : gs;
+		if (!reduced[a]) {
+			gs *= dims[a];
+			groups *= dims[a];
+		}
+	}
+	double *sum = calloc((size_t)(2 * groups > 0 ? 2 * groups : 1), sizeof *sum), *sq = sum + groups;
+	if (!sum)
+		return RT_ERR_NOMEM;
+	int64_t per = groups ? total / groups : 0, idx[RT_TF_MAXRANK] = {0};
+	for (int pass = 0; pass < 3; pass++) {
+		memset(idx, 0, sizeof idx);
+		for (int64_t i = 0; i < total; i++) {
+			int64_t g = 0;
+			for (int a = 0; a < rank; a++)
+				g += idx[a] * stride[a];
+			if (pass == 0)
+				sum[g] += x[i];
+			else if (pass == 1)
+				sq[g] += ((double)x[i] - sum[g]) * ((double)x[i] - sum[g]);
+			else    /* (X - E[X]) / (sqrt(E[(X - E[X])^2]) + 1e-9), the specification's epsilon */
+				y[i] = (float)(((double)x[i] - sum[g]) / (sqrt(sq[g]) + 1e-9));
+			for (int a = rank - 1; a >= 0; a--) {
+				if (++idx[a] < dims[a])
+					break;
+				idx[a] = 0;
+			}
+		}
+		for (int64_t g = 0; g < groups && pass < 2; g++) {
+			if (pass == 0)
+				sum[g] /= (double)per;
+			else
+				sq[g] /= (double)per;
+		}
+	}
+	free(sum);
+	return RT_OK;
+}
+
+int rt_max_unpool(float *y, const float *x, const int64_t *idx, int64_t nx, int rank, const int64_t *idims,
+		  const int64_t *ydims)
+{
+	int64_t ny = 1, ni = 1;
+	for (int a = 0; a < rank; a++) {
+		ny *= ydims[a];
+		ni *= idims[a];
+	}
+	memset(y, 0, (size_t)ny * sizeof *y);
+	for (int64_t i = 0; i < nx; i++) {
+		int64_t q = idx[i], off = 0, scale = 1;
+		if (q < 0 || q >= ni)
+			return RT_ERR_INDEX;
+		for (int a = rank - 1; a >= 0; a--) {
+			int64_t c = q % idims[a];
+			q /= idims[a];
+			if (c >= ydims[a])
+				return RT_ERR_INDEX;
+			off += c * scale;
+			scale *= ydims[a];
+		}
+		y[off] = x[i];
+	}
+	return RT_OK;
 }

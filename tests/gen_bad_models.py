@@ -342,12 +342,22 @@ def main():
     emit(out, "cycle", model_of(g))
 
     # --- unsupported operators and attribute values
+    # Einsum whose ellipsis axes broadcast (1 against 4): valid ONNX that cellc refuses
     g = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], name="einsum_node",
-                                            equation="ij,jk->ik")], "bad",
-                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
-                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
-    emit(out, "unsupported_op_einsum", model_of(g, 13), "Einsum", "einsum_node")
+                                            equation="...ij,...jk->...ik")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 2, 3]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2, 4])])
+    emit(out, "unsupported_einsum_broadcast", model_of(g, 13), "Einsum", "einsum_node", "broadcast")
+    # an equation whose terms do not fit the operands, a DFT on the batch axis
+    g = helper.make_graph([helper.make_node("Einsum", ["a"], ["y"], name="einsum_rank", equation="ijk->k")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    emit(out, "einsum_equation_rank", model_of(g, 13), "einsum_rank", "3 letters for an operand of rank 2")
+    g = helper.make_graph([helper.make_node("DFT", ["a"], ["y"], name="dft_batch", axis=0)], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 8, 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    emit(out, "dft_batch_axis", model_of(g, 17), "dft_batch", "signal axis")
     g = helper.make_graph([helper.make_node("FusedGemm", ["a", "b"], ["y"], name="ms_node",
                                             domain="com.microsoft")], "bad",
                           [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),

@@ -8,7 +8,11 @@ Expected outputs come from oracles outside cellc only:
     by test_ref_rnn.py);
   - the opset variants of Squeeze/Unsqueeze/Split/Slice/Softmax/LogSoftmax:
     a few lines of numpy next to each case, following the specification of
-    the opset the model declares.
+    the opset the model declares;
+  - Einsum equations beyond the official five (implicit output, ellipses in
+    several places, diagonals, three operands, upper-case labels): numpy's
+    einsum; DFT options (onesided, dft_length padding and cutting, complex
+    input, inverse, other axes): numpy's fft; Det of a batch: numpy's det.
 Weights are random from fixed seeds, so the output is reproducible.
 
 Coverage: directions forward/reverse/bidirectional, layout 0/1, sequence_lens
@@ -351,6 +355,53 @@ def shape_op_cases(outdir):
         S(outdir, low + "_opset13_default_axis", 13, op, [("x", m)], [("y", softmax_np(m, -1, log, False))])
 
 
+# ---- Einsum, DFT and Det against numpy ------------------------------------------
+
+def linalg_signal_cases(outdir):
+    rng = np.random.RandomState(4321)
+    r = lambda *sh: rng.randn(*sh).astype(np.float32)
+    S = single_node_case
+    eqs = [("implicit_matmul", "ij,jk", [(3, 4), (4, 5)]),
+           ("ellipsis_matmul", "...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+           ("implicit_batch", "bij,bjk", [(2, 3, 4), (2, 4, 5)]),
+           ("diagonal", "ii->i", [(4, 4)]),
+           ("trace", "ii", [(4, 4)]),
+           ("three_operands", "ij,jk,kl->li", [(2, 3), (3, 4), (4, 2)]),
+           ("outer_implicit", "i,j", [(3,), (2,)]),
+           ("upper_case", "Ab,bC->CA", [(2, 3), (3, 4)]),
+           ("ellipsis_dot", "...i,...i->...", [(2, 3, 4), (2, 3, 4)]),
+           ("permute", "ijk->kij", [(2, 3, 4)]),
+           ("trailing_ellipsis", "ij...,jk...->ik...", [(2, 3, 5), (3, 4, 5)]),
+           ("ellipsis_middle_diagonal", "bii...->b...i", [(2, 3, 3, 4)]),
+           ("ellipsis_trace", "a...a", [(3, 2, 3)])]
+    for name, eq, shapes in eqs:
+        xs = [r(*sh) for sh in shapes]
+        y = np.asarray(np.einsum(eq, *[x.astype(np.float64) for x in xs])).astype(np.float32)
+        S(outdir, "einsum_" + name, 12, "Einsum", [("x%d" % j, x) for j, x in enumerate(xs)], [("y", y)], equation=eq)
+    x = r(2, 6, 3, 1)
+    xr = x[..., 0].astype(np.float64)
+    for name, kw, n in (("default", {}, None), ("onesided", {"onesided": 1}, None), ("padded", {}, 8),
+                        ("cut", {}, 4), ("onesided_padded", {"onesided": 1}, 9), ("axis2", {"axis": 2}, None)):
+        ax = kw.get("axis", 1)
+        f = np.fft.rfft(xr, n=n, axis=ax) if kw.get("onesided") else np.fft.fft(xr, n=n, axis=ax)
+        y = np.stack([f.real, f.imag], -1).astype(np.float32)
+        inits = [("dft_length", np.array(n, np.int64), "raw")] if n is not None else []
+        S(outdir, "dft_real_" + name, 17, "DFT", [("x", x)], [("y", y)], inits=inits, **kw)
+    xc = r(2, 7, 3, 2)
+    z = (xc[..., 0] + 1j * xc[..., 1]).astype(np.complex128)
+    f = np.fft.ifft(z, axis=1)
+    S(outdir, "dft_complex_inverse", 17, "DFT", [("x", xc)], [("y", np.stack([f.real, f.imag], -1).astype(np.float32))],
+      inverse=1)
+    f = np.fft.fft(z, n=10, axis=2)
+    S(outdir, "dft_complex_axis2_padded", 17, "DFT", [("x", xc)],
+      [("y", np.stack([f.real, f.imag], -1).astype(np.float32))], inits=[("dft_length", np.array(10, np.int32), "raw")],
+      axis=2)
+    a = r(2, 3, 5, 5)
+    S(outdir, "det_batch", 11, "Det", [("x", a)], [("y", np.linalg.det(a.astype(np.float64)).astype(np.float32))])
+    a64 = rng.randn(4, 4)
+    S(outdir, "det_f64", 11, "Det", [("x", a64)], [("y", np.array(np.linalg.det(a64)))])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_rnn_cases.py OUTDIR")
@@ -359,6 +410,7 @@ def main():
     for name, op, seed, kw in lstm_rnn_cases():
         rnn_case(out, name, op, seed, **kw)
     shape_op_cases(out)
+    linalg_signal_cases(out)
     print("gen_rnn_cases: %d cases in %s" % (len(os.listdir(out)), out))
 
 

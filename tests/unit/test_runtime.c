@@ -2282,6 +2282,274 @@ START_TEST(test_argmax)
 }
 END_TEST
 
+/* rt_pool's column-major Indices (storage_order 1), worked out by hand: two
+ * planes of [2, 3] under a 2x2 window, stride 1. */
+START_TEST(test_pool_colmajor_by_hand)
+{
+	const float x[] = {1, 5, 2, 7, 3, 8,  0, 4, 6, 1, 2, 3};    /* [1, 2, 2, 3] */
+	float y[4];
+	int64_t ix[4];
+	const int64_t xd[4] = {1, 2, 2, 3}, ysp[2] = {1, 2}, k[2] = {2, 2}, st[2] = {1, 1}, pads[4] = {0}, dil[2] = {1, 1};
+	rt_pool(RT_POOL_MAX_CM, y, ix, x, 2, xd, ysp, k, st, pads, dil);
+	/* plane 0: 7 at (1, 0) -> 1 + 0 * 2; 8 at (1, 2) -> 1 + 2 * 2 */
+	ck_assert_float_eq(y[0], 7);
+	ck_assert_float_eq(y[1], 8);
+	ck_assert_int_eq(ix[0], 1);
+	ck_assert_int_eq(ix[1], 5);
+	/* plane 1 (offset 6): 4 at (0, 1) -> 0 + 1 * 2; 6 at (0, 2) -> 0 + 2 * 2 */
+	ck_assert_float_eq(y[2], 4);
+	ck_assert_float_eq(y[3], 6);
+	ck_assert_int_eq(ix[2], 6 + 2);
+	ck_assert_int_eq(ix[3], 6 + 4);
+	rt_pool(RT_POOL_MAX, y, ix, x, 2, xd, ysp, k, st, pads, dil);
+	ck_assert_int_eq(ix[0], 3);
+	ck_assert_int_eq(ix[3], 6 + 2);
+}
+END_TEST
+
+/* Determinant by cofactor expansion along the first row (n <= 5). */
+static double det_ref(const double *a, int n)
+{
+	if (n == 1)
+		return a[0];
+	double m[16], d = 0;
+	for (int c = 0; c < n; c++) {
+		for (int i = 1; i < n; i++)
+			for (int j = 0, jj = 0; j < n; j++)
+				if (j != c)
+					m[(i - 1) * (n - 1) + jj++] = a[i * n + j];
+		d += (c % 2 ? -1 : 1) * a[c] * det_ref(m, n - 1);
+	}
+	return d;
+}
+
+/* rt_det (f32 and f64) against cofactor expansion: random matrices of sizes
+ * 1 to 5, one needing a row swap (zero pivot), one singular. */
+START_TEST(test_det_vs_cofactors)
+{
+	rng r = {7};
+	for (int n = 1; n <= 5; n++) {
+		float xf[3 * 25], yf[3];
+		double xd[3 * 25], yd[3];
+		for (int i = 0; i < 3 * n * n; i++)
+			xd[i] = xf[i] = rnd(&r) * 2;
+		if (n >= 2) {
+			xd[n * n] = xf[n * n] = 0;      /* matrix 1: a zero first pivot */
+			for (int j = 0; j < n; j++)     /* matrix 2: row 1 = 2 * row 0 */
+				xd[2 * n * n + n + j] = xf[2 * n * n + n + j] = 2 * xf[2 * n * n + j];
+		}
+		ck_assert_int_eq(rt_det(yf, xf, 0, 3, n), RT_OK);
+		ck_assert_int_eq(rt_det(yd, xd, 1, 3, n), RT_OK);
+		for (int b = 0; b < 3; b++) {
+			double want = det_ref(xd + b * n * n, n);
+			ck_assert_msg(fabs(yd[b] - want) <= 1e-12 * (1 + fabs(want)), "n %d b %d: %g, want %g", n, b,
+				      yd[b], want);
+			ck_assert_msg(fabs(yf[b] - want) <= 1e-5 * (1 + fabs(want)), "n %d b %d: %g, want %g", n, b,
+				      (double)yf[b], want);
+		}
+	}
+}
+END_TEST
+
+/* rt_einsum against loops written for each equation: "ij,jk->ik",
+ * "bii->bi" (a diagonal), "ii" (trace), "ij->ji", "ij,jk,kl->il", "i,j->ij". */
+START_TEST(test_einsum_vs_loops)
+{
+	rng r = {11};
+	double a[60], b[60], c[60], y[60];
+	for (int i = 0; i < 60; i++) {
+		a[i] = rnd(&r);
+		b[i] = rnd(&r);
+		c[i] = rnd(&r);
+	}
+	/* ij,jk->ik: labels i 0, k 1, j 2 */
+	ck_assert_int_eq(rt_einsum(y, 1, 2, (const void *const[]){a, b}, (const int[]){2, 2},
+				   (const int64_t[]){3, 4, 4, 5}, (const int[]){0, 2, 2, 1}, 3, 2), RT_OK);
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 5; k++) {
+			double w = 0;
+			for (int j = 0; j < 4; j++)
+				w += a[i * 4 + j] * b[j * 5 + k];
+			ck_assert_double_eq_tol(y[i * 5 + k], w, 1e-12);
+		}
+	/* bii->bi over [2, 3, 3] */
+	ck_assert_int_eq(rt_einsum(y, 1, 1, (const void *const[]){a}, (const int[]){3}, (const int64_t[]){2, 3, 3},
+				   (const int[]){0, 1, 1}, 2, 2), RT_OK);
+	for (int bb = 0; bb < 2; bb++)
+		for (int i = 0; i < 3; i++)
+			ck_assert_double_eq(y[bb * 3 + i], a[bb * 9 + i * 3 + i]);
+	/* ii (trace of [4, 4]) */
+	ck_assert_int_eq(rt_einsum(y, 1, 1, (const void *const[]){a}, (const int[]){2}, (const int64_t[]){4, 4},
+				   (const int[]){0, 0}, 1, 0), RT_OK);
+	ck_assert_double_eq_tol(y[0], a[0] + a[5] + a[10] + a[15], 1e-12);
+	/* ij->ji over [3, 4] */
+	ck_assert_int_eq(rt_einsum(y, 1, 1, (const void *const[]){a}, (const int[]){2}, (const int64_t[]){3, 4},
+				   (const int[]){1, 0}, 2, 2), RT_OK);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 4; j++)
+			ck_assert_double_eq(y[j * 3 + i], a[i * 4 + j]);
+	/* ij,jk,kl->il over [2, 3], [3, 4], [4, 2]: i 0, l 1, j 2, k 3 (float32) */
+	float fa[12], fb[12], fc[8], fy[4];
+	for (int i = 0; i < 12; i++) {
+		fa[i] = (float)a[i];
+		fb[i] = (float)b[i];
+	}
+	for (int i = 0; i < 8; i++)
+		fc[i] = (float)c[i];
+	ck_assert_int_eq(rt_einsum(fy, 0, 3, (const void *const[]){fa, fb, fc}, (const int[]){2, 2, 2},
+				   (const int64_t[]){2, 3, 3, 4, 4, 2}, (const int[]){0, 2, 2, 3, 3, 1}, 4, 2), RT_OK);
+	for (int i = 0; i < 2; i++)
+		for (int l = 0; l < 2; l++) {
+			double w = 0;
+			for (int j = 0; j < 3; j++)
+				for (int k = 0; k < 4; k++)
+					w += (double)fa[i * 3 + j] * fb[j * 4 + k] * fc[k * 2 + l];
+			ck_assert_float_eq_tol(fy[i * 2 + l], (float)w, 1e-5f);
+		}
+	/* i,j->ij */
+	ck_assert_int_eq(rt_einsum(y, 1, 2, (const void *const[]){a, b}, (const int[]){1, 1}, (const int64_t[]){3, 2},
+				   (const int[]){0, 1}, 2, 2), RT_OK);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			ck_assert_double_eq(y[i * 2 + j], a[i] * b[j]);
+	/* one label, two sizes */
+	ck_assert_int_eq(rt_einsum(y, 1, 2, (const void *const[]){a, b}, (const int[]){1, 1}, (const int64_t[]){3, 2},
+				   (const int[]){0, 0}, 1, 1), RT_ERR_SHAPE);
+}
+END_TEST
+
+/* The DFT by its definition: X[k] = sum_j x[j] (cos + i sin)(-+2 pi j k / n). */
+static void dft_ref(double *re, double *im, const double *xr, const double *xi, int len, int n, int inverse)
+{
+	for (int k = 0; k < n; k++) {
+		re[k] = im[k] = 0;
+		for (int j = 0; j < len && j < n; j++) {
+			double t = (inverse ? 2 : -2) * 3.14159265358979323846 * j * k / n;
+			re[k] += xr[j] * cos(t) - xi[j] * sin(t);
+			im[k] += xr[j] * sin(t) + xi[j] * cos(t);
+		}
+		if (inverse) {
+			re[k] /= n;
+			im[k] /= n;
+		}
+	}
+}
+
+/* rt_dft against the definition: real and complex input along the middle
+ * axis of [2, len, 3, c], zero padding and truncation, onesided bins, the
+ * inverse (and the round trip back to the input); rt_stft against windowed
+ * frames through the same reference. */
+START_TEST(test_dft_vs_definition)
+{
+	rng r = {5};
+	enum { OUT = 2, IN = 3 };
+	double x[OUT * 9 * IN * 2], y[OUT * 12 * IN * 2], z[OUT * 12 * IN * 2];
+	for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+		x[i] = rnd(&r);
+	const struct { int len, cin, n, nbins, inverse; } cs[] = {
+		{8, 1, 8, 8, 0}, {8, 2, 8, 8, 0}, {7, 2, 7, 7, 1}, {6, 1, 9, 9, 0}, {9, 2, 5, 5, 0}, {8, 1, 8, 5, 0},
+	};
+	for (size_t c = 0; c < sizeof cs / sizeof *cs; c++) {
+		int len = cs[c].len, cin = cs[c].cin, n = cs[c].n, nb = cs[c].nbins;
+		ck_assert_int_eq(rt_dft(y, x, 1, OUT, len, IN, cin, n, nb, cs[c].inverse), RT_OK);
+		for (int o = 0; o < OUT; o++)
+			for (int i = 0; i < IN; i++) {
+				double xr[9], xi[9], re[12], im[12];
+				for (int j = 0; j < len; j++) {
+					xr[j] = x[((o * len + j) * IN + i) * cin];
+					xi[j] = cin == 2 ? x[((o * len + j) * IN + i) * cin + 1] : 0;
+				}
+				dft_ref(re, im, xr, xi, len, n, cs[c].inverse);
+				for (int k = 0; k < nb; k++) {
+					ck_assert_double_eq_tol(y[((o * nb + k) * IN + i) * 2], re[k], 1e-12);
+					ck_assert_double_eq_tol(y[((o * nb + k) * IN + i) * 2 + 1], im[k], 1e-12);
+				}
+			}
+	}
+	/* the inverse of the transform is the input (float32) */
+	float fx[16], fy[16], fz[16];
+	for (int i = 0; i < 16; i++)
+		fx[i] = rnd(&r);
+	ck_assert_int_eq(rt_dft(fy, fx, 0, 1, 8, 1, 2, 8, 8, 0), RT_OK);
+	ck_assert_int_eq(rt_dft(fz, fy, 0, 1, 8, 1, 2, 8, 8, 1), RT_OK);
+	for (int i = 0; i < 16; i++)
+		ck_assert_float_eq_tol(fz[i], fx[i], 1e-5f);
+	/* STFT: signal [2, 20, 1], frames of 8 every 4 (4 frames), a window, 5 bins */
+	double sig[40], win[8];
+	for (int i = 0; i < 40; i++)
+		sig[i] = rnd(&r);
+	for (int i = 0; i < 8; i++)
+		win[i] = 0.5 + 0.5 * rnd(&r);
+	ck_assert_int_eq(rt_stft(z, sig, 1, 2, 20, 1, 4, win, 8, 4, 5), RT_OK);
+	for (int b = 0; b < 2; b++)
+		for (int f = 0; f < 4; f++) {
+			double xr[8], xi[8] = {0}, re[8], im[8];
+			for (int j = 0; j < 8; j++)
+				xr[j] = sig[b * 20 + f * 4 + j] * win[j];
+			dft_ref(re, im, xr, xi, 8, 8, 0);
+			for (int k = 0; k < 5; k++) {
+				ck_assert_double_eq_tol(z[((b * 4 + f) * 5 + k) * 2], re[k], 1e-12);
+				ck_assert_double_eq_tol(z[((b * 4 + f) * 5 + k) * 2 + 1], im[k], 1e-12);
+			}
+		}
+	ck_assert_int_eq(rt_stft(z, sig, 1, 2, 20, 1, 4, win, 8, 5, 5), RT_ERR_SHAPE);   /* frame 4 ends at 24 */
+}
+END_TEST
+
+/* rt_lrn, rt_mvn and rt_max_unpool against their formulas written out here. */
+START_TEST(test_lrn_mvn_unpool)
+{
+	rng r = {3};
+	float x[2 * 5 * 3], y[2 * 5 * 3];
+	for (int i = 0; i < 30; i++)
+		x[i] = rnd(&r) * 3;
+	for (int size = 1; size <= 4; size++) {
+		rt_lrn(y, x, 2, 5, 3, size, 0.3f, 0.75f, 1.5f);
+		for (int b = 0; b < 2; b++)
+			for (int c = 0; c < 5; c++)
+				for (int i = 0; i < 3; i++) {
+					double sq = 0;
+					for (int j = c - (size - 1) / 2; j <= c + size / 2; j++)   /* ceil((size-1)/2) = size/2 */
+						if (j >= 0 && j < 5)
+							sq += (double)x[(b * 5 + j) * 3 + i] * x[(b * 5 + j) * 3 + i];
+					int at = (b * 5 + c) * 3 + i;
+					ck_assert_float_eq_tol(y[at], x[at] / pow(1.5 + 0.3 / size * sq, 0.75), 1e-5);
+				}
+	}
+	/* MVN of [2, 5, 3] over axes 0 and 2: one mean and deviation per channel */
+	ck_assert_int_eq(rt_mvn(y, x, 3, (const int64_t[]){2, 5, 3}, (const unsigned char[]){1, 0, 1}), RT_OK);
+	for (int c = 0; c < 5; c++) {
+		double m = 0, v = 0;
+		for (int b = 0; b < 2; b++)
+			for (int i = 0; i < 3; i++)
+				m += x[(b * 5 + c) * 3 + i] / 6.0;
+		for (int b = 0; b < 2; b++)
+			for (int i = 0; i < 3; i++)
+				v += (x[(b * 5 + c) * 3 + i] - m) * (x[(b * 5 + c) * 3 + i] - m) / 6.0;
+		for (int b = 0; b < 2; b++)
+			for (int i = 0; i < 3; i++)
+				ck_assert_float_eq_tol(y[(b * 5 + c) * 3 + i], (x[(b * 5 + c) * 3 + i] - m) / (sqrt(v) + 1e-9),
+						       1e-5);
+	}
+	/* MaxUnpool: indices into [1, 2, 2, 2] placed at the same coordinates of [1, 2, 3, 3] */
+	const float v[] = {1, 2, 3, 4};
+	const int64_t ix[] = {3, 0, 4 + 1, 4 + 2};      /* plane 0: (1, 1), (0, 0); plane 1: (0, 1), (1, 0) */
+	float u[18];
+	ck_assert_int_eq(rt_max_unpool(u, v, ix, 4, 4, (const int64_t[]){1, 2, 2, 2}, (const int64_t[]){1, 2, 3, 3}),
+			 RT_OK);
+	for (int i = 0; i < 18; i++) {
+		float want = i == 4 ? 1 : i == 0 ? 2 : i == 9 + 1 ? 3 : i == 9 + 3 ? 4 : 0;
+		ck_assert_float_eq(u[i], want);
+	}
+	const int64_t bad[] = {8, 0, 0, 0};
+	ck_assert_int_eq(rt_max_unpool(u, v, bad, 4, 4, (const int64_t[]){1, 2, 2, 2}, (const int64_t[]){1, 2, 3, 3}),
+			 RT_ERR_INDEX);
+	/* an index whose coordinates fall outside a smaller output */
+	ck_assert_int_eq(rt_max_unpool(u, v, ix, 4, 4, (const int64_t[]){1, 2, 2, 2}, (const int64_t[]){1, 2, 1, 1}),
+			 RT_ERR_INDEX);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
@@ -2339,6 +2607,11 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_argmax);
 	tcase_add_test(tc, test_pool_by_hand);
 	tcase_add_test(tc, test_norms);
+	tcase_add_test(tc, test_pool_colmajor_by_hand);
+	tcase_add_test(tc, test_det_vs_cofactors);
+	tcase_add_test(tc, test_einsum_vs_loops);
+	tcase_add_test(tc, test_dft_vs_definition);
+	tcase_add_test(tc, test_lrn_mvn_unpool);
 	tcase_add_test(tc, test_resize_by_hand);
 	tcase_add_test(tc, test_resize_vs_naive);
 	tcase_add_test(tc, test_grid_sample_by_hand);
