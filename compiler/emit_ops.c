@@ -857,12 +857,18 @@ static const char *dims_lit(emit_ctx *E, const ir_shape *s, int from)
 	return arena_printf(E->A, "(const int64_t[]){%s}", *r ? r : "0");
 }
 
-static const char *ints_lit(emit_ctx *E, const int64_t *v, int n)
+/* "v0, v1, ..." ("0" when empty: C has no empty initialiser lists). */
+static const char *ints_list(emit_ctx *E, const int64_t *v, int n)
 {
 	char *r = "";
 	for (int i = 0; i < n; i++)
 		r = arena_printf(E->A, "%s%s%lld", r, i ? ", " : "", (long long)v[i]);
-	return arena_printf(E->A, "(const int64_t[]){%s}", n ? r : "0");
+	return n ? r : "0";
+}
+
+static const char *ints_lit(emit_ctx *E, const int64_t *v, int n)
+{
+	return arena_printf(E->A, "(const int64_t[]){%s}", ints_list(E, v, n));
 }
 
 static int reduce_kind(ir_op op)
@@ -1256,6 +1262,35 @@ static void emit_layout(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "\treturn gst;");
 		break;
 	}
+	case OP_REVERSESEQ: {
+		int ta = (int)ir_attr_int(n, "time_axis", 0);
+		ew_line(E->w, "int gst = rt_reverse_sequence(%s, %s, sizeof(%s), %s, %s, %s, %d, %s);", yr, xr, T,
+			emit_dim(E, x->shape.d[ta]), emit_dim(E, x->shape.d[1 - ta]), emit_dim(E, dims_prod(&x->shape, 2, r)),
+			ta, emit_ref(E, n->in[1]));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	}
+	case OP_TFIDF: {
+		const ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
+		const ir_attr *pool = ir_attr_find(n, "pool_int64s"), *wt = ir_attr_find(n, "weights");
+		const char *mode = ir_attr_string(n, "mode", "TF");
+		char *wl = "";
+		for (int i = 0; wt && i < wt->n; i++)
+			wl = arena_printf(E->A, "%s%s%s", wl, i ? ", " : "", emit_float(E, wt->floats[i], DT_F32));
+		ew_line(E->w, "static const int64_t pool[] = {%s};", ints_list(E, pool->ints, pool->n));
+		ew_line(E->w, "static const int64_t levels[] = {%s};", ints_list(E, cnt->ints, cnt->n));
+		ew_line(E->w, "static const int64_t columns[] = {%s};", ints_list(E, ix->ints, ix->n));
+		if (wt)
+			ew_line(E->w, "static const float weights[] = {%s};", wl);
+		ew_line(E->w, "rt_tfidf(%s, %s, %d, %s, %s, %s, pool, %d, levels, %d, columns, %s, %lld, %lld, %lld, %s);", yr,
+			xr, x->dtype == DT_I32, emit_dim(E, dims_prod(&x->shape, 0, r - 1)), emit_dim(E, x->shape.d[r - 1]),
+			emit_dim(E, y->shape.d[r - 1]), pool->n, cnt->n, wt ? "weights" : "NULL",
+			(long long)ir_attr_int(n, "min_gram_length", 1), (long long)ir_attr_int(n, "max_gram_length", 1),
+			(long long)ir_attr_int(n, "max_skip_count", 0),
+			!strcmp(mode, "IDF") ? "RT_TFIDF_IDF" : !strcmp(mode, "TFIDF") ? "RT_TFIDF_TFIDF" : "RT_TFIDF_TF");
+		break;
+	}
 	case OP_INSTANCENORM:
 		ew_line(E->w, "rt_instancenorm(%s, %s, %s, %s, %s, %s, %s, %s);", yr, xr, emit_ref(E, n->in[1]),
 			emit_ref(E, n->in[2]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
@@ -1385,7 +1420,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 		emit_misc(E, n);
 		return;
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
-	case OP_GATHERND: case OP_INSTANCENORM:
+	case OP_GATHERND: case OP_INSTANCENORM: case OP_REVERSESEQ: case OP_TFIDF:
 		emit_layout(E, n);
 		return;
 	case OP_SOFTMAXCE: case OP_NLLLOSS:

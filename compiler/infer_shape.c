@@ -1640,6 +1640,64 @@ int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pad
 	return nsp;
 }
 
+/* TfIdfVectorizer: the attributes describe the pool (ngram_counts[k] is where
+ * the (k+1)-grams start in pool_int64s, each taking k+1 entries; the n-grams
+ * are numbered in pool order and ngram_indexes[i] is n-gram i's column). */
+static int infer_tfidf_check(const ir_node *n, char *why, size_t whylen)
+{
+	const char *mode = ir_attr_string(n, "mode", "");
+	int64_t mn = ir_attr_int(n, "min_gram_length", 0), mx = ir_attr_int(n, "max_gram_length", 0);
+	int64_t skip = ir_attr_int(n, "max_skip_count", -1);
+	const ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
+	const ir_attr *pool = ir_attr_find(n, "pool_int64s"), *w = ir_attr_find(n, "weights");
+	if (strcmp(mode, "TF") && strcmp(mode, "IDF") && strcmp(mode, "TFIDF"))
+		return snprintf(why, whylen, "mode must be TF, IDF or TFIDF, not '%s'", mode), 1;
+	if (mn < 1 || mx < mn || skip < 0)
+		return snprintf(why, whylen, "needs 1 <= min_gram_length (%lld) <= max_gram_length (%lld) and "
+				"max_skip_count (%lld) >= 0", (long long)mn, (long long)mx, (long long)skip), 1;
+	if (!cnt || !ix || !pool || cnt->n < 1 || cnt->n > 64)
+		return snprintf(why, whylen, "needs ngram_counts (1 to 64 levels), ngram_indexes and pool_int64s"), 1;
+	int64_t grams = 0;
+	for (int k = 0; k < cnt->n; k++) {
+		int64_t lo = cnt->ints[k], hi = k + 1 < cnt->n ? cnt->ints[k + 1] : pool->n;
+		if (lo < 0 || hi < lo || hi > pool->n || (hi - lo) % (k + 1))
+			return snprintf(why, whylen, "ngram_counts[%d] = %lld does not start a run of %d-grams in "
+					"pool_int64s (%d entries)", k, (long long)lo, k + 1, pool->n), 1;
+		grams += (hi - lo) / (k + 1);
+	}
+	if (grams != ix->n)
+		return snprintf(why, whylen, "the pool holds %lld n-grams but ngram_indexes has %d entries",
+				(long long)grams, ix->n), 1;
+	if (w && w->n != ix->n)
+		return snprintf(why, whylen, "weights has %d entries, ngram_indexes %d", w->n, ix->n), 1;
+	for (int i = 0; i < ix->n; i++)
+		if (ix->ints[i] < 0 || ix->ints[i] >= INFER_NUMEL_MAX)
+			return snprintf(why, whylen, "ngram_indexes[%d] = %lld is out of range", i,
+					(long long)ix->ints[i]), 1;
+	return 0;
+}
+
+static int infer_tfidf(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	char why[256];
+	if (x->dtype != DT_I32 && x->dtype != DT_I64)
+		return fail(c, "X must be i32 or i64 (string inputs are not supported), not %s", ir_dtype_name(x->dtype));
+	if (x->shape.rank != 1 && x->shape.rank != 2)
+		return fail(c, "X must be [C] or [N, C], not %s", shp(c, &x->shape));
+	if (infer_tfidf_check(n, why, sizeof why))
+		return fail(c, "%s", why);
+	const ir_attr *ix = ir_attr_find(n, "ngram_indexes");
+	int64_t width = 0;
+	for (int i = 0; i < ix->n; i++)
+		width = ix->ints[i] + 1 > width ? ix->ints[i] + 1 : width;
+	ir_shape s = x->shape;
+	s.d[s.rank - 1] = ir_dim_const(width);
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
 static int infer_layout(ictx *c)
 {
 	ir_node *n = c->n;
@@ -1724,6 +1782,19 @@ static int infer_layout(ictx *c)
 			s.d[qr - 1 + a - bd - q] = x->shape.d[a];
 		break;
 	}
+	case OP_REVERSESEQ: {
+		ir_value *lens = in(c, 1);
+		int64_t ba = ir_attr_int(n, "batch_axis", 1), ta = ir_attr_int(n, "time_axis", 0);
+		if (r < 2 || (ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
+			return fail(c, "X %s must have rank 2 or more, batch_axis and time_axis be 0 and 1 in some order",
+				    shp(c, &x->shape));
+		if (lens->dtype != DT_I64 || lens->shape.rank != 1 || !ir_dim_eq(lens->shape.d[0], x->shape.d[ba]))
+			return fail(c, "sequence_lens must be i64 [%s] (the batch axis of X), not %s %s",
+				    dimstr(c, x->shape.d[ba]), ir_dtype_name(lens->dtype), shp(c, &lens->shape));
+		break;
+	}
+	case OP_TFIDF:
+		return infer_tfidf(c);
 	case OP_INSTANCENORM:
 		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
 			return 1;
@@ -1978,7 +2049,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_SIZE: return infer_size(c);
 	case OP_SOFTMAXCE: case OP_NLLLOSS: return infer_loss(c);
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
-	case OP_GATHERND: case OP_INSTANCENORM:
+	case OP_GATHERND: case OP_INSTANCENORM: case OP_REVERSESEQ: case OP_TFIDF:
 		return infer_layout(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:

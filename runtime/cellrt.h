@@ -452,6 +452,27 @@ int rt_gather_nd(void *y, const void *x, size_t esize, int rank, const int64_t *
 void rt_instancenorm(float *y, const float *x, const float *scale, const float *bias, int64_t n, int64_t c,
 		     int64_t inner, float eps);
 
+/* ONNX ReverseSequence: X [steps, batch, inner] (time_axis 0) or [batch,
+ * steps, inner] (time_axis 1); Y = X with the first lens[b] steps of batch
+ * row b reversed and the rest copied.  RT_ERR_INDEX (Y partly written) for
+ * a length outside [0, steps]. */
+int rt_reverse_sequence(void *y, const void *x, size_t esize, int64_t steps, int64_t batch, int64_t inner,
+			int time_axis, const int64_t *lens);
+
+/* ONNX TfIdfVectorizer over integer rows X [rows, cols] (int32 when x_i32,
+ * else int64) into Y [rows, width].  The pool holds npool ids; levels[k]
+ * (k < nlevels) is where its (k+1)-grams start (each k+1 ids, up to the next
+ * level or npool), the n-grams numbered in pool order; n-gram i counts into
+ * column columns[i].  An n-gram of length n (min_n <= n <= max_n) is the ids
+ * at p, p + d, ..., p + (n-1) d for a distance d = 1 .. max_skip + 1 (d = 1
+ * only for unigrams); each (p, d) occurrence counts once.  Mode TF: the
+ * counts; IDF: 1 for a present n-gram, times weights[i]; TFIDF: the counts
+ * times weights[i] (weights NULL: 1). */
+enum { RT_TFIDF_TF, RT_TFIDF_IDF, RT_TFIDF_TFIDF };
+void rt_tfidf(float *y, const void *x, int x_i32, int64_t rows, int64_t cols, int64_t width, const int64_t *pool,
+	      int64_t npool, const int64_t *levels, int nlevels, const int64_t *columns, const float *weights,
+	      int64_t min_n, int64_t max_n, int64_t max_skip, int mode);
+
 /* TopK along the middle axis of X [outer, n, inner] (k <= n): the k largest
  * (or smallest) elements in order, ties to the lower index, into vals and
  * idx [outer, k, inner].  O(n k) per row: meant for small k. */

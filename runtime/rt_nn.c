@@ -495,6 +495,82 @@ int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int
 	return RT_OK;
 }
 
+/* ---- ReverseSequence, TfIdfVectorizer ------------------------------------------------ */
+
+int rt_reverse_sequence(void *y, const void *x, size_t esize, int64_t steps, int64_t batch, int64_t inner,
+			int time_axis, const int64_t *lens)
+{
+	size_t row = (size_t)inner * esize;
+	for (int64_t b = 0; b < batch; b++) {
+		int64_t len = lens[b];
+		if (len < 0 || len > steps)
+			return RT_ERR_INDEX;
+		for (int64_t t = 0; t < steps; t++) {
+			int64_t from = t < len ? len - 1 - t : t;
+			int64_t yo = time_axis == 0 ? t * batch + b : b * steps + t;
+			int64_t xo = time_axis == 0 ? from * batch + b : b * steps + from;
+			memcpy((char *)y + (size_t)yo * row, (const char *)x + (size_t)xo * row, row);
+		}
+	}
+	return RT_OK;
+}
+
+/* The number of the n-gram of x[p], x[p + d], .. (n ids) in the pool, or -1. */
+static int64_t tfidf_find(const void *x, int x_i32, int64_t p, int64_t d, int64_t n, const int64_t *pool,
+			  int64_t npool, const int64_t *levels, int nlevels)
+{
+	if (n > nlevels)
+		return -1;
+	int64_t first = 0;      /* n-grams before level n */
+	for (int k = 0; k < n - 1; k++)
+		first += ((k + 1 < nlevels ? levels[k + 1] : npool) - levels[k]) / (k + 1);
+	int64_t lo = levels[n - 1], hi = n < nlevels ? levels[n] : npool;
+	for (int64_t g = lo; g + n <= hi; g += n) {
+		int64_t j = 0;
+		for (; j < n; j++) {
+			int64_t v = x_i32 ? ((const int32_t *)x)[p + j * d] : ((const int64_t *)x)[p + j * d];
+			if (v != pool[g + j])
+				break;
+		}
+		if (j == n)
+			return first + (g - lo) / n;
+	}
+	return -1;
+}
+
+void rt_tfidf(float *y, const void *x, int x_i32, int64_t rows, int64_t cols, int64_t width, const int64_t *pool,
+	      int64_t npool, const int64_t *levels, int nlevels, const int64_t *columns, const float *weights,
+	      int64_t min_n, int64_t max_n, int64_t max_skip, int mode)
+{
+	size_t esize = x_i32 ? sizeof(int32_t) : sizeof(int64_t);
+	memset(y, 0, (size_t)(rows * width) * sizeof *y);
+	for (int64_t r = 0; r < rows; r++) {
+		const char *xr = (const char *)x + (size_t)(r * cols) * esize;
+		float *yr = y + r * width;
+		for (int64_t n = min_n; n <= max_n; n++)
+			for (int64_t d = 1; d <= (n == 1 ? 1 : max_skip + 1); d++)
+				for (int64_t p = 0; p + (n - 1) * d < cols; p++) {
+					int64_t i = tfidf_find(xr, x_i32, p, d, n, pool, npool, levels, nlevels);
+					if (i >= 0)
+						yr[columns[i]] += 1.0f;
+				}
+		/* the counts are per column; IDF and TFIDF weight them by the n-gram
+		 * that owns the column */
+		if (mode == RT_TFIDF_TF)
+			continue;
+		int64_t ngrams = 0;
+		for (int k = 0; k < nlevels; k++)
+			ngrams += ((k + 1 < nlevels ? levels[k + 1] : npool) - levels[k]) / (k + 1);
+		for (int64_t i = 0; i < ngrams; i++) {
+			float *v = &yr[columns[i]];
+			if (mode == RT_TFIDF_IDF && *v > 0)
+				*v = 1.0f;
+			if (weights)
+				*v *= weights[i];
+		}
+	}
+}
+
 /* ---- class-index losses ------------------------------------------------------------ */
 
 int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,

@@ -1569,6 +1569,71 @@ START_TEST(test_argmax)
 }
 END_TEST
 
+/* ReverseSequence by hand: [steps 3, batch 2, inner 2] with lengths 3 and 1
+ * (time_axis 0), and the same rows as [batch, steps, inner] (time_axis 1). */
+START_TEST(test_reverse_sequence)
+{
+	const int32_t x[] = {0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15};       /* x[t][b][i] */
+	const int64_t lens[] = {3, 1};
+	const int32_t want[] = {4, 5, 10, 11, 2, 3, 12, 13, 0, 1, 14, 15};
+	int32_t y[12];
+	ck_assert_int_eq(rt_reverse_sequence(y, x, sizeof *y, 3, 2, 2, 0, lens), RT_OK);
+	for (int i = 0; i < 12; i++)
+		ck_assert_int_eq(y[i], want[i]);
+	const float xb[] = {1, 2, 3, 4, 5, 6};         /* [batch 2, steps 3] */
+	const int64_t lb[] = {2, 0};
+	const float wb[] = {2, 1, 3, 4, 5, 6};
+	float yb[6];
+	ck_assert_int_eq(rt_reverse_sequence(yb, xb, sizeof *yb, 3, 2, 1, 1, lb), RT_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq(yb[i], wb[i]);
+	const int64_t bad[] = {4, 0};
+	ck_assert_int_eq(rt_reverse_sequence(yb, xb, sizeof *yb, 3, 2, 1, 1, bad), RT_ERR_INDEX);
+}
+END_TEST
+
+/* TfIdfVectorizer by hand, on the specification's example: [94, 17, 36, 12,
+ * 28] has the 2-grams (94, 12) and (17, 28) at distance 3 (two skips), and
+ * (94, 17), (17, 36), (36, 12), (12, 28) at distance 1. */
+START_TEST(test_tfidf)
+{
+	const int64_t x[] = {94, 17, 36, 12, 28, 17};
+	const int64_t pool[] = {17, 28,                 /* unigrams: n-grams 0, 1 */
+				94, 12, 17, 28, 94, 17};/* bigrams: n-grams 2, 3, 4 */
+	const int64_t levels[] = {0, 2}, columns[] = {4, 3, 2, 1, 0};
+	const float w[] = {0.5f, 2, 3, 4, 5};
+	float y[5];
+	/* unigrams and bigrams, no skip: 17 twice, 28 once, (94, 17) once */
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, NULL, 1, 2, 0, RT_TFIDF_TF);
+	const float tf0[] = {1, 0, 0, 1, 2};
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq(y[i], tf0[i]);
+	/* bigrams only, up to two skips: (94, 12) and (17, 28) at d 3, (94, 17) at d 1 (and d 5: four skips) */
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, NULL, 2, 2, 2, RT_TFIDF_TF);
+	const float tf2[] = {1, 1, 1, 0, 0};
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq(y[i], tf2[i]);
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, NULL, 2, 2, 4, RT_TFIDF_TF);
+	ck_assert_float_eq(y[0], 2);
+	/* IDF: presence times weight; TFIDF: count times weight (17: n-gram 0, column 4) */
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, w, 1, 2, 4, RT_TFIDF_IDF);
+	const float idf[] = {5, 4, 3, 2, 0.5f};
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq(y[i], idf[i]);
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, w, 1, 2, 4, RT_TFIDF_TFIDF);
+	ck_assert_float_eq(y[0], 10);
+	ck_assert_float_eq(y[4], 1);
+	ck_assert_float_eq(y[3], 2);
+	/* two int32 rows of three */
+	const int32_t x32[] = {17, 28, 17, 94, 94, 12};
+	float y2[10];
+	rt_tfidf(y2, x32, 1, 2, 3, 5, pool, 8, levels, 2, columns, NULL, 1, 2, 1, RT_TFIDF_TF);
+	const float t2[] = {0, 1, 0, 1, 2, 0, 0, 2, 0, 0};
+	for (int i = 0; i < 10; i++)
+		ck_assert_float_eq(y2[i], t2[i]);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
@@ -1626,6 +1691,8 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_argmax);
 	tcase_add_test(tc, test_pool_by_hand);
 	tcase_add_test(tc, test_norms);
+	tcase_add_test(tc, test_reverse_sequence);
+	tcase_add_test(tc, test_tfidf);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("init");
