@@ -1301,6 +1301,66 @@ static void emit_layout(emit_ctx *E, ir_node *n)
 	ew_close(E->w, "");
 }
 
+/* NonZero, Compress, Unique, NonMaxSuppression: the kernel returns the
+ * data-dependent length into m->dd_len[] (emit_dd_slot); the outputs are
+ * sized for the bound of ir_value.dd_axis and written packed. */
+static void emit_datadep(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, slot = emit_dd_slot(E->g, n);
+	if (slot < 0 || !is_stored(E, y)) {
+		diag_node(E->D, n, "internal: a data-dependent output has no length slot or no storage");
+		return;
+	}
+	const char *len = arena_printf(E->A, "m->dd_len[%d]", slot), *xr = emit_ref(E, x), *yr = emit_ref(E, y);
+	node_comment(E, n, arena_printf(E->A, "length %s at run time, at most %s", len,
+					emit_dim(E, y->shape.d[y->dd_axis])));
+	switch (n->op) {
+	case OP_NONZERO:
+		ew_line(E->w, "%s = rt_nonzero(%s, %s, %d, %d, %s);", len, yr, xr, (int)x->dtype, r,
+			r ? dims_lit(E, &x->shape, 0) : "NULL");
+		break;
+	case OP_COMPRESS: {
+		ir_attr *a = ir_attr_find(n, "axis");
+		int axis = a ? axis_of(a->i, r) : 0;
+		ir_dim outer = a ? dims_prod(&x->shape, 0, axis) : ir_dim_const(1);
+		ir_dim cnt = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
+		ir_dim inner = a ? dims_prod(&x->shape, axis + 1, r) : ir_dim_const(1);
+		ew_line(E->w, "%s = rt_compress(%s, %s, sizeof(%s), %s, %s, %s, %s, %s);", len, yr, xr, ctype(x),
+			emit_dim(E, outer), emit_dim(E, cnt), emit_dim(E, inner), emit_ref(E, n->in[1]),
+			emit_dim(E, n->in[1]->shape.d[0]));
+		break;
+	}
+	case OP_UNIQUE: {
+		ir_attr *a = ir_attr_find(n, "axis");
+		int axis = a ? axis_of(a->i, r) : 0;
+		ir_dim outer = a ? dims_prod(&x->shape, 0, axis) : ir_dim_const(1);
+		ir_dim cnt = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
+		ir_dim inner = a ? dims_prod(&x->shape, axis + 1, r) : ir_dim_const(1);
+		const char *o[3];
+		for (int k = 1; k <= 3; k++)
+			o[k - 1] = k < n->nout && n->out[k] && is_stored(E, n->out[k]) ? emit_ref(E, n->out[k]) : "NULL";
+		ew_line(E->w, "%s = rt_unique(%s, %s, %s, %s, %s, %d, %s, %s, %s, %d);", len, yr, o[0], o[1], o[2], xr,
+			(int)x->dtype, emit_dim(E, outer), emit_dim(E, cnt), emit_dim(E, inner),
+			ir_attr_int(n, "sorted", 1) != 0);
+		break;
+	}
+	case OP_NMS: {
+		const ir_value *sc = n->in[1];
+		const ir_value *mx = n->nin > 2 ? n->in[2] : NULL, *iou = n->nin > 3 ? n->in[3] : NULL;
+		const ir_value *st = n->nin > 4 ? n->in[4] : NULL;
+		ew_line(E->w, "%s = rt_nms(%s, %s, %s, %s, %s, %s, %s, %s, %d, %s, %d);", len, yr, xr, emit_ref(E, sc),
+			emit_dim(E, x->shape.d[0]), emit_dim(E, sc->shape.d[1]), emit_dim(E, x->shape.d[1]),
+			mx ? arena_printf(E->A, "%s[0]", emit_ref(E, mx)) : "0",
+			iou ? arena_printf(E->A, "%s[0]", emit_ref(E, iou)) : "0.0f", st != NULL,
+			st ? arena_printf(E->A, "%s[0]", emit_ref(E, st)) : "0.0f",
+			(int)ir_attr_int(n, "center_point_box", 0));
+		break;
+	}
+	default: UNREACHABLE();
+	}
+}
+
 static void emit_size(emit_ctx *E, ir_node *n)
 {
 	node_comment(E, n, NULL);
@@ -1412,6 +1472,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_CONV: emit_conv(E, n); return;
 	case OP_PAD: emit_pad(E, n); return;
 	case OP_SIZE: emit_size(E, n); return;
+	case OP_NONZERO: case OP_COMPRESS: case OP_UNIQUE: case OP_NMS: emit_datadep(E, n); return;
 	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
 	case OP_DROPOUT: emit_dropout(E, n); return;

@@ -1977,10 +1977,140 @@ static int infer_optim(ictx *c)
 
 /* ---- entry --------------------------------------------------------------------- */
 
+/* ---- data-dependent lengths ------------------------------------------------------ */
+
+/* Output k's axis gets the run-time length: its dim there is the bound. */
+static void set_dd(ictx *c, int k, ir_dtype dt, const ir_shape *s, int axis)
+{
+	set_out(c, k, dt, s);
+	if (k < c->n->nout && c->n->out[k]) {
+		c->n->out[k]->data_dep = 1;
+		c->n->out[k]->dd_axis = axis;
+	}
+}
+
+/* A scalar input (rank 0 or [1]) of dtype dt, when present. */
+static int need_scalar(ictx *c, int k, ir_dtype dt, const char *what)
+{
+	ir_value *v = in(c, k);
+	if (!v)
+		return 0;
+	if (v->dtype != dt || ir_shape_const_numel(&v->shape) != 1 || v->shape.rank > 1)
+		return fail(c, "%s must be a %s scalar or [1], not %s %s", what, ir_dtype_name(dt),
+			    ir_dtype_name(v->dtype), shp(c, &v->shape));
+	return 0;
+}
+
+/* NonZero, Unique, Compress, NonMaxSuppression: the outputs whose length the
+ * data decide are sized for the bound the specification implies (the
+ * elements, the slices along the axis, batches * classes * boxes). */
+static int infer_datadep(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = {.rank = 1};
+	if (c->g->parent)
+		return fail(c, "the length of its output is known only at run time, and cellc supports such "
+			    "outputs only in the model's main graph, not inside a loop body");
+	switch (n->op) {
+	case OP_NONZERO:
+		if (ir_dtype_size(x->dtype) == 0 || !ty_class(x->dtype))
+			return fail(c, "unsupported dtype %s", ir_dtype_name(x->dtype));
+		s.rank = 2;
+		s.d[0] = ir_dim_const(r);
+		s.d[1] = ir_shape_numel(&x->shape);
+		set_dd(c, 0, DT_I64, &s, 1);
+		return 0;
+	case OP_COMPRESS: {
+		ir_value *cond = in(c, 1);
+		if (cond->dtype != DT_BOOL || cond->shape.rank != 1)
+			return fail(c, "condition must be bool [m], not %s %s", ir_dtype_name(cond->dtype),
+				    shp(c, &cond->shape));
+		ir_attr *a = ir_attr_find(n, "axis");
+		if (!a) {
+			s.d[0] = ir_shape_numel(&x->shape);
+			set_dd(c, 0, x->dtype, &s, 0);
+			return 0;
+		}
+		int axis = norm_axis(a->i, r);
+		if (axis < 0)
+			return fail(c, "axis %lld is not an axis of X %s", (long long)a->i, shp(c, &x->shape));
+		s = x->shape;
+		set_dd(c, 0, x->dtype, &s, axis);
+		return 0;
+	}
+	case OP_UNIQUE: {
+		ir_attr *a = ir_attr_find(n, "axis");
+		int axis = a ? norm_axis(a->i, r) : -1;
+		if (!ty_class(x->dtype))
+			return fail(c, "unsupported dtype %s", ir_dtype_name(x->dtype));
+		if (a && axis < 0)
+			return fail(c, "axis %lld is not an axis of X %s", (long long)a->i, shp(c, &x->shape));
+		if (!n->out[0])
+			return fail(c, "output Y is required");
+		ir_dim len = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
+		if (a) {
+			s = x->shape;
+			set_dd(c, 0, x->dtype, &s, axis);
+		} else {
+			s.d[0] = len;
+			set_dd(c, 0, x->dtype, &s, 0);
+		}
+		ir_shape l = {.rank = 1};
+		l.d[0] = len;
+		set_dd(c, 1, DT_I64, &l, 0);
+		set_out(c, 2, DT_I64, &l);      /* inverse_indices: one per element or slice of X */
+		set_dd(c, 3, DT_I64, &l, 0);
+		return 0;
+	}
+	case OP_NMS: {
+		ir_value *sc = in(c, 1);
+		if (need_f32(c, 0) || need_f32(c, 1) || need_scalar(c, 2, DT_I64, "max_output_boxes_per_class") ||
+		    need_scalar(c, 3, DT_F32, "iou_threshold") || need_scalar(c, 4, DT_F32, "score_threshold"))
+			return 1;
+		if (r != 3 || !ir_dim_eq(x->shape.d[2], ir_dim_const(4)) || sc->shape.rank != 3 ||
+		    !ir_dim_eq(sc->shape.d[0], x->shape.d[0]) || !ir_dim_eq(sc->shape.d[2], x->shape.d[1]))
+			return fail(c, "boxes must be [batches, boxes, 4] and scores [batches, classes, boxes], not %s "
+				    "and %s", shp(c, &x->shape), shp(c, &sc->shape));
+		int64_t cpb = ir_attr_int(n, "center_point_box", 0);
+		if (cpb != 0 && cpb != 1)
+			return fail(c, "center_point_box must be 0 or 1, not %lld", (long long)cpb);
+		/* per batch and class at most min(boxes, max_output_boxes_per_class) */
+		ir_dim per = x->shape.d[1];
+		ir_value *mx = in(c, 2);
+		if (!mx)
+			per = ir_dim_const(0);          /* the default, 0: no box is selected */
+		else if (infer_is_const(mx) && mx->data) {
+			int64_t m = infer_elem_int(mx, 0);
+			if (m <= 0)
+				per = ir_dim_const(0);
+			else if (ir_dim_is_const(per) && m < per.k)
+				per = ir_dim_const(m);
+		}
+		s.rank = 2;
+		s.d[0] = ir_dim_mul(ir_dim_mul(x->shape.d[0], sc->shape.d[1]), per);
+		s.d[1] = ir_dim_const(3);
+		set_dd(c, 0, DT_I64, &s, 0);
+		return 0;
+	}
+	default: UNREACHABLE();
+	}
+}
+
 int infer_node(ir_graph *g, ir_node *n, diag *D)
 {
 	ictx cx = {g, n, D, g->A}, *c = &cx;
 	const ir_opinfo *oi = &ir_ops[n->op];
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		const ir_node *p = v ? v->producer : NULL;
+		if (v && v->data_dep)
+			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
+				    "computed at run time by %s '%s', and cellc supports such a value only as an "
+				    "output of the model, not as the input of another node", k, v->name, v->dd_axis,
+				    dimstr(c, v->shape.d[v->dd_axis]), p ? ir_op_name(p->op) : "?", p ? p->name : "?");
+	}
 	if (n->op == OP_RECURRENCE)
 		return 0;
 	if (n->nin < oi->min_in || n->nin > oi->max_in)
@@ -2051,6 +2181,8 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
 	case OP_GATHERND: case OP_INSTANCENORM: case OP_REVERSESEQ: case OP_TFIDF:
 		return infer_layout(c);
+	case OP_NONZERO: case OP_UNIQUE: case OP_COMPRESS: case OP_NMS:
+		return infer_datadep(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
 		return train_op_infer(g, n, D);

@@ -156,6 +156,8 @@ static const attr_spec attr_specs[] = {
 	{OP_SCATTERND, "reduction", ATTR_STRING, 16, 0, NULL},
 	{OP_GATHERND, "batch_dims", ATTR_INT, 12, 0, NULL},
 	{OP_INSTANCENORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_UNIQUE, "axis", ATTR_INT, 0, 0, NULL},        {OP_UNIQUE, "sorted", ATTR_INT, 0, 0, NULL},
+	{OP_COMPRESS, "axis", ATTR_INT, 0, 0, NULL},      {OP_NMS, "center_point_box", ATTR_INT, 0, 0, NULL},
 	{OP_REVERSESEQ, "batch_axis", ATTR_INT, 0, 0, NULL}, {OP_REVERSESEQ, "time_axis", ATTR_INT, 0, 0, NULL},
 	{OP_TFIDF, "mode", ATTR_STRING, 0, 0, NULL},      {OP_TFIDF, "min_gram_length", ATTR_INT, 0, 0, NULL},
 	{OP_TFIDF, "max_gram_length", ATTR_INT, 0, 0, NULL}, {OP_TFIDF, "max_skip_count", ATTR_INT, 0, 0, NULL},

@@ -1634,6 +1634,137 @@ START_TEST(test_tfidf)
 }
 END_TEST
 
+/* NonZero by hand: X [2, 3] int32 and float (-0.0 is zero, NaN is not); a
+ * scalar gives [0, n]. */
+START_TEST(test_nonzero)
+{
+	const int32_t x[] = {0, 5, 0, -1, 0, 2};
+	const int64_t dims[] = {2, 3};
+	int64_t y[12];
+	ck_assert_int_eq(rt_nonzero(y, x, 6, 2, dims), 3);
+	const int64_t want[] = {0, 1, 1, 1, 0, 2};   /* rows then columns */
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(y[i], want[i]);
+	const float xf[] = {-0.0f, NAN, 0, 0, 0, 1};
+	ck_assert_int_eq(rt_nonzero(y, xf, 1, 2, dims), 2);
+	const int64_t wantf[] = {0, 1, 1, 2};
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(y[i], wantf[i]);
+	const uint8_t b = 1;
+	ck_assert_int_eq(rt_nonzero(y, &b, 9, 0, NULL), 1);
+}
+END_TEST
+
+/* Compress by hand: X [2, 3] along axis 1 with a condition shorter than the
+ * axis, and flattened. */
+START_TEST(test_compress)
+{
+	const float x[] = {1, 2, 3, 4, 5, 6};
+	const uint8_t c2[] = {0, 1}, c6[] = {1, 0, 0, 1, 1, 0};
+	float y[6];
+	ck_assert_int_eq(rt_compress(y, x, sizeof *y, 2, 3, 1, c2, 2), 1);
+	ck_assert_float_eq(y[0], 2);
+	ck_assert_float_eq(y[1], 5);
+	ck_assert_int_eq(rt_compress(y, x, sizeof *y, 1, 6, 1, c6, 6), 3);
+	ck_assert_float_eq(y[0], 1);
+	ck_assert_float_eq(y[1], 4);
+	ck_assert_float_eq(y[2], 5);
+	const uint8_t c3[] = {1, 0, 1};        /* axis 0 of [3, 2] */
+	ck_assert_int_eq(rt_compress(y, x, sizeof *y, 1, 3, 2, c3, 3), 2);
+	ck_assert_float_eq(y[2], 5);
+	ck_assert_float_eq(y[3], 6);
+}
+END_TEST
+
+/* Unique: the specification's four examples. */
+START_TEST(test_unique)
+{
+	int64_t ix[8], inv[8], cnt[8];
+	const float x1[] = {2, 1, 1, 3, 4, 3};
+	float y1[6];
+	ck_assert_int_eq(rt_unique(y1, ix, inv, cnt, x1, 1, 1, 6, 1, 0), 4);
+	const float wy1[] = {2, 1, 3, 4};
+	const int64_t wi1[] = {0, 1, 3, 4}, winv1[] = {0, 1, 1, 2, 3, 2}, wc1[] = {1, 2, 2, 1};
+	for (int i = 0; i < 4; i++) {
+		ck_assert_float_eq(y1[i], wy1[i]);
+		ck_assert_int_eq(ix[i], wi1[i]);
+		ck_assert_int_eq(cnt[i], wc1[i]);
+	}
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(inv[i], winv1[i]);
+	const int32_t x2[] = {1, 3, 2, 3};
+	int32_t y2[4];
+	ck_assert_int_eq(rt_unique(y2, ix, inv, cnt, x2, 6, 1, 4, 1, 1), 3);
+	const int64_t wi2[] = {0, 2, 1}, winv2[] = {0, 2, 1, 2}, wc2[] = {1, 1, 2};
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(y2[i], i + 1);
+		ck_assert_int_eq(ix[i], wi2[i]);
+		ck_assert_int_eq(cnt[i], wc2[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(inv[i], winv2[i]);
+	const int64_t x3[] = {1, 0, 0, 1, 0, 0, 2, 3, 4};  /* axis 0 of [3, 3] */
+	int64_t y3[9];
+	ck_assert_int_eq(rt_unique(y3, ix, inv, NULL, x3, 7, 1, 3, 3, 1), 2);
+	const int64_t wy3[] = {1, 0, 0, 2, 3, 4};
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(y3[i], wy3[i]);
+	ck_assert_int_eq(inv[1], 0);
+	ck_assert_int_eq(inv[2], 1);
+	/* axis 1 of [2, 4, 2]: outer 2, len 4, inner 2 */
+	const double x4[] = {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1};
+	double y4[16];
+	ck_assert_int_eq(rt_unique(y4, ix, inv, cnt, x4, 11, 2, 4, 2, 1), 3);
+	const double wy4[] = {0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1};
+	for (int i = 0; i < 12; i++)
+		ck_assert_double_eq(y4[i], wy4[i]);
+	const int64_t wi4[] = {1, 0, 2}, winv4[] = {1, 0, 2, 0}, wc4[] = {2, 1, 1};
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(ix[i], wi4[i]);
+		ck_assert_int_eq(cnt[i], wc4[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(inv[i], winv4[i]);
+}
+END_TEST
+
+/* NonMaxSuppression by hand: three boxes of one class, the second overlapping
+ * the first by IOU 0.81 / 1.09 = 0.74, the third apart. */
+START_TEST(test_nms)
+{
+	const float boxes[] = {0, 0, 1, 1, 0.1f, 0, 1.1f, 0.9f, 2, 2, 3, 3};
+	const float scores[] = {0.9f, 0.95f, 0.5f};
+	int64_t y[9];
+	/* iou 0.5: box 1 (best), box 0 suppressed by it, box 2 */
+	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[5], 2);
+	/* iou 0.8: all three, by descending score */
+	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 10, 0.8f, 0, 0, 0), 3);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[5], 0);
+	ck_assert_int_eq(y[8], 2);
+	/* at most 2; a score threshold of 0.5 drops box 2 (not above it) */
+	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 2, 0.8f, 0, 0, 0), 2);
+	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 10, 0.8f, 1, 0.5f, 0), 2);
+	ck_assert_int_eq(y[5], 0);
+	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 0, 0.8f, 0, 0, 0), 0);
+	/* centre format, flipped corners: the same boxes */
+	const float centre[] = {0.5f, 0.5f, 1, 1, 0.45f, 0.6f, 0.9f, 1, 2.5f, 2.5f, 1, 1};
+	const float flipped[] = {1, 1, 0, 0, 1.1f, 0.9f, 0.1f, 0, 3, 3, 2, 2};
+	ck_assert_int_eq(rt_nms(y, flipped, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(rt_nms(y, centre, scores, 1, 1, 3, 10, 0.5f, 0, 0, 1), 2);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[5], 2);
+	/* two classes: rows (batch, class, box) class by class; equal scores by index */
+	const float sc2[] = {0.9f, 0.95f, 0.5f, 0.3f, 0.3f, 0.3f};
+	ck_assert_int_eq(rt_nms(y, boxes, sc2, 1, 2, 3, 1, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[4], 1);
+	ck_assert_int_eq(y[5], 0);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
@@ -1693,6 +1824,10 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_norms);
 	tcase_add_test(tc, test_reverse_sequence);
 	tcase_add_test(tc, test_tfidf);
+	tcase_add_test(tc, test_nonzero);
+	tcase_add_test(tc, test_compress);
+	tcase_add_test(tc, test_unique);
+	tcase_add_test(tc, test_nms);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("init");
