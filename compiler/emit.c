@@ -1034,8 +1034,8 @@ static void blk_struct(emit_ctx *E)
 	}
 	ew_line(E->w, "int started;            /* 0 after reset: recurrences start from their initial state */");
 	if (emit_dd_count(E->g))
-		ew_line(E->w, "int64_t dd_len[%d];       /* data-dependent lengths of the last run (NAME_output_dims) */",
-			emit_dd_count(E->g));
+		ew_line(E->w, "int64_t dd_len[%d];       /* data-dependent lengths of the last run (%s_output_dims) */",
+			emit_dd_count(E->g), t->name);
 	for (int k = 0; k < t->nweights; k++) {
 		const ir_value *v = t->weights[k];
 		const char *decl = arena_printf(E->A, "const %s *w_%d;", ctype(v), k);
