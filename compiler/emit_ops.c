@@ -1315,9 +1315,10 @@ static void emit_datadep(emit_ctx *E, ir_node *n)
 	const char *len = arena_printf(E->A, "m->dd_len[%d]", slot), *xr = emit_ref(E, x), *yr = emit_ref(E, y);
 	node_comment(E, n, arena_printf(E->A, "length %s at run time, at most %s", len,
 					emit_dim(E, y->shape.d[y->dd_axis])));
+	ew_open(E->w, "%s", "");
 	switch (n->op) {
 	case OP_NONZERO:
-		ew_line(E->w, "%s = rt_nonzero(%s, %s, %d, %d, %s);", len, yr, xr, (int)x->dtype, r,
+		ew_line(E->w, "int gst = rt_nonzero(&%s, %s, %s, %d, %d, %s);", len, yr, xr, (int)x->dtype, r,
 			r ? dims_lit(E, &x->shape, 0) : "NULL");
 		break;
 	case OP_COMPRESS: {
@@ -1326,7 +1327,7 @@ static void emit_datadep(emit_ctx *E, ir_node *n)
 		ir_dim outer = a ? dims_prod(&x->shape, 0, axis) : ir_dim_const(1);
 		ir_dim cnt = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
 		ir_dim inner = a ? dims_prod(&x->shape, axis + 1, r) : ir_dim_const(1);
-		ew_line(E->w, "%s = rt_compress(%s, %s, sizeof(%s), %s, %s, %s, %s, %s);", len, yr, xr, ctype(x),
+		ew_line(E->w, "int gst = rt_compress(&%s, %s, %s, sizeof(%s), %s, %s, %s, %s, %s);", len, yr, xr, ctype(x),
 			emit_dim(E, outer), emit_dim(E, cnt), emit_dim(E, inner), emit_ref(E, n->in[1]),
 			emit_dim(E, n->in[1]->shape.d[0]));
 		break;
@@ -1340,7 +1341,7 @@ static void emit_datadep(emit_ctx *E, ir_node *n)
 		const char *o[3];
 		for (int k = 1; k <= 3; k++)
 			o[k - 1] = k < n->nout && n->out[k] && is_stored(E, n->out[k]) ? emit_ref(E, n->out[k]) : "NULL";
-		ew_line(E->w, "%s = rt_unique(%s, %s, %s, %s, %s, %d, %s, %s, %s, %d);", len, yr, o[0], o[1], o[2], xr,
+		ew_line(E->w, "int gst = rt_unique(&%s, %s, %s, %s, %s, %s, %d, %s, %s, %s, %d);", len, yr, o[0], o[1], o[2], xr,
 			(int)x->dtype, emit_dim(E, outer), emit_dim(E, cnt), emit_dim(E, inner),
 			ir_attr_int(n, "sorted", 1) != 0);
 		break;
@@ -1349,7 +1350,7 @@ static void emit_datadep(emit_ctx *E, ir_node *n)
 		const ir_value *sc = n->in[1];
 		const ir_value *mx = n->nin > 2 ? n->in[2] : NULL, *iou = n->nin > 3 ? n->in[3] : NULL;
 		const ir_value *st = n->nin > 4 ? n->in[4] : NULL;
-		ew_line(E->w, "%s = rt_nms(%s, %s, %s, %s, %s, %s, %s, %s, %d, %s, %d);", len, yr, xr, emit_ref(E, sc),
+		ew_line(E->w, "int gst = rt_nms(&%s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %s, %d);", len, yr, xr, emit_ref(E, sc),
 			emit_dim(E, x->shape.d[0]), emit_dim(E, sc->shape.d[1]), emit_dim(E, x->shape.d[1]),
 			mx ? arena_printf(E->A, "%s[0]", emit_ref(E, mx)) : "0",
 			iou ? arena_printf(E->A, "%s[0]", emit_ref(E, iou)) : "0.0f", st != NULL,
@@ -1359,6 +1360,9 @@ static void emit_datadep(emit_ctx *E, ir_node *n)
 	}
 	default: UNREACHABLE();
 	}
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
 }
 
 static void emit_size(emit_ctx *E, ir_node *n)

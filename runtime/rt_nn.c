@@ -617,7 +617,7 @@ static int is_nonzero(const void *x, int64_t i, int dt)
 	return 0;
 }
 
-int64_t rt_nonzero(int64_t *y, const void *x, int dtype, int rank, const int64_t *dims)
+int rt_nonzero(int64_t *len, int64_t *y, const void *x, int dtype, int rank, const int64_t *dims)
 {
 	int64_t total = 1, n = 0;
 	for (int a = 0; a < rank; a++)
@@ -635,13 +635,18 @@ int64_t rt_nonzero(int64_t *y, const void *x, int dtype, int rank, const int64_t
 		}
 		j++;
 	}
-	return n;
+	*len = n;
+	return RT_OK;
 }
 
-int64_t rt_compress(void *y, const void *x, size_t esize, int64_t outer, int64_t len, int64_t inner,
-		    const uint8_t *cond, int64_t ncond)
+int rt_compress(int64_t *len_out, void *y, const void *x, size_t esize, int64_t outer, int64_t len, int64_t inner,
+		const uint8_t *cond, int64_t ncond)
 {
 	int64_t m = ncond < len ? ncond : len, n = 0;
+	*len_out = 0;
+	for (int64_t i = len; i < ncond; i++)
+		if (cond[i])
+			return RT_ERR_INDEX;
 	for (int64_t i = 0; i < m; i++)
 		n += cond[i] != 0;
 	size_t row = (size_t)inner * esize;
@@ -652,7 +657,8 @@ int64_t rt_compress(void *y, const void *x, size_t esize, int64_t outer, int64_t
 				memcpy(yp, (const char *)x + (size_t)(o * len + i) * row, row);
 				yp += row;
 			}
-	return n;
+	*len_out = n;
+	return RT_OK;
 }
 
 /* Slice i of a [outer, stride, inner] tensor against slice j of another. */
@@ -668,8 +674,8 @@ static int slice_cmp(const void *a, int64_t i, int64_t sa, const void *b, int64_
 	return 0;
 }
 
-int64_t rt_unique(void *y, int64_t *indices, int64_t *inverse, int64_t *counts, const void *x, int dtype,
-		  int64_t outer, int64_t len, int64_t inner, int sorted)
+int rt_unique(int64_t *len_out, void *y, int64_t *indices, int64_t *inverse, int64_t *counts, const void *x,
+	      int dtype, int64_t outer, int64_t len, int64_t inner, int sorted)
 {
 	size_t es = rt_dtype_size(dtype), row = (size_t)inner * es;
 	int64_t n = 0;
@@ -735,7 +741,8 @@ int64_t rt_unique(void *y, int64_t *indices, int64_t *inverse, int64_t *counts, 
 	/* pack [outer, len, inner] to [outer, n, inner]: every row moves forward */
 	for (int64_t o = 1; o < outer; o++)
 		memmove((char *)y + (size_t)(o * n) * row, (char *)y + (size_t)(o * len) * row, (size_t)n * row);
-	return n;
+	*len_out = n;
+	return RT_OK;
 }
 
 /* Box i as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2. */
@@ -767,11 +774,14 @@ static int nms_overlaps(const float *a4, const float *b4, int center, float thr)
 	return uni > 0 && inter / uni > thr;
 }
 
-int64_t rt_nms(int64_t *y, const float *boxes, const float *scores, int64_t batches, int64_t classes,
-	       int64_t nboxes, int64_t max_per_class, float iou_threshold, int has_score_threshold,
-	       float score_threshold, int center_point_box)
+int rt_nms(int64_t *len, int64_t *y, const float *boxes, const float *scores, int64_t batches, int64_t classes,
+	   int64_t nboxes, int64_t max_per_class, float iou_threshold, int has_score_threshold, float score_threshold,
+	   int center_point_box)
 {
 	int64_t n = 0;
+	*len = 0;
+	if (!(iou_threshold >= 0 && iou_threshold <= 1))
+		return RT_ERR_ARG;
 	for (int64_t b = 0; b < batches; b++)
 		for (int64_t c = 0; c < classes; c++) {
 			const float *sc = scores + (b * classes + c) * nboxes, *bx = boxes + b * nboxes * 4;
@@ -801,7 +811,8 @@ int64_t rt_nms(int64_t *y, const float *boxes, const float *scores, int64_t batc
 				}
 			}
 		}
-	return n;
+	*len = n;
+	return RT_OK;
 }
 
 /* ---- class-index losses ------------------------------------------------------------ */

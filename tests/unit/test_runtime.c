@@ -1634,6 +1634,39 @@ START_TEST(test_tfidf)
 }
 END_TEST
 
+/* The data-dependent kernels' length, after checking they return RT_OK. */
+static int64_t nonzero_n(int64_t *y, const void *x, int dtype, int rank, const int64_t *dims)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_nonzero(&n, y, x, dtype, rank, dims), RT_OK);
+	return n;
+}
+
+static int64_t compress_n(void *y, const void *x, size_t esize, int64_t outer, int64_t len, int64_t inner,
+			  const uint8_t *cond, int64_t ncond)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_compress(&n, y, x, esize, outer, len, inner, cond, ncond), RT_OK);
+	return n;
+}
+
+static int64_t unique_n(void *y, int64_t *indices, int64_t *inverse, int64_t *counts, const void *x, int dtype,
+			int64_t outer, int64_t len, int64_t inner, int sorted)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_unique(&n, y, indices, inverse, counts, x, dtype, outer, len, inner, sorted), RT_OK);
+	return n;
+}
+
+static int64_t nms_n(int64_t *y, const float *boxes, const float *scores, int64_t batches, int64_t classes,
+		     int64_t nboxes, int64_t max_per_class, float iou, int has_st, float st, int center)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_nms(&n, y, boxes, scores, batches, classes, nboxes, max_per_class, iou, has_st, st, center),
+			 RT_OK);
+	return n;
+}
+
 /* NonZero by hand: X [2, 3] int32 and float (-0.0 is zero, NaN is not); a
  * scalar gives [0, n]. */
 START_TEST(test_nonzero)
@@ -1641,17 +1674,17 @@ START_TEST(test_nonzero)
 	const int32_t x[] = {0, 5, 0, -1, 0, 2};
 	const int64_t dims[] = {2, 3};
 	int64_t y[12];
-	ck_assert_int_eq(rt_nonzero(y, x, 6, 2, dims), 3);
+	ck_assert_int_eq(nonzero_n(y, x, 6, 2, dims), 3);
 	const int64_t want[] = {0, 1, 1, 1, 0, 2};   /* rows then columns */
 	for (int i = 0; i < 6; i++)
 		ck_assert_int_eq(y[i], want[i]);
 	const float xf[] = {-0.0f, NAN, 0, 0, 0, 1};
-	ck_assert_int_eq(rt_nonzero(y, xf, 1, 2, dims), 2);
+	ck_assert_int_eq(nonzero_n(y, xf, 1, 2, dims), 2);
 	const int64_t wantf[] = {0, 1, 1, 2};
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(y[i], wantf[i]);
 	const uint8_t b = 1;
-	ck_assert_int_eq(rt_nonzero(y, &b, 9, 0, NULL), 1);
+	ck_assert_int_eq(nonzero_n(y, &b, 9, 0, NULL), 1);
 }
 END_TEST
 
@@ -1662,17 +1695,23 @@ START_TEST(test_compress)
 	const float x[] = {1, 2, 3, 4, 5, 6};
 	const uint8_t c2[] = {0, 1}, c6[] = {1, 0, 0, 1, 1, 0};
 	float y[6];
-	ck_assert_int_eq(rt_compress(y, x, sizeof *y, 2, 3, 1, c2, 2), 1);
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 2, 3, 1, c2, 2), 1);
 	ck_assert_float_eq(y[0], 2);
 	ck_assert_float_eq(y[1], 5);
-	ck_assert_int_eq(rt_compress(y, x, sizeof *y, 1, 6, 1, c6, 6), 3);
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 1, 6, 1, c6, 6), 3);
 	ck_assert_float_eq(y[0], 1);
 	ck_assert_float_eq(y[1], 4);
 	ck_assert_float_eq(y[2], 5);
 	const uint8_t c3[] = {1, 0, 1};        /* axis 0 of [3, 2] */
-	ck_assert_int_eq(rt_compress(y, x, sizeof *y, 1, 3, 2, c3, 3), 2);
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 1, 3, 2, c3, 3), 2);
 	ck_assert_float_eq(y[2], 5);
 	ck_assert_float_eq(y[3], 6);
+	/* numpy.compress: a true entry beyond the axis is an error, a false one is not */
+	const uint8_t c4[] = {0, 0, 0, 1}, c5[] = {1, 0, 0, 0};
+	int64_t n = -1;
+	ck_assert_int_eq(rt_compress(&n, y, x, sizeof *y, 1, 3, 2, c4, 4), RT_ERR_INDEX);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 1, 3, 2, c5, 4), 1);
 }
 END_TEST
 
@@ -1682,7 +1721,7 @@ START_TEST(test_unique)
 	int64_t ix[8], inv[8], cnt[8];
 	const float x1[] = {2, 1, 1, 3, 4, 3};
 	float y1[6];
-	ck_assert_int_eq(rt_unique(y1, ix, inv, cnt, x1, 1, 1, 6, 1, 0), 4);
+	ck_assert_int_eq(unique_n(y1, ix, inv, cnt, x1, 1, 1, 6, 1, 0), 4);
 	const float wy1[] = {2, 1, 3, 4};
 	const int64_t wi1[] = {0, 1, 3, 4}, winv1[] = {0, 1, 1, 2, 3, 2}, wc1[] = {1, 2, 2, 1};
 	for (int i = 0; i < 4; i++) {
@@ -1694,7 +1733,7 @@ START_TEST(test_unique)
 		ck_assert_int_eq(inv[i], winv1[i]);
 	const int32_t x2[] = {1, 3, 2, 3};
 	int32_t y2[4];
-	ck_assert_int_eq(rt_unique(y2, ix, inv, cnt, x2, 6, 1, 4, 1, 1), 3);
+	ck_assert_int_eq(unique_n(y2, ix, inv, cnt, x2, 6, 1, 4, 1, 1), 3);
 	const int64_t wi2[] = {0, 2, 1}, winv2[] = {0, 2, 1, 2}, wc2[] = {1, 1, 2};
 	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(y2[i], i + 1);
@@ -1705,7 +1744,7 @@ START_TEST(test_unique)
 		ck_assert_int_eq(inv[i], winv2[i]);
 	const int64_t x3[] = {1, 0, 0, 1, 0, 0, 2, 3, 4};  /* axis 0 of [3, 3] */
 	int64_t y3[9];
-	ck_assert_int_eq(rt_unique(y3, ix, inv, NULL, x3, 7, 1, 3, 3, 1), 2);
+	ck_assert_int_eq(unique_n(y3, ix, inv, NULL, x3, 7, 1, 3, 3, 1), 2);
 	const int64_t wy3[] = {1, 0, 0, 2, 3, 4};
 	for (int i = 0; i < 6; i++)
 		ck_assert_int_eq(y3[i], wy3[i]);
@@ -1714,7 +1753,7 @@ START_TEST(test_unique)
 	/* axis 1 of [2, 4, 2]: outer 2, len 4, inner 2 */
 	const double x4[] = {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1};
 	double y4[16];
-	ck_assert_int_eq(rt_unique(y4, ix, inv, cnt, x4, 11, 2, 4, 2, 1), 3);
+	ck_assert_int_eq(unique_n(y4, ix, inv, cnt, x4, 11, 2, 4, 2, 1), 3);
 	const double wy4[] = {0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1};
 	for (int i = 0; i < 12; i++)
 		ck_assert_double_eq(y4[i], wy4[i]);
@@ -1736,32 +1775,36 @@ START_TEST(test_nms)
 	const float scores[] = {0.9f, 0.95f, 0.5f};
 	int64_t y[9];
 	/* iou 0.5: box 1 (best), box 0 suppressed by it, box 2 */
-	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
 	ck_assert_int_eq(y[2], 1);
 	ck_assert_int_eq(y[5], 2);
 	/* iou 0.8: all three, by descending score */
-	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 10, 0.8f, 0, 0, 0), 3);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 10, 0.8f, 0, 0, 0), 3);
 	ck_assert_int_eq(y[2], 1);
 	ck_assert_int_eq(y[5], 0);
 	ck_assert_int_eq(y[8], 2);
 	/* at most 2; a score threshold of 0.5 drops box 2 (not above it) */
-	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 2, 0.8f, 0, 0, 0), 2);
-	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 10, 0.8f, 1, 0.5f, 0), 2);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 2, 0.8f, 0, 0, 0), 2);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 10, 0.8f, 1, 0.5f, 0), 2);
 	ck_assert_int_eq(y[5], 0);
-	ck_assert_int_eq(rt_nms(y, boxes, scores, 1, 1, 3, 0, 0.8f, 0, 0, 0), 0);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 0, 0.8f, 0, 0, 0), 0);
 	/* centre format, flipped corners: the same boxes */
 	const float centre[] = {0.5f, 0.5f, 1, 1, 0.45f, 0.6f, 0.9f, 1, 2.5f, 2.5f, 1, 1};
 	const float flipped[] = {1, 1, 0, 0, 1.1f, 0.9f, 0.1f, 0, 3, 3, 2, 2};
-	ck_assert_int_eq(rt_nms(y, flipped, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
-	ck_assert_int_eq(rt_nms(y, centre, scores, 1, 1, 3, 10, 0.5f, 0, 0, 1), 2);
+	ck_assert_int_eq(nms_n(y, flipped, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(nms_n(y, centre, scores, 1, 1, 3, 10, 0.5f, 0, 0, 1), 2);
 	ck_assert_int_eq(y[2], 1);
 	ck_assert_int_eq(y[5], 2);
 	/* two classes: rows (batch, class, box) class by class; equal scores by index */
 	const float sc2[] = {0.9f, 0.95f, 0.5f, 0.3f, 0.3f, 0.3f};
-	ck_assert_int_eq(rt_nms(y, boxes, sc2, 1, 2, 3, 1, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(nms_n(y, boxes, sc2, 1, 2, 3, 1, 0.5f, 0, 0, 0), 2);
 	ck_assert_int_eq(y[2], 1);
 	ck_assert_int_eq(y[4], 1);
 	ck_assert_int_eq(y[5], 0);
+	/* an IOU threshold outside [0, 1] */
+	int64_t n = -1;
+	ck_assert_int_eq(rt_nms(&n, y, boxes, scores, 1, 1, 3, 10, 1.5f, 0, 0, 0), RT_ERR_ARG);
+	ck_assert_int_eq(n, 0);
 }
 END_TEST
 
