@@ -307,6 +307,17 @@ def main():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     emit(out, "compress_consumed", model_of(g), "node 'identity_node'", "('sel') has a data-dependent length",
          "Compress 'compress_node'")
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("NonZero", ["a"], ["nz"], name="nonzero_in_body")], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("nz", TensorProto.INT64, None)])
+    g = helper.make_graph([helper.make_node("Loop", ["M", ""], ["scan"], body=body, name="loop_node")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("scan", TensorProto.INT64, None)],
+                          [numpy_helper.from_array(np.array(2, np.int64), "M")])
+    emit(out, "nonzero_in_loop_body", model_of(g, 13), "node 'nonzero_in_body'", "not inside a loop body")
     g = helper.make_graph([helper.make_node("Scatter", ["a", "i", "u"], ["y"], name="scatter_node")], "bad",
                           [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
                            helper.make_tensor_value_info("i", TensorProto.INT64, [1, 3]),
