@@ -1614,7 +1614,7 @@ static void api_output_dims(emit_ctx *E)
 		if (!v->data_dep || !v->producer)
 			continue;
 		ew_line(w, "if (st == RT_OK && k == %d) /* '%s': axis %d at most %s */", k, cmt(E->A, v->name),
-			v->dd_axis, ir_dim_str(E->A, g, v->shape.d[v->dd_axis]));
+			v->dd_axis, cmt(E->A, ir_dim_str(E->A, g, v->shape.d[v->dd_axis])));
 		ew_line(w, "\tdims[%d] = m->dd_len[%d];", v->dd_axis, emit_dd_slot(g, v->producer));
 	}
 	ew_line(w, "return st;");

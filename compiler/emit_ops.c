@@ -1314,7 +1314,7 @@ static void emit_datadep(emit_ctx *E, ir_node *n)
 	}
 	const char *len = arena_printf(E->A, "m->dd_len[%d]", slot), *xr = emit_ref(E, x), *yr = emit_ref(E, y);
 	node_comment(E, n, arena_printf(E->A, "length %s at run time, at most %s", len,
-					emit_dim(E, y->shape.d[y->dd_axis])));
+					safe(E, ir_dim_str(E->A, E->g, y->shape.d[y->dd_axis]))));
 	ew_open(E->w, "%s", "");
 	switch (n->op) {
 	case OP_NONZERO:
