@@ -705,6 +705,55 @@ typedef struct rt_plot {
 } rt_plot;
 
 int rt_svg_plot(const char *path, const rt_plot *p, int nseries, const rt_series *s);
+/* ---- kernels: image sampling (owner: runtime/rt_image.c) ---- */
+
+/* ONNX Resize (and Upsample) of X [xdims] into Y [ydims], any rank <=
+ * RT_TF_MAXRANK: scales[a] the factor of axis a (the scales input, or
+ * ydims[a] / xdims[a] when sizes gave the size), roi [2 rank] the starts then
+ * the ends of tf_crop_and_resize (NULL: none).  Coordinates in double. */
+enum { RT_RESIZE_NEAREST = 0, RT_RESIZE_LINEAR = 1, RT_RESIZE_CUBIC = 2 };
+enum {
+	RT_COORD_HALF_PIXEL = 0, RT_COORD_HALF_PIXEL_SYMMETRIC = 1, RT_COORD_PYTORCH_HALF_PIXEL = 2,
+	RT_COORD_ALIGN_CORNERS = 3, RT_COORD_ASYMMETRIC = 4, RT_COORD_TF_CROP_AND_RESIZE = 5,
+	RT_COORD_TF_HALF_PIXEL_FOR_NN = 6,      /* opset 11 only */
+};
+enum {
+	RT_NEAREST_ROUND_PREFER_FLOOR = 0, RT_NEAREST_ROUND_PREFER_CEIL = 1, RT_NEAREST_FLOOR = 2,
+	RT_NEAREST_CEIL = 3,
+};
+typedef struct rt_resize_mode {
+	int mode;               /* RT_RESIZE_* */
+	int coord;              /* RT_COORD_*: coordinate_transformation_mode */
+	int nearest;            /* RT_NEAREST_*: nearest_mode */
+	int exclude_outside;    /* 1: weights of positions outside X are 0, the rest renormalised */
+	double cubic_a;         /* cubic_coeff_a */
+	float extrapolation;    /* extrapolation_value (tf_crop_and_resize) */
+} rt_resize_mode;
+void rt_resize(float *y, const float *x, int rank, const int64_t *xdims, const int64_t *ydims, const double *scales,
+	       const double *roi, const rt_resize_mode *m);
+
+/* ONNX GridSample (2-D): X [n, c, h, w] sampled at grid [n, ho, wo, 2] (x then
+ * y, -1..1 spanning the image) into Y [n, c, ho, wo].  mode: RT_GRID_LINEAR
+ * (bilinear), RT_GRID_NEAREST (halves to even) or RT_GRID_CUBIC (bicubic, A =
+ * -0.75); padding: RT_GRID_PAD_ZEROS, _BORDER or _REFLECTION.  A NaN grid
+ * value samples zeros. */
+enum { RT_GRID_LINEAR = 0, RT_GRID_NEAREST = 1, RT_GRID_CUBIC = 2 };
+enum { RT_GRID_PAD_ZEROS = 0, RT_GRID_PAD_BORDER = 1, RT_GRID_PAD_REFLECTION = 2 };
+void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int64_t c, int64_t h, int64_t w,
+		    int64_t ho, int64_t wo, int mode, int padding, int align_corners);
+
+/* ONNX RoiAlign: X [n, c, h, w], rois [nroi, 4] (x1, y1, x2, y2 in the
+ * image's coordinates times spatial_scale), batch [nroi] (the image of each
+ * box) -> Y [nroi, c, oh, ow]: each bin the average (max_mode 0) or the
+ * maximum of sampling_ratio^2 bilinear samples (0: ceil(box size / output
+ * size) per axis, at most 2^20; none for an empty or negative box: 0).  half_pixel 1: coordinates shifted by -0.5
+ * (coordinate_transformation_mode half_pixel); 0: output_half_pixel (no shift,
+ * boxes at least 1 pixel).  RT_ERR_INDEX (Y untouched) for a batch index
+ * outside [0, n). */
+int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *batch, int64_t n, int64_t c,
+		 int64_t h, int64_t w, int64_t nroi, int64_t oh, int64_t ow, int64_t sampling_ratio,
+		 float spatial_scale, int half_pixel, int max_mode);
+
 /* ---- training (cellc compile --train) ---- */
 /* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in
  * double); RT_ERR_NOMEM, or RT_ERR_NONFINITE when the Pade denominator is

@@ -490,6 +490,20 @@ def group_torch():
                                      for n in case_dirs("torch")])
 
 
+def group_image():
+    """Resize, Upsample, GridSample and RoiAlign beyond the official tests
+    (gen_image_cases.py): PyTorch's exports and onnx's reference at the torch
+    tolerances, official data in another opset's spelling (official_*) at the
+    ONNX backend's."""
+    if not stamp_ok("image"):
+        yield from fixtures_missing("image", "image")
+        return
+    root = os.path.join(OUT, "image")
+    yield from parallel(verify_one, [("image", n, os.path.join(root, n),
+                                      NODE_TOL if n.startswith("official_") else TORCH_TOL)
+                                     for n in case_dirs("image")])
+
+
 # ---- structure of the compiled IR, command line -------------------------------------
 
 def output_in_place(case, want):
@@ -1623,7 +1637,8 @@ def group_grad_smoke():
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
-    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("rnn_cases", group_rnn_cases),
+    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("image", group_image),
+    ("rnn_cases", group_rnn_cases),
     ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),

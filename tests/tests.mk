@@ -77,6 +77,11 @@ FIXTURES += $(TOUT)/script_wild/.stamp
 fixtures: $(TOUT)/script_wild/.stamp
 $(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
 	$(call gen,tests/gen_script_wild.py,$(TOUT)/script_wild)
+# image sampling beyond the official tests (harness group image)
+FIXTURES += $(TOUT)/image/.stamp
+fixtures: $(TOUT)/image/.stamp
+$(TOUT)/image/.stamp: tests/gen_image_cases.py
+	$(call gen,tests/gen_image_cases.py,$(TOUT)/image)
 # The 784-step traces take PyTorch 3-64 minutes each to export:
 # generated once by `gen_trace_cases.py --long DIR [MODEL ...]` and committed
 # compressed, tests/fixtures/trace_long/MODEL.tar.xz holding
