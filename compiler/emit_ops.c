@@ -18,6 +18,7 @@
  * Legend: M, N, K matrix sizes; outer/n/inner the three-way split of a
  * tensor around one axis.
  */
+#include "elem.h"
 #include "emit.h"
 #include "infer.h"
 #include "passes.h"
@@ -25,6 +26,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -238,54 +240,85 @@ static const char *fcall(emit_ctx *E, ir_dtype dt, const char *fn, const char *a
 	return arena_printf(E->A, "%s%s(%s)", fn, dt == DT_F32 ? "f" : "", a);
 }
 
+#define F(v) emit_float(E, (v), dt)
+
+/* The C text of expression e of elem.def for node n applied to argument
+ * expressions a[]: X Y Z the operands, T the output's C type, an attribute's
+ * token its value and, for float outputs, numbers in the output's type and
+ * f(..) as the math function of that type (expf for f32). */
+static const char *elem_text(emit_ctx *E, const ir_node *n, const char *e, const char *const *a)
+{
+	ir_dtype dt = n->out[0]->dtype;
+	int fl = is_float(dt);
+	const char *r = "";
+	while (*e) {
+		const char *s = e;
+		const char *t = NULL;
+		if (isalpha((unsigned char)*e) || *e == '_') {
+			while (isalnum((unsigned char)*e) || *e == '_')
+				e++;
+			int len = (int)(e - s);
+			const char *p = e;
+			while (*p == ' ')
+				p++;
+			const elem_attr *at = NULL;
+			const elem_row *row = elem_row_of(n->op);
+			for (int k = 0; k < ELEM_MAX_ATTRS && row->attrs[k].name; k++)
+				if ((int)strlen(row->attrs[k].token) == len && !strncmp(row->attrs[k].token, s, (size_t)len))
+					at = &row->attrs[k];
+			if (len == 1 && *s >= 'X' && *s <= 'Z')
+				t = a[*s - 'X'];
+			else if (len == 1 && *s == 'T')
+				t = ctype(n->out[0]);
+			else if (at)
+				t = F(ir_attr_float(n, at->name, (float)at->def));
+			else if (*p == '(' && dt == DT_F32)
+				t = arena_printf(E->A, "%.*sf", len, s);
+		} else if (fl && (isdigit((unsigned char)*e) || (*e == '.' && isdigit((unsigned char)e[1])))) {
+			char *end;
+			double v = strtod(e, &end);
+			e = end;
+			t = F(v);
+		} else {
+			e++;
+		}
+		r = t ? arena_printf(E->A, "%s%s", r, t) : arena_printf(E->A, "%s%.*s", r, (int)(e - s), s);
+	}
+	return r;
+}
+
 /* The C expression of element-wise node n applied to argument expressions
  * a[] (NULL for omitted optional inputs); NULL after reporting when the op
- * does not exist for the dtype. */
+ * does not exist for the dtype.  The rows of elem.def are printed from their
+ * expression; the ELEM_CODE rows (and Cast and Expand) here. */
 const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 {
 	ir_dtype dt = n->out[0]->dtype;
 	const char *x = a[0];
 	int fl = is_float(dt);
-	const char *zero = fl ? emit_float(E, 0, dt) : "0", *one = fl ? emit_float(E, 1, dt) : "1";
-#define F(v) emit_float(E, (v), dt)
-#define ALPHA(def) F(ir_attr_float(n, "alpha", (def)))
-#define BETA(def) F(ir_attr_float(n, "beta", (def)))
 	switch (n->op) {
-	case OP_ADD: return arena_printf(E->A, "%s + %s", a[0], a[1]);
-	case OP_SUB: return arena_printf(E->A, "%s - %s", a[0], a[1]);
-	case OP_MUL: return arena_printf(E->A, "%s * %s", a[0], a[1]);
-	case OP_DIV: return arena_printf(E->A, "%s / %s", a[0], a[1]);
-	case OP_IDENTITY:
 	case OP_EXPAND:
 		return x;
 	case OP_CAST:
+		/* FLOAT16 / BFLOAT16 results stay float32, rounded to the narrower type */
+		if (ir_attr_int(n, "to", 0) == DT_F16)
+			return arena_printf(E->A, "rt_round_f16(%s)", x);
+		if (ir_attr_int(n, "to", 0) == DT_BF16)
+			return arena_printf(E->A, "rt_round_bf16((float)%s)", x);
 		if (dt == DT_BOOL)
 			return arena_printf(E->A, "(%s != 0)", x);
 		return arena_printf(E->A, "(%s)%s", ctype(n->out[0]), x);
-	case OP_RELU:
-		if (is_unsigned(dt))
-			return x;
-		return arena_printf(E->A, "(%s < %s ? %s : %s)", x, zero, zero, x);
-	case OP_NEG: return arena_printf(E->A, "-%s", x);
-	case OP_ABS:
-		if (fl)
-			return fcall(E, dt, "fabs", x);
-		if (is_unsigned(dt))
-			return x;
-		return arena_printf(E->A, "(%s < 0 ? -%s : %s)", x, x, x);
-	case OP_SIGN:
-		return arena_printf(E->A, "(%s > %s ? %s : %s < %s ? -%s : %s)", x, zero, one, x, zero, one, zero);
 	case OP_MOD:
 		if (fl) {
 			/* fmod=1: C fmod; fmod=0 (integers in ONNX): the sign of B */
 			const char *r = fcall(E, dt, "fmod", arena_printf(E->A, "%s, %s", a[0], a[1]));
-			if (ir_attr_int(n, "fmod", 0))
+			if (elem_attr_int(n, "fmod"))
 				return r;
 			return arena_printf(E->A, "rt_fmod_floor%s(%s, %s)", dt == DT_F32 ? "f" : "", a[0], a[1]);
 		}
 		if (is_unsigned(dt))
 			return arena_printf(E->A, "(%s ? %s %% %s : 0)", a[1], a[0], a[1]);
-		if (ir_attr_int(n, "fmod", 0))
+		if (elem_attr_int(n, "fmod"))
 			return arena_printf(E->A, "(%s ? %s %% %s : 0)", a[1], a[0], a[1]);
 		return arena_printf(E->A, "rt_imod_floor(%s, %s)", a[0], a[1]);
 	case OP_CLIP: {
@@ -312,28 +345,12 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 			r = arena_printf(E->A, "(%s) / %s", r, F(n->nin));
 		return r;
 	}
-	case OP_POW:
-		/* computed in the base's type (an integer base: in double, converted back) */
-		if (fl)
-			return fcall(E, dt, "pow", arena_printf(E->A, "%s, (%s)%s", a[0], ctype(n->out[0]), a[1]));
-		return arena_printf(E->A, "(%s)pow((double)%s, (double)%s)", ctype(n->out[0]), a[0], a[1]);
 	case OP_BITSHIFT:
 		/* a shift by the width or more is undefined in C: 0, as numpy */
 		return arena_printf(E->A, "(%s < %d ? (%s)(%s %s %s) : 0)", a[1], (int)ir_dtype_size(dt) * 8, ctype(n->out[0]),
 				    a[0], ir_attr_string(n, "direction", "")[0] == 'L' ? "<<" : ">>", a[1]);
-	case OP_EQUAL: return arena_printf(E->A, "(%s == %s)", a[0], a[1]);
-	case OP_LESS: return arena_printf(E->A, "(%s < %s)", a[0], a[1]);
-	case OP_LESSEQ: return arena_printf(E->A, "(%s <= %s)", a[0], a[1]);
-	case OP_GREATER: return arena_printf(E->A, "(%s > %s)", a[0], a[1]);
-	case OP_GREATEREQ: return arena_printf(E->A, "(%s >= %s)", a[0], a[1]);
-	case OP_AND: return arena_printf(E->A, "(%s && %s)", a[0], a[1]);
-	case OP_OR: return arena_printf(E->A, "(%s || %s)", a[0], a[1]);
-	case OP_XOR: return arena_printf(E->A, "(!%s != !%s)", a[0], a[1]);
-	case OP_NOT: return arena_printf(E->A, "!%s", x);
-	case OP_WHERE: return arena_printf(E->A, "(%s ? %s : %s)", a[0], a[1], a[2]);
-	case OP_ISNAN: return arena_printf(E->A, "(%s != %s)", x, x);
 	case OP_ISINF: {
-		int neg = (int)ir_attr_int(n, "detect_negative", 1), pos = (int)ir_attr_int(n, "detect_positive", 1);
+		int neg = (int)elem_attr_int(n, "detect_negative"), pos = (int)elem_attr_int(n, "detect_positive");
 		if (neg && pos)
 			return arena_printf(E->A, "(isinf(%s) != 0)", x);
 		if (neg || pos)
@@ -342,84 +359,27 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 	}
 	case OP_SHRINK: {
 		/* any numeric type: the bounds as double, the result converted */
-		const char *l = emit_float(E, ir_attr_float(n, "lambd", 0.5f), DT_F64);
-		const char *b = emit_float(E, ir_attr_float(n, "bias", 0.0f), DT_F64);
+		const char *l = emit_float(E, elem_attr_float(n, "lambd"), DT_F64);
+		const char *b = emit_float(E, elem_attr_float(n, "bias"), DT_F64);
 		return arena_printf(E->A, "(%s)(%s < -%s ? %s + %s : %s > %s ? %s - %s : 0)", ctype(n->out[0]), x, l,
 				    x, b, x, l, x, b);
 	}
 	default:
 		break;
 	}
-	if (!fl) {
+	const elem_row *row = elem_row_of(n->op);
+	if (!row || !row->expr) {
+		diag_node(E->D, n, "internal error: %s has no expression in elem.def", ir_op_name(n->op));
+		return NULL;
+	}
+	const char *e = elem_expr_for(n->op, fl, is_unsigned(dt));
+	if (!e) {
 		diag_node(E->D, n, "%s is not available for %s tensors", ir_op_name(n->op), ir_dtype_name(dt));
 		return NULL;
 	}
-	switch (n->op) {
-	case OP_SIGMOID:
-		return arena_printf(E->A, "%s / (%s + %s)", one, one, fcall(E, dt, "exp", arena_printf(E->A, "-%s", x)));
-	case OP_TANH: return fcall(E, dt, "tanh", x);
-	case OP_EXP: return fcall(E, dt, "exp", x);
-	case OP_LOG: return fcall(E, dt, "log", x);
-	case OP_SQRT: return fcall(E, dt, "sqrt", x);
-	case OP_AFFINE: return arena_printf(E->A, "%s * %s + %s", ALPHA(1.0f), x, BETA(0.0f));
-	case OP_LEAKYRELU:
-		return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, ALPHA(0.01f), x, x);
-	case OP_THRELU:
-		return arena_printf(E->A, "(%s > %s ? %s : %s)", x, ALPHA(1.0f), x, zero);
-	case OP_SCALEDTANH:
-		return arena_printf(E->A, "%s * %s", ALPHA(1.0f),
-				    fcall(E, dt, "tanh", arena_printf(E->A, "%s * %s", BETA(1.0f), x)));
-	case OP_HARDSIGMOID: {
-		const char *lin = arena_printf(E->A, "%s * %s + %s", ALPHA(0.2f), x, BETA(0.5f));
-		return fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
-				fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s", one, lin))));
-	}
-	case OP_ELU:
-		return arena_printf(E->A, "(%s < %s ? %s * (%s - %s) : %s)", x, zero, ALPHA(1.0f),
-				    fcall(E, dt, "exp", x), one, x);
-	case OP_SOFTSIGN:
-		return arena_printf(E->A, "%s / (%s + %s)", x, one, fcall(E, dt, "fabs", x));
-	case OP_PRELU: return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, a[1], x, x);
-	case OP_SIN: return fcall(E, dt, "sin", x);
-	case OP_COS: return fcall(E, dt, "cos", x);
-	case OP_TAN: return fcall(E, dt, "tan", x);
-	case OP_ASIN: return fcall(E, dt, "asin", x);
-	case OP_ACOS: return fcall(E, dt, "acos", x);
-	case OP_ATAN: return fcall(E, dt, "atan", x);
-	case OP_SINH: return fcall(E, dt, "sinh", x);
-	case OP_COSH: return fcall(E, dt, "cosh", x);
-	case OP_ASINH: return fcall(E, dt, "asinh", x);
-	case OP_ACOSH: return fcall(E, dt, "acosh", x);
-	case OP_ATANH: return fcall(E, dt, "atanh", x);
-	case OP_ERF: return fcall(E, dt, "erf", x);
-	case OP_FLOOR: return fcall(E, dt, "floor", x);
-	case OP_CEIL: return fcall(E, dt, "ceil", x);
-	case OP_ROUND: return fcall(E, dt, "nearbyint", x);  /* the default mode: halves to even */
-	case OP_RECIPROCAL: return arena_printf(E->A, "%s / %s", one, x);
-	case OP_SELU:
-		return arena_printf(E->A, "%s * (%s > %s ? %s : %s * (%s - %s))", F(ir_attr_float(n, "gamma", 1.05070102f)),
-				    x, zero, x, ALPHA(1.67326319f), fcall(E, dt, "exp", x), one);
-	case OP_CELU: {
-		const char *al = ALPHA(1.0f);
-		return arena_printf(E->A, "%s + %s", fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero, x)),
-				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s * (%s - %s)", zero, al,
-				    fcall(E, dt, "exp", arena_printf(E->A, "%s / %s", x, al)), one)));
-	}
-	case OP_HARDSWISH:
-		return arena_printf(E->A, "%s * %s", x, fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
-				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s / %s + %s", one, x, F(6.0), F(0.5))))));
-	case OP_SOFTPLUS:
-		/* log(1 + exp(x)) without overflow for large x */
-		return arena_printf(E->A, "(%s > %s ? %s + %s : %s)", x, zero, x,
-				    fcall(E, dt, "log1p", fcall(E, dt, "exp", arena_printf(E->A, "-%s", x))),
-				    fcall(E, dt, "log1p", fcall(E, dt, "exp", x)));
-	default:
-		UNREACHABLE();
-	}
-#undef F
-#undef ALPHA
-#undef BETA
+	return elem_text(E, n, e, a);
 }
+#undef F
 
 /* Nodes printed by the element-wise loop machinery. */
 static int loopable(const ir_node *n)
@@ -951,6 +911,139 @@ static void emit_conv(emit_ctx *E, ir_node *n)
 		ints_lit(E, dil, nsp));
 }
 
+/* ---- quantization (runtime/rt_quant.c) ---- */
+
+static const char *opt_ref(emit_ctx *E, const ir_node *n, int k)
+{
+	return k < n->nin && n->in[k] ? emit_ref(E, n->in[k]) : "NULL";
+}
+
+static int64_t numel_of(const ir_node *n, int k)
+{
+	return k < n->nin && n->in[k] ? ir_shape_const_numel(&n->in[k]->shape) : 1;
+}
+
+/* QuantizeLinear / DequantizeLinear: X viewed as [outer, D, inner] around
+ * the axis of a per-axis scale, or [numel, 1, 1] for one scale. */
+static void emit_quant_linear(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, per_axis = numel_of(n, 1) != 1;
+	int a = per_axis ? axis_of(ir_attr_int(n, "axis", 1), r) : r;
+	const char *outer = emit_dim(E, dims_prod(&x->shape, 0, a)),
+		   *cnt = per_axis ? emit_dim(E, x->shape.d[a]) : "1",
+		   *inner = per_axis ? emit_dim(E, dims_prod(&x->shape, a + 1, r)) : "1";
+	node_comment(E, n, per_axis ? arena_printf(E->A, "per axis %d", a) : "per tensor");
+	if (n->op == OP_QUANTIZELINEAR)
+		ew_line(E->w, "rt_quantize_linear(%s, %d, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), (int)y->dtype,
+			emit_ref(E, x), emit_ref(E, n->in[1]), opt_ref(E, n, 2), outer, cnt, inner);
+	else
+		ew_line(E->w, "rt_dequantize_linear(%s, %s, %d, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+			(int)x->dtype, emit_ref(E, n->in[1]), opt_ref(E, n, 2), outer, cnt, inner);
+}
+
+static void emit_dyn_quant(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0];
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "float scale_;");
+	ew_line(E->w, "uint8_t zero_point_;");
+	ew_line(E->w, "rt_dynamic_quantize_linear(%s, &scale_, &zero_point_, %s, %s);", emit_ref(E, n->out[0]),
+		emit_ref(E, x), emit_dim(E, ir_shape_numel(&x->shape)));
+	if (n->nout > 1 && n->out[1])
+		ew_line(E->w, "%s[0] = scale_;", emit_ref(E, n->out[1]));
+	if (n->nout > 2 && n->out[2])
+		ew_line(E->w, "%s[0] = zero_point_;", emit_ref(E, n->out[2]));
+	ew_close(E->w, "");
+}
+
+/* MatMulInteger / QLinearMatMul: numpy batching as in emit_matmul, one
+ * kernel call per batch element (the zero points of A are per row). */
+static void emit_qmatmul(emit_ctx *E, ir_node *n)
+{
+	int ql = n->op == OP_QLINEARMATMUL;
+	const ir_value *a = n->in[0], *b = n->in[ql ? 3 : 1], *y = n->out[0];
+	int ra = a->shape.rank, rb = b->shape.rank;
+	ir_dim M = ra >= 2 ? a->shape.d[ra - 2] : ir_dim_const(1);
+	ir_dim K = a->shape.d[ra - 1];
+	ir_dim N = rb >= 2 ? b->shape.d[rb - 1] : ir_dim_const(1);
+	ir_shape ab = {.rank = ra > 2 ? ra - 2 : 0}, bb = {.rank = rb > 2 ? rb - 2 : 0};
+	for (int i = 0; i < ab.rank; i++)
+		ab.d[i] = a->shape.d[i];
+	for (int i = 0; i < bb.rank; i++)
+		bb.d[i] = b->shape.d[i];
+	ir_shape yb = {.rank = ab.rank > bb.rank ? ab.rank : bb.rank};
+	for (int i = 0; i < yb.rank; i++)
+		yb.d[i] = y->shape.d[i];
+	const char *sM = emit_dim(E, M), *sN = emit_dim(E, N), *sK = emit_dim(E, K);
+	const char *ar = emit_ref(E, a), *br = emit_ref(E, b), *yr = emit_ref(E, y);
+	loop L;
+	const ir_shape *ops[2] = {&ab, &bb};
+	if (!loop_plan(E, &L, &yb, ops, 2)) {
+		diag_node(E->D, n, "%s batch dimensions do not broadcast", ir_op_name(n->op));
+		return;
+	}
+	node_comment(E, n, ql ? "mult = a_scale b_scale / y_scale" : NULL);
+	if (ql) {
+		ew_open(E->w, "%s", "");
+		ew_line(E->w, "const float mult = %s[0] * %s[0] / %s[0];", emit_ref(E, n->in[1]), emit_ref(E, n->in[4]),
+			emit_ref(E, n->in[6]));
+	}
+	loop_open(E, &L);
+	const char *ao = arena_printf(E->A, "%s + %s", ar, mul_str(E, factor(E, L.idx[0]), emit_dim(E, ir_dim_mul(M, K))));
+	const char *bo = arena_printf(E->A, "%s + %s", br, mul_str(E, factor(E, L.idx[1]), emit_dim(E, ir_dim_mul(K, N))));
+	const char *yo = arena_printf(E->A, "%s + %s", yr, mul_str(E, factor(E, L.oidx), emit_dim(E, ir_dim_mul(M, N))));
+	if (ql)
+		ew_line(E->w, "rt_qlinear_matmul(%s, %d, mult, %s, %s, %d, %s, %s, %d, %s, %s, %s, %s);", yo, (int)y->dtype,
+			emit_ref(E, n->in[7]), ao, (int)a->dtype, emit_ref(E, n->in[2]), bo, (int)b->dtype,
+			emit_ref(E, n->in[5]), sM, sN, sK);
+	else
+		ew_line(E->w, "rt_matmul_integer(%s, %s, %d, %s, %lld, %s, %d, %s, %lld, %s, %s, %s);", yo, ao, (int)a->dtype,
+			opt_ref(E, n, 2), (long long)numel_of(n, 2), bo, (int)b->dtype, opt_ref(E, n, 3),
+			(long long)numel_of(n, 3), sM, sN, sK);
+	loop_close(E, &L);
+	if (ql)
+		ew_close(E->w, "");
+}
+
+/* ConvInteger / QLinearConv: rt_conv's geometry, exact int32 sums. */
+static void emit_qconv(emit_ctx *E, ir_node *n)
+{
+	int ql = n->op == OP_QLINEARCONV;
+	const ir_value *x = n->in[0], *w = n->in[ql ? 3 : 1], *y = n->out[0];
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	int nsp = infer_conv_geometry(n, k, st, pads, dil);
+	int64_t group = ir_attr_int(n, "group", 1), m = w->shape.d[0].k;
+	const char *geo = arena_printf(E->A, "%d, %s, %lld, %lld, %s, %s, %s, %s", nsp, dims_lit(E, &x->shape, 0),
+				       (long long)m, (long long)group, ints_lit(E, k, nsp), ints_lit(E, st, nsp),
+				       ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+	node_comment(E, n, arena_printf(E->A, "group %lld", (long long)group));
+	if (!ql) {
+		ew_line(E->w, "rt_conv_integer(%s, %s, %d, %s, %s, %d, %s, %lld, %s);", emit_ref(E, y), emit_ref(E, x),
+			(int)x->dtype, opt_ref(E, n, 2), emit_ref(E, w), (int)w->dtype, opt_ref(E, n, 3),
+			(long long)numel_of(n, 3), geo);
+		return;
+	}
+	/* one multiplier per output channel when w_scale is per channel */
+	int64_t nm = numel_of(n, 4);
+	ew_open(E->w, "%s", "");
+	if (nm == 1) {
+		ew_line(E->w, "const float mult[1] = {%s[0] * %s[0] / %s[0]};", emit_ref(E, n->in[1]),
+			emit_ref(E, n->in[4]), emit_ref(E, n->in[6]));
+	} else {
+		ew_line(E->w, "float mult[%lld];", (long long)nm);
+		ew_open(E->w, "for (int64_t i = 0; i < %lld; i++)", (long long)nm);
+		ew_line(E->w, "mult[i] = %s[0] * %s[i] / %s[0];", emit_ref(E, n->in[1]), emit_ref(E, n->in[4]),
+			emit_ref(E, n->in[6]));
+		ew_close(E->w, "");
+	}
+	ew_line(E->w, "rt_qlinear_conv(%s, %d, mult, %lld, %s, %s, %d, %s, %s, %d, %s, %lld, %s, %s);", emit_ref(E, y),
+		(int)y->dtype, (long long)nm, emit_ref(E, n->in[7]), emit_ref(E, x), (int)x->dtype, emit_ref(E, n->in[2]),
+		emit_ref(E, w), (int)w->dtype, emit_ref(E, n->in[5]), (long long)numel_of(n, 5), opt_ref(E, n, 8), geo);
+	ew_close(E->w, "");
+}
+
 static void emit_pad(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *v = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
@@ -1056,6 +1149,13 @@ static void emit_pool(emit_ctx *E, ir_node *n)
 	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
 	int nsp = infer_pool_geometry(n, k, st, pads, dil, ysp);
 	ASSERT(nsp > 0);
+	if (x->dtype == DT_U8 || x->dtype == DT_I8) {
+		node_comment(E, n, NULL);
+		ew_line(E->w, "rt_maxpool_8(%s, %d, %s, %d, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), (int)x->dtype,
+			emit_ref(E, x), nsp, dims_lit(E, &x->shape, 0), ints_lit(E, ysp, nsp), ints_lit(E, k, nsp),
+			ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+		return;
+	}
 	const char *kind = n->op == OP_MAXPOOL ? "RT_POOL_MAX"
 			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
 	node_comment(E, n, NULL);
@@ -1069,6 +1169,16 @@ static void emit_norm(emit_ctx *E, ir_node *n)
 	const ir_value *x = n->in[0], *y = n->out[0];
 	int r = x->shape.rank;
 	node_comment(E, n, NULL);
+	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
+		const ir_value *rm = n->nout > 1 ? n->out[1] : NULL, *rv = n->nout > 2 ? n->out[2] : NULL;
+		ew_line(E->w, "rt_batchnorm_train(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y),
+			rm && is_stored(E, rm) ? emit_ref(E, rm) : "NULL", rv && is_stored(E, rv) ? emit_ref(E, rv) : "NULL",
+			emit_ref(E, x), emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]),
+			emit_ref(E, n->in[4]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+			emit_dim(E, dims_prod(&x->shape, 2, r)), emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32),
+			emit_float(E, ir_attr_float(n, "momentum", 0.9f), DT_F32));
+		return;
+	}
 	if (n->op == OP_BATCHNORM) {
 		ew_line(E->w, "rt_batchnorm(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
 			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
@@ -1544,6 +1654,10 @@ void emit_node(emit_ctx *E, ir_node *n)
 		return;
 	case OP_ARGMAX: case OP_ARGMIN: emit_argmax(E, n); return;
 	case OP_CONV: emit_conv(E, n); return;
+	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: emit_quant_linear(E, n); return;
+	case OP_DYNQUANTIZELINEAR: emit_dyn_quant(E, n); return;
+	case OP_MATMULINTEGER: case OP_QLINEARMATMUL: emit_qmatmul(E, n); return;
+	case OP_CONVINTEGER: case OP_QLINEARCONV: emit_qconv(E, n); return;
 	case OP_PAD: emit_pad(E, n); return;
 	case OP_RESIZE: emit_resize(E, n); return;
 	case OP_GRIDSAMPLE: emit_gridsample(E, n); return;
@@ -1568,7 +1682,9 @@ void emit_node(emit_ctx *E, ir_node *n)
 			emit_loss(E, n);
 		return;
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
-	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD: case OP_CLASSLOSSGRAD:
+		train_op_emit(E, n);
+		return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));
 		return;

@@ -34,7 +34,7 @@ static const struct {
 	[DT_I64] = {"i64", "int64_t", 8}, [DT_STRING] = {"string", NULL, 0},
 	[DT_BOOL] = {"bool", "uint8_t", 1}, [DT_F16] = {"f16", NULL, 0},
 	[DT_F64] = {"f64", "double", 8},  [DT_U32] = {"u32", "uint32_t", 4},
-	[DT_U64] = {"u64", "uint64_t", 8},
+	[DT_U64] = {"u64", "uint64_t", 8}, [DT_BF16] = {"bf16", NULL, 0},
 };
 
 const char *ir_dtype_name(ir_dtype t)
@@ -175,7 +175,7 @@ int ir_sym_add(ir_graph *g, const char *name)
  * last asked about), so that ir_unique_name's check is a hash lookup, not a
  * scan of every value: unrolled loops make tens of thousands.  A name in the
  * set that no value has any more (dropped, or a hash collision) only skips a
- * counter value.  compile_load starts a new set (ir_names_reset). */
+ * counter value.  The load stage (compile.c) starts a new set (ir_names_reset). */
 static struct {
 	const ir_graph *root;
 	uint64_t *slot;         /* 0: empty */

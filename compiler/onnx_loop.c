@@ -137,6 +137,7 @@ ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp)
 		ir_value *v = ir_value_new(b, body_name(L, t->name), VAL_CONST, ot.dtype);
 		v->shape = ot.shape;
 		v->data = ot.data;
+		v->narrow = ot.narrow;
 		v->origin = arena_strdup(L->A, t->name);
 		onnx_map_put(L->A, &L->values, arena_strdup(L->A, t->name), v);
 	}
@@ -1490,6 +1491,16 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	if (n->op == OP_LOOP && onnx_loop_needs_unroll(n))
 		return onnx_loop_unroll(g, n, D, infer, cx, count);
 	return n->op == OP_LOOP ? expand_loop(&X, count) : expand_scan(&X, count);
+}
+
+int onnx_loop_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
+		      int *count)
+{
+	*count = 0;
+	if (n->op != OP_LOOP && n->op != OP_SCAN)
+		return 0;
+	*rep = onnx_loop_expand(g, n, D, infer, cx, count);
+	return *rep ? 1 : -1;
 }
 
 int onnx_is_seq_op(ir_op op)

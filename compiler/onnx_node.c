@@ -26,6 +26,7 @@
  *    is not registered in any graph's value list;
  *  - Constant nodes produce no IR node: their output is a VAL_CONST value.
  */
+#include "elem.h"
 #include "onnx_priv.h"
 #include "util.h"
 
@@ -50,11 +51,7 @@ typedef struct attr_spec {
 } attr_spec;
 
 static const attr_spec attr_specs[] = {
-	{OP_AFFINE, "alpha", ATTR_FLOAT, 0, 0, NULL},     {OP_AFFINE, "beta", ATTR_FLOAT, 0, 0, NULL},
-	{OP_LEAKYRELU, "alpha", ATTR_FLOAT, 0, 0, NULL},  {OP_THRELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
-	{OP_SCALEDTANH, "alpha", ATTR_FLOAT, 0, 0, NULL}, {OP_SCALEDTANH, "beta", ATTR_FLOAT, 0, 0, NULL},
-	{OP_HARDSIGMOID, "alpha", ATTR_FLOAT, 0, 0, NULL}, {OP_HARDSIGMOID, "beta", ATTR_FLOAT, 0, 0, NULL},
-	{OP_ELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
+	/* the element-wise operators' attributes are those of their elem.def row */
 	{OP_CLIP, "min", ATTR_FLOAT, 0, 10, NULL},        {OP_CLIP, "max", ATTR_FLOAT, 0, 10, NULL},
 	{OP_TRANSPOSE, "perm", ATTR_INTS, 0, 0, NULL},
 	{OP_RESHAPE, "shape", ATTR_INTS, 0, 4, NULL},     {OP_RESHAPE, "allowzero", ATTR_INT, 14, 0, NULL},
@@ -83,7 +80,6 @@ static const attr_spec attr_specs[] = {
 #undef RNN_COMMON
 	{OP_LSTM, "input_forget", ATTR_INT, 0, 0, NULL},
 	{OP_GRU, "linear_before_reset", ATTR_INT, 3, 0, NULL},
-	{OP_MOD, "fmod", ATTR_INT, 10, 0, NULL},
 	{OP_LOOP, "body", ATTR_GRAPH, 0, 0, NULL},
 	{OP_SCAN, "body", ATTR_GRAPH, 0, 0, NULL},        {OP_SCAN, "num_scan_inputs", ATTR_INT, 0, 0, NULL},
 	{OP_SCAN, "directions", ATTR_INTS, 0, 8, NULL},
@@ -103,10 +99,6 @@ static const attr_spec attr_specs[] = {
 	{OP_ADAGRAD, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
 	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
 	{OP_SEQMAP, "body", ATTR_GRAPH, 0, 0, NULL},
-	{OP_ISINF, "detect_negative", ATTR_INT, 0, 0, NULL}, {OP_ISINF, "detect_positive", ATTR_INT, 0, 0, NULL},
-	{OP_SELU, "alpha", ATTR_FLOAT, 0, 0, NULL},       {OP_SELU, "gamma", ATTR_FLOAT, 0, 0, NULL},
-	{OP_CELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
-	{OP_SHRINK, "bias", ATTR_FLOAT, 0, 0, NULL},      {OP_SHRINK, "lambd", ATTR_FLOAT, 0, 0, NULL},
 #define REDUCE(op, axes_until) \
 	{op, "axes", ATTR_INTS, 0, axes_until, NULL},      {op, "keepdims", ATTR_INT, 0, 0, NULL}, \
 	{op, "noop_with_empty_axes", ATTR_INT, axes_until + 1, 0, NULL}
@@ -164,6 +156,13 @@ static const attr_spec attr_specs[] = {
 	{OP_TFIDF, "ngram_counts", ATTR_INTS, 0, 0, NULL}, {OP_TFIDF, "ngram_indexes", ATTR_INTS, 0, 0, NULL},
 	{OP_TFIDF, "pool_int64s", ATTR_INTS, 0, 0, NULL}, {OP_TFIDF, "weights", ATTR_FLOATS, 0, 0, NULL},
 	{OP_TFIDF, "pool_strings", ATTR_STRINGS, 0, 0, "string tensors are not supported (pool_int64s is)"},
+	{OP_QUANTIZELINEAR, "axis", ATTR_INT, 13, 0, NULL}, {OP_DEQUANTIZELINEAR, "axis", ATTR_INT, 13, 0, NULL},
+	{OP_CONVINTEGER, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_CONVINTEGER, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVINTEGER, "group", ATTR_INT, 0, 0, NULL},   {OP_CONVINTEGER, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVINTEGER, "pads", ATTR_INTS, 0, 0, NULL},   {OP_CONVINTEGER, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_QLINEARCONV, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_QLINEARCONV, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_QLINEARCONV, "group", ATTR_INT, 0, 0, NULL},   {OP_QLINEARCONV, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_QLINEARCONV, "pads", ATTR_INTS, 0, 0, NULL},   {OP_QLINEARCONV, "strides", ATTR_INTS, 0, 0, NULL},
 	{OP_HANNWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HANNWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_HAMMINGWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HAMMINGWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_BLACKMANWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_BLACKMANWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
@@ -311,7 +310,9 @@ static int kind_of_type(int t)
 	}
 }
 
-static const attr_spec *find_spec(int op, const char *name, int opset, int *other_opset)
+/* The spec of attribute `name` of op at opset: a row of attr_specs, or of
+ * the op's elem.def row (every opset; filled into *buf). */
+static const attr_spec *find_spec(int op, const char *name, int opset, int *other_opset, attr_spec *buf)
 {
 	*other_opset = 0;
 	for (size_t i = 0; i < COUNTOF(attr_specs); i++) {
@@ -323,6 +324,11 @@ static const attr_spec *find_spec(int op, const char *name, int opset, int *othe
 			continue;
 		}
 		return s;
+	}
+	const elem_attr *e = op < OP_COUNT ? elem_attr_of((ir_op)op, name) : NULL;
+	if (e) {
+		*buf = (attr_spec){op, e->name, e->kind, 0, 0, NULL};
+		return buf;
 	}
 	return NULL;
 }
@@ -341,6 +347,7 @@ static ir_value *attr_tensor(onnx_ctx *L, ir_node *n, const char *aname, const O
 	v->dtype = ot.dtype;
 	v->shape = ot.shape;
 	v->data = ot.data;
+	v->narrow = ot.narrow;
 	v->graph = L->g;
 	v->slot = -1;
 	v->id = -1;
@@ -374,7 +381,8 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 	    proto_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
 		return 0;       /* the type of an empty optional: it yields no tensors */
 	int other;
-	const attr_spec *s = find_spec(op, name, L->opset, &other);
+	attr_spec buf;
+	const attr_spec *s = find_spec(op, name, L->opset, &other, &buf);
 	if (!s) {
 		if (other)
 			onnx_node_error(L, n, "attribute '%s' is not part of %s at opset %d", name, n->op_type, n->opset);
@@ -804,7 +812,7 @@ static int check_cast(onnx_ctx *L, ir_node *n)
 	}
 	if (a->kind != ATTR_INT)
 		return 0;       /* a bad type name: reported by norm_cast */
-	if (a->i < 0 || a->i > 1000 || !onnx_dtype_supported((int)a->i)) {
+	if (a->i < 0 || a->i > 1000 || (!onnx_dtype_supported((int)a->i) && !onnx_dtype_narrow((int)a->i))) {
 		onnx_node_error(L, n, "Cast to %s is not supported", onnx_dtype_name((int)a->i));
 		return 1;
 	}
@@ -968,12 +976,7 @@ static int check_pool(onnx_ctx *L, ir_node *n)
 
 static int check_norm(onnx_ctx *L, ir_node *n)
 {
-	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
-		onnx_node_error(L, n, "training_mode 1 (batch statistics, running-mean outputs) is not supported; "
-				"cellc compiles BatchNormalization in inference mode");
-		return 1;
-	}
-	if (n->op == OP_BATCHNORM && n->nout > 1) {
+	if (n->op == OP_BATCHNORM && !ir_attr_int(n, "training_mode", 0) && n->nout > 1) {
 		onnx_node_error(L, n, "has %d outputs; in inference mode BatchNormalization has one", n->nout);
 		return 1;
 	}
@@ -981,7 +984,7 @@ static int check_norm(onnx_ctx *L, ir_node *n)
 		onnx_node_error(L, n, "spatial 0 (per-element statistics) is not supported");
 		return 1;
 	}
-	return 0;
+	return n->op == OP_BATCHNORM ? check_bool(L, n, "training_mode") : 0;
 }
 
 static int check_hardmax(onnx_ctx *L, ir_node *n)
@@ -1158,6 +1161,7 @@ static const struct {
 	{OP_REDUCEL2, check_reduce},  {OP_REDUCELOGSUM, check_reduce}, {OP_REDUCELOGSUMEXP, check_reduce},
 	{OP_REDUCESUMSQUARE, check_reduce}, {OP_ARGMAX, check_reduce}, {OP_ARGMIN, check_reduce},
 	{OP_CONV, check_conv},        {OP_PAD, check_pad},        {OP_ISINF, check_isinf},
+	{OP_CONVINTEGER, check_conv}, {OP_QLINEARCONV, check_conv},
 	{OP_MAXPOOL, check_pool},     {OP_AVGPOOL, check_pool},
 	{OP_BATCHNORM, check_norm},   {OP_HARDMAX, check_hardmax},
 	{OP_TRILU, check_reduce},     {OP_CUMSUM, check_reduce},

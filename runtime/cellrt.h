@@ -359,6 +359,19 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
 		 const int64_t *dil);
 
+/* The gradients of rt_conv (same geometry) for dY [N, M, O..]:
+ * rt_conv_grad_x: dX [N, C, D..] (every dY element adds dy * w to the input
+ * positions its taps read; none in the padding); rt_conv_grad_w: dW
+ * [M, C/group, K..] = the sum over the batch and the output positions of dy
+ * times the input tap (double accumulation).  The bias gradient is dY summed
+ * over every axis but 1. */
+void rt_conv_grad_x(float *dx, const float *dy, const float *w, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil);
+void rt_conv_grad_w(float *dw, const float *dy, const float *x, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil);
+
 /* ONNX Pad on every axis: pads [2 rank] = begins then ends (negative ones
  * crop); Y dims xdims[a] + pads[a] + pads[rank + a].  mode: constant (value,
  * one element, or zeros when NULL), edge (the border element repeated),
@@ -366,6 +379,11 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 enum { RT_PAD_CONSTANT = 0, RT_PAD_REFLECT = 1, RT_PAD_EDGE = 2 };
 void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
 	    int mode, const void *value);
+
+/* The gradient of rt_pad (float32): dX = zeros, then every element of dY
+ * added to the element of X it was copied from (constant positions give
+ * nothing; with edge and reflect an element of X may receive several). */
+void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, const int64_t *pads, int mode);
 
 /* Reductions of X over the axes a with red[a] != 0, computed in double; Y
  * holds the kept axes in order (keepdims does not change the layout).  Max and
@@ -406,6 +424,14 @@ void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const fl
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
 
+/* BatchNormalization in training mode, X [n, c, inner]: each channel
+ * normalised by its batch mean and biased variance (in double) over n and
+ * inner; run_mean / run_var (may be NULL) = mean / var * momentum + the
+ * batch's * (1 - momentum). */
+void rt_batchnorm_train(float *y, float *run_mean, float *run_var, const float *x, const float *scale,
+			const float *bias, const float *mean, const float *var, int64_t n, int64_t c, int64_t inner,
+			float eps, float momentum);
+
 /* ONNX Tile: Y dims xdims[a] * reps[a], Y[i..] = X[i_a mod xdims[a]..]. */
 void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps);
 /* ONNX GatherElements: indices (int32 when idx_dtype == 6, else int64) of
@@ -426,6 +452,16 @@ int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int
 enum { RT_LOSS_NONE, RT_LOSS_SUM, RT_LOSS_MEAN };
 int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
 		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
+
+/* The gradients of rt_class_loss with from_logits 0 (X: the
+ * log-probabilities) for dloss ([n, d] for RT_LOSS_NONE, else one value),
+ * each skipped when NULL: dx = 0 except -w[t] * g at the target class, and
+ * dw[k] = the sum over the targets of class k of g * (-X[t] - L), where g is
+ * dloss (divided by the weight sum of the targets not ignored for
+ * RT_LOSS_MEAN) and L the mean loss for RT_LOSS_MEAN, else 0.  RT_ERR_INDEX
+ * as there. */
+int rt_class_loss_grad(float *dx, float *dw, const float *dloss, const float *x, const int64_t *target,
+		       const float *w, int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
 
 /* ONNX ConvTranspose: X [N, C, D..], W [C, M/group, K..], B [M] (NULL: none),
  * Y [N, M, ysp..]: every input element adds x * w to the output position
@@ -753,6 +789,58 @@ void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int6
 int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *batch, int64_t n, int64_t c,
 		 int64_t h, int64_t w, int64_t nroi, int64_t oh, int64_t ow, int64_t sampling_ratio,
 		 float spatial_scale, int half_pixel, int max_mode);
+
+/* ---- float16 and bfloat16 (owner: runtime/rt_half.c) ----------------------
+ * cellc computes FLOAT16 and BFLOAT16 tensors in float32; these convert at the
+ * boundaries.  rt_round_f16: the nearest float16 value (ties to even, from the
+ * exact input; 65520 and above: infinity), as a float.  rt_f32_to_f16 /
+ * rt_f16_to_f32: the binary16 encoding.  bfloat16 keeps the upper half of the
+ * float32 encoding (rt_f32_to_bf16 truncates, as ONNX's reference Cast does;
+ * a NaN stays a NaN); rt_round_bf16 is that value as a float. */
+float rt_round_f16(double x);
+uint16_t rt_f32_to_f16(float x);
+float rt_f16_to_f32(uint16_t h);
+uint16_t rt_f32_to_bf16(float x);
+float rt_bf16_to_f32(uint16_t h);
+float rt_round_bf16(float x);
+
+/* ---- quantization (owner: runtime/rt_quant.c) -----------------------------
+ * dt: the ONNX element type of the quantized tensor, 2 (uint8) or 3 (int8);
+ * 6 (int32) where said.  A zero point NULL is 0; nzp 1: one for all, else one
+ * per row / column / channel as said.  Saturating, round half to even. */
+/* QuantizeLinear, X viewed as [outer, n, inner]: Y = sat(rint(X / scale[c]) +
+ * zp[c]), scale and zp [n] (n 1: per tensor). */
+void rt_quantize_linear(void *y, int dt, const float *x, const float *scale, const void *zp, int64_t outer,
+			int64_t n, int64_t inner);
+/* DequantizeLinear (dt 2, 3 or 6): Y = (X - zp[c]) * scale[c]. */
+void rt_dequantize_linear(float *y, const void *x, int dt, const float *scale, const void *zp, int64_t outer,
+			  int64_t n, int64_t inner);
+/* DynamicQuantizeLinear, uint8: scale = (max(0, max X) - min(0, min X)) / 255,
+ * zp = sat(rint(-min(0, min X) / scale)), Y = sat(rint(X / scale) + zp). */
+void rt_dynamic_quantize_linear(uint8_t *y, float *scale, uint8_t *zp, const float *x, int64_t n);
+/* MatMulInteger: A [m, k] (adt), B [k, n] (bdt), Y [m, n] int32 =
+ * sum (A - azp[row]) (B - bzp[col]), exact (nazp 1 or m, nbzp 1 or n). */
+void rt_matmul_integer(int32_t *y, const void *a, int adt, const void *azp, int64_t nazp, const void *b, int bdt,
+		       const void *bzp, int64_t nbzp, int64_t m, int64_t n, int64_t k);
+/* QLinearMatMul with scalar zero points: Y = sat(rint(acc * mult) + yzp),
+ * acc the MatMulInteger sum, mult = a_scale * b_scale / y_scale. */
+void rt_qlinear_matmul(void *y, int ydt, float mult, const void *yzp, const void *a, int adt, const void *azp,
+		       const void *b, int bdt, const void *bzp, int64_t m, int64_t n, int64_t k);
+/* ConvInteger: the geometry of rt_conv, Y int32 = sum (X - xzp) (W - wzp[m])
+ * over each window, padding contributing nothing (nwzp 1 or m). */
+void rt_conv_integer(int32_t *y, const void *x, int xdt, const void *xzp, const void *w, int wdt, const void *wzp,
+		     int64_t nwzp, int nsp, const int64_t *xdims, int64_t m, int64_t group, const int64_t *kdims,
+		     const int64_t *strides, const int64_t *pads, const int64_t *dil);
+/* QLinearConv: Y = sat(rint((acc + bias[m]) * mult[m]) + yzp), acc the
+ * ConvInteger sum, bias int32 [m] (NULL: none), mult = x_scale w_scale[m] /
+ * y_scale (nmult 1 or m). */
+void rt_qlinear_conv(void *y, int ydt, const float *mult, int64_t nmult, const void *yzp, const void *x, int xdt,
+		     const void *xzp, const void *w, int wdt, const void *wzp, int64_t nwzp, const int32_t *bias,
+		     int nsp, const int64_t *xdims, int64_t m, int64_t group, const int64_t *kdims,
+		     const int64_t *strides, const int64_t *pads, const int64_t *dil);
+/* MaxPool of uint8 / int8 X (the geometry of rt_pool; padding ignored). */
+void rt_maxpool_8(void *y, int dt, const void *x, int nsp, const int64_t *xdims, const int64_t *ysp,
+		  const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
 
 /* ---- training (cellc compile --train) ---- */
 /* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in

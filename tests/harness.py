@@ -87,6 +87,13 @@ Groups, in order:
               finite differences); untrainable models refused with exit 2;
               the official tests of the ONNX Gradient operator; the backward
               step holds one product and weight gradients are one GEMM each
+  grad_ops    tests/gen_grad_ops.py (issue 15.4): `cellc verify --train` of
+              Conv 1-D/2-D, LayerNormalization, BatchNormalization (training
+              and inference mode), the Reduce family, Where, Pad, Min/Max and
+              SoftmaxCrossEntropyLoss / NegativeLogLikelihoodLoss with every
+              attribute, in torch.onnx.export recurrent models and onnx.helper
+              graphs, vs PyTorch autograd in float64; operators without a
+              gradient rule refused with the node named
   silero      tests/test_silero.py (issue 16): Silero VAD v4/v5 (npm
               @ricky0123/vad-web@0.0.31, pinned, sha256 checked) compiled with
               --bind sr=N, --dim, --carry; NAME_stream chunk by chunk (state
@@ -792,6 +799,15 @@ def group_cli():
     yield cli_one("recurrence_type_compiled", ["compile", rec, "-o", os.path.join(OUT, "cli_rec_untyped")], 0)
 
 
+def group_ir():
+    """tests/ir_test.py: the IR text tests of tests/ir/PASS/CASE -- `cellc
+    dump --after PASS` of each input.cell against its reviewed expected.txt,
+    and the hand-written `# expect:` counts of what the pass changes."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("ir/run", False, "%s is not built" % CELLC)]
+    return script_group("ir", [PY, "tests/ir_test.py", CELLC, "check"])
+
+
 # ---- the emitted C API: streaming, reset, generic interface ------------------------
 
 def check_lines(group, text):
@@ -1339,6 +1355,12 @@ def group_deploy():
         ("traced_perturbed_model", deploy_expect_fail, ("traced_perturbed_model", os.path.join(tbase, "perturbed.onnx"),
                                                         tcase)),
     ]
+    # FLOAT16 / BFLOAT16 golden data (onnx's own: float16 encodings, bfloat16 as UINT16),
+    # widened to the float32 the model computes in
+    node = os.path.join(OUT, "onnx_node", "node")
+    for t in ("test_mod_mixed_sign_float16", "test_cast_FLOAT_to_BFLOAT16", "test_cast_BFLOAT16_to_FLOAT"):
+        checks.append(("half_" + t, deploy_pass, ("half_" + t, os.path.join(node, t, "model.onnx"),
+                                                  os.path.join(node, t))))
     yield from parallel(lambda n, f, a: f(*a), checks)
     yield from parallel(deploy_valgrind, [(DEPLOY_LSTM, "file-malloc-openblas"), (DEPLOY_LSTM, "embed-nomalloc-none"),
                                           (DEPLOY_GRU, "file-malloc-openblas"),
@@ -1361,6 +1383,10 @@ def group_deploy():
     shutil.rmtree(os.path.join(ROOT, tgolden), ignore_errors=True)
     items.append(("traced_momentum_lstm_save_golden", tmodel, ["--inputs", "2", "--seed", "7", "--dim", "seq=8",
                                                                "--dim", "batch=3", "--save-golden", tgolden], 0))
+    # float16 inputs written as float16 for ONNX Runtime; quantized operators on random data
+    for i, t in enumerate(("test_max_float16", "test_cast_FLOAT_to_FLOAT16", "test_qlinearconv",
+                           "test_qlinearmatmul_3D", "test_dynamicquantizelinear")):
+        items.append((t, os.path.join(node, t, "model.onnx"), ["--inputs", "2", "--seed", str(i + 20)], 0))
     items.append(("layout1_refused", os.path.join(node, "test_lstm_batchwise", "model.onnx"), [], 2,
                   ["layout=1", "ONNX Runtime"]))
     items.append(("missing_dim", model, ["--dim", "batch=3"], 2, ["--dim seq="]))
@@ -1639,7 +1665,7 @@ GROUPS = [
     ("unit", group_unit),
     ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("image", group_image),
     ("rnn_cases", group_rnn_cases),
-    ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
+    ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild),
@@ -1684,11 +1710,11 @@ def grad_verify_one(name, model, case_dir, loss, loss_output, group="grad", env=
                           "outputs and gradients", 4)
 
 
-def grad_refuse_one(name, model, loss, words):
+def grad_refuse_one(name, model, loss, words, group="grad"):
     """A model `cellc compile --train` must refuse: exit 2, a message naming
     the model file and each of words."""
-    full = "grad/%s" % name
-    log = os.path.join(LOGS, "grad", name + ".log")
+    full = "%s/%s" % (group, name)
+    log = os.path.join(LOGS, group, name + ".log")
     rc, out, err = run([CELLC, "compile", "--train", model, "-o", os.path.join(OUT, "grad_work", name),
                         "--loss", loss], log)
     if rc != 2:
@@ -1699,21 +1725,34 @@ def grad_refuse_one(name, model, loss, words):
     return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
 
 
-def group_grad():
-    """tests/out/grad/tests.tsv (gen_grad_cases.py): gradients of every cell
-    family and front end against PyTorch autograd; refusals exit 2."""
-    if not stamp_ok("grad"):
-        yield from fixtures_missing("grad", "grad")
+def grad_tsv_group(group):
+    """The runs of OUT/<group>/tests.tsv: `cellc verify --train` or a refusal."""
+    if not stamp_ok(group):
+        yield from fixtures_missing(group, group)
         return
     items = []
-    with open(os.path.join(ROOT, OUT, "grad", "tests.tsv")) as f:
+    with open(os.path.join(ROOT, OUT, group, "tests.tsv")) as f:
         rows = [l.rstrip("\n").split("\t") for l in f if l.strip()]
     for name, model, case_dir, loss, loss_output, expect, words in rows:
         if expect == "refuse":
-            yield grad_refuse_one(name, model, loss, [w for w in words.split(",") if w])
+            yield grad_refuse_one(name, model, loss, [w for w in words.split(",") if w], group)
         else:
-            items.append((name, model, case_dir, loss, loss_output))
+            items.append((name, model, case_dir, loss, loss_output, group))
     yield from parallel(grad_verify_one, items)
+
+
+def group_grad():
+    """tests/out/grad/tests.tsv (gen_grad_cases.py): gradients of every cell
+    family and front end against PyTorch autograd; refusals exit 2."""
+    yield from grad_tsv_group("grad")
+
+
+def group_grad_ops():
+    """tests/out/grad_ops/tests.tsv (gen_grad_ops.py, issue 15.4): gradients of
+    Conv, LayerNormalization, BatchNormalization (training mode), the Reduce
+    family, Where, Pad, Min/Max and the class losses against PyTorch
+    autograd; operators without a rule refused (exit 2, the node named)."""
+    yield from grad_tsv_group("grad_ops")
 
 
 # ---- row-parallel recurrences (emit_rec.c rows_parallel) ---------------------------
@@ -2009,7 +2048,7 @@ def group_diff():
                                  "--replay", "tests/diff_regressions.txt"])
 
 
-TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
+TRAIN_GROUPS = [("grad", group_grad), ("grad_ops", group_grad_ops), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
                 ("fuzz", group_fuzz), ("diff", group_diff)]
 GROUPS += TRAIN_GROUPS
 
