@@ -39,7 +39,11 @@ static void print_usage(FILE *f)
 
 static const char *tname(arena *A, const ir_value *v)
 {
-	return arena_printf(A, "%s%s", ir_dtype_name(v->dtype), ir_shape_str(A, v->graph, &v->shape));
+	const char *t = arena_printf(A, "%s%s", ir_dtype_name(v->dtype), ir_shape_str(A, v->graph, &v->shape));
+	if (v->data_dep && v->dd_axis >= 0 && v->dd_axis < v->shape.rank)
+		t = arena_printf(A, "%s  (axis %d data-dependent, at most %s)", t, v->dd_axis,
+				 ir_dim_str(A, v->graph, v->shape.d[v->dd_axis]));
+	return t;
 }
 
 static void print_values(arena *A, const char *title, int n, ir_value *const *v)

@@ -596,7 +596,40 @@ static void slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt, 
 
 static const char *shape_comment(emit_ctx *E, const ir_value *v)
 {
-	return cmt(E->A, ir_shape_str(E->A, E->g, &v->shape));
+	const char *s = ir_shape_str(E->A, E->g, &v->shape);
+	if (v->data_dep)        /* the buffer holds the bound; the run finds the length */
+		s = arena_printf(E->A, "%s, axis %d data-dependent: at most %s, the run's length from "
+				 "%s_output_dims", s, v->dd_axis, ir_dim_str(E->A, E->g, v->shape.d[v->dd_axis]),
+				 E->tabs->name);
+	return cmt(E->A, s);
+}
+
+/* ---- data-dependent lengths ------------------------------------------------ */
+
+static int has_dd(const ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && n->out[k]->data_dep)
+			return 1;
+	return 0;
+}
+
+int emit_dd_slot(const ir_graph *g, const ir_node *n)
+{
+	if (!has_dd(n))
+		return -1;
+	int slot = 0;
+	for (int i = 0; i < g->nnodes && g->nodes[i] != n; i++)
+		slot += has_dd(g->nodes[i]);
+	return slot;
+}
+
+int emit_dd_count(const ir_graph *g)
+{
+	int cnt = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		cnt += has_dd(g->nodes[i]);
+	return cnt;
 }
 
 /* ---- blocks of NAME.h --------------------------------------------------- */
@@ -1005,6 +1038,9 @@ static void blk_struct(emit_ctx *E)
 		ew_line(E->w, "size_t ws_size;         /* bytes allocated at ws */");
 	}
 	ew_line(E->w, "int started;            /* 0 after reset: recurrences start from their initial state */");
+	if (emit_dd_count(E->g))
+		ew_line(E->w, "int64_t dd_len[%d];       /* data-dependent lengths of the last run (%s_output_dims) */",
+			emit_dd_count(E->g), t->name);
 	for (int k = 0; k < t->nweights; k++) {
 		const ir_value *v = t->weights[k];
 		const char *decl = arena_printf(E->A, "const %s *w_%d;", ctype(v), k);
@@ -1568,6 +1604,28 @@ static void api_io_shape(emit_ctx *E)
 	ew_close(w, "");
 }
 
+/* io_shape, then the length the last run found on each data-dependent axis. */
+static void api_output_dims(emit_ctx *E)
+{
+	ir_graph *g = E->g;
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	fn_open(w, "int %s_output_dims(const %s *m, const %s_dims *d, int k, int64_t *dims)", n, n, n);
+	ew_line(w, "if (!m)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	ew_line(w, "int st = %s_io_shape(d, 1, k, dims);", n);
+	for (int k = 0; k < g->noutputs; k++) {
+		const ir_value *v = g->outputs[k];
+		if (!v->data_dep || !v->producer)
+			continue;
+		ew_line(w, "if (st == RT_OK && k == %d) /* '%s': axis %d at most %s */", k, cmt(E->A, v->name),
+			v->dd_axis, cmt(E->A, ir_dim_str(E->A, g, v->shape.d[v->dd_axis])));
+		ew_line(w, "\tdims[%d] = m->dd_len[%d];", v->dd_axis, emit_dd_slot(g, v->producer));
+	}
+	ew_line(w, "return st;");
+	ew_close(w, "");
+}
+
 static void api_run_generic(emit_ctx *E)
 {
 	ir_graph *g = E->g;
@@ -1603,6 +1661,8 @@ static void blk_api(emit_ctx *E)
 	api_bind_dims(E);
 	ew_line(E->w, "%s", "");
 	api_io_shape(E);
+	ew_line(E->w, "%s", "");
+	api_output_dims(E);
 	ew_line(E->w, "%s", "");
 	api_run_generic(E);
 	if (E->g->train)

@@ -21,6 +21,9 @@
  *   - the model struct `m` has `int started` (0 after NAME_reset; forward
  *     sets it to 1 when it returns RT_OK): recurrences start from their
  *     initial states when it is 0 and continue the kept state otherwise
+ *   - the model struct has `int64_t dd_len[]` when a node's output has a
+ *     data-dependent length (emit_dd_slot): the node's kernel stores the
+ *     actual length there, NAME_output_dims reports it
  *   - kernels are calls into libcellrt (runtime/cellrt.h) or fused loops
  *     printed in place, each preceded by a comment naming its source nodes.
  */
@@ -126,6 +129,12 @@ void emit_rec_state_reset(emit_ctx *E, ir_node *n);
  * dims.  Either may `return RT_ERR_SHAPE;` when a started stream changes its
  * batch size, or RT_ERR_NOMEM. */
 void emit_rec_state_storage(emit_ctx *E, int rec_id, int k, const char *count);
+
+/* Data-dependent lengths (ir_value.data_dep): the index of node n's length
+ * in the model struct's `int64_t dd_len[]` (the nodes of the root graph
+ * whose outputs have one, in order), or -1 when n has none. */
+int emit_dd_slot(const ir_graph *g, const ir_node *n);
+int emit_dd_count(const ir_graph *g);
 
 /* The symbol of the time axis of the first recurrence when that axis is one
  * plain symbol (NAME_step exists then), else -1. */

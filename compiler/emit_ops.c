@@ -818,12 +818,18 @@ static const char *dims_lit(emit_ctx *E, const ir_shape *s, int from)
 	return arena_printf(E->A, "(const int64_t[]){%s}", *r ? r : "0");
 }
 
-static const char *ints_lit(emit_ctx *E, const int64_t *v, int n)
+/* "v0, v1, ..." ("0" when empty: C has no empty initialiser lists). */
+static const char *ints_list(emit_ctx *E, const int64_t *v, int n)
 {
 	char *r = "";
 	for (int i = 0; i < n; i++)
 		r = arena_printf(E->A, "%s%s%lld", r, i ? ", " : "", (long long)v[i]);
-	return arena_printf(E->A, "(const int64_t[]){%s}", n ? r : "0");
+	return n ? r : "0";
+}
+
+static const char *ints_lit(emit_ctx *E, const int64_t *v, int n)
+{
+	return arena_printf(E->A, "(const int64_t[]){%s}", ints_list(E, v, n));
 }
 
 static int reduce_kind(ir_op op)
@@ -1436,6 +1442,35 @@ static void emit_layout(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "\treturn gst;");
 		break;
 	}
+	case OP_REVERSESEQ: {
+		int ta = (int)ir_attr_int(n, "time_axis", 0);
+		ew_line(E->w, "int gst = rt_reverse_sequence(%s, %s, sizeof(%s), %s, %s, %s, %d, %s);", yr, xr, T,
+			emit_dim(E, x->shape.d[ta]), emit_dim(E, x->shape.d[1 - ta]), emit_dim(E, dims_prod(&x->shape, 2, r)),
+			ta, emit_ref(E, n->in[1]));
+		ew_line(E->w, "if (gst != RT_OK)");
+		ew_line(E->w, "\treturn gst;");
+		break;
+	}
+	case OP_TFIDF: {
+		const ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
+		const ir_attr *pool = ir_attr_find(n, "pool_int64s"), *wt = ir_attr_find(n, "weights");
+		const char *mode = ir_attr_string(n, "mode", "TF");
+		char *wl = "";
+		for (int i = 0; wt && i < wt->n; i++)
+			wl = arena_printf(E->A, "%s%s%s", wl, i ? ", " : "", emit_float(E, wt->floats[i], DT_F32));
+		ew_line(E->w, "static const int64_t pool[] = {%s};", ints_list(E, pool->ints, pool->n));
+		ew_line(E->w, "static const int64_t levels[] = {%s};", ints_list(E, cnt->ints, cnt->n));
+		ew_line(E->w, "static const int64_t columns[] = {%s};", ints_list(E, ix->ints, ix->n));
+		if (wt)
+			ew_line(E->w, "static const float weights[] = {%s};", wl);
+		ew_line(E->w, "rt_tfidf(%s, %s, %d, %s, %s, %s, pool, %d, levels, %d, columns, %s, %lld, %lld, %lld, %s);", yr,
+			xr, x->dtype == DT_I32, emit_dim(E, dims_prod(&x->shape, 0, r - 1)), emit_dim(E, x->shape.d[r - 1]),
+			emit_dim(E, y->shape.d[r - 1]), pool->n, cnt->n, wt ? "weights" : "NULL",
+			(long long)ir_attr_int(n, "min_gram_length", 1), (long long)ir_attr_int(n, "max_gram_length", 1),
+			(long long)ir_attr_int(n, "max_skip_count", 0),
+			!strcmp(mode, "IDF") ? "RT_TFIDF_IDF" : !strcmp(mode, "TFIDF") ? "RT_TFIDF_TFIDF" : "RT_TFIDF_TF");
+		break;
+	}
 	case OP_INSTANCENORM:
 		ew_line(E->w, "rt_instancenorm(%s, %s, %s, %s, %s, %s, %s, %s);", yr, xr, emit_ref(E, n->in[1]),
 			emit_ref(E, n->in[2]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
@@ -1546,6 +1581,70 @@ static void emit_linalg(emit_ctx *E, ir_node *n)
 	node_comment(E, n, NULL);
 	ew_open(E->w, "%s", "");
 	ew_line(E->w, "int gst = %s;", call);
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
+
+/* NonZero, Compress, Unique, NonMaxSuppression: the kernel returns the
+ * data-dependent length into m->dd_len[] (emit_dd_slot); the outputs are
+ * sized for the bound of ir_value.dd_axis and written packed. */
+static void emit_datadep(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, slot = emit_dd_slot(E->g, n);
+	if (slot < 0 || !is_stored(E, y)) {
+		diag_node(E->D, n, "internal: a data-dependent output has no length slot or no storage");
+		return;
+	}
+	const char *len = arena_printf(E->A, "m->dd_len[%d]", slot), *xr = emit_ref(E, x), *yr = emit_ref(E, y);
+	node_comment(E, n, arena_printf(E->A, "length %s at run time, at most %s", len,
+					safe(E, ir_dim_str(E->A, E->g, y->shape.d[y->dd_axis]))));
+	ew_open(E->w, "%s", "");
+	switch (n->op) {
+	case OP_NONZERO:
+		ew_line(E->w, "int gst = rt_nonzero(&%s, %s, %s, %d, %d, %s);", len, yr, xr, (int)x->dtype, r,
+			r ? dims_lit(E, &x->shape, 0) : "NULL");
+		break;
+	case OP_COMPRESS: {
+		ir_attr *a = ir_attr_find(n, "axis");
+		int axis = a ? axis_of(a->i, r) : 0;
+		ir_dim outer = a ? dims_prod(&x->shape, 0, axis) : ir_dim_const(1);
+		ir_dim cnt = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
+		ir_dim inner = a ? dims_prod(&x->shape, axis + 1, r) : ir_dim_const(1);
+		ew_line(E->w, "int gst = rt_compress(&%s, %s, %s, sizeof(%s), %s, %s, %s, %s, %s);", len, yr, xr, ctype(x),
+			emit_dim(E, outer), emit_dim(E, cnt), emit_dim(E, inner), emit_ref(E, n->in[1]),
+			emit_dim(E, n->in[1]->shape.d[0]));
+		break;
+	}
+	case OP_UNIQUE: {
+		ir_attr *a = ir_attr_find(n, "axis");
+		int axis = a ? axis_of(a->i, r) : 0;
+		ir_dim outer = a ? dims_prod(&x->shape, 0, axis) : ir_dim_const(1);
+		ir_dim cnt = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
+		ir_dim inner = a ? dims_prod(&x->shape, axis + 1, r) : ir_dim_const(1);
+		const char *o[3];
+		for (int k = 1; k <= 3; k++)
+			o[k - 1] = k < n->nout && n->out[k] && is_stored(E, n->out[k]) ? emit_ref(E, n->out[k]) : "NULL";
+		ew_line(E->w, "int gst = rt_unique(&%s, %s, %s, %s, %s, %s, %d, %s, %s, %s, %d);", len, yr, o[0], o[1], o[2], xr,
+			(int)x->dtype, emit_dim(E, outer), emit_dim(E, cnt), emit_dim(E, inner),
+			ir_attr_int(n, "sorted", 1) != 0);
+		break;
+	}
+	case OP_NMS: {
+		const ir_value *sc = n->in[1];
+		const ir_value *mx = n->nin > 2 ? n->in[2] : NULL, *iou = n->nin > 3 ? n->in[3] : NULL;
+		const ir_value *st = n->nin > 4 ? n->in[4] : NULL;
+		ew_line(E->w, "int gst = rt_nms(&%s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %s, %d);", len, yr, xr, emit_ref(E, sc),
+			emit_dim(E, x->shape.d[0]), emit_dim(E, sc->shape.d[1]), emit_dim(E, x->shape.d[1]),
+			mx ? arena_printf(E->A, "%s[0]", emit_ref(E, mx)) : "0",
+			iou ? arena_printf(E->A, "%s[0]", emit_ref(E, iou)) : "0.0f", st != NULL,
+			st ? arena_printf(E->A, "%s[0]", emit_ref(E, st)) : "0.0f",
+			(int)ir_attr_int(n, "center_point_box", 0));
+		break;
+	}
+	default: UNREACHABLE();
+	}
 	ew_line(E->w, "if (gst != RT_OK)");
 	ew_line(E->w, "\treturn gst;");
 	ew_close(E->w, "");
@@ -1669,6 +1768,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_GRIDSAMPLE: emit_gridsample(E, n); return;
 	case OP_ROIALIGN: emit_roialign(E, n); return;
 	case OP_SIZE: emit_size(E, n); return;
+	case OP_NONZERO: case OP_COMPRESS: case OP_UNIQUE: case OP_NMS: emit_datadep(E, n); return;
 	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
 	case OP_DROPOUT: emit_dropout(E, n); return;
@@ -1677,7 +1777,7 @@ void emit_node(emit_ctx *E, ir_node *n)
 		emit_misc(E, n);
 		return;
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
-	case OP_GATHERND: case OP_INSTANCENORM:
+	case OP_GATHERND: case OP_INSTANCENORM: case OP_REVERSESEQ: case OP_TFIDF:
 		emit_layout(E, n);
 		return;
 	case OP_DET: case OP_EINSUM: case OP_LRN: case OP_MVN: case OP_MAXUNPOOL: case OP_DFT: case OP_STFT:

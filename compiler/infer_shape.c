@@ -1983,6 +1983,64 @@ int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pad
 	return nsp;
 }
 
+/* TfIdfVectorizer: the attributes describe the pool (ngram_counts[k] is where
+ * the (k+1)-grams start in pool_int64s, each taking k+1 entries; the n-grams
+ * are numbered in pool order and ngram_indexes[i] is n-gram i's column). */
+static int infer_tfidf_check(const ir_node *n, char *why, size_t whylen)
+{
+	const char *mode = ir_attr_string(n, "mode", "");
+	int64_t mn = ir_attr_int(n, "min_gram_length", 0), mx = ir_attr_int(n, "max_gram_length", 0);
+	int64_t skip = ir_attr_int(n, "max_skip_count", -1);
+	const ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
+	const ir_attr *pool = ir_attr_find(n, "pool_int64s"), *w = ir_attr_find(n, "weights");
+	if (strcmp(mode, "TF") && strcmp(mode, "IDF") && strcmp(mode, "TFIDF"))
+		return snprintf(why, whylen, "mode must be TF, IDF or TFIDF, not '%s'", mode), 1;
+	if (mn < 1 || mx < mn || skip < 0)
+		return snprintf(why, whylen, "needs 1 <= min_gram_length (%lld) <= max_gram_length (%lld) and "
+				"max_skip_count (%lld) >= 0", (long long)mn, (long long)mx, (long long)skip), 1;
+	if (!cnt || !ix || !pool || cnt->n < 1 || cnt->n > 64)
+		return snprintf(why, whylen, "needs ngram_counts (1 to 64 levels), ngram_indexes and pool_int64s"), 1;
+	int64_t grams = 0;
+	for (int k = 0; k < cnt->n; k++) {
+		int64_t lo = cnt->ints[k], hi = k + 1 < cnt->n ? cnt->ints[k + 1] : pool->n;
+		if (lo < 0 || hi < lo || hi > pool->n || (hi - lo) % (k + 1))
+			return snprintf(why, whylen, "ngram_counts[%d] = %lld does not start a run of %d-grams in "
+					"pool_int64s (%d entries)", k, (long long)lo, k + 1, pool->n), 1;
+		grams += (hi - lo) / (k + 1);
+	}
+	if (grams != ix->n)
+		return snprintf(why, whylen, "the pool holds %lld n-grams but ngram_indexes has %d entries",
+				(long long)grams, ix->n), 1;
+	if (w && w->n != ix->n)
+		return snprintf(why, whylen, "weights has %d entries, ngram_indexes %d", w->n, ix->n), 1;
+	for (int i = 0; i < ix->n; i++)
+		if (ix->ints[i] < 0 || ix->ints[i] >= INFER_NUMEL_MAX)
+			return snprintf(why, whylen, "ngram_indexes[%d] = %lld is out of range", i,
+					(long long)ix->ints[i]), 1;
+	return 0;
+}
+
+static int infer_tfidf(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	char why[256];
+	if (x->dtype != DT_I32 && x->dtype != DT_I64)
+		return fail(c, "X must be i32 or i64 (string inputs are not supported), not %s", ir_dtype_name(x->dtype));
+	if (x->shape.rank != 1 && x->shape.rank != 2)
+		return fail(c, "X must be [C] or [N, C], not %s", shp(c, &x->shape));
+	if (infer_tfidf_check(n, why, sizeof why))
+		return fail(c, "%s", why);
+	const ir_attr *ix = ir_attr_find(n, "ngram_indexes");
+	int64_t width = 0;
+	for (int i = 0; i < ix->n; i++)
+		width = ix->ints[i] + 1 > width ? ix->ints[i] + 1 : width;
+	ir_shape s = x->shape;
+	s.d[s.rank - 1] = ir_dim_const(width);
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
 static int infer_layout(ictx *c)
 {
 	ir_node *n = c->n;
@@ -2067,6 +2125,19 @@ static int infer_layout(ictx *c)
 			s.d[qr - 1 + a - bd - q] = x->shape.d[a];
 		break;
 	}
+	case OP_REVERSESEQ: {
+		ir_value *lens = in(c, 1);
+		int64_t ba = ir_attr_int(n, "batch_axis", 1), ta = ir_attr_int(n, "time_axis", 0);
+		if (r < 2 || (ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
+			return fail(c, "X %s must have rank 2 or more, batch_axis and time_axis be 0 and 1 in some order",
+				    shp(c, &x->shape));
+		if (lens->dtype != DT_I64 || lens->shape.rank != 1 || !ir_dim_eq(lens->shape.d[0], x->shape.d[ba]))
+			return fail(c, "sequence_lens must be i64 [%s] (the batch axis of X), not %s %s",
+				    dimstr(c, x->shape.d[ba]), ir_dtype_name(lens->dtype), shp(c, &lens->shape));
+		break;
+	}
+	case OP_TFIDF:
+		return infer_tfidf(c);
 	case OP_INSTANCENORM:
 		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
 			return 1;
@@ -2573,6 +2644,127 @@ static int infer_optim(ictx *c)
 
 /* ---- entry --------------------------------------------------------------------- */
 
+/* ---- data-dependent lengths ------------------------------------------------------ */
+
+/* Output k's axis gets the run-time length: its dim there is the bound. */
+static void set_dd(ictx *c, int k, ir_dtype dt, const ir_shape *s, int axis)
+{
+	set_out(c, k, dt, s);
+	if (k < c->n->nout && c->n->out[k]) {
+		c->n->out[k]->data_dep = 1;
+		c->n->out[k]->dd_axis = axis;
+	}
+}
+
+/* A scalar input (rank 0 or [1]) of dtype dt, when present. */
+static int need_scalar(ictx *c, int k, ir_dtype dt, const char *what)
+{
+	ir_value *v = in(c, k);
+	if (!v)
+		return 0;
+	if (v->dtype != dt || ir_shape_const_numel(&v->shape) != 1 || v->shape.rank > 1)
+		return fail(c, "%s must be a %s scalar or [1], not %s %s", what, ir_dtype_name(dt),
+			    ir_dtype_name(v->dtype), shp(c, &v->shape));
+	return 0;
+}
+
+/* NonZero, Unique, Compress, NonMaxSuppression: the outputs whose length the
+ * data decide are sized for the bound the specification implies (the
+ * elements, the slices along the axis, batches * classes * boxes). */
+static int infer_datadep(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = {.rank = 1};
+	if (c->g->parent)
+		return fail(c, "the length of its output is known only at run time, and cellc supports such "
+			    "outputs only in the model's main graph, not inside a loop body");
+	switch (n->op) {
+	case OP_NONZERO:
+		if (ir_dtype_size(x->dtype) == 0 || !ty_class(x->dtype))
+			return fail(c, "unsupported dtype %s", ir_dtype_name(x->dtype));
+		s.rank = 2;
+		s.d[0] = ir_dim_const(r);
+		s.d[1] = ir_shape_numel(&x->shape);
+		set_dd(c, 0, DT_I64, &s, 1);
+		return 0;
+	case OP_COMPRESS: {
+		ir_value *cond = in(c, 1);
+		if (cond->dtype != DT_BOOL || cond->shape.rank != 1)
+			return fail(c, "condition must be bool [m], not %s %s", ir_dtype_name(cond->dtype),
+				    shp(c, &cond->shape));
+		ir_attr *a = ir_attr_find(n, "axis");
+		if (!a) {
+			s.d[0] = ir_shape_numel(&x->shape);
+			set_dd(c, 0, x->dtype, &s, 0);
+			return 0;
+		}
+		int axis = norm_axis(a->i, r);
+		if (axis < 0)
+			return fail(c, "axis %lld is not an axis of X %s", (long long)a->i, shp(c, &x->shape));
+		s = x->shape;
+		set_dd(c, 0, x->dtype, &s, axis);
+		return 0;
+	}
+	case OP_UNIQUE: {
+		ir_attr *a = ir_attr_find(n, "axis");
+		int axis = a ? norm_axis(a->i, r) : -1;
+		if (!ty_class(x->dtype))
+			return fail(c, "unsupported dtype %s", ir_dtype_name(x->dtype));
+		if (a && axis < 0)
+			return fail(c, "axis %lld is not an axis of X %s", (long long)a->i, shp(c, &x->shape));
+		if (!n->out[0])
+			return fail(c, "output Y is required");
+		ir_dim len = a ? x->shape.d[axis] : ir_shape_numel(&x->shape);
+		if (a) {
+			s = x->shape;
+			set_dd(c, 0, x->dtype, &s, axis);
+		} else {
+			s.d[0] = len;
+			set_dd(c, 0, x->dtype, &s, 0);
+		}
+		ir_shape l = {.rank = 1};
+		l.d[0] = len;
+		set_dd(c, 1, DT_I64, &l, 0);
+		set_out(c, 2, DT_I64, &l);      /* inverse_indices: one per element or slice of X */
+		set_dd(c, 3, DT_I64, &l, 0);
+		return 0;
+	}
+	case OP_NMS: {
+		ir_value *sc = in(c, 1);
+		if (need_f32(c, 0) || need_f32(c, 1) || need_scalar(c, 2, DT_I64, "max_output_boxes_per_class") ||
+		    need_scalar(c, 3, DT_F32, "iou_threshold") || need_scalar(c, 4, DT_F32, "score_threshold"))
+			return 1;
+		if (r != 3 || !ir_dim_eq(x->shape.d[2], ir_dim_const(4)) || sc->shape.rank != 3 ||
+		    !ir_dim_eq(sc->shape.d[0], x->shape.d[0]) || !ir_dim_eq(sc->shape.d[2], x->shape.d[1]))
+			return fail(c, "boxes must be [batches, boxes, 4] and scores [batches, classes, boxes], not %s "
+				    "and %s", shp(c, &x->shape), shp(c, &sc->shape));
+		int64_t cpb = ir_attr_int(n, "center_point_box", 0);
+		if (cpb != 0 && cpb != 1)
+			return fail(c, "center_point_box must be 0 or 1, not %lld", (long long)cpb);
+		/* per batch and class at most min(boxes, max_output_boxes_per_class) */
+		ir_dim per = x->shape.d[1];
+		ir_value *mx = in(c, 2);
+		if (!mx)
+			per = ir_dim_const(0);          /* the default, 0: no box is selected */
+		else if (infer_is_const(mx) && mx->data) {
+			int64_t m = infer_elem_int(mx, 0);
+			if (m <= 0)
+				per = ir_dim_const(0);
+			else if (ir_dim_is_const(per) && m < per.k)
+				per = ir_dim_const(m);
+		}
+		s.rank = 2;
+		s.d[0] = ir_dim_mul(ir_dim_mul(x->shape.d[0], sc->shape.d[1]), per);
+		s.d[1] = ir_dim_const(3);
+		set_dd(c, 0, DT_I64, &s, 0);
+		return 0;
+	}
+	default: UNREACHABLE();
+	}
+}
+
 static int infer_rule(ir_graph *g, ir_node *n, diag *D);
 
 /* The rule of the node's operator, then ir_value.narrow: a float32 result of
@@ -2603,6 +2795,15 @@ static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 {
 	ictx cx = {g, n, D, g->A}, *c = &cx;
 	const ir_opinfo *oi = &ir_ops[n->op];
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		const ir_node *p = v ? v->producer : NULL;
+		if (v && v->data_dep)
+			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
+				    "computed at run time by %s '%s', and cellc supports such a value only as an "
+				    "output of the model, not as the input of another node", k, v->name, v->dd_axis,
+				    dimstr(c, v->shape.d[v->dd_axis]), p ? ir_op_name(p->op) : "?", p ? p->name : "?");
+	}
 	if (n->op == OP_RECURRENCE)
 		return 0;
 	if (n->nin < oi->min_in || n->nin > oi->max_in)
@@ -2680,8 +2881,10 @@ static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 	case OP_SIZE: return infer_size(c);
 	case OP_SOFTMAXCE: case OP_NLLLOSS: return infer_loss(c);
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
-	case OP_GATHERND: case OP_INSTANCENORM:
+	case OP_GATHERND: case OP_INSTANCENORM: case OP_REVERSESEQ: case OP_TFIDF:
 		return infer_layout(c);
+	case OP_NONZERO: case OP_UNIQUE: case OP_COMPRESS: case OP_NMS:
+		return infer_datadep(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD:
 	case OP_CLASSLOSSGRAD:

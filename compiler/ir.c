@@ -531,3 +531,12 @@ double ir_const_num(const ir_value *v, int64_t i)
 	default: return (double)ir_const_int(v, i);
 	}
 }
+
+int ir_op_dd_output(ir_op op, int k)
+{
+	switch (op) {
+	case OP_NONZERO: case OP_COMPRESS: case OP_NMS: return k == 0;
+	case OP_UNIQUE: return k == 0 || k == 1 || k == 3;
+	default: return 0;
+	}
+}

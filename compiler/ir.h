@@ -128,6 +128,16 @@ typedef struct ir_value {
 	int resolved;           /* seq != IR_TENSOR: elem holds the value */
 	int nelem;              /* IR_SEQ: element count; IR_OPT: 0 (none) or 1 */
 	struct ir_value **elem; /* [nelem] tensors (IR_OPT: a tensor or an IR_SEQ) */
+	/* Data-dependent length (NonZero, Unique, Compress, NonMaxSuppression;
+	 * set by infer_shape.c): when data_dep is 1, shape.d[dd_axis] is only the
+	 * compile-time upper bound of that axis, the capacity the buffer is sized
+	 * for; the producer's kernel computes the actual length at run time and
+	 * writes the tensor packed at its actual dims (the first elements of the
+	 * buffer, row-major).  Such a value may only be an output of the root
+	 * graph (every consumer is refused by infer_node); the generated API
+	 * returns the length (NAME_output_dims, docs/deploying.md). */
+	int data_dep;
+	int dd_axis;
 } ir_value;
 
 enum { IR_TENSOR = 0, IR_SEQ = 1, IR_OPT = 2 };
@@ -254,6 +264,11 @@ void ir_attr_set_float(ir_node *n, const char *name, float v);
 void ir_attr_set_string(ir_node *n, const char *name, const char *v);
 void ir_attr_remove(ir_node *n, const char *name);      /* no such attribute: nothing */
 void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v);
+
+/* 1 when output k of op has a data-dependent length (ir_value.data_dep):
+ * NonZero, Compress and NonMaxSuppression output 0; Unique's Y, indices and
+ * counts (not inverse_indices, one per element of X). */
+int ir_op_dd_output(ir_op op, int k);
 
 /* bookkeeping */
 void ir_recount(ir_graph *g);           /* recompute nuses/producer/ids (recursive) */

@@ -31,7 +31,9 @@
  * are quoted; an empty list names its kind (ints[], floats[], strings[]).
  * Constants up to PRINT_MAX_ELEMS elements are printed in full (row-major,
  * flat), larger ones as an FNV-1a hash of their bytes.  Everything after `#`
- * is a comment for people: output shapes, node name, fusion group, slot.
+ * is a comment for people: output shapes (with "data-dependent axis A <= N"
+ * where the run decides the length of axis A, N the bound the buffer holds:
+ * ir_value.data_dep), node name, fusion group, slot.
  */
 #include "ir.h"
 #include "util.h"
@@ -398,6 +400,11 @@ static void print_node(FILE *f, const ir_node *n, int depth)
 			sb_type(&b, root, n->out[i]);
 		else
 			sb_puts(&b, "_");
+		if (n->out[i] && n->out[i]->data_dep && n->out[i]->dd_axis >= 0 &&
+		    n->out[i]->dd_axis < n->out[i]->shape.rank) {
+			sb_printf(&b, " data-dependent axis %d <= ", n->out[i]->dd_axis);
+			sb_dim(&b, root, n->out[i]->shape.d[n->out[i]->dd_axis]);
+		}
 		if (n->out[i] && n->out[i]->slot >= 0)
 			sb_printf(&b, " slot %d", n->out[i]->slot);
 	}

@@ -13,7 +13,11 @@
  *     shapes; graph outputs are defined;
  *   - after any pass but "load": every value in use has a supported dtype and
  *     a known shape;
- *   - RECURRENCE: attribute counts match its inputs, outputs and body.
+ *   - RECURRENCE: attribute counts match its inputs, outputs and body;
+ *   - data-dependent lengths (ir_value.data_dep): after "infer", exactly the
+ *     outputs ir_op_dd_output names have one, on an axis of their rank, in
+ *     the root graph only, and no node reads such a value (the graph
+ *     outputs are its only uses).
  * A failure is our bug, not the user's: it prints every problem found (and
  * the pass that left them) and aborts.
  */
@@ -234,6 +238,9 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 					bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
 				continue;
 			}
+			if (v->data_dep)
+				bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only "
+				    "graph outputs may have", nname(n), oi->name, k, v->name);
 			if (!infer_set_has(def, v))
 				bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a "
 				    "later node's output, a value of another graph, or a cycle)", nname(n),
@@ -268,6 +275,13 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 			if (v->graph != g)
 				bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n),
 				    oi->name, k, v->name);
+			if (c->shapes && v->data_dep != ir_op_dd_output(n->op, k))
+				bad(c, g, "node '%s' (%s) output %d '%s' %s a data-dependent length", nname(n),
+				    oi->name, k, v->name, v->data_dep ? "has" : "lacks");
+			if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))
+				bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d of rank %d%s",
+				    nname(n), oi->name, k, v->name, v->dd_axis, v->shape.rank,
+				    g->parent ? " inside a body" : "");
 			if (!infer_set_add(def, v))
 				bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name,
 				    nname(n));

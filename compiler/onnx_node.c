@@ -148,6 +148,14 @@ static const attr_spec attr_specs[] = {
 	{OP_SCATTERND, "reduction", ATTR_STRING, 16, 0, NULL},
 	{OP_GATHERND, "batch_dims", ATTR_INT, 12, 0, NULL},
 	{OP_INSTANCENORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_UNIQUE, "axis", ATTR_INT, 0, 0, NULL},        {OP_UNIQUE, "sorted", ATTR_INT, 0, 0, NULL},
+	{OP_COMPRESS, "axis", ATTR_INT, 0, 0, NULL},      {OP_NMS, "center_point_box", ATTR_INT, 0, 0, NULL},
+	{OP_REVERSESEQ, "batch_axis", ATTR_INT, 0, 0, NULL}, {OP_REVERSESEQ, "time_axis", ATTR_INT, 0, 0, NULL},
+	{OP_TFIDF, "mode", ATTR_STRING, 0, 0, NULL},      {OP_TFIDF, "min_gram_length", ATTR_INT, 0, 0, NULL},
+	{OP_TFIDF, "max_gram_length", ATTR_INT, 0, 0, NULL}, {OP_TFIDF, "max_skip_count", ATTR_INT, 0, 0, NULL},
+	{OP_TFIDF, "ngram_counts", ATTR_INTS, 0, 0, NULL}, {OP_TFIDF, "ngram_indexes", ATTR_INTS, 0, 0, NULL},
+	{OP_TFIDF, "pool_int64s", ATTR_INTS, 0, 0, NULL}, {OP_TFIDF, "weights", ATTR_FLOATS, 0, 0, NULL},
+	{OP_TFIDF, "pool_strings", ATTR_STRINGS, 0, 0, "string tensors are not supported (pool_int64s is)"},
 	{OP_QUANTIZELINEAR, "axis", ATTR_INT, 13, 0, NULL}, {OP_DEQUANTIZELINEAR, "axis", ATTR_INT, 13, 0, NULL},
 	{OP_CONVINTEGER, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_CONVINTEGER, "dilations", ATTR_INTS, 0, 0, NULL},
 	{OP_CONVINTEGER, "group", ATTR_INT, 0, 0, NULL},   {OP_CONVINTEGER, "kernel_shape", ATTR_INTS, 0, 0, NULL},
@@ -1407,6 +1415,11 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	int op = default_domain ? ir_op_lookup(op_type) : domain_op(domain, op_type, &version);
 	if (default_domain && strcmp(op_type, "Constant") == 0)
 		op = OP_CONSTANT;
+	/* Scatter (opsets 9 and 10) is ScatterElements without reduction under
+	 * its old name; opset 11 deprecated it */
+	int old_scatter = default_domain && strcmp(op_type, "Scatter") == 0;
+	if (old_scatter)
+		op = L->opset <= 10 ? OP_SCATTERELEMENTS : -1;
 	if (default_domain && strcmp(op_type, "Upsample") == 0)
 		op = OP_RESIZE;         /* the deprecated form; norm_resize10 rewrites it */
 	if (default_domain && op >= 0) {
@@ -1456,6 +1469,12 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	}
 	if (!*op_type) {
 		onnx_node_error(L, n, "has no op_type");
+		define_outputs(L, n, np, nout, 0);
+		return;
+	}
+	if (op < 0 && old_scatter) {
+		onnx_node_error(L, n, "Scatter is deprecated since opset 11 (the model's opset is %d); use "
+				"ScatterElements", L->opset);
 		define_outputs(L, n, np, nout, 0);
 		return;
 	}

@@ -505,6 +505,66 @@ int rt_mvn(float *y, const float *x, int rank, const int64_t *dims, const unsign
 int rt_max_unpool(float *y, const float *x, const int64_t *idx, int64_t nx, int rank, const int64_t *idims,
 		  const int64_t *ydims);
 
+/* ONNX ReverseSequence: X [steps, batch, inner] (time_axis 0) or [batch,
+ * steps, inner] (time_axis 1); Y = X with the first lens[b] steps of batch
+ * row b reversed and the rest copied.  RT_ERR_INDEX (Y partly written) for
+ * a length outside [0, steps]. */
+int rt_reverse_sequence(void *y, const void *x, size_t esize, int64_t steps, int64_t batch, int64_t inner,
+			int time_axis, const int64_t *lens);
+
+/* ONNX TfIdfVectorizer over integer rows X [rows, cols] (int32 when x_i32,
+ * else int64) into Y [rows, width].  The pool holds npool ids; levels[k]
+ * (k < nlevels) is where its (k+1)-grams start (each k+1 ids, up to the next
+ * level or npool), the n-grams numbered in pool order; n-gram i counts into
+ * column columns[i].  An n-gram of length n (min_n <= n <= max_n) is the ids
+ * at p, p + d, ..., p + (n-1) d for a distance d = 1 .. max_skip + 1 (d = 1
+ * only for unigrams); each (p, d) occurrence counts once.  Mode TF: the
+ * counts; IDF: 1 for a present n-gram, times weights[i]; TFIDF: the counts
+ * times weights[i] (weights NULL: 1). */
+enum { RT_TFIDF_TF, RT_TFIDF_IDF, RT_TFIDF_TFIDF };
+void rt_tfidf(float *y, const void *x, int x_i32, int64_t rows, int64_t cols, int64_t width, const int64_t *pool,
+	      int64_t npool, const int64_t *levels, int nlevels, const int64_t *columns, const float *weights,
+	      int64_t min_n, int64_t max_n, int64_t max_skip, int mode);
+
+/* Data-dependent lengths (NonZero, Compress, Unique, NonMaxSuppression): the
+ * output buffers are sized for the bound the caller computes (numel, the axis
+ * size, batches * classes * boxes); each kernel sets *n to the actual length
+ * and writes its outputs packed at their actual dims (row-major, n in place
+ * of the bound).  Each returns RT_OK or the status named (then *n = 0, the
+ * outputs partly written); none allocates memory.  Element types are ONNX's
+ * numbers (1 float, 11 double, 6 int32, 7 int64, 9 bool, ...: rt_dtype_size). */
+
+/* ONNX NonZero: Y int64 [rank, n], the coordinates of the nonzero elements of
+ * X (dims[rank]) in row-major order (floats: -0.0 is zero, NaN is not). */
+int rt_nonzero(int64_t *n, int64_t *y, const void *x, int dtype, int rank, const int64_t *dims);
+/* ONNX Compress (numpy.compress): X [outer, len, inner], cond bool [ncond];
+ * Y [outer, n, inner] holds the slices i whose cond[i] is true.  RT_ERR_INDEX
+ * when a true entry lies beyond the axis (i >= len). */
+int rt_compress(int64_t *n, void *y, const void *x, size_t esize, int64_t outer, int64_t len, int64_t inner,
+		const uint8_t *cond, int64_t ncond);
+/* ONNX Unique of the len slices X[:, i, :] of X [outer, len, inner] (axis
+ * given; else outer = inner = 1 over the flattened X), compared element by
+ * element in row-major order (numerically: -0.0 equals 0.0, NaN equals NaN
+ * and sorts last).  Y [outer, n, inner] holds the distinct slices, ascending
+ * in lexicographic order when sorted, else in the order they first occur;
+ * indices[n] where each first occurs, inverse[len] the position in Y of each
+ * slice of X, counts[n] how often each occurs (each of the three may be
+ * NULL).  Y is used as scratch at [outer, len, inner] before being packed.
+ * O(len * n) slice comparisons. */
+int rt_unique(int64_t *n, void *y, int64_t *indices, int64_t *inverse, int64_t *counts, const void *x, int dtype,
+	      int64_t outer, int64_t len, int64_t inner, int sorted);
+/* ONNX NonMaxSuppression: boxes [batches, nboxes, 4] (center_point_box 0:
+ * y1, x1, y2, x2 of any two opposite corners; 1: x, y centre, width,
+ * height), scores [batches, classes, nboxes]; Y int64 [n, 3] rows (batch,
+ * class, box).  Per batch and class, the boxes whose score is above
+ * score_threshold (when has_score_threshold; NaN scores never) are taken by
+ * descending score (ties: lower index first) unless their IOU with a box
+ * already taken exceeds iou_threshold, at most max_per_class (<= 0: none).
+ * RT_ERR_ARG for an iou_threshold outside [0, 1].  O(nboxes^2) per class. */
+int rt_nms(int64_t *n, int64_t *y, const float *boxes, const float *scores, int64_t batches, int64_t classes,
+	   int64_t nboxes, int64_t max_per_class, float iou_threshold, int has_score_threshold, float score_threshold,
+	   int center_point_box);
+
 /* TopK along the middle axis of X [outer, n, inner] (k <= n): the k largest
  * (or smallest) elements in order, ties to the lower index, into vals and
  * idx [outer, k, inner].  O(n k) per row: meant for small k. */

@@ -610,6 +610,326 @@ int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int
 	return RT_OK;
 }
 
+/* ---- ReverseSequence, TfIdfVectorizer ------------------------------------------------ */
+
+int rt_reverse_sequence(void *y, const void *x, size_t esize, int64_t steps, int64_t batch, int64_t inner,
+			int time_axis, const int64_t *lens)
+{
+	size_t row = (size_t)inner * esize;
+	for (int64_t b = 0; b < batch; b++) {
+		int64_t len = lens[b];
+		if (len < 0 || len > steps)
+			return RT_ERR_INDEX;
+		for (int64_t t = 0; t < steps; t++) {
+			int64_t from = t < len ? len - 1 - t : t;
+			int64_t yo = time_axis == 0 ? t * batch + b : b * steps + t;
+			int64_t xo = time_axis == 0 ? from * batch + b : b * steps + from;
+			memcpy((char *)y + (size_t)yo * row, (const char *)x + (size_t)xo * row, row);
+		}
+	}
+	return RT_OK;
+}
+
+/* The number of the n-gram of x[p], x[p + d], .. (n ids) in the pool, or -1. */
+static int64_t tfidf_find(const void *x, int x_i32, int64_t p, int64_t d, int64_t n, const int64_t *pool,
+			  int64_t npool, const int64_t *levels, int nlevels)
+{
+	if (n > nlevels)
+		return -1;
+	int64_t first = 0;      /* n-grams before level n */
+	for (int k = 0; k < n - 1; k++)
+		first += ((k + 1 < nlevels ? levels[k + 1] : npool) - levels[k]) / (k + 1);
+	int64_t lo = levels[n - 1], hi = n < nlevels ? levels[n] : npool;
+	for (int64_t g = lo; g + n <= hi; g += n) {
+		int64_t j = 0;
+		for (; j < n; j++) {
+			int64_t v = x_i32 ? ((const int32_t *)x)[p + j * d] : ((const int64_t *)x)[p + j * d];
+			if (v != pool[g + j])
+				break;
+		}
+		if (j == n)
+			return first + (g - lo) / n;
+	}
+	return -1;
+}
+
+void rt_tfidf(float *y, const void *x, int x_i32, int64_t rows, int64_t cols, int64_t width, const int64_t *pool,
+	      int64_t npool, const int64_t *levels, int nlevels, const int64_t *columns, const float *weights,
+	      int64_t min_n, int64_t max_n, int64_t max_skip, int mode)
+{
+	size_t esize = x_i32 ? sizeof(int32_t) : sizeof(int64_t);
+	memset(y, 0, (size_t)(rows * width) * sizeof *y);
+	for (int64_t r = 0; r < rows; r++) {
+		const char *xr = (const char *)x + (size_t)(r * cols) * esize;
+		float *yr = y + r * width;
+		for (int64_t n = min_n; n <= max_n; n++)
+			for (int64_t d = 1; d <= (n == 1 ? 1 : max_skip + 1); d++)
+				for (int64_t p = 0; p + (n - 1) * d < cols; p++) {
+					int64_t i = tfidf_find(xr, x_i32, p, d, n, pool, npool, levels, nlevels);
+					if (i >= 0)
+						yr[columns[i]] += 1.0f;
+				}
+		/* the counts are per column; IDF and TFIDF weight them by the n-gram
+		 * that owns the column */
+		if (mode == RT_TFIDF_TF)
+			continue;
+		int64_t ngrams = 0;
+		for (int k = 0; k < nlevels; k++)
+			ngrams += ((k + 1 < nlevels ? levels[k + 1] : npool) - levels[k]) / (k + 1);
+		for (int64_t i = 0; i < ngrams; i++) {
+			float *v = &yr[columns[i]];
+			if (mode == RT_TFIDF_IDF && *v > 0)
+				*v = 1.0f;
+			if (weights)
+				*v *= weights[i];
+		}
+	}
+}
+
+/* ---- data-dependent lengths: NonZero, Compress, Unique, NonMaxSuppression ---------- */
+
+/* Element i of x, of ONNX dtype dt, compared with element j of y: -1, 0, 1
+ * (numerically; NaN equals NaN and sorts last, as in numpy's unique). */
+static int elem_cmp(const void *x, int64_t i, const void *y, int64_t j, int dt)
+{
+	switch (dt) {
+	case 1: case 11: {
+		double a = dt == 1 ? ((const float *)x)[i] : ((const double *)x)[i];
+		double b = dt == 1 ? ((const float *)y)[j] : ((const double *)y)[j];
+		if (a != a || b != b)
+			return (a != a) - (b != b);
+		return (a > b) - (a < b);
+	}
+	case 7: case 6: case 5: case 3: {
+		int64_t a = dt == 7 ? ((const int64_t *)x)[i] : dt == 6 ? ((const int32_t *)x)[i]
+			    : dt == 5 ? ((const int16_t *)x)[i] : ((const int8_t *)x)[i];
+		int64_t b = dt == 7 ? ((const int64_t *)y)[j] : dt == 6 ? ((const int32_t *)y)[j]
+			    : dt == 5 ? ((const int16_t *)y)[j] : ((const int8_t *)y)[j];
+		return (a > b) - (a < b);
+	}
+	default: {      /* unsigned and bool */
+		size_t es = rt_dtype_size(dt);
+		uint64_t a = es == 8 ? ((const uint64_t *)x)[i] : es == 4 ? ((const uint32_t *)x)[i]
+			     : es == 2 ? ((const uint16_t *)x)[i] : ((const uint8_t *)x)[i];
+		uint64_t b = es == 8 ? ((const uint64_t *)y)[j] : es == 4 ? ((const uint32_t *)y)[j]
+			     : es == 2 ? ((const uint16_t *)y)[j] : ((const uint8_t *)y)[j];
+		return (a > b) - (a < b);
+	}
+	}
+}
+
+static int is_nonzero(const void *x, int64_t i, int dt)
+{
+	if (dt == 1)
+		return ((const float *)x)[i] != 0;
+	if (dt == 11)
+		return ((const double *)x)[i] != 0;
+	size_t es = rt_dtype_size(dt);
+	const unsigned char *p = (const unsigned char *)x + (size_t)i * es;
+	for (size_t b = 0; b < es; b++)
+		if (p[b])
+			return 1;
+	return 0;
+}
+
+int rt_nonzero(int64_t *len, int64_t *y, const void *x, int dtype, int rank, const int64_t *dims)
+{
+	int64_t total = 1, n = 0;
+	for (int a = 0; a < rank; a++)
+		total *= dims[a];
+	for (int64_t i = 0; i < total; i++)
+		n += is_nonzero(x, i, dtype);
+	int64_t j = 0;
+	for (int64_t i = 0; i < total; i++) {
+		if (!is_nonzero(x, i, dtype))
+			continue;
+		int64_t rest = i;
+		for (int a = rank - 1; a >= 0; a--) {
+			y[a * n + j] = rest % dims[a];
+			rest /= dims[a];
+		}
+		j++;
+	}
+	*len = n;
+	return RT_OK;
+}
+
+int rt_compress(int64_t *len_out, void *y, const void *x, size_t esize, int64_t outer, int64_t len, int64_t inner,
+		const uint8_t *cond, int64_t ncond)
+{
+	int64_t m = ncond < len ? ncond : len, n = 0;
+	*len_out = 0;
+	for (int64_t i = len; i < ncond; i++)
+		if (cond[i])
+			return RT_ERR_INDEX;
+	for (int64_t i = 0; i < m; i++)
+		n += cond[i] != 0;
+	size_t row = (size_t)inner * esize;
+	char *yp = y;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < m; i++)
+			if (cond[i]) {
+				memcpy(yp, (const char *)x + (size_t)(o * len + i) * row, row);
+				yp += row;
+			}
+	*len_out = n;
+	return RT_OK;
+}
+
+/* Slice i of a [outer, stride, inner] tensor against slice j of another. */
+static int slice_cmp(const void *a, int64_t i, int64_t sa, const void *b, int64_t j, int64_t sb, int dt,
+		     int64_t outer, int64_t inner)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t e = 0; e < inner; e++) {
+			int c = elem_cmp(a, (o * sa + i) * inner + e, b, (o * sb + j) * inner + e, dt);
+			if (c)
+				return c;
+		}
+	return 0;
+}
+
+int rt_unique(int64_t *len_out, void *y, int64_t *indices, int64_t *inverse, int64_t *counts, const void *x,
+	      int dtype, int64_t outer, int64_t len, int64_t inner, int sorted)
+{
+	size_t es = rt_dtype_size(dtype), row = (size_t)inner * es;
+	int64_t n = 0;
+	/* Y as [outer, len, inner] while it fills: slice j at y[(o len + j) inner] */
+#define COPY_SLICE(j, i)                                                                                  \
+	for (int64_t o = 0; o < outer; o++)                                                               \
+		memcpy((char *)y + (size_t)(o * len + (j)) * row, (const char *)x + (size_t)(o * len + (i)) * row, row)
+	if (!sorted) {
+		for (int64_t i = 0; i < len; i++) {
+			int64_t j = 0;
+			while (j < n && slice_cmp(y, j, len, x, i, len, dtype, outer, inner))
+				j++;
+			if (j == n) {
+				COPY_SLICE(n, i);
+				if (indices)
+					indices[n] = i;
+				if (counts)
+					counts[n] = 0;
+				n++;
+			}
+			if (counts)
+				counts[j]++;
+			if (inverse)
+				inverse[i] = j;
+		}
+	} else {
+		/* the next distinct slice is the least one above the last taken
+		 * (its first occurrence) */
+		for (;;) {
+			int64_t best = -1, cnt = 0;
+			for (int64_t i = 0; i < len; i++) {
+				if (n && slice_cmp(x, i, len, y, n - 1, len, dtype, outer, inner) <= 0)
+					continue;
+				int c = best < 0 ? -1 : slice_cmp(x, i, len, x, best, len, dtype, outer, inner);
+				if (c < 0)
+					best = i, cnt = 1;
+				else if (c == 0)
+					cnt++;
+			}
+			if (best < 0)
+				break;
+			COPY_SLICE(n, best);
+			if (indices)
+				indices[n] = best;
+			if (counts)
+				counts[n] = cnt;
+			n++;
+		}
+		if (inverse)
+			for (int64_t i = 0; i < len; i++) {
+				int64_t lo = 0, hi = n - 1;     /* Y is sorted: bisect */
+				while (lo < hi) {
+					int64_t mid = lo + (hi - lo) / 2;
+					if (slice_cmp(y, mid, len, x, i, len, dtype, outer, inner) < 0)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				inverse[i] = lo;
+			}
+	}
+#undef COPY_SLICE
+	/* pack [outer, len, inner] to [outer, n, inner]: every row moves forward */
+	for (int64_t o = 1; o < outer; o++)
+		memmove((char *)y + (size_t)(o * n) * row, (char *)y + (size_t)(o * len) * row, (size_t)n * row);
+	*len_out = n;
+	return RT_OK;
+}
+
+/* Box i as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2. */
+static void nms_box(const float *b, int center, float *c)
+{
+	if (center) {
+		c[0] = b[1] - b[3] / 2, c[2] = b[1] + b[3] / 2;
+		c[1] = b[0] - b[2] / 2, c[3] = b[0] + b[2] / 2;
+	} else {
+		c[0] = b[0] < b[2] ? b[0] : b[2], c[2] = b[0] < b[2] ? b[2] : b[0];
+		c[1] = b[1] < b[3] ? b[1] : b[3], c[3] = b[1] < b[3] ? b[3] : b[1];
+	}
+}
+
+/* IOU of two boxes above the threshold (boxes without area overlap nothing). */
+static int nms_overlaps(const float *a4, const float *b4, int center, float thr)
+{
+	float a[4], b[4];
+	nms_box(a4, center, a);
+	nms_box(b4, center, b);
+	float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+	if (area_a <= 0 || area_b <= 0)
+		return 0;
+	float y1 = a[0] > b[0] ? a[0] : b[0], x1 = a[1] > b[1] ? a[1] : b[1];
+	float y2 = a[2] < b[2] ? a[2] : b[2], x2 = a[3] < b[3] ? a[3] : b[3];
+	if (y2 <= y1 || x2 <= x1)
+		return 0;
+	float inter = (y2 - y1) * (x2 - x1), uni = area_a + area_b - inter;
+	return uni > 0 && inter / uni > thr;
+}
+
+int rt_nms(int64_t *len, int64_t *y, const float *boxes, const float *scores, int64_t batches, int64_t classes,
+	   int64_t nboxes, int64_t max_per_class, float iou_threshold, int has_score_threshold, float score_threshold,
+	   int center_point_box)
+{
+	int64_t n = 0;
+	*len = 0;
+	if (!(iou_threshold >= 0 && iou_threshold <= 1))
+		return RT_ERR_ARG;
+	for (int64_t b = 0; b < batches; b++)
+		for (int64_t c = 0; c < classes; c++) {
+			const float *sc = scores + (b * classes + c) * nboxes, *bx = boxes + b * nboxes * 4;
+			int64_t first = n, prev = -1;
+			/* candidates by descending score, ties by index: the next one is
+			 * the best below the previous in that order */
+			while (n - first < max_per_class) {
+				int64_t best = -1;
+				for (int64_t i = 0; i < nboxes; i++) {
+					if (sc[i] != sc[i] || (has_score_threshold && !(sc[i] > score_threshold)))
+						continue;       /* NaN scores are never taken */
+					if (prev >= 0 && !(sc[i] < sc[prev] || (sc[i] == sc[prev] && i > prev)))
+						continue;
+					if (best < 0 || sc[i] > sc[best])
+						best = i;
+				}
+				if (best < 0)
+					break;
+				prev = best;
+				int keep = 1;
+				for (int64_t k = first; k < n && keep; k++)
+					keep = !nms_overlaps(bx + y[k * 3 + 2] * 4, bx + best * 4, center_point_box,
+							     iou_threshold);
+				if (keep) {
+					y[n * 3] = b, y[n * 3 + 1] = c, y[n * 3 + 2] = best;
+					n++;
+				}
+			}
+		}
+	*len = n;
+	return RT_OK;
+}
+
 /* ---- class-index losses ------------------------------------------------------------ */
 
 int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,

@@ -7,7 +7,8 @@
  * dimension symbols from their shapes, allocates every output with
  * NAME_io_shape, runs the whole sequence with NAME_run_generic and writes
  * the outputs, in order and named NAME_io_name(1, k), to the tensor file
- * OUTPUTS.  Exit status: 0 ok, 1 failure (reason on stderr), 2 usage.
+ * OUTPUTS at the dims NAME_output_dims reports (an output whose length the
+ * data decide is written at the length the run found, not its bound).  Exit status: 0 ok, 1 failure (reason on stderr), 2 usage.
  *
  * It uses only the generic interface of the emitted header, so one source
  * serves every model; cellc writes NAME_driver.c as
@@ -131,6 +132,22 @@ int main(int argc, char **argv)
 	if (st != RT_OK) {
 		fail("run: %s", M(_status_str)(st));
 		goto done;
+	}
+	/* an output whose length the data decide holds its run's dims, packed */
+	for (int k = 0; k < NOUT; k++) {
+		st = M(_output_dims)(m, &d, k, out[k].dims);
+		if (st != RT_OK) {
+			fail("output %d: %s", k, M(_status_str)(st));
+			goto done;
+		}
+		size_t n = rt_dtype_size(out[k].dtype);
+		for (int i = 0; i < out[k].rank; i++)
+			n *= (size_t)out[k].dims[i];
+		if (n > out[k].nbytes) {
+			fail("output %d: the run's dims exceed its buffer", k);
+			goto done;
+		}
+		out[k].nbytes = n;
 	}
 	st = rt_tf_write(outputs, NOUT, out);
 	if (st != RT_OK) {

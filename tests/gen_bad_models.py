@@ -330,6 +330,51 @@ def main():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     emit(out, "concat_mismatch", model_of(g), "concat_node")
 
+    # --- data-dependent lengths: only graph outputs may have one; Scatter
+    # after its deprecation; TfIdfVectorizer pools cellc cannot take
+    g = helper.make_graph([helper.make_node("NonZero", ["a"], ["nz"], name="nonzero_node"),
+                           helper.make_node("Transpose", ["nz"], ["y"], name="transpose_node")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    emit(out, "nonzero_consumed", model_of(g), "node 'transpose_node'", "input 0 ('nz') has a data-dependent length",
+         "NonZero 'nonzero_node'", "only as an output of the model")
+    g = helper.make_graph([helper.make_node("Compress", ["a", "c"], ["sel"], name="compress_node", axis=1),
+                           helper.make_node("Identity", ["sel"], ["y"], name="identity_node")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("c", TensorProto.BOOL, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    emit(out, "compress_consumed", model_of(g), "node 'identity_node'", "('sel') has a data-dependent length",
+         "Compress 'compress_node'")
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("NonZero", ["a"], ["nz"], name="nonzero_in_body")], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("nz", TensorProto.INT64, None)])
+    g = helper.make_graph([helper.make_node("Loop", ["M", ""], ["scan"], body=body, name="loop_node")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("scan", TensorProto.INT64, None)],
+                          [numpy_helper.from_array(np.array(2, np.int64), "M")])
+    emit(out, "nonzero_in_loop_body", model_of(g, 13), "node 'nonzero_in_body'", "not inside a loop body")
+    g = helper.make_graph([helper.make_node("Scatter", ["a", "i", "u"], ["y"], name="scatter_node")], "bad",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, [1, 3]),
+                           helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    emit(out, "scatter_opset11", model_of(g, 11), "scatter_node", "deprecated since opset 11")
+
+    def tfidf(name, node, **attrs):
+        g = helper.make_graph([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name=node, **attrs)], "bad",
+                              [helper.make_tensor_value_info("x", TensorProto.INT64, [6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        return model_of(g, 9)
+    base = dict(mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0, ngram_counts=[0, 2])
+    emit(out, "tfidf_pool_strings", tfidf("tfidf_pool_strings", "tfidf_strings", pool_strings=["a", "b", "c", "d"],
+                                          ngram_indexes=[0, 1, 2], **base), "tfidf_strings", "pool_strings")
+    emit(out, "tfidf_index_count", tfidf("tfidf_index_count", "tfidf_count", pool_int64s=[1, 2, 3, 4],
+                                         ngram_indexes=[0, 1], **base),
+         "tfidf_count", "the pool holds 3 n-grams but ngram_indexes has 2 entries")
+
     # --- names that are never defined, cycles
     emit(out, "missing_initializer", model_of(lstm_graph("lstm_missing", w_name="W_undefined")),
          "lstm_missing", "W_undefined")

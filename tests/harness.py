@@ -49,6 +49,11 @@ Groups, in order:
               int counter, torch.where masks, list + stack/cat): verify at
               T = 8 and 13 from one file, `cellc info` shows one recurrence;
               a data-dependent break refused (exit 2, located, build-san)
+  datadep     tests/gen_datadep_cases.py: outputs whose length the data decide
+              (NonZero, Unique, Compress, NonMaxSuppression) against numpy:
+              verify at 1e-4 + 1e-5 (symbolic bounds, lengths 0 and full,
+              omitted outputs); golden data of another length fails in verify
+              and in the testbench; testbench builds (also --no-malloc) pass
   cell_format the native .cell format (tests/test_cell_format.py): dump ->
               parse -> dump round trips after every pass for the examples and
               ONNX models, located errors (line:col, caret), fuzz under ASan
@@ -1071,6 +1076,41 @@ def group_loop():
             yield loop_bind_one(name, bb, expect)
 
 
+def group_datadep():
+    """tests/gen_datadep_cases.py (numpy oracles): outputs of data-dependent
+    length through `cellc verify`; golden data of another length must fail
+    with the shape named, in verify and in the --testbench program."""
+    if not stamp_ok("datadep"):
+        yield from fixtures_missing("datadep", "datadep")
+        return
+    ok = os.path.join(OUT, "datadep", "ok")
+    yield from parallel(verify_one, [("datadep", n, os.path.join(ok, n), CASE_TOL)
+                                     for n in case_dirs(os.path.join("datadep", "ok"))])
+    for n in case_dirs(os.path.join("datadep", "mismatch")):
+        d = os.path.join(OUT, "datadep", "mismatch", n)
+        yield datadep_mismatch(n, d)
+        yield deploy_expect_fail("testbench_" + n, os.path.join(d, "model.onnx"), d, group="datadep")
+    nz = os.path.join(ok, "nonzero_symbolic")
+    yield deploy_pass("testbench_nonzero_symbolic", os.path.join(nz, "model.onnx"), nz, group="datadep")
+    yield deploy_pass("testbench_nonzero_symbolic_nomalloc", os.path.join(nz, "model.onnx"), nz,
+                      ["--no-malloc", "--max-dim", "N=8"], group="datadep")
+    un = os.path.join(ok, "unique_f64_axis1_first_no_indices")
+    yield deploy_pass("testbench_unique", os.path.join(un, "model.onnx"), un, group="datadep")
+
+
+def datadep_mismatch(name, case_dir):
+    """`cellc verify` against golden data of another length: exit 1, a FAIL
+    line, the two shapes named."""
+    full = "datadep/mismatch/%s" % name
+    log = os.path.join(LOGS, "datadep", "mismatch_" + name + ".log")
+    rc, out, err = run([CELLC, "verify", os.path.join(case_dir, "model.onnx"), "--data",
+                        os.path.join(case_dir, "test_data_set_0")] + CASE_TOL, log)
+    if rc != 1 or "FAIL" not in out or "reference" not in err or "shape" not in err:
+        return Result(full, False, "%s, expected exit 1 with a FAIL line and the shapes named: %s (log: %s)"
+                      % (status_word(rc), first_lines(err + out), log))
+    return Result(full, True, first_lines(err, 1, 160))
+
+
 def loop_bind_one(name, case_dir, expect):
     """A malformed or mismatched sequence binding: the sanitizer build exits
     2 with the expected message and no sanitizer report."""
@@ -1174,12 +1214,12 @@ def deploy_mode(case, weights, mem, blas):
     return Result(full, True, summary[-1])
 
 
-def deploy_expect_fail(name, model, data, extra=()):
+def deploy_expect_fail(name, model, data, extra=(), group="deploy"):
     """A test program built from wrong golden data (or a wrong model) must
     exit 1 with a FAIL line."""
-    full = "deploy/%s" % name
-    work = os.path.join(OUT, "deploy_work", name)
-    log = os.path.join(LOGS, "deploy", name + ".log")
+    full = "%s/%s" % (group, name)
+    work = os.path.join(OUT, group + "_work", name)
+    log = os.path.join(LOGS, group, name + ".log")
     rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(extra), log + ".compile")
     if rc != 0:
         return Result(full, False, "cellc compile: %s: %s" % (status_word(rc), first_lines(err)))
@@ -1191,10 +1231,10 @@ def deploy_expect_fail(name, model, data, extra=()):
     return Result(full, True, first_lines("\n".join(fails), 1, 120))
 
 
-def deploy_pass(name, model, data, extra=(), check=None):
-    full = "deploy/%s" % name
-    work = os.path.join(OUT, "deploy_work", name)
-    log = os.path.join(LOGS, "deploy", name + ".log")
+def deploy_pass(name, model, data, extra=(), check=None, group="deploy"):
+    full = "%s/%s" % (group, name)
+    work = os.path.join(OUT, group + "_work", name)
+    log = os.path.join(LOGS, group, name + ".log")
     rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(extra), log + ".compile")
     if rc != 0:
         return Result(full, False, "cellc compile: %s: %s (log: %s.compile)" % (status_word(rc), first_lines(err), log))
@@ -1629,7 +1669,7 @@ GROUPS = [
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild),
-    ("loop", group_loop),
+    ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),

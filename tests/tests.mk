@@ -26,6 +26,10 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 	$(TOUT)/cell_init/.stamp \
 	$(TOUT)/trace/.stamp $(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 
+# outputs whose length the data decide (issue 15; harness group datadep)
+FIXTURES += $(TOUT)/datadep/.stamp
+$(TOUT)/datadep/.stamp: tests/gen_datadep_cases.py
+	$(call gen,tests/gen_datadep_cases.py,$(TOUT)/datadep)
 # cellc export (issue 5): PyTorch exports with and without new weights
 FIXTURES += $(TOUT)/export/.stamp
 $(TOUT)/export/.stamp: tests/gen_export_cases.py tests/gen_torch_exports.py tests/ref_momentum.py tests/tensorfile.py

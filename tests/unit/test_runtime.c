@@ -2550,6 +2550,245 @@ START_TEST(test_lrn_mvn_unpool)
 }
 END_TEST
 
+/* ReverseSequence by hand: [steps 3, batch 2, inner 2] with lengths 3 and 1
+ * (time_axis 0), and the same rows as [batch, steps, inner] (time_axis 1). */
+START_TEST(test_reverse_sequence)
+{
+	const int32_t x[] = {0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15};       /* x[t][b][i] */
+	const int64_t lens[] = {3, 1};
+	const int32_t want[] = {4, 5, 10, 11, 2, 3, 12, 13, 0, 1, 14, 15};
+	int32_t y[12];
+	ck_assert_int_eq(rt_reverse_sequence(y, x, sizeof *y, 3, 2, 2, 0, lens), RT_OK);
+	for (int i = 0; i < 12; i++)
+		ck_assert_int_eq(y[i], want[i]);
+	const float xb[] = {1, 2, 3, 4, 5, 6};         /* [batch 2, steps 3] */
+	const int64_t lb[] = {2, 0};
+	const float wb[] = {2, 1, 3, 4, 5, 6};
+	float yb[6];
+	ck_assert_int_eq(rt_reverse_sequence(yb, xb, sizeof *yb, 3, 2, 1, 1, lb), RT_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq(yb[i], wb[i]);
+	const int64_t bad[] = {4, 0};
+	ck_assert_int_eq(rt_reverse_sequence(yb, xb, sizeof *yb, 3, 2, 1, 1, bad), RT_ERR_INDEX);
+}
+END_TEST
+
+/* TfIdfVectorizer by hand, on the specification's example: [94, 17, 36, 12,
+ * 28] has the 2-grams (94, 12) and (17, 28) at distance 3 (two skips), and
+ * (94, 17), (17, 36), (36, 12), (12, 28) at distance 1. */
+START_TEST(test_tfidf)
+{
+	const int64_t x[] = {94, 17, 36, 12, 28, 17};
+	const int64_t pool[] = {17, 28,                 /* unigrams: n-grams 0, 1 */
+				94, 12, 17, 28, 94, 17};/* bigrams: n-grams 2, 3, 4 */
+	const int64_t levels[] = {0, 2}, columns[] = {4, 3, 2, 1, 0};
+	const float w[] = {0.5f, 2, 3, 4, 5};
+	float y[5];
+	/* unigrams and bigrams, no skip: 17 twice, 28 once, (94, 17) once */
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, NULL, 1, 2, 0, RT_TFIDF_TF);
+	const float tf0[] = {1, 0, 0, 1, 2};
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq(y[i], tf0[i]);
+	/* bigrams only, up to two skips: (94, 12) and (17, 28) at d 3, (94, 17) at d 1 (and d 5: four skips) */
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, NULL, 2, 2, 2, RT_TFIDF_TF);
+	const float tf2[] = {1, 1, 1, 0, 0};
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq(y[i], tf2[i]);
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, NULL, 2, 2, 4, RT_TFIDF_TF);
+	ck_assert_float_eq(y[0], 2);
+	/* IDF: presence times weight; TFIDF: count times weight (17: n-gram 0, column 4) */
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, w, 1, 2, 4, RT_TFIDF_IDF);
+	const float idf[] = {5, 4, 3, 2, 0.5f};
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq(y[i], idf[i]);
+	rt_tfidf(y, x, 0, 1, 6, 5, pool, 8, levels, 2, columns, w, 1, 2, 4, RT_TFIDF_TFIDF);
+	ck_assert_float_eq(y[0], 10);
+	ck_assert_float_eq(y[4], 1);
+	ck_assert_float_eq(y[3], 2);
+	/* two int32 rows of three */
+	const int32_t x32[] = {17, 28, 17, 94, 94, 12};
+	float y2[10];
+	rt_tfidf(y2, x32, 1, 2, 3, 5, pool, 8, levels, 2, columns, NULL, 1, 2, 1, RT_TFIDF_TF);
+	const float t2[] = {0, 1, 0, 1, 2, 0, 0, 2, 0, 0};
+	for (int i = 0; i < 10; i++)
+		ck_assert_float_eq(y2[i], t2[i]);
+}
+END_TEST
+
+/* The data-dependent kernels' length, after checking they return RT_OK. */
+static int64_t nonzero_n(int64_t *y, const void *x, int dtype, int rank, const int64_t *dims)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_nonzero(&n, y, x, dtype, rank, dims), RT_OK);
+	return n;
+}
+
+static int64_t compress_n(void *y, const void *x, size_t esize, int64_t outer, int64_t len, int64_t inner,
+			  const uint8_t *cond, int64_t ncond)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_compress(&n, y, x, esize, outer, len, inner, cond, ncond), RT_OK);
+	return n;
+}
+
+static int64_t unique_n(void *y, int64_t *indices, int64_t *inverse, int64_t *counts, const void *x, int dtype,
+			int64_t outer, int64_t len, int64_t inner, int sorted)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_unique(&n, y, indices, inverse, counts, x, dtype, outer, len, inner, sorted), RT_OK);
+	return n;
+}
+
+static int64_t nms_n(int64_t *y, const float *boxes, const float *scores, int64_t batches, int64_t classes,
+		     int64_t nboxes, int64_t max_per_class, float iou, int has_st, float st, int center)
+{
+	int64_t n = -1;
+	ck_assert_int_eq(rt_nms(&n, y, boxes, scores, batches, classes, nboxes, max_per_class, iou, has_st, st, center),
+			 RT_OK);
+	return n;
+}
+
+/* NonZero by hand: X [2, 3] int32 and float (-0.0 is zero, NaN is not); a
+ * scalar gives [0, n]. */
+START_TEST(test_nonzero)
+{
+	const int32_t x[] = {0, 5, 0, -1, 0, 2};
+	const int64_t dims[] = {2, 3};
+	int64_t y[12];
+	ck_assert_int_eq(nonzero_n(y, x, 6, 2, dims), 3);
+	const int64_t want[] = {0, 1, 1, 1, 0, 2};   /* rows then columns */
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(y[i], want[i]);
+	const float xf[] = {-0.0f, NAN, 0, 0, 0, 1};
+	ck_assert_int_eq(nonzero_n(y, xf, 1, 2, dims), 2);
+	const int64_t wantf[] = {0, 1, 1, 2};
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(y[i], wantf[i]);
+	const uint8_t b = 1;
+	ck_assert_int_eq(nonzero_n(y, &b, 9, 0, NULL), 1);
+}
+END_TEST
+
+/* Compress by hand: X [2, 3] along axis 1 with a condition shorter than the
+ * axis, and flattened. */
+START_TEST(test_compress)
+{
+	const float x[] = {1, 2, 3, 4, 5, 6};
+	const uint8_t c2[] = {0, 1}, c6[] = {1, 0, 0, 1, 1, 0};
+	float y[6];
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 2, 3, 1, c2, 2), 1);
+	ck_assert_float_eq(y[0], 2);
+	ck_assert_float_eq(y[1], 5);
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 1, 6, 1, c6, 6), 3);
+	ck_assert_float_eq(y[0], 1);
+	ck_assert_float_eq(y[1], 4);
+	ck_assert_float_eq(y[2], 5);
+	const uint8_t c3[] = {1, 0, 1};        /* axis 0 of [3, 2] */
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 1, 3, 2, c3, 3), 2);
+	ck_assert_float_eq(y[2], 5);
+	ck_assert_float_eq(y[3], 6);
+	/* numpy.compress: a true entry beyond the axis is an error, a false one is not */
+	const uint8_t c4[] = {0, 0, 0, 1}, c5[] = {1, 0, 0, 0};
+	int64_t n = -1;
+	ck_assert_int_eq(rt_compress(&n, y, x, sizeof *y, 1, 3, 2, c4, 4), RT_ERR_INDEX);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(compress_n(y, x, sizeof *y, 1, 3, 2, c5, 4), 1);
+}
+END_TEST
+
+/* Unique: the specification's four examples. */
+START_TEST(test_unique)
+{
+	int64_t ix[8], inv[8], cnt[8];
+	const float x1[] = {2, 1, 1, 3, 4, 3};
+	float y1[6];
+	ck_assert_int_eq(unique_n(y1, ix, inv, cnt, x1, 1, 1, 6, 1, 0), 4);
+	const float wy1[] = {2, 1, 3, 4};
+	const int64_t wi1[] = {0, 1, 3, 4}, winv1[] = {0, 1, 1, 2, 3, 2}, wc1[] = {1, 2, 2, 1};
+	for (int i = 0; i < 4; i++) {
+		ck_assert_float_eq(y1[i], wy1[i]);
+		ck_assert_int_eq(ix[i], wi1[i]);
+		ck_assert_int_eq(cnt[i], wc1[i]);
+	}
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(inv[i], winv1[i]);
+	const int32_t x2[] = {1, 3, 2, 3};
+	int32_t y2[4];
+	ck_assert_int_eq(unique_n(y2, ix, inv, cnt, x2, 6, 1, 4, 1, 1), 3);
+	const int64_t wi2[] = {0, 2, 1}, winv2[] = {0, 2, 1, 2}, wc2[] = {1, 1, 2};
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(y2[i], i + 1);
+		ck_assert_int_eq(ix[i], wi2[i]);
+		ck_assert_int_eq(cnt[i], wc2[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(inv[i], winv2[i]);
+	const int64_t x3[] = {1, 0, 0, 1, 0, 0, 2, 3, 4};  /* axis 0 of [3, 3] */
+	int64_t y3[9];
+	ck_assert_int_eq(unique_n(y3, ix, inv, NULL, x3, 7, 1, 3, 3, 1), 2);
+	const int64_t wy3[] = {1, 0, 0, 2, 3, 4};
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(y3[i], wy3[i]);
+	ck_assert_int_eq(inv[1], 0);
+	ck_assert_int_eq(inv[2], 1);
+	/* axis 1 of [2, 4, 2]: outer 2, len 4, inner 2 */
+	const double x4[] = {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1};
+	double y4[16];
+	ck_assert_int_eq(unique_n(y4, ix, inv, cnt, x4, 11, 2, 4, 2, 1), 3);
+	const double wy4[] = {0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1};
+	for (int i = 0; i < 12; i++)
+		ck_assert_double_eq(y4[i], wy4[i]);
+	const int64_t wi4[] = {1, 0, 2}, winv4[] = {1, 0, 2, 0}, wc4[] = {2, 1, 1};
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(ix[i], wi4[i]);
+		ck_assert_int_eq(cnt[i], wc4[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(inv[i], winv4[i]);
+}
+END_TEST
+
+/* NonMaxSuppression by hand: three boxes of one class, the second overlapping
+ * the first by IOU 0.81 / 1.09 = 0.74, the third apart. */
+START_TEST(test_nms)
+{
+	const float boxes[] = {0, 0, 1, 1, 0.1f, 0, 1.1f, 0.9f, 2, 2, 3, 3};
+	const float scores[] = {0.9f, 0.95f, 0.5f};
+	int64_t y[9];
+	/* iou 0.5: box 1 (best), box 0 suppressed by it, box 2 */
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[5], 2);
+	/* iou 0.8: all three, by descending score */
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 10, 0.8f, 0, 0, 0), 3);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[5], 0);
+	ck_assert_int_eq(y[8], 2);
+	/* at most 2; a score threshold of 0.5 drops box 2 (not above it) */
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 2, 0.8f, 0, 0, 0), 2);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 10, 0.8f, 1, 0.5f, 0), 2);
+	ck_assert_int_eq(y[5], 0);
+	ck_assert_int_eq(nms_n(y, boxes, scores, 1, 1, 3, 0, 0.8f, 0, 0, 0), 0);
+	/* centre format, flipped corners: the same boxes */
+	const float centre[] = {0.5f, 0.5f, 1, 1, 0.45f, 0.6f, 0.9f, 1, 2.5f, 2.5f, 1, 1};
+	const float flipped[] = {1, 1, 0, 0, 1.1f, 0.9f, 0.1f, 0, 3, 3, 2, 2};
+	ck_assert_int_eq(nms_n(y, flipped, scores, 1, 1, 3, 10, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(nms_n(y, centre, scores, 1, 1, 3, 10, 0.5f, 0, 0, 1), 2);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[5], 2);
+	/* two classes: rows (batch, class, box) class by class; equal scores by index */
+	const float sc2[] = {0.9f, 0.95f, 0.5f, 0.3f, 0.3f, 0.3f};
+	ck_assert_int_eq(nms_n(y, boxes, sc2, 1, 2, 3, 1, 0.5f, 0, 0, 0), 2);
+	ck_assert_int_eq(y[2], 1);
+	ck_assert_int_eq(y[4], 1);
+	ck_assert_int_eq(y[5], 0);
+	/* an IOU threshold outside [0, 1] */
+	int64_t n = -1;
+	ck_assert_int_eq(rt_nms(&n, y, boxes, scores, 1, 1, 3, 10, 1.5f, 0, 0, 0), RT_ERR_ARG);
+	ck_assert_int_eq(n, 0);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
@@ -2612,6 +2851,12 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_einsum_vs_loops);
 	tcase_add_test(tc, test_dft_vs_definition);
 	tcase_add_test(tc, test_lrn_mvn_unpool);
+	tcase_add_test(tc, test_reverse_sequence);
+	tcase_add_test(tc, test_tfidf);
+	tcase_add_test(tc, test_nonzero);
+	tcase_add_test(tc, test_compress);
+	tcase_add_test(tc, test_unique);
+	tcase_add_test(tc, test_nms);
 	tcase_add_test(tc, test_resize_by_hand);
 	tcase_add_test(tc, test_resize_vs_naive);
 	tcase_add_test(tc, test_grid_sample_by_hand);
