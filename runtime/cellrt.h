@@ -406,6 +406,16 @@ void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const fl
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
 
+/* BatchNormalization in training mode (opset 14+, training_mode 1), X [n, c,
+ * inner]: the batch statistics of each channel, mean_b and the population
+ * variance var_b over (n, inner) (in double), normalise Y = (X - mean_b) /
+ * sqrt(var_b + eps) * scale[c] + bias[c]; running_mean = mean[c] * momentum
+ * + mean_b * (1 - momentum), running_var likewise from var[c] and var_b
+ * (either output NULL: not wanted). */
+void rt_batchnorm_train(float *y, float *running_mean, float *running_var, const float *x, const float *scale,
+			const float *bias, const float *mean, const float *var, int64_t n, int64_t c, int64_t inner,
+			float eps, float momentum);
+
 /* ONNX Tile: Y dims xdims[a] * reps[a], Y[i..] = X[i_a mod xdims[a]..]. */
 void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps);
 /* ONNX GatherElements: indices (int32 when idx_dtype == 6, else int64) of
@@ -496,6 +506,37 @@ int rt_init_echo(float *w, int64_t n, int nnz, float radius, rt_rng *r);
  * (||A^k||^(1/k), k = 2^40, by repeated squaring in double; relative error
  * far below 1e-6 for the matrices we make); -1 when out of memory */
 double rt_spectral_radius(const float *w, int64_t n);
+
+/* ---- random operators (owner: runtime/rt_random.c) ----------------------- */
+/* RandomUniform(Like), RandomNormal(Like), Bernoulli and Dropout in training
+ * mode draw from rt_rng streams (xoshiro256**, above).  A generated model
+ * keeps one stream per such node in its instance, seeded from the node's
+ * `seed` attribute when it has one and otherwise as stream k (the node's
+ * number among the model's random nodes) of the instance's run-time seed;
+ * NAME_seed (re)starts every stream, NAME_create calls it with seed 0, and
+ * NAME_reset leaves the streams alone.  Elements are drawn in row-major
+ * order, one uniform u in [0, 1) (53 bits) per element, or one normal
+ * (Box-Muller from two uniforms).  dtype codes are ONNX's: 1 float, 11
+ * double; Bernoulli's output also 2..7 (integers) and 9 (bool, one byte).
+ * The functions return RT_ERR_ARG for a dtype they do not handle (and
+ * rt_dropout for a ratio outside [0, 1)), leaving their outputs untouched. */
+/* The stream `stream` of run-time seed `seed`: the seed scrambled by
+ * splitmix64, the stream number times an odd constant xor'ed in, then
+ * rt_rng_seed: distinct streams of one seed start far apart. */
+void rt_rng_seed_stream(rt_rng *r, uint64_t seed, uint64_t stream);
+/* y[i] = low + (high - low) u (then rounded to dtype). */
+int rt_random_uniform(void *y, int dtype, int64_t n, double low, double high, rt_rng *r);
+/* y[i] = mean + scale z, z ~ N(0, 1). */
+int rt_random_normal(void *y, int dtype, int64_t n, double mean, double scale, rt_rng *r);
+/* Bernoulli: y[i] = 1 if u < p[i] else 0 (p of pdtype 1 or 11): one with
+ * probability p[i], exactly 0 for p <= 0 and 1 for p >= 1. */
+int rt_bernoulli(void *y, int ydtype, const void *p, int pdtype, int64_t n, rt_rng *r);
+/* Dropout, x and y of dtype 1 or 11, mask bytes 0/1 (may be NULL): with
+ * training 0 or ratio 0, y = x and mask all 1, drawing nothing; otherwise
+ * element i is kept (mask 1, y = x / (1 - ratio)) when u >= ratio and
+ * dropped (mask 0, y = 0) when u < ratio. */
+int rt_dropout(void *y, unsigned char *mask, const void *x, int dtype, int64_t n, double ratio, int training,
+	       rt_rng *r);
 
 /* ---- optimisers (owner: runtime/rt_optim.c) ------------------------------ */
 /* Parameter updates for training (docs/training.md, "Optimisers"), with the semantics of

@@ -448,6 +448,34 @@ void rt_batchnorm(float *y, const float *x, const float *scale, const float *bia
 	}
 }
 
+void rt_batchnorm_train(float *y, float *running_mean, float *running_var, const float *x, const float *scale,
+			const float *bias, const float *mean, const float *var, int64_t n, int64_t c, int64_t inner,
+			float eps, float momentum)
+{
+	double cnt = (double)n * (double)inner;
+	for (int64_t ch = 0; ch < c; ch++) {
+		double sum = 0, sq = 0;
+		for (int64_t b = 0; b < n; b++)
+			for (int64_t i = 0; i < inner; i++)
+				sum += x[(b * c + ch) * inner + i];
+		double mb = cnt > 0 ? sum / cnt : 0;
+		for (int64_t b = 0; b < n; b++)
+			for (int64_t i = 0; i < inner; i++) {
+				double d = x[(b * c + ch) * inner + i] - mb;
+				sq += d * d;
+			}
+		double vb = cnt > 0 ? sq / cnt : 0;
+		double s = scale[ch] / sqrt(vb + (double)eps), t = bias[ch] - mb * s;
+		for (int64_t b = 0; b < n; b++)
+			for (int64_t i = 0; i < inner; i++)
+				y[(b * c + ch) * inner + i] = (float)(x[(b * c + ch) * inner + i] * s + t);
+		if (running_mean)
+			running_mean[ch] = (float)(mean[ch] * (double)momentum + mb * (1.0 - (double)momentum));
+		if (running_var)
+			running_var[ch] = (float)(var[ch] * (double)momentum + vb * (1.0 - (double)momentum));
+	}
+}
+
 /* ---- Tile, GatherElements ------------------------------------------------------ */
 
 void rt_tile(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *reps)
