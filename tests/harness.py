@@ -15,7 +15,12 @@ Groups, in order:
               through `build/cellc verify --rtol 1e-3 --atol 1e-7`; those
               listed in tests/onnx_node_tests.txt as not supported yet must
               fail cleanly (a listed test that passes is a failure), excluded
-              ones are not run; neither kind counts as passed
+              ones are not run; neither kind counts as passed; tests whose
+              expected values were drawn at random (STAT_TESTS) are checked
+              by statistics instead of values and counted as such
+  random_ops  the random operators and a training Dropout through the
+              emitted C API (tests/test_random_ops.py, tests/api/test_random.c):
+              shapes, ranges, moments, seeding of the streams
   rnn_cases   tests/gen_rnn_cases.py cases, `cellc verify` (default tolerances)
   torch       tests/gen_torch_exports.py cases, `--atol 1e-5 --rtol 1e-4`
   structure   issue 2's "fast by construction" in `cellc dump` output:
@@ -704,6 +709,18 @@ def group_onnx_node():
     print("official ONNX tests: %d of %d pass (%d of them by statistics: outputs drawn at random), %d not "
           "supported yet, %d excluded (reasons in tests/onnx_node_tests.txt)"
           % (npass, len(tests), nstat, nnot, sum(n in tests for n in exc)), flush=True)
+
+
+def group_random_ops():
+    """tests/test_random_ops.py: the random operators and a training Dropout
+    compiled, built and run through the C API (tests/api/test_random.c): shapes,
+    dtypes, ranges and moments within 5 standard errors, and the seeding of the
+    streams (m_seed, m_reset, seed attributes)."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("random_ops/run", False, "%s is not built" % CELLC)]
+    work = os.path.join(OUT, "random_ops")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    return script_group("random_ops", [PY, "tests/test_random_ops.py", CELLC, work])
 
 
 def case_dirs(group_dir):
@@ -1828,7 +1845,8 @@ def group_grad_smoke():
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
-    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("rnn_cases", group_rnn_cases),
+    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("random_ops", group_random_ops),
+    ("rnn_cases", group_rnn_cases),
     ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
