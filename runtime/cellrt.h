@@ -532,7 +532,8 @@ int rt_random_normal(void *y, int dtype, int64_t n, double mean, double scale, r
  * probability p[i], exactly 0 for p <= 0 and 1 for p >= 1. */
 int rt_bernoulli(void *y, int ydtype, const void *p, int pdtype, int64_t n, rt_rng *r);
 /* Dropout, x and y of dtype 1 or 11, mask bytes 0/1 (may be NULL): with
- * training 0 or ratio 0, y = x and mask all 1, drawing nothing; otherwise
+ * training 0 or ratio 0, y = x and mask all 1, drawing nothing (y may be x,
+ * or NULL when only the mask is wanted); otherwise
  * element i is kept (mask 1, y = x / (1 - ratio)) when u >= ratio and
  * dropped (mask 0, y = 0) when u < ratio. */
 int rt_dropout(void *y, unsigned char *mask, const void *x, int dtype, int64_t n, double ratio, int training,

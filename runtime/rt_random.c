@@ -92,7 +92,7 @@ int rt_dropout(void *y, unsigned char *mask, const void *x, int dtype, int64_t n
 	size_t es = dtype == DT_FLOAT ? sizeof(float) : sizeof(double);
 	if (!training || ratio == 0) {
 		/* the identity, exactly (y may be x itself) */
-		if (y != x)
+		if (y && y != x)
 			memmove(y, x, (size_t)n * es);
 		if (mask)
 			memset(mask, 1, (size_t)n);
@@ -101,7 +101,9 @@ int rt_dropout(void *y, unsigned char *mask, const void *x, int dtype, int64_t n
 	double scale = 1.0 / (1.0 - ratio);
 	for (int64_t i = 0; i < n; i++) {
 		int keep = rt_rng_uniform(r) >= ratio;
-		if (dtype == DT_FLOAT)
+		if (!y)
+			;       /* only the mask is wanted */
+		else if (dtype == DT_FLOAT)
 			((float *)y)[i] = keep ? (float)(((const float *)x)[i] * scale) : 0.0f;
 		else
 			((double *)y)[i] = keep ? ((const double *)x)[i] * scale : 0.0;

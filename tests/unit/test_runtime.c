@@ -1795,6 +1795,13 @@ START_TEST(test_dropout)
 	r = r0;
 	ck_assert_int_eq(rt_dropout(z, NULL, z, 1, RN, 0.3, 1, &r), RT_OK);
 	ck_assert(!memcmp(z, y, RN * sizeof *z));
+	/* only the mask: the same draws */
+	uint8_t *m2 = malloc(RN);
+	ck_assert(m2);
+	r = r0;
+	ck_assert_int_eq(rt_dropout(NULL, m2, x, 1, RN, 0.3, 1, &r), RT_OK);
+	ck_assert(!memcmp(m2, mask, RN));
+	free(m2);
 	/* a ratio outside [0, 1) in training mode is refused, the output untouched */
 	const double bad[] = {1.0, -0.1, NAN};
 	for (int k = 0; k < 3; k++) {
