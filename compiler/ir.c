@@ -438,6 +438,16 @@ void ir_attr_set_string(ir_node *n, const char *name, const char *v)
 	ir_attr_add(n, name, ATTR_STRING)->s = arena_strdup(n->graph->A, v);
 }
 
+void ir_attr_remove(ir_node *n, const char *name)
+{
+	for (int i = 0; i < n->nattrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0) {
+			memmove(&n->attrs[i], &n->attrs[i + 1], (size_t)(n->nattrs - i - 1) * sizeof *n->attrs);
+			n->nattrs--;
+			return;
+		}
+}
+
 void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v)
 {
 	ir_attr *a = ir_attr_add(n, name, ATTR_INTS);

@@ -249,6 +249,7 @@ ir_attr *ir_attr_add(ir_node *n, const char *name, ir_attrkind kind);
 void ir_attr_set_int(ir_node *n, const char *name, int64_t v);
 void ir_attr_set_float(ir_node *n, const char *name, float v);
 void ir_attr_set_string(ir_node *n, const char *name, const char *v);
+void ir_attr_remove(ir_node *n, const char *name);      /* no such attribute: nothing */
 void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v);
 
 /* bookkeeping */

@@ -33,7 +33,11 @@
  *           through its slices, every coefficient extends to any T, and the
  *           graph after the loop re-infers with a symbolic T); otherwise T
  *           stays fixed and the recurrence says why (attribute time_note,
- *           shown by `cellc info`).  recognize.c names the cell the step
+ *           shown by `cellc info`).  Stacked layers, each with a loop of its
+ *           own: the first layer's T stays fixed while the second layer's
+ *           per-step reads of its output pick fixed steps; once the second
+ *           loop is rolled over that whole output, both become symbolic
+ *           together (fixed_upstream).  recognize.c names the cell the step
  *           computes (attributes cell, cell_note).  A graph that is not
  *           a clean trace is left unchanged (never an error).
  * breaks:   nothing.
@@ -2043,7 +2047,7 @@ static int time_safe(const ir_node *n)
  * Gather(table, tokens), element-wise work with constants, Cast.  Returns
  * the input (x itself when x is one) and, in chain[0 .. *n), the nodes from
  * the input to x in order; NULL when x is computed otherwise. */
-enum { CHAIN_MAX = 12 };
+enum { CHAIN_MAX = 12, IR_MAX_INPUTS_SAVE = 16 };
 static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n, int *in_axis)
 {
 	ir_node *rev[CHAIN_MAX];
@@ -2101,14 +2105,86 @@ static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n, int *
 	return v;
 }
 
-static const char *make_time_symbolic(rr *R, ir_node *rec)
+/* Recurrences of this pass whose time axis stayed the traced T although the
+ * trace could run any T (slice_traced_steps gave them the traced steps of
+ * their sequences): a later loop that reads all of a stacked output of one
+ * (stacked layers, each with a loop of its own) takes over the per-step reads
+ * that held it fixed, and then both become symbolic together. */
+enum { FIXED_MAX = 32 };
+typedef struct fixed_recs {
+	ir_node *rec[FIXED_MAX];
+	int n;
+} fixed_recs;
+
+/* The sliced input of rec's sequence s (x[0:T] of slice_traced_steps), or NULL. */
+static ir_value *traced_slice_source(const ir_node *rec, int s)
+{
+	ir_value *v = rec->in[s];
+	ir_node *p = v ? v->producer : NULL;
+	if (!p || p->op != OP_SLICE || !p->origin || strcmp(p->origin, "the steps a trace read") != 0 ||
+	    v->nuses != 1)
+		return NULL;
+	return p->in[0];
+}
+
+/* The earlier recurrence whose whole stacked output x is (on the time axis
+ * axis), when it is one of F's and every sequence it reads is either a
+ * traced slice of one symbolic length or (a static export) a graph input of
+ * the traced length read by it alone: returns it, and that length in *len. */
+static ir_node *fixed_upstream(const fixed_recs *F, ir_value *x, int axis, ir_dim *len)
+{
+	ir_node *p = x->producer;
+	int at = -1;
+	for (int i = 0; F && p && i < F->n; i++)
+		if (F->rec[i] == p)
+			at = i;
+	if (at < 0 || x->nuses != 1)
+		return NULL;
+	int ns = (int)ir_attr_int(p, "n_state", 0), nseq = (int)ir_attr_int(p, "n_seq", 0);
+	const ir_attr *oa = ir_attr_find(p, "out_axis"), *sa = ir_attr_find(p, "seq_axis");
+	int k = -1;
+	for (int j = ns; j < p->nout; j++)
+		if (p->out[j] == x)
+			k = j - ns;
+	if (k < 0 || !oa || k >= oa->n || oa->ints[k] != axis || !sa || nseq < 1 || sa->n < nseq ||
+	    x->shape.rank <= axis || !ir_dim_is_const(x->shape.d[axis]))
+		return NULL;
+	ir_dim T = x->shape.d[axis];
+	for (int s = 0; s < nseq; s++) {
+		ir_value *src = traced_slice_source(p, s);
+		if (!src) {
+			src = p->in[s];
+			if (!src || src->kind != VAL_INPUT || src->nuses != 1)
+				return NULL;
+		}
+		if (src->shape.rank <= sa->ints[s])
+			return NULL;
+		ir_dim d = src->shape.d[sa->ints[s]];
+		if ((ir_dim_is_const(d) && !ir_dim_eq(d, T)) || (s > 0 && !ir_dim_eq(d, *len)))
+			return NULL;
+		*len = d;
+	}
+	return p;
+}
+
+static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 {
 	ir_graph *g = R->g;
 	int T = R->T;
 	ir_value *x0 = R->seq[0].src;
 	ir_dim d0 = x0->shape.d[R->seq[0].axis];
 	int have_sym = !ir_dim_is_const(d0);
-	for (int s = 0; s < R->nseq; s++) {
+	/* an earlier loop's stacked output: that loop's symbolic length */
+	ir_node *up = NULL;
+	if (!have_sym && R->nseq == 1) {
+		ir_dim dl;
+		up = fixed_upstream(F, x0, R->seq[0].axis, &dl);
+		if (up && !ir_dim_is_const(dl)) {
+			d0 = dl;
+			have_sym = 1;
+		}
+	}
+	for (int s = 0; s < R->nseq && !up; s++) {
 		ir_value *x = R->seq[s].src;
 		ir_dim dx = x->shape.d[R->seq[s].axis];
 		if (ir_dim_is_const(dx) && dx.k != T)
@@ -2148,13 +2224,19 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 	}
 	if (!have_sym && g->nsyms >= IR_MAX_SYMS)
 		return arena_printf(R->A, "T stays %d: no dimension symbol is left", T);
-	/* downstream of the recurrence: only ops that keep T out of their parameters */
-	int at = -1;
-	for (int i = 0; i < g->nnodes; i++)
+	/* downstream of the recurrence (and of the earlier one whose output it
+	 * reads): only ops that keep T out of their parameters */
+	int at = -1, at_up = -1;
+	for (int i = 0; i < g->nnodes; i++) {
 		if (g->nodes[i] == rec)
 			at = i;
-	for (int i = at + 1; i < g->nnodes; i++)
-		if (!time_safe(g->nodes[i]))
+		if (g->nodes[i] == up)
+			at_up = i;
+	}
+	if (up && at_up > at)
+		return arena_printf(R->A, "T stays %d: the loop over '%s' comes after its reader", T, x0->name);
+	for (int i = (up ? at_up : at) + 1; i < g->nnodes; i++)
+		if (g->nodes[i] != rec && !time_safe(g->nodes[i]))
 			return arena_printf(R->A, "T stays %d: node '%s' (%s) after the loop may depend on the "
 					    "traced length", T, g->nodes[i]->name, ir_op_name(g->nodes[i]->op));
 	/* save shapes, try, restore on failure */
@@ -2169,6 +2251,32 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 		Ts = ir_dim_sym(sym);
 	}
 	ir_dim Tc = ir_dim_const(T);
+	/* the earlier loop reads its sequences whole again, and its stacked
+	 * outputs get the symbolic length */
+	ir_value *up_in[IR_MAX_INPUTS_SAVE];
+	int up_nseq = up ? (int)ir_attr_int(up, "n_seq", 0) : 0;
+	if (up_nseq > IR_MAX_INPUTS_SAVE)
+		return arena_printf(R->A, "T stays %d: the loop over '%s' reads too many sequences", T, x0->name);
+	for (int s = 0; s < up_nseq; s++) {
+		ir_value *whole = traced_slice_source(up, s);
+		up_in[s] = up->in[s];
+		if (!whole) {
+			/* a static export's graph input: its time axis becomes the symbol */
+			const ir_attr *sa = ir_attr_find(up, "seq_axis");
+			up->in[s]->shape.d[sa->ints[s]] = Ts;
+			continue;
+		}
+		up->in[s]->nuses--;
+		up->in[s] = whole;
+		whole->nuses++;
+	}
+	if (up) {
+		int ns = (int)ir_attr_int(up, "n_state", 0);
+		const ir_attr *oa = ir_attr_find(up, "out_axis");
+		for (int k = ns; k < up->nout; k++)
+			if (up->out[k])
+				up->out[k]->shape.d[oa->ints[k - ns]] = Ts;
+	}
 	for (int s = 0; s < R->nseq; s++) {
 		ir_node *chain[CHAIN_MAX];
 		int nc = 0;
@@ -2196,8 +2304,10 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 	q.quiet = 1;
 	const char *why = NULL;
 	/* node inputs that name the time axis make T part of the computation */
-	for (int i = at + 1; i < g->nnodes && !why; i++) {
+	for (int i = (up ? at_up : at) + 1; i < g->nnodes && !why; i++) {
 		ir_node *n = g->nodes[i];
+		if (n == rec)
+			continue;
 		ir_shape before[8];
 		for (int k = 0; k < n->nout && k < 8; k++)
 			before[k] = n->out[k] ? n->out[k]->shape : (ir_shape){.rank = -1};
@@ -2269,7 +2379,19 @@ static const char *make_time_symbolic(rr *R, ir_node *rec)
 		for (int v = 0; v < nv; v++)
 			g->values[v]->shape = saved[v];
 		g->nsyms = saved_nsyms;
+		for (int s = 0; s < up_nseq; s++) {
+			up->in[s]->nuses--;
+			up->in[s] = up_in[s];
+			up->in[s]->nuses++;
+		}
 		return why;
+	}
+	if (up) {
+		/* no longer fixed: its note goes, and so do the slices (unread now) */
+		ir_attr_remove(up, "time_note");
+		for (int i = 0; i < F->n; i++)
+			if (F->rec[i] == up)
+				F->rec[i] = F->rec[--F->n];
 	}
 	(void)sym;
 	return NULL;
@@ -2319,7 +2441,7 @@ static int slice_traced_steps(rr *R, ir_node *rec)
 /* ---- the pass --------------------------------------------------------------------------- */
 
 /* One loop: 1 rolled, 0 nothing found, -1 left alone (R.why says why). */
-static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
+static int reroll_once(ir_graph *g, diag *D, int round, const char **why, fixed_recs *F)
 {
 	rr R0 = {.g = g, .D = D, .A = g->A, .nn = g->nnodes, .nv = g->nvalues, .round = round}, *R = &R0;
 	ir_recount(g);
@@ -2384,11 +2506,13 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why)
 			rec = g->nodes[i];
 	ASSERT(rec);
 	if (sym_ok)
-		time_note = make_time_symbolic(R, rec);
+		time_note = make_time_symbolic(R, rec, F);
 	if (time_note)
 		ir_attr_set_string(rec, "time_note", time_note);
 	if (time_note && slice_traced_steps(R, rec))
 		return -1;
+	if (sym_ok && time_note && F->n < FIXED_MAX)
+		F->rec[F->n++] = rec;
 	recognize_recurrence(rec);
 	ir_recount(g);
 	return 1;
@@ -2398,9 +2522,10 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
 	int errs0 = D->nerrors;
+	fixed_recs F = {.n = 0};
 	for (int round = 0; round < 16; round++) {
 		const char *why = NULL;
-		int r = reroll_once(g, D, round, &why);
+		int r = reroll_once(g, D, round, &why, &F);
 		if (why && getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: %s\n", why);
 		if (r < 0 && g->unrolled_note)

@@ -17,10 +17,11 @@ v4_*, v5_*   the real models, npm package @ricky0123/vad-web@0.0.31 (pinned;
              of 512 and 256 samples; v5 with 64 and 32 samples of context),
              on an espeak-ng recording of three sentences with silences
              between them (resampled with sox) and on noise: every chunk's
-             probability and carried state within atol 1e-5 + rtol 1e-4 of
-             ONNX Runtime's with the state carried the same way (carried:
-             NAME_stream; per_call: NAME_run_generic from ONNX Runtime's
-             previous state); v4's state within 1e-3 + 1e-2 (V4_STATE_TOL).
+             probability within atol 1e-5 + rtol 1e-4 of ONNX Runtime's with
+             the state carried the same way (carried: NAME_stream; per_call:
+             NAME_run_generic from ONNX Runtime's previous state), the state
+             within STATE_TOL, and v4's carried run within CARRIED_TOL
+             (below: float32 summation order).
 example_*    examples/silero_vad.c built against each model at 16 kHz: its
              speech segments on the recording cover the sentences (start and
              end within one chunk plus its 30 ms padding of the sentences'
@@ -55,14 +56,26 @@ SHA = {
     "silero_vad_v5.onnx": "2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f",
 }
 RTOL, ATOL = 1e-4, 1e-5
-# v4's state only: its features are log1p(2^20 |STFT|) through a deep
-# Conv stack, and float32 summation order alone moves its LSTM state by up
-# to 1e-3 relative in one call (measured on chunk 82 of the recording:
-# cellc's GEMM kernel against ONNX Runtime 23x the tolerance below, cellc
-# with its Conv summed in double 5x, OpenBLAS's GEMM 0.015x), and more once
-# carried over hundreds of chunks.  Its probabilities, and everything of v5
-# and of the fixture, meet ATOL + RTOL.
-V4_STATE_TOL = (1e-3, 1e-2)
+# The carried state: float32 summation order alone moves it by more than
+# ATOL + RTOL on some chunks, and which chunks depends on the CPU's kernels.
+# v4's features are log1p(2^20 |STFT|) through a deep Conv stack: one call
+# moves its LSTM state by up to 1e-3 relative (measured on chunk 82 of the
+# recording on an AVX-512 machine: cellc's GEMM kernel against ONNX Runtime
+# 23x ATOL + RTOL, cellc with its Conv summed in double 5x, OpenBLAS's GEMM
+# 0.015x).  v5's gate pre-activations are sums with heavy cancellation: on
+# an AMD EPYC (AVX2, no AVX-512) one call moved h by 1.6e-5 at 0.0144
+# (chunk 256, per_call: cellc's kernels 1.4x ATOL + RTOL; with every product
+# in OpenBLAS the per-call runs pass and a carried one fails at chunk 218),
+# so neither ordering is ONNX Runtime's.  Probabilities meet ATOL + RTOL on
+# every chunk, and so does everything of the fixture.
+# v4's probabilities meet ATOL + RTOL in one call (per_call, from ONNX
+# Runtime's state); carried over the 472 chunks of the recording, the state
+# drifts further (1.25e-3 at 0.0066 on chunk 202 on the AVX2 machine) and the
+# probabilities inherit it (4 chunks beyond ATOL + RTOL, up to 8.5e-5 at
+# 0.118): v4's carried run is held to CARRIED_TOL, while every chunk of
+# per_call checks the arithmetic of one call at STATE_TOL and ATOL + RTOL.
+STATE_TOL = {"v4": (1e-3, 1e-2), "v5": (1e-4, 1e-3)}
+CARRIED_TOL = {"v4": ((1e-4, 1e-3), (1e-2, 1e-2)), "v5": ((ATOL, RTOL), (1e-4, 1e-3))}
 SENTENCES = ["The quick brown fox jumps over the lazy dog.",
              "Voice activity detection finds the speech in a recording.",
              "Compiled to C, it needs no runtime at all."]
@@ -204,11 +217,13 @@ def within(c, r, atol, rtol, cols, what):
     return True, detail
 
 
-def compare(binary, weights, model, audio, sr, chunk, context, pairs, ort_dir, work, tag, state_tol=(ATOL, RTOL)):
+def compare(binary, weights, model, audio, sr, chunk, context, pairs, ort_dir, work, tag, state_tol=(ATOL, RTOL),
+            carried_tol=((ATOL, RTOL), (ATOL, RTOL))):
     """[(name, ok, detail)]: the C stream against ONNX Runtime's, chunk by
     chunk: `carried` (NAME_stream, the state carried by the instance) and
     `per_call` (NAME_run_generic from ONNX Runtime's previous state):
-    probability at ATOL + RTOL, state at state_tol."""
+    probability at ATOL + RTOL and state at state_tol (carried: the
+    probability and the state at carried_tol)."""
     oout = os.path.join(work, tag + ".ort.f32")
     rc, o, e = run(["node", os.path.join(ROOT, "tests", "silero", "ort_stream.js"), model, audio, str(sr),
                     str(chunk), str(context), oout] + pairs,
@@ -231,11 +246,12 @@ def compare(binary, weights, model, audio, sr, chunk, context, pairs, ort_dir, w
                                                                                                  nchunks)))
             continue
         cc, rr = c.reshape(nchunks, -1), r.reshape(nchunks, -1)
-        ok1, d1 = within(cc, rr, ATOL, RTOL, slice(0, 1), "prob")
-        st = state_tol
+        pt, st = carried_tol if mode == "carried" else ((ATOL, RTOL), state_tol)
+        ok1, d1 = within(cc, rr, pt[0], pt[1], slice(0, 1), "prob")
         ok2, d2 = within(cc, rr, st[0], st[1], slice(1, None), "state")
-        res.append((mode, ok1 and ok2, "%d chunks (max prob %.3f): %s, %s%s" % (
-            nchunks, rr[:, 0].max(), d1, d2, "" if st == (ATOL, RTOL) else " (state within %g + %g|ref|)" % st)))
+        res.append((mode, ok1 and ok2, "%d chunks (max prob %.3f): %s, %s%s%s" % (
+            nchunks, rr[:, 0].max(), d1, d2, "" if st == (ATOL, RTOL) else " (state within %g + %g|ref|)" % st,
+            "" if pt == (ATOL, RTOL) else " (prob within %g + %g|ref|)" % pt)))
     return res
 
 
@@ -340,7 +356,10 @@ def recording(work):
             raise RuntimeError("%s is not installed (make deps installs it)" % tool)
     parts, spans, t = [], [], SILENCE_S
     sil = os.path.join(work, "sil.wav")
-    rc, o, e = run(["sox", "-n", "-r", "22050", "-c", "1", "-b", "16", sil, "trim", "0", str(SILENCE_S)])
+    # -D (here and below): no dither.  sox dithers 16-bit output with random
+    # noise by default, so the silences and the resampled recording differed
+    # from run to run (and so did which chunks came close to the tolerances).
+    rc, o, e = run(["sox", "-D", "-n", "-r", "22050", "-c", "1", "-b", "16", sil, "trim", "0", str(SILENCE_S)])
     raise_if(rc, e)
     parts.append(sil)
     for i, s in enumerate(SENTENCES):
@@ -361,7 +380,7 @@ def recording(work):
     for sr in (16000, 8000):
         wav = os.path.join(work, "speech%d.wav" % sr)
         raw = os.path.join(work, "speech%d.f32" % sr)
-        rc, o, e = run(["sox", full, "-r", str(sr), "-b", "16", wav])
+        rc, o, e = run(["sox", "-D", full, "-r", str(sr), "-b", "16", wav])
         raise_if(rc, e)
         rc, o, e = run(["sox", wav, "-t", "raw", "-e", "floating-point", "-b", "32", raw])
         raise_if(rc, e)
@@ -490,7 +509,7 @@ def main():
                     continue
                 for sub, ok, detail in compare(binary, os.path.join(out, "vad.weights"), models[ver], audio, sr,
                                                chunk, context, pairs, ort_dir, work, "%s_%s" % (tag, what),
-                                               V4_STATE_TOL if ver == "v4" else (ATOL, RTOL)):
+                                               STATE_TOL[ver], CARRIED_TOL[ver]):
                     report("%s/%s/%s" % (tag, what, sub), ok, detail)
     for ver in ("v4", "v5"):
         example(cellc, work, models, ver, rec[16000][0], noises[16000][0], spans)
