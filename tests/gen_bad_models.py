@@ -338,6 +338,19 @@ def main():
                           [helper.make_tensor_value_info("y", f, [2, 3, 4])] +
                           [helper.make_tensor_value_info(n, f, [3]) for n in ("rm", "rv", "sm", "sv")])
     emit(out, "batchnorm_training_opset9", model_of(g, 9), "opsets before 14", "bn_old_train")
+    body = helper.make_graph([helper.make_node("RandomUniformLike", ["s_in"], ["r"], name="draw_in_body"),
+                              helper.make_node("Add", ["s_in", "r"], ["s_out"]),
+                              helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_in", f, [2, 3])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_out", f, [2, 3])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "c", "x"], ["y"], body=body, name="loop")], "bad",
+                          [helper.make_tensor_value_info("x", f, [2, 3])], [helper.make_tensor_value_info("y", f, [2, 3])],
+                          [numpy_helper.from_array(np.array(3, np.int64), "M"),
+                           numpy_helper.from_array(np.array(True), "c")])
+    emit(out, "random_in_loop_body", model_of(g, 15), "loop body", "draw_in_body")
     emit(out, "lstm_direction_sideways",
          model_of(lstm_graph("lstm_sideways", attrs=dict(direction="sideways"))), "sideways", "lstm_sideways")
     emit(out, "lstm_activation_unknown",
