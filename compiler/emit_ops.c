@@ -24,6 +24,7 @@
 #include "train.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -963,6 +964,75 @@ static void emit_pad(emit_ctx *E, ir_node *n)
 		v ? emit_ref(E, v) : "NULL");
 }
 
+/* ---- image sampling (runtime/rt_image.c) ---- */
+
+static const char *doubles_lit(emit_ctx *E, const double *v, int n)
+{
+	char *r = "";
+	for (int i = 0; i < n; i++)
+		r = arena_printf(E->A, "%s%s%s", r, i ? ", " : "", emit_float(E, v[i], DT_F64));
+	return arena_printf(E->A, "(const double[]){%s}", n ? r : "0");
+}
+
+/* An attribute's word as the libcellrt enumerator PREFIX_WORD. */
+static const char *enum_name(emit_ctx *E, const char *prefix, const char *word)
+{
+	char *r = arena_printf(E->A, "%s%s", prefix, word);
+	for (char *p = r; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	return r;
+}
+
+static void emit_resize(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	infer_resize_geom G;
+	if (infer_resize_geometry(E->g, n, E->D, &G))
+		return;
+	int r = x->shape.rank;
+	const char *mode = ir_attr_string(n, "mode", "nearest");
+	node_comment(E, n, mode);
+	ew_line(E->w, "rt_resize(%s, %s, %d, %s, %s,", emit_ref(E, y), emit_ref(E, x), r, dims_lit(E, &x->shape, 0),
+		dims_lit(E, &y->shape, 0));
+	ew_line(E->w, "\t  %s, %s,", doubles_lit(E, G.scale, r), G.has_roi ? doubles_lit(E, G.roi, 2 * r) : "NULL");
+	ew_line(E->w, "\t  &(const rt_resize_mode){%s, %s, %s, %d, %s, %s});", enum_name(E, "RT_RESIZE_", mode),
+		enum_name(E, "RT_COORD_", ir_attr_string(n, "coordinate_transformation_mode", "half_pixel")),
+		enum_name(E, "RT_NEAREST_", ir_attr_string(n, "nearest_mode", "round_prefer_floor")),
+		(int)ir_attr_int(n, "exclude_outside", 0), emit_float(E, ir_attr_float(n, "cubic_coeff_a", -0.75f), DT_F64),
+		emit_float(E, ir_attr_float(n, "extrapolation_value", 0.0f), DT_F32));
+}
+
+static void emit_gridsample(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *grid = n->in[1], *y = n->out[0];
+	const char *mode = ir_attr_string(n, "mode", "linear");
+	node_comment(E, n, mode);
+	ew_line(E->w, "rt_grid_sample(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d);", emit_ref(E, y),
+		emit_ref(E, x), emit_ref(E, grid), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+		emit_dim(E, x->shape.d[2]), emit_dim(E, x->shape.d[3]), emit_dim(E, y->shape.d[2]),
+		emit_dim(E, y->shape.d[3]), enum_name(E, "RT_GRID_", mode),
+		enum_name(E, "RT_GRID_PAD_", ir_attr_string(n, "padding_mode", "zeros")),
+		(int)ir_attr_int(n, "align_corners", 0));
+}
+
+static void emit_roialign(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *rois = n->in[1], *bi = n->in[2], *y = n->out[0];
+	node_comment(E, n, "batch indices checked at run time");
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int rst = rt_roi_align(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %lld, %s, %d, %d);",
+		emit_ref(E, y), emit_ref(E, x), emit_ref(E, rois), emit_ref(E, bi), emit_dim(E, x->shape.d[0]),
+		emit_dim(E, x->shape.d[1]), emit_dim(E, x->shape.d[2]), emit_dim(E, x->shape.d[3]),
+		emit_dim(E, rois->shape.d[0]), emit_dim(E, y->shape.d[2]), emit_dim(E, y->shape.d[3]),
+		(long long)ir_attr_int(n, "sampling_ratio", 0),
+		emit_float(E, ir_attr_float(n, "spatial_scale", 1.0f), DT_F32),
+		!strcmp(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "half_pixel"),
+		!strcmp(ir_attr_string(n, "mode", "avg"), "max"));
+	ew_line(E->w, "if (rst != RT_OK)");
+	ew_line(E->w, "\treturn rst;");
+	ew_close(E->w, "");
+}
+
 static void emit_pool(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *y = n->out[0], *ix = n->nout > 1 ? n->out[1] : NULL;
@@ -1446,6 +1516,9 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_ARGMAX: case OP_ARGMIN: emit_argmax(E, n); return;
 	case OP_CONV: emit_conv(E, n); return;
 	case OP_PAD: emit_pad(E, n); return;
+	case OP_RESIZE: emit_resize(E, n); return;
+	case OP_GRIDSAMPLE: emit_gridsample(E, n); return;
+	case OP_ROIALIGN: emit_roialign(E, n); return;
 	case OP_SIZE: emit_size(E, n); return;
 	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
@@ -1469,7 +1542,9 @@ void emit_node(emit_ctx *E, ir_node *n)
 			emit_loss(E, n);
 		return;
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
-	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: train_op_emit(E, n); return;
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD: case OP_CLASSLOSSGRAD:
+		train_op_emit(E, n);
+		return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));
 		return;

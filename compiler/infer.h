@@ -115,6 +115,15 @@ int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pad
 double infer_window(ir_op op, int64_t i, int64_t size, int periodic);
 /* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
+/* Resize (inferred; also Upsample, loaded as Resize): what rt_resize needs
+ * besides the shapes and attributes: the scale of every axis of X (1 for the
+ * axes not resized) and the roi of tf_crop_and_resize (starts then ends,
+ * [0, 1] where none).  0, or 1 after reporting. */
+typedef struct infer_resize_geom {
+	double scale[IR_MAX_RANK], roi[2 * IR_MAX_RANK];
+	int has_roi;            /* coordinate_transformation_mode tf_crop_and_resize */
+} infer_resize_geom;
+int infer_resize_geometry(ir_graph *g, ir_node *n, diag *D, infer_resize_geom *G);
 
 /* Tries to replace n's outputs by constants (n's outputs must already be
  * inferred).  Returns 1 when folded (the outputs are now VAL_CONST or

@@ -149,6 +149,7 @@ const char *infer_shape_input(ir_op op, int k)
 	case OP_ONEHOT: return k == 1 ? "depth" : NULL;
 	case OP_TILE: return k == 1 ? "repeats" : NULL;
 	case OP_TOPK: return k == 1 ? "K" : NULL;
+	case OP_RESIZE: return k == 1 ? "roi" : k == 2 ? "scales" : k == 3 ? "sizes" : NULL;
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: return k == 0 ? "size" : NULL;
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
@@ -1241,6 +1242,195 @@ static int infer_size(ictx *c)
 	return 0;
 }
 
+/* ---- image sampling: Resize, GridSample, RoiAlign ------------------------------ */
+
+/* Reads the real numbers of shape-determining input k (absent: 0 values).
+ * Returns the count, or -1 after reporting. */
+static int const_reals(ictx *c, int k, double *v, int max)
+{
+	ir_value *x = in(c, k);
+	const char *what = infer_shape_input(c->n->op, k);
+	if (!x || ir_shape_const_numel(&x->shape) == 0)
+		return 0;       /* absent, or empty (opset 11 had no way to omit it) */
+	if (!infer_is_const(x) || !x->data)
+		return not_const(c, k), -1;
+	if (x->shape.rank != 1)
+		return fail(c, "input '%s' (tensor '%s') must be a 1-D tensor, not %s", what, x->name,
+			    shp(c, &x->shape)), -1;
+	if (!(ty_class(x->dtype) & TY_FLOAT))
+		return fail(c, "input '%s' (tensor '%s') must be a float tensor, not %s", what, x->name,
+			    ir_dtype_name(x->dtype)), -1;
+	int64_t m = ir_shape_const_numel(&x->shape);
+	if (m < 0 || m > max)
+		return fail(c, "input '%s' (tensor '%s') has %s elements; at most %d are allowed here", what,
+			    x->name, shp(c, &x->shape), max), -1;
+	for (int64_t i = 0; i < m; i++)
+		v[i] = x->dtype == DT_F64 ? ((const double *)x->data)[i] : ((const float *)x->data)[i];
+	return (int)m;
+}
+
+/* Resize: the scale and roi of every axis of X (roi: starts then ends) and
+ * the output shape, from the constant inputs and the attributes. */
+static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank, ax[IR_MAX_RANK], na = r;
+	double roi[2 * IR_MAX_RANK], sc[IR_MAX_RANK];
+	ir_dim sz[IR_MAX_RANK];
+	for (int a = 0; a < r; a++)
+		ax[a] = a;
+	ir_attr *aa = ir_attr_find(n, "axes");
+	if (aa) {
+		na = aa->n;
+		if (na > r)
+			return fail(c, "attribute 'axes' lists %d axes; X %s has %d", na, shp(c, &x->shape), r);
+		for (int i = 0; i < na; i++) {
+			ax[i] = norm_axis(aa->ints[i], r);
+			if (ax[i] < 0)
+				return fail(c, "axis %lld is out of range for rank %d", (long long)aa->ints[i], r);
+			for (int j = 0; j < i; j++)
+				if (ax[j] == ax[i])
+					return fail(c, "axis %lld is listed twice", (long long)aa->ints[i]);
+		}
+	}
+	int tf_crop = !strcmp(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize");
+	int nroi = tf_crop ? const_reals(c, 1, roi, 2 * IR_MAX_RANK) : 0;
+	int nsc = const_reals(c, 2, sc, IR_MAX_RANK);
+	int nsz = in(c, 3) && ir_shape_const_numel(&in(c, 3)->shape) != 0 ? const_ints(c, 3, sz, IR_MAX_RANK) : 0;
+	if (nroi < 0 || nsc < 0 || nsz < 0)
+		return 1;
+	if (nroi && nroi != 2 * na)
+		return fail(c, "input 'roi' has %d values; %d axes need %d", nroi, na, 2 * na);
+	if ((nsc > 0) == (nsz > 0))
+		return fail(c, "needs exactly one of the inputs 'scales' and 'sizes' (non-empty)%s",
+			    nsc ? ", not both" : "");
+	if ((nsc ? nsc : nsz) != na)
+		return fail(c, "input '%s' has %d values; X %s%s needs %d", nsc ? "scales" : "sizes", nsc ? nsc : nsz,
+			    shp(c, &x->shape), aa ? " with these axes" : "", na);
+	const char *policy = ir_attr_string(n, "keep_aspect_ratio_policy", "stretch");
+	int keep = nsz && strcmp(policy, "stretch");
+	double common = 0;
+	*out = x->shape;
+	for (int a = 0; a < r; a++) {
+		G->scale[a] = 1.0;
+		G->roi[a] = 0.0;
+		G->roi[r + a] = 1.0;
+	}
+	for (int i = 0; i < na; i++) {
+		int a = ax[i];
+		ir_dim d = x->shape.d[a];
+		if (nroi) {
+			G->roi[a] = roi[i];
+			G->roi[r + a] = roi[na + i];
+		}
+		if (nsc && !(sc[i] > 0 && isfinite(sc[i])))
+			return fail(c, "scale %g of axis %d must be positive", sc[i], a);
+		if (nsz && !infer_mono_is_const(sz[i]) && !ir_dim_eq(sz[i], d))
+			return fail(c, "size %s of axis %d is a run-time size other than the axis' own (%s)",
+				    mono(c, sz[i]), a, dimstr(c, d));
+		if (nsz && infer_mono_is_const(sz[i]) && sz[i].k < 0)
+			return fail(c, "size %lld of axis %d is negative", (long long)sz[i].k, a);
+		if (!ir_dim_is_const(d)) {
+			/* a run-time axis is only ever kept as it is */
+			if ((nsc && sc[i] != 1.0) || (nsz && !ir_dim_eq(sz[i], d)) || keep ||
+			    (tf_crop && (G->roi[a] != 0.0 || G->roi[r + a] != 1.0)))
+				return fail(c, "axis %d has the run-time size %s; cellc resizes only axes of constant size "
+					    "(--dim SYM=N fixes a symbol's size at compile time)", a, dimstr(c, d));
+			continue;
+		}
+		if (nsz && d.k == 0 && sz[i].k != 0)
+			return fail(c, "axis %d is empty and cannot be resized to %lld", a, (long long)sz[i].k);
+		if (nsc) {
+			/* floor(in * (roi_end - roi_start) * scale), in single precision as
+			 * ONNX's shape inference computes it */
+			float len = (float)d.k * (tf_crop ? (float)(G->roi[r + a] - G->roi[a]) : 1.0f) * (float)sc[i];
+			if (!(len >= 0.0f && len < (float)INFER_NUMEL_MAX))
+				return fail(c, "axis %d: %lld * scale %g gives no valid size", a, (long long)d.k, sc[i]);
+			out->d[a] = ir_dim_const((int64_t)floorf(len));
+			G->scale[a] = sc[i];
+		} else if (d.k > 0) {
+			double s = (double)sz[i].k / (double)d.k;
+			if (keep && i == 0)
+				common = s;
+			else if (keep)
+				common = !strcmp(policy, "not_larger") ? fmin(common, s) : fmax(common, s);
+			out->d[a] = sz[i];
+			G->scale[a] = s;
+		}
+	}
+	if (keep)       /* one scale for every axis listed, the sizes rounded from it */
+		for (int i = 0; i < na; i++) {
+			int a = ax[i];
+			G->scale[a] = common;
+			out->d[a] = ir_dim_const((int64_t)nearbyint(common * (double)x->shape.d[a].k));
+		}
+	if (n->opset > 0 && n->opset <= 10 && !strcmp(ir_attr_string(n, "mode", "nearest"), "nearest"))
+		for (int a = 0; a < r; a++)
+			if (G->scale[a] < 1.0)
+				return fail(c, "scale %g of axis %d downsamples; %s-%d leaves the nearest element of a "
+					    "downsample undefined (use Resize of opset 11 or later)", G->scale[a], a,
+					    n->op_type ? n->op_type : "Resize", n->opset);
+	G->has_roi = tf_crop;
+	return 0;
+}
+
+int infer_resize_geometry(ir_graph *g, ir_node *n, diag *D, infer_resize_geom *G)
+{
+	ictx cx = {g, n, D, g->A};
+	ir_shape s;
+	return resize_geometry(&cx, G, &s);
+}
+
+static int infer_resize(ictx *c)
+{
+	infer_resize_geom G;
+	ir_shape s;
+	if (need_f32(c, 0) || resize_geometry(c, &G, &s))
+		return 1;
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
+static int infer_gridsample(ictx *c)
+{
+	ir_value *x = in(c, 0), *grid = in(c, 1);
+	if (need_f32(c, 0) || need_f32(c, 1))
+		return 1;
+	if (x->shape.rank != 4)
+		return fail(c, "X %s must be [N, C, H, W]: cellc supports 2-D GridSample only", shp(c, &x->shape));
+	if (grid->shape.rank != 4 || !ir_dim_eq(grid->shape.d[0], x->shape.d[0]) ||
+	    !ir_dim_eq(grid->shape.d[3], ir_dim_const(2)))
+		return fail(c, "grid %s must be [N, H_out, W_out, 2] with the N of X %s", shp(c, &grid->shape),
+			    shp(c, &x->shape));
+	ir_shape s = x->shape;
+	s.d[2] = grid->shape.d[1];
+	s.d[3] = grid->shape.d[2];
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
+static int infer_roialign(ictx *c)
+{
+	ir_value *x = in(c, 0), *rois = in(c, 1), *bi = in(c, 2);
+	if (need_f32(c, 0) || need_f32(c, 1))
+		return 1;
+	if (x->shape.rank != 4)
+		return fail(c, "X %s must be [N, C, H, W]", shp(c, &x->shape));
+	if (rois->shape.rank != 2 || !ir_dim_eq(rois->shape.d[1], ir_dim_const(4)))
+		return fail(c, "rois %s must be [num_rois, 4]", shp(c, &rois->shape));
+	if (bi->dtype != DT_I64 || bi->shape.rank != 1 || !ir_dim_eq(bi->shape.d[0], rois->shape.d[0]))
+		return fail(c, "batch_indices '%s' (%s %s) must be int64 [num_rois] with the num_rois of rois %s",
+			    bi->name, ir_dtype_name(bi->dtype), shp(c, &bi->shape), shp(c, &rois->shape));
+	ir_shape s = {.rank = 4};
+	s.d[0] = rois->shape.d[0];
+	s.d[1] = x->shape.d[1];
+	s.d[2] = ir_dim_const(ir_attr_int(c->n, "output_height", 1));
+	s.d[3] = ir_dim_const(ir_attr_int(c->n, "output_width", 1));
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
 /* ---- pooling, normalisation, Dropout ---------------------------------------------- */
 
 int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp)
@@ -1397,9 +1587,8 @@ static int infer_batchnorm(ictx *c)
 				    dimstr(c, x->shape.d[1]));
 	}
 	set_out(c, 0, DT_F32, &x->shape);
-	ir_shape st = {.rank = 1, .d = {x->shape.d[1]}};
-	set_out(c, 1, DT_F32, &st);     /* running_mean, running_var (training_mode 1) */
-	set_out(c, 2, DT_F32, &st);
+	set_out(c, 1, DT_F32, &in(c, 3)->shape);
+	set_out(c, 2, DT_F32, &in(c, 4)->shape);
 	return 0;
 }
 
@@ -2065,13 +2254,17 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	case OP_ONEHOT: case OP_TILE: case OP_TOPK:
 		return infer_misc(c);
 	case OP_PAD: return infer_pad(c);
+	case OP_RESIZE: return infer_resize(c);
+	case OP_GRIDSAMPLE: return infer_gridsample(c);
+	case OP_ROIALIGN: return infer_roialign(c);
 	case OP_SIZE: return infer_size(c);
 	case OP_SOFTMAXCE: case OP_NLLLOSS: return infer_loss(c);
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: case OP_CONVTRANSPOSE: case OP_SCATTERELEMENTS: case OP_SCATTERND:
 	case OP_GATHERND: case OP_INSTANCENORM:
 		return infer_layout(c);
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
-	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP:
+	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_GRADIENT: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD:
+	case OP_CLASSLOSSGRAD:
 		return train_op_infer(g, n, D);
 	case OP_RECURRENCE: case OP_COUNT: break;
 	default:

@@ -176,6 +176,20 @@ static const attr_spec attr_specs[] = {
 	{OP_PAD, "mode", ATTR_STRING, 0, 0, NULL},
 	{OP_PAD, "pads", ATTR_INTS, 0, 10, NULL},         {OP_PAD, "paddings", ATTR_INTS, 0, 1, NULL},
 	{OP_PAD, "value", ATTR_FLOAT, 0, 10, NULL},
+	/* Resize; at opsets 7 to 9 the rows are those of Upsample, which loads as Resize */
+	{OP_RESIZE, "mode", ATTR_STRING, 0, 0, NULL},     {OP_RESIZE, "scales", ATTR_FLOATS, 0, 8, NULL},
+	{OP_RESIZE, "coordinate_transformation_mode", ATTR_STRING, 11, 0, NULL},
+	{OP_RESIZE, "cubic_coeff_a", ATTR_FLOAT, 11, 0, NULL}, {OP_RESIZE, "exclude_outside", ATTR_INT, 11, 0, NULL},
+	{OP_RESIZE, "extrapolation_value", ATTR_FLOAT, 11, 0, NULL},
+	{OP_RESIZE, "nearest_mode", ATTR_STRING, 11, 0, NULL},
+	{OP_RESIZE, "antialias", ATTR_INT, 18, 0, NULL},  {OP_RESIZE, "axes", ATTR_INTS, 18, 0, NULL},
+	{OP_RESIZE, "keep_aspect_ratio_policy", ATTR_STRING, 18, 0, NULL},
+	{OP_GRIDSAMPLE, "align_corners", ATTR_INT, 16, 0, NULL}, {OP_GRIDSAMPLE, "mode", ATTR_STRING, 16, 0, NULL},
+	{OP_GRIDSAMPLE, "padding_mode", ATTR_STRING, 16, 0, NULL},
+	{OP_ROIALIGN, "mode", ATTR_STRING, 10, 0, NULL},  {OP_ROIALIGN, "output_height", ATTR_INT, 10, 0, NULL},
+	{OP_ROIALIGN, "output_width", ATTR_INT, 10, 0, NULL}, {OP_ROIALIGN, "sampling_ratio", ATTR_INT, 10, 0, NULL},
+	{OP_ROIALIGN, "spatial_scale", ATTR_FLOAT, 10, 0, NULL},
+	{OP_ROIALIGN, "coordinate_transformation_mode", ATTR_STRING, 16, 0, NULL},
 	{OP_CONSTANT, "value", ATTR_TENSOR, 0, 0, NULL},
 	{OP_CONSTANT, "value_float", ATTR_FLOAT, 12, 0, NULL}, {OP_CONSTANT, "value_floats", ATTR_FLOATS, 12, 0, NULL},
 	{OP_CONSTANT, "value_int", ATTR_INT, 12, 0, NULL},     {OP_CONSTANT, "value_ints", ATTR_INTS, 12, 0, NULL},
@@ -623,7 +637,42 @@ static int norm_topk(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
-typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
+/* Resize-10 and Upsample-7/9 (X, scales; Upsample-7: scales an attribute)
+ * -> the Resize-11 form X, roi (omitted), scales.  Those versions map output
+ * coordinates back as x / scale (asymmetric) and, for nearest, take the
+ * input element at or below (floor); infer_shape.c refuses a nearest
+ * downscale there, whose rounding those versions leave undefined. */
+static int norm_resize10(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "scales");
+	if (a) {
+		ir_shape s = {.rank = 1, .d = {ir_dim_const(a->n)}};
+		ir_value *c = ir_const_new(L->g, onnx_fresh_name(L, arena_printf(L->A, "%s.scales", n->name)), DT_F32,
+					   &s, a->floats);
+		onnx_map_put(L->A, &L->values, c->name, c);
+		set_input(n, 2, c);
+		attr_remove(n, "scales");
+	} else if (n->opset < 9) {
+		onnx_node_error(L, n, "attribute 'scales' is required at opset %d", n->opset);
+		return 1;
+	} else if (n->nin >= 2) {
+		set_input(n, 2, n->in[1]);
+		n->in[1] = NULL;
+	}
+	ir_attr_set_string(n, "coordinate_transformation_mode", "asymmetric");
+	ir_attr_set_string(n, "nearest_mode", "floor");
+	return 0;
+}
+
+/* RoiAlign-10 had no coordinate_transformation_mode: it computed what opset
+ * 16 calls output_half_pixel. */
+static int norm_roialign(onnx_ctx *L, ir_node *n)
+{
+	(void)L;
+	ir_attr_set_string(n, "coordinate_transformation_mode", "output_half_pixel");
+	return 0;
+}
+
 typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 
 enum { ALL_OPSETS = 1 << 30 };
@@ -647,6 +696,7 @@ static const struct {
 	{OP_REDUCEL2, 17, norm_reduce},   {OP_REDUCELOGSUM, 17, norm_reduce},
 	{OP_REDUCELOGSUMEXP, 17, norm_reduce}, {OP_REDUCESUMSQUARE, 17, norm_reduce},
 	{OP_PAD, 10, norm_pad},           {OP_TOPK, 9, norm_topk},
+	{OP_RESIZE, 10, norm_resize10},   {OP_ROIALIGN, 15, norm_roialign},
 };
 
 /* ---- attribute values ---- */
@@ -921,11 +971,7 @@ static int check_pool(onnx_ctx *L, ir_node *n)
 
 static int check_norm(onnx_ctx *L, ir_node *n)
 {
-	int64_t train = n->op == OP_BATCHNORM ? ir_attr_int(n, "training_mode", 0) : 0;
-	if (train != 0 && train != 1) {
-		onnx_node_error(L, n, "training_mode must be 0 or 1, not %lld", (long long)train);
-		return 1;
-	}
+	int64_t train = n->op == OP_BATCHNORM ? ir_attr_int(n, "training_mode", 0) : 0;   /* 0 or 1: check_bool below */
 	if (n->op == OP_BATCHNORM && n->nout > 1 && n->opset < 14) {
 		/* before opset 14 the outputs themselves chose training (with
 		 * saved statistics whose meaning the specification leaves open) */
@@ -942,7 +988,7 @@ static int check_norm(onnx_ctx *L, ir_node *n)
 		onnx_node_error(L, n, "spatial 0 (per-element statistics) is not supported");
 		return 1;
 	}
-	return 0;
+	return n->op == OP_BATCHNORM ? check_bool(L, n, "training_mode") : 0;
 }
 
 static int check_hardmax(onnx_ctx *L, ir_node *n)
@@ -1006,6 +1052,95 @@ static int check_pad(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* Attribute `name` (default def) must be one of the words of `allowed`
+ * (space separated). */
+static int check_word(onnx_ctx *L, ir_node *n, const char *name, const char *def, const char *allowed)
+{
+	const char *v = ir_attr_string(n, name, def);
+	size_t len = strlen(v);
+	for (const char *p = allowed; *p;) {
+		size_t w = strcspn(p, " ");
+		if (w == len && !strncmp(p, v, len))
+			return 0;
+		p += w;
+		p += *p == ' ';
+	}
+	onnx_node_error(L, n, "attribute '%s' must be one of %s, not '%s'", name, allowed, v);
+	return 1;
+}
+
+static int check_resize(onnx_ctx *L, ir_node *n)
+{
+	int upsample = !strcmp(n->op_type, "Upsample");
+	if (upsample && (n->opset < 7 || n->opset >= 10)) {
+		onnx_node_error(L, n, n->opset < 7 ? "Upsample before opset 7 (experimental) is not supported"
+						    : "Upsample is deprecated since opset 10 (use Resize)");
+		return 1;
+	}
+	if (!upsample && n->opset < 10) {
+		onnx_node_error(L, n, "Resize does not exist before opset 10 (this model imports opset %d)", n->opset);
+		return 1;
+	}
+	if ((n->nin < 3 || !n->in[2]) && (n->nin < 4 || !n->in[3])) {
+		onnx_node_error(L, n, "needs input 'scales' or 'sizes'");
+		return 1;
+	}
+	int errs = check_word(L, n, "mode", "nearest", "nearest linear cubic");
+	if (n->opset <= 10 && !strcmp(ir_attr_string(n, "mode", "nearest"), "cubic")) {
+		onnx_node_error(L, n, "mode cubic does not exist before opset 11");
+		errs++;
+	}
+	errs += check_word(L, n, "coordinate_transformation_mode", "half_pixel",
+			   n->opset >= 19   ? "half_pixel half_pixel_symmetric pytorch_half_pixel align_corners "
+					      "asymmetric tf_crop_and_resize"
+			   : n->opset >= 13 ? "half_pixel pytorch_half_pixel align_corners asymmetric tf_crop_and_resize"
+					    : "half_pixel pytorch_half_pixel align_corners asymmetric "
+					      "tf_half_pixel_for_nn tf_crop_and_resize");
+	errs += check_word(L, n, "nearest_mode", "round_prefer_floor", "round_prefer_floor round_prefer_ceil floor ceil");
+	errs += check_word(L, n, "keep_aspect_ratio_policy", "stretch", "stretch not_larger not_smaller");
+	errs += check_bool(L, n, "exclude_outside") + check_bool(L, n, "antialias");
+	if (!errs && ir_attr_int(n, "antialias", 0) && strcmp(ir_attr_string(n, "mode", "nearest"), "nearest")) {
+		onnx_node_error(L, n, "antialias 1 (a widened %s filter when downscaling) is not supported",
+				ir_attr_string(n, "mode", "nearest"));
+		errs++;
+	}
+	return errs;
+}
+
+/* GridSample-16 to 19 spell the modes bilinear and bicubic, opset 20 linear
+ * and cubic: the node keeps the opset-20 words. */
+static int check_gridsample(onnx_ctx *L, ir_node *n)
+{
+	int old = n->opset < 20;
+	int errs = check_word(L, n, "mode", old ? "bilinear" : "linear",
+			      old ? "bilinear nearest bicubic" : "linear nearest cubic") +
+		   check_word(L, n, "padding_mode", "zeros", "zeros border reflection") +
+		   check_bool(L, n, "align_corners");
+	const char *m = ir_attr_string(n, "mode", old ? "bilinear" : "linear");
+	if (!errs && old)
+		ir_attr_set_string(n, "mode", !strcmp(m, "bilinear") ? "linear" : !strcmp(m, "bicubic") ? "cubic" : m);
+	return errs;
+}
+
+static int check_roialign(onnx_ctx *L, ir_node *n)
+{
+	int errs = check_word(L, n, "mode", "avg", "avg max") +
+		   check_word(L, n, "coordinate_transformation_mode", "half_pixel", "half_pixel output_half_pixel");
+	const char *const pos[] = {"output_height", "output_width"};
+	for (int k = 0; k < 2; k++)
+		if (ir_attr_int(n, pos[k], 1) < 1) {
+			onnx_node_error(L, n, "attribute '%s' must be positive, not %lld", pos[k],
+					(long long)ir_attr_int(n, pos[k], 1));
+			errs++;
+		}
+	if (ir_attr_int(n, "sampling_ratio", 0) < 0) {
+		onnx_node_error(L, n, "attribute 'sampling_ratio' must be 0 (adaptive) or positive, not %lld",
+				(long long)ir_attr_int(n, "sampling_ratio", 0));
+		errs++;
+	}
+	return errs;
+}
+
 static int check_isinf(onnx_ctx *L, ir_node *n)
 {
 	return check_bool(L, n, "detect_negative") + check_bool(L, n, "detect_positive");
@@ -1036,6 +1171,7 @@ static const struct {
 	{OP_SOFTMAXCE, check_loss},   {OP_NLLLOSS, check_loss},
 	{OP_BITSHIFT, check_misc},    {OP_DEPTHTOSPACE, check_misc}, {OP_SPACETODEPTH, check_misc},
 	{OP_SCATTERELEMENTS, check_misc}, {OP_SCATTERND, check_misc}, {OP_CONVTRANSPOSE, check_misc},
+	{OP_RESIZE, check_resize},    {OP_GRIDSAMPLE, check_gridsample}, {OP_ROIALIGN, check_roialign},
 };
 
 /* ---- arity ---- */
@@ -1259,6 +1395,8 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	int op = default_domain ? ir_op_lookup(op_type) : domain_op(domain, op_type, &version);
 	if (default_domain && strcmp(op_type, "Constant") == 0)
 		op = OP_CONSTANT;
+	if (default_domain && strcmp(op_type, "Upsample") == 0)
+		op = OP_RESIZE;         /* the deprecated form; norm_resize10 rewrites it */
 	if (default_domain && op >= 0) {
 		for (size_t k = 0; k < COUNTOF(domain_ops); k++)
 			if ((int)domain_ops[k].op == op)

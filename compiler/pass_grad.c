@@ -18,7 +18,11 @@
  *           backward recurrences read.
  *
  * Root nodes are differentiated by the usual rules (un-broadcasting with
- * ReduceSum; a node without a rule is a located error).  A RECURRENCE's
+ * ReduceSum; a node without a rule is a located error; docs/training.md
+ * lists the differentiable operators).  Normalisations recompute their
+ * statistics from X; Conv, Pad and the class losses have gradient nodes of
+ * their own (ConvGrad, PadGrad, ClassLossGrad); Min/Max and ReduceMax/Min
+ * split the gradient evenly among tied elements, as torch.amax does.  A RECURRENCE's
  * adjoint is a RECURRENCE running the other way in time (backpropagation
  * through time): its per-step inputs are the forward
  * per-step inputs, the saved states s_{t-1} and products, and the gradients
@@ -707,6 +711,318 @@ static void rule_matexp(gctx *C, ir_node *n, ir_value *dy)
 	acc(C, S, fin(C, mk(C, OP_SLICE, 4, in)));
 }
 
+/* ---- rules: selections, reductions, normalisations, Conv, Pad, class losses ------------ */
+
+static ir_value *where(gctx *C, ir_value *c, ir_value *a, ir_value *b)
+{
+	ir_value *in[3] = {c, a, b};
+	return fin(C, mk(C, OP_WHERE, 3, in));
+}
+
+/* 1 where a == b, else 0 (f32, broadcast). */
+static ir_value *equal01(gctx *C, ir_value *a, ir_value *b)
+{
+	return where(C, op2(C, OP_EQUAL, a, b), fc(C, 1), fc(C, 0));
+}
+
+/* v summed over the axes with red[a] set, dims kept (one node per run). */
+static ir_value *reduce_axes_keep(gctx *C, ir_value *v, const unsigned char *red)
+{
+	int r = v->shape.rank;
+	for (int a = 0; a < r;) {
+		if (!red[a]) {
+			a++;
+			continue;
+		}
+		int b = a;
+		while (b + 1 < r && red[b + 1])
+			b++;
+		v = reduce(C, v, a, b, 1);
+		a = b + 1;
+	}
+	return v;
+}
+
+static ir_value *expand_to(gctx *C, ir_value *v, const ir_shape *s)
+{
+	if (ir_shape_eq(&v->shape, s))
+		return v;
+	ir_value *in[2] = {v, shape_const(C, s)};
+	return fin(C, mk(C, OP_EXPAND, 2, in));
+}
+
+/* 1 / (the number of elements of shape s on the axes red): a constant, or
+ * computed at run time (kept dims) where one of them is symbolic. */
+static ir_value *inv_count(gctx *C, const ir_shape *s, const unsigned char *red)
+{
+	double cnt = 1;
+	int symbolic = 0;
+	for (int a = 0; a < s->rank; a++)
+		if (red[a]) {
+			if (ir_dim_is_const(s->d[a]))
+				cnt *= (double)s->d[a].k;
+			else
+				symbolic = 1;
+		}
+	if (!symbolic)
+		return fc(C, cnt > 0 ? 1.0 / cnt : 0.0);
+	return dvd(C, fc(C, 1), reduce_axes_keep(C, expand_to(C, fc(C, 1), s), red));
+}
+
+/* Where: the condition is not differentiated. */
+static void rule_where(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *c = V(C, n->in[0]);
+	if (need(C, n->in[1]))
+		acc_ub(C, n->in[1], where(C, c, dy, fc(C, 0)));
+	if (need(C, n->in[2]))
+		acc_ub(C, n->in[2], where(C, c, fc(C, 0), dy));
+}
+
+/* Min/Max: the gradient goes to the inputs equal to the result, split evenly
+ * among them on ties (torch.maximum/minimum give each of two tied inputs
+ * half, torch.amax/amin over stacked inputs 1/k each). */
+static void rule_minmax(gctx *C, ir_node *n, ir_value *dy)
+{
+	if (n->nin == 1) {
+		acc(C, n->in[0], dy);
+		return;
+	}
+	ir_value *y = V(C, n->out[0]), *m[1024], *cnt = NULL;
+	for (int i = 0; i < n->nin; i++) {
+		m[i] = equal01(C, V(C, n->in[i]), y);
+		cnt = cnt ? add(C, cnt, m[i]) : m[i];
+	}
+	ir_value *share = dvd(C, dy, cnt);
+	for (int i = 0; i < n->nin; i++)
+		if (need(C, n->in[i]))
+			acc_ub(C, n->in[i], mul(C, share, m[i]));
+}
+
+static void rule_reduce(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *Vx = V(C, x), *y = V(C, n->out[0]);
+	int r = x->shape.rank;
+	unsigned char red[IR_MAX_RANK];
+	if (x->dtype != DT_F32 || (n->nin > 1 && n->in[1] && !ir_value_is_const(n->in[1])) ||
+	    infer_reduce_axes(n, r, red))
+		return (void)fail(C, "cannot differentiate %s: it needs f32 data and constant axes", ir_op_name(n->op));
+	ir_shape ks = x->shape;
+	for (int a = 0; a < r; a++)
+		if (red[a])
+			ks.d[a] = ir_dim_const(1);
+	ir_value *dk = reshape(C, dy, &ks), *yk = reshape(C, y, &ks), *g;
+	switch (n->op) {
+	case OP_REDUCESUM: g = expand_to(C, dk, &x->shape); break;
+	case OP_REDUCEMEAN: g = expand_to(C, mul(C, dk, inv_count(C, &x->shape, red)), &x->shape); break;
+	case OP_REDUCESUMSQUARE: g = mul(C, scale(C, 2, Vx), dk); break;
+	case OP_REDUCEL2: {
+		/* x / ||x||, 0 where the norm is 0 (as torch.linalg.vector_norm) */
+		ir_value *z = fc(C, 0);
+		g = mul(C, Vx, where(C, op2(C, OP_EQUAL, yk, z), z, dvd(C, dk, yk)));
+		break;
+	}
+	case OP_REDUCELOGSUMEXP: g = mul(C, dk, op1(C, OP_EXP, sub(C, Vx, yk))); break;
+	case OP_REDUCEMAX: case OP_REDUCEMIN: {
+		/* split evenly among the elements equal to the extreme (torch.amax/amin) */
+		ir_value *m = equal01(C, Vx, yk);
+		g = mul(C, dk, dvd(C, m, reduce_axes_keep(C, m, red)));
+		break;
+	}
+	default:
+		return (void)fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)",
+				  ir_op_name(n->op));
+	}
+	acc(C, x, g);
+}
+
+/* x normalised over the axes red: xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps)
+ * with the biased variance (kept dims), recomputed from x. */
+static void norm_stats(gctx *C, ir_value *x, const unsigned char *red, ir_value *inv, double eps, ir_value **xhat,
+		       ir_value **rstd)
+{
+	ir_value *mu = mul(C, reduce_axes_keep(C, x, red), inv);
+	ir_value *xc = sub(C, x, mu);
+	ir_value *var = mul(C, reduce_axes_keep(C, mul(C, xc, xc), red), inv);
+	*rstd = dvd(C, fc(C, 1), op1(C, OP_SQRT, add(C, var, fc(C, eps))));
+	*xhat = mul(C, xc, *rstd);
+}
+
+/* dx for y = xhat * s + b given g = dy * s: rstd (g - mean(g) - xhat mean(g xhat)). */
+static ir_value *norm_dx(gctx *C, ir_value *g, ir_value *xhat, ir_value *rstd, const unsigned char *red, ir_value *inv)
+{
+	ir_value *mg = mul(C, reduce_axes_keep(C, g, red), inv);
+	ir_value *mgx = mul(C, reduce_axes_keep(C, mul(C, g, xhat), red), inv);
+	return mul(C, rstd, sub(C, sub(C, g, mg), mul(C, xhat, mgx)));
+}
+
+static void rule_layernorm(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *S = n->in[1], *B = n->nin > 2 ? n->in[2] : NULL;
+	for (int k = 1; k < n->nout; k++)
+		if (n->out[k] && get_grad(C, n->out[k]))
+			return (void)fail(C, "cannot differentiate the Mean and InvStdDev outputs of "
+					  "LayerNormalization%s", "");
+	if (!dy)
+		return;
+	int r = x->shape.rank, ax = axis_attr(n, r, -1);
+	unsigned char red[IR_MAX_RANK] = {0};
+	for (int a = ax; a < r; a++)
+		red[a] = 1;
+	ir_value *inv = inv_count(C, &x->shape, red), *xhat, *rstd;
+	norm_stats(C, V(C, x), red, inv, ir_attr_float(n, "epsilon", 1e-5f), &xhat, &rstd);
+	if (need(C, x))
+		acc(C, x, norm_dx(C, mul(C, dy, V(C, S)), xhat, rstd, red, inv));
+	if (need(C, S))
+		acc_ub(C, S, mul(C, dy, xhat));
+	if (B && need(C, B))
+		acc_ub(C, B, dy);
+}
+
+/* BatchNormalization: training mode by the batch statistics over every axis
+ * but 1; inference mode by the given mean and variance. */
+static void rule_batchnorm(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *S = n->in[1], *B = n->in[2], *M = n->in[3], *Vr = n->in[4];
+	int train = (int)ir_attr_int(n, "training_mode", 0);
+	for (int k = 1; k < n->nout; k++)
+		if (n->out[k] && get_grad(C, n->out[k]))
+			return (void)fail(C, "cannot differentiate the running_mean and running_var outputs of "
+					  "BatchNormalization%s", "");
+	if (!dy)
+		return;
+	int r = x->shape.rank;
+	double eps = ir_attr_float(n, "epsilon", 1e-5f);
+	unsigned char red[IR_MAX_RANK] = {0};
+	for (int a = 0; a < r; a++)
+		red[a] = a != 1;
+	/* per-channel vectors [C] broadcast as [C, 1, ..] */
+	ir_shape cs = {.rank = r - 1};
+	cs.d[0] = x->shape.d[1];
+	for (int a = 1; a < r - 1; a++)
+		cs.d[a] = ir_dim_const(1);
+	ir_value *Sb = reshape(C, V(C, S), &cs), *xhat, *rstd;
+	ir_value *sum_dy = NULL;
+	if (train) {
+		ir_value *inv = inv_count(C, &x->shape, red);
+		norm_stats(C, V(C, x), red, inv, eps, &xhat, &rstd);
+		if (need(C, x))
+			acc(C, x, norm_dx(C, mul(C, dy, Sb), xhat, rstd, red, inv));
+	} else {
+		rstd = dvd(C, fc(C, 1), op1(C, OP_SQRT, add(C, reshape(C, V(C, Vr), &cs), fc(C, eps))));
+		xhat = mul(C, sub(C, V(C, x), reshape(C, V(C, M), &cs)), rstd);
+		if (need(C, x))
+			acc(C, x, mul(C, dy, mul(C, Sb, rstd)));
+		if (need(C, M) || need(C, Vr)) {
+			sum_dy = reduce_axes_keep(C, dy, red);
+			ir_value *sdx = reduce_axes_keep(C, mul(C, dy, xhat), red);
+			/* dmean = -sum(dy) s rstd; dvar = -1/2 sum(dy xhat) s rstd^2 */
+			if (need(C, M))
+				acc(C, M, reshape(C, op1(C, OP_NEG, mul(C, sum_dy, mul(C, Sb, rstd))), &M->shape));
+			if (need(C, Vr))
+				acc(C, Vr, reshape(C, scale(C, -0.5, mul(C, sdx, mul(C, Sb, mul(C, rstd, rstd)))),
+						   &Vr->shape));
+		}
+	}
+	if (need(C, S))
+		acc(C, S, reshape(C, reduce_axes_keep(C, mul(C, dy, xhat), red), &S->shape));
+	if (need(C, B))
+		acc(C, B, reshape(C, sum_dy ? sum_dy : reduce_axes_keep(C, dy, red), &B->shape));
+}
+
+static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *X = n->in[0], *W = n->in[1], *B = n->nin > 2 ? n->in[2] : NULL;
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	int nsp = infer_conv_geometry(n, k, st, pads, dil), r = X->shape.rank;
+	for (int a = 0; a < nsp; a++)
+		if (!ir_dim_is_const(X->shape.d[2 + a]))
+			return (void)fail(C, "cannot differentiate Conv over a spatial axis of run-time size (%s)", X->name);
+	for (int wrt = 0; wrt < 2; wrt++) {
+		ir_value *v = wrt ? W : X;
+		if (!need(C, v))
+			continue;
+		ir_value *in[3] = {V(C, X), V(C, W), dy};
+		ir_node *g = mk(C, OP_CONVGRAD, 3, in);
+		ir_attr_set_int(g, "wrt", wrt);
+		ir_attr_set_int(g, "group", ir_attr_int(n, "group", 1));
+		ir_attr_set_ints(g, "strides", nsp, st);
+		ir_attr_set_ints(g, "pads", 2 * nsp, pads);
+		ir_attr_set_ints(g, "dilations", nsp, dil);
+		acc(C, v, fin(C, g));
+	}
+	if (B && need(C, B)) {
+		unsigned char red[IR_MAX_RANK] = {0};
+		for (int a = 0; a < r; a++)
+			red[a] = a != 1;
+		acc(C, B, reshape(C, reduce_axes_keep(C, dy, red), &B->shape));
+	}
+}
+
+static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *val = n->nin > 2 ? n->in[2] : NULL;
+	int64_t pads[2 * IR_MAX_RANK];
+	if (x->dtype != DT_F32 || infer_pad_amounts(C->src, n, C->X->D, pads))
+		return (void)fail(C, "cannot differentiate Pad: it needs f32 data and constant pads%s", "");
+	ir_value *in[2] = {V(C, x), dy};
+	ir_node *g = mk(C, OP_PADGRAD, 2, in);
+	ir_attr_set_ints(g, "pads", 2 * x->shape.rank, pads);
+	ir_attr_set_string(g, "mode", ir_attr_string(n, "mode", "constant"));
+	ir_value *dx = fin(C, g);
+	acc(C, x, dx);
+	if (val && need(C, val)) {
+		/* the constant fills every position of dY not copied from X */
+		unsigned char all[IR_MAX_RANK];
+		memset(all, 1, sizeof all);
+		if (strcmp(ir_attr_string(n, "mode", "constant"), "constant"))
+			return;
+		ir_value *d = sub(C, reduce_axes_keep(C, dy, all), reduce_axes_keep(C, dx, all));
+		acc(C, val, reshape(C, d, &val->shape));
+	}
+}
+
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (= NLL of its
+ * log_prob output, LogSoftmax over axis 1). */
+static void rule_class_loss(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *X = n->in[0], *t = V(C, n->in[1]), *w = n->nin > 2 ? n->in[2] : NULL;
+	int sce = n->op == OP_SOFTMAXCE;
+	ir_value *dlp = sce && n->nout > 1 && n->out[1] ? get_grad(C, n->out[1]) : NULL;
+	ir_value *lp = !sce ? V(C, X) : n->nout > 1 && n->out[1] ? V(C, n->out[1]) : NULL;
+	if (!lp) {
+		ir_node *ls = mk(C, OP_LOGSOFTMAX, 1, (ir_value *[]){V(C, X)});
+		ir_attr_set_int(ls, "axis", 1);
+		lp = fin(C, ls);
+	}
+	ir_attr *ig = ir_attr_find(n, "ignore_index");
+	for (int wrt = 0; wrt < 2 && dy; wrt++) {
+		ir_value *v = wrt ? w : X;
+		if (!v || !need(C, v))
+			continue;
+		ir_value *in[4] = {dy, lp, t, w ? V(C, w) : NULL};
+		ir_node *g = mk(C, OP_CLASSLOSSGRAD, w ? 4 : 3, in);
+		ir_attr_set_int(g, "wrt", wrt);
+		ir_attr_set_string(g, "reduction", ir_attr_string(n, "reduction", "mean"));
+		if (ig)
+			ir_attr_set_int(g, "ignore_index", ig->i);
+		ir_value *d = fin(C, g);
+		if (wrt) {
+			acc(C, w, d);
+			continue;
+		}
+		dlp = dlp ? add(C, dlp, d) : d;
+	}
+	if (!dlp || !need(C, X))
+		return;
+	if (!sce) {
+		acc(C, X, dlp);
+		return;
+	}
+	ir_value *s = reduce(C, dlp, 1, 1, 1);
+	acc(C, X, sub(C, dlp, mul(C, op1(C, OP_EXP, lp), s)));
+}
+
 static void rule_rec(gctx *C, ir_node *n);
 
 static void rule(gctx *C, ir_node *n)
@@ -732,9 +1048,27 @@ static void rule(gctx *C, ir_node *n)
 		rule_rec(C, n);
 		return;
 	}
-	if (n->op != OP_SPLIT && !dy)
+	int multi = n->op == OP_SPLIT || n->op == OP_SOFTMAXCE || n->op == OP_LAYERNORM || n->op == OP_BATCHNORM;
+	if (!multi && !dy)
 		return;
-	if (n->op == OP_GEMM)
+	if (n->op == OP_WHERE)
+		rule_where(C, n, dy);
+	else if (n->op == OP_MIN || n->op == OP_MAX)
+		rule_minmax(C, n, dy);
+	else if (n->op == OP_REDUCESUM || n->op == OP_REDUCEMEAN || n->op == OP_REDUCEMAX || n->op == OP_REDUCEMIN ||
+		 n->op == OP_REDUCESUMSQUARE || n->op == OP_REDUCEL2 || n->op == OP_REDUCELOGSUMEXP)
+		rule_reduce(C, n, dy);
+	else if (n->op == OP_LAYERNORM)
+		rule_layernorm(C, n, dy);
+	else if (n->op == OP_BATCHNORM)
+		rule_batchnorm(C, n, dy);
+	else if (n->op == OP_CONV)
+		rule_conv(C, n, dy);
+	else if (n->op == OP_PAD)
+		rule_pad(C, n, dy);
+	else if (n->op == OP_SOFTMAXCE || n->op == OP_NLLLOSS)
+		rule_class_loss(C, n, dy);
+	else if (n->op == OP_GEMM)
 		rule_gemm(C, n, dy);
 	else if (n->op == OP_MATMUL)
 		rule_matmul(C, n, dy);

@@ -18,7 +18,9 @@
  *             coefficient follows the NAG restart schedule of docs/cells.md,
  *             which the body then computes, so it holds for any T;
  *           - initial states: whatever the first copy reads (zeros that the
- *             exporter folded into the first copy are recognised);
+ *             exporter folded into the first copy are recognised, and so
+ *             is a first copy in which states that start equal had their
+ *             identical updates computed once);
  *           - outputs: final states the rest of the graph reads, stacked
  *             per-step outputs (Unsqueeze + Concat of every step, in order),
  *             last-step values (a stacked output and Gather(-1)) and
@@ -37,7 +39,10 @@
  *           own: the first layer's T stays fixed while the second layer's
  *           per-step reads of its output pick fixed steps; once the second
  *           loop is rolled over that whole output, both become symbolic
- *           together (fixed_upstream).  recognize.c names the cell the step
+ *           together (fixed_upstream).  States updated by the same
+ *           expression over consecutive column blocks of one product (a
+ *           velocity per gate) become one state (merge_parallel_states).
+ *           recognize.c names the cell the step
  *           computes (attributes cell, cell_note).  A graph that is not
  *           a clean trace is left unchanged (never an error).
  * breaks:   nothing.
@@ -115,6 +120,7 @@ typedef struct rr {
 	char *matched;          /* [nn] */
 	char *done;             /* [T] copies matched so far */
 	int map_node;           /* the node commit_match took last */
+	int map_again;          /* ... and it was matched before (copy 0: see fits) */
 	int round;              /* loops rolled before this one */
 	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
@@ -940,8 +946,13 @@ static int fits(rr *R, int t, int j, ir_node *n, int commit)
 	ir_node *tn = R->tn[j];
 	int id = nid(R, n);
 	/* in the first copy, work on the initial states alone was computed
-	 * before the loop (it depends on no per-step slice) */
-	if (id < 0 || (R->label[id] != t && !(t == 0 && R->label[id] == LBL_PREFIX)) || R->matched[id] ||
+	 * before the loop (it depends on no per-step slice).  There, one node
+	 * may also stand for several template nodes: states that start equal
+	 * (one torch.zeros for h and every velocity) make their first updates
+	 * the same expression, which the exporter computed once; the inputs
+	 * are checked below like any other, so the node computes what each of
+	 * those template nodes would */
+	if (id < 0 || (R->label[id] != t && !(t == 0 && R->label[id] == LBL_PREFIX)) || (R->matched[id] && t) ||
 	    R->anchor_of[id] || n->op != tn->op ||
 	    n->nin != tn->nin || n->nout != tn->nout || n->body || !same_attrs(n, tn))
 		return 0;
@@ -995,6 +1006,7 @@ static void commit_match(rr *R, int t, int j, ir_node *n)
 	if (getenv("CELLC_DEBUG_REROLL") && getenv("CELLC_DEBUG_REROLL")[0] == '3')
 		fprintf(stderr, "reroll: copy %d: %s is %s\n", t, n->name, R->tn[j]->name);
 	fits(R, t, j, n, 1);
+	R->map_again = R->matched[n->id];
 	R->matched[n->id] = 1;
 	R->map_node = n->id;
 	ir_node *tn = R->tn[j];
@@ -1166,6 +1178,8 @@ static int same_consts(const rr *R, int j, const ir_node *n)
 static int cand_score(const rr *R, int t, int j, const ir_node *n)
 {
 	int near = 9;
+	if (R->matched[n->id])
+		return 0;       /* standing for a second template node: the last resort */
 	if (t == 0 && R->label[n->id] == LBL_PREFIX) {
 		int d = read_by_copy(R, n, 8);
 		if (d < 0)
@@ -1248,7 +1262,7 @@ static int match_copy(rr *R, int t)
 				R->sin[t][s] = R->map[t - 1][R->state_out[s]];
 	for (int j = 0; j < R->nt; j++) {
 		if (find_match(R, t, j)) {
-			nmatched += R->label[R->map_node] == t;
+			nmatched += R->label[R->map_node] == t && !R->map_again;
 			continue;
 		}
 		if (t == 0 && fold_in_copy0(R, j))
@@ -2438,6 +2452,338 @@ static int slice_traced_steps(rr *R, ir_node *rec)
 	return 0;
 }
 
+
+/* ---- parallel states: one velocity per gate is one velocity ---------------------------- */
+
+/* A state whose update is one element-wise expression of itself, of a
+ * column block of a product P computed in the step, and of scalars
+ * (v_r = mu * v_r + s * W_xr(x) beside v_z and v_n, one nn.Linear and one
+ * velocity per gate) is a column block of one state: states whose updates
+ * are the same expression over consecutive blocks of the same P are merged
+ * into one state over the union of the blocks, and the recogniser then sees
+ * the cell's one state.  Only states that start at zero and whose final
+ * values nobody reads are merged. */
+typedef struct par_leaf {
+	const ir_value *own;    /* the state input */
+	const ir_value *P;      /* the product whose column block is read */
+	int64_t off, w;         /* that block */
+} par_leaf;
+
+/* The column block [off, off + w) of P that Slice node n reads, or 0. */
+static int column_block(const ir_node *n, const ir_value **P, int64_t *off, int64_t *w)
+{
+	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2 || !ir_value_is_const(n->in[1]) ||
+	    !ir_value_is_const(n->in[2]) || !ir_value_is_const(n->in[3]) ||
+	    ir_shape_const_numel(&n->in[3]->shape) != 1 ||
+	    (n->nin >= 5 && n->in[4] && (!ir_value_is_const(n->in[4]) || ir_const_int(n->in[4], 0) != 1)))
+		return 0;
+	int64_t ax = ir_const_int(n->in[3], 0), st = ir_const_int(n->in[1], 0), en = ir_const_int(n->in[2], 0);
+	const ir_dim cols = n->in[0]->shape.d[1];
+	if ((ax != 1 && ax != -1) || !ir_dim_is_const(cols) || st < 0 || en <= st || en > cols.k)
+		return 0;
+	*P = n->in[0];
+	*off = st;
+	*w = en - st;
+	return 1;
+}
+
+/* Whether a (in state a's update) and b (in state b's) are the same
+ * expression, leaf for leaf; la, lb collect each side's product block. */
+static int same_update(const ir_value *a, const ir_value *b, par_leaf *la, par_leaf *lb, int depth)
+{
+	if (depth > 16)
+		return 0;
+	if (a == la->own || b == lb->own)
+		return a == la->own && b == lb->own;
+	if (has_data(a) || has_data(b))
+		return has_data(a) && has_data(b) && ir_shape_const_numel(&a->shape) == 1 && same_const(a, b, 0);
+	const ir_node *na = a->producer, *nb = b->producer;
+	if (!na || !nb || na->nout != 1 || nb->nout != 1 || a->nuses != 1 || b->nuses != 1)
+		return 0;
+	const ir_value *Pa, *Pb;
+	int64_t oa, ob, wa, wb;
+	if (column_block(na, &Pa, &oa, &wa)) {
+		if (!column_block(nb, &Pb, &ob, &wb) || Pa != Pb || wa != wb || (la->P && (la->P != Pa || la->off != oa)) ||
+		    (lb->P && (lb->P != Pb || lb->off != ob)))
+			return 0;
+		la->P = Pa, la->off = oa, la->w = wa;
+		lb->P = Pb, lb->off = ob, lb->w = wb;
+		return 1;
+	}
+	if (ir_ops[na->op].kind != OPK_ELEM || na->op != nb->op || na->nin != nb->nin || !same_attrs(na, nb))
+		return 0;
+	for (int k = 0; k < na->nin; k++)
+		if ((na->in[k] == NULL) != (nb->in[k] == NULL) ||
+		    (na->in[k] && !same_update(na->in[k], nb->in[k], la, lb, depth + 1)))
+			return 0;
+	return 1;
+}
+
+/* The copy of state a's update expression over the merged state S and the
+ * merged block of P; nodes appended to *out. */
+static ir_value *clone_update(ir_graph *b, const ir_value *v, const par_leaf *la, ir_value *S, int64_t w,
+			      ir_node **out, int *nout, diag *q)
+{
+	if (v == la->own)
+		return S;
+	if (has_data(v))
+		return (ir_value *)v;
+	const ir_node *n = v->producer;
+	ir_node *c;
+	if (n->op == OP_SLICE) {
+		int64_t st = la->off, en = la->off + w, ax = 1;
+		if (st == 0 && ir_dim_is_const(la->P->shape.d[1]) && la->P->shape.d[1].k == w)
+			return (ir_value *)la->P;       /* the whole product */
+		c = ir_node_new(b, OP_SLICE, NULL, 4, 1);
+		c->in[0] = (ir_value *)la->P;
+		c->in[1] = ir_const_i64(b, NULL, 1, &st);
+		c->in[2] = ir_const_i64(b, NULL, 1, &en);
+		c->in[3] = ir_const_i64(b, NULL, 1, &ax);
+	} else {
+		c = ir_node_new(b, n->op, NULL, n->nin, 1);
+		c->attrs = n->attrs;
+		c->nattrs = n->nattrs;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && !(c->in[k] = clone_update(b, n->in[k], la, S, w, out, nout, q)))
+				return NULL;
+	}
+	c->origin = "states merged (one per gate)";
+	c->out[0] = ir_value_new(b, NULL, VAL_TEMP, v->dtype);
+	c->out[0]->producer = c;
+	if (infer_node(b, c, q))
+		return NULL;
+	out[(*nout)++] = c;
+	return c->out[0];
+}
+
+/* Column block [off, off + w) of X as a new Slice node appended to *out. */
+static ir_value *block_of(ir_graph *b, ir_value *X, int64_t off, int64_t w, ir_node **out, int *nout, diag *q)
+{
+	int64_t st = off, en = off + w, ax = 1;
+	ir_node *c = ir_node_new(b, OP_SLICE, NULL, 4, 1);
+	c->in[0] = X;
+	c->in[1] = ir_const_i64(b, NULL, 1, &st);
+	c->in[2] = ir_const_i64(b, NULL, 1, &en);
+	c->in[3] = ir_const_i64(b, NULL, 1, &ax);
+	c->origin = "states merged (one per gate)";
+	c->out[0] = ir_value_new(b, NULL, VAL_TEMP, X->dtype);
+	c->out[0]->producer = c;
+	if (infer_node(b, c, q))
+		return NULL;
+	out[(*nout)++] = c;
+	return c->out[0];
+}
+
+static void replace_uses(ir_graph *b, const ir_value *from, ir_value *to, const ir_node *except)
+{
+	for (int i = 0; i < b->nnodes; i++)
+		if (b->nodes[i] != except)
+			for (int k = 0; k < b->nodes[i]->nin; k++)
+				if (b->nodes[i]->in[k] == from)
+					b->nodes[i]->in[k] = to;
+}
+
+enum { PAR_MAX = 8 };
+
+/* Whether initial state v is all zeros (NULL: zeros by definition). */
+static int zero_state(const ir_value *v)
+{
+	if (!v)
+		return 1;
+	if (has_data(v) && v->dtype == DT_F32) {
+		int64_t n = ir_shape_const_numel(&v->shape);
+		for (int64_t i = 0; i < n; i++)
+			if (((const float *)v->data)[i] != 0.0f)
+				return 0;
+		return n >= 0;
+	}
+	const ir_node *p = v->producer;
+	if (!p || p->op != OP_CONSTOFSHAPE || v->dtype != DT_F32)
+		return 0;
+	const ir_attr *a = ir_attr_find(p, "value");
+	return !a || !a->t || (a->t->dtype == DT_F32 && has_data(a->t) && *(const float *)a->t->data == 0.0f);
+}
+
+/* One group of parallel states of rec merged: 1, or 0 when there is none. */
+static int merge_parallel_states(ir_graph *g, ir_node *rec)
+{
+	ir_graph *b = rec->body;
+	int nseq = (int)ir_attr_int(rec, "n_seq", 0), ns = (int)ir_attr_int(rec, "n_state", 0);
+	if (!b || ns < 2 || b->ninputs < nseq + ns || b->noutputs < ns)
+		return 0;
+	ir_recount(g);
+	for (int a = 0; a < ns; a++) {
+		ir_value *sa = b->inputs[nseq + a], *ua = b->outputs[a];
+		if (!zero_state(rec->in[nseq + a]) || (rec->out[a] && rec->out[a]->nuses) || sa->shape.rank != 2 ||
+		    sa->dtype != DT_F32)
+			continue;
+		int grp[PAR_MAX], ng = 1;
+		par_leaf L[PAR_MAX];
+		grp[0] = a;
+		L[0] = (par_leaf){.own = sa};
+		for (int c = a + 1; c < ns && ng < PAR_MAX; c++) {
+			ir_value *sc = b->inputs[nseq + c], *uc = b->outputs[c];
+			if (!zero_state(rec->in[nseq + c]) || (rec->out[c] && rec->out[c]->nuses) || !ir_shape_eq(&sc->shape, &sa->shape) ||
+			    uc == ua)
+				continue;
+			par_leaf l0 = {.own = sa}, lc = {.own = sc};
+			/* the roots are read elsewhere too (the gates): compare below them */
+			const ir_node *ra = ua->producer, *rc = uc->producer;
+			if (!ra || !rc || ra->op != rc->op || ra->nin != rc->nin || ir_ops[ra->op].kind != OPK_ELEM ||
+			    !same_attrs(ra, rc))
+				continue;
+			int same = 1;
+			for (int k = 0; k < ra->nin && same; k++)
+				same = (ra->in[k] == NULL) == (rc->in[k] == NULL) &&
+				       (!ra->in[k] || same_update(ra->in[k], rc->in[k], &l0, &lc, 1));
+			if (!same || !l0.P || l0.w != sa->shape.d[1].k || (L[0].P && L[0].off != l0.off))
+				continue;
+			L[0] = l0;
+			L[ng] = lc;
+			grp[ng++] = c;
+		}
+		if (ng < 2)
+			continue;
+		/* consecutive blocks of P, in some order of the states */
+		int64_t w = L[0].w, lo = L[0].off;
+		for (int i = 1; i < ng; i++)
+			lo = L[i].off < lo ? L[i].off : lo;
+		int ok = 1;
+		for (int i = 0; i < ng && ok; i++) {
+			int64_t k = L[i].off - lo;
+			ok = k % w == 0 && k / w < ng;
+			for (int j = 0; j < i && ok; j++)
+				ok = L[j].off != L[i].off;
+		}
+		if (!ok)
+			continue;
+		/* the merged state S [B, ng * w] and its update */
+		diag q;
+		diag_init(&q, NULL);
+		q.quiet = 1;
+		ir_node **fresh = arena_array(g->A, (size_t)(b->nnodes * 2 + 16), sizeof *fresh);
+		int nf = 0, nhead = 0;
+		ir_value *S = ir_value_new(b, arena_printf(g->A, "%s.merged", sa->name ? sa->name : "state"), VAL_STEP,
+					   DT_F32);
+		S->shape = sa->shape;
+		S->shape.d[1] = ir_dim_const(w * ng);
+		ir_node *head[PAR_MAX];
+		/* the states' other readers read their blocks of S */
+		for (int i = 0; i < ng; i++) {
+			ir_value *blk = block_of(b, S, L[i].off - lo, w, head, &nhead, &q);
+			if (!blk)
+				return 0;
+			replace_uses(b, L[i].own, blk, NULL);
+		}
+		par_leaf lm = L[0];
+		lm.off = lo;
+		lm.own = head[0]->out[0];       /* S's block 0 now stands where sa was read */
+		/* the merged update: state a's expression, over S and P's blocks */
+		ir_value *Su = clone_update(b, ua, &(par_leaf){.own = lm.own, .P = lm.P, .off = lo}, S, w * ng, fresh,
+					    &nf, &q);
+		if (!Su)
+			return 0;
+		/* readers of each state's update read its block of the merged one */
+		ir_node *tailn[PAR_MAX];
+		int ntail = 0;
+		for (int i = 0; i < ng; i++) {
+			ir_value *blk = block_of(b, Su, L[i].off - lo, w, tailn, &ntail, &q);
+			if (!blk)
+				return 0;
+			replace_uses(b, b->outputs[grp[i]], blk, NULL);
+		}
+		/* the node list: the blocks of S first, the merged update where
+		 * state a's update was (after P), then the rest */
+		ir_node **nodes = arena_array(g->A, (size_t)(b->nnodes + nhead + nf + ntail + 1), sizeof *nodes);
+		int k = 0;
+		for (int i = 0; i < nhead; i++)
+			nodes[k++] = head[i];
+		const ir_node *pn = lm.P->producer;
+		int placed = pn == NULL;
+		if (placed) {
+			for (int i = 0; i < nf; i++)
+				nodes[k++] = fresh[i];
+			for (int i = 0; i < ntail; i++)
+				nodes[k++] = tailn[i];
+		}
+		for (int i = 0; i < b->nnodes; i++) {
+			nodes[k++] = b->nodes[i];
+			if (b->nodes[i] == pn) {
+				for (int j = 0; j < nf; j++)
+					nodes[k++] = fresh[j];
+				for (int j = 0; j < ntail; j++)
+					nodes[k++] = tailn[j];
+			}
+		}
+		ir_set_nodes(b, nodes, k);
+		/* inputs, outputs and the recurrence: state a becomes S, the others go */
+		int keep[IR_MAX_SYMS + 64], nk = 0;
+		(void)keep;
+		ir_value **bin = arena_array(g->A, (size_t)b->ninputs, sizeof *bin);
+		ir_value **bout = arena_array(g->A, (size_t)b->noutputs, sizeof *bout);
+		ir_value **rin = arena_array(g->A, (size_t)rec->nin, sizeof *rin);
+		ir_value **rout = arena_array(g->A, (size_t)rec->nout, sizeof *rout);
+		int ni = 0, no = 0, nri = 0, nro = 0;
+		for (int i = 0; i < b->ninputs; i++) {
+			int s = i - nseq, drop = 0;
+			for (int j = 1; j < ng; j++)
+				drop |= s == grp[j];
+			if (!drop)
+				bin[ni++] = s == a ? S : b->inputs[i];
+		}
+		for (int i = 0; i < b->noutputs; i++) {
+			int drop = 0;
+			for (int j = 1; j < ng; j++)
+				drop |= i == grp[j];
+			if (!drop)
+				bout[no++] = i == a ? Su : b->outputs[i];
+		}
+		for (int i = 0; i < rec->nin; i++) {
+			int s = i - nseq, drop = 0;
+			for (int j = 1; j < ng && s >= 0 && s < ns; j++)
+				drop |= s == grp[j];
+			if (!drop)
+				rin[nri++] = s == a ? NULL : rec->in[i];   /* zeros, like each part */
+		}
+		for (int i = 0; i < rec->nout; i++) {
+			int drop = 0;
+			for (int j = 1; j < ng && i < ns; j++)
+				drop |= i == grp[j];
+			if (!drop)
+				rout[nro++] = i == a && rec->out[i] ? NULL : rec->out[i];
+		}
+		for (int i = 0; i < b->noutputs; i++)
+			b->outputs[i]->is_output = 0;
+		b->inputs = bin, b->ninputs = ni;
+		b->outputs = bout, b->noutputs = no;
+		for (int i = 0; i < no; i++)
+			bout[i]->is_output = 1;
+		rec->in = rin, rec->nin = nri;
+		rec->out = rout, rec->nout = nro;
+		ir_attr_set_int(rec, "n_state", ns - (ng - 1));
+		(void)nk;
+		ir_recount(g);
+		/* the old updates are read by nothing now */
+		for (int again = 1; again;) {
+			again = 0;
+			int m = 0;
+			for (int i = 0; i < b->nnodes; i++) {
+				ir_node *n = b->nodes[i];
+				int live = n->body != NULL;
+				for (int o = 0; o < n->nout; o++)
+					live |= n->out[o] && (n->out[o]->nuses > 0 || n->out[o]->is_output);
+				if (live)
+					b->nodes[m++] = n;
+			}
+			again = m < b->nnodes;
+			b->nnodes = m;
+			ir_recount(g);
+		}
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- the pass --------------------------------------------------------------------------- */
 
 /* One loop: 1 rolled, 0 nothing found, -1 left alone (R.why says why). */
@@ -2513,6 +2859,8 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why, fixed_
 		return -1;
 	if (sym_ok && time_note && F->n < FIXED_MAX)
 		F->rec[F->n++] = rec;
+	for (int k = 0; k < 4 && merge_parallel_states(g, rec); k++)
+		;
 	recognize_recurrence(rec);
 	ir_recount(g);
 	return 1;

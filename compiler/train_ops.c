@@ -1,6 +1,7 @@
 /* train_ops.c: shape rules and C for the training ops of ops.def (the block
- * "training"): ReduceSum, SliceScatter, MatrixExp and the losses with their
- * gradients.
+ * "training"): ReduceSum, SliceScatter, MatrixExp, the losses with their
+ * gradients, and the gradients of Conv, Pad and the class losses (ConvGrad,
+ * PadGrad, ClassLossGrad: calls of runtime/rt_nn.c).
  *
  * pass_grad makes these nodes; they appear only in the root graph of a
  * --train compilation.  ReduceSum here sums over one contiguous run of axes
@@ -10,6 +11,7 @@
  * sum(mask) (docs/training.md).
  */
 #include "emit.h"
+#include "infer.h"
 #include "train.h"
 #include "util.h"
 
@@ -116,6 +118,30 @@ int train_op_infer(ir_graph *g, ir_node *n, diag *D)
 			return bad(D, n, "MatrixExp takes a square matrix of constant size");
 		y->dtype = DT_F32;
 		y->shape = x->shape;
+		return 0;
+	case OP_CONVGRAD: {
+		/* inputs X W dY: dX shaped like X (wrt 0) or dW like W (wrt 1) */
+		int wrt = (int)ir_attr_int(n, "wrt", 0);
+		if (x->shape.rank < 3 || n->in[1]->shape.rank != x->shape.rank || n->in[2]->shape.rank != x->shape.rank)
+			return bad(D, n, "ConvGrad takes X [N, C, D..], W [M, C/group, K..] and dY [N, M, O..]");
+		y->dtype = DT_F32;
+		y->shape = wrt ? n->in[1]->shape : x->shape;
+		return 0;
+	}
+	case OP_PADGRAD: {
+		ir_attr *pa = ir_attr_find(n, "pads");
+		if (!pa || pa->n != 2 * x->shape.rank || n->in[1]->shape.rank != x->shape.rank)
+			return bad(D, n, "PadGrad takes X, dY of X's rank and pads (2 per axis)");
+		y->dtype = DT_F32;
+		y->shape = x->shape;
+		return 0;
+	}
+	case OP_CLASSLOSSGRAD:
+		/* inputs dloss X target [weights]: dX (wrt 0) or dweights (wrt 1) */
+		if (ir_attr_int(n, "wrt", 0) && (n->nin < 4 || !n->in[3]))
+			return bad(D, n, "ClassLossGrad: the weights gradient needs the weights");
+		y->dtype = DT_F32;
+		y->shape = ir_attr_int(n, "wrt", 0) ? n->in[3]->shape : n->in[1]->shape;
 		return 0;
 	case OP_GRADIENT: {
 		/* outputs: the gradients of the inputs xs (named by the xs attribute) */
@@ -305,6 +331,69 @@ static void emit_matexp(emit_ctx *E, ir_node *n)
 	ew_close(E->w, "");
 }
 
+static const char *dims_of(emit_ctx *E, const ir_shape *s)
+{
+	char *r = "";
+	for (int i = 0; i < s->rank; i++)
+		r = arena_printf(E->A, "%s%s%s", r, i ? ", " : "", emit_dim(E, s->d[i]));
+	return arena_printf(E->A, "(const int64_t[]){%s}", *r ? r : "0");
+}
+
+static const char *ints_of(emit_ctx *E, const int64_t *v, int n)
+{
+	char *r = "";
+	for (int i = 0; i < n; i++)
+		r = arena_printf(E->A, "%s%s%lld", r, i ? ", " : "", (long long)v[i]);
+	return arena_printf(E->A, "(const int64_t[]){%s}", n ? r : "0");
+}
+
+static void emit_convgrad(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *w = n->in[1], *dy = n->in[2];
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	int nsp = infer_conv_geometry(n, k, st, pads, dil);
+	int wrt = (int)ir_attr_int(n, "wrt", 0);
+	comment(E, n);
+	ew_line(E->w, "rt_conv_grad_%s(%s, %s, %s, %d, %s, %s, %lld, %s, %s, %s, %s);", wrt ? "w" : "x",
+		emit_ref(E, n->out[0]), emit_ref(E, dy), emit_ref(E, wrt ? x : w), nsp, dims_of(E, &x->shape),
+		emit_dim(E, w->shape.d[0]), (long long)ir_attr_int(n, "group", 1), ints_of(E, k, nsp),
+		ints_of(E, st, nsp), ints_of(E, pads, 2 * nsp), ints_of(E, dil, nsp));
+}
+
+static void emit_padgrad(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0];
+	ir_attr *pa = ir_attr_find(n, "pads");
+	const char *mode = ir_attr_string(n, "mode", "constant");
+	comment(E, n);
+	if (x->shape.rank == 0) {
+		ew_line(E->w, "%s[0] = %s[0];", emit_ref(E, n->out[0]), emit_ref(E, n->in[1]));
+		return;
+	}
+	ew_line(E->w, "rt_pad_grad(%s, %s, %d, %s, %s, %s);", emit_ref(E, n->out[0]), emit_ref(E, n->in[1]),
+		x->shape.rank, dims_of(E, &x->shape), ints_of(E, pa->ints, pa->n),
+		!strcmp(mode, "reflect") ? "RT_PAD_REFLECT" : !strcmp(mode, "edge") ? "RT_PAD_EDGE" : "RT_PAD_CONSTANT");
+}
+
+static void emit_classlossgrad(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[1], *t = n->in[2], *w = n->nin > 3 ? n->in[3] : NULL;
+	const char *red = ir_attr_string(n, "reduction", "mean");
+	ir_attr *ig = ir_attr_find(n, "ignore_index");
+	comment(E, n);
+	ew_open(E->w, "%s", "");
+	int wrt = (int)ir_attr_int(n, "wrt", 0);
+	ew_line(E->w, "int gst = rt_class_loss_grad(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %lld);",
+		wrt ? "NULL" : emit_ref(E, n->out[0]), wrt ? emit_ref(E, n->out[0]) : "NULL", emit_ref(E, n->in[0]),
+		emit_ref(E, x), emit_ref(E, t), w ? emit_ref(E, w) : "NULL", emit_dim(E, x->shape.d[0]),
+		emit_dim(E, x->shape.d[1]), emit_dim(E, prod(&x->shape, 2, x->shape.rank)),
+		!strcmp(red, "none") ? "RT_LOSS_NONE" : !strcmp(red, "sum") ? "RT_LOSS_SUM" : "RT_LOSS_MEAN", ig != NULL,
+		ig ? (long long)ig->i : 0LL);
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
+
 void train_op_emit(emit_ctx *E, ir_node *n)
 {
 	switch (n->op) {
@@ -315,6 +404,9 @@ void train_op_emit(emit_ctx *E, ir_node *n)
 	case OP_SOFTMAXCEGRAD: emit_ce(E, n, 1); return;
 	case OP_MSELOSS: emit_mse(E, n, 0); return;
 	case OP_MSELOSSGRAD: emit_mse(E, n, 1); return;
+	case OP_CONVGRAD: emit_convgrad(E, n); return;
+	case OP_PADGRAD: emit_padgrad(E, n); return;
+	case OP_CLASSLOSSGRAD: emit_classlossgrad(E, n); return;
 	default:
 		UNREACHABLE();
 	}

@@ -359,6 +359,19 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
 		 const int64_t *dil);
 
+/* The gradients of rt_conv (same geometry) for dY [N, M, O..]:
+ * rt_conv_grad_x: dX [N, C, D..] (every dY element adds dy * w to the input
+ * positions its taps read; none in the padding); rt_conv_grad_w: dW
+ * [M, C/group, K..] = the sum over the batch and the output positions of dy
+ * times the input tap (double accumulation).  The bias gradient is dY summed
+ * over every axis but 1. */
+void rt_conv_grad_x(float *dx, const float *dy, const float *w, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil);
+void rt_conv_grad_w(float *dw, const float *dy, const float *x, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil);
+
 /* ONNX Pad on every axis: pads [2 rank] = begins then ends (negative ones
  * crop); Y dims xdims[a] + pads[a] + pads[rank + a].  mode: constant (value,
  * one element, or zeros when NULL), edge (the border element repeated),
@@ -366,6 +379,11 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 enum { RT_PAD_CONSTANT = 0, RT_PAD_REFLECT = 1, RT_PAD_EDGE = 2 };
 void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
 	    int mode, const void *value);
+
+/* The gradient of rt_pad (float32): dX = zeros, then every element of dY
+ * added to the element of X it was copied from (constant positions give
+ * nothing; with edge and reflect an element of X may receive several). */
+void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, const int64_t *pads, int mode);
 
 /* Reductions of X over the axes a with red[a] != 0, computed in double; Y
  * holds the kept axes in order (keepdims does not change the layout).  Max and
@@ -406,13 +424,11 @@ void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const fl
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
 
-/* BatchNormalization in training mode (opset 14+, training_mode 1), X [n, c,
- * inner]: the batch statistics of each channel, mean_b and the population
- * variance var_b over (n, inner) (in double), normalise Y = (X - mean_b) /
- * sqrt(var_b + eps) * scale[c] + bias[c]; running_mean = mean[c] * momentum
- * + mean_b * (1 - momentum), running_var likewise from var[c] and var_b
- * (either output NULL: not wanted). */
-void rt_batchnorm_train(float *y, float *running_mean, float *running_var, const float *x, const float *scale,
+/* BatchNormalization in training mode, X [n, c, inner]: each channel
+ * normalised by its batch mean and biased variance (in double) over n and
+ * inner; run_mean / run_var (may be NULL) = mean / var * momentum + the
+ * batch's * (1 - momentum). */
+void rt_batchnorm_train(float *y, float *run_mean, float *run_var, const float *x, const float *scale,
 			const float *bias, const float *mean, const float *var, int64_t n, int64_t c, int64_t inner,
 			float eps, float momentum);
 
@@ -436,6 +452,16 @@ int rt_gather_elements(void *y, const void *x, size_t esize, int rank, const int
 enum { RT_LOSS_NONE, RT_LOSS_SUM, RT_LOSS_MEAN };
 int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, const int64_t *target, const float *w,
 		  int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
+
+/* The gradients of rt_class_loss with from_logits 0 (X: the
+ * log-probabilities) for dloss ([n, d] for RT_LOSS_NONE, else one value),
+ * each skipped when NULL: dx = 0 except -w[t] * g at the target class, and
+ * dw[k] = the sum over the targets of class k of g * (-X[t] - L), where g is
+ * dloss (divided by the weight sum of the targets not ignored for
+ * RT_LOSS_MEAN) and L the mean loss for RT_LOSS_MEAN, else 0.  RT_ERR_INDEX
+ * as there. */
+int rt_class_loss_grad(float *dx, float *dw, const float *dloss, const float *x, const int64_t *target,
+		       const float *w, int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore);
 
 /* ONNX ConvTranspose: X [N, C, D..], W [C, M/group, K..], B [M] (NULL: none),
  * Y [N, M, ysp..]: every input element adds x * w to the output position
@@ -687,6 +713,55 @@ typedef struct rt_plot {
 } rt_plot;
 
 int rt_svg_plot(const char *path, const rt_plot *p, int nseries, const rt_series *s);
+/* ---- kernels: image sampling (owner: runtime/rt_image.c) ---- */
+
+/* ONNX Resize (and Upsample) of X [xdims] into Y [ydims], any rank <=
+ * RT_TF_MAXRANK: scales[a] the factor of axis a (the scales input, or
+ * ydims[a] / xdims[a] when sizes gave the size), roi [2 rank] the starts then
+ * the ends of tf_crop_and_resize (NULL: none).  Coordinates in double. */
+enum { RT_RESIZE_NEAREST = 0, RT_RESIZE_LINEAR = 1, RT_RESIZE_CUBIC = 2 };
+enum {
+	RT_COORD_HALF_PIXEL = 0, RT_COORD_HALF_PIXEL_SYMMETRIC = 1, RT_COORD_PYTORCH_HALF_PIXEL = 2,
+	RT_COORD_ALIGN_CORNERS = 3, RT_COORD_ASYMMETRIC = 4, RT_COORD_TF_CROP_AND_RESIZE = 5,
+	RT_COORD_TF_HALF_PIXEL_FOR_NN = 6,      /* opset 11 only */
+};
+enum {
+	RT_NEAREST_ROUND_PREFER_FLOOR = 0, RT_NEAREST_ROUND_PREFER_CEIL = 1, RT_NEAREST_FLOOR = 2,
+	RT_NEAREST_CEIL = 3,
+};
+typedef struct rt_resize_mode {
+	int mode;               /* RT_RESIZE_* */
+	int coord;              /* RT_COORD_*: coordinate_transformation_mode */
+	int nearest;            /* RT_NEAREST_*: nearest_mode */
+	int exclude_outside;    /* 1: weights of positions outside X are 0, the rest renormalised */
+	double cubic_a;         /* cubic_coeff_a */
+	float extrapolation;    /* extrapolation_value (tf_crop_and_resize) */
+} rt_resize_mode;
+void rt_resize(float *y, const float *x, int rank, const int64_t *xdims, const int64_t *ydims, const double *scales,
+	       const double *roi, const rt_resize_mode *m);
+
+/* ONNX GridSample (2-D): X [n, c, h, w] sampled at grid [n, ho, wo, 2] (x then
+ * y, -1..1 spanning the image) into Y [n, c, ho, wo].  mode: RT_GRID_LINEAR
+ * (bilinear), RT_GRID_NEAREST (halves to even) or RT_GRID_CUBIC (bicubic, A =
+ * -0.75); padding: RT_GRID_PAD_ZEROS, _BORDER or _REFLECTION.  A NaN grid
+ * value samples zeros. */
+enum { RT_GRID_LINEAR = 0, RT_GRID_NEAREST = 1, RT_GRID_CUBIC = 2 };
+enum { RT_GRID_PAD_ZEROS = 0, RT_GRID_PAD_BORDER = 1, RT_GRID_PAD_REFLECTION = 2 };
+void rt_grid_sample(float *y, const float *x, const float *grid, int64_t n, int64_t c, int64_t h, int64_t w,
+		    int64_t ho, int64_t wo, int mode, int padding, int align_corners);
+
+/* ONNX RoiAlign: X [n, c, h, w], rois [nroi, 4] (x1, y1, x2, y2 in the
+ * image's coordinates times spatial_scale), batch [nroi] (the image of each
+ * box) -> Y [nroi, c, oh, ow]: each bin the average (max_mode 0) or the
+ * maximum of sampling_ratio^2 bilinear samples (0: ceil(box size / output
+ * size) per axis, at most 2^20; none for an empty or negative box: 0).  half_pixel 1: coordinates shifted by -0.5
+ * (coordinate_transformation_mode half_pixel); 0: output_half_pixel (no shift,
+ * boxes at least 1 pixel).  RT_ERR_INDEX (Y untouched) for a batch index
+ * outside [0, n). */
+int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *batch, int64_t n, int64_t c,
+		 int64_t h, int64_t w, int64_t nroi, int64_t oh, int64_t ow, int64_t sampling_ratio,
+		 float spatial_scale, int half_pixel, int max_mode);
+
 /* ---- training (cellc compile --train) ---- */
 /* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in
  * double); RT_ERR_NOMEM, or RT_ERR_NONFINITE when the Pade denominator is

@@ -11,7 +11,9 @@
  * The offsets of the taps are tabled once per call when they fit.  Stack:
  * 64 KiB at most.  rt_conv_ref is the textbook loop nest the unit tests
  * compare it with.  Reductions walk the kept axes and, for each output element, the
- * reduced ones, in double.  All tensors are dense row-major.
+ * reduced ones, in double.  The gradient kernels (rt_conv_grad_x/w,
+ * rt_pad_grad, rt_class_loss_grad) walk the same index maps as the forward
+ * ones, read the other way.  All tensors are dense row-major.
  */
 #include "cellrt.h"
 
@@ -184,6 +186,58 @@ void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int n
 		}
 }
 
+/* The adjoints of rt_conv: the same taps, read the other way. */
+void rt_conv_grad_x(float *dx, const float *dy, const float *w, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil)
+{
+	conv_geo G;
+	conv_geo_init(&G, nsp, xdims, kdims, strides, pads, dil);
+	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group;
+	memset(dx, 0, (size_t)(n * c * G.nin) * sizeof *dx);
+	for (int64_t b0 = 0; b0 < n; b0++)
+		for (int64_t o = 0; o < m; o++) {
+			int64_t g = o / mg;
+			const float *dyo = dy + (b0 * m + o) * G.nout;
+			for (int64_t ch = 0; ch < cg; ch++) {
+				const float *wr = w + (o * cg + ch) * G.nk;
+				float *dxc = dx + (b0 * c + g * cg + ch) * G.nin;
+				for (int64_t p = 0; p < G.nout; p++)
+					for (int64_t kk = 0; kk < G.nk; kk++) {
+						int64_t t = conv_tap(&G, p, kk);
+						if (t >= 0)
+							dxc[t] += wr[kk] * dyo[p];
+					}
+			}
+		}
+}
+
+void rt_conv_grad_w(float *dw, const float *dy, const float *x, int nsp, const int64_t *xdims, int64_t m,
+		    int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		    const int64_t *dil)
+{
+	conv_geo G;
+	conv_geo_init(&G, nsp, xdims, kdims, strides, pads, dil);
+	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group;
+	for (int64_t o = 0; o < m; o++) {
+		int64_t g = o / mg;
+		for (int64_t ch = 0; ch < cg; ch++)
+			for (int64_t kk = 0; kk < G.nk; kk++) {
+				double acc = 0;
+				for (int64_t b0 = 0; b0 < n; b0++) {
+					const float *dyo = dy + (b0 * m + o) * G.nout;
+					const float *xc = x + (b0 * c + g * cg + ch) * G.nin;
+					for (int64_t p = 0; p < G.nout; p++) {
+						int64_t t = conv_tap(&G, p, kk);
+						if (t >= 0)
+							acc += (double)dyo[p] * xc[t];
+					}
+				}
+				dw[(o * cg + ch) * G.nk + kk] = (float)acc;
+			}
+	}
+}
+
 /* ---- Pad ------------------------------------------------------------------- */
 
 /* The source index of output index o on an axis of size d padded by pb in
@@ -228,6 +282,33 @@ void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims
 			memcpy(out + (size_t)i * esize, value, esize);
 		else
 			memset(out + (size_t)i * esize, 0, esize);
+		for (int a = rank - 1; a >= 0; a--) {
+			if (++c[a] < yd[a])
+				break;
+			c[a] = 0;
+		}
+	}
+}
+
+void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, const int64_t *pads, int mode)
+{
+	int64_t yd[RT_TF_MAXRANK], c[RT_TF_MAXRANK] = {0}, total = 1, xn = 1;
+	for (int a = 0; a < rank; a++) {
+		yd[a] = xdims[a] + pads[a] + pads[rank + a];
+		total *= yd[a];
+		xn *= xdims[a];
+	}
+	memset(dx, 0, (size_t)xn * sizeof *dx);
+	for (int64_t i = 0; i < total; i++) {
+		int64_t off = 0;
+		int in = 1;
+		for (int a = 0; a < rank && in; a++) {
+			int64_t s = pad_src(c[a], xdims[a], pads[a], mode);
+			in = s >= 0;
+			off = off * xdims[a] + s;
+		}
+		if (in)
+			dx[off] += dy[i];
 		for (int a = rank - 1; a >= 0; a--) {
 			if (++c[a] < yd[a])
 				break;
@@ -448,7 +529,7 @@ void rt_batchnorm(float *y, const float *x, const float *scale, const float *bia
 	}
 }
 
-void rt_batchnorm_train(float *y, float *running_mean, float *running_var, const float *x, const float *scale,
+void rt_batchnorm_train(float *y, float *run_mean, float *run_var, const float *x, const float *scale,
 			const float *bias, const float *mean, const float *var, int64_t n, int64_t c, int64_t inner,
 			float eps, float momentum)
 {
@@ -458,21 +539,21 @@ void rt_batchnorm_train(float *y, float *running_mean, float *running_var, const
 		for (int64_t b = 0; b < n; b++)
 			for (int64_t i = 0; i < inner; i++)
 				sum += x[(b * c + ch) * inner + i];
-		double mb = cnt > 0 ? sum / cnt : 0;
+		double mu = cnt > 0 ? sum / cnt : 0;
 		for (int64_t b = 0; b < n; b++)
 			for (int64_t i = 0; i < inner; i++) {
-				double d = x[(b * c + ch) * inner + i] - mb;
-				sq += d * d;
+				double e = x[(b * c + ch) * inner + i] - mu;
+				sq += e * e;
 			}
-		double vb = cnt > 0 ? sq / cnt : 0;
-		double s = scale[ch] / sqrt(vb + (double)eps), t = bias[ch] - mb * s;
+		double v = cnt > 0 ? sq / cnt : 0;
+		double s = scale[ch] / sqrt(v + (double)eps), t = bias[ch] - mu * s;
 		for (int64_t b = 0; b < n; b++)
 			for (int64_t i = 0; i < inner; i++)
 				y[(b * c + ch) * inner + i] = (float)(x[(b * c + ch) * inner + i] * s + t);
-		if (running_mean)
-			running_mean[ch] = (float)(mean[ch] * (double)momentum + mb * (1.0 - (double)momentum));
-		if (running_var)
-			running_var[ch] = (float)(var[ch] * (double)momentum + vb * (1.0 - (double)momentum));
+		if (run_mean)
+			run_mean[ch] = (float)(mean[ch] * (double)momentum + mu * (1.0 - (double)momentum));
+		if (run_var)
+			run_var[ch] = (float)(var[ch] * (double)momentum + v * (1.0 - (double)momentum));
 	}
 }
 
@@ -561,6 +642,43 @@ int rt_class_loss(float *loss, float *logp, const float *x, int from_logits, con
 		loss[0] = (float)total;
 	else if (reduction == RT_LOSS_MEAN)
 		loss[0] = (float)(total / wsum);
+	return RT_OK;
+}
+
+int rt_class_loss_grad(float *dx, float *dw, const float *dloss, const float *x, const int64_t *target,
+		       const float *w, int64_t n, int64_t c, int64_t d, int reduction, int has_ignore, int64_t ignore)
+{
+	double wsum = 0, total = 0;
+	for (int64_t i = 0; i < n * d; i++) {
+		int64_t t = target[i];
+		if (has_ignore && t == ignore)
+			continue;
+		if (t < 0 || t >= c)
+			return RT_ERR_INDEX;
+		double wt = w ? w[t] : 1.0;
+		wsum += wt;
+		total -= wt * x[((i / d) * c + t) * d + i % d];
+	}
+	if (dx)
+		memset(dx, 0, (size_t)(n * c * d) * sizeof *dx);
+	if (dw)
+		memset(dw, 0, (size_t)c * sizeof *dw);
+	double mean = total / wsum;
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t j = 0; j < d; j++) {
+			int64_t t = target[b * d + j];
+			if (has_ignore && t == ignore)
+				continue;
+			double g = reduction == RT_LOSS_NONE ? dloss[b * d + j] : dloss[0];
+			if (reduction == RT_LOSS_MEAN)
+				g /= wsum;
+			int64_t at = (b * c + t) * d + j;
+			if (dx)
+				dx[at] = (float)(-(w ? w[t] : 1.0) * g);
+			/* the weight enters the term and, for the mean, the denominator */
+			if (dw)
+				dw[t] += (float)(g * (-(double)x[at] - (reduction == RT_LOSS_MEAN ? mean : 0.0)));
+		}
 	return RT_OK;
 }
 

@@ -230,6 +230,44 @@ def robustness_cases(out, W):
     emit(out, "unroll_nested_loops", nested_seq_loops(128), "inner_insert", "unrolling budget")
 
 
+def image_cases(out):
+    """Resize/Upsample/GridSample forms cellc refuses (exit 2, located)."""
+    F = TensorProto.FLOAT
+
+    def one(name, opset, nodes, inputs, inits, *expect):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, F if n != "sz" else TensorProto.INT64, s)
+                                            for n, s in inputs],
+                              [helper.make_tensor_value_info("Y", F, None)], initializer=inits)
+        emit(out, name, model_of(g, opset), *expect)
+
+    x = [("X", [1, 1, 4, 4])]
+    sc = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    # scales computed at run time from a graph input
+    one("resize_runtime_scales", 13,
+        [helper.make_node("Abs", ["s"], ["sa"], name="abs_s"),
+         helper.make_node("Resize", ["X", "", "sa"], ["Y"], name="resize_rt")],
+        x + [("s", [4])], [], "resize_rt", "'scales'", "must be a constant", "graph input 's'")
+    one("resize_antialias", 18, [helper.make_node("Resize", ["X", "", "sc"], ["Y"], name="resize_aa", mode="linear",
+                                                  antialias=1)], x, [sc], "resize_aa", "antialias")
+    one("resize_scales_and_sizes", 13,
+        [helper.make_node("Resize", ["X", "", "sc", "sz0"], ["Y"], name="resize_both")], x,
+        [sc, numpy_helper.from_array(np.array([1, 1, 8, 8], np.int64), "sz0")], "resize_both", "exactly one")
+    one("resize_bad_mode", 13, [helper.make_node("Resize", ["X", "", "sc"], ["Y"], name="resize_area",
+                                                 mode="area")], x, [sc], "resize_area", "'mode'", "area")
+    one("resize10_nearest_downscale", 10,
+        [helper.make_node("Resize", ["X", "half"], ["Y"], name="resize10_down")], x,
+        [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "half")], "resize10_down", "downsample")
+    one("upsample_opset10", 10, [helper.make_node("Upsample", ["X", "sc"], ["Y"], name="up10")], x, [sc],
+        "up10", "deprecated")
+    one("resize_symbolic_axis", 13, [helper.make_node("Resize", ["X", "", "sc"], ["Y"], name="resize_sym")],
+        [("X", [1, 1, 4, "W"])], [sc], "resize_sym", "run-time size")
+    one("gridsample_5d", 20, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid5")],
+        [("X", [1, 1, 2, 3, 4]), ("G", [1, 2, 3, 4, 3])], [], "grid5", "2-D GridSample")
+    one("gridsample16_linear", 16, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid16",
+                                                     mode="linear")],
+        x + [("G", [1, 2, 2, 2])], [], "grid16", "bilinear nearest bicubic")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_bad_models.py OUTDIR")
@@ -403,6 +441,9 @@ def main():
                                                          length=8), "w.bin")
     emit(out, "external_offset_past_end", external_model(out, "external_offset_past_end", "w.bin",
                                                          offset=1 << 20), "w.bin")
+
+    # --- image sampling: what cellc refuses, with the node and the reason named
+    image_cases(out)
 
     # --- more errors than are printed: counted by operator
     many_unsupported(out)

@@ -87,6 +87,13 @@ Groups, in order:
               finite differences); untrainable models refused with exit 2;
               the official tests of the ONNX Gradient operator; the backward
               step holds one product and weight gradients are one GEMM each
+  grad_ops    tests/gen_grad_ops.py (issue 15.4): `cellc verify --train` of
+              Conv 1-D/2-D, LayerNormalization, BatchNormalization (training
+              and inference mode), the Reduce family, Where, Pad, Min/Max and
+              SoftmaxCrossEntropyLoss / NegativeLogLikelihoodLoss with every
+              attribute, in torch.onnx.export recurrent models and onnx.helper
+              graphs, vs PyTorch autograd in float64; operators without a
+              gradient rule refused with the node named
   silero      tests/test_silero.py (issue 16): Silero VAD v4/v5 (npm
               @ricky0123/vad-web@0.0.31, pinned, sha256 checked) compiled with
               --bind sr=N, --dim, --carry; NAME_stream chunk by chunk (state
@@ -747,6 +754,20 @@ def group_torch():
     root = os.path.join(OUT, "torch")
     yield from parallel(verify_one, [("torch", n, os.path.join(root, n), TORCH_TOL)
                                      for n in case_dirs("torch")])
+
+
+def group_image():
+    """Resize, Upsample, GridSample and RoiAlign beyond the official tests
+    (gen_image_cases.py): PyTorch's exports and onnx's reference at the torch
+    tolerances, official data in another opset's spelling (official_*) at the
+    ONNX backend's."""
+    if not stamp_ok("image"):
+        yield from fixtures_missing("image", "image")
+        return
+    root = os.path.join(OUT, "image")
+    yield from parallel(verify_one, [("image", n, os.path.join(root, n),
+                                      NODE_TOL if n.startswith("official_") else TORCH_TOL)
+                                     for n in case_dirs("image")])
 
 
 # ---- structure of the compiled IR, command line -------------------------------------
@@ -1853,6 +1874,7 @@ GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
     ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("random_ops", group_random_ops),
+    ("image", group_image),
     ("rnn_cases", group_rnn_cases),
     ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
@@ -1899,11 +1921,11 @@ def grad_verify_one(name, model, case_dir, loss, loss_output, group="grad", env=
                           "outputs and gradients", 4)
 
 
-def grad_refuse_one(name, model, loss, words):
+def grad_refuse_one(name, model, loss, words, group="grad"):
     """A model `cellc compile --train` must refuse: exit 2, a message naming
     the model file and each of words."""
-    full = "grad/%s" % name
-    log = os.path.join(LOGS, "grad", name + ".log")
+    full = "%s/%s" % (group, name)
+    log = os.path.join(LOGS, group, name + ".log")
     rc, out, err = run([CELLC, "compile", "--train", model, "-o", os.path.join(OUT, "grad_work", name),
                         "--loss", loss], log)
     if rc != 2:
@@ -1914,21 +1936,34 @@ def grad_refuse_one(name, model, loss, words):
     return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
 
 
-def group_grad():
-    """tests/out/grad/tests.tsv (gen_grad_cases.py): gradients of every cell
-    family and front end against PyTorch autograd; refusals exit 2."""
-    if not stamp_ok("grad"):
-        yield from fixtures_missing("grad", "grad")
+def grad_tsv_group(group):
+    """The runs of OUT/<group>/tests.tsv: `cellc verify --train` or a refusal."""
+    if not stamp_ok(group):
+        yield from fixtures_missing(group, group)
         return
     items = []
-    with open(os.path.join(ROOT, OUT, "grad", "tests.tsv")) as f:
+    with open(os.path.join(ROOT, OUT, group, "tests.tsv")) as f:
         rows = [l.rstrip("\n").split("\t") for l in f if l.strip()]
     for name, model, case_dir, loss, loss_output, expect, words in rows:
         if expect == "refuse":
-            yield grad_refuse_one(name, model, loss, [w for w in words.split(",") if w])
+            yield grad_refuse_one(name, model, loss, [w for w in words.split(",") if w], group)
         else:
-            items.append((name, model, case_dir, loss, loss_output))
+            items.append((name, model, case_dir, loss, loss_output, group))
     yield from parallel(grad_verify_one, items)
+
+
+def group_grad():
+    """tests/out/grad/tests.tsv (gen_grad_cases.py): gradients of every cell
+    family and front end against PyTorch autograd; refusals exit 2."""
+    yield from grad_tsv_group("grad")
+
+
+def group_grad_ops():
+    """tests/out/grad_ops/tests.tsv (gen_grad_ops.py, issue 15.4): gradients of
+    Conv, LayerNormalization, BatchNormalization (training mode), the Reduce
+    family, Where, Pad, Min/Max and the class losses against PyTorch
+    autograd; operators without a rule refused (exit 2, the node named)."""
+    yield from grad_tsv_group("grad_ops")
 
 
 # ---- row-parallel recurrences (emit_rec.c rows_parallel) ---------------------------
@@ -2224,7 +2259,7 @@ def group_diff():
                                  "--replay", "tests/diff_regressions.txt"])
 
 
-TRAIN_GROUPS = [("grad", group_grad), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
+TRAIN_GROUPS = [("grad", group_grad), ("grad_ops", group_grad_ops), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
                 ("fuzz", group_fuzz), ("diff", group_diff)]
 GROUPS += TRAIN_GROUPS
 

@@ -73,6 +73,11 @@ FIXTURES += $(TOUT)/script_wild/.stamp
 fixtures: $(TOUT)/script_wild/.stamp
 $(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
 	$(call gen,tests/gen_script_wild.py,$(TOUT)/script_wild)
+# image sampling beyond the official tests (harness group image)
+FIXTURES += $(TOUT)/image/.stamp
+fixtures: $(TOUT)/image/.stamp
+$(TOUT)/image/.stamp: tests/gen_image_cases.py
+	$(call gen,tests/gen_image_cases.py,$(TOUT)/image)
 # The 784-step traces take PyTorch 3-64 minutes each to export:
 # generated once by `gen_trace_cases.py --long DIR [MODEL ...]` and committed
 # compressed, tests/fixtures/trace_long/MODEL.tar.xz holding
@@ -113,6 +118,10 @@ GRAD_DEPS := tests/gen_cell_cases.py tests/ref_cells.py tests/ref_momentum.py te
 	tests/onnx_ref.py tests/ref_rnn.py tests/tensorfile.py
 $(TOUT)/grad/.stamp: tests/gen_grad_cases.py $(GRAD_DEPS)
 	$(call gen,tests/gen_grad_cases.py,$(TOUT)/grad)
+# issue 15.4: gradients of Conv, the normalisations, reductions, Pad, Where, Min/Max, losses
+fixtures: $(TOUT)/grad_ops/.stamp
+$(TOUT)/grad_ops/.stamp: tests/gen_grad_ops.py tests/gen_grad_cases.py $(GRAD_DEPS)
+	$(call gen,tests/gen_grad_ops.py,$(TOUT)/grad_ops)
 $(TOUT)/train/.stamp: tests/gen_train_cases.py tests/gen_grad_cases.py $(GRAD_DEPS)
 	$(call gen,tests/gen_train_cases.py,$(TOUT)/train)
 # ---- optimisers (issue 5): tests/gen_optim_cases.py + tests/unit/test_optim.c --

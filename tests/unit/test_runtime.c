@@ -1464,6 +1464,238 @@ START_TEST(test_pad_modes)
 }
 END_TEST
 
+/* ---- image sampling (rt_image.c) ---- */
+
+static rt_resize_mode resize_mode(int mode, int coord, int nearest)
+{
+	return (rt_resize_mode){mode, coord, nearest, 0, -0.75, 0.0f};
+}
+
+/* rt_resize on 1-D inputs (as [1, n]) against values worked out by hand. */
+START_TEST(test_resize_by_hand)
+{
+	float y[8];
+	rt_resize_mode m;
+	/* linear, half_pixel, x2: coordinates -0.25 0.25 0.75 1.25, clamped at the borders */
+	m = resize_mode(RT_RESIZE_LINEAR, RT_COORD_HALF_PIXEL, 0);
+	rt_resize(y, (const float[]){1, 3}, 2, (const int64_t[]){1, 2}, (const int64_t[]){1, 4},
+		  (const double[]){1, 2}, NULL, &m);
+	const float lin[] = {1, 1.5f, 2.5f, 3};
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(fabsf(y[i] - lin[i]) < 1e-6f, "linear y[%d] = %g, want %g", i, (double)y[i], (double)lin[i]);
+	/* nearest, half_pixel, x2 (coordinates -0.25 .. 3.25 by 0.5), each nearest_mode */
+	const float x4[] = {10, 20, 30, 40};
+	const float want_n[3][8] = {
+		{10, 10, 20, 20, 30, 30, 40, 40},       /* round_prefer_floor */
+		{10, 10, 10, 20, 20, 30, 30, 40},       /* floor */
+		{10, 20, 20, 30, 30, 40, 40, 40},       /* ceil */
+	};
+	const int nm[3] = {RT_NEAREST_ROUND_PREFER_FLOOR, RT_NEAREST_FLOOR, RT_NEAREST_CEIL};
+	for (int k = 0; k < 3; k++) {
+		m = resize_mode(RT_RESIZE_NEAREST, RT_COORD_HALF_PIXEL, nm[k]);
+		rt_resize(y, x4, 2, (const int64_t[]){1, 4}, (const int64_t[]){1, 8}, (const double[]){1, 2}, NULL, &m);
+		for (int i = 0; i < 8; i++)
+			ck_assert_msg(y[i] == want_n[k][i], "nearest mode %d y[%d] = %g, want %g", nm[k], i, (double)y[i],
+				      (double)want_n[k][i]);
+	}
+	/* ties (asymmetric x2 of 2: coordinates 0 0.5 1 1.5) */
+	m = resize_mode(RT_RESIZE_NEAREST, RT_COORD_ASYMMETRIC, RT_NEAREST_ROUND_PREFER_FLOOR);
+	rt_resize(y, x4, 2, (const int64_t[]){1, 2}, (const int64_t[]){1, 4}, (const double[]){1, 2}, NULL, &m);
+	ck_assert(y[0] == 10 && y[1] == 10 && y[2] == 20 && y[3] == 20);
+	m.nearest = RT_NEAREST_ROUND_PREFER_CEIL;
+	rt_resize(y, x4, 2, (const int64_t[]){1, 2}, (const int64_t[]){1, 4}, (const double[]){1, 2}, NULL, &m);
+	ck_assert(y[0] == 10 && y[1] == 20 && y[2] == 20 && y[3] == 20);
+	/* cubic, A = -0.75, asymmetric x2 of {1, 2, 4, 8}: at 1.5 the weights are
+	 * -3/32, 19/32, 19/32, -3/32; at 0.5 the left tap is index -1 (clamped to 0
+	 * or, with exclude_outside, dropped and the rest divided by their sum 35/32) */
+	const float xc[] = {1, 2, 4, 8};
+	m = resize_mode(RT_RESIZE_CUBIC, RT_COORD_ASYMMETRIC, 0);
+	rt_resize(y, xc, 2, (const int64_t[]){1, 4}, (const int64_t[]){1, 8}, (const double[]){1, 2}, NULL, &m);
+	ck_assert_msg(fabsf(y[3] - 2.71875f) < 1e-5f, "cubic at 1.5: %g", (double)y[3]);
+	ck_assert_msg(fabsf(y[1] - 1.3125f) < 1e-5f, "cubic at 0.5: %g", (double)y[1]);
+	ck_assert_msg(y[0] == 1 && y[2] == 2 && y[4] == 4, "cubic at integers: %g %g %g", (double)y[0], (double)y[2],
+		      (double)y[4]);
+	m.exclude_outside = 1;
+	rt_resize(y, xc, 2, (const int64_t[]){1, 4}, (const int64_t[]){1, 8}, (const double[]){1, 2}, NULL, &m);
+	ck_assert_msg(fabsf(y[1] - 1.40625f / 1.09375f) < 1e-5f, "cubic exclude_outside at 0.5: %g", (double)y[1]);
+	/* tf_crop_and_resize of [0.25, 1.25] of {0, 10, 20, 30, 40} into 3: coordinates
+	 * 1, 3, 5; 5 is outside: extrapolation_value */
+	m = resize_mode(RT_RESIZE_LINEAR, RT_COORD_TF_CROP_AND_RESIZE, 0);
+	m.extrapolation = -1;
+	rt_resize(y, (const float[]){0, 10, 20, 30, 40}, 2, (const int64_t[]){1, 5}, (const int64_t[]){1, 3},
+		  (const double[]){1, 0.6}, (const double[]){0, 0.25, 1, 1.25}, &m);
+	ck_assert_msg(y[0] == 10 && y[1] == 30 && y[2] == -1, "tf_crop_and_resize: %g %g %g", (double)y[0],
+		      (double)y[1], (double)y[2]);
+	/* align_corners of 3 into 5: coordinates 0 0.5 1 1.5 2 */
+	m = resize_mode(RT_RESIZE_LINEAR, RT_COORD_ALIGN_CORNERS, 0);
+	rt_resize(y, (const float[]){0, 4, 6}, 2, (const int64_t[]){1, 3}, (const int64_t[]){1, 5},
+		  (const double[]){1, 5.0 / 3.0}, NULL, &m);
+	const float ac[] = {0, 2, 4, 5, 6};
+	for (int i = 0; i < 5; i++)
+		ck_assert_msg(fabsf(y[i] - ac[i]) < 1e-5f, "align_corners y[%d] = %g", i, (double)y[i]);
+}
+END_TEST
+
+/* The input coordinate of output o (the specification's formulas, written
+ * out again); *out set beyond a tf_crop_and_resize box. */
+static double naive_coord(int coord, int64_t o, int64_t in, int64_t out, double scale, double r0, double r1, int *outside)
+{
+	double len = (double)out;       /* the tests below use exact scales: in * scale == out */
+	*outside = 0;
+	if (coord == RT_COORD_ALIGN_CORNERS)
+		return out == 1 ? 0 : (double)o * (double)(in - 1) / (len - 1);
+	if (coord == RT_COORD_ASYMMETRIC)
+		return (double)o / scale;
+	if (coord == RT_COORD_PYTORCH_HALF_PIXEL)
+		return out > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
+	if (coord == RT_COORD_TF_CROP_AND_RESIZE) {
+		double v = out > 1 ? r0 * (double)(in - 1) + (double)o * (r1 - r0) * (double)(in - 1) / (len - 1)
+				   : 0.5 * (r0 + r1) * (double)(in - 1);
+		*outside = v < 0 || v > (double)(in - 1);
+		return v;
+	}
+	return ((double)o + 0.5) / scale - 0.5;
+}
+
+/* rt_resize against the product form: every combination of the taps of all
+ * axes, weights multiplied (cubic weights by the piecewise polynomial),
+ * indices clamped; extrapolation_value when any axis is outside. */
+START_TEST(test_resize_vs_naive)
+{
+	rng r = {23};
+	const int64_t xd[3] = {2, 5, 4};
+	float x[40];
+	fill(&r, x, 40);
+	const int64_t yds[3][3] = {{2, 10, 8}, {2, 5, 2}, {1, 10, 2}};
+	const int coords[] = {RT_COORD_HALF_PIXEL, RT_COORD_PYTORCH_HALF_PIXEL, RT_COORD_ALIGN_CORNERS, RT_COORD_ASYMMETRIC,
+			      RT_COORD_TF_CROP_AND_RESIZE};
+	const double roi[6] = {0, 0.1, -0.2, 1, 0.8, 1.3};
+	for (int s = 0; s < 3; s++)
+		for (int mode = 0; mode < 3; mode++)
+			for (size_t ci = 0; ci < sizeof coords / sizeof *coords; ci++)
+				for (int excl = 0; excl < 2; excl++) {
+					const int64_t *yd = yds[s];
+					double sc[3];
+					for (int a = 0; a < 3; a++)
+						sc[a] = (double)yd[a] / (double)xd[a];
+					rt_resize_mode m = {mode, coords[ci], RT_NEAREST_ROUND_PREFER_CEIL, excl, -0.5, 7.0f};
+					int tf = coords[ci] == RT_COORD_TF_CROP_AND_RESIZE;
+					float y[160];
+					rt_resize(y, x, 3, xd, yd, sc, tf ? roi : NULL, &m);
+					int64_t ny = yd[0] * yd[1] * yd[2];
+					for (int64_t i = 0; i < ny; i++) {
+						int64_t o[3] = {i / (yd[1] * yd[2]), i / yd[2] % yd[1], i % yd[2]};
+						int64_t idx[3][4];
+						double w[3][4];
+						int nt = mode == RT_RESIZE_CUBIC ? 4 : 2, any_out = 0;
+						for (int a = 0; a < 3; a++) {
+							int out;
+							double c = naive_coord(coords[ci], o[a], xd[a], yd[a], sc[a],
+									       tf ? roi[a] : 0, tf ? roi[3 + a] : 1, &out);
+							any_out |= out;
+							double f = floor(c), t = c - f;
+							double sum = 0;
+							for (int k = 0; k < nt; k++) {
+								int64_t j = (int64_t)f + (nt == 4 ? k - 1 : k);
+								double d = fabs(c - (double)j), A = -0.5;
+								if (mode == RT_RESIZE_NEAREST)
+									w[a][k] = (k == 1) == (t >= 0.5);
+								else if (mode == RT_RESIZE_LINEAR)
+									w[a][k] = 1 - d;
+								else
+									w[a][k] = d <= 1 ? (A + 2) * d * d * d - (A + 3) * d * d + 1
+										  : A * d * d * d - 5 * A * d * d + 8 * A * d - 4 * A;
+								if (excl && mode != RT_RESIZE_NEAREST && (j < 0 || j >= xd[a]))
+									w[a][k] = 0;
+								sum += w[a][k];
+								idx[a][k] = j < 0 ? 0 : j >= xd[a] ? xd[a] - 1 : j;
+							}
+							for (int k = 0; k < nt; k++)
+								w[a][k] /= sum;
+						}
+						double want = 0;
+						for (int k0 = 0; k0 < nt; k0++)
+							for (int k1 = 0; k1 < nt; k1++)
+								for (int k2 = 0; k2 < nt; k2++)
+									want += w[0][k0] * w[1][k1] * w[2][k2] *
+										x[(idx[0][k0] * 5 + idx[1][k1]) * 4 + idx[2][k2]];
+						if (any_out)
+							want = 7.0;
+						ck_assert_msg(fabs(y[i] - want) < 1e-5,
+							      "sizes %d mode %d coord %d exclude %d: y[%lld] = %g, want %g", s,
+							      mode, coords[ci], excl, (long long)i, (double)y[i], want);
+					}
+				}
+}
+END_TEST
+
+/* rt_grid_sample on small images, values worked out by hand. */
+START_TEST(test_grid_sample_by_hand)
+{
+	const float x[4] = {1, 2, 3, 4};       /* [1, 1, 2, 2] */
+	float y[4];
+	/* centre, a corner, the far corner, and beyond the left edge (x -1.5) */
+	const float g[8] = {0, 0, -1, -1, 1, 1, -1.5f, 0};
+	struct {
+		int pad, align;
+		float want[4];
+	} cases[] = {
+		{RT_GRID_PAD_ZEROS, 0, {2.5f, 0.25f, 1.0f, 0.0f}},
+		{RT_GRID_PAD_ZEROS, 1, {2.5f, 1.0f, 4.0f, 0.75f * (0.5f * 1 + 0.5f * 3)}},
+		{RT_GRID_PAD_BORDER, 0, {2.5f, 1.0f, 4.0f, 2.0f}},
+		{RT_GRID_PAD_REFLECTION, 0, {2.5f, 1.0f, 4.0f, 2.0f}},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		rt_grid_sample(y, x, g, 1, 1, 2, 2, 1, 4, RT_GRID_LINEAR, cases[k].pad, cases[k].align);
+		for (int i = 0; i < 4; i++)
+			ck_assert_msg(fabsf(y[i] - cases[k].want[i]) < 1e-6f, "case %zu y[%d] = %g, want %g", k, i,
+				      (double)y[i], (double)cases[k].want[i]);
+	}
+	/* nearest: (0.1, 0) is pixel (0.6, 0.5): column 1, row 0 (halves to even) */
+	rt_grid_sample(y, x, (const float[]){0.1f, 0}, 1, 1, 2, 2, 1, 1, RT_GRID_NEAREST, RT_GRID_PAD_ZEROS, 0);
+	ck_assert_float_eq(y[0], 2);
+	/* bicubic (A = -0.75) on the 4 x 4 image 10 i + j at pixel (1.5, 1.25),
+	 * align_corners (g = 2 p / 3 - 1), all 16 taps inside: the rows' weights
+	 * are symmetric (-3, 19, 19, -3) / 32, giving 15; the columns' at 0.25 are
+	 * (-27, 225, 67, -9) / 256, giving (225 + 2 * 67 - 3 * 9) / 256 */
+	float img[16];
+	for (int i = 0; i < 16; i++)
+		img[i] = (float)(10 * (i / 4) + i % 4);
+	rt_grid_sample(y, img, (const float[]){(float)(2 * 1.25 / 3 - 1), 0}, 1, 1, 4, 4, 1, 1, RT_GRID_CUBIC,
+		       RT_GRID_PAD_ZEROS, 1);
+	ck_assert_msg(fabsf(y[0] - (15.0f + 332.0f / 256.0f)) < 1e-4f, "bicubic: %g", (double)y[0]);
+}
+END_TEST
+
+/* rt_roi_align on the image 10 i + j (bilinear samples are exact on it). */
+START_TEST(test_roi_align_by_hand)
+{
+	float img[16], y[2];
+	for (int i = 0; i < 16; i++)
+		img[i] = (float)(10 * (i / 4) + i % 4);
+	/* box x 0.5..2.5, y 1..3, one bin, 2 x 2 samples at x 1, 2 and y 1.5, 2.5 */
+	const float box[8] = {0.5f, 1, 2.5f, 3, 10, 10, 12, 12};
+	const int64_t b[2] = {0, 0};
+	ck_assert_int_eq(rt_roi_align(y, img, box, b, 1, 1, 4, 4, 2, 1, 1, 2, 1.0f, 0, 0), RT_OK);
+	ck_assert_msg(fabsf(y[0] - 21.5f) < 1e-5f, "avg: %g", (double)y[0]);
+	ck_assert_msg(y[1] == 0, "a box outside the image: %g", (double)y[1]);
+	/* half_pixel: every sample half a pixel up and left */
+	ck_assert_int_eq(rt_roi_align(y, img, box, b, 1, 1, 4, 4, 1, 1, 1, 2, 1.0f, 1, 0), RT_OK);
+	ck_assert_msg(fabsf(y[0] - 16.0f) < 1e-5f, "avg half_pixel: %g", (double)y[0]);
+	/* max: the largest weighted corner of the samples, here 0.5 * 32 at (2.5, 2) */
+	ck_assert_int_eq(rt_roi_align(y, img, box, b, 1, 1, 4, 4, 1, 1, 1, 2, 1.0f, 0, 1), RT_OK);
+	ck_assert_msg(fabsf(y[0] - 16.0f) < 1e-5f, "max: %g", (double)y[0]);
+	/* spatial_scale 0.5 of a box twice as large: the same samples */
+	const float big[4] = {1, 2, 5, 6};
+	ck_assert_int_eq(rt_roi_align(y, img, big, b, 1, 1, 4, 4, 1, 1, 1, 2, 0.5f, 0, 0), RT_OK);
+	ck_assert_msg(fabsf(y[0] - 21.5f) < 1e-5f, "spatial_scale: %g", (double)y[0]);
+	y[0] = -3;
+	ck_assert_int_eq(rt_roi_align(y, img, box, (const int64_t[]){1}, 1, 1, 4, 4, 1, 1, 1, 2, 1.0f, 0, 0),
+			 RT_ERR_INDEX);
+	ck_assert_float_eq(y[0], -3);
+}
+END_TEST
+
 /* rt_reduce_f32 over axes {0, 2} of a [3, 4, 5] tensor, every kind, against
  * loops written out here in double. */
 START_TEST(test_reduce_kinds)
@@ -1551,34 +1783,166 @@ START_TEST(test_norms)
 }
 END_TEST
 
-/* rt_batchnorm_train against the ONNX formulas (batch mean, population
- * variance, running statistics with momentum) evaluated here in double. */
+/* rt_conv_grad_x / rt_conv_grad_w: the gradients of a convolution, which is
+ * linear in X and in W, against rt_conv_ref applied to unit tensors:
+ * dX[i] = <dY, conv(e_i, W)>, dW[k] = <dY, conv(X, e_k)>. */
+static void conv_grad_case(rng *r, int nsp, const int64_t *xd, int64_t m, int64_t group, const int64_t *k,
+			   const int64_t *st, const int64_t *pads, const int64_t *dil)
+{
+	int64_t nx = xd[0] * xd[1], nw = m * (xd[1] / group), ny = xd[0] * m;
+	for (int a = 0; a < nsp; a++) {
+		int64_t span = dil[a] * (k[a] - 1) + 1, o = (xd[2 + a] + pads[a] + pads[nsp + a] - span) / st[a] + 1;
+		nx *= xd[2 + a];
+		nw *= k[a];
+		ny *= o;
+	}
+	float *x = xmalloc((size_t)nx * sizeof *x), *w = xmalloc((size_t)nw * sizeof *w);
+	float *dy = xmalloc((size_t)ny * sizeof *dy), *y = xmalloc((size_t)ny * sizeof *y);
+	float *dx = xmalloc((size_t)nx * sizeof *dx), *dw = xmalloc((size_t)nw * sizeof *dw);
+	float *e = xmalloc((size_t)(nx > nw ? nx : nw) * sizeof *e);
+	fill(r, x, nx);
+	fill(r, w, nw);
+	fill(r, dy, ny);
+	rt_conv_grad_x(dx, dy, w, nsp, xd, m, group, k, st, pads, dil);
+	rt_conv_grad_w(dw, dy, x, nsp, xd, m, group, k, st, pads, dil);
+	for (int pass = 0; pass < 2; pass++) {
+		int64_t n = pass ? nw : nx;
+		for (int64_t i = 0; i < n; i++) {
+			memset(e, 0, (size_t)n * sizeof *e);
+			e[i] = 1;
+			if (pass)
+				rt_conv_ref(y, x, e, NULL, nsp, xd, m, group, k, st, pads, dil);
+			else
+				rt_conv_ref(y, e, w, NULL, nsp, xd, m, group, k, st, pads, dil);
+			double want = 0;
+			for (int64_t j = 0; j < ny; j++)
+				want += (double)dy[j] * y[j];
+			float got = pass ? dw[i] : dx[i];
+			ck_assert_msg(fabs(got - want) <= 1e-4 * (1.0 + fabs(want)), "nsp %d group %lld: d%s[%lld] = %g, want %g",
+				      nsp, (long long)group, pass ? "W" : "X", (long long)i, (double)got, want);
+		}
+	}
+	free(x);
+	free(w);
+	free(dy);
+	free(y);
+	free(dx);
+	free(dw);
+	free(e);
+}
+
+START_TEST(test_conv_grads)
+{
+	rng r = {11};
+	conv_grad_case(&r, 1, (const int64_t[]){2, 3, 9}, 4, 1, (const int64_t[]){3}, (const int64_t[]){1},
+		       (const int64_t[]){1, 1}, (const int64_t[]){1});
+	conv_grad_case(&r, 1, (const int64_t[]){3, 4, 13}, 6, 2, (const int64_t[]){3}, (const int64_t[]){2},
+		       (const int64_t[]){2, 1}, (const int64_t[]){2});
+	conv_grad_case(&r, 1, (const int64_t[]){2, 3, 8}, 6, 3, (const int64_t[]){2}, (const int64_t[]){3},
+		       (const int64_t[]){0, 2}, (const int64_t[]){1});
+	conv_grad_case(&r, 2, (const int64_t[]){2, 2, 5, 6}, 3, 1, (const int64_t[]){2, 3}, (const int64_t[]){2, 1},
+		       (const int64_t[]){1, 0, 0, 1}, (const int64_t[]){1, 2});
+}
+END_TEST
+
+/* rt_pad_grad, the adjoint of rt_pad: dX[i] = <dY, pad(e_i)> for every mode,
+ * with pads that crop and pads wider than the axis (reflect folds twice). */
+START_TEST(test_pad_grad)
+{
+	rng r = {12};
+	const int64_t xd[2] = {3, 4};
+	const int64_t padsets[3][4] = {{2, 1, 1, 3}, {-1, 5, 0, -2}, {4, 0, 3, 1}};
+	for (int ps = 0; ps < 3; ps++)
+		for (int mode = 0; mode < 3; mode++) {
+			const int64_t *pads = padsets[ps];
+			int64_t ny = (xd[0] + pads[0] + pads[2]) * (xd[1] + pads[1] + pads[3]);
+			float dy[256], y[256], dx[12], e[12];
+			fill(&r, dy, ny);
+			rt_pad_grad(dx, dy, 2, xd, pads, mode);
+			for (int i = 0; i < 12; i++) {
+				memset(e, 0, sizeof e);
+				e[i] = 1;
+				rt_pad(y, e, sizeof(float), 2, xd, pads, mode, NULL);
+				double want = 0;
+				for (int64_t j = 0; j < ny; j++)
+					want += (double)dy[j] * y[j];
+				ck_assert_msg(fabs(dx[i] - want) <= 1e-5 * (1.0 + fabs(want)),
+					      "pads %d mode %d dx[%d] = %g, want %g", ps, mode, i, (double)dx[i], want);
+			}
+		}
+}
+END_TEST
+
+/* rt_class_loss_grad against central differences of rt_class_loss
+ * (from_logits 0) for every reduction, with and without weights and an
+ * ignored target. */
+START_TEST(test_class_loss_grad)
+{
+	rng r = {13};
+	enum { N = 2, C = 3, D = 2 };
+	float x[N * C * D], w[C], dl[N * D], dx[N * C * D], dw[C], lp[N * D], lm[N * D];
+	const int64_t t[N * D] = {0, 2, 1, 2};
+	fill(&r, x, N * C * D);
+	for (int c = 0; c < C; c++)
+		w[c] = 0.5f + 0.25f * (float)c;
+	fill(&r, dl, N * D);
+	for (int red = 0; red < 3; red++)
+		for (int weighted = 0; weighted < 2; weighted++) {
+			const float *wp = weighted ? w : NULL;
+			ck_assert_int_eq(rt_class_loss_grad(dx, weighted ? dw : NULL, dl, x, t, wp, N, C, D, red, 1, 2), RT_OK);
+			/* <dl, loss(x)>: the value whose gradient is wanted */
+			for (int pass = 0; pass < 1 + weighted; pass++) {
+				int n = pass ? C : N * C * D;
+				for (int i = 0; i < n; i++) {
+					float *p = pass ? &w[i] : &x[i], keep = *p;
+					const float h = 1.0f / 64;
+					double f[2];
+					for (int s = 0; s < 2; s++) {
+						*p = keep + (s ? h : -h);
+						ck_assert_int_eq(rt_class_loss(s ? lp : lm, NULL, x, 0, t, wp, N, C, D, red, 1, 2),
+								 RT_OK);
+						const float *l = s ? lp : lm;
+						f[s] = 0;
+						for (int j = 0; j < (red == RT_LOSS_NONE ? N * D : 1); j++)
+							f[s] += (double)dl[j] * l[j];
+					}
+					*p = keep;
+					double want = (f[1] - f[0]) / (2.0 * h), got = pass ? dw[i] : dx[i];
+					ck_assert_msg(fabs(got - want) <= 2e-3 * (1.0 + fabs(want)),
+						      "reduction %d weights %d d%s[%d] = %g, want %g", red, weighted,
+						      pass ? "w" : "x", i, got, want);
+				}
+			}
+		}
+	/* a target out of range that is not ignored */
+	const int64_t bad[N * D] = {0, 3, 1, 2};
+	ck_assert_int_eq(rt_class_loss_grad(dx, NULL, dl, x, bad, NULL, N, C, D, RT_LOSS_SUM, 0, 0), RT_ERR_INDEX);
+}
+END_TEST
+
+/* rt_batchnorm_train against the batch statistics computed here. */
 START_TEST(test_batchnorm_train)
 {
-	const float x[] = {1, 2, 3, 4, -1, 0, 1, 6, 0.5f, -3, 2, 2};   /* [N=3, C=2, 2] */
+	const float x[] = {1, 2, 3, 4, -1, 0, 1, 6};    /* [N=2, C=2, 2] */
 	const float sc[] = {1.5f, -0.5f}, bi[] = {0.25f, 1}, mu[] = {1, -1}, var[] = {4, 0.25f};
-	float y[12], rm[2], rv[2];
-	rt_batchnorm_train(y, rm, rv, x, sc, bi, mu, var, 3, 2, 2, 1e-3f, 0.8f);
+	float y[8], rm[2], rv[2];
+	rt_batchnorm_train(y, rm, rv, x, sc, bi, mu, var, 2, 2, 2, 1e-3f, 0.75f);
 	for (int ch = 0; ch < 2; ch++) {
 		double m = 0, v = 0;
-		for (int b = 0; b < 3; b++)
+		for (int b = 0; b < 2; b++)
 			for (int i = 0; i < 2; i++)
-				m += x[(b * 2 + ch) * 2 + i] / 6.0;
-		for (int b = 0; b < 3; b++)
+				m += x[(b * 2 + ch) * 2 + i] / 4.0;
+		for (int b = 0; b < 2; b++)
 			for (int i = 0; i < 2; i++)
-				v += (x[(b * 2 + ch) * 2 + i] - m) * (x[(b * 2 + ch) * 2 + i] - m) / 6.0;
-		ck_assert_float_eq_tol(rm[ch], mu[ch] * 0.8 + m * 0.2, 1e-6);
-		ck_assert_float_eq_tol(rv[ch], var[ch] * 0.8 + v * 0.2, 1e-6);
-		for (int b = 0; b < 3; b++)
+				v += (x[(b * 2 + ch) * 2 + i] - m) * (x[(b * 2 + ch) * 2 + i] - m) / 4.0;
+		for (int b = 0; b < 2; b++)
 			for (int i = 0; i < 2; i++) {
 				int j = (b * 2 + ch) * 2 + i;
 				ck_assert_float_eq_tol(y[j], (x[j] - m) / sqrt(v + 1e-3) * sc[ch] + bi[ch], 1e-5);
 			}
+		ck_assert_float_eq_tol(rm[ch], mu[ch] * 0.75 + m * 0.25, 1e-6);
+		ck_assert_float_eq_tol(rv[ch], var[ch] * 0.75 + v * 0.25, 1e-6);
 	}
-	/* the running outputs are optional */
-	float y2[12];
-	rt_batchnorm_train(y2, NULL, NULL, x, sc, bi, mu, var, 3, 2, 2, 1e-3f, 0.8f);
-	ck_assert(!memcmp(y, y2, sizeof y));
 }
 END_TEST
 
@@ -1874,6 +2238,13 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_argmax);
 	tcase_add_test(tc, test_pool_by_hand);
 	tcase_add_test(tc, test_norms);
+	tcase_add_test(tc, test_resize_by_hand);
+	tcase_add_test(tc, test_resize_vs_naive);
+	tcase_add_test(tc, test_grid_sample_by_hand);
+	tcase_add_test(tc, test_roi_align_by_hand);
+	tcase_add_test(tc, test_conv_grads);
+	tcase_add_test(tc, test_pad_grad);
+	tcase_add_test(tc, test_class_loss_grad);
 	tcase_add_test(tc, test_batchnorm_train);
 	suite_add_tcase(s, tc);
 
