@@ -386,7 +386,10 @@ static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_
 					diag_error(D, "--testbench: compiled input '%s' is not an input of the model", gv->name);
 					return -1;
 				}
-				ir_value *x = o ? t->out[j] : t->in[j];
+				/* FLOAT16 / BFLOAT16 data as the float32 the model computes in */
+				ir_value *x = td_widen(scratch, o ? t->out[j] : t->in[j], gv->narrow);
+				if (o)
+					t->out[j] = x;
 				int ok = x->dtype == gv->dtype && x->shape.rank == gv->shape.rank;
 				for (int i = 0; ok && i < gv->shape.rank; i++) {
 					ir_dim d = gv->shape.d[i];

@@ -58,6 +58,7 @@
 
 #include "infer.h"
 #include "cmd.h"
+#include "testdata.h"
 #include "train.h"
 #include "util.h"
 #include "cellrt.h"
@@ -294,6 +295,8 @@ static int read_inputs(verify *V, diag *D)
 			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
 			if (!s->in[k] || D->nerrors)
 				return -1;
+			if (k < g->ninputs)
+				s->in[k] = td_widen(V->scratch, s->in[k], g->inputs[k]->narrow);
 		}
 		if (V->po.train && !V->loss_given && i == 0 && s->nin > g->ninputs) {
 			/* no --loss: the target says which (i64 [B]: ce, i64 [T, B]: ce-all,
@@ -770,7 +773,7 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 		const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
 		D->file = "cellc verify";
 		ir_value *ref = go->seq != IR_TENSOR ? onnx_read_seq_file(V->scratch, D, p, go->seq, go->name)
-						     : onnx_read_tensor_file(V->scratch, D, p);
+						     : td_widen(V->scratch, onnx_read_tensor_file(V->scratch, D, p), go->narrow);
 		D->file = V->model;
 		enum { MAXREF = 4096 };
 		ir_value *vals[MAXREF];
@@ -937,10 +940,12 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 			rc = -1;
 			break;
 		}
-		size_t es = ir_dtype_size(x->dtype);
-		if (!es || x->dtype == DT_STRING || x->dtype == DT_F16) {
+		/* a FLOAT16 input (float32 inside) is written as float16 encodings */
+		int fdt = x->narrow ? (int)x->narrow : (int)x->dtype;
+		size_t es = x->narrow ? 2 : ir_dtype_size(x->dtype);
+		if (!es || x->dtype == DT_STRING || x->narrow == DT_BF16) {
 			fprintf(stderr, "cellc verify: %s: random %s data are not supported\n", what,
-				ir_dtype_name(x->dtype));
+				ir_dtype_name(x->narrow ? x->narrow : x->dtype));
 			rc = -1;
 			break;
 		}
@@ -949,7 +954,8 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 			uint64_t r = next_rand(rng);
 			double u = (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0;  /* [-1, 1) */
 			int64_t iv = role == 2 ? 1 + (int64_t)(r % (uint64_t)T) : (int64_t)(r & 1);
-			switch (x->dtype) {
+			switch (x->narrow ? DT_F16 : x->dtype) {
+			case DT_F16: ((uint16_t *)data)[i] = rt_f32_to_f16((float)u); break;
 			case DT_F32: ((float *)data)[i] = (float)u; break;
 			case DT_F64: ((double *)data)[i] = u; break;
 			case DT_I32: ((int32_t *)data)[i] = (int32_t)iv; break;
@@ -964,8 +970,8 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 		char *dl = "";
 		for (int i = 0; i < x->shape.rank; i++)
 			dl = arena_printf(&V->A, "%s%s%lld", dl, i ? "," : "", (long long)dims[i]);
-		fprintf(list, "%s\t%d\t%s\tinput_%d.bin\n", x->name, (int)x->dtype, dl, k);
-		rc = write_pb(V, arena_printf(&V->A, "%s/input_%d.pb", dir, k), x->name, (int)x->dtype,
+		fprintf(list, "%s\t%d\t%s\tinput_%d.bin\n", x->name, fdt, dl, k);
+		rc = write_pb(V, arena_printf(&V->A, "%s/input_%d.pb", dir, k), x->name, fdt,
 			      x->shape.rank, dims, data, nb) ||
 		     write_all(arena_printf(&V->A, "%s/input_%d.bin", dir, k), data, nb) ? -1 : 0;
 	}

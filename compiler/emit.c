@@ -701,10 +701,15 @@ static const char *io_params(emit_ctx *E, int header, int shapes)
 						: arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
 			s = arena_printf(E->A, "%s,\n\t\t%s%s *%s", s, out ? "" : "const ", ctype(v), pn);
 			int renamed = header && strcmp(pn, v->name);
-			if (header && (shapes || renamed))
-				s = arena_printf(E->A, "%s /* %s%s%s%s%s */", s, renamed ? "'" : "",
+			/* FLOAT16 / BFLOAT16 tensors pass as float (computed in float32) */
+			const char *narrow = !header || !v->narrow ? ""
+					     : v->narrow == DT_F16 ? " float16 values as float"
+								    : " bfloat16 values as float";
+			if (header && (shapes || renamed || *narrow))
+				s = arena_printf(E->A, "%s /* %s%s%s%s%s%s */", s, renamed ? "'" : "",
 						 renamed ? cmt(E->A, v->name) : "", renamed ? "'" : "",
-						 renamed && shapes ? " " : "", shapes ? shape_comment(E, v) : "");
+						 renamed && shapes ? " " : "", shapes ? shape_comment(E, v) : "",
+						 *narrow && !shapes && !renamed ? narrow + 1 : narrow);
 		}
 	return s;
 }

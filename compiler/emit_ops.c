@@ -259,6 +259,11 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 	case OP_EXPAND:
 		return x;
 	case OP_CAST:
+		/* FLOAT16 / BFLOAT16 results stay float32, rounded to the narrower type */
+		if (ir_attr_int(n, "to", 0) == DT_F16)
+			return arena_printf(E->A, "rt_round_f16(%s)", x);
+		if (ir_attr_int(n, "to", 0) == DT_BF16)
+			return arena_printf(E->A, "rt_round_bf16((float)%s)", x);
 		if (dt == DT_BOOL)
 			return arena_printf(E->A, "(%s != 0)", x);
 		return arena_printf(E->A, "(%s)%s", ctype(n->out[0]), x);
@@ -945,6 +950,139 @@ static void emit_conv(emit_ctx *E, ir_node *n)
 		ints_lit(E, dil, nsp));
 }
 
+/* ---- quantization (runtime/rt_quant.c) ---- */
+
+static const char *opt_ref(emit_ctx *E, const ir_node *n, int k)
+{
+	return k < n->nin && n->in[k] ? emit_ref(E, n->in[k]) : "NULL";
+}
+
+static int64_t numel_of(const ir_node *n, int k)
+{
+	return k < n->nin && n->in[k] ? ir_shape_const_numel(&n->in[k]->shape) : 1;
+}
+
+/* QuantizeLinear / DequantizeLinear: X viewed as [outer, D, inner] around
+ * the axis of a per-axis scale, or [numel, 1, 1] for one scale. */
+static void emit_quant_linear(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0], *y = n->out[0];
+	int r = x->shape.rank, per_axis = numel_of(n, 1) != 1;
+	int a = per_axis ? axis_of(ir_attr_int(n, "axis", 1), r) : r;
+	const char *outer = emit_dim(E, dims_prod(&x->shape, 0, a)),
+		   *cnt = per_axis ? emit_dim(E, x->shape.d[a]) : "1",
+		   *inner = per_axis ? emit_dim(E, dims_prod(&x->shape, a + 1, r)) : "1";
+	node_comment(E, n, per_axis ? arena_printf(E->A, "per axis %d", a) : "per tensor");
+	if (n->op == OP_QUANTIZELINEAR)
+		ew_line(E->w, "rt_quantize_linear(%s, %d, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), (int)y->dtype,
+			emit_ref(E, x), emit_ref(E, n->in[1]), opt_ref(E, n, 2), outer, cnt, inner);
+	else
+		ew_line(E->w, "rt_dequantize_linear(%s, %s, %d, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+			(int)x->dtype, emit_ref(E, n->in[1]), opt_ref(E, n, 2), outer, cnt, inner);
+}
+
+static void emit_dyn_quant(emit_ctx *E, ir_node *n)
+{
+	const ir_value *x = n->in[0];
+	node_comment(E, n, NULL);
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "float scale_;");
+	ew_line(E->w, "uint8_t zero_point_;");
+	ew_line(E->w, "rt_dynamic_quantize_linear(%s, &scale_, &zero_point_, %s, %s);", emit_ref(E, n->out[0]),
+		emit_ref(E, x), emit_dim(E, ir_shape_numel(&x->shape)));
+	if (n->nout > 1 && n->out[1])
+		ew_line(E->w, "%s[0] = scale_;", emit_ref(E, n->out[1]));
+	if (n->nout > 2 && n->out[2])
+		ew_line(E->w, "%s[0] = zero_point_;", emit_ref(E, n->out[2]));
+	ew_close(E->w, "");
+}
+
+/* MatMulInteger / QLinearMatMul: numpy batching as in emit_matmul, one
+ * kernel call per batch element (the zero points of A are per row). */
+static void emit_qmatmul(emit_ctx *E, ir_node *n)
+{
+	int ql = n->op == OP_QLINEARMATMUL;
+	const ir_value *a = n->in[0], *b = n->in[ql ? 3 : 1], *y = n->out[0];
+	int ra = a->shape.rank, rb = b->shape.rank;
+	ir_dim M = ra >= 2 ? a->shape.d[ra - 2] : ir_dim_const(1);
+	ir_dim K = a->shape.d[ra - 1];
+	ir_dim N = rb >= 2 ? b->shape.d[rb - 1] : ir_dim_const(1);
+	ir_shape ab = {.rank = ra > 2 ? ra - 2 : 0}, bb = {.rank = rb > 2 ? rb - 2 : 0};
+	for (int i = 0; i < ab.rank; i++)
+		ab.d[i] = a->shape.d[i];
+	for (int i = 0; i < bb.rank; i++)
+		bb.d[i] = b->shape.d[i];
+	ir_shape yb = {.rank = ab.rank > bb.rank ? ab.rank : bb.rank};
+	for (int i = 0; i < yb.rank; i++)
+		yb.d[i] = y->shape.d[i];
+	const char *sM = emit_dim(E, M), *sN = emit_dim(E, N), *sK = emit_dim(E, K);
+	const char *ar = emit_ref(E, a), *br = emit_ref(E, b), *yr = emit_ref(E, y);
+	loop L;
+	const ir_shape *ops[2] = {&ab, &bb};
+	if (!loop_plan(E, &L, &yb, ops, 2)) {
+		diag_node(E->D, n, "%s batch dimensions do not broadcast", ir_op_name(n->op));
+		return;
+	}
+	node_comment(E, n, ql ? "mult = a_scale b_scale / y_scale" : NULL);
+	if (ql) {
+		ew_open(E->w, "%s", "");
+		ew_line(E->w, "const float mult = %s[0] * %s[0] / %s[0];", emit_ref(E, n->in[1]), emit_ref(E, n->in[4]),
+			emit_ref(E, n->in[6]));
+	}
+	loop_open(E, &L);
+	const char *ao = arena_printf(E->A, "%s + %s", ar, mul_str(E, factor(E, L.idx[0]), emit_dim(E, ir_dim_mul(M, K))));
+	const char *bo = arena_printf(E->A, "%s + %s", br, mul_str(E, factor(E, L.idx[1]), emit_dim(E, ir_dim_mul(K, N))));
+	const char *yo = arena_printf(E->A, "%s + %s", yr, mul_str(E, factor(E, L.oidx), emit_dim(E, ir_dim_mul(M, N))));
+	if (ql)
+		ew_line(E->w, "rt_qlinear_matmul(%s, %d, mult, %s, %s, %d, %s, %s, %d, %s, %s, %s, %s);", yo, (int)y->dtype,
+			emit_ref(E, n->in[7]), ao, (int)a->dtype, emit_ref(E, n->in[2]), bo, (int)b->dtype,
+			emit_ref(E, n->in[5]), sM, sN, sK);
+	else
+		ew_line(E->w, "rt_matmul_integer(%s, %s, %d, %s, %lld, %s, %d, %s, %lld, %s, %s, %s);", yo, ao, (int)a->dtype,
+			opt_ref(E, n, 2), (long long)numel_of(n, 2), bo, (int)b->dtype, opt_ref(E, n, 3),
+			(long long)numel_of(n, 3), sM, sN, sK);
+	loop_close(E, &L);
+	if (ql)
+		ew_close(E->w, "");
+}
+
+/* ConvInteger / QLinearConv: rt_conv's geometry, exact int32 sums. */
+static void emit_qconv(emit_ctx *E, ir_node *n)
+{
+	int ql = n->op == OP_QLINEARCONV;
+	const ir_value *x = n->in[0], *w = n->in[ql ? 3 : 1], *y = n->out[0];
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	int nsp = infer_conv_geometry(n, k, st, pads, dil);
+	int64_t group = ir_attr_int(n, "group", 1), m = w->shape.d[0].k;
+	const char *geo = arena_printf(E->A, "%d, %s, %lld, %lld, %s, %s, %s, %s", nsp, dims_lit(E, &x->shape, 0),
+				       (long long)m, (long long)group, ints_lit(E, k, nsp), ints_lit(E, st, nsp),
+				       ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+	node_comment(E, n, arena_printf(E->A, "group %lld", (long long)group));
+	if (!ql) {
+		ew_line(E->w, "rt_conv_integer(%s, %s, %d, %s, %s, %d, %s, %lld, %s);", emit_ref(E, y), emit_ref(E, x),
+			(int)x->dtype, opt_ref(E, n, 2), emit_ref(E, w), (int)w->dtype, opt_ref(E, n, 3),
+			(long long)numel_of(n, 3), geo);
+		return;
+	}
+	/* one multiplier per output channel when w_scale is per channel */
+	int64_t nm = numel_of(n, 4);
+	ew_open(E->w, "%s", "");
+	if (nm == 1) {
+		ew_line(E->w, "const float mult[1] = {%s[0] * %s[0] / %s[0]};", emit_ref(E, n->in[1]),
+			emit_ref(E, n->in[4]), emit_ref(E, n->in[6]));
+	} else {
+		ew_line(E->w, "float mult[%lld];", (long long)nm);
+		ew_open(E->w, "for (int64_t i = 0; i < %lld; i++)", (long long)nm);
+		ew_line(E->w, "mult[i] = %s[0] * %s[i] / %s[0];", emit_ref(E, n->in[1]), emit_ref(E, n->in[4]),
+			emit_ref(E, n->in[6]));
+		ew_close(E->w, "");
+	}
+	ew_line(E->w, "rt_qlinear_conv(%s, %d, mult, %lld, %s, %s, %d, %s, %s, %d, %s, %lld, %s, %s);", emit_ref(E, y),
+		(int)y->dtype, (long long)nm, emit_ref(E, n->in[7]), emit_ref(E, x), (int)x->dtype, emit_ref(E, n->in[2]),
+		emit_ref(E, w), (int)w->dtype, emit_ref(E, n->in[5]), (long long)numel_of(n, 5), opt_ref(E, n, 8), geo);
+	ew_close(E->w, "");
+}
+
 static void emit_pad(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *v = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
@@ -1050,6 +1188,13 @@ static void emit_pool(emit_ctx *E, ir_node *n)
 	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
 	int nsp = infer_pool_geometry(n, k, st, pads, dil, ysp);
 	ASSERT(nsp > 0);
+	if (x->dtype == DT_U8 || x->dtype == DT_I8) {
+		node_comment(E, n, NULL);
+		ew_line(E->w, "rt_maxpool_8(%s, %d, %s, %d, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), (int)x->dtype,
+			emit_ref(E, x), nsp, dims_lit(E, &x->shape, 0), ints_lit(E, ysp, nsp), ints_lit(E, k, nsp),
+			ints_lit(E, st, nsp), ints_lit(E, pads, 2 * nsp), ints_lit(E, dil, nsp));
+		return;
+	}
 	const char *kind = n->op == OP_MAXPOOL ? "RT_POOL_MAX"
 			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
 	node_comment(E, n, NULL);
@@ -1515,6 +1660,10 @@ void emit_node(emit_ctx *E, ir_node *n)
 		return;
 	case OP_ARGMAX: case OP_ARGMIN: emit_argmax(E, n); return;
 	case OP_CONV: emit_conv(E, n); return;
+	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: emit_quant_linear(E, n); return;
+	case OP_DYNQUANTIZELINEAR: emit_dyn_quant(E, n); return;
+	case OP_MATMULINTEGER: case OP_QLINEARMATMUL: emit_qmatmul(E, n); return;
+	case OP_CONVINTEGER: case OP_QLINEARCONV: emit_qconv(E, n); return;
 	case OP_PAD: emit_pad(E, n); return;
 	case OP_RESIZE: emit_resize(E, n); return;
 	case OP_GRIDSAMPLE: emit_gridsample(E, n); return;

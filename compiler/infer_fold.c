@@ -18,6 +18,7 @@
  * undefined (out-of-range float to int or to float) saturate instead.
  */
 #include "infer.h"
+#include "cellrt.h"
 #include "util.h"
 
 #include <float.h>
@@ -521,9 +522,12 @@ static int fold_cast(fctx *c)
 			return 0;       /* not representable: pass_infer reports it */
 		return fold_same_order(c);
 	}
+	int64_t to = ir_attr_int(c->n, "to", 0);
 	out_alloc(c, o, 0);
 	for (int64_t i = 0; i < n; i++) {
-		if (is_float(o->dtype))
+		if (is_float(o->dtype) && (to == DT_F16 || to == DT_BF16))
+			stf(o, i, to == DT_F16 ? rt_round_f16(ldf(x, i)) : rt_round_bf16((float)ldf(x, i)));
+		else if (is_float(o->dtype))
 			stf(o, i, ldf(x, i));
 		else if (is_float(x->dtype))
 			stu(o, i, f2u(ldf(x, i), o->dtype));

@@ -889,10 +889,17 @@ static int infer_cast(ictx *c)
 	ir_attr *a = ir_attr_find(c->n, "to");
 	if (!a || a->kind != ATTR_INT)
 		return fail(c, "attribute 'to' is required");
+	if (a->i == DT_F16 || a->i == DT_BF16) {
+		/* computed in float32: the values rounded to the narrower type */
+		set_out(c, 0, DT_F32, &in(c, 0)->shape);
+		c->n->out[0]->narrow = (ir_dtype)a->i;
+		return 0;
+	}
 	if (a->i < 0 || a->i >= DT_COUNT_ || !infer_dtype_ok((ir_dtype)a->i))
 		return fail(c, "unsupported target dtype %lld (%s)", (long long)a->i,
 			    a->i > 0 && a->i < DT_COUNT_ ? ir_dtype_name((ir_dtype)a->i) : "unknown");
 	set_out(c, 0, (ir_dtype)a->i, &in(c, 0)->shape);
+	c->n->out[0]->narrow = DT_UNDEF;
 	return 0;
 }
 
@@ -921,11 +928,9 @@ static int infer_gemm(ictx *c)
 	return 0;
 }
 
-static int infer_matmul(ictx *c)
+/* Y's shape of MatMul (numpy batching, 1-D operands promoted) */
+static int matmul_shape(ictx *c, const ir_value *A, const ir_value *B, ir_shape *out)
 {
-	ir_value *A = in(c, 0), *B = in(c, 1);
-	if (need_f32(c, 0) || need_f32(c, 1))
-		return 1;
 	ir_shape a = A->shape, b = B->shape;
 	if (a.rank < 1 || b.rank < 1)
 		return fail(c, "inputs must have rank >= 1, not %s and %s", shp(c, &a), shp(c, &b));
@@ -951,7 +956,16 @@ static int infer_matmul(ictx *c)
 		s.d[s.rank++] = a.d[a.rank - 2];
 	if (!vb)
 		s.d[s.rank++] = b.d[b.rank - 1];
-	set_out(c, 0, A->dtype, &s);
+	*out = s;
+	return 0;
+}
+
+static int infer_matmul(ictx *c)
+{
+	ir_shape s;
+	if (need_f32(c, 0) || need_f32(c, 1) || matmul_shape(c, in(c, 0), in(c, 1), &s))
+		return 1;
+	set_out(c, 0, in(c, 0)->dtype, &s);
 	return 0;
 }
 
@@ -1073,7 +1087,7 @@ static int conv_ints(ictx *c, const char *name, int cnt, int64_t def, int64_t *v
 
 int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil)
 {
-	const ir_value *x = n->in[0], *w = n->in[1];
+	const ir_value *x = n->in[0], *w = n->in[n->op == OP_QLINEARCONV ? 3 : 1];
 	int nsp = x->shape.rank - 2;
 	for (int a = 0; a < nsp; a++) {
 		k[a] = w->shape.d[2 + a].k;
@@ -1105,11 +1119,11 @@ int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads
 	return nsp;
 }
 
-static int infer_conv(ictx *c)
+/* Y's shape of a convolution of X (input 0) with W (input wi), bias B
+ * (input bi, may be absent): Conv, ConvInteger, QLinearConv. */
+static int conv_shape(ictx *c, int wi, int bi, ir_shape *out)
 {
-	ir_value *x = in(c, 0), *w = in(c, 1), *b = in(c, 2);
-	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
-		return 1;
+	ir_value *x = in(c, 0), *w = in(c, wi), *b = bi < c->n->nin ? in(c, bi) : NULL;
 	int r = x->shape.rank, nsp = r - 2;
 	if (r < 3)
 		return fail(c, "X must be [N, C, D1, ...] (rank 3 or more), not %s", shp(c, &x->shape));
@@ -1160,8 +1174,133 @@ static int infer_conv(ictx *c)
 			o = D.k + pads[a] + pads[nsp + a] < span ? 0 : (D.k + pads[a] + pads[nsp + a] - span) / st[a] + 1;
 		s.d[2 + a] = ir_dim_const(o);
 	}
+	*out = s;
+	return 0;
+}
+
+static int infer_conv(ictx *c)
+{
+	ir_shape s;
+	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2) || conv_shape(c, 1, 2, &s))
+		return 1;
 	set_out(c, 0, DT_F32, &s);
 	return 0;
+}
+
+/* ---- quantization ---------------------------------------------------------------- */
+
+static int is_q8(ir_dtype t) { return t == DT_U8 || t == DT_I8; }
+
+/* Input k (optional unless `need`) must be of dtype dt (DT_UNDEF: uint8 or
+ * int8) with `count` elements (or 1 when also_one; count < 0: one element). */
+static int quant_param(ictx *c, int k, int need, ir_dtype dt, ir_dim count, int also_one, const char *what)
+{
+	ir_value *v = k < c->n->nin ? in(c, k) : NULL;
+	if (!v)
+		return need ? fail(c, "input %d (%s) is required", k, what) : 0;
+	if (dt ? v->dtype != dt : !is_q8(v->dtype))
+		return fail(c, "%s (input %d '%s') must be %s, not %s", what, k, v->name,
+			    dt ? ir_dtype_name(dt) : "u8 or i8", ir_dtype_name(v->dtype));
+	ir_dim n;
+	if (!infer_numel(&v->shape, &n) || v->shape.rank > 1)
+		return fail(c, "%s (input %d '%s') must be a scalar or 1-D, not %s", what, k, v->name, shp(c, &v->shape));
+	if (ir_dim_eq(n, ir_dim_const(1)) && (also_one || count.k < 0))
+		return 0;
+	if (count.k >= 0 && ir_dim_eq(n, count) && v->shape.rank == 1)
+		return 0;
+	return fail(c, "%s (input %d '%s') %s must hold one value%s%s", what, k, v->name, shp(c, &v->shape),
+		    count.k >= 0 ? " or one per index: " : "", count.k >= 0 ? dimstr(c, count) : "");
+}
+
+static int infer_quant(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	ir_dim one = {.k = -1};
+	ir_shape s;
+	switch (n->op) {
+	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: {
+		int q = n->op == OP_QUANTIZELINEAR, r = x->shape.rank;
+		int64_t axis = ir_attr_int(n, "axis", 1);
+		if (q ? x->dtype != DT_F32 : !is_q8(x->dtype) && x->dtype != DT_I32)
+			return fail(c, "X must be %s, not %s", q ? "f32" : "u8, i8 or i32", ir_dtype_name(x->dtype));
+		ir_value *sc = in(c, 1);
+		ir_dim cnt = one;
+		if (sc->shape.rank == 1 && !(ir_dim_is_const(sc->shape.d[0]) && sc->shape.d[0].k == 1)) {
+			int a = norm_axis(axis, r);
+			if (a < 0)
+				return fail(c, "axis %lld is out of range for X %s", (long long)axis, shp(c, &x->shape));
+			cnt = x->shape.d[a];
+		}
+		if (quant_param(c, 1, 1, DT_F32, cnt, 0, q ? "y_scale" : "x_scale") ||
+		    quant_param(c, 2, 0, q ? DT_UNDEF : x->dtype, cnt, 0, q ? "y_zero_point" : "x_zero_point"))
+			return 1;
+		set_out(c, 0, q ? (n->nin > 2 && in(c, 2) ? in(c, 2)->dtype : DT_U8) : DT_F32, &x->shape);
+		return 0;
+	}
+	case OP_DYNQUANTIZELINEAR: {
+		if (need_f32(c, 0))
+			return 1;
+		ir_shape sc = {.rank = 0};
+		set_out(c, 0, DT_U8, &x->shape);
+		set_out(c, 1, DT_F32, &sc);
+		set_out(c, 2, DT_U8, &sc);
+		return 0;
+	}
+	case OP_MATMULINTEGER: case OP_QLINEARMATMUL: {
+		int ql = n->op == OP_QLINEARMATMUL, bi = ql ? 3 : 1;
+		ir_value *A = x, *B = in(c, bi);
+		if (!is_q8(A->dtype) || !is_q8(B->dtype))
+			return fail(c, "A and B must be u8 or i8, not %s and %s", ir_dtype_name(A->dtype),
+				    ir_dtype_name(B->dtype));
+		if (matmul_shape(c, A, B, &s))
+			return 1;
+		if (!ql) {
+			ir_dim M = A->shape.rank >= 2 ? A->shape.d[A->shape.rank - 2] : ir_dim_const(1);
+			ir_dim N = B->shape.rank >= 2 ? B->shape.d[B->shape.rank - 1] : ir_dim_const(1);
+			if (quant_param(c, 2, 0, A->dtype, M, 1, "a_zero_point") ||
+			    quant_param(c, 3, 0, B->dtype, N, 1, "b_zero_point"))
+				return 1;
+			set_out(c, 0, DT_I32, &s);
+			return 0;
+		}
+		if (quant_param(c, 1, 1, DT_F32, one, 0, "a_scale") || quant_param(c, 2, 1, A->dtype, one, 0, "a_zero_point") ||
+		    quant_param(c, 4, 1, DT_F32, one, 0, "b_scale") || quant_param(c, 5, 1, B->dtype, one, 0, "b_zero_point") ||
+		    quant_param(c, 6, 1, DT_F32, one, 0, "y_scale") || quant_param(c, 7, 1, DT_UNDEF, one, 0, "y_zero_point"))
+			return 1;
+		set_out(c, 0, in(c, 7)->dtype, &s);
+		return 0;
+	}
+	case OP_CONVINTEGER: case OP_QLINEARCONV: {
+		int ql = n->op == OP_QLINEARCONV, wi = ql ? 3 : 1;
+		ir_value *W = in(c, wi);
+		if (!is_q8(x->dtype) || !is_q8(W->dtype))
+			return fail(c, "X and W must be u8 or i8, not %s and %s", ir_dtype_name(x->dtype),
+				    ir_dtype_name(W->dtype));
+		if (W->shape.rank < 1 || !ir_dim_is_const(W->shape.d[0]))
+			return fail(c, "W %s must have a constant shape", shp(c, &W->shape));
+		if (conv_shape(c, wi, ql ? 8 : 99, &s))
+			return 1;
+		ir_dim M = W->shape.d[0];
+		if (!ql) {
+			if (quant_param(c, 2, 0, x->dtype, one, 0, "x_zero_point") ||
+			    quant_param(c, 3, 0, W->dtype, M, 1, "w_zero_point"))
+				return 1;
+			set_out(c, 0, DT_I32, &s);
+			return 0;
+		}
+		if (quant_param(c, 1, 1, DT_F32, one, 0, "x_scale") || quant_param(c, 2, 1, x->dtype, one, 0, "x_zero_point") ||
+		    quant_param(c, 4, 1, DT_F32, M, 1, "w_scale") || quant_param(c, 5, 1, W->dtype, M, 1, "w_zero_point") ||
+		    quant_param(c, 6, 1, DT_F32, one, 0, "y_scale") || quant_param(c, 7, 1, DT_UNDEF, one, 0, "y_zero_point"))
+			return 1;
+		if (n->nin > 8 && in(c, 8) && in(c, 8)->dtype != DT_I32)
+			return fail(c, "B must be i32, not %s", ir_dtype_name(in(c, 8)->dtype));
+		set_out(c, 0, in(c, 7)->dtype, &s);
+		return 0;
+	}
+	default:
+		UNREACHABLE();
+	}
 }
 
 /* The pads of Pad per axis (begins then ends, 2 * rank) from its pads and
@@ -1496,8 +1635,12 @@ int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads
 static int infer_pool(ictx *c)
 {
 	ir_value *x = in(c, 0);
-	if (need_f32(c, 0))
+	if (c->n->op == OP_MAXPOOL && is_q8(x->dtype)) {
+		if (c->n->nout > 1 && c->n->out[1])
+			return fail(c, "the Indices output is computed for f32 X only, not %s", ir_dtype_name(x->dtype));
+	} else if (need_f32(c, 0)) {
 		return 1;
+	}
 	if (x->shape.rank < 3)
 		return fail(c, "X must be [N, C, D1, ...] (rank 3 or more), not %s", shp(c, &x->shape));
 	ir_shape s = x->shape;
@@ -1514,7 +1657,7 @@ static int infer_pool(ictx *c)
 			    "that fit", shp(c, &x->shape));
 	for (int a = 2; a < s.rank; a++)
 		s.d[a] = ir_dim_const(ysp[a - 2]);
-	set_out(c, 0, DT_F32, &s);
+	set_out(c, 0, x->dtype, &s);
 	set_out(c, 1, DT_I64, &s);
 	return 0;
 }
@@ -2182,7 +2325,33 @@ static int infer_optim(ictx *c)
 
 /* ---- entry --------------------------------------------------------------------- */
 
+static int infer_rule(ir_graph *g, ir_node *n, diag *D);
+
+/* The rule of the node's operator, then ir_value.narrow: a float32 result of
+ * float32 operands that all stand for the same FLOAT16 / BFLOAT16 type
+ * stands for it too (ONNX's type constraints give such a result that type;
+ * Cast decides its own). */
 int infer_node(ir_graph *g, ir_node *n, diag *D)
+{
+	int r = infer_rule(g, n, D);
+	if (r || n->op == OP_CAST)
+		return r;
+	ir_dtype narrow = DT_UNDEF;
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		if (!v || v->dtype != DT_F32)
+			continue;
+		if (!v->narrow || (narrow && v->narrow != narrow))
+			return 0;
+		narrow = v->narrow;
+	}
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && n->out[k]->dtype == DT_F32)
+			n->out[k]->narrow = narrow;
+	return 0;
+}
+
+static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 {
 	ictx cx = {g, n, D, g->A}, *c = &cx;
 	const ir_opinfo *oi = &ir_ops[n->op];
@@ -2236,6 +2405,9 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 		return infer_reduce(c);
 	case OP_ARGMAX: case OP_ARGMIN: return infer_argmax(c);
 	case OP_CONV: return infer_conv(c);
+	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_DYNQUANTIZELINEAR: case OP_MATMULINTEGER:
+	case OP_QLINEARMATMUL: case OP_CONVINTEGER: case OP_QLINEARCONV:
+		return infer_quant(c);
 	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: return infer_pool(c);
 	case OP_LAYERNORM: return infer_layernorm(c);
 	case OP_BATCHNORM: return infer_batchnorm(c);
@@ -2245,7 +2417,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 		return infer_random(c);
 	case OP_CASTLIKE:
 		/* the dtype is known now: the node becomes the Cast it stands for */
-		ir_attr_set_int(n, "to", (int64_t)n->in[1]->dtype);
+		ir_attr_set_int(n, "to", (int64_t)(n->in[1]->narrow ? n->in[1]->narrow : n->in[1]->dtype));
 		n->op = OP_CAST;
 		n->nin = 1;
 		return infer_cast(c);

@@ -34,7 +34,7 @@ static const struct {
 	[DT_I64] = {"i64", "int64_t", 8}, [DT_STRING] = {"string", NULL, 0},
 	[DT_BOOL] = {"bool", "uint8_t", 1}, [DT_F16] = {"f16", NULL, 0},
 	[DT_F64] = {"f64", "double", 8},  [DT_U32] = {"u32", "uint32_t", 4},
-	[DT_U64] = {"u64", "uint64_t", 8},
+	[DT_U64] = {"u64", "uint64_t", 8}, [DT_BF16] = {"bf16", NULL, 0},
 };
 
 const char *ir_dtype_name(ir_dtype t)

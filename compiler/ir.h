@@ -54,7 +54,7 @@ int ir_op_lookup(const char *name);     /* -1 if unknown */
 typedef enum {
 	DT_UNDEF = 0, DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_U16 = 4, DT_I16 = 5,
 	DT_I32 = 6, DT_I64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11,
-	DT_U32 = 12, DT_U64 = 13, DT_COUNT_ = 17
+	DT_U32 = 12, DT_U64 = 13, DT_BF16 = 16, DT_COUNT_ = 17
 } ir_dtype;
 
 const char *ir_dtype_name(ir_dtype t);  /* "f32", "i64", ... (native spelling) */
@@ -114,6 +114,9 @@ typedef struct ir_value {
 	struct ir_node *producer; /* VAL_TEMP: the node writing it */
 	struct ir_graph *graph; /* graph that owns it */
 	int is_output;          /* also a graph output */
+	ir_dtype narrow;        /* DT_F16 or DT_BF16: an f32 value that stands for an ONNX
+	                           FLOAT16 / BFLOAT16 tensor (computed in float32, its
+	                           values of that type where a Cast made them); else 0 */
 	int nuses;              /* number of node inputs referring to it (ir_recount) */
 	int id;                 /* dense index for passes' side tables */
 	/* filled by the memory planner */

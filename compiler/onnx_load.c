@@ -240,6 +240,7 @@ static ir_value *seq_tensor(ir_graph *g, diag *D, const char *path, const Onnx__
 	ir_value *v = ir_value_new(g, ir_unique_name(g, name), VAL_CONST, ot.dtype);
 	v->shape = ot.shape;
 	v->data = ot.data;
+	v->narrow = ot.narrow;
 	v->origin = path;
 	return v;
 }
@@ -402,6 +403,7 @@ static void load_initializers(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind
 		ir_value *v = ir_value_new(L->g, t->name, VAL_WEIGHT, ot.dtype);
 		v->shape = ot.shape;
 		v->data = ot.data;
+		v->narrow = ot.narrow;
 		onnx_map_put(L->A, &L->values, v->name, v);
 	}
 }
@@ -489,7 +491,7 @@ static const Onnx__TypeProto__Tensor *tensor_type(onnx_ctx *L, const char *what,
 	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
 	if (!is_input && (!tt->has_elem_type || tt->elem_type == 0))
 		return tt;
-	if (!tt->has_elem_type || !onnx_dtype_supported(tt->elem_type)) {
+	if (!tt->has_elem_type || (!onnx_dtype_supported(tt->elem_type) && !onnx_dtype_narrow(tt->elem_type))) {
 		diag_error(L->D, "%s '%s' has element type %s, which cellc does not support", what, vi->name,
 			   tt->has_elem_type ? onnx_dtype_name(tt->elem_type) : "UNDEFINED");
 		return NULL;
@@ -571,9 +573,9 @@ static int input_shape(onnx_ctx *L, const char **sym_origin, const Onnx__ValueIn
 static void check_binding(onnx_ctx *L, const Onnx__ValueInfoProto *vi, const Onnx__TypeProto__Tensor *tt,
 			  const ir_value *v)
 {
-	if ((int)v->dtype != tt->elem_type) {
+	if ((int)(v->narrow ? v->narrow : v->dtype) != tt->elem_type) {
 		diag_error(L->D, "bound value of input '%s' has element type %s; the model declares %s", vi->name,
-			   onnx_dtype_name(v->dtype), onnx_dtype_name(tt->elem_type));
+			   onnx_dtype_name(v->narrow ? v->narrow : v->dtype), onnx_dtype_name(tt->elem_type));
 		return;
 	}
 	if (!tt->shape)
@@ -637,7 +639,9 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind, cons
 		} else if (tt && !tt->shape) {
 			diag_error(L->D, "input '%s' has no shape; cellc needs at least its rank", vi->name);
 		} else if (tt && input_shape(L, sym_origin, vi, tt->shape, &s, nbind, bind, used) == 0) {
-			v = ir_value_new(g, vi->name, VAL_INPUT, (ir_dtype)tt->elem_type);
+			v = ir_value_new(g, vi->name, VAL_INPUT, onnx_dtype_narrow(tt->elem_type) ? DT_F32
+											     : (ir_dtype)tt->elem_type);
+			v->narrow = onnx_dtype_narrow(tt->elem_type) ? (ir_dtype)tt->elem_type : DT_UNDEF;
 			v->shape = s;
 			g->inputs[g->ninputs++] = v;
 		}
@@ -777,6 +781,27 @@ int onnx_topo_order(onnx_ctx *L, const Onnx__GraphProto *gp, int *order)
 
 /* ---- outputs ---- */
 
+/* A FLOAT16 / BFLOAT16 output: computed in float32, it leaves rounded to
+ * the declared type by a Cast that takes over its name (v gets a fresh one). */
+static ir_value *narrow_output(onnx_ctx *L, ir_value *v, ir_dtype narrow)
+{
+	ir_graph *g = L->g;
+	if (v->producer && v->producer->op == OP_CAST && ir_attr_int(v->producer, "to", 0) == narrow) {
+		v->narrow = narrow;
+		return v;       /* rounded already */
+	}
+	const char *name = v->name;
+	v->name = ir_unique_name(g, name);
+	ir_node *n = ir_node_new(g, OP_CAST, NULL, 1, 1);
+	ir_attr_set_int(n, "to", narrow);
+	n->in[0] = v;
+	n->out[0] = ir_value_new(g, name, VAL_TEMP, DT_F32);
+	n->out[0]->narrow = narrow;
+	ir_append(g, n);
+	onnx_map_put(L->A, &L->values, name, n->out[0]);
+	return n->out[0];
+}
+
 static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 {
 	ir_graph *g = L->g;
@@ -799,6 +824,9 @@ static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 			diag_error(L->D, "graph output '%s' is listed twice", vi->name);
 			continue;
 		}
+		if (kind == IR_TENSOR && vi->type && vi->type->tensor_type->has_elem_type &&
+		    onnx_dtype_narrow(vi->type->tensor_type->elem_type))
+			v = narrow_output(L, v, (ir_dtype)vi->type->tensor_type->elem_type);
 		v->is_output = 1;
 		if (kind != IR_TENSOR)
 			v->seq = kind;  /* what the data sets hold; resolved by pass_infer */

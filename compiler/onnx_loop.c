@@ -137,6 +137,7 @@ ir_graph *onnx_load_body(onnx_ctx *L, ir_node *n, const Onnx__GraphProto *gp)
 		ir_value *v = ir_value_new(b, body_name(L, t->name), VAL_CONST, ot.dtype);
 		v->shape = ot.shape;
 		v->data = ot.data;
+		v->narrow = ot.narrow;
 		v->origin = arena_strdup(L->A, t->name);
 		onnx_map_put(L->A, &L->values, arena_strdup(L->A, t->name), v);
 	}

@@ -167,6 +167,13 @@ static const attr_spec attr_specs[] = {
 	{OP_SCATTERND, "reduction", ATTR_STRING, 16, 0, NULL},
 	{OP_GATHERND, "batch_dims", ATTR_INT, 12, 0, NULL},
 	{OP_INSTANCENORM, "epsilon", ATTR_FLOAT, 0, 0, NULL},
+	{OP_QUANTIZELINEAR, "axis", ATTR_INT, 13, 0, NULL}, {OP_DEQUANTIZELINEAR, "axis", ATTR_INT, 13, 0, NULL},
+	{OP_CONVINTEGER, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_CONVINTEGER, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVINTEGER, "group", ATTR_INT, 0, 0, NULL},   {OP_CONVINTEGER, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_CONVINTEGER, "pads", ATTR_INTS, 0, 0, NULL},   {OP_CONVINTEGER, "strides", ATTR_INTS, 0, 0, NULL},
+	{OP_QLINEARCONV, "auto_pad", ATTR_STRING, 0, 0, NULL}, {OP_QLINEARCONV, "dilations", ATTR_INTS, 0, 0, NULL},
+	{OP_QLINEARCONV, "group", ATTR_INT, 0, 0, NULL},   {OP_QLINEARCONV, "kernel_shape", ATTR_INTS, 0, 0, NULL},
+	{OP_QLINEARCONV, "pads", ATTR_INTS, 0, 0, NULL},   {OP_QLINEARCONV, "strides", ATTR_INTS, 0, 0, NULL},
 	{OP_HANNWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HANNWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_HAMMINGWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_HAMMINGWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
 	{OP_BLACKMANWINDOW, "periodic", ATTR_INT, 0, 0, NULL}, {OP_BLACKMANWINDOW, "output_datatype", ATTR_INT, 0, 0, NULL},
@@ -344,6 +351,7 @@ static ir_value *attr_tensor(onnx_ctx *L, ir_node *n, const char *aname, const O
 	v->dtype = ot.dtype;
 	v->shape = ot.shape;
 	v->data = ot.data;
+	v->narrow = ot.narrow;
 	v->graph = L->g;
 	v->slot = -1;
 	v->id = -1;
@@ -807,7 +815,7 @@ static int check_cast(onnx_ctx *L, ir_node *n)
 	}
 	if (a->kind != ATTR_INT)
 		return 0;       /* a bad type name: reported by norm_cast */
-	if (a->i < 0 || a->i > 1000 || !onnx_dtype_supported((int)a->i)) {
+	if (a->i < 0 || a->i > 1000 || (!onnx_dtype_supported((int)a->i) && !onnx_dtype_narrow((int)a->i))) {
 		onnx_node_error(L, n, "Cast to %s is not supported", onnx_dtype_name((int)a->i));
 		return 1;
 	}
@@ -1165,6 +1173,7 @@ static const struct {
 	{OP_REDUCEL2, check_reduce},  {OP_REDUCELOGSUM, check_reduce}, {OP_REDUCELOGSUMEXP, check_reduce},
 	{OP_REDUCESUMSQUARE, check_reduce}, {OP_ARGMAX, check_reduce}, {OP_ARGMIN, check_reduce},
 	{OP_CONV, check_conv},        {OP_PAD, check_pad},        {OP_ISINF, check_isinf},
+	{OP_CONVINTEGER, check_conv}, {OP_QLINEARCONV, check_conv},
 	{OP_MAXPOOL, check_pool},     {OP_AVGPOOL, check_pool},
 	{OP_BATCHNORM, check_norm},   {OP_HARDMAX, check_hardmax},
 	{OP_TRILU, check_reduce},     {OP_CUMSUM, check_reduce},

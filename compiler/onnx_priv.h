@@ -97,6 +97,7 @@ typedef struct onnx_tensor {
 	ir_shape shape;         /* all dims constant */
 	int64_t numel;
 	void *data;             /* arena, row-major, host byte order; never NULL */
+	ir_dtype narrow;        /* FLOAT16 / BFLOAT16 read as float32 (dtype DT_F32); else 0 */
 } onnx_tensor;
 
 /* Decodes t.  dir: where external data files are looked up.  On failure
@@ -108,6 +109,8 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 const char *onnx_dtype_name(int t);
 /* 1 if cellc computes with this element type. */
 int onnx_dtype_supported(int t);
+/* 1 for FLOAT16 and BFLOAT16: computed in float32 (ir_value.narrow) */
+static inline int onnx_dtype_narrow(int t) { return t == DT_F16 || t == DT_BF16; }
 
 /* Reads a whole file into memory (malloc), refusing non-regular files and
  * files larger than limit.  -1 with a message in err. */

@@ -17,6 +17,7 @@
 #define _XOPEN_SOURCE 700  /* realpath, fseeko */
 #include "onnx_priv.h"
 #include "util.h"
+#include "cellrt.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -422,12 +423,15 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 		snprintf(err, errlen, "has no element type");
 		return -1;
 	}
-	if (!onnx_dtype_supported(t->data_type)) {
+	/* FLOAT16 and BFLOAT16 are read as their 16-bit encodings (stored like
+	 * UINT16) and widened to float32 at the end */
+	ir_dtype narrow = t->data_type == DT_F16 || t->data_type == DT_BF16 ? (ir_dtype)t->data_type : DT_UNDEF;
+	if (!narrow && !onnx_dtype_supported(t->data_type)) {
 		snprintf(err, errlen, "has element type %s, which cellc does not support",
 			 onnx_dtype_name(t->data_type));
 		return -1;
 	}
-	ir_dtype dt = (ir_dtype)t->data_type;
+	ir_dtype dt = narrow ? DT_U16 : (ir_dtype)t->data_type;
 	size_t elsize = ir_dtype_size(dt);
 	if (t->segment) {
 		snprintf(err, errlen, "is a segment of a larger tensor, which cellc does not support");
@@ -476,13 +480,13 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 	typed_field want = field_of(dt);
 	int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	if (t->n_string_data) {
-		snprintf(err, errlen, "of type %s has string_data", onnx_dtype_name(dt));
+		snprintf(err, errlen, "of type %s has string_data", onnx_dtype_name(t->data_type));
 		return -1;
 	}
 	for (int f = 0; f < F_NFIELDS; f++) {
 		size_t cnt = field_count(t, (typed_field)f);
 		if (cnt && (f != (int)want || external || t->has_raw_data)) {
-			snprintf(err, errlen, "of type %s has values in %s%s", onnx_dtype_name(dt), field_names[f],
+			snprintf(err, errlen, "of type %s has values in %s%s", onnx_dtype_name(t->data_type), field_names[f],
 				 external ? " besides external data"
 				 : t->has_raw_data ? " besides raw_data"
 				 : "; they belong in raw_data or the type's own field");
@@ -506,7 +510,7 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 	} else if (t->has_raw_data) {
 		if (t->raw_data.len != bytes) {
 			snprintf(err, errlen, "has %zu bytes of raw_data; %lld elements of %s need %zu",
-				 t->raw_data.len, (long long)numel, onnx_dtype_name(dt), bytes);
+				 t->raw_data.len, (long long)numel, onnx_dtype_name(t->data_type), bytes);
 			return -1;
 		}
 		out->data = arena_alloc(A, bytes ? bytes : 1);
@@ -526,6 +530,16 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 		out->data = arena_alloc(A, bytes ? bytes : 1);
 		if (numel && copy_typed(t, dt, out->data, numel, err, errlen) != 0)
 			return -1;
+	}
+	if (narrow) {
+		float *f = arena_alloc(A, (size_t)numel * 4 + 1);
+		for (int64_t k = 0; k < numel; k++) {
+			uint16_t h = ((const uint16_t *)out->data)[k];
+			f[k] = narrow == DT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
+		}
+		out->data = f;
+		out->dtype = DT_F32;
+		out->narrow = narrow;
 	}
 	return 0;
 }
@@ -567,6 +581,7 @@ ir_value *onnx_read_tensor_file(ir_graph *g, diag *D, const char *path)
 		v = ir_value_new(g, name, VAL_CONST, ot.dtype);
 		v->shape = ot.shape;
 		v->data = ot.data;
+		v->narrow = ot.narrow;
 	}
 	onnx__tensor_proto__free_unpacked(t, NULL);
 	return v;

@@ -13,6 +13,7 @@
 #include "testdata.h"
 #include "onnx.h"
 #include "util.h"
+#include "cellrt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -169,7 +170,7 @@ static ir_dtype npy_dtype(const char *d, size_t n)
 	static const struct { const char *descr; ir_dtype dt; } map[] = {
 		{"<f4", DT_F32}, {"<f8", DT_F64}, {"|i1", DT_I8}, {"<i2", DT_I16}, {"<i4", DT_I32},
 		{"<i8", DT_I64}, {"|u1", DT_U8}, {"<u2", DT_U16}, {"<u4", DT_U32}, {"<u8", DT_U64},
-		{"|b1", DT_BOOL},
+		{"|b1", DT_BOOL}, {"<f2", DT_F16},
 	};
 	for (size_t i = 0; i < COUNTOF(map); i++)
 		if (n == 3 && !strncmp(d, map[i].descr, 3))
@@ -206,7 +207,7 @@ static const char *npy_parse(ir_graph *g, const unsigned char *b, size_t len, co
 	const char *de = strchr(d + 1, '\'');
 	ir_dtype dt = de ? npy_dtype(d + 1, (size_t)(de - d - 1)) : DT_UNDEF;
 	if (dt == DT_UNDEF)
-		return "dtype not supported (little-endian f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 only)";
+		return "dtype not supported (little-endian f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 only)";
 	if (strncmp(fo, "False", 5) != 0)
 		return "Fortran-order arrays are not supported (save a C-order copy)";
 	ir_shape s = {.rank = 0};
@@ -227,12 +228,33 @@ static const char *npy_parse(ir_graph *g, const unsigned char *b, size_t len, co
 		p = end;
 	}
 	int64_t n = ir_shape_const_numel(&s);
-	size_t es = ir_dtype_size(dt);
+	size_t es = dt == DT_F16 ? 2 : ir_dtype_size(dt);
 	if (n < 0 || (uint64_t)n > (len - off) / es || (size_t)n * es != len - off)
 		return "data size disagrees with the shape";
 	const char *slash = strrchr(path, '/');
+	if (dt == DT_F16) {
+		*out = ir_const_new(g, slash ? slash + 1 : path, DT_U16, &s, b + off);
+		*out = td_widen(g, *out, DT_F16);
+		return NULL;
+	}
 	*out = ir_const_new(g, slash ? slash + 1 : path, dt, &s, b + off);
 	return NULL;
+}
+
+ir_value *td_widen(ir_graph *g, ir_value *v, ir_dtype narrow)
+{
+	if (!v || !v->data || v->dtype != DT_U16 || (narrow != DT_F16 && narrow != DT_BF16))
+		return v;
+	int64_t n = ir_shape_const_numel(&v->shape);
+	float *f = arena_alloc(g->A, (size_t)n * 4 + 1);
+	for (int64_t i = 0; i < n; i++) {
+		uint16_t h;
+		memcpy(&h, (const unsigned char *)v->data + 2 * i, 2);
+		f[i] = narrow == DT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
+	}
+	ir_value *w = ir_const_new(g, v->name, DT_F32, &v->shape, f);
+	w->narrow = narrow;
+	return w;
 }
 
 ir_value *td_read_npy(ir_graph *g, diag *D, const char *path)

@@ -5,7 +5,7 @@
  *   input_<k>.pb / output_<k>.pb     serialized ONNX TensorProtos (the ONNX
  *                                    backend-test layout), or
  *   input_<k>.npy / output_<k>.npy   NumPy .npy files (format 1.0-3.0,
- *                                    little-endian, C order; dtypes f4 f8 i1
+ *                                    little-endian, C order; dtypes f2 f4 f8 i1
  *                                    i2 i4 i8 u1 u2 u4 u8 b1).
  * A directory holding test_data_set_* subdirectories stands for all of them
  * (in name order).
@@ -31,7 +31,13 @@ typedef struct td_list {
 int td_collect(arena *A, const char *cmd, const char *arg, td_list *L);
 /* Reads every file of s into constants of g; -1 after a diagnostic. */
 int td_read(ir_graph *g, diag *D, td_set *s);
-/* A .npy file as a constant of g; NULL after a diagnostic. */
+/* A .npy file as a constant of g; NULL after a diagnostic.  float16 ('<f2')
+ * is read as float32 (ir_value.narrow DT_F16). */
 ir_value *td_read_npy(ir_graph *g, diag *D, const char *path);
+/* Golden data of a FLOAT16 / BFLOAT16 model input or output (narrow): cellc
+ * computes those in float32, so a tensor of 16-bit encodings (UINT16, as
+ * ONNX's own tests store bfloat16 data) becomes a float32 constant of g;
+ * anything else is returned as it is. */
+ir_value *td_widen(ir_graph *g, ir_value *v, ir_dtype narrow);
 
 #endif

@@ -762,6 +762,58 @@ int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *bat
 		 int64_t h, int64_t w, int64_t nroi, int64_t oh, int64_t ow, int64_t sampling_ratio,
 		 float spatial_scale, int half_pixel, int max_mode);
 
+/* ---- float16 and bfloat16 (owner: runtime/rt_half.c) ----------------------
+ * cellc computes FLOAT16 and BFLOAT16 tensors in float32; these convert at the
+ * boundaries.  rt_round_f16: the nearest float16 value (ties to even, from the
+ * exact input; 65520 and above: infinity), as a float.  rt_f32_to_f16 /
+ * rt_f16_to_f32: the binary16 encoding.  bfloat16 keeps the upper half of the
+ * float32 encoding (rt_f32_to_bf16 truncates, as ONNX's reference Cast does;
+ * a NaN stays a NaN); rt_round_bf16 is that value as a float. */
+float rt_round_f16(double x);
+uint16_t rt_f32_to_f16(float x);
+float rt_f16_to_f32(uint16_t h);
+uint16_t rt_f32_to_bf16(float x);
+float rt_bf16_to_f32(uint16_t h);
+float rt_round_bf16(float x);
+
+/* ---- quantization (owner: runtime/rt_quant.c) -----------------------------
+ * dt: the ONNX element type of the quantized tensor, 2 (uint8) or 3 (int8);
+ * 6 (int32) where said.  A zero point NULL is 0; nzp 1: one for all, else one
+ * per row / column / channel as said.  Saturating, round half to even. */
+/* QuantizeLinear, X viewed as [outer, n, inner]: Y = sat(rint(X / scale[c]) +
+ * zp[c]), scale and zp [n] (n 1: per tensor). */
+void rt_quantize_linear(void *y, int dt, const float *x, const float *scale, const void *zp, int64_t outer,
+			int64_t n, int64_t inner);
+/* DequantizeLinear (dt 2, 3 or 6): Y = (X - zp[c]) * scale[c]. */
+void rt_dequantize_linear(float *y, const void *x, int dt, const float *scale, const void *zp, int64_t outer,
+			  int64_t n, int64_t inner);
+/* DynamicQuantizeLinear, uint8: scale = (max(0, max X) - min(0, min X)) / 255,
+ * zp = sat(rint(-min(0, min X) / scale)), Y = sat(rint(X / scale) + zp). */
+void rt_dynamic_quantize_linear(uint8_t *y, float *scale, uint8_t *zp, const float *x, int64_t n);
+/* MatMulInteger: A [m, k] (adt), B [k, n] (bdt), Y [m, n] int32 =
+ * sum (A - azp[row]) (B - bzp[col]), exact (nazp 1 or m, nbzp 1 or n). */
+void rt_matmul_integer(int32_t *y, const void *a, int adt, const void *azp, int64_t nazp, const void *b, int bdt,
+		       const void *bzp, int64_t nbzp, int64_t m, int64_t n, int64_t k);
+/* QLinearMatMul with scalar zero points: Y = sat(rint(acc * mult) + yzp),
+ * acc the MatMulInteger sum, mult = a_scale * b_scale / y_scale. */
+void rt_qlinear_matmul(void *y, int ydt, float mult, const void *yzp, const void *a, int adt, const void *azp,
+		       const void *b, int bdt, const void *bzp, int64_t m, int64_t n, int64_t k);
+/* ConvInteger: the geometry of rt_conv, Y int32 = sum (X - xzp) (W - wzp[m])
+ * over each window, padding contributing nothing (nwzp 1 or m). */
+void rt_conv_integer(int32_t *y, const void *x, int xdt, const void *xzp, const void *w, int wdt, const void *wzp,
+		     int64_t nwzp, int nsp, const int64_t *xdims, int64_t m, int64_t group, const int64_t *kdims,
+		     const int64_t *strides, const int64_t *pads, const int64_t *dil);
+/* QLinearConv: Y = sat(rint((acc + bias[m]) * mult[m]) + yzp), acc the
+ * ConvInteger sum, bias int32 [m] (NULL: none), mult = x_scale w_scale[m] /
+ * y_scale (nmult 1 or m). */
+void rt_qlinear_conv(void *y, int ydt, const float *mult, int64_t nmult, const void *yzp, const void *x, int xdt,
+		     const void *xzp, const void *w, int wdt, const void *wzp, int64_t nwzp, const int32_t *bias,
+		     int nsp, const int64_t *xdims, int64_t m, int64_t group, const int64_t *kdims,
+		     const int64_t *strides, const int64_t *pads, const int64_t *dil);
+/* MaxPool of uint8 / int8 X (the geometry of rt_pool; padding ignored). */
+void rt_maxpool_8(void *y, int dt, const void *x, int nsp, const int64_t *xdims, const int64_t *ysp,
+		  const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
+
 /* ---- training (cellc compile --train) ---- */
 /* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in
  * double); RT_ERR_NOMEM, or RT_ERR_NONFINITE when the Pade denominator is

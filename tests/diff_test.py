@@ -17,6 +17,12 @@ shapes and attributes, built with onnx.helper and checked by onnx.checker:
   traced   a Python loop as a tracer writes it: T unrolled steps of an RNN or
            LSTM cell on Gather'ed time steps, per-step outputs stacked by
            Unsqueeze + Concat (what cellc's reroll pass folds back into a loop)
+  quant    a float input quantized (QuantizeLinear, per tensor or per channel,
+           uint8 or int8, or DynamicQuantizeLinear) into QLinearConv /
+           ConvInteger (strides, pads, dilations, groups, per-channel weight
+           zero points and scales, int32 bias), QLinearMatMul / MatMulInteger
+           (batched) or MaxPool, with full-range 8-bit weights, back to float
+           by DequantizeLinear or Cast
 
 and then run through `cellc verify MODEL --oracle onnxruntime --inputs 1
 --seed K`: cellc draws the random inputs, ONNX Runtime (npm onnxruntime-node,
@@ -51,7 +57,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CELLC = os.path.join(ROOT, "build", "cellc")
 TOL = ["--atol", "1e-5", "--rtol", "1e-4"]
 F = TensorProto.FLOAT
-KINDS = ("rnn", "elem", "scan", "loop", "traced")
+KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant")
 
 
 def vi(name, shape, dt=F):
@@ -339,7 +345,112 @@ def gen_traced(rng):
     return m, ops
 
 
-GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "traced": gen_traced}
+def gen_quant(rng):
+    g = G(rng)
+    ops = set()
+    dt = int(rng.choice([TensorProto.UINT8, TensorProto.INT8]))
+    npdt = np.uint8 if dt == TensorProto.UINT8 else np.int8
+    lo, hi = (0, 256) if dt == TensorProto.UINT8 else (-128, 128)
+
+    def q8(shape, name="q"):
+        n = g.name(name)
+        g.inits.append(numpy_helper.from_array(rng.integers(lo, hi, size=shape).astype(npdt), n))
+        return n
+
+    def f32(vals, name="s"):
+        n = g.name(name)
+        g.inits.append(numpy_helper.from_array(np.array(vals, np.float32), n))
+        return n
+
+    def i32(vals, name="b"):
+        n = g.name(name)
+        g.inits.append(numpy_helper.from_array(np.array(vals, np.int32), n))
+        return n
+
+    kind = str(rng.choice(["conv", "matmul", "pool"]))
+    if kind == "matmul":
+        batch = [int(rng.integers(1, 4))] if rng.random() < 0.5 else []
+        M, K, N = int(rng.integers(1, 6)), int(rng.integers(1, 40)), int(rng.integers(1, 6))
+        shape = batch + [M, K]
+    else:
+        C = int(rng.integers(1, 4)) * (2 if kind == "conv" and rng.random() < 0.5 else 1)
+        shape = [int(rng.integers(1, 3)), C, int(rng.integers(3, 8)), int(rng.integers(3, 8))]
+    inputs = [vi("x", shape)]
+    # x in [-1, 1) quantized to about +-100 steps
+    if rng.random() < 0.25:
+        q, xs, xz = g.node("DynamicQuantizeLinear", ["x"], 3)
+        ops.add("DynamicQuantizeLinear")
+        dt, npdt, lo, hi = TensorProto.UINT8, np.uint8, 0, 256
+    else:
+        xs = f32(np.float32(rng.uniform(0.005, 0.02)))
+        xz = g.name("zp")
+        g.inits.append(numpy_helper.from_array(np.array(int(rng.integers(lo // 2, hi // 2 + 1)) if dt == TensorProto.UINT8
+                                                        else int(rng.integers(-20, 21)), npdt), xz))
+        q = g.node("QuantizeLinear", ["x", xs, xz])
+        ops.add("QuantizeLinear")
+    ys, yz = f32(np.float32(rng.uniform(0.5, 4.0))), g.name("yzp")
+    g.inits.append(numpy_helper.from_array(np.array((lo + hi) // 2, npdt), yz))
+    integer = rng.random() < 0.4
+    if kind == "matmul":
+        w = q8([K, N], "w")
+        if integer:
+            acc = g.node("MatMulInteger", [q, w, xz, q8([N] if rng.random() < 0.5 else [], "wzp")])
+            ops.add("MatMulInteger")
+        else:
+            cur = g.node("QLinearMatMul", [q, xs, xz, w, f32(np.float32(rng.uniform(0.005, 0.02))), q8([], "wzp"),
+                                           ys, yz])
+            ops.add("QLinearMatMul")
+        oshape = batch + [M, N]
+    elif kind == "conv":
+        group = int(rng.choice([1, 2])) if C % 2 == 0 else 1
+        M = group * int(rng.integers(1, 4))
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        attrs = dict(kernel_shape=[kh, kw], strides=[int(rng.integers(1, 3)), int(rng.integers(1, 3))],
+                     pads=[int(rng.integers(0, 2)) for _ in range(4)], dilations=[int(rng.integers(1, 3)), 1],
+                     group=group)
+        w = q8([M, C // group, kh, kw], "w")
+        wz = q8([M] if rng.random() < 0.5 else [], "wzp")
+        if integer:
+            wz = q8([], "wzp")      # ONNX Runtime's ConvInteger: one weight zero point
+            acc = g.node("ConvInteger", [q, w, xz, wz], **attrs)
+            ops.add("ConvInteger")
+        else:
+            wsv = rng.uniform(0.005, 0.02, size=[M]).astype(np.float32)
+            ws = f32(wsv if rng.random() < 0.5 else wsv[0])
+            if len(g.inits[-2].dims) == 0 and len(g.inits[-1].dims) == 1:
+                wz = q8([], "wzp")      # per-channel scales with one zero point
+            ins = [q, xs, xz, w, ws, wz, ys, yz]
+            if rng.random() < 0.5:
+                ins.append(i32(rng.integers(-2000, 2000, size=[M])))
+            cur = g.node("QLinearConv", ins, **attrs)
+            ops.add("QLinearConv")
+        (sh, sw), (dh, dw), p = attrs["strides"], attrs["dilations"], attrs["pads"]
+        oshape = [shape[0], M, (shape[2] + p[0] + p[2] - dh * (kh - 1) - 1) // sh + 1,
+                  (shape[3] + p[1] + p[3] - dw * (kw - 1) - 1) // sw + 1]
+        if oshape[2] < 1 or oshape[3] < 1:
+            return gen_quant(rng)
+    else:
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        cur = g.node("MaxPool", [q], kernel_shape=[kh, kw], strides=[int(rng.integers(1, 3))] * 2,
+                     pads=[int(rng.integers(0, min(kh, kw))) for _ in range(4)] if min(kh, kw) > 1 else [0, 0, 0, 0])
+        ops.add("MaxPool")
+        integer = False
+        ys, yz = xs, xz
+        a = {x.name: list(x.ints) for x in g.nodes[-1].attribute}
+        oshape = [shape[0], C, (shape[2] + a["pads"][0] + a["pads"][2] - kh) // a["strides"][0] + 1,
+                  (shape[3] + a["pads"][1] + a["pads"][3] - kw) // a["strides"][1] + 1]
+    if integer:
+        g.node("Cast", [acc], to=TensorProto.FLOAT)
+        ops.add("Cast")
+    else:
+        g.node("DequantizeLinear", [cur, ys, yz])
+        ops.add("DequantizeLinear")
+    g.nodes[-1].output[0] = "out"
+    return model_of(g.nodes, "quant", inputs, [vi("out", oshape)], g.inits, 13), ops
+
+
+GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "traced": gen_traced,
+        "quant": gen_quant}
 
 
 # ---- running -------------------------------------------------------------------------------

@@ -1575,6 +1575,12 @@ def group_deploy():
         ("traced_perturbed_model", deploy_expect_fail, ("traced_perturbed_model", os.path.join(tbase, "perturbed.onnx"),
                                                         tcase)),
     ]
+    # FLOAT16 / BFLOAT16 golden data (onnx's own: float16 encodings, bfloat16 as UINT16),
+    # widened to the float32 the model computes in
+    node = os.path.join(OUT, "onnx_node", "node")
+    for t in ("test_mod_mixed_sign_float16", "test_cast_FLOAT_to_BFLOAT16", "test_cast_BFLOAT16_to_FLOAT"):
+        checks.append(("half_" + t, deploy_pass, ("half_" + t, os.path.join(node, t, "model.onnx"),
+                                                  os.path.join(node, t))))
     yield from parallel(lambda n, f, a: f(*a), checks)
     yield from parallel(deploy_valgrind, [(DEPLOY_LSTM, "file-malloc-openblas"), (DEPLOY_LSTM, "embed-nomalloc-none"),
                                           (DEPLOY_GRU, "file-malloc-openblas"),
@@ -1597,6 +1603,10 @@ def group_deploy():
     shutil.rmtree(os.path.join(ROOT, tgolden), ignore_errors=True)
     items.append(("traced_momentum_lstm_save_golden", tmodel, ["--inputs", "2", "--seed", "7", "--dim", "seq=8",
                                                                "--dim", "batch=3", "--save-golden", tgolden], 0))
+    # float16 inputs written as float16 for ONNX Runtime; quantized operators on random data
+    for i, t in enumerate(("test_max_float16", "test_cast_FLOAT_to_FLOAT16", "test_qlinearconv",
+                           "test_qlinearmatmul_3D", "test_dynamicquantizelinear")):
+        items.append((t, os.path.join(node, t, "model.onnx"), ["--inputs", "2", "--seed", str(i + 20)], 0))
     items.append(("layout1_refused", os.path.join(node, "test_lstm_batchwise", "model.onnx"), [], 2,
                   ["layout=1", "ONNX Runtime"]))
     items.append(("missing_dim", model, ["--dim", "batch=3"], 2, ["--dim seq="]))

@@ -1946,6 +1946,324 @@ START_TEST(test_batchnorm_train)
 }
 END_TEST
 
+/* ---- float16 / bfloat16 ---------------------------------------------------- */
+
+/* binary16 decoded from its fields, the textbook way */
+static double f16_naive(uint16_t h)
+{
+	int e = (h >> 10) & 31, f = h & 1023;
+	double sign = (h & 0x8000) ? -1.0 : 1.0;
+	if (e == 31)
+		return f ? NAN : sign * INFINITY;
+	if (e == 0)
+		return sign * f * pow(2.0, -24);
+	return sign * (1024 + f) * pow(2.0, e - 25);
+}
+
+/* Every encoding decodes to the textbook value and encodes back to itself. */
+START_TEST(test_f16_every_encoding)
+{
+	for (uint32_t h = 0; h < 65536; h++) {
+		double ref = f16_naive((uint16_t)h);
+		float got = rt_f16_to_f32((uint16_t)h);
+		if (isnan(ref)) {
+			ck_assert(isnan(got));
+			ck_assert(isnan(rt_f16_to_f32(rt_f32_to_f16(got))));
+			continue;
+		}
+		ck_assert_msg((double)got == ref && !signbit(got) == !signbit(ref), "0x%04x: %g, want %g", h, got, ref);
+		ck_assert_uint_eq(rt_f32_to_f16(got), h);
+		ck_assert((double)rt_round_f16(ref) == ref);
+	}
+}
+END_TEST
+
+/* rt_round_f16 against the nearest value found in the table of all
+ * non-negative finite float16 values: at every midpoint (a tie: the even
+ * encoding), just above and below it (in double, below float precision:
+ * no rounding to float on the way), and at random magnitudes. */
+START_TEST(test_f16_round_nearest_even)
+{
+	static double v[0x7c00];
+	for (int i = 0; i < 0x7c00; i++)
+		v[i] = f16_naive((uint16_t)i);
+	for (int i = 0; i + 1 < 0x7c00; i++) {
+		double mid = (v[i] + v[i + 1]) / 2, eps = (v[i + 1] - v[i]) * 0x1p-20;
+		double tie = (i % 2 == 0) ? v[i] : v[i + 1];
+		ck_assert_msg((double)rt_round_f16(mid) == tie, "tie %.17g", mid);
+		ck_assert((double)rt_round_f16(-mid) == -tie);
+		ck_assert((double)rt_round_f16(mid + eps) == v[i + 1]);
+		ck_assert((double)rt_round_f16(mid - eps) == v[i]);
+	}
+	/* above the largest finite value: the midpoint 65520 and beyond overflow */
+	ck_assert((double)rt_round_f16(65519.99) == 65504.0);
+	ck_assert(isinf(rt_round_f16(65520.0)) && rt_round_f16(65520.0) > 0);
+	ck_assert(isinf(rt_round_f16(-1e30)) && rt_round_f16(-1e30) < 0);
+	ck_assert(isnan(rt_round_f16(NAN)));
+	rng r = {7};
+	for (int t = 0; t < 200000; t++) {
+		double x = ldexp(rnd(&r), (int)(rnd(&r) * 20));
+		double ax = fabs(x);
+		int lo = 0, hi = 0x7c00 - 1;
+		while (lo < hi) {       /* the last value <= ax */
+			int mid = (lo + hi + 1) / 2;
+			if (v[mid] <= ax)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		double want = lo + 1 < 0x7c00 && (ax - v[lo] > v[lo + 1] - ax ||
+						  (ax - v[lo] == v[lo + 1] - ax && lo % 2)) ? v[lo + 1] : v[lo];
+		if (ax >= 65520.0)      /* half a step (32) above 65504 */
+			want = INFINITY;
+		ck_assert_msg((double)rt_round_f16(x) == copysign(want, x), "%.17g", x);
+	}
+}
+END_TEST
+
+/* bfloat16 is the upper half of the float32 encoding (truncation). */
+START_TEST(test_bf16_truncation)
+{
+	rng r = {11};
+	for (int t = 0; t < 100000; t++) {
+		float x = ldexpf(rnd(&r), (int)(rnd(&r) * 100));
+		uint32_t u;
+		memcpy(&u, &x, 4);
+		ck_assert_uint_eq(rt_f32_to_bf16(x), u >> 16);
+		float back = rt_bf16_to_f32((uint16_t)(u >> 16)), want;
+		uint32_t w = u & 0xffff0000u;
+		memcpy(&want, &w, 4);
+		ck_assert(back == want && rt_round_bf16(x) == want);
+	}
+	/* a NaN whose payload is only in the dropped bits stays a NaN */
+	uint32_t nanbits = 0x7f800001u;
+	float nan1;
+	memcpy(&nan1, &nanbits, 4);
+	ck_assert(isnan(rt_bf16_to_f32(rt_f32_to_bf16(nan1))));
+	ck_assert(isinf(rt_round_bf16(INFINITY)));
+}
+END_TEST
+
+/* ---- quantization: naive references, exact integer equality --------------- */
+
+static double rne(double v)
+{
+	double r = floor(v), d = v - r;
+	if (d > 0.5 || (d == 0.5 && fmod(r, 2.0) != 0.0))
+		r += 1.0;
+	return r;
+}
+
+static int32_t sat(double q, int dt)
+{
+	double lo = dt == 3 ? -128 : 0, hi = dt == 3 ? 127 : 255;
+	return (int32_t)(q < lo ? lo : q > hi ? hi : q);
+}
+
+static int32_t get8(const void *p, int dt, int64_t i)
+{
+	return dt == 3 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+static void fill8(void *p, int dt, int64_t n, rng *r)
+{
+	for (int64_t i = 0; i < n; i++) {
+		int v = (int)floor((rnd(r) + 1.0f) * 128.0f);   /* 0 .. 255 */
+		if (dt == 3)
+			((int8_t *)p)[i] = (int8_t)(v - 128);
+		else
+			((uint8_t *)p)[i] = (uint8_t)v;
+	}
+}
+
+START_TEST(test_quantize_linear_vs_naive)
+{
+	rng r = {3};
+	enum { O = 2, C = 3, I = 5 };
+	float x[O * C * I], scale[C] = {2.0f, 0.37f, 5.0f};
+	for (int i = 0; i < O * C * I; i++)
+		x[i] = rnd(&r) * 400.0f;
+	x[0] = 1.0f, x[1] = 3.0f, x[2] = 5.0f, x[3] = -1.0f, x[4] = -3.0f;  /* ties at scale 2 */
+	for (int dt = 2; dt <= 3; dt++)
+		for (int per_axis = 0; per_axis <= 1; per_axis++) {
+			unsigned char zp[C], y[O * C * I];
+			fill8(zp, dt, C, &r);
+			int64_t n = per_axis ? C : 1, outer = per_axis ? O : O * C * I, inner = per_axis ? I : 1;
+			rt_quantize_linear(y, dt, x, scale, zp, outer, n, inner);
+			for (int i = 0; i < O * C * I; i++) {
+				int c = per_axis ? i / I % C : 0;
+				float q = x[i] / scale[c];
+				ck_assert_int_eq(get8(y, dt, i), sat(rne(q) + get8(zp, dt, c), dt));
+			}
+			rt_quantize_linear(y, dt, x, scale, NULL, outer, n, inner);
+			for (int i = 0; i < O * C * I; i++) {
+				int c = per_axis ? i / I % C : 0;
+				ck_assert_int_eq(get8(y, dt, i), sat(rne(x[i] / scale[c]), dt));
+			}
+			/* dequantized back */
+			float d[O * C * I];
+			rt_dequantize_linear(d, y, dt, scale, zp, outer, n, inner);
+			for (int i = 0; i < O * C * I; i++) {
+				int c = per_axis ? i / I % C : 0;
+				ck_assert(d[i] == (float)((get8(y, dt, i) - get8(zp, dt, c)) * (double)scale[c]));
+			}
+		}
+	int32_t xi[3] = {-70000000, 5, 1 << 30}, zi[1] = {0};
+	float di[3], one = 0.5f;
+	rt_dequantize_linear(di, xi, 6, &one, zi, 3, 1, 1);
+	ck_assert(di[0] == -35000000.0f && di[1] == 2.5f && di[2] == (float)(1 << 29));
+}
+END_TEST
+
+START_TEST(test_dynamic_quantize_vs_formula)
+{
+	rng r = {5};
+	for (int t = 0; t < 50; t++) {
+		float x[37];
+		float shift = t % 3 == 0 ? 3.0f : t % 3 == 1 ? -3.0f : 0.0f;    /* all positive, all negative, mixed */
+		for (int i = 0; i < 37; i++)
+			x[i] = rnd(&r) + shift;
+		uint8_t y[37], zp;
+		float s;
+		rt_dynamic_quantize_linear(y, &s, &zp, x, 37);
+		float lo = 0, hi = 0;
+		for (int i = 0; i < 37; i++) {
+			lo = fminf(lo, x[i]);
+			hi = fmaxf(hi, x[i]);
+		}
+		float ws = (hi - lo) / 255.0f;
+		ck_assert(s == ws);
+		int32_t wz = sat(rne((0.0f - lo) / ws), 2);
+		ck_assert_int_eq(zp, wz);
+		for (int i = 0; i < 37; i++)
+			ck_assert_int_eq(y[i], sat(rne(x[i] / ws) + wz, 2));
+	}
+}
+END_TEST
+
+/* K = 700 with extreme operands: sums beyond 2^24, where float would round */
+START_TEST(test_matmul_integer_vs_naive)
+{
+	rng r = {9};
+	enum { M = 5, N = 4, K = 700 };
+	static uint8_t a[M * K];
+	static int8_t b[K * N];
+	int32_t y[M * N];
+	uint8_t azp[M];
+	int8_t bzp[N];
+	fill8(a, 2, M * K, &r);
+	fill8(b, 3, K * N, &r);
+	for (int i = 0; i < K; i++)
+		a[i] = 255, b[i * N] = -128;    /* row 0 times column 0: -255 * 128 * K */
+	fill8(azp, 2, M, &r);
+	fill8(bzp, 3, N, &r);
+	azp[0] = 0, bzp[0] = 0;
+	for (int per = 0; per <= 1; per++) {
+		rt_matmul_integer(y, a, 2, azp, per ? M : 1, b, 3, bzp, per ? N : 1, M, N, K);
+		for (int i = 0; i < M; i++)
+			for (int j = 0; j < N; j++) {
+				int64_t acc = 0;
+				for (int k = 0; k < K; k++)
+					acc += (int64_t)(a[i * K + k] - azp[per ? i : 0]) * (b[k * N + j] - bzp[per ? j : 0]);
+				ck_assert_int_eq(y[i * N + j], acc);
+			}
+	}
+	ck_assert_int_eq(y[0], -255 * 128 * K);
+	/* QLinearMatMul: the same sums requantized */
+	uint8_t yq[M * N], yzp = 100;
+	float mult = 0.0066f * 0.00705f / 0.0107f;
+	rt_qlinear_matmul(yq, 2, mult, &yzp, a, 2, azp, b, 3, bzp, M, N, K);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			int64_t acc = 0;
+			for (int k = 0; k < K; k++)
+				acc += (int64_t)(a[i * K + k] - azp[0]) * (b[k * N + j] - bzp[0]);
+			ck_assert_int_eq(yq[i * N + j], sat(rne((float)acc * mult) + yzp, 2));
+		}
+}
+END_TEST
+
+/* 2-D integer convolutions against the loop nest over X explicitly padded
+ * with its zero point: strides, dilations, uneven pads, two groups, one W
+ * zero point per output channel. */
+START_TEST(test_conv_integer_vs_naive)
+{
+	rng r = {13};
+	enum { B = 2, C = 4, H = 7, W = 6, M = 6, G = 2, KH = 3, KW = 2 };
+	const int64_t xd[4] = {B, C, H, W}, kd[2] = {KH, KW}, st[2] = {2, 1}, pads[4] = {1, 0, 2, 1},
+		      dil[2] = {1, 2};
+	int64_t oh = (H + 1 + 2 - (KH - 1) - 1) / 2 + 1, ow = (W + 0 + 1 - 2 * (KW - 1) - 1) / 1 + 1;
+	static int8_t x[B * C * H * W];
+	static uint8_t w[M * (C / G) * KH * KW];
+	int8_t xzp = -3;
+	uint8_t wzp[M];
+	int32_t bias[M];
+	float mult[M];
+	fill8(x, 3, B * C * H * W, &r);
+	fill8(w, 2, M * (C / G) * KH * KW, &r);
+	fill8(wzp, 2, M, &r);
+	for (int m = 0; m < M; m++) {
+		bias[m] = (int32_t)(rnd(&r) * 5000);
+		mult[m] = 0.0001f * (float)(m + 1);
+	}
+	int64_t ny = B * M * oh * ow;
+	int32_t *y = malloc((size_t)ny * sizeof *y);
+	int8_t *yq = malloc((size_t)ny);
+	int8_t yzp = 7;
+	rt_conv_integer(y, x, 3, &xzp, w, 2, wzp, M, 2, xd, M, G, kd, st, pads, dil);
+	rt_qlinear_conv(yq, 3, mult, M, &yzp, x, 3, &xzp, w, 2, wzp, M, bias, 2, xd, M, G, kd, st, pads, dil);
+	int64_t ph = H + 1 + 2, pw = W + 0 + 1;
+	for (int b = 0; b < B; b++)
+		for (int m = 0; m < M; m++)
+			for (int i = 0; i < oh; i++)
+				for (int j = 0; j < ow; j++) {
+					int64_t acc = 0;
+					int g = m / (M / G);
+					for (int c = 0; c < C / G; c++)
+						for (int ki = 0; ki < KH; ki++)
+							for (int kj = 0; kj < KW; kj++) {
+								int64_t pi = i * 2 + ki, pj = j + kj * 2;       /* in padded X */
+								int64_t xi = pi - 1, xj = pj - 0;
+								int xv = pi < ph && pj < pw && xi >= 0 && xi < H && xj >= 0 && xj < W
+										 ? x[((b * C + g * (C / G) + c) * H + xi) * W + xj] : xzp;
+								acc += (int64_t)(xv - xzp) *
+								       (w[((m * (C / G) + c) * KH + ki) * KW + kj] - wzp[m]);
+							}
+					int64_t at = ((b * M + m) * oh + i) * ow + j;
+					ck_assert_int_eq(y[at], acc);
+					ck_assert_int_eq(yq[at], sat(rne((float)(int32_t)(acc + bias[m]) * mult[m]) + yzp, 3));
+				}
+	free(y);
+	free(yq);
+}
+END_TEST
+
+START_TEST(test_maxpool_8_vs_naive)
+{
+	rng r = {17};
+	enum { NC = 3, H = 5, W = 6 };
+	const int64_t xd[4] = {1, NC, H, W}, k[2] = {3, 2}, st[2] = {2, 2}, pads[4] = {1, 1, 1, 0}, dil[2] = {1, 2};
+	const int64_t ysp[2] = {(H + 2 - 3) / 2 + 1, (W + 1 - 3) / 2 + 1};
+	for (int dt = 2; dt <= 3; dt++) {
+		unsigned char x[NC * H * W], y[NC * 3 * 3];
+		fill8(x, dt, NC * H * W, &r);
+		rt_maxpool_8(y, dt, x, 2, xd, ysp, k, st, pads, dil);
+		for (int c = 0; c < NC; c++)
+			for (int i = 0; i < ysp[0]; i++)
+				for (int j = 0; j < ysp[1]; j++) {
+					int best = -1000;
+					for (int ki = 0; ki < 3; ki++)
+						for (int kj = 0; kj < 2; kj++) {
+							int xi = i * 2 - 1 + ki, xj = j * 2 - 1 + kj * 2;
+							if (xi >= 0 && xi < H && xj >= 0 && xj < W && get8(x, dt, (c * H + xi) * W + xj) > best)
+								best = get8(x, dt, (c * H + xi) * W + xj);
+						}
+					ck_assert_int_eq(get8(y, dt, (c * ysp[0] + i) * ysp[1] + j), best);
+				}
+	}
+}
+END_TEST
+
 START_TEST(test_argmax)
 {
 	const float x[] = {1, 5, 5, 0, -2, 7, -2, 7};     /* [2, 4]: along axis 1 */
@@ -2255,6 +2573,18 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_random_normal);
 	tcase_add_test(tc, test_bernoulli);
 	tcase_add_test(tc, test_dropout);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("quant");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_f16_every_encoding);
+	tcase_add_test(tc, test_f16_round_nearest_even);
+	tcase_add_test(tc, test_bf16_truncation);
+	tcase_add_test(tc, test_quantize_linear_vs_naive);
+	tcase_add_test(tc, test_dynamic_quantize_vs_formula);
+	tcase_add_test(tc, test_matmul_integer_vs_naive);
+	tcase_add_test(tc, test_conv_integer_vs_naive);
+	tcase_add_test(tc, test_maxpool_8_vs_naive);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("init");
