@@ -55,11 +55,6 @@ void cmd_emit_home(arena *A, emit_opts *eo);
 /* The command line as one string, for provenance headers. */
 const char *cmd_line(arena *A, int argc, char **argv);
 
-/* Loads MODEL (with bindings) and runs the passes up to `stop_after` (NULL:
- * all).  Returns the graph, or NULL after the diagnostics were printed. */
-ir_graph *cmd_build(arena *A, diag *D, const char *model, int nbind, const onnx_binding *bind,
-		    const pass_opts *po, const char *stop_after);
-
 /* `cellc export MODEL.onnx WEIGHTS -o OUT.onnx` (cmd_export.c). */
 int cmd_export(int argc, char **argv);
 

@@ -261,23 +261,6 @@ const char *cmd_line(arena *A, int argc, char **argv)
 	return s;
 }
 
-ir_graph *cmd_build(arena *A, diag *D, const char *model, int nbind, const onnx_binding *bind,
-		    const pass_opts *po, const char *stop_after)
-{
-	ir_graph *g = compile_load(A, D, model, nbind, bind);
-	if (!g || D->nerrors)
-		return NULL;
-	if (po && po->train) {
-		g->train = po->topts;
-		train_collect_params(g, po->topts);
-	}
-	if (stop_after && strcmp(stop_after, "load") == 0)
-		return g;
-	if (compile_passes(g, D, po, stop_after) || D->nerrors)
-		return NULL;
-	return g;
-}
-
 /* ---- deployment and testbench options ---- */
 
 enum { MAX_MAXDIM = 16, MAX_TB = 64 };
@@ -351,7 +334,7 @@ static int64_t *max_dims(arena *A, diag *D, const ir_graph *g, const named_dim *
 static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_list *L,
 			  const int64_t *maxd, emit_tb_set **out)
 {
-	ir_graph *g0 = cmd_build(A, D, model, 0, NULL, &(pass_opts){0}, "load");
+	ir_graph *g0 = compile_build(A, D, model, 0, NULL, NULL, "load");
 	if (!g0)
 		return -1;
 	for (int k = 0; k < g0->noutputs; k++)
@@ -418,6 +401,46 @@ static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_
 }
 
 /* ---- the command ---- */
+
+/* What `cellc compile` writes (the pipeline's emit stage). */
+typedef struct compile_out {
+	arena *A;
+	const char *model, *name, *outdir, *cmdline;
+	int embed, no_malloc, train;
+	const named_dim *md;    /* --max-dim */
+	int nmd;
+	int ncarry;             /* --carry */
+	const char **carry_in, **carry_out;
+	td_list *L;             /* --testbench data sets */
+	double rtol, atol;
+	long long tb_embed;
+} compile_out;
+
+static int emit_compiled(ir_graph *g, diag *D, void *ctx)
+{
+	const compile_out *c = ctx;
+	const int64_t *maxd = NULL;
+	if ((c->nmd || c->no_malloc) && !(maxd = max_dims(c->A, D, g, c->md, c->nmd, c->no_malloc)))
+		return 1;
+	emit_tb_set *sets = NULL;
+	if (c->L->n && load_testbench(c->A, D, c->model, g, c->L, c->no_malloc ? maxd : NULL, &sets))
+		return 1;
+	if (cmd_mkdirs("compile", c->outdir))
+		return 1;
+	emit_opts eo = {
+		.name = c->name, .outdir = c->outdir, .cmdline = c->cmdline,
+		.embed_weights = c->embed, .no_malloc = c->no_malloc,
+		.max_dims = maxd, .ncarry = c->ncarry, .carry_in = c->carry_in, .carry_out = c->carry_out,
+	};
+	cmd_emit_home(c->A, &eo);
+	emit_tb tb = {.nsets = c->L->n, .sets = sets, .rtol = c->rtol, .atol = c->atol,
+		      .embed_limit = (size_t)c->tb_embed};
+	if (emit_model(g, D, &eo) || D->nerrors)
+		return 1;
+	if (c->L->n && (emit_testbench(g, D, &eo, &tb) || D->nerrors))
+		return 1;
+	return c->train && emit_train_program(c->A, D, &eo) ? 1 : 0;
+}
 
 int cmd_compile(int argc, char **argv)
 {
@@ -556,27 +579,16 @@ int cmd_compile(int argc, char **argv)
 		}
 	if (!name)
 		name = cmd_default_name(&A, model);
-	ir_graph *g = cmd_build(&A, &D, model, nbind, bind, &po, NULL);
-	const int64_t *maxd = NULL;
-	if (g && (nmd || no_malloc))
-		maxd = max_dims(&A, &D, g, md, nmd, no_malloc);
-	emit_tb_set *sets = NULL;
-	if (g && !D.nerrors && L.n && load_testbench(&A, &D, model, g, &L, no_malloc ? maxd : NULL, &sets))
-		g = NULL;
-	if (g && !D.nerrors && cmd_mkdirs("compile", outdir) == 0) {
-		emit_opts eo = {
-			.name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
-			.embed_weights = embed, .no_malloc = no_malloc,
-			.max_dims = maxd, .ncarry = ncarry, .carry_in = carry_in, .carry_out = carry_out,
-		};
-		cmd_emit_home(&A, &eo);
-		emit_tb tb = {.nsets = L.n, .sets = sets, .rtol = rtol, .atol = atol,
-			      .embed_limit = (size_t)tb_embed};
-		if (emit_model(g, &D, &eo) == 0 && D.nerrors == 0 &&
-		    (!L.n || (emit_testbench(g, &D, &eo, &tb) == 0 && D.nerrors == 0)) &&
-		    (!po.train || emit_train_program(&A, &D, &eo) == 0))
-			rc = 0;
-	}
+	compile_out out = {
+		.A = &A, .model = model, .name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
+		.embed = embed, .no_malloc = no_malloc, .train = po.train, .md = md, .nmd = nmd,
+		.ncarry = ncarry, .carry_in = carry_in, .carry_out = carry_out, .L = &L, .rtol = rtol,
+		.atol = atol, .tb_embed = tb_embed,
+	};
+	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .po = &po, .emit = emit_compiled,
+			 .ctx = &out};
+	if (compile_run(&A, &D, &j) == 0)
+		rc = 0;
 	free(L.sets);
 	diag_finish(&D);
 	if (rc)

@@ -15,9 +15,12 @@ static void print_usage(FILE *f)
 	      "\n"
 	      "Prints the IR of MODEL (.onnx or .cell) in the native text format after a pass.\n"
 	      "  --after PASS          the last pass to run (default: the last), one of:\n"
-	      "                        load", f);
-	for (int i = 0; i < pass_count; i++)
-		fprintf(f, ", %s", pass_list[i].name);
+	      "                        ", f);
+	for (int i = 0, first = 1; i < compile_nstages; i++)
+		if (compile_stages[i].kind != STAGE_EMIT) {
+			fprintf(f, "%s%s", first ? "" : ", ", compile_stages[i].name);
+			first = 0;
+		}
 	fputs("\n"
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
 	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
@@ -25,6 +28,15 @@ static void print_usage(FILE *f)
 	      "  --no-hoist, --no-fuse  as for `cellc compile`\n"
 	      "  --train, --loss L     as for `cellc compile` (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
+}
+
+/* The default of --after: the pass before "emit". */
+static const char *last_pass(void)
+{
+	int i = compile_nstages - 1;
+	while (compile_stages[i].kind != STAGE_PASS)
+		i--;
+	return compile_stages[i].name;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -80,7 +92,7 @@ int cmd_dump(int argc, char **argv)
 		print_usage(stderr);
 		return 2;
 	}
-	if (after && !compile_pass_known(after)) {
+	if (after && !compile_dumpable(after)) {
 		fprintf(stderr, "cellc dump: unknown pass '%s'\n", after);
 		print_usage(stderr);
 		return 2;
@@ -90,11 +102,11 @@ int cmd_dump(int argc, char **argv)
 	arena_init(&A);
 	diag D;
 	diag_init(&D, model);
-	ir_graph *g = cmd_build(&A, &D, model, nbind, bind, &po, after);
+	ir_graph *g = compile_build(&A, &D, model, nbind, bind, &po, after);
 	diag_finish(&D);
 	if (g) {
 		/* no path or version here: IR tests compare this text */
-		printf("# IR after %s\n", after ? after : pass_list[pass_count - 1].name);
+		printf("# IR after %s\n", after ? after : last_pass());
 		ir_print(stdout, g);
 	}
 	arena_free(&A);

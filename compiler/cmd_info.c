@@ -177,11 +177,9 @@ static int list_unsupported(const char *model, int nbind, const onnx_binding *bi
 	diag D;
 	diag_init(&D, model);
 	D.collect = 1;
-	ir_graph *g = compile_load(&A, &D, model, nbind, bind);
-	pass_opts po = {0};
-	for (int p = 0; g && !D.nerrors && p < pass_count; p++)
-		if (pass_list[p].run(g, &D, &po))
-			break;
+	compile_job j = {.model = model, .nbind = nbind, .bind = bind};
+	compile_run(&A, &D, &j);
+	ir_graph *g = j.g;
 	int nodes = 0, ops = 0;
 	for (int i = 0; i < D.nkinds; i++)
 		if (*D.kinds[i].op) {
@@ -207,6 +205,43 @@ static int list_unsupported(const char *model, int nbind, const onnx_binding *bi
 		fprintf(stderr, "cellc info: %s would not be compiled\n", model);
 	arena_free(&A);
 	return rc;
+}
+
+/* The pipeline's hook: what each stage lets us tell, printed as soon as
+ * it is known, so that a failure later still leaves it on the screen. */
+typedef struct info_ctx {
+	arena *A;
+	const char *model;
+} info_ctx;
+
+static void print_stage(const char *stage, ir_graph *g, void *ctx)
+{
+	const info_ctx *c = ctx;
+	arena *A = c->A;
+	if (!strcmp(stage, "load")) {
+		printf("model:     %s\n", c->model);
+		printf("producer:  %s\n", g->producer && *g->producer ? g->producer : "(not given)");
+		printf("opset:     %d\n", g->opset);
+		printf("nodes:     %d (", g->nnodes);
+		int opcount[OP_COUNT] = {0}, first = 1;
+		for (int i = 0; i < g->nnodes; i++)
+			opcount[g->nodes[i]->op]++;
+		for (int op = 0; op < OP_COUNT; op++)
+			if (opcount[op]) {
+				printf("%s%s %d", first ? "" : ", ", ir_op_name((ir_op)op), opcount[op]);
+				first = 0;
+			}
+		printf(")\n");
+	} else if (!strcmp(stage, "infer")) {
+		/* shapes are known: the interface */
+		printf("symbols:   ");
+		for (int i = 0; i < g->nsyms; i++)
+			printf("%s%s", i ? ", " : "", g->syms[i]);
+		printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
+		print_values(A, "inputs", g->ninputs, g->inputs);
+		print_values(A, "outputs", g->noutputs, g->outputs);
+		print_rnn_ops(A, g);
+	}
 }
 
 int cmd_info(int argc, char **argv)
@@ -253,68 +288,31 @@ int cmd_info(int argc, char **argv)
 	arena_init(&A);
 	diag D;
 	diag_init(&D, model);
-	pass_opts po = {0};
-	int rc = 2;
-	ir_graph *g = compile_load(&A, &D, model, nbind, bind);
-	if (!g)
-		goto out;
-
-	printf("model:     %s\n", model);
-	printf("producer:  %s\n", g->producer && *g->producer ? g->producer : "(not given)");
-	printf("opset:     %d\n", g->opset);
-	printf("nodes:     %d (", g->nnodes);
-	int opcount[OP_COUNT] = {0}, first = 1;
-	for (int i = 0; i < g->nnodes; i++)
-		opcount[g->nodes[i]->op]++;
-	for (int op = 0; op < OP_COUNT; op++)
-		if (opcount[op]) {
-			printf("%s%s %d", first ? "" : ", ", ir_op_name((ir_op)op), opcount[op]);
-			first = 0;
-		}
-	printf(")\n");
-
-	/* Shapes are known after inference (pass_list[0], see compile.c): print
-	 * the interface then, and the other passes after it one by one so that
-	 * a failure still leaves what was learned on the screen. */
-	int done = 0;
-	int errs = pass_list[0].run(g, &D, &po);
-	if (!errs && !D.nerrors && compile_checking())
-		ir_verify(g, pass_list[0].name);
-	if (errs || D.nerrors) {
+	info_ctx ic = {&A, model};
+	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .after = print_stage, .ctx = &ic};
+	int rc = compile_run(&A, &D, &j) ? 2 : 0;
+	ir_graph *g = j.g;
+	if (j.failed && !strcmp(j.failed, "infer")) {
 		printf("symbols:   (inference failed; shapes as declared)\n");
 		print_values(&A, "inputs", g->ninputs, g->inputs);
-		goto out;
 	}
-	printf("symbols:   ");
-	for (int i = 0; i < g->nsyms; i++)
-		printf("%s%s", i ? ", " : "", g->syms[i]);
-	printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
-	print_values(&A, "inputs", g->ninputs, g->inputs);
-	print_values(&A, "outputs", g->noutputs, g->outputs);
-	print_rnn_ops(&A, g);
-
-	for (done = 1; done < pass_count; done++) {
-		if (pass_list[done].run(g, &D, &po) || D.nerrors)
-			goto out;
-		if (compile_checking())
-			ir_verify(g, pass_list[done].name);
+	if (rc == 0) {
+		print_recurrences(&A, g);
+		wcount w = {.A = &A};
+		count_weights(&w, g);
+		printf("weights:   %d tensors, %" PRIu64 " bytes\n", w.n, w.bytes);
+		int ts = step_symbol(g);
+		if (ts >= 0)
+			printf("streaming: yes (%s_step advances one step of '%s')\n",
+			       cmd_default_name(&A, model), g->syms[ts]);
+		else
+			printf("streaming: no (no recurrence over a time axis given by one symbol)\n");
 	}
-	print_recurrences(&A, g);
-	wcount w = {.A = &A};
-	count_weights(&w, g);
-	printf("weights:   %d tensors, %" PRIu64 " bytes\n", w.n, w.bytes);
-	int ts = step_symbol(g);
-	if (ts >= 0)
-		printf("streaming: yes (%s_step advances one step of '%s')\n", cmd_default_name(&A, model),
-		       g->syms[ts]);
-	else
-		printf("streaming: no (no recurrence over a time axis given by one symbol)\n");
-	rc = 0;
-out:
 	diag_finish(&D);
 	if (rc)
 		fprintf(stderr, "cellc info: %s could not be %s\n", model,
-			!g ? "loaded" : done == 0 ? "shape-inferred" : "compiled");
+			!strcmp(j.failed, "load") ? "loaded" : !strcmp(j.failed, "infer") ? "shape-inferred" :
+			"compiled");
 	arena_free(&A);
 	return rc;
 }

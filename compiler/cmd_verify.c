@@ -485,19 +485,33 @@ static int build(verify *V, unit *u)
 	return 0;
 }
 
+/* compile_unit's emit stage: the model's files in u->dir. */
+typedef struct unit_emit {
+	verify *V;
+	unit *u;
+} unit_emit;
+
+static int emit_unit(ir_graph *g, diag *D, void *ctx)
+{
+	unit_emit *e = ctx;
+	if (cmd_mkdirs("verify", e->u->dir))
+		return 1;
+	emit_opts eo = {.name = e->V->name, .outdir = e->u->dir, .cmdline = e->V->cmdline};
+	cmd_emit_home(&e->V->A, &eo);
+	return emit_model(g, D, &eo) ? 1 : 0;
+}
+
 static int compile_unit(verify *V, unit *u, int iset, int nbind, const onnx_binding *bind, arena *A,
 			diag *D)
 {
 	u->dir = iset < 0 ? arena_printf(&V->A, "%s/model", V->root)
 			  : arena_printf(&V->A, "%s/set_%d", V->root, iset);
-	u->g = cmd_build(A, D, V->model, nbind, bind, &V->po, NULL);
-	if (!u->g)
-		return -1;
-	if (cmd_mkdirs("verify", u->dir))
-		return -1;
-	emit_opts eo = {.name = V->name, .outdir = u->dir, .cmdline = V->cmdline};
-	cmd_emit_home(&V->A, &eo);
-	if (emit_model(u->g, D, &eo) || D->nerrors)
+	unit_emit e = {V, u};
+	compile_job j = {.model = V->model, .nbind = nbind, .bind = bind, .po = &V->po,
+			 .emit = emit_unit, .ctx = &e};
+	int errs = compile_run(A, D, &j);
+	u->g = j.g;
+	if (errs)
 		return -1;
 	u->weights = arena_printf(&V->A, "%s/%s.weights", u->dir, V->name);
 	if (write_driver(V, u) || build(V, u))
@@ -1430,7 +1444,7 @@ int cmd_verify(int argc, char **argv)
 	diag D;
 	diag_init(&D, V->model);
 	rc = 2;
-	V->g0 = cmd_build(&V->A, &D, V->model, 0, NULL, &V->po, "load");
+	V->g0 = compile_build(&V->A, &D, V->model, 0, NULL, &V->po, "load");
 	if (!V->g0) {
 		fprintf(stderr, "cellc verify: %s could not be loaded\n", V->model);
 		goto out;

@@ -1,33 +1,54 @@
 /* compile.c: the whole pipeline in one place.
  *
- *   load (ONNX | native text) -> verify -> infer shapes and fold constants
- *   -> lower RNN operators -> hoist input projections -> fuse -> plan memory
- *   -> emit C
+ * compile_stages[] lists every stage of a compilation, from reading the
+ * model to writing C:
  *
- * compile_load runs the front end; compile_passes runs the list below, with
- * ir_verify between passes when checking is on, stopping early for
- * `cellc dump --after PASS`.
+ *   load -> infer (with the rewrites loops, seq) -> canon -> reroll -> cells
+ *   -> lower -> hoist -> split -> grad -> fuse -> plan -> emit
+ *
+ * compile_run drives it for every command (compile, verify, dump, info):
+ * after each stage that succeeded it runs ir_verify when checking is on
+ * (CELLC_VERIFY), then the caller's hook (what `info` prints), and stops
+ * after the stage the caller names (`dump --after`, `verify`'s look at the
+ * model as loaded).  The emit stage is the caller's: it knows what to write
+ * (compile: the model, its testbench and training program; verify: the
+ * model its driver links).  No other file runs passes.
  */
 #include "compile.h"
 #include "onnx.h"
+#include "train.h"
 #include "txt.h"
 #include "util.h"
 
 #include <string.h>
 
-const pass_desc pass_list[] = {
-	{"infer", pass_infer},
-	{"canon", pass_canon},
-	{"reroll", pass_reroll},
-	{"cells", pass_lower_cell},
-	{"lower", pass_lower_rnn},
-	{"hoist", pass_hoist},
-	{"split", pass_split},
-	{"grad", pass_grad},
-	{"fuse", pass_fuse},
-	{"plan", pass_plan},
+const compile_stage compile_stages[] = {
+	{"load", STAGE_LOAD, NULL},
+	{"infer", STAGE_PASS, pass_infer},
+	{"canon", STAGE_PASS, pass_canon},
+	{"reroll", STAGE_PASS, pass_reroll},
+	{"cells", STAGE_PASS, pass_lower_cell},
+	{"lower", STAGE_PASS, pass_lower_rnn},
+	{"hoist", STAGE_PASS, pass_hoist},
+	{"split", STAGE_PASS, pass_split},
+	{"grad", STAGE_PASS, pass_grad},
+	{"fuse", STAGE_PASS, pass_fuse},
+	{"plan", STAGE_PASS, pass_plan},
+	{"emit", STAGE_EMIT, NULL},
 };
-const int pass_count = (int)COUNTOF(pass_list);
+const int compile_nstages = (int)COUNTOF(compile_stages);
+
+/* The rewrites "infer" applies to each node it reaches, in this order
+ * (passes.h, infer_resolver).  They are not passes of their own: a Loop's
+ * trip count, a sequence position or an If condition is usually shape
+ * arithmetic that only inference folds, and the shapes of every node after
+ * the Loop come from its expansion, so inference and these rewrites
+ * alternate node by node, as often as the model chains them. */
+const infer_resolver infer_resolvers[] = {
+	{"loops", onnx_loop_resolve, NULL},            /* Loop/Scan -> RECURRENCE (onnx_loop.c) */
+	{"seq", onnx_seq_resolve, onnx_seq_finish},    /* sequences, optionals, If (onnx_seq.c) */
+};
+const int infer_nresolvers = (int)COUNTOF(infer_resolvers);
 
 static int has_suffix(const char *s, const char *suf)
 {
@@ -35,22 +56,26 @@ static int has_suffix(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-ir_graph *compile_load(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind)
+/* The front end the file's suffix picks; NULL after diagnostics. */
+static ir_graph *load(arena *A, diag *D, const compile_job *j)
 {
-	A->file = path;
+	A->file = j->model;
 	ir_names_reset();
-	if (has_suffix(path, ".cell")) {
-		if (nbind)
+	ir_graph *g;
+	if (has_suffix(j->model, ".cell")) {
+		if (j->nbind)
 			diag_error(D, "--bind and --dim apply to ONNX models; a .cell model has no such inputs "
 				      "(its symbols are sized at run time)");
-		ir_graph *t = nbind ? NULL : txt_load(A, D, path);
-		if (t && D->nerrors == 0 && compile_checking())
-			ir_verify(t, "load");
-		return D->nerrors ? NULL : t;
+		g = j->nbind ? NULL : txt_load(A, D, j->model);
+	} else {
+		g = onnx_load_bound(A, D, j->model, j->nbind, j->bind);
 	}
-	ir_graph *g = onnx_load_bound(A, D, path, nbind, bind);
-	if (g && D->nerrors == 0 && compile_checking())
-		ir_verify(g, "load");
+	if (!g || D->nerrors)
+		return NULL;
+	if (j->po && j->po->train) {
+		g->train = j->po->topts;
+		train_collect_params(g, j->po->topts);
+	}
 	return D->nerrors ? NULL : g;
 }
 
@@ -60,26 +85,50 @@ int compile_checking(void)
 	return e && *e && strcmp(e, "0") != 0;
 }
 
-int compile_passes(ir_graph *g, diag *D, const pass_opts *o, const char *stop_after)
+int compile_run(arena *A, diag *D, compile_job *j)
 {
-	for (int i = 0; i < pass_count; i++) {
-		int errs = pass_list[i].run(g, D, o);
-		if (errs || D->nerrors)
+	static const pass_opts none;
+	const pass_opts *po = j->po ? j->po : &none;
+	j->g = NULL;
+	j->failed = NULL;
+	for (int i = 0; i < compile_nstages; i++) {
+		const compile_stage *s = &compile_stages[i];
+		int errs = 0;
+		if (s->kind == STAGE_LOAD) {
+			j->g = load(A, D, j);
+			errs = !j->g;
+		} else if (s->kind == STAGE_PASS) {
+			errs = s->run(j->g, D, po);
+		} else if (j->emit) {
+			errs = j->emit(j->g, D, j->ctx);
+		} else {
+			break;          /* no emitter: the pipeline ends with the passes */
+		}
+		if (errs || D->nerrors) {
+			j->failed = s->name;
 			return D->nerrors ? D->nerrors : errs;
-		if (compile_checking())
-			ir_verify(g, pass_list[i].name);
-		if (stop_after && strcmp(stop_after, pass_list[i].name) == 0)
-			return 0;
+		}
+		if (s->kind != STAGE_EMIT && compile_checking())
+			ir_verify(j->g, s->name);
+		if (j->after)
+			j->after(s->name, j->g, j->ctx);
+		if (j->stop_after && strcmp(j->stop_after, s->name) == 0)
+			break;
 	}
 	return 0;
 }
 
-int compile_pass_known(const char *name)
+ir_graph *compile_build(arena *A, diag *D, const char *model, int nbind, const onnx_binding *bind,
+			const pass_opts *po, const char *stop_after)
 {
-	if (strcmp(name, "load") == 0)
-		return 1;
-	for (int i = 0; i < pass_count; i++)
-		if (strcmp(pass_list[i].name, name) == 0)
+	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .po = po, .stop_after = stop_after};
+	return compile_run(A, D, &j) ? NULL : j.g;
+}
+
+int compile_dumpable(const char *name)
+{
+	for (int i = 0; i < compile_nstages; i++)
+		if (compile_stages[i].kind != STAGE_EMIT && strcmp(compile_stages[i].name, name) == 0)
 			return 1;
 	return 0;
 }

@@ -10,12 +10,44 @@
 
 #define CELLC_VERSION "0.1.0"
 
-ir_graph *compile_load(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind);
-/* Runs the passes; stops after `stop_after` when not NULL ("load" stops before
- * the first).  Returns the number of errors. */
-int compile_passes(ir_graph *g, diag *D, const pass_opts *o, const char *stop_after);
-int compile_pass_known(const char *name);
-int compile_checking(void);     /* CELLC_VERIFY set: ir_verify after every pass */
+/* The stages of a compilation, in order (compile.c): "load" (the front end
+ * the file's suffix picks), the passes (passes.h), "emit" (the caller's). */
+typedef enum { STAGE_LOAD, STAGE_PASS, STAGE_EMIT } compile_stage_kind;
+typedef struct compile_stage {
+	const char *name;       /* for `cellc dump --after NAME` and ir_verify's messages */
+	compile_stage_kind kind;
+	pass_fn run;            /* STAGE_PASS */
+} compile_stage;
+extern const compile_stage compile_stages[];
+extern const int compile_nstages;
+
+/* One compilation as a command asks for it. */
+typedef struct compile_job {
+	const char *model;      /* .onnx or .cell */
+	int nbind;              /* --bind / --dim (ONNX only) */
+	const onnx_binding *bind;
+	const pass_opts *po;    /* NULL: defaults */
+	const char *stop_after; /* the last stage to run (load or a pass); NULL: all */
+	/* the "emit" stage: writes what the command makes of the planned graph
+	 * and returns its number of errors; NULL: the pipeline ends after "plan" */
+	int (*emit)(ir_graph *g, diag *D, void *ctx);
+	/* called after every stage that succeeded (after ir_verify), or NULL */
+	void (*after)(const char *stage, ir_graph *g, void *ctx);
+	void *ctx;              /* for emit and after */
+	ir_graph *g;            /* out: the graph as far as it got (NULL: not loaded) */
+	const char *failed;     /* out: the stage that failed, or NULL */
+} compile_job;
+
+/* Runs the stages of j in order; 0, or the number of errors (diagnostics in
+ * D) with j->failed naming the stage that reported them. */
+int compile_run(arena *A, diag *D, compile_job *j);
+/* compile_run without hooks or emitter: the graph after stop_after (NULL:
+ * after the last pass), or NULL after the diagnostics. */
+ir_graph *compile_build(arena *A, diag *D, const char *model, int nbind, const onnx_binding *bind,
+			const pass_opts *po, const char *stop_after);
+/* 1 if `cellc dump --after name` knows the stage (load or a pass). */
+int compile_dumpable(const char *name);
+int compile_checking(void);     /* CELLC_VERIFY set: ir_verify after every stage */
 
 /* subcommands (cmd_*.c); argv[0] is the subcommand name */
 int cmd_compile(int argc, char **argv);

@@ -18,6 +18,7 @@
  * Legend: M, N, K matrix sizes; outer/n/inner the three-way split of a
  * tensor around one axis.
  */
+#include "elem.h"
 #include "emit.h"
 #include "infer.h"
 #include "passes.h"
@@ -25,6 +26,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -238,24 +240,63 @@ static const char *fcall(emit_ctx *E, ir_dtype dt, const char *fn, const char *a
 	return arena_printf(E->A, "%s%s(%s)", fn, dt == DT_F32 ? "f" : "", a);
 }
 
+#define F(v) emit_float(E, (v), dt)
+
+/* The C text of expression e of elem.def for node n applied to argument
+ * expressions a[]: X Y Z the operands, T the output's C type, an attribute's
+ * token its value and, for float outputs, numbers in the output's type and
+ * f(..) as the math function of that type (expf for f32). */
+static const char *elem_text(emit_ctx *E, const ir_node *n, const char *e, const char *const *a)
+{
+	ir_dtype dt = n->out[0]->dtype;
+	int fl = is_float(dt);
+	const char *r = "";
+	while (*e) {
+		const char *s = e;
+		const char *t = NULL;
+		if (isalpha((unsigned char)*e) || *e == '_') {
+			while (isalnum((unsigned char)*e) || *e == '_')
+				e++;
+			int len = (int)(e - s);
+			const char *p = e;
+			while (*p == ' ')
+				p++;
+			const elem_attr *at = NULL;
+			const elem_row *row = elem_row_of(n->op);
+			for (int k = 0; k < ELEM_MAX_ATTRS && row->attrs[k].name; k++)
+				if ((int)strlen(row->attrs[k].token) == len && !strncmp(row->attrs[k].token, s, (size_t)len))
+					at = &row->attrs[k];
+			if (len == 1 && *s >= 'X' && *s <= 'Z')
+				t = a[*s - 'X'];
+			else if (len == 1 && *s == 'T')
+				t = ctype(n->out[0]);
+			else if (at)
+				t = F(ir_attr_float(n, at->name, (float)at->def));
+			else if (*p == '(' && dt == DT_F32)
+				t = arena_printf(E->A, "%.*sf", len, s);
+		} else if (fl && (isdigit((unsigned char)*e) || (*e == '.' && isdigit((unsigned char)e[1])))) {
+			char *end;
+			double v = strtod(e, &end);
+			e = end;
+			t = F(v);
+		} else {
+			e++;
+		}
+		r = t ? arena_printf(E->A, "%s%s", r, t) : arena_printf(E->A, "%s%.*s", r, (int)(e - s), s);
+	}
+	return r;
+}
+
 /* The C expression of element-wise node n applied to argument expressions
  * a[] (NULL for omitted optional inputs); NULL after reporting when the op
- * does not exist for the dtype. */
+ * does not exist for the dtype.  The rows of elem.def are printed from their
+ * expression; the ELEM_CODE rows (and Cast and Expand) here. */
 const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 {
 	ir_dtype dt = n->out[0]->dtype;
 	const char *x = a[0];
 	int fl = is_float(dt);
-	const char *zero = fl ? emit_float(E, 0, dt) : "0", *one = fl ? emit_float(E, 1, dt) : "1";
-#define F(v) emit_float(E, (v), dt)
-#define ALPHA(def) F(ir_attr_float(n, "alpha", (def)))
-#define BETA(def) F(ir_attr_float(n, "beta", (def)))
 	switch (n->op) {
-	case OP_ADD: return arena_printf(E->A, "%s + %s", a[0], a[1]);
-	case OP_SUB: return arena_printf(E->A, "%s - %s", a[0], a[1]);
-	case OP_MUL: return arena_printf(E->A, "%s * %s", a[0], a[1]);
-	case OP_DIV: return arena_printf(E->A, "%s / %s", a[0], a[1]);
-	case OP_IDENTITY:
 	case OP_EXPAND:
 		return x;
 	case OP_CAST:
@@ -267,30 +308,17 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 		if (dt == DT_BOOL)
 			return arena_printf(E->A, "(%s != 0)", x);
 		return arena_printf(E->A, "(%s)%s", ctype(n->out[0]), x);
-	case OP_RELU:
-		if (is_unsigned(dt))
-			return x;
-		return arena_printf(E->A, "(%s < %s ? %s : %s)", x, zero, zero, x);
-	case OP_NEG: return arena_printf(E->A, "-%s", x);
-	case OP_ABS:
-		if (fl)
-			return fcall(E, dt, "fabs", x);
-		if (is_unsigned(dt))
-			return x;
-		return arena_printf(E->A, "(%s < 0 ? -%s : %s)", x, x, x);
-	case OP_SIGN:
-		return arena_printf(E->A, "(%s > %s ? %s : %s < %s ? -%s : %s)", x, zero, one, x, zero, one, zero);
 	case OP_MOD:
 		if (fl) {
 			/* fmod=1: C fmod; fmod=0 (integers in ONNX): the sign of B */
 			const char *r = fcall(E, dt, "fmod", arena_printf(E->A, "%s, %s", a[0], a[1]));
-			if (ir_attr_int(n, "fmod", 0))
+			if (elem_attr_int(n, "fmod"))
 				return r;
 			return arena_printf(E->A, "rt_fmod_floor%s(%s, %s)", dt == DT_F32 ? "f" : "", a[0], a[1]);
 		}
 		if (is_unsigned(dt))
 			return arena_printf(E->A, "(%s ? %s %% %s : 0)", a[1], a[0], a[1]);
-		if (ir_attr_int(n, "fmod", 0))
+		if (elem_attr_int(n, "fmod"))
 			return arena_printf(E->A, "(%s ? %s %% %s : 0)", a[1], a[0], a[1]);
 		return arena_printf(E->A, "rt_imod_floor(%s, %s)", a[0], a[1]);
 	case OP_CLIP: {
@@ -317,28 +345,12 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 			r = arena_printf(E->A, "(%s) / %s", r, F(n->nin));
 		return r;
 	}
-	case OP_POW:
-		/* computed in the base's type (an integer base: in double, converted back) */
-		if (fl)
-			return fcall(E, dt, "pow", arena_printf(E->A, "%s, (%s)%s", a[0], ctype(n->out[0]), a[1]));
-		return arena_printf(E->A, "(%s)pow((double)%s, (double)%s)", ctype(n->out[0]), a[0], a[1]);
 	case OP_BITSHIFT:
 		/* a shift by the width or more is undefined in C: 0, as numpy */
 		return arena_printf(E->A, "(%s < %d ? (%s)(%s %s %s) : 0)", a[1], (int)ir_dtype_size(dt) * 8, ctype(n->out[0]),
 				    a[0], ir_attr_string(n, "direction", "")[0] == 'L' ? "<<" : ">>", a[1]);
-	case OP_EQUAL: return arena_printf(E->A, "(%s == %s)", a[0], a[1]);
-	case OP_LESS: return arena_printf(E->A, "(%s < %s)", a[0], a[1]);
-	case OP_LESSEQ: return arena_printf(E->A, "(%s <= %s)", a[0], a[1]);
-	case OP_GREATER: return arena_printf(E->A, "(%s > %s)", a[0], a[1]);
-	case OP_GREATEREQ: return arena_printf(E->A, "(%s >= %s)", a[0], a[1]);
-	case OP_AND: return arena_printf(E->A, "(%s && %s)", a[0], a[1]);
-	case OP_OR: return arena_printf(E->A, "(%s || %s)", a[0], a[1]);
-	case OP_XOR: return arena_printf(E->A, "(!%s != !%s)", a[0], a[1]);
-	case OP_NOT: return arena_printf(E->A, "!%s", x);
-	case OP_WHERE: return arena_printf(E->A, "(%s ? %s : %s)", a[0], a[1], a[2]);
-	case OP_ISNAN: return arena_printf(E->A, "(%s != %s)", x, x);
 	case OP_ISINF: {
-		int neg = (int)ir_attr_int(n, "detect_negative", 1), pos = (int)ir_attr_int(n, "detect_positive", 1);
+		int neg = (int)elem_attr_int(n, "detect_negative"), pos = (int)elem_attr_int(n, "detect_positive");
 		if (neg && pos)
 			return arena_printf(E->A, "(isinf(%s) != 0)", x);
 		if (neg || pos)
@@ -347,84 +359,27 @@ const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a)
 	}
 	case OP_SHRINK: {
 		/* any numeric type: the bounds as double, the result converted */
-		const char *l = emit_float(E, ir_attr_float(n, "lambd", 0.5f), DT_F64);
-		const char *b = emit_float(E, ir_attr_float(n, "bias", 0.0f), DT_F64);
+		const char *l = emit_float(E, elem_attr_float(n, "lambd"), DT_F64);
+		const char *b = emit_float(E, elem_attr_float(n, "bias"), DT_F64);
 		return arena_printf(E->A, "(%s)(%s < -%s ? %s + %s : %s > %s ? %s - %s : 0)", ctype(n->out[0]), x, l,
 				    x, b, x, l, x, b);
 	}
 	default:
 		break;
 	}
-	if (!fl) {
+	const elem_row *row = elem_row_of(n->op);
+	if (!row || !row->expr) {
+		diag_node(E->D, n, "internal error: %s has no expression in elem.def", ir_op_name(n->op));
+		return NULL;
+	}
+	const char *e = elem_expr_for(n->op, fl, is_unsigned(dt));
+	if (!e) {
 		diag_node(E->D, n, "%s is not available for %s tensors", ir_op_name(n->op), ir_dtype_name(dt));
 		return NULL;
 	}
-	switch (n->op) {
-	case OP_SIGMOID:
-		return arena_printf(E->A, "%s / (%s + %s)", one, one, fcall(E, dt, "exp", arena_printf(E->A, "-%s", x)));
-	case OP_TANH: return fcall(E, dt, "tanh", x);
-	case OP_EXP: return fcall(E, dt, "exp", x);
-	case OP_LOG: return fcall(E, dt, "log", x);
-	case OP_SQRT: return fcall(E, dt, "sqrt", x);
-	case OP_AFFINE: return arena_printf(E->A, "%s * %s + %s", ALPHA(1.0f), x, BETA(0.0f));
-	case OP_LEAKYRELU:
-		return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, ALPHA(0.01f), x, x);
-	case OP_THRELU:
-		return arena_printf(E->A, "(%s > %s ? %s : %s)", x, ALPHA(1.0f), x, zero);
-	case OP_SCALEDTANH:
-		return arena_printf(E->A, "%s * %s", ALPHA(1.0f),
-				    fcall(E, dt, "tanh", arena_printf(E->A, "%s * %s", BETA(1.0f), x)));
-	case OP_HARDSIGMOID: {
-		const char *lin = arena_printf(E->A, "%s * %s + %s", ALPHA(0.2f), x, BETA(0.5f));
-		return fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
-				fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s", one, lin))));
-	}
-	case OP_ELU:
-		return arena_printf(E->A, "(%s < %s ? %s * (%s - %s) : %s)", x, zero, ALPHA(1.0f),
-				    fcall(E, dt, "exp", x), one, x);
-	case OP_SOFTSIGN:
-		return arena_printf(E->A, "%s / (%s + %s)", x, one, fcall(E, dt, "fabs", x));
-	case OP_PRELU: return arena_printf(E->A, "(%s < %s ? %s * %s : %s)", x, zero, a[1], x, x);
-	case OP_SIN: return fcall(E, dt, "sin", x);
-	case OP_COS: return fcall(E, dt, "cos", x);
-	case OP_TAN: return fcall(E, dt, "tan", x);
-	case OP_ASIN: return fcall(E, dt, "asin", x);
-	case OP_ACOS: return fcall(E, dt, "acos", x);
-	case OP_ATAN: return fcall(E, dt, "atan", x);
-	case OP_SINH: return fcall(E, dt, "sinh", x);
-	case OP_COSH: return fcall(E, dt, "cosh", x);
-	case OP_ASINH: return fcall(E, dt, "asinh", x);
-	case OP_ACOSH: return fcall(E, dt, "acosh", x);
-	case OP_ATANH: return fcall(E, dt, "atanh", x);
-	case OP_ERF: return fcall(E, dt, "erf", x);
-	case OP_FLOOR: return fcall(E, dt, "floor", x);
-	case OP_CEIL: return fcall(E, dt, "ceil", x);
-	case OP_ROUND: return fcall(E, dt, "nearbyint", x);  /* the default mode: halves to even */
-	case OP_RECIPROCAL: return arena_printf(E->A, "%s / %s", one, x);
-	case OP_SELU:
-		return arena_printf(E->A, "%s * (%s > %s ? %s : %s * (%s - %s))", F(ir_attr_float(n, "gamma", 1.05070102f)),
-				    x, zero, x, ALPHA(1.67326319f), fcall(E, dt, "exp", x), one);
-	case OP_CELU: {
-		const char *al = ALPHA(1.0f);
-		return arena_printf(E->A, "%s + %s", fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero, x)),
-				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s * (%s - %s)", zero, al,
-				    fcall(E, dt, "exp", arena_printf(E->A, "%s / %s", x, al)), one)));
-	}
-	case OP_HARDSWISH:
-		return arena_printf(E->A, "%s * %s", x, fcall(E, dt, "fmax", arena_printf(E->A, "%s, %s", zero,
-				    fcall(E, dt, "fmin", arena_printf(E->A, "%s, %s / %s + %s", one, x, F(6.0), F(0.5))))));
-	case OP_SOFTPLUS:
-		/* log(1 + exp(x)) without overflow for large x */
-		return arena_printf(E->A, "(%s > %s ? %s + %s : %s)", x, zero, x,
-				    fcall(E, dt, "log1p", fcall(E, dt, "exp", arena_printf(E->A, "-%s", x))),
-				    fcall(E, dt, "log1p", fcall(E, dt, "exp", x)));
-	default:
-		UNREACHABLE();
-	}
-#undef F
-#undef ALPHA
-#undef BETA
+	return elem_text(E, n, e, a);
 }
+#undef F
 
 /* Nodes printed by the element-wise loop machinery. */
 static int loopable(const ir_node *n)

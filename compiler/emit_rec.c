@@ -33,6 +33,7 @@
  * Legend: T steps, B batch rows, H (or N) columns of a value of the body.
  */
 #define _POSIX_C_SOURCE 200809L     /* open_memstream */
+#include "elem.h"
 #include "emit.h"
 #include "passes.h"
 #include "util.h"
@@ -152,58 +153,26 @@ static int is_body_output(const rec *R, const ir_value *v, int *first)
 
 static const char *flt(rec *R, double x) { return emit_float(R->E, x, DT_F32); }
 
-/* C expression of element-wise node n applied to operand expressions a[]. */
+/* C expression of element-wise node n applied to operand expressions a[]:
+ * the libcellrt kernel of its elem.def row (operands, then attributes), Clip's
+ * rt_clipf (a bound not given: infinite), else the root graph's expression. */
 static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 {
-	float al, be;
-	switch (n->op) {
-	case OP_ADD: return fmt(R, "(%s + %s)", a[0], a[1]);
-	case OP_SUB: return fmt(R, "(%s - %s)", a[0], a[1]);
-	case OP_MUL: return fmt(R, "%s * %s", a[0], a[1]);
-	case OP_DIV: return fmt(R, "%s / %s", a[0], a[1]);
-	case OP_SIGMOID: return fmt(R, "rt_sigmoidf(%s)", a[0]);
-	case OP_TANH: return fmt(R, "rt_tanhf(%s)", a[0]);
-	case OP_RELU: return fmt(R, "rt_reluf(%s)", a[0]);
-	case OP_NEG: return fmt(R, "(-%s)", a[0]);
-	case OP_EXP: return fmt(R, "expf(%s)", a[0]);
-	case OP_LOG: return fmt(R, "logf(%s)", a[0]);
-	case OP_SQRT: return fmt(R, "sqrtf(%s)", a[0]);
-	case OP_ABS: return fmt(R, "fabsf(%s)", a[0]);
-	case OP_IDENTITY: return a[0];
-	case OP_SOFTSIGN: return fmt(R, "rt_softsignf(%s)", a[0]);
-	case OP_SOFTPLUS: return fmt(R, "rt_softplusf(%s)", a[0]);
-	case OP_AFFINE:
-		al = ir_attr_float(n, "alpha", 1.0f);
-		be = ir_attr_float(n, "beta", 0.0f);
-		return fmt(R, "rt_affinef(%s, %s, %s)", a[0], flt(R, al), flt(R, be));
-	case OP_LEAKYRELU:
-		return fmt(R, "rt_leakyreluf(%s, %s)", a[0], flt(R, ir_attr_float(n, "alpha", 0.01f)));
-	case OP_THRELU:
-		return fmt(R, "rt_thresholdedreluf(%s, %s)", a[0], flt(R, ir_attr_float(n, "alpha", 1.0f)));
-	case OP_SCALEDTANH:
-		al = ir_attr_float(n, "alpha", 1.0f);
-		be = ir_attr_float(n, "beta", 1.0f);
-		return fmt(R, "rt_scaledtanhf(%s, %s, %s)", a[0], flt(R, al), flt(R, be));
-	case OP_HARDSIGMOID:
-		al = ir_attr_float(n, "alpha", 0.2f);
-		be = ir_attr_float(n, "beta", 0.5f);
-		return fmt(R, "rt_hardsigmoidf(%s, %s, %s)", a[0], flt(R, al), flt(R, be));
-	case OP_ELU:
-		return fmt(R, "rt_eluf(%s, %s)", a[0], flt(R, ir_attr_float(n, "alpha", 1.0f)));
-	case OP_CLIP:
-		return fmt(R, "rt_clipf(%s, %s, %s)", a[0], a[1] ? a[1] : "-INFINITY",
-			   a[2] ? a[2] : "INFINITY");
-	case OP_SIGN: return fmt(R, "rt_signf(%s)", a[0]);
-	case OP_POW: return fmt(R, "powf(%s, %s)", a[0], a[1]);
-	case OP_MOD:
-		return ir_attr_int(n, "fmod", 0) ? fmt(R, "fmodf(%s, %s)", a[0], a[1])
-						 : fmt(R, "rt_fmod_floorf(%s, %s)", a[0], a[1]);
-	default: {
-		/* the other f32 operators: the root graph's expressions */
-		const char *e = emit_elem_expr(R->E, n, a);
-		return e ? fmt(R, "(%s)", e) : "0.0f";
+	const char *step = elem_step(n->op);
+	if (step) {
+		const elem_row *row = elem_row_of(n->op);
+		const char *r = fmt(R, "%s(%s", step, a[0]);
+		for (int k = 1; k < n->nin; k++)
+			r = fmt(R, "%s, %s", r, a[k]);
+		for (int k = 0; k < ELEM_MAX_ATTRS && row->attrs[k].name; k++)
+			r = fmt(R, "%s, %s", r, flt(R, elem_attr_float(n, row->attrs[k].name)));
+		return fmt(R, "%s)", r);
 	}
-	}
+	if (n->op == OP_CLIP)
+		return fmt(R, "rt_clipf(%s, %s, %s)", a[0], n->nin > 1 && a[1] ? a[1] : "-INFINITY",
+			   n->nin > 2 && a[2] ? a[2] : "INFINITY");
+	const char *e = emit_elem_expr(R->E, n, a);
+	return e ? e : "0.0f";
 }
 
 /* ---- homes of body values ------------------------------------------------------ */

@@ -17,6 +17,7 @@
  * / is the correctly rounded float result; conversions that C leaves
  * undefined (out-of-range float to int or to float) saturate instead.
  */
+#include "elem.h"
 #include "infer.h"
 #include "cellrt.h"
 #include "util.h"
@@ -597,35 +598,34 @@ static int fold_binary(fctx *c)
 	return 1;
 }
 
-static double act(const ir_node *n, double x)
-{
-	switch (n->op) {
-	case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case OP_TANH: return tanh(x);
-	case OP_RELU: return x > 0 ? x : 0;
-	case OP_NEG: return -x;
-	case OP_EXP: return exp(x);
-	case OP_LOG: return log(x);
-	case OP_SQRT: return sqrt(x);
-	case OP_ABS: return fabs(x);
-	case OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
-	case OP_AFFINE:
-		return (double)ir_attr_float(n, "alpha", 1.0f) * x + ir_attr_float(n, "beta", 0.0f);
-	case OP_LEAKYRELU: return x < 0 ? (double)ir_attr_float(n, "alpha", 0.01f) * x : x;
-	case OP_THRELU: return x > (double)ir_attr_float(n, "alpha", 1.0f) ? x : 0;
-	case OP_SCALEDTANH:
-		return (double)ir_attr_float(n, "alpha", 1.0f) *
-		       tanh((double)ir_attr_float(n, "beta", 1.0f) * x);
-	case OP_HARDSIGMOID: {
-		double y = (double)ir_attr_float(n, "alpha", 0.2f) * x + ir_attr_float(n, "beta", 0.5f);
-		return y < 0 ? 0 : y > 1 ? 1 : y;
-	}
-	case OP_ELU: return x < 0 ? (double)ir_attr_float(n, "alpha", 1.0f) * (exp(x) - 1) : x;
-	case OP_SOFTSIGN: return x / (1 + fabs(x));
-	case OP_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
-	default: UNREACHABLE();
-	}
-}
+/* The float expressions of elem.def, compiled: elem_fn[op](n, in) evaluates
+ * op's expression in double on the operands in[] (attributes from n, or
+ * their defaults). */
+#define X in[0]
+#define Y in[1]
+#define Z in[2]
+#define T double
+#define ATTR(tok, nm, d) const double tok = ir_attr_float(n, nm, d);
+#define IATTR(tok, nm, d)
+#define NOATTR
+#define ELEM(e, f, i, u, st, attrs) \
+	static double elem_##e(const ir_node *n, const double *in) { attrs return (double)(f); }
+#define ELEM_CODE(e, attrs)
+#include "elem.def"
+#undef ELEM
+#define ELEM(e, f, i, u, st, attrs) [OP_##e] = elem_##e,
+static double (*const elem_fn[OP_COUNT])(const ir_node *, const double *) = {
+#include "elem.def"
+};
+#undef ELEM
+#undef ELEM_CODE
+#undef NOATTR
+#undef IATTR
+#undef ATTR
+#undef T
+#undef Z
+#undef Y
+#undef X
 
 static int fold_unary(fctx *c)
 {
@@ -634,12 +634,17 @@ static int fold_unary(fctx *c)
 	int64_t total = numel(o);
 	if (x->sym)
 		return 0;
-	out_alloc(c, o, 0);
 	if (is_float(x->dtype)) {
-		for (int64_t i = 0; i < total; i++)
-			stf(o, i, act(n, ldf(x, i)));
+		if (!elem_fn[n->op])
+			return 0;       /* an op without an expression: left to run time */
+		out_alloc(c, o, 0);
+		for (int64_t i = 0; i < total; i++) {
+			double in = ldf(x, i);
+			stf(o, i, elem_fn[n->op](n, &in));
+		}
 		return 1;
 	}
+	out_alloc(c, o, 0);
 	int sgn = !is_unsigned(x->dtype);
 	for (int64_t i = 0; i < total; i++) {
 		uint64_t v = ldu(x, i);
@@ -692,41 +697,8 @@ static int fold_clip(fctx *c)
 
 /* ---- the later element-wise rows of ops.def ----------------------------------------- */
 
-/* Float functions of one argument (and PRelu's slope b). */
-static double fn_float(const ir_node *n, double x, double b)
-{
-	switch (n->op) {
-	case OP_SIN: return sin(x);
-	case OP_COS: return cos(x);
-	case OP_TAN: return tan(x);
-	case OP_ASIN: return asin(x);
-	case OP_ACOS: return acos(x);
-	case OP_ATAN: return atan(x);
-	case OP_SINH: return sinh(x);
-	case OP_COSH: return cosh(x);
-	case OP_ASINH: return asinh(x);
-	case OP_ACOSH: return acosh(x);
-	case OP_ATANH: return atanh(x);
-	case OP_ERF: return erf(x);
-	case OP_FLOOR: return floor(x);
-	case OP_CEIL: return ceil(x);
-	case OP_ROUND: return nearbyint(x);
-	case OP_RECIPROCAL: return 1.0 / x;
-	case OP_PRELU: return x < 0 ? b * x : x;
-	case OP_SELU:
-		return (double)ir_attr_float(n, "gamma", 1.05070102f) *
-		       (x > 0 ? x : (double)ir_attr_float(n, "alpha", 1.67326319f) * (exp(x) - 1));
-	case OP_CELU: {
-		double a = ir_attr_float(n, "alpha", 1.0f);
-		return fmax(0, x) + fmin(0, a * (exp(x / a) - 1));
-	}
-	case OP_HARDSWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
-	default: UNREACHABLE();
-	}
-}
-
 /* Min, Max, Sum, Mean, the comparisons, And/Or/Xor/Not, Where, IsNaN/IsInf,
- * Shrink and the float functions above, over broadcast operands: floats in
+ * Shrink and the float expressions of elem.def, over broadcast operands: floats in
  * double, integers as 64-bit (signed or unsigned by dtype). */
 /* Equal and Where over shape vectors with symbolic elements (what
  * PyTorch's dynamic Expand/Reshape exports compute: Where(Equal(shape, -1),
@@ -837,7 +809,7 @@ static int fold_elem(fctx *c)
 		} else if (n->op == OP_ISNAN || n->op == OP_ISINF) {
 			double a = ldf(x, off[0]);
 			int r = n->op == OP_ISNAN ? isnan(a)
-				: isinf(a) && (a > 0 ? ir_attr_int(n, "detect_positive", 1) : ir_attr_int(n, "detect_negative", 1));
+				: isinf(a) && elem_attr_int(n, a > 0 ? "detect_positive" : "detect_negative");
 			stu(o, i, r != 0);
 		} else if (n->op == OP_MIN || n->op == OP_MAX || n->op == OP_SUM || n->op == OP_MEAN) {
 			if (fl) {
@@ -872,14 +844,17 @@ static int fold_elem(fctx *c)
 			stu(o, i, b >= (uint64_t)bits ? 0 : ir_attr_string(n, "direction", "")[0] == 'L' ? a << b : a >> b);
 		} else if (n->op == OP_SHRINK) {
 			double a = fl ? ldf(x, off[0]) : uns ? (double)ldu(x, off[0]) : (double)infer_elem_int(x, off[0]);
-			double l = ir_attr_float(n, "lambd", 0.5f), b = ir_attr_float(n, "bias", 0.0f);
+			double l = elem_attr_float(n, "lambd"), b = elem_attr_float(n, "bias");
 			double r = a < -l ? a + b : a > l ? a - b : 0;
 			if (fl)
 				stf(o, i, r);
 			else
 				stu(o, i, f2u(r, o->dtype));
 		} else {
-			stf(o, i, fn_float(n, ldf(x, off[0]), nin > 1 ? ldf(fin(c, 1), off[1]) : 0));
+			double in[2] = {ldf(x, off[0]), nin > 1 ? ldf(fin(c, 1), off[1]) : 0};
+			if (!elem_fn[n->op])
+				return 0;       /* no expression: left to run time */
+			stf(o, i, elem_fn[n->op](n, in));
 		}
 		for (int d = R - 1; d >= 0; d--) {
 			if (++idx[d] < o->shape.d[d].k)

@@ -175,7 +175,7 @@ int ir_sym_add(ir_graph *g, const char *name)
  * last asked about), so that ir_unique_name's check is a hash lookup, not a
  * scan of every value: unrolled loops make tens of thousands.  A name in the
  * set that no value has any more (dropped, or a hash collision) only skips a
- * counter value.  compile_load starts a new set (ir_names_reset). */
+ * counter value.  The load stage (compile.c) starts a new set (ir_names_reset). */
 static struct {
 	const ir_graph *root;
 	uint64_t *slot;         /* 0: empty */

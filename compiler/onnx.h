@@ -49,6 +49,19 @@ ir_graph *onnx_load_bound(arena *A, diag *D, const char *path, int nbind, const 
  * rewritten in place into tensor operators. */
 typedef int (*onnx_infer_fn)(void *cx, ir_graph *body);
 ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count);
+/* The rewrites pass_infer applies to each node it reaches (compile.c lists
+ * them in infer_resolvers[]; the contract is infer_resolver's, passes.h):
+ * onnx_loop_resolve expands Loop/Scan with onnx_loop_expand; onnx_seq_resolve
+ * resolves sequences, optionals and If with onnx_seq_node and keeps the
+ * sequence operators it leaves (a Loop's accumulation); onnx_seq_finish,
+ * after the whole root graph, replaces sequence outputs by their tensors
+ * (onnx_seq_outputs) and reports the sequence operators still in use
+ * (onnx_seq_leftovers). */
+int onnx_loop_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
+		      int *count);
+int onnx_seq_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
+		     int *count);
+int onnx_seq_finish(ir_graph *g, diag *D);
 /* Whether op is an ONNX sequence operator: pass_infer leaves those to
  * onnx_loop_expand, and reports the ones still in use after it with
  * onnx_seq_leftovers (g and its bodies; returns the number of errors). */

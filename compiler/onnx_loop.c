@@ -1493,6 +1493,16 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	return n->op == OP_LOOP ? expand_loop(&X, count) : expand_scan(&X, count);
 }
 
+int onnx_loop_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
+		      int *count)
+{
+	*count = 0;
+	if (n->op != OP_LOOP && n->op != OP_SCAN)
+		return 0;
+	*rep = onnx_loop_expand(g, n, D, infer, cx, count);
+	return *rep ? 1 : -1;
+}
+
 int onnx_is_seq_op(ir_op op)
 {
 	return op == OP_SEQEMPTY || op == OP_SEQINSERT || op == OP_SEQCONCAT || op == OP_SEQAT ||

@@ -26,6 +26,7 @@
  *    is not registered in any graph's value list;
  *  - Constant nodes produce no IR node: their output is a VAL_CONST value.
  */
+#include "elem.h"
 #include "onnx_priv.h"
 #include "util.h"
 
@@ -50,11 +51,7 @@ typedef struct attr_spec {
 } attr_spec;
 
 static const attr_spec attr_specs[] = {
-	{OP_AFFINE, "alpha", ATTR_FLOAT, 0, 0, NULL},     {OP_AFFINE, "beta", ATTR_FLOAT, 0, 0, NULL},
-	{OP_LEAKYRELU, "alpha", ATTR_FLOAT, 0, 0, NULL},  {OP_THRELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
-	{OP_SCALEDTANH, "alpha", ATTR_FLOAT, 0, 0, NULL}, {OP_SCALEDTANH, "beta", ATTR_FLOAT, 0, 0, NULL},
-	{OP_HARDSIGMOID, "alpha", ATTR_FLOAT, 0, 0, NULL}, {OP_HARDSIGMOID, "beta", ATTR_FLOAT, 0, 0, NULL},
-	{OP_ELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
+	/* the element-wise operators' attributes are those of their elem.def row */
 	{OP_CLIP, "min", ATTR_FLOAT, 0, 10, NULL},        {OP_CLIP, "max", ATTR_FLOAT, 0, 10, NULL},
 	{OP_TRANSPOSE, "perm", ATTR_INTS, 0, 0, NULL},
 	{OP_RESHAPE, "shape", ATTR_INTS, 0, 4, NULL},     {OP_RESHAPE, "allowzero", ATTR_INT, 14, 0, NULL},
@@ -83,7 +80,6 @@ static const attr_spec attr_specs[] = {
 #undef RNN_COMMON
 	{OP_LSTM, "input_forget", ATTR_INT, 0, 0, NULL},
 	{OP_GRU, "linear_before_reset", ATTR_INT, 3, 0, NULL},
-	{OP_MOD, "fmod", ATTR_INT, 10, 0, NULL},
 	{OP_LOOP, "body", ATTR_GRAPH, 0, 0, NULL},
 	{OP_SCAN, "body", ATTR_GRAPH, 0, 0, NULL},        {OP_SCAN, "num_scan_inputs", ATTR_INT, 0, 0, NULL},
 	{OP_SCAN, "directions", ATTR_INTS, 0, 8, NULL},
@@ -103,10 +99,6 @@ static const attr_spec attr_specs[] = {
 	{OP_ADAGRAD, "norm_coefficient", ATTR_FLOAT, 0, 0, NULL},
 	{OP_IF, "then_branch", ATTR_GRAPH, 0, 0, NULL},   {OP_IF, "else_branch", ATTR_GRAPH, 0, 0, NULL},
 	{OP_SEQMAP, "body", ATTR_GRAPH, 0, 0, NULL},
-	{OP_ISINF, "detect_negative", ATTR_INT, 0, 0, NULL}, {OP_ISINF, "detect_positive", ATTR_INT, 0, 0, NULL},
-	{OP_SELU, "alpha", ATTR_FLOAT, 0, 0, NULL},       {OP_SELU, "gamma", ATTR_FLOAT, 0, 0, NULL},
-	{OP_CELU, "alpha", ATTR_FLOAT, 0, 0, NULL},
-	{OP_SHRINK, "bias", ATTR_FLOAT, 0, 0, NULL},      {OP_SHRINK, "lambd", ATTR_FLOAT, 0, 0, NULL},
 #define REDUCE(op, axes_until) \
 	{op, "axes", ATTR_INTS, 0, axes_until, NULL},      {op, "keepdims", ATTR_INT, 0, 0, NULL}, \
 	{op, "noop_with_empty_axes", ATTR_INT, axes_until + 1, 0, NULL}
@@ -321,7 +313,9 @@ static int kind_of_type(int t)
 	}
 }
 
-static const attr_spec *find_spec(int op, const char *name, int opset, int *other_opset)
+/* The spec of attribute `name` of op at opset: a row of attr_specs, or of
+ * the op's elem.def row (every opset; filled into *buf). */
+static const attr_spec *find_spec(int op, const char *name, int opset, int *other_opset, attr_spec *buf)
 {
 	*other_opset = 0;
 	for (size_t i = 0; i < COUNTOF(attr_specs); i++) {
@@ -333,6 +327,11 @@ static const attr_spec *find_spec(int op, const char *name, int opset, int *othe
 			continue;
 		}
 		return s;
+	}
+	const elem_attr *e = op < OP_COUNT ? elem_attr_of((ir_op)op, name) : NULL;
+	if (e) {
+		*buf = (attr_spec){op, e->name, e->kind, 0, 0, NULL};
+		return buf;
 	}
 	return NULL;
 }
@@ -385,7 +384,8 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 	    proto_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
 		return 0;       /* the type of an empty optional: it yields no tensors */
 	int other;
-	const attr_spec *s = find_spec(op, name, L->opset, &other);
+	attr_spec buf;
+	const attr_spec *s = find_spec(op, name, L->opset, &other, &buf);
 	if (!s) {
 		if (other)
 			onnx_node_error(L, n, "attribute '%s' is not part of %s at opset %d", name, n->op_type, n->opset);

@@ -1142,6 +1142,25 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	return l.v ? l.v : arena_array(g->A, 1, sizeof(ir_node *));
 }
 
+int onnx_seq_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
+		     int *count)
+{
+	(void)infer;
+	(void)cx;
+	*count = 0;
+	int r = onnx_seq_node(g, n, D, rep, count);
+	/* a sequence operator left alone: a Loop's accumulation (consumed by
+	 * onnx_loop_expand) or reported by onnx_seq_finish */
+	return r == 0 && onnx_is_seq_op(n->op) ? 2 : r;
+}
+
+int onnx_seq_finish(ir_graph *g, diag *D)
+{
+	int errs = onnx_seq_outputs(g, D);
+	ir_recount(g);
+	return errs ? errs : onnx_seq_leftovers(g, D);
+}
+
 /* ---- graph outputs --------------------------------------------------------------- */
 
 int onnx_seq_outputs(ir_graph *g, diag *D)

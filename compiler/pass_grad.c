@@ -38,6 +38,7 @@
  *
  * Legend: T steps, B batch rows, N/K product sizes, P a parameter.
  */
+#include "elem.h"
 #include "infer.h"
 #include "passes.h"
 #include "train.h"
@@ -411,7 +412,6 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *a = n->in[0], *b = n->nin > 1 ? n->in[1] : NULL, *y = V(C, n->out[0]);
 	ir_value *Va = V(C, a), *Vb = b ? V(C, b) : NULL;
-	float alpha = ir_attr_float(n, "alpha", 0), beta = ir_attr_float(n, "beta", 0);
 	switch (n->op) {
 	case OP_ADD: acc_ub(C, a, dy); acc_ub(C, b, dy); return;
 	case OP_SUB: acc_ub(C, a, dy); if (need(C, b)) acc_ub(C, b, op1(C, OP_NEG, dy)); return;
@@ -440,7 +440,7 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 		if (need(C, b))
 			acc_ub(C, b, mul(C, dy, mul(C, y, op1(C, OP_LOG, Va))));
 		return;
-	case OP_AFFINE: acc(C, a, scale(C, ir_attr_float(n, "alpha", 1.0f), dy)); return;
+	case OP_AFFINE: acc(C, a, scale(C, elem_attr_float(n, "alpha"), dy)); return;
 	case OP_SOFTSIGN: {
 		ir_value *d = add(C, fc(C, 1), op1(C, OP_ABS, Va));
 		acc(C, a, dvd(C, dy, mul(C, d, d)));
@@ -449,23 +449,21 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 	case OP_SOFTPLUS: acc(C, a, mul(C, dy, op1(C, OP_SIGMOID, Va))); return;
 	case OP_HARDSIGMOID: {
 		/* alpha where 0 < y < 1 */
-		if (!ir_attr_find(n, "alpha"))
-			alpha = 0.2f;
+		float alpha = elem_attr_float(n, "alpha");
 		ir_value *in = mul(C, op1(C, OP_SIGN, op1(C, OP_RELU, y)),
 				   op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, fc(C, 1), y))));
 		acc(C, a, mul(C, dy, scale(C, alpha, in)));
 		return;
 	}
-	case OP_THRELU:
+	case OP_THRELU: {
 		/* 1 where x > alpha */
-		if (!ir_attr_find(n, "alpha"))
-			alpha = 1.0f;
+		float alpha = elem_attr_float(n, "alpha");
 		acc(C, a, mul(C, dy, op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, Va, fc(C, alpha))))));
 		return;
+	}
 	case OP_LEAKYRELU: case OP_ELU: {
 		/* 1 where x > 0, else alpha (LeakyRelu) or y + alpha (Elu) */
-		if (!ir_attr_find(n, "alpha"))
-			alpha = n->op == OP_ELU ? 1.0f : 0.01f;
+		float alpha = elem_attr_float(n, "alpha");
 		ir_value *pos = op1(C, OP_SIGN, op1(C, OP_RELU, Va));
 		ir_value *neg = n->op == OP_ELU ? add(C, y, fc(C, alpha)) : fc(C, alpha);
 		ir_value *d = add(C, pos, mul(C, sub(C, fc(C, 1), pos), neg));
@@ -473,10 +471,7 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 		return;
 	}
 	case OP_SCALEDTANH: {
-		if (!ir_attr_find(n, "alpha"))
-			alpha = 1.0f;
-		if (!ir_attr_find(n, "beta"))
-			beta = 1.0f;
+		float alpha = elem_attr_float(n, "alpha"), beta = elem_attr_float(n, "beta");
 		ir_value *r = scale(C, 1.0 / alpha, y);
 		acc(C, a, mul(C, dy, scale(C, (double)alpha * beta, sub(C, fc(C, 1), mul(C, r, r)))));
 		return;

@@ -10,10 +10,12 @@
  *           canonical form (infer.h); nodes whose results nobody uses are
  *           removed, and so are unused constants, weights and temporaries
  *           from the value lists; nuses/producer/ids are fresh (ir_recount).
- *           Graph outputs that fold stay as VAL_CONST outputs.  Sequences,
- *           optionals, If and SequenceMap are resolved node by node
- *           (onnx_seq_node), sequence outputs replaced by their tensors
- *           (onnx_seq_outputs).
+ *           Graph outputs that fold stay as VAL_CONST outputs.  ONNX
+ *           Loop/Scan, sequences, optionals, If and SequenceMap are
+ *           rewritten node by node, before inference reaches each, by the
+ *           resolvers compile.c lists (infer_resolvers[], passes.h:
+ *           onnx_loop.c, onnx_seq.c), and sequence outputs replaced by
+ *           their tensors when the walk is over.
  * breaks:   nothing.
  *
  * A node that cannot be inferred is reported and its outputs stay unknown;
@@ -21,7 +23,6 @@
  * gives one error, not a cascade.
  */
 #include "infer.h"
-#include "onnx.h"
 #include "passes.h"
 #include "util.h"
 
@@ -234,7 +235,8 @@ static void nl_push(ir_graph *g, nodelist *l, ir_node *n)
 
 static void infer_nodes(ictx *c, ir_graph *g, int fold);
 
-/* onnx_loop_expand's callback: a Loop/Scan body is inferred and folded. */
+/* The resolvers' callback (onnx_loop_expand's): a Loop/Scan body is
+ * inferred and folded, with the resolvers applied inside it. */
 static int infer_loop_body(void *cx, ir_graph *b)
 {
 	ictx *c = cx;
@@ -366,35 +368,21 @@ static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep
 		nl_push(g, keep, n);
 		return;
 	}
-	if (n->op == OP_LOOP || n->op == OP_SCAN) {
-		/* ONNX Loop/Scan: a recurrence now that the inputs are known */
-		int cnt = 0;
-		ir_node **rep = onnx_loop_expand(g, n, c->D, infer_loop_body, c, &cnt);
-		if (!rep) {
+	for (int r = 0; r < infer_nresolvers; r++) {
+		/* Loop/Scan, sequences, optionals, If: rewritten now that the
+		 * inputs are known; what replaces them is inferred */
+		ir_node **rep = NULL;
+		int cnt = 0, res = infer_resolvers[r].node(g, n, c->D, infer_loop_body, c, &rep, &cnt);
+		if (res == 0)
+			continue;
+		if (res < 0)
 			poison_outputs(n);
+		if (res != 1) {
 			nl_push(g, keep, n);
 			return;
 		}
 		for (int k = 0; k < cnt; k++)
 			infer_one(c, g, rep[k], fold, keep);
-		return;
-	}
-	ir_node **srep = NULL;
-	int scnt = 0, sr = onnx_seq_node(g, n, c->D, &srep, &scnt);
-	if (sr < 0) {
-		poison_outputs(n);
-		nl_push(g, keep, n);
-		return;
-	}
-	if (sr > 0) {
-		/* sequences, optionals, If: resolved; what replaces them is inferred */
-		for (int k = 0; k < scnt; k++)
-			infer_one(c, g, srep[k], fold, keep);
-		return;
-	}
-	if (onnx_is_seq_op(n->op)) {
-		/* consumed by onnx_loop_expand, or reported by onnx_seq_leftovers */
-		nl_push(g, keep, n);
 		return;
 	}
 	if (poisoned(n) || infer_node(g, n, c->D)) {
@@ -497,11 +485,9 @@ int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
 	if (D->nerrors == errs0) {
 		ir_recount(g);
 		infer_nodes(&c, g, 1);
-		if (D->nerrors == errs0)
-			onnx_seq_outputs(g, D);
-		ir_recount(g);
-		if (D->nerrors == errs0)
-			onnx_seq_leftovers(g, D);
+		for (int r = 0; r < infer_nresolvers && D->nerrors == errs0; r++)
+			if (infer_resolvers[r].finish)
+				infer_resolvers[r].finish(g, D);
 	}
 	free(c.names.slot);
 	if (D->nerrors == errs0) {

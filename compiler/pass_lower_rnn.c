@@ -27,6 +27,7 @@
  * Legend: T steps, B batch, I input size, H hidden size, G = gates * H,
  * D directions.
  */
+#include "elem.h"
 #include "infer.h"
 #include "passes.h"
 #include "util.h"
@@ -40,23 +41,12 @@ typedef struct act {
 	float alpha, beta;
 } act;
 
-static const struct {
-	const char *name;
-	ir_op op;
-	int nalpha, nbeta;      /* how many of activation_alpha/_beta it takes */
-	float alpha, beta;      /* defaults: those of the ONNX operator */
-} act_table[] = {
-	{"Relu", OP_RELU, 0, 0, 0, 0},
-	{"Tanh", OP_TANH, 0, 0, 0, 0},
-	{"Sigmoid", OP_SIGMOID, 0, 0, 0, 0},
-	{"Affine", OP_AFFINE, 1, 1, 1.0f, 0.0f},
-	{"LeakyRelu", OP_LEAKYRELU, 1, 0, 0.01f, 0},
-	{"ThresholdedRelu", OP_THRELU, 1, 0, 1.0f, 0},
-	{"ScaledTanh", OP_SCALEDTANH, 1, 1, 1.0f, 1.0f},
-	{"HardSigmoid", OP_HARDSIGMOID, 1, 1, 0.2f, 0.5f},
-	{"Elu", OP_ELU, 1, 0, 1.0f, 0},
-	{"Softsign", OP_SOFTSIGN, 0, 0, 0, 0},
-	{"Softplus", OP_SOFTPLUS, 0, 0, 0, 0},
+/* The activations the ONNX RNN operators name (by their ops.def spelling);
+ * activation_alpha and activation_beta are the first and second attribute of
+ * the op's elem.def row, with its defaults (those of the ONNX operator). */
+static const ir_op act_ops[] = {
+	OP_RELU, OP_TANH, OP_SIGMOID, OP_AFFINE, OP_LEAKYRELU, OP_THRELU, OP_SCALEDTANH,
+	OP_HARDSIGMOID, OP_ELU, OP_SOFTSIGN, OP_SOFTPLUS,
 };
 
 static int same_name_nocase(const char *a, const char *b)
@@ -163,13 +153,11 @@ static ir_value *activate(lower *L, ir_graph *g, const act *a, ir_value *x, int 
 		x = done(L, g, mk(L, g, OP_CLIP, 3, in), NULL);
 	}
 	ir_node *n = mk(L, g, a->op, 1, &x);
-	for (size_t i = 0; i < COUNTOF(act_table); i++)
-		if (act_table[i].op == a->op) {
-			if (act_table[i].nalpha)
-				ir_attr_set_float(n, "alpha", a->alpha);
-			if (act_table[i].nbeta)
-				ir_attr_set_float(n, "beta", a->beta);
-		}
+	const elem_attr *at = elem_row_of(a->op)->attrs;
+	if (at[0].name)
+		ir_attr_set_float(n, at[0].name, a->alpha);
+	if (at[1].name)
+		ir_attr_set_float(n, at[1].name, a->beta);
 	return done(L, g, n, NULL);
 }
 
@@ -354,19 +342,20 @@ static int parse_acts(lower *L, const act *defaults)
 	for (int i = 0; i < want; i++) {
 		const char *s = names->strings[i % names->n];
 		size_t k = 0;
-		while (k < COUNTOF(act_table) && !same_name_nocase(act_table[k].name, s))
+		while (k < COUNTOF(act_ops) && !same_name_nocase(ir_op_name(act_ops[k]), s))
 			k++;
-		if (k == COUNTOF(act_table)) {
+		if (k == COUNTOF(act_ops)) {
 			diag_node(L->D, L->src, "unsupported activation '%s' (supported: Relu, Tanh, "
 				  "Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
 				  "HardSigmoid, Elu, Softsign, Softplus)", s);
 			L->errors++;
 			return 0;
 		}
-		act a = {act_table[k].op, act_table[k].alpha, act_table[k].beta};
-		if (act_table[k].nalpha && al && al->kind == ATTR_FLOATS && ia < al->n)
+		const elem_attr *at = elem_row_of(act_ops[k])->attrs;
+		act a = {act_ops[k], (float)at[0].def, (float)at[1].def};
+		if (at[0].name && al && al->kind == ATTR_FLOATS && ia < al->n)
 			a.alpha = al->floats[ia++];
-		if (act_table[k].nbeta && be && be->kind == ATTR_FLOATS && ib < be->n)
+		if (at[1].name && be && be->kind == ATTR_FLOATS && ib < be->n)
 			a.beta = be->floats[ib++];
 		L->acts[i] = a;
 	}

@@ -21,8 +21,31 @@ typedef struct pass_opts {
 /* Shape and dtype inference with constant folding, symbolic Shape arithmetic
  * and dead-node removal.  Requires: a loaded graph.  Produces: every value has
  * dtype and shape; shape-determining inputs are constants; no Constant/Shape
- * arithmetic left. */
+ * arithmetic left; no Loop, Scan, sequence, optional or If (infer_resolvers). */
 int pass_infer(ir_graph *g, diag *D, const pass_opts *o);
+/* What pass_infer does to a node it reaches before inferring it, when the
+ * node is a structure that inference alone cannot see through (an ONNX
+ * Loop/Scan, a sequence, an optional, If).  Such a rewrite needs the
+ * inferred and folded values before the node (trip counts, positions,
+ * conditions are often shape arithmetic) and gives the shapes of everything
+ * after it, so it runs node by node inside the pass, not as a pass of its
+ * own.  compile.c lists them (infer_resolvers[]), tried in order:
+ *   node: n's inputs are inferred; infer_body(cx, body) infers and folds a
+ *         body graph (returns its errors).  Returns 0: not its node; 1: n is
+ *         replaced by the *count nodes in *rep (inferred next, in order);
+ *         2: n is kept as it is, uninferred (a later rewrite consumes it or
+ *         finish reports it); -1: an error was reported (n's outputs are
+ *         then unknown and nodes after it skipped).
+ *   finish: after the root graph was walked (NULL: nothing); its errors. */
+typedef struct infer_resolver {
+	const char *name;
+	int (*node)(ir_graph *g, ir_node *n, diag *D, int (*infer_body)(void *cx, ir_graph *body),
+		    void *cx, ir_node ***rep, int *count);
+	int (*finish)(ir_graph *g, diag *D);
+} infer_resolver;
+extern const infer_resolver infer_resolvers[];
+extern const int infer_nresolvers;
+
 /* Shape no-ops removed, rank-2 sequences read as [B, 1] columns: one
  * spelling of what authors write in many ways (pass_canon.c). */
 int pass_canon(ir_graph *g, diag *D, const pass_opts *o);
@@ -72,13 +95,5 @@ const ir_value *plan_storage(const ir_value *v);
 const ir_value *plan_output_backing(const ir_value *v);
 
 typedef int (*pass_fn)(ir_graph *, diag *, const pass_opts *);
-
-typedef struct pass_desc {
-	const char *name;       /* for `cellc dump --after NAME` */
-	pass_fn run;
-} pass_desc;
-
-extern const pass_desc pass_list[];
-extern const int pass_count;
 
 #endif

@@ -1058,6 +1058,15 @@ def group_cli():
     yield cli_one("recurrence_type_compiled", ["compile", rec, "-o", os.path.join(OUT, "cli_rec_untyped")], 0)
 
 
+def group_ir():
+    """tests/ir_test.py: the IR text tests of tests/ir/PASS/CASE -- `cellc
+    dump --after PASS` of each input.cell against its reviewed expected.txt,
+    and the hand-written `# expect:` counts of what the pass changes."""
+    if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
+        return [Result("ir/run", False, "%s is not built" % CELLC)]
+    return script_group("ir", [PY, "tests/ir_test.py", CELLC, "check"])
+
+
 # ---- the emitted C API: streaming, reset, generic interface ------------------------
 
 def check_lines(group, text):
@@ -1886,7 +1895,7 @@ GROUPS = [
     ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("random_ops", group_random_ops),
     ("image", group_image),
     ("rnn_cases", group_rnn_cases),
-    ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
+    ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild),

@@ -3,6 +3,10 @@
 #   make fixtures      generate the golden data under tests/out/ (only what
 #                      is missing or whose generator changed)
 #   make unit-tests    build the Check unit tests (normal and sanitizer builds)
+#   make ir-test [CASE=PASS/NAME]   the IR text tests of tests/ir/ (all, or
+#                      one case): `cellc dump --after PASS` against expected.txt
+#   make ir-update [CASE=PASS/NAME] rewrite their expected.txt from the dump;
+#                      review the diff (git diff tests/ir) before committing
 #
 # Every fixture directory holds its own stamp, written last: a directory that
 # was deleted, or whose generation failed half-way, has no stamp and is made
@@ -28,7 +32,7 @@ $(TOUT)/export/.stamp: tests/gen_export_cases.py tests/gen_torch_exports.py test
 	$(call gen,tests/gen_export_cases.py,$(TOUT)/export)
 FIXTURES += $(TOUT)/grad_smoke/.stamp
 
-.PHONY: fixtures unit-tests
+.PHONY: fixtures unit-tests ir-test ir-update
 fixtures: $(FIXTURES)
 
 # $(call gen,GENERATOR,DIR): runs GENERATOR DIR into a fresh DIR, logging to
@@ -188,3 +192,9 @@ $(FZ)/corpus/.stamp: tests/fuzz/make_corpus.py $(B)/cellc
 fuzz: $(FUZZ_TARGETS:%=$(FZ)/fuzz_%) $(FZ)/corpus/.stamp
 fuzz-smoke: fuzz
 	$(PY) tests/fuzz/run_fuzz.py smoke
+
+# ---- IR text tests (tests/ir/PASS/CASE; tests/ir_test.py) -------------------
+ir-test: $(B)/cellc
+	@$(PY) tests/ir_test.py $(B)/cellc check $(CASE)
+ir-update: $(B)/cellc
+	@$(PY) tests/ir_test.py $(B)/cellc update $(CASE)
