@@ -27,6 +27,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "emit.h"
+#include "infer.h"
 #include "cellrt.h"
 #include "compile.h"
 #include "passes.h"
@@ -149,6 +150,47 @@ struct emit_tabs {
 	int ncarry;                     /* --carry pairs: input carry_in[k] <- output carry_out[k] */
 	int *carry_in, *carry_out;
 };
+
+/* ---- random streams ---------------------------------------------------------- */
+
+/* The random nodes of the root graph (infer_draws_random) are numbered in node
+ * order; stream k is the instance field m->rng[k] (cellrt.h, "random
+ * operators"). */
+static int rng_count(const ir_graph *g)
+{
+	int k = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		k += infer_draws_random(g->nodes[i]);
+	return k;
+}
+
+int emit_rng_index(emit_ctx *E, const ir_node *n)
+{
+	int k = 0;
+	for (int i = 0; i < E->g->nnodes && E->g->nodes[i] != n; i++)
+		k += infer_draws_random(E->g->nodes[i]);
+	return k;
+}
+
+/* A node's seed attribute as the 64-bit seed of its stream: an integral
+ * value (Dropout's int, or the random operators' float holding an integer)
+ * is that integer (two's complement for negatives); any other float, its
+ * IEEE double bits.  0 and *has = 0 without the attribute. */
+static uint64_t seed_attr(const ir_node *n, int *has)
+{
+	const ir_attr *a = ir_attr_find(n, "seed");
+	*has = a != NULL;
+	if (!a)
+		return 0;
+	if (a->kind == ATTR_INT)
+		return (uint64_t)a->i;
+	double f = a->f;
+	if (f == floor(f) && fabs(f) < 9.2e18)
+		return (uint64_t)(int64_t)f;
+	uint64_t bits;
+	memcpy(&bits, &f, sizeof bits);
+	return bits;
+}
 
 /* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
  * within the maxima the arena was sized for): the emitted loops index with
@@ -900,6 +942,47 @@ static void blk_run_decls(emit_ctx *E)
 		stream_decls(E);
 	if (E->g->train)
 		train_decls(E);
+	ew_line(E->w, "%s", "");
+	ew_line(E->w, "/* Whether the model draws random numbers (RandomUniform, RandomNormal, their");
+	ew_line(E->w, " * Like forms, Bernoulli, Dropout in training mode): then %s_seed exists. */", n);
+	ew_line(E->w, "#define %s_HAS_RANDOM %d", n, rng_count(E->g) ? 1 : 0);
+	if (rng_count(E->g)) {
+		ew_line(E->w, "/* (Re)starts every random stream (one per random node, xoshiro256**): a");
+		ew_line(E->w, " * node with a seed attribute from that seed, the others from `seed` (the");
+		ew_line(E->w, " * run-time seed: %s_create uses 0).  Streams go on from call to call", n);
+		ew_line(E->w, " * (%s_reset leaves them); the same seed gives the same draws. */", n);
+		ew_line(E->w, "int %s_seed(%s *m, uint64_t seed);", n, n);
+	}
+}
+
+/* NAME_seed: every stream from its node's seed attribute or the run-time seed. */
+static void api_seed(emit_ctx *E)
+{
+	ew *w = E->w;
+	const char *n = E->tabs->name;
+	fn_open(w, "int %s_seed(%s *m, uint64_t seed)", n, n);
+	ew_line(w, "if (!m)");
+	ew_line(w, "\treturn RT_ERR_ARG;");
+	int k = 0, uses = 0;
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *nd = E->g->nodes[i];
+		if (!infer_draws_random(nd))
+			continue;
+		int has;
+		uint64_t s = seed_attr(nd, &has);
+		if (has)
+			ew_line(w, "rt_rng_seed(&m->rng[%d], UINT64_C(%llu)); /* %s '%s': its seed attribute */", k,
+				(unsigned long long)s, ir_op_name(nd->op), cmt(E->A, nd->name ? nd->name : "?"));
+		else
+			ew_line(w, "rt_rng_seed_stream(&m->rng[%d], seed, %d); /* %s '%s' */", k, k, ir_op_name(nd->op),
+				cmt(E->A, nd->name ? nd->name : "?"));
+		uses |= !has;
+		k++;
+	}
+	if (!uses)
+		ew_line(w, "(void)seed; /* every random node has its own seed attribute */");
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
 }
 
 /* ---- training (cellc compile --train) ------------------------------------- */
@@ -1052,6 +1135,9 @@ static void blk_struct(emit_ctx *E)
 			emit_rec_state_decls(E, E->g->nodes[i]);
 	if (E->g->train)
 		ew_line(E->w, "int fwd_only;           /* NAME_set_forward_only: skip the gradients */");
+	if (rng_count(E->g))
+		ew_line(E->w, "rt_rng rng[%d];%*s/* a random stream per random node (%s_seed) */", rng_count(E->g),
+			rng_count(E->g) < 10 ? 10 : 9, "", E->tabs->name);
 	for (int k = 0; k < t->ncarry; k++)
 		ew_line(E->w, "%s *carry%d[2]; size_t carry%d_n; /* carried state '%s' <- '%s': two buffers, "
 			"carry_cur the current */", ctype(E->g->inputs[t->carry_in[k]]), k, k,
@@ -1654,6 +1740,10 @@ static void blk_api(emit_ctx *E)
 	api_run(E);
 	if (E->tabs->ncarry)
 		api_stream(E);
+	if (rng_count(E->g)) {
+		ew_line(E->w, "%s", "");
+		api_seed(E);
+	}
 	ew_line(E->w, "%s", "");
 	ew_line(E->w, "/* ---- generic interface ---- */");
 	ew_line(E->w, "%s", "");
@@ -1823,6 +1913,10 @@ static void create_malloc(emit_ctx *E)
 	ew_line(w, "int st = load_weights(m%s);", emb ? "" : ", weights_path");
 	ew_line(w, "if (st == RT_OK)");
 	ew_line(w, "\tst = %s_reset(m);", n);
+	if (rng_count(E->g)) {
+		ew_line(w, "if (st == RT_OK)");
+		ew_line(w, "\tst = %s_seed(m, 0); /* the default run-time seed */", n);
+	}
 	ew_open(w, "if (st != RT_OK)");
 	ew_line(w, "%s_destroy(m);", n);
 	ew_line(w, "return st;");
@@ -1901,6 +1995,10 @@ static void create_arena(emit_ctx *E)
 	ew_line(w, "m->ws = p;");
 	ew_line(w, "m->ws_size = WS_BYTES;");
 	ew_line(w, "st = %s_reset(m);", n);
+	if (rng_count(E->g)) {
+		ew_line(w, "if (st == RT_OK)");
+		ew_line(w, "\tst = %s_seed(m, 0); /* the default run-time seed */", n);
+	}
 	ew_line(w, "if (st != RT_OK)");
 	ew_line(w, "\treturn st;");
 	ew_line(w, "*mp = m;");

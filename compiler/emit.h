@@ -94,6 +94,10 @@ const char *emit_scalar(emit_ctx *E, const ir_value *c, int64_t i);
 const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a);
 const char *emit_float(emit_ctx *E, double x, ir_dtype dt);
 
+/* The number k of random node n (infer_draws_random) among the root graph's:
+ * its stream is m->rng[k] (emit.c prints the field and NAME_seed). */
+int emit_rng_index(emit_ctx *E, const ir_node *n);
+
 /* One node of the root graph (not a recurrence). */
 void emit_node(emit_ctx *E, ir_node *n);
 /* A run of consecutive element-wise nodes of one fusion group (emit_ops.c):

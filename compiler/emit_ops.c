@@ -1170,6 +1170,7 @@ static void emit_norm(emit_ctx *E, ir_node *n)
 	int r = x->shape.rank;
 	node_comment(E, n, NULL);
 	if (n->op == OP_BATCHNORM && ir_attr_int(n, "training_mode", 0)) {
+		/* batch statistics; the running-statistics outputs when wanted */
 		const ir_value *rm = n->nout > 1 ? n->out[1] : NULL, *rv = n->nout > 2 ? n->out[2] : NULL;
 		ew_line(E->w, "rt_batchnorm_train(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y),
 			rm && is_stored(E, rm) ? emit_ref(E, rm) : "NULL", rv && is_stored(E, rv) ? emit_ref(E, rv) : "NULL",
@@ -1196,10 +1197,69 @@ static void emit_norm(emit_ctx *E, ir_node *n)
 		emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
 }
 
-/* Dropout in inference mode: Y = X, mask all true. */
+/* Element 0 of scalar input v as a C expression: a literal for a constant. */
+static const char *scalar_in(emit_ctx *E, const ir_value *v)
+{
+	if (infer_is_const(v) && v->data && !v->sym)
+		return emit_scalar(E, v, 0);
+	return arena_printf(E->A, "%s[0]", emit_ref(E, v));
+}
+
+/* The status of a libcellrt call that may refuse its arguments at run time. */
+static void call_checked(emit_ctx *E, const char *call)
+{
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int rst = %s;", call);
+	ew_line(E->w, "if (rst != RT_OK)");
+	ew_line(E->w, "\treturn rst;");
+	ew_close(E->w, "");
+}
+
+/* RandomUniform(Like), RandomNormal(Like), Bernoulli: libcellrt draws from
+ * the node's stream m->rng[k] (seeded by NAME_seed). */
+static void emit_random(emit_ctx *E, ir_node *n)
+{
+	const ir_value *y = n->out[0], *x = n->nin ? n->in[0] : NULL;
+	int k = emit_rng_index(E, n);
+	const char *rng = arena_printf(E->A, "&m->rng[%d]", k), *cnt = emit_numel(E, &y->shape);
+	node_comment(E, n, arena_printf(E->A, "random stream %d", k));
+	switch (n->op) {
+	case OP_RANDOMUNIFORM: case OP_RANDOMUNIFORMLIKE:
+		call_checked(E, arena_printf(E->A, "rt_random_uniform(%s, %d, %s, %s, %s, %s)", emit_ref(E, y), (int)y->dtype,
+					     cnt, emit_float(E, ir_attr_float(n, "low", 0.0f), DT_F64),
+					     emit_float(E, ir_attr_float(n, "high", 1.0f), DT_F64), rng));
+		break;
+	case OP_RANDOMNORMAL: case OP_RANDOMNORMALLIKE:
+		call_checked(E, arena_printf(E->A, "rt_random_normal(%s, %d, %s, %s, %s, %s)", emit_ref(E, y), (int)y->dtype,
+					     cnt, emit_float(E, ir_attr_float(n, "mean", 0.0f), DT_F64),
+					     emit_float(E, ir_attr_float(n, "scale", 1.0f), DT_F64), rng));
+		break;
+	default:
+		call_checked(E, arena_printf(E->A, "rt_bernoulli(%s, %d, %s, %d, %s, %s)", emit_ref(E, y), (int)y->dtype,
+					     emit_ref(E, x), (int)x->dtype, cnt, rng));
+		break;
+	}
+}
+
+/* Dropout: in inference mode (training_mode absent or a constant false)
+ * Y = X and the mask all true; else rt_dropout with the ratio (default
+ * 0.5) and training_mode read at run time (RT_ERR_ARG for a ratio outside
+ * [0, 1) while training). */
 static void emit_dropout(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *y = n->out[0], *mask = n->nout > 1 ? n->out[1] : NULL;
+	if (infer_dropout_trains(n)) {
+		const ir_value *ratio = n->nin > 1 ? n->in[1] : NULL, *t = n->in[2];
+		int k = emit_rng_index(E, n);
+		node_comment(E, n, arena_printf(E->A, "training mode: random stream %d", k));
+		call_checked(E, arena_printf(E->A, "rt_dropout(%s, %s, %s, %d, %s, %s, %s, &m->rng[%d])",
+					     y && is_stored(E, y) ? emit_ref(E, y) : "NULL",
+					     mask && is_stored(E, mask) ? emit_ref(E, mask) : "NULL", emit_ref(E, x),
+					     (int)x->dtype, emit_numel(E, &x->shape),
+					     ratio ? arena_printf(E->A, "(double)%s", scalar_in(E, ratio)) : "0.5",
+					     arena_printf(E->A, "%s != 0", scalar_in(E, t)), k));
+		return;
+	}
 	node_comment(E, n, "inference: the identity");
 	const char *cnt = emit_numel(E, &x->shape);
 	if (y && is_stored(E, y) && strcmp(emit_ref(E, y), emit_ref(E, x)))
@@ -1772,6 +1832,10 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: case OP_GLOBALMAXPOOL: emit_pool(E, n); return;
 	case OP_LAYERNORM: case OP_BATCHNORM: emit_norm(E, n); return;
 	case OP_DROPOUT: emit_dropout(E, n); return;
+	case OP_RANDOMUNIFORM: case OP_RANDOMNORMAL: case OP_RANDOMUNIFORMLIKE: case OP_RANDOMNORMALLIKE:
+	case OP_BERNOULLI:
+		emit_random(E, n);
+		return;
 	case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX: case OP_EYELIKE: case OP_RANGE: case OP_GATHERELEMENTS:
 	case OP_ONEHOT: case OP_TILE: case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: case OP_TOPK:
 		emit_misc(E, n);

@@ -50,6 +50,12 @@ const char *infer_shape_input(ir_op op, int k);
  * u8 bool). */
 int infer_dtype_ok(ir_dtype t);
 
+/* Dropout n trains (draws a mask): its training_mode input is present and not
+ * a constant false.  infer_draws_random: n draws random numbers (the random
+ * operators, a training Dropout), so the emitted model gives it an rng stream. */
+int infer_dropout_trains(const ir_node *n);
+int infer_draws_random(const ir_node *n);
+
 /* ---- internal to pass_infer.c and infer_*.c --------------------------------- */
 
 enum {

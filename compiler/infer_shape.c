@@ -1722,6 +1722,9 @@ static int infer_layernorm(ictx *c)
 static int infer_batchnorm(ictx *c)
 {
 	ir_value *x = in(c, 0);
+	if (c->n->nout > 1 && !ir_attr_int(c->n, "training_mode", 0))
+		return fail(c, "has %d outputs; in inference mode (training_mode 0) BatchNormalization has one",
+			    c->n->nout);
 	if (need_f32(c, 0))
 		return 1;
 	if (x->shape.rank < 2)
@@ -1740,16 +1743,97 @@ static int infer_batchnorm(ictx *c)
 	return 0;
 }
 
+/* Element 0 of a constant float tensor with data, as a double. */
+static double const_float0(const ir_value *v)
+{
+	return v->dtype == DT_F64 ? ((const double *)v->data)[0] : ((const float *)v->data)[0];
+}
+
+int infer_dropout_trains(const ir_node *n)
+{
+	const ir_value *t = n->nin > 2 ? n->in[2] : NULL;
+	return t && !(infer_is_const(t) && t->data && ir_shape_const_numel(&t->shape) == 1 && !infer_elem_int(t, 0));
+}
+
+int infer_draws_random(const ir_node *n)
+{
+	switch (n->op) {
+	case OP_RANDOMUNIFORM: case OP_RANDOMNORMAL: case OP_RANDOMUNIFORMLIKE: case OP_RANDOMNORMALLIKE:
+	case OP_BERNOULLI:
+		return 1;
+	case OP_DROPOUT:
+		return infer_dropout_trains(n);
+	default:
+		return 0;
+	}
+}
+
 static int infer_dropout(ictx *c)
 {
-	ir_value *x = in(c, 0), *t = in(c, 2);
-	if (need_ty(c, 0, TY_FLOAT, "Dropout"))
-		return 1;
-	if (t && !(infer_is_const(t) && t->data && ir_shape_const_numel(&t->shape) == 1 && !infer_elem_int(t, 0)))
-		return fail(c, "training_mode ('%s') must be a constant false: cellc compiles Dropout for "
-			    "inference (random masks cannot be compared with a reference bit for bit)", t->name);
+	ir_value *x = in(c, 0), *r = in(c, 1), *t = in(c, 2);
+	if (x->dtype != DT_F32 && x->dtype != DT_F64)
+		return fail(c, "unsupported dtype %s for input 0 ('%s') of Dropout: float or double", ir_dtype_name(x->dtype),
+			    x->name);
+	if (r && ((r->dtype != DT_F32 && r->dtype != DT_F64) || ir_shape_const_numel(&r->shape) != 1))
+		return fail(c, "ratio ('%s') must be one float or double, not %s%s", r->name, ir_dtype_name(r->dtype),
+			    shp(c, &r->shape));
+	if (t && (t->dtype != DT_BOOL || ir_shape_const_numel(&t->shape) != 1))
+		return fail(c, "training_mode ('%s') must be one bool, not %s%s", t->name, ir_dtype_name(t->dtype),
+			    shp(c, &t->shape));
+	if (infer_dropout_trains(c->n) && r && infer_is_const(r) && r->data) {
+		double v = const_float0(r);
+		if (!(v >= 0 && v < 1))
+			return fail(c, "ratio ('%s') is %g; in training mode it must be in [0, 1)", r->name, v);
+	}
+	if (infer_dropout_trains(c->n) && c->g->parent)
+		return fail(c, "Dropout in training mode inside a loop body is not supported (its random "
+			    "stream lives in the model instance; use it outside the loop)");
 	set_out(c, 0, x->dtype, &x->shape);
 	set_out(c, 1, DT_BOOL, &x->shape);
+	return 0;
+}
+
+/* RandomUniform, RandomNormal (shape attribute), their Like forms (X's
+ * shape) and Bernoulli: the dtype attribute, else float or X's dtype. */
+static int infer_random(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	if (c->g->parent)
+		return fail(c, "%s inside a loop body is not supported (its random stream lives in the model "
+			    "instance; draw outside the loop)", ir_op_name(n->op));
+	ir_shape s = {0};
+	if (x) {
+		if (x->dtype != DT_F32 && x->dtype != DT_F64 && n->op == OP_BERNOULLI)
+			return fail(c, "unsupported dtype %s for input 0 ('%s') of Bernoulli: float or double",
+				    ir_dtype_name(x->dtype), x->name);
+		if (!infer_dtype_ok(x->dtype))
+			return fail(c, "unsupported dtype %s for input 0 ('%s')", ir_dtype_name(x->dtype), x->name);
+		s = x->shape;
+	} else {
+		const ir_attr *a = ir_attr_find(n, "shape");
+		if (!a || a->kind != ATTR_INTS)
+			return fail(c, "attribute 'shape' is required");
+		if (a->n > IR_MAX_RANK)
+			return fail(c, "shape has %d dimensions; at most %d are supported", a->n, IR_MAX_RANK);
+		s.rank = a->n;
+		for (int i = 0; i < a->n; i++) {
+			if (a->ints[i] < 0 || a->ints[i] > INFER_NUMEL_MAX)
+				return fail(c, "shape[%d] = %lld is not a size", i, (long long)a->ints[i]);
+			s.d[i] = ir_dim_const(a->ints[i]);
+		}
+		ir_dim total;
+		if (!infer_numel(&s, &total))
+			return fail(c, "shape has too many elements");
+	}
+	ir_dtype dt = ir_attr_find(n, "dtype") ? (ir_dtype)ir_attr_int(n, "dtype", 1) : x ? x->dtype : DT_F32;
+	int ok = n->op == OP_BERNOULLI ? infer_dtype_ok(dt) && dt != DT_U32 && dt != DT_U64
+				       : dt == DT_F32 || dt == DT_F64;
+	if (!ok)
+		return fail(c, "dtype %s is not supported for %s (%s)", ir_dtype_name(dt), ir_op_name(n->op),
+			    n->op == OP_BERNOULLI ? "float, double, bool and integers up to 64 bits, not "
+						    "unsigned 32/64" : "float or double");
+	set_out(c, 0, dt, &s);
 	return 0;
 }
 
@@ -2861,6 +2945,9 @@ static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 	case OP_LAYERNORM: return infer_layernorm(c);
 	case OP_BATCHNORM: return infer_batchnorm(c);
 	case OP_DROPOUT: return infer_dropout(c);
+	case OP_RANDOMUNIFORM: case OP_RANDOMNORMAL: case OP_RANDOMUNIFORMLIKE: case OP_RANDOMNORMALLIKE:
+	case OP_BERNOULLI:
+		return infer_random(c);
 	case OP_CASTLIKE:
 		/* the dtype is known now: the node becomes the Cast it stands for */
 		ir_attr_set_int(n, "to", (int64_t)(n->in[1]->narrow ? n->in[1]->narrow : n->in[1]->dtype));

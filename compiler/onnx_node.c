@@ -128,6 +128,17 @@ static const attr_spec attr_specs[] = {
 	{OP_BATCHNORM, "spatial", ATTR_INT, 0, 8, NULL},
 	{OP_DROPOUT, "ratio", ATTR_FLOAT, 0, 11, NULL},   {OP_DROPOUT, "seed", ATTR_INT, 12, 0, NULL},
 	{OP_DROPOUT, "is_test", ATTR_INT, 0, 6, NULL},
+	{OP_RANDOMUNIFORM, "dtype", ATTR_INT, 0, 0, NULL}, {OP_RANDOMUNIFORM, "shape", ATTR_INTS, 0, 0, NULL},
+	{OP_RANDOMUNIFORM, "low", ATTR_FLOAT, 0, 0, NULL}, {OP_RANDOMUNIFORM, "high", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMUNIFORM, "seed", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMNORMAL, "dtype", ATTR_INT, 0, 0, NULL}, {OP_RANDOMNORMAL, "shape", ATTR_INTS, 0, 0, NULL},
+	{OP_RANDOMNORMAL, "mean", ATTR_FLOAT, 0, 0, NULL}, {OP_RANDOMNORMAL, "scale", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMNORMAL, "seed", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMUNIFORMLIKE, "dtype", ATTR_INT, 0, 0, NULL}, {OP_RANDOMUNIFORMLIKE, "seed", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMUNIFORMLIKE, "low", ATTR_FLOAT, 0, 0, NULL}, {OP_RANDOMUNIFORMLIKE, "high", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMNORMALLIKE, "dtype", ATTR_INT, 0, 0, NULL}, {OP_RANDOMNORMALLIKE, "seed", ATTR_FLOAT, 0, 0, NULL},
+	{OP_RANDOMNORMALLIKE, "mean", ATTR_FLOAT, 0, 0, NULL}, {OP_RANDOMNORMALLIKE, "scale", ATTR_FLOAT, 0, 0, NULL},
+	{OP_BERNOULLI, "dtype", ATTR_INT, 15, 0, NULL},   {OP_BERNOULLI, "seed", ATTR_FLOAT, 15, 0, NULL},
 	{OP_TRILU, "upper", ATTR_INT, 0, 0, NULL},
 	{OP_CUMSUM, "exclusive", ATTR_INT, 0, 0, NULL},   {OP_CUMSUM, "reverse", ATTR_INT, 0, 0, NULL},
 	{OP_HARDMAX, "axis", ATTR_INT, 0, 0, NULL},
@@ -981,8 +992,17 @@ static int check_pool(onnx_ctx *L, ir_node *n)
 
 static int check_norm(onnx_ctx *L, ir_node *n)
 {
-	if (n->op == OP_BATCHNORM && !ir_attr_int(n, "training_mode", 0) && n->nout > 1) {
-		onnx_node_error(L, n, "has %d outputs; in inference mode BatchNormalization has one", n->nout);
+	int64_t train = n->op == OP_BATCHNORM ? ir_attr_int(n, "training_mode", 0) : 0;   /* 0 or 1: check_bool below */
+	if (n->op == OP_BATCHNORM && n->nout > 1 && n->opset < 14) {
+		/* before opset 14 the outputs themselves chose training (with
+		 * saved statistics whose meaning the specification leaves open) */
+		onnx_node_error(L, n, "has %d outputs: the training form of opsets before 14 is not supported "
+				"(opset 14's training_mode 1 is)", n->nout);
+		return 1;
+	}
+	if (n->op == OP_BATCHNORM && n->nout > 1 && !train) {
+		onnx_node_error(L, n, "has %d outputs; in inference mode (training_mode 0) BatchNormalization has one",
+				n->nout);
 		return 1;
 	}
 	if (n->op == OP_BATCHNORM && ir_attr_find(n, "spatial") && ir_attr_int(n, "spatial", 1) != 1) {

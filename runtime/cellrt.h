@@ -636,6 +636,38 @@ int rt_init_echo(float *w, int64_t n, int nnz, float radius, rt_rng *r);
  * far below 1e-6 for the matrices we make); -1 when out of memory */
 double rt_spectral_radius(const float *w, int64_t n);
 
+/* ---- random operators (owner: runtime/rt_random.c) ----------------------- */
+/* RandomUniform(Like), RandomNormal(Like), Bernoulli and Dropout in training
+ * mode draw from rt_rng streams (xoshiro256**, above).  A generated model
+ * keeps one stream per such node in its instance, seeded from the node's
+ * `seed` attribute when it has one and otherwise as stream k (the node's
+ * number among the model's random nodes) of the instance's run-time seed;
+ * NAME_seed (re)starts every stream, NAME_create calls it with seed 0, and
+ * NAME_reset leaves the streams alone.  Elements are drawn in row-major
+ * order, one uniform u in [0, 1) (53 bits) per element, or one normal
+ * (Box-Muller from two uniforms).  dtype codes are ONNX's: 1 float, 11
+ * double; Bernoulli's output also 2..7 (integers) and 9 (bool, one byte).
+ * The functions return RT_ERR_ARG for a dtype they do not handle (and
+ * rt_dropout for a ratio outside [0, 1)), leaving their outputs untouched. */
+/* The stream `stream` of run-time seed `seed`: the seed scrambled by
+ * splitmix64, the stream number times an odd constant xor'ed in, then
+ * rt_rng_seed: distinct streams of one seed start far apart. */
+void rt_rng_seed_stream(rt_rng *r, uint64_t seed, uint64_t stream);
+/* y[i] = low + (high - low) u (then rounded to dtype). */
+int rt_random_uniform(void *y, int dtype, int64_t n, double low, double high, rt_rng *r);
+/* y[i] = mean + scale z, z ~ N(0, 1). */
+int rt_random_normal(void *y, int dtype, int64_t n, double mean, double scale, rt_rng *r);
+/* Bernoulli: y[i] = 1 if u < p[i] else 0 (p of pdtype 1 or 11): one with
+ * probability p[i], exactly 0 for p <= 0 and 1 for p >= 1. */
+int rt_bernoulli(void *y, int ydtype, const void *p, int pdtype, int64_t n, rt_rng *r);
+/* Dropout, x and y of dtype 1 or 11, mask bytes 0/1 (may be NULL): with
+ * training 0 or ratio 0, y = x and mask all 1, drawing nothing (y may be x,
+ * or NULL when only the mask is wanted); otherwise
+ * element i is kept (mask 1, y = x / (1 - ratio)) when u >= ratio and
+ * dropped (mask 0, y = 0) when u < ratio. */
+int rt_dropout(void *y, unsigned char *mask, const void *x, int dtype, int64_t n, double ratio, int training,
+	       rt_rng *r);
+
 /* ---- optimisers (owner: runtime/rt_optim.c) ------------------------------ */
 /* Parameter updates for training (docs/training.md, "Optimisers"), with the semantics of
  * PyTorch 1.13's torch.optim (single-tensor code path) where PyTorch has the

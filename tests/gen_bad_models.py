@@ -410,6 +410,40 @@ def main():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
     emit(out, "unsupported_domain", m, "FusedGemm", "ms_node")
+    # random operators and training modes: attribute values cellc cannot honour
+    f = TensorProto.FLOAT
+    g = helper.make_graph([helper.make_node("RandomUniform", [], ["y"], name="ru_noshape")], "bad", [],
+                          [helper.make_tensor_value_info("y", f, [2])])
+    emit(out, "random_uniform_no_shape", model_of(g, 15), "shape", "ru_noshape")
+    g = helper.make_graph([helper.make_node("RandomNormal", [], ["y"], name="rn_int", shape=[2],
+                                            dtype=TensorProto.INT32)], "bad", [],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [2])])
+    emit(out, "random_normal_int_dtype", model_of(g, 15), "i32", "rn_int")
+    g = helper.make_graph([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop_all")], "bad",
+                          [helper.make_tensor_value_info("x", f, [4])], [helper.make_tensor_value_info("y", f, [4])],
+                          [numpy_helper.from_array(np.array(1.0, np.float32), "r"),
+                           numpy_helper.from_array(np.array(True), "t")])
+    emit(out, "dropout_training_ratio_one", model_of(g, 15), "[0, 1)", "drop_all")
+    g = helper.make_graph([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                                            ["y", "rm", "rv", "sm", "sv"], name="bn_old_train")], "bad",
+                          [helper.make_tensor_value_info("x", f, [2, 3, 4])] +
+                          [helper.make_tensor_value_info(n, f, [3]) for n in "sbmv"],
+                          [helper.make_tensor_value_info("y", f, [2, 3, 4])] +
+                          [helper.make_tensor_value_info(n, f, [3]) for n in ("rm", "rv", "sm", "sv")])
+    emit(out, "batchnorm_training_opset9", model_of(g, 9), "opsets before 14", "bn_old_train")
+    body = helper.make_graph([helper.make_node("RandomUniformLike", ["s_in"], ["r"], name="draw_in_body"),
+                              helper.make_node("Add", ["s_in", "r"], ["s_out"]),
+                              helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_in", f, [2, 3])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_out", f, [2, 3])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "c", "x"], ["y"], body=body, name="loop")], "bad",
+                          [helper.make_tensor_value_info("x", f, [2, 3])], [helper.make_tensor_value_info("y", f, [2, 3])],
+                          [numpy_helper.from_array(np.array(3, np.int64), "M"),
+                           numpy_helper.from_array(np.array(True), "c")])
+    emit(out, "random_in_loop_body", model_of(g, 15), "loop body", "draw_in_body")
     emit(out, "lstm_direction_sideways",
          model_of(lstm_graph("lstm_sideways", attrs=dict(direction="sideways"))), "sideways", "lstm_sideways")
     emit(out, "lstm_activation_unknown",

@@ -2789,6 +2789,223 @@ START_TEST(test_nms)
 }
 END_TEST
 
+/* ---- random operators (rt_random.c) ---------------------------------------------
+ * The distributions of the draws, with bounds of 5 standard deviations of
+ * each statistic for the sample size (a correct generator fails one with
+ * probability below 1e-6; the seeds are fixed, so each run is the same). */
+
+enum { RN = 200000 };
+
+/* |got - want| within 5 standard errors `se`. */
+#define ck_assert_5se(got, want, se) \
+	ck_assert_msg(fabs((double)(got) - (double)(want)) <= 5 * (se), "%s = %g, expected %g +- 5 * %g", #got, \
+		      (double)(got), (double)(want), (double)(se))
+
+START_TEST(test_rng_streams)
+{
+	/* a stream is a function of (seed, stream); different ones differ and
+	 * are uncorrelated */
+	rt_rng a, b, c;
+	rt_rng_seed_stream(&a, 42, 0);
+	rt_rng_seed_stream(&b, 42, 0);
+	for (int i = 0; i < 100; i++)
+		ck_assert(rt_rng_next(&a) == rt_rng_next(&b));
+	const uint64_t seeds[][2] = {{42, 1}, {43, 0}, {0, 0}, {0, 1}};
+	for (int k = 0; k < 4; k++) {
+		rt_rng_seed_stream(&a, 42, 0);
+		rt_rng_seed_stream(&c, seeds[k][0], seeds[k][1]);
+		double sxy = 0, sx = 0, sy = 0;
+		int same = 0;
+		for (int i = 0; i < RN; i++) {
+			double u = rt_rng_uniform(&a), v = rt_rng_uniform(&c);
+			same += u == v;
+			sx += u;
+			sy += v;
+			sxy += u * v;
+		}
+		ck_assert_int_lt(same, 3);
+		/* covariance of independent U(0,1): 0, standard error 1/12/sqrt(n) */
+		double cov = sxy / RN - (sx / RN) * (sy / RN);
+		ck_assert_5se(cov, 0, 1.0 / 12 / sqrt(RN));
+	}
+}
+END_TEST
+
+START_TEST(test_random_uniform)
+{
+	double *y = malloc(RN * sizeof *y);
+	float *f = malloc(RN * sizeof *f);
+	ck_assert(y && f);
+	rt_rng r;
+	rt_rng_seed(&r, 11);
+	ck_assert_int_eq(rt_random_uniform(y, 11, RN, -2.0, 3.0, &r), RT_OK);
+	double m = 0, v = 0;
+	int bins[10] = {0};
+	for (int i = 0; i < RN; i++) {
+		ck_assert(y[i] >= -2.0 && y[i] < 3.0);
+		m += y[i] / RN;
+		bins[(int)((y[i] + 2.0) / 5.0 * 10)]++;
+	}
+	for (int i = 0; i < RN; i++)
+		v += (y[i] - m) * (y[i] - m) / RN;
+	/* U(a, b): mean (a+b)/2, variance (b-a)^2/12 (its estimate's standard
+	 * error sqrt((mu4 - sigma^4)/n), mu4 = (b-a)^4/80) */
+	ck_assert_5se(m, 0.5, 5.0 / sqrt(12.0 * RN));
+	ck_assert_5se(v, 25.0 / 12, sqrt((625.0 / 80 - 625.0 / 144) / RN));
+	/* each tenth of the range: a binomial count */
+	for (int k = 0; k < 10; k++)
+		ck_assert_5se(bins[k], RN / 10.0, sqrt(RN * 0.1 * 0.9));
+	/* the same stream in float: the same numbers rounded */
+	rt_rng_seed(&r, 11);
+	ck_assert_int_eq(rt_random_uniform(f, 1, RN, -2.0, 3.0, &r), RT_OK);
+	for (int i = 0; i < RN; i++)
+		ck_assert(f[i] == (float)y[i] && f[i] >= -2.0f && f[i] <= 3.0f);
+	/* another seed, other numbers; an unsupported dtype is refused */
+	rt_rng_seed(&r, 12);
+	ck_assert_int_eq(rt_random_uniform(f, 1, 100, -2.0, 3.0, &r), RT_OK);
+	ck_assert(f[0] != (float)y[0] || f[1] != (float)y[1]);
+	ck_assert_int_eq(rt_random_uniform(f, 7, 10, 0, 1, &r), RT_ERR_ARG);
+	ck_assert_int_eq(rt_random_uniform(f, 10, 10, 0, 1, &r), RT_ERR_ARG);
+	free(y);
+	free(f);
+}
+END_TEST
+
+START_TEST(test_random_normal)
+{
+	double *y = malloc(RN * sizeof *y);
+	ck_assert(y);
+	rt_rng r;
+	rt_rng_seed(&r, 21);
+	ck_assert_int_eq(rt_random_normal(y, 11, RN, 1.5, 2.0, &r), RT_OK);
+	double m = 0, v = 0, s3 = 0;
+	int in1 = 0, in2 = 0;
+	for (int i = 0; i < RN; i++)
+		m += y[i] / RN;
+	for (int i = 0; i < RN; i++) {
+		double z = (y[i] - 1.5) / 2.0;
+		v += (y[i] - m) * (y[i] - m) / RN;
+		s3 += z * z * z / RN;
+		in1 += fabs(z) < 1;
+		in2 += fabs(z) < 2;
+	}
+	/* N(mu, s^2): mean (se s/sqrt(n)), variance (se s^2 sqrt(2/n)), third
+	 * standardised moment 0 (se sqrt(15/n)), P(|z| < 1) = erf(1/sqrt 2),
+	 * P(|z| < 2) = erf(sqrt 2) */
+	ck_assert_5se(m, 1.5, 2.0 / sqrt(RN));
+	ck_assert_5se(v, 4.0, 4.0 * sqrt(2.0 / RN));
+	ck_assert_5se(s3, 0, sqrt(15.0 / RN));
+	double p1 = erf(1 / sqrt(2.0)), p2 = erf(sqrt(2.0));
+	ck_assert_5se(in1, RN * p1, sqrt(RN * p1 * (1 - p1)));
+	ck_assert_5se(in2, RN * p2, sqrt(RN * p2 * (1 - p2)));
+	ck_assert_int_eq(rt_random_normal(y, 9, 10, 0, 1, &r), RT_ERR_ARG);
+	free(y);
+}
+END_TEST
+
+START_TEST(test_bernoulli)
+{
+	/* probabilities 0, 0.1, 0.5, 0.9, 1, each repeated RN/5 times */
+	enum { M = RN / 5 };
+	const double ps[5] = {0, 0.1, 0.5, 0.9, 1};
+	float *p = malloc(RN * sizeof *p), *yf = malloc(RN * sizeof *yf);
+	int64_t *yi = malloc(RN * sizeof *yi);
+	uint8_t *yb = malloc(RN);
+	ck_assert(p && yf && yi && yb);
+	for (int i = 0; i < RN; i++)
+		p[i] = (float)ps[i / M];
+	rt_rng r;
+	rt_rng_seed(&r, 31);
+	ck_assert_int_eq(rt_bernoulli(yf, 1, p, 1, RN, &r), RT_OK);
+	for (int k = 0; k < 5; k++) {
+		int ones = 0;
+		for (int i = k * M; i < (k + 1) * M; i++) {
+			ck_assert(yf[i] == 0.0f || yf[i] == 1.0f);
+			ones += yf[i] == 1.0f;
+		}
+		if (ps[k] == 0 || ps[k] == 1)
+			ck_assert_int_eq(ones, (int)(M * ps[k]));      /* certain outcomes are exact */
+		else
+			ck_assert_5se(ones, M * ps[k], sqrt(M * ps[k] * (1 - ps[k])));
+	}
+	/* int64 and bool outputs from the same stream: the same outcomes */
+	rt_rng_seed(&r, 31);
+	ck_assert_int_eq(rt_bernoulli(yi, 7, p, 1, RN, &r), RT_OK);
+	rt_rng_seed(&r, 31);
+	ck_assert_int_eq(rt_bernoulli(yb, 9, p, 1, RN, &r), RT_OK);
+	for (int i = 0; i < RN; i++)
+		ck_assert(yi[i] == (int64_t)yf[i] && yb[i] == (uint8_t)yf[i]);
+	/* the probability's dtype must be float or double; uint32 outputs are not made */
+	ck_assert_int_eq(rt_bernoulli(yf, 1, yi, 7, 10, &r), RT_ERR_ARG);
+	ck_assert_int_eq(rt_bernoulli(yf, 12, p, 1, 10, &r), RT_ERR_ARG);
+	free(p);
+	free(yf);
+	free(yi);
+	free(yb);
+}
+END_TEST
+
+START_TEST(test_dropout)
+{
+	float *x = malloc(RN * sizeof *x), *y = malloc(RN * sizeof *y);
+	uint8_t *mask = malloc(RN);
+	ck_assert(x && y && mask);
+	for (int i = 0; i < RN; i++)
+		x[i] = (float)(i % 17) - 8.25f;
+	rt_rng r, r0;
+	rt_rng_seed(&r, 41);
+	r0 = r;
+	/* ratio 0 and inference: the identity, exactly, drawing nothing */
+	for (int mode = 0; mode < 2; mode++) {
+		memset(mask, 7, RN);
+		ck_assert_int_eq(rt_dropout(y, mask, x, 1, RN, mode ? 0.0 : 0.3, mode, &r), RT_OK);
+		ck_assert(!memcmp(x, y, RN * sizeof *x));
+		for (int i = 0; i < RN; i++)
+			ck_assert_int_eq(mask[i], 1);
+		ck_assert(!memcmp(&r, &r0, sizeof r));
+	}
+	/* ratio 0.3: kept elements are x / 0.7 with mask 1, dropped ones 0 with
+	 * mask 0; the dropped count is binomial(n, 0.3) */
+	ck_assert_int_eq(rt_dropout(y, mask, x, 1, RN, 0.3, 1, &r), RT_OK);
+	int dropped = 0;
+	for (int i = 0; i < RN; i++) {
+		ck_assert(mask[i] == 0 || mask[i] == 1);
+		if (mask[i])
+			ck_assert(y[i] == (float)(x[i] * (1.0 / 0.7)));
+		else
+			ck_assert(y[i] == 0.0f);
+		dropped += !mask[i];
+	}
+	ck_assert_5se(dropped, RN * 0.3, sqrt(RN * 0.3 * 0.7));
+	/* in place, without a mask: the same stream position gives the same result */
+	float *z = malloc(RN * sizeof *z);
+	ck_assert(z);
+	memcpy(z, x, RN * sizeof *x);
+	r = r0;
+	ck_assert_int_eq(rt_dropout(z, NULL, z, 1, RN, 0.3, 1, &r), RT_OK);
+	ck_assert(!memcmp(z, y, RN * sizeof *z));
+	/* only the mask: the same draws */
+	uint8_t *m2 = malloc(RN);
+	ck_assert(m2);
+	r = r0;
+	ck_assert_int_eq(rt_dropout(NULL, m2, x, 1, RN, 0.3, 1, &r), RT_OK);
+	ck_assert(!memcmp(m2, mask, RN));
+	free(m2);
+	/* a ratio outside [0, 1) in training mode is refused, the output untouched */
+	const double bad[] = {1.0, -0.1, NAN};
+	for (int k = 0; k < 3; k++) {
+		memset(z, 0, RN * sizeof *z);
+		ck_assert_int_eq(rt_dropout(z, mask, x, 1, RN, bad[k], 1, &r), RT_ERR_ARG);
+		ck_assert(z[0] == 0.0f && z[RN - 1] == 0.0f);
+	}
+	ck_assert_int_eq(rt_dropout(z, mask, x, 9, RN, 0.5, 1, &r), RT_ERR_ARG);
+	free(x);
+	free(y);
+	free(z);
+	free(mask);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("cellrt");
@@ -2865,6 +3082,15 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_pad_grad);
 	tcase_add_test(tc, test_class_loss_grad);
 	tcase_add_test(tc, test_batchnorm_train);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("random");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_rng_streams);
+	tcase_add_test(tc, test_random_uniform);
+	tcase_add_test(tc, test_random_normal);
+	tcase_add_test(tc, test_bernoulli);
+	tcase_add_test(tc, test_dropout);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("quant");
