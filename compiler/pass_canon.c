@@ -98,25 +98,6 @@ static int drop_noop_views(ir_graph *g)
 	return changed;
 }
 
-/* Drops the nodes of graph b (the root or a recurrence body) whose results
- * nothing reads, with uses as last counted from the root (a body's outputs
- * count as read); 1 if any went. */
-static int drop_unread_nodes(ir_graph *b)
-{
-	int k = 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *n = b->nodes[i];
-		int live = n->body != NULL;
-		for (int o = 0; o < n->nout; o++)
-			live |= n->out[o] && (n->out[o]->nuses > 0 || n->out[o]->is_output);
-		if (live)
-			b->nodes[k++] = n;
-	}
-	int dropped = k < b->nnodes;
-	b->nnodes = k;
-	return dropped;
-}
-
 /* ---- rank-2 sequences ----------------------------------------------------------- */
 
 /* Whether every reader of v is a view whose result is v's shape with a unit
@@ -1153,7 +1134,7 @@ static void drop_dead(ir_graph *g)
 {
 	do
 		ir_recount(g);
-	while (drop_unread_nodes(g));
+	while (ir_drop_unread(g));
 	int m = 0;
 	for (int i = 0; i < g->nvalues; i++) {
 		ir_value *v = g->values[i];
@@ -1191,7 +1172,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 				break;
 			changed = 1;
 			ir_recount(g);
-			drop_unread_nodes(r->body);
+			ir_drop_unread(r->body);
 		}
 		/* `cellc info` names the cell a Loop/Scan computes, as for traces */
 		if (!ir_attr_find(r, "cell"))

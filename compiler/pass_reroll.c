@@ -2717,8 +2717,6 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 		}
 		ir_set_nodes(b, nodes, k);
 		/* inputs, outputs and the recurrence: state a becomes S, the others go */
-		int keep[IR_MAX_SYMS + 64], nk = 0;
-		(void)keep;
 		ir_value **bin = arena_array(g->A, (size_t)b->ninputs, sizeof *bin);
 		ir_value **bout = arena_array(g->A, (size_t)b->noutputs, sizeof *bout);
 		ir_value **rin = arena_array(g->A, (size_t)rec->nin, sizeof *rin);
@@ -2761,24 +2759,10 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 		rec->in = rin, rec->nin = nri;
 		rec->out = rout, rec->nout = nro;
 		ir_attr_set_int(rec, "n_state", ns - (ng - 1));
-		(void)nk;
 		ir_recount(g);
 		/* the old updates are read by nothing now */
-		for (int again = 1; again;) {
-			again = 0;
-			int m = 0;
-			for (int i = 0; i < b->nnodes; i++) {
-				ir_node *n = b->nodes[i];
-				int live = n->body != NULL;
-				for (int o = 0; o < n->nout; o++)
-					live |= n->out[o] && (n->out[o]->nuses > 0 || n->out[o]->is_output);
-				if (live)
-					b->nodes[m++] = n;
-			}
-			again = m < b->nnodes;
-			b->nnodes = m;
+		while (ir_drop_unread(b))
 			ir_recount(g);
-		}
 		return 1;
 	}
 	return 0;
