@@ -129,6 +129,35 @@ def eval_node(node, ins, opset):
         return [_softmax(x, axis, op == "LogSoftmax", opset)]
     if op in ("LSTM", "GRU", "RNN"):
         return rnn_ref_node(node, ins)
+    if op == "Det":
+        return [np.asarray(np.linalg.det(x.astype(np.float64))).astype(x.dtype)]
+    if op == "Einsum":
+        eq = a["equation"]
+        eq = eq.decode() if isinstance(eq, bytes) else eq
+        return [np.asarray(np.einsum(eq, *[v.astype(np.float64) for v in ins])).astype(x.dtype)]
+    if op == "DFT":
+        # opset 17: x [..., 1] real or [..., 2] complex; dft_length zero-pads
+        # or cuts the signal axis; onesided keeps bins 0 .. n/2
+        axis = a.get("axis", 1) % (x.ndim - 1)
+        z = x[..., 0].astype(np.complex128)
+        if x.shape[-1] == 2:
+            z = z + 1j * x[..., 1]
+        n = int(ins[1]) if len(ins) > 1 and ins[1] is not None and ins[1].size else z.shape[axis]
+        if n < z.shape[axis]:
+            z = np.take(z, np.arange(n), axis=axis)
+        elif n > z.shape[axis]:
+            pad = [(0, 0)] * z.ndim
+            pad[axis] = (0, n - z.shape[axis])
+            z = np.pad(z, pad)
+        k = np.arange(n)
+        sign = 1.0 if a.get("inverse", 0) else -1.0
+        w = np.exp(sign * 2j * np.pi * np.outer(k, k) / n)      # the definition, not an FFT
+        f = np.moveaxis(np.tensordot(np.moveaxis(z, axis, -1), w, axes=([-1], [1])), -1, axis)
+        if a.get("inverse", 0):
+            f = f / n
+        if a.get("onesided", 0):
+            f = np.take(f, np.arange(n // 2 + 1), axis=axis)
+        return [np.stack([f.real, f.imag], -1).astype(x.dtype)]
     raise NotImplementedError("onnx_ref: operator %s" % op)
 
 
