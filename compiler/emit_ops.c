@@ -743,14 +743,16 @@ static void emit_gemm(emit_ctx *E, ir_node *n)
 		emit_float(E, c && beta != 0 ? beta : 0, DT_F32), yr, emit_dim(E, N));
 }
 
-/* MatMul with numpy semantics: 1-D operands promoted (and the added axis
- * dropped from Y), batch axes broadcast.  Without batch axes on B it is one
- * GEMM over all rows of A; otherwise one GEMM per batch element. */
-static void emit_matmul(emit_ctx *E, ir_node *n)
+/* The numpy MatMul geometry of A, B -> Y: the matrix sizes M, K, N (a 1-D
+ * operand promoted) and the batch shapes of A, B and Y. */
+typedef struct mm_geom {
+	ir_dim M, K, N;
+	ir_shape ab, bb, yb;
+} mm_geom;
+
+static mm_geom matmul_geometry(const ir_value *a, const ir_value *b, const ir_value *y)
 {
-	if (!want_f32(E, n))
-		return;
-	const ir_value *a = n->in[0], *b = n->in[1], *y = n->out[0];
+	mm_geom G;
 	int ra = a->shape.rank, rb = b->shape.rank;
 	ir_dim M = ra >= 2 ? a->shape.d[ra - 2] : ir_dim_const(1);
 	ir_dim K = a->shape.d[ra - 1];
@@ -763,6 +765,21 @@ static void emit_matmul(emit_ctx *E, ir_node *n)
 	ir_shape yb = {.rank = ab.rank > bb.rank ? ab.rank : bb.rank};
 	for (int i = 0; i < yb.rank; i++)
 		yb.d[i] = y->shape.d[i];
+	G.M = M, G.K = K, G.N = N, G.ab = ab, G.bb = bb, G.yb = yb;
+	return G;
+}
+
+/* MatMul with numpy semantics: 1-D operands promoted (and the added axis
+ * dropped from Y), batch axes broadcast.  Without batch axes on B it is one
+ * GEMM over all rows of A; otherwise one GEMM per batch element. */
+static void emit_matmul(emit_ctx *E, ir_node *n)
+{
+	if (!want_f32(E, n))
+		return;
+	const ir_value *a = n->in[0], *b = n->in[1], *y = n->out[0];
+	mm_geom G = matmul_geometry(a, b, y);
+	ir_dim M = G.M, K = G.K, N = G.N;
+	ir_shape ab = G.ab, bb = G.bb, yb = G.yb;
 	ir_dim bnum = ir_shape_numel(&bb);
 	const char *ar = emit_ref(E, a), *br = emit_ref(E, b), *yr = emit_ref(E, y);
 	const char *sM = emit_dim(E, M), *sN = emit_dim(E, N), *sK = emit_dim(E, K);
@@ -964,18 +981,9 @@ static void emit_qmatmul(emit_ctx *E, ir_node *n)
 {
 	int ql = n->op == OP_QLINEARMATMUL;
 	const ir_value *a = n->in[0], *b = n->in[ql ? 3 : 1], *y = n->out[0];
-	int ra = a->shape.rank, rb = b->shape.rank;
-	ir_dim M = ra >= 2 ? a->shape.d[ra - 2] : ir_dim_const(1);
-	ir_dim K = a->shape.d[ra - 1];
-	ir_dim N = rb >= 2 ? b->shape.d[rb - 1] : ir_dim_const(1);
-	ir_shape ab = {.rank = ra > 2 ? ra - 2 : 0}, bb = {.rank = rb > 2 ? rb - 2 : 0};
-	for (int i = 0; i < ab.rank; i++)
-		ab.d[i] = a->shape.d[i];
-	for (int i = 0; i < bb.rank; i++)
-		bb.d[i] = b->shape.d[i];
-	ir_shape yb = {.rank = ab.rank > bb.rank ? ab.rank : bb.rank};
-	for (int i = 0; i < yb.rank; i++)
-		yb.d[i] = y->shape.d[i];
+	mm_geom G = matmul_geometry(a, b, y);
+	ir_dim M = G.M, K = G.K, N = G.N;
+	ir_shape ab = G.ab, bb = G.bb, yb = G.yb;
 	const char *sM = emit_dim(E, M), *sN = emit_dim(E, N), *sK = emit_dim(E, K);
 	const char *ar = emit_ref(E, a), *br = emit_ref(E, b), *yr = emit_ref(E, y);
 	loop L;
