@@ -263,6 +263,20 @@ static int64_t pad_src(int64_t o, int64_t d, int64_t pb, int mode)
 	return i < d ? i : per - i;
 }
 
+/* The element of X that output coordinates c read through the padding
+ * (row-major offset), or -1 where they read the constant. */
+static int64_t pad_offset(const int64_t *c, const int64_t *xdims, const int64_t *pads, int rank, int mode)
+{
+	int64_t off = 0;
+	for (int a = 0; a < rank; a++) {
+		int64_t s = pad_src(c[a], xdims[a], pads[a], mode);
+		if (s < 0)
+			return -1;
+		off = off * xdims[a] + s;
+	}
+	return off;
+}
+
 void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims, const int64_t *pads,
 	    int mode, const void *value)
 {
@@ -273,14 +287,8 @@ void rt_pad(void *y, const void *x, size_t esize, int rank, const int64_t *xdims
 	}
 	char *out = y;
 	for (int64_t i = 0; i < total; i++) {
-		int64_t off = 0;
-		int in = 1;
-		for (int a = 0; a < rank && in; a++) {
-			int64_t s = pad_src(c[a], xdims[a], pads[a], mode);
-			in = s >= 0;
-			off = off * xdims[a] + s;
-		}
-		if (in)
+		int64_t off = pad_offset(c, xdims, pads, rank, mode);
+		if (off >= 0)
 			memcpy(out + (size_t)i * esize, (const char *)x + (size_t)off * esize, esize);
 		else if (value)
 			memcpy(out + (size_t)i * esize, value, esize);
@@ -304,14 +312,8 @@ void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, con
 	}
 	memset(dx, 0, (size_t)xn * sizeof *dx);
 	for (int64_t i = 0; i < total; i++) {
-		int64_t off = 0;
-		int in = 1;
-		for (int a = 0; a < rank && in; a++) {
-			int64_t s = pad_src(c[a], xdims[a], pads[a], mode);
-			in = s >= 0;
-			off = off * xdims[a] + s;
-		}
-		if (in)
+		int64_t off = pad_offset(c, xdims, pads, rank, mode);
+		if (off >= 0)
 			dx[off] += dy[i];
 		for (int a = rank - 1; a >= 0; a--) {
 			if (++c[a] < yd[a])
