@@ -609,20 +609,21 @@ static int split_read(ir_graph *g, ir_node *n, rlist *l)
 }
 
 /* Whether every reader of S in graph h (and the graphs in it) is a
- * SequenceAt or SequenceLength of it; *other: one that is not. */
-static int only_at_len(const ir_graph *h, const ir_value *S, const ir_node **other)
+ * SequenceLength of it or, with at, a SequenceAt; *other: one that is not. */
+static int only_readers(const ir_graph *h, const ir_value *S, int at, const ir_node **other)
 {
 	for (int i = 0; i < h->nnodes; i++) {
 		const ir_node *u = h->nodes[i];
 		for (int k = 0; k < u->nin; k++)
-			if (u->in[k] == S && !((u->op == OP_SEQAT || u->op == OP_SEQLEN) && k == 0)) {
+			if (u->in[k] == S && !(((at && u->op == OP_SEQAT) || u->op == OP_SEQLEN) && k == 0)) {
 				*other = u;
 				return 0;
 			}
-		if (u->body && !only_at_len(u->body, S, other))
+		if (u->body && !only_readers(u->body, S, at, other))
 			return 0;
 		for (int a = 0; a < u->nattrs; a++)
-			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g && !only_at_len(u->attrs[a].g, S, other))
+			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g &&
+			    !only_readers(u->attrs[a].g, S, at, other))
 				return 0;
 	}
 	for (int k = 0; k < h->noutputs; k++)
@@ -631,6 +632,31 @@ static int only_at_len(const ir_graph *h, const ir_value *S, const ir_node **oth
 			return 0;
 		}
 	return 1;
+}
+
+static int only_at_len(const ir_graph *h, const ir_value *S, const ir_node **other)
+{
+	return only_readers(h, S, 1, other);
+}
+
+/* Every SequenceLength of S in h (and the graphs in it) becomes an Identity
+ * of the constant len. */
+static void len_readers(ir_graph *h, const ir_value *S, ir_value *len)
+{
+	for (int i = 0; i < h->nnodes; i++) {
+		ir_node *u = h->nodes[i];
+		if (u->op == OP_SEQLEN && u->nin > 0 && u->in[0] == S) {
+			u->op = OP_IDENTITY;
+			u->in[0] = len;
+			u->nin = 1;
+			u->nattrs = 0;
+		}
+		if (u->body)
+			len_readers(u->body, S, len);
+		for (int a = 0; a < u->nattrs; a++)
+			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g)
+				len_readers(u->attrs[a].g, S, len);
+	}
 }
 
 /* SplitToSequence: a view of x (above) when it makes one slice per index
@@ -663,6 +689,17 @@ static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 		return 1;       /* a view: its readers become Gather and Shape */
 	}
 	ir_dim L = x->shape.d[axis];
+	const ir_node *o2;
+	if (sp && sp->shape.rank == 1 && ir_dim_is_const(sp->shape.d[0]) &&
+	    !(ir_dim_is_const(L) && infer_is_const(sp) && sp->data) && only_readers(ir_root(g), S, 0, &o2)) {
+		/* Only counted: a 1-D split of k sizes makes k tensors whatever the
+		 * sizes and the axis' length, which need not be known (they are not
+		 * checked against each other at run time: nothing reads the pieces). */
+		int64_t k = sp->shape.d[0].k;
+		ir_shape scalar = {.rank = 0};
+		len_readers(ir_root(g), S, ir_const_new(g, ir_unique_name(g, "seq_len"), DT_I64, &scalar, &k));
+		return 0;       /* the split itself goes */
+	}
 	const char *who = readers_ok ? "SequenceAt/SequenceLength" : other ?
 			  arena_printf(g->A, "%s '%s'", ir_op_name(other->op), other->name) : "a graph output";
 	if (!ir_dim_is_const(L)) {
