@@ -234,6 +234,17 @@ static home get_home(rec *R, const ir_value *v)
 	return outer_home(R, v);
 }
 
+/* A product's operand: in memory, also a one-element constant (which the
+ * element-wise code reads as a literal): a 1 x 1 weight. */
+static home mem_home(rec *R, const ir_value *v)
+{
+	home h = get_home(R, v);
+	if (h.kind == HOME_SCALAR && ir_value_is_const(v))
+		h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v),
+			   .ld = v->shape.rank >= 2 ? dim(R, cols_of(v)) : "0", .seq = -1};
+	return h;
+}
+
 /* Rank-0 element-wise nodes (step schedules): computed once per step. */
 static int is_step_scalar(const ir_node *n)
 {
@@ -409,7 +420,7 @@ static void emit_pack(rec *R)
 			continue;
 		int64_t N, K;
 		pack_dims(gm, &N, &K);
-		home hw = get_home(R, gm->in[1]);
+		home hw = mem_home(R, gm->in[1]);
 		ew_line(w, "const float *pk%d = NULL; /* %s packed for the batch-1 GEMV */", i, cm(R, gm->in[1]->name));
 		ew_open(w, "if (B == 1)");
 		ew_open(w, "if (!m->rec%d_pk%d)", R->id, i);
@@ -482,7 +493,7 @@ static void emit_gemm(rec *R, ir_node *n)
 	ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL, *Y = n->out[0];
 	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
 	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
-	home ha = get_home(R, A), hy = get_home(R, Y), hw = get_home(R, W);
+	home ha = mem_home(R, A), hy = get_home(R, Y), hw = mem_home(R, W);
 	const char *M = rows_expr(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
 	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
 	ASSERT(ha.kind == HOME_MEM && hy.kind == HOME_MEM && hw.kind == HOME_MEM);

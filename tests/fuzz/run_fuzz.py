@@ -7,8 +7,10 @@ fuzz` into build-fuzz/) from the repository root.
       crash, sanitizer report, leak, timeout or out-of-memory of the fuzzer
       fails, with the reproducer saved in build-fuzz/artifacts/); the seeds
       are never modified.  `make fuzz-smoke` and the harness group `fuzz`.
-  run_fuzz.py campaign TARGET SECONDS [JOBS]
-      a longer run of one target, its corpus kept in build-fuzz/work/TARGET
+  run_fuzz.py campaign TARGET SECONDS [RUNS]
+      a longer run of one target (SECONDS, or RUNS executions if that comes
+      first; TMPDIR is where the compile targets write their C: a tmpfs such
+      as /dev/shm makes them faster), its corpus kept in build-fuzz/work/TARGET
       (grows across campaigns), final statistics, and the edges covered in
       each source file of compiler/ and runtime/ (-print_coverage); appends
       one line to build-fuzz/campaigns.tsv:
@@ -115,14 +117,15 @@ def coverage(text):
     return {f: v for f, v in per.items() if f.startswith(("compiler/", "runtime/"))}
 
 
-def campaign(target, seconds, jobs=1):
+def campaign(target, seconds, runs=0):
     binary = os.path.join(FZ, "fuzz_" + target)
     work = os.path.join(FZ, "work", target)
     artifacts = os.path.join(FZ, "artifacts", target)
     os.makedirs(artifacts, exist_ok=True)
     if not os.path.isdir(work):
         shutil.copytree(os.path.join(FZ, "corpus", target), work)
-    cmd = [binary] + flags(target, seconds, artifacts) + ["-print_coverage=1", work]
+    cmd = [binary] + flags(target, seconds, artifacts) + ["-print_coverage=1"] + (
+        ["-runs=%d" % runs] if runs else []) + [work]
     p = subprocess.run(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = p.stdout.decode(errors="replace")
     with open(os.path.join(FZ, "campaign_%s.log" % target), "w") as f:
@@ -148,7 +151,7 @@ def main():
     if a and a[0] == "smoke":
         return smoke(int(a[1]) if len(a) > 1 else 8)
     if len(a) >= 3 and a[0] == "campaign" and a[1] in TARGETS:
-        return campaign(a[1], int(a[2]))
+        return campaign(a[1], int(a[2]), int(a[3]) if len(a) > 3 else 0)
     sys.exit(__doc__)
 
 
