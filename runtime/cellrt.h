@@ -276,7 +276,13 @@ static inline float rt_softsignf(float x) { return x / (1.0f + fabsf(x)); }
 /* log(1 + e^x) without overflow for large x */
 static inline float rt_softplusf(float x) { return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
 /* min(max(x, lo), hi); NaN stays NaN */
-static inline float rt_clipf(float x, float lo, float hi) { return x < lo ? lo : x > hi ? hi : x; }
+/* Clip as ONNX defines it: max(x, lo), then min(., hi), so a lo above hi
+ * gives hi everywhere; NaN stays NaN. */
+static inline float rt_clipf(float x, float lo, float hi)
+{
+	x = x < lo ? lo : x;
+	return x > hi ? hi : x;
+}
 /* sign: -1, 0 or 1 (0 for 0 and NaN) */
 static inline float rt_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
 /* modrelu(z; b) = sign(z) relu(|z| + b) (docs/cells.md) */

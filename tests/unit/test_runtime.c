@@ -550,6 +550,21 @@ static long activation_grid(act_fn *act)
 	return differ;
 }
 
+/* rt_clipf against ONNX's Clip (max with min, then min with max: numpy.clip):
+ * a min above the max gives the max, as the root graph's expression does. */
+START_TEST(test_clipf_onnx)
+{
+	ck_assert_float_eq(rt_clipf(0.5f, 0.0f, 1.0f), 0.5f);
+	ck_assert_float_eq(rt_clipf(-2.0f, 0.0f, 1.0f), 0.0f);
+	ck_assert_float_eq(rt_clipf(3.0f, 0.0f, 1.0f), 1.0f);
+	ck_assert_float_eq(rt_clipf(-2.0f, 1.0f, 0.0f), 0.0f);
+	ck_assert_float_eq(rt_clipf(0.5f, 1.0f, 0.0f), 0.0f);
+	ck_assert_float_eq(rt_clipf(3.0f, 1.0f, 0.0f), 0.0f);
+	ck_assert(isnan(rt_clipf(NAN, 0.0f, 1.0f)));
+	ck_assert_float_eq(rt_clipf(-1e30f, -INFINITY, 2.0f), -1e30f);
+}
+END_TEST
+
 START_TEST(test_activation_ulp)
 {
 	activation_grid(act_plain);
@@ -3012,6 +3027,7 @@ static Suite *runtime_suite(void)
 	TCase *tc = tcase_create("sgemm");
 	tcase_set_timeout(tc, 120);     /* the kernel sweeps take seconds under ASan on a loaded machine */
 	tcase_add_test(tc, test_sgemm_ref_by_hand);
+	tcase_add_test(tc, test_clipf_onnx);
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
 	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 24);
