@@ -175,6 +175,15 @@ def bshape(rng, shape):
     return [d if rng.random() < 0.6 else 1 for d in shape[len(shape) - k:]]
 
 
+def dims_of(v):
+    return [d.dim_value for d in v.type.tensor_type.shape.dim]
+
+
+def broadcastable(a, b):
+    """Whether numpy broadcasts shapes a and b together."""
+    return all(p == q or p == 1 or q == 1 for p, q in zip(a[::-1], b[::-1]))
+
+
 def gen_elem(rng):
     g = G(rng)
     r = int(rng.integers(1, 5))
@@ -196,7 +205,9 @@ def gen_elem(rng):
             cur = g.node(op, [cur])
         elif c < 0.5:
             op = str(rng.choice(binary))
-            if other is not None and rng.random() < 0.5:
+            if other is not None and rng.random() < 0.5 and broadcastable(dims_of(inputs[1]), shape):
+                # (drawn with the first shape: a Transpose or Reshape since may
+                # have made it incompatible, and then a weight takes its place)
                 b = other
                 other = None
                 bs = None
