@@ -135,7 +135,8 @@ struct emit_tabs {
 	const char *name;               /* model name (C identifier) */
 	const char *sym[IR_MAX_SYMS];   /* C names of the dimension symbols */
 	int nweights, capweights;
-	const ir_value **weights;       /* weights in use, numbered w_k */
+	const ir_value **weights;       /* weights in use, numbered k */
+	const char **wname;             /* [nweights] their instance members: w_<tensor name> */
 	int nconsts, capconsts;
 	const ir_value **consts;        /* constants in use, numbered c_k */
 	int nslots;                     /* workspace slots (1 + largest value->slot) */
@@ -287,6 +288,64 @@ static char *c_ident(arena *A, const char *s)
 	return r;
 }
 
+/* The instance members of the weights: w_ and the tensor's name as a C
+ * identifier (h1.W_x -> w_h1_W_x), at most 40 characters of it, a number
+ * appended where two would be the same. */
+static void weight_members(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	t->wname = arena_array(E->A, (size_t)t->nweights + 1, sizeof *t->wname);
+	for (int k = 0; k < t->nweights; k++) {
+		const ir_value *v = t->weights[k];
+		const char *id = c_ident(E->A, v->name);
+		const char *base = arena_printf(E->A, "w_%.40s", id[0] == '_' ? id + 1 : id);
+		const char *nm = base;
+		for (int n = 2, clash = 1; clash; n++) {
+			clash = 0;
+			for (int j = 0; j < k && !clash; j++)
+				clash = !strcmp(t->wname[j], nm);
+			if (clash)
+				nm = arena_printf(E->A, "%s_%d", base, n);
+		}
+		t->wname[k] = nm;
+	}
+}
+
+const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k)
+{
+	/* in order over the recurrences of the root graph and their states */
+	const char **seen = NULL;
+	int nseen = 0, cap = 0;
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *n = E->g->nodes[i];
+		if (n->op != OP_RECURRENCE)
+			continue;
+		int ns = (int)ir_attr_int(n, "n_state", 0), nseq = (int)ir_attr_int(n, "n_seq", 0);
+		for (int j = 0; j < ns; j++) {
+			const ir_value *s = n->body->inputs[nseq + j];
+			const char *id = c_ident(E->A, s->name);
+			const char *base = arena_printf(E->A, "st_%.40s", id[0] == '_' ? id + 1 : id);
+			const char *nm = base;
+			for (int c = 2, clash = 1; clash; c++) {
+				clash = 0;
+				for (int q = 0; q < nseen && !clash; q++)
+					clash = !strcmp(seen[q], nm);
+				if (clash)
+					nm = arena_printf(E->A, "%s_%d", base, c);
+			}
+			if (n == rec && j == k)
+				return nm;
+			if (nseen == cap) {
+				int c2 = cap ? 2 * cap : 16;
+				seen = arena_grow(E->A, seen, (size_t)nseen, (size_t)c2, sizeof *seen);
+				cap = c2;
+			}
+			seen[nseen++] = nm;
+		}
+	}
+	UNREACHABLE();
+}
+
 /* Text safe inside a C comment: no comment terminator, no newline. */
 static const char *cmt(arena *A, const char *s)
 {
@@ -431,7 +490,7 @@ const char *emit_ref(emit_ctx *E, const ir_value *v)
 	case VAL_WEIGHT:
 		k = find_index(t->weights, t->nweights, v);
 		ASSERT(k >= 0);
-		return arena_printf(E->A, "m->w_%d", k);
+		return arena_printf(E->A, "m->%s", t->wname[k]);
 	case VAL_CONST:
 		k = find_index(t->consts, t->nconsts, v);
 		ASSERT(k >= 0);
@@ -1021,7 +1080,7 @@ static void train_decls(emit_ctx *E)
 	ew_line(w, "extern const %s_train_info %s_TRAIN_INFO;", n, n);
 }
 
-/* The definitions: parameters are weights w_k (pointing into the loaded
+/* The definitions: parameters are weights (w_ members pointing into the loaded
  * weights file, whose memory is the instance's own). */
 static void train_api(emit_ctx *E)
 {
@@ -1044,7 +1103,7 @@ static void train_api(emit_ctx *E)
 		for (int i = 0; i < np; i++) {
 			int wk = find_index(tb->weights, tb->nweights, t->params[i]);
 			ASSERT(wk >= 0);
-			ws = arena_printf(E->A, "%s%s(float *)m->w_%d", ws, i ? ", " : "", wk);
+			ws = arena_printf(E->A, "%s%s(float *)m->%s", ws, i ? ", " : "", tb->wname[wk]);
 			cs = arena_printf(E->A, "%s%s%lld", cs, i ? ", " : "",
 					  (long long)ir_shape_const_numel(&t->params[i]->shape));
 			ix = arena_printf(E->A, "%s%s%d", ix, i ? ", " : "", wk);
@@ -1080,7 +1139,7 @@ static void train_api(emit_ctx *E)
 	ew_line(w, "\treturn RT_ERR_NOMEM;");
 	char *wl = "";
 	for (int k = 0; k < nw; k++)
-		wl = arena_printf(E->A, "%s%s(const void *)m->w_%d", wl, k ? ", " : "", k);
+		wl = arena_printf(E->A, "%s%s(const void *)m->%s", wl, k ? ", " : "", E->tabs->wname[k]);
 	ew_line(w, "const void *const wp[%d] = {%s};", nw ? nw : 1, nw ? wl : "0");
 	ew_open(w, "for (int i = 0; i < %d; i++)", nw);
 	ew_line(w, "const struct weight_desc *wd = &weight_desc[i];");
@@ -1126,7 +1185,7 @@ static void blk_struct(emit_ctx *E)
 			emit_dd_count(E->g), t->name);
 	for (int k = 0; k < t->nweights; k++) {
 		const ir_value *v = t->weights[k];
-		const char *decl = arena_printf(E->A, "const %s *w_%d;", ctype(v), k);
+		const char *decl = arena_printf(E->A, "const %s *%s;", ctype(v), t->wname[k]);
 		int pad = strlen(decl) < 24 ? 24 - (int)strlen(decl) : 1;  /* comments in one column */
 		ew_line(E->w, "%s%*s/* %s %s */", decl, pad, "", cmt(E->A, v->name), shape_comment(E, v));
 	}
@@ -1247,7 +1306,7 @@ static void open_weights_fn(emit_ctx *E)
 }
 
 /* --embed-weights: the weights as static arrays, 64-byte aligned like the
- * tensors of a weights file, and load_weights pointing the w_k at them. */
+ * tensors of a weights file, and load_weights pointing the w_ members at them. */
 static void embedded_weights(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
@@ -1276,7 +1335,7 @@ static void embedded_weights(emit_ctx *E)
 	if (!t->nweights)
 		ew_line(w, "(void)m; /* the model has no weights */");
 	for (int k = 0; k < t->nweights; k++)
-		ew_line(w, "m->w_%d = wd_%d;", k, k);
+		ew_line(w, "m->%s = wd_%d;", t->wname[k], k);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
 }
@@ -1296,7 +1355,7 @@ static void blk_load_weights(emit_ctx *E)
 		ew_close(w, "");
 		return;
 	}
-	ew_line(w, "/* What the weights file must hold, in order of the w_k members. */");
+	ew_line(w, "/* What the weights file must hold, in order of the w_ members. */");
 	ew_open(w, "static const struct weight_desc");
 	ew_line(w, "const char *name;       /* tensor name in the file */");
 	ew_line(w, "int dtype, rank;        /* ONNX TensorProto.DataType code, number of dims */");
@@ -1316,7 +1375,7 @@ static void blk_load_weights(emit_ctx *E)
 	w->indent--;
 	ew_line(w, "};");
 	ew_line(w, "%s", "");
-	ew_line(w, "/* Opens the weights file and points the w_k members into it, after");
+	ew_line(w, "/* Opens the weights file and points the w_ members into it, after");
 	ew_line(w, " * checking every tensor's name, dtype and shape. */");
 	open_weights_fn(E);
 	if (E->g->train) {
@@ -1337,7 +1396,7 @@ static void blk_load_weights(emit_ctx *E)
 	ew_line(w, "\treturn st;");
 	ew_close(w, "");
 	for (int k = 0; k < t->nweights; k++)
-		ew_line(w, "m->w_%d = p[%d];", k, k);
+		ew_line(w, "m->%s = p[%d];", t->wname[k], k);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
 }
@@ -1797,22 +1856,23 @@ static void blk_forward(emit_ctx *E)
 
 /* ---- memory: allocation or the caller's arena ---------------------------- */
 
-void emit_rec_state_storage(emit_ctx *E, int id, int k, const char *cnt)
+void emit_rec_state_storage(emit_ctx *E, const ir_node *rec, int k, const char *cnt)
 {
 	ew *w = E->w;
-	ew_open(w, "if (m->rec%d_size%d != (size_t)(%s))", id, k, cnt);
+	const char *st = emit_state_member(E, rec, k);
+	ew_open(w, "if (m->%s_n != (size_t)(%s))", st, cnt);
 	ew_line(w, "if (m->started)");
 	ew_line(w, "\treturn RT_ERR_SHAPE; /* a stream cannot change its batch size */");
 	if (E->o->no_malloc) {
 		ew_line(w, "/* the storage is a part of the arena, sized for the largest dims */");
 	} else {
-		ew_line(w, "free(m->rec%d_state%d);", id, k);
-		ew_line(w, "m->rec%d_size%d = 0;", id, k);
-		ew_line(w, "m->rec%d_state%d = malloc(sizeof(float) * (size_t)(%s) + 1);", id, k, cnt);
-		ew_line(w, "if (!m->rec%d_state%d)", id, k);
+		ew_line(w, "free(m->%s);", st);
+		ew_line(w, "m->%s_n = 0;", st);
+		ew_line(w, "m->%s = malloc(sizeof(float) * (size_t)(%s) + 1);", st, cnt);
+		ew_line(w, "if (!m->%s)", st);
 		ew_line(w, "\treturn RT_ERR_NOMEM;");
 	}
-	ew_line(w, "m->rec%d_size%d = (size_t)(%s);", id, k, cnt);
+	ew_line(w, "m->%s_n = (size_t)(%s);", st, cnt);
 	ew_close(w, "");
 }
 
@@ -1983,7 +2043,7 @@ static void create_arena(emit_ctx *E)
 		if (nd->op != OP_RECURRENCE)
 			continue;
 		for (int k = 0; k < ir_attr_int(nd, "n_state", 0); k++) {
-			ew_line(w, "m->rec%d_state%d = (float *)(void *)p;", nd->id, k);
+			ew_line(w, "m->%s = (float *)(void *)p;", emit_state_member(E, nd, k));
 			ew_line(w, "p += %lld;", (long long)state_max_bytes(E, nd, k));
 		}
 	}
@@ -2135,6 +2195,7 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	tabs.name = c_ident(E->A, o->name);
 	name_syms(E);
 	collect_values(E, g);
+	weight_members(E);
 	tabs.used_in = arena_alloc(E->A, (size_t)g->ninputs + 1);
 	tabs.used_out = arena_alloc(E->A, (size_t)g->noutputs + 1);
 	tabs.used_const = arena_alloc(E->A, (size_t)tabs.nconsts + 1);

@@ -119,20 +119,25 @@ int emit_rec_defers(emit_ctx *E, const ir_node *n);
 /* Model-struct fields of recurrence n: its persistent states (allocated at
  * run time for the current batch size by emit_recurrence), and the lines
  * freeing them in NAME_destroy.  emit.c calls both for every recurrence of
- * the root graph (fields are named after n->id, so ids must be those of the
- * final node list). */
+ * the root graph (fields: emit_state_member; the packed weights are named
+ * after n->id, so ids must be those of the final node list). */
 void emit_rec_state_decls(emit_ctx *E, ir_node *n);
 void emit_rec_state_free(emit_ctx *E, ir_node *n);
 /* Lines for NAME_reset (after m->started = 0): nothing needs clearing, the
  * next forward re-initialises the states, so this prints only a comment. */
 void emit_rec_state_reset(emit_ctx *E, ir_node *n);
-/* Prints the lines that give state k of recurrence `rec_id` (model-struct
- * fields m->rec<id>_state<k>, m->rec<id>_size<k>) room for `count` floats
+/* The model-struct field holding state k of recurrence rec between runs:
+ * st_ and the body's name for the state as a C identifier (st_h1_h), a
+ * number appended where two would be the same; its element count is the
+ * field of that name and _n. */
+const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k);
+/* Prints the lines that give state k of recurrence rec (model-struct
+ * fields emit_state_member and its _n) room for `count` floats
  * before the steps run: an allocation when the size changes, or (no_malloc)
  * only the size, the storage being a part of the arena sized for the largest
  * dims.  Either may `return RT_ERR_SHAPE;` when a started stream changes its
  * batch size, or RT_ERR_NOMEM. */
-void emit_rec_state_storage(emit_ctx *E, int rec_id, int k, const char *count);
+void emit_rec_state_storage(emit_ctx *E, const ir_node *rec, int k, const char *count);
 
 /* Data-dependent lengths (ir_value.data_dep): the index of node n's length
  * in the model struct's `int64_t dd_len[]` (the nodes of the root graph

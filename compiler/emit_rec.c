@@ -798,10 +798,10 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 	int ns = (int)ir_attr_int(n, "n_state", 0), nseq = (int)ir_attr_int(n, "n_seq", 0);
 	for (int k = 0; k < ns; k++) {
 		const ir_value *s = n->body->inputs[nseq + k];
-		ew_line(E->w, "float *rec%d_state%d; /* %s: state %d of %s, %s */", n->id, k, cm_(E->A, n->name), k,
+		const char *st = emit_state_member(E, n, k);
+		ew_line(E->w, "float *%s; /* %s: state %d of %s, %s */", st, cm_(E->A, n->name), k,
 			n->origin ? cm_(E->A, n->origin) : "a recurrence", ir_shape_str(E->A, E->g, &s->shape));
-		ew_line(E->w, "size_t rec%d_size%d; /* elements allocated at rec%d_state%d */", n->id, k,
-			n->id, k);
+		ew_line(E->w, "size_t %s_n; /* elements allocated at %s */", st, st);
 	}
 	if (ir_attr_int(n, "has_step", 0))
 		ew_line(E->w, "int64_t rec%d_t; /* steps run so far by a stream (has_step) */", n->id);
@@ -815,7 +815,7 @@ void emit_rec_state_free(emit_ctx *E, ir_node *n)
 {
 	int ns = (int)ir_attr_int(n, "n_state", 0);
 	for (int k = 0; k < ns; k++)
-		ew_line(E->w, "free(m->rec%d_state%d);", n->id, k);
+		ew_line(E->w, "free(m->%s);", emit_state_member(E, n, k));
 	for (int i = 0; i < n->body->nnodes; i++)
 		if (pack_candidate(E, n->body->nodes[i]))
 			ew_line(E->w, "free(m->rec%d_pk%d);", n->id, i);
@@ -1533,7 +1533,7 @@ static void emit_rec_body(rec *R)
 	for (int k = 0; k < R->nstate; k++) {
 		ir_value *s = b->inputs[R->nseq + k];
 		const char *cnt = emit_numel(E, &s->shape);
-		emit_rec_state_storage(E, R->id, k, cnt);  /* emit.c: malloc or arena */
+		emit_rec_state_storage(E, R->n, k, cnt);  /* emit.c: malloc or arena */
 		ir_value *nxt = b->outputs[k];
 		home hn = get_home(R, nxt);
 		if (hn.kind != HOME_MEM || strcmp(hn.base, fmt(R, "s%dn", k)) != 0) {
@@ -1543,8 +1543,8 @@ static void emit_rec_body(rec *R)
 		E->body_ref = NULL;     /* the slot itself, not "s<k>n" */
 		const char *nbuf = emit_ref(E, nxt);
 		E->body_ref = body_ref;
-		ew_line(w, "float *s%d%s = m->rec%d_state%d, *s%dn%s = %s; /* current and next state %d */", k,
-			all, R->id, k, k, all, nbuf, k);
+		ew_line(w, "float *s%d%s = m->%s, *s%dn%s = %s; /* current and next state %d */", k,
+			all, emit_state_member(E, R->n, k), k, all, nbuf, k);
 		ir_value *init = n->in[R->nseq + k];
 		ew_open(w, "if (!m->started)");
 		if (init)
@@ -1611,8 +1611,8 @@ static void emit_rec_body(rec *R)
 		if (n->out[k])
 			ew_line(w, "memcpy(%s, s%d, sizeof(float) * (size_t)(%s)); /* %s */",
 				emit_ref(E, n->out[k]), k, cnt, cm(R, n->out[k]->name));
-		ew_line(w, "if (s%d != m->rec%d_state%d)", k, R->id, k);
-		ew_line(w, "\tmemcpy(m->rec%d_state%d, s%d, sizeof(float) * (size_t)(%s));", R->id, k, k, cnt);
+		ew_line(w, "if (s%d != m->%s)", k, emit_state_member(E, R->n, k));
+		ew_line(w, "\tmemcpy(m->%s, s%d, sizeof(float) * (size_t)(%s));", emit_state_member(E, R->n, k), k, cnt);
 	}
 	ew_close(w, "");
 }
