@@ -1028,6 +1028,12 @@ ir_graph *txt_graph_block(txt *X)
 	ir_graph *g = ir_graph_new(X->A, NULL, name);
 	if (!txt_expect(X, '{', "to open the graph"))
 		return NULL;
+	/* names made up while reading (a constant's, ...) must not take one
+	 * that the text defines further down: they start past all of them */
+	for (int i = X->pos; i < X->nt; i++)
+		if (X->t[i].kind == TK_VALNAME)
+			note_name(c, X->t[i].str);
+	g->uniq = (int)(c->maxsuffix < INT32_MAX - 1 ? c->maxsuffix + 1 : INT32_MAX - 1);
 	parse_graph_lines(c, g);
 	txt_expect(X, '}', "to close the graph");
 	free(c->names.slot);
