@@ -145,6 +145,7 @@ struct emit_tabs {
 	char *used_in, *used_out, *used_const, *used_slot;
 	int time_sym;                   /* symbol of the recurrence time axis, -1: none */
 	const char *forward;            /* the forward function, printed before the rest */
+	const char *rec_fns;            /* the functions forward calls, one per recurrence */
 	int ws_used;                    /* forward uses workspace slots */
 	int64_t ws_max;                 /* no_malloc: workspace bytes at the largest dims */
 	int64_t wfile_bytes;            /* no_malloc with a weights file: the file's size */
@@ -743,6 +744,18 @@ static void blk_provenance(emit_ctx *E)
 		(unsigned long long)g->source_hash);
 	ew_line(E->w, " * producer: %s; default-domain opset %d",
 		cmt(E->A, g->producer && *g->producer ? g->producer : "(unknown)"), g->opset);
+	/* the dimension legend: where each symbol of the dims struct comes from */
+	for (int i = 0; i < g->nsyms; i++) {
+		const char *from = "given by the caller";
+		for (int k = 0; k < g->ninputs && !strcmp(from, "given by the caller"); k++)
+			for (int a = 0; a < g->inputs[k]->shape.rank; a++)
+				if (ir_dim_eq(g->inputs[k]->shape.d[a], ir_dim_sym(i))) {
+					from = arena_printf(E->A, "axis %d of input '%s'", a, cmt(E->A, g->inputs[k]->name));
+					break;
+				}
+		ew_line(E->w, " * %s %s (d->%s): %s%s", i ? "         " : "dims:    ", cmt(E->A, g->syms[i]),
+			E->tabs->sym[i], from, E->tabs->time_sym == i ? "; the time steps T of the recurrences" : "");
+	}
 }
 
 static void blk_dims(emit_ctx *E)
@@ -1408,6 +1421,101 @@ static int is_elementwise(const ir_node *n)
 	return ir_ops[n->op].kind == OPK_ELEM;
 }
 
+static char *marks_copy(arena *A, const char *m, size_t n)
+{
+	char *r = arena_alloc(A, n);
+	memcpy(r, m, n);
+	return r;
+}
+
+/* A recurrence of the root graph as a function of its own, rec_<name>(),
+ * that forward calls: its parameters are the instance, then the outputs,
+ * inputs, workspace parts, symbolic constants and dims that its code uses
+ * (the use marks of its text alone), each with its shape.  The function text
+ * goes to t->rec_fns; forward's marks get the recurrence's, since forward
+ * passes them. */
+static void print_rec_function(emit_ctx *E, ir_node *n)
+{
+	struct emit_tabs *t = E->tabs;
+	ir_graph *g = E->g;
+	ew *w = E->w;
+	char sym0[IR_MAX_SYMS];
+	memcpy(sym0, t->used_sym, sizeof sym0);
+	char *in0 = marks_copy(E->A, t->used_in, (size_t)g->ninputs + 1);
+	char *out0 = marks_copy(E->A, t->used_out, (size_t)g->noutputs + 1);
+	char *const0 = marks_copy(E->A, t->used_const, (size_t)t->nconsts + 1);
+	char *slot0 = marks_copy(E->A, t->used_slot, (size_t)t->nslots + 1);
+	tabs_clear_marks(E);
+	capture c;
+	capture_begin(w, &c, 1);
+	emit_recurrence(E, n);
+	char *body = capture_end(w, &c, E->A);
+	const char *id = c_ident(E->A, n->name);
+	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
+	char *params = arena_printf(E->A, "%s *m", t->name), *args = "m";
+	for (int k = 0; k < g->noutputs; k++)
+		if (t->used_out[k]) {
+			const ir_value *v = g->outputs[k];
+			params = arena_printf(E->A, "%s,\n\t\t%s *out_%d /* %s %s */", params, ctype(v), k,
+					      cmt(E->A, v->name), shape_comment(E, v));
+			args = arena_printf(E->A, "%s, out_%d", args, k);
+		}
+	for (int k = 0; k < g->ninputs; k++)
+		if (t->used_in[k]) {
+			const ir_value *v = g->inputs[k];
+			params = arena_printf(E->A, "%s,\n\t\tconst %s *in_%d /* %s %s */", params, ctype(v), k,
+					      cmt(E->A, v->name), shape_comment(E, v));
+			args = arena_printf(E->A, "%s, in_%d", args, k);
+		}
+	for (int s = 0; s < t->nslots; s++)
+		if (t->used_slot[s]) {
+			ir_dim sz;
+			ir_dtype dt = DT_UNDEF;
+			int found = 0;
+			slot_info(g, s, &sz, &dt, &found);
+			ASSERT(found);
+			params = arena_printf(E->A, "%s,\n\t\t%s *ws_%d /* workspace, %s elements */", params,
+					      ir_dtype_ctype(dt), s, emit_dim(E, sz));
+			args = arena_printf(E->A, "%s, ws_%d", args, s);
+		}
+	for (int k = 0; k < t->nconsts; k++)
+		if (t->used_const[k] && t->consts[k]->sym) {
+			params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", params, ctype(t->consts[k]), k,
+					      cmt(E->A, t->consts[k]->name));
+			args = arena_printf(E->A, "%s, c_%d", args, k);
+		}
+	for (int i = 0; i < g->nsyms; i++)
+		if (t->used_sym[i]) {
+			params = arena_printf(E->A, "%s,\n\t\tconst int64_t d_%s", params, t->sym[i]);
+			args = arena_printf(E->A, "%s, d_%s", args, t->sym[i]);
+		}
+	capture_begin(w, &c, 0);
+	ew_line(w, "/* Recurrence '%s'%s%s: its time loop, called once by forward. */", cmt(E->A, n->name),
+		n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "");
+	fn_open(w, "static RT_INLINE int %s(%s)", fn, params);
+	fputs(body, w->f);
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	char *text = capture_end(w, &c, E->A);
+	t->rec_fns = arena_printf(E->A, "%s%s", t->rec_fns ? t->rec_fns : "", text);
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		t->used_sym[i] |= sym0[i];
+	for (int k = 0; k <= g->ninputs; k++)
+		t->used_in[k] |= in0[k];
+	for (int k = 0; k <= g->noutputs; k++)
+		t->used_out[k] |= out0[k];
+	for (int k = 0; k <= t->nconsts; k++)
+		t->used_const[k] |= const0[k];
+	for (int k = 0; k <= t->nslots; k++)
+		t->used_slot[k] |= slot0[k];
+	ew_open(w, "%s", "");
+	ew_line(w, "const int rs = %s(%s);", fn, args);
+	ew_line(w, "if (rs != RT_OK)");
+	ew_line(w, "\treturn rs;");
+	ew_close(w, "");
+}
+
 /* The node list of the root graph, each node once; consecutive element-wise
  * nodes of one fusion group are printed together. */
 static void print_nodes(emit_ctx *E)
@@ -1422,7 +1530,7 @@ static void print_nodes(emit_ctx *E)
 			ew_open(E->w, "if (!m->fwd_only)");
 		}
 		if (n->op == OP_RECURRENCE) {
-			emit_recurrence(E, n);
+			print_rec_function(E, n);
 			i++;
 			continue;
 		}
@@ -1851,6 +1959,8 @@ static void blk_ws_reserve(emit_ctx *E)
 
 static void blk_forward(emit_ctx *E)
 {
+	if (E->tabs->rec_fns)
+		fputs(E->tabs->rec_fns, E->w->f);
 	fputs(E->tabs->forward, E->w->f);
 }
 
