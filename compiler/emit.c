@@ -1431,7 +1431,9 @@ static char *marks_copy(arena *A, const char *m, size_t n)
 /* A recurrence of the root graph as a function of its own, rec_<name>(),
  * that forward calls: its parameters are the instance, then the outputs,
  * inputs, workspace parts, symbolic constants and dims that its code uses
- * (the use marks of its text alone), each with its shape.  The function text
+ * (the use marks of its text alone), each with its shape.  Compiled once per
+ * x86-64 level like forward (RT_CLONES; inlining would not carry the level
+ * into its OpenMP regions, which GCC outlines first).  The function text
  * goes to t->rec_fns; forward's marks get the recurrence's, since forward
  * passes them. */
 static void print_rec_function(emit_ctx *E, ir_node *n)
@@ -1492,7 +1494,8 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	capture_begin(w, &c, 0);
 	ew_line(w, "/* Recurrence '%s'%s%s: its time loop, called once by forward. */", cmt(E->A, n->name),
 		n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "");
-	fn_open(w, "static RT_INLINE int %s(%s)", fn, params);
+	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
+	fn_open(w, "static int %s(%s)", fn, params);
 	fputs(body, w->f);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");

@@ -261,13 +261,6 @@ static inline float rt_tanhf(float x)
 #else
 #define RT_CLONES
 #endif
-/* The functions that forward calls (one per recurrence): inlined into each
- * of its copies, so that they are compiled for the same x86-64 level. */
-#if defined(__GNUC__)
-#define RT_INLINE inline __attribute__((always_inline))
-#else
-#define RT_INLINE inline
-#endif
 static inline float rt_reluf(float x) { return x > 0.0f ? x : 0.0f; }
 static inline float rt_affinef(float x, float alpha, float beta) { return alpha * x + beta; }
 static inline float rt_leakyreluf(float x, float alpha) { return x < 0.0f ? alpha * x : x; }
