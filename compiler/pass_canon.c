@@ -192,6 +192,7 @@ static int column_steps(ir_graph *g)
 			if ((ax == 0 || ax == 1) && ir_dim_is_const(*d) && d->k == 1) {
 				ir_value *x3 = unit_view(g, tab, &ntab, x, list, &nlist);
 				ir_value *y = n->out[0];
+				const ir_shape ys = y->shape;   /* the re-spelling must keep it */
 				ir_node *sq = ir_node_new(g, OP_SQUEEZE, ir_unique_name(g, "Squeeze"), 2, 1);
 				sq->origin = n->name;
 				sq->opset = g->opset;
@@ -205,8 +206,7 @@ static int column_steps(ir_graph *g)
 					s3->producer = n;
 					sq->in[0] = s3;
 					y->producer = sq;
-					if (infer_node(g, n, &q) || infer_node(g, sq, &q) ||
-					    !ir_shape_eq(&y->shape, &sq->out[0]->shape)) {
+					if (infer_node(g, n, &q) || infer_node(g, sq, &q) || !ir_shape_eq(&ys, &y->shape)) {
 						n->in[0] = x;
 						n->out[0] = y;
 						y->producer = n;
