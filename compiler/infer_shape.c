@@ -202,6 +202,8 @@ static int not_const(ictx *c, int k)
 	const char *what = infer_shape_input(c->n->op, k);
 	ir_value *v = in(c, k);
 	const ir_node *via = NULL;
+	if (!v)
+		return fail(c, "input %d ('%s') is missing; it determines the output shape", k, what ? what : "?");
 	const ir_value *o = input_origin(c->g, v, &via);
 	if (o)
 		return fail(c, "input '%s' (tensor '%s') determines the output shape and must be a "
@@ -221,6 +223,9 @@ static int const_ints(ictx *c, int k, ir_dim *v, int max)
 {
 	ir_value *x = in(c, k);
 	const char *what = infer_shape_input(c->n->op, k);
+	if (!x)
+		return fail(c, "input %d ('%s') is missing; it determines the output shape", k,
+			    what ? what : "?"), -1;
 	if (!infer_is_const(x))
 		return not_const(c, k), -1;
 	if (x->shape.rank > 1)

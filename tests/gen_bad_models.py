@@ -263,6 +263,10 @@ def image_cases(out):
         [("X", [1, 1, 4, "W"])], [sc], "resize_sym", "run-time size")
     one("gridsample_5d", 20, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid5")],
         [("X", [1, 1, 2, 3, 4]), ("G", [1, 2, 3, 4, 3])], [], "grid5", "2-D GridSample")
+    # a required shape input left empty (fuzz_onnx_train finding: a NULL value
+    # reached the "must be a constant" message)
+    one("pad_pads_empty", 13, [helper.make_node("Pad", ["X", ""], ["Y"], name="pad_nopads")], x, [],
+        "pad_nopads", "input 1 ('pads') is missing")
     one("gridsample16_linear", 16, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid16",
                                                      mode="linear")],
         x + [("G", [1, 2, 2, 2])], [], "grid16", "bilinear nearest bicubic")
