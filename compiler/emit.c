@@ -1455,19 +1455,15 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	const char *id = c_ident(E->A, n->name);
 	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
 	char *params = arena_printf(E->A, "%s *m", t->name), *args = "m";
-	for (int k = 0; k < g->noutputs; k++)
-		if (t->used_out[k]) {
-			const ir_value *v = g->outputs[k];
-			params = arena_printf(E->A, "%s,\n\t\t%s *out_%d /* %s %s */", params, ctype(v), k,
-					      cmt(E->A, v->name), shape_comment(E, v));
-			args = arena_printf(E->A, "%s, out_%d", args, k);
-		}
-	for (int k = 0; k < g->ninputs; k++)
-		if (t->used_in[k]) {
-			const ir_value *v = g->inputs[k];
-			params = arena_printf(E->A, "%s,\n\t\tconst %s *in_%d /* %s %s */", params, ctype(v), k,
-					      cmt(E->A, v->name), shape_comment(E, v));
-			args = arena_printf(E->A, "%s, in_%d", args, k);
+	for (int in = 0; in <= 1; in++)        /* outputs first, then inputs */
+		for (int k = 0; k < (in ? g->ninputs : g->noutputs); k++) {
+			const ir_value *v = (in ? g->inputs : g->outputs)[k];
+			const char *pn = arena_printf(E->A, "%s_%d", in ? "in" : "out", k);
+			if (!(in ? t->used_in : t->used_out)[k])
+				continue;
+			params = arena_printf(E->A, "%s,\n\t\t%s%s *%s /* %s %s */", params, in ? "const " : "",
+					      ctype(v), pn, cmt(E->A, v->name), shape_comment(E, v));
+			args = arena_printf(E->A, "%s, %s", args, pn);
 		}
 	for (int s = 0; s < t->nslots; s++)
 		if (t->used_slot[s]) {
