@@ -289,27 +289,31 @@ static char *c_ident(arena *A, const char *s)
 	return r;
 }
 
-/* The instance members of the weights: w_ and the tensor's name as a C
- * identifier (h1.W_x -> w_h1_W_x), at most 40 characters of it, a number
- * appended where two would be the same. */
+/* An instance member's name: prefix and the IR name as a C identifier (at
+ * most 40 characters of it), a number appended while it is among taken[n]. */
+static const char *member_name(arena *A, const char *prefix, const char *name, const char *const *taken, int n)
+{
+	const char *id = c_ident(A, name);
+	const char *base = arena_printf(A, "%s%.40s", prefix, id[0] == '_' ? id + 1 : id);
+	const char *nm = base;
+	for (int c = 2, clash = 1; clash; c++) {
+		clash = 0;
+		for (int j = 0; j < n && !clash; j++)
+			clash = !strcmp(taken[j], nm);
+		if (clash)
+			nm = arena_printf(A, "%s_%d", base, c);
+	}
+	return nm;
+}
+
+/* The instance members of the weights: w_ and the tensor's name
+ * (h1.W_x -> w_h1_W_x). */
 static void weight_members(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
 	t->wname = arena_array(E->A, (size_t)t->nweights + 1, sizeof *t->wname);
-	for (int k = 0; k < t->nweights; k++) {
-		const ir_value *v = t->weights[k];
-		const char *id = c_ident(E->A, v->name);
-		const char *base = arena_printf(E->A, "w_%.40s", id[0] == '_' ? id + 1 : id);
-		const char *nm = base;
-		for (int n = 2, clash = 1; clash; n++) {
-			clash = 0;
-			for (int j = 0; j < k && !clash; j++)
-				clash = !strcmp(t->wname[j], nm);
-			if (clash)
-				nm = arena_printf(E->A, "%s_%d", base, n);
-		}
-		t->wname[k] = nm;
-	}
+	for (int k = 0; k < t->nweights; k++)
+		t->wname[k] = member_name(E->A, "w_", t->weights[k]->name, t->wname, k);
 }
 
 const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k)
@@ -323,17 +327,7 @@ const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k)
 			continue;
 		int ns = (int)ir_attr_int(n, "n_state", 0), nseq = (int)ir_attr_int(n, "n_seq", 0);
 		for (int j = 0; j < ns; j++) {
-			const ir_value *s = n->body->inputs[nseq + j];
-			const char *id = c_ident(E->A, s->name);
-			const char *base = arena_printf(E->A, "st_%.40s", id[0] == '_' ? id + 1 : id);
-			const char *nm = base;
-			for (int c = 2, clash = 1; clash; c++) {
-				clash = 0;
-				for (int q = 0; q < nseen && !clash; q++)
-					clash = !strcmp(seen[q], nm);
-				if (clash)
-					nm = arena_printf(E->A, "%s_%d", base, c);
-			}
+			const char *nm = member_name(E->A, "st_", n->body->inputs[nseq + j]->name, seen, nseen);
 			if (n == rec && j == k)
 				return nm;
 			if (nseen == cap) {
