@@ -672,6 +672,16 @@ static ir_value *op2(low *W, ir_op op, ir_value *a, ir_value *b)
 	return done(W, W->b, mk(W, W->b, op, 2, in), NULL);
 }
 
+/* v named layer.what, the cell's own name for it (a gate: h1.i; a new
+ * state: h1.c_next), when no value has that name yet. */
+static ir_value *named(low *W, ir_value *v, const char *what)
+{
+	const char *name = arena_printf(W->g->A, "%s.%s", W->L.n->name, what);
+	if (v->kind == VAL_TEMP && v->graph == W->b && !ir_find_value(W->g, name) && !ir_find_value(W->b, name))
+		v->name = name;
+	return v;
+}
+
 static ir_value *cf(low *W, double v) { return ir_const_f32_scalar(W->b, NULL, (float)v); }
 static ir_value *add(low *W, ir_value *a, ir_value *b) { return op2(W, OP_ADD, a, b); }
 static ir_value *sub(low *W, ir_value *a, ir_value *b) { return op2(W, OP_SUB, a, b); }
@@ -1017,20 +1027,20 @@ static void lower_base(low *W, body *S)
 	}
 	switch (c->kind) {
 	case K_RNN:
-		S->s[ih].out = act(W, cell_opt_word(c, W->L.n, "act"), a[0]);
+		S->s[ih].out = named(W, act(W, cell_opt_word(c, W->L.n, "act"), a[0]), "h_next");
 		break;
 	case K_LSTM: {
-		ir_value *i = op1(W, OP_SIGMOID, a[0]), *f = op1(W, OP_SIGMOID, a[1]);
-		ir_value *g = op1(W, OP_TANH, a[2]), *o = op1(W, OP_SIGMOID, a[3]);
-		ir_value *c2 = add(W, mul(W, f, S->s[ic].in), mul(W, i, g));
+		ir_value *i = named(W, op1(W, OP_SIGMOID, a[0]), "i"), *f = named(W, op1(W, OP_SIGMOID, a[1]), "f");
+		ir_value *g = named(W, op1(W, OP_TANH, a[2]), "g"), *o = named(W, op1(W, OP_SIGMOID, a[3]), "o");
+		ir_value *c2 = named(W, add(W, mul(W, f, S->s[ic].in), mul(W, i, g)), "c_next");
 		S->s[ic].out = c2;
-		S->s[ih].out = mul(W, o, op1(W, OP_TANH, c2));
+		S->s[ih].out = named(W, mul(W, o, op1(W, OP_TANH, c2)), "h_next");
 		break;
 	}
 	case K_GRU: {
-		ir_value *rg = op1(W, OP_SIGMOID, a[0]), *z = op1(W, OP_SIGMOID, a[1]);
-		ir_value *nn = op1(W, OP_TANH, add(W, a[2], mul(W, rg, bh[3])));
-		S->s[ih].out = add(W, mul(W, sub(W, cf(W, 1), z), nn), mul(W, z, h));
+		ir_value *rg = named(W, op1(W, OP_SIGMOID, a[0]), "r"), *z = named(W, op1(W, OP_SIGMOID, a[1]), "z");
+		ir_value *nn = named(W, op1(W, OP_TANH, add(W, a[2], mul(W, rg, bh[3]))), "n");
+		S->s[ih].out = named(W, add(W, mul(W, sub(W, cf(W, 1), z), nn), mul(W, z, h)), "h_next");
 		break;
 	}
 	case K_DTRIV: {

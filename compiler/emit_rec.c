@@ -674,7 +674,8 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 		for (int k = 0; k < n->nin && k < 3; k++)
 			a[k] = n->in[k] ? operand(&G, n->in[k]) : NULL;
 		int id = body_index(R, v);
-		ew_line(&inner, "const float v%d = %s; /* %s */", id, elem_expr(R, n, a), ir_op_name(n->op));
+		ew_line(&inner, "const float v%d = %s; /* %s%s%s */", id, elem_expr(R, n, a), ir_op_name(n->op),
+			v->name[0] != '%' ? ": " : "", v->name[0] != '%' ? cm(R, v->name) : "");
 		G.done[id] = 1;
 		home *h = home_of(R, v);
 		if (h->kind == HOME_MEM) {
