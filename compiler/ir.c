@@ -523,9 +523,16 @@ void ir_recount(ir_graph *g)
 
 int ir_value_is_const(const ir_value *v) { return v && v->kind == VAL_CONST && v->data; }
 
+/* Element i of a value whose data cellc holds: a constant, or a weight (an
+ * initializer read at compile time, as shape operands are). */
+static int has_data(const ir_value *v)
+{
+	return v && v->data && (v->kind == VAL_CONST || v->kind == VAL_WEIGHT);
+}
+
 int64_t ir_const_int(const ir_value *v, int64_t i)
 {
-	ASSERT(ir_value_is_const(v));
+	ASSERT(has_data(v));
 	switch (v->dtype) {
 	case DT_I64: return ((const int64_t *)v->data)[i];
 	case DT_I32: return ((const int32_t *)v->data)[i];
@@ -543,7 +550,7 @@ int64_t ir_const_int(const ir_value *v, int64_t i)
 
 double ir_const_num(const ir_value *v, int64_t i)
 {
-	ASSERT(ir_value_is_const(v));
+	ASSERT(has_data(v));
 	switch (v->dtype) {
 	case DT_F32: return ((const float *)v->data)[i];
 	case DT_F64: return ((const double *)v->data)[i];

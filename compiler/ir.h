@@ -274,8 +274,8 @@ int ir_op_dd_output(ir_op op, int k);
 void ir_recount(ir_graph *g);           /* recompute nuses/producer/ids (recursive) */
 int ir_drop_unread(ir_graph *b);        /* drop b's nodes nothing reads (uses as last counted); 1 if any */
 int ir_value_is_const(const ir_value *v);               /* VAL_CONST with data */
-int64_t ir_const_int(const ir_value *v, int64_t i);     /* element i of an integer const */
-double ir_const_num(const ir_value *v, int64_t i);      /* element i of a numeric const */
+int64_t ir_const_int(const ir_value *v, int64_t i);     /* element i of an integer const (or weight) */
+double ir_const_num(const ir_value *v, int64_t i);      /* element i of a numeric const (or weight) */
 int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims constant */
 
 /* printing (ir_print.c): the native text format, and dims for messages */

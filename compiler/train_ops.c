@@ -27,39 +27,27 @@ static int bad(diag *D, ir_node *n, const char *what)
 
 static int norm_axis(int64_t a, int r) { return (int)(a < 0 ? a + r : a); }
 
-/* The axes input of a ReduceSum as a flag per axis; 0 when not one contiguous run. */
+/* The axes a ReduceSum with an axes input reduces (infer_reduce_axes: a
+ * constant or an initializer), as the run [lo, hi]; 0 when they are not one
+ * contiguous run.  No axes: all of them, or none with noop_with_empty_axes
+ * (an empty run [r, r-1]: the sum of one term). */
 static int reduce_axes(const ir_node *n, int r, int *lo, int *hi)
 {
-	const ir_value *ax = n->in[1];
-	if (!ir_value_is_const(ax))
+	unsigned char red[IR_MAX_RANK];
+	if (n->nin < 2 || !infer_is_const(n->in[1]) || infer_reduce_axes(n, r, red))
 		return 0;
-	int64_t cnt = ir_shape_const_numel(&ax->shape);
-	if (cnt == 0) {
-		/* no axes: all of them, or none with noop_with_empty_axes (an
-		 * empty run [r, r-1]: the sum of one term) */
-		int all = !ir_attr_int(n, "noop_with_empty_axes", 0) && r > 0;
-		*lo = all ? 0 : r;
-		*hi = r - 1;
-		return 1;
-	}
-	int flag[IR_MAX_RANK] = {0};
-	for (int64_t i = 0; i < cnt; i++) {
-		int a = norm_axis(ir_const_int(ax, i), r);
-		if (a < 0 || a >= r)
-			return 0;
-		flag[a] = 1;
-	}
-	*lo = -1;
-	*hi = -1;
-	for (int a = 0; a < r; a++)
-		if (flag[a]) {
-			if (*lo < 0)
+	*lo = r;
+	*hi = r - 1;
+	for (int a = 0, first = 1; a < r; a++)
+		if (red[a]) {
+			if (first)
 				*lo = a;
 			else if (*hi != a - 1)
 				return 0;
+			first = 0;
 			*hi = a;
 		}
-	return *lo >= 0;
+	return 1;
 }
 
 int train_op_infer(ir_graph *g, ir_node *n, diag *D)

@@ -17,6 +17,10 @@ shapes and attributes, built with onnx.helper and checked by onnx.checker:
   traced   a Python loop as a tracer writes it: T unrolled steps of an RNN or
            LSTM cell on Gather'ed time steps, per-step outputs stacked by
            Unsqueeze + Concat (what cellc's reroll pass folds back into a loop)
+  nn       a convolutional front end: Conv (strides, pads, dilations, groups),
+           MaxPool / AveragePool (ceil_mode, count_include_pad), inference
+           BatchNormalization, Pad (constant, reflect, edge), activations, then
+           GlobalAveragePool, LayerNormalization or a reduction (keepdims 0/1)
   quant    a float input quantized (QuantizeLinear, per tensor or per channel,
            uint8 or int8, or DynamicQuantizeLinear) into QLinearConv /
            ConvInteger (strides, pads, dilations, groups, per-channel weight
@@ -57,7 +61,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CELLC = os.path.join(ROOT, "build", "cellc")
 TOL = ["--atol", "1e-5", "--rtol", "1e-4"]
 F = TensorProto.FLOAT
-KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant")
+KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant", "nn")
 
 
 def vi(name, shape, dt=F):
@@ -460,8 +464,123 @@ def gen_quant(rng):
     return model_of(g.nodes, "quant", inputs, [vi("out", oshape)], g.inits, 13), ops
 
 
+def gen_nn(rng):
+    """A front end as models put before a recurrence: a chain over [N, C, L] or
+    [N, C, H, W] of Conv (kernel, stride, padding, dilation, groups, bias),
+    MaxPool / AveragePool (padding, ceil_mode, count_include_pad), inference
+    BatchNormalization, Pad (constant, reflect, edge), activations, then
+    maybe GlobalAveragePool, LayerNormalization or a reduction with or
+    without keepdims.  Shapes are tracked here so that every draw is valid."""
+    g = G(rng)
+    nsp = int(rng.integers(1, 3))
+    shape = [int(rng.integers(1, 3)), int(rng.integers(1, 5))] + [int(rng.integers(4, 9)) for _ in range(nsp)]
+    inputs = [vi("x", shape)]
+    cur, ops = "x", set()
+    opset = int(rng.choice([13, 17]))
+
+    def out_len(n, k, s, d, pb, pe, ceil=False):
+        span = d * (k - 1) + 1
+        num = n + pb + pe - span
+        return (-(-num // s) if ceil else num // s) + 1
+
+    for _ in range(int(rng.integers(1, 5))):
+        c = rng.random()
+        C, sp = shape[1], shape[2:]
+        if c < 0.35:
+            M = int(rng.integers(1, 5))
+            group = C if (C > 1 and rng.random() < 0.3) else 1
+            if group > 1:
+                M = C * int(rng.integers(1, 3))
+            k = [int(rng.integers(1, 4)) for _ in sp]
+            st = [int(rng.integers(1, 3)) for _ in sp]
+            dl = [int(rng.integers(1, 3)) for _ in sp]
+            pads = [int(rng.integers(0, kk)) for kk in k] * 2
+            outl = [out_len(sp[i], k[i], st[i], dl[i], pads[i], pads[len(sp) + i]) for i in range(len(sp))]
+            if min(outl) < 1 or any(sp[i] + 2 * pads[i] < dl[i] * (k[i] - 1) + 1 for i in range(len(sp))):
+                continue
+            w = g.weight([M, C // group] + k)
+            ins = [cur, w] + ([g.weight([M])] if rng.random() < 0.6 else [])
+            cur = g.node("Conv", ins, kernel_shape=k, strides=st, dilations=dl, pads=pads, group=group)
+            shape = [shape[0], M] + outl
+            ops.add("Conv")
+        elif c < 0.55:
+            op = str(rng.choice(["MaxPool", "AveragePool"]))
+            if ops and g.nodes[-1].op_type == "Pad":
+                # ONNX Runtime 1.x folds a Pad into the pool after it and then
+                # refuses its own pads ("Pad should be smaller than kernel")
+                continue
+            k = [int(rng.integers(1, 4)) for _ in sp]
+            st = [int(rng.integers(1, min(kk, 2) + 1)) for kk in k]      # ONNX Runtime: stride <= kernel
+            pads = [int(rng.integers(0, kk)) if kk > 1 else 0 for kk in k] * 2
+            ceil = int(rng.random() < 0.3)
+            outl = [out_len(sp[i], k[i], st[i], 1, pads[i], pads[len(sp) + i], ceil) for i in range(len(sp))]
+            # windows fit the padded input; ceil_mode: the last one starts inside it
+            if min(outl) < 1 or any(sp[i] + 2 * pads[i] < k[i] for i in range(len(sp))) or \
+                    any((outl[i] - 1) * st[i] >= sp[i] + pads[i] for i in range(len(sp))):
+                continue
+            attrs = dict(kernel_shape=k, strides=st, pads=pads, ceil_mode=ceil)
+            if op == "AveragePool":
+                attrs["count_include_pad"] = int(rng.random() < 0.5)
+            cur = g.node(op, [cur], **attrs)
+            shape = shape[:2] + outl
+            ops.add(op)
+        elif c < 0.65:
+            # scales away from 0: a channel scaled to nearly nothing makes the
+            # rows a later LayerNormalization divides by their spread nearly
+            # constant, where float32 itself gives no 4 correct digits
+            mean, var = g.weight([C]), numpy_helper.from_array(
+                (rng.random(C) + 0.5).astype(np.float32), g.name("var"))
+            scl = numpy_helper.from_array((rng.choice([-1, 1], C) * (rng.random(C) + 0.5)).astype(np.float32),
+                                          g.name("scale"))
+            g.inits += [var, scl]
+            cur = g.node("BatchNormalization", [cur, scl.name, g.weight([C]), mean, var.name],
+                         epsilon=float(rng.choice([1e-5, 1e-3])))
+            ops.add("BatchNormalization")
+        elif c < 0.8:
+            mode = str(rng.choice(["constant", "reflect", "edge"]))
+            lim = min(sp) - 1 if mode == "reflect" else 2
+            pads = [0, 0] + [int(rng.integers(0, lim + 1)) for _ in sp] + [0, 0] + \
+                   [int(rng.integers(0, lim + 1)) for _ in sp]
+            ins = [cur, g.const(pads)]
+            if mode == "constant" and rng.random() < 0.5:
+                cv = g.name("cv")
+                g.inits.append(numpy_helper.from_array(np.array(rng.standard_normal(), np.float32), cv))
+                ins.append(cv)
+            cur = g.node("Pad", ins, mode=mode)
+            shape = shape[:2] + [sp[i] + pads[2 + i] + pads[len(shape) + 2 + i] for i in range(len(sp))]
+            ops.add("Pad")
+        else:
+            op = str(rng.choice(["Relu", "Sigmoid", "Tanh", "LeakyRelu"]))
+            cur = g.node(op, [cur], **({"alpha": 0.1} if op == "LeakyRelu" else {}))
+            ops.add(op)
+    c = rng.random()
+    if c < 0.25:
+        cur = g.node("GlobalAveragePool", [cur])
+        shape = shape[:2] + [1] * (len(shape) - 2)
+        ops.add("GlobalAveragePool")
+    elif c < 0.45 and opset >= 17:
+        cur = g.node("LayerNormalization", [cur, g.weight([shape[-1]]), g.weight([shape[-1]])], axis=-1)
+        ops.add("LayerNormalization")
+    elif c < 0.75:
+        op = str(rng.choice(["ReduceMean", "ReduceSum", "ReduceMax"]))
+        axes = sorted(int(a) for a in rng.choice(len(shape), int(rng.integers(1, len(shape))), replace=False))
+        keep = int(rng.random() < 0.5)
+        if op == "ReduceSum":
+            cur = g.node(op, [cur, g.const(axes)], keepdims=keep)
+        else:
+            cur = g.node(op, [cur], axes=axes, keepdims=keep)
+        shape = [1 if i in axes else d for i, d in enumerate(shape)] if keep else \
+                [d for i, d in enumerate(shape) if i not in axes]
+        ops.add(op)
+    if not g.nodes:
+        cur = g.node("Relu", [cur])
+        ops.add("Relu")
+    g.nodes[-1].output[0] = "out"
+    return model_of(g.nodes, "nn", inputs, [vi("out", shape)], g.inits, opset), ops
+
+
 GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "traced": gen_traced,
-        "quant": gen_quant}
+        "quant": gen_quant, "nn": gen_nn}
 
 
 # ---- running -------------------------------------------------------------------------------
