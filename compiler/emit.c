@@ -1482,8 +1482,8 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 			args = arena_printf(E->A, "%s, d_%s", args, t->sym[i]);
 		}
 	capture_begin(w, &c, 0);
-	ew_line(w, "/* Recurrence '%s'%s%s: its time loop, called once by forward. */", cmt(E->A, n->name),
-		n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "");
+	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by forward. */", fn,
+		cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "");
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
 	fn_open(w, "static int %s(%s)", fn, params);
 	fputs(body, w->f);
