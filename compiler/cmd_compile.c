@@ -307,12 +307,13 @@ static int64_t *max_dims(arena *A, diag *D, const ir_graph *g, const named_dim *
 	int64_t *v = arena_array(A, (size_t)g->nsyms + 1, sizeof *v);
 	for (int j = 0; j < nmd; j++) {
 		int i = 0;
-		while (i < g->nsyms && strcmp(g->syms[i], md[j].name) != 0)
+		while (i < g->nsyms && (strcmp(g->syms[i], md[j].name) != 0 || !ir_sym_free(g, i)))
 			i++;
 		if (i == g->nsyms) {
 			char *known = "";
 			for (int k = 0; k < g->nsyms; k++)
-				known = arena_printf(A, "%s%s'%s'", known, k ? ", " : "", g->syms[k]);
+				if (ir_sym_free(g, k))
+					known = arena_printf(A, "%s%s'%s'", known, *known ? ", " : "", g->syms[k]);
 			diag_error(D, "--max-dim %s: the model has no dimension symbol of that name (it has %s)",
 				   md[j].name, g->nsyms ? known : "none");
 			return NULL;
@@ -320,7 +321,7 @@ static int64_t *max_dims(arena *A, diag *D, const ir_graph *g, const named_dim *
 		v[i] = md[j].value;
 	}
 	for (int i = 0; i < g->nsyms && all; i++)
-		if (!v[i]) {
+		if (!v[i] && ir_sym_free(g, i)) {
 			diag_error(D, "--no-malloc: give the largest value of dimension symbol '%s' with "
 				      "--max-dim %s=N (the arena is sized for it)", g->syms[i], g->syms[i]);
 			return NULL;
@@ -383,7 +384,7 @@ static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_
 					else
 						ok = !ir_dim_is_const(d) || d.k == x->shape.d[i].k;
 					for (int y = 0; ok && maxd && y < g->nsyms; y++)
-						if (ir_dim_eq(d, ir_dim_sym(y)) && x->shape.d[i].k > maxd[y]) {
+						if (ir_sym_free(g, y) && ir_dim_eq(d, ir_dim_sym(y)) && x->shape.d[i].k > maxd[y]) {
 							diag_error(D, "--testbench %s: %s '%s' has %s = %lld, above its --max-dim %lld",
 								   t->dir, o ? "output" : "input", gv->name, g->syms[y],
 								   (long long)x->shape.d[i].k, (long long)maxd[y]);

@@ -18,6 +18,7 @@
 #include "recognize.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void print_usage(FILE *f)
@@ -106,7 +107,7 @@ static int step_symbol(const ir_graph *g)
 				sym = k;
 				count += T.pow[k];
 			}
-		return T.k == 1 && count == 1 ? sym : -1;
+		return T.k == 1 && count == 1 && ir_sym_free(g, sym) ? sym : -1;
 	}
 	return -1;
 }
@@ -240,7 +241,11 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 		/* shapes are known: the interface */
 		printf("symbols:   ");
 		for (int i = 0; i < g->nsyms; i++)
-			printf("%s%s", i ? ", " : "", g->syms[i]);
+			if (ir_sym_free(g, i))
+				printf("%s%s", i ? ", " : "", g->syms[i]);
+			else
+				printf("%s%s (= %s %c %lld)", i ? ", " : "", g->syms[i], g->syms[g->sym_base[i] - 1],
+				       g->sym_off[i] < 0 ? '-' : '+', (long long)llabs(g->sym_off[i]));
 		printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
 		print_values(A, "inputs", g->ninputs, g->inputs);
 		print_values(A, "outputs", g->noutputs, g->outputs);

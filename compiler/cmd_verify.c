@@ -888,22 +888,32 @@ static uint64_t next_rand(uint64_t *st)
 static int64_t dim_value(verify *V, ir_dim d, const char *what)
 {
 	int64_t v = d.k;
-	for (int i = 0; i < V->g0->nsyms; i++) {
+	const ir_graph *g = V->g0;
+	for (int i = 0; i < g->nsyms; i++) {
 		if (!d.pow[i])
 			continue;
+		int b = ir_sym_free(g, i) ? i : g->sym_base[i] - 1;     /* derived: its base's value */
 		int j = 0;
-		while (j < V->ndims && strcmp(V->dim_name[j], V->g0->syms[i]) != 0)
+		while (j < V->ndims && strcmp(V->dim_name[j], g->syms[b]) != 0)
 			j++;
 		if (j == V->ndims) {
 			char *all = "";
-			for (int k = 0; k < V->g0->nsyms; k++)
-				all = arena_printf(&V->A, "%s%s%s", all, k ? ", " : "", V->g0->syms[k]);
-			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give its value with "
-					"--dim %s=V (the model's symbols: %s)\n", what, V->g0->syms[i], V->g0->syms[i], all);
+			for (int k = 0; k < g->nsyms; k++)
+				if (ir_sym_free(g, k))
+					all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
+			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' with "
+					"--dim %s=V (the model's symbols: %s)\n", what, g->syms[i], g->syms[b], g->syms[b], all);
+			return -1;
+		}
+		int64_t x = V->dim_value[j] + (b == i ? 0 : g->sym_off[i]);
+		if (x < 1) {
+			fprintf(stderr, "cellc verify: %s: '%s' = %s %c %lld is %lld with --dim %s=%lld; it must be at "
+					"least 1\n", what, g->syms[i], g->syms[b], g->sym_off[i] < 0 ? '-' : '+',
+				(long long)llabs(g->sym_off[i]), (long long)x, g->syms[b], (long long)V->dim_value[j]);
 			return -1;
 		}
 		for (int p = 0; p < d.pow[i]; p++)
-			v *= V->dim_value[j];
+			v *= x;
 	}
 	return v;
 }

@@ -194,6 +194,8 @@ static uint64_t seed_attr(const ir_node *n, int *has)
 	return bits;
 }
 
+static const char *cmt(arena *A, const char *s);
+
 /* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
  * within the maxima the arena was sized for): the emitted loops index with
  * int64_t products of them. */
@@ -201,6 +203,15 @@ static void emit_dims_check(emit_ctx *E, int arena_limits)
 {
 	struct emit_tabs *t = E->tabs;
 	for (int i = 0; i < E->g->nsyms; i++) {
+		if (!ir_sym_free(E->g, i)) {
+			/* a derived symbol: its value from its base's, at least 1 */
+			int b = E->g->sym_base[i] - 1;
+			int64_t off = E->g->sym_off[i];
+			ew_line(E->w, "if (d->%s %c %lld < 1) /* symbol '%s' */", t->sym[b], off < 0 ? '-' : '+',
+				(long long)(off < 0 ? -off : off), cmt(E->A, E->g->syms[i]));
+			ew_line(E->w, "\treturn RT_ERR_SHAPE;");
+			continue;
+		}
 		ew_line(E->w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
 		ew_line(E->w, "\treturn RT_ERR_SHAPE;");
 		if (arena_limits) {
@@ -215,7 +226,7 @@ static void emit_dims_locals(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
 	for (int i = 0; i < E->g->nsyms; i++)
-		if (t->used_sym[i])
+		if (t->used_sym[i] && ir_sym_free(E->g, i))
 			ew_line(E->w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
 }
 
@@ -452,9 +463,19 @@ const char *emit_dim(emit_ctx *E, ir_dim d)
 	int factors = d.k == 1 ? 0 : 1;
 	for (int i = 0; i < E->g->nsyms; i++)
 		for (int p = 0; p < d.pow[i]; p++) {
-			E->tabs->used_sym[i] = 1;
-			s = s ? arena_printf(E->A, "%s * d_%s", s, E->tabs->sym[i])
-			      : arena_printf(E->A, "d_%s", E->tabs->sym[i]);
+			const char *f;
+			if (ir_sym_free(E->g, i)) {
+				E->tabs->used_sym[i] = 1;
+				f = arena_printf(E->A, "d_%s", E->tabs->sym[i]);
+			} else {
+				/* derived: base plus offset */
+				int b = E->g->sym_base[i] - 1;
+				int64_t off = E->g->sym_off[i];
+				E->tabs->used_sym[b] = 1;
+				f = arena_printf(E->A, "(d_%s %c %lld)", E->tabs->sym[b], off < 0 ? '-' : '+',
+						 (long long)(off < 0 ? -off : off));
+			}
+			s = s ? arena_printf(E->A, "%s * %s", s, f) : (char *)f;
 			factors++;
 		}
 	return factors > 1 ? arena_printf(E->A, "(%s)", s) : s;
@@ -649,7 +670,7 @@ static int find_time_sym(const ir_graph *g)
 				sym = k;
 				count += d.pow[k];
 			}
-		return d.k == 1 && count == 1 ? sym : -1;
+		return d.k == 1 && count == 1 && ir_sym_free(g, sym) ? sym : -1;
 	}
 	return -1;
 }
@@ -664,10 +685,13 @@ int emit_time_sym(const ir_graph *g)
 static int64_t dim_at_max(emit_ctx *E, ir_dim d)
 {
 	int64_t v = d.k;
-	for (int i = 0; i < E->g->nsyms; i++)
+	for (int i = 0; i < E->g->nsyms; i++) {
+		int64_t m = ir_sym_free(E->g, i) ? E->o->max_dims[i]
+			  : E->o->max_dims[E->g->sym_base[i] - 1] + E->g->sym_off[i];
 		for (int p = 0; p < d.pow[i]; p++)
-			if (__builtin_mul_overflow(v, E->o->max_dims[i], &v))
+			if (m < 1 || __builtin_mul_overflow(v, m, &v))
 				return -1;
+	}
 	return v;
 }
 
@@ -741,6 +765,12 @@ static void blk_provenance(emit_ctx *E)
 	/* the dimension legend: where each symbol of the dims struct comes from */
 	for (int i = 0; i < g->nsyms; i++) {
 		const char *from = "given by the caller";
+		if (!ir_sym_free(g, i)) {
+			int b = g->sym_base[i] - 1;
+			ew_line(E->w, " *          %s: computed, %s %c %lld", cmt(E->A, g->syms[i]), E->tabs->sym[b],
+				g->sym_off[i] < 0 ? '-' : '+', (long long)llabs(g->sym_off[i]));
+			continue;
+		}
 		for (int k = 0; k < g->ninputs && !strcmp(from, "given by the caller"); k++)
 			for (int a = 0; a < g->inputs[k]->shape.rank; a++)
 				if (ir_dim_eq(g->inputs[k]->shape.d[a], ir_dim_sym(i))) {
@@ -757,7 +787,8 @@ static void blk_dims(emit_ctx *E)
 	if (E->g->nsyms == 0)
 		ew_line(E->w, "int64_t unused_;        /* the model has no dimension symbols */");
 	for (int i = 0; i < E->g->nsyms; i++)
-		ew_line(E->w, "int64_t %s;%*s/* symbol '%s' */", E->tabs->sym[i],
+		if (ir_sym_free(E->g, i))
+			ew_line(E->w, "int64_t %s;%*s/* symbol '%s' */", E->tabs->sym[i],
 			(int)(strlen(E->tabs->sym[i]) < 16 ? 16 - strlen(E->tabs->sym[i]) : 1), "",
 			cmt(E->A, E->g->syms[i]));
 }
@@ -888,9 +919,11 @@ static void api_stream(emit_ctx *E)
 	ew_line(w, "\treturn RT_ERR_ARG;");
 	emit_dims_check(E, E->o->no_malloc);
 	for (int i = 0; i < g->nsyms; i++)
-		ew_line(w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+		if (ir_sym_free(g, i))
+			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
 	for (int i = 0; i < g->nsyms; i++)
-		ew_line(w, "(void)d_%s;", t->sym[i]);
+		if (ir_sym_free(g, i))
+			ew_line(w, "(void)d_%s;", t->sym[i]);
 	for (int k = 0; k < t->ncarry; k++) {
 		const ir_value *v = g->inputs[t->carry_in[k]];
 		ew_line(w, "const size_t n%d = (size_t)%s;", k, emit_numel(E, &v->shape));
@@ -1746,7 +1779,7 @@ static void api_io_tables(emit_ctx *E)
 static int binds_symbol(const ir_graph *g, int k, int i)
 {
 	for (int sy = 0; sy < g->nsyms; sy++)
-		for (int kk = 0; kk < g->ninputs; kk++) {
+		for (int kk = 0; kk < g->ninputs && ir_sym_free(g, sy); kk++) {
 			const ir_shape *s = &g->inputs[kk]->shape;
 			int ii;
 			for (ii = 0; ii < s->rank && !ir_dim_eq(s->d[ii], ir_dim_sym(sy)); ii++)
@@ -1792,7 +1825,7 @@ static void api_bind_dims(emit_ctx *E)
 		ew_line(w, "\treturn RT_ERR_ARG;");
 	}
 	for (int sy = 0; sy < g->nsyms; sy++) {
-		int found = 0;
+		int found = !ir_sym_free(g, sy);        /* derived: computed */
 		for (int k = 0; k < g->ninputs && !found; k++) {
 			const ir_shape *s = &g->inputs[k]->shape;
 			for (int i = 0; i < s->rank && !found; i++)
@@ -2214,7 +2247,8 @@ static void blk_create_decls(emit_ctx *E)
 	ew_line(w, " * %s_MAX_* values (cellc compile --max-dim); larger dims are refused", n);
 	ew_line(w, " * with RT_ERR_SHAPE. */");
 	for (int i = 0; i < E->g->nsyms; i++)
-		ew_line(w, "#define %s_MAX_%s INT64_C(%lld)", n, t->sym[i], (long long)E->o->max_dims[i]);
+		if (ir_sym_free(E->g, i))
+			ew_line(w, "#define %s_MAX_%s INT64_C(%lld)", n, t->sym[i], (long long)E->o->max_dims[i]);
 	ew_line(w, "#define %s_ARENA_BYTES ((size_t)%lld)", n, (long long)arena_bytes(E));
 	ew_line(w, "%s", "");
 	ew_line(w, "/* Makes an instance inside arena[arena_bytes] (RT_ERR_NOMEM: too small,");

@@ -80,11 +80,13 @@ ir_dim infer_elem_dim(const ir_value *v, int64_t i);
 
 /* Monomial arithmetic on symbolic-constant elements (k may be negative).
  * Each returns 1 and sets *r, or 0 when the result is not a monomial or
- * overflows. */
+ * overflows.  Sums given the graph g (NULL: none) also take a constant
+ * plus or minus one symbol to a derived symbol (ir_sym_offset: T - 1), and
+ * the difference of two symbols of one base to a constant. */
 int infer_mono_is_const(ir_dim a);
 int infer_mono_mul(ir_dim a, ir_dim b, ir_dim *r);
-int infer_mono_add(ir_dim a, ir_dim b, ir_dim *r);
-int infer_mono_sub(ir_dim a, ir_dim b, ir_dim *r);
+int infer_mono_add(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r);
+int infer_mono_sub(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r);
 int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r);   /* truncating, like C */
 /* A monomial as text: "-1", "batch", "4*seq*batch", "seq^2". */
 const char *infer_mono_str(arena *A, const ir_graph *g, ir_dim a);

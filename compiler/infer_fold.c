@@ -612,8 +612,8 @@ static int fold_binary(fctx *c)
 		int64_t ia = it.off[0], ib = it.off[1];
 		if (sym) {
 			ir_dim a = infer_elem_dim(A, ia), b = infer_elem_dim(B, ib), r;
-			int ok = n->op == OP_ADD ? infer_mono_add(a, b, &r) :
-				 n->op == OP_SUB ? infer_mono_sub(a, b, &r) :
+			int ok = n->op == OP_ADD ? infer_mono_add(c->g, a, b, &r) :
+				 n->op == OP_SUB ? infer_mono_sub(c->g, a, b, &r) :
 				 n->op == OP_MUL ? infer_mono_mul(a, b, &r) : infer_mono_div(a, b, &r);
 			if (!ok)
 				return ferr(c, "cannot compute %s %s %s at compile time: cellc keeps "

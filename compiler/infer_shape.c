@@ -643,6 +643,10 @@ static int slice_len(ictx *c, int axis, ir_dim D, ir_dim st, ir_dim en, int64_t 
 		*len = q;
 		return 0;
 	}
+	/* x[1:], x[:-1] of a time axis T: the derived symbol T - 1 (checked to
+	 * be at least 1 at run time, like every symbol) */
+	if (da == 1 && (step == 1 || step == -1) && ir_sym_offset(c->g, D, dc, len))
+		return 0;
 	char lt[160];
 	const char *ds = dimstr(c, D);
 	snprintf(lt, sizeof lt, "%s%s", da < 0 ? "-" : "", ds);       /* da is +-1 here */
@@ -732,7 +736,7 @@ static int infer_split(ictx *c)
 		for (int i = 0; i < m; i++) {
 			if (part[i].k < 0)
 				return fail(c, "'split' element %d is %s", i, mono(c, part[i]));
-			if (!infer_mono_add(sum, part[i], &sum))
+			if (!infer_mono_add(c->g, sum, part[i], &sum))
 				return fail(c, "the sizes in 'split' do not add up to a product of dimension "
 					    "symbols (axis %d has size %s)", axis, dimstr(c, D));
 		}
@@ -793,7 +797,7 @@ static int infer_concat(ictx *c)
 				    shp(c, &y->shape), shp(c, &x->shape));
 		for (int i = 0; i < r; i++) {
 			if (i == axis) {
-				if (!infer_mono_add(s.d[i], y->shape.d[i], &s.d[i]))
+				if (!infer_mono_add(c->g, s.d[i], y->shape.d[i], &s.d[i]))
 					return fail(c, "cannot concatenate along axis %d: sizes %s and %s do not "
 						    "add up to a product of dimension symbols", axis,
 						    dimstr(c, s.d[i]), dimstr(c, y->shape.d[i]));
@@ -3049,7 +3053,61 @@ int infer_mono_mul(ir_dim a, ir_dim b, ir_dim *r)
 	return 1;
 }
 
-int infer_mono_add(ir_dim a, ir_dim b, ir_dim *r)
+/* The symbol of d = +-S (k = 1 or -1, one power 1), its sign in *sign; -1 otherwise. */
+static int signed_sym(ir_dim d, int *sign)
+{
+	*sign = d.k < 0 ? -1 : 1;
+	if (d.k == -1)
+		d.k = 1;
+	return ir_dim_one_sym(d);
+}
+
+/* Sums that leave the monomials: a constant and +-S (S + c is the derived
+ * symbol base + off + c, ir_sym_offset), or +S and -S' of one base (a
+ * constant). */
+static int mono_add_derived(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
+{
+	if (!g)
+		return 0;
+	g = ir_root(g);
+	int sa, sb;
+	int ia = signed_sym(a, &sa), ib = signed_sym(b, &sb);
+	if (infer_mono_is_const(b) && ia >= 0) {
+		ir_dim t = a;
+		a = b;
+		b = t;
+		ia = ib;
+		ib = signed_sym(b, &sb);
+	}
+	if (infer_mono_is_const(a) && ib >= 0) {
+		/* c + sb*S = sb*(S + sb*c) */
+		if (a.k == INT64_MIN)
+			return 0;
+		ir_dim s = ir_dim_sym(ib), o;
+		if (!ir_sym_offset(g, s, sb * a.k, &o))
+			return 0;
+		if (sb < 0 && infer_mono_is_const(o)) {
+			if (o.k == INT64_MIN)
+				return 0;
+			o.k = -o.k;
+		} else if (sb < 0) {
+			o.k = -1;
+		}
+		*r = o;
+		return 1;
+	}
+	if (ia >= 0 && ib >= 0 && sa == -sb && ia < g->nsyms && ib < g->nsyms) {
+		int ba = g->sym_base[ia] ? g->sym_base[ia] - 1 : ia, bb = g->sym_base[ib] ? g->sym_base[ib] - 1 : ib;
+		if (ba != bb)
+			return 0;
+		int64_t oa = g->sym_base[ia] ? g->sym_off[ia] : 0, ob = g->sym_base[ib] ? g->sym_off[ib] : 0;
+		*r = ir_dim_const(sa * (oa - ob));      /* |off| <= INT32_MAX: no overflow */
+		return 1;
+	}
+	return 0;
+}
+
+int infer_mono_add(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
 {
 	if (a.k == 0) {
 		*r = b;
@@ -3060,7 +3118,7 @@ int infer_mono_add(ir_dim a, ir_dim b, ir_dim *r)
 		return 1;
 	}
 	if (!same_pows(a, b))
-		return 0;
+		return mono_add_derived(g, a, b, r);
 	ir_dim o = a;
 	if (__builtin_add_overflow(a.k, b.k, &o.k))
 		return 0;
@@ -3070,12 +3128,12 @@ int infer_mono_add(ir_dim a, ir_dim b, ir_dim *r)
 	return 1;
 }
 
-int infer_mono_sub(ir_dim a, ir_dim b, ir_dim *r)
+int infer_mono_sub(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
 {
 	if (b.k == INT64_MIN)
 		return 0;
 	b.k = -b.k;
-	return infer_mono_add(a, b, r);
+	return infer_mono_add(g, a, b, r);
 }
 
 int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r)

@@ -225,6 +225,12 @@ typedef struct ir_graph {
 	/* root graph only: */
 	int nsyms;
 	const char *syms[IR_MAX_SYMS]; /* names of dimension symbols */
+	/* A derived symbol stands for a free one plus a constant (x[:-1] of a
+	 * time axis T has T - 1 steps; Concat of 1 and T - 1 steps has T): to
+	 * every monomial rule it is a symbol of its own, its value is computed
+	 * from its base, never given by the caller (ir_sym_offset). */
+	int sym_base[IR_MAX_SYMS];     /* derived: index + 1 of its (free) base; 0: free */
+	int64_t sym_off[IR_MAX_SYMS];  /* derived: value = base + sym_off (never 0) */
 	int opset;              /* default-domain opset of the source */
 	const char *producer;   /* producer name and version, for the provenance header */
 	const char *source;     /* model file path */
@@ -241,6 +247,16 @@ typedef struct ir_graph {
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);
 ir_graph *ir_root(ir_graph *g);
 int ir_sym_add(ir_graph *g, const char *name);           /* index; existing if same name; -1 if full */
+/* Symbol i is free: its value is given by the caller (not derived). */
+int ir_sym_free(const ir_graph *g, int i);
+/* d + c where d is a constant or one symbol (k = 1, one power 1), free or
+ * derived: the constant, the base symbol (offset 0) or the derived symbol
+ * base + offset (made on first use, named base_minus_N / base_plus_N).
+ * Returns 1 and sets *r; 0 when d is another monomial, the offset exceeds
+ * INT32_MAX in magnitude or no symbol is left. */
+int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
+/* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
+int ir_dim_one_sym(ir_dim d);
 ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype dt);
 ir_value *ir_const_new(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s, const void *data);
 ir_value *ir_const_i64(ir_graph *g, const char *name, int n, const int64_t *v); /* 1-D */

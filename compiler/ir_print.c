@@ -547,6 +547,12 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 				if (i)
 					sb_puts(&b, ", ");
 				sb_ident(&b, g->syms[i]);
+				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1" */
+					sb_puts(&b, " = ");
+					sb_ident(&b, g->syms[g->sym_base[i] - 1]);
+					sb_printf(&b, " %c %lld", g->sym_off[i] < 0 ? '-' : '+',
+						  (long long)(g->sym_off[i] < 0 ? -g->sym_off[i] : g->sym_off[i]));
+				}
 			}
 			sb_puts(&b, "\n");
 		}

@@ -14,6 +14,8 @@
  *   - after any pass but "load": every value in use has a supported dtype and
  *     a known shape;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
+ *   - derived dimension symbols (ir.h) name a free symbol as their base and
+ *     a nonzero offset of at most INT32_MAX in magnitude;
  *   - data-dependent lengths (ir_value.data_dep): after "infer", exactly the
  *     outputs ir_op_dd_output names have one, on an axis of their rank, in
  *     the root graph only, and no node reads such a value (the graph
@@ -311,6 +313,13 @@ int ir_verify(const ir_graph *g, const char *after_pass)
 	free(names.slot);
 	infer_set def;
 	infer_set_init(&def);
+	for (int i = 0; !g->parent && i < g->nsyms; i++) {
+		int b = g->sym_base[i] - 1;
+		if (g->sym_base[i] && (b < 0 || b >= g->nsyms || b == i || g->sym_base[b] || g->sym_off[i] == 0 ||
+				       g->sym_off[i] > INT32_MAX || g->sym_off[i] < -(int64_t)INT32_MAX))
+			bad(&c, g, "dimension symbol '%s' is derived from symbol %d with offset %lld", g->syms[i], b,
+			    (long long)g->sym_off[i]);
+	}
 	check_graph(&c, g, &def);
 	infer_set_free(&def);
 	if (c.nerr) {

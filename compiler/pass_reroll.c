@@ -2062,6 +2062,21 @@ static int time_safe(const ir_node *n)
  * the input (x itself when x is one) and, in chain[0 .. *n), the nodes from
  * the input to x in order; NULL when x is computed otherwise. */
 enum { CHAIN_MAX = 12, IR_MAX_INPUTS_SAVE = 16 };
+
+/* v is computed from weights and constants only (shape constants included:
+ * a Shape of an input is folded into one), looking at most *budget values
+ * back (0 when that is not enough). */
+static int value_free(const ir_value *v, int *budget)
+{
+	if (v->kind == VAL_WEIGHT || v->kind == VAL_CONST)
+		return 1;
+	if (v->kind != VAL_TEMP || !v->producer || --*budget <= 0)
+		return 0;
+	for (int k = 0; k < v->producer->nin; k++)
+		if (v->producer->in[k] && !value_free(v->producer->in[k], budget))
+			return 0;
+	return 1;
+}
 static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n, int *in_axis)
 {
 	ir_node *rev[CHAIN_MAX];
@@ -2097,6 +2112,23 @@ static ir_value *seq_input(ir_value *x, int axis, ir_node **chain, int *n, int *
 			data = p->in[1];        /* tokens [B, T] -> [B, T, E] */
 		} else if (p->op == OP_CAST || (ir_ops[p->op].kind == OPK_ELEM && p->nin == 1)) {
 			data = p->in[0];
+		} else if (p->op == OP_SLICE && p->nin >= 4 && p->in[3] && ir_value_is_const(p->in[3]) &&
+			   ir_shape_const_numel(&p->in[3]->shape) == 1 && p->in[0] &&
+			   p->in[0]->shape.rank == v->shape.rank &&
+			   (ir_const_int(p->in[3], 0) == axis || ir_const_int(p->in[3], 0) == axis - v->shape.rank)) {
+			data = p->in[0];        /* x[:-1], x[1:] on the time axis (re-inferred) */
+		} else if (p->op == OP_CONCAT && (ir_attr_int(p, "axis", 0) == axis ||
+						  ir_attr_int(p, "axis", 0) == axis - v->shape.rank)) {
+			/* a start token in front: the one input computed from a graph
+			 * input's values; the others from weights and constants */
+			for (int q = 0; q < p->nin; q++) {
+				int budget = 64;
+				if (p->in[q] && !value_free(p->in[q], &budget)) {
+					if (data)
+						return NULL;
+					data = p->in[q];
+				}
+			}
 		} else if (ir_ops[p->op].kind == OPK_ELEM && p->nin == 2) {
 			for (int q = 0; q < 2; q++)
 				if (p->in[q] && p->in[1 - q] && ir_value_is_const(p->in[1 - q]) &&
@@ -2181,6 +2213,106 @@ static ir_node *fixed_upstream(const fixed_recs *F, ir_value *x, int axis, ir_di
 	return p;
 }
 
+/* Dim d (after the time axis became the symbol Tin) in terms of the trace:
+ * every symbol of Tin's base at its traced value (Tin at L, a symbol derived
+ * from it at L plus its offset).  Returns whether d involves such a symbol
+ * and, when before is given, whether d at the trace equals before. */
+static int traced_as(ir_graph *g, ir_dim Tin, int64_t L, ir_dim d, const ir_dim *before)
+{
+	int base = ir_dim_one_sym(Tin);
+	if (base < 0 || ir_dim_is_const(d))
+		return 0;
+	if (g->sym_base[base]) {
+		L -= g->sym_off[base];
+		base = g->sym_base[base] - 1;
+	}
+	int involved = 0;
+	for (int i = 0; i < g->nsyms; i++) {
+		if (!d.pow[i] || (i != base && g->sym_base[i] != base + 1))
+			continue;
+		involved = 1;
+		int64_t v = i == base ? L : L + g->sym_off[i];
+		for (int p = 0; p < d.pow[i]; p++)
+			if (v < 1 || __builtin_mul_overflow(d.k, v, &d.k))
+				return 0;
+		d.pow[i] = 0;
+	}
+	return involved && (!before || ir_dim_eq(d, *before));
+}
+
+/* Whether the values rec starts from (initial states, a stacked output's
+ * entry before the loop's) are computed with a weight matrix the body
+ * multiplies by: a step ran before the loop (a start token's). */
+static int has_prologue_step(rr *R, ir_node *rec)
+{
+	ir_graph *g = R->g;
+	char *wt = arena_alloc(R->A, (size_t)g->nvalues + 1);
+	for (int i = 0; i < rec->body->nnodes; i++) {
+		ir_node *n = rec->body->nodes[i];
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && n->in[k]->kind == VAL_WEIGHT && n->in[k]->shape.rank >= 2 &&
+			    n->in[k]->graph == g && n->in[k]->id >= 0 && n->in[k]->id < g->nvalues)
+				wt[n->in[k]->id] = 1;
+	}
+	ir_value **todo = arena_array(R->A, (size_t)g->nvalues + 1, sizeof *todo);
+	char *seen = arena_alloc(R->A, (size_t)g->nvalues + 1);
+	int sp = 0, nseq = (int)ir_attr_int(rec, "n_seq", 0), ns = (int)ir_attr_int(rec, "n_state", 0);
+	for (int k = nseq; k < rec->nin && k < nseq + ns; k++)
+		todo[sp++] = rec->in[k];
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = ns; k < rec->nout; k++)
+			if (g->nodes[i]->op == OP_CONCAT && g->nodes[i]->nin == 2 && rec->out[k] &&
+			    g->nodes[i]->in[1] == rec->out[k])
+				todo[sp++] = g->nodes[i]->in[0];
+	while (sp > 0) {
+		ir_value *v = todo[--sp];
+		if (!v || v->graph != g || v->id < 0 || v->id >= g->nvalues || seen[v->id])
+			continue;
+		seen[v->id] = 1;
+		if (wt[v->id])
+			return 1;
+		ir_node *p = v->producer;
+		for (int k = 0; p && k < p->nin; k++)
+			if (p->in[k] && sp < g->nvalues)
+				todo[sp++] = p->in[k];
+	}
+	return 0;
+}
+
+/* Slice(x, 0, off) on its time axis (off < 0) in front of every sequence of
+ * rec: the loop reads the first steps of a longer input. */
+static void rec_time_slices(rr *R, ir_node *rec, int64_t off)
+{
+	ir_graph *g = R->g;
+	diag q;
+	diag_init(&q, R->D->file);
+	q.quiet = 1;
+	for (int s = 0; s < R->nseq; s++) {
+		ir_value *x = rec->in[s];
+		int64_t st = 0, en = off, ax = R->seq[s].axis, one = 1;
+		ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
+		sl->in[0] = x;
+		sl->in[1] = ir_const_i64(g, NULL, 1, &st);
+		sl->in[2] = ir_const_i64(g, NULL, 1, &en);
+		sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
+		sl->in[4] = ir_const_i64(g, NULL, 1, &one);
+		sl->out[0] = ir_value_new(g, NULL, VAL_TEMP, x->dtype);
+		sl->out[0]->producer = sl;
+		sl->origin = "the steps the loop reads (it leaves the last ones)";
+		if (infer_node(g, sl, &q))
+			UNREACHABLE();
+		rec->in[s] = sl->out[0];
+		ir_node **nodes = arena_array(R->A, (size_t)g->nnodes + 1, sizeof *nodes);
+		int k = 0;
+		for (int i = 0; i < g->nnodes; i++) {
+			if (g->nodes[i] == rec)
+				nodes[k++] = sl;
+			nodes[k++] = g->nodes[i];
+		}
+		ir_set_nodes(g, nodes, k);
+	}
+}
+
 static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 {
 	ir_graph *g = R->g;
@@ -2188,6 +2320,7 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 	ir_value *x0 = R->seq[0].src;
 	ir_dim d0 = x0->shape.d[R->seq[0].axis];
 	int have_sym = !ir_dim_is_const(d0);
+	int64_t L = T;          /* a static export's traced length of the sequences */
 	/* an earlier loop's stacked output: that loop's symbolic length */
 	ir_node *up = NULL;
 	if (!have_sym && R->nseq == 1) {
@@ -2198,12 +2331,29 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 			have_sym = 1;
 		}
 	}
+	/* A dynamic time axis's traced length is not in the file: the loop is
+	 * taken to read all of it.  After a first step that reads something
+	 * else, the loop may as well leave the last step unread (x[t-1] after a
+	 * start token): the file cannot tell, T stays. */
+	if (have_sym && !up && has_prologue_step(R, rec))
+		return arena_printf(R->A, "T stays %d: a step before the loop (a start token's) reads no step of "
+				    "'%s', and with a dynamic time axis the file cannot tell whether the loop "
+				    "reads all of it or leaves its last step (x[t-1] after the start token); "
+				    "export it with a static time axis, or give the loop torch.cat([start, "
+				    "x[:-1]]) to read", T, x0->name);
 	for (int s = 0; s < R->nseq && !up; s++) {
 		ir_value *x = R->seq[s].src;
 		ir_dim dx = x->shape.d[R->seq[s].axis];
-		if (ir_dim_is_const(dx) && dx.k != T)
-			return arena_printf(R->A, "T stays %d: the loop reads %d of the %lld steps of '%s'", T, T,
-					    (long long)dx.k, x->name);
+		if (ir_dim_is_const(dx) && dx.k != T) {
+			/* a static export whose loop leaves the last steps unread
+			 * (a first step before it that reads a start token, or
+			 * range(T - 1)): the loop runs that many fewer steps than the
+			 * input has at any length (a derived symbol) */
+			if (have_sym || up || dx.k < T || (s > 0 && dx.k != L))
+				return arena_printf(R->A, "T stays %d: the loop reads %d of the %lld steps of '%s'", T, T,
+						    (long long)dx.k, x->name);
+			L = dx.k;
+		}
 		if (have_sym) {
 			if (!ir_dim_eq(x->shape.d[R->seq[s].axis], d0))
 				return arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
@@ -2264,6 +2414,12 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 		sym = ir_sym_add(g, sname);
 		Ts = ir_dim_sym(sym);
 	}
+	/* Tin: the sequences' length; Ts: the loop's, L - T steps fewer */
+	ir_dim Tin = Ts;
+	if (L != T && !ir_sym_offset(g, Tin, T - L, &Ts)) {
+		g->nsyms = saved_nsyms;
+		return arena_printf(R->A, "T stays %d: no dimension symbol is left", T);
+	}
 	ir_dim Tc = ir_dim_const(T);
 	/* the earlier loop reads its sequences whole again, and its stacked
 	 * outputs get the symbolic length */
@@ -2291,20 +2447,45 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 			if (up->out[k])
 				up->out[k]->shape.d[oa->ints[k - ns]] = Ts;
 	}
+	/* the graph inputs get the symbol; a sequence computed from one (a
+	 * slice x[:-1], a start token concatenated in front) gets the length
+	 * that re-infers, which must be its traced one at the traced length */
+	const char *chain_why = NULL;
+	ir_dim Tin0 = Tin;
 	for (int s = 0; s < R->nseq; s++) {
 		ir_node *chain[CHAIN_MAX];
 		int nc = 0;
 		int xa = R->seq[s].axis;
-		ir_value *xi = seq_input(R->seq[s].src, R->seq[s].axis, chain, &nc, &xa);
-		if (xi && xi != R->seq[s].src) {
-			xi->shape.d[xa] = Ts;
+		ir_value *x = R->seq[s].src;
+		ir_value *xi = seq_input(x, R->seq[s].axis, chain, &nc, &xa);
+		ir_dim D = Tin0;
+		if (have_sym) {
+			/* a dynamic time axis: the sequences keep theirs (checked equal) */
+			D = x->shape.d[R->seq[s].axis];
+		} else if (xi && xi != x) {
+			ir_dim Lx = x->shape.d[R->seq[s].axis], Lin = xi->shape.d[xa];
+			xi->shape.d[xa] = Tin0;
 			diag q0;
 			diag_init(&q0, R->D->file);
 			q0.quiet = 1;
 			for (int c = 0; c < nc; c++)
 				infer_node(g, chain[c], &q0);
+			D = x->shape.d[R->seq[s].axis];
+			if (!have_sym && !(ir_dim_is_const(Lin) && traced_as(g, Tin0, Lin.k, D, &Lx)))
+				chain_why = arena_printf(R->A, "T stays %d: the length of the sequence '%s' does not "
+							 "follow that of '%s'", T, x->name, xi->name);
 		}
-		R->seq[s].src->shape.d[R->seq[s].axis] = Ts;
+		x->shape.d[R->seq[s].axis] = D;
+		if (s == 0)
+			Tin = D;
+		else if (!ir_dim_eq(D, Tin) && !chain_why)
+			chain_why = arena_printf(R->A, "T stays %d: the sequences have different lengths", T);
+	}
+	if (!have_sym && !chain_why && !ir_dim_eq(Tin, Tin0)) {
+		/* a computed sequence: the loop's length from its length */
+		Ts = Tin;
+		if (L != T && !ir_sym_offset(g, Tin, T - L, &Ts))
+			chain_why = arena_printf(R->A, "T stays %d: no dimension symbol is left", T);
 	}
 	int ns = (int)ir_attr_int(rec, "n_state", 0);
 	const ir_attr *oa = ir_attr_find(rec, "out_axis");
@@ -2316,7 +2497,7 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 	diag q;
 	diag_init(&q, R->D->file);
 	q.quiet = 1;
-	const char *why = NULL;
+	const char *why = chain_why;
 	/* node inputs that name the time axis make T part of the computation */
 	for (int i = (up ? at_up : at) + 1; i < g->nnodes && !why; i++) {
 		ir_node *n = g->nodes[i];
@@ -2330,7 +2511,7 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 			if (n->in[k])
 				for (int a = 0; a < n->in[k]->shape.rank; a++)
 					touches |= !ir_dim_is_const(n->in[k]->shape.d[a]) &&
-						   ir_dim_eq(n->in[k]->shape.d[a], Ts);
+						   (ir_dim_eq(n->in[k]->shape.d[a], Ts) || traced_as(g, Tin, L, n->in[k]->shape.d[a], NULL));
 		if (!touches)
 			continue;
 		if (infer_node(g, n, &q)) {
@@ -2345,7 +2526,8 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 			ir_shape a = before[k], b = n->out[k]->shape;
 			int ok = a.rank == b.rank;
 			for (int d = 0; d < a.rank && ok; d++)
-				ok = ir_dim_eq(a.d[d], b.d[d]) || (ir_dim_eq(a.d[d], Tc) && ir_dim_eq(b.d[d], Ts));
+				ok = ir_dim_eq(a.d[d], b.d[d]) || (ir_dim_eq(a.d[d], Tc) && ir_dim_eq(b.d[d], Ts)) ||
+				     traced_as(g, Tin, L, b.d[d], &a.d[d]);
 			if (!ok)
 				why = arena_printf(R->A, "T stays %d: node '%s' (%s) changes the time axis",
 						   T, n->name, ir_op_name(n->op));
@@ -2361,9 +2543,10 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 			      ir_const_int(n->in[1], 0) == -1))
 				why = arena_printf(R->A, "T stays %d: node '%s' picks a fixed step", T, n->name);
 		}
-		if (!why && (n->op == OP_SLICE || n->op == OP_CONCAT || n->op == OP_SOFTMAX ||
-			     n->op == OP_LOGSOFTMAX)) {
-			int64_t ax = n->op == OP_SLICE ? -2 : ir_attr_int(n, "axis", n->op == OP_CONCAT ? 0 : -1);
+		/* (a Concat along the time axis is sound: its length re-inferred
+		 * above to the symbol whose traced value it had, 1 + (T - 1)) */
+		if (!why && (n->op == OP_SLICE || n->op == OP_SOFTMAX || n->op == OP_LOGSOFTMAX)) {
+			int64_t ax = n->op == OP_SLICE ? -2 : ir_attr_int(n, "axis", -1);
 			ir_value *x = n->in[0];
 			if (n->op == OP_SLICE) {
 				for (int e = 0; e < ir_shape_const_numel(&n->in[3]->shape); e++) {
@@ -2399,6 +2582,10 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 			up->in[s]->nuses++;
 		}
 		return why;
+	}
+	/* the loop reads the first Ts of the Tin steps */
+	if (L != T) {
+		rec_time_slices(R, rec, T - L);
 	}
 	if (up) {
 		/* no longer fixed: its note goes, and so do the slices (unread now) */

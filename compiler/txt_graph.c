@@ -101,6 +101,37 @@ static const char *sym_name(txt *X)
 	return NULL;
 }
 
+/* A derived symbol's definition after "NAME =": BASE ('+' | '-') INT, BASE
+ * a free symbol declared before it, INT in 1 .. INT32_MAX (ir.h). */
+static void parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
+{
+	const txt_tok *t = txt_peek(X);
+	const char *base = sym_name(X);
+	int b = base ? sym_lookup(g, base) : -1;
+	if (!base || b < 0 || b == k || g->sym_base[b]) {
+		txt_error(X, t, "symbol '%s': expected a free symbol declared before it after '=', found %s",
+			  g->syms[k], base ? base : txt_tok_desc(X, t));
+		return;
+	}
+	int sign = txt_accept(X, '+') ? 1 : txt_accept(X, '-') ? -1 : 0;
+	const txt_tok *nt = txt_peek(X);
+	int64_t off;
+	if (!sign) {
+		txt_error(X, nt, "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
+		return;
+	}
+	if (!txt_parse_int(X, &off, "an offset"))
+		return;
+	if (off < 1 || off > INT32_MAX) {
+		txt_error(X, nt, "symbol '%s': offset %lld out of range (1 to %d)", g->syms[k], (long long)off,
+			  INT32_MAX);
+		return;
+	}
+	g->sym_base[k] = b + 1;
+	g->sym_off[k] = sign * off;
+	(void)at;
+}
+
 /* dim := '?' | ['-'] term {'*' term}; term := INT | symbol.  neg_ok: the
  * elements of sym[...] constants may have a negative factor. */
 static int parse_dim(txt *X, ir_graph *g, ir_dim *d, int add_syms, int neg_ok)
@@ -985,10 +1016,13 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 					txt_error(X, s, "expected a symbol name, found %s", txt_tok_desc(X, s));
 					break;
 				}
+				int k = -1;
 				if (sym_lookup(g, name) >= 0)
 					txt_error(X, s, "symbol '%s' declared twice", name);
-				else if (ir_sym_add(g, name) < 0)
+				else if ((k = ir_sym_add(g, name)) < 0)
 					txt_error(X, s, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
+				if (k >= 0 && txt_accept(X, '='))
+					parse_derived_sym(X, g, k, s);
 			} while (txt_accept(X, ','));
 			txt_end_stmt(X);
 		} else if (txt_is_word(t, "input") || txt_is_word(t, "weight") || txt_is_word(t, "const")) {

@@ -34,7 +34,8 @@ layout:
       written because the file's shapes are fixed; false for NAG without
       restart, whose 8 traced steps never restart, so the period is
       unknown), table (that case: the coefficients are a table of T values),
-      second_T (the T of test_data_set_1 or null), hidden
+      second_T (the T of test_data_set_1 or null), loop_T (the steps the
+      rolled loop runs at T: fewer when steps run before it), hidden
 Goldens come from running the PyTorch model itself (eval mode, no_grad,
 torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
 data set is written, the model's outputs are recomputed in float64 numpy
@@ -43,7 +44,7 @@ from docs/cells.md's equations with the weights read out of the module
 generator.  (eps is the one option this cannot see: 1e-8 and 1e-16 inside
 the root give the same float32 outputs here.)
 
-usage: gen_trace_wild.py OUTDIR                   (every model, ~30 seconds)
+usage: gen_trace_wild.py OUTDIR [MODEL ...]       (every model, ~30 seconds)
        gen_trace_wild.py --long OUTDIR [MODEL ...]
            784-step traces (input 1 or embedding width 1, hidden 32, batch 1)
            at opset 13 of the MODELs named (default: the pixel models), each
@@ -582,6 +583,61 @@ class MomGRUDecoder(nn.Module):
         return torch.stack(preds)
 
 
+class MomGRUCatStart(nn.Module):
+    """Teacher forcing written with torch.cat: the decoder reads a learned
+    start-of-sequence vector, then y[:, :-1] (batch_first); parameters as
+    raw [in, out] matrices used with torch.addmm; the velocity called m;
+    gates by slicing the columns."""
+
+    def __init__(self, dim, hidden, out_dim, mu=0.7, s=0.4):
+        super().__init__()
+        self.sos = nn.Parameter(torch.randn(dim))
+        self.W_ih = nn.Parameter(torch.randn(dim, 3 * hidden) * 0.4)
+        self.b_ih = nn.Parameter(torch.randn(3 * hidden) * 0.1)
+        self.W_hh = nn.Parameter(torch.randn(hidden, 3 * hidden) * 0.4)
+        self.b_hh = nn.Parameter(torch.randn(3 * hidden) * 0.1)
+        self.proj = nn.Linear(hidden, out_dim)
+        self.hidden, self.mu, self.s = hidden, mu, s
+
+    def forward(self, y):
+        B, H = y.size(0), self.hidden
+        sos = self.sos.view(1, 1, -1).expand(B, 1, -1)
+        dec_in = torch.cat([sos, y[:, :-1]], dim=1)
+        h = y.new_zeros(B, H)
+        m = y.new_zeros(B, 3 * H)
+        outs = []
+        for t in range(dec_in.size(1)):
+            m = self.mu * m + self.s * torch.addmm(self.b_ih, dec_in[:, t], self.W_ih)
+            gh = torch.addmm(self.b_hh, h, self.W_hh)
+            r = torch.sigmoid(m[:, :H] + gh[:, :H])
+            z = torch.sigmoid(m[:, H:2 * H] + gh[:, H:2 * H])
+            n = torch.tanh(m[:, 2 * H:] + r * gh[:, 2 * H:])
+            h = (1 - z) * n + z * h
+            outs.append(self.proj(h))
+        return torch.stack(outs, dim=1)
+
+
+class NextStepLSTM(nn.Module):
+    """A forecaster: predicts step t+1 of a series from steps 0..t, so the
+    LSTM reads series[:-1] (seq-first) one step at a time by index;
+    nn.LSTMCell, predictions torch.stack'ed."""
+
+    def __init__(self, n_features, hidden):
+        super().__init__()
+        self.cell = nn.LSTMCell(n_features, hidden)
+        self.head = nn.Linear(hidden, n_features)
+
+    def forward(self, series):
+        inputs = series[:-1]
+        h = torch.zeros(series.shape[1], self.cell.hidden_size)
+        c = torch.zeros_like(h)
+        preds = []
+        for t in range(inputs.shape[0]):
+            h, c = self.cell(inputs[t], (h, c))
+            preds.append(self.head(h))
+        return torch.stack(preds)
+
+
 class MomGRUSepGates(nn.Module):
     """A Linear per gate and a velocity per gate (the 3H rows of v split in
     three), F.sigmoid, batch_first, returns (out, h)."""
@@ -1037,7 +1093,27 @@ MODELS = {
         style=["learned_start_token", "first_step_differs", "teacher_forcing", "expand", "nn_linear",
                "chunk_dim_-1", "zeros_in_forward", "seq_first", "head_every_step"],
         feed=seq_first, ins=["target"], outs=["preds"], axes={"target": (0, 1)},
-        exports=[(13, None), (17, "bt")]),
+        exports=[(13, None), (17, "bt")], loop_offset=1,
+        # With a dynamic time axis the file does not hold the traced length:
+        # this model at T = 8 (start, then x[0..6]) and one that runs a first
+        # step on the start token and then `for t in range(T)` over x at T = 7
+        # export the same graph, and they differ at every other T.  The time
+        # axis of that export cannot soundly be extended (cellc keeps T = 7 and
+        # says why); the static export (T known) and momgru_cat_start (the
+        # shifted input written with torch.cat) can.
+        dynamic_time_ambiguous=True),
+    "momgru_cat_start": dict(
+        build=lambda I, H, C: MomGRUCatStart(I, H, C), family="momentum_gru", expected_cell=mom("gru", 0.7, 0.4),
+        style=["learned_start_token", "cat_start_then_drop_last", "first_step_differs", "teacher_forcing",
+               "torch_addmm", "column_slices", "new_zeros", "batch_first", "stack_dim1"],
+        feed=batch_first, ins=["y"], outs=["y_hat"], axes={"y": (1, 0)},
+        exports=[(14, None), (17, "bt")]),
+    "lstm_next_step": dict(
+        build=lambda I, H, C: NextStepLSTM(I, H), family="lstm", expected_cell="plain_lstm",
+        style=["drop_last_step", "next_step_prediction", "nn_lstmcell", "zeros_like", "seq_first",
+               "head_every_step"],
+        feed=seq_first, ins=["series"], outs=["preds"], axes={"series": (0, 1)},
+        exports=[(13, "bt"), (17, None)]),
     "momgru_sepgates": dict(
         build=lambda I, H, C: MomGRUSepGates(I, H), family="momentum_gru", expected_cell=mom("gru", 0.6, 0.9),
         style=["linear_per_gate", "velocity_per_gate", "f_sigmoid_deprecated", "zeros_in_forward",
@@ -1263,6 +1339,15 @@ def ref_outputs(name, net, arrays):
         xs = np.concatenate([np.broadcast_to(npw(net.start), (1, B, x.shape[2])), x[:-1]], 0)
         hs, _ = run(npw(net.x_proj.weight), npw(net.x_proj.bias), npw(net.h_proj.weight), npw(net.h_proj.bias), xs)
         return [lin(hs, net.out)]
+    if name == "momgru_cat_start":
+        B = x.shape[0]
+        xs = np.concatenate([np.broadcast_to(npw(net.sos), (B, 1, x.shape[2])), x[:, :-1]], 1)
+        hs, _ = run(npw(net.W_ih).T, npw(net.b_ih), npw(net.W_hh).T, npw(net.b_hh), tb(xs))
+        return [tb(lin(hs, net.proj))]
+    if name == "lstm_next_step":
+        c = net.cell
+        hs, _ = run(npw(c.weight_ih), npw(c.bias_ih), npw(c.weight_hh), npw(c.bias_hh), x[:-1])
+        return [lin(hs, net.head)]
     if name == "momgru_sepgates":
         cat = lambda *ms: np.concatenate([npw(getattr(net, m).weight) for m in ms], 0)
         catb = lambda *ms: np.concatenate([npw(getattr(net, m).bias) for m in ms], 0)
@@ -1407,7 +1492,7 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
                       dynamic_axes=dynamic_axes(spec, dynamic), do_constant_folding=fold)
     took = time.time() - t0
     data_set(case_dir, 0, net, spec, x)
-    sound = spec.get("sound", True)
+    sound = spec.get("sound", True) and not (dynamic and "t" in dynamic and spec.get("dynamic_time_ambiguous"))
     second_T = None
     k = 1
     if dynamic and "t" in dynamic and sound:
@@ -1419,7 +1504,7 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
     info = dict(model=name, style=spec["style"], family=spec["family"], expected_cell=spec["expected_cell"],
                 recurrences=spec.get("recurrences", 1), T=T, opset=opset,
                 dynamic_axes=dynamic_axes(spec, dynamic) or {}, symbolic_time=sound, second_T=second_T,
-                table=spec.get("table", False),
+                table=spec.get("table", False), loop_T=T - spec.get("loop_offset", 0),
                 hidden=H, batch=B)
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(info, f, indent=1)
@@ -1432,7 +1517,7 @@ def main():
     long = "--long" in args
     nofold = "--no-fold" in args
     args = [a for a in args if a not in ("--long", "--no-fold")]
-    if len(args) < 1 or (len(args) > 1 and not long):
+    if len(args) < 1:
         sys.exit(__doc__)
     out, names = args[0], args[1:]
     bad = [n for n in names if n not in MODELS]
@@ -1445,7 +1530,7 @@ def main():
             make_case(out, n, 13, None, T=T_TRACE, I=1, H=32, B=1, suffix="_T8_mnist")
             make_case(out, n, 13, None, T=784, I=1, H=32, B=1, suffix="_T784", fold=not nofold)
         return
-    for n in MODELS:
+    for n in names or MODELS:
         for opset, dynamic in MODELS[n]["exports"]:
             make_case(out, n, opset, dynamic)
 

@@ -882,8 +882,9 @@ def wild_info(name, case_dir):
     of the model (case.json recurrences), each naming the docs/cells.md cell
     (expected_cell, with the hidden size) where the model computes one, and
     each with a symbolic time axis ("any length") where every step is the
-    same computation (symbolic_time), a fixed T=8 where the trace cannot
-    show the schedule (table: then the cell only up to its first option)."""
+    same computation (symbolic_time), a fixed T (loop_T: 8, or 7 after a
+    first step) where the trace cannot show the schedule (table: then the
+    cell only up to its first option) or the time axis's traced length."""
     full = "trace_wild/info/%s" % name
     with open(os.path.join(ROOT, case_dir, "case.json")) as f:
         case = json.load(f)
@@ -909,9 +910,10 @@ def wild_info(name, case_dir):
             return Result(full, False, "%r lacks %r%s" % (line, want, " (%s)" % notes[0] if notes else ""))
         if case["symbolic_time"] and "any length" not in line:
             return Result(full, False, "time axis fixed, expected symbolic: %r" % line)
-        if not case["symbolic_time"] and ("any length" in line or "T=%d steps" % case["T"] not in line):
-            return Result(full, False, "the trace's schedule is unknown beyond T=%d, expected a fixed T: %r" % (
-                case["T"], line))
+        loop_T = case.get("loop_T", case["T"])
+        if not case["symbolic_time"] and ("any length" in line or "T=%d steps" % loop_T not in line):
+            return Result(full, False, "the trace cannot be extended beyond T=%d, expected a fixed T=%d: %r" % (
+                case["T"], loop_T, line))
     return Result(full, True, " | ".join(lines))
 
 
