@@ -422,13 +422,13 @@ char *ir_unique_name(ir_graph *g, const char *base)
 	/* A counter in the root graph keeps made-up names unique per compilation
 	 * (bodies included: a lookup from g would not see values of bodies made
 	 * earlier); '%' cannot appear in names the loaders accept from users. */
-	static const char fmt[] = "%%%s%d";
+	static const char fmt[] = "%%%s%lld";
 	ir_graph *r = ir_root(g);
 	if (r->uniq < r->nvalues + r->nnodes)
 		r->uniq = r->nvalues + r->nnodes;
 	names_for(r);
 	for (;;) {
-		char *s = arena_printf(g->A, fmt, base, r->uniq++);
+		char *s = arena_printf(g->A, fmt, base, (long long)r->uniq++);
 		uint64_t h = name_hash(s);
 		if (!names_has(h) && !chain_has(g, s)) {
 			names_add(h);

@@ -235,7 +235,7 @@ typedef struct ir_graph {
 	const char *producer;   /* producer name and version, for the provenance header */
 	const char *source;     /* model file path */
 	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
-	int uniq;               /* counter of made-up names (ir_unique_name) */
+	int64_t uniq;           /* counter of made-up names (ir_unique_name) */
 	int64_t unroll_spent;   /* root: body nodes copied and sequence elements listed by
 	                           onnx_seq.c's unrolling, against its budget */
 	const char *unrolled_note; /* root: why a traced loop pass_reroll found stays unrolled

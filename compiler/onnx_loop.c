@@ -1064,15 +1064,21 @@ static int is_iter_plus(const ir_graph *b, const ir_value *v, const ir_value *it
 /* The outer tensor X indexed by the step: its first T rows along axis 0. */
 static ir_value *first_rows(lx *X, ir_value *x)
 {
-	ir_dim d0 = x->shape.d[0];
+	ir_dim d0 = x->shape.d[0], diff;
 	if (ir_dim_eq(d0, X->T))
 		return x;
-	if (!ir_dim_is_const(d0) || !ir_dim_is_const(X->T) || X->T.k > d0.k) {
+	/* range(x.size(0) - 1) over x: a trip count derived from x's length,
+	 * fewer steps than x has; x's first T rows end that many before its end */
+	int64_t en = X->T.k;
+	if (!ir_dim_is_const(d0) && !ir_dim_is_const(X->T) && infer_mono_sub(X->g, X->T, d0, &diff) &&
+	    infer_mono_is_const(diff) && diff.k < 0)
+		en = diff.k;
+	else if (!ir_dim_is_const(d0) || !ir_dim_is_const(X->T) || X->T.k > d0.k) {
 		fail(X, "the loop runs %s iterations but indexes '%s' (%s) by the iteration number",
 		     ir_dim_str(X->A, ir_root(X->g), X->T), x->name, shp(X, &x->shape));
 		return NULL;
 	}
-	int64_t st = 0, en = X->T.k, ax = 0, sp = 1;
+	int64_t st = 0, ax = 0, sp = 1;
 	ir_node *nd = mk(X, X->g, OP_SLICE, 5, 1);
 	nd->in[0] = x;
 	nd->in[1] = ints_const(X->g, 1, &st);

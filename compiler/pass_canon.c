@@ -429,7 +429,9 @@ static ir_value *b_part(ir_graph *g, wsplit *tab, int *ntab, int cap, const ir_v
 	ir_shape s = {.rank = 2};
 	s.d[0] = ir_dim_const(transB ? r : kn);
 	s.d[1] = ir_dim_const(transB ? kn : c);
-	ir_value *v = ir_const_new(g, ir_unique_name(g, w->name ? w->name : "W"), DT_F32, &s, NULL);
+	/* in the root graph: a body's products read it as a capture, and
+	 * pass_hoist can move them out of the loop */
+	ir_value *v = ir_const_new(ir_root(g), ir_unique_name(g, w->name ? w->name : "W"), DT_F32, &s, NULL);
 	const float *src = w->data;
 	float *dst = v->data;
 	if (transB)             /* B^T is [N, K]: columns k0.. of every row */
@@ -448,7 +450,7 @@ static ir_value *b_part(ir_graph *g, wsplit *tab, int *ntab, int cap, const ir_v
  * Inference only: in --train builds W is a parameter and stays whole. */
 static int split_concat_products(ir_graph *g)
 {
-	if (g->train)
+	if (ir_root(g)->train)
 		return 0;
 	diag q;
 	diag_init(&q, NULL);
@@ -603,13 +605,13 @@ static void cat_params(ir_graph *g, wcat *e, ir_node *const *mem, int transB)
 	ir_shape s = {.rank = 2};
 	s.d[0] = ir_dim_const(transB ? N : K);
 	s.d[1] = ir_dim_const(transB ? K : N);
-	e->W = ir_const_new(g, ir_unique_name(g, e->w[0]->name ? e->w[0]->name : "W"), DT_F32, &s, NULL);
+	e->W = ir_const_new(ir_root(g), ir_unique_name(g, e->w[0]->name ? e->w[0]->name : "W"), DT_F32, &s, NULL);
 	e->W->origin = "the products of one input, one per gate, as one";
 	float *W = e->W->data, *C = NULL;
 	if (bias) {
 		ir_shape sc = {.rank = 1};
 		sc.d[0] = ir_dim_const(N);
-		e->C = ir_const_new(g, ir_unique_name(g, e->c[0] && e->c[0]->name ? e->c[0]->name : "bias"), DT_F32,
+		e->C = ir_const_new(ir_root(g), ir_unique_name(g, e->c[0] && e->c[0]->name ? e->c[0]->name : "bias"), DT_F32,
 				    &sc, NULL);
 		e->C->origin = e->W->origin;
 		C = e->C->data;
@@ -645,7 +647,7 @@ static void cat_params(ir_graph *g, wcat *e, ir_node *const *mem, int transB)
  * --train builds the weights are parameters and stay apart. */
 static int merge_gate_products(ir_graph *g)
 {
-	if (g->train)
+	if (ir_root(g)->train)
 		return 0;
 	int nn = g->nnodes, ncand = 0;
 	int *cand = arena_array(g->A, (size_t)nn + 1, sizeof *cand);   /* node -> candidate index or -1 */
@@ -1112,7 +1114,7 @@ static int split_to_slices(ir_graph *g)
  * scalar shared by the steps) stays a weight. */
 static int step_scalars(ir_graph *g)
 {
-	if (g->train)
+	if (ir_root(g)->train)
 		return 0;
 	int changed = 0;
 	for (int i = 0; i < g->nvalues; i++) {
@@ -1146,6 +1148,39 @@ static void drop_dead(ir_graph *g)
 	ir_recount(g);
 }
 
+/* The rewrites of products and gates, on the root graph (traces) or on the
+ * body of a Loop/Scan already lowered to a recurrence (its step as the
+ * script wrote it); uses are recounted over the whole compilation. */
+static int canon_products(ir_graph *g)
+{
+	ir_graph *root = ir_root(g);
+	int changed = 0;
+	if (g != root) {        /* the root's went first, before the bodies' */
+		ir_recount(root);
+		changed |= gemm_form(g);
+	}
+	ir_recount(root);
+	changed |= split_addmm(g);
+	ir_recount(root);
+	changed |= split_concat_products(g);
+	ir_recount(root);
+	changed |= sink_biases(g);
+	ir_recount(root);
+	changed |= merge_gate_products(g);
+	ir_recount(root);
+	changed |= sum_of_blocks(g);
+	ir_recount(root);
+	changed |= gate_blocks(g);
+	ir_recount(root);
+	changed |= split_to_slices(g);
+	ir_recount(root);
+	changed |= square_form(g);
+	ir_recount(root);
+	changed |= quotient_form(g);
+	ir_recount(root);
+	return changed;
+}
+
 int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
@@ -1174,29 +1209,23 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 			ir_recount(g);
 			ir_drop_unread(r->body);
 		}
-		/* `cellc info` names the cell a Loop/Scan computes, as for traces */
-		if (!ir_attr_find(r, "cell"))
+		/* the products and gates of the body, spelled as in a trace */
+		/* (a scripted Loop's or a Scan's: native and re-rolled bodies
+		 * are already in this form) */
+		int scripted = r->op_type && (!strcmp(r->op_type, "Loop") || !strcmp(r->op_type, "Scan"));
+		int respelled = scripted && canon_products(r->body);
+		if (respelled) {
+			changed = 1;
+			ir_recount(g);
+			ir_drop_unread(r->body);
+			ir_recount(g);
+		}
+		/* `cellc info` names the cell a Loop/Scan computes, as for traces
+		 * (again when its body was respelled) */
+		if (!ir_attr_find(r, "cell") || respelled)
 			recognize_recurrence(r);
 	}
-	ir_recount(g);
-	changed |= split_addmm(g);
-	ir_recount(g);
-	changed |= split_concat_products(g);
-	ir_recount(g);
-	changed |= sink_biases(g);
-	ir_recount(g);
-	changed |= merge_gate_products(g);
-	ir_recount(g);
-	changed |= sum_of_blocks(g);
-	ir_recount(g);
-	changed |= gate_blocks(g);
-	ir_recount(g);
-	changed |= split_to_slices(g);
-	ir_recount(g);
-	changed |= square_form(g);
-	ir_recount(g);
-	changed |= quotient_form(g);
-	ir_recount(g);
+	changed |= canon_products(g);
 	for (int round = 0; round < 8 && drop_noop_views(g); round++) {
 		changed = 1;
 		ir_recount(g);

@@ -292,6 +292,30 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 		return 0;
 	const char *origin = gm->origin ? gm->origin : rec->origin;
 
+	/* A batch-first sequence gives a batch-first projection, whose rows of
+	 * one step are strided: fine for products and element-wise work, but
+	 * a gate Slice of it needs the step's rows together.  Then the
+	 * projection is made time-major: x transposed to [T, B, I] first. */
+	ir_node *tr = NULL;
+	int strided_reader = 0;
+	for (int i = 0; ax != 0 && i < b->nnodes; i++)
+		for (int q = 0; q < b->nodes[i]->nin; q++)
+			if (b->nodes[i]->in[q] == gm->out[0] && b->nodes[i]->op != OP_GEMM &&
+			    ir_ops[b->nodes[i]->op].kind != OPK_ELEM)
+				strided_reader = 1;
+	if (strided_reader && ax == 1) {
+		int64_t perm[3] = {1, 0, 2};
+		tr = ir_node_new(root, OP_TRANSPOSE, NULL, 1, 1);
+		tr->in[0] = X;
+		ir_attr_set_ints(tr, "perm", 3, perm);
+		tr->out[0] = ir_value_new(root, NULL, VAL_TEMP, X->dtype);
+		tr->origin = origin;
+		tr->out[0]->producer = tr;
+		errs += infer_or_complain(root, tr, D, rec);
+		X = tr->out[0];
+		ax = 0;
+	}
+
 	ir_node *fl = ir_node_new(root, OP_FLATTEN, NULL, 1, 1);
 	fl->in[0] = X;
 	ir_attr_set_int(fl, "axis", 2);
@@ -341,6 +365,8 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	b->nnodes = j;
 	ir_set_nodes(b, b->nodes, j);
 
+	if (tr)
+		(*out)[(*nout)++] = tr;
 	(*out)[(*nout)++] = fl;
 	(*out)[(*nout)++] = mm;
 	(*out)[(*nout)++] = rs;
@@ -358,7 +384,7 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 			ir_node *n = b->nodes[i];
 			if (!movable_gemm(n, b) || n->in[0] != x)
 				continue;
-			if (*nout + 3 > *cap) {
+			if (*nout + 4 > *cap) {
 				int nc = 2 * *cap + 8;
 				*out = arena_grow(root->A, *out, (size_t)*nout, (size_t)nc, sizeof **out);
 				*cap = nc;

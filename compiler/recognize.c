@@ -73,10 +73,19 @@ static int is_step_coef(const ir_value *v)
 	       v->producer->op == OP_DIV;
 }
 
+/* A state output through the Identity a scripted Loop's body may end in
+ * (a state that is also a per-step output). */
+static const ir_value *thru_ident(const ir_value *v)
+{
+	for (int k = 0; k < 8 && v && v->producer && v->producer->op == OP_IDENTITY && v->producer->nin == 1; k++)
+		v = v->producer->in[0];
+	return v;
+}
+
 static int state_index_out(const rctx *C, const ir_value *v)
 {
 	for (int s = 0; s < C->nstate; s++)
-		if (C->b->outputs[s] == v)
+		if (C->b->outputs[s] == v || thru_ident(C->b->outputs[s]) == v)
 			return s;
 	return -1;
 }
@@ -411,7 +420,7 @@ static const ir_value *split_pre(rctx *C, const ir_value *a, int hstate, int *ok
 static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 {
 	for (int sh = 0; sh < C->nstate; sh++) {
-		const ir_value *h2 = C->b->outputs[sh];
+		const ir_value *h2 = thru_ident(C->b->outputs[sh]);
 		int64_t H = h2->shape.d[1].k;
 		const ir_node *n = h2->producer;
 		if (!n || !ir_dim_is_const(h2->shape.d[1]))
@@ -479,7 +488,7 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 static void cell_gru(rctx *C, arena *A, const char **cell, int64_t *hidden)
 {
 	for (int sh = 0; sh < C->nstate; sh++) {
-		const ir_value *h2 = C->b->outputs[sh], *hin = C->b->inputs[C->nseq + sh];
+		const ir_value *h2 = thru_ident(C->b->outputs[sh]), *hin = C->b->inputs[C->nseq + sh];
 		if (!ir_dim_is_const(h2->shape.d[1]))
 			continue;
 		int64_t H = h2->shape.d[1].k;
@@ -566,6 +575,7 @@ void recognize_recurrence(ir_node *rec)
 	if (cell) {
 		ir_attr_set_string(rec, "cell", cell);
 		ir_attr_set_int(rec, "hidden", hidden);
+		ir_attr_remove(rec, "cell_note");
 	} else {
 		ir_attr_set_string(rec, "cell", "generic");
 		ir_attr_set_string(rec, "cell_note", C->why ? C->why : "no rnn, lstm or gru step found");

@@ -1067,14 +1067,14 @@ ir_graph *txt_graph_block(txt *X)
 	for (int i = X->pos; i < X->nt; i++)
 		if (X->t[i].kind == TK_VALNAME)
 			note_name(c, X->t[i].str);
-	g->uniq = (int)(c->maxsuffix < INT32_MAX - 1 ? c->maxsuffix + 1 : INT32_MAX - 1);
+	g->uniq = c->maxsuffix < INT64_MAX / 2 ? c->maxsuffix + 1 : INT64_MAX / 2;
 	parse_graph_lines(c, g);
 	txt_expect(X, '}', "to close the graph");
 	free(c->names.slot);
 	txt_weights_close(&c->W);
 	if (X->D->nerrors > X->errors_at_start)
 		return NULL;
-	g->uniq = (int)(c->maxsuffix < INT32_MAX - 1 ? c->maxsuffix + 1 : INT32_MAX - 1);
+	g->uniq = c->maxsuffix < INT64_MAX / 2 ? c->maxsuffix + 1 : INT64_MAX / 2;
 	ir_recount(g);
 	return g;
 }

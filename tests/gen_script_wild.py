@@ -8,7 +8,9 @@ write it, and each export must compile to ONE recurrence:
   - `for x_t in torch.unbind(x, 1)` / `x.unbind(0)` (SplitToSequence with
     SequenceLength as the trip count and SequenceAt at the iteration number
     in the body), `for x_t in x.split(1, 1)` (slices that keep the axis);
-  - `for t in range(x.size(1))` with x[:, t], `range(x.shape[0])` with x[t];
+  - `for t in range(x.size(1))` with x[:, t], `range(x.shape[0])` with x[t],
+    `range(x.size(0) - 1)` (a forecaster), a loop over torch.cat([start,
+    y[:, :-1]], 1) (teacher forcing): trip counts one less than the time axis;
   - outputs by list append + torch.stack (ConcatFromSequence new_axis=1),
     by h.unsqueeze(1) + torch.cat(outs, 1) (new_axis=0 on axis 1), or
     `ys += [h]`;
@@ -265,6 +267,56 @@ class EnumerateRNN(nn.Module):
         return torch.stack(outs, 1)
 
 
+class NextStepLSTM(nn.Module):
+    """A forecaster: `for t in range(x.size(0) - 1)` reads x[t] and predicts
+    step t + 1 (the trip count is the time axis less one: a derived symbol);
+    one nn.Linear over torch.cat([x_t, h]), gates by chunk, a head at every
+    step, `preds += [y]` then torch.stack."""
+
+    def __init__(self):
+        super().__init__()
+        self.gates = nn.Linear(I + H, 4 * H)
+        self.head = nn.Linear(H, I)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), self.head.in_features)
+        c = torch.zeros(x.size(1), self.head.in_features)
+        preds: List[torch.Tensor] = []
+        for t in range(x.size(0) - 1):
+            i, f, g, o = self.gates(torch.cat([x[t], h], 1)).chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            preds += [self.head(h)]
+        return torch.stack(preds)
+
+
+class StartTokenGRU(nn.Module):
+    """Teacher forcing, batch-first: a learned start vector concatenated in
+    front of y[:, :-1] (Expand + Concat on the time axis), then
+    `for t in range(inp.size(1))` over it with a GRU step on raw parameters;
+    returns the last h."""
+
+    def __init__(self):
+        super().__init__()
+        self.start = nn.Parameter(torch.randn(1, 1, I))
+        self.w_x = nn.Parameter(torch.randn(I, 3 * H) * 0.4)
+        self.w_h = nn.Parameter(torch.randn(H, 3 * H) * 0.4)
+        self.b = nn.Parameter(torch.randn(3 * H) * 0.1)
+
+    def forward(self, y):
+        inp = torch.cat([self.start.expand(y.size(0), 1, self.start.size(2)), y[:, :-1]], 1)
+        hid = self.w_h.size(0)
+        h = torch.zeros(y.size(0), hid)
+        for t in range(inp.size(1)):
+            gx = inp[:, t] @ self.w_x + self.b
+            gh = h @ self.w_h
+            r = torch.sigmoid(gx[:, :hid] + gh[:, :hid])
+            z = torch.sigmoid(gx[:, hid:2 * hid] + gh[:, hid:2 * hid])
+            n = torch.tanh(gx[:, 2 * hid:] + r * gh[:, 2 * hid:])
+            h = (1 - z) * n + z * h
+        return h
+
+
 class ZipMaskRNN(nn.Module):
     """momentum RNN over `zip(x.unbind(0), mask.unbind(0))` (two splits, trip
     count min(T, T)); a float mask [T, B] keeps finished rows:
@@ -391,6 +443,8 @@ MODELS = {
                         {"x": TB, "mask": TB, "h": {0: "B"}}, None),
     "gru_first_step_if": (FirstStepIfGRU, (13,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
     "rnn_big_counter": (BigCounterRNN, (17,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
+    "lstm_next_step_range": (NextStepLSTM, (13, 17), tokens, ["x"], ["preds"], {"x": TB, "preds": TB}, None),
+    "gru_start_token_cat": (StartTokenGRU, (14, 17), tokens_bf, ["y"], ["h"], {"y": BT, "h": {0: "B"}}, None),
     "rnn_unbind_break": (BreakRNN, (14,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}},
                          "Loop with a data-dependent condition"),
 }
