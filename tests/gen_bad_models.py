@@ -188,6 +188,18 @@ def robustness_cases(out, W):
     unrolling is bounded in all."""
     # a Recurrence's annotation against its body: a wrong type used to size
     # the output buffer (heap overflow in the emitted code)
+    # derived dimension symbols (T_minus_1 = T - 1) that do not define one
+    for name, sym, what in (("sym_derived_offset_zero", "U = T - 0", "offset 0 out of range"),
+                            ("sym_derived_unknown_base", "U = Q + 1", "expected a free symbol"),
+                            ("sym_derived_of_derived", "V = T - 1, U = V - 1", "expected a free symbol"),
+                            ("sym_derived_product", "U = T * 2", "expected '+' or '-'")):
+        emit_text(out, name, "graph g {\n\tsymbols T, %s\n\tinput %%x: f32[T, 3]\n\t%%y = Relu(%%x)\n"
+                  "\toutput %%y\n}\n" % sym, "symbol '", what)
+    # made-up names continue past the largest %NAME<N> of the text (a name
+    # ending in 2^31 - 1 overflowed the counter: fuzz_cell finding)
+    emit_text(out, "made_up_name_counter", "graph g {\n\tinput %x: f32[2, 3]\n\t%t2147483647 = Relu(%x)\n"
+              "\t%a = Relu(%t2147483647)\n\t%b = Relu(%a)\n\t%y = Frobnicate(%b)\n\toutput %y\n}\n",
+              "Frobnicate")
     emit_text(out, "rec_annotation_wrong_type", RECURRENCE % ("4, 3, 5", "3, 5", "f32[1], f32[4, 3, 5]"),
               "rec_node", "stated as f32[1]", "f32[3, 5]")
     emit_text(out, "rec_annotation_wrong_dtype", RECURRENCE % ("4, 3, 5", "3, 5", "f32[3, 5], i64[4, 3, 5]"),
