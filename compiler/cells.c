@@ -677,8 +677,8 @@ static ir_value *op2(low *W, ir_op op, ir_value *a, ir_value *b)
 static ir_value *named(low *W, ir_value *v, const char *what)
 {
 	const char *name = arena_printf(W->g->A, "%s.%s", W->L.n->name, what);
-	if (v->kind == VAL_TEMP && v->graph == W->b && !ir_find_value(W->g, name) && !ir_find_value(W->b, name))
-		v->name = name;
+	if (v->kind == VAL_TEMP && v->graph == W->b && !ir_name_taken(W->b, name) && !ir_find_value(W->b, name))
+		ir_value_rename(v, name);
 	return v;
 }
 
@@ -802,7 +802,10 @@ static double par_scalar(low *W, const char *nm) { return par_data(W, nm)[0]; }
 
 static ir_value *step_value(low *W, const char *nm, int rank, ir_dim d0, int64_t d1)
 {
-	ir_value *v = ir_value_new(W->b, arena_printf(W->g->A, "%s.%s", W->b->name, nm), VAL_STEP, DT_F32);
+	const char *name = arena_printf(W->g->A, "%s.%s", W->b->name, nm);
+	if (ir_name_taken(W->b, name))         /* two layers of one name */
+		name = ir_unique_name(W->b, name);
+	ir_value *v = ir_value_new(W->b, name, VAL_STEP, DT_F32);
 	v->shape.rank = rank;
 	if (rank == 2) {
 		v->shape.d[0] = d0;

@@ -328,6 +328,24 @@ static int chain_has(const ir_graph *g, const char *s)
 	return 0;
 }
 
+int ir_name_taken(ir_graph *g, const char *name)
+{
+	names_for(ir_root(g));
+	return names_has(name_hash(name)) || chain_has(g, name);
+}
+
+const char *ir_free_name(ir_graph *g, const char *name)
+{
+	return ir_name_taken(g, name) ? ir_unique_name(g, name) : name;
+}
+
+void ir_value_rename(ir_value *v, const char *name)
+{
+	v->name = arena_strdup(v->graph->A, name);
+	if (names.root && names.root == ir_root(v->graph))
+		names_add(name_hash(v->name));
+}
+
 ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype dt)
 {
 	ir_value *v = arena_alloc(g->A, sizeof *v);

@@ -257,6 +257,14 @@ int ir_sym_free(const ir_graph *g, int i);
 int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
 int ir_dim_one_sym(ir_dim d);
+/* Whether a value of the compilation (bodies included) may already be
+ * called name (a hash lookup: true also for the rare collision). */
+int ir_name_taken(ir_graph *g, const char *name);
+/* name when no value of the compilation has it, else a made-up one from
+ * it: for names built from a body's (two layers or loops of one name). */
+const char *ir_free_name(ir_graph *g, const char *name);
+/* Gives v a new name (the caller checked it is free: ir_name_taken). */
+void ir_value_rename(ir_value *v, const char *name);
 ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype dt);
 ir_value *ir_const_new(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s, const void *data);
 ir_value *ir_const_i64(ir_graph *g, const char *name, int n, const int64_t *v); /* 1-D */

@@ -1098,7 +1098,7 @@ typedef struct bwd {
 
 static ir_value *body_input(ir_graph *b, const char *what, const ir_value *like)
 {
-	ir_value *v = ir_value_new(b, arena_printf(b->A, "%s.%s", b->name, what), VAL_STEP, like->dtype);
+	ir_value *v = ir_value_new(b, ir_free_name(b, arena_printf(b->A, "%s.%s", b->name, what)), VAL_STEP, like->dtype);
 	v->shape = like->shape;
 	return v;
 }
@@ -1366,7 +1366,7 @@ static void rule_rec(gctx *R, ir_node *n)
 	ir_value *tb = NULL, *Lb = NULL;
 	if (has_step) {
 		ir_shape s0 = {.rank = 0};
-		tb = ir_value_new(b, arena_printf(g->A, "%s.t", b->name), VAL_STEP, DT_F32);
+		tb = ir_value_new(b, ir_free_name(b, arena_printf(g->A, "%s.t", b->name)), VAL_STEP, DT_F32);
 		tb->shape = s0;
 		Lb = ir_value_new(b, arena_printf(g->A, "%s.L", b->name), VAL_STEP, DT_F32);
 		Lb->shape = s0;

@@ -352,6 +352,7 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	const char *uname = arena_printf(root->A, "%s.u%d", b->name, k);
 	for (int j = 1; ir_find_value(b, uname); j++)
 		uname = arena_printf(root->A, "%s.u%d_%d", b->name, k, j);
+	uname = ir_free_name(b, uname);         /* another body of the same name */
 	ir_value *u = ir_value_new(b, uname, VAL_STEP, DT_F32);
 	u->shape = gm->out[0]->shape;
 	u->origin = origin;

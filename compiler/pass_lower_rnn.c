@@ -372,7 +372,7 @@ typedef struct dir_io {
 
 static ir_value *step_input(lower *L, ir_graph *body, const char *name, ir_dim rows, int64_t cols)
 {
-	ir_value *v = ir_value_new(body, arena_printf(L->g->A, "%s.%s", body->name, name), VAL_STEP, DT_F32);
+	ir_value *v = ir_value_new(body, ir_free_name(body, arena_printf(L->g->A, "%s.%s", body->name, name)), VAL_STEP, DT_F32);
 	v->shape.rank = 2;
 	v->shape.d[0] = rows;
 	v->shape.d[1] = ir_dim_const(cols);

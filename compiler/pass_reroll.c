@@ -1626,7 +1626,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	B->bcoef = arena_array(R->A, (size_t)R->ncoef + 1, sizeof *B->bcoef);
 	for (int s = 0; s < R->nseq; s++) {
 		ir_value *a = R->seq[s].anchor[m]->out[0];
-		B->bseq[s] = step_value(b, arena_printf(R->A, "%s.x%d", name, s), &a->shape, R->seq[s].src->name);
+		B->bseq[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.x%d", name, s)), &a->shape, R->seq[s].src->name);
 	}
 	ir_value **tabs = arena_array(R->A, (size_t)ntab + 1, sizeof *tabs);
 	ir_node **pre = arena_array(R->A, (size_t)ntab + 1, sizeof *pre);
@@ -1638,7 +1638,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		if (period[i] >= 0)
 			continue;
 		ir_shape s1 = shape2(Bd, ir_dim_const(1));
-		B->bcoef[i] = B->bseq[R->nseq + nt] = step_value(b, arena_printf(R->A, "%s.coef%d", name, i),
+		B->bcoef[i] = B->bseq[R->nseq + nt] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.coef%d", name, i)),
 								&s1, "per-step coefficient");
 		/* the table as a [T, B, 1] (or [B, T, 1]) sequence; with a
 		 * symbolic batch size [T, 1, 1] expanded at run time */
@@ -1647,7 +1647,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		ts.d[ax0] = ir_dim_const(T);
 		ts.d[1 - ax0] = ir_dim_const(rows);
 		ts.d[2] = ir_dim_const(1);
-		ir_value *tv = ir_const_new(g, arena_printf(R->A, "%s.table%d", name, i), DT_F32, &ts, NULL);
+		ir_value *tv = ir_const_new(g, ir_free_name(g, arena_printf(R->A, "%s.table%d", name, i)), DT_F32, &ts, NULL);
 		float *d = tv->data;
 		for (int t = 0; t < T; t++)
 			for (int64_t r = 0; r < rows; r++)
@@ -1674,10 +1674,10 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 		tabs[nt++] = tv;
 	}
 	for (int s = 0; s < R->nstate; s++)
-		B->bstate[s] = step_value(b, arena_printf(R->A, "%s.s%d", name, s), &R->state_in[s]->shape,
+		B->bstate[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.s%d", name, s)), &R->state_in[s]->shape,
 					  R->state_in[s]->name);
 	if (has_step) {
-		B->bstep = ir_value_new(b, arena_printf(R->A, "%s.t", name), VAL_STEP, DT_F32);
+		B->bstep = ir_value_new(b, ir_free_name(b, arena_printf(R->A, "%s.t", name)), VAL_STEP, DT_F32);
 		B->bstep->shape.rank = 0;
 		B->bstep->origin = "step number";
 	}
@@ -2850,7 +2850,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 		q.quiet = 1;
 		ir_node **fresh = arena_array(g->A, (size_t)(b->nnodes * 2 + 16), sizeof *fresh);
 		int nf = 0, nhead = 0;
-		ir_value *S = ir_value_new(b, arena_printf(g->A, "%s.merged", sa->name ? sa->name : "state"), VAL_STEP,
+		ir_value *S = ir_value_new(b, ir_free_name(b, arena_printf(g->A, "%s.merged", sa->name ? sa->name : "state")), VAL_STEP,
 					   DT_F32);
 		S->shape = sa->shape;
 		S->shape.d[1] = ir_dim_const(w * ng);

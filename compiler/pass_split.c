@@ -500,7 +500,7 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 	/* new state inputs; their slices' readers read them */
 	ir_value **ns_in = arena_array(b->A, (size_t)nr, sizeof *ns_in);
 	for (int j = 0; j < nr; j++) {
-		ir_value *v = ir_value_new(b, arena_printf(b->A, "%s.%lld", s->name, (long long)j), VAL_STEP, DT_F32);
+		ir_value *v = ir_value_new(b, ir_free_name(b, arena_printf(b->A, "%s.%lld", s->name, (long long)j)), VAL_STEP, DT_F32);
 		v->shape = sliced_shape(&s->shape, r[j][1] - r[j][0]);
 		v->origin = s->origin;
 		ns_in[j] = v;
