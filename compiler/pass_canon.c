@@ -20,7 +20,8 @@
  *             per gate (inference), and an Add of the same column block of
  *             two such products is that block of their sum;
  *           - a scalar initializer that one node reads (a schedule entry
- *             the exporter folded per step) is a constant (inference);
+ *             the exporter folded per step) is a constant (inference), and
+ *             so is a small integer initializer (an index or a bound);
  *           - nodes nobody reads are removed.
  * breaks:   nothing (values keep their names; graph outputs are never
  *           replaced).
@@ -1130,6 +1131,29 @@ static int step_scalars(ir_graph *g)
 	return changed;
 }
 
+/* An integer or bool initializer (a Gather index, a Slice bound, a shape
+ * that an exporter or simplifier stored as an initializer instead of a
+ * Constant node) is no parameter: nothing trains it.  A small one is a
+ * constant, so that every pass reads it like the same value written as a
+ * Constant (a traced loop's x[t] indices, in particular). */
+enum { CANON_INT_CONST_MAX = 4096 };
+static int int_initializers(ir_graph *g)
+{
+	int changed = 0;
+	for (int i = 0; i < g->nvalues; i++) {
+		ir_value *v = g->values[i];
+		if (v->kind != VAL_WEIGHT || !v->data || v->is_output || v->dtype == DT_F32 || v->dtype == DT_F64 ||
+		    v->dtype == DT_F16 || v->dtype == DT_BF16 || v->narrow)
+			continue;
+		ir_dim n = ir_shape_numel(&v->shape);
+		if (!ir_dim_is_const(n) || n.k > CANON_INT_CONST_MAX)
+			continue;
+		v->kind = VAL_CONST;
+		changed = 1;
+	}
+	return changed;
+}
+
 /* ---- dead nodes ------------------------------------------------------------------- */
 
 static void drop_dead(ir_graph *g)
@@ -1189,6 +1213,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	int changed = column_steps(g);
 	ir_recount(g);
 	changed |= step_scalars(g);
+	changed |= int_initializers(g);
 	changed |= gemm_form(g);
 	/* a scripted Loop's body (onnx_loop.c) reads an input of unknown rank
 	 * through MatMul (nn.Linear of torch.unbind's slices): Gemm there too,

@@ -16,7 +16,9 @@ shapes and attributes, built with onnx.helper and checked by onnx.checker:
            values in the body, a scan output
   traced   a Python loop as a tracer writes it: T unrolled steps of an RNN or
            LSTM cell on Gather'ed time steps, per-step outputs stacked by
-           Unsqueeze + Concat (what cellc's reroll pass folds back into a loop)
+           Unsqueeze + Concat (what cellc's reroll pass folds back into a loop);
+           the last steps of x may go unread, the first step may read a
+           start token (a weight) and the others x[t - 1]
   nn       a convolutional front end: Conv (strides, pads, dilations, groups),
            MaxPool / AveragePool (ceil_mode, count_include_pad), inference
            BatchNormalization, Pad (constant, reflect, edge), activations, then
@@ -336,11 +338,15 @@ def gen_traced(rng):
     cell = str(rng.choice(["rnn", "lstm"]))
     k = 4 if cell == "lstm" else 1
     W, U, b = g.weight([k * H, I]), g.weight([k * H, H]), g.weight([k * H])
+    # x may hold steps the loop never reads (range(T - 1)), and the first
+    # step may read a start token instead of a step of x (then x[t - 1])
+    skip, start = int(rng.integers(0, 3)), bool(rng.integers(0, 2))
+    S = g.weight([B, I]) if start else None
     h, c = "h0", "c0"
     ys = []
     ops = {"Gather", "Gemm", "Add", "Unsqueeze", "Concat"}
     for t in range(T):
-        xt = g.node("Gather", ["x", g.const(t)], axis=0)
+        xt = S if start and t == 0 else g.node("Gather", ["x", g.const(t - 1 if start else t)], axis=0)
         a = g.node("Add", [g.node("Gemm", [xt, W, b], transB=1), g.node("Gemm", [h, U], transB=1)])
         if cell == "rnn":
             h = g.node("Tanh", [a])
@@ -354,7 +360,7 @@ def gen_traced(rng):
         ys.append(g.node("Unsqueeze", [h, g.const([0])]))
     g.nodes.append(helper.make_node("Concat", ys, ["ys"], name="stack", axis=0))
     g.nodes.append(helper.make_node("Identity", [h], ["hT"], name="last"))
-    inputs = [vi("x", [T, B, I]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
+    inputs = [vi("x", [T + skip - start, B, I]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
     m = model_of(g.nodes, "traced", inputs, [vi("ys", [T, B, H]), vi("hT", [B, H])], g.inits,
                  int(rng.choice([13, 14, 17])))
     return m, ops
