@@ -2279,38 +2279,38 @@ static int has_prologue_step(rr *R, ir_node *rec)
 	return 0;
 }
 
-/* Slice(x, 0, off) on its time axis (off < 0) in front of every sequence of
- * rec: the loop reads the first steps of a longer input. */
-static void rec_time_slices(rr *R, ir_node *rec, int64_t off)
+/* rec's sequence s becomes Slice(x, 0, en) of it on its time axis, a node
+ * placed just before rec: the loop reads the first steps of x (en < 0:
+ * all but the last -en).  Returns 1 when the slice does not infer. */
+static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *origin)
 {
 	ir_graph *g = R->g;
 	diag q;
 	diag_init(&q, R->D->file);
 	q.quiet = 1;
-	for (int s = 0; s < R->nseq; s++) {
-		ir_value *x = rec->in[s];
-		int64_t st = 0, en = off, ax = R->seq[s].axis, one = 1;
-		ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
-		sl->in[0] = x;
-		sl->in[1] = ir_const_i64(g, NULL, 1, &st);
-		sl->in[2] = ir_const_i64(g, NULL, 1, &en);
-		sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
-		sl->in[4] = ir_const_i64(g, NULL, 1, &one);
-		sl->out[0] = ir_value_new(g, NULL, VAL_TEMP, x->dtype);
-		sl->out[0]->producer = sl;
-		sl->origin = "the steps the loop reads (it leaves the last ones)";
-		if (infer_node(g, sl, &q))
-			UNREACHABLE();
-		rec->in[s] = sl->out[0];
-		ir_node **nodes = arena_array(R->A, (size_t)g->nnodes + 1, sizeof *nodes);
-		int k = 0;
-		for (int i = 0; i < g->nnodes; i++) {
-			if (g->nodes[i] == rec)
-				nodes[k++] = sl;
-			nodes[k++] = g->nodes[i];
-		}
-		ir_set_nodes(g, nodes, k);
+	ir_value *x = rec->in[s];
+	int64_t st = 0, ax = R->seq[s].axis, one = 1;
+	ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
+	sl->in[0] = x;
+	sl->in[1] = ir_const_i64(g, NULL, 1, &st);
+	sl->in[2] = ir_const_i64(g, NULL, 1, &en);
+	sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
+	sl->in[4] = ir_const_i64(g, NULL, 1, &one);
+	sl->out[0] = ir_value_new(g, NULL, VAL_TEMP, x->dtype);
+	sl->out[0]->producer = sl;
+	sl->origin = origin;
+	if (infer_node(g, sl, &q))
+		return 1;
+	rec->in[s] = sl->out[0];
+	ir_node **nodes = arena_array(R->A, (size_t)g->nnodes + 1, sizeof *nodes);
+	int k = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		if (g->nodes[i] == rec)
+			nodes[k++] = sl;
+		nodes[k++] = g->nodes[i];
 	}
+	ir_set_nodes(g, nodes, k);
+	return 0;
 }
 
 static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
@@ -2583,10 +2583,11 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 		}
 		return why;
 	}
-	/* the loop reads the first Ts of the Tin steps */
-	if (L != T) {
-		rec_time_slices(R, rec, T - L);
-	}
+	/* the loop reads the first Ts of the Tin steps (x[:T - L]: the derived
+	 * symbol made above, so the slice infers) */
+	for (int s = 0; L != T && s < R->nseq; s++)
+		if (slice_sequence(R, rec, s, T - L, "the steps the loop reads (it leaves the last ones)"))
+			return arena_printf(R->A, "T stays %d: cannot slice the steps it reads", T);
 	if (up) {
 		/* no longer fixed: its note goes, and so do the slices (unread now) */
 		ir_attr_remove(up, "time_note");
@@ -2602,39 +2603,15 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
  * traced steps only (x[0:T] on the time axis), as the trace did. */
 static int slice_traced_steps(rr *R, ir_node *rec)
 {
-	ir_graph *g = R->g;
-	diag q;
-	diag_init(&q, R->D->file);
-	q.quiet = 1;
 	for (int s = 0; s < R->nseq; s++) {
 		ir_value *x = R->seq[s].src;
 		ir_dim d = x->shape.d[R->seq[s].axis];
 		if (ir_dim_is_const(d) && d.k == R->T)
 			continue;
-		int64_t st = 0, en = R->T, ax = R->seq[s].axis, one = 1;
-		ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
-		sl->in[0] = x;
-		sl->in[1] = ir_const_i64(g, NULL, 1, &st);
-		sl->in[2] = ir_const_i64(g, NULL, 1, &en);
-		sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
-		sl->in[4] = ir_const_i64(g, NULL, 1, &one);
-		sl->out[0] = ir_value_new(g, NULL, VAL_TEMP, x->dtype);
-		sl->out[0]->producer = sl;
-		sl->origin = "the steps a trace read";
-		if (infer_node(g, sl, &q)) {
+		if (slice_sequence(R, rec, s, R->T, "the steps a trace read")) {
 			diag_error(R->D, "cannot slice the %d traced steps of '%s'", R->T, x->name);
 			return 1;
 		}
-		rec->in[s] = sl->out[0];
-		/* before the recurrence */
-		ir_node **nodes = arena_array(R->A, (size_t)g->nnodes + 1, sizeof *nodes);
-		int k = 0;
-		for (int i = 0; i < g->nnodes; i++) {
-			if (g->nodes[i] == rec)
-				nodes[k++] = sl;
-			nodes[k++] = g->nodes[i];
-		}
-		ir_set_nodes(g, nodes, k);
 	}
 	return 0;
 }
