@@ -1562,18 +1562,27 @@ static ir_value *schedule_value(rr *R, build *B, int64_t F)
 	return q->out[0];
 }
 
-/* Slice(y, -1, INT64_MIN, axis, -1): y reversed on its time axis, into out
- * (a new value when NULL). */
-static ir_node *reversal(ir_graph *g, ir_value *y, int axis, ir_value *out)
+/* Slice(x, st, en, axis, step) on one axis; its output is out, or a new
+ * value of x's dtype when out is NULL. */
+static ir_node *axis_slice(ir_graph *g, ir_value *x, int64_t st, int64_t en, int64_t ax, int64_t sp,
+			   ir_value *out)
 {
-	int64_t st = -1, en = INT64_MIN, ax = axis, sp = -1;
 	ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
-	sl->in[0] = y;
+	sl->in[0] = x;
 	sl->in[1] = ir_const_i64(g, NULL, 1, &st);
 	sl->in[2] = ir_const_i64(g, NULL, 1, &en);
 	sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
 	sl->in[4] = ir_const_i64(g, NULL, 1, &sp);
-	sl->out[0] = out ? out : ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+	sl->out[0] = out ? out : ir_value_new(g, NULL, VAL_TEMP, x->dtype);
+	sl->out[0]->producer = sl;
+	return sl;
+}
+
+/* Slice(y, -1, INT64_MIN, axis, -1): y reversed on its time axis, into out
+ * (a new value when NULL). */
+static ir_node *reversal(ir_graph *g, ir_value *y, int axis, ir_value *out)
+{
+	ir_node *sl = axis_slice(g, y, -1, INT64_MIN, axis, -1, out);
 	sl->origin = "steps of a reversed traced loop in the order it ran them";
 	return sl;
 }
@@ -2288,16 +2297,7 @@ static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *or
 	diag q;
 	diag_init(&q, R->D->file);
 	q.quiet = 1;
-	ir_value *x = rec->in[s];
-	int64_t st = 0, ax = R->seq[s].axis, one = 1;
-	ir_node *sl = ir_node_new(g, OP_SLICE, NULL, 5, 1);
-	sl->in[0] = x;
-	sl->in[1] = ir_const_i64(g, NULL, 1, &st);
-	sl->in[2] = ir_const_i64(g, NULL, 1, &en);
-	sl->in[3] = ir_const_i64(g, NULL, 1, &ax);
-	sl->in[4] = ir_const_i64(g, NULL, 1, &one);
-	sl->out[0] = ir_value_new(g, NULL, VAL_TEMP, x->dtype);
-	sl->out[0]->producer = sl;
+	ir_node *sl = axis_slice(g, rec->in[s], 0, en, R->seq[s].axis, 1, NULL);
 	sl->origin = origin;
 	if (infer_node(g, sl, &q))
 		return 1;
