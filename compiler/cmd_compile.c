@@ -505,7 +505,7 @@ int cmd_compile(int argc, char **argv)
 		} else if (!strcmp(a, "--embed-weights")) {
 			embed = 1;
 		} else if (!strcmp(a, "--no-malloc")) {
-			no_malloc = 1;
+			no_malloc = po.no_malloc = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--max-dim", &val))) {
 			if (r < 0 || nmd == MAX_MAXDIM ||
 			    !cmd_parse_dim("compile", "--max-dim", val, &A, &md[nmd].name, &md[nmd].value)) {

@@ -25,7 +25,7 @@ static void print_usage(FILE *f)
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
 	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
 	      "  --dim SYM=N, --dim SYM=OTHER  as for `cellc compile`\n"
-	      "  --no-hoist, --no-fuse  as for `cellc compile`\n"
+	      "  --no-hoist, --no-fuse, --no-malloc  as for `cellc compile`\n"
 	      "  --train, --loss L     as for `cellc compile` (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
 }
@@ -68,6 +68,8 @@ int cmd_dump(int argc, char **argv)
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
 			po.no_fuse = 1;
+		} else if (!strcmp(a, "--no-malloc")) {
+			po.no_malloc = 1;
 		} else if (!strcmp(a, "--train")) {
 			po.train = 1;
 			po.topts = &topts;

@@ -4,7 +4,7 @@
  * model to writing C:
  *
  *   load -> infer (with the rewrites loops, seq) -> canon -> reroll -> cells
- *   -> lower -> hoist -> split -> grad -> fuse -> plan -> emit
+ *   -> lower -> hoist -> split -> grad -> fuse -> plan -> schedule -> emit
  *
  * compile_run drives it for every command (compile, verify, dump, info):
  * after each stage that succeeded it runs ir_verify when checking is on
@@ -34,6 +34,7 @@ const compile_stage compile_stages[] = {
 	{"grad", STAGE_PASS, pass_grad},
 	{"fuse", STAGE_PASS, pass_fuse},
 	{"plan", STAGE_PASS, pass_plan},
+	{"schedule", STAGE_PASS, pass_schedule},
 	{"emit", STAGE_EMIT, NULL},
 };
 const int compile_nstages = (int)COUNTOF(compile_stages);

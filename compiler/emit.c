@@ -1560,7 +1560,7 @@ static void print_nodes(emit_ctx *E)
 			i++;
 			continue;
 		}
-		if (emit_rec_defers(E, n)) {
+		if (ir_attr_int(n, "per_step", 0)) {
 			ew_line(E->w, "/* %s: an input projection, computed step by step inside the "
 				"recurrence that reads it */", ir_op_name(n->op));
 			i++;

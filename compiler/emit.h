@@ -111,11 +111,6 @@ void emit_group(emit_ctx *E, ir_node **nodes, int count);
  * batch size changed) or `return RT_ERR_NOMEM;`: the forward function owns
  * nothing that would need cleaning up at such a return. */
 void emit_recurrence(emit_ctx *E, ir_node *n);
-/* 1 when root node n is a hoisted input projection (pass_hoist) that the
- * recurrence reading it computes one step at a time instead (emit_rec.c:
- * a short input, K <= 16, whose T*B*N result would otherwise make a round
- * trip through main memory); print_nodes then prints no code for it. */
-int emit_rec_defers(emit_ctx *E, const ir_node *n);
 /* Model-struct fields of recurrence n: its persistent states (allocated at
  * run time for the current batch size by emit_recurrence), and the lines
  * freeing them in NAME_destroy.  emit.c calls both for every recurrence of

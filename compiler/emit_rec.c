@@ -8,7 +8,7 @@
  *     unless m->started: states = initial inputs (or zeros)
  *     for (step = 0; step < T; step++) {
  *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
- *       [a hoisted input projection with K <= 16 (deferred_gemm): this
+ *       [a hoisted input projection that pass_schedule moved into the steps: this
  *         step's B rows of it, into the start of its own buffer]
  *       [has_step: tstep_ = 1-based step number (counted on across calls of
  *         a stream), tlen_ = T; rank-0 body values (schedules such as NAG's
@@ -72,17 +72,17 @@ typedef struct rec {
 	const int64_t *seq_axis, *out_axis;
 	const char *T, *B;      /* C expressions */
 	home *h;                /* [b->nvalues] */
-	int par;                /* the batch rows are split over threads (rows_parallel) */
+	int par;                /* the batch rows are split over threads (threads "rows...") */
 	const char *alias[64];  /* par: per-thread row pointers of body buffers ("r<i>") */
 	const char *alias_of[64], *alias_ld[64];
 	int nalias;
-	int colpar_ok;          /* par, and at B == 1 the columns can be split (cols_parallel) */
+	int colpar_ok;          /* at B == 1 the columns can be split (threads "rows_cols") */
 	int colpar;             /* emitting the column-split copy of the steps */
 	ir_dim hc;              /* colpar_ok: the columns of every fused loop */
 	char *wstep;            /* colpar: [body nvalues] stored earlier in this step */
 	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
 	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the
-				   fused loops compute it themselves (inline_gemm), else NULL */
+				   fused loops compute it themselves (x_proj "inline"), else NULL */
 } rec;
 
 static const char *fmt(rec *R, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -177,10 +177,8 @@ static const char *elem_expr(rec *R, const ir_node *n, const char *const *a)
 
 /* ---- homes of body values ------------------------------------------------------ */
 
-static int is_row_concat(rec *R, const ir_node *n);
 static int64_t *column_offsets(rec *R, const ir_value *v, int *n);
 static void colpar_wait_for(rec *R, const ir_value *a);
-static ir_node *deferred_gemm(const ir_graph *g, const ir_node *rn, int k);
 
 /* Rows of a batch-row loop or product: the thread's share when par. */
 static const char *rows_expr(rec *R, ir_dim rows)
@@ -245,21 +243,9 @@ static home mem_home(rec *R, const ir_value *v)
 	return h;
 }
 
-/* Rank-0 element-wise nodes (step schedules): computed once per step. */
-static int is_step_scalar(const ir_node *n)
-{
-	return n->group > 0 && ir_ops[n->op].kind == OPK_ELEM && n->nout == 1 && n->out[0] &&
-	       n->out[0]->shape.rank == 0 && n->out[0]->dtype == DT_F32;
-}
-
-/* Nodes the fused machinery does not print: everything but products,
- * column views and grouped element-wise nodes. */
-static int is_generic(const ir_node *n)
-{
-	if (n->op == OP_GEMM || fuse_is_column_view(n))
-		return 0;
-	return !(n->group > 0 && ir_ops[n->op].kind == OPK_ELEM);
-}
+/* The node classes pass_schedule decides from (passes.h). */
+#define is_step_scalar schedule_is_step_scalar
+#define is_generic schedule_is_generic
 
 /* emit_ctx.body_ref: storage of body values in the step's own buffers. */
 static const char *body_ref(emit_ctx *E, const ir_value *v)
@@ -328,7 +314,7 @@ static int plan_homes(rec *R)
 		ir_node *n = b->nodes[i];
 		ir_value *v = n->out[0];
 		home *h = home_of(R, v);
-		if (R->par && is_row_concat(R, n)) {
+		if (ir_attr_int(n, "by_rows", 0)) {
 			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
 			continue;
 		}
@@ -359,7 +345,7 @@ static int plan_homes(rec *R)
 			int k;
 			if (is_body_output(R, v, &k) && k < R->nstate)
 				*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%dn", k), .ld = dim(R, cols_of(v)), .seq = -1};
-			else if (fuse_needs_buffer(v))
+			else if (plan_storage(v)->slot >= 0)
 				*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
 			else
 				*h = (home){.kind = HOME_REG, .seq = -1};
@@ -383,22 +369,6 @@ static int nd_index(const rec *R, const ir_node *n)
 	return -1;
 }
 
-/* pk: a product of the step whose weights are a model weight, which an
- * inference build never changes, with constant N and K.  At batch 1 it
- * reads a copy packed once for the GEMV (rt_gemv_pack; kept in
- * m->rec<id>_pk<i>, i its node's index in the body), which streams faster
- * than the weights' own rows.  Not in --train builds (the optimiser writes
- * the weights) nor --no-malloc ones (the copy would be an allocation). */
-static int pack_candidate(const emit_ctx *E, const ir_node *gm)
-{
-	if (E->g->train || E->o->no_malloc || gm->op != OP_GEMM || gm->nin < 2)
-		return 0;
-	const ir_value *W = gm->in[1];
-	return !ir_attr_int(gm, "transA", 0) && W->kind == VAL_WEIGHT && W->dtype == DT_F32 &&
-	       W->shape.rank == 2 && ir_dim_is_const(W->shape.d[0]) && ir_dim_is_const(W->shape.d[1]) &&
-	       W->shape.d[0].k > 0 && W->shape.d[1].k > 0;
-}
-
 /* The packed copy of gm's weights as [N, K]: N outputs, K inputs. */
 static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
 {
@@ -409,14 +379,13 @@ static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
 }
 
 /* Before the steps: pk<i> = the packed copy when B == 1 (made on the first
- * such run), else NULL. */
+ * such run), else NULL, for each product pass_schedule marked pack. */
 static void emit_pack(rec *R)
 {
 	ew *w = R->w;
 	for (int i = 0; i < R->b->nnodes; i++) {
 		ir_node *gm = R->b->nodes[i];
-		/* rows from different time steps (reversed sequence_lens) stay on rt_sgemm */
-		if (!pack_candidate(R->E, gm) || get_home(R, gm->in[0]).seq >= 0)
+		if (!ir_attr_int(gm, "pack", 0))
 			continue;
 		int64_t N, K;
 		pack_dims(gm, &N, &K);
@@ -453,7 +422,7 @@ static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r
 }
 
 /* colpar: this thread's columns j0_..j1_ of each hc-wide column block of
- * the product that the step reads (cols_parallel). */
+ * the product that the step reads (threads "rows_cols"). */
 static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 {
 	ir_value *A = n->in[0], *C = n->nin > 2 ? n->in[2] : NULL, *Y = n->out[0];
@@ -593,7 +562,7 @@ static const char *row_ptr(grp *G, const char *base, const char *ld, int seq, in
 }
 
 /* Element (b, j + off) of sequence input k computed where it is read
- * (inline_gemm): alpha a[b] w[j + off] + beta c[j + off], with a this
+ * (x_proj "inline"): alpha a[b] w[j + off] + beta c[j + off], with a this
  * step's rows of the product's A (xa<k>, emit_steps) and w the weights'
  * one column (stored [N, 1] or [1, N] alike). */
 static const char *inline_expr(grp *G, int k, int64_t off)
@@ -756,7 +725,7 @@ static void emit_step_scalar(rec *R, ir_node *n)
 	ew_line(R->w, "const float v%d = %s; (void)v%d; /* %s, once per step */", id, elem_expr(R, n, a), id,
 		ir_op_name(n->op));
 	/* stored for generic nodes (par: into the thread's local, body_ref) */
-	if (fuse_needs_buffer(n->out[0]) && n->out[0]->slot >= 0)
+	if (n->out[0]->slot >= 0)
 		ew_line(R->w, "%s[0] = v%d;", emit_ref(R->E, n->out[0]), id);
 }
 
@@ -807,7 +776,7 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 	if (ir_attr_int(n, "has_step", 0))
 		ew_line(E->w, "int64_t rec%d_t; /* steps run so far by a stream (has_step) */", n->id);
 	for (int i = 0; i < n->body->nnodes; i++)
-		if (pack_candidate(E, n->body->nodes[i]))
+		if (ir_attr_int(n->body->nodes[i], "pack", 0))
 			ew_line(E->w, "float *rec%d_pk%d; /* %s packed for the batch-1 GEMV (NULL until used) */",
 				n->id, i, cm_(E->A, n->body->nodes[i]->in[1]->name));
 }
@@ -818,7 +787,7 @@ void emit_rec_state_free(emit_ctx *E, ir_node *n)
 	for (int k = 0; k < ns; k++)
 		ew_line(E->w, "free(m->%s);", emit_state_member(E, n, k));
 	for (int i = 0; i < n->body->nnodes; i++)
-		if (pack_candidate(E, n->body->nodes[i]))
+		if (ir_attr_int(n->body->nodes[i], "pack", 0))
 			ew_line(E->w, "free(m->rec%d_pk%d);", n->id, i);
 }
 
@@ -830,115 +799,18 @@ void emit_rec_state_reset(emit_ctx *E, ir_node *n)
 
 /* ---- input projections computed per step ---------------------------------------- */
 
-static int is_view(ir_op op)
+/* The root Gemm behind sequence input k of recurrence rn (through views)
+ * when pass_schedule moved it into the steps (x_proj "step" or "inline"),
+ * else NULL; *inl: computed inside the fused loops that read it. */
+static const ir_node *step_projection(const ir_node *rn, int k, int *inl)
 {
-	return op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_FLATTEN ||
-	       op == OP_IDENTITY;
-}
-
-/* The hoisted GEMM (pass_hoist) behind sequence input k of recurrence rn
- * when this recurrence may compute it one step at a time: Y [T*B, N] =
- * A [T*B, K] op(W) (+ bias row), K a constant <= 16, rows of step t at
- * t*B.. (time-major, no per-row time), A, W and the bias never
- * overwritten (graph input or weights), and Y read by nothing but views
- * leading to rn.  Then each step's B rows of Y go to the start of Y's own
- * buffer, which stays in cache, instead of T*B*N floats going out to main
- * memory and back; with K that small the per-step product costs next to
- * nothing. */
-static ir_node *deferred_gemm(const ir_graph *g, const ir_node *rn, int k)
-{
-	int nseq = (int)ir_attr_int(rn, "n_seq", 0);
-	ir_attr *sa = ir_attr_find(rn, "seq_axis");
-	if (k >= nseq || (sa && sa->n > k && sa->ints[k] != 0) ||
-	    (ir_attr_int(rn, "reverse", 0) && ir_attr_int(rn, "has_lens", 0)))
+	ir_attr *a = ir_attr_find(rn, "x_proj");
+	*inl = 0;
+	if (!a || a->kind != ATTR_STRINGS || k >= a->n || !strcmp(a->strings[k], "before"))
 		return NULL;
+	*inl = !strcmp(a->strings[k], "inline");
 	const ir_value *y = plan_storage(rn->in[k]);
-	ir_node *gm = y && y->kind == VAL_TEMP ? y->producer : NULL;
-	if (!gm || gm->op != OP_GEMM || gm->out[0] != y || y->is_output || y->shape.rank != 2 ||
-	    ir_attr_int(gm, "transA", 0) || rn->in[k]->shape.rank != 3)
-		return NULL;
-	const ir_value *A = plan_storage(gm->in[0]), *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL;
-	ir_dim K = gm->in[0]->shape.d[1];
-	if (!A || (A->kind != VAL_INPUT && A->kind != VAL_WEIGHT) || W->kind != VAL_WEIGHT ||
-	    gm->in[0]->shape.rank != 2 || !ir_dim_is_const(K) || K.k > 16 || K.k < 1)
-		return NULL;
-	if (C && (C->kind != VAL_WEIGHT || C->shape.rank != 1 || !ir_dim_eq(C->shape.d[0], y->shape.d[1])))
-		return NULL;
-	/* rows of step t: the sequence input is [T, B, N] over Y's rows */
-	if (!ir_dim_eq(rn->in[k]->shape.d[2], y->shape.d[1]))
-		return NULL;
-	int uses = 0;
-	for (int i = 0; i < g->nnodes; i++) {
-		const ir_node *m = g->nodes[i];
-		for (int j = 0; j < m->nin; j++) {
-			if (!m->in[j] || plan_storage(m->in[j]) != y)
-				continue;
-			if (m == rn && j == k)
-				uses++;
-			else if (!(is_view(m->op) && m->nout == 1 && plan_storage(m->out[0]) == y))
-				return NULL;
-		}
-	}
-	for (int i = 0; i < g->noutputs; i++)
-		if (plan_storage(g->outputs[i]) == y)
-			return NULL;
-	return uses == 1 ? gm : NULL;
-}
-
-int emit_rec_defers(emit_ctx *E, const ir_node *n)
-{
-	if (n->op != OP_GEMM)
-		return 0;
-	for (int i = 0; i < E->g->nnodes; i++) {
-		const ir_node *r = E->g->nodes[i];
-		if (r->op == OP_RECURRENCE && r->body)
-			for (int k = 0; k < (int)ir_attr_int(r, "n_seq", 0); k++)
-				if (deferred_gemm(E->g, r, k) == n)
-					return 1;
-	}
-	return 0;
-}
-
-/* Whether v (a sequence input, or a column slice of one) is read by
- * nothing but fused element-wise loops, through column slices. */
-static int read_by_fused_only(const rec *R, const ir_value *v)
-{
-	const ir_graph *b = R->b;
-	for (int i = 0; i < b->noutputs; i++)
-		if (b->outputs[i] == v)
-			return 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		const ir_node *n = b->nodes[i];
-		for (int j = 0; j < n->nin; j++) {
-			if (n->in[j] != v)
-				continue;
-			if (fuse_is_column_view(n)) {
-				if (j != 0 || !read_by_fused_only(R, n->out[0]))
-					return 0;
-			} else if (!(n->group > 0 && ir_ops[n->op].kind == OPK_ELEM && !is_step_scalar(n))) {
-				return 0;
-			}
-		}
-	}
-	return 1;
-}
-
-/* The deferred GEMM behind sequence input k when the fused loops that read
- * the input can compute it themselves: one input feature (K = 1: an element
- * is one multiply-add, and the weights' column is contiguous, so the loops
- * stay vector loads), and nothing else reads the input.  Then a step
- * neither calls the product (four calls per step and thread at batch 1 with
- * the columns split) nor writes and reads back its [B, N] rows. */
-static const ir_node *inline_gemm(const rec *R, int k)
-{
-	if (R->per_row_time)
-		return NULL;
-	const ir_node *gm = deferred_gemm(R->E->g, R->n, k);
-	if (!gm)
-		return NULL;
-	if (gm->in[0]->shape.d[1].k != 1)       /* a constant (deferred_gemm) */
-		return NULL;
-	return read_by_fused_only(R, R->b->inputs[k]) ? gm : NULL;
+	return y && y->producer && ir_attr_int(y->producer, "per_step", 0) ? y->producer : NULL;
 }
 
 /* This step's rows of the deferred GEMM gm (sequence input k): into the
@@ -990,42 +862,8 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 
 /* ---- batch rows over threads ------------------------------------------------------- */
 
-/* Whether v is [B, N] (rows = the batch) or has a single row (rank < 2, or
- * one constant row: the same for every batch row). */
-static int batch_rows(const rec *R, const ir_value *v, int *single)
-{
-	ir_dim B = R->b->inputs[R->nseq]->shape.d[0];
-	*single = v->shape.rank < 2 || (ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1);
-	return v->shape.rank == 2 && ir_dim_eq(v->shape.d[0], B);
-}
-
-/* An operand a thread may read: a body value with the batch rows (the
- * thread reads its own rows), or any value with a single row. */
-static int par_operand(rec *R, const ir_value *v)
-{
-	int single;
-	int rows = batch_rows(R, v, &single);
-	return single || (rows && body_index(R, v) >= 0);
-}
-
-/* A Concat of body values [B, N_k] along their columns (the backward of a
- * recurrence gathers its gate gradients so): row by row, each thread its
- * own rows, when the recurrence is par. */
-static int is_row_concat(rec *R, const ir_node *n)
-{
-	int single;
-	if (n->op != OP_CONCAT || n->nout != 1 || !n->out[0] || !batch_rows(R, n->out[0], &single))
-		return 0;
-	int64_t axis = ir_attr_int(n, "axis", 0);
-	if (axis != 1 && axis != -1)
-		return 0;
-	for (int k = 0; k < n->nin; k++)
-		if (!n->in[k] || !batch_rows(R, n->in[k], &single) || body_index(R, n->in[k]) < 0 ||
-		    n->in[k]->dtype != DT_F32)
-			return 0;
-	return 1;
-}
-
+/* A Concat of [B, N_k] body values along the columns that pass_schedule
+ * marked by_rows: each thread copies its own rows. */
 static void emit_row_concat(rec *R, ir_node *n)
 {
 	ew *w = R->w;
@@ -1049,142 +887,6 @@ static void emit_row_concat(rec *R, ir_node *n)
 			sym = fmt(R, "%s + %s", sym, cols);
 	}
 	ew_close(w, "");
-}
-
-/* A node of rank-0 values only (the step counter's Cast/Mod/Add of a
- * scripted schedule): body values or constants in, body values out. */
-static int is_scalar_node(rec *R, const ir_node *n)
-{
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] && (n->out[k]->shape.rank != 0 || body_index(R, n->out[k]) < 0 ||
-				  !ir_dtype_ctype(n->out[k]->dtype)))
-			return 0;
-	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] && n->in[k]->shape.rank != 0 && ir_shape_const_numel(&n->in[k]->shape) != 1)
-			return 0;
-	return 1;
-}
-
-/* Whether the batch rows of this recurrence never meet, so that each thread
- * can run every step on its own rows with no synchronisation: every body
- * node is a product with the batch as its rows (op(A) = a body value of B
- * rows, the weights a single outer value), an element-wise node over [B, N]
- * or a column view (a rank-0 step value is a local of each thread); no
- * generic node (its rows might meet), no per-row time
- * (reverse with sequence_lens).  Body temporaries each have their own slot
- * (pass_plan), so each thread owns the same rows of every buffer. */
-static int rows_parallel(rec *R)
-{
-	ir_graph *b = R->b;
-	if (R->per_row_time || R->nseq < 1)
-		return 0;
-	int buffers = 0;        /* per-thread row pointers par_base may declare */
-	for (int i = 0; i < b->nnodes; i++)
-		buffers += b->nodes[i]->op == OP_GEMM || b->nodes[i]->op == OP_CONCAT ||
-			   (b->nodes[i]->nout == 1 && b->nodes[i]->out[0] && fuse_needs_buffer(b->nodes[i]->out[0]));
-	if (buffers > (int)COUNTOF(R->alias))
-		return 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *n = b->nodes[i];
-		int single;
-		if (fuse_is_column_view(n))
-			continue;
-		if (n->op == OP_GEMM) {
-			ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL;
-			if (ir_attr_int(n, "transA", 0) || !batch_rows(R, n->out[0], &single) ||
-			    !batch_rows(R, A, &single) || body_index(R, A) < 0 || body_index(R, W) >= 0 ||
-			    (C && !par_operand(R, C)))
-				return 0;
-			continue;
-		}
-		if (is_step_scalar(n))
-			continue;       /* every thread has it as a local (emit_step_scalar) */
-		if (is_row_concat(R, n))
-			continue;       /* emit_row_concat */
-		if (is_generic(n) && is_scalar_node(R, n))
-			continue;       /* each thread computes it into its own locals (body_ref) */
-		if (is_generic(n) || n->nout != 1 || !batch_rows(R, n->out[0], &single))
-			return 0;
-		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] && !par_operand(R, n->in[k]))
-				return 0;
-	}
-	return 1;
-}
-
-/* colpar: whether every reader of v reads only its own columns of v: column
- * views of hc columns, or fused nodes over v itself when v has hc columns. */
-static int read_by_column(rec *R, const ir_value *v)
-{
-	ir_graph *b = R->b;
-	for (int i = 0; i < b->nnodes; i++) {
-		const ir_node *m = b->nodes[i];
-		for (int k = 0; k < m->nin; k++) {
-			if (m->in[k] != v)
-				continue;
-			if (fuse_is_column_view(m) && k == 0) {
-				if (!ir_dim_eq(cols_of(m->out[0]), R->hc))
-					return 0;
-			} else if (!(m->group > 0 && ir_ops[m->op].kind == OPK_ELEM && ir_dim_eq(cols_of(v), R->hc))) {
-				return 0;
-			}
-		}
-	}
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k] == v)
-			return 0;
-	return 1;
-}
-
-/* Whether a par recurrence can also split one batch row's columns over the
- * threads (B == 1 at run time): every fused loop runs over the same hc
- * columns, each product's result is read only column by column (so each
- * thread computes its own columns of it: per column view, the rows of the
- * weights behind them), every body output comes out of a fused loop, no
- * sequence_lens.  The threads then meet once per step (the products of the
- * next step read whole states) and before a product that reads a value of
- * the same step. */
-static int cols_parallel(rec *R)
-{
-	ir_graph *b = R->b;
-	int have = 0;
-	if (R->has_lens)
-		return 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *n = b->nodes[i];
-		if (n->group > 0 && ir_ops[n->op].kind == OPK_ELEM && !is_step_scalar(n) &&
-		    !fuse_is_column_view(n)) {
-			if (!have)
-				R->hc = cols_of(n->out[0]);
-			have = 1;
-			if (!ir_dim_eq(cols_of(n->out[0]), R->hc))
-				return 0;
-		}
-	}
-	if (!have)
-		return 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *n = b->nodes[i];
-		if (n->op == OP_GEMM) {
-			const ir_value *C = n->nin > 2 ? n->in[2] : NULL;
-			if (C && (C->shape.rank != 1 || body_index(R, C) >= 0 ||
-				  (ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1)))
-				return 0;
-			if (!read_by_column(R, n->out[0]))
-				return 0;
-		} else if (is_generic(n) && !is_scalar_node(R, n) && !fuse_is_column_view(n)) {
-			return 0;
-		}
-	}
-	for (int k = 0; k < R->nseq; k++)
-		if (deferred_gemm(R->E->g, R->n, k) && !read_by_column(R, b->inputs[k]))
-			return 0;
-	for (int k = 0; k < b->noutputs; k++) {
-		const ir_node *p = b->outputs[k]->producer;
-		if (!p || p->graph != b || !(p->group > 0 && ir_ops[p->op].kind == OPK_ELEM) || is_step_scalar(p))
-			return 0;
-	}
-	return 1;
 }
 
 /* colpar: the column offsets of v (a product's result or a deferred
@@ -1388,7 +1090,8 @@ static void emit_steps(rec *R)
 		ew_line(w, "const float tlen_ = (float)T; (void)tlen_; /* steps of this run */");
 	if (!R->per_row_time)
 		for (int k = 0; k < R->nseq; k++) {
-			const ir_node *gm = deferred_gemm(E->g, n, k);
+			int inl;
+			const ir_node *gm = step_projection(n, k, &inl);
 			if (R->inl[k]) {
 				/* xa<k>: this step's rows of the product's A, computed on in the loops */
 				const ir_value *A = gm->in[0];
@@ -1416,7 +1119,7 @@ static void emit_steps(rec *R)
 			i++;
 			continue;
 		}
-		if (R->par && is_row_concat(R, nd)) {
+		if (ir_attr_int(nd, "by_rows", 0)) {
 			emit_row_concat(R, nd);
 			i++;
 			continue;
@@ -1486,13 +1189,17 @@ static void emit_rec_body(rec *R)
 	ew *w = R->w;
 	ir_node *n = R->n;
 	ir_graph *b = R->b;
-	R->par = rows_parallel(R);
-	R->colpar_ok = R->par && cols_parallel(R);
+	const char *threads = ir_attr_string(n, "threads", "serial");
+	R->par = strcmp(threads, "serial") != 0;
+	R->colpar_ok = !strcmp(threads, "rows_cols") && schedule_fused_cols(b, &R->hc);
 	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
 	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
 	R->inl = arena_array(E->A, (size_t)R->nseq + 1, sizeof *R->inl);
-	for (int k = 0; k < R->nseq; k++)
-		R->inl[k] = inline_gemm(R, k);
+	for (int k = 0; k < R->nseq; k++) {
+		int inl;
+		const ir_node *gm = step_projection(n, k, &inl);
+		R->inl[k] = inl ? gm : NULL;
+	}
 	/* par: the names the steps use (s<k>, q<k>, o<k>, len) are the thread's
 	 * rows, declared in the parallel block over the "_all" pointers */
 	const char *all = R->par ? "_all" : "";

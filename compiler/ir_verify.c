@@ -14,6 +14,14 @@
  *   - after any pass but "load": every value in use has a supported dtype and
  *     a known shape;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
+ *   - after "schedule" (pass_schedule.c): every recurrence of the root graph
+ *     has `threads` and one `x_proj` per sequence input, with known values;
+ *     an input projection moved into the steps is a root Gemm marked
+ *     per_step, with a constant K of at most 16 (1 when inline), read by
+ *     that recurrence alone; no threads with per-row time, no column split
+ *     with sequence_lens; `pack` only on body products of fixed-size model
+ *     weights in inference builds, `by_rows` only on body Concats of
+ *     threaded recurrences;
  *   - derived dimension symbols (ir.h) name a free symbol as their base and
  *     a nonzero offset of at most INT32_MAX in magnitude;
  *   - data-dependent lengths (ir_value.data_dep): after "infer", exactly the
@@ -194,6 +202,113 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 			bad(c, g, "body input %d of recurrence '%s' is not a VAL_STEP value", k, nname(n));
 }
 
+/* ---- schedule ----------------------------------------------------------------- */
+
+static int one_of(const char *s, const char *const *set)
+{
+	for (; s && *set; set++)
+		if (!strcmp(s, *set))
+			return 1;
+	return 0;
+}
+
+/* The value whose storage v shares through views (pass_plan's rule). */
+static const ir_value *storage_of(const ir_value *v)
+{
+	while (v && v->kind == VAL_TEMP && !v->is_output && v->producer && v->producer->nin > 0 &&
+	       (v->producer->op == OP_RESHAPE || v->producer->op == OP_SQUEEZE ||
+		v->producer->op == OP_UNSQUEEZE || v->producer->op == OP_FLATTEN ||
+		v->producer->op == OP_IDENTITY) && v->producer->in[0] && v->producer->in[0]->dtype == v->dtype)
+		v = v->producer->in[0];
+	return v;
+}
+
+static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, int threaded)
+{
+	const ir_graph *b = rn->body;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *m = b->nodes[i];
+		if (ir_attr_find(m, "pack")) {
+			const ir_value *W = m->op == OP_GEMM && m->nin > 1 ? m->in[1] : NULL;
+			if (!W || W->kind != VAL_WEIGHT || W->shape.rank != 2 || !ir_dim_is_const(W->shape.d[0]) ||
+			    !ir_dim_is_const(W->shape.d[1]) || g->train)
+				bad(c, b, "node '%s' (%s) of recurrence '%s' is marked pack, but packs no fixed "
+				    "model weight of an inference build", nname(m), ir_op_name(m->op), nname(rn));
+		}
+		if (ir_attr_find(m, "by_rows") && (m->op != OP_CONCAT || !threaded))
+			bad(c, b, "node '%s' (%s) of recurrence '%s' is marked by_rows outside a threaded "
+			    "recurrence's Concat", nname(m), ir_op_name(m->op), nname(rn));
+		if (ir_attr_find(m, "per_step") || ir_attr_find(m, "threads") || ir_attr_find(m, "x_proj"))
+			bad(c, b, "node '%s' (%s) of a recurrence body has a root-graph schedule attribute",
+			    nname(m), ir_op_name(m->op));
+	}
+}
+
+static void check_schedule(vctx *c, const ir_graph *g)
+{
+	static const char *const threads[] = {"serial", "rows", "rows_cols", NULL};
+	static const char *const where[] = {"before", "step", "inline", NULL};
+	int *readers = calloc((size_t)g->nnodes + 1, sizeof *readers);
+	ASSERT(readers);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (ir_attr_find(n, "pack") || ir_attr_find(n, "by_rows"))
+			bad(c, g, "root node '%s' (%s) has a body-node schedule attribute", nname(n), ir_op_name(n->op));
+		if (n->op != OP_RECURRENCE) {
+			if (ir_attr_find(n, "threads") || ir_attr_find(n, "x_proj"))
+				bad(c, g, "node '%s' (%s) has a recurrence's schedule attributes", nname(n),
+				    ir_op_name(n->op));
+			if (ir_attr_find(n, "per_step") && n->op != OP_GEMM)
+				bad(c, g, "node '%s' (%s) is marked per_step but is no product", nname(n),
+				    ir_op_name(n->op));
+			continue;
+		}
+		if (!n->body)
+			continue;
+		const char *th = ir_attr_string(n, "threads", NULL);
+		ir_attr *xp = ir_attr_find(n, "x_proj");
+		int64_t ns = ir_attr_int(n, "n_seq", 0);
+		int lens = ir_attr_int(n, "has_lens", 0) != 0, rev = ir_attr_int(n, "reverse", 0) != 0;
+		if (!one_of(th, threads))
+			bad(c, g, "recurrence '%s' lacks a valid 'threads' (serial, rows or rows_cols)", nname(n));
+		else if ((strcmp(th, "serial") && lens && rev) || (!strcmp(th, "rows_cols") && lens))
+			bad(c, g, "recurrence '%s' has threads = \"%s\" with sequence_lens%s", nname(n), th,
+			    rev ? " in reverse (each row its own time step)" : "");
+		if (!xp || xp->kind != ATTR_STRINGS || xp->n != ns) {
+			bad(c, g, "recurrence '%s' lacks 'x_proj' (one entry per sequence input)", nname(n));
+			continue;
+		}
+		for (int k = 0; k < xp->n && k < n->nin; k++) {
+			if (!one_of(xp->strings[k], where)) {
+				bad(c, g, "recurrence '%s': x_proj[%d] = \"%s\" is none of before, step, inline",
+				    nname(n), k, xp->strings[k] ? xp->strings[k] : "");
+				continue;
+			}
+			if (!strcmp(xp->strings[k], "before"))
+				continue;
+			const ir_value *y = storage_of(n->in[k]);
+			const ir_node *gm = y ? y->producer : NULL;
+			const ir_value *A = gm && gm->op == OP_GEMM ? gm->in[0] : NULL;
+			int64_t K = A && A->shape.rank == 2 && ir_dim_is_const(A->shape.d[1]) ? A->shape.d[1].k : -1;
+			if (!gm || gm->op != OP_GEMM || gm->graph != g || !ir_attr_int(gm, "per_step", 0) || K < 1 ||
+			    K > 16 || (!strcmp(xp->strings[k], "inline") && K != 1) || (lens && rev)) {
+				bad(c, g, "recurrence '%s': x_proj[%d] = \"%s\" but its input is not a per_step "
+				    "product of a short input", nname(n), k, xp->strings[k]);
+				continue;
+			}
+			for (int j = 0; j < g->nnodes; j++)
+				if (g->nodes[j] == gm)
+					readers[j]++;
+		}
+		check_body_schedule(c, g, n, th && strcmp(th, "serial") != 0);
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (ir_attr_int(g->nodes[i], "per_step", 0) && readers[i] != 1)
+			bad(c, g, "product '%s' is marked per_step but %d recurrence inputs compute it in their "
+			    "steps (1 wanted)", nname(g->nodes[i]), readers[i]);
+	free(readers);
+}
+
 /* ---- graphs ------------------------------------------------------------------- */
 
 /* def: values usable at this point (those of enclosing graphs included). */
@@ -322,6 +437,8 @@ int ir_verify(const ir_graph *g, const char *after_pass)
 	}
 	check_graph(&c, g, &def);
 	infer_set_free(&def);
+	if (!g->parent && !strcmp(c.pass, "schedule"))
+		check_schedule(&c, g);
 	if (c.nerr) {
 		fprintf(stderr, "cellc: %d internal IR inconsistenc%s after pass '%s' (a cellc bug)\n",
 			c.nerr, c.nerr == 1 ? "y" : "ies", c.pass);

@@ -16,6 +16,8 @@ typedef struct pass_opts {
 	struct train_opts *topts; /* --train: the loss (train.h); set with train */
 	int no_hoist;           /* --no-hoist: keep input projections in the loop (tests) */
 	int no_fuse;            /* --no-fuse: one loop per element-wise op (tests) */
+	int no_malloc;          /* --no-malloc: no allocation at run time (pass_schedule packs
+	                           no weights) */
 } pass_opts;
 
 /* Shape and dtype inference with constant folding, symbolic Shape arithmetic
@@ -93,6 +95,20 @@ const ir_value *plan_storage(const ir_value *v);
  * outputs may be NULL).  Such a v has no slot: its producer writes the
  * output's buffer, and the view that makes the output is no code. */
 const ir_value *plan_output_backing(const ir_value *v);
+/* How each recurrence runs (threads, where its input projections are
+ * computed, packed weights), as attributes the emitter prints
+ * (pass_schedule.c has the list).  And the node classes it decides from,
+ * which the emitter prints differently: schedule_is_step_scalar, a rank-0
+ * fused node (computed once per step, a local); schedule_is_generic, a body
+ * node that is neither a product, a column view nor fused (printed as in
+ * the root graph); schedule_is_scalar_node, a node of rank-0 body values
+ * only (step counter arithmetic); schedule_fused_cols, whether every fused
+ * loop of body b runs over the same columns (*hc). */
+int pass_schedule(ir_graph *g, diag *D, const pass_opts *o);
+int schedule_is_step_scalar(const ir_node *n);
+int schedule_is_generic(const ir_node *n);
+int schedule_is_scalar_node(const ir_node *n);
+int schedule_fused_cols(const ir_graph *b, ir_dim *hc);
 
 typedef int (*pass_fn)(ir_graph *, diag *, const pass_opts *);
 

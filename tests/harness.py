@@ -2055,11 +2055,12 @@ def group_grad_ops():
     yield from grad_tsv_group("grad_ops")
 
 
-# ---- row-parallel recurrences (emit_rec.c rows_parallel) ---------------------------
+# ---- row-parallel recurrences (pass_schedule.c: threads) ---------------------------
 # Cases of other groups verified again against their oracles with 1 and 3
 # threads (CELLRT_NUM_THREADS; 3 splits batches of 4 and 3 unevenly, and a
 # share of one row takes the matrix-vector kernel), and the emitted C: which
-# recurrences run their rows in parallel.
+# recurrences run their rows in parallel, which must be what `cellc dump
+# --after schedule` says of them.
 
 THREAD_COUNTS = ("1", "3")
 THREAD_CASES = [("rnn_cases", "lstm_wide"), ("rnn_cases", "gru_bidirectional"),
@@ -2109,10 +2110,20 @@ def thread_shape(model, options, want):
         text = f.read()
     got = (text.count("#pragma omp parallel"), text.count("const int cols_ = B == 1"),
            text.count("/* Recurrence '"), text.count("rt_gemv_pack("))
-    return Result(full, got == want, "of %d recurrences, %d split their rows over threads and %d "
-                  "one row's columns; %d products packed for batch 1%s" % (
+    # the same decisions as the IR records them (dump takes the same options)
+    dopts = [o for o in options if o in ("--train", "--no-malloc")]
+    if "--loss" in options:
+        dopts += ["--loss", options[options.index("--loss") + 1]]
+    rc, ir, err = run([CELLC, "dump", model, "--after", "schedule"] + dopts, log)
+    if rc != 0:
+        return Result(full, False, "cellc dump --after schedule: %s: %s" % (status_word(rc), first_lines(err)))
+    said = (ir.count('threads = "rows'), ir.count('threads = "rows_cols"'), ir.count("Recurrence("),
+            ir.count("pack = 1"))
+    return Result(full, got == want and said == got, "of %d recurrences, %d split their rows over threads and %d "
+                  "one row's columns; %d products packed for batch 1%s%s" % (
                       got[2], got[0], got[1], got[3], "" if got == want else
-                      ", expected %d, %d of %d; %d" % (want[0], want[1], want[2], want[3])))
+                      ", expected %d, %d of %d; %d" % (want[0], want[1], want[2], want[3]),
+                      "" if said == got else "; but the schedule in the IR says %d, %d of %d; %d" % said))
 
 
 def group_threads():

@@ -10,7 +10,9 @@ and, in input.cell, lines
 stating what the pass must change, as counts in the dump of the stage before
 PASS and in the dump after it.  WHAT is an operator name (node lines calling
 it, bodies included), `nodes` (every node line), `groups` (distinct fusion
-groups) or `slots` (distinct workspace slots).  These counts are written by
+groups), `slots` (distinct workspace slots) or `attr:NAME=VALUE` (node lines
+whose attributes include `NAME = VALUE`, VALUE as the dump prints it, without
+spaces).  These counts are written by
 hand from what the pass promises (its contract in compiler/pass_PASS.c), so a
 case fails when the pass stops doing its job even if expected.txt was
 regenerated without reading it.
@@ -68,10 +70,34 @@ def dump(cellc, case, stage):
     return p.returncode, p.stdout, p.stderr
 
 
+def split_attrs(text):
+    """The `name = value` items of a dumped attribute block (commas inside
+    brackets or strings do not split)."""
+    items, depth, quote, cur = [], 0, False, ""
+    for ch in text:
+        if ch == '"':
+            quote = not quote
+        elif not quote and ch == "[":
+            depth += 1
+        elif not quote and ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0 and not quote:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return items + [cur]
+
+
 def count(text, what):
     lines = [l for l in text.splitlines() if NODE.match(l.split("#", 1)[0])]
     if what == "nodes":
         return len(lines)
+    if what.startswith("attr:") and "=" in what:
+        name, val = what[5:].split("=", 1)
+        want = "%s = %s" % (name, val)
+        return sum(1 for l in lines for attrs in [re.search(r"\{(.*)\}", l.split("  #", 1)[0])]
+                   if attrs and any(a.strip() == want for a in split_attrs(attrs.group(1))))
     if what in ("groups", "slots"):
         key = "group" if what == "groups" else "slot"
         # ids are per graph: a body's group 1 is not the root's

@@ -1,7 +1,7 @@
 """test_cell_format.py: the native .cell format (compiler/txt_*.c), harness
 group "cell_format".  Prints one PASS/FAIL line per test; exit 1 on failure.
 
-  roundtrip   `cellc dump X --after P` for P in load..plan, parsed back and
+  roundtrip   `cellc dump X --after P` for P in load..schedule, parsed back and
               printed again (`--after load`): the text must be identical, for
               every examples/*.cell and for ONNX models of tests/out (PyTorch
               exports, traced loops, rnn_cases, the official LSTM/GRU/RNN node
@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 CELLC, CELLC_SAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
-PASSES = ["load", "infer", "lower", "hoist", "fuse", "plan"]
+PASSES = ["load", "infer", "lower", "hoist", "fuse", "plan", "schedule"]
 SAN_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
                UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
 SAN_MARKERS = ("runtime error", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer")

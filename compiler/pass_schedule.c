@@ -1,0 +1,398 @@
+/* pass_schedule.c: how each recurrence runs, decided once and written into
+ * the IR for the emitter to print.
+ *
+ * requires: pass_plan (slots are final; nothing is added or moved later).
+ * produces: on every RECURRENCE node of the root graph
+ *             threads = "serial" | "rows" | "rows_cols"
+ *               rows: the batch rows never meet in the body, so each thread
+ *               runs every step on its own share of them; rows_cols: at
+ *               B == 1 the threads may instead share the columns of the one
+ *               row, meeting at each step (the generated code picks between
+ *               the two at run time from B, T and the weights' size);
+ *             x_proj = ["before" | "step" | "inline", ...], one per sequence
+ *               input: where the input projection behind it (the root Gemm
+ *               pass_hoist made) is computed: before the loop for all T*B
+ *               rows, one step's B rows at a time at the start of the step
+ *               (a small K: the rows stay in cache), or inside the fused
+ *               loops that read it (K == 1: one multiply-add per element);
+ *           on that root Gemm, when x_proj is not "before": per_step = 1 (no
+ *           code of its own before the loop);
+ *           on a body Gemm whose weights an inference build never changes:
+ *           pack = 1 (at B == 1 it reads a copy of the weights packed once
+ *           for the GEMV);
+ *           on a body Concat of [B, N] values along the columns in a
+ *           threaded recurrence: by_rows = 1 (each thread copies its rows).
+ *           Placement is already the planner's: a body value with a slot is
+ *           stored (the next state in its slot: states are double-buffered
+ *           between the model struct and that slot); one without lives in a
+ *           local of its fused loop; a rank-0 element-wise value is a local
+ *           of the step.
+ * breaks:   nothing (these attributes are removed first wherever they are,
+ *           so a graph read back from `cellc dump` is scheduled afresh).
+ *
+ * ir_verify checks what can be checked of them without deciding again
+ * (schedule_check).
+ */
+#include "passes.h"
+#include "util.h"
+
+#include <string.h>
+
+/* The most per-thread row pointers a threaded recurrence may need (one per
+ * product, Concat or stored fused value: emit_rec.c declares them). */
+#define SCHED_MAX_ROW_BUFFERS 64
+
+typedef struct sch {
+	const pass_opts *o;
+	ir_graph *g;            /* root */
+	ir_node *n;             /* the recurrence */
+	ir_graph *b;            /* its body */
+	int nseq, per_row_time, has_lens;
+	ir_dim hc;              /* rows_cols: the columns of every fused loop */
+} sch;
+
+static int body_value(const sch *S, const ir_value *v)
+{
+	return v && v->graph == S->b;
+}
+
+static ir_dim cols_of(const ir_value *v)
+{
+	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
+}
+
+static int is_grouped_elem(const ir_node *n)
+{
+	return n->group > 0 && ir_ops[n->op].kind == OPK_ELEM;
+}
+
+int schedule_is_step_scalar(const ir_node *n)
+{
+	return is_grouped_elem(n) && n->nout == 1 && n->out[0] && n->out[0]->shape.rank == 0 &&
+	       n->out[0]->dtype == DT_F32;
+}
+
+int schedule_is_generic(const ir_node *n)
+{
+	if (n->op == OP_GEMM || fuse_is_column_view(n))
+		return 0;
+	return !is_grouped_elem(n);
+}
+
+int schedule_is_scalar_node(const ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && (n->out[k]->shape.rank != 0 || !n->out[k]->graph->parent ||
+				  !ir_dtype_ctype(n->out[k]->dtype)))
+			return 0;
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->shape.rank != 0 && ir_shape_const_numel(&n->in[k]->shape) != 1)
+			return 0;
+	return 1;
+}
+
+/* Whether v is [B, N] (rows = the batch) or has a single row (rank < 2, or
+ * one constant row: the same for every batch row). */
+static int batch_rows(const sch *S, const ir_value *v, int *single)
+{
+	ir_dim B = S->b->inputs[S->nseq]->shape.d[0];
+	*single = v->shape.rank < 2 || (ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1);
+	return v->shape.rank == 2 && ir_dim_eq(v->shape.d[0], B);
+}
+
+/* An operand a thread may read: a body value with the batch rows (the
+ * thread reads its own rows), or any value with a single row. */
+static int par_operand(const sch *S, const ir_value *v)
+{
+	int single;
+	int rows = batch_rows(S, v, &single);
+	return single || (rows && body_value(S, v));
+}
+
+/* A Concat of body values [B, N_k] along their columns (the backward of a
+ * recurrence gathers its gate gradients so): row by row when threaded. */
+static int is_row_concat(const sch *S, const ir_node *n)
+{
+	int single;
+	if (n->op != OP_CONCAT || n->nout != 1 || !n->out[0] || !batch_rows(S, n->out[0], &single))
+		return 0;
+	int64_t axis = ir_attr_int(n, "axis", 0);
+	if (axis != 1 && axis != -1)
+		return 0;
+	for (int k = 0; k < n->nin; k++)
+		if (!n->in[k] || !batch_rows(S, n->in[k], &single) || !body_value(S, n->in[k]) ||
+		    n->in[k]->dtype != DT_F32)
+			return 0;
+	return 1;
+}
+
+/* Whether the batch rows never meet: every body node is a product with the
+ * batch as its rows (op(A) a body value of B rows, the weights one outer
+ * value), an element-wise node over [B, N], a column view, a row Concat or
+ * rank-0 step arithmetic (a local of each thread); no other node (its rows
+ * might meet), no per-row time (reverse with sequence_lens).  Body
+ * temporaries each have their own slot (pass_plan), so each thread owns the
+ * same rows of every buffer. */
+static int rows_parallel(const sch *S)
+{
+	ir_graph *b = S->b;
+	if (S->per_row_time || S->nseq < 1)
+		return 0;
+	int buffers = 0;
+	for (int i = 0; i < b->nnodes; i++)
+		buffers += b->nodes[i]->op == OP_GEMM || b->nodes[i]->op == OP_CONCAT ||
+			   (b->nodes[i]->nout == 1 && b->nodes[i]->out[0] && fuse_needs_buffer(b->nodes[i]->out[0]));
+	if (buffers > SCHED_MAX_ROW_BUFFERS)
+		return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		int single;
+		if (fuse_is_column_view(n))
+			continue;
+		if (n->op == OP_GEMM) {
+			ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL;
+			if (ir_attr_int(n, "transA", 0) || !batch_rows(S, n->out[0], &single) ||
+			    !batch_rows(S, A, &single) || !body_value(S, A) || body_value(S, W) ||
+			    (C && !par_operand(S, C)))
+				return 0;
+			continue;
+		}
+		if (schedule_is_step_scalar(n) || is_row_concat(S, n))
+			continue;
+		if (schedule_is_generic(n) && schedule_is_scalar_node(n))
+			continue;
+		if (schedule_is_generic(n) || n->nout != 1 || !batch_rows(S, n->out[0], &single))
+			return 0;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && !par_operand(S, n->in[k]))
+				return 0;
+	}
+	return 1;
+}
+
+static int is_view(ir_op op)
+{
+	return op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_FLATTEN ||
+	       op == OP_IDENTITY;
+}
+
+/* The hoisted GEMM behind sequence input k that may run one step at a time:
+ * Y [T*B, N] = A [T*B, K] op(W) (+ bias row), K a constant <= 16, rows of
+ * step t at t*B.. (time-major, no per-row time), A, W and the bias never
+ * overwritten (graph input or weights), and Y read by nothing but views
+ * leading to this recurrence. */
+static ir_node *deferrable_gemm(const sch *S, int k)
+{
+	const ir_node *rn = S->n;
+	ir_attr *sa = ir_attr_find(rn, "seq_axis");
+	if (k >= S->nseq || (sa && sa->n > k && sa->ints[k] != 0) || S->per_row_time)
+		return NULL;
+	const ir_value *y = plan_storage(rn->in[k]);
+	ir_node *gm = y && y->kind == VAL_TEMP ? y->producer : NULL;
+	if (!gm || gm->op != OP_GEMM || gm->out[0] != y || y->is_output || y->shape.rank != 2 ||
+	    ir_attr_int(gm, "transA", 0) || rn->in[k]->shape.rank != 3)
+		return NULL;
+	const ir_value *A = plan_storage(gm->in[0]), *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL;
+	ir_dim K = gm->in[0]->shape.d[1];
+	if (!A || (A->kind != VAL_INPUT && A->kind != VAL_WEIGHT) || W->kind != VAL_WEIGHT ||
+	    gm->in[0]->shape.rank != 2 || !ir_dim_is_const(K) || K.k > 16 || K.k < 1)
+		return NULL;
+	if (C && (C->kind != VAL_WEIGHT || C->shape.rank != 1 || !ir_dim_eq(C->shape.d[0], y->shape.d[1])))
+		return NULL;
+	if (!ir_dim_eq(rn->in[k]->shape.d[2], y->shape.d[1]))
+		return NULL;
+	int uses = 0;
+	const ir_graph *g = S->g;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *m = g->nodes[i];
+		for (int j = 0; j < m->nin; j++) {
+			if (!m->in[j] || plan_storage(m->in[j]) != y)
+				continue;
+			if (m == rn && j == k)
+				uses++;
+			else if (!(is_view(m->op) && m->nout == 1 && plan_storage(m->out[0]) == y))
+				return NULL;
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		if (plan_storage(g->outputs[i]) == y)
+			return NULL;
+	return uses == 1 ? gm : NULL;
+}
+
+/* Whether v (a sequence input, or a column slice of one) is read by
+ * nothing but fused element-wise loops, through column slices. */
+static int read_by_fused_only(const sch *S, const ir_value *v)
+{
+	const ir_graph *b = S->b;
+	for (int i = 0; i < b->noutputs; i++)
+		if (b->outputs[i] == v)
+			return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *n = b->nodes[i];
+		for (int j = 0; j < n->nin; j++) {
+			if (n->in[j] != v)
+				continue;
+			if (fuse_is_column_view(n)) {
+				if (j != 0 || !read_by_fused_only(S, n->out[0]))
+					return 0;
+			} else if (!(is_grouped_elem(n) && !schedule_is_step_scalar(n))) {
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+/* rows_cols: whether every reader of v reads only its own columns of v:
+ * column views hc wide, or fused nodes over v itself when v is hc wide. */
+static int read_by_column(const sch *S, const ir_value *v)
+{
+	ir_graph *b = S->b;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *m = b->nodes[i];
+		for (int k = 0; k < m->nin; k++) {
+			if (m->in[k] != v)
+				continue;
+			if (fuse_is_column_view(m) && k == 0) {
+				if (!ir_dim_eq(cols_of(m->out[0]), S->hc))
+					return 0;
+			} else if (!(is_grouped_elem(m) && ir_dim_eq(cols_of(v), S->hc))) {
+				return 0;
+			}
+		}
+	}
+	for (int k = 0; k < b->noutputs; k++)
+		if (b->outputs[k] == v)
+			return 0;
+	return 1;
+}
+
+int schedule_fused_cols(const ir_graph *b, ir_dim *hc)
+{
+	int have = 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		if (is_grouped_elem(n) && !schedule_is_step_scalar(n) && !fuse_is_column_view(n)) {
+			if (!have)
+				*hc = cols_of(n->out[0]);
+			have = 1;
+			if (!ir_dim_eq(cols_of(n->out[0]), *hc))
+				return 0;
+		}
+	}
+	return have;
+}
+
+/* Whether a threaded recurrence can also split one batch row's columns over
+ * the threads (B == 1): every fused loop runs over the same hc columns,
+ * each product's result is read only column by column (each thread computes
+ * its own columns of it), every body output comes out of a fused loop, no
+ * sequence_lens. */
+static int cols_parallel(sch *S, char *const *proj)
+{
+	ir_graph *b = S->b;
+	if (S->has_lens || !schedule_fused_cols(b, &S->hc))
+		return 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		if (n->op == OP_GEMM) {
+			const ir_value *C = n->nin > 2 ? n->in[2] : NULL;
+			if (C && (C->shape.rank != 1 || body_value(S, C) ||
+				  (ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1)))
+				return 0;
+			if (!read_by_column(S, n->out[0]))
+				return 0;
+		} else if (schedule_is_generic(n) && !schedule_is_scalar_node(n)) {
+			return 0;
+		}
+	}
+	for (int k = 0; k < S->nseq; k++)
+		if (strcmp(proj[k], "before") != 0 && !read_by_column(S, b->inputs[k]))
+			return 0;
+	for (int k = 0; k < b->noutputs; k++) {
+		const ir_node *p = b->outputs[k]->producer;
+		if (!p || p->graph != b || !is_grouped_elem(p) || schedule_is_step_scalar(p))
+			return 0;
+	}
+	return 1;
+}
+
+/* pack: a product whose weights are a model weight, which an inference
+ * build never changes, with constant N and K; not in --train builds (the
+ * optimiser writes the weights) nor --no-malloc ones (the copy would be an
+ * allocation), nor when the step's rows come from different time steps. */
+static int packable(const sch *S, const ir_node *gm)
+{
+	if (S->g->train || S->o->no_malloc || gm->op != OP_GEMM || gm->nin < 2)
+		return 0;
+	const ir_value *W = gm->in[1], *A = gm->in[0];
+	for (int k = 0; S->per_row_time && k < S->nseq; k++)
+		if (A == S->b->inputs[k])
+			return 0;
+	return !ir_attr_int(gm, "transA", 0) && W->kind == VAL_WEIGHT && W->dtype == DT_F32 &&
+	       W->shape.rank == 2 && ir_dim_is_const(W->shape.d[0]) && ir_dim_is_const(W->shape.d[1]) &&
+	       W->shape.d[0].k > 0 && W->shape.d[1].k > 0;
+}
+
+static void schedule_recurrence(sch *S)
+{
+	ir_node *n = S->n;
+	ir_graph *b = S->b;
+	S->nseq = (int)ir_attr_int(n, "n_seq", 0);
+	S->has_lens = ir_attr_int(n, "has_lens", 0) != 0;
+	S->per_row_time = ir_attr_int(n, "reverse", 0) && S->has_lens;
+	if (S->nseq < 1 || b->ninputs <= S->nseq || b->inputs[S->nseq]->shape.rank != 2)
+		return;         /* the emitter refuses it, located */
+
+	char **proj = arena_array(S->g->A, (size_t)S->nseq, sizeof *proj);
+	for (int k = 0; k < S->nseq; k++) {
+		ir_node *gm = deferrable_gemm(S, k);
+		proj[k] = "before";
+		if (gm) {
+			proj[k] = gm->in[0]->shape.d[1].k == 1 && read_by_fused_only(S, b->inputs[k]) ? "inline"
+												     : "step";
+			ir_attr_set_int(gm, "per_step", 1);
+		}
+	}
+	ir_attr *a = ir_attr_add(n, "x_proj", ATTR_STRINGS);
+	a->n = S->nseq;
+	a->strings = (const char **)proj;
+
+	int rows = rows_parallel(S);
+	ir_attr_set_string(n, "threads", !rows ? "serial" : cols_parallel(S, proj) ? "rows_cols" : "rows");
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *m = b->nodes[i];
+		if (rows && is_row_concat(S, m))
+			ir_attr_set_int(m, "by_rows", 1);
+		if (packable(S, m))
+			ir_attr_set_int(m, "pack", 1);
+	}
+}
+
+static const char *const sched_attrs[] = {"threads", "x_proj", "per_step", "pack", "by_rows"};
+
+static void unschedule(ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		for (size_t k = 0; k < COUNTOF(sched_attrs); k++)
+			ir_attr_remove(n, sched_attrs[k]);
+		if (n->body)
+			unschedule(n->body);
+	}
+}
+
+int pass_schedule(ir_graph *g, diag *D, const pass_opts *o)
+{
+	(void)D;
+	unschedule(g);
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op != OP_RECURRENCE || !n->body)
+			continue;
+		sch S = {.o = o, .g = g, .n = n, .b = n->body};
+		schedule_recurrence(&S);
+	}
+	return 0;
+}
