@@ -33,9 +33,9 @@ CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 PREFIX  ?= /usr/local
 MANDIR  ?= $(PREFIX)/share/man
-# the version (compiler/compile.h) names the shared library: libcellrt.so.X.Y.Z
+# the version (compiler/version.h) names the shared library: libcellrt.so.X.Y.Z
 # with soname libcellrt.so.X
-CELLC_VER := $(shell sed -n 's/^\#define CELLC_VERSION "\(.*\)"/\1/p' compiler/compile.h)
+CELLC_VER := $(shell sed -n 's/^\#define CELLC_VERSION "\(.*\)"/\1/p' compiler/version.h)
 SOMAJOR   := $(firstword $(subst ., ,$(CELLC_VER)))
 B       := build
 SAN     := build-san

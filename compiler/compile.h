@@ -7,8 +7,7 @@
 #include "ir.h"
 #include "onnx.h"
 #include "passes.h"
-
-#define CELLC_VERSION "0.1.0"
+#include "version.h"
 
 /* The stages of a compilation, in order (compile.c): "load" (the front end
  * the file's suffix picks), the passes (passes.h), "emit" (the caller's). */

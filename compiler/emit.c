@@ -29,8 +29,7 @@
 #include "emit.h"
 #include "infer.h"
 #include "cellrt.h"
-#include "compile.h"
-#include "passes.h"
+#include "version.h"
 #include "train.h"
 #include "util.h"
 
@@ -489,7 +488,7 @@ const char *emit_numel(emit_ctx *E, const ir_shape *s)
 const char *emit_ref(emit_ctx *E, const ir_value *v)
 {
 	struct emit_tabs *t = E->tabs;
-	v = plan_storage(v);
+	v = ir_storage(v);
 	if (E->body_ref && v->graph != E->g) {
 		const char *r = E->body_ref(E, v);
 		if (r)
@@ -519,7 +518,7 @@ const char *emit_ref(emit_ctx *E, const ir_value *v)
 			t->used_out[k] = 1;
 			return arena_printf(E->A, "out_%d", k);
 		}
-		if (v->slot < 0 && (v = plan_output_backing(v)) != NULL) {
+		if (v->slot < 0 && (v = ir_output_backing(v)) != NULL) {
 			/* a graph output is a view of it: the output's buffer */
 			k = find_index((const ir_value *const *)g->outputs, g->noutputs, v);
 			ASSERT(k >= 0);
@@ -701,7 +700,7 @@ static void slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt, 
 {
 	for (int i = 0; i < g->nvalues; i++) {
 		const ir_value *v = g->values[i];
-		if (v->slot != slot || plan_storage(v) != v || v->kind != VAL_TEMP)
+		if (v->slot != slot || ir_storage(v) != v || v->kind != VAL_TEMP)
 			continue;
 		ir_dim n = ir_shape_numel(&v->shape);
 		if (!*found || (ir_dim_is_const(n) && ir_dim_is_const(*numel) && n.k > numel->k))

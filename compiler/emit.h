@@ -13,7 +13,7 @@
  *     `c_<k>` (static const arrays in NAME.c), temporaries `ws_<slot>`
  *     (workspace slots computed at run time from the dims)
  *     (workspace slots computed at run time from the dims); a view resolves
- *     to its storage (plan_storage), a root graph output to the caller's
+ *     to its storage (ir_storage), a root graph output to the caller's
  *     buffer `out_<k>`
  *   - the forward function is printed into memory first: emit_dim/emit_ref
  *     mark the symbols, inputs, constants and slots used, and only those get
@@ -72,7 +72,7 @@ typedef struct emit_ctx {
 	const emit_opts *o;
 	struct emit_tabs *tabs; /* emit.c's private tables: value numbering, use marks */
 	/* emit_rec.c, while it prints a recurrence: the pointer expression of
-	 * a body value (its storage, after plan_storage) that lives in the
+	 * a body value (its storage, after ir_storage) that lives in the
 	 * step's own buffers (per-step inputs, states, step scalars), or NULL
 	 * to fall back to emit_ref's rules; lets emit_node print body nodes */
 	const char *(*body_ref)(struct emit_ctx *E, const ir_value *v);

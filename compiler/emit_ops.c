@@ -21,7 +21,6 @@
 #include "elem.h"
 #include "emit.h"
 #include "infer.h"
-#include "passes.h"
 #include "train.h"
 #include "util.h"
 
@@ -138,9 +137,9 @@ static void node_comment(emit_ctx *E, const ir_node *n, const char *what)
 /* True when v has its own storage the group must write. */
 static int is_stored(emit_ctx *E, const ir_value *v)
 {
-	if (plan_storage(v) != v)
+	if (ir_storage(v) != v)
 		return 0;
-	return (v->is_output && v->graph == E->g) || v->slot >= 0 || plan_output_backing(v);
+	return (v->is_output && v->graph == E->g) || v->slot >= 0 || ir_output_backing(v);
 }
 
 static int axis_of(int64_t a, int rank)
@@ -496,7 +495,7 @@ void emit_group(emit_ctx *E, ir_node **nodes, int count)
 	/* One by one, every value then needs storage: pass_fuse only groups
 	 * nodes of one output shape, so this is for callers' single nodes. */
 	for (int i = 0; i < count; i++) {
-		ASSERT(count == 1 || plan_storage(nodes[i]->out[0]) != nodes[i]->out[0] ||
+		ASSERT(count == 1 || ir_storage(nodes[i]->out[0]) != nodes[i]->out[0] ||
 		       is_stored(E, nodes[i]->out[0]));
 		emit_node(E, nodes[i]);
 	}
@@ -508,7 +507,7 @@ void emit_group(emit_ctx *E, ir_node **nodes, int count)
 static void emit_view(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *y = n->out[0];
-	if (plan_storage(y) != y) {
+	if (ir_storage(y) != y) {
 		node_comment(E, n, "a view: no code");
 		return;
 	}

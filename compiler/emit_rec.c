@@ -35,7 +35,6 @@
 #define _POSIX_C_SOURCE 200809L     /* open_memstream */
 #include "elem.h"
 #include "emit.h"
-#include "passes.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -244,8 +243,8 @@ static home mem_home(rec *R, const ir_value *v)
 }
 
 /* The node classes pass_schedule decides from (passes.h). */
-#define is_step_scalar schedule_is_step_scalar
-#define is_generic schedule_is_generic
+#define is_step_scalar ir_is_step_scalar
+#define is_generic ir_is_generic_step_node
 
 /* emit_ctx.body_ref: storage of body values in the step's own buffers. */
 static const char *body_ref(emit_ctx *E, const ir_value *v)
@@ -270,7 +269,7 @@ static const char *body_ref(emit_ctx *E, const ir_value *v)
 		return k == R->nseq + R->nstate ? "(&tstep_)" : "(&tlen_)";
 	}
 	for (int k = 0; k < R->nstate; k++) {
-		const ir_value *o = plan_storage(b->outputs[k]);
+		const ir_value *o = ir_storage(b->outputs[k]);
 		if (o == v && o->kind == VAL_TEMP)
 			return fmt(R, "s%dn", k);
 	}
@@ -287,7 +286,7 @@ static const char *body_ref(emit_ctx *E, const ir_value *v)
 static const char *body_buffer(rec *R, const ir_value *v)
 {
 	const char *base = emit_ref(R->E, v);
-	if (body_ref(R->E, plan_storage(v)))
+	if (body_ref(R->E, ir_storage(v)))
 		return base;
 	return par_base(R, base, dim(R, cols_of(v)));
 }
@@ -337,7 +336,7 @@ static int plan_homes(rec *R)
 			*h = (home){.kind = HOME_REG, .seq = -1};
 		} else if (n->op == OP_GEMM) {
 			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
-		} else if (fuse_is_column_view(n)) {
+		} else if (ir_is_column_view(n)) {
 			*h = get_home(R, n->in[0]);
 			ASSERT(h->kind == HOME_MEM);
 			h->off += ir_const_int(n->in[1], 0);
@@ -345,7 +344,7 @@ static int plan_homes(rec *R)
 			int k;
 			if (is_body_output(R, v, &k) && k < R->nstate)
 				*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%dn", k), .ld = dim(R, cols_of(v)), .seq = -1};
-			else if (plan_storage(v)->slot >= 0)
+			else if (ir_storage(v)->slot >= 0)
 				*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
 			else
 				*h = (home){.kind = HOME_REG, .seq = -1};
@@ -809,7 +808,7 @@ static const ir_node *step_projection(const ir_node *rn, int k, int *inl)
 	if (!a || a->kind != ATTR_STRINGS || k >= a->n || !strcmp(a->strings[k], "before"))
 		return NULL;
 	*inl = !strcmp(a->strings[k], "inline");
-	const ir_value *y = plan_storage(rn->in[k]);
+	const ir_value *y = ir_storage(rn->in[k]);
 	return y && y->producer && ir_attr_int(y->producer, "per_step", 0) ? y->producer : NULL;
 }
 
@@ -899,7 +898,7 @@ static int64_t *column_offsets(rec *R, const ir_value *v, int *n)
 	for (int i = 0; i < b->nnodes; i++) {
 		const ir_node *m = b->nodes[i];
 		int64_t o = -1;
-		if (fuse_is_column_view(m) && m->in[0] == v)
+		if (ir_is_column_view(m) && m->in[0] == v)
 			o = ir_const_int(m->in[1], 0);
 		else
 			for (int k = 0; k < m->nin; k++)
@@ -1055,7 +1054,7 @@ static void emit_par_open(rec *R)
 	for (int i = 0; i < b->nvalues; i++) {
 		const ir_value *v = b->values[i];
 		if (v->shape.rank == 0 && v->kind == VAL_TEMP && v->producer && body_index(R, v) >= 0 &&
-		    plan_storage(v) == v)
+		    ir_storage(v) == v)
 			ew_line(w, "%s tl%d[1]; (void)tl%d; /* %s, this thread's */", ir_dtype_ctype(v->dtype),
 				body_index(R, v), body_index(R, v), cm(R, v->name));
 	}
@@ -1115,7 +1114,7 @@ static void emit_steps(rec *R)
 			i++;
 			continue;
 		}
-		if (fuse_is_column_view(nd)) {
+		if (ir_is_column_view(nd)) {
 			i++;
 			continue;
 		}
@@ -1138,8 +1137,8 @@ static void emit_steps(rec *R)
 		int g = nd->group, cnt = 0;
 		ir_node **grp_nodes = arena_array(E->A, (size_t)b->nnodes, sizeof *grp_nodes);
 		int j = i;
-		for (; j < b->nnodes && (b->nodes[j]->group == g || fuse_is_column_view(b->nodes[j])); j++)
-			if (!fuse_is_column_view(b->nodes[j]))
+		for (; j < b->nnodes && (b->nodes[j]->group == g || ir_is_column_view(b->nodes[j])); j++)
+			if (!ir_is_column_view(b->nodes[j]))
 				grp_nodes[cnt++] = b->nodes[j];
 		for (int k = 0; k < cnt; k++)
 			for (int o = 0; o < b->noutputs; o++)
@@ -1191,7 +1190,7 @@ static void emit_rec_body(rec *R)
 	ir_graph *b = R->b;
 	const char *threads = ir_attr_string(n, "threads", "serial");
 	R->par = strcmp(threads, "serial") != 0;
-	R->colpar_ok = !strcmp(threads, "rows_cols") && schedule_fused_cols(b, &R->hc);
+	R->colpar_ok = !strcmp(threads, "rows_cols") && ir_fused_cols(b, &R->hc);
 	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
 	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
 	R->inl = arena_array(E->A, (size_t)R->nseq + 1, sizeof *R->inl);

@@ -27,7 +27,7 @@
 
 #include "emit.h"
 #include "cellrt.h"
-#include "compile.h"
+#include "version.h"
 #include "util.h"
 
 #include <errno.h>

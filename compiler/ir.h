@@ -302,6 +302,36 @@ int64_t ir_const_int(const ir_value *v, int64_t i);     /* element i of an integ
 double ir_const_num(const ir_value *v, int64_t i);      /* element i of a numeric const (or weight) */
 int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims constant */
 
+/* layout (ir_layout.c): what pass_fuse, pass_plan and pass_schedule left in
+ * the IR about storage and node kinds, read by later passes and emitters.
+ *   ir_storage: the value whose storage v uses: v itself, or for a view (the
+ *     output of a Reshape/Squeeze/Unsqueeze/Flatten/Identity that is not a
+ *     graph output) the storage of its data input; views get its slot.
+ *   ir_output_backing: the graph output whose caller's buffer holds v, or
+ *     NULL: v a temporary of the root graph (not itself an output) that a
+ *     graph output is a view of (an output listed first for it; not in
+ *     --train builds, whose gradient outputs may be NULL).  Such a v has no
+ *     slot: its producer writes the output's buffer.
+ *   ir_is_column_view: n is a Slice on the last axis of a 2-D product,
+ *     per-step input or column view: a column offset, never a copy.
+ *   ir_is_fused_elem: an element-wise node of a fusion group.
+ *   ir_is_step_scalar: a rank-0 fused f32 node of a body (a schedule such as
+ *     NAG's mu_t): computed once per step, a local.
+ *   ir_is_generic_step_node: a body node that is neither a product, a column
+ *     view nor fused: printed as in the root graph, on workspace buffers.
+ *   ir_is_scalar_node: a node of rank-0 body values only (a scripted step
+ *     counter's Cast/Mod/Add).
+ *   ir_fused_cols: 1 when every fused loop of body b (step scalars aside)
+ *     runs over the same columns, *hc; 0 when they differ or there is none. */
+const ir_value *ir_storage(const ir_value *v);
+const ir_value *ir_output_backing(const ir_value *v);
+int ir_is_column_view(const ir_node *n);
+int ir_is_fused_elem(const ir_node *n);
+int ir_is_step_scalar(const ir_node *n);
+int ir_is_generic_step_node(const ir_node *n);
+int ir_is_scalar_node(const ir_node *n);
+int ir_fused_cols(const ir_graph *b, ir_dim *hc);
+
 /* printing (ir_print.c): the native text format, and dims for messages */
 #include <stdio.h>
 void ir_print(FILE *f, const ir_graph *g);

@@ -212,17 +212,6 @@ static int one_of(const char *s, const char *const *set)
 	return 0;
 }
 
-/* The value whose storage v shares through views (pass_plan's rule). */
-static const ir_value *storage_of(const ir_value *v)
-{
-	while (v && v->kind == VAL_TEMP && !v->is_output && v->producer && v->producer->nin > 0 &&
-	       (v->producer->op == OP_RESHAPE || v->producer->op == OP_SQUEEZE ||
-		v->producer->op == OP_UNSQUEEZE || v->producer->op == OP_FLATTEN ||
-		v->producer->op == OP_IDENTITY) && v->producer->in[0] && v->producer->in[0]->dtype == v->dtype)
-		v = v->producer->in[0];
-	return v;
-}
-
 static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, int threaded)
 {
 	const ir_graph *b = rn->body;
@@ -286,7 +275,7 @@ static void check_schedule(vctx *c, const ir_graph *g)
 			}
 			if (!strcmp(xp->strings[k], "before"))
 				continue;
-			const ir_value *y = storage_of(n->in[k]);
+			const ir_value *y = ir_storage(n->in[k]);
 			const ir_node *gm = y ? y->producer : NULL;
 			const ir_value *A = gm && gm->op == OP_GEMM ? gm->in[0] : NULL;
 			int64_t K = A && A->shape.rank == 2 && ir_dim_is_const(A->shape.d[1]) ? A->shape.d[1].k : -1;

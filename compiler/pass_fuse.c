@@ -8,7 +8,7 @@
  *           nothing later -- and node->group set on them (ids from 1, unique
  *           per graph).  A Slice on the last axis of a product, a per-step
  *           input or another such Slice is a column offset, not a copy
- *           (fuse_is_column_view); it takes the group of its readers when they
+ *           (ir_is_column_view); it takes the group of its readers when they
  *           all share one.  In the root graph, consecutive element-wise f32
  *           nodes with equal output shapes get one group.  With --no-fuse
  *           every element-wise node is a group of its own.
@@ -43,34 +43,10 @@ static int is_elem(const ir_node *n)
 	return is_elem_rank(n, n->graph && n->graph->parent ? 2 : IR_MAX_RANK);
 }
 
-int fuse_is_column_view(const ir_node *n)
-{
-	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2)
-		return 0;
-	for (int k = 1; k < 4; k++)
-		if (!ir_value_is_const(n->in[k]) || ir_shape_const_numel(&n->in[k]->shape) != 1)
-			return 0;
-	if (n->nin > 4 && n->in[4] && (!ir_value_is_const(n->in[4]) || ir_const_int(n->in[4], 0) != 1))
-		return 0;
-	int64_t ax = ir_const_int(n->in[3], 0);
-	if (ax != 1 && ax != -1)
-		return 0;
-	ir_dim cols = n->in[0]->shape.d[1];
-	if (!ir_dim_is_const(cols))
-		return 0;
-	int64_t st = ir_const_int(n->in[1], 0), en = ir_const_int(n->in[2], 0);
-	if (st < 0 || en > cols.k || st >= en)
-		return 0;
-	const ir_value *src = n->in[0];
-	if (src->kind == VAL_STEP)
-		return 1;
-	return src->producer && (src->producer->op == OP_GEMM || fuse_is_column_view(src->producer));
-}
-
 int fuse_needs_buffer(const ir_value *v)
 {
 	const ir_node *p = v->producer;
-	if (!p || p->group == 0 || fuse_is_column_view(p))
+	if (!p || p->group == 0 || ir_is_column_view(p))
 		return 1;
 	if (v->is_output)
 		return 1;
@@ -81,7 +57,7 @@ int fuse_needs_buffer(const ir_value *v)
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *n = g->nodes[i];
 		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] == v && (n->group != p->group || fuse_is_column_view(n) ||
+			if (n->in[k] == v && (n->group != p->group || ir_is_column_view(n) ||
 					      !is_elem(n)))
 				return 1;
 		/* nested bodies read it at run time from memory */
@@ -129,12 +105,12 @@ static void copy_views_for_others(ir_graph *b)
 {
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *r = b->nodes[i];
-		if (is_elem(r) || r->op == OP_GEMM || fuse_is_column_view(r))
+		if (is_elem(r) || r->op == OP_GEMM || ir_is_column_view(r))
 			continue;
 		for (int k = 0; k < r->nin; k++) {
 			ir_value *v = r->in[k];
 			ir_node *p = v ? v->producer : NULL;
-			if (!p || p->graph != b || !fuse_is_column_view(p) || v->dtype != DT_F32)
+			if (!p || p->graph != b || !ir_is_column_view(p) || v->dtype != DT_F32)
 				continue;
 			ir_node *id = ir_node_new(b, OP_MUL, ir_unique_name(b, "Mul"), 2, 1);
 			id->origin = r->origin ? r->origin : r->name;
@@ -174,7 +150,7 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 			    stage[v->id] > s)
 				s = stage[v->id];
 		}
-		int cls = fuse_is_column_view(nd) ? CLS_VIEW
+		int cls = ir_is_column_view(nd) ? CLS_VIEW
 			: !is_elem(nd) ? CLS_OTHER : nd->out[0]->shape.rank == 0 ? CLS_SCALAR : CLS_ELEM;
 		if (cls == CLS_OTHER)
 			s++;

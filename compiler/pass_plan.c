@@ -7,7 +7,7 @@
  *           slot; graph inputs, outputs, weights, constants keep slot -1 (the
  *           emitter writes outputs straight into the caller's buffers), and
  *           so do values a fused loop keeps in locals (fuse_needs_buffer)
- *           and column views inside bodies (fuse_is_column_view).
+ *           and column views inside bodies (ir_is_column_view).
  * breaks:   nothing.
  *
  * The workspace is one allocation per model whose size depends on the
@@ -29,39 +29,6 @@
 #include "passes.h"
 #include "util.h"
 
-static int is_view_op(ir_op op)
-{
-	return op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_FLATTEN ||
-	       op == OP_IDENTITY;
-}
-
-const ir_value *plan_storage(const ir_value *v)
-{
-	/* A graph output must land in the caller's buffer, so it is never a view;
-	 * the emitter copies into it instead. */
-	while (v && v->kind == VAL_TEMP && !v->is_output && v->producer &&
-	       is_view_op(v->producer->op) && v->producer->in[0] &&
-	       v->producer->in[0]->dtype == v->dtype)
-		v = v->producer->in[0];
-	return v;
-}
-
-const ir_value *plan_output_backing(const ir_value *v)
-{
-	if (!v || v->kind != VAL_TEMP || v->is_output || v->graph->parent || v->graph->train ||
-	    plan_storage(v) != v)
-		return NULL;
-	const ir_graph *g = v->graph;
-	for (int k = 0; k < g->noutputs; k++) {
-		const ir_value *o = g->outputs[k];
-		const ir_node *p = o->producer;
-		if (o->kind == VAL_TEMP && o->graph == g && p && is_view_op(p->op) && p->in[0] &&
-		    p->in[0]->dtype == o->dtype && o->dtype == v->dtype && plan_storage(p->in[0]) == v)
-			return o;
-	}
-	return NULL;
-}
-
 typedef struct slot {
 	ir_dtype dt;
 	ir_dim numel;           /* element count: a monomial, or the largest constant */
@@ -80,7 +47,7 @@ typedef struct plan {
 /* Records that root node `at` reads v (directly or through views). */
 static void use(plan *P, const ir_value *v, int at)
 {
-	v = plan_storage(v);
+	v = ir_storage(v);
 	if (v && v->graph == P->g && P->last[v->id] < at)
 		P->last[v->id] = at;
 }
@@ -106,7 +73,7 @@ static int has_views(const ir_value *v)
 	const ir_graph *g = v->graph;
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *n = g->nodes[i];
-		if (n->nin > 0 && n->in[0] == v && n->nout > 0 && n->out[0] && plan_storage(n->out[0]) == v)
+		if (n->nin > 0 && n->in[0] == v && n->nout > 0 && n->out[0] && ir_storage(n->out[0]) == v)
 			return 1;
 	}
 	return 0;
@@ -119,9 +86,9 @@ static int has_views(const ir_value *v)
 static int needs_slot(const ir_value *v)
 {
 	if (!v || v->kind != VAL_TEMP || (v->is_output && !v->graph->parent) ||
-	    plan_storage(v) != v || ir_dtype_size(v->dtype) == 0 || plan_output_backing(v))
+	    ir_storage(v) != v || ir_dtype_size(v->dtype) == 0 || ir_output_backing(v))
 		return 0;
-	if (v->graph->parent && v->producer && fuse_is_column_view(v->producer))
+	if (v->graph->parent && v->producer && ir_is_column_view(v->producer))
 		return 0;
 	return fuse_needs_buffer(v) || has_views(v);
 }
@@ -184,7 +151,7 @@ static void alias_views(ir_graph *g)
 {
 	for (int i = 0; i < g->nvalues; i++) {
 		ir_value *v = g->values[i];
-		const ir_value *s = plan_storage(v);
+		const ir_value *s = ir_storage(v);
 		if (s != v)
 			v->slot = s->slot;
 	}

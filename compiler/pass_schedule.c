@@ -61,36 +61,6 @@ static ir_dim cols_of(const ir_value *v)
 	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
 }
 
-static int is_grouped_elem(const ir_node *n)
-{
-	return n->group > 0 && ir_ops[n->op].kind == OPK_ELEM;
-}
-
-int schedule_is_step_scalar(const ir_node *n)
-{
-	return is_grouped_elem(n) && n->nout == 1 && n->out[0] && n->out[0]->shape.rank == 0 &&
-	       n->out[0]->dtype == DT_F32;
-}
-
-int schedule_is_generic(const ir_node *n)
-{
-	if (n->op == OP_GEMM || fuse_is_column_view(n))
-		return 0;
-	return !is_grouped_elem(n);
-}
-
-int schedule_is_scalar_node(const ir_node *n)
-{
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] && (n->out[k]->shape.rank != 0 || !n->out[k]->graph->parent ||
-				  !ir_dtype_ctype(n->out[k]->dtype)))
-			return 0;
-	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] && n->in[k]->shape.rank != 0 && ir_shape_const_numel(&n->in[k]->shape) != 1)
-			return 0;
-	return 1;
-}
-
 /* Whether v is [B, N] (rows = the batch) or has a single row (rank < 2, or
  * one constant row: the same for every batch row). */
 static int batch_rows(const sch *S, const ir_value *v, int *single)
@@ -147,7 +117,7 @@ static int rows_parallel(const sch *S)
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
 		int single;
-		if (fuse_is_column_view(n))
+		if (ir_is_column_view(n))
 			continue;
 		if (n->op == OP_GEMM) {
 			ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL;
@@ -157,11 +127,11 @@ static int rows_parallel(const sch *S)
 				return 0;
 			continue;
 		}
-		if (schedule_is_step_scalar(n) || is_row_concat(S, n))
+		if (ir_is_step_scalar(n) || is_row_concat(S, n))
 			continue;
-		if (schedule_is_generic(n) && schedule_is_scalar_node(n))
+		if (ir_is_generic_step_node(n) && ir_is_scalar_node(n))
 			continue;
-		if (schedule_is_generic(n) || n->nout != 1 || !batch_rows(S, n->out[0], &single))
+		if (ir_is_generic_step_node(n) || n->nout != 1 || !batch_rows(S, n->out[0], &single))
 			return 0;
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] && !par_operand(S, n->in[k]))
@@ -187,12 +157,12 @@ static ir_node *deferrable_gemm(const sch *S, int k)
 	ir_attr *sa = ir_attr_find(rn, "seq_axis");
 	if (k >= S->nseq || (sa && sa->n > k && sa->ints[k] != 0) || S->per_row_time)
 		return NULL;
-	const ir_value *y = plan_storage(rn->in[k]);
+	const ir_value *y = ir_storage(rn->in[k]);
 	ir_node *gm = y && y->kind == VAL_TEMP ? y->producer : NULL;
 	if (!gm || gm->op != OP_GEMM || gm->out[0] != y || y->is_output || y->shape.rank != 2 ||
 	    ir_attr_int(gm, "transA", 0) || rn->in[k]->shape.rank != 3)
 		return NULL;
-	const ir_value *A = plan_storage(gm->in[0]), *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL;
+	const ir_value *A = ir_storage(gm->in[0]), *W = gm->in[1], *C = gm->nin > 2 ? gm->in[2] : NULL;
 	ir_dim K = gm->in[0]->shape.d[1];
 	if (!A || (A->kind != VAL_INPUT && A->kind != VAL_WEIGHT) || W->kind != VAL_WEIGHT ||
 	    gm->in[0]->shape.rank != 2 || !ir_dim_is_const(K) || K.k > 16 || K.k < 1)
@@ -206,16 +176,16 @@ static ir_node *deferrable_gemm(const sch *S, int k)
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *m = g->nodes[i];
 		for (int j = 0; j < m->nin; j++) {
-			if (!m->in[j] || plan_storage(m->in[j]) != y)
+			if (!m->in[j] || ir_storage(m->in[j]) != y)
 				continue;
 			if (m == rn && j == k)
 				uses++;
-			else if (!(is_view(m->op) && m->nout == 1 && plan_storage(m->out[0]) == y))
+			else if (!(is_view(m->op) && m->nout == 1 && ir_storage(m->out[0]) == y))
 				return NULL;
 		}
 	}
 	for (int i = 0; i < g->noutputs; i++)
-		if (plan_storage(g->outputs[i]) == y)
+		if (ir_storage(g->outputs[i]) == y)
 			return NULL;
 	return uses == 1 ? gm : NULL;
 }
@@ -233,10 +203,10 @@ static int read_by_fused_only(const sch *S, const ir_value *v)
 		for (int j = 0; j < n->nin; j++) {
 			if (n->in[j] != v)
 				continue;
-			if (fuse_is_column_view(n)) {
+			if (ir_is_column_view(n)) {
 				if (j != 0 || !read_by_fused_only(S, n->out[0]))
 					return 0;
-			} else if (!(is_grouped_elem(n) && !schedule_is_step_scalar(n))) {
+			} else if (!(ir_is_fused_elem(n) && !ir_is_step_scalar(n))) {
 				return 0;
 			}
 		}
@@ -254,10 +224,10 @@ static int read_by_column(const sch *S, const ir_value *v)
 		for (int k = 0; k < m->nin; k++) {
 			if (m->in[k] != v)
 				continue;
-			if (fuse_is_column_view(m) && k == 0) {
+			if (ir_is_column_view(m) && k == 0) {
 				if (!ir_dim_eq(cols_of(m->out[0]), S->hc))
 					return 0;
-			} else if (!(is_grouped_elem(m) && ir_dim_eq(cols_of(v), S->hc))) {
+			} else if (!(ir_is_fused_elem(m) && ir_dim_eq(cols_of(v), S->hc))) {
 				return 0;
 			}
 		}
@@ -268,22 +238,6 @@ static int read_by_column(const sch *S, const ir_value *v)
 	return 1;
 }
 
-int schedule_fused_cols(const ir_graph *b, ir_dim *hc)
-{
-	int have = 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *n = b->nodes[i];
-		if (is_grouped_elem(n) && !schedule_is_step_scalar(n) && !fuse_is_column_view(n)) {
-			if (!have)
-				*hc = cols_of(n->out[0]);
-			have = 1;
-			if (!ir_dim_eq(cols_of(n->out[0]), *hc))
-				return 0;
-		}
-	}
-	return have;
-}
-
 /* Whether a threaded recurrence can also split one batch row's columns over
  * the threads (B == 1): every fused loop runs over the same hc columns,
  * each product's result is read only column by column (each thread computes
@@ -292,7 +246,7 @@ int schedule_fused_cols(const ir_graph *b, ir_dim *hc)
 static int cols_parallel(sch *S, char *const *proj)
 {
 	ir_graph *b = S->b;
-	if (S->has_lens || !schedule_fused_cols(b, &S->hc))
+	if (S->has_lens || !ir_fused_cols(b, &S->hc))
 		return 0;
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
@@ -303,7 +257,7 @@ static int cols_parallel(sch *S, char *const *proj)
 				return 0;
 			if (!read_by_column(S, n->out[0]))
 				return 0;
-		} else if (schedule_is_generic(n) && !schedule_is_scalar_node(n)) {
+		} else if (ir_is_generic_step_node(n) && !ir_is_scalar_node(n)) {
 			return 0;
 		}
 	}
@@ -312,7 +266,7 @@ static int cols_parallel(sch *S, char *const *proj)
 			return 0;
 	for (int k = 0; k < b->noutputs; k++) {
 		const ir_node *p = b->outputs[k]->producer;
-		if (!p || p->graph != b || !is_grouped_elem(p) || schedule_is_step_scalar(p))
+		if (!p || p->graph != b || !ir_is_fused_elem(p) || ir_is_step_scalar(p))
 			return 0;
 	}
 	return 1;

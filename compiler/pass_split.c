@@ -11,7 +11,7 @@
  *           vectors (biases) become new constants/weights holding the slice.
  *           This repeats until the slices reach products, per-step inputs or
  *           states, where a last-axis slice is a column view
- *           (fuse_is_column_view) -- a column offset inside the fused loop.
+ *           (ir_is_column_view) -- a column offset inside the fused loop.
  *           PyTorch's chunk/split of `W_h h + b_h + u` and the native
  *           format's split() so become one fused loop over [B, H] instead of a
  *           stored [B, G] value and G/H copies.  Values that other nodes

@@ -75,40 +75,16 @@ int pass_split(ir_graph *g, diag *D, const pass_opts *o);
 int pass_grad(ir_graph *g, diag *D, const pass_opts *o);
 /* Element-wise chains grouped into fused loops (node->group). */
 int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
-/* What pass_fuse decided, for emitters and the planner (pass_fuse.c):
- * fuse_is_column_view: n is a Slice on the last axis of a 2-D product,
- *   per-step input or column view -- a column offset, never a copy;
- * fuse_needs_buffer: v (made by a fused node) is read outside its group, by a
- *   product or as a graph output, so it must be stored; otherwise it lives
- *   in a local variable of its group's loop. */
-int fuse_is_column_view(const ir_node *n);
+/* fuse_needs_buffer: v (made by a fused node) is read outside its group, by
+ * a product or as a graph output, so it must be stored; otherwise it lives
+ * in a local variable of its group's loop (the planner gives it no slot). */
 int fuse_needs_buffer(const ir_value *v);
 /* Workspace slots for temporaries by liveness (value->slot). */
 int pass_plan(ir_graph *g, diag *D, const pass_opts *o);
-/* The value whose storage v uses: v itself, or for a view (the output of a
- * Reshape/Squeeze/Unsqueeze/Flatten/Identity that is not a graph output) the
- * storage of its data input.  Views get the slot of their storage. */
-const ir_value *plan_storage(const ir_value *v);
-/* The graph output whose caller's buffer holds v, or NULL: v a temporary of
- * the root graph (not itself an output) that a graph output is a view of
- * (an output listed first for it; not in --train builds, whose gradient
- * outputs may be NULL).  Such a v has no slot: its producer writes the
- * output's buffer, and the view that makes the output is no code. */
-const ir_value *plan_output_backing(const ir_value *v);
 /* How each recurrence runs (threads, where its input projections are
  * computed, packed weights), as attributes the emitter prints
- * (pass_schedule.c has the list).  And the node classes it decides from,
- * which the emitter prints differently: schedule_is_step_scalar, a rank-0
- * fused node (computed once per step, a local); schedule_is_generic, a body
- * node that is neither a product, a column view nor fused (printed as in
- * the root graph); schedule_is_scalar_node, a node of rank-0 body values
- * only (step counter arithmetic); schedule_fused_cols, whether every fused
- * loop of body b runs over the same columns (*hc). */
+ * (pass_schedule.c has the list). */
 int pass_schedule(ir_graph *g, diag *D, const pass_opts *o);
-int schedule_is_step_scalar(const ir_node *n);
-int schedule_is_generic(const ir_node *n);
-int schedule_is_scalar_node(const ir_node *n);
-int schedule_fused_cols(const ir_graph *b, ir_dim *hc);
 
 typedef int (*pass_fn)(ir_graph *, diag *, const pass_opts *);
 

@@ -602,7 +602,7 @@ static const char *structure(arena *A, const ir_graph *g, const ir_node *rec, in
 		else if (n->group > 0 && n->group < 256 && !seen[n->group]) {
 			seen[n->group] = 1;
 			groups++;
-		} else if (n->group <= 0 && !fuse_is_column_view(n) && ir_ops[n->op].kind != OPK_ELEM)
+		} else if (n->group <= 0 && !ir_is_column_view(n) && ir_ops[n->op].kind != OPK_ELEM)
 			other++;
 	}
 	(void)g;

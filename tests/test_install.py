@@ -46,7 +46,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'#define CELLC_VERSION "([^"]+)"',
-                    open(os.path.join(ROOT, "compiler", "compile.h")).read()).group(1)
+                    open(os.path.join(ROOT, "compiler", "version.h")).read()).group(1)
 MAJOR = VERSION.split(".")[0]
 COMMANDS = ("compile", "verify", "dump", "info", "export")
 CELL_CASE = os.path.join(ROOT, "tests", "out", "cells", "momentum_lstm")

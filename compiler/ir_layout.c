@@ -1,0 +1,115 @@
+/* ir_layout.c: what the passes leave in the IR about storage and the kinds
+ * of body nodes, for the passes after them and the emitters alike (ir.h,
+ * "layout").  Nothing here decides: each function reads the IR as pass_fuse,
+ * pass_plan and pass_schedule left it.
+ */
+#include "ir.h"
+
+static int is_view_op(ir_op op)
+{
+	return op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_FLATTEN ||
+	       op == OP_IDENTITY;
+}
+
+const ir_value *ir_storage(const ir_value *v)
+{
+	/* A graph output must land in the caller's buffer, so it is never a view;
+	 * the emitter copies into it instead. */
+	while (v && v->kind == VAL_TEMP && !v->is_output && v->producer &&
+	       is_view_op(v->producer->op) && v->producer->in[0] &&
+	       v->producer->in[0]->dtype == v->dtype)
+		v = v->producer->in[0];
+	return v;
+}
+
+const ir_value *ir_output_backing(const ir_value *v)
+{
+	if (!v || v->kind != VAL_TEMP || v->is_output || v->graph->parent || v->graph->train ||
+	    ir_storage(v) != v)
+		return NULL;
+	const ir_graph *g = v->graph;
+	for (int k = 0; k < g->noutputs; k++) {
+		const ir_value *o = g->outputs[k];
+		const ir_node *p = o->producer;
+		if (o->kind == VAL_TEMP && o->graph == g && p && is_view_op(p->op) && p->in[0] &&
+		    p->in[0]->dtype == o->dtype && o->dtype == v->dtype && ir_storage(p->in[0]) == v)
+			return o;
+	}
+	return NULL;
+}
+
+int ir_is_column_view(const ir_node *n)
+{
+	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2)
+		return 0;
+	for (int k = 1; k < 4; k++)
+		if (!ir_value_is_const(n->in[k]) || ir_shape_const_numel(&n->in[k]->shape) != 1)
+			return 0;
+	if (n->nin > 4 && n->in[4] && (!ir_value_is_const(n->in[4]) || ir_const_int(n->in[4], 0) != 1))
+		return 0;
+	int64_t ax = ir_const_int(n->in[3], 0);
+	if (ax != 1 && ax != -1)
+		return 0;
+	ir_dim cols = n->in[0]->shape.d[1];
+	if (!ir_dim_is_const(cols))
+		return 0;
+	int64_t st = ir_const_int(n->in[1], 0), en = ir_const_int(n->in[2], 0);
+	if (st < 0 || en > cols.k || st >= en)
+		return 0;
+	const ir_value *src = n->in[0];
+	if (src->kind == VAL_STEP)
+		return 1;
+	return src->producer && (src->producer->op == OP_GEMM || ir_is_column_view(src->producer));
+}
+
+static ir_dim cols_of(const ir_value *v)
+{
+	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
+}
+
+int ir_is_fused_elem(const ir_node *n)
+{
+	return n->group > 0 && ir_ops[n->op].kind == OPK_ELEM;
+}
+
+int ir_is_step_scalar(const ir_node *n)
+{
+	return ir_is_fused_elem(n) && n->nout == 1 && n->out[0] && n->out[0]->shape.rank == 0 &&
+	       n->out[0]->dtype == DT_F32;
+}
+
+int ir_is_generic_step_node(const ir_node *n)
+{
+	if (n->op == OP_GEMM || ir_is_column_view(n))
+		return 0;
+	return !ir_is_fused_elem(n);
+}
+
+int ir_is_scalar_node(const ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && (n->out[k]->shape.rank != 0 || !n->out[k]->graph->parent ||
+				  !ir_dtype_ctype(n->out[k]->dtype)))
+			return 0;
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->shape.rank != 0 && ir_shape_const_numel(&n->in[k]->shape) != 1)
+			return 0;
+	return 1;
+}
+
+int ir_fused_cols(const ir_graph *b, ir_dim *hc)
+{
+	int have = 0;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		if (ir_is_fused_elem(n) && !ir_is_step_scalar(n) && !ir_is_column_view(n)) {
+			if (!have)
+				*hc = cols_of(n->out[0]);
+			have = 1;
+			if (!ir_dim_eq(cols_of(n->out[0]), *hc))
+				return 0;
+		}
+	}
+	return have;
+}
+
