@@ -1,4 +1,8 @@
-/* emit_rec.c: C for one RECURRENCE node (see "Recurrence" in ir.h).
+/* emit_rec.c: C for one RECURRENCE node (see "Recurrence" in ir.h), as
+ * pass_schedule decided it runs: its `threads` (one copy of the steps, with
+ * the column split chosen at run time by cols_ when "rows_cols"), where each
+ * input projection is computed (`x_proj`), which products read packed
+ * weights (`pack`); where each body value lives is the planner's slot.
  *
  * The emitted code, inside the model's forward function:
  *
@@ -75,10 +79,11 @@ typedef struct rec {
 	const char *alias[64];  /* par: per-thread row pointers of body buffers ("r<i>") */
 	const char *alias_of[64], *alias_ld[64];
 	int nalias;
-	int colpar_ok;          /* at B == 1 the columns can be split (threads "rows_cols") */
-	int colpar;             /* emitting the column-split copy of the steps */
+	int colpar_ok;          /* at B == 1 the columns can be split (threads "rows_cols"):
+				   the steps do what cols_ (set at run time) says */
 	ir_dim hc;              /* colpar_ok: the columns of every fused loop */
-	char *wstep;            /* colpar: [body nvalues] stored earlier in this step */
+	char *wstep;            /* colpar_ok: [body nvalues] stored earlier in this step by
+				   the column split */
 	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
 	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the
 				   fused loops compute it themselves (x_proj "inline"), else NULL */
@@ -454,8 +459,8 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 	R->wstep[body_index(R, Y)] = 1;
 }
 
-/* Y = alpha op(A) op(W) + beta C for all rows of one step. */
-static void emit_gemm(rec *R, ir_node *n)
+/* Y = alpha op(A) op(W) + beta C for this thread's rows of one step. */
+static void emit_gemm_rows(rec *R, ir_node *n)
 {
 	ew *w = R->w;
 	ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL, *Y = n->out[0];
@@ -465,13 +470,6 @@ static void emit_gemm(rec *R, ir_node *n)
 	const char *M = rows_expr(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
 	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
 	ASSERT(ha.kind == HOME_MEM && hy.kind == HOME_MEM && hw.kind == HOME_MEM);
-	ew_line(w, "/* %s (%s): %s %s = %s%s x %s%s%s */", cm(R, n->name),
-		n->origin ? cm(R, n->origin) : "recurrence body", cm(R, Y->name), shape_str(R, &Y->shape),
-		cm(R, A->name), ta ? "^T" : "", cm(R, W->name), tb ? "^T" : "", C ? " + C" : "");
-	if (R->colpar) {
-		emit_gemm_columns(R, n, ha, hw, hy);
-		return;
-	}
 	const char *betas = "0.0f";
 	const char *bias = NULL;        /* C as a row vector: rt_sgemm_bias adds it */
 	if (C) {
@@ -521,6 +519,28 @@ static void emit_gemm(rec *R, ir_node *n)
 	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s + %lld, %s);",
 		ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 		(long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
+}
+
+/* A product of the step: the whole rows of each thread, or (threads
+ * "rows_cols", cols_ at run time) each thread's columns of the one row. */
+static void emit_gemm(rec *R, ir_node *n)
+{
+	ew *w = R->w;
+	ir_value *A = n->in[0], *W = n->in[1], *C = n->nin > 2 ? n->in[2] : NULL, *Y = n->out[0];
+	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
+	ew_line(w, "/* %s (%s): %s %s = %s%s x %s%s%s */", cm(R, n->name),
+		n->origin ? cm(R, n->origin) : "recurrence body", cm(R, Y->name), shape_str(R, &Y->shape),
+		cm(R, A->name), ta ? "^T" : "", cm(R, W->name), tb ? "^T" : "", C ? " + C" : "");
+	if (!R->colpar_ok) {
+		emit_gemm_rows(R, n);
+		return;
+	}
+	ew_open(w, "if (cols_)");
+	emit_gemm_columns(R, n, mem_home(R, A), mem_home(R, W), get_home(R, Y));
+	ew_close(w, "");
+	ew_open(w, "else");
+	emit_gemm_rows(R, n);
+	ew_close(w, "");
 }
 
 /* ---- fused groups ------------------------------------------------------------------ */
@@ -690,11 +710,14 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 				p->base, p->ld);
 		}
 	}
-	if (R->colpar) {
-		/* this thread's columns; omp simd vectorises the loop, whose trip
-		 * count is not a constant, under GCC's -O2 cost model too */
+	if (R->colpar_ok) {
+		/* this thread's columns (all of them unless cols_); omp simd
+		 * vectorises the loop, whose trip count is not a constant, under
+		 * GCC's -O2 cost model too */
 		ew_line(w, "#ifdef _OPENMP");
 		ew_line(w, "#pragma omp simd");
+		ew_line(w, "#else");
+		ew_line(w, "RT_IVDEP /* element j reads and writes only element j */");
 		ew_line(w, "#endif");
 		ew_open(w, "for (int64_t j = j0_; j < j1_; j++)");
 		for (int i = 0; i < count; i++)
@@ -831,8 +854,9 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 	const char *rows = R->par ? "nb_" : "B", *row0 = R->par ? "(t * B + b0_)" : "t * B";
 	if (R->par)
 		y = fmt(R, "(%s + b0_ * %s)", y, N);
-	if (R->colpar) {
-		/* this thread's columns of each block the step reads */
+	if (R->colpar_ok) {
+		/* cols_: this thread's columns of each block the step reads */
+		ew_open(R->w, "if (cols_)");
 		int nv;
 		int64_t *offs = column_offsets(R, R->b->inputs[k], &nv);
 		for (int i = 0; i < nv; i++) {
@@ -847,8 +871,8 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 					"%s + %lld + j0_, %s);", tb, rows, K, flt(R, alpha), a, row0, K, K, wp, tb ? K : N,
 					y, o, N);
 		}
-		ew_line(R->w, "const float *x%d = %s; (void)x%d;", k, y, k);
-		return;
+		ew_close(R->w, "");
+		ew_open(R->w, "else");
 	}
 	if (c && beta != 0.0f)
 		ew_line(R->w, "rt_sgemm_bias(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, %s, %s, %s, %s);", tb,
@@ -856,6 +880,8 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 	else
 		ew_line(R->w, "rt_sgemm(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, 0.0f, %s, %s);", tb, rows,
 			N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, y, N);
+	if (R->colpar_ok)
+		ew_close(R->w, "");
 	ew_line(R->w, "const float *x%d = %s; (void)x%d;", k, y, k);
 }
 
@@ -1077,7 +1103,7 @@ static void emit_steps(rec *R)
 	ew *w = R->w;
 	ir_node *n = R->n;
 	ir_graph *b = R->b;
-	if (R->colpar)
+	if (R->colpar_ok)
 		memset(R->wstep, 0, (size_t)b->nvalues + 1);
 	ew_open(w, "for (int64_t step = 0; step < T; step++)");
 	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
@@ -1172,9 +1198,10 @@ static void emit_steps(rec *R)
 					k, k, k, dim(R, cols_of(b->outputs[R->nstate + k])));
 		ew_close(w, "");
 	}
-	if (R->colpar) {
+	if (R->colpar_ok) {
 		/* the next step's products read every column of the new states */
-		ew_line(w, "rt_barrier_wait(&bar_, tn_);");
+		ew_line(w, "if (cols_)");
+		ew_line(w, "\trt_barrier_wait(&bar_, tn_);");
 	}
 	for (int k = 0; k < R->nstate; k++)
 		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
@@ -1294,19 +1321,7 @@ static void emit_rec_body(rec *R)
 	emit_pack(R);
 	if (R->par)
 		emit_par_open(R);
-	if (R->colpar_ok) {
-		/* one batch row over several threads: each takes a share of the columns */
-		ew_open(w, "if (cols_)");
-		R->colpar = 1;
-		emit_steps(R);
-		R->colpar = 0;
-		ew_close(w, "");
-		ew_open(w, "else");
-		emit_steps(R);
-		ew_close(w, "");
-	} else {
-		emit_steps(R);
-	}
+	emit_steps(R);
 	if (R->par)
 		emit_par_close(R);
 	if (R->has_step)
