@@ -426,6 +426,12 @@ static int emit_compiled(ir_graph *g, diag *D, void *ctx)
 {
 	const compile_out *c = ctx;
 	const int64_t *maxd = NULL;
+	if (g->train && (c->embed || c->no_malloc || c->L->n || c->ncarry)) {
+		/* --train, or a training build read back from a dump */
+		diag_error(D, "a training build does not combine with --embed-weights, --no-malloc, --testbench "
+			      "or --carry (its parameters must be a writable weights file)");
+		return 1;
+	}
 	if ((c->nmd || c->no_malloc) && !(maxd = max_dims(c->A, D, g, c->md, c->nmd, c->no_malloc)))
 		return 1;
 	emit_tb_set *sets = NULL;
@@ -445,7 +451,7 @@ static int emit_compiled(ir_graph *g, diag *D, void *ctx)
 		return 1;
 	if (c->L->n && (emit_testbench(g, D, &eo, &tb) || D->nerrors))
 		return 1;
-	return c->train && emit_train_program(c->A, D, &eo) ? 1 : 0;
+	return g->train && emit_train_program(c->A, D, &eo) ? 1 : 0;
 }
 
 int cmd_compile(int argc, char **argv)

@@ -73,10 +73,15 @@ static ir_graph *load(arena *A, diag *D, const compile_job *j)
 	}
 	if (!g || D->nerrors)
 		return NULL;
-	if (j->po && j->po->train) {
-		g->train = j->po->topts;
+	if (j->po && j->po->train && !g->train)
 		train_collect_params(g, j->po->topts);
-	}
+	else if (j->po && j->po->train && (g->train->loss != j->po->topts->loss ||
+					   !j->po->topts->loss_output != !g->train->loss_output ||
+					   (g->train->loss_output &&
+					    strcmp(g->train->loss_output, j->po->topts->loss_output) != 0)))
+		diag_error(D, "the model is a training build already (its 'train' line: loss %s%s%s); "
+			      "--train asks for another loss", train_loss_name(g->train->loss),
+			   g->train->loss_output ? ", output " : "", g->train->loss_output ? g->train->loss_output : "");
 	return D->nerrors ? NULL : g;
 }
 

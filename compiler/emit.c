@@ -30,7 +30,6 @@
 #include "infer.h"
 #include "cellrt.h"
 #include "version.h"
-#include "train.h"
 #include "util.h"
 
 #include <errno.h>
@@ -1018,8 +1017,6 @@ static int resolve_carry(emit_ctx *E)
 		t->carry_in[t->ncarry] = ki;
 		t->carry_out[t->ncarry++] = ko;
 	}
-	if (o->ncarry && g->train)
-		diag_error(E->D, "--carry does not go with --train");
 	return E->D->nerrors > 0;
 }
 
@@ -1090,7 +1087,7 @@ static void train_decls(emit_ctx *E)
 {
 	ew *w = E->w;
 	const char *n = E->tabs->name;
-	const train_opts *t = E->g->train;
+	const ir_train *t = E->g->train;
 	ew_line(w, "%s", "");
 	ew_line(w, "/* ---- training (cellc compile --train --loss %s) ----", train_loss_name(t->loss));
 	ew_line(w, " * Inputs after the model's: target%s.  Outputs after the model's: loss,",
@@ -1126,7 +1123,7 @@ static void train_api(emit_ctx *E)
 	ew *w = E->w;
 	struct emit_tabs *tb = E->tabs;
 	const char *n = tb->name;
-	const train_opts *t = E->g->train;
+	const ir_train *t = E->g->train;
 	int np = t->nparams;
 	ew_line(w, "%s", "");
 	ew_line(w, "/* ---- training ---- */");
@@ -2338,22 +2335,6 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	tabs.used_slot = arena_alloc(E->A, (size_t)tabs.nslots + 1);
 	tabs.time_sym = find_time_sym(g);
 	if (check_model(E) || resolve_carry(E))
-		return D->nerrors;
-	if (g->train && (o->embed_weights || o->no_malloc)) {
-		diag_error(D, "--train needs a weights file and malloc (no --embed-weights, --no-malloc)");
-		return D->nerrors;
-	}
-	for (int k = 0; g->train && k < tabs.nweights; k++) {
-		/* a weight derived at compile time would get no gradient: a bug of a pass */
-		const ir_value *v = tabs.weights[k];
-		int param = v->dtype != DT_F32;
-		for (int i = 0; !param && i < g->train->nparams; i++)
-			param = g->train->params[i] == v;
-		if (!param)
-			diag_error(D, "internal error: the train build reads weight '%s', which is not a "
-				      "parameter of the source (derived at compile time)", v->name);
-	}
-	if (D->nerrors)
 		return D->nerrors;
 	if (o->no_malloc && g->nsyms && !o->max_dims) {
 		diag_error(D, "--no-malloc needs the largest value of every dimension symbol (--max-dim)");

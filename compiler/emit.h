@@ -111,6 +111,9 @@ void emit_group(emit_ctx *E, ir_node **nodes, int count);
  * batch size changed) or `return RT_ERR_NOMEM;`: the forward function owns
  * nothing that would need cleaning up at such a return. */
 void emit_recurrence(emit_ctx *E, ir_node *n);
+/* C of a training op (a loss, its gradient, ReduceSum, SliceScatter,
+ * MatrixExp: train_ops.c, beside their shape rules). */
+void train_op_emit(emit_ctx *E, ir_node *n);
 /* Model-struct fields of recurrence n: its persistent states (allocated at
  * run time for the current batch size by emit_recurrence), and the lines
  * freeing them in NAME_destroy.  emit.c calls both for every recurrence of

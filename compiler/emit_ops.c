@@ -21,7 +21,6 @@
 #include "elem.h"
 #include "emit.h"
 #include "infer.h"
-#include "train.h"
 #include "util.h"
 
 #include <ctype.h>

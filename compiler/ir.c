@@ -647,3 +647,41 @@ int ir_op_dd_output(ir_op op, int k)
 	default: return 0;
 	}
 }
+
+/* ---- training builds ------------------------------------------------------------ */
+
+static const char *const loss_names[TRAIN_NLOSSES] = {"ce", "ce-all", "mse", "masked-mse"};
+
+const char *train_loss_name(int loss)
+{
+	return loss >= 0 && loss < TRAIN_NLOSSES ? loss_names[loss] : "?";
+}
+
+int train_loss_lookup(const char *name)
+{
+	for (int i = 0; i < TRAIN_NLOSSES; i++)
+		if (!strcmp(name, loss_names[i]))
+			return i;
+	return -1;
+}
+
+/* The first f32 weight that b (the root or a body) reads and t does not
+ * list as a parameter, or NULL. */
+const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b)
+{
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *n = b->nodes[i];
+		for (int k = 0; k < n->nin; k++) {
+			const ir_value *v = n->in[k];
+			int param = !v || v->kind != VAL_WEIGHT || v->dtype != DT_F32;
+			for (int j = 0; !param && j < t->nparams; j++)
+				param = t->params[j] == v;
+			if (!param)
+				return v;
+		}
+		const ir_value *v = n->body ? ir_train_unlisted(t, n->body) : NULL;
+		if (v)
+			return v;
+	}
+	return NULL;
+}

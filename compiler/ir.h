@@ -240,9 +240,40 @@ typedef struct ir_graph {
 	                           onnx_seq.c's unrolling, against its budget */
 	const char *unrolled_note; /* root: why a traced loop pass_reroll found stays unrolled
 	                           (the first difference between two steps), or NULL */
-	struct train_opts *train; /* --train (train.h): derived weights are computed at run
-	                           time from the parameters; NULL for inference */
+	struct ir_train *train; /* a training build (below); NULL for inference */
 } ir_graph;
+
+/* A training build: the root graph's `train`, NULL for inference.  In such
+ * a build no pass may derive a weight at compile time (a derived weight
+ * would get no gradient); its weights are computed at run time from the
+ * parameters.  loss and loss_output are what was asked (cellc compile
+ * --train --loss L --loss-output NAME); the rest is what pass_grad made of
+ * the model, for the emitter (NAME_TRAIN_INFO, docs/training.md).
+ * `cellc dump` prints it as the graph's `train` line (the loss, then, once
+ * graded, the fields below), ` param K` after the type of the K-th
+ * parameter and a `backward` annotation on bwd_start; the text reads it
+ * back and ir_verify checks it. */
+enum { TRAIN_CE, TRAIN_CE_ALL, TRAIN_MSE, TRAIN_MASKED_MSE, TRAIN_NLOSSES };
+typedef struct ir_train {
+	int loss;               /* TRAIN_* */
+	const char *loss_output;/* --loss-output NAME or NULL: the first output */
+	int nparams;            /* trainable parameters: f32 weights of the root */
+	ir_value **params;      /* [nparams] in source order */
+	int graded;             /* pass_grad has run: the loss and gradients are in the
+	                           graph and the fields below are set */
+	int x_input, batch_axis, time_axis; /* the data input and its axes */
+	int logits_output;      /* the output the loss reads */
+	int loss_output_index;  /* the output `loss`; the gradients come after it */
+	int nclasses;           /* ce, ce-all: classes (0: not a constant); else 0 */
+	int nfwd_outputs;       /* outputs of the model before the training ones */
+	struct ir_node *bwd_start; /* first root node of the backward part (all after it are) */
+} ir_train;
+const char *train_loss_name(int loss);          /* "ce", ...; "?" out of range */
+int train_loss_lookup(const char *name);        /* TRAIN_* or -1 */
+/* The first f32 weight that b (the root or a body, and the bodies in it)
+ * reads and t does not list as a parameter, or NULL: a training build
+ * derives no weight at compile time (it would get no gradient). */
+const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b);
 
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);
 ir_graph *ir_root(ir_graph *g);

@@ -415,6 +415,8 @@ static void print_node(FILE *f, const ir_node *n, int depth)
 		sb_printf(&b, " from %s", n->op_type);
 	if (n->group)
 		sb_printf(&b, " group %d", n->group);
+	if (root->train && root->train->bwd_start == n)
+		sb_puts(&b, " backward");
 	sb_puts(&b, "\n");
 	flush(f, &b);
 	if (n->body) {
@@ -522,6 +524,27 @@ static void print_decl(sbuf *b, const ir_graph *root, const char *kw, const ir_v
 		sb_puts(b, " = ");
 		sb_const_data(b, root, v);
 	}
+	for (int k = 0; v->kind == VAL_WEIGHT && root->train && k < root->train->nparams; k++)
+		if (root->train->params[k] == v)
+			sb_printf(b, " param %d", k);
+	sb_puts(b, "\n");
+}
+
+/* A training build's line: `train loss "ce"`, and once pass_grad has run
+ * what it made of the model (ir.h, ir_train). */
+static void print_train(sbuf *b, const ir_train *t, int depth)
+{
+	indent(b, depth);
+	sb_puts(b, "train loss ");
+	sb_quoted(b, train_loss_name(t->loss));
+	if (t->loss_output) {
+		sb_puts(b, ", loss_output ");
+		sb_quoted(b, t->loss_output);
+	}
+	if (t->graded)
+		sb_printf(b, ", x_input %d, batch_axis %d, time_axis %d, logits_output %d, loss_output_index %d, "
+			  "classes %d, forward_outputs %d", t->x_input, t->batch_axis, t->time_axis, t->logits_output,
+			  t->loss_output_index, t->nclasses, t->nfwd_outputs);
 	sb_puts(b, "\n");
 }
 
@@ -556,6 +579,8 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 			}
 			sb_puts(&b, "\n");
 		}
+		if (g->train)
+			print_train(&b, g->train, depth);
 	}
 	for (int i = 0; i < g->ninputs; i++)
 		print_decl(&b, root, "input", g->inputs[i], depth);

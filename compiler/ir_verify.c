@@ -22,6 +22,10 @@
  *     with sequence_lens; `pack` only on body products of fixed-size model
  *     weights in inference builds, `by_rows` only on body Concats of
  *     threaded recurrences;
+ *   - a training build (ir_train): its loss is known, its parameters are
+ *     distinct f32 weights of the root; once graded, its data input,
+ *     logits, loss and forward outputs are in range and its first backward
+ *     node is a node of the root;
  *   - derived dimension symbols (ir.h) name a free symbol as their base and
  *     a nonzero offset of at most INT32_MAX in magnitude;
  *   - data-dependent lengths (ir_value.data_dep): after "infer", exactly the
@@ -200,6 +204,42 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 	for (int k = 0; k < b->ninputs; k++)
 		if (!b->inputs[k] || b->inputs[k]->kind != VAL_STEP)
 			bad(c, g, "body input %d of recurrence '%s' is not a VAL_STEP value", k, nname(n));
+}
+
+/* ---- training builds ------------------------------------------------------------ */
+
+static void check_train(vctx *c, const ir_graph *g)
+{
+	const ir_train *t = g->train;
+	if (t->loss < 0 || t->loss >= TRAIN_NLOSSES)
+		bad(c, g, "training build with loss %d", t->loss);
+	for (int i = 0; i < t->nparams; i++) {
+		const ir_value *v = t->params[i];
+		if (!v || v->kind != VAL_WEIGHT || v->graph != g || v->dtype != DT_F32)
+			bad(c, g, "parameter %d is not an f32 weight of the root graph", i);
+		for (int j = 0; j < i; j++)
+			if (v && t->params[j] == v)
+				bad(c, g, "weight '%s' is parameters %d and %d", v->name, j, i);
+	}
+	if (!t->graded)
+		return;
+	const ir_value *w = ir_train_unlisted(t, g);
+	if (w)
+		bad(c, g, "the training build reads weight '%s', which is not one of its parameters (a "
+		    "weight derived at compile time would get no gradient)", w->name);
+	int found = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		found |= g->nodes[i] == t->bwd_start;
+	if (!found)
+		bad(c, g, "the training build's first backward node is not a node of the root graph");
+	if (t->x_input < 0 || t->x_input >= g->ninputs || t->logits_output < 0 ||
+	    t->logits_output >= t->nfwd_outputs || t->nfwd_outputs > t->loss_output_index ||
+	    t->loss_output_index >= g->noutputs || t->batch_axis + t->time_axis != 1 || t->batch_axis < 0 ||
+	    t->time_axis < 0)
+		bad(c, g, "the training build's x_input %d, logits_output %d, forward_outputs %d, "
+		    "loss_output_index %d or axes %d, %d do not fit %d inputs and %d outputs", t->x_input,
+		    t->logits_output, t->nfwd_outputs, t->loss_output_index, t->batch_axis, t->time_axis,
+		    g->ninputs, g->noutputs);
 }
 
 /* ---- schedule ----------------------------------------------------------------- */
@@ -428,6 +468,8 @@ int ir_verify(const ir_graph *g, const char *after_pass)
 	infer_set_free(&def);
 	if (!g->parent && !strcmp(c.pass, "schedule"))
 		check_schedule(&c, g);
+	if (!g->parent && g->train)
+		check_train(&c, g);
 	if (c.nerr) {
 		fprintf(stderr, "cellc: %d internal IR inconsistenc%s after pass '%s' (a cellc bug)\n",
 			c.nerr, c.nerr == 1 ? "y" : "ies", c.pass);

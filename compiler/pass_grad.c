@@ -9,7 +9,8 @@
  *           every parameter, `grad.<X>` for every f32 model input and `dstate`
  *           (dL/dh_t of the first recurrence's first state, [T, B, H]),
  *           appended in that order; the backward nodes follow every forward
- *           node in the root graph (train_opts.bwd_start).
+ *           node in the root graph (ir_train.bwd_start); g->train records what the
+ *           emitter needs of them (ir.h, ir_train: graded).
  * Also expands the ONNX Gradient operator (ai.onnx.preview.training), with or
  * without --train.
  * breaks:   nothing: the forward recurrences get extra stacked outputs (the
@@ -70,7 +71,7 @@ typedef struct part {
 typedef struct gx {
 	ir_graph *g;            /* root */
 	diag *D;
-	train_opts *t;
+	ir_train *t;
 	int errors;
 	int n0;                 /* root values before the pass */
 	char *rneeds;           /* [n0] depends on a parameter or an f32 input */
@@ -1546,23 +1547,15 @@ static void rule_rec(gctx *R, ir_node *n)
 
 /* ---- the loss, the sweep, the outputs ------------------------------------------------------ */
 
-int train_loss_lookup(const char *name)
-{
-	static const char *const names[] = {"ce", "ce-all", "mse", "masked-mse"};
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(name, names[i]))
-			return i;
-	return -1;
-}
 
-const char *train_loss_name(int loss)
-{
-	static const char *const names[] = {"ce", "ce-all", "mse", "masked-mse"};
-	return loss >= 0 && loss < 4 ? names[loss] : "?";
-}
 
-void train_collect_params(ir_graph *g, train_opts *t)
+void train_collect_params(ir_graph *g, const train_opts *o)
 {
+	ir_train *t = arena_alloc(g->A, sizeof *t);
+	memset(t, 0, sizeof *t);
+	t->loss = o->loss;
+	t->loss_output = o->loss_output;
+	g->train = t;
 	t->params = arena_array(g->A, (size_t)g->nvalues + 1, sizeof *t->params);
 	t->nparams = 0;
 	for (int i = 0; i < g->nvalues; i++) {
@@ -1698,9 +1691,9 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 				return errs;
 			i = -1;         /* the node list changed: look again */
 		}
-	train_opts *t = g->train;
-	if (!t)
-		return 0;
+	ir_train *t = g->train;
+	if (!t || t->graded)
+		return 0;       /* inference, or a graph read back from a dump of a training build */
 	ir_recount(g);
 	gx X0 = {.g = g, .D = D, .t = t, .n0 = g->nvalues}, *X = &X0;
 	X->rneeds = arena_alloc(g->A, (size_t)g->nvalues + 1);
@@ -1844,6 +1837,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 		acc(&R, Y, gcur);
 	}
 	t->bwd_start = g->nodes[bwd_at];
+	t->graded = 1;
 	for (int i = nfwd - 1; i >= 0 && !X->errors; i--)
 		rule(&R, g->nodes[i]);
 	if (X->errors)

@@ -11,31 +11,19 @@
 #include "diag.h"
 #include "ir.h"
 
-struct emit_ctx;
-
-enum { TRAIN_CE, TRAIN_CE_ALL, TRAIN_MSE, TRAIN_MASKED_MSE };
-
-/* What --train asked for; the root graph points at it (ir_graph.train). */
+/* What --train asked for (the command line's); load turns it into the root
+ * graph's ir_train (ir.h), which pass_grad completes. */
 typedef struct train_opts {
-	int loss;               /* TRAIN_* */
+	int loss;               /* TRAIN_* (ir.h) */
 	const char *loss_output;/* --loss-output NAME or NULL: the first output */
-	/* filled by pass_grad for the emitter (NAME_TRAIN_INFO) */
-	int nparams;            /* trainable parameters: the first nparams weights */
-	ir_value **params;      /* [nparams] in source order */
-	int x_input, batch_axis, time_axis, logits_output, loss_output_index, nclasses;
-	int nfwd_outputs;       /* outputs of the model before the training ones */
-	struct ir_node *bwd_start; /* first root node of the backward part (all after it are) */
 } train_opts;
 
-int train_loss_lookup(const char *name);        /* TRAIN_* or -1 */
-const char *train_loss_name(int loss);
+/* Makes g a training build as t asks: g->train, with the f32 weights of
+ * the freshly loaded root graph, in source order, as the trainable
+ * parameters.  Called before the passes. */
+void train_collect_params(ir_graph *g, const train_opts *t);
 
-/* The f32 weights of a freshly loaded root graph, in source order: the
- * trainable parameters.  Called before the passes. */
-void train_collect_params(ir_graph *g, train_opts *t);
-
-/* Shape rules and C of the training ops (train_ops.c). */
+/* Shape rules of the training ops (train_ops.c; their C: emit.h). */
 int train_op_infer(ir_graph *g, ir_node *n, diag *D);
-void train_op_emit(struct emit_ctx *E, ir_node *n);
 
 #endif

@@ -78,6 +78,11 @@ typedef struct gctx {
 	vtab names;
 	txt_weights W;
 	int64_t maxsuffix;      /* largest N of made-up names "%...N" (ir_unique_name) */
+	/* a training build's parameters as the text numbers them (`param K`) */
+	int nparams;
+	ir_value **params;      /* [nparams] */
+	int64_t *param_k;       /* [nparams] */
+	const txt_tok *train_at;/* the `train` line, for its errors */
 } gctx;
 
 /* ---- types ---- */
@@ -470,6 +475,25 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 		if (txt_weights_fill(X, &c->W, v, t, 0) <= 0) {
 			v->data = arena_alloc(g->A, (size_t)n * es + 1);   /* zeros */
 		}
+		const txt_tok *pt = txt_peek(X);
+		if (txt_accept_word(X, "param")) {
+			int64_t k;
+			if (!txt_parse_int(X, &k, "the parameter's number"))
+				return;
+			if (k < 0 || k > INT32_MAX)
+				txt_error(X, pt, "parameter number %" PRId64 " out of range", k);
+			else if (g->parent || !g->train || dt != DT_F32)
+				txt_error(X, pt, "'param' marks an f32 weight of the root graph of a training "
+					  "build (one with a 'train' line)");
+			else {
+				c->params = arena_grow(g->A, c->params, (size_t)c->nparams, (size_t)c->nparams + 1,
+						       sizeof *c->params);
+				c->param_k = arena_grow(g->A, c->param_k, (size_t)c->nparams, (size_t)c->nparams + 1,
+							sizeof *c->param_k);
+				c->params[c->nparams] = v;
+				c->param_k[c->nparams++] = k;
+			}
+		}
 	} else {
 		if (!txt_expect(X, '=', "before the constant's data") || !parse_const_data(c, g, v, t)) {
 			txt_skip_line(X);
@@ -665,8 +689,11 @@ static void read_annotation(gctx *c, ir_graph *g, ir_node *n, const txt_tok *las
 	if (txt_accept_word(S, "group") && (!txt_parse_int(S, &group, "a group") || group < 0 ||
 					    group > INT32_MAX))
 		return;
+	int bwd = txt_accept_word(S, "backward");
 	if (txt_peek(S)->kind != TK_EOF || quiet.nerrors)
 		return;
+	if (bwd && !g->parent && g->train && g->train->graded && !g->train->bwd_start)
+		g->train->bwd_start = n;
 	n->name = nm->str;
 	if (from)
 		n->op_type = from;
@@ -965,6 +992,124 @@ static void parse_output(gctx *c, ir_graph *g)
 }
 
 /* The lines of a graph or body up to its closing '}' (not consumed). */
+/* `train loss "ce" [, loss_output "NAME"] [, x_input N, batch_axis N,
+ * time_axis N, logits_output N, loss_output_index N, classes N,
+ * forward_outputs N]` (ir.h, ir_train; the numbers all or none). */
+static void parse_train(gctx *c, ir_graph *g, const txt_tok *at)
+{
+	static const char *const keys[] = {"x_input", "batch_axis", "time_axis", "logits_output",
+					   "loss_output_index", "classes", "forward_outputs"};
+	txt *X = c->X;
+	if (g->train || g->ninputs || g->nvalues) {
+		txt_error(X, at, "'train' comes once, before the declarations");
+		txt_skip_line(X);
+		return;
+	}
+	ir_train *t = arena_alloc(g->A, sizeof *t);
+	memset(t, 0, sizeof *t);
+	int64_t val[7];
+	int have[7] = {0}, nhave = 0;
+	const txt_tok *s;
+	if (!txt_accept_word(X, "loss") || (s = txt_next(X))->kind != TK_STRING ||
+	    (t->loss = train_loss_lookup(s->str)) < 0) {
+		txt_error(X, at, "expected 'train loss \"L\"' with L one of ce, ce-all, mse, masked-mse");
+		txt_skip_line(X);
+		return;
+	}
+	while (txt_accept(X, ',')) {
+		const txt_tok *k = txt_next(X);
+		if (txt_is_word(k, "loss_output")) {
+			if ((s = txt_next(X))->kind != TK_STRING) {
+				txt_error(X, s, "expected the loss output's name as a string");
+				txt_skip_line(X);
+				return;
+			}
+			t->loss_output = s->str;
+			continue;
+		}
+		int i = 0;
+		while (i < 7 && !txt_is_word(k, keys[i]))
+			i++;
+		if (i == 7 || have[i]) {
+			txt_error(X, k, "%s in a 'train' line: expected one of loss_output, x_input, batch_axis, "
+				  "time_axis, logits_output, loss_output_index, classes, forward_outputs, once each",
+				  txt_tok_desc(X, k));
+			txt_skip_line(X);
+			return;
+		}
+		if (!txt_parse_int(X, &val[i], keys[i])) {
+			txt_skip_line(X);
+			return;
+		}
+		if (val[i] < 0 || val[i] > INT32_MAX) {
+			txt_error(X, k, "%s %" PRId64 " out of range", keys[i], val[i]);
+			txt_skip_line(X);
+			return;
+		}
+		have[i] = 1;
+		nhave++;
+	}
+	if (nhave && nhave < 7) {
+		txt_error(X, at, "a graded 'train' line gives all of x_input, batch_axis, time_axis, "
+			  "logits_output, loss_output_index, classes and forward_outputs");
+		return;
+	}
+	if (nhave) {
+		t->graded = 1;
+		t->x_input = (int)val[0];
+		t->batch_axis = (int)val[1];
+		t->time_axis = (int)val[2];
+		t->logits_output = (int)val[3];
+		t->loss_output_index = (int)val[4];
+		t->nclasses = (int)val[5];
+		t->nfwd_outputs = (int)val[6];
+	}
+	g->train = t;
+	c->train_at = at;
+}
+
+/* After the root graph: its parameters in the order the text numbers them,
+ * and a graded training build's numbers against its inputs and outputs. */
+static void finish_train(gctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	ir_train *t = g->train;
+	if (!t)
+		return;
+	t->params = arena_array(g->A, (size_t)c->nparams + 1, sizeof *t->params);
+	for (int i = 0; i < c->nparams; i++) {
+		int at = 0;     /* insertion by number: few parameters */
+		for (int j = 0; j < c->nparams; j++)
+			at += c->param_k[j] < c->param_k[i];
+		for (int j = 0; j < i; j++)
+			if (c->param_k[j] == c->param_k[i]) {
+				txt_error(X, c->train_at, "weights '%s' and '%s' are both param %" PRId64,
+					  c->params[j]->name, c->params[i]->name, c->param_k[i]);
+				return;
+			}
+		t->params[at] = c->params[i];
+	}
+	t->nparams = c->nparams;
+	const ir_value *w = ir_train_unlisted(t, g);
+	if (w) {
+		txt_error(X, c->train_at, "the training build reads weight '%s', which is no 'param' (every "
+			  "f32 weight it reads is a trainable parameter)", w->name);
+		return;
+	}
+	if (!t->graded)
+		return;
+	if (t->x_input >= g->ninputs || t->logits_output >= g->noutputs || t->loss_output_index >= g->noutputs ||
+	    t->nfwd_outputs > t->loss_output_index || t->logits_output >= t->nfwd_outputs ||
+	    !((t->batch_axis == 0 && t->time_axis == 1) || (t->batch_axis == 1 && t->time_axis == 0)))
+		txt_error(X, c->train_at, "the 'train' line's inputs, outputs or axes do not fit the graph "
+			  "(%d inputs, %d outputs; forward outputs before the loss, the logits among them, batch "
+			  "and time axes 0 and 1)", g->ninputs, g->noutputs);
+	else if (!t->bwd_start)
+		txt_error(X, c->train_at, "a graded training build marks its first backward node "
+			  "(the annotation 'backward')");
+
+}
+
 static void parse_graph_lines(gctx *c, ir_graph *g)
 {
 	txt *X = c->X;
@@ -1006,6 +1151,10 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 				txt_error(X, t, "opset %" PRId64 " out of range", v);
 			else
 				g->opset = (int)v;
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "train")) {
+			txt_next(X);
+			parse_train(c, g, t);
 			txt_end_stmt(X);
 		} else if (!g->parent && txt_is_word(t, "symbols")) {
 			txt_next(X);
@@ -1069,6 +1218,8 @@ ir_graph *txt_graph_block(txt *X)
 			note_name(c, X->t[i].str);
 	g->uniq = c->maxsuffix < INT64_MAX / 2 ? c->maxsuffix + 1 : INT64_MAX / 2;
 	parse_graph_lines(c, g);
+	if (X->D->nerrors == X->errors_at_start)
+		finish_train(c, g);
 	txt_expect(X, '}', "to close the graph");
 	free(c->names.slot);
 	txt_weights_close(&c->W);

@@ -200,6 +200,28 @@ def robustness_cases(out, W):
     emit_text(out, "made_up_name_counter", "graph g {\n\tinput %x: f32[2, 3]\n\t%t2147483647 = Relu(%x)\n"
               "\t%a = Relu(%t2147483647)\n\t%b = Relu(%a)\n\t%y = Frobnicate(%b)\n\toutput %y\n}\n",
               "Frobnicate")
+    # a training build's record (`train` line, `param K`, the `backward`
+    # annotation) is checked against the graph as it is read
+    TRAIN = ("graph g {\n\ttrain loss \"mse\"%s\n\tinput %%x: f32[2, 3]\n\tinput %%target: f32[2, 3]\n"
+             "\tweight %%w: f32[3, 3]%s\n\t%%y = MatMul(%%x, %%w)\n"
+             "\t%%loss = MseLoss(%%y, %%target)\n\t%%d = MseLossGrad(%%loss, %%y, %%target)%s\n"
+             "\t%%gw = Gemm(%%x, %%d) {transA = 1}\n\toutput %%y, %%loss, %%gw\n}\n")
+    GRADED = (", x_input 0, batch_axis 1, time_axis 0, logits_output 0, loss_output_index 1, classes 0, "
+              "forward_outputs 1")
+    for name, text, what in (
+            ("train_unknown_loss", TRAIN.replace('"mse"', '"hinge"') % ("", " param 0", ""), "ce, ce-all"),
+            ("train_partly_graded", TRAIN % (", x_input 0, classes 0", " param 0", ""), "gives all of"),
+            ("train_output_out_of_range", TRAIN % (GRADED.replace("loss_output_index 1", "loss_output_index 7"),
+                                                    " param 0", "  # f32[2, 3]  node \"d\" backward"),
+             "do not fit the graph"),
+            ("train_no_backward_node", TRAIN % (GRADED, " param 0", ""), "annotation 'backward'"),
+            ("train_param_twice", TRAIN.replace("\tweight %%w: f32[3, 3]%s\n",
+                                                "\tweight %%w: f32[3, 3]%s\n\tweight %%v: f32[3] param 0\n")
+             % ("", " param 0", ""), "both param 0"),
+            ("train_weight_not_param", TRAIN % (GRADED, "", "  # f32[2, 3]  node \"d\" backward"), "which is no 'param'"),
+            ("train_param_without_train", TRAIN.replace("\ttrain loss \"mse\"%s\n", "%s") % ("", " param 0", ""),
+             "training build")):
+        emit_text(out, name, text, what)
     emit_text(out, "rec_annotation_wrong_type", RECURRENCE % ("4, 3, 5", "3, 5", "f32[1], f32[4, 3, 5]"),
               "rec_node", "stated as f32[1]", "f32[3, 5]")
     emit_text(out, "rec_annotation_wrong_dtype", RECURRENCE % ("4, 3, 5", "3, 5", "f32[3, 5], i64[4, 3, 5]"),

@@ -16,6 +16,7 @@ usage: test_cell_format.py CELLC CELLC_SAN OUTDIR   (run with /usr/bin/python3: 
 """
 import glob
 import os
+import shutil
 import random
 import re
 import subprocess
@@ -92,6 +93,55 @@ def roundtrip(name, model):
     report("roundtrip/" + name, not bad, "; ".join(bad)[:400])
 
 
+def strip_comments(c_text):
+    """C text without comments, provenance lines and blank lines (a graph read
+    back from a dump lost the origins that only comments show)."""
+    c_text = re.sub(r"/\*.*?\*/", "", c_text, flags=re.S)
+    return "\n".join(l.rstrip() for l in c_text.splitlines() if l.strip())
+
+
+def train_api(d):
+    """What a training build's emitter takes from the train record: the
+    header without comments, NAME_TRAIN_INFO, the parameter table of
+    m_param and where the backward part starts (m->fwd_only)."""
+    with open(os.path.join(d, "m.h")) as f:
+        h = strip_comments(f.read())
+    with open(os.path.join(d, "m.c")) as f:
+        c = strip_comments(f.read())
+    fn = re.search(r"int m_param\(.*?\n}", c, re.S)
+    return [h, [l for l in c.splitlines() if "TRAIN_INFO" in l or "fwd_only" in l], fn.group(0) if fn else None]
+
+
+def train_roundtrip(name, model, loss):
+    """A training build's dump read back compiles to the same training API:
+    the train line, the param marks and the backward annotation carry
+    everything the emitter reads of it.  (The step code itself may differ:
+    the passes run again over the read-back graph and may merge what the
+    first run left, e.g. the two equal products of d(x*x).)"""
+    rc, out, err = run([CELLC, "dump", model, "--train", "--loss", loss])
+    if rc != 0:
+        report("train_roundtrip/" + name, False, "dump --train exit %d: %s" % (rc, err.strip()[:200]))
+        return
+    path = os.path.join(OUT, "%s.train.cell" % name)
+    with open(path, "w") as f:
+        f.write(out)
+    got = {}
+    for tag, src, opts in (("direct", model, ["--train", "--loss", loss]), ("dump", path, [])):
+        d = os.path.join(OUT, "%s.train.%s" % (name, tag))
+        shutil.rmtree(d, ignore_errors=True)
+        rc, o, e = run([CELLC, "compile", src, "-o", d, "--name", "m"] + opts)
+        if rc != 0:
+            report("train_roundtrip/" + name, False, "compile of the %s exit %d: %s" % (tag, rc, e.strip()[:200]))
+            return
+        got[tag] = train_api(d)
+    parts = ("the header", "TRAIN_INFO and the backward's start", "m_param")
+    diff = [parts[i] for i in range(3) if got["direct"][i] != got["dump"][i]]
+    ok = not diff and got["dump"][2] is not None and any("TRAIN_INFO =" in l for l in got["dump"][1])
+    report("train_roundtrip/" + name, ok,
+           "the dump of the --train build compiles to the same training API" if ok else
+           "the read-back dump differs in: %s" % ", ".join(diff or ["(no training API)"]))
+
+
 def roundtrips():
     models = [(os.path.basename(f), f) for f in sorted(glob.glob("examples/*.cell"))]
     if len(models) < 3:
@@ -114,6 +164,10 @@ def roundtrips():
         report("roundtrip/models", False, "fixtures missing: only %d models" % len(models))
     for name, m in models:
         roundtrip(name, m)
+    for name, m, loss in (("fashion_lstm", "examples/fashion_lstm.cell", "ce"),
+                          ("fashion_momentum_lstm", "examples/fashion_momentum_lstm.cell", "ce"),
+                          ("stacked_mse", "examples/stacked.cell", "mse")):
+        train_roundtrip(name, m, loss)
 
 
 # ---- located errors ----------------------------------------------------------
