@@ -7,6 +7,9 @@
  *             of its chain of views is gone, its readers read the root
  *             (x.view(-1, x.size(1)), h.unsqueeze(0) ... .squeeze(0),
  *             gates.squeeze() of a [B, 4H] matrix);
+ *           - a Squeeze of [1, N] to [N] read only element by element along
+ *             N (gates.squeeze() traced at batch 1) is gone: its readers read
+ *             the [1, N] value, its Slices cut axis 1 (unit_squeezes);
  *           - a chain of views reads its root directly where the last view
  *             is a Reshape to a constant shape (view of a view);
  *           - per-step reads of a rank-2 sequence (x[:, t] of x [B, T], or
@@ -1102,6 +1105,139 @@ static int split_to_slices(ir_graph *g)
 	return changed;
 }
 
+/* ---- unit batch axes squeezed away --------------------------------------------------- */
+
+/* Readers of each value of g (by value id): the nodes of g that read it. */
+typedef struct readers {
+	int *first;             /* [nvalues + 1]: node indices first[id] .. first[id + 1] - 1 */
+	int *node;              /* [uses] indices into g->nodes */
+} readers;
+
+static readers readers_of(ir_graph *g)
+{
+	readers R = {arena_array(g->A, (size_t)g->nvalues + 2, sizeof *R.first), NULL};
+	int total = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i]->nin; k++) {
+			const ir_value *v = g->nodes[i]->in[k];
+			if (v && v->graph == g && v->id >= 0 && v->id < g->nvalues)
+				R.first[v->id + 1]++, total++;
+		}
+	for (int v = 0; v < g->nvalues; v++)
+		R.first[v + 1] += R.first[v];
+	R.node = arena_array(g->A, (size_t)total + 1, sizeof *R.node);
+	int *at = arena_array(g->A, (size_t)g->nvalues + 1, sizeof *at);
+	memcpy(at, R.first, sizeof *at * (size_t)g->nvalues);
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i]->nin; k++) {
+			const ir_value *v = g->nodes[i]->in[k];
+			if (v && v->graph == g && v->id >= 0 && v->id < g->nvalues &&
+			    (at[v->id] == R.first[v->id] || R.node[at[v->id] - 1] != i))
+				R.node[at[v->id]++] = i;   /* a node reading v twice: listed once */
+		}
+	for (int v = 0; v < g->nvalues; v++)     /* the slots left by listing once */
+		for (int e = at[v]; e < R.first[v + 1]; e++)
+			R.node[e] = -1;
+	return R;
+}
+
+/* Whether every reader of v (rank 1, [N]) keeps it element by element along
+ * its last axis: element-wise nodes (broadcasting) and single-axis Slices of
+ * that axis, whose rank-1 results join the region.  The region's readers go
+ * into rd (*nrd; node indices, cap entries).  Graph outputs, bodies and any
+ * other reader: 0. */
+static int unit_region(ir_graph *g, const readers *R, ir_value *v, int *rd, int *nrd, int cap, int depth)
+{
+	if (v->is_output || v->graph != g || depth > 64)
+		return 0;
+	for (int e = R->first[v->id]; e < R->first[v->id + 1]; e++) {
+		if (R->node[e] < 0)
+			continue;
+		const ir_node *m = g->nodes[R->node[e]];
+		int seen = 0;
+		for (int j = 0; j < *nrd; j++)
+			seen |= rd[j] == R->node[e];
+		if (seen)
+			continue;
+		if (*nrd >= cap || m->body || m->nout != 1 || !m->out[0] || m->out[0]->dtype != DT_F32)
+			return 0;
+		rd[(*nrd)++] = R->node[e];
+		ir_value *y = m->out[0];
+		if (ir_ops[m->op].kind == OPK_ELEM) {
+			for (int k = 0; k < m->nin; k++)
+				if (m->in[k] && m->in[k]->shape.rank > 2)
+					return 0;
+			if (y->shape.rank > 2 || (y->shape.rank == 1 && !unit_region(g, R, y, rd, nrd, cap, depth + 1)))
+				return 0;
+			continue;
+		}
+		int only_data = m->nin >= 4 && m->in[0] == v;
+		for (int k = 1; k < m->nin; k++)
+			only_data &= m->in[k] != v;
+		if (m->op == OP_SLICE && only_data && m->in[3] && ir_value_is_const(m->in[3]) &&
+		    ir_shape_const_numel(&m->in[3]->shape) == 1 && (ir_const_int(m->in[3], 0) == 0 ||
+								     ir_const_int(m->in[3], 0) == -1) &&
+		    y->shape.rank == 1 && unit_region(g, R, y, rd, nrd, cap, depth + 1))
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+static int by_index(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Squeeze of a [1, N] value to [N] (gates.squeeze() when the batch is 1, as
+ * traced at batch 1) whose result is only read element by element along N:
+ * the readers read the [1, N] value, Slices of N slice its axis 1, so the
+ * step keeps the rank-2 [B, N] form it has at any other batch size (and
+ * the same numbers: [N] broadcasts as [1, N]). */
+static int unit_squeezes(ir_graph *g)
+{
+	diag q;
+	diag_init(&q, NULL);
+	q.quiet = 1;
+	int changed = 0, cap = 256;
+	int *rd = arena_array(g->A, (size_t)cap, sizeof *rd);
+	readers R = {0};
+	ir_value *axis1 = NULL;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		ir_value *x = n->nin > 0 ? n->in[0] : NULL, *y = n->nout == 1 ? n->out[0] : NULL;
+		if (n->op != OP_SQUEEZE || !x || !y || x->dtype != DT_F32 || x->shape.rank != 2 ||
+		    y->shape.rank != 1 || !ir_dim_is_const(x->shape.d[0]) || x->shape.d[0].k != 1 ||
+		    !ir_dim_eq(x->shape.d[1], y->shape.d[0]) || y->nuses == 0)
+			continue;
+		if (!R.first)
+			R = readers_of(g);      /* ids as of the pass's ir_recount; new values have none */
+		int nrd = 0;
+		if (y->id < 0 || y->id >= g->nvalues || g->values[y->id] != y ||
+		    !unit_region(g, &R, y, rd, &nrd, cap, 0))
+			continue;
+		for (int e = R.first[y->id]; e < R.first[y->id + 1]; e++)
+			for (int k = 0; R.node[e] >= 0 && k < g->nodes[R.node[e]]->nin; k++)
+				if (g->nodes[R.node[e]]->in[k] == y)
+					g->nodes[R.node[e]]->in[k] = x;
+		qsort(rd, (size_t)nrd, sizeof *rd, by_index);
+		for (int j = 0; j < nrd; j++) {
+			ir_node *m = g->nodes[rd[j]];
+			if (m->op == OP_SLICE && m->in[0]->shape.rank == 2) {
+				if (!axis1) {
+					int64_t one = 1;
+					axis1 = ir_const_i64(g, ir_unique_name(g, "axis1"), 1, &one);
+				}
+				m->in[3] = axis1;
+			}
+			infer_node(g, m, &q);
+		}
+		changed = 1;
+	}
+	ASSERT(!q.nerrors);     /* element-wise nodes and Slices of [1, N] infer */
+	return changed;
+}
+
 /* ---- per-step scalars held as initializers ------------------------------------------- */
 
 /* A traced loop that reads a schedule by the step (self.mu[t] of a
@@ -1251,6 +1387,9 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 			recognize_recurrence(r);
 	}
 	changed |= canon_products(g);
+	ir_recount(g);
+	changed |= unit_squeezes(g);
+	ir_recount(g);
 	for (int round = 0; round < 8 && drop_noop_views(g); round++) {
 		changed = 1;
 		ir_recount(g);

@@ -995,7 +995,8 @@ def mom(base, mu, s):
 # name -> dict(build(I, H, C) -> module, family, expected_cell, style tags,
 #   feed(T, B, I, rng) -> inputs, ins/outs (ONNX names), axes: per input
 #   (time axis, batch axis), exports: [(opset, dynamic)] with dynamic one of
-#   None, "b" (batch), "bt" (batch and time), recurrences, sound (another T
+#   None, "b" (batch), "bt" (batch and time), and optionally a batch size
+#   (case MODEL_opsetN_bB), recurrences, sound (another T
 #   computes the same recurrence), table (a per-step coefficient whose
 #   schedule the trace cannot show: cellc may name the cell only up to its
 #   first option), pixel (input size 1 by construction)
@@ -1052,7 +1053,9 @@ MODELS = {
         style=["shape_noops", "view_same_shape", "gates_squeeze", "state_1BH_unsqueeze_squeeze", "nn_linear",
                "chunk", "zeros_in_forward", "batch_first", "head_over_stack", "returns_out_h"],
         feed=batch_first, ins=["x"], outs=["y", "h"], axes={"x": (1, 0)},
-        exports=[(14, "bt"), (17, None)]),
+        # at batch 1 gates.squeeze() also drops the batch axis: the gate math
+        # runs on [4H] vectors against [1, H] states
+        exports=[(14, "bt"), (17, None), (13, None, 1)]),
     "rmslstm_lm": dict(
         build=lambda I, H, C: RMSPropLSTMLM(VOCAB, I, H), family="rmsprop_lstm",
         expected_cell="rmsprop_lstm(s=0.6, beta=0.8, eps=1e-16)",
@@ -1531,8 +1534,12 @@ def main():
             make_case(out, n, 13, None, T=784, I=1, H=32, B=1, suffix="_T784", fold=not nofold)
         return
     for n in names or MODELS:
-        for opset, dynamic in MODELS[n]["exports"]:
-            make_case(out, n, opset, dynamic)
+        for e in MODELS[n]["exports"]:
+            # (opset, dynamic[, batch]): a third entry exports at that batch size
+            if len(e) > 2:
+                make_case(out, n, e[0], e[1], B=e[2], suffix="_b%d" % e[2])
+            else:
+                make_case(out, n, e[0], e[1])
 
 
 if __name__ == "__main__":
