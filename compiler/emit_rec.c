@@ -85,6 +85,8 @@ typedef struct rec {
 	char *wstep;            /* colpar_ok: [body nvalues] stored earlier in this step by
 				   the column split */
 	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
+	const char **reg;       /* [body nvalues]: the local that holds a value in a fused loop
+				   or a step (reg_name), made on first use */
 	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the
 				   fused loops compute it themselves (x_proj "inline"), else NULL */
 } rec;
@@ -605,6 +607,37 @@ static const char *inline_expr(grp *G, int k, int64_t off)
 	return fmt(R, "(%s)", sum);
 }
 
+/* The local that holds body value id in a fused loop or a step: the
+ * model's name where it gives one ("h1.i" -> h1_i: the gates and states of
+ * a lowered cell), else v<id>.  A name that could meet one of the
+ * recurrence's own locals (in_0, d_seq, s0_all, nb_, rt_...) or another
+ * value's is v<id> too. */
+static const char *reg_name(rec *R, int id)
+{
+	if (R->reg[id])
+		return R->reg[id];
+	const char *nm = R->b->values[id]->name;
+	int ok = nm && ((nm[0] >= 'a' && nm[0] <= 'z') || (nm[0] >= 'A' && nm[0] <= 'Z')) && strchr(nm, '.');
+	char *c = ok ? arena_strdup(R->E->A, nm) : NULL;
+	for (char *q = c; ok && *q; q++) {
+		if (*q == '.')
+			*q = '_';
+		else if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_'))
+			ok = 0;
+	}
+	static const char *const reserved[] = {"in_", "out_", "ws_", "d_", "w_", "st_", "rt_", "RT_"};
+	for (size_t k = 0; ok && k < COUNTOF(reserved); k++)
+		ok = strncmp(c, reserved[k], strlen(reserved[k])) != 0;
+	const char *model = R->E->o && R->E->o->name ? R->E->o->name : "";
+	ok = ok && !(*model && !strncmp(c, model, strlen(model)));     /* the API's names */
+	size_t len = ok ? strlen(c) : 0;
+	ok = ok && c[len - 1] != '_' && !(len > 4 && !strcmp(c + len - 4, "_all"));
+	for (int k = 0; ok && k < R->b->nvalues; k++)
+		ok = !(R->reg[k] && !strcmp(R->reg[k], c));
+	R->reg[id] = ok ? c : fmt(R, "v%d", id);
+	return R->reg[id];
+}
+
 /* The C expression of element (b, j) of operand v in the group's domain. */
 static const char *operand(grp *G, const ir_value *v)
 {
@@ -614,7 +647,7 @@ static const char *operand(grp *G, const ir_value *v)
 		return h.lit;
 	int id = body_index(R, v);
 	if (h.kind == HOME_REG || (id >= 0 && G->done[id]))
-		return fmt(R, "v%d", id);
+		return reg_name(R, id);
 	ASSERT(h.kind == HOME_MEM);
 	for (int k = 0; k < R->nseq; k++)
 		if (R->inl[k] && !strcmp(h.base, fmt(R, "x%d", k)))
@@ -662,18 +695,20 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 		for (int k = 0; k < n->nin && k < 3; k++)
 			a[k] = n->in[k] ? operand(&G, n->in[k]) : NULL;
 		int id = body_index(R, v);
-		ew_line(&inner, "const float v%d = %s; /* %s%s%s */", id, elem_expr(R, n, a), ir_op_name(n->op),
-			v->name[0] != '%' ? ": " : "", v->name[0] != '%' ? cm(R, v->name) : "");
+		const char *rn = reg_name(R, id);
+		int named = rn[0] != 'v' || strcmp(rn, fmt(R, "v%d", id)) != 0;
+		ew_line(&inner, "const float %s = %s; /* %s%s%s */", rn, elem_expr(R, n, a), ir_op_name(n->op),
+			!named && v->name[0] != '%' ? ": " : "", !named && v->name[0] != '%' ? cm(R, v->name) : "");
 		G.done[id] = 1;
 		home *h = home_of(R, v);
 		if (h->kind == HOME_MEM) {
-			ew_line(&inner, "%s[%s] = v%d;", row_ptr(&G, h->base, h->ld, -1, 0),
-				h->off ? fmt(R, "j + %lld", (long long)h->off) : "j", id);
+			ew_line(&inner, "%s[%s] = %s;", row_ptr(&G, h->base, h->ld, -1, 0),
+				h->off ? fmt(R, "j + %lld", (long long)h->off) : "j", rn);
 			nwrites++;
 		}
 		for (int k = R->nstate; k < R->b->noutputs; k++)
 			if (R->b->outputs[k] == v && R->n->out[k]) {
-				ew_line(&inner, "%s[j] = v%d;", out_row(&G, k - R->nstate), id);
+				ew_line(&inner, "%s[j] = %s;", out_row(&G, k - R->nstate), rn);
 				nwrites++;
 			}
 	}
@@ -744,11 +779,12 @@ static void emit_step_scalar(rec *R, ir_node *n)
 		a[k] = n->in[k] ? operand(&G, n->in[k]) : NULL;
 	ASSERT(G.nrp == 0);     /* rank-0 operands never need row pointers */
 	int id = body_index(R, n->out[0]);
-	ew_line(R->w, "const float v%d = %s; (void)v%d; /* %s, once per step */", id, elem_expr(R, n, a), id,
+	const char *rn = reg_name(R, id);
+	ew_line(R->w, "const float %s = %s; (void)%s; /* %s, once per step */", rn, elem_expr(R, n, a), rn,
 		ir_op_name(n->op));
 	/* stored for generic nodes (par: into the thread's local, body_ref) */
 	if (n->out[0]->slot >= 0)
-		ew_line(R->w, "%s[0] = v%d;", emit_ref(R->E, n->out[0]), id);
+		ew_line(R->w, "%s[0] = %s;", emit_ref(R->E, n->out[0]), rn);
 }
 
 /* Copies body output k (not written by a fused group) to its place. */
@@ -1220,6 +1256,7 @@ static void emit_rec_body(rec *R)
 	R->colpar_ok = !strcmp(threads, "rows_cols") && ir_fused_cols(b, &R->hc);
 	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
 	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
+	R->reg = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->reg);
 	R->inl = arena_array(E->A, (size_t)R->nseq + 1, sizeof *R->inl);
 	for (int k = 0; k < R->nseq; k++) {
 		int inl;
