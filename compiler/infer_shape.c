@@ -352,7 +352,9 @@ static int infer_elem(ictx *c)
 		if (need_ty(c, 0, n->op == OP_MEAN ? TY_FLOAT : TY_NUM, op))
 			return 1;
 		for (int k = 1; k < n->nin; k++)
-			if (same_ty(c, k) || broadcast2(c, &s, &in(c, k)->shape, &s))
+			if (!in(c, k))
+				return fail(c, "input %d is missing (%s takes no empty input)", k, op);
+			else if (same_ty(c, k) || broadcast2(c, &s, &in(c, k)->shape, &s))
 				return 1;
 		break;
 	case OP_EQUAL: case OP_LESS: case OP_LESSEQ: case OP_GREATER: case OP_GREATEREQ:
@@ -2143,6 +2145,8 @@ static int infer_layout(ictx *c)
 	switch (n->op) {
 	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: {
 		int64_t b = ir_attr_int(n, "blocksize", 1);
+		if (b < 1 || b > 65536)
+			return fail(c, "blocksize %lld is not between 1 and 65536", (long long)b);
 		if (r != 4)
 			return fail(c, "X must be [N, C, H, W], not %s", shp(c, &x->shape));
 		for (int a = 1; a < 4; a++)

@@ -222,6 +222,11 @@ def robustness_cases(out, W):
             ("train_param_without_train", TRAIN.replace("\ttrain loss \"mse\"%s\n", "%s") % ("", " param 0", ""),
              "training build")):
         emit_text(out, name, text, what)
+    # fuzz finding (session 11): DepthToSpace with blocksize 0 in a graph
+    # block, which skips the ONNX loader's attribute checks (a division by zero)
+    emit_text(out, "depthtospace_blocksize_0", "graph g {\n\tinput %x: f32[1, 8, 2, 3]\n"
+              "\t%y = DepthToSpace(%x) {blocksize = 0, mode = \"DCR\"}\n\toutput %y\n}\n",
+              "blocksize 0 is not between 1 and 65536")
     emit_text(out, "rec_annotation_wrong_type", RECURRENCE % ("4, 3, 5", "3, 5", "f32[1], f32[4, 3, 5]"),
               "rec_node", "stated as f32[1]", "f32[3, 5]")
     emit_text(out, "rec_annotation_wrong_dtype", RECURRENCE % ("4, 3, 5", "3, 5", "f32[3, 5], i64[4, 3, 5]"),
@@ -301,6 +306,10 @@ def image_cases(out):
     # reached the "must be a constant" message)
     one("pad_pads_empty", 13, [helper.make_node("Pad", ["X", ""], ["Y"], name="pad_nopads")], x, [],
         "pad_nopads", "input 1 ('pads') is missing")
+    # fuzz finding (session 11): an empty input in a variadic Sum (a NULL
+    # operand reached the broadcast)
+    one("sum_input_empty", 13, [helper.make_node("Sum", ["X", "", "X"], ["Y"], name="sum_hole")], x, [],
+        "sum_hole", "input 1 is missing")
     one("gridsample16_linear", 16, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid16",
                                                      mode="linear")],
         x + [("G", [1, 2, 2, 2])], [], "grid16", "bilinear nearest bicubic")
