@@ -343,8 +343,11 @@ int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims c
  *     graph output is a view of (an output listed first for it; not in
  *     --train builds, whose gradient outputs may be NULL).  Such a v has no
  *     slot: its producer writes the output's buffer.
- *   ir_is_column_view: n is a Slice on the last axis of a 2-D product,
- *     per-step input or column view: a column offset, never a copy.
+ *   ir_last_axis_slice: n is Slice(x, [st], [en], [axis], [1]) on the last
+ *     axis of a 2-D x with a constant number of columns; *st, *en get the
+ *     column range.
+ *   ir_is_column_view: such a Slice of a product, per-step input or column
+ *     view: a column offset, never a copy.
  *   ir_is_fused_elem: an element-wise node of a fusion group.
  *   ir_is_step_scalar: a rank-0 fused f32 node of a body (a schedule such as
  *     NAG's mu_t): computed once per step, a local.
@@ -356,6 +359,7 @@ int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims c
  *     runs over the same columns, *hc; 0 when they differ or there is none. */
 const ir_value *ir_storage(const ir_value *v);
 const ir_value *ir_output_backing(const ir_value *v);
+int ir_last_axis_slice(const ir_node *n, int64_t *st, int64_t *en);
 int ir_is_column_view(const ir_node *n);
 int ir_is_fused_elem(const ir_node *n);
 int ir_is_step_scalar(const ir_node *n);

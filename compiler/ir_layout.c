@@ -38,14 +38,18 @@ const ir_value *ir_output_backing(const ir_value *v)
 	return NULL;
 }
 
-int ir_is_column_view(const ir_node *n)
+/* n is Slice(x, [st], [en], [axis], [1]) on the last axis of a 2-D x with a
+ * constant number of columns; *st, *en get the column range. */
+int ir_last_axis_slice(const ir_node *n, int64_t *st, int64_t *en)
 {
-	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2)
+	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2 || !n->out[0])
 		return 0;
 	for (int k = 1; k < 4; k++)
-		if (!ir_value_is_const(n->in[k]) || ir_shape_const_numel(&n->in[k]->shape) != 1)
+		if (!n->in[k] || !ir_value_is_const(n->in[k]) || ir_shape_const_numel(&n->in[k]->shape) != 1)
 			return 0;
-	if (n->nin > 4 && n->in[4] && (!ir_value_is_const(n->in[4]) || ir_const_int(n->in[4], 0) != 1))
+	if (n->nin > 4 && n->in[4] &&
+	    (!ir_value_is_const(n->in[4]) || ir_shape_const_numel(&n->in[4]->shape) != 1 ||
+	     ir_const_int(n->in[4], 0) != 1))
 		return 0;
 	int64_t ax = ir_const_int(n->in[3], 0);
 	if (ax != 1 && ax != -1)
@@ -53,8 +57,18 @@ int ir_is_column_view(const ir_node *n)
 	ir_dim cols = n->in[0]->shape.d[1];
 	if (!ir_dim_is_const(cols))
 		return 0;
-	int64_t st = ir_const_int(n->in[1], 0), en = ir_const_int(n->in[2], 0);
-	if (st < 0 || en > cols.k || st >= en)
+	int64_t s = ir_const_int(n->in[1], 0), e = ir_const_int(n->in[2], 0);
+	if (s < 0 || e > cols.k || s >= e)
+		return 0;
+	*st = s;
+	*en = e;
+	return 1;
+}
+
+int ir_is_column_view(const ir_node *n)
+{
+	int64_t st, en;
+	if (!ir_last_axis_slice(n, &st, &en))
 		return 0;
 	const ir_value *src = n->in[0];
 	if (src->kind == VAL_STEP)

@@ -31,33 +31,6 @@
 
 /* ---- slices ---- */
 
-/* n is Slice(x, [st], [en], [axis], [1]) on the last axis of a 2-D x with a
- * constant number of columns; *st, *en get the column range. */
-static int last_axis_slice(const ir_node *n, int64_t *st, int64_t *en)
-{
-	if (n->op != OP_SLICE || n->nin < 4 || !n->in[0] || n->in[0]->shape.rank != 2 || !n->out[0])
-		return 0;
-	for (int k = 1; k < 4; k++)
-		if (!n->in[k] || !ir_value_is_const(n->in[k]) || ir_shape_const_numel(&n->in[k]->shape) != 1)
-			return 0;
-	if (n->nin > 4 && n->in[4] &&
-	    (!ir_value_is_const(n->in[4]) || ir_shape_const_numel(&n->in[4]->shape) != 1 ||
-	     ir_const_int(n->in[4], 0) != 1))
-		return 0;
-	int64_t ax = ir_const_int(n->in[3], 0);
-	if (ax != 1 && ax != -1)
-		return 0;
-	ir_dim cols = n->in[0]->shape.d[1];
-	if (!ir_dim_is_const(cols))
-		return 0;
-	int64_t s = ir_const_int(n->in[1], 0), e = ir_const_int(n->in[2], 0);
-	if (s < 0 || e > cols.k || s >= e)
-		return 0;
-	*st = s;
-	*en = e;
-	return 1;
-}
-
 /* Element-wise f32 node of a body with a 2-D output (the fused domain). */
 static int is_elem2(const ir_node *n)
 {
@@ -279,10 +252,10 @@ static void body_cse(ir_graph *b)
 	for (int j = 0; j < b->nnodes; j++) {
 		ir_node *y = b->nodes[j];
 		int64_t ys, ye, xs, xe;
-		if (last_axis_slice(y, &ys, &ye)) {
+		if (ir_last_axis_slice(y, &ys, &ye)) {
 			for (int i = 0; i < j; i++) {
 				ir_node *x = b->nodes[i];
-				if (last_axis_slice(x, &xs, &xe) && x->in[0] == y->in[0] && xs == ys && xe == ye &&
+				if (ir_last_axis_slice(x, &xs, &xe) && x->in[0] == y->in[0] && xs == ys && xe == ye &&
 				    !is_body_out(b, y->out[0])) {
 					replace_uses(b, y->out[0], x->out[0]);
 					break;
@@ -352,7 +325,7 @@ static void split_body(ir_graph *root, ir_graph *b)
 		ir_node *n = b->nodes[i];
 		int64_t st, en;
 		ir_value *x = n->nin ? n->in[0] : NULL;
-		if (!last_axis_slice(n, &st, &en) || !x->producer || x->graph != b || !is_elem2(x->producer)) {
+		if (!ir_last_axis_slice(n, &st, &en) || !x->producer || x->graph != b || !is_elem2(x->producer)) {
 			emit_node_(S, n);
 			continue;
 		}
@@ -442,7 +415,7 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 	int nr = 0;
 	for (int i = 0; i < b->nnodes; i++) {
 		int64_t st, en;
-		if (b->nodes[i]->nin && b->nodes[i]->in[0] == s && last_axis_slice(b->nodes[i], &st, &en)) {
+		if (b->nodes[i]->nin && b->nodes[i]->in[0] == s && ir_last_axis_slice(b->nodes[i], &st, &en)) {
 			int dup = 0;
 			for (int j = 0; j < nr; j++)
 				dup |= r[j][0] == st && r[j][1] == en;
@@ -486,7 +459,7 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 			int64_t st, en;
 			for (int q = 0; q < b->nodes[i]->nin && ok; q++)
 				if (live[i] && b->nodes[i]->in[q] == s)
-					ok = q == 0 && last_axis_slice(b->nodes[i], &st, &en);
+					ok = q == 0 && ir_last_axis_slice(b->nodes[i], &st, &en);
 		}
 		if (!ok) {
 			b->outputs = old_outs;
@@ -508,7 +481,7 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 	for (int i = 0; i < b->nnodes; i++) {
 		int64_t st, en;
 		ir_node *n = b->nodes[i];
-		if (!(n->nin && n->in[0] == s && last_axis_slice(n, &st, &en)))
+		if (!(n->nin && n->in[0] == s && ir_last_axis_slice(n, &st, &en)))
 			continue;
 		for (int j = 0; j < nr; j++)
 			if (r[j][0] == st && r[j][1] == en) {
