@@ -76,8 +76,8 @@ typedef struct rec {
 	const char *T, *B;      /* C expressions */
 	home *h;                /* [b->nvalues] */
 	int par;                /* the batch rows are split over threads (threads "rows...") */
-	const char *alias[64];  /* par: per-thread row pointers of body buffers ("r<i>") */
-	const char *alias_of[64], *alias_ld[64];
+	const char *alias[IR_MAX_ROW_BUFFERS];  /* par: per-thread row pointers of body buffers ("r<i>") */
+	const char *alias_of[IR_MAX_ROW_BUFFERS], *alias_ld[IR_MAX_ROW_BUFFERS];
 	int nalias;
 	int colpar_ok;          /* at B == 1 the columns can be split (threads "rows_cols"):
 				   the steps do what cols_ (set at run time) says */
@@ -137,12 +137,6 @@ static const char *shape_str(rec *R, const ir_shape *s)
 }
 
 static const char *dim(rec *R, ir_dim d) { return emit_dim(R->E, d); }
-
-/* Columns of a 2-D body value (its last dim; 1 for scalars). */
-static ir_dim cols_of(const ir_value *v)
-{
-	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
-}
 
 static int is_body_output(const rec *R, const ir_value *v, int *first)
 {
@@ -226,7 +220,7 @@ static home outer_home(rec *R, const ir_value *v)
 		return o;
 	}
 	o.base = emit_ref(R->E, v);
-	o.ld = v->shape.rank >= 2 ? dim(R, cols_of(v)) : "0";
+	o.ld = v->shape.rank >= 2 ? dim(R, ir_cols_of(v)) : "0";
 	return o;
 }
 
@@ -245,7 +239,7 @@ static home mem_home(rec *R, const ir_value *v)
 	home h = get_home(R, v);
 	if (h.kind == HOME_SCALAR && ir_value_is_const(v))
 		h = (home){.kind = HOME_MEM, .base = emit_ref(R->E, v),
-			   .ld = v->shape.rank >= 2 ? dim(R, cols_of(v)) : "0", .seq = -1};
+			   .ld = v->shape.rank >= 2 ? dim(R, ir_cols_of(v)) : "0", .seq = -1};
 	return h;
 }
 
@@ -295,7 +289,7 @@ static const char *body_buffer(rec *R, const ir_value *v)
 	const char *base = emit_ref(R->E, v);
 	if (body_ref(R->E, ir_storage(v)))
 		return base;
-	return par_base(R, base, dim(R, cols_of(v)));
+	return par_base(R, base, dim(R, ir_cols_of(v)));
 }
 
 /* Sets the homes every step shares: inputs, states, products, stored
@@ -311,7 +305,7 @@ static int plan_homes(rec *R)
 	for (int k = 0; k < R->nstate; k++) {
 		home *h = home_of(R, b->inputs[R->nseq + k]);
 		*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%d", k),
-			    .ld = dim(R, cols_of(b->inputs[R->nseq + k])), .seq = -1};
+			    .ld = dim(R, ir_cols_of(b->inputs[R->nseq + k])), .seq = -1};
 	}
 	for (int k = 0; k < R->has_step; k++)
 		*home_of(R, b->inputs[R->nseq + R->nstate + k]) =
@@ -321,7 +315,7 @@ static int plan_homes(rec *R)
 		ir_value *v = n->out[0];
 		home *h = home_of(R, v);
 		if (ir_attr_int(n, "by_rows", 0)) {
-			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
+			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, ir_cols_of(v)), .seq = -1};
 			continue;
 		}
 		if (is_generic(n)) {
@@ -331,7 +325,7 @@ static int plan_homes(rec *R)
 				if (n->out[k] && home_of(R, n->out[k]))
 					*home_of(R, n->out[k]) = (home){.kind = HOME_MEM,
 						.base = emit_ref(R->E, n->out[k]),
-						.ld = n->out[k]->shape.rank >= 1 ? dim(R, cols_of(n->out[k])) : "0",
+						.ld = n->out[k]->shape.rank >= 1 ? dim(R, ir_cols_of(n->out[k])) : "0",
 						.seq = -1};
 			continue;
 		}
@@ -342,7 +336,7 @@ static int plan_homes(rec *R)
 		if (is_step_scalar(n)) {
 			*h = (home){.kind = HOME_REG, .seq = -1};
 		} else if (n->op == OP_GEMM) {
-			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
+			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, ir_cols_of(v)), .seq = -1};
 		} else if (ir_is_column_view(n)) {
 			*h = get_home(R, n->in[0]);
 			ASSERT(h->kind == HOME_MEM);
@@ -350,9 +344,9 @@ static int plan_homes(rec *R)
 		} else if (n->group > 0 && ir_ops[n->op].kind == OPK_ELEM) {
 			int k;
 			if (is_body_output(R, v, &k) && k < R->nstate)
-				*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%dn", k), .ld = dim(R, cols_of(v)), .seq = -1};
+				*h = (home){.kind = HOME_MEM, .base = fmt(R, "s%dn", k), .ld = dim(R, ir_cols_of(v)), .seq = -1};
 			else if (ir_storage(v)->slot >= 0)
-				*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, cols_of(v)), .seq = -1};
+				*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, ir_cols_of(v)), .seq = -1};
 			else
 				*h = (home){.kind = HOME_REG, .seq = -1};
 		} else {
@@ -477,7 +471,7 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 	if (C) {
 		home hc = get_home(R, C);
 		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
-		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(cols_of(C)) && cols_of(C).k == 1);
+		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(ir_cols_of(C)) && ir_cols_of(C).k == 1);
 		if (!crow && ccol && hc.kind == HOME_MEM && hc.seq < 0 && ha.seq < 0)
 			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
 	}
@@ -493,7 +487,7 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		/* C broadcast to every row (a bias vector, pre-summed at lowering) */
 		home hc = get_home(R, C);
 		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
-		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(cols_of(C)) && cols_of(C).k == 1);
+		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(ir_cols_of(C)) && ir_cols_of(C).k == 1);
 		const char *cv = hc.kind == HOME_SCALAR ? hc.lit
 			: fmt(R, "%s[%s%s + %lld]", hc.base, crow ? fmt(R, "r * %s + ", hc.ld) : "",
 			      ccol ? "c" : "0", (long long)hc.off);
@@ -655,7 +649,7 @@ static const char *operand(grp *G, const ir_value *v)
 	int r = v->shape.rank;
 	int by_row = r == 2 && !(ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1) &&
 		     !(ir_dim_is_const(G->rows) && G->rows.k == 1);
-	int by_col = r >= 1 && !(ir_dim_is_const(cols_of(v)) && cols_of(v).k == 1);
+	int by_col = r >= 1 && !(ir_dim_is_const(ir_cols_of(v)) && ir_cols_of(v).k == 1);
 	const char *col = by_col ? (h.off ? fmt(R, "j + %lld", (long long)h.off) : "j")
 				 : fmt(R, "%lld", (long long)h.off);
 	/* a per-step input read at each row's own time step (reversed
@@ -677,7 +671,7 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 	grp G = {.R = R, .done = arena_alloc(R->E->A, (size_t)R->b->nvalues + 1)};
 	const ir_value *first = nodes[0]->out[0];
 	G.rows = first->shape.rank == 2 ? first->shape.d[0] : ir_dim_const(1);
-	G.cols = first->shape.rank >= 1 ? cols_of(first) : ir_dim_const(1);
+	G.cols = first->shape.rank >= 1 ? ir_cols_of(first) : ir_dim_const(1);
 	ir_dim B = R->b->inputs[R->nseq]->shape.d[0];
 	G.row_is_batch = first->shape.rank == 2 && ir_dim_eq(G.rows, B);
 
@@ -793,7 +787,7 @@ static void emit_output_copy(rec *R, int k)
 	ew *w = R->w;
 	ir_value *v = R->b->outputs[k];
 	home h = get_home(R, v);
-	ir_dim cols = cols_of(v);
+	ir_dim cols = ir_cols_of(v);
 	const char *src;
 	if (h.kind == HOME_SCALAR)
 		src = h.lit;
@@ -938,7 +932,7 @@ static void emit_row_concat(rec *R, ir_node *n)
 	for (int k = 0; k < n->nin; k++) {
 		home hx = get_home(R, n->in[k]);
 		ASSERT(hx.kind == HOME_MEM && hx.seq < 0);
-		ir_dim c = cols_of(n->in[k]);
+		ir_dim c = ir_cols_of(n->in[k]);
 		const char *cols = dim(R, c);
 		ew_line(w, "memcpy(%s + b * %s + %lld%s, %s + b * %s + %lld, sizeof(float) * (size_t)(%s));",
 			hy.base, hy.ld, (long long)at, sym, hx.base, hx.ld, (long long)hx.off, cols);
@@ -1101,7 +1095,7 @@ static void emit_par_open(rec *R)
 	ew_line(w, "(void)nb_;");
 	ew_line(w, "rt_par_thread(tn_ > 1);");
 	for (int k = 0; k < R->nstate; k++) {
-		const char *H = dim(R, cols_of(b->inputs[R->nseq + k]));
+		const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
 		ew_line(w, "float *s%d = s%d_all + b0_ * %s, *s%dn = s%dn_all + b0_ * %s;", k, k, H, k, k, H);
 	}
 	for (int k = 0; k < R->nseq; k++)
@@ -1224,14 +1218,14 @@ static void emit_steps(rec *R)
 		ew_line(w, "if (step < len[b])");
 		ew_line(w, "\tcontinue;");
 		for (int k = 0; k < R->nstate; k++) {
-			const char *H = dim(R, cols_of(b->inputs[R->nseq + k]));
+			const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
 			ew_line(w, "memcpy(s%dn + b * %s, s%d + b * %s, sizeof(float) * (size_t)(%s));", k, H, k,
 				H, H);
 		}
 		for (int k = 0; k < R->nout; k++)
 			if (n->out[R->nstate + k])
 				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * (size_t)(%s));",
-					k, k, k, dim(R, cols_of(b->outputs[R->nstate + k])));
+					k, k, k, dim(R, ir_cols_of(b->outputs[R->nstate + k])));
 		ew_close(w, "");
 	}
 	if (R->colpar_ok) {
@@ -1328,7 +1322,7 @@ static void emit_rec_body(rec *R)
 	/* ---- per-step inputs and stacked outputs: base, time and batch strides ---- */
 	for (int k = 0; k < R->nseq; k++) {
 		ir_value *X = n->in[k];
-		const char *F = dim(R, cols_of(b->inputs[k]));
+		const char *F = dim(R, ir_cols_of(b->inputs[k]));
 		int ax = (int)R->seq_axis[k];
 		ew_line(w, "const float *q%d%s = %s; /* %s */", k, all, emit_ref(E, X), cm(R, X->name));
 		ew_line(w, "(void)q%d%s;", k, all);
@@ -1341,7 +1335,7 @@ static void emit_rec_body(rec *R)
 		ir_value *Y = n->out[R->nstate + k];
 		if (!Y)
 			continue;
-		const char *F = dim(R, cols_of(b->outputs[R->nstate + k]));
+		const char *F = dim(R, ir_cols_of(b->outputs[R->nstate + k]));
 		int ax = (int)R->out_axis[k];
 		ew_line(w, "float *o%d%s = %s; /* %s */", k, all, emit_ref(E, Y), cm(R, Y->name));
 		ew_line(w, "const int64_t ot%d = %s, ob%d = %s; /* time and batch strides */", k,

@@ -355,6 +355,10 @@ int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims c
  *     view nor fused: printed as in the root graph, on workspace buffers.
  *   ir_is_scalar_node: a node of rank-0 body values only (a scripted step
  *     counter's Cast/Mod/Add).
+ *   ir_cols_of: the columns of a body value (its last dim; 1 for a scalar).
+ *   IR_MAX_ROW_BUFFERS: the most per-thread row pointers (products, Concats,
+ *     stored fused values) a threaded recurrence may have (pass_schedule
+ *     threads no more, the emitter declares that many).
  *   ir_fused_cols: 1 when every fused loop of body b (step scalars aside)
  *     runs over the same columns, *hc; 0 when they differ or there is none. */
 const ir_value *ir_storage(const ir_value *v);
@@ -366,6 +370,8 @@ int ir_is_step_scalar(const ir_node *n);
 int ir_is_generic_step_node(const ir_node *n);
 int ir_is_scalar_node(const ir_node *n);
 int ir_fused_cols(const ir_graph *b, ir_dim *hc);
+ir_dim ir_cols_of(const ir_value *v);
+#define IR_MAX_ROW_BUFFERS 64
 
 /* printing (ir_print.c): the native text format, and dims for messages */
 #include <stdio.h>

@@ -76,7 +76,7 @@ int ir_is_column_view(const ir_node *n)
 	return src->producer && (src->producer->op == OP_GEMM || ir_is_column_view(src->producer));
 }
 
-static ir_dim cols_of(const ir_value *v)
+ir_dim ir_cols_of(const ir_value *v)
 {
 	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
 }
@@ -118,9 +118,9 @@ int ir_fused_cols(const ir_graph *b, ir_dim *hc)
 		ir_node *n = b->nodes[i];
 		if (ir_is_fused_elem(n) && !ir_is_step_scalar(n) && !ir_is_column_view(n)) {
 			if (!have)
-				*hc = cols_of(n->out[0]);
+				*hc = ir_cols_of(n->out[0]);
 			have = 1;
-			if (!ir_dim_eq(cols_of(n->out[0]), *hc))
+			if (!ir_dim_eq(ir_cols_of(n->out[0]), *hc))
 				return 0;
 		}
 	}

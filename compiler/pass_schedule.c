@@ -38,10 +38,6 @@
 
 #include <string.h>
 
-/* The most per-thread row pointers a threaded recurrence may need (one per
- * product, Concat or stored fused value: emit_rec.c declares them). */
-#define SCHED_MAX_ROW_BUFFERS 64
-
 typedef struct sch {
 	const pass_opts *o;
 	ir_graph *g;            /* root */
@@ -54,11 +50,6 @@ typedef struct sch {
 static int body_value(const sch *S, const ir_value *v)
 {
 	return v && v->graph == S->b;
-}
-
-static ir_dim cols_of(const ir_value *v)
-{
-	return v->shape.rank >= 1 ? v->shape.d[v->shape.rank - 1] : ir_dim_const(1);
 }
 
 /* Whether v is [B, N] (rows = the batch) or has a single row (rank < 2, or
@@ -112,7 +103,7 @@ static int rows_parallel(const sch *S)
 	for (int i = 0; i < b->nnodes; i++)
 		buffers += b->nodes[i]->op == OP_GEMM || b->nodes[i]->op == OP_CONCAT ||
 			   (b->nodes[i]->nout == 1 && b->nodes[i]->out[0] && fuse_needs_buffer(b->nodes[i]->out[0]));
-	if (buffers > SCHED_MAX_ROW_BUFFERS)
+	if (buffers > IR_MAX_ROW_BUFFERS)
 		return 0;
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
@@ -225,9 +216,9 @@ static int read_by_column(const sch *S, const ir_value *v)
 			if (m->in[k] != v)
 				continue;
 			if (ir_is_column_view(m) && k == 0) {
-				if (!ir_dim_eq(cols_of(m->out[0]), S->hc))
+				if (!ir_dim_eq(ir_cols_of(m->out[0]), S->hc))
 					return 0;
-			} else if (!(ir_is_fused_elem(m) && ir_dim_eq(cols_of(v), S->hc))) {
+			} else if (!(ir_is_fused_elem(m) && ir_dim_eq(ir_cols_of(v), S->hc))) {
 				return 0;
 			}
 		}
