@@ -185,6 +185,17 @@ demo-train:
 	@$(MAKE) --no-print-directory all
 	@sh examples/demo_train.sh
 
+# ---- experiments (issue 21): the momentum, NAG and incremental-RNN papers' ----
+# long-dependency experiments with generated training programs beside PyTorch
+# (experiments/README.md).  `make exp-NAME` runs one in full and writes
+# experiments/results/NAME/; `make check` runs each at a smoke size.
+EXPERIMENTS := adding adding-short copying pixel gradients nag irnn
+.PHONY: $(EXPERIMENTS:%=exp-%)
+$(EXPERIMENTS:%=exp-%): exp-%:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) dataset-fashion-mnist"
+	@$(MAKE) --no-print-directory all
+	@$(PY) experiments/run.py $*
+
 # fixtures and unit-test binaries (tests/tests.mk; tests/run.sh makes them)
 include tests/tests.mk
 

@@ -512,7 +512,7 @@ ir_attr *ir_attr_add(ir_node *n, const char *name, ir_attrkind kind)
 }
 
 void ir_attr_set_int(ir_node *n, const char *name, int64_t v) { ir_attr_add(n, name, ATTR_INT)->i = v; }
-void ir_attr_set_float(ir_node *n, const char *name, float v) { ir_attr_add(n, name, ATTR_FLOAT)->f = v; }
+void ir_attr_set_float(ir_node *n, const char *name, double v) { ir_attr_add(n, name, ATTR_FLOAT)->f = v; }
 
 void ir_attr_set_string(ir_node *n, const char *name, const char *v)
 {

@@ -153,7 +153,7 @@ typedef struct ir_attr {
 	const char *name;
 	ir_attrkind kind;
 	int64_t i;              /* ATTR_INT */
-	float f;                /* ATTR_FLOAT */
+	double f;               /* ATTR_FLOAT: an ONNX float32 exactly, a .cell number as written */
 	const char *s;          /* ATTR_STRING */
 	int n;                  /* element count of the list kinds */
 	int64_t *ints;          /* ATTR_INTS [n] */
@@ -315,7 +315,7 @@ float ir_attr_float(const ir_node *n, const char *name, float def);
 const char *ir_attr_string(const ir_node *n, const char *name, const char *def);
 ir_attr *ir_attr_add(ir_node *n, const char *name, ir_attrkind kind);
 void ir_attr_set_int(ir_node *n, const char *name, int64_t v);
-void ir_attr_set_float(ir_node *n, const char *name, float v);
+void ir_attr_set_float(ir_node *n, const char *name, double v);
 void ir_attr_set_string(ir_node *n, const char *name, const char *v);
 void ir_attr_remove(ir_node *n, const char *name);      /* no such attribute: nothing */
 void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v);

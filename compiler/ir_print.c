@@ -238,7 +238,12 @@ static void sb_float(sbuf *b, double x, int digits)
 		return;
 	}
 	char tmp[64];
-	snprintf(tmp, sizeof tmp, "%.*g", digits, x);
+	/* digits 0: the shortest text that reads back as x (a double) */
+	for (int d = digits ? digits : 15; ; d++) {
+		snprintf(tmp, sizeof tmp, "%.*g", d, x);
+		if (digits || d >= 17 || strtod(tmp, NULL) == x)
+			break;
+	}
 	sb_puts(b, tmp);
 	if (!strpbrk(tmp, ".e"))
 		sb_puts(b, ".0");       /* keeps 1.0 apart from the integer 1 */
@@ -320,7 +325,9 @@ static void sb_attr(sbuf *b, const ir_graph *root, const ir_attr *a)
 	sb_puts(b, " = ");
 	switch (a->kind) {
 	case ATTR_INT: sb_printf(b, "%" PRId64, a->i); break;
-	case ATTR_FLOAT: sb_float(b, a->f, 9); break;
+	case ATTR_FLOAT:        /* a float32 as always; a .cell option's double in full */
+		sb_float(b, a->f, (double)(float)a->f == a->f ? 9 : 0);
+		break;
 	case ATTR_STRING: sb_quoted(b, a->s ? a->s : ""); break;
 	case ATTR_INTS:
 	case ATTR_FLOATS:

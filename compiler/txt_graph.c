@@ -521,6 +521,15 @@ static int is_float_tok(const txt_tok *t)
 	return t->kind == TK_FLOAT || txt_is_word(t, "nan") || txt_is_word(t, "inf");
 }
 
+/* A float attribute read back: the float32 that dump printed with 9 digits
+ * (an ONNX attribute), or the double of a .cell option printed in full. */
+static double attr_number(double d)
+{
+	char tmp[32];
+	snprintf(tmp, sizeof tmp, "%.9g", (float)d);
+	return strtod(tmp, NULL) == d ? (double)(float)d : d;
+}
+
 static int parse_attr(gctx *c, ir_graph *g, ir_node *n, int *ngraphs)
 {
 	txt *X = c->X;
@@ -542,7 +551,7 @@ static int parse_attr(gctx *c, ir_graph *g, ir_node *n, int *ngraphs)
 		int isf;
 		if (!txt_parse_number(X, &d, &isf, "a value"))
 			return 0;
-		ir_attr_set_float(n, name, (float)d);
+		ir_attr_set_float(n, name, attr_number(d));
 	} else if (t1->kind == TK_INT) {
 		int64_t v;
 		if (!txt_parse_int(X, &v, "a value"))

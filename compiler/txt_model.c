@@ -217,7 +217,7 @@ static ir_value *builtin_layer(mctx *m, const cell_def *def, const txt_tok *at, 
 		} else if (isint) {
 			ir_attr_set_int(n, o->name, (int64_t)o->num);
 		} else {
-			ir_attr_set_float(n, o->name, (float)o->num);
+			ir_attr_set_float(n, o->name, o->num);
 		}
 	}
 	if (!find_opt(opts, nopts, "hidden")) {

@@ -213,8 +213,9 @@ static inline float rt_expf_act(float x)
 }
 static inline float rt_sigmoidf(float x) { return 1.0f / (1.0f + rt_expf_act(-x)); }
 /* tanh as the rational minimax approximation p(x)/q(x) of degree 13/6 on
- * [-7.9053, 7.9053] that Eigen and onnxruntime use (tanh rounds to +-1 in
- * float outside): relative error below 3.6e-7 (6 ulp just below 1, measured
+ * [-7.9053, 7.9053] that Eigen and onnxruntime use, its value at +-7.9053
+ * up to |x| = 9 and +-1 beyond (where float32 tanh rounds to +-1, so that a
+ * saturated tanh passes no gradient, as in PyTorch): relative error below 3.6e-7 (6 ulp just below 1, measured
  * by tests/unit/test_runtime.c; sigmoid: 2.4 ulp) over every float,
  * and about 3 times faster than libm's tanhf, which goes through expm1f.
  * Near 0, tanh(x) == x in float; NaN stays NaN. */
@@ -236,7 +237,11 @@ static inline float rt_tanhf(float x)
 	q = x2 * q + 4.89352518554385e-03f;
 	const float y = xc * p / q;
 	const int32_t tiny = -(int32_t)(ab < 0x39d1b717);      /* |x| < 0.0004f: all ones */
-	return rt_bitsf((b & tiny) | (rt_fbits(y) & ~tiny));
+	/* |x| > 9: tanh(x) rounds to +-1 in float32, so 1 - y^2 (the derivative)
+	 * is 0 there, as for a correctly rounded tanh, not 1 - tanh(7.905)^2 */
+	const int32_t one = -(int32_t)(ab > 0x41100000 && ab <= 0x7f800000);
+	const int32_t r = (b & tiny) | (rt_fbits(y) & ~tiny);
+	return rt_bitsf((r & ~one) | ((sign | 0x3f800000) & one));
 }
 /* Put before a loop whose iterations are independent: the fused loops of
  * emitted code, where element j of every value depends only on element j of

@@ -155,6 +155,7 @@ typedef struct opts {
 	int shuffle, drop_last, quiet;
 	int optimizer;          /* rt_optim_kind */
 	double lr, momentum, dampening, weight_decay, alpha, beta1, beta2, eps, mu_max, clip;
+	double tol;             /* --tol: the mse losses' test accuracy (0: none) */
 	long final_low;
 	int nesterov, have_lr, have_momentum, have_alpha, have_beta1, have_beta2, have_eps, have_mu_max;
 	lr_group groups[MAX_GROUPS];
@@ -186,6 +187,8 @@ static const char usage_text[] =
 	"Output:\n"
 	"  --log F.csv           step,epoch,loss,grad_norm,seconds per optimiser step\n"
 	"  --epoch-log F.csv     epoch,train_loss,test_loss,test_acc,seconds,step per epoch\n"
+	"  --tol X               (mse losses) test_acc: the share of test samples whose every\n"
+	"                        output is within X of its target (1 - the zero-one error)\n"
 	"  --grad-norms F.csv    epoch,t,grad_norm: ||dL/dh_t|| over the last batch of each epoch\n"
 	"  --plot DIR            DIR/loss.svg and DIR/grad_norms.svg\n"
 	"  --checkpoint F [--checkpoint-every N]   written atomically after every epoch (and\n"
@@ -286,6 +289,7 @@ static int parse_opts(int argc, char **argv, opts *o)
 			{"--alpha", &o->alpha, &o->have_alpha}, {"--beta1", &o->beta1, &o->have_beta1},
 			{"--beta2", &o->beta2, &o->have_beta2}, {"--eps", &o->eps, &o->have_eps},
 			{"--mu-max", &o->mu_max, &o->have_mu_max}, {"--clip", &o->clip, NULL},
+			{"--tol", &o->tol, NULL},
 		};
 		struct { const char *name; long *v; long lo; } lng[] = {
 			{"--epochs", &o->epochs, 1}, {"--batch", &o->batch, 1}, {"--max-steps", &o->max_steps, 1},
@@ -358,6 +362,8 @@ static int parse_opts(int argc, char **argv, opts *o)
 		return usage_error("--test-data and --test-labels go together");
 	if (o->checkpoint_every && !o->checkpoint)
 		return usage_error("--checkpoint-every needs --checkpoint F");
+	if (o->tol > 0 && INFO.loss_kind != 2 && INFO.loss_kind != 3)
+		return usage_error("--tol is for the mse losses; this model trains with %s", INFO.loss_kind ? "ce-all" : "ce");
 	return 0;
 }
 
@@ -1432,7 +1438,7 @@ static void show(progress *pg, long epoch, long epochs, int64_t done, int64_t to
  * only: batches of `batch` samples in file order, each split over the ranks
  * as the training batches are (the batch's loss is the sum of the ranks'
  * weighted losses), the sums reduced over the ranks at the end. */
-static int evaluate(model *md, optim *op, const dataset *ds, long batch, double *loss, double *acc)
+static int evaluate(model *md, optim *op, const dataset *ds, long batch, double tol, double *loss, double *acc)
 {
 	int64_t *order = malloc(sizeof *order * (size_t)batch);
 	if (!order)
@@ -1456,6 +1462,20 @@ static int evaluate(model *md, optim *op, const dataset *ds, long batch, double 
 		if ((rc = run(md, &l)))
 			break;
 		sums[0] += w * l * (double)B0;
+		if (tol > 0) {          /* a sample is right when every output it has a target for is near it */
+			const io *yo = &md->out[INFO.logits_output], *t = &md->in[md->target_in];
+			const float *y = yo->buf, *tv = t->buf, *mk = md->mask_in >= 0 ? md->in[md->mask_in].buf : NULL;
+			for (int64_t b = 0; b < B; b++) {
+				int right = 1;
+				for (int64_t q = 0; q < ds->Y && right; q++) {
+					int64_t i = ((q / t->inner) * B + b) * t->inner + q % t->inner;
+					right = (mk && mk[i] == 0.0f) || fabsf(y[i] - tv[i]) <= (float)tol;
+				}
+				sums[1] += right;
+				sums[2]++;
+			}
+			continue;
+		}
 		if (md->logits_out < 0)
 			continue;
 		const io *lo = &md->out[md->logits_out];
@@ -1484,7 +1504,7 @@ static int evaluate(model *md, optim *op, const dataset *ds, long batch, double 
 		return rc;
 	ranks_sum(sums, 3);
 	*loss = sums[0] / (double)ds->n;
-	*acc = md->logits_out >= 0 && sums[2] > 0 ? sums[1] / sums[2] : NAN;
+	*acc = (md->logits_out >= 0 || tol > 0) && sums[2] > 0 ? sums[1] / sums[2] : NAN;
 	return 0;
 }
 
@@ -1634,7 +1654,7 @@ static int train(trainer *T)
 		     el > 0 ? (double)seen / el : 0, 1);
 		double tl = NAN, ta = NAN, trl = s->epoch_loss[0] / s->epoch_loss[1];
 		int rc;
-		if (T->test.n && (rc = evaluate(md, &T->op, &T->test, o->batch, &tl, &ta)))
+		if (T->test.n && (rc = evaluate(md, &T->op, &T->test, o->batch, o->tol, &tl, &ta)))
 			return rc;
 		if (!ranks_same_params(md)) {    /* every rank learns it */
 			T->together = 1;

@@ -2388,6 +2388,16 @@ def group_silero():
 GROUPS += [("silero", group_silero)]
 
 
+def group_experiments():
+    """experiments/run.py --smoke (issue 21): every experiment's models for
+    20 steps at a small T, the generated training program against the
+    PyTorch script of the same model from the same weights and batches."""
+    return script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC])
+
+
+GROUPS += [("experiments", group_experiments)]
+
+
 def main():
     os.chdir(ROOT)
     # ir_verify after every pass of every compilation, also in the scripts the

@@ -470,6 +470,8 @@ def test_options(binary, work, paths):
         "input_pixels_fit": (base + ["--input", "pixels"], "do not fit"),
         "labels_for_data": (["--train-data", tx, "--train-labels", paths["test"][1], "--weights", w], "samples"),
         "plot_dir": (base + ["--plot", os.path.join(work, "no", "dir")], "--plot"),
+        "tol_not_mse": (base + ["--tol", "0.04"], "--tol is for the mse losses"),
+        "tol_negative": (base + ["--tol", "-1"], "--tol wants a finite number"),
     }
     d = os.path.join(work, "optdata")
     os.makedirs(d, exist_ok=True)

@@ -1,0 +1,560 @@
+"""run.py: the experiments of experiments/README.md, each one command.
+
+    python3 experiments/run.py EXPERIMENT [--smoke] [--steps N] [--torch-steps N]
+                                          [--threads N] [--out DIR] [--cellc PATH]
+
+EXPERIMENT is one of the names of EXPERIMENTS below (`make exp-NAME` runs it).
+Every model is a `.cell` file in experiments/EXPERIMENT/, compiled with
+`cellc compile --train`; the emitted training program (NAME_train) trains it.
+Beside it, a PyTorch 1.13 script of the same model (experiments/torch_cells.py
+reads the same `.cell` file) starts from the same weights (the weights file
+cellc writes), sees the same batches (the training program's shuffle,
+replayed by tasks.py) and uses the same optimiser.
+
+A full run writes, under --out (default experiments/results/EXPERIMENT):
+    curves.csv   model,step,loss,seconds          the generated C, every step
+    torch.csv    model,step,loss,seconds          PyTorch, its measured steps
+    speed.csv    per model: seconds per iteration of both, the ratio, the whole
+                 run's wall time (PyTorch's extrapolated past its measured steps)
+    *.svg        the curves (and, for `gradients`, ||dL/dh_t|| against t)
+    report.md    the numbers and the command that made them, machine included
+--smoke runs each model for 20 iterations at a small T in build/experiments/
+and prints PASS/FAIL lines (the harness group `experiments`): the first loss
+and the trajectory of the generated program must match PyTorch's within 1e-4
+relative at every step.
+"""
+import argparse
+import csv
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import svg  # noqa: E402
+import tasks  # noqa: E402
+import tensorfile  # noqa: E402
+import torch_cells  # noqa: E402
+
+SMOKE_STEPS = 20
+SMOKE_RTOL = 1e-4
+# Where a trajectory is chaotic in float32 (PyTorch's own float32 run leaves
+# its float64 run), no two float32 implementations can follow each other:
+# the smoke check compares the steps up to the first at which PyTorch float32
+# is more than CHAOS (a tenth of the tolerance) off PyTorch float64, and says
+# how many that was.  On the smoke data that cuts the orthogonal RNNs (dtriv,
+# momentum_dtriv: float32 and float64 part at step 2) and the tanh RNNs of
+# the gradient experiment (steps 12 and 17); every other run is compared over
+# all 20 steps.
+CHAOS = 1e-5
+FIVE = ["lstm", "momentum_lstm", "adam_lstm", "rmsprop_lstm", "srlstm"]
+
+# Each experiment: its task and sizes (full, smoke), the models (experiments/
+# NAME/MODEL.cell), the loss, and the optimiser runs, one per curve:
+# (label, model, optimiser options of NAME_train).  `steps` is the full run.
+EXPERIMENTS = {
+    "adding": dict(
+        task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=300, torch_steps=10,
+        runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
+        about="adding problem, T = 750"),
+    "adding-short": dict(
+        task="adding", T=200, smoke_T=20, batch=50, test=1000, loss="mse", steps=1000, torch_steps=20,
+        models_dir="adding", runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
+        about="adding problem, T = 200 (the quick run)"),
+    "copying": dict(
+        task="copying", T=100, smoke_T=10, batch=50, test=1000, loss="ce-all", steps=1000, torch_steps=20,
+        runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
+        about="copying problem, T = 100 (120 steps a sequence)"),
+    "pixel": dict(
+        task="pixels", T=784, smoke_T=49, batch=128, test=10000, loss="ce", steps=100, torch_steps=5,
+        runs=[("lstm", "lstm", "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1"),
+              ("momentum_lstm", "momentum_lstm", "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1"),
+              ("lstm permuted", "lstm", "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1 --permute 7"),
+              ("momentum_lstm permuted", "momentum_lstm",
+               "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1 --permute 7")],
+        about="pixel-by-pixel Fashion-MNIST (784 steps of one pixel), plain and permuted"),
+    "gradients": dict(
+        task="pixels", T=784, smoke_T=49, batch=128, test=0, loss="ce", steps=100, torch_steps=3,
+        runs=[(m, m, "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1 --permute 7")
+              for m in ("rnn", "momentum_rnn", "dtriv", "momentum_dtriv")],
+        grad_norms=True,
+        about="||dL/dh_t|| on permuted pixel-by-pixel Fashion-MNIST, at initialisation and after training"),
+    "nag": dict(
+        task="addition", T=80, smoke_T=20, batch=100, test=1000, loss="mse", steps=3000, torch_steps=50,
+        tol=0.04,
+        runs=[("sgd", "rnn_echo", "--optimizer sgd --lr 0.01"),
+              ("cm", "rnn_echo", "--optimizer cm --lr 0.01 --mu-max 0.99 --final-low 500"),
+              ("nag", "rnn_echo", "--optimizer nag --lr 0.01 --mu-max 0.99 --final-low 500")],
+        about="Sutskever et al. 2013: an echo-state RNN on the addition problem, T = 80, "
+              "SGD against classical momentum and NAG with the momentum schedule"),
+    "irnn": dict(
+        task="adding", T=200, smoke_T=20, batch=50, test=1000, loss="mse", steps=1000, torch_steps=20,
+        runs=[("irnn", "irnn", "--optimizer adam --lr 2e-4"), ("lstm", "lstm", "--optimizer adam --lr 2e-4")],
+        about="the incremental RNN against the LSTM on the adding problem, T = 200"),
+}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def sh(cmd, env=None, cwd=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
+                       cwd=cwd)
+    if p.returncode != 0:
+        raise RuntimeError("%s: exit %d\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    return p.stdout
+
+
+def thread_env(n):
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CELLRT_NUM_THREADS"):
+        env[k] = str(n)
+    return env
+
+
+# ---- data -------------------------------------------------------------------------
+
+def make_data(spec, T, ntrain, work, smoke):
+    """Train and test files for the task; returns (train args, test args, arrays
+    for PyTorch: x_train, y_train)."""
+    os.makedirs(work, exist_ok=True)
+    task = spec["task"]
+    if task == "pixels" and smoke:
+        # 7x7 images of a class template plus noise (tasks.images): T = 49, the
+        # same --input pixels path, and no dependence on the data package
+        imgs, labs = tasks.images(ntrain, 7, 10, 4242)
+        timgs, tlabs = imgs[:0], labs[:0]
+    elif task == "pixels":
+        imgs = tasks.read_idx(os.path.join(tasks.FASHION, "train-images-idx3-ubyte.gz"))
+        labs = tasks.read_idx(os.path.join(tasks.FASHION, "train-labels-idx1-ubyte.gz")).astype(np.int64)
+        timgs = tasks.read_idx(os.path.join(tasks.FASHION, "t10k-images-idx3-ubyte.gz"))
+        tlabs = tasks.read_idx(os.path.join(tasks.FASHION, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+        imgs, labs = imgs[:ntrain], labs[:ntrain]     # the first ntrain of the 60000
+    if task == "pixels":
+        files = {}
+        for name, a in (("train-images", imgs), ("train-labels", labs), ("test-images", timgs),
+                        ("test-labels", tlabs)):
+            files[name] = os.path.join(work, name + ".idx")
+            tasks.write_idx(files[name], a)
+        tr = ["--train-data", files["train-images"], "--train-labels", files["train-labels"],
+              "--input", "pixels", "--scale"]
+        te = (["--test-data", files["test-images"], "--test-labels", files["test-labels"]]
+              if spec["test"] and len(timgs) else [])
+        return tr, te, (imgs, labs)
+    gen = getattr(tasks, task)
+    x, y = gen(ntrain, T, 1000 + T)
+    tr = ["--train-data", tasks.save(work, "X.npy", x), "--train-labels", tasks.save(work, "Y.npy", y)]
+    te = []
+    if spec["test"] and not smoke:
+        tx, ty = gen(spec["test"], T, 2000 + T)
+        te = ["--test-data", tasks.save(work, "TX.npy", tx), "--test-labels", tasks.save(work, "TY.npy", ty)]
+    return tr, te, (x, y)
+
+
+def torch_inputs(spec, data, rows, permute):
+    """x [T, B, I] and the target of the rows, as the training program fills them."""
+    if spec["task"] == "pixels":
+        imgs, labs = data
+        x = tasks.pixels(imgs[rows], permute)
+        return torch.from_numpy(np.ascontiguousarray(x.transpose(1, 0, 2))), torch.from_numpy(labs[rows])
+    x, y = data
+    return torch.from_numpy(np.ascontiguousarray(x[rows].transpose(1, 0, 2))), torch.from_numpy(y[rows])
+
+
+def loss_of(kind, out, y):
+    if kind == "mse":
+        return F.mse_loss(out, y)
+    if kind == "ce":
+        return F.cross_entropy(out, y)
+    T, B, C = out.shape         # ce-all: logits [T, B, C], labels [B, T]
+    return F.cross_entropy(out.reshape(T * B, C), y.t().reshape(T * B))
+
+
+# ---- the two sides ----------------------------------------------------------------
+
+def opt_args(s):
+    a = s.split()
+    return {a[i][2:]: a[i + 1] for i in range(0, len(a) - 1, 2) if a[i].startswith("--")}
+
+
+def build(cellc, model_cell, loss, work):
+    name = os.path.splitext(os.path.basename(model_cell))[0]
+    d = os.path.join(work, "build_" + name)
+    if not os.path.exists(os.path.join(d, name + "_train")):
+        shutil.rmtree(d, ignore_errors=True)
+        sh([cellc, "compile", model_cell, "-o", d, "--train", "--loss", loss])
+        sh(["make", "--no-print-directory", "-s", "-C", d, name + "_train"])
+    return os.path.join(d, name + "_train"), os.path.join(d, name + ".weights")
+
+
+def run_c(prog, args, threads, csvpath, extra=()):
+    if os.path.exists(csvpath):
+        os.remove(csvpath)
+    t0 = time.time()
+    out = sh([prog] + args + ["--log", csvpath, "--quiet"] + list(extra), env=thread_env(threads))
+    wall = time.time() - t0
+    rows = []
+    with open(csvpath) as f:
+        for r in csv.DictReader(f):
+            rows.append((int(r["step"]), float(r["loss"]), float(r["seconds"])))
+    return rows, out, wall
+
+
+class PaperMomentum:
+    """Classical momentum and NAG as Sutskever et al. (2013) write them, with
+    the momentum schedule mu_t = min(1 - 2^(-1 - log2(floor(t/250) + 1)), mu_max)
+    and the final low-momentum phase (docs/training.md): for NAG the model is
+    evaluated at p + mu_t v, the point whose gradient the update needs."""
+
+    def __init__(self, params, kind, lr, mu_max, final_low, total):
+        self.ps, self.kind, self.lr = params, kind, lr
+        self.mu_max, self.final_low, self.total = mu_max, final_low, total
+        self.v = [torch.zeros_like(p) for p in params]
+        self.p = [p.detach().clone() for p in params]
+        self.t = 0
+
+    def mu(self, t):
+        m = min(1 - 2 ** (-1 - math.log2(math.floor(t / 250) + 1)), self.mu_max)
+        if self.final_low and t >= self.total - self.final_low:
+            m = min(m, 0.9)
+        return m
+
+    def point(self):
+        """Put the point where the gradient is taken into the parameters."""
+        mu = self.mu(self.t) if self.kind == "nag" else 0.0
+        with torch.no_grad():
+            for q, p, v in zip(self.ps, self.p, self.v):
+                q.copy_(p + mu * v)
+
+    def final(self):
+        """The parameters proper (what the training program evaluates)."""
+        with torch.no_grad():
+            for q, p in zip(self.ps, self.p):
+                q.copy_(p)
+
+    def step(self):
+        mu = self.mu(self.t)
+        with torch.no_grad():
+            for q, p, v in zip(self.ps, self.p, self.v):
+                v.mul_(mu).sub_(self.lr * q.grad)
+                p.add_(v)
+        self.t += 1
+
+
+def make_torch_opt(o, params, total):
+    kind = o["optimizer"]
+    lr = float(o["lr"])
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    if kind == "rmsprop":
+        return torch.optim.RMSprop(params, lr=lr, alpha=float(o.get("alpha", 0.99)))
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=float(o.get("momentum", 0)))
+    return PaperMomentum(params, kind, lr, float(o.get("mu-max", 0.99)), int(o.get("final-low", 0)), total)
+
+
+def run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, threads, seed=1, test=None,
+              dtype=torch.float32):
+    """Losses and per-step seconds of the first `steps` steps of the run; with
+    test = (x, y) and a --tol, also the share of test samples within it."""
+    torch.set_num_threads(threads)
+    torch.set_default_dtype(dtype)
+    try:
+        return _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype):
+    net, head = torch_cells.load_cell(model_cell)
+    torch_cells.set_weights(net, head, tensorfile.read(weights))
+    params = [p for _, p in net.cell_params(head)]
+    opt = make_torch_opt(o, params, total)
+    clip = float(o["clip"]) if "clip" in o else None
+    permute = int(o["permute"]) if "permute" in o else None
+    losses, secs = [], []
+    for _, rows in tasks.batches(seed, nsamples, spec["batch"], 10 ** 6, steps):
+        x, y = torch_inputs(spec, data, rows, permute)
+        x, y = x.to(dtype), (y.to(dtype) if y.is_floating_point() else y)
+        t0 = time.time()
+        if isinstance(opt, PaperMomentum):
+            opt.point()
+        for p in params:
+            p.grad = None
+        loss = loss_of(spec["loss"], net(x), y)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        secs.append(time.time() - t0)
+        losses.append(float(loss))
+    if test is None:
+        return losses, secs
+    if isinstance(opt, PaperMomentum):
+        opt.final()
+    with torch.no_grad():
+        out = net(torch.from_numpy(np.ascontiguousarray(test[0].transpose(1, 0, 2))).to(dtype))
+        right = (torch.abs(out - torch.from_numpy(test[1]).to(dtype)) <= float(spec["tol"])).all(dim=1)
+    return losses, secs, float(right.double().mean())
+
+
+def torch_grad_norms(spec, model_cell, weights, data, rows, permute, threads):
+    """||dL/dh_t|| over the batch `rows`, every t, at the given weights."""
+    torch.set_num_threads(threads)
+    net, head = torch_cells.load_cell(model_cell)
+    torch_cells.set_weights(net, head, tensorfile.read(weights))
+    x, y = torch_inputs(spec, data, rows, permute)
+    keep = []
+    loss_of(spec["loss"], net(x, keep), y).backward()
+    return [float(h.grad.norm()) for h in keep]
+
+
+def c_grad_norms(prog, weights, spec, work, data, rows, o, threads):
+    """The training program's ||dL/dh_t|| (--grad-norms) on one batch: a data
+    set of exactly that batch, one epoch, learning rate 0."""
+    d = os.path.join(work, "probe")
+    os.makedirs(d, exist_ok=True)
+    if spec["task"] == "pixels":
+        imgs, labs = data
+        tasks.write_idx(os.path.join(d, "x.idx"), imgs[rows])
+        tasks.write_idx(os.path.join(d, "y.idx"), labs[rows])
+        dargs = ["--train-data", os.path.join(d, "x.idx"), "--train-labels", os.path.join(d, "y.idx"),
+                 "--input", "pixels", "--scale"]
+    else:
+        x, y = data
+        dargs = ["--train-data", tasks.save(d, "x.npy", x[rows]), "--train-labels", tasks.save(d, "y.npy", y[rows])]
+    if "permute" in o:
+        dargs += ["--permute", o["permute"]]
+    path = os.path.join(d, "norms.csv")
+    sh([prog] + dargs + ["--weights", weights, "--batch", str(len(rows)), "--epochs", "1", "--no-shuffle",
+                         "--optimizer", "sgd", "--lr", "0", "--grad-norms", path, "--quiet"], env=thread_env(threads))
+    with open(path) as f:
+        return [float(r["grad_norm"]) for r in csv.DictReader(f)]
+
+
+# ---- one experiment ---------------------------------------------------------------
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d cores, %s, PyTorch %s" % (cpu, os.cpu_count() or 0, platform.platform(), torch.__version__)
+
+
+def smoke(name, spec, cellc, out, threads):
+    """20 steps of every run at a small T: the generated program against PyTorch."""
+    T, B = spec["smoke_T"], spec["batch"]
+    n = SMOKE_STEPS * B
+    work = os.path.join(out, name)
+    tr, _, data = make_data(spec, T, n, work, smoke=True)
+    tset = te = None
+    if spec.get("tol"):         # the zero-one error of --tol on a test set
+        tset = getattr(tasks, spec["task"])(500, T, 3000 + T)
+        te = ["--test-data", tasks.save(work, "TX.npy", tset[0]), "--test-labels", tasks.save(work, "TY.npy", tset[1]),
+              "--tol", str(spec["tol"])]
+    mdir = os.path.join(HERE, spec.get("models_dir", name))
+    ok = True
+    for label, model, opts in spec["runs"]:
+        test = "experiments/%s/%s" % (name, label.replace(" ", "_"))
+        try:
+            cell = os.path.join(mdir, model + ".cell")
+            prog, weights = build(cellc, cell, spec["loss"], work)
+            o = opt_args(opts)
+            if "final-low" in o:        # the low-momentum phase: the last 5 of the 20 steps
+                opts = opts.replace("--final-low %s" % o["final-low"], "--final-low 5")
+                o["final-low"] = "5"
+            args = tr + ["--batch", str(B), "--epochs", "1", "--seed", "1"] + opts.split()
+            elog = os.path.join(work, label.replace(" ", "_") + "_epochs.csv")
+            if te:
+                args += te + ["--epoch-log", elog]
+            rows, _, _ = run_c(prog, args, threads, os.path.join(work, label.replace(" ", "_") + ".csv"))
+            res = run_torch(spec, cell, weights, data, o, n, SMOKE_STEPS, SMOKE_STEPS, threads, test=tset)
+            want = res[0]
+            exact, _ = run_torch(spec, cell, weights, data, o, n, SMOKE_STEPS, SMOKE_STEPS, threads,
+                                 dtype=torch.float64)
+            compared = next((k for k, (a, b) in enumerate(zip(want, exact)) if abs(a - b) > CHAOS * abs(b)),
+                            SMOKE_STEPS)
+            if len(rows) != SMOKE_STEPS:
+                raise RuntimeError("the program logged %d steps, not %d" % (len(rows), SMOKE_STEPS))
+            worst, at = 0.0, 0
+            for (step, got, _), ref in zip(rows[:compared], want):
+                r = abs(got - ref) / abs(ref)
+                if not r <= worst:
+                    worst, at = r, step
+            detail = "T %d: loss %.6g -> %.6g, worst rel %.2g at step %d of %d%s" % (
+                T, want[0], want[-1], worst, at, compared,
+                " (then PyTorch float32 leaves float64 by %.1g: CHAOS)" % (
+                    abs(want[compared] - exact[compared]) / abs(exact[compared])) if compared < SMOKE_STEPS else "")
+            if spec.get("grad_norms"):
+                rows0 = list(range(B))
+                gc = c_grad_norms(prog, weights, spec, work, data, rows0, o, threads)
+                gt = torch_grad_norms(spec, cell, weights, data, rows0, int(o["permute"]) if "permute" in o else None,
+                                      threads)
+                gerr = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(gc, gt)) if len(gc) == len(gt) else 1.0
+                detail += ", ||dL/dh_t|| rel %.2g over %d steps" % (gerr, len(gt))
+                if not gerr <= SMOKE_RTOL:
+                    worst = max(worst, 1.0)
+            if te:                      # the same share of the 500 test cases within tol
+                with open(elog) as f:
+                    acc = float(list(csv.DictReader(f))[-1]["test_acc"])
+                detail += ", test within %g: %.3f (PyTorch %.3f)" % (spec["tol"], acc, res[2])
+                if abs(acc - res[2]) > 1.5 / 500:
+                    worst = max(worst, 1.0)
+            passed = worst <= SMOKE_RTOL
+            if worst > SMOKE_RTOL and not spec.get("grad_norms"):
+                detail += " (> %g)" % SMOKE_RTOL
+        except (RuntimeError, ValueError, KeyError, OSError) as e:
+            passed, detail = False, str(e).strip().splitlines()[0][:300]
+        ok &= passed
+        log("%s %s %s" % ("PASS" if passed else "FAIL", test, detail))
+    return ok
+
+
+def full(name, spec, cellc, out, threads, steps, torch_steps, command):
+    T, B = spec["T"], spec["batch"]
+    steps = steps or spec["steps"]
+    torch_steps = min(torch_steps or spec["torch_steps"], steps)
+    work = os.path.join(ROOT, "build", "experiments", name)
+    os.makedirs(out, exist_ok=True)
+    ntrain = min(steps * B, 60000) if spec["task"] == "pixels" else steps * B    # one epoch
+    log("%s: data (T %d, %d training samples)" % (name, T, ntrain))
+    tr, te, data = make_data(spec, T, ntrain, work, smoke=False)
+    nsamples = len(data[0])
+    epochs = max(1, -(-steps * B // nsamples))
+    mdir = os.path.join(HERE, spec.get("models_dir", name))
+    curves, tcurves, speed, epochs_rows, norms = {}, {}, [], [], {}
+    for label, model, opts in spec["runs"]:
+        cell = os.path.join(mdir, model + ".cell")
+        prog, weights = build(cellc, cell, spec["loss"], work)
+        o = opt_args(opts)
+        tag = label.replace(" ", "_")
+        ck = os.path.join(work, tag + ".ckpt")
+        args = tr + te + ["--batch", str(B), "--epochs", str(epochs), "--max-steps", str(steps), "--seed", "1",
+                          "--checkpoint", ck, "--epoch-log", os.path.join(work, tag + "_epochs.csv")] + opts.split()
+        if spec.get("tol"):
+            args += ["--tol", str(spec["tol"])]
+        log("%s/%s: generated C, %d steps" % (name, label, steps))
+        rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"))
+        curves[label] = rows
+        with open(os.path.join(work, tag + "_epochs.csv")) as f:
+            for r in csv.DictReader(f):
+                epochs_rows.append([label] + [r[k] for k in ("epoch", "train_loss", "test_loss", "test_acc", "step")])
+        log("%s/%s: PyTorch, %d steps" % (name, label, torch_steps))
+        tl, ts = run_torch(spec, cell, weights, data, o, nsamples, torch_steps, steps, threads)
+        tcurves[label] = list(zip(range(1, len(tl) + 1), tl, np.cumsum(ts)))
+        c_it = rows[-1][2] / len(rows)
+        t_it = float(np.mean(ts[1:] if len(ts) > 1 else ts))
+        agree = max(abs(a[1] - b) / abs(b) for a, b in zip(rows, tl))
+        speed.append((label, c_it, t_it, t_it / c_it, wall, t_it * steps, agree))
+        if spec.get("grad_norms"):
+            rows0 = list(range(B))
+            permute = int(o["permute"]) if "permute" in o else None
+            norms[label] = (c_grad_norms(prog, weights, spec, work, data, rows0, o, threads),
+                            c_grad_norms(prog, ck, spec, work, data, rows0, o, threads))
+            del permute
+    write_results(name, spec, out, curves, tcurves, speed, epochs_rows, norms, steps, threads, command)
+
+
+def write_results(name, spec, out, curves, tcurves, speed, epochs_rows, norms, steps, threads, command):
+    for fname, cur in (("curves.csv", curves), ("torch.csv", tcurves)):
+        with open(os.path.join(out, fname), "w") as f:
+            f.write("model,step,loss,seconds\n")
+            for label, rows in cur.items():
+                for s, l, t in rows:
+                    f.write("%s,%d,%.7g,%.3f\n" % (label, s, l, t))
+    with open(os.path.join(out, "speed.csv"), "w") as f:
+        f.write("model,c_s_per_iter,torch_s_per_iter,speedup,c_wall_s,torch_wall_s_est,first_steps_max_rel\n")
+        for r in speed:
+            f.write("%s,%.4f,%.4f,%.2f,%.1f,%.1f,%.2g\n" % r)
+    if epochs_rows:
+        with open(os.path.join(out, "epochs.csv"), "w") as f:
+            f.write("model,epoch,train_loss,test_loss,test_acc,step\n")
+            for r in epochs_rows:
+                f.write(",".join(r) + "\n")
+    smooth = max(1, steps // 100)
+    series = []
+    for label, rows in curves.items():
+        xs = [s for s, _, _ in rows]
+        ys = [l for _, l, _ in rows]
+        k = smooth
+        series.append((label, xs[k - 1:], [sum(ys[i - k + 1:i + 1]) / k for i in range(k - 1, len(ys))]))
+    svg.plot(os.path.join(out, "loss.svg"), series, "%s: training loss (generated C; mean of %d steps)" % (
+        name, smooth), "iteration", "loss", logy=True)
+    if norms:
+        ser = []
+        for label, (init, trained) in norms.items():
+            ser.append((label + " (init)", list(range(1, len(init) + 1)), init))
+            ser.append((label + " (trained)", list(range(1, len(trained) + 1)), trained))
+        svg.plot(os.path.join(out, "grad_norms.svg"), ser, "%s: ||dL/dh_t|| over one batch" % name, "t",
+                 "||dL/dh_t||", logy=True)
+        with open(os.path.join(out, "grad_norms.csv"), "w") as f:
+            f.write("model,when,t,grad_norm\n")
+            for label, (init, trained) in norms.items():
+                for when, v in (("init", init), ("trained", trained)):
+                    for t, g in enumerate(v):
+                        f.write("%s,%s,%d,%.6g\n" % (label, when, t + 1, g))
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("# %s\n\n%s.\n\n" % (name, spec["about"]))
+        f.write("Command: `%s`  \nMachine: %s; %d thread%s on both sides.\n\n" % (
+            command, machine(), threads, "s" if threads > 1 else ""))
+        f.write("| model | first loss | last loss (mean of last %d) | C s/iter | PyTorch s/iter | speed-up | "
+                "C wall s | PyTorch wall s (est.) | first steps, max rel diff |\n|---|---|---|---|---|---|---|---|---|\n"
+                % smooth)
+        for (label, c_it, t_it, ratio, wall, twall, agree) in speed:
+            rows = curves[label]
+            last = sum(l for _, l, _ in rows[-smooth:]) / len(rows[-smooth:])
+            f.write("| %s | %.4g | %.4g | %.4f | %.4f | %.1f× | %.0f | %.0f | %.1g |\n" % (
+                label, rows[0][1], last, c_it, t_it, ratio, wall, twall, agree))
+        if epochs_rows:
+            f.write("\n| model | epoch | train loss | test loss | test acc | step |\n|---|---|---|---|---|---|\n")
+            for r in epochs_rows:
+                f.write("| " + " | ".join(r) + " |\n")
+        f.write("\n![loss](loss.svg)\n")
+        if norms:
+            f.write("\n![gradient norms](grad_norms.svg)\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("experiment", choices=sorted(EXPERIMENTS) + ["all"])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--torch-steps", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out")
+    ap.add_argument("--cellc", default=os.path.join(ROOT, "build", "cellc"))
+    a = ap.parse_args()
+    # `all --smoke` leaves out adding-short: the same models as adding
+    names = ([n for n in sorted(EXPERIMENTS) if not (a.smoke and n == "adding-short")]
+             if a.experiment == "all" else [a.experiment])
+    ok = True
+    for name in names:
+        spec = EXPERIMENTS[name]
+        if a.smoke:
+            ok &= smoke(name, spec, a.cellc, a.out or os.path.join(ROOT, "build", "experiments", "smoke"),
+                        a.threads)
+        else:
+            full(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads, a.steps,
+                 a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
