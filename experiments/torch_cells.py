@@ -163,6 +163,31 @@ def make_cell(kind, inputs, hidden, opt):
     return MomentumFamily(base, dyn, inputs, hidden, opt)
 
 
+class Fused(torch.nn.Module):
+    """The same plain LSTM or tanh RNN as torch.nn.LSTM / nn.RNN (PyTorch's
+    C++ kernels for the whole sequence): the fastest PyTorch form of the model,
+    for the speed comparison.  Same gate order, W_ih = W_x, b_ih = b_x, ..."""
+
+    def __init__(self, cell):
+        super().__init__()
+        I, H = cell.W_x.shape[1], cell.hidden
+        self.rnn = (torch.nn.LSTM(I, H) if cell.base == "lstm" else torch.nn.RNN(I, H))
+        with torch.no_grad():
+            for a, b in (("weight_ih_l0", cell.W_x), ("weight_hh_l0", cell.W_h), ("bias_ih_l0", cell.b_x),
+                         ("bias_hh_l0", cell.b_h)):
+                getattr(self.rnn, a).copy_(b)
+        self.layer_params = [self.rnn.weight_ih_l0, self.rnn.bias_ih_l0, self.rnn.weight_hh_l0, self.rnn.bias_hh_l0]
+
+    def forward(self, x, keep=None):
+        return self.rnn(x)[0]
+
+
+def fusable(net):
+    c = net.cell
+    return isinstance(c, MomentumFamily) and c.dyn == "plain" and (
+        c.base == "lstm" or (c.base == "rnn" and c.opt["act"] == "tanh"))
+
+
 class Net(torch.nn.Module):
     """One recurrent layer and a linear head, on the last step or on every step."""
 
