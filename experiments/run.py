@@ -62,15 +62,12 @@ FIVE = ["lstm", "momentum_lstm", "adam_lstm", "rmsprop_lstm", "srlstm"]
 # Each experiment: its task and sizes (full, smoke), the models (experiments/
 # NAME/MODEL.cell), the loss, and the optimiser runs, one per curve:
 # (label, model, optimiser options of NAME_train).  `steps` is the full run.
+ADDING = dict(task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=200, torch_steps=5,
+              runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE], about="adding problem, T = 750")
 EXPERIMENTS = {
-    "adding": dict(
-        task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=200, torch_steps=5,
-        runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
-        about="adding problem, T = 750"),
-    "adding-short": dict(
-        task="adding", T=200, smoke_T=20, batch=50, test=1000, loss="mse", steps=1000, torch_steps=20,
-        models_dir="adding", runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
-        about="adding problem, T = 200 (the quick run)"),
+    "adding": ADDING,
+    "adding-short": dict(ADDING, T=200, smoke_T=20, steps=1000, torch_steps=20, models_dir="adding",
+                         about="adding problem, T = 200 (the quick run)"),
     "copying": dict(
         task="copying", T=100, smoke_T=10, batch=50, test=1000, loss="ce-all", steps=1000, torch_steps=20,
         runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
@@ -491,10 +488,8 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command):
         speed.append((label, c_it, t_it, t_it / c_it, wall, t_it * steps, agree, f_it, f_it / c_it))
         if spec.get("grad_norms"):
             rows0 = list(range(B))
-            permute = int(o["permute"]) if "permute" in o else None
             norms[label] = (c_grad_norms(prog, weights, spec, work, data, rows0, o, threads),
                             c_grad_norms(prog, ck, spec, work, data, rows0, o, threads))
-            del permute
     write_results(name, spec, out, curves, tcurves, speed, epochs_rows, norms, steps, threads, command, diverged)
 
 
