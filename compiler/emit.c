@@ -97,14 +97,7 @@ static void fn_open(ew *w, const char *fmt, ...)
 }
 
 /* Text printed into memory (open_memstream) instead of w->f. */
-typedef struct capture {
-	FILE *prev;
-	int prev_indent;
-	char *buf;
-	size_t len;
-} capture;
-
-static void capture_begin(ew *w, capture *c, int indent)
+void ew_capture_begin(ew *w, ew_capture *c, int indent)
 {
 	c->prev = w->f;
 	c->prev_indent = w->indent;
@@ -117,7 +110,7 @@ static void capture_begin(ew *w, capture *c, int indent)
 }
 
 /* Returns the captured text in the arena. */
-static char *capture_end(ew *w, capture *c, arena *A)
+char *ew_capture_end(ew *w, ew_capture *c, arena *A)
 {
 	fclose(w->f);
 	w->f = c->prev;
@@ -125,6 +118,164 @@ static char *capture_end(ew *w, capture *c, arena *A)
 	char *s = arena_strndup(A, c->buf ? c->buf : "", c->len);
 	free(c->buf);
 	return s;
+}
+
+/* ---- declarations kept only when read ---------------------------------------
+ *
+ * ew_decl prints a declaration marked with the name it declares (DECL_MARK,
+ * the name, DECL_END after the indentation); ew_prune, given the text of a
+ * capture, drops every marked line whose name no later line reads and
+ * removes the marks.  It repeats until nothing more drops, since a dropped
+ * declaration may have been the only reader of an earlier one.  A read is the
+ * name as a whole C token outside comments, strings and character constants.
+ * So code whose parts are printed by different functions declares what it
+ * reads, without casts to void for the names a variant of it leaves unread. */
+
+#define DECL_MARK '\001'
+#define DECL_END '\002'
+
+void ew_decl(ew *w, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	ASSERT(n >= 0);
+	char *s = malloc((size_t)n + 1);
+	if (!s)
+		arena_oom(NULL, (size_t)n + 1, "a declaration");
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	ew_line(w, "%c%s%c%s", DECL_MARK, name, DECL_END, s);
+	free(s);
+}
+
+static int ident_char(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Whether [s, e) reads name; *in_comment carries an open block comment from
+ * one line to the next. */
+static int line_reads(const char *s, const char *e, const char *name, size_t nlen, int *in_comment)
+{
+	while (s < e) {
+		if (*in_comment) {
+			if (s + 1 < e && s[0] == '*' && s[1] == '/') {
+				*in_comment = 0;
+				s += 2;
+			} else {
+				s++;
+			}
+		} else if (s + 1 < e && s[0] == '/' && s[1] == '*') {
+			*in_comment = 1;
+			s += 2;
+		} else if (s + 1 < e && s[0] == '/' && s[1] == '/') {
+			return 0;
+		} else if (*s == '"' || *s == '\'') {
+			char q = *s++;
+			while (s < e && *s != q)
+				s += s[0] == '\\' && s + 1 < e ? 2 : 1;
+			s++;
+		} else if (ident_char(*s)) {
+			const char *t = s;
+			while (t < e && ident_char(*t))
+				t++;
+			if ((size_t)(t - s) == nlen && !memcmp(s, name, nlen))
+				return 1;
+			s = t;
+		} else {
+			s++;
+		}
+	}
+	return 0;
+}
+
+int ew_reads(const char *text, const char *name)
+{
+	int in_comment = 0;
+	return line_reads(text, text + strlen(text), name, strlen(name), &in_comment);
+}
+
+typedef struct pline {
+	const char *s, *e;      /* the line without its newline */
+	const char *name;       /* a marked declaration: the name (NUL-terminated copy) */
+	const char *decl;       /* ... and where the declaration starts */
+	int dropped;
+} pline;
+
+char *ew_prune(arena *A, const char *text)
+{
+	int n = 0, cap = 64;
+	pline *L = malloc(sizeof *L * (size_t)cap);
+	if (!L)
+		arena_oom(NULL, sizeof *L * (size_t)cap, "a line table");
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		if (!e)
+			e = p + strlen(p);
+		if (n == cap) {
+			cap *= 2;
+			pline *nl = realloc(L, sizeof *L * (size_t)cap);
+			if (!nl)
+				arena_oom(NULL, sizeof *L * (size_t)cap, "a line table");
+			L = nl;
+		}
+		pline *l = &L[n++];
+		*l = (pline){.s = p, .e = e};
+		const char *q = p;
+		while (q < e && *q == '\t')
+			q++;
+		const char *ne = q < e && *q == DECL_MARK ? memchr(q, DECL_END, (size_t)(e - q)) : NULL;
+		if (ne) {
+			l->name = arena_strndup(A, q + 1, (size_t)(ne - q - 1));
+			l->decl = ne + 1;
+		}
+		p = *e ? e + 1 : e;
+	}
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = n - 1; i >= 0; i--) {
+			if (!L[i].name || L[i].dropped)
+				continue;
+			size_t nlen = strlen(L[i].name);
+			int read = 0, in_comment = 0;
+			for (int j = i + 1; j < n && !read; j++)
+				if (!L[j].dropped)
+					read = line_reads(L[j].name ? L[j].decl : L[j].s, L[j].e, L[i].name, nlen,
+							  &in_comment);
+			if (!read) {
+				L[i].dropped = 1;
+				changed = 1;
+			}
+		}
+	}
+	size_t len = 0;
+	for (int i = 0; i < n; i++)
+		if (!L[i].dropped)
+			len += (size_t)(L[i].e - L[i].s) + 1;
+	char *out = arena_alloc(A, len + 1), *o = out;
+	for (int i = 0; i < n; i++) {
+		if (L[i].dropped)
+			continue;
+		if (L[i].name) {
+			size_t ind = 0;
+			while (L[i].s[ind] == '\t')
+				ind++;
+			memcpy(o, L[i].s, ind);
+			o += ind;
+			memcpy(o, L[i].decl, (size_t)(L[i].e - L[i].decl));
+			o += L[i].e - L[i].decl;
+		} else {
+			memcpy(o, L[i].s, (size_t)(L[i].e - L[i].s));
+			o += L[i].e - L[i].s;
+		}
+		*o++ = '\n';
+	}
+	*o = 0;
+	free(L);
+	return out;
 }
 
 /* ---- tables: value numbering and use marks ------------------------------- */
@@ -1471,10 +1622,22 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	char *const0 = marks_copy(E->A, t->used_const, (size_t)t->nconsts + 1);
 	char *slot0 = marks_copy(E->A, t->used_slot, (size_t)t->nslots + 1);
 	tabs_clear_marks(E);
-	capture c;
-	capture_begin(w, &c, 1);
+	ew_capture c;
+	ew_capture_begin(w, &c, 1);
 	emit_recurrence(E, n);
-	char *body = capture_end(w, &c, E->A);
+	char *body = ew_capture_end(w, &c, E->A);
+	/* the marks are of what was printed; ew_prune may since have dropped a
+	 * declaration that was the only reader of an input or a workspace part */
+	for (int k = 0; k < g->ninputs; k++)
+		t->used_in[k] &= ew_reads(body, arena_printf(E->A, "in_%d", k));
+	for (int k = 0; k < g->noutputs; k++)
+		t->used_out[k] &= ew_reads(body, arena_printf(E->A, "out_%d", k));
+	for (int s = 0; s < t->nslots; s++)
+		t->used_slot[s] &= ew_reads(body, arena_printf(E->A, "ws_%d", s));
+	for (int k = 0; k < t->nconsts; k++)
+		t->used_const[k] &= ew_reads(body, arena_printf(E->A, "c_%d", k));
+	for (int i = 0; i < g->nsyms; i++)
+		t->used_sym[i] &= ew_reads(body, arena_printf(E->A, "d_%s", t->sym[i]));
 	const char *id = c_ident(E->A, n->name);
 	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
 	char *params = arena_printf(E->A, "%s *m", t->name), *args = "m";
@@ -1510,7 +1673,7 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 			params = arena_printf(E->A, "%s,\n\t\tconst int64_t d_%s", params, t->sym[i]);
 			args = arena_printf(E->A, "%s, d_%s", args, t->sym[i]);
 		}
-	capture_begin(w, &c, 0);
+	ew_capture_begin(w, &c, 0);
 	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by forward. */", fn,
 		cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "");
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
@@ -1519,7 +1682,7 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
 	ew_line(w, "%s", "");
-	char *text = capture_end(w, &c, E->A);
+	char *text = ew_capture_end(w, &c, E->A);
 	t->rec_fns = arena_printf(E->A, "%s%s", t->rec_fns ? t->rec_fns : "", text);
 	for (int i = 0; i < IR_MAX_SYMS; i++)
 		t->used_sym[i] |= sym0[i];
@@ -1661,19 +1824,19 @@ static char *prepare_forward(emit_ctx *E)
 	struct emit_tabs *t = E->tabs;
 	ew *w = E->w;
 	tabs_clear_marks(E);
-	capture c;
-	capture_begin(w, &c, 1);
+	ew_capture c;
+	ew_capture_begin(w, &c, 1);
 	print_nodes(E);
 	print_output_copies(E);
-	char *body = capture_end(w, &c, E->A);
-	capture_begin(w, &c, 1);
+	char *body = ew_capture_end(w, &c, E->A);
+	ew_capture_begin(w, &c, 1);
 	print_sym_consts(E);
-	char *consts = capture_end(w, &c, E->A);
-	capture_begin(w, &c, 1);
+	char *consts = ew_capture_end(w, &c, E->A);
+	ew_capture_begin(w, &c, 1);
 	print_workspace(E);
-	char *ws = capture_end(w, &c, E->A);
+	char *ws = ew_capture_end(w, &c, E->A);
 
-	capture_begin(w, &c, 0);
+	ew_capture_begin(w, &c, 0);
 	ew_line(w, "/* The model once through: inputs in_k, outputs out_k (see %s.h for", t->name);
 	ew_line(w, " * names and shapes), all shapes from the dims in *d. */");
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, chosen at load time (cellrt.h) */");
@@ -1706,7 +1869,7 @@ static char *prepare_forward(emit_ctx *E)
 	ew_line(w, "m->started = 1;");
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
-	return capture_end(w, &c, E->A);
+	return ew_capture_end(w, &c, E->A);
 }
 
 /* ---- the public API around forward --------------------------------------- */
@@ -1796,9 +1959,9 @@ static void api_bind_dims(emit_ctx *E)
 	ir_graph *g = E->g;
 	struct emit_tabs *t = E->tabs;
 	ew *w = E->w;
-	capture c;
+	ew_capture c;
 	tabs_clear_marks(E);
-	capture_begin(w, &c, 1);
+	ew_capture_begin(w, &c, 1);
 	for (int k = 0; k < g->ninputs; k++) {
 		const ir_shape *s = &g->inputs[k]->shape;
 		for (int i = 0; i < s->rank; i++) {
@@ -1808,7 +1971,7 @@ static void api_bind_dims(emit_ctx *E)
 			ew_line(w, "\treturn RT_ERR_SHAPE;");
 		}
 	}
-	char *checks = capture_end(w, &c, E->A);
+	char *checks = ew_capture_end(w, &c, E->A);
 
 	fn_open(w, "int %s_bind_dims(const int64_t *const *input_dims, %s_dims *d)", t->name, t->name);
 	if (!g->ninputs)
@@ -1850,9 +2013,9 @@ static void api_io_shape(emit_ctx *E)
 	ir_graph *g = E->g;
 	struct emit_tabs *t = E->tabs;
 	ew *w = E->w;
-	capture c;
+	ew_capture c;
 	tabs_clear_marks(E);
-	capture_begin(w, &c, 1);
+	ew_capture_begin(w, &c, 1);
 	for (int out = 0; out <= 1; out++) {
 		int cnt = out ? g->noutputs : g->ninputs;
 		ir_value **vs = out ? g->outputs : g->inputs;
@@ -1866,7 +2029,7 @@ static void api_io_shape(emit_ctx *E)
 			ew_close(w, "");
 		}
 	}
-	char *body = capture_end(w, &c, E->A);
+	char *body = ew_capture_end(w, &c, E->A);
 
 	fn_open(w, "int %s_io_shape(const %s_dims *d, int is_output, int k, int64_t *dims)", t->name, t->name);
 	ew_line(w, "if (!d || %s_io_rank(is_output, k) < 0 || (!dims && %s_io_rank(is_output, k) > 0))",

@@ -44,6 +44,24 @@ void ew_line(ew *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ew_open(ew *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));  /* line ending in "{" (just "{" for ""), indent+1 */
 void ew_close(ew *w, const char *tail);  /* indent-1, "}" + tail (e.g. ";" or "") */
 
+/* Text printed into memory instead of w->f, from begin to end (which
+ * returns it in the arena), at the indentation given. */
+typedef struct ew_capture {
+	FILE *prev;
+	int prev_indent;
+	char *buf;
+	size_t len;
+} ew_capture;
+void ew_capture_begin(ew *w, ew_capture *c, int indent);
+char *ew_capture_end(ew *w, ew_capture *c, arena *A);
+
+/* A declaration of name that is kept only if later code reads it: printed
+ * marked, inside a capture whose text then goes through ew_prune (which
+ * drops the unread ones and the marks). */
+void ew_decl(ew *w, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+char *ew_prune(arena *A, const char *text);
+int ew_reads(const char *text, const char *name);  /* name as a C token outside comments and strings */
+
 typedef struct emit_opts {
 	const char *name;       /* --name: prefix of the emitted API (C identifier) */
 	const char *outdir;     /* -o DIR */

@@ -558,6 +558,41 @@ typedef struct grp {
 } grp;
 
 /* A row pointer for (base, ld) in the current group, declared at row level. */
+/* A row pointer is named after what it points into: the last identifier
+ * of its base ("s2n", "r0", "xa0", "m->w_h1_W_x") and "_row" (reg_name
+ * leaves names that end so to row pointers); a second pointer into the
+ * same base (another stride or time) is "<name>_row2", and so on. */
+static const char *row_ptr_name(grp *G, const char *base)
+{
+	const char *id = NULL, *q = base;
+	size_t idlen = 0;
+	while (*q) {
+		if (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
+			const char *e = q;
+			while (*e == '_' || (*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9'))
+				e++;
+			id = q;
+			idlen = (size_t)(e - q);
+			q = e;
+		} else if (*q >= '0' && *q <= '9') {
+			while ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'f')
+				q++;
+		} else {
+			q++;
+		}
+	}
+	const char *stem = id ? fmt(G->R, "%.*s_row", (int)idlen, id) : "p_row";
+	const char *name = stem;
+	for (int k = 2;; k++) {
+		int taken = 0;
+		for (int i = 0; i < G->nrp && !taken; i++)
+			taken = !strcmp(G->rp[i].name, name);
+		if (!taken)
+			return name;
+		name = fmt(G->R, "%s%d", stem, k);
+	}
+}
+
 static const char *row_ptr(grp *G, const char *base, const char *ld, int seq, int is_const)
 {
 	for (int i = 0; i < G->nrp; i++)
@@ -571,7 +606,7 @@ static const char *row_ptr(grp *G, const char *base, const char *ld, int seq, in
 	p->ld = ld;
 	p->seq = seq;
 	p->is_const = is_const;
-	p->name = fmt(G->R, "p%d", G->nrp);
+	p->name = row_ptr_name(G, base);
 	G->nrp++;
 	return p->name;
 }
@@ -604,7 +639,7 @@ static const char *inline_expr(grp *G, int k, int64_t off)
 /* The local that holds body value id in a fused loop or a step: the
  * model's name where it gives one ("h1.i" -> h1_i: the gates and states of
  * a lowered cell), else v<id>.  A name that could meet one of the
- * recurrence's own locals (in_0, d_seq, s0_all, nb_, rt_...) or another
+ * recurrence's own locals (in_0, d_seq, s0_all, nb_, s0n_row, rt_...) or another
  * value's is v<id> too. */
 static const char *reg_name(rec *R, int id)
 {
@@ -625,7 +660,7 @@ static const char *reg_name(rec *R, int id)
 	const char *model = R->E->o && R->E->o->name ? R->E->o->name : "";
 	ok = ok && !(*model && !strncmp(c, model, strlen(model)));     /* the API's names */
 	size_t len = ok ? strlen(c) : 0;
-	ok = ok && c[len - 1] != '_' && !(len > 4 && !strcmp(c + len - 4, "_all"));
+	ok = ok && c[len - 1] != '_' && !(len > 4 && !strcmp(c + len - 4, "_all")) && !strstr(c, "_row");
 	for (int k = 0; ok && k < R->b->nvalues; k++)
 		ok = !(R->reg[k] && !strcmp(R->reg[k], c));
 	R->reg[id] = ok ? c : fmt(R, "v%d", id);
@@ -681,7 +716,6 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 	FILE *f = open_memstream(&text, &tlen);
 	ASSERT(f);
 	ew inner = {.f = f, .indent = w->indent + 2};
-	int nwrites = 0;
 	for (int i = 0; i < count; i++) {
 		ir_node *n = nodes[i];
 		ir_value *v = n->out[0];
@@ -695,19 +729,14 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 			!named && v->name[0] != '%' ? ": " : "", !named && v->name[0] != '%' ? cm(R, v->name) : "");
 		G.done[id] = 1;
 		home *h = home_of(R, v);
-		if (h->kind == HOME_MEM) {
+		if (h->kind == HOME_MEM)
 			ew_line(&inner, "%s[%s] = %s;", row_ptr(&G, h->base, h->ld, -1, 0),
 				h->off ? fmt(R, "j + %lld", (long long)h->off) : "j", rn);
-			nwrites++;
-		}
 		for (int k = R->nstate; k < R->b->noutputs; k++)
-			if (R->b->outputs[k] == v && R->n->out[k]) {
+			if (R->b->outputs[k] == v && R->n->out[k])
 				ew_line(&inner, "%s[j] = %s;", out_row(&G, k - R->nstate), rn);
-				nwrites++;
-			}
 	}
 	fclose(f);
-	(void)nwrites;
 
 	ew_line(w, "/* fused: %d element-wise node%s of %s over [%s, %s] */", count, count > 1 ? "s" : "",
 		cm(R, nodes[0]->origin ? nodes[0]->origin : R->n->name), dim(R, G.rows), dim(R, G.cols));
@@ -762,6 +791,25 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 	ew_close(w, "");
 }
 
+/* Whether a node of the body that is not printed as element-wise code
+ * (a generic node, a product, a row-wise Concat) reads v, or v is a body
+ * output: those read v's memory, not its local. */
+static int read_from_memory(rec *R, const ir_value *v)
+{
+	for (int k = 0; k < R->b->noutputs; k++)
+		if (R->b->outputs[k] == v)
+			return 1;
+	for (int i = 0; i < R->b->nnodes; i++) {
+		const ir_node *nd = R->b->nodes[i];
+		if (!(is_generic(nd) || nd->op == OP_GEMM || ir_attr_int(nd, "by_rows", 0)))
+			continue;
+		for (int k = 0; k < nd->nin; k++)
+			if (nd->in[k] == v)
+				return 1;
+	}
+	return 0;
+}
+
 /* A rank-0 element-wise node: one local of the step, before the loops that
  * read it (stored too when a generic node reads it from memory). */
 static void emit_step_scalar(rec *R, ir_node *n)
@@ -774,10 +822,11 @@ static void emit_step_scalar(rec *R, ir_node *n)
 	ASSERT(G.nrp == 0);     /* rank-0 operands never need row pointers */
 	int id = body_index(R, n->out[0]);
 	const char *rn = reg_name(R, id);
-	ew_line(R->w, "const float %s = %s; (void)%s; /* %s, once per step */", rn, elem_expr(R, n, a), rn,
+	ew_decl(R->w, rn, "const float %s = %s; /* %s, once per step */", rn, elem_expr(R, n, a),
 		ir_op_name(n->op));
-	/* stored for generic nodes (par: into the thread's local, body_ref) */
-	if (n->out[0]->slot >= 0)
+	/* stored for the nodes that read it from memory (generic nodes; par:
+	 * into the thread's local, body_ref); the others read the local */
+	if (n->out[0]->slot >= 0 && read_from_memory(R, n->out[0]))
 		ew_line(R->w, "%s[0] = %s;", emit_ref(R->E, n->out[0]), rn);
 }
 
@@ -912,7 +961,7 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 			N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, y, N);
 	if (R->colpar_ok)
 		ew_close(R->w, "");
-	ew_line(R->w, "const float *x%d = %s; (void)x%d;", k, y, k);
+	ew_decl(R->w, fmt(R, "x%d", k), "const float *x%d = %s;", k, y);
 }
 
 /* ---- batch rows over threads ------------------------------------------------------- */
@@ -1033,7 +1082,13 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	R->h = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->h);
 	E->body_ref = body_ref;
 	E->body_ctx = R;
+	/* every declaration that a variant of the steps may leave unread is an
+	 * ew_decl, kept only where the code after it reads it (ew_prune) */
+	ew_capture c;
+	ew_capture_begin(R->w, &c, R->w->indent);
 	emit_rec_body(R);
+	char *text = ew_capture_end(R->w, &c, E->A);
+	fputs(ew_prune(E->A, text), R->w->f);
 	E->body_ref = NULL;
 	E->body_ctx = NULL;
 }
@@ -1067,8 +1122,7 @@ static void emit_par_open(rec *R)
 		ew_line(w, " * products are large enough to be worth a meeting, and there is more than");
 		ew_line(w, " * one step to amortise waking the team; else one thread) */");
 		ew_line(w, "const int cols_ = B == 1 && T > 1 && nt_ > 1 && rt_split_columns(%s);", step_weights(R));
-		ew_line(w, "rt_barrier bar_ = {0, 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
-		ew_line(w, "(void)bar_;");
+		ew_decl(w, "bar_", "rt_barrier bar_ = {0, 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
 	}
 	ew_line(w, "if (%snt_ > B)", R->colpar_ok ? "!cols_ && " : "");
 	ew_line(w, "\tnt_ = (int)B;");
@@ -1084,25 +1138,24 @@ static void emit_par_open(rec *R)
 	ew_line(w, "#endif");
 	if (R->colpar_ok) {
 		const char *H = dim(R, R->hc);
-		ew_line(w, "const int64_t b0_ = cols_ ? 0 : B * tid_ / tn_, nb_ = cols_ ? B : B * (tid_ + 1) / tn_ - b0_;");
-		ew_line(w, "const int64_t j0_ = cols_ ? %s * tid_ / tn_ : 0, j1_ = cols_ ? %s * (tid_ + 1) / tn_ : %s;",
-			H, H, H);
-		ew_line(w, "(void)j0_;");
-		ew_line(w, "(void)j1_;");
+		ew_line(w, "const int64_t b0_ = cols_ ? 0 : B * tid_ / tn_;");
+		ew_decl(w, "nb_", "const int64_t nb_ = cols_ ? B : B * (tid_ + 1) / tn_ - b0_;");
+		ew_decl(w, "j0_", "const int64_t j0_ = cols_ ? %s * tid_ / tn_ : 0;", H);
+		ew_decl(w, "j1_", "const int64_t j1_ = cols_ ? %s * (tid_ + 1) / tn_ : %s;", H, H);
 	} else {
-		ew_line(w, "const int64_t b0_ = B * tid_ / tn_, nb_ = B * (tid_ + 1) / tn_ - b0_;");
+		ew_line(w, "const int64_t b0_ = B * tid_ / tn_;");
+		ew_decl(w, "nb_", "const int64_t nb_ = B * (tid_ + 1) / tn_ - b0_;");
 	}
-	ew_line(w, "(void)nb_;");
 	ew_line(w, "rt_par_thread(tn_ > 1);");
 	for (int k = 0; k < R->nstate; k++) {
 		const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
 		ew_line(w, "float *s%d = s%d_all + b0_ * %s, *s%dn = s%dn_all + b0_ * %s;", k, k, H, k, k, H);
 	}
 	for (int k = 0; k < R->nseq; k++)
-		ew_line(w, "const float *q%d = q%d_all + b0_ * sb%d; (void)q%d;", k, k, k, k);
+		ew_decl(w, fmt(R, "q%d", k), "const float *q%d = q%d_all + b0_ * sb%d;", k, k, k);
 	for (int k = 0; k < R->nout; k++)
 		if (R->n->out[R->nstate + k])
-			ew_line(w, "float *o%d = o%d_all + b0_ * ob%d; (void)o%d;", k, k, k, k);
+			ew_decl(w, fmt(R, "o%d", k), "float *o%d = o%d_all + b0_ * ob%d;", k, k, k);
 	if (R->has_lens)
 		ew_line(w, "const int32_t *len = len_all + b0_;");
 	for (int i = 0; i < R->nalias; i++)
@@ -1111,8 +1164,8 @@ static void emit_par_open(rec *R)
 		const ir_value *v = b->values[i];
 		if (v->shape.rank == 0 && v->kind == VAL_TEMP && v->producer && body_index(R, v) >= 0 &&
 		    ir_storage(v) == v)
-			ew_line(w, "%s tl%d[1]; (void)tl%d; /* %s, this thread's */", ir_dtype_ctype(v->dtype),
-				body_index(R, v), body_index(R, v), cm(R, v->name));
+			ew_decl(w, fmt(R, "tl%d", body_index(R, v)), "%s tl%d[1]; /* %s, this thread's */",
+				ir_dtype_ctype(v->dtype), body_index(R, v), cm(R, v->name));
 	}
 }
 
@@ -1136,13 +1189,11 @@ static void emit_steps(rec *R)
 	if (R->colpar_ok)
 		memset(R->wstep, 0, (size_t)b->nvalues + 1);
 	ew_open(w, "for (int64_t step = 0; step < T; step++)");
-	ew_line(w, "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
-	ew_line(w, "(void)t;");
+	ew_decl(w, "t", "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
 	if (R->has_step >= 1)
-		ew_line(w, "const float tstep_ = (float)(m->rec%d_t + step + 1); (void)tstep_; /* 1-based */",
-			R->id);
+		ew_decl(w, "tstep_", "const float tstep_ = (float)(m->rec%d_t + step + 1); /* 1-based */", R->id);
 	if (R->has_step >= 2)
-		ew_line(w, "const float tlen_ = (float)T; (void)tlen_; /* steps of this run */");
+		ew_decl(w, "tlen_", "const float tlen_ = (float)T; /* steps of this run */");
 	if (!R->per_row_time)
 		for (int k = 0; k < R->nseq; k++) {
 			int inl;
@@ -1155,12 +1206,12 @@ static void emit_steps(rec *R)
 				E->body_ref = body_ref;
 				ew_line(w, "/* %s: input projection of this step's rows, computed in the loops that read it */",
 					cm(R, gm->name));
-				ew_line(w, "const float *xa%d = %s + %s * %s; (void)xa%d;", k, a,
-					R->par ? "(t * B + b0_)" : "t * B", dim(R, A->shape.d[1]), k);
+				ew_decl(w, fmt(R, "xa%d", k), "const float *xa%d = %s + %s * %s;", k, a,
+					R->par ? "(t * B + b0_)" : "t * B", dim(R, A->shape.d[1]));
 			} else if (gm)
 				emit_deferred_step(R, k, gm);
 			else
-				ew_line(w, "const float *x%d = q%d + t * st%d; (void)x%d;", k, k, k, k);
+				ew_decl(w, fmt(R, "x%d", k), "const float *x%d = q%d + t * st%d;", k, k, k);
 		}
 	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
 	for (int i = 0; i < b->nnodes;) {
@@ -1281,9 +1332,8 @@ static void emit_rec_body(rec *R)
 	ew_line(w, " */");
 	ew_line(w, "{");
 	w->indent++;
-	ew_line(w, "const int64_t T = %s, B = %s;", R->T, R->B);
-	ew_line(w, "(void)T;");
-	ew_line(w, "(void)B;");
+	ew_decl(w, "T", "const int64_t T = %s;", R->T);
+	ew_decl(w, "B", "const int64_t B = %s;", R->B);
 
 	/* ---- sequence lengths ---- */
 	if (R->has_lens) {
@@ -1324,12 +1374,12 @@ static void emit_rec_body(rec *R)
 		ir_value *X = n->in[k];
 		const char *F = dim(R, ir_cols_of(b->inputs[k]));
 		int ax = (int)R->seq_axis[k];
-		ew_line(w, "const float *q%d%s = %s; /* %s */", k, all, emit_ref(E, X), cm(R, X->name));
-		ew_line(w, "(void)q%d%s;", k, all);
-		ew_line(w, "const int64_t st%d = %s, sb%d = %s; /* time and batch strides */", k,
-			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
-		ew_line(w, "(void)st%d;", k);
-		ew_line(w, "(void)sb%d;", k);
+		ew_decl(w, fmt(R, "q%d%s", k, all), "const float *q%d%s = %s; /* %s */", k, all, emit_ref(E, X),
+			cm(R, X->name));
+		ew_decl(w, fmt(R, "st%d", k), "const int64_t st%d = %s; /* time stride */", k,
+			ax ? F : fmt(R, "B * %s", F));
+		ew_decl(w, fmt(R, "sb%d", k), "const int64_t sb%d = %s; /* batch stride */", k,
+			ax ? fmt(R, "T * %s", F) : F);
 	}
 	for (int k = 0; k < R->nout; k++) {
 		ir_value *Y = n->out[R->nstate + k];
@@ -1337,11 +1387,12 @@ static void emit_rec_body(rec *R)
 			continue;
 		const char *F = dim(R, ir_cols_of(b->outputs[R->nstate + k]));
 		int ax = (int)R->out_axis[k];
-		ew_line(w, "float *o%d%s = %s; /* %s */", k, all, emit_ref(E, Y), cm(R, Y->name));
-		ew_line(w, "const int64_t ot%d = %s, ob%d = %s; /* time and batch strides */", k,
-			ax ? F : fmt(R, "B * %s", F), k, ax ? fmt(R, "T * %s", F) : F);
-		ew_line(w, "(void)ot%d;", k);
-		ew_line(w, "(void)ob%d;", k);
+		ew_decl(w, fmt(R, "o%d%s", k, all), "float *o%d%s = %s; /* %s */", k, all, emit_ref(E, Y),
+			cm(R, Y->name));
+		ew_decl(w, fmt(R, "ot%d", k), "const int64_t ot%d = %s; /* time stride */", k,
+			ax ? F : fmt(R, "B * %s", F));
+		ew_decl(w, fmt(R, "ob%d", k), "const int64_t ob%d = %s; /* batch stride */", k,
+			ax ? fmt(R, "T * %s", F) : F);
 	}
 
 	/* ---- the steps ---- */
