@@ -230,15 +230,20 @@ void rt_barrier_wait(rt_barrier *b, int n)
 /* Whether rt_kern_gemm should take a product with M > 1 rows: when op(A)
  * fits the second-level cache (it is read once per 64 columns of C, which
  * suits the recurrent step, not large input projections), and, with
- * OpenBLAS, when OpenBLAS runs one thread (the kernel has only one). */
-static int own_gemm(int64_t M, int64_t K)
+ * OpenBLAS, inside a row-parallel recurrence (where OpenBLAS's own threads
+ * are not called) or, with AVX-512, when OpenBLAS runs one thread (the
+ * kernel has only one).  The AVX2 kernel is about as fast as OpenBLAS's
+ * one-thread sgemm on the step's shapes (5% slower at 128 x 1024 x 256), so
+ * outside a team OpenBLAS keeps them. */
+static int own_gemm(int isa, int64_t M, int64_t K)
 {
 	if (M * K > (int64_t)256 * 1024)
 		return 0;
 #ifdef CELLRT_NO_BLAS
+	(void)isa;
 	return 1;
 #else
-	return par_thread || openblas_get_num_threads() == 1;
+	return par_thread || (isa == RT_ISA_AVX512 && openblas_get_num_threads() == 1);
 #endif
 }
 
@@ -251,7 +256,7 @@ static int own_kernels(int transA, int transB, int64_t M, int64_t N, int64_t K, 
 	int isa = rt_kern_isa();
 	if (M == 1 && (!transA || lda == 1))
 		return rt_kern_gemv(isa, transB, N, K, alpha, A, B, ldb, beta, bias, C);
-	return M > 1 && own_gemm(M, K) &&
+	return M > 1 && own_gemm(isa, M, K) &&
 	       rt_kern_gemm(isa, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
 }
 

@@ -366,6 +366,100 @@ T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t 
 	}
 }
 
+/* The AVX2 micro-kernel's inner loop: acc (12 vectors) = the 6 x 16 block
+ * at columns [0, 16) of panel rows bp[k][.] times the rows of A, in named
+ * registers (12 accumulators, two vectors of the panel's row, one
+ * broadcast: 15 of the 16). */
+#define ROW_FMA(R)                                                                              \
+	do {                                                                                    \
+		__m256 x_ = _mm256_broadcast_ss(a##R + k * aks);                                \
+		c##R##0 = _mm256_fmadd_ps(b0, x_, c##R##0);                                       \
+		c##R##1 = _mm256_fmadd_ps(b1, x_, c##R##1);                                       \
+	} while (0)
+
+T256 static inline __attribute__((always_inline)) void block_6x16(int64_t kc, const float *const *ar,
+								   int64_t aks, const float *bp, __m256 *acc)
+{
+	const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
+	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+	__m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+	for (int64_t k = 0; k < kc; k++) {
+		const __m256 b0 = _mm256_load_ps(bp + k * NR), b1 = _mm256_load_ps(bp + k * NR + 8);
+		ROW_FMA(0);
+		ROW_FMA(1);
+		ROW_FMA(2);
+		ROW_FMA(3);
+		ROW_FMA(4);
+		ROW_FMA(5);
+	}
+	acc[0] = c00, acc[1] = c01, acc[2] = c10, acc[3] = c11, acc[4] = c20, acc[5] = c21;
+	acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
+}
+
+/* The AVX2 micro-kernel: C[0..mr, 0..nr) of one panel as four 6 x 16
+ * blocks, each reading the same rows of A (from the first-level cache);
+ * the epilogue as micro's. */
+T256 static void micro_256(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp,
+			   const float *bias, float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta,
+			   int first)
+{
+	const float *ar[MR];
+	for (int r = 0; r < MR; r++)
+		ar[r] = a + (r < mr ? r : 0) * ars;     /* missing rows read row 0, never stored */
+	const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+	for (int64_t c0 = 0; c0 < nr; c0 += 16) {
+		__m256 acc[2 * MR];
+		block_6x16(kc, ar, aks, bp + c0, acc);
+		int64_t left = nr - c0 < 16 ? nr - c0 : 16;
+		for (int r = 0; r < mr; r++) {
+			float *c = C + r * ldc + c0;
+			float in[16], out[16];
+			const float *src = !first ? c : bias ? bias + c0 : beta != 0.0f ? c : NULL;
+			if (left < 16) {        /* a partial block: through a buffer, the rest untouched */
+				for (int64_t j = 0; j < 16; j++)
+					in[j] = src && j < left ? src[j] : 0.0f;
+				src = src ? in : NULL;
+			}
+			for (int v = 0; v < 2; v++) {
+				__m256 y;
+				if (!first)
+					y = _mm256_fmadd_ps(acc[2 * r + v], va, _mm256_loadu_ps(src + 8 * v));
+				else if (src)
+					y = _mm256_fmadd_ps(acc[2 * r + v], va, _mm256_mul_ps(_mm256_loadu_ps(src + 8 * v), vb));
+				else
+					y = _mm256_mul_ps(acc[2 * r + v], va);
+				_mm256_storeu_ps((left < 16 ? out : c) + 8 * v, y);
+			}
+			for (int64_t j = 0; left < 16 && j < left; j++)
+				c[j] = out[j];
+		}
+	}
+}
+
+/* The GEMM of gemm_512 with the AVX2 micro-kernel: the same blocking and
+ * the same packed panels. */
+T256 static void gemm_256(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
+			  float *C, int64_t ldc)
+{
+	float bp[KC * NR] __attribute__((aligned(64)));
+	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
+	for (int64_t m0 = 0; m0 < M; m0 += MB) {
+		int64_t mb = M - m0 < MB ? M - m0 : MB;
+		for (int64_t n0 = 0; n0 < N; n0 += NR) {
+			int64_t nr = N - n0 < NR ? N - n0 : NR;
+			for (int64_t k0 = 0; k0 < K; k0 += KC) {
+				int64_t kc = K - k0 < KC ? K - k0 : KC;
+				pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
+				for (int64_t i = m0; i < m0 + mb; i += MR) {
+					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
+					micro_256(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
+						  C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
+				}
+			}
+		}
+	}
+}
 
 /* ---- GEMV on packed weights (rt_gemv_pack): rows [r0, r1) of a matrix whose
  * blocks of RT_PACK_W rows are stored [K][w], so that the batch-1 step
@@ -516,6 +610,10 @@ int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t 
 #ifdef RT_KERN_X86
 	if (isa == RT_ISA_AVX512 && K > 0) {
 		gemm_512(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		return 1;
+	}
+	if (isa == RT_ISA_AVX2 && K > 0) {
+		gemm_256(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
 		return 1;
 	}
 #endif

@@ -13,8 +13,10 @@
  *     vectors of sums, no horizontal adds (10-20% faster than gemv at
  *     hidden 128-256, where the step is bound by that stream);
  *   gemm: C[M,N] = alpha op(A) op(B) + beta C with a 6 x 64 register-blocked
- *     AVX-512 micro-kernel over 64-column panels of op(B) packed on the stack
- *     (kc x 64, re-used by every row of A), A read in place.
+ *     AVX-512 micro-kernel (AVX2: four 6 x 16 blocks) over 64-column panels
+ *     of op(B) packed on the stack (kc x 64, re-used by every row of A), A
+ *     read in place.  Inside a row-parallel recurrence it is the only fast
+ *     product (OpenBLAS's own threads are not called from inside a team).
  * Every function returns 1 when it did the product and 0 when it cannot on
  * this CPU or for these arguments (the caller then uses BLAS or the portable
  * kernel); the choice is made at run time (__builtin_cpu_supports), so one
