@@ -1289,6 +1289,21 @@ static void emit_steps(rec *R)
 	ew_close(w, "");
 }
 
+/* A per-step input or stacked output k of the recurrence, V in the root
+ * graph (time axis ax, cols columns a step): its base <p><k>[_all] and its
+ * time and batch strides <ts><k>, <bs><k>, each kept only where read. */
+static void decl_stacked(rec *R, const char *type, const char *p, const char *ts, const char *bs, int k,
+			 ir_value *V, int ax, ir_dim cols)
+{
+	const char *all = R->par ? "_all" : "", *F = dim(R, cols);
+	ew_decl(R->w, fmt(R, "%s%d%s", p, k, all), "%s *%s%d%s = %s; /* %s */", type, p, k, all,
+		emit_ref(R->E, V), cm(R, V->name));
+	ew_decl(R->w, fmt(R, "%s%d", ts, k), "const int64_t %s%d = %s; /* time stride */", ts, k,
+		ax ? F : fmt(R, "B * %s", F));
+	ew_decl(R->w, fmt(R, "%s%d", bs, k), "const int64_t %s%d = %s; /* batch stride */", bs, k,
+		ax ? fmt(R, "T * %s", F) : F);
+}
+
 /* The recurrence once the homes hook is set (emit_recurrence). */
 static void emit_rec_body(rec *R)
 {
@@ -1370,30 +1385,13 @@ static void emit_rec_body(rec *R)
 	}
 
 	/* ---- per-step inputs and stacked outputs: base, time and batch strides ---- */
-	for (int k = 0; k < R->nseq; k++) {
-		ir_value *X = n->in[k];
-		const char *F = dim(R, ir_cols_of(b->inputs[k]));
-		int ax = (int)R->seq_axis[k];
-		ew_decl(w, fmt(R, "q%d%s", k, all), "const float *q%d%s = %s; /* %s */", k, all, emit_ref(E, X),
-			cm(R, X->name));
-		ew_decl(w, fmt(R, "st%d", k), "const int64_t st%d = %s; /* time stride */", k,
-			ax ? F : fmt(R, "B * %s", F));
-		ew_decl(w, fmt(R, "sb%d", k), "const int64_t sb%d = %s; /* batch stride */", k,
-			ax ? fmt(R, "T * %s", F) : F);
-	}
-	for (int k = 0; k < R->nout; k++) {
-		ir_value *Y = n->out[R->nstate + k];
-		if (!Y)
-			continue;
-		const char *F = dim(R, ir_cols_of(b->outputs[R->nstate + k]));
-		int ax = (int)R->out_axis[k];
-		ew_decl(w, fmt(R, "o%d%s", k, all), "float *o%d%s = %s; /* %s */", k, all, emit_ref(E, Y),
-			cm(R, Y->name));
-		ew_decl(w, fmt(R, "ot%d", k), "const int64_t ot%d = %s; /* time stride */", k,
-			ax ? F : fmt(R, "B * %s", F));
-		ew_decl(w, fmt(R, "ob%d", k), "const int64_t ob%d = %s; /* batch stride */", k,
-			ax ? fmt(R, "T * %s", F) : F);
-	}
+	for (int k = 0; k < R->nseq; k++)
+		decl_stacked(R, "const float", "q", "st", "sb", k, n->in[k], (int)R->seq_axis[k],
+			     ir_cols_of(b->inputs[k]));
+	for (int k = 0; k < R->nout; k++)
+		if (n->out[R->nstate + k])
+			decl_stacked(R, "float", "o", "ot", "ob", k, n->out[R->nstate + k], (int)R->out_axis[k],
+				     ir_cols_of(b->outputs[R->nstate + k]));
 
 	/* ---- the steps ---- */
 	if (R->has_step) {

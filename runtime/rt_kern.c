@@ -341,14 +341,19 @@ T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, con
 		}
 }
 
-T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
-			  float *C, int64_t ldc)
+/* micro or micro_256 on one panel */
+typedef void micro_fn(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp, const float *bias,
+		      float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta, int first);
+
+/* The blocked GEMM around a micro-kernel: MB rows of A at a time (they stay
+ * in cache while every panel passes); the panels of op(B) (KC x NR) are
+ * packed again for each block of rows. */
+T256 static void gemm_panels(micro_fn *micro_k, int transA, int transB, int64_t M, int64_t N, int64_t K,
+			     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+			     const float *bias, float *C, int64_t ldc)
 {
 	float bp[KC * NR] __attribute__((aligned(64)));
 	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
-	/* MB rows of A at a time (they stay in cache while every panel passes);
-	 * the panels of op(B) are packed again for each block of rows */
 	for (int64_t m0 = 0; m0 < M; m0 += MB) {
 		int64_t mb = M - m0 < MB ? M - m0 : MB;
 		for (int64_t n0 = 0; n0 < N; n0 += NR) {
@@ -358,8 +363,8 @@ T512 static void gemm_512(int transA, int transB, int64_t M, int64_t N, int64_t 
 				pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
 				for (int64_t i = m0; i < m0 + mb; i += MR) {
 					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
-					micro(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
-					      C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
+					micro_k(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
+						C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
 				}
 			}
 		}
@@ -436,30 +441,6 @@ T256 static void micro_256(int64_t kc, const float *a, int64_t ars, int64_t aks,
 	}
 }
 
-/* The GEMM of gemm_512 with the AVX2 micro-kernel: the same blocking and
- * the same packed panels. */
-T256 static void gemm_256(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
-			  float *C, int64_t ldc)
-{
-	float bp[KC * NR] __attribute__((aligned(64)));
-	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
-	for (int64_t m0 = 0; m0 < M; m0 += MB) {
-		int64_t mb = M - m0 < MB ? M - m0 : MB;
-		for (int64_t n0 = 0; n0 < N; n0 += NR) {
-			int64_t nr = N - n0 < NR ? N - n0 : NR;
-			for (int64_t k0 = 0; k0 < K; k0 += KC) {
-				int64_t kc = K - k0 < KC ? K - k0 : KC;
-				pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
-				for (int64_t i = m0; i < m0 + mb; i += MR) {
-					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
-					micro_256(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
-						  C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
-				}
-			}
-		}
-	}
-}
 
 /* ---- GEMV on packed weights (rt_gemv_pack): rows [r0, r1) of a matrix whose
  * blocks of RT_PACK_W rows are stored [K][w], so that the batch-1 step
@@ -609,11 +590,11 @@ int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t 
 {
 #ifdef RT_KERN_X86
 	if (isa == RT_ISA_AVX512 && K > 0) {
-		gemm_512(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		gemm_panels(micro, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
 		return 1;
 	}
 	if (isa == RT_ISA_AVX2 && K > 0) {
-		gemm_256(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		gemm_panels(micro_256, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
 		return 1;
 	}
 #endif
