@@ -151,51 +151,120 @@ void ew_decl(ew *w, const char *name, const char *fmt, ...)
 	free(s);
 }
 
-static int ident_char(char c)
+int ew_ident_char(char c)
 {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* Whether [s, e) reads name; *in_comment carries an open block comment from
- * one line to the next. */
-static int line_reads(const char *s, const char *e, const char *name, size_t nlen, int *in_comment)
+/* The next identifier of C text in [*s, e) outside comments, strings and
+ * character constants (*in_comment carries an open block comment from one
+ * line to the next): its start, *len its length; NULL at the end (or at a
+ * line comment, which ends the line). */
+static const char *next_ident(const char **s, const char *e, size_t *len, int *in_comment)
 {
-	while (s < e) {
+	const char *p = *s;
+	while (p < e) {
 		if (*in_comment) {
-			if (s + 1 < e && s[0] == '*' && s[1] == '/') {
+			if (p + 1 < e && p[0] == '*' && p[1] == '/') {
 				*in_comment = 0;
-				s += 2;
+				p += 2;
 			} else {
-				s++;
+				p++;
 			}
-		} else if (s + 1 < e && s[0] == '/' && s[1] == '*') {
+		} else if (p + 1 < e && p[0] == '/' && p[1] == '*') {
 			*in_comment = 1;
-			s += 2;
-		} else if (s + 1 < e && s[0] == '/' && s[1] == '/') {
-			return 0;
-		} else if (*s == '"' || *s == '\'') {
-			char q = *s++;
-			while (s < e && *s != q)
-				s += s[0] == '\\' && s + 1 < e ? 2 : 1;
-			s++;
-		} else if (ident_char(*s)) {
-			const char *t = s;
-			while (t < e && ident_char(*t))
+			p += 2;
+		} else if (p + 1 < e && p[0] == '/' && p[1] == '/') {
+			break;
+		} else if (*p == '"' || *p == '\'') {
+			char q = *p++;
+			while (p < e && *p != q)
+				p += p[0] == '\\' && p + 1 < e ? 2 : 1;
+			p++;
+		} else if (*p >= '0' && *p <= '9') {
+			while (p < e && (ew_ident_char(*p) || *p == '.'))     /* a number, suffix included */
+				p++;
+		} else if (ew_ident_char(*p)) {
+			const char *t = p;
+			while (t < e && ew_ident_char(*t))
 				t++;
-			if ((size_t)(t - s) == nlen && !memcmp(s, name, nlen))
-				return 1;
-			s = t;
+			*len = (size_t)(t - p);
+			*s = t;
+			return p;
 		} else {
-			s++;
+			p++;
 		}
 	}
+	*s = e;
+	return NULL;
+}
+
+/* Whether [s, e) reads name. */
+static int line_reads(const char *s, const char *e, const char *name, size_t nlen, int *in_comment)
+{
+	size_t len;
+	for (const char *id; (id = next_ident(&s, e, &len, in_comment));)
+		if (len == nlen && !memcmp(id, name, nlen))
+			return 1;
 	return 0;
 }
 
-int ew_reads(const char *text, const char *name)
+const char *ew_last_ident(arena *A, const char *expr)
 {
+	const char *s = expr, *last = NULL, *id;
+	size_t len = 0, n;
 	int in_comment = 0;
-	return line_reads(text, text + strlen(text), name, strlen(name), &in_comment);
+	while ((id = next_ident(&s, expr + strlen(expr), &n, &in_comment))) {
+		last = id;
+		len = n;
+	}
+	return last ? arena_strndup(A, last, len) : NULL;
+}
+
+struct ew_tokens {
+	const char **slot;      /* open addressing, NUL-terminated copies */
+	size_t cap;
+};
+
+static size_t tok_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+ew_tokens *ew_tokens_of(arena *A, const char *text)
+{
+	size_t n = 0, len;
+	int in_comment = 0;
+	const char *s = text, *e = text + strlen(text);
+	while (next_ident(&s, e, &len, &in_comment))
+		n++;
+	ew_tokens *T = arena_alloc(A, sizeof *T);
+	for (T->cap = 16; T->cap < 2 * n + 2; T->cap *= 2)
+		;
+	T->slot = arena_array(A, T->cap, sizeof *T->slot);
+	in_comment = 0;
+	s = text;
+	for (const char *id; (id = next_ident(&s, e, &len, &in_comment));) {
+		size_t i = tok_hash(id, len) & (T->cap - 1);
+		for (; T->slot[i]; i = (i + 1) & (T->cap - 1))
+			if (strlen(T->slot[i]) == len && !memcmp(T->slot[i], id, len))
+				break;
+		if (!T->slot[i])
+			T->slot[i] = arena_strndup(A, id, len);
+	}
+	return T;
+}
+
+int ew_tokens_has(const ew_tokens *T, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = tok_hash(name, n) & (T->cap - 1); T->slot[i]; i = (i + 1) & (T->cap - 1))
+		if (!strcmp(T->slot[i], name))
+			return 1;
+	return 0;
 }
 
 typedef struct pline {
@@ -1628,16 +1697,17 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	char *body = ew_capture_end(w, &c, E->A);
 	/* the marks are of what was printed; ew_prune may since have dropped a
 	 * declaration that was the only reader of an input or a workspace part */
+	ew_tokens *read = ew_tokens_of(E->A, body);
 	for (int k = 0; k < g->ninputs; k++)
-		t->used_in[k] &= ew_reads(body, arena_printf(E->A, "in_%d", k));
+		t->used_in[k] &= ew_tokens_has(read, arena_printf(E->A, "in_%d", k));
 	for (int k = 0; k < g->noutputs; k++)
-		t->used_out[k] &= ew_reads(body, arena_printf(E->A, "out_%d", k));
+		t->used_out[k] &= ew_tokens_has(read, arena_printf(E->A, "out_%d", k));
 	for (int s = 0; s < t->nslots; s++)
-		t->used_slot[s] &= ew_reads(body, arena_printf(E->A, "ws_%d", s));
+		t->used_slot[s] &= ew_tokens_has(read, arena_printf(E->A, "ws_%d", s));
 	for (int k = 0; k < t->nconsts; k++)
-		t->used_const[k] &= ew_reads(body, arena_printf(E->A, "c_%d", k));
+		t->used_const[k] &= ew_tokens_has(read, arena_printf(E->A, "c_%d", k));
 	for (int i = 0; i < g->nsyms; i++)
-		t->used_sym[i] &= ew_reads(body, arena_printf(E->A, "d_%s", t->sym[i]));
+		t->used_sym[i] &= ew_tokens_has(read, arena_printf(E->A, "d_%s", t->sym[i]));
 	const char *id = c_ident(E->A, n->name);
 	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
 	char *params = arena_printf(E->A, "%s *m", t->name), *args = "m";

@@ -60,7 +60,13 @@ char *ew_capture_end(ew *w, ew_capture *c, arena *A);
  * drops the unread ones and the marks). */
 void ew_decl(ew *w, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 char *ew_prune(arena *A, const char *text);
-int ew_reads(const char *text, const char *name);  /* name as a C token outside comments and strings */
+/* C text as tokens: the identifiers it reads outside comments, strings and
+ * character constants, looked up by name. */
+typedef struct ew_tokens ew_tokens;
+ew_tokens *ew_tokens_of(arena *A, const char *text);
+int ew_tokens_has(const ew_tokens *T, const char *name);
+int ew_ident_char(char c);                              /* [A-Za-z0-9_] */
+const char *ew_last_ident(arena *A, const char *expr);  /* its last identifier, or NULL */
 
 typedef struct emit_opts {
 	const char *name;       /* --name: prefix of the emitted API (C identifier) */

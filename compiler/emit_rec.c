@@ -557,31 +557,14 @@ typedef struct grp {
 	char *done;             /* [body nvalues]: computed earlier in this group (a local) */
 } grp;
 
-/* A row pointer for (base, ld) in the current group, declared at row level. */
 /* A row pointer is named after what it points into: the last identifier
  * of its base ("s2n", "r0", "xa0", "m->w_h1_W_x") and "_row" (reg_name
  * leaves names that end so to row pointers); a second pointer into the
  * same base (another stride or time) is "<name>_row2", and so on. */
 static const char *row_ptr_name(grp *G, const char *base)
 {
-	const char *id = NULL, *q = base;
-	size_t idlen = 0;
-	while (*q) {
-		if (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
-			const char *e = q;
-			while (*e == '_' || (*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9'))
-				e++;
-			id = q;
-			idlen = (size_t)(e - q);
-			q = e;
-		} else if (*q >= '0' && *q <= '9') {
-			while ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'f')
-				q++;
-		} else {
-			q++;
-		}
-	}
-	const char *stem = id ? fmt(G->R, "%.*s_row", (int)idlen, id) : "p_row";
+	const char *id = ew_last_ident(G->R->E->A, base);
+	const char *stem = id ? fmt(G->R, "%s_row", id) : "p_row";
 	const char *name = stem;
 	for (int k = 2;; k++) {
 		int taken = 0;
@@ -646,13 +629,14 @@ static const char *reg_name(rec *R, int id)
 	if (R->reg[id])
 		return R->reg[id];
 	const char *nm = R->b->values[id]->name;
-	int ok = nm && ((nm[0] >= 'a' && nm[0] <= 'z') || (nm[0] >= 'A' && nm[0] <= 'Z')) && strchr(nm, '.');
+	int ok = nm && ew_ident_char(nm[0]) && !(nm[0] >= '0' && nm[0] <= '9') && nm[0] != '_' &&
+		 strchr(nm, '.');
 	char *c = ok ? arena_strdup(R->E->A, nm) : NULL;
 	for (char *q = c; ok && *q; q++) {
 		if (*q == '.')
 			*q = '_';
-		else if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_'))
-			ok = 0;
+		else
+			ok = ew_ident_char(*q);
 	}
 	static const char *const reserved[] = {"in_", "out_", "ws_", "d_", "w_", "st_", "rt_", "RT_"};
 	for (size_t k = 0; ok && k < COUNTOF(reserved); k++)
@@ -791,25 +775,6 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 	ew_close(w, "");
 }
 
-/* Whether a node of the body that is not printed as element-wise code
- * (a generic node, a product, a row-wise Concat) reads v, or v is a body
- * output: those read v's memory, not its local. */
-static int read_from_memory(rec *R, const ir_value *v)
-{
-	for (int k = 0; k < R->b->noutputs; k++)
-		if (R->b->outputs[k] == v)
-			return 1;
-	for (int i = 0; i < R->b->nnodes; i++) {
-		const ir_node *nd = R->b->nodes[i];
-		if (!(is_generic(nd) || nd->op == OP_GEMM || ir_attr_int(nd, "by_rows", 0)))
-			continue;
-		for (int k = 0; k < nd->nin; k++)
-			if (nd->in[k] == v)
-				return 1;
-	}
-	return 0;
-}
-
 /* A rank-0 element-wise node: one local of the step, before the loops that
  * read it (stored too when a generic node reads it from memory). */
 static void emit_step_scalar(rec *R, ir_node *n)
@@ -824,40 +789,43 @@ static void emit_step_scalar(rec *R, ir_node *n)
 	const char *rn = reg_name(R, id);
 	ew_decl(R->w, rn, "const float %s = %s; /* %s, once per step */", rn, elem_expr(R, n, a),
 		ir_op_name(n->op));
-	/* stored for the nodes that read it from memory (generic nodes; par:
-	 * into the thread's local, body_ref); the others read the local */
-	if (n->out[0]->slot >= 0 && read_from_memory(R, n->out[0]))
+	/* stored where the planner gave it a slot: for the nodes that read
+	 * memory (fuse_needs_buffer; par: into the thread's local, body_ref) */
+	if (n->out[0]->slot >= 0)
 		ew_line(R->w, "%s[0] = %s;", emit_ref(R->E, n->out[0]), rn);
 }
 
-/* Copies body output k (not written by a fused group) to its place. */
+/* Copies body output k (not written by a fused group) to its place: a
+ * memcpy per batch row from memory, a loop for a literal. */
 static void emit_output_copy(rec *R, int k)
 {
 	ew *w = R->w;
 	ir_value *v = R->b->outputs[k];
 	home h = get_home(R, v);
 	ir_dim cols = ir_cols_of(v);
-	const char *src;
+	const char *src = NULL, *dst;
+	const char *off = h.off ? fmt(R, " + %lld", (long long)h.off) : "";
 	if (h.kind == HOME_SCALAR)
 		src = h.lit;
 	else if (h.seq >= 0)
-		src = fmt(R, "q%d[(len[b] - 1 - step) * st%d + b * sb%d + %lld + j]", h.seq, h.seq, h.seq,
-			  (long long)h.off);
+		src = fmt(R, "q%d + (len[b] - 1 - step) * st%d + b * sb%d%s", h.seq, h.seq, h.seq, off);
 	else
-		src = fmt(R, "%s[b * %s + %lld + j]", h.base, h.ld, (long long)h.off);
+		src = fmt(R, "%s + b * %s%s", h.base, h.ld, off);
+	if (k < R->nstate)
+		dst = fmt(R, "s%dn + b * %s", k, dim(R, cols));
+	else
+		dst = fmt(R, "o%d + %s * ot%d + b * ob%d", k - R->nstate,
+			  R->per_row_time ? "(len[b] - 1 - step)" : "t", k - R->nstate, k - R->nstate);
 	const char *rows = rows_expr(R, R->b->inputs[R->nseq]->shape.d[0]);
 	ew_line(w, "/* body output %d (%s) */", k, cm(R, v->name));
 	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows);
 	if (R->has_lens)
 		ew_line(w, "if (step >= len[b]) continue;");
-	if (k < R->nstate) {
+	if (h.kind == HOME_SCALAR) {
 		ew_line(w, "for (int64_t j = 0; j < %s; j++)", dim(R, cols));
-		ew_line(w, "\ts%dn[b * %s + j] = %s;", k, dim(R, cols), src);
+		ew_line(w, "\t(%s)[j] = %s;", dst, src);
 	} else {
-		int o = k - R->nstate;
-		ew_line(w, "for (int64_t j = 0; j < %s; j++)", dim(R, cols));
-		ew_line(w, "\to%d[%s * ot%d + b * ob%d + j] = %s;", o,
-			R->per_row_time ? "(len[b] - 1 - step)" : "t", o, o, src);
+		ew_line(w, "memcpy(%s, %s, sizeof(float) * (size_t)(%s));", dst, src, dim(R, cols));
 	}
 	ew_close(w, "");
 }

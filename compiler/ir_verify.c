@@ -36,6 +36,7 @@
  * the pass that left them) and aborts.
  */
 #include "infer.h"
+#include "passes.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -264,6 +265,10 @@ static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, i
 				bad(c, b, "node '%s' (%s) of recurrence '%s' is marked pack, but packs no fixed "
 				    "model weight of an inference build", nname(m), ir_op_name(m->op), nname(rn));
 		}
+		if (ir_is_step_scalar(m) && (m->out[0]->slot >= 0) != fuse_needs_buffer(m->out[0]))
+			bad(c, b, "step scalar '%s' of recurrence '%s' %s a slot, but %s reads its memory",
+			    nname(m), nname(rn), m->out[0]->slot >= 0 ? "has" : "has no",
+			    m->out[0]->slot >= 0 ? "no node" : "a node");
 		if (ir_attr_find(m, "by_rows") && (m->op != OP_CONCAT || !threaded))
 			bad(c, b, "node '%s' (%s) of recurrence '%s' is marked by_rows outside a threaded "
 			    "recurrence's Concat", nname(m), ir_op_name(m->op), nname(rn));

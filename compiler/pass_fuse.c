@@ -17,7 +17,9 @@
  * Emitters print a group as one loop over its iteration domain (its nodes'
  * output shape, e.g. [B, H]): a value computed in the group stays in a local
  * variable unless a node outside the group, a product, or a graph output
- * reads it (fuse_needs_buffer).
+ * reads it (fuse_needs_buffer); a step scalar (ir_is_step_scalar) is a
+ * local of the whole step, stored only for products, nodes that are not
+ * fused, nested bodies and body outputs.
  */
 #include "passes.h"
 #include "util.h"
@@ -54,11 +56,14 @@ int fuse_needs_buffer(const ir_value *v)
 	for (int k = 0; k < g->noutputs && g->parent; k++)
 		if (g->outputs[k] == v)
 			return 1;
+	/* a step scalar is a local of the whole step: only the nodes not
+	 * printed as element-wise code (products, generic nodes) read memory */
+	int scalar = ir_is_step_scalar(p);
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *n = g->nodes[i];
 		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] == v && (n->group != p->group || ir_is_column_view(n) ||
-					      !is_elem(n)))
+			if (n->in[k] == v && (scalar ? !ir_is_fused_elem(n)
+					      : n->group != p->group || ir_is_column_view(n) || !is_elem(n)))
 				return 1;
 		/* nested bodies read it at run time from memory */
 		if (n->body && n->body != g)

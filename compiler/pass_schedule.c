@@ -26,7 +26,8 @@
  *           stored (the next state in its slot: states are double-buffered
  *           between the model struct and that slot); one without lives in a
  *           local of its fused loop; a rank-0 element-wise value is a local
- *           of the step.
+ *           of the step, with a slot too where a node reads its memory
+ *           (fuse_needs_buffer).
  * breaks:   nothing (these attributes are removed first wherever they are,
  *           so a graph read back from `cellc dump` is scheduled afresh).
  *

@@ -77,7 +77,10 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o);
 int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
 /* fuse_needs_buffer: v (made by a fused node) is read outside its group, by
  * a product or as a graph output, so it must be stored; otherwise it lives
- * in a local variable of its group's loop (the planner gives it no slot). */
+ * in a local variable of its group's loop (the planner gives it no slot).
+ * A step scalar lives in a local of the step, read by every fused loop: it
+ * is stored only when a node that is not fused element-wise code, a nested
+ * body or the body's outputs read it. */
 int fuse_needs_buffer(const ir_value *v);
 /* Workspace slots for temporaries by liveness (value->slot). */
 int pass_plan(ir_graph *g, diag *D, const pass_opts *o);
