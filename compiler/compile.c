@@ -4,7 +4,7 @@
  * model to writing C:
  *
  *   load -> infer (with the rewrites loops, seq) -> canon -> reroll -> cells
- *   -> lower -> hoist -> split -> grad -> fuse -> plan -> schedule -> emit
+ *   -> lower -> hoist -> split -> grad -> fuse -> schedule -> plan -> emit
  *
  * compile_run drives it for every command (compile, verify, dump, info):
  * after each stage that succeeded it runs ir_verify when checking is on
@@ -33,8 +33,8 @@ const compile_stage compile_stages[] = {
 	{"split", STAGE_PASS, pass_split},
 	{"grad", STAGE_PASS, pass_grad},
 	{"fuse", STAGE_PASS, pass_fuse},
-	{"plan", STAGE_PASS, pass_plan},
 	{"schedule", STAGE_PASS, pass_schedule},
+	{"plan", STAGE_PASS, pass_plan},
 	{"emit", STAGE_EMIT, NULL},
 };
 const int compile_nstages = (int)COUNTOF(compile_stages);

@@ -913,25 +913,6 @@ static int64_t dim_at_max(emit_ctx *E, ir_dim d)
 	return v;
 }
 
-/* Size in elements of each workspace slot: equal monomials, or the largest
- * constant (see pass_plan.c); dtype of the slot. */
-static void slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt, int *found)
-{
-	for (int i = 0; i < g->nvalues; i++) {
-		const ir_value *v = g->values[i];
-		if (v->slot != slot || ir_storage(v) != v || v->kind != VAL_TEMP)
-			continue;
-		ir_dim n = ir_shape_numel(&v->shape);
-		if (!*found || (ir_dim_is_const(n) && ir_dim_is_const(*numel) && n.k > numel->k))
-			*numel = n;
-		*dt = v->dtype;
-		*found = 1;
-	}
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->nodes[i]->body)
-			slot_info(g->nodes[i]->body, slot, numel, dt, found);
-}
-
 static const char *shape_comment(emit_ctx *E, const ir_value *v)
 {
 	const char *s = ir_shape_str(E->A, E->g, &v->shape);
@@ -1725,8 +1706,7 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 		if (t->used_slot[s]) {
 			ir_dim sz;
 			ir_dtype dt = DT_UNDEF;
-			int found = 0;
-			slot_info(g, s, &sz, &dt, &found);
+			int found = ir_slot_info(g, s, &sz, &dt);
 			ASSERT(found);
 			params = arena_printf(E->A, "%s,\n\t\t%s *ws_%d /* workspace, %s elements */", params,
 					      ir_dtype_ctype(dt), s, emit_dim(E, sz));
@@ -1859,8 +1839,7 @@ static void print_workspace(emit_ctx *E)
 			continue;
 		ir_dim n;
 		ir_dtype dt = DT_UNDEF;
-		int found = 0;
-		slot_info(E->g, s, &n, &dt, &found);
+		int found = ir_slot_info(E->g, s, &n, &dt);
 		ASSERT(found);
 		if (!any) {
 			ew_line(E->w, "/* workspace: one allocation, a 64-byte aligned part per slot */");
@@ -1881,8 +1860,7 @@ static void print_workspace(emit_ctx *E)
 			continue;
 		ir_dim n;
 		ir_dtype dt = DT_UNDEF;
-		int found = 0;
-		slot_info(E->g, s, &n, &dt, &found);
+		ir_slot_info(E->g, s, &n, &dt);
 		ew_line(E->w, "%s *const ws_%d = (%s *)(m->ws + at_%d);", ir_dtype_ctype(dt), s,
 			ir_dtype_ctype(dt), s);
 	}
@@ -2297,8 +2275,7 @@ static int compute_ws_max(emit_ctx *E)
 			continue;
 		ir_dim n;
 		ir_dtype dt = DT_UNDEF;
-		int found = 0;
-		slot_info(E->g, sl, &n, &dt, &found);
+		ir_slot_info(E->g, sl, &n, &dt);
 		int64_t c = dim_at_max(E, n);
 		if (c < 0 || c > INT64_MAX / 16 || t->ws_max > INT64_MAX / 4) {
 			diag_error(E->D, "--no-malloc: the workspace for the largest dims does not fit in 64 bits");

@@ -407,7 +407,6 @@ static void emit_pack(rec *R)
 	}
 }
 
-
 /* pk: "if (pk<i><cond>) <rows [r0, r1) of the product on the packed copy,
  * into y>; else" before the call that does it otherwise. */
 static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r0, const char *r1,
@@ -1120,7 +1119,8 @@ static void emit_par_open(rec *R)
 		ew_line(w, "float *s%d = s%d_all + b0_ * %s, *s%dn = s%dn_all + b0_ * %s;", k, k, H, k, k, H);
 	}
 	for (int k = 0; k < R->nseq; k++)
-		ew_decl(w, fmt(R, "q%d", k), "const float *q%d = q%d_all + b0_ * sb%d;", k, k, k);
+		if (!R->inl[k])
+			ew_decl(w, fmt(R, "q%d", k), "const float *q%d = q%d_all + b0_ * sb%d;", k, k, k);
 	for (int k = 0; k < R->nout; k++)
 		if (R->n->out[R->nstate + k])
 			ew_decl(w, fmt(R, "o%d", k), "float *o%d = o%d_all + b0_ * ob%d;", k, k, k);
@@ -1352,10 +1352,12 @@ static void emit_rec_body(rec *R)
 		ew_close(w, "");
 	}
 
-	/* ---- per-step inputs and stacked outputs: base, time and batch strides ---- */
+	/* ---- per-step inputs and stacked outputs: base, time and batch strides
+	 * (an input projection computed in the loops has no storage) ---- */
 	for (int k = 0; k < R->nseq; k++)
-		decl_stacked(R, "const float", "q", "st", "sb", k, n->in[k], (int)R->seq_axis[k],
-			     ir_cols_of(b->inputs[k]));
+		if (!R->inl[k])
+			decl_stacked(R, "const float", "q", "st", "sb", k, n->in[k], (int)R->seq_axis[k],
+				     ir_cols_of(b->inputs[k]));
 	for (int k = 0; k < R->nout; k++)
 		if (n->out[R->nstate + k])
 			decl_stacked(R, "float", "o", "ot", "ob", k, n->out[R->nstate + k], (int)R->out_axis[k],

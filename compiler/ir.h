@@ -370,6 +370,19 @@ int ir_is_step_scalar(const ir_node *n);
 int ir_is_generic_step_node(const ir_node *n);
 int ir_is_scalar_node(const ir_node *n);
 int ir_fused_cols(const ir_graph *b, ir_dim *hc);
+/* Storage of the output y of a root Gemm that pass_schedule marked per_step
+ * (its recurrence computes it step by step, x_proj): 0 when the fused loops
+ * that read it compute it (x_proj "inline": nothing stored); 1 with *numel
+ * one step's rows of it (x_proj "step": each step overwrites them); -1 for
+ * any other value.  ir_slot_numel: the elements v's slot must hold (one
+ * step's rows for a "step" projection, else all of v); pass_plan sizes
+ * slots and the emitter lays out the workspace by it. */
+int ir_step_storage(const ir_value *y, ir_dim *numel);
+ir_dim ir_slot_numel(const ir_value *v);
+/* Slot `slot` of root graph g (bodies included): the dtype and the element
+ * count it must hold (equal monomials, or the largest constant, of its
+ * values' ir_slot_numel: see pass_plan.c); 0 when no value has it. */
+int ir_slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt);
 ir_dim ir_cols_of(const ir_value *v);
 #define IR_MAX_ROW_BUFFERS 64
 

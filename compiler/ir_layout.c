@@ -5,6 +5,8 @@
  */
 #include "ir.h"
 
+#include <string.h>
+
 static int is_view_op(ir_op op)
 {
 	return op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_FLATTEN ||
@@ -127,3 +129,61 @@ int ir_fused_cols(const ir_graph *b, ir_dim *hc)
 	return have;
 }
 
+
+int ir_step_storage(const ir_value *y, ir_dim *numel)
+{
+	const ir_node *gm = y ? y->producer : NULL;
+	if (!gm || gm->op != OP_GEMM || gm->graph->parent || !ir_attr_int(gm, "per_step", 0))
+		return -1;
+	const ir_graph *g = gm->graph;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *rn = g->nodes[i];
+		ir_attr *xp = rn->op == OP_RECURRENCE ? ir_attr_find(rn, "x_proj") : NULL;
+		ir_attr *sa = rn->op == OP_RECURRENCE ? ir_attr_find(rn, "seq_axis") : NULL;
+		if (!xp || xp->kind != ATTR_STRINGS || !sa || sa->kind != ATTR_INTS)
+			continue;
+		for (int k = 0; k < xp->n && k < sa->n && k < rn->nin; k++) {
+			const ir_value *x = rn->in[k];
+			if (!x || ir_storage(x) != y || !xp->strings[k] || !strcmp(xp->strings[k], "before"))
+				continue;
+			if (!strcmp(xp->strings[k], "inline"))
+				return 0;
+			int ax = (int)sa->ints[k];
+			if (ax < 0 || ax >= x->shape.rank ||
+			    !ir_dim_div(ir_shape_numel(&y->shape), x->shape.d[ax], numel))
+				return -1;
+			return 1;
+		}
+	}
+	return -1;
+}
+
+ir_dim ir_slot_numel(const ir_value *v)
+{
+	ir_dim n;
+	return ir_step_storage(v, &n) == 1 ? n : ir_shape_numel(&v->shape);
+}
+
+static void slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt, int *found)
+{
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		if (v->slot != slot || ir_storage(v) != v || v->kind != VAL_TEMP)
+			continue;
+		ir_dim n = ir_slot_numel(v);
+		if (!*found || (ir_dim_is_const(n) && ir_dim_is_const(*numel) && n.k > numel->k))
+			*numel = n;
+		*dt = v->dtype;
+		*found = 1;
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->body)
+			slot_info(g->nodes[i]->body, slot, numel, dt, found);
+}
+
+int ir_slot_info(const ir_graph *g, int slot, ir_dim *numel, ir_dtype *dt)
+{
+	int found = 0;
+	slot_info(g, slot, numel, dt, &found);
+	return found;
+}

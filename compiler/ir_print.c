@@ -33,7 +33,9 @@
  * flat), larger ones as an FNV-1a hash of their bytes.  Everything after `#`
  * is a comment for people: output shapes (with "data-dependent axis A <= N"
  * where the run decides the length of axis A, N the bound the buffer holds:
- * ir_value.data_dep), node name, fusion group, slot.
+ * ir_value.data_dep), node name, fusion group, slot; after the root graph's
+ * nodes, once slots are planned, one line per workspace slot with its dtype
+ * and the elements it holds (ir_slot_info).
  */
 #include "ir.h"
 #include "util.h"
@@ -618,6 +620,23 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 	free(b.s);
 }
 
+/* "# slot 0: f32 x 4*batch elements" for each slot the planner made. */
+static void print_slots(FILE *f, const ir_graph *g)
+{
+	sbuf b = {0};
+	for (int s = 0;; s++) {
+		ir_dim n;
+		ir_dtype dt = DT_UNDEF;
+		if (!ir_slot_info(g, s, &n, &dt))
+			break;
+		sb_printf(&b, "\t# slot %d: %s x ", s, ir_dtype_name(dt));
+		sb_dim(&b, g, n);
+		sb_puts(&b, " elements\n");
+		flush(f, &b);
+	}
+	free(b.s);
+}
+
 void ir_print(FILE *f, const ir_graph *g)
 {
 	sbuf b = {0};
@@ -626,6 +645,7 @@ void ir_print(FILE *f, const ir_graph *g)
 	sb_puts(&b, " {\n");
 	flush(f, &b);
 	print_graph(f, g, 1);
+	print_slots(f, g);
 	fputs("}\n", f);
 	free(b.s);
 }

@@ -22,6 +22,10 @@
  *     with sequence_lens; `pack` only on body products of fixed-size model
  *     weights in inference builds, `by_rows` only on body Concats of
  *     threaded recurrences;
+ *   - after "plan" (pass_plan.c): an input projection computed inside the
+ *     loops that read it has no slot, one computed a step at a time has
+ *     one; a step scalar of a recurrence has a slot exactly when a node
+ *     reads its memory (fuse_needs_buffer);
  *   - a training build (ir_train): its loss is known, its parameters are
  *     distinct f32 weights of the root; once graded, its data input,
  *     logits, loss and forward outputs are in range and its first backward
@@ -265,10 +269,6 @@ static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, i
 				bad(c, b, "node '%s' (%s) of recurrence '%s' is marked pack, but packs no fixed "
 				    "model weight of an inference build", nname(m), ir_op_name(m->op), nname(rn));
 		}
-		if (ir_is_step_scalar(m) && (m->out[0]->slot >= 0) != fuse_needs_buffer(m->out[0]))
-			bad(c, b, "step scalar '%s' of recurrence '%s' %s a slot, but %s reads its memory",
-			    nname(m), nname(rn), m->out[0]->slot >= 0 ? "has" : "has no",
-			    m->out[0]->slot >= 0 ? "no node" : "a node");
 		if (ir_attr_find(m, "by_rows") && (m->op != OP_CONCAT || !threaded))
 			bad(c, b, "node '%s' (%s) of recurrence '%s' is marked by_rows outside a threaded "
 			    "recurrence's Concat", nname(m), ir_op_name(m->op), nname(rn));
@@ -341,6 +341,28 @@ static void check_schedule(vctx *c, const ir_graph *g)
 			bad(c, g, "product '%s' is marked per_step but %d recurrence inputs compute it in their "
 			    "steps (1 wanted)", nname(g->nodes[i]), readers[i]);
 	free(readers);
+}
+
+/* After plan: an input projection computed inside the loops has no slot,
+ * one computed a step at a time has one (of one step's rows); a step scalar
+ * has one exactly when a node reads its memory. */
+static void check_step_storage(vctx *c, const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		ir_dim rows;
+		int st = n->op == OP_GEMM && n->nout == 1 && n->out[0] ? ir_step_storage(n->out[0], &rows) : -1;
+		if (st >= 0 && (n->out[0]->slot >= 0) != st)
+			bad(c, g, "input projection '%s' is computed %s but %s a slot", nname(n),
+			    st ? "a step at a time" : "inside the loops that read it", st ? "has no" : "has");
+		for (int j = 0; n->body && j < n->body->nnodes; j++) {
+			const ir_node *m = n->body->nodes[j];
+			if (ir_is_step_scalar(m) && (m->out[0]->slot >= 0) != fuse_needs_buffer(m->out[0]))
+				bad(c, n->body, "step scalar '%s' of recurrence '%s' %s a slot, but %s reads its "
+				    "memory", nname(m), nname(n), m->out[0]->slot >= 0 ? "has" : "has no",
+				    m->out[0]->slot >= 0 ? "no node" : "a node");
+		}
+	}
 }
 
 /* ---- graphs ------------------------------------------------------------------- */
@@ -473,6 +495,8 @@ int ir_verify(const ir_graph *g, const char *after_pass)
 	infer_set_free(&def);
 	if (!g->parent && !strcmp(c.pass, "schedule"))
 		check_schedule(&c, g);
+	if (!g->parent && !strcmp(c.pass, "plan"))
+		check_step_storage(&c, g);
 	if (!g->parent && g->train)
 		check_train(&c, g);
 	if (c.nerr) {

@@ -1,13 +1,17 @@
 /* pass_plan.c: workspace slots for temporaries, by liveness.
  *
  * requires: every value has dtype and shape (pass_infer), the node list is in
- *           its final order (after pass_fuse); nothing may be added later.
+ *           its final order (after pass_fuse), pass_schedule's decisions;
+ *           nothing may be added later.
  * produces: value->slot for every temporary of the root graph and of
  *           recurrence bodies that needs storage; views share their source's
  *           slot; graph inputs, outputs, weights, constants keep slot -1 (the
  *           emitter writes outputs straight into the caller's buffers), and
  *           so do values a fused loop keeps in locals (fuse_needs_buffer)
- *           and column views inside bodies (ir_is_column_view).
+ *           and column views inside bodies (ir_is_column_view); an input
+ *           projection its recurrence computes step by step (x_proj) has a
+ *           slot of one step's rows ("step") or none ("inline"): see
+ *           ir_step_storage.
  * breaks:   nothing.
  *
  * The workspace is one allocation per model whose size depends on the
@@ -90,6 +94,9 @@ static int needs_slot(const ir_value *v)
 		return 0;
 	if (v->graph->parent && v->producer && ir_is_column_view(v->producer))
 		return 0;
+	ir_dim n;
+	if (ir_step_storage(v, &n) == 0)
+		return 0;       /* an input projection the fused loops compute */
 	return fuse_needs_buffer(v) || has_views(v);
 }
 
@@ -107,7 +114,7 @@ static void assign(plan *P, ir_value *v, int until, ir_node *at)
 			  v->name);
 		return;
 	}
-	ir_dim n = ir_shape_numel(&v->shape);
+	ir_dim n = ir_slot_numel(v);
 	int best = -1;
 	for (int s = 0; s < P->nslots; s++)
 		if (fits(&P->slots[s], v, n)) {

@@ -1,7 +1,10 @@
 /* pass_schedule.c: how each recurrence runs, decided once and written into
  * the IR for the emitter to print.
  *
- * requires: pass_plan (slots are final; nothing is added or moved later).
+ * requires: pass_fuse (the groups and node order are final; nothing is
+ *           added or moved later).  pass_plan runs next and stores what
+ *           these decisions leave to store (an input projection computed
+ *           in the steps: one step's rows, or nothing when inline).
  * produces: on every RECURRENCE node of the root graph
  *             threads = "serial" | "rows" | "rows_cols"
  *               rows: the batch rows never meet in the body, so each thread
@@ -22,7 +25,7 @@
  *           for the GEMV);
  *           on a body Concat of [B, N] values along the columns in a
  *           threaded recurrence: by_rows = 1 (each thread copies its rows).
- *           Placement is already the planner's: a body value with a slot is
+ *           Placement is the planner's, next: a body value with a slot is
  *           stored (the next state in its slot: states are double-buffered
  *           between the model struct and that slot); one without lives in a
  *           local of its fused loop; a rank-0 element-wise value is a local
@@ -93,8 +96,8 @@ static int is_row_concat(const sch *S, const ir_node *n)
  * value), an element-wise node over [B, N], a column view, a row Concat or
  * rank-0 step arithmetic (a local of each thread); no other node (its rows
  * might meet), no per-row time (reverse with sequence_lens).  Body
- * temporaries each have their own slot (pass_plan), so each thread owns the
- * same rows of every buffer. */
+ * temporaries will each have their own slot (pass_plan keeps them for the
+ * whole recurrence), so each thread owns the same rows of every buffer. */
 static int rows_parallel(const sch *S)
 {
 	ir_graph *b = S->b;

@@ -82,12 +82,13 @@ int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
  * is stored only when a node that is not fused element-wise code, a nested
  * body or the body's outputs read it. */
 int fuse_needs_buffer(const ir_value *v);
-/* Workspace slots for temporaries by liveness (value->slot). */
-int pass_plan(ir_graph *g, diag *D, const pass_opts *o);
 /* How each recurrence runs (threads, where its input projections are
  * computed, packed weights), as attributes the emitter prints
  * (pass_schedule.c has the list). */
 int pass_schedule(ir_graph *g, diag *D, const pass_opts *o);
+/* Workspace slots for temporaries by liveness (value->slot), sized for
+ * what the schedule leaves to store (ir_slot_numel). */
+int pass_plan(ir_graph *g, diag *D, const pass_opts *o);
 
 typedef int (*pass_fn)(ir_graph *, diag *, const pass_opts *);
 

@@ -135,6 +135,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join("tests", "out")
@@ -2421,6 +2422,7 @@ def main():
         if want and gname not in want:
             continue
         gp = gf = 0
+        t0 = time.time()
         try:
             results = fn()
             for r in results:
@@ -2435,7 +2437,7 @@ def main():
         except Exception as e:      # a broken harness is a failure, never a pass
             print("FAIL %s/harness %s: %s" % (gname, type(e).__name__, e), flush=True)
             gf += 1
-        per_group.append("%s %d/%d" % (gname, gp, gp + gf))
+        per_group.append("%s %d/%d (%.0f s)" % (gname, gp, gp + gf, time.time() - t0))
         passed += gp
         failed += gf
     print("groups: " + ", ".join(per_group))

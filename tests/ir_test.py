@@ -100,8 +100,9 @@ def count(text, what):
                    if attrs and any(a.strip() == want for a in split_attrs(attrs.group(1))))
     if what in ("groups", "slots"):
         key = "group" if what == "groups" else "slot"
-        # ids are per graph: a body's group 1 is not the root's
-        return len({(len(l) - len(l.lstrip("\t")), m.group(1))
+        # group ids are per graph (a body's group 1 is not the root's), slot
+        # ids are the model's workspace slots, bodies' included
+        return len({(len(l) - len(l.lstrip("\t")) if key == "group" else 0, m.group(1))
                     for l in lines for m in [re.search(r"\b%s (\d+)" % key, l.split("#", 1)[-1])] if m})
     return sum(1 for l in lines if NODE.match(l).group(1) == what)
 
