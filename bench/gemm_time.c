@@ -2,11 +2,12 @@
  * products, measured inside the calls themselves.
  *
  * Linked into a second copy of bench/time_cellc.c (time_cellc_gemm) with
- *   -Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_gemv_packed
+ *   -Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,--wrap=rt_gemv_packed
  * so that the generated code's calls of those libcellrt functions come here
  * first: each call whose inner dimension K is the case's hidden size (the
  * recurrent product h[B, H] x R: the input projection has K = I = 1) is
- * timed, and its 2 M N K FLOPs counted, on the calling thread's slot.  The
+ * timed (rt_gemm_pack, which packs the weights once per run, is not: it is
+ * outside the steps' products), and its 2 M N K FLOPs counted, on the calling thread's slot.  The
  * products of a step run on several OpenMP threads at once (rows or columns
  * split between them), so the rate of the generated code's recurrent GEMM is
  * the sum over threads of each thread's FLOPs over its time in the calls:
@@ -42,6 +43,9 @@ void __real_rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, fl
 void __real_rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 			  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 			  const float *bias, float *C, int64_t ldc);
+void __real_rt_sgemm_packed(int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+			    int64_t lda, const float *P, int transB, const float *B, int64_t ldb, float beta,
+			    const float *bias, float *C, int64_t ldc);
 void __real_rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			   const float *P, float beta, const float *bias, float *c);
 
@@ -114,6 +118,16 @@ void __wrap_rt_sgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t 
 	double t0 = 0;
 	int timed = enter(K, &t0);
 	__real_rt_sgemm_bias(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+	leave(timed, t0, 2.0 * (double)M * (double)N * (double)K);
+}
+
+void __wrap_rt_sgemm_packed(int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+			    int64_t lda, const float *P, int transB, const float *B, int64_t ldb, float beta,
+			    const float *bias, float *C, int64_t ldc)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_sgemm_packed(transA, M, N, K, alpha, A, lda, P, transB, B, ldb, beta, bias, C, ldc);
 	leave(timed, t0, 2.0 * (double)M * (double)N * (double)K);
 }
 

@@ -384,7 +384,8 @@ def build_cellc_model(name, lim):
     # the same timer with the recurrent products timed inside the calls (bench/gemm_time.c)
     gcmd = cmd[:cmd.index("-o")] + ["-DBENCH_GEMM_TIME", "-o", timer + "_gemm"] + \
         cmd[cmd.index("-o") + 2:] + [os.path.join(ROOT, "bench/gemm_time.c"),
-                                     "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_gemv_packed"]
+                                     "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,"
+                                     "--wrap=rt_gemv_packed"]
     rc, out, err = run(gcmd)
     if rc != 0:
         return None, None, None, "product timer does not build: " + first_line(err)

@@ -85,6 +85,7 @@ typedef struct rec {
 	char *wstep;            /* colpar_ok: [body nvalues] stored earlier in this step by
 				   the column split */
 	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
+	char *pp;               /* [body nnodes]: the product reads panels pp<i> (emit_panels) */
 	const char **reg;       /* [body nvalues]: the local that holds a value in a fused loop
 				   or a step (reg_name), made on first use */
 	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the
@@ -407,6 +408,32 @@ static void emit_pack(rec *R)
 	}
 }
 
+/* Before the steps: pp<i> = the weights of each product pass_schedule marked
+ * panels, packed for libcellrt's GEMM kernel (NULL where it does not take
+ * this run's rows), repacked every run: the optimiser of a training build
+ * changes them between runs. */
+static void emit_panels(rec *R)
+{
+	ew *w = R->w;
+	for (int i = 0; i < R->b->nnodes; i++) {
+		ir_node *gm = R->b->nodes[i];
+		if (!ir_attr_int(gm, "panels", 0))
+			continue;
+		int64_t N, K;
+		pack_dims(gm, &N, &K);
+		home hw = mem_home(R, gm->in[1]);
+		ew_line(w, "/* %s packed once for every step of this run (libcellrt's GEMM kernel) */",
+			cm(R, gm->in[1]->name));
+		ew_line(w, "const int pps%d = rt_gemm_pack(B, %d, %lld, %lld, %s + %lld, %s, &m->rec%d_pp%d, "
+			"&m->rec%d_pp%d_n);", i, (int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K, hw.base,
+			(long long)hw.off, hw.ld, R->id, i, R->id, i);
+		ew_line(w, "if (pps%d < 0)", i);
+		ew_line(w, "\treturn RT_ERR_NOMEM;");
+		ew_line(w, "const float *pp%d = pps%d ? m->rec%d_pp%d : NULL;", i, i, R->id, i);
+		R->pp[i] = 1;
+	}
+}
+
 /* pk: "if (pk<i><cond>) <rows [r0, r1) of the product on the packed copy,
  * into y>; else" before the call that does it otherwise. */
 static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r0, const char *r1,
@@ -474,9 +501,16 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		if (!crow && ccol && hc.kind == HOME_MEM && hc.seq < 0 && ha.seq < 0)
 			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
 	}
+	int pi = nd_index(R, n);
 	if (bias) {
 		emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, flt(R, beta), bias,
 				 fmt(R, "%s + %lld", hy.base, (long long)hy.off));
+		if (R->pp[pi]) {
+			ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s + %lld, %s, pp%d, %d, %s + %lld, %s, %s, %s, "
+				"%s + %lld, %s);", ta, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, pi, tb,
+				hw.base, (long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
+			return;
+		}
 		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s, %s + %lld, %s);",
 			ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 			(long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
@@ -511,6 +545,12 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 	ASSERT(ha.seq < 0);
 	emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, betas, "NULL",
 			 fmt(R, "%s + %lld", hy.base, (long long)hy.off));
+	if (R->pp[pi]) {
+		ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s + %lld, %s, pp%d, %d, %s + %lld, %s, %s, NULL, "
+			"%s + %lld, %s);", ta, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, pi, tb,
+			hw.base, (long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
+		return;
+	}
 	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s + %lld, %s);",
 		ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
 		(long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
@@ -847,6 +887,12 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 		if (ir_attr_int(n->body->nodes[i], "pack", 0))
 			ew_line(E->w, "float *rec%d_pk%d; /* %s packed for the batch-1 GEMV (NULL until used) */",
 				n->id, i, cm_(E->A, n->body->nodes[i]->in[1]->name));
+	for (int i = 0; i < n->body->nnodes; i++)
+		if (ir_attr_int(n->body->nodes[i], "panels", 0)) {
+			ew_line(E->w, "float *rec%d_pp%d; /* %s packed for the GEMM kernel (rt_gemm_pack) */",
+				n->id, i, cm_(E->A, n->body->nodes[i]->in[1]->name));
+			ew_line(E->w, "size_t rec%d_pp%d_n; /* its bytes */", n->id, i);
+		}
 }
 
 void emit_rec_state_free(emit_ctx *E, ir_node *n)
@@ -857,6 +903,9 @@ void emit_rec_state_free(emit_ctx *E, ir_node *n)
 	for (int i = 0; i < n->body->nnodes; i++)
 		if (ir_attr_int(n->body->nodes[i], "pack", 0))
 			ew_line(E->w, "free(m->rec%d_pk%d);", n->id, i);
+	for (int i = 0; i < n->body->nnodes; i++)
+		if (ir_attr_int(n->body->nodes[i], "panels", 0))
+			ew_line(E->w, "free(m->rec%d_pp%d);", n->id, i);
 }
 
 void emit_rec_state_reset(emit_ctx *E, ir_node *n)
@@ -1284,6 +1333,7 @@ static void emit_rec_body(rec *R)
 	R->colpar_ok = !strcmp(threads, "rows_cols") && ir_fused_cols(b, &R->hc);
 	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
 	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
+	R->pp = arena_alloc(E->A, (size_t)b->nnodes + 1);
 	R->reg = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->reg);
 	R->inl = arena_array(E->A, (size_t)R->nseq + 1, sizeof *R->inl);
 	for (int k = 0; k < R->nseq; k++) {
@@ -1369,6 +1419,7 @@ static void emit_rec_body(rec *R)
 		ew_line(w, "\tm->rec%d_t = 0; /* steps run before this call (streams count on) */", R->id);
 	}
 	emit_pack(R);
+	emit_panels(R);
 	if (R->par)
 		emit_par_open(R);
 	emit_steps(R);

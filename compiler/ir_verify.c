@@ -20,7 +20,8 @@
  *     per_step, with a constant K of at most 16 (1 when inline), read by
  *     that recurrence alone; no threads with per-row time, no column split
  *     with sequence_lens; `pack` only on body products of fixed-size model
- *     weights in inference builds, `by_rows` only on body Concats of
+ *     weights in inference builds, `panels` only on body products of
+ *     fixed-size model weights, `by_rows` only on body Concats of
  *     threaded recurrences;
  *   - after "plan" (pass_plan.c): an input projection computed inside the
  *     loops that read it has no slot, one computed a step at a time has
@@ -269,6 +270,14 @@ static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, i
 				bad(c, b, "node '%s' (%s) of recurrence '%s' is marked pack, but packs no fixed "
 				    "model weight of an inference build", nname(m), ir_op_name(m->op), nname(rn));
 		}
+		if (ir_attr_find(m, "panels")) {
+			const ir_value *W = m->op == OP_GEMM && m->nin > 1 ? m->in[1] : NULL;
+			if (!W || W->kind != VAL_WEIGHT || W->graph == b || W->shape.rank != 2 ||
+			    !ir_dim_is_const(W->shape.d[0]) || !ir_dim_is_const(W->shape.d[1]) ||
+			    ir_attr_int(m, "transA", 0))
+				bad(c, b, "node '%s' (%s) of recurrence '%s' is marked panels, but multiplies by "
+				    "no fixed-size model weight", nname(m), ir_op_name(m->op), nname(rn));
+		}
 		if (ir_attr_find(m, "by_rows") && (m->op != OP_CONCAT || !threaded))
 			bad(c, b, "node '%s' (%s) of recurrence '%s' is marked by_rows outside a threaded "
 			    "recurrence's Concat", nname(m), ir_op_name(m->op), nname(rn));
@@ -286,7 +295,7 @@ static void check_schedule(vctx *c, const ir_graph *g)
 	ASSERT(readers);
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *n = g->nodes[i];
-		if (ir_attr_find(n, "pack") || ir_attr_find(n, "by_rows"))
+		if (ir_attr_find(n, "pack") || ir_attr_find(n, "panels") || ir_attr_find(n, "by_rows"))
 			bad(c, g, "root node '%s' (%s) has a body-node schedule attribute", nname(n), ir_op_name(n->op));
 		if (n->op != OP_RECURRENCE) {
 			if (ir_attr_find(n, "threads") || ir_attr_find(n, "x_proj"))

@@ -23,6 +23,10 @@
  *           on a body Gemm whose weights an inference build never changes:
  *           pack = 1 (at B == 1 it reads a copy of the weights packed once
  *           for the GEMV);
+ *           on a body Gemm whose weights are a model weight (constant during
+ *           a run, in training builds too): panels = 1 (at B > 1 the run
+ *           packs them once into the panels of libcellrt's own GEMM kernel,
+ *           which every step then reads instead of packing them again);
  *           on a body Concat of [B, N] values along the columns in a
  *           threaded recurrence: by_rows = 1 (each thread copies its rows).
  *           Placement is the planner's, next: a body value with a slot is
@@ -284,6 +288,20 @@ static int packable(const sch *S, const ir_node *gm)
 	       W->shape.d[0].k > 0 && W->shape.d[1].k > 0;
 }
 
+/* panels: a product of the step by a model weight, which does not change
+ * while the recurrence runs (the optimiser writes it between runs), with
+ * constant N and K; not --no-malloc (the copy is an allocation), nor when
+ * the step's rows come from different time steps (one GEMV per row). */
+static int panelable(const sch *S, const ir_node *gm)
+{
+	if (S->o->no_malloc || gm->op != OP_GEMM || gm->nin < 2 || S->per_row_time)
+		return 0;
+	const ir_value *W = gm->in[1];
+	return !ir_attr_int(gm, "transA", 0) && W->kind == VAL_WEIGHT && W->dtype == DT_F32 && !body_value(S, W) &&
+	       W->shape.rank == 2 && ir_dim_is_const(W->shape.d[0]) && ir_dim_is_const(W->shape.d[1]) &&
+	       W->shape.d[0].k > 0 && W->shape.d[1].k > 0;
+}
+
 static void schedule_recurrence(sch *S)
 {
 	ir_node *n = S->n;
@@ -316,10 +334,12 @@ static void schedule_recurrence(sch *S)
 			ir_attr_set_int(m, "by_rows", 1);
 		if (packable(S, m))
 			ir_attr_set_int(m, "pack", 1);
+		if (panelable(S, m))
+			ir_attr_set_int(m, "panels", 1);
 	}
 }
 
-static const char *const sched_attrs[] = {"threads", "x_proj", "per_step", "pack", "by_rows"};
+static const char *const sched_attrs[] = {"threads", "x_proj", "per_step", "pack", "panels", "by_rows"};
 
 static void unschedule(ir_graph *g)
 {

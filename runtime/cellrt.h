@@ -116,6 +116,22 @@ void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, 
 		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 		       float *C, int64_t ldc);
 
+/* ---- step products on weights packed once per run ---------------------------
+ * A recurrence multiplies its rows by the same weights at every step; a
+ * GEMM packs op(B) into panels at every call.  rt_gemm_pack packs op(B)
+ * ([K, N]; B stored [N, K] when transB) once, before the steps, into *P
+ * (allocated or grown on demand, 64-byte aligned; *cap its bytes; free()
+ * it), when libcellrt's own kernel will take products of M rows on this
+ * CPU: returns 1 when packed, 0 when not (the steps then pass P = NULL),
+ * -1 when out of memory.  rt_sgemm_packed is then rt_sgemm (rt_sgemm_bias
+ * when bias is set) with those weights, on P when it is set and the kernel
+ * takes this call's rows, else on B itself. */
+int rt_gemm_pack(int64_t M, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float **P,
+		 size_t *cap);
+void rt_sgemm_packed(int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		     const float *P, int transB, const float *B, int64_t ldb, float beta, const float *bias,
+		     float *C, int64_t ldc);
+
 /* ---- batch-1 products on packed weights -----------------------------------
  * A batch-1 recurrence multiplies one row by the same weights at every step,
  * a product bound by the speed at which the weights stream from cache.

@@ -235,16 +235,21 @@ void rt_barrier_wait(rt_barrier *b, int n)
  * kernel has only one).  The AVX2 kernel is about as fast as OpenBLAS's
  * one-thread sgemm on the step's shapes (5% slower at 128 x 1024 x 256), so
  * outside a team OpenBLAS keeps them. */
-static int own_gemm(int isa, int64_t M, int64_t K)
+static int own_gemm_in(int isa, int64_t M, int64_t K, int team)
 {
 	if (M * K > (int64_t)256 * 1024)
 		return 0;
 #ifdef CELLRT_NO_BLAS
-	(void)isa;
+	(void)isa, (void)team;
 	return 1;
 #else
-	return par_thread || (isa == RT_ISA_AVX512 && openblas_get_num_threads() == 1);
+	return team || (isa == RT_ISA_AVX512 && openblas_get_num_threads() == 1);
 #endif
+}
+
+static int own_gemm(int isa, int64_t M, int64_t K)
+{
+	return own_gemm_in(isa, M, K, par_thread);
 }
 
 /* The step products of recurrences go to libcellrt's own kernels
@@ -322,6 +327,46 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 		    transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
 		    A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 #endif
+}
+
+/* ---- step products on weights packed once per run ---- */
+
+/* rt_gemm_pack packs where the own kernel will take the steps' products
+ * (own_gemm): its rows are split over rt_num_threads() threads in a team
+ * (a row-parallel recurrence) when there are several.  On one AVX2 thread
+ * OpenBLAS keeps them: packed once or not, the own kernel is within 10% of
+ * OpenBLAS's sgemm there, either side depending on the shape. */
+int rt_gemm_pack(int64_t M, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float **P,
+		 size_t *cap)
+{
+	int isa = rt_kern_isa();
+	int64_t nt = rt_num_threads() < M ? rt_num_threads() : M;
+	if (isa == RT_ISA_NONE || M <= 1 || N <= 0 || !own_gemm_in(isa, (M + nt - 1) / nt, K, nt > 1))
+		return 0;
+	size_t need = (size_t)rt_kern_panels_size(N, K) * sizeof(float);
+	if (*cap < need) {
+		free(*P);
+		*cap = 0;
+		*P = aligned_alloc(64, (need + 63) / 64 * 64);
+		if (!*P)
+			return -1;
+		*cap = need;
+	}
+	return rt_kern_pack_panels(isa, transB, N, K, B, ldb, *P);
+}
+
+void rt_sgemm_packed(int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		     const float *P, int transB, const float *B, int64_t ldb, float beta, const float *bias,
+		     float *C, int64_t ldc)
+{
+	int isa = rt_kern_isa();
+	if (P && M > 1 && N > 0 && isa != RT_ISA_NONE && own_gemm(isa, M, K) &&
+	    rt_kern_gemm_panels(isa, transA, M, N, K, alpha, A, lda, P, beta, bias, C, ldc))
+		return;
+	if (bias)
+		rt_sgemm_bias(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+	else
+		rt_sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- batch-1 products on packed weights ---- */

@@ -347,12 +347,13 @@ typedef void micro_fn(int64_t kc, const float *a, int64_t ars, int64_t aks, cons
 
 /* The blocked GEMM around a micro-kernel: MB rows of A at a time (they stay
  * in cache while every panel passes); the panels of op(B) (KC x NR) are
- * packed again for each block of rows. */
+ * packed again for each block of rows, or read from P when op(B) was
+ * packed once (rt_kern_pack_panels: panel (n0, k0) at P + n0 K + k0 NR). */
 T256 static void gemm_panels(micro_fn *micro_k, int transA, int transB, int64_t M, int64_t N, int64_t K,
-			     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-			     const float *bias, float *C, int64_t ldc)
+			     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+			     const float *P, float beta, const float *bias, float *C, int64_t ldc)
 {
-	float bp[KC * NR] __attribute__((aligned(64)));
+	float own[KC * NR] __attribute__((aligned(64)));
 	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
 	for (int64_t m0 = 0; m0 < M; m0 += MB) {
 		int64_t mb = M - m0 < MB ? M - m0 : MB;
@@ -360,7 +361,9 @@ T256 static void gemm_panels(micro_fn *micro_k, int transA, int transB, int64_t 
 			int64_t nr = N - n0 < NR ? N - n0 : NR;
 			for (int64_t k0 = 0; k0 < K; k0 += KC) {
 				int64_t kc = K - k0 < KC ? K - k0 : KC;
-				pack_panel(transB, B, ldb, k0, kc, n0, nr, bp);
+				const float *bp = P ? P + n0 * K + k0 * NR : own;
+				if (!P)
+					pack_panel(transB, B, ldb, k0, kc, n0, nr, own);
 				for (int64_t i = m0; i < m0 + mb; i += MR) {
 					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
 					micro_k(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
@@ -564,6 +567,15 @@ T256 static void gemv_packed_256(int64_t cols, int64_t K, const float *a, const 
 	}
 }
 
+/* Every panel of op(B), as gemm_panels packs them one at a time. */
+T256 static void pack_panels(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
+{
+	for (int64_t n0 = 0; n0 < N; n0 += NR)
+		for (int64_t k0 = 0; k0 < K; k0 += KC)
+			pack_panel(transB, B, ldb, k0, K - k0 < KC ? K - k0 : KC, n0, N - n0 < NR ? N - n0 : NR,
+				   P + n0 * K + k0 * NR);
+}
+
 #endif /* RT_KERN_X86 */
 
 int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
@@ -590,16 +602,48 @@ int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t 
 {
 #ifdef RT_KERN_X86
 	if (isa == RT_ISA_AVX512 && K > 0) {
-		gemm_panels(micro, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		gemm_panels(micro, transA, transB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, bias, C, ldc);
 		return 1;
 	}
 	if (isa == RT_ISA_AVX2 && K > 0) {
-		gemm_panels(micro_256, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		gemm_panels(micro_256, transA, transB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, bias, C, ldc);
 		return 1;
 	}
 #endif
 	(void)isa, (void)transA, (void)transB, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda,
 		(void)B, (void)ldb, (void)beta, (void)bias, (void)C, (void)ldc;
+	return 0;
+}
+
+int64_t rt_kern_panels_size(int64_t N, int64_t K)
+{
+	return (N + NR - 1) / NR * NR * K;
+}
+
+int rt_kern_pack_panels(int isa, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
+{
+#ifdef RT_KERN_X86
+	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && N > 0 && K > 0) {
+		pack_panels(transB, N, K, B, ldb, P);
+		return 1;
+	}
+#endif
+	(void)isa, (void)transB, (void)N, (void)K, (void)B, (void)ldb, (void)P;
+	return 0;
+}
+
+int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+			int64_t lda, const float *P, float beta, const float *bias, float *C, int64_t ldc)
+{
+#ifdef RT_KERN_X86
+	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && K > 0) {
+		gemm_panels(isa == RT_ISA_AVX512 ? micro : micro_256, transA, 0, M, N, K, alpha, A, lda, NULL, 0, P,
+			    beta, bias, C, ldc);
+		return 1;
+	}
+#endif
+	(void)isa, (void)transA, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)P, (void)beta,
+		(void)bias, (void)C, (void)ldc;
 	return 0;
 }
 

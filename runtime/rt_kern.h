@@ -15,7 +15,8 @@
  *   gemm: C[M,N] = alpha op(A) op(B) + beta C with a 6 x 64 register-blocked
  *     AVX-512 micro-kernel (AVX2: four 6 x 16 blocks) over 64-column panels
  *     of op(B) packed on the stack (kc x 64, re-used by every row of A), A
- *     read in place.  Inside a row-parallel recurrence it is the only fast
+ *     read in place; gemm_panels: the same on op(B) packed once for all
+ *     the steps of a recurrence (the weights do not change during it).  Inside a row-parallel recurrence it is the only fast
  *     product (OpenBLAS's own threads are not called from inside a team).
  * Every function returns 1 when it did the product and 0 when it cannot on
  * this CPU or for these arguments (the caller then uses BLAS or the portable
@@ -49,6 +50,15 @@ int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const f
 int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
 		 float *C, int64_t ldc);
+
+/* The GEMM on op(B) packed once: rt_kern_pack_panels writes every panel
+ * gemm would pack (64 columns by K rows, zero past N) into P, which holds
+ * rt_kern_panels_size(N, K) floats, 64-byte aligned; rt_kern_gemm_panels
+ * then multiplies by it without packing.  Both return 0 without a kernel. */
+int64_t rt_kern_panels_size(int64_t N, int64_t K);
+int rt_kern_pack_panels(int isa, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P);
+int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+			int64_t lda, const float *P, float beta, const float *bias, float *C, int64_t ldc);
 
 /* Rows [r0, r1) of a product with one row on weights packed by
  * rt_gemv_pack (cellrt.h): blocks of RT_PACK_W rows, each stored [K][w]. */

@@ -269,6 +269,82 @@ START_TEST(test_kern_vs_ref)
 }
 END_TEST
 
+/* The GEMM on op(B) packed once (rt_kern_pack_panels, rt_kern_gemm_panels;
+ * rt_gemm_pack and rt_sgemm_packed, what a recurrence's steps call) gives
+ * the same bits as the GEMM that packs at every call: the same panels, the
+ * same order of additions; C's padding untouched.  And rt_sgemm_packed
+ * without panels (P = NULL: no kernel, or one row) is rt_sgemm itself.
+ * Loop index as test_kern_vs_ref's, cases with M > 1. */
+START_TEST(test_kern_panels)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, tb = (_i / 3) % 2, ta = (_i / 6) % 2, isa = (_i / 12) % 2 + 1;
+	gemm_case g = kern_cases[_i / 24];
+	if (isa > rt_kern_isa() || g.M == 1)
+		return;         /* this CPU lacks the instruction set; one row is the GEMV's */
+	float alpha = coef[set][0], beta = coef[set][1];
+	int64_t arows = ta ? g.K : g.M, acols = ta ? g.M : g.K;
+	int64_t brows = tb ? g.N : g.K, bcols = tb ? g.K : g.N;
+	int64_t lda = acols + 1, ldb = bcols + 3, ldc = g.N + 2;
+	rng r = {(uint64_t)_i + 11};
+	float *A = xmalloc(sizeof(float) * (size_t)(arows * lda));
+	float *Bm = xmalloc(sizeof(float) * (size_t)(brows * ldb));
+	float *C = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *Cp = xmalloc(sizeof(float) * (size_t)(g.M * ldc));
+	float *bias = set == 2 ? xmalloc(sizeof(float) * (size_t)g.N) : NULL;
+	float *P = aligned_alloc(64, (sizeof(float) * (size_t)rt_kern_panels_size(g.N, g.K) + 63) / 64 * 64);
+	ck_assert_ptr_nonnull(P);
+	fill(&r, A, arows * lda);
+	fill(&r, Bm, brows * ldb);
+	fill(&r, C, g.M * ldc);
+	if (bias)
+		fill(&r, bias, g.N);
+	memcpy(Cp, C, sizeof(float) * (size_t)(g.M * ldc));
+	ck_assert(rt_kern_gemm(isa, ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, bias, C, ldc));
+	ck_assert(rt_kern_pack_panels(isa, tb, g.N, g.K, Bm, ldb, P));
+	ck_assert(rt_kern_gemm_panels(isa, ta, g.M, g.N, g.K, alpha, A, lda, P, beta, bias, Cp, ldc));
+	ck_assert_msg(memcmp(C, Cp, sizeof(float) * (size_t)(g.M * ldc)) == 0,
+		      "isa %d M=%ld N=%ld K=%ld tA=%d tB=%d set %d: packed once differs from packed per call", isa,
+		      (long)g.M, (long)g.N, (long)g.K, ta, tb, set);
+	/* the public pair, as a row-parallel recurrence's steps call it (in a
+	 * team): packed when the CPU's best kernel takes these rows */
+	float *Q = NULL;
+	size_t cap = 0;
+	int st = rt_gemm_pack(g.M, tb, g.N, g.K, Bm, ldb, &Q, &cap);
+	ck_assert_int_ge(st, 0);
+	fill(&r, C, g.M * ldc);
+	memcpy(Cp, C, sizeof(float) * (size_t)(g.M * ldc));
+	rt_par_thread(1);
+	rt_sgemm_packed(ta, g.M, g.N, g.K, alpha, A, lda, st ? Q : NULL, tb, Bm, ldb, beta, bias, Cp, ldc);
+	if (st)
+		rt_kern_gemm(rt_kern_isa(), ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, bias, C, ldc);
+	else if (bias)
+		rt_sgemm_bias(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, bias, C, ldc);
+	else
+		rt_sgemm(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+	rt_par_thread(0);
+	ck_assert_msg(memcmp(C, Cp, sizeof(float) * (size_t)(g.M * ldc)) == 0,
+		      "rt_sgemm_packed (%s) differs from the product it stands for", st ? "panels" : "no panels");
+	/* without panels it is rt_sgemm (or rt_sgemm_bias) */
+	fill(&r, C, g.M * ldc);
+	memcpy(Cp, C, sizeof(float) * (size_t)(g.M * ldc));
+	rt_sgemm_packed(ta, g.M, g.N, g.K, alpha, A, lda, NULL, tb, Bm, ldb, beta, bias, Cp, ldc);
+	if (bias)
+		rt_sgemm_bias(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, bias, C, ldc);
+	else
+		rt_sgemm(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+	ck_assert_msg(memcmp(C, Cp, sizeof(float) * (size_t)(g.M * ldc)) == 0,
+		      "rt_sgemm_packed without panels differs from rt_sgemm");
+	free(Q);
+	free(P);
+	free(A);
+	free(Bm);
+	free(C);
+	free(Cp);
+	free(bias);
+}
+END_TEST
+
 /* The GEMV kernels on one input feature stored contiguously (B [N,1] with
  * row stride 1: the input projection of a one-feature sequence), against
  * the reference, every instruction set and coefficient set. */
@@ -3026,6 +3102,7 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
 	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 24);
+	tcase_add_loop_test(tc, test_kern_panels, 0, N_KERN_CASES * 24);
 	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
 	tcase_add_loop_test(tc, test_gemv_packed, 0, N_PACK_CASES * 18);
 	tcase_add_test(tc, test_barrier);
