@@ -90,8 +90,8 @@ int ir_is_fused_elem(const ir_node *n)
 
 int ir_is_step_scalar(const ir_node *n)
 {
-	return ir_is_fused_elem(n) && n->nout == 1 && n->out[0] && n->out[0]->shape.rank == 0 &&
-	       n->out[0]->dtype == DT_F32;
+	return n->graph && n->graph->parent && ir_is_fused_elem(n) && n->nout == 1 && n->out[0] &&
+	       n->out[0]->shape.rank == 0 && n->out[0]->dtype == DT_F32;
 }
 
 int ir_is_generic_step_node(const ir_node *n)
