@@ -230,11 +230,12 @@ void rt_barrier_wait(rt_barrier *b, int n)
 /* Whether rt_kern_gemm should take a product with M > 1 rows: when op(A)
  * fits the second-level cache (it is read once per 64 columns of C, which
  * suits the recurrent step, not large input projections), and, with
- * OpenBLAS, inside a row-parallel recurrence (where OpenBLAS's own threads
- * are not called) or, with AVX-512, when OpenBLAS runs one thread (the
- * kernel has only one).  The AVX2 kernel is about as fast as OpenBLAS's
- * one-thread sgemm on the step's shapes (5% slower at 128 x 1024 x 256), so
- * outside a team OpenBLAS keeps them. */
+ * OpenBLAS, in a team (team: inside a row-parallel recurrence, where
+ * OpenBLAS's own threads are not called) or, with AVX-512, when OpenBLAS
+ * runs one thread (the kernel has only one).  The AVX2 kernel is within
+ * 10% of OpenBLAS's one-thread sgemm on the step's shapes, faster or slower
+ * by shape (with its panels packed once or not), so outside a team
+ * OpenBLAS keeps them.  own_gemm: team is whether this thread is in one. */
 static int own_gemm_in(int isa, int64_t M, int64_t K, int team)
 {
 	if (M * K > (int64_t)256 * 1024)
@@ -332,10 +333,8 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 /* ---- step products on weights packed once per run ---- */
 
 /* rt_gemm_pack packs where the own kernel will take the steps' products
- * (own_gemm): its rows are split over rt_num_threads() threads in a team
- * (a row-parallel recurrence) when there are several.  On one AVX2 thread
- * OpenBLAS keeps them: packed once or not, the own kernel is within 10% of
- * OpenBLAS's sgemm there, either side depending on the shape. */
+ * (own_gemm_in): their rows are split over rt_num_threads() threads, in a
+ * team when there are several. */
 int rt_gemm_pack(int64_t M, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float **P,
 		 size_t *cap)
 {
