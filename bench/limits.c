@@ -168,15 +168,15 @@ static double gemm_gflops(int64_t B, int64_t N, int64_t K)
 	return flops * calls / best(times, REPS) / 1e9;
 }
 
-int bench_measure_limits(int64_t H, int64_t B, int threads, bench_limits *L)
+int bench_measure_limits(int64_t H, int64_t B, int threads, int elem_bytes, bench_limits *L)
 {
 	memset(L, 0, sizeof *L);
 	int64_t N = 4 * H, K = H;
-	L->weights_bytes = (double)(N * K) * sizeof(float);
+	L->weights_bytes = (double)(N * K) * elem_bytes;
 	L->sgemv_gflops = gemm_gflops(1, N, K);
 	if (B > 1)
 		L->sgemm_gflops = gemm_gflops(B, N, K);
-	size_t n = (size_t)(N * K);
+	size_t n = (size_t)(N * K) * (size_t)elem_bytes / sizeof(float);     /* floats read */
 	n = (n + 128 * (size_t)threads - 1) / (128 * (size_t)threads) * (128 * (size_t)threads);
 	float *buf = aligned_alloc(64, n * sizeof(float));
 	if (!buf)

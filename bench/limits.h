@@ -24,7 +24,7 @@ typedef struct bench_limits {
 	double sgemm_gflops;    /* C[B,4H] = h[B,H] R^T, B > 1; 0 when B == 1 */
 	double sgemv_gflops;    /* c[4H] = R h */
 	double bw_weights_gbs;  /* reading a buffer of sizeof(R) over and over */
-	double weights_bytes;   /* sizeof(R) = 4H * H * 4 */
+	double weights_bytes;   /* sizeof(R) = 4H * H * elem_bytes */
 } bench_limits;
 
 /* Monotonic time in seconds; CPU time of the process (all threads). */
@@ -37,8 +37,9 @@ int64_t bench_numel(const int64_t *d, int rank);
 /* Median of v[n] (v is sorted in place). */
 double bench_median(double *v, int n);
 /* Measures the limits for hidden size H, batch B, with `threads` threads for
- * the bandwidth loops; 0 on success. */
-int bench_measure_limits(int64_t H, int64_t B, int threads, bench_limits *L);
+ * the bandwidth loops, the recurrent weights R taking elem_bytes each (4:
+ * float32, 2: bfloat16); 0 on success. */
+int bench_measure_limits(int64_t H, int64_t B, int threads, int elem_bytes, bench_limits *L);
 /* Main-memory read bandwidth (GB/s): a 1 GiB buffer, far beyond the caches,
  * read once per repetition by `threads` threads (about a second). */
 double bench_dram_bw(int threads);

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k + 1 < n; k += 2) {
 		int64_t H = atoll(hb[k]), B = atoll(hb[k + 1]);
 		bench_limits L;
-		if (H <= 0 || B <= 0 || bench_measure_limits(H, B, threads, &L) != 0) {
+		if (H <= 0 || B <= 0 || bench_measure_limits(H, B, threads, 4, &L) != 0) {
 			fprintf(stderr, "machine: cannot measure H=%s B=%s\n", hb[k], hb[k + 1]);
 			return 1;
 		}

@@ -13,7 +13,9 @@ of every case with three implementations:
            of the recurrent products inside their calls (bench/gemm_time.c)
   ort      ONNX Runtime CPU (onnxruntime-node) on the same ONNX file
   torch    PyTorch 1.13 CPU on the model the file was exported from
-with 1 and 2 threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, ONNX Runtime's
+and, at batch 1, cellc's build of the same file with --weights bf16 (the
+"Reduced precision" section: its time, its limit at bfloat16's bytes, its
+outputs against ONNX Runtime's float32 ones), with 1 and 2 threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, ONNX Runtime's
 intraOpNumThreads, torch.set_num_threads), and prints the table with the
 ratios and the targets of issue 6; writes build/bench/results.csv and
 build/bench/results.svg.  It never fails on a slow number: exit status 0
@@ -353,17 +355,17 @@ def build_cellc_train(cell, H, lim):
     return timer, os.path.join(d, name + ".weights"), secs, None
 
 
-def build_cellc_model(name, lim):
-    """Compiles MODELS/name.onnx with cellc and builds the timer.
-    Returns (timer path, weights path, (cellc compile seconds, seconds to
-    build the generated C with its Makefile), None) or
+def build_cellc_model(name, lim, weights="f32"):
+    """Compiles MODELS/name.onnx with cellc (--weights weights) and builds the
+    timer.  Returns (timer path, weights path, (cellc compile seconds, seconds
+    to build the generated C with its Makefile), None) or
     (None, None, None, reason)."""
-    d = os.path.join(B_DIR, "cc", name)
+    d = os.path.join(B_DIR, "cc", name + ("" if weights == "f32" else "_" + weights))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     t0 = time.time()
     rc, out, err = run([CELLC, "compile", os.path.join(MODELS, name + ".onnx"), "-o", d,
-                        "--name", name], timeout=600)
+                        "--name", name, "--weights", weights], timeout=600)
     secs = time.time() - t0
     if rc != 0:
         return None, None, None, "cellc: " + first_line(err or out)
@@ -428,6 +430,7 @@ def main():
 
     export_err = gen_models()
     models = {}
+    bf16 = {}       # the same models with --weights bf16, timed at batch 1
     compile_s = {}
     for cell, H, how in model_names():
         n = mname(cell, H, how)
@@ -437,6 +440,9 @@ def main():
         timer, weights, secs, why = build_cellc_model(n, lim)
         models[n] = (timer, weights, why)
         compile_s[n] = secs
+        if 1 in batches(cell, H, how):
+            timer, weights, secs, why = build_cellc_model(n, lim, "bf16")
+            bf16[n] = (timer, weights, why)
     trainers = {}
     if TRAIN:
         for cell in TRAIN_CELLS:
@@ -523,6 +529,8 @@ def main():
                         row["gemm_calls_gflops"] = float(kv(out)["gemm_gflops"])
                 else:
                     row["cellc_ms"] = "n/a (%s)" % why
+                if B == 1 and n in bf16:
+                    time_bf16(row, n, bf16[n], tenv)
                 rows.append(row)
                 log("  %-13s %-6s H=%-3d B=%-3d cellc %-12s ort %-12s torch %s" % (
                     cell, how, H, B, fmt_ms(row["cellc_ms"])[:40], fmt_ms(row["ort_ms"])[:40],
@@ -555,6 +563,26 @@ def main():
                         cell, H, fmt_ms(row["cellc_ms"])[:40], fmt_ms(row["torch_ms"])[:40]))
     interleave(rows, models, blas_env)
     finish(rows, compile_s, models, core_report, coretype, time.time() - t_start)
+
+
+def time_bf16(row, n, built, tenv):
+    """The --weights bf16 build of model n at batch 1: time, CPU time and its
+    outputs against ONNX Runtime's float32 ones (row["bf16_*"])."""
+    timer, weights, why = built
+    if not timer:
+        row["bf16_ms"] = "n/a (%s)" % why
+        return
+    mine = os.path.join(B_DIR, "out", "%s_bf16_1.bin" % n)
+    rc, out, err = run([timer, weights, str(T), "1", str(row["H"]), str(reps_fast(1)),
+                        str(row["threads"]), mine], dict(tenv, BENCH_WEIGHT_BYTES="2"), timeout=1800)
+    if rc != 0:
+        row["bf16_ms"] = "n/a (run failed: %s)" % first_line(err)
+        return
+    d = kv(out)
+    row["bf16_ms"], row["bf16_cpu_ms"] = float(d["cellc_ms"]), float(d["cpu_ms"])
+    row["bf16_weights_bytes"] = float(d["weights_bytes"])
+    row["bf16_bw_gbs"] = float(d["bw_weights_gbs"])
+    row["bf16_max_abs_diff"] = agreement(mine, os.path.join(B_DIR, "out", "%s_ort_1.bin" % n))
 
 
 def interleave(rows, models, blas_env):
@@ -646,6 +674,12 @@ def derive(rows):
                 # the recurrent GEMMs at the measured sgemm throughput
                 r["limit_ms"] = flops / (r["sgemm_gflops"] * 1e9) * 1e3
             r["cellc_over_limit"] = ratio(c, r["limit_ms"])
+            if r["B"] == 1 and isinstance(r.get("bf16_ms"), float) and r.get("bf16_bw_gbs"):
+                # the bfloat16 recurrent weights streamed once per step at the
+                # bandwidth measured for a buffer of their size
+                r["bf16_limit_ms"] = T * r["bf16_weights_bytes"] / (r["bf16_bw_gbs"] * 1e9) * 1e3
+                r["bf16_over_limit"] = ratio(r["bf16_ms"], r["bf16_limit_ms"])
+                r["f32_over_bf16"] = ratio(c, r["bf16_ms"])
             r["rec_gemm_gflops"] = flops / (c * 1e-3) / 1e9 if isinstance(c, float) else None
             peak = r["sgemv_gflops"] if r["B"] == 1 else r["sgemm_gflops"]
             # in the calls (time_cellc_gemm): the products' own rate
@@ -795,6 +829,34 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
                 log("  %-44s %-36s %6.2f  %s" % (tag, what, v, "met" if v >= 5 else
                                                 "NOT met (off by x%.2f)" % (5 / v)))
 
+    low = [r for r in rows if r["mode"] == "infer" and "bf16_ms" in r]
+    if low:
+        log("")
+        log("== Reduced precision (issue 22): --weights bf16 at batch 1, the same timer; limit = "
+            "T x (the recurrent weights in bfloat16 / the read bandwidth measured for a buffer "
+            "that size); "
+            "error = max |out - ONNX Runtime float32| over the T x H outputs")
+        for r in low:
+            tag = "%s/%s H=%d threads=%d" % (CELL_NAMES.get(r["cell"], r["cell"]), r["export"], r["H"],
+                                              r["threads"])
+            if not isinstance(r["bf16_ms"], float):
+                log("  %-34s bf16 %s" % (tag, r["bf16_ms"]))
+                continue
+            log("  %-34s f32 %-10s bf16 %-10s f32/bf16 %5s  limit %-10s bf16/limit %5s  error %s (f32 %s)" % (
+                tag, fmt_ms(r.get("cellc_ms")), fmt_ms(r["bf16_ms"]), x(r.get("f32_over_bf16")),
+                fmt_ms(r["bf16_limit_ms"]) if "bf16_limit_ms" in r else "-", x(r.get("bf16_over_limit")),
+                "-" if r.get("bf16_max_abs_diff") is None else "%.2g" % r["bf16_max_abs_diff"],
+                "-" if r.get("max_abs_diff") is None else "%.2g" % r["max_abs_diff"]))
+            if r["cell"] == "lstm" and r["H"] == 256:
+                for what, v, goal, upper in (("bf16/limit <= 1.3", r.get("bf16_over_limit"), 1.3, True),
+                                             ("f32/bf16 >= 1.7", r.get("f32_over_bf16"), 1.7, False)):
+                    if v is None:
+                        log("    %-30s n/a" % what)
+                        continue
+                    ok = v <= goal if upper else v >= goal
+                    log("    %-30s %6.2f  %s" % (what, v, "met" if ok else "NOT met (off by x%.2f)" % (
+                        v / goal if upper else goal / v)))
+
     train = [r for r in rows if r["mode"] == "train" and "train_run_cpu_ms" in r]
     if train:
         log("")
@@ -822,7 +884,8 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
               "ort_load_s", "core", "compile_s", "build_s", "train_run_cpu_ms",
               "train_optim_cpu_ms", "train_fwd_ms", "train_fwd_cpu_ms", "train_first_ms",
               "train_first_cpu_ms",
-              "train_loss_first", "train_loss_last"]
+              "train_loss_first", "train_loss_last", "bf16_ms", "bf16_cpu_ms", "bf16_limit_ms",
+              "bf16_over_limit", "f32_over_bf16", "bf16_max_abs_diff"]
     with open(os.path.join(B_DIR, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()

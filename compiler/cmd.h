@@ -29,6 +29,12 @@ int cmd_add_dim_bind(const char *cmd, const char *val, onnx_binding *bind, int *
 int cmd_parse_dim(const char *cmd, const char *opt, const char *arg, arena *A, const char **name,
 		  int64_t *value);
 
+/* `--weights MODE` (f32 or bf16) into po->weights; 0 and a message if MODE is
+ * none of them.  cmd_weights_check: 0 and a message when the options do not
+ * combine (--train keeps float32 parameters). */
+int cmd_weights_opt(const char *cmd, const char *mode, pass_opts *po);
+int cmd_weights_check(const char *cmd, const pass_opts *po);
+
 /* The model file's stem made into a C identifier ("my-model.onnx" -> "my_model"). */
 const char *cmd_default_name(arena *A, const char *model_path);
 /* 1 if s can prefix the emitted API: a C identifier, not a keyword, short. */

@@ -58,6 +58,9 @@ static const char usage[] =
 	"                        repeatable (e.g. --carry h=hn --carry c=cn)\n"
 	"  --no-hoist            keep input projections inside the time loop (testing)\n"
 	"  --no-fuse             one loop per element-wise operation (testing)\n"
+	"  --weights f32|bf16    precision of the products' weights (default f32); bf16\n"
+	"                        rounds them to bfloat16 and streams half the bytes in the\n"
+	"                        batch-1 step (docs/deploying.md: the error to expect)\n"
 	"Deployment (docs/deploying.md):\n"
 	"  --embed-weights       weights as aligned static const arrays in NAME.c (no\n"
 	"                        NAME.weights; NAME_create takes NULL as the path)\n"
@@ -98,6 +101,31 @@ int cmd_opt_value(int argc, char **argv, int *i, const char *opt, const char **v
 		return -1;
 	}
 	*val = argv[++*i];
+	return 1;
+}
+
+int cmd_weights_opt(const char *cmd, const char *mode, pass_opts *po)
+{
+	int m = weights_mode_lookup(mode);
+	if (m < 0) {
+		fprintf(stderr, "cellc %s: --weights wants ", cmd);
+		for (int k = 0; k < WEIGHTS_COUNT; k++)
+			fprintf(stderr, "%s%s", k == 0 ? "" : k + 1 < WEIGHTS_COUNT ? ", " : " or ",
+				weights_mode_names[k]);
+		fprintf(stderr, ", got '%s'\n", mode);
+		return 0;
+	}
+	po->weights = m;
+	return 1;
+}
+
+int cmd_weights_check(const char *cmd, const pass_opts *po)
+{
+	if (po->train && po->weights != WEIGHTS_F32) {
+		fprintf(stderr, "cellc %s: --weights %s is for inference builds; --train keeps its parameters in "
+				"float32\n", cmd, weights_mode_names[po->weights]);
+		return 0;
+	}
 	return 1;
 }
 
@@ -510,6 +538,11 @@ int cmd_compile(int argc, char **argv)
 			po.no_fuse = 1;
 		} else if (!strcmp(a, "--embed-weights")) {
 			embed = 1;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
+			if (r < 0 || !cmd_weights_opt("compile", val, &po)) {
+				arena_free(&A);
+				return 2;
+			}
 		} else if (!strcmp(a, "--no-malloc")) {
 			no_malloc = po.no_malloc = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--max-dim", &val))) {
@@ -568,6 +601,8 @@ int cmd_compile(int argc, char **argv)
 			usage);
 		return 2;
 	}
+	if (!cmd_weights_check("compile", &po))
+		return 2;
 	if (po.train && (embed || no_malloc || ntb)) {
 		fprintf(stderr, "cellc compile: --train does not combine with --embed-weights, --no-malloc "
 				"or --testbench yet (the parameters must be a writable weights file)\n");

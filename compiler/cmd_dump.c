@@ -21,11 +21,19 @@ static void print_usage(FILE *f)
 			fprintf(f, "%s%s", first ? "" : ", ", compile_stages[i].name);
 			first = 0;
 		}
-	fputs("\n"
+	fputs("\n                        (", f);
+	for (int i = 0, k = 0; i < compile_nstages; i++)
+		if (compile_stages[i].kind == STAGE_RESOLVE) {
+			int more = i + 1 < compile_nstages && compile_stages[i + 1].kind == STAGE_RESOLVE;
+			fprintf(f, "%s%s", k == 0 ? "" : more ? ", " : " and ", compile_stages[i].name);
+			k++;
+		}
+	fputs(" run as rounds until nothing changes: --after\n"
+	      "                        any of them stops after the last round)\n"
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
 	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
 	      "  --dim SYM=N, --dim SYM=OTHER  as for `cellc compile`\n"
-	      "  --no-hoist, --no-fuse, --no-malloc  as for `cellc compile`\n"
+	      "  --no-hoist, --no-fuse, --no-malloc, --weights M  as for `cellc compile`\n"
 	      "  --train, --loss L     as for `cellc compile` (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
 }
@@ -70,6 +78,9 @@ int cmd_dump(int argc, char **argv)
 			po.no_fuse = 1;
 		} else if (!strcmp(a, "--no-malloc")) {
 			po.no_malloc = 1;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
+			if (r < 0 || !cmd_weights_opt("dump", val, &po))
+				return 2;
 		} else if (!strcmp(a, "--train")) {
 			po.train = 1;
 			po.topts = &topts;
@@ -94,6 +105,8 @@ int cmd_dump(int argc, char **argv)
 		print_usage(stderr);
 		return 2;
 	}
+	if (!cmd_weights_check("dump", &po))
+		return 2;
 	if (after && !compile_dumpable(after)) {
 		fprintf(stderr, "cellc dump: unknown pass '%s'\n", after);
 		print_usage(stderr);

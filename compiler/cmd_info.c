@@ -301,7 +301,7 @@ int cmd_info(int argc, char **argv)
 	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .after = print_stage, .ctx = &ic};
 	int rc = compile_run(&A, &D, &j) ? 2 : 0;
 	ir_graph *g = j.g;
-	if (j.failed && !strcmp(j.failed, "infer")) {
+	if (j.failed && compile_resolving(j.failed)) {
 		printf("symbols:   (inference failed; shapes as declared)\n");
 		print_values(&A, "inputs", g->ninputs, g->inputs);
 	}
@@ -320,7 +320,7 @@ int cmd_info(int argc, char **argv)
 	diag_finish(&D);
 	if (rc)
 		fprintf(stderr, "cellc info: %s could not be %s\n", model,
-			!strcmp(j.failed, "load") ? "loaded" : !strcmp(j.failed, "infer") ? "shape-inferred" :
+			!strcmp(j.failed, "load") ? "loaded" : compile_resolving(j.failed) ? "shape-inferred" :
 			"compiled");
 	arena_free(&A);
 	return rc;

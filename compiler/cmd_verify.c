@@ -89,7 +89,8 @@ static const char usage[] =
 	"  --atol A      absolute tolerance (default 1e-5): pass if |got-ref| <= A + R|ref|\n"
 	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
 	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
-	"  --no-hoist, --no-fuse   as for `cellc compile`\n"
+	"  --no-hoist, --no-fuse, --weights M   as for `cellc compile` (compare a bf16\n"
+	"                build with the float32 golden data, with tolerances that accept it)\n"
 	"Gradients (docs/training.md):\n"
 	"  --train       compile with --train; the data sets hold the model's inputs, then\n"
 	"                target [, mask]; outputs are matched by TensorProto name\n"
@@ -1368,6 +1369,9 @@ static int parse_args(verify *V, int argc, char **argv)
 			V->po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
 			V->po.no_fuse = 1;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
+			if (r < 0 || !cmd_weights_opt("verify", val, &V->po))
+				return 2;
 		} else if (!strcmp(a, "--train")) {
 			V->po.train = 1;
 			V->po.topts = &V->topts;
@@ -1399,6 +1403,8 @@ static int parse_args(verify *V, int argc, char **argv)
 			usage);
 		return 2;
 	}
+	if (!cmd_weights_check("verify", &V->po))
+		return 2;
 	if (V->po.train && V->oracle) {
 		fprintf(stderr, "cellc verify: --train needs --data (gradients come from PyTorch, not ONNX Runtime)\n");
 		return 2;

@@ -3,16 +3,21 @@
  * compile_stages[] lists every stage of a compilation, from reading the
  * model to writing C:
  *
- *   load -> infer (with the rewrites loops, seq) -> canon -> reroll -> cells
- *   -> lower -> hoist -> split -> grad -> fuse -> schedule -> plan -> emit
+ *   load -> [infer -> seq -> loops]* -> canon -> reroll -> cells -> lower
+ *   -> hoist -> split -> grad -> fuse -> precision -> schedule -> plan -> emit
  *
- * compile_run drives it for every command (compile, verify, dump, info):
- * after each stage that succeeded it runs ir_verify when checking is on
- * (CELLC_VERIFY), then the caller's hook (what `info` prints), and stops
- * after the stage the caller names (`dump --after`, `verify`'s look at the
- * model as loaded).  The emit stage is the caller's: it knows what to write
- * (compile: the model, its testbench and training program; verify: the
- * model its driver links).  No other file runs passes.
+ * The bracketed stages resolve what inference alone cannot see through
+ * (ONNX Loop/Scan, sequences, optionals, If; passes.h): they run as rounds
+ * until a round changes nothing, then their finish functions run (in
+ * reverse order).  compile_run drives it for every command (compile,
+ * verify, dump, info): after each stage that succeeded it runs ir_verify
+ * when checking is on (CELLC_VERIFY; inside the rounds the structure only,
+ * since shapes after a pending node are not known yet), then the caller's
+ * hook (what `info` prints), and stops after the stage the caller names
+ * (`dump --after`, `verify`'s look at the model as loaded; a resolving
+ * stage: once the rounds are over).  The emit stage is the caller's: it
+ * knows what to write (compile: the model, its testbench and training
+ * program; verify: the model its driver links).  No other file runs passes.
  */
 #include "compile.h"
 #include "onnx.h"
@@ -23,33 +28,106 @@
 #include <string.h>
 
 const compile_stage compile_stages[] = {
-	{"load", STAGE_LOAD, NULL},
-	{"infer", STAGE_PASS, pass_infer},
-	{"canon", STAGE_PASS, pass_canon},
-	{"reroll", STAGE_PASS, pass_reroll},
-	{"cells", STAGE_PASS, pass_lower_cell},
-	{"lower", STAGE_PASS, pass_lower_rnn},
-	{"hoist", STAGE_PASS, pass_hoist},
-	{"split", STAGE_PASS, pass_split},
-	{"grad", STAGE_PASS, pass_grad},
-	{"fuse", STAGE_PASS, pass_fuse},
-	{"schedule", STAGE_PASS, pass_schedule},
-	{"plan", STAGE_PASS, pass_plan},
-	{"emit", STAGE_EMIT, NULL},
+	{"load", STAGE_LOAD, .run = NULL},
+	{"infer", STAGE_RESOLVE, .round = pass_infer, .finish = infer_finish},
+	{"seq", STAGE_RESOLVE, .round = pass_seq, .finish = seq_finish, .claims = seq_claims},
+	{"loops", STAGE_RESOLVE, .round = pass_loops, .claims = loops_claims},
+	{"canon", STAGE_PASS, .run = pass_canon},
+	{"reroll", STAGE_PASS, .run = pass_reroll},
+	{"cells", STAGE_PASS, .run = pass_lower_cell},
+	{"lower", STAGE_PASS, .run = pass_lower_rnn},
+	{"hoist", STAGE_PASS, .run = pass_hoist},
+	{"split", STAGE_PASS, .run = pass_split},
+	{"grad", STAGE_PASS, .run = pass_grad},
+	{"fuse", STAGE_PASS, .run = pass_fuse},
+	{"precision", STAGE_PASS, .run = pass_precision},
+	{"schedule", STAGE_PASS, .run = pass_schedule},
+	{"plan", STAGE_PASS, .run = pass_plan},
+	{"emit", STAGE_EMIT, .run = NULL},
 };
 const int compile_nstages = (int)COUNTOF(compile_stages);
 
-/* The rewrites "infer" applies to each node it reaches, in this order
- * (passes.h, infer_resolver).  They are not passes of their own: a Loop's
- * trip count, a sequence position or an If condition is usually shape
- * arithmetic that only inference folds, and the shapes of every node after
- * the Loop come from its expansion, so inference and these rewrites
- * alternate node by node, as often as the model chains them. */
-const infer_resolver infer_resolvers[] = {
-	{"loops", onnx_loop_resolve, NULL},            /* Loop/Scan -> RECURRENCE (onnx_loop.c) */
-	{"seq", onnx_seq_resolve, onnx_seq_finish},    /* sequences, optionals, If (onnx_seq.c) */
-};
-const int infer_nresolvers = (int)COUNTOF(infer_resolvers);
+/* The resolving stages: compile_stages[first, end). */
+static void resolving(int *first, int *end)
+{
+	int i = 0;
+	while (compile_stages[i].kind != STAGE_RESOLVE)
+		i++;
+	*first = i;
+	while (i < compile_nstages && compile_stages[i].kind == STAGE_RESOLVE)
+		i++;
+	*end = i;
+}
+
+int resolve_claims(const ir_node *n)
+{
+	int first, end;
+	resolving(&first, &end);
+	for (int i = first; i < end; i++)
+		if (compile_stages[i].claims && compile_stages[i].claims(n))
+			return 1;
+	return 0;
+}
+
+/* Rounds of the resolving stages on g until one changes nothing; the
+ * number of errors (*failed: the stage that reported the first).  The
+ * rounds go on after an error without the stage that reported it (which
+ * would report it again), as far as what does not depend on it allows: a
+ * model with two independent mistakes (a shape error before a Loop, and
+ * the Loop's run-time condition) has both reported. */
+static int resolve_rounds(ir_graph *g, diag *D, const char **failed)
+{
+	enum { MAX_ROUNDS = 100000 };   /* each round rewrites a node, so a model has fewer */
+	int first, end, errs0 = D->nerrors;
+	unsigned failing = 0;   /* the stages that reported an error (bit i - first) */
+	resolving(&first, &end);
+	for (int changed = 1, round = 0; changed; round++) {
+		if (round == MAX_ROUNDS) {
+			diag_error(D, "graph '%s': Loop, sequence and If rewrites did not settle after %d rounds "
+				      "(a cellc bug: please report the model)", g->name, (int)MAX_ROUNDS);
+			*failed = compile_stages[first].name;
+			return 1;
+		}
+		changed = 0;
+		for (int i = first; i < end; i++) {
+			if (failing & 1u << (i - first))
+				continue;
+			int ch = 0, e0 = D->nerrors, errs = compile_stages[i].round(g, D, &ch);
+			if (errs || D->nerrors != e0) {
+				failing |= 1u << (i - first);
+				if (!*failed)
+					*failed = compile_stages[i].name;
+			}
+			changed |= ch;
+			/* a body reads its enclosing graphs; a graph with errors
+			 * is left as the failed node left it */
+			if (compile_checking() && !g->parent && !*failed)
+				ir_verify_structure(g, compile_stages[i].name);
+		}
+	}
+	return *failed ? (D->nerrors - errs0 ? D->nerrors - errs0 : 1) : 0;
+}
+
+int resolve_body(ir_graph *body, diag *D)
+{
+	const char *failed = NULL;
+	return resolve_rounds(body, D, &failed);
+}
+
+/* The resolving stages on the root graph: the rounds, then each stage's
+ * finish, the last stage's first. */
+static int resolve_graph(ir_graph *g, diag *D, const char **failed)
+{
+	int first, end, errs = resolve_rounds(g, D, failed);
+	resolving(&first, &end);
+	for (int i = end - 1; i >= first && !errs; i--) {
+		if (compile_stages[i].finish)
+			errs = compile_stages[i].finish(g, D);
+		if (errs || D->nerrors)
+			*failed = compile_stages[i].name;
+	}
+	return errs ? errs : D->nerrors;
+}
 
 static int has_suffix(const char *s, const char *suf)
 {
@@ -99,10 +177,14 @@ int compile_run(arena *A, diag *D, compile_job *j)
 	j->failed = NULL;
 	for (int i = 0; i < compile_nstages; i++) {
 		const compile_stage *s = &compile_stages[i];
-		int errs = 0;
+		int errs = 0, last = i;
 		if (s->kind == STAGE_LOAD) {
 			j->g = load(A, D, j);
 			errs = !j->g;
+		} else if (s->kind == STAGE_RESOLVE) {
+			while (last + 1 < compile_nstages && compile_stages[last + 1].kind == STAGE_RESOLVE)
+				last++;
+			errs = resolve_graph(j->g, D, &j->failed);
 		} else if (s->kind == STAGE_PASS) {
 			errs = s->run(j->g, D, po);
 		} else if (j->emit) {
@@ -111,15 +193,22 @@ int compile_run(arena *A, diag *D, compile_job *j)
 			break;          /* no emitter: the pipeline ends with the passes */
 		}
 		if (errs || D->nerrors) {
-			j->failed = s->name;
+			if (!j->failed)
+				j->failed = s->name;
 			return D->nerrors ? D->nerrors : errs;
 		}
-		if (s->kind != STAGE_EMIT && compile_checking())
-			ir_verify(j->g, s->name);
-		if (j->after)
-			j->after(s->name, j->g, j->ctx);
-		if (j->stop_after && strcmp(j->stop_after, s->name) == 0)
-			break;
+		/* the resolving stages are done together: each is checked,
+		 * reported and can be stopped after as one that ran last */
+		for (int k = i; k <= last; k++) {
+			const char *name = compile_stages[k].name;
+			if (compile_stages[k].kind != STAGE_EMIT && compile_checking())
+				ir_verify(j->g, name);
+			if (j->after)
+				j->after(name, j->g, j->ctx);
+			if (j->stop_after && strcmp(j->stop_after, name) == 0)
+				return 0;
+		}
+		i = last;
 	}
 	return 0;
 }
@@ -129,6 +218,14 @@ ir_graph *compile_build(arena *A, diag *D, const char *model, int nbind, const o
 {
 	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .po = po, .stop_after = stop_after};
 	return compile_run(A, D, &j) ? NULL : j.g;
+}
+
+int compile_resolving(const char *name)
+{
+	for (int i = 0; i < compile_nstages; i++)
+		if (compile_stages[i].kind == STAGE_RESOLVE && strcmp(compile_stages[i].name, name) == 0)
+			return 1;
+	return 0;
 }
 
 int compile_dumpable(const char *name)

@@ -10,12 +10,17 @@
 #include "version.h"
 
 /* The stages of a compilation, in order (compile.c): "load" (the front end
- * the file's suffix picks), the passes (passes.h), "emit" (the caller's). */
-typedef enum { STAGE_LOAD, STAGE_PASS, STAGE_EMIT } compile_stage_kind;
+ * the file's suffix picks), the resolving stages (infer, seq, loops: rounds
+ * until nothing changes, passes.h), the passes (passes.h), "emit" (the
+ * caller's). */
+typedef enum { STAGE_LOAD, STAGE_RESOLVE, STAGE_PASS, STAGE_EMIT } compile_stage_kind;
 typedef struct compile_stage {
 	const char *name;       /* for `cellc dump --after NAME` and ir_verify's messages */
 	compile_stage_kind kind;
 	pass_fn run;            /* STAGE_PASS */
+	round_fn round;         /* STAGE_RESOLVE: one round */
+	int (*finish)(ir_graph *g, diag *D);    /* STAGE_RESOLVE: after the last round, or NULL */
+	int (*claims)(const ir_node *n);        /* STAGE_RESOLVE: the nodes it rewrites, or NULL */
 } compile_stage;
 extern const compile_stage compile_stages[];
 extern const int compile_nstages;
@@ -46,6 +51,8 @@ ir_graph *compile_build(arena *A, diag *D, const char *model, int nbind, const o
 			const pass_opts *po, const char *stop_after);
 /* 1 if `cellc dump --after name` knows the stage (load or a pass). */
 int compile_dumpable(const char *name);
+/* 1 if name is one of the resolving stages (STAGE_RESOLVE). */
+int compile_resolving(const char *name);
 int compile_checking(void);     /* CELLC_VERIFY set: ir_verify after every stage */
 
 /* subcommands (cmd_*.c); argv[0] is the subcommand name */

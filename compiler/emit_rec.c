@@ -379,6 +379,13 @@ static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
 	*K = W->shape.d[tb ? 1 : 0].k;
 }
 
+/* Whether a product's packed copy is bfloat16 (pass_precision marked it). */
+static int pack_bf16(const ir_node *gm)
+{
+	const char *s = ir_attr_string(gm, "weights", NULL);
+	return s && !strcmp(s, "bf16");
+}
+
 /* Before the steps: pk<i> = the packed copy when B == 1 (made on the first
  * such run), else NULL, for each product pass_schedule marked pack. */
 static void emit_pack(rec *R)
@@ -391,15 +398,22 @@ static void emit_pack(rec *R)
 		int64_t N, K;
 		pack_dims(gm, &N, &K);
 		home hw = mem_home(R, gm->in[1]);
-		ew_line(w, "const float *pk%d = NULL; /* %s packed for the batch-1 GEMV */", i, cm(R, gm->in[1]->name));
+		int bf = pack_bf16(gm);
+		const char *et = bf ? "uint16_t" : "float";
+		ew_line(w, "const %s *pk%d = NULL; /* %s packed for the batch-1 GEMV%s */", et, i, cm(R, gm->in[1]->name),
+			bf ? " in bfloat16" : "");
 		ew_open(w, "if (B == 1)");
 		ew_open(w, "if (!m->rec%d_pk%d)", R->id, i);
-		ew_line(w, "float *p_ = aligned_alloc(64, (sizeof(float) * (size_t)%lld + 63) / 64 * 64);",
-			(long long)(N * K));
+		if (bf)
+			ew_line(w, "uint16_t *p_ = aligned_alloc(64, (sizeof(uint16_t) * rt_gemv_pack_bf16_size(%lld, %lld) "
+				"+ 63) / 64 * 64);", (long long)N, (long long)K);
+		else
+			ew_line(w, "float *p_ = aligned_alloc(64, (sizeof(float) * (size_t)%lld + 63) / 64 * 64);",
+				(long long)(N * K));
 		ew_line(w, "if (!p_)");
 		ew_line(w, "	return RT_ERR_NOMEM;");
-		ew_line(w, "rt_gemv_pack(%d, %lld, %lld, %s + %lld, %s, p_);", (int)ir_attr_int(gm, "transB", 0),
-			(long long)N, (long long)K, hw.base, (long long)hw.off, hw.ld);
+		ew_line(w, "rt_gemv_pack%s(%d, %lld, %lld, %s + %lld, %s, p_);", bf ? "_bf16" : "",
+			(int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K, hw.base, (long long)hw.off, hw.ld);
 		ew_line(w, "m->rec%d_pk%d = p_;", R->id, i);
 		ew_close(w, "");
 		ew_line(w, "pk%d = m->rec%d_pk%d;", i, R->id, i);
@@ -442,8 +456,8 @@ static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r
 	int i = nd_index(R, n);
 	if (!R->pk[i])
 		return;
-	ew_line(R->w, "if (pk%d%s) rt_gemv_packed(%s, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else", i, cond, r0,
-		r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base,
+	ew_line(R->w, "if (pk%d%s) rt_gemv_packed%s(%s, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else", i, cond,
+		pack_bf16(n) ? "_bf16" : "", r0, r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base,
 		(long long)ha.off, i, beta, bias, y);
 }
 
@@ -885,8 +899,10 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "int64_t rec%d_t; /* steps run so far by a stream (has_step) */", n->id);
 	for (int i = 0; i < n->body->nnodes; i++)
 		if (ir_attr_int(n->body->nodes[i], "pack", 0))
-			ew_line(E->w, "float *rec%d_pk%d; /* %s packed for the batch-1 GEMV (NULL until used) */",
-				n->id, i, cm_(E->A, n->body->nodes[i]->in[1]->name));
+			ew_line(E->w, "%s *rec%d_pk%d; /* %s packed for the batch-1 GEMV%s (NULL until used) */",
+				pack_bf16(n->body->nodes[i]) ? "uint16_t" : "float", n->id, i,
+				cm_(E->A, n->body->nodes[i]->in[1]->name),
+				pack_bf16(n->body->nodes[i]) ? " in bfloat16" : "");
 	for (int i = 0; i < n->body->nnodes; i++)
 		if (ir_attr_int(n->body->nodes[i], "panels", 0)) {
 			ew_line(E->w, "float *rec%d_pp%d; /* %s packed for the GEMM kernel (rt_gemm_pack) */",

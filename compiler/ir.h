@@ -395,5 +395,9 @@ const char *ir_shape_str(arena *A, const ir_graph *g, const ir_shape *s); /* "[s
 /* checking (ir_verify.c): internal consistency after every pass in test builds */
 struct diag;
 int ir_verify(const ir_graph *g, const char *after_pass);  /* 0 ok; prints and aborts on failure */
+/* ir_verify without the dtype and shape checks: between the rounds of the
+ * resolving stages (compile.c), where what follows a pending node is not
+ * inferred yet */
+int ir_verify_structure(const ir_graph *g, const char *after_pass);
 
 #endif

@@ -11,9 +11,12 @@
  *     inputs are present; only RECURRENCE nodes have bodies;
  *   - constants and weights have data (or symbolic elements) and constant
  *     shapes; graph outputs are defined;
- *   - after any pass but "load": every value in use has a supported dtype and
- *     a known shape;
+ *   - after any pass but "load" (and not inside the rounds of the resolving
+ *     stages, ir_verify_structure): every value in use has a supported
+ *     dtype and a known shape;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
+ *   - weights = "bf16" (pass_precision) only on a product by an f32 model
+ *     weight whose every element is a bfloat16 value;
  *   - after "schedule" (pass_schedule.c): every recurrence of the root graph
  *     has `threads` and one `x_proj` per sequence input, with known values;
  *     an input projection moved into the steps is a root Gemm marked
@@ -43,6 +46,8 @@
 #include "infer.h"
 #include "passes.h"
 #include "util.h"
+
+#include <cellrt.h>
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -374,6 +379,26 @@ static void check_step_storage(vctx *c, const ir_graph *g)
 	}
 }
 
+/* weights = "bf16" (pass_precision): on a product whose B operand is an f32
+ * model weight holding only values bfloat16 represents. */
+static void check_precision(vctx *c, const ir_graph *g, const ir_node *n)
+{
+	const ir_attr *a = ir_attr_find(n, "weights");
+	if (a->kind != ATTR_STRING || strcmp(a->s, "bf16") != 0 || !precision_operand(n)) {
+		bad(c, g, "node '%s' (%s) has weights = ..., but is no product by an f32 model weight marked "
+		    "\"bf16\"", nname(n), ir_op_name(n->op));
+		return;
+	}
+	const ir_value *W = n->in[1];
+	const float *d = W->data;
+	for (int64_t k = 0; k < ir_shape_const_numel(&W->shape); k++)
+		if (memcmp(&d[k], &(float){rt_bf16_to_f32(rt_f32_to_bf16_nearest(d[k]))}, sizeof *d) != 0) {
+			bad(c, g, "node '%s' (%s) is marked weights = \"bf16\", but element %lld of '%s' (%.9g) is "
+			    "no bfloat16 value", nname(n), ir_op_name(n->op), (long long)k, W->name, (double)d[k]);
+			return;
+		}
+}
+
 /* ---- graphs ------------------------------------------------------------------- */
 
 /* def: values usable at this point (those of enclosing graphs included). */
@@ -383,7 +408,10 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		const ir_value *v = g->values[i];
 		if (v->graph != g)
 			bad(c, g, "value '%s' is listed in a graph that does not own it", v->name);
-		if (v->kind != VAL_TEMP)
+		/* a resolved sequence or optional that no node makes (SequenceEmpty
+		 * resolved, before the Loop that takes it is expanded) is its
+		 * elements, defined where they are made */
+		if (v->kind != VAL_TEMP || (!v->producer && v->seq != IR_TENSOR && v->resolved))
 			infer_set_add(def, v);
 		if (v->kind == VAL_TEMP && v->producer && v->producer->graph != g)
 			bad(c, g, "value '%s' is produced by node '%s' of another graph", v->name,
@@ -408,7 +436,9 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		if (n->graph != g)
 			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
 			    oi->name);
-		/* ONNX Loop/Scan/SequenceMap keep their body until pass_infer rewrites them */
+		if (ir_attr_find(n, "weights"))
+			check_precision(c, g, n);
+		/* ONNX Loop/Scan/SequenceMap keep their body until pass_loops rewrites them */
 		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
 		if ((n->body != NULL) != has_body)
 			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
@@ -484,10 +514,9 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 	}
 }
 
-int ir_verify(const ir_graph *g, const char *after_pass)
+static int verify(const ir_graph *g, const char *after_pass, int shapes)
 {
-	vctx c = {after_pass ? after_pass : "?", 0, 0};
-	c.shapes = after_pass && strcmp(after_pass, "load") != 0;
+	vctx c = {after_pass ? after_pass : "?", shapes, 0};
 	strset names = {0};
 	check_names(&c, g, &names);
 	free(names.slot);
@@ -515,3 +544,10 @@ int ir_verify(const ir_graph *g, const char *after_pass)
 	}
 	return 0;
 }
+
+int ir_verify(const ir_graph *g, const char *after_pass)
+{
+	return verify(g, after_pass, after_pass && strcmp(after_pass, "load") != 0);
+}
+
+int ir_verify_structure(const ir_graph *g, const char *after_pass) { return verify(g, after_pass, 0); }

@@ -39,32 +39,21 @@ typedef struct onnx_binding {
 
 ir_graph *onnx_load_bound(arena *A, diag *D, const char *path, int nbind, const onnx_binding *bind);
 
-/* ONNX Loop/Scan -> RECURRENCE (onnx_loop.c).  pass_infer calls it when it
- * reaches Loop/Scan node n of graph g, whose inputs then have shapes and are
- * folded.  infer(cx, body) must infer and fold the nodes of a body graph and
- * return the number of errors.  Returns the nodes that replace n, in order
- * (the RECURRENCE with its outputs set; the others still to be inferred),
- * count in *count; NULL after reporting errors.  Users of sequences the loop
- * accumulates (ConcatFromSequence, SequenceAt, SequenceLength later in g) are
- * rewritten in place into tensor operators. */
+/* ONNX Loop/Scan -> RECURRENCE (onnx_loop.c).  pass_loops calls it on a
+ * Loop/Scan node n of graph g whose inputs (and the values its body reads)
+ * are settled: inferred and folded (passes.h, resolve_settled).  infer(cx,
+ * body) must resolve, infer and fold the nodes of a body graph and return
+ * the number of errors (pass_loops: resolve_body).  Returns the nodes that
+ * replace n, in order (the RECURRENCE with its outputs set; the others still
+ * to be inferred), count in *count; NULL after reporting errors.  Users of
+ * sequences the loop accumulates (ConcatFromSequence, SequenceAt,
+ * SequenceLength later in g) are rewritten in place into tensor operators. */
 typedef int (*onnx_infer_fn)(void *cx, ir_graph *body);
 ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count);
-/* The rewrites pass_infer applies to each node it reaches (compile.c lists
- * them in infer_resolvers[]; the contract is infer_resolver's, passes.h):
- * onnx_loop_resolve expands Loop/Scan with onnx_loop_expand; onnx_seq_resolve
- * resolves sequences, optionals and If with onnx_seq_node and keeps the
- * sequence operators it leaves (a Loop's accumulation); onnx_seq_finish,
- * after the whole root graph, replaces sequence outputs by their tensors
- * (onnx_seq_outputs) and reports the sequence operators still in use
- * (onnx_seq_leftovers). */
-int onnx_loop_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
-		      int *count);
-int onnx_seq_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
-		     int *count);
-int onnx_seq_finish(ir_graph *g, diag *D);
-/* Whether op is an ONNX sequence operator: pass_infer leaves those to
- * onnx_loop_expand, and reports the ones still in use after it with
- * onnx_seq_leftovers (g and its bodies; returns the number of errors). */
+/* Whether op is an ONNX sequence operator: pass_seq leaves those that read
+ * a Loop's accumulation to onnx_loop_expand, and its finish reports the ones
+ * still in use with onnx_seq_leftovers (g and its bodies; returns the
+ * number of errors). */
 int onnx_is_seq_op(ir_op op);
 int onnx_seq_leftovers(ir_graph *g, diag *D);
 
@@ -82,7 +71,8 @@ typedef struct onnx_export_opts {
 } onnx_export_opts;
 int onnx_export(diag *D, const char *model, const char *weights, const char *out, const onnx_export_opts *o);
 /* Sequences, optionals and If resolved at compile time (onnx_seq.c).
- * onnx_seq_node: pass_infer calls it on every node before inferring it.
+ * onnx_seq_node: pass_seq calls it on every node seq_claims (passes.h)
+ * whose inputs are settled.
  * Returns 0: not its business (or a Loop's accumulation, left to
  * onnx_loop_expand); 1: resolved: the node is gone, its outputs resolved or
  * produced by the *count nodes in *rep (the node itself among them when it

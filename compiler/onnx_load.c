@@ -666,7 +666,7 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind0, con
 			continue;       /* an initializer: a weight, not a run-time input */
 		int kind = onnx_type_kind(vi->type);
 		if (kind != IR_TENSOR) {
-			/* resolved at compile time: bound, or refused by pass_infer */
+			/* resolved at compile time: bound, or refused by pass_infer (check_sources) */
 			ir_value *v = pre[k];
 			if (!v && !is_bound(vi->name, nbind, bind)) {
 				v = ir_value_new(g, vi->name, VAL_INPUT, DT_F32);
@@ -879,7 +879,7 @@ static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 			v = narrow_output(L, v, (ir_dtype)vi->type->tensor_type->elem_type);
 		v->is_output = 1;
 		if (kind != IR_TENSOR)
-			v->seq = kind;  /* what the data sets hold; resolved by pass_infer */
+			v->seq = kind;  /* what the data sets hold; resolved by pass_seq */
 		g->outputs[g->noutputs++] = v;
 	}
 }

@@ -5,11 +5,12 @@
  * graph nested in the enclosing one: its inputs are VAL_STEP values whose
  * shapes are left unknown (exporters write wrong ones: PyTorch's scripted
  * loops declare the carried states with the shape of an unrelated output),
- * and its nodes refer to enclosing values by name (captures).  pass_infer
- * calls onnx_loop_expand when it reaches the node, once the node's inputs
- * have shapes and constants are folded; that is when the trip count, the
- * condition and the per-step shapes are known, and the body is re-inferred
- * from them.  The node is then replaced by
+ * and its nodes refer to enclosing values by name (captures).  pass_loops
+ * (a resolving stage, passes.h) calls onnx_loop_expand on the node once its
+ * inputs, and the values its body reads, have shapes and constants are
+ * folded; that is when the trip count, the condition and the per-step
+ * shapes are known, and the body is resolved and re-inferred from them
+ * (resolve_body).  The node is then replaced by
  *     [pre nodes] RECURRENCE [post nodes]
  * where the recurrence follows the ir.h contract:
  *   - loop-carried values -> states (initial values = the node's inputs);
@@ -46,6 +47,7 @@
  */
 #include "onnx_priv.h"
 #include "infer.h"
+#include "passes.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -1503,14 +1505,63 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	return n->op == OP_LOOP ? expand_loop(&X, count) : expand_scan(&X, count);
 }
 
-int onnx_loop_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
-		      int *count)
+int loops_claims(const ir_node *n) { return n->op == OP_LOOP || n->op == OP_SCAN; }
+
+/* onnx_loop_expand's callback: a body resolved by the rounds of the
+ * resolving stages (compile.c). */
+static int body_rounds(void *cx, ir_graph *body) { return resolve_body(body, cx); }
+
+/* One walk of g (and of its recurrences' bodies): each Loop/Scan whose
+ * inputs are settled is expanded.  The sequence nodes seq left in place with
+ * settled inputs this round are settled (its accumulations). */
+static int loops_walk(ir_graph *g, diag *D, int *changed)
 {
-	*count = 0;
-	if (n->op != OP_LOOP && n->op != OP_SCAN)
-		return 0;
-	*rep = onnx_loop_expand(g, n, D, infer, cx, count);
-	return *rep ? 1 : -1;
+	infer_set kept;
+	infer_set_init(&kept);
+	ir_node **keep = arena_array(g->A, (size_t)g->nnodes + 1, sizeof *keep);
+	int nkeep = 0, cap = g->nnodes + 1, errs = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op == OP_RECURRENCE && n->body)
+			errs += loops_walk(n->body, D, changed);
+		int settled = resolve_settled(g, n, &kept);
+		if (!loops_claims(n) || !settled) {
+			if (settled && seq_claims(n))
+				infer_set_add(&kept, n);
+			keep[nkeep++] = n;
+			continue;
+		}
+		int cnt = 0;
+		ir_node **rep = onnx_loop_expand(g, n, D, body_rounds, D, &cnt);
+		if (!rep) {
+			/* reported: what reads its outputs waits for ever */
+			errs++;
+			for (int k = 0; k < n->nout; k++)
+				if (n->out[k] && n->out[k]->seq == IR_TENSOR)
+					n->out[k]->shape.rank = -1;
+			keep[nkeep++] = n;
+			continue;
+		}
+		if (nkeep + cnt + (g->nnodes - i) > cap) {
+			int ncap = nkeep + cnt + (g->nnodes - i) + 16;
+			keep = arena_grow(g->A, keep, (size_t)nkeep, (size_t)ncap, sizeof *keep);
+			cap = ncap;
+		}
+		for (int k = 0; k < cnt; k++)
+			keep[nkeep++] = rep[k];
+		*changed = 1;
+	}
+	infer_set_free(&kept);
+	ir_set_nodes(g, keep, nkeep);
+	ir_recount(g);
+	return errs;
+}
+
+int pass_loops(ir_graph *g, diag *D, int *changed)
+{
+	*changed = 0;
+	int errs0 = D->nerrors, errs = loops_walk(g, D, changed);
+	return errs && D->nerrors == errs0 ? errs : D->nerrors - errs0;
 }
 
 int onnx_is_seq_op(ir_op op)
@@ -1542,7 +1593,7 @@ int onnx_seq_leftovers(ir_graph *g, diag *D)
 		ir_node *n = g->nodes[i];
 		if (n->body)
 			errs += onnx_seq_leftovers(n->body, D);
-		if (!onnx_is_seq_op(n->op) || !n->out[0] || !seq_live(g, n->out[0]))
+		if (!onnx_is_seq_op(n->op) || !n->out[0] || n->out[0]->resolved || !seq_live(g, n->out[0]))
 			continue;
 		diag_node(D, n, "sequence operator %s: cellc supports sequences only as a Loop's per-step "
 			  "output accumulation (SequenceEmpty before the loop, SequenceInsert(s, y) in its body, "

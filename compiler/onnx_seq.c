@@ -1,12 +1,12 @@
 /* onnx_seq.c: ONNX sequences, optionals, If and SequenceMap, resolved at
  * compile time.
  *
- * requires: (called by pass_infer node by node) the node's inputs inferred
- *           and folded; sequence/optional graph inputs bound (onnx_load.c).
+ * requires: (pass_seq, a resolving stage: passes.h) the node's inputs
+ *           settled, inferred and folded (resolve_settled); sequence/optional graph inputs bound (onnx_load.c).
  * produces: no sequence, optional, If or SequenceMap node and no Loop that
  *           carries a sequence left in the graph; graph outputs all tensors.
  * breaks:   nothing: the nodes it makes are ordinary tensor nodes that
- *           pass_infer infers next.
+ *           pass_infer infers in the next round.
  *
  * cellc's tensors have shapes fixed at compile time, and so do its
  * sequences: a sequence value is resolved into the list of tensor values it
@@ -55,6 +55,7 @@
  */
 #include "onnx_priv.h"
 #include "infer.h"
+#include "passes.h"
 #include "util.h"
 
 #include <string.h>
@@ -835,18 +836,31 @@ static int is_handled(ir_op op)
 	       op == OP_NOT || op == OP_SEQMAP;
 }
 
+static int node_reads_resolved(const ir_node *n)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (is_resolved(n->in[k]))
+			return 1;
+	return 0;
+}
+
+int seq_claims(const ir_node *n)
+{
+	if (loops_claims(n))
+		return 0;       /* a Loop reading sequences: loops unrolls it */
+	if (n->op == OP_NOT)    /* a run-time Not: an element-wise node like any other */
+		return n->nin > 0 && n->in[0] && ir_value_is_const(n->in[0]) && n->in[0]->data;
+	return is_handled(n->op) || node_reads_resolved(n);
+}
+
 int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 {
-	int reads_seq = 0, unresolved = 0;
-	for (int k = 0; k < n->nin; k++) {
-		reads_seq |= is_resolved(n->in[k]);
+	int reads_seq = node_reads_resolved(n), unresolved = 0;
+	for (int k = 0; k < n->nin; k++)
 		unresolved |= n->in[k] && n->in[k]->seq != IR_TENSOR && !n->in[k]->resolved;
-	}
-	if (n->op == OP_NOT && !(n->nin > 0 && n->in[0] && ir_value_is_const(n->in[0]) && n->in[0]->data))
-		return 0;       /* a run-time Not: an element-wise node like any other */
+	if (!seq_claims(n))
+		return 0;
 	if (!is_handled(n->op) && !(reads_seq && n->op == OP_IDENTITY)) {
-		if (!reads_seq)
-			return 0;
 		for (int k = 0; k < n->nin; k++)
 			if (is_resolved(n->in[k])) {
 				diag_node(D, n, "input %d ('%s') is a %s; %s takes tensors", k, n->in[k]->name,
@@ -877,9 +891,16 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		return 1;
 	}
 	if (n->op == OP_SEQEMPTY) {
+		/* the empty list; the node stays as its producer, which marks
+		 * the start of a Loop's accumulation (onnx_loop_needs_unroll,
+		 * expand_loop), until it is dead */
+		if (n->out[0] && n->out[0]->resolved)
+			return 0;
 		ir_dtype dt = (ir_dtype)ir_attr_int(n, "dtype", DT_F32);
 		set_list(n->out[0], IR_SEQ, 0, NULL, dt);
-		*count = 0;
+		*rep = arena_array(g->A, 1, sizeof **rep);
+		(*rep)[0] = n;
+		*count = 1;
 		return 1;
 	}
 	/* an operand still unresolved: a Loop's accumulation (onnx_loop.c) */
@@ -1216,19 +1237,99 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	return l.v ? l.v : arena_array(g->A, 1, sizeof(ir_node *));
 }
 
-int onnx_seq_resolve(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, ir_node ***rep,
-		     int *count)
+/* Whether the inputs of n, and the values of g its bodies and branches
+ * read, are settled (resolve_settled). */
+static int graph_reads_settled(const ir_graph *g, const ir_graph *b, const infer_set *kept);
+
+static int value_settled(const ir_graph *g, const ir_value *v, const infer_set *kept)
 {
-	(void)infer;
-	(void)cx;
-	*count = 0;
-	int r = onnx_seq_node(g, n, D, rep, count);
-	/* a sequence operator left alone: a Loop's accumulation (consumed by
-	 * onnx_loop_expand) or reported by onnx_seq_finish */
-	return r == 0 && onnx_is_seq_op(n->op) ? 2 : r;
+	if (!v || v->graph != g)
+		return 1;       /* an enclosing graph's: settled before this body was reached */
+	if (v->seq == IR_TENSOR)
+		return v->shape.rank >= 0 && v->dtype != DT_UNDEF;
+	return v->resolved || !v->producer || infer_set_has(kept, v->producer);
 }
 
-int onnx_seq_finish(ir_graph *g, diag *D)
+static int node_reads_settled(const ir_graph *g, const ir_node *n, const infer_set *kept)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (!value_settled(g, n->in[k], kept))
+			return 0;
+	if (n->body && !graph_reads_settled(g, n->body, kept))
+		return 0;
+	for (int a = 0; a < n->nattrs; a++)
+		if (n->attrs[a].kind == ATTR_GRAPH && n->attrs[a].g &&
+		    !graph_reads_settled(g, n->attrs[a].g, kept))
+			return 0;
+	return 1;
+}
+
+static int graph_reads_settled(const ir_graph *g, const ir_graph *b, const infer_set *kept)
+{
+	for (int i = 0; i < b->nnodes; i++)
+		if (!node_reads_settled(g, b->nodes[i], kept))
+			return 0;
+	return 1;
+}
+
+int resolve_settled(const ir_graph *g, const ir_node *n, const infer_set *kept)
+{
+	return node_reads_settled(g, n, kept);
+}
+
+/* One walk of g (and of its recurrences' bodies): each sequence, optional
+ * or If node whose inputs are settled is rewritten, or kept for loops (a
+ * Loop's accumulation) and for the finish (a SplitToSequence view, or an
+ * error). */
+static int seq_walk(ir_graph *g, diag *D, int *changed)
+{
+	infer_set kept;
+	infer_set_init(&kept);
+	rlist keep = {0};
+	int errs = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op == OP_RECURRENCE && n->body)
+			errs += seq_walk(n->body, D, changed);
+		if (!seq_claims(n) || !resolve_settled(g, n, &kept)) {
+			rl_push(g->A, &keep, n);
+			continue;
+		}
+		ir_node **rep = NULL;
+		int cnt = 0, r = onnx_seq_node(g, n, D, &rep, &cnt);
+		if (r < 0) {
+			/* reported: what reads its outputs waits for ever */
+			errs++;
+			for (int k = 0; k < n->nout; k++)
+				if (n->out[k] && n->out[k]->seq == IR_TENSOR)
+					n->out[k]->shape.rank = -1;
+			rl_push(g->A, &keep, n);
+		} else if (r == 1) {
+			for (int k = 0; k < cnt; k++)
+				rl_push(g->A, &keep, rep[k]);
+			*changed = 1;
+		} else {
+			/* left in place: a Loop's accumulation (loops takes it) or
+			 * reported by the finish */
+			infer_set_add(&kept, n);
+			rl_push(g->A, &keep, n);
+		}
+	}
+	infer_set_free(&kept);
+	ir_node *none[1] = {NULL};
+	ir_set_nodes(g, keep.n ? keep.v : none, keep.n);
+	ir_recount(g);
+	return errs;
+}
+
+int pass_seq(ir_graph *g, diag *D, int *changed)
+{
+	*changed = 0;
+	int errs0 = D->nerrors, errs = seq_walk(g, D, changed);
+	return errs && D->nerrors == errs0 ? errs : D->nerrors - errs0;
+}
+
+int seq_finish(ir_graph *g, diag *D)
 {
 	int errs = onnx_seq_outputs(g, D);
 	ir_recount(g);

@@ -11,11 +11,14 @@
  *           removed, and so are unused constants, weights and temporaries
  *           from the value lists; nuses/producer/ids are fresh (ir_recount).
  *           Graph outputs that fold stay as VAL_CONST outputs.  ONNX
- *           Loop/Scan, sequences, optionals, If and SequenceMap are
- *           rewritten node by node, before inference reaches each, by the
- *           resolvers compile.c lists (infer_resolvers[], passes.h:
- *           onnx_loop.c, onnx_seq.c), and sequence outputs replaced by
- *           their tensors when the walk is over.
+ *           Loop/Scan, sequences, optionals, If and SequenceMap are left
+ *           to the other resolving stages (resolve_claims: seq, loops;
+ *           passes.h), and so is every node after one of them, its
+ *           outputs unknown, until a later round: infer is the first of
+ *           the rounds compile.c runs until nothing changes.  The finish
+ *           (infer_finish, after seq's, which replaces sequence outputs by
+ *           their tensors) checks the outputs, removes dead nodes and
+ *           reports a node no round could infer.
  * breaks:   nothing.
  *
  * A node that cannot be inferred is reported and its outputs stay unknown;
@@ -235,17 +238,6 @@ static void nl_push(ir_graph *g, nodelist *l, ir_node *n)
 
 static void infer_nodes(ictx *c, ir_graph *g, int fold);
 
-/* The resolvers' callback (onnx_loop_expand's): a Loop/Scan body is
- * inferred and folded, with the resolvers applied inside it. */
-static int infer_loop_body(void *cx, ir_graph *b)
-{
-	ictx *c = cx;
-	int errs0 = c->D->nerrors;
-	names_collect(&c->names, b);
-	infer_nodes(c, b, 1);
-	return c->D->nerrors - errs0;
-}
-
 /* A recurrence's output types follow from its body (states: the body's
  * state output; per-step outputs: the body's output with the time axis of
  * the first sequence input inserted at out_axis).  Types already there (the
@@ -356,48 +348,57 @@ static int infer_recurrence(ir_graph *g, ir_node *n, diag *D)
 	return 0;
 }
 
+/* A node another resolving stage rewrites, or one after it: left for a
+ * later round, its tensor outputs unknown (sequences and optionals are
+ * seq's business). */
+static void leave_pending(ir_node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && n->out[k]->seq == IR_TENSOR) {
+			n->out[k]->shape.rank = -1;
+			n->out[k]->dtype = DT_UNDEF;
+		}
+}
+
+/* An input not settled yet: a sequence or optional that seq has not
+ * resolved (a pending Loop's, or one seq leaves to loops). */
+static int unsettled(const ir_node *n)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->seq != IR_TENSOR && !n->in[k]->resolved)
+			return 1;
+	return 0;
+}
+
 /* Infers (and folds) one node of g; the nodes that stay go to keep. */
 static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep)
 {
+	nl_push(g, keep, n);
 	if (n->op == OP_RECURRENCE) {
 		int errs0 = c->D->nerrors;
 		if (n->body)
 			infer_body(c, n->body);
 		if (c->D->nerrors != errs0 || poisoned(n) || infer_recurrence(g, n, c->D))
 			poison_outputs(n);
-		nl_push(g, keep, n);
 		return;
 	}
-	for (int r = 0; r < infer_nresolvers; r++) {
-		/* Loop/Scan, sequences, optionals, If: rewritten now that the
-		 * inputs are known; what replaces them is inferred */
-		ir_node **rep = NULL;
-		int cnt = 0, res = infer_resolvers[r].node(g, n, c->D, infer_loop_body, c, &rep, &cnt);
-		if (res == 0)
-			continue;
-		if (res < 0)
-			poison_outputs(n);
-		if (res != 1) {
-			nl_push(g, keep, n);
-			return;
-		}
-		for (int k = 0; k < cnt; k++)
-			infer_one(c, g, rep[k], fold, keep);
+	if (resolve_claims(n) || unsettled(n)) {
+		leave_pending(n);
 		return;
 	}
 	if (poisoned(n) || infer_node(g, n, c->D)) {
 		poison_outputs(n);
-		nl_push(g, keep, n);
 		return;
 	}
 	int r = fold ? infer_fold(g, n, c->D) : 0;
-	if (r == 1)
+	if (r == 1) {
+		keep->n--;
 		return;
+	}
 	if (r == 0 && !check_sym_inputs(g, n, c->D) && n->op == OP_SLICE)
 		canon_slice(c, g, n);
 	if (r < 0)
 		poison_outputs(n);
-	nl_push(g, keep, n);
 }
 
 /* Infers and folds the nodes of g in order; folded nodes are dropped. */
@@ -473,30 +474,67 @@ static void remove_dead(ir_graph *g)
 
 /* ---- the pass ------------------------------------------------------------------------ */
 
-int pass_infer(ir_graph *g, diag *D, const pass_opts *o)
+static void ictx_init(ictx *c, ir_graph *g, diag *D)
 {
-	(void)o;
-	int errs0 = D->nerrors;
-	ictx c = {g, D, {calloc(1024, sizeof(const char *)), 1024, 0}};
-	if (!c.names.slot)
+	*c = (ictx){ir_root(g), D, {calloc(1024, sizeof(const char *)), 1024, 0}};
+	if (!c->names.slot)
 		arena_oom(g->A, 1024 * sizeof(const char *), "the table of value names");
-	names_collect(&c.names, g);
-	check_sources(&c);
+	names_collect(&c->names, c->root);
+	if (g != c->root)
+		names_collect(&c->names, g);    /* a body, perhaps not in the root yet (an iteration) */
+}
+
+/* One round: the root graph checked, inferred and folded; a body graph (a
+ * Loop's, an unrolled iteration) inferred and folded. */
+int pass_infer(ir_graph *g, diag *D, int *changed)
+{
+	*changed = 0;
+	int errs0 = D->nerrors;
+	ictx c;
+	ictx_init(&c, g, D);
+	if (!g->parent)
+		check_sources(&c);
 	if (D->nerrors == errs0) {
 		ir_recount(g);
 		infer_nodes(&c, g, 1);
-		for (int r = 0; r < infer_nresolvers && D->nerrors == errs0; r++)
-			if (infer_resolvers[r].finish)
-				infer_resolvers[r].finish(g, D);
 	}
 	free(c.names.slot);
+	ir_recount(g);
+	return D->nerrors - errs0;
+}
+
+/* A node whose outputs no round could determine (its inputs hang on a
+ * structure the other stages left, reported by them if they could). */
+static int check_settled(ir_graph *g, diag *D)
+{
+	int errs = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->body && n->op == OP_RECURRENCE)
+			errs += check_settled(n->body, D);
+		for (int k = 0; k < n->nout && !errs; k++)
+			if (n->out[k] && n->out[k]->seq == IR_TENSOR &&
+			    (n->out[k]->shape.rank < 0 || n->out[k]->dtype == DT_UNDEF)) {
+				diag_node(D, n, "output '%s' could not be determined at compile time: it depends "
+					  "on a %s that cellc could not resolve", n->out[k]->name,
+					  resolve_claims(n) ? ir_op_name(n->op) : "Loop, sequence or If");
+				errs++;
+			}
+	}
+	return errs;
+}
+
+int infer_finish(ir_graph *g, diag *D)
+{
+	int errs0 = D->nerrors;
+	for (int i = 0; i < g->noutputs; i++) {
+		ir_value *v = g->outputs[i];
+		if (v->shape.rank < 0 || !infer_dtype_ok(v->dtype))
+			diag_error(D, "graph output '%s' has no known shape or dtype", v->name);
+	}
 	if (D->nerrors == errs0) {
-		for (int i = 0; i < g->noutputs; i++) {
-			ir_value *v = g->outputs[i];
-			if (v->shape.rank < 0 || !infer_dtype_ok(v->dtype))
-				diag_error(D, "graph output '%s' has no known shape or dtype", v->name);
-		}
 		remove_dead(g);
+		check_settled(g, D);
 	}
 	ir_recount(g);
 	return D->nerrors - errs0;

@@ -18,35 +18,68 @@ typedef struct pass_opts {
 	int no_fuse;            /* --no-fuse: one loop per element-wise op (tests) */
 	int no_malloc;          /* --no-malloc: no allocation at run time (pass_schedule packs
 	                           no weights) */
+	int weights;            /* --weights: a weights_mode (pass_precision) */
 } pass_opts;
 
-/* Shape and dtype inference with constant folding, symbolic Shape arithmetic
- * and dead-node removal.  Requires: a loaded graph.  Produces: every value has
- * dtype and shape; shape-determining inputs are constants; no Constant/Shape
- * arithmetic left; no Loop, Scan, sequence, optional or If (infer_resolvers). */
-int pass_infer(ir_graph *g, diag *D, const pass_opts *o);
-/* What pass_infer does to a node it reaches before inferring it, when the
- * node is a structure that inference alone cannot see through (an ONNX
- * Loop/Scan, a sequence, an optional, If).  Such a rewrite needs the
- * inferred and folded values before the node (trip counts, positions,
- * conditions are often shape arithmetic) and gives the shapes of everything
- * after it, so it runs node by node inside the pass, not as a pass of its
- * own.  compile.c lists them (infer_resolvers[]), tried in order:
- *   node: n's inputs are inferred; infer_body(cx, body) infers and folds a
- *         body graph (returns its errors).  Returns 0: not its node; 1: n is
- *         replaced by the *count nodes in *rep (inferred next, in order);
- *         2: n is kept as it is, uninferred (a later rewrite consumes it or
- *         finish reports it); -1: an error was reported (n's outputs are
- *         then unknown and nodes after it skipped).
- *   finish: after the root graph was walked (NULL: nothing); its errors. */
-typedef struct infer_resolver {
-	const char *name;
-	int (*node)(ir_graph *g, ir_node *n, diag *D, int (*infer_body)(void *cx, ir_graph *body),
-		    void *cx, ir_node ***rep, int *count);
-	int (*finish)(ir_graph *g, diag *D);
-} infer_resolver;
-extern const infer_resolver infer_resolvers[];
-extern const int infer_nresolvers;
+/* --weights: the precision of the products' weights (pass_precision.c).
+ * weights_mode_names[] spells them on the command line; lookup: -1 when s
+ * names none. */
+typedef enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_COUNT } weights_mode;
+extern const char *const weights_mode_names[WEIGHTS_COUNT];
+int weights_mode_lookup(const char *s);
+
+/* ---- the resolving stages: infer, seq, loops ----------------------------------
+ *
+ * An ONNX Loop/Scan, a sequence, an optional or an If is a structure that
+ * shape inference cannot see through, and each needs what inference folds
+ * before it (a trip count, a position, a condition are usually shape
+ * arithmetic), while the shapes of everything after it come from its
+ * rewrite.  So these three stages run as rounds, in this order, until a
+ * round changes nothing (compile.c: STAGE_RESOLVE):
+ *   infer  infers and folds every node it can; a node that seq or loops
+ *          claims, and every node after it, is left for a later round
+ *          (its tensor outputs unknown), without an error;
+ *   seq    resolves the sequence, optional and If nodes whose inputs are
+ *          settled (onnx_seq.c), leaving a Loop's accumulation to loops;
+ *   loops  expands the Loop/Scan nodes whose inputs are settled into
+ *          RECURRENCE nodes or unrolled copies (onnx_loop.c), their bodies
+ *          resolved first by resolve_body.
+ * A round function returns its errors and sets *changed when it rewrote a
+ * node; the finish functions run once after the last round, in reverse
+ * order.  Recurrence bodies are walked by all three, as the root is. */
+typedef int (*round_fn)(ir_graph *g, diag *D, int *changed);
+
+/* Shape and dtype inference with constant folding and symbolic Shape
+ * arithmetic (pass_infer.c).  Requires: a loaded graph.  Round: infers the
+ * nodes no other resolving stage claims (resolve_claims), as far as their
+ * inputs are known.  Finish: every value has dtype and shape;
+ * shape-determining inputs are constants; no Constant/Shape arithmetic, no
+ * Loop, Scan, sequence, optional or If left; dead nodes removed. */
+int pass_infer(ir_graph *g, diag *D, int *changed);
+int infer_finish(ir_graph *g, diag *D);
+/* Sequences, optionals, If and SequenceMap resolved at compile time
+ * (onnx_seq.c).  Finish: sequence graph outputs replaced by their tensors,
+ * sequence operators still in use reported. */
+int pass_seq(ir_graph *g, diag *D, int *changed);
+int seq_finish(ir_graph *g, diag *D);
+int seq_claims(const ir_node *n);
+/* ONNX Loop/Scan -> RECURRENCE nodes, or unrolled (onnx_loop.c). */
+int pass_loops(ir_graph *g, diag *D, int *changed);
+int loops_claims(const ir_node *n);
+/* Whether a resolving stage other than infer rewrites n (compile.c asks
+ * each stage's claims function). */
+int resolve_claims(const ir_node *n);
+/* The rounds of the resolving stages on a body graph (a Loop's body before
+ * its expansion, an unrolled iteration, an If branch), until nothing
+ * changes; the number of errors. */
+int resolve_body(ir_graph *body, diag *D);
+/* Whether every input of n is settled: a tensor of known type, a resolved
+ * sequence or optional, a value of an enclosing graph, or a sequence that
+ * a node in kept (a sequence node seq leaves in place: a Loop's
+ * accumulation, a SplitToSequence view) makes.  The stages walk in order
+ * and add to kept the sequence nodes they find settled and left. */
+struct infer_set;
+int resolve_settled(const ir_graph *g, const ir_node *n, const struct infer_set *kept);
 
 /* Shape no-ops removed, rank-2 sequences read as [B, 1] columns: one
  * spelling of what authors write in many ways (pass_canon.c). */
@@ -82,6 +115,12 @@ int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
  * is stored only when a node that is not fused element-wise code, a nested
  * body or the body's outputs read it. */
 int fuse_needs_buffer(const ir_value *v);
+/* --weights bf16: the products' model weights rounded to bfloat16 and the
+ * products marked weights = "bf16" (pass_precision.c).  precision_operand:
+ * n is a product whose B operand such a mode rounds (an f32 model weight of
+ * rank 2 with constant dims and data). */
+int pass_precision(ir_graph *g, diag *D, const pass_opts *o);
+int precision_operand(const ir_node *n);
 /* How each recurrence runs (threads, where its input projections are
  * computed, packed weights), as attributes the emitter prints
  * (pass_schedule.c has the list). */

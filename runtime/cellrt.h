@@ -149,6 +149,20 @@ void rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, c
 /* the plain-C loop rt_gemv_packed falls back to without SIMD kernels */
 void rt_gemv_packed_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			     const float *P, float beta, const float *bias, float *c);
+/* The same on weights rounded to bfloat16 (--weights bf16): half the bytes
+ * to stream per step, products and sums in float32.  rt_gemv_pack_bf16
+ * rounds each weight to the nearest bfloat16 (ties to even) into P, which
+ * holds rt_gemv_pack_bf16_size(N, K) elements (blocks of 256 rows as for
+ * rt_gemv_pack, each row padded to a multiple of 16 and its groups of 16
+ * interleaved so that a shift and a mask widen them: rt_kern.h), with
+ * rt_f32_to_bf16_nearest: the function the compiler rounds a model's
+ * weights with, so both agree. */
+size_t rt_gemv_pack_bf16_size(int64_t N, int64_t K);
+void rt_gemv_pack_bf16(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, uint16_t *P);
+void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			 const uint16_t *P, float beta, const float *bias, float *c);
+void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				  const uint16_t *P, float beta, const float *bias, float *c);
 
 /* ---- threads of row-parallel recurrences ----------------------------------
  * Emitted code built with OpenMP (the emitted Makefile's -fopenmp) splits
@@ -898,11 +912,15 @@ int rt_roi_align(float *y, const float *x, const float *rois, const int64_t *bat
  * exact input; 65520 and above: infinity), as a float.  rt_f32_to_f16 /
  * rt_f16_to_f32: the binary16 encoding.  bfloat16 keeps the upper half of the
  * float32 encoding (rt_f32_to_bf16 truncates, as ONNX's reference Cast does;
- * a NaN stays a NaN); rt_round_bf16 is that value as a float. */
+ * a NaN stays a NaN); rt_round_bf16 is that value as a float;
+ * rt_f32_to_bf16_nearest rounds to the nearest instead (ties to even: the
+ * weights of --weights bf16, rounded alike by the compiler and by
+ * rt_gemv_pack_bf16). */
 float rt_round_f16(double x);
 uint16_t rt_f32_to_f16(float x);
 float rt_f16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float x);
+uint16_t rt_f32_to_bf16_nearest(float x);
 float rt_bf16_to_f32(uint16_t h);
 float rt_round_bf16(float x);
 

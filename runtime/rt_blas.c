@@ -388,6 +388,55 @@ void rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, c
 		rt_gemv_packed_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
 }
 
+size_t rt_gemv_pack_bf16_size(int64_t N, int64_t K)
+{
+	if (N <= 0)
+		return 1;
+	int64_t w, wp, off;
+	rt_bf16_block(N, K, (N - 1) / RT_PACK_W * RT_PACK_W, &w, &wp, &off);
+	return (size_t)(off + K * wp);
+}
+
+void rt_gemv_pack_bf16(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, uint16_t *P)
+{
+	for (int64_t n0 = 0; n0 < N; n0 += RT_PACK_W) {
+		int64_t w, wp, off;
+		rt_bf16_block(N, K, n0, &w, &wp, &off);
+		uint16_t *q = P + off;
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t j = 0; j < wp; j++)
+				q[rt_bf16_index(K, wp, k, j)] = j < w ? rt_f32_to_bf16_nearest(
+					transB ? B[(n0 + j) * ldb + k] : B[k * ldb + n0 + j]) : 0;
+	}
+}
+
+void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			 const uint16_t *P, float beta, const float *bias, float *c)
+{
+	if (r1 > r0 && !rt_kern_gemv_packed_bf16(rt_kern_isa(), r0, r1, N, K, alpha, a, P, beta, bias, c))
+		rt_gemv_packed_bf16_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
+}
+
+void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				  const uint16_t *P, float beta, const float *bias, float *c)
+{
+	float t[RT_PACK_W];
+	for (int64_t r = r0; r < r1;) {
+		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+		rt_bf16_block(N, K, n0, &w, &wp, &off);
+		int64_t e = n0 + w < r1 ? n0 + w : r1, n = e - r, o = r - r0;
+		const uint16_t *p = P + off;
+		for (int64_t j = 0; j < n; j++)
+			t[j] = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t j = 0; j < n; j++)
+				t[j] += a[k] * rt_bf16_to_f32(p[rt_bf16_index(K, wp, k, r - n0 + j)]);
+		for (int64_t j = 0; j < n; j++)
+			c[o + j] = alpha * t[j] + (bias ? beta * bias[o + j] : beta != 0.0f ? beta * c[o + j] : 0.0f);
+		r = e;
+	}
+}
+
 /* A block's columns as sums of its scaled rows (the inner loop vectorises). */
 void rt_gemv_packed_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			     const float *P, float beta, const float *bias, float *c)

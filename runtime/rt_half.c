@@ -71,6 +71,16 @@ uint16_t rt_f32_to_bf16(float x)
 	return (uint16_t)(u >> 16);
 }
 
+uint16_t rt_f32_to_bf16_nearest(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	if (isnan(x))
+		return (uint16_t)((u >> 16) | 0x0040u);
+	u += 0x7fffu + ((u >> 16) & 1u);        /* to nearest, ties to even; past the largest: inf */
+	return (uint16_t)(u >> 16);
+}
+
 float rt_bf16_to_f32(uint16_t h)
 {
 	uint32_t u = (uint32_t)h << 16;

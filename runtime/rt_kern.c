@@ -567,6 +567,54 @@ T256 static void gemv_packed_256(int64_t cols, int64_t K, const float *a, const 
 	}
 }
 
+/* bfloat16 (rt_gemv_pack_bf16's layout, rt_kern.h): columns [c0, c1) of a
+ * block of padded width wp, in chunks of up to 4 groups of 16 columns (8
+ * accumulators); each 32-bit word of a loaded group widens to column i
+ * (low half shifted up) and column i + 8 (high half masked).  The sums go
+ * through a buffer, so a range may start and end inside a group. */
+T256 static inline __attribute__((always_inline)) void pk_bf16_chunk(const int NG, int64_t K, const float *a,
+								       const uint16_t *p, int64_t wp, float *sum)
+{
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+	__m256 acc[8];
+	_Pragma("GCC unroll 8")
+	for (int v = 0; v < 2 * NG; v++)
+		acc[v] = _mm256_setzero_ps();
+	for (int64_t k = 0; k < K; k++, p += wp) {
+		__m256 x = _mm256_set1_ps(a[k]);
+		_Pragma("GCC unroll 4")
+		for (int q = 0; q < NG; q++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(p + 16 * q));
+			acc[2 * q] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), x, acc[2 * q]);
+			acc[2 * q + 1] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, hi)), x,
+							 acc[2 * q + 1]);
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (int v = 0; v < 2 * NG; v++)
+		_mm256_storeu_ps(sum + 8 * v, acc[v]);
+}
+
+T256 static void gemv_packed_bf16_256(int64_t c0, int64_t c1, int64_t K, const float *a, const uint16_t *p,
+				      int64_t wp, float alpha, float beta, const float *bias, float *c)
+{
+	float sum[64];
+	for (int64_t g = c0 / 16 * 16; g < c1; g += 64) {
+		int ng = (int)((c1 - g + 15) / 16 < 4 ? (c1 - g + 15) / 16 : 4);
+		switch (ng) {
+		case 1: pk_bf16_chunk(1, K, a, p + g, wp, sum); break;
+		case 2: pk_bf16_chunk(2, K, a, p + g, wp, sum); break;
+		case 3: pk_bf16_chunk(3, K, a, p + g, wp, sum); break;
+		default: pk_bf16_chunk(4, K, a, p + g, wp, sum); break;
+		}
+		int64_t lo = g > c0 ? g : c0, e = g + 16 * ng < c1 ? g + 16 * ng : c1;
+		for (int64_t j = lo; j < e; j++) {
+			float y = alpha * sum[j - g];
+			c[j - c0] = bias ? y + beta * bias[j - c0] : beta != 0.0f ? y + beta * c[j - c0] : y;
+		}
+	}
+}
+
 /* Every panel of op(B), as gemm_panels packs them one at a time. */
 T256 static void pack_panels(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
 {
@@ -644,6 +692,27 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 #endif
 	(void)isa, (void)transA, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)P, (void)beta,
 		(void)bias, (void)C, (void)ldc;
+	return 0;
+}
+
+int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
+			     const float *a, const uint16_t *P, float beta, const float *bias, float *c)
+{
+#ifdef RT_KERN_X86
+	if (isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) {      /* the AVX2 kernel serves both */
+		for (int64_t r = r0; r < r1;) {
+			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+			rt_bf16_block(N, K, n0, &w, &wp, &off);
+			int64_t e = n0 + w < r1 ? n0 + w : r1;
+			gemv_packed_bf16_256(r - n0, e - n0, K, a, P + off, wp, alpha, beta,
+					     bias ? bias + (r - r0) : NULL, c + (r - r0));
+			r = e;
+		}
+		return 1;
+	}
+#endif
+	(void)isa, (void)r0, (void)r1, (void)N, (void)K, (void)alpha, (void)a, (void)P, (void)beta, (void)bias,
+		(void)c;
 	return 0;
 }
 

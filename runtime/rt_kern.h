@@ -65,5 +65,27 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 enum { RT_PACK_W = 256 };
 int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			const float *P, float beta, const float *bias, float *c);
+/* The same on bfloat16 weights packed by rt_gemv_pack_bf16: each block's
+ * rows padded to wp = a multiple of 16 columns (rt_bf16_block), each group
+ * of 16 columns stored as 8 pairs whose 32-bit word i holds column i in its
+ * low half and column i + 8 in its high half (rt_bf16_index), so that a
+ * shift and a mask widen a whole group to two float32 vectors.  (Chunks of
+ * 64 columns stored one after the other, read in order, measured slower.) */
+int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
+			     const float *a, const uint16_t *P, float beta, const float *bias, float *c);
+/* Block n0's width w, padded width wp and first element in P. */
+static inline void rt_bf16_block(int64_t N, int64_t K, int64_t n0, int64_t *w, int64_t *wp, int64_t *off)
+{
+	*w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+	*wp = (*w + 15) / 16 * 16;
+	*off = n0 * K;          /* the blocks before are full: RT_PACK_W is a multiple of 16 */
+}
+/* Where weight (k, j) of a block (column j of its wp) is, from the block's start. */
+static inline int64_t rt_bf16_index(int64_t K, int64_t wp, int64_t k, int64_t j)
+{
+	int64_t t = j % 16;
+	(void)K;
+	return k * wp + j / 16 * 16 + (t < 8 ? 2 * t : 2 * (t - 8) + 1);
+}
 
 #endif

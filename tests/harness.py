@@ -23,6 +23,8 @@ Groups, in order:
               shapes, ranges, moments, seeding of the streams
   rnn_cases   tests/gen_rnn_cases.py cases, `cellc verify` (default tolerances)
   torch       tests/gen_torch_exports.py cases, `--atol 1e-5 --rtol 1e-4`
+  precision   the same cases with --weights bf16 against the float32 outputs
+              (BF16_TOL), the bfloat16 batch-1 kernel required in each build
   structure   issue 2's "fast by construction" in `cellc dump` output:
               hoisted input GEMM, one recurrent GEMM, pre-summed biases, fused
   cli         cellc's commands and exit statuses (help, info, dump --after)
@@ -788,6 +790,38 @@ def group_torch():
     root = os.path.join(OUT, "torch")
     yield from parallel(verify_one, [("torch", n, os.path.join(root, n), TORCH_TOL)
                                      for n in case_dirs("torch")])
+
+
+# --weights bf16 (issue 22): the products' weights rounded to bfloat16.  The
+# tolerance against PyTorch's float32 outputs is the bound docs/deploying.md
+# states for these models.
+BF16_TOL = ["--weights", "bf16", "--atol", "1e-2", "--rtol", "1e-2"]
+
+
+def group_precision():
+    """Every tests/gen_torch_exports.py case (batch 1 among its data sets)
+    compiled with --weights bf16 through `cellc verify` against PyTorch's
+    float32 outputs within BF16_TOL; the kept build must multiply the batch-1
+    steps on the bfloat16 copy (rt_gemv_packed_bf16), so a bf16 build that
+    quietly ran float32 fails."""
+    if not stamp_ok("torch"):
+        yield from fixtures_missing("precision", "torch")
+        return
+    root = os.path.join(OUT, "torch")
+    work = os.path.join(OUT, "precision_work")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+
+    def one(n):
+        keep = os.path.join(work, n)
+        r = verify_one("precision", n, os.path.join(root, n), BF16_TOL + ["--keep", keep])
+        if not r.ok:
+            return r
+        srcs = glob.glob(os.path.join(ROOT, keep, "**", "*.c"), recursive=True)
+        if not any("rt_gemv_packed_bf16(" in open(s).read() for s in srcs):
+            return Result(r.name, False, "verify passed, but the build in %s never calls "
+                          "rt_gemv_packed_bf16" % keep)
+        return r
+    yield from parallel(one, [(n,) for n in case_dirs("torch")])
 
 
 def group_image():
@@ -1966,7 +2000,7 @@ GROUPS = [
     ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("random_ops", group_random_ops),
     ("image", group_image),
     ("rnn_cases", group_rnn_cases),
-    ("torch", group_torch), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
+    ("torch", group_torch), ("precision", group_precision), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild),

@@ -8,7 +8,8 @@ Each case is a directory tests/ir/PASS/CASE/ holding
 and, in input.cell, lines
   # expect: WHAT BEFORE -> AFTER
 stating what the pass must change, as counts in the dump of the stage before
-PASS and in the dump after it.  WHAT is an operator name (node lines calling
+PASS (for infer, seq and loops, which run as rounds: the stage before them)
+and in the dump after it.  WHAT is an operator name (node lines calling
 it, bodies included), `nodes` (every node line), `groups` (distinct fusion
 groups), `slots` (distinct workspace slots) or `attr:NAME=VALUE` (node lines
 whose attributes include `NAME = VALUE`, VALUE as the dump prints it, without
@@ -50,6 +51,21 @@ def stages(cellc):
     if p.returncode != 0 or not m:
         sys.exit("ir_test.py: cannot read the pass list from `%s dump --help`" % cellc)
     return [s.strip() for s in m.group(1).split(",")]
+
+
+def rounds(cellc):
+    """The stages that run as rounds (`dump --after` any of them shows the
+    graph after the last round), from the same usage text."""
+    p = subprocess.run([cellc, "dump", "--help"], stdout=subprocess.PIPE, universal_newlines=True)
+    m = re.search(r"\(([a-z, ]+) and ([a-z]+) run as rounds", p.stdout)
+    return [s.strip() for s in m.group(1).split(",")] + [m.group(2)] if m else []
+
+
+def before_stage(order, group, stage):
+    """The stage whose dump a case's `# expect:` lines compare with: the one
+    before it, or before its rounds."""
+    i = order.index(group[0] if stage in group else stage)
+    return order[i - 1]
 
 
 def cases(want):
@@ -132,6 +148,7 @@ def main():
     cellc, mode, want = sys.argv[1], sys.argv[2], sys.argv[3:]
     os.chdir(ROOT)
     order = stages(cellc)
+    group = rounds(cellc)
     failed = changed = 0
     todo = cases(want)
     if not todo:
@@ -160,7 +177,7 @@ def main():
             print("FAIL %s dump --after %s: exit %d: %s" % (name, stage, rc, err.strip()[:300]))
             failed += 1
             continue
-        bad = check_expects(cellc, case, stage, order[order.index(stage) - 1], out)
+        bad = check_expects(cellc, case, stage, before_stage(order, group, stage), out)
         exp_path = os.path.join(case, "expected.txt")
         old = open(exp_path).read() if os.path.exists(exp_path) else None
         if mode == "update":

@@ -440,6 +440,120 @@ START_TEST(test_gemv_packed)
 }
 END_TEST
 
+/* rt_f32_to_bf16_nearest against the definition: of the two bfloat16 values
+ * around x (x's bits cut to 16, and the next one away from zero), the
+ * nearer in exact arithmetic, the one with an even last bit on a tie;
+ * values from the largest bfloat16 plus half a step on go to infinity, NaN
+ * stays NaN.  Random bit patterns, then the ties and edges. */
+static double bf16_value(uint32_t hi16)
+{
+	uint32_t u = hi16 << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return (double)f;
+}
+
+static void check_bf16_round(uint32_t u)
+{
+	float x;
+	memcpy(&x, &u, sizeof x);
+	uint16_t h = rt_f32_to_bf16_nearest(x);
+	if (isnan(x)) {
+		ck_assert_msg(isnan(rt_bf16_to_f32(h)), "bf16 of NaN %08x is %04x", u, h);
+		return;
+	}
+	uint32_t lo = u >> 16, hi = lo + 1;     /* hi: one step away from zero (may be inf) */
+	/* past the largest finite value the next step is 2^128 with an
+	 * unbounded exponent: what is nearer to it than to the largest rounds
+	 * to infinity */
+	double vh = (hi & 0x7fffu) == 0x7f80u ? copysign(ldexp(1.0, 128), (double)x) : bf16_value(hi);
+	double dl = fabs((double)x - bf16_value(lo)), dh = fabs(vh - (double)x);
+	uint32_t want = (u & 0xffffu) == 0 ? lo : dl < dh ? lo : dh < dl ? hi : (lo & 1u) ? hi : lo;
+	if (isinf(x))
+		want = lo;
+	ck_assert_msg(h == want, "bf16 of %.9g (%08x) is %04x, want %04x", (double)x, u, h, want);
+	ck_assert_msg(rt_f32_to_bf16_nearest(rt_bf16_to_f32(h)) == h, "bf16 %04x does not round-trip", h);
+}
+
+START_TEST(test_bf16_round)
+{
+	rng r = {12345};
+	for (int i = 0; i < 200000; i++) {
+		r.s = r.s * 6364136223846793005ull + 1442695040888963407ull;
+		check_bf16_round((uint32_t)(r.s >> 32));
+	}
+	static const uint32_t edge[] = {0x00000000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu,
+					0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x7f800000u, 0xff800000u,
+					0x7fc00000u, 0x7f800001u, 0x00008000u, 0x00018000u, 0x807fffffu};
+	for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+		check_bf16_round(edge[i]);
+}
+END_TEST
+
+/* The bf16 packed GEMV, the portable loop and the kernel this CPU runs
+ * (rt_kern_isa: AVX2 and AVX-512 share the AVX2 kernel), against the
+ * reference GEMM on the same weights rounded to bfloat16: the same
+ * arithmetic, up to the order of the sums.  No case is skipped: a CPU
+ * without a kernel must say so (rt_kern_gemv_packed_bf16 returns 0). */
+START_TEST(test_gemv_packed_bf16)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, tb = (_i / 3) % 2;
+	pack_case g = pack_cases[_i / 6];
+	float alpha = coef[set][0], beta = coef[set][1];
+	int64_t ldb = (tb ? g.K : g.N) + 3, n = g.r1 - g.r0, nb = (tb ? g.N : g.K) * ldb;
+	rng r = {(uint64_t)_i + 101};
+	float *Bm = xmalloc(sizeof(float) * (size_t)nb), *Bq = xmalloc(sizeof(float) * (size_t)nb);
+	uint16_t *P = xmalloc(sizeof(uint16_t) * rt_gemv_pack_bf16_size(g.N, g.K));
+	float *a = xmalloc(sizeof(float) * (size_t)g.K), *c0 = xmalloc(sizeof(float) * (size_t)(g.N + 4));
+	float *c = xmalloc(sizeof(float) * (size_t)(g.N + 4)), *ref = xmalloc(sizeof(float) * (size_t)g.N);
+	float *bias = set == 2 ? xmalloc(sizeof(float) * (size_t)n) : NULL;
+	fill(&r, Bm, nb);
+	for (int64_t i = 0; i < nb; i++)
+		Bq[i] = rt_bf16_to_f32(rt_f32_to_bf16_nearest(Bm[i]));
+	fill(&r, a, g.K);
+	fill(&r, c0, g.N + 4);
+	fill(&r, ref, g.N);
+	if (bias)
+		fill(&r, bias, n);
+	if (beta == 0.0f || bias)
+		for (int64_t i = 0; i < n; i++)
+			c0[i] = NAN;
+	for (int64_t i = 0; i < n; i++)
+		ref[g.r0 + i] = bias ? bias[i] : c0[i];
+	rt_sgemm_ref(0, tb, 1, g.N, g.K, alpha, a, g.K, Bq, ldb, beta, ref, g.N);
+	rt_gemv_pack_bf16(tb, g.N, g.K, Bm, ldb, P);
+	int isa = rt_kern_isa();
+	for (int way = 0; way < 2; way++) {     /* 0: the portable loop; 1: the kernel */
+		memcpy(c, c0, sizeof(float) * (size_t)(g.N + 4));
+		if (way == 0)
+			rt_gemv_packed_bf16_portable(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, c);
+		else
+			ck_assert_int_eq(rt_kern_gemv_packed_bf16(isa, g.r0, g.r1, g.N, g.K, alpha, a, P, beta,
+								  bias, c), isa >= RT_ISA_AVX2);
+		if (way == 1 && isa < RT_ISA_AVX2)
+			break;  /* no kernel on this CPU: checked above that it says so */
+		for (int64_t i = 0; i < n; i++) {
+			float got = c[i], want = ref[g.r0 + i];
+			double tol = 4.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
+			ck_assert_msg(isfinite(got) && fabs((double)got - want) <= tol,
+				      "bf16 %s N=%ld K=%ld rows %ld..%ld tB=%d set %d: c[%ld] = %.9g, ref %.9g",
+				      way ? "kernel" : "portable", (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb,
+				      set, (long)i, got, want);
+		}
+		ck_assert_msg(memcmp(&c[n], &c0[n], sizeof *c) == 0, "c[%ld] beyond the rows changed", (long)n);
+	}
+	free(Bm);
+	free(Bq);
+	free(P);
+	free(a);
+	free(c0);
+	free(c);
+	free(ref);
+	free(bias);
+}
+END_TEST
+
 /* rt_barrier_wait: each of n threads writes its slot for round r, meets
  * the others, then must see every slot at round r (a barrier that let one
  * through early would show an older round); then meets again before the
@@ -3105,6 +3219,8 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_kern_panels, 0, N_KERN_CASES * 24);
 	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
 	tcase_add_loop_test(tc, test_gemv_packed, 0, N_PACK_CASES * 18);
+	tcase_add_test(tc, test_bf16_round);
+	tcase_add_loop_test(tc, test_gemv_packed_bf16, 0, N_PACK_CASES * 6);
 	tcase_add_test(tc, test_barrier);
 	tcase_add_test(tc, test_split_columns);
 	tcase_add_loop_test(tc, test_kern_gemv_one_feature, 0, 6);
