@@ -87,13 +87,24 @@ static void names_collect(nameset *S, const ir_graph *g)
 
 typedef struct ictx {
 	ir_graph *root;
+	ir_graph *g;            /* the graph this round infers (the root or a body) */
 	diag *D;
-	nameset names;
+	nameset names;          /* every value name, collected on the first fresh_name */
 } ictx;
 
-/* "%NODE.WHAT" ('%' marks made-up names), with a counter if that is taken. */
+/* "%NODE.WHAT" ('%' marks made-up names), with a counter if that is taken.
+ * The names are collected only here, when first needed: a round runs once
+ * per body and per unrolled iteration, and most never make a name. */
 static const char *fresh_name(ictx *c, const ir_node *n, const char *what)
 {
+	if (!c->names.slot) {
+		c->names = (nameset){calloc(1024, sizeof(const char *)), 1024, 0};
+		if (!c->names.slot)
+			arena_oom(c->root->A, 1024 * sizeof(const char *), "the table of value names");
+		names_collect(&c->names, c->root);
+		if (c->g != c->root)
+			names_collect(&c->names, c->g); /* a body, perhaps not in the root yet (an iteration) */
+	}
 	const char *pre = n->name[0] == '%' ? "" : "%";
 	char *s = arena_printf(c->root->A, "%s%s.%s", pre, n->name, what);
 	for (int k = 2; names_has(&c->names, s); k++)
@@ -474,24 +485,13 @@ static void remove_dead(ir_graph *g)
 
 /* ---- the pass ------------------------------------------------------------------------ */
 
-static void ictx_init(ictx *c, ir_graph *g, diag *D)
-{
-	*c = (ictx){ir_root(g), D, {calloc(1024, sizeof(const char *)), 1024, 0}};
-	if (!c->names.slot)
-		arena_oom(g->A, 1024 * sizeof(const char *), "the table of value names");
-	names_collect(&c->names, c->root);
-	if (g != c->root)
-		names_collect(&c->names, g);    /* a body, perhaps not in the root yet (an iteration) */
-}
-
 /* One round: the root graph checked, inferred and folded; a body graph (a
  * Loop's, an unrolled iteration) inferred and folded. */
 int pass_infer(ir_graph *g, diag *D, int *changed)
 {
 	*changed = 0;
 	int errs0 = D->nerrors;
-	ictx c;
-	ictx_init(&c, g, D);
+	ictx c = {ir_root(g), g, D, {0}};
 	if (!g->parent)
 		check_sources(&c);
 	if (D->nerrors == errs0) {
