@@ -13,9 +13,10 @@ of every case with three implementations:
            of the recurrent products inside their calls (bench/gemm_time.c)
   ort      ONNX Runtime CPU (onnxruntime-node) on the same ONNX file
   torch    PyTorch 1.13 CPU on the model the file was exported from
-and, at batch 1, cellc's build of the same file with --weights bf16 (the
-"Reduced precision" section: its time, its limit at bfloat16's bytes, its
-outputs against ONNX Runtime's float32 ones), with 1 and 2 threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, ONNX Runtime's
+and, at batch 1, cellc's builds of the same file with --weights bf16 and
+--weights int8 (the "Reduced precision" section: their times, their limits
+at 2 and 1 bytes per weight, their outputs against ONNX Runtime's float32
+ones), with 1 and 2 threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, ONNX Runtime's
 intraOpNumThreads, torch.set_num_threads), and prints the table with the
 ratios and the targets of issue 6; writes build/bench/results.csv and
 build/bench/results.svg.  It never fails on a slow number: exit status 0
@@ -430,7 +431,7 @@ def main():
 
     export_err = gen_models()
     models = {}
-    bf16 = {}       # the same models with --weights bf16, timed at batch 1
+    reduced = {m: {} for m in REDUCED}     # the same models with --weights bf16 / int8, at batch 1
     compile_s = {}
     for cell, H, how in model_names():
         n = mname(cell, H, how)
@@ -441,8 +442,9 @@ def main():
         models[n] = (timer, weights, why)
         compile_s[n] = secs
         if 1 in batches(cell, H, how):
-            timer, weights, secs, why = build_cellc_model(n, lim, "bf16")
-            bf16[n] = (timer, weights, why)
+            for m in REDUCED:
+                timer, weights, secs, why = build_cellc_model(n, lim, m)
+                reduced[m][n] = (timer, weights, why)
     trainers = {}
     if TRAIN:
         for cell in TRAIN_CELLS:
@@ -463,17 +465,21 @@ def main():
                 key = torch_key(cell, H, how, B)
                 if key not in tcases:
                     tcases.append(key)
+                if B == 1 and "int8" in REDUCED:
+                    tcases.append("q" + key)       # quantize_dynamic's int8 (time_reduced's peer)
         if TRAIN:
             for cell in TRAIN_CELLS:
                 for H in TRAIN_HS:
                         tcases.append("train:%s:%d:128:%d:%d" % (cell, H, T, TRAIN_REPS))
         torch_ms = {}
+        torch_engine = "?"
         log("  PyTorch: %d cases" % len(tcases))
         rc, out, err = run([PY, os.path.join(ROOT, "bench/torch_bench.py"), str(threads)] + tcases,
                            tenv, timeout=3600)
         for ln in out.splitlines():
             case = ln.split()[0]
             torch_ms[case] = (float(kv(ln)["torch_ms"]), float(kv(ln)["cpu_ms"]))
+            torch_engine = kv(ln).get("engine", "?")
         torch_fail = "n/a (PyTorch: %s)" % first_line(err) if rc != 0 else "n/a"
 
         for cell, H, how in model_names():
@@ -506,6 +512,9 @@ def main():
                                      else "n/a (%s)" % export_err.get(n, "no model"))
                 key = torch_key(cell, H, how, B)
                 row["torch_ms"], row["torch_cpu_ms"] = torch_ms.get(key, (torch_fail, None))
+                if B == 1 and "q" + key in torch_ms:
+                    row["torch_int8_ms"] = torch_ms["q" + key][0]
+                    row["torch_int8_engine"] = torch_engine
                 if timer:
                     cmd = [timer, weights, str(T), str(B), str(H), str(reps_fast(B)), str(threads)]
                     mine = os.path.join(B_DIR, "out", "%s_cellc_%d.bin" % (n, B))
@@ -529,8 +538,9 @@ def main():
                         row["gemm_calls_gflops"] = float(kv(out)["gemm_gflops"])
                 else:
                     row["cellc_ms"] = "n/a (%s)" % why
-                if B == 1 and n in bf16:
-                    time_bf16(row, n, bf16[n], tenv)
+                for m in REDUCED:
+                    if B == 1 and n in reduced[m]:
+                        time_reduced(row, n, m, reduced[m][n], tenv)
                 rows.append(row)
                 log("  %-13s %-6s H=%-3d B=%-3d cellc %-12s ort %-12s torch %s" % (
                     cell, how, H, B, fmt_ms(row["cellc_ms"])[:40], fmt_ms(row["ort_ms"])[:40],
@@ -565,24 +575,29 @@ def main():
     finish(rows, compile_s, models, core_report, coretype, time.time() - t_start)
 
 
-def time_bf16(row, n, built, tenv):
-    """The --weights bf16 build of model n at batch 1: time, CPU time and its
-    outputs against ONNX Runtime's float32 ones (row["bf16_*"])."""
+# --weights modes timed beside float32 at batch 1: the bytes of one weight
+REDUCED = {"bf16": 2, "int8": 1}
+
+
+def time_reduced(row, n, mode, built, tenv):
+    """The --weights mode build of model n at batch 1: time, CPU time and its
+    outputs against ONNX Runtime's float32 ones (row[mode + "_*"])."""
     timer, weights, why = built
     if not timer:
-        row["bf16_ms"] = "n/a (%s)" % why
+        row[mode + "_ms"] = "n/a (%s)" % why
         return
-    mine = os.path.join(B_DIR, "out", "%s_bf16_1.bin" % n)
+    mine = os.path.join(B_DIR, "out", "%s_%s_1.bin" % (n, mode))
     rc, out, err = run([timer, weights, str(T), "1", str(row["H"]), str(reps_fast(1)),
-                        str(row["threads"]), mine], dict(tenv, BENCH_WEIGHT_BYTES="2"), timeout=1800)
+                        str(row["threads"]), mine], dict(tenv, BENCH_WEIGHT_BYTES=str(REDUCED[mode])),
+                       timeout=1800)
     if rc != 0:
-        row["bf16_ms"] = "n/a (run failed: %s)" % first_line(err)
+        row[mode + "_ms"] = "n/a (run failed: %s)" % first_line(err)
         return
     d = kv(out)
-    row["bf16_ms"], row["bf16_cpu_ms"] = float(d["cellc_ms"]), float(d["cpu_ms"])
-    row["bf16_weights_bytes"] = float(d["weights_bytes"])
-    row["bf16_bw_gbs"] = float(d["bw_weights_gbs"])
-    row["bf16_max_abs_diff"] = agreement(mine, os.path.join(B_DIR, "out", "%s_ort_1.bin" % n))
+    row[mode + "_ms"], row[mode + "_cpu_ms"] = float(d["cellc_ms"]), float(d["cpu_ms"])
+    row[mode + "_weights_bytes"] = float(d["weights_bytes"])
+    row[mode + "_bw_gbs"] = float(d["bw_weights_gbs"])
+    row[mode + "_max_abs_diff"] = agreement(mine, os.path.join(B_DIR, "out", "%s_ort_1.bin" % n))
 
 
 def interleave(rows, models, blas_env):
@@ -674,12 +689,15 @@ def derive(rows):
                 # the recurrent GEMMs at the measured sgemm throughput
                 r["limit_ms"] = flops / (r["sgemm_gflops"] * 1e9) * 1e3
             r["cellc_over_limit"] = ratio(c, r["limit_ms"])
-            if r["B"] == 1 and isinstance(r.get("bf16_ms"), float) and r.get("bf16_bw_gbs"):
-                # the bfloat16 recurrent weights streamed once per step at the
-                # bandwidth measured for a buffer of their size
-                r["bf16_limit_ms"] = T * r["bf16_weights_bytes"] / (r["bf16_bw_gbs"] * 1e9) * 1e3
-                r["bf16_over_limit"] = ratio(r["bf16_ms"], r["bf16_limit_ms"])
-                r["f32_over_bf16"] = ratio(c, r["bf16_ms"])
+            for m in REDUCED:
+                if r["B"] == 1 and isinstance(r.get(m + "_ms"), float) and r.get(m + "_bw_gbs"):
+                    # the reduced recurrent weights streamed once per step at
+                    # the bandwidth measured for a buffer of their size
+                    r[m + "_limit_ms"] = T * r[m + "_weights_bytes"] / (r[m + "_bw_gbs"] * 1e9) * 1e3
+                    r[m + "_over_limit"] = ratio(r[m + "_ms"], r[m + "_limit_ms"])
+                    r["f32_over_" + m] = ratio(c, r[m + "_ms"])
+            if isinstance(r.get("int8_ms"), float):
+                r["torch_int8_over_int8"] = ratio(r.get("torch_int8_ms"), r["int8_ms"])
             r["rec_gemm_gflops"] = flops / (c * 1e-3) / 1e9 if isinstance(c, float) else None
             peak = r["sgemv_gflops"] if r["B"] == 1 else r["sgemm_gflops"]
             # in the calls (time_cellc_gemm): the products' own rate
@@ -829,33 +847,42 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
                 log("  %-44s %-36s %6.2f  %s" % (tag, what, v, "met" if v >= 5 else
                                                 "NOT met (off by x%.2f)" % (5 / v)))
 
-    low = [r for r in rows if r["mode"] == "infer" and "bf16_ms" in r]
+    low = [r for r in rows if r["mode"] == "infer" and any(m + "_ms" in r for m in REDUCED)]
     if low:
         log("")
-        log("== Reduced precision (issue 22): --weights bf16 at batch 1, the same timer; limit = "
-            "T x (the recurrent weights in bfloat16 / the read bandwidth measured for a buffer "
-            "that size); "
-            "error = max |out - ONNX Runtime float32| over the T x H outputs")
+        log("== Reduced precision (issue 22): --weights bf16 and int8 at batch 1, the same timer; "
+            "limit = T x (the recurrent weights at 2 or 1 bytes / the read bandwidth measured for a "
+            "buffer that size); error = max |out - ONNX Runtime float32| over the T x H outputs")
+        goals = {"bf16": [("bf16/limit <= 1.3", "bf16_over_limit", 1.3, True),
+                          ("f32/bf16 >= 1.7", "f32_over_bf16", 1.7, False)],
+                 "int8": [("f32/int8 >= 2.5", "f32_over_int8", 2.5, False),
+                          ("torch int8/int8 > 1", "torch_int8_over_int8", 1.0, False)]}
         for r in low:
             tag = "%s/%s H=%d threads=%d" % (CELL_NAMES.get(r["cell"], r["cell"]), r["export"], r["H"],
                                               r["threads"])
-            if not isinstance(r["bf16_ms"], float):
-                log("  %-34s bf16 %s" % (tag, r["bf16_ms"]))
-                continue
-            log("  %-34s f32 %-10s bf16 %-10s f32/bf16 %5s  limit %-10s bf16/limit %5s  error %s (f32 %s)" % (
-                tag, fmt_ms(r.get("cellc_ms")), fmt_ms(r["bf16_ms"]), x(r.get("f32_over_bf16")),
-                fmt_ms(r["bf16_limit_ms"]) if "bf16_limit_ms" in r else "-", x(r.get("bf16_over_limit")),
-                "-" if r.get("bf16_max_abs_diff") is None else "%.2g" % r["bf16_max_abs_diff"],
-                "-" if r.get("max_abs_diff") is None else "%.2g" % r["max_abs_diff"]))
-            if r["cell"] == "lstm" and r["H"] == 256:
-                for what, v, goal, upper in (("bf16/limit <= 1.3", r.get("bf16_over_limit"), 1.3, True),
-                                             ("f32/bf16 >= 1.7", r.get("f32_over_bf16"), 1.7, False)):
-                    if v is None:
-                        log("    %-30s n/a" % what)
-                        continue
-                    ok = v <= goal if upper else v >= goal
-                    log("    %-30s %6.2f  %s" % (what, v, "met" if ok else "NOT met (off by x%.2f)" % (
-                        v / goal if upper else goal / v)))
+            for m in REDUCED:
+                if not isinstance(r.get(m + "_ms"), float):
+                    log("  %-34s %s %s" % (tag, m, r.get(m + "_ms", "n/a")))
+                    continue
+                log("  %-34s f32 %-10s %-4s %-10s f32/%s %5s  limit %-10s %s/limit %5s  error %s (f32 %s)" % (
+                    tag, fmt_ms(r.get("cellc_ms")), m, fmt_ms(r[m + "_ms"]), m, x(r.get("f32_over_" + m)),
+                    fmt_ms(r[m + "_limit_ms"]) if m + "_limit_ms" in r else "-", m,
+                    x(r.get(m + "_over_limit")),
+                    "-" if r.get(m + "_max_abs_diff") is None else "%.2g" % r[m + "_max_abs_diff"],
+                    "-" if r.get("max_abs_diff") is None else "%.2g" % r["max_abs_diff"]))
+                if m == "int8" and "torch_int8_ms" in r:
+                    log("  %-34s PyTorch quantize_dynamic int8 (engine %s) %s: %sx cellc int8's time" % (
+                        "", r.get("torch_int8_engine"), fmt_ms(r["torch_int8_ms"]),
+                        x(r.get("torch_int8_over_int8"))))
+                if r["cell"] == "lstm" and r["H"] == 256:
+                    for what, key, goal, upper in goals[m]:
+                        v = r.get(key)
+                        if v is None:
+                            log("    %-30s n/a" % what)
+                            continue
+                        ok = v <= goal if upper else v >= goal
+                        log("    %-30s %6.2f  %s" % (what, v, "met" if ok else "NOT met (off by x%.2f)" % (
+                            v / goal if upper else goal / v)))
 
     train = [r for r in rows if r["mode"] == "train" and "train_run_cpu_ms" in r]
     if train:
@@ -884,8 +911,9 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
               "ort_load_s", "core", "compile_s", "build_s", "train_run_cpu_ms",
               "train_optim_cpu_ms", "train_fwd_ms", "train_fwd_cpu_ms", "train_first_ms",
               "train_first_cpu_ms",
-              "train_loss_first", "train_loss_last", "bf16_ms", "bf16_cpu_ms", "bf16_limit_ms",
-              "bf16_over_limit", "f32_over_bf16", "bf16_max_abs_diff"]
+              "train_loss_first", "train_loss_last"] + \
+        [m + k for m in REDUCED for k in ("_ms", "_cpu_ms", "_limit_ms", "_over_limit", "_max_abs_diff")] + \
+        ["f32_over_" + m for m in REDUCED] + ["torch_int8_ms", "torch_int8_over_int8"]
     with open(os.path.join(B_DIR, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()

@@ -163,9 +163,10 @@ int main(int argc, char **argv)
 #endif
 	bench_limits L = {0};
 	/* BENCH_NO_LIMITS: only the model's times (bench/run.py's interleaved rounds) */
-	/* BENCH_WEIGHT_BYTES=2: the limits of bfloat16 recurrent weights (--weights bf16) */
+	/* BENCH_WEIGHT_BYTES=2 or 1: the limits of bfloat16 or int8 recurrent
+	 * weights (--weights bf16, int8) */
 	const char *nl = getenv("BENCH_NO_LIMITS"), *wb = getenv("BENCH_WEIGHT_BYTES");
-	int eb = wb && atoi(wb) == 2 ? 2 : 4;
+	int eb = wb && (atoi(wb) == 2 || atoi(wb) == 1) ? atoi(wb) : 4;
 	if (!(nl && *nl && strcmp(nl, "0") != 0) && bench_measure_limits(H, B, threads, eb, &L) != 0)
 		return 1;
 	printf("cellc_ms=%.4f min_ms=%.4f cpu_ms=%.4f reps=%d sgemv_gflops=%.3f sgemm_gflops=%.3f "

@@ -5,7 +5,10 @@ usage: torch_bench.py THREADS CASE...
 CASE is MODE:CELL:H:B:T:REPS (CELL fixture_NAME: tests/ref_momentum.py's
 model NAME with its 4-class head on every step, the model of the committed
 784-step traces) with MODE infer (the model's forward under
-torch.no_grad, time per sequence) or train (one training step: forward,
+torch.no_grad, time per sequence), qinfer (the same after
+torch.quantization.quantize_dynamic to int8 weights: nn.LSTM, nn.GRU and
+nn.Linear modules, the engine this PyTorch build has, printed as engine=)
+or train (one training step: forward,
 cross-entropy on a linear head over the last step, backward, RMSprop update,
 docs/training.md).  torch.set_num_threads(THREADS) (and one inter-op
 thread).  The input is x [T, B, 1] ~ U(-1, 1) from a fixed seed.  Untimed
@@ -41,7 +44,10 @@ def run_case(case):
         net = ref_momentum.make_model(cell[len("fixture_"):], 1, H, 4, 784)
     else:
         net = cells.make(cell, 1, H)
-    if mode == "infer":
+    if mode == "qinfer":
+        net = torch.quantization.quantize_dynamic(net, {torch.nn.LSTM, torch.nn.GRU, torch.nn.Linear},
+                                                  dtype=torch.qint8)
+    if mode in ("infer", "qinfer"):
         def once():
             with torch.no_grad():
                 net(x)
@@ -54,7 +60,7 @@ def run_case(case):
             cells.train_step(model, opt, x, target)
     times, cpu = [], []
     # a training step takes 10-50 s: its first run is timed (no warm-up)
-    if mode == "infer":
+    if mode != "train":
         # untimed runs for WARMUP_S (at least one), as bench/time_cellc.c does
         w0 = time.perf_counter()
         once()
@@ -66,8 +72,9 @@ def run_case(case):
         if r >= 0:
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
-    print("%s torch_ms=%.4f min_ms=%.4f cpu_ms=%.4f reps=%d" % (
-        case, 1e3 * median(times), 1e3 * min(times), 1e3 * median(cpu), reps), flush=True)
+    print("%s torch_ms=%.4f min_ms=%.4f cpu_ms=%.4f reps=%d engine=%s" % (
+        case, 1e3 * median(times), 1e3 * min(times), 1e3 * median(cpu), reps,
+        torch.backends.quantized.engine), flush=True)
 
 
 def median(v):

@@ -379,11 +379,26 @@ static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
 	*K = W->shape.d[tb ? 1 : 0].k;
 }
 
-/* Whether a product's packed copy is bfloat16 (pass_precision marked it). */
-static int pack_bf16(const ir_node *gm)
+/* How a product's packed copy is stored, by its weights mark
+ * (pass_precision): element type, the suffix of libcellrt's rt_gemv_pack*
+ * functions, words for the comment.  No mark: float32. */
+typedef struct {
+	const char *mark, *ctype, *fn, *words;
+} pack_format;
+
+static const pack_format pack_formats[] = {
+	{NULL, "float", "", ""},
+	{"bf16", "uint16_t", "_bf16", " in bfloat16"},
+	{"int8", "int8_t", "_i8", " in int8, its activations quantized per call"},
+};
+
+static const pack_format *pack_fmt(const ir_node *gm)
 {
 	const char *s = ir_attr_string(gm, "weights", NULL);
-	return s && !strcmp(s, "bf16");
+	for (size_t k = 1; s && k < sizeof pack_formats / sizeof pack_formats[0]; k++)
+		if (!strcmp(s, pack_formats[k].mark))
+			return &pack_formats[k];
+	return &pack_formats[0];
 }
 
 /* Before the steps: pk<i> = the packed copy when B == 1 (made on the first
@@ -398,21 +413,20 @@ static void emit_pack(rec *R)
 		int64_t N, K;
 		pack_dims(gm, &N, &K);
 		home hw = mem_home(R, gm->in[1]);
-		int bf = pack_bf16(gm);
-		const char *et = bf ? "uint16_t" : "float";
-		ew_line(w, "const %s *pk%d = NULL; /* %s packed for the batch-1 GEMV%s */", et, i, cm(R, gm->in[1]->name),
-			bf ? " in bfloat16" : "");
+		const pack_format *f = pack_fmt(gm);
+		ew_line(w, "const %s *pk%d = NULL; /* %s packed for the batch-1 GEMV%s */", f->ctype, i,
+			cm(R, gm->in[1]->name), f->words);
 		ew_open(w, "if (B == 1)");
 		ew_open(w, "if (!m->rec%d_pk%d)", R->id, i);
-		if (bf)
-			ew_line(w, "uint16_t *p_ = aligned_alloc(64, (sizeof(uint16_t) * rt_gemv_pack_bf16_size(%lld, %lld) "
-				"+ 63) / 64 * 64);", (long long)N, (long long)K);
+		if (*f->fn)
+			ew_line(w, "%s *p_ = aligned_alloc(64, (sizeof(%s) * rt_gemv_pack%s_size(%lld, %lld) + 63) / 64 "
+				"* 64);", f->ctype, f->ctype, f->fn, (long long)N, (long long)K);
 		else
 			ew_line(w, "float *p_ = aligned_alloc(64, (sizeof(float) * (size_t)%lld + 63) / 64 * 64);",
 				(long long)(N * K));
 		ew_line(w, "if (!p_)");
 		ew_line(w, "	return RT_ERR_NOMEM;");
-		ew_line(w, "rt_gemv_pack%s(%d, %lld, %lld, %s + %lld, %s, p_);", bf ? "_bf16" : "",
+		ew_line(w, "rt_gemv_pack%s(%d, %lld, %lld, %s + %lld, %s, p_);", f->fn,
 			(int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K, hw.base, (long long)hw.off, hw.ld);
 		ew_line(w, "m->rec%d_pk%d = p_;", R->id, i);
 		ew_close(w, "");
@@ -457,7 +471,7 @@ static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r
 	if (!R->pk[i])
 		return;
 	ew_line(R->w, "if (pk%d%s) rt_gemv_packed%s(%s, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else", i, cond,
-		pack_bf16(n) ? "_bf16" : "", r0, r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base,
+		pack_fmt(n)->fn, r0, r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base,
 		(long long)ha.off, i, beta, bias, y);
 }
 
@@ -900,9 +914,8 @@ void emit_rec_state_decls(emit_ctx *E, ir_node *n)
 	for (int i = 0; i < n->body->nnodes; i++)
 		if (ir_attr_int(n->body->nodes[i], "pack", 0))
 			ew_line(E->w, "%s *rec%d_pk%d; /* %s packed for the batch-1 GEMV%s (NULL until used) */",
-				pack_bf16(n->body->nodes[i]) ? "uint16_t" : "float", n->id, i,
-				cm_(E->A, n->body->nodes[i]->in[1]->name),
-				pack_bf16(n->body->nodes[i]) ? " in bfloat16" : "");
+				pack_fmt(n->body->nodes[i])->ctype, n->id, i, cm_(E->A, n->body->nodes[i]->in[1]->name),
+				pack_fmt(n->body->nodes[i])->words);
 	for (int i = 0; i < n->body->nnodes; i++)
 		if (ir_attr_int(n->body->nodes[i], "panels", 0)) {
 			ew_line(E->w, "float *rec%d_pp%d; /* %s packed for the GEMM kernel (rt_gemm_pack) */",

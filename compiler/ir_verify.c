@@ -15,8 +15,9 @@
  *     stages, ir_verify_structure): every value in use has a supported
  *     dtype and a known shape;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
- *   - weights = "bf16" (pass_precision) only on a product by an f32 model
- *     weight whose every element is a bfloat16 value;
+ *   - weights = "bf16" or "int8" (pass_precision) only on a product by an
+ *     f32 model weight whose every element is a bfloat16 value (bf16) or
+ *     whose every output is its scale times integers in [-127, 127] (int8);
  *   - after "schedule" (pass_schedule.c): every recurrence of the root graph
  *     has `threads` and one `x_proj` per sequence input, with known values;
  *     an input projection moved into the steps is a root Gemm marked
@@ -379,18 +380,33 @@ static void check_step_storage(vctx *c, const ir_graph *g)
 	}
 }
 
-/* weights = "bf16" (pass_precision): on a product whose B operand is an f32
- * model weight holding only values bfloat16 represents. */
+/* weights = "bf16" or "int8" (pass_precision): on a product whose B
+ * operand is an f32 model weight holding only values of that form
+ * (bfloat16 values; for int8, each output's scale times integers in
+ * [-127, 127]). */
 static void check_precision(vctx *c, const ir_graph *g, const ir_node *n)
 {
 	const ir_attr *a = ir_attr_find(n, "weights");
-	if (a->kind != ATTR_STRING || strcmp(a->s, "bf16") != 0 || !precision_operand(n)) {
+	int bf = a->kind == ATTR_STRING && !strcmp(a->s, "bf16"), i8 = a->kind == ATTR_STRING && !strcmp(a->s, "int8");
+	if ((!bf && !i8) || !precision_operand(n)) {
 		bad(c, g, "node '%s' (%s) has weights = ..., but is no product by an f32 model weight marked "
-		    "\"bf16\"", nname(n), ir_op_name(n->op));
+		    "\"bf16\" or \"int8\"", nname(n), ir_op_name(n->op));
 		return;
 	}
 	const ir_value *W = n->in[1];
 	const float *d = W->data;
+	if (i8) {
+		int64_t nout = W->shape.d[ir_attr_int(n, "transB", 0) ? 0 : 1].k;
+		float s;
+		for (int64_t j = 0; j < nout; j++)
+			if (!precision_int8_row(n, j, &s)) {
+				bad(c, g, "node '%s' (%s) is marked weights = \"int8\", but output %lld of '%s' is not "
+				    "its scale %.9g times integers in [-127, 127]", nname(n), ir_op_name(n->op),
+				    (long long)j, W->name, (double)s);
+				return;
+			}
+		return;
+	}
 	for (int64_t k = 0; k < ir_shape_const_numel(&W->shape); k++)
 		if (memcmp(&d[k], &(float){rt_bf16_to_f32(rt_f32_to_bf16_nearest(d[k]))}, sizeof *d) != 0) {
 			bad(c, g, "node '%s' (%s) is marked weights = \"bf16\", but element %lld of '%s' (%.9g) is "

@@ -24,7 +24,7 @@ typedef struct pass_opts {
 /* --weights: the precision of the products' weights (pass_precision.c).
  * weights_mode_names[] spells them on the command line; lookup: -1 when s
  * names none. */
-typedef enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_COUNT } weights_mode;
+typedef enum { WEIGHTS_F32, WEIGHTS_BF16, WEIGHTS_INT8, WEIGHTS_COUNT } weights_mode;
 extern const char *const weights_mode_names[WEIGHTS_COUNT];
 int weights_mode_lookup(const char *s);
 
@@ -115,12 +115,16 @@ int pass_fuse(ir_graph *g, diag *D, const pass_opts *o);
  * is stored only when a node that is not fused element-wise code, a nested
  * body or the body's outputs read it. */
 int fuse_needs_buffer(const ir_value *v);
-/* --weights bf16: the products' model weights rounded to bfloat16 and the
- * products marked weights = "bf16" (pass_precision.c).  precision_operand:
- * n is a product whose B operand such a mode rounds (an f32 model weight of
- * rank 2 with constant dims and data). */
+/* --weights bf16|int8: the products' model weights rounded to bfloat16 or
+ * to int8 steps of a scale per output, and the products marked weights =
+ * "bf16" or "int8" (pass_precision.c).  precision_operand: n is a product
+ * whose B operand such a mode rounds (an f32 model weight of rank 2 with
+ * constant dims and data).  precision_int8_row: output j's scale and
+ * whether each of its weights is that scale times an integer in [-127,
+ * 127] (what pass_precision made and rt_gemv_pack_i8 packs again). */
 int pass_precision(ir_graph *g, diag *D, const pass_opts *o);
 int precision_operand(const ir_node *n);
+int precision_int8_row(const ir_node *n, int64_t j, float *scale);
 /* How each recurrence runs (threads, where its input projections are
  * computed, packed weights), as attributes the emitter prints
  * (pass_schedule.c has the list). */

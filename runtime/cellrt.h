@@ -163,6 +163,28 @@ void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alp
 			 const uint16_t *P, float beta, const float *bias, float *c);
 void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 				  const uint16_t *P, float beta, const float *bias, float *c);
+/* The same on int8 weights (--weights int8): a quarter of the bytes, and
+ * integer products as PyTorch's dynamic quantization computes them.  Each
+ * output row n of W = op(B)^T is quantized on its own (rt_scale_i8, rt_quant_i8:
+ * scale s[n] = max_k |W[n, k]| / 127, q = rint(W / s) in [-127, 127]); each
+ * call quantizes the activations a (rt_quant_act_u7: 7-bit unsigned, scale
+ * sa and zero point zp from the range of a and 0) and sums in int32,
+ * exactly:
+ *   c[i] = alpha sa s[r] (sum_k qa[k] q[r, k] - zp sum_k q[r, k]) + beta ...
+ * for r = r0 + i.  (7 bits: two products of a 7-bit activation and an
+ * 8-bit weight add up without overflowing 16 bits, which is what the x86
+ * kernel's vpmaddubsw needs.)  P holds rt_gemv_pack_i8_size(N, K) bytes,
+ * 64-byte aligned: the scales and row sums, then blocks of 256 rows as for
+ * rt_gemv_pack, each row padded to a multiple of 8 and stored in groups of
+ * 4 columns (rt_kern.h).  K above RT_I8_KMAX: the products are made in
+ * float32 on the dequantized weights s[r] q[r, k] instead (weights-only). */
+enum { RT_I8_KMAX = 16384 };
+size_t rt_gemv_pack_i8_size(int64_t N, int64_t K);
+void rt_gemv_pack_i8(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, int8_t *P);
+void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+		       const int8_t *P, float beta, const float *bias, float *c);
+void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				const int8_t *P, float beta, const float *bias, float *c);
 
 /* ---- threads of row-parallel recurrences ----------------------------------
  * Emitted code built with OpenMP (the emitted Makefile's -fopenmp) splits
@@ -938,6 +960,19 @@ void rt_dequantize_linear(float *y, const void *x, int dt, const float *scale, c
 /* DynamicQuantizeLinear, uint8: scale = (max(0, max X) - min(0, min X)) / 255,
  * zp = sat(rint(-min(0, min X) / scale)), Y = sat(rint(X / scale) + zp). */
 void rt_dynamic_quantize_linear(uint8_t *y, float *scale, uint8_t *zp, const float *x, int64_t n);
+/* The int8 weights of --weights int8 (rt_gemv_pack_i8), quantized
+ * symmetrically one output row at a time: rt_scale_i8 is the scale of the
+ * K weights w[0], w[inc], ...: s = max |w| / 127 (1 when that is 0 or not
+ * finite); rt_quant_i8(w, s) = sat(rint(w / s)) in [-127, 127] (NaN: 0).
+ * The compiler rounds a model's weights to s q with them, so that what it
+ * multiplies by and the packed copy agree. */
+float rt_scale_i8(int64_t K, const float *w, int64_t inc);
+int8_t rt_quant_i8(float w, float s);
+/* The activations of rt_gemv_packed_i8: 7-bit unsigned, lo = min(0, min a),
+ * hi = max(0, max a), sa = (hi - lo) / 127 (1 when 0), zp = sat(rint(-lo /
+ * sa)), q = sat(rint(a (1 / sa)) + zp) in [0, 127]; returns sa, NaN (and every q
+ * zp) when a holds a NaN or an infinity, so that the product is NaN. */
+float rt_quant_act_u7(int64_t K, const float *a, uint8_t *q, int32_t *zp);
 /* MatMulInteger: A [m, k] (adt), B [k, n] (bdt), Y [m, n] int32 =
  * sum (A - azp[row]) (B - bzp[col]), exact (nazp 1 or m, nbzp 1 or n). */
 void rt_matmul_integer(int32_t *y, const void *a, int adt, const void *azp, int64_t nazp, const void *b, int bdt,

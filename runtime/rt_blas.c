@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifndef CELLRT_NO_BLAS
 #include <cblas.h>
@@ -433,6 +434,101 @@ void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, 
 				t[j] += a[k] * rt_bf16_to_f32(p[rt_bf16_index(K, wp, k, r - n0 + j)]);
 		for (int64_t j = 0; j < n; j++)
 			c[o + j] = alpha * t[j] + (bias ? beta * bias[o + j] : beta != 0.0f ? beta * c[o + j] : 0.0f);
+		r = e;
+	}
+}
+
+size_t rt_gemv_pack_i8_size(int64_t N, int64_t K)
+{
+	if (N <= 0)
+		return 64;
+	int64_t w, wp, off;
+	rt_i8_block(N, K, (N - 1) / RT_PACK_W * RT_PACK_W, &w, &wp, &off);
+	return (size_t)(off + (K + 3) / 4 * 4 * wp);
+}
+
+void rt_gemv_pack_i8(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, int8_t *P)
+{
+	float *scale = (float *)(void *)P;
+	int32_t *sum = (int32_t *)(void *)(P + 4 * N);
+	for (int64_t n0 = 0; n0 < N; n0 += RT_PACK_W) {
+		int64_t w, wp, off;
+		rt_i8_block(N, K, n0, &w, &wp, &off);
+		int8_t *q = P + off;
+		memset(q, 0, (size_t)((K + 3) / 4 * 4 * wp));
+		for (int64_t j = 0; j < w; j++) {
+			const float *row = transB ? B + (n0 + j) * ldb : B + n0 + j;
+			int64_t inc = transB ? 1 : ldb;
+			float s = rt_scale_i8(K, row, inc);
+			int32_t t = 0;
+			for (int64_t k = 0; k < K; k++) {
+				int8_t v = rt_quant_i8(row[k * inc], s);
+				q[rt_i8_index(wp, k, j)] = v;
+				t += v;
+			}
+			scale[n0 + j] = s;
+			sum[n0 + j] = t;
+		}
+	}
+}
+
+/* alpha v + beta (bias[i] or c[i]); c not read when beta is 0 (the
+ * epilogue of the int8 kernel, rt_kern.c, computes the same). */
+static float i8_out(float alpha, float v, float beta, const float *bias, const float *c, int64_t i)
+{
+	return alpha * v + (bias ? beta * bias[i] : beta != 0.0f ? beta * c[i] : 0.0f);
+}
+
+void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+		       const int8_t *P, float beta, const float *bias, float *c)
+{
+	if (r1 <= r0)
+		return;
+	if (K > RT_I8_KMAX) {
+		rt_gemv_packed_i8_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
+		return;
+	}
+	uint8_t qa[RT_I8_KMAX];
+	int32_t zp;
+	float sa;
+	int isa = rt_kern_isa();
+	if (!rt_kern_quant_act_u7(isa, K, a, qa, &zp, &sa))
+		sa = rt_quant_act_u7(K, a, qa, &zp);
+	for (int64_t k = K; k % 4; k++)
+		qa[k] = 0;
+	if (!rt_kern_gemv_packed_i8(isa, r0, r1, N, K, alpha, qa, sa, zp, P, beta, bias, c))
+		rt_gemv_packed_i8_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
+}
+
+void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				const int8_t *P, float beta, const float *bias, float *c)
+{
+	const float *scale = (const float *)(const void *)P;
+	const int32_t *sum = (const int32_t *)(const void *)(P + 4 * N);
+	uint8_t qa[RT_I8_KMAX];
+	int32_t zp = 0, t[RT_PACK_W];
+	float sa = K <= RT_I8_KMAX ? rt_quant_act_u7(K, a, qa, &zp) : 1.0f, f[RT_PACK_W];
+	for (int64_t r = r0; r < r1;) {
+		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+		rt_i8_block(N, K, n0, &w, &wp, &off);
+		int64_t e = n0 + w < r1 ? n0 + w : r1, n = e - r, o = r - r0;
+		const int8_t *p = P + off;
+		for (int64_t j = 0; j < n; j++) {
+			t[j] = 0;
+			f[j] = 0.0f;
+		}
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t j = 0; j < n; j++) {
+				int8_t v = p[rt_i8_index(wp, k, r - n0 + j)];
+				if (K <= RT_I8_KMAX)
+					t[j] += (int32_t)qa[k] * v;
+				else
+					f[j] += a[k] * (float)v;
+			}
+		for (int64_t j = 0; j < n; j++) {
+			float v = K <= RT_I8_KMAX ? sa * scale[r + j] * (float)(t[j] - zp * sum[r + j]) : scale[r + j] * f[j];
+			c[o + j] = i8_out(alpha, v, beta, bias, c, o + j);
+		}
 		r = e;
 	}
 }

@@ -7,9 +7,11 @@
  * vectors of the GEMV; acc accumulators; MR x NR the register block of the
  * GEMM micro-kernel, KC the depth of one packed panel.
  */
+#include "cellrt.h"
 #include "rt_kern.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RT_KERN_X86 1
@@ -615,6 +617,115 @@ T256 static void gemv_packed_bf16_256(int64_t c0, int64_t c1, int64_t K, const f
 	}
 }
 
+/* int8 (rt_gemv_pack_i8's layout, rt_kern.h): columns [c0, c1) of a block
+ * of padded width wp, in chunks of up to 8 groups of 8 rows (8 int32
+ * accumulators).  Per group of 4 columns: the 4 activations broadcast,
+ * vpmaddubsw (u8 x s8, pairs summed to int16: at most 2 * 127 * 127, no
+ * saturation), vpmaddwd by ones (pairs to int32), vpaddd: exact. */
+T256 static inline __attribute__((always_inline)) void pk_i8_chunk(const int NG, int64_t Kq, const uint8_t *qa,
+								     const int8_t *p, int64_t wp, int32_t *sum)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i acc[8];
+	_Pragma("GCC unroll 8")
+	for (int v = 0; v < NG; v++)
+		acc[v] = _mm256_setzero_si256();
+	for (int64_t kq = 0; kq < Kq; kq++, p += 4 * wp) {
+		int32_t x4;
+		memcpy(&x4, qa + 4 * kq, sizeof x4);
+		__m256i x = _mm256_set1_epi32(x4);
+		_Pragma("GCC unroll 8")
+		for (int q = 0; q < NG; q++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * q));
+			acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(x, v), ones));
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (int v = 0; v < NG; v++)
+		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
+}
+
+T256 static void gemv_packed_i8_256(int64_t c0, int64_t c1, int64_t K, const uint8_t *qa, float sa, int32_t zp,
+				    const int8_t *p, int64_t wp, const float *scale, const int32_t *rsum,
+				    float alpha, float beta, const float *bias, float *c)
+{
+	int32_t sum[64];
+	int64_t Kq = (K + 3) / 4;
+	for (int64_t g = c0 / 8 * 8; g < c1; g += 64) {
+		int ng = (int)((c1 - g + 7) / 8 < 8 ? (c1 - g + 7) / 8 : 8);
+		switch (ng) {
+#define I8_CASE(NG) case NG: pk_i8_chunk(NG, Kq, qa, p + 4 * g, wp, sum); break;
+		I8_CASE(1) I8_CASE(2) I8_CASE(3) I8_CASE(4) I8_CASE(5) I8_CASE(6) I8_CASE(7)
+#undef I8_CASE
+		default: pk_i8_chunk(8, Kq, qa, p + 4 * g, wp, sum); break;
+		}
+		int64_t lo = g > c0 ? g : c0, e = g + 8 * ng < c1 ? g + 8 * ng : c1;
+		for (int64_t j = lo; j < e; j++) {
+			float v = sa * scale[j] * (float)(sum[j - g] - zp * rsum[j]);
+			int64_t i = j - c0;
+			c[i] = alpha * v + (bias ? beta * bias[i] : beta != 0.0f ? beta * c[i] : 0.0f);
+		}
+	}
+}
+
+/* rt_quant_act_u7 (cellrt.h) eight at a time, with the same results: the
+ * minimum and maximum do not depend on the order, vroundps rounds as
+ * nearbyintf does, and a NaN or an infinity is left to the scalar code. */
+T256 static int quant_act_u7_256(int64_t K, const float *a, uint8_t *q, int32_t *zp, float *scale)
+{
+	__m256 lo = _mm256_setzero_ps(), hi = lo, bad = lo;
+	int64_t k = 0;
+	for (; k + 8 <= K; k += 8) {
+		__m256 v = _mm256_loadu_ps(a + k);
+		lo = _mm256_min_ps(lo, v);
+		hi = _mm256_max_ps(hi, v);
+		bad = _mm256_add_ps(bad, _mm256_mul_ps(v, _mm256_setzero_ps()));
+	}
+	float l[8], h[8], b[8], mn = 0.0f, mx = 0.0f, nb = 0.0f;
+	_mm256_storeu_ps(l, lo);
+	_mm256_storeu_ps(h, hi);
+	_mm256_storeu_ps(b, bad);
+	for (int i = 0; i < 8; i++) {
+		mn = l[i] < mn ? l[i] : mn;
+		mx = h[i] > mx ? h[i] : mx;
+		nb += b[i];
+	}
+	for (int64_t t = k; t < K; t++) {
+		mn = a[t] < mn ? a[t] : mn;
+		mx = a[t] > mx ? a[t] : mx;
+		nb += a[t] * 0.0f;
+	}
+	if (nb != 0.0f)
+		return 0;
+	float s = (mx - mn) / 127.0f;
+	if (!(s > 0.0f))
+		s = 1.0f;
+	float inv = 1.0f / s, z = nearbyintf(-mn * inv);
+	z = z < 0.0f ? 0.0f : z > 127.0f ? 127.0f : z;
+	*zp = (int32_t)z;
+	*scale = s;
+	const __m256 vi = _mm256_set1_ps(inv), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(),
+		     v127 = _mm256_set1_ps(127.0f);
+	for (k = 0; k + 32 <= K; k += 32) {
+		__m256i w[4];
+		for (int j = 0; j < 4; j++) {
+			__m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(a + k + 8 * j), vi),
+						   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, vz), v0), v127);
+			w[j] = _mm256_cvtps_epi32(v);
+		}
+		/* 32 int32 in [0, 127] to 32 bytes, in order (the packs work per lane) */
+		__m256i p = _mm256_packus_epi16(_mm256_packs_epi32(w[0], w[1]), _mm256_packs_epi32(w[2], w[3]));
+		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+		_mm256_storeu_si256((__m256i *)(q + k), p);
+	}
+	for (; k < K; k++) {
+		float v = nearbyintf(a[k] * inv) + z;
+		q[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
+	}
+	return 1;
+}
+
 /* Every panel of op(B), as gemm_panels packs them one at a time. */
 T256 static void pack_panels(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
 {
@@ -713,6 +824,40 @@ int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t
 #endif
 	(void)isa, (void)r0, (void)r1, (void)N, (void)K, (void)alpha, (void)a, (void)P, (void)beta, (void)bias,
 		(void)c;
+	return 0;
+}
+
+int rt_kern_quant_act_u7(int isa, int64_t K, const float *a, uint8_t *q, int32_t *zp, float *scale)
+{
+#ifdef RT_KERN_X86
+	if (isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2)
+		return quant_act_u7_256(K, a, q, zp, scale);
+#endif
+	(void)isa, (void)K, (void)a, (void)q, (void)zp, (void)scale;
+	return 0;
+}
+
+int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
+			   const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
+			   float *c)
+{
+#ifdef RT_KERN_X86
+	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && K <= RT_I8_KMAX) { /* the AVX2 kernel serves both */
+		const float *scale = (const float *)(const void *)P;
+		const int32_t *rsum = (const int32_t *)(const void *)(P + 4 * N);
+		for (int64_t r = r0; r < r1;) {
+			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+			rt_i8_block(N, K, n0, &w, &wp, &off);
+			int64_t e = n0 + w < r1 ? n0 + w : r1;
+			gemv_packed_i8_256(r - n0, e - n0, K, qa, sa, zp, P + off, wp, scale + n0, rsum + n0, alpha,
+					   beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
+			r = e;
+		}
+		return 1;
+	}
+#endif
+	(void)isa, (void)r0, (void)r1, (void)N, (void)K, (void)alpha, (void)qa, (void)sa, (void)zp, (void)P,
+		(void)beta, (void)bias, (void)c;
 	return 0;
 }
 

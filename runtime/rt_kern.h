@@ -88,4 +88,32 @@ static inline int64_t rt_bf16_index(int64_t K, int64_t wp, int64_t k, int64_t j)
 	return k * wp + j / 16 * 16 + (t < 8 ? 2 * t : 2 * (t - 8) + 1);
 }
 
+/* The same on int8 weights packed by rt_gemv_pack_i8, on activations qa
+ * quantized by rt_quant_act_u7 (Kq = (K + 3) / 4 groups of 4, the padding
+ * 0) with scale sa and zero point zp.  P: rt_i8_head bytes of scales
+ * (float [N]) and row sums (int32 [N]), then each block's rows padded to
+ * wp = a multiple of 8, stored for each group of 4 columns as wp runs of 4
+ * bytes (rt_i8_block, rt_i8_index): one 32-byte load is 8 rows by 4
+ * columns, which vpmaddubsw and vpmaddwd reduce to 8 int32 sums. */
+int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
+			   const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
+			   float *c);
+/* rt_quant_act_u7 vectorised, the same results; 0 (nothing written) when
+ * this CPU has no kernel or a holds a NaN or an infinity. */
+int rt_kern_quant_act_u7(int isa, int64_t K, const float *a, uint8_t *q, int32_t *zp, float *scale);
+static inline int64_t rt_i8_head(int64_t N)
+{
+	return (8 * N + 63) / 64 * 64;
+}
+static inline void rt_i8_block(int64_t N, int64_t K, int64_t n0, int64_t *w, int64_t *wp, int64_t *off)
+{
+	*w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+	*wp = (*w + 7) / 8 * 8;
+	*off = rt_i8_head(N) + n0 * ((K + 3) / 4 * 4);  /* the blocks before are full */
+}
+static inline int64_t rt_i8_index(int64_t wp, int64_t k, int64_t j)
+{
+	return k / 4 * wp * 4 + j * 4 + k % 4;
+}
+
 #endif

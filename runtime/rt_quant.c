@@ -82,6 +82,49 @@ void rt_dynamic_quantize_linear(uint8_t *y, float *scale, uint8_t *zp, const flo
 		st_sat(y, 2, i, s > 0.0f ? x[i] / s : 0.0f, (int32_t)z);
 }
 
+float rt_scale_i8(int64_t K, const float *w, int64_t inc)
+{
+	float m = 0.0f;
+	for (int64_t k = 0; k < K; k++)
+		m = fabsf(w[k * inc]) > m ? fabsf(w[k * inc]) : m;
+	float s = m > 0.0f && isfinite(m) ? m / 127.0f : 1.0f;
+	return s > 0.0f ? s : 1.0f;     /* m / 127 may underflow */
+}
+
+int8_t rt_quant_i8(float w, float s)
+{
+	float v = w / s;
+	v = isnan(v) ? 0.0f : nearbyintf(v);
+	return (int8_t)(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
+}
+
+float rt_quant_act_u7(int64_t K, const float *a, uint8_t *q, int32_t *zp)
+{
+	float lo = 0.0f, hi = 0.0f, bad = 0.0f;
+	for (int64_t k = 0; k < K; k++) {
+		lo = a[k] < lo ? a[k] : lo;
+		hi = a[k] > hi ? a[k] : hi;
+		bad += a[k] * 0.0f;     /* NaN when a[k] is NaN or infinite */
+	}
+	if (bad != 0.0f) {
+		*zp = 0;
+		for (int64_t k = 0; k < K; k++)
+			q[k] = 0;
+		return NAN;
+	}
+	float s = (hi - lo) / 127.0f;
+	if (!(s > 0.0f))
+		s = 1.0f;
+	float inv = 1.0f / s, z = nearbyintf(-lo * inv);
+	z = z < 0.0f ? 0.0f : z > 127.0f ? 127.0f : z;
+	*zp = (int32_t)z;
+	for (int64_t k = 0; k < K; k++) {
+		float v = nearbyintf(a[k] * inv) + z;
+		q[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
+	}
+	return s;
+}
+
 /* sum over k of (A[r, k] - azp) (B[k, c] - bzp) */
 static int32_t dot8(const void *a, int adt, int32_t azp, const void *b, int bdt, int32_t bzp, int64_t r, int64_t c,
 		    int64_t n, int64_t k)

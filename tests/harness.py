@@ -23,8 +23,9 @@ Groups, in order:
               shapes, ranges, moments, seeding of the streams
   rnn_cases   tests/gen_rnn_cases.py cases, `cellc verify` (default tolerances)
   torch       tests/gen_torch_exports.py cases, `--atol 1e-5 --rtol 1e-4`
-  precision   the same cases with --weights bf16 against the float32 outputs
-              (BF16_TOL), the bfloat16 batch-1 kernel required in each build
+  precision   the same cases with --weights bf16 and int8 against the float32
+              outputs (BF16_TOL, INT8_TOL), the reduced-precision batch-1
+              kernel required in each build
   structure   issue 2's "fast by construction" in `cellc dump` output:
               hoisted input GEMM, one recurrent GEMM, pre-summed biases, fused
   cli         cellc's commands and exit statuses (help, info, dump --after)
@@ -792,18 +793,22 @@ def group_torch():
                                      for n in case_dirs("torch")])
 
 
-# --weights bf16 (issue 22): the products' weights rounded to bfloat16.  The
-# tolerance against PyTorch's float32 outputs is the bound docs/deploying.md
-# states for these models.
+# --weights bf16|int8 (issue 22): the products' weights rounded to bfloat16,
+# or to int8 steps of a scale per output with the batch-1 step's activations
+# quantized to 7 bits.  The tolerances against PyTorch's float32 outputs are
+# the bounds docs/deploying.md states for these models.
 BF16_TOL = ["--weights", "bf16", "--atol", "1e-2", "--rtol", "1e-2"]
+INT8_TOL = ["--weights", "int8", "--atol", "3e-2", "--rtol", "3e-2"]
+PRECISION_MODES = [("bf16", BF16_TOL, "rt_gemv_packed_bf16("), ("int8", INT8_TOL, "rt_gemv_packed_i8(")]
 
 
 def group_precision():
     """Every tests/gen_torch_exports.py case (batch 1 among its data sets)
-    compiled with --weights bf16 through `cellc verify` against PyTorch's
-    float32 outputs within BF16_TOL; the kept build must multiply the batch-1
-    steps on the bfloat16 copy (rt_gemv_packed_bf16), so a bf16 build that
-    quietly ran float32 fails."""
+    compiled with --weights bf16 and with --weights int8 through `cellc
+    verify` against PyTorch's float32 outputs within BF16_TOL / INT8_TOL;
+    the kept build must multiply the batch-1 steps on the reduced copy
+    (rt_gemv_packed_bf16, rt_gemv_packed_i8), so a build that quietly ran
+    float32 fails."""
     if not stamp_ok("torch"):
         yield from fixtures_missing("precision", "torch")
         return
@@ -811,17 +816,16 @@ def group_precision():
     work = os.path.join(OUT, "precision_work")
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
 
-    def one(n):
-        keep = os.path.join(work, n)
-        r = verify_one("precision", n, os.path.join(root, n), BF16_TOL + ["--keep", keep])
+    def one(n, mode, tol, call):
+        keep = os.path.join(work, mode, n)
+        r = verify_one("precision", "%s/%s" % (mode, n), os.path.join(root, n), tol + ["--keep", keep])
         if not r.ok:
             return r
         srcs = glob.glob(os.path.join(ROOT, keep, "**", "*.c"), recursive=True)
-        if not any("rt_gemv_packed_bf16(" in open(s).read() for s in srcs):
-            return Result(r.name, False, "verify passed, but the build in %s never calls "
-                          "rt_gemv_packed_bf16" % keep)
+        if not any(call in open(s).read() for s in srcs):
+            return Result(r.name, False, "verify passed, but the build in %s never calls %s" % (keep, call[:-1]))
         return r
-    yield from parallel(one, [(n,) for n in case_dirs("torch")])
+    yield from parallel(one, [(n, m, t, c) for m, t, c in PRECISION_MODES for n in case_dirs("torch")])
 
 
 def group_image():

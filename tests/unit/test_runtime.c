@@ -554,6 +554,162 @@ START_TEST(test_gemv_packed_bf16)
 }
 END_TEST
 
+/* The int8 arithmetic of --weights int8 from its definition (cellrt.h),
+ * written out here on its own: per-row symmetric weights, 7-bit unsigned
+ * activations with a zero point, integer sums in int64 (so an overflow of
+ * the library's int32 would show).  Returns sa; q and zp as defined. */
+static float ref_act_u7(int64_t K, const float *a, uint8_t *q, int32_t *zp)
+{
+	double lo = 0.0, hi = 0.0;
+	for (int64_t k = 0; k < K; k++) {
+		lo = a[k] < lo ? a[k] : lo;
+		hi = a[k] > hi ? a[k] : hi;
+	}
+	float s = (float)(hi - lo) / 127.0f;
+	s = s > 0.0f ? s : 1.0f;
+	float inv = 1.0f / s, z = nearbyintf((float)-lo * inv);
+	*zp = z < 0.0f ? 0 : z > 127.0f ? 127 : (int32_t)z;
+	for (int64_t k = 0; k < K; k++) {
+		float v = nearbyintf(a[k] * inv) + (float)*zp;
+		q[k] = v < 0.0f ? 0 : v > 127.0f ? 127 : (uint8_t)v;
+	}
+	return s;
+}
+
+static int8_t ref_q8(float w, float s)
+{
+	float v = nearbyintf(w / s);
+	return v < -127.0f ? -127 : v > 127.0f ? 127 : (int8_t)v;
+}
+
+START_TEST(test_quant_act_u7)
+{
+	static const int64_t Ks[] = {1, 5, 40, 256, 1000};
+	rng r = {77};
+	for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++)
+		for (int shift = 0; shift < 3; shift++) {   /* mixed signs, all positive, all negative */
+			int64_t K = Ks[t];
+			float *a = xmalloc(sizeof(float) * (size_t)K);
+			uint8_t *q = xmalloc((size_t)K), *qr = xmalloc((size_t)K);
+			fill(&r, a, K);
+			for (int64_t k = 0; k < K; k++)
+				a[k] = shift == 0 ? a[k] : shift == 1 ? fabsf(a[k]) + 0.5f : -fabsf(a[k]) * 3.0f;
+			int32_t zp, zr;
+			float s = rt_quant_act_u7(K, a, q, &zp), sr = ref_act_u7(K, a, qr, &zr);
+			ck_assert_msg(s == sr && zp == zr, "K=%ld shift %d: scale %.9g zp %d, want %.9g %d", (long)K,
+				      shift, (double)s, zp, (double)sr, zr);
+			ck_assert_int_eq(zp, shift == 1 ? 0 : shift == 2 ? 127 : zp);
+			for (int64_t k = 0; k < K; k++) {
+				ck_assert_msg(q[k] == qr[k] && q[k] <= 127, "K=%ld: q[%ld] = %d, want %d", (long)K,
+					      (long)k, q[k], qr[k]);
+				/* the quantization error is at most half a step */
+				ck_assert(fabs(((double)q[k] - zp) * s - a[k]) <= 0.5 * s * (1.0 + 1e-5));
+			}
+			/* the kernel: the same bytes, scale and zero point */
+			int isa = rt_kern_isa();
+			float sk = 0.0f;
+			int32_t zk = -1;
+			memset(q, 0xff, (size_t)K);
+			ck_assert_int_eq(rt_kern_quant_act_u7(isa, K, a, q, &zk, &sk), isa >= RT_ISA_AVX2);
+			if (isa >= RT_ISA_AVX2)
+				ck_assert_msg(sk == sr && zk == zr && memcmp(q, qr, (size_t)K) == 0,
+					      "K=%ld shift %d: the kernel's activations differ", (long)K, shift);
+			a[K / 2] = NAN;
+			ck_assert(isnan(rt_quant_act_u7(K, a, q, &zp)));
+			ck_assert_int_eq(rt_kern_quant_act_u7(isa, K, a, q, &zk, &sk), 0);
+			a[K / 2] = -INFINITY;
+			ck_assert(isnan(rt_quant_act_u7(K, a, q, &zp)));
+			ck_assert_int_eq(rt_kern_quant_act_u7(isa, K, a, q, &zk, &sk), 0);
+			free(a);
+			free(q);
+			free(qr);
+		}
+}
+END_TEST
+
+/* The int8 packed GEMV, portable loop and kernel, against the reference
+ * above: the same integers, summed exactly, so the two agree to the bit and
+ * differ from the reference only by the rounding of the float epilogue.
+ * Case N_PACK_CASES: K above RT_I8_KMAX (weights-only, float sums). */
+START_TEST(test_gemv_packed_i8)
+{
+	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
+	int set = _i % 3, tb = (_i / 3) % 2;
+	pack_case g = _i / 6 < N_PACK_CASES ? pack_cases[_i / 6] : (pack_case){9, RT_I8_KMAX + 5, 2, 9};
+	int wide = g.K > RT_I8_KMAX;
+	float alpha = coef[set][0], beta = coef[set][1];
+	int64_t ldb = (tb ? g.K : g.N) + 3, n = g.r1 - g.r0, nb = (tb ? g.N : g.K) * ldb;
+	rng r = {(uint64_t)_i + 202};
+	float *Bm = xmalloc(sizeof(float) * (size_t)nb);
+	int8_t *P = aligned_alloc(64, (rt_gemv_pack_i8_size(g.N, g.K) + 63) / 64 * 64);
+	float *a = xmalloc(sizeof(float) * (size_t)g.K), *c0 = xmalloc(sizeof(float) * (size_t)(g.N + 4));
+	float *c = xmalloc(sizeof(float) * (size_t)(g.N + 4)), *ck = xmalloc(sizeof(float) * (size_t)(g.N + 4));
+	float *bias = set == 2 ? xmalloc(sizeof(float) * (size_t)n) : NULL;
+	uint8_t *qa = xmalloc((size_t)(g.K + 4));
+	ck_assert_ptr_nonnull(P);
+	fill(&r, Bm, nb);
+	if (_i % 4 == 1)
+		for (int64_t k = 0; k < (tb ? g.K : 1); k++)    /* a row of zeros (scale 1) */
+			Bm[(tb ? 0 : k * ldb)] = 0.0f, Bm[tb ? k : 0] = 0.0f;
+	fill(&r, a, g.K);
+	fill(&r, c0, g.N + 4);
+	if (bias)
+		fill(&r, bias, n);
+	if (beta == 0.0f || bias)
+		for (int64_t i = 0; i < n; i++)
+			c0[i] = NAN;
+	int32_t zp = 0;
+	float sa = wide ? 1.0f : ref_act_u7(g.K, a, qa, &zp);
+	rt_gemv_pack_i8(tb, g.N, g.K, Bm, ldb, P);
+	memcpy(c, c0, sizeof(float) * (size_t)(g.N + 4));
+	rt_gemv_packed_i8_portable(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, c);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t row = g.r0 + i;
+		double m = 0.0;
+		for (int64_t k = 0; k < g.K; k++)
+			m = fmax(m, fabs((double)Bm[tb ? row * ldb + k : k * ldb + row]));
+		float s = m > 0.0 ? (float)m / 127.0f : 1.0f;
+		int64_t acc = 0;
+		double fs = 0.0;
+		for (int64_t k = 0; k < g.K; k++) {
+			int8_t q = ref_q8(Bm[tb ? row * ldb + k : k * ldb + row], s);
+			acc += ((int64_t)qa[k] - zp) * q;
+			fs += (double)a[k] * q;
+		}
+		double v = wide ? (double)s * fs : (double)sa * s * (double)acc;
+		double want = alpha * v + (bias ? beta * bias[i] : beta != 0.0f ? beta * c0[i] : 0.0);
+		double tol = 1e-5 * (fabs(want) + 1.0) + (wide ? 1e-6 * (double)g.K : 0.0);
+		ck_assert_msg(isfinite(c[i]) && fabs((double)c[i] - want) <= tol,
+			      "i8 portable N=%ld K=%ld rows %ld..%ld tB=%d set %d: c[%ld] = %.9g, want %.9g", (long)g.N,
+			      (long)g.K, (long)g.r0, (long)g.r1, tb, set, (long)i, (double)c[i], want);
+	}
+	ck_assert_msg(memcmp(&c[n], &c0[n], sizeof *c) == 0, "c[%ld] beyond the rows changed", (long)n);
+	/* the kernel on the same quantized activations: bit for bit */
+	int isa = rt_kern_isa();
+	memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
+	for (int64_t k = g.K; k % 4; k++)
+		qa[k] = 0;
+	ck_assert_int_eq(rt_kern_gemv_packed_i8(isa, g.r0, g.r1, g.N, g.K, alpha, qa, sa, zp, P, beta, bias, ck),
+			 isa >= RT_ISA_AVX2 && !wide);
+	if (isa >= RT_ISA_AVX2 && !wide)
+		ck_assert_msg(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0,
+			      "i8 kernel N=%ld K=%ld rows %ld..%ld tB=%d set %d differs from the portable loop",
+			      (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb, set);
+	/* and the entry point emitted code calls */
+	memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
+	rt_gemv_packed_i8(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, ck);
+	ck_assert(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0);
+	free(Bm);
+	free(P);
+	free(a);
+	free(c0);
+	free(c);
+	free(ck);
+	free(bias);
+	free(qa);
+}
+END_TEST
+
 /* rt_barrier_wait: each of n threads writes its slot for round r, meets
  * the others, then must see every slot at round r (a barrier that let one
  * through early would show an older round); then meets again before the
@@ -3221,6 +3377,8 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_gemv_packed, 0, N_PACK_CASES * 18);
 	tcase_add_test(tc, test_bf16_round);
 	tcase_add_loop_test(tc, test_gemv_packed_bf16, 0, N_PACK_CASES * 6);
+	tcase_add_test(tc, test_quant_act_u7);
+	tcase_add_loop_test(tc, test_gemv_packed_i8, 0, (N_PACK_CASES + 1) * 6);
 	tcase_add_test(tc, test_barrier);
 	tcase_add_test(tc, test_split_columns);
 	tcase_add_loop_test(tc, test_kern_gemv_one_feature, 0, 6);
