@@ -313,6 +313,26 @@ def gen_models():
     return errors
 
 
+def quantize_for_ort():
+    """The batch-1 ONNX exports of nn.LSTM (cell "lstm") quantized as ONNX
+    Runtime's quantize_dynamic does (tests/gen_quant_cases.py --quantize:
+    DynamicQuantizeLSTM, int8 weights): ONNX Runtime's quantized peer of
+    cellc's --weights int8.  Returns {name: path}."""
+    out = {}
+    for cell, H, how in model_names():
+        n = mname(cell, H, how)
+        src = os.path.join(MODELS, n + ".onnx")
+        if cell != "lstm" or how != "onnx" or 1 not in batches(cell, H, how) or not os.path.exists(src):
+            continue
+        dst = os.path.join(MODELS, n + "_ortq.onnx")
+        rc, out_, err = run([PY, os.path.join(ROOT, "tests/gen_quant_cases.py"), "--quantize", src, dst])
+        if rc == 0:
+            out[n] = dst
+        else:
+            log("  %s: not quantized for ONNX Runtime: %s" % (n, first_line(err)))
+    return out
+
+
 TRAIN_CELL = {"lstm": "lstm(x, hidden=%d)", "momentum_lstm": "momentum_lstm(x, hidden=%d, mu=0.6, s=0.6)"}
 
 
@@ -430,6 +450,7 @@ def main():
         log(ln)
 
     export_err = gen_models()
+    ortq = quantize_for_ort()
     models = {}
     reduced = {m: {} for m in REDUCED}     # the same models with --weights bf16 / int8, at batch 1
     compile_s = {}
@@ -502,9 +523,19 @@ def main():
                 if rc != 0:
                     ort_err = "n/a (ONNX Runtime: %s)" % (kv(out).get("ort_error") or
                                                           first_line(err))
+            ortq_ms = None
+            if n in ortq:
+                rc, out, err = run(["node", os.path.join(ROOT, "bench/ort_bench.js"), ortq[n], str(T),
+                                    str(I), "5", str(threads), "1"],
+                                   dict(tenv, NODE_PATH=NODE_PATH), timeout=1800)
+                d = kv(out.splitlines()[0]) if rc == 0 and out.strip() else {}
+                ortq_ms = float(d["ort_ms"]) if "ort_ms" in d else \
+                    "n/a (ONNX Runtime: %s)" % (kv(out).get("ort_error") or first_line(err))
             for B in batches(cell, H, how):
                 row = {"mode": "infer", "cell": cell, "export": how, "H": H, "B": B,
                        "threads": threads}
+                if B == 1 and ortq_ms is not None:
+                    row["ort_int8_ms"] = ortq_ms
                 if B in ort:
                     row["ort_ms"], row["ort_load_s"], row["ort_cpu_ms"] = ort[B]
                 else:
@@ -698,6 +729,7 @@ def derive(rows):
                     r["f32_over_" + m] = ratio(c, r[m + "_ms"])
             if isinstance(r.get("int8_ms"), float):
                 r["torch_int8_over_int8"] = ratio(r.get("torch_int8_ms"), r["int8_ms"])
+                r["ort_int8_over_int8"] = ratio(r.get("ort_int8_ms"), r["int8_ms"])
             r["rec_gemm_gflops"] = flops / (c * 1e-3) / 1e9 if isinstance(c, float) else None
             peak = r["sgemv_gflops"] if r["B"] == 1 else r["sgemm_gflops"]
             # in the calls (time_cellc_gemm): the products' own rate
@@ -856,7 +888,8 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
         goals = {"bf16": [("bf16/limit <= 1.3", "bf16_over_limit", 1.3, True),
                           ("f32/bf16 >= 1.7", "f32_over_bf16", 1.7, False)],
                  "int8": [("f32/int8 >= 2.5", "f32_over_int8", 2.5, False),
-                          ("torch int8/int8 > 1", "torch_int8_over_int8", 1.0, False)]}
+                          ("torch int8/int8 > 1", "torch_int8_over_int8", 1.0, False),
+                          ("ORT int8/int8 > 1", "ort_int8_over_int8", 1.0, False)]}
         for r in low:
             tag = "%s/%s H=%d threads=%d" % (CELL_NAMES.get(r["cell"], r["cell"]), r["export"], r["H"],
                                               r["threads"])
@@ -874,6 +907,9 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
                     log("  %-34s PyTorch quantize_dynamic int8 (engine %s) %s: %sx cellc int8's time" % (
                         "", r.get("torch_int8_engine"), fmt_ms(r["torch_int8_ms"]),
                         x(r.get("torch_int8_over_int8"))))
+                if m == "int8" and "ort_int8_ms" in r:
+                    log("  %-34s ONNX Runtime on the file quantized (DynamicQuantizeLSTM) %s: %sx cellc "
+                        "int8's time" % ("", fmt_ms(r["ort_int8_ms"]), x(r.get("ort_int8_over_int8"))))
                 if r["cell"] == "lstm" and r["H"] == 256:
                     for what, key, goal, upper in goals[m]:
                         v = r.get(key)
@@ -913,7 +949,8 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
               "train_first_cpu_ms",
               "train_loss_first", "train_loss_last"] + \
         [m + k for m in REDUCED for k in ("_ms", "_cpu_ms", "_limit_ms", "_over_limit", "_max_abs_diff")] + \
-        ["f32_over_" + m for m in REDUCED] + ["torch_int8_ms", "torch_int8_over_int8"]
+        ["f32_over_" + m for m in REDUCED] + ["torch_int8_ms", "torch_int8_over_int8", "ort_int8_ms",
+                                            "ort_int8_over_int8"]
     with open(os.path.join(B_DIR, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()

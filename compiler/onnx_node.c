@@ -1407,6 +1407,8 @@ static const struct {
 	{"ai.onnx.preview.training", "Momentum", 1, OP_MOMENTUM},
 	{"ai.onnx.preview.training", "Adam", 1, OP_ADAM},
 	{"ai.onnx.preview.training", "Adagrad", 1, OP_ADAGRAD},
+	/* an LSTM on 8-bit weights: rewritten at load (onnx_contrib.c) */
+	{"com.microsoft", "DynamicQuantizeLSTM", 1, OP_LSTM},
 };
 
 static int domain_op(const char *domain, const char *op_type, int *version)
@@ -1444,7 +1446,7 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 		op = OP_RESIZE;         /* the deprecated form; norm_resize10 rewrites it */
 	if (default_domain && op >= 0) {
 		for (size_t k = 0; k < COUNTOF(domain_ops); k++)
-			if ((int)domain_ops[k].op == op)
+			if ((int)domain_ops[k].op == op && strcmp(domain_ops[k].op_type, op_type) == 0)
 				op = -1;        /* Momentum etc. exist only in their domain */
 	}
 	if (op == OP_RECURRENCE)
@@ -1473,7 +1475,8 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 		}
 		if (op < 0) {
 			onnx_node_error(L, n, "operator domain '%s' is not supported (cellc supports the default "
-					"ONNX domain, and Momentum, Adam and Adagrad of ai.onnx.preview.training)", domain);
+					"ONNX domain, Momentum, Adam and Adagrad of ai.onnx.preview.training, and "
+					"DynamicQuantizeLSTM of com.microsoft)", domain);
 			define_outputs(L, n, np, nout, 0);
 			return;
 		}
@@ -1523,6 +1526,8 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 		errs += load_attr(L, n, op, np->attribute[k]);
 	errs += define_outputs(L, n, np, nout, 1);
 	if (errs)
+		return;
+	if (!default_domain && strcmp(op_type, "DynamicQuantizeLSTM") == 0 && onnx_dynquant_lstm(L, n))
 		return;
 	for (size_t k = 0; k < COUNTOF(normalisers); k++)
 		if (normalisers[k].op == n->op && L->opset <= normalisers[k].until)

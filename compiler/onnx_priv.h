@@ -62,6 +62,11 @@ typedef struct onnx_ctx {
 void onnx_node_error(onnx_ctx *L, const ir_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* com.microsoft DynamicQuantizeLSTM, loaded as an LSTM of 12 inputs: its
+ * 8-bit W and R dequantized into new float32 weights in the LSTM's layout,
+ * inputs 8 to 11 dropped (onnx_contrib.c); the number of errors. */
+int onnx_dynquant_lstm(onnx_ctx *L, ir_node *n);
+
 /* A fresh value name ("%base.N"): '%' never appears in names the loader
  * accepts from the file, so these cannot collide with them. */
 const char *onnx_fresh_name(onnx_ctx *L, const char *base);

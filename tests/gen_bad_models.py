@@ -457,6 +457,23 @@ def main():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
     emit(out, "unsupported_domain", m, "FusedGemm", "ms_node")
+    # com.microsoft DynamicQuantizeLSTM (read as an LSTM on dequantized
+    # weights): W given in float, and R's per-output scale one short
+    for tag, wdt, rs in (("float_weights", TensorProto.FLOAT, 8), ("scale_length", TensorProto.INT8, 7)):
+        ws = [helper.make_tensor("W", wdt, [1, 3, 8], [1] * 24),
+              helper.make_tensor("R", TensorProto.INT8, [1, 2, 8], [1] * 16),
+              helper.make_tensor("ws", TensorProto.FLOAT, [1], [0.1]),
+              helper.make_tensor("wz", wdt, [1], [0]),
+              helper.make_tensor("rs", TensorProto.FLOAT, [1, rs], [0.1] * rs),
+              helper.make_tensor("rz", TensorProto.INT8, [1, rs], [0] * rs)]
+        g = helper.make_graph([helper.make_node("DynamicQuantizeLSTM", ["x", "W", "R", "", "", "", "", "", "ws", "wz",
+                                                                         "rs", "rz"], ["y"], name="dq_" + tag,
+                                                domain="com.microsoft", hidden_size=2)], "bad",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], ws)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
+        emit(out, "dynquant_lstm_" + tag, m, "dq_" + tag,
+             "W must be an int8 or uint8" if tag == "float_weights" else "R_scale (float) and R_zero_point")
     # random operators and training modes: attribute values cellc cannot honour
     f = TensorProto.FLOAT
     g = helper.make_graph([helper.make_node("RandomUniform", [], ["y"], name="ru_noshape")], "bad", [],

@@ -26,6 +26,10 @@ Groups, in order:
   precision   the same cases with --weights bf16 and int8 against the float32
               outputs (BF16_TOL, INT8_TOL), the reduced-precision batch-1
               kernel required in each build
+  quantized   tests/gen_quant_cases.py: models quantized as ONNX Runtime's
+              dynamic quantizer writes them (DynamicQuantizeLSTM,
+              MatMulInteger) against ONNX Runtime on the same file, also
+              with --weights int8 at batch 1
   structure   issue 2's "fast by construction" in `cellc dump` output:
               hoisted input GEMM, one recurrent GEMM, pre-summed biases, fused
   cli         cellc's commands and exit statuses (help, info, dump --after)
@@ -826,6 +830,56 @@ def group_precision():
             return Result(r.name, False, "verify passed, but the build in %s never calls %s" % (keep, call[:-1]))
         return r
     yield from parallel(one, [(n, m, t, c) for m, t, c in PRECISION_MODES for n in case_dirs("torch")])
+
+
+# Models quantized as ONNX Runtime's dynamic quantizer writes them
+# (gen_quant_cases.py: com.microsoft DynamicQuantizeLSTM, DynamicQuantizeLinear
+# -> MatMulInteger), against ONNX Runtime on the same file.  ONNX Runtime
+# quantizes the activations of every product (8 bits), cellc's float32 build
+# does not and its int8 build does at 7 bits: the tolerance is that
+# difference, which docs/onnx.md states.
+QUANT_TOL = ["--atol", "1e-2", "--rtol", "1e-2"]
+
+
+def group_quantized():
+    """Each gen_quant_cases.py model through `cellc verify --oracle
+    onnxruntime` (two random input sets) at its dims; the PyTorch-exported
+    ones (dynamic dims) also at batch 1 with --weights int8, whose build must
+    multiply on the int8 copy (rt_gemv_packed_i8)."""
+    if not stamp_ok("quant"):
+        yield from fixtures_missing("quantized", "quant")
+        return
+    log = os.path.join(LOGS, "quantized", "make_ort.log")
+    os.makedirs(os.path.dirname(os.path.join(ROOT, log)), exist_ok=True)
+    rc, out, err = run(["make", "--no-print-directory", "-s", "ort"], log)
+    if rc != 0:
+        yield Result("quantized/ort", False, "make ort: %s (log: %s)" % (first_lines(err), log))
+        return
+    root = os.path.join(OUT, "quant")
+    work = os.path.join(OUT, "quant_work")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+
+    def one(n, int8):
+        case = os.path.join(root, n)
+        with open(os.path.join(ROOT, case, "case.json")) as f:
+            dims = json.load(f)["dims"]
+        name = "quantized/%s%s" % (n, "/int8_batch1" if int8 else "")
+        keep = os.path.join(work, n + ("_int8" if int8 else ""))
+        extra = ["--dim", "seq=9", "--dim", "batch=1", "--weights", "int8"] if int8 else \
+            [a for d in dims for a in ("--dim", d)]
+        vlog = os.path.join(LOGS, "quantized", n + ("_int8" if int8 else "") + ".log")
+        rc, out, err = run([CELLC, "verify", os.path.join(case, "model.onnx"), "--oracle", "onnxruntime",
+                            "--inputs", "2", "--keep", keep] + extra + QUANT_TOL, vlog)
+        if rc != 0:
+            return Result(name, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out), vlog))
+        if int8:
+            srcs = glob.glob(os.path.join(ROOT, keep, "**", "*.c"), recursive=True)
+            if not any("rt_gemv_packed_i8(" in open(s).read() for s in srcs):
+                return Result(name, False, "verify passed, but the build in %s never calls rt_gemv_packed_i8" % keep)
+        return Result(name, True, first_lines(out.splitlines()[-1] if out.strip() else "", 1, 100))
+    cases = case_dirs("quant")
+    items = [(n, False) for n in cases] + [(n, True) for n in cases if n.startswith("lstm_")]
+    yield from parallel(one, items)
 
 
 def group_image():
@@ -2004,7 +2058,7 @@ GROUPS = [
     ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("random_ops", group_random_ops),
     ("image", group_image),
     ("rnn_cases", group_rnn_cases),
-    ("torch", group_torch), ("precision", group_precision), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
+    ("torch", group_torch), ("precision", group_precision), ("quantized", group_quantized), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild),

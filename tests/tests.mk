@@ -19,7 +19,7 @@ TOUT := tests/out
 TRACE_LONG := $(wildcard tests/fixtures/trace_long/*.tar.xz)
 
 FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
-	$(TOUT)/torch/.stamp $(TOUT)/bad/.stamp $(TOUT)/api/.stamp \
+	$(TOUT)/torch/.stamp $(TOUT)/quant/.stamp $(TOUT)/bad/.stamp $(TOUT)/api/.stamp \
 	$(TOUT)/deploy/.stamp \
 	$(TOUT)/loop/.stamp \
 	$(TOUT)/cells/.stamp \
@@ -55,6 +55,8 @@ $(TOUT)/rnn_cases/.stamp: tests/gen_rnn_cases.py tests/ref_rnn.py
 	$(call gen,tests/gen_rnn_cases.py,$(TOUT)/rnn_cases)
 $(TOUT)/torch/.stamp: tests/gen_torch_exports.py
 	$(call gen,tests/gen_torch_exports.py,$(TOUT)/torch)
+$(TOUT)/quant/.stamp: tests/gen_quant_cases.py
+	$(call gen,tests/gen_quant_cases.py,$(TOUT)/quant)
 $(TOUT)/api/.stamp: tests/gen_api_cases.py tests/ref_rnn.py
 	$(call gen,tests/gen_api_cases.py,$(TOUT)/api)
 $(TOUT)/loop/.stamp: tests/gen_loop_cases.py tests/ref_scripted.py tests/ref_momentum.py
