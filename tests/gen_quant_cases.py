@@ -14,12 +14,18 @@ The weights are quantized as that tool does (its formulas, written here):
 symmetric int8 in [-127, 127] with scale max|w| / 127 and zero point 0, per
 tensor or per output column; or asymmetric uint8 with scale (max - min) /
 255 over a range that contains 0 and zero point round(-min / scale).
-A fourth model is written with onnx.helper directly: a reverse
+A QDQ model (ONNX Runtime's static quantization format) of a fourth export
+keeps the LSTM in float32, as that format does, and wraps its head's
+MatMul: DequantizeLinear on the int8 weight (per output column, axis 1),
+QuantizeLinear -> DequantizeLinear on the activation (uint8, a fixed scale
+and zero point for the LSTM's (-1, 1) output, as calibration would give).
+A fifth model is written with onnx.helper directly: a reverse
 DynamicQuantizeLSTM with peepholes, constant sequence lengths and initial
 states, per-output int8 weights.
 
 Each case is CASE/model.onnx and CASE/case.json (the `cellc verify` options
-the harness passes: the dims of the run).  Seeds are fixed.
+the harness passes: the dims of the run, and the tolerance options when not
+the harness's QUANT_TOL).  Seeds are fixed.
 
 usage: gen_quant_cases.py OUTDIR
        gen_quant_cases.py --quantize IN.onnx OUT.onnx
@@ -70,6 +76,38 @@ def init(g, name):
         if t.name == name:
             return t
     return None
+
+
+def qdq_model(m):
+    """The MatMul nodes by a 2-D initializer in QDQ form, in place."""
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    nodes = []
+    for n in g.node:
+        if n.op_type == "MatMul" and n.input[1] in inits and numpy_helper.to_array(inits[n.input[1]]).ndim == 2:
+            w = numpy_helper.to_array(inits[n.input[1]])
+            q, s, z = quantize(w, 1, True, "int8")
+            a, p = n.input[0], n.name or "matmul"
+            g.initializer.extend([numpy_helper.from_array(q, p + "_W_q"), numpy_helper.from_array(s, p + "_W_s"),
+                                  numpy_helper.from_array(z, p + "_W_zp"),
+                                  numpy_helper.from_array(np.float32(2.0 / 255), p + "_a_s"),
+                                  numpy_helper.from_array(np.uint8(128), p + "_a_zp")])
+            nodes += [
+                helper.make_node("DequantizeLinear", [p + "_W_q", p + "_W_s", p + "_W_zp"], [p + "_W"], axis=1,
+                                 name=p + "_dq_w"),
+                helper.make_node("QuantizeLinear", [a, p + "_a_s", p + "_a_zp"], [a + "_q"], name=p + "_q_a"),
+                helper.make_node("DequantizeLinear", [a + "_q", p + "_a_s", p + "_a_zp"], [a + "_dq"],
+                                 name=p + "_dq_a"),
+                helper.make_node("MatMul", [a + "_dq", p + "_W"], list(n.output), name=p)]
+        else:
+            nodes.append(n)
+    del g.node[:]
+    g.node.extend(nodes)
+    used = {i for n in g.node for i in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    return m
 
 
 def quantize_model(m, per_channel, qtype):
@@ -153,6 +191,7 @@ def export(net, args, names, outs, opset):
 
 
 def torch_case(out, name, seed, opset, inp, hidden, layers, bidir, head, with_state, per_channel, qtype):
+    """qtype "qdq": the QDQ form (qdq_model) instead of the dynamic one."""
     torch.manual_seed(seed)
     net = Net(inp, hidden, layers, bidir, head, 3, with_state).eval()
     D = 2 if bidir else 1
@@ -162,8 +201,11 @@ def torch_case(out, name, seed, opset, inp, hidden, layers, bidir, head, with_st
         args += (torch.zeros(layers * D, 2, hidden), torch.zeros(layers * D, 2, hidden))
         names += ["h0", "c0"]
     outs = ["y", "hn", "cn"] if head == "seq" else ["y", "hn"]
-    m = quantize_model(export(net, args, names, outs, opset), per_channel, qtype)
-    write(out, name, m, ["seq=6", "batch=2"])
+    m = export(net, args, names, outs, opset)
+    m = qdq_model(m) if qtype == "qdq" else quantize_model(m, per_channel, qtype)
+    # QDQ computes what ONNX Runtime computes (the same rounding, in float):
+    # cellc verify's default tolerances
+    write(out, name, m, ["seq=6", "batch=2"], [] if qtype == "qdq" else None)
 
 
 def helper_case(out, name, seed):
@@ -198,12 +240,14 @@ def helper_case(out, name, seed):
     write(out, name, m, [])
 
 
-def write(out, name, m, dims):
+def write(out, name, m, dims, tol=None):
+    """tol: the verify tolerance options of the float32 run, None for the
+    harness's QUANT_TOL (ONNX Runtime quantizes activations, cellc not)."""
     d = os.path.join(out, name)
     os.makedirs(d)
     onnx.save(m, os.path.join(d, "model.onnx"))
     with open(os.path.join(d, "case.json"), "w") as f:
-        json.dump({"dims": dims}, f)
+        json.dump({"dims": dims, "tol": tol}, f)
 
 
 def main():
@@ -216,6 +260,7 @@ def main():
     torch_case(out, "lstm_perchannel_int8_seqhead", 1, 13, 5, 8, 1, False, "seq", False, True, "int8")
     torch_case(out, "lstm_pertensor_int8_bidir", 2, 14, 4, 6, 1, True, "last", False, False, "int8")
     torch_case(out, "lstm_uint8_2layer_states", 3, 17, 3, 7, 2, False, "seq", True, False, "uint8")
+    torch_case(out, "lstm_qdq_head", 5, 13, 4, 6, 1, False, "seq", False, True, "qdq")
     helper_case(out, "dqlstm_reverse_peephole_lens", 4)
     open(os.path.join(out, ".stamp"), "w").close()
 
