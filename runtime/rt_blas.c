@@ -392,29 +392,42 @@ void rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, c
 size_t rt_gemv_pack_bf16_size(int64_t N, int64_t K)
 {
 	if (N <= 0)
-		return 1;
-	int64_t w, wp, off;
-	rt_bf16_block(N, K, (N - 1) / RT_PACK_W * RT_PACK_W, &w, &wp, &off);
-	return (size_t)(off + K * wp);
+		return RT_BF16_HEAD;
+	/* the larger of the two layouts: K rounded up to even */
+	int64_t w, wp, off, Kp = (K + 1) / 2 * 2;
+	rt_bf16_block(RT_BF16_PAIRS, N, K, (N - 1) / RT_PACK_W * RT_PACK_W, &w, &wp, &off);
+	return (size_t)(off + Kp * wp);
+}
+
+void rt_gemv_pack_bf16_layout(int layout, int transB, int64_t N, int64_t K, const float *B, int64_t ldb,
+			      uint16_t *P)
+{
+	memset(P, 0, sizeof *P * RT_BF16_HEAD);
+	P[0] = (uint16_t)layout;
+	int64_t Kp = layout == RT_BF16_PAIRS ? (K + 1) / 2 * 2 : K;
+	for (int64_t n0 = 0; n0 < N; n0 += RT_PACK_W) {
+		int64_t w, wp, off;
+		rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
+		uint16_t *q = P + off;
+		for (int64_t k = 0; k < Kp; k++)
+			for (int64_t j = 0; j < wp; j++)
+				q[rt_bf16_index(layout, wp, k, j)] = j < w && k < K ? rt_f32_to_bf16_nearest(
+					transB ? B[(n0 + j) * ldb + k] : B[k * ldb + n0 + j]) : 0;
+	}
 }
 
 void rt_gemv_pack_bf16(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, uint16_t *P)
 {
-	for (int64_t n0 = 0; n0 < N; n0 += RT_PACK_W) {
-		int64_t w, wp, off;
-		rt_bf16_block(N, K, n0, &w, &wp, &off);
-		uint16_t *q = P + off;
-		for (int64_t k = 0; k < K; k++)
-			for (int64_t j = 0; j < wp; j++)
-				q[rt_bf16_index(K, wp, k, j)] = j < w ? rt_f32_to_bf16_nearest(
-					transB ? B[(n0 + j) * ldb + k] : B[k * ldb + n0 + j]) : 0;
-	}
+	rt_gemv_pack_bf16_layout(rt_kern_bf16_layout(K), transB, N, K, B, ldb, P);
 }
 
 void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			 const uint16_t *P, float beta, const float *bias, float *c)
 {
-	if (r1 > r0 && !rt_kern_gemv_packed_bf16(rt_kern_isa(), r0, r1, N, K, alpha, a, P, beta, bias, c))
+	/* a PAIRS copy is made only where the CPU has AVX512-BF16 (asked again:
+	 * never run its instructions elsewhere) */
+	int isa = P[0] == RT_BF16_PAIRS && rt_kern_bf16_layout(K) == RT_BF16_PAIRS ? RT_ISA_BF16 : rt_kern_isa();
+	if (r1 > r0 && !rt_kern_gemv_packed_bf16(isa, r0, r1, N, K, alpha, a, P, beta, bias, c))
 		rt_gemv_packed_bf16_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
 }
 
@@ -422,16 +435,17 @@ void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, 
 				  const uint16_t *P, float beta, const float *bias, float *c)
 {
 	float t[RT_PACK_W];
+	int layout = P[0];
 	for (int64_t r = r0; r < r1;) {
 		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
-		rt_bf16_block(N, K, n0, &w, &wp, &off);
+		rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
 		int64_t e = n0 + w < r1 ? n0 + w : r1, n = e - r, o = r - r0;
 		const uint16_t *p = P + off;
 		for (int64_t j = 0; j < n; j++)
 			t[j] = 0.0f;
 		for (int64_t k = 0; k < K; k++)
 			for (int64_t j = 0; j < n; j++)
-				t[j] += a[k] * rt_bf16_to_f32(p[rt_bf16_index(K, wp, k, r - n0 + j)]);
+				t[j] += a[k] * rt_bf16_to_f32(p[rt_bf16_index(layout, wp, k, r - n0 + j)]);
 		for (int64_t j = 0; j < n; j++)
 			c[o + j] = alpha * t[j] + (bias ? beta * bias[o + j] : beta != 0.0f ? beta * c[o + j] : 0.0f);
 		r = e;
@@ -491,7 +505,7 @@ void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha
 	uint8_t qa[RT_I8_KMAX];
 	int32_t zp;
 	float sa;
-	int isa = rt_kern_isa();
+	int isa = rt_kern_isa_i8();
 	if (!rt_kern_quant_act_u7(isa, K, a, qa, &zp, &sa))
 		sa = rt_quant_act_u7(K, a, qa, &zp);
 	for (int64_t k = K; k % 4; k++)

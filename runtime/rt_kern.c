@@ -31,10 +31,23 @@ int rt_kern_isa(void)
 	return RT_ISA_NONE;
 }
 
+int rt_kern_isa_i8(void)
+{
+#ifdef RT_KERN_X86
+	__builtin_cpu_init();
+	if (rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
+		return RT_ISA_VNNI;
+#endif
+	return rt_kern_isa();
+}
+
 #ifdef RT_KERN_X86
 
 #define T512 __attribute__((target("avx512f,avx2,fma")))
 #define T256 __attribute__((target("avx2,fma")))
+#define T512V __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni,avx2,fma")))
+#define T512B __attribute__((target("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")))
 
 /* r[i] = alpha * s[i] + beta * r[i] for 8 results (beta == 0: r not read),
  * or + beta * bias[i] when bias is set (r not read). */
@@ -645,20 +658,62 @@ T256 static inline __attribute__((always_inline)) void pk_i8_chunk(const int NG,
 		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
 }
 
-T256 static void gemv_packed_i8_256(int64_t c0, int64_t c1, int64_t K, const uint8_t *qa, float sa, int32_t zp,
-				    const int8_t *p, int64_t wp, const float *scale, const int32_t *rsum,
-				    float alpha, float beta, const float *bias, float *c)
+/* Every width of chunk (1 to 8 groups of 8 rows), for the driver below. */
+typedef void (*i8_chunk_fn)(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum);
+
+T256 static void i8_chunk_avx2(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum)
+{
+	switch (ng) {
+#define I8_CASE(NG) case NG: pk_i8_chunk(NG, Kq, qa, p, wp, sum); break;
+	I8_CASE(1) I8_CASE(2) I8_CASE(3) I8_CASE(4) I8_CASE(5) I8_CASE(6) I8_CASE(7)
+#undef I8_CASE
+	default: pk_i8_chunk(8, Kq, qa, p, wp, sum); break;
+	}
+}
+
+/* AVX512-VNNI: vpdpbusd does the four products of a lane and their sum into
+ * the int32 accumulator in one instruction, exactly (the non-saturating
+ * form), where AVX2 needs vpmaddubsw and vpmaddwd: the same sums. */
+T512V static inline __attribute__((always_inline)) void pk_i8_chunk_vnni(const int NG, int64_t Kq,
+									   const uint8_t *qa, const int8_t *p,
+									   int64_t wp, int32_t *sum)
+{
+	__m256i acc[8];
+	_Pragma("GCC unroll 8")
+	for (int v = 0; v < NG; v++)
+		acc[v] = _mm256_setzero_si256();
+	for (int64_t kq = 0; kq < Kq; kq++, p += 4 * wp) {
+		int32_t x4;
+		memcpy(&x4, qa + 4 * kq, sizeof x4);
+		__m256i x = _mm256_set1_epi32(x4);
+		_Pragma("GCC unroll 8")
+		for (int q = 0; q < NG; q++)
+			acc[q] = _mm256_dpbusd_epi32(acc[q], x, _mm256_loadu_si256((const __m256i *)(p + 32 * q)));
+	}
+	_Pragma("GCC unroll 8")
+	for (int v = 0; v < NG; v++)
+		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
+}
+
+T512V static void i8_chunk_vnni(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum)
+{
+	switch (ng) {
+#define I8_CASE(NG) case NG: pk_i8_chunk_vnni(NG, Kq, qa, p, wp, sum); break;
+	I8_CASE(1) I8_CASE(2) I8_CASE(3) I8_CASE(4) I8_CASE(5) I8_CASE(6) I8_CASE(7)
+#undef I8_CASE
+	default: pk_i8_chunk_vnni(8, Kq, qa, p, wp, sum); break;
+	}
+}
+
+static void gemv_packed_i8_chunks(i8_chunk_fn chunk, int64_t c0, int64_t c1, int64_t K, const uint8_t *qa,
+				  float sa, int32_t zp, const int8_t *p, int64_t wp, const float *scale,
+				  const int32_t *rsum, float alpha, float beta, const float *bias, float *c)
 {
 	int32_t sum[64];
 	int64_t Kq = (K + 3) / 4;
 	for (int64_t g = c0 / 8 * 8; g < c1; g += 64) {
 		int ng = (int)((c1 - g + 7) / 8 < 8 ? (c1 - g + 7) / 8 : 8);
-		switch (ng) {
-#define I8_CASE(NG) case NG: pk_i8_chunk(NG, Kq, qa, p + 4 * g, wp, sum); break;
-		I8_CASE(1) I8_CASE(2) I8_CASE(3) I8_CASE(4) I8_CASE(5) I8_CASE(6) I8_CASE(7)
-#undef I8_CASE
-		default: pk_i8_chunk(8, Kq, qa, p + 4 * g, wp, sum); break;
-		}
+		chunk(ng, Kq, qa, p + 4 * g, wp, sum);
 		int64_t lo = g > c0 ? g : c0, e = g + 8 * ng < c1 ? g + 8 * ng : c1;
 		for (int64_t j = lo; j < e; j++) {
 			float v = sa * scale[j] * (float)(sum[j - g] - zp * rsum[j]);
@@ -724,6 +779,75 @@ T256 static int quant_act_u7_256(int64_t K, const float *a, uint8_t *q, int32_t 
 		q[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
 	}
 	return 1;
+}
+
+/* AVX512-BF16 on RT_BF16_PAIRS (rt_kern.h): rows [c0, c1) of a block of
+ * padded width wp, in chunks of up to 4 groups of 16 rows; per pair of
+ * columns one load of 16 rows' two weights and two vdpbf16ps, by the pair's
+ * activations' high and low bfloat16 parts (xh, xl: Kp / 2 words each). */
+T512B static inline __attribute__((always_inline)) void pk_pairs_chunk(const int NG, int64_t Kh, const uint32_t *xh,
+									 const uint32_t *xl, const uint16_t *p,
+									 int64_t wp, float *sum)
+{
+	/* the high and the low parts in accumulators of their own: 2 NG
+	 * independent chains to hide vdpbf16ps's latency */
+	__m512 acc[4], acl[4];
+	_Pragma("GCC unroll 4")
+	for (int v = 0; v < NG; v++)
+		acc[v] = acl[v] = _mm512_setzero_ps();
+	for (int64_t kh = 0; kh < Kh; kh++, p += 2 * wp) {
+		__m512bh h = (__m512bh)_mm512_set1_epi32((int)xh[kh]), l = (__m512bh)_mm512_set1_epi32((int)xl[kh]);
+		_Pragma("GCC unroll 4")
+		for (int q = 0; q < NG; q++) {
+			__m512bh v = (__m512bh)_mm512_loadu_si512((const void *)(p + 32 * q));
+			acc[q] = _mm512_dpbf16_ps(acc[q], v, h);
+			acl[q] = _mm512_dpbf16_ps(acl[q], v, l);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (int v = 0; v < NG; v++)
+		_mm512_storeu_ps(sum + 16 * v, _mm512_add_ps(acc[v], acl[v]));
+}
+
+/* a[0..K) as hi + lo, each rounded to bfloat16 (to nearest even), into
+ * uint16 arrays of Kp = K rounded up to even elements (the pad 0), which
+ * read as 32-bit words are the pairs pk_pairs_chunk broadcasts. */
+T512B static void split_bf16(int64_t K, const float *a, uint16_t *hi, uint16_t *lo)
+{
+	int64_t k = 0;
+	for (; k + 16 <= K; k += 16) {
+		__m512 v = _mm512_loadu_ps(a + k);
+		__m256bh h = _mm512_cvtneps_pbh(v);
+		__m512 hv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)h), 16));
+		_mm256_storeu_si256((__m256i *)(hi + k), (__m256i)h);
+		_mm256_storeu_si256((__m256i *)(lo + k), (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hv)));
+	}
+	for (; k < K; k++) {
+		hi[k] = rt_f32_to_bf16_nearest(a[k]);
+		lo[k] = rt_f32_to_bf16_nearest(a[k] - rt_bf16_to_f32(hi[k]));
+	}
+	if (K % 2)
+		hi[K] = lo[K] = 0;
+}
+
+T512B static void gemv_packed_pairs(int64_t c0, int64_t c1, int64_t Kh, const uint32_t *xh, const uint32_t *xl,
+				   const uint16_t *p, int64_t wp, float alpha, float beta, const float *bias, float *c)
+{
+	float sum[64];
+	for (int64_t g = c0 / 16 * 16; g < c1; g += 64) {
+		int ng = (int)((c1 - g + 15) / 16 < 4 ? (c1 - g + 15) / 16 : 4);
+		switch (ng) {
+		case 1: pk_pairs_chunk(1, Kh, xh, xl, p + 2 * g, wp, sum); break;
+		case 2: pk_pairs_chunk(2, Kh, xh, xl, p + 2 * g, wp, sum); break;
+		case 3: pk_pairs_chunk(3, Kh, xh, xl, p + 2 * g, wp, sum); break;
+		default: pk_pairs_chunk(4, Kh, xh, xl, p + 2 * g, wp, sum); break;
+		}
+		int64_t lo = g > c0 ? g : c0, e = g + 16 * ng < c1 ? g + 16 * ng : c1;
+		for (int64_t j = lo; j < e; j++) {
+			float y = alpha * sum[j - g];
+			c[j - c0] = bias ? y + beta * bias[j - c0] : beta != 0.0f ? y + beta * c[j - c0] : y;
+		}
+	}
 }
 
 /* Every panel of op(B), as gemm_panels packs them one at a time. */
@@ -806,14 +930,45 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 	return 0;
 }
 
+int rt_kern_bf16_layout(int64_t K)
+{
+#ifdef RT_KERN_X86
+	__builtin_cpu_init();
+	if (rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16") && K <= RT_BF16_PAIRS_KMAX)
+		return RT_BF16_PAIRS;
+#endif
+	(void)K;
+	return RT_BF16_SHIFT;
+}
+
 int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			     const float *a, const uint16_t *P, float beta, const float *bias, float *c)
 {
 #ifdef RT_KERN_X86
-	if (isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) {      /* the AVX2 kernel serves both */
+	int layout = P[0];
+	if (isa == RT_ISA_BF16 && layout == RT_BF16_PAIRS && K <= RT_BF16_PAIRS_KMAX) {
+		uint16_t hi[RT_BF16_PAIRS_KMAX], lo[RT_BF16_PAIRS_KMAX];
+		uint32_t xh[RT_BF16_PAIRS_KMAX / 2], xl[RT_BF16_PAIRS_KMAX / 2];
+		int64_t Kh = (K + 1) / 2;
+		split_bf16(K, a, hi, lo);
+		memcpy(xh, hi, sizeof *xh * (size_t)Kh);
+		memcpy(xl, lo, sizeof *xl * (size_t)Kh);
 		for (int64_t r = r0; r < r1;) {
 			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
-			rt_bf16_block(N, K, n0, &w, &wp, &off);
+			rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
+			int64_t e = n0 + w < r1 ? n0 + w : r1;
+			gemv_packed_pairs(r - n0, e - n0, Kh, xh, xl, P + off, wp, alpha, beta,
+					  bias ? bias + (r - r0) : NULL, c + (r - r0));
+			r = e;
+		}
+		return 1;
+	}
+	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && layout == RT_BF16_SHIFT) {
+		/* the AVX2 kernel serves both */
+		for (int64_t r = r0; r < r1;) {
+			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+			rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
 			int64_t e = n0 + w < r1 ? n0 + w : r1;
 			gemv_packed_bf16_256(r - n0, e - n0, K, a, P + off, wp, alpha, beta,
 					     bias ? bias + (r - r0) : NULL, c + (r - r0));
@@ -830,7 +985,7 @@ int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t
 int rt_kern_quant_act_u7(int isa, int64_t K, const float *a, uint8_t *q, int32_t *zp, float *scale)
 {
 #ifdef RT_KERN_X86
-	if (isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2)
+	if (isa == RT_ISA_VNNI || isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2)
 		return quant_act_u7_256(K, a, q, zp, scale);
 #endif
 	(void)isa, (void)K, (void)a, (void)q, (void)zp, (void)scale;
@@ -842,15 +997,17 @@ int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K
 			   float *c)
 {
 #ifdef RT_KERN_X86
-	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && K <= RT_I8_KMAX) { /* the AVX2 kernel serves both */
+	if ((isa == RT_ISA_VNNI || isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && K <= RT_I8_KMAX) {
+		/* AVX2's kernel serves AVX-512 without VNNI */
+		i8_chunk_fn chunk = isa == RT_ISA_VNNI ? i8_chunk_vnni : i8_chunk_avx2;
 		const float *scale = (const float *)(const void *)P;
 		const int32_t *rsum = (const int32_t *)(const void *)(P + 4 * N);
 		for (int64_t r = r0; r < r1;) {
 			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
 			rt_i8_block(N, K, n0, &w, &wp, &off);
 			int64_t e = n0 + w < r1 ? n0 + w : r1;
-			gemv_packed_i8_256(r - n0, e - n0, K, qa, sa, zp, P + off, wp, scale + n0, rsum + n0, alpha,
-					   beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
+			gemv_packed_i8_chunks(chunk, r - n0, e - n0, K, qa, sa, zp, P + off, wp, scale + n0, rsum + n0,
+					      alpha, beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
 			r = e;
 		}
 		return 1;

@@ -35,10 +35,13 @@
 
 #include <stdint.h>
 
-enum { RT_ISA_NONE = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2 };
+enum { RT_ISA_NONE = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_VNNI = 3 };
 
 /* The best instruction set of this CPU that the kernels use. */
 int rt_kern_isa(void);
+/* The same for the int8 kernel: RT_ISA_VNNI (AVX-512 with VNNI, VL and BW)
+ * where the CPU has it, else rt_kern_isa(). */
+int rt_kern_isa_i8(void);
 
 /* bias: NULL, or a row vector [N] that replaces C in the sum:
  * C[i, j] = alpha (op(A) op(B))[i, j] + beta bias[j] (C not read). */
@@ -65,28 +68,48 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 enum { RT_PACK_W = 256 };
 int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			const float *P, float beta, const float *bias, float *c);
-/* The same on bfloat16 weights packed by rt_gemv_pack_bf16: each block's
- * rows padded to wp = a multiple of 16 columns (rt_bf16_block), each group
- * of 16 columns stored as 8 pairs whose 32-bit word i holds column i in its
- * low half and column i + 8 in its high half (rt_bf16_index), so that a
- * shift and a mask widen a whole group to two float32 vectors.  (Chunks of
- * 64 columns stored one after the other, read in order, measured slower.) */
+/* The same on bfloat16 weights packed by rt_gemv_pack_bf16, in one of two
+ * layouts, whose number P[0] holds (RT_BF16_HEAD elements come before the
+ * blocks; rt_gemv_pack_bf16 takes the layout of this CPU's kernel):
+ *   RT_BF16_SHIFT: each block's rows padded to wp = a multiple of 16, each
+ *     group of 16 stored as 8 pairs whose 32-bit word i holds row i in its
+ *     low half and row i + 8 in its high half, so that a shift and a mask
+ *     widen a whole group to two float32 vectors (AVX2; chunks of 64 rows
+ *     stored one after the other, read in order, measured slower);
+ *   RT_BF16_PAIRS: K padded to even, each pair of columns (k, k + 1) stored
+ *     as wp words holding row j's weight at k (low half) and at k + 1 (high
+ *     half): the operand of AVX512-BF16's vdpbf16ps, which multiplies them
+ *     by the activations split into two bfloat16 parts, a = hi + lo (the
+ *     products exact, the sums in float32, the activations to 16 bits).
+ * isa RT_ISA_BF16 takes RT_BF16_PAIRS, RT_ISA_AVX2 and AVX512 the other;
+ * 0 when the layout is not the isa's. */
+enum { RT_ISA_BF16 = 4 };
+enum { RT_BF16_SHIFT = 0, RT_BF16_PAIRS = 1, RT_BF16_HEAD = 32, RT_BF16_PAIRS_KMAX = 4096 };
+/* The layout the bf16 GEMV reads best on this CPU: RT_BF16_PAIRS with
+ * AVX512-BF16 (and K up to RT_BF16_PAIRS_KMAX), else RT_BF16_SHIFT. */
+int rt_kern_bf16_layout(int64_t K);
 int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			     const float *a, const uint16_t *P, float beta, const float *bias, float *c);
 /* Block n0's width w, padded width wp and first element in P. */
-static inline void rt_bf16_block(int64_t N, int64_t K, int64_t n0, int64_t *w, int64_t *wp, int64_t *off)
+static inline void rt_bf16_block(int layout, int64_t N, int64_t K, int64_t n0, int64_t *w, int64_t *wp,
+				 int64_t *off)
 {
 	*w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
 	*wp = (*w + 15) / 16 * 16;
-	*off = n0 * K;          /* the blocks before are full: RT_PACK_W is a multiple of 16 */
+	/* the blocks before are full: RT_PACK_W is a multiple of 16 */
+	*off = RT_BF16_HEAD + n0 * (layout == RT_BF16_PAIRS ? (K + 1) / 2 * 2 : K);
 }
-/* Where weight (k, j) of a block (column j of its wp) is, from the block's start. */
-static inline int64_t rt_bf16_index(int64_t K, int64_t wp, int64_t k, int64_t j)
+/* Where weight (k, j) of a block (row j of its wp) is, from the block's start. */
+static inline int64_t rt_bf16_index(int layout, int64_t wp, int64_t k, int64_t j)
 {
+	if (layout == RT_BF16_PAIRS)
+		return k / 2 * wp * 2 + j * 2 + k % 2;
 	int64_t t = j % 16;
-	(void)K;
 	return k * wp + j / 16 * 16 + (t < 8 ? 2 * t : 2 * (t - 8) + 1);
 }
+/* rt_gemv_pack_bf16 in a given layout (the unit tests pack both). */
+void rt_gemv_pack_bf16_layout(int layout, int transB, int64_t N, int64_t K, const float *B, int64_t ldb,
+			      uint16_t *P);
 
 /* The same on int8 weights packed by rt_gemv_pack_i8, on activations qa
  * quantized by rt_quant_act_u7 (Kq = (K + 3) / 4 groups of 4, the padding
@@ -94,7 +117,8 @@ static inline int64_t rt_bf16_index(int64_t K, int64_t wp, int64_t k, int64_t j)
  * (float [N]) and row sums (int32 [N]), then each block's rows padded to
  * wp = a multiple of 8, stored for each group of 4 columns as wp runs of 4
  * bytes (rt_i8_block, rt_i8_index): one 32-byte load is 8 rows by 4
- * columns, which vpmaddubsw and vpmaddwd reduce to 8 int32 sums. */
+ * columns, which vpmaddubsw and vpmaddwd (isa RT_ISA_AVX2 or AVX512) or
+ * vpdpbusd (RT_ISA_VNNI) reduce to 8 int32 sums, the same exact sums. */
 int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			   const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
 			   float *c);

@@ -490,11 +490,12 @@ START_TEST(test_bf16_round)
 }
 END_TEST
 
-/* The bf16 packed GEMV, the portable loop and the kernel this CPU runs
- * (rt_kern_isa: AVX2 and AVX-512 share the AVX2 kernel), against the
- * reference GEMM on the same weights rounded to bfloat16: the same
- * arithmetic, up to the order of the sums.  No case is skipped: a CPU
- * without a kernel must say so (rt_kern_gemv_packed_bf16 returns 0). */
+/* The bf16 packed GEMV in both layouts, the portable loop and the kernels
+ * (RT_BF16_SHIFT: rt_kern_isa's, AVX2 and AVX-512 sharing the AVX2 kernel;
+ * RT_BF16_PAIRS: AVX512-BF16's), against the reference GEMM on the same
+ * weights rounded to bfloat16: the same arithmetic up to the order of the
+ * sums (and, for PAIRS, activations kept to 16 bits as two bfloat16
+ * parts).  A CPU without a kernel must say so (it returns 0). */
 START_TEST(test_gemv_packed_bf16)
 {
 	static const float coef[3][2] = {{1.0f, 0.0f}, {-0.75f, 1.25f}, {0.5f, 2.0f}};
@@ -522,23 +523,28 @@ START_TEST(test_gemv_packed_bf16)
 	for (int64_t i = 0; i < n; i++)
 		ref[g.r0 + i] = bias ? bias[i] : c0[i];
 	rt_sgemm_ref(0, tb, 1, g.N, g.K, alpha, a, g.K, Bq, ldb, beta, ref, g.N);
-	rt_gemv_pack_bf16(tb, g.N, g.K, Bm, ldb, P);
-	int isa = rt_kern_isa();
-	for (int way = 0; way < 2; way++) {     /* 0: the portable loop; 1: the kernel */
+	for (int way = 0; way < 4; way++) {     /* 0, 1: portable, kernel on SHIFT; 2, 3: on PAIRS */
+		int layout = way < 2 ? RT_BF16_SHIFT : RT_BF16_PAIRS;
+		int isa = layout == RT_BF16_PAIRS ? RT_ISA_BF16 : rt_kern_isa();
+		int has = layout == RT_BF16_PAIRS ? rt_kern_bf16_layout(g.K) == RT_BF16_PAIRS : isa >= RT_ISA_AVX2;
+		rt_gemv_pack_bf16_layout(layout, tb, g.N, g.K, Bm, ldb, P);
 		memcpy(c, c0, sizeof(float) * (size_t)(g.N + 4));
-		if (way == 0)
+		if (way % 2 == 0)
 			rt_gemv_packed_bf16_portable(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, c);
-		else
+		else if (has)
 			ck_assert_int_eq(rt_kern_gemv_packed_bf16(isa, g.r0, g.r1, g.N, g.K, alpha, a, P, beta,
-								  bias, c), isa >= RT_ISA_AVX2);
-		if (way == 1 && isa < RT_ISA_AVX2)
-			break;  /* no kernel on this CPU: checked above that it says so */
+								  bias, c), 1);
+		else {  /* no kernel for it on this CPU: the other kernel must refuse it */
+			ck_assert_int_eq(rt_kern_gemv_packed_bf16(rt_kern_isa(), g.r0, g.r1, g.N, g.K, alpha, a, P,
+								  beta, bias, c), 0);
+			continue;
+		}
 		for (int64_t i = 0; i < n; i++) {
 			float got = c[i], want = ref[g.r0 + i];
 			double tol = 4.0 * (double)(g.K + 2) * FLT_EPSILON * (double)(g.K + 1) + 1e-6;
 			ck_assert_msg(isfinite(got) && fabs((double)got - want) <= tol,
-				      "bf16 %s N=%ld K=%ld rows %ld..%ld tB=%d set %d: c[%ld] = %.9g, ref %.9g",
-				      way ? "kernel" : "portable", (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb,
+				      "bf16 %s (layout %d) N=%ld K=%ld rows %ld..%ld tB=%d set %d: c[%ld] = %.9g, ref %.9g",
+				      way % 2 ? "kernel" : "portable", layout, (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb,
 				      set, (long)i, got, want);
 		}
 		ck_assert_msg(memcmp(&c[n], &c0[n], sizeof *c) == 0, "c[%ld] beyond the rows changed", (long)n);
@@ -684,17 +690,21 @@ START_TEST(test_gemv_packed_i8)
 			      (long)g.K, (long)g.r0, (long)g.r1, tb, set, (long)i, (double)c[i], want);
 	}
 	ck_assert_msg(memcmp(&c[n], &c0[n], sizeof *c) == 0, "c[%ld] beyond the rows changed", (long)n);
-	/* the kernel on the same quantized activations: bit for bit */
-	int isa = rt_kern_isa();
-	memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
-	for (int64_t k = g.K; k % 4; k++)
+	/* the kernels on the same quantized activations, bit for bit: AVX2's
+	 * (also AVX-512's without VNNI) and, where the CPU has it, VNNI's */
+	for (int k = g.K; k % 4; k++)
 		qa[k] = 0;
-	ck_assert_int_eq(rt_kern_gemv_packed_i8(isa, g.r0, g.r1, g.N, g.K, alpha, qa, sa, zp, P, beta, bias, ck),
-			 isa >= RT_ISA_AVX2 && !wide);
-	if (isa >= RT_ISA_AVX2 && !wide)
-		ck_assert_msg(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0,
-			      "i8 kernel N=%ld K=%ld rows %ld..%ld tB=%d set %d differs from the portable loop",
-			      (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb, set);
+	int isas[2] = {rt_kern_isa(), rt_kern_isa_i8()};
+	for (int w = 0; w < 2; w++) {
+		int isa = isas[w];
+		memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
+		ck_assert_int_eq(rt_kern_gemv_packed_i8(isa, g.r0, g.r1, g.N, g.K, alpha, qa, sa, zp, P, beta, bias,
+							ck), isa >= RT_ISA_AVX2 && !wide);
+		if (isa >= RT_ISA_AVX2 && !wide)
+			ck_assert_msg(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0,
+				      "i8 kernel (isa %d) N=%ld K=%ld rows %ld..%ld tB=%d set %d differs from the "
+				      "portable loop", isa, (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb, set);
+	}
 	/* and the entry point emitted code calls */
 	memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
 	rt_gemv_packed_i8(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, ck);
