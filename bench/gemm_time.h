@@ -5,8 +5,11 @@
 
 #include <stdint.h>
 
-/* Clears the counts; from now on the calls with inner dimension K count. */
+/* Clears the counts; from now on the calls with inner dimension K count
+ * (K 0: every call, the training step's profile). */
 void bench_gemm_reset(int64_t K);
+/* The time in the counted calls, summed over the threads (seconds). */
+double bench_gemm_seconds(void);
 /* The counted calls' rate (the sum over threads of FLOPs / time in the
  * calls, GFLOP/s), their FLOPs and number; -1 when none was counted. */
 int bench_gemm_result(double *gflops, double *flops, long *calls);

@@ -373,6 +373,14 @@ def build_cellc_train(cell, H, lim):
     rc, out, err = run(cmd)
     if rc != 0:
         return None, None, None, "timer does not build: " + first_line(err)
+    # the same timer with every product of the step timed inside its call
+    gcmd = cmd[:cmd.index("-o")] + ["-DBENCH_GEMM_TIME", "-o", timer + "_gemm"] + \
+        cmd[cmd.index("-o") + 2:] + [os.path.join(ROOT, "bench/gemm_time.c"),
+                                     "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,"
+                                     "--wrap=rt_gemv_packed"]
+    rc, out, err = run(gcmd)
+    if rc != 0:
+        return None, None, None, "product timer does not build: " + first_line(err)
     return timer, os.path.join(d, name + ".weights"), secs, None
 
 
@@ -595,6 +603,12 @@ def main():
                             for k in ("first_ms", "first_cpu_ms", "run_cpu_ms", "optim_cpu_ms",
                                       "fwd_ms", "fwd_cpu_ms", "loss_first", "loss_last"):
                                 row["train_" + k] = float(d[k])
+                            # the products' profile (time_train_gemm: one more step)
+                            rc, out, err = run([timer + "_gemm", weights, str(T), "128", "1", str(H),
+                                                str(threads)], tenv, timeout=1800)
+                            if rc == 0:
+                                for k, v in kv(out).items():
+                                    row["train_" + k] = float(v)
                         else:
                             row["cellc_ms"] = "n/a (run failed: %s)" % first_line(err)
                     else:
@@ -935,6 +949,31 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
                     r["train_loss_first"], r["train_loss_last"]))
         log("  (the first step also touches every buffer for the first time: PyTorch's one "
             "timed step is such a first step)")
+        log("")
+        log("== Training at the GEMM rate (issue 22, item 1): every product of one more step timed inside "
+            "its call (time_train_gemm, bench/gemm_time.c); sgemm = OpenBLAS's rate for the step's "
+            "product [B, H] x [H, 4H] in the same run")
+        for r in train:
+            tag = "%s H=%d B=%d threads=%d" % (CELL_NAMES[r["cell"]], r["H"], r["B"], r["threads"])
+            if "train_gemm_flops" not in r or not r.get("train_sgemm_gflops"):
+                log("  %-36s no product profile" % tag)
+                continue
+            fl, sg = r["train_gemm_flops"], r["train_sgemm_gflops"]
+            share = r["train_gemm_s"] / r["threads"] / r["train_step_s"]
+            whole = fl / (r["cellc_ms"] * 1e-3) / 1e9
+            floor_ms = fl / (sg * 1e9) * 1e3
+            log("  %-36s products %.1f GFLOP/step, %.0f%% of the step inside them at %.1f GFLOP/s (%.0f%% of "
+                "sgemm's %.1f); forward %.0f%%, backward and weight gradients %.0f%% of the step" % (
+                    tag, fl / 1e9, 100 * share, r["train_gemm_gflops"], 100 * r["train_gemm_gflops"] / sg, sg,
+                    100 * r["train_fwd_ms"] / r["cellc_ms"], 100 * (1 - r["train_fwd_ms"] / r["cellc_ms"])))
+            v = whole / sg
+            log("    %-44s %6.2f  %s" % ("whole step at >= 80% of sgemm's rate", v,
+                                         "met" if v >= 0.8 else "NOT met (off by x%.2f)" % (0.8 / v)))
+            if isinstance(r.get("torch_ms"), float):
+                t = r["torch_ms"] / r["cellc_ms"]
+                log("    %-44s %6.2f  %s (at sgemm's rate the products alone take %s: PyTorch/that = %.2f)" % (
+                    "PyTorch/cellc >= 6", t, "met" if t >= 6 else "NOT met (off by x%.2f)" % (6 / t),
+                    fmt_ms(floor_ms), r["torch_ms"] / floor_ms))
 
     os.makedirs(B_DIR, exist_ok=True)
     fields = ["mode", "cell", "export", "H", "B", "threads", "cellc_ms", "ort_ms", "torch_ms",
@@ -947,7 +986,8 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
               "ort_load_s", "core", "compile_s", "build_s", "train_run_cpu_ms",
               "train_optim_cpu_ms", "train_fwd_ms", "train_fwd_cpu_ms", "train_first_ms",
               "train_first_cpu_ms",
-              "train_loss_first", "train_loss_last"] + \
+              "train_loss_first", "train_loss_last", "train_gemm_flops", "train_gemm_s",
+              "train_gemm_gflops", "train_step_s", "train_sgemm_gflops"] + \
         [m + k for m in REDUCED for k in ("_ms", "_cpu_ms", "_limit_ms", "_over_limit", "_max_abs_diff")] + \
         ["f32_over_" + m for m in REDUCED] + ["torch_int8_ms", "torch_int8_over_int8", "ort_int8_ms",
                                             "ort_int8_over_int8"]

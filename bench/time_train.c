@@ -30,6 +30,14 @@
  *   run_cpu_ms=.. optim_cpu_ms=.. fwd_ms=.. fwd_cpu_ms=.. loss_first=..
  *   loss_last=.. params=.. reps=..
  *
+ * Built with -DBENCH_GEMM_TIME and bench/gemm_time.c (time_train_gemm,
+ * usage time_train_gemm WEIGHTS T B REPS H THREADS), it then runs one more
+ * step with every product timed inside its call and measures the machine's
+ * sgemm rate for the step's product [B, H] x [H, 4H] (bench/limits.c), and
+ * adds: gemm_flops (the products' FLOPs per step), gemm_s (the time in them,
+ * summed over threads), gemm_gflops (their rate inside the calls, summed
+ * over threads), step_s (that step's wall time) and sgemm_gflops.
+ *
  * cpu_ms is the median CPU time of the process (all its threads) per step;
  * run_cpu_ms and optim_cpu_ms the medians of its two parts; first_ms and
  * first_cpu_ms the wall and CPU time of the warm-up step, which also touches
@@ -52,6 +60,9 @@
 
 #include "cellrt.h"
 #include "limits.h"
+#ifdef BENCH_GEMM_TIME
+#include "gemm_time.h"
+#endif
 
 #define TT_CAT_(a, b) a##b
 #define TT_CAT(a, b) TT_CAT_(a, b)
@@ -78,10 +89,17 @@ int main(int argc, char **argv)
 #if defined(__SSE__) || defined(__x86_64__)
 	_mm_setcsr(_mm_getcsr() | 0x8040);      /* FTZ | DAZ */
 #endif
+#ifdef BENCH_GEMM_TIME
+	if (argc != 7) {
+		fprintf(stderr, "usage: time_train_gemm WEIGHTS T B REPS H THREADS\n");
+		return 2;
+	}
+#else
 	if (argc != 5) {
 		fprintf(stderr, "usage: time_train WEIGHTS T B REPS\n");
 		return 2;
 	}
+#endif
 	int64_t T = atoll(argv[2]), B = atoll(argv[3]);
 	int reps = atoi(argv[4]);
 	const M(_train_info) *ti = &M(_TRAIN_INFO);
@@ -191,6 +209,27 @@ int main(int argc, char **argv)
 		co[r] = c2 - c1;
 	}
 	double loss_last = *loss;
+#ifdef BENCH_GEMM_TIME
+	{
+		/* one more step (forward and backward), every product timed */
+		bench_gemm_reset(0);
+		double t0 = bench_now();
+		if ((st = M(_run_generic)(m, &d, in, (void *const *)out)) != RT_OK)
+			return fail("run", st);
+		double step_s = bench_now() - t0, gf, fl;
+		long calls;
+		if (bench_gemm_result(&gf, &fl, &calls) != 0) {
+			fprintf(stderr, "time_train_gemm: no product was counted\n");
+			return 1;
+		}
+		bench_limits L = {0};
+		if (bench_measure_limits(atoll(argv[5]), B, atoi(argv[6]), 4, &L) != 0)
+			return 1;
+		printf("gemm_flops=%.0f gemm_s=%.6f gemm_gflops=%.3f gemm_calls=%ld step_s=%.6f sgemm_gflops=%.3f\n",
+		       fl, bench_gemm_seconds(), gf, calls, step_s, L.sgemm_gflops);
+		return 0;
+	}
+#endif
 	double tf[MAXREPS], cf[MAXREPS];
 	if ((st = M(_set_forward_only)(m, 1)) != RT_OK)
 		return fail("set_forward_only", st);
