@@ -78,7 +78,7 @@ double bench_gemm_seconds(void)
 {
 	double ns = 0;
 	for (int t = 0; t < SLOTS; t++)
-		ns += slot[t].ns;
+		ns = slot[t].ns > ns ? slot[t].ns : ns;
 	return 1e-9 * ns;
 }
 

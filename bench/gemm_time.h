@@ -8,7 +8,10 @@
 /* Clears the counts; from now on the calls with inner dimension K count
  * (K 0: every call, the training step's profile). */
 void bench_gemm_reset(int64_t K);
-/* The time in the counted calls, summed over the threads (seconds). */
+/* The time in the counted calls of the thread that spent the most in them
+ * (seconds): about the wall time spent in products, both when the threads
+ * of a team run their shares of each product together and when one thread
+ * calls a product that OpenBLAS's own threads share. */
 double bench_gemm_seconds(void);
 /* The counted calls' rate (the sum over threads of FLOPs / time in the
  * calls, GFLOP/s), their FLOPs and number; -1 when none was counted. */

@@ -34,9 +34,9 @@
  * usage time_train_gemm WEIGHTS T B REPS H THREADS), it then runs one more
  * step with every product timed inside its call and measures the machine's
  * sgemm rate for the step's product [B, H] x [H, 4H] (bench/limits.c), and
- * adds: gemm_flops (the products' FLOPs per step), gemm_s (the time in them,
- * summed over threads), gemm_gflops (their rate inside the calls, summed
- * over threads), step_s (that step's wall time) and sgemm_gflops.
+ * adds: gemm_flops (the products' FLOPs per step), gemm_s (about the wall
+ * time in them: bench_gemm_seconds), step_s (that step's wall time) and
+ * sgemm_gflops.
  *
  * cpu_ms is the median CPU time of the process (all its threads) per step;
  * run_cpu_ms and optim_cpu_ms the medians of its two parts; first_ms and
@@ -225,8 +225,8 @@ int main(int argc, char **argv)
 		bench_limits L = {0};
 		if (bench_measure_limits(atoll(argv[5]), B, atoi(argv[6]), 4, &L) != 0)
 			return 1;
-		printf("gemm_flops=%.0f gemm_s=%.6f gemm_gflops=%.3f gemm_calls=%ld step_s=%.6f sgemm_gflops=%.3f\n",
-		       fl, bench_gemm_seconds(), gf, calls, step_s, L.sgemm_gflops);
+		printf("gemm_flops=%.0f gemm_s=%.6f gemm_calls=%ld step_s=%.6f sgemm_gflops=%.3f\n", fl,
+		       bench_gemm_seconds(), calls, step_s, L.sgemm_gflops);
 		return 0;
 	}
 #endif
