@@ -11,7 +11,7 @@
  * division truncates, division by zero is an error) and on symbolic elements
  * while the result stays a monomial; activations only on floating point.
  * Results derived from weights stay weights (they go to the weights file),
- * others become VAL_CONST.
+ * except those with symbolic elements; others become VAL_CONST.
  *
  * Floating-point folding computes in double and rounds once, which for + - *
  * / is the correctly rounded float result; conversions that C leaves
@@ -223,7 +223,10 @@ static void out_finish(fctx *c, ir_value *o)
 			o->sym = NULL;
 		}
 	}
-	o->kind = c->weight && !o->is_output ? VAL_WEIGHT : VAL_CONST;
+	/* a value that still has symbolic elements comes from shapes, never
+	 * from a weight's data: a constant (Gather(Shape(x), w) with an
+	 * initializer w as the index is T, not a weight) */
+	o->kind = c->weight && !o->is_output && !o->sym ? VAL_WEIGHT : VAL_CONST;
 	o->producer = NULL;
 }
 

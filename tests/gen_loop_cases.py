@@ -115,9 +115,10 @@ def vi(name, elem, shape):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def save_graph(outdir, name, nodes, inputs, outputs, inits, opset, sets):
-    # output types from the expected values
-    outputs = [vi(o.name, TensorProto.FLOAT, list(a.shape)) for o, a in zip(outputs, sets[0][1])]
+def save_graph(outdir, name, nodes, inputs, outputs, inits, opset, sets, dyn_out=False):
+    # output types from the expected values (dyn_out: rank only, the sets' lengths differ)
+    outputs = [vi(o.name, TensorProto.FLOAT, [None] * a.ndim if dyn_out else list(a.shape))
+               for o, a in zip(outputs, sets[0][1])]
     graph = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 7
@@ -238,6 +239,39 @@ def onnx_cases(outdir):
                 numpy_helper.from_array(np.array(M, np.int64), "M"),
                 numpy_helper.from_array(np.array(True), "cond")], 13,
                [([h0, x], [h, np.stack(ys)])])
+
+    # (d) the trip count Shape(x)[0] with the index an initializer (not a
+    #     Constant), x of symbolic length: the Gather folds to the symbol,
+    #     a constant however its operands are stored (a fuzzed seed found
+    #     it made a weight without data); two data sets of other lengths
+    W3 = f32(3, 3, rng=rng) * 0.5
+    dbody = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Gather", ["x", "it"], ["xt"], axis=0),
+         helper.make_node("MatMul", ["h_in", "W3"], ["hw"]),
+         helper.make_node("Add", ["hw", "xt"], ["s"]),
+         helper.make_node("Tanh", ["s"], ["h_out"])],
+        "sym_trip_body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+         vi("h_in", TensorProto.FLOAT, [2, 3])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2, 3]),
+         vi("h_out", TensorProto.FLOAT, [2, 3])])
+    sets = []
+    for T in (4, 9):
+        h0, x = f32(2, 3, rng=rng), f32(T, 2, 3, rng=rng)
+        h, ys = h0, []
+        for i in range(T):
+            h = np.tanh(h @ W3 + x[i]).astype(np.float32)
+            ys.append(h)
+        sets.append(([h0, x], [h, np.stack(ys)]))
+    save_graph(outdir, "loop_sym_trip_init_index",
+               [helper.make_node("Shape", ["x"], ["shape"]),
+                helper.make_node("Gather", ["shape", "zero"], ["T"], axis=0),
+                helper.make_node("Loop", ["T", "", "h0"], ["hT", "ys"], body=dbody)],
+               [vi("h0", TensorProto.FLOAT, [2, 3]), vi("x", TensorProto.FLOAT, ["T", 2, 3])],
+               [vi("hT", TensorProto.FLOAT, None), vi("ys", TensorProto.FLOAT, None)],
+               [numpy_helper.from_array(W3, "W3"), numpy_helper.from_array(np.array(0, np.int64), "zero")], 13,
+               sets, dyn_out=True)
 
     # (e) an If in a Loop body on the iteration number (it % 2 == 0) and on
     #     the data (sum(h) > 0): both branches computed, Where selects
