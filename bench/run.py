@@ -336,6 +336,18 @@ def quantize_for_ort():
 TRAIN_CELL = {"lstm": "lstm(x, hidden=%d)", "momentum_lstm": "momentum_lstm(x, hidden=%d, mu=0.6, s=0.6)"}
 
 
+def build_gemm_timer(cmd, timer):
+    """The timer of cmd built again as TIMER_gemm, with -DBENCH_GEMM_TIME and
+    bench/gemm_time.c wrapping libcellrt's products: the products timed
+    inside their calls.  None, or why it does not build."""
+    gcmd = cmd[:cmd.index("-o")] + ["-DBENCH_GEMM_TIME", "-o", timer + "_gemm"] + \
+        cmd[cmd.index("-o") + 2:] + [os.path.join(ROOT, "bench/gemm_time.c"),
+                                     "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,"
+                                     "--wrap=rt_gemv_packed"]
+    rc, out, err = run(gcmd)
+    return None if rc == 0 else "product timer does not build: " + first_line(err)
+
+
 def build_cellc_train(cell, H, lim):
     """The training case of cell at hidden size H: writes the .cell model
     (bench/cells.py's model with cells.Classifier's head: a linear layer on
@@ -373,14 +385,9 @@ def build_cellc_train(cell, H, lim):
     rc, out, err = run(cmd)
     if rc != 0:
         return None, None, None, "timer does not build: " + first_line(err)
-    # the same timer with every product of the step timed inside its call
-    gcmd = cmd[:cmd.index("-o")] + ["-DBENCH_GEMM_TIME", "-o", timer + "_gemm"] + \
-        cmd[cmd.index("-o") + 2:] + [os.path.join(ROOT, "bench/gemm_time.c"),
-                                     "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,"
-                                     "--wrap=rt_gemv_packed"]
-    rc, out, err = run(gcmd)
-    if rc != 0:
-        return None, None, None, "product timer does not build: " + first_line(err)
+    why = build_gemm_timer(cmd, timer)
+    if why:
+        return None, None, None, why
     return timer, os.path.join(d, name + ".weights"), secs, None
 
 
@@ -412,14 +419,9 @@ def build_cellc_model(name, lim, weights="f32"):
     rc, out, err = run(cmd)
     if rc != 0:
         return None, None, None, "timer does not build: " + first_line(err)
-    # the same timer with the recurrent products timed inside the calls (bench/gemm_time.c)
-    gcmd = cmd[:cmd.index("-o")] + ["-DBENCH_GEMM_TIME", "-o", timer + "_gemm"] + \
-        cmd[cmd.index("-o") + 2:] + [os.path.join(ROOT, "bench/gemm_time.c"),
-                                     "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,"
-                                     "--wrap=rt_gemv_packed"]
-    rc, out, err = run(gcmd)
-    if rc != 0:
-        return None, None, None, "product timer does not build: " + first_line(err)
+    why = build_gemm_timer(cmd, timer)
+    if why:
+        return None, None, None, why
     return timer, os.path.join(d, name + ".weights"), secs, None
 
 

@@ -658,18 +658,26 @@ T256 static inline __attribute__((always_inline)) void pk_i8_chunk(const int NG,
 		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
 }
 
-/* Every width of chunk (1 to 8 groups of 8 rows), for the driver below. */
+/* Every width of chunk (1 to 8 groups of 8 rows) of a chunk kernel, as one
+ * function for the driver below: NAME calls KERNEL with NG a constant. */
 typedef void (*i8_chunk_fn)(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum);
-
-T256 static void i8_chunk_avx2(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum)
-{
-	switch (ng) {
-#define I8_CASE(NG) case NG: pk_i8_chunk(NG, Kq, qa, p, wp, sum); break;
-	I8_CASE(1) I8_CASE(2) I8_CASE(3) I8_CASE(4) I8_CASE(5) I8_CASE(6) I8_CASE(7)
-#undef I8_CASE
-	default: pk_i8_chunk(8, Kq, qa, p, wp, sum); break;
+#define I8_CHUNKS(TARGET, NAME, KERNEL)                                                                  \
+	TARGET static void NAME(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp,      \
+				int32_t *sum)                                                            \
+	{                                                                                                \
+		switch (ng) {                                                                            \
+		case 1: KERNEL(1, Kq, qa, p, wp, sum); break;                                            \
+		case 2: KERNEL(2, Kq, qa, p, wp, sum); break;                                            \
+		case 3: KERNEL(3, Kq, qa, p, wp, sum); break;                                            \
+		case 4: KERNEL(4, Kq, qa, p, wp, sum); break;                                            \
+		case 5: KERNEL(5, Kq, qa, p, wp, sum); break;                                            \
+		case 6: KERNEL(6, Kq, qa, p, wp, sum); break;                                            \
+		case 7: KERNEL(7, Kq, qa, p, wp, sum); break;                                            \
+		default: KERNEL(8, Kq, qa, p, wp, sum); break;                                           \
+		}                                                                                        \
 	}
-}
+
+I8_CHUNKS(T256, i8_chunk_avx2, pk_i8_chunk)
 
 /* AVX512-VNNI: vpdpbusd does the four products of a lane and their sum into
  * the int32 accumulator in one instruction, exactly (the non-saturating
@@ -695,15 +703,7 @@ T512V static inline __attribute__((always_inline)) void pk_i8_chunk_vnni(const i
 		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
 }
 
-T512V static void i8_chunk_vnni(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum)
-{
-	switch (ng) {
-#define I8_CASE(NG) case NG: pk_i8_chunk_vnni(NG, Kq, qa, p, wp, sum); break;
-	I8_CASE(1) I8_CASE(2) I8_CASE(3) I8_CASE(4) I8_CASE(5) I8_CASE(6) I8_CASE(7)
-#undef I8_CASE
-	default: pk_i8_chunk_vnni(8, Kq, qa, p, wp, sum); break;
-	}
-}
+I8_CHUNKS(T512V, i8_chunk_vnni, pk_i8_chunk_vnni)
 
 static void gemv_packed_i8_chunks(i8_chunk_fn chunk, int64_t c0, int64_t c1, int64_t K, const uint8_t *qa,
 				  float sa, int32_t zp, const int8_t *p, int64_t wp, const float *scale,

@@ -78,6 +78,17 @@ def init(g, name):
     return None
 
 
+def set_nodes(g, nodes):
+    """g's nodes replaced by nodes, and the initializers no node reads any
+    more dropped (the float weights a quantized node replaced)."""
+    del g.node[:]
+    g.node.extend(nodes)
+    used = {i for n in g.node for i in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+
+
 def qdq_model(m):
     """The MatMul nodes by a 2-D initializer in QDQ form, in place."""
     g = m.graph
@@ -101,12 +112,7 @@ def qdq_model(m):
                 helper.make_node("MatMul", [a + "_dq", p + "_W"], list(n.output), name=p)]
         else:
             nodes.append(n)
-    del g.node[:]
-    g.node.extend(nodes)
-    used = {i for n in g.node for i in n.input}
-    keep = [t for t in g.initializer if t.name in used]
-    del g.initializer[:]
-    g.initializer.extend(keep)
+    set_nodes(g, nodes)
     return m
 
 
@@ -158,12 +164,7 @@ def quantize_model(m, per_channel, qtype):
                 helper.make_node("Mul", [p + "_f", p + "_s"], list(n.output), name=p + "_dequant")]
         else:
             nodes.append(n)
-    del g.node[:]
-    g.node.extend(nodes)
-    used = {i for n in g.node for i in n.input}
-    keep = [t for t in g.initializer if t.name in used]
-    del g.initializer[:]
-    g.initializer.extend(keep)
+    set_nodes(g, nodes)
     m.opset_import.extend([helper.make_opsetid("com.microsoft", 1)])
     return m
 
