@@ -1346,10 +1346,12 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	(void)o;
 	(void)D;
 	ir_recount(g);
-	int changed = column_steps(g);
+	/* integer initializers first: column_steps reads step indices as
+	 * constants, whichever way the file stored them */
+	int changed = int_initializers(g);
+	changed |= column_steps(g);
 	ir_recount(g);
 	changed |= step_scalars(g);
-	changed |= int_initializers(g);
 	changed |= gemm_form(g);
 	/* a scripted Loop's body (onnx_loop.c) reads an input of unknown rank
 	 * through MatMul (nn.Linear of torch.unbind's slices): Gemm there too,

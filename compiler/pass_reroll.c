@@ -820,6 +820,18 @@ static int seq_of_anchor_value(const rr *R, const ir_value *v, int t)
 	return -1;
 }
 
+/* v is the per-step slice of a sequence at some step (its anchor's
+ * output, or the Slice before an anchor Squeeze). */
+static int is_slice_value(const rr *R, const ir_value *v)
+{
+	for (int t = 0; t < R->T; t++)
+		for (int s = 0; s < R->nseq; s++)
+			if (R->seq[s].anchor[t]->out[0] == v || (R->seq[s].aux && R->seq[s].aux[t] &&
+								  R->seq[s].aux[t]->out[0] == v))
+				return 1;
+	return 0;
+}
+
 static int build_template(rr *R)
 {
 	int m = R->m;
@@ -1280,7 +1292,14 @@ static int match_copy(rr *R, int t)
 	}
 	if (nmatched != R->ncopy[t] && t == R->T - 1) {
 		/* an epilogue: work only the last step does (a head on the last
-		 * step's state) runs after the loop, on the last step's values */
+		 * step's state) runs after the loop, on the last step's values;
+		 * not on a step's input slice, which the loop consumes */
+		for (int c = 0; c < R->ncopy[t]; c++) {
+			const ir_node *x = R->g->nodes[R->copy[t][c]];
+			for (int k = 0; k < x->nin && !R->matched[R->copy[t][c]]; k++)
+				if (x->in[k] && is_slice_value(R, x->in[k]))
+					return fail(R, "work that only the last step does reads a step's input slice");
+		}
 		for (int c = 0; c < R->ncopy[t]; c++)
 			if (!R->matched[R->copy[t][c]])
 				R->label[R->copy[t][c]] = LBL_TAIL;

@@ -18,7 +18,12 @@ shapes and attributes, built with onnx.helper and checked by onnx.checker:
            LSTM cell on Gather'ed time steps, per-step outputs stacked by
            Unsqueeze + Concat (what cellc's reroll pass folds back into a loop);
            the last steps of x may go unread, the first step may read a
-           start token (a weight) and the others x[t - 1]
+           start token (a weight) and the others x[t - 1], the last step's
+           input projection may differ (alpha 2)
+  pixel    the same over a pixel sequence x [B, T] read one value per step,
+           as x[:, t] (Gather on axis 1) then .unsqueeze(1), .view(B, 1) or
+           [:, t:t+1]; the last step's input may be scaled or its
+           projection differ; a linear head on the last state
   nn       a convolutional front end: Conv (strides, pads, dilations, groups),
            MaxPool / AveragePool (ceil_mode, count_include_pad), inference
            BatchNormalization, Pad (constant, reflect, edge), activations, then
@@ -63,7 +68,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CELLC = os.path.join(ROOT, "build", "cellc")
 TOL = ["--atol", "1e-5", "--rtol", "1e-4"]
 F = TensorProto.FLOAT
-KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant", "nn")
+KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant", "nn", "pixel")
 
 
 def vi(name, shape, dt=F):
@@ -347,7 +352,8 @@ def gen_traced(rng):
     ops = {"Gather", "Gemm", "Add", "Unsqueeze", "Concat"}
     for t in range(T):
         xt = S if start and t == 0 else g.node("Gather", ["x", g.const(t - 1 if start else t)], axis=0)
-        a = g.node("Add", [g.node("Gemm", [xt, W, b], transB=1), g.node("Gemm", [h, U], transB=1)])
+        xg = g.node("Gemm", [xt, W, b], transB=1)
+        a = g.node("Add", [xg, g.node("Gemm", [h, U], transB=1)])
         if cell == "rnn":
             h = g.node("Tanh", [a])
             ops.add("Tanh")
@@ -361,8 +367,53 @@ def gen_traced(rng):
     g.nodes.append(helper.make_node("Concat", ys, ["ys"], name="stack", axis=0))
     g.nodes.append(helper.make_node("Identity", [h], ["hT"], name="last"))
     inputs = [vi("x", [T + skip - start, B, I]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
-    m = model_of(g.nodes, "traced", inputs, [vi("ys", [T, B, H]), vi("hT", [B, H])], g.inits,
-                 int(rng.choice([13, 14, 17])))
+    opset = int(rng.choice([13, 14, 17]))
+    # (a later draw) the last step's input projection differs from the
+    # others' (alpha 2): work only the last step does, on its input slice
+    if T > 1 and rng.random() < 0.3:
+        last = next(n for n in g.nodes if n.output[0] == xg)
+        last.attribute.append(helper.make_attribute("alpha", 2.0))
+    m = model_of(g.nodes, "traced", inputs, [vi("ys", [T, B, H]), vi("hT", [B, H])], g.inits, opset)
+    return m, ops
+
+
+def gen_pixel(rng):
+    g = G(rng)
+    T, B, H = int(rng.integers(2, 9)), int(rng.integers(1, 4)), int(rng.integers(1, 6))
+    cell = str(rng.choice(["rnn", "lstm"]))
+    k = 4 if cell == "lstm" else 1
+    W, U, b = g.weight([k * H, 1]), g.weight([k * H, H]), g.weight([k * H])
+    how = str(rng.choice(["unsqueeze", "reshape", "slice"]))
+    last = str(rng.choice(["same", "same", "scaled", "alpha"]))
+    h, c = "h0", "c0"
+    ops = {"Gemm", "Add", "Tanh"}
+    for t in range(T):
+        if how == "slice":
+            xt = g.node("Slice", ["x", g.const([t]), g.const([t + 1]), g.const([1])])
+        else:
+            xt = g.node("Gather", ["x", g.const(t)], axis=1)
+            xt = (g.node("Unsqueeze", [xt, g.const([1])]) if how == "unsqueeze"
+                  else g.node("Reshape", [xt, g.const([B, 1])]))
+        if last == "scaled" and t == T - 1:
+            two = g.name("two")
+            g.inits.append(numpy_helper.from_array(np.array([2.0], np.float32), two))
+            xt = g.node("Mul", [xt, two])
+            ops.add("Mul")
+        xg = g.node("Gemm", [xt, W, b], transB=1, **({"alpha": 2.0} if last == "alpha" and t == T - 1 else {}))
+        a = g.node("Add", [xg, g.node("Gemm", [h, U], transB=1)])
+        if cell == "rnn":
+            h = g.node("Tanh", [a])
+        else:
+            i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
+            c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
+                               g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
+            h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])])
+            ops |= {"Split", "Sigmoid", "Mul"}
+    ops |= {"Slice"} if how == "slice" else {"Gather", "Unsqueeze" if how == "unsqueeze" else "Reshape"}
+    C = int(rng.integers(1, 4))
+    g.nodes.append(helper.make_node("Gemm", [h, g.weight([C, H]), g.weight([C])], ["y"], name="head", transB=1))
+    inputs = [vi("x", [B, T]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
+    m = model_of(g.nodes, "pixel", inputs, [vi("y", [B, C])], g.inits, int(rng.choice([13, 14, 17])))
     return m, ops
 
 
@@ -586,7 +637,7 @@ def gen_nn(rng):
 
 
 GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "traced": gen_traced,
-        "quant": gen_quant, "nn": gen_nn}
+        "quant": gen_quant, "nn": gen_nn, "pixel": gen_pixel}
 
 
 # ---- running -------------------------------------------------------------------------------

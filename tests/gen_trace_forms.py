@@ -17,6 +17,9 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
   uneven   x[t], with relu on the odd steps' inputs: the copies differ, so
            cellc leaves the loop unrolled (case.json "expect": "unrolled":
            no recurrence in `cellc info`) and must still compute it right
+  lastx2   x[t], the last step's input doubled first: work that only the
+           last step does, on its input slice, which a rolled loop would
+           consume: unrolled too, and right (T = 8, opsets 13 and 17)
   list     forward returns (head(h_1), .., head(h_T), h_1, .., h_T): 2T
            separate graph outputs (h_T is also the final state), so T is
            fixed by the model's interface
@@ -91,6 +94,8 @@ class FormNet(R.Net):
         for t, xt in enumerate(xs):
             if self.form == "uneven" and t % 2:
                 xt = torch.relu(xt)
+            if self.form == "lastx2" and t == len(xs) - 1:
+                xt = 2 * xt
             st = self.cell(xt, st, t + 1)
             hs.append(st["h"])
         if self.form in ("list", "revlist"):
@@ -154,7 +159,7 @@ def make_case(out, name, form, model, opset, T, seed):
     error = dynamic and form in ("unbind", "split", "splitidx", "reversed", "chunk")
     data_set(case_dir, 0, net, x, names)
     fixed = form in ("list", "revlist")
-    unrolled = form == "uneven"
+    unrolled = form in ("uneven", "lastx2")
     k = 1
     if not error and not fixed and not unrolled and T == 8:
         data_set(case_dir, k, net, seq(50, BATCH), names)
@@ -191,6 +196,10 @@ def main():
     for model, opset in (("nag_lstm_r2", 17), ("nag_lstm_r40", 13)):
         jobs.append((out, "revlist_%s_opset%d_T8" % (model, opset), "revlist", model, opset, 8,
                      2001 + len(jobs)))
+    for model in FORM_MODELS:
+        for opset in (13, 17):
+            jobs.append((out, "lastx2_%s_opset%d_T8" % (model, opset), "lastx2", model, opset, 8,
+                         2001 + len(jobs)))
     with multiprocessing.Pool(min(2, os.cpu_count() or 1)) as pool:
         pool.starmap(make_case, jobs, chunksize=1)
 
