@@ -311,10 +311,34 @@ static int plan_homes(rec *R)
 	for (int k = 0; k < R->has_step; k++)
 		*home_of(R, b->inputs[R->nseq + R->nstate + k]) =
 			(home){.kind = HOME_SCALAR, .lit = k ? "tlen_" : "tstep_", .seq = -1};
+	/* values their producers write in place (pass_schedule): a scan
+	 * output's rows of this step (y<k> = o<k> + t * ot<k>), then the
+	 * columns of an in-place Concat's storage */
+	for (int k = R->nstate; k < b->noutputs; k++)
+		if (ir_out_direct(b->outputs[k]) == k - R->nstate)
+			*home_of(R, b->outputs[k]) = (home){.kind = HOME_MEM, .base = fmt(R, "y%d", k - R->nstate),
+							   .ld = fmt(R, "ob%d", k - R->nstate), .seq = -1};
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *n = b->nodes[i];
+		if (!ir_attr_int(n, "in_place", 0))
+			continue;
+		home *hy = home_of(R, n->out[0]);
+		if (hy->kind == HOME_NONE)
+			*hy = (home){.kind = HOME_MEM, .base = body_buffer(R, n->out[0]),
+				     .ld = dim(R, ir_cols_of(n->out[0])), .seq = -1};
+		for (int k = 0; k < n->nin; k++) {
+			int64_t col = 0;
+			ASSERT(ir_concat_in_place(n->in[k], &col) == n);
+			*home_of(R, n->in[k]) = (home){.kind = HOME_MEM, .base = hy->base, .ld = hy->ld,
+						       .off = hy->off + col, .seq = -1};
+		}
+	}
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
 		ir_value *v = n->out[0];
 		home *h = home_of(R, v);
+		if (n->nout == 1 && h && h->kind != HOME_NONE)
+			continue;       /* written in place, above */
 		if (ir_attr_int(n, "by_rows", 0)) {
 			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, ir_cols_of(v)), .seq = -1};
 			continue;
@@ -784,7 +808,7 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 			ew_line(&inner, "%s[%s] = %s;", row_ptr(&G, h->base, h->ld, -1, 0),
 				h->off ? fmt(R, "j + %lld", (long long)h->off) : "j", rn);
 		for (int k = R->nstate; k < R->b->noutputs; k++)
-			if (R->b->outputs[k] == v && R->n->out[k])
+			if (R->b->outputs[k] == v && R->n->out[k] && ir_out_direct(v) != k - R->nstate)
 				ew_line(&inner, "%s[j] = %s;", out_row(&G, k - R->nstate), rn);
 	}
 	fclose(f);
@@ -1260,8 +1284,21 @@ static void emit_steps(rec *R)
 				ew_decl(w, fmt(R, "x%d", k), "const float *x%d = q%d + t * st%d;", k, k, k);
 		}
 	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
+	for (int k = R->nstate; k < b->noutputs; k++)
+		if (ir_out_direct(b->outputs[k]) == k - R->nstate) {
+			ew_decl(w, fmt(R, "y%d", k - R->nstate), "float *y%d = o%d + t * ot%d; /* output %d's rows "
+				"of this step, written in place */", k - R->nstate, k - R->nstate, k - R->nstate,
+				k - R->nstate);
+			written[k] = 1;
+		}
 	for (int i = 0; i < b->nnodes;) {
 		ir_node *nd = b->nodes[i];
+		if (ir_attr_int(nd, "in_place", 0)) {
+			ew_line(w, "/* %s (%s): Concat of %d inputs along the columns, written in place by them */",
+				cm(R, nd->name), nd->origin ? cm(R, nd->origin) : "recurrence body", nd->nin);
+			i++;
+			continue;
+		}
 		if (nd->op == OP_GEMM) {
 			emit_gemm(R, nd);
 			i++;

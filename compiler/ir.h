@@ -360,7 +360,13 @@ int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims c
  *     stored fused values) a threaded recurrence may have (pass_schedule
  *     threads no more, the emitter declares that many).
  *   ir_fused_cols: 1 when every fused loop of body b (step scalars aside)
- *     runs over the same columns, *hc; 0 when they differ or there is none. */
+ *     runs over the same columns, *hc; 0 when they differ or there is none.
+ *   ir_out_direct: body value v is scan output k (0-based after the states)
+ *     of its recurrence, which pass_schedule marked out_direct: its producer
+ *     writes the step's rows of the output, so v has no slot; else -1.
+ *   ir_concat_in_place: the body Concat marked in_place that v is an input
+ *     of, *col its first column there: v's producer writes those columns
+ *     of the Concat's storage, so v has no slot; else NULL. */
 const ir_value *ir_storage(const ir_value *v);
 const ir_value *ir_output_backing(const ir_value *v);
 int ir_last_axis_slice(const ir_node *n, int64_t *st, int64_t *en);
@@ -370,6 +376,8 @@ int ir_is_step_scalar(const ir_node *n);
 int ir_is_generic_step_node(const ir_node *n);
 int ir_is_scalar_node(const ir_node *n);
 int ir_fused_cols(const ir_graph *b, ir_dim *hc);
+int ir_out_direct(const ir_value *v);
+const ir_node *ir_concat_in_place(const ir_value *v, int64_t *col);
 /* Storage of the output y of a root Gemm that pass_schedule marked per_step
  * (its recurrence computes it step by step, x_proj): 0 when the fused loops
  * that read it compute it (x_proj "inline": nothing stored); 1 with *numel

@@ -129,6 +129,48 @@ int ir_fused_cols(const ir_graph *b, ir_dim *hc)
 	return have;
 }
 
+/* The recurrence whose body is b; NULL for the root graph. */
+static const ir_node *body_owner(const ir_graph *b)
+{
+	for (int i = 0; b && b->parent && i < b->parent->nnodes; i++)
+		if (b->parent->nodes[i]->body == b)
+			return b->parent->nodes[i];
+	return NULL;
+}
+
+int ir_out_direct(const ir_value *v)
+{
+	const ir_node *rn = body_owner(v->graph);
+	ir_attr *a = rn ? ir_attr_find(rn, "out_direct") : NULL;
+	if (!a || a->kind != ATTR_INTS)
+		return -1;
+	int64_t ns = ir_attr_int(rn, "n_state", 0);
+	for (int i = 0; i < a->n; i++) {
+		int64_t k = ns + a->ints[i];
+		if (k >= 0 && k < v->graph->noutputs && v->graph->outputs[k] == v)
+			return (int)a->ints[i];
+	}
+	return -1;
+}
+
+const ir_node *ir_concat_in_place(const ir_value *v, int64_t *col)
+{
+	const ir_graph *g = v->graph;
+	for (int i = 0; g->parent && i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (n->op != OP_CONCAT || !ir_attr_int(n, "in_place", 0))
+			continue;
+		int64_t at = 0;
+		for (int k = 0; k < n->nin && n->in[k]; k++) {
+			if (n->in[k] == v) {
+				*col = at;
+				return n;
+			}
+			at += ir_cols_of(n->in[k]).k;
+		}
+	}
+	return NULL;
+}
 
 int ir_step_storage(const ir_value *y, ir_dim *numel)
 {

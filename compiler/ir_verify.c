@@ -22,15 +22,20 @@
  *     has `threads` and one `x_proj` per sequence input, with known values;
  *     an input projection moved into the steps is a root Gemm marked
  *     per_step, with a constant K of at most 16 (1 when inline), read by
- *     that recurrence alone; no threads with per-row time, no column split
+ *     that recurrence alone or by several that all compute it inline, and
+ *     by no other node; no threads with per-row time, no column split
  *     with sequence_lens; `pack` only on body products of fixed-size model
  *     weights in inference builds, `panels` only on body products of
  *     fixed-size model weights, `by_rows` only on body Concats of
- *     threaded recurrences;
+ *     threaded recurrences; `in_place` only on column Concats of distinct
+ *     values the body makes (products, fused loops) that are no body
+ *     output, `out_direct` only naming outputs the body makes once and
+ *     the root reads, neither with a column split or per-row time;
  *   - after "plan" (pass_plan.c): an input projection computed inside the
  *     loops that read it has no slot, one computed a step at a time has
  *     one; a step scalar of a recurrence has a slot exactly when a node
- *     reads its memory (fuse_needs_buffer);
+ *     reads its memory (fuse_needs_buffer); a value written in place (an
+ *     in-place Concat's input, an out_direct output) has no slot;
  *   - a training build (ir_train): its loss is known, its parameters are
  *     distinct f32 weights of the root; once graded, its data input,
  *     logits, loss and forward outputs are in range and its first backward
@@ -287,9 +292,77 @@ static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, i
 		if (ir_attr_find(m, "by_rows") && (m->op != OP_CONCAT || !threaded))
 			bad(c, b, "node '%s' (%s) of recurrence '%s' is marked by_rows outside a threaded "
 			    "recurrence's Concat", nname(m), ir_op_name(m->op), nname(rn));
-		if (ir_attr_find(m, "per_step") || ir_attr_find(m, "threads") || ir_attr_find(m, "x_proj"))
+		if (ir_attr_find(m, "per_step") || ir_attr_find(m, "threads") || ir_attr_find(m, "x_proj") ||
+		    ir_attr_find(m, "out_direct"))
 			bad(c, b, "node '%s' (%s) of a recurrence body has a root-graph schedule attribute",
 			    nname(m), ir_op_name(m->op));
+	}
+}
+
+/* A body value its producer may write into other storage (in_place,
+ * out_direct): made in body b by a product or a fused loop, neither a
+ * view nor viewed. */
+static int made_in_body(const ir_graph *b, const ir_value *v)
+{
+	const ir_node *p = v ? v->producer : NULL;
+	if (!v || v->kind != VAL_TEMP || !p || p->graph != b || ir_storage(v) != v ||
+	    !(p->op == OP_GEMM || (ir_is_fused_elem(p) && !ir_is_step_scalar(p))))
+		return 0;
+	for (int i = 0; i < b->nvalues; i++)
+		if (b->values[i] != v && ir_storage(b->values[i]) == v)
+			return 0;       /* a view shares its slot */
+	return 1;
+}
+
+static int output_count(const ir_graph *b, const ir_value *v)
+{
+	int cnt = 0;
+	for (int k = 0; k < b->noutputs; k++)
+		cnt += b->outputs[k] == v;
+	return cnt;
+}
+
+/* in_place Concats and out_direct outputs of recurrence rn: the values
+ * written into other storage are made in the body, belong to one place
+ * only, and the threads never share a step's columns (cols) nor does
+ * each row have its own time (per_row). */
+static void check_in_place(vctx *c, const ir_node *rn, int cols, int per_row)
+{
+	const ir_graph *b = rn->body;
+	for (int i = 0; i < b->nnodes; i++) {
+		const ir_node *m = b->nodes[i];
+		if (!ir_attr_find(m, "in_place"))
+			continue;
+		int64_t axis = ir_attr_int(m, "axis", 0);
+		int ok = m->op == OP_CONCAT && !cols && m->nout == 1 && m->out[0] &&
+			 m->out[0]->shape.rank == 2 && (axis == 1 || axis == -1);
+		for (int k = 0; ok && k < m->nin; k++) {
+			int64_t col;
+			ok = made_in_body(b, m->in[k]) && ir_dim_is_const(ir_cols_of(m->in[k])) &&
+			     !output_count(b, m->in[k]) && ir_concat_in_place(m->in[k], &col) == m;
+			for (int j = 0; ok && j < k; j++)
+				ok = m->in[j] != m->in[k];
+		}
+		if (!ok)
+			bad(c, b, "node '%s' (%s) of recurrence '%s' is marked in_place, but is no column Concat "
+			    "of distinct values its body makes (products, fused loops) that nothing else "
+			    "holds", nname(m), ir_op_name(m->op), nname(rn));
+	}
+	ir_attr *a = ir_attr_find(rn, "out_direct");
+	if (!a)
+		return;
+	int64_t ns = ir_attr_int(rn, "n_state", 0), no = ir_attr_int(rn, "n_out", 0);
+	for (int i = 0; i < (a->kind == ATTR_INTS ? a->n : 1); i++) {
+		int64_t k = a->kind == ATTR_INTS ? a->ints[i] : -1, o = ns + k;
+		const ir_value *v = k >= 0 && k < no && o < b->noutputs ? b->outputs[o] : NULL;
+		const ir_node *p = v ? v->producer : NULL;
+		int ok = v && !cols && !per_row && o < rn->nout && rn->out[o] && output_count(b, v) == 1 &&
+			 v->shape.rank == 2 && ir_out_direct(v) == k &&
+			 (made_in_body(b, v) || (p && p->graph == b && ir_attr_int(p, "in_place", 0)));
+		if (!ok)
+			bad(c, b, "recurrence '%s': out_direct names output %lld, which is no output its body "
+			    "makes once (product, fused loop, in-place Concat) for the root to read, or the "
+			    "threads share columns, or rows have their own time", nname(rn), (long long)k);
 	}
 }
 
@@ -301,10 +374,11 @@ static void check_schedule(vctx *c, const ir_graph *g)
 	ASSERT(readers);
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *n = g->nodes[i];
-		if (ir_attr_find(n, "pack") || ir_attr_find(n, "panels") || ir_attr_find(n, "by_rows"))
+		if (ir_attr_find(n, "pack") || ir_attr_find(n, "panels") || ir_attr_find(n, "by_rows") ||
+		    ir_attr_find(n, "in_place"))
 			bad(c, g, "root node '%s' (%s) has a body-node schedule attribute", nname(n), ir_op_name(n->op));
 		if (n->op != OP_RECURRENCE) {
-			if (ir_attr_find(n, "threads") || ir_attr_find(n, "x_proj"))
+			if (ir_attr_find(n, "threads") || ir_attr_find(n, "x_proj") || ir_attr_find(n, "out_direct"))
 				bad(c, g, "node '%s' (%s) has a recurrence's schedule attributes", nname(n),
 				    ir_op_name(n->op));
 			if (ir_attr_find(n, "per_step") && n->op != OP_GEMM)
@@ -347,14 +421,36 @@ static void check_schedule(vctx *c, const ir_graph *g)
 			}
 			for (int j = 0; j < g->nnodes; j++)
 				if (g->nodes[j] == gm)
-					readers[j]++;
+					readers[j] += !strcmp(xp->strings[k], "inline") ? 1 : 1 << 16;
 		}
 		check_body_schedule(c, g, n, th && strcmp(th, "serial") != 0);
+		check_in_place(c, n, th && !strcmp(th, "rows_cols"), lens && rev);
 	}
-	for (int i = 0; i < g->nnodes; i++)
-		if (ir_attr_int(g->nodes[i], "per_step", 0) && readers[i] != 1)
-			bad(c, g, "product '%s' is marked per_step but %d recurrence inputs compute it in their "
-			    "steps (1 wanted)", nname(g->nodes[i]), readers[i]);
+	/* readers[i]: inline readers + (1 << 16) x readers a step at a time */
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *gm = g->nodes[i];
+		if (!ir_attr_int(gm, "per_step", 0))
+			continue;
+		int inl = readers[i] & 0xffff, step = readers[i] >> 16;
+		if (!(inl + step == 1 || (step == 0 && inl > 1)))
+			bad(c, g, "product '%s' is marked per_step but %d recurrence inputs compute it a step at "
+			    "a time and %d inside their loops (one, or several all inside their loops, wanted)",
+			    nname(gm), step, inl);
+		/* nothing else reads it: it prints no code and has no storage of its own */
+		for (int j = 0; j < g->nnodes; j++) {
+			const ir_node *m = g->nodes[j];
+			ir_attr *xp = m->op == OP_RECURRENCE ? ir_attr_find(m, "x_proj") : NULL;
+			for (int k = 0; k < m->nin; k++) {
+				int view = m->nout == 1 && m->out[0] && ir_storage(m->out[0]) == gm->out[0];
+				int computes = xp && xp->kind == ATTR_STRINGS && k < xp->n && xp->strings[k] &&
+					       strcmp(xp->strings[k], "before") != 0;
+				if (m->in[k] && ir_storage(m->in[k]) == gm->out[0] && m != gm && !view && !computes)
+					bad(c, g, "node '%s' (%s) reads product '%s', which is marked per_step (its "
+					    "recurrences compute it in their steps)", nname(m), ir_op_name(m->op),
+					    nname(gm));
+			}
+		}
+	}
 	free(readers);
 }
 
@@ -372,6 +468,12 @@ static void check_step_storage(vctx *c, const ir_graph *g)
 			    st ? "a step at a time" : "inside the loops that read it", st ? "has no" : "has");
 		for (int j = 0; n->body && j < n->body->nnodes; j++) {
 			const ir_node *m = n->body->nodes[j];
+			int64_t col;
+			for (int k = 0; k < m->nout; k++)
+				if (m->out[k] && m->out[k]->slot >= 0 &&
+				    (ir_out_direct(m->out[k]) >= 0 || ir_concat_in_place(m->out[k], &col)))
+					bad(c, n->body, "value '%s' of recurrence '%s' is written in place but has "
+					    "a slot", m->out[k]->name, nname(n));
 			if (ir_is_step_scalar(m) && (m->out[0]->slot >= 0) != fuse_needs_buffer(m->out[0]))
 				bad(c, n->body, "step scalar '%s' of recurrence '%s' %s a slot, but %s reads its "
 				    "memory", nname(m), nname(n), m->out[0]->slot >= 0 ? "has" : "has no",

@@ -8,7 +8,9 @@
  *           slot; graph inputs, outputs, weights, constants keep slot -1 (the
  *           emitter writes outputs straight into the caller's buffers), and
  *           so do values a fused loop keeps in locals (fuse_needs_buffer)
- *           and column views inside bodies (ir_is_column_view); an input
+ *           and column views inside bodies (ir_is_column_view), body
+ *           values written straight into a recurrence output or a Concat
+ *           (ir_out_direct, ir_concat_in_place); an input
  *           projection its recurrence computes step by step (x_proj) has a
  *           slot of one step's rows ("step") or none ("inline"): see
  *           ir_step_storage.
@@ -25,13 +27,16 @@
  *
  * Lifetime of a root value: from its producer to its last use, where a use
  * through a view or from inside a recurrence body counts at the node that
- * holds it.  A node's outputs never share storage with its inputs: slots are
+ * holds it, and so does a use by an input projection that a recurrence
+ * computes in its steps (x_proj).  A node's outputs never share storage with its inputs: slots are
  * freed after the node runs (after the last node of a fused group, for the
  * inputs of a group, which runs as one loop).  Temporaries of a recurrence body live while the
  * recurrence runs.
  */
 #include "passes.h"
 #include "util.h"
+
+#include <string.h>
 
 typedef struct slot {
 	ir_dtype dt;
@@ -94,6 +99,9 @@ static int needs_slot(const ir_value *v)
 		return 0;
 	if (v->graph->parent && v->producer && ir_is_column_view(v->producer))
 		return 0;
+	int64_t col;
+	if (v->graph->parent && (ir_out_direct(v) >= 0 || ir_concat_in_place(v, &col)))
+		return 0;       /* its producer writes an output's or a Concat's storage */
 	ir_dim n;
 	if (ir_step_storage(v, &n) == 0)
 		return 0;       /* an input projection the fused loops compute */
@@ -197,6 +205,18 @@ int pass_plan(ir_graph *g, diag *D, const pass_opts *o)
 				use(&P, n->in[k], at);
 		if (n->body)
 			body_uses(&P, n->body, i);
+		/* an input projection this recurrence computes in its steps
+		 * (x_proj, pass_schedule) reads its operands there */
+		ir_attr *xp = n->op == OP_RECURRENCE ? ir_attr_find(n, "x_proj") : NULL;
+		for (int k = 0; xp && xp->kind == ATTR_STRINGS && k < xp->n && k < n->nin; k++) {
+			const ir_value *y = n->in[k] ? ir_storage(n->in[k]) : NULL;
+			const ir_node *gm = y ? y->producer : NULL;
+			if (!xp->strings[k] || !strcmp(xp->strings[k], "before") || !gm)
+				continue;
+			for (int j = 0; j < gm->nin; j++)
+				if (gm->in[j])
+					use(&P, gm->in[j], i);
+		}
 	}
 
 	for (int i = 0; i < g->nnodes; i++) {

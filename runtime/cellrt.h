@@ -96,7 +96,8 @@ size_t rt_dtype_size(int dtype);    /* 0 for unsupported codes */
 
 /* ---- BLAS wrappers ---------------------------------------------------------
  * C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
- * M == 1 goes to GEMV.  The *_ref versions are the naive reference kernels
+ * M == 1 and N == 1 go to GEMV (BLAS sgemm would pack the whole matrix
+ * first).  The *_ref versions are the naive reference kernels
  * the unit tests compare against; rt_sgemm_portable is the blocked plain-C
  * kernel that builds without BLAS (`make BLAS=none`) use for rt_sgemm. */
 

@@ -325,6 +325,23 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 				    A, incx, beta, C, 1);
 		return;
 	}
+	if (N == 1) {
+		/* c[M] (ldc apart) = alpha * op(A) b + beta * c, b the one column of
+		 * op(B): a GEMV streams A once, where sgemm would first pack all of
+		 * it (a training step's weight and input gradients of a one-feature
+		 * input: A is [T*B, 4H]). */
+		int incx = transB ? 1 : (int)ldb;
+		if (beta == 0)
+			for (int64_t i = 0; i < M; i++)
+				C[i * ldc] = 0.0f;
+		if (transA)     /* A stored [K,M]: c = A^T b */
+			cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)M, alpha, A, (int)lda,
+				    B, incx, beta, C, (int)ldc);
+		else            /* A stored [M,K]: c = A b */
+			cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)M, (int)K, alpha, A, (int)lda,
+				    B, incx, beta, C, (int)ldc);
+		return;
+	}
 	cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
 		    transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
 		    A, (int)lda, B, (int)ldb, beta, C, (int)ldc);

@@ -111,9 +111,9 @@ def count(text, what):
         return len(lines)
     if what.startswith("attr:") and "=" in what:
         name, val = what[5:].split("=", 1)
-        want = "%s = %s" % (name, val)
+        want = "%s=%s" % (name, val)
         return sum(1 for l in lines for attrs in [re.search(r"\{(.*)\}", l.split("  #", 1)[0])]
-                   if attrs and any(a.strip() == want for a in split_attrs(attrs.group(1))))
+                   if attrs and any(re.sub(r"\s+", "", a) == want for a in split_attrs(attrs.group(1))))
     if what in ("groups", "slots"):
         key = "group" if what == "groups" else "slot"
         # group ids are per graph (a body's group 1 is not the root's), slot

@@ -128,7 +128,7 @@ typedef struct gemm_case {
 
 static const gemm_case gemm_cases[] = {
 	{1, 1, 1}, {1, 7, 5}, {1, 33, 17}, {1, 128, 64},        /* M == 1: GEMV path */
-	{2, 1, 3}, {5, 1, 9},                                   /* N == 1 */
+	{2, 1, 3}, {5, 1, 9}, {600, 1, 500},                    /* N == 1 (the last: GEMV path) */
 	{3, 5, 7}, {17, 13, 11}, {64, 33, 65}, {31, 97, 3},     /* odd sizes */
 	{4, 256, 32}, {2, 3, 0},                                /* K == 0: C = beta C */
 	{1, 1024, 256}, {1, 131, 37}, {9, 200, 131},            /* rt_kern: blocks and tails */
