@@ -957,7 +957,6 @@ static void lower_base(low *W, body *S)
 
 	/* products: u = x W_x^T + b_x (hoisted later), r = h W_h^T (no bias) */
 	ir_value *u, *r;
-	ir_value *bh[4] = {NULL, NULL, NULL, NULL};
 	if (c->kind == K_DTRIV) {
 		u = gemm(W, W->x, par(W, "W_x"), NULL, 1);
 		r = gemm(W, h, dtriv_M(W), NULL, 0);
@@ -973,12 +972,14 @@ static void lower_base(low *W, body *S)
 			if (!W->errors)
 				for (int64_t i = 0; i < G; i++)
 					((float *)bias->data)[i] = bx[i] + bhd[i];
-		} else {
-			for (int k = 0; k < nb; k++)
-				bh[k] = vec_part(W, "b_h", k * H, H, arena_printf(W->g->A, "b_h%d", k));
 		}
 		u = gemm(W, W->x, par(W, "W_x"), bias, 1);
-		r = gemm(W, h, par(W, "W_h"), NULL, 1);
+		/* b_h is the step product's C wherever it is not pre-summed into
+		 * the input projection: each gate block of r then holds its part
+		 * (the GRU's r_n includes b_hn, as the cell asks), and a training
+		 * build's gradient of b_h is the column sum of the product's own
+		 * per-step gradient, not one stacked gradient per gate */
+		r = gemm(W, h, par(W, "W_h"), plain && c->kind != K_GRU ? NULL : par(W, "b_h"), 1);
 	}
 	double mu = cell_opt_num(c, W->L.n, "mu"), s = cell_opt_num(c, W->L.n, "s");
 	double beta = cell_opt_num(c, W->L.n, "beta"), eps = cell_opt_num(c, W->L.n, "eps");
@@ -986,12 +987,10 @@ static void lower_base(low *W, body *S)
 		mu = 0;
 	ir_value *mut = c->dyn == D_NAG ? nag_mu(W) : NULL;
 
-	ir_value *a[4];
+	ir_value *a[4], *rn = NULL;        /* rn: the GRU's r_n (with b_hn) */
 	for (int k = 0; k < nb; k++) {
 		ir_value *uk = nb > 1 ? cols(W, W->b, u, k * H, (k + 1) * H) : u;
 		ir_value *rk = nb > 1 ? cols(W, W->b, r, k * H, (k + 1) * H) : r;
-		if (bh[k])
-			rk = add(W, rk, bh[k]);         /* gru: r_n includes b_hn */
 		ir_value *d = uk;
 		switch (c->dyn) {
 		case D_PLAIN:
@@ -1023,7 +1022,7 @@ static void lower_base(low *W, body *S)
 		}
 		if (c->kind == K_GRU && k == 2) {
 			a[k] = d;               /* n = tanh(d_n + r * r_n): r_n is gated */
-			bh[3] = rk;
+			rn = rk;
 		} else {
 			a[k] = add(W, d, rk);
 		}
@@ -1042,7 +1041,7 @@ static void lower_base(low *W, body *S)
 	}
 	case K_GRU: {
 		ir_value *rg = named(W, op1(W, OP_SIGMOID, a[0]), "r"), *z = named(W, op1(W, OP_SIGMOID, a[1]), "z");
-		ir_value *nn = named(W, op1(W, OP_TANH, add(W, a[2], mul(W, rg, bh[3]))), "n");
+		ir_value *nn = named(W, op1(W, OP_TANH, add(W, a[2], mul(W, rg, rn))), "n");
 		S->s[ih].out = named(W, add(W, mul(W, sub(W, cf(W, 1), z), nn), mul(W, z, h)), "h_next");
 		break;
 	}
