@@ -12,6 +12,18 @@
  * inputs 0 to 7.  The weights' values are then exactly the model's; what
  * ONNX Runtime adds, the quantization of the activations at each product,
  * is what `--weights int8` does too (pass_precision, rt_gemv_packed_i8).
+ *
+ * MatMulIntegerToFloat (A, B, a_scale, b_scale [, a_zero_point,
+ * b_zero_point, bias]) and DynamicQuantizeMatMul (A, B, b_scale [,
+ * b_zero_point, bias]), com.microsoft version 1, are what ONNX Runtime's
+ * graph optimiser makes of a dynamically quantized MatMul (it fuses
+ * DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul by the scales [->
+ * Add of a bias]; a file saved after that optimiser holds them).  They are
+ * written back as those standard operators, the arithmetic the fused kernel
+ * does: Y = float((A - a_zp) (B - b_zp)) * (a_scale * b_scale) [+ bias],
+ * the integer product exact, its zero points and scales per tensor or
+ * per column of B; DynamicQuantizeMatMul quantizes A first as
+ * DynamicQuantizeLinear does (uint8, the range of A and 0).
  */
 #include "onnx_priv.h"
 #include "util.h"
@@ -95,5 +107,104 @@ int onnx_dynquant_lstm(onnx_ctx *L, ir_node *n)
 	for (int k = 8; k < 12; k++)
 		n->in[k] = NULL;
 	n->nin = 8;
+	return 0;
+}
+
+/* A node of the expansion of n (named after it), with nin inputs and one
+ * new output of dtype dt. */
+static ir_node *part(onnx_ctx *L, const ir_node *n, ir_op op, const char *what, int nin, ir_dtype dt)
+{
+	ir_node *m = ir_node_new(L->g, op, onnx_fresh_name(L, arena_printf(L->A, "%s/%s", n->name, what)), nin, 1);
+	m->opset = n->opset;
+	m->origin = n->name;
+	m->out[0] = ir_value_new(L->g, onnx_fresh_name(L, arena_printf(L->A, "%s/%s_out", n->name, what)),
+				 VAL_TEMP, dt);
+	m->out[0]->producer = m;
+	return m;
+}
+
+int onnx_contrib_matmul(onnx_ctx *L, ir_node *n, int dynamic, ir_node **post, int *npost)
+{
+	const char *op = dynamic ? "DynamicQuantizeMatMul" : "MatMulIntegerToFloat";
+	int lo = dynamic ? 3 : 4, hi = dynamic ? 5 : 7;
+	*npost = 0;
+	if (n->nin < lo || n->nin > hi) {
+		onnx_node_error(L, n, "%s has %d to %d inputs (%s), not %d", op, lo, hi,
+				dynamic ? "A, B, b_scale, b_zero_point, bias"
+					: "A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias", n->nin);
+		return 1;
+	}
+	for (int k = 0; k < lo; k++)
+		if (!n->in[k]) {
+			onnx_node_error(L, n, "%s: input %d is required", op, k);
+			return 1;
+		}
+	ir_value *A = n->in[0], *B = n->in[1];
+	ir_value *as, *bs, *az, *bz, *bias;
+	if (dynamic) {
+		/* A quantized as DynamicQuantizeLinear does: (q, scale, zero point) */
+		ir_node *q = ir_node_new(L->g, OP_DYNQUANTIZELINEAR,
+					 onnx_fresh_name(L, arena_printf(L->A, "%s/quantize_A", n->name)), 1, 3);
+		q->opset = n->opset;
+		q->origin = n->name;
+		q->in[0] = A;
+		static const char *const nm[3] = {"A_quantized", "A_scale", "A_zero_point"};
+		static const ir_dtype dt[3] = {DT_U8, DT_F32, DT_U8};
+		for (int k = 0; k < 3; k++) {
+			q->out[k] = ir_value_new(L->g, onnx_fresh_name(L, arena_printf(L->A, "%s/%s", n->name, nm[k])),
+						 VAL_TEMP, dt[k]);
+			q->out[k]->producer = q;
+		}
+		ir_append(L->g, q);
+		A = q->out[0];
+		as = q->out[1];
+		az = q->out[2];
+		bs = n->in[2];
+		bz = n->nin > 3 ? n->in[3] : NULL;
+		bias = n->nin > 4 ? n->in[4] : NULL;
+	} else {
+		as = n->in[2];
+		bs = n->in[3];
+		az = n->nin > 4 ? n->in[4] : NULL;
+		bz = n->nin > 5 ? n->in[5] : NULL;
+		bias = n->nin > 6 ? n->in[6] : NULL;
+	}
+	ir_value *Y = n->out[0];
+	if (!Y)
+		return 0;       /* nothing reads it: the product alone, never used */
+	/* n: the integer product MatMulInteger(A, B, a_zp, b_zp) */
+	ir_value **in = arena_array(L->A, 4, sizeof *in);
+	in[0] = A;
+	in[1] = B;
+	in[2] = az;
+	in[3] = bz;
+	n->in = in;
+	n->nin = bz ? 4 : az ? 3 : 2;
+	n->out[0] = ir_value_new(L->g, onnx_fresh_name(L, arena_printf(L->A, "%s/int32", n->name)), VAL_TEMP,
+				 DT_I32);
+	n->out[0]->producer = n;
+	/* float(product) * (a_scale * b_scale) [+ bias] */
+	ir_node *cast = part(L, n, OP_CAST, "float", 1, DT_F32);
+	cast->in[0] = n->out[0];
+	ir_attr_set_int(cast, "to", DT_F32);
+	ir_node *scales = part(L, n, OP_MUL, "scale", 2, DT_F32);
+	scales->in[0] = as;
+	scales->in[1] = bs;
+	ir_node *y = part(L, n, OP_MUL, "dequantize", 2, DT_F32);
+	y->in[0] = cast->out[0];
+	y->in[1] = scales->out[0];
+	post[(*npost)++] = cast;
+	post[(*npost)++] = scales;
+	post[(*npost)++] = y;
+	if (bias) {
+		ir_node *add = part(L, n, OP_ADD, "bias", 2, DT_F32);
+		add->in[0] = y->out[0];
+		add->in[1] = bias;
+		post[(*npost)++] = add;
+		y = add;
+	}
+	/* the last node writes the file's output value */
+	y->out[0] = Y;
+	Y->producer = y;
 	return 0;
 }

@@ -1409,6 +1409,10 @@ static const struct {
 	{"ai.onnx.preview.training", "Adagrad", 1, OP_ADAGRAD},
 	/* an LSTM on 8-bit weights: rewritten at load (onnx_contrib.c) */
 	{"com.microsoft", "DynamicQuantizeLSTM", 1, OP_LSTM},
+	/* a quantized MatMul fused by ONNX Runtime's optimiser: the standard
+	 * operators again (onnx_contrib.c) around a MatMulInteger */
+	{"com.microsoft", "MatMulIntegerToFloat", 1, OP_MATMULINTEGER},
+	{"com.microsoft", "DynamicQuantizeMatMul", 1, OP_MATMULINTEGER},
 };
 
 static int domain_op(const char *domain, const char *op_type, int *version)
@@ -1529,6 +1533,11 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 		return;
 	if (!default_domain && strcmp(op_type, "DynamicQuantizeLSTM") == 0 && onnx_dynquant_lstm(L, n))
 		return;
+	ir_node *post[4];
+	int npost = 0, dqm = !default_domain && strcmp(op_type, "DynamicQuantizeMatMul") == 0;
+	if (!default_domain && (dqm || strcmp(op_type, "MatMulIntegerToFloat") == 0) &&
+	    onnx_contrib_matmul(L, n, dqm, post, &npost))
+		return;
 	for (size_t k = 0; k < COUNTOF(normalisers); k++)
 		if (normalisers[k].op == n->op && L->opset <= normalisers[k].until)
 			errs += normalisers[k].fn(L, n);
@@ -1544,4 +1553,6 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 		append_old_softmax(L, n);
 	else
 		ir_append(L->g, n);
+	for (int k = 0; k < npost; k++)
+		ir_append(L->g, post[k]);
 }

@@ -66,6 +66,10 @@ void onnx_node_error(onnx_ctx *L, const ir_node *n, const char *fmt, ...)
  * 8-bit W and R dequantized into new float32 weights in the LSTM's layout,
  * inputs 8 to 11 dropped (onnx_contrib.c); the number of errors. */
 int onnx_dynquant_lstm(onnx_ctx *L, ir_node *n);
+/* MatMulIntegerToFloat (dynamic 0) or DynamicQuantizeMatMul (1), loaded as
+ * MatMulInteger n: appends what comes before n (DynamicQuantizeLinear),
+ * rewires n, and gives in post[] (at most 4) the nodes that follow it. */
+int onnx_contrib_matmul(onnx_ctx *L, ir_node *n, int dynamic, ir_node **post, int *npost);
 
 /* A fresh value name ("%base.N"): '%' never appears in names the loader
  * accepts from the file, so these cannot collide with them. */

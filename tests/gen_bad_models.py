@@ -474,6 +474,18 @@ def main():
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
         emit(out, "dynquant_lstm_" + tag, m, "dq_" + tag,
              "W must be an int8 or uint8" if tag == "float_weights" else "R_scale (float) and R_zero_point")
+    # com.microsoft MatMulIntegerToFloat / DynamicQuantizeMatMul (read as the
+    # standard operators around a MatMulInteger): too few inputs, and a
+    # float B, which MatMulInteger refuses
+    mi = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])]
+    bf = [helper.make_tensor("bf", TensorProto.FLOAT, [3, 4], [0.5] * 12),
+          helper.make_tensor("bs", TensorProto.FLOAT, [], [0.1])]
+    for tag, op, ins, words in (("mmitf_arity", "MatMulIntegerToFloat", ["a", "bf", "bs"], "4 to 7 inputs"),
+                                ("dqmm_float_b", "DynamicQuantizeMatMul", ["a", "bf", "bs"], "must be u8 or i8")):
+        g = helper.make_graph([helper.make_node(op, ins, ["y"], name=tag, domain="com.microsoft")], "bad", mi,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], bf)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
+        emit(out, tag, m, tag, words)
     # random operators and training modes: attribute values cellc cannot honour
     f = TensorProto.FLOAT
     g = helper.make_graph([helper.make_node("RandomUniform", [], ["y"], name="ru_noshape")], "bad", [],

@@ -21,7 +21,10 @@ QuantizeLinear -> DequantizeLinear on the activation (uint8, a fixed scale
 and zero point for the LSTM's (-1, 1) output, as calibration would give).
 A fifth model is written with onnx.helper directly: a reverse
 DynamicQuantizeLSTM with peepholes, constant sequence lengths and initial
-states, per-output int8 weights.
+states, per-output int8 weights.  Two more are quantized and then fused as
+ONNX Runtime's graph optimiser saves them (fuse_matmuls): the head as
+com.microsoft MatMulIntegerToFloat (int8) and as DynamicQuantizeMatMul
+(uint8 with a zero point, bidirectional), each with its bias.
 
 Each case is CASE/model.onnx and CASE/case.json (the `cellc verify` options
 the harness passes: the dims of the run, and the tolerance options when not
@@ -116,8 +119,50 @@ def qdq_model(m):
     return m
 
 
-def quantize_model(m, per_channel, qtype):
-    """ONNX Runtime's dynamic quantization of LSTM and MatMul nodes, in place."""
+def fuse_matmuls(g, nodes, fused):
+    """What ONNX Runtime's graph optimiser makes of the quantized MatMuls
+    (its saved optimised model): fused "to_float", MatMulInteger -> Cast ->
+    Mul(scales) -> Mul becomes com.microsoft MatMulIntegerToFloat; fused
+    "dynamic", the DynamicQuantizeLinear before it goes too, into
+    DynamicQuantizeMatMul; either takes a following Add of a bias
+    initializer as its bias input."""
+    inits = {t.name for t in g.initializer}
+    by_out = {o: n for n in nodes for o in n.output}
+    readers = {}
+    for n in nodes:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    drop, out = set(), []
+    for n in nodes:
+        if n.op_type != "MatMulInteger":
+            continue
+        p = n.name[:-len("_mmi")]
+        dql, cast = by_out[n.input[0]], readers[n.output[0]][0]
+        scales = by_out[p + "_s"]
+        deq = readers[cast.output[0]][0]
+        y, bias = deq.output[0], ""
+        nxt = readers.get(y, [])
+        if len(nxt) == 1 and nxt[0].op_type == "Add" and (set(nxt[0].input) & inits):
+            bias = [i for i in nxt[0].input if i in inits][0]
+            drop.add(id(nxt[0]))
+            y = nxt[0].output[0]
+        if fused == "dynamic":
+            f = helper.make_node("DynamicQuantizeMatMul", [dql.input[0], n.input[1], scales.input[1], n.input[3],
+                                                           bias], [y], name=p + "_dqmm", domain="com.microsoft")
+            drop.add(id(dql))
+        else:
+            f = helper.make_node("MatMulIntegerToFloat", [n.input[0], n.input[1], scales.input[0],
+                                                          scales.input[1], n.input[2], n.input[3], bias],
+                                 [y], name=p + "_mmitf", domain="com.microsoft")
+        drop |= {id(cast), id(scales), id(deq)}
+        out.append((id(n), f))
+    repl = dict(out)
+    return [repl.get(id(n), n) for n in nodes if id(n) not in drop]
+
+
+def quantize_model(m, per_channel, qtype, fused=None):
+    """ONNX Runtime's dynamic quantization of LSTM and MatMul nodes, in place
+    (fused: then its optimiser's fusion of the MatMuls, fuse_matmuls)."""
     g = m.graph
     nodes = []
     inits = {t.name: t for t in g.initializer}
@@ -164,6 +209,8 @@ def quantize_model(m, per_channel, qtype):
                 helper.make_node("Mul", [p + "_f", p + "_s"], list(n.output), name=p + "_dequant")]
         else:
             nodes.append(n)
+    if fused:
+        nodes = fuse_matmuls(g, nodes, fused)
     set_nodes(g, nodes)
     m.opset_import.extend([helper.make_opsetid("com.microsoft", 1)])
     return m
@@ -191,8 +238,10 @@ def export(net, args, names, outs, opset):
     return onnx.load_from_string(f.getvalue())
 
 
-def torch_case(out, name, seed, opset, inp, hidden, layers, bidir, head, with_state, per_channel, qtype):
-    """qtype "qdq": the QDQ form (qdq_model) instead of the dynamic one."""
+def torch_case(out, name, seed, opset, inp, hidden, layers, bidir, head, with_state, per_channel, qtype,
+               fused=None):
+    """qtype "qdq": the QDQ form (qdq_model) instead of the dynamic one;
+    fused: the dynamic one as ONNX Runtime's optimiser saves it."""
     torch.manual_seed(seed)
     net = Net(inp, hidden, layers, bidir, head, 3, with_state).eval()
     D = 2 if bidir else 1
@@ -203,7 +252,7 @@ def torch_case(out, name, seed, opset, inp, hidden, layers, bidir, head, with_st
         names += ["h0", "c0"]
     outs = ["y", "hn", "cn"] if head == "seq" else ["y", "hn"]
     m = export(net, args, names, outs, opset)
-    m = qdq_model(m) if qtype == "qdq" else quantize_model(m, per_channel, qtype)
+    m = qdq_model(m) if qtype == "qdq" else quantize_model(m, per_channel, qtype, fused)
     # QDQ computes what ONNX Runtime computes (the same rounding, in float):
     # cellc verify's default tolerances
     write(out, name, m, ["seq=6", "batch=2"], [] if qtype == "qdq" else None)
@@ -263,6 +312,8 @@ def main():
     torch_case(out, "lstm_uint8_2layer_states", 3, 17, 3, 7, 2, False, "seq", True, False, "uint8")
     torch_case(out, "lstm_qdq_head", 5, 13, 4, 6, 1, False, "seq", False, True, "qdq")
     helper_case(out, "dqlstm_reverse_peephole_lens", 4)
+    torch_case(out, "lstm_int8_matmul_to_float", 6, 13, 5, 8, 1, False, "seq", False, False, "int8", "to_float")
+    torch_case(out, "lstm_uint8_dynamic_matmul", 7, 17, 4, 6, 1, True, "seq", False, False, "uint8", "dynamic")
     open(os.path.join(out, ".stamp"), "w").close()
 
 
