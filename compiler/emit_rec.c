@@ -37,6 +37,7 @@
  * Legend: T steps, B batch rows, H (or N) columns of a value of the body.
  */
 #define _POSIX_C_SOURCE 200809L     /* open_memstream */
+#include "cellrt.h"
 #include "elem.h"
 #include "emit.h"
 #include "util.h"
@@ -408,12 +409,14 @@ static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
  * functions, words for the comment.  No mark: float32. */
 typedef struct {
 	const char *mark, *ctype, *fn, *words;
+	const char *quant;      /* the activations' quantizer, for several calls on
+				   them (rt_gemv_quant_i8, up to RT_I8_KMAX inputs) */
 } pack_format;
 
 static const pack_format pack_formats[] = {
-	{NULL, "float", "", ""},
-	{"bf16", "uint16_t", "_bf16", " in bfloat16"},
-	{"int8", "int8_t", "_i8", " in int8, its activations quantized per call"},
+	{NULL, "float", "", "", NULL},
+	{"bf16", "uint16_t", "_bf16", " in bfloat16", NULL},
+	{"int8", "int8_t", "_i8", " in int8, its activations quantized per call", "rt_gemv_quant_i8"},
 };
 
 static const pack_format *pack_fmt(const ir_node *gm)
@@ -513,14 +516,34 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 	colpar_wait_for(R, A);
 	int nv;
 	int64_t *offs = column_offsets(R, Y, &nv);
+	/* several column blocks on one quantized copy of the activations:
+	 * quantized once, not once per block */
+	int pi = nd_index(R, n);
+	int64_t pN, pK;
+	pack_dims(n, &pN, &pK);
+	const pack_format *pf = pack_fmt(n);
+	int once = R->pk[pi] && pf->quant && nv > 1 && pK <= RT_I8_KMAX;
+	if (once) {
+		ew_line(R->w, "uint8_t qa%d[%lld]; /* %s quantized once for this thread's column blocks */", pi,
+			(long long)((pK + 3) / 4 * 4), cm(R, A->name));
+		ew_line(R->w, "int32_t qz%d = 0;", pi);
+		ew_line(R->w, "const float qs%d = pk%d ? %s(%s, %s + %lld, qa%d, &qz%d) : 0.0f;", pi, pi, pf->quant, K,
+			ha.base, (long long)ha.off, pi, pi);
+	}
 	for (int i = 0; i < nv; i++) {
 		long long o = (long long)offs[i];
 		const char *wp = tb ? fmt(R, "%s + %lld + (%lld + j0_) * %s", hw.base, (long long)hw.off, o, hw.ld)
 				    : fmt(R, "%s + %lld + %lld + j0_", hw.base, (long long)hw.off, o);
 		const char *yp = fmt(R, "%s + %lld + %lld + j0_", hy.base, (long long)hy.off, o);
-		emit_packed_call(R, n, "", fmt(R, "%lld + j0_", o), fmt(R, "%lld + j1_", o), K, ha,
-				 C ? flt(R, beta) : "0.0f",
-				 C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+		if (once)
+			ew_line(R->w, "if (pk%d) %sq(%lld + j0_, %lld + j1_, %lld, %s, %s, qa%d, qs%d, qz%d, pk%d, %s, %s, %s); "
+				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), o, o, (long long)pN, K,
+				flt(R, ir_attr_float(n, "alpha", 1.0f)), pi, pi, pi, pi, C ? flt(R, beta) : "0.0f",
+				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+		else
+			emit_packed_call(R, n, "", fmt(R, "%lld + j0_", o), fmt(R, "%lld + j1_", o), K, ha,
+					 C ? flt(R, beta) : "0.0f",
+					 C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
 		if (C)
 			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, %s, "
 				"%s + %lld + %lld + j0_, %s, %s);", ta, tb, M, K, flt(R, alpha), ha.base,

@@ -186,6 +186,15 @@ void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha
 		       const int8_t *P, float beta, const float *bias, float *c);
 void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 				const int8_t *P, float beta, const float *bias, float *c);
+/* rt_gemv_packed_i8 in its two halves, for several calls on the same a (a
+ * step's product whose columns the threads share, one call per gate block):
+ * rt_gemv_quant_i8 quantizes a once (K <= RT_I8_KMAX) into qa, which holds
+ * K rounded up to a multiple of 4 bytes (the tail zeroed), and returns its
+ * scale, *zp its zero point; rt_gemv_packed_i8q makes rows r0..r1 from
+ * them.  The pair gives rt_gemv_packed_i8's bits. */
+float rt_gemv_quant_i8(int64_t K, const float *a, uint8_t *qa, int32_t *zp);
+void rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint8_t *qa, float sa,
+			int32_t zp, const int8_t *P, float beta, const float *bias, float *c);
 
 /* ---- threads of row-parallel recurrences ----------------------------------
  * Emitted code built with OpenMP (the emitted Makefile's -fopenmp) splits

@@ -510,35 +510,16 @@ static float i8_out(float alpha, float v, float beta, const float *bias, const f
 	return alpha * v + (bias ? beta * bias[i] : beta != 0.0f ? beta * c[i] : 0.0f);
 }
 
-void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
-		       const int8_t *P, float beta, const float *bias, float *c)
-{
-	if (r1 <= r0)
-		return;
-	if (K > RT_I8_KMAX) {
-		rt_gemv_packed_i8_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
-		return;
-	}
-	uint8_t qa[RT_I8_KMAX];
-	int32_t zp;
-	float sa;
-	int isa = rt_kern_isa_i8();
-	if (!rt_kern_quant_act_u7(isa, K, a, qa, &zp, &sa))
-		sa = rt_quant_act_u7(K, a, qa, &zp);
-	for (int64_t k = K; k % 4; k++)
-		qa[k] = 0;
-	if (!rt_kern_gemv_packed_i8(isa, r0, r1, N, K, alpha, qa, sa, zp, P, beta, bias, c))
-		rt_gemv_packed_i8_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
-}
-
-void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
-				const int8_t *P, float beta, const float *bias, float *c)
+/* Rows r0..r1 on the int8 copy in plain C: from qa (sa, zp) when K <=
+ * RT_I8_KMAX, else in float32 from a on the dequantized weights. */
+static void i8_rows_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			     const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
+			     float *c)
 {
 	const float *scale = (const float *)(const void *)P;
 	const int32_t *sum = (const int32_t *)(const void *)(P + 4 * N);
-	uint8_t qa[RT_I8_KMAX];
-	int32_t zp = 0, t[RT_PACK_W];
-	float sa = K <= RT_I8_KMAX ? rt_quant_act_u7(K, a, qa, &zp) : 1.0f, f[RT_PACK_W];
+	int32_t t[RT_PACK_W];
+	float f[RT_PACK_W];
 	for (int64_t r = r0; r < r1;) {
 		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
 		rt_i8_block(N, K, n0, &w, &wp, &off);
@@ -562,6 +543,47 @@ void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, fl
 		}
 		r = e;
 	}
+}
+
+float rt_gemv_quant_i8(int64_t K, const float *a, uint8_t *qa, int32_t *zp)
+{
+	float sa;
+	if (!rt_kern_quant_act_u7(rt_kern_isa_i8(), K, a, qa, zp, &sa))
+		sa = rt_quant_act_u7(K, a, qa, zp);
+	for (int64_t k = K; k % 4; k++)
+		qa[k] = 0;
+	return sa;
+}
+
+void rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint8_t *qa, float sa,
+			int32_t zp, const int8_t *P, float beta, const float *bias, float *c)
+{
+	if (r1 > r0 && !rt_kern_gemv_packed_i8(rt_kern_isa_i8(), r0, r1, N, K, alpha, qa, sa, zp, P, beta, bias, c))
+		i8_rows_portable(r0, r1, N, K, alpha, NULL, qa, sa, zp, P, beta, bias, c);
+}
+
+void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+		       const int8_t *P, float beta, const float *bias, float *c)
+{
+	if (r1 <= r0)
+		return;
+	if (K > RT_I8_KMAX) {
+		rt_gemv_packed_i8_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
+		return;
+	}
+	uint8_t qa[RT_I8_KMAX];
+	int32_t zp;
+	float sa = rt_gemv_quant_i8(K, a, qa, &zp);
+	rt_gemv_packed_i8q(r0, r1, N, K, alpha, qa, sa, zp, P, beta, bias, c);
+}
+
+void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				const int8_t *P, float beta, const float *bias, float *c)
+{
+	uint8_t qa[RT_I8_KMAX];
+	int32_t zp = 0;
+	float sa = K <= RT_I8_KMAX ? rt_quant_act_u7(K, a, qa, &zp) : 1.0f;
+	i8_rows_portable(r0, r1, N, K, alpha, a, qa, sa, zp, P, beta, bias, c);
 }
 
 /* A block's columns as sums of its scaled rows (the inner loop vectorises). */

@@ -864,28 +864,38 @@ def group_quantized():
     work = os.path.join(OUT, "quant_work")
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
 
-    def one(n, int8):
+    # int8: --weights int8 at batch 1, whose build must call rt_gemv_packed_i8;
+    # int8_cols: the same with 3 threads sharing each step's columns
+    # (CELLRT_SPLIT_MIN=0), which quantize the activations once per step
+    # for all gate blocks (rt_gemv_quant_i8 + rt_gemv_packed_i8q)
+    calls = {"int8": "rt_gemv_packed_i8(", "int8_cols": "rt_gemv_packed_i8q("}
+
+    def one(n, mode):
         case = os.path.join(root, n)
         with open(os.path.join(ROOT, case, "case.json")) as f:
             spec = json.load(f)
         dims = spec["dims"]
-        tol = QUANT_TOL if int8 or spec.get("tol") is None else spec["tol"]
-        name = "quantized/%s%s" % (n, "/int8_batch1" if int8 else "")
-        keep = os.path.join(work, n + ("_int8" if int8 else ""))
-        extra = ["--dim", "seq=9", "--dim", "batch=1", "--weights", "int8"] if int8 else \
+        tol = QUANT_TOL if mode or spec.get("tol") is None else spec["tol"]
+        name = "quantized/%s%s" % (n, {None: "", "int8": "/int8_batch1", "int8_cols": "/int8_batch1_cols"}[mode])
+        keep = os.path.join(work, n + ("_" + mode if mode else ""))
+        extra = ["--dim", "seq=9", "--dim", "batch=1", "--weights", "int8"] if mode else \
             [a for d in dims for a in ("--dim", d)]
-        vlog = os.path.join(LOGS, "quantized", n + ("_int8" if int8 else "") + ".log")
+        env = {"CELLRT_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1", "CELLRT_SPLIT_MIN": "0"} \
+            if mode == "int8_cols" else None
+        vlog = os.path.join(LOGS, "quantized", n + ("_" + mode if mode else "") + ".log")
         rc, out, err = run([CELLC, "verify", os.path.join(case, "model.onnx"), "--oracle", "onnxruntime",
-                            "--inputs", "2", "--keep", keep] + extra + tol, vlog)
+                            "--inputs", "2", "--keep", keep] + extra + tol, vlog, env)
         if rc != 0:
             return Result(name, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out), vlog))
-        if int8:
+        if mode:
             srcs = glob.glob(os.path.join(ROOT, keep, "**", "*.c"), recursive=True)
-            if not any("rt_gemv_packed_i8(" in open(s).read() for s in srcs):
-                return Result(name, False, "verify passed, but the build in %s never calls rt_gemv_packed_i8" % keep)
+            if not any(calls[mode] in open(s).read() for s in srcs):
+                return Result(name, False, "verify passed, but the build in %s never calls %s" % (
+                    keep, calls[mode][:-1]))
         return Result(name, True, first_lines(out.splitlines()[-1] if out.strip() else "", 1, 100))
     cases = case_dirs("quant")
-    items = [(n, False) for n in cases] + [(n, True) for n in cases if n.startswith("lstm_")]
+    items = [(n, None) for n in cases] + [(n, m) for m in ("int8", "int8_cols") for n in cases
+                                          if n.startswith("lstm_")]
     yield from parallel(one, items)
 
 

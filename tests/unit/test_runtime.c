@@ -705,10 +705,24 @@ START_TEST(test_gemv_packed_i8)
 				      "i8 kernel (isa %d) N=%ld K=%ld rows %ld..%ld tB=%d set %d differs from the "
 				      "portable loop", isa, (long)g.N, (long)g.K, (long)g.r0, (long)g.r1, tb, set);
 	}
-	/* and the entry point emitted code calls */
+	/* and the entry points emitted code calls: whole, and in two halves
+	 * with the rows split in two calls on activations quantized once */
 	memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
 	rt_gemv_packed_i8(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, ck);
 	ck_assert(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0);
+	if (!wide) {
+		memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
+		memset(qa, 0xff, (size_t)((g.K + 3) / 4 * 4));
+		int32_t zq = -1;
+		float sq = rt_gemv_quant_i8(g.K, a, qa, &zq);
+		int64_t mid = g.r0 + n / 2;
+		rt_gemv_packed_i8q(g.r0, mid, g.N, g.K, alpha, qa, sq, zq, P, beta, bias, ck);
+		rt_gemv_packed_i8q(mid, g.r1, g.N, g.K, alpha, qa, sq, zq, P, beta, bias ? bias + (mid - g.r0) : NULL,
+				   ck + (mid - g.r0));
+		ck_assert_msg(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0,
+			      "rt_gemv_quant_i8 + rt_gemv_packed_i8q N=%ld K=%ld rows %ld..%ld differ",
+			      (long)g.N, (long)g.K, (long)g.r0, (long)g.r1);
+	}
 	free(Bm);
 	free(P);
 	free(a);
