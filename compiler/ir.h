@@ -338,6 +338,8 @@ int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims c
  *   ir_storage: the value whose storage v uses: v itself, or for a view (the
  *     output of a Reshape/Squeeze/Unsqueeze/Flatten/Identity that is not a
  *     graph output) the storage of its data input; views get its slot.
+ *   ir_has_views: v is the storage of a view (a view of it appears in its
+ *     graph), which shares its slot.
  *   ir_output_backing: the graph output whose caller's buffer holds v, or
  *     NULL: v a temporary of the root graph (not itself an output) that a
  *     graph output is a view of (an output listed first for it; not in
@@ -369,6 +371,7 @@ int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims c
  *     of the Concat's storage, so v has no slot; else NULL. */
 const ir_value *ir_storage(const ir_value *v);
 const ir_value *ir_output_backing(const ir_value *v);
+int ir_has_views(const ir_value *v);
 int ir_last_axis_slice(const ir_node *n, int64_t *st, int64_t *en);
 int ir_is_column_view(const ir_node *n);
 int ir_is_fused_elem(const ir_node *n);

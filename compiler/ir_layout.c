@@ -129,6 +129,17 @@ int ir_fused_cols(const ir_graph *b, ir_dim *hc)
 	return have;
 }
 
+int ir_has_views(const ir_value *v)
+{
+	const ir_graph *g = v->graph;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (n->nin > 0 && n->in[0] == v && n->nout > 0 && n->out[0] && ir_storage(n->out[0]) == v)
+			return 1;
+	}
+	return 0;
+}
+
 /* The recurrence whose body is b; NULL for the root graph. */
 static const ir_node *body_owner(const ir_graph *b)
 {

@@ -305,13 +305,8 @@ static void check_body_schedule(vctx *c, const ir_graph *g, const ir_node *rn, i
 static int made_in_body(const ir_graph *b, const ir_value *v)
 {
 	const ir_node *p = v ? v->producer : NULL;
-	if (!v || v->kind != VAL_TEMP || !p || p->graph != b || ir_storage(v) != v ||
-	    !(p->op == OP_GEMM || (ir_is_fused_elem(p) && !ir_is_step_scalar(p))))
-		return 0;
-	for (int i = 0; i < b->nvalues; i++)
-		if (b->values[i] != v && ir_storage(b->values[i]) == v)
-			return 0;       /* a view shares its slot */
-	return 1;
+	return v && v->kind == VAL_TEMP && p && p->graph == b && ir_storage(v) == v && !ir_has_views(v) &&
+	       (p->op == OP_GEMM || (ir_is_fused_elem(p) && !ir_is_step_scalar(p)));
 }
 
 static int output_count(const ir_graph *b, const ir_value *v)

@@ -76,18 +76,6 @@ static void body_uses(plan *P, const ir_graph *b, int at)
 		use(P, b->outputs[k], at);
 }
 
-/* v is the storage of a view (a view of it appears in its graph). */
-static int has_views(const ir_value *v)
-{
-	const ir_graph *g = v->graph;
-	for (int i = 0; i < g->nnodes; i++) {
-		const ir_node *n = g->nodes[i];
-		if (n->nin > 0 && n->in[0] == v && n->nout > 0 && n->out[0] && ir_storage(n->out[0]) == v)
-			return 1;
-	}
-	return 0;
-}
-
 /* Temporaries need storage unless they are views, graph outputs (the
  * caller's buffers) or what a graph output is a view of, values pass_fuse
  * keeps in a loop's locals, or column views of a body (offsets into their
@@ -105,7 +93,7 @@ static int needs_slot(const ir_value *v)
 	ir_dim n;
 	if (ir_step_storage(v, &n) == 0)
 		return 0;       /* an input projection the fused loops compute */
-	return fuse_needs_buffer(v) || has_views(v);
+	return fuse_needs_buffer(v) || ir_has_views(v);
 }
 
 static int fits(const slot *s, const ir_value *v, ir_dim n)

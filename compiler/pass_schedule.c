@@ -334,10 +334,7 @@ static int panelable(const sch *S, const ir_node *gm)
 	       W->shape.d[0].k > 0 && W->shape.d[1].k > 0;
 }
 
-/* Whether every reader of body value v finds it where the emitter put it
- * (its home): products, fused loops, column views whose readers do too,
- * Concats copied by rows, and `self`; not a node printed as in the root
- * graph (it reads the value's slot) nor a nested body. */
+/* Whether a node of g or of a body nested in it reads v. */
 static int nested_reads(const ir_graph *g, const ir_value *v)
 {
 	for (int i = 0; i < g->nnodes; i++) {
@@ -351,6 +348,10 @@ static int nested_reads(const ir_graph *g, const ir_value *v)
 	return 0;
 }
 
+/* Whether every reader of body value v finds it where the emitter put it
+ * (its home): products, fused loops, column views whose readers do too,
+ * Concats copied by rows, and `self`; not a node printed as in the root
+ * graph (it reads the value's slot) nor a nested body. */
 static int read_through_home(const sch *S, const ir_value *v, const ir_node *self)
 {
 	ir_graph *b = S->b;
@@ -373,16 +374,11 @@ static int read_through_home(const sch *S, const ir_value *v, const ir_node *sel
 	return 1;
 }
 
-/* v is its own storage and no other body value is a view of it (a view
- * shares its source's slot, pass_plan). */
-static int own_storage(const sch *S, const ir_value *v)
+/* v is its own storage and no view shares it (a view takes its source's
+ * slot, pass_plan). */
+static int own_storage(const ir_value *v)
 {
-	if (ir_storage(v) != v)
-		return 0;
-	for (int i = 0; i < S->b->nvalues; i++)
-		if (S->b->values[i] != v && ir_storage(S->b->values[i]) == v)
-			return 0;
-	return 1;
+	return ir_storage(v) == v && !ir_has_views(v);
 }
 
 static int is_body_output(const sch *S, const ir_value *v)
@@ -406,7 +402,7 @@ static int concat_in_place(const sch *S, const ir_node *n)
 		const ir_node *p = v->producer;
 		if (v->kind != VAL_TEMP || !p || p->graph != S->b || !ir_dim_is_const(ir_cols_of(v)) ||
 		    !(p->op == OP_GEMM || (ir_is_fused_elem(p) && !ir_is_step_scalar(p))) ||
-		    is_body_output(S, v) || !own_storage(S, v) || !read_through_home(S, v, n))
+		    is_body_output(S, v) || !own_storage(v) || !read_through_home(S, v, n))
 			return 0;
 		for (int j = 0; j < k; j++)
 			if (n->in[j] == v)
@@ -418,10 +414,11 @@ static int concat_in_place(const sch *S, const ir_node *n)
 /* out_direct: scan output k (0-based after the states) that the root
  * reads, whose value a fused loop makes (instead of storing it twice, in
  * its own buffer and the output), that is no other output, no view nor
- * viewed, and is read through its home alone.  Not a product's result nor a Concat's: written
- * straight into the [T, B, N] output, each step's product first reads
- * those lines from memory, where the memcpy from a buffer the steps reuse
- * writes whole lines; an LSTM's training step measured 5% slower so. */
+ * viewed, and is read through its home alone.  Not a product's result nor
+ * a Concat's: written straight into the [T, B, N] output, each step's
+ * product first reads those lines from memory, where the memcpy from a
+ * buffer the steps reuse writes whole lines; an LSTM's training step
+ * measured 5% slower so. */
 static int out_direct(const sch *S, int k)
 {
 	int o = (int)ir_attr_int(S->n, "n_state", 0) + k;
@@ -429,7 +426,7 @@ static int out_direct(const sch *S, int k)
 	const ir_node *p = v->producer;
 	if (S->per_row_time || o >= S->n->nout || !S->n->out[o] || v->kind != VAL_TEMP || !p ||
 	    p->graph != S->b || v->dtype != DT_F32 || v->shape.rank != 2 ||
-	    !ir_is_fused_elem(p) || ir_is_step_scalar(p) || !own_storage(S, v) ||
+	    !ir_is_fused_elem(p) || ir_is_step_scalar(p) || !own_storage(v) ||
 	    !read_through_home(S, v, NULL))
 		return 0;
 	for (int j = 0; j < S->b->noutputs; j++)
