@@ -868,6 +868,8 @@ def group_quantized():
     # int8_cols: the same with 3 threads sharing each step's columns
     # (CELLRT_SPLIT_MIN=0), which quantize the activations once per step
     # for all gate blocks (rt_gemv_quant_i8 + rt_gemv_packed_i8q)
+    # ort_opt: the file as ONNX Runtime's own graph optimiser saves it
+    # (tests/ort_optimize.js: its fused com.microsoft operators), at the dims
     calls = {"int8": "rt_gemv_packed_i8(", "int8_cols": "rt_gemv_packed_i8q("}
 
     def one(n, mode):
@@ -876,25 +878,36 @@ def group_quantized():
             spec = json.load(f)
         dims = spec["dims"]
         tol = QUANT_TOL if mode or spec.get("tol") is None else spec["tol"]
-        name = "quantized/%s%s" % (n, {None: "", "int8": "/int8_batch1", "int8_cols": "/int8_batch1_cols"}[mode])
+        name = "quantized/%s%s" % (n, {None: "", "int8": "/int8_batch1", "int8_cols": "/int8_batch1_cols",
+                                       "ort_opt": "/ort_optimized"}[mode])
         keep = os.path.join(work, n + ("_" + mode if mode else ""))
-        extra = ["--dim", "seq=9", "--dim", "batch=1", "--weights", "int8"] if mode else \
+        extra = ["--dim", "seq=9", "--dim", "batch=1", "--weights", "int8"] if mode in calls else \
             [a for d in dims for a in ("--dim", d)]
         env = {"CELLRT_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1", "CELLRT_SPLIT_MIN": "0"} \
             if mode == "int8_cols" else None
         vlog = os.path.join(LOGS, "quantized", n + ("_" + mode if mode else "") + ".log")
-        rc, out, err = run([CELLC, "verify", os.path.join(case, "model.onnx"), "--oracle", "onnxruntime",
+        model = os.path.join(case, "model.onnx")
+        if mode == "ort_opt":
+            os.makedirs(os.path.join(ROOT, work), exist_ok=True)
+            model = os.path.join(work, n + "_ort_optimized.onnx")
+            rc, out, err = run(["node", os.path.join(ROOT, "tests", "ort_optimize.js"),
+                                os.path.join(ROOT, case, "model.onnx"), os.path.join(ROOT, model)], vlog,
+                               {"NODE_PATH": os.path.join(ROOT, "build", "ort", "node_modules")})
+            if rc != 0:
+                return Result(name, False, "ort_optimize.js: %s: %s (log: %s)" % (status_word(rc), first_lines(err),
+                                                                                 vlog))
+        rc, out, err = run([CELLC, "verify", model, "--oracle", "onnxruntime",
                             "--inputs", "2", "--keep", keep] + extra + tol, vlog, env)
         if rc != 0:
             return Result(name, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out), vlog))
-        if mode:
+        if mode in calls:
             srcs = glob.glob(os.path.join(ROOT, keep, "**", "*.c"), recursive=True)
             if not any(calls[mode] in open(s).read() for s in srcs):
                 return Result(name, False, "verify passed, but the build in %s never calls %s" % (
                     keep, calls[mode][:-1]))
         return Result(name, True, first_lines(out.splitlines()[-1] if out.strip() else "", 1, 100))
     cases = case_dirs("quant")
-    items = [(n, None) for n in cases] + [(n, m) for m in ("int8", "int8_cols") for n in cases
+    items = [(n, None) for n in cases] + [(n, m) for m in ("int8", "int8_cols", "ort_opt") for n in cases
                                           if n.startswith("lstm_")]
     yield from parallel(one, items)
 
