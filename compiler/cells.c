@@ -337,7 +337,7 @@ static int64_t key_size(const cell_def *c, const ir_node *opts, int64_t H)
 static void param(cell_param *out, int *k, int max, const char *name, int rank, int64_t d0, int64_t d1)
 {
 	if (*k < max)
-		out[*k] = (cell_param){name, rank, {d0, rank > 1 ? d1 : 0}};
+		out[*k] = (cell_param){name, rank, {d0, rank > 1 ? d1 : 0}, 0};
 	(*k)++;
 }
 
@@ -356,6 +356,8 @@ int cell_params(const cell_def *c, const ir_node *opts, int64_t I, int64_t H, ce
 		param(out, &k, max, "W_x", 2, H, I);
 		param(out, &k, max, "A", 2, H, H);
 		param(out, &k, max, "base", 2, H, H);
+		if (k <= max)
+			out[k - 1].fixed = 1;
 		param(out, &k, max, "b", 1, H, 0);
 		break;
 	case K_IRNN:

@@ -161,6 +161,8 @@ typedef struct cell_param {
 	const char *name;       /* "W_x", "b_x", "W_h", "b_h", "A", ... */
 	int rank;               /* 1 or 2 */
 	int64_t dims[2];
+	int fixed;              /* held fixed by a training build (the weight is frozen):
+	                           dtriv's base, which only a retraction would change */
 } cell_param;
 
 /* Parameters of a layer with input size I and hidden size H and the options

@@ -8,6 +8,7 @@
 #define CELLC_CMD_H
 
 #include "compile.h"
+#include "train.h"
 
 enum { CMD_MAX_BIND = 64 };
 
@@ -34,6 +35,15 @@ int cmd_parse_dim(const char *cmd, const char *opt, const char *arg, arena *A, c
  * combine (--train keeps float32 parameters). */
 int cmd_weights_opt(const char *cmd, const char *mode, pass_opts *po);
 int cmd_weights_check(const char *cmd, const pass_opts *po);
+
+/* The training options of every command that builds a training graph
+ * (compile, dump, verify): --train, --loss L, --loss-output NAME and
+ * --freeze PREFIX (repeatable), into po and t.  1 when argv[*i] was one
+ * (*i past its value), 0 when it is none of them, -1 and a message when
+ * its value is bad.  cmd_train_check: 0 and a message when --loss,
+ * --loss-output or --freeze come without --train. */
+int cmd_train_opt(const char *cmd, int argc, char **argv, int *i, pass_opts *po, train_opts *t);
+int cmd_train_check(const char *cmd, const pass_opts *po, const train_opts *t);
 
 /* The model file's stem made into a C identifier ("my-model.onnx" -> "my_model"). */
 const char *cmd_default_name(arena *A, const char *model_path);

@@ -4,7 +4,8 @@
  *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N|OTHER]...
  *                 [--carry IN=OUT]... [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
  *                 [--max-dim SYM=N]... [--testbench DATA]... [--rtol R] [--atol A]
- *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]]
+ *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]
+ *                 [--freeze PREFIX]...]
  *
  * Loads the model, runs the whole pipeline and writes DIR/NAME.h, NAME.c,
  * NAME.weights, a Makefile and a CMakeLists.txt (emit_model).  DIR is
@@ -82,6 +83,8 @@ static const char usage[] =
 	"                        and f32 input (outputs loss, grad.<P>, grad.<X>, dstate)\n"
 	"  --loss L              ce (default; last step), ce-all, mse or masked-mse\n"
 	"  --loss-output NAME    the output the loss reads (default: the first)\n"
+	"  --freeze PREFIX       hold the weights whose names start with PREFIX fixed: no\n"
+	"                        gradient, not trained (repeatable)\n"
 	"Exit status: 0 ok, 2 model or command line rejected (reasons on stderr).\n";
 
 /* ---- shared helpers (cmd.h) ---- */
@@ -118,6 +121,50 @@ int cmd_weights_opt(const char *cmd, const char *mode, pass_opts *po)
 		return 0;
 	}
 	po->weights = m;
+	return 1;
+}
+
+int cmd_train_opt(const char *cmd, int argc, char **argv, int *i, pass_opts *po, train_opts *t)
+{
+	const char *val;
+	int r;
+	if (!strcmp(argv[*i], "--train")) {
+		po->train = 1;
+		po->topts = t;
+		return 1;
+	}
+	if ((r = cmd_opt_value(argc, argv, i, "--loss", &val))) {
+		if (r > 0 && (t->loss = train_loss_lookup(val)) < 0) {
+			fprintf(stderr, "cellc %s: --loss wants ce, ce-all, mse or masked-mse, got '%s'\n", cmd, val);
+			r = -1;
+		}
+		t->loss_given = 1;
+		return r;
+	}
+	if ((r = cmd_opt_value(argc, argv, i, "--loss-output", &val))) {
+		t->loss_output = r > 0 ? val : NULL;
+		return r;
+	}
+	if ((r = cmd_opt_value(argc, argv, i, "--freeze", &val))) {
+		if (r > 0 && (!val[0] || t->nfreeze == TRAIN_MAX_FREEZE)) {
+			fprintf(stderr, "cellc %s: --freeze wants a weight name or prefix (at most %d of them)\n", cmd,
+				TRAIN_MAX_FREEZE);
+			r = -1;
+		}
+		if (r > 0)
+			t->freeze[t->nfreeze++] = val;
+		return r;
+	}
+	return 0;
+}
+
+int cmd_train_check(const char *cmd, const pass_opts *po, const train_opts *t)
+{
+	if (!po->train && (t->loss_given || t->loss_output || t->nfreeze)) {
+		fprintf(stderr, "cellc %s: --loss, --loss-output and --freeze shape a training build; "
+				"there is no --train\n", cmd);
+		return 0;
+	}
 	return 1;
 }
 
@@ -573,21 +620,11 @@ int cmd_compile(int argc, char **argv)
 				arena_free(&A);
 				return 2;
 			}
-		} else if (!strcmp(a, "--train")) {
-			po.train = 1;
-			po.topts = &topts;
-		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss", &val))) {
-			if (r < 0 || (topts.loss = train_loss_lookup(val)) < 0) {
-				fprintf(stderr, "cellc compile: --loss wants ce, ce-all, mse or masked-mse\n");
-				arena_free(&A);
-				return 2;
-			}
-		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss-output", &val))) {
+		} else if ((r = cmd_train_opt("compile", argc, argv, &i, &po, &topts))) {
 			if (r < 0) {
 				arena_free(&A);
 				return 2;
 			}
-			topts.loss_output = val;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc compile: unknown option '%s'\n%s", a, usage);
 			return 2;
@@ -608,6 +645,10 @@ int cmd_compile(int argc, char **argv)
 	if (po.train && (embed || no_malloc || ntb)) {
 		fprintf(stderr, "cellc compile: --train does not combine with --embed-weights, --no-malloc "
 				"or --testbench yet (the parameters must be a writable weights file)\n");
+		return 2;
+	}
+	if (!cmd_train_check("compile", &po, &topts)) {
+		arena_free(&A);
 		return 2;
 	}
 	if (name && !cmd_valid_name(name)) {

@@ -34,7 +34,8 @@ static void print_usage(FILE *f)
 	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
 	      "  --dim SYM=N, --dim SYM=OTHER  as for `cellc compile`\n"
 	      "  --no-hoist, --no-fuse, --no-malloc, --weights M  as for `cellc compile`\n"
-	      "  --train, --loss L     as for `cellc compile` (the gradient graph)\n"
+	      "  --train, --loss L, --loss-output NAME, --freeze PREFIX   as for `cellc compile`\n"
+	      "                        (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
 }
 
@@ -81,14 +82,9 @@ int cmd_dump(int argc, char **argv)
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
 			if (r < 0 || !cmd_weights_opt("dump", val, &po))
 				return 2;
-		} else if (!strcmp(a, "--train")) {
-			po.train = 1;
-			po.topts = &topts;
-		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss", &val))) {
-			if (r < 0 || (topts.loss = train_loss_lookup(val)) < 0) {
-				fputs("cellc dump: --loss wants ce, ce-all, mse or masked-mse\n", stderr);
+		} else if ((r = cmd_train_opt("dump", argc, argv, &i, &po, &topts))) {
+			if (r < 0)
 				return 2;
-			}
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc dump: unknown option '%s'\n", a);
 			print_usage(stderr);
@@ -105,7 +101,7 @@ int cmd_dump(int argc, char **argv)
 		print_usage(stderr);
 		return 2;
 	}
-	if (!cmd_weights_check("dump", &po))
+	if (!cmd_weights_check("dump", &po) || !cmd_train_check("dump", &po, &topts))
 		return 2;
 	if (after && !compile_dumpable(after)) {
 		fprintf(stderr, "cellc dump: unknown pass '%s'\n", after);

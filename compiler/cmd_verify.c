@@ -96,6 +96,7 @@ static const char usage[] =
 	"                target [, mask]; outputs are matched by TensorProto name\n"
 	"  --loss L, --loss-output NAME   as for `cellc compile` (default: from the target:\n"
 	"                i64 [B] ce, i64 [T, B] ce-all, f32 mse, f32 and a mask masked-mse)\n"
+	"  --freeze PREFIX   as for `cellc compile`: those weights get no grad.* output\n"
 	"  --grad-rtol R  loss, grad.* and dstate pass when ||got-ref|| <= R ||ref|| (1e-4)\n"
 	"Golden data from ONNX Runtime instead of --data:\n"
 	"  --oracle onnxruntime  run the model with ONNX Runtime (npm onnxruntime-node) on\n"
@@ -139,7 +140,6 @@ typedef struct verify {
 	pass_opts po;
 	train_opts topts;       /* --train: the loss; topts.loss etc. */
 	double grad_rtol;       /* --train: relative norm error allowed for loss, grad.*, dstate */
-	int loss_given;         /* --loss given; else taken from the first data set's target */
 	const char *cmdline;    /* for the provenance header of the emitted code */
 	int nsets;
 	dataset sets[MAX_DATA];
@@ -278,7 +278,7 @@ static int read_inputs(verify *V, diag *D)
 	for (int i = 0; i < V->nsets; i++) {
 		dataset *s = &V->sets[i];
 		int extra = V->po.train ? 1 + (V->topts.loss == TRAIN_MASKED_MSE) : 0;
-		if (V->po.train && !V->loss_given && (s->nin == g->ninputs + 1 || s->nin == g->ninputs + 2))
+		if (V->po.train && !V->topts.loss_given && (s->nin == g->ninputs + 1 || s->nin == g->ninputs + 2))
 			extra = s->nin - g->ninputs;
 		if (s->nin != g->ninputs + extra || (!V->po.train && s->nout != g->noutputs)) {
 			fprintf(stderr, "cellc verify: %s has %d input_N.pb and %d output_N.pb files; "
@@ -299,7 +299,7 @@ static int read_inputs(verify *V, diag *D)
 			if (k < g->ninputs)
 				s->in[k] = td_widen(V->scratch, s->in[k], g->inputs[k]->narrow);
 		}
-		if (V->po.train && !V->loss_given && i == 0 && s->nin > g->ninputs) {
+		if (V->po.train && !V->topts.loss_given && i == 0 && s->nin > g->ninputs) {
 			/* no --loss: the target says which (i64 [B]: ce, i64 [T, B]: ce-all,
 			 * f32: mse, f32 with a mask input: masked-mse) */
 			const ir_value *tg = s->in[g->ninputs];
@@ -1372,19 +1372,9 @@ static int parse_args(verify *V, int argc, char **argv)
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
 			if (r < 0 || !cmd_weights_opt("verify", val, &V->po))
 				return 2;
-		} else if (!strcmp(a, "--train")) {
-			V->po.train = 1;
-			V->po.topts = &V->topts;
-		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss", &val))) {
-			if (r < 0 || (V->topts.loss = train_loss_lookup(val)) < 0) {
-				fprintf(stderr, "cellc verify: --loss wants ce, ce-all, mse or masked-mse\n");
-				return 2;
-			}
-			V->loss_given = 1;
-		} else if ((r = cmd_opt_value(argc, argv, &i, "--loss-output", &val))) {
+		} else if ((r = cmd_train_opt("verify", argc, argv, &i, &V->po, &V->topts))) {
 			if (r < 0)
 				return 2;
-			V->topts.loss_output = val;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--grad-rtol", &val))) {
 			if (r < 0 || parse_tol("--grad-rtol", val, &V->grad_rtol))
 				return 2;
@@ -1403,7 +1393,7 @@ static int parse_args(verify *V, int argc, char **argv)
 			usage);
 		return 2;
 	}
-	if (!cmd_weights_check("verify", &V->po))
+	if (!cmd_weights_check("verify", &V->po) || !cmd_train_check("verify", &V->po, &V->topts))
 		return 2;
 	if (V->po.train && V->oracle) {
 		fprintf(stderr, "cellc verify: --train needs --data (gradients come from PyTorch, not ONNX Runtime)\n");

@@ -152,7 +152,10 @@ static ir_graph *load(arena *A, diag *D, const compile_job *j)
 	if (!g || D->nerrors)
 		return NULL;
 	if (j->po && j->po->train && !g->train)
-		train_collect_params(g, j->po->topts);
+		train_collect_params(g, j->po->topts, D);
+	else if (j->po && j->po->train && j->po->topts->nfreeze)
+		diag_error(D, "the model is a training build already: its weights say which are held fixed "
+			      "('frozen'), not --freeze");
 	else if (j->po && j->po->train && (g->train->loss != j->po->topts->loss ||
 					   !j->po->topts->loss_output != !g->train->loss_output ||
 					   (g->train->loss_output &&

@@ -673,7 +673,7 @@ const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b)
 		const ir_node *n = b->nodes[i];
 		for (int k = 0; k < n->nin; k++) {
 			const ir_value *v = n->in[k];
-			int param = !v || v->kind != VAL_WEIGHT || v->dtype != DT_F32;
+			int param = !v || v->kind != VAL_WEIGHT || v->dtype != DT_F32 || v->frozen;
 			for (int j = 0; !param && j < t->nparams; j++)
 				param = t->params[j] == v;
 			if (!param)

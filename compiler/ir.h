@@ -114,6 +114,8 @@ typedef struct ir_value {
 	struct ir_node *producer; /* VAL_TEMP: the node writing it */
 	struct ir_graph *graph; /* graph that owns it */
 	int is_output;          /* also a graph output */
+	int frozen;             /* f32 VAL_WEIGHT of a training build held fixed: no
+	                           parameter, no gradient (dtriv's base; --freeze) */
 	ir_dtype narrow;        /* DT_F16 or DT_BF16: an f32 value that stands for an ONNX
 	                           FLOAT16 / BFLOAT16 tensor (computed in float32, its
 	                           values of that type where a Cast made them); else 0 */
@@ -271,8 +273,9 @@ typedef struct ir_train {
 const char *train_loss_name(int loss);          /* "ce", ...; "?" out of range */
 int train_loss_lookup(const char *name);        /* TRAIN_* or -1 */
 /* The first f32 weight that b (the root or a body, and the bodies in it)
- * reads and t does not list as a parameter, or NULL: a training build
- * derives no weight at compile time (it would get no gradient). */
+ * reads and t does not list as a parameter, frozen ones apart, or NULL: a
+ * training build derives no weight at compile time (it would get no
+ * gradient). */
 const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b);
 
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);

@@ -536,6 +536,8 @@ static void print_decl(sbuf *b, const ir_graph *root, const char *kw, const ir_v
 	for (int k = 0; v->kind == VAL_WEIGHT && root->train && k < root->train->nparams; k++)
 		if (root->train->params[k] == v)
 			sb_printf(b, " param %d", k);
+	if (v->kind == VAL_WEIGHT && root->train && v->frozen)
+		sb_puts(b, " frozen");
 	sb_puts(b, "\n");
 }
 

@@ -234,6 +234,8 @@ static void check_train(vctx *c, const ir_graph *g)
 		const ir_value *v = t->params[i];
 		if (!v || v->kind != VAL_WEIGHT || v->graph != g || v->dtype != DT_F32)
 			bad(c, g, "parameter %d is not an f32 weight of the root graph", i);
+		else if (v->frozen)
+			bad(c, g, "parameter %d, weight '%s', is frozen (held fixed)", i, v->name);
 		for (int j = 0; j < i; j++)
 			if (v && t->params[j] == v)
 				bad(c, g, "weight '%s' is parameters %d and %d", v->name, j, i);

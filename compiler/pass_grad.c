@@ -1549,7 +1549,7 @@ static void rule_rec(gctx *R, ir_node *n)
 
 
 
-void train_collect_params(ir_graph *g, const train_opts *o)
+int train_collect_params(ir_graph *g, const train_opts *o, diag *D)
 {
 	ir_train *t = arena_alloc(g->A, sizeof *t);
 	memset(t, 0, sizeof *t);
@@ -1558,11 +1558,26 @@ void train_collect_params(ir_graph *g, const train_opts *o)
 	g->train = t;
 	t->params = arena_array(g->A, (size_t)g->nvalues + 1, sizeof *t->params);
 	t->nparams = 0;
+	int st = 0;
+	for (int f = 0; f < o->nfreeze; f++) {
+		size_t len = strlen(o->freeze[f]);
+		int hit = 0;
+		for (int i = 0; i < g->nvalues; i++) {
+			ir_value *v = g->values[i];
+			if (v->kind == VAL_WEIGHT && v->dtype == DT_F32 && v->data && !strncmp(v->name, o->freeze[f], len))
+				v->frozen = hit = 1;
+		}
+		if (!hit) {
+			diag_error(D, "--freeze %s: no f32 weight of the model has a name starting so", o->freeze[f]);
+			st = -1;
+		}
+	}
 	for (int i = 0; i < g->nvalues; i++) {
 		ir_value *v = g->values[i];
-		if (v->kind == VAL_WEIGHT && v->dtype == DT_F32 && v->data)
+		if (v->kind == VAL_WEIGHT && v->dtype == DT_F32 && v->data && !v->frozen)
 			t->params[t->nparams++] = v;
 	}
+	return st;
 }
 
 static ir_value *new_input(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s)

@@ -476,7 +476,12 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 			v->data = arena_alloc(g->A, (size_t)n * es + 1);   /* zeros */
 		}
 		const txt_tok *pt = txt_peek(X);
-		if (txt_accept_word(X, "param")) {
+		if (txt_accept_word(X, "frozen")) {
+			if (g->parent || !g->train || dt != DT_F32)
+				txt_error(X, pt, "'frozen' marks an f32 weight of the root graph of a training "
+					  "build (one with a 'train' line)");
+			v->frozen = 1;
+		} else if (txt_accept_word(X, "param")) {
 			int64_t k;
 			if (!txt_parse_int(X, &k, "the parameter's number"))
 				return;

@@ -259,6 +259,7 @@ static ir_value *builtin_layer(mctx *m, const cell_def *def, const txt_tok *at, 
 		ir_value *w = new_param(m, m->stmt, ps[k].name, ps[k].rank, ps[k].dims, at, &from_file);
 		if (!w)
 			return NULL;
+		w->frozen = ps[k].fixed;
 		if (!from_file && cell_param_init(def, n, I, H, &ps[k],
 						  cell_param_seed(m->seed, m->stmt, ps[k].name), w->data)) {
 			txt_error(X, at, "could not initialise parameter %s.%s", m->stmt, ps[k].name);

@@ -2,6 +2,7 @@
 
     python3 experiments/run.py EXPERIMENT [--smoke] [--steps N] [--torch-steps N]
                                           [--threads N] [--out DIR] [--cellc PATH]
+                                          [--only LABEL,...] [--speed]
 
 EXPERIMENT is one of the names of EXPERIMENTS below (`make exp-NAME` runs it).
 Every model is a `.cell` file in experiments/EXPERIMENT/, compiled with
@@ -18,6 +19,15 @@ A full run writes, under --out (default experiments/results/EXPERIMENT):
                  run's wall time (PyTorch's extrapolated past its measured steps)
     *.svg        the curves (and, for `gradients`, ||dL/dh_t|| against t)
     report.md    the numbers and the command that made them, machine included
+    runs.csv     per model: the steps, threads and command of its curve
+--only LABEL,... runs those models of the experiment (their labels, as in
+speed.csv) and keeps the other models' results already under --out: two
+processes can share the experiment's models, one core each.
+--speed measures again, without training anew, the seconds per iteration of
+both sides for every model whose results are under --out: the generated
+program and the PyTorch script for --torch-steps steps each from the same
+initial weights and batches, in this run (both skip their first step), and
+rewrites speed.csv, torch.csv and report.md; the curves stay.
 --smoke runs each model for 20 iterations at a small T in build/experiments/
 and prints PASS/FAIL lines (the harness group `experiments`): the first loss
 and the trajectory of the generated program must match PyTorch's within 1e-4
@@ -82,7 +92,10 @@ EXPERIMENTS = {
         about="pixel-by-pixel Fashion-MNIST (784 steps of one pixel), plain and permuted"),
     "gradients": dict(
         task="pixels", T=784, smoke_T=49, batch=128, test=0, loss="ce", steps=100, torch_steps=3,
-        runs=[(m, m, "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1 --permute 7")
+        # the orthogonal RNNs' A at a tenth of the rate, as Lezcano-Casado's
+        # DTRIV runs train their skew-symmetric parameter (lr_orth = lr / 10)
+        runs=[(m, m, "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1 --permute 7" +
+               (" --lr-group h1.A=1e-4" if "dtriv" in m else ""))
               for m in ("rnn", "momentum_rnn", "dtriv", "momentum_dtriv")],
         grad_norms=True,
         about="||dL/dh_t|| on permuted pixel-by-pixel Fashion-MNIST, at initialisation and after training"),
@@ -181,8 +194,17 @@ def loss_of(kind, out, y):
 # ---- the two sides ----------------------------------------------------------------
 
 def opt_args(s):
+    """The training program's options as a dict; --lr-group, which repeats,
+    as a list of (prefix, lr)."""
     a = s.split()
-    return {a[i][2:]: a[i + 1] for i in range(0, len(a) - 1, 2) if a[i].startswith("--")}
+    o = {}
+    for i in range(0, len(a) - 1, 2):
+        if a[i] == "--lr-group":
+            prefix, _, lr = a[i + 1].partition("=")
+            o.setdefault("lr-group", []).append((prefix, float(lr)))
+        elif a[i].startswith("--"):
+            o[a[i][2:]] = a[i + 1]
+    return o
 
 
 def build(cellc, model_cell, loss, work):
@@ -257,9 +279,23 @@ class PaperMomentum:
         self.t += 1
 
 
-def make_torch_opt(o, params, total):
+def make_torch_opt(o, named, total):
+    """The optimiser over named = [(weights-file name, parameter)]; each
+    --lr-group PREFIX=LR gives the parameters whose name starts with PREFIX
+    their own rate, the longest prefix winning (as the training program)."""
     kind = o["optimizer"]
     lr = float(o["lr"])
+    params = [p for _, p in named]
+    if "lr-group" in o:
+        def rate(name):
+            hits = [(len(pre), r) for pre, r in o["lr-group"] if name.startswith(pre)]
+            return max(hits)[1] if hits else lr
+        groups = {}
+        for name, p in named:
+            groups.setdefault(rate(name), []).append(p)
+        params = [{"params": ps, "lr": r} for r, ps in groups.items()]
+        if kind not in ("adam", "rmsprop", "sgd"):
+            raise ValueError("--lr-group with %s: not in the PyTorch scripts" % kind)
     if kind == "adam":
         return torch.optim.Adam(params, lr=lr)
     if kind == "rmsprop":
@@ -284,11 +320,12 @@ def run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, thread
 def _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype, fused):
     net, head = torch_cells.load_cell(model_cell)
     torch_cells.set_weights(net, head, tensorfile.read(weights))
-    params = [p for _, p in net.cell_params(head)]
+    named = [(n, p) for n, p in net.cell_params(head) if p.requires_grad]     # frozen ones apart
     if fused:                   # the same network through nn.LSTM / nn.RNN
         net.cell = torch_cells.Fused(net.cell)
-        params = net.cell.layer_params + [net.head.weight, net.head.bias]
-    opt = make_torch_opt(o, params, total)
+        named = list(zip([n for n, _ in named], net.cell.layer_params + [net.head.weight, net.head.bias]))
+    params = [p for _, p in named]
+    opt = make_torch_opt(o, named, total)
     clip = float(o["clip"]) if "clip" in o else None
     permute = int(o["permute"]) if "permute" in o else None
     losses, secs = [], []
@@ -349,6 +386,50 @@ def c_grad_norms(prog, weights, spec, work, data, rows, o, threads):
                          "--optimizer", "sgd", "--lr", "0", "--grad-norms", path, "--quiet"], env=thread_env(threads))
     with open(path) as f:
         return [float(r["grad_norm"]) for r in csv.DictReader(f)]
+
+
+# ---- results on disk ------------------------------------------------------------------
+
+def load_results(out):
+    """What write_results wrote under out (empty where nothing was): the
+    curves and the rest, keyed by model label, for --only and --speed."""
+    def rows(fname):
+        path = os.path.join(out, fname)
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return list(csv.DictReader(f))
+    res = dict(curves={}, tcurves={}, speed={}, epochs={}, norms={}, diverged={}, runs={})
+    for fname, key in (("curves.csv", "curves"), ("torch.csv", "tcurves")):
+        for r in rows(fname):
+            res[key].setdefault(r["model"], []).append((int(r["step"]), float(r["loss"]), float(r["seconds"])))
+    for r in rows("speed.csv"):
+        res["speed"][r["model"]] = (r["model"], float(r["c_s_per_iter"]), float(r["torch_s_per_iter"]),
+                                    float(r["speedup"]), float(r["c_wall_s"]), float(r["torch_wall_s_est"]),
+                                    float(r["first_steps_max_rel"]), float(r.get("torch_fused_s_per_iter", "nan")),
+                                    float(r.get("speedup_vs_fused", "nan")))
+    for r in rows("epochs.csv"):
+        res["epochs"].setdefault(r["model"], []).append(
+            [r[k] for k in ("model", "epoch", "train_loss", "test_loss", "test_acc", "step")])
+    for r in rows("grad_norms.csv"):
+        init, trained = res["norms"].setdefault(r["model"], ([], []))
+        (init if r["when"] == "init" else trained).append(float(r["grad_norm"]))
+    for r in rows("runs.csv"):
+        res["runs"][r["model"]] = (int(r["steps"]), int(r["threads"]), r["command"])
+    report = os.path.join(out, "report.md")
+    if os.path.exists(report):
+        with open(report) as f:
+            text = f.read()
+        for line in text.splitlines():
+            if " stopped: `" in line:
+                label, _, msg = line.partition(" stopped: `")
+                res["diverged"][label] = msg.rstrip("`")
+        cmd = next((l[len("Command: `"):].split("`")[0] for l in text.splitlines() if l.startswith("Command: `")),
+                   None)
+        thr = next((int(l.split("; ")[-1].split()[0]) for l in text.splitlines() if l.startswith("Machine: ")), 1)
+        for label, r in res["curves"].items():        # results from before runs.csv
+            res["runs"].setdefault(label, (len(r), thr, cmd or "?"))
+    return res
 
 
 # ---- one experiment ---------------------------------------------------------------
@@ -436,20 +517,52 @@ def smoke(name, spec, cellc, out, threads):
     return ok
 
 
-def full(name, spec, cellc, out, threads, steps, torch_steps, command):
+def run_setup(name, spec, steps):
+    """The data and the per-model arguments of a full-size run."""
     T, B = spec["T"], spec["batch"]
-    steps = steps or spec["steps"]
-    torch_steps = min(torch_steps or spec["torch_steps"], steps)
     work = os.path.join(ROOT, "build", "experiments", name)
-    os.makedirs(out, exist_ok=True)
     ntrain = min(steps * B, 60000) if spec["task"] == "pixels" else steps * B    # one epoch
     log("%s: data (T %d, %d training samples)" % (name, T, ntrain))
     tr, te, data = make_data(spec, T, ntrain, work, smoke=False)
+    return work, tr, te, data
+
+
+def measure_torch(name, spec, label, cell, weights, data, o, nsamples, torch_steps, steps, threads):
+    """PyTorch's losses over the first torch_steps steps and its seconds per
+    iteration (the first step left out), as the papers' loop and, where the
+    model is a plain LSTM or tanh RNN, through nn.LSTM / nn.RNN."""
+    log("%s/%s: PyTorch, %d steps" % (name, label, torch_steps))
+    tl, ts = run_torch(spec, cell, weights, data, o, nsamples, torch_steps, steps, threads)
+    t_it = float(np.mean(ts[1:] if len(ts) > 1 else ts))
+    fl, f_it = None, float("nan")
+    if torch_cells.fusable(torch_cells.load_cell(cell)[0]):
+        log("%s/%s: PyTorch nn.LSTM/nn.RNN, %d steps" % (name, label, torch_steps))
+        fl, fs = run_torch(spec, cell, weights, data, o, nsamples, torch_steps, steps, threads, fused=True)
+        f_it = float(np.mean(fs[1:] if len(fs) > 1 else fs))
+    return tl, ts, t_it, fl, f_it
+
+
+def agreement(rows, tl, fl):
+    """The largest relative distance of PyTorch's losses from the program's."""
+    agree = max(abs(a[1] - b) / abs(b) for a, b in zip(rows, tl))
+    if fl is not None:
+        agree = max(agree, max(abs(a[1] - b) / abs(b) for a, b in zip(rows, fl)))
+    return agree
+
+
+def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
+    B = spec["batch"]
+    steps = steps or spec["steps"]
+    torch_steps = min(torch_steps or spec["torch_steps"], steps)
+    os.makedirs(out, exist_ok=True)
+    res = load_results(out)
+    work, tr, te, data = run_setup(name, spec, steps)
     nsamples = len(data[0])
     epochs = max(1, -(-steps * B // nsamples))
     mdir = os.path.join(HERE, spec.get("models_dir", name))
-    curves, tcurves, speed, epochs_rows, norms, diverged = {}, {}, [], [], {}, {}
     for label, model, opts in spec["runs"]:
+        if only and label not in only:
+            continue
         cell = os.path.join(mdir, model + ".cell")
         prog, weights = build(cellc, cell, spec["loss"], work)
         o = opt_args(opts)
@@ -464,90 +577,152 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command):
         if os.path.exists(elog):
             os.remove(elog)
         rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True)
-        curves[label] = rows
+        res["curves"][label] = rows
+        res["diverged"].pop(label, None)
         if stdout.startswith("DIVERGED"):
             log("%s/%s: %s" % (name, label, stdout))
-            diverged[label] = stdout[len("DIVERGED "):]
+            res["diverged"][label] = stdout[len("DIVERGED "):]
+        res["epochs"][label] = []
         if os.path.exists(elog):
             with open(elog) as f:
                 for r in csv.DictReader(f):
-                    epochs_rows.append([label] + [r[k] for k in ("epoch", "train_loss", "test_loss", "test_acc",
-                                                                 "step")])
-        log("%s/%s: PyTorch, %d steps" % (name, label, torch_steps))
-        tl, ts = run_torch(spec, cell, weights, data, o, nsamples, torch_steps, steps, threads)
-        tcurves[label] = list(zip(range(1, len(tl) + 1), tl, np.cumsum(ts)))
+                    res["epochs"][label].append([label] + [r[k] for k in ("epoch", "train_loss", "test_loss",
+                                                                          "test_acc", "step")])
+        tl, ts, t_it, fl, f_it = measure_torch(name, spec, label, cell, weights, data, o, nsamples, torch_steps,
+                                               steps, threads)
+        res["tcurves"][label] = list(zip(range(1, len(tl) + 1), tl, np.cumsum(ts)))
         c_it = rows[-1][2] / len(rows)
-        t_it = float(np.mean(ts[1:] if len(ts) > 1 else ts))
-        agree = max(abs(a[1] - b) / abs(b) for a, b in zip(rows, tl))
-        f_it = float("nan")
-        if torch_cells.fusable(torch_cells.load_cell(cell)[0]):
-            log("%s/%s: PyTorch nn.LSTM/nn.RNN, %d steps" % (name, label, torch_steps))
-            fl, fs = run_torch(spec, cell, weights, data, o, nsamples, torch_steps, steps, threads, fused=True)
-            f_it = float(np.mean(fs[1:] if len(fs) > 1 else fs))
-            agree = max(agree, max(abs(a[1] - b) / abs(b) for a, b in zip(rows, fl)))
-        speed.append((label, c_it, t_it, t_it / c_it, wall, t_it * steps, agree, f_it, f_it / c_it))
+        res["speed"][label] = (label, c_it, t_it, t_it / c_it, wall, t_it * steps, agreement(rows, tl, fl), f_it,
+                               f_it / c_it)
+        res["runs"][label] = (steps, threads, command)
         if spec.get("grad_norms"):
             rows0 = list(range(B))
-            norms[label] = (c_grad_norms(prog, weights, spec, work, data, rows0, o, threads),
-                            c_grad_norms(prog, ck, spec, work, data, rows0, o, threads))
-    write_results(name, spec, out, curves, tcurves, speed, epochs_rows, norms, steps, threads, command, diverged)
+            res["norms"][label] = (c_grad_norms(prog, weights, spec, work, data, rows0, o, threads),
+                                   c_grad_norms(prog, ck, spec, work, data, rows0, o, threads))
+    write_results(name, spec, out, res, None)
 
 
-def write_results(name, spec, out, curves, tcurves, speed, epochs_rows, norms, steps, threads, command,
-                  diverged):
-    for fname, cur in (("curves.csv", curves), ("torch.csv", tcurves)):
+def speed_only(name, spec, cellc, out, threads, torch_steps, command):
+    """--speed: both sides' seconds per iteration measured again for the
+    models under out, over torch_steps steps each, in this run."""
+    res = load_results(out)
+    if not res["curves"]:
+        raise RuntimeError("%s: no results to measure again (run the experiment first)" % out)
+    steps = max(n for n, _, _ in res["runs"].values())
+    torch_steps = torch_steps or spec["torch_steps"]
+    work, tr, te, data = run_setup(name, spec, steps)
+    nsamples = len(data[0])
+    mdir = os.path.join(HERE, spec.get("models_dir", name))
+    for label, model, opts in spec["runs"]:
+        if label not in res["curves"]:
+            continue
+        cell = os.path.join(mdir, model + ".cell")
+        prog, weights = build(cellc, cell, spec["loss"], work)
+        o = opt_args(opts)
+        n = max(2, min(torch_steps, len(res["curves"][label])))
+        log("%s/%s: generated C, %d steps" % (name, label, n))
+        # the first n steps of the full run: its schedule (cm/nag's momentum
+        # depends on where the run ends), its batches
+        full_steps = res["runs"][label][0]
+        epochs = max(1, -(-full_steps * spec["batch"] // nsamples))
+        if "final-low" in o:
+            # cm/nag's low-momentum phase is the last updates of the full
+            # run, past the n measured here: without it the first n steps
+            # have the full run's schedule
+            n = min(n, full_steps - int(o["final-low"]))
+            opts = opts.replace("--final-low %s" % o["final-low"], "")
+        args = tr + ["--batch", str(spec["batch"]), "--epochs", str(epochs), "--max-steps", str(n),
+                     "--seed", "1"] + opts.split()
+        rows, _, _ = run_c(prog, args, threads, os.path.join(work, label.replace(" ", "_") + "_speed.csv"))
+        c_it = (rows[-1][2] - rows[0][2]) / (len(rows) - 1)
+        tl, ts, t_it, fl, f_it = measure_torch(name, spec, label, cell, weights, data, o, nsamples, n,
+                                               full_steps, threads)
+        res["tcurves"][label] = list(zip(range(1, len(tl) + 1), tl, np.cumsum(ts)))
+        _, _, _, _, wall, _, _, _, _ = res["speed"][label]
+        res["speed"][label] = (label, c_it, t_it, t_it / c_it, wall, t_it * full_steps,
+                               agreement(res["curves"][label], tl, fl), f_it, f_it / c_it)
+    write_results(name, spec, out, res, (command, threads, torch_steps))
+
+
+def write_results(name, spec, out, res, speed_run):
+    """Everything under out, from res (load_results' form); speed_run is
+    (command, threads, steps) where --speed measured the speed columns."""
+    order = [label for label, _, _ in spec["runs"] if label in res["curves"]]
+    curves = res["curves"]
+    for fname, cur in (("curves.csv", curves), ("torch.csv", res["tcurves"])):
         with open(os.path.join(out, fname), "w") as f:
             f.write("model,step,loss,seconds\n")
-            for label, rows in cur.items():
-                for s, l, t in rows:
+            for label in order:
+                for s, l, t in cur.get(label, []):
                     f.write("%s,%d,%.7g,%.3f\n" % (label, s, l, t))
     with open(os.path.join(out, "speed.csv"), "w") as f:
         f.write("model,c_s_per_iter,torch_s_per_iter,speedup,c_wall_s,torch_wall_s_est,first_steps_max_rel,"
                 "torch_fused_s_per_iter,speedup_vs_fused\n")
-        for r in speed:
-            f.write("%s,%.4f,%.4f,%.2f,%.1f,%.1f,%.2g,%.4f,%.2f\n" % r)
+        for label in order:
+            f.write("%s,%.4f,%.4f,%.2f,%.1f,%.1f,%.2g,%.4f,%.2f\n" % res["speed"][label])
+    with open(os.path.join(out, "runs.csv"), "w") as f:
+        f.write("model,steps,threads,command\n")
+        for label in order:
+            f.write("%s,%d,%d,%s\n" % ((label,) + res["runs"][label]))
+    epochs_rows = [r for label in order for r in res["epochs"].get(label, [])]
     if epochs_rows:
         with open(os.path.join(out, "epochs.csv"), "w") as f:
             f.write("model,epoch,train_loss,test_loss,test_acc,step\n")
             for r in epochs_rows:
                 f.write(",".join(r) + "\n")
-    smooth = max(1, steps // 100)
+    smooth = {label: max(1, len(curves[label]) // 100) for label in order}
     series = []
-    for label, rows in curves.items():
-        xs = [s for s, _, _ in rows]
-        ys = [l for _, l, _ in rows]
-        k = smooth
+    for label in order:
+        xs = [s for s, _, _ in curves[label]]
+        ys = [l for _, l, _ in curves[label]]
+        k = smooth[label]
         series.append((label, xs[k - 1:], [sum(ys[i - k + 1:i + 1]) / k for i in range(k - 1, len(ys))]))
-    svg.plot(os.path.join(out, "loss.svg"), series, "%s: training loss (generated C; mean of %d steps)" % (
-        name, smooth), "iteration", "loss", logy=True)
+    ks = sorted(set(smooth.values()))
+    svg.plot(os.path.join(out, "loss.svg"), series, "%s: training loss (generated C; mean of %s steps)" % (
+        name, "/".join(str(k) for k in ks)), "iteration", "loss", logy=True)
+    norms = [(label, res["norms"][label]) for label in order if label in res["norms"]]
     if norms:
         ser = []
-        for label, (init, trained) in norms.items():
+        for label, (init, trained) in norms:
             ser.append((label + " (init)", list(range(1, len(init) + 1)), init))
             ser.append((label + " (trained)", list(range(1, len(trained) + 1)), trained))
         svg.plot(os.path.join(out, "grad_norms.svg"), ser, "%s: ||dL/dh_t|| over one batch" % name, "t",
                  "||dL/dh_t||", logy=True)
         with open(os.path.join(out, "grad_norms.csv"), "w") as f:
             f.write("model,when,t,grad_norm\n")
-            for label, (init, trained) in norms.items():
+            for label, (init, trained) in norms:
                 for when, v in (("init", init), ("trained", trained)):
                     for t, g in enumerate(v):
                         f.write("%s,%s,%d,%.6g\n" % (label, when, t + 1, g))
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("# %s\n\n%s.\n\n" % (name, spec["about"]))
-        f.write("Command: `%s`  \nMachine: %s; %d thread%s on both sides.\n\n" % (
-            command, machine(), threads, "s" if threads > 1 else ""))
-        f.write("| model | first loss | last loss (mean of last %d) | C s/iter | PyTorch s/iter | speed-up | "
+        cmds = []
+        for label in order:
+            steps, thr, cmd = res["runs"][label]
+            if not cmds or cmds[-1][0] != (cmd, thr, steps):
+                cmds.append(((cmd, thr, steps), []))
+            cmds[-1][1].append(label)
+        for (cmd, thr, steps), labels in cmds:
+            f.write("Curves of %s: `%s` (%d steps, %d thread%s)  \n" % (
+                ", ".join(labels), cmd, steps, thr, "s" if thr > 1 else ""))
+        if speed_run:
+            f.write("Speed columns: `%s` (%d steps of each side, %d thread%s)  \n" % (
+                speed_run[0], speed_run[2], speed_run[1], "s" if speed_run[1] > 1 else ""))
+        f.write("Machine: %s; the same thread count on both sides.\n\n" % machine())
+        f.write("| model | steps | first loss | last loss (mean of last 1%) | C s/iter | PyTorch s/iter | speed-up | "
                 "C wall s | PyTorch wall s (est.) | PyTorch nn.LSTM/RNN s/iter | speed-up | "
-                "first steps, max rel diff |\n|---|---|---|---|---|---|---|---|---|---|---|\n" % smooth)
-        for (label, c_it, t_it, ratio, wall, twall, agree, f_it, fratio) in speed:
+                "first steps, max rel diff |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        for label in order:
+            (_, c_it, t_it, ratio, wall, twall, agree, f_it, fratio) = res["speed"][label]
             rows = curves[label]
-            last = sum(l for _, l, _ in rows[-smooth:]) / len(rows[-smooth:])
+            k = smooth[label]
+            last = sum(l for _, l, _ in rows[-k:]) / len(rows[-k:])
             fused = ("%.4f | %.1f×" % (f_it, fratio)) if f_it == f_it else "– | –"
-            f.write("| %s | %.4g | %.4g | %.4f | %.4f | %.1f× | %.0f | %.0f | %s | %.1g |\n" % (
-                label, rows[0][1], last, c_it, t_it, ratio, wall, twall, fused, agree))
-        for label, msg in diverged.items():
-            f.write("\n%s stopped: `%s`\n" % (label, msg))
+            f.write("| %s | %d | %.4g | %.4g | %.4f | %.4f | %.1f× | %.0f | %.0f | %s | %.1g |\n" % (
+                label, len(rows), rows[0][1], last, c_it, t_it, ratio, wall, twall, fused, agree))
+        for label in order:
+            if label in res["diverged"]:
+                f.write("\n%s stopped: `%s`\n" % (label, res["diverged"][label]))
         if epochs_rows:
             f.write("\n| model | epoch | train loss | test loss | test acc | step |\n|---|---|---|---|---|---|\n")
             for r in epochs_rows:
@@ -566,7 +741,17 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out")
     ap.add_argument("--cellc", default=os.path.join(ROOT, "build", "cellc"))
+    ap.add_argument("--only", help="LABEL,...: these models only, the others' results kept")
+    ap.add_argument("--speed", action="store_true", help="measure the speed columns again, no training")
     a = ap.parse_args()
+    only = [l.strip() for l in a.only.split(",")] if a.only else None
+    if only:
+        if a.experiment == "all" or a.smoke or a.speed:
+            ap.error("--only names models of one experiment's full run")
+        unknown = [l for l in only if l not in [r[0] for r in EXPERIMENTS[a.experiment]["runs"]]]
+        if unknown:
+            ap.error("--only: %s: no such model in %s (%s)" % (", ".join(unknown), a.experiment, ", ".join(
+                r[0] for r in EXPERIMENTS[a.experiment]["runs"])))
     # `all --smoke` leaves out adding-short: the same models as adding
     names = ([n for n in sorted(EXPERIMENTS) if not (a.smoke and n == "adding-short")]
              if a.experiment == "all" else [a.experiment])
@@ -576,9 +761,12 @@ def main():
         if a.smoke:
             ok &= smoke(name, spec, a.cellc, a.out or os.path.join(ROOT, "build", "experiments", "smoke"),
                         a.threads)
+        elif a.speed:
+            speed_only(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads,
+                       a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]))
         else:
             full(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads, a.steps,
-                 a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]))
+                 a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]), only)
     return 0 if ok else 1
 
 

@@ -50,7 +50,9 @@ class MomentumFamily(torch.nn.Module):
         self.W_x = torch.nn.Parameter(torch.zeros(G, inputs))
         if base == "dtriv":
             self.A = torch.nn.Parameter(torch.zeros(hidden, hidden))
-            self.base_m = torch.nn.Parameter(torch.zeros(hidden, hidden))
+            # the base is held fixed (docs/cells.md: only a retraction would
+            # change it; --train builds freeze it): read from the weights, not trained
+            self.base_m = torch.nn.Parameter(torch.zeros(hidden, hidden), requires_grad=False)
             self.b = torch.nn.Parameter(torch.zeros(hidden))
         else:
             self.b_x = torch.nn.Parameter(torch.zeros(G))
@@ -71,17 +73,18 @@ class MomentumFamily(torch.nn.Module):
         if self.base == "dtriv":
             U = torch.triu(self.A, 1)
             M = self.base_m @ torch.matrix_exp(U - U.t())
-            u_all = x @ self.W_x.t()
-        else:
-            u_all = x @ self.W_x.t() + self.b_x
-        G = u_all.shape[-1]
+        G = self.W_x.shape[0]
         h = x.new_zeros(B, H)
         c = x.new_zeros(B, H)
         v = x.new_zeros(B, G)
         m = x.new_zeros(B, G)
         out = []
         for t in range(T):
-            u = u_all[t]
+            # the input projection of the step, inside the loop as the papers'
+            # code has it (x2h(x_t)); a projection of the whole sequence first
+            # and u_all[t] in the loop would give backward one zero-filled
+            # [T, B, G] gradient per step, quadratic in T
+            u = x[t] @ self.W_x.t() if self.base == "dtriv" else F.linear(x[t], self.W_x, self.b_x)
             if self.dyn == "plain":
                 d = u
             elif self.dyn == "momentum":
@@ -136,14 +139,14 @@ class IncrementalRNN(torch.nn.Module):
         T, B, _ = x.shape
         o = self.opt
         act = torch.relu if o["act"] == "relu" else torch.tanh
-        u_all = x @ self.W_x.t() + self.b_x
         h = x.new_zeros(B, self.hidden)
         out = []
         for t in range(T):
+            u = F.linear(x[t], self.W_x, self.b_x)      # per step, as in MomentumFamily
             g = h if o["g0"] == "h" else torch.zeros_like(h)
             for k in range(self.eta.shape[0]):
                 z = g + h
-                g = g + self.eta[k] * (act(z @ self.W_h.t() + u_all[t]) - o["alpha"] * z)
+                g = g + self.eta[k] * (act(z @ self.W_h.t() + u) - o["alpha"] * z)
             h = g
             if keep is not None:
                 h.retain_grad()

@@ -114,6 +114,11 @@ class Model:
                 out.append(("%s.bias" % s[1], (s[3],), s))
         return out
 
+    def frozen(self):
+        """The full names of the parameters a training build holds fixed."""
+        return {"%s.%s" % (s.name, pn) for s in self.stmts if isinstance(s, Layer)
+                for pn in R.frozen_params(self.ref_cells.get(s.cell, s.cell))}
+
     def text(self):
         lines = []
         if self.cells_text:

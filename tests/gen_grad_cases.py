@@ -320,7 +320,7 @@ def cell_case(outdir, name, model, kind, grid, loss_output=None, expect="pass", 
             x = (rng.uniform(-1, 1, shape) if uniform else rng.randn(*shape)).astype(np.float32)
             leaves = dict(weights)
             leaves["x"] = x
-            grads = [("grad." + n, (lambda n: lambda g: g[n])(n)) for n in pnames]
+            grads = [("grad." + n, (lambda n: lambda g: g[n])(n)) for n in pnames if n not in model.frozen()]
             grads.append(("grad.x", lambda g: g["x"]))
             return [("x", x)], leaves, forward, grads, 1 if model.batch_first else 0
         return make

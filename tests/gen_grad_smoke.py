@@ -240,7 +240,7 @@ def generic_case(out, cell, opts, loss, T=5, B=3, I=3, H=4, C=5, seed=0):
     write_pb(out + "/test_data_set_0/input_0.pb", x, "x")
     write_pb(out + "/test_data_set_0/input_1.pb", tgt, "target")
     outs = [("y", y.detach().numpy()), ("loss", np.array(L.item(), np.float32))]
-    outs += [("grad.h1." + k, leaves[k].grad.numpy()) for k in params]
+    outs += [("grad.h1." + k, leaves[k].grad.numpy()) for k in params if k not in ref_cells.frozen_params(cell)]
     outs += [("grad.y.weight", Wy_t.grad.numpy()), ("grad.y.bias", by_t.grad.numpy()), ("grad.x", xt.grad.numpy())]
     for k, (n, a) in enumerate(outs):
         write_pb("%s/test_data_set_0/output_%d.pb" % (out, k), a, n)

@@ -97,27 +97,30 @@ def make_data(seed, N, Tn, I, C):
     return X, Y
 
 
-def run_trajectory(params, loss_fn, X, Y, B, make_opt, clip, dtype):
+def run_trajectory(params, loss_fn, X, Y, B, make_opt, clip, dtype, frozen=()):
     """params: {name: ndarray float32}; loss_fn(leaves {name: tensor}, x, y,
-    dtype) -> loss.  Returns ([losses], [grad norms before clipping])."""
-    leaves = {n: torch.tensor(np.asarray(a, np.float64), dtype=dtype, requires_grad=True)
+    dtype) -> loss; the params named in frozen are held fixed (no gradient,
+    not trained).  Returns ([losses], [grad norms before clipping])."""
+    leaves = {n: torch.tensor(np.asarray(a, np.float64), dtype=dtype, requires_grad=n not in frozen)
               for n, a in params.items()}
-    opt = make_opt(list(leaves.values()))
+    trained = [v for n, v in leaves.items() if n not in frozen]
+    opt = make_opt(trained)
     losses, norms = [], []
     for x, y in batches(X, Y, B):
         opt.zero_grad()
         loss = loss_fn(leaves, torch.as_tensor(x, dtype=dtype), torch.as_tensor(y), dtype)
         loss.backward()
         if clip:
-            norms.append(float(torch.nn.utils.clip_grad_norm_(list(leaves.values()), clip)))
+            norms.append(float(torch.nn.utils.clip_grad_norm_(trained, clip)))
         opt.step()
         losses.append(float(loss))
     return losses, norms
 
 
-def write_trajectory(outdir, name, writer, params, loss_fn, X, Y, B, make_opt, clip, cmd, compile_opts):
-    l64, n64 = run_trajectory(params, loss_fn, X, Y, B, make_opt, clip, torch.float64)
-    l32, _ = run_trajectory(params, loss_fn, X, Y, B, make_opt, clip, torch.float32)
+def write_trajectory(outdir, name, writer, params, loss_fn, X, Y, B, make_opt, clip, cmd, compile_opts,
+                     frozen=()):
+    l64, n64 = run_trajectory(params, loss_fn, X, Y, B, make_opt, clip, torch.float64, frozen)
+    l32, _ = run_trajectory(params, loss_fn, X, Y, B, make_opt, clip, torch.float32, frozen)
     err = max(abs(a - b) / abs(b) for a, b in zip(l32, l64))
     if err > TRAJ_ACC:
         sys.exit("%s: float32 trajectory off by %.3g relative (> %g)" % (name, err, TRAJ_ACC))
@@ -144,7 +147,9 @@ def write_trajectory(outdir, name, writer, params, loss_fn, X, Y, B, make_opt, c
         name, l64[0], l64[-1], err, ", clipped on %d steps" % sum(1 for n in n64 if n > clip) if clip else ""))
 
 
-def cell_trajectory(outdir, name, cell, opts, make_opt, clip, cmd, seed):
+def cell_trajectory(outdir, name, cell, opts, make_opt, clip, cmd, seed, frozen=(), compile_opts="--loss ce"):
+    """frozen: parameters held fixed by the --freeze of compile_opts (and
+    those the cell holds fixed, dtriv's base)."""
     N, Tn, I, H, C, B = 48, 12, 6, 16, 4, 8
     L = G.Layer
     model = GG.cell_model(name.replace("_", "")[:16], [L("h1", cell, "x", H, **opts)], "last", C, I)
@@ -160,7 +165,7 @@ def cell_trajectory(outdir, name, cell, opts, make_opt, clip, cmd, seed):
         with open(os.path.join(d, "model.cell"), "w") as f:
             f.write(model.text().replace("gen_cell_cases.py", "gen_train_cases.py"))
     write_trajectory(outdir, name, writer, {n: weights[n] for n in pnames}, loss_fn, X, Y, B, make_opt,
-                     clip, cmd % dict(B=B), "--loss ce")
+                     clip, cmd % dict(B=B), compile_opts, set(frozen) | model.frozen())
 
 
 def onnx_trajectory(outdir):
@@ -241,6 +246,19 @@ def trajectories(outdir):
         lambda ps: torch.optim.Adam(ps, lr=0.01, betas=(0.9, 0.999), eps=1e-8), None,
         "--train-data X.npy --train-labels Y.npy --batch %(B)d --max-steps 50 --epochs 1000 --no-shuffle "
         "--optimizer adam --lr 0.01 --beta1 0.9 --beta2 0.999 --eps 1e-8 --seed 1", 7102)
+    # parameters held fixed: dtriv's base (the cell freezes it), and a
+    # recurrent matrix frozen by `cellc compile --freeze`
+    cell_trajectory(
+        outdir, "dtriv_adam_base_fixed", "dtriv", {},
+        lambda ps: torch.optim.Adam(ps, lr=0.01), None,
+        "--train-data X.npy --train-labels Y.npy --batch %(B)d --max-steps 50 --epochs 1000 --no-shuffle "
+        "--optimizer adam --lr 0.01 --seed 1", 7103)
+    cell_trajectory(
+        outdir, "lstm_sgd_freeze_wh", "lstm", {},
+        lambda ps: torch.optim.SGD(ps, lr=0.2, momentum=0.9), None,
+        "--train-data X.npy --train-labels Y.npy --batch %(B)d --max-steps 50 --epochs 1000 --no-shuffle "
+        "--optimizer sgd --lr 0.2 --momentum 0.9 --seed 1", 7104, frozen=("h1.W_h",),
+        compile_opts="--loss ce --freeze h1.W_h")
     onnx_trajectory(outdir)
 
 

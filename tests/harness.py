@@ -1185,6 +1185,8 @@ def group_cli():
     yield cli_one("unknown_command", ["frobnicate"], 2, ["frobnicate"], "stderr")
     yield cli_one("compile_without_output", ["compile", model], 2, [], "stderr")
     yield cli_one("verify_without_data", ["verify", model], 2, [], "stderr")
+    yield cli_one("freeze_without_train", ["compile", model, "-o", os.path.join(OUT, "cli_freeze"), "--freeze", "W"],
+                  2, ["--freeze", "no --train"], "stderr")
     yield cli_one("info", ["info", model], 0, ["X", "sequence_lens", "initial_h", "Y_h", "Y_c", "LSTM"])
     # a model cellc compiles: nothing to list (bad/info_unsupported lists a refused one's)
     yield cli_one("info_unsupported_none", ["info", "--unsupported", model], 0, ["no operator is refused"])
@@ -2080,6 +2082,9 @@ def group_grad_smoke():
     yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"
                        " y = linear(last(h), out=2)\n output y\n}\n", "needs a per-step output",
                        ["--loss", "ce-all"])
+    yield grad_refused("freeze_unknown", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"
+                       " y = linear(last(h), out=2)\n output y\n}\n", "--freeze h2: no f32 weight",
+                       ["--freeze", "h2"])
 
 
 GROUPS = [

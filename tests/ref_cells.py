@@ -122,6 +122,14 @@ def dtriv_matrix(A, base, dtype):
     return M.to(dtype)
 
 
+def frozen_params(cell):
+    """Names of the parameters a training build holds fixed (no gradient,
+    not updated): dtriv's base (docs/cells.md)."""
+    if cell in OTHER_CELLS or cell == "momentum_attention":
+        return ()
+    return ("base",) if split_name(cell)[1] == "dtriv" else ()
+
+
 def param_shapes(cell, opts, I, H):
     """[(param name, shape)] of a built-in cell (names without the layer
     prefix), in the order the cell library lists them."""
