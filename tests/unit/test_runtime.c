@@ -1619,6 +1619,64 @@ START_TEST(test_init_orthogonal)
 }
 END_TEST
 
+/* rt_expm against what is known of the exponential without computing it:
+ * a block diagonal of 2x2 skew blocks [[0, a], [-a, 0]] gives the rotations
+ * [[cos a, sin a], [-sin a, cos a]] (angles up to 40: scaling and squaring
+ * runs), and a dense skew-symmetric S gives an orthogonal E with
+ * expm(S) expm(-S) = I; sizes past the blocking of the products. */
+START_TEST(test_expm)
+{
+	int n = 130;
+	float *S = calloc((size_t)(n * n), sizeof(float)), *E = calloc((size_t)(n * n), sizeof(float));
+	float *F = calloc((size_t)(n * n), sizeof(float));
+	ck_assert(S && E && F);
+	for (int b = 0; b < n / 2; b++) {
+		double a = 0.61 * b - 0.3 * (b % 3);
+		S[(2 * b) * n + 2 * b + 1] = (float)a;
+		S[(2 * b + 1) * n + 2 * b] = (float)-a;
+	}
+	ck_assert_int_eq(rt_expm(E, S, n), RT_OK);
+	double worst = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			int b = i / 2;
+			double a = S[(2 * b) * n + 2 * b + 1], want = 0;
+			if (j / 2 == b)
+				want = i == j ? cos(a) : (i < j ? sin(a) : -sin(a));
+			worst = fmax(worst, fabs(E[i * n + j] - want));
+		}
+	ck_assert_msg(worst < 2e-5, "rotation blocks: max error %g", worst);
+	rt_rng r;
+	rt_rng_seed(&r, 77);
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			float v = (float)(rt_rng_uniform(&r) - 0.5);
+			S[i * n + j] = v;
+			S[j * n + i] = -v;
+		}
+	for (int i = 0; i < n; i++)
+		S[i * n + i] = 0;
+	ck_assert_int_eq(rt_expm(E, S, n), RT_OK);
+	for (int i = 0; i < n * n; i++)
+		S[i] = -S[i];
+	ck_assert_int_eq(rt_expm(F, S, n), RT_OK);
+	double orth = 0, inv = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			double d = 0, p = 0;
+			for (int k = 0; k < n; k++) {
+				d += (double)E[i * n + k] * E[j * n + k];
+				p += (double)E[i * n + k] * F[k * n + j];
+			}
+			orth = fmax(orth, fabs(d - (i == j)));
+			inv = fmax(inv, fabs(p - (i == j)));
+		}
+	ck_assert_msg(orth < 1e-5 && inv < 1e-5, "dense skew: |E E^T - I| = %g, |expm(S) expm(-S) - I| = %g", orth,
+		      inv);
+	free(S), free(E), free(F);
+}
+END_TEST
+
 START_TEST(test_init_sparse_counts)
 {
 	static const int shapes[][2] = {{20, 40}, {7, 15}, {5, 6}, {30, 100}};
@@ -3495,6 +3553,7 @@ static Suite *runtime_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_init_deterministic);
 	tcase_add_test(tc, test_init_orthogonal);
+	tcase_add_test(tc, test_expm);
 	tcase_add_test(tc, test_init_sparse_counts);
 	tcase_add_test(tc, test_init_spectral_radius);
 	suite_add_tcase(s, tc);
