@@ -28,6 +28,9 @@ both sides for every model whose results are under --out: the generated
 program and the PyTorch script for --torch-steps steps each from the same
 initial weights and batches, in this run (both skip their first step), and
 rewrites speed.csv, torch.csv and report.md; the curves stay.
+--collect (with the options of the full run it completes) takes the curves of
+training runs that finished under build/experiments/NAME but whose experiment
+was stopped before it wrote its results, instead of training them again.
 --smoke runs each model for 20 iterations at a small T in build/experiments/
 and prints PASS/FAIL lines (the harness group `experiments`): the first loss
 and the trajectory of the generated program must match PyTorch's within 1e-4
@@ -424,11 +427,12 @@ def load_results(out):
             if " stopped: `" in line:
                 label, _, msg = line.partition(" stopped: `")
                 res["diverged"][label] = msg.rstrip("`")
+        # results from before runs.csv: "Command: `...`" and "Machine: ...; N thread(s) on both sides."
         cmd = next((l[len("Command: `"):].split("`")[0] for l in text.splitlines() if l.startswith("Command: `")),
-                   None)
-        thr = next((int(l.split("; ")[-1].split()[0]) for l in text.splitlines() if l.startswith("Machine: ")), 1)
-        for label, r in res["curves"].items():        # results from before runs.csv
-            res["runs"].setdefault(label, (len(r), thr, cmd or "?"))
+                   "?")
+        thr = next((l.split("; ")[-1].split()[0] for l in text.splitlines() if l.startswith("Machine: ")), "1")
+        for label, r in res["curves"].items():
+            res["runs"].setdefault(label, (len(r), int(thr) if thr.isdigit() else 1, cmd))
     return res
 
 
@@ -550,7 +554,19 @@ def agreement(rows, tl, fl):
     return agree
 
 
-def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
+def read_c_log(csvpath, steps):
+    """--collect: the rows of a training run that finished (its --log), as
+    run_c returns them; the wall time is the run's own clock."""
+    rows = []
+    if os.path.exists(csvpath):
+        with open(csvpath) as f:
+            rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"])) for r in csv.DictReader(f)]
+    if len(rows) != steps:
+        raise RuntimeError("%s: %d logged steps, not %d: that run did not finish" % (csvpath, len(rows), steps))
+    return rows, "", rows[-1][2]
+
+
+def full(name, spec, cellc, out, threads, steps, torch_steps, command, only, collect=False):
     B = spec["batch"]
     steps = steps or spec["steps"]
     torch_steps = min(torch_steps or spec["torch_steps"], steps)
@@ -572,11 +588,15 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
                           "--checkpoint", ck, "--epoch-log", os.path.join(work, tag + "_epochs.csv")] + opts.split()
         if spec.get("tol"):
             args += ["--tol", str(spec["tol"])]
-        log("%s/%s: generated C, %d steps" % (name, label, steps))
         elog = os.path.join(work, tag + "_epochs.csv")
-        if os.path.exists(elog):
-            os.remove(elog)
-        rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True)
+        if collect:
+            rows, stdout, wall = read_c_log(os.path.join(work, tag + ".csv"), steps)
+            log("%s/%s: generated C, the %d logged steps of its finished run" % (name, label, len(rows)))
+        else:
+            log("%s/%s: generated C, %d steps" % (name, label, steps))
+            if os.path.exists(elog):
+                os.remove(elog)
+            rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True)
         res["curves"][label] = rows
         res["diverged"].pop(label, None)
         if stdout.startswith("DIVERGED"):
@@ -743,6 +763,8 @@ def main():
     ap.add_argument("--cellc", default=os.path.join(ROOT, "build", "cellc"))
     ap.add_argument("--only", help="LABEL,...: these models only, the others' results kept")
     ap.add_argument("--speed", action="store_true", help="measure the speed columns again, no training")
+    ap.add_argument("--collect", action="store_true",
+                    help="the curves of training runs that finished (build/experiments/NAME), not trained again")
     a = ap.parse_args()
     only = [l.strip() for l in a.only.split(",")] if a.only else None
     if only:
@@ -766,7 +788,8 @@ def main():
                        a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]))
         else:
             full(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads, a.steps,
-                 a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]), only)
+                 a.torch_steps, "python3 experiments/run.py " + " ".join(x for x in sys.argv[1:] if x != "--collect"),
+                 only, a.collect)
     return 0 if ok else 1
 
 
