@@ -156,6 +156,12 @@ def parser_options(cmd):
     src = open(os.path.join(ROOT, "compiler", "cmd_%s.c" % cmd)).read()
     found = set(re.findall(r'cmd_opt_value\(argc, argv, &i, "(-[^"]+)"', src))
     found |= set(re.findall(r'strcmp\(a, "(-[^"]+)"\)', src))
+    if "cmd_train_opt(" in src:     # the training options' shared parser (cmd_compile.c)
+        shared = open(os.path.join(ROOT, "compiler", "cmd_compile.c")).read()
+        body = shared[shared.index("int cmd_train_opt("):]
+        body = body[:body.index("\n}\n")]
+        found |= set(re.findall(r'cmd_opt_value\(argc, argv, i, "(-[^"]+)"', body))
+        found |= set(re.findall(r'strcmp\(argv\[\*i\], "(-[^"]+)"\)', body))
     return found - IGNORED
 
 
