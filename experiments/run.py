@@ -21,16 +21,14 @@ A full run writes, under --out (default experiments/results/EXPERIMENT):
     report.md    the numbers and the command that made them, machine included
     runs.csv     per model: the steps, threads and command of its curve
 --only LABEL,... runs those models of the experiment (their labels, as in
-speed.csv) and keeps the other models' results already under --out: two
-processes can share the experiment's models, one core each.
+speed.csv) and keeps the other models' results under --out, read again when it
+writes: two processes (two checkouts, each its own build/experiments) can share
+the experiment's models, one core each.
 --speed measures again, without training anew, the seconds per iteration of
 both sides for every model whose results are under --out: the generated
 program and the PyTorch script for --torch-steps steps each from the same
 initial weights and batches, in this run (both skip their first step), and
 rewrites speed.csv, torch.csv and report.md; the curves stay.
---collect (with the options of the full run it completes) takes the curves of
-training runs that finished under build/experiments/NAME but whose experiment
-was stopped before it wrote its results, instead of training them again.
 --smoke runs each model for 20 iterations at a small T in build/experiments/
 and prints PASS/FAIL lines (the harness group `experiments`): the first loss
 and the trajectory of the generated program must match PyTorch's within 1e-4
@@ -211,12 +209,13 @@ def opt_args(s):
 
 
 def build(cellc, model_cell, loss, work):
+    """Compiles and builds the training program, every time: a program left
+    from an earlier cellc would measure that cellc."""
     name = os.path.splitext(os.path.basename(model_cell))[0]
     d = os.path.join(work, "build_" + name)
-    if not os.path.exists(os.path.join(d, name + "_train")):
-        shutil.rmtree(d, ignore_errors=True)
-        sh([cellc, "compile", model_cell, "-o", d, "--train", "--loss", loss])
-        sh(["make", "--no-print-directory", "-s", "-C", d, name + "_train"])
+    shutil.rmtree(d, ignore_errors=True)
+    sh([cellc, "compile", model_cell, "-o", d, "--train", "--loss", loss])
+    sh(["make", "--no-print-directory", "-s", "-C", d, name + "_train"])
     return os.path.join(d, name + "_train"), os.path.join(d, name + ".weights")
 
 
@@ -427,12 +426,6 @@ def load_results(out):
             if " stopped: `" in line:
                 label, _, msg = line.partition(" stopped: `")
                 res["diverged"][label] = msg.rstrip("`")
-        # results from before runs.csv: "Command: `...`" and "Machine: ...; N thread(s) on both sides."
-        cmd = next((l[len("Command: `"):].split("`")[0] for l in text.splitlines() if l.startswith("Command: `")),
-                   "?")
-        thr = next((l.split("; ")[-1].split()[0] for l in text.splitlines() if l.startswith("Machine: ")), "1")
-        for label, r in res["curves"].items():
-            res["runs"].setdefault(label, (len(r), int(thr) if thr.isdigit() else 1, cmd))
     return res
 
 
@@ -554,51 +547,40 @@ def agreement(rows, tl, fl):
     return agree
 
 
-def read_c_log(csvpath, steps):
-    """--collect: the rows of a training run that finished (its --log), as
-    run_c returns them; the wall time is the run's own clock."""
-    rows = []
-    if os.path.exists(csvpath):
-        with open(csvpath) as f:
-            rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"])) for r in csv.DictReader(f)]
-    if len(rows) != steps:
-        raise RuntimeError("%s: %d logged steps, not %d: that run did not finish" % (csvpath, len(rows), steps))
-    return rows, "", rows[-1][2]
+def model_setup(name, spec, cellc, work, model, opts, nsamples, steps):
+    """One model of a run: its .cell file, the built training program and its
+    initial weights, the options as a dict, and the --epochs that hold steps
+    batches of the nsamples training samples."""
+    cell = os.path.join(HERE, spec.get("models_dir", name), model + ".cell")
+    prog, weights = build(cellc, cell, spec["loss"], work)
+    epochs = max(1, -(-steps * spec["batch"] // nsamples))
+    return cell, prog, weights, opt_args(opts), epochs
 
 
-def full(name, spec, cellc, out, threads, steps, torch_steps, command, only, collect=False):
+def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
     B = spec["batch"]
     steps = steps or spec["steps"]
     torch_steps = min(torch_steps or spec["torch_steps"], steps)
     os.makedirs(out, exist_ok=True)
-    res = load_results(out)
+    res = dict(curves={}, tcurves={}, speed={}, epochs={}, norms={}, diverged={}, runs={})
     work, tr, te, data = run_setup(name, spec, steps)
     nsamples = len(data[0])
-    epochs = max(1, -(-steps * B // nsamples))
-    mdir = os.path.join(HERE, spec.get("models_dir", name))
     for label, model, opts in spec["runs"]:
         if only and label not in only:
             continue
-        cell = os.path.join(mdir, model + ".cell")
-        prog, weights = build(cellc, cell, spec["loss"], work)
-        o = opt_args(opts)
+        cell, prog, weights, o, epochs = model_setup(name, spec, cellc, work, model, opts, nsamples, steps)
         tag = label.replace(" ", "_")
         ck = os.path.join(work, tag + ".ckpt")
+        elog = os.path.join(work, tag + "_epochs.csv")
         args = tr + te + ["--batch", str(B), "--epochs", str(epochs), "--max-steps", str(steps), "--seed", "1",
-                          "--checkpoint", ck, "--epoch-log", os.path.join(work, tag + "_epochs.csv")] + opts.split()
+                          "--checkpoint", ck, "--epoch-log", elog] + opts.split()
         if spec.get("tol"):
             args += ["--tol", str(spec["tol"])]
-        elog = os.path.join(work, tag + "_epochs.csv")
-        if collect:
-            rows, stdout, wall = read_c_log(os.path.join(work, tag + ".csv"), steps)
-            log("%s/%s: generated C, the %d logged steps of its finished run" % (name, label, len(rows)))
-        else:
-            log("%s/%s: generated C, %d steps" % (name, label, steps))
-            if os.path.exists(elog):
-                os.remove(elog)
-            rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True)
+        log("%s/%s: generated C, %d steps" % (name, label, steps))
+        if os.path.exists(elog):
+            os.remove(elog)
+        rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True)
         res["curves"][label] = rows
-        res["diverged"].pop(label, None)
         if stdout.startswith("DIVERGED"):
             log("%s/%s: %s" % (name, label, stdout))
             res["diverged"][label] = stdout[len("DIVERGED "):]
@@ -619,7 +601,15 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command, only, col
             rows0 = list(range(B))
             res["norms"][label] = (c_grad_norms(prog, weights, spec, work, data, rows0, o, threads),
                                    c_grad_norms(prog, ck, spec, work, data, rows0, o, threads))
-    write_results(name, spec, out, res, None)
+    # the other models' results as they are on disk now (another process may
+    # have written some while this one trained), this run's models replaced
+    merged = load_results(out)
+    for label in res["curves"]:
+        for key, by_label in res.items():
+            merged[key].pop(label, None)
+            if label in by_label:
+                merged[key][label] = by_label[label]
+    write_results(name, spec, out, merged, None)
 
 
 def speed_only(name, spec, cellc, out, threads, torch_steps, command):
@@ -628,23 +618,20 @@ def speed_only(name, spec, cellc, out, threads, torch_steps, command):
     res = load_results(out)
     if not res["curves"]:
         raise RuntimeError("%s: no results to measure again (run the experiment first)" % out)
-    steps = max(n for n, _, _ in res["runs"].values())
     torch_steps = torch_steps or spec["torch_steps"]
-    work, tr, te, data = run_setup(name, spec, steps)
-    nsamples = len(data[0])
-    mdir = os.path.join(HERE, spec.get("models_dir", name))
     for label, model, opts in spec["runs"]:
         if label not in res["curves"]:
             continue
-        cell = os.path.join(mdir, model + ".cell")
-        prog, weights = build(cellc, cell, spec["loss"], work)
-        o = opt_args(opts)
+        # the first n steps of the full run: its schedule (cm/nag's momentum
+        # depends on where the run ends), its batches (its training set, whose
+        # size follows its steps)
+        full_steps = res["runs"][label][0]
+        work, tr, te, data = run_setup(name, spec, full_steps)
+        nsamples = len(data[0])
+        cell, prog, weights, o, epochs = model_setup(name, spec, cellc, work, model, opts, nsamples,
+                                                     full_steps)
         n = max(2, min(torch_steps, len(res["curves"][label])))
         log("%s/%s: generated C, %d steps" % (name, label, n))
-        # the first n steps of the full run: its schedule (cm/nag's momentum
-        # depends on where the run ends), its batches
-        full_steps = res["runs"][label][0]
-        epochs = max(1, -(-full_steps * spec["batch"] // nsamples))
         if "final-low" in o:
             # cm/nag's low-momentum phase is the last updates of the full
             # run, past the n measured here: without it the first n steps
@@ -763,8 +750,6 @@ def main():
     ap.add_argument("--cellc", default=os.path.join(ROOT, "build", "cellc"))
     ap.add_argument("--only", help="LABEL,...: these models only, the others' results kept")
     ap.add_argument("--speed", action="store_true", help="measure the speed columns again, no training")
-    ap.add_argument("--collect", action="store_true",
-                    help="the curves of training runs that finished (build/experiments/NAME), not trained again")
     a = ap.parse_args()
     only = [l.strip() for l in a.only.split(",")] if a.only else None
     if only:
@@ -788,8 +773,7 @@ def main():
                        a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]))
         else:
             full(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads, a.steps,
-                 a.torch_steps, "python3 experiments/run.py " + " ".join(x for x in sys.argv[1:] if x != "--collect"),
-                 only, a.collect)
+                 a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]), only)
     return 0 if ok else 1
 
 

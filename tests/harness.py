@@ -2526,8 +2526,11 @@ GROUPS += [("silero", group_silero)]
 def group_experiments():
     """experiments/run.py --smoke (issue 21): every experiment's models for
     20 steps at a small T, the generated training program against the
-    PyTorch script of the same model from the same weights and batches."""
-    return script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC])
+    PyTorch script of the same model from the same weights and batches; and
+    tests/test_experiment_runs.py, run.py's --only and --speed bookkeeping."""
+    return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC]) +
+            script_group("experiments", [PY, "tests/test_experiment_runs.py", CELLC,
+                                         os.path.join(OUT, "experiment_runs")]))
 
 
 GROUPS += [("experiments", group_experiments)]
