@@ -31,8 +31,9 @@ initial weights and batches, in this run (both skip their first step), and
 rewrites speed.csv, torch.csv and report.md; the curves stay.
 --smoke runs each model for 20 iterations at a small T in build/experiments/
 and prints PASS/FAIL lines (the harness group `experiments`): the first loss
-and the trajectory of the generated program must match PyTorch's within 1e-4
-relative at every step.
+and the trajectory of the generated program must match PyTorch's (in float64)
+within 1e-4 relative at every step up to the first where the trajectory is
+chaotic at float32's resolution (CHAOS below).
 """
 import argparse
 import csv
@@ -59,14 +60,19 @@ import torch_cells  # noqa: E402
 
 SMOKE_STEPS = 20
 SMOKE_RTOL = 1e-4
-# Where a trajectory is chaotic in float32 (PyTorch's own float32 run leaves
-# its float64 run), no two float32 implementations can follow each other:
-# the smoke check compares the steps up to the first at which PyTorch float32
-# is more than CHAOS (a tenth of the tolerance) off PyTorch float64, and says
-# how many that was.  On the smoke data that cuts the orthogonal RNNs (dtriv,
-# momentum_dtriv: float32 and float64 part at step 2) and the tanh RNNs of
-# the gradient experiment (steps 12 and 17); every other run is compared over
-# all 20 steps.
+# The smoke check compares the generated program with PyTorch in float64, the
+# trajectory of the exact arithmetic, and says how far it follows it.  Where
+# that trajectory is chaotic at float32's resolution, no float32
+# implementation can follow it: the check compares the steps up to the first
+# at which PyTorch float64 started from the weights nudged by one float32
+# rounding (each times 1 +- 2^-24) is more than CHAOS (a tenth of the
+# tolerance) off the run from the weights as they are, and says how many that
+# was.  On the smoke data that cuts the orthogonal RNNs (dtriv and
+# momentum_dtriv: 3 steps) and the tanh RNNs of the gradient experiment (12
+# and 18 steps); every other run is compared over all 20.  PyTorch's own
+# float32 run is no measure of this: its float32 matrix_exp puts it 3e-5 off
+# float64 at step 2 of dtriv's smoke run, where the generated program, whose
+# exponential is in double, is within 5e-6 of float64 for 10 steps.
 CHAOS = 1e-5
 FIVE = ["lstm", "momentum_lstm", "adam_lstm", "rmsprop_lstm", "srlstm"]
 
@@ -308,20 +314,27 @@ def make_torch_opt(o, named, total):
 
 
 def run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, threads, seed=1, test=None,
-              dtype=torch.float32, fused=False):
+              dtype=torch.float32, fused=False, nudge=0.0):
     """Losses and per-step seconds of the first `steps` steps of the run; with
-    test = (x, y) and a --tol, also the share of test samples within it."""
+    test = (x, y) and a --tol, also the share of test samples within it; with
+    nudge, every initial weight times 1 + nudge or 1 - nudge (a fixed draw)."""
     torch.set_num_threads(threads)
     torch.set_default_dtype(dtype)
     try:
-        return _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype, fused)
+        return _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype, fused,
+                          nudge)
     finally:
         torch.set_default_dtype(torch.float32)
 
 
-def _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype, fused):
+def _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed, test, dtype, fused, nudge):
     net, head = torch_cells.load_cell(model_cell)
     torch_cells.set_weights(net, head, tensorfile.read(weights))
+    if nudge:
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for _, p in net.cell_params(head):
+                p.mul_(1 + nudge * (2 * torch.randint(0, 2, p.shape, generator=g) - 1).to(p.dtype))
     named = [(n, p) for n, p in net.cell_params(head) if p.requires_grad]     # frozen ones apart
     if fused:                   # the same network through nn.LSTM / nn.RNN
         net.cell = torch_cells.Fused(net.cell)
@@ -472,11 +485,12 @@ def smoke(name, spec, cellc, out, threads):
             if te:
                 args += te + ["--epoch-log", elog]
             rows, _, _ = run_c(prog, args, threads, os.path.join(work, label.replace(" ", "_") + ".csv"))
-            res = run_torch(spec, cell, weights, data, o, n, SMOKE_STEPS, SMOKE_STEPS, threads, test=tset)
+            res = run_torch(spec, cell, weights, data, o, n, SMOKE_STEPS, SMOKE_STEPS, threads, test=tset,
+                            dtype=torch.float64)
             want = res[0]
-            exact, _ = run_torch(spec, cell, weights, data, o, n, SMOKE_STEPS, SMOKE_STEPS, threads,
-                                 dtype=torch.float64)
-            compared = next((k for k, (a, b) in enumerate(zip(want, exact)) if abs(a - b) > CHAOS * abs(b)),
+            nudged, _ = run_torch(spec, cell, weights, data, o, n, SMOKE_STEPS, SMOKE_STEPS, threads,
+                                  dtype=torch.float64, nudge=2.0 ** -24)
+            compared = next((k for k, (a, b) in enumerate(zip(nudged, want)) if abs(a - b) > CHAOS * abs(b)),
                             SMOKE_STEPS)
             if len(rows) != SMOKE_STEPS:
                 raise RuntimeError("the program logged %d steps, not %d" % (len(rows), SMOKE_STEPS))
@@ -487,8 +501,8 @@ def smoke(name, spec, cellc, out, threads):
                     worst, at = r, step
             detail = "T %d: loss %.6g -> %.6g, worst rel %.2g at step %d of %d%s" % (
                 T, want[0], want[-1], worst, at, compared,
-                " (then PyTorch float32 leaves float64 by %.1g: CHAOS)" % (
-                    abs(want[compared] - exact[compared]) / abs(exact[compared])) if compared < SMOKE_STEPS else "")
+                " (then weights one float32 rounding apart part by %.1g: CHAOS)" % (
+                    abs(nudged[compared] - want[compared]) / abs(want[compared])) if compared < SMOKE_STEPS else "")
             if spec.get("grad_norms"):
                 rows0 = list(range(B))
                 gc = c_grad_norms(prog, weights, spec, work, data, rows0, o, threads)

@@ -220,9 +220,9 @@ def fixtures_missing(group, group_dir):
 
 # ---- groups that run a program printing PASS/FAIL lines --------------------
 
-def script_group(group, cmd, env=None):
-    log = os.path.join(LOGS, group, "run.log")
-    rc, out, err = run(cmd, log, env)
+def script_group(group, cmd, env=None, log_name="run.log", timeout=TIMEOUT):
+    log = os.path.join(LOGS, group, log_name)
+    rc, out, err = run(cmd, log, env, timeout)
     res = []
     for line in out.splitlines():
         m = re.match(r"^(PASS|FAIL|SKIP) (\S+)\s*(.*)$", line)
@@ -2528,9 +2528,12 @@ def group_experiments():
     20 steps at a small T, the generated training program against the
     PyTorch script of the same model from the same weights and batches; and
     tests/test_experiment_runs.py, run.py's --only and --speed bookkeeping."""
-    return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC]) +
+    # about 5 minutes on an idle 2-core machine: the 23 models, each against
+    # two float64 PyTorch runs (one from nudged weights)
+    return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC],
+                         timeout=2 * TIMEOUT) +
             script_group("experiments", [PY, "tests/test_experiment_runs.py", CELLC,
-                                         os.path.join(OUT, "experiment_runs")]))
+                                         os.path.join(OUT, "experiment_runs")], log_name="runs.log"))
 
 
 GROUPS += [("experiments", group_experiments)]
