@@ -189,7 +189,7 @@ demo-train:
 # long-dependency experiments with generated training programs beside PyTorch
 # (experiments/README.md).  `make exp-NAME` runs one in full and writes
 # experiments/results/NAME/; `make check` runs each at a smoke size.
-EXPERIMENTS := adding adding-short copying pixel gradients nag irnn
+EXPERIMENTS := adding adding-short copying pixel gradients nag nag-multiplication nag-memorization irnn
 .PHONY: $(EXPERIMENTS:%=exp-%)
 $(EXPERIMENTS:%=exp-%): exp-%:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS) dataset-fashion-mnist"

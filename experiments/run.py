@@ -81,6 +81,13 @@ FIVE = ["lstm", "momentum_lstm", "adam_lstm", "rmsprop_lstm", "srlstm"]
 # (label, model, optimiser options of NAME_train).  `steps` is the full run.
 ADDING = dict(task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=200, torch_steps=5,
               runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE], about="adding problem, T = 750")
+NAG = dict(
+    task="addition", T=80, smoke_T=20, batch=100, test=1000, loss="mse", steps=10000, torch_steps=50, tol=0.04,
+    runs=[("sgd", "rnn_echo", "--optimizer sgd --lr 1e-3 --clip 1"),
+          ("cm", "rnn_echo", "--optimizer cm --lr 1e-3 --mu-max 0.99 --final-low 1000 --clip 1"),
+          ("nag", "rnn_echo", "--optimizer nag --lr 1e-3 --mu-max 0.99 --final-low 1000 --clip 1")],
+    about="Sutskever et al. 2013: an echo-state RNN on the addition problem, T = 80, "
+          "SGD against classical momentum and NAG with the momentum schedule")
 EXPERIMENTS = {
     "adding": ADDING,
     "adding-short": dict(ADDING, T=200, smoke_T=20, steps=1000, torch_steps=20, models_dir="adding",
@@ -106,13 +113,14 @@ EXPERIMENTS = {
               for m in ("rnn", "momentum_rnn", "dtriv", "momentum_dtriv")],
         grad_norms=True,
         about="||dL/dh_t|| on permuted pixel-by-pixel Fashion-MNIST, at initialisation and after training"),
-    "nag": dict(
-        task="addition", T=80, smoke_T=20, batch=100, test=1000, loss="mse", steps=10000, torch_steps=50,
-        tol=0.04,
-        runs=[("sgd", "rnn_echo", "--optimizer sgd --lr 1e-3 --clip 1"),
-              ("cm", "rnn_echo", "--optimizer cm --lr 1e-3 --mu-max 0.99 --final-low 1000 --clip 1"),
-              ("nag", "rnn_echo", "--optimizer nag --lr 1e-3 --mu-max 0.99 --final-low 1000 --clip 1")],
-        about="Sutskever et al. 2013: an echo-state RNN on the addition problem, T = 80, "
+    "nag": NAG,
+    "nag-multiplication": dict(NAG, task="multiplication", models_dir="nag",
+                               about="Sutskever et al. 2013: an echo-state RNN on the multiplication problem, "
+                                     "T = 80, SGD against classical momentum and NAG with the momentum schedule"),
+    "nag-memorization": dict(
+        NAG, task="memorization", loss="ce-all", tol=None, seq_acc=True, models_dir="nag",
+        runs=[(label, "rnn_echo_bits", opts) for label, _, opts in NAG["runs"]],
+        about="Sutskever et al. 2013: an echo-state RNN on the 5-bit memorization problem, T = 80, "
               "SGD against classical momentum and NAG with the momentum schedule"),
     "irnn": dict(
         task="adding", T=200, smoke_T=20, batch=50, test=1000, loss="mse", steps=1000, torch_steps=20,
@@ -316,7 +324,7 @@ def make_torch_opt(o, named, total):
 def run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, threads, seed=1, test=None,
               dtype=torch.float32, fused=False, nudge=0.0):
     """Losses and per-step seconds of the first `steps` steps of the run; with
-    test = (x, y) and a --tol, also the share of test samples within it; with
+    test = (x, y) and a --tol or seq_acc, also the share of test samples right; with
     nudge, every initial weight times 1 + nudge or 1 - nudge (a fixed draw)."""
     torch.set_num_threads(threads)
     torch.set_default_dtype(dtype)
@@ -365,8 +373,18 @@ def _run_torch(spec, model_cell, weights, data, o, nsamples, steps, total, seed,
         opt.final()
     with torch.no_grad():
         out = net(torch.from_numpy(np.ascontiguousarray(test[0].transpose(1, 0, 2))).to(dtype))
-        right = (torch.abs(out - torch.from_numpy(test[1]).to(dtype)) <= float(spec["tol"])).all(dim=1)
+        if spec.get("seq_acc"):     # logits [T, B, C], labels [B, T]: every step right
+            right = (out.argmax(2).t() == torch.from_numpy(test[1])).all(dim=1)
+        else:
+            right = (torch.abs(out - torch.from_numpy(test[1]).to(dtype)) <= float(spec["tol"])).all(dim=1)
     return losses, secs, float(right.double().mean())
+
+
+def zero_one_args(spec):
+    """The training program's options for the experiment's test accuracy: the
+    share of test cases within --tol (mse), or of sequences right at every
+    step (--seq-acc, ce-all)."""
+    return ["--tol", str(spec["tol"])] if spec.get("tol") else ["--seq-acc"] if spec.get("seq_acc") else []
 
 
 def torch_grad_norms(spec, model_cell, weights, data, rows, permute, threads):
@@ -464,11 +482,12 @@ def smoke(name, spec, cellc, out, threads):
     work = os.path.join(out, name)
     tr, _, data = make_data(spec, T, n, work, smoke=True)
     tset = te = None
-    if spec.get("tol"):         # the zero-one error of --tol on a test set, at 5x the
-        spec = dict(spec, tol=5 * spec["tol"])     # tolerance: a 20-step model is far off
+    if spec.get("tol"):         # the zero-one error of --tol at 5x the tolerance:
+        spec = dict(spec, tol=5 * spec["tol"])     # a 20-step model is far off
+    if spec.get("tol") or spec.get("seq_acc"):     # the zero-one error on a test set
         tset = getattr(tasks, spec["task"])(500, T, 3000 + T)
         te = ["--test-data", tasks.save(work, "TX.npy", tset[0]), "--test-labels", tasks.save(work, "TY.npy", tset[1]),
-              "--tol", str(spec["tol"])]
+              ] + zero_one_args(spec)
     mdir = os.path.join(HERE, spec.get("models_dir", name))
     ok = True
     for label, model, opts in spec["runs"]:
@@ -512,10 +531,11 @@ def smoke(name, spec, cellc, out, threads):
                 detail += ", ||dL/dh_t|| rel %.2g over %d steps" % (gerr, len(gt))
                 if not gerr <= SMOKE_RTOL:
                     worst = max(worst, 1.0)
-            if te:                      # the same share of the 500 test cases within tol
+            if te:                      # the same share of the 500 test cases right
                 with open(elog) as f:
                     acc = float(list(csv.DictReader(f))[-1]["test_acc"])
-                detail += ", test within %g: %.3f (PyTorch %.3f)" % (spec["tol"], acc, res[2])
+                detail += ", test %s: %.3f (PyTorch %.3f)" % (
+                    "within %g" % spec["tol"] if spec.get("tol") else "sequences right", acc, res[2])
                 if abs(acc - res[2]) > 1.5 / 500:
                     worst = max(worst, 1.0)
             passed = worst <= SMOKE_RTOL
@@ -588,8 +608,7 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
         elog = os.path.join(work, tag + "_epochs.csv")
         args = tr + te + ["--batch", str(B), "--epochs", str(epochs), "--max-steps", str(steps), "--seed", "1",
                           "--checkpoint", ck, "--epoch-log", elog] + opts.split()
-        if spec.get("tol"):
-            args += ["--tol", str(spec["tol"])]
+        args += zero_one_args(spec)
         log("%s/%s: generated C, %d steps" % (name, label, steps))
         if os.path.exists(elog):
             os.remove(elog)

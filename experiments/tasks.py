@@ -19,6 +19,18 @@ samples [N, T, I] float32, targets [N, 1] float32 (mse) or labels int64 [N]
   U[-1, 1], one marker among the first 10 steps and one among the first
   T/2 - 1 other steps; the first and last steps' marker channel is -1;
   target 0.5 + (X1 + X2) / 4; a case is wrong when |error| > 0.04.
+- multiplication (the same paper's experiment 5, at a fixed length T, the
+  second problem of Martens & Sutskever 2011 and Sutskever et al. 2013):
+  the addition problem's sequences with values U[0, 1] and the target
+  X1 * X2 (predicting its mean, 0.225 as X1 is 0 when the first step is
+  marked, gives an MSE of about 0.049).
+- memorization (the 5-bit problem of Martens & Sutskever 2011 and Sutskever
+  et al. 2013, after Hochreiter & Schmidhuber 1997): T + 10 steps, one-hot
+  over 4 input symbols: 5 bits (symbols 0 and 1), T - 1 distractors (2), the
+  trigger (3) and 5 distractors; the target is the blank class 2 for T + 5
+  steps and then the 5 bits; cross entropy over every step (classes 0..2).
+  A sequence is wrong when any step's prediction is (--seq-acc).  Blanks
+  and then guesses give 5 ln 2 / (T + 10) per step.
 - pixels: Fashion-MNIST images (Debian's dataset-fashion-mnist), read from
   the IDX files as the training program reads them (--input pixels --scale
   [--permute SEED]).
@@ -123,10 +135,24 @@ def copying(n, T, seed):
     return x, y
 
 
-def addition(n, T, seed):
+def memorization(n, T, seed):
+    rng = np.random.RandomState(seed)
+    L = T + 10
+    bits = rng.randint(0, 2, (n, 5))
+    sym = np.full((n, L), 2, np.int64)
+    sym[:, :5] = bits
+    sym[:, T + 4] = 3
+    y = np.full((n, L), 2, np.int64)
+    y[:, T + 5:] = bits
+    x = np.zeros((n, L, 4), np.float32)
+    x[np.arange(n)[:, None], np.arange(L)[None, :], sym] = 1
+    return x, y
+
+
+def addition(n, T, seed, product=False):
     rng = np.random.RandomState(seed)
     x = np.zeros((n, T, 2), np.float32)
-    x[:, :, 0] = rng.uniform(-1, 1, (n, T))
+    x[:, :, 0] = rng.uniform(0 if product else -1, 1, (n, T))
     x[:, 0, 1] = -1
     x[:, T - 1, 1] = -1
     y = np.zeros((n, 1), np.float32)
@@ -139,8 +165,13 @@ def addition(n, T, seed):
         x[k, b, 1] = 1
         if a == 0 or b == 0:
             x[k, 0, 0] = 0
-        y[k, 0] = 0.5 + (float(x[k, a, 0]) + float(x[k, b, 0])) / 4.0
+        y[k, 0] = (float(x[k, a, 0]) * float(x[k, b, 0]) if product else
+                   0.5 + (float(x[k, a, 0]) + float(x[k, b, 0])) / 4.0)
     return x, y
+
+
+def multiplication(n, T, seed):
+    return addition(n, T, seed, product=True)
 
 
 FASHION = "/usr/share/datasets/fashion-mnist"

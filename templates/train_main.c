@@ -153,6 +153,7 @@ typedef struct opts {
 	long epochs, batch, max_steps, checkpoint_every;
 	uint64_t seed;
 	int shuffle, drop_last, quiet;
+	int seq_acc;            /* --seq-acc: ce-all's test accuracy per sequence */
 	int optimizer;          /* rt_optim_kind */
 	double lr, momentum, dampening, weight_decay, alpha, beta1, beta2, eps, mu_max, clip;
 	double tol;             /* --tol: the mse losses' test accuracy (0: none) */
@@ -189,6 +190,8 @@ static const char usage_text[] =
 	"  --epoch-log F.csv     epoch,train_loss,test_loss,test_acc,seconds,step per epoch\n"
 	"  --tol X               (mse losses) test_acc: the share of test samples whose every\n"
 	"                        output is within X of its target (1 - the zero-one error)\n"
+	"  --seq-acc             (ce-all) test_acc: the share of test sequences whose every\n"
+	"                        step is predicted right (default: the share of steps)\n"
 	"  --grad-norms F.csv    epoch,t,grad_norm: ||dL/dh_t|| over the last batch of each epoch\n"
 	"  --plot DIR            DIR/loss.svg and DIR/grad_norms.svg\n"
 	"  --checkpoint F [--checkpoint-every N]   written atomically after every epoch (and\n"
@@ -261,7 +264,8 @@ static int parse_opts(int argc, char **argv, opts *o)
 		}
 		/* flags */
 		int *flag = !strcmp(a, "--scale") ? &o->scale : !strcmp(a, "--nesterov") ? &o->nesterov
-			  : !strcmp(a, "--drop-last") ? &o->drop_last : !strcmp(a, "--quiet") ? &o->quiet : NULL;
+			  : !strcmp(a, "--drop-last") ? &o->drop_last : !strcmp(a, "--quiet") ? &o->quiet
+			  : !strcmp(a, "--seq-acc") ? &o->seq_acc : NULL;
 		if (flag) {
 			*flag = 1;
 			continue;
@@ -364,6 +368,9 @@ static int parse_opts(int argc, char **argv, opts *o)
 		return usage_error("--checkpoint-every needs --checkpoint F");
 	if (o->tol > 0 && INFO.loss_kind != 2 && INFO.loss_kind != 3)
 		return usage_error("--tol is for the mse losses; this model trains with %s", INFO.loss_kind ? "ce-all" : "ce");
+	if (o->seq_acc && INFO.loss_kind != 1)
+		return usage_error("--seq-acc is for the ce-all loss; this model trains with %s",
+				   INFO.loss_kind == 0 ? "ce" : INFO.loss_kind == 2 ? "mse" : "masked-mse");
 	return 0;
 }
 
@@ -1438,7 +1445,12 @@ static void show(progress *pg, long epoch, long epochs, int64_t done, int64_t to
  * only: batches of `batch` samples in file order, each split over the ranks
  * as the training batches are (the batch's loss is the sum of the ranks'
  * weighted losses), the sums reduced over the ranks at the end. */
-static int evaluate(model *md, optim *op, const dataset *ds, long batch, double tol, double *loss, double *acc)
+/* The test set's mean loss and accuracy: with tol (mse losses) the share of
+ * samples whose every output is within tol; otherwise (ce losses) the share
+ * of argmax predictions that are right, or with seq_acc (ce-all) the share of
+ * samples whose every step's prediction is. */
+static int evaluate(model *md, optim *op, const dataset *ds, long batch, double tol, int seq_acc, double *loss,
+		    double *acc)
 {
 	int64_t *order = malloc(sizeof *order * (size_t)batch);
 	if (!order)
@@ -1481,7 +1493,8 @@ static int evaluate(model *md, optim *op, const dataset *ds, long batch, double 
 		const io *lo = &md->out[md->logits_out];
 		const float *z = lo->buf;
 		int64_t C = lo->outer * lo->inner / ds->Y;
-		for (int64_t b = 0; b < B; b++)
+		for (int64_t b = 0; b < B; b++) {
+			int64_t right = 0;
 			for (int64_t p = 0; p < ds->Y; p++) {
 				int64_t best = 0;
 				float bz = -INFINITY;
@@ -1493,9 +1506,11 @@ static int evaluate(model *md, optim *op, const dataset *ds, long batch, double 
 						best = c;
 					}
 				}
-				sums[1] += best == ((const int64_t *)ds->y.data)[(at + b) * ds->Y + p];
-				sums[2]++;
+				right += best == ((const int64_t *)ds->y.data)[(at + b) * ds->Y + p];
 			}
+			sums[1] += seq_acc ? (double)(right == ds->Y) : (double)right;
+			sums[2] += seq_acc ? 1 : (double)ds->Y;
+		}
 	}
 	optim_eval_params(op, md, 0);
 	M(_set_forward_only)(md->m, 0);
@@ -1654,7 +1669,7 @@ static int train(trainer *T)
 		     el > 0 ? (double)seen / el : 0, 1);
 		double tl = NAN, ta = NAN, trl = s->epoch_loss[0] / s->epoch_loss[1];
 		int rc;
-		if (T->test.n && (rc = evaluate(md, &T->op, &T->test, o->batch, o->tol, &tl, &ta)))
+		if (T->test.n && (rc = evaluate(md, &T->op, &T->test, o->batch, o->tol, o->seq_acc, &tl, &ta)))
 			return rc;
 		if (!ranks_same_params(md)) {    /* every rank learns it */
 			T->together = 1;

@@ -472,6 +472,7 @@ def test_options(binary, work, paths):
         "plot_dir": (base + ["--plot", os.path.join(work, "no", "dir")], "--plot"),
         "tol_not_mse": (base + ["--tol", "0.04"], "--tol is for the mse losses"),
         "tol_negative": (base + ["--tol", "-1"], "--tol wants a finite number"),
+        "seq_acc_not_ce_all": (base + ["--seq-acc"], "--seq-acc is for the ce-all loss"),
     }
     d = os.path.join(work, "optdata")
     os.makedirs(d, exist_ok=True)
@@ -491,6 +492,13 @@ def test_options(binary, work, paths):
         report("options/" + name, ok, "" if ok else "exit %d: %s" % (rc, short(o + e)))
     rc, o, e = run_train(binary, ["--help"], env=SAN_ENV)
     report("options/help", rc == 0 and "--train-data" in o and "--resume" in o, short(e))
+    # every option of --help is in docs/training.md's synopsis of the program
+    with open(os.path.join(ROOT, "docs", "training.md")) as f:
+        doc = f.read()
+    synopsis = doc[doc.index("_train --train-data"):]
+    synopsis = synopsis[:synopsis.index("\n\n")]
+    missing = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", o)) - set(re.findall(r"--[a-z][a-z0-9-]*", synopsis)))
+    report("options/documented", rc == 0 and not missing, "not in docs/training.md's synopsis: %s" % missing)
 
 
 def test_trajectories(binary, work, paths):
@@ -602,6 +610,25 @@ def test_losses(builds, work, paths):
             acc = (z.argmax(2) == yt).mean()
             ok = abs(float(last[2]) - ce) <= 1e-5 * abs(ce) and abs(float(last[3]) - acc) < 1e-9
             detail = "test_loss %s test_acc %s; numpy %.7g %.4f" % (last[2], last[3], ce, acc)
+            if kind == "ce-all":
+                # --seq-acc: the same run on test labels that are the final
+                # model's predictions, one step changed in about half of the
+                # sequences: the share of sequences right is the other half
+                ys = z.argmax(2)
+                wrong = r.rand(len(ys)) < 0.5
+                ys[wrong, r.randint(0, ys.shape[1], wrong.sum())] += 1
+                ys %= z.shape[2]
+                ysp, slog = os.path.join(work, "sets", "ys_%s.npy" % tag), os.path.join(work, "seq_%s.csv" % tag)
+                np.save(ysp, ys.astype(np.int64))
+                rc, o, e = run_train(binary, ["--train-data", tx, "--train-labels", yp, "--weights", w,
+                                              "--no-shuffle", "--batch", "50", "--epochs", "3", "--quiet",
+                                              "--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.5",
+                                              "--dampening", "0.1", "--test-data", vx, "--test-labels", ysp,
+                                              "--epoch-log", slog, "--seq-acc"])
+                sacc = float((z.argmax(2) == ys).all(1).mean())
+                sgot = read_csv(slog)[1][-1][3] if rc == 0 else "exit %d: %s" % (rc, short(e))
+                report("evaluation/%s_seq_acc" % tag, rc == 0 and abs(float(sgot) - sacc) < 1e-9 and 0 < sacc < 1,
+                       "test_acc %s; numpy, sequences all right: %.4f" % (sgot, sacc))
         else:
             # per-batch means, weighted by batch size (the program's test loss)
             z, tl = zs[-1], 0.0
