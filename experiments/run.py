@@ -79,7 +79,7 @@ FIVE = ["lstm", "momentum_lstm", "adam_lstm", "rmsprop_lstm", "srlstm"]
 # Each experiment: its task and sizes (full, smoke), the models (experiments/
 # NAME/MODEL.cell), the loss, and the optimiser runs, one per curve:
 # (label, model, optimiser options of NAME_train).  `steps` is the full run.
-ADDING = dict(task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=200, torch_steps=5,
+ADDING = dict(task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=1000, torch_steps=5,
               runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE], about="adding problem, T = 750")
 NAG = dict(
     task="addition", T=80, smoke_T=20, batch=100, test=1000, loss="mse", steps=10000, torch_steps=50, tol=0.04,
@@ -700,10 +700,11 @@ def write_results(name, spec, out, res, speed_run):
                 "torch_fused_s_per_iter,speedup_vs_fused\n")
         for label in order:
             f.write("%s,%.4f,%.4f,%.2f,%.1f,%.1f,%.2g,%.4f,%.2f\n" % res["speed"][label])
-    with open(os.path.join(out, "runs.csv"), "w") as f:
-        f.write("model,steps,threads,command\n")
+    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")        # a command's "--only a,b" quoted
+        w.writerow(["model", "steps", "threads", "command"])
         for label in order:
-            f.write("%s,%d,%d,%s\n" % ((label,) + res["runs"][label]))
+            w.writerow((label,) + res["runs"][label])
     epochs_rows = [r for label in order for r in res["epochs"].get(label, [])]
     if epochs_rows:
         with open(os.path.join(out, "epochs.csv"), "w") as f:

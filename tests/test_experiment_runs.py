@@ -5,6 +5,7 @@ runs (issue 21), on the irnn experiment (adding problem) at a few steps.
                   and read again when the run writes (two processes can share
                   an experiment: the other may write while this one trains);
     --speed       both sides measured again, the curves kept as they were;
+    runs.csv      a command with a comma read back whole;
     refusals      an unknown --only label, --only with --speed.
 
 Every curve of the generated program is also checked against PyTorch's run of
@@ -107,6 +108,13 @@ def main():
                  all(agree.get(m, 1) < TOL for m in ("irnn", "lstm")),
                  "exit %d, curves unchanged: %s, speed line: %s, agreement %s%s" % (
                      rc, same, "Speed columns: `" in text, agree, "" if rc == 0 else ": " + log[-400:]))
+
+    # a command with a comma (--only a,b) is read back whole from runs.csv
+    rc, log = cli(base + ["--steps", "2", "--only", "irnn,lstm"])
+    cmds = [(r["command"], r.get(None)) for r in table(out, "runs.csv")] if rc == 0 else []
+    ok &= report("command_read_back", len(cmds) == 2 and all(c.endswith("--only irnn,lstm") and extra is None
+                                                              for c, extra in cmds),
+                 "exit %d, runs.csv commands %s" % (rc, cmds))
 
     # refusals: exit 2, the reason named, nothing written
     for name, args, words in (("only_unknown", ["--only", "gru"], "no such model in irnn"),
