@@ -1441,14 +1441,13 @@ static void show(progress *pg, long epoch, long epochs, int64_t done, int64_t to
 
 /* ---- evaluation --------------------------------------------------------------- */
 
-/* Mean loss and accuracy (ce losses; NAN otherwise) over a data set, forward
- * only: batches of `batch` samples in file order, each split over the ranks
- * as the training batches are (the batch's loss is the sum of the ranks'
- * weighted losses), the sums reduced over the ranks at the end. */
-/* The test set's mean loss and accuracy: with tol (mse losses) the share of
- * samples whose every output is within tol; otherwise (ce losses) the share
- * of argmax predictions that are right, or with seq_acc (ce-all) the share of
- * samples whose every step's prediction is. */
+/* Mean loss and accuracy over a data set, forward only: batches of `batch`
+ * samples in file order, each split over the ranks as the training batches
+ * are (the batch's loss is the sum of the ranks' weighted losses), the sums
+ * reduced over the ranks at the end.  The accuracy is, with tol (mse losses),
+ * the share of samples whose every output is within tol; for the ce losses
+ * the share of argmax predictions that are right, or with seq_acc (ce-all)
+ * the share of samples whose every step's prediction is; NAN otherwise. */
 static int evaluate(model *md, optim *op, const dataset *ds, long batch, double tol, int seq_acc, double *loss,
 		    double *acc)
 {

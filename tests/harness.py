@@ -2528,8 +2528,8 @@ def group_experiments():
     20 steps at a small T, the generated training program against the
     PyTorch script of the same model from the same weights and batches; and
     tests/test_experiment_runs.py, run.py's --only and --speed bookkeeping."""
-    # about 5 minutes on an idle 2-core machine: the 29 models, each against
-    # two float64 PyTorch runs (one from nudged weights)
+    # about 2 minutes on an idle 2-core machine (the 29 models, each against
+    # two float64 PyTorch runs, one from nudged weights), more on a busy one
     return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC],
                          timeout=2 * TIMEOUT) +
             script_group("experiments", [PY, "tests/test_experiment_runs.py", CELLC,
