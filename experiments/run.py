@@ -227,14 +227,20 @@ def opt_args(s):
     return o
 
 
+_built = set()
+
+
 def build(cellc, model_cell, loss, work):
-    """Compiles and builds the training program, every time: a program left
-    from an earlier cellc would measure that cellc."""
+    """Compiles and builds the training program, once per process: a program
+    left from an earlier cellc would measure that cellc, and the runs of one
+    experiment that share a model share its program."""
     name = os.path.splitext(os.path.basename(model_cell))[0]
     d = os.path.join(work, "build_" + name)
-    shutil.rmtree(d, ignore_errors=True)
-    sh([cellc, "compile", model_cell, "-o", d, "--train", "--loss", loss])
-    sh(["make", "--no-print-directory", "-s", "-C", d, name + "_train"])
+    if (cellc, model_cell, loss, d) not in _built:
+        shutil.rmtree(d, ignore_errors=True)
+        sh([cellc, "compile", model_cell, "-o", d, "--train", "--loss", loss])
+        sh(["make", "--no-print-directory", "-s", "-C", d, name + "_train"])
+        _built.add((cellc, model_cell, loss, d))
     return os.path.join(d, name + "_train"), os.path.join(d, name + ".weights")
 
 
@@ -428,6 +434,10 @@ def c_grad_norms(prog, weights, spec, work, data, rows, o, threads):
 
 # ---- results on disk ------------------------------------------------------------------
 
+def no_results():
+    return dict(curves={}, tcurves={}, speed={}, epochs={}, norms={}, diverged={}, runs={})
+
+
 def load_results(out):
     """What write_results wrote under out (empty where nothing was): the
     curves and the rest, keyed by model label, for --only and --speed."""
@@ -437,7 +447,7 @@ def load_results(out):
             return []
         with open(path) as f:
             return list(csv.DictReader(f))
-    res = dict(curves={}, tcurves={}, speed={}, epochs={}, norms={}, diverged={}, runs={})
+    res = no_results()
     for fname, key in (("curves.csv", "curves"), ("torch.csv", "tcurves")):
         for r in rows(fname):
             res[key].setdefault(r["model"], []).append((int(r["step"]), float(r["loss"]), float(r["seconds"])))
@@ -601,7 +611,7 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
     steps = steps or spec["steps"]
     torch_steps = min(torch_steps or spec["torch_steps"], steps)
     os.makedirs(out, exist_ok=True)
-    res = dict(curves={}, tcurves={}, speed={}, epochs={}, norms={}, diverged={}, runs={})
+    res = no_results()
     work, tr, te, data = run_setup(name, spec, steps)
     nsamples = len(data[0])
     for label, model, opts in spec["runs"]:
