@@ -193,6 +193,14 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 			bad(c, g, "recurrence '%s' lacks sequence input %d", nname(n), k);
 	if (lens && n->nin > 0 && !n->in[n->nin - 1])
 		bad(c, g, "recurrence '%s' has has_lens=1 but no lens input", nname(n));
+	/* pass_grad's records: how many outputs are saved for a backward (the
+	 * last n_saved), and the width per batch row that a backward's minimum
+	 * cut chose to save */
+	ir_attr *nsv = ir_attr_find(n, "n_saved"), *sw = ir_attr_find(n, "save_width");
+	if (nsv && (nsv->kind != ATTR_INT || nsv->i < 0 || nsv->i > no))
+		bad(c, g, "recurrence '%s': n_saved must be an int from 0 to n_out %lld", nname(n), (long long)no);
+	if (sw && (sw->kind != ATTR_INT || sw->i < 0))
+		bad(c, g, "recurrence '%s': save_width must be a non-negative int", nname(n));
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	if (ns > 0 && (!sa || sa->kind != ATTR_INTS || sa->n != ns))
 		bad(c, g, "recurrence '%s': 'seq_axis' must list %lld axes", nname(n), (long long)ns);

@@ -41,6 +41,7 @@
  */
 #include "elem.h"
 #include "infer.h"
+#include "mincut.h"
 #include "passes.h"
 #include "train.h"
 #include "util.h"
@@ -1166,7 +1167,8 @@ static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_valu
 	F->noutputs += cnt;
 	ir_attr_set_int(n, "n_out", nout + cnt);
 	ir_attr_set_ints(n, "out_axis", nout + cnt, ax);
-	ir_attr_set_int(n, "n_saved", cnt);     /* the last cnt outputs: saved for the backward pass */
+	/* the last n_saved outputs: saved for the backward pass */
+	ir_attr_set_int(n, "n_saved", ir_attr_int(n, "n_saved", 0) + cnt);
 }
 
 /* Stacked outputs the forward recurrences (root nodes before nfwd) gained
@@ -1259,6 +1261,143 @@ static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int n
 		if (live[W->seq[s].inner->id] || (j == 0 && s == W->nseq - 1))
 			W->seq[j++] = W->seq[s];
 	W->nseq = j;
+}
+
+/* ---- what the forward saves: a minimum cut --------------------------------------- */
+
+/* The backward body first recomputes the step from what the forward saved
+ * (the states s_{t-1} and the products: its nodes rc_lo .. rc_hi-1 are copies
+ * of the forward body's other nodes), and the adjoint reads some of those
+ * values.  Any set of per-step values that separates the saved ones from the
+ * values read would serve as well: the backward can recompute the rest from
+ * them.  The cheapest such set, counted in elements per batch row, is a
+ * minimum vertex cut of the recomputation graph: each value is a pair of
+ * vertices joined by an edge of its width, the saved states and products hang
+ * from the source, the values the adjoint reads (and the captured products'
+ * operands, which the root graph reads) from the sink, and the step's
+ * per-step inputs, the weights and the constants are free (the backward has
+ * them anyway).  A value can be cut only where it could be stacked: an f32
+ * [batch, n] matrix of constant width n.  On equal widths a saved value costs
+ * less than a recomputed one, so nothing moves without a saving.
+ *
+ * Where the cut holds recomputed values, the forward stacks those instead
+ * (new saved outputs), the backward reads them as per-step inputs "cutK", and
+ * the recomputation above them, the per-step inputs it read and the forward's
+ * saves nothing reads any more are dropped afterwards (dead_code_prepass,
+ * dead_code, drop_unused_saves).  A MomentumLSTM saved h, c, the four
+ * velocities and the [batch, 4H] product (10H per row) and now saves h, c and
+ * the four gate pre-activations (6H); an LSTM or GRU keeps its product (the
+ * pre-activations are as wide).  The backward recurrence records the width
+ * saved per row as attribute save_width. */
+enum { CUT_UNIT = 1024 };       /* an element's cost; +1 for a recomputed value */
+
+static int64_t cut_cost(const ir_value *v, ir_dim batch, int saved)
+{
+	int ok = v->shape.rank == 2 && ir_dim_eq(v->shape.d[0], batch) && ir_dim_is_const(v->shape.d[1]);
+	if (saved)
+		return ok ? v->shape.d[1].k * CUT_UNIT : (int64_t)1 << 40;
+	if (!ok || v->dtype != DT_F32 || v->kind != VAL_TEMP)
+		return MC_INF;
+	return v->shape.d[1].k * CUT_UNIT + 1;
+}
+
+static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, ir_value *const *saved_in,
+			    int nsaved, ir_value **bouts, int nst, ir_dim T)
+{
+	ir_graph *b = W->b, *F = n->body, *g = n->graph;
+	int nseq = (int)ir_attr_int(n, "n_seq", 0);
+	ir_dim batch = F->inputs[nseq]->shape.d[0];
+	int nvb = b->nvalues;
+	int *cid = arena_array(g->A, (size_t)nvb + 1, sizeof *cid);
+	ir_value **cand = arena_array(g->A, (size_t)nvb + 1, sizeof *cand);
+	ir_value **fwd = arena_array(g->A, (size_t)nvb + 1, sizeof *fwd);
+	int N = 0, nsrc;
+	for (int i = 0; i < nvb; i++)
+		cid[i] = -1;
+	for (int k = 0; k < nsaved; k++)
+		if (saved_in[k] && cid[saved_in[k]->id] < 0)
+			cid[saved_in[k]->id] = N, cand[N++] = saved_in[k];
+	nsrc = N;
+	int nedge = 0;
+	for (int i = rc_lo; i < rc_hi; i++) {
+		ir_node *c = b->nodes[i];
+		for (int k = 0; k < c->nout; k++)
+			if (c->out[k] && cid[c->out[k]->id] < 0)
+				cid[c->out[k]->id] = N, cand[N++] = c->out[k];
+		nedge += c->nin * c->nout;
+	}
+	for (int i = 0; i < C->nsrc; i++)
+		if (C->map[i] && C->map[i]->graph == b && cid[C->map[i]->id] >= nsrc)
+			fwd[cid[C->map[i]->id]] = F->values[i];
+
+	/* the values read past the recomputation */
+	char *need = arena_alloc(g->A, (size_t)N + 1);
+	memset(need, 0, (size_t)N + 1);
+#define NEED(v) do { if ((v) && (v)->graph == b && cid[(v)->id] >= 0) need[cid[(v)->id]] = 1; } while (0)
+	for (int i = 0; i < b->nnodes; i++)
+		if (i < rc_lo || i >= rc_hi)
+			for (int k = 0; k < b->nodes[i]->nin; k++)
+				NEED(b->nodes[i]->in[k]);
+	for (int k = 0; k < nst; k++)
+		NEED(bouts[k]);
+	for (int j = 0; j < W->nout; j++)
+		NEED(W->outs[j]);
+	for (int i = 0; i < C->ncb; i++) {
+		NEED(C->cb[i].a);
+		NEED(C->cb[i].b);
+	}
+#undef NEED
+
+	int S = 2 * N, Tv = 2 * N + 1;
+	mc_graph *G = mc_new(g->A, 2 * N + 2, 3 * N + nedge + 1);
+	int ok = 1;
+	for (int c = 0; c < N; c++) {
+		int64_t cost = c < nsrc ? cut_cost(cand[c], batch, 1) : fwd[c] ? cut_cost(fwd[c], batch, 0) : MC_INF;
+		ok &= mc_edge(G, 2 * c, 2 * c + 1, cost) == 0;
+		if (c < nsrc)
+			ok &= mc_edge(G, S, 2 * c, MC_INF) == 0;
+		if (need[c])
+			ok &= mc_edge(G, 2 * c + 1, Tv, MC_INF) == 0;
+	}
+	for (int i = rc_lo; i < rc_hi; i++) {
+		ir_node *c = b->nodes[i];
+		for (int k = 0; k < c->nin; k++)
+			for (int o = 0; o < c->nout; o++)
+				if (c->in[k] && c->in[k]->graph == b && cid[c->in[k]->id] >= 0 && c->out[o])
+					ok &= mc_edge(G, 2 * cid[c->in[k]->id] + 1, 2 * cid[c->out[o]->id], MC_INF) == 0;
+	}
+	char *side = arena_alloc(g->A, (size_t)2 * N + 2);
+	int64_t flow = ok ? mc_cut(G, S, Tv, side) : MC_INF;
+	if (flow >= MC_INF)     /* cannot happen (cutting every saved value is a finite cut) */
+		return -1;
+
+	int ncut = 0;
+	for (int c = nsrc; c < N; c++) {
+		if (!side[2 * c] || side[2 * c + 1])
+			continue;
+		ir_value *w = cand[c], *outer;
+		add_fwd_outputs(n, 1, &fwd[c], &outer, T);
+		ir_value *in = add_seq(C, W, outer, 0, w, arena_printf(g->A, "cut%d", ncut++));
+		if (!in)
+			return -1;
+		for (int i = 0; i < b->nnodes; i++)
+			for (int k = 0; k < b->nodes[i]->nin; k++)
+				if (b->nodes[i]->in[k] == w)
+					b->nodes[i]->in[k] = in;
+		for (int k = 0; k < nst; k++)
+			if (bouts[k] == w)
+				bouts[k] = op1(C, OP_IDENTITY, in);
+		for (int j = 0; j < W->nout; j++)
+			if (W->outs[j] == w)
+				W->outs[j] = op1(C, OP_IDENTITY, in);
+		for (int i = 0; i < C->ncb; i++) {
+			if (C->cb[i].a == w)
+				C->cb[i].a = in;
+			if (C->cb[i].b == w)
+				C->cb[i].b = in;
+		}
+	}
+	return flow / CUT_UNIT;
 }
 
 static void rule_rec(gctx *R, ir_node *n)
@@ -1379,6 +1518,10 @@ static void rule_rec(gctx *R, ir_node *n)
 	}
 
 	/* recomputation of the step from the saved values */
+	ir_value *saved_in[512];
+	for (int k = 0; k < nsave; k++)
+		saved_in[k] = C.map[save[k]->id];
+	int rc_lo = b->nnodes;
 	for (int i = 0; i < F->nnodes; i++) {
 		ir_node *bn = F->nodes[i];
 		if (bn->op == OP_GEMM && C.map[bn->out[0]->id])
@@ -1398,6 +1541,8 @@ static void rule_rec(gctx *R, ir_node *n)
 			}
 		ir_append(b, c);
 	}
+
+	int rc_hi = b->nnodes;
 
 	/* adjoint of the step */
 	for (int k = 0; k < nst; k++)
@@ -1436,6 +1581,11 @@ static void rule_rec(gctx *R, ir_node *n)
 		if (gh)
 			dstate_outer = add_out(&C, W, gh, T, 0);
 	}
+	/* what the forward saves instead of the states and products, where cheaper */
+	int64_t save_width = choose_saves(&C, W, n, rc_lo, rc_hi, saved_in, nsave, bouts, nst, T);
+	if (X->errors)
+		return;
+
 	/* per-step gradients of captured values, reduced outside the loop */
 	ir_value **cb_a = arena_array(g->A, (size_t)C.ncb + 1, sizeof *cb_a);
 	ir_value **cb_b = arena_array(g->A, (size_t)C.ncb + 1, sizeof *cb_b);
@@ -1513,6 +1663,8 @@ static void rule_rec(gctx *R, ir_node *n)
 	ir_attr_set_ints(r, "seq_axis", bn_seq, sax);
 	ir_attr_set_ints(r, "out_axis", bn_out, oax);
 	ir_attr_set_int(r, "has_lens", has_lens);
+	if (save_width >= 0)
+		ir_attr_set_int(r, "save_width", save_width);
 	if (has_step)
 		ir_attr_set_int(r, "has_step", 2);
 	ir_append(g, r);

@@ -9,7 +9,7 @@ Groups, in order:
   ref_rnn     tests/ref_rnn.py against the official data and PyTorch
   fixtures    the golden data of rnn_cases and torch against the numpy
               interpreter tests/onnx_ref.py (PyTorch exports at other sizes)
-  unit        Check unit tests of libcellrt (build/), one test per check
+  unit        Check unit tests of libcellrt and compiler/mincut.c (build/), one test per check
   unit_san    the same under AddressSanitizer/UBSan (build-san/)
   onnx_node   every official ONNX node and simple test (onnx's generator)
               through `build/cellc verify --rtol 1e-3 --atol 1e-7`; those
@@ -262,18 +262,29 @@ def group_ref_rnn():
 CHECK_LINE = re.compile(r"^([^:\s]+):(\d+):([PFE]):([^:]+):([^:]+):(\d+): ?(.*)$")
 
 
+# the Check binaries of tests/unit: libcellrt's, and the compiler's modules
+# that stand alone (compiler/mincut.c)
+UNIT_BINARIES = ["test_runtime", "test_mincut"]
+
+
 def unit_group(group, builddir, env):
-    binary = os.path.join(builddir, "tests", "test_runtime")
-    log = os.path.join(LOGS, group, "build.log")
+    res = []
+    for b in UNIT_BINARIES:
+        res += unit_binary(group, os.path.join(builddir, "tests", b), env)
+    return res
+
+
+def unit_binary(group, binary, env):
+    log = os.path.join(LOGS, group, os.path.basename(binary) + ".build.log")
     rc, out, err = run(["make", "--no-print-directory", "-s", binary], log)
     if rc != 0:
-        return [Result("%s/build" % group, False, "cannot build %s: %s (log: %s)" %
+        return [Result("%s/%s/build" % (group, os.path.basename(binary)), False, "cannot build %s: %s (log: %s)" %
                        (binary, first_lines(err + out), log))]
     tmp = os.path.join(OUT, "unit_tmp")
     os.makedirs(tmp, exist_ok=True)
     e = dict(env)
     e.update({"CK_VERBOSITY": "verbose", "CELLRT_TEST_TMP": tmp})
-    log = os.path.join(LOGS, group, "run.log")
+    log = os.path.join(LOGS, group, os.path.basename(binary) + ".run.log")
     rc, out, err = run([binary], log, e)
     res, checks = [], None
     counts = {}
@@ -290,13 +301,13 @@ def unit_group(group, builddir, env):
             checks = int(s.group(1))
     sanitizer = [m for m in SAN_MARKERS if m in err]
     if checks is None or checks != len(res):
-        res.append(Result("%s/run" % group, False, "%s; %s checks reported, %d lines parsed (log: %s)" %
+        res.append(Result("%s/%s/run" % (group, os.path.basename(binary)), False, "%s; %s checks reported, %d lines parsed (log: %s)" %
                           (status_word(rc), checks, len(res), log)))
     elif sanitizer:
-        res.append(Result("%s/sanitizer" % group, False, "sanitizer report (%s) (log: %s)" %
+        res.append(Result("%s/%s/sanitizer" % (group, os.path.basename(binary)), False, "sanitizer report (%s) (log: %s)" %
                           (sanitizer[0], log)))
     elif rc != 0 and all(r.ok for r in res):
-        res.append(Result("%s/run" % group, False, "%s with no failed check (log: %s)" %
+        res.append(Result("%s/%s/run" % (group, os.path.basename(binary)), False, "%s with no failed check (log: %s)" %
                           (status_word(rc), log)))
     return res
 
