@@ -1371,7 +1371,14 @@ static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, i
 	if (flow >= MC_INF)     /* cannot happen (cutting every saved value is a finite cut) */
 		return -1;
 
+	/* room for the cut's values as stacked outputs and per-step inputs
+	 * (add_fwd_outputs, add_seq); a body too large keeps what it saved */
 	int ncut = 0;
+	for (int c = nsrc; c < N; c++)
+		ncut += side[2 * c] && !side[2 * c + 1];
+	if (ir_attr_int(n, "n_out", 0) + ncut > 512 || W->nseq + ncut > 256)
+		return -1;
+	ncut = 0;
 	for (int c = nsrc; c < N; c++) {
 		if (!side[2 * c] || side[2 * c + 1])
 			continue;
