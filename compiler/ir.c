@@ -519,6 +519,32 @@ void ir_attr_set_string(ir_node *n, const char *name, const char *v)
 	ir_attr_add(n, name, ATTR_STRING)->s = arena_strdup(n->graph->A, v);
 }
 
+/* Removes stacked output j (counted after the states) of recurrence n: its
+ * root value, its body output and its out_axis entry; n_out, and n_saved
+ * when j is one of the last n_saved outputs, shrink by one.  For passes
+ * before pass_schedule (whose attributes number the outputs). */
+void ir_rec_drop_output(ir_node *n, int j)
+{
+	int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
+	int64_t nsaved = ir_attr_int(n, "n_saved", 0);
+	ASSERT(n->op == OP_RECURRENCE && j >= 0 && j < nout && n->nout == nst + nout &&
+	       n->body->noutputs == nst + nout && nout <= 512);
+	int64_t ax[512];
+	ir_attr *oa = ir_attr_find(n, "out_axis");
+	for (int k = 0, m = 0; k < nout; k++)
+		if (k != j)
+			ax[m++] = oa && k < oa->n ? oa->ints[k] : 0;
+	memmove(&n->out[nst + j], &n->out[nst + j + 1], (size_t)(nout - j - 1) * sizeof *n->out);
+	memmove(&n->body->outputs[nst + j], &n->body->outputs[nst + j + 1],
+		(size_t)(nout - j - 1) * sizeof *n->body->outputs);
+	n->nout--;
+	n->body->noutputs--;
+	ir_attr_set_int(n, "n_out", nout - 1);
+	ir_attr_set_ints(n, "out_axis", nout - 1, ax);
+	if (nsaved > 0 && j >= nout - nsaved)
+		ir_attr_set_int(n, "n_saved", nsaved - 1);
+}
+
 /* Drops the nodes of graph b (the root or a recurrence body) whose results
  * nothing reads, with uses as last counted from the root (a body's outputs
  * count as read); 1 if any went. */

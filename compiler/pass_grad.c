@@ -1182,26 +1182,10 @@ static void drop_unused_saves(ir_graph *g, int nfwd)
 		if (n->op != OP_RECURRENCE || !ir_attr_find(n, "n_saved"))
 			continue;
 		int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
-		int nsaved = (int)ir_attr_int(n, "n_saved", 0), first = nout - nsaved;
-		ir_attr *oa = ir_attr_find(n, "out_axis");
-		int64_t ax[512];
-		int j = nst + first, kept = first;
-		for (int k = 0; k < first; k++)
-			ax[k] = oa->ints[k];
-		for (int k = first; k < nout; k++) {
-			ir_value *v = n->out[nst + k];
-			if (v->nuses == 0 && !v->is_output)
-				continue;
-			n->out[j] = v;
-			n->body->outputs[j] = n->body->outputs[nst + k];
-			ax[kept++] = oa->ints[k];
-			j++;
-		}
-		n->nout = j;
-		n->body->noutputs = j;
-		ir_attr_set_int(n, "n_out", kept);
-		ir_attr_set_ints(n, "out_axis", kept, ax);
-		ir_attr_set_int(n, "n_saved", kept - first);
+		int first = nout - (int)ir_attr_int(n, "n_saved", 0);
+		for (int k = nout - 1; k >= first; k--)
+			if (n->out[nst + k]->nuses == 0 && !n->out[nst + k]->is_output)
+				ir_rec_drop_output(n, k);
 	}
 	ir_recount(g);
 }

@@ -15,6 +15,14 @@
  *      sequence input u_t of the recurrence, with X's time axis; the body
  *      reads u_t [B, N] where it read the product.  x_t is dropped when
  *      nothing else reads it.
+ *   3. last step: a Gather of the last step of a stacked output whose step
+ *      value is a state's next value (h of `last(h)`, PyTorch's `out[-1]`)
+ *      reads the recurrence's final state instead (the Gather becomes an
+ *      Identity of it), and a stacked output nothing reads any more is
+ *      dropped: the loop no longer writes [T, B, H] to keep one step of it,
+ *      and a --train build's backward starts from the final state's gradient
+ *      instead of reading a [T, B, H] gradient that is zero but for one step.
+ *      Not with sequence_lens (a short row's last step is not its final state).
  * breaks:   nothing (node order stays topological; the new outer nodes come
  *           right before their recurrence).
  *
@@ -406,10 +414,164 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 	return errs;
 }
 
+/* The index a Gather along a stacked output's time axis reads, when it is a
+ * constant scalar: whether it is the step the final state comes from (the
+ * last, -1 or T - 1; for a reverse recurrence the first, 0 or -T). */
+static int reads_final_step(const ir_node *gth, int reverse, ir_dim T)
+{
+	const ir_value *ix = gth->nin > 1 ? gth->in[1] : NULL;
+	if (!ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || (ix->dtype != DT_I64 && ix->dtype != DT_I32) ||
+	    !ix->data)
+		return 0;
+	int64_t v = ir_const_int(ix, 0);
+	if (reverse)
+		return v == 0 || (ir_dim_is_const(T) && v == -T.k);
+	return v == -1 || (ir_dim_is_const(T) && v == T.k - 1);
+}
+
+/* Axis labels of a view of a stacked output: the time axis, an axis of
+ * the state (its index, >= 0), or a unit axis a view added. */
+enum { LB_TIME = -1, LB_UNIT = -2 };
+
+static int is_unit(ir_dim d) { return ir_dim_is_const(d) && d.k == 1; }
+
+/* The labels of view node v's output from its input's (0), or -1 when v
+ * is no view this follows: Identity, Transpose, and Squeeze, Unsqueeze or
+ * Reshape that only remove or add unit axes (the labelled axes are never
+ * units: last_steps checks). */
+static int view_labels(const ir_node *v, const int *in, int *out)
+{
+	const ir_shape *a = &v->in[0]->shape, *b = &v->out[0]->shape;
+	if (v->op == OP_IDENTITY) {
+		memcpy(out, in, (size_t)a->rank * sizeof *out);
+		return 0;
+	}
+	if (v->op == OP_TRANSPOSE) {
+		ir_attr *p = ir_attr_find(v, "perm");
+		if (b->rank != a->rank || (p && p->n != a->rank))
+			return -1;
+		for (int i = 0; i < b->rank; i++) {
+			int64_t k = p ? p->ints[i] : a->rank - 1 - i;
+			if (k < 0 || k >= a->rank)
+				return -1;
+			out[i] = in[k];
+		}
+		return 0;
+	}
+	if (v->op != OP_SQUEEZE && v->op != OP_UNSQUEEZE && v->op != OP_RESHAPE)
+		return -1;
+	int i = 0;
+	for (int o = 0; o < b->rank; o++) {
+		if (is_unit(b->d[o])) {
+			out[o] = LB_UNIT;
+			continue;
+		}
+		while (i < a->rank && is_unit(a->d[i]))
+			i++;
+		if (i >= a->rank || !ir_dim_eq(a->d[i], b->d[o]))
+			return -1;
+		out[o] = in[i++];
+	}
+	while (i < a->rank && is_unit(a->d[i]))
+		i++;
+	return i == a->rank ? 0 : -1;
+}
+
+/* Item 3 of the header: a Gather of the final state's step of a state's
+ * stacked output, read directly or through views that move the time axis
+ * (Transpose) or add and remove unit axes (ONNX LSTM's num_directions). */
+static void last_steps(ir_graph *g)
+{
+	ir_recount(g);
+	int changed = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *gth = g->nodes[i], *chain[8];
+		if (gth->op != OP_GATHER || !gth->in[0] || !gth->out[0])
+			continue;
+		int nchain = 0;
+		ir_value *y = gth->in[0];
+		while (y->producer && y->producer->op != OP_RECURRENCE && nchain < 8 && y->producer->nin >= 1 &&
+		       y->producer->in[0])
+			chain[nchain++] = y->producer, y = y->producer->in[0];
+		ir_node *r = y->producer;
+		if (!r || r->op != OP_RECURRENCE || !r->body || ir_attr_int(r, "has_lens", 0))
+			continue;
+		int nst = (int)ir_attr_int(r, "n_state", 0), nseq = (int)ir_attr_int(r, "n_seq", 0);
+		int nout = (int)ir_attr_int(r, "n_out", 0), j = -1;
+		for (int k = 0; k < nout && r->nout == nst + nout; k++)
+			if (r->out[nst + k] == y)
+				j = k;
+		ir_attr *oa = ir_attr_find(r, "out_axis"), *sa = ir_attr_find(r, "seq_axis");
+		if (j < 0 || !oa || j >= oa->n || !sa || sa->n < 1 || nseq < 1 || r->body->noutputs != nst + nout)
+			continue;
+		int st = -1;
+		for (int k = 0; k < nst; k++)
+			if (r->body->outputs[k] == r->body->outputs[nst + j])
+				st = k;
+		if (st < 0)
+			continue;
+		const ir_shape *ss = &r->body->inputs[nseq + st]->shape;
+		int64_t tax = oa->ints[j];
+		ir_dim T = r->in[0]->shape.d[sa->ints[0]];
+		int lab[IR_MAX_RANK], nl = y->shape.rank, ok = nl == ss->rank + 1 && tax >= 0 && tax < nl;
+		for (int a = 0; ok && a < nl; a++) {
+			lab[a] = a == tax ? LB_TIME : a < tax ? a : a - 1;
+			ok = !is_unit(y->shape.d[a]);       /* a unit axis could be squeezed away */
+		}
+		for (int c = nchain - 1; ok && c >= 0; c--) {
+			int nx[IR_MAX_RANK];
+			ok = chain[c]->out[0] && view_labels(chain[c], lab, nx) == 0;
+			nl = ok ? chain[c]->out[0]->shape.rank : 0;
+			memcpy(lab, nx, sizeof lab);
+		}
+		int64_t axis = ir_attr_int(gth, "axis", 0);
+		if (axis < 0)
+			axis += nl;
+		if (!ok || axis < 0 || axis >= nl || lab[axis] != LB_TIME ||
+		    !reads_final_step(gth, (int)ir_attr_int(r, "reverse", 0), T))
+			continue;
+		/* what is left must be the state's axes in order */
+		for (int a = 0, k = 0; ok && a < nl; a++)
+			if (a != axis)
+				ok = lab[a] == k++;
+		if (!ok || !ir_shape_eq(ss, &gth->out[0]->shape))
+			continue;
+		if (!r->out[st]) {
+			ir_value *fs = ir_value_new(g, NULL, VAL_TEMP, r->body->inputs[nseq + st]->dtype);
+			fs->shape = *ss;
+			fs->producer = r;
+			r->out[st] = fs;
+		}
+		gth->op = OP_IDENTITY;
+		gth->in[0] = r->out[st];
+		gth->nin = 1;
+		ir_attr_remove(gth, "axis");
+		changed = 1;
+	}
+	if (!changed)
+		return;
+	/* the views and stacked outputs nothing reads any more */
+	do
+		ir_recount(g);
+	while (ir_drop_unread(g));
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *r = g->nodes[i];
+		if (r->op != OP_RECURRENCE || !r->body)
+			continue;
+		int nst = (int)ir_attr_int(r, "n_state", 0);
+		for (int k = (int)ir_attr_int(r, "n_out", 0) - 1; k >= 0; k--)
+			if (r->nout > nst + k && r->out[nst + k] && r->out[nst + k]->nuses == 0 &&
+			    !r->out[nst + k]->is_output && r->body->noutputs == r->nout)
+				ir_rec_drop_output(r, k);
+	}
+	ir_recount(g);
+}
+
 int pass_hoist(ir_graph *g, diag *D, const pass_opts *o)
 {
-	int errs = 0, n = g->nnodes;
-	ir_node **old = arena_array(g->A, (size_t)(n ? n : 1), sizeof *old);
+	last_steps(g);
+	int errs = 0, n = g->nnodes > 0 ? g->nnodes : 0;
+	ir_node **old = arena_array(g->A, (size_t)n + 1, sizeof *old);
 	memcpy(old, g->nodes, (size_t)n * sizeof *old);
 	g->nnodes = 0;
 	for (int i = 0; i < n; i++) {

@@ -810,6 +810,9 @@ def group_torch():
     root = os.path.join(OUT, "torch")
     yield from parallel(verify_one, [("torch", n, os.path.join(root, n), TORCH_TOL)
                                      for n in case_dirs("torch")])
+    # the cases whose head reads out[-1] / out[:, -1] (tests/gen_torch_exports.py: *_last)
+    yield from parallel(last_head, [("torch", n, os.path.join(root, n)) for n in case_dirs("torch")
+                                    if n.endswith("_last")])
 
 
 # --weights bf16|int8 (issue 22): the products' weights rounded to bfloat16,
@@ -1051,12 +1054,34 @@ def wild_info(name, case_dir):
     return Result(full, True, " | ".join(lines))
 
 
+def last_head(group, name, case_dir):
+    """GROUP/last/CASE, for models whose head reads only the last step of a
+    recurrence's output (PyTorch's out[-1] or out[:, -1], through nn.LSTM's
+    Squeeze and batch_first's Transpose, or a traced loop's last h): the
+    recurrence that feeds the head stores no output sequence (`cellc dump
+    --after hoist`: the last recurrence's n_out is 0), since the step the
+    head reads is the final state (pass_hoist, item 3)."""
+    full = "%s/last/%s" % (group, name)
+    log = os.path.join(LOGS, group, "last", name + ".log")
+    rc, out, err = run([CELLC, "dump", os.path.join(case_dir, "model.onnx"), "--after", "hoist"], log)
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    recs = [l for l in out.splitlines() if "= Recurrence(" in l and not l.startswith("\t\t")]
+    if not recs:
+        return Result(full, False, "no recurrence in the dump (log: %s)" % log)
+    m = re.search(r"n_out = (\d+)", recs[-1])
+    ok = m is not None and m.group(1) == "0"
+    return Result(full, ok, "" if ok else "the last recurrence keeps %s stacked outputs, expected 0 (log: %s)" % (
+        m.group(1) if m else "?", log))
+
+
 def group_trace_wild():
     """Traced loops written in other people's styles (tests/gen_trace_wild.py,
     issue 14): per case `cellc verify` of the traced size against PyTorch,
-    `cellc info` (recurrences, cell, symbolic time), and `cellc verify` of
+    `cellc info` (recurrences, cell, symbolic time), `cellc verify` of
     the other data sets (T = 12 from the same file, batch 3) where the
-    export's axes are dynamic."""
+    export's axes are dynamic, and for models whose head reads only the last
+    step, that no output sequence is stored (last_head)."""
     if not stamp_ok("trace_wild"):
         yield from fixtures_missing("trace_wild", "trace_wild")
         return
@@ -1066,6 +1091,9 @@ def group_trace_wild():
         sets = data_sets(os.path.join(root, n))
         items.append((verify_one, ("trace_wild", n, os.path.join(root, n), TORCH_TOL, CELLC, None, None, sets[:1])))
         items.append((wild_info, (n, os.path.join(root, n))))
+        with open(os.path.join(root, n, "case.json")) as f:
+            if "head_last_step_only" in json.load(f).get("style", []):
+                items.append((last_head, ("trace_wild", n, os.path.join(root, n))))
         if len(sets) > 1:
             items.append((verify_one, ("trace_wild", n + "/other", os.path.join(root, n), TORCH_TOL, CELLC, None,
                                        None, sets[1:])))
