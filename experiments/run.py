@@ -40,6 +40,7 @@ import csv
 import math
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -808,6 +809,8 @@ def main():
         if unknown:
             ap.error("--only: %s: no such model in %s (%s)" % (", ".join(unknown), a.experiment, ", ".join(
                 r[0] for r in EXPERIMENTS[a.experiment]["runs"])))
+    # the command as a shell would take it back (a label with a space quoted)
+    command = "python3 experiments/run.py " + " ".join(shlex.quote(w) for w in sys.argv[1:])
     # `all --smoke` leaves out adding-short: the same models as adding
     names = ([n for n in sorted(EXPERIMENTS) if not (a.smoke and n == "adding-short")]
              if a.experiment == "all" else [a.experiment])
@@ -819,10 +822,10 @@ def main():
                         a.threads)
         elif a.speed:
             speed_only(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads,
-                       a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]))
+                       a.torch_steps, command)
         else:
             full(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads, a.steps,
-                 a.torch_steps, "python3 experiments/run.py " + " ".join(sys.argv[1:]), only)
+                 a.torch_steps, command, only)
     return 0 if ok else 1
 
 
