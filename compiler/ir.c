@@ -519,6 +519,26 @@ void ir_attr_set_string(ir_node *n, const char *name, const char *v)
 	ir_attr_add(n, name, ATTR_STRING)->s = arena_strdup(n->graph->A, v);
 }
 
+/* Removes sequence input k of recurrence rec: its root input, its body
+ * input and its seq_axis entry; n_seq shrinks by one. */
+void ir_rec_drop_seq(ir_node *rec, int k)
+{
+	int nseq = (int)ir_attr_int(rec, "n_seq", 0);
+	ir_graph *b = rec->body;
+	memmove(rec->in + k, rec->in + k + 1, (size_t)(rec->nin - k - 1) * sizeof *rec->in);
+	rec->nin--;
+	memmove(b->inputs + k, b->inputs + k + 1, (size_t)(b->ninputs - k - 1) * sizeof *b->inputs);
+	b->ninputs--;
+	ir_attr *sa = ir_attr_find(rec, "seq_axis");
+	int64_t axes[64];
+	ASSERT(nseq <= 64 && k >= 0 && k < nseq);
+	for (int i = 0, j = 0; i < nseq; i++)
+		if (i != k)
+			axes[j++] = sa && i < sa->n ? sa->ints[i] : 0;
+	ir_attr_set_ints(rec, "seq_axis", nseq - 1, axes);
+	ir_attr_set_int(rec, "n_seq", nseq - 1);
+}
+
 /* Removes stacked output j (counted after the states) of recurrence n: its
  * root value, its body output and its out_axis entry; n_out, and n_saved
  * when j is one of the last n_saved outputs, shrink by one.  For passes

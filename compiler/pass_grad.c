@@ -1272,8 +1272,10 @@ static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int n
  * velocities and the [batch, 4H] product (10H per row) and now saves h, c and
  * the four gate pre-activations (6H); an LSTM or GRU keeps its product (the
  * pre-activations are as wide).  The backward recurrence records the width
- * saved per row as attribute save_width. */
+ * saved per row as attribute save_width (absent where the cut was not
+ * made: a body of more than CUT_MAX values, or tables full). */
 enum { CUT_UNIT = 1024 };       /* an element's cost; +1 for a recomputed value */
+enum { CUT_MAX = 4096 };        /* values of a body's recomputation the cut considers */
 
 static int64_t cut_cost(const ir_value *v, ir_dim batch, int saved)
 {
@@ -1310,6 +1312,10 @@ static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, i
 				cid[c->out[k]->id] = N, cand[N++] = c->out[k];
 		nedge += c->nin * c->nout;
 	}
+	/* a body beyond CUT_MAX values keeps what was saved: the flow search
+	 * recurses as deep as the graph's longest path (mincut.c) */
+	if (N > CUT_MAX)
+		return -1;
 	for (int i = 0; i < C->nsrc; i++)
 		if (C->map[i] && C->map[i]->graph == b && cid[C->map[i]->id] >= nsrc)
 			fwd[cid[C->map[i]->id]] = F->values[i];

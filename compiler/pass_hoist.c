@@ -247,24 +247,6 @@ static void add_seq(ir_graph *root, ir_node *rec, ir_value *outer, int64_t ax, i
 	ir_attr_set_int(rec, "n_seq", nseq + 1);
 }
 
-static void drop_seq(ir_node *rec, int k)
-{
-	int nseq = (int)ir_attr_int(rec, "n_seq", 0);
-	ir_graph *b = rec->body;
-	memmove(rec->in + k, rec->in + k + 1, (size_t)(rec->nin - k - 1) * sizeof *rec->in);
-	rec->nin--;
-	memmove(b->inputs + k, b->inputs + k + 1, (size_t)(b->ninputs - k - 1) * sizeof *b->inputs);
-	b->ninputs--;
-	ir_attr *sa = ir_attr_find(rec, "seq_axis");
-	int64_t axes[64];
-	ASSERT(nseq <= 64);
-	for (int i = 0, j = 0; i < nseq; i++)
-		if (i != k)
-			axes[j++] = sa && i < sa->n ? sa->ints[i] : 0;
-	ir_attr_set_ints(rec, "seq_axis", nseq - 1, axes);
-	ir_attr_set_int(rec, "n_seq", nseq - 1);
-}
-
 /* A shape constant [d0, d1, d2] for Reshape; symbolic dims go into `sym`
  * (infer.h: symbolic constants). */
 static ir_value *shape_const(ir_graph *g, const ir_dim *d, int n)
@@ -410,7 +392,7 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 	 * in front, so walk from the end of the original ones) */
 	for (int k = (int)ir_attr_int(rec, "n_seq", 0) - 1; k >= 0; k--)
 		if (!used_in(b, b->inputs[k]) && ir_attr_int(rec, "n_seq", 0) > 1)
-			drop_seq(rec, k);   /* one is kept: it carries T */
+			ir_rec_drop_seq(rec, k);   /* one is kept: it carries T */
 	return errs;
 }
 
