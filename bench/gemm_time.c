@@ -3,6 +3,9 @@
  *
  * Linked into a second copy of bench/time_cellc.c (time_cellc_gemm) with
  *   -Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,--wrap=rt_gemv_packed
+ * and the reduced-precision products of --weights bf16 and int8
+ *   --wrap=rt_gemv_packed_bf16,--wrap=rt_gemv_packed_bf16x,--wrap=rt_gemv_split_bf16,
+ *   --wrap=rt_gemv_packed_i8,--wrap=rt_gemv_packed_i8q,--wrap=rt_gemv_quant_i8
  * so that the generated code's calls of those libcellrt functions come here
  * first: each call whose inner dimension K is the case's hidden size (the
  * recurrent product h[B, H] x R: the input projection has K = I = 1) is
@@ -51,6 +54,17 @@ void __real_rt_sgemm_packed(int transA, int64_t M, int64_t N, int64_t K, float a
 			    const float *bias, float *C, int64_t ldc);
 void __real_rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			   const float *P, float beta, const float *bias, float *c);
+
+void __real_rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				const uint16_t *P, float beta, const float *bias, float *c);
+void __real_rt_gemv_packed_bf16x(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				 const uint32_t *xs, const uint16_t *P, float beta, const float *bias, float *c);
+void __real_rt_gemv_split_bf16(int64_t K, const float *a, const uint16_t *P, uint32_t *xs);
+void __real_rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			      const int8_t *P, float beta, const float *bias, float *c);
+void __real_rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint8_t *qa,
+			       float sa, int32_t zp, const int8_t *P, float beta, const float *bias, float *c);
+float __real_rt_gemv_quant_i8(int64_t K, const float *a, uint8_t *qa, int32_t *zp);
 
 void bench_gemm_reset(int64_t K)
 {
@@ -149,4 +163,60 @@ void __wrap_rt_gemv_packed(int64_t r0, int64_t r1, int64_t N, int64_t K, float a
 	int timed = enter(K, &t0);
 	__real_rt_gemv_packed(r0, r1, N, K, alpha, a, P, beta, bias, c);
 	leave(timed, t0, 2.0 * (double)(r1 - r0) * (double)K);
+}
+
+void __wrap_rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				const uint16_t *P, float beta, const float *bias, float *c)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_gemv_packed_bf16(r0, r1, N, K, alpha, a, P, beta, bias, c);
+	leave(timed, t0, 2.0 * (double)(r1 - r0) * (double)K);
+}
+
+void __wrap_rt_gemv_packed_bf16x(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+				 const uint32_t *xs, const uint16_t *P, float beta, const float *bias, float *c)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_gemv_packed_bf16x(r0, r1, N, K, alpha, a, xs, P, beta, bias, c);
+	leave(timed, t0, 2.0 * (double)(r1 - r0) * (double)K);
+}
+
+/* the activations split once per step for several bf16x calls (no FLOPs) */
+void __wrap_rt_gemv_split_bf16(int64_t K, const float *a, const uint16_t *P, uint32_t *xs)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_gemv_split_bf16(K, a, P, xs);
+	leave(timed, t0, 0.0);
+}
+
+void __wrap_rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			      const int8_t *P, float beta, const float *bias, float *c)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_gemv_packed_i8(r0, r1, N, K, alpha, a, P, beta, bias, c);
+	leave(timed, t0, 2.0 * (double)(r1 - r0) * (double)K);
+}
+
+void __wrap_rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint8_t *qa,
+			       float sa, int32_t zp, const int8_t *P, float beta, const float *bias, float *c)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	__real_rt_gemv_packed_i8q(r0, r1, N, K, alpha, qa, sa, zp, P, beta, bias, c);
+	leave(timed, t0, 2.0 * (double)(r1 - r0) * (double)K);
+}
+
+/* the activations' quantization, once per step for several i8q calls: part
+ * of the products' time (no FLOPs of their own) */
+float __wrap_rt_gemv_quant_i8(int64_t K, const float *a, uint8_t *qa, int32_t *zp)
+{
+	double t0 = 0;
+	int timed = enter(K, &t0);
+	float s = __real_rt_gemv_quant_i8(K, a, qa, zp);
+	leave(timed, t0, 0.0);
+	return s;
 }

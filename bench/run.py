@@ -343,7 +343,10 @@ def build_gemm_timer(cmd, timer):
     gcmd = cmd[:cmd.index("-o")] + ["-DBENCH_GEMM_TIME", "-o", timer + "_gemm"] + \
         cmd[cmd.index("-o") + 2:] + [os.path.join(ROOT, "bench/gemm_time.c"),
                                      "-Wl,--wrap=rt_sgemm,--wrap=rt_sgemm_bias,--wrap=rt_sgemm_packed,"
-                                     "--wrap=rt_gemv_packed"]
+                                     "--wrap=rt_gemv_packed,--wrap=rt_gemv_packed_bf16,--wrap=rt_gemv_packed_bf16x,"
+                                     "--wrap=rt_gemv_split_bf16,"
+                                     "--wrap=rt_gemv_packed_i8,--wrap=rt_gemv_packed_i8q,"
+                                     "--wrap=rt_gemv_quant_i8"]
     rc, out, err = run(gcmd)
     return None if rc == 0 else "product timer does not build: " + first_line(err)
 
@@ -645,6 +648,13 @@ def time_reduced(row, n, mode, built, tenv):
     row[mode + "_weights_bytes"] = float(d["weights_bytes"])
     row[mode + "_bw_gbs"] = float(d["bw_weights_gbs"])
     row[mode + "_max_abs_diff"] = agreement(mine, os.path.join(B_DIR, "out", "%s_ort_1.bin" % n))
+    # the gap's profile: the time in the recurrent products (time_cellc_gemm,
+    # the thread that spent the most in them) and the rest of the step
+    rc, out, err = run([timer + "_gemm", weights, str(T), "1", str(row["H"]), str(reps_fast(1)),
+                        str(row["threads"])], tenv, timeout=1800)
+    if rc == 0 and "gemm_ms" in kv(out):
+        row[mode + "_prod_ms"] = float(kv(out)["gemm_ms"])
+        row[mode + "_prod_wall_ms"] = float(kv(out)["wall_ms"])
 
 
 def interleave(rows, models, blas_env):
@@ -919,6 +929,14 @@ def finish(rows, compile_s, models, core_report, coretype, elapsed):
                     x(r.get(m + "_over_limit")),
                     "-" if r.get(m + "_max_abs_diff") is None else "%.2g" % r[m + "_max_abs_diff"],
                     "-" if r.get("max_abs_diff") is None else "%.2g" % r["max_abs_diff"]))
+                if isinstance(r.get(m + "_prod_ms"), float):
+                    lim = r.get(m + "_limit_ms")
+                    log("  %-34s profile (the products timed in their calls, mean of a run %s): in the "
+                        "recurrent products %s (%sx the limit), the rest %s (element-wise work and, with "
+                        "threads, their meeting each step)" % (
+                            "", fmt_ms(r[m + "_prod_wall_ms"]), fmt_ms(r[m + "_prod_ms"]),
+                            x(r[m + "_prod_ms"] / lim) if lim else "-",
+                            fmt_ms(r[m + "_prod_wall_ms"] - r[m + "_prod_ms"])))
                 if m == "int8" and "torch_int8_ms" in r:
                     log("  %-34s PyTorch quantize_dynamic int8 (engine %s) %s: %sx cellc int8's time" % (
                         "", r.get("torch_int8_engine"), fmt_ms(r["torch_int8_ms"]),

@@ -24,7 +24,11 @@
  * Built with -DBENCH_GEMM_TIME and bench/gemm_time.c (time_cellc_gemm), it
  * prints instead the rate of the recurrent products inside their calls:
  *
- *   cellc_ms=MEDIAN gemm_gflops=.. gemm_flops=.. gemm_calls=..   (per run)
+ *   cellc_ms=MEDIAN gemm_gflops=.. gemm_flops=.. gemm_calls=.. gemm_ms=..   (per run)
+ *
+ * gemm_ms: the time in the products of the thread that spent the most in
+ * them, per run (bench_gemm_seconds / REPS); wall_ms: this program's mean
+ * time per run over the same runs (the two give the rest of the step).
  *
  * THREADS is the thread count of the bandwidth loops; OpenBLAS's threads
  * come from OPENBLAS_NUM_THREADS, which bench/run.py sets to the same.
@@ -157,8 +161,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "time_cellc: no product with K = %lld was called\n", (long long)H);
 		return 1;
 	}
-	printf("cellc_ms=%.4f gemm_gflops=%.3f gemm_flops=%.0f gemm_calls=%ld\n", 1e3 * med, gf, fl / reps,
-	       calls / reps);
+	double wall = 0;
+	for (int r = 0; r < reps; r++)
+		wall += t[r];
+	printf("cellc_ms=%.4f gemm_gflops=%.3f gemm_flops=%.0f gemm_calls=%ld gemm_ms=%.4f wall_ms=%.4f\n",
+	       1e3 * med, gf, fl / reps, calls / reps, 1e3 * bench_gemm_seconds() / reps, 1e3 * wall / reps);
 	return 0;
 #endif
 	bench_limits L = {0};

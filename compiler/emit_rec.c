@@ -409,14 +409,16 @@ static void pack_dims(const ir_node *gm, int64_t *N, int64_t *K)
  * functions, words for the comment.  No mark: float32. */
 typedef struct {
 	const char *mark, *ctype, *fn, *words;
-	const char *quant;      /* the activations' quantizer, for several calls on
-				   them (rt_gemv_quant_i8, up to RT_I8_KMAX inputs) */
+	const char *prep;       /* the activations prepared once for several calls
+				   on them (a step's column blocks): the function,
+				   NULL for none */
+	int64_t prep_kmax;      /* its largest K (RT_I8_KMAX, RT_BF16_SPLIT_KMAX) */
 } pack_format;
 
 static const pack_format pack_formats[] = {
-	{NULL, "float", "", "", NULL},
-	{"bf16", "uint16_t", "_bf16", " in bfloat16", NULL},
-	{"int8", "int8_t", "_i8", " in int8, its activations quantized per call", "rt_gemv_quant_i8"},
+	{NULL, "float", "", "", NULL, 0},
+	{"bf16", "uint16_t", "_bf16", " in bfloat16", "rt_gemv_split_bf16", RT_BF16_SPLIT_KMAX},
+	{"int8", "int8_t", "_i8", " in int8, its activations quantized per call", "rt_gemv_quant_i8", RT_I8_KMAX},
 };
 
 static const pack_format *pack_fmt(const ir_node *gm)
@@ -522,23 +524,35 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 	int64_t pN, pK;
 	pack_dims(n, &pN, &pK);
 	const pack_format *pf = pack_fmt(n);
-	int once = R->pk[pi] && pf->quant && nv > 1 && pK <= RT_I8_KMAX;
-	if (once) {
+	int once = R->pk[pi] && pf->prep && nv > 1 && pK <= pf->prep_kmax;
+	int i8 = once && !strcmp(pf->mark, "int8");
+	if (i8) {
 		ew_line(R->w, "uint8_t qa%d[%lld]; /* %s quantized once for this thread's column blocks */", pi,
 			(long long)((pK + 3) / 4 * 4), cm(R, A->name));
 		ew_line(R->w, "int32_t qz%d = 0;", pi);
-		ew_line(R->w, "const float qs%d = pk%d ? %s(%s, %s + %lld, qa%d, &qz%d) : 0.0f;", pi, pi, pf->quant, K,
+		ew_line(R->w, "const float qs%d = pk%d ? %s(%s, %s + %lld, qa%d, &qz%d) : 0.0f;", pi, pi, pf->prep, K,
 			ha.base, (long long)ha.off, pi, pi);
+	} else if (once) {
+		ew_line(R->w, "uint32_t xs%d[%lld]; /* %s split once into bfloat16 parts for this thread's column "
+			"blocks */", pi, (long long)((pK + 1) / 2 * 2), cm(R, A->name));
+		ew_line(R->w, "if (pk%d)", pi);
+		ew_line(R->w, "\t%s(%s, %s + %lld, pk%d, xs%d);", pf->prep, K, ha.base, (long long)ha.off, pi, pi);
 	}
 	for (int i = 0; i < nv; i++) {
 		long long o = (long long)offs[i];
 		const char *wp = tb ? fmt(R, "%s + %lld + (%lld + j0_) * %s", hw.base, (long long)hw.off, o, hw.ld)
 				    : fmt(R, "%s + %lld + %lld + j0_", hw.base, (long long)hw.off, o);
 		const char *yp = fmt(R, "%s + %lld + %lld + j0_", hy.base, (long long)hy.off, o);
-		if (once)
+		if (i8)
 			ew_line(R->w, "if (pk%d) %sq(%lld + j0_, %lld + j1_, %lld, %s, %s, qa%d, qs%d, qz%d, pk%d, %s, %s, %s); "
 				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), o, o, (long long)pN, K,
 				flt(R, ir_attr_float(n, "alpha", 1.0f)), pi, pi, pi, pi, C ? flt(R, beta) : "0.0f",
+				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+		else if (once)
+			ew_line(R->w, "if (pk%d) %sx(%lld + j0_, %lld + j1_, %lld, %s, %s, %s + %lld, xs%d, pk%d, %s, %s, %s); "
+				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), o, o, (long long)pN, K,
+				flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base, (long long)ha.off, pi, pi,
+				C ? flt(R, beta) : "0.0f",
 				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
 		else
 			emit_packed_call(R, n, "", fmt(R, "%lld + j0_", o), fmt(R, "%lld + j1_", o), K, ha,

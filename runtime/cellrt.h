@@ -164,6 +164,17 @@ void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alp
 			 const uint16_t *P, float beta, const float *bias, float *c);
 void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 				  const uint16_t *P, float beta, const float *bias, float *c);
+/* rt_gemv_packed_bf16 in two halves, for several calls on the same a (a
+ * step's product whose columns the threads share, one call per gate block),
+ * as rt_gemv_quant_i8 and rt_gemv_packed_i8q below: rt_gemv_split_bf16
+ * prepares a once for the kernel of P (K <= RT_BF16_SPLIT_KMAX) in xs,
+ * which holds K rounded up to even words (with AVX512-BF16, a's high and
+ * low bfloat16 parts; else xs is not used), and rt_gemv_packed_bf16x makes
+ * rows r0..r1 from a and xs.  The pair gives rt_gemv_packed_bf16's bits. */
+enum { RT_BF16_SPLIT_KMAX = 4096 };
+void rt_gemv_split_bf16(int64_t K, const float *a, const uint16_t *P, uint32_t *xs);
+void rt_gemv_packed_bf16x(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			  const uint32_t *xs, const uint16_t *P, float beta, const float *bias, float *c);
 /* The same on int8 weights (--weights int8): a quarter of the bytes, and
  * integer products as PyTorch's dynamic quantization computes them.  Each
  * output row n of W = op(B)^T is quantized on its own (rt_scale_i8, rt_quant_i8:

@@ -448,6 +448,21 @@ void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alp
 		rt_gemv_packed_bf16_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
 }
 
+void rt_gemv_split_bf16(int64_t K, const float *a, const uint16_t *P, uint32_t *xs)
+{
+	if (P[0] == RT_BF16_PAIRS && K <= RT_BF16_SPLIT_KMAX)
+		rt_kern_split_bf16(K, a, xs);
+}
+
+void rt_gemv_packed_bf16x(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			  const uint32_t *xs, const uint16_t *P, float beta, const float *bias, float *c)
+{
+	/* rt_gemv_split_bf16 split a where this holds (the same question) */
+	if (r1 > r0 && !(P[0] == RT_BF16_PAIRS && K <= RT_BF16_SPLIT_KMAX &&
+			 rt_kern_gemv_pairs(r0, r1, N, K, alpha, xs, P, beta, bias, c)))
+		rt_gemv_packed_bf16(r0, r1, N, K, alpha, a, P, beta, bias, c);
+}
+
 void rt_gemv_packed_bf16_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 				  const uint16_t *P, float beta, const float *bias, float *c)
 {

@@ -933,13 +933,56 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 int rt_kern_bf16_layout(int64_t K)
 {
 #ifdef RT_KERN_X86
-	__builtin_cpu_init();
-	if (rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
-	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16") && K <= RT_BF16_PAIRS_KMAX)
+	/* asked once (every step's products ask again: threads that race here
+	 * store the same value) */
+	static volatile int has = -1;
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
+		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+	}
+	if (has && K <= RT_BF16_PAIRS_KMAX)
 		return RT_BF16_PAIRS;
 #endif
 	(void)K;
 	return RT_BF16_SHIFT;
+}
+
+int rt_kern_split_bf16(int64_t K, const float *a, uint32_t *xs)
+{
+#ifdef RT_KERN_X86
+	if (K <= RT_BF16_PAIRS_KMAX && rt_kern_bf16_layout(K) == RT_BF16_PAIRS) {
+		uint16_t hi[RT_BF16_PAIRS_KMAX], lo[RT_BF16_PAIRS_KMAX];
+		int64_t Kh = (K + 1) / 2;
+		split_bf16(K, a, hi, lo);
+		memcpy(xs, hi, sizeof *xs * (size_t)Kh);
+		memcpy(xs + Kh, lo, sizeof *xs * (size_t)Kh);
+		return 1;
+	}
+#endif
+	(void)K, (void)a, (void)xs;
+	return 0;
+}
+
+int rt_kern_gemv_pairs(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint32_t *xs,
+		       const uint16_t *P, float beta, const float *bias, float *c)
+{
+#ifdef RT_KERN_X86
+	if (P[0] == RT_BF16_PAIRS && K <= RT_BF16_PAIRS_KMAX && rt_kern_bf16_layout(K) == RT_BF16_PAIRS) {
+		int64_t Kh = (K + 1) / 2;
+		for (int64_t r = r0; r < r1;) {
+			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+			rt_bf16_block(RT_BF16_PAIRS, N, K, n0, &w, &wp, &off);
+			int64_t e = n0 + w < r1 ? n0 + w : r1;
+			gemv_packed_pairs(r - n0, e - n0, Kh, xs, xs + Kh, P + off, wp, alpha, beta,
+					  bias ? bias + (r - r0) : NULL, c + (r - r0));
+			r = e;
+		}
+		return 1;
+	}
+#endif
+	(void)r0, (void)r1, (void)N, (void)K, (void)alpha, (void)xs, (void)P, (void)beta, (void)bias, (void)c;
+	return 0;
 }
 
 int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
@@ -948,21 +991,9 @@ int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t
 #ifdef RT_KERN_X86
 	int layout = P[0];
 	if (isa == RT_ISA_BF16 && layout == RT_BF16_PAIRS && K <= RT_BF16_PAIRS_KMAX) {
-		uint16_t hi[RT_BF16_PAIRS_KMAX], lo[RT_BF16_PAIRS_KMAX];
-		uint32_t xh[RT_BF16_PAIRS_KMAX / 2], xl[RT_BF16_PAIRS_KMAX / 2];
-		int64_t Kh = (K + 1) / 2;
-		split_bf16(K, a, hi, lo);
-		memcpy(xh, hi, sizeof *xh * (size_t)Kh);
-		memcpy(xl, lo, sizeof *xl * (size_t)Kh);
-		for (int64_t r = r0; r < r1;) {
-			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
-			rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
-			int64_t e = n0 + w < r1 ? n0 + w : r1;
-			gemv_packed_pairs(r - n0, e - n0, Kh, xh, xl, P + off, wp, alpha, beta,
-					  bias ? bias + (r - r0) : NULL, c + (r - r0));
-			r = e;
-		}
-		return 1;
+		uint32_t xs[RT_BF16_PAIRS_KMAX];
+		return rt_kern_split_bf16(K, a, xs) &&
+		       rt_kern_gemv_pairs(r0, r1, N, K, alpha, xs, P, beta, bias, c);
 	}
 	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && layout == RT_BF16_SHIFT) {
 		/* the AVX2 kernel serves both */

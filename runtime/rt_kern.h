@@ -35,6 +35,8 @@
 
 #include <stdint.h>
 
+#include "cellrt.h" /* RT_BF16_SPLIT_KMAX */
+
 enum { RT_ISA_NONE = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_VNNI = 3 };
 
 /* The best instruction set of this CPU that the kernels use. */
@@ -84,12 +86,20 @@ int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, f
  * isa RT_ISA_BF16 takes RT_BF16_PAIRS, RT_ISA_AVX2 and AVX512 the other;
  * 0 when the layout is not the isa's. */
 enum { RT_ISA_BF16 = 4 };
-enum { RT_BF16_SHIFT = 0, RT_BF16_PAIRS = 1, RT_BF16_HEAD = 32, RT_BF16_PAIRS_KMAX = 4096 };
+enum { RT_BF16_SHIFT = 0, RT_BF16_PAIRS = 1, RT_BF16_HEAD = 32, RT_BF16_PAIRS_KMAX = RT_BF16_SPLIT_KMAX };
 /* The layout the bf16 GEMV reads best on this CPU: RT_BF16_PAIRS with
  * AVX512-BF16 (and K up to RT_BF16_PAIRS_KMAX), else RT_BF16_SHIFT. */
 int rt_kern_bf16_layout(int64_t K);
 int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			     const float *a, const uint16_t *P, float beta, const float *bias, float *c);
+/* Its RT_BF16_PAIRS path in two halves, for several calls on the same a:
+ * rt_kern_split_bf16 writes a's high and low bfloat16 parts as words of two
+ * (xs[0, Kh) the high, xs[Kh, 2 Kh) the low, Kh = (K + 1) / 2, the pad 0);
+ * rt_kern_gemv_pairs makes rows [r0, r1) from them.  Both return 0 (and do
+ * nothing) where this CPU or P does not take RT_BF16_PAIRS. */
+int rt_kern_split_bf16(int64_t K, const float *a, uint32_t *xs);
+int rt_kern_gemv_pairs(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint32_t *xs,
+		       const uint16_t *P, float beta, const float *bias, float *c);
 /* Block n0's width w, padded width wp and first element in P. */
 static inline void rt_bf16_block(int layout, int64_t N, int64_t K, int64_t n0, int64_t *w, int64_t *wp,
 				 int64_t *off)

@@ -25,7 +25,8 @@ Groups, in order:
   torch       tests/gen_torch_exports.py cases, `--atol 1e-5 --rtol 1e-4`
   precision   the same cases with --weights bf16 and int8 against the float32
               outputs (BF16_TOL, INT8_TOL), the reduced-precision batch-1
-              kernel required in each build
+              kernel required in each build; bf16 also with three threads
+              sharing each step's columns (bf16_cols)
   quantized   tests/gen_quant_cases.py: models quantized as ONNX Runtime's
               dynamic quantizer writes them (DynamicQuantizeLSTM,
               MatMulInteger) against ONNX Runtime on the same file, also
@@ -821,7 +822,16 @@ def group_torch():
 # the bounds docs/deploying.md states for these models.
 BF16_TOL = ["--weights", "bf16", "--atol", "1e-2", "--rtol", "1e-2"]
 INT8_TOL = ["--weights", "int8", "--atol", "3e-2", "--rtol", "3e-2"]
-PRECISION_MODES = [("bf16", BF16_TOL, "rt_gemv_packed_bf16("), ("int8", INT8_TOL, "rt_gemv_packed_i8(")]
+# (mode, tolerance and options, the call its build must make, environment);
+# bf16_cols: three threads sharing each batch-1 step's columns
+# (CELLRT_SPLIT_MIN=0), which split the activations into their bfloat16
+# parts once per step for all gate blocks (rt_gemv_split_bf16 +
+# rt_gemv_packed_bf16x): the LSTM and GRU cases (a plain RNN's product has
+# one gate block, called once)
+COLS_ENV = {"CELLRT_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1", "CELLRT_SPLIT_MIN": "0"}
+PRECISION_MODES = [("bf16", BF16_TOL, "rt_gemv_packed_bf16(", None),
+                   ("bf16_cols", BF16_TOL, "rt_gemv_packed_bf16x(", COLS_ENV),
+                   ("int8", INT8_TOL, "rt_gemv_packed_i8(", None)]
 
 
 def group_precision():
@@ -838,16 +848,17 @@ def group_precision():
     work = os.path.join(OUT, "precision_work")
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
 
-    def one(n, mode, tol, call):
+    def one(n, mode, tol, call, env):
         keep = os.path.join(work, mode, n)
-        r = verify_one("precision", "%s/%s" % (mode, n), os.path.join(root, n), tol + ["--keep", keep])
+        r = verify_one("precision", "%s/%s" % (mode, n), os.path.join(root, n), tol + ["--keep", keep], env=env)
         if not r.ok:
             return r
         srcs = glob.glob(os.path.join(ROOT, keep, "**", "*.c"), recursive=True)
         if not any(call in open(s).read() for s in srcs):
             return Result(r.name, False, "verify passed, but the build in %s never calls %s" % (keep, call[:-1]))
         return r
-    yield from parallel(one, [(n, m, t, c) for m, t, c in PRECISION_MODES for n in case_dirs("torch")])
+    yield from parallel(one, [(n, m, t, c, e) for m, t, c, e in PRECISION_MODES for n in case_dirs("torch")
+                              if m != "bf16_cols" or not n.startswith("rnn_")])
 
 
 # Models quantized as ONNX Runtime's dynamic quantizer writes them
@@ -897,8 +908,7 @@ def group_quantized():
         keep = os.path.join(work, n + ("_" + mode if mode else ""))
         extra = ["--dim", "seq=9", "--dim", "batch=1", "--weights", "int8"] if mode in calls else \
             [a for d in dims for a in ("--dim", d)]
-        env = {"CELLRT_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1", "CELLRT_SPLIT_MIN": "0"} \
-            if mode == "int8_cols" else None
+        env = COLS_ENV if mode == "int8_cols" else None
         vlog = os.path.join(LOGS, "quantized", n + ("_" + mode if mode else "") + ".log")
         model = os.path.join(case, "model.onnx")
         if mode == "ort_opt":

@@ -549,6 +549,28 @@ START_TEST(test_gemv_packed_bf16)
 		}
 		ck_assert_msg(memcmp(&c[n], &c0[n], sizeof *c) == 0, "c[%ld] beyond the rows changed", (long)n);
 	}
+	/* the entry points emitted code calls, on each layout: whole, and in two
+	 * halves with the rows split in two calls on activations split once
+	 * (rt_gemv_split_bf16, rt_gemv_packed_bf16x): the same bits */
+	float *ck = xmalloc(sizeof(float) * (size_t)(g.N + 4));
+	uint32_t *xs = xmalloc(sizeof(uint32_t) * (size_t)((g.K + 1) / 2 * 2));
+	for (int layout = RT_BF16_SHIFT; layout <= RT_BF16_PAIRS; layout++) {
+		rt_gemv_pack_bf16_layout(layout, tb, g.N, g.K, Bm, ldb, P);
+		memcpy(c, c0, sizeof(float) * (size_t)(g.N + 4));
+		rt_gemv_packed_bf16(g.r0, g.r1, g.N, g.K, alpha, a, P, beta, bias, c);
+		memcpy(ck, c0, sizeof(float) * (size_t)(g.N + 4));
+		memset(xs, 0xff, sizeof(uint32_t) * (size_t)((g.K + 1) / 2 * 2));
+		rt_gemv_split_bf16(g.K, a, P, xs);
+		int64_t mid = g.r0 + n / 2;
+		rt_gemv_packed_bf16x(g.r0, mid, g.N, g.K, alpha, a, xs, P, beta, bias, ck);
+		rt_gemv_packed_bf16x(mid, g.r1, g.N, g.K, alpha, a, xs, P, beta, bias ? bias + (mid - g.r0) : NULL,
+				     ck + (mid - g.r0));
+		ck_assert_msg(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0,
+			      "rt_gemv_split_bf16 + rt_gemv_packed_bf16x (layout %d) N=%ld K=%ld rows %ld..%ld differ",
+			      layout, (long)g.N, (long)g.K, (long)g.r0, (long)g.r1);
+	}
+	free(ck);
+	free(xs);
 	free(Bm);
 	free(Bq);
 	free(P);
