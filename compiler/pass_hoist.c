@@ -18,7 +18,8 @@
  *   3. last step: a Gather of the last step of a stacked output whose step
  *      value is a state's next value (h of `last(h)`, PyTorch's `out[-1]`)
  *      reads the recurrence's final state instead (the Gather becomes an
- *      Identity of it), and a stacked output nothing reads any more is
+ *      Identity of it; a Slice of that step alone, `out[-1:]`, becomes an
+ *      Unsqueeze of it), and a stacked output nothing reads any more is
  *      dropped: the loop no longer writes [T, B, H] to keep one step of it,
  *      and a --train build's backward starts from the final state's gradient
  *      instead of reading a [T, B, H] gradient that is zero but for one step.
@@ -411,6 +412,38 @@ static int reads_final_step(const ir_node *gth, int reverse, ir_dim T)
 	return v == -1 || (ir_dim_is_const(T) && v == T.k - 1);
 }
 
+/* Element 0 of constant integer input k of n (one element), or dflt when n
+ * has no input k; 0 when it is something else. */
+static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
+{
+	if (k >= n->nin || !n->in[k]) {
+		*v = dflt;
+		return 1;
+	}
+	const ir_value *c = n->in[k];
+	if (c->kind != VAL_CONST || !c->data || (c->dtype != DT_I64 && c->dtype != DT_I32) || c->shape.rank != 1 ||
+	    !ir_dim_is_const(c->shape.d[0]) || c->shape.d[0].k != 1)
+		return 0;
+	*v = ir_const_int(c, 0);
+	return 1;
+}
+
+/* Whether a Slice keeps the final state's step alone, along one axis (its
+ * *axis, not normalised): PyTorch's out[-1:], from -1 or T - 1 to any end
+ * past the last step (INT64_MAX, or at least T when T is known), step 1;
+ * for a reverse recurrence the first step, out[:1]. */
+static int slices_final_step(const ir_node *sl, int reverse, ir_dim T, int64_t *axis)
+{
+	int64_t s, e, st;
+	if (sl->nin < 3 || !one_int(sl, 1, 0, &s) || !one_int(sl, 2, 0, &e) || !one_int(sl, 3, 0, axis) ||
+	    !one_int(sl, 4, 1, &st) || st != 1)
+		return 0;
+	int known = ir_dim_is_const(T);
+	if (reverse)
+		return (s == 0 || (known && s == -T.k)) && (e == 1 || (known && T.k > 1 && e == 1 - T.k));
+	return (s == -1 || (known && s == T.k - 1)) && (e == INT64_MAX || (known && e >= T.k));
+}
+
 /* Axis labels of a view of a stacked output: the time axis, an axis of
  * the state (its index, >= 0), or a unit axis a view added. */
 enum { LB_TIME = -1, LB_UNIT = -2 };
@@ -459,7 +492,8 @@ static int view_labels(const ir_node *v, const int *in, int *out)
 	return i == a->rank ? 0 : -1;
 }
 
-/* Item 3 of the header: a Gather of the final state's step of a state's
+/* Item 3 of the header: a Gather (or a Slice of length one: then an
+ * Unsqueeze of the final state) of the final state's step of a state's
  * stacked output, read directly or through views that move the time axis
  * (Transpose) or add and remove unit axes (ONNX LSTM's num_directions). */
 static void last_steps(ir_graph *g)
@@ -468,7 +502,7 @@ static void last_steps(ir_graph *g)
 	int changed = 0;
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *gth = g->nodes[i], *chain[8];
-		if (gth->op != OP_GATHER || !gth->in[0] || !gth->out[0])
+		if ((gth->op != OP_GATHER && gth->op != OP_SLICE) || !gth->in[0] || !gth->out[0])
 			continue;
 		int nchain = 0;
 		ir_value *y = gth->in[0];
@@ -506,17 +540,25 @@ static void last_steps(ir_graph *g)
 			nl = ok ? chain[c]->out[0]->shape.rank : 0;
 			memcpy(lab, nx, sizeof lab);
 		}
-		int64_t axis = ir_attr_int(gth, "axis", 0);
+		int reverse = (int)ir_attr_int(r, "reverse", 0), slice = gth->op == OP_SLICE, fin;
+		int64_t axis = 0;
+		if (slice)
+			fin = slices_final_step(gth, reverse, T, &axis);
+		else
+			axis = ir_attr_int(gth, "axis", 0), fin = reads_final_step(gth, reverse, T);
 		if (axis < 0)
 			axis += nl;
-		if (!ok || axis < 0 || axis >= nl || lab[axis] != LB_TIME ||
-		    !reads_final_step(gth, (int)ir_attr_int(r, "reverse", 0), T))
+		if (!ok || !fin || axis < 0 || axis >= nl || lab[axis] != LB_TIME)
 			continue;
-		/* what is left must be the state's axes in order */
+		/* what is left must be the state's axes in order (a Slice keeps a
+		 * unit axis where the time axis was) */
+		ir_shape want = {.rank = 0};
 		for (int a = 0, k = 0; ok && a < nl; a++)
 			if (a != axis)
-				ok = lab[a] == k++;
-		if (!ok || !ir_shape_eq(ss, &gth->out[0]->shape))
+				ok = lab[a] == k, want.d[want.rank++] = ss->d[k++];
+			else if (slice)
+				want.d[want.rank++] = ir_dim_const(1);
+		if (!ok || !ir_shape_eq(&want, &gth->out[0]->shape))
 			continue;
 		if (!r->out[st]) {
 			ir_value *fs = ir_value_new(g, NULL, VAL_TEMP, r->body->inputs[nseq + st]->dtype);
@@ -524,10 +566,16 @@ static void last_steps(ir_graph *g)
 			fs->producer = r;
 			r->out[st] = fs;
 		}
-		gth->op = OP_IDENTITY;
 		gth->in[0] = r->out[st];
-		gth->nin = 1;
-		ir_attr_remove(gth, "axis");
+		if (slice) {
+			gth->op = OP_UNSQUEEZE;
+			gth->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &axis);
+			gth->nin = 2;
+		} else {
+			gth->op = OP_IDENTITY;
+			gth->nin = 1;
+			ir_attr_remove(gth, "axis");
+		}
 		changed = 1;
 	}
 	if (!changed)

@@ -31,7 +31,9 @@ warnings.filterwarnings("ignore")   # torch.onnx's UserWarnings about batch_firs
 
 class Net(torch.nn.Module):
     """cell -> Linear head.  head "seq": Linear on every step's output, also
-    returns the final states; head "last": LogSoftmax(Linear(last step))."""
+    returns the final states; head "last": LogSoftmax(Linear(last step));
+    head "slice": the same on the last step sliced as a range of one step
+    (out[-1:], squeezed or reshaped)."""
 
     def __init__(self, cell, input_size, hidden, layers, batch_first, bidirectional,
                  head, classes, nonlinearity=None):
@@ -54,7 +56,10 @@ class Net(torch.nn.Module):
             finals = (h,)
         if self.head == "seq":
             return (self.fc(out),) + finals
-        last = out[:, -1] if self.batch_first else out[-1]
+        if self.head == "slice":    # the last step kept as a range of one: out[-1:]
+            last = out[:, -1:, :].reshape(out.shape[0], -1) if self.batch_first else out[-1:].squeeze(0)
+        else:
+            last = out[:, -1] if self.batch_first else out[-1]
         return (torch.log_softmax(self.fc(last), dim=-1), finals[0])
 
 
@@ -79,6 +84,10 @@ def make_cases():
              layers=1, init=False, bidirectional=True, head="last"),
         dict(name="rnn_opset14_relu_l2_bf_init", cell="RNN", opset=14, batch_first=True, layers=2,
              init=True, nonlinearity="relu", head="seq"),
+        dict(name="lstm_opset17_sf_l2_noinit_slice_last", cell="LSTM", opset=17, batch_first=False, layers=2,
+             init=False, head="slice"),
+        dict(name="gru_opset13_bf_l1_init_slice_last", cell="GRU", opset=13, batch_first=True, layers=1,
+             init=True, head="slice"),
         dict(name="lstm_opset14_T784_static", cell="LSTM", opset=14, batch_first=True, layers=1,
              init=False, head="last", input_size=1, hidden=32, classes=10, T=784, B=2,
              dynamic=False),

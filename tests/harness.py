@@ -811,7 +811,7 @@ def group_torch():
     root = os.path.join(OUT, "torch")
     yield from parallel(verify_one, [("torch", n, os.path.join(root, n), TORCH_TOL)
                                      for n in case_dirs("torch")])
-    # the cases whose head reads out[-1] / out[:, -1] (tests/gen_torch_exports.py: *_last)
+    # the cases whose head reads out[-1] / out[:, -1] / out[-1:] (tests/gen_torch_exports.py: *_last)
     yield from parallel(last_head, [("torch", n, os.path.join(root, n)) for n in case_dirs("torch")
                                     if n.endswith("_last")])
 
@@ -1066,7 +1066,8 @@ def wild_info(name, case_dir):
 
 def last_head(group, name, case_dir):
     """GROUP/last/CASE, for models whose head reads only the last step of a
-    recurrence's output (PyTorch's out[-1] or out[:, -1], through nn.LSTM's
+    recurrence's output (PyTorch's out[-1] or out[:, -1], or out[-1:] sliced as
+    a range of one step, through nn.LSTM's
     Squeeze and batch_first's Transpose, or a traced loop's last h): the
     recurrence that feeds the head stores no output sequence (`cellc dump
     --after hoist`: the last recurrence's n_out is 0), since the step the
