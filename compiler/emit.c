@@ -1132,8 +1132,8 @@ static void api_stream(emit_ctx *E)
 			ew_open(w, "if (n%d != m->carry%d_n || !m->carry%d[0])", k, k, k);
 			ew_line(w, "free(m->carry%d[0]);", k);
 			ew_line(w, "free(m->carry%d[1]);", k);
-			ew_line(w, "m->carry%d[0] = malloc(sizeof(%s) * n%d + 1);", k, ctype(v), k);
-			ew_line(w, "m->carry%d[1] = malloc(sizeof(%s) * n%d + 1);", k, ctype(v), k);
+			ew_line(w, "m->carry%d[0] = aligned_alloc(64, ALIGN64(sizeof(%s) * n%d + 1));", k, ctype(v), k);
+			ew_line(w, "m->carry%d[1] = aligned_alloc(64, ALIGN64(sizeof(%s) * n%d + 1));", k, ctype(v), k);
 			ew_line(w, "m->carry%d_n = 0;", k);
 			ew_line(w, "if (!m->carry%d[0] || !m->carry%d[1])", k, k);
 			ew_line(w, "\treturn RT_ERR_NOMEM;");
@@ -2211,7 +2211,11 @@ void emit_rec_state_storage(emit_ctx *E, const ir_node *rec, int k, const char *
 	} else {
 		ew_line(w, "free(m->%s);", st);
 		ew_line(w, "m->%s_n = 0;", st);
-		ew_line(w, "m->%s = malloc(sizeof(float) * (size_t)(%s) + 1);", st, cnt);
+		/* on a line of its own: the threads that share a row's columns
+		 * write their halves of it each step, and a line they both wrote
+		 * would pass between their cores (the arena's parts are aligned
+		 * alike) */
+		ew_line(w, "m->%s = aligned_alloc(64, ALIGN64(sizeof(float) * (size_t)(%s) + 1));", st, cnt);
 		ew_line(w, "if (!m->%s)", st);
 		ew_line(w, "\treturn RT_ERR_NOMEM;");
 	}
