@@ -361,6 +361,7 @@ struct emit_tabs {
 	/* marks: what the function being printed refers to */
 	char used_sym[IR_MAX_SYMS];
 	char *used_in, *used_out, *used_const, *used_slot;
+	char sizes_sym[IR_MAX_SYMS];    /* the symbol is in some value's shape (mark_sizes) */
 	int time_sym;                   /* symbol of the recurrence time axis, -1: none */
 	const char *forward;            /* the forward function, printed before the rest */
 	const char *rec_fns;            /* the functions forward calls, one per recurrence */
@@ -422,7 +423,11 @@ static void emit_dims_check(emit_ctx *E, int arena_limits)
 	struct emit_tabs *t = E->tabs;
 	for (int i = 0; i < E->g->nsyms; i++) {
 		if (!ir_sym_free(E->g, i)) {
-			/* a derived symbol: its value from its base's, at least 1 */
+			/* a derived symbol: its value from its base's, at least 1
+			 * where it sizes something; one that only a symbolic
+			 * constant's data holds (out[T - 1]'s index T - 1) may be 0 */
+			if (!t->sizes_sym[i])
+				continue;
 			int b = E->g->sym_base[i] - 1;
 			int64_t off = E->g->sym_off[i];
 			ew_line(E->w, "if (d->%s %c %lld < 1) /* symbol '%s' */", t->sym[b], off < 0 ? '-' : '+',
@@ -476,6 +481,21 @@ static void push(arena *A, const ir_value ***list, int *n, int *cap, const ir_va
 		*cap = c;
 	}
 	(*list)[(*n)++] = v;
+}
+
+/* Marks in s the symbols of every value's shape (root graph and bodies):
+ * those that size a buffer or a loop.  Symbolic constants hold symbols as
+ * data, not in their shapes. */
+static void mark_sizes(const ir_graph *g, char *s)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		for (int a = 0; a < g->values[i]->shape.rank; a++)
+			for (int j = 0; j < IR_MAX_SYMS; j++)
+				if (g->values[i]->shape.d[a].pow[j])
+					s[j] = 1;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->body)
+			mark_sizes(g->nodes[i]->body, s);
 }
 
 /* Weights and constants used anywhere (root graph and bodies), in graph order. */
@@ -2542,6 +2562,7 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	tabs.name = c_ident(E->A, o->name);
 	name_syms(E);
 	collect_values(E, g);
+	mark_sizes(g, tabs.sizes_sym);
 	weight_members(E);
 	tabs.used_in = arena_alloc(E->A, (size_t)g->ninputs + 1);
 	tabs.used_out = arena_alloc(E->A, (size_t)g->noutputs + 1);

@@ -16,7 +16,8 @@
  *      reads u_t [B, N] where it read the product.  x_t is dropped when
  *      nothing else reads it.
  *   3. last step: a Gather of the last step of a stacked output whose step
- *      value is a state's next value (h of `last(h)`, PyTorch's `out[-1]`)
+ *      value is a state's next value (h of `last(h)`, PyTorch's `out[-1]`,
+ *      `out[out.size(0) - 1]`)
  *      reads the recurrence's final state instead (the Gather becomes an
  *      Identity of it; a Slice of that step alone, `out[-1:]`, becomes an
  *      Unsqueeze of it), and a stacked output nothing reads any more is
@@ -397,14 +398,26 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 	return errs;
 }
 
+/* Whether symbolic dimension d is T - 1: T's symbol's derived symbol of
+ * offset -1 (out[out.size(0) - 1]). */
+static int is_t_minus_1(const ir_graph *g, ir_dim d, ir_dim T)
+{
+	int s = ir_dim_one_sym(d), t = ir_dim_one_sym(T);
+	return s >= 0 && t >= 0 && g->sym_base[s] == t + 1 && g->sym_off[s] == -1;
+}
+
 /* The index a Gather along a stacked output's time axis reads, when it is a
  * constant scalar: whether it is the step the final state comes from (the
- * last, -1 or T - 1; for a reverse recurrence the first, 0 or -T). */
-static int reads_final_step(const ir_node *gth, int reverse, ir_dim T)
+ * last, -1 or T - 1, T - 1 also as a symbolic constant; for a reverse
+ * recurrence the first, 0 or -T). */
+static int reads_final_step(const ir_graph *g, const ir_node *gth, int reverse, ir_dim T)
 {
 	const ir_value *ix = gth->nin > 1 ? gth->in[1] : NULL;
-	if (!ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || (ix->dtype != DT_I64 && ix->dtype != DT_I32) ||
-	    !ix->data)
+	if (!ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || (ix->dtype != DT_I64 && ix->dtype != DT_I32))
+		return 0;
+	if (ix->sym)
+		return !reverse && is_t_minus_1(ir_root((ir_graph *)g), ix->sym[0], T);
+	if (!ix->data)
 		return 0;
 	int64_t v = ir_const_int(ix, 0);
 	if (reverse)
@@ -545,7 +558,7 @@ static void last_steps(ir_graph *g)
 		if (slice)
 			fin = slices_final_step(gth, reverse, T, &axis);
 		else
-			axis = ir_attr_int(gth, "axis", 0), fin = reads_final_step(gth, reverse, T);
+			axis = ir_attr_int(gth, "axis", 0), fin = reads_final_step(g, gth, reverse, T);
 		if (axis < 0)
 			axis += nl;
 		if (!ok || !fin || axis < 0 || axis >= nl || lab[axis] != LB_TIME)

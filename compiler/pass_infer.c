@@ -210,26 +210,6 @@ static void canon_slice(ictx *c, ir_graph *g, ir_node *n)
 	n->nin = 5;
 }
 
-/* After a node stayed a run-time node: its symbolic-constant inputs must be
- * shape parameters (the emitter never reads those). */
-static int check_sym_inputs(ir_graph *g, ir_node *n, diag *D)
-{
-	for (int k = 0; k < n->nin; k++) {
-		ir_value *v = n->in[k];
-		if (v && v->sym && !infer_shape_input(n->op, k)) {
-			const char *s = "";
-			for (int i = 0; i < ir_shape_const_numel(&v->shape) && i < 8; i++)
-				s = arena_printf(g->A, "%s%s%s", s, i ? ", " : "",
-						 infer_mono_str(g->A, g, v->sym[i]));
-			diag_node(D, n, "input %d ('%s') holds dimension sizes known only at run time "
-				  "([%s]); cellc evaluates such shape arithmetic at compile time and "
-				  "cannot evaluate %s on it", k, v->name, s, ir_op_name(n->op));
-			return 1;
-		}
-	}
-	return 0;
-}
-
 static void infer_body(ictx *c, ir_graph *b);
 
 typedef struct nodelist {
@@ -406,7 +386,10 @@ static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep
 		keep->n--;
 		return;
 	}
-	if (r == 0 && !check_sym_inputs(g, n, c->D) && n->op == OP_SLICE)
+	/* a symbolic constant that a run-time node reads as data (an index
+	 * T - 1, a length to divide by) is printed as a local of the function
+	 * that reads it (emit.c: print_sym_consts) */
+	if (r == 0 && n->op == OP_SLICE)
 		canon_slice(c, g, n);
 	if (r < 0)
 		poison_outputs(n);

@@ -33,7 +33,9 @@ class Net(torch.nn.Module):
     """cell -> Linear head.  head "seq": Linear on every step's output, also
     returns the final states; head "last": LogSoftmax(Linear(last step));
     head "slice": the same on the last step sliced as a range of one step
-    (out[-1:], squeezed or reshaped)."""
+    (out[-1:], squeezed or reshaped); head "size": on the last step indexed
+    by the sequence length less one (out[out.size(0) - 1]); head "mean": on
+    the sum over time divided by the length (the length as data)."""
 
     def __init__(self, cell, input_size, hidden, layers, batch_first, bidirectional,
                  head, classes, nonlinearity=None):
@@ -58,6 +60,10 @@ class Net(torch.nn.Module):
             return (self.fc(out),) + finals
         if self.head == "slice":    # the last step kept as a range of one: out[-1:]
             last = out[:, -1:, :].reshape(out.shape[0], -1) if self.batch_first else out[-1:].squeeze(0)
+        elif self.head == "size":   # the last step indexed by the length: out[out.size(0) - 1]
+            last = out[:, x.shape[1] - 1, :] if self.batch_first else out[out.size(0) - 1]
+        elif self.head == "mean":   # the mean over time as a sum over the length
+            last = torch.sum(out, 1) / x.size(1) if self.batch_first else out.sum(0) / out.size(0)
         else:
             last = out[:, -1] if self.batch_first else out[-1]
         return (torch.log_softmax(self.fc(last), dim=-1), finals[0])
@@ -88,6 +94,16 @@ def make_cases():
              init=False, head="slice"),
         dict(name="gru_opset13_bf_l1_init_slice_last", cell="GRU", opset=13, batch_first=True, layers=1,
              init=True, head="slice"),
+        # the sequence length as data (issue: dimension sizes read by run-time
+        # nodes), also at T = 1, where the index T - 1 is 0
+        dict(name="lstm_opset14_sf_l1_noinit_size_last", cell="LSTM", opset=14, batch_first=False, layers=1,
+             init=False, head="size", extra_sets=[(2, 11), (3, 1)]),
+        dict(name="gru_opset17_bf_l2_init_size_last", cell="GRU", opset=17, batch_first=True, layers=2,
+             init=True, head="size", extra_sets=[(2, 11), (1, 1)]),
+        dict(name="lstm_opset13_bf_l1_init_mean", cell="LSTM", opset=13, batch_first=True, layers=1,
+             init=True, head="mean", extra_sets=[(2, 11), (3, 1)]),
+        dict(name="rnn_opset14_sf_l1_noinit_mean", cell="RNN", opset=14, batch_first=False, layers=1,
+             init=False, head="mean", extra_sets=[(2, 11), (1, 1)]),
         dict(name="lstm_opset14_T784_static", cell="LSTM", opset=14, batch_first=True, layers=1,
              init=False, head="last", input_size=1, hidden=32, classes=10, T=784, B=2,
              dynamic=False),
