@@ -241,7 +241,9 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 		/* shapes are known: the interface */
 		printf("symbols:   ");
 		for (int i = 0; i < g->nsyms; i++)
-			if (ir_sym_free(g, i))
+			if (ir_sym_free(g, i) && ir_sym_least(g, i) > 1)
+				printf("%s%s (at least %lld)", i ? ", " : "", g->syms[i], (long long)ir_sym_least(g, i));
+			else if (ir_sym_free(g, i))
 				printf("%s%s", i ? ", " : "", g->syms[i]);
 			else
 				printf("%s%s (= %s %c %lld)", i ? ", " : "", g->syms[i], g->syms[g->sym_base[i] - 1],

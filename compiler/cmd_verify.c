@@ -907,6 +907,12 @@ static int64_t dim_value(verify *V, ir_dim d, const char *what)
 			return -1;
 		}
 		int64_t x = V->dim_value[j] + (b == i ? 0 : g->sym_off[i]);
+		if (V->dim_value[j] < ir_sym_least(g, b)) {
+			fprintf(stderr, "cellc verify: %s: --dim %s=%lld is below the least value of '%s' (%lld: a "
+					"slice of that axis by a constant bound needs it)\n", what, g->syms[b],
+				(long long)V->dim_value[j], g->syms[b], (long long)ir_sym_least(g, b));
+			return -1;
+		}
 		if (x < 1) {
 			fprintf(stderr, "cellc verify: %s: '%s' = %s %c %lld is %lld with --dim %s=%lld; it must be at "
 					"least 1\n", what, g->syms[i], g->syms[b], g->sym_off[i] < 0 ? '-' : '+',

@@ -435,7 +435,11 @@ static void emit_dims_check(emit_ctx *E, int arena_limits)
 			ew_line(E->w, "\treturn RT_ERR_SHAPE;");
 			continue;
 		}
-		ew_line(E->w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
+		if (ir_sym_least(E->g, i) > 1)
+			ew_line(E->w, "if (d->%s < %lld || d->%s > INT32_MAX) /* the least value a shape decision assumed */",
+				t->sym[i], (long long)ir_sym_least(E->g, i), t->sym[i]);
+		else
+			ew_line(E->w, "if (d->%s < 1 || d->%s > INT32_MAX)", t->sym[i], t->sym[i]);
 		ew_line(E->w, "\treturn RT_ERR_SHAPE;");
 		if (arena_limits) {
 			ew_line(E->w, "if (d->%s > %s_MAX_%s)", t->sym[i], t->name, t->sym[i]);
@@ -2575,6 +2579,13 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 		diag_error(D, "--no-malloc needs the largest value of every dimension symbol (--max-dim)");
 		return D->nerrors;
 	}
+	for (int i = 0; o->max_dims && i < g->nsyms; i++)
+		if (ir_sym_free(g, i) && o->max_dims[i] < ir_sym_least(g, i)) {
+			diag_error(D, "--max-dim %s=%lld is below the least value of '%s' (%lld: a slice of that "
+				   "axis by a constant bound needs it), so no run could use the arena", g->syms[i],
+				   (long long)o->max_dims[i], g->syms[i], (long long)ir_sym_least(g, i));
+			return D->nerrors;
+		}
 
 	/* The forward function first: it decides which constants are printed. */
 	ew mem = {0};

@@ -582,7 +582,9 @@ typedef struct spos {
 } spos;
 
 /* Effective (clamped) start or end on a symbolic dimension D, under the
- * assumption that D is at least every constant bound below INFER_SLICE_BIG. */
+ * assumption that D is at least every constant bound below INFER_SLICE_BIG:
+ * recorded as its symbol's least value (ir_sym_need), which the generated
+ * code checks at run time (x[-2:] needs T >= 2: at T = 1 it has one row). */
 static int sym_bound(ictx *c, ir_dim D, ir_dim v, int is_end, int64_t step, spos *p)
 {
 	if (!infer_mono_is_const(v)) {
@@ -592,6 +594,10 @@ static int sym_bound(ictx *c, ir_dim D, ir_dim v, int is_end, int64_t step, spos
 		v = ir_dim_const(INT64_MAX);    /* the size itself clamps like "to the end" */
 	}
 	int64_t x = v.k;
+	if (x > -INFER_SLICE_BIG && x < INFER_SLICE_BIG && !ir_sym_need(c->g, D, x < 0 ? -x : x))
+		return fail(c, "slice bound %lld on a dimension of size %s holds only when that size is at "
+			    "least %lld, which cellc checks at run time for one symbol times a constant only",
+			    (long long)x, dimstr(c, D), (long long)(x < 0 ? -x : x));
 	if (x >= INFER_SLICE_BIG)
 		*p = step > 0 ? (spos){1, 0} : (spos){1, -1};
 	else if (x <= -INFER_SLICE_BIG)

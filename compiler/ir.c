@@ -177,6 +177,38 @@ int ir_sym_free(const ir_graph *g, int i)
 	return i >= 0 && i < g->nsyms && g->sym_base[i] == 0;
 }
 
+int ir_sym_need(ir_graph *g, ir_dim d, int64_t m)
+{
+	g = ir_root(g);
+	if (ir_dim_is_const(d))
+		return d.k >= m;
+	int s = -1;
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		if (d.pow[i]) {
+			if (d.pow[i] != 1 || s >= 0)
+				return 0;
+			s = i;
+		}
+	if (s < 0 || s >= g->nsyms || d.k < 1 || m > INT32_MAX)
+		return 0;
+	int64_t need = (m + d.k - 1) / d.k;     /* k s >= m */
+	if (g->sym_base[s]) {                   /* base + off >= need */
+		need -= g->sym_off[s];
+		s = g->sym_base[s] - 1;
+	}
+	if (need > INT32_MAX)
+		return 0;
+	if (need > g->sym_min[s])
+		g->sym_min[s] = need;
+	return 1;
+}
+
+int64_t ir_sym_least(const ir_graph *g, int i)
+{
+	g = ir_root((ir_graph *)g);
+	return g->sym_min[i] > 1 ? g->sym_min[i] : 1;
+}
+
 int ir_dim_one_sym(ir_dim d)
 {
 	if (d.k != 1)

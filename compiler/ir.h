@@ -233,6 +233,10 @@ typedef struct ir_graph {
 	 * from its base, never given by the caller (ir_sym_offset). */
 	int sym_base[IR_MAX_SYMS];     /* derived: index + 1 of its (free) base; 0: free */
 	int64_t sym_off[IR_MAX_SYMS];  /* derived: value = base + sym_off (never 0) */
+	/* free: the least value the symbol may take at run time when above 1
+	 * (0: 1), which a shape decision assumed (a constant slice bound on a
+	 * symbolic axis, x[-2:]: ir_sym_need); the generated code checks it */
+	int64_t sym_min[IR_MAX_SYMS];
 	int opset;              /* default-domain opset of the source */
 	const char *producer;   /* producer name and version, for the provenance header */
 	const char *source;     /* model file path */
@@ -289,6 +293,12 @@ int ir_sym_free(const ir_graph *g, int i);
  * Returns 1 and sets *r; 0 when d is another monomial, the offset exceeds
  * INT32_MAX in magnitude or no symbol is left. */
 int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
+/* Records that dimension d is at least m at run time (a constant, or k
+ * times one symbol, free or derived: a least value of its free symbol).
+ * 1 when d is such a dimension (or a constant of at least m), else 0. */
+int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
+/* The least value of free symbol i at run time: sym_min, at least 1. */
+int64_t ir_sym_least(const ir_graph *g, int i);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
 int ir_dim_one_sym(ir_dim d);
 /* Whether a value of the compilation (bodies included) may already be

@@ -581,6 +581,8 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 				if (i)
 					sb_puts(&b, ", ");
 				sb_ident(&b, g->syms[i]);
+				if (g->sym_min[i] > 1)  /* a least value: "T >= 2" */
+					sb_printf(&b, " >= %lld", (long long)g->sym_min[i]);
 				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1" */
 					sb_puts(&b, " = ");
 					sb_ident(&b, g->syms[g->sym_base[i] - 1]);

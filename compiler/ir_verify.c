@@ -651,6 +651,9 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 				       g->sym_off[i] > INT32_MAX || g->sym_off[i] < -(int64_t)INT32_MAX))
 			bad(&c, g, "dimension symbol '%s' is derived from symbol %d with offset %lld", g->syms[i], b,
 			    (long long)g->sym_off[i]);
+		if (g->sym_min[i] < 0 || g->sym_min[i] > INT32_MAX || (g->sym_base[i] && g->sym_min[i]))
+			bad(&c, g, "dimension symbol '%s' has the least value %lld (a free symbol's, 0 to 2^31 - 1)",
+			    g->syms[i], (long long)g->sym_min[i]);
 	}
 	check_graph(&c, g, &def);
 	infer_set_free(&def);

@@ -108,6 +108,27 @@ static const char *sym_name(txt *X)
 
 /* A derived symbol's definition after "NAME =": BASE ('+' | '-') INT, BASE
  * a free symbol declared before it, INT in 1 .. INT32_MAX (ir.h). */
+/* "T >= 2" (after the '>'): the least value of a symbol (sym_min). */
+static void parse_sym_min(txt *X, ir_graph *g, int k)
+{
+	const txt_tok *t = txt_peek(X);
+	int64_t m;
+	if (!txt_accept(X, '=')) {
+		txt_error(X, t, "symbol '%s': expected '>=' and its least value, found %s", g->syms[k],
+			  txt_tok_desc(X, t));
+		return;
+	}
+	t = txt_peek(X);
+	if (!txt_parse_int(X, &m, "a least value"))
+		return;
+	if (m < 2 || m > INT32_MAX) {
+		txt_error(X, t, "symbol '%s': least value %lld out of range (2 to %d; every symbol is at least 1)",
+			  g->syms[k], (long long)m, INT32_MAX);
+		return;
+	}
+	g->sym_min[k] = m;
+}
+
 static void parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 {
 	const txt_tok *t = txt_peek(X);
@@ -1184,6 +1205,8 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 					txt_error(X, s, "symbol '%s' declared twice", name);
 				else if ((k = ir_sym_add(g, name)) < 0)
 					txt_error(X, s, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
+				if (k >= 0 && txt_accept(X, '>'))
+					parse_sym_min(X, g, k);
 				if (k >= 0 && txt_accept(X, '='))
 					parse_derived_sym(X, g, k, s);
 			} while (txt_accept(X, ','));
