@@ -1266,6 +1266,25 @@ def group_cli():
                 "\t\t%u = Neg(%s)\n\t\toutput %s, %u\n\t}\n\t%z = Relu(%hT)\n\toutput %z, %y\n}\n")
     yield cli_one("recurrence_type_inferred", ["info", rec], 0, ["f32[3, 5]", "f32[4, 3, 5]"])
     yield cli_one("recurrence_type_compiled", ["compile", rec, "-o", os.path.join(OUT, "cli_rec_untyped")], 0)
+    # x[-2:] of a symbolic axis has two rows only when the axis has at least
+    # two: the least value is recorded (info), a run below it is refused
+    # (verify against numpy's x[-2:] at T = 1 fails with the driver's shape
+    # error, not with a [2, 3] result), and one at T = 3 passes
+    least = os.path.join(OUT, "cli_slice_least")
+    log = os.path.join(LOGS, "cli", "slice_least_gen.log")
+    rc, out, err = run([PY, "tests/gen_slice_least.py", least], log)
+    if rc != 0:
+        yield Result("cli/slice_least_gen", False, "gen_slice_least.py: %s (log: %s)" % (first_lines(err), log))
+        return
+    lm = os.path.join(least, "model.onnx")
+    yield cli_one("slice_least_info", ["info", lm], 0, ["seq (at least 2)"])
+    yield cli_one("slice_least_verify_long", ["verify", lm, "--data", os.path.join(least, "long")], 0,
+                  ["1 passed, 0 failed"])
+    yield cli_one("slice_least_verify_short", ["verify", lm, "--data", os.path.join(least, "short")], 1,
+                  ["dimensions passed at run time are invalid"], "stderr")
+    yield cli_one("slice_least_no_malloc", ["compile", lm, "-o", os.path.join(OUT, "cli_slice_least_nm"),
+                                            "--no-malloc", "--max-dim", "seq=1"], 2,
+                  ["--max-dim seq=1 is below the least value of 'seq'"], "stderr")
 
 
 def group_ir():
