@@ -77,6 +77,12 @@ int infer_is_const(const ir_value *v);
 int64_t infer_elem_int(const ir_value *v, int64_t i);
 /* Element i of a constant i64 tensor as a monomial (sym or data). */
 ir_dim infer_elem_dim(const ir_value *v, int64_t i);
+/* A symbolic slice bound v on an axis of size D as the constant bound that
+ * clamps alike: D itself, or past it, INT64_MAX ("to the end"); D + rel
+ * with rel < 0 (the same base symbol: narrow(0, T - 1, 1)) the bound rel,
+ * which, like a constant one, needs D >= -rel (infer records it).  0 when v
+ * is none of these. */
+int infer_slice_sym_bound(ir_graph *g, ir_dim D, ir_dim v, int64_t *x);
 
 /* Monomial arithmetic on symbolic-constant elements (k may be negative).
  * Each returns 1 and sets *r, or 0 when the result is not a monomial or

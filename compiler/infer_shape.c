@@ -581,6 +581,25 @@ typedef struct spos {
 	int64_t c;
 } spos;
 
+int infer_slice_sym_bound(ir_graph *g, ir_dim D, ir_dim v, int64_t *x)
+{
+	g = ir_root(g);
+	if (ir_dim_eq(v, D)) {
+		*x = INT64_MAX;         /* the size itself clamps like "to the end" */
+		return 1;
+	}
+	/* one symbol each, of the same base (free or derived from it) */
+	int a = ir_dim_one_sym(v), b = ir_dim_one_sym(D);
+	if (a < 0 || b < 0 || a >= g->nsyms || b >= g->nsyms)
+		return 0;
+	int ba = g->sym_base[a] ? g->sym_base[a] - 1 : a, bb = g->sym_base[b] ? g->sym_base[b] - 1 : b;
+	if (ba != bb)
+		return 0;
+	int64_t rel = (g->sym_base[a] ? g->sym_off[a] : 0) - (g->sym_base[b] ? g->sym_off[b] : 0);
+	*x = rel < 0 ? rel : INT64_MAX;
+	return 1;
+}
+
 /* Effective (clamped) start or end on a symbolic dimension D, under the
  * assumption that D is at least every constant bound below INFER_SLICE_BIG:
  * recorded as its symbol's least value (ir_sym_need), which the generated
@@ -588,10 +607,11 @@ typedef struct spos {
 static int sym_bound(ictx *c, ir_dim D, ir_dim v, int is_end, int64_t step, spos *p)
 {
 	if (!infer_mono_is_const(v)) {
-		if (!ir_dim_eq(v, D))
+		int64_t k;
+		if (!infer_slice_sym_bound(c->g, D, v, &k))
 			return fail(c, "slice bound %s on a dimension of size %s is not decidable at "
 				    "compile time", mono(c, v), dimstr(c, D));
-		v = ir_dim_const(INT64_MAX);    /* the size itself clamps like "to the end" */
+		v = ir_dim_const(k);
 	}
 	int64_t x = v.k;
 	if (x > -INFER_SLICE_BIG && x < INFER_SLICE_BIG && !ir_sym_need(c->g, D, x < 0 ? -x : x))

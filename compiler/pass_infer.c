@@ -185,15 +185,19 @@ static void canon_slice(ictx *c, ir_graph *g, ir_node *n)
 	int canon = plain_i64(st) && plain_i64(en) && plain_i64(ax) && plain_i64(sp);
 	for (int i = 0; i < m; i++) {
 		ir_dim s = infer_elem_dim(st, i), e = infer_elem_dim(en, i);
-		/* infer accepted a symbolic bound only when it is the axis' size,
-		 * which clamps exactly like "to the end" */
-		v[0][i] = infer_mono_is_const(s) ? s.k : INT64_MAX;
-		v[1][i] = infer_mono_is_const(e) ? e.k : INT64_MAX;
 		v[2][i] = ax ? infer_elem_int(ax, i) : i;
 		if (v[2][i] < 0) {
 			v[2][i] += r;
 			canon = 0;
 		}
+		/* a symbolic bound as the constant one infer took it for (it
+		 * accepted only those: infer_slice_sym_bound) */
+		ir_dim D = n->in[0]->shape.d[v[2][i]];
+		v[0][i] = s.k, v[1][i] = e.k;
+		if (!infer_mono_is_const(s) && !infer_slice_sym_bound(g, D, s, &v[0][i]))
+			v[0][i] = INT64_MAX;
+		if (!infer_mono_is_const(e) && !infer_slice_sym_bound(g, D, e, &v[1][i]))
+			v[1][i] = INT64_MAX;
 		v[3][i] = sp ? infer_elem_int(sp, i) : 1;
 	}
 	if (canon)

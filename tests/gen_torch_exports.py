@@ -34,7 +34,8 @@ class Net(torch.nn.Module):
     returns the final states; head "last": LogSoftmax(Linear(last step));
     head "slice": the same on the last step sliced as a range of one step
     (out[-1:], squeezed or reshaped); head "size": on the last step indexed
-    by the sequence length less one (out[out.size(0) - 1]); head "mean": on
+    by the sequence length less one (out[out.size(0) - 1]); head "narrow": the
+    same as a range of one step from there (out.narrow(0, T - 1, 1)); head "mean": on
     the sum over time divided by the length (the length as data)."""
 
     def __init__(self, cell, input_size, hidden, layers, batch_first, bidirectional,
@@ -62,6 +63,9 @@ class Net(torch.nn.Module):
             last = out[:, -1:, :].reshape(out.shape[0], -1) if self.batch_first else out[-1:].squeeze(0)
         elif self.head == "size":   # the last step indexed by the length: out[out.size(0) - 1]
             last = out[:, x.shape[1] - 1, :] if self.batch_first else out[out.size(0) - 1]
+        elif self.head == "narrow":  # the last step as a range from the length less one
+            last = (out.narrow(1, x.shape[1] - 1, 1).squeeze(1) if self.batch_first
+                    else out.narrow(0, out.size(0) - 1, 1).squeeze(0))
         elif self.head == "mean":   # the mean over time as a sum over the length
             last = torch.sum(out, 1) / x.size(1) if self.batch_first else out.sum(0) / out.size(0)
         else:
@@ -100,6 +104,10 @@ def make_cases():
              init=False, head="size", extra_sets=[(2, 11), (3, 1)]),
         dict(name="gru_opset17_bf_l2_init_size_last", cell="GRU", opset=17, batch_first=True, layers=2,
              init=True, head="size", extra_sets=[(2, 11), (1, 1)]),
+        dict(name="gru_opset14_bf_l1_noinit_narrow_last", cell="GRU", opset=14, batch_first=True, layers=1,
+             init=False, head="narrow", extra_sets=[(2, 11), (3, 1)]),
+        dict(name="lstm_opset17_sf_l1_init_narrow_last", cell="LSTM", opset=17, batch_first=False, layers=1,
+             init=True, head="narrow", extra_sets=[(2, 11), (1, 1)]),
         dict(name="lstm_opset13_bf_l1_init_mean", cell="LSTM", opset=13, batch_first=True, layers=1,
              init=True, head="mean", extra_sets=[(2, 11), (3, 1)]),
         dict(name="rnn_opset14_sf_l1_noinit_mean", cell="RNN", opset=14, batch_first=False, layers=1,
