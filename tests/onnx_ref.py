@@ -1,5 +1,7 @@
 """onnx_ref.py: a small numpy interpreter for ONNX graphs made of the
-operators cellc supports (the list of issue 2, plus Split/Expand/Flatten),
+operators cellc supports (the list of issue 2, plus Split/Expand/Flatten,
+and Equal/If/Cast/ReduceSum of the exports whose heads read the sequence
+length),
 written from the ONNX operator specification, with LSTM/GRU/RNN from
 ref_rnn.py.  onnx 1.12 has no reference evaluator and ONNX Runtime is not a
 Debian package, so this is what checks the golden data itself: that
@@ -10,7 +12,7 @@ failure on them is cellc's.
 run(model, inputs) -> list of outputs (graph output order).
 """
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import helper, mapping, numpy_helper
 
 from ref_rnn import rnn_ref_node
 
@@ -118,6 +120,20 @@ def eval_node(node, ins, opset):
         if np.issubdtype(x.dtype, np.integer):
             return [(x // ins[1]).astype(x.dtype)]
         return [(x / ins[1]).astype(x.dtype)]
+    if op == "Equal":
+        return [np.equal(x, ins[1])]
+    if op == "Cast":
+        return [x.astype(mapping.TENSOR_TYPE_TO_NP_TYPE[a["to"]])]
+    if op == "ReduceSum":
+        # opset 13: axes an optional input; empty axes reduce all unless
+        # noop_with_empty_axes
+        axes = _axes(node, a, ins, 1, opset, 13)
+        if not axes:
+            if a.get("noop_with_empty_axes", 0):
+                return [x]
+            axes = list(range(x.ndim))
+        y = x.astype(np.float64).sum(axis=tuple(v % x.ndim for v in axes), keepdims=bool(a.get("keepdims", 1)))
+        return [np.asarray(y).astype(x.dtype)]
     if op == "Sigmoid":
         return [(1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(x.dtype)]
     if op == "Tanh":
@@ -161,17 +177,28 @@ def eval_node(node, ins, opset):
     raise NotImplementedError("onnx_ref: operator %s" % op)
 
 
-def run(model, inputs):
-    """inputs: list of arrays in graph input order (initializers excluded)."""
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-    g = model.graph
-    env = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    for vi, arr in zip([i for i in g.input if i.name not in env], inputs):
-        env[vi.name] = arr
+def _graph(g, env, opset):
+    """g's nodes on env (its inputs and the outer scope's values); If runs
+    the branch its condition picks, with env as the outer scope."""
+    env = dict(env)
+    env.update({t.name: numpy_helper.to_array(t) for t in g.initializer})
     for node in g.node:
         ins = [env[n] if n else None for n in node.input]
-        outs = eval_node(node, ins, opset)
+        if node.op_type == "If":
+            a = _attrs(node)
+            branch = a["then_branch"] if bool(np.asarray(ins[0]).reshape(-1)[0]) else a["else_branch"]
+            outs = _graph(branch, env, opset)
+        else:
+            outs = eval_node(node, ins, opset)
         for name, val in zip(node.output, outs):
             if name:
                 env[name] = val
     return [env[o.name] for o in g.output]
+
+
+def run(model, inputs):
+    """inputs: list of arrays in graph input order (initializers excluded)."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    return _graph(g, dict(zip([i.name for i in g.input if i.name not in inits], inputs)), opset)
