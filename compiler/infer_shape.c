@@ -288,6 +288,24 @@ static int dim_elem(ictx *c, ir_dim v, int i, ir_dim *out)
 
 /* ---- broadcasting ---------------------------------------------------------- */
 
+/* When a size that an input's symbol gives meets a constant size other
+ * than 1 (a tensor whose size was fixed when the model was exported, such
+ * as states made from the traced batch size), what the model needs and how
+ * to compile it; else "". */
+static const char *fixed_size_hint(ictx *c, ir_dim a, ir_dim b)
+{
+	ir_graph *root = ir_root(c->g);
+	for (int swap = 0; swap < 2; swap++) {
+		ir_dim s = swap ? b : a, k = swap ? a : b;
+		int i = ir_dim_one_sym(s);
+		if (i >= 0 && ir_sym_free(root, i) && ir_dim_is_const(k) && k.k > 1)
+			return arena_printf(c->A, ": the model holds a size fixed when it was exported (%lld where "
+					    "the input has %s); --dim %s=%lld compiles it for that size", (long long)k.k,
+					    root->syms[i], root->syms[i], (long long)k.k);
+	}
+	return "";
+}
+
 /* Multidirectional (numpy) broadcasting of a and b into r. */
 static int broadcast2(ictx *c, const ir_shape *a, const ir_shape *b, ir_shape *r)
 {
@@ -303,7 +321,8 @@ static int broadcast2(ictx *c, const ir_shape *a, const ir_shape *b, ir_shape *r
 			o.d[i] = db;
 		else
 			return fail(c, "shapes %s and %s cannot be broadcast together (dimension %s "
-				    "against %s)", shp(c, a), shp(c, b), dimstr(c, da), dimstr(c, db));
+				    "against %s)%s", shp(c, a), shp(c, b), dimstr(c, da), dimstr(c, db),
+				    fixed_size_hint(c, da, db));
 	}
 	*r = o;
 	return 0;

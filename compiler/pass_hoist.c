@@ -20,11 +20,20 @@
  *      `out[out.size(0) - 1]`)
  *      reads the recurrence's final state instead (the Gather becomes an
  *      Identity of it; a Slice of that step alone, `out[-1:]`, becomes an
- *      Unsqueeze of it), and a stacked output nothing reads any more is
- *      dropped: the loop no longer writes [T, B, H] to keep one step of it,
+ *      Unsqueeze of it).  Then a stacked output that nothing reads, any more
+ *      or ever (PyTorch's `_, (h, c) = lstm(x)`: the exporter's LSTM still
+ *      writes Y), is dropped: the loop no longer writes [T, B, H] for nothing,
  *      and a --train build's backward starts from the final state's gradient
  *      instead of reading a [T, B, H] gradient that is zero but for one step.
  *      Not with sequence_lens (a short row's last step is not its final state).
+ *      First, a Gather of one step moves up to the recurrence through the
+ *      nodes that keep the time axis whole (sink_gather: Transpose,
+ *      reshapes, Concat along another axis, element-wise nodes), so that a
+ *      bidirectional out[:, -1] (a Gather of the two directions' outputs
+ *      concatenated and reshaped) becomes a Gather of each.  A Gather of the
+ *      step computed first (a reverse recurrence's last) where nothing else
+ *      of the recurrence is read runs the recurrence on that step alone (a
+ *      Slice of each sequence before it), whose final state it then reads.
  * breaks:   nothing (node order stays topological; the new outer nodes come
  *           right before their recurrence).
  *
@@ -398,6 +407,217 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 	return errs;
 }
 
+/* ---- 3. last step: step indices moved next to their recurrence ---- */
+
+/* The inputs of n that are data (the others give shapes or axes). */
+static int data_inputs(const ir_node *n)
+{
+	return n->op == OP_CONCAT || ir_ops[n->op].kind == OPK_ELEM ? n->nin : 1;
+}
+
+/* Whether n moves axis a of its output unchanged from an axis of its data
+ * input k, so that a Gather of one index along a can come before n: that
+ * axis, else -1.  Transpose; Reshape, Squeeze, Unsqueeze and Flatten when
+ * the axis keeps its size and what comes before it (as many elements);
+ * Concat along another axis (every input); element-wise nodes whose inputs
+ * all have the output's shape. */
+static int through_axis(const ir_node *n, int k, int a)
+{
+	const ir_value *x = k < n->nin ? n->in[k] : NULL, *y = n->nout == 1 ? n->out[0] : NULL;
+	if (!x || !y || x->shape.rank < 1 || y->shape.rank < 1 || a < 0 || a >= y->shape.rank)
+		return -1;
+	const ir_shape *xs = &x->shape, *ys = &y->shape;
+	switch (n->op) {
+	case OP_TRANSPOSE: {
+		ir_attr *p = ir_attr_find(n, "perm");
+		if (k != 0 || (p && p->n != ys->rank) || xs->rank != ys->rank)
+			return -1;
+		int64_t b = p ? p->ints[a] : ys->rank - 1 - a;
+		return b >= 0 && b < xs->rank ? (int)b : -1;
+	}
+	case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN: {
+		if (k != 0)
+			return -1;
+		ir_dim before = ir_dim_const(1);
+		for (int i = 0; i < a; i++)
+			before = ir_dim_mul(before, ys->d[i]);
+		ir_dim p = ir_dim_const(1);
+		for (int b = 0; b < xs->rank; b++) {
+			if (ir_dim_eq(p, before) && ir_dim_eq(xs->d[b], ys->d[a]))
+				return b;
+			p = ir_dim_mul(p, xs->d[b]);
+		}
+		return -1;
+	}
+	case OP_CONCAT: {
+		int64_t c = ir_attr_int(n, "axis", 0);
+		if (c < 0)
+			c += ys->rank;
+		return c != a && xs->rank == ys->rank ? a : -1;
+	}
+	default:
+		if (ir_ops[n->op].kind != OPK_ELEM)
+			return -1;
+		for (int i = 0; i < n->nin; i++)
+			if (!n->in[i] || !ir_shape_eq(&n->in[i]->shape, ys))
+				return -1;
+		return a;
+	}
+}
+
+/* Whether axis a of v comes, through nodes that move it unchanged, from
+ * the time axis of a recurrence's stacked output (*budget: nodes left to
+ * look at, so that wide element-wise graphs cost little). */
+static int from_time_axis(const ir_value *v, int a, int *budget)
+{
+	const ir_node *p = v->producer;
+	if (!p || --*budget < 0)
+		return 0;
+	if (p->op == OP_RECURRENCE) {
+		int nst = (int)ir_attr_int(p, "n_state", 0);
+		ir_attr *oa = ir_attr_find(p, "out_axis");
+		for (int k = nst; oa && k < p->nout; k++)
+			if (p->out[k] == v && k - nst < oa->n && oa->ints[k - nst] == a)
+				return 1;
+		return 0;
+	}
+	for (int k = 0; k < data_inputs(p); k++) {
+		int b = through_axis(p, k, a);
+		if (b >= 0 && from_time_axis(p->in[k], b, budget))
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether v is a stacked output seen through views alone (Identity,
+ * Transpose, Squeeze, Unsqueeze, Reshape), as last_steps follows them. */
+static int viewed_output(const ir_value *v)
+{
+	for (int n = 0; n < 8 && v->producer; n++) {
+		const ir_node *p = v->producer;
+		if (p->op == OP_RECURRENCE)
+			return 1;
+		if ((p->op != OP_IDENTITY && p->op != OP_TRANSPOSE && p->op != OP_SQUEEZE && p->op != OP_UNSQUEEZE &&
+		     p->op != OP_RESHAPE) || p->nin < 1 || !p->in[0])
+			return 0;
+		v = p->in[0];
+	}
+	return 0;
+}
+
+/* A Gather of one constant index along the time axis of what its one
+ * reader computes from a stacked output (PyTorch's out[:, -1] of a
+ * bidirectional LSTM: a Gather of Transpose(Reshape(Transpose(Concat(the
+ * two directions))))), moved before the node that makes its input: a
+ * Gather of each data input, then the node on one step (Transpose without
+ * the axis, a Reshape to the output's shape less the axis, Concat, the
+ * element-wise operation), until it reads a stacked output through views
+ * alone.  The nodes that take its place, in order, into out (*nout of
+ * them); 0 when it does not apply. */
+static int sink_gather(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
+{
+	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_node *p = v ? v->producer : NULL;
+	if (!p || !ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || v->nuses != 1 || v->is_output ||
+	    p->nout != 1 || p->op == OP_RECURRENCE || !gth->out[0] || v->shape.rank < 1)
+		return 0;
+	int64_t a = ir_attr_int(gth, "axis", 0);
+	if (a < 0)
+		a += v->shape.rank;
+	int budget = 64, data = data_inputs(p);
+	if (a < 0 || a >= v->shape.rank || data > 64 || viewed_output(v) || !from_time_axis(v, (int)a, &budget))
+		return 0;
+	diag quiet;
+	diag_init(&quiet, "");
+	quiet.quiet = 1;
+	int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
+	ir_node *op = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : data, 1);
+	op->origin = p->origin;
+	int n = 0, b0 = through_axis(p, 0, (int)a);
+	for (int k = 0; k < data; k++) {
+		int b = through_axis(p, k, (int)a);
+		if (b < 0)
+			return 0;
+		ir_node *gk = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+		gk->in[0] = p->in[k];
+		gk->in[1] = ix;
+		ir_attr_set_int(gk, "axis", b);
+		gk->origin = gth->origin;
+		gk->out[0] = ir_value_new(g, NULL, VAL_TEMP, p->in[k]->dtype);
+		gk->out[0]->producer = gk;
+		if (infer_node(g, gk, &quiet) != 0)
+			return 0;
+		out[n++] = gk;
+		op->in[k] = gk->out[0];
+	}
+	ir_shape ys = {.rank = 0};
+	for (int i = 0; i < v->shape.rank; i++)
+		if (i != a)
+			ys.d[ys.rank++] = v->shape.d[i];
+	if (p->op == OP_TRANSPOSE) {
+		/* the axes left, numbered without the input's axis b0 */
+		int64_t perm[IR_MAX_RANK];
+		ir_attr *pa = ir_attr_find(p, "perm");
+		for (int i = 0, m = 0; i < v->shape.rank; i++) {
+			int64_t q = pa ? pa->ints[i] : v->shape.rank - 1 - i;
+			if (i != a)
+				perm[m++] = q - (q > b0);
+		}
+		ir_attr_set_ints(op, "perm", ys.rank, perm);
+	} else if (reshape) {
+		op->in[1] = shape_const(g, ys.d, ys.rank);
+	} else if (p->op == OP_CONCAT) {
+		int64_t c = ir_attr_int(p, "axis", 0);
+		if (c < 0)
+			c += v->shape.rank;
+		ir_attr_set_int(op, "axis", c - (c > a));
+	} else {
+		op->attrs = p->attrs;           /* element-wise: as they were (p goes) */
+		op->nattrs = p->nattrs;
+	}
+	op->out[0] = ir_value_new(g, NULL, VAL_TEMP, gth->out[0]->dtype);
+	op->out[0]->producer = op;
+	if (infer_node(g, op, &quiet) != 0 || !ir_shape_eq(&op->out[0]->shape, &gth->out[0]->shape))
+		return 0;
+	op->out[0] = gth->out[0];
+	op->out[0]->producer = op;
+	out[n++] = op;
+	*nout = n;
+	return 1;
+}
+
+/* sink_gather until nothing moves (each round moves a Gather one node up). */
+static void sink_gathers(ir_graph *g)
+{
+	for (int round = 0; round < 16; round++) {
+		ir_recount(g);
+		int n = g->nnodes, m = 0, moved = 0, ng = 0;
+		for (int i = 0; i < n; i++)
+			ng += g->nodes[i]->op == OP_GATHER;
+		if (!ng)
+			return;
+		ir_node **nodes = arena_array(g->A, (size_t)(n + 65 * ng), sizeof *nodes), *rep[66];
+		for (int i = 0; i < n; i++) {
+			ir_node *x = g->nodes[i];
+			int nrep = 0;
+			if (x->op == OP_GATHER && sink_gather(g, x, rep, &nrep)) {
+				memcpy(nodes + m, rep, (size_t)nrep * sizeof *rep);
+				m += nrep;
+				moved = 1;
+			} else {
+				nodes[m++] = x;
+			}
+		}
+		ir_set_nodes(g, nodes, m);
+		if (!moved)
+			break;
+		do
+			ir_recount(g);
+		while (ir_drop_unread(g));
+	}
+	ir_recount(g);
+}
+
 /* Whether symbolic dimension d is T - 1: T's symbol's derived symbol of
  * offset -1 (out[out.size(0) - 1]). */
 static int is_t_minus_1(const ir_graph *g, ir_dim d, ir_dim T)
@@ -406,23 +626,76 @@ static int is_t_minus_1(const ir_graph *g, ir_dim d, ir_dim T)
 	return s >= 0 && t >= 0 && g->sym_base[s] == t + 1 && g->sym_off[s] == -1;
 }
 
-/* The index a Gather along a stacked output's time axis reads, when it is a
- * constant scalar: whether it is the step the final state comes from (the
- * last, -1 or T - 1, T - 1 also as a symbolic constant; for a reverse
- * recurrence the first, 0 or -T). */
-static int reads_final_step(const ir_graph *g, const ir_node *gth, int reverse, ir_dim T)
+/* Whether a Gather along a stacked output's time axis reads, by a constant
+ * scalar index, its last step (last: -1 or T - 1, T - 1 also as a symbolic
+ * constant) or its first (0 or -T).  The final state is the last step's
+ * value, a reverse recurrence's the first's. */
+static int reads_step(const ir_graph *g, const ir_node *gth, ir_dim T, int last)
 {
 	const ir_value *ix = gth->nin > 1 ? gth->in[1] : NULL;
 	if (!ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || (ix->dtype != DT_I64 && ix->dtype != DT_I32))
 		return 0;
 	if (ix->sym)
-		return !reverse && is_t_minus_1(ir_root((ir_graph *)g), ix->sym[0], T);
+		return last && is_t_minus_1(ir_root((ir_graph *)g), ix->sym[0], T);
 	if (!ix->data)
 		return 0;
 	int64_t v = ir_const_int(ix, 0);
-	if (reverse)
-		return v == 0 || (ir_dim_is_const(T) && v == -T.k);
-	return v == -1 || (ir_dim_is_const(T) && v == T.k - 1);
+	if (last)
+		return v == -1 || (ir_dim_is_const(T) && v == T.k - 1);
+	return v == 0 || (ir_dim_is_const(T) && v == -T.k);
+}
+
+/* Whether recurrence r may run its first step only: stacked output y, read
+ * through the views chain[0..n) by one Gather, is all of it that is read
+ * (no other output, no other reader). */
+static int first_step_only(const ir_node *r, const ir_value *y, ir_node *const *chain, int n)
+{
+	if (y->nuses != 1 || y->is_output)
+		return 0;
+	for (int c = 0; c < n; c++)
+		if (!chain[c]->out[0] || chain[c]->out[0]->nuses != 1 || chain[c]->out[0]->is_output)
+			return 0;
+	for (int k = 0; k < r->nout; k++)
+		if (r->out[k] && r->out[k] != y && (r->out[k]->nuses > 0 || r->out[k]->is_output))
+			return 0;
+	return 1;
+}
+
+/* Recurrence r (node i of g) on the first step of its sequences only: a
+ * Slice of each along its time axis (the last step for a reverse
+ * recurrence), inserted before r.  Returns the number of nodes inserted
+ * (0 if a Slice's shape cannot be inferred: r is left as it was). */
+static int first_step(ir_graph *g, ir_node *r, int i)
+{
+	int nseq = (int)ir_attr_int(r, "n_seq", 0), rev = (int)ir_attr_int(r, "reverse", 0);
+	ir_attr *sa = ir_attr_find(r, "seq_axis");
+	if (nseq < 1 || nseq > 64 || !sa || sa->n < nseq)
+		return 0;
+	diag quiet;
+	diag_init(&quiet, "");
+	quiet.quiet = 1;
+	ir_node *sl[64];
+	int64_t start = rev ? -1 : 0, end = rev ? INT64_MAX : 1;
+	for (int k = 0; k < nseq; k++) {
+		sl[k] = ir_node_new(g, OP_SLICE, NULL, 4, 1);
+		sl[k]->in[0] = r->in[k];
+		sl[k]->in[1] = ir_const_i64(g, NULL, 1, &start);
+		sl[k]->in[2] = ir_const_i64(g, NULL, 1, &end);
+		sl[k]->in[3] = ir_const_i64(g, NULL, 1, &sa->ints[k]);
+		sl[k]->origin = r->origin;
+		sl[k]->out[0] = ir_value_new(g, NULL, VAL_TEMP, r->in[k]->dtype);
+		sl[k]->out[0]->producer = sl[k];
+		if (infer_node(g, sl[k], &quiet) != 0)
+			return 0;
+	}
+	ir_node **nodes = arena_array(g->A, (size_t)(g->nnodes + nseq), sizeof *nodes);
+	memcpy(nodes, g->nodes, (size_t)i * sizeof *nodes);
+	memcpy(nodes + i, sl, (size_t)nseq * sizeof *nodes);
+	memcpy(nodes + i + nseq, g->nodes + i, (size_t)(g->nnodes - i) * sizeof *nodes);
+	ir_set_nodes(g, nodes, g->nnodes + nseq);
+	for (int k = 0; k < nseq; k++)
+		r->in[k] = sl[k]->out[0];
+	return nseq;
 }
 
 /* Element 0 of constant integer input k of n (one element), or dflt when n
@@ -511,8 +784,7 @@ static int view_labels(const ir_node *v, const int *in, int *out)
  * (Transpose) or add and remove unit axes (ONNX LSTM's num_directions). */
 static void last_steps(ir_graph *g)
 {
-	ir_recount(g);
-	int changed = 0;
+	sink_gathers(g);
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *gth = g->nodes[i], *chain[8];
 		if ((gth->op != OP_GATHER && gth->op != OP_SLICE) || !gth->in[0] || !gth->out[0])
@@ -553,26 +825,47 @@ static void last_steps(ir_graph *g)
 			nl = ok ? chain[c]->out[0]->shape.rank : 0;
 			memcpy(lab, nx, sizeof lab);
 		}
-		int reverse = (int)ir_attr_int(r, "reverse", 0), slice = gth->op == OP_SLICE, fin;
+		int reverse = (int)ir_attr_int(r, "reverse", 0), slice = gth->op == OP_SLICE, fin, first = 0;
 		int64_t axis = 0;
-		if (slice)
+		if (slice) {
 			fin = slices_final_step(gth, reverse, T, &axis);
-		else
-			axis = ir_attr_int(gth, "axis", 0), fin = reads_final_step(g, gth, reverse, T);
+		} else {
+			axis = ir_attr_int(gth, "axis", 0), fin = reads_step(g, gth, T, !reverse);
+			/* the step computed first (a reverse recurrence's last:
+			 * a bidirectional out[:, -1]) */
+			first = !fin && reads_step(g, gth, T, reverse);
+		}
 		if (axis < 0)
 			axis += nl;
-		if (!ok || !fin || axis < 0 || axis >= nl || lab[axis] != LB_TIME)
+		if (!ok || !(fin || first) || axis < 0 || axis >= nl || lab[axis] != LB_TIME)
 			continue;
 		/* what is left must be the state's axes in order (a Slice keeps a
-		 * unit axis where the time axis was) */
+		 * unit axis where the time axis was), with the unit axes of views
+		 * between them (ONNX LSTM's num_directions) */
 		ir_shape want = {.rank = 0};
+		int units = 0;
 		for (int a = 0, k = 0; ok && a < nl; a++)
-			if (a != axis)
+			if (a != axis && lab[a] == LB_UNIT)
+				want.d[want.rank++] = ir_dim_const(1), units = 1;
+			else if (a != axis)
 				ok = lab[a] == k, want.d[want.rank++] = ss->d[k++];
 			else if (slice)
 				want.d[want.rank++] = ir_dim_const(1);
 		if (!ok || !ir_shape_eq(&want, &gth->out[0]->shape))
 			continue;
+		if (first) {
+			/* nothing else read: the recurrence runs that step only,
+			 * whose value is then its final state */
+			int at = 0;
+			while (at < i && g->nodes[at] != r)
+				at++;
+			if (at == i || !first_step_only(r, y, chain, nchain))
+				continue;
+			int added = first_step(g, r, at);
+			if (!added)
+				continue;
+			i += added;
+		}
 		if (!r->out[st]) {
 			ir_value *fs = ir_value_new(g, NULL, VAL_TEMP, r->body->inputs[nseq + st]->dtype);
 			fs->shape = *ss;
@@ -580,7 +873,12 @@ static void last_steps(ir_graph *g)
 			r->out[st] = fs;
 		}
 		gth->in[0] = r->out[st];
-		if (slice) {
+		if (units) {
+			gth->op = OP_RESHAPE;
+			gth->in[1] = shape_const(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
+			gth->nin = 2;
+			ir_attr_remove(gth, "axis");
+		} else if (slice) {
 			gth->op = OP_UNSQUEEZE;
 			gth->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &axis);
 			gth->nin = 2;
@@ -589,11 +887,10 @@ static void last_steps(ir_graph *g)
 			gth->nin = 1;
 			ir_attr_remove(gth, "axis");
 		}
-		changed = 1;
+		ir_recount(g);          /* first_step_only counts the readers */
 	}
-	if (!changed)
-		return;
-	/* the views and stacked outputs nothing reads any more */
+	/* the views and stacked outputs nothing reads (any more, or ever: an
+	 * exporter's LSTM writes Y also when only Y_h is read) */
 	do
 		ir_recount(g);
 	while (ir_drop_unread(g));

@@ -415,21 +415,25 @@ def candidates(net):
             kind = type(mod).__name__
             order, H = ONNX_ORDER[kind], mod.hidden_size
             pre = mname + "." if mname else ""
+            dirs = ["", "_reverse"] if mod.bidirectional else [""]
             for layer in range(mod.num_layers):
                 sfx = "_l%d" % layer
-                wi, wh = pre + "weight_ih" + sfx, pre + "weight_hh" + sfx
-                bi, bh = pre + "bias_ih" + sfx, pre + "bias_hh" + sfx
+                wi = [pre + "weight_ih" + sfx + d for d in dirs]
+                wh = [pre + "weight_hh" + sfx + d for d in dirs]
+                bi, bh = [pre + "bias_ih" + sfx + d for d in dirs], [pre + "bias_hh" + sfx + d for d in dirs]
 
-                def W(P, n=wi):
-                    return reorder(P[n], order, H).unsqueeze(0)
+                # ONNX's [num_directions, ...]: the forward direction, then the reverse
+                def W(P, ns=wi):
+                    return torch.stack([reorder(P[n], order, H) for n in ns])
 
-                def Rm(P, n=wh):
-                    return reorder(P[n], order, H).unsqueeze(0)
+                def Rm(P, ns=wh):
+                    return torch.stack([reorder(P[n], order, H) for n in ns])
 
                 def Bb(P, a=bi, b=bh):
-                    return torch.cat([reorder(P[a], order, H), reorder(P[b], order, H)]).unsqueeze(0)
-                cands += [(kind + " W" + sfx, W, (wi,)), (kind + " R" + sfx, Rm, (wh,)),
-                          (kind + " B" + sfx, Bb, (bi, bh))]
+                    return torch.stack([torch.cat([reorder(P[x], order, H), reorder(P[y], order, H)])
+                                        for x, y in zip(a, b)])
+                cands += [(kind + " W" + sfx, W, tuple(wi)), (kind + " R" + sfx, Rm, tuple(wh)),
+                          (kind + " B" + sfx, Bb, tuple(bi + bh))]
     return cands
 
 
@@ -601,6 +605,38 @@ def torch_export_cases(outdir):
         onnx_case(outdir, name, net, export, in_names, out_names, loss, grid, make_inputs, ta)
 
 
+class BiLastNet(torch.nn.Module):
+    """A bidirectional LSTM, batch first, Linear on out[:, -1] (the forward
+    direction's last step beside the reverse direction's first), the only
+    output: cellc runs the reverse direction on the last step alone."""
+
+    def __init__(self, I, H, C):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(I, H, batch_first=True, bidirectional=True)
+        self.fc = torch.nn.Linear(2 * H, C)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(out[:, -1])
+
+
+def bidirectional_cases(outdir):
+    I, H, C = 4, 5, 3
+    torch.manual_seed(5100)
+    net = BiLastNet(I, H, C).eval()
+
+    def make_inputs(Tn, B, rng):
+        return [rng.randn(B, Tn, I).astype(np.float32)]
+
+    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
+
+    def export(f):
+        with torch.no_grad():
+            torch.onnx.export(net, (ex,), f, opset_version=14, input_names=["x"], output_names=["y"],
+                              dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}})
+    onnx_case(outdir, "onnx_bilstm_last_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (5, 2)], make_inputs, 1)
+
+
 def trace_and_loop_cases(outdir):
     I, H, C = 3, 8, 4
     # traced MomentumLSTM: T copies of the step at export, re-rolled by cellc
@@ -683,6 +719,7 @@ def main(outdir):
     selfcheck()
     cell_cases(outdir)
     torch_export_cases(outdir)
+    bidirectional_cases(outdir)
     trace_and_loop_cases(outdir)
     with open(os.path.join(outdir, "tests.tsv"), "w") as f:
         for row in TESTS:

@@ -55,6 +55,12 @@ Groups, in order:
               `cellc info`, other T / batch from the same file; checks listed
               in tests/trace_wild_limits.txt must fail cleanly (KNOWN_LIMITATION,
               counted as neither)
+  torch_wild  tests/gen_torch_wild.py: nn.LSTM/GRU/RNN models written in other
+              people's styles (heads on h_n, out[:, -1] of a bidirectional
+              LSTM, attention and pooling over time, stacked modules, a CRNN,
+              a step-by-step decoder): verify vs PyTorch at three sizes,
+              which recurrences keep their output sequence; an export that
+              holds its traced batch size refused naming --dim batch=2
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
   script_wild tests/gen_script_wild.py: scripted loops written in other people's
@@ -1114,6 +1120,46 @@ def group_trace_wild():
         yield wild_verdict(r, limits)
 
 
+def stacked_outputs(group, name, case_dir, want):
+    """GROUP/stacked/CASE: which recurrences keep their output sequence
+    (`cellc dump --after hoist`: n_out of each, in order) is `want`."""
+    full = "%s/stacked/%s" % (group, name)
+    log = os.path.join(LOGS, group, "stacked", name + ".log")
+    rc, out, err = run([CELLC, "dump", os.path.join(case_dir, "model.onnx"), "--after", "hoist"], log)
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    got = [int(m.group(1)) for l in out.splitlines() if "= Recurrence(" in l and not l.startswith("\t\t")
+           for m in [re.search(r"n_out = (\d+)", l)] if m]
+    ok = got == [min(w, 1) for w in want]
+    return Result(full, ok, "" if ok else "n_out per recurrence %s, expected %s (log: %s)" % (got, want, log))
+
+
+def group_torch_wild():
+    """nn.LSTM / nn.GRU / nn.RNN models written as other people write them
+    (tests/gen_torch_wild.py): every data set through `cellc verify`
+    against PyTorch (export size, other batch and length, batch 1), which
+    recurrences keep their output sequence (stacked), and the export that
+    holds the traced batch size refused with the --dim that compiles it,
+    which then passes its golden test at that size."""
+    if not stamp_ok("torch_wild"):
+        yield from fixtures_missing("torch_wild", "torch_wild")
+        return
+    root = os.path.join(OUT, "torch_wild")
+    items = []
+    for n in case_dirs("torch_wild"):
+        d = os.path.join(root, n)
+        with open(os.path.join(d, "case.json")) as f:
+            case = json.load(f)
+        if case.get("refused"):
+            items.append((script_refused, (n, d, case["refused"], "torch_wild")))
+            fix = case["refused"].split()
+            items.append((deploy_pass, (n + "_fixed", os.path.join(d, "model.onnx"), d, fix, None, "torch_wild")))
+            continue
+        items.append((verify_one, ("torch_wild", n, d, TORCH_TOL)))
+        items.append((stacked_outputs, ("torch_wild", n, d, case["stacked"])))
+    yield from parallel(lambda fn, args: fn(*args), items)
+
+
 def wild_limits(cases):
     """tests/trace_wild_limits.txt: `CHECK  reason` lines, CHECK a result
     name of the group without its prefix (info/CASE, CASE, CASE/other).  A
@@ -1167,13 +1213,13 @@ def script_info(name, case_dir):
     return Result(full, True, lines[0])
 
 
-def script_refused(name, case_dir, expect):
-    """A scripted form cellc refuses: build-san/cellc compile exits 2 with a
-    message naming the model and containing `expect`, no sanitizer report."""
-    full = "script_wild/refused/%s" % name
+def script_refused(name, case_dir, expect, group="script_wild"):
+    """A form cellc refuses: build-san/cellc compile exits 2 with a message
+    naming the model and containing `expect`, no sanitizer report."""
+    full = "%s/refused/%s" % (group, name)
     model = os.path.join(case_dir, "model.onnx")
-    log = os.path.join(LOGS, "script_wild", "refused_" + name + ".log")
-    rc, out, err = run([CELLC_SAN, "compile", model, "-o", os.path.join(OUT, "script_wild_work", name)],
+    log = os.path.join(LOGS, group, "refused_" + name + ".log")
+    rc, out, err = run([CELLC_SAN, "compile", model, "-o", os.path.join(OUT, group + "_work", name)],
                        log, SAN_ENV)
     if [m for m in SAN_MARKERS if m in err + out]:
         return Result(full, False, "sanitizer report (log: %s)" % log)
@@ -2165,7 +2211,7 @@ GROUPS = [
     ("torch", group_torch), ("precision", group_precision), ("quantized", group_quantized), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
-    ("trace_wild", group_trace_wild),
+    ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild),
     ("cell_format", group_cell_format),

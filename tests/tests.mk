@@ -77,6 +77,12 @@ FIXTURES += $(TOUT)/trace_wild/.stamp
 fixtures: $(TOUT)/trace_wild/.stamp
 $(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py
 	$(call gen,tests/gen_trace_wild.py,$(TOUT)/trace_wild)
+# nn.LSTM/GRU/RNN models written in other people's styles (harness group
+# torch_wild)
+FIXTURES += $(TOUT)/torch_wild/.stamp
+fixtures: $(TOUT)/torch_wild/.stamp
+$(TOUT)/torch_wild/.stamp: tests/gen_torch_wild.py
+	$(call gen,tests/gen_torch_wild.py,$(TOUT)/torch_wild)
 # scripted loops written in other people's styles (issue 14 point 3; harness
 # group script_wild)
 FIXTURES += $(TOUT)/script_wild/.stamp

@@ -1,0 +1,531 @@
+"""gen_torch_wild.py: models built on nn.LSTM / nn.GRU / nn.RNN the way other
+people write them, exported by torch.onnx.export, in the ONNX backend layout
+(CASE/model.onnx, CASE/test_data_set_N/input_K.pb, output_K.pb) for `cellc
+verify`; the expected outputs are PyTorch's own (torch 1.13, float32).
+
+gen_torch_exports.py sweeps one template (a cell and a Linear head) over its
+switches.  Here every model is its own class in the manner of a different
+author, after forms common in tutorials, papers' code and deployed models:
+a sentiment classifier that flattens every step's sigmoid and keeps the last
+(view(batch, -1)[:, -1]), bidirectional text classifiers that concatenate
+h_n[-2] and h_n[-1] or read out[:, -1], states made of zeros in forward() and
+detached, attention pooling by softmax over time and bmm, max and mean
+pooling over time, a character language model over view(-1, H), two LSTM
+modules stacked by hand with dropout and a residual sum, a convolutional
+front end (CRNN), permute from batch-first data, LayerNorm on the outputs,
+images read as pixel sequences, h_n viewed as [layers, directions, batch,
+hidden], a streaming GRU whose state is an input and an output, and a
+decoder that runs a GRU one step at a time for a fixed number of steps.
+
+Each model is exported at opset 14 with dynamic batch and sequence axes
+(where its form allows) at batch 2, T = 8, and carries three data sets: the
+export size, batch 3 at T = 11, batch 1 at T = 5 (the GEMV path).  Seeds are
+fixed per model.  SentimentRNN makes its states from the batch size with
+weight.new(...), which the tracer records as constants of the traced batch:
+its export with a dynamic batch axis (SentimentRNN_dynamic_batch, data at
+batch 2 only) runs only at batch 2, so cellc must refuse it naming --dim
+batch=2, and its export with the batch fixed (SentimentRNN; T = 8 and 11)
+must verify.
+
+case.json: model (the class), tags (the forms it uses), stacked (per
+recurrence, in the order `cellc dump` lists them, whether it must keep its
+output sequence: 1 where some step other than the final state's is read, 0
+where only the final state is, or nothing, or only the step computed first:
+a reverse recurrence's under a bidirectional out[:, -1], which then runs
+that step alone), refused (for an export cellc
+must refuse: text its message must hold; else absent).
+
+usage: gen_torch_wild.py OUTDIR [CASE ...]
+"""
+import io
+import json
+import os
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+warnings.filterwarnings("ignore")
+
+VOCAB, EMB, INPUT, HIDDEN, CLASSES = 20, 6, 4, 8, 3
+
+
+# ---- the models ---------------------------------------------------------------------------
+
+class SentimentRNN(nn.Module):
+    """Embedding, a 2-layer LSTM with dropout between layers, a hidden state
+    made by init_hidden from the batch size, every step through Linear and
+    sigmoid, then view(batch, -1)[:, -1]: the last step's probability."""
+    tags = ["tokens", "init_hidden", "view_flatten", "last_of_flattened"]
+    # the head runs on every step before the last is kept, behind a
+    # Reshape that splits the merged batch and time rows: the sequence is
+    # kept (pass_hoist moves a step's Gather through views that keep the
+    # time axis whole)
+    stacked = [1, 1]
+
+    def __init__(self):
+        super().__init__()
+        self.n_layers, self.hidden_dim = 2, HIDDEN
+        self.embedding = nn.Embedding(VOCAB, EMB)
+        self.lstm = nn.LSTM(EMB, HIDDEN, 2, dropout=0.5, batch_first=True)
+        self.dropout = nn.Dropout(0.3)
+        self.fc = nn.Linear(HIDDEN, 1)
+        self.sig = nn.Sigmoid()
+
+    def init_hidden(self, batch_size):
+        weight = next(self.parameters()).data
+        return (weight.new(self.n_layers, batch_size, self.hidden_dim).zero_(),
+                weight.new(self.n_layers, batch_size, self.hidden_dim).zero_())
+
+    def forward(self, x):
+        batch_size = x.size(0)
+        hidden = self.init_hidden(batch_size)
+        embeds = self.embedding(x)
+        lstm_out, hidden = self.lstm(embeds, hidden)
+        lstm_out = lstm_out.contiguous().view(-1, self.hidden_dim)
+        out = self.dropout(lstm_out)
+        out = self.fc(out)
+        sig_out = self.sig(out)
+        sig_out = sig_out.view(batch_size, -1)
+        sig_out = sig_out[:, -1]
+        return sig_out
+
+
+class BiLSTMText(nn.Module):
+    """Embedding, a bidirectional 2-layer LSTM, the last layer's two final
+    states concatenated (hidden[-2], hidden[-1]), dropout, Linear."""
+    tags = ["tokens", "bidirectional", "cat_final_states"]
+    stacked = [1, 1, 0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(VOCAB, EMB)
+        self.rnn = nn.LSTM(EMB, HIDDEN, num_layers=2, bidirectional=True, dropout=0.2)
+        self.fc = nn.Linear(HIDDEN * 2, CLASSES)
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, text):
+        embedded = self.dropout(self.embedding(text))
+        output, (hidden, cell) = self.rnn(embedded)
+        hidden = self.dropout(torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1))
+        return self.fc(hidden)
+
+
+class LSTMForecaster(nn.Module):
+    """Time-series regression: zero states made in forward() with
+    requires_grad_ and detached, batch_first, Linear on out[:, -1, :]."""
+    tags = ["zeros_in_forward", "detach", "batch_first", "out_last"]
+    stacked = [1, 0]
+
+    def __init__(self, input_dim=INPUT, hidden_dim=HIDDEN, layer_dim=2, output_dim=1):
+        super(LSTMForecaster, self).__init__()
+        self.hidden_dim = hidden_dim
+        self.layer_dim = layer_dim
+        self.lstm = nn.LSTM(input_dim, hidden_dim, layer_dim, batch_first=True)
+        self.fc = nn.Linear(hidden_dim, output_dim)
+
+    def forward(self, x):
+        h0 = torch.zeros(self.layer_dim, x.size(0), self.hidden_dim).requires_grad_()
+        c0 = torch.zeros(self.layer_dim, x.size(0), self.hidden_dim).requires_grad_()
+        out, (hn, cn) = self.lstm(x, (h0.detach(), c0.detach()))
+        out = self.fc(out[:, -1, :])
+        return out
+
+
+class GRUNet(nn.Module):
+    """GRU with the state as an argument, ReLU then Linear on out[:, -1];
+    returns the prediction and the new state."""
+    tags = ["state_input", "state_output", "batch_first", "out_last", "relu_head"]
+    stacked = [1, 0]
+    state = ("h", 2)        # name, layers
+
+    def __init__(self, input_dim=INPUT, hidden_dim=HIDDEN, output_dim=2, n_layers=2):
+        super(GRUNet, self).__init__()
+        self.gru = nn.GRU(input_dim, hidden_dim, n_layers, batch_first=True, dropout=0.2)
+        self.fc = nn.Linear(hidden_dim, output_dim)
+        self.relu = nn.ReLU()
+
+    def forward(self, x, h):
+        out, h = self.gru(x, h)
+        out = self.fc(self.relu(out[:, -1]))
+        return out, h
+
+
+class AttnBiGRU(nn.Module):
+    """Bidirectional GRU, additive attention over time: scores from
+    tanh(Linear(out)) and a vector, softmax over the time axis, the
+    weighted sum by bmm."""
+    tags = ["bidirectional", "attention", "softmax_time", "bmm", "batch_first"]
+    stacked = [1, 1]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True, bidirectional=True)
+        self.W = nn.Linear(2 * HIDDEN, 2 * HIDDEN)
+        self.v = nn.Linear(2 * HIDDEN, 1, bias=False)
+        self.out = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.gru(x)                               # [B, T, 2H]
+        scores = self.v(torch.tanh(self.W(out)))           # [B, T, 1]
+        weights = F.softmax(scores, dim=1)
+        context = torch.bmm(weights.transpose(1, 2), out).squeeze(1)
+        return self.out(context)
+
+
+class MaxPoolLSTM(nn.Module):
+    """Max over time of the outputs (torch.max(out, dim=1)), Linear."""
+    tags = ["max_pool_time", "batch_first"]
+    stacked = [1]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.linear = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        lstm_out, _ = self.lstm(x)
+        pooled, _ = torch.max(lstm_out, dim=1)
+        return self.linear(pooled)
+
+
+class MeanPoolGRU(nn.Module):
+    """Mean over time (out.mean(dim=0)) of a sequence-first GRU, Linear,
+    log_softmax."""
+    tags = ["mean_pool_time", "log_softmax"]
+    stacked = [1]
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(INPUT, HIDDEN, num_layers=1)
+        self.cls = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, seq):
+        out, _ = self.rnn(seq)
+        return F.log_softmax(self.cls(out.mean(dim=0)), dim=-1)
+
+
+class CharLM(nn.Module):
+    """Character language model: tokens sequence-first, LSTM with its
+    state passed in and returned, every step decoded through
+    view(-1, H), logits viewed back to [T, B, V]."""
+    tags = ["tokens", "state_input", "state_output", "view_every_step"]
+    stacked = [1]
+    state = ("hc", 1)
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Embedding(VOCAB, EMB)
+        self.rnn = nn.LSTM(EMB, HIDDEN, 1)
+        self.decoder = nn.Linear(HIDDEN, VOCAB)
+        self.nhid = HIDDEN
+
+    def forward(self, input, h, c):
+        emb = self.encoder(input)
+        output, (h, c) = self.rnn(emb, (h, c))
+        decoded = self.decoder(output.view(output.size(0) * output.size(1), output.size(2)))
+        return decoded.view(output.size(0), output.size(1), decoded.size(1)), h, c
+
+
+class TwoLSTMs(nn.Module):
+    """Two nn.LSTM modules stacked by hand with dropout between them, the
+    second one's h_n[-1] into Linear."""
+    tags = ["stacked_modules", "dropout", "h_n_last"]
+    stacked = [1, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm1 = nn.LSTM(input_size=INPUT, hidden_size=12, batch_first=True)
+        self.drop = nn.Dropout(0.25)
+        self.lstm2 = nn.LSTM(input_size=12, hidden_size=HIDDEN, batch_first=True)
+        self.dense = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x):
+        x, _ = self.lstm1(x)
+        x = self.drop(x)
+        x, (h, _) = self.lstm2(x)
+        return self.dense(h[-1])
+
+
+class ResidualLSTM(nn.Module):
+    """Two LSTMs of the same width with a residual sum of their outputs,
+    Linear on the last step."""
+    tags = ["residual", "stacked_modules", "out_last"]
+    stacked = [1, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(INPUT, HIDDEN)
+        self.l1 = nn.LSTM(HIDDEN, HIDDEN)
+        self.l2 = nn.LSTM(HIDDEN, HIDDEN)
+        self.head = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        x = self.proj(x)
+        y1, _ = self.l1(x)
+        y2, _ = self.l2(y1)
+        y = y1 + y2
+        return self.head(y[-1])
+
+
+class CRNN(nn.Module):
+    """Keyword spotting: Conv1d over [batch, features, time] (same
+    padding), BatchNorm, ReLU, permute to [time, batch, channels], GRU,
+    Linear on the last step."""
+    tags = ["conv_front_end", "batchnorm", "permute", "out_last"]
+    stacked = [0]
+    layout = "bft"          # the input is [batch, features, time]
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(INPUT, 6, kernel_size=3, padding=1)
+        self.bn = nn.BatchNorm1d(6)
+        self.gru = nn.GRU(6, HIDDEN)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x)))
+        x = x.permute(2, 0, 1)
+        out, _ = self.gru(x)
+        return self.fc(out[-1])
+
+
+class PermutedInputLSTM(nn.Module):
+    """Batch-first data permuted to a sequence-first LSTM, out[-1]."""
+    tags = ["permute", "out_last"]
+    stacked = [1, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, num_layers=2)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        x = x.permute(1, 0, 2)
+        output, _ = self.lstm(x)
+        return self.fc(output[-1])
+
+
+class LayerNormGRU(nn.Module):
+    """GRU, LayerNorm on every step's output, Linear on every step."""
+    tags = ["layernorm", "every_step"]
+    stacked = [1]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.norm = nn.LayerNorm(HIDDEN)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.fc(self.norm(y))
+
+
+class PixelRNN(nn.Module):
+    """Images [batch, rows, cols] read as a sequence of pixels:
+    x.view(x.size(0), -1, 1), a tanh RNN, Linear on out[:, -1, :]."""
+    tags = ["pixels", "view_sequence", "out_last", "batch_first"]
+    stacked = [0]
+    layout = "image"
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(1, HIDDEN, batch_first=True, nonlinearity="tanh")
+        self.fc = nn.Linear(HIDDEN, 10)
+
+    def forward(self, x):
+        x = x.view(x.size(0), -1, 1)
+        out, _ = self.rnn(x)
+        return self.fc(out[:, -1, :])
+
+
+class HnViewBi(nn.Module):
+    """Bidirectional 2-layer LSTM, h_n viewed as [layers, directions,
+    batch, hidden], the last layer's two directions moved to the batch's
+    rows and flattened."""
+    tags = ["bidirectional", "h_n_view", "transpose_reshape"]
+    stacked = [1, 1, 0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.num_layers = 2
+        self.lstm = nn.LSTM(INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(x)
+        h_n = h_n.view(self.num_layers, 2, x.size(0), HIDDEN)[-1]
+        h = h_n.transpose(0, 1).reshape(x.size(0), 2 * HIDDEN)
+        return self.fc(h)
+
+
+class BiLSTMLastStep(nn.Module):
+    """Bidirectional LSTM, Linear on out[:, -1, :] (the forward direction's
+    last step beside the backward direction's first)."""
+    tags = ["bidirectional", "out_last", "batch_first"]
+    stacked = [0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out[:, -1, :])
+
+
+class StreamingGRU(nn.Module):
+    """A deployed streaming GRU: the state [1, batch, H] comes in and goes
+    out, a Linear and sigmoid on every step."""
+    tags = ["state_input", "state_output", "every_step", "sigmoid"]
+    stacked = [1]
+    state = ("h", 1)
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(INPUT, HIDDEN)
+        self.gru = nn.GRU(HIDDEN, HIDDEN)
+        self.out = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x, state):
+        x = torch.relu(self.inp(x))
+        y, state = self.gru(x, state)
+        return torch.sigmoid(self.out(y)), state
+
+
+class GreedyDecoder(nn.Module):
+    """An encoder GRU, then a decoder GRU run one step at a time for a
+    fixed number of steps, feeding back its own Linear output."""
+    tags = ["encoder_decoder", "step_loop", "fixed_steps"]
+    stacked = [0, 1, 1, 1, 1]
+    STEPS = 4
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.GRU(INPUT, HIDDEN)
+        self.dec = nn.GRU(2, HIDDEN)
+        self.proj = nn.Linear(HIDDEN, 2)
+
+    def forward(self, x):
+        _, h = self.enc(x)
+        inp = torch.zeros(1, x.size(1), 2)
+        outs = []
+        for _ in range(self.STEPS):
+            o, h = self.dec(inp, h)
+            inp = self.proj(o)
+            outs.append(inp)
+        return torch.cat(outs, dim=0)
+
+
+MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
+          CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
+          BiLSTMLastStep, StreamingGRU, GreedyDecoder]
+
+
+# ---- export -------------------------------------------------------------------------------
+
+def inputs_of(cls, model, b, t, gen):
+    """(names, tensors, dynamic axes) of cls's inputs at batch b, length t."""
+    bf = any(m.batch_first for m in model.modules() if isinstance(m, nn.RNNBase))
+    layout = getattr(cls, "layout", "bti" if bf else "tbi")
+    tokens = "tokens" in cls.tags
+    if layout == "image":
+        x = torch.from_numpy(gen.uniform(0, 1, (b, t, 2)).astype(np.float32))
+        axes = {0: "batch", 1: "rows"}
+    elif tokens:
+        shape = (b, t) if bf else (t, b)
+        x = torch.from_numpy(gen.integers(0, VOCAB, shape).astype(np.int64))
+        axes = {0: "batch", 1: "seq"} if bf else {0: "seq", 1: "batch"}
+    else:
+        shape = {"bti": (b, t, INPUT), "tbi": (t, b, INPUT), "bft": (b, INPUT, t)}[layout]
+        x = torch.from_numpy(gen.standard_normal(shape).astype(np.float32))
+        axes = {"bti": {0: "batch", 1: "seq"}, "tbi": {0: "seq", 1: "batch"}, "bft": {0: "batch", 2: "seq"}}[layout]
+    names, tensors, dyn = ["x"], [x], {"x": axes}
+    if hasattr(cls, "state"):
+        kind, layers = cls.state
+        for n in (["h", "c"] if kind == "hc" else ["h"]):
+            names.append(n)
+            tensors.append(torch.from_numpy(gen.standard_normal((layers, b, HIDDEN)).astype(np.float32)))
+            dyn[n] = {1: "batch"}
+    return names, tensors, dyn
+
+
+def write_pb(path, arr, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
+
+
+def export(outdir, name, seed, cls, dynamic_batch=True, refused=None):
+    torch.manual_seed(seed)
+    model = cls().eval()
+    gen = np.random.default_rng(seed)
+    names, example, dyn = inputs_of(cls, model, 2, 8, gen)
+    if not dynamic_batch:
+        dyn = {k: {a: n for a, n in v.items() if n != "batch"} for k, v in dyn.items()}
+    with torch.no_grad():
+        outs = model(*example)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    out_names = ["y%d" % k for k in range(len(outs))]
+    f = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(example), f, opset_version=14, input_names=names,
+                          output_names=out_names, dynamic_axes={k: v for k, v in dyn.items() if v})
+    onnx_model = onnx.load_from_string(f.getvalue())
+    onnx.checker.check_model(onnx_model)
+    d = os.path.join(outdir, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    onnx.save(onnx_model, os.path.join(d, "model.onnx"))
+    sizes = [(3, 11), (1, 5)] if dynamic_batch and not refused else [(2, 11)] if not refused else []
+    sets = [example] + [inputs_of(cls, model, b, t, gen)[1] for b, t in sizes]
+    for k, ins in enumerate(sets):
+        with torch.no_grad():
+            outs = model(*ins)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        ds = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(ds)
+        for j, (n, a) in enumerate(zip(names, ins)):
+            write_pb(os.path.join(ds, "input_%d.pb" % j), a.numpy(), n)
+        for j, (n, a) in enumerate(zip(out_names, outs)):
+            write_pb(os.path.join(ds, "output_%d.pb" % j), a.numpy(), n)
+    case = {"model": cls.__name__, "tags": cls.tags, "stacked": cls.stacked}
+    if refused:
+        case["refused"] = refused
+    with open(os.path.join(d, "case.json"), "w") as f:
+        json.dump(case, f, indent=1)
+        f.write("\n")
+
+
+# (case name, model, options of export)
+CASES = [(m.__name__, m, {"dynamic_batch": m is not SentimentRNN}) for m in MODELS] + [
+    ("SentimentRNN_dynamic_batch", SentimentRNN, {"refused": "--dim batch=2"})]
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    out, only = args[0], set(args[1:])
+    unknown = only - {c[0] for c in CASES}
+    if unknown:
+        sys.exit("gen_torch_wild.py: no such case: %s" % ", ".join(sorted(unknown)))
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    n = 0
+    for seed, (name, cls, opts) in enumerate(CASES):
+        if not only or name in only:
+            export(out, name, 3000 + seed, cls, **opts)
+            n += 1
+    print("gen_torch_wild: %d cases in %s" % (n, out))
+
+
+if __name__ == "__main__":
+    main()
