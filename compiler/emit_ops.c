@@ -1373,7 +1373,7 @@ static void emit_misc(emit_ctx *E, ir_node *n)
 			diag_node(E->D, n, "internal: TopK's Indices have no storage");
 			break;
 		}
-		ew_line(E->w, "rt_topk_f32(%s, %s, %s, %s, %s, %s, %s, %d);", yr, emit_ref(E, ix), xr,
+		ew_line(E->w, "rt_topk_%s(%s, %s, %s, %s, %s, %s, %s, %d);", ir_dtype_name(x->dtype), yr, emit_ref(E, ix), xr,
 			emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
 			emit_dim(E, dims_prod(&x->shape, axis + 1, r)), emit_dim(E, y->shape.d[axis]),
 			(int)ir_attr_int(n, "largest", 1));

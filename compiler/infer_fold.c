@@ -933,9 +933,37 @@ static int fold_reduce_int(fctx *c)
 	int64_t len = numel(x), lo = INT64_MAX, hi = INT64_MIN;
 	int mn = n->op == OP_REDUCEMIN, nsym = 0, ok = 1;
 	ir_dim s = ir_dim_const(0);
-	if (numel(o) != 1 || len < 1)
+	if (numel(o) != 1 || len < (n->op == OP_REDUCEPROD || n->op == OP_REDUCESUM ? 0 : 1))
 		return ferr(c, "reduces an int64 vector of %lld elements to %lld; cellc folds int64 %s over a whole "
 			    "vector only", (long long)len, (long long)numel(o), ir_op_name(n->op));
+	if (n->op == OP_REDUCEPROD || n->op == OP_REDUCESUM) {
+		/* a product of sizes is a monomial; a sum only with at most one
+		 * size known at run time (the others 0) */
+		int prod = n->op == OP_REDUCEPROD;
+		ir_dim acc = ir_dim_const(prod ? 1 : 0);
+		for (int64_t i = 0; i < len; i++) {
+			ir_dim d = infer_elem_dim(x, i);
+			if (prod)
+				acc = ir_dim_mul(acc, d);
+			else if (infer_mono_is_const(d) && infer_mono_is_const(acc))
+				acc.k += d.k;
+			else if (infer_mono_is_const(d) && d.k == 0)
+				continue;
+			else if (infer_mono_is_const(acc) && acc.k == 0)
+				acc = d;
+			else
+				return ferr(c, "ReduceSum over dimension sizes known only at run time (%s) gives no "
+					    "product of sizes; cellc evaluates it at compile time",
+					    ir_shape_str(c->g->A, ir_root(c->g), &x->shape));
+		}
+		int sym = !infer_mono_is_const(acc);
+		out_alloc(c, o, sym);
+		if (sym)
+			o->sym[0] = acc;
+		else
+			((int64_t *)o->data)[0] = acc.k;
+		return 1;
+	}
 	for (int64_t i = 0; i < len; i++) {
 		ir_dim d = infer_elem_dim(x, i);
 		if (infer_mono_is_const(d)) {
@@ -963,7 +991,7 @@ static int foldable(ir_op op)
 {
 	switch (ir_ops[op].kind) {
 	case OPK_ELEM: case OPK_SHAPE: return 1;
-	default: return op == OP_REDUCEMIN || op == OP_REDUCEMAX;
+	default: return op == OP_REDUCEMIN || op == OP_REDUCEMAX || op == OP_REDUCEPROD || op == OP_REDUCESUM;
 	}
 }
 
@@ -1022,7 +1050,7 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 	case OP_TILE: r = fold_tile(c); break;
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: r = fold_window(c); break;
 	case OP_MELWEIGHT: r = fold_melweight(c); break;
-	case OP_REDUCEMIN: case OP_REDUCEMAX:
+	case OP_REDUCEMIN: case OP_REDUCEMAX: case OP_REDUCEPROD: case OP_REDUCESUM:
 		r = fin(c, 0)->dtype == DT_I64 ? fold_reduce_int(c) : 0;
 		break;
 	default:

@@ -1070,16 +1070,17 @@ static int infer_reduce(ictx *c)
 {
 	ir_value *x = in(c, 0);
 	int r = x->shape.rank;
-	/* ReduceMin/ReduceMax of a constant int64 vector (a scripted loop's trip
-	 * count: min over the lengths of zip()'d or enumerate()'d sequences)
+	/* ReduceMin/ReduceMax/ReduceProd/ReduceSum of a constant int64 vector
+	 * (a scripted loop's trip count: min over the lengths of zip()'d or
+	 * enumerate()'d sequences; an element count: the product of a Shape)
 	 * are folded (infer_fold.c), symbolic lengths included */
-	int fold_int = (c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX) && x->dtype == DT_I64 &&
-		       x->shape.rank == 1 && infer_is_const(x);
+	int int_op = c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX || c->n->op == OP_REDUCEPROD ||
+		     c->n->op == OP_REDUCESUM;
+	int fold_int = int_op && x->dtype == DT_I64 && x->shape.rank == 1 && infer_is_const(x);
 	if (x->dtype != DT_F32 && x->dtype != DT_F64 && !fold_int)
 		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported%s", ir_dtype_name(x->dtype),
 			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op),
-			    x->dtype == DT_I64 && (c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX) ?
-			    " (int64 only of a vector known at compile time)" : "");
+			    x->dtype == DT_I64 && int_op ? " (int64 only of a vector known at compile time)" : "");
 	unsigned char red[IR_MAX_RANK];
 	if (in(c, 1)) {
 		int64_t ax[IR_MAX_RANK];
@@ -1956,6 +1957,23 @@ static int infer_misc(ictx *c)
 	}
 	case OP_RANGE: {
 		double v[3];
+		const ir_value *lim = in(c, 1);
+		if (lim && infer_is_const(lim) && lim->sym && ir_shape_const_numel(&lim->shape) == 1 &&
+		    (ty_class(lim->dtype) & TY_INT)) {
+			/* a limit that the shape gives (PyTorch's arange(x.size(0))):
+			 * an integer start and a step of 1, so the count is limit - start */
+			ir_dim d;
+			if (same_ty(c, 0) || same_ty(c, 2) || const_scalar(c, 0, &v[0]) || const_scalar(c, 2, &v[2]))
+				return 1;
+			if (v[2] != 1 || !ir_sym_offset(ir_root(c->g), lim->sym[0], -(int64_t)v[0], &d) ||
+			    !ir_sym_need(ir_root(c->g), d, 0))
+				return fail(c, "limit %s is known only at run time: cellc needs a constant start and delta 1 "
+					    "(and a limit of one symbol), not start %g and delta %g",
+					    dimstr(c, lim->sym[0]), v[0], v[2]);
+			s.rank = 1;
+			s.d[0] = d;
+			break;
+		}
 		for (int k = 0; k < 3; k++)
 			if (same_ty(c, k) || const_scalar(c, k, &v[k]))
 				return 1;
@@ -2009,14 +2027,31 @@ static int infer_misc(ictx *c)
 		double k;
 		int64_t a0 = ir_attr_int(n, "axis", -1);
 		int axis = norm_axis(a0, r);
-		if (need_f32(c, 0) || const_scalar(c, 1, &k))
-			return 1;
-		if (axis < 0 || !ir_dim_is_const(x->shape.d[axis]) || k < 0 || k > (double)x->shape.d[axis].k)
-			return fail(c, "axis %lld must be an axis of constant size at least K = %g", (long long)a0, k);
+		const ir_value *kv = in(c, 1);
+		if (x->dtype != DT_F32 && x->dtype != DT_I64 && x->dtype != DT_I32)
+			return fail(c, "unsupported dtype %s for TopK (input 0 '%s'): f32, i64 and i32 are supported",
+				    ir_dtype_name(x->dtype), x->name);
+		if (axis < 0)
+			return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
+		if (kv && infer_is_const(kv) && kv->sym && ir_shape_const_numel(&kv->shape) == 1) {
+			/* K from the shape (a sort, as PyTorch's pack_padded_sequence
+			 * orders the batch by length): the axis' whole length */
+			if (!ir_dim_eq(kv->sym[0], x->shape.d[axis]))
+				return fail(c, "K is %s and axis %lld has %s elements: a K that the shape gives must be "
+					    "the axis' length (a sort)", dimstr(c, kv->sym[0]), (long long)a0,
+					    dimstr(c, x->shape.d[axis]));
+			s.d[axis] = kv->sym[0];
+		} else {
+			if (const_scalar(c, 1, &k))
+				return 1;
+			if (!ir_dim_is_const(x->shape.d[axis]) || k < 0 || k > (double)x->shape.d[axis].k)
+				return fail(c, "axis %lld must be an axis of constant size at least K = %g", (long long)a0,
+					    k);
+			s.d[axis] = ir_dim_const((int64_t)k);
+		}
 		if (!ir_attr_int(n, "sorted", 1))
 			return fail(c, "sorted 0 (any order) is not supported; cellc returns them sorted");
-		s.d[axis] = ir_dim_const((int64_t)k);
-		set_out(c, 0, DT_F32, &s);
+		set_out(c, 0, x->dtype, &s);
 		set_out(c, 1, DT_I64, &s);
 		return 0;
 	}

@@ -654,6 +654,12 @@ int rt_nms(int64_t *n, int64_t *y, const float *boxes, const float *scores, int6
  * idx [outer, k, inner].  O(n k) per row: meant for small k. */
 void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t k,
 		 int largest);
+/* The same on integers (k may be n: a sort, ties kept in index order);
+ * O(n k) per row. */
+void rt_topk_i64(int64_t *vals, int64_t *idx, const int64_t *x, int64_t outer, int64_t n, int64_t inner,
+		 int64_t k, int largest);
+void rt_topk_i32(int32_t *vals, int64_t *idx, const int32_t *x, int64_t outer, int64_t n, int64_t inner,
+		 int64_t k, int largest);
 
 /* ---- linear algebra and signals (owner: runtime/rt_linalg.c) ------------- */
 /* float32 (f64 = 0) or float64 (f64 = 1) tensors, sums in double. */

@@ -1207,6 +1207,40 @@ void rt_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64
 			}
 }
 
+/* Integers are totally ordered: the s-th pick is the best element after
+ * the (s-1)-th in the order (larger first, or smaller; then lower index). */
+#define TOPK_INT(NAME, T)                                                                               \
+	void NAME(T *vals, int64_t *idx, const T *x, int64_t outer, int64_t n, int64_t inner, int64_t k,       \
+		  int largest)                                                                               \
+	{                                                                                                    \
+		for (int64_t o = 0; o < outer; o++)                                                          \
+			for (int64_t i = 0; i < inner; i++) {                                                \
+				const T *r = x + o * n * inner + i;                                          \
+				int64_t prev = -1;                                                           \
+				for (int64_t s = 0; s < k; s++) {                                            \
+					int64_t best = -1;                                                   \
+					for (int64_t j = 0; j < n; j++) {                                    \
+						T v = r[j * inner];                                          \
+						if (prev >= 0) {                                             \
+							T p = r[prev * inner];                               \
+							int after = largest ? v < p || (v == p && j > prev)  \
+									    : v > p || (v == p && j > prev); \
+							if (!after)                                          \
+								continue;                                    \
+						}                                                            \
+						T b = best < 0 ? v : r[best * inner];                        \
+						if (best < 0 || (largest ? v > b : v < b))                   \
+							best = j;                                            \
+					}                                                                    \
+					idx[(o * k + s) * inner + i] = best;                                 \
+					vals[(o * k + s) * inner + i] = r[best * inner];                     \
+					prev = best;                                                         \
+				}                                                                            \
+			}                                                                                    \
+	}
+TOPK_INT(rt_topk_i64, int64_t)
+TOPK_INT(rt_topk_i32, int32_t)
+
 /* ---- LRN, MeanVarianceNormalization, MaxUnpool ------------------------------------------ */
 
 void rt_lrn(float *y, const float *x, int64_t n, int64_t c, int64_t inner, int64_t size, float alpha, float beta,

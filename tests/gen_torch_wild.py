@@ -14,13 +14,19 @@ pooling over time, a character language model over view(-1, H), two LSTM
 modules stacked by hand with dropout and a residual sum, a convolutional
 front end (CRNN), permute from batch-first data, LayerNorm on the outputs,
 images read as pixel sequences, h_n viewed as [layers, directions, batch,
-hidden], a streaming GRU whose state is an input and an output, and a
-decoder that runs a GRU one step at a time for a fixed number of steps.
+hidden], a streaming GRU whose state is an input and an output, a
+decoder that runs a GRU one step at a time for a fixed number of steps, and
+padded batches of given lengths through pack_padded_sequence (sorted or
+not, with pad_packed_sequence, with the states as inputs).
 
 Each model is exported at opset 14 with dynamic batch and sequence axes
 (where its form allows) at batch 2, T = 8, and carries three data sets: the
 export size, batch 3 at T = 11, batch 1 at T = 5 (the GEMV path).  Seeds are
-fixed per model.  SentimentRNN makes its states from the batch size with
+fixed per model.  A model with lengths takes them as an int64 input
+(one row of the whole length, the others shorter).  PyTorch's exporter
+makes the states of a packed LSTM or GRU from the traced batch size unless
+they are inputs: those models (PackedLSTM, PackedBiGRU) are exported with
+the batch fixed, as its warning asks.  SentimentRNN makes its states from the batch size with
 weight.new(...), which the tracer records as constants of the traced batch:
 its export with a dynamic batch axis (SentimentRNN_dynamic_batch, data at
 batch 2 only) runs only at batch 2, so cellc must refuse it naming --dim
@@ -425,9 +431,72 @@ class GreedyDecoder(nn.Module):
         return torch.cat(outs, dim=0)
 
 
+class PackedLSTM(nn.Module):
+    """Padded token batches of unsorted lengths through
+    pack_padded_sequence(enforce_sorted=False) (which the exporter writes as
+    a TopK sort of the lengths, the LSTM on sequence_lens and a scatter that
+    undoes the sort), Linear on h_n[-1]: each row's state at its own
+    length."""
+    tags = ["tokens", "lengths", "pack_padded_sequence", "unsorted", "h_n_last"]
+    lengths = "any"
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(VOCAB, EMB, padding_idx=0)
+        self.lstm = nn.LSTM(EMB, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(x), lengths, batch_first=True,
+                                                   enforce_sorted=False)
+        _, (h, _) = self.lstm(packed)
+        return self.fc(h[-1])
+
+
+class PackedLSTMState(nn.Module):
+    """The same with the initial states as inputs (what PyTorch's export
+    warning asks for), so the batch stays dynamic: the sort's K is the batch
+    size; returns the logits and the final states, in the caller's order."""
+    tags = ["lengths", "pack_padded_sequence", "unsorted", "state_input", "state_output"]
+    lengths = "any"
+    state = ("hc", 1)
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x, lengths, h0, c0):
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        _, (h, c) = self.lstm(packed, (h0, c0))
+        return self.fc(h[-1]), h, c
+
+
+class PackedBiGRU(nn.Module):
+    """Lengths sorted longest first (enforce_sorted=True), a bidirectional
+    GRU on the packed batch, pad_packed_sequence, the sum over time (the
+    padding is zeros), Linear."""
+    tags = ["lengths", "pack_padded_sequence", "pad_packed_sequence", "bidirectional", "sum_time"]
+    lengths = "sorted"
+    stacked = [1, 1]
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(INPUT, HIDDEN, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+        out, _ = self.rnn(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        return self.fc(out.sum(dim=1))
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
-          BiLSTMLastStep, StreamingGRU, GreedyDecoder]
+          BiLSTMLastStep, StreamingGRU, GreedyDecoder, PackedLSTM, PackedLSTMState, PackedBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
@@ -449,6 +518,12 @@ def inputs_of(cls, model, b, t, gen):
         x = torch.from_numpy(gen.standard_normal(shape).astype(np.float32))
         axes = {"bti": {0: "batch", 1: "seq"}, "tbi": {0: "seq", 1: "batch"}, "bft": {0: "batch", 2: "seq"}}[layout]
     names, tensors, dyn = ["x"], [x], {"x": axes}
+    if hasattr(cls, "lengths"):         # one row of the whole length, the others shorter
+        n = np.concatenate([[t], gen.integers(1, t + 1, b - 1)]).astype(np.int64)
+        n = -np.sort(-n) if cls.lengths == "sorted" else gen.permutation(n)
+        names.append("lengths")
+        tensors.append(torch.from_numpy(n))
+        dyn["lengths"] = {0: "batch"}
     if hasattr(cls, "state"):
         kind, layers = cls.state
         for n in (["h", "c"] if kind == "hc" else ["h"]):
@@ -505,7 +580,7 @@ def export(outdir, name, seed, cls, dynamic_batch=True, refused=None):
 
 
 # (case name, model, options of export)
-CASES = [(m.__name__, m, {"dynamic_batch": m is not SentimentRNN}) for m in MODELS] + [
+CASES = [(m.__name__, m, {"dynamic_batch": m not in (SentimentRNN, PackedLSTM, PackedBiGRU)}) for m in MODELS] + [
     ("SentimentRNN_dynamic_batch", SentimentRNN, {"refused": "--dim batch=2"})]
 
 

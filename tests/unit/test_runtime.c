@@ -103,6 +103,55 @@ END_TEST
 
 /* rt_sgemm_ref against a product worked out by hand, so that the reference
  * the other tests trust is itself right (including transposes, alpha, beta). */
+/* rt_topk_i64 / rt_topk_i32 against a stable sort of each row's indices by
+ * value (larger first, or smaller), many ties: k = n (the sort that
+ * pack_padded_sequence's export asks for) and k < n. */
+static int64_t topk_key[64];
+static int topk_largest;
+static int topk_cmp(const void *a, const void *b)
+{
+	int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+	if (topk_key[i] != topk_key[j])
+		return (topk_key[i] > topk_key[j]) == topk_largest ? -1 : 1;
+	return i < j ? -1 : 1;
+}
+
+START_TEST(test_topk_int_vs_sort)
+{
+	enum { OUTER = 2, N = 37, INNER = 3 };
+	int64_t x[OUTER * N * INNER], v[OUTER * N * INNER], idx[OUTER * N * INNER];
+	int32_t x32[OUTER * N * INNER], v32[OUTER * N * INNER];
+	uint64_t s = 7;
+	for (int i = 0; i < OUTER * N * INNER; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (int64_t)(s >> 61) - 3;         /* -3 .. 4: many ties */
+		x32[i] = (int32_t)x[i];
+	}
+	for (int largest = 0; largest < 2; largest++)
+		for (int64_t k = N; k >= 5; k -= N - 5) {
+			rt_topk_i64(v, idx, x, OUTER, N, INNER, k, largest);
+			for (int o = 0; o < OUTER; o++)
+				for (int i = 0; i < INNER; i++) {
+					int64_t ord[N];
+					for (int j = 0; j < N; j++)
+						ord[j] = j, topk_key[j] = x[(o * N + j) * INNER + i];
+					topk_largest = largest;
+					qsort(ord, N, sizeof *ord, topk_cmp);
+					for (int64_t t = 0; t < k; t++) {
+						ck_assert_int_eq(idx[(o * k + t) * INNER + i], ord[t]);
+						ck_assert_int_eq(v[(o * k + t) * INNER + i], topk_key[ord[t]]);
+					}
+				}
+			int64_t idx32[OUTER * N * INNER];
+			rt_topk_i32(v32, idx32, x32, OUTER, N, INNER, k, largest);
+			for (int64_t t = 0; t < OUTER * k * INNER; t++) {
+				ck_assert_int_eq(idx32[t], idx[t]);
+				ck_assert_int_eq(v32[t], v[t]);
+			}
+		}
+}
+END_TEST
+
 START_TEST(test_sgemm_ref_by_hand)
 {
 	/* A = [[1,2,3],[4,5,6]] (2x3), B = [[7,8],[9,10],[11,12]] (3x2),
@@ -3472,6 +3521,7 @@ static Suite *runtime_suite(void)
 	TCase *tc = tcase_create("sgemm");
 	tcase_set_timeout(tc, 120);     /* the kernel sweeps take seconds under ASan on a loaded machine */
 	tcase_add_test(tc, test_sgemm_ref_by_hand);
+	tcase_add_test(tc, test_topk_int_vs_sort);
 	tcase_add_test(tc, test_clipf_onnx);
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
