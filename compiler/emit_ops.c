@@ -1380,11 +1380,11 @@ static void emit_misc(emit_ctx *E, ir_node *n)
 		break;
 	}
 	case OP_TILE: {
-		int64_t rep[IR_MAX_RANK];
+		ir_shape rep = {.rank = r};     /* the repeats, run-time sizes among them */
 		for (int a = 0; a < r; a++)
-			rep[a] = ir_const_int(n->in[1], a);
+			rep.d[a] = infer_elem_dim(n->in[1], a);
 		ew_line(E->w, "rt_tile(%s, %s, sizeof(%s), %d, %s, %s);", yr, xr, T, r, dims_lit(E, &x->shape, 0),
-			ints_lit(E, rep, r));
+			dims_lit(E, &rep, 0));
 		break;
 	}
 	case OP_GATHERELEMENTS: {

@@ -2056,21 +2056,21 @@ static int infer_misc(ictx *c)
 		return 0;
 	}
 	case OP_TILE: {
-		int64_t rep[IR_MAX_RANK];
-		int m = const_plain(c, 1, rep, IR_MAX_RANK);
+		/* repeats may be sizes known at run time (x.repeat(1, T, 1) of a
+		 * [B, 1, H] state): each axis becomes its size times its repeat */
+		ir_dim rep[IR_MAX_RANK];
+		int m = const_ints(c, 1, rep, IR_MAX_RANK);
 		if (m < 0)
 			return 1;
 		if (m != r)
 			return fail(c, "repeats has %d values for rank %d", m, r);
 		for (int a = 0; a < r; a++) {
-			if (rep[a] < 0)
+			if (infer_mono_is_const(rep[a]) && rep[a].k < 0)
 				return fail(c, "repeats[%d] is negative", a);
-			if (rep[a] != 1 && !ir_dim_is_const(x->shape.d[a]))
-				return fail(c, "axis %d has the run-time size %s; cellc tiles only constant sizes "
-					    "(--dim SYM=N fixes a symbol's size at compile time)", a,
-					    dimstr(c, x->shape.d[a]));
-			if (rep[a] != 1)
-				s.d[a] = ir_dim_const(x->shape.d[a].k * rep[a]);
+			if (!infer_mono_is_const(rep[a]) && rep[a].k < 1)
+				return fail(c, "repeats[%d] is %s; a repeat known at run time must be a size", a,
+					    mono(c, rep[a]));
+			s.d[a] = ir_dim_mul(x->shape.d[a], rep[a]);
 		}
 		break;
 	}

@@ -15,8 +15,8 @@ modules stacked by hand with dropout and a residual sum, a convolutional
 front end (CRNN), permute from batch-first data, LayerNorm on the outputs,
 images read as pixel sequences, h_n viewed as [layers, directions, batch,
 hidden], a streaming GRU whose state is an input and an output, a
-decoder that runs a GRU one step at a time for a fixed number of steps, and
-padded batches of given lengths through pack_padded_sequence (sorted or
+decoder that runs a GRU one step at a time for a fixed number of steps,
+sequence autoencoders that repeat or expand h_n over time, and padded batches of given lengths through pack_padded_sequence (sorted or
 not, with pad_packed_sequence, with the states as inputs).
 
 Each model is exported at opset 14 with dynamic batch and sequence axes
@@ -431,6 +431,43 @@ class GreedyDecoder(nn.Module):
         return torch.cat(outs, dim=0)
 
 
+class LSTMAutoencoder(nn.Module):
+    """Sequence autoencoder (anomaly detection): the encoder's h_n[-1]
+    repeated over time with repeat(1, T, 1) (a Tile by the run-time length),
+    a decoder LSTM, Linear on every step."""
+    tags = ["autoencoder", "repeat_time", "h_n_last", "batch_first", "every_step"]
+    stacked = [0, 1]
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.decoder = nn.LSTM(HIDDEN, HIDDEN, batch_first=True)
+        self.output_layer = nn.Linear(HIDDEN, INPUT)
+
+    def forward(self, x):
+        _, (hidden, _) = self.encoder(x)
+        z = hidden[-1].unsqueeze(1).repeat(1, x.size(1), 1)
+        decoded, _ = self.decoder(z)
+        return self.output_layer(decoded)
+
+
+class GRUAutoencoder(nn.Module):
+    """The same with GRUs, sequence first, h_n expanded over time."""
+    tags = ["autoencoder", "expand_time", "every_step"]
+    stacked = [0, 1]
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.GRU(INPUT, HIDDEN)
+        self.dec = nn.GRU(HIDDEN, HIDDEN)
+        self.out = nn.Linear(HIDDEN, INPUT)
+
+    def forward(self, x):
+        _, h = self.enc(x)
+        y, _ = self.dec(h.expand(x.size(0), -1, -1))
+        return self.out(y)
+
+
 class PackedLSTM(nn.Module):
     """Padded token batches of unsorted lengths through
     pack_padded_sequence(enforce_sorted=False) (which the exporter writes as
@@ -496,7 +533,8 @@ class PackedBiGRU(nn.Module):
 
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
-          BiLSTMLastStep, StreamingGRU, GreedyDecoder, PackedLSTM, PackedLSTMState, PackedBiGRU]
+          BiLSTMLastStep, StreamingGRU, GreedyDecoder, LSTMAutoencoder, GRUAutoencoder,
+          PackedLSTM, PackedLSTMState, PackedBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
