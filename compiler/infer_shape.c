@@ -1697,6 +1697,26 @@ int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads
 	return nsp;
 }
 
+/* When a spatial axis of x has a size known only at run time: that it is
+ * why a pooling is refused, and the --dim that compiles it for one size;
+ * else "". */
+static const char *spatial_sym_hint(ictx *c, const ir_value *x)
+{
+	for (int a = 2; a < x->shape.rank; a++) {
+		ir_dim d = x->shape.d[a];
+		if (ir_dim_is_const(d))
+			continue;
+		int i = ir_dim_one_sym(d);
+		ir_graph *root = ir_root(c->g);
+		return arena_printf(c->A, " (axis %d has the run-time size %s; cellc lays out pooling windows over "
+				    "sizes known at compile time%s%s%s)", a, dimstr(c, d),
+				    i >= 0 && ir_sym_free(root, i) ? ": --dim " : "",
+				    i >= 0 && ir_sym_free(root, i) ? root->syms[i] : "",
+				    i >= 0 && ir_sym_free(root, i) ? "=N compiles it for one size" : "");
+	}
+	return "";
+}
+
 static int infer_pool(ictx *c)
 {
 	ir_value *x = in(c, 0);
@@ -1719,7 +1739,7 @@ static int infer_pool(ictx *c)
 	if (infer_pool_geometry(c->n, k, st, pads, dil, ysp) < 0)
 		return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides, dilations and pads "
 			    "with one value per spatial axis (pads two), positive (pads not negative), and windows "
-			    "that fit", shp(c, &x->shape));
+			    "that fit%s", shp(c, &x->shape), spatial_sym_hint(c, x));
 	for (int a = 2; a < s.rank; a++)
 		s.d[a] = ir_dim_const(ysp[a - 2]);
 	set_out(c, 0, x->dtype, &s);

@@ -31,15 +31,20 @@ weight.new(...), which the tracer records as constants of the traced batch:
 its export with a dynamic batch axis (SentimentRNN_dynamic_batch, data at
 batch 2 only) runs only at batch 2, so cellc must refuse it naming --dim
 batch=2, and its export with the batch fixed (SentimentRNN; T = 8 and 11)
-must verify.
+must verify.  ConvPoolLSTM halves the length with a MaxPool1d, which cellc
+computes only over a length known at compile time: its export with a
+dynamic time axis (ConvPoolLSTM_dynamic_seq) must be refused naming --dim
+seq=N and pass at T = 8 with --dim seq=8; its export with T fixed at 8
+must verify (batch 2, 3 and 1).
 
 case.json: model (the class), tags (the forms it uses), stacked (per
 recurrence, in the order `cellc dump` lists them, whether it must keep its
 output sequence: 1 where some step other than the final state's is read, 0
 where only the final state is, or nothing, or only the step computed first:
 a reverse recurrence's under a bidirectional out[:, -1], which then runs
-that step alone), refused (for an export cellc
-must refuse: text its message must hold; else absent).
+that step alone), refused and fix (for an export cellc must refuse: text
+its message must hold, and the options that compile it for its data sets;
+else absent).
 
 usage: gen_torch_wild.py OUTDIR [CASE ...]
 """
@@ -468,6 +473,25 @@ class GRUAutoencoder(nn.Module):
         return self.out(y)
 
 
+class ConvPoolLSTM(nn.Module):
+    """Time-series classifier: Conv1d over time (same padding), ReLU,
+    MaxPool1d(2) halving the length, an LSTM, Linear on out[:, -1]."""
+    tags = ["conv_front_end", "max_pool_time", "batch_first", "out_last"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(INPUT, 6, kernel_size=3, padding=1)
+        self.pool = nn.MaxPool1d(2)
+        self.lstm = nn.LSTM(6, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x):
+        z = self.pool(F.relu(self.conv(x.transpose(1, 2)))).transpose(1, 2)
+        out, _ = self.lstm(z)
+        return self.fc(out[:, -1])
+
+
 class PackedLSTM(nn.Module):
     """Padded token batches of unsorted lengths through
     pack_padded_sequence(enforce_sorted=False) (which the exporter writes as
@@ -534,7 +558,7 @@ class PackedBiGRU(nn.Module):
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, LSTMAutoencoder, GRUAutoencoder,
-          PackedLSTM, PackedLSTMState, PackedBiGRU]
+          ConvPoolLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
@@ -576,13 +600,13 @@ def write_pb(path, arr, name):
         f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
 
 
-def export(outdir, name, seed, cls, dynamic_batch=True, refused=None):
+def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refused=None, fix=None):
     torch.manual_seed(seed)
     model = cls().eval()
     gen = np.random.default_rng(seed)
     names, example, dyn = inputs_of(cls, model, 2, 8, gen)
-    if not dynamic_batch:
-        dyn = {k: {a: n for a, n in v.items() if n != "batch"} for k, v in dyn.items()}
+    fixed = [n for n, on in (("batch", dynamic_batch), ("seq", dynamic_seq)) if not on]
+    dyn = {k: {a: n for a, n in v.items() if n not in fixed} for k, v in dyn.items()}
     with torch.no_grad():
         outs = model(*example)
     outs = outs if isinstance(outs, tuple) else (outs,)
@@ -597,7 +621,8 @@ def export(outdir, name, seed, cls, dynamic_batch=True, refused=None):
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     onnx.save(onnx_model, os.path.join(d, "model.onnx"))
-    sizes = [(3, 11), (1, 5)] if dynamic_batch and not refused else [(2, 11)] if not refused else []
+    sizes = [] if refused else {(True, True): [(3, 11), (1, 5)], (False, True): [(2, 11)],
+                                (True, False): [(3, 8), (1, 8)], (False, False): []}[dynamic_batch, dynamic_seq]
     sets = [example] + [inputs_of(cls, model, b, t, gen)[1] for b, t in sizes]
     for k, ins in enumerate(sets):
         with torch.no_grad():
@@ -611,15 +636,17 @@ def export(outdir, name, seed, cls, dynamic_batch=True, refused=None):
             write_pb(os.path.join(ds, "output_%d.pb" % j), a.numpy(), n)
     case = {"model": cls.__name__, "tags": cls.tags, "stacked": cls.stacked}
     if refused:
-        case["refused"] = refused
+        case["refused"], case["fix"] = refused, fix
     with open(os.path.join(d, "case.json"), "w") as f:
         json.dump(case, f, indent=1)
         f.write("\n")
 
 
 # (case name, model, options of export)
-CASES = [(m.__name__, m, {"dynamic_batch": m not in (SentimentRNN, PackedLSTM, PackedBiGRU)}) for m in MODELS] + [
-    ("SentimentRNN_dynamic_batch", SentimentRNN, {"refused": "--dim batch=2"})]
+CASES = [(m.__name__, m, {"dynamic_batch": m not in (SentimentRNN, PackedLSTM, PackedBiGRU),
+                          "dynamic_seq": m is not ConvPoolLSTM}) for m in MODELS] + [
+    ("SentimentRNN_dynamic_batch", SentimentRNN, {"refused": "--dim batch=2", "fix": ["--dim", "batch=2"]}),
+    ("ConvPoolLSTM_dynamic_seq", ConvPoolLSTM, {"refused": "--dim seq=N", "fix": ["--dim", "seq=8"]})]
 
 
 def main():
