@@ -16,7 +16,8 @@ front end (CRNN), permute from batch-first data, LayerNorm on the outputs,
 images read as pixel sequences, h_n viewed as [layers, directions, batch,
 hidden], a streaming GRU whose state is an input and an output, a
 decoder that runs a GRU one step at a time for a fixed number of steps,
-sequence autoencoders that repeat or expand h_n over time, and padded batches of given lengths through pack_padded_sequence (sorted or
+sequence autoencoders that repeat or expand h_n over time, concat pooling,
+learned initial states, one LSTM on a pair of sequences, and padded batches of given lengths through pack_padded_sequence (sorted or
 not, with pad_packed_sequence, with the states as inputs).
 
 Each model is exported at opset 14 with dynamic batch and sequence axes
@@ -492,6 +493,59 @@ class ConvPoolLSTM(nn.Module):
         return self.fc(out[:, -1])
 
 
+class ConcatPoolGRU(nn.Module):
+    """Concat pooling (fast.ai's text classifiers): the last step, the
+    mean and the max over time side by side, Linear."""
+    tags = ["concat_pooling", "out_last", "mean_pool_time", "max_pool_time", "batch_first"]
+    stacked = [1]
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(3 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(torch.cat([out[:, -1], out.mean(1), out.max(1)[0]], 1))
+
+
+class LearnedInitLSTM(nn.Module):
+    """Learned initial states: [1, 1, H] parameters expanded to the batch
+    and made contiguous, Linear on out[-1]."""
+    tags = ["learned_initial_state", "expand_batch", "out_last"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.h0 = nn.Parameter(torch.randn(1, 1, HIDDEN) * 0.5)
+        self.c0 = nn.Parameter(torch.randn(1, 1, HIDDEN) * 0.5)
+        self.lstm = nn.LSTM(INPUT, HIDDEN)
+        self.fc = nn.Linear(HIDDEN, 2)
+
+    def forward(self, x):
+        B = x.size(1)
+        out, _ = self.lstm(x, (self.h0.expand(-1, B, -1).contiguous(), self.c0.expand(-1, B, -1).contiguous()))
+        return self.fc(out[-1])
+
+
+class SiameseLSTM(nn.Module):
+    """One LSTM on two sequences of different lengths (sentence pairs), the
+    two h_n[-1] concatenated, Linear and sigmoid."""
+    tags = ["siamese", "shared_weights", "two_inputs", "h_n_last", "batch_first"]
+    pair = True
+    stacked = [0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(2 * HIDDEN, 1)
+
+    def forward(self, a, b):
+        _, (ha, _) = self.lstm(a)
+        _, (hb, _) = self.lstm(b)
+        return torch.sigmoid(self.fc(torch.cat([ha[-1], hb[-1]], 1)))
+
+
 class PackedLSTM(nn.Module):
     """Padded token batches of unsorted lengths through
     pack_padded_sequence(enforce_sorted=False) (which the exporter writes as
@@ -558,7 +612,8 @@ class PackedBiGRU(nn.Module):
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, LSTMAutoencoder, GRUAutoencoder,
-          ConvPoolLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU]
+          ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM, SiameseLSTM, PackedLSTM, PackedLSTMState,
+          PackedBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
@@ -580,6 +635,10 @@ def inputs_of(cls, model, b, t, gen):
         x = torch.from_numpy(gen.standard_normal(shape).astype(np.float32))
         axes = {"bti": {0: "batch", 1: "seq"}, "tbi": {0: "seq", 1: "batch"}, "bft": {0: "batch", 2: "seq"}}[layout]
     names, tensors, dyn = ["x"], [x], {"x": axes}
+    if getattr(cls, "pair", False):     # a second sequence of its own length, shorter by 2
+        names.append("x2")
+        tensors.append(torch.from_numpy(gen.standard_normal((b, max(t - 2, 1), INPUT)).astype(np.float32)))
+        dyn["x2"] = {0: "batch", 1: "seq2"}
     if hasattr(cls, "lengths"):         # one row of the whole length, the others shorter
         n = np.concatenate([[t], gen.integers(1, t + 1, b - 1)]).astype(np.int64)
         n = -np.sort(-n) if cls.lengths == "sorted" else gen.permutation(n)
