@@ -419,6 +419,26 @@ ir_value *ir_const_i64(ir_graph *g, const char *name, int n, const int64_t *vals
 	return ir_const_new(g, name, DT_I64, &s, vals);
 }
 
+ir_value *ir_const_dims(ir_graph *g, const ir_dim *d, int n)
+{
+	int symbolic = 0;
+	for (int i = 0; i < n; i++)
+		symbolic |= !ir_dim_is_const(d[i]);
+	if (!symbolic) {
+		int64_t v[IR_MAX_RANK];
+		ASSERT(n <= IR_MAX_RANK);
+		for (int i = 0; i < n; i++)
+			v[i] = d[i].k;
+		return ir_const_i64(g, NULL, n, v);
+	}
+	ir_value *c = ir_value_new(g, NULL, VAL_CONST, DT_I64);
+	c->shape.rank = 1;
+	c->shape.d[0] = ir_dim_const(n);
+	c->sym = arena_array(g->A, (size_t)n, sizeof *c->sym);
+	memcpy(c->sym, d, (size_t)n * sizeof *d);
+	return c;
+}
+
 ir_value *ir_const_f32_scalar(ir_graph *g, const char *name, float val)
 {
 	ir_shape s = {.rank = 0};

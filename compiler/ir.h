@@ -313,6 +313,9 @@ ir_value *ir_value_new(ir_graph *g, const char *name, ir_valkind kind, ir_dtype 
 ir_value *ir_const_new(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s, const void *data);
 ir_value *ir_const_i64(ir_graph *g, const char *name, int n, const int64_t *v); /* 1-D */
 ir_value *ir_const_f32_scalar(ir_graph *g, const char *name, float v);
+/* A shape constant [d0 .. dn-1] (a Reshape's or ConstantOfShape's input):
+ * plain int64 values, or symbolic ones (infer.h: symbolic constants). */
+ir_value *ir_const_dims(ir_graph *g, const ir_dim *d, int n);
 ir_node *ir_node_new(ir_graph *g, ir_op op, const char *name, int nin, int nout);
 void ir_append(ir_graph *g, ir_node *n);                  /* add at the end */
 void ir_set_nodes(ir_graph *g, ir_node **nodes, int n);   /* replace the node list */

@@ -574,6 +574,40 @@ static void rule_matmul(gctx *C, ir_node *n, ir_value *dy)
 	     ir_shape_str(C->tg->A, ir_root(C->tg), &A->shape));
 }
 
+/* Gather of X by indices I along axis a (an embedding lookup, a batch
+ * reordered by run-time indices): each picked slice's gradient is added
+ * back where it came from, a ScatterND with reduction add into zeros
+ * shaped like X.  ScatterND names slices of the leading axis, so X's axis a
+ * and dy's axes of I move to the front first (and back after). */
+static ir_value *gather_grad(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = V(C, n->in[0]), *I = V(C, n->in[1]);
+	int r = x->shape.rank, q = I->shape.rank, ax = axis_attr(n, r, 0);
+	if (r + q - 1 > IR_MAX_RANK || q >= IR_MAX_RANK)
+		return fail(C, "cannot differentiate Gather: its indices and X have too many axes together%s", ""),
+		       NULL;
+	int64_t px[IR_MAX_RANK], pb[IR_MAX_RANK], pu[IR_MAX_RANK];
+	for (int i = 0; i < r; i++)              /* X's axis ax first */
+		px[i] = i == 0 ? ax : i <= ax ? i - 1 : i;
+	for (int i = 0; i < r; i++)              /* and back */
+		pb[i] = i < ax ? i + 1 : i == ax ? 0 : i;
+	for (int i = 0; i < r - 1 + q; i++)      /* dy: the axes of I first */
+		pu[i] = i < q ? ax + i : i < q + ax ? i - q : i;
+	ir_value *xt = ax ? transpose(C, x, r, px) : x, *u = ax ? transpose(C, dy, r - 1 + q, pu) : dy;
+	ir_value *zeros = op1(C, OP_CONSTOFSHAPE, ir_const_dims(C->tg, xt->shape.d, r));
+	if (I->dtype != DT_I64) {
+		ir_node *c = mk(C, OP_CAST, 1, &I);
+		ir_attr_set_int(c, "to", DT_I64);
+		c->out[0] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
+		I = fin(C, c);
+	}
+	ir_value *in[3] = {zeros, op2(C, OP_UNSQUEEZE, I, int1(C, q)), u};
+	ir_node *sc = mk(C, OP_SCATTERND, 3, in);
+	ir_attr_set_string(sc, "reduction", "add");
+	ir_value *g = fin(C, sc);
+	return ax ? transpose(C, g, r, pb) : g;
+}
+
 static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *a = n->in[0];
@@ -657,8 +691,10 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 	case OP_GATHER: {
 		ir_value *idx = n->in[1];
 		int r = a->shape.rank, ax = axis_attr(n, r, 0);
-		if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1)
-			return (void)fail(C, "cannot differentiate Gather unless it picks one constant index%s", "");
+		if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1) {
+			acc(C, a, gather_grad(C, n, dy));
+			return;
+		}
 		int64_t i = ir_const_int(idx, 0);
 		if (i < 0 && ir_dim_is_const(a->shape.d[ax]))
 			i += a->shape.d[ax].k;  /* else counted from the end at run time */

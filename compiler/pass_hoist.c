@@ -258,27 +258,6 @@ static void add_seq(ir_graph *root, ir_node *rec, ir_value *outer, int64_t ax, i
 	ir_attr_set_int(rec, "n_seq", nseq + 1);
 }
 
-/* A shape constant [d0, d1, d2] for Reshape; symbolic dims go into `sym`
- * (infer.h: symbolic constants). */
-static ir_value *shape_const(ir_graph *g, const ir_dim *d, int n)
-{
-	int symbolic = 0;
-	for (int i = 0; i < n; i++)
-		symbolic |= !ir_dim_is_const(d[i]);
-	if (!symbolic) {
-		int64_t v[IR_MAX_RANK];
-		for (int i = 0; i < n; i++)
-			v[i] = d[i].k;
-		return ir_const_i64(g, NULL, n, v);
-	}
-	ir_value *c = ir_value_new(g, NULL, VAL_CONST, DT_I64);
-	c->shape.rank = 1;
-	c->shape.d[0] = ir_dim_const(n);
-	c->sym = arena_array(g->A, (size_t)n, sizeof *c->sym);
-	memcpy(c->sym, d, (size_t)n * sizeof *d);
-	return c;
-}
-
 /* Moves body GEMM gm (A = body input number k, a sequence) before rec.
  * The new outer nodes are appended to `out`. */
 static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
@@ -339,7 +318,7 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	ir_dim dims[3] = {X->shape.d[0], X->shape.d[1], N};
 	ir_node *rs = ir_node_new(root, OP_RESHAPE, NULL, 2, 1);
 	rs->in[0] = mm->out[0];
-	rs->in[1] = shape_const(root, dims, 3);
+	rs->in[1] = ir_const_dims(root, dims, 3);
 	rs->origin = origin;
 	rs->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
 	rs->out[0]->producer = rs;
@@ -565,7 +544,7 @@ static int sink_gather(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 		}
 		ir_attr_set_ints(op, "perm", ys.rank, perm);
 	} else if (reshape) {
-		op->in[1] = shape_const(g, ys.d, ys.rank);
+		op->in[1] = ir_const_dims(g, ys.d, ys.rank);
 	} else if (p->op == OP_CONCAT) {
 		int64_t c = ir_attr_int(p, "axis", 0);
 		if (c < 0)
@@ -875,7 +854,7 @@ static void last_steps(ir_graph *g)
 		gth->in[0] = r->out[st];
 		if (units) {
 			gth->op = OP_RESHAPE;
-			gth->in[1] = shape_const(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
+			gth->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
 			gth->nin = 2;
 			ir_attr_remove(gth, "axis");
 		} else if (slice) {

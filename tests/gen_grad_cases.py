@@ -488,6 +488,7 @@ def onnx_case(outdir, name, net, export, in_names, out_names, kind, grid, make_i
     base = {n: p.detach().numpy().copy() for n, p in net.named_parameters()}
     net32 = copy.deepcopy(net)
     n64 = copy.deepcopy(net).double()
+    ints_now = {}       # the integer inputs (tokens, lengths) of the data set being made: not leaves
 
     def forward(t, dtype):
         """The module's own parameters carry the values of t (nn.LSTM keeps
@@ -501,7 +502,7 @@ def onnx_case(outdir, name, net, export, in_names, out_names, kind, grid, make_i
         old = torch.get_default_dtype()
         torch.set_default_dtype(dtype)      # the modules' zero states follow it
         try:
-            outs = m(*[t[n] for n in in_names])
+            outs = m(*[t[n] if n in t else torch.from_numpy(ints_now[n]) for n in in_names])
         finally:
             torch.set_default_dtype(old)
         return list(outs) if isinstance(outs, (tuple, list)) else [outs]
@@ -521,10 +522,13 @@ def onnx_case(outdir, name, net, export, in_names, out_names, kind, grid, make_i
         def make():
             rng = np.random.RandomState(seed_of(name, Tn, B))
             xs = make_inputs(Tn, B, rng)
+            floats = [n for n, a in zip(in_names, xs) if a.dtype.kind == "f"]
+            ints_now.clear()
+            ints_now.update((n, a) for n, a in zip(in_names, xs) if n not in floats)
             leaves = dict(base)
-            leaves.update(zip(in_names, xs))
+            leaves.update((n, a) for n, a in zip(in_names, xs) if n in floats)
             grads = [("grad." + iname, (lambda fn: lambda g: fn(g))(fn)) for iname, fn in pmap]
-            grads += [("grad." + n, (lambda n: lambda g: g[n])(n)) for n in in_names]
+            grads += [("grad." + n, (lambda n: lambda g: g[n])(n)) for n in floats]
             return list(zip(in_names, xs)), leaves, forward, grads, time_axis
         return make
 
@@ -637,6 +641,72 @@ def bidirectional_cases(outdir):
     onnx_case(outdir, "onnx_bilstm_last_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (5, 2)], make_inputs, 1)
 
 
+class EmbedLSTM(torch.nn.Module):
+    """Token ids through nn.Embedding into an LSTM, Linear on out[-1]: the
+    embedding's gradient adds each step's input gradient to its token's
+    row (a Gather by run-time indices)."""
+
+    def __init__(self, V, E, H, C):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(V, E)
+        self.rnn = torch.nn.LSTM(E, H)
+        self.fc = torch.nn.Linear(H, C)
+
+    def forward(self, tokens):
+        out, _ = self.rnn(self.embedding(tokens))
+        return self.fc(out[-1])
+
+
+class PackedNet(torch.nn.Module):
+    """pack_padded_sequence(enforce_sorted=False) of a padded batch, an LSTM,
+    Linear on h_n[-1]: the batch reordered by the sorted lengths and back,
+    both Gathers by run-time indices (axis 0 of the input, axis 1 of h_n)."""
+
+    def __init__(self, I, H, C):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(I, H, batch_first=True)
+        self.fc = torch.nn.Linear(H, C)
+
+    def forward(self, x, lengths):
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        _, (h, _) = self.rnn(packed)
+        return self.fc(h[-1])
+
+
+def gather_cases(outdir):
+    torch.manual_seed(5200)
+    V, E, H, C = 11, 4, 5, 3
+    net = EmbedLSTM(V, E, H, C).eval()
+
+    def tokens(Tn, B, rng):
+        return [rng.randint(0, V, (Tn, B)).astype(np.int64)]
+
+    ex = torch.from_numpy(tokens(7, 3, np.random.RandomState(1))[0])
+
+    def export(f):
+        with torch.no_grad():
+            torch.onnx.export(net, (ex,), f, opset_version=14, input_names=["tokens"], output_names=["y"],
+                              dynamic_axes={"tokens": {0: "seq", 1: "batch"}, "y": {0: "batch"}})
+    onnx_case(outdir, "onnx_embed_lstm_ce", net, export, ["tokens"], ["y"], "ce", [(7, 3), (5, 2)], tokens)
+
+    torch.manual_seed(5201)
+    I = 4
+    pnet = PackedNet(I, H, C).eval()
+
+    def padded(Tn, B, rng):
+        lengths = np.concatenate([[Tn], rng.randint(1, Tn + 1, B - 1)])[rng.permutation(B)]
+        return [rng.randn(B, Tn, I).astype(np.float32), lengths.astype(np.int64)]
+
+    pex = [torch.from_numpy(a) for a in padded(7, 3, np.random.RandomState(2))]
+
+    def export_packed(f):       # the exporter fixes the batch (its states are made of the traced batch size)
+        with torch.no_grad():
+            torch.onnx.export(pnet, tuple(pex), f, opset_version=14, input_names=["x", "lengths"],
+                              output_names=["y"], dynamic_axes={"x": {1: "seq"}})
+    onnx_case(outdir, "onnx_packed_lstm_ce", pnet, export_packed, ["x", "lengths"], ["y"], "ce", [(7, 3), (5, 3)],
+              padded, 1)
+
+
 def trace_and_loop_cases(outdir):
     I, H, C = 3, 8, 4
     # traced MomentumLSTM: T copies of the step at export, re-rolled by cellc
@@ -720,6 +790,7 @@ def main(outdir):
     cell_cases(outdir)
     torch_export_cases(outdir)
     bidirectional_cases(outdir)
+    gather_cases(outdir)
     trace_and_loop_cases(outdir)
     with open(os.path.join(outdir, "tests.tsv"), "w") as f:
         for row in TESTS:

@@ -1,7 +1,7 @@
 """onnx_ref.py: a small numpy interpreter for ONNX graphs made of the
 operators cellc supports (the list of issue 2, plus Split/Expand/Flatten,
-and Equal/If/Cast/ReduceSum of the exports whose heads read the sequence
-length),
+Equal/If/Cast/ReduceSum of the exports whose heads read the sequence
+length, and TopK/ReduceProd/Range/ScatterElements of pack_padded_sequence's),
 written from the ONNX operator specification, with LSTM/GRU/RNN from
 ref_rnn.py.  onnx 1.12 has no reference evaluator and ONNX Runtime is not a
 Debian package, so this is what checks the golden data itself: that
@@ -134,6 +134,21 @@ def eval_node(node, ins, opset):
             axes = list(range(x.ndim))
         y = x.astype(np.float64).sum(axis=tuple(v % x.ndim for v in axes), keepdims=bool(a.get("keepdims", 1)))
         return [np.asarray(y).astype(x.dtype)]
+    if op == "ReduceProd":      # axes an attribute before opset 18
+        axes = a.get("axes", list(range(x.ndim)))
+        y = x.prod(axis=tuple(v % x.ndim for v in axes), keepdims=bool(a.get("keepdims", 1)))
+        return [np.asarray(y).astype(x.dtype)]
+    if op == "TopK":            # the k largest (or smallest) along axis, ties to the lower index
+        axis, k = a.get("axis", -1) % x.ndim, int(ins[1].reshape(-1)[0])
+        order = np.argsort(-x if a.get("largest", 1) else x, axis=axis, kind="stable")
+        idx = np.take(order, np.arange(k), axis=axis)
+        return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+    if op == "Range":
+        return [np.arange(ins[0], ins[1], ins[2]).astype(ins[0].dtype)]
+    if op == "ScatterElements":     # reduction none
+        y = np.array(x, copy=True)
+        np.put_along_axis(y, ins[1].astype(np.int64) % x.shape[a.get("axis", 0)], ins[2], axis=a.get("axis", 0))
+        return [y]
     if op == "Sigmoid":
         return [(1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(x.dtype)]
     if op == "Tanh":
