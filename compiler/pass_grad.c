@@ -618,6 +618,35 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 	case OP_EXPAND:
 		acc_ub(C, a, dy);
 		return;
+	case OP_TILE: {
+		/* output axis j of r_j d_j elements holds tile k, element i at
+		 * k d_j + i: dy viewed with each repeated axis split in [r_j, d_j],
+		 * summed over the r_j */
+		int r = a->shape.rank, m = 0, nred = 0;
+		ir_dim split[IR_MAX_RANK];
+		int64_t red[IR_MAX_RANK];
+		for (int j = 0; j < r; j++) {
+			ir_dim rep = infer_elem_dim(n->in[1], j);
+			if (!(ir_dim_is_const(rep) && rep.k == 1)) {
+				if (m + 2 > IR_MAX_RANK)
+					return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
+				red[nred++] = m;
+				split[m++] = rep;
+			} else if (m + 1 > IR_MAX_RANK) {
+				return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
+			}
+			split[m++] = a->shape.d[j];
+		}
+		if (!nred) {
+			acc(C, a, dy);
+			return;
+		}
+		ir_value *in[2] = {op2(C, OP_RESHAPE, dy, ir_const_dims(C->tg, split, m)), ints(C, nred, red)};
+		ir_node *sum = mk(C, OP_REDUCESUM, 2, in);
+		ir_attr_set_int(sum, "keepdims", 0);
+		acc(C, a, fin(C, sum));
+		return;
+	}
 	case OP_TRANSPOSE: {
 		int r = a->shape.rank;
 		int64_t perm[IR_MAX_RANK], inv[IR_MAX_RANK];

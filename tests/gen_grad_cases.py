@@ -624,6 +624,15 @@ class BiLastNet(torch.nn.Module):
         return self.fc(out[:, -1])
 
 
+def exporter(net, args, in_names, out_names, dynamic_axes):
+    """The export function onnx_case calls: net at opset 14 on args."""
+    def export(f):
+        with torch.no_grad():
+            torch.onnx.export(net, tuple(args), f, opset_version=14, input_names=in_names,
+                              output_names=out_names, dynamic_axes=dynamic_axes)
+    return export
+
+
 def bidirectional_cases(outdir):
     I, H, C = 4, 5, 3
     torch.manual_seed(5100)
@@ -633,11 +642,7 @@ def bidirectional_cases(outdir):
         return [rng.randn(B, Tn, I).astype(np.float32)]
 
     ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
-
-    def export(f):
-        with torch.no_grad():
-            torch.onnx.export(net, (ex,), f, opset_version=14, input_names=["x"], output_names=["y"],
-                              dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}})
+    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}})
     onnx_case(outdir, "onnx_bilstm_last_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (5, 2)], make_inputs, 1)
 
 
@@ -673,6 +678,36 @@ class PackedNet(torch.nn.Module):
         return self.fc(h[-1])
 
 
+class RepeatAutoencoder(torch.nn.Module):
+    """A sequence autoencoder: the encoder's h_n[-1] repeated over the
+    length (repeat: a Tile by the run-time T) into a decoder LSTM, Linear on
+    every step; the repeat's gradient sums the decoder's input gradients."""
+
+    def __init__(self, I, H):
+        super().__init__()
+        self.encoder = torch.nn.LSTM(I, H, batch_first=True)
+        self.decoder = torch.nn.LSTM(H, H, batch_first=True)
+        self.out = torch.nn.Linear(H, I)
+
+    def forward(self, x):
+        _, (h, _) = self.encoder(x)
+        return self.out(self.decoder(h[-1].unsqueeze(1).repeat(1, x.size(1), 1))[0])
+
+
+def autoencoder_case(outdir):
+    torch.manual_seed(5300)
+    I, H = 3, 5
+    net = RepeatAutoencoder(I, H).eval()
+
+    def make_inputs(Tn, B, rng):
+        return [rng.randn(B, Tn, I).astype(np.float32)]
+
+    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
+    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
+    onnx_case(outdir, "onnx_repeat_autoencoder_mse", net, export, ["x"], ["y"], "mse", [(7, 3), (5, 2)],
+              make_inputs, 1)
+
+
 def gather_cases(outdir):
     torch.manual_seed(5200)
     V, E, H, C = 11, 4, 5, 3
@@ -682,11 +717,7 @@ def gather_cases(outdir):
         return [rng.randint(0, V, (Tn, B)).astype(np.int64)]
 
     ex = torch.from_numpy(tokens(7, 3, np.random.RandomState(1))[0])
-
-    def export(f):
-        with torch.no_grad():
-            torch.onnx.export(net, (ex,), f, opset_version=14, input_names=["tokens"], output_names=["y"],
-                              dynamic_axes={"tokens": {0: "seq", 1: "batch"}, "y": {0: "batch"}})
+    export = exporter(net, [ex], ["tokens"], ["y"], {"tokens": {0: "seq", 1: "batch"}, "y": {0: "batch"}})
     onnx_case(outdir, "onnx_embed_lstm_ce", net, export, ["tokens"], ["y"], "ce", [(7, 3), (5, 2)], tokens)
 
     torch.manual_seed(5201)
@@ -699,10 +730,8 @@ def gather_cases(outdir):
 
     pex = [torch.from_numpy(a) for a in padded(7, 3, np.random.RandomState(2))]
 
-    def export_packed(f):       # the exporter fixes the batch (its states are made of the traced batch size)
-        with torch.no_grad():
-            torch.onnx.export(pnet, tuple(pex), f, opset_version=14, input_names=["x", "lengths"],
-                              output_names=["y"], dynamic_axes={"x": {1: "seq"}})
+    # the exporter fixes the batch (it makes the states of the traced batch size)
+    export_packed = exporter(pnet, pex, ["x", "lengths"], ["y"], {"x": {1: "seq"}})
     onnx_case(outdir, "onnx_packed_lstm_ce", pnet, export_packed, ["x", "lengths"], ["y"], "ce", [(7, 3), (5, 3)],
               padded, 1)
 
@@ -791,6 +820,7 @@ def main(outdir):
     torch_export_cases(outdir)
     bidirectional_cases(outdir)
     gather_cases(outdir)
+    autoencoder_case(outdir)
     trace_and_loop_cases(outdir)
     with open(os.path.join(outdir, "tests.tsv"), "w") as f:
         for row in TESTS:

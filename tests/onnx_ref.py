@@ -1,7 +1,7 @@
 """onnx_ref.py: a small numpy interpreter for ONNX graphs made of the
 operators cellc supports (the list of issue 2, plus Split/Expand/Flatten,
 Equal/If/Cast/ReduceSum of the exports whose heads read the sequence
-length, and TopK/ReduceProd/Range/ScatterElements of pack_padded_sequence's),
+length, TopK/ReduceProd/Range/ScatterElements of pack_padded_sequence's, and Tile),
 written from the ONNX operator specification, with LSTM/GRU/RNN from
 ref_rnn.py.  onnx 1.12 has no reference evaluator and ONNX Runtime is not a
 Debian package, so this is what checks the golden data itself: that
@@ -143,6 +143,8 @@ def eval_node(node, ins, opset):
         order = np.argsort(-x if a.get("largest", 1) else x, axis=axis, kind="stable")
         idx = np.take(order, np.arange(k), axis=axis)
         return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+    if op == "Tile":
+        return [np.tile(x, ins[1].astype(np.int64))]
     if op == "Range":
         return [np.arange(ins[0], ins[1], ins[2]).astype(ins[0].dtype)]
     if op == "ScatterElements":     # reduction none
