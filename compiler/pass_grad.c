@@ -1021,6 +1021,34 @@ static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
 	}
 }
 
+/* MaxPool: each window's gradient goes to the element that was its maximum
+ * (the Indices output of the same MaxPool, recomputed here: flat positions
+ * in X, row-major), added there, since windows may overlap: a ScatterElements
+ * with reduction add into zeros of X's size. */
+static void rule_maxpool(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0];
+	if (!need(C, x))
+		return;
+	if (ir_attr_int(n, "storage_order", 0) != 0)
+		return (void)fail(C, "cannot differentiate MaxPool with storage_order 1 (column-major Indices)%s", "");
+	ir_node *mp = ir_node_new(C->tg, OP_MAXPOOL, NULL, 1, 2);
+	mp->in[0] = V(C, x);
+	mp->attrs = n->attrs;
+	mp->nattrs = n->nattrs;
+	mp->out[1] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
+	fin(C, mp);
+	ir_dim nx = ir_dim_const(1), ny = ir_dim_const(1);
+	for (int a = 0; a < x->shape.rank; a++)
+		nx = ir_dim_mul(nx, x->shape.d[a]), ny = ir_dim_mul(ny, dy->shape.d[a]);
+	ir_value *flat_y = ir_const_dims(C->tg, &ny, 1);
+	ir_value *in[3] = {op1(C, OP_CONSTOFSHAPE, ir_const_dims(C->tg, &nx, 1)), op2(C, OP_RESHAPE, mp->out[1], flat_y),
+			   op2(C, OP_RESHAPE, dy, flat_y)};
+	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
+	ir_attr_set_string(sc, "reduction", "add");
+	acc(C, x, op2(C, OP_RESHAPE, fin(C, sc), ir_const_dims(C->tg, x->shape.d, x->shape.rank)));
+}
+
 static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *x = n->in[0], *val = n->nin > 2 ? n->in[2] : NULL;
@@ -1128,6 +1156,8 @@ static void rule(gctx *C, ir_node *n)
 		rule_conv(C, n, dy);
 	else if (n->op == OP_PAD)
 		rule_pad(C, n, dy);
+	else if (n->op == OP_MAXPOOL)
+		rule_maxpool(C, n, dy);
 	else if (n->op == OP_SOFTMAXCE || n->op == OP_NLLLOSS)
 		rule_class_loss(C, n, dy);
 	else if (n->op == OP_GEMM)

@@ -694,6 +694,38 @@ class RepeatAutoencoder(torch.nn.Module):
         return self.out(self.decoder(h[-1].unsqueeze(1).repeat(1, x.size(1), 1))[0])
 
 
+class ConvPoolNet(torch.nn.Module):
+    """Conv1d over time, ReLU, MaxPool1d with overlapping windows (kernel 3,
+    stride 2: an element can be the maximum of two windows), an LSTM on the
+    pooled steps, Linear on out[:, -1]."""
+
+    def __init__(self, I, H, C):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(I, 6, kernel_size=3, padding=1)
+        self.pool = torch.nn.MaxPool1d(3, stride=2)
+        self.rnn = torch.nn.LSTM(6, H, batch_first=True)
+        self.fc = torch.nn.Linear(H, C)
+
+    def forward(self, x):
+        z = self.pool(torch.relu(self.conv(x.transpose(1, 2)))).transpose(1, 2)
+        return self.fc(self.rnn(z)[0][:, -1])
+
+
+def conv_pool_case(outdir):
+    torch.manual_seed(5400)
+    I, H, C = 4, 5, 3
+    net = ConvPoolNet(I, H, C).eval()
+
+    def make_inputs(Tn, B, rng):
+        return [rng.randn(B, Tn, I).astype(np.float32)]
+
+    ex = torch.from_numpy(make_inputs(9, 3, np.random.RandomState(1))[0])
+    # the length stays fixed: cellc pools and differentiates Conv over constant lengths
+    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch"}, "y": {0: "batch"}})
+    onnx_case(outdir, "onnx_conv_maxpool_lstm_ce", net, export, ["x"], ["y"], "ce", [(9, 3), (9, 2)],
+              make_inputs, 1)
+
+
 def autoencoder_case(outdir):
     torch.manual_seed(5300)
     I, H = 3, 5
@@ -821,6 +853,7 @@ def main(outdir):
     bidirectional_cases(outdir)
     gather_cases(outdir)
     autoencoder_case(outdir)
+    conv_pool_case(outdir)
     trace_and_loop_cases(outdir)
     with open(os.path.join(outdir, "tests.tsv"), "w") as f:
         for row in TESTS:

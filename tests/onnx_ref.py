@@ -1,7 +1,8 @@
 """onnx_ref.py: a small numpy interpreter for ONNX graphs made of the
 operators cellc supports (the list of issue 2, plus Split/Expand/Flatten,
 Equal/If/Cast/ReduceSum of the exports whose heads read the sequence
-length, TopK/ReduceProd/Range/ScatterElements of pack_padded_sequence's, and Tile),
+length, TopK/ReduceProd/Range/ScatterElements of pack_padded_sequence's, Tile,
+and 1-D Conv and MaxPool),
 written from the ONNX operator specification, with LSTM/GRU/RNN from
 ref_rnn.py.  onnx 1.12 has no reference evaluator and ONNX Runtime is not a
 Debian package, so this is what checks the golden data itself: that
@@ -143,6 +144,22 @@ def eval_node(node, ins, opset):
         order = np.argsort(-x if a.get("largest", 1) else x, axis=axis, kind="stable")
         idx = np.take(order, np.arange(k), axis=axis)
         return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+    if op in ("Conv", "MaxPool") and x.ndim == 3:      # 1-D only: [N, C, L]
+        k = a.get("kernel_shape", [ins[1].shape[2]] if op == "Conv" else None)[0]
+        st, (p0, p1) = a.get("strides", [1])[0], a.get("pads", [0, 0])
+        if a.get("dilations", [1])[0] != 1 or a.get("group", 1) != 1 or a.get("ceil_mode", 0) \
+                or a.get("auto_pad", "NOTSET") != "NOTSET":
+            raise NotImplementedError("onnx_ref: %s with dilations, groups, ceil_mode or auto_pad" % op)
+        fill = 0.0 if op == "Conv" else -np.inf
+        xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p0, p1)), constant_values=fill)
+        n = (xp.shape[2] - k) // st + 1
+        win = np.stack([xp[:, :, i * st:i * st + k] for i in range(n)], axis=2)     # [N, C, n, k]
+        if op == "MaxPool":
+            return [win.max(axis=3).astype(x.dtype)]
+        y = np.einsum("ncik,mck->nmi", win, ins[1].astype(np.float64))
+        if len(ins) > 2 and ins[2] is not None:
+            y = y + ins[2].astype(np.float64)[None, :, None]
+        return [y.astype(x.dtype)]
     if op == "Tile":
         return [np.tile(x, ins[1].astype(np.int64))]
     if op == "Range":
