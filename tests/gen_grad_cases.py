@@ -726,6 +726,35 @@ def conv_pool_case(outdir):
               make_inputs, 1)
 
 
+class CRNNNet(torch.nn.Module):
+    """Conv1d over a time axis of any length (same padding, so the length
+    stays), ReLU, a GRU, Linear on its last step: the Conv's gradients at a
+    run-time length."""
+
+    def __init__(self, I, H, C):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(I, 6, kernel_size=3, padding=1)
+        self.rnn = torch.nn.GRU(6, H)
+        self.fc = torch.nn.Linear(H, C)
+
+    def forward(self, x):
+        z = torch.relu(self.conv(x)).permute(2, 0, 1)
+        return self.fc(self.rnn(z)[0][-1])
+
+
+def crnn_case(outdir):
+    torch.manual_seed(5500)
+    I, H, C = 4, 5, 3
+    net = CRNNNet(I, H, C).eval()
+
+    def make_inputs(Tn, B, rng):
+        return [rng.randn(B, I, Tn).astype(np.float32)]
+
+    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
+    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 2: "seq"}, "y": {0: "batch"}})
+    onnx_case(outdir, "onnx_crnn_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (12, 2)], make_inputs, 2)
+
+
 def autoencoder_case(outdir):
     torch.manual_seed(5300)
     I, H = 3, 5
@@ -854,6 +883,7 @@ def main(outdir):
     gather_cases(outdir)
     autoencoder_case(outdir)
     conv_pool_case(outdir)
+    crnn_case(outdir)
     trace_and_loop_cases(outdir)
     with open(os.path.join(outdir, "tests.tsv"), "w") as f:
         for row in TESTS:
