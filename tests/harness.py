@@ -1134,11 +1134,25 @@ def stacked_outputs(group, name, case_dir, want):
     return Result(full, ok, "" if ok else "n_out per recurrence %s, expected %s (log: %s)" % (got, want, log))
 
 
+def wild_trainable(group, name, case_dir):
+    """GROUP/train/CASE: `cellc compile --train --loss mse` builds the
+    training graph (every node differentiated or refused by name)."""
+    full = "%s/train/%s" % (group, name)
+    log = os.path.join(LOGS, group, "train", name + ".log")
+    rc, out, err = run([CELLC, "compile", os.path.join(case_dir, "model.onnx"), "--train", "--loss", "mse", "-o",
+                        os.path.join(OUT, group + "_work", "train", name)], log)
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    return Result(full, True, "")
+
+
 def group_torch_wild():
     """nn.LSTM / nn.GRU / nn.RNN models written as other people write them
     (tests/gen_torch_wild.py): every data set through `cellc verify`
     against PyTorch (export size, other batch and length, batch 1), which
-    recurrences keep their output sequence (stacked), and the exports cellc
+    recurrences keep their output sequence (stacked), that each compiles
+    for training (train: the gradients of these forms are checked against
+    PyTorch autograd in the grad group), and the exports cellc
     refuses (a traced batch size held in the model, a pooling over a
     run-time length) refused naming the --dim that compiles them, with
     which they pass their golden test at that size."""
@@ -1158,6 +1172,7 @@ def group_torch_wild():
             continue
         items.append((verify_one, ("torch_wild", n, d, TORCH_TOL)))
         items.append((stacked_outputs, ("torch_wild", n, d, case["stacked"])))
+        items.append((wild_trainable, ("torch_wild", n, d)))
     yield from parallel(lambda fn, args: fn(*args), items)
 
 
