@@ -15,7 +15,9 @@ modules stacked by hand with dropout and a residual sum, a convolutional
 front end (CRNN), permute from batch-first data, LayerNorm on the outputs,
 images read as pixel sequences, h_n viewed as [layers, directions, batch,
 hidden], a streaming GRU whose state is an input and an output, a
-decoder that runs a GRU one step at a time for a fixed number of steps,
+decoder that runs a GRU one step at a time for a fixed number of steps
+(also with attention over the encoder and greedy feedback, as the PyTorch
+translation tutorial),
 sequence autoencoders that repeat or expand h_n over time, concat pooling,
 learned initial states, one LSTM on a pair of sequences, and padded batches of given lengths through pack_padded_sequence (sorted or
 not, with pad_packed_sequence, with the states as inputs).
@@ -437,6 +439,41 @@ class GreedyDecoder(nn.Module):
         return torch.cat(outs, dim=0)
 
 
+class AttnSeq2Seq(nn.Module):
+    """Translation as the PyTorch tutorial writes it: an embedding and GRU
+    encoder, then a decoder run step by step for a fixed number of steps,
+    each with additive (Bahdanau) attention over the encoder's outputs
+    (tanh(Wa q + Ua keys), softmax, bmm), the embedding of its previous
+    greedy prediction (argmax) and a one-step GRU; log_softmax over the
+    vocabulary."""
+    tags = ["tokens", "encoder_decoder", "attention", "bmm", "argmax_feedback", "step_loop", "batch_first"]
+    stacked = [1, 1, 1, 1, 1]
+    STEPS = 4
+
+    def __init__(self):
+        super().__init__()
+        self.src_embedding = nn.Embedding(VOCAB, HIDDEN)
+        self.encoder = nn.GRU(HIDDEN, HIDDEN, batch_first=True)
+        self.tgt_embedding = nn.Embedding(VOCAB, HIDDEN)
+        self.Wa, self.Ua, self.Va = nn.Linear(HIDDEN, HIDDEN), nn.Linear(HIDDEN, HIDDEN), nn.Linear(HIDDEN, 1)
+        self.decoder = nn.GRU(2 * HIDDEN, HIDDEN, batch_first=True)
+        self.out = nn.Linear(HIDDEN, VOCAB)
+
+    def forward(self, src):
+        keys, hidden = self.encoder(self.src_embedding(src))
+        token = torch.zeros(src.size(0), 1, dtype=torch.long)
+        outputs = []
+        for _ in range(self.STEPS):
+            query = hidden.permute(1, 0, 2)
+            scores = self.Va(torch.tanh(self.Wa(query) + self.Ua(keys))).squeeze(2).unsqueeze(1)
+            context = torch.bmm(F.softmax(scores, dim=-1), keys)
+            step, hidden = self.decoder(torch.cat((self.tgt_embedding(token), context), dim=2), hidden)
+            logits = self.out(step)
+            outputs.append(logits)
+            token = logits.argmax(-1)
+        return F.log_softmax(torch.cat(outputs, dim=1), dim=-1)
+
+
 class LSTMAutoencoder(nn.Module):
     """Sequence autoencoder (anomaly detection): the encoder's h_n[-1]
     repeated over time with repeat(1, T, 1) (a Tile by the run-time length),
@@ -611,7 +648,7 @@ class PackedBiGRU(nn.Module):
 
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
-          BiLSTMLastStep, StreamingGRU, GreedyDecoder, LSTMAutoencoder, GRUAutoencoder,
+          BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, LSTMAutoencoder, GRUAutoencoder,
           ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM, SiameseLSTM, PackedLSTM, PackedLSTMState,
           PackedBiGRU]
 
