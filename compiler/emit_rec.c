@@ -1133,7 +1133,7 @@ static void colpar_wait_for(rec *R, const ir_value *a)
 	int id = body_index(R, a);
 	if (id < 0 || !R->wstep[id])
 		return;
-	ew_line(R->w, "rt_barrier_wait(&bar_, tn_);");
+	ew_line(R->w, "rt_barrier_wait(&bar_, tid_, tn_);");
 	memset(R->wstep, 0, (size_t)R->b->nvalues + 1);
 }
 
@@ -1228,7 +1228,7 @@ static void emit_par_open(rec *R)
 		ew_line(w, " * products are large enough to be worth a meeting, and there is more than");
 		ew_line(w, " * one step to amortise waking the team; else one thread) */");
 		ew_line(w, "const int cols_ = B == 1 && T > 1 && nt_ > 1 && rt_split_columns(%s);", step_weights(R));
-		ew_decl(w, "bar_", "rt_barrier bar_ = {0, 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
+		ew_decl(w, "bar_", "rt_barrier bar_ = {.count = 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
 	}
 	ew_line(w, "if (%snt_ > B)", R->colpar_ok ? "!cols_ && " : "");
 	ew_line(w, "\tnt_ = (int)B;");
@@ -1402,7 +1402,7 @@ static void emit_steps(rec *R)
 	if (R->colpar_ok) {
 		/* the next step's products read every column of the new states */
 		ew_line(w, "if (cols_)");
-		ew_line(w, "\trt_barrier_wait(&bar_, tn_);");
+		ew_line(w, "\trt_barrier_wait(&bar_, tid_, tn_);");
 	}
 	for (int k = 0; k < R->nstate; k++)
 		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);

@@ -228,15 +228,23 @@ void rt_par_thread(int on);
 enum { RT_SPLIT_MIN = 49152 };
 int rt_split_columns(int64_t step_weights);
 /* The per-step meeting of the threads that share one batch row's columns
- * (zero-initialised, then every thread of the team of n calls
+ * (zero-initialised, then every thread tid of the team of n calls
  * rt_barrier_wait each time): writes made before it by any thread are seen
- * after it by all.  It spins on one shared counter, which costs a fraction
- * of a microsecond when each thread has a core, then yields the CPU after
- * some thousands of tries, so that more threads than cores still progress. */
+ * after it by all.  Teams of up to RT_BARRIER_FLAGS threads meet on a flag
+ * per thread, each on its own cache line (a thread writes its own and reads
+ * the others': no shared counter to pass between cores, about one
+ * cross-core transfer on the critical path), larger ones on a shared
+ * counter.  A wait spins, which costs a fraction of a microsecond when each
+ * thread has a core, then yields the CPU after some thousands of tries, so
+ * that more threads than cores still progress. */
+enum { RT_BARRIER_FLAGS = 8 };
 typedef struct rt_barrier {
-	int count, gen;         /* arrivals this round; rounds completed */
+	struct rt_barrier_flag {
+		unsigned v;     /* rounds this thread has arrived at */
+	} __attribute__((aligned(64))) flag[RT_BARRIER_FLAGS];
+	int count, gen;         /* larger teams: arrivals this round; rounds completed */
 } rt_barrier;
-void rt_barrier_wait(rt_barrier *b, int n);
+void rt_barrier_wait(rt_barrier *b, int tid, int n);
 
 /* ---- kernels: activations (owner: runtime/rt_act.c) ---------------------- */
 /* One scalar function per element-wise activation of the IR (ops.def), static

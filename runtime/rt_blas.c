@@ -206,10 +206,34 @@ int rt_split_columns(int64_t step_weights)
 
 enum { BARRIER_SPINS = 4000 };
 
-void rt_barrier_wait(rt_barrier *b, int n)
+/* One try of a spinning wait: pause, or after many tries yield the CPU. */
+static void spin_once(int spins)
+{
+	if (spins < BARRIER_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else {
+		sched_yield();
+	}
+}
+
+void rt_barrier_wait(rt_barrier *b, int tid, int n)
 {
 	if (n <= 1)
 		return;
+	if (n <= RT_BARRIER_FLAGS && tid >= 0 && tid < n) {
+		/* each thread raises its own flag to the round's number, then waits
+		 * until every other flag has it (a thread a round ahead has the
+		 * next number): one line written per thread, no shared counter */
+		unsigned e = __atomic_load_n(&b->flag[tid].v, __ATOMIC_RELAXED) + 1;
+		__atomic_store_n(&b->flag[tid].v, e, __ATOMIC_RELEASE);
+		for (int j = 0; j < n; j++)
+			for (int spins = 0; j != tid && (int)(__atomic_load_n(&b->flag[j].v, __ATOMIC_ACQUIRE) - e) < 0;
+			     spins++)
+				spin_once(spins);
+		return;
+	}
 	int g = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
 	if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == n) {
 		/* the last to arrive opens the next round */
@@ -217,15 +241,8 @@ void rt_barrier_wait(rt_barrier *b, int n)
 		__atomic_store_n(&b->gen, g + 1, __ATOMIC_RELEASE);
 		return;
 	}
-	for (int spins = 0; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; spins++) {
-		if (spins < BARRIER_SPINS) {
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#endif
-		} else {
-			sched_yield();
-		}
-	}
+	for (int spins = 0; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; spins++)
+		spin_once(spins);
 }
 
 /* Whether rt_kern_gemm should take a product with M > 1 rows: when op(A)

@@ -808,12 +808,14 @@ END_TEST
 /* rt_barrier_wait: each of n threads writes its slot for round r, meets
  * the others, then must see every slot at round r (a barrier that let one
  * through early would show an older round); then meets again before the
- * slots change.  3 threads on a 2-core machine also exercise the yield. */
+ * slots change.  3 threads on a 2-core machine also exercise the yield.
+ * Variant 0: the flags of a small team (tid = the thread); variant 1: the
+ * shared counter (tid -1, as a team larger than RT_BARRIER_FLAGS takes). */
 enum { BAR_THREADS = 3, BAR_ROUNDS = 2000 };
 typedef struct bar_job {
 	rt_barrier *b;
 	volatile int *slot;
-	int id, bad;
+	int id, tid, bad;
 } bar_job;
 
 static void *bar_run(void *arg)
@@ -821,32 +823,35 @@ static void *bar_run(void *arg)
 	bar_job *j = arg;
 	for (int r = 1; r <= BAR_ROUNDS; r++) {
 		j->slot[j->id] = r;
-		rt_barrier_wait(j->b, BAR_THREADS);
+		rt_barrier_wait(j->b, j->tid, BAR_THREADS);
 		for (int k = 0; k < BAR_THREADS; k++)
 			if (j->slot[k] != r)
 				j->bad++;
-		rt_barrier_wait(j->b, BAR_THREADS);
+		rt_barrier_wait(j->b, j->tid, BAR_THREADS);
 	}
 	return NULL;
 }
 
 START_TEST(test_barrier)
 {
-	rt_barrier b = {0, 0};
+	int counter = _i;
+	rt_barrier b = {.count = 0};
 	volatile int slot[BAR_THREADS] = {0};
 	bar_job job[BAR_THREADS];
 	pthread_t th[BAR_THREADS];
 	for (int k = 0; k < BAR_THREADS; k++) {
-		job[k] = (bar_job){&b, slot, k, 0};
+		job[k] = (bar_job){&b, slot, k, counter ? -1 : k, 0};
 		ck_assert_int_eq(pthread_create(&th[k], NULL, bar_run, &job[k]), 0);
 	}
 	for (int k = 0; k < BAR_THREADS; k++) {
 		ck_assert_int_eq(pthread_join(th[k], NULL), 0);
 		ck_assert_msg(job[k].bad == 0, "thread %d saw %d stale slots", k, job[k].bad);
 	}
-	ck_assert_int_eq(b.gen, 2 * BAR_ROUNDS);
+	ck_assert_int_eq(b.gen, counter ? 2 * BAR_ROUNDS : 0);
 	ck_assert_int_eq(b.count, 0);
-	rt_barrier_wait(&b, 1);         /* a team of one never waits */
+	for (int k = 0; k < BAR_THREADS; k++)
+		ck_assert_uint_eq(b.flag[k].v, counter ? 0 : 2 * BAR_ROUNDS);
+	rt_barrier_wait(&b, 0, 1);      /* a team of one never waits */
 }
 END_TEST
 
@@ -3533,7 +3538,7 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_gemv_packed_bf16, 0, N_PACK_CASES * 6);
 	tcase_add_test(tc, test_quant_act_u7);
 	tcase_add_loop_test(tc, test_gemv_packed_i8, 0, (N_PACK_CASES + 1) * 6);
-	tcase_add_test(tc, test_barrier);
+	tcase_add_loop_test(tc, test_barrier, 0, 2);
 	tcase_add_test(tc, test_split_columns);
 	tcase_add_loop_test(tc, test_kern_gemv_one_feature, 0, 6);
 	suite_add_tcase(s, tc);
