@@ -2064,9 +2064,13 @@ static int infer_misc(ictx *c)
 		} else {
 			if (const_scalar(c, 1, &k))
 				return 1;
-			if (!ir_dim_is_const(x->shape.d[axis]) || k < 0 || k > (double)x->shape.d[axis].k)
-				return fail(c, "axis %lld must be an axis of constant size at least K = %g", (long long)a0,
-					    k);
+			/* a run-time size must be at least K: recorded as its
+			 * symbol's least value, which the generated code checks */
+			ir_dim d = x->shape.d[axis];
+			if (k < 0 || k > (double)INT32_MAX ||
+			    (ir_dim_is_const(d) ? k > (double)d.k : !ir_sym_need(ir_root(c->g), d, (int64_t)k)))
+				return fail(c, "axis %lld must have at least K = %g elements (a constant size, or a run-time "
+					    "size of one symbol, which then must be at least K)", (long long)a0, k);
 			s.d[axis] = ir_dim_const((int64_t)k);
 		}
 		if (!ir_attr_int(n, "sorted", 1))

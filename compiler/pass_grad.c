@@ -1050,6 +1050,33 @@ static void rule_maxpool(gctx *C, ir_node *n, ir_value *dy)
 	acc(C, x, op2(C, OP_RESHAPE, fin(C, sc), ir_const_dims(C->tg, x->shape.d, x->shape.rank)));
 }
 
+/* TopK: the gradient of each value picked goes back to where it was picked
+ * from (the Indices output, or the same TopK recomputed when nothing read
+ * them), a ScatterElements along the axis into zeros shaped like X. */
+static void rule_topk(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *idx;
+	if (!need(C, x))
+		return;
+	if (n->nout > 1 && n->out[1]) {
+		idx = V(C, n->out[1]);
+	} else {
+		ir_node *tk = ir_node_new(C->tg, OP_TOPK, NULL, 2, 2);
+		tk->in[0] = V(C, x);
+		tk->in[1] = V(C, n->in[1]);
+		tk->attrs = n->attrs;
+		tk->nattrs = n->nattrs;
+		tk->out[1] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
+		fin(C, tk);
+		idx = tk->out[1];
+	}
+	ir_value *in[3] = {op1(C, OP_CONSTOFSHAPE, ir_const_dims(C->tg, x->shape.d, x->shape.rank)), idx, dy};
+	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
+	ir_attr_set_int(sc, "axis", axis_attr(n, x->shape.rank, -1));
+	ir_attr_set_string(sc, "reduction", "add");
+	acc(C, x, fin(C, sc));
+}
+
 static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *x = n->in[0], *val = n->nin > 2 ? n->in[2] : NULL;
@@ -1159,6 +1186,8 @@ static void rule(gctx *C, ir_node *n)
 		rule_pad(C, n, dy);
 	else if (n->op == OP_MAXPOOL)
 		rule_maxpool(C, n, dy);
+	else if (n->op == OP_TOPK)
+		rule_topk(C, n, dy);
 	else if (n->op == OP_SOFTMAXCE || n->op == OP_NLLLOSS)
 		rule_class_loss(C, n, dy);
 	else if (n->op == OP_GEMM)

@@ -755,6 +755,33 @@ def crnn_case(outdir):
     onnx_case(outdir, "onnx_crnn_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (12, 2)], make_inputs, 2)
 
 
+class TopKNet(torch.nn.Module):
+    """A GRU scoring every step, the three highest scores of each sequence
+    (topk over the run-time time axis): the gradient reaches only the
+    steps picked."""
+
+    def __init__(self, I, H):
+        super().__init__()
+        self.rnn = torch.nn.GRU(I, H, batch_first=True)
+        self.score = torch.nn.Linear(H, 1)
+
+    def forward(self, x):
+        return self.score(self.rnn(x)[0]).squeeze(-1).topk(3, dim=1)[0]
+
+
+def topk_case(outdir):
+    torch.manual_seed(5600)
+    I, H = 4, 5
+    net = TopKNet(I, H).eval()
+
+    def make_inputs(Tn, B, rng):
+        return [rng.randn(B, Tn, I).astype(np.float32)]
+
+    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
+    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}})
+    onnx_case(outdir, "onnx_topk_steps_mse", net, export, ["x"], ["y"], "mse", [(7, 3), (12, 2)], make_inputs, 1)
+
+
 def autoencoder_case(outdir):
     torch.manual_seed(5300)
     I, H = 3, 5
@@ -884,6 +911,7 @@ def main(outdir):
     autoencoder_case(outdir)
     conv_pool_case(outdir)
     crnn_case(outdir)
+    topk_case(outdir)
     trace_and_loop_cases(outdir)
     with open(os.path.join(outdir, "tests.tsv"), "w") as f:
         for row in TESTS:

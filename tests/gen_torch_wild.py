@@ -18,7 +18,8 @@ hidden], a streaming GRU whose state is an input and an output, a
 decoder that runs a GRU one step at a time for a fixed number of steps
 (also with attention over the encoder and greedy feedback, as the PyTorch
 translation tutorial),
-sequence autoencoders that repeat or expand h_n over time, concat pooling,
+the top three steps by a score (topk over the time axis), sequence
+autoencoders that repeat or expand h_n over time, concat pooling,
 learned initial states, one LSTM on a pair of sequences, and padded batches of given lengths through pack_padded_sequence (sorted or
 not, with pad_packed_sequence, with the states as inputs).
 
@@ -474,6 +475,22 @@ class AttnSeq2Seq(nn.Module):
         return F.log_softmax(torch.cat(outputs, dim=1), dim=-1)
 
 
+class TopKSteps(nn.Module):
+    """A GRU scoring every step, the three best steps of each sequence
+    (values and indices: topk over the run-time time axis)."""
+    tags = ["topk_time", "batch_first", "int64_output"]
+    stacked = [1]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.score = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.score(out).squeeze(-1).topk(3, dim=1)
+
+
 class LSTMAutoencoder(nn.Module):
     """Sequence autoencoder (anomaly detection): the encoder's h_n[-1]
     repeated over time with repeat(1, T, 1) (a Tile by the run-time length),
@@ -648,7 +665,8 @@ class PackedBiGRU(nn.Module):
 
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
-          BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, LSTMAutoencoder, GRUAutoencoder,
+          BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, LSTMAutoencoder,
+          GRUAutoencoder,
           ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM, SiameseLSTM, PackedLSTM, PackedLSTMState,
           PackedBiGRU]
 
