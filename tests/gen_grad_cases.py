@@ -633,17 +633,23 @@ def exporter(net, args, in_names, out_names, dynamic_axes):
     return export
 
 
-def bidirectional_cases(outdir):
-    I, H, C = 4, 5, 3
-    torch.manual_seed(5100)
-    net = BiLastNet(I, H, C).eval()
+def float_case(outdir, name, seed, make_net, shape, loss, grid, dynamic_axes, time_axis):
+    """An export of make_net() (seeded) with one float32 input x of
+    shape(T, B), exported at the grid's first size, through onnx_case."""
+    torch.manual_seed(seed)
+    net = make_net().eval()
 
     def make_inputs(Tn, B, rng):
-        return [rng.randn(B, Tn, I).astype(np.float32)]
+        return [rng.randn(*shape(Tn, B)).astype(np.float32)]
 
-    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
-    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}})
-    onnx_case(outdir, "onnx_bilstm_last_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (5, 2)], make_inputs, 1)
+    ex = torch.from_numpy(make_inputs(*grid[0], np.random.RandomState(1))[0])
+    export = exporter(net, [ex], ["x"], ["y"], dynamic_axes)
+    onnx_case(outdir, name, net, export, ["x"], ["y"], loss, grid, make_inputs, time_axis)
+
+
+def bidirectional_cases(outdir):
+    float_case(outdir, "onnx_bilstm_last_ce", 5100, lambda: BiLastNet(4, 5, 3), lambda T, B: (B, T, 4), "ce",
+               [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
 
 
 class EmbedLSTM(torch.nn.Module):
@@ -712,18 +718,9 @@ class ConvPoolNet(torch.nn.Module):
 
 
 def conv_pool_case(outdir):
-    torch.manual_seed(5400)
-    I, H, C = 4, 5, 3
-    net = ConvPoolNet(I, H, C).eval()
-
-    def make_inputs(Tn, B, rng):
-        return [rng.randn(B, Tn, I).astype(np.float32)]
-
-    ex = torch.from_numpy(make_inputs(9, 3, np.random.RandomState(1))[0])
-    # the length stays fixed: cellc pools and differentiates Conv over constant lengths
-    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch"}, "y": {0: "batch"}})
-    onnx_case(outdir, "onnx_conv_maxpool_lstm_ce", net, export, ["x"], ["y"], "ce", [(9, 3), (9, 2)],
-              make_inputs, 1)
+    # the length stays fixed: cellc pools over constant lengths
+    float_case(outdir, "onnx_conv_maxpool_lstm_ce", 5400, lambda: ConvPoolNet(4, 5, 3), lambda T, B: (B, T, 4),
+               "ce", [(9, 3), (9, 2)], {"x": {0: "batch"}, "y": {0: "batch"}}, 1)
 
 
 class CRNNNet(torch.nn.Module):
@@ -743,16 +740,8 @@ class CRNNNet(torch.nn.Module):
 
 
 def crnn_case(outdir):
-    torch.manual_seed(5500)
-    I, H, C = 4, 5, 3
-    net = CRNNNet(I, H, C).eval()
-
-    def make_inputs(Tn, B, rng):
-        return [rng.randn(B, I, Tn).astype(np.float32)]
-
-    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
-    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 2: "seq"}, "y": {0: "batch"}})
-    onnx_case(outdir, "onnx_crnn_ce", net, export, ["x"], ["y"], "ce", [(7, 3), (12, 2)], make_inputs, 2)
+    float_case(outdir, "onnx_crnn_ce", 5500, lambda: CRNNNet(4, 5, 3), lambda T, B: (B, 4, T), "ce",
+               [(7, 3), (12, 2)], {"x": {0: "batch", 2: "seq"}, "y": {0: "batch"}}, 2)
 
 
 class TopKNet(torch.nn.Module):
@@ -770,30 +759,13 @@ class TopKNet(torch.nn.Module):
 
 
 def topk_case(outdir):
-    torch.manual_seed(5600)
-    I, H = 4, 5
-    net = TopKNet(I, H).eval()
-
-    def make_inputs(Tn, B, rng):
-        return [rng.randn(B, Tn, I).astype(np.float32)]
-
-    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
-    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}})
-    onnx_case(outdir, "onnx_topk_steps_mse", net, export, ["x"], ["y"], "mse", [(7, 3), (12, 2)], make_inputs, 1)
+    float_case(outdir, "onnx_topk_steps_mse", 5600, lambda: TopKNet(4, 5), lambda T, B: (B, T, 4), "mse",
+               [(7, 3), (12, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
 
 
 def autoencoder_case(outdir):
-    torch.manual_seed(5300)
-    I, H = 3, 5
-    net = RepeatAutoencoder(I, H).eval()
-
-    def make_inputs(Tn, B, rng):
-        return [rng.randn(B, Tn, I).astype(np.float32)]
-
-    ex = torch.from_numpy(make_inputs(7, 3, np.random.RandomState(1))[0])
-    export = exporter(net, [ex], ["x"], ["y"], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
-    onnx_case(outdir, "onnx_repeat_autoencoder_mse", net, export, ["x"], ["y"], "mse", [(7, 3), (5, 2)],
-              make_inputs, 1)
+    float_case(outdir, "onnx_repeat_autoencoder_mse", 5300, lambda: RepeatAutoencoder(3, 5), lambda T, B: (B, T, 3),
+               "mse", [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, 1)
 
 
 def gather_cases(outdir):
