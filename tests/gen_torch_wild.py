@@ -18,7 +18,9 @@ hidden], a streaming GRU whose state is an input and an output, a
 decoder that runs a GRU one step at a time for a fixed number of steps
 (also with attention over the encoder and greedy feedback, as the PyTorch
 translation tutorial),
-the top three steps by a score (topk over the time axis), sequence
+the top three steps by a score (topk over the time axis),
+nn.MultiheadAttention and nn.TransformerEncoderLayer over recurrent
+outputs, sequence
 autoencoders that repeat or expand h_n over time, concat pooling,
 learned initial states, one LSTM on a pair of sequences, and padded batches of given lengths through pack_padded_sequence (sorted or
 not, with pad_packed_sequence, with the states as inputs).
@@ -52,6 +54,7 @@ else absent).
 
 usage: gen_torch_wild.py OUTDIR [CASE ...]
 """
+import contextlib
 import io
 import json
 import os
@@ -491,6 +494,44 @@ class TopKSteps(nn.Module):
         return self.score(out).squeeze(-1).topk(3, dim=1)
 
 
+class BiLSTMSelfAttention(nn.Module):
+    """A bidirectional LSTM, nn.MultiheadAttention over its outputs (two
+    heads, batch first), a residual LayerNorm, the mean over time."""
+    tags = ["bidirectional", "multihead_attention", "layernorm", "residual", "mean_pool_time", "batch_first"]
+    stacked = [1, 1]
+    export_with_grad = True
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True, bidirectional=True)
+        self.attn = nn.MultiheadAttention(2 * HIDDEN, 2, batch_first=True)
+        self.norm = nn.LayerNorm(2 * HIDDEN)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        a, _ = self.attn(out, out, out)
+        return self.fc(self.norm(out + a).mean(1))
+
+
+class GRUTransformer(nn.Module):
+    """A GRU under an nn.TransformerEncoderLayer (batch first), Linear on
+    the first position."""
+    tags = ["transformer_encoder_layer", "first_position", "batch_first"]
+    stacked = [1]
+    export_with_grad = True
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.encoder = nn.TransformerEncoderLayer(HIDDEN, 2, 16, dropout=0.0, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, 2)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.fc(self.encoder(out)[:, 0])
+
+
 class LSTMAutoencoder(nn.Module):
     """Sequence autoencoder (anomaly detection): the encoder's h_n[-1]
     repeated over time with repeat(1, T, 1) (a Tile by the run-time length),
@@ -665,10 +706,9 @@ class PackedBiGRU(nn.Module):
 
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
-          BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, LSTMAutoencoder,
-          GRUAutoencoder,
-          ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM, SiameseLSTM, PackedLSTM, PackedLSTMState,
-          PackedBiGRU]
+          BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
+          GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
+          SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
@@ -726,7 +766,9 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
     outs = outs if isinstance(outs, tuple) else (outs,)
     out_names = ["y%d" % k for k in range(len(outs))]
     f = io.BytesIO()
-    with torch.no_grad():
+    # under no_grad, eval-mode attention takes PyTorch's fused fast path,
+    # which the exporter cannot write: those models export with autograd on
+    with torch.no_grad() if not getattr(cls, "export_with_grad", False) else contextlib.nullcontext():
         torch.onnx.export(model, tuple(example), f, opset_version=14, input_names=names,
                           output_names=out_names, dynamic_axes={k: v for k, v in dyn.items() if v})
     onnx_model = onnx.load_from_string(f.getvalue())
