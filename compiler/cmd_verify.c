@@ -77,7 +77,7 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: cellc verify MODEL --data DIR [--data DIR ...] [options]\n"
+	"usage: cellc verify MODEL --data DIR [--data DIR ...] [--dim SYM=N]... [options]\n"
 	"       cellc verify MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
 	"\n"
 	"Compiles MODEL (.onnx or .cell), builds it with a generic driver, runs it on the\n"
@@ -89,6 +89,8 @@ static const char usage[] =
 	"  --atol A      absolute tolerance (default 1e-5): pass if |got-ref| <= A + R|ref|\n"
 	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
 	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
+	"  --dim SYM=N   as for `cellc compile`: fix symbol SYM to N (a model that holds a\n"
+	"                size fixed when it was exported; with --oracle, see below)\n"
 	"  --no-hoist, --no-fuse, --weights M   as for `cellc compile` (compare a bf16 or\n"
 	"                int8 build with the float32 golden data, with tolerances that accept it)\n"
 	"Gradients (docs/training.md):\n"
@@ -102,7 +104,8 @@ static const char usage[] =
 	"  --oracle onnxruntime  run the model with ONNX Runtime (npm onnxruntime-node) on\n"
 	"                        random inputs and compare with its outputs\n"
 	"  --inputs N            number of random data sets (default 1)\n"
-	"  --dim SYM=V           value of dimension symbol SYM (each symbol needs one)\n"
+	"  --dim SYM=V           value of dimension symbol SYM in the random inputs (each\n"
+	"                        symbol needs one; the build stays generic)\n"
 	"  --seed S              seed of the input generator (default 1)\n"
 	"  --save-golden DIR     keep the data sets in DIR/test_data_set_K (backend-test layout)\n"
 	"  --report json FILE    write the results as JSON (also with --data)\n"
@@ -1409,8 +1412,8 @@ static int parse_args(verify *V, int argc, char **argv)
 		fprintf(stderr, "cellc verify: --data and --oracle exclude each other\n");
 		return 2;
 	}
-	if (!V->oracle && (V->ninputs || V->ndims || V->golden)) {
-		fprintf(stderr, "cellc verify: --inputs, --dim and --save-golden go with --oracle\n");
+	if (!V->oracle && (V->ninputs || V->golden)) {
+		fprintf(stderr, "cellc verify: --inputs and --save-golden go with --oracle\n");
 		return 2;
 	}
 	if (V->oracle && !V->ninputs)
@@ -1453,6 +1456,10 @@ static int run_all(verify *V, diag *D)
 	for (int iu = 0; iu < nunits; iu++) {
 		onnx_binding bind[CMD_MAX_BIND];
 		int nbind = 0;
+		/* with --data, --dim fixes a symbol at compile time, as for
+		 * `cellc compile` (with --oracle it sizes the random inputs) */
+		for (int j = 0; !V->oracle && j < V->ndims; j++)
+			bind[nbind++] = (onnx_binding){.name = V->dim_name[j], .dim = V->dim_value[j]};
 		for (int k = 0; any_bound && k < V->g0->ninputs; k++) {
 			if (!V->bound[k])
 				continue;

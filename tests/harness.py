@@ -1155,7 +1155,8 @@ def group_torch_wild():
     PyTorch autograd in the grad group), and the exports cellc
     refuses (a traced batch size held in the model, a pooling over a
     run-time length) refused naming the --dim that compiles them, with
-    which they pass their golden test at that size."""
+    which they pass their golden test at that size (--testbench, and
+    `cellc verify --data ... --dim`)."""
     if not stamp_ok("torch_wild"):
         yield from fixtures_missing("torch_wild", "torch_wild")
         return
@@ -1169,6 +1170,7 @@ def group_torch_wild():
             items.append((script_refused, (n, d, case["refused"], "torch_wild")))
             fix = case["fix"]
             items.append((deploy_pass, (n + "_fixed", os.path.join(d, "model.onnx"), d, fix, None, "torch_wild")))
+            items.append((verify_one, ("torch_wild", n + "_verify_fixed", d, TORCH_TOL + fix)))
             continue
         items.append((verify_one, ("torch_wild", n, d, TORCH_TOL)))
         items.append((stacked_outputs, ("torch_wild", n, d, case["stacked"])))
