@@ -434,7 +434,7 @@ ir_value *ir_const_dims(ir_graph *g, const ir_dim *d, int n)
 	ir_value *c = ir_value_new(g, NULL, VAL_CONST, DT_I64);
 	c->shape.rank = 1;
 	c->shape.d[0] = ir_dim_const(n);
-	c->sym = arena_array(g->A, (size_t)n, sizeof *c->sym);
+	c->sym = arena_array(g->A, (size_t)(n ? n : 1), sizeof *c->sym);
 	memcpy(c->sym, d, (size_t)n * sizeof *d);
 	return c;
 }

@@ -146,25 +146,10 @@ static ir_value *ints(gctx *C, int n, const int64_t *v) { return ir_const_i64(C-
 static ir_value *int1(gctx *C, int64_t v) { return ints(C, 1, &v); }
 
 /* A Reshape target for shape s (symbolic dims as a symbolic constant). */
-static ir_value *shape_const(gctx *C, const ir_shape *s)
-{
-	int symbolic = 0;
-	for (int i = 0; i < s->rank; i++)
-		symbolic |= !ir_dim_is_const(s->d[i]);
-	if (!symbolic) {
-		int64_t v[IR_MAX_RANK];
-		for (int i = 0; i < s->rank; i++)
-			v[i] = s->d[i].k;
-		ir_shape cs = {.rank = 1, .d = {ir_dim_const(s->rank)}};
-		return ir_const_new(C->tg, NULL, DT_I64, &cs, v);
-	}
-	ir_value *c = ir_value_new(C->tg, NULL, VAL_CONST, DT_I64);
-	c->shape.rank = 1;
-	c->shape.d[0] = ir_dim_const(s->rank);
-	c->sym = arena_array(C->tg->A, (size_t)(s->rank ? s->rank : 1), sizeof *c->sym);
-	memcpy(c->sym, s->d, (size_t)s->rank * sizeof *s->d);
-	return c;
-}
+static ir_value *shape_const(gctx *C, const ir_shape *s) { return ir_const_dims(C->tg, s->d, s->rank); }
+
+/* float zeros of shape s, rank 1 or more (symbolic sizes included) */
+static ir_value *zeros_shaped(gctx *C, const ir_shape *s) { return op1(C, OP_CONSTOFSHAPE, shape_const(C, s)); }
 
 static ir_value *reshape(gctx *C, ir_value *v, const ir_shape *s)
 {
@@ -594,14 +579,13 @@ static ir_value *gather_grad(gctx *C, ir_node *n, ir_value *dy)
 	for (int i = 0; i < r - 1 + q; i++)      /* dy: the axes of I first */
 		pu[i] = i < q ? ax + i : i < q + ax ? i - q : i;
 	ir_value *xt = ax ? transpose(C, x, r, px) : x, *u = ax ? transpose(C, dy, r - 1 + q, pu) : dy;
-	ir_value *zeros = op1(C, OP_CONSTOFSHAPE, ir_const_dims(C->tg, xt->shape.d, r));
 	if (I->dtype != DT_I64) {
 		ir_node *c = mk(C, OP_CAST, 1, &I);
 		ir_attr_set_int(c, "to", DT_I64);
 		c->out[0] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
 		I = fin(C, c);
 	}
-	ir_value *in[3] = {zeros, op2(C, OP_UNSQUEEZE, I, int1(C, q)), u};
+	ir_value *in[3] = {zeros_shaped(C, &xt->shape), op2(C, OP_UNSQUEEZE, I, int1(C, q)), u};
 	ir_node *sc = mk(C, OP_SCATTERND, 3, in);
 	ir_attr_set_string(sc, "reduction", "add");
 	ir_value *g = fin(C, sc);
@@ -641,7 +625,9 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 			acc(C, a, dy);
 			return;
 		}
-		ir_value *in[2] = {op2(C, OP_RESHAPE, dy, ir_const_dims(C->tg, split, m)), ints(C, nred, red)};
+		ir_shape sp = {.rank = m};
+		memcpy(sp.d, split, (size_t)m * sizeof *split);
+		ir_value *in[2] = {reshape(C, dy, &sp), ints(C, nred, red)};
 		ir_node *sum = mk(C, OP_REDUCESUM, 2, in);
 		ir_attr_set_int(sum, "keepdims", 0);
 		acc(C, a, fin(C, sum));
@@ -1042,12 +1028,11 @@ static void rule_maxpool(gctx *C, ir_node *n, ir_value *dy)
 	ir_dim nx = ir_dim_const(1), ny = ir_dim_const(1);
 	for (int a = 0; a < x->shape.rank; a++)
 		nx = ir_dim_mul(nx, x->shape.d[a]), ny = ir_dim_mul(ny, dy->shape.d[a]);
-	ir_value *flat_y = ir_const_dims(C->tg, &ny, 1);
-	ir_value *in[3] = {op1(C, OP_CONSTOFSHAPE, ir_const_dims(C->tg, &nx, 1)), op2(C, OP_RESHAPE, mp->out[1], flat_y),
-			   op2(C, OP_RESHAPE, dy, flat_y)};
+	ir_shape fx = {.rank = 1, .d = {nx}}, fy = {.rank = 1, .d = {ny}};
+	ir_value *in[3] = {zeros_shaped(C, &fx), reshape(C, mp->out[1], &fy), reshape(C, dy, &fy)};
 	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
 	ir_attr_set_string(sc, "reduction", "add");
-	acc(C, x, op2(C, OP_RESHAPE, fin(C, sc), ir_const_dims(C->tg, x->shape.d, x->shape.rank)));
+	acc(C, x, reshape(C, fin(C, sc), &x->shape));
 }
 
 /* TopK: the gradient of each value picked goes back to where it was picked
@@ -1070,7 +1055,7 @@ static void rule_topk(gctx *C, ir_node *n, ir_value *dy)
 		fin(C, tk);
 		idx = tk->out[1];
 	}
-	ir_value *in[3] = {op1(C, OP_CONSTOFSHAPE, ir_const_dims(C->tg, x->shape.d, x->shape.rank)), idx, dy};
+	ir_value *in[3] = {zeros_shaped(C, &x->shape), idx, dy};
 	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
 	ir_attr_set_int(sc, "axis", axis_attr(n, x->shape.rank, -1));
 	ir_attr_set_string(sc, "reduction", "add");
@@ -1881,12 +1866,8 @@ static void add_output(gctx *C, ir_value *v, const char *name)
 
 static ir_value *zeros(gctx *C, ir_value *like)
 {
-	if (ir_shape_const_numel(&like->shape) >= 0) {
-		ir_value *in[1] = {shape_const(C, &like->shape)};
-		if (like->shape.rank == 0)
-			return mul(C, like, fc(C, 0));
-		return fin(C, mk(C, OP_CONSTOFSHAPE, 1, in));
-	}
+	if (ir_shape_const_numel(&like->shape) >= 0 && like->shape.rank > 0)
+		return zeros_shaped(C, &like->shape);
 	return mul(C, like, fc(C, 0));
 }
 
