@@ -28,9 +28,15 @@
  *      Not with sequence_lens (a short row's last step is not its final state).
  *      First, a Gather of one step moves up to the recurrence through the
  *      nodes that keep the time axis whole (sink_gather: Transpose,
- *      reshapes, Concat along another axis, element-wise nodes), so that a
- *      bidirectional out[:, -1] (a Gather of the two directions' outputs
- *      concatenated and reshaped) becomes a Gather of each.  A Gather of the
+ *      reshapes, Concat along another axis, element-wise nodes, a bias
+ *      that lacks the axis staying as it is, Softmax along another axis,
+ *      MatMul by a matrix), so that a bidirectional out[:, -1] (a Gather
+ *      of the two directions' outputs concatenated and reshaped) becomes a
+ *      Gather of each, and fc(out)[:, -1] the head on the last step.  Where
+ *      a Reshape splits the time axis off rows that a Reshape merged
+ *      (batch and time: view(-1, H), a row-wise head, view(batch, -1)
+ *      [:, -1]), the Gather moves before the merge and the row-wise nodes
+ *      between run on the kept step's rows (sink_gather_rows).  A Gather of the
  *      step computed first (a reverse recurrence's last) where nothing else
  *      of the recurrence is read runs the recurrence on that step alone (a
  *      Slice of each sequence before it), whose final state it then reads.
@@ -394,12 +400,27 @@ static int data_inputs(const ir_node *n)
 	return n->op == OP_CONCAT || ir_ops[n->op].kind == OPK_ELEM ? n->nin : 1;
 }
 
+static int is_unit(ir_dim d) { return ir_dim_is_const(d) && d.k == 1; }
+
+/* The axis along which Softmax and LogSoftmax normalise, >= 0. */
+static int64_t norm_axis(const ir_node *n)
+{
+	int64_t c = ir_attr_int(n, "axis", -1);
+	return c < 0 ? c + n->out[0]->shape.rank : c;
+}
+
+#define UNSPANNED (-2)  /* through_axis: the input does not span the axis */
+
 /* Whether n moves axis a of its output unchanged from an axis of its data
  * input k, so that a Gather of one index along a can come before n: that
- * axis, else -1.  Transpose; Reshape, Squeeze, Unsqueeze and Flatten when
- * the axis keeps its size and what comes before it (as many elements);
- * Concat along another axis (every input); element-wise nodes whose inputs
- * all have the output's shape. */
+ * axis, UNSPANNED where input k has no such axis (it broadcasts along it and
+ * stays as it is), else -1.  Transpose; Reshape, Squeeze, Unsqueeze and
+ * Flatten when the axis keeps its size and what comes before it (as many
+ * elements); Concat along another axis (every input); element-wise nodes
+ * whose inputs have the output's shape or lack the axis (a bias);
+ * Softmax and LogSoftmax along another axis; MatMul by a matrix along an
+ * axis of the left operand other than its columns, when the left operand
+ * keeps two axes (x @ W of a sequence [B, T, H]). */
 static int through_axis(const ir_node *n, int k, int a)
 {
 	const ir_value *x = k < n->nin ? n->in[k] : NULL, *y = n->nout == 1 ? n->out[0] : NULL;
@@ -407,6 +428,11 @@ static int through_axis(const ir_node *n, int k, int a)
 		return -1;
 	const ir_shape *xs = &x->shape, *ys = &y->shape;
 	switch (n->op) {
+	case OP_SOFTMAX: case OP_LOGSOFTMAX:
+		return k == 0 && xs->rank == ys->rank && norm_axis(n) != a ? a : -1;
+	case OP_MATMUL:
+		return k == 0 && n->nin == 2 && n->in[1] && n->in[1]->shape.rank == 2 && xs->rank == ys->rank &&
+		       ys->rank >= 3 && a < ys->rank - 1 ? a : -1;
 	case OP_TRANSPOSE: {
 		ir_attr *p = ir_attr_find(n, "perm");
 		if (k != 0 || (p && p->n != ys->rank) || xs->rank != ys->rank)
@@ -435,11 +461,10 @@ static int through_axis(const ir_node *n, int k, int a)
 		return c != a && xs->rank == ys->rank ? a : -1;
 	}
 	default:
-		if (ir_ops[n->op].kind != OPK_ELEM)
+		if (ir_ops[n->op].kind != OPK_ELEM || xs->rank > ys->rank)
 			return -1;
-		for (int i = 0; i < n->nin; i++)
-			if (!n->in[i] || !ir_shape_eq(&n->in[i]->shape, ys))
-				return -1;
+		if (!ir_shape_eq(xs, ys))
+			return a < ys->rank - xs->rank ? UNSPANNED : -1;
 		return a;
 	}
 }
@@ -484,6 +509,41 @@ static int viewed_output(const ir_value *v)
 	return 0;
 }
 
+/* Gives the new node n (origin from `from`) a temporary output of dtype dt
+ * and infers its shape: 0, or -1 where it does not infer. */
+static int with_output(ir_graph *g, ir_node *n, const ir_node *from, ir_dtype dt)
+{
+	diag quiet;
+	diag_init(&quiet, "");
+	quiet.quiet = 1;
+	n->origin = from->origin;
+	n->out[0] = ir_value_new(g, NULL, VAL_TEMP, dt);
+	n->out[0]->producer = n;
+	return infer_node(g, n, &quiet) != 0 ? -1 : 0;
+}
+
+/* A new Gather of index ix along axis a of x, for gth; NULL if its shape
+ * does not infer. */
+static ir_node *gather_of(ir_graph *g, ir_node *gth, ir_value *x, ir_value *ix, int64_t a)
+{
+	ir_node *n = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+	n->in[0] = x;
+	n->in[1] = ix;
+	ir_attr_set_int(n, "axis", a);
+	return with_output(g, n, gth, x->dtype) ? NULL : n;
+}
+
+/* The new node n computes what gth did: it takes gth's output, when its
+ * inferred shape is gth's; 0 if not. */
+static int take_place(ir_graph *g, ir_node *n, const ir_node *from, ir_node *gth)
+{
+	if (with_output(g, n, from, gth->out[0]->dtype) || !ir_shape_eq(&n->out[0]->shape, &gth->out[0]->shape))
+		return 0;
+	n->out[0] = gth->out[0];
+	n->out[0]->producer = n;
+	return 1;
+}
+
 /* A Gather of one constant index along the time axis of what its one
  * reader computes from a stacked output (PyTorch's out[:, -1] of a
  * bidirectional LSTM: a Gather of Transpose(Reshape(Transpose(Concat(the
@@ -506,25 +566,21 @@ static int sink_gather(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 	int budget = 64, data = data_inputs(p);
 	if (a < 0 || a >= v->shape.rank || data > 64 || viewed_output(v) || !from_time_axis(v, (int)a, &budget))
 		return 0;
-	diag quiet;
-	diag_init(&quiet, "");
-	quiet.quiet = 1;
 	int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
-	ir_node *op = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : data, 1);
-	op->origin = p->origin;
+	ir_node *op = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : p->nin, 1);
 	int n = 0, b0 = through_axis(p, 0, (int)a);
+	for (int k = data; k < p->nin && !reshape; k++)
+		op->in[k] = p->in[k];           /* MatMul's matrix */
 	for (int k = 0; k < data; k++) {
 		int b = through_axis(p, k, (int)a);
+		if (b == UNSPANNED) {
+			op->in[k] = p->in[k];
+			continue;
+		}
 		if (b < 0)
 			return 0;
-		ir_node *gk = ir_node_new(g, OP_GATHER, NULL, 2, 1);
-		gk->in[0] = p->in[k];
-		gk->in[1] = ix;
-		ir_attr_set_int(gk, "axis", b);
-		gk->origin = gth->origin;
-		gk->out[0] = ir_value_new(g, NULL, VAL_TEMP, p->in[k]->dtype);
-		gk->out[0]->producer = gk;
-		if (infer_node(g, gk, &quiet) != 0)
+		ir_node *gk = gather_of(g, gth, p->in[k], ix, b);
+		if (!gk)
 			return 0;
 		out[n++] = gk;
 		op->in[k] = gk->out[0];
@@ -550,18 +606,179 @@ static int sink_gather(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 		if (c < 0)
 			c += v->shape.rank;
 		ir_attr_set_int(op, "axis", c - (c > a));
+	} else if (p->op == OP_SOFTMAX || p->op == OP_LOGSOFTMAX) {
+		int64_t c = norm_axis(p);
+		ir_attr_set_int(op, "axis", c - (c > a));
+	} else if (p->op == OP_MATMUL) {
+		/* no attributes */
 	} else {
 		op->attrs = p->attrs;           /* element-wise: as they were (p goes) */
 		op->nattrs = p->nattrs;
 	}
-	op->out[0] = ir_value_new(g, NULL, VAL_TEMP, gth->out[0]->dtype);
-	op->out[0]->producer = op;
-	if (infer_node(g, op, &quiet) != 0 || !ir_shape_eq(&op->out[0]->shape, &gth->out[0]->shape))
+	if (!take_place(g, op, p, gth))
 		return 0;
-	op->out[0] = gth->out[0];
-	op->out[0]->producer = op;
 	out[n++] = op;
 	*nout = n;
+	return 1;
+}
+
+/* Axes lo..hi of s whose sizes multiply to m, after axes whose sizes
+ * multiply to before (the first such run, the fewest axes); 0 if none. */
+static int factor_axes(const ir_shape *s, ir_dim before, ir_dim m, int *lo, int *hi)
+{
+	ir_dim p = ir_dim_const(1);
+	for (int i = 0; i < s->rank; i++) {
+		if (ir_dim_eq(p, before)) {
+			ir_dim q = ir_dim_const(1);
+			for (int j = i; j < s->rank; j++) {
+				q = ir_dim_mul(q, s->d[j]);
+				if (ir_dim_eq(q, m)) {
+					*lo = i, *hi = j;
+					return 1;
+				}
+			}
+			return 0;
+		}
+		p = ir_dim_mul(p, s->d[i]);
+	}
+	return 0;
+}
+
+/* Whether n computes each index of axis b of its output from the same
+ * index of its data input *k alone, keeping the axis where it is: Gemm's
+ * rows (not transposed, C one row or none), MatMul's rows or batches by a
+ * matrix, Softmax and LogSoftmax along another axis, element-wise nodes
+ * whose other inputs lack the axis. */
+static int row_wise(const ir_node *n, int b, int *k)
+{
+	const ir_value *y = n->nout == 1 ? n->out[0] : NULL, *x = n->nin >= 1 ? n->in[0] : NULL;
+	if (!y || !x || b < 0 || b >= y->shape.rank)
+		return 0;
+	*k = 0;
+	switch (n->op) {
+	case OP_GEMM: {
+		const ir_value *c = n->nin == 3 ? n->in[2] : NULL;
+		return b == 0 && !ir_attr_int(n, "transA", 0) && (!c || c->shape.rank < 2 || is_unit(c->shape.d[0]));
+	}
+	case OP_MATMUL:
+		return n->nin == 2 && n->in[1] && n->in[1]->shape.rank == 2 && x->shape.rank == y->shape.rank &&
+		       b < y->shape.rank - 1;
+	case OP_SOFTMAX: case OP_LOGSOFTMAX:
+		return norm_axis(n) != b;
+	default:
+		if (ir_ops[n->op].kind != OPK_ELEM)
+			return 0;
+		*k = -1;
+		for (int i = 0; i < n->nin; i++) {
+			int t = through_axis(n, i, b);
+			if (t == b && *k < 0)
+				*k = i;
+			else if (t != UNSPANNED)
+				return 0;
+		}
+		return *k >= 0;
+	}
+}
+
+/* A Gather of one constant index along an axis that a Reshape splits off
+ * an axis of its input, where that axis comes through row-wise nodes from
+ * a Reshape that merged axes of the same sizes: PyTorch's
+ * lstm_out.contiguous().view(-1, H) -> Linear -> sigmoid ->
+ * view(batch, -1)[:, -1] (batch and time merged into the rows of a head
+ * run on every step, split again and the last step kept).  The Gather
+ * moves before the merging Reshape and the row-wise nodes run on the rows
+ * of the kept index alone:
+ *     Gather(Reshape(f(Reshape(Y)))) -> Reshape(f(Reshape(Gather(Y))))
+ * when the gathered axis of Y comes from a recurrence's time axis.  The
+ * nodes that take the Gather's place into out (*nout); 0 if it does not
+ * apply. */
+static int sink_gather_rows(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
+{
+	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_node *p = v ? v->producer : NULL;
+	if (!p || !ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || v->nuses != 1 || v->is_output ||
+	    !gth->out[0] || (p->op != OP_RESHAPE && p->op != OP_FLATTEN) || p->nin < 1 || !p->in[0] ||
+	    v->shape.rank < 2)
+		return 0;
+	const ir_shape *vs = &v->shape;
+	int a = (int)ir_attr_int(gth, "axis", 0);
+	if (a < 0)
+		a += vs->rank;
+	if (a < 0 || a >= vs->rank)
+		return 0;
+	/* v's axes a0..a1, a among them, split axis b of p's input */
+	ir_value *x = p->in[0];
+	int b = -1, a0 = 0, a1 = 0, lo, hi;
+	ir_dim before = ir_dim_const(1);
+	for (int i = 0; i < x->shape.rank && b < 0; i++) {
+		if (factor_axes(vs, before, x->shape.d[i], &lo, &hi) && lo <= a && a <= hi && lo < hi)
+			b = i, a0 = lo, a1 = hi;
+		before = ir_dim_mul(before, x->shape.d[i]);
+	}
+	if (b < 0)
+		return 0;
+	/* up through the row-wise nodes to the Reshape that merged the axes */
+	ir_node *chain[8];
+	int n = 0, k;
+	ir_value *r = x;
+	while (r->producer && r->nuses == 1 && !r->is_output && n < 8 && row_wise(r->producer, b, &k))
+		chain[n++] = r->producer, r = r->producer->in[k];
+	ir_node *m = r->producer;
+	if (!m || (m->op != OP_RESHAPE && m->op != OP_FLATTEN) || r->nuses != 1 || r->is_output || m->nin < 1 ||
+	    !m->in[0])
+		return 0;
+	ir_value *y = m->in[0];
+	ir_dim pre = ir_dim_const(1);
+	for (int i = 0; i < b; i++)
+		pre = ir_dim_mul(pre, r->shape.d[i]);
+	int c0, c1, budget = 64;
+	if (!factor_axes(&y->shape, pre, r->shape.d[b], &c0, &c1) || c1 - c0 != a1 - a0)
+		return 0;
+	for (int i = 0; i <= a1 - a0; i++)
+		if (!ir_dim_eq(y->shape.d[c0 + i], vs->d[a0 + i]))
+			return 0;
+	int c = c0 + (a - a0);
+	if (!from_time_axis(y, c, &budget))
+		return 0;
+	int nn = 0;
+	ir_node *gy = gather_of(g, gth, y, ix, c);
+	if (!gy)
+		return 0;
+	out[nn++] = gy;
+	/* the merged axis less the kept one, then the row-wise nodes on it */
+	ir_shape ms = r->shape;
+	ms.d[b] = ir_dim_const(1);
+	for (int i = a0; i <= a1; i++)
+		if (i != a)
+			ms.d[b] = ir_dim_mul(ms.d[b], vs->d[i]);
+	ir_value *cur = gy->out[0];
+	for (int i = n; i >= 0; i--) {
+		ir_node *q = i == n ? m : chain[i], *nq;
+		if (i == n) {
+			nq = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
+			nq->in[1] = ir_const_dims(g, ms.d, ms.rank);
+			k = 0;
+		} else {
+			row_wise(q, b, &k);
+			nq = ir_node_new(g, q->op, NULL, q->nin, 1);
+			for (int j = 0; j < q->nin; j++)
+				nq->in[j] = q->in[j];
+			nq->attrs = q->attrs;   /* q goes */
+			nq->nattrs = q->nattrs;
+		}
+		nq->in[k] = cur;
+		if (with_output(g, nq, q, q->out[0]->dtype))
+			return 0;
+		out[nn++] = nq;
+		cur = nq->out[0];
+	}
+	ir_node *to = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
+	to->in[0] = cur;
+	to->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
+	if (!take_place(g, to, p, gth))
+		return 0;
+	out[nn++] = to;
+	*nout = nn;
 	return 1;
 }
 
@@ -579,7 +796,7 @@ static void sink_gathers(ir_graph *g)
 		for (int i = 0; i < n; i++) {
 			ir_node *x = g->nodes[i];
 			int nrep = 0;
-			if (x->op == OP_GATHER && sink_gather(g, x, rep, &nrep)) {
+			if (x->op == OP_GATHER && (sink_gather(g, x, rep, &nrep) || sink_gather_rows(g, x, rep, &nrep))) {
 				memcpy(nodes + m, rep, (size_t)nrep * sizeof *rep);
 				m += nrep;
 				moved = 1;
@@ -650,9 +867,6 @@ static int first_step(ir_graph *g, ir_node *r, int i)
 	ir_attr *sa = ir_attr_find(r, "seq_axis");
 	if (nseq < 1 || nseq > 64 || !sa || sa->n < nseq)
 		return 0;
-	diag quiet;
-	diag_init(&quiet, "");
-	quiet.quiet = 1;
 	ir_node *sl[64];
 	int64_t start = rev ? -1 : 0, end = rev ? INT64_MAX : 1;
 	for (int k = 0; k < nseq; k++) {
@@ -661,10 +875,7 @@ static int first_step(ir_graph *g, ir_node *r, int i)
 		sl[k]->in[1] = ir_const_i64(g, NULL, 1, &start);
 		sl[k]->in[2] = ir_const_i64(g, NULL, 1, &end);
 		sl[k]->in[3] = ir_const_i64(g, NULL, 1, &sa->ints[k]);
-		sl[k]->origin = r->origin;
-		sl[k]->out[0] = ir_value_new(g, NULL, VAL_TEMP, r->in[k]->dtype);
-		sl[k]->out[0]->producer = sl[k];
-		if (infer_node(g, sl[k], &quiet) != 0)
+		if (with_output(g, sl[k], r, r->in[k]->dtype))
 			return 0;
 	}
 	ir_node **nodes = arena_array(g->A, (size_t)(g->nnodes + nseq), sizeof *nodes);
@@ -713,7 +924,6 @@ static int slices_final_step(const ir_node *sl, int reverse, ir_dim T, int64_t *
  * the state (its index, >= 0), or a unit axis a view added. */
 enum { LB_TIME = -1, LB_UNIT = -2 };
 
-static int is_unit(ir_dim d) { return ir_dim_is_const(d) && d.k == 1; }
 
 /* The labels of view node v's output from its input's (0), or -1 when v
  * is no view this follows: Identity, Transpose, and Squeeze, Unsqueeze or

@@ -624,6 +624,28 @@ class BiLastNet(torch.nn.Module):
         return self.fc(out[:, -1])
 
 
+class FlatHeadNet(torch.nn.Module):
+    """A head run on every step and the last step kept, written two ways:
+    flat, out.contiguous().view(-1, H) through Linear and tanh, then
+    view(batch, T, -1)[:, -1] (the batch and time rows merged, split
+    again); or on the sequence, fc(out)[:, -1] (MatMul and Add).  cellc
+    runs the head on the last step alone, and the backward starts from the
+    final state's gradient."""
+
+    def __init__(self, I, H, C, flat):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(I, H, batch_first=True)
+        self.fc = torch.nn.Linear(H, C)
+        self.flat = flat
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        if not self.flat:
+            return self.fc(out)[:, -1]
+        z = torch.tanh(self.fc(out.contiguous().view(-1, out.size(2))))
+        return z.view(x.size(0), x.size(1), -1)[:, -1]
+
+
 def exporter(net, args, in_names, out_names, dynamic_axes):
     """The export function onnx_case calls: net at opset 14 on args."""
     def export(f):
@@ -650,6 +672,9 @@ def float_case(outdir, name, seed, make_net, shape, loss, grid, dynamic_axes, ti
 def bidirectional_cases(outdir):
     float_case(outdir, "onnx_bilstm_last_ce", 5100, lambda: BiLastNet(4, 5, 3), lambda T, B: (B, T, 4), "ce",
                [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
+    for k, (name, flat) in enumerate((("onnx_flat_head_last_ce", True), ("onnx_seq_head_last_ce", False))):
+        float_case(outdir, name, 5110 + k, lambda: FlatHeadNet(4, 5, 3, flat), lambda T, B: (B, T, 4), "ce",
+                   [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
 
 
 class EmbedLSTM(torch.nn.Module):

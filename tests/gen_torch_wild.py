@@ -22,8 +22,13 @@ the top three steps by a score (topk over the time axis),
 nn.MultiheadAttention and nn.TransformerEncoderLayer over recurrent
 outputs, sequence
 autoencoders that repeat or expand h_n over time, concat pooling,
-learned initial states, one LSTM on a pair of sequences, and padded batches of given lengths through pack_padded_sequence (sorted or
-not, with pad_packed_sequence, with the states as inputs).
+learned initial states, one LSTM on a pair of sequences, padded batches of given lengths through pack_padded_sequence (sorted or
+not, with pad_packed_sequence, with the states as inputs), and a head run
+on every step before the last step is kept: on the sequence
+(fc(out)[:, -1, :], sigmoid(score(out)).squeeze(-1)[:, -1]) or on the
+batch and time rows flattened (view(seq_len * batch, -1) through two
+Linear layers and log_softmax, then view(seq_len, batch, -1)[-1];
+reshape(-1, out.size(2)) and back by x.size()).
 
 Each model is exported at opset 14 with dynamic batch and sequence axes
 (where its form allows) at batch 2, T = 8, and carries three data sets: the
@@ -82,10 +87,10 @@ class SentimentRNN(nn.Module):
     sigmoid, then view(batch, -1)[:, -1]: the last step's probability."""
     tags = ["tokens", "init_hidden", "view_flatten", "last_of_flattened"]
     # the head runs on every step before the last is kept, behind a
-    # Reshape that splits the merged batch and time rows: the sequence is
-    # kept (pass_hoist moves a step's Gather through views that keep the
-    # time axis whole)
-    stacked = [1, 1]
+    # Reshape that splits the merged batch and time rows: pass_hoist moves
+    # the Gather of the last step before the merge (sink_gather_rows), and
+    # the head runs on that step alone
+    stacked = [1, 0]
 
     def __init__(self):
         super().__init__()
@@ -704,11 +709,81 @@ class PackedBiGRU(nn.Module):
         return self.fc(out.sum(dim=1))
 
 
+class HeadThenLastLSTM(nn.Module):
+    """A head on every step of a batch_first LSTM's [batch, T, H] output
+    (Linear there is MatMul and Add), then the last step: fc(out)[:, -1, :]."""
+    tags = ["batch_first", "every_step_head", "last_after_head"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, 2)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out)[:, -1, :]
+
+
+class FlatHeadGRU(nn.Module):
+    """Time-major 2-layer GRU; out.view(seq_len * batch, -1) through Linear,
+    ReLU, Linear and log_softmax, then view(seq_len, batch, -1)[-1]."""
+    tags = ["view_flatten", "log_softmax", "last_of_flattened"]
+    stacked = [1, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, num_layers=2)
+        self.fc1 = nn.Linear(HIDDEN, 16)
+        self.fc2 = nn.Linear(16, CLASSES)
+
+    def forward(self, x):
+        seq_len, batch, _ = x.shape
+        out, _ = self.gru(x)
+        z = F.log_softmax(self.fc2(F.relu(self.fc1(out.view(seq_len * batch, -1)))), dim=1)
+        return z.view(seq_len, batch, -1)[-1]
+
+
+class ScoreLastRNN(nn.Module):
+    """A tanh RNN scoring every step, torch.sigmoid(score(out)).squeeze(-1),
+    and the last step's score: [:, -1]."""
+    tags = ["batch_first", "every_step_head", "squeeze", "last_after_head"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(INPUT, HIDDEN, batch_first=True)
+        self.score = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return torch.sigmoid(self.score(out)).squeeze(-1)[:, -1]
+
+
+class ReshapeHeadLSTM(nn.Module):
+    """out.reshape(-1, out.size(2)), dropout and Linear on every row, then
+    reshape(x.size(0), x.size(1), -1)[:, -1, :]."""
+    tags = ["batch_first", "reshape_flatten", "size_arithmetic", "last_of_flattened"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        y = self.fc(self.drop(out.reshape(-1, out.size(2))))
+        return y.reshape(x.size(0), x.size(1), -1)[:, -1, :]
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
           GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
-          SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU]
+          SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
+          ReshapeHeadLSTM]
 
 
 # ---- export -------------------------------------------------------------------------------
