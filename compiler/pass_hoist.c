@@ -36,7 +36,9 @@
  *      a Reshape splits the time axis off rows that a Reshape merged
  *      (batch and time: view(-1, H), a row-wise head, view(batch, -1)
  *      [:, -1]), the Gather moves before the merge and the row-wise nodes
- *      between run on the kept step's rows (sink_gather_rows).  A Gather of the
+ *      between run on the kept step's rows (sink_gather_rows).  A Slice
+ *      of the last (or first) step alone there, fc(out)[:, -1:], is a
+ *      Gather and an Unsqueeze first (slice_one_step).  A Gather of the
  *      step computed first (a reverse recurrence's last) where nothing else
  *      of the recurrence is read runs the recurrence on that step alone (a
  *      Slice of each sequence before it), whose final state it then reads.
@@ -782,6 +784,59 @@ static int sink_gather_rows(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 	return 1;
 }
 
+/* Element 0 of constant integer input k of n (one element), or dflt when n
+ * has no input k; 0 when it is something else. */
+static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
+{
+	if (k >= n->nin || !n->in[k]) {
+		*v = dflt;
+		return 1;
+	}
+	const ir_value *c = n->in[k];
+	if (c->kind != VAL_CONST || !c->data || (c->dtype != DT_I64 && c->dtype != DT_I32) || c->shape.rank != 1 ||
+	    !ir_dim_is_const(c->shape.d[0]) || c->shape.d[0].k != 1)
+		return 0;
+	*v = ir_const_int(c, 0);
+	return 1;
+}
+
+/* A Slice of one step of an axis that comes from a recurrence's time axis
+ * (the last, from -1 to past the end; or the first, from 0 to 1; step 1),
+ * where its input is more than a view of the stacked output (fc(out)[:,
+ * -1:]): a Gather of that step and an Unsqueeze where the axis was, so
+ * that the Gather can move up as sink_gather moves it.  (A Slice of a view
+ * of the stacked output is last_steps' own.) */
+static int slice_one_step(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
+{
+	ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
+	int64_t s, e, a, st;
+	if (!v || !sl->out[0] || v->nuses != 1 || v->is_output || v->shape.rank < 1 || !one_int(sl, 1, 0, &s) ||
+	    !one_int(sl, 2, 0, &e) || !one_int(sl, 3, 0, &a) || !one_int(sl, 4, 1, &st) || st != 1)
+		return 0;
+	if (a < 0)
+		a += v->shape.rank;
+	if (a < 0 || a >= v->shape.rank)
+		return 0;
+	ir_dim n = v->shape.d[a];
+	int known = ir_dim_is_const(n);
+	int64_t at = s == -1 && (e == INT64_MAX || (known && e >= n.k)) ? -1 : s == 0 && e == 1 ? 0 : 1;
+	int budget = 64;
+	if (at == 1 || viewed_output(v) || !from_time_axis(v, (int)a, &budget))
+		return 0;
+	ir_shape scalar = {.rank = 0};
+	ir_node *gth = gather_of(g, sl, v, ir_const_new(g, NULL, DT_I64, &scalar, &at), a);
+	if (!gth)
+		return 0;
+	ir_node *un = ir_node_new(g, OP_UNSQUEEZE, NULL, 2, 1);
+	un->in[0] = gth->out[0];
+	un->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &a);
+	if (!take_place(g, un, sl, sl))
+		return 0;
+	out[0] = gth, out[1] = un;
+	*nout = 2;
+	return 1;
+}
+
 /* sink_gather until nothing moves (each round moves a Gather one node up). */
 static void sink_gathers(ir_graph *g)
 {
@@ -789,14 +844,15 @@ static void sink_gathers(ir_graph *g)
 		ir_recount(g);
 		int n = g->nnodes, m = 0, moved = 0, ng = 0;
 		for (int i = 0; i < n; i++)
-			ng += g->nodes[i]->op == OP_GATHER;
+			ng += g->nodes[i]->op == OP_GATHER || g->nodes[i]->op == OP_SLICE;
 		if (!ng)
 			return;
 		ir_node **nodes = arena_array(g->A, (size_t)(n + 65 * ng), sizeof *nodes), *rep[66];
 		for (int i = 0; i < n; i++) {
 			ir_node *x = g->nodes[i];
 			int nrep = 0;
-			if (x->op == OP_GATHER && (sink_gather(g, x, rep, &nrep) || sink_gather_rows(g, x, rep, &nrep))) {
+			if ((x->op == OP_GATHER && (sink_gather(g, x, rep, &nrep) || sink_gather_rows(g, x, rep, &nrep))) ||
+			    (x->op == OP_SLICE && slice_one_step(g, x, rep, &nrep))) {
 				memcpy(nodes + m, rep, (size_t)nrep * sizeof *rep);
 				m += nrep;
 				moved = 1;
@@ -886,22 +942,6 @@ static int first_step(ir_graph *g, ir_node *r, int i)
 	for (int k = 0; k < nseq; k++)
 		r->in[k] = sl[k]->out[0];
 	return nseq;
-}
-
-/* Element 0 of constant integer input k of n (one element), or dflt when n
- * has no input k; 0 when it is something else. */
-static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
-{
-	if (k >= n->nin || !n->in[k]) {
-		*v = dflt;
-		return 1;
-	}
-	const ir_value *c = n->in[k];
-	if (c->kind != VAL_CONST || !c->data || (c->dtype != DT_I64 && c->dtype != DT_I32) || c->shape.rank != 1 ||
-	    !ir_dim_is_const(c->shape.d[0]) || c->shape.d[0].k != 1)
-		return 0;
-	*v = ir_const_int(c, 0);
-	return 1;
 }
 
 /* Whether a Slice keeps the final state's step alone, along one axis (its

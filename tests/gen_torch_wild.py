@@ -25,7 +25,8 @@ autoencoders that repeat or expand h_n over time, concat pooling,
 learned initial states, one LSTM on a pair of sequences, padded batches of given lengths through pack_padded_sequence (sorted or
 not, with pad_packed_sequence, with the states as inputs), and a head run
 on every step before the last step is kept: on the sequence
-(fc(out)[:, -1, :], sigmoid(score(out)).squeeze(-1)[:, -1]) or on the
+(fc(out)[:, -1, :], sigmoid(score(out)).squeeze(-1)[:, -1], a slice
+tanh(fc(out))[:, -1:, :]) or on the
 batch and time rows flattened (view(seq_len * batch, -1) through two
 Linear layers and log_softmax, then view(seq_len, batch, -1)[-1];
 reshape(-1, out.size(2)) and back by x.size()).
@@ -725,6 +726,22 @@ class HeadThenLastLSTM(nn.Module):
         return self.fc(out)[:, -1, :]
 
 
+class SliceHeadGRU(nn.Module):
+    """A batch_first GRU, Linear and tanh on every step, the last step kept
+    as a slice of length one: torch.tanh(fc(out))[:, -1:, :]."""
+    tags = ["batch_first", "every_step_head", "slice_last"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return torch.tanh(self.fc(out))[:, -1:, :]
+
+
 class FlatHeadGRU(nn.Module):
     """Time-major 2-layer GRU; out.view(seq_len * batch, -1) through Linear,
     ReLU, Linear and log_softmax, then view(seq_len, batch, -1)[-1]."""
@@ -783,7 +800,7 @@ MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLS
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
           GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
           SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
-          ReshapeHeadLSTM]
+          ReshapeHeadLSTM, SliceHeadGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
