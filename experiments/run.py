@@ -2,7 +2,7 @@
 
     python3 experiments/run.py EXPERIMENT [--smoke] [--steps N] [--torch-steps N]
                                           [--threads N] [--out DIR] [--cellc PATH]
-                                          [--only LABEL,...] [--speed]
+                                          [--only LABEL,...] [--speed] [--resume]
 
 EXPERIMENT is one of the names of EXPERIMENTS below (`make exp-NAME` runs it).
 Every model is a `.cell` file in experiments/EXPERIMENT/, compiled with
@@ -29,6 +29,12 @@ both sides for every model whose results are under --out: the generated
 program and the PyTorch script for --torch-steps steps each from the same
 initial weights and batches, in this run (both skip their first step), and
 rewrites speed.csv, torch.csv and report.md; the curves stay.
+--resume continues each model's full run from the checkpoint its training
+program left (build/experiments/EXPERIMENT/LABEL.ckpt, a space in LABEL as _;
+written after every epoch), where there is one, with the program's --resume:
+the steps of an uninterrupted run, its step and epoch logs kept up to the
+checkpoint.  Its wall time is then the program's own count (the epoch log's
+seconds), which the checkpoint carries over from the run cut off.
 --smoke runs each model for 20 iterations at a small T in build/experiments/
 and prints PASS/FAIL lines (the harness group `experiments`): the first loss
 and the trajectory of the generated program must match PyTorch's (in float64)
@@ -245,11 +251,12 @@ def build(cellc, model_cell, loss, work):
     return os.path.join(d, name + "_train"), os.path.join(d, name + ".weights")
 
 
-def run_c(prog, args, threads, csvpath, extra=(), diverge_ok=False):
+def run_c(prog, args, threads, csvpath, extra=(), diverge_ok=False, resume=False):
     """Runs the training program; with diverge_ok, a run stopped by a NaN or
     infinite loss (exit 1, docs/training.md) is a result: its message is
-    returned in place of stdout and the logged steps are kept."""
-    if os.path.exists(csvpath):
+    returned in place of stdout and the logged steps are kept.  A resumed
+    run (args hold --resume) keeps the step log's rows up to its checkpoint."""
+    if os.path.exists(csvpath) and not resume:
         os.remove(csvpath)
     t0 = time.time()
     cmd = [prog] + args + ["--log", csvpath, "--quiet"] + list(extra)
@@ -607,7 +614,7 @@ def model_setup(name, spec, cellc, work, model, opts, nsamples, steps):
     return cell, prog, weights, opt_args(opts), epochs
 
 
-def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
+def full(name, spec, cellc, out, threads, steps, torch_steps, command, only, resume=False):
     B = spec["batch"]
     steps = steps or spec["steps"]
     torch_steps = min(torch_steps or spec["torch_steps"], steps)
@@ -625,10 +632,16 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
         args = tr + te + ["--batch", str(B), "--epochs", str(epochs), "--max-steps", str(steps), "--seed", "1",
                           "--checkpoint", ck, "--epoch-log", elog] + opts.split()
         args += zero_one_args(spec)
-        log("%s/%s: generated C, %d steps" % (name, label, steps))
-        if os.path.exists(elog):
-            os.remove(elog)
-        rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True)
+        resumed = resume and os.path.exists(ck)
+        if resumed:
+            args += ["--resume", ck]
+            log("%s/%s: generated C, %d steps, resumed from %s" % (name, label, steps, ck))
+        else:
+            log("%s/%s: generated C, %d steps" % (name, label, steps))
+            if os.path.exists(elog):
+                os.remove(elog)
+        rows, stdout, wall = run_c(prog, args, threads, os.path.join(work, tag + ".csv"), diverge_ok=True,
+                                   resume=resumed)
         res["curves"][label] = rows
         if stdout.startswith("DIVERGED"):
             log("%s/%s: %s" % (name, label, stdout))
@@ -639,6 +652,8 @@ def full(name, spec, cellc, out, threads, steps, torch_steps, command, only):
                 for r in csv.DictReader(f):
                     res["epochs"][label].append([label] + [r[k] for k in ("epoch", "train_loss", "test_loss",
                                                                           "test_acc", "step")])
+                    if resumed:
+                        wall = float(r["seconds"])    # the program's count, the interrupted run's included
         tl, ts, t_it, fl, f_it = measure_torch(name, spec, label, cell, weights, data, o, nsamples, torch_steps,
                                                steps, threads)
         res["tcurves"][label] = list(zip(range(1, len(tl) + 1), tl, np.cumsum(ts)))
@@ -800,6 +815,8 @@ def main():
     ap.add_argument("--cellc", default=os.path.join(ROOT, "build", "cellc"))
     ap.add_argument("--only", help="LABEL,...: these models only, the others' results kept")
     ap.add_argument("--speed", action="store_true", help="measure the speed columns again, no training")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue each full run from its last epoch's checkpoint where there is one")
     a = ap.parse_args()
     only = [l.strip() for l in a.only.split(",")] if a.only else None
     if only:
@@ -809,6 +826,8 @@ def main():
         if unknown:
             ap.error("--only: %s: no such model in %s (%s)" % (", ".join(unknown), a.experiment, ", ".join(
                 r[0] for r in EXPERIMENTS[a.experiment]["runs"])))
+    if a.resume and (a.smoke or a.speed):
+        ap.error("--resume continues full runs (not --smoke or --speed)")
     # the command as a shell would take it back (a label with a space quoted)
     command = "python3 experiments/run.py " + " ".join(shlex.quote(w) for w in sys.argv[1:])
     # `all --smoke` leaves out adding-short: the same models as adding
@@ -825,7 +844,7 @@ def main():
                        a.torch_steps, command)
         else:
             full(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads, a.steps,
-                 a.torch_steps, command, only)
+                 a.torch_steps, command, only, a.resume)
     return 0 if ok else 1
 
 

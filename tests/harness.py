@@ -2660,7 +2660,8 @@ def group_experiments():
     """experiments/run.py --smoke (issue 21): every experiment's models for
     20 steps at a small T, the generated training program against the
     PyTorch script of the same model from the same weights and batches; and
-    tests/test_experiment_runs.py, run.py's --only and --speed bookkeeping."""
+    tests/test_experiment_runs.py, run.py's --only, --resume and --speed
+    bookkeeping."""
     # about 2 minutes on an idle 2-core machine (the 29 models, each against
     # two float64 PyTorch runs, one from nudged weights), more on a busy one
     return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC],

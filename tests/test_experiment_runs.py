@@ -5,8 +5,12 @@ runs (issue 21), on the irnn experiment (adding problem) at a few steps.
                   and read again when the run writes (two processes can share
                   an experiment: the other may write while this one trains);
     --speed       both sides measured again, the curves kept as they were;
+    --resume      a run cut off after some of its steps, continued from the
+                  checkpoint its program left, gives the uninterrupted run's
+                  curve;
     runs.csv      a command with a comma read back whole;
-    refusals      an unknown --only label, --only with --speed.
+    refusals      an unknown --only label, --only with --speed, --resume with
+                  --speed.
 
 Every curve of the generated program is also checked against PyTorch's run of
 the same model from the same weights and batches (the first_steps_max_rel
@@ -95,6 +99,30 @@ def main():
     ok &= report("only_concurrent", got == {"irnn": (3, 3), "lstm": (3, 3)},
                  "runs.csv and curves.csv after the other process wrote mid-run: %s" % got)
 
+    # --resume: a run stopped after 2 of its 4 steps (its program's
+    # --max-steps 2, given last, writes the checkpoint a cut-off run leaves)
+    # and continued gives the uninterrupted run's curve, step for step
+    out3 = out + "_resume"
+    shutil.rmtree(out3, ignore_errors=True)
+
+    def curve(label):
+        return [(r["step"], r["loss"]) for r in table(out3, "curves.csv") if r["model"] == label]
+    run.full(EXP, spec, cellc, out3, 1, 4, 2, "whole", ["irnn"])
+    whole = curve("irnn")
+
+    def cut_off(prog, args, threads, csvpath, extra=(), **k):
+        return real_run_c(prog, args, threads, csvpath, list(extra) + ["--max-steps", "2"], **k)
+    run.run_c = cut_off
+    try:
+        run.full(EXP, spec, cellc, out3, 1, 4, 2, "cut off", ["irnn"])
+    finally:
+        run.run_c = real_run_c
+    cut = curve("irnn")
+    run.full(EXP, spec, cellc, out3, 1, 4, 2, "resumed", ["irnn"], resume=True)
+    resumed = curve("irnn")
+    ok &= report("resume_continues", len(whole) == 4 and cut == whole[:2] and resumed == whole,
+                 "uninterrupted %s, cut off %s, resumed %s" % (whole, cut, resumed))
+
     # --speed: new speed columns, the same curves
     with open(os.path.join(out, "curves.csv")) as f:
         curves = f.read()
@@ -118,7 +146,8 @@ def main():
 
     # refusals: exit 2, the reason named, nothing written
     for name, args, words in (("only_unknown", ["--only", "gru"], "no such model in irnn"),
-                              ("only_with_speed", ["--only", "lstm", "--speed"], "--only names models")):
+                              ("only_with_speed", ["--only", "lstm", "--speed"], "--only names models"),
+                              ("resume_with_speed", ["--resume", "--speed"], "--resume continues full runs")):
         before = os.listdir(out)
         rc, log = cli(["--cellc", cellc, "--out", out] + args)
         ok &= report(name, rc == 2 and words in log and os.listdir(out) == before,
