@@ -721,10 +721,10 @@ static int sink_gather_rows(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 		return 0;
 	/* up through the row-wise nodes to the Reshape that merged the axes */
 	ir_node *chain[8];
-	int n = 0, k;
+	int n = 0, k, ks[8];
 	ir_value *r = x;
 	while (r->producer && r->nuses == 1 && !r->is_output && n < 8 && row_wise(r->producer, b, &k))
-		chain[n++] = r->producer, r = r->producer->in[k];
+		chain[n] = r->producer, ks[n++] = k, r = r->producer->in[k];
 	ir_node *m = r->producer;
 	if (!m || (m->op != OP_RESHAPE && m->op != OP_FLATTEN) || r->nuses != 1 || r->is_output || m->nin < 1 ||
 	    !m->in[0])
@@ -761,7 +761,7 @@ static int sink_gather_rows(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 			nq->in[1] = ir_const_dims(g, ms.d, ms.rank);
 			k = 0;
 		} else {
-			row_wise(q, b, &k);
+			k = ks[i];
 			nq = ir_node_new(g, q->op, NULL, q->nin, 1);
 			for (int j = 0; j < q->nin; j++)
 				nq->in[j] = q->in[j];
@@ -800,6 +800,22 @@ static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
 	return 1;
 }
 
+/* Whether a Slice keeps the final state's step alone, along one axis (its
+ * *axis, not normalised): PyTorch's out[-1:], from -1 or T - 1 to any end
+ * past the last step (INT64_MAX, or at least T when T is known), step 1;
+ * for a reverse recurrence the first step, out[:1]. */
+static int slices_final_step(const ir_node *sl, int reverse, ir_dim T, int64_t *axis)
+{
+	int64_t s, e, st;
+	if (sl->nin < 3 || !one_int(sl, 1, 0, &s) || !one_int(sl, 2, 0, &e) || !one_int(sl, 3, 0, axis) ||
+	    !one_int(sl, 4, 1, &st) || st != 1)
+		return 0;
+	int known = ir_dim_is_const(T);
+	if (reverse)
+		return (s == 0 || (known && s == -T.k)) && (e == 1 || (known && T.k > 1 && e == 1 - T.k));
+	return (s == -1 || (known && s == T.k - 1)) && (e == INT64_MAX || (known && e >= T.k));
+}
+
 /* A Slice of one step of an axis that comes from a recurrence's time axis
  * (the last, from -1 to past the end; or the first, from 0 to 1; step 1),
  * where its input is more than a view of the stacked output (fc(out)[:,
@@ -809,18 +825,20 @@ static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
 static int slice_one_step(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 {
 	ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
-	int64_t s, e, a, st;
-	if (!v || !sl->out[0] || v->nuses != 1 || v->is_output || v->shape.rank < 1 || !one_int(sl, 1, 0, &s) ||
-	    !one_int(sl, 2, 0, &e) || !one_int(sl, 3, 0, &a) || !one_int(sl, 4, 1, &st) || st != 1)
+	int64_t a;
+	if (!v || !sl->out[0] || v->nuses != 1 || v->is_output || v->shape.rank < 1 || !one_int(sl, 3, 0, &a))
 		return 0;
 	if (a < 0)
 		a += v->shape.rank;
 	if (a < 0 || a >= v->shape.rank)
 		return 0;
+	/* the last step as a forward recurrence's final one, the first as a
+	 * reverse one's */
 	ir_dim n = v->shape.d[a];
-	int known = ir_dim_is_const(n);
-	int64_t at = s == -1 && (e == INT64_MAX || (known && e >= n.k)) ? -1 : s == 0 && e == 1 ? 0 : 1;
+	int64_t at = slices_final_step(sl, 0, n, &a) ? -1 : slices_final_step(sl, 1, n, &a) ? 0 : 1;
 	int budget = 64;
+	if (a < 0)
+		a += v->shape.rank;
 	if (at == 1 || viewed_output(v) || !from_time_axis(v, (int)a, &budget))
 		return 0;
 	ir_shape scalar = {.rank = 0};
@@ -942,22 +960,6 @@ static int first_step(ir_graph *g, ir_node *r, int i)
 	for (int k = 0; k < nseq; k++)
 		r->in[k] = sl[k]->out[0];
 	return nseq;
-}
-
-/* Whether a Slice keeps the final state's step alone, along one axis (its
- * *axis, not normalised): PyTorch's out[-1:], from -1 or T - 1 to any end
- * past the last step (INT64_MAX, or at least T when T is known), step 1;
- * for a reverse recurrence the first step, out[:1]. */
-static int slices_final_step(const ir_node *sl, int reverse, ir_dim T, int64_t *axis)
-{
-	int64_t s, e, st;
-	if (sl->nin < 3 || !one_int(sl, 1, 0, &s) || !one_int(sl, 2, 0, &e) || !one_int(sl, 3, 0, axis) ||
-	    !one_int(sl, 4, 1, &st) || st != 1)
-		return 0;
-	int known = ir_dim_is_const(T);
-	if (reverse)
-		return (s == 0 || (known && s == -T.k)) && (e == 1 || (known && T.k > 1 && e == 1 - T.k));
-	return (s == -1 || (known && s == T.k - 1)) && (e == INT64_MAX || (known && e >= T.k));
 }
 
 /* Axis labels of a view of a stacked output: the time axis, an axis of
