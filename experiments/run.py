@@ -91,7 +91,7 @@ FIVE = ["lstm", "momentum_lstm", "adam_lstm", "rmsprop_lstm", "srlstm"]
 # Each experiment: its task and sizes (full, smoke), the models (experiments/
 # NAME/MODEL.cell), the loss, and the optimiser runs, one per curve:
 # (label, model, optimiser options of NAME_train).  `steps` is the full run.
-ADDING = dict(task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=1000, torch_steps=5,
+ADDING = dict(task="adding", T=750, smoke_T=30, batch=50, test=1000, loss="mse", steps=3000, torch_steps=5,
               runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE], about="adding problem, T = 750")
 NAG = dict(
     task="addition", T=80, smoke_T=20, batch=100, test=1000, loss="mse", steps=10000, torch_steps=50, tol=0.04,
@@ -109,7 +109,7 @@ EXPERIMENTS = {
         runs=[(m, m, "--optimizer adam --lr 2e-4") for m in FIVE],
         about="copying problem, T = 100 (120 steps a sequence)"),
     "pixel": dict(
-        task="pixels", T=784, smoke_T=49, batch=128, test=10000, loss="ce", steps=100, torch_steps=3,
+        task="pixels", T=784, smoke_T=49, batch=128, test=10000, loss="ce", steps=23 * 469, torch_steps=3,
         runs=[("lstm", "lstm", "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1"),
               ("momentum_lstm", "momentum_lstm", "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1"),
               ("lstm permuted", "lstm", "--optimizer rmsprop --lr 1e-3 --alpha 0.9 --clip 1 --permute 7"),
@@ -768,13 +768,11 @@ def write_results(name, spec, out, res, speed_run):
                         f.write("%s,%s,%d,%.6g\n" % (label, when, t + 1, g))
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("# %s\n\n%s.\n\n" % (name, spec["about"]))
-        cmds = []
+        cmds = {}       # one line per command, in the order of its first curve
         for label in order:
             steps, thr, cmd = res["runs"][label]
-            if not cmds or cmds[-1][0] != (cmd, thr, steps):
-                cmds.append(((cmd, thr, steps), []))
-            cmds[-1][1].append(label)
-        for (cmd, thr, steps), labels in cmds:
+            cmds.setdefault((cmd, thr, steps), []).append(label)
+        for (cmd, thr, steps), labels in cmds.items():
             f.write("Curves of %s: `%s` (%d steps, %d thread%s)  \n" % (
                 ", ".join(labels), cmd, steps, thr, "s" if thr > 1 else ""))
         if speed_run:
