@@ -102,6 +102,41 @@ static int drop_noop_views(ir_graph *g)
 	return changed;
 }
 
+/* A Transpose that keeps the order of the axes other than units is a
+ * Reshape to its output's shape ([1, B, H] to [B, 1, H], an identity
+ * perm): 1 if any was. */
+static int unit_transposes(ir_graph *g)
+{
+	int changed = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op != OP_TRANSPOSE || n->nin != 1 || !n->in[0] || n->nout != 1 || !n->out[0])
+			continue;
+		const ir_shape *x = &n->in[0]->shape, *y = &n->out[0]->shape;
+		ir_attr *p = ir_attr_find(n, "perm");
+		if (x->rank != y->rank || x->rank < 1 || (p && p->n != x->rank))
+			continue;
+		int64_t last = -1;
+		int keeps = 1;
+		for (int a = 0; a < y->rank && keeps; a++) {
+			int64_t k = p ? p->ints[a] : y->rank - 1 - a;
+			if (ir_dim_is_const(y->d[a]) && y->d[a].k == 1)
+				continue;
+			keeps = k > last;
+			last = k;
+		}
+		if (!keeps)
+			continue;
+		n->op = OP_RESHAPE;
+		n->nin = 2;
+		n->in = arena_grow(g->A, n->in, 1, 2, sizeof *n->in);
+		n->in[1] = ir_const_dims(g, y->d, y->rank);
+		ir_attr_remove(n, "perm");
+		changed = 1;
+	}
+	return changed;
+}
+
 /* ---- rank-2 sequences ----------------------------------------------------------- */
 
 /* Whether every reader of v is a view whose result is v's shape with a unit
@@ -1306,6 +1341,21 @@ static void drop_dead(ir_graph *g)
 	}
 	g->nvalues = m;
 	ir_recount(g);
+}
+
+int canon_views(ir_graph *g)
+{
+	ir_recount(g);
+	int changed = unit_transposes(g);
+	for (int round = 0; round < 8; round++) {
+		ir_recount(g);
+		if (!drop_noop_views(g))
+			break;
+		changed = 1;
+	}
+	if (changed)
+		drop_dead(g);
+	return changed;
 }
 
 /* The rewrites of products and gates, on the root graph (traces) or on the

@@ -22,7 +22,9 @@
  *      Identity of it; a Slice of that step alone, `out[-1:]`, becomes an
  *      Unsqueeze of it).  Then a stacked output that nothing reads, any more
  *      or ever (PyTorch's `_, (h, c) = lstm(x)`: the exporter's LSTM still
- *      writes Y), is dropped: the loop no longer writes [T, B, H] for nothing,
+ *      writes Y), is dropped, and so is a recurrence none of whose outputs
+ *      is read (the reverse direction under out[:, -1, :H]): the loop no
+ *      longer writes [T, B, H] for nothing,
  *      and a --train build's backward starts from the final state's gradient
  *      instead of reading a [T, B, H] gradient that is zero but for one step.
  *      Not with sequence_lens (a short row's last step is not its final state).
@@ -38,7 +40,22 @@
  *      [:, -1]), the Gather moves before the merge and the row-wise nodes
  *      between run on the kept step's rows (sink_gather_rows).  A Slice
  *      of the last (or first) step alone there, fc(out)[:, -1:], is a
- *      Gather and an Unsqueeze first (slice_one_step).  A Gather of the
+ *      Gather and an Unsqueeze first (slice_one_step).  A Slice of
+ *      constant bounds along another axis moves up the same way
+ *      (sink_slice), and through a Concat along its axis keeps the
+ *      operands in its range, through a Reshape that merged its axis a
+ *      range of the outermost merged axis: the halves of a bidirectional
+ *      output, cat(out[:, -1, :H], out[:, 0, H:]), become each
+ *      direction's own output.  A Gather of one index of an axis a
+ *      Reshape split off (out.view(B, T, 2, H)[:, -1, 0]) is a Slice of
+ *      the unsplit axis first (gather_split), a Split there (torch.split,
+ *      chunk) a Slice per part (split_slices).  Where a value has several
+ *      readers and all of them are Gathers or Slices, each moves on a copy
+ *      of the nodes it passes.  A Gather of one index along a Concat's
+ *      own axis of what recurrences output reads the operand that holds
+ *      it (gather_concat: h_n[-1] of a bidirectional LSTM is the reverse
+ *      direction's final state).  The views of views this leaves are then
+ *      spelled once (canon_views).  A Gather of the
  *      step computed first (a reverse recurrence's last) where nothing else
  *      of the recurrence is read runs the recurrence on that step alone (a
  *      Slice of each sequence before it), whose final state it then reads.
@@ -546,8 +563,40 @@ static int take_place(ir_graph *g, ir_node *n, const ir_node *from, ir_node *gth
 	return 1;
 }
 
-/* A Gather of one constant index along the time axis of what its one
- * reader computes from a stacked output (PyTorch's out[:, -1] of a
+/* n's attributes as from's, in an array of its own (from may stay: a
+ * value with several readers that move one by one). */
+static void copy_attrs(ir_node *n, const ir_node *from)
+{
+	n->nattrs = from->nattrs;
+	n->attrs = from->nattrs ? arena_array(n->graph->A, (size_t)from->nattrs, sizeof *n->attrs) : NULL;
+	if (from->nattrs)
+		memcpy(n->attrs, from->attrs, (size_t)from->nattrs * sizeof *n->attrs);
+}
+
+/* Whether every reader of v is a Gather or a Slice of it (its data input)
+ * among g's nodes: then each moves up on a copy of v's producer of its
+ * own, which goes once all have (a bidirectional out[:, -1] and out[:, 0]
+ * of the same output). */
+static int selections_only(const ir_graph *g, const ir_value *v)
+{
+	if (v->is_output || v->nuses < 1 || v->nuses > 8)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *x = g->nodes[i];
+		for (int k = 0; k < x->nin; k++)
+			if (x->in[k] == v) {
+				if (k != 0 || (x->op != OP_GATHER && x->op != OP_SLICE))
+					return 0;
+				n++;
+			}
+	}
+	return n == v->nuses;
+}
+
+/* A Gather of one constant index along the time axis of what nodes
+ * compute from a stacked output, read by the Gather alone or by Gathers
+ * and Slices alone (selections_only) (PyTorch's out[:, -1] of a
  * bidirectional LSTM: a Gather of Transpose(Reshape(Transpose(Concat(the
  * two directions))))), moved before the node that makes its input: a
  * Gather of each data input, then the node on one step (Transpose without
@@ -559,14 +608,15 @@ static int sink_gather(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 {
 	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
 	ir_node *p = v ? v->producer : NULL;
-	if (!p || !ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || v->nuses != 1 || v->is_output ||
-	    p->nout != 1 || p->op == OP_RECURRENCE || !gth->out[0] || v->shape.rank < 1)
+	if (!p || !ix || ix->kind != VAL_CONST || ix->shape.rank != 0 || v->is_output || p->nout != 1 ||
+	    p->op == OP_RECURRENCE || !gth->out[0] || v->shape.rank < 1)
 		return 0;
 	int64_t a = ir_attr_int(gth, "axis", 0);
 	if (a < 0)
 		a += v->shape.rank;
 	int budget = 64, data = data_inputs(p);
-	if (a < 0 || a >= v->shape.rank || data > 64 || viewed_output(v) || !from_time_axis(v, (int)a, &budget))
+	if (a < 0 || a >= v->shape.rank || data > 64 || viewed_output(v) || !from_time_axis(v, (int)a, &budget) ||
+	    (v->nuses != 1 && !selections_only(g, v)))
 		return 0;
 	int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
 	ir_node *op = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : p->nin, 1);
@@ -614,8 +664,7 @@ static int sink_gather(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 	} else if (p->op == OP_MATMUL) {
 		/* no attributes */
 	} else {
-		op->attrs = p->attrs;           /* element-wise: as they were (p goes) */
-		op->nattrs = p->nattrs;
+		copy_attrs(op, p);              /* element-wise: as they were */
 	}
 	if (!take_place(g, op, p, gth))
 		return 0;
@@ -855,22 +904,356 @@ static int slice_one_step(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 	return 1;
 }
 
-/* sink_gather until nothing moves (each round moves a Gather one node up). */
-static void sink_gathers(ir_graph *g)
+/* A new Slice of x from s to e along axis a (step 1), for node `from`;
+ * NULL if its shape does not infer. */
+static ir_node *slice_of(ir_graph *g, const ir_node *from, ir_value *x, int64_t s, int64_t e, int64_t a)
 {
+	ir_node *n = ir_node_new(g, OP_SLICE, NULL, 4, 1);
+	n->in[0] = x;
+	n->in[1] = ir_const_i64(g, NULL, 1, &s);
+	n->in[2] = ir_const_i64(g, NULL, 1, &e);
+	n->in[3] = ir_const_i64(g, NULL, 1, &a);
+	return with_output(g, n, from, x->dtype) ? NULL : n;
+}
+
+/* Whether v comes from a recurrence's stacked output (or, with states,
+ * from any of its outputs) through nodes that a Gather or Slice moves
+ * through (*budget as from_time_axis's). */
+static int from_stacked(const ir_value *v, int states, int *budget)
+{
+	const ir_node *p = v->producer;
+	if (!p || --*budget < 0)
+		return 0;
+	if (p->op == OP_RECURRENCE) {
+		for (int k = states ? 0 : (int)ir_attr_int(p, "n_state", 0); k < p->nout; k++)
+			if (p->out[k] == v)
+				return 1;
+		return 0;
+	}
+	switch (p->op) {
+	case OP_IDENTITY: case OP_TRANSPOSE: case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN:
+	case OP_CONCAT: case OP_GATHER: case OP_SLICE: case OP_SOFTMAX: case OP_LOGSOFTMAX: case OP_MATMUL:
+		break;
+	default:
+		if (ir_ops[p->op].kind != OPK_ELEM)
+			return 0;
+	}
+	for (int k = 0; k < data_inputs(p); k++)
+		if (p->in[k] && from_stacked(p->in[k], states, budget))
+			return 1;
+	return 0;
+}
+
+/* Whether selection node x (a Gather or Slice of v) may move before v's
+ * producer: v is computed, not only viewed, from a stacked output, and is
+ * read by x alone or by selections alone. */
+static int may_sink(const ir_graph *g, const ir_value *v)
+{
+	int budget = 64;
+	return !v->is_output && v->producer && v->producer->nout == 1 && v->producer->op != OP_RECURRENCE &&
+	       (v->nuses == 1 || selections_only(g, v)) && !viewed_output(v) && from_stacked(v, 0, &budget);
+}
+
+/* The constant bounds of a Slice along one axis, step 1, clamped to that
+ * axis of known size as ONNX clamps them: [*s, *e) of axis *a; 0 if not
+ * such a Slice, or if it keeps nothing or everything. */
+static int slice_bounds(const ir_node *sl, int64_t *s, int64_t *e, int64_t *a)
+{
+	const ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
+	int64_t st;
+	if (!v || !sl->out[0] || v->shape.rank < 1 || !one_int(sl, 1, 0, s) || !one_int(sl, 2, 0, e) ||
+	    !one_int(sl, 3, 0, a) || !one_int(sl, 4, 1, &st) || st != 1)
+		return 0;
+	if (*a < 0)
+		*a += v->shape.rank;
+	if (*a < 0 || *a >= v->shape.rank || !ir_dim_is_const(v->shape.d[*a]))
+		return 0;
+	int64_t n = v->shape.d[*a].k;
+	if (*s < 0)
+		*s = *s < -n ? 0 : *s + n;
+	if (*e < 0)
+		*e = *e < -n ? 0 : *e + n;
+	*s = *s > n ? n : *s;
+	*e = *e > n ? n : *e;
+	return *s < *e && !(*s == 0 && *e == n);
+}
+
+/* A Slice of constant bounds along an axis of known size, of what nodes
+ * compute from a recurrence's stacked output, moved before the node that
+ * makes its input, so that only the kept part is computed and only what it
+ * needs is kept: the feature halves of a bidirectional output,
+ * cat(out[:, -1, :H], out[:, 0, H:]), are the two directions' outputs
+ * (a Reshape merged the directions axis into the features, a Concat made
+ * the directions axis).  Through a Concat along the axis: the operands in
+ * the range (a whole operand is that operand); through a Reshape that
+ * merged the axis from several, the outermost of them, when the range
+ * keeps whole blocks of the inner ones; through a Gather along another
+ * axis; through whatever moves the axis unchanged (through_axis).  The
+ * nodes that take its place into out (*nout); 0 if it does not apply. */
+static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
+{
+	ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
+	ir_node *p = v ? v->producer : NULL, *to = NULL;
+	int64_t s, e, a;
+	if (!p || !slice_bounds(sl, &s, &e, &a) || !may_sink(g, v))
+		return 0;
+	const ir_shape *vs = &v->shape;
+	int m = 0, data = data_inputs(p);
+	if (data > 64)
+		return 0;
+	if (p->op == OP_CONCAT && (ir_attr_int(p, "axis", 0) + vs->rank) % vs->rank == a) {
+		ir_value *part[64];
+		int np = 0;
+		for (int64_t k = 0, off = 0; k < p->nin; k++) {
+			ir_value *x = p->in[k];
+			if (!x || x->shape.rank != vs->rank || !ir_dim_is_const(x->shape.d[a]))
+				return 0;
+			int64_t w = x->shape.d[a].k, lo = s > off ? s : off, hi = e < off + w ? e : off + w;
+			if (lo < hi && (lo > off || hi < off + w)) {
+				ir_node *q = slice_of(g, sl, x, lo - off, hi - off, a);
+				if (!q)
+					return 0;
+				out[m++] = q;
+				part[np++] = q->out[0];
+			} else if (lo < hi) {
+				part[np++] = x;
+			}
+			off += w;
+		}
+		to = ir_node_new(g, np == 1 ? OP_IDENTITY : OP_CONCAT, NULL, np, 1);
+		memcpy(to->in, part, (size_t)np * sizeof *part);
+		if (np > 1)
+			ir_attr_set_int(to, "axis", a);
+	} else if (p->op == OP_GATHER && p->nin == 2 && p->in[1] && p->in[1]->kind == VAL_CONST &&
+		   p->in[1]->shape.rank == 0 && p->in[0]) {
+		int64_t ga = ir_attr_int(p, "axis", 0);
+		if (ga < 0)
+			ga += p->in[0]->shape.rank;
+		ir_node *q = slice_of(g, sl, p->in[0], s, e, a + (a >= ga));
+		if (!q)
+			return 0;
+		out[m++] = q;
+		to = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+		to->in[0] = q->out[0];
+		to->in[1] = p->in[1];
+		ir_attr_set_int(to, "axis", ga);
+	} else {
+		int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
+		int through = 1;
+		for (int k = 0; k < data && through; k++)
+			through = through_axis(p, k, (int)a) != -1;
+		ir_shape ys = *vs;
+		ys.d[a] = ir_dim_const(e - s);
+		if (through) {
+			to = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : p->nin, 1);
+			for (int k = data; k < p->nin && !reshape; k++)
+				to->in[k] = p->in[k];   /* MatMul's matrix */
+			for (int k = 0; k < data; k++) {
+				int b = through_axis(p, k, (int)a);
+				ir_node *q = b == UNSPANNED ? NULL : slice_of(g, sl, p->in[k], s, e, b);
+				if (b != UNSPANNED && !q)
+					return 0;
+				if (q)
+					out[m++] = q;
+				to->in[k] = q ? q->out[0] : p->in[k];
+			}
+			if (reshape)
+				to->in[1] = ir_const_dims(g, ys.d, ys.rank);
+			else
+				copy_attrs(to, p);
+		} else if (p->op == OP_RESHAPE || p->op == OP_FLATTEN) {
+			/* axis a merged from axes lo..hi of the input: the range in
+			 * whole blocks of lo + 1..hi is a range of lo */
+			ir_value *x = p->in[0];
+			ir_dim before = ir_dim_const(1);
+			for (int i = 0; i < a; i++)
+				before = ir_dim_mul(before, vs->d[i]);
+			int lo, hi;
+			int64_t inner = 1;
+			if (!x || !factor_axes(&x->shape, before, vs->d[a], &lo, &hi) || lo == hi)
+				return 0;
+			for (int i = lo + 1; i <= hi; i++) {
+				if (!ir_dim_is_const(x->shape.d[i]) || x->shape.d[i].k < 1)
+					return 0;
+				inner *= x->shape.d[i].k;
+			}
+			if (s % inner || e % inner)
+				return 0;
+			ir_node *q = slice_of(g, sl, x, s / inner, e / inner, lo);
+			if (!q)
+				return 0;
+			out[m++] = q;
+			to = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
+			to->in[0] = q->out[0];
+			to->in[1] = ir_const_dims(g, ys.d, ys.rank);
+		} else {
+			return 0;
+		}
+	}
+	if (!take_place(g, to, p, sl))
+		return 0;
+	out[m++] = to;
+	*nout = m;
+	return 1;
+}
+
+/* A Gather of one constant index along an axis that a Reshape splits off
+ * the front of an axis of its input (a bidirectional output [B, 2H]
+ * viewed as [B, 2, H], then [:, 1]): a Slice of that index's block of the
+ * input axis and a Reshape, so that the Slice moves on as sink_slice moves
+ * it.  The two nodes into out; 0 if it does not apply. */
+static int gather_split(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
+{
+	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_node *p = v ? v->producer : NULL;
+	if (!p || (p->op != OP_RESHAPE && p->op != OP_FLATTEN) || p->nin < 1 || !p->in[0] || !ix ||
+	    ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
+	    (ix->dtype != DT_I64 && ix->dtype != DT_I32) || !gth->out[0] || v->shape.rank < 2)
+		return 0;
+	const ir_shape *vs = &v->shape, *xs = &p->in[0]->shape;
+	int64_t a = ir_attr_int(gth, "axis", 0), i = ir_const_int(ix, 0);
+	if (a < 0)
+		a += vs->rank;
+	if (a < 0 || a >= vs->rank || !ir_dim_is_const(vs->d[a]))
+		return 0;
+	if (i < 0)
+		i += vs->d[a].k;
+	if (i < 0 || i >= vs->d[a].k || !may_sink(g, v))
+		return 0;
+	/* input axis b split into a..hi */
+	int b = -1, lo, hi;
+	ir_dim before = ir_dim_const(1);
+	for (int k = 0; k < xs->rank && b < 0; k++) {
+		if (factor_axes(vs, before, xs->d[k], &lo, &hi) && lo == a && hi > a)
+			b = k;
+		before = ir_dim_mul(before, xs->d[k]);
+	}
+	int64_t inner = 1;
+	for (int k = (int)a + 1; b >= 0 && k <= hi; k++) {
+		if (!ir_dim_is_const(vs->d[k]))
+			return 0;
+		inner *= vs->d[k].k;
+	}
+	if (b < 0)
+		return 0;
+	ir_node *q = slice_of(g, gth, p->in[0], i * inner, (i + 1) * inner, b);
+	if (!q)
+		return 0;
+	ir_node *to = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
+	to->in[0] = q->out[0];
+	to->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
+	if (!take_place(g, to, p, gth))
+		return 0;
+	out[0] = q, out[1] = to;
+	*nout = 2;
+	return 1;
+}
+
+/* A Gather of one constant index along the axis of a Concat of what
+ * recurrences output (h_n of a bidirectional or stacked nn.LSTM: every
+ * layer's and direction's final state, each with a unit axis added, then
+ * concatenated) reads the operand that holds that index: a Gather of it,
+ * or a Reshape where the operand has that index alone.  So a head on
+ * h_n[-1] reads one direction's final state, and a direction nothing else
+ * reads is not run.  The node into out; 0 if it does not apply. */
+static int gather_concat(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
+{
+	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_node *p = v ? v->producer : NULL;
+	if (!p || p->op != OP_CONCAT || !ix || ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
+	    (ix->dtype != DT_I64 && ix->dtype != DT_I32) || !gth->out[0] || v->shape.rank < 1 || v->is_output)
+		return 0;
+	int64_t a = ir_attr_int(gth, "axis", 0), c = ir_attr_int(p, "axis", 0), i = ir_const_int(ix, 0);
+	a += a < 0 ? v->shape.rank : 0;
+	c += c < 0 ? v->shape.rank : 0;
+	if (a != c || a < 0 || a >= v->shape.rank || !ir_dim_is_const(v->shape.d[a]))
+		return 0;
+	i += i < 0 ? v->shape.d[a].k : 0;
+	int budget = 64;
+	if (i < 0 || i >= v->shape.d[a].k || (v->nuses != 1 && !selections_only(g, v)) || !from_stacked(v, 1, &budget))
+		return 0;
+	for (int64_t k = 0, off = 0; k < p->nin; k++) {
+		ir_value *x = p->in[k];
+		if (!x || x->shape.rank != v->shape.rank || !ir_dim_is_const(x->shape.d[a]))
+			return 0;
+		int64_t w = x->shape.d[a].k;
+		if (i >= off + w) {
+			off += w;
+			continue;
+		}
+		ir_node *to = ir_node_new(g, w == 1 ? OP_RESHAPE : OP_GATHER, NULL, 2, 1);
+		to->in[0] = x;
+		if (w == 1) {
+			to->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
+		} else {
+			ir_shape scalar = {.rank = 0};
+			int64_t at = i - off;
+			to->in[1] = ir_const_new(g, NULL, DT_I64, &scalar, &at);
+			ir_attr_set_int(to, "axis", a);
+		}
+		if (!take_place(g, to, p, gth))
+			return 0;
+		out[0] = to;
+		*nout = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* A Split along an axis of known size, of what nodes compute from a
+ * recurrence's stacked output (torch.split(out, H, -1) of a bidirectional
+ * output): a Slice per part, each taking its part's value, which then
+ * move as sink_slice moves them.  The Slices into out (*nout); 0 if it
+ * does not apply. */
+static int split_slices(ir_graph *g, ir_node *sp, ir_node **out, int *nout)
+{
+	ir_value *v = sp->nin >= 1 ? sp->in[0] : NULL;
+	int budget = 64;
+	if (!v || sp->nout < 1 || sp->nout > 64 || v->shape.rank < 1 || viewed_output(v) ||
+	    !from_stacked(v, 0, &budget))
+		return 0;
+	int64_t a = ir_attr_int(sp, "axis", 0), at = 0;
+	if (a < 0)
+		a += v->shape.rank;
+	if (a < 0 || a >= v->shape.rank)
+		return 0;
+	for (int o = 0; o < sp->nout; o++) {
+		ir_value *y = sp->out[o];
+		if (!y || y->shape.rank != v->shape.rank || !ir_dim_is_const(y->shape.d[a]))
+			return 0;
+		ir_node *sl = slice_of(g, sp, v, at, at + y->shape.d[a].k, a);
+		if (!sl || !ir_shape_eq(&sl->out[0]->shape, &y->shape))
+			return 0;
+		sl->out[0] = y;
+		out[o] = sl;
+		at += y->shape.d[a].k;
+	}
+	for (int o = 0; o < sp->nout; o++)
+		sp->out[o]->producer = out[o];
+	*nout = sp->nout;
+	return 1;
+}
+
+/* The moves above until nothing moves (each round moves a Gather or a
+ * Slice one node up); 1 if any did. */
+static int sink_gathers(ir_graph *g)
+{
+	int any = 0;
 	for (int round = 0; round < 16; round++) {
 		ir_recount(g);
 		int n = g->nnodes, m = 0, moved = 0, ng = 0;
 		for (int i = 0; i < n; i++)
-			ng += g->nodes[i]->op == OP_GATHER || g->nodes[i]->op == OP_SLICE;
+			ng += g->nodes[i]->op == OP_GATHER || g->nodes[i]->op == OP_SLICE || g->nodes[i]->op == OP_SPLIT;
 		if (!ng)
-			return;
+			return any;
 		ir_node **nodes = arena_array(g->A, (size_t)(n + 65 * ng), sizeof *nodes), *rep[66];
 		for (int i = 0; i < n; i++) {
 			ir_node *x = g->nodes[i];
 			int nrep = 0;
-			if ((x->op == OP_GATHER && (sink_gather(g, x, rep, &nrep) || sink_gather_rows(g, x, rep, &nrep))) ||
-			    (x->op == OP_SLICE && slice_one_step(g, x, rep, &nrep))) {
+			if ((x->op == OP_GATHER && (gather_concat(g, x, rep, &nrep) || sink_gather(g, x, rep, &nrep) ||
+						    sink_gather_rows(g, x, rep, &nrep) || gather_split(g, x, rep, &nrep))) ||
+			    (x->op == OP_SLICE && (slice_one_step(g, x, rep, &nrep) || sink_slice(g, x, rep, &nrep))) ||
+			    (x->op == OP_SPLIT && split_slices(g, x, rep, &nrep))) {
 				memcpy(nodes + m, rep, (size_t)nrep * sizeof *rep);
 				m += nrep;
 				moved = 1;
@@ -881,11 +1264,13 @@ static void sink_gathers(ir_graph *g)
 		ir_set_nodes(g, nodes, m);
 		if (!moved)
 			break;
+		any = 1;
 		do
 			ir_recount(g);
 		while (ir_drop_unread(g));
 	}
 	ir_recount(g);
+	return any;
 }
 
 /* Whether symbolic dimension d is T - 1: T's symbol's derived symbol of
@@ -943,15 +1328,9 @@ static int first_step(ir_graph *g, ir_node *r, int i)
 		return 0;
 	ir_node *sl[64];
 	int64_t start = rev ? -1 : 0, end = rev ? INT64_MAX : 1;
-	for (int k = 0; k < nseq; k++) {
-		sl[k] = ir_node_new(g, OP_SLICE, NULL, 4, 1);
-		sl[k]->in[0] = r->in[k];
-		sl[k]->in[1] = ir_const_i64(g, NULL, 1, &start);
-		sl[k]->in[2] = ir_const_i64(g, NULL, 1, &end);
-		sl[k]->in[3] = ir_const_i64(g, NULL, 1, &sa->ints[k]);
-		if (with_output(g, sl[k], r, r->in[k]->dtype))
+	for (int k = 0; k < nseq; k++)
+		if (!(sl[k] = slice_of(g, r, r->in[k], start, end, sa->ints[k])))
 			return 0;
-	}
 	ir_node **nodes = arena_array(g->A, (size_t)(g->nnodes + nseq), sizeof *nodes);
 	memcpy(nodes, g->nodes, (size_t)i * sizeof *nodes);
 	memcpy(nodes + i, sl, (size_t)nseq * sizeof *nodes);
@@ -1015,7 +1394,7 @@ static int view_labels(const ir_node *v, const int *in, int *out)
  * (Transpose) or add and remove unit axes (ONNX LSTM's num_directions). */
 static void last_steps(ir_graph *g)
 {
-	sink_gathers(g);
+	int moved = sink_gathers(g);
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *gth = g->nodes[i], *chain[8];
 		if ((gth->op != OP_GATHER && gth->op != OP_SLICE) || !gth->in[0] || !gth->out[0])
@@ -1135,7 +1514,26 @@ static void last_steps(ir_graph *g)
 			    !r->out[nst + k]->is_output && r->body->noutputs == r->nout)
 				ir_rec_drop_output(r, k);
 	}
+	/* a recurrence nothing reads any more (the reverse direction of a
+	 * bidirectional out[:, -1, :H]) goes, with what only it read */
+	int m = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *r = g->nodes[i];
+		int read = r->op != OP_RECURRENCE;
+		for (int k = 0; k < r->nout && !read; k++)
+			read = r->out[k] && (r->out[k]->nuses > 0 || r->out[k]->is_output);
+		if (read)
+			g->nodes[m++] = r;
+	}
+	if (m < g->nnodes) {
+		g->nnodes = m;
+		do
+			ir_recount(g);
+		while (ir_drop_unread(g));
+	}
 	ir_recount(g);
+	if (moved)
+		canon_views(g); /* the views of views the moves left */
 }
 
 int pass_hoist(ir_graph *g, diag *D, const pass_opts *o)

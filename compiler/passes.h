@@ -84,6 +84,12 @@ int resolve_settled(const ir_graph *g, const ir_node *n, const struct infer_set 
 /* Shape no-ops removed, rank-2 sequences read as [B, 1] columns: one
  * spelling of what authors write in many ways (pass_canon.c). */
 int pass_canon(ir_graph *g, diag *D, const pass_opts *o);
+/* The views of g in one spelling, for passes that make views of views
+ * (pass_hoist's moves): a Transpose that moves only unit axes is a Reshape,
+ * then the views whose result has their root's shape go (their readers
+ * read the root) and nodes nobody reads are removed.  1 if anything
+ * changed. */
+int canon_views(ir_graph *g);
 /* Native cell layers (CELL nodes, cells.h) -> RECURRENCE nodes. */
 int pass_lower_cell(ir_graph *g, diag *D, const pass_opts *o);
 /* Traced loops (T copies of a step) -> one RECURRENCE each (pass_reroll.c). */

@@ -646,6 +646,34 @@ class FlatHeadNet(torch.nn.Module):
         return z.view(x.size(0), x.size(1), -1)[:, -1]
 
 
+class BiHalvesNet(torch.nn.Module):
+    """A bidirectional GRU or LSTM, batch first, its final states read as
+    halves of the output: cat(out[:, -1, :H], out[:, 0, H:]) (slices), or
+    torch.split(out, H, -1) and the two steps summed (split), or the
+    forward direction's half alone, out[:, -1, :H] (forward), or the
+    reverse direction's final state alone, h_n[-1] (h_n_last).  cellc keeps
+    neither direction's sequence, each backward starts from its final
+    state's gradient, and a direction nothing reads is not run (its
+    weights' gradients are zero, as in PyTorch)."""
+
+    def __init__(self, I, H, C, kind, form):
+        super().__init__()
+        self.rnn = getattr(torch.nn, kind)(I, H, batch_first=True, bidirectional=True)
+        self.fc = torch.nn.Linear(2 * H if form == "slices" else H, C)
+        self.H, self.form = H, form
+
+    def forward(self, x):
+        out, h = self.rnn(x)
+        if self.form == "h_n_last":
+            return self.fc((h[0] if isinstance(h, tuple) else h)[-1])
+        if self.form == "forward":
+            return self.fc(out[:, -1, :self.H])
+        if self.form == "slices":
+            return self.fc(torch.cat((out[:, -1, :self.H], out[:, 0, self.H:]), dim=1))
+        f, b = torch.split(out, self.H, dim=-1)
+        return self.fc(f[:, -1] + b[:, 0])
+
+
 def exporter(net, args, in_names, out_names, dynamic_axes):
     """The export function onnx_case calls: net at opset 14 on args."""
     def export(f):
@@ -675,6 +703,12 @@ def bidirectional_cases(outdir):
     for k, (name, flat) in enumerate((("onnx_flat_head_last_ce", True), ("onnx_seq_head_last_ce", False))):
         float_case(outdir, name, 5110 + k, lambda: FlatHeadNet(4, 5, 3, flat), lambda T, B: (B, T, 4), "ce",
                    [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
+    for k, (name, kind, form) in enumerate((("onnx_bigru_halves_ce", "GRU", "slices"),
+                                            ("onnx_bilstm_split_ce", "LSTM", "split"),
+                                            ("onnx_bilstm_forward_half_ce", "LSTM", "forward"),
+                                            ("onnx_bigru_hn_last_ce", "GRU", "h_n_last"))):
+        float_case(outdir, name, 5120 + k, lambda: BiHalvesNet(4, 5, 3, kind, form), lambda T, B: (B, T, 4),
+                   "ce", [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
 
 
 class EmbedLSTM(torch.nn.Module):

@@ -54,7 +54,8 @@ recurrence, in the order `cellc dump` lists them, whether it must keep its
 output sequence: 1 where some step other than the final state's is read, 0
 where only the final state is, or nothing, or only the step computed first:
 a reverse recurrence's under a bidirectional out[:, -1], which then runs
-that step alone), refused and fix (for an export cellc must refuse: text
+that step alone; a direction of which nothing is read is not run and not
+listed), refused and fix (for an export cellc must refuse: text
 its message must hold, and the options that compile it for its data sets;
 else absent).
 
@@ -795,12 +796,120 @@ class ReshapeHeadLSTM(nn.Module):
         return y.reshape(x.size(0), x.size(1), -1)[:, -1, :]
 
 
+class BiGRUHalves(nn.Module):
+    """Text classifier: embedding, bidirectional GRU, the final states read
+    as halves of the output, cat(out[:, -1, :H], out[:, 0, H:])."""
+    tags = ["tokens", "bidirectional", "batch_first", "output_halves"]
+    stacked = [0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.hidden_dim = HIDDEN
+        self.embedding = nn.Embedding(VOCAB, EMB)
+        self.gru = nn.GRU(EMB, HIDDEN, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.gru(self.embedding(x))
+        last = torch.cat((out[:, -1, :self.hidden_dim], out[:, 0, self.hidden_dim:]), dim=1)
+        return self.fc(last)
+
+
+class ChunkBiLSTM(nn.Module):
+    """Time-major bidirectional LSTM, its output chunked into the two
+    directions, the forward's last step beside the backward's first,
+    Linear and log_softmax."""
+    tags = ["bidirectional", "chunk", "output_halves"]
+    stacked = [0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, bidirectional=True)
+        self.out = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        outputs, _ = self.lstm(x)
+        forward_out, backward_out = outputs.chunk(2, dim=2)
+        h = torch.cat([forward_out[-1], backward_out[0]], dim=-1)
+        return F.log_softmax(self.out(h), dim=-1)
+
+
+class ViewDirsBiLSTM(nn.Module):
+    """Bidirectional LSTM whose output is viewed as [batch, seq, 2, H]
+    and read per direction, o[:, -1, 0] and o[:, 0, 1], then tanh."""
+    tags = ["bidirectional", "batch_first", "output_view_dirs"]
+    stacked = [0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(INPUT, HIDDEN, batch_first=True, bidirectional=True)
+        self.proj = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        batch_size, seq_len = x.size(0), x.size(1)
+        out, _ = self.rnn(x)
+        out = out.view(batch_size, seq_len, 2, HIDDEN)
+        fwd, bwd = out[:, -1, 0, :], out[:, 0, 1, :]
+        return self.proj(torch.tanh(torch.cat((fwd, bwd), 1)))
+
+
+class SplitSumBiGRU(nn.Module):
+    """Two-layer bidirectional GRU, the top layer's output split into its
+    directions with torch.split and their final steps summed."""
+    tags = ["bidirectional", "split", "output_halves", "stacked_layers"]
+    stacked = [1, 1, 0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        f, b = torch.split(out, HIDDEN, dim=-1)
+        return torch.sigmoid(self.fc(f[:, -1] + b[:, 0])).squeeze(-1)
+
+
+class ForwardHalfBiLSTM(nn.Module):
+    """Bidirectional LSTM of which only the forward direction's last step
+    is read, out[:, -1, :hidden_size]: the reverse direction is not run."""
+    tags = ["bidirectional", "batch_first", "output_halves", "unread_direction"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.hidden_size = HIDDEN
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out[:, -1, :self.hidden_size])
+
+
+class LastHiddenBiGRU(nn.Module):
+    """Bidirectional GRU classified from h_n[-1] alone, the reverse
+    direction's final state: the forward direction is not run."""
+    tags = ["bidirectional", "h_n_last", "unread_direction"]
+    stacked = [0]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, bidirectional=True)
+        self.classifier = nn.Sequential(nn.Dropout(0.1), nn.Linear(HIDDEN, CLASSES))
+
+    def forward(self, x):
+        _, h_n = self.gru(x)
+        return self.classifier(h_n[-1])
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
           GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
           SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
-          ReshapeHeadLSTM, SliceHeadGRU]
+          ReshapeHeadLSTM, SliceHeadGRU, BiGRUHalves, ChunkBiLSTM, ViewDirsBiLSTM, SplitSumBiGRU,
+          ForwardHalfBiLSTM, LastHiddenBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
