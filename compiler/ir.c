@@ -737,6 +737,35 @@ double ir_const_num(const ir_value *v, int64_t i)
 	}
 }
 
+int ir_input_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
+{
+	const ir_value *c = k < n->nin ? n->in[k] : NULL;
+	if (!c) {
+		*v = dflt;
+		return 1;
+	}
+	if (!ir_value_is_const(c) || (c->dtype != DT_I64 && c->dtype != DT_I32) || ir_shape_const_numel(&c->shape) != 1)
+		return 0;
+	*v = ir_const_int(c, 0);
+	return 1;
+}
+
+int ir_slice_flips(const ir_node *n, int64_t *axis)
+{
+	const ir_value *x = n->op == OP_SLICE && n->nin >= 3 ? n->in[0] : NULL;
+	int64_t s, e, a, st;
+	if (!x || !ir_input_int(n, 1, 0, &s) || !ir_input_int(n, 2, 0, &e) || !ir_input_int(n, 3, 0, &a) ||
+	    !ir_input_int(n, 4, 1, &st) || st != -1)
+		return 0;
+	a += a < 0 ? x->shape.rank : 0;
+	if (a < 0 || a >= x->shape.rank)
+		return 0;
+	ir_dim d = x->shape.d[a];
+	int known = ir_dim_is_const(d);
+	*axis = a;
+	return (s == -1 || (known && s >= d.k - 1)) && (e <= INT64_MIN / 2 || (known && e <= -d.k - 1));
+}
+
 int ir_op_dd_output(ir_op op, int k)
 {
 	switch (op) {

@@ -350,6 +350,15 @@ int ir_value_is_const(const ir_value *v);               /* VAL_CONST with data *
 int64_t ir_const_int(const ir_value *v, int64_t i);     /* element i of an integer const (or weight) */
 double ir_const_num(const ir_value *v, int64_t i);      /* element i of a numeric const (or weight) */
 int64_t ir_shape_const_numel(const ir_shape *s);         /* -1 unless all dims constant */
+/* Element 0 of input k of n when it is an integer constant of one element
+ * (a Slice's start, end, axis or step), or dflt when n has no input k: 1;
+ * 0 when it is something else. */
+int ir_input_int(const ir_node *n, int k, int64_t dflt, int64_t *v);
+/* Whether Slice n reverses one axis of its input whole (torch.flip): step
+ * -1 from the last index (-1, or n - 1 and past when the size n is known)
+ * to past the first (an end at or below -n - 1; INT64_MIN + 1 when the
+ * size is not known); that axis, normalised, in *axis. */
+int ir_slice_flips(const ir_node *n, int64_t *axis);
 
 /* layout (ir_layout.c): what pass_fuse, pass_plan and pass_schedule left in
  * the IR about storage and node kinds, read by later passes and emitters.

@@ -645,7 +645,14 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 		return;
 	}
 	case OP_SLICE: {
-		int64_t lo, hi;
+		int64_t lo, hi, ax;
+		if (!need(C, a))
+			return;
+		if (ir_slice_flips(n, &ax)) {   /* torch.flip: dy flipped back */
+			ir_value *in[5] = {dy, V(C, n->in[1]), V(C, n->in[2]), int1(C, ax), int1(C, -1)};
+			acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));
+			return;
+		}
 		if (in_src(C, a) && last_axis_slice(n, &lo, &hi)) {
 			acc_part(C, a, lo, hi, dy);
 			return;

@@ -54,7 +54,9 @@
  *      of the nodes it passes.  A Gather of one index along a Concat's
  *      own axis of what recurrences output reads the operand that holds
  *      it (gather_concat: h_n[-1] of a bidirectional LSTM is the reverse
- *      direction's final state).  The views of views this leaves are then
+ *      direction's final state), and one along an axis that a Slice
+ *      reverses whole (torch.flip) is a Gather of the mirrored index of
+ *      the Slice's input (gather_flip).  The views of views this leaves are then
  *      spelled once (canon_views).  A Gather of the
  *      step computed first (a reverse recurrence's last) where nothing else
  *      of the recurrence is read runs the recurrence on that step alone (a
@@ -488,6 +490,13 @@ static int through_axis(const ir_node *n, int k, int a)
 	}
 }
 
+/* Whether Slice n reverses axis a of its input whole (torch.flip). */
+static int reverses_axis(const ir_node *n, int64_t a)
+{
+	int64_t ax;
+	return ir_slice_flips(n, &ax) && ax == a;
+}
+
 /* Whether axis a of v comes, through nodes that move it unchanged, from
  * the time axis of a recurrence's stacked output (*budget: nodes left to
  * look at, so that wide element-wise graphs cost little). */
@@ -504,6 +513,8 @@ static int from_time_axis(const ir_value *v, int a, int *budget)
 				return 1;
 		return 0;
 	}
+	if (reverses_axis(p, a))
+		return from_time_axis(p->in[0], a, budget);
 	for (int k = 0; k < data_inputs(p); k++) {
 		int b = through_axis(p, k, a);
 		if (b >= 0 && from_time_axis(p->in[k], b, budget))
@@ -833,22 +844,6 @@ static int sink_gather_rows(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 	return 1;
 }
 
-/* Element 0 of constant integer input k of n (one element), or dflt when n
- * has no input k; 0 when it is something else. */
-static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
-{
-	if (k >= n->nin || !n->in[k]) {
-		*v = dflt;
-		return 1;
-	}
-	const ir_value *c = n->in[k];
-	if (c->kind != VAL_CONST || !c->data || (c->dtype != DT_I64 && c->dtype != DT_I32) || c->shape.rank != 1 ||
-	    !ir_dim_is_const(c->shape.d[0]) || c->shape.d[0].k != 1)
-		return 0;
-	*v = ir_const_int(c, 0);
-	return 1;
-}
-
 /* Whether a Slice keeps the final state's step alone, along one axis (its
  * *axis, not normalised): PyTorch's out[-1:], from -1 or T - 1 to any end
  * past the last step (INT64_MAX, or at least T when T is known), step 1;
@@ -856,8 +851,8 @@ static int one_int(const ir_node *n, int k, int64_t dflt, int64_t *v)
 static int slices_final_step(const ir_node *sl, int reverse, ir_dim T, int64_t *axis)
 {
 	int64_t s, e, st;
-	if (sl->nin < 3 || !one_int(sl, 1, 0, &s) || !one_int(sl, 2, 0, &e) || !one_int(sl, 3, 0, axis) ||
-	    !one_int(sl, 4, 1, &st) || st != 1)
+	if (sl->nin < 3 || !ir_input_int(sl, 1, 0, &s) || !ir_input_int(sl, 2, 0, &e) || !ir_input_int(sl, 3, 0, axis) ||
+	    !ir_input_int(sl, 4, 1, &st) || st != 1)
 		return 0;
 	int known = ir_dim_is_const(T);
 	if (reverse)
@@ -875,7 +870,7 @@ static int slice_one_step(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 {
 	ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
 	int64_t a;
-	if (!v || !sl->out[0] || v->nuses != 1 || v->is_output || v->shape.rank < 1 || !one_int(sl, 3, 0, &a))
+	if (!v || !sl->out[0] || v->nuses != 1 || v->is_output || v->shape.rank < 1 || !ir_input_int(sl, 3, 0, &a))
 		return 0;
 	if (a < 0)
 		a += v->shape.rank;
@@ -961,8 +956,8 @@ static int slice_bounds(const ir_node *sl, int64_t *s, int64_t *e, int64_t *a)
 {
 	const ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
 	int64_t st;
-	if (!v || !sl->out[0] || v->shape.rank < 1 || !one_int(sl, 1, 0, s) || !one_int(sl, 2, 0, e) ||
-	    !one_int(sl, 3, 0, a) || !one_int(sl, 4, 1, &st) || st != 1)
+	if (!v || !sl->out[0] || v->shape.rank < 1 || !ir_input_int(sl, 1, 0, s) || !ir_input_int(sl, 2, 0, e) ||
+	    !ir_input_int(sl, 3, 0, a) || !ir_input_int(sl, 4, 1, &st) || st != 1)
 		return 0;
 	if (*a < 0)
 		*a += v->shape.rank;
@@ -1149,6 +1144,37 @@ static int gather_split(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 	return 1;
 }
 
+/* A Gather of one constant index i along an axis that a Slice reverses
+ * whole (torch.flip(out, [1])[:, 0] of a recurrence run on the flipped
+ * sequence, a bidirectional layer written by hand) is a Gather of index
+ * -1 - i of the Slice's input, which then moves on as the others do.  The
+ * node into out; 0 if it does not apply. */
+static int gather_flip(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
+{
+	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_node *p = v ? v->producer : NULL;
+	if (!p || p->op != OP_SLICE || !ix || ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
+	    (ix->dtype != DT_I64 && ix->dtype != DT_I32) || !gth->out[0] || v->shape.rank < 1 || v->is_output ||
+	    (v->nuses != 1 && !selections_only(g, v)))
+		return 0;
+	int64_t a = ir_attr_int(gth, "axis", 0), i = ir_const_int(ix, 0);
+	a += a < 0 ? v->shape.rank : 0;
+	int budget = 64;
+	if (i < -(INT64_MAX / 2) || i > INT64_MAX / 2 || !reverses_axis(p, a) || !from_time_axis(v, (int)a, &budget))
+		return 0;
+	ir_shape scalar = {.rank = 0};
+	int64_t at = -1 - i;
+	ir_node *to = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+	to->in[0] = p->in[0];
+	to->in[1] = ir_const_new(g, NULL, DT_I64, &scalar, &at);
+	ir_attr_set_int(to, "axis", a);
+	if (!take_place(g, to, p, gth))
+		return 0;
+	out[0] = to;
+	*nout = 1;
+	return 1;
+}
+
 /* A Gather of one constant index along the axis of a Concat of what
  * recurrences output (h_n of a bidirectional or stacked nn.LSTM: every
  * layer's and direction's final state, each with a unit axis added, then
@@ -1250,7 +1276,8 @@ static int sink_gathers(ir_graph *g)
 		for (int i = 0; i < n; i++) {
 			ir_node *x = g->nodes[i];
 			int nrep = 0;
-			if ((x->op == OP_GATHER && (gather_concat(g, x, rep, &nrep) || sink_gather(g, x, rep, &nrep) ||
+			if ((x->op == OP_GATHER && (gather_concat(g, x, rep, &nrep) || gather_flip(g, x, rep, &nrep) ||
+						    sink_gather(g, x, rep, &nrep) ||
 						    sink_gather_rows(g, x, rep, &nrep) || gather_split(g, x, rep, &nrep))) ||
 			    (x->op == OP_SLICE && (slice_one_step(g, x, rep, &nrep) || sink_slice(g, x, rep, &nrep))) ||
 			    (x->op == OP_SPLIT && split_slices(g, x, rep, &nrep))) {

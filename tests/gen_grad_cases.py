@@ -674,6 +674,29 @@ class BiHalvesNet(torch.nn.Module):
         return self.fc(f[:, -1] + b[:, 0])
 
 
+class FlipBiNet(torch.nn.Module):
+    """A bidirectional layer written by hand, batch first: one GRU on the
+    sequence, one on torch.flip of it (a Slice of step -1 whose input needs
+    no gradient), flipped back; a head on every step of both (ce-all: the
+    flip's gradient is dy flipped back) or on the forward GRU's last step
+    and the backward output's first (ce: neither GRU stores a sequence)."""
+
+    def __init__(self, I, H, C, seq):
+        super().__init__()
+        self.fwd = torch.nn.GRU(I, H, batch_first=True)
+        self.bwd = torch.nn.GRU(I, H, batch_first=True)
+        self.fc = torch.nn.Linear(2 * H, C)
+        self.seq = seq
+
+    def forward(self, x):
+        out_f, _ = self.fwd(x)
+        out_b, _ = self.bwd(torch.flip(x, dims=[1]))
+        out_b = torch.flip(out_b, dims=[1])
+        if self.seq:
+            return self.fc(torch.cat([out_f, out_b], dim=2))
+        return self.fc(torch.cat([out_f[:, -1], out_b[:, 0]], dim=1))
+
+
 def exporter(net, args, in_names, out_names, dynamic_axes):
     """The export function onnx_case calls: net at opset 14 on args."""
     def export(f):
@@ -709,6 +732,10 @@ def bidirectional_cases(outdir):
                                             ("onnx_bigru_hn_last_ce", "GRU", "h_n_last"))):
         float_case(outdir, name, 5120 + k, lambda: BiHalvesNet(4, 5, 3, kind, form), lambda T, B: (B, T, 4),
                    "ce", [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": {0: "batch"}}, 1)
+    for k, (name, seq) in enumerate((("onnx_flip_bigru_last_ce", False), ("onnx_flip_bigru_seq_ce_all", True))):
+        yaxes = {0: "batch", 1: "seq"} if seq else {0: "batch"}
+        float_case(outdir, name, 5130 + k, lambda: FlipBiNet(4, 5, 3, seq), lambda T, B: (B, T, 4),
+                   "ce-all" if seq else "ce", [(7, 3), (5, 2)], {"x": {0: "batch", 1: "seq"}, "y": yaxes}, 1)
 
 
 class EmbedLSTM(torch.nn.Module):

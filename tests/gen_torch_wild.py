@@ -903,13 +903,33 @@ class LastHiddenBiGRU(nn.Module):
         return self.classifier(h_n[-1])
 
 
+class FlipBiGRU(nn.Module):
+    """A bidirectional layer written by hand: one GRU on the sequence, one
+    on torch.flip of it, flipped back; the classifier reads the forward
+    GRU's last step and the flipped-back backward output's first."""
+    tags = ["bidirectional_by_hand", "flip", "batch_first"]
+    stacked = [0, 0]
+
+    def __init__(self):
+        super().__init__()
+        self.fwd = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.bwd = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out_f, _ = self.fwd(x)
+        out_b, _ = self.bwd(torch.flip(x, dims=[1]))
+        out_b = torch.flip(out_b, dims=[1])
+        return self.fc(torch.cat([out_f[:, -1, :], out_b[:, 0, :]], dim=-1))
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
           GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
           SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
           ReshapeHeadLSTM, SliceHeadGRU, BiGRUHalves, ChunkBiLSTM, ViewDirsBiLSTM, SplitSumBiGRU,
-          ForwardHalfBiLSTM, LastHiddenBiGRU]
+          ForwardHalfBiLSTM, LastHiddenBiGRU, FlipBiGRU]
 
 
 # ---- export -------------------------------------------------------------------------------
