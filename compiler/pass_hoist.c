@@ -563,6 +563,13 @@ static ir_node *gather_of(ir_graph *g, ir_node *gth, ir_value *x, ir_value *ix, 
 	return with_output(g, n, gth, x->dtype) ? NULL : n;
 }
 
+/* A scalar int64 constant: a Gather's index. */
+static ir_value *scalar_index(ir_graph *g, int64_t at)
+{
+	ir_shape scalar = {.rank = 0};
+	return ir_const_new(g, NULL, DT_I64, &scalar, &at);
+}
+
 /* The new node n computes what gth did: it takes gth's output, when its
  * inferred shape is gth's; 0 if not. */
 static int take_place(ir_graph *g, ir_node *n, const ir_node *from, ir_node *gth)
@@ -885,8 +892,7 @@ static int slice_one_step(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 		a += v->shape.rank;
 	if (at == 1 || viewed_output(v) || !from_time_axis(v, (int)a, &budget))
 		return 0;
-	ir_shape scalar = {.rank = 0};
-	ir_node *gth = gather_of(g, sl, v, ir_const_new(g, NULL, DT_I64, &scalar, &at), a);
+	ir_node *gth = gather_of(g, sl, v, scalar_index(g, at), a);
 	if (!gth)
 		return 0;
 	ir_node *un = ir_node_new(g, OP_UNSQUEEZE, NULL, 2, 1);
@@ -1092,6 +1098,22 @@ static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 	return 1;
 }
 
+/* Whether Gather gth reads one index known at compile time (a scalar
+ * integer constant) of a computed value (not a graph output) of rank at
+ * least 1: the index in *i, as written, and the axis, normalised, in *a. */
+static int gather_index(const ir_node *gth, int64_t *i, int64_t *a)
+{
+	const ir_value *v = gth->nin == 2 ? gth->in[0] : NULL, *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	if (!v || !v->producer || v->is_output || v->shape.rank < 1 || !gth->out[0] || !ix ||
+	    ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
+	    (ix->dtype != DT_I64 && ix->dtype != DT_I32))
+		return 0;
+	*i = ir_const_int(ix, 0);
+	*a = ir_attr_int(gth, "axis", 0);
+	*a += *a < 0 ? v->shape.rank : 0;
+	return *a >= 0 && *a < v->shape.rank;
+}
+
 /* A Gather of one constant index along an axis that a Reshape splits off
  * the front of an axis of its input (a bidirectional output [B, 2H]
  * viewed as [B, 2, H], then [:, 1]): a Slice of that index's block of the
@@ -1099,18 +1121,13 @@ static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
  * it.  The two nodes into out; 0 if it does not apply. */
 static int gather_split(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 {
-	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_value *v = gth->in[0];
 	ir_node *p = v ? v->producer : NULL;
-	if (!p || (p->op != OP_RESHAPE && p->op != OP_FLATTEN) || p->nin < 1 || !p->in[0] || !ix ||
-	    ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
-	    (ix->dtype != DT_I64 && ix->dtype != DT_I32) || !gth->out[0] || v->shape.rank < 2)
+	int64_t i, a;
+	if (!gather_index(gth, &i, &a) || (p->op != OP_RESHAPE && p->op != OP_FLATTEN) || p->nin < 1 || !p->in[0] ||
+	    v->shape.rank < 2 || !ir_dim_is_const(v->shape.d[a]))
 		return 0;
 	const ir_shape *vs = &v->shape, *xs = &p->in[0]->shape;
-	int64_t a = ir_attr_int(gth, "axis", 0), i = ir_const_int(ix, 0);
-	if (a < 0)
-		a += vs->rank;
-	if (a < 0 || a >= vs->rank || !ir_dim_is_const(vs->d[a]))
-		return 0;
 	if (i < 0)
 		i += vs->d[a].k;
 	if (i < 0 || i >= vs->d[a].k || !may_sink(g, v))
@@ -1151,22 +1168,16 @@ static int gather_split(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
  * node into out; 0 if it does not apply. */
 static int gather_flip(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 {
-	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_value *v = gth->in[0];
 	ir_node *p = v ? v->producer : NULL;
-	if (!p || p->op != OP_SLICE || !ix || ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
-	    (ix->dtype != DT_I64 && ix->dtype != DT_I32) || !gth->out[0] || v->shape.rank < 1 || v->is_output ||
-	    (v->nuses != 1 && !selections_only(g, v)))
-		return 0;
-	int64_t a = ir_attr_int(gth, "axis", 0), i = ir_const_int(ix, 0);
-	a += a < 0 ? v->shape.rank : 0;
+	int64_t i, a;
 	int budget = 64;
-	if (i < -(INT64_MAX / 2) || i > INT64_MAX / 2 || !reverses_axis(p, a) || !from_time_axis(v, (int)a, &budget))
+	if (!gather_index(gth, &i, &a) || p->op != OP_SLICE || (v->nuses != 1 && !selections_only(g, v)) ||
+	    i < -(INT64_MAX / 2) || i > INT64_MAX / 2 || !reverses_axis(p, a) || !from_time_axis(v, (int)a, &budget))
 		return 0;
-	ir_shape scalar = {.rank = 0};
-	int64_t at = -1 - i;
 	ir_node *to = ir_node_new(g, OP_GATHER, NULL, 2, 1);
 	to->in[0] = p->in[0];
-	to->in[1] = ir_const_new(g, NULL, DT_I64, &scalar, &at);
+	to->in[1] = scalar_index(g, -1 - i);
 	ir_attr_set_int(to, "axis", a);
 	if (!take_place(g, to, p, gth))
 		return 0;
@@ -1184,15 +1195,14 @@ static int gather_flip(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
  * reads is not run.  The node into out; 0 if it does not apply. */
 static int gather_concat(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 {
-	ir_value *v = gth->in[0], *ix = gth->nin == 2 ? gth->in[1] : NULL;
+	ir_value *v = gth->in[0];
 	ir_node *p = v ? v->producer : NULL;
-	if (!p || p->op != OP_CONCAT || !ix || ix->kind != VAL_CONST || !ix->data || ix->sym || ix->shape.rank != 0 ||
-	    (ix->dtype != DT_I64 && ix->dtype != DT_I32) || !gth->out[0] || v->shape.rank < 1 || v->is_output)
+	int64_t i, a, c;
+	if (!gather_index(gth, &i, &a) || p->op != OP_CONCAT || !ir_dim_is_const(v->shape.d[a]))
 		return 0;
-	int64_t a = ir_attr_int(gth, "axis", 0), c = ir_attr_int(p, "axis", 0), i = ir_const_int(ix, 0);
-	a += a < 0 ? v->shape.rank : 0;
+	c = ir_attr_int(p, "axis", 0);
 	c += c < 0 ? v->shape.rank : 0;
-	if (a != c || a < 0 || a >= v->shape.rank || !ir_dim_is_const(v->shape.d[a]))
+	if (a != c)
 		return 0;
 	i += i < 0 ? v->shape.d[a].k : 0;
 	int budget = 64;
@@ -1212,9 +1222,7 @@ static int gather_concat(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 		if (w == 1) {
 			to->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
 		} else {
-			ir_shape scalar = {.rank = 0};
-			int64_t at = i - off;
-			to->in[1] = ir_const_new(g, NULL, DT_I64, &scalar, &at);
+			to->in[1] = scalar_index(g, i - off);
 			ir_attr_set_int(to, "axis", a);
 		}
 		if (!take_place(g, to, p, gth))
