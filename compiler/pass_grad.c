@@ -646,8 +646,6 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 	}
 	case OP_SLICE: {
 		int64_t lo, hi, ax;
-		if (!need(C, a))
-			return;
 		if (ir_slice_flips(n, &ax)) {   /* torch.flip: dy flipped back */
 			ir_value *in[5] = {dy, V(C, n->in[1]), V(C, n->in[2]), int1(C, ax), int1(C, -1)};
 			acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));

@@ -952,7 +952,7 @@ static int may_sink(const ir_graph *g, const ir_value *v)
 {
 	int budget = 64;
 	return !v->is_output && v->producer && v->producer->nout == 1 && v->producer->op != OP_RECURRENCE &&
-	       (v->nuses == 1 || selections_only(g, v)) && !viewed_output(v) && from_stacked(v, 0, &budget);
+	       !viewed_output(v) && from_stacked(v, 0, &budget) && (v->nuses == 1 || selections_only(g, v));
 }
 
 /* The constant bounds of a Slice along one axis, step 1, clamped to that
@@ -1040,9 +1040,9 @@ static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 		ir_attr_set_int(to, "axis", ga);
 	} else {
 		int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
-		int through = 1;
+		int through = 1, bs[64];
 		for (int k = 0; k < data && through; k++)
-			through = through_axis(p, k, (int)a) != -1;
+			through = (bs[k] = through_axis(p, k, (int)a)) != -1;
 		ir_shape ys = *vs;
 		ys.d[a] = ir_dim_const(e - s);
 		if (through) {
@@ -1050,7 +1050,7 @@ static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 			for (int k = data; k < p->nin && !reshape; k++)
 				to->in[k] = p->in[k];   /* MatMul's matrix */
 			for (int k = 0; k < data; k++) {
-				int b = through_axis(p, k, (int)a);
+				int b = bs[k];
 				ir_node *q = b == UNSPANNED ? NULL : slice_of(g, sl, p->in[k], s, e, b);
 				if (b != UNSPANNED && !q)
 					return 0;
@@ -1172,8 +1172,8 @@ static int gather_flip(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 	ir_node *p = v ? v->producer : NULL;
 	int64_t i, a;
 	int budget = 64;
-	if (!gather_index(gth, &i, &a) || p->op != OP_SLICE || (v->nuses != 1 && !selections_only(g, v)) ||
-	    i < -(INT64_MAX / 2) || i > INT64_MAX / 2 || !reverses_axis(p, a) || !from_time_axis(v, (int)a, &budget))
+	if (!gather_index(gth, &i, &a) || p->op != OP_SLICE || i < -(INT64_MAX / 2) || i > INT64_MAX / 2 ||
+	    !reverses_axis(p, a) || !from_time_axis(v, (int)a, &budget) || (v->nuses != 1 && !selections_only(g, v)))
 		return 0;
 	ir_node *to = ir_node_new(g, OP_GATHER, NULL, 2, 1);
 	to->in[0] = p->in[0];
@@ -1206,7 +1206,7 @@ static int gather_concat(ir_graph *g, ir_node *gth, ir_node **out, int *nout)
 		return 0;
 	i += i < 0 ? v->shape.d[a].k : 0;
 	int budget = 64;
-	if (i < 0 || i >= v->shape.d[a].k || (v->nuses != 1 && !selections_only(g, v)) || !from_stacked(v, 1, &budget))
+	if (i < 0 || i >= v->shape.d[a].k || !from_stacked(v, 1, &budget) || (v->nuses != 1 && !selections_only(g, v)))
 		return 0;
 	for (int64_t k = 0, off = 0; k < p->nin; k++) {
 		ir_value *x = p->in[k];

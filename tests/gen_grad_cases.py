@@ -676,10 +676,10 @@ class BiHalvesNet(torch.nn.Module):
 
 class FlipBiNet(torch.nn.Module):
     """A bidirectional layer written by hand, batch first: one GRU on the
-    sequence, one on torch.flip of it (a Slice of step -1 whose input needs
-    no gradient), flipped back; a head on every step of both (ce-all: the
-    flip's gradient is dy flipped back) or on the forward GRU's last step
-    and the backward output's first (ce: neither GRU stores a sequence)."""
+    sequence, one on torch.flip of it (a Slice of step -1), flipped back;
+    a head on every step of both (ce-all: the flip's gradient is dy flipped
+    back) or on the forward GRU's last step and the backward output's first
+    (ce: neither GRU stores a sequence)."""
 
     def __init__(self, I, H, C, seq):
         super().__init__()
