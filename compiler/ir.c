@@ -766,6 +766,17 @@ int ir_slice_flips(const ir_node *n, int64_t *axis)
 	return (s == -1 || (known && s >= d.k - 1)) && (e <= INT64_MIN / 2 || (known && e <= -d.k - 1));
 }
 
+void ir_gemm_set_bias(ir_node *m, ir_value *c)
+{
+	ir_value **in = arena_array(m->graph->A, 3, sizeof *in);
+	in[0] = m->in[0];
+	in[1] = m->in[1];
+	in[2] = c;
+	m->in = in;
+	m->nin = 3;
+	ir_attr_remove(m, "beta");
+}
+
 int ir_op_dd_output(ir_op op, int k)
 {
 	switch (op) {

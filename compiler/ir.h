@@ -359,6 +359,10 @@ int ir_input_int(const ir_node *n, int k, int64_t dflt, int64_t *v);
  * to past the first (an end at or below -n - 1; INT64_MIN + 1 when the
  * size is not known); that axis, normalised, in *axis. */
 int ir_slice_flips(const ir_node *n, int64_t *axis);
+/* Gives the product m (a Gemm) the bias c as its C, added once: beta is
+ * reset to 1, since a beta that scaled no C (torch.jit.script's
+ * Gemm(x, W, beta=0) for torch.mm) must not scale the bias moved in. */
+void ir_gemm_set_bias(ir_node *m, ir_value *c);
 
 /* layout (ir_layout.c): what pass_fuse, pass_plan and pass_schedule left in
  * the IR about storage and node kinds, read by later passes and emitters.

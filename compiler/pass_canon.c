@@ -25,6 +25,10 @@
  *           - a scalar initializer that one node reads (a schedule entry
  *             the exporter folded per step) is a constant (inference), and
  *             so is a small integer initializer (an index or a bound);
+ *           - a Gemm's beta is written only where it scales a C: a C that
+ *             beta 0 cancels is dropped, a Gemm without C has no beta
+ *             (gemm_beta), and a bias moved into a product's C is added
+ *             once (ir_gemm_set_bias);
  *           - nodes nobody reads are removed.
  * breaks:   nothing (values keep their names; graph outputs are never
  *           replaced).
@@ -299,6 +303,36 @@ static int matmul_gemm(ir_graph *g)
 	return changed;
 }
 
+/* One spelling of a Gemm's bias term: a C that beta 0 cancels is no C
+ * (torch.jit.script writes torch.mm(x, W.t()) as Gemm(x, W, beta=0) with
+ * a zero C, or with none), and a Gemm without C has no beta, so that a
+ * rewrite that later gives it a C cannot inherit a beta that scaled
+ * nothing (beta 1 is not written either; another beta stays with its C). */
+static int gemm_beta(ir_graph *g)
+{
+	int changed = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *m = g->nodes[i];
+		if (m->op != OP_GEMM || !ir_attr_find(m, "beta"))
+			continue;
+		float beta = ir_attr_float(m, "beta", 1.0f);
+		ir_value *c = m->nin > 2 ? m->in[2] : NULL;
+		if (!c) {
+			m->nin = 2;
+			ir_attr_remove(m, "beta");
+		} else if (beta == 0.0f) {
+			m->nin = 2;
+			ir_attr_remove(m, "beta");
+		} else if (beta == 1.0f) {
+			ir_attr_remove(m, "beta");
+		} else {
+			continue;
+		}
+		changed = 1;
+	}
+	return changed;
+}
+
 /* MatMul(A, W) of two matrices is Gemm(A, W); a bias vector added to a
  * bias-free Gemm that nothing else reads is the Gemm's C: x @ W + b,
  * F.linear and nn.Linear then read alike. */
@@ -306,6 +340,7 @@ static int gemm_form(ir_graph *g)
 {
 	int changed = matmul_gemm(g);
 	ir_recount(g);
+	changed |= gemm_beta(g);
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *a = g->nodes[i];
 		if (a->op != OP_ADD || a->nin != 2 || !a->out[0])
@@ -320,12 +355,7 @@ static int gemm_form(ir_graph *g)
 			      (b->shape.rank == 2 && ir_dim_is_const(b->shape.d[0]) && b->shape.d[0].k == 1 &&
 			       ir_dim_eq(b->shape.d[1], p->shape.d[1]))))
 				continue;
-			ir_value **in = arena_array(g->A, 3, sizeof *in);
-			in[0] = m->in[0];
-			in[1] = m->in[1];
-			in[2] = b;
-			m->in = in;
-			m->nin = 3;
+			ir_gemm_set_bias(m, b);
 			/* the Add becomes the Gemm: its output keeps the Add's name */
 			ir_value *y = a->out[0];
 			m->out[0] = y;
@@ -389,12 +419,7 @@ static int sink_biases(ir_graph *g)
 			ir_node *m = x->producer && x->producer->op == OP_ADD ? bias_free_term(x, b, 0) : NULL;
 			if (!m)
 				continue;
-			ir_value **in = arena_array(g->A, 3, sizeof *in);
-			in[0] = m->in[0];
-			in[1] = m->in[1];
-			in[2] = b;
-			m->in = in;
-			m->nin = 3;
+			ir_gemm_set_bias(m, b);
 			/* the Add is now x + 0: its readers read x */
 			replace_uses(g, a->out[0], x);
 			changed = 1;

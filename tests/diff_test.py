@@ -28,6 +28,14 @@ shapes and attributes, built with onnx.helper and checked by onnx.checker:
            MaxPool / AveragePool (ceil_mode, count_include_pad), inference
            BatchNormalization, Pad (constant, reflect, edge), activations, then
            GlobalAveragePool, LayerNormalization or a reduction (keepdims 0/1)
+  gemm     products as exporters spell torch.mm, @, F.linear, addmm and
+           nn.Linear: Gemm with every alpha, beta (0 included), transA,
+           transB, with or without C (scalar, [N], [1, N]), or MatMul, each
+           possibly followed by Add, Sub or Mul of a broadcast constant;
+           chained, with activations between
+  mmcell   a traced RNN or LSTM loop whose step products are spelled as
+           `gemm` draws them (the same spelling every step): a scripted or
+           traced cell written with torch.mm and a bias added after it
   quant    a float input quantized (QuantizeLinear, per tensor or per channel,
            uint8 or int8, or DynamicQuantizeLinear) into QLinearConv /
            ConvInteger (strides, pads, dilations, groups, per-channel weight
@@ -68,7 +76,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CELLC = os.path.join(ROOT, "build", "cellc")
 TOL = ["--atol", "1e-5", "--rtol", "1e-4"]
 F = TensorProto.FLOAT
-KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant", "nn", "pixel")
+KINDS = ("rnn", "elem", "scan", "loop", "traced", "quant", "nn", "pixel", "gemm", "mmcell")
 
 
 def vi(name, shape, dt=F):
@@ -636,8 +644,132 @@ def gen_nn(rng):
     return model_of(g.nodes, "nn", inputs, [vi("out", shape)], g.inits, opset), ops
 
 
+def product(g, rng, x, w_rows, w_cols, bias_after, ops):
+    """x [M, K] times a weight to [M, N] in one of the spellings exporters
+    write for torch.mm / @ / F.linear / addmm / nn.Linear: a Gemm with any
+    alpha, beta, transA, transB and with or without C, or a MatMul, each
+    possibly followed by Add, Sub or Mul of a broadcast constant (the bias a
+    scripted cell adds after torch.mm, which a Gemm with beta 0 precedes).
+    w_rows x w_cols is the logical [K, N] weight."""
+    K, N = w_rows, w_cols
+    form = str(rng.choice(["gemm", "gemm", "matmul"]))
+    if form == "matmul":
+        y = g.node("MatMul", [x, g.weight([K, N])])
+        ops.add("MatMul")
+    else:
+        tb = int(rng.integers(0, 2))
+        attrs = {}
+        if tb:
+            attrs["transB"] = 1
+        alpha = float(rng.choice([1.0, 1.0, 0.5, -2.0]))
+        if alpha != 1.0 or rng.random() < 0.2:
+            attrs["alpha"] = alpha
+        beta = float(rng.choice([0.0, 1.0, 1.0, 0.5, 2.0]))
+        if beta != 1.0 or rng.random() < 0.2:
+            attrs["beta"] = beta
+        ins = [x, g.weight([N, K] if tb else [K, N])]
+        if rng.random() < 0.6:
+            cs = [[N], [1, N], []]
+            ins.append(g.weight(cs[int(rng.integers(0, len(cs)))]))
+        y = g.node("Gemm", ins, **attrs)
+        ops.add("Gemm(beta=%g,C=%d)" % (attrs.get("beta", 1.0), len(ins) == 3))
+    if bias_after:
+        op = str(rng.choice(["Add", "Add", "Sub", "Mul"]))
+        bs = [[N], [1, N], [1]][int(rng.integers(0, 3))]
+        b = g.weight(bs)
+        y = g.node(op, [y, b] if rng.random() < 0.7 else [b, y])
+        ops.add(op)
+    return y
+
+
+def gen_gemm(rng):
+    """A product as exporters spell it (product()), possibly transposed
+    input (transA), followed by more of them or an activation."""
+    g = G(rng)
+    M, K = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    ops = set()
+    ta = rng.random() < 0.3
+    x = "x"
+    inputs = [vi("x", [K, M] if ta else [M, K])]
+    cur = x
+    if ta:
+        # Gemm with transA reads x [K, M] as its transpose
+        N = int(rng.integers(1, 6))
+        attrs = {"transA": 1}
+        beta = float(rng.choice([0.0, 1.0, 0.5]))
+        attrs["beta"] = beta
+        cur = g.node("Gemm", [x, g.weight([K, N]), g.weight([N])], **attrs)
+        ops.add("Gemm(transA)")
+        K = N
+    for _ in range(int(rng.integers(1, 4))):
+        N = int(rng.integers(1, 6))
+        cur = product(g, rng, cur, K, N, rng.random() < 0.7, ops)
+        K = N
+        if rng.random() < 0.4:
+            cur = g.node("Tanh", [cur])
+            ops.add("Tanh")
+    g.nodes[-1].output[0] = "out"
+    return model_of(g.nodes, "gemm", inputs, [vi("out", [M, K])], g.inits, int(rng.choice([11, 13, 14, 17]))), ops
+
+
+def gen_mmcell(rng):
+    """A traced RNN or LSTM loop whose products are written as a scripted or
+    traced cell writes torch.mm / matmul / F.linear / addmm: each product's
+    spelling drawn by product(), the bias added after it or not."""
+    g = G(rng)
+    T, B, I, H = (int(rng.integers(2, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 5)),
+                  int(rng.integers(1, 5)))
+    cell = str(rng.choice(["rnn", "lstm"]))
+    k = 4 if cell == "lstm" else 1
+    ops = {"Gather", "Add"}
+    # one spelling per product for the whole loop (a loop repeats its body):
+    # draw the step's nodes once into a template graph, then repeat them
+    seed = int(rng.integers(0, 1 << 30))
+    h, c = "h0", "c0"
+
+    def step(xt, h):
+        r = np.random.default_rng(seed)
+        sub = G(r)
+        sub.k = g.k
+        a1 = product(sub, r, xt, I, k * H, r.random() < 0.7, ops)
+        a2 = product(sub, r, h, H, k * H, r.random() < 0.3, ops)
+        g.k = sub.k
+        g.nodes.extend(sub.nodes)
+        return sub, a1, a2
+    shared = {}
+    for t in range(T):
+        xt = g.node("Gather", ["x", g.const(t)], axis=0)
+        sub, a1, a2 = step(xt, h)
+        # the weights are the same tensors every step: rename them to the
+        # first step's names
+        names = [i.name for i in sub.inits]
+        if t == 0:
+            shared["w"] = names
+            g.inits.extend(sub.inits)
+        else:
+            ren = dict(zip(names, shared["w"]))
+            for n in sub.nodes:
+                for j, nm in enumerate(n.input):
+                    if nm in ren:
+                        n.input[j] = ren[nm]
+        a = g.node("Add", [a1, a2])
+        if cell == "rnn":
+            h = g.node("Tanh", [a])
+            ops.add("Tanh")
+        else:
+            i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
+            c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
+                               g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
+            h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])])
+            ops |= {"Split", "Sigmoid", "Tanh", "Mul"}
+    g.nodes.append(helper.make_node("Identity", [h], ["hT"], name="last"))
+    inputs = [vi("x", [T, B, I]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
+    m = model_of(g.nodes, "mmcell", inputs, [vi("hT", [B, H])], g.inits, int(rng.choice([13, 14, 17])))
+    return m, ops
+
+
 GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "traced": gen_traced,
-        "quant": gen_quant, "nn": gen_nn, "pixel": gen_pixel}
+        "quant": gen_quant, "nn": gen_nn, "pixel": gen_pixel, "gemm": gen_gemm, "mmcell": gen_mmcell}
 
 
 # ---- running -------------------------------------------------------------------------------

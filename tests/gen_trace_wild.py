@@ -872,6 +872,36 @@ class ElmanRNN(nn.Module):
         return torch.stack(hs), h
 
 
+class ScriptedMmLSTM(nn.Module):
+    """The step a torch.jit.script function written with torch.mm and the
+    biases added after the products (PyTorch's custom-LSTM examples), called
+    from a traced loop over x[t]; states passed in [1, B, H].  The
+    scripted torch.mm exports as Gemm(beta=0) followed by Add."""
+
+    def __init__(self, n_in, n_hid):
+        super().__init__()
+        self.weight_ih = nn.Parameter(torch.randn(4 * n_hid, n_in) * 0.3)
+        self.weight_hh = nn.Parameter(torch.randn(4 * n_hid, n_hid) * 0.3)
+        self.bias_ih = nn.Parameter(torch.randn(4 * n_hid) * 0.5)
+        self.bias_hh = nn.Parameter(torch.randn(4 * n_hid) * 0.5)
+
+    def forward(self, x, h0, c0):
+        h, c = h0[0], c0[0]
+        outs = []
+        for t in range(x.size(0)):
+            h, c = mm_lstm_step(x[t], h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+            outs.append(h)
+        return torch.stack(outs), h.unsqueeze(0), c.unsqueeze(0)
+
+
+@torch.jit.script
+def mm_lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh):
+    gates = torch.mm(x, w_ih.t()) + b_ih + torch.mm(h, w_hh.t()) + b_hh
+    i, f, g, o = gates.chunk(4, 1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
 class PixelRNNCell(nn.Module):
     """nn.RNNCell over pixels x[:, t].unsqueeze(1); head on the last step."""
 
@@ -1166,6 +1196,13 @@ MODELS = {
                "batch_first", "head_last_step_only"],
         feed=tokens_bt, ins=["text"], outs=["logits"], axes={"text": (1, 0)},
         exports=[(14, "b"), (17, None)]),
+    "lstm_scripted_mm": dict(
+        build=lambda I, H, C: ScriptedMmLSTM(I, H), family="lstm", expected_cell="plain_lstm",
+        style=["jit_script_step", "torch_mm", "bias_after_mm", "index_t", "states_passed_in_stacked",
+               "seq_first", "returns_out_h_c"],
+        feed=with_states(1, False), ins=["x", "h0", "c0"], outs=["out", "h_n", "c_n"],
+        axes={"x": (0, 1), "h0": (None, 1), "c0": (None, 1)},
+        exports=[(14, None), (17, "bt")]),
     "rnn_elman": dict(
         build=lambda I, H, C: ElmanRNN(I, H), family="rnn", expected_cell="plain_rnn",
         style=["nn_parameter", "matmul_at_t", "zeros_in_forward", "seq_first", "returns_out_h"],
@@ -1390,6 +1427,10 @@ def ref_outputs(name, net, arrays):
         g = net.gru
         hs, _ = run(npw(g.weight_ih), npw(g.bias_ih), npw(g.weight_hh), npw(g.bias_hh), tb(npw(net.embed.weight)[x]))
         return [lin(hs[-1], net.head[1])]
+    if name == "lstm_scripted_mm":
+        hs, c = run(npw(net.weight_ih), npw(net.bias_ih), npw(net.weight_hh), npw(net.bias_hh), x,
+                    h0=arrays[1][0].astype(np.float64), c0=arrays[2][0].astype(np.float64))
+        return [hs, hs[-1][None], c[None]]
     if name == "rnn_elman":
         hs, _ = run(npw(net.W_ih), npw(net.b_ih), npw(net.W_hh), npw(net.b_hh), x)
         return [hs, hs[-1]]
@@ -1416,7 +1457,7 @@ def self_check(name, net, arrays, ys):
     refs = ref_outputs(name, net, arrays)
     assert len(refs) == len(ys), name
     for k, (r, y) in enumerate(zip(refs, ys)):
-        y = y.numpy().astype(np.float64)
+        y = y.detach().numpy().astype(np.float64)
         if r.shape != y.shape or not np.allclose(y, r, rtol=1e-4, atol=1e-5):
             err = np.abs(y - r).max() if r.shape == y.shape else "shape %s vs %s" % (r.shape, y.shape)
             raise AssertionError("%s: output %d differs from the docs/cells.md reference (%s)" % (name, k, err))
@@ -1460,7 +1501,7 @@ def data_set(case_dir, k, net, spec, arrays):
     for i, (a, n) in enumerate(zip(arrays, spec["ins"])):
         write_pb(os.path.join(d, "input_%d.pb" % i), a, n)
     for i, (y, n) in enumerate(zip(ys, spec["outs"])):
-        write_pb(os.path.join(d, "output_%d.pb" % i), y.numpy(), n)
+        write_pb(os.path.join(d, "output_%d.pb" % i), y.detach().numpy(), n)
 
 
 def dynamic_axes(spec, dynamic):
