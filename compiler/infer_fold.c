@@ -1009,8 +1009,9 @@ int infer_fold(ir_graph *g, ir_node *n, diag *D)
 			return 0;
 		/* results of weights stay weights; a weight as a shape parameter does not count */
 		c->weight |= v->kind == VAL_WEIGHT && !meta && !infer_shape_input(n->op, k);
-		/* --train: what is made from a parameter is computed at run time */
-		if (ir_root(g)->train && v->kind == VAL_WEIGHT && v->dtype == DT_F32 && !meta &&
+		/* --train (or a Gradient node): what is made from a parameter is
+		 * computed at run time */
+		if (ir_weights_at_run_time(g) && v->kind == VAL_WEIGHT && v->dtype == DT_F32 && !meta &&
 		    !infer_shape_input(n->op, k))
 			return 0;
 	}

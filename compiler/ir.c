@@ -458,7 +458,17 @@ ir_node *ir_node_new(ir_graph *g, ir_op op, const char *name, int nin, int nout)
 	n->nout = nout;
 	n->in = arena_array(g->A, (size_t)(nin ? nin : 1), sizeof *n->in);
 	n->out = arena_array(g->A, (size_t)(nout ? nout : 1), sizeof *n->out);
+	if (op == OP_GRADIENT)
+		ir_root(g)->has_gradient = 1;
 	return n;
+}
+
+int ir_weights_at_run_time(const ir_graph *g)
+{
+	const ir_graph *r = g;
+	while (r->parent)
+		r = r->parent;
+	return r->train || r->has_gradient;
 }
 
 void ir_append(ir_graph *g, ir_node *n)

@@ -247,6 +247,9 @@ typedef struct ir_graph {
 	const char *unrolled_note; /* root: why a traced loop pass_reroll found stays unrolled
 	                           (the first difference between two steps), or NULL */
 	struct ir_train *train; /* a training build (below); NULL for inference */
+	int has_gradient;       /* root: the model holds an ONNX Gradient node (set by
+	                           ir_node_new): its weights are derived at run time,
+	                           as in a training build (ir_weights_at_run_time) */
 } ir_graph;
 
 /* A training build: the root graph's `train`, NULL for inference.  In such
@@ -282,6 +285,11 @@ int train_loss_lookup(const char *name);        /* TRAIN_* or -1 */
  * gradient). */
 const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b);
 
+/* Whether the compilation of g derives weights at run time from the values
+ * they are made of (the parameters or graph inputs), never folding them at
+ * compile time: a training build, or a model with an ONNX Gradient node
+ * (whose xs may be those values: a folded weight would lose the path). */
+int ir_weights_at_run_time(const ir_graph *g);
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);
 ir_graph *ir_root(ir_graph *g);
 int ir_sym_add(ir_graph *g, const char *name);           /* index; existing if same name; -1 if full */

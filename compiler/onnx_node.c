@@ -698,6 +698,31 @@ static int norm_roialign(onnx_ctx *L, ir_node *n)
 	return 0;
 }
 
+/* Gradient (ai.onnx.preview.training) names its y by an attribute; the IR
+ * node reads it as its last input, so that the dependence orders the nodes
+ * (no pass may place the Gradient before what computes y) and y stays
+ * alive and followed through renames. */
+static int norm_gradient(onnx_ctx *L, ir_node *n)
+{
+	ir_attr *a = ir_attr_find(n, "y");
+	if (!a || a->kind != ATTR_STRING || !a->s) {
+		onnx_node_error(L, n, "Gradient needs the attribute y (the name of the tensor to differentiate)");
+		return 1;
+	}
+	ir_value *y = onnx_map_get(&L->values, a->s);
+	if (!y) {
+		onnx_node_error(L, n, "Gradient: y '%s' is not computed by a node before this one (the node "
+				"must follow the computation of y)", a->s);
+		return 1;
+	}
+	ir_value **in = arena_array(L->A, (size_t)n->nin + 1, sizeof *in);
+	memcpy(in, n->in, (size_t)n->nin * sizeof *in);
+	in[n->nin] = y;
+	n->in = in;
+	n->nin++;
+	return 0;
+}
+
 typedef int (*norm_fn)(onnx_ctx *L, ir_node *n);
 
 enum { ALL_OPSETS = 1 << 30 };
@@ -722,6 +747,7 @@ static const struct {
 	{OP_REDUCELOGSUMEXP, 17, norm_reduce}, {OP_REDUCESUMSQUARE, 17, norm_reduce},
 	{OP_PAD, 10, norm_pad},           {OP_TOPK, 9, norm_topk},
 	{OP_RESIZE, 10, norm_resize10},   {OP_ROIALIGN, 15, norm_roialign},
+	{OP_GRADIENT, ALL_OPSETS, norm_gradient},
 };
 
 /* ---- attribute values ---- */

@@ -1897,6 +1897,36 @@ static void propagate_needs(gx *X, int upto)
 	}
 }
 
+/* The batch and time axes of the data input (axes 0 and 1 in some order),
+ * as the model declares it, whatever lies between it and the first
+ * recurrence (the exporter's Transpose of a batch_first model, embeddings,
+ * convolutions that change the length): the batch axis is the one of x's
+ * axes 0 and 1 whose size is the recurrence's batch size (a symbol, or a
+ * constant that the other axis does not share), else the one whose size is
+ * the recurrence's time size is the time axis; only when neither tells
+ * (equal constant sizes) does the recurrence's own layout decide. */
+static void data_axes(const ir_graph *g, ir_train *t, const ir_node *rec)
+{
+	int ta = 0;
+	ir_attr *sa = rec ? ir_attr_find(rec, "seq_axis") : NULL;
+	if (sa && sa->n)
+		ta = (int)sa->ints[0];
+	t->time_axis = ta;
+	t->batch_axis = 1 - ta;
+	const ir_value *x = t->x_input < g->ninputs ? g->inputs[t->x_input] : NULL;
+	const ir_value *s = rec && sa && sa->n && rec->nin > 0 ? rec->in[0] : NULL;
+	if (!x || !s || x->shape.rank < 2 || s->shape.rank < 2)
+		return;
+	ir_dim B = s->shape.d[1 - ta], T = s->shape.d[ta];
+	int b0 = ir_dim_eq(x->shape.d[0], B), b1 = ir_dim_eq(x->shape.d[1], B);
+	int t0 = ir_dim_eq(x->shape.d[0], T), t1 = ir_dim_eq(x->shape.d[1], T);
+	int bax = b0 != b1 ? (b0 ? 0 : 1) : t0 != t1 ? (t0 ? 1 : 0) : -1;
+	if (bax >= 0) {
+		t->batch_axis = bax;
+		t->time_axis = 1 - bax;
+	}
+}
+
 /* The ONNX Gradient operator (ai.onnx.preview.training) at root node `at`:
  * the gradient of sum(y) with respect to its inputs xs, by the rules above,
  * placed where the node was. */
@@ -1907,13 +1937,26 @@ static int expand_gradient(ir_graph *g, diag *D, int at)
 	gx X0 = {.g = g, .D = D, .n0 = g->nvalues}, *X = &X0;
 	X->rneeds = arena_alloc(g->A, (size_t)g->nvalues + 1);
 	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
-	const char *yn = ir_attr_string(G, "y", "");
-	ir_value *y = ir_find_value(g, yn);
+	/* inputs: xs, then y (onnx_node.c's norm_gradient) */
+	int nx = G->nin - 1;
+	ir_value *y = G->in[nx];
 	if (!y || y->graph != g || y->dtype != DT_F32 || y->shape.rank < 0) {
-		diag_node(D, G, "Gradient: y '%s' is not an f32 tensor computed by the graph", yn);
+		diag_node(D, G, "Gradient: y '%s' is not an f32 tensor computed by the graph",
+			  ir_attr_string(G, "y", ""));
 		return 1;
 	}
-	for (int k = 0; k < G->nin; k++)
+	/* which xs y depends on: a gradient that comes out absent below must be
+	 * 0 because the dependence is absent, not because a rule lost a path */
+	char *dep = arena_alloc(g->A, (size_t)nx + 1);
+	for (int k = 0; k < nx; k++) {
+		memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+		X->rneeds[G->in[k]->id] = 1;
+		propagate_needs(X, at);
+		dep[k] = X->rneeds[y->id];
+	}
+	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+	X->first_rec = NULL;
+	for (int k = 0; k < nx; k++)
 		X->rneeds[G->in[k]->id] = 1;
 	propagate_needs(X, at);
 	int ntail = g->nnodes - at - 1;
@@ -1942,10 +1985,17 @@ static int expand_gradient(ir_graph *g, diag *D, int at)
 	acc(&R, y, ones);
 	for (int i = at - 1; i >= 0 && !X->errors; i--)
 		rule(&R, g->nodes[i]);
-	for (int k = 0; k < G->nout && !X->errors; k++) {
+	for (int k = 0; k < nx && !X->errors; k++) {
 		if (!G->out[k])
 			continue;
 		ir_value *gk = get_grad(&R, G->in[k]);
+		if (!gk && dep[k]) {
+			diag_node(D, G, "Gradient: y '%s' depends on '%s', but its gradient was lost on the way "
+				  "(a node between them is not differentiated); refused rather than given as 0",
+				  y->name, G->in[k]->name);
+			X->errors++;
+			break;
+		}
 		ir_node *idn = mk(&R, OP_IDENTITY, 1, (ir_value *[]){gk ? gk : zeros(&R, G->in[k])});
 		idn->out[0] = G->out[k];
 		fin(&R, idn);
@@ -2017,13 +2067,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 			t->x_input = k;
 			break;
 		}
-	t->time_axis = 0;
-	t->batch_axis = 1;
-	if (X->first_rec) {
-		ir_attr *sa = ir_attr_find(X->first_rec, "seq_axis");
-		t->time_axis = sa && sa->n ? (int)sa->ints[0] : 0;
-		t->batch_axis = 1 - t->time_axis;
-	}
+	data_axes(g, t, X->first_rec);
 	if (Y->dtype != DT_F32) {
 		diag_error(D, "--train: output '%s' is %s; the loss needs an f32 output", Y->name,
 			   ir_dtype_name(Y->dtype));

@@ -76,9 +76,9 @@
 
 static int is_initializer(const ir_value *v, const ir_graph *body)
 {
-	if (v && v->graph == body->parent && !body->parent->parent && body->parent->train &&
+	if (v && v->graph == body->parent && !body->parent->parent && ir_weights_at_run_time(body->parent) &&
 	    v->dtype == DT_F32 && v->kind != VAL_INPUT)
-		return 1;       /* --train: a parameter or a value computed from parameters */
+		return 1;       /* --train, Gradient: a parameter or a value computed from them */
 	return v && v->data && v->graph != body && (v->kind == VAL_WEIGHT || v->kind == VAL_CONST) &&
 	       v->dtype == DT_F32;
 }
@@ -1581,7 +1581,7 @@ int pass_hoist(ir_graph *g, diag *D, const pass_opts *o)
 	for (int i = 0; i < n; i++) {
 		ir_node *r = old[i];
 		if (r->op == OP_RECURRENCE && r->body) {
-			if (!g->train)  /* merging concatenates weight data at compile time */
+			if (!ir_weights_at_run_time(g))  /* merging concatenates weight data at compile time */
 				errs += merge_shared(g, r, D);
 			if (!o || !o->no_hoist) {
 				ir_node **pre = NULL;

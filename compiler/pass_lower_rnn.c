@@ -175,7 +175,7 @@ static int check_weight(lower *L, int idx, const char *what, int rank, const int
 	ir_value *v = idx < L->src->nin ? L->src->in[idx] : NULL;
 	if (!v)
 		return 1;
-	if (!is_initializer(v) && !L->g->train) {
+	if (!is_initializer(v) && !ir_weights_at_run_time(L->g)) {
 		diag_node(L->D, L->src, "%s must be an initializer (a constant tensor), not a run-time "
 			  "input; bind it with --bind %s=FILE.pb", what, v->name);
 		L->errors++;
@@ -252,7 +252,7 @@ static ir_value *weight_rows(lower *L, int idx, const char *what, int dir, int64
 			     int64_t rows, int64_t cols)
 {
 	ir_value *src = src_in(L, idx);
-	if (L->g->train) {
+	if (ir_weights_at_run_time(L->g)) {
 		int64_t per_dir = ir_shape_const_numel(&src->shape) / L->ndir;
 		return run_part(L, src, dir * per_dir + row0 * cols, (rows ? rows : 1) * cols, rows);
 	}
@@ -273,7 +273,7 @@ static ir_value *bias_sum(lower *L, int dir, int k0, int k1, int skip0, int skip
 	if (!Bv)
 		return NULL;
 	int64_t G = L->ngates * L->H;
-	if (L->g->train) {
+	if (ir_weights_at_run_time(L->g)) {
 		int64_t r0 = k0, r1 = k1 < skip0 || skip0 >= skip1 ? k1 : skip0;
 		if (r1 <= r0)
 			return run_part(L, Bv, dir * 2 * G + k0 * L->H, (k1 - k0) * L->H, 0);
@@ -307,7 +307,7 @@ static ir_value *bias_r_block(lower *L, int dir, int k, const char *what)
 	if (!Bv)
 		return NULL;
 	int64_t G = L->ngates * L->H;
-	if (L->g->train)
+	if (ir_weights_at_run_time(L->g))
 		return run_part(L, Bv, dir * 2 * G + G + k * L->H, L->H, 0);
 	const float *rb = (const float *)Bv->data + dir * 2 * G + G + k * L->H;
 	int nonzero = 0;

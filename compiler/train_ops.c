@@ -132,13 +132,16 @@ int train_op_infer(ir_graph *g, ir_node *n, diag *D)
 		y->shape = ir_attr_int(n, "wrt", 0) ? n->in[3]->shape : n->in[1]->shape;
 		return 0;
 	case OP_GRADIENT: {
-		/* outputs: the gradients of the inputs xs (named by the xs attribute) */
+		/* inputs xs (named by the xs attribute), then y (named by the y
+		 * attribute when loaded); outputs: the gradients of the xs */
 		ir_attr *xs = ir_attr_find(n, "xs");
-		if (!xs || xs->kind != ATTR_STRINGS || xs->n != n->nin || n->nout != n->nin ||
-		    !ir_attr_find(n, "y") || ir_attr_find(n, "y")->kind != ATTR_STRING)
-			return bad(D, n, "Gradient needs the attributes xs (one name per input) and y, and one "
-				   "output per input");
-		for (int k = 0; k < n->nin; k++) {
+		if (!xs || xs->kind != ATTR_STRINGS || xs->n != n->nin - 1 || n->nout != n->nin - 1 ||
+		    !ir_attr_find(n, "y") || ir_attr_find(n, "y")->kind != ATTR_STRING || !n->in[n->nin - 1])
+			return bad(D, n, "Gradient needs the attributes xs (one name per input) and y, the "
+				   "inputs xs then y, and one output per x");
+		if (n->in[n->nin - 1]->dtype != DT_F32 || n->in[n->nin - 1]->shape.rank < 0)
+			return bad(D, n, "Gradient: y is not an f32 tensor");
+		for (int k = 0; k < n->nin - 1; k++) {
 			if (!n->in[k] || strcmp(n->in[k]->name, xs->strings[k]) != 0)
 				return bad(D, n, "Gradient: input k must be the tensor named xs[k]");
 			if (n->in[k]->dtype != DT_F32)

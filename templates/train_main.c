@@ -641,11 +641,17 @@ static int use_batch(model *md, const dataset *ds, int64_t B)
 static void fill_batch(model *md, const dataset *ds, const int64_t *order, int64_t B)
 {
 	io *x = &md->in[md->x_in], *t = &md->in[md->target_in];
-	float *xb = x->buf;
 	for (int64_t b = 0; b < B; b++) {
 		const float *s = (const float *)ds->x.data + order[b] * ds->S;
-		for (int64_t q = 0; q < ds->S; q++)
-			xb[((q / x->inner) * B + b) * x->inner + q % x->inner] = s[q];
+		for (int64_t q = 0; q < ds->S; q++) {
+			int64_t at = ((q / x->inner) * B + b) * x->inner + q % x->inner;
+			if (x->dtype == 7)              /* token indices (setup_model checked them) */
+				((int64_t *)x->buf)[at] = (int64_t)s[q];
+			else if (x->dtype == 6)
+				((int32_t *)x->buf)[at] = (int32_t)s[q];
+			else
+				((float *)x->buf)[at] = s[q];
+		}
 		for (int64_t q = 0; q < ds->Y; q++) {
 			int64_t at = ((q / t->inner) * B + b) * t->inner + q % t->inner;
 			if (t->dtype == 7) {
@@ -685,8 +691,24 @@ static int setup_model(model *md, const dataset *tr, const dataset *te, const op
 	md->loss_out = find_io(1, "loss");
 	md->dstate_out = find_io(1, "dstate");
 	md->logits_out = ce_loss() ? INFO.logits_output : -1;
-	if (md->x_in < 0 || md->x_in >= NIN || M(_io_dtype)(0, md->x_in) != 1)
-		return say(EXIT_USAGE, "the model's data input (%d) is not a float input", md->x_in);
+	int xdt = md->x_in >= 0 && md->x_in < NIN ? M(_io_dtype)(0, md->x_in) : 0;
+	if (xdt != 1 && xdt != 7 && xdt != 6)
+		return say(EXIT_USAGE, "the model's data input (%d) is neither float nor integer (int64, "
+			   "int32: token indices)", md->x_in);
+	/* integer data (token indices of an embedding): the samples must hold
+	 * integers that the input's type can take (the readers keep them as
+	 * float32, exact below 2^24) */
+	for (int s = 0; s < 2 && xdt != 1; s++) {
+		const dataset *ds = s ? te : tr;
+		if (!ds)
+			continue;
+		const float *v = ds->x.data;
+		for (int64_t i = 0; i < ds->n * ds->S; i++)
+			if (v[i] != floorf(v[i]) || fabsf(v[i]) > 16777216.0f)
+				return say(EXIT_USAGE, "%s: the model's data input '%s' takes integer token indices, "
+					   "but sample %lld holds %g", ds->xpath, M(_io_name)(0, md->x_in),
+					   (long long)(i / (ds->S ? ds->S : 1)), (double)v[i]);
+	}
 	if (md->target_in < 0 || md->loss_out < 0 || (INFO.loss_kind == 3 && md->mask_in < 0))
 		return say(EXIT_USAGE, "the model has no '%s' %s: compile it with cellc compile --train",
 			   md->target_in < 0 ? "target" : md->loss_out < 0 ? "loss" : "mask",

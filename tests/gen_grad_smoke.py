@@ -9,7 +9,12 @@ compile --train), written independently of cellc:
   LSTM/GRU equations (gate orders iofc / zrh), checked against the exported
   module's own output;
   traced Python-loop cells of tests/ref_momentum.py (re-rolled by cellc),
-  gradients by autograd through the module.
+  gradients by autograd through the module;
+  gradient_graph/: models that carry an ONNX Gradient node (compiled without
+  --train): an ONNX LSTM with its weights as graph inputs or initializers,
+  traced and scripted (Loop) momentum cells with their weights moved to
+  graph inputs, batch-first too; loss sum(y * y), gradients w.r.t. the input
+  and every weight by autograd (float64).
 
 Layout (the train graph of docs/training.md): OUT/<case>/model.cell or
 model.onnx, test_data_set_0/input_k.pb (model inputs, then target [, mask])
@@ -483,6 +488,161 @@ LONG_CASES = [
 ]
 
 
+# ---- ONNX Gradient graphs (ai.onnx.preview.training) ------------------------------
+#
+# A model, a loss sum(y * y) over one of its outputs, and a Gradient node
+# whose xs are the data input and the weights; the weights either stay
+# initializers or become graph inputs (given by the data set).  Compiled
+# without --train: the Gradient node is the model's own.  Gradients by
+# PyTorch autograd (float64) through the same computation.
+
+def with_gradient(m, y_name, xs, as_inputs, shapes):
+    """m with loss = ReduceSum(y * y) and Gradient(xs) as outputs `loss`,
+    `d_<x>` (of shapes[x]); the initializers named in as_inputs moved to
+    graph inputs."""
+    from onnx import helper
+    g = m.graph
+    moved = [t for t in g.initializer if t.name in as_inputs]
+    for t in moved:
+        g.initializer.remove(t)
+        g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    g.node.extend([
+        helper.make_node("Mul", [y_name, y_name], ["gg_sq"], name="gg_sq"),
+        helper.make_node("ReduceSum", ["gg_sq"], ["loss"], name="gg_loss", keepdims=0),
+        helper.make_node("Gradient", list(xs), ["d_" + x for x in xs], name="gg_grad",
+                         domain="ai.onnx.preview.training", xs=list(xs), y="loss"),
+    ])
+    del g.output[:]
+    g.output.append(helper.make_tensor_value_info("loss", onnx.TensorProto.FLOAT, []))
+    for x in xs:
+        g.output.append(helper.make_tensor_value_info("d_" + x, onnx.TensorProto.FLOAT, list(shapes[x])))
+    m.opset_import.append(helper.make_opsetid("ai.onnx.preview.training", 1))
+    return m
+
+
+def write_gradient_case(out, m, inputs, loss, grads):
+    """inputs: [(name, array)] in the order of m's graph inputs; grads:
+    {name: gradient} for each xs."""
+    os.makedirs(out + "/test_data_set_0", exist_ok=True)
+    onnx.save(m, out + "/model.onnx")
+    names = [i.name for i in m.graph.input]
+    given = dict(inputs)
+    for k, n in enumerate(names):
+        write_pb("%s/test_data_set_0/input_%d.pb" % (out, k), given[n].astype(np.float32), n)
+    outs = [("loss", np.array(loss, np.float32))] + [("d_" + n, g.astype(np.float32)) for n, g in grads]
+    for k, (n, a) in enumerate(outs):
+        with open("%s/test_data_set_0/output_%d.pb" % (out, k), "wb") as f:      # rank 0 kept
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+
+
+def gradient_onnx_lstm(out, weights_as_inputs, T=6, B=3, I=4, H=5, seed=0):
+    """An ONNX LSTM (gates iofc) with W, R, B; loss over Y (every step),
+    gradients w.r.t. X, W, R, B by autograd through the ONNX equations."""
+    from onnx import helper
+    rng = np.random.default_rng(seed)
+    vals = {"X": rng.standard_normal((T, B, I)), "W": rng.standard_normal((1, 4 * H, I)) * 0.4,
+            "R": rng.standard_normal((1, 4 * H, H)) * 0.4, "B": rng.standard_normal((1, 8 * H)) * 0.3}
+    vals = {k: v.astype(np.float32) for k, v in vals.items()}
+    inits = [] if weights_as_inputs else [numpy_helper.from_array(vals[k], k) for k in "WRB"]
+    ins = [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [T, B, I])]
+    g = helper.make_graph([helper.make_node("LSTM", ["X", "W", "R", "B"], ["Y", "Y_h"], name="lstm",
+                                            hidden_size=H)], "lstm", ins,
+                          [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    if weights_as_inputs:
+        for k in "WRB":
+            m.graph.input.append(helper.make_tensor_value_info(k, onnx.TensorProto.FLOAT, list(vals[k].shape)))
+    m = with_gradient(m, "Y", ["X", "W", "R", "B"], [], {k: v.shape for k, v in vals.items()})
+    t = {k: torch.tensor(v.astype(np.float64), requires_grad=True) for k, v in vals.items()}
+    W, R, Bb = t["W"][0], t["R"][0], t["B"][0]
+    h = torch.zeros(B, H, dtype=torch.float64)
+    c = torch.zeros(B, H, dtype=torch.float64)
+    ys = []
+    for s_ in range(T):
+        a = t["X"][s_] @ W.T + h @ R.T + Bb[:4 * H] + Bb[4 * H:]
+        i, o, f, cc = a.split(H, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        ys.append(h)
+    y = torch.stack(ys)[:, None]
+    L = (y * y).sum()
+    L.backward()
+    write_gradient_case(out, m, list(vals.items()), L.item(), [(k, t[k].grad.numpy()) for k in "XWRB"])
+
+
+def gradient_module_case(out, net, x, tb, opset, scripted_net=None):
+    """A traced (or, with scripted_net, scripted: an ONNX Loop) export of a
+    tests/ref_momentum.py cell network, its weights moved to graph inputs;
+    loss over its per-step output y; gradients by autograd through net."""
+    path = out + "/export.onnx"
+    os.makedirs(out, exist_ok=True)
+    with torch.no_grad():
+        torch.onnx.export(scripted_net if scripted_net is not None else net, (torch.from_numpy(x),), path,
+                          opset_version=opset, input_names=["x"], output_names=["y", "h"],
+                          dynamic_axes={"x": tb, "y": tb} if scripted_net is not None else None)
+    m = onnx.load(path)
+    os.remove(path)
+    xt = torch.tensor(x.astype(np.float64), requires_grad=True)
+    net = net.double()
+    torch.set_default_dtype(torch.float64)      # the states the module makes
+    try:
+        y, _ = net(xt)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    L = (y * y).sum()
+    L.backward()
+    params = dict(net.named_parameters())
+    used = set()
+    for n in m.graph.node:
+        used |= set(n.input)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                for b in a.g.node:
+                    used |= set(b.input)
+    weights, grads = [], []
+    for t in m.graph.initializer:
+        a = numpy_helper.to_array(t)
+        if a.dtype != np.float32 or t.name not in used or a.size < 2:
+            continue
+        g = None
+        for pn, p in params.items():
+            pv = p.detach().numpy().astype(np.float32)
+            if pv.shape == a.shape and np.array_equal(pv, a):
+                g = p.grad.numpy()
+            elif pv.ndim == 2 and pv.T.shape == a.shape and np.array_equal(pv.T, a):
+                g = p.grad.numpy().T
+        if g is None:
+            continue            # a constant the exporter made (not a parameter)
+        weights.append((t.name, a))
+        grads.append((t.name, g))
+    if len(grads) < 3:
+        raise SystemExit("gradient_module_case: only %d weights matched parameters" % len(grads))
+    m = with_gradient(m, "y", ["x"] + [n for n, _ in weights], [n for n, _ in weights],
+                      dict([("x", x.shape)] + [(n, a.shape) for n, a in weights]))
+    onnx.checker.check_model(m)
+    write_gradient_case(out, m, [("x", x)] + weights, L.item(), [("x", xt.grad.numpy())] + grads)
+
+
+def gradient_graph_cases(out):
+    import ref_momentum
+    import ref_scripted
+    gradient_onnx_lstm(os.path.join(out, "onnx_lstm_weights_as_inputs"), True, seed=900)
+    gradient_onnx_lstm(os.path.join(out, "onnx_lstm_weights_as_initializers"), False, seed=901)
+    for k, (name, model, bf, scripted) in enumerate([
+            ("traced_momentum_lstm", "momentum_lstm", False, False),
+            ("traced_momentum_gru_bf", "momentum_gru", True, False),
+            ("scripted_momentum_lstm", "momentum_lstm", False, True)]):
+        I, H, C, T, B = 3, 6, 4, 7, 2
+        net = ref_momentum.make_model(model, I, H, C, 910 + k, batch_first=bf)
+        rng = np.random.default_rng(910 + k)
+        x = rng.standard_normal((B, T, I) if bf else (T, B, I)).astype(np.float32)
+        tb = {0: "batch", 1: "seq"} if bf else {0: "seq", 1: "batch"}
+        sm = None
+        if scripted:
+            sm = torch.jit.script(ref_scripted.load_from(ref_scripted.make_model(model, I, H, C, bf), net))
+        gradient_module_case(os.path.join(out, name), net, x, tb, 14, sm)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -506,6 +666,7 @@ def main():
         op_case(os.path.join(out, name), op, attrs, fn, seed=800 + i)
     for i, (name, cell, opts, loss) in enumerate(LONG_CASES):
         cell_case(os.path.join(out, name), cell, opts, loss, T=100, B=4, I=5, H=16, seed=500 + i)
+    gradient_graph_cases(os.path.join(out, "gradient_graph"))
 
 
 if __name__ == "__main__":

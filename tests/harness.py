@@ -2201,6 +2201,11 @@ def group_grad_smoke():
         cd = os.path.join(d, case)
         if os.path.isdir(os.path.join(ROOT, cd)) and data_sets(cd):
             items.append(("grad_smoke", case, cd, ["--train"], CELLC, None, grad_model(cd)))
+    # models that carry their own ONNX Gradient node (no --train): weights as
+    # graph inputs or initializers, an ONNX LSTM, traced and scripted cells
+    gd = os.path.join(d, "gradient_graph")
+    for case in sorted(os.listdir(os.path.join(ROOT, gd))) if os.path.isdir(os.path.join(ROOT, gd)) else []:
+        items.append(("grad_smoke", "gradient_graph_" + case, os.path.join(gd, case), ["--rtol", "1e-3", "--atol", "1e-6"]))
     # the official tests of the ONNX Gradient operator (onnx's generator puts them in simple/)
     if stamp_ok("onnx_node"):
         for t in ("test_gradient_of_add", "test_gradient_of_add_and_mul"):
@@ -2627,7 +2632,14 @@ def group_diff():
                                  "--replay", "tests/diff_regressions.txt"])
 
 
-TRAIN_GROUPS = [("grad", group_grad), ("grad_ops", group_grad_ops), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
+def group_train_axes():
+    """tests/test_train_axes.py: batch-first, time-major, token and
+    two-recurrence PyTorch classifiers trained by the generated program from
+    data laid out as their input is declared, loss per step vs PyTorch SGD."""
+    return script_group("train_axes", [PY, "tests/test_train_axes.py", os.path.join(OUT, "train_axes")])
+
+
+TRAIN_GROUPS = [("grad", group_grad), ("train_axes", group_train_axes), ("grad_ops", group_grad_ops), ("train", group_train), ("fd", group_fd), ("threads", group_threads),
                 ("fuzz", group_fuzz), ("diff", group_diff)]
 GROUPS += TRAIN_GROUPS
 
