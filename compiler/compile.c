@@ -18,12 +18,16 @@
  * stage: once the rounds are over).  The emit stage is the caller's: it
  * knows what to write (compile: the model, its testbench and training
  * program; verify: the model its driver links).  No other file runs passes.
+ * With CELLC_VALIDATE set, the graph after every stage also runs in the
+ * reference interpreter and a pass that changed its outputs is an error
+ * (validate.c: translation validation).
  */
 #include "compile.h"
 #include "onnx.h"
 #include "train.h"
 #include "txt.h"
 #include "util.h"
+#include "validate.h"
 
 #include <string.h>
 
@@ -172,7 +176,20 @@ int compile_checking(void)
 	return e && *e && strcmp(e, "0") != 0;
 }
 
+static int run_stages(arena *A, diag *D, compile_job *j, validate *V);
+
+/* With CELLC_VALIDATE, every pass is checked against the reference
+ * interpreter (validate.c): a pass that changes what the graph computes is
+ * an error naming it. */
 int compile_run(arena *A, diag *D, compile_job *j)
+{
+	validate *V = validate_new();
+	int errs = run_stages(A, D, j, V);
+	validate_end(V, j->model);
+	return errs;
+}
+
+static int run_stages(arena *A, diag *D, compile_job *j, validate *V)
 {
 	static const pass_opts none;
 	const pass_opts *po = j->po ? j->po : &none;
@@ -199,6 +216,13 @@ int compile_run(arena *A, diag *D, compile_job *j)
 			if (!j->failed)
 				j->failed = s->name;
 			return D->nerrors ? D->nerrors : errs;
+		}
+		if (V && s->kind != STAGE_EMIT) {
+			validate_stage(V, j->g, compile_stages[last].name, po, D);
+			if (D->nerrors) {
+				j->failed = compile_stages[last].name;
+				return D->nerrors;
+			}
 		}
 		/* the resolving stages are done together: each is checked,
 		 * reported and can be stopped after as one that ran last */

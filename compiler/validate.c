@@ -1,0 +1,285 @@
+/* validate.c: translation validation (CELLC_VALIDATE=1).
+ *
+ * compile_run calls validate_stage after every stage.  The first graph the
+ * reference interpreter (ir_eval.c) can run, on random inputs of the
+ * graph's own shapes with every size symbol given a value, is the
+ * baseline; after each later pass the graph runs again on the same inputs
+ * and every output the baseline had is compared (|got - ref| <= 1e-4 +
+ * 1e-4 |ref|: float rounding, not a changed computation).  A difference is
+ * an error naming the pass and the first value that changed, with the node
+ * that makes it (values are the same IR objects before and after a pass,
+ * which rewrites the graph in place).  A graph the interpreter cannot run
+ * (an operator it does not know) is not validated: the pass is listed as
+ * such, never counted as checked, and the next graph that runs becomes the
+ * baseline again.  Precision changes (--weights bf16/int8) and the training
+ * stages (new inputs: target) end the validation; what was and was not
+ * checked goes to stderr with CELLC_VALIDATE=2, or to the file
+ * CELLC_VALIDATE_LOG (a line per compilation), so that a test suite can
+ * count it. */
+#include "validate.h"
+#include "ir_eval.h"
+#include "passes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct validate {
+	int level;              /* CELLC_VALIDATE: 1 errors, 2 also the summary */
+	int done;               /* stopped for good (precision, training) */
+	int have_base;          /* a baseline run exists (runs[cur ^ 1]) */
+	arena runA[2];
+	ev_run run[2];
+	int cur;                /* the run of the graph after this stage */
+	arena inA;              /* the inputs and symbol values, for every run */
+	int nin;
+	const char **in_name;
+	ev_tensor **in;
+	int64_t sym[IR_MAX_SYMS];
+	int nsyms;
+	char checked[400], skipped[800];
+	uint64_t rng;
+};
+
+int validate_level(void)
+{
+	const char *e = getenv("CELLC_VALIDATE");
+	return e && *e && strcmp(e, "0") != 0 ? atoi(e) > 1 ? 2 : 1 : 0;
+}
+
+validate *validate_new(void)
+{
+	int level = validate_level();
+	if (!level)
+		return NULL;
+	validate *V = calloc(1, sizeof *V);
+	if (!V)
+		return NULL;
+	V->level = level;
+	arena_init(&V->runA[0]);
+	arena_init(&V->runA[1]);
+	arena_init(&V->inA);
+	V->rng = 0x9e3779b97f4a7c15ULL;
+	return V;
+}
+
+static double uniform(validate *V)
+{
+	V->rng ^= V->rng << 13;
+	V->rng ^= V->rng >> 7;
+	V->rng ^= V->rng << 17;
+	return (double)(V->rng >> 11) / 9007199254740992.0;
+}
+
+static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
+{
+	size_t n = strlen(buf);
+	if (n + 2 < cap)
+		snprintf(buf + n, cap - n, fmt, a, b ? b : "");
+}
+
+/* The inputs of the first graph run: values for its symbols (2 + i, at
+ * least their least value) and random tensors of its inputs' shapes
+ * (floats uniform in [-1, 1], integers 1, booleans 0 or 1).  The sizes
+ * are large enough for the steps a traced loop reads (10 and up). */
+static int make_inputs(validate *V, ir_graph *g, ev_run *r)
+{
+	V->nsyms = g->nsyms;
+	for (int i = 0; i < g->nsyms; i++) {
+		int64_t least = ir_sym_least(g, i);
+		V->sym[i] = least > 10 + i ? least : 10 + i;
+	}
+	memcpy(r->sym, V->sym, sizeof V->sym);
+	V->nin = g->ninputs;
+	V->in_name = arena_array(&V->inA, (size_t)g->ninputs + 1, sizeof *V->in_name);
+	V->in = arena_array(&V->inA, (size_t)g->ninputs + 1, sizeof *V->in);
+	for (int k = 0; k < g->ninputs; k++) {
+		const ir_value *v = g->inputs[k];
+		ev_run tmp = *r;
+		tmp.A = &V->inA;
+		ev_tensor *t = v->seq == IR_TENSOR ? ev_of_value(&tmp, g, v) : NULL;
+		if (!t) {
+			snprintf(r->why, sizeof r->why, "input '%s' has no concrete shape", v->name);
+			return 1;
+		}
+		for (int64_t e = 0; e < t->n; e++)
+			t->x[e] = v->dtype == DT_F32 || v->dtype == DT_F64 ? (double)(float)(2 * uniform(V) - 1)
+				  : v->dtype == DT_BOOL ? (double)(uniform(V) < 0.5) : 1.0;
+		V->in_name[k] = v->name;
+		V->in[k] = t;
+	}
+	return 0;
+}
+
+/* Runs g on the inputs; 0, or 1 with r->why. */
+static int run_graph(validate *V, ir_graph *g, ev_run *r)
+{
+	memcpy(r->sym, V->sym, sizeof V->sym);
+	ev_tensor **in = arena_array(r->A, (size_t)g->ninputs + 1, sizeof *in);
+	for (int k = 0; k < g->ninputs; k++) {
+		for (int j = 0; j < V->nin && !in[k]; j++)
+			if (!strcmp(V->in_name[j], g->inputs[k]->name))
+				in[k] = V->in[j];
+		if (!in[k]) {
+			snprintf(r->why, sizeof r->why, "the graph has a new input '%s'", g->inputs[k]->name);
+			return 1;
+		}
+	}
+	/* a symbol a pass made (a traced loop's length, re-rolled) takes its
+	 * value from the input axis it names; the inputs' sizes must hold */
+	for (int i = V->nsyms; i < g->nsyms; i++)
+		r->sym[i] = -1;
+	for (int k = 0; k < g->ninputs; k++) {
+		const ir_shape *s = &g->inputs[k]->shape;
+		for (int a = 0; a < s->rank && a < in[k]->rank; a++) {
+			int y = ir_dim_one_sym(s->d[a]);
+			if (y >= V->nsyms && ir_sym_free(g, y) && r->sym[y] < 0)
+				r->sym[y] = in[k]->d[a];
+		}
+	}
+	for (int i = V->nsyms; i < g->nsyms; i++)
+		if (ir_sym_free(g, i) && r->sym[i] < 0) {
+			snprintf(r->why, sizeof r->why, "the pass made a size symbol '%s' that no input's axis gives",
+				 g->syms[i]);
+			return 1;
+		}
+	for (int k = 0; k < g->ninputs; k++) {
+		const ir_shape *s = &g->inputs[k]->shape;
+		int ok = s->rank == in[k]->rank;
+		for (int a = 0; ok && a < s->rank; a++)
+			ok = ev_dim(r, g, s->d[a]) == in[k]->d[a];
+		if (!ok) {
+			snprintf(r->why, sizeof r->why, "input '%s' changed shape", g->inputs[k]->name);
+			return 1;
+		}
+	}
+	return ev_graph(r, g, in, g->ninputs);
+}
+
+static int close_enough(const ev_tensor *a, const ev_tensor *b, double *err)
+{
+	*err = 0;
+	if (a->n != b->n || a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->d[i] != b->d[i])
+			return 0;
+	for (int64_t e = 0; e < a->n; e++) {
+		double x = a->x[e], y = b->x[e];
+		if (isnan(x) && isnan(y))
+			continue;
+		double d = fabs(x - y);
+		if (!(d <= 1e-4 + 1e-4 * fabs(y))) {
+			*err = isnan(d) ? INFINITY : d;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The first value of g (bodies' values through their recurrence's outputs)
+ * computed in both runs whose values differ: its producer. */
+static const ir_node *first_changed(const ev_run *now, const ev_run *before, const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nout; k++) {
+			const ev_tensor *a = n->out[k] ? ev_get(now, n->out[k]) : NULL;
+			const ev_tensor *b = n->out[k] ? ev_get(before, n->out[k]) : NULL;
+			double err;
+			if (a && b && !close_enough(a, b, &err))
+				return n;
+		}
+	}
+	return NULL;
+}
+
+void validate_stage(validate *V, ir_graph *g, const char *stage, const pass_opts *po, diag *D)
+{
+	if (!V || V->done || !g || !strcmp(stage, "load"))
+		return;         /* (as loaded, the types and shapes are not inferred yet) */
+	if (!strcmp(stage, "precision") && po && po->weights != WEIGHTS_F32) {
+		append(V->skipped, sizeof V->skipped, "%s%s (the weights' precision changes by design); ",
+		       stage, NULL);
+		V->done = 1;
+		return;
+	}
+	if (!strcmp(stage, "grad") && g->train) {
+		append(V->skipped, sizeof V->skipped, "%s%s and later (a training build); ", stage, NULL);
+		V->done = 1;
+		return;
+	}
+	int c = V->cur;
+	arena_free(&V->runA[c]);
+	arena_init(&V->runA[c]);
+	ev_run *r = &V->run[c];
+	memset(r, 0, sizeof *r);
+	r->A = &V->runA[c];
+	int failed = !V->nin && !V->have_base && make_inputs(V, g, r);
+	failed = failed || run_graph(V, g, r);
+	if (failed) {
+		char why[600];
+		snprintf(why, sizeof why, "%s%s%s%s", r->why, r->at ? " (node '" : "",
+			 r->at && r->at->name ? r->at->name : "", r->at ? "')" : "");
+		append(V->skipped, sizeof V->skipped, "%s: %s; ", stage, why);
+		V->have_base = 0;
+		return;
+	}
+	/* a re-rolled trace whose length became a symbol computes any length
+	 * by design (its generalisation is what the golden tests at other
+	 * lengths check); the graph after it is the new baseline */
+	int generalised = 0;
+	for (int i = 0; i < g->nnodes && !strcmp(stage, "reroll"); i++) {
+		const ir_node *n = g->nodes[i];
+		ir_attr *sa = n->op == OP_RECURRENCE ? ir_attr_find(n, "seq_axis") : NULL;
+		generalised |= sa && sa->n && ir_attr_int(n, "traced_steps", 0) && n->in[0] &&
+			       !ir_dim_is_const(n->in[0]->shape.d[sa->ints[0]]);
+	}
+	if (generalised && V->have_base) {
+		append(V->skipped, sizeof V->skipped, "%s%s (a traced length made symbolic); ", stage, NULL);
+		V->have_base = 0;
+	}
+	if (V->have_base) {
+		ev_run *b = &V->run[c ^ 1];
+		for (int k = 0; k < g->noutputs; k++) {
+			const ev_tensor *now = ev_get(r, g->outputs[k]), *was = ev_get(b, g->outputs[k]);
+			double err;
+			if (!now || !was || close_enough(now, was, &err))
+				continue;
+			const ir_node *n = first_changed(r, b, g);
+			diag_error(D, "translation validation: pass '%s' changed output '%s' (max difference %.3g%s); "
+				   "the first value that changed is made by node '%s' (%s)", stage,
+				   g->outputs[k]->name, err, now->n != was->n ? ", another shape" : "",
+				   n && n->name ? n->name : "?", n ? ir_op_name(n->op) : "?");
+			V->done = 1;
+			return;
+		}
+		append(V->checked, sizeof V->checked, "%s%s ", stage, NULL);
+	}
+	V->have_base = 1;
+	V->cur ^= 1;
+}
+
+void validate_end(validate *V, const char *model)
+{
+	if (!V)
+		return;
+	const char *log = getenv("CELLC_VALIDATE_LOG");
+	char line[1400];
+	snprintf(line, sizeof line, "%s: validated: %s| not validated: %s\n", model ? model : "?",
+		 V->checked[0] ? V->checked : "(none) ", V->skipped[0] ? V->skipped : "(none)");
+	if (V->level > 1)
+		fprintf(stderr, "cellc: %s", line);
+	if (log && *log) {
+		FILE *f = fopen(log, "a");
+		if (f) {
+			fputs(line, f);
+			fclose(f);
+		}
+	}
+	arena_free(&V->runA[0]);
+	arena_free(&V->runA[1]);
+	arena_free(&V->inA);
+	free(V);
+}
