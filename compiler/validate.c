@@ -15,7 +15,8 @@
  * stages (new inputs: target) end the validation; what was and was not
  * checked goes to stderr with CELLC_VALIDATE=2, or to the file
  * CELLC_VALIDATE_LOG (a line per compilation), so that a test suite can
- * count it. */
+ * count it.  CELLC_VALIDATE_FAULT=PASS changes a weight after PASS: the
+ * test that shows the validation catches a changed computation. */
 #include "validate.h"
 #include "ir_eval.h"
 #include "passes.h"
@@ -39,6 +40,7 @@ struct validate {
 	int64_t sym[IR_MAX_SYMS];
 	int nsyms;
 	char checked[400], skipped[800];
+	const char *reached;    /* the last stage seen */
 	uint64_t rng;
 };
 
@@ -195,8 +197,31 @@ static const ir_node *first_changed(const ev_run *now, const ev_run *before, con
 	return NULL;
 }
 
+/* CELLC_VALIDATE_FAULT=PASS, for the validation's own test: after PASS,
+ * the first element of the first f32 weight or constant a node of the root
+ * graph reads grows by 1, as a miscompile would change it; the validation
+ * must report that pass. */
+static void inject_fault(ir_graph *g, const char *stage)
+{
+	const char *f = getenv("CELLC_VALIDATE_FAULT");
+	if (!f || strcmp(f, stage) != 0)
+		return;
+	for (int i = g->nnodes - 1; i >= 0; i--)
+		for (int k = 0; k < g->nodes[i]->nin; k++) {
+			ir_value *v = g->nodes[i]->in[k];
+			if (v && v->data && v->dtype == DT_F32 && (v->kind == VAL_WEIGHT || v->kind == VAL_CONST) &&
+			    ir_shape_const_numel(&v->shape) > 0) {
+				for (int64_t e = 0; e < ir_shape_const_numel(&v->shape); e++)
+					((float *)v->data)[e] += 0.5f * (float)(e % 3);
+				return;
+			}
+		}
+}
+
 void validate_stage(validate *V, ir_graph *g, const char *stage, const pass_opts *po, diag *D)
 {
+	if (V && g)
+		V->reached = stage;
 	if (!V || V->done || !g || !strcmp(stage, "load"))
 		return;         /* (as loaded, the types and shapes are not inferred yet) */
 	if (!strcmp(stage, "precision") && po && po->weights != WEIGHTS_F32) {
@@ -210,6 +235,7 @@ void validate_stage(validate *V, ir_graph *g, const char *stage, const pass_opts
 		V->done = 1;
 		return;
 	}
+	inject_fault(g, stage);
 	int c = V->cur;
 	arena_free(&V->runA[c]);
 	arena_init(&V->runA[c]);
@@ -267,9 +293,14 @@ void validate_end(validate *V, const char *model)
 		return;
 	const char *log = getenv("CELLC_VALIDATE_LOG");
 	char line[1400];
-	snprintf(line, sizeof line, "%s: validated: %s| not validated: %s\n", model ? model : "?",
-		 V->checked[0] ? V->checked : "(none) ", V->skipped[0] ? V->skipped : "(none)");
-	if (V->level > 1)
+	snprintf(line, sizeof line, "%s: validated: %s| not validated: %s| reached: %s\n", model ? model : "?",
+		 V->checked[0] ? V->checked : "(none) ", V->skipped[0] ? V->skipped : "(none) ",
+		 V->reached ? V->reached : "(nothing)");
+	if (!V->reached || !strcmp(V->reached, "load")) {
+		line[0] = 0;    /* stopped as loaded (verify's first look): nothing to say */
+		log = NULL;
+	}
+	if (V->level > 1 && line[0])
 		fprintf(stderr, "cellc: %s", line);
 	if (log && *log) {
 		FILE *f = fopen(log, "a");

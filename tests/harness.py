@@ -141,6 +141,7 @@ default: the number of CPUs); the per-test time limit (CELLC_TEST_TIMEOUT,
 
 usage: harness.py [GROUP ...]    (default: all groups)
 """
+import collections
 import concurrent.futures
 import glob
 import json
@@ -2685,11 +2686,74 @@ def group_experiments():
 GROUPS += [("experiments", group_experiments)]
 
 
+VALIDATED_PASSES = ("canon", "reroll", "cells", "lower", "hoist", "split", "fuse", "schedule", "plan")
+
+
+def group_validate():
+    """Translation validation (compiler/validate.c; every compilation of the
+    suite runs with CELLC_VALIDATE=1, so a pass that changed a model's
+    outputs has failed the test that compiled it): first, that it catches a
+    changed computation after each pass (CELLC_VALIDATE_FAULT), then what
+    the suite's compilations validated (CELLC_VALIDATE_LOG), with the passes
+    that models of the torch, trace_wild and torch_wild groups must have had
+    checked."""
+    res = []
+    model = os.path.join("examples", "lstm_classifier.onnx")
+    for p in VALIDATED_PASSES:
+        log = os.path.join(LOGS, "validate", "fault_%s.log" % p)
+        rc, out, err = run([CELLC, "compile", model, "-o", os.path.join(OUT, "validate", p)], log,
+                           {"CELLC_VALIDATE": "1", "CELLC_VALIDATE_FAULT": p})
+        want = "translation validation: pass '%s' changed output" % p
+        res.append(Result("validate/fault_after_%s" % p, rc == 2 and want in err,
+                          "" if rc == 2 and want in err else "exit %s, no '%s' (log: %s)" % (rc, want, log)))
+    path = os.environ.get("CELLC_VALIDATE_LOG") or os.path.join(ROOT, LOGS, "validate.log")
+    lines = []
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = [l.rstrip("\n") for l in f if ": validated: " in l]
+    counts = collections.Counter()
+    any_checked = 0
+    for l in lines:
+        checked = l.split(": validated: ", 1)[1].split("| not validated:")[0].split()
+        # (compilations that stop early, dump --after PASS, check fewer)
+        any_checked += checked != ["(none)"]
+        counts.update(c for c in checked if c != "(none)")
+    print("validate: %d compilations logged, %d with at least one pass validated; per pass: %s" % (
+        len(lines), any_checked, ", ".join("%s %d" % (p, counts[p]) for p in VALIDATED_PASSES)), flush=True)
+    # passes that the models of these fixtures must have had validated
+    # (their operators all have a reference; `reroll` of a traced length
+    # made symbolic and the `cells` of .cell models are outside it)
+    for prefix, must in ((os.path.join(OUT, "torch") + "/", ("canon", "lower", "hoist", "split", "plan")),
+                         (os.path.join(OUT, "trace_wild") + "/", ("canon", "hoist", "split", "plan")),
+                         (os.path.join(OUT, "torch_wild") + "/", ("canon", "lower", "split"))):
+        mine = [l for l in lines if (l.startswith(prefix) or ("/" + prefix) in l.split(": validated: ")[0])
+                and l.endswith("| reached: plan")]
+        name = "validate/coverage_%s" % prefix.rstrip("/").split("/")[-1]
+        if not mine:
+            res.append(Result(name, None, "skipped: no full compilation of %s* logged in this run" % prefix))
+            continue
+        bad = [l for l in mine if not all(p in l.split(": validated: ", 1)[1].split("|")[0].split() for p in must)]
+        # a model of the group may hold an operator without a reference:
+        # at most a tenth of them
+        ok = len(bad) * 10 <= len(mine)
+        res.append(Result(name, ok, "%d of %d compilations validated %s%s" % (
+            len(mine) - len(bad), len(mine), "+".join(must),
+            "" if ok else "; e.g. " + bad[0][:300])))
+    return res
+
+
+GROUPS += [("validate", group_validate)]
+
+
 def main():
     os.chdir(ROOT)
     # ir_verify after every pass of every compilation, also in the scripts the
     # groups run (they inherit the environment); tests/run.sh sets it too
     os.environ["CELLC_VERIFY"] = "1"
+    # and translation validation of every pass (tests/run.sh sets it too,
+    # with the log that the group `validate` reads)
+    os.environ.setdefault("CELLC_VALIDATE", "1")
+    os.environ.setdefault("CELLC_VALIDATE_LOG", os.path.join(ROOT, LOGS, "validate.log"))
     want = sys.argv[1:]
     unknown = [w for w in want if w not in dict(GROUPS)]
     if unknown:

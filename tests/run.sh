@@ -23,4 +23,12 @@ $MAKE --no-print-directory -s -k fixtures || echo "run.sh: some fixtures could n
 # compiler/compile.c): an inconsistency aborts the test that made it.
 CELLC_VERIFY=1
 export CELLC_VERIFY
+# ... and runs each pass's result in the reference interpreter against the
+# graph before it (translation validation, compiler/validate.c): a pass that
+# changes what the model computes fails the test that compiled it.  What
+# each compilation validated goes to the log the group `validate` reads.
+CELLC_VALIDATE=1
+CELLC_VALIDATE_LOG="$(pwd)/tests/out/logs/validate.log"
+export CELLC_VALIDATE CELLC_VALIDATE_LOG
+mkdir -p tests/out/logs && : > "$CELLC_VALIDATE_LOG"
 exec "$PY" tests/harness.py "$@"
