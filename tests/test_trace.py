@@ -35,7 +35,7 @@ styles, names FORM_MODEL_opsetN_TK):
                 left unrolled, the reason and the first two steps that differ
                 and the node where, and exits 2; `cellc compile` warns the
                 same and exits 0, with --werror-fallback exits 2 and writes
-                nothing; a rolled loop whose time axis stays fixed
+                nothing, and so does `cellc verify --werror-fallback`; a rolled loop whose time axis stays fixed
                 (symbolic_time false) is listed as such (exit 2); any other
                 case has no fallback, exit 0
   size/MODEL    as above, except for the list form, whose T outputs each
@@ -121,6 +121,10 @@ def check_fallback(cellc, case_dir, name):
         if rc2 != 2 or wrote or "error: " + listed[0] not in err2:
             return report("fallback/" + name, False, "compile --werror-fallback: exit %d%s, expected 2 and no "
                           "files" % (rc2, ", wrote m.c" if wrote else ""))
+        rc3, _, err3 = run([cellc, "verify", model, "--data", case_dir, "--werror-fallback"])
+        if rc3 != 2 or "error: " + listed[0] not in err3:
+            return report("fallback/" + name, False, "verify --werror-fallback: exit %d, expected 2 with the "
+                          "error" % rc3)
         return report("fallback/" + name, True, listed[0][:160])
     if unrolled:
         return report("fallback/" + name, False, "a rolled loop listed as unrolled: %s" % unrolled[0].group(0))
