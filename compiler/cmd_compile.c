@@ -2,13 +2,16 @@
  * every subcommand shares (cmd.h).
  *
  *   cellc compile MODEL -o DIR [--name NAME] [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N|OTHER]...
- *                 [--carry IN=OUT]... [--no-hoist] [--no-fuse] [--embed-weights] [--no-malloc]
+ *                 [--carry IN=OUT]... [--werror-fallback] [--no-hoist] [--no-fuse]
+ *                 [--embed-weights] [--no-malloc]
  *                 [--max-dim SYM=N]... [--testbench DATA]... [--rtol R] [--atol A]
  *                 [--testbench-embed BYTES] [--train [--loss L] [--loss-output NAME]
  *                 [--freeze PREFIX]...]
  *
  * Loads the model, runs the whole pipeline and writes DIR/NAME.h, NAME.c,
- * NAME.weights, a Makefile and a CMakeLists.txt (emit_model).  DIR is
+ * NAME.weights, a Makefile and a CMakeLists.txt (emit_model); before
+ * writing, each fallback (compile.h) is a warning, or with
+ * --werror-fallback an error.  DIR is
  * created when missing.  Where the Makefile finds libcellrt comes from
  * where this cellc lies (cmd_home.c).
  * --embed-weights and --no-malloc choose the deployment mode (emit.h);
@@ -57,6 +60,9 @@ static const char usage[] =
 	"  --carry IN=OUT        also write NAME_stream: input IN is carried state, fed from\n"
 	"                        output OUT of the previous call (zeros after reset);\n"
 	"                        repeatable (e.g. --carry h=hn --carry c=cn)\n"
+	"  --werror-fallback     a fallback is an error: a traced loop left unrolled (the\n"
+	"                        code grows with T) or a time axis left fixed (no streaming\n"
+	"                        step); each is otherwise a warning (`cellc info` lists them)\n"
 	"  --no-hoist            keep input projections inside the time loop (testing)\n"
 	"  --no-fuse             one loop per element-wise operation (testing)\n"
 	"  --weights f32|bf16|int8  precision of the products' weights (default f32);\n"
@@ -539,7 +545,7 @@ int cmd_compile(int argc, char **argv)
 	const char *carry_in[CMD_MAX_BIND], *carry_out[CMD_MAX_BIND];
 	pass_opts po = {0};
 	train_opts topts = {.loss = TRAIN_CE};
-	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0;
+	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0, werror_fallback = 0;
 	named_dim md[MAX_MAXDIM];
 	const char *tbdirs[MAX_TB];
 	double rtol = 1e-4, atol = 1e-5;
@@ -581,6 +587,8 @@ int cmd_compile(int argc, char **argv)
 			*eq = 0;
 			carry_in[ncarry] = val;
 			carry_out[ncarry++] = eq + 1;
+		} else if (!strcmp(a, "--werror-fallback")) {
+			werror_fallback = 1;
 		} else if (!strcmp(a, "--no-hoist")) {
 			po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
@@ -676,7 +684,7 @@ int cmd_compile(int argc, char **argv)
 		.atol = atol, .tb_embed = tb_embed,
 	};
 	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .po = &po, .emit = emit_compiled,
-			 .ctx = &out};
+			 .ctx = &out, .fallbacks = werror_fallback ? FALLBACK_ERROR : FALLBACK_WARN};
 	if (compile_run(&A, &D, &j) == 0)
 		rc = 0;
 	free(L.sets);

@@ -5,7 +5,9 @@
  * dtypes and symbolic shapes, node counts by op as loaded, the recurrent
  * operators (cell kind, hidden size, direction, time and batch dims, layout),
  * the recurrences they were lowered to, the weights that will go into
- * NAME.weights, and whether the emitted code offers the streaming step.
+ * NAME.weights, the fallbacks (compile.h: a traced loop left unrolled, a
+ * time axis left fixed) and whether the emitted code offers the streaming
+ * step (--werror-fallback: exit status 2 when there is a fallback).
  * Whatever stage fails, what was learned before it is still printed; the
  * exit status is then 2 with the reasons on stderr.
  *
@@ -24,6 +26,7 @@
 static void print_usage(FILE *f)
 {
 	fputs("usage: cellc info MODEL [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N|OTHER]... [--unsupported]\n"
+	      "                  [--werror-fallback]\n"
 	      "\n"
 	      "Describes MODEL (.onnx or .cell): producer, opset, inputs and outputs,\n"
 	      "dimension symbols, operators, recurrences, weights, streaming support.\n"
@@ -34,8 +37,10 @@ static void print_usage(FILE *f)
 	      "  --unsupported         list every operator whose nodes cellc refuses, with the\n"
 	      "                        number of nodes and the first reason (all of them, not\n"
 	      "                        only the first errors)\n"
-	      "Exit status: 0 ok (--unsupported: nothing refused), 2 model refused or command\n"
-	      "line rejected.\n", f);
+	      "  --werror-fallback     a fallback (a traced loop left unrolled, a time axis left\n"
+	      "                        fixed: listed under \"fallbacks\") is an error\n"
+	      "Exit status: 0 ok (--unsupported: nothing refused), 2 model refused, a fallback\n"
+	      "with --werror-fallback, or command line rejected.\n", f);
 }
 
 static const char *tname(arena *A, const ir_value *v)
@@ -134,8 +139,16 @@ static void print_recurrences(arena *A, const ir_graph *g)
 		if (rd)
 			printf("    %s\n", rd);
 	}
-	if (g->unrolled_note)
-		printf("  not rolled: %s\n", g->unrolled_note);
+}
+
+/* Every fallback (compile.h): what compiles correctly, but with code that
+ * grows with T or without a streaming step. */
+static void print_fallbacks(arena *A, const ir_graph *g)
+{
+	int n = compile_nfallbacks(g);
+	printf("fallbacks (%d)%s\n", n, n ? ":" : "");
+	for (int k = 0; k < n; k++)
+		printf("  %s\n", compile_fallback_text(A, g, k));
 }
 
 /* Weights the emitted code loads: VAL_WEIGHT values some node still uses
@@ -259,7 +272,7 @@ int cmd_info(int argc, char **argv)
 {
 	const char *model = NULL, *val;
 	onnx_binding bind[CMD_MAX_BIND];
-	int nbind = 0, unsupported = 0;
+	int nbind = 0, unsupported = 0, werror_fallback = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int r;
@@ -268,6 +281,8 @@ int cmd_info(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--unsupported")) {
 			unsupported = 1;
+		} else if (!strcmp(a, "--werror-fallback")) {
+			werror_fallback = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
 			if (r < 0)
 				return 2;
@@ -309,6 +324,7 @@ int cmd_info(int argc, char **argv)
 	}
 	if (rc == 0) {
 		print_recurrences(&A, g);
+		print_fallbacks(&A, g);
 		wcount w = {.A = &A};
 		count_weights(&w, g);
 		printf("weights:   %d tensors, %" PRIu64 " bytes\n", w.n, w.bytes);
@@ -318,6 +334,12 @@ int cmd_info(int argc, char **argv)
 			       cmd_default_name(&A, model), g->syms[ts]);
 		else
 			printf("streaming: no (no recurrence over a time axis given by one symbol)\n");
+	}
+	if (rc == 0 && compile_fallbacks(&A, g, &D, werror_fallback ? FALLBACK_ERROR : FALLBACK_QUIET)) {
+		diag_finish(&D);
+		fprintf(stderr, "cellc info: %s falls back (--werror-fallback)\n", model);
+		arena_free(&A);
+		return 2;
 	}
 	diag_finish(&D);
 	if (rc)

@@ -2,7 +2,7 @@
  * compare with reference outputs.
  *
  *   cellc verify MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
- *                [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse]
+ *                [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse] [--werror-fallback]
  *
  * A data directory holds input_N.pb and output_N.pb (serialized ONNX
  * TensorProtos, as in the ONNX backend tests); a directory holding
@@ -93,6 +93,8 @@ static const char usage[] =
 	"                size fixed when it was exported; with --oracle, see below)\n"
 	"  --no-hoist, --no-fuse, --weights M   as for `cellc compile` (compare a bf16 or\n"
 	"                int8 build with the float32 golden data, with tolerances that accept it)\n"
+	"  --werror-fallback   as for `cellc compile`: a fallback (a traced loop left\n"
+	"                unrolled, a time axis left fixed) is an error (exit status 2)\n"
 	"Gradients (docs/training.md):\n"
 	"  --train       compile with --train; the data sets hold the model's inputs, then\n"
 	"                target [, mask]; outputs are matched by TensorProto name\n"
@@ -151,6 +153,8 @@ typedef struct verify {
 	ir_graph *g0;           /* the model loaded without bindings */
 	char *bound;            /* [g0->ninputs] 1: must be a constant (shape operand, RNN weight) */
 	int passed, failed;
+	int werror_fallback;    /* --werror-fallback: a fallback is an error (compile.h) */
+	int fallbacks_told;     /* the fallbacks were reported (by the first compilation) */
 	char root[4096];        /* working directory of this run */
 } verify;
 
@@ -511,8 +515,12 @@ static int compile_unit(verify *V, unit *u, int iset, int nbind, const onnx_bind
 	u->dir = iset < 0 ? arena_printf(&V->A, "%s/model", V->root)
 			  : arena_printf(&V->A, "%s/set_%d", V->root, iset);
 	unit_emit e = {V, u};
+	/* every compilation is of the same loops: their fallbacks are told once */
 	compile_job j = {.model = V->model, .nbind = nbind, .bind = bind, .po = &V->po,
-			 .emit = emit_unit, .ctx = &e};
+			 .emit = emit_unit, .ctx = &e,
+			 .fallbacks = V->werror_fallback ? FALLBACK_ERROR
+				    : V->fallbacks_told ? FALLBACK_QUIET : FALLBACK_WARN};
+	V->fallbacks_told = 1;
 	int errs = compile_run(A, D, &j);
 	u->g = j.g;
 	if (errs)
@@ -1374,6 +1382,8 @@ static int parse_args(verify *V, int argc, char **argv)
 				return 2;
 			}
 			V->report = argv[++i];
+		} else if (!strcmp(a, "--werror-fallback")) {
+			V->werror_fallback = 1;
 		} else if (!strcmp(a, "--no-hoist")) {
 			V->po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {

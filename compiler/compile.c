@@ -176,6 +176,61 @@ int compile_checking(void)
 	return e && *e && strcmp(e, "0") != 0;
 }
 
+/* ---- fallbacks ---- */
+
+/* Recurrences whose time axis pass_reroll left fixed (attribute time_note):
+ * the k-th of them in g's order, or NULL. */
+static const ir_node *fixed_time(const ir_graph *g, int k)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_RECURRENCE && ir_attr_string(g->nodes[i], "time_note", NULL) && k-- == 0)
+			return g->nodes[i];
+	return NULL;
+}
+
+int compile_nfallbacks(const ir_graph *g)
+{
+	int n = g->nunrolled;
+	while (fixed_time(g, n - g->nunrolled))
+		n++;
+	return n;
+}
+
+const char *compile_fallback_text(arena *A, const ir_graph *g, int k)
+{
+	ASSERT(k >= 0 && k < compile_nfallbacks(g));
+	if (k >= g->nunrolled) {
+		const ir_node *rec = fixed_time(g, k - g->nunrolled);
+		return arena_printf(A, "recurrence '%s'%s%s runs a fixed number of steps (no streaming step, no "
+				    "other length): %s", rec->name ? rec->name : "?", rec->origin ? ", from " : "",
+				    rec->origin ? rec->origin : "", ir_attr_string(rec, "time_note", ""));
+	}
+	const ir_unrolled *u = &g->unrolled[k];
+	const char *s = arena_printf(A, "a traced loop of %d steps over '%s' stays unrolled (the emitted code "
+				     "grows with T: %d nodes, %d per step): %s", u->steps, u->seq, u->nodes,
+				     u->per_step, ir_unrolled_why_text(u->why));
+	if (u->step >= 0 && u->node)
+		s = arena_printf(A, "%s; steps %d and %d differ first at node '%s' (%s) of step %d, which has "
+				 "no counterpart in step %d", s, u->step < u->vs ? u->step : u->vs,
+				 u->step < u->vs ? u->vs : u->step, u->node,
+				 u->op >= 0 && u->op < OP_COUNT ? ir_op_name((ir_op)u->op) : "?", u->step, u->vs);
+	return s;
+}
+
+int compile_fallbacks(arena *A, const ir_graph *g, diag *D, compile_fallback_mode mode)
+{
+	int n = mode == FALLBACK_QUIET ? 0 : compile_nfallbacks(g);
+	for (int k = 0; k < n; k++) {
+		const char *s = compile_fallback_text(A, g, k);
+		if (mode == FALLBACK_ERROR)
+			diag_error(D, "%s (--werror-fallback)", s);
+		else
+			diag_warn(D, "%s", s);
+	}
+	return mode == FALLBACK_ERROR ? n : 0;
+}
+
+
 static int run_stages(arena *A, diag *D, compile_job *j, validate *V);
 
 /* With CELLC_VALIDATE, every pass is checked against the reference
@@ -208,7 +263,11 @@ static int run_stages(arena *A, diag *D, compile_job *j, validate *V)
 		} else if (s->kind == STAGE_PASS) {
 			errs = s->run(j->g, D, po);
 		} else if (j->emit) {
-			errs = j->emit(j->g, D, j->ctx);
+			/* every pass has run: what compiles but falls back is reported
+			 * now, before anything is written */
+			errs = compile_fallbacks(A, j->g, D, j->fallbacks);
+			if (!errs)
+				errs = j->emit(j->g, D, j->ctx);
 		} else {
 			break;          /* no emitter: the pipeline ends with the passes */
 		}

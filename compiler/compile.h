@@ -25,6 +25,24 @@ typedef struct compile_stage {
 extern const compile_stage compile_stages[];
 extern const int compile_nstages;
 
+/* Fallbacks: what compiles correctly but not as well as the model could --
+ * a traced loop pass_reroll left unrolled (ir_unrolled: the code grows
+ * with T, no streaming step) and a recurrence whose time axis stays fixed
+ * (its attribute time_note: no streaming step, no other length).  They are
+ * in the IR (`cellc dump` prints both); `cellc info` lists them, compile
+ * and verify report them before they write anything: a warning each, or
+ * with --werror-fallback an error each (exit status 2). */
+typedef enum {
+	FALLBACK_QUIET,         /* not reported (dump; info lists them itself) */
+	FALLBACK_WARN,
+	FALLBACK_ERROR,
+} compile_fallback_mode;
+int compile_nfallbacks(const ir_graph *g);
+/* The k-th fallback as one sentence, without the file name. */
+const char *compile_fallback_text(arena *A, const ir_graph *g, int k);
+/* Reports every fallback of g in D as mode says; the number of errors. */
+int compile_fallbacks(arena *A, const ir_graph *g, diag *D, compile_fallback_mode mode);
+
 /* One compilation as a command asks for it. */
 typedef struct compile_job {
 	const char *model;      /* .onnx or .cell */
@@ -38,6 +56,7 @@ typedef struct compile_job {
 	/* called after every stage that succeeded (after ir_verify), or NULL */
 	void (*after)(const char *stage, ir_graph *g, void *ctx);
 	void *ctx;              /* for emit and after */
+	compile_fallback_mode fallbacks; /* reported before the emit stage (0: not) */
 	ir_graph *g;            /* out: the graph as far as it got (NULL: not loaded) */
 	const char *failed;     /* out: the stage that failed, or NULL */
 } compile_job;

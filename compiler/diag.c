@@ -26,7 +26,7 @@ void diag_init(diag *D, const char *file)
 
 void diag_vemit(diag *D, const char *kind, const char *where, const char *fmt, va_list ap)
 {
-	char msg[400];
+	char msg[1024];         /* a fallback's sentence (compile.c) runs to 600 characters */
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	snprintf(D->last, sizeof D->last, "%s: %s%s%s: %s", D->file ? D->file : "cellc",
 		 where ? where : "", where ? ": " : "", kind, msg);

@@ -32,7 +32,7 @@ typedef struct diag {
 	int max_errors;         /* stop printing after this many (0: 20) */
 	int quiet;              /* tests: count but do not print */
 	int collect;            /* node errors are counted in kinds[], not printed */
-	char last[512];         /* text of the last error, for unit tests */
+	char last[1280];        /* text of the last error, for unit tests */
 	int nshown;             /* errors counted against max_errors (all but collected ones) */
 	int nkinds, lost;       /* kinds[] used; errors of kinds beyond DIAG_KINDS */
 	diag_kind kinds[DIAG_KINDS];

@@ -159,6 +159,48 @@ ir_graph *ir_root(ir_graph *g)
 	return g;
 }
 
+/* ---- traced loops left unrolled (ir_unrolled, fallback.def) ---- */
+
+static const struct {
+	const char *keyword, *text;
+} unrolled_whys[] = {
+#define WHY(e, kw, text) [e] = {#kw, text},
+#include "fallback.def"
+#undef WHY
+};
+_Static_assert(sizeof unrolled_whys / sizeof *unrolled_whys == WHY_COUNT, "one row per reason");
+
+const char *ir_unrolled_why_text(ir_unrolled_why why)
+{
+	ASSERT(why >= 0 && why < WHY_COUNT);
+	return unrolled_whys[why].text;
+}
+
+const char *ir_unrolled_why_keyword(ir_unrolled_why why)
+{
+	ASSERT(why >= 0 && why < WHY_COUNT);
+	return unrolled_whys[why].keyword;
+}
+
+int ir_unrolled_why_lookup(const char *keyword)
+{
+	for (int i = 0; i < WHY_COUNT; i++)
+		if (strcmp(unrolled_whys[i].keyword, keyword) == 0)
+			return i;
+	return -1;
+}
+
+void ir_unrolled_add(ir_graph *g, const ir_unrolled *u)
+{
+	g = ir_root(g);
+	for (int i = 0; i < g->nunrolled; i++)
+		if (g->unrolled[i].steps == u->steps && !strcmp(g->unrolled[i].seq, u->seq))
+			return;
+	g->unrolled = arena_grow(g->A, g->unrolled, (size_t)g->nunrolled, (size_t)g->nunrolled + 1,
+				 sizeof *g->unrolled);
+	g->unrolled[g->nunrolled++] = *u;
+}
+
 int ir_sym_add(ir_graph *g, const char *name)
 {
 	g = ir_root(g);

@@ -244,13 +244,48 @@ typedef struct ir_graph {
 	int64_t uniq;           /* counter of made-up names (ir_unique_name) */
 	int64_t unroll_spent;   /* root: body nodes copied and sequence elements listed by
 	                           onnx_seq.c's unrolling, against its budget */
-	const char *unrolled_note; /* root: why a traced loop pass_reroll found stays unrolled
-	                           (the first difference between two steps), or NULL */
+	int nunrolled;          /* root: traced loops pass_reroll left unrolled */
+	struct ir_unrolled *unrolled; /* [nunrolled] (below) */
 	struct ir_train *train; /* a training build (below); NULL for inference */
 	int has_gradient;       /* root: the model holds an ONNX Gradient node (set by
 	                           ir_node_new): its weights are derived at run time,
 	                           as in a training build (ir_weights_at_run_time) */
 } ir_graph;
+
+/* A traced loop left unrolled: pass_reroll found T >= 3 per-step slices
+ * x[0], .., x[T-1] of a sequence read by the computation of the steps, and
+ * did not make them one recurrence.  The graph keeps T copies of the step:
+ * correct, but the emitted code grows with T and has no streaming step.
+ * Recorded on the root graph (ir_unrolled_add), printed by `cellc dump` as
+ *   unrolled "x", steps 8, nodes 164, per_step 20, why sizes, step 1, vs 2, node "Relu_3", op Relu
+ * (the text reads it back), listed by `cellc info` under "fallbacks" and
+ * reported by `cellc compile` and `cellc verify` (a warning, or an error
+ * with --werror-fallback: compile.h, compile_fallbacks). */
+typedef enum {
+#define WHY(e, kw, text) e,
+#include "fallback.def"
+#undef WHY
+	WHY_COUNT
+} ir_unrolled_why;
+
+typedef struct ir_unrolled {
+	ir_unrolled_why why;    /* why the steps were not rolled (fallback.def) */
+	const char *seq;        /* the sequence whose slices the steps read */
+	int steps;              /* T, the steps traced */
+	int nodes;              /* nodes in the steps (left unrolled), the slices excluded */
+	int per_step;           /* nodes of one step (the template step pass_reroll compared with) */
+	int step, vs;           /* the first two steps found to differ: `node` of step
+	                           `step` has no counterpart in step `vs`; -1: no pair */
+	const char *node;       /* that node's name, or NULL */
+	int op;                 /* its op (ir_op), or -1 */
+} ir_unrolled;
+
+/* Records u on g's root unless the same loop (sequence and T) is there
+ * already (a graph dumped after pass_reroll and compiled again). */
+void ir_unrolled_add(ir_graph *g, const ir_unrolled *u);
+const char *ir_unrolled_why_text(ir_unrolled_why why);
+const char *ir_unrolled_why_keyword(ir_unrolled_why why);
+int ir_unrolled_why_lookup(const char *keyword);        /* -1 if unknown */
 
 /* A training build: the root graph's `train`, NULL for inference.  In such
  * a build no pass may derive a weight at compile time (a derived weight

@@ -8,6 +8,7 @@
  *   	producer "pytorch 1.13.1"
  *   	opset 14
  *   	symbols batch, seq
+ *   	unrolled "x", steps 8, nodes 164, per_step 20, why sizes, step 1, vs 2, node "Relu_3", op Relu
  *   	input %X: f32[seq, batch, 2]
  *   	weight %W: f32[1, 16, 2]
  *   	const %axes: i64[1] = [0]
@@ -559,6 +560,24 @@ static void print_train(sbuf *b, const ir_train *t, int depth)
 	sb_puts(b, "\n");
 }
 
+/* A traced loop left unrolled (ir.h, ir_unrolled): `unrolled "x", steps 8,
+ * nodes 164, per_step 20, why sizes[, step 1, vs 2, node "Relu_3", op Relu]`. */
+static void print_unrolled(sbuf *b, const ir_unrolled *u, int depth)
+{
+	indent(b, depth);
+	sb_puts(b, "unrolled ");
+	sb_quoted(b, u->seq);
+	sb_printf(b, ", steps %d, nodes %d, per_step %d, why %s", u->steps, u->nodes, u->per_step,
+		  ir_unrolled_why_keyword(u->why));
+	if (u->step >= 0 && u->node) {
+		sb_printf(b, ", step %d, vs %d, node ", u->step, u->vs);
+		sb_quoted(b, u->node);
+		if (u->op >= 0 && u->op < OP_COUNT)
+			sb_printf(b, ", op %s", ir_op_name((ir_op)u->op));
+	}
+	sb_puts(b, "\n");
+}
+
 static void print_graph(FILE *f, const ir_graph *g, int depth)
 {
 	const ir_graph *root = root_of(g);
@@ -594,6 +613,8 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 		}
 		if (g->train)
 			print_train(&b, g->train, depth);
+		for (int i = 0; i < g->nunrolled; i++)
+			print_unrolled(&b, &g->unrolled[i], depth);
 	}
 	for (int i = 0; i < g->ninputs; i++)
 		print_decl(&b, root, "input", g->inputs[i], depth);

@@ -5,6 +5,7 @@
  *   cellc verify  MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]
  *   cellc dump    MODEL [--after PASS] [options]
  *   cellc info    MODEL [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N]... [--unsupported]
+ *                 [--werror-fallback]
  *   cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]
  *   cellc --help | --version
  *
@@ -28,6 +29,7 @@ static const char usage[] =
 	"       cellc verify  MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
 	"       cellc dump    MODEL [--after PASS] [options]\n"
 	"       cellc info    MODEL [--bind NAME=FILE.pb|NUMBER]... [--dim SYM=N]... [--unsupported]\n"
+	"                     [--werror-fallback]\n"
 	"       cellc export  MODEL.onnx WEIGHTS -o OUT.onnx [--strict] [--report]\n"
 	"       cellc --help | --version\n"
 	"\n"

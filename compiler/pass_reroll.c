@@ -44,7 +44,12 @@
  *           velocity per gate) become one state (merge_parallel_states).
  *           recognize.c names the cell the step
  *           computes (attributes cell, cell_note).  A graph that is not
- *           a clean trace is left unchanged (never an error).
+ *           a clean trace is left unchanged (never an error); when it holds
+ *           a traced loop (T >= 3 per-step slices read by the steps'
+ *           computation) that stays unrolled, the root graph records it
+ *           (ir_unrolled: why, from fallback.def, the first two steps found
+ *           to differ and the node where, the nodes left unrolled), which
+ *           the commands report as a fallback (compile.h).
  * breaks:   nothing.
  *
  * Cost: nodes are assigned to steps in one topological sweep (each node's
@@ -124,11 +129,13 @@ typedef struct rr {
 	int round;              /* loops rolled before this one */
 	int reverse;            /* the trace ran over the slices from the last to the first */
 	ir_graph *scratch;      /* copy-0 folding */
-	const char *why;        /* why the graph was left alone */
+	ir_unrolled_why why;    /* why the graph was left alone (WHY_NONE: not yet) */
 	int no_step;            /* the slices are read by no computation (only by
 	                           graph outputs, as after an earlier round): no
 	                           loop, nothing to report */
-	const char *diff;       /* the first difference between two steps, when found */
+	int diff_found;         /* the first difference between two steps (differ): */
+	int diff_step, diff_vs; /* node diff_node of step diff_step has no counterpart */
+	const ir_node *diff_node; /* in step diff_vs */
 } rr;
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -205,11 +212,23 @@ static int same_attrs(const ir_node *a, const ir_node *b)
 	return 1;
 }
 
-static int fail(rr *R, const char *why)
+static int fail(rr *R, ir_unrolled_why why)
 {
 	if (!R->why)
 		R->why = why;
 	return 1;
+}
+
+/* The first difference found between two steps: node n of step `step` has
+ * no counterpart in step `vs` (the first one found is kept). */
+static void differ(rr *R, int step, int vs, const ir_node *n)
+{
+	if (R->diff_found)
+		return;
+	R->diff_found = 1;
+	R->diff_step = step;
+	R->diff_vs = vs;
+	R->diff_node = n;
 }
 
 /* ---- 1. per-step slices -------------------------------------------------------- */
@@ -799,13 +818,17 @@ static int assign_steps(rr *R)
 		}
 	for (int t = 1; t + 1 < R->T; t++)
 		if (R->ncopy[t] != R->ncopy[R->m]) {
-			R->diff = arena_printf(R->A, "step %d has %d nodes, step %d has %d", t, R->ncopy[t], R->m,
-					       R->ncopy[R->m]);
-			return fail(R, "the steps of the trace differ in size");
+			/* the first node where the two differ, in the graph's order */
+			int big = R->ncopy[t] > R->ncopy[R->m] ? t : R->m, small = big == t ? R->m : t, j = 0;
+			while (j < R->ncopy[small] &&
+			       g->nodes[R->copy[big][j]]->op == g->nodes[R->copy[small][j]]->op)
+				j++;
+			differ(R, big, small, g->nodes[R->copy[big][j]]);
+			return fail(R, WHY_SIZES);
 		}
 	if (R->ncopy[R->m] == 0) {
 		R->no_step = 1;
-		return fail(R, "the per-step slices are not used by a step");
+		return fail(R, WHY_NO_STEP);
 	}
 	return 0;
 }
@@ -851,7 +874,7 @@ static int build_template(rr *R)
 		ir_node *n = R->g->nodes[R->copy[m][j]];
 		R->tn[j] = n;
 		if (n->body)
-			return fail(R, "a step holds a structured node");
+			return fail(R, WHY_STRUCTURED);
 		R->ti[j] = arena_array(R->A, (size_t)n->nin + 1, sizeof **R->ti);
 		for (int k = 0; k < n->nin; k++) {
 			ir_value *v = n->in[k];
@@ -872,7 +895,7 @@ static int build_template(rr *R)
 			} else if (label_of_value(R, v) == LBL_PREFIX) {
 				*x = (tin){IN_CAP, 0, v};
 			} else {
-				return fail(R, "a step reads a value of a step other than the previous one");
+				return fail(R, WHY_FAR_READ);
 			}
 		}
 		for (int k = 0; k < n->nout; k++) {
@@ -884,10 +907,10 @@ static int build_template(rr *R)
 		}
 	}
 	if (R->nstate == 0)
-		return fail(R, "the steps carry no state");
+		return fail(R, WHY_NO_STATE);
 	for (int s = 0; s < R->nstate; s++)
 		if (R->state_in[s]->dtype != DT_F32 || R->state_in[s]->shape.rank != 2)
-			return fail(R, "a carried value is not an f32 matrix [B, N]");
+			return fail(R, WHY_STATE_TYPE);
 	R->state_out = arena_array(R->A, (size_t)R->nstate, sizeof *R->state_out);
 	for (int s = 0; s < R->nstate; s++)
 		R->state_out[s] = -1;
@@ -1282,13 +1305,10 @@ static int match_copy(rr *R, int t)
 		/* the last copy may lack work that only a later step would have used */
 		if (t == R->T - 1)
 			continue;
-		if (!R->diff)
-			R->diff = arena_printf(R->A, "step %d has no counterpart of node '%s' (%s) of step %d", t,
-					       R->tn[j]->name ? R->tn[j]->name : "?", ir_op_name(R->tn[j]->op), R->m);
+		differ(R, R->m, t, R->tn[j]);
 		if (getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: copy %d has no match for template node '%s'\n", t, R->tn[j]->name);
-		return fail(R, t == 0 ? "the first step differs from the others beyond folded initial states"
-				      : "the steps are not isomorphic");
+		return fail(R, t == 0 ? WHY_FIRST_STEP : WHY_NOT_ISOMORPHIC);
 	}
 	if (nmatched != R->ncopy[t] && t == R->T - 1) {
 		/* an epilogue: work only the last step does (a head on the last
@@ -1297,25 +1317,24 @@ static int match_copy(rr *R, int t)
 		for (int c = 0; c < R->ncopy[t]; c++) {
 			const ir_node *x = R->g->nodes[R->copy[t][c]];
 			for (int k = 0; k < x->nin && !R->matched[R->copy[t][c]]; k++)
-				if (x->in[k] && is_slice_value(R, x->in[k]))
-					return fail(R, "work that only the last step does reads a step's input slice");
+				if (x->in[k] && is_slice_value(R, x->in[k])) {
+					differ(R, t, R->m, x);
+					return fail(R, WHY_LAST_READS_SLICE);
+				}
 		}
 		for (int c = 0; c < R->ncopy[t]; c++)
 			if (!R->matched[R->copy[t][c]])
 				R->label[R->copy[t][c]] = LBL_TAIL;
 	} else if (nmatched != R->ncopy[t]) {
-		for (int c = 0; c < R->ncopy[t] && !R->diff; c++)
-			if (!R->matched[R->copy[t][c]]) {
-				const ir_node *x = R->g->nodes[R->copy[t][c]];
-				R->diff = arena_printf(R->A, "node '%s' (%s) of step %d has no counterpart in step %d",
-						       x->name ? x->name : "?", ir_op_name(x->op), t, R->m);
-			}
+		for (int c = 0; c < R->ncopy[t]; c++)
+			if (!R->matched[R->copy[t][c]])
+				differ(R, t, R->m, R->g->nodes[R->copy[t][c]]);
 		if (getenv("CELLC_DEBUG_REROLL"))
 			for (int c = 0; c < R->ncopy[t]; c++)
 				if (!R->matched[R->copy[t][c]])
 					fprintf(stderr, "reroll: step %d has node '%s' (%s) that the template lacks\n", t,
 						R->g->nodes[R->copy[t][c]]->name, ir_op_name(R->g->nodes[R->copy[t][c]]->op));
-		return fail(R, "a step has nodes the other steps lack");
+		return fail(R, WHY_EXTRA_NODES);
 	}
 	R->done[t] = 1;
 	return 0;
@@ -1331,7 +1350,7 @@ static int find_state_outs(rr *R)
 			if (R->map[R->m - 1][tv] == R->state_in[s])
 				R->state_out[s] = tv;
 		if (R->state_out[s] < 0)
-			return fail(R, "a carried value is not computed by the step");
+			return fail(R, WHY_STATE_NOT_COMPUTED);
 	}
 	return 0;
 }
@@ -1344,11 +1363,11 @@ static int check_links(rr *R)
 			if (!got)
 				continue;       /* the last copy need not read every state */
 			if (!want || (want != got && !same_const(want, got, 1)))
-				return fail(R, "a step reads a carried value other than its predecessor's");
+				return fail(R, WHY_OTHER_STATE);
 		}
 	for (int s = 0; s < R->nstate; s++)
 		if (R->sin[0][s] && R->sin[0][s]->graph == R->g && label_of_value(R, R->sin[0][s]) != LBL_PREFIX)
-			return fail(R, "an initial state is computed inside the loop");
+			return fail(R, WHY_INIT_INSIDE);
 	return 0;
 }
 
@@ -1606,7 +1625,7 @@ static ir_node *reversal(ir_graph *g, ir_value *y, int axis, ir_value *out)
 	return sl;
 }
 
-static const char *build_recurrence(rr *R, build *B, const char **time_note, int *symbolic_ok)
+static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note, int *symbolic_ok)
 {
 	ir_graph *g = R->g;
 	int T = R->T, m = R->m;
@@ -1695,7 +1714,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			e->out[0]->producer = e;
 			e->origin = "per-step coefficient table";
 			if (infer_node(g, e, &q))
-				return "internal: the coefficient table does not expand to the batch";
+				return WHY_INT_COEF;
 			pre[npre++] = e;
 			tv = e->out[0];
 		}
@@ -1747,7 +1766,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			}
 			}
 			if (tn->in[k] && !n->in[k])
-				return "internal: a step value is used before it is computed";
+				return WHY_INT_ORDER;
 		}
 		for (int k = 0; k < tn->nout; k++) {
 			if (!tn->out[k])
@@ -1766,7 +1785,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			B->bval[R->tvof[tn->out[k]->id]] = o;
 		}
 		if (infer_node(b, n, &q))
-			return "a step node cannot be re-inferred inside the recurrence";
+			return WHY_REINFER;
 		ir_append(b, n);
 	}
 	/* body outputs: new states, stacked outputs, last-step values */
@@ -1776,7 +1795,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int s = 0; s < R->nstate; s++) {
 		ir_value *o = B->bval[R->state_out[s]];
 		if (!o || o->shape.rank != 2 || !ir_shape_eq(&o->shape, &B->bstate[s]->shape))
-			return "a carried value changes shape from step to step";
+			return WHY_STATE_SHAPE;
 		b->outputs[s] = o;
 	}
 	for (int k = 0; k < B->nstack; k++)
@@ -1784,7 +1803,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < B->nlast; k++) {
 		ir_value *o = B->bval[B->last_tv[k]];
 		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
-			return "a last-step value read after the loop is not an f32 matrix";
+			return WHY_LAST_TYPE;
 		b->outputs[R->nstate + B->nstack + k] = o;
 	}
 	for (int k = 0; k < B->neach; k++) {
@@ -1793,7 +1812,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 			if (getenv("CELLC_DEBUG_REROLL"))
 				fprintf(stderr, "reroll: per-step value '%s' read after the loop\n",
 					R->tval[B->each_tv[k]]->name);
-			return "a per-step value read after the loop is not an f32 matrix";
+			return WHY_EACH_TYPE;
 		}
 		b->outputs[R->nstate + B->nstack + B->nlast + k] = o;
 	}
@@ -1810,7 +1829,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	}
 	for (int k = 0; k < b->noutputs; k++)
 		if (!b->outputs[k])
-			return "internal: a body output is missing";
+			return WHY_INT_OUTPUT;
 
 	/* the recurrence */
 	int nin = nseq + R->nstate;
@@ -1831,9 +1850,9 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 				zero = ((const float *)init->data)[i] == 0.0f;
 		}
 		if (!zero && init->graph != g)
-			return "internal: an initial state folded to a non-zero constant";
+			return WHY_INT_INIT;
 		if (!zero && !ir_shape_eq(&init->shape, &R->state_in[s]->shape))
-			return "an initial state has another shape than the state";
+			return WHY_INIT_SHAPE;
 		rec->in[nseq + s] = zero ? NULL : init;
 	}
 	int64_t *seq_axis = arena_array(R->A, (size_t)nseq, sizeof *seq_axis);
@@ -2007,13 +2026,13 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	for (int k = 0; k < nrev; k++) {
 		rev[k]->out[0]->producer = rev[k];
 		if (infer_node(g, rev[k], &q))
-			return "internal: the reversing Slice does not infer";
+			return WHY_INT_REVERSE;
 	}
 	for (int k = 0; k < npost; k++)
 		if (post[k]) {
 			post[k]->out[0]->producer = post[k];
 			if (infer_node(g, post[k], &q))
-				return "internal: a step's Gather does not infer";
+				return WHY_INT_GATHER;
 		}
 	/* work on the initial states that only the first copy read */
 	ir_recount(g);
@@ -2059,7 +2078,7 @@ static const char *build_recurrence(rr *R, build *B, const char **time_note, int
 	}
 	g->nvalues = nv;
 	ir_recount(g);
-	return NULL;
+	return WHY_NONE;
 }
 
 /* ---- 7. a symbolic time axis ------------------------------------------------------------ */
@@ -2953,8 +2972,27 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 
 /* ---- the pass --------------------------------------------------------------------------- */
 
+/* Records on the root graph that the loop R found stays unrolled, and why
+ * (ir_unrolled): what `cellc info`, compile's warning and --werror-fallback
+ * report.  The size is that of the steps (their slices excluded). */
+static void record_unrolled(rr *R, ir_unrolled_why why)
+{
+	int nodes = 0;
+	for (int t = 0; R->ncopy && t < R->T; t++)
+		nodes += R->ncopy[t];
+	ir_unrolled u = {.why = why, .seq = R->seq[0].src->name ? R->seq[0].src->name : "?", .steps = R->T,
+			 .nodes = nodes, .per_step = R->ncopy ? R->ncopy[R->m] : 0, .step = -1, .vs = -1, .op = -1};
+	if (R->diff_found) {
+		u.step = R->diff_step;
+		u.vs = R->diff_vs;
+		u.node = R->diff_node->name ? R->diff_node->name : "?";
+		u.op = (int)R->diff_node->op;
+	}
+	ir_unrolled_add(R->g, &u);
+}
+
 /* One loop: 1 rolled, 0 nothing found, -1 left alone (R.why says why). */
-static int reroll_once(ir_graph *g, diag *D, int round, const char **why, fixed_recs *F)
+static int reroll_once(ir_graph *g, diag *D, int round, ir_unrolled_why *why, fixed_recs *F)
 {
 	rr R0 = {.g = g, .D = D, .A = g->A, .nn = g->nnodes, .nv = g->nvalues, .round = round}, *R = &R0;
 	ir_recount(g);
@@ -2981,12 +3019,9 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why, fixed_
 		build B1 = {0};
 		if (assign_steps(&R1) || build_template(&R1) || match_all(&R1) || find_stacks(&R1, &B1)) {
 			*why = R->why;
-			if (R->T > 0 && R->nseq > 0 && !R->no_step && !R1.no_step && !g->unrolled_note)
-				g->unrolled_note = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled "
-							   "(the emitted code grows with T): %s%s%s", R->T,
-							   R->seq[0].src->name ? R->seq[0].src->name : "?",
-							   R->why ? R->why : "the steps do not match",
-							   R->diff ? "; " : "", R->diff ? R->diff : "");
+			/* slices read by no step (graph outputs only) are no loop */
+			if (R->T > 0 && R->nseq > 0 && !R->no_step && !R1.no_step)
+				record_unrolled(R, R->why);
 			return -1;
 		}
 		R0 = R1;
@@ -2997,20 +3032,18 @@ static int reroll_once(ir_graph *g, diag *D, int round, const char **why, fixed_
 	/* from here on the graph changes: a failure is an internal error */
 	ir_node **nodes0 = g->nodes;
 	int nnodes0 = g->nnodes;
-	const char *err = build_recurrence(R, &B, &time_note, &sym_ok);
+	ir_unrolled_why err = build_recurrence(R, &B, &time_note, &sym_ok);
 	if (err && g->nodes == nodes0 && g->nnodes == nnodes0) {
 		/* found out before the graph changed: the loop stays unrolled, the
 		 * values made for the body go */
 		g->nvalues = R->nv;
 		*why = err;
-		if (!g->unrolled_note)
-			g->unrolled_note = arena_printf(g->A, "a traced loop of %d steps over '%s' stays unrolled (the "
-						   "emitted code grows with T): %s", R->T,
-						   R->seq[0].src->name ? R->seq[0].src->name : "?", err);
+		record_unrolled(R, err);
 		return -1;
 	}
 	if (err) {
-		diag_error(D, "cannot rebuild the traced loop of %d steps as a recurrence: %s", R->T, err);
+		diag_error(D, "cannot rebuild the traced loop of %d steps as a recurrence: %s", R->T,
+			   ir_unrolled_why_text(err));
 		return -1;
 	}
 	ir_node *rec = NULL;
@@ -3039,12 +3072,10 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 	int errs0 = D->nerrors;
 	fixed_recs F = {.n = 0};
 	for (int round = 0; round < 16; round++) {
-		const char *why = NULL;
+		ir_unrolled_why why = WHY_NONE;
 		int r = reroll_once(g, D, round, &why, &F);
 		if (why && getenv("CELLC_DEBUG_REROLL"))
-			fprintf(stderr, "reroll: %s\n", why);
-		if (r < 0 && g->unrolled_note)
-			diag_warn(D, "%s", g->unrolled_note);
+			fprintf(stderr, "reroll: %s\n", ir_unrolled_why_text(why));
 		if (r <= 0)
 			break;
 	}

@@ -1103,6 +1103,89 @@ static void parse_train(gctx *c, ir_graph *g, const txt_tok *at)
 	c->train_at = at;
 }
 
+/* `unrolled "SEQ", steps N, nodes N, per_step N, why WHY[, step N, vs N,
+ * node "NAME"[, op OP]]`: a traced loop pass_reroll left unrolled (ir.h,
+ * ir_unrolled; WHY a keyword of fallback.def). */
+static void parse_unrolled(gctx *c, ir_graph *g, const txt_tok *at)
+{
+	static const char *const keys[] = {"steps", "nodes", "per_step", "step", "vs"};
+	enum { NKEYS = 5 };
+	txt *X = c->X;
+	const txt_tok *s = txt_next(X);
+	if (s->kind != TK_STRING) {
+		txt_error(X, s, "expected the sequence's name as a string after 'unrolled'");
+		txt_skip_line(X);
+		return;
+	}
+	ir_unrolled u = {.why = WHY_NONE, .seq = s->str, .step = -1, .vs = -1, .op = -1};
+	int64_t val[NKEYS] = {0};
+	int have[NKEYS] = {0}, have_why = 0;
+	while (txt_accept(X, ',')) {
+		const txt_tok *k = txt_next(X);
+		if (txt_is_word(k, "why") || txt_is_word(k, "op")) {
+			const txt_tok *w = txt_next(X);
+			int x = w->kind != TK_IDENT ? -1
+				: k->str[0] == 'w' ? ir_unrolled_why_lookup(w->str) : ir_op_lookup(w->str);
+			if (x < 0) {
+				txt_error(X, w, "%s is no %s", txt_tok_desc(X, w),
+					  k->str[0] == 'w' ? "reason a loop stays unrolled (fallback.def)" : "operator");
+				txt_skip_line(X);
+				return;
+			}
+			if (k->str[0] == 'w') {
+				u.why = (ir_unrolled_why)x;
+				have_why = 1;
+			} else {
+				u.op = x;
+			}
+			continue;
+		}
+		if (txt_is_word(k, "node")) {
+			const txt_tok *w = txt_next(X);
+			if (w->kind != TK_STRING) {
+				txt_error(X, w, "expected the node's name as a string after 'node'");
+				txt_skip_line(X);
+				return;
+			}
+			u.node = w->str;
+			continue;
+		}
+		int i = 0;
+		while (i < NKEYS && !txt_is_word(k, keys[i]))
+			i++;
+		if (i == NKEYS || have[i]) {
+			txt_error(X, k, "%s in an 'unrolled' line: expected one of steps, nodes, per_step, why, step, "
+				  "vs, node, op, once each", txt_tok_desc(X, k));
+			txt_skip_line(X);
+			return;
+		}
+		if (!txt_parse_int(X, &val[i], keys[i])) {
+			txt_skip_line(X);
+			return;
+		}
+		if (val[i] < 0 || val[i] > INT32_MAX) {
+			txt_error(X, k, "%s %" PRId64 " out of range", keys[i], val[i]);
+			txt_skip_line(X);
+			return;
+		}
+		have[i] = 1;
+	}
+	if (!have[0] || !have[1] || !have[2] || !have_why || have[3] != have[4] || (have[3] && !u.node) ||
+	    val[0] < 3) {
+		txt_error(X, at, "an 'unrolled' line gives steps (at least 3), nodes, per_step and why, and step, "
+			  "vs and node together or none of them");
+		return;
+	}
+	u.steps = (int)val[0];
+	u.nodes = (int)val[1];
+	u.per_step = (int)val[2];
+	if (have[3]) {
+		u.step = (int)val[3];
+		u.vs = (int)val[4];
+	}
+	ir_unrolled_add(g, &u);
+}
+
 /* After the root graph: its parameters in the order the text numbers them,
  * and a graded training build's numbers against its inputs and outputs. */
 static void finish_train(gctx *c, ir_graph *g)
@@ -1186,6 +1269,10 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 				txt_error(X, t, "opset %" PRId64 " out of range", v);
 			else
 				g->opset = (int)v;
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "unrolled")) {
+			txt_next(X);
+			parse_unrolled(c, g, t);
 			txt_end_stmt(X);
 		} else if (!g->parent && txt_is_word(t, "train")) {
 			txt_next(X);

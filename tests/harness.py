@@ -33,7 +33,10 @@ Groups, in order:
               with --weights int8 at batch 1
   structure   issue 2's "fast by construction" in `cellc dump` output:
               hoisted input GEMM, one recurrent GEMM, pre-summed biases, fused
-  cli         cellc's commands and exit statuses (help, info, dump --after)
+  cli         cellc's commands and exit statuses (help, info, dump --after);
+              fallbacks: a traced loop left unrolled warns (compile), is listed
+              (info), is an error with --werror-fallback (exit 2); a feed-forward
+              graph, a rolled trace and an ONNX LSTM have none
   api         the emitted C API (tests/api/test_stream.c): streaming steps,
               reset, generic interface, weights-file refusal, vs ref_rnn
   bad         malformed models: `build-san/cellc compile` must exit 2 with a
@@ -52,21 +55,24 @@ Groups, in order:
               portable GEMM, `verify --oracle onnxruntime` (npm onnxruntime-node)
   trace_wild  tests/gen_trace_wild.py: traced loops written in other people's
               styles (issue 14): verify vs PyTorch, recurrences and cell in
-              `cellc info`, other T / batch from the same file; checks listed
+              `cellc info`, other T / batch from the same file, the fallbacks
+              (a loop that does not roll warns, a fixed time axis is listed,
+              nothing else; --werror-fallback exits 2 exactly then); checks listed
               in tests/trace_wild_limits.txt must fail cleanly (KNOWN_LIMITATION,
               counted as neither)
   torch_wild  tests/gen_torch_wild.py: nn.LSTM/GRU/RNN models written in other
               people's styles (heads on h_n, out[:, -1] of a bidirectional
               LSTM, attention and pooling over time, stacked modules, a CRNN,
               a step-by-step decoder): verify vs PyTorch at three sizes,
-              which recurrences keep their output sequence; an export that
+              which recurrences keep their output sequence, no fallback; an export that
               holds its traced batch size refused naming --dim batch=2
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
   script_wild tests/gen_script_wild.py: scripted loops written in other people's
               styles (torch.unbind, x.split, x[:, t], an If restart, a carried
               int counter, torch.where masks, list + stack/cat): verify at
-              T = 8 and 13 from one file, `cellc info` shows one recurrence;
+              T = 8 and 13 from one file, `cellc info` shows one recurrence and
+              no fallback;
               a data-dependent break refused (exit 2, located, build-san)
   datadep     tests/gen_datadep_cases.py: outputs whose length the data decide
               (NonZero, Unique, Compress, NonMaxSuppression) against numpy:
@@ -1071,6 +1077,47 @@ def wild_info(name, case_dir):
     return Result(full, True, " | ".join(lines))
 
 
+def wild_fallback(group, name, case_dir, loops=0, symbolic=True):
+    """GROUP/fallback/CASE: the fallbacks of `cellc info --werror-fallback`
+    (docs/commands.md#fallbacks), exit 2 exactly when it lists one: a traced
+    loop left unrolled exactly when the model has fewer recurrences than its
+    `loops` time loops (a loop that does not roll), a time axis left fixed
+    exactly when `symbolic` is false; none for models without a traced
+    loop (nn.LSTM/GRU exports, scripted loops: loops = 0, symbolic).  When
+    there is one, `cellc compile` warns with the same text and exits 0."""
+    full = "%s/fallback/%s" % (group, name)
+    log = os.path.join(LOGS, group, "fallback", name + ".log")
+    model = os.path.join(case_dir, "model.onnx")
+    rc, out, err = run([CELLC, "info", "--werror-fallback", model], log)
+    m = re.search(r"^fallbacks \((\d+)\)", out, re.M)
+    if not m:
+        return Result(full, False, "%s, no 'fallbacks' line: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    listed = [l.strip() for l in out[m.end():].splitlines()[1:1 + int(m.group(1))]]
+    unrolled = [l for l in listed if re.match(r"a traced loop of \d+ steps over '[^']+' stays unrolled \(the "
+                                              r"emitted code grows with T: \d+ nodes, \d+ per step\): ", l)]
+    fixed = [l for l in listed if "runs a fixed number of steps" in l and "T stays" in l]
+    nrec = sum(1 for l in out.splitlines() if l.strip().startswith("recurrence over"))
+    want_unrolled, want_fixed = nrec < loops, not symbolic and nrec > 0
+    problems = []
+    if bool(unrolled) != want_unrolled:
+        problems.append("%d recurrences of %d loops, %d listed as unrolled" % (nrec, loops, len(unrolled)))
+    if bool(fixed) != want_fixed:
+        problems.append("time axis %s, %d listed as fixed" % ("symbolic" if symbolic else "fixed", len(fixed)))
+    if len(unrolled) + len(fixed) != len(listed):
+        problems.append("other fallbacks listed: %s" % listed)
+    if rc != (2 if listed else 0):
+        problems.append("%s, expected exit %d" % (status_word(rc), 2 if listed else 0))
+    if listed and not problems:
+        rc2, _, err2 = run([CELLC, "compile", model, "-o", os.path.join(OUT, group + "_work", "fallback", name)],
+                           log + ".compile")
+        if rc2 != 0 or any("warning: " + l not in err2 for l in listed):
+            problems.append("compile: %s, expected 0 with a warning per fallback (log: %s.compile)" % (
+                status_word(rc2), log))
+    if problems:
+        return Result(full, False, "; ".join(problems) + " (log: %s)" % log)
+    return Result(full, True, listed[0][:160] if listed else "no fallback")
+
+
 def last_head(group, name, case_dir):
     """GROUP/last/CASE, for models whose head reads only the last step of a
     recurrence's output (PyTorch's out[-1] or out[:, -1], or out[-1:] sliced as
@@ -1110,8 +1157,11 @@ def group_trace_wild():
         items.append((verify_one, ("trace_wild", n, os.path.join(root, n), TORCH_TOL, CELLC, None, None, sets[:1])))
         items.append((wild_info, (n, os.path.join(root, n))))
         with open(os.path.join(root, n, "case.json")) as f:
-            if "head_last_step_only" in json.load(f).get("style", []):
-                items.append((last_head, ("trace_wild", n, os.path.join(root, n))))
+            case = json.load(f)
+        items.append((wild_fallback, ("trace_wild", n, os.path.join(root, n), case["recurrences"],
+                                      case["symbolic_time"])))
+        if "head_last_step_only" in case.get("style", []):
+            items.append((last_head, ("trace_wild", n, os.path.join(root, n))))
         if len(sets) > 1:
             items.append((verify_one, ("trace_wild", n + "/other", os.path.join(root, n), TORCH_TOL, CELLC, None,
                                        None, sets[1:])))
@@ -1174,6 +1224,7 @@ def group_torch_wild():
             items.append((verify_one, ("torch_wild", n + "_verify_fixed", d, TORCH_TOL + fix)))
             continue
         items.append((verify_one, ("torch_wild", n, d, TORCH_TOL)))
+        items.append((wild_fallback, ("torch_wild", n, d)))
         items.append((stacked_outputs, ("torch_wild", n, d, case["stacked"])))
         items.append((wild_trainable, ("torch_wild", n, d)))
     yield from parallel(lambda fn, args: fn(*args), items)
@@ -1181,7 +1232,8 @@ def group_torch_wild():
 
 def wild_limits(cases):
     """tests/trace_wild_limits.txt: `CHECK  reason` lines, CHECK a result
-    name of the group without its prefix (info/CASE, CASE, CASE/other).  A
+    name of the group without its prefix (info/CASE, fallback/CASE,
+    last/CASE, CASE, CASE/other).  A
     line whose case the generator does not write is a failure."""
     limits, problems = {}, []
     with open(os.path.join(ROOT, "tests", "trace_wild_limits.txt")) as f:
@@ -1190,7 +1242,8 @@ def wild_limits(cases):
             if not line or line.startswith("#"):
                 continue
             name, _, reason = line.partition(" ")
-            case = name[5:] if name.startswith("info/") else name.split("/")[0]
+            kind, _, rest = name.partition("/")
+            case = rest if kind in ("info", "fallback", "last") else kind
             if case not in cases:
                 problems.append(Result("trace_wild/" + name, False, "listed in tests/trace_wild_limits.txt "
                                        "but tests/gen_trace_wild.py writes no case %s" % case))
@@ -1269,11 +1322,13 @@ def group_script_wild():
             continue
         items.append((verify_one, ("script_wild", n, d, TORCH_TOL)))
         items.append((script_info, (n, d)))
+        items.append((wild_fallback, ("script_wild", n, d)))
     yield from parallel(lambda fn, args: fn(*args), items)
 
 
-def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
-    """One command-line check: exit status and substrings of stdout/stderr."""
+def cli_one(name, args, want_rc, want_out=(), stream="stdout", unwanted=()):
+    """One command-line check: exit status and substrings of stdout/stderr
+    (want_out: each must be there; unwanted: none may be there)."""
     full = "cli/%s" % name
     if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
         return Result(full, False, "%s is not built" % CELLC)
@@ -1286,14 +1341,89 @@ def cli_one(name, args, want_rc, want_out=(), stream="stdout"):
                                                                            first_lines(err or out), log))
     if missing:
         return Result(full, False, "%s lacks %s (log: %s)" % (stream, ", ".join(map(repr, missing)), log))
+    found = [w for w in unwanted if w in text]
+    if found:
+        return Result(full, False, "%s holds %s (log: %s)" % (stream, ", ".join(map(repr, found)), log))
     return Result(full, True, "")
 
 
+# .cell graphs of the fallback checks (cli_fallbacks): a feed-forward head; a
+# traced loop of three copies of h = tanh(x_t W^T + h U^T) (rolled); the same
+# loop over four steps with relu on the odd steps' inputs (`if t % 2:`), whose
+# steps differ: left unrolled
+FF_CELL = """graph g {
+	symbols batch
+	input %x: f32[batch, 4]
+	weight %W: f32[5, 4]
+	%a = Gemm(%x, %W) {transB = 1}
+	%y = Relu(%a)
+	output %y
+}
+"""
+
+
+def traced_cell(steps, relu_odd):
+    lines = ["graph g {", "\tsymbols batch", "\tinput %%x: f32[%d, batch, 4]" % steps,
+             "\tinput %h0: f32[batch, 5]", "\tweight %W: f32[5, 4]", "\tweight %U: f32[5, 5]"]
+    lines += ["\tconst %%t%d: i64[] = [%d]" % (t, t) for t in range(steps)]
+    for t in range(steps):
+        x = "%%x%d" % t
+        lines.append("\t%s = Gather(%%x, %%t%d) {axis = 0}" % (x, t))
+        if relu_odd and t % 2:
+            lines.append('\t%%r%d = Relu(%s)  # f32[batch, 4]  node "relu_%d"' % (t, x, t))
+            x = "%%r%d" % t
+        h = "%h0" if t == 0 else "%%h%d" % t
+        lines += ["\t%%a%d = Gemm(%s, %%W) {transB = 1}" % (t, x), "\t%%b%d = Gemm(%s, %%U) {transB = 1}" % (t, h),
+                  "\t%%s%d = Add(%%a%d, %%b%d)" % (t, t, t), "\t%%h%d = Tanh(%%s%d)" % (t + 1, t)]
+    return "\n".join(lines + ["\toutput %%h%d" % steps, "}", ""])
+
+
+def cli_fallbacks():
+    """cli/fallback_*: a traced loop left unrolled is a warning of `compile`,
+    listed by `info` (reason, the first two steps that differ and the node
+    where, the size), an error with --werror-fallback (compile, info: exit
+    2, nothing written); a feed-forward graph, a rolled traced loop and an
+    ONNX LSTM (rnn_cases, in group_cli) have no fallback and pass it."""
+    files = {}
+    for name, text in (("ff", FF_CELL), ("rolled", traced_cell(3, False)), ("unrolled", traced_cell(4, True))):
+        files[name] = os.path.join(OUT, "cli_fallback_%s.cell" % name)
+        with open(os.path.join(ROOT, files[name]), "w") as f:
+            f.write(text)
+    work = os.path.join(OUT, "cli_fallback")
+    for name in ("ff", "rolled"):
+        yield cli_one("fallback_none_info_" + name, ["info", "--werror-fallback", files[name]], 0,
+                      ["fallbacks (0)\n"], unwanted=["stays unrolled"])
+        yield cli_one("fallback_none_compile_" + name, ["compile", "--werror-fallback", files[name], "-o",
+                                                        os.path.join(work, name)], 0, [], "stderr", ["warning", "error"])
+    yield cli_one("fallback_rolled_is_rolled", ["info", files["rolled"]], 0, ["recurrences (1)"])
+    what = "a traced loop of 4 steps over 'x' stays unrolled (the emitted code grows with T: 17 nodes, 4 per step): " \
+           "the steps of the trace differ in size; steps 1 and 2 differ first at node 'relu_1' (Relu) of step 1, " \
+           "which has no counterpart in step 2"
+    yield cli_one("fallback_unrolled_info", ["info", files["unrolled"]], 0, ["recurrences (0)", "fallbacks (1):\n  " + what])
+    yield cli_one("fallback_unrolled_info_werror", ["info", "--werror-fallback", files["unrolled"]], 2,
+                  [files["unrolled"] + ": error: " + what + " (--werror-fallback)"], "stderr")
+    yield cli_one("fallback_unrolled_compile", ["compile", files["unrolled"], "-o", os.path.join(work, "warn")], 0,
+                  [files["unrolled"] + ": warning: " + what], "stderr")
+    shutil.rmtree(os.path.join(ROOT, work, "err"), ignore_errors=True)
+    r = cli_one("fallback_unrolled_compile_werror", ["compile", "--werror-fallback", files["unrolled"], "-o",
+                                                     os.path.join(work, "err")], 2, ["error: " + what], "stderr")
+    if r.ok and os.path.exists(os.path.join(ROOT, work, "err")):
+        r = Result(r.name, False, "--werror-fallback wrote %s" % os.path.join(work, "err"))
+    yield r
+    yield cli_one("fallback_unrolled_dump", ["dump", files["unrolled"], "--after", "reroll"], 0,
+                  ['\tunrolled "x", steps 4, nodes 17, per_step 4, why sizes, step 1, vs 2, node "relu_1", op Relu\n'])
+
+
 def group_cli():
+    yield from cli_fallbacks()
     if not stamp_ok("rnn_cases"):
         yield from fixtures_missing("cli", "rnn_cases")
         return
     model = os.path.join(OUT, "rnn_cases", "lstm_symbolic", "model.onnx")
+    # an ONNX LSTM node is no traced loop: no fallback, no warning
+    yield cli_one("fallback_none_compile_lstm", ["compile", "--werror-fallback", model, "-o",
+                                                 os.path.join(OUT, "cli_fallback", "lstm")], 0, [], "stderr",
+                  ["warning", "error"])
     yield cli_one("help", ["--help"], 0, ["cellc compile", "cellc verify", "cellc dump", "cellc info"])
     yield cli_one("version", ["--version"], 0, ["cellc "])
     yield cli_one("no_command", [], 2, ["usage"], "stderr")

@@ -28,6 +28,16 @@ styles, names FORM_MODEL_opsetN_TK):
                 info` (its values are verified like the others)
   error/CASE    exports cellc rejects (case.json "expect": "error"): `cellc
                 compile` exits 2 with an error naming the ONNX node
+  fallback/CASE (every case of both directories that compiles) the fallbacks
+                of `cellc info --werror-fallback` (docs/commands.md#fallbacks):
+                a loop left unrolled ("expect": "unrolled") is listed as a
+                traced loop of T steps that stays unrolled, with the nodes
+                left unrolled, the reason and the first two steps that differ
+                and the node where, and exits 2; `cellc compile` warns the
+                same and exits 0, with --werror-fallback exits 2 and writes
+                nothing, and so does `cellc verify --werror-fallback`; a rolled loop whose time axis stays fixed
+                (symbolic_time false) is listed as such (exit 2); any other
+                case has no fallback, exit 0
   size/MODEL    as above, except for the list form, whose T outputs each
                 take a copy out of the stacked output: there the T = 64 code
                 may exceed the T = 8 code by at most OUTPUT_BYTES per extra
@@ -71,6 +81,58 @@ def check_error(cellc, case_dir, name):
     first = err.strip().splitlines()[0] if err.strip() else ""
     ok = rc == 2 and re.search(r"model\.onnx: node '[^']+' \(\w+, opset \d+\): error: ", err)
     return report("error/" + name, bool(ok), "exit %d: %s" % (rc, first[:200]))
+
+
+UNROLLED = re.compile(r"a traced loop of (\d+) steps over '[^']+' stays unrolled \(the emitted code grows "
+                      r"with T: (\d+) nodes, (\d+) per step\): [^;\n]+(; steps \d+ and \d+ differ first at "
+                      r"node '[^']+' \(\w+\) of step \d+, which has no counterpart in step \d+)?")
+
+
+def check_fallback(cellc, case_dir, name):
+    """fallback/CASE (see the module's docstring)."""
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    model = os.path.join(case_dir, "model.onnx")
+    rc, out, err = run([cellc, "info", "--werror-fallback", model])
+    m = re.search(r"^fallbacks \((\d+)\)", out, re.M)
+    if not m:
+        return report("fallback/" + name, False, "exit %d, no 'fallbacks' line: %s" % (rc, err.strip()[:200]))
+    listed = [l.strip() for l in out[m.end():].splitlines()[1:1 + int(m.group(1))]]
+    unrolled = [u for u in (UNROLLED.match(l) for l in listed) if u]
+    fixed = [l for l in listed if "runs a fixed number of steps" in l and "T stays" in l]
+    if case.get("expect") == "unrolled":
+        u = unrolled[0] if len(unrolled) == 1 and len(listed) == 1 else None
+        if not u or int(u.group(1)) != case["T"] or not u.group(4) or int(u.group(2)) < case["T"] * int(u.group(3)) // 2:
+            return report("fallback/" + name, False, "expected one traced loop of %d steps left unrolled, with its "
+                          "size and the node where two steps differ; listed: %s" % (case["T"], listed))
+        if rc != 2 or "error: a traced loop of %d steps" % case["T"] not in err:
+            return report("fallback/" + name, False, "info --werror-fallback: exit %d, expected 2 with the error" % rc)
+        tmp = tempfile.mkdtemp(prefix="cellc_trace_")
+        try:
+            rc1, _, err1 = run([cellc, "compile", model, "-o", os.path.join(tmp, "warn"), "--name", "m"])
+            rc2, _, err2 = run([cellc, "compile", model, "-o", os.path.join(tmp, "err"), "--name", "m",
+                                "--werror-fallback"])
+            wrote = os.path.exists(os.path.join(tmp, "err", "m.c"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if rc1 != 0 or "warning: " + listed[0] not in err1:
+            return report("fallback/" + name, False, "compile: exit %d, expected 0 with the warning: %s" % (
+                rc1, err1.strip()[:200]))
+        if rc2 != 2 or wrote or "error: " + listed[0] not in err2:
+            return report("fallback/" + name, False, "compile --werror-fallback: exit %d%s, expected 2 and no "
+                          "files" % (rc2, ", wrote m.c" if wrote else ""))
+        rc3, _, err3 = run([cellc, "verify", model, "--data", case_dir, "--werror-fallback"])
+        if rc3 != 2 or "error: " + listed[0] not in err3:
+            return report("fallback/" + name, False, "verify --werror-fallback: exit %d, expected 2 with the "
+                          "error" % rc3)
+        return report("fallback/" + name, True, listed[0][:160])
+    if unrolled:
+        return report("fallback/" + name, False, "a rolled loop listed as unrolled: %s" % unrolled[0].group(0))
+    if not case["symbolic_time"]:
+        ok = len(fixed) == 1 and len(listed) == 1 and rc == 2
+        return report("fallback/" + name, ok, "exit %d, %s" % (rc, listed[:1]) if not ok else fixed[0][:160])
+    ok = not listed and rc == 0
+    return report("fallback/" + name, ok, "" if ok else "exit %d, unexpected fallbacks %s" % (rc, listed))
 
 
 def check_info(cellc, case_dir, name):
@@ -159,6 +221,7 @@ def check_long(cellc, long_dir):
         prefix = n[:-len("_T784")]                      # MODEL_opset13
         name = "long/%s_T784" % prefix.rsplit("_opset", 1)[0]
         ok &= check_info(cellc, os.path.join(long_dir, n), name)
+        ok &= check_fallback(cellc, os.path.join(long_dir, n), name)
         twins = [t for t in names if re.fullmatch(re.escape(prefix) + r"_T\d+_mnist", t)]
         if len(twins) != 1:
             ok &= report("size/" + name, False, "%d short twins %s_TK_mnist, expected 1" % (len(twins), prefix))
@@ -189,6 +252,9 @@ def main():
     cases = sorted(d for d in os.listdir(trace) if os.path.isdir(os.path.join(trace, d)))
     for c in cases:
         ok &= check_info(cellc, os.path.join(trace, c), c)
+        with open(os.path.join(trace, c, "case.json")) as f:
+            if json.load(f).get("expect") != "error":
+                ok &= check_fallback(cellc, os.path.join(trace, c), c)
     models = sorted({c.rsplit("_T", 1)[0] for c in cases})
     for m in models:
         short = os.path.join(trace, m + "_T8", "model.onnx")
