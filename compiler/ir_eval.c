@@ -140,11 +140,18 @@ ev_tensor *ev_of_value(ev_run *r, const ir_graph *g, const ir_value *v)
 
 static int is_float(ir_dtype t) { return t == DT_F32 || t == DT_F64 || t == DT_F16 || t == DT_BF16; }
 
+/* While central differences run (a Gradient node here, a training build's
+ * gradients in validate.c: ev_exact), floats are not rounded to float32:
+ * the differences need double's resolution. */
+static int exact_floats;
+
+void ev_exact(int on) { exact_floats = on; }
+
 /* v as a value of type t: float32 rounding, integer wrap-around. */
 static double as_type(ir_dtype t, double v)
 {
 	switch (t) {
-	case DT_F32: case DT_F16: case DT_BF16: return (double)(float)v;
+	case DT_F32: case DT_F16: case DT_BF16: return exact_floats ? v : (double)(float)v;
 	case DT_F64: return v;
 	case DT_BOOL: return v != 0.0;
 	case DT_I8: return (double)(int8_t)(int64_t)v;
@@ -659,6 +666,7 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 /* ---- the recurrence --------------------------------------------------------------------- */
 
 static int eval_graph_nodes(ev_run *r, ir_graph *g);
+static int eval_node(ev_run *r, ir_graph *g, ir_node *n);
 
 /* Slice t of x along axis a (0 or 1), without that axis. */
 static ev_tensor *time_slice(ev_run *r, const ev_tensor *x, int a, int64_t t)
@@ -982,7 +990,7 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 				}
 				memcpy(h, rh, (size_t)H * sizeof *h);
 				for (int64_t j = 0; j < H; j++) {
-					double v = (double)(float)h[j];
+					double v = as_type(DT_F32, h[j]);
 					if (layout)
 						Y->x[((b * T + t) * D + d) * H + j] = v;
 					else
@@ -990,8 +998,8 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 				}
 			}
 			for (int64_t j = 0; j < H; j++) {
-				Yh->x[ST(Yh, d, b) + j] = (double)(float)h[j];
-				Yc->x[ST(Yc, d, b) + j] = (double)(float)c[j];
+				Yh->x[ST(Yh, d, b) + j] = as_type(DT_F32, h[j]);
+				Yc->x[ST(Yc, d, b) + j] = as_type(DT_F32, c[j]);
 			}
 		}
 	}
@@ -1003,6 +1011,176 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 	if (n->nout > 2)
 		out[2] = Yc;
 	return 0;
+}
+
+
+/* ---- training operators ------------------------------------------------------------- */
+
+/* SliceScatter: zeros shaped like X with U at X[starts:ends:steps] on axes. */
+static int eval_slicescatter(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *x = in[0], *u = in[1];
+	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK];
+	for (int i = 0; i < x->rank; i++) {
+		start[i] = 0;
+		step[i] = 1;
+	}
+	const ev_tensor *S = in[2], *A = n->nin > 4 ? in[4] : NULL, *P = n->nin > 5 ? in[5] : NULL;
+	for (int64_t k = 0; k < S->n; k++) {
+		int64_t a = A ? norm_axis(ival(A, k), x->rank) : k, s0 = ival(S, k), p = P ? ival(P, k) : 1;
+		if (a < 0 || a >= x->rank || p == 0)
+			return stop(r, n, "SliceScatter axis or step out of range");
+		if (s0 < 0)
+			s0 += x->d[a];
+		if (p > 0)
+			s0 = s0 < 0 ? 0 : s0 > x->d[a] ? x->d[a] : s0;
+		else
+			s0 = s0 < 0 ? -1 : s0 > x->d[a] - 1 ? x->d[a] - 1 : s0;
+		start[a] = s0;
+		step[a] = p;
+	}
+	ev_tensor *o = ev_new(r, x->dt, x->rank, x->d);
+	if (u->rank != x->rank)
+		return stop(r, n, "SliceScatter update of rank %d into rank %d", u->rank, x->rank);
+	int64_t idx[IR_MAX_RANK] = {0};
+	for (int64_t e = 0; e < u->n; e++, next_index(idx, u->d, u->rank)) {
+		int64_t off = 0;
+		for (int i = 0; i < x->rank; i++) {
+			int64_t c = start[i] + idx[i] * step[i];
+			if (c < 0 || c >= x->d[i])
+				return stop(r, n, "SliceScatter writes outside X");
+			off = off * x->d[i] + c;
+		}
+		o->x[off] = u->x[e];
+	}
+	out[0] = o;
+	return 0;
+}
+
+/* MseLoss and its gradient (ops.def). */
+static int eval_mse(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	int grad = n->op == OP_MSELOSSGRAD, o0 = grad ? 1 : 0;
+	const ev_tensor *y = in[o0], *t = in[o0 + 1], *m = n->nin > o0 + 2 ? in[o0 + 2] : NULL;
+	if (y->n != t->n || (m && m->n != y->n))
+		return stop(r, n, "%s of tensors of different sizes", ir_op_name(n->op));
+	double den = 0, sum = 0;
+	for (int64_t e = 0; e < y->n; e++) {
+		double w = m ? m->x[e] : 1;
+		den += w;
+		sum += w * (y->x[e] - t->x[e]) * (y->x[e] - t->x[e]);
+	}
+	if (!grad) {
+		ev_tensor *o = ev_new(r, n->out[0]->dtype, 0, NULL);
+		o->x[0] = as_type(o->dt, den > 0 ? sum / den : 0);
+		out[0] = o;
+		return 0;
+	}
+	ev_tensor *o = ev_new(r, y->dt, y->rank, y->d);
+	for (int64_t e = 0; e < y->n; e++)
+		o->x[e] = as_type(o->dt, den > 0 ? in[0]->x[0] * 2 * (m ? m->x[e] : 1) * (y->x[e] - t->x[e]) / den : 0);
+	out[0] = o;
+	return 0;
+}
+
+/* SoftmaxCrossEntropyLossGrad: dloss (softmax(scores) - onehot(labels)) / N
+ * over scores [N, C]. */
+static int eval_sce_grad(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *dl = in[0], *x = in[1], *t = in[2];
+	if (x->rank != 2 || t->n != x->d[0])
+		return stop(r, n, "SoftmaxCrossEntropyLossGrad of scores other than [N, C]");
+	int64_t N = x->d[0], C = x->d[1];
+	ev_tensor *o = ev_new(r, x->dt, 2, x->d);
+	for (int64_t i = 0; i < N; i++) {
+		double mx = -INFINITY, sum = 0;
+		for (int64_t c = 0; c < C; c++)
+			mx = fmax(mx, x->x[i * C + c]);
+		for (int64_t c = 0; c < C; c++)
+			sum += exp(x->x[i * C + c] - mx);
+		int64_t lab = ival(t, i);
+		for (int64_t c = 0; c < C; c++)
+			o->x[i * C + c] = as_type(o->dt, dl->x[0] * (exp(x->x[i * C + c] - mx) / sum - (c == lab)) / (double)N);
+	}
+	out[0] = o;
+	return 0;
+}
+
+/* The ONNX Gradient node (inputs xs, then y): d sum(y) / d x for each x by
+ * central differences in double, every node before the Gradient node run
+ * again with one element of x moved by +-h.  Bounded: at most 4096
+ * elements in all. */
+enum { GRAD_MAX_ELEMS = 4096 };
+
+static double sum_y_with(ev_run *r, ir_graph *g, int upto, const ir_value *x, const ev_tensor *xv,
+			 const ir_value *y, int *failed)
+{
+	arena A;
+	arena_init(&A);
+	ev_run s = {.A = &A};
+	memcpy(s.sym, r->sym, sizeof s.sym);
+	for (int k = 0; k < g->ninputs; k++)
+		put(&s, g->inputs[k], ev_get(r, g->inputs[k]));
+	ev_tensor *xc = ev_new(&s, xv->dt, xv->rank, xv->d);
+	memcpy(xc->x, xv->x, (size_t)xv->n * sizeof *xc->x);
+	put(&s, x, xc);
+	double sum = 0;
+	for (int i = 0; i < upto && !*failed; i++) {
+		ir_node *m = g->nodes[i];
+		int makes_x = 0;
+		for (int k = 0; k < m->nout; k++)
+			makes_x |= m->out[k] == x;
+		if (!makes_x && eval_node(&s, g, m)) {
+			snprintf(r->why, sizeof r->why, "%s", s.why);
+			r->at = s.at;
+			*failed = 1;
+		}
+	}
+	const ev_tensor *yv = *failed ? NULL : ev_get(&s, y);
+	for (int64_t e = 0; yv && e < yv->n; e++)
+		sum += yv->x[e];
+	if (!*failed && !yv) {
+		snprintf(r->why, sizeof r->why, "Gradient: y was not computed");
+		*failed = 1;
+	}
+	arena_free(&A);
+	return sum;
+}
+
+static int eval_gradient(ev_run *r, ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	int nx = n->nin - 1, at = -1;
+	for (int i = 0; i < g->nnodes && at < 0; i++)
+		if (g->nodes[i] == n)
+			at = i;
+	if (at < 0 || g->parent)
+		return stop(r, n, "a Gradient node outside the root graph");
+	int64_t total = 0;
+	for (int k = 0; k < nx; k++)
+		total += in[k]->n;
+	if (total > GRAD_MAX_ELEMS)
+		return stop(r, n, "Gradient of %lld elements: more than the %d central differences allow",
+			    (long long)total, GRAD_MAX_ELEMS);
+	int failed = 0, was = exact_floats;
+	exact_floats = 1;
+	for (int k = 0; k < nx && !failed; k++) {
+		ev_tensor *x = in[k], *o = ev_new(r, DT_F32, x->rank, x->d), *xv = ev_new(r, x->dt, x->rank, x->d);
+		memcpy(xv->x, x->x, (size_t)x->n * sizeof *xv->x);
+		for (int64_t e = 0; e < x->n && !failed; e++) {
+			double h = 1e-6 * fmax(1.0, fabs(x->x[e]));
+			xv->x[e] = x->x[e] + h;
+			double up = sum_y_with(r, g, at, n->in[k], xv, n->in[nx], &failed);
+			xv->x[e] = x->x[e] - h;
+			double dn = sum_y_with(r, g, at, n->in[k], xv, n->in[nx], &failed);
+			xv->x[e] = x->x[e];
+			o->x[e] = (up - dn) / (2 * h);
+		}
+		out[k] = o;
+	}
+	exact_floats = was;
+	if (failed)
+		r->at = r->at ? r->at : n;
+	return failed;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------- */
@@ -1097,6 +1275,10 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 	}
 	case OP_RECURRENCE: err = eval_recurrence(r, g, n, in, out); break;
 	case OP_LSTM: case OP_GRU: case OP_RNN: err = eval_rnn(r, n, in, out); break;
+	case OP_SLICESCATTER: err = eval_slicescatter(r, n, in, out); break;
+	case OP_MSELOSS: case OP_MSELOSSGRAD: err = eval_mse(r, n, in, out); break;
+	case OP_SOFTMAXCEGRAD: err = eval_sce_grad(r, n, in, out); break;
+	case OP_GRADIENT: err = eval_gradient(r, g, n, in, out); break;
 	default:
 		if (oi->kind == OPK_ELEM)
 			err = eval_elem(r, n, in, out);
@@ -1119,12 +1301,23 @@ static int eval_graph_nodes(ev_run *r, ir_graph *g)
 	return 0;
 }
 
-int ev_graph(ev_run *r, ir_graph *g, ev_tensor *const *in, int nin)
+void ev_put(ev_run *r, const ir_value *v, ev_tensor *t) { put(r, v, t); }
+
+int ev_graph_upto(ev_run *r, ir_graph *g, ev_tensor *const *in, int nin, int upto)
 {
 	for (int k = 0; k < g->ninputs; k++) {
 		if (k >= nin || !in[k])
 			return stop(r, NULL, "no value for input '%s'", g->inputs[k]->name);
-		put(r, g->inputs[k], in[k]);
+		if (!ev_get(r, g->inputs[k]))   /* (one put before stays: ev_put) */
+			put(r, g->inputs[k], in[k]);
 	}
-	return eval_graph_nodes(r, g);
+	for (int i = 0; i < upto && i < g->nnodes; i++)
+		if (eval_node(r, g, g->nodes[i]))
+			return 1;
+	return 0;
+}
+
+int ev_graph(ev_run *r, ir_graph *g, ev_tensor *const *in, int nin)
+{
+	return ev_graph_upto(r, g, in, nin, g->nnodes);
 }

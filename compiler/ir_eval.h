@@ -43,8 +43,16 @@ ev_tensor *ev_new(ev_run *r, ir_dtype dt, int rank, const int64_t *d);
 /* A tensor for v: its constant data, or zeros of its shape. */
 ev_tensor *ev_of_value(ev_run *r, const ir_graph *g, const ir_value *v);
 /* Runs root graph g on in[k] for g->inputs[k] (k < nin; a missing input
- * stops the run).  0 and every value in r->vals; 1 with r->why and r->at. */
+ * stops the run).  0 and every value in r->vals; 1 with r->why and r->at.
+ * A value put in r->vals before (ev_put: a weight moved for a central
+ * difference) is used as it is. */
 int ev_graph(ev_run *r, ir_graph *g, ev_tensor *const *in, int nin);
+/* The nodes [0, upto) of root graph g only (after ev_graph's inputs are in). */
+int ev_graph_upto(ev_run *r, ir_graph *g, ev_tensor *const *in, int nin, int upto);
+void ev_put(ev_run *r, const ir_value *v, ev_tensor *t);
+/* on: floats keep double's precision (no rounding to float32), for central
+ * differences; off: every float value is rounded as the IR's type says. */
+void ev_exact(int on);
 /* The tensor r computed for v, or NULL. */
 ev_tensor *ev_get(const ev_run *r, const ir_value *v);
 

@@ -11,8 +11,11 @@
  * which rewrites the graph in place).  A graph the interpreter cannot run
  * (an operator it does not know) is not validated: the pass is listed as
  * such, never counted as checked, and the next graph that runs becomes the
- * baseline again.  Precision changes (--weights bf16/int8) and the training
- * stages (new inputs: target) end the validation; what was and was not
+ * baseline again.  A training build's gradients (after `grad`) are
+ * checked against central differences of its loss, in double, at a few
+ * elements of every grad.* output; the graph with its gradients is then the
+ * baseline of the later passes.  Precision changes (--weights bf16/int8) end
+ * the validation; what was and was not
  * checked goes to stderr with CELLC_VALIDATE=2, or to the file
  * CELLC_VALIDATE_LOG (a line per compilation), so that a test suite can
  * count it.  CELLC_VALIDATE_FAULT=PASS changes a weight after PASS: the
@@ -114,8 +117,8 @@ static int make_inputs(validate *V, ir_graph *g, ev_run *r)
 	return 0;
 }
 
-/* Runs g on the inputs; 0, or 1 with r->why. */
-static int run_graph(validate *V, ir_graph *g, ev_run *r)
+/* Runs g (its nodes before upto) on the inputs; 0, or 1 with r->why. */
+static int run_graph_upto(validate *V, ir_graph *g, ev_run *r, int upto)
 {
 	memcpy(r->sym, V->sym, sizeof V->sym);
 	ev_tensor **in = arena_array(r->A, (size_t)g->ninputs + 1, sizeof *in);
@@ -156,8 +159,10 @@ static int run_graph(validate *V, ir_graph *g, ev_run *r)
 			return 1;
 		}
 	}
-	return ev_graph(r, g, in, g->ninputs);
+	return ev_graph_upto(r, g, in, g->ninputs, upto);
 }
+
+static int run_graph(validate *V, ir_graph *g, ev_run *r) { return run_graph_upto(V, g, r, g->nnodes); }
 
 static int close_enough(const ev_tensor *a, const ev_tensor *b, double *err)
 {
@@ -197,6 +202,160 @@ static const ir_node *first_changed(const ev_run *now, const ev_run *before, con
 	return NULL;
 }
 
+/* A new input of a training build (target, mask): class labels in [0,
+ * classes) for an int64 target, floats otherwise, a mask of 0s and 1s. */
+static int add_input(validate *V, ir_graph *g, const ir_value *v, ev_run *r)
+{
+	ev_run tmp = *r;
+	tmp.A = &V->inA;
+	ev_tensor *t = ev_of_value(&tmp, g, v);
+	int64_t classes = g->train ? g->train->nclasses : 0;
+	if (!t || (v->dtype == DT_I64 && classes <= 0))
+		return 1;
+	for (int64_t e = 0; e < t->n; e++)
+		t->x[e] = v->dtype == DT_I64 ? (double)((int64_t)(uniform(V) * (double)classes) % classes)
+			  : !strcmp(v->name, "mask") ? (double)(e == 0 || uniform(V) < 0.7)
+			  : (double)(float)(2 * uniform(V) - 1);
+	const char **nm = arena_array(&V->inA, (size_t)V->nin + 2, sizeof *nm);
+	ev_tensor **in = arena_array(&V->inA, (size_t)V->nin + 2, sizeof *in);
+	memcpy(nm, V->in_name, (size_t)V->nin * sizeof *nm);
+	memcpy(in, V->in, (size_t)V->nin * sizeof *in);
+	nm[V->nin] = v->name;
+	in[V->nin] = t;
+	V->in_name = nm;
+	V->in = in;
+	V->nin++;
+	return 0;
+}
+
+/* The loss of g (its nodes before the backward part) with v's value moved
+ * to xv, in double. */
+static int loss_with(validate *V, ir_graph *g, int upto, const ir_value *loss, const ir_value *v,
+		     ev_tensor *xv, double *L, char *why, size_t cap)
+{
+	arena A;
+	arena_init(&A);
+	ev_run s = {.A = &A};
+	int err = 0;
+	ev_put(&s, v, xv);
+	if (run_graph_upto(V, g, &s, upto)) {
+		snprintf(why, cap, "%s", s.why);
+		err = 1;
+	} else {
+		const ev_tensor *l = ev_get(&s, loss);
+		err = !l;
+		*L = l ? l->x[0] : 0;
+		if (!l)
+			snprintf(why, cap, "the loss was not computed");
+	}
+	arena_free(&A);
+	return err;
+}
+
+/* A training build after `grad`: every grad.<P> and grad.<X> output checked
+ * at a few elements (its largest, then evenly spread) against central
+ * differences of the loss in double; then the graph is the baseline of the
+ * passes after it. */
+static void check_train(validate *V, ir_graph *g, diag *D)
+{
+	ev_run probe = {.A = &V->inA};
+	memcpy(probe.sym, V->sym, sizeof V->sym);
+	for (int k = 0; k < g->ninputs; k++) {
+		int known = 0;
+		for (int j = 0; j < V->nin; j++)
+			known |= !strcmp(V->in_name[j], g->inputs[k]->name);
+		if (!known && add_input(V, g, g->inputs[k], &probe)) {
+			append(V->skipped, sizeof V->skipped, "grad%s (no values for input '%s'); ", "", g->inputs[k]->name);
+			V->have_base = 0;
+			return;
+		}
+	}
+	int upto = g->nnodes;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i] == g->train->bwd_start) {
+			upto = i;
+			break;
+		}
+	const ir_value *loss = NULL;
+	int ngrad = 0;
+	for (int k = 0; k < g->noutputs; k++) {
+		loss = !strcmp(g->outputs[k]->name, "loss") ? g->outputs[k] : loss;
+		ngrad += !strncmp(g->outputs[k]->name, "grad.", 5);
+	}
+	arena A;
+	arena_init(&A);
+	ev_run r = {.A = &A};
+	char why[400] = "";
+	ev_exact(1);
+	int failed = !loss || run_graph(V, g, &r);
+	if (failed)
+		snprintf(why, sizeof why, "%s", loss ? r.why : "no loss output");
+	int per = ngrad ? 200 / (2 * ngrad) : 0;
+	per = per < 1 ? 1 : per > 6 ? 6 : per;
+	int checked = 0;
+	for (int k = 0; k < g->noutputs && !failed; k++) {
+		const char *on = g->outputs[k]->name;
+		if (strncmp(on, "grad.", 5) != 0)
+			continue;
+		const ir_value *v = ir_find_value(g, on + 5);
+		const ev_tensor *an = ev_get(&r, g->outputs[k]), *x = v ? ev_get(&r, v) : NULL;
+		if (!v || !an || !x || an->n != x->n) {
+			snprintf(why, sizeof why, "output %s has no value to compare with", on);
+			failed = 1;
+			break;
+		}
+		int64_t big = 0;
+		for (int64_t e = 1; e < an->n; e++)
+			big = fabs(an->x[e]) > fabs(an->x[big]) ? e : big;
+		for (int j = 0; j < per && j < an->n && !failed; j++) {
+			int64_t e = j == 0 ? big : (int64_t)j * an->n / per;
+			ev_tensor *xv = ev_new(&r, x->dt, x->rank, x->d);
+			memcpy(xv->x, x->x, (size_t)x->n * sizeof *xv->x);
+			double h = 1e-6 * fmax(1.0, fabs(x->x[e])), up, dn;
+			xv->x[e] = x->x[e] + h;
+			failed = loss_with(V, g, upto, loss, v, xv, &up, why, sizeof why);
+			xv->x[e] = x->x[e] - h;
+			failed = failed || loss_with(V, g, upto, loss, v, xv, &dn, why, sizeof why);
+			if (failed)
+				break;
+			double fd = (up - dn) / (2 * h), a = an->x[e];
+			if (!(fabs(fd - a) <= 1e-5 + 1e-4 * fmax(fabs(a), fabs(fd)))) {
+				ev_exact(0);
+				arena_free(&A);
+				diag_error(D, "translation validation: the training build's %s differs from central "
+					   "differences of the loss at element %lld: %.9g from the gradient pass, %.9g "
+					   "numerically", on, (long long)e, a, fd);
+				V->done = 1;
+				return;
+			}
+			checked++;
+		}
+	}
+	ev_exact(0);
+	arena_free(&A);
+	if (failed) {
+		append(V->skipped, sizeof V->skipped, "grad: %s; ", why, NULL);
+		V->have_base = 0;
+		return;
+	}
+	char note[80];
+	snprintf(note, sizeof note, "grad(%d central differences)", checked);
+	append(V->checked, sizeof V->checked, "%s%s ", note, NULL);
+	/* the graph with its gradients is the baseline of the later passes */
+	int c = V->cur;
+	arena_free(&V->runA[c]);
+	arena_init(&V->runA[c]);
+	ev_run *b = &V->run[c];
+	memset(b, 0, sizeof *b);
+	b->A = &V->runA[c];
+	if (run_graph(V, g, b)) {
+		V->have_base = 0;
+		return;
+	}
+	V->have_base = 1;
+	V->cur ^= 1;
+}
+
 /* CELLC_VALIDATE_FAULT=PASS, for the validation's own test: after PASS,
  * the first element of the first f32 weight or constant a node of the root
  * graph reads grows by 1, as a miscompile would change it; the validation
@@ -231,8 +390,7 @@ void validate_stage(validate *V, ir_graph *g, const char *stage, const pass_opts
 		return;
 	}
 	if (!strcmp(stage, "grad") && g->train) {
-		append(V->skipped, sizeof V->skipped, "%s%s and later (a training build); ", stage, NULL);
-		V->done = 1;
+		check_train(V, g, D);
 		return;
 	}
 	inject_fault(g, stage);
