@@ -149,6 +149,10 @@ static int run_graph_upto(validate *V, ir_graph *g, ev_run *r, int upto)
 				 g->syms[i]);
 			return 1;
 		}
+	/* from now on those symbols have these values (a training build's
+	 * target is sized by them) */
+	memcpy(V->sym, r->sym, sizeof V->sym);
+	V->nsyms = g->nsyms;
 	for (int k = 0; k < g->ninputs; k++) {
 		const ir_shape *s = &g->inputs[k]->shape;
 		int ok = s->rank == in[k]->rank;

@@ -44,7 +44,8 @@ shapes and attributes, built with onnx.helper and checked by onnx.checker:
            by DequantizeLinear or Cast
 
 and then run through `cellc verify MODEL --oracle onnxruntime --inputs 1
---seed K`: cellc draws the random inputs, ONNX Runtime (npm onnxruntime-node,
+--seed K`, and (kinds in GRAD_KINDS) their gradients checked by cellc's
+translation validation against central differences (check_gradients): cellc draws the random inputs, ONNX Runtime (npm onnxruntime-node,
 build/ort) computes the expected outputs, the code cellc emits is compiled
 and compared (atol 1e-5 + rtol 1e-4, fixed below).  A model whose outputs
 differ, that cellc refuses, or on which cellc crashes is a finding: the model
@@ -774,6 +775,69 @@ GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "t
 
 # ---- running -------------------------------------------------------------------------------
 
+# kinds whose models are differentiable: their gradients are checked too
+GRAD_KINDS = ("rnn", "elem", "scan", "loop", "traced", "pixel", "gemm", "mmcell")
+
+
+def with_gradient_node(model):
+    """The model with a Gradient node (ai.onnx.preview.training) of the sum
+    of its first output with respect to its float inputs and initializers,
+    the gradients as outputs after the model's own."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    y = g.output[0].name
+    xs = [i.name for i in g.input if i.type.tensor_type.elem_type == F] + \
+         [t.name for t in g.initializer if t.data_type == F]
+    g.node.append(helper.make_node("Gradient", xs, ["d_" + x for x in xs], name="diff_gradient",
+                                   domain="ai.onnx.preview.training", xs=xs, y=y))
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in g.input}
+    shapes.update({t.name: list(t.dims) for t in g.initializer})
+    for x in xs:
+        g.output.append(vi("d_" + x, shapes[x]))
+    m.opset_import.append(helper.make_opsetid("ai.onnx.preview.training", 1))
+    return m
+
+
+def check_gradients(d, model, path, env):
+    """The gradients of the model, checked by cellc's translation validation
+    (CELLC_VALIDATE=1) against central differences in double: a --train
+    build (loss mse on the first output; its grad.* outputs), and the model
+    with an ONNX Gradient node (the reference interpreter differentiates the
+    node numerically, the grad pass expands it by the rules).  Returns
+    (verdict, detail, log): "pass" when both were checked and agree, "fail"
+    on a difference or a crash, "unchecked" when cellc refused to
+    differentiate the model or the interpreter could not run it (the reason
+    in detail)."""
+    log_path = os.path.join(d, "validate.log")
+    genv = dict(env, CELLC_VALIDATE="1", CELLC_VALIDATE_LOG=log_path)
+    gpath = os.path.join(d, "gradient.onnx")
+    onnx.save(with_gradient_node(model), gpath)
+    runs = [("train", [CELLC, "compile", path, "--train", "--loss", "mse", "-o", os.path.join(d, "train")]),
+            ("Gradient", [CELLC, "compile", gpath, "-o", os.path.join(d, "gradient")])]
+    text, unchecked = "", []
+    for what, cmd in runs:
+        if os.path.exists(log_path):
+            os.remove(log_path)
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, env=genv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+            rc, err = p.returncode, p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            rc, err = None, "timed out after 300 s"
+        line = open(log_path).read() if os.path.exists(log_path) else ""
+        text += "$ %s\n# exit %s\n%s%s\n" % (" ".join(cmd), rc, err, line)
+        if "translation validation" in err or rc not in (0, 2):
+            first = next((l for l in err.splitlines() if "translation validation" in l or "error" in l), err[:200])
+            return "fail", "%s: exit %s: %s" % (what, rc, first[:250]), text
+        checked = line.split(": validated: ", 1)[-1].split("|")[0]
+        if rc != 0:
+            unchecked.append("%s refused: %s" % (what, err.strip().splitlines()[0][:150] if err.strip() else "?"))
+        elif "grad" not in checked:
+            why = line.split("not validated: ", 1)[-1].split("|")[0].strip()
+            unchecked.append("%s not validated: %s" % (what, why[:150]))
+    return ("unchecked" if unchecked else "pass"), "; ".join(unchecked), text
+
+
 def run_one(outdir, seed, kind):
     """Returns (kind, seed, verdict, detail, ops); verdict in pass, fail, invalid."""
     rng = np.random.default_rng(seed)
@@ -803,6 +867,12 @@ def run_one(outdir, seed, kind):
                else "not run" if rc == 127 else "crash (exit %s)" % rc)
         lines = [l for l in (err + out).splitlines() if l.strip() and not l.startswith("PASS")]
         detail = "%s: %s" % (why, " | ".join(lines[:2])[:300])
+    grad = None
+    if verdict == "pass" and kind in GRAD_KINDS:
+        grad = check_gradients(d, model, path, env)
+        if grad[0] == "fail":
+            verdict, detail = "fail", "gradients: " + grad[1]
+            text += "\n--- gradients\n" + grad[2]
     if verdict != "pass":
         keep = os.path.join(outdir, "findings", "%s_%d" % (kind, seed))
         os.makedirs(keep, exist_ok=True)
@@ -810,7 +880,7 @@ def run_one(outdir, seed, kind):
         with open(os.path.join(keep, "run.log"), "w") as f:
             f.write(text)
     shutil.rmtree(d, ignore_errors=True)
-    return kind, seed, verdict, detail, ops
+    return kind, seed, verdict, detail, ops, grad
 
 
 def main():
@@ -833,10 +903,16 @@ def main():
                     items.append((a.outdir, int(w[1]), w[0]))
     by_kind = collections.Counter()
     op_count = collections.Counter()
+    grads = collections.Counter()
+    unchecked = collections.Counter()
     npass = nfail = ninvalid = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
-        for kind, seed, verdict, detail, ops in ex.map(lambda it: run_one(*it), items):
+        for kind, seed, verdict, detail, ops, grad in ex.map(lambda it: run_one(*it), items):
             name = "diff/%s_%d" % (kind, seed)
+            if grad:
+                grads[grad[0]] += 1
+                if grad[0] == "unchecked":
+                    unchecked[grad[1].split(":")[0] + ": " + grad[1].split(": ", 1)[-1][:90]] += 1
             by_kind[(kind, verdict)] += 1
             for o in ops:
                 op_count[o] += 1
@@ -852,6 +928,10 @@ def main():
         "%s %d/%d" % (k, by_kind[(k, "pass")], sum(by_kind[(k, v)] for v in ("pass", "fail", "invalid")))
         for k in kinds))
     print("diff: operators covered: " + ", ".join("%s %d" % (o, n) for o, n in sorted(op_count.items())))
+    print("diff: gradients (a --train build and an ONNX Gradient node, each against central differences): "
+          "%d models checked, %d not checkable, %d failed" % (grads["pass"], grads["unchecked"], grads["fail"]))
+    for why, n in unchecked.most_common(8):
+        print("diff:   not checkable (%d): %s" % (n, why))
     print("diff: %d mismatches/refusals/crashes, %d models ONNX Runtime refused" % (nfail, ninvalid))
     print("%d passed, %d failed" % (npass, nfail + ninvalid))
     return 1 if nfail or ninvalid else 0
