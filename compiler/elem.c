@@ -2,6 +2,7 @@
 #include "elem.h"
 #include "util.h"
 
+#include <math.h>
 #include <string.h>
 
 const elem_row elem_rows[OP_COUNT] = {
@@ -63,4 +64,36 @@ int64_t elem_attr_int(const ir_node *n, const char *name)
 	const elem_attr *a = elem_attr_of(n->op, name);
 	ASSERT(a && a->kind == ATTR_INT);
 	return ir_attr_int(n, name, (int64_t)a->def);
+}
+
+/* The float expressions of elem.def, compiled in double (elem_double). */
+#define X in[0]
+#define Y in[1]
+#define Z in[2]
+#define T double
+#define ATTR(tok, nm, d) const double tok = ir_attr_float(n, nm, d);
+#define IATTR(tok, nm, d)
+#define NOATTR
+#define ELEM(e, f, i, u, st, attrs) \
+	static double elem_##e(const ir_node *n, const double *in) { (void)n; attrs return (double)(f); }
+#define ELEM_CODE(e, attrs)
+#include "elem.def"
+#undef ELEM
+#define ELEM(e, f, i, u, st, attrs) [OP_##e] = elem_##e,
+static const elem_dfn elem_fns[OP_COUNT] = {
+#include "elem.def"
+};
+#undef ELEM
+#undef ELEM_CODE
+#undef NOATTR
+#undef IATTR
+#undef ATTR
+#undef T
+#undef Z
+#undef Y
+#undef X
+
+elem_dfn elem_double(ir_op op)
+{
+	return (int)op >= 0 && op < OP_COUNT ? elem_fns[op] : NULL;
 }

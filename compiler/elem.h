@@ -42,6 +42,14 @@ const char *elem_expr_for(ir_op op, int is_float, int is_unsigned);
 /* The libcellrt kernel recurrence steps call for op, or NULL. */
 const char *elem_step(ir_op op);
 
+/* elem.def's float expression of op compiled in double: f(n, in) evaluates
+ * it on the operands in[] with n's attributes (or their defaults); NULL for
+ * an op built in code (ELEM_CODE) or not element-wise.  The constant folder
+ * and the reference interpreter evaluate the very expression the emitter
+ * prints. */
+typedef double (*elem_dfn)(const ir_node *n, const double *in);
+elem_dfn elem_double(ir_op op);
+
 /* The value of attribute `name` of element-wise node n: the node's, or the
  * table's default (the attribute must be in n's row). */
 float elem_attr_float(const ir_node *n, const char *name);

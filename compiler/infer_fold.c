@@ -652,34 +652,6 @@ static int fold_binary(fctx *c)
 	return 1;
 }
 
-/* The float expressions of elem.def, compiled: elem_fn[op](n, in) evaluates
- * op's expression in double on the operands in[] (attributes from n, or
- * their defaults). */
-#define X in[0]
-#define Y in[1]
-#define Z in[2]
-#define T double
-#define ATTR(tok, nm, d) const double tok = ir_attr_float(n, nm, d);
-#define IATTR(tok, nm, d)
-#define NOATTR
-#define ELEM(e, f, i, u, st, attrs) \
-	static double elem_##e(const ir_node *n, const double *in) { attrs return (double)(f); }
-#define ELEM_CODE(e, attrs)
-#include "elem.def"
-#undef ELEM
-#define ELEM(e, f, i, u, st, attrs) [OP_##e] = elem_##e,
-static double (*const elem_fn[OP_COUNT])(const ir_node *, const double *) = {
-#include "elem.def"
-};
-#undef ELEM
-#undef ELEM_CODE
-#undef NOATTR
-#undef IATTR
-#undef ATTR
-#undef T
-#undef Z
-#undef Y
-#undef X
 
 static int fold_unary(fctx *c)
 {
@@ -689,12 +661,12 @@ static int fold_unary(fctx *c)
 	if (x->sym)
 		return 0;
 	if (is_float(x->dtype)) {
-		if (!elem_fn[n->op])
+		if (!elem_double(n->op))
 			return 0;       /* an op without an expression: left to run time */
 		out_alloc(c, o, 0);
 		for (int64_t i = 0; i < total; i++) {
 			double in = ldf(x, i);
-			stf(o, i, elem_fn[n->op](n, &in));
+			stf(o, i, elem_double(n->op)(n, &in));
 		}
 		return 1;
 	}
@@ -906,9 +878,9 @@ static int fold_elem(fctx *c)
 				stu(o, i, f2u(r, o->dtype));
 		} else {
 			double in[2] = {ldf(x, off[0]), nin > 1 ? ldf(fin(c, 1), off[1]) : 0};
-			if (!elem_fn[n->op])
+			if (!elem_double(n->op))
 				return 0;       /* no expression: left to run time */
-			stf(o, i, elem_fn[n->op](n, in));
+			stf(o, i, elem_double(n->op)(n, in));
 		}
 		for (int d = R - 1; d >= 0; d--) {
 			if (++idx[d] < o->shape.d[d].k)

@@ -164,33 +164,7 @@ static double as_type(ir_dtype t, double v)
 	}
 }
 
-/* ---- element-wise: elem.def's float expressions in double ------------------------------ */
-
-#define X in[0]
-#define Y in[1]
-#define Z in[2]
-#define T double
-#define ATTR(tok, nm, d) const double tok = ir_attr_float(n, nm, d);
-#define IATTR(tok, nm, d)
-#define NOATTR
-#define ELEM(e, f, i, u, st, attrs) \
-	static double ev_##e(const ir_node *n, const double *in) { (void)n; attrs return (double)(f); }
-#define ELEM_CODE(e, attrs)
-#include "elem.def"
-#undef ELEM
-#define ELEM(e, f, i, u, st, attrs) [OP_##e] = ev_##e,
-static double (*const elem_fn[OP_COUNT])(const ir_node *, const double *) = {
-#include "elem.def"
-};
-#undef ELEM
-#undef ELEM_CODE
-#undef NOATTR
-#undef IATTR
-#undef ATTR
-#undef T
-#undef Z
-#undef Y
-#undef X
+/* ---- element-wise: elem.def's float expressions (elem_double) ---------------------------- */
 
 /* Offset in t of output index idx (rank R) under broadcasting. */
 static int64_t bcast_off(const ev_tensor *t, int R, const int64_t *idx)
@@ -263,8 +237,8 @@ static int eval_elem(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 				v = fmod(a[0], a[1]);
 				if (!ir_attr_int(n, "fmod", 0) && v != 0.0 && (v < 0) != (a[1] < 0))
 					v += a[1];
-			} else if (elem_fn[n->op]) {
-				v = elem_fn[n->op](n, a);
+			} else if (elem_double(n->op)) {
+				v = elem_double(n->op)(n, a);
 			} else {
 				return stop(r, n, "no reference for element-wise %s", ir_op_name(n->op));
 			}

@@ -1026,6 +1026,34 @@ static void parse_output(gctx *c, ir_graph *g)
 			outs[i]->is_output = 1;
 }
 
+/* `KEY N` of a 'train' or 'unrolled' line, k the KEY: one of keys[0, n)
+ * not given before (have), N an integer in [0, INT32_MAX] into val; the
+ * key's index, or -1 after a located error (the line skipped; `expected`
+ * says where and what was expected). */
+static int keyed_int(txt *X, const txt_tok *k, const char *const *keys, int n, int *have, int64_t *val,
+		     const char *expected)
+{
+	int i = 0;
+	while (i < n && !txt_is_word(k, keys[i]))
+		i++;
+	if (i == n || have[i]) {
+		txt_error(X, k, "%s in %s, once each", txt_tok_desc(X, k), expected);
+		txt_skip_line(X);
+		return -1;
+	}
+	if (!txt_parse_int(X, &val[i], keys[i])) {
+		txt_skip_line(X);
+		return -1;
+	}
+	if (val[i] < 0 || val[i] > INT32_MAX) {
+		txt_error(X, k, "%s %" PRId64 " out of range", keys[i], val[i]);
+		txt_skip_line(X);
+		return -1;
+	}
+	have[i] = 1;
+	return i;
+}
+
 /* The lines of a graph or body up to its closing '}' (not consumed). */
 /* `train loss "ce" [, loss_output "NAME"] [, x_input N, batch_axis N,
  * time_axis N, logits_output N, loss_output_index N, classes N,
@@ -1062,26 +1090,9 @@ static void parse_train(gctx *c, ir_graph *g, const txt_tok *at)
 			t->loss_output = s->str;
 			continue;
 		}
-		int i = 0;
-		while (i < 7 && !txt_is_word(k, keys[i]))
-			i++;
-		if (i == 7 || have[i]) {
-			txt_error(X, k, "%s in a 'train' line: expected one of loss_output, x_input, batch_axis, "
-				  "time_axis, logits_output, loss_output_index, classes, forward_outputs, once each",
-				  txt_tok_desc(X, k));
-			txt_skip_line(X);
+		if (keyed_int(X, k, keys, 7, have, val, "a 'train' line: expected one of loss_output, x_input, "
+			      "batch_axis, time_axis, logits_output, loss_output_index, classes, forward_outputs") < 0)
 			return;
-		}
-		if (!txt_parse_int(X, &val[i], keys[i])) {
-			txt_skip_line(X);
-			return;
-		}
-		if (val[i] < 0 || val[i] > INT32_MAX) {
-			txt_error(X, k, "%s %" PRId64 " out of range", keys[i], val[i]);
-			txt_skip_line(X);
-			return;
-		}
-		have[i] = 1;
 		nhave++;
 	}
 	if (nhave && nhave < 7) {
@@ -1150,25 +1161,9 @@ static void parse_unrolled(gctx *c, ir_graph *g, const txt_tok *at)
 			u.node = w->str;
 			continue;
 		}
-		int i = 0;
-		while (i < NKEYS && !txt_is_word(k, keys[i]))
-			i++;
-		if (i == NKEYS || have[i]) {
-			txt_error(X, k, "%s in an 'unrolled' line: expected one of steps, nodes, per_step, why, step, "
-				  "vs, node, op, once each", txt_tok_desc(X, k));
-			txt_skip_line(X);
+		if (keyed_int(X, k, keys, NKEYS, have, val, "an 'unrolled' line: expected one of steps, nodes, "
+			      "per_step, why, step, vs, node, op") < 0)
 			return;
-		}
-		if (!txt_parse_int(X, &val[i], keys[i])) {
-			txt_skip_line(X);
-			return;
-		}
-		if (val[i] < 0 || val[i] > INT32_MAX) {
-			txt_error(X, k, "%s %" PRId64 " out of range", keys[i], val[i]);
-			txt_skip_line(X);
-			return;
-		}
-		have[i] = 1;
 	}
 	if (!have[0] || !have[1] || !have[2] || !have_why || have[3] != have[4] || (have[3] && !u.node) ||
 	    val[0] < 3) {

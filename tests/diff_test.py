@@ -345,6 +345,19 @@ def gen_loop(rng):
     return m, {"Loop", "MatMul", "Add", "Tanh", "Relu"}
 
 
+def cell_update(g, cell, a, c, ops):
+    """The state update of an RNN (tanh) or LSTM (gates i f g o, split on
+    axis 1) step from its gate pre-activations a: (h, c)."""
+    if cell == "rnn":
+        ops.add("Tanh")
+        return g.node("Tanh", [a]), c
+    i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
+    c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
+                       g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
+    ops |= {"Split", "Sigmoid", "Tanh", "Mul"}
+    return g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])]), c
+
+
 def gen_traced(rng):
     g = G(rng)
     T, B, I, H = (int(rng.integers(2, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 5)),
@@ -363,15 +376,7 @@ def gen_traced(rng):
         xt = S if start and t == 0 else g.node("Gather", ["x", g.const(t - 1 if start else t)], axis=0)
         xg = g.node("Gemm", [xt, W, b], transB=1)
         a = g.node("Add", [xg, g.node("Gemm", [h, U], transB=1)])
-        if cell == "rnn":
-            h = g.node("Tanh", [a])
-            ops.add("Tanh")
-        else:
-            i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
-            c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
-                               g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
-            h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])])
-            ops |= {"Split", "Sigmoid", "Tanh", "Mul"}
+        h, c = cell_update(g, cell, a, c, ops)
         ys.append(g.node("Unsqueeze", [h, g.const([0])]))
     g.nodes.append(helper.make_node("Concat", ys, ["ys"], name="stack", axis=0))
     g.nodes.append(helper.make_node("Identity", [h], ["hT"], name="last"))
@@ -410,14 +415,7 @@ def gen_pixel(rng):
             ops.add("Mul")
         xg = g.node("Gemm", [xt, W, b], transB=1, **({"alpha": 2.0} if last == "alpha" and t == T - 1 else {}))
         a = g.node("Add", [xg, g.node("Gemm", [h, U], transB=1)])
-        if cell == "rnn":
-            h = g.node("Tanh", [a])
-        else:
-            i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
-            c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
-                               g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
-            h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])])
-            ops |= {"Split", "Sigmoid", "Mul"}
+        h, c = cell_update(g, cell, a, c, ops)
     ops |= {"Slice"} if how == "slice" else {"Gather", "Unsqueeze" if how == "unsqueeze" else "Reshape"}
     C = int(rng.integers(1, 4))
     g.nodes.append(helper.make_node("Gemm", [h, g.weight([C, H]), g.weight([C])], ["y"], name="head", transB=1))
@@ -754,15 +752,7 @@ def gen_mmcell(rng):
                     if nm in ren:
                         n.input[j] = ren[nm]
         a = g.node("Add", [a1, a2])
-        if cell == "rnn":
-            h = g.node("Tanh", [a])
-            ops.add("Tanh")
-        else:
-            i, f, gg, o = g.node("Split", [a], nout=4, axis=1)
-            c = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
-                               g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
-            h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c])])
-            ops |= {"Split", "Sigmoid", "Tanh", "Mul"}
+        h, c = cell_update(g, cell, a, c, ops)
     g.nodes.append(helper.make_node("Identity", [h], ["hT"], name="last"))
     inputs = [vi("x", [T, B, I]), vi("h0", [B, H])] + ([vi("c0", [B, H])] if cell == "lstm" else [])
     m = model_of(g.nodes, "mmcell", inputs, [vi("hT", [B, H])], g.inits, int(rng.choice([13, 14, 17])))
