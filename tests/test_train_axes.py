@@ -7,7 +7,9 @@ torch.onnx.export with dynamic batch and time axes, compiled with
 `cellc compile --train`, built with the emitted Makefile and trained by the
 generated NAME_train program (SGD, --no-shuffle, cross-entropy) on .npy data
 laid out as the model's input is declared ([N, T, I] for batch_first, [N, T]
-for tokens, [N, T, I] samples of a time-major model).  The oracle is the
+for tokens, [N, T, I] samples of a time-major model), with transposes, an
+embedding, a convolution or a second recurrence between the input and the
+first recurrence.  The oracle is the
 same module trained by torch.optim.SGD in float64 from the same float32
 weights and batches: every optimiser step's loss (the program's --log) must
 be within 1e-4 relative of PyTorch's.
@@ -105,6 +107,22 @@ class PermutedInputLSTM(nn.Module):
         return self.fc(h[0])
 
 
+class ConvFrontLSTM(nn.Module):
+    """batch-first x [B, T, I] -> Conv1d over time (channels first, same
+    padding) -> ReLU -> nn.LSTM(batch_first=True), head on out[:, -1]"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(I, 6, 3, padding=1)
+        self.rnn = nn.LSTM(6, H, batch_first=True)
+        self.fc = nn.Linear(H, C)
+
+    def forward(self, x):
+        z = torch.relu(self.conv(x.transpose(1, 2))).transpose(1, 2)
+        out, _ = self.rnn(z)
+        return self.fc(out[:, -1])
+
+
 # name -> (class, data (rng) -> samples [N, ...], batch axis of the input,
 #          input name, dynamic axes of the input)
 MODELS = {
@@ -114,6 +132,7 @@ MODELS = {
     "lstm_time_major": (LSTMTimeMajor, lambda r: r.standard_normal((N, T, I)), 1, {0: "seq", 1: "batch"}),
     "stacked_grus_batch_first": (StackedGRUsBatchFirst, lambda r: r.standard_normal((N, T, I)), 0,
                                  {0: "batch", 1: "seq"}),
+    "conv_front_lstm": (ConvFrontLSTM, lambda r: r.standard_normal((N, T, I)), 0, {0: "batch", 1: "seq"}),
     "permuted_input_lstm": (PermutedInputLSTM, lambda r: r.standard_normal((N, T, I)), 0, {0: "batch", 1: "seq"}),
 }
 
