@@ -367,29 +367,30 @@ static int eval_transpose(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor
 	return 0;
 }
 
-/* Slice: starts, ends, axes, steps inputs (opset 10 form; norm_slice made
- * older ones so), clamped as the specification says. */
-static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+/* The elements Slice takes from x: per axis the first index, the step
+ * and the count (d), from the starts, ends, axes, steps inputs S, E, A, P
+ * (opset 10 form; norm_slice made older ones so), clamped as the
+ * specification says. */
+static int slice_geometry(ev_run *r, const ir_node *n, const ev_tensor *x, ev_tensor *const *sl, int64_t *start,
+			  int64_t *step, int64_t *d)
 {
-	const ev_tensor *x = in[0];
-	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], d[IR_MAX_RANK];
 	for (int i = 0; i < x->rank; i++) {
 		start[i] = 0;
 		step[i] = 1;
 		d[i] = x->d[i];
 	}
-	const ev_tensor *S = in[1], *E = in[2], *A = n->nin > 3 ? in[3] : NULL, *P = n->nin > 4 ? in[4] : NULL;
+	const ev_tensor *S = sl[0], *E = sl[1], *A = sl[2], *P = sl[3];
 	if (!S || !E)
-		return ev_stop(r, n, "Slice without starts or ends");
+		return ev_stop(r, n, "%s without starts or ends", ir_op_name(n->op));
 	for (int64_t k = 0; k < S->n; k++) {
 		int64_t a = A ? ev_norm_axis(ev_ival(A, k), x->rank) : k, dim;
 		if (a < 0 || a >= x->rank)
-			return ev_stop(r, n, "Slice axis out of range");
+			return ev_stop(r, n, "%s axis out of range", ir_op_name(n->op));
 		dim = x->d[a];
 		int64_t s = ev_ival(S, k), e = E->x[k] >= 9.2e18 ? INT64_MAX : E->x[k] <= -9.2e18 ? INT64_MIN : ev_ival(E, k);
 		int64_t p = P ? ev_ival(P, k) : 1;
 		if (p == 0)
-			return ev_stop(r, n, "Slice step 0");
+			return ev_stop(r, n, "%s step 0", ir_op_name(n->op));
 		if (s < 0)
 			s += dim;
 		if (e < 0 && e != INT64_MIN)
@@ -406,14 +407,50 @@ static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **o
 		start[a] = s;
 		step[a] = p;
 	}
+	return 0;
+}
+
+/* The offset in x of element idx of the slice. */
+static int64_t slice_off(const ev_tensor *x, const int64_t *start, const int64_t *step, const int64_t *idx)
+{
+	int64_t off = 0;
+	for (int i = 0; i < x->rank; i++)
+		off = off * x->d[i] + start[i] + idx[i] * step[i];
+	return off;
+}
+
+static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *x = in[0];
+	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], d[IR_MAX_RANK];
+	ev_tensor *sl[4] = {in[1], in[2], n->nin > 3 ? in[3] : NULL, n->nin > 4 ? in[4] : NULL};
+	if (slice_geometry(r, n, x, sl, start, step, d))
+		return 1;
 	ev_tensor *o = ev_new(r, x->dt, x->rank, d);
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, x->rank)) {
-		int64_t off = 0;
-		for (int i = 0; i < x->rank; i++)
-			off = off * x->d[i] + start[i] + idx[i] * step[i];
-		o->x[e] = x->x[off];
-	}
+	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, x->rank))
+		o->x[e] = x->x[slice_off(x, start, step, idx)];
+	out[0] = o;
+	return 0;
+}
+
+/* SliceScatter (training): zeros shaped like X with U written where Slice
+ * would read X (inputs X U starts ends [axes steps]). */
+static int eval_slicescatter(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *x = in[0], *u = in[1];
+	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], d[IR_MAX_RANK];
+	ev_tensor *sl[4] = {in[2], in[3], n->nin > 4 ? in[4] : NULL, n->nin > 5 ? in[5] : NULL};
+	if (slice_geometry(r, n, x, sl, start, step, d))
+		return 1;
+	ev_tensor *o = ev_new(r, x->dt, x->rank, x->d);
+	int64_t idx[IR_MAX_RANK] = {0}, cnt = 1;
+	for (int i = 0; i < x->rank; i++)
+		cnt *= d[i];
+	if (u->n != cnt)
+		return ev_stop(r, n, "U of %lld elements for a slice of %lld", (long long)u->n, (long long)cnt);
+	for (int64_t e = 0; e < u->n; e++, ev_next_index(idx, d, x->rank))
+		o->x[slice_off(x, start, step, idx)] = u->x[e];
 	out[0] = o;
 	return 0;
 }
@@ -1088,6 +1125,7 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 		break;
 	case OP_TRANSPOSE: err = eval_transpose(r, n, in, out); break;
 	case OP_SLICE: err = eval_slice(r, n, in, out); break;
+	case OP_SLICESCATTER: err = eval_slicescatter(r, n, in, out); break;
 	case OP_GATHER: err = eval_gather(r, n, in, out); break;
 	case OP_CONCAT: err = eval_concat(r, n, in, out); break;
 	case OP_SPLIT: err = eval_split(r, g, n, in, out); break;

@@ -1388,6 +1388,81 @@ static int ev_gridsample(ev_run *r, const ir_graph *g, const ir_node *n, ev_tens
 	return 0;
 }
 
+/* RoiAlign: per roi [x1 y1 x2 y2] (times spatial_scale, less half a pixel
+ * with half_pixel) of image batch_indices[r], each output bin the average
+ * (or max) of sampling_ratio^2 bilinear samples (adaptive: ceil(roi size /
+ * output size)); a sample beyond a pixel outside the image is 0; max
+ * mode takes the largest weighted corner (ONNX Runtime's reading, which
+ * the official data follow). */
+static int ev_roialign(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *X = in[0], *rois = in[1], *bi = in[2];
+	int64_t oh = ir_attr_int(n, "output_height", 1), ow = ir_attr_int(n, "output_width", 1);
+	int64_t sr = ir_attr_int(n, "sampling_ratio", 0), C = X->d[1], H = X->d[2], W = X->d[3], R = rois->d[0];
+	double scale = ir_attr_float(n, "spatial_scale", 1.0f);
+	int half = !strcmp(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "half_pixel");
+	int is_max = !strcmp(ir_attr_string(n, "mode", "avg"), "max");
+	int64_t od[4] = {R, C, oh, ow};
+	ev_tensor *Y = ev_new(r, X->dt, 4, od);
+	for (int64_t q = 0; q < R; q++) {
+		const double *b = rois->x + q * 4;
+		int64_t img = ev_ival(bi, q);
+		if (img < 0 || img >= X->d[0])
+			return ev_stop(r, n, "batch index %lld outside the batch", (long long)img);
+		double off = half ? 0.5 : 0, x0 = b[0] * scale - off, y0 = b[1] * scale - off;
+		double rw = b[2] * scale - off - x0, rh = b[3] * scale - off - y0;
+		if (!half) {
+			rw = fmax(rw, 1);
+			rh = fmax(rh, 1);
+		}
+		double bw = rw / (double)ow, bh = rh / (double)oh;
+		int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
+		double cnt = (double)(gh * gw > 1 ? gh * gw : 1);
+		for (int64_t c = 0; c < C; c++) {
+			const double *im = X->x + (img * C + c) * H * W;
+			for (int64_t ph = 0; ph < oh; ph++)
+				for (int64_t pw = 0; pw < ow; pw++) {
+					double acc = is_max ? -INFINITY : 0;
+					int any = 0;
+					for (int64_t iy = 0; iy < gh; iy++)
+						for (int64_t ix = 0; ix < gw; ix++) {
+							double y = y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+							double x = x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+							double v[4] = {0, 0, 0, 0};
+							if (!(y < -1.0 || y > (double)H || x < -1.0 || x > (double)W)) {
+								y = fmax(y, 0);
+								x = fmax(x, 0);
+								int64_t yl = (int64_t)y, xl = (int64_t)x, yh = yl + 1, xh = xl + 1;
+								if (yl >= H - 1) {
+									yl = yh = H - 1;
+									y = (double)yl;
+								}
+								if (xl >= W - 1) {
+									xl = xh = W - 1;
+									x = (double)xl;
+								}
+								double ly = y - (double)yl, lx = x - (double)xl;
+								v[0] = (1 - ly) * (1 - lx) * im[yl * W + xl];
+								v[1] = (1 - ly) * lx * im[yl * W + xh];
+								v[2] = ly * (1 - lx) * im[yh * W + xl];
+								v[3] = ly * lx * im[yh * W + xh];
+							}
+							if (is_max) {
+								for (int t = 0; t < 4; t++)
+									acc = any || t ? fmax(acc, v[t]) : v[t];
+								any = 1;
+							} else {
+								acc += v[0] + v[1] + v[2] + v[3];
+							}
+						}
+					Y->x[((q * C + c) * oh + ph) * ow + pw] = ev_as_type(Y->dt, is_max ? acc : acc / cnt);
+				}
+		}
+	}
+	out[0] = Y;
+	return 0;
+}
+
 /* ---- signals, normalisation across channels, sequences, unpooling ----------------------------- */
 
 /* DFT of X [.., 1 or 2] along axis (default 1): n = dft_length (zero
@@ -1420,6 +1495,38 @@ static int ev_dft(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 				double *yv = Y->x + ((p * bins + k) * inner + s) * 2;
 				yv[0] = ev_as_type(Y->dt, inv ? re / (double)len : re);
 				yv[1] = ev_as_type(Y->dt, inv ? im / (double)len : im);
+			}
+	out[0] = Y;
+	return 0;
+}
+
+/* STFT: DFTs of the frames of signal [B, L, 1 or 2] every frame_step
+ * (input 1), each frame_length (input 3, or the window's length) long and
+ * times window (input 2); onesided (default 1): bins 0 .. frame_length / 2. */
+static int ev_stft(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *X = in[0], *Win = n->nin > 2 ? in[2] : NULL, *FL = n->nin > 3 ? in[3] : NULL;
+	int64_t step = ev_ival(in[1], 0), fl = FL ? ev_ival(FL, 0) : Win ? Win->n : 0;
+	int one = (int)ir_attr_int(n, "onesided", 1);
+	if (X->rank != 3 || fl < 1 || step < 1 || fl > X->d[1])
+		return ev_stop(r, n, "STFT of X of rank %d, frames of %lld every %lld", X->rank, (long long)fl,
+			       (long long)step);
+	int64_t B = X->d[0], L = X->d[1], cplx = X->d[2], frames = (L - fl) / step + 1, bins = one ? fl / 2 + 1 : fl;
+	int64_t d[4] = {B, frames, bins, 2};
+	ev_tensor *Y = ev_new(r, X->dt, 4, d);
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t f = 0; f < frames; f++)
+			for (int64_t k = 0; k < bins; k++) {
+				double re = 0, im = 0;
+				for (int64_t t = 0; t < fl; t++) {
+					const double *xv = X->x + (b * L + f * step + t) * cplx;
+					double w = Win ? Win->x[t] : 1, ang = -2 * 3.14159265358979323846 * (double)((k * t) % fl) / (double)fl;
+					double xr = xv[0] * w, xi = cplx == 2 ? xv[1] * w : 0;
+					re += xr * cos(ang) - xi * sin(ang);
+					im += xr * sin(ang) + xi * cos(ang);
+				}
+				Y->x[((b * frames + f) * bins + k) * 2] = ev_as_type(Y->dt, re);
+				Y->x[((b * frames + f) * bins + k) * 2 + 1] = ev_as_type(Y->dt, im);
 			}
 	out[0] = Y;
 	return 0;
@@ -1745,6 +1852,8 @@ const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_DET] = ev_det,
 	[OP_EINSUM] = ev_einsum,
 	[OP_SIZE] = ev_size,
+	[OP_ROIALIGN] = ev_roialign,
+	[OP_STFT] = ev_stft,
 	[OP_MOMENTUM] = ev_optim,
 	[OP_ADAGRAD] = ev_optim,
 	[OP_ADAM] = ev_optim,
