@@ -300,6 +300,8 @@ static int ev_pad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 	int64_t pb[IR_MAX_RANK] = {0}, d[IR_MAX_RANK], na = A ? A->n : X->rank;
 	if (!P || P->n != 2 * na)
 		return ev_stop(r, n, "pads of %lld values for %lld axes", P ? (long long)P->n : 0LL, (long long)na);
+	if (!X->n && strcmp(mode, "constant"))
+		return ev_stop(r, n, "Pad %s of an empty tensor", mode);
 	for (int i = 0; i < X->rank; i++)
 		d[i] = X->d[i];
 	for (int64_t i = 0; i < na; i++) {
@@ -348,7 +350,9 @@ static int ev_batchnorm(ev_run *r, const ir_graph *g, const ir_node *n, ev_tenso
 	const ev_tensor *X = in[0], *S = in[1], *B = in[2], *Mn = in[3], *Vr = in[4];
 	double eps = ir_attr_float(n, "epsilon", 1e-5f), mom = ir_attr_float(n, "momentum", 0.9f);
 	int train = (int)ir_attr_int(n, "training_mode", 0);
-	int64_t C = X->rank > 1 ? X->d[1] : 1, outer = X->d[0], inner = prod(X->d + 2, X->rank - 2);
+	if (X->rank < 2)
+		return ev_stop(r, n, "X of rank %d (needs [N, C, ..])", X->rank);
+	int64_t C = X->d[1], outer = X->d[0], inner = prod(X->d + 2, X->rank - 2);
 	ev_tensor *Y = new_like(r, X->dt, X), *RM = ev_new(r, Mn->dt, 1, &C), *RV = ev_new(r, Vr->dt, 1, &C);
 	for (int64_t c = 0; c < C; c++) {
 		double mean = Mn->x[c], var = Vr->x[c];
@@ -387,6 +391,8 @@ static int ev_instancenorm(ev_run *r, const ir_graph *g, const ir_node *n, ev_te
 {
 	const ev_tensor *X = in[0], *S = in[1], *B = in[2];
 	double eps = ir_attr_float(n, "epsilon", 1e-5f);
+	if (X->rank < 2)
+		return ev_stop(r, n, "X of rank %d (needs [N, C, ..])", X->rank);
 	int64_t C = X->d[1], sp = prod(X->d + 2, X->rank - 2);
 	ev_tensor *Y = new_like(r, X->dt, X);
 	for (int64_t nc = 0; nc < X->d[0] * C; nc++) {
@@ -419,6 +425,8 @@ static int ev_layernorm(ev_run *r, const ir_graph *g, const ir_node *n, ev_tenso
 		sd[i] = i < a ? X->d[i] : 1;
 	ev_tensor *Y = new_like(r, X->dt, X), *Mo = ev_new(r, DT_F32, X->rank, sd), *Io = ev_new(r, DT_F32, X->rank, sd);
 	ev_tensor nd = {.rank = X->rank - a};   /* the normalised axes, for broadcasting Scale and B */
+	if (S->rank > nd.rank || (B && B->rank > nd.rank))
+		return ev_stop(r, n, "Scale or B of more axes than the normalised ones");
 	memcpy(nd.d, X->d + a, (size_t)nd.rank * sizeof *nd.d);
 	for (int64_t p = 0; p < outer; p++) {
 		const double *x = X->x + p * inner;
@@ -611,8 +619,11 @@ static int ev_gatherelements(ev_run *r, const ir_graph *g, const ir_node *n, ev_
 {
 	const ev_tensor *X = in[0], *I = in[1];
 	int a = (int)ev_norm_axis(ir_attr_int(n, "axis", 0), X->rank);
-	if (a < 0 || a >= X->rank || I->rank != X->rank)
-		return ev_stop(r, n, "GatherElements axis or rank out of range");
+	int fits = a >= 0 && a < X->rank && I->rank == X->rank;
+	for (int i = 0; fits && i < X->rank; i++)
+		fits = i == a || I->d[i] <= X->d[i];
+	if (!fits)
+		return ev_stop(r, n, "GatherElements indices do not fit X");
 	ev_tensor *Y = new_like(r, X->dt, I);
 	int64_t idx[IR_MAX_RANK] = {0};
 	for (int64_t e = 0; e < I->n; e++, ev_next_index(idx, I->d, I->rank)) {
@@ -646,8 +657,11 @@ static int ev_scatterelements(ev_run *r, const ir_graph *g, const ir_node *n, ev
 	const ev_tensor *X = in[0], *I = in[1], *U = in[2];
 	int a = (int)ev_norm_axis(ir_attr_int(n, "axis", 0), X->rank);
 	const char *red = ir_attr_string(n, "reduction", "none");
-	if (a < 0 || a >= X->rank || I->rank != X->rank)
-		return ev_stop(r, n, "ScatterElements axis or rank out of range");
+	int fits = a >= 0 && a < X->rank && I->rank == X->rank && U->n == I->n;
+	for (int i = 0; fits && i < X->rank; i++)
+		fits = i == a || I->d[i] <= X->d[i];
+	if (!fits)
+		return ev_stop(r, n, "ScatterElements indices or updates do not fit X");
 	ev_tensor *Y = new_like(r, X->dt, X);
 	memcpy(Y->x, X->x, (size_t)X->n * sizeof *X->x);
 	int64_t idx[IR_MAX_RANK] = {0};
@@ -682,8 +696,9 @@ static int ev_scatternd(ev_run *r, const ir_graph *g, const ir_node *n, ev_tenso
 	const ev_tensor *X = in[0], *I = in[1], *U = in[2];
 	const char *red = ir_attr_string(n, "reduction", "none");
 	int64_t q = I->d[I->rank - 1], tuples = I->n / (q ? q : 1), slice;
-	if (q > X->rank)
-		return ev_stop(r, n, "ScatterND index tuples of %lld for rank %d", (long long)q, X->rank);
+	if (q > X->rank || U->n != tuples * prod(X->d + q, X->rank - (int)q))
+		return ev_stop(r, n, "ScatterND index tuples of %lld for rank %d, or updates that do not fit",
+			       (long long)q, X->rank);
 	ev_tensor *Y = new_like(r, X->dt, X);
 	memcpy(Y->x, X->x, (size_t)X->n * sizeof *X->x);
 	for (int64_t t = 0; t < tuples; t++) {
@@ -810,6 +825,8 @@ static int class_loss(ev_run *r, const ir_node *n, const ev_tensor *L, const ev_
 	const char *red = ir_attr_string(n, "reduction", "mean");
 	ir_attr *ig = ir_attr_find(n, "ignore_index");
 	int64_t C = L->d[1], N = L->d[0], sp = prod(L->d + 2, L->rank - 2);
+	if (T->n != N * sp)
+		return ev_stop(r, n, "%lld targets for %lld positions", (long long)T->n, (long long)(N * sp));
 	ev_tensor *Y = strcmp(red, "none") ? ev_new(r, L->dt, 0, NULL) : new_like(r, L->dt, T);
 	double sum = 0, wsum = 0;
 	for (int64_t b = 0; b < N; b++)
@@ -1596,10 +1613,14 @@ static int ev_reverseseq(ev_run *r, const ir_graph *g, const ir_node *n, ev_tens
 {
 	const ev_tensor *X = in[0], *Ln = in[1];
 	int ba = (int)ir_attr_int(n, "batch_axis", 1), ta = (int)ir_attr_int(n, "time_axis", 0);
+	if (ba < 0 || ba >= X->rank || ta < 0 || ta >= X->rank || Ln->n != X->d[ba])
+		return ev_stop(r, n, "batch_axis %d, time_axis %d or sequence_lens of another batch", ba, ta);
 	ev_tensor *Y = new_like(r, X->dt, X);
 	int64_t idx[IR_MAX_RANK] = {0};
 	for (int64_t e = 0; e < X->n; e++, ev_next_index(idx, X->d, X->rank)) {
 		int64_t len = ev_ival(Ln, idx[ba]), src[IR_MAX_RANK], off = 0;
+		if (len < 0 || len > X->d[ta])
+			return ev_stop(r, n, "sequence length %lld outside [0, %lld]", (long long)len, (long long)X->d[ta]);
 		memcpy(src, idx, sizeof src);
 		if (idx[ta] < len)
 			src[ta] = len - 1 - idx[ta];
@@ -1618,8 +1639,8 @@ static int ev_maxunpool(ev_run *r, const ir_graph *g, const ir_node *n, ev_tenso
 	int nsp = X->rank - 2;
 	ir_attr *ka = ir_attr_find(n, "kernel_shape");
 	int64_t d[IR_MAX_RANK], st[IR_MAX_RANK], p[2 * IR_MAX_RANK];
-	if (!ka || ka->n != nsp)
-		return ev_stop(r, n, "kernel_shape missing");
+	if (!ka || ka->n != nsp || (S && S->n != X->rank))
+		return ev_stop(r, n, "kernel_shape missing, or output_shape not of rank %d", X->rank);
 	ints_or(n, "strides", nsp, 1, st);
 	ints_or(n, "pads", 2 * nsp, 0, p);
 	int64_t dd[IR_MAX_RANK];        /* the pool's input shape, which the indices address */
@@ -1664,14 +1685,14 @@ static int int_matmul(ev_run *r, const ir_node *n, const ev_tensor *A, const ev_
 	if (A->rank < 1 || B->rank < 2)
 		return ev_noref(r, n, "%s of rank %d by rank %d", ir_op_name(n->op), A->rank, B->rank);
 	ev_tensor *a = minus_zp(r, A, az, A->rank >= 2 ? A->rank - 2 : 0), *b = minus_zp(r, B, bz, B->rank - 1);
-	int64_t K = A->d[A->rank - 1], N = B->d[B->rank - 1], rows = A->n / K, bat = B->n / (K * N);
+	int64_t K = A->d[A->rank - 1], N = B->d[B->rank - 1], rows = K ? A->n / K : 0, bat = K > 0 && N > 0 ? B->n / (K * N) : 1;
+	int64_t M = A->rank >= 2 ? A->d[A->rank - 2] : 1;
 	int64_t d[IR_MAX_RANK];
 	memcpy(d, A->d, sizeof d);
 	d[A->rank - 1] = N;
-	if (bat != 1 && bat * K * N != B->n)
-		return ev_noref(r, n, "batched B");
+	if (B->d[B->rank - 2] != K || (bat != 1 && (bat * K * N != B->n || bat != rows / M)))
+		return ev_noref(r, n, "%s of these shapes (B batched otherwise than A)", ir_op_name(n->op));
 	*y = ev_new(r, DT_F64, A->rank, d);
-	int64_t M = A->rank >= 2 ? A->d[A->rank - 2] : 1;
 	for (int64_t i = 0; i < rows; i++)
 		for (int64_t j = 0; j < N; j++) {
 			double s = 0;

@@ -236,3 +236,6 @@ EVAL_REF_OBJ := $(filter-out $(B)/cc/main.o,$(C_OBJ))
 $(B)/tests/eval_ref: tests/unit/eval_ref.c $(EVAL_REF_OBJ) $(B)/libcellrt.a
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) $< $(EVAL_REF_OBJ) $(B)/libcellrt.a -o $@ $(LIBS_C)
+$(SAN)/tests/eval_ref: tests/unit/eval_ref.c $(filter-out $(SAN)/cc/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a
+	@mkdir -p $(SAN)/tests
+	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) $< $(filter-out $(SAN)/cc/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a -o $@ $(LIBS_C)
