@@ -717,6 +717,17 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 		acc[e] = n->op == OP_REDUCEMAX ? -INFINITY : n->op == OP_REDUCEMIN ? INFINITY :
 			 n->op == OP_REDUCEPROD ? 1 : 0;
 	int64_t idx[IR_MAX_RANK] = {0};
+	/* ReduceLogSumExp: the largest element subtracted first, added back after */
+	double *mx = arena_array(r->A, (size_t)(o->n ? o->n : 1), sizeof *mx);
+	for (int64_t e = 0; e < o->n; e++)
+		mx[e] = n->op == OP_REDUCELOGSUMEXP ? -INFINITY : 0;
+	for (int64_t e = 0; n->op == OP_REDUCELOGSUMEXP && e < x->n; e++, ev_next_index(idx, x->d, x->rank)) {
+		int64_t q = ev_bcast_off(&k0, x->rank, idx);
+		mx[q] = fmax(mx[q], x->x[e]);
+	}
+	for (int64_t e = 0; e < o->n; e++)
+		mx[e] = isinf(mx[e]) ? 0 : mx[e];
+	memset(idx, 0, sizeof idx);
 	for (int64_t e = 0; e < x->n; e++, ev_next_index(idx, x->d, x->rank)) {
 		int64_t q = ev_bcast_off(&k0, x->rank, idx);
 		double v = x->x[e];
@@ -727,7 +738,7 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 		case OP_REDUCESUMSQUARE: acc[q] += v * v; break;
 		case OP_REDUCEL1: acc[q] += fabs(v); break;
 		case OP_REDUCEL2: acc[q] += v * v; break;
-		case OP_REDUCELOGSUMEXP: acc[q] += exp(v); break;
+		case OP_REDUCELOGSUMEXP: acc[q] += exp(v - mx[q]); break;
 		default: acc[q] += v; break;
 		}
 		cnts[q]++;
@@ -739,7 +750,7 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 		else if (n->op == OP_REDUCEL2)
 			v = sqrt(v);
 		else if (n->op == OP_REDUCELOGSUM || n->op == OP_REDUCELOGSUMEXP)
-			v = log(v);
+			v = mx[e] + log(v);
 		o->x[e] = ev_as_type(o->dt, v);
 	}
 	out[0] = o;
