@@ -1819,6 +1819,54 @@ static int ev_optim(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **
 	return 0;
 }
 
+/* ---- text: TfIdfVectorizer ------------------------------------------------------------------ */
+
+/* TfIdfVectorizer: per row of X [N?, C] the counts of pool_int64s' n-grams
+ * (lengths min_gram_length .. max_gram_length, tokens max_skip_count + 1
+ * apart at most; unigrams once, with no skip) at their ngram_indexes; TF
+ * the counts, IDF weights where counted, TFIDF counts times weights. */
+static int ev_tfidf(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *X = in[0];
+	ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
+	ir_attr *pool = ir_attr_find(n, "pool_int64s"), *wts = ir_attr_find(n, "weights");
+	int64_t lo = ir_attr_int(n, "min_gram_length", 1), hi = ir_attr_int(n, "max_gram_length", 1);
+	int64_t skips = ir_attr_int(n, "max_skip_count", 0);
+	const char *mode = ir_attr_string(n, "mode", "TF");
+	if (!cnt || !ix || !pool || X->rank < 1 || X->rank > 2)
+		return ev_noref(r, n, "TfIdfVectorizer without an int64 pool, or of X of rank %d", X->rank);
+	int64_t width = 0, rows = X->rank == 2 ? X->d[0] : 1, C = X->d[X->rank - 1];
+	for (int i = 0; i < ix->n; i++)
+		width = ix->ints[i] + 1 > width ? ix->ints[i] + 1 : width;
+	int64_t d[2] = {rows, width};
+	ev_tensor *Y = ev_new(r, DT_F32, X->rank, X->rank == 2 ? d : d + 1);
+	double *freq = arena_array(r->A, (size_t)ix->n + 1, sizeof *freq);  /* per n-gram of the pool */
+	for (int64_t row = 0; row < rows; row++) {
+		const double *x = X->x + row * C;
+		int64_t ord = 0;         /* the ordinal of the pool's first n-gram of length L */
+		memset(freq, 0, (size_t)ix->n * sizeof *freq);
+		for (int64_t L = 1; L <= cnt->n; L++) {
+			int64_t t0 = cnt->ints[L - 1], t1 = L < cnt->n ? cnt->ints[L] : pool->n, grams = (t1 - t0) / L;
+			for (int64_t sk = 0; L >= lo && L <= hi && sk <= (L == 1 ? 0 : skips); sk++)
+				for (int64_t st = 0; st + (L - 1) * (sk + 1) < C; st++)
+					for (int64_t q = 0; q < grams && ord + q < ix->n; q++) {
+						int match = 1;
+						for (int64_t k = 0; k < L && match; k++)
+							match = (int64_t)x[st + k * (sk + 1)] == pool->ints[t0 + q * L + k];
+						freq[ord + q] += match;
+					}
+			ord += grams;
+		}
+		/* weights are per n-gram of the pool, like ngram_indexes */
+		for (int i = 0; i < ix->n; i++) {
+			double w = wts && i < wts->n ? wts->floats[i] : 1, f = freq[i];
+			Y->x[row * width + ix->ints[i]] = !strcmp(mode, "IDF") ? (f > 0 ? w : 0) : !strcmp(mode, "TFIDF") ? f * w : f;
+		}
+	}
+	out[0] = Y;
+	return 0;
+}
+
 /* ---- small ones and refusals ------------------------------------------------------------- */
 
 static int ev_size(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
@@ -1873,6 +1921,7 @@ const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_DET] = ev_det,
 	[OP_EINSUM] = ev_einsum,
 	[OP_SIZE] = ev_size,
+	[OP_TFIDF] = ev_tfidf,
 	[OP_ROIALIGN] = ev_roialign,
 	[OP_STFT] = ev_stft,
 	[OP_MOMENTUM] = ev_optim,
