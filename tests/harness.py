@@ -819,6 +819,27 @@ def eval_ref_one(name, case_dir):
     return Result(full, None, ("noref: " if word == "NOREF" else "skipped: ") + detail), word
 
 
+def eval_ref_selftest():
+    """The group can fail: test_lstm_defaults with its expected Y_h moved by
+    0.05 (tens of times the tolerance) must give FAIL and exit 1."""
+    import onnx
+    from onnx import numpy_helper
+    name = "selftest/lstm_perturbed"
+    src = os.path.join(ROOT, OUT, "onnx_node", "node", "test_lstm_defaults")
+    dst = os.path.join(OUT, "eval_ref_selftest", "lstm_perturbed")
+    shutil.rmtree(os.path.join(ROOT, dst), ignore_errors=True)
+    shutil.copytree(src, os.path.join(ROOT, dst))
+    p = os.path.join(ROOT, dst, "test_data_set_0", "output_0.pb")
+    t = onnx.load_tensor(p)
+    a = numpy_helper.to_array(t).copy()
+    a.flat[0] += 0.05
+    onnx.save_tensor(numpy_helper.from_array(a, t.name), p)
+    r, word = eval_ref_one(name, dst)
+    if word == "FAIL" and r.rc == 1:
+        return Result("eval_ref/" + name, True, "a perturbed expected value fails: " + r.detail)
+    return Result("eval_ref/" + name, False, "a perturbed expected value gave %s, not FAIL: %s" % (word, r.detail))
+
+
 def group_eval_ref():
     """tests/unit/eval_ref.c over the official node tests and the recurrent
     fixtures; prints what share of the official tests the reference runs."""
@@ -844,6 +865,8 @@ def group_eval_ref():
         for n in case_dirs(grp):
             if os.path.isfile(os.path.join(ROOT, OUT, grp, n, "model.onnx")):
                 items.append(("%s/%s" % (grp, n), os.path.join(OUT, grp, n)))
+    if stamp_ok("onnx_node"):
+        yield eval_ref_selftest()
     counts = {}
     for (name, _), (r, word) in zip(items, parallel(eval_ref_one, items)):
         c = counts.setdefault(name.split("/")[0], {"PASS": 0, "FAIL": 0, "NOREF": 0, "SKIP": 0})
