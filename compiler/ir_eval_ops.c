@@ -1,7 +1,10 @@
 /* ir_eval_ops.c: the reference interpreter's operators beyond its core
- * (ir_eval.c): convolutions and pools, padding, normalisations, Dropout,
- * arg-reductions and TopK, indexing (GatherElements, Scatter*, GatherND,
- * OneHot, Trilu, CumSum), losses, quantization, Det and Einsum.
+ * (ir_eval.c), one function each, listed in the table ev_ops at the end:
+ * convolutions and pools, padding, normalisations, Dropout, arg-reductions
+ * and TopK, indexing (GatherElements, Scatter*, GatherND, OneHot, Trilu,
+ * CumSum), losses, quantization and integer products, Det and Einsum,
+ * sampling (Resize, GridSample, RoiAlign), signals (DFT, STFT), LRN, MVN,
+ * ReverseSequence, MaxUnpool, the training optimisers, TfIdfVectorizer.
  *
  * Each is written from its row of ops.def and the ONNX operator
  * specification, in double, by loops over concrete indices (one output
