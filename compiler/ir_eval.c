@@ -8,6 +8,7 @@
  * and no code of a pass is used: a rewrite that changes what a graph
  * computes shows as a difference between two runs of this file. */
 #include "ir_eval.h"
+#include "ir_eval_ops.h"
 #include "elem.h"
 #include "infer.h"
 
@@ -68,14 +69,29 @@ static void put(ev_run *r, const ir_value *v, ev_tensor *t)
 	m->val[i] = t;
 }
 
-static int stop(ev_run *r, const ir_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int stop(ev_run *r, const ir_node *n, const char *fmt, ...)
+static int vstop(ev_run *r, const ir_node *n, int noref, const char *fmt, va_list ap)
+{
+	vsnprintf(r->why, sizeof r->why, fmt, ap);
+	r->at = n;
+	r->noref = noref;
+	return 1;
+}
+
+int ev_stop(ev_run *r, const ir_node *n, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->why, sizeof r->why, fmt, ap);
+	vstop(r, n, 0, fmt, ap);
 	va_end(ap);
-	r->at = n;
+	return 1;
+}
+
+int ev_noref(ev_run *r, const ir_node *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vstop(r, n, 1, fmt, ap);
+	va_end(ap);
 	return 1;
 }
 
@@ -109,7 +125,7 @@ ev_tensor *ev_new(ev_run *r, ir_dtype dt, int rank, const int64_t *d)
 	return t;
 }
 
-static int shape_of(const ev_run *r, const ir_graph *g, const ir_value *v, int64_t *d)
+int ev_shape_of(const ev_run *r, const ir_graph *g, const ir_value *v, int64_t *d)
 {
 	if (v->shape.rank < 0)
 		return -1;
@@ -122,7 +138,7 @@ static int shape_of(const ev_run *r, const ir_graph *g, const ir_value *v, int64
 ev_tensor *ev_of_value(ev_run *r, const ir_graph *g, const ir_value *v)
 {
 	int64_t d[IR_MAX_RANK];
-	int rank = shape_of(r, g, v, d);
+	int rank = ev_shape_of(r, g, v, d);
 	if (rank < 0)
 		return NULL;
 	ev_tensor *t = ev_new(r, v->dtype, rank, d);
@@ -138,7 +154,7 @@ ev_tensor *ev_of_value(ev_run *r, const ir_graph *g, const ir_value *v)
 
 /* ---- element types ---------------------------------------------------------------------- */
 
-static int is_float(ir_dtype t) { return t == DT_F32 || t == DT_F64 || t == DT_F16 || t == DT_BF16; }
+int ev_is_float(ir_dtype t) { return t == DT_F32 || t == DT_F64 || t == DT_F16 || t == DT_BF16; }
 
 /* While central differences run (a Gradient node here, a training build's
  * gradients in validate.c: ev_exact), floats are not rounded to float32:
@@ -148,7 +164,7 @@ static int exact_floats;
 void ev_exact(int on) { exact_floats = on; }
 
 /* v as a value of type t: float32 rounding, integer wrap-around. */
-static double as_type(ir_dtype t, double v)
+double ev_as_type(ir_dtype t, double v)
 {
 	switch (t) {
 	case DT_F32: case DT_F16: case DT_BF16: return exact_floats ? v : (double)(float)v;
@@ -164,10 +180,35 @@ static double as_type(ir_dtype t, double v)
 	}
 }
 
+/* A float32 value of a FLOAT16 tensor (a Cast to it: ir_value.narrow)
+ * rounded to float16, to nearest with ties to even, or of a BFLOAT16 one
+ * to bfloat16 by keeping its upper 16 bits (the official Cast data
+ * truncate). */
+static double narrow_round(ir_dtype t, double v)
+{
+	if (isnan(v))
+		return v;
+	if (t == DT_BF16) {
+		float f = (float)v;
+		uint32_t u;
+		memcpy(&u, &f, sizeof u);
+		u &= 0xffff0000u;
+		memcpy(&f, &u, sizeof f);
+		return f;
+	}
+	double a = fabs(v), q;
+	if (a >= 65520.0)
+		return v > 0 ? INFINITY : -INFINITY;
+	int e;
+	frexp(a, &e);                   /* a = m 2^e, m in [0.5, 1): 11 significant bits */
+	q = a < 0x1p-14 ? 0x1p-24 : ldexp(1.0, e - 11);
+	return nearbyint(v / q) * q;
+}
+
 /* ---- element-wise: elem.def's float expressions (elem_double) ---------------------------- */
 
 /* Offset in t of output index idx (rank R) under broadcasting. */
-static int64_t bcast_off(const ev_tensor *t, int R, const int64_t *idx)
+int64_t ev_bcast_off(const ev_tensor *t, int R, const int64_t *idx)
 {
 	int64_t off = 0;
 	for (int i = 0; i < t->rank; i++) {
@@ -177,7 +218,7 @@ static int64_t bcast_off(const ev_tensor *t, int R, const int64_t *idx)
 	return off;
 }
 
-static void next_index(int64_t *idx, const int64_t *d, int R)
+void ev_next_index(int64_t *idx, const int64_t *d, int R)
 {
 	for (int i = R - 1; i >= 0; i--) {
 		if (++idx[i] < d[i])
@@ -201,7 +242,7 @@ static int eval_elem(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 			if (j < 0 || t->d[j] == 1)
 				continue;
 			if (d[i] != 1 && d[i] != t->d[j])
-				return stop(r, n, "operands of %s cannot be broadcast together", ir_op_name(n->op));
+				return ev_stop(r, n, "operands of %s cannot be broadcast together", ir_op_name(n->op));
 			d[i] = t->d[j];
 		}
 	}
@@ -209,11 +250,11 @@ static int eval_elem(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 	ev_tensor *o = ev_new(r, odt, R, d);
 	int64_t idx[IR_MAX_RANK] = {0};
 	ir_dtype idt = in[0] ? in[0]->dt : odt;
-	int integer = !is_float(idt) && n->op != OP_WHERE;
-	for (int64_t e = 0; e < o->n; e++, next_index(idx, d, R)) {
+	int integer = !ev_is_float(idt) && n->op != OP_WHERE;
+	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, R)) {
 		double a[8] = {0};
 		for (int k = 0; k < n->nin && k < 8; k++)
-			a[k] = in[k] ? in[k]->x[bcast_off(in[k], R, idx)] : 0.0;
+			a[k] = in[k] ? in[k]->x[ev_bcast_off(in[k], R, idx)] : 0.0;
 		double v;
 		switch (n->op) {
 		case OP_CLIP: {
@@ -231,19 +272,32 @@ static int eval_elem(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 		default:
 			if (integer && n->op == OP_DIV) {
 				if (a[1] == 0.0)
-					return stop(r, n, "integer division by zero");
+					return ev_stop(r, n, "integer division by zero");
 				v = trunc(a[0] / a[1]);
-			} else if (integer && n->op == OP_MOD) {
+			} else if (n->op == OP_MOD) {
+				if (integer && a[1] == 0.0)
+					return ev_stop(r, n, "integer Mod by zero");
 				v = fmod(a[0], a[1]);
 				if (!ir_attr_int(n, "fmod", 0) && v != 0.0 && (v < 0) != (a[1] < 0))
 					v += a[1];
+			} else if (n->op == OP_BITSHIFT) {
+				/* unsigned operands; a shift of the width or more gives 0 */
+				uint64_t x = (uint64_t)a[0], s = (uint64_t)a[1];
+				int left = !strcmp(ir_attr_string(n, "direction", "LEFT"), "LEFT");
+				v = s >= 64 ? 0.0 : (double)(left ? x << s : x >> s);
+			} else if (n->op == OP_ISINF) {
+				v = isinf(a[0]) && ((a[0] > 0 && ir_attr_int(n, "detect_positive", 1)) ||
+						    (a[0] < 0 && ir_attr_int(n, "detect_negative", 1)));
+			} else if (n->op == OP_SHRINK) {
+				double l = ir_attr_float(n, "lambd", 0.5f), b = ir_attr_float(n, "bias", 0.0f);
+				v = a[0] < -l ? a[0] + b : a[0] > l ? a[0] - b : 0;
 			} else if (elem_double(n->op)) {
 				v = elem_double(n->op)(n, a);
 			} else {
-				return stop(r, n, "no reference for element-wise %s", ir_op_name(n->op));
+				return ev_noref(r, n, "no reference for element-wise %s", ir_op_name(n->op));
 			}
 		}
-		o->x[e] = as_type(odt, v);
+		o->x[e] = ev_as_type(odt, v);
 	}
 	out[0] = o;
 	return 0;
@@ -251,21 +305,17 @@ static int eval_elem(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 
 /* ---- data movement ------------------------------------------------------------------- */
 
-static int64_t ival(const ev_tensor *t, int64_t i) { return (int64_t)t->x[i]; }
-
-static int64_t norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
-
 /* The output of n as the IR shapes it, holding x's elements in order
  * (Reshape, Squeeze, Unsqueeze, Flatten, Identity). */
 static int eval_view(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	int64_t d[IR_MAX_RANK];
-	int rank = shape_of(r, g, n->out[0], d);
+	int rank = ev_shape_of(r, g, n->out[0], d);
 	if (rank < 0)
-		return stop(r, n, "the output's shape is not known");
+		return ev_stop(r, n, "the output's shape is not known");
 	ev_tensor *o = ev_new(r, n->out[0]->dtype, rank, d);
 	if (o->n != in[0]->n)
-		return stop(r, n, "%s of %lld elements to %lld", ir_op_name(n->op), (long long)in[0]->n,
+		return ev_stop(r, n, "%s of %lld elements to %lld", ir_op_name(n->op), (long long)in[0]->n,
 			    (long long)o->n);
 	memcpy(o->x, in[0]->x, (size_t)o->n * sizeof *o->x);
 	out[0] = o;
@@ -288,7 +338,7 @@ static int eval_transpose(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor
 		d[i] = x->d[perm[i]];
 	ev_tensor *o = ev_new(r, x->dt, x->rank, d);
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < o->n; e++, next_index(idx, d, x->rank)) {
+	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, x->rank)) {
 		int64_t off = 0;
 		for (int i = 0; i < x->rank; i++)
 			off += idx[i] * st[perm[i]];
@@ -298,29 +348,30 @@ static int eval_transpose(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor
 	return 0;
 }
 
-/* Slice: starts, ends, axes, steps inputs (opset 10 form; norm_slice made
- * older ones so), clamped as the specification says. */
-static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+/* The elements Slice takes from x: per axis the first index, the step
+ * and the count (d), from the starts, ends, axes, steps inputs S, E, A, P
+ * (opset 10 form; norm_slice made older ones so), clamped as the
+ * specification says. */
+static int slice_geometry(ev_run *r, const ir_node *n, const ev_tensor *x, ev_tensor *const *sl, int64_t *start,
+			  int64_t *step, int64_t *d)
 {
-	const ev_tensor *x = in[0];
-	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], d[IR_MAX_RANK];
 	for (int i = 0; i < x->rank; i++) {
 		start[i] = 0;
 		step[i] = 1;
 		d[i] = x->d[i];
 	}
-	const ev_tensor *S = in[1], *E = in[2], *A = n->nin > 3 ? in[3] : NULL, *P = n->nin > 4 ? in[4] : NULL;
+	const ev_tensor *S = sl[0], *E = sl[1], *A = sl[2], *P = sl[3];
 	if (!S || !E)
-		return stop(r, n, "Slice without starts or ends");
+		return ev_stop(r, n, "%s without starts or ends", ir_op_name(n->op));
 	for (int64_t k = 0; k < S->n; k++) {
-		int64_t a = A ? norm_axis(ival(A, k), x->rank) : k, dim;
+		int64_t a = A ? ev_norm_axis(ev_ival(A, k), x->rank) : k, dim;
 		if (a < 0 || a >= x->rank)
-			return stop(r, n, "Slice axis out of range");
+			return ev_stop(r, n, "%s axis out of range", ir_op_name(n->op));
 		dim = x->d[a];
-		int64_t s = ival(S, k), e = E->x[k] >= 9.2e18 ? INT64_MAX : E->x[k] <= -9.2e18 ? INT64_MIN : ival(E, k);
-		int64_t p = P ? ival(P, k) : 1;
+		int64_t s = ev_ival(S, k), e = E->x[k] >= 9.2e18 ? INT64_MAX : E->x[k] <= -9.2e18 ? INT64_MIN : ev_ival(E, k);
+		int64_t p = P ? ev_ival(P, k) : 1;
 		if (p == 0)
-			return stop(r, n, "Slice step 0");
+			return ev_stop(r, n, "%s step 0", ir_op_name(n->op));
 		if (s < 0)
 			s += dim;
 		if (e < 0 && e != INT64_MIN)
@@ -337,14 +388,50 @@ static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **o
 		start[a] = s;
 		step[a] = p;
 	}
+	return 0;
+}
+
+/* The offset in x of element idx of the slice. */
+static int64_t slice_off(const ev_tensor *x, const int64_t *start, const int64_t *step, const int64_t *idx)
+{
+	int64_t off = 0;
+	for (int i = 0; i < x->rank; i++)
+		off = off * x->d[i] + start[i] + idx[i] * step[i];
+	return off;
+}
+
+static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *x = in[0];
+	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], d[IR_MAX_RANK];
+	ev_tensor *sl[4] = {in[1], in[2], n->nin > 3 ? in[3] : NULL, n->nin > 4 ? in[4] : NULL};
+	if (slice_geometry(r, n, x, sl, start, step, d))
+		return 1;
 	ev_tensor *o = ev_new(r, x->dt, x->rank, d);
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < o->n; e++, next_index(idx, d, x->rank)) {
-		int64_t off = 0;
-		for (int i = 0; i < x->rank; i++)
-			off = off * x->d[i] + start[i] + idx[i] * step[i];
-		o->x[e] = x->x[off];
-	}
+	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, x->rank))
+		o->x[e] = x->x[slice_off(x, start, step, idx)];
+	out[0] = o;
+	return 0;
+}
+
+/* SliceScatter (training): zeros shaped like X with U written where Slice
+ * would read X (inputs X U starts ends [axes steps]). */
+static int eval_slicescatter(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *x = in[0], *u = in[1];
+	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK], d[IR_MAX_RANK];
+	ev_tensor *sl[4] = {in[2], in[3], n->nin > 4 ? in[4] : NULL, n->nin > 5 ? in[5] : NULL};
+	if (slice_geometry(r, n, x, sl, start, step, d))
+		return 1;
+	ev_tensor *o = ev_new(r, x->dt, x->rank, x->d);
+	int64_t idx[IR_MAX_RANK] = {0}, cnt = 1;
+	for (int i = 0; i < x->rank; i++)
+		cnt *= d[i];
+	if (u->n != cnt)
+		return ev_stop(r, n, "U of %lld elements for a slice of %lld", (long long)u->n, (long long)cnt);
+	for (int64_t e = 0; e < u->n; e++, ev_next_index(idx, d, x->rank))
+		o->x[slice_off(x, start, step, idx)] = u->x[e];
 	out[0] = o;
 	return 0;
 }
@@ -352,9 +439,9 @@ static int eval_slice(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **o
 static int eval_gather(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	const ev_tensor *x = in[0], *ix = in[1];
-	int a = (int)norm_axis(ir_attr_int(n, "axis", 0), x->rank);
+	int a = (int)ev_norm_axis(ir_attr_int(n, "axis", 0), x->rank);
 	if (a < 0 || a >= x->rank)
-		return stop(r, n, "Gather axis out of range");
+		return ev_stop(r, n, "Gather axis out of range");
 	int64_t d[IR_MAX_RANK], rank = 0, outer = 1, inner = 1;
 	for (int i = 0; i < a; i++) {
 		d[rank++] = x->d[i];
@@ -370,11 +457,11 @@ static int eval_gather(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 	int64_t e = 0;
 	for (int64_t p = 0; p < outer; p++)
 		for (int64_t q = 0; q < ix->n; q++) {
-			int64_t j = ival(ix, q);
+			int64_t j = ev_ival(ix, q);
 			if (j < 0)
 				j += x->d[a];
 			if (j < 0 || j >= x->d[a])
-				return stop(r, n, "Gather index %lld out of range", (long long)ival(ix, q));
+				return ev_stop(r, n, "Gather index %lld out of range", (long long)ev_ival(ix, q));
 			for (int64_t s = 0; s < inner; s++)
 				o->x[e++] = x->x[(p * x->d[a] + j) * inner + s];
 		}
@@ -385,7 +472,7 @@ static int eval_gather(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 static int eval_concat(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	const ev_tensor *x0 = in[0];
-	int a = (int)norm_axis(ir_attr_int(n, "axis", 0), x0->rank);
+	int a = (int)ev_norm_axis(ir_attr_int(n, "axis", 0), x0->rank);
 	int64_t d[IR_MAX_RANK], outer = 1, inner = 1;
 	for (int i = 0; i < x0->rank; i++)
 		d[i] = x0->d[i];
@@ -411,7 +498,7 @@ static int eval_concat(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 static int eval_split(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	const ev_tensor *x = in[0];
-	int a = (int)norm_axis(ir_attr_int(n, "axis", 0), x->rank);
+	int a = (int)ev_norm_axis(ir_attr_int(n, "axis", 0), x->rank);
 	int64_t outer = 1, inner = 1, at = 0;
 	for (int i = 0; i < a; i++)
 		outer *= x->d[i];
@@ -421,8 +508,8 @@ static int eval_split(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor 
 		int64_t d[IR_MAX_RANK];
 		if (!n->out[k])
 			continue;
-		if (shape_of(r, g, n->out[k], d) != x->rank)
-			return stop(r, n, "the shape of Split's output %d is not known", k);
+		if (ev_shape_of(r, g, n->out[k], d) != x->rank)
+			return ev_stop(r, n, "the shape of Split's output %d is not known", k);
 		ev_tensor *o = ev_new(r, x->dt, x->rank, d);
 		for (int64_t p = 0; p < outer; p++)
 			memcpy(o->x + p * d[a] * inner, x->x + (p * x->d[a] + at) * inner,
@@ -436,13 +523,13 @@ static int eval_split(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor 
 static int eval_expand(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	int64_t d[IR_MAX_RANK];
-	int R = shape_of(r, g, n->out[0], d);
+	int R = ev_shape_of(r, g, n->out[0], d);
 	if (R < 0)
-		return stop(r, n, "the output's shape is not known");
+		return ev_stop(r, n, "the output's shape is not known");
 	ev_tensor *o = ev_new(r, in[0]->dt, R, d);
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < o->n; e++, next_index(idx, d, R))
-		o->x[e] = in[0]->x[bcast_off(in[0], R, idx)];
+	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, R))
+		o->x[e] = in[0]->x[ev_bcast_off(in[0], R, idx)];
 	out[0] = o;
 	return 0;
 }
@@ -452,10 +539,10 @@ static int eval_tile(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 	const ev_tensor *x = in[0], *rep = in[1];
 	int64_t d[IR_MAX_RANK];
 	for (int i = 0; i < x->rank; i++)
-		d[i] = x->d[i] * ival(rep, i);
+		d[i] = x->d[i] * ev_ival(rep, i);
 	ev_tensor *o = ev_new(r, x->dt, x->rank, d);
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < o->n; e++, next_index(idx, d, x->rank)) {
+	for (int64_t e = 0; e < o->n; e++, ev_next_index(idx, d, x->rank)) {
 		int64_t off = 0;
 		for (int i = 0; i < x->rank; i++)
 			off = off * x->d[i] + idx[i] % x->d[i];
@@ -484,7 +571,7 @@ static int eval_matmul(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 	}
 	int64_t M = a.d[a.rank - 2], K = a.d[a.rank - 1], N = b.d[b.rank - 1];
 	if (b.d[b.rank - 2] != K)
-		return stop(r, n, "MatMul of [.., %lld] by [%lld, ..]", (long long)K, (long long)b.d[b.rank - 2]);
+		return ev_stop(r, n, "MatMul of [.., %lld] by [%lld, ..]", (long long)K, (long long)b.d[b.rank - 2]);
 	int R = a.rank > b.rank ? a.rank : b.rank;
 	int64_t d[IR_MAX_RANK];
 	ev_tensor ab = a, bb = b;     /* the batch axes alone */
@@ -494,7 +581,7 @@ static int eval_matmul(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 		int ja = i - (R - 2 - ab.rank), jb = i - (R - 2 - bb.rank);
 		int64_t x = ja >= 0 ? ab.d[ja] : 1, y = jb >= 0 ? bb.d[jb] : 1;
 		if (x != y && x != 1 && y != 1)
-			return stop(r, n, "MatMul batch axes cannot be broadcast");
+			return ev_stop(r, n, "MatMul batch axes cannot be broadcast");
 		d[i] = x == 1 ? y : x;
 	}
 	int64_t batch = 1;
@@ -504,14 +591,14 @@ static int eval_matmul(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 	d[R - 1] = N;
 	ev_tensor *o = ev_new(r, n->out[0]->dtype, R, d);
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t q = 0; q < batch; q++, next_index(idx, d, R - 2)) {
-		int64_t oa = bcast_off(&ab, R - 2, idx) * M * K, ob = bcast_off(&bb, R - 2, idx) * K * N;
+	for (int64_t q = 0; q < batch; q++, ev_next_index(idx, d, R - 2)) {
+		int64_t oa = ev_bcast_off(&ab, R - 2, idx) * M * K, ob = ev_bcast_off(&bb, R - 2, idx) * K * N;
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++) {
 				double s = 0;
 				for (int64_t k = 0; k < K; k++)
 					s += a.x[oa + i * K + k] * b.x[ob + k * N + j];
-				o->x[(q * M + i) * N + j] = as_type(o->dt, s);
+				o->x[(q * M + i) * N + j] = ev_as_type(o->dt, s);
 			}
 	}
 	if (va || vb) {         /* drop the promoted axes */
@@ -531,22 +618,22 @@ static int eval_gemm(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
 	double alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
 	if (A->rank != 2 || B->rank != 2)
-		return stop(r, n, "Gemm of rank %d by rank %d", A->rank, B->rank);
+		return ev_stop(r, n, "Gemm of rank %d by rank %d", A->rank, B->rank);
 	int64_t M = ta ? A->d[1] : A->d[0], K = ta ? A->d[0] : A->d[1], N = tb ? B->d[0] : B->d[1];
 	if ((tb ? B->d[1] : B->d[0]) != K)
-		return stop(r, n, "Gemm inner sizes differ");
+		return ev_stop(r, n, "Gemm inner sizes differ");
 	int64_t d[2] = {M, N};
 	ev_tensor *o = ev_new(r, n->out[0]->dtype, 2, d);
 	int64_t idx[2] = {0, 0};
-	for (int64_t e = 0; e < M * N; e++, next_index(idx, d, 2)) {
+	for (int64_t e = 0; e < M * N; e++, ev_next_index(idx, d, 2)) {
 		int64_t i = idx[0], j = idx[1];
 		double s = 0;
 		for (int64_t k = 0; k < K; k++)
 			s += A->x[ta ? k * A->d[1] + i : i * A->d[1] + k] * B->x[tb ? j * B->d[1] + k : k * B->d[1] + j];
 		s *= alpha;
 		if (C)
-			s += beta * C->x[bcast_off(C, 2, idx)];
-		o->x[e] = as_type(o->dt, s);
+			s += beta * C->x[ev_bcast_off(C, 2, idx)];
+		o->x[e] = ev_as_type(o->dt, s);
 	}
 	out[0] = o;
 	return 0;
@@ -555,7 +642,7 @@ static int eval_gemm(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **ou
 static int eval_softmax(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	const ev_tensor *x = in[0];
-	int a = (int)norm_axis(ir_attr_int(n, "axis", -1), x->rank);
+	int a = (int)ev_norm_axis(ir_attr_int(n, "axis", -1), x->rank);
 	int64_t outer = 1, inner = 1, m = x->d[a];
 	for (int i = 0; i < a; i++)
 		outer *= x->d[i];
@@ -571,7 +658,7 @@ static int eval_softmax(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor *
 				sum += exp(x->x[(p * m + k) * inner + s] - mx);
 			for (int64_t k = 0; k < m; k++) {
 				double z = x->x[(p * m + k) * inner + s] - mx;
-				o->x[(p * m + k) * inner + s] = as_type(x->dt, n->op == OP_SOFTMAX ? exp(z) / sum : z - log(sum));
+				o->x[(p * m + k) * inner + s] = ev_as_type(x->dt, n->op == OP_SOFTMAX ? exp(z) / sum : z - log(sum));
 			}
 		}
 	out[0] = o;
@@ -589,9 +676,9 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 	if (cnt == 0 && !ir_attr_int(n, "noop_with_empty_axes", 0))
 		memset(red, 1, (size_t)x->rank);
 	for (int64_t i = 0; i < cnt; i++) {
-		int64_t a = norm_axis(ax ? ival(ax, i) : aa->ints[i], x->rank);
+		int64_t a = ev_norm_axis(ax ? ev_ival(ax, i) : aa->ints[i], x->rank);
 		if (a < 0 || a >= x->rank)
-			return stop(r, n, "reduction axis out of range");
+			return ev_stop(r, n, "reduction axis out of range");
 		red[a] = 1;
 	}
 	int keep = (int)ir_attr_int(n, "keepdims", 1);
@@ -611,8 +698,19 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 		acc[e] = n->op == OP_REDUCEMAX ? -INFINITY : n->op == OP_REDUCEMIN ? INFINITY :
 			 n->op == OP_REDUCEPROD ? 1 : 0;
 	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < x->n; e++, next_index(idx, x->d, x->rank)) {
-		int64_t q = bcast_off(&k0, x->rank, idx);
+	/* ReduceLogSumExp: the largest element subtracted first, added back after */
+	double *mx = arena_array(r->A, (size_t)(o->n ? o->n : 1), sizeof *mx);
+	for (int64_t e = 0; e < o->n; e++)
+		mx[e] = n->op == OP_REDUCELOGSUMEXP ? -INFINITY : 0;
+	for (int64_t e = 0; n->op == OP_REDUCELOGSUMEXP && e < x->n; e++, ev_next_index(idx, x->d, x->rank)) {
+		int64_t q = ev_bcast_off(&k0, x->rank, idx);
+		mx[q] = fmax(mx[q], x->x[e]);
+	}
+	for (int64_t e = 0; e < o->n; e++)
+		mx[e] = isinf(mx[e]) ? 0 : mx[e];
+	memset(idx, 0, sizeof idx);
+	for (int64_t e = 0; e < x->n; e++, ev_next_index(idx, x->d, x->rank)) {
+		int64_t q = ev_bcast_off(&k0, x->rank, idx);
 		double v = x->x[e];
 		switch (n->op) {
 		case OP_REDUCEMAX: acc[q] = fmax(acc[q], v); break;
@@ -621,6 +719,7 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 		case OP_REDUCESUMSQUARE: acc[q] += v * v; break;
 		case OP_REDUCEL1: acc[q] += fabs(v); break;
 		case OP_REDUCEL2: acc[q] += v * v; break;
+		case OP_REDUCELOGSUMEXP: acc[q] += exp(v - mx[q]); break;
 		default: acc[q] += v; break;
 		}
 		cnts[q]++;
@@ -631,7 +730,9 @@ static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **
 			v = cnts[e] ? v / (double)cnts[e] : NAN;
 		else if (n->op == OP_REDUCEL2)
 			v = sqrt(v);
-		o->x[e] = as_type(o->dt, v);
+		else if (n->op == OP_REDUCELOGSUM || n->op == OP_REDUCELOGSUMEXP)
+			v = mx[e] + log(v);
+		o->x[e] = ev_as_type(o->dt, v);
 	}
 	out[0] = o;
 	return 0;
@@ -667,7 +768,7 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 	int lens = (int)ir_attr_int(n, "has_lens", 0), hs = (int)ir_attr_int(n, "has_step", 0);
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	if (!b || nseq < 1 || b->ninputs != nseq + ns + hs || b->noutputs != ns + nout)
-		return stop(r, n, "a recurrence of a form the reference does not know");
+		return ev_noref(r, n, "a recurrence of a form the reference does not know");
 	int ax0 = sa && sa->n ? (int)sa->ints[0] : 0;
 	const ev_tensor *x0 = in[0];
 	int64_t T = x0->d[ax0], B = x0->d[1 - ax0];
@@ -677,7 +778,7 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 		if (!st[k]) {
 			st[k] = ev_of_value(r, b, b->inputs[nseq + k]);
 			if (!st[k])
-				return stop(r, n, "the shape of state %d is not known", k);
+				return ev_stop(r, n, "the shape of state %d is not known", k);
 		}
 	}
 	const ev_tensor *L = lens ? in[nseq + ns] : NULL;
@@ -695,9 +796,9 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 		 * the whole batch runs, and only row `row`'s results are kept */
 		ev_tensor **cur = arena_array(r->A, (size_t)ns + 1, sizeof *cur);
 		memcpy(cur, st, (size_t)ns * sizeof *cur);
-		int64_t steps = L ? ival(L, row) : T;
+		int64_t steps = L ? ev_ival(L, row) : T;
 		if (steps < 0 || steps > T)
-			return stop(r, n, "sequence length %lld of row %lld outside [0, %lld]", (long long)steps,
+			return ev_stop(r, n, "sequence length %lld of row %lld outside [0, %lld]", (long long)steps,
 				    (long long)row, (long long)T);
 		for (int64_t q = 0; q < steps; q++) {
 			int64_t t = rev ? steps - 1 - q : q;
@@ -722,12 +823,12 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 			for (int k = 0; k < ns; k++) {
 				cur[k] = ev_get(r, b->outputs[k]);
 				if (!cur[k])
-					return stop(r, n, "the body's state output %d was not computed", k);
+					return ev_stop(r, n, "the body's state output %d was not computed", k);
 			}
 			for (int j = 0; j < nout; j++) {
 				ev_tensor *y = ev_get(r, b->outputs[ns + j]);
 				if (!y)
-					return stop(r, n, "the body's output %d was not computed", j);
+					return ev_stop(r, n, "the body's output %d was not computed", j);
 				if (!L) {
 					ys[j][t] = y;
 				} else {        /* row `row` of y into the stacked output */
@@ -758,8 +859,8 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 			y0 = ys[j][t];
 		int64_t yd[IR_MAX_RANK];
 		if (!y0) {          /* no step ran: the shape from the IR */
-			if (shape_of(r, g, n->out[ns + j], yd) < 0)
-				return stop(r, n, "stacked output %d of no step", j);
+			if (ev_shape_of(r, g, n->out[ns + j], yd) < 0)
+				return ev_stop(r, n, "stacked output %d of no step", j);
 			out[ns + j] = ev_new(r, n->out[ns + j]->dtype, n->out[ns + j]->shape.rank, yd);
 			continue;
 		}
@@ -833,7 +934,7 @@ static int ract_of(ev_run *r, const ir_node *n, int nact, int ndir, ract *acts)
 		for (size_t j = 0; j < sizeof known / sizeof *known; j++)
 			ok |= lower_eq(name, known[j]);
 		if (!ok)
-			return stop(r, n, "activation %s has no reference", name);
+			return ev_noref(r, n, "activation %s has no reference", name);
 		int takes_a = lower_eq(name, "LeakyRelu") || lower_eq(name, "ThresholdedRelu") || lower_eq(name, "Elu") ||
 			      lower_eq(name, "Affine") || lower_eq(name, "ScaledTanh") || lower_eq(name, "HardSigmoid");
 		int takes_b = lower_eq(name, "Affine") || lower_eq(name, "ScaledTanh") || lower_eq(name, "HardSigmoid");
@@ -859,7 +960,7 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 	const ev_tensor *L = n->nin > 4 ? in[4] : NULL, *H0 = n->nin > 5 ? in[5] : NULL;
 	const ev_tensor *C0 = n->op == OP_LSTM && n->nin > 6 ? in[6] : NULL, *P = n->op == OP_LSTM && n->nin > 7 ? in[7] : NULL;
 	if (X->rank != 3)
-		return stop(r, n, "X of rank %d", X->rank);
+		return ev_stop(r, n, "X of rank %d", X->rank);
 	int64_t T = layout ? X->d[1] : X->d[0], B = layout ? X->d[0] : X->d[1], I = X->d[2];
 	int64_t H = ir_attr_int(n, "hidden_size", R->d[2]);
 	ract acts[6];
@@ -885,9 +986,9 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 		const double *wb = Bv ? Bv->x + d * 2 * G * H : NULL, *rb = wb ? wb + G * H : NULL;
 		const double *p = P ? P->x + d * 3 * H : NULL;
 		for (int64_t b = 0; b < B; b++) {
-			int64_t len = L ? ival(L, b) : T;
+			int64_t len = L ? ev_ival(L, b) : T;
 			if (len < 0 || len > T)
-				return stop(r, n, "sequence_lens[%lld] = %lld", (long long)b, (long long)len);
+				return ev_stop(r, n, "sequence_lens[%lld] = %lld", (long long)b, (long long)len);
 			for (int64_t j = 0; j < H; j++) {
 				h[j] = H0 ? H0->x[ST(H0, d, b) + j] : 0;
 				c[j] = C0 ? C0->x[ST(C0, d, b) + j] : 0;
@@ -964,7 +1065,7 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 				}
 				memcpy(h, rh, (size_t)H * sizeof *h);
 				for (int64_t j = 0; j < H; j++) {
-					double v = as_type(DT_F32, h[j]);
+					double v = ev_as_type(DT_F32, h[j]);
 					if (layout)
 						Y->x[((b * T + t) * D + d) * H + j] = v;
 					else
@@ -972,8 +1073,8 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 				}
 			}
 			for (int64_t j = 0; j < H; j++) {
-				Yh->x[ST(Yh, d, b) + j] = as_type(DT_F32, h[j]);
-				Yc->x[ST(Yc, d, b) + j] = as_type(DT_F32, c[j]);
+				Yh->x[ST(Yh, d, b) + j] = ev_as_type(DT_F32, h[j]);
+				Yc->x[ST(Yc, d, b) + j] = ev_as_type(DT_F32, c[j]);
 			}
 		}
 	}
@@ -990,54 +1091,13 @@ static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 
 /* ---- training operators ------------------------------------------------------------- */
 
-/* SliceScatter: zeros shaped like X with U at X[starts:ends:steps] on axes. */
-static int eval_slicescatter(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
-{
-	const ev_tensor *x = in[0], *u = in[1];
-	int64_t start[IR_MAX_RANK], step[IR_MAX_RANK];
-	for (int i = 0; i < x->rank; i++) {
-		start[i] = 0;
-		step[i] = 1;
-	}
-	const ev_tensor *S = in[2], *A = n->nin > 4 ? in[4] : NULL, *P = n->nin > 5 ? in[5] : NULL;
-	for (int64_t k = 0; k < S->n; k++) {
-		int64_t a = A ? norm_axis(ival(A, k), x->rank) : k, s0 = ival(S, k), p = P ? ival(P, k) : 1;
-		if (a < 0 || a >= x->rank || p == 0)
-			return stop(r, n, "SliceScatter axis or step out of range");
-		if (s0 < 0)
-			s0 += x->d[a];
-		if (p > 0)
-			s0 = s0 < 0 ? 0 : s0 > x->d[a] ? x->d[a] : s0;
-		else
-			s0 = s0 < 0 ? -1 : s0 > x->d[a] - 1 ? x->d[a] - 1 : s0;
-		start[a] = s0;
-		step[a] = p;
-	}
-	ev_tensor *o = ev_new(r, x->dt, x->rank, x->d);
-	if (u->rank != x->rank)
-		return stop(r, n, "SliceScatter update of rank %d into rank %d", u->rank, x->rank);
-	int64_t idx[IR_MAX_RANK] = {0};
-	for (int64_t e = 0; e < u->n; e++, next_index(idx, u->d, u->rank)) {
-		int64_t off = 0;
-		for (int i = 0; i < x->rank; i++) {
-			int64_t c = start[i] + idx[i] * step[i];
-			if (c < 0 || c >= x->d[i])
-				return stop(r, n, "SliceScatter writes outside X");
-			off = off * x->d[i] + c;
-		}
-		o->x[off] = u->x[e];
-	}
-	out[0] = o;
-	return 0;
-}
-
 /* MseLoss and its gradient (ops.def). */
 static int eval_mse(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	int grad = n->op == OP_MSELOSSGRAD, o0 = grad ? 1 : 0;
 	const ev_tensor *y = in[o0], *t = in[o0 + 1], *m = n->nin > o0 + 2 ? in[o0 + 2] : NULL;
 	if (y->n != t->n || (m && m->n != y->n))
-		return stop(r, n, "%s of tensors of different sizes", ir_op_name(n->op));
+		return ev_stop(r, n, "%s of tensors of different sizes", ir_op_name(n->op));
 	double den = 0, sum = 0;
 	for (int64_t e = 0; e < y->n; e++) {
 		double w = m ? m->x[e] : 1;
@@ -1046,13 +1106,13 @@ static int eval_mse(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out
 	}
 	if (!grad) {
 		ev_tensor *o = ev_new(r, n->out[0]->dtype, 0, NULL);
-		o->x[0] = as_type(o->dt, den > 0 ? sum / den : 0);
+		o->x[0] = ev_as_type(o->dt, den > 0 ? sum / den : 0);
 		out[0] = o;
 		return 0;
 	}
 	ev_tensor *o = ev_new(r, y->dt, y->rank, y->d);
 	for (int64_t e = 0; e < y->n; e++)
-		o->x[e] = as_type(o->dt, den > 0 ? in[0]->x[0] * 2 * (m ? m->x[e] : 1) * (y->x[e] - t->x[e]) / den : 0);
+		o->x[e] = ev_as_type(o->dt, den > 0 ? in[0]->x[0] * 2 * (m ? m->x[e] : 1) * (y->x[e] - t->x[e]) / den : 0);
 	out[0] = o;
 	return 0;
 }
@@ -1063,7 +1123,7 @@ static int eval_sce_grad(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor 
 {
 	const ev_tensor *dl = in[0], *x = in[1], *t = in[2];
 	if (x->rank != 2 || t->n != x->d[0])
-		return stop(r, n, "SoftmaxCrossEntropyLossGrad of scores other than [N, C]");
+		return ev_stop(r, n, "SoftmaxCrossEntropyLossGrad of scores other than [N, C]");
 	int64_t N = x->d[0], C = x->d[1];
 	ev_tensor *o = ev_new(r, x->dt, 2, x->d);
 	for (int64_t i = 0; i < N; i++) {
@@ -1072,9 +1132,9 @@ static int eval_sce_grad(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor 
 			mx = fmax(mx, x->x[i * C + c]);
 		for (int64_t c = 0; c < C; c++)
 			sum += exp(x->x[i * C + c] - mx);
-		int64_t lab = ival(t, i);
+		int64_t lab = ev_ival(t, i);
 		for (int64_t c = 0; c < C; c++)
-			o->x[i * C + c] = as_type(o->dt, dl->x[0] * (exp(x->x[i * C + c] - mx) / sum - (c == lab)) / (double)N);
+			o->x[i * C + c] = ev_as_type(o->dt, dl->x[0] * (exp(x->x[i * C + c] - mx) / sum - (c == lab)) / (double)N);
 	}
 	out[0] = o;
 	return 0;
@@ -1128,12 +1188,12 @@ static int eval_gradient(ev_run *r, ir_graph *g, const ir_node *n, ev_tensor **i
 		if (g->nodes[i] == n)
 			at = i;
 	if (at < 0 || g->parent)
-		return stop(r, n, "a Gradient node outside the root graph");
+		return ev_stop(r, n, "a Gradient node outside the root graph");
 	int64_t total = 0;
 	for (int k = 0; k < nx; k++)
 		total += in[k]->n;
 	if (total > GRAD_MAX_ELEMS)
-		return stop(r, n, "Gradient of %lld elements: more than the %d central differences allow",
+		return ev_stop(r, n, "Gradient of %lld elements: more than the %d central differences allow",
 			    (long long)total, GRAD_MAX_ELEMS);
 	int failed = 0, was = exact_floats;
 	exact_floats = 1;
@@ -1174,12 +1234,13 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 				put(r, v, in[k]);
 		}
 		if (!in[k])
-			return stop(r, n, "input '%s' has no value", v->name ? v->name : "?");
+			return ev_stop(r, n, "input '%s' has no value", v->name ? v->name : "?");
 		if (v->seq != IR_TENSOR)
-			return stop(r, n, "a sequence or optional input");
+			return ev_noref(r, n, "a sequence or optional input");
 	}
 	int err;
 	const ir_opinfo *oi = &ir_ops[n->op];
+	r->nodes++;
 	switch (n->op) {
 	case OP_IDENTITY: case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN:
 		err = eval_view(r, g, n, in, out);
@@ -1195,21 +1256,23 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 	case OP_GEMM: err = eval_gemm(r, n, in, out); break;
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: err = eval_softmax(r, n, in, out); break;
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
-	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_REDUCEL2:
+	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
 		err = eval_reduce(r, n, in, out);
 		break;
 	case OP_CAST: {
 		ev_tensor *o = ev_new(r, n->out[0]->dtype, in[0]->rank, in[0]->d);
+		ir_dtype to = (ir_dtype)ir_attr_int(n, "to", o->dt);
+		int narrow = (to == DT_F16 || to == DT_BF16) && ev_is_float(o->dt);
 		for (int64_t e = 0; e < o->n; e++)
-			o->x[e] = as_type(o->dt, in[0]->x[e]);
+			o->x[e] = narrow ? narrow_round(to, in[0]->x[e]) : ev_as_type(o->dt, in[0]->x[e]);
 		out[0] = o;
 		err = 0;
 		break;
 	}
 	case OP_SHAPE: {
 		int64_t s0 = ir_attr_int(n, "start", 0), e0 = ir_attr_int(n, "end", in[0]->rank);
-		s0 = norm_axis(s0, in[0]->rank);
-		e0 = e0 > in[0]->rank ? in[0]->rank : norm_axis(e0, in[0]->rank);
+		s0 = ev_norm_axis(s0, in[0]->rank);
+		e0 = e0 > in[0]->rank ? in[0]->rank : ev_norm_axis(e0, in[0]->rank);
 		s0 = s0 < 0 ? 0 : s0;
 		int64_t len = e0 > s0 ? e0 - s0 : 0;
 		ev_tensor *o = ev_new(r, DT_I64, 1, &len);
@@ -1223,9 +1286,9 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 		int64_t d[IR_MAX_RANK];
 		int rank = (int)in[0]->n;
 		if (rank > IR_MAX_RANK)
-			return stop(r, n, "ConstantOfShape of rank %d", rank);
+			return ev_stop(r, n, "ConstantOfShape of rank %d", rank);
 		for (int i = 0; i < rank; i++)
-			d[i] = ival(in[0], i);
+			d[i] = ev_ival(in[0], i);
 		ev_tensor *o = ev_new(r, n->out[0]->dtype, rank, d);
 		ir_attr *va = ir_attr_find(n, "value");
 		double v = va && va->t && (va->t->data || va->t->sym) ? (va->t->dtype == DT_F32 ?
@@ -1242,7 +1305,7 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 		len = len < 0 ? 0 : len;
 		ev_tensor *o = ev_new(r, n->out[0]->dtype, 1, &len);
 		for (int64_t e = 0; e < len; e++)
-			o->x[e] = as_type(o->dt, st + (double)e * dl);
+			o->x[e] = ev_as_type(o->dt, st + (double)e * dl);
 		out[0] = o;
 		err = 0;
 		break;
@@ -1253,11 +1316,17 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 	case OP_MSELOSS: case OP_MSELOSSGRAD: err = eval_mse(r, n, in, out); break;
 	case OP_SOFTMAXCEGRAD: err = eval_sce_grad(r, n, in, out); break;
 	case OP_GRADIENT: err = eval_gradient(r, g, n, in, out); break;
+	case OP_CELL:
+		err = ev_noref(r, n, "a native Cell layer has no reference (it is checked once pass_lower_cell "
+			      "has written it out)");
+		break;
 	default:
 		if (oi->kind == OPK_ELEM)
 			err = eval_elem(r, n, in, out);
+		else if (ev_ops[n->op])
+			err = ev_ops[n->op](r, g, n, in, out);
 		else
-			err = stop(r, n, "no reference for %s", ir_op_name(n->op));
+			err = ev_noref(r, n, "no reference for %s", ir_op_name(n->op));
 	}
 	if (err)
 		return err;
@@ -1281,13 +1350,24 @@ int ev_graph_upto(ev_run *r, ir_graph *g, ev_tensor *const *in, int nin, int upt
 {
 	for (int k = 0; k < g->ninputs; k++) {
 		if (k >= nin || !in[k])
-			return stop(r, NULL, "no value for input '%s'", g->inputs[k]->name);
+			return ev_stop(r, NULL, "no value for input '%s'", g->inputs[k]->name);
 		if (!ev_get(r, g->inputs[k]))   /* (one put before stays: ev_put) */
 			put(r, g->inputs[k], in[k]);
 	}
 	for (int i = 0; i < upto && i < g->nnodes; i++)
 		if (eval_node(r, g, g->nodes[i]))
 			return 1;
+	if (upto < g->nnodes)
+		return 0;
+	/* an output the folder made a constant is read by no node */
+	for (int k = 0; k < g->noutputs; k++) {
+		const ir_value *v = g->outputs[k];
+		if (!ev_get(r, v) && (v->data || v->sym) && (v->kind == VAL_CONST || v->kind == VAL_WEIGHT)) {
+			ev_tensor *t = ev_of_value(r, g, v);
+			if (t)
+				put(r, v, t);
+		}
+	}
 	return 0;
 }
 

@@ -18,6 +18,15 @@ Groups, in order:
               ones are not run; neither kind counts as passed; tests whose
               expected values were drawn at random (STAT_TESTS) are checked
               by statistics instead of values and counted as such
+  eval_ref    the reference interpreter of translation validation
+              (compiler/ir_eval.c) against the oracles' data: build/tests/eval_ref
+              runs each official node test (onnx_node's selection, corrected
+              data where listed) and the rnn_cases, torch, torch_wild,
+              script_wild and image cases from the resolved graph; every test
+              whose operators all have a reference must match (rtol 1e-3,
+              atol 1e-5); NOREF (an operator without a reference) and SKIP
+              (cellc does not load it, or nothing is left to run) count as
+              neither
   random_ops  the random operators and a training Dropout through the
               emitted C API (tests/test_random_ops.py, tests/api/test_random.c):
               shapes, ranges, moments, seeding of the streams
@@ -788,6 +797,92 @@ def corrected_one(n, d, reason):
     if r.ok:
         r.detail = "%s; against recomputed data (%s)" % (r.detail, reason)
     return r
+
+
+# ---- the reference interpreter (compiler/ir_eval.c) against the oracles' data ----------
+
+EVAL_REF = os.path.join("build", "tests", "eval_ref")
+EVAL_REF_LINE = re.compile(r"^(PASS|FAIL|NOREF|SKIP) (\S+) ?(.*)$")
+EVAL_REF_GROUPS = ("rnn_cases", "torch", "torch_wild", "script_wild", "image")
+
+
+def eval_ref_one(name, case_dir):
+    """(Result, verdict word) of `eval_ref NAME MODEL DIR`: PASS with exit 0,
+    FAIL with exit 1, NOREF / SKIP (neither passed nor failed) with exit 0;
+    anything else (a crash, no verdict line) fails."""
+    log = os.path.join(LOGS, "eval_ref", name.replace("/", "__") + ".log")
+    rc, out, err = run([EVAL_REF, name, os.path.join(case_dir, "model.onnx"), case_dir], log, timeout=120)
+    lines = [EVAL_REF_LINE.match(l) for l in out.splitlines()]
+    m = next((x for x in lines if x), None)
+    full = "eval_ref/" + name
+    if m is None or rc not in (0, 1) or (m.group(1) == "FAIL") != (rc == 1):
+        return Result(full, False, "%s without a consistent verdict: %s (log: %s)"
+                      % (status_word(rc), first_lines(out + err), log), rc), "FAIL"
+    word, detail = m.group(1), m.group(3)
+    if word == "PASS":
+        return Result(full, True, detail), word
+    if word == "FAIL":
+        return Result(full, False, "%s (log: %s)" % (detail, log), rc), word
+    return Result(full, None, ("noref: " if word == "NOREF" else "skipped: ") + detail), word
+
+
+def eval_ref_selftest():
+    """The group can fail: test_lstm_defaults with its expected Y_h moved by
+    0.05 (tens of times the tolerance) must give FAIL and exit 1."""
+    import onnx
+    from onnx import numpy_helper
+    name = "selftest/lstm_perturbed"
+    src = os.path.join(ROOT, OUT, "onnx_node", "node", "test_lstm_defaults")
+    dst = os.path.join(OUT, "eval_ref_selftest", "lstm_perturbed")
+    shutil.rmtree(os.path.join(ROOT, dst), ignore_errors=True)
+    shutil.copytree(src, os.path.join(ROOT, dst))
+    p = os.path.join(ROOT, dst, "test_data_set_0", "output_0.pb")
+    t = onnx.load_tensor(p)
+    a = numpy_helper.to_array(t).copy()
+    a.flat[0] += 0.05
+    onnx.save_tensor(numpy_helper.from_array(a, t.name), p)
+    r, word = eval_ref_one(name, dst)
+    if word == "FAIL" and r.rc == 1:
+        return Result("eval_ref/" + name, True, "a perturbed expected value fails: " + r.detail)
+    return Result("eval_ref/" + name, False, "a perturbed expected value gave %s, not FAIL: %s" % (word, r.detail))
+
+
+def group_eval_ref():
+    """tests/unit/eval_ref.c over the official node tests and the recurrent
+    fixtures; prints what share of the official tests the reference runs."""
+    log = os.path.join(LOGS, "eval_ref", "build.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", EVAL_REF], log)
+    if rc != 0:
+        yield Result("eval_ref/build", False, "cannot build %s: %s (log: %s)" % (EVAL_REF, first_lines(err + out), log))
+        return
+    items = []
+    if stamp_ok("onnx_node"):
+        tests, _, exc, corr, problems = node_selection()
+        yield from problems
+        for n in sorted(tests):
+            if n not in exc:
+                d = os.path.join(OUT, "onnx_node", "corrected", n) if n in corr else tests[n]
+                items.append(("onnx_node/" + n, d))
+    else:
+        yield from fixtures_missing("eval_ref", "onnx_node")
+    for grp in EVAL_REF_GROUPS:
+        if not stamp_ok(grp):
+            yield from fixtures_missing("eval_ref", grp)
+            continue
+        for n in case_dirs(grp):
+            if os.path.isfile(os.path.join(ROOT, OUT, grp, n, "model.onnx")):
+                items.append(("%s/%s" % (grp, n), os.path.join(OUT, grp, n)))
+    if stamp_ok("onnx_node"):
+        yield eval_ref_selftest()
+    counts = {}
+    for (name, _), (r, word) in zip(items, parallel(eval_ref_one, items)):
+        c = counts.setdefault(name.split("/")[0], {"PASS": 0, "FAIL": 0, "NOREF": 0, "SKIP": 0})
+        c[word] += 1
+        yield r
+    for src, c in counts.items():
+        print("eval_ref %s: %d tests, %d passed, %d failed, %d without a reference (NOREF), %d not compared "
+              "(SKIP: not loaded by cellc, or folded to constants)"
+              % (src, sum(c.values()), c["PASS"], c["FAIL"], c["NOREF"], c["SKIP"]), flush=True)
 
 
 def group_random_ops():
@@ -2359,7 +2454,8 @@ def group_grad_smoke():
 GROUPS = [
     ("proto", group_proto), ("ref_rnn", group_ref_rnn), ("fixtures", group_fixtures),
     ("unit", group_unit),
-    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("random_ops", group_random_ops),
+    ("unit_san", group_unit_san), ("onnx_node", group_onnx_node), ("eval_ref", group_eval_ref),
+    ("random_ops", group_random_ops),
     ("image", group_image),
     ("rnn_cases", group_rnn_cases),
     ("torch", group_torch), ("precision", group_precision), ("quantized", group_quantized), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),

@@ -228,3 +228,14 @@ ir-test: $(B)/cellc
 	@$(PY) tests/ir_test.py $(B)/cellc check $(CASE)
 ir-update: $(B)/cellc
 	@$(PY) tests/ir_test.py $(B)/cellc update $(CASE)
+
+# ---- the reference interpreter against the oracles' data (harness group eval_ref) ----
+# tests/unit/eval_ref.c links the compiler's objects (all but main.o) as
+# build/cellc does, and runs compiler/ir_eval.c on a model's test data.
+EVAL_REF_OBJ := $(filter-out $(B)/cc/main.o,$(C_OBJ))
+$(B)/tests/eval_ref: tests/unit/eval_ref.c $(EVAL_REF_OBJ) $(B)/libcellrt.a
+	@mkdir -p $(B)/tests
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) $< $(EVAL_REF_OBJ) $(B)/libcellrt.a -o $@ $(LIBS_C)
+$(SAN)/tests/eval_ref: tests/unit/eval_ref.c $(filter-out $(SAN)/cc/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a
+	@mkdir -p $(SAN)/tests
+	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) $< $(filter-out $(SAN)/cc/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a -o $@ $(LIBS_C)

@@ -1,0 +1,36 @@
+/* ir_eval_ops.h: internal to the reference interpreter (ir_eval.c, the
+ * core: element-wise, views, products, reductions, recurrences; and
+ * ir_eval_ops.c, the operators beyond them: convolutions, pools,
+ * normalisations, losses, indexing, quantization, signals).  Not for the
+ * passes or the emitters, which never call the interpreter. */
+#ifndef CELLC_IR_EVAL_OPS_H
+#define CELLC_IR_EVAL_OPS_H
+
+#include "ir_eval.h"
+
+/* Stops the run at node n with a reason (ev_run.why); returns 1. */
+int ev_stop(ev_run *r, const ir_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* ev_stop for a limit of the reference (ev_run.noref): an operator, an
+ * attribute or a form it has no definition for, or one it cannot
+ * reproduce (random draws). */
+int ev_noref(ev_run *r, const ir_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The concrete shape of v into d; its rank, or -1 if some size is unknown. */
+int ev_shape_of(const ev_run *r, const ir_graph *g, const ir_value *v, int64_t *d);
+int ev_is_float(ir_dtype t);
+/* v as a value of type t: float32 rounding, integer wrap-around. */
+double ev_as_type(ir_dtype t, double v);
+/* Offset in t of output index idx (rank R) under broadcasting. */
+int64_t ev_bcast_off(const ev_tensor *t, int R, const int64_t *idx);
+/* The next row-major index of a tensor of sizes d (rank R). */
+void ev_next_index(int64_t *idx, const int64_t *d, int R);
+
+static inline int64_t ev_ival(const ev_tensor *t, int64_t i) { return (int64_t)t->x[i]; }
+static inline int64_t ev_norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
+
+/* One operator's reference: inputs in[k] (NULL where omitted), outputs
+ * out[k] (left NULL where not computed); 0, or ev_stop's 1. */
+typedef int (*ev_op_fn)(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+/* ir_eval_ops.c's operators, by op (NULL: not there). */
+extern const ev_op_fn ev_ops[OP_COUNT];
+
+#endif
