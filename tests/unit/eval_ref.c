@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	}
 	arena A;
 	arena_init(&A);
-	char msg[1200];
+	char msg[1400];
 	verdict v = run_case(&A, argv[2], argc - 3, argv + 3, msg, sizeof msg);
 	static const char *const word[] = {"PASS", "FAIL", "NOREF", "SKIP"};
 	printf("%s %s %s\n", word[v], argv[1], msg);
