@@ -769,13 +769,20 @@ GENS = {"rnn": gen_rnn, "elem": gen_elem, "scan": gen_scan, "loop": gen_loop, "t
 GRAD_KINDS = ("rnn", "elem", "scan", "loop", "traced", "pixel", "gemm", "mmcell")
 
 
-def with_gradient_node(model):
+def with_gradient_node(model, weights_as_inputs):
     """The model with a Gradient node (ai.onnx.preview.training) of the sum
     of its first output with respect to its float inputs and initializers,
-    the gradients as outputs after the model's own."""
+    the gradients as outputs after the model's own; weights_as_inputs: its
+    float initializers moved to graph inputs first (a training graph that
+    feeds the weights)."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
+    if weights_as_inputs:
+        moved = [t for t in g.initializer if t.data_type == F]
+        for t in moved:
+            g.initializer.remove(t)
+            g.input.append(vi(t.name, list(t.dims)))
     y = g.output[0].name
     xs = [i.name for i in g.input if i.type.tensor_type.elem_type == F] + \
          [t.name for t in g.initializer if t.data_type == F]
@@ -789,12 +796,13 @@ def with_gradient_node(model):
     return m
 
 
-def check_gradients(d, model, path, env):
+def check_gradients(d, model, path, env, weights_as_inputs):
     """The gradients of the model, checked by cellc's translation validation
     (CELLC_VALIDATE=1) against central differences in double: a --train
     build (loss mse on the first output; its grad.* outputs), and the model
     with an ONNX Gradient node (the reference interpreter differentiates the
-    node numerically, the grad pass expands it by the rules).  Returns
+    node numerically, the grad pass expands it by the rules; the weights
+    initializers or, for odd seeds, graph inputs).  Returns
     (verdict, detail, log): "pass" when both were checked and agree, "fail"
     on a difference or a crash, "unchecked" when cellc refused to
     differentiate the model or the interpreter could not run it (the reason
@@ -802,7 +810,7 @@ def check_gradients(d, model, path, env):
     log_path = os.path.join(d, "validate.log")
     genv = dict(env, CELLC_VALIDATE="1", CELLC_VALIDATE_LOG=log_path)
     gpath = os.path.join(d, "gradient.onnx")
-    onnx.save(with_gradient_node(model), gpath)
+    onnx.save(with_gradient_node(model, weights_as_inputs), gpath)
     runs = [("train", [CELLC, "compile", path, "--train", "--loss", "mse", "-o", os.path.join(d, "train")]),
             ("Gradient", [CELLC, "compile", gpath, "-o", os.path.join(d, "gradient")])]
     text, unchecked = "", []
@@ -859,7 +867,7 @@ def run_one(outdir, seed, kind):
         detail = "%s: %s" % (why, " | ".join(lines[:2])[:300])
     grad = None
     if verdict == "pass" and kind in GRAD_KINDS:
-        grad = check_gradients(d, model, path, env)
+        grad = check_gradients(d, model, path, env, seed % 2 == 1)
         if grad[0] == "fail":
             verdict, detail = "fail", "gradients: " + grad[1]
             text += "\n--- gradients\n" + grad[2]
