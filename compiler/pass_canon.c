@@ -511,10 +511,11 @@ static ir_value *b_part(ir_graph *g, wsplit *tab, int *ntab, int cap, const ir_v
 /* Gemm(Concat([a, b, ..], axis 1), W, bias) -- nn.Linear on cat([x, h]) --
  * is Gemm(a, W_a, bias) + Gemm(b, W_b) + ..: the input and the recurrent
  * product then stand apart, as in every other spelling of the cell.
- * Inference only: in --train builds W is a parameter and stays whole. */
+ * Not where weights are derived at run time (--train, a Gradient node:
+ * ir_weights_at_run_time): there W is a parameter and stays whole. */
 static int split_concat_products(ir_graph *g)
 {
-	if (ir_root(g)->train)
+	if (ir_weights_at_run_time(g))
 		return 0;
 	diag q;
 	diag_init(&q, NULL);
@@ -707,11 +708,12 @@ static void cat_params(ir_graph *g, wcat *e, ir_node *const *mem, int transB)
  * node order.  Only products whose results meet through element-wise
  * operations within a few nodes are one step's gates (a head on h, or the
  * next layer's product of the same h, is not joined); a group that reads
- * one weight twice is not one step's and stays.  Inference only: in
- * --train builds the weights are parameters and stay apart. */
+ * one weight twice is not one step's and stays.  Not where weights are
+ * derived at run time (--train, a Gradient node: ir_weights_at_run_time):
+ * there the weights are parameters and stay apart. */
 static int merge_gate_products(ir_graph *g)
 {
-	if (ir_root(g)->train)
+	if (ir_weights_at_run_time(g))
 		return 0;
 	int nn = g->nnodes, ncand = 0;
 	int *cand = arena_array(g->A, (size_t)nn + 1, sizeof *cand);   /* node -> candidate index or -1 */

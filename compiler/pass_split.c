@@ -130,7 +130,7 @@ static ir_value *operand_slice(sp *S, ir_value *v, int64_t st, int64_t en, int64
 	int rowvec = v->shape.rank == 1 ||
 		     (ir_dim_is_const(ir_shape_numel(&v->shape)) && ir_shape_numel(&v->shape).k == width);
 	if (v->graph != S->b || v->kind == VAL_CONST || v->kind == VAL_WEIGHT) {
-		if (rowvec && v->data && v->dtype == DT_F32 && !(S->root->train && v->kind == VAL_WEIGHT) &&
+		if (rowvec && v->data && v->dtype == DT_F32 && !(ir_weights_at_run_time(S->root) && v->kind == VAL_WEIGHT) &&
 		    (v->kind == VAL_CONST || v->kind == VAL_WEIGHT) && !v->sym) {
 			ir_value *got = memo_find(S, v, st, en);
 			if (got)

@@ -802,7 +802,7 @@ def check_gradients(d, model, path, env, weights_as_inputs):
     build (loss mse on the first output; its grad.* outputs), and the model
     with an ONNX Gradient node (the reference interpreter differentiates the
     node numerically, the grad pass expands it by the rules; the weights
-    initializers or, for odd seeds, graph inputs).  Returns
+    initializers or, for half the seeds, graph inputs).  Returns
     (verdict, detail, log): "pass" when both were checked and agree, "fail"
     on a difference or a crash, "unchecked" when cellc refused to
     differentiate the model or the interpreter could not run it (the reason
@@ -867,7 +867,7 @@ def run_one(outdir, seed, kind):
         detail = "%s: %s" % (why, " | ".join(lines[:2])[:300])
     grad = None
     if verdict == "pass" and kind in GRAD_KINDS:
-        grad = check_gradients(d, model, path, env, seed % 2 == 1)
+        grad = check_gradients(d, model, path, env, (seed // 2) % 2 == 1)
         if grad[0] == "fail":
             verdict, detail = "fail", "gradients: " + grad[1]
             text += "\n--- gradients\n" + grad[2]
