@@ -222,10 +222,6 @@ typedef struct ir_graph {
 	int ninputs, noutputs;
 	ir_value **inputs;      /* [ninputs] graph inputs (VAL_INPUT / VAL_STEP) */
 	ir_value **outputs;     /* [noutputs] graph outputs */
-	const ir_value **declared; /* [noutputs] or NULL: the type each output declares
-	                           (ONNX value_info: dtype, rank, the sizes it fixes;
-	                           others unknown) as a value of no graph's lists, NULL
-	                           where none; verify checks reference data with it */
 	int nvalues, capvalues;
 	ir_value **values;      /* every value owned by this graph */
 	/* root graph only: */

@@ -858,36 +858,12 @@ static ir_value *narrow_output(onnx_ctx *L, ir_value *v, ir_dtype narrow)
 	return n->out[0];
 }
 
-/* What an output's value_info states, for checking data against (the value
- * itself gets its type from inference): a FLOAT16 / BFLOAT16 output as the
- * float32 cellc computes; a dim_param or a missing size unknown. */
-static const ir_value *declared_type(onnx_ctx *L, const char *name, const Onnx__TypeProto__Tensor *tt)
-{
-	ir_value *d = arena_alloc(L->A, sizeof *d);
-	d->name = name;
-	d->graph = L->g;
-	d->kind = VAL_TEMP;
-	d->dtype = !tt->has_elem_type ? DT_UNDEF : onnx_dtype_narrow(tt->elem_type) ? DT_F32
-		 : onnx_dtype_supported(tt->elem_type) ? (ir_dtype)tt->elem_type : DT_UNDEF;
-	d->shape.rank = -1;
-	if (tt->shape && tt->shape->n_dim <= IR_MAX_RANK) {
-		d->shape.rank = (int)tt->shape->n_dim;
-		for (size_t a = 0; a < tt->shape->n_dim; a++) {
-			const Onnx__TensorShapeProto__Dimension *x = tt->shape->dim[a];
-			d->shape.d[a] = ir_dim_const(x->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-						     x->dim_value >= 0 ? x->dim_value : IR_DIM_UNKNOWN);
-		}
-	}
-	return d;
-}
-
 static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 {
 	ir_graph *g = L->g;
 	if (!gp->n_output)
 		diag_error(L->D, "the graph has no outputs");
 	g->outputs = arena_array(L->A, gp->n_output ? gp->n_output : 1, sizeof *g->outputs);
-	g->declared = arena_array(L->A, gp->n_output ? gp->n_output : 1, sizeof *g->declared);
 	for (size_t k = 0; k < gp->n_output; k++) {
 		const Onnx__ValueInfoProto *vi = gp->output[k];
 		if (check_value_name(L, "graph output", vi->name))
@@ -910,8 +886,6 @@ static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 		v->is_output = 1;
 		if (kind != IR_TENSOR)
 			v->seq = kind;  /* what the data sets hold; resolved by pass_seq */
-		g->declared[g->noutputs] = kind == IR_TENSOR && vi->type ? declared_type(L, v->name, vi->type->tensor_type)
-									: NULL;
 		g->outputs[g->noutputs++] = v;
 	}
 }

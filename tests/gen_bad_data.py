@@ -18,7 +18,10 @@ tensors, converted or spoilt.
                      initial_h belongs: same shape, the names tell)
   output_shape/      output_1.pb (Y_h) f32[1, N, 4]
 Every spoilt set must be refused (exit 2, the file and the tensor named),
-not scored as a mismatch."""
+not scored as a mismatch.
+
+gen_bad_data.py --npy SET DIR: SET's tensors as .npy files in DIR only (for
+a model whose shape input verify binds from the data)."""
 import glob
 import os
 import shutil
@@ -52,8 +55,12 @@ def npy_set(src, dst):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--npy":
+        shutil.rmtree(sys.argv[3], ignore_errors=True)
+        npy_set(sys.argv[2], sys.argv[3])
+        return
     if len(sys.argv) != 3:
-        sys.exit("usage: gen_bad_data.py SET DIR")
+        sys.exit("usage: gen_bad_data.py [--npy] SET DIR")
     src, d = sys.argv[1], sys.argv[2]
     shutil.rmtree(d, ignore_errors=True)
     npy_set(src, os.path.join(d, "npy"))
