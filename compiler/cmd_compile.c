@@ -453,6 +453,10 @@ static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_
 					diag_error(D, "--testbench: compiled input '%s' is not an input of the model", gv->name);
 					return -1;
 				}
+				/* data are matched by position: a TensorProto named otherwise is a mix-up */
+				if (td_check_name(D, td_path(A, t, o, j), o ? t->out[j] : t->in[j], o ? gv : g0->inputs[j],
+						  o ? "output" : "input", j))
+					return -1;
 				/* FLOAT16 / BFLOAT16 data as the float32 the model computes in */
 				ir_value *x = td_widen(scratch, o ? t->out[j] : t->in[j], gv->narrow);
 				if (o)

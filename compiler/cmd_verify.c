@@ -4,10 +4,14 @@
  *   cellc verify MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
  *                [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse] [--werror-fallback]
  *
- * A data directory holds input_N.pb and output_N.pb (serialized ONNX
- * TensorProtos, as in the ONNX backend tests); a directory holding
+ * A data directory holds input_N and output_N files, .pb (serialized ONNX
+ * TensorProtos, as in the ONNX backend tests) or .npy, read as
+ * `compile --testbench` reads them (testdata.c); a directory holding
  * test_data_set_* subdirectories stands for all of them.  Input N feeds graph
- * input N, output N is compared with graph output N.
+ * input N, output N is compared with graph output N.  Data that do not fit
+ * are refused (exit 2, the file and the tensor named), never scored: a
+ * TensorProto name other than the model's at that position, a dtype, rank or
+ * size the compiled model fixes other than its input's or output's.
  *
  * cellc fixes shapes at compile time, so graph inputs whose values decide a
  * shape (a Reshape target, Slice bounds, ...) or that are the weights of an
@@ -34,7 +38,8 @@
  *   N passed, M failed
  *
  * Exit status: 0 all pass, 1 any mismatch or failed run, 2 the model could
- * not be compiled or built, or the command line or data are unusable.
+ * not be compiled or built, or the command line or data are unusable
+ * (unreadable, or not the model's).
  *
  * Golden data without PyTorch:
  *
@@ -81,10 +86,10 @@ static const char usage[] =
 	"       cellc verify MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
 	"\n"
 	"Compiles MODEL (.onnx or .cell), builds it with a generic driver, runs it on the\n"
-	"inputs of each data directory (input_N.pb) and compares with its outputs\n"
-	"(output_N.pb).\n"
-	"  --data DIR    a directory with input_N.pb/output_N.pb, or one with\n"
-	"                test_data_set_* subdirectories (repeatable)\n"
+	"inputs of each data directory (input_N) and compares with its outputs\n"
+	"(output_N).\n"
+	"  --data DIR    a directory with input_N/output_N files (.pb or .npy), or one\n"
+	"                with test_data_set_* subdirectories (repeatable)\n"
 	"  --rtol R      relative tolerance (default 1e-4)\n"
 	"  --atol A      absolute tolerance (default 1e-5): pass if |got-ref| <= A + R|ref|\n"
 	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
@@ -115,13 +120,7 @@ static const char usage[] =
 	"`N passed, M failed`.  Exit status: 0 all pass, 1 a mismatch, 2 the model could\n"
 	"not be compiled or the command line or data were rejected.\n";
 
-enum { MAX_DATA = 256, MAX_PB = 1024 };
-
-typedef struct dataset {
-	const char *dir;        /* as printed in PASS/FAIL lines */
-	int nin, nout;          /* input_N.pb / output_N.pb files, N = 0.. contiguous */
-	ir_value **in;          /* [nin] reference inputs (constants of the scratch graph) */
-} dataset;
+enum { MAX_DATA = TD_MAX_SETS };
 
 typedef struct result {
 	const char *set, *output, *why;
@@ -146,8 +145,7 @@ typedef struct verify {
 	train_opts topts;       /* --train: the loss; topts.loss etc. */
 	double grad_rtol;       /* --train: relative norm error allowed for loss, grad.*, dstate */
 	const char *cmdline;    /* for the provenance header of the emitted code */
-	int nsets;
-	dataset sets[MAX_DATA];
+	td_list L;              /* the data sets (testdata.h), as `compile --testbench` reads them */
 	arena A;                /* data, paths and the unbound graph */
 	ir_graph *scratch;      /* owns the reference tensors */
 	ir_graph *g0;           /* the model loaded without bindings */
@@ -158,137 +156,19 @@ typedef struct verify {
 	char root[4096];        /* working directory of this run */
 } verify;
 
-/* ---- data directories ---- */
-
-static int is_dir(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* "input_12.pb" -> 12 when `prefix` is "input_"; -1 otherwise. */
-static int pb_index(const char *name, const char *prefix)
-{
-	size_t n = strlen(prefix);
-	if (strncmp(name, prefix, n) != 0)
-		return -1;
-	const char *p = name + n;
-	int k = 0;
-	if (!(*p >= '0' && *p <= '9') || (*p == '0' && p[1] != '.'))
-		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		k = k * 10 + (*p - '0');
-		if (k >= MAX_PB)
-			return -1;
-	}
-	return strcmp(p, ".pb") == 0 ? k : -1;
-}
-
-/* Counts input_N.pb and output_N.pb in dir; -1 after a message when the
- * numbering has gaps or the directory cannot be read. */
-static int scan_dataset(const char *dir, int *nin, int *nout)
-{
-	DIR *d = opendir(dir);
-	if (!d) {
-		fprintf(stderr, "cellc verify: cannot read data directory '%s': %s\n", dir, strerror(errno));
-		return -1;
-	}
-	int cnt[2] = {0, 0}, max[2] = {-1, -1};
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		for (int o = 0; o < 2; o++) {
-			int k = pb_index(e->d_name, o ? "output_" : "input_");
-			if (k >= 0) {
-				cnt[o]++;
-				if (k > max[o])
-					max[o] = k;
-			}
-		}
-	}
-	closedir(d);
-	for (int o = 0; o < 2; o++)
-		if (max[o] + 1 != cnt[o]) {
-			fprintf(stderr, "cellc verify: %s: %s_N.pb files are not numbered 0..%d without gaps\n",
-				dir, o ? "output" : "input", cnt[o] - 1);
-			return -1;
-		}
-	*nin = cnt[0];
-	*nout = cnt[1];
-	return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int add_dataset(verify *V, const char *dir)
-{
-	if (V->nsets == MAX_DATA) {
-		fprintf(stderr, "cellc verify: more than %d data directories\n", MAX_DATA);
-		return -1;
-	}
-	dataset *s = &V->sets[V->nsets];
-	memset(s, 0, sizeof *s);
-	s->dir = dir;
-	if (scan_dataset(dir, &s->nin, &s->nout))
-		return -1;
-	V->nsets++;
-	return 0;
-}
-
-/* DIR itself when it has input/output files, else its test_data_set_*. */
-static int expand_data(verify *V, const char *arg)
-{
-	if (!is_dir(arg)) {
-		fprintf(stderr, "cellc verify: --data '%s' is not a directory\n", arg);
-		return -1;
-	}
-	size_t len = strlen(arg);
-	while (len > 1 && arg[len - 1] == '/')
-		len--;
-	const char *dir = arena_strndup(&V->A, arg, len);
-	int nin, nout;
-	if (scan_dataset(dir, &nin, &nout))
-		return -1;
-	if (nin || nout)
-		return add_dataset(V, dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;   /* scan_dataset just read it; a race, reported there next time */
-	char *subs[MAX_DATA];
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, "test_data_set_", 14) && n < MAX_DATA) {
-			char *p = arena_printf(&V->A, "%s/%s", dir, e->d_name);
-			if (is_dir(p))
-				subs[n++] = p;
-		}
-	closedir(d);
-	if (n == 0) {
-		fprintf(stderr, "cellc verify: '%s' holds neither input_N.pb/output_N.pb files nor "
-				"test_data_set_* directories\n", dir);
-		return -1;
-	}
-	qsort(subs, (size_t)n, sizeof *subs, cmp_str);
-	for (int i = 0; i < n; i++)
-		if (add_dataset(V, subs[i]))
-			return -1;
-	return 0;
-}
+/* ---- data sets ---- */
 
 /* Reads every reference input and checks the counts against the model. */
 static int read_inputs(verify *V, diag *D)
 {
 	const ir_graph *g = V->g0;
-	for (int i = 0; i < V->nsets; i++) {
-		dataset *s = &V->sets[i];
+	for (int i = 0; i < V->L.n; i++) {
+		td_set *s = &V->L.sets[i];
 		int extra = V->po.train ? 1 + (V->topts.loss == TRAIN_MASKED_MSE) : 0;
 		if (V->po.train && !V->topts.loss_given && (s->nin == g->ninputs + 1 || s->nin == g->ninputs + 2))
 			extra = s->nin - g->ninputs;
 		if (s->nin != g->ninputs + extra || (!V->po.train && s->nout != g->noutputs)) {
-			fprintf(stderr, "cellc verify: %s has %d input_N.pb and %d output_N.pb files; "
+			fprintf(stderr, "cellc verify: %s has %d input_N and %d output_N files (.pb or .npy); "
 					"the model has %d inputs and %d outputs\n",
 				s->dir, s->nin, s->nout, g->ninputs + extra, g->noutputs);
 			return -1;
@@ -298,10 +178,14 @@ static int read_inputs(verify *V, diag *D)
 			if (k < g->ninputs && g->inputs[k]->seq != IR_TENSOR)
 				continue;       /* bound: the loader reads it (train builds' target and
 				                   mask come after the model's inputs) */
-			const char *p = arena_printf(&V->A, "%s/input_%d.pb", s->dir, k);
-			D->file = "cellc verify";   /* the loader's message names p */
-			s->in[k] = onnx_read_tensor_file(V->scratch, D, p);
+			const char *p = td_path(&V->A, s, 0, k);
+			D->file = "cellc verify";   /* the reader's messages name p */
+			s->in[k] = td_read_file(V->scratch, D, p);
 			if (!s->in[k] || D->nerrors)
+				return -1;
+			/* a name of the data that is not the model's: a mix-up the
+			 * numbers would hide */
+			if (k < g->ninputs && td_check_name(D, p, s->in[k], g->inputs[k], "input", k))
 				return -1;
 			if (k < g->ninputs)
 				s->in[k] = td_widen(V->scratch, s->in[k], g->inputs[k]->narrow);
@@ -546,7 +430,7 @@ static void record(verify *V, const char *set, const char *output, int pass, dou
 				     why ? arena_strdup(&V->A, why) : NULL, pass, max_abs, max_rel};
 }
 
-static void fail_all(verify *V, const dataset *s, const char *why)
+static void fail_all(verify *V, const td_set *s, const char *why)
 {
 	fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
 	for (int k = 0; k < V->g0->noutputs; k++) {
@@ -576,7 +460,7 @@ static double elem(const void *p, int dt, size_t i)
 }
 
 /* Compares one output; prints its line. */
-static void compare(verify *V, const dataset *s, const char *oname, const rt_tensor *got,
+static void compare(verify *V, const td_set *s, const char *oname, const rt_tensor *got,
 		    const ir_value *ref)
 {
 	const char *why = NULL;
@@ -650,7 +534,7 @@ static void compare(verify *V, const dataset *s, const char *oname, const rt_ten
 
 /* --train: loss, gradients and dstate pass when ||got - ref|| <= grad_rtol ||ref||
  * (a zero reference needs ||got|| <= grad_rtol). */
-static void compare_norm(verify *V, const dataset *s, const char *oname, const rt_tensor *got,
+static void compare_norm(verify *V, const td_set *s, const char *oname, const rt_tensor *got,
 			 const ir_value *ref)
 {
 	int64_t n = ir_shape_const_numel(&ref->shape);
@@ -731,10 +615,31 @@ static int is_read(const ir_graph *h, const ir_value *v)
 	return 0;
 }
 
-/* Runs the unit's driver on data set s and compares its outputs. */
-static void run_set(verify *V, const unit *u, int iset, diag *D)
+/* A reference output against the compiled output of that name: its dtype,
+ * rank and the sizes the compiled model fixes (not a data-dependent length,
+ * whose bound is only an upper one).  The compiled shape, not the one the
+ * ONNX model declares: exporters declare sizes a traced loop held (T = 8 for
+ * a model cellc re-rolls) and ranks that are wrong. */
+static int check_reference(verify *V, const ir_graph *g, diag *D, const char *path, const ir_value *ref,
+			   const char *name)
 {
-	const dataset *s = &V->sets[iset];
+	for (int j = 0; j < g->noutputs; j++) {
+		const ir_value *go = g->outputs[j];
+		if (strcmp(go->name, name) != 0)
+			continue;
+		ir_value want = *go;
+		if (go->data_dep && go->dd_axis >= 0 && go->dd_axis < go->shape.rank)
+			want.shape.d[go->dd_axis] = ir_dim_const(IR_DIM_UNKNOWN);
+		return td_check_type(D, path, ref, &want, "output");
+	}
+	return 0;       /* no such output: reported where outputs are matched */
+}
+
+/* Runs the unit's driver on data set s and compares its outputs; -1 after
+ * a diagnostic when the data do not fit the model (exit 2: no comparison). */
+static int run_set(verify *V, const unit *u, int iset, diag *D)
+{
+	const td_set *s = &V->L.sets[iset];
 	const ir_graph *g = u->g;
 	rt_tensor *t = arena_array(&V->A, (size_t)g->ninputs + 1, sizeof *t);
 	for (int k = 0; k < g->ninputs; k++) {
@@ -746,7 +651,7 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 			j = k;          /* target [, mask]: after the model's inputs */
 		if (j >= s->nin) {
 			fail_all(V, s, arena_printf(&V->A, "compiled input '%s' is not a model input", gi->name));
-			return;
+			return 0;
 		}
 		const ir_value *x = s->in[j];
 		int64_t n = ir_shape_const_numel(&x->shape);
@@ -755,21 +660,19 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 			unread_input(V, &t[k], gi, x);
 			continue;
 		}
-		if (x->dtype != gi->dtype || x->shape.rank != gi->shape.rank || n < 0 ||
-		    x->shape.rank > RT_TF_MAXRANK || ir_dtype_size(x->dtype) == 0) {
-			fail_all(V, s, arena_printf(&V->A, "input_%d.pb is %s%s, input '%s' is %s%s", j,
-						    ir_dtype_name(x->dtype), ir_shape_str(&V->A, x->graph, &x->shape),
-						    gi->name, ir_dtype_name(gi->dtype),
-						    ir_shape_str(&V->A, gi->graph, &gi->shape)));
-			return;
+		/* data the compiled model cannot take are refused, not scored:
+		 * the dtype, the rank and the sizes it fixes (--dim included) */
+		const char *p = td_path(&V->A, s, 0, j);
+		D->file = "cellc verify";
+		int bad = td_check_type(D, p, x, gi, "input");
+		if (!bad && (n < 0 || x->shape.rank > RT_TF_MAXRANK || ir_dtype_size(x->dtype) == 0)) {
+			diag_error(D, "%s: %s%s data cannot be passed to the compiled model", p,
+				   ir_dtype_name(x->dtype), ir_shape_str(&V->A, x->graph, &x->shape));
+			bad = 1;
 		}
-		for (int i = 0; i < gi->shape.rank; i++)
-			if (ir_dim_is_const(gi->shape.d[i]) && gi->shape.d[i].k != x->shape.d[i].k) {
-				fail_all(V, s, arena_printf(&V->A, "input_%d.pb has shape %s, input '%s' is %s", j,
-							    ir_shape_str(&V->A, x->graph, &x->shape), gi->name,
-							    ir_shape_str(&V->A, gi->graph, &gi->shape)));
-				return;
-			}
+		D->file = V->model;
+		if (bad)
+			return -1;
 		t[k].name = strlen(gi->name) < RT_TF_NAME ? gi->name : arena_printf(&V->A, "input_%d", k);
 		t[k].dtype = (int)x->dtype;
 		t[k].rank = x->shape.rank;
@@ -784,7 +687,7 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 	int st = rt_tf_write(inf, g->ninputs, t);
 	if (st != RT_OK) {
 		fail_all(V, s, arena_printf(&V->A, "cannot write %s: %s", inf, rt_status_str(st)));
-		return;
+		return 0;
 	}
 	char *argv[] = {(char *)u->driver, (char *)u->weights, (char *)inf, (char *)outf, NULL};
 	remove(outf);
@@ -794,35 +697,37 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 			rc > 128 ? "was killed by a signal" : "failed", rc);
 		show_file(log, "  | ");
 		fail_all(V, s, "no outputs");
-		return;
+		return 0;
 	}
 	rt_tensorfile tf;
 	st = rt_tf_open(&tf, outf);
 	if (st != RT_OK) {
 		fail_all(V, s, arena_printf(&V->A, "%s: %s", outf, rt_status_str(st)));
-		return;
+		return 0;
 	}
 	if (tf.count != g->noutputs) {
 		rt_tf_close(&tf);
 		fail_all(V, s, arena_printf(&V->A, "the driver wrote %d outputs, the model has %d", tf.count,
 					    g->noutputs));
-		return;
+		return 0;
 	}
 	if (V->po.train) {
 		/* a train build: outputs matched by the TensorProto's name; loss,
 		 * grad.* and dstate compared by relative norm error */
 		for (int k = 0; k < s->nout; k++) {
-			const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
+			const char *p = td_path(&V->A, s, 1, k);
 			D->file = "cellc verify";
-			ir_value *ref = onnx_read_tensor_file(V->scratch, D, p);
+			ir_value *ref = td_read_file(V->scratch, D, p);
 			D->file = V->model;
-			int at = k;
-			for (int j = 0; ref && j < g->noutputs; j++)
+			if (!ref)
+				return -1;
+			int at = k;     /* a .npy file has no name: by position */
+			for (int j = 0; j < g->noutputs; j++)
 				if (!strcmp(g->outputs[j]->name, ref->name))
 					at = j;
 			const char *oname = at < g->noutputs ? g->outputs[at]->name : p;
-			if (!ref || at >= g->noutputs) {
-				fprintf(stderr, "cellc verify: %s: %s %s\n", s->dir, ref ? "no output matches" : "cannot read the reference", p);
+			if (at >= g->noutputs) {
+				fprintf(stderr, "cellc verify: %s: no output matches %s\n", s->dir, p);
 				printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
 				record(V, s->dir, oname, 0, NAN, NAN, "no reference output");
 				V->failed++;
@@ -834,7 +739,7 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 				compare(V, s, oname, &tf.t[at], ref);
 		}
 		rt_tf_close(&tf);
-		return;
+		return 0;
 	}
 	/* Output k of the model is output_k.pb; a sequence (optional) there is
 	 * compared tensor by tensor with the compiled outputs named by
@@ -842,15 +747,26 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 	int seen = 0;
 	for (int k = 0; k < V->g0->noutputs; k++) {
 		const ir_value *go = V->g0->outputs[k];
-		const char *p = arena_printf(&V->A, "%s/output_%d.pb", s->dir, k);
+		const char *p = td_path(&V->A, s, 1, k);
 		D->file = "cellc verify";
 		ir_value *ref = go->seq != IR_TENSOR ? onnx_read_seq_file(V->scratch, D, p, go->seq, go->name)
-						     : td_widen(V->scratch, onnx_read_tensor_file(V->scratch, D, p), go->narrow);
+						     : td_read_file(V->scratch, D, p);
+		/* reference data that are not the model's output k are refused
+		 * (exit 2) before anything is compared */
+		int bad = !ref || (go->seq == IR_TENSOR && td_check_name(D, p, ref, go, "output", k));
+		if (!bad && go->seq == IR_TENSOR) {
+			ref = td_widen(V->scratch, ref, go->narrow);
+			bad = check_reference(V, g, D, p, ref, go->name);
+		}
 		D->file = V->model;
+		if (bad) {
+			rt_tf_close(&tf);
+			return -1;
+		}
 		enum { MAXREF = 4096 };
 		ir_value *vals[MAXREF];
 		const char *names[MAXREF];
-		int cnt = ref ? onnx_seq_flatten(&V->A, ref, go->name, vals, names, MAXREF) : -1;
+		int cnt = onnx_seq_flatten(&V->A, ref, go->name, vals, names, MAXREF);
 		if (cnt < 0) {
 			fprintf(stderr, "cellc verify: %s: cannot read the reference %s\n", s->dir, p);
 			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, go->name);
@@ -883,6 +799,7 @@ static void run_set(verify *V, const unit *u, int iset, diag *D)
 		V->failed++;
 	}
 	rt_tf_close(&tf);
+	return 0;
 }
 
 /* ---- the ONNX Runtime oracle ---- */
@@ -1217,7 +1134,7 @@ static int oracle_make(verify *V)
 	}
 	for (int sidx = 0; sidx < V->ninputs; sidx++) {
 		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
-		if (convert_outputs(V, d) || add_dataset(V, d))
+		if (convert_outputs(V, d) || td_collect(&V->A, "verify", d, &V->L))
 			return -1;
 		/* the raw files were for ort_run.js only: the set is in the backend-test layout */
 		for (int k = 0; k < V->g0->ninputs; k++)
@@ -1325,7 +1242,7 @@ static int parse_args(verify *V, int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--data", &val))) {
-			if (r < 0 || expand_data(V, val))
+			if (r < 0 || td_collect(&V->A, "verify", val, &V->L))
 				return 2;
 			ndata++;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--rtol", &val))) {
@@ -1462,7 +1379,7 @@ static int run_all(verify *V, diag *D)
 	int any_bound = 0;
 	for (int k = 0; k < V->g0->ninputs; k++)
 		any_bound |= V->bound[k];
-	int nunits = any_bound ? V->nsets : 1;
+	int nunits = any_bound ? V->L.n : 1;
 	for (int iu = 0; iu < nunits; iu++) {
 		onnx_binding bind[CMD_MAX_BIND];
 		int nbind = 0;
@@ -1477,10 +1394,10 @@ static int run_all(verify *V, diag *D)
 				fprintf(stderr, "cellc verify: more than %d inputs determine shapes\n", CMD_MAX_BIND);
 				return 2;
 			}
-			bind[nbind] = (onnx_binding){
-				.name = V->g0->inputs[k]->name,
-				.path = arena_printf(&V->A, "%s/input_%d.pb", V->sets[iu].dir, k),
-			};
+			const char *p = td_path(&V->A, &V->L.sets[iu], 0, k);
+			/* a .npy file is read here (the loader reads TensorProtos) */
+			bind[nbind] = (onnx_binding){.name = V->g0->inputs[k]->name, .path = p,
+				.tensor = strcmp(p + strlen(p) - 4, ".npy") ? NULL : V->L.sets[iu].in[k]};
 			nbind++;
 		}
 		arena A;
@@ -1488,14 +1405,17 @@ static int run_all(verify *V, diag *D)
 		unit u = {0};
 		if (compile_unit(V, &u, any_bound ? iu : -1, nbind, bind, &A, D)) {
 			fprintf(stderr, "cellc verify: %s could not be compiled%s%s\n", V->model,
-				any_bound ? " with the shape inputs of " : "", any_bound ? V->sets[iu].dir : "");
+				any_bound ? " with the shape inputs of " : "", any_bound ? V->L.sets[iu].dir : "");
 			arena_free(&A);
 			return 2;
 		}
-		for (int i = 0; i < V->nsets; i++)
+		int bad = 0;
+		for (int i = 0; i < V->L.n && !bad; i++)
 			if (!any_bound || i == iu)
-				run_set(V, &u, i, D);
+				bad = run_set(V, &u, i, D);
 		arena_free(&A);
+		if (bad)
+			return 2;
 	}
 	return 0;
 }
@@ -1512,6 +1432,7 @@ int cmd_verify(int argc, char **argv)
 	arena_init(&V->A);
 	int rc = parse_args(V, argc, argv);
 	if (rc >= 0) {
+		free(V->L.sets);
 		arena_free(&V->A);
 		return rc;
 	}
@@ -1548,6 +1469,7 @@ out:
 		nftw(V->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	else if (V->root[0])
 		fprintf(stderr, "cellc verify: build kept in %s\n", V->keep);
+	free(V->L.sets);
 	arena_free(&V->A);
 	return rc;
 }

@@ -76,7 +76,10 @@ ir_dim ir_dim_mul(ir_dim a, ir_dim b)
 {
 	if (!ir_dim_known(a) || !ir_dim_known(b))
 		return ir_dim_const(IR_DIM_UNKNOWN);
-	ir_dim r = ir_dim_const(a.k * b.k);
+	int64_t k;
+	if (__builtin_mul_overflow(a.k, b.k, &k))
+		return ir_dim_const(IR_DIM_UNKNOWN);    /* a size no tensor can have */
+	ir_dim r = ir_dim_const(k);
 	if (r.k == 0)
 		return r;
 	for (int i = 0; i < IR_MAX_SYMS; i++)

@@ -32,6 +32,8 @@ typedef struct onnx_binding {
 	const char *name;       /* graph input name, or symbol name (dim > 0) */
 	const char *path;       /* TensorProto file holding its value, or NULL */
 	const char *value;      /* path NULL: a number, the value of a scalar input */
+	const ir_value *tensor; /* or its value, read already from path (verify's .npy
+	                           data): copied into the graph */
 	int64_t dim;            /* > 0: the size symbol `name` is fixed to */
 	const char *same;       /* dim > 0 and same: symbol `name` is symbol `same` of
 	                           an earlier input instead (dim is then ignored) */

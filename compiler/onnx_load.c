@@ -205,6 +205,12 @@ static ir_value *bound_value(onnx_ctx *L, const char *name, int nbind, const onn
 	for (int b = 0; b < nbind; b++)
 		if (bind[b].dim <= 0 && strcmp(bind[b].name, name) == 0) {
 			used[b] = 1;
+			if (bind[b].tensor) {
+				const ir_value *t = bind[b].tensor;
+				ir_value *v = ir_const_new(L->g, name, t->dtype, &t->shape, t->data);
+				v->origin = arena_strdup(L->A, bind[b].path);
+				return v;
+			}
 			if (!bind[b].path)
 				return literal_value(L, name, bind[b].value, tt, init);
 			ir_value *v = onnx_read_tensor_file(L->g, L->D, bind[b].path);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum { TD_MAX_FILES = 1024, TD_MAX_SETS = 256, NPY_LIMIT_MB = 2048 };
+enum { TD_MAX_FILES = 1024, NPY_LIMIT_MB = 2048 };
 
 static int is_dir(const char *p)
 {
@@ -296,17 +296,69 @@ ir_value *td_read_npy(ir_graph *g, diag *D, const char *path)
 	return v;
 }
 
+const char *td_path(arena *A, const td_set *s, int output, int k)
+{
+	const char *pb = arena_printf(A, "%s/%s_%d.pb", s->dir, output ? "output" : "input", k);
+	struct stat st;
+	return stat(pb, &st) == 0 ? pb : arena_printf(A, "%s/%s_%d.npy", s->dir, output ? "output" : "input", k);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+ir_value *td_read_file(ir_graph *g, diag *D, const char *path)
+{
+	return ends_with(path, ".npy") ? td_read_npy(g, D, path) : onnx_read_tensor_file(g, D, path);
+}
+
+const char *td_tensor_name(const ir_value *v, const char *path)
+{
+	/* both readers name a tensor without one after its file */
+	const char *slash = strrchr(path, '/');
+	return ends_with(path, ".npy") || !strcmp(v->name, slash ? slash + 1 : path) ? NULL : v->name;
+}
+
+static const char *tensor_desc(const ir_value *x, const char *path)
+{
+	const char *name = td_tensor_name(x, path);
+	return name ? arena_printf(x->graph->A, "tensor '%s'", name) : "the tensor";
+}
+
+int td_check_name(diag *D, const char *path, const ir_value *x, const ir_value *want, const char *role, int k)
+{
+	const char *name = td_tensor_name(x, path);
+	if (!name || !strcmp(name, want->name))
+		return 0;
+	diag_error(D, "%s: tensor '%s' is not the model's %s %d '%s' (data are matched by position: %s_%d "
+		      "is %s '%s')", path, name, role, k, want->name, role, k, role, want->name);
+	return -1;
+}
+
+int td_check_type(diag *D, const char *path, const ir_value *x, const ir_value *want, const char *role)
+{
+	int ok = (want->dtype == DT_UNDEF || x->dtype == want->dtype) &&
+		 (want->shape.rank < 0 || x->shape.rank == want->shape.rank);
+	for (int i = 0; ok && i < want->shape.rank; i++)
+		ok = !ir_dim_is_const(want->shape.d[i]) || want->shape.d[i].k == x->shape.d[i].k;
+	if (ok)
+		return 0;
+	arena *A = x->graph->A;
+	diag_error(D, "%s: %s is %s%s; the model's %s '%s' is %s%s", path, tensor_desc(x, path),
+		   ir_dtype_name(x->dtype), ir_shape_str(A, x->graph, &x->shape), role, want->name,
+		   ir_dtype_name(want->dtype), ir_shape_str(A, want->graph, &want->shape));
+	return -1;
+}
+
 int td_read(ir_graph *g, diag *D, td_set *s)
 {
 	s->in = arena_array(g->A, (size_t)s->nin + 1, sizeof *s->in);
 	s->out = arena_array(g->A, (size_t)s->nout + 1, sizeof *s->out);
 	for (int o = 0; o < 2; o++)
 		for (int k = 0; k < (o ? s->nout : s->nin); k++) {
-			const char *base = arena_printf(g->A, "%s/%s_%d", s->dir, o ? "output" : "input", k);
-			const char *pb = arena_printf(g->A, "%s.pb", base);
-			struct stat st;
-			ir_value *v = stat(pb, &st) == 0 ? onnx_read_tensor_file(g, D, pb)
-							 : td_read_npy(g, D, arena_printf(g->A, "%s.npy", base));
+			ir_value *v = td_read_file(g, D, td_path(g->A, s, o, k));
 			if (!v || D->nerrors)
 				return -1;
 			(o ? s->out : s->in)[k] = v;

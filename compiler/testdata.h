@@ -1,4 +1,5 @@
-/* testdata.h: golden data sets for `cellc compile --testbench` (testdata.c).
+/* testdata.h: golden data sets for `cellc compile --testbench` and
+ * `cellc verify --data` (testdata.c): one reader for both.
  *
  * A data set is a directory holding the inputs and outputs of one run,
  * numbered by graph position:
@@ -16,6 +17,8 @@
 #include "diag.h"
 #include "ir.h"
 
+enum { TD_MAX_SETS = 256 };    /* data sets of one command */
+
 typedef struct td_set {
 	const char *dir;
 	int nin, nout;
@@ -27,10 +30,29 @@ typedef struct td_list {
 	td_set *sets;
 } td_list;
 
-/* Adds the set(s) of directory `arg`; -1 after a message on stderr. */
+/* Adds the set(s) of directory `arg` (at most TD_MAX_SETS in all); -1 after
+ * a message on stderr naming command `cmd`. */
 int td_collect(arena *A, const char *cmd, const char *arg, td_list *L);
 /* Reads every file of s into constants of g; -1 after a diagnostic. */
 int td_read(ir_graph *g, diag *D, td_set *s);
+/* The file of input (output = 0) or output k of s: DIR/input_K.pb if it
+ * exists, else DIR/input_K.npy. */
+const char *td_path(arena *A, const td_set *s, int output, int k);
+/* The tensor in file `path` (td_path) as a constant of g; NULL after a
+ * diagnostic. */
+ir_value *td_read_file(ir_graph *g, diag *D, const char *path);
+/* The name the data give tensor v read from `path`: a TensorProto's name
+ * field, or NULL (.npy files, TensorProtos without a name). */
+const char *td_tensor_name(const ir_value *v, const char *path);
+/* Data tensor x, read from `path`, against the model's input or output
+ * `want` (`role` "input" or "output", k its position): td_check_name the
+ * TensorProto's name when it has one (data are matched by position, so a
+ * name that differs is a mix-up), td_check_type the dtype, the rank and
+ * every dimension `want` fixes.  0, or -1 after a diagnostic naming the
+ * file, the tensor and the model's value. */
+int td_check_name(diag *D, const char *path, const ir_value *x, const ir_value *want, const char *role, int k);
+int td_check_type(diag *D, const char *path, const ir_value *x, const ir_value *want, const char *role);
+
 /* A .npy file as a constant of g; NULL after a diagnostic.  float16 ('<f2')
  * is read as float32 (ir_value.narrow DT_F16). */
 ir_value *td_read_npy(ir_graph *g, diag *D, const char *path);

@@ -461,6 +461,8 @@ static int primary(cctx *c, cval *r)
 		r->k = nm->k;
 		return 1;
 	}
+	if (nm->kind == NK_PARAM && !nm->v)
+		return 0;       /* its declaration was refused (too large): reported there */
 	r->v = nm->v;
 	r->is_param = nm->kind == NK_PARAM;
 	return 1;
@@ -688,7 +690,7 @@ static void stmt_param(cctx *c)
 		cname *p = add_name(c, t, name, NK_PARAM);
 		if (!p)
 			continue;
-		p->v = txt_model_param(X, c->root, c->L, name, rank, dims, t, c->H);
+		p->v = txt_model_param(X, c->root, c->L, name, rank, dims, t, c->H);   /* NULL: refused, reported */
 	} while (txt_accept(X, ','));
 	txt_end_stmt(X);
 }

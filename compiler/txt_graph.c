@@ -216,6 +216,20 @@ static int parse_dim(txt *X, ir_graph *g, ir_dim *d, int add_syms, int neg_ok)
 	return 1;
 }
 
+/* Each dimension is bounded by parse_dim, their product is not: a shape
+ * whose element count overflows int64 is refused here, where it can be
+ * located, so no later stage multiplies it out. */
+static int shape_countable(txt *X, const txt_tok *lb, const ir_shape *s)
+{
+	for (int i = 0; i < s->rank; i++)
+		if (!ir_dim_known(s->d[i]))
+			return 1;       /* '?': nothing to count */
+	if (ir_dim_known(ir_shape_numel(s)))
+		return 1;
+	txt_error(X, lb, "shape has more elements than a size can count (their product overflows int64)");
+	return 0;
+}
+
 int txt_parse_type(txt *X, ir_graph *g, ir_dtype *dt, ir_shape *s, int add_syms)
 {
 	const txt_tok *t = txt_peek(X);
@@ -248,7 +262,7 @@ int txt_parse_type(txt *X, ir_graph *g, ir_dtype *dt, ir_shape *s, int add_syms)
 		if (!parse_dim(X, g, &s->d[s->rank++], add_syms, 0))
 			return 0;
 		if (txt_accept(X, ']'))
-			return 1;
+			return shape_countable(X, lb, s);
 		if (!txt_expect(X, ',', "between dimensions"))
 			return 0;
 	}

@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1760,6 +1761,62 @@ static void flush_denormals(void)
 #endif
 }
 
+/* 0 when a file can be created in dir (one is, and removed), else errno:
+ * what access(W_OK) says is not what writing finds (root, read-only
+ * mounts). */
+static int probe_dir(const char *dir)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/.%s_train.probe.XXXXXX", dir, TR_STR(CELLC_MODEL));
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	remove(path);
+	return 0;
+}
+
+/* The checkpoint and the plots are first written after an epoch: their
+ * paths are tried now, so that a mistyped one costs no training.  A
+ * checkpoint is written beside F and renamed over it (its directory must
+ * take a new file, F must not be a directory); the plots are DIR/loss.svg
+ * and DIR/grad_norms.svg, opened for writing where they exist. */
+static int check_outputs(const opts *o)
+{
+	struct stat st;
+	int e;
+	if (o->checkpoint) {
+		const char *slash = strrchr(o->checkpoint, '/');
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->checkpoint) : 1, slash ? o->checkpoint : ".");
+		if (slash == o->checkpoint)
+			snprintf(dir, sizeof dir, "/");
+		if (stat(o->checkpoint, &st) == 0 && S_ISDIR(st.st_mode))
+			return say(EXIT_USAGE, "--checkpoint %s: is a directory", o->checkpoint);
+		if ((e = probe_dir(dir)))
+			return say(EXIT_USAGE, "--checkpoint %s: cannot write in %s: %s", o->checkpoint, dir, strerror(e));
+	}
+	if (o->plot) {
+		if (stat(o->plot, &st) != 0 || !S_ISDIR(st.st_mode))
+			return say(EXIT_USAGE, "--plot %s: not a directory", o->plot);
+		if ((e = probe_dir(o->plot)))
+			return say(EXIT_USAGE, "--plot %s: not a writable directory: %s", o->plot, strerror(e));
+		static const char *const files[2] = {"loss.svg", "grad_norms.svg"};
+		for (int i = 0; i < 2; i++) {
+			char path[4200];
+			snprintf(path, sizeof path, "%s/%s", o->plot, files[i]);
+			if (stat(path, &st) != 0)
+				continue;       /* made when written */
+			FILE *f = S_ISDIR(st.st_mode) ? NULL : fopen(path, "r+");
+			if (!f)
+				return say(EXIT_USAGE, "--plot %s: cannot write %s: %s", o->plot, path,
+					   S_ISDIR(st.st_mode) ? "a directory" : strerror(errno));
+			fclose(f);
+		}
+	}
+	return 0;
+}
+
 /* Everything before the first step: options, data, model, optimiser,
  * checkpoint; rank 0 also opens the logs and checks the plot directory.
  * Every rank runs it; main agrees on the outcome. */
@@ -1804,12 +1861,8 @@ static int setup(trainer *T, int argc, char **argv)
 	if (o->grad_norms && !(T->L.norms = open_log(o->grad_norms, "epoch,t,grad_norm", res, (double)T->s.epoch,
 						     norm_row, &T->L)))
 		return EXIT_USAGE;
-	if (o->plot) {
-		char probe[4096];
-		snprintf(probe, sizeof probe, "%s/.", o->plot);
-		if (access(probe, W_OK) != 0)
-			return say(EXIT_USAGE, "--plot %s: not a writable directory", o->plot);
-	}
+	if ((rc = check_outputs(o)))
+		return rc;
 	if (o->checkpoint)
 		remove_stale_temps(o->checkpoint);
 	return 0;

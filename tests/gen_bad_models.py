@@ -249,6 +249,26 @@ def robustness_cases(out, W):
               "cell big(x; h) {\n    param W[1073741824, 16]\n    h' = tanh(h)\n}\n"
               "model m {\n    input x: f32[seq, batch, 16]\n    h1 = big(x, hidden=4)\n    output h1\n}\n",
               ":2:11:", "h1.W", "memory budget", "--max-memory")
+    # a refused parameter read by the cell's equations: its name stays bound
+    # to no value (a NULL dereference after the located error, issue 43)
+    BIG_CELL = ("cell big(x; h) {\n    param %s\n    h' = %s\n}\n"
+                "model m {\n    input x: f32[seq, batch, 16]\n    h1 = big(x, hidden=4)\n    output h1\n}\n")
+    emit_text(out, "budget_cell_param_read", BIG_CELL % ("W[1073741824, 16]", "tanh(W @ x)"),
+              ":2:11:", "h1.W", "memory budget")
+    emit_text(out, "budget_cell_param_read_second", BIG_CELL % ("W[H, I], U[1073741824, 16]", "tanh(W @ x + U @ h)"),
+              ":2:20:", "h1.U", "memory budget")
+    emit_text(out, "budget_cell_bias_read", BIG_CELL % ("b[1073741824], W[H, I]", "modrelu(W @ x, b)"),
+              ":2:11:", "h1.b", "memory budget")
+    # shapes whose dimensions each pass the limit but whose element count
+    # overflows int64 (signed overflow in ir_dim_mul before issue 43)
+    for name, decl in (("shape_overflow_weight", "weight %w: f32[3037000500, 3037000500, 3]"),
+                       ("shape_overflow_const", "const %w: f32[4294967296, 4294967296] = elided fnv1a:0"),
+                       ("shape_overflow_input", "input %w: f32[2147483648, 2147483648, 2147483648]")):
+        emit_text(out, name, "graph g {\n\tinput %%x: f32[4]\n\t%s\n\t%%y = Add(%%x, %%x)\n\toutput %%y\n}\n" % decl,
+                  ":3:", "overflows int64")
+    emit_text(out, "shape_overflow_model_input",
+              "model m {\n    input x: f32[2147483648, 2147483648, 2147483648]\n    h1 = lstm(x, hidden=4)\n"
+              "    output h1\n}\n", ":2:17:", "overflows int64")
     emit_text(out, "budget_lstm_hidden",
               "model m {\n    input x: f32[seq, batch, 3]\n    h1 = lstm(x, hidden=1048576)\n    output h1\n}\n",
               ":3:", "memory budget")

@@ -45,7 +45,11 @@ Groups, in order:
   cli         cellc's commands and exit statuses (help, info, dump --after);
               fallbacks: a traced loop left unrolled warns (compile), is listed
               (info), is an error with --werror-fallback (exit 2); a feed-forward
-              graph, a rolled trace and an ONNX LSTM have none
+              graph, a rolled trace and an ONNX LSTM have none;
+              verify and --testbench on .npy sets and on spoilt data sets
+              (tests/gen_bad_data.py: wrong shape, dtype, name, swapped
+              inputs, a reference output of another shape): exit 2 naming
+              the file and the tensor, no FAIL line
   api         the emitted C API (tests/api/test_stream.c): streaming steps,
               reset, generic interface, weights-file refusal, vs ref_rnn
   bad         malformed models: `build-san/cellc compile` must exit 2 with a
@@ -104,7 +108,8 @@ Groups, in order:
               malformed uses refused by build-san/cellc (exit 2, located)
   train_prog  the training program (templates/train_main.c) built against the
               mock model of tests/train/ (tests/test_train_prog.py): IDX/.npy
-              readers and inflate (also under ASan/UBSan), option errors, loss
+              readers and inflate (also under ASan/UBSan), option errors
+              (output paths refused before the first step), loss
               trajectories vs PyTorch, resume == uninterrupted, SIGKILL during
               checkpoint writes, NaN stop, SVG plots, progress display
   mpi         data-parallel training over MPI (tests/test_mpi.py): the training
@@ -1556,6 +1561,44 @@ def group_cli():
                 "\t\t%u = Neg(%s)\n\t\toutput %s, %u\n\t}\n\t%z = Relu(%hT)\n\toutput %z, %y\n}\n")
     yield cli_one("recurrence_type_inferred", ["info", rec], 0, ["f32[3, 5]", "f32[4, 3, 5]"])
     yield cli_one("recurrence_type_compiled", ["compile", rec, "-o", os.path.join(OUT, "cli_rec_untyped")], 0)
+    # bad data are refused, not scored (issue 43): data sets made by
+    # tests/gen_bad_data.py from lstm_symbolic's first set (outputs from its
+    # oracle); .npy sets pass as they do with --testbench
+    bd = os.path.join(OUT, "cli_bad_data")
+    log = os.path.join(LOGS, "cli", "bad_data_gen.log")
+    rc, out, err = run([PY, "tests/gen_bad_data.py", os.path.join(os.path.dirname(model), "test_data_set_0"), bd], log)
+    if rc != 0:
+        yield Result("cli/bad_data_gen", False, "gen_bad_data.py: %s (log: %s)" % (first_lines(err), log))
+    else:
+        for case in ("npy", "npy_sets"):
+            yield cli_one("verify_data_" + case, ["verify", model, "--data", os.path.join(bd, case)], 0,
+                          ["PASS ", "3 passed, 0 failed"])
+        p = lambda case, f: os.path.join(bd, case, f)
+        for case, want in (
+                ("npy_wrong_shape", [p("npy_wrong_shape", "input_0.npy"), "f32[6, 3, 3]", "input 'X' is f32[T, N, 4]"]),
+                ("npy_wrong_dtype", [p("npy_wrong_dtype", "input_1.npy"), "i64[3]", "input 'sequence_lens' is i32[N]"]),
+                ("wrong_shape", [p("wrong_shape", "input_0.pb"), "tensor 'X' is f32[6, 3, 3]", "input 'X' is f32[T, N, 4]"]),
+                ("wrong_dtype", [p("wrong_dtype", "input_0.pb"), "tensor 'X' is f64[6, 3, 4]", "input 'X' is f32"]),
+                ("wrong_name", [p("wrong_name", "input_0.pb"), "tensor 'x' is not the model's input 0 'X'"]),
+                ("swapped", [p("swapped", "input_2.pb"), "tensor 'initial_c' is not the model's input 2 'initial_h'"]),
+                ("output_shape", [p("output_shape", "output_1.pb"), "tensor 'Y_h' is f32[1, 3, 4]",
+                                  "output 'Y_h' is f32[1, N, 5]"])):
+            r = cli_one("verify_data_" + case, ["verify", model, "--data", os.path.join(bd, case)], 2, want, "stderr")
+            if r.ok and "FAIL " in open(os.path.join(ROOT, LOGS, "cli", "verify_data_%s.log" % case)).read():
+                r = Result(r.name, False, "refused, but scored as a mismatch too (FAIL line)")
+            yield r
+        # a shape input (Reshape's target) bound from a .npy file: the official test's data as .npy
+        rs = os.path.join(OUT, "onnx_node", "node", "test_reshape_reduced_dims")
+        if stamp_ok("onnx_node") and os.path.isdir(os.path.join(ROOT, rs)):
+            rc, out, err = run([PY, "tests/gen_bad_data.py", "--npy", os.path.join(rs, "test_data_set_0"),
+                                os.path.join(bd, "npy_reshape")], os.path.join(LOGS, "cli", "npy_reshape_gen.log"))
+            yield cli_one("verify_data_npy_bound", ["verify", os.path.join(rs, "model.onnx"), "--data",
+                                                    os.path.join(bd, "npy_reshape")], 0, ["1 passed, 0 failed"])
+        # the test program of --testbench reads the same sets: a name mix-up is refused there too
+        yield cli_one("testbench_data_swapped", ["compile", model, "-o", os.path.join(OUT, "cli_tb_swapped"),
+                                                 "--testbench", os.path.join(bd, "swapped")], 2,
+                      [p("swapped", "input_2.pb"), "tensor 'initial_c' is not the model's input 2 'initial_h'"],
+                      "stderr")
     # x[-2:] of a symbolic axis has two rows only when the axis has at least
     # two: the least value is recorded (info), a run below it is refused
     # (verify against numpy's x[-2:] at T = 1 fails with the driver's shape

@@ -486,9 +486,25 @@ def test_options(binary, work, paths):
     np.save(os.path.join(d, "x_wide.npy"), np.zeros((len(x), 5, I + 1), np.float32))
     cases["sample_shape"] = (["--train-data", os.path.join(d, "x_wide.npy"), "--train-labels", ty,
                               "--weights", w], "do not fit")
+    # output paths are tried before the first step (issue 43): each of these
+    # used to fail only when first written, after an epoch of training (the
+    # process runs as root in CI, so no case relies on permissions)
+    os.makedirs(os.path.join(d, "plot_svg_dir", "loss.svg"), exist_ok=True)
+    with open(os.path.join(d, "a_file"), "w") as f:
+        f.write("not a directory\n")
+    cases["checkpoint_no_dir"] = (base + ["--checkpoint", os.path.join(work, "no", "dir", "ckpt")],
+                                  "--checkpoint %s" % os.path.join(work, "no", "dir", "ckpt"))
+    cases["checkpoint_is_dir"] = (base + ["--checkpoint", d], "--checkpoint %s: is a directory" % d)
+    cases["checkpoint_under_file"] = (base + ["--checkpoint", os.path.join(d, "a_file", "ckpt")],
+                                      "cannot write in %s" % os.path.join(d, "a_file"))
+    cases["plot_is_file"] = (base + ["--plot", os.path.join(d, "a_file")], "--plot %s" % os.path.join(d, "a_file"))
+    cases["plot_svg_is_dir"] = (base + ["--plot", os.path.join(d, "plot_svg_dir")],
+                                "cannot write %s" % os.path.join(d, "plot_svg_dir", "loss.svg"))
     for name, (args, text) in cases.items():
         rc, o, e = run_train(binary, args, env=SAN_ENV)
         ok = rc == 2 and text in e and not any(m in e for m in SAN_MARKERS)
+        if ok and name.startswith(("checkpoint_", "plot_")) and "epoch" in o:
+            ok, e = False, "trained before refusing: " + e
         report("options/" + name, ok, "" if ok else "exit %d: %s" % (rc, short(o + e)))
     rc, o, e = run_train(binary, ["--help"], env=SAN_ENV)
     report("options/help", rc == 0 and "--train-data" in o and "--resume" in o, short(e))
