@@ -117,6 +117,34 @@ static int make_inputs(validate *V, ir_graph *g, ev_run *r)
 	return 0;
 }
 
+/* Bytes a reference run of g takes at most: every value in double, a
+ * recurrence's body values once per step (a run keeps them all). */
+static double run_bytes(const validate *V, const ir_graph *g, double steps)
+{
+	ev_run probe = {0};
+	memcpy(probe.sym, V->sym, sizeof V->sym);
+	double total = 0;
+	for (int i = 0; i < g->nvalues; i++) {
+		const ir_value *v = g->values[i];
+		double n = 1;
+		for (int a = 0; a < v->shape.rank; a++) {
+			int64_t d = ev_dim(&probe, g, v->shape.d[a]);
+			n *= d > 0 ? (double)d : 1;
+		}
+		total += 8 * n * steps + 64;
+	}
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (!n->body)
+			continue;
+		ir_attr *sa = ir_attr_find(n, "seq_axis");
+		int64_t T = sa && sa->n && n->nin > 0 && n->in[0] && n->in[0]->shape.rank > sa->ints[0]
+				    ? ev_dim(&probe, g, n->in[0]->shape.d[sa->ints[0]]) : 1;
+		total += run_bytes(V, n->body, steps * (double)(T > 0 ? T : 1));
+	}
+	return total;
+}
+
 /* Runs g (its nodes before upto) on the inputs; 0, or 1 with r->why. */
 static int run_graph_upto(validate *V, ir_graph *g, ev_run *r, int upto)
 {
@@ -294,8 +322,18 @@ static void check_train(validate *V, ir_graph *g, diag *D)
 	int failed = !loss || run_graph(V, g, &r);
 	if (failed)
 		snprintf(why, sizeof why, "%s", loss ? r.why : "no loss output");
-	int per = ngrad ? 200 / (2 * ngrad) : 0;
-	per = per < 1 ? 1 : per > 6 ? 6 : per;
+	/* at most 6 elements per gradient, and about 3e8 values computed by
+	 * the central differences in all (a run computes run_bytes / 8) */
+	double per_run = run_bytes(V, g, 1) / 8, runs = 3e8 / (per_run > 1 ? per_run : 1);
+	int per = ngrad ? (int)fmin(6.0, fmin(200.0, runs) / (2.0 * ngrad)) : 0;
+	if (ngrad && per < 1) {
+		ev_exact(0);
+		arena_free(&A);
+		append(V->skipped, sizeof V->skipped, "grad%s (central differences of %s would take too long); ",
+		       "", "this model's loss");
+		V->have_base = 0;
+		return;
+	}
 	int checked = 0;
 	for (int k = 0; k < g->noutputs && !failed; k++) {
 		const char *on = g->outputs[k]->name;
@@ -405,6 +443,14 @@ void validate_stage(validate *V, ir_graph *g, const char *stage, const pass_opts
 	memset(r, 0, sizeof *r);
 	r->A = &V->runA[c];
 	int failed = !V->nin && !V->have_base && make_inputs(V, g, r);
+	/* the reference runs inside the compilation's memory budget
+	 * (--max-memory): a graph it cannot run there is not validated */
+	double need = failed ? 0 : run_bytes(V, g, 1);
+	if (!failed && need > (double)arena_budget / 4) {
+		snprintf(r->why, sizeof r->why, "a reference run needs about %.0f MiB, more than a quarter of the "
+			 "memory budget (--max-memory)", need / 1048576);
+		failed = 1;
+	}
 	failed = failed || run_graph(V, g, r);
 	if (failed) {
 		char why[600];
