@@ -649,20 +649,25 @@ static int eval_softmax(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor *
 	for (int i = a + 1; i < x->rank; i++)
 		inner *= x->d[i];
 	ev_tensor *o = ev_new(r, x->dt, x->rank, x->d);
+	ev_log_softmax(x->x, outer, m, inner, o->x);
+	for (int64_t e = 0; e < o->n; e++)
+		o->x[e] = ev_as_type(x->dt, n->op == OP_SOFTMAX ? exp(o->x[e]) : o->x[e]);
+	out[0] = o;
+	return 0;
+}
+
+void ev_log_softmax(const double *x, int64_t outer, int64_t m, int64_t inner, double *y)
+{
 	for (int64_t p = 0; p < outer; p++)
 		for (int64_t s = 0; s < inner; s++) {
 			double mx = -INFINITY, sum = 0;
 			for (int64_t k = 0; k < m; k++)
-				mx = fmax(mx, x->x[(p * m + k) * inner + s]);
+				mx = fmax(mx, x[(p * m + k) * inner + s]);
 			for (int64_t k = 0; k < m; k++)
-				sum += exp(x->x[(p * m + k) * inner + s] - mx);
-			for (int64_t k = 0; k < m; k++) {
-				double z = x->x[(p * m + k) * inner + s] - mx;
-				o->x[(p * m + k) * inner + s] = ev_as_type(x->dt, n->op == OP_SOFTMAX ? exp(z) / sum : z - log(sum));
-			}
+				sum += exp(x[(p * m + k) * inner + s] - mx);
+			for (int64_t k = 0; k < m; k++)
+				y[(p * m + k) * inner + s] = x[(p * m + k) * inner + s] - mx - log(sum);
 		}
-	out[0] = o;
-	return 0;
 }
 
 static int eval_reduce(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
@@ -1126,15 +1131,11 @@ static int eval_sce_grad(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor 
 		return ev_stop(r, n, "SoftmaxCrossEntropyLossGrad of scores other than [N, C]");
 	int64_t N = x->d[0], C = x->d[1];
 	ev_tensor *o = ev_new(r, x->dt, 2, x->d);
+	ev_log_softmax(x->x, N, C, 1, o->x);
 	for (int64_t i = 0; i < N; i++) {
-		double mx = -INFINITY, sum = 0;
-		for (int64_t c = 0; c < C; c++)
-			mx = fmax(mx, x->x[i * C + c]);
-		for (int64_t c = 0; c < C; c++)
-			sum += exp(x->x[i * C + c] - mx);
 		int64_t lab = ev_ival(t, i);
 		for (int64_t c = 0; c < C; c++)
-			o->x[i * C + c] = ev_as_type(o->dt, dl->x[0] * (exp(x->x[i * C + c] - mx) / sum - (c == lab)) / (double)N);
+			o->x[i * C + c] = ev_as_type(o->dt, dl->x[0] * (exp(o->x[i * C + c]) - (c == lab)) / (double)N);
 	}
 	out[0] = o;
 	return 0;

@@ -869,16 +869,7 @@ static int ev_softmaxce(ev_run *r, const ir_graph *g, const ir_node *n, ev_tenso
 		return ev_stop(r, n, "scores of rank %d", S->rank);
 	int64_t C = S->d[1], outer = S->d[0], inner = prod(S->d + 2, S->rank - 2);
 	ev_tensor *L = new_like(r, S->dt, S);
-	for (int64_t p = 0; p < outer; p++)
-		for (int64_t s = 0; s < inner; s++) {
-			double mx = -INFINITY, sum = 0;
-			for (int64_t c = 0; c < C; c++)
-				mx = fmax(mx, S->x[(p * C + c) * inner + s]);
-			for (int64_t c = 0; c < C; c++)
-				sum += exp(S->x[(p * C + c) * inner + s] - mx);
-			for (int64_t c = 0; c < C; c++)
-				L->x[(p * C + c) * inner + s] = S->x[(p * C + c) * inner + s] - mx - log(sum);
-		}
+	ev_log_softmax(S->x, outer, C, inner, L->x);
 	if (class_loss(r, n, L, in[1], n->nin > 2 ? in[2] : NULL, out))
 		return 1;
 	if (n->nout > 1) {

@@ -23,6 +23,10 @@ double ev_as_type(ir_dtype t, double v);
 int64_t ev_bcast_off(const ev_tensor *t, int R, const int64_t *idx);
 /* The next row-major index of a tensor of sizes d (rank R). */
 void ev_next_index(int64_t *idx, const int64_t *d, int R);
+/* log softmax of x [outer, m, inner] along its middle axis into y (same
+ * layout), the largest element subtracted first: Softmax, LogSoftmax, the
+ * class losses and their gradients share it. */
+void ev_log_softmax(const double *x, int64_t outer, int64_t m, int64_t inner, double *y);
 
 static inline int64_t ev_ival(const ev_tensor *t, int64_t i) { return (int64_t)t->x[i]; }
 static inline int64_t ev_norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
