@@ -206,6 +206,10 @@ const char *compile_fallback_text(arena *A, const ir_graph *g, int k)
 				    rec->origin ? rec->origin : "", ir_attr_string(rec, "time_note", ""));
 	}
 	const ir_unrolled *u = &g->unrolled[k];
+	if (u->why == WHY_ONNX_LOOP)
+		return arena_printf(A, "Loop '%s' of %d iterations stays unrolled (the emitted code grows with the "
+				    "trip count: %d nodes, %d per iteration): %s", u->seq, u->steps, u->nodes,
+				    u->per_step, ir_unrolled_why_text(u->why));
 	const char *s = arena_printf(A, "a traced loop of %d steps over '%s' stays unrolled (the emitted code "
 				     "grows with T: %d nodes, %d per step): %s", u->steps, u->seq, u->nodes,
 				     u->per_step, ir_unrolled_why_text(u->why));

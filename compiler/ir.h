@@ -183,6 +183,9 @@ typedef struct ir_node {
 	const char *origin;     /* provenance: source nodes it came from (comments) */
 	int group;              /* fusion group (pass_fuse), 0 = none */
 	int id;                 /* dense index for passes' side tables */
+	int unrolled;           /* 1 + the index in the root's unrolled[] of the ONNX Loop
+	                           whose iteration this node is a copy of (onnx_loop_unroll;
+	                           pass_reroll counts what it left), 0 otherwise */
 } ir_node;
 
 /* Recurrence (OP_RECURRENCE), the one structured node.
@@ -254,7 +257,10 @@ typedef struct ir_graph {
 
 /* A traced loop left unrolled: pass_reroll found T >= 3 per-step slices
  * x[0], .., x[T-1] of a sequence read by the computation of the steps, and
- * did not make them one recurrence.  The graph keeps T copies of the step:
+ * did not make them one recurrence; or (why WHY_ONNX_LOOP) an ONNX Loop the
+ * loader unrolled (onnx_seq.c: it carries sequences or per-step values
+ * other than float32) whose iterations pass_reroll did not roll back; its
+ * seq is the Loop's name.  The graph keeps T copies of the step:
  * correct, but the emitted code grows with T and has no streaming step.
  * Recorded on the root graph (ir_unrolled_add), printed by `cellc dump` as
  *   unrolled "x", steps 8, nodes 164, per_step 20, why sizes, step 1, vs 2, node "Relu_3", op Relu

@@ -235,6 +235,7 @@ static void copy_nodes(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *dst,
 		c->domain = n->domain;
 		c->opset = n->opset;
 		c->origin = n->origin ? n->origin : n->name;
+		c->unrolled = n->unrolled;
 		for (int k = 0; k < n->nin; k++)
 			c->in[k] = ref(m, src, dst, n->in[k]);
 		c->nattrs = n->nattrs;
@@ -1123,6 +1124,27 @@ static void adopt(ir_graph *g, ir_graph *s)
 	s->nvalues = 0;
 }
 
+/* An unrolled Loop of 2 or more iterations is a fallback (the code grows
+ * with the trip count) unless pass_reroll rolls its iterations back: it is
+ * recorded on the root, and its nodes are tagged so that pass_reroll can
+ * tell (ir_node.unrolled). */
+static void record_unrolled(ir_graph *g, const ir_node *loop, ir_node **nodes, int nn, int64_t steps,
+			    int64_t per_step)
+{
+	if (steps < 2)
+		return;
+	ir_graph *root = ir_root(g);
+	ir_unrolled u = {.why = WHY_ONNX_LOOP, .seq = loop->name, .steps = (int)steps, .nodes = nn,
+			 .per_step = (int)per_step, .step = -1, .vs = -1, .op = -1};
+	int before = root->nunrolled;
+	ir_unrolled_add(root, &u);
+	if (root->nunrolled == before)
+		return;         /* the same Loop recorded already (a dump compiled again) */
+	for (int i = 0; i < nn; i++)
+		if (!nodes[i]->unrolled)
+			nodes[i]->unrolled = root->nunrolled;
+}
+
 ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count)
 {
 	ir_graph *b = n->body;
@@ -1233,6 +1255,7 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		out->producer = cat;
 		rl_push(g->A, &l, cat);
 	}
+	record_unrolled(g, n, l.v, l.n, steps, count_nodes(b));
 	*count = l.n;
 	return l.v ? l.v : arena_array(g->A, 1, sizeof(ir_node *));
 }

@@ -3066,11 +3066,49 @@ static int reroll_once(ir_graph *g, diag *D, int round, ir_unrolled_why *why, fi
 	return 1;
 }
 
+/* The root nodes of each ONNX Loop the loader unrolled (ir_node.unrolled),
+ * into cnt[k] for g->unrolled[k]. */
+static void count_loop_nodes(const ir_graph *g, int *cnt)
+{
+	for (int k = 0; k < g->nunrolled; k++)
+		cnt[k] = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		int k = g->nodes[i]->unrolled - 1;
+		if (k >= 0 && k < g->nunrolled)
+			cnt[k]++;
+	}
+}
+
+/* An unrolled ONNX Loop whose iterations were all rolled into recurrences
+ * is no fallback: its record goes; one that keeps some reports how many
+ * nodes are left.  A Loop whose nodes carry no tag (a graph read back from
+ * its dump) stays as recorded.  nloops: the records there before the pass
+ * (the ones it added are its own). */
+static void settle_loops(ir_graph *g, const int *before, int nloops)
+{
+	int *after = arena_array(g->A, (size_t)(g->nunrolled ? g->nunrolled : 1), sizeof *after);
+	count_loop_nodes(g, after);
+	int w = 0;
+	for (int k = 0; k < g->nunrolled; k++) {
+		ir_unrolled u = g->unrolled[k];
+		if (k < nloops && u.why == WHY_ONNX_LOOP && before[k] > 0) {
+			if (after[k] == 0)
+				continue;
+			u.nodes = after[k];
+		}
+		g->unrolled[w++] = u;
+	}
+	g->nunrolled = w;       /* (the tags are not read after this pass) */
+}
+
 int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
 	int errs0 = D->nerrors;
 	fixed_recs F = {.n = 0};
+	int nloops = g->nunrolled;
+	int *before = arena_array(g->A, (size_t)(nloops ? nloops : 1), sizeof *before);
+	count_loop_nodes(g, before);
 	for (int round = 0; round < 16; round++) {
 		ir_unrolled_why why = WHY_NONE;
 		int r = reroll_once(g, D, round, &why, &F);
@@ -3079,5 +3117,7 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 		if (r <= 0)
 			break;
 	}
+	if (nloops)
+		settle_loops(g, before, nloops);
 	return D->nerrors - errs0;
 }

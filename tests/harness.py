@@ -1183,8 +1183,9 @@ def wild_fallback(group, name, case_dir, loops=0, symbolic=True):
     loop left unrolled exactly when the model has fewer recurrences than its
     `loops` time loops (a loop that does not roll), a time axis left fixed
     exactly when `symbolic` is false; none for models without a traced
-    loop (nn.LSTM/GRU exports, scripted loops: loops = 0, symbolic).  When
-    there is one, `cellc compile` warns with the same text and exits 0."""
+    loop (nn.LSTM/GRU exports, scripted loops: loops = 0, symbolic); an
+    ONNX Loop left unrolled as loop_fallback_problems says.  When there is
+    one, `cellc compile` warns with the same text and exits 0."""
     full = "%s/fallback/%s" % (group, name)
     log = os.path.join(LOGS, group, "fallback", name + ".log")
     model = os.path.join(case_dir, "model.onnx")
@@ -1198,12 +1199,12 @@ def wild_fallback(group, name, case_dir, loops=0, symbolic=True):
     fixed = [l for l in listed if "runs a fixed number of steps" in l and "T stays" in l]
     nrec = sum(1 for l in out.splitlines() if l.strip().startswith("recurrence over"))
     want_unrolled, want_fixed = nrec < loops, not symbolic and nrec > 0
-    problems = []
+    problems, nloop = loop_fallback_problems(model, listed, nrec)
     if bool(unrolled) != want_unrolled:
         problems.append("%d recurrences of %d loops, %d listed as unrolled" % (nrec, loops, len(unrolled)))
     if bool(fixed) != want_fixed:
         problems.append("time axis %s, %d listed as fixed" % ("symbolic" if symbolic else "fixed", len(fixed)))
-    if len(unrolled) + len(fixed) != len(listed):
+    if len(unrolled) + len(fixed) + nloop != len(listed):
         problems.append("other fallbacks listed: %s" % listed)
     if rc != (2 if listed else 0):
         problems.append("%s, expected exit %d" % (status_word(rc), 2 if listed else 0))
@@ -1895,11 +1896,84 @@ def group_loop():
     for n in case_dirs(os.path.join("loop", "bad")):
         yield loop_bad_one(n, os.path.join(bad, n))
     yield loop_seq_perturbed(os.path.join(OUT, "loop", "onnx", "loop_ragged_seq"))
+    for sub, n, d, _ in items:
+        yield loop_fallback(n, d)
     bb = os.path.join(OUT, "loop", "bad_bind")
     with open(os.path.join(ROOT, bb, "cases.tsv")) as f:
         for line in f:
             name, expect = line.rstrip("\n").split("\t")
             yield loop_bind_one(name, bb, expect)
+
+
+def onnx_loop_trips(model):
+    """[(name, trip count)] of the main graph's Loop nodes whose trip count M
+    is a constant (an initializer or a Constant node), read with onnx; an
+    unnamed Loop's name is ''."""
+    import onnx
+    from onnx import numpy_helper
+    g = onnx.load(model).graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    for n in g.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    consts[n.output[0]] = numpy_helper.to_array(a.t)
+    return [(n.name, int(consts[n.input[0]].reshape(-1)[0])) for n in g.node
+            if n.op_type == "Loop" and n.input and n.input[0] in consts]
+
+
+def loop_fallback_problems(model, listed, nrec):
+    """The problems with the Loop fallbacks among `listed` (the lines of
+    `cellc info` under "fallbacks", nrec recurrences listed): with no
+    recurrence, every Loop of the file of a constant trip count >= 2 (read
+    with onnx, not with cellc) is listed by its name (an unnamed one by the
+    name cellc gives it, matched by its trip count); each names a Loop of the
+    file; none with as many recurrences as Loops.  And the number of Loop
+    lines."""
+    named = [re.match(r"Loop '([^']+)' of (\d+) iterations stays unrolled \(the emitted code grows with the "
+                      r"trip count: \d+ nodes, \d+ per iteration\): ", l) for l in listed]
+    named = [(x.group(1), int(x.group(2))) for x in named if x]
+    loops = onnx_loop_trips(model)
+    left = [(k, T) for k, T in loops if T >= 2]
+    problems = []
+    for loop, T in named:
+        hit = [x for x in left if x == (loop, T)] or [x for x in left if x == ("", T)]
+        if hit:
+            left.remove(hit[0])
+        elif not any(k == loop for k, _ in loops):
+            problems.append("fallback names '%s' (%d iterations), not a Loop of the file" % (loop, T))
+    if nrec == 0 and left:
+        problems.append("%s compile with no recurrence and are not listed" % ", ".join(
+            "Loop '%s' (M = %d)" % x for x in left))
+    if named and nrec >= len(loops):
+        problems.append("%d recurrences for %d Loops, yet %d listed as unrolled" % (nrec, len(loops), len(named)))
+    return problems, len(named)
+
+
+def loop_fallback(name, case_dir):
+    """loop/fallback/CASE: a Loop that does not become a recurrence is
+    compiled by unrolling it, and `cellc info` must say so
+    (loop_fallback_problems); --werror-fallback exits 2 exactly when
+    something is listed."""
+    full = "loop/fallback/%s" % name
+    log = os.path.join(LOGS, "loop", "fallback_%s.log" % name.replace("/", "_"))
+    model = os.path.join(case_dir, "model.onnx")
+    rc, out, err = run([CELLC, "info", "--werror-fallback", model], log)
+    m = re.search(r"^fallbacks \((\d+)\)", out, re.M)
+    if not m:
+        if rc == 2 and "error" in err:
+            return Result(full, True, "refused (checked by the verify test): " + first_lines(err, 1, 120))
+        return Result(full, False, "%s, no 'fallbacks' line: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    listed = [l.strip() for l in out[m.end():].splitlines()[1:1 + int(m.group(1))]]
+    nrec = sum(1 for l in out.splitlines() if l.strip().startswith("recurrence over"))
+    problems, nloop = loop_fallback_problems(model, listed, nrec)
+    if nloop != len(listed):
+        problems.append("other fallbacks listed: %s" % listed)
+    if rc != (2 if listed else 0):
+        problems.append("%s, expected exit %d" % (status_word(rc), 2 if listed else 0))
+    if problems:
+        return Result(full, False, "; ".join(problems) + " (log: %s)" % log)
+    return Result(full, True, listed[0][:160] if listed else "no fallback (%d recurrences)" % nrec)
 
 
 def group_datadep():
