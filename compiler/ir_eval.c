@@ -1220,6 +1220,28 @@ static int eval_gradient(ev_run *r, ir_graph *g, const ir_node *n, ev_tensor **i
 
 /* ---- nodes ---------------------------------------------------------------------------- */
 
+/* The ONNX control flow, sequence and optional operators, which have no
+ * reference because no graph the reference runs for validation or eval_ref
+ * holds one: both take the graph at the end of the resolving stages, and
+ * those replace every one (onnx_loop.c: Loop and Scan by recurrences or
+ * unrolled copies; onnx_seq.c: If and SequenceMap inlined, sequences and
+ * optionals resolved into their tensors, the Sequence* and Optional* nodes
+ * into tensor nodes or constants) or fail the compilation (a sequence node
+ * still read: onnx_seq_leftovers; a node whose outputs no round determined:
+ * infer_finish), and infer_finish's remove_dead drops what is left unread.
+ * Only a graph as loaded (eval_ref's second run) can hold one. */
+static int resolved_away(ir_op op)
+{
+	switch (op) {
+	case OP_LOOP: case OP_SCAN: case OP_IF: case OP_SEQMAP: case OP_OPTIONAL: case OP_OPTHAS: case OP_OPTGET:
+	case OP_SEQEMPTY: case OP_SEQINSERT: case OP_SEQCONCAT: case OP_SEQAT: case OP_SEQLEN: case OP_SEQCONSTRUCT:
+	case OP_SEQERASE: case OP_SPLITTOSEQ:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 {
 	ev_tensor **in = arena_array(r->A, (size_t)n->nin + 1, sizeof *in);
@@ -1260,9 +1282,13 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
 		err = eval_reduce(r, n, in, out);
 		break;
-	case OP_CAST: {
-		ev_tensor *o = ev_new(r, n->out[0]->dtype, in[0]->rank, in[0]->d);
-		ir_dtype to = (ir_dtype)ir_attr_int(n, "to", o->dt);
+	case OP_CAST: case OP_CASTLIKE: {
+		/* CastLike: Cast to the type of its second input, which stands
+		 * for FLOAT16 / BFLOAT16 when narrow (infer turns it into that
+		 * Cast; it runs as CastLike in a graph as loaded, eval_ref) */
+		const ir_value *like = n->op == OP_CASTLIKE ? n->in[1] : NULL;
+		ev_tensor *o = ev_new(r, like ? like->dtype : n->out[0]->dtype, in[0]->rank, in[0]->d);
+		ir_dtype to = like ? (like->narrow ? like->narrow : like->dtype) : (ir_dtype)ir_attr_int(n, "to", o->dt);
 		int narrow = (to == DT_F16 || to == DT_BF16) && ev_is_float(o->dt);
 		for (int64_t e = 0; e < o->n; e++)
 			o->x[e] = narrow ? narrow_round(to, in[0]->x[e]) : ev_as_type(o->dt, in[0]->x[e]);
@@ -1326,6 +1352,9 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 			err = eval_elem(r, n, in, out);
 		else if (ev_ops[n->op])
 			err = ev_ops[n->op](r, g, n, in, out);
+		else if (resolved_away(n->op))
+			err = ev_noref(r, n, "%s is resolved at compile time (onnx_loop.c, onnx_seq.c): no graph the "
+				      "reference validates holds one", ir_op_name(n->op));
 		else
 			err = ev_noref(r, n, "no reference for %s", ir_op_name(n->op));
 	}

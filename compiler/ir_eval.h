@@ -36,8 +36,8 @@ typedef struct ev_run {
 	const ir_node *at;      /* the node it stopped at, or NULL */
 	int64_t nodes;          /* nodes run (a body's once per step) */
 	int noref;              /* 1: it stopped at a limit of the reference (an operator or a
-				   form it does not know, random draws, a data-dependent length),
-				   not at something wrong with the graph or its inputs */
+				   form it does not know, random draws), not at something
+				   wrong with the graph or its inputs */
 } ev_run;
 
 /* The concrete size of d under r's symbol values; -1 if unknown. */

@@ -4,7 +4,10 @@
  * and TopK, indexing (GatherElements, Scatter*, GatherND, OneHot, Trilu,
  * CumSum), losses, quantization and integer products, Det and Einsum,
  * sampling (Resize, GridSample, RoiAlign), signals (DFT, STFT), LRN, MVN,
- * ReverseSequence, MaxUnpool, the training optimisers, TfIdfVectorizer.
+ * ReverseSequence, MaxUnpool, the training optimisers, TfIdfVectorizer,
+ * the window generators and MelWeightMatrix, the training gradients
+ * (ConvGrad, PadGrad, ClassLossGrad) and MatrixExp.  The operators whose
+ * output length depends on the data are in ir_eval_dd.c.
  *
  * Each is written from its row of ops.def and the ONNX operator
  * specification, in double, by loops over concrete indices (one output
@@ -12,8 +15,8 @@
  * the form the ONNX loader normalised them to (onnx_node.c: Pad's pads and
  * value are inputs, TopK's k is an input).  Nothing here comes from a pass,
  * an emitter or libcellrt.  Operators whose result depends on random draws
- * (a training Dropout) or whose output length depends on the data stop the
- * run with the reason, never a guess.
+ * (the random generators, Bernoulli, a training Dropout) stop the run with
+ * the reason, never a guess: no reference can reproduce a draw.
  *
  * Legend: N batch, C channels, M output channels (Conv), G groups, D a
  * spatial size, K a kernel size, o an output position, k a kernel position. */
@@ -148,6 +151,62 @@ static int conv(ev_run *r, const ir_node *n, const ev_tensor *X, const ev_tensor
 static int ev_conv(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	return conv(r, n, in[0], in[1], n->nin > 2 ? in[2] : NULL, n->out[0]->dtype, &out[0]);
+}
+
+/* ConvGrad (training; inputs X W dY, the Conv's group, strides, explicit
+ * pads, dilations): the derivatives of Conv's sum above for the weights dY
+ * gives its outputs.  Each term X[n, c, i] W[m, c, k] of Y[n, m, o] (i = o st -
+ * pb + k dil inside X) adds dY[n, m, o] W[m, c, k] to dX[n, c, i] (wrt 0) or
+ * dY[n, m, o] X[n, c, i] to dW[m, c, k] (wrt 1). */
+static int ev_convgrad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *X = in[0], *W = in[1], *dY = in[2];
+	int wrt = (int)ir_attr_int(n, "wrt", 0);
+	if (W->rank != X->rank || dY->rank != X->rank)
+		return ev_stop(r, n, "X, W and dY of ranks %d, %d and %d", X->rank, W->rank, dY->rank);
+	int64_t G = ir_attr_int(n, "group", 1), M = W->d[0], Cg = W->d[1];
+	if (G < 1 || X->d[1] != Cg * G || M % G)
+		return ev_stop(r, n, "X's %lld channels do not match W and group %lld", (long long)X->d[1], (long long)G);
+	win w;
+	if (window(r, n, X, W->d + 2, 0, &w))
+		return 1;
+	int nsp = w.nsp;
+	int same = dY->d[0] == X->d[0] && dY->d[1] == M;
+	for (int a = 0; a < nsp; a++)
+		same &= dY->d[2 + a] == w.o[a];
+	if (!same)
+		return ev_stop(r, n, "dY is not shaped like the Conv's output");
+	int64_t isp = prod(X->d + 2, nsp), ksp = prod(w.k, nsp), osp = prod(w.o, nsp);
+	ev_tensor *D = new_like(r, n->out[0]->dtype, wrt ? W : X);
+	for (int64_t b = 0; b < X->d[0]; b++)
+		for (int64_t m = 0; m < M; m++) {
+			int64_t grp = m / (M / G), oi[IR_MAX_RANK] = {0};
+			for (int64_t e = 0; e < osp; e++, ev_next_index(oi, w.o, nsp)) {
+				double dy = dY->x[(b * M + m) * osp + e];
+				for (int64_t c = 0; c < Cg; c++) {
+					int64_t ki[IR_MAX_RANK] = {0};
+					for (int64_t q = 0; q < ksp; q++, ev_next_index(ki, w.k, nsp)) {
+						int64_t off = 0, ok = 1;
+						for (int a = 0; a < nsp && ok; a++) {
+							int64_t i = win_at(&w, a, oi[a], ki[a]);
+							ok = i >= 0 && i < X->d[2 + a];
+							off = off * X->d[2 + a] + i;
+						}
+						if (!ok)
+							continue;
+						int64_t xo = (b * X->d[1] + grp * Cg + c) * isp + off, wo = (m * Cg + c) * ksp + q;
+						if (wrt)
+							D->x[wo] += dy * X->x[xo];
+						else
+							D->x[xo] += dy * W->x[wo];
+					}
+				}
+			}
+		}
+	for (int64_t e = 0; e < D->n; e++)
+		D->x[e] = ev_as_type(D->dt, D->x[e]);
+	out[0] = D;
+	return 0;
 }
 
 /* x / 2 rounded down (a total padding below 0 is an output_padding). */
@@ -294,6 +353,32 @@ static int ev_globalpool(ev_run *r, const ir_graph *g, const ir_node *n, ev_tens
 	return 0;
 }
 
+/* The offset in X [D..] (rank R) of the element Pad copies to output index
+ * idx, pb[a] elements padded before axis a, in mode (constant, edge,
+ * reflect, wrap); -1 where the constant fills it. */
+static int64_t pad_source(const int64_t *D, int R, const int64_t *pb, const char *mode, const int64_t *idx)
+{
+	int64_t off = 0;
+	for (int a = 0; a < R; a++) {
+		int64_t i = idx[a] - pb[a];
+		if (i < 0 || i >= D[a]) {
+			if (!strcmp(mode, "edge")) {
+				i = i < 0 ? 0 : D[a] - 1;
+			} else if (!strcmp(mode, "reflect")) {
+				while (D[a] > 1 && (i < 0 || i >= D[a]))
+					i = i < 0 ? -i : 2 * (D[a] - 1) - i;
+				i = D[a] > 1 ? i : 0;
+			} else if (!strcmp(mode, "wrap")) {
+				i = ((i % D[a]) + D[a]) % D[a];
+			} else {
+				return -1;
+			}
+		}
+		off = off * D[a] + i;
+	}
+	return off;
+}
+
 /* Pad: data, pads [begins.., ends..] of the axes input's axes (default all),
  * constant_value; modes constant, edge, reflect, wrap. */
 static int ev_pad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
@@ -319,28 +404,42 @@ static int ev_pad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 	ev_tensor *Y = ev_new(r, X->dt, X->rank, d);
 	int64_t idx[IR_MAX_RANK] = {0};
 	for (int64_t e = 0; e < Y->n; e++, ev_next_index(idx, d, X->rank)) {
-		int64_t off = 0;
-		int inside = 1;
-		for (int a = 0; a < X->rank; a++) {
-			int64_t i = idx[a] - pb[a], D = X->d[a];
-			if (i < 0 || i >= D) {
-				if (!strcmp(mode, "edge")) {
-					i = i < 0 ? 0 : D - 1;
-				} else if (!strcmp(mode, "reflect")) {
-					while (D > 1 && (i < 0 || i >= D))
-						i = i < 0 ? -i : 2 * (D - 1) - i;
-					i = D > 1 ? i : 0;
-				} else if (!strcmp(mode, "wrap")) {
-					i = ((i % D) + D) % D;
-				} else {
-					inside = 0;
-				}
-			}
-			off = off * D + i;
-		}
-		Y->x[e] = inside && X->n ? X->x[off] : V ? V->x[0] : 0;
+		int64_t off = pad_source(X->d, X->rank, pb, mode, idx);
+		Y->x[e] = off >= 0 && X->n ? X->x[off] : V ? V->x[0] : 0;
 	}
 	out[0] = Y;
+	return 0;
+}
+
+/* PadGrad (training; inputs X dY, attributes pads [begins.., ends..] of
+ * every axis and mode): the derivative of Pad's copies, each element of dY
+ * added to the element of X that Pad copied there (pad_source; nothing for
+ * the constant's positions).  X gives only its shape. */
+static int ev_padgrad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *X = in[0], *dY = in[1];
+	const char *mode = ir_attr_string(n, "mode", "constant");
+	ir_attr *pa = ir_attr_find(n, "pads");
+	int R = X->rank;
+	if (!pa || pa->n != 2 * R || dY->rank != R)
+		return ev_stop(r, n, "PadGrad without 2 pads per axis of X, or dY of another rank");
+	for (int a = 0; a < R; a++)
+		if (dY->d[a] != X->d[a] + pa->ints[a] + pa->ints[R + a])
+			return ev_stop(r, n, "dY's axis %d is %lld long, not X's %lld padded by %lld and %lld", a,
+				       (long long)dY->d[a], (long long)X->d[a], (long long)pa->ints[a],
+				       (long long)pa->ints[R + a]);
+	if (!X->n && dY->n && strcmp(mode, "constant"))
+		return ev_stop(r, n, "PadGrad %s of an empty tensor", mode);
+	ev_tensor *dX = new_like(r, n->out[0]->dtype, X);
+	int64_t idx[IR_MAX_RANK] = {0};
+	for (int64_t e = 0; e < dY->n; e++, ev_next_index(idx, dY->d, R)) {
+		int64_t off = pad_source(X->d, R, pa->ints, mode, idx);
+		if (off >= 0)
+			dX->x[off] += dY->x[e];
+	}
+	for (int64_t e = 0; e < dX->n; e++)
+		dX->x[e] = ev_as_type(dX->dt, dX->x[e]);
+	out[0] = dX;
 	return 0;
 }
 
@@ -880,6 +979,57 @@ static int ev_softmaxce(ev_run *r, const ir_graph *g, const ir_node *n, ev_tenso
 	return 0;
 }
 
+/* ClassLossGrad (training; inputs dloss L T [weights], attributes wrt,
+ * reduction, ignore_index): the derivatives of class_loss's loss, whose
+ * terms are l_i = -w[t_i] L[n, t_i, d..] at the positions i = (n, d..) not
+ * ignored.  With g_i = dloss_i (none), dloss (sum) or dloss / W (mean, W =
+ * the sum of the w[t_i]): dL[n, t_i, d..] = -w[t_i] g_i, 0 elsewhere (wrt
+ * 0); dw[c] = the sum over t_i = c of g_i (-L_i), less the mean loss for
+ * mean, whose W holds w[c] too (wrt 1). */
+static int ev_classlossgrad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *dl = in[0], *L = in[1], *T = in[2], *Wt = n->nin > 3 ? in[3] : NULL;
+	const char *red = ir_attr_string(n, "reduction", "mean");
+	ir_attr *ig = ir_attr_find(n, "ignore_index");
+	int wrt = (int)ir_attr_int(n, "wrt", 0), none = !strcmp(red, "none"), mean = !strcmp(red, "mean");
+	if (L->rank < 2 || (wrt && !Wt))
+		return ev_stop(r, n, "ClassLossGrad of L of rank %d%s", L->rank, wrt && !Wt ? " without weights" : "");
+	int64_t C = L->d[1], N = L->d[0], sp = prod(L->d + 2, L->rank - 2);
+	if (T->n != N * sp || dl->n != (none ? N * sp : 1) || (Wt && Wt->n != C))
+		return ev_stop(r, n, "%lld targets, %lld dloss and %lld weights for L of %lld positions and %lld classes",
+			       (long long)T->n, (long long)dl->n, Wt ? (long long)Wt->n : 0LL, (long long)(N * sp),
+			       (long long)C);
+	double W = 0, S = 0;    /* the weights taken and the loss' sum */
+	for (int64_t i = 0; i < N * sp; i++) {
+		int64_t t = ev_ival(T, i);
+		if (ig && t == ig->i)
+			continue;
+		if (t < 0 || t >= C)
+			return ev_stop(r, n, "target %lld outside [0, %lld)", (long long)t, (long long)C);
+		double w = Wt ? Wt->x[t] : 1;
+		W += w;
+		S += -w * L->x[((i / sp) * C + t) * sp + i % sp];
+	}
+	ev_tensor *D = new_like(r, n->out[0]->dtype, wrt ? Wt : L);
+	for (int64_t i = 0; i < N * sp; i++) {
+		int64_t t = ev_ival(T, i);
+		if (ig && t == ig->i)
+			continue;
+		double gi = none ? dl->x[i] : dl->x[0];
+		if (mean)
+			gi /= W;
+		int64_t at = ((i / sp) * C + t) * sp + i % sp;
+		if (wrt)
+			D->x[t] += gi * (-L->x[at] - (mean ? S / W : 0));
+		else
+			D->x[at] = -(Wt ? Wt->x[t] : 1) * gi;
+	}
+	for (int64_t e = 0; e < D->n; e++)
+		D->x[e] = ev_as_type(D->dt, D->x[e]);
+	out[0] = D;
+	return 0;
+}
+
 /* ---- quantization ------------------------------------------------------------------------ */
 
 static int int_range(ir_dtype t, double *lo, double *hi)
@@ -1004,6 +1154,69 @@ static int ev_det(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 		}
 		Y->x[q] = ev_as_type(Y->dt, det);
 	}
+	out[0] = Y;
+	return 0;
+}
+
+/* c = a b, [m, m] matrices in double. */
+static void matmul_sq(double *c, const double *a, const double *b, int64_t m)
+{
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < m; j++) {
+			double s = 0;
+			for (int64_t k = 0; k < m; k++)
+				s += a[i * m + k] * b[k * m + j];
+			c[i * m + j] = s;
+		}
+}
+
+/* MatrixExp: expm(X) of a square X [m, m] by its power series, sum over k
+ * of X^k / k!.  So that the terms shrink from the first, X is halved s
+ * times until its largest row sum of |x| is at most 1/2, the series of
+ * that summed until a term no longer changes the sum, and the result
+ * squared s times (expm(X) = expm(X / 2^s)^(2^s)). */
+static int ev_matexp(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const ev_tensor *X = in[0];
+	if (X->rank != 2 || X->d[0] != X->d[1])
+		return ev_stop(r, n, "MatrixExp of a matrix that is not square");
+	int64_t m = X->d[0], mm = m * m;
+	double norm = 0;
+	for (int64_t i = 0; i < m; i++) {
+		double row = 0;
+		for (int64_t j = 0; j < m; j++)
+			row += fabs(X->x[i * m + j]);
+		norm = fmax(norm, row);
+	}
+	if (!isfinite(norm))
+		return ev_stop(r, n, "MatrixExp of a matrix with an element that is not finite");
+	int s = 0;
+	while (ldexp(norm, -s) > 0.5)
+		s++;
+	double *a = arena_array(r->A, (size_t)mm + 1, sizeof *a), *term = arena_array(r->A, (size_t)mm + 1, sizeof *term);
+	double *next = arena_array(r->A, (size_t)mm + 1, sizeof *next), *e = arena_array(r->A, (size_t)mm + 1, sizeof *e);
+	for (int64_t q = 0; q < mm; q++) {
+		a[q] = ldexp(X->x[q], -s);
+		term[q] = e[q] = q / m == q % m;
+	}
+	for (int k = 1; k < 100; k++) {       /* term = a^k / k! */
+		matmul_sq(next, term, a, m);
+		int changed = 0;
+		for (int64_t q = 0; q < mm; q++) {
+			term[q] = next[q] / k;
+			changed |= e[q] + term[q] != e[q];
+			e[q] += term[q];
+		}
+		if (!changed)
+			break;
+	}
+	for (int i = 0; i < s; i++) {
+		matmul_sq(next, e, e, m);
+		memcpy(e, next, (size_t)mm * sizeof *e);
+	}
+	ev_tensor *Y = new_like(r, n->out[0]->dtype, X);
+	for (int64_t q = 0; q < mm; q++)
+		Y->x[q] = ev_as_type(Y->dt, e[q]);
 	out[0] = Y;
 	return 0;
 }
@@ -1543,6 +1756,74 @@ static int ev_stft(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **i
 	return 0;
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow: Y[k] for k = 0 .. size - 1
+ * (input 0, a scalar), the cosine sums of ops.def over N = size (periodic,
+ * the default) or size - 1, of type output_datatype (default float).
+ * infer folds them (size must be a constant): a compiled graph holds none;
+ * the reference runs them in a graph as loaded (eval_ref). */
+static int ev_window(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	const double pi = 3.14159265358979323846;
+	int64_t size = ev_ival(in[0], 0);
+	if (in[0]->n != 1 || size < 0)
+		return ev_stop(r, n, "%s of size %lld", ir_op_name(n->op), (long long)size);
+	double N = (double)(ir_attr_int(n, "periodic", 1) ? size : size - 1);
+	ev_tensor *Y = ev_new(r, (ir_dtype)ir_attr_int(n, "output_datatype", DT_F32), 1, &size);
+	for (int64_t k = 0; k < size; k++) {
+		double t = 2 * pi * (double)k / N, v;
+		if (n->op == OP_HANNWINDOW)
+			v = 0.5 - 0.5 * cos(t);
+		else if (n->op == OP_HAMMINGWINDOW)
+			v = 25.0 / 46.0 - 21.0 / 46.0 * cos(t);
+		else
+			v = 0.42 - 0.5 * cos(t) + 0.08 * cos(2 * t);
+		Y->x[k] = ev_as_type(Y->dt, v);
+	}
+	out[0] = Y;
+	return 0;
+}
+
+static double hz_to_mel(double f) { return 2595 * log10(1 + f / 700); }
+static double mel_to_hz(double m) { return 700 * (pow(10, m / 2595) - 1); }
+
+/* MelWeightMatrix (inputs num_mel_bins, dft_length, sample_rate,
+ * lower_edge_hertz, upper_edge_hertz; output_datatype): Y [dft_length / 2 +
+ * 1, num_mel_bins] holds triangular filters of peak 1.  Their edges, as the
+ * ONNX operator's reference defines them (the official data): the mel
+ * scale from mel(lower) in num_mel_bins + 2 steps of (mel(upper) -
+ * mel(lower)) / (num_mel_bins + 2), each point back in hertz and to the DFT
+ * bin floor((dft_length + 1) f / sample_rate).  Filter i rises from bin
+ * b[i] to 1 at b[i + 1] (1 there alone when they coincide) and falls to 0
+ * at b[i + 2].  infer folds it (constant inputs): as ev_window. */
+static int ev_melweight(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	int64_t nmel = ev_ival(in[0], 0), len = ev_ival(in[1], 0), rate = ev_ival(in[2], 0);
+	double lo = in[3]->x[0], hi = in[4]->x[0];
+	if (nmel < 0 || len < 0 || rate <= 0)
+		return ev_stop(r, n, "MelWeightMatrix of %lld bins, a DFT of %lld, a rate of %lld", (long long)nmel,
+			       (long long)len, (long long)rate);
+	int64_t d[2] = {len / 2 + 1, nmel};
+	ev_tensor *Y = ev_new(r, (ir_dtype)ir_attr_int(n, "output_datatype", DT_F32), 2, d);
+	int64_t *b = arena_array(r->A, (size_t)nmel + 2, sizeof *b);
+	double step = (hz_to_mel(hi) - hz_to_mel(lo)) / (double)(nmel + 2);
+	for (int64_t k = 0; k < nmel + 2; k++)
+		b[k] = (int64_t)floor((double)(len + 1) * mel_to_hz(hz_to_mel(lo) + (double)k * step) / (double)rate);
+	for (int64_t i = 0; i < nmel; i++) {
+		int64_t l = b[i], c = b[i + 1], h = b[i + 2];
+		if ((l <= c && (l < 0 || c >= d[0])) || (c < h && (c < 0 || h > d[0])))
+			return ev_stop(r, n, "mel filter %lld spans DFT bins %lld .. %lld of %lld", (long long)i,
+				       (long long)l, (long long)h, (long long)d[0]);
+		for (int64_t j = l; j <= c; j++)
+			Y->x[j * nmel + i] = c == l ? 1 : (double)(j - l) / (double)(c - l);
+		for (int64_t j = c; j < h; j++)
+			Y->x[j * nmel + i] = (double)(h - j) / (double)(h - c);
+	}
+	for (int64_t e = 0; e < Y->n; e++)
+		Y->x[e] = ev_as_type(Y->dt, Y->x[e]);
+	out[0] = Y;
+	return 0;
+}
+
 /* LRN: X / (bias + alpha / size * the sum of X^2 over the channels c -
  * floor((size - 1) / 2) .. c + ceil((size - 1) / 2))^beta. */
 static int ev_lrn(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
@@ -1875,12 +2156,6 @@ static int ev_random(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor *
 	return ev_noref(r, n, "%s draws random numbers: no reference can reproduce them", ir_op_name(n->op));
 }
 
-static int ev_datadep(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
-{
-	return ev_noref(r, n, "%s's output length depends on the data (sized for a bound at compile time)",
-		       ir_op_name(n->op));
-}
-
 const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_CONV] = ev_conv,
 	[OP_CONVTRANSPOSE] = ev_convtranspose,
@@ -1937,8 +2212,16 @@ const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_RANDOMUNIFORMLIKE] = ev_random,
 	[OP_RANDOMNORMALLIKE] = ev_random,
 	[OP_BERNOULLI] = ev_random,
-	[OP_NONZERO] = ev_datadep,
-	[OP_UNIQUE] = ev_datadep,
-	[OP_COMPRESS] = ev_datadep,
-	[OP_NMS] = ev_datadep,
+	[OP_NONZERO] = ev_nonzero,
+	[OP_UNIQUE] = ev_unique,
+	[OP_COMPRESS] = ev_compress,
+	[OP_NMS] = ev_nms,
+	[OP_HANNWINDOW] = ev_window,
+	[OP_HAMMINGWINDOW] = ev_window,
+	[OP_BLACKMANWINDOW] = ev_window,
+	[OP_MELWEIGHT] = ev_melweight,
+	[OP_CONVGRAD] = ev_convgrad,
+	[OP_PADGRAD] = ev_padgrad,
+	[OP_CLASSLOSSGRAD] = ev_classlossgrad,
+	[OP_MATEXP] = ev_matexp,
 };

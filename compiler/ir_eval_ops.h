@@ -1,8 +1,10 @@
 /* ir_eval_ops.h: internal to the reference interpreter (ir_eval.c, the
- * core: element-wise, views, products, reductions, recurrences; and
+ * core: element-wise, views, products, reductions, recurrences;
  * ir_eval_ops.c, the operators beyond them: convolutions, pools,
- * normalisations, losses, indexing, quantization, signals).  Not for the
- * passes or the emitters, which never call the interpreter. */
+ * normalisations, losses, indexing, quantization, signals, the training
+ * gradients; ir_eval_dd.c, those whose output length depends on the
+ * data).  Not for the passes or the emitters, which never call the
+ * interpreter. */
 #ifndef CELLC_IR_EVAL_OPS_H
 #define CELLC_IR_EVAL_OPS_H
 
@@ -36,5 +38,10 @@ static inline int64_t ev_norm_axis(int64_t a, int r) { return a < 0 ? a + r : a;
 typedef int (*ev_op_fn)(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 /* ir_eval_ops.c's operators, by op (NULL: not there). */
 extern const ev_op_fn ev_ops[OP_COUNT];
+/* ir_eval_dd.c: the operators whose output length depends on the data. */
+int ev_nonzero(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_compress(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_unique(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_nms(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 
 #endif

@@ -5,7 +5,11 @@
  * graph's own shapes with every size symbol given a value, is the
  * baseline; after each later pass the graph runs again on the same inputs
  * and every output the baseline had is compared (|got - ref| <= 1e-4 +
- * 1e-4 |ref|: float rounding, not a changed computation).  A difference is
+ * 1e-4 |ref|: float rounding, not a changed computation).  An output whose
+ * length the data decide (NonZero, Unique, Compress, NonMaxSuppression:
+ * ir_value.data_dep, sized in the IR for a bound) is the reference's exact
+ * result at its run-time length, compared whole: a pass that changed the
+ * length changed the shape, a difference too.  A difference is
  * an error naming the pass and the first value that changed, with the node
  * that makes it (values are the same IR objects before and after a pass,
  * which rewrites the graph in place).  A graph the interpreter cannot run

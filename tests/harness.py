@@ -21,12 +21,16 @@ Groups, in order:
   eval_ref    the reference interpreter of translation validation
               (compiler/ir_eval.c) against the oracles' data: build/tests/eval_ref
               runs each official node test (onnx_node's selection, corrected
-              data where listed) and the rnn_cases, torch, torch_wild,
-              script_wild and image cases from the resolved graph; every test
-              whose operators all have a reference must match (rtol 1e-3,
-              atol 1e-5); NOREF (an operator without a reference) and SKIP
-              (cellc does not load it, or nothing is left to run) count as
-              neither
+              data where listed), the rnn_cases, torch, torch_wild,
+              script_wild, image and datadep (ok/) cases, and eval_ops (the
+              operators only cellc's passes make, ConvGrad, PadGrad,
+              ClassLossGrad and MatrixExp, against PyTorch) from the resolved
+              graph, and also as loaded where the resolving stages folded the
+              model (windows, MelWeightMatrix, Shape) or rewrote one of its
+              operators (CastLike); every test whose operators all have a
+              reference must match (rtol 1e-3, atol 1e-5); NOREF (an operator
+              without a reference) and SKIP (cellc does not load it, or
+              nothing is left to run) count as neither
   random_ops  the random operators and a training Dropout through the
               emitted C API (tests/test_random_ops.py, tests/api/test_random.c):
               shapes, ranges, moments, seeding of the streams
@@ -808,7 +812,8 @@ def corrected_one(n, d, reason):
 
 EVAL_REF = os.path.join("build", "tests", "eval_ref")
 EVAL_REF_LINE = re.compile(r"^(PASS|FAIL|NOREF|SKIP) (\S+) ?(.*)$")
-EVAL_REF_GROUPS = ("rnn_cases", "torch", "torch_wild", "script_wild", "image")
+# (a path under OUT: that fixture group's cases; its stamp is the group's)
+EVAL_REF_GROUPS = ("rnn_cases", "torch", "torch_wild", "script_wild", "image", "datadep/ok", "eval_ops")
 
 
 def eval_ref_one(name, case_dir):
@@ -816,7 +821,10 @@ def eval_ref_one(name, case_dir):
     FAIL with exit 1, NOREF / SKIP (neither passed nor failed) with exit 0;
     anything else (a crash, no verdict line) fails."""
     log = os.path.join(LOGS, "eval_ref", name.replace("/", "__") + ".log")
-    rc, out, err = run([EVAL_REF, name, os.path.join(case_dir, "model.onnx"), case_dir], log, timeout=120)
+    model = os.path.join(case_dir, "model.onnx")
+    if not os.path.isfile(os.path.join(ROOT, model)):
+        model = os.path.join(case_dir, "model.cell")     # a graph in the text format (eval_ops)
+    rc, out, err = run([EVAL_REF, name, model, case_dir], log, timeout=120)
     lines = [EVAL_REF_LINE.match(l) for l in out.splitlines()]
     m = next((x for x in lines if x), None)
     full = "eval_ref/" + name
@@ -871,11 +879,11 @@ def group_eval_ref():
     else:
         yield from fixtures_missing("eval_ref", "onnx_node")
     for grp in EVAL_REF_GROUPS:
-        if not stamp_ok(grp):
-            yield from fixtures_missing("eval_ref", grp)
+        if not stamp_ok(grp.split("/")[0]):
+            yield from fixtures_missing("eval_ref", grp.split("/")[0])
             continue
         for n in case_dirs(grp):
-            if os.path.isfile(os.path.join(ROOT, OUT, grp, n, "model.onnx")):
+            if any(os.path.isfile(os.path.join(ROOT, OUT, grp, n, m)) for m in ("model.onnx", "model.cell")):
                 items.append(("%s/%s" % (grp, n), os.path.join(OUT, grp, n)))
     if stamp_ok("onnx_node"):
         yield eval_ref_selftest()

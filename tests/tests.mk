@@ -30,6 +30,11 @@ FIXTURES := $(TOUT)/onnx_node/.stamp $(TOUT)/rnn_cases/.stamp \
 FIXTURES += $(TOUT)/datadep/.stamp
 $(TOUT)/datadep/.stamp: tests/gen_datadep_cases.py
 	$(call gen,tests/gen_datadep_cases.py,$(TOUT)/datadep)
+# the operators only cellc's passes make (ConvGrad, PadGrad, ClassLossGrad,
+# MatrixExp) against PyTorch, for the reference interpreter (group eval_ref)
+FIXTURES += $(TOUT)/eval_ops/.stamp
+$(TOUT)/eval_ops/.stamp: tests/gen_eval_ops_cases.py
+	$(call gen,tests/gen_eval_ops_cases.py,$(TOUT)/eval_ops)
 # cellc export (issue 5): PyTorch exports with and without new weights
 FIXTURES += $(TOUT)/export/.stamp
 $(TOUT)/export/.stamp: tests/gen_export_cases.py tests/gen_torch_exports.py tests/ref_momentum.py tests/tensorfile.py
