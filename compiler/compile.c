@@ -210,9 +210,8 @@ const char *compile_fallback_text(arena *A, const ir_graph *g, int k)
 		return arena_printf(A, "Loop '%s' of %d iterations stays unrolled (the emitted code grows with the "
 				    "trip count: %d nodes, %d per iteration): %s", u->seq, u->steps, u->nodes,
 				    u->per_step, ir_unrolled_why_text(u->why));
-	const char *s = arena_printf(A, "a traced loop of %d steps %s '%s' stays unrolled (the emitted code "
-				     "grows with T: %d nodes, %d per step): %s", u->steps,
-				     u->why == WHY_NO_SLICES ? "stacked into" : "over", u->seq, u->nodes,
+	const char *s = arena_printf(A, "a traced loop of %d steps over '%s' stays unrolled (the emitted code "
+				     "grows with T: %d nodes, %d per step): %s", u->steps, u->seq, u->nodes,
 				     u->per_step, ir_unrolled_why_text(u->why));
 	if (u->step >= 0 && u->node)
 		s = arena_printf(A, "%s; steps %d and %d differ first at node '%s' (%s) of step %d, which has "

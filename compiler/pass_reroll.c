@@ -3101,93 +3101,6 @@ static void settle_loops(ir_graph *g, const int *before, int nloops)
 	g->nunrolled = w;       /* (the tags are not read after this pass) */
 }
 
-/* ---- generated sequences left unrolled ------------------------------------------------- */
-
-/* Marks with i every unmarked root node that y depends on (mark[id] = i);
- * sets *reads if one of them, or y's producer, reads prev. */
-static void mark_step(ir_graph *g, int *mark, ir_node **todo, const ir_value *y, const ir_value *prev,
-		      int i, int *reads)
-{
-	int sp = 0;
-	if (y->producer && y->producer->graph == g && mark[y->producer->id] < 0) {
-		mark[y->producer->id] = i;
-		todo[sp++] = y->producer;
-	}
-	while (sp > 0) {
-		ir_node *n = todo[--sp];
-		for (int k = 0; k < n->nin; k++) {
-			const ir_value *v = n->in[k];
-			if (!v)
-				continue;
-			if (v == prev)
-				*reads = 1;
-			ir_node *p = v->producer;
-			if (p && p->graph == g && mark[p->id] < 0) {
-				mark[p->id] = i;
-				todo[sp++] = p;
-			}
-		}
-	}
-}
-
-/* A Concat of T >= 3 per-step values (each maybe Unsqueezed: torch.stack or
- * torch.cat of a loop's outputs) where each value depends on the one
- * before, and the steps between them are alike (as many nodes, the same
- * ops): a traced loop that feeds its own result back and reads no per-step
- * slice of an input, so find_sequences has nothing to anchor it on.  It is
- * reported (WHY_NO_SLICES), never rolled here.  0 or 1 (recorded). */
-static int generated_stack(ir_graph *g, ir_node *c, int *mark, ir_node **todo)
-{
-	int T = c->nin;
-	const ir_value **y = arena_array(g->A, (size_t)T, sizeof *y);
-	for (int i = 0; i < T; i++) {
-		const ir_value *v = c->in[i];
-		if (v && v->producer && v->producer->op == OP_UNSQUEEZE)
-			v = v->producer->in[0];
-		if (!v || !v->producer || v->producer->graph != g)
-			return 0;
-		y[i] = v;
-	}
-	for (int k = 0; k < g->nnodes; k++)
-		mark[k] = -1;
-	int64_t n1 = 0, h1 = 0;
-	for (int i = 0; i < T; i++) {
-		int reads = 0;
-		mark_step(g, mark, todo, y[i], i ? y[i - 1] : NULL, i, &reads);
-		if (i && !reads)
-			return 0;
-		if (i == 0)
-			continue;
-		int64_t n = 0, h = 0;
-		for (int k = 0; k < g->nnodes; k++)
-			if (mark[k] == i)
-				n++, h += (int64_t)g->nodes[k]->op * 2654435761LL % 1000003;
-		if (i == 1)
-			n1 = n, h1 = h;
-		else if (n != n1 || h != h1)
-			return 0;
-	}
-	for (int k = 0; k < g->nunrolled; k++)
-		if (g->unrolled[k].steps == T)
-			return 0;       /* reported already, as another fallback */
-	ir_unrolled u = {.why = WHY_NO_SLICES, .seq = c->out[0]->name ? c->out[0]->name : "?", .steps = T,
-			 .nodes = (int)(n1 * (T - 1)), .per_step = (int)n1, .step = -1, .vs = -1, .op = -1};
-	ir_unrolled_add(g, &u);
-	return 1;
-}
-
-static void find_generated(ir_graph *g)
-{
-	ir_recount(g);
-	int *mark = arena_array(g->A, (size_t)g->nnodes + 1, sizeof *mark);
-	ir_node **todo = arena_array(g->A, (size_t)g->nnodes + 1, sizeof *todo);
-	for (int i = 0; i < g->nnodes; i++) {
-		ir_node *c = g->nodes[i];
-		if (c->op == OP_CONCAT && c->nin >= 3 && c->out[0])
-			generated_stack(g, c, mark, todo);
-	}
-}
-
 int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
@@ -3206,6 +3119,5 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 	}
 	if (nloops)
 		settle_loops(g, before, nloops);
-	find_generated(g);
 	return D->nerrors - errs0;
 }
