@@ -257,7 +257,9 @@ typedef struct ir_graph {
 
 /* A traced loop left unrolled: pass_reroll found T >= 3 per-step slices
  * x[0], .., x[T-1] of a sequence read by the computation of the steps, and
- * did not make them one recurrence; or (why WHY_ONNX_LOOP) an ONNX Loop the
+ * did not make them one recurrence; or T >= 3 steps that read no slice,
+ * each fed what the one before computed (why WHY_NO_SLICES; seq: what the
+ * first step is fed); or (why WHY_ONNX_LOOP) an ONNX Loop the
  * loader unrolled (onnx_seq.c: it carries sequences or per-step values
  * other than float32) whose iterations pass_reroll did not roll back; its
  * seq is the Loop's name.  The graph keeps T copies of the step:

@@ -57,7 +57,9 @@ a reverse recurrence's under a bidirectional out[:, -1], which then runs
 that step alone; a direction of which nothing is read is not run and not
 listed), refused and fix (for an export cellc must refuse: text
 its message must hold, and the options that compile it for its data sets;
-else absent).
+else absent), traced_loops (the Python loops over time the trace unrolled:
+the decoders' fixed step loops, each step fed the step before's output,
+which cellc lists as a fallback; 0 for the others).
 
 usage: gen_torch_wild.py OUTDIR [CASE ...]
 """
@@ -431,6 +433,7 @@ class GreedyDecoder(nn.Module):
     fixed number of steps, feeding back its own Linear output."""
     tags = ["encoder_decoder", "step_loop", "fixed_steps"]
     stacked = [0, 1, 1, 1, 1]
+    traced_loops = 1
     STEPS = 4
 
     def __init__(self):
@@ -459,6 +462,7 @@ class AttnSeq2Seq(nn.Module):
     vocabulary."""
     tags = ["tokens", "encoder_decoder", "attention", "bmm", "argmax_feedback", "step_loop", "batch_first"]
     stacked = [1, 1, 1, 1, 1]
+    traced_loops = 1
     STEPS = 4
 
     def __init__(self):
@@ -1011,7 +1015,8 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
             write_pb(os.path.join(ds, "input_%d.pb" % j), a.numpy(), n)
         for j, (n, a) in enumerate(zip(out_names, outs)):
             write_pb(os.path.join(ds, "output_%d.pb" % j), a.numpy(), n)
-    case = {"model": cls.__name__, "tags": cls.tags, "stacked": cls.stacked}
+    case = {"model": cls.__name__, "tags": cls.tags, "stacked": cls.stacked,
+            "traced_loops": getattr(cls, "traced_loops", 0)}
     if refused:
         case["refused"], case["fix"] = refused, fix
     with open(os.path.join(d, "case.json"), "w") as f:

@@ -16,6 +16,19 @@ output or (out, (h, c)).  The cells are those of docs/cells.md: momentum, Adam,
 RMSProp and NAG (with restart) LSTMs, momentum GRU and RNN, plain LSTM, GRU
 and RNN, plus FastGRNN (not a docs/cells.md cell: expected_cell null).
 
+Then the loops issue 43's survey found left unrolled, each written as its
+public source writes it: a two-layer ConvLSTM over frames [B, T, C, H, W]
+(Conv2d over cat(frame, h), lists of per-layer outputs and states), a
+QRNN's CPU forget-mult over (f * x).split(1, dim=0), GRU-D with values,
+last observations, masks and time deltas as separate inputs sliced per step
+by [:, i:i+1, :] and torch.squeeze(), nn.LSTMCell over x.split(1, dim=1),
+the MomentumRNN authors' pixel-MNIST Model and MomentumLSTMCell (also
+permuted), the PyTorch examples' time-sequence predictor with `future`
+steps fed their own prediction, and a rollout that only generates.  Their
+recurrences count the model's time loops whether cellc rolls them or not;
+one that stays unrolled must be listed as a fallback (the harness's
+fallback/CASE), and tests/trace_wild_limits.txt says why it stays unrolled.
+
 Each model is exported at one to three of opsets 13, 14 and 17 (some with
 dynamic batch and/or time axes), traced at T = 8, into the ONNX backend
 layout:
@@ -40,11 +53,12 @@ Goldens come from running the PyTorch model itself (eval mode, no_grad,
 torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
 data set is written, the model's outputs are recomputed in float64 numpy
 from docs/cells.md's equations with the weights read out of the module
-(ref_outputs): a model that does not compute its expected_cell stops the
+(ref_outputs; ConvLSTM, QRNN, GRU-D and the forecasters from their own
+equations): a model that does not compute its expected_cell stops the
 generator.  (eps is the one option this cannot see: 1e-8 and 1e-16 inside
 the root give the same float32 outputs here.)
 
-usage: gen_trace_wild.py OUTDIR [MODEL ...]       (every model, ~30 seconds)
+usage: gen_trace_wild.py OUTDIR [MODEL ...]       (every model, ~40 seconds)
        gen_trace_wild.py --long OUTDIR [MODEL ...]
            784-step traces (input 1 or embedding width 1, hidden 32, batch 1)
            at opset 13 of the MODELs named (default: the pixel models), each
@@ -988,6 +1002,330 @@ class PixelFastGRNN(nn.Module):
 
 
 # =============================================================================
+# Models the issue 43 survey found unrolled: ConvLSTM, QRNN's forget-mult,
+# GRU-D, nn.LSTMCell over x.split(1, 1), the MomentumRNN authors' pixel
+# MNIST loop, a forecaster's generated future steps
+# =============================================================================
+
+class ConvLSTMCell(nn.Module):
+    """ndrplz/ConvLSTM_pytorch style: one Conv2d over cat(frame, h) on the
+    channel axis, its 4 * hidden channels split as i, f, o, g."""
+
+    def __init__(self, input_dim, hidden_dim, kernel_size, bias=True):
+        super().__init__()
+        self.input_dim, self.hidden_dim = input_dim, hidden_dim
+        self.kernel_size = kernel_size
+        self.padding = kernel_size[0] // 2, kernel_size[1] // 2
+        self.conv = nn.Conv2d(input_dim + hidden_dim, 4 * hidden_dim, kernel_size, padding=self.padding, bias=bias)
+
+    def forward(self, input_tensor, cur_state):
+        h_cur, c_cur = cur_state
+        stacked = torch.cat([input_tensor, h_cur], dim=1)
+        cc_i, cc_f, cc_o, cc_g = torch.split(self.conv(stacked), self.hidden_dim, dim=1)
+        c_next = torch.sigmoid(cc_f) * c_cur + torch.sigmoid(cc_i) * torch.tanh(cc_g)
+        h_next = torch.sigmoid(cc_o) * torch.tanh(c_next)
+        return h_next, c_next
+
+    def init_hidden(self, batch_size, image_size):
+        height, width = image_size
+        return (torch.zeros(batch_size, self.hidden_dim, height, width),
+                torch.zeros(batch_size, self.hidden_dim, height, width))
+
+
+class ConvLSTM(nn.Module):
+    """Frames [B, T, C, H, W] (batch_first); a cell per layer, each layer its
+    own loop over frames cur_layer_input[:, t, :, :, :]; returns the lists
+    (per-layer stacked outputs, per-layer [h, c]) of every layer."""
+
+    def __init__(self, input_dim, hidden_dim, kernel_size, num_layers, batch_first=True,
+                 return_all_layers=True):
+        super().__init__()
+        if not isinstance(hidden_dim, list):
+            hidden_dim = [hidden_dim] * num_layers
+        self.hidden_dim, self.num_layers = hidden_dim, num_layers
+        self.batch_first, self.return_all_layers = batch_first, return_all_layers
+        self.cell_list = nn.ModuleList([
+            ConvLSTMCell(input_dim if i == 0 else hidden_dim[i - 1], hidden_dim[i], kernel_size)
+            for i in range(num_layers)])
+
+    def forward(self, input_tensor):
+        if not self.batch_first:
+            input_tensor = input_tensor.permute(1, 0, 2, 3, 4)
+        b, _, _, h, w = input_tensor.size()
+        hidden_state = [cell.init_hidden(b, (h, w)) for cell in self.cell_list]
+        layer_output_list, last_state_list = [], []
+        seq_len = input_tensor.size(1)
+        cur_layer_input = input_tensor
+        for layer_idx in range(self.num_layers):
+            h, c = hidden_state[layer_idx]
+            output_inner = []
+            for t in range(seq_len):
+                h, c = self.cell_list[layer_idx](cur_layer_input[:, t, :, :, :], [h, c])
+                output_inner.append(h)
+            layer_output = torch.stack(output_inner, dim=1)
+            cur_layer_input = layer_output
+            layer_output_list.append(layer_output)
+            last_state_list.append([h, c])
+        if not self.return_all_layers:
+            layer_output_list, last_state_list = layer_output_list[-1:], last_state_list[-1:]
+        return layer_output_list, last_state_list
+
+
+def cpu_forget_mult(f, x, hidden_init=None):
+    """salesforce/pytorch-qrnn's CPU forget-mult: h_t = f_t x_t + (1 - f_t)
+    h_{t-1} over (f * x).split(1, dim=0), each step viewed back to
+    [B, H]; without an initial state the first step has no second term."""
+    result = []
+    forgets = f.split(1, dim=0)
+    prev_h = hidden_init
+    for i, h in enumerate((f * x).split(1, dim=0)):
+        if prev_h is not None:
+            h = h + (1 - forgets[i]) * prev_h
+        h = h.view(h.size()[1:])
+        result.append(h)
+        prev_h = h
+    return torch.stack(result)
+
+
+class QRNNLayer(nn.Module):
+    """Window 1, output gate: one Linear for Z, F, O over the whole sequence
+    (seq-first), zoneout scaling F in eval mode, then the forget-mult."""
+
+    def __init__(self, input_size, hidden_size, zoneout=0.1):
+        super().__init__()
+        self.hidden_size, self.zoneout = hidden_size, zoneout
+        self.linear = nn.Linear(input_size, 3 * hidden_size)
+
+    def forward(self, X, hidden=None):
+        seq_len, batch_size, _ = X.size()
+        Y = self.linear(X).view(seq_len, batch_size, 3 * self.hidden_size)
+        Z, F_, O = Y.chunk(3, dim=2)
+        Z = torch.tanh(Z)
+        F_ = torch.sigmoid(F_)
+        if self.zoneout:
+            F_ = F_ * (1 - self.zoneout)
+        C = cpu_forget_mult(F_.contiguous(), Z.contiguous(), hidden)
+        H = torch.sigmoid(O) * C
+        return H, C[-1:, :, :]
+
+
+class QRNN(nn.Module):
+    """Stacked QRNNLayers, no initial state, dropout between layers (eval);
+    returns (output, h_n [L, B, H])."""
+
+    def __init__(self, input_size, hidden_size, num_layers=2, dropout=0.2):
+        super().__init__()
+        self.layers = nn.ModuleList([QRNNLayer(input_size if l == 0 else hidden_size, hidden_size)
+                                     for l in range(num_layers)])
+        self.num_layers, self.dropout = num_layers, dropout
+
+    def forward(self, input):
+        next_hidden = []
+        for i, layer in enumerate(self.layers):
+            input, hn = layer(input)
+            next_hidden.append(hn)
+            if self.dropout and i < self.num_layers - 1:
+                input = F.dropout(input, p=self.dropout, training=self.training)
+        next_hidden = torch.cat(next_hidden, 0).view(self.num_layers, *next_hidden[0].size()[-2:])
+        return input, next_hidden
+
+
+class FilterLinear(nn.Module):
+    """A Linear whose weight is masked by a fixed 0/1 matrix (the identity:
+    one decay per feature), as GRU-D implementations write gamma_x."""
+
+    def __init__(self, in_features, out_features, filter_square_matrix):
+        super().__init__()
+        self.register_buffer("filter_square_matrix", filter_square_matrix)
+        self.weight = nn.Parameter(torch.empty(out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(out_features))
+        stdv = 1.0 / math.sqrt(in_features)
+        self.weight.data.uniform_(-stdv, stdv)
+        self.bias.data.uniform_(-stdv, stdv)
+
+    def forward(self, input):
+        return F.linear(input, self.filter_square_matrix.mul(self.weight), self.bias)
+
+
+class GRUD(nn.Module):
+    """GRU-D (Che et al. 2018) in the zhiyongc/GRU-D style: the values, the
+    last observed values, the masks and the time deltas as separate inputs
+    [B, T, D], each sliced per step with [:, i:i+1, :] and squeezed; decays
+    exp(-max(0, .)) on the input (per feature) and the hidden state; gates
+    by Linears over cat(x, h, mask); outputs grown by torch.cat."""
+
+    def __init__(self, input_size, hidden_size, x_mean):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.register_buffer("X_mean", torch.as_tensor(x_mean, dtype=torch.float32))
+        self.register_buffer("zeros_x", torch.zeros(input_size))
+        self.register_buffer("zeros_h", torch.zeros(hidden_size))
+        self.zl = nn.Linear(2 * input_size + hidden_size, hidden_size)
+        self.rl = nn.Linear(2 * input_size + hidden_size, hidden_size)
+        self.hl = nn.Linear(2 * input_size + hidden_size, hidden_size)
+        self.gamma_x_l = FilterLinear(input_size, input_size, torch.eye(input_size))
+        self.gamma_h_l = nn.Linear(input_size, hidden_size)
+
+    def step(self, x, x_last_obsv, x_mean, h, mask, delta):
+        delta_x = torch.exp(-torch.max(self.zeros_x, self.gamma_x_l(delta)))
+        delta_h = torch.exp(-torch.max(self.zeros_h, self.gamma_h_l(delta)))
+        x = mask * x + (1 - mask) * (delta_x * x_last_obsv + (1 - delta_x) * x_mean)
+        h = delta_h * h
+        combined = torch.cat((x, h, mask), 1)
+        z = torch.sigmoid(self.zl(combined))
+        r = torch.sigmoid(self.rl(combined))
+        h_tilde = torch.tanh(self.hl(torch.cat((x, r * h, mask), 1)))
+        return (1 - z) * h + z * h_tilde
+
+    def forward(self, X, X_last_obsv, Mask, Delta):
+        Hidden_State = torch.zeros(X.size(0), self.hidden_size)
+        outputs = None
+        for i in range(X.size(1)):
+            Hidden_State = self.step(torch.squeeze(X[:, i:i + 1, :]), torch.squeeze(X_last_obsv[:, i:i + 1, :]),
+                                     self.X_mean, Hidden_State, torch.squeeze(Mask[:, i:i + 1, :]),
+                                     torch.squeeze(Delta[:, i:i + 1, :]))
+            if outputs is None:
+                outputs = Hidden_State.unsqueeze(1)
+            else:
+                outputs = torch.cat((outputs, Hidden_State.unsqueeze(1)), 1)
+        return outputs
+
+
+class SplitLSTMCell(nn.Module):
+    """nn.LSTMCell over x.split(1, dim=1) of a batch-first [B, T, I] input,
+    each chunk squeezed back to [B, I]; outputs stacked on dim 1, a head on
+    every step."""
+
+    def __init__(self, input_size, hidden_size, num_classes):
+        super().__init__()
+        self.lstm = nn.LSTMCell(input_size, hidden_size)
+        self.fc = nn.Linear(hidden_size, num_classes)
+
+    def forward(self, x):
+        h_t = torch.zeros(x.size(0), self.lstm.hidden_size)
+        c_t = torch.zeros(x.size(0), self.lstm.hidden_size)
+        outputs = []
+        for x_t in x.split(1, dim=1):
+            h_t, c_t = self.lstm(x_t.squeeze(1), (h_t, c_t))
+            outputs.append(h_t)
+        return self.fc(torch.stack(outputs, dim=1))
+
+
+class AuthorsMomentumLSTMCell(nn.Module):
+    """After MomentumRNN's mnist-timit/momentumnet.py: x2h and h2h Linears
+    (x2h orthogonal, h2h the identity, forget biases 1), the velocity
+    vy = mu v + epsilon x2h(x), gates.squeeze(), F.sigmoid / F.tanh,
+    torch.mul; returns (hy, (hy, cy), vy)."""
+
+    def __init__(self, input_size, hidden_size, mu, epsilon, fg_init=1.0):
+        super().__init__()
+        self.hidden_size, self.mu, self.epsilon = hidden_size, mu, epsilon
+        self.x2h = nn.Linear(input_size, 4 * hidden_size)
+        self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
+        nn.init.orthogonal_(self.x2h.weight)
+        nn.init.eye_(self.h2h.weight)
+        for lin_ in (self.x2h, self.h2h):
+            nn.init.zeros_(lin_.bias)
+            lin_.bias.data[hidden_size:2 * hidden_size].fill_(fg_init)
+
+    def forward(self, x, hidden, v):
+        hx, cx = hidden
+        x = x.view(-1, x.size(1))
+        v = v.view(-1, v.size(1))
+        vy = self.mu * v + self.epsilon * self.x2h(x)
+        gates = (vy + self.h2h(hx)).squeeze()
+        ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
+        ingate = F.sigmoid(ingate)
+        forgetgate = F.sigmoid(forgetgate)
+        cellgate = F.tanh(cellgate)
+        outgate = F.sigmoid(outgate)
+        cy = torch.mul(cx, forgetgate) + torch.mul(ingate, cellgate)
+        hy = torch.mul(outgate, F.tanh(cy))
+        return hy, (hy, cy), vy
+
+
+class AuthorsPixelMNIST(nn.Module):
+    """MomentumRNN's mnist.py Model in its mlstm mode: pixels [B, T] (the
+    permutation buffer applied first when permuted), states made with
+    torch.zeros in forward, `for input in torch.unbind(inputs, dim=1)` with
+    a Python step counter, input.unsqueeze(dim=1), the head on the last
+    step's output."""
+
+    def __init__(self, hidden_size, n_classes, permute=False, mu=0.9, epsilon=0.1, seq_len=T_TRACE):
+        super().__init__()
+        self.hidden_size, self.permute = hidden_size, permute
+        self.register_buffer("permutation", torch.LongTensor(np.random.RandomState(7).permutation(seq_len)))
+        self.rnn = AuthorsMomentumLSTMCell(1, hidden_size, mu=mu, epsilon=epsilon)
+        self.lin = nn.Linear(hidden_size, n_classes)
+
+    def forward(self, inputs):
+        if self.permute:
+            inputs = inputs[:, self.permutation]
+        state = (torch.zeros((inputs.size(0), self.hidden_size)), torch.zeros((inputs.size(0), self.hidden_size)))
+        v = torch.zeros((inputs.size(0), 4 * self.hidden_size))
+        iter_indx = 0
+        for input in torch.unbind(inputs, dim=1):
+            iter_indx = iter_indx + 1
+            out_rnn, state, v = self.rnn(input.unsqueeze(dim=1), state, v)
+        return self.lin(out_rnn)
+
+
+class SeriesFuture(nn.Module):
+    """pytorch/examples' time-sequence predictor: two nn.LSTMCells and a
+    Linear in one loop over input.split(1, dim=1) of a [B, T] series, then
+    `future` more steps, each fed the previous prediction; torch.stack of
+    all predictions."""
+
+    def __init__(self, hidden, future=3):
+        super().__init__()
+        self.hidden, self.future = hidden, future
+        self.lstm1 = nn.LSTMCell(1, hidden)
+        self.lstm2 = nn.LSTMCell(hidden, hidden)
+        self.linear = nn.Linear(hidden, 1)
+
+    def forward(self, input):
+        outputs = []
+        h_t = torch.zeros(input.size(0), self.hidden)
+        c_t = torch.zeros(input.size(0), self.hidden)
+        h_t2 = torch.zeros(input.size(0), self.hidden)
+        c_t2 = torch.zeros(input.size(0), self.hidden)
+        for input_t in input.split(1, dim=1):
+            h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            output = self.linear(h_t2)
+            outputs += [output]
+        for i in range(self.future):
+            h_t, c_t = self.lstm1(output, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            output = self.linear(h_t2)
+            outputs += [output]
+        return torch.stack(outputs, dim=1)
+
+
+class SeriesRollout(nn.Module):
+    """A forecaster that only generates: from the last observation [B, I],
+    nn.LSTMCell then a Linear back to the input size, each prediction the
+    next step's input, `steps` predictions torch.stack'ed [B, steps, I]."""
+
+    def __init__(self, n_features, hidden, steps=T_TRACE):
+        super().__init__()
+        self.cell = nn.LSTMCell(n_features, hidden)
+        self.out = nn.Linear(hidden, n_features)
+        self.steps = steps
+
+    def forward(self, last_obs):
+        h = last_obs.new_zeros(last_obs.size(0), self.cell.hidden_size)
+        c = torch.zeros_like(h)
+        pred = last_obs
+        preds = []
+        for _ in range(self.steps):
+            h, c = self.cell(pred, (h, c))
+            pred = self.out(h)
+            preds.append(pred)
+        return torch.stack(preds, 1)
+
+
+# =============================================================================
 # The table: how each model is built, fed and exported
 # =============================================================================
 
@@ -1009,6 +1347,27 @@ def tokens_bt(T, B, I, rng, H=None):
 
 def tokens_tb(T, B, I, rng, H=None):
     return [rng.integers(0, VOCAB, (T, B)).astype(np.int64)]
+
+
+FRAME_C, FRAME_H, FRAME_W = 2, 5, 6
+
+
+def frames(T, B, I, rng, H=None):
+    return [rng.standard_normal((B, T, FRAME_C, FRAME_H, FRAME_W)).astype(np.float32)]
+
+
+def grud_feed(T, B, I, rng, H=None):
+    """values, last observed values, masks (1 observed) and the time since
+    the last observation, each [B, T, I]."""
+    mask = (rng.random((B, T, I)) < 0.6).astype(np.float32)
+    x = (rng.standard_normal((B, T, I)) * mask).astype(np.float32)
+    last = rng.standard_normal((B, T, I)).astype(np.float32)
+    delta = (3 * rng.random((B, T, I))).astype(np.float32)
+    return [x, last, mask, delta]
+
+
+def last_obs(T, B, I, rng, H=None):
+    return [rng.standard_normal((B, I)).astype(np.float32)]
 
 
 def with_states(layers, bf):
@@ -1225,6 +1584,67 @@ MODELS = {
                "head_last_step_only"],
         feed=pixels, ins=["x"], outs=["y"], axes={"x": (1, 0)}, pixel=True,
         exports=[(14, "b"), (17, "bt")]),
+    "convlstm_frames": dict(
+        build=lambda I, H, C: ConvLSTM(FRAME_C, [4, 3], (3, 3), 2), family="convlstm", expected_cell=None,
+        style=["ndrplz_convlstm", "conv2d_over_cat_x_h", "frames_5d", "batch_first", "split_gates_dim1",
+               "init_hidden_zeros", "stacked_layers", "loop_per_layer", "lists_per_layer", "return_all_layers"],
+        feed=frames, ins=["frames"], outs=["out_0", "out_1", "h_0", "c_0", "h_1", "c_1"],
+        axes={"frames": (1, 0)}, recurrences=2,
+        exports=[(13, None), (17, "bt")]),
+    "qrnn_forget_mult": dict(
+        build=lambda I, H, C: QRNN(I, H), family="qrnn", expected_cell=None,
+        style=["salesforce_qrnn", "cpu_forget_mult", "split_1_dim0_of_product", "view_size_1_on",
+               "no_initial_state", "first_step_differs", "linear_over_sequence", "zoneout_eval",
+               "stacked_layers", "loop_per_layer", "seq_first", "returns_out_h_stacked"],
+        feed=seq_first, ins=["input"], outs=["output", "h_n"], axes={"input": (0, 1)}, recurrences=2,
+        # ((f * x).split(1, dim=0) over a dynamic time axis exports a Split of fixed sizes)
+        exports=[(13, None), (14, "b")]),
+    "grud_slices": dict(
+        build=lambda I, H, C: GRUD(I, H, torch.linspace(-0.5, 0.5, I)), family="grud", expected_cell=None,
+        style=["zhiyongc_grud", "separate_mask_delta_inputs", "slice_i_i+1_squeeze", "filter_linear",
+               "decay_exp_max0", "linear_over_cat", "cat_grown_outputs", "zeros_in_forward", "batch_first"],
+        feed=grud_feed, ins=["X", "X_last_obsv", "Mask", "Delta"], outs=["outputs"],
+        axes={"X": (1, 0), "X_last_obsv": (1, 0), "Mask": (1, 0), "Delta": (1, 0)},
+        exports=[(13, None), (17, "b")]),
+    "lstmcell_split": dict(
+        build=lambda I, H, C: SplitLSTMCell(I, H, C), family="lstm", expected_cell="plain_lstm",
+        style=["nn_lstmcell", "split_1_dim1", "squeeze_1", "batch_first", "zeros_in_forward",
+               "head_over_stack", "stack_dim1"],
+        feed=batch_first, ins=["x"], outs=["y"], axes={"x": (1, 0)},
+        # (x.split(1, dim=1) over a dynamic time axis does not export: unsafe_chunk)
+        exports=[(13, None), (17, "b")]),
+    "momlstm_authors_mnist": dict(
+        build=lambda I, H, C: AuthorsPixelMNIST(H, C), family="momentum_lstm", expected_cell=mom("lstm", 0.9, 0.1),
+        style=["momentumrnn_authors", "pixel_rank2", "unbind_dim1", "unsqueeze_1", "view_-1_size1",
+               "gates_squeeze", "f_sigmoid_deprecated", "torch_mul", "orthogonal_eye_init", "forget_bias_1",
+               "python_step_counter", "zeros_in_forward", "head_last_step_only"],
+        feed=pixels, ins=["inputs"], outs=["logits"], axes={"inputs": (1, 0)}, pixel=True,
+        # (torch.unbind over a dynamic time axis exports a Split of fixed sizes)
+        exports=[(13, None), (14, "b")]),
+    "momlstm_authors_permuted": dict(
+        build=lambda I, H, C: AuthorsPixelMNIST(H, C, permute=True), family="momentum_lstm",
+        expected_cell=mom("lstm", 0.9, 0.1),
+        style=["momentumrnn_authors", "permuted_pixels_buffer", "pixel_rank2", "unbind_dim1", "unsqueeze_1",
+               "view_-1_size1", "gates_squeeze", "f_sigmoid_deprecated", "torch_mul", "orthogonal_eye_init",
+               "forget_bias_1", "zeros_in_forward", "head_last_step_only"],
+        feed=pixels, ins=["inputs"], outs=["logits"], axes={"inputs": (1, 0)}, pixel=True,
+        # the permutation is a buffer of T indices: no other T runs the model
+        sound=False, long=False,
+        exports=[(13, None), (17, "b")]),
+    "series_future": dict(
+        build=lambda I, H, C: SeriesFuture(H), family="lstm", expected_cell=None,
+        style=["pytorch_examples_time_sequence", "two_lstmcells_one_loop", "split_1_dim1", "pixel_rank2",
+               "future_steps_fed_back", "list_plus_equals", "stack_dim1", "zeros_in_forward"],
+        feed=pixels, ins=["input"], outs=["outputs"], axes={"input": (1, 0)}, pixel=True, recurrences=2,
+        long=False, exports=[(14, None), (17, "b")]),
+    "series_rollout": dict(
+        build=lambda I, H, C: SeriesRollout(I, H), family="lstm", expected_cell="plain_lstm",
+        style=["generated_sequence", "output_fed_back", "no_input_sequence", "nn_lstmcell", "new_zeros",
+               "zeros_like", "stack_dim1"],
+        feed=last_obs, ins=["last_obs"], outs=["preds"], axes={"last_obs": (None, 0)},
+        # the model runs its `steps` (T = 8) and no other number
+        sound=False,
+        exports=[(13, None), (17, "b")]),
 }
 
 
@@ -1297,6 +1717,84 @@ def cells_md(base, dyn, o, Wx, bx, Wh, bh, xs, h0=None, c0=None):
             h = (sig(o["zeta"]) * (1 - z) + sig(o["nu"])) * ht + z * h
         hs.append(h)
     return np.stack(hs), c
+
+
+def np_lstm_cell(x, h, c, cell):
+    """one nn.LSTMCell step in float64 (gates i, f, g, o)."""
+    H = h.shape[1]
+    a = x @ npw(cell.weight_ih).T + npw(cell.bias_ih) + h @ npw(cell.weight_hh).T + npw(cell.bias_hh)
+    c = sig(a[:, H:2 * H]) * c + sig(a[:, :H]) * np.tanh(a[:, 2 * H:3 * H])
+    return sig(a[:, 3 * H:]) * np.tanh(c), c
+
+
+def np_conv2d_same(x, w, b):
+    """x [B, C, H, W] (*) w [O, C, kh, kw], zero padding kh//2, kw//2."""
+    kh, kw = w.shape[2], w.shape[3]
+    Hh, Ww = x.shape[2], x.shape[3]
+    xp = np.pad(x, ((0, 0), (0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2)))
+    y = np.zeros((x.shape[0], w.shape[0], Hh, Ww))
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum("bchw,oc->bohw", xp[:, :, i:i + Hh, j:j + Ww], w[:, :, i, j])
+    return y + b[None, :, None, None]
+
+
+def np_convlstm(net, x):
+    """x [B, T, C, H, W] -> (per-layer [B, T, hid, H, W], per-layer (h, c))."""
+    outs, states = [], []
+    for cell in net.cell_list:
+        B, T, _, Hh, Ww = x.shape
+        hid = cell.hidden_dim
+        h, c = np.zeros((B, hid, Hh, Ww)), np.zeros((B, hid, Hh, Ww))
+        hs = []
+        for t in range(T):
+            a = np_conv2d_same(np.concatenate([x[:, t], h], 1), npw(cell.conv.weight), npw(cell.conv.bias))
+            i, f, o, g = (a[:, k * hid:(k + 1) * hid] for k in range(4))
+            c = sig(f) * c + sig(i) * np.tanh(g)
+            h = sig(o) * np.tanh(c)
+            hs.append(h)
+        x = np.stack(hs, 1)
+        outs.append(x)
+        states.append((h, c))
+    return outs, states
+
+
+def np_qrnn(net, x):
+    """x [T, B, I] -> (out [T, B, H], h_n [L, B, H]); h_0 = f_0 z_0."""
+    hn = []
+    for layer in net.layers:
+        H = layer.hidden_size
+        y = lin(x, layer.linear)
+        z, f, o = np.tanh(y[..., :H]), sig(y[..., H:2 * H]) * (1 - layer.zoneout), sig(y[..., 2 * H:])
+        cs, c = [], None
+        for t in range(x.shape[0]):
+            c = f[t] * z[t] if c is None else f[t] * z[t] + (1 - f[t]) * c
+            cs.append(c)
+        x = o * np.stack(cs)
+        hn.append(c)
+    return x, np.stack(hn)
+
+
+def np_grud(net, X, last, mask, delta):
+    """GRU-D (docs: Che et al.) with the module's weights: [B, T, H]."""
+    B, T, D = X.shape
+    H = net.hidden_size
+    Wgx = npw(net.gamma_x_l.weight) * np.eye(D)
+    x_mean = npw(net.X_mean)
+    h = np.zeros((B, H))
+    hs = []
+    for t in range(T):
+        x, m, d = X[:, t], mask[:, t], delta[:, t]
+        gx = np.exp(-np.maximum(0, d @ Wgx.T + npw(net.gamma_x_l.bias)))
+        gh = np.exp(-np.maximum(0, lin(d, net.gamma_h_l)))
+        x = m * x + (1 - m) * (gx * last[:, t] + (1 - gx) * x_mean)
+        h = gh * h
+        comb = np.concatenate([x, h, m], 1)
+        z, r = sig(lin(comb, net.zl)), sig(lin(comb, net.rl))
+        ht = np.tanh(lin(np.concatenate([x, r * h, m], 1), net.hl))
+        h = (1 - z) * h + z * ht
+        hs.append(h)
+    return np.stack(hs, 1)
 
 
 def cell_of(expected):
@@ -1449,6 +1947,41 @@ def ref_outputs(name, net, arrays):
         hs, _ = run(npw(net.W.weight), zero(H), npw(net.U.weight), zero(H), col(x),
                     o=dict(b_z=npw(net.b_z), b_h=npw(net.b_h), zeta=npw(net.zeta), nu=npw(net.nu)))
         return [lin(hs[-1], net.fc)]
+    if name == "convlstm_frames":
+        outs, states = np_convlstm(net, x)
+        return outs + [s for hc in states for s in hc]
+    if name == "qrnn_forget_mult":
+        return list(np_qrnn(net, x))
+    if name == "grud_slices":
+        return [np_grud(net, *[a.astype(np.float64) for a in arrays])]
+    if name == "lstmcell_split":
+        c = net.lstm
+        hs, _ = run(npw(c.weight_ih), npw(c.bias_ih), npw(c.weight_hh), npw(c.bias_hh), tb(x))
+        return [tb(lin(hs, net.fc))]
+    if name in ("momlstm_authors_mnist", "momlstm_authors_permuted"):
+        px = x[:, npw(net.permutation).astype(np.int64)] if net.permute else x
+        r = net.rnn
+        hs, _ = run(npw(r.x2h.weight), npw(r.x2h.bias), npw(r.h2h.weight), npw(r.h2h.bias), col(px))
+        return [lin(hs[-1], net.lin)]
+    if name == "series_future":
+        B, Hd = x.shape[0], net.hidden
+        h1, c1, h2, c2 = (np.zeros((B, Hd)) for _ in range(4))
+        preds = []
+        for t in range(x.shape[1] + net.future):
+            inp = x[:, t:t + 1] if t < x.shape[1] else preds[-1]
+            h1, c1 = np_lstm_cell(inp, h1, c1, net.lstm1)
+            h2, c2 = np_lstm_cell(h1, h2, c2, net.lstm2)
+            preds.append(lin(h2, net.linear))
+        return [np.stack(preds, 1)]
+    if name == "series_rollout":
+        Hd = net.cell.hidden_size
+        h, c, pred = np.zeros((x.shape[0], Hd)), np.zeros((x.shape[0], Hd)), x
+        preds = []
+        for _ in range(net.steps):
+            h, c = np_lstm_cell(pred, h, c, net.cell)
+            pred = lin(h, net.out)
+            preds.append(pred)
+        return [np.stack(preds, 1)]
     raise KeyError("no docs/cells.md reference for model %s" % name)
 
 
@@ -1570,7 +2103,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(1)
     if long:
-        for n in names or [n for n in MODELS if MODELS[n].get("pixel")]:
+        for n in names or [n for n in MODELS if MODELS[n].get("pixel") and MODELS[n].get("long", True)]:
             make_case(out, n, 13, None, T=T_TRACE, I=1, H=32, B=1, suffix="_T8_mnist")
             make_case(out, n, 13, None, T=784, I=1, H=32, B=1, suffix="_T784", fold=not nofold)
         return

@@ -81,7 +81,8 @@ Groups, in order:
               people's styles (heads on h_n, out[:, -1] of a bidirectional
               LSTM, attention and pooling over time, stacked modules, a CRNN,
               a step-by-step decoder): verify vs PyTorch at three sizes,
-              which recurrences keep their output sequence, no fallback; an export that
+              which recurrences keep their output sequence, no fallback
+              but the decoders' unrolled step loops (no_slices); an export that
               holds its traced batch size refused naming --dim batch=2
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
@@ -1191,7 +1192,8 @@ def wild_fallback(group, name, case_dir, loops=0, symbolic=True):
     loop left unrolled exactly when the model has fewer recurrences than its
     `loops` time loops (a loop that does not roll), a time axis left fixed
     exactly when `symbolic` is false; none for models without a traced
-    loop (nn.LSTM/GRU exports, scripted loops: loops = 0, symbolic); an
+    loop (nn.LSTM/GRU exports, scripted loops: loops = 0, symbolic; a
+    decoder's step loop around nn.GRU counts: torch_wild's traced_loops); an
     ONNX Loop left unrolled as loop_fallback_problems says.  When there is
     one, `cellc compile` warns with the same text and exits 0."""
     full = "%s/fallback/%s" % (group, name)
@@ -1333,7 +1335,7 @@ def group_torch_wild():
             items.append((verify_one, ("torch_wild", n + "_verify_fixed", d, TORCH_TOL + fix)))
             continue
         items.append((verify_one, ("torch_wild", n, d, TORCH_TOL)))
-        items.append((wild_fallback, ("torch_wild", n, d)))
+        items.append((wild_fallback, ("torch_wild", n, d, case["traced_loops"])))
         items.append((stacked_outputs, ("torch_wild", n, d, case["stacked"])))
         items.append((wild_trainable, ("torch_wild", n, d)))
     yield from parallel(lambda fn, args: fn(*args), items)
@@ -1487,6 +1489,68 @@ def traced_cell(steps, relu_odd):
     return "\n".join(lines + ["\toutput %%h%d" % steps, "}", ""])
 
 
+def generated_cell(steps):
+    """A loop that reads no per-step slice: each step's input is the
+    previous step's output y = V h (a forecaster's future steps)."""
+    lines = ["graph g {", "\tsymbols batch", "\tinput %x0: f32[batch, 4]", "\tinput %h0: f32[batch, 5]",
+             "\tweight %W: f32[5, 4]", "\tweight %U: f32[5, 5]", "\tweight %V: f32[4, 5]"]
+    for t in range(steps):
+        x, h = ("%x0", "%h0") if t == 0 else ("%%y%d" % (t - 1), "%%h%d" % t)
+        lines += ["\t%%a%d = Gemm(%s, %%W) {transB = 1}" % (t, x), "\t%%b%d = Gemm(%s, %%U) {transB = 1}" % (t, h),
+                  "\t%%s%d = Add(%%a%d, %%b%d)" % (t, t, t), "\t%%h%d = Tanh(%%s%d)" % (t + 1, t),
+                  "\t%%y%d = Gemm(%%h%d, %%V) {transB = 1}" % (t, t + 1)]
+    return "\n".join(lines + ["\toutput %%y%d" % (steps - 1), "}", ""])
+
+
+def axis2_cell(steps):
+    """traced_cell's loop over x[:, :, t] of x [batch, 4, T]: a time axis
+    pass_reroll does not find steps on."""
+    lines = ["graph g {", "\tsymbols batch", "\tinput %%x: f32[batch, 4, %d]" % steps,
+             "\tinput %h0: f32[batch, 5]", "\tweight %W: f32[5, 4]", "\tweight %U: f32[5, 5]"]
+    lines += ["\tconst %%t%d: i64[] = [%d]" % (t, t) for t in range(steps)]
+    for t in range(steps):
+        h = "%h0" if t == 0 else "%%h%d" % t
+        lines += ["\t%%x%d = Gather(%%x, %%t%d) {axis = 2}" % (t, t), "\t%%a%d = Gemm(%%x%d, %%W) {transB = 1}" % (t, t),
+                  "\t%%b%d = Gemm(%s, %%U) {transB = 1}" % (t, h), "\t%%s%d = Add(%%a%d, %%b%d)" % (t, t, t),
+                  "\t%%h%d = Tanh(%%s%d)" % (t + 1, t)]
+    return "\n".join(lines + ["\toutput %%h%d" % steps, "}", ""])
+
+
+def cli_fallbacks_unfound():
+    """cli/fallback_{generated,axis2}_*: loops that pass_reroll's rounds do
+    not find by per-step slices of a rank-3 sequence are listed too
+    (pass_reroll find_unfound_loops): a generated sequence (no_slices) and
+    slices on axis 2 (slice_form), with the size of their steps; the
+    `unrolled` line of the dump reads back (compiled again, still one)."""
+    work = os.path.join(OUT, "cli_fallback")
+    for name, text, what, line in (
+            ("generated", generated_cell(4),
+             "a traced loop of 4 steps over 'x0' stays unrolled (the emitted code grows with T: 20 nodes, 5 per step): "
+             "the steps read no per-step slice of a sequence: each step is fed what the step before computed (a "
+             "generated sequence)", '\tunrolled "x0", steps 4, nodes 20, per_step 5, why no_slices\n'),
+            ("axis2", axis2_cell(4),
+             "a traced loop of 4 steps over 'x' stays unrolled (the emitted code grows with T: 16 nodes, 4 per step): "
+             "the per-step slices are not cut as pass_reroll finds steps (a sequence of rank other than 3, a time "
+             "axis other than 0 or 1, or a slice whose unit axis is not dropped right after the cut)",
+             '\tunrolled "x", steps 4, nodes 16, per_step 4, why slice_form\n')):
+        path = os.path.join(OUT, "cli_fallback_%s.cell" % name)
+        with open(os.path.join(ROOT, path), "w") as f:
+            f.write(text)
+        yield cli_one("fallback_%s_info" % name, ["info", path], 0, ["recurrences (0)", "fallbacks (1):\n  " + what])
+        yield cli_one("fallback_%s_info_werror" % name, ["info", "--werror-fallback", path], 2,
+                      [path + ": error: " + what + " (--werror-fallback)"], "stderr")
+        yield cli_one("fallback_%s_compile" % name, ["compile", path, "-o", os.path.join(work, name)], 0,
+                      [path + ": warning: " + what], "stderr")
+        r = cli_one("fallback_%s_dump" % name, ["dump", path, "--after", "reroll"], 0, [line])
+        yield r
+        if r.ok:
+            back = os.path.join(OUT, "cli_fallback_%s_dumped.cell" % name)
+            rc, out, _ = run([CELLC, "dump", path, "--after", "reroll"], os.path.join(LOGS, "cli", name + ".log"))
+            with open(os.path.join(ROOT, back), "w") as f:
+                f.write(out)
+            yield cli_one("fallback_%s_dumped_info" % name, ["info", back], 0, ["fallbacks (1):\n  " + what])
+
+
 def cli_fallbacks():
     """cli/fallback_*: a traced loop left unrolled is a warning of `compile`,
     listed by `info` (reason, the first two steps that differ and the node
@@ -1525,6 +1589,7 @@ def cli_fallbacks():
 
 def group_cli():
     yield from cli_fallbacks()
+    yield from cli_fallbacks_unfound()
     if not stamp_ok("rnn_cases"):
         yield from fixtures_missing("cli", "rnn_cases")
         return
