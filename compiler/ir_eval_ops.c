@@ -1928,6 +1928,7 @@ const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_MVN] = ev_mvn,
 	[OP_REVERSESEQ] = ev_reverseseq,
 	[OP_MAXUNPOOL] = ev_maxunpool,
+	[OP_MATEXP] = ev_matexp,                /* ir_eval_cell.c */
 	[OP_MATMULINTEGER] = ev_matmulinteger,
 	[OP_QLINEARMATMUL] = ev_qlinearmatmul,
 	[OP_CONVINTEGER] = ev_convinteger,
