@@ -191,11 +191,14 @@ static void matvec(const double *W, int64_t rows, int64_t cols, const double *x,
 static double sigm(double z) { return 1 / (1 + exp(-z)); }
 static double softplus(double z) { return fmax(z, 0) + log1p(exp(-fabs(z))); }
 
+/* max(z, 0), a NaN kept (as elem.def's Relu keeps it): an overflow reads the same in both runs. */
+static double relu(double z) { return z < 0 ? 0 : z; }
+
 /* The option act: tanh, relu or identity (the words cells.c accepts). */
 static double act(const char *name, double z)
 {
 	if (!strcmp(name, "relu"))
-		return z > 0 ? z : 0;
+		return relu(z);
 	if (!strcmp(name, "identity"))
 		return z;
 	return tanh(z);
@@ -284,12 +287,10 @@ static void step_base(cref *C, int64_t t, const double *x, double *y)
 			y[j] = (1 - z) * nc + z * h[j];
 		}
 		break;
-	case C_DTRIV: {                 /* modrelu(a; b) = sign(a) relu(|a| + b) */
+	case C_DTRIV: {                 /* modrelu(a; b) = sign(a) relu(|a| + b), sign(0) = 0 */
 		const double *b = par(C, "b");
-		for (int64_t j = 0; j < H; j++) {
-			double mag = fabs(a[j]) + b[j];
-			y[j] = mag > 0 ? (a[j] > 0 ? mag : a[j] < 0 ? -mag : 0) : 0;
-		}
+		for (int64_t j = 0; j < H; j++)
+			y[j] = (a[j] > 0 ? 1 : a[j] < 0 ? -1 : 0) * relu(fabs(a[j]) + b[j]);
 		break;
 	}
 	default:
