@@ -1343,10 +1343,7 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 	case OP_MSELOSS: case OP_MSELOSSGRAD: err = eval_mse(r, n, in, out); break;
 	case OP_SOFTMAXCEGRAD: err = eval_sce_grad(r, n, in, out); break;
 	case OP_GRADIENT: err = eval_gradient(r, g, n, in, out); break;
-	case OP_CELL:
-		err = ev_noref(r, n, "a native Cell layer has no reference (it is checked once pass_lower_cell "
-			      "has written it out)");
-		break;
+	case OP_CELL: err = ev_cell(r, g, n, in, out); break;       /* ir_eval_cell.c */
 	default:
 		if (oi->kind == OPK_ELEM)
 			err = eval_elem(r, n, in, out);

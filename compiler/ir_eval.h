@@ -4,9 +4,10 @@
  * It runs a graph naively, in double, one node at a time, on tensors of
  * concrete sizes: every dimension symbol is given a value.  It is written
  * for clarity, not speed, and shares with the compiler only the tables
- * (ops.def, elem.def's expressions) and the IR, never a pass or an
- * emitter.  An operator it does not know stops the run with the node named
- * (ev_run.why): the validation then says so, it never guesses. */
+ * (ops.def, elem.def's expressions, cells.h's options, parameters and
+ * states of the named cells) and the IR, never a pass or an emitter.  An
+ * operator it does not know stops the run with the node named (ev_run.why):
+ * the validation then says so, it never guesses. */
 #ifndef CELLC_IR_EVAL_H
 #define CELLC_IR_EVAL_H
 

@@ -1158,67 +1158,6 @@ static int ev_det(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 	return 0;
 }
 
-/* c = a b, [m, m] matrices in double. */
-static void matmul_sq(double *c, const double *a, const double *b, int64_t m)
-{
-	for (int64_t i = 0; i < m; i++)
-		for (int64_t j = 0; j < m; j++) {
-			double s = 0;
-			for (int64_t k = 0; k < m; k++)
-				s += a[i * m + k] * b[k * m + j];
-			c[i * m + j] = s;
-		}
-}
-
-/* MatrixExp: expm(X) of a square X [m, m] by its power series, sum over k
- * of X^k / k!.  So that the terms shrink from the first, X is halved s
- * times until its largest row sum of |x| is at most 1/2, the series of
- * that summed until a term no longer changes the sum, and the result
- * squared s times (expm(X) = expm(X / 2^s)^(2^s)). */
-static int ev_matexp(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
-{
-	const ev_tensor *X = in[0];
-	if (X->rank != 2 || X->d[0] != X->d[1])
-		return ev_stop(r, n, "MatrixExp of a matrix that is not square");
-	int64_t m = X->d[0], mm = m * m;
-	double norm = 0;
-	for (int64_t i = 0; i < m; i++) {
-		double row = 0;
-		for (int64_t j = 0; j < m; j++)
-			row += fabs(X->x[i * m + j]);
-		norm = fmax(norm, row);
-	}
-	if (!isfinite(norm))
-		return ev_stop(r, n, "MatrixExp of a matrix with an element that is not finite");
-	int s = 0;
-	while (ldexp(norm, -s) > 0.5)
-		s++;
-	double *a = arena_array(r->A, (size_t)mm + 1, sizeof *a), *term = arena_array(r->A, (size_t)mm + 1, sizeof *term);
-	double *next = arena_array(r->A, (size_t)mm + 1, sizeof *next), *e = arena_array(r->A, (size_t)mm + 1, sizeof *e);
-	for (int64_t q = 0; q < mm; q++) {
-		a[q] = ldexp(X->x[q], -s);
-		term[q] = e[q] = q / m == q % m;
-	}
-	for (int k = 1; k < 100; k++) {       /* term = a^k / k! */
-		matmul_sq(next, term, a, m);
-		int changed = 0;
-		for (int64_t q = 0; q < mm; q++) {
-			term[q] = next[q] / k;
-			changed |= e[q] + term[q] != e[q];
-			e[q] += term[q];
-		}
-		if (!changed)
-			break;
-	}
-	for (int i = 0; i < s; i++) {
-		matmul_sq(next, e, e, m);
-		memcpy(e, next, (size_t)mm * sizeof *e);
-	}
-	ev_tensor *Y = new_like(r, n->out[0]->dtype, X);
-	for (int64_t q = 0; q < mm; q++)
-		Y->x[q] = ev_as_type(Y->dt, e[q]);
-	out[0] = Y;
-	return 0;
 }
 
 /* Einsum: every assignment of the equation's labels visited once; the
@@ -2203,6 +2142,7 @@ const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_MVN] = ev_mvn,
 	[OP_REVERSESEQ] = ev_reverseseq,
 	[OP_MAXUNPOOL] = ev_maxunpool,
+	[OP_MATEXP] = ev_matexp,                /* ir_eval_cell.c */
 	[OP_MATMULINTEGER] = ev_matmulinteger,
 	[OP_QLINEARMATMUL] = ev_qlinearmatmul,
 	[OP_CONVINTEGER] = ev_convinteger,
@@ -2223,5 +2163,4 @@ const ev_op_fn ev_ops[OP_COUNT] = {
 	[OP_CONVGRAD] = ev_convgrad,
 	[OP_PADGRAD] = ev_padgrad,
 	[OP_CLASSLOSSGRAD] = ev_classlossgrad,
-	[OP_MATEXP] = ev_matexp,
 };

@@ -2,9 +2,9 @@
  * core: element-wise, views, products, reductions, recurrences;
  * ir_eval_ops.c, the operators beyond them: convolutions, pools,
  * normalisations, losses, indexing, quantization, signals, the training
- * gradients; ir_eval_dd.c, those whose output length depends on the
- * data).  Not for the passes or the emitters, which never call the
- * interpreter. */
+ * gradients; ir_eval_dd.c, those whose output length depends on the data;
+ * ir_eval_cell.c, the native Cell layer and MatrixExp).  Not for the
+ * passes or the emitters, which never call the interpreter. */
 #ifndef CELLC_IR_EVAL_OPS_H
 #define CELLC_IR_EVAL_OPS_H
 
@@ -33,6 +33,10 @@ void ev_log_softmax(const double *x, int64_t outer, int64_t m, int64_t inner, do
 static inline int64_t ev_ival(const ev_tensor *t, int64_t i) { return (int64_t)t->x[i]; }
 static inline int64_t ev_norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
 
+/* E = expm(S), S [n, n] in double (scaling and squaring; scratch in r's
+ * arena); -1 if S is not finite.  ir_eval_cell.c. */
+int ev_expm(ev_run *r, const double *S, int64_t n, double *E);
+
 /* One operator's reference: inputs in[k] (NULL where omitted), outputs
  * out[k] (left NULL where not computed); 0, or ev_stop's 1. */
 typedef int (*ev_op_fn)(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
@@ -43,5 +47,9 @@ int ev_nonzero(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, e
 int ev_compress(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 int ev_unique(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 int ev_nms(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+/* ir_eval_cell.c: a native Cell layer from the equations of docs/cells.md,
+ * and MatrixExp. */
+int ev_cell(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_matexp(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 
 #endif
