@@ -1158,8 +1158,6 @@ static int ev_det(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 	return 0;
 }
 
-}
-
 /* Einsum: every assignment of the equation's labels visited once; the
  * product of the operands added to the output element its output labels
  * name.  "..." stands for the axes the operands do not label (broadcast). */
