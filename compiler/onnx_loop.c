@@ -47,6 +47,7 @@
  */
 #include "onnx_priv.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -325,17 +326,6 @@ static void move_perm(int r, int from, int to, int64_t *perm)
 
 /* ---- the body ---------------------------------------------------------------- */
 
-static void replace_in_body(ir_graph *b, ir_value *old, ir_value *nw)
-{
-	for (int i = 0; i < b->nnodes; i++)
-		for (int k = 0; k < b->nodes[i]->nin; k++)
-			if (b->nodes[i]->in[k] == old)
-				b->nodes[i]->in[k] = nw;
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k] == old)
-			b->outputs[k] = nw;
-}
-
 /* Uses of v by b's nodes (and nested bodies) and outputs; *only: a user. */
 static int body_uses(const ir_graph *b, const ir_value *v, ir_node **only)
 {
@@ -364,46 +354,6 @@ static ir_node *producer_in(const ir_graph *b, const ir_value *v)
 			if (b->nodes[i]->out[k] == v)
 				return b->nodes[i];
 	return NULL;
-}
-
-/* Drops body nodes whose results nobody uses (they may have used the
- * iteration number or the condition). */
-static void body_dce(ir_graph *b)
-{
-	for (int changed = 1; changed;) {
-		changed = 0;
-		ir_node **keep = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *keep);
-		int nk = 0;
-		for (int i = 0; i < b->nnodes; i++) {
-			ir_node *nd = b->nodes[i];
-			int live = nd->body != NULL;
-			for (int k = 0; k < nd->nout && !live; k++)
-				live = nd->out[k] && body_uses(b, nd->out[k], NULL) > 0;
-			if (live)
-				keep[nk++] = nd;
-			else
-				changed = 1;
-		}
-		ir_set_nodes(b, keep, nk);
-	}
-}
-
-/* Drops body values nothing refers to any more: the iteration number, the
- * condition, accumulated sequences, results of dropped nodes. */
-static void body_prune_values(ir_graph *b)
-{
-	int m = 0;
-	for (int i = 0; i < b->nvalues; i++) {
-		ir_value *v = b->values[i];
-		int keep = body_uses(b, v, NULL) > 0 || producer_in(b, v) != NULL;
-		for (int k = 0; k < b->ninputs && !keep; k++)
-			keep = b->inputs[k] == v;
-		if (keep) {
-			v->id = m;
-			b->values[m++] = v;
-		}
-	}
-	b->nvalues = m;
 }
 
 static void prepend_body(ir_graph *b, ir_node *nd)
@@ -592,7 +542,7 @@ static int build(lx *X)
 		b->outputs[X->nst + k] = X->y_body[k];
 	for (int k = 0; k < b->ninputs; k++)
 		b->inputs[k]->kind = VAL_STEP;
-	body_dce(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL);
 	for (int k = 0; k < b->noutputs; k++)
 		own_output(X, k);
 	if (X->infer(X->cx, b))
@@ -622,7 +572,7 @@ static int build(lx *X)
 	}
 	if (canon_body(X))
 		return 1;
-	body_prune_values(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_VALUES | IR_DEAD_VALUES_ONLY);
 	/* the recurrence has one batch size: every per-step input and output has
 	 * as many rows as the first per-step input; zeros standing in for a
 	 * sequence input take the rows of the first per-step output */
@@ -957,20 +907,6 @@ static ir_value *int_decode(lx *X, nlist *l, ir_value **in, int parts, ir_dtype 
 	return dt == DT_I64 ? w : nl_op(X, l, OP_CAST, w, NULL, dt, res);
 }
 
-/* Replaces v by nw in graph h and the graphs in it. */
-static void replace_deep(ir_graph *h, ir_value *v, ir_value *nw)
-{
-	replace_in_body(h, v, nw);
-	for (int i = 0; i < h->nnodes; i++) {
-		ir_node *u = h->nodes[i];
-		if (u->body)
-			replace_deep(u->body, v, nw);
-		for (int a = 0; a < u->nattrs; a++)
-			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g)
-				replace_deep(u->attrs[a].g, v, nw);
-	}
-}
-
 /* The recurrence carries float32 values: a carried integer or bool (a step
  * counter: `k += 1; if k % F == 0: k = 1`) is carried as its int_encode
  * parts, exactly for every value of its type.  The body decodes them at its
@@ -1003,7 +939,7 @@ static int int_states(lx *X, nlist *post)
 			pin[p]->shape = si->shape;
 		}
 		ir_value *dec = temp(X, b, si->dtype);
-		replace_deep(b, si, dec);
+		ir_replace_uses(b, si, dec, NULL, IR_USES_NESTED | IR_USES_GRAPHS | IR_USES_OUTPUTS);
 		int_decode(X, &head, pin, parts, si->dtype, dec);
 		int_encode(X, &tail, so == si ? dec : so, parts, pout);
 		int_encode(X, &before, X->st_init[k], parts, pinit);
@@ -1167,13 +1103,13 @@ static int map_iter(lx *X, ir_value *it)
 			u->out[k] = NULL;  /* the node is dead now */
 		u->nout = 0;
 	}
-	body_dce(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL);
 	if (!body_uses(b, it, NULL))
 		return 0;
 	/* other arithmetic on it (step schedules): it = int64(t - 1) from the
 	 * recurrence's 1-based step number t (has_step) */
 	if (X->step_it) {
-		replace_in_body(b, it, X->step_it);
+		ir_replace_uses(b, it, X->step_it, NULL, IR_USES_OUTPUTS);
 		return 0;
 	}
 	ir_shape scalar = {.rank = 0};
@@ -1188,7 +1124,7 @@ static int map_iter(lx *X, ir_value *it)
 	ir_attr_set_int(cast, "to", DT_I64);
 	cast->out[0] = temp(X, b, DT_I64);
 	X->step_it = cast->out[0];
-	replace_in_body(b, it, cast->out[0]);
+	ir_replace_uses(b, it, cast->out[0], NULL, IR_USES_OUTPUTS);
 	prepend_body(b, cast);
 	prepend_body(b, sub);
 	return 0;
@@ -1251,7 +1187,7 @@ static ir_node **expand_loop(lx *X, int *count)
 	uint8_t one = 1;
 	ir_shape scalar = {.rank = 0};
 	ir_value *yes = ir_const_new(b, ir_unique_name(b, "true"), DT_BOOL, &scalar, &one);
-	replace_in_body(b, cin, yes);
+	ir_replace_uses(b, cin, yes, NULL, IR_USES_OUTPUTS);
 	int acc[MAXIO] = {0};
 	ir_value *acc_y[MAXIO];
 	for (int k = 0; k < N; k++) {

@@ -41,6 +41,7 @@
  */
 #include "elem.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "mincut.h"
 #include "passes.h"
 #include "train.h"
@@ -1305,56 +1306,17 @@ static void drop_unused_saves(ir_graph *g, int nfwd)
 	ir_recount(g);
 }
 
-/* Removes nodes of b whose outputs nothing reads. */
-static void dead_code(ir_graph *b)
-{
-	char *live = arena_alloc(b->A, (size_t)b->nvalues + 1);
-	memset(live, 0, (size_t)b->nvalues + 1);
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k]->graph == b)
-			live[b->outputs[k]->id] = 1;
-	char *keep = arena_alloc(b->A, (size_t)b->nnodes + 1);
-	for (int i = b->nnodes - 1; i >= 0; i--) {
-		ir_node *n = b->nodes[i];
-		keep[i] = 0;
-		for (int k = 0; k < n->nout; k++)
-			keep[i] |= n->out[k] && live[n->out[k]->id];
-		if (keep[i])
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k] && n->in[k]->graph == b)
-					live[n->in[k]->id] = 1;
-	}
-	int j = 0;
-	for (int i = 0; i < b->nnodes; i++)
-		if (keep[i])
-			b->nodes[j++] = b->nodes[i];
-	ir_set_nodes(b, b->nodes, j);
-}
-
 /* Drops the per-step inputs of backward body b that no live node reads and
  * that are not outputs themselves (live: reaching the stacked outputs
  * W->outs or the state gradients bouts). */
 static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int nst)
 {
-	/* the body's outputs are not set yet: mark from W->outs and the nodes */
-	char *live = arena_alloc(b->A, (size_t)b->nvalues + 1);
-	memset(live, 0, (size_t)b->nvalues + 1);
-	for (int j = 0; j < W->nout; j++)
-		if (W->outs[j]->graph == b)
-			live[W->outs[j]->id] = 1;
-	for (int k = 0; k < nst; k++)
-		if (bouts[k]->graph == b)
-			live[bouts[k]->id] = 1;
-	for (int i = b->nnodes - 1; i >= 0; i--) {
-		ir_node *n = b->nodes[i];
-		int keep = 0;
-		for (int k = 0; k < n->nout; k++)
-			keep |= n->out[k] && live[n->out[k]->id];
-		if (keep)
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k] && n->in[k]->graph == b)
-					live[n->in[k]->id] = 1;
-	}
+	/* the body's outputs are not set yet: live from W->outs and bouts */
+	ir_value **roots = arena_array(b->A, (size_t)(W->nout + nst) + 1, sizeof *roots);
+	memcpy(roots, W->outs, (size_t)W->nout * sizeof *roots);
+	memcpy(roots + W->nout, bouts, (size_t)nst * sizeof *roots);
+	char *live;
+	ir_live(b, roots, W->nout + nst, IR_DEAD_BODIES, NULL, &live);
 	int j = 0;
 	for (int s = 0; s < W->nseq; s++)
 		if (live[W->seq[s].inner->id] || (j == 0 && s == W->nseq - 1))
@@ -1744,7 +1706,7 @@ static void rule_rec(gctx *R, ir_node *n)
 			}
 		b->outputs[nst + j] = v;
 	}
-	dead_code(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_BODIES);
 
 	/* with sequence_lens the backward rows run over the same valid steps,
 	 * the other way: from each row's last valid step down, or up to it */

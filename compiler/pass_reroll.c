@@ -62,6 +62,7 @@
  * unrolled.
  */
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "recognize.h"
 #include "util.h"
@@ -2036,36 +2037,7 @@ static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note,
 		}
 	/* work on the initial states that only the first copy read */
 	ir_recount(g);
-	for (int again = 1; again;) {
-		again = 0;
-		int k = 0;
-		for (int i = 0; i < g->nnodes; i++) {
-			ir_node *n = g->nodes[i];
-			int live = n->body != NULL;
-			for (int o = 0; o < n->nout && !live; o++)
-				live = n->out[o] && (n->out[o]->nuses > 0 || is_graph_output(R, n->out[o]));
-			if (live) {
-				g->nodes[k++] = n;
-				continue;
-			}
-			for (int o = 0; o < n->nin; o++)
-				if (n->in[o])
-					n->in[o]->nuses--;
-			for (int o = 0; o < n->nout; o++)
-				if (n->out[o])
-					n->out[o]->producer = NULL;
-			again = 1;
-		}
-		ir_set_nodes(g, g->nodes, k);
-	}
-	nv = 0;
-	for (int v = 0; v < g->nvalues; v++) {
-		ir_value *x = g->values[v];
-		if (x->kind == VAL_TEMP && !x->producer && !is_graph_output(R, x))
-			continue;
-		g->values[nv++] = x;
-	}
-	g->nvalues = nv;
+	ir_drop_dead(g, IR_DEAD_TEMPS);
 	/* unused constants of the removed copies */
 	ir_recount(g);
 	nv = 0;
@@ -2776,15 +2748,6 @@ static ir_value *block_of(ir_graph *b, ir_value *X, int64_t off, int64_t w, ir_n
 	return c->out[0];
 }
 
-static void replace_uses(ir_graph *b, const ir_value *from, ir_value *to, const ir_node *except)
-{
-	for (int i = 0; i < b->nnodes; i++)
-		if (b->nodes[i] != except)
-			for (int k = 0; k < b->nodes[i]->nin; k++)
-				if (b->nodes[i]->in[k] == from)
-					b->nodes[i]->in[k] = to;
-}
-
 enum { PAR_MAX = 8 };
 
 /* Whether initial state v is all zeros (NULL: zeros by definition). */
@@ -2875,7 +2838,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 			ir_value *blk = block_of(b, S, L[i].off - lo, w, head, &nhead, &q);
 			if (!blk)
 				return 0;
-			replace_uses(b, L[i].own, blk, NULL);
+			ir_replace_uses(b, L[i].own, blk, NULL, 0);
 		}
 		par_leaf lm = L[0];
 		lm.off = lo;
@@ -2892,7 +2855,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 			ir_value *blk = block_of(b, Su, L[i].off - lo, w, tailn, &ntail, &q);
 			if (!blk)
 				return 0;
-			replace_uses(b, b->outputs[grp[i]], blk, NULL);
+			ir_replace_uses(b, b->outputs[grp[i]], blk, NULL, 0);
 		}
 		/* the node list: the blocks of S first, the merged update where
 		 * state a's update was (after P), then the rest */
@@ -2963,7 +2926,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 		ir_attr_set_int(rec, "n_state", ns - (ng - 1));
 		ir_recount(g);
 		/* the old updates are read by nothing now */
-		while (ir_drop_unread(b))
+		if (ir_drop_dead(b, 0))
 			ir_recount(g);
 		return 1;
 	}
