@@ -190,6 +190,7 @@ enum { MAXIO = 256 };
 typedef struct lx {
 	ir_graph *g;            /* the graph holding the node */
 	ir_node *n;             /* the Loop/Scan */
+	ir_build bld;           /* how its nodes are made: provenance and opset the Loop's */
 	ir_graph *b;            /* its body */
 	diag *D;
 	arena *A;
@@ -236,14 +237,6 @@ static void push(lx *X, ir_node *nd)
 	X->rep[X->nrep++] = nd;
 }
 
-static ir_node *mk(lx *X, ir_graph *g, ir_op op, int nin, int nout)
-{
-	ir_node *nd = ir_node_new(g, op, ir_unique_name(g, ir_op_name(op)), nin, nout);
-	nd->origin = X->n->name;
-	nd->opset = X->n->opset;
-	return nd;
-}
-
 static ir_value *temp(lx *X, ir_graph *g, ir_dtype dt)
 {
 	return ir_value_new(g, ir_unique_name(g, "loop"), VAL_TEMP, dt);
@@ -285,7 +278,7 @@ static ir_value *pre(lx *X, ir_node *nd)
 
 static ir_value *pre_reshape(lx *X, ir_value *v, const ir_shape *s)
 {
-	ir_node *nd = mk(X, X->g, OP_RESHAPE, 2, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_RESHAPE, 2, NULL, 1);
 	nd->in[0] = v;
 	nd->in[1] = dims_const(X, X->g, s->rank, s->d);
 	return pre(X, nd);
@@ -293,7 +286,7 @@ static ir_value *pre_reshape(lx *X, ir_value *v, const ir_shape *s)
 
 static ir_value *pre_transpose(lx *X, ir_value *v, const int64_t *perm)
 {
-	ir_node *nd = mk(X, X->g, OP_TRANSPOSE, 1, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_TRANSPOSE, 1, NULL, 1);
 	nd->in[0] = v;
 	ir_attr_set_ints(nd, "perm", v->shape.rank, perm);
 	return pre(X, nd);
@@ -303,7 +296,7 @@ static ir_value *pre_transpose(lx *X, ir_value *v, const int64_t *perm)
 static ir_node *reverse_node(lx *X, ir_value *v)
 {
 	int64_t st = -1, en = INT64_MIN, ax = 0, sp = -1;
-	ir_node *nd = mk(X, X->g, OP_SLICE, 5, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_SLICE, 5, NULL, 1);
 	nd->in[0] = v;
 	nd->in[1] = ints_const(X->g, 1, &st);
 	nd->in[2] = ints_const(X->g, 1, &en);
@@ -416,7 +409,7 @@ static void own_output(lx *X, int k)
 			dup |= b->nodes[i]->in[j] == v && ir_ops[b->nodes[i]->op].kind != OPK_ELEM;
 	if (!dup && v->graph == b && v->kind == VAL_TEMP && producer_in(b, v))
 		return;
-	ir_node *nd = mk(X, b, OP_IDENTITY, 1, 1);
+	ir_node *nd = ir_build_node(&X->bld, b, OP_IDENTITY, 1, NULL, 1);
 	nd->in[0] = v;
 	nd->out[0] = temp(X, b, v->dtype);
 	ir_append(b, nd);
@@ -455,7 +448,7 @@ static int canon_body(lx *X)
 		}
 		ir_value *nv = ir_value_new(b, ir_unique_name(b, "step"), VAL_STEP, v->dtype);
 		nv->shape = c;
-		ir_node *nd = mk(X, b, OP_RESHAPE, 2, 1);
+		ir_node *nd = ir_build_node(&X->bld, b, OP_RESHAPE, 2, NULL, 1);
 		nd->in[0] = nv;
 		nd->in[1] = dims_const(X, b, v->shape.rank, v->shape.d);
 		nd->out[0] = v;
@@ -470,7 +463,7 @@ static int canon_body(lx *X)
 		if (v->shape.rank == 2)
 			continue;
 		ir_shape c = canon2(&v->shape);
-		ir_node *nd = mk(X, b, OP_RESHAPE, 2, 1);
+		ir_node *nd = ir_build_node(&X->bld, b, OP_RESHAPE, 2, NULL, 1);
 		nd->in[0] = v;
 		nd->in[1] = dims_const(X, b, c.rank, c.d);
 		nd->out[0] = temp(X, b, v->dtype);
@@ -502,7 +495,7 @@ static int build(lx *X)
 		ir_shape s = {.rank = 2, .d = {ir_dim_const(1), ir_dim_const(1)}};
 		ir_value *in = ir_value_new(b, ir_unique_name(b, "pad_state"), VAL_STEP, DT_F32);
 		in->shape = s;
-		ir_node *nd = mk(X, b, OP_IDENTITY, 1, 1);
+		ir_node *nd = ir_build_node(&X->bld, b, OP_IDENTITY, 1, NULL, 1);
 		nd->in[0] = in;
 		nd->out[0] = temp(X, b, DT_F32);
 		ir_append(b, nd);
@@ -514,7 +507,7 @@ static int build(lx *X)
 	ir_node *pad = NULL;    /* the zeros standing in for a sequence input */
 	if (X->nseq == 0) {
 		ir_dim d[3] = {X->T, ir_dim_const(1), ir_dim_const(1)};
-		ir_node *nd = pad = mk(X, g, OP_CONSTOFSHAPE, 1, 1);
+		ir_node *nd = pad = ir_build_node(&X->bld, g, OP_CONSTOFSHAPE, 1, NULL, 1);
 		nd->in[0] = dims_const(X, g, 3, d);
 		ir_value *z = pre(X, nd);
 		if (!z)
@@ -599,7 +592,7 @@ static int build(lx *X)
 				    ir_dim_str(X->A, ir_root(g), rows));
 	}
 
-	ir_node *r = mk(X, g, OP_RECURRENCE, X->nseq + X->nst, X->nst + X->ny);
+	ir_node *r = ir_build_node(&X->bld, g, OP_RECURRENCE, X->nseq + X->nst, NULL, X->nst + X->ny);
 	r->name = ir_unique_name(g, "Recurrence");
 	r->op_type = X->n->op_type;
 	r->body = b;
@@ -634,14 +627,14 @@ static int build(lx *X)
 		o->shape = bo->shape;
 		r->out[k] = o;
 		if (reshape) {
-			ir_node *nd = mk(X, g, OP_RESHAPE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_RESHAPE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = dims_const(X, g, st_shape[k].rank, st_shape[k].d);
 			o = post(X, nd, unb ? NULL : fin)->out[0];
 		}
 		if (unb) {
 			int64_t zero = 0;
-			ir_node *nd = mk(X, g, OP_UNSQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = ints_const(g, 1, &zero);
 			post(X, nd, fin);
@@ -670,7 +663,7 @@ static int build(lx *X)
 				return fail(X, "per-step output %d has rank %d; cellc supports rank %d at most",
 					    k, y_shape[k].rank, IR_MAX_RANK - 1);
 			memcpy(d + 1, y_shape[k].d, (size_t)y_shape[k].rank * sizeof *d);
-			ir_node *nd = mk(X, g, OP_RESHAPE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_RESHAPE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = dims_const(X, g, y_shape[k].rank + 1, d);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
@@ -687,14 +680,14 @@ static int build(lx *X)
 			int64_t perm[IR_MAX_RANK];
 			int rr = y_shape[k].rank + 1;
 			move_perm(rr, 0, X->y_axis[k], perm);
-			ir_node *nd = mk(X, g, OP_TRANSPOSE, 1, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_TRANSPOSE, 1, NULL, 1);
 			nd->in[0] = o;
 			ir_attr_set_ints(nd, "perm", rr, perm);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
 		}
 		if (X->unbatch) {
 			int64_t zero = 0;
-			ir_node *nd = mk(X, g, OP_UNSQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = ints_const(g, 1, &zero);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
@@ -768,7 +761,7 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 					 * next to axis a, then merged into it (T * e_a) */
 					int64_t perm[IR_MAX_RANK];
 					move_perm(r, 0, (int)axis, perm);
-					ir_node *tr = mk(X, g, OP_TRANSPOSE, 1, 1);
+					ir_node *tr = ir_build_node(&X->bld, g, OP_TRANSPOSE, 1, NULL, 1);
 					tr->in[0] = Y;
 					ir_attr_set_ints(tr, "perm", r, perm);
 					ir_value *yt = post(X, tr, NULL)->out[0];
@@ -849,7 +842,7 @@ typedef struct nlist {
 /* A node op(a[, b]) (Cast: to `to`) appended to l; its result, or `res`. */
 static ir_value *nl_op(lx *X, nlist *l, ir_op op, ir_value *a, ir_value *b, ir_dtype to, ir_value *res)
 {
-	ir_node *nd = mk(X, l->g, op, b ? 2 : 1, 1);
+	ir_node *nd = ir_build_node(&X->bld, l->g, op, b ? 2 : 1, NULL, 1);
 	nd->in[0] = a;
 	if (b)
 		nd->in[1] = b;
@@ -1017,7 +1010,7 @@ static ir_value *first_rows(lx *X, ir_value *x)
 		return NULL;
 	}
 	int64_t st = 0, ax = 0, sp = 1;
-	ir_node *nd = mk(X, X->g, OP_SLICE, 5, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_SLICE, 5, NULL, 1);
 	nd->in[0] = x;
 	nd->in[1] = ints_const(X->g, 1, &st);
 	nd->in[2] = ints_const(X->g, 1, &en);
@@ -1084,7 +1077,7 @@ static int map_iter(lx *X, ir_value *it)
 		if (slice) {
 			/* x[t:t+1] = the step's row of x with a size-1 axis 1 */
 			int64_t one = 1;
-			ir_node *nd = mk(X, X->g, OP_UNSQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, X->g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = xs;
 			nd->in[1] = ints_const(X->g, 1, &one);
 			if (!(xs = pre(X, nd)))
@@ -1116,7 +1109,8 @@ static int map_iter(lx *X, ir_value *it)
 	float onef = 1.0f;
 	X->step = ir_value_new(b, ir_unique_name(b, "step_t"), VAL_STEP, DT_F32);
 	X->step->shape = scalar;
-	ir_node *sub = mk(X, b, OP_SUB, 2, 1), *cast = mk(X, b, OP_CAST, 1, 1);
+	ir_node *sub = ir_build_node(&X->bld, b, OP_SUB, 2, NULL, 1);
+	ir_node *cast = ir_build_node(&X->bld, b, OP_CAST, 1, NULL, 1);
 	sub->in[0] = X->step;
 	sub->in[1] = ir_const_new(b, ir_unique_name(b, "one"), DT_F32, &scalar, &onef);
 	sub->out[0] = temp(X, b, DT_F32);
@@ -1330,7 +1324,7 @@ static ir_node **expand_scan(lx *X, int *count)
 				return NULL;
 			}
 			int64_t zero = 0;
-			ir_node *nd = mk(X, X->g, OP_SQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, X->g, OP_SQUEEZE, 2, NULL, 1);
 			nd->in[0] = v;
 			nd->in[1] = ints_const(X->g, 1, &zero);
 			if (!(ins[k] = pre(X, nd)))
@@ -1422,7 +1416,8 @@ static ir_node **expand_scan(lx *X, int *count)
 
 ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count)
 {
-	lx X = {.g = g, .n = n, .b = n->body, .D = D, .A = g->A, .infer = infer, .cx = cx};
+	lx X = {.g = g, .n = n, .b = n->body, .D = D, .A = g->A, .infer = infer, .cx = cx,
+		.bld = {.origin = n->name, .opset = n->opset}};
 	*count = 0;
 	/* an input whose producer failed was reported already (sequences have
 	 * no tensor type: they are this file's business) */

@@ -106,26 +106,24 @@ static int fail(gctx *C, const char *fmt, const char *a)
 
 /* ---- building nodes --------------------------------------------------------------- */
 
+/* How the gradient nodes are made (ir_build): provenance and blame from the
+ * node being differentiated. */
+static ir_build grad_build(const gctx *C)
+{
+	return (ir_build){.origin = C->at && C->at->origin ? C->at->origin : C->at ? C->at->name : "loss",
+			  .D = C->X->D, .blame = C->at, .what = "gradient node", .errors = &C->X->errors};
+}
+
 static ir_value *fin(gctx *C, ir_node *n)
 {
-	if (!n->out[0])
-		n->out[0] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_F32);
-	n->origin = C->at && C->at->origin ? C->at->origin : C->at ? C->at->name : "loss";
-	ir_append(C->tg, n);
-	if (infer_node(C->tg, n, C->X->D) != 0 || n->out[0]->shape.rank < 0) {
-		diag_node(C->X->D, C->at ? C->at : n, "internal error: cannot infer the shape of the "
-			  "gradient node %s", ir_op_name(n->op));
-		C->X->errors++;
-	}
-	return n->out[0];
+	ir_build B = grad_build(C);
+	return ir_build_done(&B, n, NULL);
 }
 
 static ir_node *mk(gctx *C, ir_op op, int nin, ir_value *const *in)
 {
-	ir_node *n = ir_node_new(C->tg, op, NULL, nin, 1);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	return n;
+	ir_build B = grad_build(C);
+	return ir_build_node(&B, C->tg, op, nin, in, 1);
 }
 
 static ir_value *op1(gctx *C, ir_op op, ir_value *a) { return fin(C, mk(C, op, 1, &a)); }
@@ -1600,10 +1598,7 @@ static void rule_rec(gctx *R, ir_node *n)
 		ir_node *bn = F->nodes[i];
 		if (bn->op == OP_GEMM && C.map[bn->out[0]->id])
 			continue;
-		ir_node *c = ir_node_new(b, bn->op, NULL, bn->nin, bn->nout);
-		c->attrs = bn->attrs;
-		c->nattrs = bn->nattrs;
-		c->origin = bn->origin;
+		ir_node *c = ir_clone_node(b, bn, NULL, -1, IR_CLONE_SHARE_ATTRS);
 		for (int k = 0; k < bn->nin; k++)
 			c->in[k] = bn->in[k] ? V(&C, bn->in[k]) : NULL;
 		for (int k = 0; k < bn->nout; k++)

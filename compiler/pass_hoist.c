@@ -321,11 +321,8 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	fl->out[0]->producer = fl;
 	errs += infer_or_complain(root, fl, D, rec);
 
-	ir_node *mm = ir_node_new(root, OP_GEMM, NULL, gm->nin, 1);
-	memcpy(mm->in, gm->in, (size_t)gm->nin * sizeof *mm->in);
+	ir_node *mm = ir_clone_node(root, gm, NULL, 1, IR_CLONE_SHARE_ATTRS);
 	mm->in[0] = fl->out[0];
-	mm->attrs = gm->attrs;
-	mm->nattrs = gm->nattrs;
 	mm->origin = origin;
 	mm->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
 	mm->out[0]->producer = mm;

@@ -1120,9 +1120,7 @@ static ir_value *const_input(rr *R, int j, int k)
 static int fold_in_copy0(rr *R, int j)
 {
 	ir_node *tn = R->tn[j];
-	ir_node *n = ir_node_new(R->scratch, tn->op, NULL, tn->nin, tn->nout);
-	n->attrs = tn->attrs;
-	n->nattrs = tn->nattrs;
+	ir_node *n = ir_clone_node(R->scratch, tn, NULL, -1, IR_CLONE_SHARE_ATTRS);
 	for (int k = 0; k < tn->nin; k++) {
 		if (!tn->in[k])
 			continue;
@@ -1745,12 +1743,7 @@ static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note,
 		if (B->drop[j])
 			continue;
 		ir_node *tn = R->tn[j];
-		ir_node *n = ir_node_new(b, tn->op, tn->name, tn->nin, tn->nout);
-		n->op_type = tn->op_type;
-		n->domain = tn->domain;
-		n->opset = tn->opset;
-		n->attrs = tn->attrs;
-		n->nattrs = tn->nattrs;
+		ir_node *n = ir_clone_node(b, tn, tn->name, -1, IR_CLONE_SOURCE | IR_CLONE_SHARE_ATTRS);
 		n->origin = tn->origin ? tn->origin : tn->name;
 		for (int k = 0; k < tn->nin; k++) {
 			const tin *x = &R->ti[j][k];
@@ -2714,9 +2707,7 @@ static ir_value *clone_update(ir_graph *b, const ir_value *v, const par_leaf *la
 		c->in[2] = ir_const_i64(b, NULL, 1, &en);
 		c->in[3] = ir_const_i64(b, NULL, 1, &ax);
 	} else {
-		c = ir_node_new(b, n->op, NULL, n->nin, 1);
-		c->attrs = n->attrs;
-		c->nattrs = n->nattrs;
+		c = ir_clone_node(b, n, NULL, 1, IR_CLONE_SHARE_ATTRS);
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] && !(c->in[k] = clone_update(b, n->in[k], la, S, w, out, nout, q)))
 				return NULL;

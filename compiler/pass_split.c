@@ -170,13 +170,7 @@ static ir_value *push(sp *S, ir_value *v, int64_t st, int64_t en, int64_t width,
 			ok = !p->in[k] || ins[k];
 		}
 		if (ok) {
-			ir_node *n = ir_node_new(S->b, p->op, NULL, p->nin, 1);
-			n->op_type = p->op_type;
-			n->domain = p->domain;
-			n->opset = p->opset;
-			n->nattrs = p->nattrs;
-			n->attrs = p->attrs;
-			n->origin = p->origin;
+			ir_node *n = ir_clone_node(S->b, p, NULL, 1, IR_CLONE_SOURCE | IR_CLONE_SHARE_ATTRS);
 			for (int k = 0; k < p->nin; k++)
 				n->in[k] = ins[k];
 			if (!dst) {
