@@ -1,5 +1,5 @@
-/* ir_build.h: the IR rewrite toolkit (ir_build.c).  What every pass and
- * front end uses to change a graph, instead of a private copy each:
+/* ir_build.h: the IR rewrite toolkit (ir_build.c).  What the passes and
+ * front ends use to change a graph, instead of a private copy each:
  *
  *   ir_replace_uses   every read of one value reads another
  *   ir_drop_dead      dead-code removal (nodes nothing needs; optionally values)
