@@ -21,6 +21,7 @@
 #include "cells.h"
 #include "cellrt.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "util.h"
 
 #include <math.h>
@@ -635,43 +636,17 @@ typedef struct low {
 	diag *D;
 	const char *origin;
 	int errors;
+	ir_build bld;           /* how the lowering makes its nodes (origin, inference) */
 	ir_value *x;            /* body input x_t [B, I] */
 	ir_value *t, *len;      /* step scalars (has_step) or NULL */
 } low;
 
-static ir_value *done(low *W, ir_graph *g, ir_node *n, ir_value *out)
-{
-	if (!out)
-		out = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
-	n->out[0] = out;
-	out->producer = n;
-	ir_append(g, n);
-	if (infer_node(g, n, W->D) != 0 || out->shape.rank < 0) {
-		diag_node(W->D, W->L.n, "internal error: cannot infer the shape of the lowered %s",
-			  ir_op_name(n->op));
-		W->errors++;
-	}
-	return out;
-}
-
-static ir_node *mk(low *W, ir_graph *g, ir_op op, int nin, ir_value *const *in)
-{
-	ir_node *n = ir_node_new(g, op, NULL, nin, 1);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	n->origin = W->origin;
-	return n;
-}
-
-static ir_value *op1(low *W, ir_op op, ir_value *a)
-{
-	return done(W, W->b, mk(W, W->b, op, 1, &a), NULL);
-}
+static ir_value *op1(low *W, ir_op op, ir_value *a) { return ir_build_op(&W->bld, W->b, op, 1, &a); }
 
 static ir_value *op2(low *W, ir_op op, ir_value *a, ir_value *b)
 {
 	ir_value *in[2] = {a, b};
-	return done(W, W->b, mk(W, W->b, op, 2, in), NULL);
+	return ir_build_op(&W->bld, W->b, op, 2, in);
 }
 
 /* v named layer.what, the cell's own name for it (a gate: h1.i; a new
@@ -694,9 +669,9 @@ static ir_value *scale(low *W, double k, ir_value *a) { return k == 1.0 ? a : mu
 static ir_value *gemm(low *W, ir_value *a, ir_value *w, ir_value *bias, int transB)
 {
 	ir_value *in[3] = {a, w, bias};
-	ir_node *n = mk(W, W->b, OP_GEMM, bias ? 3 : 2, in);
+	ir_node *n = ir_build_node(&W->bld, W->b, OP_GEMM, bias ? 3 : 2, in, 1);
 	ir_attr_set_int(n, "transB", transB);
-	return done(W, W->b, n, NULL);
+	return ir_build_done(&W->bld, n, NULL);
 }
 
 static ir_value *i64c(ir_graph *g, int64_t v) { return ir_const_i64(g, NULL, 1, &v); }
@@ -705,7 +680,7 @@ static ir_value *i64c(ir_graph *g, int64_t v) { return ir_const_i64(g, NULL, 1, 
 static ir_value *cols(low *W, ir_graph *g, ir_value *v, int64_t c0, int64_t c1)
 {
 	ir_value *in[4] = {v, i64c(g, c0), i64c(g, c1), i64c(g, 1)};
-	return done(W, g, mk(W, g, OP_SLICE, 4, in), NULL);
+	return ir_build_op(&W->bld, g, OP_SLICE, 4, in);
 }
 
 static ir_value *reshape(low *W, ir_value *v, int rank, const ir_dim *d)
@@ -727,7 +702,7 @@ static ir_value *reshape(low *W, ir_value *v, int rank, const ir_dim *d)
 		memcpy(shp->sym, d, (size_t)rank * sizeof *d);
 	}
 	ir_value *in[2] = {v, shp};
-	return done(W, W->b, mk(W, W->b, OP_RESHAPE, 2, in), NULL);
+	return ir_build_op(&W->bld, W->b, OP_RESHAPE, 2, in);
 }
 
 /* The parameter named nm (a root value with data). */
@@ -785,11 +760,11 @@ static ir_value *vec_part(low *W, const char *nm, int64_t off, int64_t n, const 
 		int64_t zero = 0, end = off + n, all = ir_shape_const_numel(&p->shape);
 		if (p->shape.rank != 1) {
 			ir_value *rin[2] = {p, ir_const_i64(W->g, NULL, 1, &all)};
-			p = done(W, W->g, mk(W, W->g, OP_RESHAPE, 2, rin), NULL);
+			p = ir_build_op(&W->bld, W->g, OP_RESHAPE, 2, rin);
 		}
 		ir_value *in[4] = {p, ir_const_i64(W->g, NULL, 1, &off), ir_const_i64(W->g, NULL, 1, &end),
 				   ir_const_i64(W->g, NULL, 1, &zero)};
-		return done(W, W->g, mk(W, W->g, OP_SLICE, 4, in), NULL);
+		return ir_build_op(&W->bld, W->g, OP_SLICE, 4, in);
 	}
 	const float *d = par_data(W, nm);
 	ir_value *v = new_weight(W, what, n, 0);
@@ -866,9 +841,9 @@ static ir_value *nag_mu(low *W)
 	ir_value *k = W->t;     /* k = t when F = 0 */
 	if (F > 0) {
 		ir_value *in[2] = {sub(W, W->t, cf(W, 1)), cf(W, (double)F)};
-		ir_node *m = mk(W, W->b, OP_MOD, 2, in);
+		ir_node *m = ir_build_node(&W->bld, W->b, OP_MOD, 2, in, 1);
 		ir_attr_set_int(m, "fmod", 1);
-		k = add(W, done(W, W->b, m, NULL), cf(W, 1));
+		k = add(W, ir_build_done(&W->bld, m, NULL), cf(W, 1));
 	}
 	return op2(W, OP_DIV, sub(W, k, cf(W, 1)), add(W, k, cf(W, 2)));
 }
@@ -896,15 +871,15 @@ static ir_value *dtriv_M_train(low *W)
 		for (int64_t j = 0; j < H; j++)
 			mk1[i * H + j] = j > i ? 1.0f : 0.0f;
 	ir_value *in[2] = {par(W, "A"), mask};
-	ir_value *U = done(W, W->g, mk(W, W->g, OP_MUL, 2, in), NULL);
-	ir_node *tn = mk(W, W->g, OP_TRANSPOSE, 1, &U);
+	ir_value *U = ir_build_op(&W->bld, W->g, OP_MUL, 2, in);
+	ir_node *tn = ir_build_node(&W->bld, W->g, OP_TRANSPOSE, 1, &U, 1);
 	int64_t perm[2] = {1, 0};
 	ir_attr_set_ints(tn, "perm", 2, perm);
-	ir_value *sin[2] = {U, done(W, W->g, tn, NULL)};
-	ir_value *S = done(W, W->g, mk(W, W->g, OP_SUB, 2, sin), NULL);
-	ir_value *E = done(W, W->g, mk(W, W->g, OP_MATEXP, 1, &S), NULL);
+	ir_value *sin[2] = {U, ir_build_done(&W->bld, tn, NULL)};
+	ir_value *S = ir_build_op(&W->bld, W->g, OP_SUB, 2, sin);
+	ir_value *E = ir_build_op(&W->bld, W->g, OP_MATEXP, 1, &S);
 	ir_value *min[2] = {par(W, "base"), E};
-	return done(W, W->g, mk(W, W->g, OP_MATMUL, 2, min), NULL);
+	return ir_build_op(&W->bld, W->g, OP_MATMUL, 2, min);
 }
 
 static ir_value *dtriv_M(low *W)
@@ -966,7 +941,7 @@ static void lower_base(low *W, body *S)
 		ir_value *bias = par(W, "b_x");
 		if (plain && c->kind != K_GRU && W->g->train) {
 			ir_value *in[2] = {par(W, "b_x"), par(W, "b_h")};
-			bias = done(W, W->g, mk(W, W->g, OP_ADD, 2, in), NULL);
+			bias = ir_build_op(&W->bld, W->g, OP_ADD, 2, in);
 		} else if (plain && c->kind != K_GRU) {
 			/* b_x + b_h pre-summed into the input projection */
 			const float *bx = par_data(W, "b_x"), *bhd = par_data(W, "b_h");
@@ -1087,14 +1062,14 @@ static void lower_irnn(low *W, body *S)
 static ir_value *par_run(low *W, const char *nm, ir_op op)
 {
 	ir_value *p = par(W, nm);
-	return done(W, W->g, mk(W, W->g, op, 1, &p), NULL);
+	return ir_build_op(&W->bld, W->g, op, 1, &p);
 }
 
 /* Heavy-ball RNN under --train: gamma = sigmoid(w), xi = softplus(c) at run time. */
 static void lower_hb_train(low *W, body *S, int64_t n, const char *an)
 {
 	ir_value *ngamma = par_run(W, "w", OP_SIGMOID);
-	ngamma = done(W, W->g, mk(W, W->g, OP_NEG, 1, &ngamma), NULL);
+	ngamma = ir_build_op(&W->bld, W->g, OP_NEG, 1, &ngamma);
 	ir_value *xi = par_run(W, "c", OP_SOFTPLUS);
 	double dt = 1.0 / (double)n;
 	int ih = add_states(W, S, 0, 1), im = add_states(W, S, 1, 1);
@@ -1165,9 +1140,9 @@ static void lower_fast(low *W, body *S)
 
 static ir_value *phi(low *W, ir_value *z)
 {
-	ir_node *n = mk(W, W->b, OP_ELU, 1, &z);
+	ir_node *n = ir_build_node(&W->bld, W->b, OP_ELU, 1, &z, 1);
 	ir_attr_set_float(n, "alpha", 1.0f);
-	return add(W, done(W, W->b, n, NULL), cf(W, 1));
+	return add(W, ir_build_done(&W->bld, n, NULL), cf(W, 1));
 }
 
 static void lower_attn(low *W, body *S)
@@ -1223,6 +1198,7 @@ int cell_lower(ir_graph *g, ir_node *n, diag *D)
 	if (!n->name || !*n->name)
 		n->name = ir_unique_name(g, c->name);
 	W->origin = arena_printf(g->A, "%s '%s'", c->name, n->name);
+	W->bld = (ir_build){.origin = W->origin, .D = D, .blame = W->L.n, .what = "lowered", .errors = &W->errors};
 	W->b = ir_graph_new(g->A, g, n->name);
 	W->x = step_value(W, "x", 2, W->L.B, W->L.I);
 	int has_step = c->dyn == D_NAG ? 1 : 0;
@@ -1325,12 +1301,9 @@ int cell_lower(ir_graph *g, ir_node *n, diag *D)
 			parts++;
 		ir_value *want = 1 + k < n->nout ? n->out[1 + k] : NULL;
 		if (want && parts > 1) {
-			ir_node *cc = ir_node_new(g, OP_CONCAT, NULL, parts, 1);
-			for (int p = 0; p < parts; p++)
-				cc->in[p] = fin[i + p];
+			ir_node *cc = ir_build_node(&W->bld, g, OP_CONCAT, parts, fin + i, 1);
 			ir_attr_set_int(cc, "axis", 1);
-			cc->origin = W->origin;
-			done(W, g, cc, want);
+			ir_build_done(&W->bld, cc, want);
 		}
 		i += parts;
 	}

@@ -672,25 +672,6 @@ void ir_rec_drop_output(ir_node *n, int j)
 		ir_attr_set_int(n, "n_saved", nsaved - 1);
 }
 
-/* Drops the nodes of graph b (the root or a recurrence body) whose results
- * nothing reads, with uses as last counted from the root (a body's outputs
- * count as read); 1 if any went. */
-int ir_drop_unread(ir_graph *b)
-{
-	int k = 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *n = b->nodes[i];
-		int live = n->body != NULL;
-		for (int o = 0; o < n->nout; o++)
-			live |= n->out[o] && (n->out[o]->nuses > 0 || n->out[o]->is_output);
-		if (live)
-			b->nodes[k++] = n;
-	}
-	int dropped = k < b->nnodes;
-	b->nnodes = k;
-	return dropped;
-}
-
 void ir_attr_remove(ir_node *n, const char *name)
 {
 	for (int i = 0; i < n->nattrs; i++)

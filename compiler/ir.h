@@ -396,7 +396,6 @@ int ir_op_dd_output(ir_op op, int k);
 void ir_recount(ir_graph *g);           /* recompute nuses/producer/ids (recursive) */
 void ir_rec_drop_seq(ir_node *rec, int k);   /* recurrence rec without sequence input k */
 void ir_rec_drop_output(ir_node *n, int j);  /* recurrence n without stacked output j (before schedule) */
-int ir_drop_unread(ir_graph *b);        /* drop b's nodes nothing reads (uses as last counted); 1 if any */
 int ir_value_is_const(const ir_value *v);               /* VAL_CONST with data */
 int64_t ir_const_int(const ir_value *v, int64_t i);     /* element i of an integer const (or weight) */
 double ir_const_num(const ir_value *v, int64_t i);      /* element i of a numeric const (or weight) */

@@ -47,6 +47,7 @@
  */
 #include "onnx_priv.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -189,6 +190,7 @@ enum { MAXIO = 256 };
 typedef struct lx {
 	ir_graph *g;            /* the graph holding the node */
 	ir_node *n;             /* the Loop/Scan */
+	ir_build bld;           /* how its nodes are made: provenance and opset the Loop's */
 	ir_graph *b;            /* its body */
 	diag *D;
 	arena *A;
@@ -235,14 +237,6 @@ static void push(lx *X, ir_node *nd)
 	X->rep[X->nrep++] = nd;
 }
 
-static ir_node *mk(lx *X, ir_graph *g, ir_op op, int nin, int nout)
-{
-	ir_node *nd = ir_node_new(g, op, ir_unique_name(g, ir_op_name(op)), nin, nout);
-	nd->origin = X->n->name;
-	nd->opset = X->n->opset;
-	return nd;
-}
-
 static ir_value *temp(lx *X, ir_graph *g, ir_dtype dt)
 {
 	return ir_value_new(g, ir_unique_name(g, "loop"), VAL_TEMP, dt);
@@ -284,7 +278,7 @@ static ir_value *pre(lx *X, ir_node *nd)
 
 static ir_value *pre_reshape(lx *X, ir_value *v, const ir_shape *s)
 {
-	ir_node *nd = mk(X, X->g, OP_RESHAPE, 2, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_RESHAPE, 2, NULL, 1);
 	nd->in[0] = v;
 	nd->in[1] = dims_const(X, X->g, s->rank, s->d);
 	return pre(X, nd);
@@ -292,7 +286,7 @@ static ir_value *pre_reshape(lx *X, ir_value *v, const ir_shape *s)
 
 static ir_value *pre_transpose(lx *X, ir_value *v, const int64_t *perm)
 {
-	ir_node *nd = mk(X, X->g, OP_TRANSPOSE, 1, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_TRANSPOSE, 1, NULL, 1);
 	nd->in[0] = v;
 	ir_attr_set_ints(nd, "perm", v->shape.rank, perm);
 	return pre(X, nd);
@@ -302,7 +296,7 @@ static ir_value *pre_transpose(lx *X, ir_value *v, const int64_t *perm)
 static ir_node *reverse_node(lx *X, ir_value *v)
 {
 	int64_t st = -1, en = INT64_MIN, ax = 0, sp = -1;
-	ir_node *nd = mk(X, X->g, OP_SLICE, 5, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_SLICE, 5, NULL, 1);
 	nd->in[0] = v;
 	nd->in[1] = ints_const(X->g, 1, &st);
 	nd->in[2] = ints_const(X->g, 1, &en);
@@ -324,17 +318,6 @@ static void move_perm(int r, int from, int to, int64_t *perm)
 }
 
 /* ---- the body ---------------------------------------------------------------- */
-
-static void replace_in_body(ir_graph *b, ir_value *old, ir_value *nw)
-{
-	for (int i = 0; i < b->nnodes; i++)
-		for (int k = 0; k < b->nodes[i]->nin; k++)
-			if (b->nodes[i]->in[k] == old)
-				b->nodes[i]->in[k] = nw;
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k] == old)
-			b->outputs[k] = nw;
-}
 
 /* Uses of v by b's nodes (and nested bodies) and outputs; *only: a user. */
 static int body_uses(const ir_graph *b, const ir_value *v, ir_node **only)
@@ -364,46 +347,6 @@ static ir_node *producer_in(const ir_graph *b, const ir_value *v)
 			if (b->nodes[i]->out[k] == v)
 				return b->nodes[i];
 	return NULL;
-}
-
-/* Drops body nodes whose results nobody uses (they may have used the
- * iteration number or the condition). */
-static void body_dce(ir_graph *b)
-{
-	for (int changed = 1; changed;) {
-		changed = 0;
-		ir_node **keep = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *keep);
-		int nk = 0;
-		for (int i = 0; i < b->nnodes; i++) {
-			ir_node *nd = b->nodes[i];
-			int live = nd->body != NULL;
-			for (int k = 0; k < nd->nout && !live; k++)
-				live = nd->out[k] && body_uses(b, nd->out[k], NULL) > 0;
-			if (live)
-				keep[nk++] = nd;
-			else
-				changed = 1;
-		}
-		ir_set_nodes(b, keep, nk);
-	}
-}
-
-/* Drops body values nothing refers to any more: the iteration number, the
- * condition, accumulated sequences, results of dropped nodes. */
-static void body_prune_values(ir_graph *b)
-{
-	int m = 0;
-	for (int i = 0; i < b->nvalues; i++) {
-		ir_value *v = b->values[i];
-		int keep = body_uses(b, v, NULL) > 0 || producer_in(b, v) != NULL;
-		for (int k = 0; k < b->ninputs && !keep; k++)
-			keep = b->inputs[k] == v;
-		if (keep) {
-			v->id = m;
-			b->values[m++] = v;
-		}
-	}
-	b->nvalues = m;
 }
 
 static void prepend_body(ir_graph *b, ir_node *nd)
@@ -466,7 +409,7 @@ static void own_output(lx *X, int k)
 			dup |= b->nodes[i]->in[j] == v && ir_ops[b->nodes[i]->op].kind != OPK_ELEM;
 	if (!dup && v->graph == b && v->kind == VAL_TEMP && producer_in(b, v))
 		return;
-	ir_node *nd = mk(X, b, OP_IDENTITY, 1, 1);
+	ir_node *nd = ir_build_node(&X->bld, b, OP_IDENTITY, 1, NULL, 1);
 	nd->in[0] = v;
 	nd->out[0] = temp(X, b, v->dtype);
 	ir_append(b, nd);
@@ -505,7 +448,7 @@ static int canon_body(lx *X)
 		}
 		ir_value *nv = ir_value_new(b, ir_unique_name(b, "step"), VAL_STEP, v->dtype);
 		nv->shape = c;
-		ir_node *nd = mk(X, b, OP_RESHAPE, 2, 1);
+		ir_node *nd = ir_build_node(&X->bld, b, OP_RESHAPE, 2, NULL, 1);
 		nd->in[0] = nv;
 		nd->in[1] = dims_const(X, b, v->shape.rank, v->shape.d);
 		nd->out[0] = v;
@@ -520,7 +463,7 @@ static int canon_body(lx *X)
 		if (v->shape.rank == 2)
 			continue;
 		ir_shape c = canon2(&v->shape);
-		ir_node *nd = mk(X, b, OP_RESHAPE, 2, 1);
+		ir_node *nd = ir_build_node(&X->bld, b, OP_RESHAPE, 2, NULL, 1);
 		nd->in[0] = v;
 		nd->in[1] = dims_const(X, b, c.rank, c.d);
 		nd->out[0] = temp(X, b, v->dtype);
@@ -552,7 +495,7 @@ static int build(lx *X)
 		ir_shape s = {.rank = 2, .d = {ir_dim_const(1), ir_dim_const(1)}};
 		ir_value *in = ir_value_new(b, ir_unique_name(b, "pad_state"), VAL_STEP, DT_F32);
 		in->shape = s;
-		ir_node *nd = mk(X, b, OP_IDENTITY, 1, 1);
+		ir_node *nd = ir_build_node(&X->bld, b, OP_IDENTITY, 1, NULL, 1);
 		nd->in[0] = in;
 		nd->out[0] = temp(X, b, DT_F32);
 		ir_append(b, nd);
@@ -564,7 +507,7 @@ static int build(lx *X)
 	ir_node *pad = NULL;    /* the zeros standing in for a sequence input */
 	if (X->nseq == 0) {
 		ir_dim d[3] = {X->T, ir_dim_const(1), ir_dim_const(1)};
-		ir_node *nd = pad = mk(X, g, OP_CONSTOFSHAPE, 1, 1);
+		ir_node *nd = pad = ir_build_node(&X->bld, g, OP_CONSTOFSHAPE, 1, NULL, 1);
 		nd->in[0] = dims_const(X, g, 3, d);
 		ir_value *z = pre(X, nd);
 		if (!z)
@@ -592,7 +535,7 @@ static int build(lx *X)
 		b->outputs[X->nst + k] = X->y_body[k];
 	for (int k = 0; k < b->ninputs; k++)
 		b->inputs[k]->kind = VAL_STEP;
-	body_dce(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL);
 	for (int k = 0; k < b->noutputs; k++)
 		own_output(X, k);
 	if (X->infer(X->cx, b))
@@ -622,7 +565,7 @@ static int build(lx *X)
 	}
 	if (canon_body(X))
 		return 1;
-	body_prune_values(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_VALUES | IR_DEAD_VALUES_ONLY);
 	/* the recurrence has one batch size: every per-step input and output has
 	 * as many rows as the first per-step input; zeros standing in for a
 	 * sequence input take the rows of the first per-step output */
@@ -649,7 +592,7 @@ static int build(lx *X)
 				    ir_dim_str(X->A, ir_root(g), rows));
 	}
 
-	ir_node *r = mk(X, g, OP_RECURRENCE, X->nseq + X->nst, X->nst + X->ny);
+	ir_node *r = ir_build_node(&X->bld, g, OP_RECURRENCE, X->nseq + X->nst, NULL, X->nst + X->ny);
 	r->name = ir_unique_name(g, "Recurrence");
 	r->op_type = X->n->op_type;
 	r->body = b;
@@ -684,14 +627,14 @@ static int build(lx *X)
 		o->shape = bo->shape;
 		r->out[k] = o;
 		if (reshape) {
-			ir_node *nd = mk(X, g, OP_RESHAPE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_RESHAPE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = dims_const(X, g, st_shape[k].rank, st_shape[k].d);
 			o = post(X, nd, unb ? NULL : fin)->out[0];
 		}
 		if (unb) {
 			int64_t zero = 0;
-			ir_node *nd = mk(X, g, OP_UNSQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = ints_const(g, 1, &zero);
 			post(X, nd, fin);
@@ -720,7 +663,7 @@ static int build(lx *X)
 				return fail(X, "per-step output %d has rank %d; cellc supports rank %d at most",
 					    k, y_shape[k].rank, IR_MAX_RANK - 1);
 			memcpy(d + 1, y_shape[k].d, (size_t)y_shape[k].rank * sizeof *d);
-			ir_node *nd = mk(X, g, OP_RESHAPE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_RESHAPE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = dims_const(X, g, y_shape[k].rank + 1, d);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
@@ -737,14 +680,14 @@ static int build(lx *X)
 			int64_t perm[IR_MAX_RANK];
 			int rr = y_shape[k].rank + 1;
 			move_perm(rr, 0, X->y_axis[k], perm);
-			ir_node *nd = mk(X, g, OP_TRANSPOSE, 1, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_TRANSPOSE, 1, NULL, 1);
 			nd->in[0] = o;
 			ir_attr_set_ints(nd, "perm", rr, perm);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
 		}
 		if (X->unbatch) {
 			int64_t zero = 0;
-			ir_node *nd = mk(X, g, OP_UNSQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = o;
 			nd->in[1] = ints_const(g, 1, &zero);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
@@ -818,7 +761,7 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 					 * next to axis a, then merged into it (T * e_a) */
 					int64_t perm[IR_MAX_RANK];
 					move_perm(r, 0, (int)axis, perm);
-					ir_node *tr = mk(X, g, OP_TRANSPOSE, 1, 1);
+					ir_node *tr = ir_build_node(&X->bld, g, OP_TRANSPOSE, 1, NULL, 1);
 					tr->in[0] = Y;
 					ir_attr_set_ints(tr, "perm", r, perm);
 					ir_value *yt = post(X, tr, NULL)->out[0];
@@ -899,7 +842,7 @@ typedef struct nlist {
 /* A node op(a[, b]) (Cast: to `to`) appended to l; its result, or `res`. */
 static ir_value *nl_op(lx *X, nlist *l, ir_op op, ir_value *a, ir_value *b, ir_dtype to, ir_value *res)
 {
-	ir_node *nd = mk(X, l->g, op, b ? 2 : 1, 1);
+	ir_node *nd = ir_build_node(&X->bld, l->g, op, b ? 2 : 1, NULL, 1);
 	nd->in[0] = a;
 	if (b)
 		nd->in[1] = b;
@@ -957,20 +900,6 @@ static ir_value *int_decode(lx *X, nlist *l, ir_value **in, int parts, ir_dtype 
 	return dt == DT_I64 ? w : nl_op(X, l, OP_CAST, w, NULL, dt, res);
 }
 
-/* Replaces v by nw in graph h and the graphs in it. */
-static void replace_deep(ir_graph *h, ir_value *v, ir_value *nw)
-{
-	replace_in_body(h, v, nw);
-	for (int i = 0; i < h->nnodes; i++) {
-		ir_node *u = h->nodes[i];
-		if (u->body)
-			replace_deep(u->body, v, nw);
-		for (int a = 0; a < u->nattrs; a++)
-			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g)
-				replace_deep(u->attrs[a].g, v, nw);
-	}
-}
-
 /* The recurrence carries float32 values: a carried integer or bool (a step
  * counter: `k += 1; if k % F == 0: k = 1`) is carried as its int_encode
  * parts, exactly for every value of its type.  The body decodes them at its
@@ -1003,7 +932,7 @@ static int int_states(lx *X, nlist *post)
 			pin[p]->shape = si->shape;
 		}
 		ir_value *dec = temp(X, b, si->dtype);
-		replace_deep(b, si, dec);
+		ir_replace_uses(b, si, dec, NULL, IR_USES_NESTED | IR_USES_GRAPHS | IR_USES_OUTPUTS);
 		int_decode(X, &head, pin, parts, si->dtype, dec);
 		int_encode(X, &tail, so == si ? dec : so, parts, pout);
 		int_encode(X, &before, X->st_init[k], parts, pinit);
@@ -1081,7 +1010,7 @@ static ir_value *first_rows(lx *X, ir_value *x)
 		return NULL;
 	}
 	int64_t st = 0, ax = 0, sp = 1;
-	ir_node *nd = mk(X, X->g, OP_SLICE, 5, 1);
+	ir_node *nd = ir_build_node(&X->bld, X->g, OP_SLICE, 5, NULL, 1);
 	nd->in[0] = x;
 	nd->in[1] = ints_const(X->g, 1, &st);
 	nd->in[2] = ints_const(X->g, 1, &en);
@@ -1148,7 +1077,7 @@ static int map_iter(lx *X, ir_value *it)
 		if (slice) {
 			/* x[t:t+1] = the step's row of x with a size-1 axis 1 */
 			int64_t one = 1;
-			ir_node *nd = mk(X, X->g, OP_UNSQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, X->g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = xs;
 			nd->in[1] = ints_const(X->g, 1, &one);
 			if (!(xs = pre(X, nd)))
@@ -1167,20 +1096,21 @@ static int map_iter(lx *X, ir_value *it)
 			u->out[k] = NULL;  /* the node is dead now */
 		u->nout = 0;
 	}
-	body_dce(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL);
 	if (!body_uses(b, it, NULL))
 		return 0;
 	/* other arithmetic on it (step schedules): it = int64(t - 1) from the
 	 * recurrence's 1-based step number t (has_step) */
 	if (X->step_it) {
-		replace_in_body(b, it, X->step_it);
+		ir_replace_uses(b, it, X->step_it, NULL, IR_USES_OUTPUTS);
 		return 0;
 	}
 	ir_shape scalar = {.rank = 0};
 	float onef = 1.0f;
 	X->step = ir_value_new(b, ir_unique_name(b, "step_t"), VAL_STEP, DT_F32);
 	X->step->shape = scalar;
-	ir_node *sub = mk(X, b, OP_SUB, 2, 1), *cast = mk(X, b, OP_CAST, 1, 1);
+	ir_node *sub = ir_build_node(&X->bld, b, OP_SUB, 2, NULL, 1);
+	ir_node *cast = ir_build_node(&X->bld, b, OP_CAST, 1, NULL, 1);
 	sub->in[0] = X->step;
 	sub->in[1] = ir_const_new(b, ir_unique_name(b, "one"), DT_F32, &scalar, &onef);
 	sub->out[0] = temp(X, b, DT_F32);
@@ -1188,7 +1118,7 @@ static int map_iter(lx *X, ir_value *it)
 	ir_attr_set_int(cast, "to", DT_I64);
 	cast->out[0] = temp(X, b, DT_I64);
 	X->step_it = cast->out[0];
-	replace_in_body(b, it, cast->out[0]);
+	ir_replace_uses(b, it, cast->out[0], NULL, IR_USES_OUTPUTS);
 	prepend_body(b, cast);
 	prepend_body(b, sub);
 	return 0;
@@ -1251,7 +1181,7 @@ static ir_node **expand_loop(lx *X, int *count)
 	uint8_t one = 1;
 	ir_shape scalar = {.rank = 0};
 	ir_value *yes = ir_const_new(b, ir_unique_name(b, "true"), DT_BOOL, &scalar, &one);
-	replace_in_body(b, cin, yes);
+	ir_replace_uses(b, cin, yes, NULL, IR_USES_OUTPUTS);
 	int acc[MAXIO] = {0};
 	ir_value *acc_y[MAXIO];
 	for (int k = 0; k < N; k++) {
@@ -1394,7 +1324,7 @@ static ir_node **expand_scan(lx *X, int *count)
 				return NULL;
 			}
 			int64_t zero = 0;
-			ir_node *nd = mk(X, X->g, OP_SQUEEZE, 2, 1);
+			ir_node *nd = ir_build_node(&X->bld, X->g, OP_SQUEEZE, 2, NULL, 1);
 			nd->in[0] = v;
 			nd->in[1] = ints_const(X->g, 1, &zero);
 			if (!(ins[k] = pre(X, nd)))
@@ -1486,7 +1416,8 @@ static ir_node **expand_scan(lx *X, int *count)
 
 ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count)
 {
-	lx X = {.g = g, .n = n, .b = n->body, .D = D, .A = g->A, .infer = infer, .cx = cx};
+	lx X = {.g = g, .n = n, .b = n->body, .D = D, .A = g->A, .infer = infer, .cx = cx,
+		.bld = {.origin = n->name, .opset = n->opset}};
 	*count = 0;
 	/* an input whose producer failed was reported already (sequences have
 	 * no tensor type: they are this file's business) */

@@ -55,6 +55,7 @@
  */
 #include "onnx_priv.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -230,21 +231,14 @@ static void copy_nodes(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *dst,
 {
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *n = g->nodes[i];
-		ir_node *c = ir_node_new(dst, n->op, ir_unique_name(dst, n->name), n->nin, n->nout);
-		c->op_type = n->op_type;
-		c->domain = n->domain;
-		c->opset = n->opset;
+		ir_node *c = ir_clone_node(dst, n, ir_unique_name(dst, n->name), -1, IR_CLONE_SOURCE);
 		c->origin = n->origin ? n->origin : n->name;
 		c->unrolled = n->unrolled;
 		for (int k = 0; k < n->nin; k++)
 			c->in[k] = ref(m, src, dst, n->in[k]);
-		c->nattrs = n->nattrs;
-		c->attrs = arena_array(dst->A, (size_t)(n->nattrs ? n->nattrs : 1), sizeof *c->attrs);
-		for (int a = 0; a < n->nattrs; a++) {
-			c->attrs[a] = n->attrs[a];
+		for (int a = 0; a < n->nattrs; a++)
 			if (n->attrs[a].kind == ATTR_GRAPH)
 				c->attrs[a].g = copy_graph(m, src, n->attrs[a].g, dst);
-		}
 		if (n->body)
 			c->body = copy_graph(m, src, n->body, dst);
 		for (int k = 0; k < n->nout; k++) {
@@ -296,10 +290,8 @@ static void bind_result(ir_graph *g, rlist *l, ir_node *origin, ir_value *out, i
 		copy_resolution(out, v);
 		return;
 	}
-	ir_node *id = ir_node_new(g, OP_IDENTITY, ir_unique_name(g, "Identity"), 1, 1);
-	id->origin = origin->name;
-	id->opset = origin->opset;
-	id->in[0] = v;
+	ir_build B = {.origin = origin->name, .opset = origin->opset};
+	ir_node *id = ir_build_node(&B, g, OP_IDENTITY, 1, &v, 1);
 	id->out[0] = out;
 	out->producer = id;
 	rl_push(g->A, l, id);
@@ -336,8 +328,7 @@ static ir_value *make_const(ir_graph *g, ir_value *out, ir_dtype dt, const ir_sh
 	return out;
 }
 
-static ir_node *new_node(ir_graph *g, const ir_node *like, ir_op op, int nin);
-static ir_value *new_out(ir_graph *g, ir_node *nd, ir_dtype dt);
+static ir_build like(const ir_node *n);
 
 /* ---- If --------------------------------------------------------------------- */
 
@@ -347,6 +338,7 @@ static ir_value *new_out(ir_graph *g, ir_node *nd, ir_dtype dt);
  * if_select = 1, infer_shape checks it). */
 static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
+	ir_build B = like(n);
 	ir_value *c = n->in[0];
 	if (c->seq != IR_TENSOR || c->dtype != DT_BOOL || c->shape.rank < 0 ||
 	    ir_shape_const_numel(&c->shape) != 1) {
@@ -358,10 +350,10 @@ static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	if (c->shape.rank > 0) {
 		/* a [1] condition: a scalar, which broadcasts to any branch shape */
 		int64_t none = 0;
-		ir_node *r = new_node(g, n, OP_RESHAPE, 2);
+		ir_node *r = ir_build_node(&B, g, OP_RESHAPE, 2, NULL, 1);
 		r->in[0] = c;
 		r->in[1] = ir_const_i64(g, ir_unique_name(g, "shape"), 0, &none);
-		c = new_out(g, r, DT_BOOL);
+		c = ir_build_out(&B, r, 0, DT_BOOL);
 		rl_push(g->A, l, r);
 	}
 	ir_value *res[2][64];
@@ -385,7 +377,7 @@ static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 				  "cellc selects between tensors only", j);
 			return -1;
 		}
-		ir_node *w = new_node(g, n, OP_WHERE, 3);
+		ir_node *w = ir_build_node(&B, g, OP_WHERE, 3, NULL, 1);
 		w->name = ir_unique_name(g, n->name);   /* errors name the If */
 		w->in[0] = c;
 		w->in[1] = res[0][j];
@@ -529,24 +521,16 @@ const ir_node *onnx_split_view(const ir_value *S, int *axis, int *keep)
 	return p;
 }
 
-static ir_node *new_node(ir_graph *g, const ir_node *like, ir_op op, int nin)
+/* Nodes made in place of n (ir_build): its provenance and opset; their
+ * outputs named "split". */
+static ir_build like(const ir_node *n)
 {
-	ir_node *nd = ir_node_new(g, op, ir_unique_name(g, ir_op_name(op)), nin, 1);
-	nd->origin = like->origin ? like->origin : like->name;
-	nd->opset = like->opset;
-	return nd;
-}
-
-static ir_value *new_out(ir_graph *g, ir_node *nd, ir_dtype dt)
-{
-	ir_value *v = ir_value_new(g, ir_unique_name(g, "split"), VAL_TEMP, dt);
-	nd->out[0] = v;
-	v->producer = nd;
-	return v;
+	return (ir_build){.origin = n->origin ? n->origin : n->name, .opset = n->opset, .out_base = "split"};
 }
 
 int onnx_split_at(ir_graph *g, ir_node *n, ir_node **extra)
 {
+	ir_build B = like(n);
 	int axis, keep;
 	const ir_node *sp = onnx_split_view(n->in[0], &axis, &keep);
 	*extra = NULL;
@@ -560,8 +544,8 @@ int onnx_split_at(ir_graph *g, ir_node *n, ir_node **extra)
 	ir_attr_set_int(n, "axis", axis);
 	if (keep && o) {
 		/* the slice keeps its axis: x[..., p:p+1, ...] */
-		ir_node *u = new_node(g, n, OP_UNSQUEEZE, 2);
-		u->in[0] = new_out(g, n, x->dtype);
+		ir_node *u = ir_build_node(&B, g, OP_UNSQUEEZE, 2, NULL, 1);
+		u->in[0] = ir_build_out(&B, n, 0, x->dtype);
 		u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &ax);
 		u->out[0] = o;
 		o->producer = u;
@@ -573,18 +557,19 @@ int onnx_split_at(ir_graph *g, ir_node *n, ir_node **extra)
 /* SequenceAt or SequenceLength of a split view: tensor operators on x. */
 static int split_read(ir_graph *g, ir_node *n, rlist *l)
 {
+	ir_build B = like(n);
 	int axis, keep;
 	const ir_node *sp = onnx_split_view(n->in[0], &axis, &keep);
 	ir_value *x = sp->in[0];
 	if (n->op == OP_SEQLEN) {
 		/* Shape(x)[axis], folded into the axis' size */
-		ir_node *s = new_node(g, n, OP_SHAPE, 1);
+		ir_node *s = ir_build_node(&B, g, OP_SHAPE, 1, NULL, 1);
 		s->in[0] = x;
 		rl_push(g->A, l, s);
 		int64_t ax = axis;
 		ir_shape scalar = {.rank = 0};
 		n->op = OP_GATHER;
-		n->in[0] = new_out(g, s, DT_I64);
+		n->in[0] = ir_build_out(&B, s, 0, DT_I64);
 		n->in[1] = ir_const_new(g, ir_unique_name(g, "axis"), DT_I64, &scalar, &ax);
 		n->nin = 2;
 		n->nattrs = 0;
@@ -595,11 +580,11 @@ static int split_read(ir_graph *g, ir_node *n, rlist *l)
 	ir_value *p = n->in[1];
 	if (p->shape.rank > 0) {
 		/* a position of shape [1]: the scalar Gather wants */
-		ir_node *r = new_node(g, n, OP_RESHAPE, 2);
+		ir_node *r = ir_build_node(&B, g, OP_RESHAPE, 2, NULL, 1);
 		r->in[0] = p;
 		int64_t none = 0;
 		r->in[1] = ir_const_i64(g, ir_unique_name(g, "shape"), 0, &none);
-		n->in[1] = new_out(g, r, p->dtype);
+		n->in[1] = ir_build_out(&B, r, 0, p->dtype);
 		rl_push(g->A, l, r);
 	}
 	ir_node *extra;
@@ -666,6 +651,7 @@ static void len_readers(ir_graph *h, const ir_value *S, ir_value *len)
  * constant length and constant split sizes, the list of its slices. */
 static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
+	ir_build B = like(n);
 	ir_value *x = n->in[0], *sp = n->nin > 1 ? n->in[1] : NULL, *S = n->out[0];
 	int r = x->shape.rank, axis, keep;
 	int64_t ax = ir_attr_int(n, "axis", 0);
@@ -759,7 +745,7 @@ static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	ir_value **e = arena_array(g->A, (size_t)cnt + 1, sizeof *e);
 	int64_t at = 0;
 	for (int64_t i = 0; i < cnt; i++) {
-		ir_node *s = new_node(g, n, squeeze ? OP_GATHER : OP_SLICE, squeeze ? 2 : 4);
+		ir_node *s = ir_build_node(&B, g, squeeze ? OP_GATHER : OP_SLICE, squeeze ? 2 : 4, NULL, 1);
 		s->in[0] = x;
 		if (squeeze) {
 			ir_shape scalar = {.rank = 0};
@@ -771,7 +757,7 @@ static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 			s->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
 			s->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &a);
 		}
-		e[i] = new_out(g, s, x->dtype);
+		e[i] = ir_build_out(&B, s, 0, x->dtype);
 		rl_push(g->A, l, s);
 		at += sizes[i];
 	}
@@ -806,19 +792,17 @@ static int concat_seq(ir_graph *g, ir_node *n, diag *D, rlist *l, ir_value *S)
 		return -1;
 	}
 	ir_value **in = arena_array(g->A, (size_t)S->nelem, sizeof *in);
+	ir_build U = {.origin = n->name, .opset = n->opset, .out_base = "unsq"};
 	for (int i = 0; i < S->nelem; i++) {
 		in[i] = S->elem[i];
 		if (!newax)
 			continue;
 		int r = in[i]->shape.rank + 1;
 		int64_t ax = axis < 0 ? axis + r : axis;
-		ir_node *u = ir_node_new(g, OP_UNSQUEEZE, ir_unique_name(g, "Unsqueeze"), 2, 1);
-		u->origin = n->name;
-		u->opset = n->opset;
+		ir_node *u = ir_build_node(&U, g, OP_UNSQUEEZE, 2, NULL, 1);
 		u->in[0] = in[i];
 		u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &ax);
-		u->out[0] = ir_value_new(g, ir_unique_name(g, "unsq"), VAL_TEMP, in[i]->dtype);
-		u->out[0]->producer = u;
+		ir_build_out(&U, u, 0, in[i]->dtype);
 		rl_push(g->A, l, u);
 		in[i] = u->out[0];
 	}
@@ -1232,8 +1216,8 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		ir_value *out = n->out[N + j];
 		if (!out)
 			continue;
-		ir_node *cat = ir_node_new(g, OP_CONCAT, ir_unique_name(g, "Concat"), (int)steps, 1);
-		cat->origin = n->name;
+		ir_build C = {.origin = n->name, .out_base = "unsq"};
+		ir_node *cat = ir_build_node(&C, g, OP_CONCAT, (int)steps, NULL, 1);
 		for (int64_t i = 0; i < steps; i++) {
 			ir_value *y = ys[j][i];
 			int64_t zero = 0;
@@ -1241,12 +1225,10 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 				diag_node(D, n, "scan output %d is a %s; cellc stacks tensors only", j, kind_word(y));
 				return NULL;
 			}
-			ir_node *u = ir_node_new(g, OP_UNSQUEEZE, ir_unique_name(g, "Unsqueeze"), 2, 1);
-			u->origin = n->name;
+			ir_node *u = ir_build_node(&C, g, OP_UNSQUEEZE, 2, NULL, 1);
 			u->in[0] = y;
 			u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &zero);
-			u->out[0] = ir_value_new(g, ir_unique_name(g, "unsq"), VAL_TEMP, y->dtype);
-			u->out[0]->producer = u;
+			ir_build_out(&C, u, 0, y->dtype);
 			rl_push(g->A, &l, u);
 			cat->in[i] = u->out[0];
 		}

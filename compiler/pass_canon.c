@@ -38,6 +38,7 @@
  * structural, not a list of known models.
  */
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "recognize.h"
 #include "util.h"
@@ -48,19 +49,6 @@ static int is_view(const ir_node *n)
 {
 	return n->op == OP_RESHAPE || n->op == OP_SQUEEZE || n->op == OP_UNSQUEEZE ||
 	       n->op == OP_FLATTEN || n->op == OP_IDENTITY;
-}
-
-/* Every read of `from` (in g and the bodies nested in it) reads `to`. */
-static void replace_uses(ir_graph *g, const ir_value *from, ir_value *to)
-{
-	for (int i = 0; i < g->nnodes; i++) {
-		ir_node *n = g->nodes[i];
-		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] == from)
-				n->in[k] = to;
-		if (n->body)
-			replace_uses(n->body, from, to);
-	}
 }
 
 /* The value at the root of v's chain of views. */
@@ -85,7 +73,7 @@ static int drop_noop_views(ir_graph *g)
 			continue;
 		if (ir_shape_eq(&r->shape, &y->shape)) {
 			if (y->nuses > 0) {
-				replace_uses(g, y, r);
+				ir_replace_uses(g, y, r, NULL, IR_USES_NESTED);
 				changed = 1;
 			}
 			continue;
@@ -421,7 +409,7 @@ static int sink_biases(ir_graph *g)
 				continue;
 			ir_gemm_set_bias(m, b);
 			/* the Add is now x + 0: its readers read x */
-			replace_uses(g, a->out[0], x);
+			ir_replace_uses(g, a->out[0], x, NULL, IR_USES_NESTED);
 			changed = 1;
 			break;
 		}
@@ -1352,24 +1340,6 @@ static int int_initializers(ir_graph *g)
 	return changed;
 }
 
-/* ---- dead nodes ------------------------------------------------------------------- */
-
-static void drop_dead(ir_graph *g)
-{
-	do
-		ir_recount(g);
-	while (ir_drop_unread(g));
-	int m = 0;
-	for (int i = 0; i < g->nvalues; i++) {
-		ir_value *v = g->values[i];
-		if (v->kind != VAL_TEMP || v->is_output || v->nuses > 0 || (v->producer && v->producer->graph == g &&
-		    v->producer->id >= 0 && v->producer->id < g->nnodes && g->nodes[v->producer->id] == v->producer))
-			g->values[m++] = v;
-	}
-	g->nvalues = m;
-	ir_recount(g);
-}
-
 int canon_views(ir_graph *g)
 {
 	ir_recount(g);
@@ -1380,8 +1350,12 @@ int canon_views(ir_graph *g)
 			break;
 		changed = 1;
 	}
-	if (changed)
-		drop_dead(g);
+	if (changed) {
+		/* the nodes and temporaries nothing reads any more */
+		ir_recount(g);
+		ir_drop_dead(g, IR_DEAD_TEMPS);
+		ir_recount(g);
+	}
 	return changed;
 }
 
@@ -1447,7 +1421,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 				break;
 			changed = 1;
 			ir_recount(g);
-			ir_drop_unread(r->body);
+			ir_drop_dead(r->body, IR_DEAD_ONCE);
 		}
 		/* the products and gates of the body, spelled as in a trace */
 		/* (a scripted Loop's or a Scan's: native and re-rolled bodies
@@ -1457,7 +1431,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 		if (respelled) {
 			changed = 1;
 			ir_recount(g);
-			ir_drop_unread(r->body);
+			ir_drop_dead(r->body, IR_DEAD_ONCE);
 			ir_recount(g);
 		}
 		/* `cellc info` names the cell a Loop/Scan computes, as for traces
@@ -1473,7 +1447,11 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 		changed = 1;
 		ir_recount(g);
 	}
-	if (changed)
-		drop_dead(g);
+	if (changed) {
+		/* the nodes and temporaries nothing reads any more */
+		ir_recount(g);
+		ir_drop_dead(g, IR_DEAD_TEMPS);
+		ir_recount(g);
+	}
 	return 0;
 }

@@ -41,6 +41,7 @@
  */
 #include "elem.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "mincut.h"
 #include "passes.h"
 #include "train.h"
@@ -105,26 +106,24 @@ static int fail(gctx *C, const char *fmt, const char *a)
 
 /* ---- building nodes --------------------------------------------------------------- */
 
+/* How the gradient nodes are made (ir_build): provenance and blame from the
+ * node being differentiated. */
+static ir_build grad_build(const gctx *C)
+{
+	return (ir_build){.origin = C->at && C->at->origin ? C->at->origin : C->at ? C->at->name : "loss",
+			  .D = C->X->D, .blame = C->at, .what = "gradient node", .errors = &C->X->errors};
+}
+
 static ir_value *fin(gctx *C, ir_node *n)
 {
-	if (!n->out[0])
-		n->out[0] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_F32);
-	n->origin = C->at && C->at->origin ? C->at->origin : C->at ? C->at->name : "loss";
-	ir_append(C->tg, n);
-	if (infer_node(C->tg, n, C->X->D) != 0 || n->out[0]->shape.rank < 0) {
-		diag_node(C->X->D, C->at ? C->at : n, "internal error: cannot infer the shape of the "
-			  "gradient node %s", ir_op_name(n->op));
-		C->X->errors++;
-	}
-	return n->out[0];
+	ir_build B = grad_build(C);
+	return ir_build_done(&B, n, NULL);
 }
 
 static ir_node *mk(gctx *C, ir_op op, int nin, ir_value *const *in)
 {
-	ir_node *n = ir_node_new(C->tg, op, NULL, nin, 1);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	return n;
+	ir_build B = grad_build(C);
+	return ir_build_node(&B, C->tg, op, nin, in, 1);
 }
 
 static ir_value *op1(gctx *C, ir_op op, ir_value *a) { return fin(C, mk(C, op, 1, &a)); }
@@ -1305,56 +1304,17 @@ static void drop_unused_saves(ir_graph *g, int nfwd)
 	ir_recount(g);
 }
 
-/* Removes nodes of b whose outputs nothing reads. */
-static void dead_code(ir_graph *b)
-{
-	char *live = arena_alloc(b->A, (size_t)b->nvalues + 1);
-	memset(live, 0, (size_t)b->nvalues + 1);
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k]->graph == b)
-			live[b->outputs[k]->id] = 1;
-	char *keep = arena_alloc(b->A, (size_t)b->nnodes + 1);
-	for (int i = b->nnodes - 1; i >= 0; i--) {
-		ir_node *n = b->nodes[i];
-		keep[i] = 0;
-		for (int k = 0; k < n->nout; k++)
-			keep[i] |= n->out[k] && live[n->out[k]->id];
-		if (keep[i])
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k] && n->in[k]->graph == b)
-					live[n->in[k]->id] = 1;
-	}
-	int j = 0;
-	for (int i = 0; i < b->nnodes; i++)
-		if (keep[i])
-			b->nodes[j++] = b->nodes[i];
-	ir_set_nodes(b, b->nodes, j);
-}
-
 /* Drops the per-step inputs of backward body b that no live node reads and
  * that are not outputs themselves (live: reaching the stacked outputs
  * W->outs or the state gradients bouts). */
 static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int nst)
 {
-	/* the body's outputs are not set yet: mark from W->outs and the nodes */
-	char *live = arena_alloc(b->A, (size_t)b->nvalues + 1);
-	memset(live, 0, (size_t)b->nvalues + 1);
-	for (int j = 0; j < W->nout; j++)
-		if (W->outs[j]->graph == b)
-			live[W->outs[j]->id] = 1;
-	for (int k = 0; k < nst; k++)
-		if (bouts[k]->graph == b)
-			live[bouts[k]->id] = 1;
-	for (int i = b->nnodes - 1; i >= 0; i--) {
-		ir_node *n = b->nodes[i];
-		int keep = 0;
-		for (int k = 0; k < n->nout; k++)
-			keep |= n->out[k] && live[n->out[k]->id];
-		if (keep)
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k] && n->in[k]->graph == b)
-					live[n->in[k]->id] = 1;
-	}
+	/* the body's outputs are not set yet: live from W->outs and bouts */
+	ir_value **roots = arena_array(b->A, (size_t)(W->nout + nst) + 1, sizeof *roots);
+	memcpy(roots, W->outs, (size_t)W->nout * sizeof *roots);
+	memcpy(roots + W->nout, bouts, (size_t)nst * sizeof *roots);
+	char *live;
+	ir_live(b, roots, W->nout + nst, IR_DEAD_BODIES, NULL, &live);
 	int j = 0;
 	for (int s = 0; s < W->nseq; s++)
 		if (live[W->seq[s].inner->id] || (j == 0 && s == W->nseq - 1))
@@ -1638,10 +1598,7 @@ static void rule_rec(gctx *R, ir_node *n)
 		ir_node *bn = F->nodes[i];
 		if (bn->op == OP_GEMM && C.map[bn->out[0]->id])
 			continue;
-		ir_node *c = ir_node_new(b, bn->op, NULL, bn->nin, bn->nout);
-		c->attrs = bn->attrs;
-		c->nattrs = bn->nattrs;
-		c->origin = bn->origin;
+		ir_node *c = ir_clone_node(b, bn, NULL, -1, IR_CLONE_SHARE_ATTRS);
 		for (int k = 0; k < bn->nin; k++)
 			c->in[k] = bn->in[k] ? V(&C, bn->in[k]) : NULL;
 		for (int k = 0; k < bn->nout; k++)
@@ -1744,7 +1701,7 @@ static void rule_rec(gctx *R, ir_node *n)
 			}
 		b->outputs[nst + j] = v;
 	}
-	dead_code(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_BODIES);
 
 	/* with sequence_lens the backward rows run over the same valid steps,
 	 * the other way: from each row's last valid step down, or up to it */

@@ -69,6 +69,7 @@
  * loop only the recurrent product, which depends on the state, remains.
  */
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -100,17 +101,6 @@ static int movable_gemm(const ir_node *n, const ir_graph *body)
 	return (c->shape.rank == 1 && ir_dim_eq(c->shape.d[0], N)) ||
 	       (c->shape.rank == 2 && c->shape.d[0].k == 1 && ir_dim_is_const(c->shape.d[0]) &&
 		ir_dim_eq(c->shape.d[1], N));
-}
-
-static void replace_uses(ir_graph *b, ir_value *old, ir_value *nw)
-{
-	for (int i = 0; i < b->nnodes; i++)
-		for (int k = 0; k < b->nodes[i]->nin; k++)
-			if (b->nodes[i]->in[k] == old)
-				b->nodes[i]->in[k] = nw;
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k] == old)
-			b->outputs[k] = nw;
 }
 
 static int used_in(const ir_graph *b, const ir_value *v)
@@ -331,11 +321,8 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	fl->out[0]->producer = fl;
 	errs += infer_or_complain(root, fl, D, rec);
 
-	ir_node *mm = ir_node_new(root, OP_GEMM, NULL, gm->nin, 1);
-	memcpy(mm->in, gm->in, (size_t)gm->nin * sizeof *mm->in);
+	ir_node *mm = ir_clone_node(root, gm, NULL, 1, IR_CLONE_SHARE_ATTRS);
 	mm->in[0] = fl->out[0];
-	mm->attrs = gm->attrs;
-	mm->nattrs = gm->nattrs;
 	mm->origin = origin;
 	mm->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
 	mm->out[0]->producer = mm;
@@ -363,7 +350,7 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	ir_value *u = ir_value_new(b, uname, VAL_STEP, DT_F32);
 	u->shape = gm->out[0]->shape;
 	u->origin = origin;
-	replace_uses(b, gm->out[0], u);
+	ir_replace_uses(b, gm->out[0], u, NULL, IR_USES_OUTPUTS);
 	add_seq(root, rec, rs->out[0], ax, u);
 	/* drop gm from the body */
 	int j = 0;
@@ -1300,9 +1287,8 @@ static int sink_gathers(ir_graph *g)
 		if (!moved)
 			break;
 		any = 1;
-		do
-			ir_recount(g);
-		while (ir_drop_unread(g));
+		ir_recount(g);
+		ir_drop_dead(g, 0);
 	}
 	ir_recount(g);
 	return any;
@@ -1536,9 +1522,8 @@ static void last_steps(ir_graph *g)
 	}
 	/* the views and stacked outputs nothing reads (any more, or ever: an
 	 * exporter's LSTM writes Y also when only Y_h is read) */
-	do
-		ir_recount(g);
-	while (ir_drop_unread(g));
+	ir_recount(g);
+	ir_drop_dead(g, 0);
 	for (int i = 0; i < g->nnodes; i++) {
 		ir_node *r = g->nodes[i];
 		if (r->op != OP_RECURRENCE || !r->body)
@@ -1550,22 +1535,10 @@ static void last_steps(ir_graph *g)
 				ir_rec_drop_output(r, k);
 	}
 	/* a recurrence nothing reads any more (the reverse direction of a
-	 * bidirectional out[:, -1, :H]) goes, with what only it read */
-	int m = 0;
-	for (int i = 0; i < g->nnodes; i++) {
-		ir_node *r = g->nodes[i];
-		int read = r->op != OP_RECURRENCE;
-		for (int k = 0; k < r->nout && !read; k++)
-			read = r->out[k] && (r->out[k]->nuses > 0 || r->out[k]->is_output);
-		if (read)
-			g->nodes[m++] = r;
-	}
-	if (m < g->nnodes) {
-		g->nnodes = m;
-		do
-			ir_recount(g);
-		while (ir_drop_unread(g));
-	}
+	 * bidirectional out[:, -1, :H]) goes, with what only it read (every
+	 * other node is read: the sweep above) */
+	if (ir_drop_dead(g, IR_DEAD_ONCE | IR_DEAD_BODIES))
+		ir_drop_dead(g, 0);
 	ir_recount(g);
 	if (moved)
 		canon_views(g); /* the views of views the moves left */

@@ -26,6 +26,7 @@
  * gives one error, not a cascade.
  */
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -412,64 +413,6 @@ static void infer_nodes(ictx *c, ir_graph *g, int fold)
 /* Body graphs: infer only; their inputs were given shapes by whoever built them. */
 static void infer_body(ictx *c, ir_graph *b) { infer_nodes(c, b, 0); }
 
-/* ---- dead code ---------------------------------------------------------------------- */
-
-static int live(const ir_node *n)
-{
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] && (n->out[k]->nuses > 0 || n->out[k]->is_output))
-			return 1;
-	return 0;
-}
-
-/* Removes nodes whose outputs nobody uses, then values nobody refers to. */
-static void remove_dead(ir_graph *g)
-{
-	for (int again = 1; again;) {
-		ir_recount(g);
-		again = 0;
-		ir_node **keep = arena_array(g->A, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *keep);
-		int nkeep = 0;
-		for (int i = g->nnodes - 1; i >= 0; i--) {
-			ir_node *n = g->nodes[i];
-			if (live(n)) {
-				keep[nkeep++] = n;
-				continue;
-			}
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k])
-					n->in[k]->nuses--;
-			/* uses from inside a dropped body are only undone by the recount */
-			again |= n->body != NULL;
-		}
-		for (int i = 0; i < nkeep / 2; i++) {
-			ir_node *t = keep[i];
-			keep[i] = keep[nkeep - 1 - i];
-			keep[nkeep - 1 - i] = t;
-		}
-		again &= nkeep < g->nnodes;
-		ir_set_nodes(g, keep, nkeep);
-	}
-	ir_recount(g);
-	/* Attribute tensors are referenced by nodes, not counted as uses. */
-	infer_set attr;
-	infer_set_init(&attr);
-	for (int i = 0; i < g->nnodes; i++)
-		for (int a = 0; a < g->nodes[i]->nattrs; a++)
-			if (g->nodes[i]->attrs[a].kind == ATTR_TENSOR)
-				infer_set_add(&attr, g->nodes[i]->attrs[a].t);
-	int m = 0;
-	for (int i = 0; i < g->nvalues; i++) {
-		ir_value *v = g->values[i];
-		int keep = v->kind == VAL_INPUT || v->is_output || v->nuses > 0 ||
-			   (v->kind == VAL_TEMP && v->producer) || infer_set_has(&attr, v);
-		if (keep)
-			g->values[m++] = v;
-	}
-	g->nvalues = m;
-	infer_set_free(&attr);
-}
-
 /* ---- the pass ------------------------------------------------------------------------ */
 
 /* One round: the root graph checked, inferred and folded; a body graph (a
@@ -520,7 +463,9 @@ int infer_finish(ir_graph *g, diag *D)
 			diag_error(D, "graph output '%s' has no known shape or dtype", v->name);
 	}
 	if (D->nerrors == errs0) {
-		remove_dead(g);
+		/* nodes whose outputs nobody uses, then values nobody refers to */
+		ir_recount(g);
+		ir_drop_dead(g, IR_DEAD_BODIES | IR_DEAD_VALUES);
 		check_settled(g, D);
 	}
 	ir_recount(g);

@@ -29,6 +29,7 @@
  */
 #include "elem.h"
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -76,41 +77,16 @@ typedef struct lower {
 	int nact;               /* activations per direction: 3, 2, 1 */
 	ir_dim T, B;            /* time and batch dims of X */
 	int errors;
+	ir_build bld;           /* how the lowering makes its nodes (origin, inference) */
 	/* small constants made so far, shared by the nodes of one graph */
 	struct small_const { ir_graph *g; ir_dtype dt; double v; ir_value *c; } consts[32];
 	int nconsts;
 } lower;
 
-/* A node of graph g with the given inputs; the caller adds attributes, then
- * done() gives it its output. */
-static ir_node *mk(lower *L, ir_graph *g, ir_op op, int nin, ir_value *const *in)
-{
-	ir_node *n = ir_node_new(g, op, NULL, nin, 1);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	n->origin = L->origin;
-	return n;
-}
-
-/* Appends n to g and infers its output shape.  Returns its output. */
-static ir_value *done(lower *L, ir_graph *g, ir_node *n, ir_value *out)
-{
-	if (!out)
-		out = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
-	n->out[0] = out;
-	ir_append(g, n);
-	if (infer_node(g, n, L->D) != 0 || out->shape.rank < 0) {
-		diag_node(L->D, L->src, "internal error: cannot infer the shape of the lowered %s",
-			  ir_op_name(n->op));
-		L->errors++;
-	}
-	return out;
-}
-
 static ir_value *op2(lower *L, ir_graph *g, ir_op op, ir_value *a, ir_value *b)
 {
 	ir_value *in[2] = {a, b};
-	return done(L, g, mk(L, g, op, 2, in), NULL);
+	return ir_build_op(&L->bld, g, op, 2, in);
 }
 
 /* A scalar f32 or one-element i64 constant of graph g, made once. */
@@ -133,16 +109,16 @@ static ir_value *i64_1(lower *L, ir_graph *g, int64_t v) { return small_const(L,
 static ir_value *gemm(lower *L, ir_graph *g, ir_value *a, ir_value *w, ir_value *bias)
 {
 	ir_value *in[3] = {a, w, bias};
-	ir_node *n = mk(L, g, OP_GEMM, bias ? 3 : 2, in);
+	ir_node *n = ir_build_node(&L->bld, g, OP_GEMM, bias ? 3 : 2, in, 1);
 	ir_attr_set_int(n, "transB", 1);
-	return done(L, g, n, NULL);
+	return ir_build_done(&L->bld, n, NULL);
 }
 
 /* Columns [k*H, (k+1)*H) of a [B, G] value: a gate block. */
 static ir_value *block(lower *L, ir_graph *g, ir_value *v, int k)
 {
 	ir_value *in[4] = {v, i64_1(L, g, k * L->H), i64_1(L, g, (k + 1) * L->H), i64_1(L, g, 1)};
-	return done(L, g, mk(L, g, OP_SLICE, 4, in), NULL);
+	return ir_build_op(&L->bld, g, OP_SLICE, 4, in);
 }
 
 /* Activation a(clip(x)). */
@@ -150,15 +126,15 @@ static ir_value *activate(lower *L, ir_graph *g, const act *a, ir_value *x, int 
 {
 	if (clip && L->clip >= 0) {
 		ir_value *in[3] = {x, f32_scalar(L, g, -L->clip), f32_scalar(L, g, L->clip)};
-		x = done(L, g, mk(L, g, OP_CLIP, 3, in), NULL);
+		x = ir_build_op(&L->bld, g, OP_CLIP, 3, in);
 	}
-	ir_node *n = mk(L, g, a->op, 1, &x);
+	ir_node *n = ir_build_node(&L->bld, g, a->op, 1, &x, 1);
 	const elem_attr *at = elem_row_of(a->op)->attrs;
 	if (at[0].name)
 		ir_attr_set_float(n, at[0].name, a->alpha);
 	if (at[1].name)
 		ir_attr_set_float(n, at[1].name, a->beta);
-	return done(L, g, n, NULL);
+	return ir_build_done(&L->bld, n, NULL);
 }
 
 /* ---- weights ------------------------------------------------------------- */
@@ -233,17 +209,17 @@ static ir_value *run_part(lower *L, ir_value *src, int64_t off, int64_t n, int64
 	ir_graph *g = L->g;
 	int64_t total = ir_shape_const_numel(&src->shape), flat[1] = {total};
 	ir_value *in2[2] = {src, ir_const_i64(g, NULL, 1, flat)};
-	ir_value *f = done(L, g, mk(L, g, OP_RESHAPE, 2, in2), NULL);
+	ir_value *f = ir_build_op(&L->bld, g, OP_RESHAPE, 2, in2);
 	ir_value *v = f;
 	if (off != 0 || n != total) {
 		ir_value *in4[4] = {f, ir_const_i64(g, NULL, 1, &off), ir_const_i64(g, NULL, 1, &(int64_t){off + n}),
 				    ir_const_i64(g, NULL, 1, &(int64_t){0})};
-		v = done(L, g, mk(L, g, OP_SLICE, 4, in4), NULL);
+		v = ir_build_op(&L->bld, g, OP_SLICE, 4, in4);
 	}
 	if (rows) {
 		int64_t d[2] = {rows, n / rows};
 		ir_value *in[2] = {v, ir_const_i64(g, NULL, 2, d)};
-		v = done(L, g, mk(L, g, OP_RESHAPE, 2, in), NULL);
+		v = ir_build_op(&L->bld, g, OP_RESHAPE, 2, in);
 	}
 	return v;
 }
@@ -283,9 +259,9 @@ static ir_value *bias_sum(lower *L, int dir, int k0, int k1, int skip0, int skip
 			ir_value *front = run_part(L, Bv, dir * 2 * G + r0 * L->H, (r1 - r0) * L->H, 0);
 			ir_value *back = run_part(L, Bv, dir * 2 * G + r1 * L->H, (k1 - r1) * L->H, 0);
 			ir_value *in[2] = {op2(L, L->g, OP_ADD, front, rbv), back};
-			ir_node *c = mk(L, L->g, OP_CONCAT, 2, in);
+			ir_node *c = ir_build_node(&L->bld, L->g, OP_CONCAT, 2, in, 1);
 			ir_attr_set_int(c, "axis", 0);
-			return done(L, L->g, c, NULL);
+			return ir_build_done(&L->bld, c, NULL);
 		}
 		return op2(L, L->g, OP_ADD, run_part(L, Bv, dir * 2 * G + k0 * L->H, (k1 - k0) * L->H, 0), rbv);
 	}
@@ -477,14 +453,14 @@ static ir_value *init_state(lower *L, int idx, int dir)
 	int64_t ax = L->layout ? 1 : 0;
 	if (L->ndir == 1) {
 		ir_value *in[2] = {v, i64_1(L, L->g, ax)};
-		return done(L, L->g, mk(L, L->g, OP_SQUEEZE, 2, in), NULL);
+		return ir_build_op(&L->bld, L->g, OP_SQUEEZE, 2, in);
 	}
 	int64_t d = dir;
 	ir_shape s0 = {.rank = 0};
 	ir_value *in[2] = {v, ir_const_new(L->g, NULL, DT_I64, &s0, &d)};
-	ir_node *n = mk(L, L->g, OP_GATHER, 2, in);
+	ir_node *n = ir_build_node(&L->bld, L->g, OP_GATHER, 2, in, 1);
 	ir_attr_set_int(n, "axis", ax);
-	return done(L, L->g, n, NULL);
+	return ir_build_done(&L->bld, n, NULL);
 }
 
 /* out = per-direction parts [.., B, H] joined on a new axis `ax`. */
@@ -493,17 +469,17 @@ static void assemble(lower *L, ir_value *out, ir_value *const *parts, int64_t ax
 	ir_graph *g = L->g;
 	if (L->ndir == 1) {
 		ir_value *in[2] = {parts[0], i64_1(L, g, ax)};
-		done(L, g, mk(L, g, OP_UNSQUEEZE, 2, in), out);
+		ir_build_done(&L->bld, ir_build_node(&L->bld, g, OP_UNSQUEEZE, 2, in, 1), out);
 		return;
 	}
 	ir_value *u[2];
 	for (int d = 0; d < 2; d++) {
 		ir_value *in[2] = {parts[d], i64_1(L, g, ax)};
-		u[d] = done(L, g, mk(L, g, OP_UNSQUEEZE, 2, in), NULL);
+		u[d] = ir_build_op(&L->bld, g, OP_UNSQUEEZE, 2, in);
 	}
-	ir_node *n = mk(L, g, OP_CONCAT, 2, u);
+	ir_node *n = ir_build_node(&L->bld, g, OP_CONCAT, 2, u, 1);
 	ir_attr_set_int(n, "axis", ax);
-	done(L, g, n, out);
+	ir_build_done(&L->bld, n, out);
 }
 
 static ir_value *rec_output(lower *L, int rank, const ir_dim *d)
@@ -534,6 +510,7 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 	if (!src->name || !*src->name)
 		src->name = ir_unique_name(g, ir_op_name(src->op));
 	L->origin = arena_printf(g->A, "%s '%s'", ir_op_name(src->op), src->name);
+	L->bld = (ir_build){.origin = L->origin, .D = D, .blame = src, .what = "lowered", .errors = &L->errors};
 	switch (src->op) {
 	case OP_LSTM: L->ngates = 4; L->nact = 3; break;
 	case OP_GRU: L->ngates = 3; L->nact = 2; break;

@@ -65,6 +65,7 @@
  * unrolled.
  */
 #include "infer.h"
+#include "ir_build.h"
 #include "passes.h"
 #include "recognize.h"
 #include "util.h"
@@ -1122,9 +1123,7 @@ static ir_value *const_input(rr *R, int j, int k)
 static int fold_in_copy0(rr *R, int j)
 {
 	ir_node *tn = R->tn[j];
-	ir_node *n = ir_node_new(R->scratch, tn->op, NULL, tn->nin, tn->nout);
-	n->attrs = tn->attrs;
-	n->nattrs = tn->nattrs;
+	ir_node *n = ir_clone_node(R->scratch, tn, NULL, -1, IR_CLONE_SHARE_ATTRS);
 	for (int k = 0; k < tn->nin; k++) {
 		if (!tn->in[k])
 			continue;
@@ -1747,12 +1746,7 @@ static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note,
 		if (B->drop[j])
 			continue;
 		ir_node *tn = R->tn[j];
-		ir_node *n = ir_node_new(b, tn->op, tn->name, tn->nin, tn->nout);
-		n->op_type = tn->op_type;
-		n->domain = tn->domain;
-		n->opset = tn->opset;
-		n->attrs = tn->attrs;
-		n->nattrs = tn->nattrs;
+		ir_node *n = ir_clone_node(b, tn, tn->name, -1, IR_CLONE_SOURCE | IR_CLONE_SHARE_ATTRS);
 		n->origin = tn->origin ? tn->origin : tn->name;
 		for (int k = 0; k < tn->nin; k++) {
 			const tin *x = &R->ti[j][k];
@@ -2039,36 +2033,7 @@ static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note,
 		}
 	/* work on the initial states that only the first copy read */
 	ir_recount(g);
-	for (int again = 1; again;) {
-		again = 0;
-		int k = 0;
-		for (int i = 0; i < g->nnodes; i++) {
-			ir_node *n = g->nodes[i];
-			int live = n->body != NULL;
-			for (int o = 0; o < n->nout && !live; o++)
-				live = n->out[o] && (n->out[o]->nuses > 0 || is_graph_output(R, n->out[o]));
-			if (live) {
-				g->nodes[k++] = n;
-				continue;
-			}
-			for (int o = 0; o < n->nin; o++)
-				if (n->in[o])
-					n->in[o]->nuses--;
-			for (int o = 0; o < n->nout; o++)
-				if (n->out[o])
-					n->out[o]->producer = NULL;
-			again = 1;
-		}
-		ir_set_nodes(g, g->nodes, k);
-	}
-	nv = 0;
-	for (int v = 0; v < g->nvalues; v++) {
-		ir_value *x = g->values[v];
-		if (x->kind == VAL_TEMP && !x->producer && !is_graph_output(R, x))
-			continue;
-		g->values[nv++] = x;
-	}
-	g->nvalues = nv;
+	ir_drop_dead(g, IR_DEAD_TEMPS);
 	/* unused constants of the removed copies */
 	ir_recount(g);
 	nv = 0;
@@ -2745,9 +2710,7 @@ static ir_value *clone_update(ir_graph *b, const ir_value *v, const par_leaf *la
 		c->in[2] = ir_const_i64(b, NULL, 1, &en);
 		c->in[3] = ir_const_i64(b, NULL, 1, &ax);
 	} else {
-		c = ir_node_new(b, n->op, NULL, n->nin, 1);
-		c->attrs = n->attrs;
-		c->nattrs = n->nattrs;
+		c = ir_clone_node(b, n, NULL, 1, IR_CLONE_SHARE_ATTRS);
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] && !(c->in[k] = clone_update(b, n->in[k], la, S, w, out, nout, q)))
 				return NULL;
@@ -2777,15 +2740,6 @@ static ir_value *block_of(ir_graph *b, ir_value *X, int64_t off, int64_t w, ir_n
 		return NULL;
 	out[(*nout)++] = c;
 	return c->out[0];
-}
-
-static void replace_uses(ir_graph *b, const ir_value *from, ir_value *to, const ir_node *except)
-{
-	for (int i = 0; i < b->nnodes; i++)
-		if (b->nodes[i] != except)
-			for (int k = 0; k < b->nodes[i]->nin; k++)
-				if (b->nodes[i]->in[k] == from)
-					b->nodes[i]->in[k] = to;
 }
 
 enum { PAR_MAX = 8 };
@@ -2878,7 +2832,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 			ir_value *blk = block_of(b, S, L[i].off - lo, w, head, &nhead, &q);
 			if (!blk)
 				return 0;
-			replace_uses(b, L[i].own, blk, NULL);
+			ir_replace_uses(b, L[i].own, blk, NULL, 0);
 		}
 		par_leaf lm = L[0];
 		lm.off = lo;
@@ -2895,7 +2849,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 			ir_value *blk = block_of(b, Su, L[i].off - lo, w, tailn, &ntail, &q);
 			if (!blk)
 				return 0;
-			replace_uses(b, b->outputs[grp[i]], blk, NULL);
+			ir_replace_uses(b, b->outputs[grp[i]], blk, NULL, 0);
 		}
 		/* the node list: the blocks of S first, the merged update where
 		 * state a's update was (after P), then the rest */
@@ -2966,7 +2920,7 @@ static int merge_parallel_states(ir_graph *g, ir_node *rec)
 		ir_attr_set_int(rec, "n_state", ns - (ng - 1));
 		ir_recount(g);
 		/* the old updates are read by nothing now */
-		while (ir_drop_unread(b))
+		if (ir_drop_dead(b, 0))
 			ir_recount(g);
 		return 1;
 	}

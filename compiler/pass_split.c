@@ -24,6 +24,7 @@
  * breaks:   nothing later passes rely on: node order stays topological,
  *           dead nodes are removed from bodies.
  */
+#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
@@ -169,13 +170,7 @@ static ir_value *push(sp *S, ir_value *v, int64_t st, int64_t en, int64_t width,
 			ok = !p->in[k] || ins[k];
 		}
 		if (ok) {
-			ir_node *n = ir_node_new(S->b, p->op, NULL, p->nin, 1);
-			n->op_type = p->op_type;
-			n->domain = p->domain;
-			n->opset = p->opset;
-			n->nattrs = p->nattrs;
-			n->attrs = p->attrs;
-			n->origin = p->origin;
+			ir_node *n = ir_clone_node(S->b, p, NULL, 1, IR_CLONE_SOURCE | IR_CLONE_SHARE_ATTRS);
 			for (int k = 0; k < p->nin; k++)
 				n->in[k] = ins[k];
 			if (!dst) {
@@ -195,38 +190,6 @@ static ir_value *push(sp *S, ir_value *v, int64_t st, int64_t en, int64_t width,
 	return r;
 }
 
-/* ---- dead nodes ---- */
-
-static void body_dce(ir_graph *b)
-{
-	int changed = 1;
-	while (changed) {
-		changed = 0;
-		int *uses = arena_array(b->A, (size_t)b->nvalues + 1, sizeof *uses);
-		for (int i = 0; i < b->nnodes; i++)
-			for (int k = 0; k < b->nodes[i]->nin; k++) {
-				ir_value *v = b->nodes[i]->in[k];
-				if (v && v->graph == b && v->id < b->nvalues && b->values[v->id] == v)
-					uses[v->id]++;
-			}
-		for (int k = 0; k < b->noutputs; k++)
-			if (b->outputs[k]->graph == b)
-				uses[b->outputs[k]->id]++;
-		int m = 0;
-		for (int i = 0; i < b->nnodes; i++) {
-			ir_node *n = b->nodes[i];
-			int live = n->body != NULL || n->nout == 0;
-			for (int k = 0; k < n->nout; k++)
-				live |= n->out[k] && uses[n->out[k]->id];
-			if (live)
-				b->nodes[m++] = n;
-			else
-				changed = 1;
-		}
-		ir_set_nodes(b, b->nodes, m);
-	}
-}
-
 /* ---- common subexpressions ---- */
 
 static int is_body_out(const ir_graph *b, const ir_value *v)
@@ -235,14 +198,6 @@ static int is_body_out(const ir_graph *b, const ir_value *v)
 		if (b->outputs[k] == v)
 			return 1;
 	return 0;
-}
-
-static void replace_uses(ir_graph *b, const ir_value *from, ir_value *to)
-{
-	for (int i = 0; i < b->nnodes; i++)
-		for (int k = 0; k < b->nodes[i]->nin; k++)
-			if (b->nodes[i]->in[k] == from)
-				b->nodes[i]->in[k] = to;
 }
 
 /* Element-wise nodes computing the same thing twice (the slices of a new
@@ -257,7 +212,7 @@ static void body_cse(ir_graph *b)
 				ir_node *x = b->nodes[i];
 				if (ir_last_axis_slice(x, &xs, &xe) && x->in[0] == y->in[0] && xs == ys && xe == ye &&
 				    !is_body_out(b, y->out[0])) {
-					replace_uses(b, y->out[0], x->out[0]);
+					ir_replace_uses(b, y->out[0], x->out[0], NULL, 0);
 					break;
 				}
 			}
@@ -280,11 +235,11 @@ static void body_cse(ir_graph *b)
 				continue;
 			if (yo) {
 				/* x computes it first: under y's name */
-				replace_uses(b, x->out[0], y->out[0]);
+				ir_replace_uses(b, x->out[0], y->out[0], NULL, 0);
 				x->out[0] = y->out[0];
 				y->out[0]->producer = x;
 			} else {
-				replace_uses(b, y->out[0], x->out[0]);
+				ir_replace_uses(b, y->out[0], x->out[0], NULL, 0);
 			}
 			y->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);  /* y is dead now */
 			y->out[0]->shape = x->out[0]->shape;
@@ -337,10 +292,7 @@ static void split_body(ir_graph *root, ir_graph *b)
 			continue;
 		}
 		/* the same columns once more: readers of y read the first one */
-		for (int j = i + 1; j < b->nnodes; j++)
-			for (int k = 0; k < b->nodes[j]->nin; k++)
-				if (b->nodes[j]->in[k] == y)
-					b->nodes[j]->in[k] = got;
+		ir_replace_uses(b, y, got, NULL, 0);
 		int out = 0;
 		for (int k = 0; k < b->noutputs; k++)
 			out |= b->outputs[k] == y;
@@ -355,7 +307,7 @@ static void split_body(ir_graph *root, ir_graph *b)
 	}
 	ir_set_nodes(b, S->out, S->nout);
 	body_cse(b);
-	body_dce(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_SINKS);
 }
 
 /* ---- states read only by slices ---- */
@@ -364,27 +316,6 @@ static int cmp_range(const void *a, const void *b)
 {
 	const int64_t *x = a, *y = b;
 	return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
-/* Nodes of b that an output needs, as a flag per node index. */
-static char *live_nodes(ir_graph *b)
-{
-	char *live = arena_alloc(b->A, (size_t)b->nnodes + 1);
-	char *need = arena_alloc(b->A, (size_t)b->nvalues + 1);
-	for (int k = 0; k < b->noutputs; k++)
-		if (b->outputs[k]->graph == b)
-			need[b->outputs[k]->id] = 1;
-	for (int i = b->nnodes - 1; i >= 0; i--) {
-		ir_node *n = b->nodes[i];
-		for (int k = 0; k < n->nout; k++)
-			live[i] |= n->out[k] && n->out[k]->graph == b && need[n->out[k]->id];
-		live[i] |= n->body != NULL || n->nout == 0;
-		if (live[i])
-			for (int k = 0; k < n->nin; k++)
-				if (n->in[k] && n->in[k]->graph == b && n->in[k]->id < b->nvalues)
-					need[n->in[k]->id] = 1;
-	}
-	return live;
 }
 
 static ir_value **grow_vals(arena *A, ir_value **a, int n, int at, int extra)
@@ -454,7 +385,8 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 		for (int j = 0; j < nr; j++)
 			b->outputs[k + j] = piece[j];
 		b->noutputs += nr - 1;
-		char *live = live_nodes(b);
+		char *live;
+		ir_live(b, NULL, 0, IR_DEAD_SINKS, &live, NULL);
 		for (int i = 0; i < b->nnodes && ok; i++) {
 			int64_t st, en;
 			for (int q = 0; q < b->nodes[i]->nin && ok; q++)
@@ -505,7 +437,7 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 	for (int j = 0; j < nr; j++)
 		b->inputs[nseq + k + j] = ns_in[j];
 	b->ninputs += nr - 1;
-	body_dce(b);
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_SINKS);
 
 	/* the recurrence: initial values sliced, final values concatenated */
 	ir_node **rootn = arena_array(root->A, (size_t)(root->nnodes + nr) + 2, sizeof *rootn);
@@ -584,7 +516,7 @@ static void split_graph(ir_graph *root, ir_graph *g)
 		if (rn->op != OP_RECURRENCE || !rn->body)
 			continue;
 		drop_state_copies(rn->body, (int)ir_attr_int(rn, "n_state", 0));
-		body_dce(rn->body);
+		ir_drop_dead(rn->body, IR_DEAD_LOCAL | IR_DEAD_SINKS);
 		for (int k = 0; k < (int)ir_attr_int(rn, "n_state", 0); k++)
 			if (split_state(root, rn, k)) {
 				split_body(root, rn->body);     /* slices of the new pieces */

@@ -9,7 +9,8 @@ Groups, in order:
   ref_rnn     tests/ref_rnn.py against the official data and PyTorch
   fixtures    the golden data of rnn_cases and torch against the numpy
               interpreter tests/onnx_ref.py (PyTorch exports at other sizes)
-  unit        Check unit tests of libcellrt and compiler/mincut.c (build/), one test per check
+  unit        Check unit tests of libcellrt, compiler/mincut.c and compiler/ir_build.c
+              (build/), one test per check
   unit_san    the same under AddressSanitizer/UBSan (build-san/)
   onnx_node   every official ONNX node and simple test (onnx's generator)
               through `build/cellc verify --rtol 1e-3 --atol 1e-7`; those
@@ -297,9 +298,10 @@ def group_ref_rnn():
 CHECK_LINE = re.compile(r"^([^:\s]+):(\d+):([PFE]):([^:]+):([^:]+):(\d+): ?(.*)$")
 
 
-# the Check binaries of tests/unit: libcellrt's, and the compiler's modules
-# that stand alone (compiler/mincut.c)
-UNIT_BINARIES = ["test_runtime", "test_mincut"]
+# the Check binaries of tests/unit: libcellrt's, the compiler's modules that
+# stand alone (compiler/mincut.c), and the IR rewrite toolkit
+# (compiler/ir_build.c, linked with the compiler's objects)
+UNIT_BINARIES = ["test_runtime", "test_mincut", "test_ir_build"]
 
 
 def unit_group(group, builddir, env):
