@@ -9,7 +9,11 @@ as a manifest of hashes, so that a refactoring can show it changed nothing.
 the .cell files there and in examples/), each with its default options and,
 for .cell models and the training fixtures, with --train too, and records per
 compilation the SHA-256 of every file written (or, for a refusal, of its
-exit status and message).  Nothing is kept but the manifest.  `compare`
+exit status and message), each compiled from the repository's root with
+its relative path into the same directory in every run (the generated
+header names the command).  Compare manifests written by binaries built at
+the same path (the Makefile names the runtime's location), e.g. the old
+and the new build/cellc of one tree.  Nothing is kept but the manifest.  `compare`
 lists the compilations whose files differ and exits 1 if any do.  It needs
 the fixtures (`make -s -k fixtures`); it is a tool for refactorings, not a
 test: the expected output is the compiler's own, from before the change.
@@ -38,21 +42,25 @@ def jobs_of(root):
     cells += sorted(glob.glob(os.path.join(root, "examples/*.cell")))
     for m in models:
         rel = os.path.relpath(m, root)
-        out.append((rel, [m]))
+        out.append((rel, [rel]))
         if "/train" in rel or "/grad" in rel:
-            out.append((rel + " --train", [m, "--train"]))
+            out.append((rel + " --train", [rel, "--train"]))
     for c in cells:
         rel = os.path.relpath(c, root)
-        out.append((rel, [c]))
-        out.append((rel + " --train", [c, "--train"]))
+        out.append((rel, [rel]))
+        out.append((rel + " --train", [rel, "--train"]))
     return out
 
 
 def one(cellc, key, args):
-    d = tempfile.mkdtemp(prefix="cellc_snap_")
+    # the same output directory for the same compilation in every run: the
+    # generated header names the command line
+    d = os.path.join(tempfile.gettempdir(), "cellc_snap", hashlib.sha1(key.encode()).hexdigest()[:16])
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
     try:
         env = dict(os.environ, CELLC_VALIDATE="0")
-        p = subprocess.run([cellc, "compile"] + args + ["-o", d, "--name", "model"], env=env,
+        p = subprocess.run([cellc, "compile"] + args + ["-o", d, "--name", "model"], env=env, cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
         files = {}
         if p.returncode != 0:
