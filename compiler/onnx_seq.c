@@ -232,6 +232,7 @@ static void copy_nodes(vmap *m, const ir_graph *src, ir_graph *g, ir_graph *dst,
 		ir_node *n = g->nodes[i];
 		ir_node *c = ir_node_new(dst, n->op, ir_unique_name(dst, n->name), n->nin, n->nout);
 		c->op_type = n->op_type;
+		c->rec_source = n->rec_source;
 		c->domain = n->domain;
 		c->opset = n->opset;
 		c->origin = n->origin ? n->origin : n->name;

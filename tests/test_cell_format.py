@@ -225,6 +225,14 @@ ERRORS = [
      [(2, 26, "expected ','")]),
     ("graph_arity", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x, %x)\n\toutput %y\n}\n",
      [(3, 7, "Relu takes 1 to 1 inputs")]),
+    ("graph_bad_role", "graph g {\n\topset 17\n\tinput %x: f32[2] role frob\n\toutput %x\n}\n",
+     [(3, 24, "expected a role after 'role'")]),
+    ("graph_role_not_output", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) role %x trace_steps\n"
+     "\toutput %y\n}\n", [(3, 21, "expected an output of this node")]),
+    ("graph_role_misplaced", "graph g {\n\tinput %x: f32[2] role trace_steps\n\t%y = Relu(%x)\n"
+     "\toutput %y\n}\n", [(2, 19, "role trace_steps marks the result of a Slice")]),
+    ("graph_source_not_recurrence", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) source onnx_loop\n"
+     "\toutput %y\n}\n", [(3, 16, "Relu has no source")]),
 ]
 
 
