@@ -19,7 +19,8 @@
  *   - value roles (ir_value.role, ir.h) stand where they may
  *     (ir_role_fits): step_coef on an f32 sequence input of a recurrence
  *     body, nag_schedule on a value a node of a body makes, trace_steps on
- *     the result of a Slice;
+ *     the result of a Slice (results of the graph's nodes, not those of
+ *     nodes a pass removed);
  *   - weights = "bf16" or "int8" (pass_precision) only on a product by an
  *     f32 model weight whose every element is a bfloat16 value (bf16) or
  *     whose every output is its scale times integers in [-127, 127] (int8);
@@ -169,7 +170,9 @@ static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const cha
 }
 
 /* Where a value's role (ir.h, ir_role) may stand (that a step_coef input is
- * a sequence input: check_recurrence). */
+ * a sequence input: check_recurrence).  Checked on the values the graph
+ * holds: its inputs, weights and constants, and its nodes' results (a
+ * result whose node a pass removed keeps its stale role unseen). */
 static void check_role(vctx *c, const ir_graph *g, const ir_value *v)
 {
 	if ((unsigned)v->role >= IR_ROLE_COUNT)
@@ -559,7 +562,8 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		if (v->kind == VAL_TEMP && v->producer && v->producer->graph != g)
 			bad(c, g, "value '%s' is produced by node '%s' of another graph", v->name,
 			    nname(v->producer));
-		check_role(c, g, v);
+		if (v->kind != VAL_TEMP)        /* a node's result: below, when a node makes it */
+			check_role(c, g, v);
 	}
 	for (int i = 0; i < g->ninputs; i++)
 		if (!g->inputs[i] || g->inputs[i]->graph != g)
@@ -649,6 +653,7 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 				    nname(n));
 			else
 				check_value(c, g, v, "output");
+			check_role(c, g, v);
 		}
 	}
 	for (int i = 0; i < g->noutputs; i++) {
