@@ -177,7 +177,7 @@ check: deps
 	@sh tests/run.sh
 
 # the fast tier of the edit-compile-test loop (docs/testing.md): unit and IR
-# text tests and a sample of each golden group, about 2.5 minutes; `make check`
+# text tests and a sample of each golden group, under 3 minutes; `make check`
 # stays the gate
 check-quick: deps
 	@$(MAKE) --no-print-directory all san
