@@ -631,9 +631,9 @@ const char *recognize_describe(arena *A, const ir_graph *g, const ir_node *rec)
 		s = arena_printf(A, "%s, hidden %" PRId64, s, ir_attr_int(rec, "hidden", 0));
 	const char *note = ir_attr_string(rec, "cell_note", NULL);
 	if (note)
-		s = arena_printf(A, "%s\n      note: %s: %s", s, ir_rec_scripted(rec) ? "not recognised as a named "
-				 "cell (docs/cells.md; the step is compiled as written)" : "not a named cell (docs/cells.md)",
-				 note);
+		s = arena_printf(A, "%s\n      note: %s: %s", s, ir_rec_scripted(rec) ?
+				 "not recognised as a named cell (docs/cells.md; the step is compiled as written)" :
+				 "not a named cell (docs/cells.md)", note);
 	const char *tn = ir_attr_string(rec, "time_note", NULL);
 	if (tn)
 		s = arena_printf(A, "%s\n      note: %s", s, tn);
