@@ -54,7 +54,7 @@ CPPFLAGS_C := -Icompiler -Iruntime -I$(B)/gen
 LIBS_C     := -lprotobuf-c -lopenblas -lm
 LIBS_RT    := -lopenblas -lm
 
-.PHONY: all deps demo check bench install uninstall clean san ort runtime
+.PHONY: all deps demo check check-quick bench install uninstall clean san ort runtime
 
 # BLAS=none: libcellrt with its portable kernels, no OpenBLAS, for emitted
 # code (cellc itself always links the OpenBLAS build).
@@ -175,6 +175,13 @@ demo: deps
 check: deps
 	@$(MAKE) --no-print-directory all san
 	@sh tests/run.sh
+
+# the fast tier of the edit-compile-test loop (docs/testing.md): unit and IR
+# text tests and a sample of each golden group, under 3 minutes; `make check`
+# stays the gate
+check-quick: deps
+	@$(MAKE) --no-print-directory all san
+	@sh tests/run.sh --quick
 
 # ---- demo-train (issue 5): train an lstm and a momentum_lstm classifier ------
 # on row-by-row Fashion-MNIST (examples/demo_train.sh; Debian's

@@ -1253,6 +1253,7 @@ int cell_lower(ir_graph *g, ir_node *n, diag *D)
 
 	/* the recurrence: X, initial states (cut per gate block), finals */
 	ir_node *r = ir_node_new(g, OP_RECURRENCE, n->name, 1 + S->n, S->n + 1);
+	r->rec_source = IR_REC_CELL;
 	r->origin = W->origin;
 	r->body = b;
 	r->in[0] = n->in[0];

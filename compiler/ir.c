@@ -193,6 +193,76 @@ int ir_unrolled_why_lookup(const char *keyword)
 	return -1;
 }
 
+/* ---- value roles and recurrence sources (ir.h) ---- */
+
+static const struct {
+	const char *keyword, *where;
+} roles[] = {
+#define ROLE_ROW(e, kw, where) [e] = {#kw, where},
+	IR_ROLES(ROLE_ROW)
+#undef ROLE_ROW
+};
+_Static_assert(sizeof roles / sizeof *roles == IR_ROLE_COUNT, "one row per role");
+
+const char *ir_role_keyword(ir_role r)
+{
+	ASSERT(r >= 0 && r < IR_ROLE_COUNT);
+	return roles[r].keyword;
+}
+
+const char *ir_role_where(ir_role r)
+{
+	ASSERT(r >= 0 && r < IR_ROLE_COUNT);
+	return roles[r].where;
+}
+
+int ir_role_lookup(const char *keyword)
+{
+	for (int i = 0; i < IR_ROLE_COUNT; i++)
+		if (strcmp(roles[i].keyword, keyword) == 0)
+			return i;
+	return -1;
+}
+
+int ir_role_fits(ir_role r, ir_valkind kind, ir_dtype dt, int op, int in_body)
+{
+	switch (r) {
+	case IR_ROLE_NONE: return 1;
+	case IR_ROLE_STEP_COEF: return kind == VAL_STEP && in_body && (dt == DT_F32 || dt == DT_UNDEF);
+	case IR_ROLE_NAG_SCHEDULE: return kind == VAL_TEMP && in_body && op >= 0;
+	case IR_ROLE_TRACE_STEPS: return kind == VAL_TEMP && op == OP_SLICE;
+	case IR_ROLE_COUNT: break;
+	}
+	return 0;
+}
+
+static const char *const rec_source_keywords[] = {
+#define SRC_KW(e, kw) [e] = #kw,
+	IR_REC_SOURCES(SRC_KW)
+#undef SRC_KW
+};
+_Static_assert(sizeof rec_source_keywords / sizeof *rec_source_keywords == IR_REC_SOURCE_COUNT,
+	       "one keyword per source");
+
+const char *ir_rec_source_keyword(ir_rec_source s)
+{
+	ASSERT(s >= 0 && s < IR_REC_SOURCE_COUNT);
+	return rec_source_keywords[s];
+}
+
+int ir_rec_source_lookup(const char *keyword)
+{
+	for (int i = 0; i < IR_REC_SOURCE_COUNT; i++)
+		if (strcmp(rec_source_keywords[i], keyword) == 0)
+			return i;
+	return -1;
+}
+
+int ir_rec_scripted(const ir_node *n)
+{
+	return n->rec_source == IR_REC_ONNX_LOOP || n->rec_source == IR_REC_ONNX_SCAN;
+}
+
 void ir_unrolled_add(ir_graph *g, const ir_unrolled *u)
 {
 	g = ir_root(g);

@@ -103,6 +103,44 @@ typedef enum {
 struct ir_node;
 struct ir_graph;
 
+/* The role a pass gave a value for a later decision to read (never the
+ * text of origin, which is provenance for comments only).  `cellc dump`
+ * prints it as ` role KEYWORD` at the end of a declaration line, and as
+ * ` role %NAME KEYWORD` after the attributes of the node line that defines
+ * NAME; the text reads it back (txt_graph.c), which like ir_verify checks
+ * that it stands where it may (ir_role_fits).  The roles:
+ *   step_coef     a per-step coefficient that pass_reroll found as T
+ *                 different scalars in a trace and reads from a table: a
+ *                 sequence input of the recurrence body (recognize.c)
+ *   nag_schedule  a per-step coefficient that follows the NAG restart
+ *                 schedule, computed in the body from the step number t:
+ *                 the schedule's last node, its Div (pass_reroll, recognize.c)
+ *   trace_steps   x[0:T], a Slice of a sequence to the steps a trace read,
+ *                 which a recurrence of pass_reroll reads while its time
+ *                 axis stays the traced T (pass_reroll, fixed_upstream)
+ * ROLE(enum, keyword, where it may stand). */
+#define IR_ROLES(ROLE) \
+	ROLE(IR_ROLE_NONE, none, "any value") \
+	ROLE(IR_ROLE_STEP_COEF, step_coef, "an f32 sequence input of a recurrence body") \
+	ROLE(IR_ROLE_NAG_SCHEDULE, nag_schedule, "a value a node of a recurrence body makes") \
+	ROLE(IR_ROLE_TRACE_STEPS, trace_steps, "the result of a Slice")
+
+typedef enum {
+#define IR_ROLE_ENUM(e, kw, where) e,
+	IR_ROLES(IR_ROLE_ENUM)
+#undef IR_ROLE_ENUM
+	IR_ROLE_COUNT
+} ir_role;
+
+const char *ir_role_keyword(ir_role r);
+int ir_role_lookup(const char *keyword);        /* -1 if unknown */
+const char *ir_role_where(ir_role r);           /* "the result of a Slice", ... */
+/* Whether role r may stand on a value of this kind and dtype (DT_UNDEF: not
+ * known yet), made by a node of op `op` (-1: none), in a recurrence body or
+ * not.  (That a step_coef input is a sequence input is checked with the
+ * recurrence's attributes.) */
+int ir_role_fits(ir_role r, ir_valkind kind, ir_dtype dt, int op, int in_body);
+
 typedef struct ir_value {
 	const char *name;       /* unique in the compilation; ONNX tensor name if any */
 	ir_valkind kind;
@@ -124,6 +162,7 @@ typedef struct ir_value {
 	/* filled by the memory planner */
 	int slot;               /* workspace slot, -1 if none (input/weight/output) */
 	const char *origin;     /* what the user called it, for comments */
+	ir_role role;           /* what a pass made it for (above); IR_ROLE_NONE mostly */
 	/* ONNX sequences and optionals (onnx_seq.c): resolved at compile time
 	 * into lists of tensor values; they never reach the emitter */
 	int seq;                /* IR_TENSOR, IR_SEQ or IR_OPT */
@@ -167,6 +206,41 @@ typedef struct ir_attr {
 
 /* ---- nodes ---------------------------------------------------------------- */
 
+/* Where a recurrence came from (ir_node.rec_source), for the decisions that
+ * depend on it (a scripted Loop's or Scan's body is respelled as a trace's
+ * and, when no named cell is found, compiled as written); op_type only
+ * says so in comments.  `cellc dump` prints it as ` source KEYWORD` after a
+ * recurrence's attributes; the text reads it back; the text and ir_verify
+ * check that only a recurrence has one.  The sources:
+ *   none         not said (a hand-written graph), or not a recurrence
+ *   traced_loop  the steps of a traced loop, rolled by pass_reroll
+ *   onnx_loop    an ONNX Loop (onnx_loop.c)
+ *   onnx_scan    an ONNX Scan (onnx_loop.c)
+ *   onnx_rnn     an ONNX LSTM, GRU or RNN node (pass_lower_rnn)
+ *   cell         a layer of a built-in cell of a .cell model (cells.c)
+ *   cell_def     a layer of a cell the .cell file defines (txt_cell.c)
+ *   backward     the backward pass of a recurrence (pass_grad)
+ * REC_SOURCE(enum, keyword). */
+#define IR_REC_SOURCES(REC_SOURCE) \
+	REC_SOURCE(IR_REC_NONE, none) \
+	REC_SOURCE(IR_REC_TRACED, traced_loop) \
+	REC_SOURCE(IR_REC_ONNX_LOOP, onnx_loop) \
+	REC_SOURCE(IR_REC_ONNX_SCAN, onnx_scan) \
+	REC_SOURCE(IR_REC_ONNX_RNN, onnx_rnn) \
+	REC_SOURCE(IR_REC_CELL, cell) \
+	REC_SOURCE(IR_REC_CELL_DEF, cell_def) \
+	REC_SOURCE(IR_REC_BACKWARD, backward)
+
+typedef enum {
+#define IR_REC_SOURCE_ENUM(e, kw) e,
+	IR_REC_SOURCES(IR_REC_SOURCE_ENUM)
+#undef IR_REC_SOURCE_ENUM
+	IR_REC_SOURCE_COUNT
+} ir_rec_source;
+
+const char *ir_rec_source_keyword(ir_rec_source s);
+int ir_rec_source_lookup(const char *keyword);  /* -1 if unknown */
+
 typedef struct ir_node {
 	ir_op op;
 	const char *name;       /* ONNX node name, or made up by the loader/pass */
@@ -186,7 +260,11 @@ typedef struct ir_node {
 	int unrolled;           /* 1 + the index in the root's unrolled[] of the ONNX Loop
 	                           whose iteration this node is a copy of (onnx_loop_unroll;
 	                           pass_reroll counts what it left), 0 otherwise */
+	ir_rec_source rec_source; /* OP_RECURRENCE: where it came from (above); else IR_REC_NONE */
 } ir_node;
+
+/* A recurrence from a scripted loop: an ONNX Loop or Scan. */
+int ir_rec_scripted(const ir_node *n);
 
 /* Recurrence (OP_RECURRENCE), the one structured node.
  *

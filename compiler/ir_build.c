@@ -301,6 +301,7 @@ ir_node *ir_clone_node(ir_graph *g, const ir_node *n, const char *name, int nout
 	if (n->nin)
 		memcpy(c->in, n->in, (size_t)n->nin * sizeof *c->in);
 	c->origin = n->origin;
+	c->rec_source = n->rec_source;  /* what kind of recurrence it is: a fact of the node */
 	c->nattrs = n->nattrs;
 	if (flags & IR_CLONE_SHARE_ATTRS) {
 		c->attrs = n->attrs;

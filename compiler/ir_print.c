@@ -15,13 +15,19 @@
  *   	const %shape: i64[3] = sym[seq, batch, 4]
  *   	const %big: f32[64, 64] = elided fnv1a:0123456789abcdef
  *   	%Y, _, %Y_c = LSTM(%X, %W, %R, _, _, %h0) {hidden_size = 4}  # f32[seq, 1, batch, 4], _, f32[1, batch, 4]
- *   	%h, %y = Recurrence(%u, %h0) {n_seq = 1, reverse = 0} body {
+ *   	%u8 = Slice(%u, %c0, %c8, %c0, %c1) role %u8 trace_steps
+ *   	%h, %y = Recurrence(%u8, %h0) {n_seq = 1, reverse = 0} source traced_loop body {
  *   		input %x_t: f32[batch, 16]
  *   		...
  *   		output %h1, %y1
  *   	}
  *   	output %Y, %Y_c
  *   }
+ *
+ * A recurrence's `source` says where it came from, `role` what a pass made a
+ * value for, on the line declaring it or after the attributes of the node
+ * line defining it (ir.h: ir_rec_source, ir_role): decisions of later passes
+ * read these, never the comments.
  *
  * Names: `%` then the name, bare when it is made of [A-Za-z0-9_./-] (a
  * leading `%` marks names the compiler made up), otherwise a C-escaped
@@ -399,6 +405,15 @@ static void print_node(FILE *f, const ir_node *n, int depth)
 		}
 		sb_puts(&b, "}");
 	}
+	/* what a pass made the node and its results for (ir.h) */
+	if (n->rec_source != IR_REC_NONE)
+		sb_printf(&b, " source %s", ir_rec_source_keyword(n->rec_source));
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i] && n->out[i]->role != IR_ROLE_NONE) {
+			sb_puts(&b, " role ");
+			sb_value(&b, n->out[i]);
+			sb_printf(&b, " %s", ir_role_keyword(n->out[i]->role));
+		}
 	if (n->body)
 		sb_puts(&b, " body {");
 	/* the comment: output types, then where the node came from */
@@ -539,6 +554,8 @@ static void print_decl(sbuf *b, const ir_graph *root, const char *kw, const ir_v
 			sb_printf(b, " param %d", k);
 	if (v->kind == VAL_WEIGHT && root->train && v->frozen)
 		sb_puts(b, " frozen");
+	if (v->role != IR_ROLE_NONE)
+		sb_printf(b, " role %s", ir_role_keyword(v->role));
 	sb_puts(b, "\n");
 }
 

@@ -15,6 +15,12 @@
  *     stages, ir_verify_structure): every value in use has a supported
  *     dtype and a known shape;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
+ *     only a recurrence has a source (ir_node.rec_source);
+ *   - value roles (ir_value.role, ir.h) stand where they may
+ *     (ir_role_fits): step_coef on an f32 sequence input of a recurrence
+ *     body, nag_schedule on a value a node of a body makes, trace_steps on
+ *     the result of a Slice (results of the graph's nodes, not those of
+ *     nodes a pass removed);
  *   - weights = "bf16" or "int8" (pass_precision) only on a product by an
  *     f32 model weight whose every element is a bfloat16 value (bf16) or
  *     whose every output is its scale times integers in [-127, 127] (int8);
@@ -163,6 +169,20 @@ static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const cha
 			bad(c, g, "%s '%s' has an unknown dimension %d", role, v->name, i);
 }
 
+/* Where a value's role (ir.h, ir_role) may stand (that a step_coef input is
+ * a sequence input: check_recurrence).  Checked on the values the graph
+ * holds: its inputs, weights and constants, and its nodes' results (a
+ * result whose node a pass removed keeps its stale role unseen). */
+static void check_role(vctx *c, const ir_graph *g, const ir_value *v)
+{
+	if ((unsigned)v->role >= IR_ROLE_COUNT)
+		bad(c, g, "value '%s' has an invalid role %d", v->name, (int)v->role);
+	else if (!ir_role_fits(v->role, v->kind, v->dtype, v->producer ? (int)v->producer->op : -1,
+			       g->parent != NULL))
+		bad(c, g, "value '%s' has the role %s, which only %s has", v->name, ir_role_keyword(v->role),
+		    ir_role_where(v->role));
+}
+
 /* ---- recurrence contract ------------------------------------------------------ */
 
 static int64_t need_int(vctx *c, const ir_graph *g, const ir_node *n, const char *name)
@@ -229,6 +249,9 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 	for (int k = 0; k < b->ninputs; k++)
 		if (!b->inputs[k] || b->inputs[k]->kind != VAL_STEP)
 			bad(c, g, "body input %d of recurrence '%s' is not a VAL_STEP value", k, nname(n));
+		else if (b->inputs[k]->role == IR_ROLE_STEP_COEF && k >= ns)
+			bad(c, g, "body input %d of recurrence '%s' has the role step_coef but is no sequence input",
+			    k, nname(n));
 }
 
 /* ---- training builds ------------------------------------------------------------ */
@@ -539,6 +562,8 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		if (v->kind == VAL_TEMP && v->producer && v->producer->graph != g)
 			bad(c, g, "value '%s' is produced by node '%s' of another graph", v->name,
 			    nname(v->producer));
+		if (v->kind != VAL_TEMP)        /* a node's result: below, when a node makes it */
+			check_role(c, g, v);
 	}
 	for (int i = 0; i < g->ninputs; i++)
 		if (!g->inputs[i] || g->inputs[i]->graph != g)
@@ -561,6 +586,12 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 			    oi->name);
 		if (ir_attr_find(n, "weights"))
 			check_precision(c, g, n);
+		if ((unsigned)n->rec_source >= IR_REC_SOURCE_COUNT)
+			bad(c, g, "node '%s' (%s) has an invalid recurrence source %d", nname(n), oi->name,
+			    (int)n->rec_source);
+		else if (n->rec_source != IR_REC_NONE && n->op != OP_RECURRENCE)
+			bad(c, g, "node '%s' (%s) has the recurrence source %s but is no recurrence", nname(n),
+			    oi->name, ir_rec_source_keyword(n->rec_source));
 		/* ONNX Loop/Scan/SequenceMap keep their body until pass_loops rewrites them */
 		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
 		if ((n->body != NULL) != has_body)
@@ -622,6 +653,7 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 				    nname(n));
 			else
 				check_value(c, g, v, "output");
+			check_role(c, g, v);
 		}
 	}
 	for (int i = 0; i < g->noutputs; i++) {

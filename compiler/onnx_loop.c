@@ -595,6 +595,7 @@ static int build(lx *X)
 	ir_node *r = ir_build_node(&X->bld, g, OP_RECURRENCE, X->nseq + X->nst, NULL, X->nst + X->ny);
 	r->name = ir_unique_name(g, "Recurrence");
 	r->op_type = X->n->op_type;
+	r->rec_source = X->n->op == OP_SCAN ? IR_REC_ONNX_SCAN : IR_REC_ONNX_LOOP;
 	r->body = b;
 	b->parent = g;
 	for (int k = 0; k < X->nseq; k++)

@@ -1426,7 +1426,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 		/* the products and gates of the body, spelled as in a trace */
 		/* (a scripted Loop's or a Scan's: native and re-rolled bodies
 		 * are already in this form) */
-		int scripted = r->op_type && (!strcmp(r->op_type, "Loop") || !strcmp(r->op_type, "Scan"));
+		int scripted = ir_rec_scripted(r);
 		int respelled = scripted && canon_products(r->body);
 		if (respelled) {
 			changed = 1;

@@ -1709,6 +1709,7 @@ static void rule_rec(gctx *R, ir_node *n)
 	if (has_lens)
 		r->in[bn_seq + nst] = n->in[n->nin - 1];
 	r->body = b;
+	r->rec_source = IR_REC_BACKWARD;
 	r->origin = arena_printf(g->A, "backward of %s", n->origin ? n->origin : n->name);
 	int64_t sax[256], oax[256];
 	for (int s = 0; s < bn_seq; s++) {

@@ -658,6 +658,7 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 		/* inputs: X, initial states, [lens]; outputs: finals, Y part */
 		int nin = 1 + nstate + (lens ? 1 : 0);
 		ir_node *r = ir_node_new(g, OP_RECURRENCE, bname, nin, nstate + 1);
+		r->rec_source = IR_REC_ONNX_RNN;
 		r->origin = L->origin;
 		r->body = body;
 		r->in[0] = X;

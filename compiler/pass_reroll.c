@@ -1598,6 +1598,7 @@ static ir_value *schedule_value(rr *R, build *B, int64_t F)
 	q->out[0]->shape = sc;
 	q->out[0]->producer = q;
 	q->origin = "NAG restart schedule";
+	q->out[0]->role = IR_ROLE_NAG_SCHEDULE;
 	ir_append(b, q);
 	return q->out[0];
 }
@@ -1689,6 +1690,7 @@ static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note,
 		ir_shape s1 = shape2(Bd, ir_dim_const(1));
 		B->bcoef[i] = B->bseq[R->nseq + nt] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.coef%d", name, i)),
 								&s1, "per-step coefficient");
+		B->bcoef[i]->role = IR_ROLE_STEP_COEF;
 		/* the table as a [T, B, 1] (or [B, T, 1]) sequence; with a
 		 * symbolic batch size [T, 1, 1] expanded at run time */
 		ir_shape ts = {.rank = 3};
@@ -1832,6 +1834,7 @@ static ir_unrolled_why build_recurrence(rr *R, build *B, const char **time_note,
 	int nin = nseq + R->nstate;
 	ir_node *rec = ir_node_new(g, OP_RECURRENCE, name, nin, R->nstate + nout);
 	rec->body = b;
+	rec->rec_source = IR_REC_TRACED;
 	rec->origin = arena_printf(R->A, "a traced loop (%s .. %s)", R->tn[0]->name, R->tn[R->nt - 1]->name);
 	for (int s = 0; s < R->nseq; s++)
 		rec->in[s] = R->seq[s].src;
@@ -2182,8 +2185,7 @@ static ir_value *traced_slice_source(const ir_node *rec, int s)
 {
 	ir_value *v = rec->in[s];
 	ir_node *p = v ? v->producer : NULL;
-	if (!p || p->op != OP_SLICE || !p->origin || strcmp(p->origin, "the steps a trace read") != 0 ||
-	    v->nuses != 1)
+	if (!p || p->op != OP_SLICE || v->role != IR_ROLE_TRACE_STEPS || v->nuses != 1)
 		return NULL;
 	return p->in[0];
 }
@@ -2296,8 +2298,9 @@ static int has_prologue_step(rr *R, ir_node *rec)
 
 /* rec's sequence s becomes Slice(x, 0, en) of it on its time axis, a node
  * placed just before rec: the loop reads the first steps of x (en < 0:
- * all but the last -en).  Returns 1 when the slice does not infer. */
-static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *origin)
+ * all but the last -en); its result has the given role.  Returns 1 when
+ * the slice does not infer. */
+static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *origin, ir_role role)
 {
 	ir_graph *g = R->g;
 	diag q;
@@ -2305,6 +2308,7 @@ static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *or
 	q.quiet = 1;
 	ir_node *sl = axis_slice(g, rec->in[s], 0, en, R->seq[s].axis, 1, NULL);
 	sl->origin = origin;
+	sl->out[0]->role = role;
 	if (infer_node(g, sl, &q))
 		return 1;
 	rec->in[s] = sl->out[0];
@@ -2592,7 +2596,8 @@ static const char *make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 	/* the loop reads the first Ts of the Tin steps (x[:T - L]: the derived
 	 * symbol made above, so the slice infers) */
 	for (int s = 0; L != T && s < R->nseq; s++)
-		if (slice_sequence(R, rec, s, T - L, "the steps the loop reads (it leaves the last ones)"))
+		if (slice_sequence(R, rec, s, T - L, "the steps the loop reads (it leaves the last ones)",
+				   IR_ROLE_NONE))
 			return arena_printf(R->A, "T stays %d: cannot slice the steps it reads", T);
 	if (up) {
 		/* no longer fixed: its note goes, and so do the slices (unread now) */
@@ -2614,7 +2619,7 @@ static int slice_traced_steps(rr *R, ir_node *rec)
 		ir_dim d = x->shape.d[R->seq[s].axis];
 		if (ir_dim_is_const(d) && d.k == R->T)
 			continue;
-		if (slice_sequence(R, rec, s, R->T, "the steps a trace read")) {
+		if (slice_sequence(R, rec, s, R->T, "the steps a trace read", IR_ROLE_TRACE_STEPS)) {
 			diag_error(R->D, "cannot slice the %d traced steps of '%s'", R->T, x->name);
 			return 1;
 		}

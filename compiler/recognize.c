@@ -67,10 +67,9 @@ static int scalar_const(const ir_value *v, double *x)
 /* The per-step coefficient of pass_reroll: a table input or the schedule. */
 static int is_step_coef(const ir_value *v)
 {
-	if (v->kind == VAL_STEP && v->origin && !strcmp(v->origin, "per-step coefficient"))
+	if (v->kind == VAL_STEP && v->role == IR_ROLE_STEP_COEF)
 		return 1;
-	return v->producer && v->producer->origin && !strcmp(v->producer->origin, "NAG restart schedule") &&
-	       v->producer->op == OP_DIV;
+	return v->role == IR_ROLE_NAG_SCHEDULE && v->producer && v->producer->op == OP_DIV;
 }
 
 /* A state output through the Identity a scripted Loop's body may end in
@@ -264,7 +263,7 @@ static const ir_value *block_of(const ir_value *v, int64_t H, int *k)
 static int is_input_proj(const rctx *C, const ir_value *v)
 {
 	for (int s = 0; s < C->nseq; s++)
-		if (C->b->inputs[s] == v && (!v->origin || strcmp(v->origin, "per-step coefficient")))
+		if (C->b->inputs[s] == v && v->role != IR_ROLE_STEP_COEF)
 			return v->producer == NULL && C->b->inputs[s]->shape.rank == 2 &&
 			       strstr(v->name, ".u") != NULL;
 	const ir_node *n = v->producer;
@@ -632,9 +631,9 @@ const char *recognize_describe(arena *A, const ir_graph *g, const ir_node *rec)
 		s = arena_printf(A, "%s, hidden %" PRId64, s, ir_attr_int(rec, "hidden", 0));
 	const char *note = ir_attr_string(rec, "cell_note", NULL);
 	if (note)
-		s = arena_printf(A, "%s\n      note: %s: %s", s, rec->op_type && (!strcmp(rec->op_type, "Loop") ||
-			!strcmp(rec->op_type, "Scan")) ? "not recognised as a named cell (docs/cells.md; the step "
-			"is compiled as written)" : "not a named cell (docs/cells.md)", note);
+		s = arena_printf(A, "%s\n      note: %s: %s", s, ir_rec_scripted(rec) ?
+				 "not recognised as a named cell (docs/cells.md; the step is compiled as written)" :
+				 "not a named cell (docs/cells.md)", note);
 	const char *tn = ir_attr_string(rec, "time_note", NULL);
 	if (tn)
 		s = arena_printf(A, "%s\n      note: %s", s, tn);

@@ -984,6 +984,7 @@ ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer 
 	r->body = c->body;
 	r->origin = arena_printf(X->A, "cell %s", def->name);
 	r->op_type = arena_strdup(X->A, def->name);
+	r->rec_source = IR_REC_CELL_DEF;
 	r->in[0] = L->x;
 	ir_attr_set_int(r, "n_seq", 1);
 	ir_attr_set_int(r, "n_state", c->nstates);

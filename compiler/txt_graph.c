@@ -4,12 +4,15 @@
  * weight / const declarations (full data, `sym[...]` symbolic elements,
  * `elided fnv1a:...`), node lines with `_` for omitted operands and their
  * attributes (all kinds, `tensor` and `graph` included), `body { ... }`
- * blocks, output lines.  The comment ir_print writes after a node line is an
- * annotation: output types (with `slot N`), `node "NAME"`, `from OP`, `group
- * N`; when it is there and well formed it restores those fields exactly, so
- * that printing the graph again gives the same text; when it is missing (a
- * hand-written graph) types are left to pass_infer and names are made up.
- * Other comments are ignored.
+ * blocks, output lines, and what passes decided: a recurrence's `source`,
+ * the `role` of a value on its declaration or node line (ir.h; each checked
+ * against where it may stand).  The comment ir_print writes after a node
+ * line is an annotation: output types (with `slot N`), `node "NAME"`, `from
+ * OP`, `group N`; when it is there and well formed it restores those fields
+ * exactly, so that printing the graph again gives the same text; when it is
+ * missing (a hand-written graph) types are left to pass_infer and names are
+ * made up.  No pass decides on what the annotation restores (`from OP`,
+ * the op_type, is for messages).  Other comments are ignored.
  *
  * Data: weights come from the file of a `weights "FILE"` line when it holds
  * a tensor of that name (dtype and shape must agree), else they are zeros;
@@ -465,7 +468,45 @@ static int parse_use(gctx *c, ir_graph *g, ir_value **out)
 	return 1;
 }
 
-/* input/weight/const lines: KW %name: TYPE [= DATA] */
+/* The keyword of a role (ir.h, ir_role), after the word `role`. */
+static int parse_role(txt *X, ir_role *role)
+{
+	const txt_tok *t = txt_peek(X);
+	int r = t->kind == TK_IDENT ? ir_role_lookup(t->str) : -1;
+	if (r <= IR_ROLE_NONE) {
+		const char *all = ir_role_keyword(IR_ROLE_NONE + 1);
+		for (int k = IR_ROLE_NONE + 2; k < IR_ROLE_COUNT; k++)
+			all = arena_printf(X->A, "%s%s%s", all, k + 1 < IR_ROLE_COUNT ? ", " : " or ",
+					   ir_role_keyword((ir_role)k));
+		txt_error(X, t, "expected a role after 'role' (%s), found %s", all, txt_tok_desc(X, t));
+		return 0;
+	}
+	txt_next(X);
+	*role = (ir_role)r;
+	return 1;
+}
+
+/* The keyword of a recurrence source (ir.h, ir_rec_source), after the word
+ * `source`. */
+static int parse_rec_source(txt *X, ir_rec_source *src)
+{
+	const txt_tok *t = txt_peek(X);
+	int r = t->kind == TK_IDENT ? ir_rec_source_lookup(t->str) : -1;
+	if (r <= IR_REC_NONE) {
+		const char *all = ir_rec_source_keyword(IR_REC_NONE + 1);
+		for (int k = IR_REC_NONE + 2; k < IR_REC_SOURCE_COUNT; k++)
+			all = arena_printf(X->A, "%s%s%s", all, k + 1 < IR_REC_SOURCE_COUNT ? ", " : " or ",
+					   ir_rec_source_keyword((ir_rec_source)k));
+		txt_error(X, t, "expected where the recurrence came from after 'source' (%s), found %s", all,
+			  txt_tok_desc(X, t));
+		return 0;
+	}
+	txt_next(X);
+	*src = (ir_rec_source)r;
+	return 1;
+}
+
+/* input/weight/const lines: KW %name: TYPE [= DATA] [param K | frozen] [role ROLE] */
 static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 {
 	txt *X = c->X;
@@ -539,6 +580,16 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 			txt_skip_line(X);
 			return;
 		}
+	}
+	const txt_tok *rt = txt_peek(X);
+	if (txt_accept_word(X, "role")) {
+		if (!parse_role(X, &v->role)) {
+			txt_skip_line(X);
+			return;
+		}
+		if (!ir_role_fits(v->role, kind, dt, -1, g->parent != NULL))
+			txt_error(X, rt, "role %s marks %s, not %s '%%%s'", ir_role_keyword(v->role),
+				  ir_role_where(v->role), kw, v->name);
 	}
 	txt_end_stmt(X);
 }
@@ -816,6 +867,12 @@ static int check_recurrence(gctx *c, ir_node *n, const txt_tok *at)
 				  (int)k);
 			return 0;
 		}
+	for (int64_t k = ns; k < b->ninputs; k++)
+		if (b->inputs[k] && b->inputs[k]->role == IR_ROLE_STEP_COEF) {
+			txt_error(X, at, "Recurrence body input %d has the role step_coef, which marks %s",
+				  (int)k, ir_role_where(IR_ROLE_STEP_COEF));
+			return 0;
+		}
 	return 1;
 }
 
@@ -936,6 +993,46 @@ static void parse_node(gctx *c, ir_graph *g)
 			return;
 		}
 	}
+	/* source KEYWORD (a recurrence), role %NAME KEYWORD (its outputs) */
+	if (txt_is_word(txt_peek(X), "source") && !txt_peek(X)->nl) {
+		const txt_tok *st = txt_next(X);
+		if (!parse_rec_source(X, &n->rec_source)) {
+			txt_skip_line(X);
+			return;
+		}
+		if (op != OP_RECURRENCE && !bad) {
+			txt_error(X, st, "%s has no source (only a Recurrence says where it came from)", oi->name);
+			bad = 1;
+		}
+	}
+	const txt_tok *role_of[1024];
+	ir_role roles[1024];
+	int nroles = 0;
+	while (txt_is_word(txt_peek(X), "role") && !txt_peek(X)->nl) {
+		txt_next(X);
+		const txt_tok *vt = txt_peek(X);
+		int k = nout;
+		for (int j = 0; vt->kind == TK_VALNAME && j < nout; j++)
+			if (outs[j]->kind == TK_VALNAME && strcmp(outs[j]->str, vt->str) == 0)
+				k = j;
+		if (k == nout) {
+			txt_error(X, vt, "expected an output of this node (%%name) after 'role', found %s",
+				  txt_tok_desc(X, vt));
+			txt_skip_line(X);
+			return;
+		}
+		txt_next(X);
+		if (nroles == (int)COUNTOF(roles) || !parse_role(X, &roles[nroles])) {
+			txt_skip_line(X);
+			return;
+		}
+		if (!ir_role_fits(roles[nroles], VAL_TEMP, DT_UNDEF, op, g->parent != NULL) && !bad) {
+			txt_error(X, vt, "role %s marks %s, not an output of %s in %s", ir_role_keyword(roles[nroles]),
+				  ir_role_where(roles[nroles]), oi->name, g->parent ? "a body" : "the root graph");
+			bad = 1;
+		}
+		role_of[nroles++] = outs[k];
+	}
 	const txt_tok *last = &X->t[X->pos - 1];
 	int body = 0;
 	if (txt_is_word(txt_peek(X), "body") && !txt_peek(X)->nl) {
@@ -961,6 +1058,9 @@ static void parse_node(gctx *c, ir_graph *g)
 		if (!v)
 			bad = 1;
 		n->out[k] = v;
+		for (int j = 0; v && j < nroles; j++)
+			if (role_of[j] == outs[k])
+				v->role = roles[j];
 	}
 	read_annotation(c, g, n, last);
 	if (body) {

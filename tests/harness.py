@@ -167,7 +167,13 @@ tests/out/logs/<group>/<test>.log.  Tests run in parallel (CELLC_TEST_JOBS,
 default: the number of CPUs); the per-test time limit (CELLC_TEST_TIMEOUT,
 600 s) only guards against hangs.
 
-usage: harness.py [GROUP ...]    (default: all groups)
+With --quick (`make check-quick`) it runs QUICK_GROUPS (or the GROUPs
+named) on a sample: each list of cases a group runs in parallel keeps
+CELLC_TEST_SAMPLE of them (default QUICK_SAMPLE), spread over the list, and
+parts that take every case at once (test_trace.py) are left out; the same
+variable alone samples any run.
+
+usage: harness.py [--quick] [GROUP ...]    (default: all groups)
 """
 import collections
 import concurrent.futures
@@ -189,6 +195,11 @@ CELLC_SAN = os.path.join("build-san", "cellc")
 PY = sys.executable or "/usr/bin/python3"
 JOBS = int(os.environ.get("CELLC_TEST_JOBS", "0")) or os.cpu_count() or 2
 TIMEOUT = int(os.environ.get("CELLC_TEST_TIMEOUT", "600"))
+# CELLC_TEST_SAMPLE=K: every list of cases a group runs in parallel keeps K of
+# them, spread over it (sample(); 0: all of them; scripts a group runs read it
+# too where they say so); `--quick` runs QUICK_GROUPS so, K = QUICK_SAMPLE
+# unless given (make check-quick)
+SAMPLE = int(os.environ.get("CELLC_TEST_SAMPLE", "0") or 0)
 
 SAN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
@@ -496,7 +507,20 @@ def node_selection():
     return tests, todo, exc, corr, problems
 
 
+def sample(items):
+    """What a run under CELLC_TEST_SAMPLE=K keeps of a list of cases: K of
+    them spread evenly over it, its first and its last among them (the whole
+    list when K is 0 or the list no longer)."""
+    items = list(items)
+    if not SAMPLE or len(items) <= SAMPLE:
+        return items
+    if SAMPLE == 1:
+        return items[:1]
+    return [items[i * (len(items) - 1) // (SAMPLE - 1)] for i in range(SAMPLE)]
+
+
 def parallel(fn, items):
+    items = sample(items)
     with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as ex:
         for r in ex.map(lambda a: fn(*a), items):
             yield r
@@ -769,7 +793,7 @@ def group_onnx_node():
         if n in tests:
             yield Result("onnx_node/%s" % n, None, "excluded: %s" % exc[n])
     yield from stat_selftests()
-    names = [n for n in tests if n not in exc]
+    names = sample(n for n in tests if n not in exc)
     npass = nfail = nnot = nstat = ncorr = 0
 
     def one(n):
@@ -790,7 +814,8 @@ def group_onnx_node():
     print("official ONNX tests: %d of %d pass (%d of them by statistics: outputs drawn at random; %d against "
           "expected data recomputed by onnx's reference with the node's own attributes), %d not "
           "supported yet, %d excluded (reasons in tests/onnx_node_tests.txt)"
-          % (npass, len(tests), nstat, ncorr, nnot, sum(n in tests for n in exc)), flush=True)
+          % (npass, len(tests), nstat, ncorr, nnot, sum(n in tests for n in exc)) +
+          (" -- a sample of %d (CELLC_TEST_SAMPLE)" % len(names) if SAMPLE else ""), flush=True)
 
 
 def corrected_one(n, d, reason):
@@ -906,6 +931,7 @@ def group_eval_ref():
     if stamp_ok("onnx_node"):
         yield eval_ref_selftest()
     counts = {}
+    items = sample(items)
     for (name, *_), (r, word) in zip(items, parallel(eval_ref_one, items)):
         c = counts.setdefault(name.split("/")[0], {"PASS": 0, "FAIL": 0, "NOREF": 0, "SKIP": 0})
         c[word] += 1
@@ -1157,6 +1183,8 @@ def group_trace():
     else:
         yield from fixtures_missing("trace", "trace_forms")
     yield from parallel(verify_one, cases)
+    if SAMPLE:      # test_trace.py takes every case, the 784-step ones too
+        return
     cmd = [PY, "tests/test_trace.py", CELLC, root] + ([long_dir] if stamp_ok("trace_long") else [])
     yield from script_group("trace", cmd)
     if stamp_ok("trace_forms"):
@@ -3183,7 +3211,18 @@ def group_validate():
 GROUPS += [("validate", group_validate)]
 
 
+# `make check-quick` (tests/run.sh --quick; docs/testing.md): the unit and IR
+# text tests, and a sample of each group that checks cellc against golden data
+# and needs no network, for the edit-compile-test loop.  Their fixtures are
+# tests.mk's FIXTURES_QUICK; `make check` runs everything.
+QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
+                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "datadep", "cells",
+                "cell_init", "cell_format", "api", "grad_smoke"]
+QUICK_SAMPLE = 4
+
+
 def main():
+    global SAMPLE
     os.chdir(ROOT)
     # ir_verify after every pass of every compilation, also in the scripts the
     # groups run (they inherit the environment); tests/run.sh sets it too
@@ -3192,7 +3231,13 @@ def main():
     # with the log that the group `validate` reads)
     os.environ.setdefault("CELLC_VALIDATE", "1")
     os.environ.setdefault("CELLC_VALIDATE_LOG", os.path.join(ROOT, LOGS, "validate.log"))
-    want = sys.argv[1:]
+    want = [a for a in sys.argv[1:] if a != "--quick"]
+    if "--quick" in sys.argv[1:]:
+        SAMPLE = SAMPLE or QUICK_SAMPLE
+        want = want or QUICK_GROUPS
+        os.environ["CELLC_TEST_SAMPLE"] = str(SAMPLE)     # for the scripts groups run
+        print("quick: %s, %d cases of each list (CELLC_TEST_SAMPLE); `make check` runs every test" % (
+            " ".join(want), SAMPLE), flush=True)
     unknown = [w for w in want if w not in dict(GROUPS)]
     if unknown:
         sys.exit("harness.py: unknown group(s) %s; groups: %s" % (

@@ -11,9 +11,12 @@ stating what the pass must change, as counts in the dump of the stage before
 PASS (for infer, seq and loops, which run as rounds: the stage before them)
 and in the dump after it.  WHAT is an operator name (node lines calling
 it, bodies included), `nodes` (every node line), `groups` (distinct fusion
-groups), `slots` (distinct workspace slots) or `attr:NAME=VALUE` (node lines
+groups), `slots` (distinct workspace slots), `attr:NAME=VALUE` (node lines
 whose attributes include `NAME = VALUE`, VALUE as the dump prints it, without
-spaces).  These counts are written by
+spaces), `role:ROLE` (values given that role, on their declaration or on
+the node line defining them: ` role ROLE`, ` role %NAME ROLE`) or
+`source:SOURCE` (recurrences saying ` source SOURCE`; compiler/ir.h lists
+roles and sources).  These counts are written by
 hand from what the pass promises (its contract in compiler/pass_PASS.c), so a
 case fails when the pass stops doing its job even if expected.txt was
 regenerated without reading it.
@@ -105,7 +108,15 @@ def split_attrs(text):
     return items + [cur]
 
 
+ROLE = re.compile(r" role (?:%\S+ )?([a-z_]+)")
+SOURCE = re.compile(r" source ([a-z_]+)")
+
+
 def count(text, what):
+    if what.startswith("role:") or what.startswith("source:"):
+        kind, want = what.split(":", 1)
+        pat = ROLE if kind == "role" else SOURCE
+        return sum(1 for l in text.splitlines() for m in pat.finditer(l.split("#", 1)[0]) if m.group(1) == want)
     lines = [l for l in text.splitlines() if NODE.match(l.split("#", 1)[0])]
     if what == "nodes":
         return len(lines)

@@ -9,6 +9,8 @@
 #
 # Expects build/cellc and build-san/cellc to be built (`make all san`, as
 # `make check` does).  Arguments select groups: sh tests/run.sh onnx_node bad
+# --quick (`make check-quick`): only the fixtures and groups of the quick tier,
+# on a sample of their cases (harness.py's QUICK_GROUPS, CELLC_TEST_SAMPLE).
 # Environment: CELLC_TEST_JOBS (parallel tests, default: CPUs),
 # CELLC_TEST_TIMEOUT (hang guard per test, seconds), MAKE.
 cd "$(dirname "$0")/.." || exit 2
@@ -17,7 +19,9 @@ MAKE=${MAKE:-make}
 
 # A generator that fails leaves its group without a stamp; the harness then
 # reports that group's fixtures as a failure, so keep going (-k).
-$MAKE --no-print-directory -s -k fixtures || echo "run.sh: some fixtures could not be generated" >&2
+fixtures=fixtures
+for a in "$@"; do [ "$a" = --quick ] && fixtures=fixtures-quick; done
+$MAKE --no-print-directory -s -k $fixtures || echo "run.sh: some fixtures could not be generated" >&2
 
 # Every compilation of the tests checks the IR after each pass (ir_verify,
 # compiler/compile.c): an inconsistency aborts the test that made it.

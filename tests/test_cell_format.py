@@ -12,6 +12,9 @@ group "cell_format".  Prints one PASS/FAIL line per test; exit 1 on failure.
               a dump) under build-san/cellc: exit 0 or 2, no sanitizer report,
               no crash (fixed seed)
 
+With CELLC_TEST_SAMPLE=K (make check-quick) it round-trips 2K of the models
+and runs 4K of the fuzz cases, spread over their lists.
+
 usage: test_cell_format.py CELLC CELLC_SAN OUTDIR   (run with /usr/bin/python3: onnx)
 """
 import glob
@@ -27,7 +30,18 @@ PASSES = ["load", "infer", "lower", "hoist", "fuse", "plan", "schedule"]
 SAN_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
                UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
 SAN_MARKERS = ("runtime error", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer")
+SAMPLE = int(os.environ.get("CELLC_TEST_SAMPLE", "0") or 0)
 failed = 0
+
+
+def spread(items, k):
+    """k of items spread evenly over the list, its first and last among them
+    (all of them when k is 0 or the list no longer)."""
+    if not k or len(items) <= k:
+        return items
+    if k == 1:
+        return items[:1]
+    return [items[i * (len(items) - 1) // (k - 1)] for i in range(k)]
 
 
 def report(name, ok, detail=""):
@@ -165,7 +179,7 @@ def roundtrips():
         models.append(("onnx_node/" + d.split("/")[-2], d))
     if len(models) < 10:
         report("roundtrip/models", False, "fixtures missing: only %d models" % len(models))
-    for name, m in models:
+    for name, m in spread(models, 2 * SAMPLE):
         roundtrip(name, m)
     for name, m, loss in (("fashion_lstm", "examples/fashion_lstm.cell", "ce"),
                           ("fashion_momentum_lstm", "examples/fashion_momentum_lstm.cell", "ce"),
@@ -225,6 +239,14 @@ ERRORS = [
      [(2, 26, "expected ','")]),
     ("graph_arity", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x, %x)\n\toutput %y\n}\n",
      [(3, 7, "Relu takes 1 to 1 inputs")]),
+    ("graph_bad_role", "graph g {\n\topset 17\n\tinput %x: f32[2] role frob\n\toutput %x\n}\n",
+     [(3, 24, "expected a role after 'role'")]),
+    ("graph_role_not_output", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) role %x trace_steps\n"
+     "\toutput %y\n}\n", [(3, 21, "expected an output of this node")]),
+    ("graph_role_misplaced", "graph g {\n\tinput %x: f32[2] role trace_steps\n\t%y = Relu(%x)\n"
+     "\toutput %y\n}\n", [(2, 19, "role trace_steps marks the result of a Slice")]),
+    ("graph_source_not_recurrence", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) source onnx_loop\n"
+     "\toutput %y\n}\n", [(3, 16, "Relu has no source")]),
 ]
 
 
@@ -292,7 +314,8 @@ def fuzz():
     cases.append(b"graph g {\n input %x: f32[" + b"1, " * 20 + b"1]\n output %x\n}\n")
     cases.append(b"model " + b"a" * 100000 + b" {\n}\n")
     bad = []
-    for i, data in enumerate(cases):
+    cases = spread(list(enumerate(cases)), 4 * SAMPLE)     # (the files keep their numbers)
+    for i, data in cases:
         path = os.path.join(OUT, "fuzz_%03d.cell" % i)
         with open(path, "wb") as f:
             f.write(data)

@@ -27,7 +27,8 @@ import onnx
 from onnx import helper
 
 NODE = re.compile(r"^\s*(?P<outs>(?:%\S+|_)(?:, (?:%\S+|_))*) = (?P<op>\w+)\((?P<args>[^)]*)\)"
-                  r"(?: \{(?P<attrs>[^}]*)\})?(?P<body> body \{)?\s*(?:#(?P<comment>.*))?$")
+                  r"(?: \{(?P<attrs>[^}]*)\})?(?: source \w+)?(?: role %\S+ \w+)*(?P<body> body \{)?\s*"
+                  r"(?:#(?P<comment>.*))?$")
 INPUT = re.compile(r"^\s*input (%\S+):")
 WEIGHT = re.compile(r"^\s*weight (%\S+):")
 VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"}

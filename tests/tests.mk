@@ -2,6 +2,7 @@
 #
 #   make fixtures      generate the golden data under tests/out/ (only what
 #                      is missing or whose generator changed)
+#   make fixtures-quick  the same for the groups of `make check-quick` only
 #   make unit-tests    build the Check unit tests (normal and sanitizer builds)
 #   make ir-test [CASE=PASS/NAME]   the IR text tests of tests/ir/ (all, or
 #                      one case): `cellc dump --after PASS` against expected.txt
@@ -41,8 +42,13 @@ $(TOUT)/export/.stamp: tests/gen_export_cases.py tests/gen_torch_exports.py test
 	$(call gen,tests/gen_export_cases.py,$(TOUT)/export)
 FIXTURES += $(TOUT)/grad_smoke/.stamp
 
-.PHONY: fixtures unit-tests ir-test ir-update
+.PHONY: fixtures fixtures-quick unit-tests ir-test ir-update
 fixtures: $(FIXTURES)
+# what harness.py --quick's QUICK_GROUPS read (tests/run.sh --quick)
+FIXTURES_QUICK := $(addprefix $(TOUT)/,$(addsuffix /.stamp,onnx_node rnn_cases torch image bad \
+	trace trace_forms trace_wild torch_wild loop script_wild datadep cells cell_init api grad_smoke)) \
+	$(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
+fixtures-quick: $(FIXTURES_QUICK)
 
 # $(call gen,GENERATOR,DIR): runs GENERATOR DIR into a fresh DIR, logging to
 # tests/out/logs/gen_<dir>.log (shown when it fails), then stamps DIR.
