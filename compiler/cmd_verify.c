@@ -67,7 +67,6 @@
 #include "train.h"
 #include "util.h"
 #include "cellrt.h"
-#include "onnx.pb-c.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -892,18 +891,8 @@ static int write_all(const char *path, const void *data, size_t n)
 static int write_pb(verify *V, const char *path, const char *name, int dtype, int rank,
 		    const int64_t *dims, const void *data, size_t nbytes)
 {
-	Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
-	t.n_dims = (size_t)rank;
-	t.dims = (int64_t *)dims;
-	t.has_data_type = 1;
-	t.data_type = dtype;
-	t.name = (char *)name;
-	t.has_raw_data = 1;
-	t.raw_data.len = nbytes;
-	t.raw_data.data = (uint8_t *)data;
-	size_t n = onnx__tensor_proto__get_packed_size(&t);
-	uint8_t *buf = arena_alloc(&V->A, n + 1);
-	onnx__tensor_proto__pack(&t, buf);
+	size_t n;
+	uint8_t *buf = onnx_tensor_pack(&V->A, name, dtype, rank, dims, data, nbytes, &n);
 	return write_all(path, buf, n);
 }
 

@@ -15,7 +15,10 @@
  * where an unused local is an error).
  *
  * Naming in emitted code: dims `d_<sym>`, inputs `in_<k>`, outputs `out_<k>`,
- * weights `m->w_<k>`, constants `c_<k>`, workspace slots `ws_<slot>`.
+ * weights `m->w_<name>` and recurrent states `m->st_<name>` (the tensor's
+ * name as a C identifier, h1.W_x -> m->w_h1_W_x, numbered on a clash:
+ * member_name), constants `c_<k>`, workspace slots `ws_<slot>`, the time
+ * loop of a recurrence `rec_<name>()` (print_rec_function).
  *
  * Deployment modes (emit_opts; docs/deploying.md): the weights come from
  * NAME.weights (checked, then pointed into) or, with embed_weights, from

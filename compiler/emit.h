@@ -5,14 +5,16 @@
  * Emitted text goes through one writer with indentation (ew_line).  The fixed
  * parts of the files come from templates/ with named markers.
  *
- * Emitted code conventions (shared by emit.c, emit_ops.c, emit_rec.c):
- *   - dims: `const int64_t d_<sym>` locals for every dimension symbol, set
- *     from the NAME_dims argument; emit_dim() prints a dim as a C expression
+ * Emitted code conventions (shared by emit.c, emit_ops.c, emit_rec.c,
+ * emit_train_ops.c):
+ *   - dims: `const int64_t d_<sym>` locals of forward for every dimension
+ *     symbol, set from the NAME_dims argument (parameters of a recurrence's
+ *     function rec_<name>()); emit_dim() prints a dim as a C expression
  *   - data: emit_ref() prints a C pointer expression for a value, typed by its
- *     dtype: inputs `in_<k>`, outputs `out_<k>`, weights `m->w_<k>`, constants
- *     `c_<k>` (static const arrays in NAME.c), temporaries `ws_<slot>`
- *     (workspace slots computed at run time from the dims)
- *     (workspace slots computed at run time from the dims); a view resolves
+ *     dtype: inputs `in_<k>`, outputs `out_<k>`, weights `m->w_<name>` (the
+ *     tensor's name as a C identifier: emit.c), constants `c_<k>` (static
+ *     const arrays in NAME.c), temporaries `ws_<slot>` (workspace slots
+ *     computed at run time from the dims); a view resolves
  *     to its storage (ir_storage), a root graph output to the caller's
  *     buffer `out_<k>`
  *   - the forward function is printed into memory first: emit_dim/emit_ref
@@ -127,17 +129,22 @@ void emit_node(emit_ctx *E, ir_node *n);
 /* A run of consecutive element-wise nodes of one fusion group (emit_ops.c):
  * one loop when their outputs have one shape, else one loop per node. */
 void emit_group(emit_ctx *E, ir_node **nodes, int count);
-/* One recurrence node (emit_rec.c).  Printed inside the forward function,
- * where `m` is the instance, `m->started` is 0 after reset (recurrences then
- * start from their initial states; emit.c sets it to 1 when the forward
- * function completes), and the d_<sym> locals exist.  The code may
- * `return RT_ERR_SHAPE;` (sequence_lens outside [0, T], or a stream whose
- * batch size changed) or `return RT_ERR_NOMEM;`: the forward function owns
- * nothing that would need cleaning up at such a return. */
+/* One recurrence node (emit_rec.c).  Printed as the body of the
+ * recurrence's function rec_<name>() (emit.c), where `m` is the instance,
+ * `m->started` is 0 after reset (recurrences then start from their initial
+ * states; emit.c sets it to 1 when the forward function completes), and the
+ * d_<sym> dims it reads are parameters.  The code may `return RT_ERR_SHAPE;`
+ * (sequence_lens outside [0, T], or a stream whose batch size changed) or
+ * `return RT_ERR_NOMEM;`: forward returns that status at once, and neither
+ * function owns anything that would need cleaning up at such a return. */
 void emit_recurrence(emit_ctx *E, ir_node *n);
 /* C of a training op (a loss, its gradient, ReduceSum, SliceScatter,
- * MatrixExp: train_ops.c, beside their shape rules). */
+ * MatrixExp: emit_train_ops.c; their shape rules: train_ops_infer.c). */
 void train_op_emit(emit_ctx *E, ir_node *n);
+/* Whether reduction n reduces one contiguous, non-empty run of axes named by
+ * its axes input, [*lo, *hi]: a ReduceSum that train_op_emit prints as one
+ * three-way loop (emit_train_ops.c). */
+int emit_reduce_run(const ir_node *n, int *lo, int *hi);
 /* Model-struct fields of recurrence n: its persistent states (allocated at
  * run time for the current batch size by emit_recurrence), and the lines
  * freeing them in NAME_destroy.  emit.c calls both for every recurrence of

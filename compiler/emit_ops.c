@@ -868,25 +868,6 @@ static const char *const reduce_kinds[] = {
 	"RT_REDUCE_L2", "RT_REDUCE_LOGSUM", "RT_REDUCE_LOGSUMEXP", "RT_REDUCE_SUMSQUARE",
 };
 
-/* Whether the axes of a reduction form one run (the training ReduceSum's
- * three-way loop, train_ops.c, handles those). */
-static int reduce_is_run(const ir_node *n)
-{
-	unsigned char red[IR_MAX_RANK];
-	int r = n->in[0]->shape.rank, lo = -1, hi = -1;
-	if (infer_reduce_axes(n, r, red))
-		return 0;
-	for (int a = 0; a < r; a++)
-		if (red[a]) {
-			if (lo >= 0 && hi != a - 1)
-				return 0;
-			if (lo < 0)
-				lo = a;
-			hi = a;
-		}
-	return lo >= 0 && n->nin > 1 && n->in[1];
-}
-
 static void emit_reduce(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *y = n->out[0];
@@ -1402,7 +1383,8 @@ static void emit_misc(emit_ctx *E, ir_node *n)
 }
 
 /* The training form of SoftmaxCrossEntropyLoss (pass_grad's: [N, C], mean,
- * no weights, no ignore_index, no log_prob) has its own loop in train_ops.c. */
+ * no weights, no ignore_index, no log_prob) has its own loop in
+ * emit_train_ops.c. */
 static int is_train_ce(const ir_node *n)
 {
 	return n->op == OP_SOFTMAXCE && n->nin == 2 && (n->nout == 1 || !n->out[1]) && n->in[0]->shape.rank == 2 &&
@@ -1813,12 +1795,14 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
 	case OP_RECURRENCE: emit_recurrence(E, n); return;
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: emit_optim(E, n); return;
-	case OP_REDUCESUM:
-		if (n->in[0]->dtype == DT_F32 && reduce_is_run(n))
+	case OP_REDUCESUM: {
+		int lo, hi;
+		if (n->in[0]->dtype == DT_F32 && emit_reduce_run(n, &lo, &hi))
 			train_op_emit(E, n);
 		else
 			emit_reduce(E, n);
 		return;
+	}
 	case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1:
 	case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP: case OP_REDUCESUMSQUARE:
 		emit_reduce(E, n);

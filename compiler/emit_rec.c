@@ -4,19 +4,24 @@
  * input projection is computed (`x_proj`), which products read packed
  * weights (`pack`); where each body value lives is the planner's slot.
  *
- * The emitted code, inside the model's forward function:
+ * The emitted code is the body of the recurrence's own function,
+ * rec_<name>(), which forward calls once and whose status it returns unless
+ * RT_OK (emit.c, print_rec_function: its parameters are the instance `m`
+ * and what the body reads):
  *
  *   { comment: source node, T, B, states, inputs, outputs
- *     state storage in the model struct (m->rec<N>_state<k>, sized for the
- *       current batch; kept between calls so that streaming continues)
+ *     state storage in the model struct (m->st_<state name>, emit_state_member;
+ *       allocated or carved from the arena by emit_rec_state_storage, sized
+ *       for the current batch; kept between calls so that streaming continues)
  *     unless m->started: states = initial inputs (or zeros)
  *     for (step = 0; step < T; step++) {
  *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
  *       [a hoisted input projection that pass_schedule moved into the steps: this
  *         step's B rows of it, into the start of its own buffer]
  *       [has_step: tstep_ = 1-based step number (counted on across calls of
- *         a stream), tlen_ = T; rank-0 body values (schedules such as NAG's
- *         mu_t) are computed here once per step, as locals, not per element]
+ *         a stream in m->rec<id>_t), tlen_ = T; rank-0 body values (schedules
+ *         such as NAG's mu_t) are computed here once per step, as locals, not
+ *         per element]
  *       each body product: one rt_sgemm over all B rows (GEMV when B == 1)
  *       any other node (MatMul, Concat, Split, element-wise ops of rank 3,
  *         ...): the root-graph emitter (emit_node) on workspace buffers, with
@@ -1139,8 +1144,6 @@ static void colpar_wait_for(rec *R, const ir_value *a)
 
 /* ---- the recurrence ---------------------------------------------------------------- */
 
-static const int64_t zero_axes[64];
-
 static void emit_rec_body(rec *R);
 static void emit_par_open(rec *R);
 static void emit_par_close(rec *R);
@@ -1158,9 +1161,12 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 	R->per_row_time = R->reverse && R->has_lens;
 	R->has_step = (int)ir_attr_int(n, "has_step", 0);
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	/* no axis attributes: every axis 0 */
+	const int64_t *zero_axes = arena_array(E->A, (size_t)(R->nseq > R->nout ? R->nseq : R->nout) + 1,
+					       sizeof *zero_axes);
 	R->seq_axis = sa && sa->n >= R->nseq ? sa->ints : zero_axes;
 	R->out_axis = oa && oa->n >= R->nout ? oa->ints : zero_axes;
-	if (R->nseq < 1 || R->nseq > 64 || R->nout > 64 || !b) {
+	if (R->nseq < 1 || R->nout < 0 || !b) {
 		diag_node(E->D, n, "internal error: a recurrence without per-step inputs");
 		return;
 	}

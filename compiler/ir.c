@@ -725,8 +725,8 @@ void ir_rec_drop_output(ir_node *n, int j)
 	int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
 	int64_t nsaved = ir_attr_int(n, "n_saved", 0);
 	ASSERT(n->op == OP_RECURRENCE && j >= 0 && j < nout && n->nout == nst + nout &&
-	       n->body->noutputs == nst + nout && nout <= 512);
-	int64_t ax[512];
+	       n->body->noutputs == nst + nout);
+	int64_t *ax = arena_array(n->graph->A, (size_t)nout, sizeof *ax);
 	ir_attr *oa = ir_attr_find(n, "out_axis");
 	for (int k = 0, m = 0; k < nout; k++)
 		if (k != j)

@@ -20,6 +20,11 @@ ir_graph *onnx_load(arena *A, diag *D, const char *path);
 /* Reads one serialized TensorProto (input_N.pb / output_N.pb of the ONNX
  * backend tests) into a VAL_CONST value of graph g.  NULL after reporting. */
 ir_value *onnx_read_tensor_file(ir_graph *g, diag *D, const char *path);
+/* The converse: one TensorProto (name, ONNX data_type, dims, the nbytes of
+ * data as raw_data: what onnx.numpy_helper.from_array writes) serialized
+ * into A; its length in *len (onnx_tensor.c). */
+uint8_t *onnx_tensor_pack(arena *A, const char *name, int dtype, int rank, const int64_t *dims, const void *data,
+			  size_t nbytes, size_t *len);
 
 /* Loading with options: values listed here (name -> const value) replace the
  * graph inputs of that name by constants ("binding"), used by `verify` and

@@ -11,8 +11,9 @@
  * are actually there before anything is allocated, so a hostile file cannot
  * make us allocate more than it holds.
  *
- * Also here: reading whole files, the pre-unpack wire check, and
- * onnx_read_tensor_file (the test-data reader behind `cellc verify`).
+ * Also here: reading whole files, the pre-unpack wire check,
+ * onnx_read_tensor_file (the test-data reader behind `cellc verify`) and its
+ * converse onnx_tensor_pack (the data verify writes for its oracle).
  */
 #define _XOPEN_SOURCE 700  /* realpath, fseeko */
 #include "onnx_priv.h"
@@ -585,4 +586,22 @@ ir_value *onnx_read_tensor_file(ir_graph *g, diag *D, const char *path)
 	}
 	onnx__tensor_proto__free_unpacked(t, NULL);
 	return v;
+}
+
+uint8_t *onnx_tensor_pack(arena *A, const char *name, int dtype, int rank, const int64_t *dims, const void *data,
+			  size_t nbytes, size_t *len)
+{
+	Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+	t.n_dims = (size_t)rank;
+	t.dims = (int64_t *)dims;
+	t.has_data_type = 1;
+	t.data_type = dtype;
+	t.name = (char *)name;
+	t.has_raw_data = 1;
+	t.raw_data.len = nbytes;
+	t.raw_data.data = (uint8_t *)data;
+	*len = onnx__tensor_proto__get_packed_size(&t);
+	uint8_t *buf = arena_alloc(A, *len + 1);
+	onnx__tensor_proto__pack(&t, buf);
+	return buf;
 }

@@ -306,11 +306,12 @@ static ir_value *get_grad(gctx *C, ir_value *v)
 		C->parts[v->id] = NULL;
 		int64_t N = v->shape.d[v->shape.rank - 1].k;
 		/* sort by lo (insertion), check that the parts tile [0, N) */
-		part *sorted[256];
 		int n = 0, tiles = 1;
-		for (; p && n < 256; p = p->next)
+		for (part *q = p; q; q = q->next)
+			n++;
+		part **sorted = arena_array(C->tg->A, (size_t)n, sizeof *sorted);
+		for (n = 0; p; p = p->next)
 			sorted[n++] = p;
-		tiles = !p;
 		for (int i = 1; i < n; i++)
 			for (int j = i; j > 0 && sorted[j - 1]->lo > sorted[j]->lo; j--) {
 				part *t = sorted[j];
@@ -1158,41 +1159,42 @@ static void rule(gctx *C, ir_node *n)
 	int multi = n->op == OP_SPLIT || n->op == OP_SOFTMAXCE || n->op == OP_LAYERNORM || n->op == OP_BATCHNORM;
 	if (!multi && !dy)
 		return;
-	if (n->op == OP_WHERE)
-		rule_where(C, n, dy);
-	else if (n->op == OP_MIN || n->op == OP_MAX)
-		rule_minmax(C, n, dy);
-	else if (n->op == OP_REDUCESUM || n->op == OP_REDUCEMEAN || n->op == OP_REDUCEMAX || n->op == OP_REDUCEMIN ||
-		 n->op == OP_REDUCESUMSQUARE || n->op == OP_REDUCEL2 || n->op == OP_REDUCELOGSUMEXP)
+	switch (n->op) {
+	case OP_WHERE: rule_where(C, n, dy); return;
+	case OP_MIN: case OP_MAX: rule_minmax(C, n, dy); return;
+	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCESUMSQUARE:
+	case OP_REDUCEL2: case OP_REDUCELOGSUMEXP:
 		rule_reduce(C, n, dy);
-	else if (n->op == OP_LAYERNORM)
-		rule_layernorm(C, n, dy);
-	else if (n->op == OP_BATCHNORM)
-		rule_batchnorm(C, n, dy);
-	else if (n->op == OP_CONV)
-		rule_conv(C, n, dy);
-	else if (n->op == OP_PAD)
-		rule_pad(C, n, dy);
-	else if (n->op == OP_MAXPOOL)
-		rule_maxpool(C, n, dy);
-	else if (n->op == OP_TOPK)
-		rule_topk(C, n, dy);
-	else if (n->op == OP_SOFTMAXCE || n->op == OP_NLLLOSS)
-		rule_class_loss(C, n, dy);
-	else if (n->op == OP_GEMM)
-		rule_gemm(C, n, dy);
-	else if (n->op == OP_MATMUL)
-		rule_matmul(C, n, dy);
-	else if (n->op == OP_SOFTMAX || n->op == OP_LOGSOFTMAX)
-		rule_softmax(C, n, dy);
-	else if (n->op == OP_MATEXP && !C->map)
-		rule_matexp(C, n, dy);
-	else if (ir_ops[n->op].kind == OPK_ELEM || n->op == OP_CAST)
-		rule_elem(C, n, dy);
-	else if (ir_ops[n->op].kind == OPK_SHAPE)
-		rule_shape(C, n, dy);
-	else
-		fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
+		return;
+	case OP_LAYERNORM: rule_layernorm(C, n, dy); return;
+	case OP_BATCHNORM: rule_batchnorm(C, n, dy); return;
+	case OP_CONV: rule_conv(C, n, dy); return;
+	case OP_PAD: rule_pad(C, n, dy); return;
+	case OP_MAXPOOL: rule_maxpool(C, n, dy); return;
+	case OP_TOPK: rule_topk(C, n, dy); return;
+	case OP_SOFTMAXCE: case OP_NLLLOSS: rule_class_loss(C, n, dy); return;
+	case OP_GEMM: rule_gemm(C, n, dy); return;
+	case OP_MATMUL: rule_matmul(C, n, dy); return;
+	case OP_SOFTMAX: case OP_LOGSOFTMAX: rule_softmax(C, n, dy); return;
+	case OP_MATEXP:
+		if (!C->map) {  /* root graph only: the exponential of a step value has no rule */
+			rule_matexp(C, n, dy);
+			return;
+		}
+		break;
+	case OP_CAST: rule_elem(C, n, dy); return;
+	default:
+		if (ir_ops[n->op].kind == OPK_ELEM) {
+			rule_elem(C, n, dy);
+			return;
+		}
+		if (ir_ops[n->op].kind == OPK_SHAPE) {
+			rule_shape(C, n, dy);
+			return;
+		}
+		break;
+	}
+	fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
 }
 
 /* ---- recurrences: backpropagation through time -------------------------------------------- */
@@ -1202,14 +1204,15 @@ typedef struct seqin {
 	int64_t axis;
 } seqin;
 
+/* The backward recurrence being built; its tables grow in the arena. */
 typedef struct bwd {
 	ir_graph *b;            /* backward body */
-	seqin seq[256];
-	int nseq;
-	ir_value *outs[256];    /* stacked body outputs */
-	ir_value *outer_outs[256];
-	int64_t out_axis[256];
-	int nout;
+	seqin *seq;             /* [nseq] per-step inputs */
+	int nseq, capseq;
+	ir_value **outs;        /* [nout] stacked body outputs */
+	ir_value **outer_outs;  /* [nout] their root values */
+	int64_t *out_axis;      /* [nout] their time axes */
+	int nout, capout;
 } bwd;
 
 static ir_value *body_input(ir_graph *b, const char *what, const ir_value *like)
@@ -1221,8 +1224,11 @@ static ir_value *body_input(ir_graph *b, const char *what, const ir_value *like)
 
 static ir_value *add_seq(gctx *C, bwd *W, ir_value *outer, int64_t axis, const ir_value *like, const char *what)
 {
-	if (W->nseq >= 256)
-		return fail(C, "too many per-step inputs in the backward recurrence%s", ""), NULL;
+	if (W->nseq == W->capseq) {
+		int cap = W->capseq ? 2 * W->capseq : 16;
+		W->seq = arena_grow(C->tg->A, W->seq, (size_t)W->nseq, (size_t)cap, sizeof *W->seq);
+		W->capseq = cap;
+	}
 	ir_value *v = body_input(W->b, what, like);
 	W->seq[W->nseq++] = (seqin){outer, v, axis};
 	return v;
@@ -1243,11 +1249,17 @@ static ir_value *add_out(gctx *C, bwd *W, ir_value *v, ir_dim T, int64_t ax)
 	for (int i = 0; i < W->nout; i++)
 		if (W->outs[i] == v && W->out_axis[i] == ax)
 			return W->outer_outs[i];
-	if (W->nout >= 256)
-		return fail(C, "too many stacked outputs in the backward recurrence%s", ""), NULL;
 	if (v->shape.rank != 2)
 		return fail(C, "cannot differentiate this recurrence: a per-step gradient ('%s') is not "
 			    "a [batch, n] matrix", v->name), NULL;
+	if (W->nout == W->capout) {
+		int cap = W->capout ? 2 * W->capout : 16;
+		arena *A = C->tg->A;
+		W->outs = arena_grow(A, W->outs, (size_t)W->nout, (size_t)cap, sizeof *W->outs);
+		W->outer_outs = arena_grow(A, W->outer_outs, (size_t)W->nout, (size_t)cap, sizeof *W->outer_outs);
+		W->out_axis = arena_grow(A, W->out_axis, (size_t)W->nout, (size_t)cap, sizeof *W->out_axis);
+		W->capout = cap;
+	}
 	W->outs[W->nout] = v;
 	W->out_axis[W->nout] = ax;
 	W->outer_outs[W->nout] = stacked_value(ir_root(C->tg), v, T, ax);
@@ -1259,12 +1271,11 @@ static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_valu
 {
 	ir_graph *F = n->body, *g = n->graph;
 	int nout = (int)ir_attr_int(n, "n_out", 0);
-	ASSERT(nout + cnt <= 512);
 	ir_value **o = arena_array(g->A, (size_t)(n->nout + cnt), sizeof *o);
 	memcpy(o, n->out, (size_t)n->nout * sizeof *o);
 	ir_value **bo = arena_array(g->A, (size_t)(F->noutputs + cnt), sizeof *bo);
 	memcpy(bo, F->outputs, (size_t)F->noutputs * sizeof *bo);
-	int64_t ax[512];
+	int64_t *ax = arena_array(g->A, (size_t)(nout + cnt), sizeof *ax);
 	ir_attr *oa = ir_attr_find(n, "out_axis");
 	for (int j = 0; j < nout; j++)
 		ax[j] = oa && j < oa->n ? oa->ints[j] : 0;
@@ -1348,7 +1359,7 @@ static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int n
  * the four gate pre-activations (6H); an LSTM or GRU keeps its product (the
  * pre-activations are as wide).  The backward recurrence records the width
  * saved per row as attribute save_width (absent where the cut was not
- * made: a body of more than CUT_MAX values, or tables full). */
+ * made: a body of more than CUT_MAX values). */
 enum { CUT_UNIT = 1024 };       /* an element's cost; +1 for a recomputed value */
 enum { CUT_MAX = 4096 };        /* values of a body's recomputation the cut considers */
 
@@ -1436,14 +1447,8 @@ static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, i
 	if (flow >= MC_INF)     /* cannot happen (cutting every saved value is a finite cut) */
 		return -1;
 
-	/* room for the cut's values as stacked outputs and per-step inputs
-	 * (add_fwd_outputs, add_seq); a body too large keeps what it saved */
+	/* the cut's values: stacked outputs of the forward, per-step inputs of the backward */
 	int ncut = 0;
-	for (int c = nsrc; c < N; c++)
-		ncut += side[2 * c] && !side[2 * c + 1];
-	if (ir_attr_int(n, "n_out", 0) + ncut > 512 || W->nseq + ncut > 256)
-		return -1;
-	ncut = 0;
 	for (int c = nsrc; c < N; c++) {
 		if (!side[2 * c] || side[2 * c + 1])
 			continue;
@@ -1512,9 +1517,12 @@ static void rule_rec(gctx *R, ir_node *n)
 				needs[bn->out[k]->id] = (char)any;
 	}
 
-	/* saved for the backward pass: s_{t-1} of every state, every product's output */
-	ir_value *save[512];
-	int nsave = 0, first_gemm;
+	/* saved for the backward pass: s_{t-1} of every state, every product's
+	 * output (as many as the body has) */
+	int nsave = 0, first_gemm, ngemm = 0;
+	for (int i = 0; i < F->nnodes; i++)
+		ngemm += F->nodes[i]->op == OP_GEMM && F->nodes[i]->out[0]->shape.rank == 2;
+	ir_value **save = arena_array(g->A, (size_t)(nst + ngemm), sizeof *save);
 	for (int k = 0; k < nst; k++) {
 		if (F->inputs[nseq + k]->shape.rank != 2)
 			return (void)fail(R, "cannot differentiate this recurrence: state '%s' is not a "
@@ -1522,12 +1530,12 @@ static void rule_rec(gctx *R, ir_node *n)
 		save[nsave++] = F->inputs[nseq + k];
 	}
 	first_gemm = nsave;
-	for (int i = 0; i < F->nnodes && nsave < 256; i++) {
+	for (int i = 0; i < F->nnodes; i++) {
 		ir_node *bn = F->nodes[i];
 		if (bn->op == OP_GEMM && bn->out[0]->shape.rank == 2)
 			save[nsave++] = bn->out[0];
 	}
-	ir_value *saved[512];
+	ir_value **saved = arena_array(g->A, (size_t)nsave + 1, sizeof *saved);
 	add_fwd_outputs(n, nsave, save, saved, T);
 
 	/* the backward recurrence */
@@ -1558,8 +1566,8 @@ static void rule_rec(gctx *R, ir_node *n)
 							 arena_printf(g->A, "s%d_prev", k));
 	for (int i = first_gemm; i < nsave; i++)
 		C.map[save[i]->id] = add_seq(&C, W, saved[i], 0, save[i], arena_printf(g->A, "p%d", i - first_gemm));
-	ir_value *dys[256] = {0};
-	for (int j = 0; j < nout && j < 256; j++) {
+	ir_value **dys = arena_array(g->A, (size_t)nout + 1, sizeof *dys);
+	for (int j = 0; j < nout; j++) {
 		ir_value *gy = get_grad(R, n->out[nst + j]);
 		if (gy)
 			dys[j] = add_seq(&C, W, gy, oa && j < oa->n ? oa->ints[j] : 0, F->outputs[nst + j],
@@ -1590,7 +1598,7 @@ static void rule_rec(gctx *R, ir_node *n)
 	}
 
 	/* recomputation of the step from the saved values */
-	ir_value *saved_in[512];
+	ir_value **saved_in = arena_array(g->A, (size_t)nsave + 1, sizeof *saved_in);
 	for (int k = 0; k < nsave; k++)
 		saved_in[k] = C.map[save[k]->id];
 	int rc_lo = b->nnodes;
@@ -1636,8 +1644,8 @@ static void rule_rec(gctx *R, ir_node *n)
 		if (bouts[k]->graph == b && bouts[k]->kind == VAL_STEP && bouts[k] != ds[k])
 			bouts[k] = op1(&C, OP_IDENTITY, bouts[k]);
 	}
-	ir_value *dx_outer[256] = {0};
-	for (int k = 0; k < nseq && k < 256; k++) {
+	ir_value **dx_outer = arena_array(g->A, (size_t)nseq + 1, sizeof *dx_outer);
+	for (int k = 0; k < nseq; k++) {
 		if (!root_needs(X, n->in[k]))
 			continue;
 		ir_value *gx_ = get_grad(&C, F->inputs[k]);
@@ -1711,7 +1719,8 @@ static void rule_rec(gctx *R, ir_node *n)
 	r->body = b;
 	r->rec_source = IR_REC_BACKWARD;
 	r->origin = arena_printf(g->A, "backward of %s", n->origin ? n->origin : n->name);
-	int64_t sax[256], oax[256];
+	int64_t *sax = arena_array(g->A, (size_t)bn_seq + 1, sizeof *sax);
+	int64_t *oax = arena_array(g->A, (size_t)bn_out + 1, sizeof *oax);
 	for (int s = 0; s < bn_seq; s++) {
 		r->in[s] = W->seq[s].outer;
 		sax[s] = W->seq[s].axis;

@@ -49,7 +49,7 @@
  *           so a graph read back from `cellc dump` is scheduled afresh).
  *
  * ir_verify checks what can be checked of them without deciding again
- * (schedule_check).
+ * (ir_verify.c, check_schedule).
  */
 #include "passes.h"
 #include "util.h"

@@ -268,6 +268,69 @@ def write_case(outdir, name, model_file, writer, out_names, sets, kind, loss_out
     print("%-44s %-10s worst float32 grad error %.2g (%s)" % (name, kind, worst[0], worst[1]))
 
 
+# ---- a step of many products ----------------------------------------------------
+
+WIDE_K = 260    # products U a_k in one step; with W_h h and the state h: 262 saved values
+
+
+def wide_cell_text(name, K):
+    """A user cell whose step makes K + 1 products, each read by what comes
+    after it, so that the forward saves every one for the backward: more
+    than the 256 that pass_grad once kept (and the 64 stacked outputs the
+    emitter once took).  split names at most 64 values: g is cut in two
+    levels, into K blocks of H columns."""
+    groups = -(-K // 60)
+    assert K % groups == 0
+    per = K // groups
+    lines = ["cell %s(x; h) {" % name,
+             "    # pass_grad: %d saved products" % (K + 1),
+             "    param W_x[%d*H, I], W_h[%d*H, H], b[%d*H], U[H, H]" % (K, K, K),
+             "    g = W_x @ x + W_h @ h + b",
+             "    %s = split(g, %d)" % (", ".join("q_%d" % j for j in range(groups)), groups)]
+    for j in range(groups):
+        lines.append("    %s = split(q_%d, %d)" % (", ".join("g_%d" % k for k in range(j * per, (j + 1) * per)),
+                                                  j, per))
+    lines.append("    s_0 = U @ sigmoid(g_0)")
+    for k in range(1, K):
+        lines.append("    s_%d = 0.98 * s_%d + 0.02 * (U @ sigmoid(g_%d + s_%d))" % (k, k - 1, k, k - 1))
+    lines += ["    h' = tanh(s_%d)" % (K - 1), "    out h'", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def wide_products(K):
+    """The reference of wide_cell_text(K), written from its equations:
+      g = W_x x + W_h h + b, cut into K blocks g_k of H columns
+      s_0 = U sigmoid(g_0);  s_k = 0.98 s_{k-1} + 0.02 U sigmoid(g_k + s_{k-1})
+      h' = tanh(s_{K-1})"""
+    class WideProducts:
+        @staticmethod
+        def param_shapes(opts, I, H):
+            return [("W_x", (K * H, I)), ("W_h", (K * H, H)), ("b", (K * H,)), ("U", (H, H))]
+
+        def __init__(self, cell, opts, params, dtype):
+            self.p = {k: R.T(v, dtype) for k, v in params.items()}
+            self.H = self.p["U"].shape[0]
+            self.dtype = dtype
+
+        def init_state(self, B):
+            return {"h": torch.zeros(B, self.H, dtype=self.dtype)}
+
+        def step(self, x, st, t):
+            p, H = self.p, self.H
+            g = x @ p["W_x"].T + st["h"] @ p["W_h"].T + p["b"]
+            s = torch.sigmoid(g[:, :H]) @ p["U"].T
+            for k in range(1, K):
+                s = 0.98 * s + 0.02 * (torch.sigmoid(g[:, k * H:(k + 1) * H] + s) @ p["U"].T)
+            st["h"] = torch.tanh(s)
+            return st["h"]
+    return WideProducts
+
+
+# beside ref_cells.py's own references, where Model.params and Model.ref look them up
+R.OTHER_CELLS["wide_products"] = wide_products(WIDE_K)
+R.OTHER_CELLS["wide_products_k3"] = wide_products(3)       # the self-check's size
+
+
 # ---- .cell models ----------------------------------------------------------------
 
 # (T, B) of the second data set, in turn.  T = 1 from zero initial states
@@ -374,6 +437,10 @@ def cell_cases(outdir):
                    cells_text=G.USER_GRU_SOFTSIGN,
                    ref_cells={"momentum_gru_softsign": "user_momentum_gru_softsign"})
     cell_case(outdir, "user_momentum_gru_softsign", m, "ce", [(7, 3), (100, 1)])
+    # a step of 261 products, all saved for the backward (pass_grad's tables grow)
+    m = cell_model("wide", [L("h1", "wide_products", "x", 2)], "last", 3, 3,
+                   cells_text=wide_cell_text("wide_products", WIDE_K))
+    cell_case(outdir, "user_wide_products", m, "ce", [(7, 3), (20, 1)])
     # a stack with a second output, the loss on a named output
     m = G.Model("stack", 7, [L("h1", "momentum_lstm", "x", 13, mu=0.6, s=0.6),
                              L("h2", "gru", "h1", 5),
@@ -930,7 +997,7 @@ def selfcheck():
             ("nag_lstm", dict(restart=2)), ("nag_lstm", dict(form="extrapolate")),
             ("irnn", dict(K=2)), ("fastrnn", {}), ("heavy_ball_rnn", dict(steps=2, act="tanh")),
             ("momentum_attention", {}), ("momentum_attention", dict(weighting="length")),
-            ("momentum_dtriv", {}), ("user_momentum_gru_softsign", {})]
+            ("momentum_dtriv", {}), ("user_momentum_gru_softsign", {}), ("wide_products_k3", {})]
     n = 0
     for cell, opts in fams:
         for kind in LOSSES:

@@ -1,7 +1,9 @@
-/* train_ops.c: shape rules and C for the training ops of ops.def (the block
- * "training"): ReduceSum, SliceScatter, MatrixExp, the losses with their
- * gradients, and the gradients of Conv, Pad and the class losses (ConvGrad,
- * PadGrad, ClassLossGrad: calls of runtime/rt_nn.c).
+/* emit_train_ops.c: C for the training ops of ops.def (the block
+ * "training"): ReduceSum over one run of axes, SliceScatter, MatrixExp, the
+ * losses with their gradients, and the gradients of Conv, Pad and the class
+ * losses (ConvGrad, PadGrad, ClassLossGrad: calls of runtime/rt_nn.c).  Their
+ * shape rules are train_ops_infer.c's, beside the other inference code;
+ * where the losses' operands are is its table (train.h, train_loss_args_of).
  *
  * pass_grad makes these nodes; they appear only in the root graph of a
  * --train compilation.  ReduceSum here sums over one contiguous run of axes
@@ -17,149 +19,27 @@
 
 #include <string.h>
 
-/* ---- shapes ---------------------------------------------------------------- */
-
-static int bad(diag *D, ir_node *n, const char *what)
-{
-	diag_node(D, n, "%s", what);
-	return 1;
-}
-
 static int norm_axis(int64_t a, int r) { return (int)(a < 0 ? a + r : a); }
 
-/* The axes a ReduceSum with an axes input reduces (infer_reduce_axes: a
- * constant or an initializer), as the run [lo, hi]; 0 when they are not one
- * contiguous run.  No axes: all of them, or none with noop_with_empty_axes
- * (an empty run [r, r-1]: the sum of one term). */
-static int reduce_axes(const ir_node *n, int r, int *lo, int *hi)
+/* ---- C ---------------------------------------------------------------------------- */
+
+int emit_reduce_run(const ir_node *n, int *lo, int *hi)
 {
 	unsigned char red[IR_MAX_RANK];
-	if (n->nin < 2 || !infer_is_const(n->in[1]) || infer_reduce_axes(n, r, red))
+	int r = n->in[0]->shape.rank;
+	*lo = *hi = -1;
+	if (n->nin < 2 || !n->in[1] || infer_reduce_axes(n, r, red))
 		return 0;
-	*lo = r;
-	*hi = r - 1;
-	for (int a = 0, first = 1; a < r; a++)
+	for (int a = 0; a < r; a++)
 		if (red[a]) {
-			if (first)
-				*lo = a;
-			else if (*hi != a - 1)
+			if (*lo >= 0 && *hi != a - 1)
 				return 0;
-			first = 0;
+			if (*lo < 0)
+				*lo = a;
 			*hi = a;
 		}
-	return 1;
+	return *lo >= 0;
 }
-
-int train_op_infer(ir_graph *g, ir_node *n, diag *D)
-{
-	(void)g;
-	ir_value *y = n->out[0];
-	ir_value *x = n->in[0];
-	switch (n->op) {
-	case OP_REDUCESUM: {
-		int lo, hi, r = x->shape.rank;
-		if (!reduce_axes(n, r, &lo, &hi))
-			return bad(D, n, "ReduceSum (training) needs constant axes forming one contiguous run");
-		int keep = (int)ir_attr_int(n, "keepdims", 1);
-		y->dtype = x->dtype;
-		y->shape.rank = 0;
-		for (int a = 0; a < r; a++) {
-			if (a >= lo && a <= hi) {
-				if (keep)
-					y->shape.d[y->shape.rank++] = ir_dim_const(1);
-			} else {
-				y->shape.d[y->shape.rank++] = x->shape.d[a];
-			}
-		}
-		return 0;
-	}
-	case OP_SLICESCATTER:
-		if (n->in[1]->shape.rank != x->shape.rank)
-			return bad(D, n, "SliceScatter: the update must have the rank of the target");
-		y->dtype = n->in[1]->dtype;
-		y->shape = x->shape;
-		return 0;
-	case OP_SOFTMAXCE:
-		if (x->shape.rank != 2 || n->in[1]->shape.rank != 1 || n->in[1]->dtype != DT_I64 ||
-		    !ir_dim_eq(x->shape.d[0], n->in[1]->shape.d[0]))
-			return bad(D, n, "SoftmaxCrossEntropyLoss takes scores [N, C] and i64 labels [N]");
-		y->dtype = DT_F32;
-		y->shape.rank = 0;
-		return 0;
-	case OP_SOFTMAXCEGRAD:
-		y->dtype = DT_F32;
-		y->shape = n->in[1]->shape;
-		return 0;
-	case OP_MSELOSS:
-		if (!ir_shape_eq(&x->shape, &n->in[1]->shape) ||
-		    (n->nin > 2 && n->in[2] && !ir_shape_eq(&x->shape, &n->in[2]->shape)))
-			return bad(D, n, "MseLoss: the output, target and mask must have one shape");
-		y->dtype = DT_F32;
-		y->shape.rank = 0;
-		return 0;
-	case OP_MSELOSSGRAD:
-		y->dtype = DT_F32;
-		y->shape = n->in[1]->shape;
-		return 0;
-	case OP_MATEXP:
-		if (x->shape.rank != 2 || !ir_dim_is_const(x->shape.d[0]) || !ir_dim_eq(x->shape.d[0], x->shape.d[1]))
-			return bad(D, n, "MatrixExp takes a square matrix of constant size");
-		y->dtype = DT_F32;
-		y->shape = x->shape;
-		return 0;
-	case OP_CONVGRAD: {
-		/* inputs X W dY: dX shaped like X (wrt 0) or dW like W (wrt 1) */
-		int wrt = (int)ir_attr_int(n, "wrt", 0);
-		if (x->shape.rank < 3 || n->in[1]->shape.rank != x->shape.rank || n->in[2]->shape.rank != x->shape.rank)
-			return bad(D, n, "ConvGrad takes X [N, C, D..], W [M, C/group, K..] and dY [N, M, O..]");
-		y->dtype = DT_F32;
-		y->shape = wrt ? n->in[1]->shape : x->shape;
-		return 0;
-	}
-	case OP_PADGRAD: {
-		ir_attr *pa = ir_attr_find(n, "pads");
-		if (!pa || pa->n != 2 * x->shape.rank || n->in[1]->shape.rank != x->shape.rank)
-			return bad(D, n, "PadGrad takes X, dY of X's rank and pads (2 per axis)");
-		y->dtype = DT_F32;
-		y->shape = x->shape;
-		return 0;
-	}
-	case OP_CLASSLOSSGRAD:
-		/* inputs dloss X target [weights]: dX (wrt 0) or dweights (wrt 1) */
-		if (ir_attr_int(n, "wrt", 0) && (n->nin < 4 || !n->in[3]))
-			return bad(D, n, "ClassLossGrad: the weights gradient needs the weights");
-		y->dtype = DT_F32;
-		y->shape = ir_attr_int(n, "wrt", 0) ? n->in[3]->shape : n->in[1]->shape;
-		return 0;
-	case OP_GRADIENT: {
-		/* inputs xs (named by the xs attribute), then y (named by the y
-		 * attribute when loaded); outputs: the gradients of the xs */
-		ir_attr *xs = ir_attr_find(n, "xs");
-		if (!xs || xs->kind != ATTR_STRINGS || xs->n != n->nin - 1 || n->nout != n->nin - 1 ||
-		    !ir_attr_find(n, "y") || ir_attr_find(n, "y")->kind != ATTR_STRING || !n->in[n->nin - 1])
-			return bad(D, n, "Gradient needs the attributes xs (one name per input) and y, the "
-				   "inputs xs then y, and one output per x");
-		if (n->in[n->nin - 1]->dtype != DT_F32 || n->in[n->nin - 1]->shape.rank < 0)
-			return bad(D, n, "Gradient: y is not an f32 tensor");
-		for (int k = 0; k < n->nin - 1; k++) {
-			if (!n->in[k] || strcmp(n->in[k]->name, xs->strings[k]) != 0)
-				return bad(D, n, "Gradient: input k must be the tensor named xs[k]");
-			if (n->in[k]->dtype != DT_F32)
-				return bad(D, n, "Gradient: only f32 tensors can be differentiated");
-			if (n->out[k]) {
-				n->out[k]->dtype = DT_F32;
-				n->out[k]->shape = n->in[k]->shape;
-			}
-		}
-		return 0;
-	}
-	default:
-		break;
-	}
-	return bad(D, n, "internal error: not a training op");
-}
-
-/* ---- C ---------------------------------------------------------------------------- */
 
 static ir_dim prod(const ir_shape *s, int from, int to)
 {
@@ -184,7 +64,7 @@ static void emit_reducesum(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *y = n->out[0];
 	int lo, hi, r = x->shape.rank;
-	ASSERT(reduce_axes(n, r, &lo, &hi));
+	ASSERT(emit_reduce_run(n, &lo, &hi));
 	const char *outer = emit_dim(E, prod(&x->shape, 0, lo)), *cnt = emit_dim(E, prod(&x->shape, lo, hi + 1)),
 		   *inner = emit_dim(E, prod(&x->shape, hi + 1, r));
 	comment(E, n);
@@ -253,9 +133,11 @@ static void emit_slicescatter(emit_ctx *E, ir_node *n)
 	ew_close(E->w, "");
 }
 
-static void emit_ce(emit_ctx *E, ir_node *n, int grad)
+static void emit_ce(emit_ctx *E, ir_node *n)
 {
-	const ir_value *s = n->in[grad ? 1 : 0], *lab = n->in[grad ? 2 : 1];
+	const train_loss_args *a = train_loss_args_of(n->op);
+	const ir_value *s = n->in[a->x], *lab = n->in[a->target];
+	int grad = a->dloss >= 0;
 	comment(E, n);
 	ew_open(E->w, "%s", "");
 	ew_line(E->w, "const float *s = %s;", emit_ref(E, s));
@@ -263,7 +145,7 @@ static void emit_ce(emit_ctx *E, ir_node *n, int grad)
 	ew_line(E->w, "const int64_t N = %s, C = %s;", emit_dim(E, s->shape.d[0]), emit_dim(E, s->shape.d[1]));
 	if (grad) {
 		ew_line(E->w, "float *ds = %s;", emit_ref(E, n->out[0]));
-		ew_line(E->w, "const float scale = %s[0] / (float)N;", emit_ref(E, n->in[0]));
+		ew_line(E->w, "const float scale = %s[0] / (float)N;", emit_ref(E, n->in[a->dloss]));
 	} else {
 		ew_line(E->w, "double sum = 0;");
 	}
@@ -286,10 +168,11 @@ static void emit_ce(emit_ctx *E, ir_node *n, int grad)
 	ew_close(E->w, "");
 }
 
-static void emit_mse(emit_ctx *E, ir_node *n, int grad)
+static void emit_mse(emit_ctx *E, ir_node *n)
 {
-	int o = grad ? 1 : 0;
-	const ir_value *y = n->in[o], *t = n->in[o + 1], *m = n->nin > o + 2 ? n->in[o + 2] : NULL;
+	const train_loss_args *a = train_loss_args_of(n->op);
+	const ir_value *y = n->in[a->x], *t = n->in[a->target], *m = n->nin > a->opt ? n->in[a->opt] : NULL;
+	int grad = a->dloss >= 0;
 	comment(E, n);
 	ew_open(E->w, "%s", "");
 	ew_line(E->w, "const float *y = %s, *t = %s;", emit_ref(E, y), emit_ref(E, t));
@@ -301,7 +184,8 @@ static void emit_mse(emit_ctx *E, ir_node *n, int grad)
 		ew_line(E->w, "for (int64_t i = 0; i < n; i++) den += mk[i];");
 	if (grad) {
 		ew_line(E->w, "float *dy = %s;", emit_ref(E, n->out[0]));
-		ew_line(E->w, "const float scale = den > 0 ? (float)(2.0 * %s[0] / den) : 0.0f;", emit_ref(E, n->in[0]));
+		ew_line(E->w, "const float scale = den > 0 ? (float)(2.0 * %s[0] / den) : 0.0f;",
+			emit_ref(E, n->in[a->dloss]));
 		ew_line(E->w, "for (int64_t i = 0; i < n; i++)");
 		ew_line(E->w, "\tdy[i] = scale * %s(y[i] - t[i]);", m ? "mk[i] * " : "");
 	} else {
@@ -370,14 +254,15 @@ static void emit_padgrad(emit_ctx *E, ir_node *n)
 
 static void emit_classlossgrad(emit_ctx *E, ir_node *n)
 {
-	const ir_value *x = n->in[1], *t = n->in[2], *w = n->nin > 3 ? n->in[3] : NULL;
+	const train_loss_args *a = train_loss_args_of(n->op);
+	const ir_value *x = n->in[a->x], *t = n->in[a->target], *w = n->nin > a->opt ? n->in[a->opt] : NULL;
 	const char *red = ir_attr_string(n, "reduction", "mean");
 	ir_attr *ig = ir_attr_find(n, "ignore_index");
 	comment(E, n);
 	ew_open(E->w, "%s", "");
 	int wrt = (int)ir_attr_int(n, "wrt", 0);
 	ew_line(E->w, "int gst = rt_class_loss_grad(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %lld);",
-		wrt ? "NULL" : emit_ref(E, n->out[0]), wrt ? emit_ref(E, n->out[0]) : "NULL", emit_ref(E, n->in[0]),
+		wrt ? "NULL" : emit_ref(E, n->out[0]), wrt ? emit_ref(E, n->out[0]) : "NULL", emit_ref(E, n->in[a->dloss]),
 		emit_ref(E, x), emit_ref(E, t), w ? emit_ref(E, w) : "NULL", emit_dim(E, x->shape.d[0]),
 		emit_dim(E, x->shape.d[1]), emit_dim(E, prod(&x->shape, 2, x->shape.rank)),
 		!strcmp(red, "none") ? "RT_LOSS_NONE" : !strcmp(red, "sum") ? "RT_LOSS_SUM" : "RT_LOSS_MEAN", ig != NULL,
@@ -393,10 +278,8 @@ void train_op_emit(emit_ctx *E, ir_node *n)
 	case OP_MATEXP: emit_matexp(E, n); return;
 	case OP_REDUCESUM: emit_reducesum(E, n); return;
 	case OP_SLICESCATTER: emit_slicescatter(E, n); return;
-	case OP_SOFTMAXCE: emit_ce(E, n, 0); return;
-	case OP_SOFTMAXCEGRAD: emit_ce(E, n, 1); return;
-	case OP_MSELOSS: emit_mse(E, n, 0); return;
-	case OP_MSELOSSGRAD: emit_mse(E, n, 1); return;
+	case OP_SOFTMAXCE: case OP_SOFTMAXCEGRAD: emit_ce(E, n); return;
+	case OP_MSELOSS: case OP_MSELOSSGRAD: emit_mse(E, n); return;
 	case OP_CONVGRAD: emit_convgrad(E, n); return;
 	case OP_PADGRAD: emit_padgrad(E, n); return;
 	case OP_CLASSLOSSGRAD: emit_classlossgrad(E, n); return;
