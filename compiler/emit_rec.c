@@ -685,8 +685,9 @@ typedef struct grp {
 	rec *R;
 	ir_dim rows, cols;      /* the iteration domain */
 	int row_is_batch;       /* rows == B: sequence_lens and per-row time apply */
-	rowptr rp[64];
-	int nrp;
+	rowptr *rp;             /* [nrp] in the arena, grown as pointers are asked for (a
+	                           group reading hundreds of operands has that many) */
+	int nrp, caprp;
 	char *done;             /* [body nvalues]: computed earlier in this group (a local) */
 } grp;
 
@@ -716,7 +717,11 @@ static const char *row_ptr(grp *G, const char *base, const char *ld, int seq, in
 			G->rp[i].is_const &= is_const;
 			return G->rp[i].name;
 		}
-	ASSERT(G->nrp < (int)COUNTOF(G->rp));
+	if (G->nrp == G->caprp) {
+		int cap = G->caprp ? 2 * G->caprp : 16;
+		G->rp = arena_grow(G->R->E->A, G->rp, (size_t)G->nrp, (size_t)cap, sizeof *G->rp);
+		G->caprp = cap;
+	}
 	rowptr *p = &G->rp[G->nrp];
 	p->base = base;
 	p->ld = ld;
