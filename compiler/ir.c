@@ -707,8 +707,8 @@ void ir_rec_drop_seq(ir_node *rec, int k)
 	memmove(b->inputs + k, b->inputs + k + 1, (size_t)(b->ninputs - k - 1) * sizeof *b->inputs);
 	b->ninputs--;
 	ir_attr *sa = ir_attr_find(rec, "seq_axis");
-	int64_t axes[64];
-	ASSERT(nseq <= 64 && k >= 0 && k < nseq);
+	ASSERT(k >= 0 && k < nseq);
+	int64_t *axes = arena_array(b->A, (size_t)nseq, sizeof *axes);
 	for (int i = 0, j = 0; i < nseq; i++)
 		if (i != k)
 			axes[j++] = sa && i < sa->n ? sa->ints[i] : 0;
