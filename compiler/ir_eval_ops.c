@@ -106,44 +106,92 @@ static int window(ev_run *r, const ir_node *n, const ev_tensor *x, const int64_t
 /* The input coordinate of output o, kernel k on spatial axis a. */
 static int64_t win_at(const win *w, int a, int64_t o, int64_t k) { return o * w->st[a] - w->pb[a] + k * w->dil[a]; }
 
-/* Conv: Y[n, m, o..] = B[m] + sum over c of group(m), k.. of X[n, c, o st - pb + k dil] W[m, c, k..]. */
-static int conv(ev_run *r, const ir_node *n, const ev_tensor *X, const ev_tensor *W, const ev_tensor *B, ir_dtype odt,
-		ev_tensor **y)
+/* The terms of Conv's sum, Y[n, m, o..] = B[m] + sum over c of group(m),
+ * k.. of X[n, c, o st - pb + k dil] W[m, c, k..]: for every output element,
+ * each channel c of its group and each kernel position inside X, in that
+ * order, fn gets the offsets of the Y element, the X element and the W
+ * element of the term.  Conv and its gradient (ConvGrad) read the one sum. */
+typedef void (*conv_term_fn)(void *cx, int64_t yo, int64_t xo, int64_t wo);
+
+static void conv_terms(const win *w, const ev_tensor *X, int64_t G, int64_t M, int64_t Cg, conv_term_fn fn,
+		       void *cx)
+{
+	int nsp = w->nsp;
+	int64_t isp = prod(X->d + 2, nsp), ksp = prod(w->k, nsp), osp = prod(w->o, nsp);
+	for (int64_t b = 0; b < X->d[0]; b++)
+		for (int64_t m = 0; m < M; m++) {
+			int64_t grp = m / (M / G), oi[IR_MAX_RANK] = {0};
+			for (int64_t e = 0; e < osp; e++, ev_next_index(oi, w->o, nsp)) {
+				for (int64_t c = 0; c < Cg; c++) {
+					int64_t ki[IR_MAX_RANK] = {0};
+					for (int64_t q = 0; q < ksp; q++, ev_next_index(ki, w->k, nsp)) {
+						int64_t off = 0, ok = 1;
+						for (int a = 0; a < nsp && ok; a++) {
+							int64_t i = win_at(w, a, oi[a], ki[a]);
+							ok = i >= 0 && i < X->d[2 + a];
+							off = off * X->d[2 + a] + i;
+						}
+						if (ok)
+							fn(cx, (b * M + m) * osp + e, (b * X->d[1] + grp * Cg + c) * isp + off,
+							   (m * Cg + c) * ksp + q);
+					}
+				}
+			}
+		}
+}
+
+/* Checks X and W of a Conv (or ConvGrad) against its group and sizes its window. */
+static int conv_shapes(ev_run *r, const ir_node *n, const ev_tensor *X, const ev_tensor *W, win *w)
 {
 	if (W->rank != X->rank)
 		return ev_stop(r, n, "W of rank %d for X of rank %d", W->rank, X->rank);
 	int64_t G = ir_attr_int(n, "group", 1), M = W->d[0], Cg = W->d[1];
 	if (G < 1 || X->d[1] != Cg * G || M % G)
 		return ev_stop(r, n, "X's %lld channels do not match W and group %lld", (long long)X->d[1], (long long)G);
+	return window(r, n, X, W->d + 2, 0, w);
+}
+
+typedef struct conv_cx {
+	const ev_tensor *X, *W, *dY;
+	ev_tensor *out;
+} conv_cx;
+
+static void conv_add(void *p, int64_t yo, int64_t xo, int64_t wo)
+{
+	conv_cx *c = p;
+	c->out->x[yo] += c->X->x[xo] * c->W->x[wo];
+}
+
+/* Each term X[xo] W[wo] of Y[yo] gives dY[yo] W[wo] to dX[xo], dY[yo] X[xo] to dW[wo]. */
+static void conv_grad_x(void *p, int64_t yo, int64_t xo, int64_t wo)
+{
+	conv_cx *c = p;
+	c->out->x[xo] += c->dY->x[yo] * c->W->x[wo];
+}
+
+static void conv_grad_w(void *p, int64_t yo, int64_t xo, int64_t wo)
+{
+	conv_cx *c = p;
+	c->out->x[wo] += c->dY->x[yo] * c->X->x[xo];
+}
+
+static int conv(ev_run *r, const ir_node *n, const ev_tensor *X, const ev_tensor *W, const ev_tensor *B, ir_dtype odt,
+		ev_tensor **y)
+{
 	win w;
-	if (window(r, n, X, W->d + 2, 0, &w))
+	if (conv_shapes(r, n, X, W, &w))
 		return 1;
-	int nsp = w.nsp;
+	int64_t G = ir_attr_int(n, "group", 1), M = W->d[0], Cg = W->d[1];
 	int64_t od[IR_MAX_RANK] = {X->d[0], M};
-	memcpy(od + 2, w.o, (size_t)nsp * sizeof *od);
+	memcpy(od + 2, w.o, (size_t)w.nsp * sizeof *od);
 	ev_tensor *Y = ev_new(r, odt, X->rank, od);
-	int64_t isp = prod(X->d + 2, nsp), ksp = prod(w.k, nsp), osp = prod(w.o, nsp);
-	for (int64_t b = 0; b < X->d[0]; b++)
-		for (int64_t m = 0; m < M; m++) {
-			int64_t grp = m / (M / G), oi[IR_MAX_RANK] = {0};
-			for (int64_t e = 0; e < osp; e++, ev_next_index(oi, w.o, nsp)) {
-				double s = B ? B->x[m] : 0;
-				for (int64_t c = 0; c < Cg; c++) {
-					int64_t ki[IR_MAX_RANK] = {0};
-					for (int64_t q = 0; q < ksp; q++, ev_next_index(ki, w.k, nsp)) {
-						int64_t off = 0, ok = 1;
-						for (int a = 0; a < nsp && ok; a++) {
-							int64_t i = win_at(&w, a, oi[a], ki[a]);
-							ok = i >= 0 && i < X->d[2 + a];
-							off = off * X->d[2 + a] + i;
-						}
-						if (ok)
-							s += X->x[(b * X->d[1] + grp * Cg + c) * isp + off] * W->x[(m * Cg + c) * ksp + q];
-					}
-				}
-				Y->x[(b * M + m) * osp + e] = ev_as_type(Y->dt, s);
-			}
-		}
+	int64_t osp = prod(w.o, w.nsp);
+	for (int64_t e = 0; B && e < Y->n; e++)
+		Y->x[e] = B->x[(e / osp) % M];
+	conv_cx cx = {.X = X, .W = W, .out = Y};
+	conv_terms(&w, X, G, M, Cg, conv_add, &cx);
+	for (int64_t e = 0; e < Y->n; e++)
+		Y->x[e] = ev_as_type(Y->dt, Y->x[e]);
 	*y = Y;
 	return 0;
 }
@@ -154,55 +202,26 @@ static int ev_conv(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **i
 }
 
 /* ConvGrad (training; inputs X W dY, the Conv's group, strides, explicit
- * pads, dilations): the derivatives of Conv's sum above for the weights dY
- * gives its outputs.  Each term X[n, c, i] W[m, c, k] of Y[n, m, o] (i = o st -
- * pb + k dil inside X) adds dY[n, m, o] W[m, c, k] to dX[n, c, i] (wrt 0) or
- * dY[n, m, o] X[n, c, i] to dW[m, c, k] (wrt 1). */
+ * pads, dilations): the derivatives of Conv's sum (conv_terms) for the
+ * weights dY gives its outputs: dX (wrt 0) or dW (wrt 1). */
 static int ev_convgrad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	const ev_tensor *X = in[0], *W = in[1], *dY = in[2];
 	int wrt = (int)ir_attr_int(n, "wrt", 0);
-	if (W->rank != X->rank || dY->rank != X->rank)
+	if (dY->rank != X->rank)
 		return ev_stop(r, n, "X, W and dY of ranks %d, %d and %d", X->rank, W->rank, dY->rank);
-	int64_t G = ir_attr_int(n, "group", 1), M = W->d[0], Cg = W->d[1];
-	if (G < 1 || X->d[1] != Cg * G || M % G)
-		return ev_stop(r, n, "X's %lld channels do not match W and group %lld", (long long)X->d[1], (long long)G);
 	win w;
-	if (window(r, n, X, W->d + 2, 0, &w))
+	if (conv_shapes(r, n, X, W, &w))
 		return 1;
-	int nsp = w.nsp;
+	int64_t G = ir_attr_int(n, "group", 1), M = W->d[0], Cg = W->d[1];
 	int same = dY->d[0] == X->d[0] && dY->d[1] == M;
-	for (int a = 0; a < nsp; a++)
+	for (int a = 0; a < w.nsp; a++)
 		same &= dY->d[2 + a] == w.o[a];
 	if (!same)
 		return ev_stop(r, n, "dY is not shaped like the Conv's output");
-	int64_t isp = prod(X->d + 2, nsp), ksp = prod(w.k, nsp), osp = prod(w.o, nsp);
 	ev_tensor *D = new_like(r, n->out[0]->dtype, wrt ? W : X);
-	for (int64_t b = 0; b < X->d[0]; b++)
-		for (int64_t m = 0; m < M; m++) {
-			int64_t grp = m / (M / G), oi[IR_MAX_RANK] = {0};
-			for (int64_t e = 0; e < osp; e++, ev_next_index(oi, w.o, nsp)) {
-				double dy = dY->x[(b * M + m) * osp + e];
-				for (int64_t c = 0; c < Cg; c++) {
-					int64_t ki[IR_MAX_RANK] = {0};
-					for (int64_t q = 0; q < ksp; q++, ev_next_index(ki, w.k, nsp)) {
-						int64_t off = 0, ok = 1;
-						for (int a = 0; a < nsp && ok; a++) {
-							int64_t i = win_at(&w, a, oi[a], ki[a]);
-							ok = i >= 0 && i < X->d[2 + a];
-							off = off * X->d[2 + a] + i;
-						}
-						if (!ok)
-							continue;
-						int64_t xo = (b * X->d[1] + grp * Cg + c) * isp + off, wo = (m * Cg + c) * ksp + q;
-						if (wrt)
-							D->x[wo] += dy * X->x[xo];
-						else
-							D->x[xo] += dy * W->x[wo];
-					}
-				}
-			}
-		}
+	conv_cx cx = {.X = X, .W = W, .dY = dY, .out = D};
+	conv_terms(&w, X, G, M, Cg, wrt ? conv_grad_w : conv_grad_x, &cx);
 	for (int64_t e = 0; e < D->n; e++)
 		D->x[e] = ev_as_type(D->dt, D->x[e]);
 	out[0] = D;
