@@ -9,7 +9,7 @@ Groups, in order:
   ref_rnn     tests/ref_rnn.py against the official data and PyTorch
   fixtures    the golden data of rnn_cases and torch against the numpy
               interpreter tests/onnx_ref.py (PyTorch exports at other sizes)
-  unit        Check unit tests of libcellrt, compiler/mincut.c and compiler/ir_build.c
+  unit        Check unit tests of libcellrt, compiler/passes/mincut.c and compiler/ir/ir_build.c
               (build/), one test per check
   unit_san    the same under AddressSanitizer/UBSan (build-san/)
   onnx_node   every official ONNX node and simple test (onnx's generator)
@@ -20,13 +20,13 @@ Groups, in order:
               expected values were drawn at random (STAT_TESTS) are checked
               by statistics instead of values and counted as such
   eval_ref    the reference interpreter of translation validation
-              (compiler/ir_eval.c) against the oracles' data: build/tests/eval_ref
+              (compiler/eval/ir_eval.c) against the oracles' data: build/tests/eval_ref
               runs each official node test (onnx_node's selection, corrected
               data where listed), the rnn_cases, torch, torch_wild,
               script_wild, image and datadep (ok/) cases, eval_ops (the
               operators only cellc's passes make, ConvGrad, PadGrad,
               ClassLossGrad and MatrixExp, against PyTorch) and the cells
-              cases (the .cell models' Cell layers, compiler/ir_eval_cell.c,
+              cases (the .cell models' Cell layers, compiler/eval/ir_eval_cell.c,
               against PyTorch) from the resolved graph, and also as loaded
               where the resolving stages folded the model (windows,
               MelWeightMatrix, Shape) or rewrote one of its operators
@@ -310,8 +310,8 @@ CHECK_LINE = re.compile(r"^([^:\s]+):(\d+):([PFE]):([^:]+):([^:]+):(\d+): ?(.*)$
 
 
 # the Check binaries of tests/unit: libcellrt's, the compiler's modules that
-# stand alone (compiler/mincut.c), and the IR rewrite toolkit
-# (compiler/ir_build.c, linked with the compiler's objects)
+# stand alone (compiler/passes/mincut.c), and the IR rewrite toolkit
+# (compiler/ir/ir_build.c, linked with the compiler's objects)
 UNIT_BINARIES = ["test_runtime", "test_mincut", "test_ir_build"]
 
 
@@ -380,7 +380,7 @@ def data_sets(case_dir):
 
 def expected_tensors(model, sets):
     """The tensors verify compares: one per output_N.pb, or, for a model
-    with sequence/optional outputs (issue 4, onnx_seq.c), their elements."""
+    with sequence/optional outputs (issue 4, lower_seq.c), their elements."""
     import onnx
     m = onnx.load(model, load_external_data=False)
     kinds = [o.type.WhichOneof("value") for o in m.graph.output]
@@ -838,7 +838,7 @@ def corrected_one(n, d, reason):
     return r
 
 
-# ---- the reference interpreter (compiler/ir_eval.c) against the oracles' data ----------
+# ---- the reference interpreter (compiler/eval/ir_eval.c) against the oracles' data ----------
 
 EVAL_REF = os.path.join("build", "tests", "eval_ref")
 EVAL_REF_LINE = re.compile(r"^(PASS|FAIL|NOREF|SKIP) (\S+) ?(.*)$")
@@ -918,7 +918,7 @@ def group_eval_ref():
         for n in case_dirs(grp):
             if any(os.path.isfile(os.path.join(ROOT, OUT, grp, n, m)) for m in ("model.onnx", "model.cell")):
                 items.append(("%s/%s" % (grp, n), os.path.join(OUT, grp, n)))
-    # the native Cell layers (compiler/ir_eval_cell.c) against the PyTorch
+    # the native Cell layers (compiler/eval/ir_eval_cell.c) against the PyTorch
     # golden data of the group `cells`, as its verify runs pair them
     if stamp_ok("cells"):
         with open(os.path.join(ROOT, OUT, "cells", "tests.tsv")) as f:
@@ -3151,7 +3151,7 @@ VALIDATED_PASSES = ("canon", "reroll", "cells", "lower", "hoist", "split", "fuse
 
 
 def group_validate():
-    """Translation validation (compiler/validate.c; every compilation of the
+    """Translation validation (compiler/eval/validate.c; every compilation of the
     suite runs with CELLC_VALIDATE=1, so a pass that changed a model's
     outputs has failed the test that compiled it): first, that it catches a
     changed computation after each pass (CELLC_VALIDATE_FAULT), then what
@@ -3188,7 +3188,7 @@ def group_validate():
     # reference, every cell of docs/cells.md has one.  The .cell models of
     # the group `cells` are validated from their first stage: `canon` and
     # `cells` are checked only against a baseline that ran the native Cell
-    # layer (compiler/ir_eval_cell.c), so a Cell without a reference fails
+    # layer (compiler/eval/ir_eval_cell.c), so a Cell without a reference fails
     # here, and one that disagrees with pass_lower_cell fails its compilation
     for prefix, must, tenths in ((os.path.join(OUT, "torch") + "/", ("canon", "lower", "hoist", "split"), 1),
                                  (os.path.join(OUT, "trace_wild") + "/", ("canon", "hoist", "split"), 1),

@@ -1404,7 +1404,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	ir_recount(g);
 	changed |= step_scalars(g);
 	changed |= gemm_form(g);
-	/* a scripted Loop's body (onnx_loop.c) reads an input of unknown rank
+	/* a scripted Loop's body (lower_loop.c) reads an input of unknown rank
 	 * through MatMul (nn.Linear of torch.unbind's slices): Gemm there too,
 	 * which pass_hoist moves out of the loop when it reads a per-step input */
 	for (int i = 0; i < g->nnodes; i++) {

@@ -22,7 +22,7 @@
  * TensorProto; a SequenceProto or OptionalProto for an input of that type):
  * inputs that determine shapes must be bound, because cellc fixes every
  * shape at compile time up to the dimension symbols, and so must sequence
- * and optional inputs (onnx_seq.c).  `--bind NAME=NUMBER` binds a scalar
+ * and optional inputs (lower_seq.c).  `--bind NAME=NUMBER` binds a scalar
  * input (the type the model declares) without a file.  --dim fixes a
  * dimension symbol to a size, or to another symbol, when the model is loaded
  * (onnx_binding.dim): models whose sizes cellc cannot keep symbolic (a Pad or

@@ -1,4 +1,4 @@
-/* onnx_seq.c: ONNX sequences, optionals, If and SequenceMap, resolved at
+/* lower_seq.c: ONNX sequences, optionals, If and SequenceMap, resolved at
  * compile time.
  *
  * requires: (pass_seq, a resolving stage: passes.h) the node's inputs
@@ -27,7 +27,7 @@
  *     SequenceLength read stays a view of its tensor (even of symbolic
  *     length): SequenceAt is Gather on the axis, SequenceLength the axis'
  *     size, and a Loop body reading it at the iteration number scans the
- *     tensor (onnx_loop.c); any other SplitToSequence of constant length and
+ *     tensor (lower_loop.c); any other SplitToSequence of constant length and
  *     split becomes the list of its slices;
  *   - If whose condition folds is replaced by the nodes of the branch it
  *     takes (inlined: the branch's constants copied, its captures kept); an
@@ -36,7 +36,7 @@
  *     output, the branches giving one shape (select_if);
  *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
- *     accumulation onnx_loop.c turns into a recurrence, unless that is a
+ *     accumulation lower_loop.c turns into a recurrence, unless that is a
  *     graph output) or indexing one, or one whose per-step outputs are not
  *     all float32 (a recurrence's are; checked once the body has dtypes), is
  *     unrolled: its
@@ -53,7 +53,7 @@
  * operator reading a sequence, a sequence of sequences.  (Not of a run-time value is left to
  * the element-wise machinery.)
  */
-#include "onnx_priv.h"
+#include "lower.h"
 #include "infer.h"
 #include "ir_build.h"
 #include "passes.h"
@@ -888,7 +888,7 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		*count = 1;
 		return 1;
 	}
-	/* an operand still unresolved: a Loop's accumulation (onnx_loop.c) */
+	/* an operand still unresolved: a Loop's accumulation (lower_loop.c) */
 	if (onnx_is_seq_op(n->op) && unresolved)
 		return 0;
 	rlist l = {0};
@@ -1061,7 +1061,7 @@ int onnx_loop_needs_unroll(const ir_node *n)
 		if (!(v->producer && v->producer->op == OP_SEQEMPTY))
 			return 1;
 		/* an accumulation that is a graph output: a list of tensors, when
-		 * the loop can be unrolled (else onnx_loop.c says why not) */
+		 * the loop can be unrolled (else lower_loop.c says why not) */
 		if (k - 2 < n->nout && n->out[k - 2] && n->out[k - 2]->is_output && const_scalar(n->in[0], &T) &&
 		    T <= ONNX_UNROLL_MAX)
 			return 1;

@@ -142,7 +142,7 @@ static void check_names(vctx *c, const ir_graph *g, strset *S)
 static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const char *role)
 {
 	if (v->seq != IR_TENSOR) {
-		/* a sequence or optional (onnx_seq.c): its tensors are the values */
+		/* a sequence or optional (lower_seq.c): its tensors are the values */
 		if (v->resolved && v->nelem > 0 && !v->elem)
 			bad(c, g, "%s '%s' is a resolved %s without elements", role, v->name,
 			    v->seq == IR_OPT ? "optional" : "sequence");

@@ -1,7 +1,7 @@
 /* recognize.h: naming the cell a recovered recurrence computes (recognize.c).
  *
  * recognize_recurrence() looks at the body of a RECURRENCE built by
- * pass_reroll (or onnx_loop.c) and, when it computes one of the cells of
+ * pass_reroll (or lower_loop.c) and, when it computes one of the cells of
  * docs/cells.md -- a base cell (rnn, lstm, gru) with an input dynamic (plain,
  * momentum, nag, adam, rmsprop) -- sets on the node:
  *   cell       string, e.g. "momentum_lstm(mu=0.6, s=0.6)"

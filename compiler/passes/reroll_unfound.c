@@ -3,7 +3,7 @@
  * pass_reroll.c finds and rolls traced loops; this file only reports, the
  * graph never changes here:
  * - the loops its rounds do not find (reroll_find_unfound, below);
- * - the ONNX Loops the loader unrolled (onnx_seq.c tags their nodes,
+ * - the ONNX Loops the loader unrolled (lower_seq.c tags their nodes,
  *   ir_node.unrolled): dropped from the record when the rounds rolled
  *   them, else counted (reroll_count_loop_nodes, reroll_settle_loops). */
 #include "reroll.h"

@@ -477,7 +477,7 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 	}
 	case ATTR_GRAPH:
 		if (op == OP_IF) {
-			/* a branch: an attribute, inlined by onnx_seq.c once the condition folds */
+			/* a branch: an attribute, inlined by lower_seq.c once the condition folds */
 			ir_graph *br = onnx_load_body(L, n, a->g);
 			if (!br)
 				return 1;
@@ -485,7 +485,7 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 			ir_attr_add(n, name, ATTR_GRAPH)->g = br;
 			break;
 		}
-		/* the one body of Loop/Scan (onnx_loop.c); kept as n->body, not as an attribute */
+		/* the one body of Loop/Scan (lower_loop.c); kept as n->body, not as an attribute */
 		n->body = onnx_load_body(L, n, a->g);
 		if (!n->body)
 			return 1;
@@ -598,7 +598,7 @@ static int norm_concat(onnx_ctx *L, ir_node *n)
 
 /* Scan-8: input 0 is the optional sequence_lens (unsupported); the rest
  * follow.  Without it the inputs are those of Scan-9 with a batch axis 0
- * (onnx_loop.c handles that form by the node's opset). */
+ * (lower_loop.c handles that form by the node's opset). */
 static int norm_scan8(onnx_ctx *L, ir_node *n)
 {
 	if (n->nin > 0 && n->in[0]) {

@@ -40,9 +40,9 @@ int weights_mode_lookup(const char *s);
  *          claims, and every node after it, is left for a later round
  *          (its tensor outputs unknown), without an error;
  *   seq    resolves the sequence, optional and If nodes whose inputs are
- *          settled (onnx_seq.c), leaving a Loop's accumulation to loops;
+ *          settled (lower_seq.c), leaving a Loop's accumulation to loops;
  *   loops  expands the Loop/Scan nodes whose inputs are settled into
- *          RECURRENCE nodes or unrolled copies (onnx_loop.c), their bodies
+ *          RECURRENCE nodes or unrolled copies (lower_loop.c), their bodies
  *          resolved first by resolve_body.
  * A round function returns its errors and sets *changed when it rewrote a
  * node; the finish functions run once after the last round, in reverse
@@ -58,12 +58,12 @@ typedef int (*round_fn)(ir_graph *g, diag *D, int *changed);
 int pass_infer(ir_graph *g, diag *D, int *changed);
 int infer_finish(ir_graph *g, diag *D);
 /* Sequences, optionals, If and SequenceMap resolved at compile time
- * (onnx_seq.c).  Finish: sequence graph outputs replaced by their tensors,
+ * (lower_seq.c).  Finish: sequence graph outputs replaced by their tensors,
  * sequence operators still in use reported. */
 int pass_seq(ir_graph *g, diag *D, int *changed);
 int seq_finish(ir_graph *g, diag *D);
 int seq_claims(const ir_node *n);
-/* ONNX Loop/Scan -> RECURRENCE nodes, or unrolled (onnx_loop.c). */
+/* ONNX Loop/Scan -> RECURRENCE nodes, or unrolled (lower_loop.c). */
 int pass_loops(ir_graph *g, diag *D, int *changed);
 int loops_claims(const ir_node *n);
 /* Whether a resolving stage other than infer rewrites n (compile.c asks

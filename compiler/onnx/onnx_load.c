@@ -10,7 +10,7 @@
  *      VAL_CONST values for inputs the caller binds to a tensor file; an input
  *      that is also an initializer is the weight (old IR versions listed every
  *      initializer as an input); a sequence or optional input is bound to a
- *      SequenceProto/OptionalProto file (a resolved value, onnx_seq.c), or
+ *      SequenceProto/OptionalProto file (a resolved value, lower_seq.c), or
  *      left a VAL_INPUT that pass_infer refuses;
  *   4. nodes in topological order (sorted here when the file is not) ->
  *      IR nodes (onnx_node.c);

@@ -20,7 +20,7 @@
  * data directory (onnx_load_bound) and the model is compiled once per
  * directory.  Otherwise it is compiled once.
  *
- * Sequence and optional inputs are always bound (onnx_seq.c resolves them
+ * Sequence and optional inputs are always bound (lower_seq.c resolves them
  * at compile time).  An output of sequence or optional type is read from
  * output_N.pb as a SequenceProto/OptionalProto and compared tensor by tensor
  * with the compiled outputs NAME_0, NAME_1, ... (onnx_seq_flatten); outputs
@@ -64,6 +64,7 @@
 #include "infer.h"
 #include "cmd.h"
 #include "testdata.h"
+#include "lower.h"
 #include "train.h"
 #include "util.h"
 #include "cellrt.h"

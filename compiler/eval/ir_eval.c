@@ -1223,8 +1223,8 @@ static int eval_gradient(ev_run *r, ir_graph *g, const ir_node *n, ev_tensor **i
 /* The ONNX control flow, sequence and optional operators, which have no
  * reference because no graph the reference runs for validation or eval_ref
  * holds one: both take the graph at the end of the resolving stages, and
- * those replace every one (onnx_loop.c: Loop and Scan by recurrences or
- * unrolled copies; onnx_seq.c: If and SequenceMap inlined, sequences and
+ * those replace every one (lower_loop.c: Loop and Scan by recurrences or
+ * unrolled copies; lower_seq.c: If and SequenceMap inlined, sequences and
  * optionals resolved into their tensors, the Sequence* and Optional* nodes
  * into tensor nodes or constants) or fail the compilation (a sequence node
  * still read: onnx_seq_leftovers; a node whose outputs no round determined:
@@ -1350,7 +1350,7 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 		else if (ev_ops[n->op])
 			err = ev_ops[n->op](r, g, n, in, out);
 		else if (resolved_away(n->op))
-			err = ev_noref(r, n, "%s is resolved at compile time (onnx_loop.c, onnx_seq.c): no graph the "
+			err = ev_noref(r, n, "%s is resolved at compile time (lower_loop.c, lower_seq.c): no graph the "
 				      "reference validates holds one", ir_op_name(n->op));
 		else
 			err = ev_noref(r, n, "no reference for %s", ir_op_name(n->op));

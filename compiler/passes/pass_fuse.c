@@ -103,7 +103,7 @@ static int cmp_fnode(const void *a, const void *b)
 
 /* A column view is an offset into its operand, which only fused loops and
  * products can read: a node of another kind reading one (Where with a bool
- * condition: an If on run-time data in a scripted loop, onnx_seq.c) reads
+ * condition: an If on run-time data in a scripted loop, lower_seq.c) reads
  * a copy made in the fused loops instead: v * 1, exact for every float (an
  * Identity would be a view of the view, pass_plan.c). */
 static void copy_views_for_others(ir_graph *b)

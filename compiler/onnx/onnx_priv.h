@@ -1,7 +1,7 @@
-/* onnx_priv.h: what the ONNX loader's files (onnx_*.c) share among themselves.
+/* onnx_priv.h: what the ONNX loader's files (compiler/onnx/) share among themselves.
  *
  * This header includes the protobuf-c generated structs, so it must never be
- * included outside onnx_*.c: the rest of the compiler sees only onnx.h and
+ * included outside compiler/onnx/: the rest of the compiler sees only onnx.h and
  * the IR.  The loader is split in three:
  *   onnx_load.c    files, the model, the graph: names, inputs, topological
  *                  order, outputs, bindings
@@ -50,7 +50,7 @@ typedef struct onnx_ctx {
 	int node_unnamed;       /* the node has no name in the file */
 	int fresh;              /* counter for names the loader makes up */
 	onnx_map body_names;    /* names of the inputs and initializers of bodies
-	                           loaded so far (onnx_loop.c keeps them unique) */
+	                           loaded so far (lower_loop.c keeps them unique) */
 	onnx_map outer_names;   /* every node output and graph output of the main
 	                           graph: a body value of the same name (a body
 	                           input 'h' beside the Loop's output 'h') is
@@ -83,7 +83,7 @@ ir_value *onnx_const_f32_scalar(onnx_ctx *L, const char *base, float v);
  * then, so that later nodes do not report them missing. */
 void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np);
 
-/* ---- subgraphs (onnx_loop.c) ---- */
+/* ---- subgraphs (lower_loop.c) ---- */
 
 /* Loads the body graph of Loop/Scan node n (being loaded) as a graph nested
  * in L->g: its inputs become VAL_STEP values (types from the file, shapes

@@ -163,7 +163,7 @@ typedef struct ir_value {
 	int slot;               /* workspace slot, -1 if none (input/weight/output) */
 	const char *origin;     /* what the user called it, for comments */
 	ir_role role;           /* what a pass made it for (above); IR_ROLE_NONE mostly */
-	/* ONNX sequences and optionals (onnx_seq.c): resolved at compile time
+	/* ONNX sequences and optionals (lower_seq.c): resolved at compile time
 	 * into lists of tensor values; they never reach the emitter */
 	int seq;                /* IR_TENSOR, IR_SEQ or IR_OPT */
 	int resolved;           /* seq != IR_TENSOR: elem holds the value */
@@ -214,8 +214,8 @@ typedef struct ir_attr {
  * check that only a recurrence has one.  The sources:
  *   none         not said (a hand-written graph), or not a recurrence
  *   traced_loop  the steps of a traced loop, rolled by pass_reroll
- *   onnx_loop    an ONNX Loop (onnx_loop.c)
- *   onnx_scan    an ONNX Scan (onnx_loop.c)
+ *   onnx_loop    an ONNX Loop (lower_loop.c)
+ *   onnx_scan    an ONNX Scan (lower_loop.c)
  *   onnx_rnn     an ONNX LSTM, GRU or RNN node (pass_lower_rnn)
  *   cell         a layer of a built-in cell of a .cell model (cells.c)
  *   cell_def     a layer of a cell the .cell file defines (txt_cell.c)
@@ -324,7 +324,7 @@ typedef struct ir_graph {
 	uint64_t source_hash;   /* FNV-1a of the model file, for provenance */
 	int64_t uniq;           /* counter of made-up names (ir_unique_name) */
 	int64_t unroll_spent;   /* root: body nodes copied and sequence elements listed by
-	                           onnx_seq.c's unrolling, against its budget */
+	                           lower_seq.c's unrolling, against its budget */
 	int nunrolled;          /* root: traced loops pass_reroll left unrolled */
 	struct ir_unrolled *unrolled; /* [nunrolled] (below) */
 	struct ir_train *train; /* a training build (below); NULL for inference */
@@ -338,7 +338,7 @@ typedef struct ir_graph {
  * did not make them one recurrence; or T >= 3 steps that read no slice,
  * each fed what the one before computed (why WHY_NO_SLICES; seq: what the
  * first step is fed); or (why WHY_ONNX_LOOP) an ONNX Loop the
- * loader unrolled (onnx_seq.c: it carries sequences or per-step values
+ * loader unrolled (lower_seq.c: it carries sequences or per-step values
  * other than float32) whose iterations pass_reroll did not roll back; its
  * seq is the Loop's name.  The graph keeps T copies of the step:
  * correct, but the emitted code grows with T and has no streaming step.
