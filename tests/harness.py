@@ -1281,7 +1281,7 @@ def last_head(group, name, case_dir):
     Squeeze and batch_first's Transpose, or a traced loop's last h): the
     recurrence that feeds the head stores no output sequence (`cellc dump
     --after hoist`: the last recurrence's n_out is 0), since the step the
-    head reads is the final state (pass_hoist, item 3)."""
+    head reads is the final state (pass_select)."""
     full = "%s/last/%s" % (group, name)
     log = os.path.join(LOGS, group, "last", name + ".log")
     rc, out, err = run([CELLC, "dump", os.path.join(case_dir, "model.onnx"), "--after", "hoist"], log)
@@ -3147,7 +3147,8 @@ def group_experiments():
 GROUPS += [("experiments", group_experiments)]
 
 
-VALIDATED_PASSES = ("canon", "reroll", "cells", "lower", "hoist", "split", "fuse", "schedule", "plan")
+VALIDATED_PASSES = ("canon", "gates", "reroll", "cells", "lower", "select", "merge", "hoist", "split", "fuse", "schedule",
+                    "plan")
 
 
 def group_validate():
@@ -3190,10 +3191,10 @@ def group_validate():
     # `cells` are checked only against a baseline that ran the native Cell
     # layer (compiler/eval/ir_eval_cell.c), so a Cell without a reference fails
     # here, and one that disagrees with pass_lower_cell fails its compilation
-    for prefix, must, tenths in ((os.path.join(OUT, "torch") + "/", ("canon", "lower", "hoist", "split"), 1),
-                                 (os.path.join(OUT, "trace_wild") + "/", ("canon", "hoist", "split"), 1),
+    for prefix, must, tenths in ((os.path.join(OUT, "torch") + "/", ("canon", "lower", "select", "hoist", "split"), 1),
+                                 (os.path.join(OUT, "trace_wild") + "/", ("canon", "gates", "merge", "hoist", "split"), 1),
                                  (os.path.join(OUT, "torch_wild") + "/", ("canon", "lower", "split"), 1),
-                                 (os.path.join(OUT, "cells") + "/", ("canon", "cells", "hoist", "split"), 0)):
+                                 (os.path.join(OUT, "cells") + "/", ("canon", "cells", "merge", "hoist", "split"), 0)):
         mine = [l for l in lines if (l.startswith(prefix) or ("/" + prefix) in l.split(": validated: ")[0])
                 and l.endswith("| reached: plan")]
         name = "validate/coverage_%s" % prefix.rstrip("/").split("/")[-1]

@@ -3,8 +3,9 @@
  * compile_stages[] lists every stage of a compilation, from reading the
  * model to writing C:
  *
- *   load -> [infer -> seq -> loops]* -> canon -> reroll -> cells -> lower
- *   -> hoist -> split -> grad -> fuse -> precision -> schedule -> plan -> emit
+ *   load -> [infer -> seq -> loops]* -> canon -> gates -> reroll -> cells -> lower
+ *   -> select -> merge -> hoist -> split -> grad -> fuse -> precision
+ *   -> schedule -> plan -> emit
  *
  * The bracketed stages resolve what inference alone cannot see through
  * (ONNX Loop/Scan, sequences, optionals, If; passes.h): they run as rounds
@@ -37,9 +38,12 @@ const compile_stage compile_stages[] = {
 	{"seq", STAGE_RESOLVE, .round = pass_seq, .finish = seq_finish, .claims = seq_claims},
 	{"loops", STAGE_RESOLVE, .round = pass_loops, .claims = loops_claims},
 	{"canon", STAGE_PASS, .run = pass_canon},
+	{"gates", STAGE_PASS, .run = pass_gates},
 	{"reroll", STAGE_PASS, .run = pass_reroll},
 	{"cells", STAGE_PASS, .run = pass_lower_cell},
 	{"lower", STAGE_PASS, .run = pass_lower_rnn},
+	{"select", STAGE_PASS, .run = pass_select},
+	{"merge", STAGE_PASS, .run = pass_merge},
 	{"hoist", STAGE_PASS, .run = pass_hoist},
 	{"split", STAGE_PASS, .run = pass_split},
 	{"grad", STAGE_PASS, .run = pass_grad},

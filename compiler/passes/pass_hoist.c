@@ -1,22 +1,15 @@
-/* pass_hoist.c: input projections out of recurrences, shared-input products
- * merged.
+/* pass_hoist.c: input projections out of recurrences.
  *
- * requires: pass_lower_rnn (RECURRENCE nodes with GEMM bodies); shapes known.
- * produces: for every RECURRENCE
- *   1. merge: body GEMMs that read the same A (same transA, alpha, beta, K)
- *      with constant B (and constant 1-D bias or none) become one GEMM over
- *      the row-concatenated weights; each old product is now a Slice on the
- *      last axis of the merged one (a column offset for the emitter).
- *   2. hoist (unless --no-hoist): a body GEMM whose A is a per-step input x_t
- *      and whose B and C are constants is computed once before the loop for
- *      all T*B rows:  Flatten(X, axis=2) [T*B, I] -> Gemm (same attributes,
- *      bias included, so pre-summed biases stay pre-summed) [T*B, N] ->
- *      Reshape [T, B, N] (or [B, T, N]: rows stay in X's order) -> a new
- *      sequence input u_t of the recurrence, with X's time axis; the body
- *      reads u_t [B, N] where it read the product.  x_t is dropped when
- *      nothing else reads it.
- *   3. last step (hoist_select.c, first): a selection of one step of a stacked
- *      output moved up to its recurrence, which then reads the final state.
+ * requires: pass_lower_rnn (RECURRENCE nodes with GEMM bodies); shapes
+ *           known; pass_merge before it (a merged product is hoisted whole).
+ * produces (unless --no-hoist): for every RECURRENCE, a body GEMM whose A
+ *   is a per-step input x_t and whose B and C are constants is computed
+ *   once before the loop for all T*B rows:  Flatten(X, axis=2) [T*B, I] ->
+ *   Gemm (same attributes, bias included, so pre-summed biases stay
+ *   pre-summed) [T*B, N] -> Reshape [T, B, N] (or [B, T, N]: rows stay in
+ *   X's order) -> a new sequence input u_t of the recurrence, with X's time
+ *   axis; the body reads u_t [B, N] where it read the product.  x_t is
+ *   dropped when nothing else reads it.
  * breaks:   nothing (node order stays topological; the new outer nodes come
  *           right before their recurrence).
  *
@@ -32,7 +25,7 @@
 
 #include <string.h>
 
-static int is_initializer(const ir_value *v, const ir_graph *body)
+int hoist_initializer(const ir_value *v, const ir_graph *body)
 {
 	if (v && v->graph == body->parent && !body->parent->parent && ir_weights_at_run_time(body->parent) &&
 	    v->dtype == DT_F32 && v->kind != VAL_INPUT)
@@ -41,19 +34,18 @@ static int is_initializer(const ir_value *v, const ir_graph *body)
 	       v->dtype == DT_F32;
 }
 
-/* A GEMM we can move or merge: constant f32 B, bias absent or a constant
- * vector of N (or [1, N]) elements. */
-static int movable_gemm(const ir_node *n, const ir_graph *body)
+/* A GEMM we can move or merge (hoist.h). */
+int hoist_movable_gemm(const ir_node *n, const ir_graph *body)
 {
 	if (n->op != OP_GEMM || !n->in[0] || n->in[0]->shape.rank != 2 ||
-	    !is_initializer(n->in[1], body) || n->in[1]->shape.rank != 2 ||
+	    !hoist_initializer(n->in[1], body) || n->in[1]->shape.rank != 2 ||
 	    n->out[0]->shape.rank != 2)
 		return 0;
 	ir_value *c = n->nin > 2 ? n->in[2] : NULL;
 	if (!c)
 		return 1;
 	ir_dim N = n->out[0]->shape.d[1];
-	if (!is_initializer(c, body) || !ir_dim_is_const(N))
+	if (!hoist_initializer(c, body) || !ir_dim_is_const(N))
 		return 0;
 	return (c->shape.rank == 1 && ir_dim_eq(c->shape.d[0], N)) ||
 	       (c->shape.rank == 2 && c->shape.d[0].k == 1 && ir_dim_is_const(c->shape.d[0]) &&
@@ -72,134 +64,13 @@ static int used_in(const ir_graph *b, const ir_value *v)
 	return 0;
 }
 
-static int infer_or_complain(ir_graph *g, ir_node *n, diag *D, ir_node *rec)
+int hoist_infer(ir_graph *g, ir_node *n, diag *D, ir_node *rec, const char *pass)
 {
 	if (infer_node(g, n, D) == 0 && n->out[0]->shape.rank >= 0)
 		return 0;
-	diag_node(D, rec, "internal error: cannot infer the shape of %s made by pass_hoist",
-		  ir_op_name(n->op));
+	diag_node(D, rec, "internal error: cannot infer the shape of %s made by %s",
+		  ir_op_name(n->op), pass);
 	return 1;
-}
-
-/* ---- weights ---- */
-
-/* B as an [N, K] row block (transB=1) or [K, N] column block (transB=0). */
-static int64_t gemm_n(const ir_node *n) { return n->out[0]->shape.d[1].k; }
-
-/* ---- 1. merge products that share A ---- */
-
-static int same_form(const ir_node *a, const ir_node *b)
-{
-	return ir_attr_int(a, "transA", 0) == ir_attr_int(b, "transA", 0) &&
-	       ir_attr_int(a, "transB", 0) == ir_attr_int(b, "transB", 0) &&
-	       ir_attr_float(a, "alpha", 1.0f) == ir_attr_float(b, "alpha", 1.0f) &&
-	       ir_attr_float(a, "beta", 1.0f) == ir_attr_float(b, "beta", 1.0f) &&
-	       ir_dim_eq(a->out[0]->shape.d[0], b->out[0]->shape.d[0]) &&
-	       ir_dim_is_const(a->out[0]->shape.d[1]) && ir_dim_is_const(b->out[0]->shape.d[1]);
-}
-
-/* Concatenates the B matrices (and biases) of m[0..k) along N. */
-static ir_value *concat_weights(ir_graph *root, ir_node **m, int k, int bias, int64_t N, int64_t K,
-				const char *base)
-{
-	int transB = (int)ir_attr_int(m[0], "transB", 0);
-	ir_shape s = {.rank = bias ? 1 : 2};
-	if (bias) {
-		s.d[0] = ir_dim_const(N);
-	} else {
-		s.d[0] = ir_dim_const(transB ? N : K);
-		s.d[1] = ir_dim_const(transB ? K : N);
-	}
-	ir_value *w = ir_const_new(root, ir_unique_name(root, base), DT_F32, &s, NULL);
-	w->kind = VAL_WEIGHT;
-	float *o = w->data;
-	int64_t col = 0;
-	for (int i = 0; i < k; i++) {
-		int64_t n = gemm_n(m[i]);
-		if (bias) {
-			ir_value *c = m[i]->nin > 2 ? m[i]->in[2] : NULL;
-			if (c)
-				memcpy(o + col, c->data, (size_t)n * sizeof(float));
-			else
-				memset(o + col, 0, (size_t)n * sizeof(float));
-		} else if (transB) {
-			memcpy(o + col * K, m[i]->in[1]->data, (size_t)(n * K) * sizeof(float));
-		} else {
-			const float *src = m[i]->in[1]->data;
-			for (int64_t r = 0; r < K; r++)
-				memcpy(o + r * N + col, src + r * n, (size_t)n * sizeof(float));
-		}
-		col += n;
-	}
-	w->origin = m[0]->origin;
-	return w;
-}
-
-static int merge_shared(ir_graph *root, ir_node *rec, diag *D)
-{
-	ir_graph *b = rec->body;
-	int errs = 0;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *first = b->nodes[i];
-		if (!movable_gemm(first, b))
-			continue;
-		ir_node **m = arena_array(root->A, (size_t)b->nnodes, sizeof *m);
-		int k = 0, any_bias = 0;
-		int64_t N = 0;
-		for (int j = i; j < b->nnodes; j++) {
-			ir_node *n = b->nodes[j];
-			if (n->op == OP_GEMM && movable_gemm(n, b) && n->in[0] == first->in[0] &&
-			    same_form(n, first)) {
-				m[k++] = n;
-				N += gemm_n(n);
-				any_bias |= n->nin > 2 && n->in[2];
-			}
-		}
-		if (k < 2)
-			continue;
-		int transA = (int)ir_attr_int(first, "transA", 0);
-		ir_value *A = first->in[0];
-		int64_t K = transA ? A->shape.d[0].k : A->shape.d[1].k;
-		if (!ir_dim_is_const(transA ? A->shape.d[0] : A->shape.d[1]))
-			continue;
-		ir_value *in[3] = {A, concat_weights(root, m, k, 0, N, K, "merged_W"),
-				   any_bias ? concat_weights(root, m, k, 1, N, K, "merged_b") : NULL};
-		ir_node *g = ir_node_new(b, OP_GEMM, NULL, any_bias ? 3 : 2, 1);
-		memcpy(g->in, in, (size_t)g->nin * sizeof *in);
-		g->attrs = first->attrs;
-		g->nattrs = first->nattrs;
-		const char *origin = first->origin;
-		g->origin = origin;
-		g->out[0] = ir_value_new(b, NULL, VAL_TEMP, DT_F32);
-		g->out[0]->producer = g;
-		errs += infer_or_complain(b, g, D, rec);
-		/* each old product becomes a column block of the merged one, made
-		 * in place so that its output value (and all its uses) stay */
-		int64_t col = 0;
-		for (int j = 0; j < k; j++) {
-			int64_t st = col, en = col + gemm_n(m[j]), ax = 1;
-			ir_node *s = m[j];
-			s->op = OP_SLICE;
-			s->op_type = ir_op_name(OP_SLICE);
-			s->nin = 4;
-			s->in = arena_array(root->A, 4, sizeof *s->in);
-			s->in[0] = g->out[0];
-			s->in[1] = ir_const_i64(b, NULL, 1, &st);
-			s->in[2] = ir_const_i64(b, NULL, 1, &en);
-			s->in[3] = ir_const_i64(b, NULL, 1, &ax);
-			s->nattrs = 0;
-			s->attrs = NULL;
-			col = en;
-		}
-		/* the merged product goes where the first one was */
-		ir_node **nodes = arena_array(root->A, (size_t)b->nnodes + 1, sizeof *nodes);
-		memcpy(nodes, b->nodes, (size_t)i * sizeof *nodes);
-		nodes[i] = g;
-		memcpy(nodes + i + 1, b->nodes + i, (size_t)(b->nnodes - i) * sizeof *nodes);
-		ir_set_nodes(b, nodes, b->nnodes + 1);
-		i++;    /* skip the merged GEMM; m[0] (now a Slice) follows */
-	}
-	return errs;
 }
 
 /* ---- 2. hoist products of per-step inputs ---- */
@@ -265,7 +136,7 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 		tr->out[0] = ir_value_new(root, NULL, VAL_TEMP, X->dtype);
 		tr->origin = origin;
 		tr->out[0]->producer = tr;
-		errs += infer_or_complain(root, tr, D, rec);
+		errs += hoist_infer(root, tr, D, rec, "pass_hoist");
 		X = tr->out[0];
 		ax = 0;
 	}
@@ -276,14 +147,14 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	fl->out[0] = ir_value_new(root, NULL, VAL_TEMP, X->dtype);
 	fl->origin = origin;
 	fl->out[0]->producer = fl;
-	errs += infer_or_complain(root, fl, D, rec);
+	errs += hoist_infer(root, fl, D, rec, "pass_hoist");
 
 	ir_node *mm = ir_clone_node(root, gm, NULL, 1, IR_CLONE_SHARE_ATTRS);
 	mm->in[0] = fl->out[0];
 	mm->origin = origin;
 	mm->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
 	mm->out[0]->producer = mm;
-	errs += infer_or_complain(root, mm, D, rec);
+	errs += hoist_infer(root, mm, D, rec, "pass_hoist");
 
 	ir_dim N = gm->out[0]->shape.d[1];
 	ir_dim dims[3] = {X->shape.d[0], X->shape.d[1], N};
@@ -293,7 +164,7 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	rs->origin = origin;
 	rs->out[0] = ir_value_new(root, NULL, VAL_TEMP, DT_F32);
 	rs->out[0]->producer = rs;
-	errs += infer_or_complain(root, rs, D, rec);
+	errs += hoist_infer(root, rs, D, rec, "pass_hoist");
 	if (errs)
 		return errs;
 
@@ -334,7 +205,7 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 		ir_value *x = b->inputs[k];
 		for (int i = 0; i < b->nnodes; i++) {
 			ir_node *n = b->nodes[i];
-			if (!movable_gemm(n, b) || n->in[0] != x)
+			if (!hoist_movable_gemm(n, b) || n->in[0] != x)
 				continue;
 			if (*nout + 4 > *cap) {
 				int nc = 2 * *cap + 8;
@@ -359,7 +230,8 @@ static int hoist_rec(ir_graph *root, ir_node *rec, diag *D, ir_node ***out, int 
 
 int pass_hoist(ir_graph *g, diag *D, const pass_opts *o)
 {
-	hoist_last_steps(g);   /* 3. (hoist_select.c) */
+	if (o && o->no_hoist)
+		return 0;
 	int errs = 0, n = g->nnodes > 0 ? g->nnodes : 0;
 	ir_node **old = arena_array(g->A, (size_t)n + 1, sizeof *old);
 	memcpy(old, g->nodes, (size_t)n * sizeof *old);
@@ -367,15 +239,11 @@ int pass_hoist(ir_graph *g, diag *D, const pass_opts *o)
 	for (int i = 0; i < n; i++) {
 		ir_node *r = old[i];
 		if (r->op == OP_RECURRENCE && r->body) {
-			if (!ir_weights_at_run_time(g))  /* merging concatenates weight data at compile time */
-				errs += merge_shared(g, r, D);
-			if (!o || !o->no_hoist) {
-				ir_node **pre = NULL;
-				int npre = 0, cap = 0;
-				errs += hoist_rec(g, r, D, &pre, &npre, &cap);
-				for (int k = 0; k < npre; k++)
-					ir_append(g, pre[k]);
-			}
+			ir_node **pre = NULL;
+			int npre = 0, cap = 0;
+			errs += hoist_rec(g, r, D, &pre, &npre, &cap);
+			for (int k = 0; k < npre; k++)
+				ir_append(g, pre[k]);
 		}
 		ir_append(g, r);
 	}

@@ -84,6 +84,10 @@ int resolve_settled(const ir_graph *g, const ir_node *n, const struct infer_set 
 /* Shape no-ops removed, rank-2 sequences read as [B, 1] columns: one
  * spelling of what authors write in many ways (pass_canon.c). */
 int pass_canon(ir_graph *g, diag *D, const pass_opts *o);
+/* Products and gates in one spelling (per-gate products merged, Add of
+ * column blocks, bias forms), on traces and scripted loops' bodies; the
+ * Loop/Scan recurrences' cells named (pass_canon.c). */
+int pass_gates(ir_graph *g, diag *D, const pass_opts *o);
 /* The views of g in one spelling, for passes that make views of views
  * (pass_hoist's moves): a Transpose that moves only unit axes is a Reshape,
  * then the views whose result has their root's shape go (their readers
@@ -101,8 +105,15 @@ int pass_lower_rnn(ir_graph *g, diag *D, const pass_opts *o);
  * direction and gate at compile time); `verify` binds graph inputs feeding
  * them, as it does for inputs that determine shapes. */
 int lower_rnn_needs_const(ir_op op, int k);
+/* Selections of one step of a stacked output (out[-1], out[:, -1], ...)
+ * moved next to their recurrence, which then reads its final state; what
+ * nothing reads dropped (pass_select.c). */
+int pass_select(ir_graph *g, diag *D, const pass_opts *o);
+/* Body products of a recurrence that share their A merged into one over the
+ * concatenated weights (pass_merge.c). */
+int pass_merge(ir_graph *g, diag *D, const pass_opts *o);
 /* Input projections of every recurrence hoisted into one GEMM over T*B rows,
- * bias vectors pre-summed. */
+ * bias vectors pre-summed (pass_hoist.c). */
 int pass_hoist(ir_graph *g, diag *D, const pass_opts *o);
 /* Last-axis slices (gate chunks) of element-wise body values pushed up to
  * products, per-step inputs and states, where they are column views;
