@@ -868,9 +868,10 @@ static int check_recurrence(gctx *c, ir_node *n, const txt_tok *at)
 			return 0;
 		}
 	for (int64_t k = ns; k < b->ninputs; k++)
-		if (b->inputs[k] && b->inputs[k]->role == IR_ROLE_STEP_COEF) {
-			txt_error(X, at, "Recurrence body input %d has the role step_coef, which marks %s",
-				  (int)k, ir_role_where(IR_ROLE_STEP_COEF));
+		if (b->inputs[k] &&
+		    (b->inputs[k]->role == IR_ROLE_STEP_COEF || b->inputs[k]->role == IR_ROLE_PROJECTION)) {
+			txt_error(X, at, "Recurrence body input %d has the role %s, which marks %s", (int)k,
+				  ir_role_keyword(b->inputs[k]->role), ir_role_where(b->inputs[k]->role));
 			return 0;
 		}
 	return 1;

@@ -231,6 +231,7 @@ int ir_role_fits(ir_role r, ir_valkind kind, ir_dtype dt, int op, int in_body)
 	case IR_ROLE_STEP_COEF: return kind == VAL_STEP && in_body && (dt == DT_F32 || dt == DT_UNDEF);
 	case IR_ROLE_NAG_SCHEDULE: return kind == VAL_TEMP && in_body && op >= 0;
 	case IR_ROLE_TRACE_STEPS: return kind == VAL_TEMP && op == OP_SLICE;
+	case IR_ROLE_PROJECTION: return kind == VAL_STEP && in_body && (dt == DT_F32 || dt == DT_UNDEF);
 	case IR_ROLE_COUNT: break;
 	}
 	return 0;

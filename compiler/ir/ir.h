@@ -118,12 +118,17 @@ struct ir_graph;
  *   trace_steps   x[0:T], a Slice of a sequence to the steps a trace read,
  *                 which a recurrence of pass_reroll reads while its time
  *                 axis stays the traced T (pass_reroll, fixed_upstream)
+ *   projection    u_t, an input projection x_t W^T + b computed before the
+ *                 loop for every step: the sequence input of a recurrence
+ *                 body that pass_hoist made (recognize.c reads it as the
+ *                 input term of a gate)
  * ROLE(enum, keyword, where it may stand). */
 #define IR_ROLES(ROLE) \
 	ROLE(IR_ROLE_NONE, none, "any value") \
 	ROLE(IR_ROLE_STEP_COEF, step_coef, "an f32 sequence input of a recurrence body") \
 	ROLE(IR_ROLE_NAG_SCHEDULE, nag_schedule, "a value a node of a recurrence body makes") \
-	ROLE(IR_ROLE_TRACE_STEPS, trace_steps, "the result of a Slice")
+	ROLE(IR_ROLE_TRACE_STEPS, trace_steps, "the result of a Slice") \
+	ROLE(IR_ROLE_PROJECTION, projection, "an f32 sequence input of a recurrence body")
 
 typedef enum {
 #define IR_ROLE_ENUM(e, kw, where) e,

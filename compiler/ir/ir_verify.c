@@ -249,9 +249,10 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 	for (int k = 0; k < b->ninputs; k++)
 		if (!b->inputs[k] || b->inputs[k]->kind != VAL_STEP)
 			bad(c, g, "body input %d of recurrence '%s' is not a VAL_STEP value", k, nname(n));
-		else if (b->inputs[k]->role == IR_ROLE_STEP_COEF && k >= ns)
-			bad(c, g, "body input %d of recurrence '%s' has the role step_coef but is no sequence input",
-			    k, nname(n));
+		else if ((b->inputs[k]->role == IR_ROLE_STEP_COEF || b->inputs[k]->role == IR_ROLE_PROJECTION) &&
+			 k >= ns)
+			bad(c, g, "body input %d of recurrence '%s' has the role %s but is no sequence input", k,
+			    nname(n), ir_role_keyword(b->inputs[k]->role));
 }
 
 /* ---- training builds ------------------------------------------------------------ */

@@ -94,8 +94,7 @@ static void add_seq(ir_graph *root, ir_node *rec, ir_value *outer, int64_t ax, i
 	b->inputs = bin;
 	b->ninputs++;
 	ir_attr *sa = ir_attr_find(rec, "seq_axis");
-	int64_t axes[64];
-	ASSERT(nseq < 63);
+	int64_t *axes = arena_array(root->A, (size_t)nseq + 1, sizeof *axes);
 	for (int i = 0; i < nseq; i++)
 		axes[i] = sa && i < sa->n ? sa->ints[i] : 0;
 	axes[nseq] = ax;
@@ -178,6 +177,7 @@ static int hoist_one(ir_graph *root, ir_node *rec, int k, ir_node *gm, diag *D,
 	ir_value *u = ir_value_new(b, uname, VAL_STEP, DT_F32);
 	u->shape = gm->out[0]->shape;
 	u->origin = origin;
+	u->role = IR_ROLE_PROJECTION;
 	ir_replace_uses(b, gm->out[0], u, NULL, IR_USES_OUTPUTS);
 	add_seq(root, rec, rs->out[0], ax, u);
 	/* drop gm from the body */

@@ -263,9 +263,8 @@ static const ir_value *block_of(const ir_value *v, int64_t H, int *k)
 static int is_input_proj(const rctx *C, const ir_value *v)
 {
 	for (int s = 0; s < C->nseq; s++)
-		if (C->b->inputs[s] == v && v->role != IR_ROLE_STEP_COEF)
-			return v->producer == NULL && C->b->inputs[s]->shape.rank == 2 &&
-			       strstr(v->name, ".u") != NULL;
+		if (C->b->inputs[s] == v)
+			return v->role == IR_ROLE_PROJECTION && v->producer == NULL && v->shape.rank == 2;
 	const ir_node *n = v->producer;
 	if (!n || n->op != OP_GEMM || ir_attr_int(n, "transA", 0))
 		return 0;
