@@ -14,11 +14,15 @@
  * exactly the used ones (the emitted code compiles with -Wall -Wextra -Werror,
  * where an unused local is an error).
  *
- * Naming in emitted code: dims `d_<sym>`, inputs `in_<k>`, outputs `out_<k>`,
+ * Naming in emitted code: dims `d_<sym>`, inputs and outputs the names of
+ * their parameters in NAME.h (`x`, `grad_h1_W_h`) or, where a function that
+ * takes one reads that name already, `in_<k>` / `out_<k>` (name_io),
  * weights `m->w_<name>` and recurrent states `m->st_<name>` (the tensor's
  * name as a C identifier, h1.W_x -> m->w_h1_W_x, numbered on a clash:
  * member_name), constants `c_<k>`, workspace slots `ws_<slot>`, the time
- * loop of a recurrence `rec_<name>()` (print_rec_function).
+ * loop of a recurrence `rec_<name>()` (print_rec_function), a --train
+ * build's root backward part `backward()` (print_backward), the gradients
+ * in a backward recurrence's step `g_<forward value>` (emit_rec.c).
  *
  * Deployment modes (emit_opts; docs/deploying.md): the weights come from
  * NAME.weights (checked, then pointed into) or, with embed_weights, from

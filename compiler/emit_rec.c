@@ -5,9 +5,9 @@
  * weights (`pack`); where each body value lives is the planner's slot.
  *
  * The emitted code is the body of the recurrence's own function,
- * rec_<name>(), which forward calls once and whose status it returns unless
- * RT_OK (emit.c, print_rec_function: its parameters are the instance `m`
- * and what the body reads):
+ * rec_<name>(), which forward (a backward recurrence: backward) calls once
+ * and whose status it returns unless RT_OK (emit.c, print_rec_function: its
+ * parameters are the instance `m` and what the body reads):
  *
  *   { comment: source node, T, B, states, inputs, outputs
  *     state storage in the model struct (m->st_<state name>, emit_state_member;
