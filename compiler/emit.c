@@ -1731,11 +1731,12 @@ static void marks_pop(emit_ctx *E, const marks *s)
 /* The parameters of a function whose body text is `body` (printed since
  * marks_push) and the arguments its caller passes: the instance, then the
  * outputs, inputs, workspace parts, symbolic constants and dims that the
- * body reads, each with its shape.  The marks are of what was printed;
+ * body reads, each with its shape (`callees`: the text of the functions the
+ * body calls, printed with it).  The marks are of what was printed;
  * ew_prune may since have dropped a declaration that was the only reader of
  * an input or a workspace part, so they are narrowed to the body's tokens
  * first. */
-static void callee_params(emit_ctx *E, const char *body, char **params, char **args)
+static void callee_params(emit_ctx *E, const char *body, const char *callees, char **params, char **args)
 {
 	struct emit_tabs *t = E->tabs;
 	ir_graph *g = E->g;
@@ -1746,8 +1747,11 @@ static void callee_params(emit_ctx *E, const char *body, char **params, char **a
 		t->used_out[k] &= ew_tokens_has(read, arena_printf(E->A, "out_%d", k));
 	for (int s = 0; s < t->nslots; s++)
 		t->used_slot[s] &= ew_tokens_has(read, arena_printf(E->A, "ws_%d", s));
+	/* a file-scope constant a function that the body calls reads is read */
+	ew_tokens *called = ew_tokens_of(E->A, callees ? callees : "");
 	for (int k = 0; k < t->nconsts; k++)
-		t->used_const[k] &= ew_tokens_has(read, arena_printf(E->A, "c_%d", k));
+		t->used_const[k] &= ew_tokens_has(read, arena_printf(E->A, "c_%d", k)) ||
+				    (!t->consts[k]->sym && ew_tokens_has(called, arena_printf(E->A, "c_%d", k)));
 	for (int i = 0; i < g->nsyms; i++)
 		t->used_sym[i] &= ew_tokens_has(read, arena_printf(E->A, "d_%s", t->sym[i]));
 	*params = arena_printf(E->A, "%s *m", t->name);
@@ -1808,7 +1812,7 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	char *body = ew_capture_end(w, &c, E->A);
 	t->fn_name = caller;
 	char *params, *args;
-	callee_params(E, body, &params, &args);
+	callee_params(E, body, NULL, &params, &args);
 	ew_capture_begin(w, &c, 0);
 	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by %s. */", fn,
 		cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "", caller);
@@ -1904,6 +1908,7 @@ static void print_backward(emit_ctx *E, int from)
 	marks_push(E, &saved);
 	const char *caller = t->fn_name;
 	t->fn_name = "backward";
+	size_t recs0 = t->rec_fns ? strlen(t->rec_fns) : 0;
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	print_nodes(E, from, E->g->nnodes);
@@ -1911,7 +1916,7 @@ static void print_backward(emit_ctx *E, int from)
 	char *body = ew_capture_end(w, &c, E->A);
 	t->fn_name = caller;
 	char *params, *args;
-	callee_params(E, body, &params, &args);
+	callee_params(E, body, t->rec_fns ? t->rec_fns + recs0 : NULL, &params, &args);
 	ew_capture_begin(w, &c, 0);
 	ew_line(w, "/* The gradients of the loss by backpropagation (through time in the");
 	ew_line(w, " * rec_*_backward functions), from what forward left in the workspace and");
