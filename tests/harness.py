@@ -2649,9 +2649,69 @@ def grad_structure(case):
                   "(log: %s)" % (gemms, len(wgrad), log))
 
 
+def c_function(text, head):
+    """The text of the C function whose definition starts with `head` (up to
+    its closing brace at the start of a line), or ""."""
+    at = text.find("\n" + head)
+    if at < 0:
+        return ""
+    end = text.find("\n}\n", at)
+    return text[at + 1:end + 3] if end >= 0 else ""
+
+
+def grad_source(case):
+    """The C of a --train build reads as docs/training.md ("The generated
+    code") says: the backward part is a function of its own, backward(),
+    that forward calls unless set_forward_only and that holds the loss's
+    gradient and the backward recurrence; the inputs and outputs have
+    NAME.h's names in NAME.c; the backward step's values are named after
+    the forward values they recompute or are the gradients of (g_)."""
+    name = "grad_smoke/source_" + case
+    model = grad_model(os.path.join(OUT, "grad_smoke", case))
+    work = os.path.join(OUT, "grad_work", "source_" + case)
+    log = os.path.join(LOGS, "grad", "source_" + case + ".log")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = run([CELLC, "compile", model, "-o", work, "--name", "m", "--train"], log)
+    if rc != 0:
+        return Result(name, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    with open(os.path.join(ROOT, work, "m.c")) as f:
+        text = f.read()
+    with open(os.path.join(ROOT, work, "m.h")) as f:
+        header = f.read()
+    fwd, bwd = c_function(text, "static int forward("), c_function(text, "static int backward(")
+    rec = c_function(text, "static int rec_h1_backward(")
+    bad = []
+    if not bwd or not fwd or not rec:
+        bad.append("missing: %s" % ", ".join(n for n, t in (("forward", fwd), ("backward", bwd),
+                                                           ("rec_h1_backward", rec)) if not t))
+    if not re.search(r"\n\tif \(!m->fwd_only\) \{\n\t\tconst int rs = backward\(", fwd):
+        bad.append("forward does not call backward under if (!m->fwd_only)")
+    for k in ("CrossEntropyLossGrad", "rec_h1_backward("):
+        if k in fwd or k not in bwd:
+            bad.append("%s in forward, not in backward" % k)
+    # the run function's parameter names: NAME.c's are NAME.h's
+    decl = re.search(r"int m_run\(([^;]*)\);", header)
+    defn = re.search(r"\nint m_run\(([^{]*)\)\n\{", text)
+    names = lambda params: re.findall(r"\*\s*(\w+)\s*(?:/\*[^*]*\*/)?\s*(?:,|$)", params)
+    hn, cn = names(decl.group(1)) if decl else [], names(defn.group(1)) if defn else []
+    if not hn or hn != cn:
+        bad.append("m_run's parameters: %s in m.h, %s in m.c" % (hn, cn))
+    grads = [n for n in hn if n.startswith("grad_")]
+    missing = [n for n in grads if not re.search(r"\*%s\b" % n, bwd)]
+    if not grads or missing:
+        bad.append("backward lacks the gradient outputs %s" % (missing or "(none found)"))
+    for want in ("g_h1_c_next", "g_h1_c", "h1_i", "h1_c_next"):
+        if not re.search(r"const float %s = " % want, rec):
+            bad.append("rec_h1_backward has no local %s" % want)
+    if re.search(r"\bd_h1", text):
+        bad.append("a gradient named d_ (the dims' prefix)")
+    return Result(name, not bad, "; ".join(bad) + (" (log: %s)" % log if bad else ""))
+
+
 def group_grad_smoke():
     """Gradient smoke cases (tests/gen_grad_smoke.py), the train API, the
-    official Gradient tests, the one-GEMM structure and refusals; the full
+    official Gradient tests, the one-GEMM structure, the C of a train build
+    (grad_source: backward() and the names) and refusals; the full
     oracle cases of tests/gen_grad_cases.py are the `grad` group."""
     if not stamp_ok("grad_smoke"):
         yield from fixtures_missing("grad_smoke", "grad_smoke")
@@ -2676,6 +2736,7 @@ def group_grad_smoke():
     yield from grad_api()
     yield grad_structure("momentum_lstm_ce")
     yield grad_structure("gru_ce")
+    yield grad_source("momentum_lstm_ce")
     yield grad_refused("loss_output", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
                        " output h\n}\n", "no output of that name", ["--loss-output", "nope"])
     yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"

@@ -14,11 +14,15 @@
  * exactly the used ones (the emitted code compiles with -Wall -Wextra -Werror,
  * where an unused local is an error).
  *
- * Naming in emitted code: dims `d_<sym>`, inputs `in_<k>`, outputs `out_<k>`,
+ * Naming in emitted code: dims `d_<sym>`, inputs and outputs the names of
+ * their parameters in NAME.h (`x`, `grad_h1_W_h`) or, where a function that
+ * takes one reads that name already, `in_<k>` / `out_<k>` (name_io),
  * weights `m->w_<name>` and recurrent states `m->st_<name>` (the tensor's
  * name as a C identifier, h1.W_x -> m->w_h1_W_x, numbered on a clash:
  * member_name), constants `c_<k>`, workspace slots `ws_<slot>`, the time
- * loop of a recurrence `rec_<name>()` (print_rec_function).
+ * loop of a recurrence `rec_<name>()` (print_rec_function), a --train
+ * build's root backward part `backward()` (print_backward), the gradients
+ * in a backward recurrence's step `g_<forward value>` (emit_rec.c).
  *
  * Deployment modes (emit_opts; docs/deploying.md): the weights come from
  * NAME.weights (checked, then pointed into) or, with embed_weights, from
@@ -367,7 +371,11 @@ struct emit_tabs {
 	char sizes_sym[IR_MAX_SYMS];    /* the symbol is in some value's shape (mark_sizes) */
 	int time_sym;                   /* symbol of the recurrence time axis, -1: none */
 	const char *forward;            /* the forward function, printed before the rest */
-	const char *rec_fns;            /* the functions forward calls, one per recurrence */
+	const char *backward;           /* --train: the backward function forward calls, or NULL */
+	const char *rec_fns;            /* the functions forward and backward call, one per recurrence */
+	const char **in_name, **out_name; /* the inputs' and outputs' names in NAME.c: the header's
+					     where that is safe there (name_io), else in_k / out_k */
+	const char *fn_name;            /* the function being printed (rec_h1, backward): comments */
 	int ws_used;                    /* forward uses workspace slots */
 	int64_t ws_max;                 /* no_malloc: workspace bytes at the largest dims */
 	int64_t wfile_bytes;            /* no_malloc with a weights file: the file's size */
@@ -1043,9 +1051,18 @@ static const char *io_param_name(emit_ctx *E, int out, int k)
 	return id;
 }
 
+/* The name of input/output k in the function bodies of NAME.c: the
+ * header's where name_io found it safe (forward's placeholders, in_k /
+ * out_k, until then). */
+static const char *io_src_name(emit_ctx *E, int out, int k)
+{
+	const char **names = out ? E->tabs->out_name : E->tabs->in_name;
+	return names ? names[k] : arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+}
+
 /* The parameter list of run/step/forward.  `header`: the tensor names with
- * shape comments (the header); otherwise in_k / out_k, the names the
- * function bodies use. */
+ * shape comments (the header); otherwise the names the function bodies use
+ * (io_src_name). */
 static const char *io_params(emit_ctx *E, int header, int shapes)
 {
 	ir_graph *g = E->g;
@@ -1053,8 +1070,7 @@ static const char *io_params(emit_ctx *E, int header, int shapes)
 	for (int out = 0; out <= 1; out++)
 		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
 			const ir_value *v = (out ? g->outputs : g->inputs)[k];
-			const char *pn = header ? io_param_name(E, out, k)
-						: arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+			const char *pn = header ? io_param_name(E, out, k) : io_src_name(E, out, k);
 			s = arena_printf(E->A, "%s,\n\t\t%s%s *%s", s, out ? "" : "const ", ctype(v), pn);
 			int renamed = header && strcmp(pn, v->name);
 			/* FLOAT16 / BFLOAT16 tensors pass as float (computed in float32) */
@@ -1074,9 +1090,9 @@ static const char *io_args(emit_ctx *E, const char *dims)
 {
 	char *s = arena_printf(E->A, "m, %s", dims);
 	for (int k = 0; k < E->g->ninputs; k++)
-		s = arena_printf(E->A, "%s, in_%d", s, k);
+		s = arena_printf(E->A, "%s, %s", s, io_src_name(E, 0, k));
 	for (int k = 0; k < E->g->noutputs; k++)
-		s = arena_printf(E->A, "%s, out_%d", s, k);
+		s = arena_printf(E->A, "%s, %s", s, io_src_name(E, 1, k));
 	return s;
 }
 
@@ -1102,8 +1118,7 @@ static const char *stream_params(emit_ctx *E, int header)
 			if (carried(E, out, k) >= 0)
 				continue;
 			const ir_value *v = (out ? g->outputs : g->inputs)[k];
-			const char *pn = header ? io_param_name(E, out, k)
-						: arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+			const char *pn = header ? io_param_name(E, out, k) : io_src_name(E, out, k);
 			s = arena_printf(E->A, "%s,\n\t\t%s%s *%s", s, out ? "" : "const ", ctype(v), pn);
 			if (header)
 				s = arena_printf(E->A, "%s /* %s */", s, shape_comment(E, v));
@@ -1178,7 +1193,7 @@ static void api_stream(emit_ctx *E)
 	for (int out = 0; out <= 1; out++)
 		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
 			int j = carried(E, out, k);
-			args = j < 0 ? arena_printf(E->A, "%s, %s_%d", args, out ? "out" : "in", k)
+			args = j < 0 ? arena_printf(E->A, "%s, %s", args, io_src_name(E, out, k))
 				     : arena_printf(E->A, "%s, m->carry%d[%sm->carry_cur]", args, j, out ? "!" : "");
 		}
 	ew_line(w, "int st = forward(%s);", args);
@@ -1679,32 +1694,52 @@ static char *marks_copy(arena *A, const char *m, size_t n)
 	return r;
 }
 
-/* A recurrence of the root graph as a function of its own, rec_<name>(),
- * that forward calls: its parameters are the instance, then the outputs,
- * inputs, workspace parts, symbolic constants and dims that its code uses
- * (the use marks of its text alone), each with its shape.  Compiled once per
- * x86-64 level like forward (RT_CLONES; inlining would not carry the level
- * into its OpenMP regions, which GCC outlines first).  The function text
- * goes to t->rec_fns; forward's marks get the recurrence's, since forward
- * passes them. */
-static void print_rec_function(emit_ctx *E, ir_node *n)
+/* The use marks of the caller, kept while a function it calls is printed
+ * (marks_push), and merged back with the callee's (marks_pop): the caller
+ * passes what the callee uses. */
+typedef struct marks {
+	char sym[IR_MAX_SYMS];
+	char *in, *out, *cst, *slot;
+} marks;
+
+static void marks_push(emit_ctx *E, marks *s)
+{
+	struct emit_tabs *t = E->tabs;
+	memcpy(s->sym, t->used_sym, sizeof s->sym);
+	s->in = marks_copy(E->A, t->used_in, (size_t)E->g->ninputs + 1);
+	s->out = marks_copy(E->A, t->used_out, (size_t)E->g->noutputs + 1);
+	s->cst = marks_copy(E->A, t->used_const, (size_t)t->nconsts + 1);
+	s->slot = marks_copy(E->A, t->used_slot, (size_t)t->nslots + 1);
+	tabs_clear_marks(E);
+}
+
+static void marks_pop(emit_ctx *E, const marks *s)
+{
+	struct emit_tabs *t = E->tabs;
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		t->used_sym[i] |= s->sym[i];
+	for (int k = 0; k <= E->g->ninputs; k++)
+		t->used_in[k] |= s->in[k];
+	for (int k = 0; k <= E->g->noutputs; k++)
+		t->used_out[k] |= s->out[k];
+	for (int k = 0; k <= t->nconsts; k++)
+		t->used_const[k] |= s->cst[k];
+	for (int k = 0; k <= t->nslots; k++)
+		t->used_slot[k] |= s->slot[k];
+}
+
+/* The parameters of a function whose body text is `body` (printed since
+ * marks_push) and the arguments its caller passes: the instance, then the
+ * outputs, inputs, workspace parts, symbolic constants and dims that the
+ * body reads, each with its shape (`callees`: the text of the functions the
+ * body calls, printed with it).  The marks are of what was printed;
+ * ew_prune may since have dropped a declaration that was the only reader of
+ * an input or a workspace part, so they are narrowed to the body's tokens
+ * first. */
+static void callee_params(emit_ctx *E, const char *body, const char *callees, char **params, char **args)
 {
 	struct emit_tabs *t = E->tabs;
 	ir_graph *g = E->g;
-	ew *w = E->w;
-	char sym0[IR_MAX_SYMS];
-	memcpy(sym0, t->used_sym, sizeof sym0);
-	char *in0 = marks_copy(E->A, t->used_in, (size_t)g->ninputs + 1);
-	char *out0 = marks_copy(E->A, t->used_out, (size_t)g->noutputs + 1);
-	char *const0 = marks_copy(E->A, t->used_const, (size_t)t->nconsts + 1);
-	char *slot0 = marks_copy(E->A, t->used_slot, (size_t)t->nslots + 1);
-	tabs_clear_marks(E);
-	ew_capture c;
-	ew_capture_begin(w, &c, 1);
-	emit_recurrence(E, n);
-	char *body = ew_capture_end(w, &c, E->A);
-	/* the marks are of what was printed; ew_prune may since have dropped a
-	 * declaration that was the only reader of an input or a workspace part */
 	ew_tokens *read = ew_tokens_of(E->A, body);
 	for (int k = 0; k < g->ninputs; k++)
 		t->used_in[k] &= ew_tokens_has(read, arena_printf(E->A, "in_%d", k));
@@ -1712,22 +1747,24 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 		t->used_out[k] &= ew_tokens_has(read, arena_printf(E->A, "out_%d", k));
 	for (int s = 0; s < t->nslots; s++)
 		t->used_slot[s] &= ew_tokens_has(read, arena_printf(E->A, "ws_%d", s));
+	/* a file-scope constant a function that the body calls reads is read */
+	ew_tokens *called = ew_tokens_of(E->A, callees ? callees : "");
 	for (int k = 0; k < t->nconsts; k++)
-		t->used_const[k] &= ew_tokens_has(read, arena_printf(E->A, "c_%d", k));
+		t->used_const[k] &= ew_tokens_has(read, arena_printf(E->A, "c_%d", k)) ||
+				    (!t->consts[k]->sym && ew_tokens_has(called, arena_printf(E->A, "c_%d", k)));
 	for (int i = 0; i < g->nsyms; i++)
 		t->used_sym[i] &= ew_tokens_has(read, arena_printf(E->A, "d_%s", t->sym[i]));
-	const char *id = c_ident(E->A, n->name);
-	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
-	char *params = arena_printf(E->A, "%s *m", t->name), *args = "m";
+	*params = arena_printf(E->A, "%s *m", t->name);
+	*args = "m";
 	for (int in = 0; in <= 1; in++)        /* outputs first, then inputs */
 		for (int k = 0; k < (in ? g->ninputs : g->noutputs); k++) {
 			const ir_value *v = (in ? g->inputs : g->outputs)[k];
 			const char *pn = arena_printf(E->A, "%s_%d", in ? "in" : "out", k);
 			if (!(in ? t->used_in : t->used_out)[k])
 				continue;
-			params = arena_printf(E->A, "%s,\n\t\t%s%s *%s /* %s %s */", params, in ? "const " : "",
-					      ctype(v), pn, cmt(E->A, v->name), shape_comment(E, v));
-			args = arena_printf(E->A, "%s, %s", args, pn);
+			*params = arena_printf(E->A, "%s,\n\t\t%s%s *%s /* %s %s */", *params, in ? "const " : "",
+					       ctype(v), pn, cmt(E->A, v->name), shape_comment(E, v));
+			*args = arena_printf(E->A, "%s, %s", *args, pn);
 		}
 	for (int s = 0; s < t->nslots; s++)
 		if (t->used_slot[s]) {
@@ -1735,24 +1772,50 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 			ir_dtype dt = DT_UNDEF;
 			int found = ir_slot_info(g, s, &sz, &dt);
 			ASSERT(found);
-			params = arena_printf(E->A, "%s,\n\t\t%s *ws_%d /* workspace, %s elements */", params,
-					      ir_dtype_ctype(dt), s, emit_dim(E, sz));
-			args = arena_printf(E->A, "%s, ws_%d", args, s);
+			*params = arena_printf(E->A, "%s,\n\t\t%s *ws_%d /* workspace, %s elements */", *params,
+					       ir_dtype_ctype(dt), s, emit_dim(E, sz));
+			*args = arena_printf(E->A, "%s, ws_%d", *args, s);
 		}
 	for (int k = 0; k < t->nconsts; k++)
 		if (t->used_const[k] && t->consts[k]->sym) {
-			params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", params, ctype(t->consts[k]), k,
-					      cmt(E->A, t->consts[k]->name));
-			args = arena_printf(E->A, "%s, c_%d", args, k);
+			*params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", *params, ctype(t->consts[k]),
+					       k, cmt(E->A, t->consts[k]->name));
+			*args = arena_printf(E->A, "%s, c_%d", *args, k);
 		}
 	for (int i = 0; i < g->nsyms; i++)
 		if (t->used_sym[i]) {
-			params = arena_printf(E->A, "%s,\n\t\tconst int64_t d_%s", params, t->sym[i]);
-			args = arena_printf(E->A, "%s, d_%s", args, t->sym[i]);
+			*params = arena_printf(E->A, "%s,\n\t\tconst int64_t d_%s", *params, t->sym[i]);
+			*args = arena_printf(E->A, "%s, d_%s", *args, t->sym[i]);
 		}
+}
+
+/* A recurrence of the root graph as a function of its own, rec_<name>(),
+ * that forward (or, for a backward recurrence, backward) calls: its
+ * parameters are callee_params' (the use marks of its text alone).
+ * Compiled once per x86-64 level like forward (RT_CLONES; inlining would
+ * not carry the level into its OpenMP regions, which GCC outlines first).
+ * The function text goes to t->rec_fns; the caller's marks get the
+ * recurrence's, since the caller passes them. */
+static void print_rec_function(emit_ctx *E, ir_node *n)
+{
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	marks saved;
+	marks_push(E, &saved);
+	const char *id = c_ident(E->A, n->name);
+	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
+	const char *caller = t->fn_name;
+	t->fn_name = fn;
+	ew_capture c;
+	ew_capture_begin(w, &c, 1);
+	emit_recurrence(E, n);
+	char *body = ew_capture_end(w, &c, E->A);
+	t->fn_name = caller;
+	char *params, *args;
+	callee_params(E, body, NULL, &params, &args);
 	ew_capture_begin(w, &c, 0);
-	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by forward. */", fn,
-		cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "");
+	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by %s. */", fn,
+		cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "", caller);
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
 	fn_open(w, "static int %s(%s)", fn, params);
 	fputs(body, w->f);
@@ -1761,16 +1824,7 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	ew_line(w, "%s", "");
 	char *text = ew_capture_end(w, &c, E->A);
 	t->rec_fns = arena_printf(E->A, "%s%s", t->rec_fns ? t->rec_fns : "", text);
-	for (int i = 0; i < IR_MAX_SYMS; i++)
-		t->used_sym[i] |= sym0[i];
-	for (int k = 0; k <= g->ninputs; k++)
-		t->used_in[k] |= in0[k];
-	for (int k = 0; k <= g->noutputs; k++)
-		t->used_out[k] |= out0[k];
-	for (int k = 0; k <= t->nconsts; k++)
-		t->used_const[k] |= const0[k];
-	for (int k = 0; k <= t->nslots; k++)
-		t->used_slot[k] |= slot0[k];
+	marks_pop(E, &saved);
 	ew_open(w, "%s", "");
 	ew_line(w, "const int rs = %s(%s);", fn, args);
 	ew_line(w, "if (rs != RT_OK)");
@@ -1778,19 +1832,13 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	ew_close(w, "");
 }
 
-/* The node list of the root graph, each node once; consecutive element-wise
- * nodes of one fusion group are printed together. */
-static void print_nodes(emit_ctx *E)
+/* The root graph's nodes [from, to), each node once; consecutive
+ * element-wise nodes of one fusion group are printed together. */
+static void print_nodes(emit_ctx *E, int from, int to)
 {
 	ir_graph *g = E->g;
-	int bwd = 0;
-	for (int i = 0; i < g->nnodes;) {
+	for (int i = from; i < to;) {
 		ir_node *n = g->nodes[i];
-		if (g->train && n == g->train->bwd_start && !bwd) {
-			/* --train: the gradients, skipped by NAME_set_forward_only(m, 1) */
-			bwd = 1;
-			ew_open(E->w, "if (!m->fwd_only)");
-		}
 		if (n->op == OP_RECURRENCE) {
 			print_rec_function(E, n);
 			i++;
@@ -1804,7 +1852,7 @@ static void print_nodes(emit_ctx *E)
 		}
 		int j = i + 1;
 		if (n->group && is_elementwise(n))
-			while (j < g->nnodes && g->nodes[j]->group == n->group && is_elementwise(g->nodes[j]))
+			while (j < to && g->nodes[j]->group == n->group && is_elementwise(g->nodes[j]))
 				j++;
 		if (j - i > 1)
 			emit_group(E, &g->nodes[i], j - i);
@@ -1812,17 +1860,24 @@ static void print_nodes(emit_ctx *E)
 			emit_node(E, n);
 		i = j;
 	}
-	if (bwd)
-		ew_close(E->w, "");
+}
+
+/* Whether output k is a gradient of a --train build (backward writes it). */
+static int is_grad_output(const ir_graph *g, int k)
+{
+	return g->train && k > g->train->loss_output_index;
 }
 
 /* Graph outputs not written by their producer: constants, weights, inputs
- * passed through, and a value listed twice. */
-static void print_output_copies(emit_ctx *E)
+ * passed through, and a value listed twice; the model's (bwd 0) or the
+ * gradients (bwd 1). */
+static void print_output_copies(emit_ctx *E, int bwd)
 {
 	ir_graph *g = E->g;
 	for (int k = 0; k < g->noutputs; k++) {
 		const ir_value *v = g->outputs[k];
+		if (is_grad_output(g, k) != bwd)
+			continue;
 		int first = find_index((const ir_value *const *)g->outputs, g->noutputs, v);
 		const char *src;
 		if (first != k)
@@ -1834,10 +1889,52 @@ static void print_output_copies(emit_ctx *E)
 		E->tabs->used_out[k] = 1;
 		ew_line(E->w, "/* output %d '%s' %s is %s */", k, cmt(E->A, v->name), shape_comment(E, v),
 			first != k ? "an output already" : "not computed at run time");
-		int bwd = g->train && k > g->train->loss_output_index;
-		ew_line(E->w, "%smemcpy(out_%d, %s, (size_t)%s * sizeof(%s));", bwd ? "if (!m->fwd_only) " : "",
-			k, src, emit_numel(E, &v->shape), ctype(v));
+		ew_line(E->w, "memcpy(out_%d, %s, (size_t)%s * sizeof(%s));", k, src, emit_numel(E, &v->shape),
+			ctype(v));
 	}
+}
+
+/* --train: the root graph's backward part (from train->bwd_start, node
+ * index `from`) as the function backward(), printed into t->backward, and
+ * its call, which forward makes unless NAME_set_forward_only(m, 1) said
+ * not to.  Its parameters are callee_params': what forward left for it in
+ * the workspace (saved states, stacked step values) arrives as workspace
+ * parts, the gradients it writes as outputs. */
+static void print_backward(emit_ctx *E, int from)
+{
+	struct emit_tabs *t = E->tabs;
+	ew *w = E->w;
+	marks saved;
+	marks_push(E, &saved);
+	const char *caller = t->fn_name;
+	t->fn_name = "backward";
+	size_t recs0 = t->rec_fns ? strlen(t->rec_fns) : 0;
+	ew_capture c;
+	ew_capture_begin(w, &c, 1);
+	print_nodes(E, from, E->g->nnodes);
+	print_output_copies(E, 1);
+	char *body = ew_capture_end(w, &c, E->A);
+	t->fn_name = caller;
+	char *params, *args;
+	callee_params(E, body, t->rec_fns ? t->rec_fns + recs0 : NULL, &params, &args);
+	ew_capture_begin(w, &c, 0);
+	ew_line(w, "/* The gradients of the loss by backpropagation (through time in the");
+	ew_line(w, " * rec_*_backward functions), from what forward left in the workspace and");
+	ew_line(w, " * the instance; forward calls it unless %s_set_forward_only(m, 1). */", t->name);
+	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
+	fn_open(w, "static int backward(%s)", params);
+	fputs(body, w->f);
+	ew_line(w, "return RT_OK;");
+	ew_close(w, "");
+	ew_line(w, "%s", "");
+	t->backward = ew_capture_end(w, &c, E->A);
+	marks_pop(E, &saved);
+	ew_line(w, "/* --train: the gradients (skipped after %s_set_forward_only(m, 1)) */", t->name);
+	ew_open(w, "if (!m->fwd_only)");
+	ew_line(w, "const int rs = backward(%s);", args);
+	ew_line(w, "if (rs != RT_OK)");
+	ew_line(w, "\treturn rs;");
+	ew_close(w, "");
 }
 
 /* Locals for the symbolic constants used (Shape results of symbolic dims). */
@@ -1893,16 +1990,151 @@ static void print_workspace(emit_ctx *E)
 	}
 }
 
+/* ---- the inputs' and outputs' names in NAME.c ------------------------------
+ *
+ * The functions are printed with placeholders in_<k> / out_<k> (emit_ref);
+ * name_io then gives each input and output the name its parameter has in
+ * NAME.h (io_param_name: the tensor's name as an identifier, x, grad_h1_W_h)
+ * where that cannot mean anything else in the functions that take it, and
+ * rename_io writes those names into their text.  A name keeps in_<k> /
+ * out_<k> when it has a prefix of the emitted code's own names (ws_, d_,
+ * c_, w_, st_, rec_, g_, ...), is the model's name or starts with it, is one
+ * of the names the API functions declare, or is read anywhere in forward,
+ * backward or a rec_<name> function already (a kernel's local, such as a
+ * product's `x`, or a libm function): so no parameter shadows a local (the
+ * code stays clean under -Wshadow) and no kernel meets a parameter where
+ * it meant its own name. */
+
+/* Whether C text reads identifier `name` outside comments and strings
+ * (a member after `.` or `->` aside). */
+static int text_reads(const char *text, const char *name)
+{
+	size_t nl = strlen(name);
+	int member = 0;         /* the last token was `.` or `->` */
+	for (const char *p = text; *p;) {
+		if (p[0] == '/' && p[1] == '*') {
+			const char *q = strstr(p + 2, "*/");
+			p = q ? q + 2 : p + strlen(p);
+		} else if (p[0] == '/' && p[1] == '/') {
+			while (*p && *p != '\n')
+				p++;
+		} else if (*p == '"' || *p == '\'') {
+			char qc = *p++;
+			while (*p && *p != qc)
+				p += p[0] == '\\' && p[1] ? 2 : 1;
+			if (*p)
+				p++;
+			member = 0;
+		} else if (*p >= '0' && *p <= '9') {
+			while (ew_ident_char(*p) || *p == '.')
+				p++;
+			member = 0;
+		} else if (ew_ident_char(*p)) {
+			const char *u = p;
+			while (ew_ident_char(*u))
+				u++;
+			if ((size_t)(u - p) == nl && !memcmp(p, name, nl) && !member)
+				return 1;
+			member = 0;
+			p = u;
+		} else {
+			if (*p == '.' || (p[0] == '-' && p[1] == '>'))
+				member = 1, p += *p == '-';
+			else if (*p != ' ' && *p != '\t' && *p != '\n')
+				member = 0;
+			p++;
+		}
+	}
+	return 0;
+}
+
+/* Decides t->in_name / t->out_name against the texts of the functions that
+ * take them. */
+static void name_io(emit_ctx *E, const char *const *texts, int ntexts)
+{
+	struct emit_tabs *t = E->tabs;
+	ir_graph *g = E->g;
+	static const char *const prefixes[] = {"in_", "out_", "ws_", "at_", "d_", "c_", "w_", "st_", "rec_", "g_"};
+	static const char *const api_locals[] = {"st", "rs", "one", "in", "out", "k", "count", "ws_need",
+						 "forward", "backward", "load_weights", "ws_reserve", "weight_desc"};
+	t->in_name = arena_array(E->A, (size_t)g->ninputs + 1, sizeof *t->in_name);
+	t->out_name = arena_array(E->A, (size_t)g->noutputs + 1, sizeof *t->out_name);
+	size_t mlen = strlen(t->name);
+	for (int out = 0; out <= 1; out++)
+		for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++) {
+			const char *ph = arena_printf(E->A, "%s_%d", out ? "out" : "in", k);
+			const char *nm = io_param_name(E, out, k);
+			int ok = strcmp(nm, ph) != 0 && !(strncmp(nm, t->name, mlen) == 0 && (!nm[mlen] || nm[mlen] == '_'));
+			for (size_t i = 0; ok && i < COUNTOF(prefixes); i++)
+				ok = strncmp(nm, prefixes[i], strlen(prefixes[i])) != 0;
+			for (size_t i = 0; ok && i < COUNTOF(api_locals); i++)
+				ok = strcmp(nm, api_locals[i]) != 0;
+			if (ok && nm[0] == 'n' && nm[1])       /* NAME_stream's n<k> */
+				ok = strspn(nm + 1, "0123456789") != strlen(nm + 1);
+			for (int i = 0; ok && i < ntexts; i++)
+				ok = !text_reads(texts[i], nm);
+			(out ? t->out_name : t->in_name)[k] = ok ? nm : ph;
+		}
+}
+
+/* Text with the placeholders in_<k> / out_<k> (whole C tokens outside
+ * comments and strings) replaced by t->in_name / t->out_name. */
+static char *rename_io(emit_ctx *E, const char *text)
+{
+	struct emit_tabs *t = E->tabs;
+	if (!text)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		arena_oom(NULL, 0, "an output buffer");
+	int in_comment = 0;
+	for (const char *ln = text; *ln;) {
+		const char *e = strchr(ln, '\n');
+		e = e ? e + 1 : ln + strlen(ln);
+		const char *s = ln, *from = ln, *id;
+		size_t n;
+		while ((id = next_ident(&s, e, &n, &in_comment))) {
+			int out = n > 4 && !strncmp(id, "out_", 4), in = !out && n > 3 && !strncmp(id, "in_", 3);
+			const char *num = id + (out ? 4 : 3);
+			if (!(in || out) || strspn(num, "0123456789") != n - (size_t)(num - id))
+				continue;
+			int k = atoi(num);
+			if (k >= (out ? E->g->noutputs : E->g->ninputs))
+				continue;
+			fwrite(from, 1, (size_t)(id - from), f);
+			fputs((out ? t->out_name : t->in_name)[k], f);
+			from = id + n;
+		}
+		fwrite(from, 1, (size_t)(e - from), f);
+		ln = e;
+	}
+	fclose(f);
+	char *r = arena_strndup(E->A, buf ? buf : "", len);
+	free(buf);
+	return r;
+}
+
 static char *prepare_forward(emit_ctx *E)
 {
 	ir_graph *g = E->g;
 	struct emit_tabs *t = E->tabs;
 	ew *w = E->w;
+	int nb = g->nnodes;             /* the first node of the backward part */
+	for (int i = 0; g->train && i < g->nnodes; i++)
+		if (g->nodes[i] == g->train->bwd_start) {
+			nb = i;
+			break;
+		}
 	tabs_clear_marks(E);
+	t->fn_name = "forward";
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
-	print_nodes(E);
-	print_output_copies(E);
+	print_nodes(E, 0, nb);
+	print_output_copies(E, 0);
+	if (nb < g->nnodes)
+		print_backward(E, nb);
 	char *body = ew_capture_end(w, &c, E->A);
 	ew_capture_begin(w, &c, 1);
 	print_sym_consts(E);
@@ -1912,25 +2144,28 @@ static char *prepare_forward(emit_ctx *E)
 	char *ws = ew_capture_end(w, &c, E->A);
 
 	ew_capture_begin(w, &c, 0);
-	ew_line(w, "/* The model once through: inputs in_k, outputs out_k (see %s.h for", t->name);
-	ew_line(w, " * names and shapes), all shapes from the dims in *d. */");
+	ew_line(w, "/* The model once through, then (--train) backward: inputs and outputs as");
+	ew_line(w, " * %s.h names them, all shapes from the dims in *d. */", t->name);
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, chosen at load time (cellrt.h) */");
 	fn_open(w, "static int forward(%s)", io_params(E, 0, 0));
 	ew_line(w, "if (!m || !d)");
 	ew_line(w, "\treturn RT_ERR_ARG;");
 	emit_dims_check(E, E->o->no_malloc);
-	char *nulls = "";
-	for (int k = 0; k < g->ninputs; k++)
-		nulls = arena_printf(E->A, "%s%s!in_%d", nulls, *nulls ? " || " : "", k);
-	for (int k = 0; k < g->noutputs; k++) {
-		/* a train build's gradient outputs may be NULL when only the forward runs */
-		int bwd = g->train && k > g->train->loss_output_index;
-		nulls = arena_printf(E->A, bwd ? "%s%s(!out_%d && !m->fwd_only)" : "%s%s!out_%d", nulls,
-				     *nulls ? " || " : "", k);
-	}
-	if (*nulls) {
-		ew_line(w, "if (%s)", nulls);
-		ew_line(w, "\treturn RT_ERR_ARG;");
+	/* a train build's gradient outputs may be NULL when only the forward runs */
+	for (int bwd = 0; bwd <= 1; bwd++) {
+		char *nulls = "";
+		int cnt = 0;
+		for (int out = 0; out <= 1; out++)
+			for (int k = 0; k < (out ? g->noutputs : g->ninputs); k++)
+				if ((out && is_grad_output(g, k)) == bwd)
+					nulls = arena_printf(E->A, "%s%s%s!%s_%d", nulls, !cnt ? "" : cnt % 4 ? " || " : " ||\n\t    ",
+							     bwd && !cnt ? "(" : "", out ? "out" : "in", k), cnt++;
+		if (cnt && bwd)
+			ew_line(w, "if (!m->fwd_only && %s))", nulls);
+		else if (cnt)
+			ew_line(w, "if (%s)", nulls);
+		if (cnt)
+			ew_line(w, "\treturn RT_ERR_ARG;");
 	}
 	emit_dims_locals(E);
 	fputs(consts, w->f);
@@ -1940,11 +2175,20 @@ static char *prepare_forward(emit_ctx *E)
 			ew_line(w, "(void)in_%d; /* '%s' is not needed for the outputs */", k,
 				cmt(E->A, g->inputs[k]->name));
 	ew_line(w, "%s", "");
+	char *head = ew_capture_end(w, &c, E->A);
+	ew_capture_begin(w, &c, 1);
 	fputs(body, w->f);
 	ew_line(w, "m->started = 1;");
 	ew_line(w, "return RT_OK;");
-	ew_close(w, "");
-	return ew_capture_end(w, &c, E->A);
+	w->indent = 0;
+	ew_line(w, "}");
+	body = ew_capture_end(w, &c, E->A);
+
+	const char *texts[] = {t->rec_fns ? t->rec_fns : "", t->backward ? t->backward : "", head, body};
+	name_io(E, texts, (int)COUNTOF(texts));
+	t->rec_fns = rename_io(E, t->rec_fns);
+	t->backward = rename_io(E, t->backward);
+	return arena_printf(E->A, "%s%s", rename_io(E, head), rename_io(E, body));
 }
 
 /* ---- the public API around forward --------------------------------------- */
@@ -2221,6 +2465,8 @@ static void blk_forward(emit_ctx *E)
 {
 	if (E->tabs->rec_fns)
 		fputs(E->tabs->rec_fns, E->w->f);
+	if (E->tabs->backward)
+		fputs(E->tabs->backward, E->w->f);
 	fputs(E->tabs->forward, E->w->f);
 }
 

@@ -5,9 +5,9 @@
  * weights (`pack`); where each body value lives is the planner's slot.
  *
  * The emitted code is the body of the recurrence's own function,
- * rec_<name>(), which forward calls once and whose status it returns unless
- * RT_OK (emit.c, print_rec_function: its parameters are the instance `m`
- * and what the body reads):
+ * rec_<name>(), which forward (a backward recurrence: backward) calls once
+ * and whose status it returns unless RT_OK (emit.c, print_rec_function: its
+ * parameters are the instance `m` and what the body reads):
  *
  *   { comment: source node, T, B, states, inputs, outputs
  *     state storage in the model struct (m->st_<state name>, emit_state_member;
@@ -757,16 +757,13 @@ static const char *inline_expr(grp *G, int k, int64_t off)
 	return fmt(R, "(%s)", sum);
 }
 
-/* The local that holds body value id in a fused loop or a step: the
- * model's name where it gives one ("h1.i" -> h1_i: the gates and states of
- * a lowered cell), else v<id>.  A name that could meet one of the
- * recurrence's own locals (in_0, d_seq, s0_all, nb_, s0n_row, rt_...) or another
- * value's is v<id> too. */
-static const char *reg_name(rec *R, int id)
+/* A model's name as the name of a local ("h1.i" -> h1_i: the gates and
+ * states of a lowered cell), or NULL: a name without a dot (%t12, a
+ * tensor name of the file), or one that could meet one of the
+ * recurrence's own locals (in_0, d_seq, s0_all, nb_, s0n_row, rt_...) or a
+ * gradient's name (g_...). */
+static const char *model_local(rec *R, const char *nm)
 {
-	if (R->reg[id])
-		return R->reg[id];
-	const char *nm = R->b->values[id]->name;
 	int ok = nm && ew_ident_char(nm[0]) && !(nm[0] >= '0' && nm[0] <= '9') && nm[0] != '_' &&
 		 strchr(nm, '.');
 	char *c = ok ? arena_strdup(R->E->A, nm) : NULL;
@@ -776,16 +773,41 @@ static const char *reg_name(rec *R, int id)
 		else
 			ok = ew_ident_char(*q);
 	}
-	static const char *const reserved[] = {"in_", "out_", "ws_", "d_", "w_", "st_", "rt_", "RT_"};
+	static const char *const reserved[] = {"in_", "out_", "ws_", "d_", "w_", "st_", "rt_", "RT_", "g_"};
 	for (size_t k = 0; ok && k < COUNTOF(reserved); k++)
 		ok = strncmp(c, reserved[k], strlen(reserved[k])) != 0;
 	const char *model = R->E->o && R->E->o->name ? R->E->o->name : "";
 	ok = ok && !(*model && !strncmp(c, model, strlen(model)));     /* the API's names */
 	size_t len = ok ? strlen(c) : 0;
 	ok = ok && c[len - 1] != '_' && !(len > 4 && !strcmp(c + len - 4, "_all")) && !strstr(c, "_row");
-	for (int k = 0; ok && k < R->b->nvalues; k++)
-		ok = !(R->reg[k] && !strcmp(R->reg[k], c));
-	R->reg[id] = ok ? c : fmt(R, "v%d", id);
+	return ok ? c : NULL;
+}
+
+/* The local that holds body value id in a fused loop or a step: the
+ * model's name where it gives one (model_local), else v<id>.  In a backward
+ * recurrence (pass_grad), a value that recomputes a forward value of the
+ * step has that value's name, and the gradient of forward value h1.c_next
+ * is g_h1_c_next (g_v<k> when the forward value is the forward
+ * recurrence's v<k>; never d_, the prefix of the dims).  A name another
+ * value has already is v<id> too. */
+static const char *reg_name(rec *R, int id)
+{
+	if (R->reg[id])
+		return R->reg[id];
+	const ir_value *v = R->b->values[id];
+	const char *c;
+	if (v->grad_of) {
+		const ir_value *f = v->grad_of;
+		const char *nm = model_local(R, f->name);
+		int fid = f->graph && f->id >= 0 && f->id < f->graph->nvalues && f->graph->values[f->id] == f;
+		c = nm ? fmt(R, "g_%s", nm) : fid ? fmt(R, "g_v%d", f->id) : NULL;
+	} else {
+		c = model_local(R, v->recomputes ? v->recomputes->name : v->name);
+	}
+	for (int k = 0; c && k < R->b->nvalues; k++)
+		if (R->reg[k] && !strcmp(R->reg[k], c))
+			c = NULL;
+	R->reg[id] = c ? c : fmt(R, "%sv%d", v->grad_of ? "g_" : "", id);
 	return R->reg[id];
 }
 

@@ -69,15 +69,17 @@ static void emit_reducesum(emit_ctx *E, ir_node *n)
 		   *inner = emit_dim(E, prod(&x->shape, hi + 1, r));
 	comment(E, n);
 	ew_open(E->w, "%s", "");
-	ew_line(E->w, "float *y = %s;", emit_ref(E, y));
-	ew_line(E->w, "const float *x = %s;", emit_ref(E, x));
+	/* dst and src rather than y and x: names a model's inputs and outputs
+	 * have less often (a kernel's local keeps them in_k / out_k in NAME.c) */
+	ew_line(E->w, "float *dst = %s;", emit_ref(E, y));
+	ew_line(E->w, "const float *src = %s;", emit_ref(E, x));
 	ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", outer, cnt, inner);
-	ew_line(E->w, "memset(y, 0, (size_t)(outer * inner) * sizeof(float));");
+	ew_line(E->w, "memset(dst, 0, (size_t)(outer * inner) * sizeof(float));");
 	ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
 	ew_line(E->w, "\tfor (int64_t k = 0; k < cnt; k++) {");
-	ew_line(E->w, "\t\tRT_IVDEP /* y and x never overlap (the planner gives them disjoint storage) */");
+	ew_line(E->w, "\t\tRT_IVDEP /* dst and src never overlap (the planner gives them disjoint storage) */");
 	ew_line(E->w, "\t\tfor (int64_t i = 0; i < inner; i++)");
-	ew_line(E->w, "\t\t\ty[o * inner + i] += x[(o * cnt + k) * inner + i];");
+	ew_line(E->w, "\t\t\tdst[o * inner + i] += src[(o * cnt + k) * inner + i];");
 	ew_line(E->w, "\t}");
 	ew_close(E->w, "");
 }

@@ -168,6 +168,11 @@ typedef struct ir_value {
 	int slot;               /* workspace slot, -1 if none (input/weight/output) */
 	const char *origin;     /* what the user called it, for comments */
 	ir_role role;           /* what a pass made it for (above); IR_ROLE_NONE mostly */
+	/* pass_grad, for the names of the emitted code only (neither dump nor
+	 * the text carries them): the forward value whose gradient this is
+	 * (the whole dL/dv, not a partial sum), and, in a backward recurrence's
+	 * body, the forward value of the step that this value recomputes */
+	const struct ir_value *grad_of, *recomputes;
 	/* ONNX sequences and optionals (lower_seq.c): resolved at compile time
 	 * into lists of tensor values; they never reach the emitter */
 	int seq;                /* IR_TENSOR, IR_SEQ or IR_OPT */

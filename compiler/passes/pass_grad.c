@@ -358,7 +358,11 @@ static ir_value *get_grad(gctx *C, ir_value *v)
 		}
 		acc(C, v, sum);
 	}
-	return C->grad[v->id];
+	/* asked for, v's gradient is whole: the emitter names it after v */
+	ir_value *g = C->grad[v->id];
+	if (g && g->graph == C->tg && g->producer && !g->grad_of)
+		g->grad_of = v;
+	return g;
 }
 
 /* ---- rules ------------------------------------------------------------------------------ */
@@ -1613,6 +1617,7 @@ static void rule_rec(gctx *R, ir_node *n)
 			if (bn->out[k]) {
 				ir_value *o = ir_value_new(b, NULL, VAL_TEMP, bn->out[k]->dtype);
 				o->shape = bn->out[k]->shape;
+				o->recomputes = bn->out[k];
 				c->out[k] = o;
 				C.map[bn->out[k]->id] = o;
 			}
