@@ -11,6 +11,10 @@ int canon_is_view(const ir_node *n);
 int canon_is_step_index(const ir_value *t);
 /* A weight or constant f32 with its data. */
 int canon_is_param(const ir_value *v);
+/* Per-step reads of a rank-2 sequence x (Gather(x, t, axis) read as a
+ * column, Slice(x, t, t+1, axis)) re-spelled on the [.., .., 1] view of x,
+ * the form pass_reroll finds steps in.  Returns whether it changed g. */
+int canon_column_steps(ir_graph *g);
 /* Products as Gemm: beta written only where it scales a C, a C that beta 0
  * cancels dropped.  Returns whether it changed g. */
 int canon_gemm_form(ir_graph *g);

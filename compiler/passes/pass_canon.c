@@ -189,7 +189,7 @@ int canon_is_step_index(const ir_value *t)
 
 /* Gather(x, t, axis) of a rank-2 f32 x read as a column, and
  * Slice(x, t, t+1, axis) of one: re-spelled on the [.., .., 1] view. */
-static int column_steps(ir_graph *g)
+int canon_column_steps(ir_graph *g)
 {
 	diag q;
 	diag_init(&q, NULL);
@@ -595,7 +595,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	/* integer initializers first: column_steps reads step indices as
 	 * constants, whichever way the file stored them */
 	int changed = int_initializers(g);
-	changed |= column_steps(g);
+	changed |= canon_column_steps(g);
 	ir_recount(g);
 	changed |= step_scalars(g);
 	changed |= canon_gemm_form(g);

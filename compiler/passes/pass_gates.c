@@ -14,6 +14,10 @@
  *           - addmm and products of a Concat split into one product per
  *             operand, biases moved into a product's C (sink_biases);
  *           - gates cut by Split are Slices; x * x and x / y in one form;
+ *           - the column Slices a Split of a rank-2 sequence became
+ *             (torch.unbind(pixels, 1): the MomentumRNN authors' pixel
+ *             MNIST loop) are per-step reads re-spelled on the [B, T, 1]
+ *             view, as pass_canon spells the others (canon_column_steps);
  *           - the cell a Loop/Scan recurrence computes named (recognize.c),
  *             again where its body was respelled;
  *           - the views this leaves settled as pass_canon settles them,
@@ -887,6 +891,12 @@ int pass_gates(ir_graph *g, diag *D, const pass_opts *o)
 			recognize_recurrence(r);
 	}
 	changed |= canon_products(g);
-	canon_views_settled(g, changed);
+	changed = canon_views_settled(g, changed);
+	/* the column Slices of a Split made above (torch.unbind(x, 1) of a
+	 * rank-2 sequence: pixel-by-pixel MNIST) are per-step reads too, once
+	 * the views around them settled: spelled as canon spells the others */
+	ir_recount(g);
+	if (changed && canon_column_steps(g))
+		canon_views_settled(g, 1);
 	return 0;
 }
