@@ -1115,9 +1115,9 @@ static int loop_body_inputs(lx *X, int N, ir_value *it, int *acc, ir_value **acc
 			ir_node *ins = producer_in(b, out), *only = NULL;
 			if (!ins || ins->op != OP_SEQINSERT || ins->in[0] != in || (ins->nin > 2 && ins->in[2]) ||
 			    body_uses(b, in, &only) != 1) {
-				return fail(X, "carried sequence '%s' is not an accumulation (SequenceInsert(%s, y) at the "
-					    "end, nothing else reading it); cellc supports sequences only in that form",
-					    in->name, in->name);
+				return fail(X, "carried sequence '%s' is not an accumulation (SequenceInsert(%s, y) "
+					    "at the end, nothing else reading it); cellc supports sequences only in "
+					    "that form", in->name, in->name);
 			}
 			acc[k] = 1;
 			acc_y[k] = ins->in[1];
@@ -1266,8 +1266,8 @@ static int scan_inputs(lx *X, ir_value *const *ins, int N, int64_t M, const ir_a
 		int r = x->shape.rank;
 		int64_t ax = iax ? iax->ints[k] : 0, dir = ia ? ia->ints[k] : 0;
 		if (ax < -r || ax >= r || (dir != 0 && dir != 1))
-			return fail(X, "scan input %d ('%s', %s): axis %lld or direction %lld is out of range", k, x->name,
-				    shp(X, &x->shape), (long long)ax, (long long)dir);
+			return fail(X, "scan input %d ('%s', %s): axis %lld or direction %lld is out of range",
+				    k, x->name, shp(X, &x->shape), (long long)ax, (long long)dir);
 		if (ax < 0)
 			ax += r;
 		if (ax != 0) {
@@ -1285,7 +1285,8 @@ static int scan_inputs(lx *X, ir_value *const *ins, int N, int64_t M, const ir_a
 			X->T = x->shape.d[0];
 		else if (!ir_dim_eq(X->T, x->shape.d[0]))
 			return fail(X, "scan inputs have different lengths (%s and %s)",
-				    ir_dim_str(X->A, ir_root(X->g), X->T), ir_dim_str(X->A, ir_root(X->g), x->shape.d[0]));
+				    ir_dim_str(X->A, ir_root(X->g), X->T),
+				    ir_dim_str(X->A, ir_root(X->g), x->shape.d[0]));
 		ir_value *bv = b->inputs[N + k];
 		bv->dtype = x->dtype;
 		bv->shape.rank = r - 1;

@@ -2222,8 +2222,8 @@ static ir_node *build_loss(gctx *R, ir_value *Y, ir_value **logits)
 		ir_shape ts = {.rank = 1, .d = {(*logits)->shape.d[0]}};
 		if (L == TRAIN_CE_ALL) {
 			if (r != 3) {
-				diag_error(X->D, "--loss ce-all needs a per-step output [seq, batch, classes]; '%s' is %s",
-					   Y->name, ir_shape_str(g->A, g, &Y->shape));
+				diag_error(X->D, "--loss ce-all needs a per-step output [seq, batch, classes]; "
+					   "'%s' is %s", Y->name, ir_shape_str(g->A, g, &Y->shape));
 				return NULL;
 			}
 			ts = (ir_shape){.rank = 2, .d = {Y->shape.d[0], Y->shape.d[1]}};
