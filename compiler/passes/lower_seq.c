@@ -955,29 +955,17 @@ static int seq_rewrite(ir_graph *g, ir_node *n, diag *D, rlist *l, ir_value *S, 
 	ir_shape scalar = {.rank = 0};
 	switch (n->op) {
 	case OP_IF:
-		if (inline_if(g, n, D, l))
-			return -1;
-		break;
+		return inline_if(g, n, D, l) ? -1 : 0;
 	case OP_SEQMAP:
-		if (map_seq(g, n, D, l))
-			return -1;
-		break;
+		return map_seq(g, n, D, l) ? -1 : 0;
 	case OP_NOT:
-		if (fold_not(g, n, D, S, o))
-			return -1;
-		break;
+		return fold_not(g, n, D, S, o) ? -1 : 0;
 	case OP_SEQCONSTRUCT:
-		if (seq_construct(g, n, D, o))
-			return -1;
-		break;
+		return seq_construct(g, n, D, o) ? -1 : 0;
 	case OP_SEQINSERT:
-		if (seq_insert(g, n, D, S, o))
-			return -1;
-		break;
+		return seq_insert(g, n, D, S, o) ? -1 : 0;
 	case OP_SEQERASE:
-		if (seq_erase(g, n, D, S, o))
-			return -1;
-		break;
+		return seq_erase(g, n, D, S, o) ? -1 : 0;
 	case OP_SEQAT:
 		if (seq_pos(n, D, S, n->in[1], 0, &pos))
 			return -1;
@@ -991,9 +979,7 @@ static int seq_rewrite(ir_graph *g, ir_node *n, diag *D, rlist *l, ir_value *S, 
 		make_const(g, o, DT_I64, &scalar, &v);
 		break;
 	case OP_SEQCONCAT:
-		if (concat_seq(g, n, D, l, S))
-			return -1;
-		break;
+		return concat_seq(g, n, D, l, S) ? -1 : 0;
 	case OP_OPTIONAL:
 		if (S) {
 			ir_value **e = arena_array(g->A, 1, sizeof *e);
