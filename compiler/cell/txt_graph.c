@@ -902,12 +902,27 @@ static void recurrence_types(ir_node *n)
 	}
 }
 
-static void parse_node(gctx *c, ir_graph *g)
+/* A node's line as parse_node reads it: what its steps share. */
+enum { NODE_MAX_IO = 1024 };    /* inputs, outputs, roles */
+typedef struct nline {
+	const txt_tok *outs[NODE_MAX_IO];       /* the outputs: %name or '_' */
+	int nout;
+	const txt_tok *opt;             /* the operation's name */
+	int op;
+	const ir_opinfo *oi;
+	ir_node *n;
+	int bad;                        /* an error reported: the node is not added */
+	const txt_tok *role_of[NODE_MAX_IO];    /* the output that roles[j] marks */
+	ir_role roles[NODE_MAX_IO];
+	int nroles;
+	const txt_tok *last;            /* where the node's annotation is looked for */
+	int body;                       /* a body follows */
+} nline;
+
+/* The outputs before '=', when there are any. 0: an error, the line skipped. */
+static int read_node_outputs(txt *X, nline *L)
 {
-	txt *X = c->X;
 	const txt_tok *start = txt_peek(X);
-	const txt_tok *outs[1024];
-	int nout = 0, bad = 0;
 	/* outputs: only when a '=' follows the list */
 	if (start->kind == TK_VALNAME || txt_is_word(start, "_")) {
 		for (;;) {
@@ -916,161 +931,192 @@ static void parse_node(gctx *c, ir_graph *g)
 				txt_error(X, t, "expected an output value (%%name or '_'), found %s",
 					  txt_tok_desc(X, t));
 				txt_skip_line(X);
-				return;
+				return 0;
 			}
-			if (nout == (int)COUNTOF(outs)) {
+			if (L->nout == (int)COUNTOF(L->outs)) {
 				txt_error(X, t, "too many outputs");
 				txt_skip_line(X);
-				return;
+				return 0;
 			}
-			outs[nout++] = txt_next(X);
+			L->outs[L->nout++] = txt_next(X);
 			if (!txt_accept(X, ','))
 				break;
 		}
 		if (!txt_expect(X, '=', "after the node's outputs")) {
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
 	}
-	const txt_tok *opt = txt_peek(X);
-	if (opt->kind != TK_IDENT) {
-		txt_error(X, opt, "expected an operation name, found %s", txt_tok_desc(X, opt));
+	return 1;
+}
+
+/* The operation's name and the '(' after it. */
+static int read_node_op(txt *X, nline *L)
+{
+	L->opt = txt_peek(X);
+	if (L->opt->kind != TK_IDENT) {
+		txt_error(X, L->opt, "expected an operation name, found %s", txt_tok_desc(X, L->opt));
 		txt_skip_line(X);
-		return;
+		return 0;
 	}
 	txt_next(X);
-	int op = ir_op_lookup(opt->str);
-	if (op < 0) {
-		txt_error(X, opt, "unknown operation '%s'", opt->str);
+	L->op = ir_op_lookup(L->opt->str);
+	if (L->op < 0) {
+		txt_error(X, L->opt, "unknown operation '%s'", L->opt->str);
 		txt_skip_line(X);
-		return;
+		return 0;
 	}
 	if (!txt_expect(X, '(', "after the operation name")) {
 		txt_skip_line(X);
-		return;
+		return 0;
 	}
-	ir_value *ins[1024];
+	return 1;
+}
+
+/* The inputs up to ')'. */
+static int read_node_inputs(gctx *c, ir_graph *g, ir_value **ins, int *count)
+{
+	txt *X = c->X;
 	int nin = 0;
 	if (!txt_accept(X, ')')) {
 		do {
-			if (nin == (int)COUNTOF(ins)) {
+			if (nin == NODE_MAX_IO) {
 				txt_error(X, txt_peek(X), "too many inputs");
 				txt_skip_line(X);
-				return;
+				return 0;
 			}
 			if (!parse_use(c, g, &ins[nin++])) {
 				txt_skip_line(X);
-				return;
+				return 0;
 			}
 		} while (txt_accept(X, ','));
 		if (!txt_expect(X, ')', "after the inputs")) {
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
 	}
-	const ir_opinfo *oi = &ir_ops[op];
-	if (nin < oi->min_in || nin > oi->max_in || nout < oi->min_out || nout > oi->max_out) {
-		txt_error(X, opt, "%s takes %d to %d inputs and gives %d to %d outputs; here %d and %d",
-			  oi->name, oi->min_in, oi->max_in, oi->min_out, oi->max_out, nin, nout);
-		bad = 1;
-	}
-	for (int k = 0; k < nin && k < oi->min_in && !bad; k++)
-		if (!ins[k] && op != OP_RECURRENCE && op != OP_LOOP) {
-			txt_error(X, opt, "%s: required input %d is '_'", oi->name, k);
-			bad = 1;
-		}
-	ir_node *n = ir_node_new(g, (ir_op)op, NULL, nin, nout);
-	memcpy(n->in, ins, (size_t)nin * sizeof *ins);
+	*count = nin;
+	return 1;
+}
+
+/* The attributes: '{' ... '}'. */
+static int read_node_attrs(gctx *c, ir_graph *g, ir_node *n)
+{
+	txt *X = c->X;
 	int ngraphs = 0;
 	if (txt_accept(X, '{')) {
 		do {
 			if (!parse_attr(c, g, n, &ngraphs)) {
 				txt_skip_line(X);
-				return;
+				return 0;
 			}
 		} while (txt_accept(X, ','));
 		if (!txt_expect(X, '}', "to close the attributes")) {
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
 	}
-	/* source KEYWORD (a recurrence), role %NAME KEYWORD (its outputs) */
+	return 1;
+}
+
+/* source KEYWORD: where a recurrence came from. */
+static int read_node_source(txt *X, nline *L)
+{
+	const ir_opinfo *oi = L->oi;
+	ir_node *n = L->n;
 	if (txt_is_word(txt_peek(X), "source") && !txt_peek(X)->nl) {
 		const txt_tok *st = txt_next(X);
 		if (!parse_rec_source(X, &n->rec_source)) {
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
-		if (op != OP_RECURRENCE && !bad) {
+		if (L->op != OP_RECURRENCE && !L->bad) {
 			txt_error(X, st, "%s has no source (only a Recurrence says where it came from)", oi->name);
-			bad = 1;
+			L->bad = 1;
 		}
 	}
-	const txt_tok *role_of[1024];
-	ir_role roles[1024];
-	int nroles = 0;
+	return 1;
+}
+
+/* role %NAME KEYWORD: the roles of the node's outputs. */
+static int read_node_roles(txt *X, ir_graph *g, nline *L)
+{
+	const ir_opinfo *oi = L->oi;
 	while (txt_is_word(txt_peek(X), "role") && !txt_peek(X)->nl) {
 		txt_next(X);
 		const txt_tok *vt = txt_peek(X);
-		int k = nout;
-		for (int j = 0; vt->kind == TK_VALNAME && j < nout; j++)
-			if (outs[j]->kind == TK_VALNAME && strcmp(outs[j]->str, vt->str) == 0)
+		int k = L->nout;
+		for (int j = 0; vt->kind == TK_VALNAME && j < L->nout; j++)
+			if (L->outs[j]->kind == TK_VALNAME && strcmp(L->outs[j]->str, vt->str) == 0)
 				k = j;
-		if (k == nout) {
+		if (k == L->nout) {
 			txt_error(X, vt, "expected an output of this node (%%name) after 'role', found %s",
 				  txt_tok_desc(X, vt));
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
 		txt_next(X);
-		if (nroles == (int)COUNTOF(roles) || !parse_role(X, &roles[nroles])) {
+		if (L->nroles == (int)COUNTOF(L->roles) || !parse_role(X, &L->roles[L->nroles])) {
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
-		if (!ir_role_fits(roles[nroles], VAL_TEMP, DT_UNDEF, op, g->parent != NULL) && !bad) {
-			txt_error(X, vt, "role %s marks %s, not an output of %s in %s", ir_role_keyword(roles[nroles]),
-				  ir_role_where(roles[nroles]), oi->name, g->parent ? "a body" : "the root graph");
-			bad = 1;
+		if (!ir_role_fits(L->roles[L->nroles], VAL_TEMP, DT_UNDEF, L->op, g->parent != NULL) && !L->bad) {
+			txt_error(X, vt, "role %s marks %s, not an output of %s in %s",
+				  ir_role_keyword(L->roles[L->nroles]), ir_role_where(L->roles[L->nroles]), oi->name,
+				  g->parent ? "a body" : "the root graph");
+			L->bad = 1;
 		}
-		role_of[nroles++] = outs[k];
+		L->role_of[L->nroles++] = L->outs[k];
 	}
-	const txt_tok *last = &X->t[X->pos - 1];
-	int body = 0;
+	return 1;
+}
+
+/* The end of the line, or 'body {' (a node with a body). */
+static int read_node_body_open(txt *X, nline *L)
+{
+	const ir_opinfo *oi = L->oi;
+	L->last = &X->t[X->pos - 1];
+	L->body = 0;
 	if (txt_is_word(txt_peek(X), "body") && !txt_peek(X)->nl) {
 		txt_next(X);
-		last = txt_peek(X);
+		L->last = txt_peek(X);
 		if (!txt_expect(X, '{', "to open the body")) {
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
-		body = 1;
+		L->body = 1;
 	}
-	if (!body && !txt_end_stmt(X))
-		return;
-	if (body != has_body_op((ir_op)op) && !bad) {
-		txt_error(X, opt, body ? "%s has no body" : "%s needs a body ('body { ... }')", oi->name);
-		bad = 1;
+	if (!L->body && !txt_end_stmt(X))
+		return 0;
+	if (L->body != has_body_op((ir_op)L->op) && !L->bad) {
+		txt_error(X, L->opt, L->body ? "%s has no body" : "%s needs a body ('body { ... }')", oi->name);
+		L->bad = 1;
 	}
-	/* the outputs exist from here on (a body cannot use them: it runs first) */
-	for (int k = 0; k < nout; k++) {
-		if (txt_is_word(outs[k], "_"))
+	return 1;
+}
+
+/* The outputs exist from here on (a body cannot use them: it runs first),
+ * with their roles. */
+static void define_node_outputs(gctx *c, ir_graph *g, nline *L)
+{
+	ir_node *n = L->n;
+	for (int k = 0; k < L->nout; k++) {
+		if (txt_is_word(L->outs[k], "_"))
 			continue;
-		ir_value *v = define(c, g, outs[k], VAL_TEMP);
+		ir_value *v = define(c, g, L->outs[k], VAL_TEMP);
 		if (!v)
-			bad = 1;
+			L->bad = 1;
 		n->out[k] = v;
-		for (int j = 0; v && j < nroles; j++)
-			if (role_of[j] == outs[k])
-				v->role = roles[j];
+		for (int j = 0; v && j < L->nroles; j++)
+			if (L->role_of[j] == L->outs[k])
+				v->role = L->roles[j];
 	}
-	read_annotation(c, g, n, last);
-	if (body) {
-		n->body = ir_graph_new(g->A, g, n->name);
-		parse_graph_lines(c, n->body);
-		if (!txt_expect(X, '}', "to close the body"))
-			return;
-		txt_end_stmt(X);
-	}
+}
+
+/* The blocks of the node's graph attributes: 'graph NAME { ... }' each. */
+static int read_node_graphs(gctx *c, ir_node *n)
+{
+	txt *X = c->X;
 	for (int i = 0; i < n->nattrs; i++) {
 		ir_attr *a = &n->attrs[i];
 		if (a->kind != ATTR_GRAPH)
@@ -1079,24 +1125,68 @@ static void parse_node(gctx *c, ir_graph *g)
 		if (!txt_accept_word(X, "graph")) {
 			txt_error(X, t, "expected the block of graph attribute '%s' ('graph %s { ... }')",
 				  a->name, a->g->name);
-			return;
+			return 0;
 		}
 		const char *gn = sym_name(X);
 		if (!gn || strcmp(gn, a->g->name) != 0) {
 			txt_error(X, t, "expected the block of graph '%s'", a->g->name);
 			txt_skip_line(X);
-			return;
+			return 0;
 		}
 		if (!txt_expect(X, '{', "to open the graph"))
-			return;
+			return 0;
 		parse_graph_lines(c, a->g);
 		if (!txt_expect(X, '}', "to close the graph"))
+			return 0;
+		txt_end_stmt(X);
+	}
+	return 1;
+}
+
+static void parse_node(gctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	nline L0 = {0}, *L = &L0;
+	if (!read_node_outputs(X, L) || !read_node_op(X, L))
+		return;
+	ir_value *ins[NODE_MAX_IO];
+	int nin;
+	if (!read_node_inputs(c, g, ins, &nin))
+		return;
+	int op = L->op;
+	const txt_tok *opt = L->opt;
+	const ir_opinfo *oi = L->oi = &ir_ops[op];
+	int nout = L->nout;
+	if (nin < oi->min_in || nin > oi->max_in || nout < oi->min_out || nout > oi->max_out) {
+		txt_error(X, opt, "%s takes %d to %d inputs and gives %d to %d outputs; here %d and %d",
+			  oi->name, oi->min_in, oi->max_in, oi->min_out, oi->max_out, nin, nout);
+		L->bad = 1;
+	}
+	for (int k = 0; k < nin && k < oi->min_in && !L->bad; k++)
+		if (!ins[k] && op != OP_RECURRENCE && op != OP_LOOP) {
+			txt_error(X, opt, "%s: required input %d is '_'", oi->name, k);
+			L->bad = 1;
+		}
+	ir_node *n = ir_node_new(g, (ir_op)op, NULL, nin, nout);
+	memcpy(n->in, ins, (size_t)nin * sizeof *ins);
+	L->n = n;
+	if (!read_node_attrs(c, g, n) || !read_node_source(X, L) || !read_node_roles(X, g, L) ||
+	    !read_node_body_open(X, L))
+		return;
+	define_node_outputs(c, g, L);
+	read_annotation(c, g, n, L->last);
+	if (L->body) {
+		n->body = ir_graph_new(g->A, g, n->name);
+		parse_graph_lines(c, n->body);
+		if (!txt_expect(X, '}', "to close the body"))
 			return;
 		txt_end_stmt(X);
 	}
-	if (n->op == OP_RECURRENCE && n->body && !bad && !check_recurrence(c, n, opt))
-		bad = 1;
-	if (bad)
+	if (!read_node_graphs(c, n))
+		return;
+	if (n->op == OP_RECURRENCE && n->body && !L->bad && !check_recurrence(c, n, opt))
+		L->bad = 1;
+	if (L->bad)
 		return;
 	ir_append(g, n);
 	for (int k = 0; k < nout; k++)

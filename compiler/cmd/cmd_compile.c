@@ -541,21 +541,29 @@ static int emit_compiled(ir_graph *g, diag *D, void *ctx)
 	return g->train && emit_train_program(c->A, D, &eo) ? 1 : 0;
 }
 
-int cmd_compile(int argc, char **argv)
+/* The command line of cellc compile. */
+typedef struct compile_args {
+	const char *model, *outdir, *name;
+	onnx_binding bind[CMD_MAX_BIND];        /* --bind, --dim */
+	int nbind;
+	const char *carry_in[CMD_MAX_BIND], *carry_out[CMD_MAX_BIND];   /* --carry */
+	int ncarry;
+	pass_opts po;
+	train_opts topts;
+	int embed, no_malloc, werror_fallback;
+	named_dim md[MAX_MAXDIM];               /* --max-dim */
+	int nmd;
+	const char *tbdirs[MAX_TB];             /* --testbench */
+	int ntb;
+	double rtol, atol;
+	long long tb_embed;
+} compile_args;
+
+/* The options and the model into C: -1, or the command's exit status
+ * (--help, a wrong option). */
+static int parse_compile_args(int argc, char **argv, arena *A, compile_args *C)
 {
-	const char *model = NULL, *outdir = NULL, *name = NULL, *val;
-	onnx_binding bind[CMD_MAX_BIND];
-	int nbind = 0, ncarry = 0;
-	const char *carry_in[CMD_MAX_BIND], *carry_out[CMD_MAX_BIND];
-	pass_opts po = {0};
-	train_opts topts = {.loss = TRAIN_CE};
-	int embed = 0, no_malloc = 0, nmd = 0, ntb = 0, werror_fallback = 0;
-	named_dim md[MAX_MAXDIM];
-	const char *tbdirs[MAX_TB];
-	double rtol = 1e-4, atol = 1e-5;
-	long long tb_embed = 262144;
-	arena A;
-	arena_init(&A);
+	const char *val;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int r;
@@ -566,115 +574,134 @@ int cmd_compile(int argc, char **argv)
 			   (r = cmd_opt_value(argc, argv, &i, "--out", &val))) {
 			if (r < 0)
 				return 2;
-			outdir = val;
+			C->outdir = val;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--name", &val))) {
 			if (r < 0)
 				return 2;
-			name = val;
+			C->name = val;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
 			if (r < 0)
 				return 2;
-			if (!cmd_add_bind("compile", val, bind, &nbind))
+			if (!cmd_add_bind("compile", val, C->bind, &C->nbind))
 				return 2;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
-			if (r < 0 || !cmd_add_dim_bind("compile", val, bind, &nbind))
+			if (r < 0 || !cmd_add_dim_bind("compile", val, C->bind, &C->nbind))
 				return 2;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--carry", &val))) {
 			char *eq = r > 0 ? strchr((char *)val, '=') : NULL;
-			if (!eq || eq == val || !eq[1] || ncarry == CMD_MAX_BIND) {
+			if (!eq || eq == val || !eq[1] || C->ncarry == CMD_MAX_BIND) {
 				if (r > 0)
 					fprintf(stderr, "cellc compile: --carry wants IN=OUT (a state input and the "
 						"output that feeds it), got '%s'\n", val);
-				arena_free(&A);
+				arena_free(A);
 				return 2;
 			}
 			*eq = 0;
-			carry_in[ncarry] = val;
-			carry_out[ncarry++] = eq + 1;
+			C->carry_in[C->ncarry] = val;
+			C->carry_out[C->ncarry++] = eq + 1;
 		} else if (!strcmp(a, "--werror-fallback")) {
-			werror_fallback = 1;
+			C->werror_fallback = 1;
 		} else if (!strcmp(a, "--no-hoist")) {
-			po.no_hoist = 1;
+			C->po.no_hoist = 1;
 		} else if (!strcmp(a, "--no-fuse")) {
-			po.no_fuse = 1;
+			C->po.no_fuse = 1;
 		} else if (!strcmp(a, "--embed-weights")) {
-			embed = 1;
+			C->embed = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
-			if (r < 0 || !cmd_weights_opt("compile", val, &po)) {
-				arena_free(&A);
+			if (r < 0 || !cmd_weights_opt("compile", val, &C->po)) {
+				arena_free(A);
 				return 2;
 			}
 		} else if (!strcmp(a, "--no-malloc")) {
-			no_malloc = po.no_malloc = 1;
+			C->no_malloc = C->po.no_malloc = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--max-dim", &val))) {
-			if (r < 0 || nmd == MAX_MAXDIM ||
-			    !cmd_parse_dim("compile", "--max-dim", val, &A, &md[nmd].name, &md[nmd].value)) {
-				arena_free(&A);
+			if (r < 0 || C->nmd == MAX_MAXDIM ||
+			    !cmd_parse_dim("compile", "--max-dim", val, A, &C->md[C->nmd].name, &C->md[C->nmd].value)) {
+				arena_free(A);
 				return 2;
 			}
-			nmd++;
+			C->nmd++;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--testbench-embed", &val))) {
 			char *end;
-			if (r < 0 || (tb_embed = strtoll(val, &end, 10)) < 0 || *end || end == val) {
+			if (r < 0 || (C->tb_embed = strtoll(val, &end, 10)) < 0 || *end || end == val) {
 				fprintf(stderr, "cellc compile: --testbench-embed wants a number of bytes\n");
-				arena_free(&A);
+				arena_free(A);
 				return 2;
 			}
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--testbench", &val))) {
-			if (r < 0 || ntb == MAX_TB) {
-				arena_free(&A);
+			if (r < 0 || C->ntb == MAX_TB) {
+				arena_free(A);
 				return 2;
 			}
-			tbdirs[ntb++] = val;
+			C->tbdirs[C->ntb++] = val;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--rtol", &val)) ||
 			   (r = cmd_opt_value(argc, argv, &i, "--atol", &val))) {
-			if (r < 0 || parse_tol(a, val, strstr(a, "--rtol") ? &rtol : &atol)) {
-				arena_free(&A);
+			if (r < 0 || parse_tol(a, val, strstr(a, "--rtol") ? &C->rtol : &C->atol)) {
+				arena_free(A);
 				return 2;
 			}
-		} else if ((r = cmd_train_opt("compile", argc, argv, &i, &po, &topts))) {
+		} else if ((r = cmd_train_opt("compile", argc, argv, &i, &C->po, &C->topts))) {
 			if (r < 0) {
-				arena_free(&A);
+				arena_free(A);
 				return 2;
 			}
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cellc compile: unknown option '%s'\n%s", a, usage);
 			return 2;
-		} else if (model) {
-			fprintf(stderr, "cellc compile: more than one MODEL ('%s', '%s')\n%s", model, a, usage);
+		} else if (C->model) {
+			fprintf(stderr, "cellc compile: more than one MODEL ('%s', '%s')\n%s", C->model, a, usage);
 			return 2;
 		} else {
-			model = a;
+			C->model = a;
 		}
 	}
-	if (!model || !outdir) {
-		fprintf(stderr, "cellc compile: %s\n%s", !model ? "no MODEL given" : "no output directory (-o DIR)",
+	return -1;
+}
+
+/* What the options do not combine to: -1, or the exit status. */
+static int check_compile_args(arena *A, compile_args *C)
+{
+	if (!C->model || !C->outdir) {
+		fprintf(stderr, "cellc compile: %s\n%s", !C->model ? "no MODEL given" : "no output directory (-o DIR)",
 			usage);
 		return 2;
 	}
-	if (!cmd_weights_check("compile", &po))
+	if (!cmd_weights_check("compile", &C->po))
 		return 2;
-	if (po.train && (embed || no_malloc || ntb)) {
+	if (C->po.train && (C->embed || C->no_malloc || C->ntb)) {
 		fprintf(stderr, "cellc compile: --train does not combine with --embed-weights, --no-malloc "
 				"or --testbench yet (the parameters must be a writable weights file)\n");
 		return 2;
 	}
-	if (!cmd_train_check("compile", &po, &topts)) {
-		arena_free(&A);
+	if (!cmd_train_check("compile", &C->po, &C->topts)) {
+		arena_free(A);
 		return 2;
 	}
-	if (name && !cmd_valid_name(name)) {
+	if (C->name && !cmd_valid_name(C->name)) {
 		fprintf(stderr, "cellc compile: --name '%s' is not usable as a C identifier prefix "
-				"(letters, digits, '_', not a keyword, at most 64 characters)\n", name);
+				"(letters, digits, '_', not a keyword, at most 64 characters)\n", C->name);
 		return 2;
 	}
+	return -1;
+}
 
+int cmd_compile(int argc, char **argv)
+{
+	compile_args C0 = {.topts = {.loss = TRAIN_CE}, .rtol = 1e-4, .atol = 1e-5, .tb_embed = 262144}, *C = &C0;
+	arena A;
+	arena_init(&A);
+	int st = parse_compile_args(argc, argv, &A, C);
+	if (st < 0)
+		st = check_compile_args(&A, C);
+	if (st >= 0)
+		return st;
+	const char *model = C->model, *name = C->name;
 	diag D;
 	diag_init(&D, model);
 	int rc = 2;
 	td_list L = {0};
-	for (int i = 0; i < ntb; i++)
-		if (td_collect(&A, "compile", tbdirs[i], &L)) {
+	for (int i = 0; i < C->ntb; i++)
+		if (td_collect(&A, "compile", C->tbdirs[i], &L)) {
 			free(L.sets);
 			arena_free(&A);
 			return 2;
@@ -682,13 +709,13 @@ int cmd_compile(int argc, char **argv)
 	if (!name)
 		name = cmd_default_name(&A, model);
 	compile_out out = {
-		.A = &A, .model = model, .name = name, .outdir = outdir, .cmdline = cmd_line(&A, argc, argv),
-		.embed = embed, .no_malloc = no_malloc, .train = po.train, .md = md, .nmd = nmd,
-		.ncarry = ncarry, .carry_in = carry_in, .carry_out = carry_out, .L = &L, .rtol = rtol,
-		.atol = atol, .tb_embed = tb_embed,
+		.A = &A, .model = model, .name = name, .outdir = C->outdir, .cmdline = cmd_line(&A, argc, argv),
+		.embed = C->embed, .no_malloc = C->no_malloc, .train = C->po.train, .md = C->md, .nmd = C->nmd,
+		.ncarry = C->ncarry, .carry_in = C->carry_in, .carry_out = C->carry_out, .L = &L, .rtol = C->rtol,
+		.atol = C->atol, .tb_embed = C->tb_embed,
 	};
-	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .po = &po, .emit = emit_compiled,
-			 .ctx = &out, .fallbacks = werror_fallback ? FALLBACK_ERROR : FALLBACK_WARN};
+	compile_job j = {.model = model, .nbind = C->nbind, .bind = C->bind, .po = &C->po, .emit = emit_compiled,
+			 .ctx = &out, .fallbacks = C->werror_fallback ? FALLBACK_ERROR : FALLBACK_WARN};
 	if (compile_run(&A, &D, &j) == 0)
 		rc = 0;
 	free(L.sets);

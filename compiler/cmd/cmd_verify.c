@@ -635,13 +635,11 @@ static int check_reference(verify *V, const ir_graph *g, diag *D, const char *pa
 	return 0;       /* no such output: reported where outputs are matched */
 }
 
-/* Runs the unit's driver on data set s and compares its outputs; -1 after
- * a diagnostic when the data do not fit the model (exit 2: no comparison). */
-static int run_set(verify *V, const unit *u, int iset, diag *D)
+/* The compiled model's inputs from data set s into t: an input it does not
+ * read from the model's; 1, or 0 after failing the set, or -1 after a
+ * diagnostic when the data do not fit the model. */
+static int set_inputs(verify *V, const td_set *s, const ir_graph *g, diag *D, rt_tensor *t)
 {
-	const td_set *s = &V->L.sets[iset];
-	const ir_graph *g = u->g;
-	rt_tensor *t = arena_array(&V->A, (size_t)g->ninputs + 1, sizeof *t);
 	for (int k = 0; k < g->ninputs; k++) {
 		const ir_value *gi = g->inputs[k];
 		int j = 0;
@@ -681,6 +679,15 @@ static int run_set(verify *V, const unit *u, int iset, diag *D)
 		t[k].data = x->data;
 		t[k].nbytes = (size_t)n * ir_dtype_size(x->dtype);
 	}
+	return 1;
+}
+
+/* Runs the unit's driver on the inputs t of data set iset; its outputs opened
+ * in tf. 1, or 0 after failing the set. */
+static int run_driver(verify *V, const unit *u, int iset, const rt_tensor *t, rt_tensorfile *tf)
+{
+	const td_set *s = &V->L.sets[iset];
+	const ir_graph *g = u->g;
 	const char *inf = arena_printf(&V->A, "%s/inputs_%d.tf", u->dir, iset);
 	const char *outf = arena_printf(&V->A, "%s/outputs_%d.tf", u->dir, iset);
 	const char *log = arena_printf(&V->A, "%s/run_%d.log", u->dir, iset);
@@ -699,51 +706,59 @@ static int run_set(verify *V, const unit *u, int iset, diag *D)
 		fail_all(V, s, "no outputs");
 		return 0;
 	}
-	rt_tensorfile tf;
-	st = rt_tf_open(&tf, outf);
+	st = rt_tf_open(tf, outf);
 	if (st != RT_OK) {
 		fail_all(V, s, arena_printf(&V->A, "%s: %s", outf, rt_status_str(st)));
 		return 0;
 	}
-	if (tf.count != g->noutputs) {
-		rt_tf_close(&tf);
-		fail_all(V, s, arena_printf(&V->A, "the driver wrote %d outputs, the model has %d", tf.count,
+	if (tf->count != g->noutputs) {
+		rt_tf_close(tf);
+		fail_all(V, s, arena_printf(&V->A, "the driver wrote %d outputs, the model has %d", tf->count,
 					    g->noutputs));
 		return 0;
 	}
-	if (V->po.train) {
-		/* a train build: outputs matched by the TensorProto's name; loss,
-		 * grad.* and dstate compared by relative norm error */
-		for (int k = 0; k < s->nout; k++) {
-			const char *p = td_path(&V->A, s, 1, k);
-			D->file = "cellc verify";
-			ir_value *ref = td_read_file(V->scratch, D, p);
-			D->file = V->model;
-			if (!ref)
-				return -1;
-			int at = k;     /* a .npy file has no name: by position */
-			for (int j = 0; j < g->noutputs; j++)
-				if (!strcmp(g->outputs[j]->name, ref->name))
-					at = j;
-			const char *oname = at < g->noutputs ? g->outputs[at]->name : p;
-			if (at >= g->noutputs) {
-				fprintf(stderr, "cellc verify: %s: no output matches %s\n", s->dir, p);
-				printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
-				record(V, s->dir, oname, 0, NAN, NAN, "no reference output");
-				V->failed++;
-				continue;
-			}
-			if ((!strcmp(oname, "loss") || !strcmp(oname, "dstate") || !strncmp(oname, "grad.", 5)))
-				compare_norm(V, s, oname, &tf.t[at], ref);
-			else
-				compare(V, s, oname, &tf.t[at], ref);
+	return 1;
+}
+
+/* A train build's outputs: matched by the TensorProto's name; loss, grad.*
+ * and dstate compared by relative norm error. Closes tf, but where a
+ * reference cannot be read (-1). */
+static int compare_train_outputs(verify *V, const td_set *s, const ir_graph *g, diag *D, rt_tensorfile *tf)
+{
+	for (int k = 0; k < s->nout; k++) {
+		const char *p = td_path(&V->A, s, 1, k);
+		D->file = "cellc verify";
+		ir_value *ref = td_read_file(V->scratch, D, p);
+		D->file = V->model;
+		if (!ref)
+			return -1;
+		int at = k;     /* a .npy file has no name: by position */
+		for (int j = 0; j < g->noutputs; j++)
+			if (!strcmp(g->outputs[j]->name, ref->name))
+				at = j;
+		const char *oname = at < g->noutputs ? g->outputs[at]->name : p;
+		if (at >= g->noutputs) {
+			fprintf(stderr, "cellc verify: %s: no output matches %s\n", s->dir, p);
+			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+			record(V, s->dir, oname, 0, NAN, NAN, "no reference output");
+			V->failed++;
+			continue;
 		}
-		rt_tf_close(&tf);
-		return 0;
+		if ((!strcmp(oname, "loss") || !strcmp(oname, "dstate") || !strncmp(oname, "grad.", 5)))
+			compare_norm(V, s, oname, &tf->t[at], ref);
+		else
+			compare(V, s, oname, &tf->t[at], ref);
 	}
-	/* Output k of the model is output_k.pb; a sequence (optional) there is
-	 * compared tensor by tensor with the compiled outputs named by
-	 * onnx_seq_flatten, all matched by name. */
+	rt_tf_close(tf);
+	return 0;
+}
+
+/* Output k of the model is output_k.pb; a sequence (optional) there is
+ * compared tensor by tensor with the compiled outputs named by
+ * onnx_seq_flatten, all matched by name. Closes tf; -1 after a diagnostic
+ * when the reference data are not the model's outputs. */
+static int compare_outputs(verify *V, const td_set *s, const ir_graph *g, diag *D, rt_tensorfile *tf)
+{
 	int seen = 0;
 	for (int k = 0; k < V->g0->noutputs; k++) {
 		const ir_value *go = V->g0->outputs[k];
@@ -760,7 +775,7 @@ static int run_set(verify *V, const unit *u, int iset, diag *D)
 		}
 		D->file = V->model;
 		if (bad) {
-			rt_tf_close(&tf);
+			rt_tf_close(tf);
 			return -1;
 		}
 		enum { MAXREF = 4096 };
@@ -787,7 +802,7 @@ static int run_set(verify *V, const unit *u, int iset, diag *D)
 				continue;
 			}
 			seen++;
-			compare(V, s, names[e], &tf.t[j], vals[e]);
+			compare(V, s, names[e], &tf->t[j], vals[e]);
 		}
 	}
 	if (seen != g->noutputs) {
@@ -798,8 +813,26 @@ static int run_set(verify *V, const unit *u, int iset, diag *D)
 		record(V, s->dir, "(outputs)", 0, NAN, NAN, why);
 		V->failed++;
 	}
-	rt_tf_close(&tf);
+	rt_tf_close(tf);
 	return 0;
+}
+
+/* Runs the unit's driver on data set s and compares its outputs; -1 after
+ * a diagnostic when the data do not fit the model (exit 2: no comparison). */
+static int run_set(verify *V, const unit *u, int iset, diag *D)
+{
+	const td_set *s = &V->L.sets[iset];
+	const ir_graph *g = u->g;
+	rt_tensor *t = arena_array(&V->A, (size_t)g->ninputs + 1, sizeof *t);
+	int r = set_inputs(V, s, g, D, t);
+	if (r <= 0)
+		return r;
+	rt_tensorfile tf;
+	if (!run_driver(V, u, iset, t, &tf))
+		return 0;
+	if (V->po.train)
+		return compare_train_outputs(V, s, g, D, &tf);
+	return compare_outputs(V, s, g, D, &tf);
 }
 
 /* ---- the ONNX Runtime oracle ---- */
@@ -1221,6 +1254,38 @@ static int parse_tol(const char *opt, const char *s, double *x)
 	return 0;
 }
 
+/* What the options do not combine to (ndata: how many --data); -1 to go on,
+ * or the exit status. */
+static int check_args(verify *V, int ndata)
+{
+	if (!V->model || (!ndata && !V->oracle)) {
+		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR or --oracle given",
+			usage);
+		return 2;
+	}
+	if (!cmd_weights_check("verify", &V->po) || !cmd_train_check("verify", &V->po, &V->topts))
+		return 2;
+	if (V->po.train && V->oracle) {
+		fprintf(stderr, "cellc verify: --train needs --data (gradients come from PyTorch, not ONNX Runtime)\n");
+		return 2;
+	}
+	if (ndata && V->oracle) {
+		fprintf(stderr, "cellc verify: --data and --oracle exclude each other\n");
+		return 2;
+	}
+	if (!V->oracle && (V->ninputs || V->golden)) {
+		fprintf(stderr, "cellc verify: --inputs and --save-golden go with --oracle\n");
+		return 2;
+	}
+	if (V->oracle && !V->ninputs)
+		V->ninputs = 1;
+	if (V->name && !cmd_valid_name(V->name)) {
+		fprintf(stderr, "cellc verify: --name '%s' is not usable as a C identifier prefix\n", V->name);
+		return 2;
+	}
+	return -1;  /* go on */
+}
+
 static int parse_args(verify *V, int argc, char **argv)
 {
 	const char *val;
@@ -1314,32 +1379,7 @@ static int parse_args(verify *V, int argc, char **argv)
 			V->model = a;
 		}
 	}
-	if (!V->model || (!ndata && !V->oracle)) {
-		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR or --oracle given",
-			usage);
-		return 2;
-	}
-	if (!cmd_weights_check("verify", &V->po) || !cmd_train_check("verify", &V->po, &V->topts))
-		return 2;
-	if (V->po.train && V->oracle) {
-		fprintf(stderr, "cellc verify: --train needs --data (gradients come from PyTorch, not ONNX Runtime)\n");
-		return 2;
-	}
-	if (ndata && V->oracle) {
-		fprintf(stderr, "cellc verify: --data and --oracle exclude each other\n");
-		return 2;
-	}
-	if (!V->oracle && (V->ninputs || V->golden)) {
-		fprintf(stderr, "cellc verify: --inputs and --save-golden go with --oracle\n");
-		return 2;
-	}
-	if (V->oracle && !V->ninputs)
-		V->ninputs = 1;
-	if (V->name && !cmd_valid_name(V->name)) {
-		fprintf(stderr, "cellc verify: --name '%s' is not usable as a C identifier prefix\n", V->name);
-		return 2;
-	}
-	return -1;  /* go on */
+	return check_args(V, ndata);
 }
 
 static int make_root(verify *V)

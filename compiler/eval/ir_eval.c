@@ -1242,6 +1242,7 @@ static int resolved_away(ir_op op)
 	}
 }
 
+/* One node run on its inputs' values, one case per operator: a table, long by design. */
 static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 {
 	ev_tensor **in = arena_array(r->A, (size_t)n->nin + 1, sizeof *in);

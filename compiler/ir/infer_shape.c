@@ -1939,6 +1939,7 @@ int64_t infer_range_count(double start, double limit, double delta)
 	return n > 0 ? (int64_t)n : 0;
 }
 
+/* One case per operator (which ones: infer_rule): a table, long by design. */
 static int infer_misc(ictx *c)
 {
 	ir_node *n = c->n;
@@ -2240,6 +2241,7 @@ static int infer_tfidf(ictx *c)
 	return 0;
 }
 
+/* One case per operator (which ones: infer_rule): a table, long by design. */
 static int infer_layout(ictx *c)
 {
 	ir_node *n = c->n;
@@ -2480,6 +2482,7 @@ int infer_einsum_plan(const ir_node *n, infer_einsum *p, char *err, size_t errle
 	return 0;
 }
 
+/* One case per operator (which ones: infer_rule): a table, long by design. */
 static int infer_linalg(ictx *c)
 {
 	ir_node *n = c->n;
@@ -2992,6 +2995,7 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	return 0;
 }
 
+/* The inputs checked, then one case per operator: a table, long by design. */
 static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 {
 	ictx cx = {g, n, D, g->A}, *c = &cx;

@@ -380,7 +380,8 @@ static const char *bytes_str(arena *A, const ProtobufCBinaryData *b)
 	return b->data ? arena_strndup(A, (const char *)b->data, b->len) : "";
 }
 
-/* Converts and type-checks one attribute.  0 ok, 1 error (reported). */
+/* Converts and type-checks one attribute.  0 ok, 1 error (reported).  The
+ * checks, then one case per attribute kind: a table, long by design. */
 static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto *a)
 {
 	const char *name = a->name;

@@ -370,11 +370,12 @@ static ir_node *post(lx *X, ir_node *nd, ir_value *fin)
 
 /* Builds the RECURRENCE from the lx tables (body inputs/outputs set there)
  * and the nodes after it.  Returns the number of errors. */
-static int build(lx *X)
+/* A recurrence has at least one state and one sequence input (the emitter
+ * takes T from it): zeros stand in where the loop has none; *pad is the
+ * node making the zeros that stand in for a sequence input. */
+static int pad_missing_io(lx *X, ir_node **pad)
 {
 	ir_graph *b = X->b, *g = X->g;
-	/* a recurrence has at least one state and one sequence input (the
-	 * emitter takes T from it): zeros stand in where the loop has none */
 	if (X->nst == 0) {
 		ir_shape s = {.rank = 2, .d = {ir_dim_const(1), ir_dim_const(1)}};
 		ir_value *in = ir_value_new(b, ir_unique_name(b, "pad_state"), VAL_STEP, DT_F32);
@@ -388,10 +389,10 @@ static int build(lx *X)
 		X->st_init[0] = X->st_final[0] = NULL;
 		X->nst = 1;
 	}
-	ir_node *pad = NULL;    /* the zeros standing in for a sequence input */
+	*pad = NULL;
 	if (X->nseq == 0) {
 		ir_dim d[3] = {X->T, ir_dim_const(1), ir_dim_const(1)};
-		ir_node *nd = pad = ir_build_node(&X->bld, g, OP_CONSTOFSHAPE, 1, NULL, 1);
+		ir_node *nd = *pad = ir_build_node(&X->bld, g, OP_CONSTOFSHAPE, 1, NULL, 1);
 		nd->in[0] = dims_const(X, g, 3, d);
 		ir_value *z = pre(X, nd);
 		if (!z)
@@ -402,7 +403,13 @@ static int build(lx *X)
 		X->seq_body[0] = in;
 		X->nseq = 1;
 	}
-	/* body inputs and outputs in the recurrence's order */
+	return 0;
+}
+
+/* The body's inputs and outputs in the recurrence's order, the body inferred. */
+static int set_body_io(lx *X)
+{
+	ir_graph *b = X->b;
 	b->ninputs = X->nseq + X->nst + (X->step != NULL);
 	b->inputs = arena_array(X->A, (size_t)b->ninputs, sizeof *b->inputs);
 	if (X->step)
@@ -424,12 +431,14 @@ static int build(lx *X)
 		own_output(X, k);
 	if (X->infer(X->cx, b))
 		return 1;
-	/* natural shapes, before canon_body changes them */
-	ir_shape st_shape[MAXIO], y_shape[MAXIO];
-	for (int k = 0; k < X->nst; k++)
-		st_shape[k] = b->outputs[k]->shape;
-	for (int k = 0; k < X->ny; k++)
-		y_shape[k] = b->outputs[X->nst + k]->shape;
+	return 0;
+}
+
+/* Every per-step input and initial state 2-D outside the loop (the body's
+ * are made so by canon_body). */
+static int canon_outer_inputs(lx *X)
+{
+	ir_graph *b = X->b;
 	for (int k = 0; k < X->nseq; k++) {
 		ir_value *v = X->seq_outer[k];
 		ir_shape c = input2(X, k);
@@ -447,12 +456,15 @@ static int build(lx *X)
 				return 1;
 		}
 	}
-	if (canon_body(X))
-		return 1;
-	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_VALUES | IR_DEAD_VALUES_ONLY);
-	/* the recurrence has one batch size: every per-step input and output has
-	 * as many rows as the first per-step input; zeros standing in for a
-	 * sequence input take the rows of the first per-step output */
+	return 0;
+}
+
+/* The recurrence has one batch size: every per-step input and output has
+ * as many rows as the first per-step input; zeros standing in for a
+ * sequence input take the rows of the first per-step output. */
+static int check_batch_rows(lx *X, ir_node *pad)
+{
+	ir_graph *b = X->b, *g = X->g;
 	for (int k = 0; pad && k < X->ny; k++) {
 		ir_value *y = b->outputs[X->nst + k];
 		if (!X->y_final[k] || ir_dim_eq(y->shape.d[0], b->inputs[0]->shape.d[0]))
@@ -475,7 +487,13 @@ static int build(lx *X)
 				    ir_dim_str(X->A, ir_root(g), v->shape.d[0]), b->inputs[0]->name,
 				    ir_dim_str(X->A, ir_root(g), rows));
 	}
+	return 0;
+}
 
+/* The RECURRENCE node, pushed to the replacement nodes. */
+static ir_node *push_recurrence(lx *X)
+{
+	ir_graph *b = X->b, *g = X->g;
 	ir_node *r = ir_build_node(&X->bld, g, OP_RECURRENCE, X->nseq + X->nst, NULL, X->nst + X->ny);
 	r->name = ir_unique_name(g, "Recurrence");
 	r->op_type = X->n->op_type;
@@ -496,6 +514,14 @@ static int build(lx *X)
 	ir_attr_set_int(r, "has_lens", 0);
 	ir_attr_set_int(r, "has_step", X->step != NULL);
 	push(X, r);
+	return r;
+}
+
+/* The final states: the recurrence's outputs, reshaped back to their natural
+ * shapes st_shape and given their batch axis back where the loop needs it. */
+static void finish_states(lx *X, ir_node *r, const ir_shape *st_shape)
+{
+	ir_graph *b = X->b, *g = X->g;
 	for (int k = 0; k < X->nst; k++) {
 		ir_value *fin = X->st_final[k];
 		ir_value *bo = b->outputs[k];
@@ -525,6 +551,13 @@ static int build(lx *X)
 			post(X, nd, fin);
 		}
 	}
+}
+
+/* The stacked outputs: reshaped back to [T, natural shape y_shape], reversed,
+ * their time axis moved and their batch axis given back as the loop needs. */
+static int finish_outputs(lx *X, ir_node *r, const ir_shape *y_shape)
+{
+	ir_graph *b = X->b, *g = X->g;
 	for (int k = 0; k < X->ny; k++) {
 		ir_value *fin = X->y_final[k];
 		ir_value *bo = b->outputs[X->nst + k];
@@ -579,6 +612,28 @@ static int build(lx *X)
 		}
 	}
 	return 0;
+}
+
+static int build(lx *X)
+{
+	ir_graph *b = X->b;
+	ir_node *pad;
+	if (pad_missing_io(X, &pad) || set_body_io(X))
+		return 1;
+	/* natural shapes, before canon_body changes them */
+	ir_shape st_shape[MAXIO], y_shape[MAXIO];
+	for (int k = 0; k < X->nst; k++)
+		st_shape[k] = b->outputs[k]->shape;
+	for (int k = 0; k < X->ny; k++)
+		y_shape[k] = b->outputs[X->nst + k]->shape;
+	if (canon_outer_inputs(X) || canon_body(X))
+		return 1;
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_VALUES | IR_DEAD_VALUES_ONLY);
+	if (check_batch_rows(X, pad))
+		return 1;
+	ir_node *r = push_recurrence(X);
+	finish_states(X, r, st_shape);
+	return finish_outputs(X, r, y_shape);
 }
 
 /* Checks that each carried value keeps its dtype and shape. */
@@ -1009,6 +1064,106 @@ static int map_iter(lx *X, ir_value *it)
 	return 0;
 }
 
+/* The trip count M: a compile-time constant of at least 1 (or a dimension of
+ * an input); the initial condition, if any, constant true. */
+static int loop_trip_count(lx *X, ir_value *M, ir_value *cond)
+{
+	if (!M)
+		return fail(X, "has no trip count M; cellc compiles loops that run a number of iterations known "
+			    "at compile time (or a dimension of an input)");
+	if (!infer_is_const(M) || ir_shape_const_numel(&M->shape) != 1)
+		return fail(X, "trip count M ('%s') is not a compile-time constant; cellc needs a constant or a "
+			    "dimension of an input (such as Shape(x)[0]); a graph input can be bound with "
+			    "--bind %s=FILE.pb", M->name, M->name);
+	X->T = infer_elem_dim(M, 0);
+	if (infer_mono_is_const(X->T) && X->T.k < 1)
+		return fail(X, "trip count M is %lld; cellc compiles loops that run at least once", (long long)X->T.k);
+	if (X->T.k < 1)
+		return fail(X, "trip count M is %s, which is not a dimension size",
+			    infer_mono_str(X->A, ir_root(X->g), X->T));
+	if (cond) {
+		if (!infer_is_const(cond) || !cond->data || ir_shape_const_numel(&cond->shape) != 1)
+			return fail(X, "Loop with a data-dependent condition: the initial condition '%s' is not a "
+				    "compile-time constant (bind it with --bind %s=FILE.pb if it is a graph input)",
+				    cond->name, cond->name);
+		if (!infer_elem_int(cond, 0))
+			return fail(X, "initial condition is false: the loop never runs, which cellc does not compile");
+	}
+	return 0;
+}
+
+/* The body's inputs: the iteration number it, the condition (always true),
+ * the carried values; a carried sequence (SequenceEmpty, extended by
+ * SequenceInsert) is an accumulation: acc[k], of the per-step values acc_y[k]. */
+static int loop_body_inputs(lx *X, int N, ir_value *it, int *acc, ir_value **acc_y)
+{
+	ir_node *n = X->n;
+	ir_graph *b = X->b;
+	ir_value *cin = b->inputs[1];
+	it->dtype = DT_I64;
+	it->shape.rank = 0;
+	uint8_t one = 1;
+	ir_shape scalar = {.rank = 0};
+	ir_value *yes = ir_const_new(b, ir_unique_name(b, "true"), DT_BOOL, &scalar, &one);
+	ir_replace_uses(b, cin, yes, NULL, IR_USES_OUTPUTS);
+	for (int k = 0; k < N; k++) {
+		ir_value *init = n->in[2 + k], *in = b->inputs[2 + k], *out = b->outputs[1 + k];
+		ir_node *pe = producer_outer(init);
+		if (!init)
+			return fail(X, "carried value %d has no initial value", k);
+		if (pe && pe->op == OP_SEQEMPTY) {
+			ir_node *ins = producer_in(b, out), *only = NULL;
+			if (!ins || ins->op != OP_SEQINSERT || ins->in[0] != in || (ins->nin > 2 && ins->in[2]) ||
+			    body_uses(b, in, &only) != 1) {
+				return fail(X, "carried sequence '%s' is not an accumulation (SequenceInsert(%s, y) "
+					    "at the end, nothing else reading it); cellc supports sequences only in "
+					    "that form", in->name, in->name);
+			}
+			acc[k] = 1;
+			acc_y[k] = ins->in[1];
+			b->outputs[1 + k] = ins->in[1];
+			continue;
+		}
+		in->dtype = init->dtype;
+		in->shape = init->shape;
+	}
+	return 0;
+}
+
+/* The recurrence's states (the carried values but accumulations) and stacked
+ * outputs (the scan outputs, then the accumulations: stacked[k], the
+ * accumulation's tensor that its readers read after the loop). */
+static int loop_states_and_outputs(lx *X, int N, int K, const int *acc, ir_value *const *acc_y,
+				   ir_value **stacked)
+{
+	ir_node *n = X->n;
+	ir_graph *b = X->b;
+	for (int k = 0; k < N; k++) {
+		if (acc[k])
+			continue;
+		X->st_init[X->nst] = n->in[2 + k];
+		X->st_in[X->nst] = b->inputs[2 + k];
+		X->st_out[X->nst] = b->outputs[1 + k];
+		X->st_final[X->nst] = k < n->nout ? n->out[k] : NULL;
+		X->nst++;
+	}
+	if (check_states(X))
+		return 1;
+	for (int k = 0; k < K; k++) {
+		X->y_body[X->ny] = b->outputs[1 + N + k];
+		X->y_final[X->ny++] = N + k < n->nout ? n->out[N + k] : NULL;
+	}
+	for (int k = 0; k < N; k++) {
+		if (!acc[k])
+			continue;
+		ir_value *S = k < n->nout ? n->out[k] : NULL;
+		X->y_body[X->ny] = acc_y[k];
+		X->y_final[X->ny] = S ? temp(X, X->g, DT_F32) : NULL;
+		stacked[k] = X->y_final[X->ny++];
+	}
+	return 0;
+}
+
 static ir_node **expand_loop(lx *X, int *count)
 {
 	ir_node *n = X->n;
@@ -1025,74 +1180,13 @@ static ir_node **expand_loop(lx *X, int *count)
 		fail(X, "has more than %d carried values and outputs", MAXIO);
 		return NULL;
 	}
-	/* the trip count */
-	if (!M) {
-		fail(X, "has no trip count M; cellc compiles loops that run a number of iterations known "
-		     "at compile time (or a dimension of an input)");
+	if (loop_trip_count(X, M, cond))
 		return NULL;
-	}
-	if (!infer_is_const(M) || ir_shape_const_numel(&M->shape) != 1) {
-		fail(X, "trip count M ('%s') is not a compile-time constant; cellc needs a constant or a "
-		     "dimension of an input (such as Shape(x)[0]); a graph input can be bound with "
-		     "--bind %s=FILE.pb", M->name, M->name);
-		return NULL;
-	}
-	X->T = infer_elem_dim(M, 0);
-	if (infer_mono_is_const(X->T) && X->T.k < 1) {
-		fail(X, "trip count M is %lld; cellc compiles loops that run at least once", (long long)X->T.k);
-		return NULL;
-	}
-	if (X->T.k < 1) {
-		fail(X, "trip count M is %s, which is not a dimension size",
-		     infer_mono_str(X->A, ir_root(X->g), X->T));
-		return NULL;
-	}
-	if (cond) {
-		if (!infer_is_const(cond) || !cond->data || ir_shape_const_numel(&cond->shape) != 1) {
-			fail(X, "Loop with a data-dependent condition: the initial condition '%s' is not a "
-			     "compile-time constant (bind it with --bind %s=FILE.pb if it is a graph input)",
-			     cond->name, cond->name);
-			return NULL;
-		}
-		if (!infer_elem_int(cond, 0)) {
-			fail(X, "initial condition is false: the loop never runs, which cellc does not compile");
-			return NULL;
-		}
-	}
-	/* body inputs: the iteration number, the condition (always true), states */
-	ir_value *it = b->inputs[0], *cin = b->inputs[1];
-	it->dtype = DT_I64;
-	it->shape.rank = 0;
-	uint8_t one = 1;
-	ir_shape scalar = {.rank = 0};
-	ir_value *yes = ir_const_new(b, ir_unique_name(b, "true"), DT_BOOL, &scalar, &one);
-	ir_replace_uses(b, cin, yes, NULL, IR_USES_OUTPUTS);
+	ir_value *it = b->inputs[0];
 	int acc[MAXIO] = {0};
 	ir_value *acc_y[MAXIO];
-	for (int k = 0; k < N; k++) {
-		ir_value *init = n->in[2 + k], *in = b->inputs[2 + k], *out = b->outputs[1 + k];
-		ir_node *pe = producer_outer(init);
-		if (!init) {
-			fail(X, "carried value %d has no initial value", k);
-			return NULL;
-		}
-		if (pe && pe->op == OP_SEQEMPTY) {
-			ir_node *ins = producer_in(b, out), *only = NULL;
-			if (!ins || ins->op != OP_SEQINSERT || ins->in[0] != in || (ins->nin > 2 && ins->in[2]) ||
-			    body_uses(b, in, &only) != 1) {
-				fail(X, "carried sequence '%s' is not an accumulation (SequenceInsert(%s, y) at the "
-				     "end, nothing else reading it); cellc supports sequences only in that form",
-				     in->name, in->name);
-				return NULL;
-			}
-			acc[k] = 1;
-			acc_y[k] = ins->in[1];
-			b->outputs[1 + k] = ins->in[1];
-			continue;
-		}
-		in->dtype = init->dtype;
-		in->shape = init->shape;
-	}
+	if (loop_body_inputs(X, N, it, acc, acc_y))
+		return NULL;
 	/* before inference: x[t:t+1] has no constant shape parameters */
 	split_reads(X);
 	if (map_iter(X, it))
@@ -1115,30 +1209,9 @@ static ir_node **expand_loop(lx *X, int *count)
 		     "constant true; cellc compiles loops that run all M iterations", cout->name);
 		return NULL;
 	}
-	for (int k = 0; k < N; k++) {
-		if (acc[k])
-			continue;
-		X->st_init[X->nst] = n->in[2 + k];
-		X->st_in[X->nst] = b->inputs[2 + k];
-		X->st_out[X->nst] = b->outputs[1 + k];
-		X->st_final[X->nst] = k < n->nout ? n->out[k] : NULL;
-		X->nst++;
-	}
-	if (check_states(X))
-		return NULL;
-	for (int k = 0; k < K; k++) {
-		X->y_body[X->ny] = b->outputs[1 + N + k];
-		X->y_final[X->ny++] = N + k < n->nout ? n->out[N + k] : NULL;
-	}
 	ir_value *stacked[MAXIO] = {0};
-	for (int k = 0; k < N; k++) {
-		if (!acc[k])
-			continue;
-		ir_value *S = k < n->nout ? n->out[k] : NULL;
-		X->y_body[X->ny] = acc_y[k];
-		X->y_final[X->ny] = S ? temp(X, X->g, DT_F32) : NULL;
-		stacked[k] = X->y_final[X->ny++];
-	}
+	if (loop_states_and_outputs(X, N, K, acc, acc_y, stacked))
+		return NULL;
 	nlist post = {.g = X->g};
 	if (int_states(X, &post) || build(X))
 		return NULL;
@@ -1159,6 +1232,94 @@ static ir_node **expand_loop(lx *X, int *count)
 }
 
 /* ---- Scan ------------------------------------------------------------------------- */
+
+/* Scan-8: batch axis 0 everywhere, compiled for batch 1 (the body sees one
+ * batch entry): the inputs' batch axis squeezed away. */
+static int scan_squeeze_batch(lx *X, ir_value **ins)
+{
+	ir_node *n = X->n;
+	for (int k = 0; k < n->nin; k++) {
+		ir_value *v = ins[k];
+		if (v->shape.rank < 1 || !ir_dim_is_const(v->shape.d[0]) || v->shape.d[0].k != 1)
+			return fail(X, "Scan-8 input '%s' has shape %s; cellc compiles Scan-8 with batch size 1",
+				    v->name, shp(X, &v->shape));
+		int64_t zero = 0;
+		ir_node *nd = ir_build_node(&X->bld, X->g, OP_SQUEEZE, 2, NULL, 1);
+		nd->in[0] = v;
+		nd->in[1] = ints_const(X->g, 1, &zero);
+		if (!(ins[k] = pre(X, nd)))
+			return 1;
+	}
+	X->unbatch = 1;
+	return 0;
+}
+
+/* The scanned inputs: time moved to axis 0, reversed where their direction
+ * is not the first's, their lengths the same; the body's per-step inputs. */
+static int scan_inputs(lx *X, ir_value *const *ins, int N, int64_t M, const ir_attr *ia, const ir_attr *iax)
+{
+	ir_graph *b = X->b;
+	int dir0 = ia ? (int)ia->ints[0] : 0;
+	X->reverse = dir0 != 0;
+	for (int k = 0; k < M; k++) {
+		ir_value *x = ins[N + k];
+		int r = x->shape.rank;
+		int64_t ax = iax ? iax->ints[k] : 0, dir = ia ? ia->ints[k] : 0;
+		if (ax < -r || ax >= r || (dir != 0 && dir != 1))
+			return fail(X, "scan input %d ('%s', %s): axis %lld or direction %lld is out of range",
+				    k, x->name, shp(X, &x->shape), (long long)ax, (long long)dir);
+		if (ax < 0)
+			ax += r;
+		if (ax != 0) {
+			int64_t perm[IR_MAX_RANK];
+			move_perm(r, (int)ax, 0, perm);
+			if (!(x = pre_transpose(X, x, perm)))
+				return 1;
+		}
+		if (dir != dir0) {
+			ir_node *nd = reverse_node(X, x);
+			if (!(x = pre(X, nd)))
+				return 1;
+		}
+		if (k == 0)
+			X->T = x->shape.d[0];
+		else if (!ir_dim_eq(X->T, x->shape.d[0]))
+			return fail(X, "scan inputs have different lengths (%s and %s)",
+				    ir_dim_str(X->A, ir_root(X->g), X->T),
+				    ir_dim_str(X->A, ir_root(X->g), x->shape.d[0]));
+		ir_value *bv = b->inputs[N + k];
+		bv->dtype = x->dtype;
+		bv->shape.rank = r - 1;
+		for (int i = 1; i < r; i++)
+			bv->shape.d[i - 1] = x->shape.d[i];
+		X->seq_outer[X->nseq] = x;
+		X->seq_body[X->nseq++] = bv;
+	}
+	if (ir_dim_is_const(X->T) && X->T.k < 1)
+		return fail(X, "scans a sequence of length 0, which cellc does not compile");
+	return 0;
+}
+
+/* The scan outputs: stacked outputs, with their time axes and directions. */
+static int scan_outputs(lx *X, int N, int K, const ir_attr *oa, const ir_attr *oax)
+{
+	ir_node *n = X->n;
+	ir_graph *b = X->b;
+	for (int k = 0; k < K; k++) {
+		ir_value *y = b->outputs[N + k];
+		int r = y->shape.rank + 1;
+		int64_t ax = oax ? oax->ints[k] : 0, dir = oa ? oa->ints[k] : 0;
+		if (ax < -r || ax >= r || (dir != 0 && dir != 1))
+			return fail(X, "scan output %d: axis %lld or direction %lld is out of range", k, (long long)ax,
+				    (long long)dir);
+		X->y_body[k] = y;
+		X->y_final[k] = N + k < n->nout ? n->out[N + k] : NULL;
+		X->y_axis[k] = (int)(ax < 0 ? ax + r : ax);
+		X->y_rev[k] = (dir != 0) != X->reverse;
+	}
+	X->ny = K;
+	return 0;
+}
 
 static ir_node **expand_scan(lx *X, int *count)
 {
@@ -1198,68 +1359,10 @@ static ir_node **expand_scan(lx *X, int *count)
 			return NULL;
 		}
 	}
-	if (v8) {
-		/* batch axis 0 everywhere: compiled for batch 1 (the body sees one
-		 * batch entry) */
-		for (int k = 0; k < n->nin; k++) {
-			ir_value *v = ins[k];
-			if (v->shape.rank < 1 || !ir_dim_is_const(v->shape.d[0]) || v->shape.d[0].k != 1) {
-				fail(X, "Scan-8 input '%s' has shape %s; cellc compiles Scan-8 with batch size 1",
-				     v->name, shp(X, &v->shape));
-				return NULL;
-			}
-			int64_t zero = 0;
-			ir_node *nd = ir_build_node(&X->bld, X->g, OP_SQUEEZE, 2, NULL, 1);
-			nd->in[0] = v;
-			nd->in[1] = ints_const(X->g, 1, &zero);
-			if (!(ins[k] = pre(X, nd)))
-				return NULL;
-		}
-		X->unbatch = 1;
-	}
-	int dir0 = ia ? (int)ia->ints[0] : 0;
-	X->reverse = dir0 != 0;
-	for (int k = 0; k < M; k++) {
-		ir_value *x = ins[N + k];
-		int r = x->shape.rank;
-		int64_t ax = iax ? iax->ints[k] : 0, dir = ia ? ia->ints[k] : 0;
-		if (ax < -r || ax >= r || (dir != 0 && dir != 1)) {
-			fail(X, "scan input %d ('%s', %s): axis %lld or direction %lld is out of range", k, x->name,
-			     shp(X, &x->shape), (long long)ax, (long long)dir);
-			return NULL;
-		}
-		if (ax < 0)
-			ax += r;
-		if (ax != 0) {
-			int64_t perm[IR_MAX_RANK];
-			move_perm(r, (int)ax, 0, perm);
-			if (!(x = pre_transpose(X, x, perm)))
-				return NULL;
-		}
-		if (dir != dir0) {
-			ir_node *nd = reverse_node(X, x);
-			if (!(x = pre(X, nd)))
-				return NULL;
-		}
-		if (k == 0)
-			X->T = x->shape.d[0];
-		else if (!ir_dim_eq(X->T, x->shape.d[0])) {
-			fail(X, "scan inputs have different lengths (%s and %s)",
-			     ir_dim_str(X->A, ir_root(X->g), X->T), ir_dim_str(X->A, ir_root(X->g), x->shape.d[0]));
-			return NULL;
-		}
-		ir_value *bv = b->inputs[N + k];
-		bv->dtype = x->dtype;
-		bv->shape.rank = r - 1;
-		for (int i = 1; i < r; i++)
-			bv->shape.d[i - 1] = x->shape.d[i];
-		X->seq_outer[X->nseq] = x;
-		X->seq_body[X->nseq++] = bv;
-	}
-	if (ir_dim_is_const(X->T) && X->T.k < 1) {
-		fail(X, "scans a sequence of length 0, which cellc does not compile");
+	if (v8 && scan_squeeze_batch(X, ins))
 		return NULL;
-	}
+	if (scan_inputs(X, ins, N, M, ia, iax))
+		return NULL;
 	for (int k = 0; k < N; k++) {
 		ir_value *in = b->inputs[k];
 		in->dtype = ins[k]->dtype;
@@ -1276,22 +1379,7 @@ static ir_node **expand_scan(lx *X, int *count)
 	X->nst = N;
 	if (check_states(X))
 		return NULL;
-	for (int k = 0; k < K; k++) {
-		ir_value *y = b->outputs[N + k];
-		int r = y->shape.rank + 1;
-		int64_t ax = oax ? oax->ints[k] : 0, dir = oa ? oa->ints[k] : 0;
-		if (ax < -r || ax >= r || (dir != 0 && dir != 1)) {
-			fail(X, "scan output %d: axis %lld or direction %lld is out of range", k, (long long)ax,
-			     (long long)dir);
-			return NULL;
-		}
-		X->y_body[k] = y;
-		X->y_final[k] = N + k < n->nout ? n->out[N + k] : NULL;
-		X->y_axis[k] = (int)(ax < 0 ? ax + r : ax);
-		X->y_rev[k] = (dir != 0) != X->reverse;
-	}
-	X->ny = K;
-	if (build(X))
+	if (scan_outputs(X, N, K, oa, oax) || build(X))
 		return NULL;
 	*count = X->nrep;
 	return X->rep;

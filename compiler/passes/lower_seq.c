@@ -646,12 +646,79 @@ static void len_readers(ir_graph *h, const ir_value *S, ir_value *len)
 	}
 }
 
+/* The chunk sizes of a split of an axis of constant length len: chunks of
+ * the scalar split (1 without one), or the 1-D split's sizes; their count, or
+ * -1 after an error. */
+static int64_t split_sizes(ir_graph *g, ir_node *n, diag *D, const ir_value *sp, int64_t len, int axis,
+			   const ir_value *x, int64_t **sizes_out)
+{
+	int64_t cnt = 0, c;
+	int64_t *sizes;
+	if (!sp || sp->shape.rank == 0) {
+		c = sp ? infer_elem_int(sp, 0) : 1;
+		if (c < 1) {
+			diag_node(D, n, "split %lld is not positive", (long long)c);
+			return -1;
+		}
+		cnt = (len + c - 1) / c;
+		sizes = arena_array(g->A, (size_t)cnt + 1, sizeof *sizes);
+		for (int64_t i = 0; i < cnt; i++)
+			sizes[i] = i * c + c <= len ? c : len - i * c;
+	} else {
+		cnt = ir_shape_const_numel(&sp->shape);
+		sizes = arena_array(g->A, (size_t)cnt + 1, sizeof *sizes);
+		int64_t sum = 0;
+		for (int64_t i = 0; i < cnt; i++) {
+			sizes[i] = infer_elem_int(sp, i);
+			if (sizes[i] < 0) {
+				diag_node(D, n, "split size %lld is negative", (long long)sizes[i]);
+				return -1;
+			}
+			sum += sizes[i];
+		}
+		if (sum != len) {
+			diag_node(D, n, "split sizes add up to %lld; axis %d of '%s' has %lld", (long long)sum, axis,
+				  x->name, (long long)len);
+			return -1;
+		}
+	}
+	*sizes_out = sizes;
+	return cnt;
+}
+
+/* The slices of x along axis, of the given sizes (squeezed: a Gather of each
+ * index), appended to l. */
+static ir_value **split_slices(ir_graph *g, ir_node *n, rlist *l, ir_value *x, int axis, int squeeze,
+			       const int64_t *sizes, int64_t cnt)
+{
+	ir_build B = like(n);
+	ir_value **e = arena_array(g->A, (size_t)cnt + 1, sizeof *e);
+	int64_t at = 0;
+	for (int64_t i = 0; i < cnt; i++) {
+		ir_node *s = ir_build_node(&B, g, squeeze ? OP_GATHER : OP_SLICE, squeeze ? 2 : 4, NULL, 1);
+		s->in[0] = x;
+		if (squeeze) {
+			ir_shape scalar = {.rank = 0};
+			s->in[1] = ir_const_new(g, ir_unique_name(g, "at"), DT_I64, &scalar, &at);
+			ir_attr_set_int(s, "axis", axis);
+		} else {
+			int64_t st = at, en = at + sizes[i], a = axis;
+			s->in[1] = ir_const_i64(g, ir_unique_name(g, "starts"), 1, &st);
+			s->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
+			s->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &a);
+		}
+		e[i] = ir_build_out(&B, s, 0, x->dtype);
+		rl_push(g->A, l, s);
+		at += sizes[i];
+	}
+	return e;
+}
+
 /* SplitToSequence: a view of x (above) when it makes one slice per index
  * and only SequenceAt/SequenceLength read it; otherwise, for an axis of
  * constant length and constant split sizes, the list of its slices. */
 static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
-	ir_build B = like(n);
 	ir_value *x = n->in[0], *sp = n->nin > 1 ? n->in[1] : NULL, *S = n->out[0];
 	int r = x->shape.rank, axis, keep;
 	int64_t ax = ir_attr_int(n, "axis", 0);
@@ -699,41 +766,15 @@ static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 		return -1;
 	}
 	/* chunk sizes */
-	int64_t len = L.k, cnt = 0, c;
+	int64_t len = L.k, cnt;
 	int64_t *sizes;
 	if (sp && !(infer_is_const(sp) && sp->data)) {
 		diag_node(D, n, "split '%s' is not a compile-time constant; cellc resolves a sequence read by %s at "
 			  "compile time", sp->name, who);
 		return -1;
 	}
-	if (!sp || sp->shape.rank == 0) {
-		c = sp ? infer_elem_int(sp, 0) : 1;
-		if (c < 1) {
-			diag_node(D, n, "split %lld is not positive", (long long)c);
-			return -1;
-		}
-		cnt = (len + c - 1) / c;
-		sizes = arena_array(g->A, (size_t)cnt + 1, sizeof *sizes);
-		for (int64_t i = 0; i < cnt; i++)
-			sizes[i] = i * c + c <= len ? c : len - i * c;
-	} else {
-		cnt = ir_shape_const_numel(&sp->shape);
-		sizes = arena_array(g->A, (size_t)cnt + 1, sizeof *sizes);
-		int64_t sum = 0;
-		for (int64_t i = 0; i < cnt; i++) {
-			sizes[i] = infer_elem_int(sp, i);
-			if (sizes[i] < 0) {
-				diag_node(D, n, "split size %lld is negative", (long long)sizes[i]);
-				return -1;
-			}
-			sum += sizes[i];
-		}
-		if (sum != len) {
-			diag_node(D, n, "split sizes add up to %lld; axis %d of '%s' has %lld", (long long)sum, axis,
-				  x->name, (long long)len);
-			return -1;
-		}
-	}
+	if ((cnt = split_sizes(g, n, D, sp, len, axis, x, &sizes)) < 0)
+		return -1;
 	if (!unroll_charge(g, n, D, cnt / 64 + 1, "splitting into a sequence that long"))
 		return -1;
 	int squeeze = (!sp || sp->shape.rank == 0) && !ir_attr_int(n, "keepdims", 1);
@@ -742,25 +783,7 @@ static int split_seq(ir_graph *g, ir_node *n, diag *D, rlist *l)
 			  axis);
 		return -1;
 	}
-	ir_value **e = arena_array(g->A, (size_t)cnt + 1, sizeof *e);
-	int64_t at = 0;
-	for (int64_t i = 0; i < cnt; i++) {
-		ir_node *s = ir_build_node(&B, g, squeeze ? OP_GATHER : OP_SLICE, squeeze ? 2 : 4, NULL, 1);
-		s->in[0] = x;
-		if (squeeze) {
-			ir_shape scalar = {.rank = 0};
-			s->in[1] = ir_const_new(g, ir_unique_name(g, "at"), DT_I64, &scalar, &at);
-			ir_attr_set_int(s, "axis", axis);
-		} else {
-			int64_t st = at, en = at + sizes[i], a = axis;
-			s->in[1] = ir_const_i64(g, ir_unique_name(g, "starts"), 1, &st);
-			s->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
-			s->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &a);
-		}
-		e[i] = ir_build_out(&B, s, 0, x->dtype);
-		rl_push(g->A, l, s);
-		at += sizes[i];
-	}
+	ir_value **e = split_slices(g, n, l, x, axis, squeeze, sizes, cnt);
 	set_list(S, IR_SEQ, (int)cnt, e, x->dtype);
 	return 0;
 }
@@ -838,6 +861,155 @@ int seq_claims(const ir_node *n)
 	return is_handled(n->op) || node_reads_resolved(n);
 }
 
+/* Not of a constant bool: folded. */
+static int fold_not(ir_graph *g, ir_node *n, diag *D, ir_value *S, ir_value *o)
+{
+	if (!S || S->dtype != DT_BOOL || !ir_value_is_const(S) || !S->data) {
+		diag_node(D, n, "Not of '%s', which is not a compile-time constant bool; cellc evaluates "
+			  "Not only at compile time (in conditions of If and Loop)", S ? S->name : "?");
+		return -1;
+	}
+	if (o) {
+		int64_t cnt = ir_shape_const_numel(&S->shape);
+		uint8_t *d = arena_alloc(g->A, (size_t)(cnt ? cnt : 1));
+		for (int64_t i = 0; i < cnt; i++)
+			d[i] = !((const uint8_t *)S->data)[i];
+		make_const(g, o, DT_BOOL, &S->shape, d);
+	}
+	return 0;
+}
+
+/* SequenceConstruct: the list of its inputs. */
+static int seq_construct(ir_graph *g, ir_node *n, diag *D, ir_value *o)
+{
+	ir_value **e = arena_array(g->A, (size_t)n->nin, sizeof *e);
+	for (int k = 0; k < n->nin; k++) {
+		if (n->in[k]->seq != IR_TENSOR || n->in[k]->dtype != n->in[0]->dtype) {
+			diag_node(D, n, "input %d ('%s') is not a tensor of the first input's type", k,
+				  n->in[k]->name);
+			return -1;
+		}
+		e[k] = n->in[k];
+	}
+	set_list(o, IR_SEQ, n->nin, e, n->in[0]->dtype);
+	return 0;
+}
+
+/* SequenceInsert: the list with the tensor inserted (at the end by default). */
+static int seq_insert(ir_graph *g, ir_node *n, diag *D, ir_value *S, ir_value *o)
+{
+	int64_t pos;
+	ir_value *t = n->in[1];
+	if (!is_resolved(S) || S->seq != IR_SEQ || t->seq != IR_TENSOR) {
+		diag_node(D, n, "SequenceInsert wants a sequence and a tensor");
+		return -1;
+	}
+	pos = S->nelem;
+	if (n->nin > 2 && n->in[2] && seq_pos(n, D, S, n->in[2], 1, &pos))
+		return -1;
+	if (S->nelem && t->dtype != S->elem[0]->dtype) {
+		diag_node(D, n, "inserts a %s tensor into a sequence of %s", ir_dtype_name(t->dtype),
+			  ir_dtype_name(S->elem[0]->dtype));
+		return -1;
+	}
+	if (!unroll_charge(g, n, D, (S->nelem + 1) / 64, "inserting into a sequence that long"))
+		return -1;
+	ir_value **e = arena_array(g->A, (size_t)S->nelem + 1, sizeof *e);
+	for (int i = 0, j = 0; i <= S->nelem; i++)
+		e[i] = i == pos ? t : S->elem[j++];
+	set_list(o, IR_SEQ, S->nelem + 1, e, t->dtype);
+	return 0;
+}
+
+/* SequenceErase: the list without one element (the last by default). */
+static int seq_erase(ir_graph *g, ir_node *n, diag *D, ir_value *S, ir_value *o)
+{
+	int64_t pos;
+	if (!is_resolved(S) || S->seq != IR_SEQ) {
+		diag_node(D, n, "input '%s' is not a sequence", S ? S->name : "?");
+		return -1;
+	}
+	if (S->nelem == 0) {
+		diag_node(D, n, "SequenceErase of an empty sequence");
+		return -1;
+	}
+	pos = S->nelem - 1;
+	if (n->nin > 1 && n->in[1] && seq_pos(n, D, S, n->in[1], 0, &pos))
+		return -1;
+	if (!unroll_charge(g, n, D, S->nelem / 64, "erasing from a sequence that long"))
+		return -1;
+	ir_value **e = arena_array(g->A, (size_t)S->nelem, sizeof *e);
+	for (int i = 0, j = 0; i < S->nelem; i++)
+		if (i != pos)
+			e[j++] = S->elem[i];
+	set_list(o, IR_SEQ, S->nelem - 1, e, S->dtype);
+	return 0;
+}
+
+/* One node of the sequence operators, If, SequenceMap and the optionals, its
+ * operands resolved: its result resolved, or nodes appended to l that
+ * replace it. One case per operator. */
+static int seq_rewrite(ir_graph *g, ir_node *n, diag *D, rlist *l, ir_value *S, ir_value *o)
+{
+	int64_t pos, v;
+	ir_shape scalar = {.rank = 0};
+	switch (n->op) {
+	case OP_IF:
+		return inline_if(g, n, D, l) ? -1 : 0;
+	case OP_SEQMAP:
+		return map_seq(g, n, D, l) ? -1 : 0;
+	case OP_NOT:
+		return fold_not(g, n, D, S, o) ? -1 : 0;
+	case OP_SEQCONSTRUCT:
+		return seq_construct(g, n, D, o) ? -1 : 0;
+	case OP_SEQINSERT:
+		return seq_insert(g, n, D, S, o) ? -1 : 0;
+	case OP_SEQERASE:
+		return seq_erase(g, n, D, S, o) ? -1 : 0;
+	case OP_SEQAT:
+		if (seq_pos(n, D, S, n->in[1], 0, &pos))
+			return -1;
+		n->op = OP_IDENTITY;
+		n->nin = 1;
+		n->in[0] = S->elem[pos];
+		rl_push(g->A, l, n);
+		break;
+	case OP_SEQLEN:
+		v = S->nelem;
+		make_const(g, o, DT_I64, &scalar, &v);
+		break;
+	case OP_SEQCONCAT:
+		return concat_seq(g, n, D, l, S) ? -1 : 0;
+	case OP_OPTIONAL:
+		if (S) {
+			ir_value **e = arena_array(g->A, 1, sizeof *e);
+			e[0] = S;
+			set_list(o, IR_OPT, 1, e, S->dtype);
+		} else {
+			set_list(o, IR_OPT, 0, NULL, DT_F32);
+		}
+		break;
+	case OP_OPTHAS: {
+		uint8_t has = S && (S->seq != IR_OPT || S->nelem > 0);
+		make_const(g, o, DT_BOOL, &scalar, &has);
+		break;
+	}
+	case OP_OPTGET:
+		if (S->seq == IR_OPT && S->nelem == 0) {
+			diag_node(D, n, "OptionalGetElement of '%s', which is empty", S->name);
+			return -1;
+		}
+		bind_result(g, l, n, o, S->seq == IR_OPT ? S->elem[0] : S);
+		break;
+	case OP_IDENTITY:
+		copy_resolution(o, S);
+		break;
+	default:
+		UNREACHABLE();
+	}
+	return 0;
+}
+
 int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 {
 	int reads_seq = node_reads_resolved(n), unresolved = 0;
@@ -903,130 +1075,8 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count)
 		diag_node(D, n, "input '%s' is not a sequence", S->name);
 		return -1;
 	}
-	int64_t pos, v;
-	ir_shape scalar = {.rank = 0};
-	switch (n->op) {
-	case OP_IF:
-		if (inline_if(g, n, D, &l))
-			return -1;
-		break;
-	case OP_SEQMAP:
-		if (map_seq(g, n, D, &l))
-			return -1;
-		break;
-	case OP_NOT:
-		if (!S || S->dtype != DT_BOOL || !ir_value_is_const(S) || !S->data) {
-			diag_node(D, n, "Not of '%s', which is not a compile-time constant bool; cellc evaluates "
-				  "Not only at compile time (in conditions of If and Loop)", S ? S->name : "?");
-			return -1;
-		}
-		if (o) {
-			int64_t cnt = ir_shape_const_numel(&S->shape);
-			uint8_t *d = arena_alloc(g->A, (size_t)(cnt ? cnt : 1));
-			for (int64_t i = 0; i < cnt; i++)
-				d[i] = !((const uint8_t *)S->data)[i];
-			make_const(g, o, DT_BOOL, &S->shape, d);
-		}
-		break;
-	case OP_SEQCONSTRUCT: {
-		ir_value **e = arena_array(g->A, (size_t)n->nin, sizeof *e);
-		for (int k = 0; k < n->nin; k++) {
-			if (n->in[k]->seq != IR_TENSOR || n->in[k]->dtype != n->in[0]->dtype) {
-				diag_node(D, n, "input %d ('%s') is not a tensor of the first input's type", k,
-					  n->in[k]->name);
-				return -1;
-			}
-			e[k] = n->in[k];
-		}
-		set_list(o, IR_SEQ, n->nin, e, n->in[0]->dtype);
-		break;
-	}
-	case OP_SEQINSERT: {
-		ir_value *t = n->in[1];
-		if (!is_resolved(S) || S->seq != IR_SEQ || t->seq != IR_TENSOR) {
-			diag_node(D, n, "SequenceInsert wants a sequence and a tensor");
-			return -1;
-		}
-		pos = S->nelem;
-		if (n->nin > 2 && n->in[2] && seq_pos(n, D, S, n->in[2], 1, &pos))
-			return -1;
-		if (S->nelem && t->dtype != S->elem[0]->dtype) {
-			diag_node(D, n, "inserts a %s tensor into a sequence of %s", ir_dtype_name(t->dtype),
-				  ir_dtype_name(S->elem[0]->dtype));
-			return -1;
-		}
-		if (!unroll_charge(g, n, D, (S->nelem + 1) / 64, "inserting into a sequence that long"))
-			return -1;
-		ir_value **e = arena_array(g->A, (size_t)S->nelem + 1, sizeof *e);
-		for (int i = 0, j = 0; i <= S->nelem; i++)
-			e[i] = i == pos ? t : S->elem[j++];
-		set_list(o, IR_SEQ, S->nelem + 1, e, t->dtype);
-		break;
-	}
-	case OP_SEQERASE: {
-		if (!is_resolved(S) || S->seq != IR_SEQ) {
-			diag_node(D, n, "input '%s' is not a sequence", S ? S->name : "?");
-			return -1;
-		}
-		if (S->nelem == 0) {
-			diag_node(D, n, "SequenceErase of an empty sequence");
-			return -1;
-		}
-		pos = S->nelem - 1;
-		if (n->nin > 1 && n->in[1] && seq_pos(n, D, S, n->in[1], 0, &pos))
-			return -1;
-		if (!unroll_charge(g, n, D, S->nelem / 64, "erasing from a sequence that long"))
-			return -1;
-		ir_value **e = arena_array(g->A, (size_t)S->nelem, sizeof *e);
-		for (int i = 0, j = 0; i < S->nelem; i++)
-			if (i != pos)
-				e[j++] = S->elem[i];
-		set_list(o, IR_SEQ, S->nelem - 1, e, S->dtype);
-		break;
-	}
-	case OP_SEQAT:
-		if (seq_pos(n, D, S, n->in[1], 0, &pos))
-			return -1;
-		n->op = OP_IDENTITY;
-		n->nin = 1;
-		n->in[0] = S->elem[pos];
-		rl_push(g->A, &l, n);
-		break;
-	case OP_SEQLEN:
-		v = S->nelem;
-		make_const(g, o, DT_I64, &scalar, &v);
-		break;
-	case OP_SEQCONCAT:
-		if (concat_seq(g, n, D, &l, S))
-			return -1;
-		break;
-	case OP_OPTIONAL:
-		if (S) {
-			ir_value **e = arena_array(g->A, 1, sizeof *e);
-			e[0] = S;
-			set_list(o, IR_OPT, 1, e, S->dtype);
-		} else {
-			set_list(o, IR_OPT, 0, NULL, DT_F32);
-		}
-		break;
-	case OP_OPTHAS: {
-		uint8_t has = S && (S->seq != IR_OPT || S->nelem > 0);
-		make_const(g, o, DT_BOOL, &scalar, &has);
-		break;
-	}
-	case OP_OPTGET:
-		if (S->seq == IR_OPT && S->nelem == 0) {
-			diag_node(D, n, "OptionalGetElement of '%s', which is empty", S->name);
-			return -1;
-		}
-		bind_result(g, &l, n, o, S->seq == IR_OPT ? S->elem[0] : S);
-		break;
-	case OP_IDENTITY:
-		copy_resolution(o, S);
-		break;
-	default:
-		UNREACHABLE();
-	}
+	if (seq_rewrite(g, n, D, &l, S, o))
+		return -1;
 	*rep = l.v;
 	*count = l.n;
 	return 1;
@@ -1129,6 +1179,118 @@ static void record_unrolled(ir_graph *g, const ir_node *loop, ir_node **nodes, i
 			nodes[i]->unrolled = root->nunrolled;
 }
 
+/* The trip count of a Loop unrolled: a constant of at most ONNX_UNROLL_MAX
+ * (0 when the initial condition is false), within the unrolling budget. */
+static int unroll_trip_count(ir_graph *g, ir_node *n, diag *D, int K, int64_t *trip)
+{
+	ir_graph *b = n->body;
+	int64_t T = 0, c = 1;
+	if (!n->in[0] || !const_scalar(n->in[0], &T)) {
+		diag_node(D, n, "carries a sequence and has no constant trip count M; cellc unrolls such loops "
+			  "and needs M as a compile-time constant (a graph input can be bound with --bind)");
+		return -1;
+	}
+	if (n->in[1] && !const_scalar(n->in[1], &c)) {
+		diag_node(D, n, "Loop with a data-dependent condition: the initial condition '%s' is not a "
+			  "compile-time constant", n->in[1]->name);
+		return -1;
+	}
+	if (T > ONNX_UNROLL_MAX) {
+		diag_node(D, n, "carries or indexes sequences, which "
+			  "cellc compiles by unrolling the loop; it runs %lld iterations, more than the %d cellc "
+			  "unrolls", (long long)T, (int)ONNX_UNROLL_MAX);
+		return -1;
+	}
+	if (!c)
+		T = 0;
+	if (!unroll_charge(g, n, D, T * count_nodes(b), arena_printf(g->A, "unrolling %lld iterations of a "
+								  "body of %lld nodes", (long long)T,
+								  (long long)count_nodes(b))))
+		return -1;
+	if (K && T < 1) {
+		diag_node(D, n, "has scan outputs but runs no iteration: their shape is unknown");
+		return -1;
+	}
+	*trip = T;
+	return 0;
+}
+
+/* The iterations, one copy of the body each, until the trip count or a false
+ * condition: their nodes appended to l, the carried values left in cur, the
+ * per-step outputs of iteration i in ys[j][i]; *steps, how many ran. */
+static int unroll_iterations(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int64_t T,
+			     ir_value **cur, ir_value ***ys, rlist *l, int64_t *steps)
+{
+	ir_graph *b = n->body;
+	int N = n->nin - 2, K = b->noutputs - 1 - N;
+	int64_t c = 1;
+	ir_shape scalar = {.rank = 0};
+	uint8_t yes = 1;
+	*steps = 0;
+	for (int64_t i = 0; i < T; i++) {
+		ir_graph *s = ir_graph_new(g->A, g, ir_unique_name(g, "unrolled"));
+		vmap m = {0};
+		vm_put(g->A, &m, b->inputs[0], ir_const_new(s, ir_unique_name(s, "iter"), DT_I64, &scalar, &i));
+		vm_put(g->A, &m, b->inputs[1], ir_const_new(s, ir_unique_name(s, "cond"), DT_BOOL, &scalar, &yes));
+		for (int k = 0; k < N; k++)
+			vm_put(g->A, &m, b->inputs[2 + k], cur[k]);
+		copy_nodes(&m, b, b, s, NULL);
+		ir_value *cond = ref(&m, b, s, b->outputs[0]);
+		if (infer(cx, s))
+			return -1;
+		if (!const_scalar(cond, &c)) {
+			diag_node(D, n, "Loop with a data-dependent condition: the body's condition output is not "
+				  "a compile-time constant in iteration %lld; cellc unrolls loops that carry "
+				  "sequences (or have per-step outputs other than float32) only when their "
+				  "iterations are known at compile time", (long long)i);
+			return -1;
+		}
+		for (int k = 0; k < N; k++)
+			cur[k] = ref(&m, b, s, b->outputs[1 + k]);
+		for (int j = 0; j < K; j++)
+			ys[j][i] = ref(&m, b, s, b->outputs[1 + N + j]);
+		adopt(g, s);
+		for (int k = 0; k < s->nnodes; k++)
+			rl_push(g->A, l, s->nodes[k]);
+		*steps = i + 1;
+		if (!c)
+			break;
+	}
+	return 0;
+}
+
+/* The scan outputs: each the Concat of its per-step values, unsqueezed. */
+static int stack_scan_outputs(ir_graph *g, ir_node *n, diag *D, int N, int K, ir_value ***ys, int64_t steps,
+			      rlist *l)
+{
+	for (int j = 0; j < K && N + j < n->nout; j++) {
+		ir_value *out = n->out[N + j];
+		if (!out)
+			continue;
+		ir_build C = {.origin = n->name, .out_base = "unsq"};
+		ir_node *cat = ir_build_node(&C, g, OP_CONCAT, (int)steps, NULL, 1);
+		for (int64_t i = 0; i < steps; i++) {
+			ir_value *y = ys[j][i];
+			int64_t zero = 0;
+			if (y->seq != IR_TENSOR) {
+				diag_node(D, n, "scan output %d is a %s; cellc stacks tensors only", j, kind_word(y));
+				return -1;
+			}
+			ir_node *u = ir_build_node(&C, g, OP_UNSQUEEZE, 2, NULL, 1);
+			u->in[0] = y;
+			u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &zero);
+			ir_build_out(&C, u, 0, y->dtype);
+			rl_push(g->A, l, u);
+			cat->in[i] = u->out[0];
+		}
+		ir_attr_set_int(cat, "axis", 0);
+		cat->out[0] = out;
+		out->producer = cat;
+		rl_push(g->A, l, cat);
+	}
+	return 0;
+}
+
 ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer, void *cx, int *count)
 {
 	ir_graph *b = n->body;
@@ -1139,33 +1301,9 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 		return NULL;
 	}
 	int K = b->noutputs - 1 - N;
-	int64_t T = 0, c = 1;
-	if (!n->in[0] || !const_scalar(n->in[0], &T)) {
-		diag_node(D, n, "carries a sequence and has no constant trip count M; cellc unrolls such loops "
-			  "and needs M as a compile-time constant (a graph input can be bound with --bind)");
+	int64_t T;
+	if (unroll_trip_count(g, n, D, K, &T))
 		return NULL;
-	}
-	if (n->in[1] && !const_scalar(n->in[1], &c)) {
-		diag_node(D, n, "Loop with a data-dependent condition: the initial condition '%s' is not a "
-			  "compile-time constant", n->in[1]->name);
-		return NULL;
-	}
-	if (T > ONNX_UNROLL_MAX) {
-		diag_node(D, n, "carries or indexes sequences, which "
-			  "cellc compiles by unrolling the loop; it runs %lld iterations, more than the %d cellc "
-			  "unrolls", (long long)T, (int)ONNX_UNROLL_MAX);
-		return NULL;
-	}
-	if (!c)
-		T = 0;
-	if (!unroll_charge(g, n, D, T * count_nodes(b), arena_printf(g->A, "unrolling %lld iterations of a "
-								  "body of %lld nodes", (long long)T,
-								  (long long)count_nodes(b))))
-		return NULL;
-	if (K && T < 1) {
-		diag_node(D, n, "has scan outputs but runs no iteration: their shape is unknown");
-		return NULL;
-	}
 	ir_value **cur = arena_array(g->A, (size_t)N + 1, sizeof *cur);
 	for (int k = 0; k < N; k++) {
 		cur[k] = n->in[2 + k];
@@ -1178,65 +1316,13 @@ ir_node **onnx_loop_unroll(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	for (int j = 0; j < K; j++)
 		ys[j] = arena_array(g->A, (size_t)T + 1, sizeof **ys);
 	rlist l = {0};
-	ir_shape scalar = {.rank = 0};
-	uint8_t yes = 1;
-	int64_t steps = 0;
-	for (int64_t i = 0; i < T; i++) {
-		ir_graph *s = ir_graph_new(g->A, g, ir_unique_name(g, "unrolled"));
-		vmap m = {0};
-		vm_put(g->A, &m, b->inputs[0], ir_const_new(s, ir_unique_name(s, "iter"), DT_I64, &scalar, &i));
-		vm_put(g->A, &m, b->inputs[1], ir_const_new(s, ir_unique_name(s, "cond"), DT_BOOL, &scalar, &yes));
-		for (int k = 0; k < N; k++)
-			vm_put(g->A, &m, b->inputs[2 + k], cur[k]);
-		copy_nodes(&m, b, b, s, NULL);
-		ir_value *cond = ref(&m, b, s, b->outputs[0]);
-		if (infer(cx, s))
-			return NULL;
-		if (!const_scalar(cond, &c)) {
-			diag_node(D, n, "Loop with a data-dependent condition: the body's condition output is not "
-				  "a compile-time constant in iteration %lld; cellc unrolls loops that carry "
-				  "sequences (or have per-step outputs other than float32) only when their "
-				  "iterations are known at compile time", (long long)i);
-			return NULL;
-		}
-		for (int k = 0; k < N; k++)
-			cur[k] = ref(&m, b, s, b->outputs[1 + k]);
-		for (int j = 0; j < K; j++)
-			ys[j][i] = ref(&m, b, s, b->outputs[1 + N + j]);
-		adopt(g, s);
-		for (int k = 0; k < s->nnodes; k++)
-			rl_push(g->A, &l, s->nodes[k]);
-		steps = i + 1;
-		if (!c)
-			break;
-	}
+	int64_t steps;
+	if (unroll_iterations(g, n, D, infer, cx, T, cur, ys, &l, &steps))
+		return NULL;
 	for (int k = 0; k < N && k < n->nout; k++)
 		bind_result(g, &l, n, n->out[k], cur[k]);
-	for (int j = 0; j < K && N + j < n->nout; j++) {
-		ir_value *out = n->out[N + j];
-		if (!out)
-			continue;
-		ir_build C = {.origin = n->name, .out_base = "unsq"};
-		ir_node *cat = ir_build_node(&C, g, OP_CONCAT, (int)steps, NULL, 1);
-		for (int64_t i = 0; i < steps; i++) {
-			ir_value *y = ys[j][i];
-			int64_t zero = 0;
-			if (y->seq != IR_TENSOR) {
-				diag_node(D, n, "scan output %d is a %s; cellc stacks tensors only", j, kind_word(y));
-				return NULL;
-			}
-			ir_node *u = ir_build_node(&C, g, OP_UNSQUEEZE, 2, NULL, 1);
-			u->in[0] = y;
-			u->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &zero);
-			ir_build_out(&C, u, 0, y->dtype);
-			rl_push(g->A, &l, u);
-			cat->in[i] = u->out[0];
-		}
-		ir_attr_set_int(cat, "axis", 0);
-		cat->out[0] = out;
-		out->producer = cat;
-		rl_push(g->A, &l, cat);
-	}
+	if (stack_scan_outputs(g, n, D, N, K, ys, steps, &l))
+		return NULL;
 	record_unrolled(g, n, l.v, l.n, steps, count_nodes(b));
 	*count = l.n;
 	return l.v ? l.v : arena_array(g->A, 1, sizeof(ir_node *));

@@ -360,6 +360,240 @@ static void cat_params(ir_graph *g, wcat *e, ir_node *const *mem, int transB)
 	}
 }
 
+/* What the steps of merge_gate_products share. */
+typedef struct gmerge {
+	ir_graph *g;
+	int nn, nv;             /* the graph's nodes and values */
+	int *cand;              /* [nn] node -> candidate index or -1; a leader's: its concatenation */
+	int ncand;
+	int *rstart, *rd;       /* the readers of value v: nodes rd[rstart[v] .. rstart[v + 1]) */
+	int *uf;                /* [ncand] union-find of the products that meet */
+	int *group;             /* [nn] node -> leader node or -1 */
+	wcat *cats;             /* the concatenated weights, one per group of weights */
+	int ncat, capcat;
+	ir_node ***members;     /* [nn] a leader's products */
+	int *nmembers;
+} gmerge;
+
+/* The readers of every value (top-level nodes only). */
+static void index_readers(gmerge *M)
+{
+	ir_graph *g = M->g;
+	int nr = 0;
+	M->rstart = arena_array(g->A, (size_t)M->nv + 2, sizeof *M->rstart);
+	for (int i = 0; i < M->nn; i++)
+		for (int k = 0; k < g->nodes[i]->nin; k++)
+			if (g->nodes[i]->in[k] && g->nodes[i]->in[k]->id >= 0 && g->nodes[i]->in[k]->id < M->nv &&
+			    g->values[g->nodes[i]->in[k]->id] == g->nodes[i]->in[k]) {
+				M->rstart[g->nodes[i]->in[k]->id + 1]++;
+				nr++;
+			}
+	for (int v = 0; v < M->nv; v++)
+		M->rstart[v + 1] += M->rstart[v];
+	int *fill = arena_array(g->A, (size_t)M->nv + 1, sizeof *fill);
+	M->rd = arena_array(g->A, (size_t)nr + 1, sizeof *M->rd);
+	memcpy(fill, M->rstart, (size_t)M->nv * sizeof *fill);
+	for (int i = 0; i < M->nn; i++)
+		for (int k = 0; k < g->nodes[i]->nin; k++) {
+			const ir_value *v = g->nodes[i]->in[k];
+			if (v && v->id >= 0 && v->id < M->nv && g->values[v->id] == v)
+				M->rd[fill[v->id]++] = i;
+		}
+}
+
+/* Which products meet element-wise: a bounded walk forward from each joins
+ * the products whose walks reach one node. */
+static void join_meeting_products(gmerge *M)
+{
+	ir_graph *g = M->g;
+	enum { DEPTH = 12, VISITS = 256 };
+	M->uf = arena_array(g->A, (size_t)M->ncand, sizeof *M->uf);
+	int *owner = arena_array(g->A, (size_t)M->nn + 1, sizeof *owner);
+	int *seen = arena_array(g->A, (size_t)M->nn + 1, sizeof *seen);
+	int *queue = arena_array(g->A, VISITS, sizeof *queue), *qdepth = arena_array(g->A, VISITS, sizeof *qdepth);
+	for (int c = 0; c < M->ncand; c++)
+		M->uf[c] = c;
+	for (int i = 0; i < M->nn; i++) {
+		owner[i] = -1;
+		seen[i] = -1;
+	}
+	for (int i = 0; i < M->nn; i++) {
+		if (M->cand[i] < 0)
+			continue;
+		int c = M->cand[i], qh = 0, qt = 0;
+		queue[qt] = i;
+		qdepth[qt++] = 0;
+		seen[i] = c;
+		while (qh < qt) {
+			int u = queue[qh], du = qdepth[qh++];
+			const ir_value *y = g->nodes[u]->out[0];
+			if (du >= DEPTH || !y || y->id < 0 || y->id >= M->nv || g->values[y->id] != y)
+				continue;
+			for (int r = M->rstart[y->id]; r < M->rstart[y->id + 1]; r++) {
+				int x = M->rd[r];
+				const ir_node *n = g->nodes[x];
+				if (seen[x] == c || !(ir_ops[n->op].kind == OPK_ELEM || canon_is_view(n)) || n->nout != 1)
+					continue;
+				seen[x] = c;
+				if (owner[x] < 0)
+					owner[x] = c;
+				else
+					M->uf[uf_find(M->uf, owner[x])] = uf_find(M->uf, c);
+				if (qt < VISITS) {
+					queue[qt] = x;
+					qdepth[qt++] = du + 1;
+				}
+			}
+		}
+	}
+}
+
+/* The products in the group of leader i: of one input, one transB, one
+ * meeting component, into mem; 0 when the group reads one weight twice or
+ * has more than GATE_MAX products. */
+static int collect_group(gmerge *M, int i, ir_node **mem, int *count)
+{
+	ir_graph *g = M->g;
+	ir_node *m = g->nodes[i];
+	int transB = (int)ir_attr_int(m, "transB", 0), n = 0, ok = 1;
+	int root = uf_find(M->uf, M->cand[i]);
+	for (int j = i; j < M->nn; j++) {
+		ir_node *o = g->nodes[j];
+		if (M->cand[j] < 0 || M->group[j] != -1 || !same_input(o->in[0], m->in[0]) ||
+		    (int)ir_attr_int(o, "transB", 0) != transB || uf_find(M->uf, M->cand[j]) != root)
+			continue;
+		M->group[j] = -2;  /* looked at */
+		if (n == GATE_MAX) {
+			ok = 0;
+			continue;
+		}
+		for (int k = 0; k < n; k++)
+			ok &= mem[k]->in[1] != o->in[1];
+		mem[n++] = o;
+	}
+	*count = n;
+	return ok;
+}
+
+/* The concatenation of the weights of mem[0 .. n): the same weights share
+ * one; NULL when the table is full. */
+static wcat *group_weights(gmerge *M, ir_node *const *mem, int n, int transB)
+{
+	ir_graph *g = M->g;
+	wcat *e = NULL;
+	for (int k = 0; k < M->ncat && !e; k++) {
+		int same = M->cats[k].n == n;
+		for (int j = 0; same && j < n; j++)
+			same = M->cats[k].w[j] == mem[j]->in[1] &&
+			       M->cats[k].c[j] == (mem[j]->nin == 3 ? mem[j]->in[2] : NULL);
+		if (same)
+			e = &M->cats[k];
+	}
+	if (!e) {
+		if (M->ncat == M->capcat)
+			return NULL;
+		e = &M->cats[M->ncat++];
+		e->n = n;
+		for (int j = 0; j < n; j++) {
+			e->w[j] = mem[j]->in[1];
+			e->c[j] = mem[j]->nin == 3 ? mem[j]->in[2] : NULL;
+		}
+		cat_params(g, e, mem, transB);
+	}
+	return e;
+}
+
+/* Groups: one input, one transB, one meeting component; each group's
+ * leader (its first product) records its members and concatenation. */
+static int form_groups(gmerge *M)
+{
+	ir_graph *g = M->g;
+	int changed = 0;
+	ir_node **mem = arena_array(g->A, GATE_MAX, sizeof *mem);
+	for (int i = 0; i < M->nn; i++) {
+		if (M->cand[i] < 0 || M->group[i] != -1)
+			continue;
+		int n, transB = (int)ir_attr_int(g->nodes[i], "transB", 0);
+		if (!collect_group(M, i, mem, &n) || n < 2)
+			continue;
+		wcat *e = group_weights(M, mem, n, transB);
+		if (!e)
+			continue;
+		M->members[i] = arena_array(g->A, (size_t)n, sizeof **M->members);
+		memcpy(M->members[i], mem, (size_t)n * sizeof *mem);
+		M->nmembers[i] = n;
+		for (int j = 0; j < n; j++)
+			M->group[mem[j]->id] = i;
+		/* the leader's slot now names its concatenation */
+		M->cand[i] = (int)(e - M->cats);
+		changed = 1;
+	}
+	return changed;
+}
+
+/* The product of group leader i, then a Slice per member that makes the
+ * member's result, appended to list. */
+static void emit_merged_product(gmerge *M, int i, ir_node **list, int *nl, diag *q)
+{
+	ir_graph *g = M->g;
+	ir_node *m = g->nodes[i];
+	wcat *e = &M->cats[M->cand[i]];
+	ir_node **gm = M->members[i];
+	ir_node *p = ir_node_new(g, OP_GEMM, ir_unique_name(g, m->name ? m->name : "Gemm"), e->C ? 3 : 2, 1);
+	p->origin = m->name;
+	p->opset = m->opset;
+	p->in[0] = m->in[0];
+	p->in[1] = e->W;
+	if (e->C)
+		p->in[2] = e->C;
+	if (ir_attr_int(m, "transB", 0))
+		ir_attr_set_int(p, "transB", 1);
+	p->out[0] = ir_value_new(g, ir_unique_name(g, "gates"), VAL_TEMP, DT_F32);
+	p->out[0]->producer = p;
+	ASSERT(infer_node(g, p, q) == 0);
+	list[(*nl)++] = p;
+	int64_t st = 0, one = 1;
+	for (int j = 0; j < M->nmembers[i]; j++) {
+		ir_value *y = gm[j]->out[0];
+		int64_t en = st + y->shape.d[1].k;
+		ir_node *sl = ir_node_new(g, OP_SLICE, ir_unique_name(g, gm[j]->name ? gm[j]->name : "Slice"), 5, 1);
+		sl->origin = gm[j]->name;
+		sl->opset = gm[j]->opset;
+		sl->in[0] = p->out[0];
+		sl->in[1] = ir_const_i64(g, ir_unique_name(g, "starts"), 1, &st);
+		sl->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
+		sl->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &one);
+		sl->in[4] = ir_const_i64(g, ir_unique_name(g, "steps"), 1, &one);
+		sl->out[0] = y;
+		y->producer = sl;
+		ASSERT(infer_node(g, sl, q) == 0);
+		list[(*nl)++] = sl;
+		st = en;
+	}
+}
+
+/* The node list with each group's products replaced by the merged one. */
+static void rebuild_nodes(gmerge *M)
+{
+	ir_graph *g = M->g;
+	diag q;
+	diag_init(&q, NULL);
+	q.quiet = 1;
+	ir_node **list = arena_array(g->A, 2 * (size_t)M->nn + 1, sizeof *list);
+	int nl = 0;
+	for (int i = 0; i < M->nn; i++) {
+		ir_node *m = g->nodes[i];
+		if (M->group[i] < 0) {
+			list[nl++] = m;
+			continue;
+		}
+		if (M->group[i] != i)
+			continue;       /* joined into the product at its leader */
+		emit_merged_product(M, i, list, &nl, &q);
+	}
+	ir_set_nodes(g, list, nl);
+}
+
 /* Products of one input, one per gate -- i = sigmoid(W_ii(x) + W_hi(h)),
  * f = sigmoid(W_if(x) + W_hf(h)), ... with an nn.Linear per gate and
  * source -- are one product of the input with the weights side by side,
@@ -375,187 +609,29 @@ static int merge_gate_products(ir_graph *g)
 {
 	if (ir_weights_at_run_time(g))
 		return 0;
-	int nn = g->nnodes, ncand = 0;
-	int *cand = arena_array(g->A, (size_t)nn + 1, sizeof *cand);   /* node -> candidate index or -1 */
+	gmerge M0 = {.g = g, .nn = g->nnodes}, *M = &M0;
+	int nn = M->nn;
+	M->cand = arena_array(g->A, (size_t)nn + 1, sizeof *M->cand);
 	for (int i = 0; i < nn; i++) {
-		cand[i] = -1;
+		M->cand[i] = -1;
 		if (gate_product_width(g->nodes[i]) > 0)
-			cand[i] = ncand++;
+			M->cand[i] = M->ncand++;
 	}
-	if (ncand < 2)
+	if (M->ncand < 2)
 		return 0;
-	/* readers of every value (top-level nodes only) */
-	int nv = g->nvalues;
-	int *rstart = arena_array(g->A, (size_t)nv + 2, sizeof *rstart), nr = 0;
+	M->nv = g->nvalues;
+	index_readers(M);
+	join_meeting_products(M);
+	M->group = arena_array(g->A, (size_t)nn + 1, sizeof *M->group);
 	for (int i = 0; i < nn; i++)
-		for (int k = 0; k < g->nodes[i]->nin; k++)
-			if (g->nodes[i]->in[k] && g->nodes[i]->in[k]->id >= 0 && g->nodes[i]->in[k]->id < nv &&
-			    g->values[g->nodes[i]->in[k]->id] == g->nodes[i]->in[k]) {
-				rstart[g->nodes[i]->in[k]->id + 1]++;
-				nr++;
-			}
-	for (int v = 0; v < nv; v++)
-		rstart[v + 1] += rstart[v];
-	int *fill = arena_array(g->A, (size_t)nv + 1, sizeof *fill), *rd = arena_array(g->A, (size_t)nr + 1,
-											sizeof *rd);
-	memcpy(fill, rstart, (size_t)nv * sizeof *fill);
-	for (int i = 0; i < nn; i++)
-		for (int k = 0; k < g->nodes[i]->nin; k++) {
-			const ir_value *v = g->nodes[i]->in[k];
-			if (v && v->id >= 0 && v->id < nv && g->values[v->id] == v)
-				rd[fill[v->id]++] = i;
-		}
-	/* which products meet element-wise: a bounded walk forward from each */
-	enum { DEPTH = 12, VISITS = 256 };
-	int *uf = arena_array(g->A, (size_t)ncand, sizeof *uf);
-	int *owner = arena_array(g->A, (size_t)nn + 1, sizeof *owner);
-	int *seen = arena_array(g->A, (size_t)nn + 1, sizeof *seen);
-	int *queue = arena_array(g->A, VISITS, sizeof *queue), *qdepth = arena_array(g->A, VISITS, sizeof *qdepth);
-	for (int c = 0; c < ncand; c++)
-		uf[c] = c;
-	for (int i = 0; i < nn; i++) {
-		owner[i] = -1;
-		seen[i] = -1;
-	}
-	for (int i = 0; i < nn; i++) {
-		if (cand[i] < 0)
-			continue;
-		int c = cand[i], qh = 0, qt = 0;
-		queue[qt] = i;
-		qdepth[qt++] = 0;
-		seen[i] = c;
-		while (qh < qt) {
-			int u = queue[qh], du = qdepth[qh++];
-			const ir_value *y = g->nodes[u]->out[0];
-			if (du >= DEPTH || !y || y->id < 0 || y->id >= nv || g->values[y->id] != y)
-				continue;
-			for (int r = rstart[y->id]; r < rstart[y->id + 1]; r++) {
-				int x = rd[r];
-				const ir_node *n = g->nodes[x];
-				if (seen[x] == c || !(ir_ops[n->op].kind == OPK_ELEM || canon_is_view(n)) || n->nout != 1)
-					continue;
-				seen[x] = c;
-				if (owner[x] < 0)
-					owner[x] = c;
-				else
-					uf[uf_find(uf, owner[x])] = uf_find(uf, c);
-				if (qt < VISITS) {
-					queue[qt] = x;
-					qdepth[qt++] = du + 1;
-				}
-			}
-		}
-	}
-	/* groups: one input, one transB, one meeting component */
-	int *group = arena_array(g->A, (size_t)nn + 1, sizeof *group);  /* node -> leader node or -1 */
-	for (int i = 0; i < nn; i++)
-		group[i] = -1;
-	int changed = 0, ncat = 0, capcat = 64;
-	wcat *cats = arena_array(g->A, (size_t)capcat, sizeof *cats);
-	ir_node **mem = arena_array(g->A, GATE_MAX, sizeof *mem);
-	ir_node ***members = arena_array(g->A, (size_t)nn + 1, sizeof *members);
-	int *nmembers = arena_array(g->A, (size_t)nn + 1, sizeof *nmembers);
-	for (int i = 0; i < nn; i++) {
-		if (cand[i] < 0 || group[i] != -1)
-			continue;
-		ir_node *m = g->nodes[i];
-		int transB = (int)ir_attr_int(m, "transB", 0), n = 0, ok = 1;
-		int root = uf_find(uf, cand[i]);
-		for (int j = i; j < nn; j++) {
-			ir_node *o = g->nodes[j];
-			if (cand[j] < 0 || group[j] != -1 || !same_input(o->in[0], m->in[0]) ||
-			    (int)ir_attr_int(o, "transB", 0) != transB || uf_find(uf, cand[j]) != root)
-				continue;
-			group[j] = -2;  /* looked at */
-			if (n == GATE_MAX) {
-				ok = 0;
-				continue;
-			}
-			for (int k = 0; k < n; k++)
-				ok &= mem[k]->in[1] != o->in[1];
-			mem[n++] = o;
-		}
-		if (!ok || n < 2)
-			continue;
-		wcat *e = NULL;
-		for (int k = 0; k < ncat && !e; k++) {
-			int same = cats[k].n == n;
-			for (int j = 0; same && j < n; j++)
-				same = cats[k].w[j] == mem[j]->in[1] &&
-				       cats[k].c[j] == (mem[j]->nin == 3 ? mem[j]->in[2] : NULL);
-			if (same)
-				e = &cats[k];
-		}
-		if (!e) {
-			if (ncat == capcat)
-				continue;
-			e = &cats[ncat++];
-			e->n = n;
-			for (int j = 0; j < n; j++) {
-				e->w[j] = mem[j]->in[1];
-				e->c[j] = mem[j]->nin == 3 ? mem[j]->in[2] : NULL;
-			}
-			cat_params(g, e, mem, transB);
-		}
-		members[i] = arena_array(g->A, (size_t)n, sizeof **members);
-		memcpy(members[i], mem, (size_t)n * sizeof *mem);
-		nmembers[i] = n;
-		for (int j = 0; j < n; j++)
-			group[mem[j]->id] = i;
-		/* the leader's slot now names its concatenation */
-		cand[i] = (int)(e - cats);
-		changed = 1;
-	}
-	if (!changed)
+		M->group[i] = -1;
+	M->capcat = 64;
+	M->cats = arena_array(g->A, (size_t)M->capcat, sizeof *M->cats);
+	M->members = arena_array(g->A, (size_t)nn + 1, sizeof *M->members);
+	M->nmembers = arena_array(g->A, (size_t)nn + 1, sizeof *M->nmembers);
+	if (!form_groups(M))
 		return 0;
-	diag q;
-	diag_init(&q, NULL);
-	q.quiet = 1;
-	ir_node **list = arena_array(g->A, 2 * (size_t)nn + 1, sizeof *list);
-	int nl = 0;
-	for (int i = 0; i < nn; i++) {
-		ir_node *m = g->nodes[i];
-		if (group[i] < 0) {
-			list[nl++] = m;
-			continue;
-		}
-		if (group[i] != i)
-			continue;       /* joined into the product at its leader */
-		wcat *e = &cats[cand[i]];
-		ir_node **gm = members[i];
-		ir_node *p = ir_node_new(g, OP_GEMM, ir_unique_name(g, m->name ? m->name : "Gemm"), e->C ? 3 : 2, 1);
-		p->origin = m->name;
-		p->opset = m->opset;
-		p->in[0] = m->in[0];
-		p->in[1] = e->W;
-		if (e->C)
-			p->in[2] = e->C;
-		if (ir_attr_int(m, "transB", 0))
-			ir_attr_set_int(p, "transB", 1);
-		p->out[0] = ir_value_new(g, ir_unique_name(g, "gates"), VAL_TEMP, DT_F32);
-		p->out[0]->producer = p;
-		ASSERT(infer_node(g, p, &q) == 0);
-		list[nl++] = p;
-		int64_t st = 0, one = 1;
-		for (int j = 0; j < nmembers[i]; j++) {
-			ir_value *y = gm[j]->out[0];
-			int64_t en = st + y->shape.d[1].k;
-			ir_node *sl = ir_node_new(g, OP_SLICE, ir_unique_name(g, gm[j]->name ? gm[j]->name : "Slice"), 5, 1);
-			sl->origin = gm[j]->name;
-			sl->opset = gm[j]->opset;
-			sl->in[0] = p->out[0];
-			sl->in[1] = ir_const_i64(g, ir_unique_name(g, "starts"), 1, &st);
-			sl->in[2] = ir_const_i64(g, ir_unique_name(g, "ends"), 1, &en);
-			sl->in[3] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &one);
-			sl->in[4] = ir_const_i64(g, ir_unique_name(g, "steps"), 1, &one);
-			sl->out[0] = y;
-			y->producer = sl;
-			ASSERT(infer_node(g, sl, &q) == 0);
-			list[nl++] = sl;
-			st = en;
-		}
-	}
-	ir_set_nodes(g, list, nl);
+	rebuild_nodes(M);
 	return 1;
 }
 

@@ -596,6 +596,134 @@ static ir_value *gather_grad(gctx *C, ir_node *n, ir_value *dy)
 	return ax ? transpose(C, g, r, pb) : g;
 }
 
+/* A Tile: output axis j of r_j d_j elements holds tile k, element i at
+ * k d_j + i: dy viewed with each repeated axis split in [r_j, d_j],
+ * summed over the r_j */
+static void rule_tile(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0];
+	int r = a->shape.rank, m = 0, nred = 0;
+	ir_dim split[IR_MAX_RANK];
+	int64_t red[IR_MAX_RANK];
+	for (int j = 0; j < r; j++) {
+		ir_dim rep = infer_elem_dim(n->in[1], j);
+		if (!(ir_dim_is_const(rep) && rep.k == 1)) {
+			if (m + 2 > IR_MAX_RANK)
+				return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
+			red[nred++] = m;
+			split[m++] = rep;
+		} else if (m + 1 > IR_MAX_RANK) {
+			return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
+		}
+		split[m++] = a->shape.d[j];
+	}
+	if (!nred) {
+		acc(C, a, dy);
+		return;
+	}
+	ir_shape sp = {.rank = m};
+	memcpy(sp.d, split, (size_t)m * sizeof *split);
+	ir_value *in[2] = {reshape(C, dy, &sp), ints(C, nred, red)};
+	ir_node *sum = mk(C, OP_REDUCESUM, 2, in);
+	ir_attr_set_int(sum, "keepdims", 0);
+	acc(C, a, fin(C, sum));
+}
+
+/* A Slice: a flip flipped back, a last-axis part kept for its Concat, else
+ * dy scattered into zeros of the input's shape (constant bounds, positive steps). */
+static void rule_slice(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0];
+	int64_t lo, hi, ax;
+	if (ir_slice_flips(n, &ax)) {   /* torch.flip: dy flipped back */
+		ir_value *in[5] = {dy, V(C, n->in[1]), V(C, n->in[2]), int1(C, ax), int1(C, -1)};
+		acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));
+		return;
+	}
+	if (in_src(C, a) && last_axis_slice(n, &lo, &hi)) {
+		acc_part(C, a, lo, hi, dy);
+		return;
+	}
+	if (!in_src(C, a) && C->map) {
+		fail(C, "cannot differentiate a Slice of '%s', a value captured by the recurrence body", a->name);
+		return;
+	}
+	for (int k = 1; k < n->nin; k++)
+		if (n->in[k] && !ir_value_is_const(n->in[k]))
+			return (void)fail(C, "cannot differentiate Slice with run-time bounds%s", "");
+	if (n->nin > 4 && n->in[4])
+		for (int64_t i = 0; i < ir_shape_const_numel(&n->in[4]->shape); i++)
+			if (ir_const_int(n->in[4], i) <= 0)
+				return (void)fail(C, "cannot differentiate Slice with negative steps%s", "");
+	acc(C, a, slice_scatter(C, V(C, a), dy, V(C, n->in[1]), V(C, n->in[2]),
+				n->nin > 3 ? V(C, n->in[3]) : NULL, n->nin > 4 ? V(C, n->in[4]) : NULL));
+}
+
+/* A Concat: each operand's columns of dy along the axis. */
+static void rule_concat(gctx *C, ir_node *n, ir_value *dy)
+{
+	int r = n->out[0]->shape.rank, ax = axis_attr(n, r, 0);
+	int64_t off = 0;
+	for (int i = 0; i < n->nin; i++) {
+		ir_value *p = n->in[i];
+		ir_dim d = p->shape.d[ax];
+		if (!ir_dim_is_const(d))
+			return (void)fail(C, "cannot differentiate Concat along a symbolic axis (%s)", p->name);
+		if (need(C, p)) {
+			ir_value *in[4] = {dy, int1(C, off), int1(C, off + d.k), int1(C, ax)};
+			acc(C, p, fin(C, mk(C, OP_SLICE, 4, in)));
+		}
+		off += d.k;
+	}
+}
+
+/* A Split: each output's gradient scattered back into its place, summed. */
+static void rule_split(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0];
+	int r = a->shape.rank, ax = axis_attr(n, r, 0);
+	int64_t off = 0;
+	ir_value *sum = NULL;
+	for (int i = 0; i < n->nout; i++) {
+		ir_value *o = n->out[i];
+		if (!o)
+			continue;
+		ir_dim d = o->shape.d[ax];
+		if (!ir_dim_is_const(d))
+			return (void)fail(C, "cannot differentiate Split along a symbolic axis (%s)", o->name);
+		ir_value *go = get_grad(C, o);
+		if (go) {
+			ir_value *s = slice_scatter(C, V(C, a), go, int1(C, off), int1(C, off + d.k),
+						    int1(C, ax), NULL);
+			sum = sum ? add(C, sum, s) : s;
+		}
+		off += d.k;
+	}
+	acc(C, a, sum);
+}
+
+/* A Gather: of one constant index, dy scattered back into its place; else gather_grad. */
+static void rule_gather(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0];
+	ir_value *idx = n->in[1];
+	int r = a->shape.rank, ax = axis_attr(n, r, 0);
+	if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1) {
+		acc(C, a, gather_grad(C, n, dy));
+		return;
+	}
+	int64_t i = ir_const_int(idx, 0);
+	if (i < 0 && ir_dim_is_const(a->shape.d[ax]))
+		i += a->shape.d[ax].k;  /* else counted from the end at run time */
+	ir_value *u = dy;
+	if (idx->shape.rank == 0) {
+		ir_value *in[2] = {dy, int1(C, ax)};
+		u = fin(C, mk(C, OP_UNSQUEEZE, 2, in));
+	}
+	acc(C, a, slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 ? INT32_MAX : i + 1), int1(C, ax), NULL));
+}
+
+/* The views and the operators that move elements: one case per operator. */
 static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *a = n->in[0];
@@ -606,37 +734,9 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 	case OP_EXPAND:
 		acc_ub(C, a, dy);
 		return;
-	case OP_TILE: {
-		/* output axis j of r_j d_j elements holds tile k, element i at
-		 * k d_j + i: dy viewed with each repeated axis split in [r_j, d_j],
-		 * summed over the r_j */
-		int r = a->shape.rank, m = 0, nred = 0;
-		ir_dim split[IR_MAX_RANK];
-		int64_t red[IR_MAX_RANK];
-		for (int j = 0; j < r; j++) {
-			ir_dim rep = infer_elem_dim(n->in[1], j);
-			if (!(ir_dim_is_const(rep) && rep.k == 1)) {
-				if (m + 2 > IR_MAX_RANK)
-					return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
-				red[nred++] = m;
-				split[m++] = rep;
-			} else if (m + 1 > IR_MAX_RANK) {
-				return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
-			}
-			split[m++] = a->shape.d[j];
-		}
-		if (!nred) {
-			acc(C, a, dy);
-			return;
-		}
-		ir_shape sp = {.rank = m};
-		memcpy(sp.d, split, (size_t)m * sizeof *split);
-		ir_value *in[2] = {reshape(C, dy, &sp), ints(C, nred, red)};
-		ir_node *sum = mk(C, OP_REDUCESUM, 2, in);
-		ir_attr_set_int(sum, "keepdims", 0);
-		acc(C, a, fin(C, sum));
+	case OP_TILE:
+		rule_tile(C, n, dy);
 		return;
-	}
 	case OP_TRANSPOSE: {
 		int r = a->shape.rank;
 		int64_t perm[IR_MAX_RANK], inv[IR_MAX_RANK];
@@ -648,88 +748,18 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 		acc(C, a, transpose(C, dy, r, inv));
 		return;
 	}
-	case OP_SLICE: {
-		int64_t lo, hi, ax;
-		if (ir_slice_flips(n, &ax)) {   /* torch.flip: dy flipped back */
-			ir_value *in[5] = {dy, V(C, n->in[1]), V(C, n->in[2]), int1(C, ax), int1(C, -1)};
-			acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));
-			return;
-		}
-		if (in_src(C, a) && last_axis_slice(n, &lo, &hi)) {
-			acc_part(C, a, lo, hi, dy);
-			return;
-		}
-		if (!in_src(C, a) && C->map) {
-			fail(C, "cannot differentiate a Slice of '%s', a value captured by the recurrence body", a->name);
-			return;
-		}
-		for (int k = 1; k < n->nin; k++)
-			if (n->in[k] && !ir_value_is_const(n->in[k]))
-				return (void)fail(C, "cannot differentiate Slice with run-time bounds%s", "");
-		if (n->nin > 4 && n->in[4])
-			for (int64_t i = 0; i < ir_shape_const_numel(&n->in[4]->shape); i++)
-				if (ir_const_int(n->in[4], i) <= 0)
-					return (void)fail(C, "cannot differentiate Slice with negative steps%s", "");
-		acc(C, a, slice_scatter(C, V(C, a), dy, V(C, n->in[1]), V(C, n->in[2]),
-					n->nin > 3 ? V(C, n->in[3]) : NULL, n->nin > 4 ? V(C, n->in[4]) : NULL));
+	case OP_SLICE:
+		rule_slice(C, n, dy);
 		return;
-	}
-	case OP_CONCAT: {
-		int r = n->out[0]->shape.rank, ax = axis_attr(n, r, 0);
-		int64_t off = 0;
-		for (int i = 0; i < n->nin; i++) {
-			ir_value *p = n->in[i];
-			ir_dim d = p->shape.d[ax];
-			if (!ir_dim_is_const(d))
-				return (void)fail(C, "cannot differentiate Concat along a symbolic axis (%s)", p->name);
-			if (need(C, p)) {
-				ir_value *in[4] = {dy, int1(C, off), int1(C, off + d.k), int1(C, ax)};
-				acc(C, p, fin(C, mk(C, OP_SLICE, 4, in)));
-			}
-			off += d.k;
-		}
+	case OP_CONCAT:
+		rule_concat(C, n, dy);
 		return;
-	}
-	case OP_SPLIT: {
-		int r = a->shape.rank, ax = axis_attr(n, r, 0);
-		int64_t off = 0;
-		ir_value *sum = NULL;
-		for (int i = 0; i < n->nout; i++) {
-			ir_value *o = n->out[i];
-			if (!o)
-				continue;
-			ir_dim d = o->shape.d[ax];
-			if (!ir_dim_is_const(d))
-				return (void)fail(C, "cannot differentiate Split along a symbolic axis (%s)", o->name);
-			ir_value *go = get_grad(C, o);
-			if (go) {
-				ir_value *s = slice_scatter(C, V(C, a), go, int1(C, off), int1(C, off + d.k),
-							    int1(C, ax), NULL);
-				sum = sum ? add(C, sum, s) : s;
-			}
-			off += d.k;
-		}
-		acc(C, a, sum);
+	case OP_SPLIT:
+		rule_split(C, n, dy);
 		return;
-	}
-	case OP_GATHER: {
-		ir_value *idx = n->in[1];
-		int r = a->shape.rank, ax = axis_attr(n, r, 0);
-		if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1) {
-			acc(C, a, gather_grad(C, n, dy));
-			return;
-		}
-		int64_t i = ir_const_int(idx, 0);
-		if (i < 0 && ir_dim_is_const(a->shape.d[ax]))
-			i += a->shape.d[ax].k;  /* else counted from the end at run time */
-		ir_value *u = dy;
-		if (idx->shape.rank == 0) {
-			ir_value *in[2] = {dy, int1(C, ax)};
-			u = fin(C, mk(C, OP_UNSQUEEZE, 2, in));
-		}
-		acc(C, a, slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 ? INT32_MAX : i + 1), int1(C, ax), NULL));
+	case OP_GATHER:
+		rule_gather(C, n, dy);
 		return;
-	}
 	default:
 		fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
 	}
@@ -1481,245 +1511,336 @@ static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, i
 	return flow / CUT_UNIT;
 }
 
-static void rule_rec(gctx *R, ir_node *n)
-{
-	gx *X = R->X;
-	ir_graph *F = n->body, *g = X->g;
-	int nseq = (int)ir_attr_int(n, "n_seq", 0), nst = (int)ir_attr_int(n, "n_state", 0);
-	int nout = (int)ir_attr_int(n, "n_out", 0), rev = (int)ir_attr_int(n, "reverse", 0);
-	int has_step = (int)ir_attr_int(n, "has_step", 0);
-	if (nseq > 200 || nst > 64 || nout > 200)
-		return (void)fail(R, "cannot differentiate a recurrence with this many inputs, states or "
-				  "outputs%s", "");
-	int has_lens = ir_attr_int(n, "has_lens", 0) != 0;
-	if (has_lens && has_step)
-		return (void)fail(R, "--train: a recurrence with both sequence_lens and step-dependent "
-				  "coefficients cannot be differentiated yet%s", "");
-	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
-	ir_dim T = n->in[0]->shape.d[sa && sa->n ? sa->ints[0] : 0];
-	ir_recount(F);
-	int nF = F->nvalues;
+/* What the steps of rule_rec share: the forward recurrence and the backward
+ * one being built from it. */
+typedef struct recg {
+	gctx *R;                /* the context of the graph that holds the recurrence */
+	gx *X;
+	ir_node *n;             /* the forward recurrence */
+	ir_graph *F, *g;        /* its body; the graph that holds it */
+	int nseq, nst, nout, rev, has_step, has_lens;
+	ir_attr *sa, *oa;       /* seq_axis, out_axis */
+	ir_dim T;
+	int nF;                 /* body values */
+	char *needs;            /* [nF] depends on something with a gradient */
+	ir_value **save;        /* [nsave] body values saved: states at t-1, then products */
+	ir_value **saved;       /* [nsave] their stacked outputs of the forward */
+	int nsave, first_gemm;
+	bwd W;                  /* the backward body */
+	ir_graph *b;
+	gctx C;                 /* the context of the backward body */
+	ir_value **dys;         /* [nout] per-step gradients of the stacked outputs */
+	ir_value *ds[64];       /* [nst] the carried gradients of the states */
+	ir_value *tb, *Lb;      /* the backward's step scalars (has_step) */
+	ir_value **saved_in;    /* [nsave] the saved values in the backward body */
+	int rc_lo, rc_hi;       /* the recomputation's nodes in b */
+	ir_value **bouts;       /* [nst] gradients of the states at t-1 */
+	ir_value **dx_outer;    /* [nseq] stacked gradients of the per-step inputs */
+	ir_value *dstate_outer;
+	int64_t save_width;
+	ir_value **cb_a, **cb_b; /* [ncb] stacked operands of the captured values' gradients */
+	ir_node *r;             /* the backward recurrence */
+} recg;
 
-	/* which body values depend on something with a gradient */
-	char *needs = arena_alloc(g->A, (size_t)nF + 1);
-	memset(needs, 0, (size_t)nF + 1);
-	for (int k = 0; k < nseq; k++)
-		needs[F->inputs[k]->id] = root_needs(X, n->in[k]);
-	for (int k = 0; k < nst; k++)
-		needs[F->inputs[nseq + k]->id] = 1;
+/* The recurrence's attributes, and what cannot be differentiated. */
+static int rec_read_attrs(recg *Q)
+{
+	ir_node *n = Q->n;
+	Q->F = n->body;
+	Q->g = Q->X->g;
+	Q->nseq = (int)ir_attr_int(n, "n_seq", 0), Q->nst = (int)ir_attr_int(n, "n_state", 0);
+	Q->nout = (int)ir_attr_int(n, "n_out", 0), Q->rev = (int)ir_attr_int(n, "reverse", 0);
+	Q->has_step = (int)ir_attr_int(n, "has_step", 0);
+	if (Q->nseq > 200 || Q->nst > 64 || Q->nout > 200)
+		return fail(Q->R, "cannot differentiate a recurrence with this many inputs, states or "
+			    "outputs%s", "");
+	Q->has_lens = ir_attr_int(n, "has_lens", 0) != 0;
+	if (Q->has_lens && Q->has_step)
+		return fail(Q->R, "--train: a recurrence with both sequence_lens and step-dependent "
+			    "coefficients cannot be differentiated yet%s", "");
+	Q->sa = ir_attr_find(n, "seq_axis"), Q->oa = ir_attr_find(n, "out_axis");
+	Q->T = n->in[0]->shape.d[Q->sa && Q->sa->n ? Q->sa->ints[0] : 0];
+	ir_recount(Q->F);
+	Q->nF = Q->F->nvalues;
+	return 1;
+}
+
+/* Which body values depend on something with a gradient. */
+static int rec_mark_needs(recg *Q)
+{
+	ir_graph *F = Q->F;
+	char *needs = arena_alloc(Q->g->A, (size_t)Q->nF + 1);
+	memset(needs, 0, (size_t)Q->nF + 1);
+	Q->needs = needs;
+	for (int k = 0; k < Q->nseq; k++)
+		needs[F->inputs[k]->id] = root_needs(Q->X, Q->n->in[k]);
+	for (int k = 0; k < Q->nst; k++)
+		needs[F->inputs[Q->nseq + k]->id] = 1;
 	for (int i = 0; i < F->nnodes; i++) {
 		ir_node *bn = F->nodes[i];
 		if (bn->body)
-			return (void)fail(R, "cannot differentiate a recurrence inside a recurrence%s", "");
+			return fail(Q->R, "cannot differentiate a recurrence inside a recurrence%s", "");
 		int any = 0;
 		for (int k = 0; k < bn->nin; k++) {
 			ir_value *v = bn->in[k];
-			any |= v && (v->graph == F ? needs[v->id] : root_needs(X, v));
+			any |= v && (v->graph == F ? needs[v->id] : root_needs(Q->X, v));
 		}
 		for (int k = 0; k < bn->nout; k++)
 			if (bn->out[k])
 				needs[bn->out[k]->id] = (char)any;
 	}
+	return 1;
+}
 
-	/* saved for the backward pass: s_{t-1} of every state, every product's
-	 * output (as many as the body has) */
-	int nsave = 0, first_gemm, ngemm = 0;
+/* Saved for the backward pass: s_{t-1} of every state, every product's
+ * output (as many as the body has), made stacked outputs of the forward. */
+static int rec_collect_saves(recg *Q)
+{
+	ir_graph *F = Q->F, *g = Q->g;
+	int nseq = Q->nseq, nst = Q->nst, ngemm = 0;
+	Q->nsave = 0;
 	for (int i = 0; i < F->nnodes; i++)
 		ngemm += F->nodes[i]->op == OP_GEMM && F->nodes[i]->out[0]->shape.rank == 2;
-	ir_value **save = arena_array(g->A, (size_t)(nst + ngemm), sizeof *save);
+	Q->save = arena_array(g->A, (size_t)(nst + ngemm), sizeof *Q->save);
 	for (int k = 0; k < nst; k++) {
 		if (F->inputs[nseq + k]->shape.rank != 2)
-			return (void)fail(R, "cannot differentiate this recurrence: state '%s' is not a "
-					  "[batch, n] matrix", F->inputs[nseq + k]->name);
-		save[nsave++] = F->inputs[nseq + k];
+			return fail(Q->R, "cannot differentiate this recurrence: state '%s' is not a "
+				    "[batch, n] matrix", F->inputs[nseq + k]->name);
+		Q->save[Q->nsave++] = F->inputs[nseq + k];
 	}
-	first_gemm = nsave;
+	Q->first_gemm = Q->nsave;
 	for (int i = 0; i < F->nnodes; i++) {
 		ir_node *bn = F->nodes[i];
 		if (bn->op == OP_GEMM && bn->out[0]->shape.rank == 2)
-			save[nsave++] = bn->out[0];
+			Q->save[Q->nsave++] = bn->out[0];
 	}
-	ir_value **saved = arena_array(g->A, (size_t)nsave + 1, sizeof *saved);
-	add_fwd_outputs(n, nsave, save, saved, T);
+	Q->saved = arena_array(g->A, (size_t)Q->nsave + 1, sizeof *Q->saved);
+	add_fwd_outputs(Q->n, Q->nsave, Q->save, Q->saved, Q->T);
+	return 1;
+}
 
-	/* the backward recurrence */
-	bwd W0 = {.b = ir_graph_new(g->A, g, arena_printf(g->A, "%s.backward", F->name))}, *W = &W0;
-	ir_graph *b = W->b;
-	gctx C = {.X = X, .tg = b, .src = F, .nsrc = nF};
-	C.map = arena_array(g->A, (size_t)nF + 1, sizeof *C.map);
-	C.grad = arena_array(g->A, (size_t)nF + 1, sizeof *C.grad);
-	C.parts = arena_array(g->A, (size_t)nF + 1, sizeof *C.parts);
-	C.needs = needs;
-	C.at = n;
-	for (int i = 0; i < nF; i++) {
+/* The backward body and its context; the body's constants are the forward's. */
+static void rec_new_backward(recg *Q)
+{
+	ir_graph *F = Q->F, *g = Q->g;
+	Q->W = (bwd){.b = ir_graph_new(g->A, g, arena_printf(g->A, "%s.backward", F->name))};
+	Q->b = Q->W.b;
+	Q->C = (gctx){.X = Q->X, .tg = Q->b, .src = F, .nsrc = Q->nF};
+	gctx *C = &Q->C;
+	C->map = arena_array(g->A, (size_t)Q->nF + 1, sizeof *C->map);
+	C->grad = arena_array(g->A, (size_t)Q->nF + 1, sizeof *C->grad);
+	C->parts = arena_array(g->A, (size_t)Q->nF + 1, sizeof *C->parts);
+	C->needs = Q->needs;
+	C->at = Q->n;
+	for (int i = 0; i < Q->nF; i++) {
 		ir_value *v = F->values[i];
 		if (v->kind == VAL_CONST) {
-			ir_value *c = ir_value_new(b, NULL, VAL_CONST, v->dtype);
+			ir_value *c = ir_value_new(Q->b, NULL, VAL_CONST, v->dtype);
 			c->shape = v->shape;
 			c->data = v->data;
 			c->sym = v->sym;
-			C.map[i] = c;
+			C->map[i] = c;
 		}
 	}
+}
+
+/* The backward's per-step inputs: the forward's inputs, its states at t-1,
+ * its products, the gradients of its stacked outputs; then the carried
+ * gradients of the states and the step scalars. */
+static int rec_backward_inputs(recg *Q)
+{
+	ir_graph *F = Q->F, *g = Q->g, *b = Q->b;
+	ir_node *n = Q->n;
+	gctx *C = &Q->C;
+	bwd *W = &Q->W;
+	ir_attr *sa = Q->sa, *oa = Q->oa;
+	int nseq = Q->nseq, nst = Q->nst;
 	for (int k = 0; k < nseq; k++)
 		if (F->inputs[k]->nuses > 0)
-			C.map[F->inputs[k]->id] = add_seq(&C, W, n->in[k], sa && k < sa->n ? sa->ints[k] : 0,
-							   F->inputs[k], arena_printf(g->A, "x%d", k));
+			C->map[F->inputs[k]->id] = add_seq(C, W, n->in[k], sa && k < sa->n ? sa->ints[k] : 0,
+							    F->inputs[k], arena_printf(g->A, "x%d", k));
 	for (int k = 0; k < nst; k++)
-		C.map[F->inputs[nseq + k]->id] = add_seq(&C, W, saved[k], 0, F->inputs[nseq + k],
-							 arena_printf(g->A, "s%d_prev", k));
-	for (int i = first_gemm; i < nsave; i++)
-		C.map[save[i]->id] = add_seq(&C, W, saved[i], 0, save[i], arena_printf(g->A, "p%d", i - first_gemm));
-	ir_value **dys = arena_array(g->A, (size_t)nout + 1, sizeof *dys);
-	for (int j = 0; j < nout; j++) {
-		ir_value *gy = get_grad(R, n->out[nst + j]);
+		C->map[F->inputs[nseq + k]->id] = add_seq(C, W, Q->saved[k], 0, F->inputs[nseq + k],
+							  arena_printf(g->A, "s%d_prev", k));
+	for (int i = Q->first_gemm; i < Q->nsave; i++)
+		C->map[Q->save[i]->id] = add_seq(C, W, Q->saved[i], 0, Q->save[i],
+						 arena_printf(g->A, "p%d", i - Q->first_gemm));
+	Q->dys = arena_array(g->A, (size_t)Q->nout + 1, sizeof *Q->dys);
+	for (int j = 0; j < Q->nout; j++) {
+		ir_value *gy = get_grad(Q->R, n->out[nst + j]);
 		if (gy)
-			dys[j] = add_seq(&C, W, gy, oa && j < oa->n ? oa->ints[j] : 0, F->outputs[nst + j],
-					 arena_printf(g->A, "dy%d", j));
+			Q->dys[j] = add_seq(C, W, gy, oa && j < oa->n ? oa->ints[j] : 0, F->outputs[nst + j],
+					    arena_printf(g->A, "dy%d", j));
 	}
-	if (X->errors)
-		return;
+	if (Q->X->errors)
+		return 0;
 	if (W->nseq == 0)
-		dys[0] = NULL, C.map[F->inputs[0]->id] = add_seq(&C, W, n->in[0], sa && sa->n ? sa->ints[0] : 0,
-								  F->inputs[0], "x0");
-	ir_value *ds[64];
+		Q->dys[0] = NULL, C->map[F->inputs[0]->id] = add_seq(C, W, n->in[0], sa && sa->n ? sa->ints[0] : 0,
+								      F->inputs[0], "x0");
 	if (nst > 64)
-		return (void)fail(R, "too many states to differentiate%s", "");
+		return fail(Q->R, "too many states to differentiate%s", "");
 	for (int k = 0; k < nst; k++)
-		ds[k] = body_input(b, arena_printf(g->A, "ds%d", k), F->inputs[nseq + k]);
-	ir_value *tb = NULL, *Lb = NULL;
-	if (has_step) {
+		Q->ds[k] = body_input(b, arena_printf(g->A, "ds%d", k), F->inputs[nseq + k]);
+	Q->tb = NULL, Q->Lb = NULL;
+	if (Q->has_step) {
 		ir_shape s0 = {.rank = 0};
-		tb = ir_value_new(b, ir_free_name(b, arena_printf(g->A, "%s.t", b->name)), VAL_STEP, DT_F32);
-		tb->shape = s0;
-		Lb = ir_value_new(b, arena_printf(g->A, "%s.L", b->name), VAL_STEP, DT_F32);
-		Lb->shape = s0;
+		Q->tb = ir_value_new(b, ir_free_name(b, arena_printf(g->A, "%s.t", b->name)), VAL_STEP, DT_F32);
+		Q->tb->shape = s0;
+		Q->Lb = ir_value_new(b, arena_printf(g->A, "%s.L", b->name), VAL_STEP, DT_F32);
+		Q->Lb->shape = s0;
 		/* the forward step number of this step: L - t + 1 */
-		C.at = n;
-		C.map[F->inputs[nseq + nst]->id] = add(&C, sub(&C, Lb, tb), fc(&C, 1));
-		if (has_step == 2)
-			C.map[F->inputs[nseq + nst + 1]->id] = Lb;
+		C->at = n;
+		C->map[F->inputs[nseq + nst]->id] = add(C, sub(C, Q->Lb, Q->tb), fc(C, 1));
+		if (Q->has_step == 2)
+			C->map[F->inputs[nseq + nst + 1]->id] = Q->Lb;
 	}
+	return 1;
+}
 
-	/* recomputation of the step from the saved values */
-	ir_value **saved_in = arena_array(g->A, (size_t)nsave + 1, sizeof *saved_in);
-	for (int k = 0; k < nsave; k++)
-		saved_in[k] = C.map[save[k]->id];
-	int rc_lo = b->nnodes;
+/* Recomputation of the step from the saved values: the forward body's nodes
+ * cloned into the backward's, the saved products not. */
+static void rec_recompute(recg *Q)
+{
+	ir_graph *F = Q->F, *b = Q->b;
+	gctx *C = &Q->C;
+	Q->saved_in = arena_array(Q->g->A, (size_t)Q->nsave + 1, sizeof *Q->saved_in);
+	for (int k = 0; k < Q->nsave; k++)
+		Q->saved_in[k] = C->map[Q->save[k]->id];
+	Q->rc_lo = b->nnodes;
 	for (int i = 0; i < F->nnodes; i++) {
 		ir_node *bn = F->nodes[i];
-		if (bn->op == OP_GEMM && C.map[bn->out[0]->id])
+		if (bn->op == OP_GEMM && C->map[bn->out[0]->id])
 			continue;
 		ir_node *c = ir_clone_node(b, bn, NULL, -1, IR_CLONE_SHARE_ATTRS);
 		for (int k = 0; k < bn->nin; k++)
-			c->in[k] = bn->in[k] ? V(&C, bn->in[k]) : NULL;
+			c->in[k] = bn->in[k] ? V(C, bn->in[k]) : NULL;
 		for (int k = 0; k < bn->nout; k++)
 			if (bn->out[k]) {
 				ir_value *o = ir_value_new(b, NULL, VAL_TEMP, bn->out[k]->dtype);
 				o->shape = bn->out[k]->shape;
 				o->recomputes = bn->out[k];
 				c->out[k] = o;
-				C.map[bn->out[k]->id] = o;
+				C->map[bn->out[k]->id] = o;
 			}
 		ir_append(b, c);
 	}
+	Q->rc_hi = b->nnodes;
+}
 
-	int rc_hi = b->nnodes;
-
-	/* adjoint of the step */
+/* The adjoint of the step, then what it yields: the gradients of the states
+ * at t-1 (carried), of the per-step inputs and of the first state (stacked). */
+static int rec_adjoint(recg *Q)
+{
+	ir_graph *F = Q->F, *g = Q->g, *b = Q->b;
+	gctx *C = &Q->C;
+	int nseq = Q->nseq, nst = Q->nst;
 	for (int k = 0; k < nst; k++)
-		acc(&C, F->outputs[k], ds[k]);
-	for (int j = 0; j < nout; j++)
-		if (dys[j])
-			acc(&C, F->outputs[nst + j], dys[j]);
-	for (int i = F->nnodes - 1; i >= 0 && !X->errors; i--)
-		rule(&C, F->nodes[i]);
-	if (X->errors)
-		return;
-	C.at = n;
+		acc(C, F->outputs[k], Q->ds[k]);
+	for (int j = 0; j < Q->nout; j++)
+		if (Q->dys[j])
+			acc(C, F->outputs[nst + j], Q->dys[j]);
+	for (int i = F->nnodes - 1; i >= 0 && !Q->X->errors; i--)
+		rule(C, F->nodes[i]);
+	if (Q->X->errors)
+		return 0;
+	C->at = Q->n;
 
-	/* outputs: the gradients of the states at t-1 (carried), then stacked ones */
-	ir_value **bouts = arena_array(g->A, (size_t)nst + 1, sizeof *bouts);
+	ir_value **bouts = Q->bouts = arena_array(g->A, (size_t)nst + 1, sizeof *bouts);
 	for (int k = 0; k < nst; k++) {
-		ir_value *gs = get_grad(&C, F->inputs[nseq + k]);
-		bouts[k] = gs ? gs : mul(&C, ds[k], fc(&C, 0));
+		ir_value *gs = get_grad(C, F->inputs[nseq + k]);
+		bouts[k] = gs ? gs : mul(C, Q->ds[k], fc(C, 0));
 		for (int j = 0; j < k; j++)
 			if (bouts[j] == bouts[k])
-				bouts[k] = op1(&C, OP_IDENTITY, bouts[k]);
-		if (bouts[k]->graph == b && bouts[k]->kind == VAL_STEP && bouts[k] != ds[k])
-			bouts[k] = op1(&C, OP_IDENTITY, bouts[k]);
+				bouts[k] = op1(C, OP_IDENTITY, bouts[k]);
+		if (bouts[k]->graph == b && bouts[k]->kind == VAL_STEP && bouts[k] != Q->ds[k])
+			bouts[k] = op1(C, OP_IDENTITY, bouts[k]);
 	}
-	ir_value **dx_outer = arena_array(g->A, (size_t)nseq + 1, sizeof *dx_outer);
+	Q->dx_outer = arena_array(g->A, (size_t)nseq + 1, sizeof *Q->dx_outer);
 	for (int k = 0; k < nseq; k++) {
-		if (!root_needs(X, n->in[k]))
+		if (!root_needs(Q->X, Q->n->in[k]))
 			continue;
-		ir_value *gx_ = get_grad(&C, F->inputs[k]);
+		ir_value *gx_ = get_grad(C, F->inputs[k]);
 		if (gx_)
-			dx_outer[k] = add_out(&C, W, gx_, T, sa && k < sa->n ? sa->ints[k] : 0);
+			Q->dx_outer[k] = add_out(C, &Q->W, gx_, Q->T, Q->sa && k < Q->sa->n ? Q->sa->ints[k] : 0);
 	}
-	ir_value *dstate_outer = NULL;
-	if (n == X->first_rec) {
-		ir_value *gh = get_grad(&C, F->outputs[0]);
+	Q->dstate_outer = NULL;
+	if (Q->n == Q->X->first_rec) {
+		ir_value *gh = get_grad(C, F->outputs[0]);
 		if (gh)
-			dstate_outer = add_out(&C, W, gh, T, 0);
+			Q->dstate_outer = add_out(C, &Q->W, gh, Q->T, 0);
 	}
-	/* what the forward saves instead of the states and products, where cheaper */
-	int64_t save_width = choose_saves(&C, W, n, rc_lo, rc_hi, saved_in, nsave, bouts, nst, T);
-	if (X->errors)
-		return;
+	return 1;
+}
 
-	/* per-step gradients of captured values, reduced outside the loop */
-	ir_value **cb_a = arena_array(g->A, (size_t)C.ncb + 1, sizeof *cb_a);
-	ir_value **cb_b = arena_array(g->A, (size_t)C.ncb + 1, sizeof *cb_b);
-	for (int i = 0; i < C.ncb; i++) {
-		contrib *q = &C.cb[i];
-		cb_a[i] = add_out(&C, W, q->a, T, 0);
-		cb_b[i] = NULL;
+/* Per-step gradients of captured values, stacked to be reduced outside the loop. */
+static int rec_stack_captured(recg *Q)
+{
+	gctx *C = &Q->C;
+	bwd *W = &Q->W;
+	Q->cb_a = arena_array(Q->g->A, (size_t)C->ncb + 1, sizeof *Q->cb_a);
+	Q->cb_b = arena_array(Q->g->A, (size_t)C->ncb + 1, sizeof *Q->cb_b);
+	for (int i = 0; i < C->ncb; i++) {
+		contrib *q = &C->cb[i];
+		Q->cb_a[i] = add_out(C, W, q->a, Q->T, 0);
+		Q->cb_b[i] = NULL;
 		if (q->kind == CB_GEMM) {
 			/* the left operand: reuse a saved stack when it is one */
 			for (int s = 0; s < W->nseq; s++)
 				if (W->seq[s].inner == q->b && W->seq[s].axis == 0)
-					cb_b[i] = W->seq[s].outer;
-			if (!cb_b[i])
-				cb_b[i] = add_out(&C, W, q->b, T, 0);
+					Q->cb_b[i] = W->seq[s].outer;
+			if (!Q->cb_b[i])
+				Q->cb_b[i] = add_out(C, W, q->b, Q->T, 0);
 		}
 	}
-	if (X->errors)
-		return;
+	return !Q->X->errors;
+}
 
-	/* per-step inputs nothing reads are dropped (one stays: it carries T) */
-	dead_code_prepass(b, W, bouts, nst);
-	/* the node */
+/* The backward body's inputs and outputs; per-step inputs nothing reads are
+ * dropped (one stays: it carries T). */
+static void rec_close_body(recg *Q)
+{
+	ir_graph *b = Q->b, *g = Q->g;
+	bwd *W = &Q->W;
+	int nst = Q->nst;
+	dead_code_prepass(b, W, Q->bouts, nst);
 	int bn_seq = W->nseq, bn_out = W->nout;
-	b->ninputs = bn_seq + nst + (has_step ? 2 : 0);
+	b->ninputs = bn_seq + nst + (Q->has_step ? 2 : 0);
 	b->inputs = arena_array(g->A, (size_t)b->ninputs, sizeof *b->inputs);
 	for (int s = 0; s < bn_seq; s++)
 		b->inputs[s] = W->seq[s].inner;
 	for (int k = 0; k < nst; k++)
-		b->inputs[bn_seq + k] = ds[k];
-	if (has_step) {
-		b->inputs[bn_seq + nst] = tb;
-		b->inputs[bn_seq + nst + 1] = Lb;
+		b->inputs[bn_seq + k] = Q->ds[k];
+	if (Q->has_step) {
+		b->inputs[bn_seq + nst] = Q->tb;
+		b->inputs[bn_seq + nst + 1] = Q->Lb;
 	}
 	b->noutputs = nst + bn_out;
 	b->outputs = arena_array(g->A, (size_t)b->noutputs, sizeof *b->outputs);
 	for (int k = 0; k < nst; k++)
-		b->outputs[k] = bouts[k];
+		b->outputs[k] = Q->bouts[k];
 	for (int j = 0; j < bn_out; j++) {
 		ir_value *v = W->outs[j];
 		for (int k = 0; k < nst + j; k++)
 			if (b->outputs[k] == v) {
-				gctx C2 = C;
+				gctx C2 = Q->C;
 				v = op1(&C2, OP_IDENTITY, v);
 			}
 		b->outputs[nst + j] = v;
 	}
 	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_BODIES);
+}
 
-	/* with sequence_lens the backward rows run over the same valid steps,
-	 * the other way: from each row's last valid step down, or up to it */
-	ir_node *r = ir_node_new(g, OP_RECURRENCE, b->name, bn_seq + nst + has_lens, nst + bn_out);
-	if (has_lens)
+/* The backward RECURRENCE node. With sequence_lens the backward rows run
+ * over the same valid steps, the other way: from each row's last valid step
+ * down, or up to it. */
+static void rec_append_node(recg *Q)
+{
+	ir_graph *g = Q->g, *b = Q->b;
+	ir_node *n = Q->n;
+	bwd *W = &Q->W;
+	int nst = Q->nst, bn_seq = W->nseq, bn_out = W->nout;
+	ir_node *r = Q->r = ir_node_new(g, OP_RECURRENCE, b->name, bn_seq + nst + Q->has_lens, nst + bn_out);
+	if (Q->has_lens)
 		r->in[bn_seq + nst] = n->in[n->nin - 1];
 	r->body = b;
 	r->rec_source = IR_REC_BACKWARD;
@@ -1731,9 +1852,9 @@ static void rule_rec(gctx *R, ir_node *n)
 		sax[s] = W->seq[s].axis;
 	}
 	for (int k = 0; k < nst; k++) {
-		r->in[bn_seq + k] = get_grad(R, n->out[k]);
+		r->in[bn_seq + k] = get_grad(Q->R, n->out[k]);
 		ir_value *fk = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
-		fk->shape = F->inputs[nseq + k]->shape;
+		fk->shape = Q->F->inputs[Q->nseq + k]->shape;
 		r->out[k] = fk;
 	}
 	for (int j = 0; j < bn_out; j++) {
@@ -1743,42 +1864,73 @@ static void rule_rec(gctx *R, ir_node *n)
 	ir_attr_set_int(r, "n_seq", bn_seq);
 	ir_attr_set_int(r, "n_state", nst);
 	ir_attr_set_int(r, "n_out", bn_out);
-	ir_attr_set_int(r, "reverse", !rev);
+	ir_attr_set_int(r, "reverse", !Q->rev);
 	ir_attr_set_ints(r, "seq_axis", bn_seq, sax);
 	ir_attr_set_ints(r, "out_axis", bn_out, oax);
-	ir_attr_set_int(r, "has_lens", has_lens);
-	if (save_width >= 0)
-		ir_attr_set_int(r, "save_width", save_width);
-	if (has_step)
+	ir_attr_set_int(r, "has_lens", Q->has_lens);
+	if (Q->save_width >= 0)
+		ir_attr_set_int(r, "save_width", Q->save_width);
+	if (Q->has_step)
 		ir_attr_set_int(r, "has_step", 2);
 	ir_append(g, r);
+}
 
-	/* gradients flowing out of the recurrence */
+/* The gradients flowing out of the recurrence: to its inputs, its initial
+ * states and the values its body captures (a weight's: one GEMM over T*B rows). */
+static void rec_flow_out(recg *Q)
+{
+	gctx *R = Q->R, *C = &Q->C;
+	ir_node *n = Q->n;
 	R->at = n;
-	for (int k = 0; k < nseq; k++)
-		if (dx_outer[k])
-			acc(R, n->in[k], dx_outer[k]);
-	for (int k = 0; k < nst; k++)
-		if (n->in[nseq + k])
-			acc(R, n->in[nseq + k], r->out[k]);
-	if (dstate_outer)
-		X->dstate = dstate_outer;
-	for (int i = 0; i < C.ncb; i++) {
-		contrib *q = &C.cb[i];
+	for (int k = 0; k < Q->nseq; k++)
+		if (Q->dx_outer[k])
+			acc(R, n->in[k], Q->dx_outer[k]);
+	for (int k = 0; k < Q->nst; k++)
+		if (n->in[Q->nseq + k])
+			acc(R, n->in[Q->nseq + k], Q->r->out[k]);
+	if (Q->dstate_outer)
+		Q->X->dstate = Q->dstate_outer;
+	for (int i = 0; i < C->ncb; i++) {
+		contrib *q = &C->cb[i];
 		if (q->kind == CB_ELEM) {
-			acc_ub(R, q->c, cb_a[i]);
+			acc_ub(R, q->c, Q->cb_a[i]);
 			continue;
 		}
 		/* dW = sum_t dY_t^T A_t (transB) or A_t^T dY_t: one GEMM over T*B rows */
-		ir_node *f1 = mk(R, OP_FLATTEN, 1, &cb_a[i]);
+		ir_node *f1 = mk(R, OP_FLATTEN, 1, &Q->cb_a[i]);
 		ir_attr_set_int(f1, "axis", 2);
-		ir_node *f2 = mk(R, OP_FLATTEN, 1, &cb_b[i]);
+		ir_node *f2 = mk(R, OP_FLATTEN, 1, &Q->cb_b[i]);
 		ir_attr_set_int(f2, "axis", 2);
 		ir_value *dY = fin(R, f1), *A = fin(R, f2);
 		double alpha = ir_attr_float(q->n, "alpha", 1.0f);
 		int tbm = (int)ir_attr_int(q->n, "transB", 0);
 		acc(R, q->c, tbm ? gemm(R, dY, A, 1, 0, alpha) : gemm(R, A, dY, 1, 0, alpha));
 	}
+}
+
+/* Backpropagation through time: the backward recurrence of recurrence n,
+ * which recomputes each step from what the forward saves. */
+static void rule_rec(gctx *R, ir_node *n)
+{
+	recg Q0 = {.R = R, .X = R->X, .n = n}, *Q = &Q0;
+	if (!rec_read_attrs(Q) || !rec_mark_needs(Q) || !rec_collect_saves(Q))
+		return;
+	rec_new_backward(Q);
+	if (!rec_backward_inputs(Q))
+		return;
+	rec_recompute(Q);
+	if (!rec_adjoint(Q))
+		return;
+	/* what the forward saves instead of the states and products, where cheaper */
+	Q->save_width = choose_saves(&Q->C, &Q->W, n, Q->rc_lo, Q->rc_hi, Q->saved_in, Q->nsave, Q->bouts,
+				     Q->nst, Q->T);
+	if (Q->X->errors)
+		return;
+	if (!rec_stack_captured(Q))
+		return;
+	rec_close_body(Q);
+	rec_append_node(Q);
+	rec_flow_out(Q);
 }
 
 /* ---- the loss, the sweep, the outputs ------------------------------------------------------ */
@@ -1978,6 +2130,166 @@ static int expand_gradient(ir_graph *g, diag *D, int at)
 	return X->errors;
 }
 
+/* The parameters still used and the f32 inputs (at most 64, in xs) are what
+ * the gradients are taken of; which root values depend on them. */
+static void mark_trained(gx *X, ir_value **xs, int *nx)
+{
+	ir_graph *g = X->g;
+	ir_train *t = X->t;
+	int np = 0;
+	for (int i = 0; i < t->nparams; i++)
+		if (t->params[i]->nuses > 0 && t->params[i]->graph == g && t->params[i]->kind == VAL_WEIGHT)
+			t->params[np++] = t->params[i];
+	t->nparams = np;
+	for (int i = 0; i < np; i++)
+		X->rneeds[t->params[i]->id] = 1;
+	*nx = 0;
+	for (int k = 0; k < g->ninputs; k++)
+		if (g->inputs[k]->dtype == DT_F32 && *nx < 64) {
+			X->rneeds[g->inputs[k]->id] = 1;
+			xs[(*nx)++] = g->inputs[k];
+		}
+}
+
+/* The output the loss reads (--loss-output, else the first), recorded in the
+ * train record with the data input and its axes; NULL after an error. */
+static ir_value *loss_input(gx *X)
+{
+	ir_graph *g = X->g;
+	ir_train *t = X->t;
+	int li = 0;
+	if (t->loss_output) {
+		li = -1;
+		for (int k = 0; k < g->noutputs; k++)
+			if (!strcmp(g->outputs[k]->name, t->loss_output))
+				li = k;
+		if (li < 0) {
+			diag_error(X->D, "--loss-output %s: the model has no output of that name", t->loss_output);
+			return NULL;
+		}
+	}
+	if (g->noutputs == 0) {
+		diag_error(X->D, "--train: the model has no output to take the loss of");
+		return NULL;
+	}
+	ir_value *Y = g->outputs[li];
+	t->nfwd_outputs = g->noutputs;
+	t->logits_output = li;
+	t->x_input = 0;
+	for (int k = 0; k < g->ninputs; k++)
+		if (g->inputs[k]->dtype == DT_F32) {
+			t->x_input = k;
+			break;
+		}
+	data_axes(g, t, X->first_rec);
+	if (Y->dtype != DT_F32) {
+		diag_error(X->D, "--train: output '%s' is %s; the loss needs an f32 output", Y->name,
+			   ir_dtype_name(Y->dtype));
+		return NULL;
+	}
+	return Y;
+}
+
+/* The loss node of output Y and its new inputs (target, mask): *logits is
+ * what it reads, Y or a view of Y. NULL after an error. */
+static ir_node *build_loss(gctx *R, ir_value *Y, ir_value **logits)
+{
+	gx *X = R->X;
+	ir_graph *g = X->g;
+	ir_train *t = X->t;
+	ir_value *labels = NULL;
+	ir_node *lossn;
+	int L = t->loss;
+	*logits = Y;
+	if (L == TRAIN_CE || L == TRAIN_CE_ALL) {
+		int r = Y->shape.rank;
+		if (r == 3 && L == TRAIN_CE) {
+			/* the last step along the time axis */
+			int ta = t->time_axis;
+			ir_value *in[4] = {Y, int1(R, -1), int1(R, INT32_MAX), int1(R, ta)};
+			ir_value *s = fin(R, mk(R, OP_SLICE, 4, in));
+			ir_shape bs = {.rank = 2, .d = {Y->shape.d[1 - ta], Y->shape.d[2]}};
+			*logits = reshape(R, s, &bs);
+		} else if (r == 3) {
+			ir_shape fs = {.rank = 2, .d = {ir_dim_mul(Y->shape.d[0], Y->shape.d[1]), Y->shape.d[2]}};
+			*logits = reshape(R, Y, &fs);
+		} else if (r != 2) {
+			diag_error(X->D, "--loss %s: output '%s' is %s; expected [batch, classes] or "
+				   "[seq, batch, classes]", train_loss_name(L), Y->name,
+				   ir_shape_str(g->A, g, &Y->shape));
+			return NULL;
+		}
+		ir_shape ts = {.rank = 1, .d = {(*logits)->shape.d[0]}};
+		if (L == TRAIN_CE_ALL) {
+			if (r != 3) {
+				diag_error(X->D, "--loss ce-all needs a per-step output [seq, batch, classes]; "
+					   "'%s' is %s", Y->name, ir_shape_str(g->A, g, &Y->shape));
+				return NULL;
+			}
+			ts = (ir_shape){.rank = 2, .d = {Y->shape.d[0], Y->shape.d[1]}};
+		}
+		ir_value *target = new_input(g, "target", DT_I64, &ts);
+		labels = L == TRAIN_CE_ALL ? reshape(R, target, &(ir_shape){.rank = 1, .d = {(*logits)->shape.d[0]}})
+					   : target;
+		ir_value *in[2] = {*logits, labels};
+		lossn = mk(R, OP_SOFTMAXCE, 2, in);
+		t->nclasses = ir_dim_is_const((*logits)->shape.d[1]) ? (int)(*logits)->shape.d[1].k : 0;
+	} else {
+		ir_value *target = new_input(g, "target", DT_F32, &Y->shape);
+		ir_value *mask = L == TRAIN_MASKED_MSE ? new_input(g, "mask", DT_F32, &Y->shape) : NULL;
+		ir_value *in[3] = {Y, target, mask};
+		lossn = mk(R, OP_MSELOSS, mask ? 3 : 2, in);
+		t->nclasses = 0;
+	}
+	return lossn;
+}
+
+/* The loss's gradient, taken back through the views between Y and the logits. */
+static void seed_loss_gradient(gctx *R, ir_node *lossn, ir_value *logits, ir_value *Y)
+{
+	ir_value *one = fc(R, 1);
+	R->at = lossn;
+	ir_value *dlogits;
+	if (lossn->op == OP_SOFTMAXCE) {
+		ir_value *in[3] = {one, lossn->in[0], lossn->in[1]};
+		dlogits = fin(R, mk(R, OP_SOFTMAXCEGRAD, 3, in));
+	} else {
+		ir_value *in[4] = {one, lossn->in[0], lossn->in[1], lossn->nin > 2 ? lossn->in[2] : NULL};
+		dlogits = fin(R, mk(R, OP_MSELOSSGRAD, lossn->nin > 2 ? 4 : 3, in));
+	}
+	/* the loss's view nodes were made after the pass started: apply their rules by hand */
+	ir_value *gcur = dlogits;
+	ir_value *v = logits;
+	while (v != Y) {
+		ir_node *n = v->producer;
+		ir_value *a = n->in[0];
+		if (n->op == OP_RESHAPE)
+			gcur = reshape(R, gcur, &a->shape);
+		else
+			gcur = slice_scatter(R, a, gcur, n->in[1], n->in[2], n->in[3], NULL);
+		v = a;
+	}
+	acc(R, Y, gcur);
+}
+
+/* The gradient outputs: grad.<P>, grad.<X>, dstate. */
+static void add_grad_outputs(gctx *R, ir_value *const *xs, int nx)
+{
+	gx *X = R->X;
+	ir_graph *g = X->g;
+	ir_train *t = X->t;
+	for (int i = 0; i < t->nparams; i++) {
+		ir_value *p = t->params[i], *gp = get_grad(R, p);
+		add_output(R, gp ? gp : zeros(R, p), arena_printf(g->A, "grad.%s", p->name));
+	}
+	for (int i = 0; i < nx; i++) {
+		ir_value *gx_ = get_grad(R, xs[i]);
+		add_output(R, gx_ ? gx_ : zeros(R, xs[i]), arena_printf(g->A, "grad.%s", xs[i]->name));
+	}
+	if (X->first_rec && X->dstate)
+		add_output(R, X->dstate, "dstate");
+}
+
 int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
@@ -1995,138 +2307,31 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 	gx X0 = {.g = g, .D = D, .t = t, .n0 = g->nvalues}, *X = &X0;
 	X->rneeds = arena_alloc(g->A, (size_t)g->nvalues + 1);
 	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
-
-	/* parameters still used, and f32 inputs */
-	int np = 0;
-	for (int i = 0; i < t->nparams; i++)
-		if (t->params[i]->nuses > 0 && t->params[i]->graph == g && t->params[i]->kind == VAL_WEIGHT)
-			t->params[np++] = t->params[i];
-	t->nparams = np;
-	for (int i = 0; i < np; i++)
-		X->rneeds[t->params[i]->id] = 1;
-	int nx = 0;
+	int nx;
 	ir_value *xs[64];
-	for (int k = 0; k < g->ninputs; k++)
-		if (g->inputs[k]->dtype == DT_F32 && nx < 64) {
-			X->rneeds[g->inputs[k]->id] = 1;
-			xs[nx++] = g->inputs[k];
-		}
+	mark_trained(X, xs, &nx);
 	int nfwd = g->nnodes;
 	propagate_needs(X, nfwd);
 
-	/* the output the loss reads */
-	int li = 0;
-	if (t->loss_output) {
-		li = -1;
-		for (int k = 0; k < g->noutputs; k++)
-			if (!strcmp(g->outputs[k]->name, t->loss_output))
-				li = k;
-		if (li < 0) {
-			diag_error(D, "--loss-output %s: the model has no output of that name", t->loss_output);
-			return 1;
-		}
-	}
-	if (g->noutputs == 0) {
-		diag_error(D, "--train: the model has no output to take the loss of");
+	ir_value *Y = loss_input(X);
+	if (!Y)
 		return 1;
-	}
-	ir_value *Y = g->outputs[li];
-	t->nfwd_outputs = g->noutputs;
-	t->logits_output = li;
-	t->x_input = 0;
-	for (int k = 0; k < g->ninputs; k++)
-		if (g->inputs[k]->dtype == DT_F32) {
-			t->x_input = k;
-			break;
-		}
-	data_axes(g, t, X->first_rec);
-	if (Y->dtype != DT_F32) {
-		diag_error(D, "--train: output '%s' is %s; the loss needs an f32 output", Y->name,
-			   ir_dtype_name(Y->dtype));
-		return 1;
-	}
 	gctx R = {.X = X, .tg = g, .src = g, .nsrc = X->n0};
 	R.grad = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.grad);
 	R.parts = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.parts);
 	R.needs = X->rneeds;
-
-	/* loss */
-	ir_value *logits = Y, *labels = NULL, *loss;
-	ir_node *lossn;
-	int L = t->loss;
-	if (L == TRAIN_CE || L == TRAIN_CE_ALL) {
-		int r = Y->shape.rank;
-		if (r == 3 && L == TRAIN_CE) {
-			/* the last step along the time axis */
-			int ta = t->time_axis;
-			ir_value *in[4] = {Y, int1(&R, -1), int1(&R, INT32_MAX), int1(&R, ta)};
-			ir_value *s = fin(&R, mk(&R, OP_SLICE, 4, in));
-			ir_shape bs = {.rank = 2, .d = {Y->shape.d[1 - ta], Y->shape.d[2]}};
-			logits = reshape(&R, s, &bs);
-		} else if (r == 3) {
-			ir_shape fs = {.rank = 2, .d = {ir_dim_mul(Y->shape.d[0], Y->shape.d[1]), Y->shape.d[2]}};
-			logits = reshape(&R, Y, &fs);
-		} else if (r != 2) {
-			diag_error(D, "--loss %s: output '%s' is %s; expected [batch, classes] or "
-				   "[seq, batch, classes]", train_loss_name(L), Y->name,
-				   ir_shape_str(g->A, g, &Y->shape));
-			return 1;
-		}
-		ir_shape ts = {.rank = 1, .d = {logits->shape.d[0]}};
-		if (L == TRAIN_CE_ALL) {
-			if (r != 3) {
-				diag_error(D, "--loss ce-all needs a per-step output [seq, batch, classes]; '%s' is %s",
-					   Y->name, ir_shape_str(g->A, g, &Y->shape));
-				return 1;
-			}
-			ts = (ir_shape){.rank = 2, .d = {Y->shape.d[0], Y->shape.d[1]}};
-		}
-		ir_value *target = new_input(g, "target", DT_I64, &ts);
-		labels = L == TRAIN_CE_ALL ? reshape(&R, target, &(ir_shape){.rank = 1, .d = {logits->shape.d[0]}})
-					   : target;
-		ir_value *in[2] = {logits, labels};
-		lossn = mk(&R, OP_SOFTMAXCE, 2, in);
-		t->nclasses = ir_dim_is_const(logits->shape.d[1]) ? (int)logits->shape.d[1].k : 0;
-	} else {
-		ir_value *target = new_input(g, "target", DT_F32, &Y->shape);
-		ir_value *mask = L == TRAIN_MASKED_MSE ? new_input(g, "mask", DT_F32, &Y->shape) : NULL;
-		ir_value *in[3] = {Y, target, mask};
-		lossn = mk(&R, OP_MSELOSS, mask ? 3 : 2, in);
-		t->nclasses = 0;
-	}
-	loss = fin(&R, lossn);
-	add_output(&R, loss, "loss");
+	ir_value *logits;
+	ir_node *lossn = build_loss(&R, Y, &logits);
+	if (!lossn)
+		return 1;
+	add_output(&R, fin(&R, lossn), "loss");
 	t->loss_output_index = g->noutputs - 1;
 	if (X->errors)
 		return X->errors;
 
 	/* backward from here on */
 	int bwd_at = g->nnodes;
-	ir_value *one = fc(&R, 1);
-	R.at = lossn;
-	ir_value *dlogits;
-	if (lossn->op == OP_SOFTMAXCE) {
-		ir_value *in[3] = {one, lossn->in[0], lossn->in[1]};
-		dlogits = fin(&R, mk(&R, OP_SOFTMAXCEGRAD, 3, in));
-	} else {
-		ir_value *in[4] = {one, lossn->in[0], lossn->in[1], lossn->nin > 2 ? lossn->in[2] : NULL};
-		dlogits = fin(&R, mk(&R, OP_MSELOSSGRAD, lossn->nin > 2 ? 4 : 3, in));
-	}
-	{
-		/* the loss's view nodes were made after the pass started: apply their rules by hand */
-		ir_value *gcur = dlogits;
-		ir_value *v = logits;
-		while (v != Y) {
-			ir_node *n = v->producer;
-			ir_value *a = n->in[0];
-			if (n->op == OP_RESHAPE)
-				gcur = reshape(&R, gcur, &a->shape);
-			else
-				gcur = slice_scatter(&R, a, gcur, n->in[1], n->in[2], n->in[3], NULL);
-			v = a;
-		}
-		acc(&R, Y, gcur);
-	}
+	seed_loss_gradient(&R, lossn, logits, Y);
 	t->bwd_start = g->nodes[bwd_at];
 	t->graded = 1;
 	for (int i = nfwd - 1; i >= 0 && !X->errors; i--)
@@ -2134,18 +2339,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 	if (X->errors)
 		return X->errors;
 	R.at = NULL;
-
-	/* outputs: grad.<P>, grad.<X>, dstate */
-	for (int i = 0; i < t->nparams; i++) {
-		ir_value *p = t->params[i], *gp = get_grad(&R, p);
-		add_output(&R, gp ? gp : zeros(&R, p), arena_printf(g->A, "grad.%s", p->name));
-	}
-	for (int i = 0; i < nx; i++) {
-		ir_value *gx_ = get_grad(&R, xs[i]);
-		add_output(&R, gx_ ? gx_ : zeros(&R, xs[i]), arena_printf(g->A, "grad.%s", xs[i]->name));
-	}
-	if (X->first_rec && X->dstate)
-		add_output(&R, X->dstate, "dstate");
+	add_grad_outputs(&R, xs, nx);
 	ir_recount(g);
 	drop_unused_saves(g, nfwd);
 	return X->errors;

@@ -504,13 +504,12 @@ static int lens_trivial(lower *L, ir_value *lens)
 	return 1;
 }
 
-static int lower_node(ir_graph *g, diag *D, ir_node *src)
+/* The layer's attributes: gates and activations per direction, directions
+ * (*first_reverse: one direction, reversed), layout, clip. */
+static int read_layer_attrs(lower *L, int *first_reverse)
 {
-	lower L0 = {.g = g, .D = D, .src = src, .clip = -1.0f}, *L = &L0;
-	if (!src->name || !*src->name)
-		src->name = ir_unique_name(g, ir_op_name(src->op));
-	L->origin = arena_printf(g->A, "%s '%s'", ir_op_name(src->op), src->name);
-	L->bld = (ir_build){.origin = L->origin, .D = D, .blame = src, .what = "lowered", .errors = &L->errors};
+	ir_node *src = L->src;
+	diag *D = L->D;
 	switch (src->op) {
 	case OP_LSTM: L->ngates = 4; L->nact = 3; break;
 	case OP_GRU: L->ngates = 3; L->nact = 2; break;
@@ -518,12 +517,12 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 	}
 
 	const char *dirs = ir_attr_string(src, "direction", "forward");
-	int first_reverse = 0;
+	*first_reverse = 0;
 	if (!strcmp(dirs, "forward")) {
 		L->ndir = 1;
 	} else if (!strcmp(dirs, "reverse")) {
 		L->ndir = 1;
-		first_reverse = 1;
+		*first_reverse = 1;
 	} else if (!strcmp(dirs, "bidirectional")) {
 		L->ndir = 2;
 	} else {
@@ -543,7 +542,15 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 			return 1;
 		}
 	}
+	return 0;
+}
 
+/* X, W and R, and the weights' shapes; T, B, I and H from them. */
+static int check_layer_inputs(lower *L)
+{
+	ir_graph *g = L->g;
+	ir_node *src = L->src;
+	diag *D = L->D;
 	ir_value *X = src->in[0], *W = src_in(L, 1), *R = src_in(L, 2);
 	if (!X || !W || !R) {
 		diag_node(D, src, "X, W and R are required");
@@ -579,6 +586,17 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 	check_weight(L, 3, "B", 2, bd);
 	if (src->op == OP_LSTM)
 		check_weight(L, 7, "P", 2, pd);
+	return 0;
+}
+
+/* The initial states' and sequence_lens' types and shapes (errors counted
+ * in L); *lens_out: sequence_lens, NULL where it changes nothing. */
+static void check_states_and_lens(lower *L, ir_value **lens_out)
+{
+	ir_graph *g = L->g;
+	ir_node *src = L->src;
+	diag *D = L->D;
+	int64_t D_ = L->ndir;
 	/* initial states: [D, B, H] (layout 0) or [B, D, H] */
 	for (int idx = 5; idx <= (src->op == OP_LSTM ? 6 : 5); idx++) {
 		ir_value *v = src_in(L, idx);
@@ -609,6 +627,109 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 		if (lens_trivial(L, lens))
 			lens = NULL;
 	}
+	*lens_out = lens;
+}
+
+/* The step body of direction dir: inputs x_t, h[, c]; outputs the new
+ * states, then y_t = H_t. NULL after an error. */
+static ir_graph *direction_body(lower *L, int dir, const char *bname, int nstate)
+{
+	ir_graph *g = L->g;
+	ir_node *src = L->src;
+	dir_io io = {.body = ir_graph_new(g->A, g, bname)};
+	io.x = step_input(L, io.body, "x", L->B, L->I);
+	io.h = step_input(L, io.body, "h", L->B, L->H);
+	if (nstate == 2)
+		io.c = step_input(L, io.body, "c", L->B, L->H);
+	if (src->op == OP_LSTM)
+		body_lstm(L, &io, dir);
+	else if (src->op == OP_GRU)
+		body_gru(L, &io, dir);
+	else
+		body_rnn(L, &io, dir);
+	if (L->errors)
+		return NULL;
+
+	ir_graph *body = io.body;
+	body->ninputs = 1 + nstate;
+	body->inputs = arena_array(g->A, 3, sizeof *body->inputs);
+	body->inputs[0] = io.x;
+	body->inputs[1] = io.h;
+	if (nstate == 2)
+		body->inputs[2] = io.c;
+	body->noutputs = nstate + 1;
+	body->outputs = arena_array(g->A, 3, sizeof *body->outputs);
+	body->outputs[0] = io.h2;
+	if (nstate == 2)
+		body->outputs[1] = io.c2;
+	body->outputs[nstate] = io.h2;   /* y_t = H_t */
+	return body;
+}
+
+/* The layer's outputs, and their parts made by each direction's recurrence. */
+typedef struct layer_outs {
+	ir_value *Y, *Yh, *Yc;
+	ir_value *ys[2], *hs[2], *cs[2];
+} layer_outs;
+
+/* The RECURRENCE of direction dir, running body: X, the initial states
+ * [and lens] in; the final states and the stacked y_t (o's parts) out. */
+static void append_direction(lower *L, int dir, int reverse, const char *bname, ir_graph *body, int nstate,
+			     ir_value *lens, layer_outs *o)
+{
+	ir_graph *g = L->g;
+	ir_node *src = L->src;
+	ir_dim BH[2] = {L->B, ir_dim_const(L->H)};
+	/* inputs: X, initial states, [lens]; outputs: finals, Y part */
+	int nin = 1 + nstate + (lens ? 1 : 0);
+	ir_node *r = ir_node_new(g, OP_RECURRENCE, bname, nin, nstate + 1);
+	r->rec_source = IR_REC_ONNX_RNN;
+	r->origin = L->origin;
+	r->body = body;
+	r->in[0] = src->in[0];
+	r->in[1] = init_state(L, 5, dir);
+	if (nstate == 2)
+		r->in[2] = init_state(L, 6, dir);
+	if (lens)
+		r->in[nin - 1] = lens;
+	o->hs[dir] = o->Yh ? rec_output(L, 2, BH) : NULL;
+	o->cs[dir] = o->Yc ? rec_output(L, 2, BH) : NULL;
+	r->out[0] = o->hs[dir];
+	if (nstate == 2)
+		r->out[1] = o->cs[dir];
+	o->ys[dir] = NULL;
+	if (o->Y) {
+		ir_dim yd[3] = {L->T, L->B, ir_dim_const(L->H)};
+		if (L->layout) {
+			yd[0] = L->B;
+			yd[1] = L->T;
+		}
+		o->ys[dir] = rec_output(L, 3, yd);
+	}
+	r->out[nstate] = o->ys[dir];
+	int64_t ax = L->layout;
+	ir_attr_set_int(r, "n_seq", 1);
+	ir_attr_set_int(r, "n_state", nstate);
+	ir_attr_set_int(r, "n_out", 1);
+	ir_attr_set_int(r, "reverse", reverse);
+	ir_attr_set_ints(r, "seq_axis", 1, &ax);
+	ir_attr_set_ints(r, "out_axis", 1, &ax);
+	ir_attr_set_int(r, "has_lens", lens != NULL);
+	ir_append(g, r);
+}
+
+static int lower_node(ir_graph *g, diag *D, ir_node *src)
+{
+	lower L0 = {.g = g, .D = D, .src = src, .clip = -1.0f}, *L = &L0;
+	if (!src->name || !*src->name)
+		src->name = ir_unique_name(g, ir_op_name(src->op));
+	L->origin = arena_printf(g->A, "%s '%s'", ir_op_name(src->op), src->name);
+	L->bld = (ir_build){.origin = L->origin, .D = D, .blame = src, .what = "lowered", .errors = &L->errors};
+	int first_reverse;
+	if (read_layer_attrs(L, &first_reverse) || check_layer_inputs(L))
+		return 1;
+	ir_value *lens;
+	check_states_and_lens(L, &lens);
 	static const act lstm_def[3] = {{OP_SIGMOID, 0, 0}, {OP_TANH, 0, 0}, {OP_TANH, 0, 0}};
 	static const act gru_def[2] = {{OP_SIGMOID, 0, 0}, {OP_TANH, 0, 0}};
 	static const act rnn_def[1] = {{OP_TANH, 0, 0}};
@@ -617,88 +738,24 @@ static int lower_node(ir_graph *g, diag *D, ir_node *src)
 		return L->errors;
 
 	int nstate = src->op == OP_LSTM ? 2 : 1;
-	ir_value *Y = src->nout > 0 ? src->out[0] : NULL;
-	ir_value *Yh = src->nout > 1 ? src->out[1] : NULL;
-	ir_value *Yc = src->nout > 2 ? src->out[2] : NULL;
-	ir_value *ys[2], *hs[2], *cs[2];
-	ir_dim BH[2] = {L->B, ir_dim_const(L->H)};
-
+	layer_outs o = {.Y = src->nout > 0 ? src->out[0] : NULL, .Yh = src->nout > 1 ? src->out[1] : NULL,
+			.Yc = src->nout > 2 ? src->out[2] : NULL};
 	for (int dir = 0; dir < L->ndir; dir++) {
 		int reverse = L->ndir == 2 ? dir : first_reverse;
 		const char *bname = arena_printf(g->A, "%s%s", src->name,
 						 L->ndir == 2 ? (dir ? ".reverse" : ".forward") : "");
-		dir_io io = {.body = ir_graph_new(g->A, g, bname)};
-		io.x = step_input(L, io.body, "x", L->B, L->I);
-		io.h = step_input(L, io.body, "h", L->B, L->H);
-		if (nstate == 2)
-			io.c = step_input(L, io.body, "c", L->B, L->H);
-		if (src->op == OP_LSTM)
-			body_lstm(L, &io, dir);
-		else if (src->op == OP_GRU)
-			body_gru(L, &io, dir);
-		else
-			body_rnn(L, &io, dir);
-		if (L->errors)
+		ir_graph *body = direction_body(L, dir, bname, nstate);
+		if (!body)
 			return L->errors;
-
-		ir_graph *body = io.body;
-		body->ninputs = 1 + nstate;
-		body->inputs = arena_array(g->A, 3, sizeof *body->inputs);
-		body->inputs[0] = io.x;
-		body->inputs[1] = io.h;
-		if (nstate == 2)
-			body->inputs[2] = io.c;
-		body->noutputs = nstate + 1;
-		body->outputs = arena_array(g->A, 3, sizeof *body->outputs);
-		body->outputs[0] = io.h2;
-		if (nstate == 2)
-			body->outputs[1] = io.c2;
-		body->outputs[nstate] = io.h2;   /* y_t = H_t */
-
-		/* inputs: X, initial states, [lens]; outputs: finals, Y part */
-		int nin = 1 + nstate + (lens ? 1 : 0);
-		ir_node *r = ir_node_new(g, OP_RECURRENCE, bname, nin, nstate + 1);
-		r->rec_source = IR_REC_ONNX_RNN;
-		r->origin = L->origin;
-		r->body = body;
-		r->in[0] = X;
-		r->in[1] = init_state(L, 5, dir);
-		if (nstate == 2)
-			r->in[2] = init_state(L, 6, dir);
-		if (lens)
-			r->in[nin - 1] = lens;
-		hs[dir] = Yh ? rec_output(L, 2, BH) : NULL;
-		cs[dir] = Yc ? rec_output(L, 2, BH) : NULL;
-		r->out[0] = hs[dir];
-		if (nstate == 2)
-			r->out[1] = cs[dir];
-		ys[dir] = NULL;
-		if (Y) {
-			ir_dim yd[3] = {L->T, L->B, ir_dim_const(L->H)};
-			if (L->layout) {
-				yd[0] = L->B;
-				yd[1] = L->T;
-			}
-			ys[dir] = rec_output(L, 3, yd);
-		}
-		r->out[nstate] = ys[dir];
-		int64_t ax = L->layout;
-		ir_attr_set_int(r, "n_seq", 1);
-		ir_attr_set_int(r, "n_state", nstate);
-		ir_attr_set_int(r, "n_out", 1);
-		ir_attr_set_int(r, "reverse", reverse);
-		ir_attr_set_ints(r, "seq_axis", 1, &ax);
-		ir_attr_set_ints(r, "out_axis", 1, &ax);
-		ir_attr_set_int(r, "has_lens", lens != NULL);
-		ir_append(g, r);
+		append_direction(L, dir, reverse, bname, body, nstate, lens, &o);
 	}
 	/* Y: [T, D, B, H] or [B, T, D, H]; Y_h, Y_c: [D, B, H] or [B, D, H] */
-	if (Y)
-		assemble(L, Y, ys, L->layout ? 2 : 1);
-	if (Yh)
-		assemble(L, Yh, hs, L->layout ? 1 : 0);
-	if (Yc)
-		assemble(L, Yc, cs, L->layout ? 1 : 0);
+	if (o.Y)
+		assemble(L, o.Y, o.ys, L->layout ? 2 : 1);
+	if (o.Yh)
+		assemble(L, o.Yh, o.hs, L->layout ? 1 : 0);
+	if (o.Yc)
+		assemble(L, o.Yc, o.cs, L->layout ? 1 : 0);
 	return L->errors;
 }
 

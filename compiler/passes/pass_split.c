@@ -329,19 +329,10 @@ static ir_value **grow_vals(arena *A, ir_value **a, int n, int at, int extra)
 	return r;
 }
 
-/* State k of recurrence rn split into the column ranges its slices read.
- * Returns 1 when it did. */
-static int split_state(ir_graph *root, ir_node *rn, int k)
+/* The column ranges of state s (W columns) that its slices read, into *out:
+ * how many, or 0 unless there are two or more that tile its columns. */
+static int state_ranges(ir_graph *b, const ir_value *s, int64_t W, int64_t (**out)[2])
 {
-	ir_graph *b = rn->body;
-	int nseq = (int)ir_attr_int(rn, "n_seq", 0), ns = (int)ir_attr_int(rn, "n_state", 0);
-	ir_value *s = b->inputs[nseq + k], *o = b->outputs[k];
-	ir_value *init = rn->in[nseq + k], *fin = rn->out[k];
-	if (s->shape.rank != 2 || !ir_dim_is_const(s->shape.d[1]) || o->graph != b ||
-	    (init && init->shape.rank != 2) || (fin && fin->shape.rank != 2))
-		return 0;
-	int64_t W = s->shape.d[1].k;
-	/* the ranges its slices read */
 	int64_t (*r)[2] = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *r);
 	int nr = 0;
 	for (int i = 0; i < b->nnodes; i++) {
@@ -365,7 +356,17 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 			return 0;
 	if (r[nr - 1][1] != W)
 		return 0;
-	/* the new state in the same pieces, element-wise */
+	*out = r;
+	return nr;
+}
+
+/* The body's new state o (W columns) in the pieces r[0 .. nr) (element-wise): the body's
+ * nodes re-emitted, each piece a body output in place of output k. Returns 0
+ * and leaves the body as it was where a piece is no element-wise value or
+ * something but the slices still reads the old state s. */
+static int split_state_output(ir_graph *root, ir_graph *b, int k, ir_value *s, ir_value *o, int64_t W,
+			      int64_t (*r)[2], int nr)
+{
 	sp S0 = {.b = b, .root = root}, *S = &S0;
 	for (int i = 0; i < b->nnodes; i++)
 		emit_node_(S, b->nodes[i]);
@@ -402,7 +403,13 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 		ir_set_nodes(b, old_nodes, old_n);
 		return 0;
 	}
-	/* new state inputs; their slices' readers read them */
+	return 1;
+}
+
+/* The state's new body inputs, one per range; the readers of its slices read
+ * them. */
+static void split_state_input(ir_graph *b, int nseq, int k, ir_value *s, int64_t (*r)[2], int nr)
+{
 	ir_value **ns_in = arena_array(b->A, (size_t)nr, sizeof *ns_in);
 	for (int j = 0; j < nr; j++) {
 		ir_value *v = ir_value_new(b, ir_free_name(b, arena_printf(b->A, "%s.%lld", s->name, (long long)j)), VAL_STEP, DT_F32);
@@ -438,8 +445,13 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 		b->inputs[nseq + k + j] = ns_in[j];
 	b->ninputs += nr - 1;
 	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_SINKS);
+}
 
-	/* the recurrence: initial values sliced, final values concatenated */
+/* The recurrence in the root: the initial value sliced into the ranges, the
+ * final value the Concat of the pieces. */
+static void split_state_outside(ir_graph *root, ir_node *rn, int nseq, int k, int64_t (*r)[2], int nr)
+{
+	ir_value *init = rn->in[nseq + k], *fin = rn->out[k];
 	ir_node **rootn = arena_array(root->A, (size_t)(root->nnodes + nr) + 2, sizeof *rootn);
 	int m = 0, at = -1;
 	for (int i = 0; i < root->nnodes; i++)
@@ -497,6 +509,26 @@ static int split_state(ir_graph *root, ir_node *rn, int k)
 	for (int i = at + 1; i < root->nnodes; i++)
 		rootn[m++] = root->nodes[i];
 	ir_set_nodes(root, rootn, m);
+}
+
+/* State k of recurrence rn split into the column ranges its slices read.
+ * Returns 1 when it did. */
+static int split_state(ir_graph *root, ir_node *rn, int k)
+{
+	ir_graph *b = rn->body;
+	int nseq = (int)ir_attr_int(rn, "n_seq", 0), ns = (int)ir_attr_int(rn, "n_state", 0);
+	ir_value *s = b->inputs[nseq + k], *o = b->outputs[k];
+	ir_value *init = rn->in[nseq + k], *fin = rn->out[k];
+	if (s->shape.rank != 2 || !ir_dim_is_const(s->shape.d[1]) || o->graph != b ||
+	    (init && init->shape.rank != 2) || (fin && fin->shape.rank != 2))
+		return 0;
+	int64_t W = s->shape.d[1].k;
+	int64_t (*r)[2];
+	int nr = state_ranges(b, s, W, &r);
+	if (!nr || !split_state_output(root, b, k, s, o, W, r, nr))
+		return 0;
+	split_state_input(b, nseq, k, s, r, nr);
+	split_state_outside(root, rn, nseq, k, r, nr);
 	ir_attr_set_int(rn, "n_state", ns + nr - 1);
 	return 1;
 }
