@@ -4,7 +4,9 @@
  *
  * pass_grad uses it to choose what a forward recurrence saves for its
  * backward pass: the cheapest set of per-step values from which the backward
- * can recompute everything it reads (pass_grad.c, choose_saves).
+ * can recompute everything it reads (pass_grad.c, choose_saves).  pass_reroll
+ * uses it to cut between two traced steps: the work the trace ran for the
+ * next step (reroll_find.c, cut_step).
  *
  *   mc_graph *G = mc_new(A, nvertices, max_edges);
  *   mc_edge(G, u, v, cap);           ... (cap >= 0; MC_INF: never cut)

@@ -36,20 +36,9 @@
  * its own record. */
 
 typedef struct lslice {
-	ir_value *src, *v;      /* the source and the slice */
-	int axis;
-	int64_t t;
+	reroll_slice at;        /* the source, axis and step (first: the sort key) */
+	ir_value *v;            /* the slice */
 } lslice;
-
-static int lslice_cmp(const void *a, const void *b)
-{
-	const lslice *x = a, *y = b;
-	if (x->src != y->src)
-		return x->src->id - y->src->id;
-	if (x->axis != y->axis)
-		return x->axis - y->axis;
-	return x->t < y->t ? -1 : x->t > y->t;
-}
 
 /* A scalar step index (or a one-element one) whose value cellc holds. */
 static int const_index(const ir_value *v, int64_t *i)
@@ -83,7 +72,7 @@ static int loose_slices(const ir_node *n, lslice *L, int max)
 		if (n->nin != 2 || !n->out[0] || !const_index(n->in[1], &t) || ax < 0 || ax >= r ||
 		    !step_in(x->shape.d[ax], &t) || max < 1)
 			return 0;
-		L[0] = (lslice){x, n->out[0], (int)ax, t};
+		L[0] = (lslice){{x, (int)ax, t}, n->out[0]};
 		return 1;
 	case OP_SLICE:
 		if (n->nin < 3 || !n->out[0] || !const_index(n->in[1], &t) || !const_index(n->in[2], &en))
@@ -100,7 +89,7 @@ static int loose_slices(const ir_node *n, lslice *L, int max)
 			en += x->shape.d[ax].k;
 		if (en != t + 1 || max < 1)
 			return 0;
-		L[0] = (lslice){x, n->out[0], (int)ax, t};
+		L[0] = (lslice){{x, (int)ax, t}, n->out[0]};
 		return 1;
 	case OP_SPLIT:
 		ax = ir_attr_int(n, "axis", 0);
@@ -114,7 +103,7 @@ static int loose_slices(const ir_node *n, lslice *L, int max)
 				return 0;
 		}
 		for (int o = 0; o < n->nout; o++)
-			L[k++] = (lslice){x, n->out[o], (int)ax, o};
+			L[k++] = (lslice){{x, (int)ax, o}, n->out[o]};
 		return k;
 	default:
 		return 0;
@@ -171,7 +160,7 @@ static void find_slice_loops(ir_graph *g, int64_t *sig)
 		nl += loose_slices(g->nodes[i], L + nl, max - nl);
 	if (nl < 3)
 		return;
-	qsort(L, (size_t)nl, sizeof *L, lslice_cmp);
+	qsort(L, (size_t)nl, sizeof *L, reroll_slice_cmp);
 	span S = {arena_array(g->A, (size_t)nv + 1, sizeof(int)), arena_array(g->A, (size_t)nv + 1, sizeof(int))};
 	char *is_slice = arena_alloc(g->A, (size_t)nv + 1);
 	char *seen = arena_alloc(g->A, (size_t)g->nnodes + 1);  /* nodes in the steps of a loop reported */
@@ -180,10 +169,10 @@ static void find_slice_loops(ir_graph *g, int64_t *sig)
 		/* the slices of one source and axis: steps 0 .. T-1, each at least once */
 		int64_t T = 0;
 		int gap = 0;
-		for (j = i; j < nl && L[j].src == L[i].src && L[j].axis == L[i].axis; j++) {
-			if (L[j].t == T)
+		for (j = i; j < nl && L[j].at.src == L[i].at.src && L[j].at.axis == L[i].at.axis; j++) {
+			if (L[j].at.t == T)
 				T++;
-			else if (L[j].t != T - 1)
+			else if (L[j].at.t != T - 1)
 				gap = 1;
 		}
 		if (gap || T < 3)
@@ -194,7 +183,7 @@ static void find_slice_loops(ir_graph *g, int64_t *sig)
 		memset(is_slice, 0, (size_t)nv + 1);
 		for (int k = i; k < j; k++)
 			if (own(g, L[k].v) >= 0) {
-				S.lo[L[k].v->id] = S.hi[L[k].v->id] = (int)L[k].t;
+				S.lo[L[k].v->id] = S.hi[L[k].v->id] = (int)L[k].at.t;
 				is_slice[L[k].v->id] = 1;
 			}
 		spread(g, &S);
@@ -223,7 +212,7 @@ static void find_slice_loops(ir_graph *g, int64_t *sig)
 			nodes += S.hi[y] < T - 1;
 			seen[n] = (char)(S.hi[y] < T - 1);
 		}
-		ir_unrolled u = {.why = WHY_SLICE_FORM, .seq = L[i].src->name ? L[i].src->name : "?", .steps = (int)T,
+		ir_unrolled u = {.why = WHY_SLICE_FORM, .seq = L[i].at.src->name ? L[i].at.src->name : "?", .steps = (int)T,
 				 .nodes = nodes + per_step, .per_step = per_step, .step = -1, .vs = -1, .op = -1};
 		ir_unrolled_add(g, &u);
 	}
