@@ -2836,8 +2836,8 @@ def thread_shape(model, options, want):
         return Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
     with open(os.path.join(ROOT, work, "m.c")) as f:
         text = f.read()
-    got = (text.count("#pragma omp parallel"), text.count("const int cols_ = B == 1"),
-           text.count("/* Recurrence '"), text.count("rt_gemv_pack("))
+    got = (text.count("#pragma omp parallel"), len(re.findall(r"= rt_team\(B, T, [^;]*, &cols_\);", text)),
+           text.count("/* Recurrence '"), text.count("rt_gemv_pack_once("))
     # the recurrence functions declare what they read: no casts to void for
     # what a variant of the steps leaves unread (-Werror elsewhere proves that
     # nothing read is missing and nothing declared is unread)
