@@ -361,8 +361,9 @@ struct emit_tabs {
 	int nconsts, capconsts;
 	const ir_value **consts;        /* constants in use, numbered c_k */
 	int nslots;                     /* workspace slots (1 + largest value->slot) */
-	const char **slot_name;         /* [nslots] their C names (emit_slot_name), made on first use */
-	const char **slot_note;         /* [nslots] what each holds, for comments */
+	int scope0, scope1;             /* the function being printed: root nodes [scope0, scope1) */
+	const char **slot_name;         /* [nslots] their C names there (emit_slot_name), made on first use */
+	const char **slot_note;         /* [nslots] what each holds there, for comments */
 	/* marks: what the function being printed refers to */
 	char used_sym[IR_MAX_SYMS];
 	char *used_in, *used_out, *used_const, *used_slot;
@@ -648,8 +649,16 @@ static const char *value_stem(emit_ctx *E, const ir_value *v, const ir_node *rn)
 		int ns = (int)ir_attr_int(p, "n_state", 0), nseq = (int)ir_attr_int(p, "n_seq", 0);
 		if (k < ns && nseq + k < p->body->ninputs)
 			return arena_printf(A, "%s_last", plain_ident(A, p->body->inputs[nseq + k]->name));
-		if (k < p->body->noutputs)
-			return arena_printf(A, "%s_seq", plain_ident(A, p->body->outputs[k]->name));
+		if (k < p->body->noutputs) {
+			/* every step's value of a state, or of a value the model names */
+			const ir_value *y = p->body->outputs[k];
+			for (int j = 0; j < ns && nseq + j < p->body->ninputs; j++)
+				if (ir_storage(p->body->outputs[j]) == ir_storage(y))
+					return arena_printf(A, "%s_seq", plain_ident(A, p->body->inputs[nseq + j]->name));
+			if (y->name && y->name[0] != '%' && *plain_ident(A, y->name))
+				return arena_printf(A, "%s_seq", plain_ident(A, y->name));
+			return arena_printf(A, "%s_out%d", plain_ident(A, p->name ? p->name : "rec"), k - ns);
+		}
 	}
 	const char *nm = plain_ident(A, p->name ? p->name : ir_op_name(p->op));
 	return k > 0 ? arena_printf(A, "%s_%d", nm, k) : nm;
@@ -660,26 +669,46 @@ static const char *value_stem(emit_ctx *E, const ir_value *v, const ir_node *rn)
 typedef struct slot_use {
 	const ir_value *v;
 	const ir_node *rn;      /* the recurrence whose body v is in, or NULL */
+	int here;               /* v is made or read by the function being printed */
 } slot_use;
 
-static void slot_uses(emit_ctx *E, const ir_graph *g, const ir_node *rn, slot_use **u, int *n, int *cap)
+typedef struct slot_uses_t {
+	slot_use *u;
+	int n, cap;
+} slot_uses_t;
+
+static void slot_use_add(emit_ctx *E, slot_uses_t *U, const ir_value *v, const ir_node *rn, int here)
+{
+	if (!v || v->slot < 0 || v->slot >= E->tabs->nslots || ir_storage(v) != v || v->kind != VAL_TEMP)
+		return;
+	if (U->n == U->cap) {
+		int c2 = U->cap ? 2 * U->cap : 32;
+		U->u = arena_grow(E->A, U->u, (size_t)U->n, (size_t)c2, sizeof *U->u);
+		U->cap = c2;
+	}
+	U->u[U->n++] = (slot_use){v, rn, here};
+}
+
+/* The values of g in the order the model makes them (a recurrence's body
+ * before its results).  `here`: made or read by g's nodes [from, to), the
+ * function being printed (from < 0: all of g).  A body's values are the
+ * function's when it is its recurrence's function (the one node). */
+static void slot_uses(emit_ctx *E, const ir_graph *g, const ir_node *rn, int from, int to, slot_uses_t *U)
 {
 	for (int i = 0; i < g->nnodes; i++) {
 		const ir_node *nd = g->nodes[i];
-		if (nd->body)
-			slot_uses(E, nd->body, nd->op == OP_RECURRENCE ? nd : NULL, u, n, cap);
-		for (int k = 0; k < nd->nout; k++) {
-			const ir_value *v = nd->out[k];
-			if (!v || v->slot < 0 || v->slot >= E->tabs->nslots || ir_storage(v) != v ||
-			    v->kind != VAL_TEMP)
-				continue;
-			if (*n == *cap) {
-				int c2 = *cap ? 2 * *cap : 32;
-				*u = arena_grow(E->A, *u, (size_t)*n, (size_t)c2, sizeof **u);
-				*cap = c2;
-			}
-			(*u)[(*n)++] = (slot_use){v, rn};
+		int here = from < 0 || (i >= from && i < to);
+		if (here && from >= 0)
+			for (int k = 0; k < nd->nin; k++)
+				if (nd->in[k])
+					slot_use_add(E, U, ir_storage(nd->in[k]), rn, 1);
+		if (nd->body) {
+			int body = here && (from < 0 || to - from == 1);
+			slot_uses(E, nd->body, nd->op == OP_RECURRENCE ? nd : NULL, body ? -1 : INT32_MAX,
+				  body ? -1 : INT32_MAX, U);
 		}
+		for (int k = 0; k < nd->nout; k++)
+			slot_use_add(E, U, nd->out[k], rn, here);
 	}
 }
 
@@ -692,15 +721,22 @@ static void name_slots(emit_ctx *E)
 	int ns = t->nslots;
 	t->slot_name = arena_array(A, (size_t)ns + 1, sizeof *t->slot_name);
 	t->slot_note = arena_array(A, (size_t)ns + 1, sizeof *t->slot_note);
-	slot_use *u = NULL;
-	int nu = 0, cap = 0;
-	slot_uses(E, E->g, NULL, &u, &nu, &cap);
+	slot_uses_t U = {0};
+	slot_uses(E, E->g, NULL, t->scope0, t->scope1, &U);
+	slot_use *u = U.u;
+	int nu = U.n;
 	for (int s = 0; s < ns; s++) {
-		/* named after the first value it holds with a name of the model's
-		 * or a role (next state, result), else the first value */
-		int first = -1, best = -1, others = 0;
+		/* named after the first value it holds in this function with a
+		 * name of the model's or a role (next state, result), else the
+		 * first value it holds there; a slot the function only passes on
+		 * after the values of the whole model */
+		int first = -1, best = -1, others = 0, here = 0;
+		for (int i = 0; i < nu && !here; i++)
+			here = u[i].v->slot == s && u[i].here;
 		for (int i = 0; i < nu; i++) {
-			if (u[i].v->slot != s)
+			if (u[i].v->slot != s || (here && !u[i].here))
+				continue;
+			if (first >= 0 && u[i].v == u[first].v)
 				continue;
 			if (first < 0)
 				first = i;
@@ -744,9 +780,13 @@ static void name_slots(emit_ctx *E)
 						    ir_shape_str(A, E->g, &v->shape));
 			note = arena_printf(A, "%s %s", cmt(A, v->name), note);
 		}
-		for (int i = 0; i < nu; i++)
-			if (u[i].v->slot == s && i != best && ++others <= 3)
-				note = arena_printf(A, "%s%s%s", note, others == 1 ? "; later " : ", ", cmt(A, u[i].v->name));
+		for (int i = 0; i < nu; i++) {
+			int dup = 0;    /* a value read and made in the function is listed once */
+			for (int j = 0; j < i && !dup; j++)
+				dup = u[j].v == u[i].v && u[j].here == u[i].here;
+			if (u[i].v->slot == s && (!here || u[i].here) && !dup && u[i].v != u[best].v && ++others <= 3)
+				note = arena_printf(A, "%s%s%s", note, others == 1 ? "; also " : ", ", cmt(A, u[i].v->name));
+		}
 		if (others > 3)
 			note = arena_printf(A, "%s and %d more", note, others - 3);
 		t->slot_note[s] = note;
@@ -759,6 +799,23 @@ const char *emit_slot_name(emit_ctx *E, int slot)
 	if (!E->tabs->slot_name)
 		name_slots(E);
 	return E->tabs->slot_name[slot];
+}
+
+const char *emit_slot_note(emit_ctx *E, int slot)
+{
+	emit_slot_name(E, slot);
+	return E->tabs->slot_note[slot];
+}
+
+void emit_slot_scope(emit_ctx *E, int first, int last)
+{
+	struct emit_tabs *t = E->tabs;
+	if (t->scope0 == first && t->scope1 == last)
+		return;
+	t->scope0 = first;
+	t->scope1 = last;
+	t->slot_name = NULL;    /* named again for this function */
+	t->slot_note = NULL;
 }
 
 const char *emit_unparen(arena *A, const char *e)
@@ -1877,6 +1934,11 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	char *const0 = marks_copy(E->A, t->used_const, (size_t)t->nconsts + 1);
 	char *slot0 = marks_copy(E->A, t->used_slot, (size_t)t->nslots + 1);
 	tabs_clear_marks(E);
+	int at = 0;
+	while (g->nodes[at] != n)
+		at++;
+	int scope0 = t->scope0, scope1 = t->scope1;
+	emit_slot_scope(E, at, at + 1);         /* workspace parts named for this function */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	emit_recurrence(E, n);
@@ -1914,9 +1976,12 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 			int found = ir_slot_info(g, s, &sz, &dt);
 			ASSERT(found);
 			params = arena_printf(E->A, "%s,\n\t\t%s *%s /* %s */", params, ir_dtype_ctype(dt),
-					      emit_slot_name(E, s), t->slot_note[s]);
-			args = arena_printf(E->A, "%s, %s", args, emit_slot_name(E, s));
+					      emit_slot_name(E, s), emit_slot_note(E, s));
 		}
+	emit_slot_scope(E, scope0, scope1);     /* forward's names of what it passes */
+	for (int s = 0; s < t->nslots; s++)
+		if (t->used_slot[s])
+			args = arena_printf(E->A, "%s, %s", args, emit_slot_name(E, s));
 	for (int k = 0; k < t->nconsts; k++)
 		if (t->used_const[k] && t->consts[k]->sym) {
 			params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", params, ctype(t->consts[k]), k,
@@ -2067,7 +2132,7 @@ static void print_workspace(emit_ctx *E)
 		ir_dtype dt = DT_UNDEF;
 		ir_slot_info(E->g, s, &n, &dt);
 		ew_line(E->w, "%s *const %s = (%s *)(m->ws + at_%d); /* %s */", ir_dtype_ctype(dt),
-			emit_slot_name(E, s), ir_dtype_ctype(dt), s, E->tabs->slot_note[s]);
+			emit_slot_name(E, s), ir_dtype_ctype(dt), s, emit_slot_note(E, s));
 	}
 }
 
@@ -2077,6 +2142,7 @@ static char *prepare_forward(emit_ctx *E)
 	struct emit_tabs *t = E->tabs;
 	ew *w = E->w;
 	tabs_clear_marks(E);
+	emit_slot_scope(E, 0, g->nnodes);       /* workspace parts named for forward */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	print_nodes(E);
