@@ -771,14 +771,13 @@ static void name_slots(emit_ctx *E)
 			const ir_value *v = u[best].v;
 			ir_dim n = ir_shape_numel(&v->shape);
 			if (ir_dim_eq(n, sz))
-				note = ir_shape_str(A, E->g, &v->shape);
+				note = arena_printf(A, "%s %s", cmt(A, v->name), ir_shape_str(A, E->g, &v->shape));
 			else if (ir_dim_eq(n, ir_slot_numel(v)))
-				note = arena_printf(A, "%s elements, %s", emit_unparen(A, emit_dim(E, sz)),
-						    ir_shape_str(A, E->g, &v->shape));
+				note = arena_printf(A, "%s %s, in %s elements", cmt(A, v->name),
+						    ir_shape_str(A, E->g, &v->shape), emit_unparen(A, emit_dim(E, sz)));
 			else
-				note = arena_printf(A, "%s elements: a step of %s", emit_unparen(A, emit_dim(E, sz)),
-						    ir_shape_str(A, E->g, &v->shape));
-			note = arena_printf(A, "%s %s", cmt(A, v->name), note);
+				note = arena_printf(A, "%s %s, a step's rows at a time: %s elements", cmt(A, v->name),
+						    ir_shape_str(A, E->g, &v->shape), emit_unparen(A, emit_dim(E, sz)));
 		}
 		for (int i = 0; i < nu; i++) {
 			int dup = 0;    /* a value read and made in the function is listed once */

@@ -9,11 +9,15 @@
  * RT_OK (emit.c, print_rec_function: its parameters are the instance `m`
  * and what the body reads):
  *
- *   { comment: source node, T, B, states, inputs, outputs
- *     state storage in the model struct (m->st_<state name>, emit_state_member;
- *       allocated or carved from the arena by emit_rec_state_storage, sized
- *       for the current batch; kept between calls so that streaming continues)
- *     unless m->started: states = initial inputs (or zeros)
+ *   comment: source node, T, B, per-step inputs, outputs
+ *   the states: a table (an rt_state per state: its model-struct member
+ *     m->st_<state name> of emit_state_member, its element count for this
+ *     batch, its initial value or NULL for zeros) and one call,
+ *     rt_states_prepare, that (re)allocates them for the current batch (or
+ *     only counts them: --no-malloc's arena) and, unless m->started, sets
+ *     their initial values; kept between calls so that streaming continues
+ *   packed weights: rt_gemv_pack_once (batch 1, kept), rt_gemm_pack (a run)
+ *   [threads: rt_team, then a parallel block, each thread its rows or columns]
  *     for (step = 0; step < T; step++) {
  *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
  *       [a hoisted input projection that pass_schedule moved into the steps: this
@@ -32,12 +36,16 @@
  *       [sequence_lens: finished rows keep their state, output zeros]
  *       swap state buffers
  *     }
- *     final states -> final outputs; states -> model struct }
+ *   final states -> final outputs; states -> model struct
  *
  * States are double-buffered: the current state lives in the model struct
  * (or, every other step, in the workspace slot of the body's new-state
  * value) and the new one is written to the other buffer, so no element of a
  * state is overwritten while a later kernel of the same step still needs it.
+ *
+ * Workspace parts are named after what they hold in the function
+ * (emit_slot_name: ws_h1_h_next, ws_Gemm17); pointer and index expressions
+ * are built without "+ 0", "* 1" or needless parentheses (at, times, colj).
  *
  * Legend: T steps, B batch rows, H (or N) columns of a value of the body.
  */

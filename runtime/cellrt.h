@@ -3,7 +3,8 @@
  *
  * Sections: status codes; tensor files (the weights-file contract, also used
  * for verify's inputs and outputs); BLAS wrappers with naive reference
- * kernels; activations; generic tensor kernels.  Nothing here has global
+ * kernels; threads and the recurrent states of emitted recurrences;
+ * activations; generic tensor kernels.  Nothing here has global
  * mutable state, and nothing calls exit(): every fallible function returns an
  * rt_status.
  *
