@@ -33,9 +33,9 @@ CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 PREFIX  ?= /usr/local
 MANDIR  ?= $(PREFIX)/share/man
-# the version (compiler/version.h) names the shared library: libcellrt.so.X.Y.Z
+# the version (compiler/base/version.h) names the shared library: libcellrt.so.X.Y.Z
 # with soname libcellrt.so.X
-CELLC_VER := $(shell sed -n 's/^\#define CELLC_VERSION "\(.*\)"/\1/p' compiler/version.h)
+CELLC_VER := $(shell sed -n 's/^\#define CELLC_VERSION "\(.*\)"/\1/p' compiler/base/version.h)
 SOMAJOR   := $(firstword $(subst ., ,$(CELLC_VER)))
 B       := build
 SAN     := build-san
@@ -46,11 +46,15 @@ DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler 
 	cmake groff-base man-db libopenmpi-dev openmpi-bin \
 	clang libclang-rt-14-dev espeak-ng sox
 
-COMPILER_SRC := $(wildcard compiler/*.c)
+# compiler/: one folder per stage (docs/architecture.md); each folder is on
+# the include path, so sources name headers without their folder
+COMPILER_DIRS := base ir onnx cell passes eval emit cmd
+COMPILER_SRC := $(foreach d,$(COMPILER_DIRS),$(wildcard compiler/$(d)/*.c))
+COMPILER_HDR := $(foreach d,$(COMPILER_DIRS),$(wildcard compiler/$(d)/*.h compiler/$(d)/*.def))
 RUNTIME_SRC  := $(wildcard runtime/*.c)
 PROTO_C      := $(B)/gen/onnx.pb-c.c
 
-CPPFLAGS_C := -Icompiler -Iruntime -I$(B)/gen
+CPPFLAGS_C := $(COMPILER_DIRS:%=-Icompiler/%) -Iruntime -I$(B)/gen
 LIBS_C     := -lprotobuf-c -lopenblas -lm
 LIBS_RT    := -lopenblas -lm
 
@@ -128,8 +132,8 @@ $(B)/pkgconfig/cellrt-noblas.pc: runtime/cellrt.pc.in Makefile
 
 # ---- compiler: cellc -----------------------------------------------------
 C_OBJ := $(COMPILER_SRC:compiler/%.c=$(B)/cc/%.o) $(B)/cc/onnx.pb-c.o $(B)/cc/templates.o
-$(B)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
-	@mkdir -p $(B)/cc
+$(B)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(COMPILER_HDR) runtime/cellrt.h
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(B)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	@mkdir -p $(B)/cc
@@ -139,7 +143,7 @@ TEMPLATES := $(filter-out templates/embed.sh,$(wildcard templates/*))
 $(B)/gen/templates.c: $(TEMPLATES) templates/embed.sh
 	@mkdir -p $(B)/gen
 	sh templates/embed.sh $(TEMPLATES) > $@.tmp && mv $@.tmp $@
-$(B)/cc/templates.o: $(B)/gen/templates.c compiler/emit.h
+$(B)/cc/templates.o: $(B)/gen/templates.c compiler/emit/emit.h
 	@mkdir -p $(B)/cc
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(B)/cellc: $(C_OBJ) $(B)/libcellrt.a
@@ -149,13 +153,13 @@ $(B)/cellc: $(C_OBJ) $(B)/libcellrt.a
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SAN_C_OBJ := $(COMPILER_SRC:compiler/%.c=$(SAN)/cc/%.o) $(SAN)/cc/onnx.pb-c.o $(SAN)/cc/templates.o
 SAN_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(SAN)/rt/%.o)
-$(SAN)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(wildcard compiler/*.h compiler/*.def) runtime/cellrt.h
-	@mkdir -p $(SAN)/cc
+$(SAN)/cc/%.o: compiler/%.c $(B)/gen/onnx.pb-c.h $(COMPILER_HDR) runtime/cellrt.h
+	@mkdir -p $(@D)
 	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(SAN)/cc/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	@mkdir -p $(SAN)/cc
 	$(CC) $(SANFLAGS) -I$(B)/gen -c $< -o $@
-$(SAN)/cc/templates.o: $(B)/gen/templates.c compiler/emit.h
+$(SAN)/cc/templates.o: $(B)/gen/templates.c compiler/emit/emit.h
 	@mkdir -p $(SAN)/cc
 	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) -c $< -o $@
 $(SAN)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)

@@ -2,7 +2,7 @@
  * dtriv's M = base expm(S) is computed at run time from its parameters, and
  * the gradient of expm is the upper right block of expm([[S^T, G], [0, S^T]]).
  * Scaling and squaring with the [13/13] Pade approximant (Higham 2005), in
- * double; the compiler calls rt_expm_d for inference builds (compiler/cells.c). */
+ * double; the compiler calls rt_expm_d for inference builds (compiler/cell/cells.c). */
 #include "cellrt.h"
 
 #ifndef CELLRT_NO_BLAS

@@ -21,7 +21,7 @@ output_K.pb).
 3. bad/: models cellc must refuse with a located error (expect.txt holds the
    text the message must contain): a data-dependent condition, a trip count
    only known at run time; for sequences resolved at compile time
-   (compiler/onnx_seq.c): a Loop carrying a sequence with a run-time trip
+   (compiler/passes/lower_seq.c): a Loop carrying a sequence with a run-time trip
    count, a data-dependent condition or more iterations than cellc unrolls,
    a run-time SequenceInsert position, a run-time If condition (at the top
    level; in a Loop body when its branches give different shapes), an unbound
@@ -275,7 +275,7 @@ def onnx_cases(outdir):
 
     # (e) an If in a Loop body on the iteration number (it % 2 == 0) and on
     #     the data (sum(h) > 0): both branches computed, Where selects
-    #     (compiler/onnx_seq.c); the branches read the carried state
+    #     (compiler/passes/lower_seq.c); the branches read the carried state
     def if_body(name, cond_nodes):
         then_g = helper.make_graph([helper.make_node("Mul", ["h_in", "two"], ["ta"]),
                                     helper.make_node("Add", ["ta", "xi"], ["a"])], "then", [],
@@ -313,7 +313,7 @@ def onnx_cases(outdir):
                    [([h0, xi], [h.astype(np.float32), np.stack(ys).astype(np.float32)])])
 
 
-# ---- 2b. a Loop carrying a ragged sequence (unrolled by compiler/onnx_seq.c) --------
+# ---- 2b. a Loop carrying a ragged sequence (unrolled by compiler/passes/lower_seq.c) --------
 
 def seq_cases(outdir):
     """A Loop whose carried sequence gains a tensor of another shape each
@@ -454,7 +454,7 @@ def bad_cases(outdir):
          [vi("M", TensorProto.INT64, []), vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
          [], "trip count M ('M') is not a compile-time constant")
 
-    # ---- sequences resolved at compile time (compiler/onnx_seq.c): the forms
+    # ---- sequences resolved at compile time (compiler/passes/lower_seq.c): the forms
     # whose length, positions or branches depend on run-time data
     seq_t = helper.make_tensor_sequence_value_info
     seq_body = helper.make_graph(

@@ -8,7 +8,7 @@ CASE/case.json (model name, expected cell string, traced T, whether the
 time axis must become symbolic).
 
 torch.onnx.export traces the loop into T copies of the step; cellc must roll
-them back into one recurrence (compiler/pass_reroll.c).  The matrix: every
+them back into one recurrence (compiler/passes/pass_reroll.c).  The matrix: every
 model at opsets 13, 14 and 17 and T = 8 and 64 (opset 13: seq-first, static
 shapes; 14: dynamic batch and time axes; 17: batch_first, static).  Data
 sets: the traced size, and for T = 8 exports whose time axis extends, T = 50

@@ -26,7 +26,7 @@ CASE/test_data_set_N/{input_0,output_K}.pb from PyTorch, CASE/case.json):
   stack    torch.stack([head(h_t) for each t], time): the head inside the loop
   chunk    x.chunk(T, time): exported through SplitToSequence/Equal/Where;
            with a static time axis the sequence is T slices known at compile
-           time (compiler/onnx_seq.c) and the trace re-rolls like the others;
+           time (compiler/passes/lower_seq.c) and the trace re-rolls like the others;
            with a dynamic one the chunk size is arithmetic on the time symbol
            (seq - 1), which cellc refuses with a located compile error
 Gate chunks are Splits inside the step (the LSTM's chunk(4, 1), the GRU's

@@ -9,7 +9,7 @@ Groups, in order:
   ref_rnn     tests/ref_rnn.py against the official data and PyTorch
   fixtures    the golden data of rnn_cases and torch against the numpy
               interpreter tests/onnx_ref.py (PyTorch exports at other sizes)
-  unit        Check unit tests of libcellrt, compiler/mincut.c and compiler/ir_build.c
+  unit        Check unit tests of libcellrt, compiler/passes/mincut.c and compiler/ir/ir_build.c
               (build/), one test per check
   unit_san    the same under AddressSanitizer/UBSan (build-san/)
   onnx_node   every official ONNX node and simple test (onnx's generator)
@@ -20,13 +20,13 @@ Groups, in order:
               expected values were drawn at random (STAT_TESTS) are checked
               by statistics instead of values and counted as such
   eval_ref    the reference interpreter of translation validation
-              (compiler/ir_eval.c) against the oracles' data: build/tests/eval_ref
+              (compiler/eval/ir_eval.c) against the oracles' data: build/tests/eval_ref
               runs each official node test (onnx_node's selection, corrected
               data where listed), the rnn_cases, torch, torch_wild,
               script_wild, image and datadep (ok/) cases, eval_ops (the
               operators only cellc's passes make, ConvGrad, PadGrad,
               ClassLossGrad and MatrixExp, against PyTorch) and the cells
-              cases (the .cell models' Cell layers, compiler/ir_eval_cell.c,
+              cases (the .cell models' Cell layers, compiler/eval/ir_eval_cell.c,
               against PyTorch) from the resolved graph, and also as loaded
               where the resolving stages folded the model (windows,
               MelWeightMatrix, Shape) or rewrote one of its operators
@@ -310,8 +310,8 @@ CHECK_LINE = re.compile(r"^([^:\s]+):(\d+):([PFE]):([^:]+):([^:]+):(\d+): ?(.*)$
 
 
 # the Check binaries of tests/unit: libcellrt's, the compiler's modules that
-# stand alone (compiler/mincut.c), and the IR rewrite toolkit
-# (compiler/ir_build.c, linked with the compiler's objects)
+# stand alone (compiler/passes/mincut.c), and the IR rewrite toolkit
+# (compiler/ir/ir_build.c, linked with the compiler's objects)
 UNIT_BINARIES = ["test_runtime", "test_mincut", "test_ir_build"]
 
 
@@ -380,7 +380,7 @@ def data_sets(case_dir):
 
 def expected_tensors(model, sets):
     """The tensors verify compares: one per output_N.pb, or, for a model
-    with sequence/optional outputs (issue 4, onnx_seq.c), their elements."""
+    with sequence/optional outputs (issue 4, lower_seq.c), their elements."""
     import onnx
     m = onnx.load(model, load_external_data=False)
     kinds = [o.type.WhichOneof("value") for o in m.graph.output]
@@ -838,7 +838,7 @@ def corrected_one(n, d, reason):
     return r
 
 
-# ---- the reference interpreter (compiler/ir_eval.c) against the oracles' data ----------
+# ---- the reference interpreter (compiler/eval/ir_eval.c) against the oracles' data ----------
 
 EVAL_REF = os.path.join("build", "tests", "eval_ref")
 EVAL_REF_LINE = re.compile(r"^(PASS|FAIL|NOREF|SKIP) (\S+) ?(.*)$")
@@ -918,7 +918,7 @@ def group_eval_ref():
         for n in case_dirs(grp):
             if any(os.path.isfile(os.path.join(ROOT, OUT, grp, n, m)) for m in ("model.onnx", "model.cell")):
                 items.append(("%s/%s" % (grp, n), os.path.join(OUT, grp, n)))
-    # the native Cell layers (compiler/ir_eval_cell.c) against the PyTorch
+    # the native Cell layers (compiler/eval/ir_eval_cell.c) against the PyTorch
     # golden data of the group `cells`, as its verify runs pair them
     if stamp_ok("cells"):
         with open(os.path.join(ROOT, OUT, "cells", "tests.tsv")) as f:
@@ -1281,7 +1281,7 @@ def last_head(group, name, case_dir):
     Squeeze and batch_first's Transpose, or a traced loop's last h): the
     recurrence that feeds the head stores no output sequence (`cellc dump
     --after hoist`: the last recurrence's n_out is 0), since the step the
-    head reads is the final state (pass_hoist, item 3)."""
+    head reads is the final state (pass_select)."""
     full = "%s/last/%s" % (group, name)
     log = os.path.join(LOGS, group, "last", name + ".log")
     rc, out, err = run([CELLC, "dump", os.path.join(case_dir, "model.onnx"), "--after", "hoist"], log)
@@ -2649,9 +2649,69 @@ def grad_structure(case):
                   "(log: %s)" % (gemms, len(wgrad), log))
 
 
+def c_function(text, head):
+    """The text of the C function whose definition starts with `head` (up to
+    its closing brace at the start of a line), or ""."""
+    at = text.find("\n" + head)
+    if at < 0:
+        return ""
+    end = text.find("\n}\n", at)
+    return text[at + 1:end + 3] if end >= 0 else ""
+
+
+def grad_source(case):
+    """The C of a --train build reads as docs/training.md ("The generated
+    code") says: the backward part is a function of its own, backward(),
+    that forward calls unless set_forward_only and that holds the loss's
+    gradient and the backward recurrence; the inputs and outputs have
+    NAME.h's names in NAME.c; the backward step's values are named after
+    the forward values they recompute or are the gradients of (g_)."""
+    name = "grad_smoke/source_" + case
+    model = grad_model(os.path.join(OUT, "grad_smoke", case))
+    work = os.path.join(OUT, "grad_work", "source_" + case)
+    log = os.path.join(LOGS, "grad", "source_" + case + ".log")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = run([CELLC, "compile", model, "-o", work, "--name", "m", "--train"], log)
+    if rc != 0:
+        return Result(name, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
+    with open(os.path.join(ROOT, work, "m.c")) as f:
+        text = f.read()
+    with open(os.path.join(ROOT, work, "m.h")) as f:
+        header = f.read()
+    fwd, bwd = c_function(text, "static int forward("), c_function(text, "static int backward(")
+    rec = c_function(text, "static int rec_h1_backward(")
+    bad = []
+    if not bwd or not fwd or not rec:
+        bad.append("missing: %s" % ", ".join(n for n, t in (("forward", fwd), ("backward", bwd),
+                                                           ("rec_h1_backward", rec)) if not t))
+    if not re.search(r"\n\tif \(!m->fwd_only\) \{\n\t\tconst int rs = backward\(", fwd):
+        bad.append("forward does not call backward under if (!m->fwd_only)")
+    for k in ("CrossEntropyLossGrad", "rec_h1_backward("):
+        if k in fwd or k not in bwd:
+            bad.append("%s in forward, not in backward" % k)
+    # the run function's parameter names: NAME.c's are NAME.h's
+    decl = re.search(r"int m_run\(([^;]*)\);", header)
+    defn = re.search(r"\nint m_run\(([^{]*)\)\n\{", text)
+    names = lambda params: re.findall(r"\*\s*(\w+)\s*(?:/\*[^*]*\*/)?\s*(?:,|$)", params)
+    hn, cn = names(decl.group(1)) if decl else [], names(defn.group(1)) if defn else []
+    if not hn or hn != cn:
+        bad.append("m_run's parameters: %s in m.h, %s in m.c" % (hn, cn))
+    grads = [n for n in hn if n.startswith("grad_")]
+    missing = [n for n in grads if not re.search(r"\*%s\b" % n, bwd)]
+    if not grads or missing:
+        bad.append("backward lacks the gradient outputs %s" % (missing or "(none found)"))
+    for want in ("g_h1_c_next", "g_h1_c", "h1_i", "h1_c_next"):
+        if not re.search(r"const float %s = " % want, rec):
+            bad.append("rec_h1_backward has no local %s" % want)
+    if re.search(r"\bd_h1", text):
+        bad.append("a gradient named d_ (the dims' prefix)")
+    return Result(name, not bad, "; ".join(bad) + (" (log: %s)" % log if bad else ""))
+
+
 def group_grad_smoke():
     """Gradient smoke cases (tests/gen_grad_smoke.py), the train API, the
-    official Gradient tests, the one-GEMM structure and refusals; the full
+    official Gradient tests, the one-GEMM structure, the C of a train build
+    (grad_source: backward() and the names) and refusals; the full
     oracle cases of tests/gen_grad_cases.py are the `grad` group."""
     if not stamp_ok("grad_smoke"):
         yield from fixtures_missing("grad_smoke", "grad_smoke")
@@ -2676,6 +2736,7 @@ def group_grad_smoke():
     yield from grad_api()
     yield grad_structure("momentum_lstm_ce")
     yield grad_structure("gru_ce")
+    yield grad_source("momentum_lstm_ce")
     yield grad_refused("loss_output", "model m {\n input x: f32[seq, batch, 2]\n h = dtriv(x, hidden=3)\n"
                        " output h\n}\n", "no output of that name", ["--loss-output", "nope"])
     yield grad_refused("ce_all_last", "model m {\n input x: f32[seq, batch, 2]\n h = lstm(x, hidden=3)\n"
@@ -3147,11 +3208,12 @@ def group_experiments():
 GROUPS += [("experiments", group_experiments)]
 
 
-VALIDATED_PASSES = ("canon", "reroll", "cells", "lower", "hoist", "split", "fuse", "schedule", "plan")
+VALIDATED_PASSES = ("canon", "gates", "reroll", "cells", "lower", "select", "merge", "hoist", "split", "fuse", "schedule",
+                    "plan")
 
 
 def group_validate():
-    """Translation validation (compiler/validate.c; every compilation of the
+    """Translation validation (compiler/eval/validate.c; every compilation of the
     suite runs with CELLC_VALIDATE=1, so a pass that changed a model's
     outputs has failed the test that compiled it): first, that it catches a
     changed computation after each pass (CELLC_VALIDATE_FAULT), then what
@@ -3188,12 +3250,12 @@ def group_validate():
     # reference, every cell of docs/cells.md has one.  The .cell models of
     # the group `cells` are validated from their first stage: `canon` and
     # `cells` are checked only against a baseline that ran the native Cell
-    # layer (compiler/ir_eval_cell.c), so a Cell without a reference fails
+    # layer (compiler/eval/ir_eval_cell.c), so a Cell without a reference fails
     # here, and one that disagrees with pass_lower_cell fails its compilation
-    for prefix, must, tenths in ((os.path.join(OUT, "torch") + "/", ("canon", "lower", "hoist", "split"), 1),
-                                 (os.path.join(OUT, "trace_wild") + "/", ("canon", "hoist", "split"), 1),
+    for prefix, must, tenths in ((os.path.join(OUT, "torch") + "/", ("canon", "lower", "select", "hoist", "split"), 1),
+                                 (os.path.join(OUT, "trace_wild") + "/", ("canon", "gates", "merge", "hoist", "split"), 1),
                                  (os.path.join(OUT, "torch_wild") + "/", ("canon", "lower", "split"), 1),
-                                 (os.path.join(OUT, "cells") + "/", ("canon", "cells", "hoist", "split"), 0)):
+                                 (os.path.join(OUT, "cells") + "/", ("canon", "cells", "merge", "hoist", "split"), 0)):
         mine = [l for l in lines if (l.startswith(prefix) or ("/" + prefix) in l.split(": validated: ")[0])
                 and l.endswith("| reached: plan")]
         name = "validate/coverage_%s" % prefix.rstrip("/").split("/")[-1]

@@ -15,9 +15,9 @@ groups), `slots` (distinct workspace slots), `attr:NAME=VALUE` (node lines
 whose attributes include `NAME = VALUE`, VALUE as the dump prints it, without
 spaces), `role:ROLE` (values given that role, on their declaration or on
 the node line defining them: ` role ROLE`, ` role %NAME ROLE`) or
-`source:SOURCE` (recurrences saying ` source SOURCE`; compiler/ir.h lists
+`source:SOURCE` (recurrences saying ` source SOURCE`; compiler/ir/ir.h lists
 roles and sources).  These counts are written by
-hand from what the pass promises (its contract in compiler/pass_PASS.c), so a
+hand from what the pass promises (its contract in compiler/passes/pass_PASS.c), so a
 case fails when the pass stops doing its job even if expected.txt was
 regenerated without reading it.
 

@@ -17,7 +17,7 @@ docs/cells.md section 4 (iRNN/SiRNN, causal momentum attention, heavy-ball RNN,
 FastRNN) are separate classes.
 
 Weights are plain dicts {param name: ndarray} with the names and layouts of
-docs/cells.md / compiler/cells.h (nn.Linear layout [out, in], gate rows in
+docs/cells.md / compiler/cell/cells.h (nn.Linear layout [out, in], gate rows in
 PyTorch order ifgo / rzn); `param_shapes` lists them for a cell, so that the
 test generators draw random weights and write the weights file.  Everything
 runs in the dtype given (float32 for the golden data, float64 to measure how

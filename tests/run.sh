@@ -24,11 +24,11 @@ for a in "$@"; do [ "$a" = --quick ] && fixtures=fixtures-quick; done
 $MAKE --no-print-directory -s -k $fixtures || echo "run.sh: some fixtures could not be generated" >&2
 
 # Every compilation of the tests checks the IR after each pass (ir_verify,
-# compiler/compile.c): an inconsistency aborts the test that made it.
+# compiler/cmd/compile.c): an inconsistency aborts the test that made it.
 CELLC_VERIFY=1
 export CELLC_VERIFY
 # ... and runs each pass's result in the reference interpreter against the
-# graph before it (translation validation, compiler/validate.c): a pass that
+# graph before it (translation validation, compiler/eval/validate.c): a pass that
 # changes what the model computes fails the test that compiled it.  What
 # each compilation validated goes to the log the group `validate` reads.
 CELLC_VALIDATE=1

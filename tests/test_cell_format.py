@@ -1,4 +1,4 @@
-"""test_cell_format.py: the native .cell format (compiler/txt_*.c), harness
+"""test_cell_format.py: the native .cell format (compiler/cell/txt_*.c), harness
 group "cell_format".  Prints one PASS/FAIL line per test; exit 1 on failure.
 
   roundtrip   `cellc dump X --after P` for P in load..schedule, parsed back and

@@ -1,5 +1,5 @@
 """test_cell_init.py CELLC FIXTURES WORK: the initialisers of .cell models
-(docs/cells.md section 6, compiler/cells.h "Initialisers") through the parser and
+(docs/cells.md section 6, compiler/cell/cells.h "Initialisers") through the parser and
 `cellc compile`, checked in numpy against their definitions; fixtures from
 tests/gen_cell_init_cases.py (FIXTURES/init).  Prints PASS/FAIL lines.
 

@@ -26,7 +26,7 @@ PKG_CONFIG_PATH, from a directory outside any source tree:
   - renders the man pages with `groff -ww` (no warning) and `man -l` (their
     .TH naming this version), and finds `man cellc` through MANPATH;
   - compares, per command, the options of `cellc COMMAND --help`, of the
-    command's parser (compiler/cmd_*.c), of the man page and of the option
+    command's parser (compiler/cmd/cmd_*.c), of the man page and of the option
     reference docs/commands.md: all four must list the same options;
   - `make uninstall PREFIX=P` (from this checkout: uninstalling needs no
     build) leaves P empty.
@@ -46,7 +46,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'#define CELLC_VERSION "([^"]+)"',
-                    open(os.path.join(ROOT, "compiler", "version.h")).read()).group(1)
+                    open(os.path.join(ROOT, "compiler", "base", "version.h")).read()).group(1)
 MAJOR = VERSION.split(".")[0]
 COMMANDS = ("compile", "verify", "dump", "info", "export")
 CELL_CASE = os.path.join(ROOT, "tests", "out", "cells", "momentum_lstm")
@@ -153,11 +153,11 @@ def help_options(text):
 
 
 def parser_options(cmd):
-    src = open(os.path.join(ROOT, "compiler", "cmd_%s.c" % cmd)).read()
+    src = open(os.path.join(ROOT, "compiler", "cmd", "cmd_%s.c" % cmd)).read()
     found = set(re.findall(r'cmd_opt_value\(argc, argv, &i, "(-[^"]+)"', src))
     found |= set(re.findall(r'strcmp\(a, "(-[^"]+)"\)', src))
     if "cmd_train_opt(" in src:     # the training options' shared parser (cmd_compile.c)
-        shared = open(os.path.join(ROOT, "compiler", "cmd_compile.c")).read()
+        shared = open(os.path.join(ROOT, "compiler", "cmd", "cmd_compile.c")).read()
         body = shared[shared.index("int cmd_train_opt("):]
         body = body[:body.index("\n}\n")]
         found |= set(re.findall(r'cmd_opt_value\(argc, argv, i, "(-[^"]+)"', body))

@@ -83,7 +83,7 @@ def lib_has_optim():
 
 def prologue(name):
     """What `cellc compile --train` puts before templates/train_main.c
-    (compiler/emit.c, emit_train_program)."""
+    (compiler/emit/emit.c, emit_train_program)."""
     return ("/* %s_train.c (test copy) */\n#define _POSIX_C_SOURCE 200809L\n#define CELLC_MODEL %s\n"
             "#include \"%s.h\"\n\n" % (name, name, name))
 

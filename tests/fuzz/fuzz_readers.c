@@ -3,7 +3,7 @@
  *   tensorfile  weights/tensor files (rt_tf_open, rt_tf_open_mem and the
  *               allocation-free rt_tf_open_view), every tensor looked up
  *   testdata    ONNX test data: a TensorProto/SequenceProto/OptionalProto
- *               .pb and a .npy through compiler/testdata.c (what `cellc
+ *               .pb and a .npy through compiler/cmd/testdata.c (what `cellc
  *               verify` and `--testbench` read)
  *   traindata   the training program's readers (rt_array_parse: IDX, .npy,
  *               gzip of either; rt_gunzip and rt_inflate on their own)

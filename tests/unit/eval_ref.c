@@ -1,4 +1,4 @@
-/* eval_ref.c: the reference interpreter (compiler/ir_eval.c) against an
+/* eval_ref.c: the reference interpreter (compiler/eval/ir_eval.c) against an
  * oracle's data.
  *
  *   eval_ref NAME MODEL DATA..
@@ -6,7 +6,7 @@
  * loads MODEL through the resolving stages (compile_build(.., "loops"): the
  * graph validation takes its first baseline from), reads each DATA (an ONNX
  * backend data set, input_N.pb / output_N.pb, or a directory of
- * test_data_set_* ones) with compiler/testdata.h's readers, runs ev_graph on
+ * test_data_set_* ones) with compiler/cmd/testdata.h's readers, runs ev_graph on
  * every set and compares every output with the expected tensor
  * (|got - expected| <= 1e-5 + 1e-3 |expected|).
  *

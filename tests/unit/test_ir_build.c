@@ -1,4 +1,4 @@
-/* test_ir_build.c: Check tests of compiler/ir_build.c, the IR rewrite
+/* test_ir_build.c: Check tests of compiler/ir/ir_build.c, the IR rewrite
  * toolkit: ir_replace_uses and its options, ir_drop_dead in its counted and
  * local forms (and their options), ir_live, the node builder (outputs,
  * provenance, inference as it builds, a failure reported and counted) and

@@ -1,4 +1,4 @@
-/* test_mincut.c: Check tests of compiler/mincut.c (the minimum cut that
+/* test_mincut.c: Check tests of compiler/passes/mincut.c (the minimum cut that
  * chooses what a forward recurrence saves for its backward pass).
  *
  * The oracle is exhaustive: on graphs of up to 10 vertices every set of

@@ -1,0 +1,1465 @@
+/* txt_graph.c: `graph NAME { ... }` blocks -- the IR as ir_print writes it.
+ *
+ * Everything ir_print prints is read back: producer, opset, symbols, input /
+ * weight / const declarations (full data, `sym[...]` symbolic elements,
+ * `elided fnv1a:...`), node lines with `_` for omitted operands and their
+ * attributes (all kinds, `tensor` and `graph` included), `body { ... }`
+ * blocks, output lines, and what passes decided: a recurrence's `source`,
+ * the `role` of a value on its declaration or node line (ir.h; each checked
+ * against where it may stand).  The comment ir_print writes after a node
+ * line is an annotation: output types (with `slot N`), `node "NAME"`, `from
+ * OP`, `group N`; when it is there and well formed it restores those fields
+ * exactly, so that printing the graph again gives the same text; when it is
+ * missing (a hand-written graph) types are left to pass_infer and names are
+ * made up.  No pass decides on what the annotation restores (`from OP`,
+ * the op_type, is for messages).  Other comments are ignored.
+ *
+ * Data: weights come from the file of a `weights "FILE"` line when it holds
+ * a tensor of that name (dtype and shape must agree), else they are zeros;
+ * an elided constant is read from that file too, else it is zeros and a
+ * warning says so.  The graph is checked as it is read (names defined once
+ * and before use, op arity, recurrence attributes against its body) so that
+ * later passes never see a malformed IR.
+ */
+#include "txt.h"
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a name -> value table for the whole compilation ---- */
+
+typedef struct vtab {
+	ir_value **slot;
+	size_t cap, n;
+} vtab;
+
+static size_t shash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+static ir_value *vtab_get(const vtab *t, const char *name)
+{
+	if (!t->cap)
+		return NULL;
+	for (size_t i = shash(name) & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
+		if (strcmp(t->slot[i]->name, name) == 0)
+			return t->slot[i];
+	return NULL;
+}
+
+static void vtab_put(vtab *t, ir_value *v)
+{
+	if (2 * (t->n + 1) > t->cap) {
+		vtab old = *t;
+		t->cap = old.cap ? 2 * old.cap : 256;
+		t->slot = calloc(t->cap, sizeof *t->slot);
+		if (!t->slot)
+			arena_oom(NULL, t->cap * sizeof *t->slot, "reading a graph");
+		t->n = 0;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slot[i])
+				vtab_put(t, old.slot[i]);
+		free(old.slot);
+	}
+	size_t i = shash(v->name) & (t->cap - 1);
+	while (t->slot[i])
+		i = (i + 1) & (t->cap - 1);
+	t->slot[i] = v;
+	t->n++;
+}
+
+typedef struct gctx {
+	txt *X;
+	vtab names;
+	txt_weights W;
+	int64_t maxsuffix;      /* largest N of made-up names "%...N" (ir_unique_name) */
+	/* a training build's parameters as the text numbers them (`param K`) */
+	int nparams;
+	ir_value **params;      /* [nparams] */
+	int64_t *param_k;       /* [nparams] */
+	const txt_tok *train_at;/* the `train` line, for its errors */
+} gctx;
+
+/* ---- types ---- */
+
+static int sym_lookup(const ir_graph *root, const char *name)
+{
+	for (int i = 0; i < root->nsyms; i++)
+		if (strcmp(root->syms[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* A symbol name: identifier or quoted string. */
+static const char *sym_name(txt *X)
+{
+	const txt_tok *t = txt_peek(X);
+	if (t->kind == TK_IDENT || t->kind == TK_STRING) {
+		txt_next(X);
+		return t->str;
+	}
+	return NULL;
+}
+
+/* A derived symbol's definition after "NAME =": BASE ('+' | '-') INT, BASE
+ * a free symbol declared before it, INT in 1 .. INT32_MAX (ir.h). */
+/* "T >= 2" (after the '>'): the least value of a symbol (sym_min). */
+static void parse_sym_min(txt *X, ir_graph *g, int k)
+{
+	const txt_tok *t = txt_peek(X);
+	int64_t m;
+	if (!txt_accept(X, '=')) {
+		txt_error(X, t, "symbol '%s': expected '>=' and its least value, found %s", g->syms[k],
+			  txt_tok_desc(X, t));
+		return;
+	}
+	t = txt_peek(X);
+	if (!txt_parse_int(X, &m, "a least value"))
+		return;
+	if (m < 2 || m > INT32_MAX) {
+		txt_error(X, t, "symbol '%s': least value %lld out of range (2 to %d; every symbol is at least 1)",
+			  g->syms[k], (long long)m, INT32_MAX);
+		return;
+	}
+	g->sym_min[k] = m;
+}
+
+static void parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
+{
+	const txt_tok *t = txt_peek(X);
+	const char *base = sym_name(X);
+	int b = base ? sym_lookup(g, base) : -1;
+	if (!base || b < 0 || b == k || g->sym_base[b]) {
+		txt_error(X, t, "symbol '%s': expected a free symbol declared before it after '=', found %s",
+			  g->syms[k], base ? base : txt_tok_desc(X, t));
+		return;
+	}
+	int sign = txt_accept(X, '+') ? 1 : txt_accept(X, '-') ? -1 : 0;
+	const txt_tok *nt = txt_peek(X);
+	int64_t off;
+	if (!sign) {
+		txt_error(X, nt, "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
+		return;
+	}
+	if (!txt_parse_int(X, &off, "an offset"))
+		return;
+	if (off < 1 || off > INT32_MAX) {
+		txt_error(X, nt, "symbol '%s': offset %lld out of range (1 to %d)", g->syms[k], (long long)off,
+			  INT32_MAX);
+		return;
+	}
+	g->sym_base[k] = b + 1;
+	g->sym_off[k] = sign * off;
+	(void)at;
+}
+
+/* dim := '?' | ['-'] term {'*' term}; term := INT | symbol.  neg_ok: the
+ * elements of sym[...] constants may have a negative factor. */
+static int parse_dim(txt *X, ir_graph *g, ir_dim *d, int add_syms, int neg_ok)
+{
+	ir_graph *root = ir_root(g);
+	if (txt_accept(X, '?')) {
+		*d = ir_dim_const(IR_DIM_UNKNOWN);
+		return 1;
+	}
+	ir_dim r = ir_dim_const(1);
+	const txt_tok *first = txt_peek(X);
+	if (neg_ok && txt_accept(X, '-'))
+		r.k = -1;
+	for (;;) {
+		const txt_tok *t = txt_peek(X);
+		if (t->kind == TK_INT) {
+			int64_t k;
+			if (!txt_parse_int(X, &k, "a dimension"))
+				return 0;
+			if (r.k != 0 && (k > INT64_MAX / 1024 || llabs(r.k) > INT64_MAX / (k ? k : 1) / 1024)) {
+				txt_error(X, t, "dimension too large");
+				return 0;
+			}
+			r.k *= k;
+		} else {
+			const char *s = sym_name(X);
+			if (!s) {
+				txt_error(X, t, "expected a dimension (an integer or a symbol name), found %s",
+					  txt_tok_desc(X, t));
+				return 0;
+			}
+			int k = add_syms ? ir_sym_add(root, s) : sym_lookup(root, s);
+			if (k < 0) {
+				if (add_syms)
+					txt_error(X, t, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
+				else
+					txt_error(X, t, "unknown dimension symbol '%s' (not in the 'symbols' line)", s);
+				return 0;
+			}
+			if (r.pow[k] >= 16) {
+				txt_error(X, t, "dimension symbol '%s' raised to a power above 16", s);
+				return 0;
+			}
+			r.pow[k]++;
+		}
+		if (!txt_accept(X, '*'))
+			break;
+	}
+	if (r.k == 0)
+		memset(r.pow, 0, sizeof r.pow);
+	if (r.k < 0 && !neg_ok) {
+		txt_error(X, first, "negative dimension");
+		return 0;
+	}
+	*d = r;
+	return 1;
+}
+
+/* Each dimension is bounded by parse_dim, their product is not: a shape
+ * whose element count overflows int64 is refused here, where it can be
+ * located, so no later stage multiplies it out. */
+static int shape_countable(txt *X, const txt_tok *lb, const ir_shape *s)
+{
+	for (int i = 0; i < s->rank; i++)
+		if (!ir_dim_known(s->d[i]))
+			return 1;       /* '?': nothing to count */
+	if (ir_dim_known(ir_shape_numel(s)))
+		return 1;
+	txt_error(X, lb, "shape has more elements than a size can count (their product overflows int64)");
+	return 0;
+}
+
+int txt_parse_type(txt *X, ir_graph *g, ir_dtype *dt, ir_shape *s, int add_syms)
+{
+	const txt_tok *t = txt_peek(X);
+	*dt = DT_UNDEF;
+	memset(s, 0, sizeof *s);
+	s->rank = -1;
+	if (txt_accept(X, '?')) {
+		if (!txt_is_punct(txt_peek(X), '['))
+			return 1;       /* "?": neither dtype nor shape known */
+	} else if (t->kind == TK_IDENT && ir_dtype_lookup(t->str) > 0) {
+		txt_next(X);
+		*dt = (ir_dtype)ir_dtype_lookup(t->str);
+		if (txt_accept(X, '?'))
+			return 1;
+	} else {
+		txt_error(X, t, "expected a type such as f32[batch, 4], found %s", txt_tok_desc(X, t));
+		return 0;
+	}
+	const txt_tok *lb = txt_peek(X);
+	if (!txt_expect(X, '[', "to open the shape"))
+		return 0;
+	s->rank = 0;
+	if (txt_accept(X, ']'))
+		return 1;
+	for (;;) {
+		if (s->rank == IR_MAX_RANK) {
+			txt_error(X, lb, "more than %d dimensions", IR_MAX_RANK);
+			return 0;
+		}
+		if (!parse_dim(X, g, &s->d[s->rank++], add_syms, 0))
+			return 0;
+		if (txt_accept(X, ']'))
+			return shape_countable(X, lb, s);
+		if (!txt_expect(X, ',', "between dimensions"))
+			return 0;
+	}
+}
+
+/* ---- constants ---- */
+
+static int store_num(txt *X, const txt_tok *t, ir_dtype dt, void *data, int64_t i)
+{
+	switch (dt) {
+	case DT_F32: case DT_F64: {
+		double d;
+		int isf;
+		if (!txt_parse_number(X, &d, &isf, "an element"))
+			return 0;
+		if (dt == DT_F32)
+			((float *)data)[i] = (float)d;
+		else
+			((double *)data)[i] = d;
+		return 1;
+	}
+	case DT_U64: {
+		if (txt_peek(X)->kind != TK_INT) {
+			txt_error(X, txt_peek(X), "expected an unsigned integer, found %s",
+				  txt_tok_desc(X, txt_peek(X)));
+			return 0;
+		}
+		const txt_tok *n = txt_next(X);
+		errno = 0;
+		((uint64_t *)data)[i] = strtoull(n->str, NULL, 10);
+		if (errno) {
+			txt_error(X, n, "integer %s out of range", n->str);
+			return 0;
+		}
+		return 1;
+	}
+	default: break;
+	}
+	int64_t v;
+	if (!txt_parse_int(X, &v, "an element"))
+		return 0;
+	int64_t lo, hi;
+	switch (dt) {
+	case DT_I8: lo = INT8_MIN; hi = INT8_MAX; break;
+	case DT_U8: case DT_BOOL: lo = 0; hi = dt == DT_BOOL ? 1 : UINT8_MAX; break;
+	case DT_I16: lo = INT16_MIN; hi = INT16_MAX; break;
+	case DT_U16: lo = 0; hi = UINT16_MAX; break;
+	case DT_I32: lo = INT32_MIN; hi = INT32_MAX; break;
+	case DT_U32: lo = 0; hi = UINT32_MAX; break;
+	default: lo = INT64_MIN; hi = INT64_MAX; break;
+	}
+	if (v < lo || v > hi) {
+		txt_error(X, t, "element %" PRId64 " out of range for %s", v, ir_dtype_name(dt));
+		return 0;
+	}
+	switch (dt) {
+	case DT_I8: ((int8_t *)data)[i] = (int8_t)v; break;
+	case DT_U8: case DT_BOOL: ((uint8_t *)data)[i] = (uint8_t)v; break;
+	case DT_I16: ((int16_t *)data)[i] = (int16_t)v; break;
+	case DT_U16: ((uint16_t *)data)[i] = (uint16_t)v; break;
+	case DT_I32: ((int32_t *)data)[i] = (int32_t)v; break;
+	case DT_U32: ((uint32_t *)data)[i] = (uint32_t)v; break;
+	default: ((int64_t *)data)[i] = v; break;
+	}
+	return 1;
+}
+
+/* DATA after '=' for a constant v of known dtype and shape. */
+static int parse_const_data(gctx *c, ir_graph *g, ir_value *v, const txt_tok *at)
+{
+	txt *X = c->X;
+	const txt_tok *t = txt_peek(X);
+	int64_t n = ir_shape_const_numel(&v->shape);
+	size_t es = ir_dtype_size(v->dtype);
+	if (txt_accept(X, '?'))
+		return 1;       /* printed for data it could not show: none */
+	if (n < 0) {
+		txt_error(X, t, "a constant needs a constant shape");
+		return 0;
+	}
+	if (n > ((int64_t)1 << 31) || es == 0) {
+		txt_error(X, at, es ? "constant too large" : "constants of dtype %s cannot be written",
+			  ir_dtype_name(v->dtype));
+		return 0;
+	}
+	if (txt_accept_word(X, "sym")) {
+		if (v->dtype != DT_I64) {
+			txt_error(X, t, "sym[...] constants are i64");
+			return 0;
+		}
+		if (!txt_budget_ok(X, at, n, sizeof *v->sym, v->name))
+			return 0;
+		v->sym = arena_array(g->A, (size_t)(n ? n : 1), sizeof *v->sym);
+		if (!txt_expect(X, '[', "after 'sym'"))
+			return 0;
+		for (int64_t i = 0; i < n; i++) {
+			if (i && !txt_expect(X, ',', "between elements"))
+				return 0;
+			if (!parse_dim(X, g, &v->sym[i], 0, 1))
+				return 0;
+		}
+		if (!txt_expect(X, ']', n ? "after the last element (too many elements?)" : "(no elements)"))
+			return 0;
+		return 1;
+	}
+	if (!txt_budget_ok(X, at, n, es, v->name))
+		return 0;
+	v->data = arena_alloc(g->A, (size_t)n * es + 1);
+	if (txt_accept_word(X, "elided")) {
+		const txt_tok *h = txt_peek(X);
+		/* "fnv1a:HEX": the printer's stand-in for big data; the data can
+		 * come from the weights file, else it is zeros */
+		if (!txt_accept_word(X, "fnv1a") || !txt_expect(X, ':', "in 'elided fnv1a:HASH'")) {
+			txt_error(X, h, "expected fnv1a:HASH after 'elided'");
+			return 0;
+		}
+		txt_next(X);    /* the hash: digits and letters lex as one or two tokens */
+		if (!txt_peek(X)->nl && (txt_peek(X)->kind == TK_IDENT || txt_peek(X)->kind == TK_INT))
+			txt_next(X);
+		if (txt_weights_fill(X, &c->W, v, at, 0) <= 0)
+			diag_warn(X->D, "%d:%d: constant '%s' was elided by the printer and the weights file "
+				  "does not hold it: zeros used", at->line, at->col, v->name);
+		return 1;
+	}
+	if (!txt_expect(X, '[', "to open the elements"))
+		return 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (i && !txt_expect(X, ',', "between elements"))
+			return 0;
+		if (!store_num(X, txt_peek(X), v->dtype, v->data, i))
+			return 0;
+	}
+	if (!txt_expect(X, ']', n ? "after the last element (more elements than the shape holds?)"
+				  : "(the shape holds no elements)"))
+		return 0;
+	return 1;
+}
+
+/* ---- declarations ---- */
+
+static void note_name(gctx *c, const char *name)
+{
+	/* ir_unique_name makes "%<base><N>": later passes must not repeat ours */
+	if (name[0] != '%')
+		return;
+	size_t n = strlen(name), k = n;
+	while (k > 1 && name[k - 1] >= '0' && name[k - 1] <= '9')
+		k--;
+	if (k < n && n - k < 12) {
+		int64_t v = strtoll(name + k, NULL, 10);
+		if (v > c->maxsuffix)
+			c->maxsuffix = v;
+	}
+}
+
+/* A new value named by the current TK_VALNAME token. */
+static ir_value *define(gctx *c, ir_graph *g, const txt_tok *t, ir_valkind kind)
+{
+	txt *X = c->X;
+	ir_value *old = vtab_get(&c->names, t->str);
+	if (old) {
+		txt_error(X, t, "value '%%%s' is defined twice", t->str);
+		return NULL;
+	}
+	ir_value *v = ir_value_new(g, t->str, kind, DT_UNDEF);
+	vtab_put(&c->names, v);
+	note_name(c, t->str);
+	return v;
+}
+
+/* A use: the value must be defined in g or an enclosing graph. */
+static int is_visible(const ir_graph *from, const ir_value *v)
+{
+	for (const ir_graph *g = from; g; g = g->parent)
+		if (v->graph == g)
+			return 1;
+	return 0;
+}
+
+static int parse_use(gctx *c, ir_graph *g, ir_value **out)
+{
+	txt *X = c->X;
+	const txt_tok *t = txt_peek(X);
+	if (txt_is_word(t, "_")) {
+		txt_next(X);
+		*out = NULL;
+		return 1;
+	}
+	if (t->kind != TK_VALNAME) {
+		txt_error(X, t, "expected a value (%%name) or '_', found %s", txt_tok_desc(X, t));
+		return 0;
+	}
+	txt_next(X);
+	ir_value *v = vtab_get(&c->names, t->str);
+	if (!v || !is_visible(g, v) || (v->kind == VAL_TEMP && !v->producer)) {
+		txt_error(X, t, "value '%%%s' is not defined before this use", t->str);
+		return 0;
+	}
+	*out = v;
+	return 1;
+}
+
+/* The keyword of a role (ir.h, ir_role), after the word `role`. */
+static int parse_role(txt *X, ir_role *role)
+{
+	const txt_tok *t = txt_peek(X);
+	int r = t->kind == TK_IDENT ? ir_role_lookup(t->str) : -1;
+	if (r <= IR_ROLE_NONE) {
+		const char *all = ir_role_keyword(IR_ROLE_NONE + 1);
+		for (int k = IR_ROLE_NONE + 2; k < IR_ROLE_COUNT; k++)
+			all = arena_printf(X->A, "%s%s%s", all, k + 1 < IR_ROLE_COUNT ? ", " : " or ",
+					   ir_role_keyword((ir_role)k));
+		txt_error(X, t, "expected a role after 'role' (%s), found %s", all, txt_tok_desc(X, t));
+		return 0;
+	}
+	txt_next(X);
+	*role = (ir_role)r;
+	return 1;
+}
+
+/* The keyword of a recurrence source (ir.h, ir_rec_source), after the word
+ * `source`. */
+static int parse_rec_source(txt *X, ir_rec_source *src)
+{
+	const txt_tok *t = txt_peek(X);
+	int r = t->kind == TK_IDENT ? ir_rec_source_lookup(t->str) : -1;
+	if (r <= IR_REC_NONE) {
+		const char *all = ir_rec_source_keyword(IR_REC_NONE + 1);
+		for (int k = IR_REC_NONE + 2; k < IR_REC_SOURCE_COUNT; k++)
+			all = arena_printf(X->A, "%s%s%s", all, k + 1 < IR_REC_SOURCE_COUNT ? ", " : " or ",
+					   ir_rec_source_keyword((ir_rec_source)k));
+		txt_error(X, t, "expected where the recurrence came from after 'source' (%s), found %s", all,
+			  txt_tok_desc(X, t));
+		return 0;
+	}
+	txt_next(X);
+	*src = (ir_rec_source)r;
+	return 1;
+}
+
+/* input/weight/const lines: KW %name: TYPE [= DATA] [param K | frozen] [role ROLE] */
+static void parse_decl(gctx *c, ir_graph *g, const char *kw)
+{
+	txt *X = c->X;
+	const txt_tok *t = txt_peek(X);
+	if (t->kind != TK_VALNAME) {
+		txt_error(X, t, "expected a value name (%%name) after '%s', found %s", kw, txt_tok_desc(X, t));
+		txt_skip_line(X);
+		return;
+	}
+	txt_next(X);
+	ir_valkind kind = kw[0] == 'w' ? VAL_WEIGHT : kw[0] == 'c' ? VAL_CONST : g->parent ? VAL_STEP
+											       : VAL_INPUT;
+	ir_dtype dt;
+	ir_shape s;
+	if (!txt_expect(X, ':', "before the type") || !txt_parse_type(X, g, &dt, &s, 0)) {
+		txt_skip_line(X);
+		return;
+	}
+	ir_value *v = define(c, g, t, kind);
+	if (!v) {
+		txt_skip_line(X);
+		return;
+	}
+	v->dtype = dt;
+	v->shape = s;
+	if (kind == VAL_INPUT || kind == VAL_STEP) {
+		g->inputs = arena_grow(g->A, g->inputs, (size_t)g->ninputs, (size_t)g->ninputs + 1,
+				       sizeof *g->inputs);
+		g->inputs[g->ninputs++] = v;
+	} else if (kind == VAL_WEIGHT) {
+		int64_t n = ir_shape_const_numel(&s);
+		size_t es = ir_dtype_size(dt);
+		if (n < 0 || es == 0 || n > ((int64_t)1 << 31)) {
+			txt_error(X, t, "weight '%%%s' needs a supported dtype and a constant shape", t->str);
+			txt_skip_line(X);
+			return;
+		}
+		if (!txt_budget_ok(X, t, n, es, t->str)) {
+			txt_skip_line(X);
+			return;
+		}
+		if (txt_weights_fill(X, &c->W, v, t, 0) <= 0) {
+			v->data = arena_alloc(g->A, (size_t)n * es + 1);   /* zeros */
+		}
+		const txt_tok *pt = txt_peek(X);
+		if (txt_accept_word(X, "frozen")) {
+			if (g->parent || !g->train || dt != DT_F32)
+				txt_error(X, pt, "'frozen' marks an f32 weight of the root graph of a training "
+					  "build (one with a 'train' line)");
+			v->frozen = 1;
+		} else if (txt_accept_word(X, "param")) {
+			int64_t k;
+			if (!txt_parse_int(X, &k, "the parameter's number"))
+				return;
+			if (k < 0 || k > INT32_MAX)
+				txt_error(X, pt, "parameter number %" PRId64 " out of range", k);
+			else if (g->parent || !g->train || dt != DT_F32)
+				txt_error(X, pt, "'param' marks an f32 weight of the root graph of a training "
+					  "build (one with a 'train' line)");
+			else {
+				c->params = arena_grow(g->A, c->params, (size_t)c->nparams, (size_t)c->nparams + 1,
+						       sizeof *c->params);
+				c->param_k = arena_grow(g->A, c->param_k, (size_t)c->nparams, (size_t)c->nparams + 1,
+							sizeof *c->param_k);
+				c->params[c->nparams] = v;
+				c->param_k[c->nparams++] = k;
+			}
+		}
+	} else {
+		if (!txt_expect(X, '=', "before the constant's data") || !parse_const_data(c, g, v, t)) {
+			txt_skip_line(X);
+			return;
+		}
+	}
+	const txt_tok *rt = txt_peek(X);
+	if (txt_accept_word(X, "role")) {
+		if (!parse_role(X, &v->role)) {
+			txt_skip_line(X);
+			return;
+		}
+		if (!ir_role_fits(v->role, kind, dt, -1, g->parent != NULL))
+			txt_error(X, rt, "role %s marks %s, not %s '%%%s'", ir_role_keyword(v->role),
+				  ir_role_where(v->role), kw, v->name);
+	}
+	txt_end_stmt(X);
+}
+
+/* ---- attributes ---- */
+
+static const char *attr_name(txt *X)
+{
+	const txt_tok *t = txt_peek(X);
+	if (t->kind == TK_IDENT || t->kind == TK_STRING) {
+		txt_next(X);
+		return t->str;
+	}
+	txt_error(X, t, "expected an attribute name, found %s", txt_tok_desc(X, t));
+	return NULL;
+}
+
+static int is_float_tok(const txt_tok *t)
+{
+	return t->kind == TK_FLOAT || txt_is_word(t, "nan") || txt_is_word(t, "inf");
+}
+
+/* A float attribute read back: the float32 that dump printed with 9 digits
+ * (an ONNX attribute), or the double of a .cell option printed in full. */
+static double attr_number(double d)
+{
+	char tmp[32];
+	snprintf(tmp, sizeof tmp, "%.9g", (float)d);
+	return strtod(tmp, NULL) == d ? (double)(float)d : d;
+}
+
+static int parse_attr(gctx *c, ir_graph *g, ir_node *n, int *ngraphs)
+{
+	txt *X = c->X;
+	const txt_tok *nt = txt_peek(X);
+	const char *name = attr_name(X);
+	if (!name || !txt_expect(X, '=', "after the attribute name"))
+		return 0;
+	if (ir_attr_find(n, name)) {
+		txt_error(X, nt, "attribute '%s' given twice", name);
+		return 0;
+	}
+	const txt_tok *t = txt_peek(X);
+	const txt_tok *t1 = txt_is_punct(t, '-') ? txt_peek_at(X, 1) : t;
+	if (t->kind == TK_STRING) {
+		txt_next(X);
+		ir_attr_set_string(n, name, t->str);
+	} else if (is_float_tok(t1)) {
+		double d;
+		int isf;
+		if (!txt_parse_number(X, &d, &isf, "a value"))
+			return 0;
+		ir_attr_set_float(n, name, attr_number(d));
+	} else if (t1->kind == TK_INT) {
+		int64_t v;
+		if (!txt_parse_int(X, &v, "a value"))
+			return 0;
+		ir_attr_set_int(n, name, v);
+	} else if (txt_is_word(t, "ints") || txt_is_word(t, "floats") || txt_is_word(t, "strings")) {
+		txt_next(X);
+		if (!txt_expect(X, '[', "(an empty list)") || !txt_expect(X, ']', "(an empty list)"))
+			return 0;
+		ir_attr *a = ir_attr_add(n, name, t->str[0] == 'i' ? ATTR_INTS : t->str[0] == 'f' ? ATTR_FLOATS
+											: ATTR_STRINGS);
+		a->n = 0;
+	} else if (txt_is_punct(t, '[')) {
+		txt_next(X);
+		const txt_tok *e = txt_peek(X);
+		const txt_tok *e1 = txt_is_punct(e, '-') ? txt_peek_at(X, 1) : e;
+		ir_attrkind k = e->kind == TK_STRING ? ATTR_STRINGS : is_float_tok(e1) ? ATTR_FLOATS
+												  : ATTR_INTS;
+		int cnt = 0, cap = 8;
+		void *buf = arena_array(g->A, (size_t)cap, 8);
+		do {
+			if (cnt == cap) {
+				buf = arena_grow(g->A, buf, (size_t)cnt, (size_t)cap * 2, 8);
+				cap *= 2;
+			}
+			if (k == ATTR_STRINGS) {
+				const txt_tok *s = txt_peek(X);
+				if (s->kind != TK_STRING) {
+					txt_error(X, s, "expected a string in a list of strings, found %s",
+						  txt_tok_desc(X, s));
+					return 0;
+				}
+				txt_next(X);
+				((const char **)buf)[cnt++] = s->str;
+			} else if (k == ATTR_FLOATS) {
+				double d;
+				int isf;
+				if (!txt_parse_number(X, &d, &isf, "a list element"))
+					return 0;
+				((float *)buf)[cnt++] = (float)d;
+			} else {
+				int64_t v;
+				if (!txt_parse_int(X, &v, "a list element"))
+					return 0;
+				((int64_t *)buf)[cnt++] = v;
+			}
+		} while (txt_accept(X, ','));
+		if (!txt_expect(X, ']', "to close the list"))
+			return 0;
+		ir_attr *a = ir_attr_add(n, name, k);
+		a->n = cnt;
+		if (k == ATTR_INTS)
+			a->ints = buf;
+		else if (k == ATTR_FLOATS)
+			a->floats = buf;
+		else
+			a->strings = buf;
+	} else if (txt_is_word(t, "tensor")) {
+		txt_next(X);
+		ir_attr *a = ir_attr_add(n, name, ATTR_TENSOR);
+		ir_dtype dt;
+		ir_shape s;
+		if (txt_accept(X, '?'))
+			return 1;
+		if (!txt_parse_type(X, g, &dt, &s, 0) || !txt_expect(X, '=', "before the tensor's data"))
+			return 0;
+		ir_value *v = ir_value_new(g, NULL, VAL_CONST, dt);
+		v->shape = s;
+		a = ir_attr_find(n, name);
+		a->t = v;
+		if (!parse_const_data(c, g, v, t))
+			return 0;
+	} else if (txt_is_word(t, "graph")) {
+		txt_next(X);
+		const char *gn = sym_name(X);
+		if (!gn) {
+			txt_error(X, txt_peek(X), "expected the graph's name");
+			return 0;
+		}
+		ir_attr *a = ir_attr_add(n, name, ATTR_GRAPH);
+		a->g = ir_graph_new(g->A, g, gn);
+		(*ngraphs)++;
+	} else {
+		txt_error(X, t, "expected an attribute value, found %s", txt_tok_desc(X, t));
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- the node annotation (ir_print's comment after a node line) ---- */
+
+/* Reads "# TYPES  node "NAME" [from OP] [group N]" from the source text after
+ * the node line's last token; ignored unless it is complete and well formed. */
+static void read_annotation(gctx *c, ir_graph *g, ir_node *n, const txt_tok *last)
+{
+	txt *X = c->X;
+	size_t i = last->end;
+	while (i < X->n && (X->src[i] == ' ' || X->src[i] == '\t'))
+		i++;
+	if (i >= X->n || X->src[i] != '#')
+		return;
+	size_t e = i + 1;
+	while (e < X->n && X->src[e] != '\n')
+		e++;
+	diag quiet;
+	diag_init(&quiet, X->path);
+	quiet.quiet = 1;
+	txt sub = {0}, *S = &sub;
+	S->A = X->A;
+	S->D = &quiet;
+	S->path = X->path;
+	S->src = arena_strndup(X->A, X->src + i + 1, e - i - 1);
+	S->n = e - i - 1;
+	txt_lex(S);
+	if (quiet.nerrors)
+		return;
+	ir_dtype *dts = arena_array(X->A, (size_t)(n->nout + 1), sizeof *dts);
+	ir_shape *shs = arena_array(X->A, (size_t)(n->nout + 1), sizeof *shs);
+	int64_t *slots = arena_array(X->A, (size_t)(n->nout + 1), sizeof *slots);
+	for (int k = 0; k < n->nout; k++) {
+		if (k && !txt_accept(S, ','))
+			return;
+		slots[k] = -1;
+		shs[k].rank = -1;
+		if (txt_accept_word(S, "_"))
+			continue;
+		if (!txt_parse_type(S, g, &dts[k], &shs[k], 0))
+			return;
+		if (txt_accept_word(S, "slot") && (!txt_parse_int(S, &slots[k], "a slot") || slots[k] < 0 ||
+						   slots[k] > INT32_MAX))
+			return;
+	}
+	const txt_tok *nm;
+	if (!txt_accept_word(S, "node") || (nm = txt_next(S))->kind != TK_STRING)
+		return;
+	const char *from = NULL;
+	int64_t group = 0;
+	if (txt_accept_word(S, "from")) {
+		const txt_tok *f = txt_next(S);
+		if (f->kind != TK_IDENT)
+			return;
+		from = f->str;
+	}
+	if (txt_accept_word(S, "group") && (!txt_parse_int(S, &group, "a group") || group < 0 ||
+					    group > INT32_MAX))
+		return;
+	int bwd = txt_accept_word(S, "backward");
+	if (txt_peek(S)->kind != TK_EOF || quiet.nerrors)
+		return;
+	if (bwd && !g->parent && g->train && g->train->graded && !g->train->bwd_start)
+		g->train->bwd_start = n;
+	n->name = nm->str;
+	if (from)
+		n->op_type = from;
+	n->group = (int)group;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k]) {
+			n->out[k]->dtype = dts[k];
+			n->out[k]->shape = shs[k];
+			n->out[k]->slot = (int)slots[k];
+		}
+}
+
+/* ---- nodes ---- */
+
+static int has_body_op(ir_op op) { return op == OP_RECURRENCE || op == OP_LOOP || op == OP_SCAN; }
+
+static void parse_graph_lines(gctx *c, ir_graph *g);
+
+/* Checks a recurrence's attributes against its operands and body (what
+ * ir_verify would otherwise abort on). */
+static int check_recurrence(gctx *c, ir_node *n, const txt_tok *at)
+{
+	txt *X = c->X;
+	int64_t ns = ir_attr_int(n, "n_seq", -1), nst = ir_attr_int(n, "n_state", -1);
+	int64_t no = ir_attr_int(n, "n_out", -1), lens = ir_attr_int(n, "has_lens", 0) != 0;
+	int64_t step = ir_attr_int(n, "has_step", 0);
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	const ir_graph *b = n->body;
+	if (ns < 1 || nst < 0 || no < 0 || ns > 1024 || nst > 1024 || no > 1024 || step < 0 || step > 2) {
+		txt_error(X, at, "Recurrence needs n_seq >= 1, n_state >= 0, n_out >= 0 and has_step 0, 1 "
+			  "or 2 (ints)");
+		return 0;
+	}
+	if (n->nin != ns + nst + lens || n->nout != nst + no) {
+		txt_error(X, at, "Recurrence has %d inputs and %d outputs; its attributes say %d and %d",
+			  n->nin, n->nout, (int)(ns + nst + lens), (int)(nst + no));
+		return 0;
+	}
+	for (int k = 0; k < ns; k++)
+		if (!n->in[k]) {
+			txt_error(X, at, "Recurrence lacks sequence input %d", k);
+			return 0;
+		}
+	if (lens && !n->in[n->nin - 1]) {
+		txt_error(X, at, "Recurrence has has_lens = 1 but no lens input");
+		return 0;
+	}
+	if (!sa || sa->kind != ATTR_INTS || sa->n != ns || (no > 0 && (!oa || oa->kind != ATTR_INTS ||
+								     oa->n != no))) {
+		txt_error(X, at, "Recurrence needs seq_axis with n_seq axes and out_axis with n_out axes");
+		return 0;
+	}
+	for (int k = 0; k < sa->n; k++)
+		if (sa->ints[k] != 0 && sa->ints[k] != 1) {
+			txt_error(X, at, "Recurrence time axes are 0 or 1");
+			return 0;
+		}
+	for (int k = 0; oa && k < oa->n; k++)
+		if (oa->ints[k] != 0 && oa->ints[k] != 1) {
+			txt_error(X, at, "Recurrence time axes are 0 or 1");
+			return 0;
+		}
+	if (b->ninputs != ns + nst + step || b->noutputs != nst + no) {
+		txt_error(X, at, "Recurrence body has %d inputs and %d outputs; the attributes say %d and %d",
+			  b->ninputs, b->noutputs, (int)(ns + nst + step), (int)(nst + no));
+		return 0;
+	}
+	for (int64_t k = ns + nst; k < b->ninputs; k++)
+		if (!b->inputs[k] || b->inputs[k]->dtype != DT_F32 || b->inputs[k]->shape.rank != 0) {
+			txt_error(X, at, "Recurrence body input %d is a step counter (has_step): an f32 scalar",
+				  (int)k);
+			return 0;
+		}
+	for (int64_t k = ns; k < b->ninputs; k++)
+		if (b->inputs[k] &&
+		    (b->inputs[k]->role == IR_ROLE_STEP_COEF || b->inputs[k]->role == IR_ROLE_PROJECTION)) {
+			txt_error(X, at, "Recurrence body input %d has the role %s, which marks %s", (int)k,
+				  ir_role_keyword(b->inputs[k]->role), ir_role_where(b->inputs[k]->role));
+			return 0;
+		}
+	return 1;
+}
+
+/* Output types of a recurrence without an annotation: from its body. */
+static void recurrence_types(ir_node *n)
+{
+	int64_t ns = ir_attr_int(n, "n_seq", 0), nst = ir_attr_int(n, "n_state", 0);
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	const ir_value *x = n->in[0];
+	if (!x || x->shape.rank < 2 || !sa || ns < 1)
+		return;
+	ir_dim T = x->shape.d[sa->ints[0]];
+	for (int k = 0; k < n->nout; k++) {
+		ir_value *o = n->out[k], *b = n->body->outputs[k];
+		if (!o || o->shape.rank >= 0 || !b || b->shape.rank < 1 || b->shape.rank >= IR_MAX_RANK)
+			continue;
+		o->dtype = b->dtype;
+		if (k < nst) {
+			o->shape = b->shape;
+			continue;
+		}
+		int ax = oa && k - nst < oa->n ? (int)oa->ints[k - nst] : 0;
+		o->shape.rank = b->shape.rank + 1;
+		for (int i = 0, j = 0; i < o->shape.rank; i++)
+			o->shape.d[i] = i == ax ? T : b->shape.d[j++];
+	}
+}
+
+static void parse_node(gctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	const txt_tok *start = txt_peek(X);
+	const txt_tok *outs[1024];
+	int nout = 0, bad = 0;
+	/* outputs: only when a '=' follows the list */
+	if (start->kind == TK_VALNAME || txt_is_word(start, "_")) {
+		for (;;) {
+			const txt_tok *t = txt_peek(X);
+			if (t->kind != TK_VALNAME && !txt_is_word(t, "_")) {
+				txt_error(X, t, "expected an output value (%%name or '_'), found %s",
+					  txt_tok_desc(X, t));
+				txt_skip_line(X);
+				return;
+			}
+			if (nout == (int)COUNTOF(outs)) {
+				txt_error(X, t, "too many outputs");
+				txt_skip_line(X);
+				return;
+			}
+			outs[nout++] = txt_next(X);
+			if (!txt_accept(X, ','))
+				break;
+		}
+		if (!txt_expect(X, '=', "after the node's outputs")) {
+			txt_skip_line(X);
+			return;
+		}
+	}
+	const txt_tok *opt = txt_peek(X);
+	if (opt->kind != TK_IDENT) {
+		txt_error(X, opt, "expected an operation name, found %s", txt_tok_desc(X, opt));
+		txt_skip_line(X);
+		return;
+	}
+	txt_next(X);
+	int op = ir_op_lookup(opt->str);
+	if (op < 0) {
+		txt_error(X, opt, "unknown operation '%s'", opt->str);
+		txt_skip_line(X);
+		return;
+	}
+	if (!txt_expect(X, '(', "after the operation name")) {
+		txt_skip_line(X);
+		return;
+	}
+	ir_value *ins[1024];
+	int nin = 0;
+	if (!txt_accept(X, ')')) {
+		do {
+			if (nin == (int)COUNTOF(ins)) {
+				txt_error(X, txt_peek(X), "too many inputs");
+				txt_skip_line(X);
+				return;
+			}
+			if (!parse_use(c, g, &ins[nin++])) {
+				txt_skip_line(X);
+				return;
+			}
+		} while (txt_accept(X, ','));
+		if (!txt_expect(X, ')', "after the inputs")) {
+			txt_skip_line(X);
+			return;
+		}
+	}
+	const ir_opinfo *oi = &ir_ops[op];
+	if (nin < oi->min_in || nin > oi->max_in || nout < oi->min_out || nout > oi->max_out) {
+		txt_error(X, opt, "%s takes %d to %d inputs and gives %d to %d outputs; here %d and %d",
+			  oi->name, oi->min_in, oi->max_in, oi->min_out, oi->max_out, nin, nout);
+		bad = 1;
+	}
+	for (int k = 0; k < nin && k < oi->min_in && !bad; k++)
+		if (!ins[k] && op != OP_RECURRENCE && op != OP_LOOP) {
+			txt_error(X, opt, "%s: required input %d is '_'", oi->name, k);
+			bad = 1;
+		}
+	ir_node *n = ir_node_new(g, (ir_op)op, NULL, nin, nout);
+	memcpy(n->in, ins, (size_t)nin * sizeof *ins);
+	int ngraphs = 0;
+	if (txt_accept(X, '{')) {
+		do {
+			if (!parse_attr(c, g, n, &ngraphs)) {
+				txt_skip_line(X);
+				return;
+			}
+		} while (txt_accept(X, ','));
+		if (!txt_expect(X, '}', "to close the attributes")) {
+			txt_skip_line(X);
+			return;
+		}
+	}
+	/* source KEYWORD (a recurrence), role %NAME KEYWORD (its outputs) */
+	if (txt_is_word(txt_peek(X), "source") && !txt_peek(X)->nl) {
+		const txt_tok *st = txt_next(X);
+		if (!parse_rec_source(X, &n->rec_source)) {
+			txt_skip_line(X);
+			return;
+		}
+		if (op != OP_RECURRENCE && !bad) {
+			txt_error(X, st, "%s has no source (only a Recurrence says where it came from)", oi->name);
+			bad = 1;
+		}
+	}
+	const txt_tok *role_of[1024];
+	ir_role roles[1024];
+	int nroles = 0;
+	while (txt_is_word(txt_peek(X), "role") && !txt_peek(X)->nl) {
+		txt_next(X);
+		const txt_tok *vt = txt_peek(X);
+		int k = nout;
+		for (int j = 0; vt->kind == TK_VALNAME && j < nout; j++)
+			if (outs[j]->kind == TK_VALNAME && strcmp(outs[j]->str, vt->str) == 0)
+				k = j;
+		if (k == nout) {
+			txt_error(X, vt, "expected an output of this node (%%name) after 'role', found %s",
+				  txt_tok_desc(X, vt));
+			txt_skip_line(X);
+			return;
+		}
+		txt_next(X);
+		if (nroles == (int)COUNTOF(roles) || !parse_role(X, &roles[nroles])) {
+			txt_skip_line(X);
+			return;
+		}
+		if (!ir_role_fits(roles[nroles], VAL_TEMP, DT_UNDEF, op, g->parent != NULL) && !bad) {
+			txt_error(X, vt, "role %s marks %s, not an output of %s in %s", ir_role_keyword(roles[nroles]),
+				  ir_role_where(roles[nroles]), oi->name, g->parent ? "a body" : "the root graph");
+			bad = 1;
+		}
+		role_of[nroles++] = outs[k];
+	}
+	const txt_tok *last = &X->t[X->pos - 1];
+	int body = 0;
+	if (txt_is_word(txt_peek(X), "body") && !txt_peek(X)->nl) {
+		txt_next(X);
+		last = txt_peek(X);
+		if (!txt_expect(X, '{', "to open the body")) {
+			txt_skip_line(X);
+			return;
+		}
+		body = 1;
+	}
+	if (!body && !txt_end_stmt(X))
+		return;
+	if (body != has_body_op((ir_op)op) && !bad) {
+		txt_error(X, opt, body ? "%s has no body" : "%s needs a body ('body { ... }')", oi->name);
+		bad = 1;
+	}
+	/* the outputs exist from here on (a body cannot use them: it runs first) */
+	for (int k = 0; k < nout; k++) {
+		if (txt_is_word(outs[k], "_"))
+			continue;
+		ir_value *v = define(c, g, outs[k], VAL_TEMP);
+		if (!v)
+			bad = 1;
+		n->out[k] = v;
+		for (int j = 0; v && j < nroles; j++)
+			if (role_of[j] == outs[k])
+				v->role = roles[j];
+	}
+	read_annotation(c, g, n, last);
+	if (body) {
+		n->body = ir_graph_new(g->A, g, n->name);
+		parse_graph_lines(c, n->body);
+		if (!txt_expect(X, '}', "to close the body"))
+			return;
+		txt_end_stmt(X);
+	}
+	for (int i = 0; i < n->nattrs; i++) {
+		ir_attr *a = &n->attrs[i];
+		if (a->kind != ATTR_GRAPH)
+			continue;
+		const txt_tok *t = txt_peek(X);
+		if (!txt_accept_word(X, "graph")) {
+			txt_error(X, t, "expected the block of graph attribute '%s' ('graph %s { ... }')",
+				  a->name, a->g->name);
+			return;
+		}
+		const char *gn = sym_name(X);
+		if (!gn || strcmp(gn, a->g->name) != 0) {
+			txt_error(X, t, "expected the block of graph '%s'", a->g->name);
+			txt_skip_line(X);
+			return;
+		}
+		if (!txt_expect(X, '{', "to open the graph"))
+			return;
+		parse_graph_lines(c, a->g);
+		if (!txt_expect(X, '}', "to close the graph"))
+			return;
+		txt_end_stmt(X);
+	}
+	if (n->op == OP_RECURRENCE && n->body && !bad && !check_recurrence(c, n, opt))
+		bad = 1;
+	if (bad)
+		return;
+	ir_append(g, n);
+	for (int k = 0; k < nout; k++)
+		if (n->out[k] && n->out[k]->shape.rank < 0 && n->op == OP_RECURRENCE)
+			recurrence_types(n);
+}
+
+static void parse_output(gctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	if (g->noutputs) {
+		txt_error(X, &X->t[X->pos - 1], "a graph has one 'output' line");
+		txt_skip_line(X);
+		return;
+	}
+	ir_value *outs[1024];
+	int n = 0;
+	if (!txt_peek(X)->nl) {
+		do {
+			if (n == (int)COUNTOF(outs)) {
+				txt_error(X, txt_peek(X), "too many outputs");
+				txt_skip_line(X);
+				return;
+			}
+			const txt_tok *t = txt_peek(X);
+			if (!parse_use(c, g, &outs[n]) || !outs[n]) {
+				if (txt_is_word(t, "_"))
+					txt_error(X, t, "a graph output cannot be '_'");
+				txt_skip_line(X);
+				return;
+			}
+			n++;
+		} while (txt_accept(X, ','));
+	}
+	if (!txt_end_stmt(X))
+		return;
+	g->outputs = arena_array(g->A, (size_t)(n ? n : 1), sizeof *g->outputs);
+	memcpy(g->outputs, outs, (size_t)n * sizeof *outs);
+	g->noutputs = n;
+	if (!g->parent)
+		for (int i = 0; i < n; i++)
+			outs[i]->is_output = 1;
+}
+
+/* `KEY N` of a 'train' or 'unrolled' line, k the KEY: one of keys[0, n)
+ * not given before (have), N an integer in [0, INT32_MAX] into val; the
+ * key's index, or -1 after a located error (the line skipped; `expected`
+ * says where and what was expected). */
+static int keyed_int(txt *X, const txt_tok *k, const char *const *keys, int n, int *have, int64_t *val,
+		     const char *expected)
+{
+	int i = 0;
+	while (i < n && !txt_is_word(k, keys[i]))
+		i++;
+	if (i == n || have[i]) {
+		txt_error(X, k, "%s in %s, once each", txt_tok_desc(X, k), expected);
+		txt_skip_line(X);
+		return -1;
+	}
+	if (!txt_parse_int(X, &val[i], keys[i])) {
+		txt_skip_line(X);
+		return -1;
+	}
+	if (val[i] < 0 || val[i] > INT32_MAX) {
+		txt_error(X, k, "%s %" PRId64 " out of range", keys[i], val[i]);
+		txt_skip_line(X);
+		return -1;
+	}
+	have[i] = 1;
+	return i;
+}
+
+/* The lines of a graph or body up to its closing '}' (not consumed). */
+/* `train loss "ce" [, loss_output "NAME"] [, x_input N, batch_axis N,
+ * time_axis N, logits_output N, loss_output_index N, classes N,
+ * forward_outputs N]` (ir.h, ir_train; the numbers all or none). */
+static void parse_train(gctx *c, ir_graph *g, const txt_tok *at)
+{
+	static const char *const keys[] = {"x_input", "batch_axis", "time_axis", "logits_output",
+					   "loss_output_index", "classes", "forward_outputs"};
+	txt *X = c->X;
+	if (g->train || g->ninputs || g->nvalues) {
+		txt_error(X, at, "'train' comes once, before the declarations");
+		txt_skip_line(X);
+		return;
+	}
+	ir_train *t = arena_alloc(g->A, sizeof *t);
+	memset(t, 0, sizeof *t);
+	int64_t val[7];
+	int have[7] = {0}, nhave = 0;
+	const txt_tok *s;
+	if (!txt_accept_word(X, "loss") || (s = txt_next(X))->kind != TK_STRING ||
+	    (t->loss = train_loss_lookup(s->str)) < 0) {
+		txt_error(X, at, "expected 'train loss \"L\"' with L one of ce, ce-all, mse, masked-mse");
+		txt_skip_line(X);
+		return;
+	}
+	while (txt_accept(X, ',')) {
+		const txt_tok *k = txt_next(X);
+		if (txt_is_word(k, "loss_output")) {
+			if ((s = txt_next(X))->kind != TK_STRING) {
+				txt_error(X, s, "expected the loss output's name as a string");
+				txt_skip_line(X);
+				return;
+			}
+			t->loss_output = s->str;
+			continue;
+		}
+		if (keyed_int(X, k, keys, 7, have, val, "a 'train' line: expected one of loss_output, x_input, "
+			      "batch_axis, time_axis, logits_output, loss_output_index, classes, forward_outputs") < 0)
+			return;
+		nhave++;
+	}
+	if (nhave && nhave < 7) {
+		txt_error(X, at, "a graded 'train' line gives all of x_input, batch_axis, time_axis, "
+			  "logits_output, loss_output_index, classes and forward_outputs");
+		return;
+	}
+	if (nhave) {
+		t->graded = 1;
+		t->x_input = (int)val[0];
+		t->batch_axis = (int)val[1];
+		t->time_axis = (int)val[2];
+		t->logits_output = (int)val[3];
+		t->loss_output_index = (int)val[4];
+		t->nclasses = (int)val[5];
+		t->nfwd_outputs = (int)val[6];
+	}
+	g->train = t;
+	c->train_at = at;
+}
+
+/* `unrolled "SEQ", steps N, nodes N, per_step N, why WHY[, step N, vs N,
+ * node "NAME"[, op OP]]`: a traced loop pass_reroll left unrolled (ir.h,
+ * ir_unrolled; WHY a keyword of fallback.def). */
+static void parse_unrolled(gctx *c, ir_graph *g, const txt_tok *at)
+{
+	static const char *const keys[] = {"steps", "nodes", "per_step", "step", "vs"};
+	enum { NKEYS = 5 };
+	txt *X = c->X;
+	const txt_tok *s = txt_next(X);
+	if (s->kind != TK_STRING) {
+		txt_error(X, s, "expected the sequence's name as a string after 'unrolled'");
+		txt_skip_line(X);
+		return;
+	}
+	ir_unrolled u = {.why = WHY_NONE, .seq = s->str, .step = -1, .vs = -1, .op = -1};
+	int64_t val[NKEYS] = {0};
+	int have[NKEYS] = {0}, have_why = 0;
+	while (txt_accept(X, ',')) {
+		const txt_tok *k = txt_next(X);
+		if (txt_is_word(k, "why") || txt_is_word(k, "op")) {
+			const txt_tok *w = txt_next(X);
+			int x = w->kind != TK_IDENT ? -1
+				: k->str[0] == 'w' ? ir_unrolled_why_lookup(w->str) : ir_op_lookup(w->str);
+			if (x < 0) {
+				txt_error(X, w, "%s is no %s", txt_tok_desc(X, w),
+					  k->str[0] == 'w' ? "reason a loop stays unrolled (fallback.def)" : "operator");
+				txt_skip_line(X);
+				return;
+			}
+			if (k->str[0] == 'w') {
+				u.why = (ir_unrolled_why)x;
+				have_why = 1;
+			} else {
+				u.op = x;
+			}
+			continue;
+		}
+		if (txt_is_word(k, "node")) {
+			const txt_tok *w = txt_next(X);
+			if (w->kind != TK_STRING) {
+				txt_error(X, w, "expected the node's name as a string after 'node'");
+				txt_skip_line(X);
+				return;
+			}
+			u.node = w->str;
+			continue;
+		}
+		if (keyed_int(X, k, keys, NKEYS, have, val, "an 'unrolled' line: expected one of steps, nodes, "
+			      "per_step, why, step, vs, node, op") < 0)
+			return;
+	}
+	if (!have[0] || !have[1] || !have[2] || !have_why || have[3] != have[4] || (have[3] && !u.node) ||
+	    val[0] < 3) {
+		txt_error(X, at, "an 'unrolled' line gives steps (at least 3), nodes, per_step and why, and step, "
+			  "vs and node together or none of them");
+		return;
+	}
+	u.steps = (int)val[0];
+	u.nodes = (int)val[1];
+	u.per_step = (int)val[2];
+	if (have[3]) {
+		u.step = (int)val[3];
+		u.vs = (int)val[4];
+	}
+	ir_unrolled_add(g, &u);
+}
+
+/* After the root graph: its parameters in the order the text numbers them,
+ * and a graded training build's numbers against its inputs and outputs. */
+static void finish_train(gctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	ir_train *t = g->train;
+	if (!t)
+		return;
+	t->params = arena_array(g->A, (size_t)c->nparams + 1, sizeof *t->params);
+	for (int i = 0; i < c->nparams; i++) {
+		int at = 0;     /* insertion by number: few parameters */
+		for (int j = 0; j < c->nparams; j++)
+			at += c->param_k[j] < c->param_k[i];
+		for (int j = 0; j < i; j++)
+			if (c->param_k[j] == c->param_k[i]) {
+				txt_error(X, c->train_at, "weights '%s' and '%s' are both param %" PRId64,
+					  c->params[j]->name, c->params[i]->name, c->param_k[i]);
+				return;
+			}
+		t->params[at] = c->params[i];
+	}
+	t->nparams = c->nparams;
+	const ir_value *w = ir_train_unlisted(t, g);
+	if (w) {
+		txt_error(X, c->train_at, "the training build reads weight '%s', which is no 'param' (every "
+			  "f32 weight it reads is a trainable parameter)", w->name);
+		return;
+	}
+	if (!t->graded)
+		return;
+	if (t->x_input >= g->ninputs || t->logits_output >= g->noutputs || t->loss_output_index >= g->noutputs ||
+	    t->nfwd_outputs > t->loss_output_index || t->logits_output >= t->nfwd_outputs ||
+	    !((t->batch_axis == 0 && t->time_axis == 1) || (t->batch_axis == 1 && t->time_axis == 0)))
+		txt_error(X, c->train_at, "the 'train' line's inputs, outputs or axes do not fit the graph "
+			  "(%d inputs, %d outputs; forward outputs before the loss, the logits among them, batch "
+			  "and time axes 0 and 1)", g->ninputs, g->noutputs);
+	else if (!t->bwd_start)
+		txt_error(X, c->train_at, "a graded training build marks its first backward node "
+			  "(the annotation 'backward')");
+
+}
+
+static void parse_graph_lines(gctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	int depth = 0;
+	for (ir_graph *p = g; p; p = p->parent)
+		depth++;
+	if (depth > 64) {
+		txt_error(X, txt_peek(X), "bodies nested more than 64 deep");
+		return;
+	}
+	while (txt_peek(X)->kind != TK_EOF && !txt_is_punct(txt_peek(X), '}')) {
+		const txt_tok *t = txt_peek(X);
+		X->stmt_start = X->pos;
+		if (!t->nl) {
+			txt_error(X, t, "expected a new line before %s", txt_tok_desc(X, t));
+			txt_skip_line(X);
+			continue;
+		}
+		if (!g->parent && (txt_is_word(t, "producer") || txt_is_word(t, "weights"))) {
+			txt_next(X);
+			const txt_tok *s = txt_peek(X);
+			if (s->kind != TK_STRING) {
+				txt_error(X, s, "expected a string after '%s'", t->str);
+				txt_skip_line(X);
+				continue;
+			}
+			txt_next(X);
+			if (t->str[0] == 'p')
+				g->producer = s->str;
+			else if (c->W.tf || g->ninputs || g->nvalues)
+				txt_error(X, t, "'weights' comes once, before the declarations");
+			else
+				txt_weights_open(X, &c->W, s);
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "opset")) {
+			txt_next(X);
+			int64_t v;
+			if (txt_parse_int(X, &v, "the opset version") && (v < 1 || v > 1000))
+				txt_error(X, t, "opset %" PRId64 " out of range", v);
+			else
+				g->opset = (int)v;
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "unrolled")) {
+			txt_next(X);
+			parse_unrolled(c, g, t);
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "train")) {
+			txt_next(X);
+			parse_train(c, g, t);
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "symbols")) {
+			txt_next(X);
+			do {
+				const txt_tok *s = txt_peek(X);
+				const char *name = sym_name(X);
+				if (!name) {
+					txt_error(X, s, "expected a symbol name, found %s", txt_tok_desc(X, s));
+					break;
+				}
+				int k = -1;
+				if (sym_lookup(g, name) >= 0)
+					txt_error(X, s, "symbol '%s' declared twice", name);
+				else if ((k = ir_sym_add(g, name)) < 0)
+					txt_error(X, s, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
+				if (k >= 0 && txt_accept(X, '>'))
+					parse_sym_min(X, g, k);
+				if (k >= 0 && txt_accept(X, '='))
+					parse_derived_sym(X, g, k, s);
+			} while (txt_accept(X, ','));
+			txt_end_stmt(X);
+		} else if (txt_is_word(t, "input") || txt_is_word(t, "weight") || txt_is_word(t, "const")) {
+			if (txt_is_word(t, "input") && g->nnodes) {
+				txt_error(X, t, "inputs are declared before the nodes");
+				txt_skip_line(X);
+				continue;
+			}
+			txt_next(X);
+			parse_decl(c, g, t->str);
+		} else if (txt_is_word(t, "output")) {
+			txt_next(X);
+			parse_output(c, g);
+		} else if (g->noutputs) {
+			txt_error(X, t, "nothing may follow the 'output' line of a graph");
+			txt_skip_line(X);
+		} else {
+			parse_node(c, g);
+		}
+	}
+	if (!g->noutputs && X->D->nerrors == X->errors_at_start)
+		txt_error(X, txt_peek(X), "the graph has no 'output' line before %s",
+			  txt_tok_desc(X, txt_peek(X)));
+}
+
+ir_graph *txt_graph_block(txt *X)
+{
+	gctx c0 = {0}, *c = &c0;
+	c->X = X;
+	txt_accept_word(X, "graph");
+	const txt_tok *nt = txt_peek(X);
+	const char *name = sym_name(X);
+	if (!name) {
+		txt_error(X, nt, "expected the graph's name, found %s", txt_tok_desc(X, nt));
+		return NULL;
+	}
+	ir_graph *g = ir_graph_new(X->A, NULL, name);
+	if (!txt_expect(X, '{', "to open the graph"))
+		return NULL;
+	/* names made up while reading (a constant's, ...) must not take one
+	 * that the text defines further down: they start past all of them */
+	for (int i = X->pos; i < X->nt; i++)
+		if (X->t[i].kind == TK_VALNAME)
+			note_name(c, X->t[i].str);
+	g->uniq = c->maxsuffix < INT64_MAX / 2 ? c->maxsuffix + 1 : INT64_MAX / 2;
+	parse_graph_lines(c, g);
+	if (X->D->nerrors == X->errors_at_start)
+		finish_train(c, g);
+	txt_expect(X, '}', "to close the graph");
+	free(c->names.slot);
+	txt_weights_close(&c->W);
+	if (X->D->nerrors > X->errors_at_start)
+		return NULL;
+	g->uniq = c->maxsuffix < INT64_MAX / 2 ? c->maxsuffix + 1 : INT64_MAX / 2;
+	ir_recount(g);
+	return g;
+}

@@ -1,0 +1,1465 @@
+/* cmd_verify.c: `cellc verify MODEL --data DIR...`: compile, build, run and
+ * compare with reference outputs.
+ *
+ *   cellc verify MODEL --data DIR [--data DIR ...] [--rtol R] [--atol A]
+ *                [--keep DIR] [--name NAME] [--no-hoist] [--no-fuse] [--werror-fallback]
+ *
+ * A data directory holds input_N and output_N files, .pb (serialized ONNX
+ * TensorProtos, as in the ONNX backend tests) or .npy, read as
+ * `compile --testbench` reads them (testdata.c); a directory holding
+ * test_data_set_* subdirectories stands for all of them.  Input N feeds graph
+ * input N, output N is compared with graph output N.  Data that do not fit
+ * are refused (exit 2, the file and the tensor named), never scored: a
+ * TensorProto name other than the model's at that position, a dtype, rank or
+ * size the compiled model fixes other than its input's or output's.
+ *
+ * cellc fixes shapes at compile time, so graph inputs whose values decide a
+ * shape (a Reshape target, Slice bounds, ...) or that are the weights of an
+ * LSTM/GRU/RNN cannot be run-time inputs (found by walking the graph
+ * backwards from those operands): they are bound to the constant from each
+ * data directory (onnx_load_bound) and the model is compiled once per
+ * directory.  Otherwise it is compiled once.
+ *
+ * Sequence and optional inputs are always bound (lower_seq.c resolves them
+ * at compile time).  An output of sequence or optional type is read from
+ * output_N.pb as a SequenceProto/OptionalProto and compared tensor by tensor
+ * with the compiled outputs NAME_0, NAME_1, ... (onnx_seq_flatten); outputs
+ * are matched by name, and the compiled model must have no others.
+ *
+ * Each compilation goes into a fresh directory (mkdtemp under $TMPDIR, or
+ * --keep DIR, which is kept): emit_model's files, NAME_driver.c (the generic
+ * driver, templates/driver.c), then `make` and the driver build with the
+ * emitted code's warning flags.  Per data directory the remaining inputs are
+ * written as a tensor file, the driver runs, and each output is compared:
+ * same dtype and shape, then |got - ref| <= atol + rtol |ref| elementwise
+ * (NaN matches NaN only; integer and bool types exactly).  Output:
+ *
+ *   PASS|FAIL <dir> <output> max_abs=<e> max_rel=<e>     one line per output
+ *   N passed, M failed
+ *
+ * Exit status: 0 all pass, 1 any mismatch or failed run, 2 the model could
+ * not be compiled or built, or the command line or data are unusable
+ * (unreadable, or not the model's).
+ *
+ * Golden data without PyTorch:
+ *
+ *   cellc verify MODEL --oracle onnxruntime --inputs N [--dim SYM=V]...
+ *                [--seed S] [--save-golden DIR] [--report json FILE]
+ *
+ * makes N data sets of random inputs of the declared shapes (symbols set by
+ * --dim; floats uniform in [-1, 1), sequence_lens in [1, T], other integers
+ * 0 or 1; a fixed generator seeded by --seed), writes them as input_N.pb in
+ * DIR/test_data_set_K (the ONNX backend-test layout; a temporary directory
+ * without --save-golden), runs ONNX Runtime on them (templates/ort_run.js
+ * with npm's onnxruntime-node, found in $CELLC_ORT_DIR, a build tree's
+ * build/ort or $XDG_CACHE_HOME/cellc/ort (cmd_home.c), else installed there
+ * with `npm install --ignore-scripts`), writes its
+ * outputs as output_N.pb, and then verifies as with --data.  ONNX Runtime
+ * does not implement layout=1 for LSTM/GRU/RNN: such a model is reported as
+ * refused (exit 2).  --report json FILE (either mode) writes every result
+ * and the summary as JSON.
+ */
+#define _XOPEN_SOURCE 700
+
+#include "infer.h"
+#include "cmd.h"
+#include "testdata.h"
+#include "lower.h"
+#include "train.h"
+#include "util.h"
+#include "cellrt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: cellc verify MODEL --data DIR [--data DIR ...] [--dim SYM=N]... [options]\n"
+	"       cellc verify MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
+	"\n"
+	"Compiles MODEL (.onnx or .cell), builds it with a generic driver, runs it on the\n"
+	"inputs of each data directory (input_N) and compares with its outputs\n"
+	"(output_N).\n"
+	"  --data DIR    a directory with input_N/output_N files (.pb or .npy), or one\n"
+	"                with test_data_set_* subdirectories (repeatable)\n"
+	"  --rtol R      relative tolerance (default 1e-4)\n"
+	"  --atol A      absolute tolerance (default 1e-5): pass if |got-ref| <= A + R|ref|\n"
+	"  --keep DIR    build in DIR and keep it (default: a temporary directory, removed)\n"
+	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
+	"  --dim SYM=N   as for `cellc compile`: fix symbol SYM to N (a model that holds a\n"
+	"                size fixed when it was exported; with --oracle, see below)\n"
+	"  --no-hoist, --no-fuse, --weights M   as for `cellc compile` (compare a bf16 or\n"
+	"                int8 build with the float32 golden data, with tolerances that accept it)\n"
+	"  --werror-fallback   as for `cellc compile`: a fallback (a traced loop left\n"
+	"                unrolled, a time axis left fixed) is an error (exit status 2)\n"
+	"Gradients (docs/training.md):\n"
+	"  --train       compile with --train; the data sets hold the model's inputs, then\n"
+	"                target [, mask]; outputs are matched by TensorProto name\n"
+	"  --loss L, --loss-output NAME   as for `cellc compile` (default: from the target:\n"
+	"                i64 [B] ce, i64 [T, B] ce-all, f32 mse, f32 and a mask masked-mse)\n"
+	"  --freeze PREFIX   as for `cellc compile`: those weights get no grad.* output\n"
+	"  --grad-rtol R  loss, grad.* and dstate pass when ||got-ref|| <= R ||ref|| (1e-4)\n"
+	"Golden data from ONNX Runtime instead of --data:\n"
+	"  --oracle onnxruntime  run the model with ONNX Runtime (npm onnxruntime-node) on\n"
+	"                        random inputs and compare with its outputs\n"
+	"  --inputs N            number of random data sets (default 1)\n"
+	"  --dim SYM=V           value of dimension symbol SYM in the random inputs (each\n"
+	"                        symbol needs one; the build stays generic)\n"
+	"  --seed S              seed of the input generator (default 1)\n"
+	"  --save-golden DIR     keep the data sets in DIR/test_data_set_K (backend-test layout)\n"
+	"  --report json FILE    write the results as JSON (also with --data)\n"
+	"Prints `PASS|FAIL <dir> <output> max_abs=<e> max_rel=<e>` per output, then\n"
+	"`N passed, M failed`.  Exit status: 0 all pass, 1 a mismatch, 2 the model could\n"
+	"not be compiled or the command line or data were rejected.\n";
+
+enum { MAX_DATA = TD_MAX_SETS };
+
+typedef struct result {
+	const char *set, *output, *why;
+	int pass;
+	double max_abs, max_rel;
+} result;
+
+enum { MAX_DIMOPT = 16 };
+
+typedef struct verify {
+	const char *model, *name, *keep;
+	/* --oracle */
+	const char *oracle, *golden, *report;
+	int ninputs, ndims;
+	uint64_t seed;
+	const char *dim_name[MAX_DIMOPT];
+	int64_t dim_value[MAX_DIMOPT];
+	int nres, capres;
+	result *res;            /* every compared output, for --report */
+	double rtol, atol;
+	pass_opts po;
+	train_opts topts;       /* --train: the loss; topts.loss etc. */
+	double grad_rtol;       /* --train: relative norm error allowed for loss, grad.*, dstate */
+	const char *cmdline;    /* for the provenance header of the emitted code */
+	td_list L;              /* the data sets (testdata.h), as `compile --testbench` reads them */
+	arena A;                /* data, paths and the unbound graph */
+	ir_graph *scratch;      /* owns the reference tensors */
+	ir_graph *g0;           /* the model loaded without bindings */
+	char *bound;            /* [g0->ninputs] 1: must be a constant (shape operand, RNN weight) */
+	int passed, failed;
+	int werror_fallback;    /* --werror-fallback: a fallback is an error (compile.h) */
+	int fallbacks_told;     /* the fallbacks were reported (by the first compilation) */
+	char root[4096];        /* working directory of this run */
+} verify;
+
+/* ---- data sets ---- */
+
+/* Reads every reference input and checks the counts against the model. */
+static int read_inputs(verify *V, diag *D)
+{
+	const ir_graph *g = V->g0;
+	for (int i = 0; i < V->L.n; i++) {
+		td_set *s = &V->L.sets[i];
+		int extra = V->po.train ? 1 + (V->topts.loss == TRAIN_MASKED_MSE) : 0;
+		if (V->po.train && !V->topts.loss_given && (s->nin == g->ninputs + 1 || s->nin == g->ninputs + 2))
+			extra = s->nin - g->ninputs;
+		if (s->nin != g->ninputs + extra || (!V->po.train && s->nout != g->noutputs)) {
+			fprintf(stderr, "cellc verify: %s has %d input_N and %d output_N files (.pb or .npy); "
+					"the model has %d inputs and %d outputs\n",
+				s->dir, s->nin, s->nout, g->ninputs + extra, g->noutputs);
+			return -1;
+		}
+		s->in = arena_array(&V->A, (size_t)(s->nin + 1), sizeof *s->in);
+		for (int k = 0; k < s->nin; k++) {
+			if (k < g->ninputs && g->inputs[k]->seq != IR_TENSOR)
+				continue;       /* bound: the loader reads it (train builds' target and
+				                   mask come after the model's inputs) */
+			const char *p = td_path(&V->A, s, 0, k);
+			D->file = "cellc verify";   /* the reader's messages name p */
+			s->in[k] = td_read_file(V->scratch, D, p);
+			if (!s->in[k] || D->nerrors)
+				return -1;
+			/* a name of the data that is not the model's: a mix-up the
+			 * numbers would hide */
+			if (k < g->ninputs && td_check_name(D, p, s->in[k], g->inputs[k], "input", k))
+				return -1;
+			if (k < g->ninputs)
+				s->in[k] = td_widen(V->scratch, s->in[k], g->inputs[k]->narrow);
+		}
+		if (V->po.train && !V->topts.loss_given && i == 0 && s->nin > g->ninputs) {
+			/* no --loss: the target says which (i64 [B]: ce, i64 [T, B]: ce-all,
+			 * f32: mse, f32 with a mask input: masked-mse) */
+			const ir_value *tg = s->in[g->ninputs];
+			V->topts.loss = s->nin > g->ninputs + 1 ? TRAIN_MASKED_MSE
+				      : tg->dtype != DT_I64 ? TRAIN_MSE : tg->shape.rank >= 2 ? TRAIN_CE_ALL : TRAIN_CE;
+		}
+	}
+	D->file = V->model;
+	return 0;
+}
+
+/* ---- inputs that determine shapes ---- */
+
+/* Operands that must be compile-time constants: those whose values decide
+ * an output shape, and the weights of the recurrent operators (lowering
+ * splits them per gate and direction; the ONNX node tests pass them as graph
+ * inputs). */
+static int const_operand(ir_op op, int k)
+{
+	switch (op) {
+	case OP_LSTM:
+		return (k >= 1 && k <= 3) || k == 7;    /* W R B, P */
+	case OP_GRU: case OP_RNN:
+		return k >= 1 && k <= 3;                /* W R B */
+	case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_SPLIT: case OP_EXPAND:
+		return k == 1;
+	case OP_SLICE:
+		return k >= 1;
+	case OP_CONSTOFSHAPE:
+		return k == 0;
+	case OP_LOOP:
+		return k <= 1;                          /* M, cond: the number of iterations */
+	case OP_IF:
+		return k == 0;                          /* cond: the branch taken */
+	case OP_SEQINSERT:
+		return k == 2;                          /* positions in sequences */
+	case OP_SEQAT: case OP_SEQERASE:
+		return k == 1;
+	default:
+		return infer_shape_input(op, k) != NULL;        /* Pad's pads, reductions' axes */
+	}
+}
+
+static int value_index(const ir_graph *g, const ir_value *v)
+{
+	if (v->id >= 0 && v->id < g->nvalues && g->values[v->id] == v)
+		return v->id;
+	for (int i = 0; i < g->nvalues; i++)
+		if (g->values[i] == v)
+			return i;
+	return -1;  /* a value of another graph: nothing to bind there */
+}
+
+/* Walks the root graph backwards: a value is needed as a constant if it is a
+ * constant operand (above) or an input of a node with a needed output; Shape needs only
+ * its input's shape, which is known without binding. */
+static void find_bound_inputs(verify *V)
+{
+	const ir_graph *g = V->g0;
+	char *need = arena_alloc(&V->A, (size_t)g->nvalues + 1);
+	V->bound = arena_alloc(&V->A, (size_t)g->ninputs + 1);
+	for (int i = g->nnodes - 1; i >= 0; i--) {
+		const ir_node *n = g->nodes[i];
+		int out_needed = 0;
+		for (int j = 0; j < n->nout; j++) {
+			int x = n->out[j] ? value_index(g, n->out[j]) : -1;
+			out_needed |= x >= 0 && need[x];
+		}
+		for (int j = 0; j < n->nin; j++) {
+			if (!n->in[j] || !(const_operand(n->op, j) || (out_needed && n->op != OP_SHAPE)))
+				continue;
+			int x = value_index(g, n->in[j]);
+			if (x >= 0)
+				need[x] = 1;
+		}
+	}
+	for (int k = 0; k < g->ninputs; k++) {
+		int x = value_index(g, g->inputs[k]);
+		/* sequences and optionals are resolved at compile time: always bound */
+		V->bound[k] = (x >= 0 && need[x]) || g->inputs[k]->seq != IR_TENSOR;
+	}
+}
+
+/* ---- processes and files ---- */
+
+/* Runs argv with stdout and stderr into `log`; returns the exit status,
+ * 128 + signal, or -1 if it could not be started. */
+static int run_logged(char *const *argv, const char *log)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		close(fd);
+		/* A parent make's jobserver descriptors are not ours to inherit. */
+		unsetenv("MAKEFLAGS");
+		unsetenv("MFLAGS");
+		unsetenv("MAKELEVEL");
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+static void show_file(const char *path, const char *prefix)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof line, f) && n++ < 200)
+		fprintf(stderr, "%s%s", prefix, line);
+	fclose(f);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	remove(p);
+	return 0;
+}
+
+/* ---- one compilation ---- */
+
+typedef struct unit {
+	const char *dir;        /* where the model and driver are built */
+	const char *driver;     /* path of the built driver */
+	const char *weights;    /* NAME.weights */
+	ir_graph *g;            /* the compiled graph (inputs: the unbound ones) */
+} unit;
+
+/* Writes NAME_driver.c: the driver template (embedded in cellc, see
+ * templates/embed.sh) behind the model's header.  The emitted Makefile builds
+ * NAME_driver whenever this file exists, with the model's own flags. */
+static int write_driver(verify *V, const unit *u)
+{
+	const char *text = emit_template("driver.c");
+	ASSERT(text);
+	const char *out = arena_printf(&V->A, "%s/%s_driver.c", u->dir, V->name);
+	FILE *f = fopen(out, "w");
+	int ok = f != NULL;
+	if (f) {
+		fprintf(f, "/* %s_driver.c: templates/driver.c, written by cellc verify */\n"
+			   "#define CELLC_MODEL %s\n#include \"%s.h\"\n\n",
+			V->name, V->name, V->name);
+		ok = fputs(text, f) >= 0;
+		ok &= fclose(f) == 0;
+	}
+	if (!ok)
+		fprintf(stderr, "cellc verify: cannot write '%s': %s\n", out, strerror(errno));
+	return ok ? 0 : -1;
+}
+
+/* `make` in the model's directory: builds the model and the driver with the
+ * emitted Makefile, which is thereby checked too. */
+static int build(verify *V, unit *u)
+{
+	const char *log = arena_printf(&V->A, "%s/build.log", u->dir);
+	const char *make = getenv("MAKE");
+	char *mk[] = {(char *)(make && *make ? make : "make"), "-s", "-C", (char *)u->dir, NULL};
+	int st = run_logged(mk, log);
+	if (st != 0) {
+		fprintf(stderr, "cellc verify: `make -C %s` failed (status %d):\n", u->dir, st);
+		show_file(log, "  | ");
+		return -1;
+	}
+	u->driver = arena_printf(&V->A, "%s/%s_driver", u->dir, V->name);
+	if (access(u->driver, X_OK) != 0) {
+		fprintf(stderr, "cellc verify: `make -C %s` did not build %s\n", u->dir, u->driver);
+		return -1;
+	}
+	return 0;
+}
+
+/* compile_unit's emit stage: the model's files in u->dir. */
+typedef struct unit_emit {
+	verify *V;
+	unit *u;
+} unit_emit;
+
+static int emit_unit(ir_graph *g, diag *D, void *ctx)
+{
+	unit_emit *e = ctx;
+	if (cmd_mkdirs("verify", e->u->dir))
+		return 1;
+	emit_opts eo = {.name = e->V->name, .outdir = e->u->dir, .cmdline = e->V->cmdline};
+	cmd_emit_home(&e->V->A, &eo);
+	return emit_model(g, D, &eo) ? 1 : 0;
+}
+
+static int compile_unit(verify *V, unit *u, int iset, int nbind, const onnx_binding *bind, arena *A,
+			diag *D)
+{
+	u->dir = iset < 0 ? arena_printf(&V->A, "%s/model", V->root)
+			  : arena_printf(&V->A, "%s/set_%d", V->root, iset);
+	unit_emit e = {V, u};
+	/* every compilation is of the same loops: their fallbacks are told once */
+	compile_job j = {.model = V->model, .nbind = nbind, .bind = bind, .po = &V->po,
+			 .emit = emit_unit, .ctx = &e,
+			 .fallbacks = V->werror_fallback ? FALLBACK_ERROR
+				    : V->fallbacks_told ? FALLBACK_QUIET : FALLBACK_WARN};
+	V->fallbacks_told = 1;
+	int errs = compile_run(A, D, &j);
+	u->g = j.g;
+	if (errs)
+		return -1;
+	u->weights = arena_printf(&V->A, "%s/%s.weights", u->dir, V->name);
+	if (write_driver(V, u) || build(V, u))
+		return -1;
+	return 0;
+}
+
+/* ---- running and comparing ---- */
+
+static void record(verify *V, const char *set, const char *output, int pass, double max_abs,
+		   double max_rel, const char *why)
+{
+	if (V->nres == V->capres) {
+		int c = V->capres ? 2 * V->capres : 64;
+		V->res = arena_grow(&V->A, V->res, (size_t)V->nres, (size_t)c, sizeof *V->res);
+		V->capres = c;
+	}
+	/* copies: the names may belong to a compilation's arena, freed after it */
+	V->res[V->nres++] = (result){arena_strdup(&V->A, set), arena_strdup(&V->A, output),
+				     why ? arena_strdup(&V->A, why) : NULL, pass, max_abs, max_rel};
+}
+
+static void fail_all(verify *V, const td_set *s, const char *why)
+{
+	fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
+	for (int k = 0; k < V->g0->noutputs; k++) {
+		record(V, s->dir, V->g0->outputs[k]->name, 0, NAN, NAN, why);
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, V->g0->outputs[k]->name);
+		V->failed++;
+	}
+}
+
+static int is_float(int dt) { return dt == DT_F32 || dt == DT_F64; }
+
+static double elem(const void *p, int dt, size_t i)
+{
+	switch (dt) {
+	case DT_F32: return ((const float *)p)[i];
+	case DT_F64: return ((const double *)p)[i];
+	case DT_I8: return ((const int8_t *)p)[i];
+	case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+	case DT_I16: return ((const int16_t *)p)[i];
+	case DT_U16: return ((const uint16_t *)p)[i];
+	case DT_I32: return ((const int32_t *)p)[i];
+	case DT_U32: return ((const uint32_t *)p)[i];
+	case DT_I64: return (double)((const int64_t *)p)[i];
+	case DT_U64: return (double)((const uint64_t *)p)[i];
+	default: UNREACHABLE();
+	}
+}
+
+/* Compares one output; prints its line. */
+static void compare(verify *V, const td_set *s, const char *oname, const rt_tensor *got,
+		    const ir_value *ref)
+{
+	const char *why = NULL;
+	size_t es = ir_dtype_size(ref->dtype);
+	int64_t n = ir_shape_const_numel(&ref->shape);
+	ir_shape gs = {.rank = got->rank};
+	for (int i = 0; i < got->rank; i++)
+		gs.d[i] = ir_dim_const(got->dims[i]);
+	if (got->dtype != (int)ref->dtype)
+		why = arena_printf(&V->A, "dtype %s, reference %s", ir_dtype_name((ir_dtype)got->dtype),
+				   ir_dtype_name(ref->dtype));
+	else if (es == 0 || !ref->data || n < 0)
+		why = arena_printf(&V->A, "dtype %s cannot be compared", ir_dtype_name(ref->dtype));
+	else if (got->rank != ref->shape.rank)
+		why = arena_printf(&V->A, "rank %d, reference rank %d", got->rank, ref->shape.rank);
+	else if (!ir_shape_eq(&gs, &ref->shape))
+		why = arena_printf(&V->A, "shape %s, reference %s", ir_shape_str(&V->A, V->scratch, &gs),
+				   ir_shape_str(&V->A, V->scratch, &ref->shape));
+	else if (got->nbytes != (size_t)n * es)
+		why = "output size disagrees with its shape";
+	if (why) {
+		fprintf(stderr, "cellc verify: %s: output %s: %s\n", s->dir, oname, why);
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+		record(V, s->dir, oname, 0, NAN, NAN, why);
+		V->failed++;
+		return;
+	}
+	double max_abs = 0, max_rel = 0;
+	int64_t nbad = 0, first_bad = -1;
+	int fl = is_float(ref->dtype);
+	for (size_t i = 0; i < (size_t)n; i++) {
+		double a = elem(got->data, ref->dtype, i), b = elem(ref->data, ref->dtype, i);
+		double d;
+		int good;
+		if (!fl) {
+			/* exact: compare the bytes, so 64-bit values beyond 2^53 count too */
+			good = memcmp((const char *)got->data + i * es, (const char *)ref->data + i * es, es) == 0;
+			d = good ? 0 : fabs(a - b) > 0 ? fabs(a - b) : 1;
+		} else if (isnan(a) || isnan(b)) {
+			good = isnan(a) && isnan(b);
+			d = good ? 0 : INFINITY;
+		} else if (isinf(a) || isinf(b)) {
+			good = a == b;
+			d = good ? 0 : INFINITY;
+		} else {
+			d = fabs(a - b);
+			good = d <= V->atol + V->rtol * fabs(b);
+		}
+		if (!good && nbad++ == 0)
+			first_bad = (int64_t)i;
+		double r = d == 0 ? 0 : b != 0 && isfinite(b) ? d / fabs(b) : INFINITY;
+		if (d > max_abs)
+			max_abs = d;
+		if (r > max_rel)
+			max_rel = r;
+	}
+	int ok = nbad == 0;
+	if (!ok)
+		fprintf(stderr, "cellc verify: %s: output %s: %" PRId64 " of %" PRId64 " elements out of "
+				"tolerance; first at flat index %" PRId64 ": got %.9g, reference %.9g\n",
+			s->dir, oname, nbad, n, first_bad, elem(got->data, ref->dtype, (size_t)first_bad),
+			elem(ref->data, ref->dtype, (size_t)first_bad));
+	printf("%s %s %s max_abs=%.3g max_rel=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, max_abs, max_rel);
+	record(V, s->dir, oname, ok, max_abs, max_rel,
+	       ok ? NULL : arena_printf(&V->A, "%" PRId64 " of %" PRId64 " elements out of tolerance", nbad, n));
+	if (ok)
+		V->passed++;
+	else
+		V->failed++;
+}
+
+/* --train: loss, gradients and dstate pass when ||got - ref|| <= grad_rtol ||ref||
+ * (a zero reference needs ||got|| <= grad_rtol). */
+static void compare_norm(verify *V, const td_set *s, const char *oname, const rt_tensor *got,
+			 const ir_value *ref)
+{
+	int64_t n = ir_shape_const_numel(&ref->shape);
+	ir_shape gs = {.rank = got->rank};
+	for (int i = 0; i < got->rank; i++)
+		gs.d[i] = ir_dim_const(got->dims[i]);
+	const char *why = NULL;
+	if (got->dtype != DT_F32 || ref->dtype != DT_F32 || !ref->data)
+		why = "not f32";
+	else if (!ir_shape_eq(&gs, &ref->shape) && !(n == 1 && ir_shape_const_numel(&gs) == 1))
+		why = arena_printf(&V->A, "shape %s, reference %s", ir_shape_str(&V->A, V->scratch, &gs),
+				   ir_shape_str(&V->A, V->scratch, &ref->shape));
+	if (why) {
+		fprintf(stderr, "cellc verify: %s: output %s: %s\n", s->dir, oname, why);
+		printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+		record(V, s->dir, oname, 0, NAN, NAN, why);
+		V->failed++;
+		return;
+	}
+	const float *a = got->data, *b = ref->data;
+	double dd = 0, rr = 0, max_abs = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double d = (double)a[i] - b[i];
+		dd += d * d;
+		rr += (double)b[i] * b[i];
+		if (!(fabs(d) <= max_abs))
+			max_abs = fabs(d);
+	}
+	double rel = rr > 0 ? sqrt(dd / rr) : sqrt(dd);
+	int ok = rel <= V->grad_rtol;
+	/* the usual line; max_rel is the relative norm error here */
+	printf("%s %s %s max_abs=%.3g max_rel=%.3g\n", ok ? "PASS" : "FAIL", s->dir, oname, max_abs, rel);
+	record(V, s->dir, oname, ok, max_abs, rel, ok ? NULL : "relative norm error out of tolerance");
+	if (ok)
+		V->passed++;
+	else
+		V->failed++;
+}
+
+/* An input the compiled code never reads (CastLike's `like` lends only its
+ * type; a sequence only counted): its data need not have the declared shape.
+ * The driver gets zeros of the declared shape, a symbol there taking the
+ * data's size where that is at least 1 (the generated code's run-time
+ * dimensions are), 1 otherwise: nothing computed depends on it. */
+static void unread_input(verify *V, rt_tensor *t, const ir_value *gi, const ir_value *x)
+{
+	int64_t n = 1;
+	t->name = strlen(gi->name) < RT_TF_NAME ? gi->name : "input";
+	t->dtype = (int)x->dtype;
+	t->rank = gi->shape.rank;
+	for (int i = 0; i < gi->shape.rank; i++) {
+		ir_dim d = gi->shape.d[i];
+		int64_t got = x->shape.rank == gi->shape.rank ? x->shape.d[i].k : 0;
+		t->dims[i] = ir_dim_is_const(d) ? d.k : got >= 1 ? got : 1;
+		n *= t->dims[i];
+	}
+	t->nbytes = (size_t)n * ir_dtype_size(x->dtype);
+	t->data = arena_alloc(&V->A, t->nbytes ? t->nbytes : 1);       /* zeroed */
+}
+
+/* Whether a node of h (or of a graph in it) or an output of h reads v. */
+static int is_read(const ir_graph *h, const ir_value *v)
+{
+	for (int i = 0; i < h->noutputs; i++)
+		if (h->outputs[i] == v)
+			return 1;
+	for (int i = 0; i < h->nnodes; i++) {
+		const ir_node *u = h->nodes[i];
+		for (int k = 0; k < u->nin; k++)
+			if (u->in[k] == v)
+				return 1;
+		if (u->body && is_read(u->body, v))
+			return 1;
+		for (int a = 0; a < u->nattrs; a++)
+			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g && is_read(u->attrs[a].g, v))
+				return 1;
+	}
+	return 0;
+}
+
+/* A reference output against the compiled output of that name: its dtype,
+ * rank and the sizes the compiled model fixes (not a data-dependent length,
+ * whose bound is only an upper one).  The compiled shape, not the one the
+ * ONNX model declares: exporters declare sizes a traced loop held (T = 8 for
+ * a model cellc re-rolls) and ranks that are wrong. */
+static int check_reference(verify *V, const ir_graph *g, diag *D, const char *path, const ir_value *ref,
+			   const char *name)
+{
+	for (int j = 0; j < g->noutputs; j++) {
+		const ir_value *go = g->outputs[j];
+		if (strcmp(go->name, name) != 0)
+			continue;
+		ir_value want = *go;
+		if (go->data_dep && go->dd_axis >= 0 && go->dd_axis < go->shape.rank)
+			want.shape.d[go->dd_axis] = ir_dim_const(IR_DIM_UNKNOWN);
+		return td_check_type(D, path, ref, &want, "output");
+	}
+	return 0;       /* no such output: reported where outputs are matched */
+}
+
+/* Runs the unit's driver on data set s and compares its outputs; -1 after
+ * a diagnostic when the data do not fit the model (exit 2: no comparison). */
+static int run_set(verify *V, const unit *u, int iset, diag *D)
+{
+	const td_set *s = &V->L.sets[iset];
+	const ir_graph *g = u->g;
+	rt_tensor *t = arena_array(&V->A, (size_t)g->ninputs + 1, sizeof *t);
+	for (int k = 0; k < g->ninputs; k++) {
+		const ir_value *gi = g->inputs[k];
+		int j = 0;
+		while (j < V->g0->ninputs && strcmp(V->g0->inputs[j]->name, gi->name) != 0)
+			j++;
+		if (j == V->g0->ninputs && V->po.train && k >= V->g0->ninputs)
+			j = k;          /* target [, mask]: after the model's inputs */
+		if (j >= s->nin) {
+			fail_all(V, s, arena_printf(&V->A, "compiled input '%s' is not a model input", gi->name));
+			return 0;
+		}
+		const ir_value *x = s->in[j];
+		int64_t n = ir_shape_const_numel(&x->shape);
+		if (!is_read(g, gi) && x->dtype == gi->dtype && gi->shape.rank >= 0 && gi->shape.rank <= RT_TF_MAXRANK &&
+		    ir_dtype_size(x->dtype)) {
+			unread_input(V, &t[k], gi, x);
+			continue;
+		}
+		/* data the compiled model cannot take are refused, not scored:
+		 * the dtype, the rank and the sizes it fixes (--dim included) */
+		const char *p = td_path(&V->A, s, 0, j);
+		D->file = "cellc verify";
+		int bad = td_check_type(D, p, x, gi, "input");
+		if (!bad && (n < 0 || x->shape.rank > RT_TF_MAXRANK || ir_dtype_size(x->dtype) == 0)) {
+			diag_error(D, "%s: %s%s data cannot be passed to the compiled model", p,
+				   ir_dtype_name(x->dtype), ir_shape_str(&V->A, x->graph, &x->shape));
+			bad = 1;
+		}
+		D->file = V->model;
+		if (bad)
+			return -1;
+		t[k].name = strlen(gi->name) < RT_TF_NAME ? gi->name : arena_printf(&V->A, "input_%d", k);
+		t[k].dtype = (int)x->dtype;
+		t[k].rank = x->shape.rank;
+		for (int i = 0; i < x->shape.rank; i++)
+			t[k].dims[i] = x->shape.d[i].k;
+		t[k].data = x->data;
+		t[k].nbytes = (size_t)n * ir_dtype_size(x->dtype);
+	}
+	const char *inf = arena_printf(&V->A, "%s/inputs_%d.tf", u->dir, iset);
+	const char *outf = arena_printf(&V->A, "%s/outputs_%d.tf", u->dir, iset);
+	const char *log = arena_printf(&V->A, "%s/run_%d.log", u->dir, iset);
+	int st = rt_tf_write(inf, g->ninputs, t);
+	if (st != RT_OK) {
+		fail_all(V, s, arena_printf(&V->A, "cannot write %s: %s", inf, rt_status_str(st)));
+		return 0;
+	}
+	char *argv[] = {(char *)u->driver, (char *)u->weights, (char *)inf, (char *)outf, NULL};
+	remove(outf);
+	int rc = run_logged(argv, log);
+	if (rc != 0) {
+		fprintf(stderr, "cellc verify: %s: the driver %s (status %d):\n", s->dir,
+			rc > 128 ? "was killed by a signal" : "failed", rc);
+		show_file(log, "  | ");
+		fail_all(V, s, "no outputs");
+		return 0;
+	}
+	rt_tensorfile tf;
+	st = rt_tf_open(&tf, outf);
+	if (st != RT_OK) {
+		fail_all(V, s, arena_printf(&V->A, "%s: %s", outf, rt_status_str(st)));
+		return 0;
+	}
+	if (tf.count != g->noutputs) {
+		rt_tf_close(&tf);
+		fail_all(V, s, arena_printf(&V->A, "the driver wrote %d outputs, the model has %d", tf.count,
+					    g->noutputs));
+		return 0;
+	}
+	if (V->po.train) {
+		/* a train build: outputs matched by the TensorProto's name; loss,
+		 * grad.* and dstate compared by relative norm error */
+		for (int k = 0; k < s->nout; k++) {
+			const char *p = td_path(&V->A, s, 1, k);
+			D->file = "cellc verify";
+			ir_value *ref = td_read_file(V->scratch, D, p);
+			D->file = V->model;
+			if (!ref)
+				return -1;
+			int at = k;     /* a .npy file has no name: by position */
+			for (int j = 0; j < g->noutputs; j++)
+				if (!strcmp(g->outputs[j]->name, ref->name))
+					at = j;
+			const char *oname = at < g->noutputs ? g->outputs[at]->name : p;
+			if (at >= g->noutputs) {
+				fprintf(stderr, "cellc verify: %s: no output matches %s\n", s->dir, p);
+				printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, oname);
+				record(V, s->dir, oname, 0, NAN, NAN, "no reference output");
+				V->failed++;
+				continue;
+			}
+			if ((!strcmp(oname, "loss") || !strcmp(oname, "dstate") || !strncmp(oname, "grad.", 5)))
+				compare_norm(V, s, oname, &tf.t[at], ref);
+			else
+				compare(V, s, oname, &tf.t[at], ref);
+		}
+		rt_tf_close(&tf);
+		return 0;
+	}
+	/* Output k of the model is output_k.pb; a sequence (optional) there is
+	 * compared tensor by tensor with the compiled outputs named by
+	 * onnx_seq_flatten, all matched by name. */
+	int seen = 0;
+	for (int k = 0; k < V->g0->noutputs; k++) {
+		const ir_value *go = V->g0->outputs[k];
+		const char *p = td_path(&V->A, s, 1, k);
+		D->file = "cellc verify";
+		ir_value *ref = go->seq != IR_TENSOR ? onnx_read_seq_file(V->scratch, D, p, go->seq, go->name)
+						     : td_read_file(V->scratch, D, p);
+		/* reference data that are not the model's output k are refused
+		 * (exit 2) before anything is compared */
+		int bad = !ref || (go->seq == IR_TENSOR && td_check_name(D, p, ref, go, "output", k));
+		if (!bad && go->seq == IR_TENSOR) {
+			ref = td_widen(V->scratch, ref, go->narrow);
+			bad = check_reference(V, g, D, p, ref, go->name);
+		}
+		D->file = V->model;
+		if (bad) {
+			rt_tf_close(&tf);
+			return -1;
+		}
+		enum { MAXREF = 4096 };
+		ir_value *vals[MAXREF];
+		const char *names[MAXREF];
+		int cnt = onnx_seq_flatten(&V->A, ref, go->name, vals, names, MAXREF);
+		if (cnt < 0) {
+			fprintf(stderr, "cellc verify: %s: cannot read the reference %s\n", s->dir, p);
+			printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, go->name);
+			record(V, s->dir, go->name, 0, NAN, NAN, "no reference output");
+			V->failed++;
+			continue;
+		}
+		for (int e = 0; e < cnt; e++) {
+			int j = 0;
+			while (j < g->noutputs && strcmp(g->outputs[j]->name, names[e]) != 0)
+				j++;
+			if (j == g->noutputs) {
+				const char *why = arena_printf(&V->A, "the compiled model has no output '%s'", names[e]);
+				fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
+				printf("FAIL %s %s max_abs=nan max_rel=nan\n", s->dir, names[e]);
+				record(V, s->dir, names[e], 0, NAN, NAN, why);
+				V->failed++;
+				continue;
+			}
+			seen++;
+			compare(V, s, names[e], &tf.t[j], vals[e]);
+		}
+	}
+	if (seen != g->noutputs) {
+		const char *why = arena_printf(&V->A, "the compiled model has %d outputs; the reference data "
+					       "match %d of them", g->noutputs, seen);
+		fprintf(stderr, "cellc verify: %s: %s\n", s->dir, why);
+		printf("FAIL %s (outputs) max_abs=nan max_rel=nan\n", s->dir);
+		record(V, s->dir, "(outputs)", 0, NAN, NAN, why);
+		V->failed++;
+	}
+	rt_tf_close(&tf);
+	return 0;
+}
+
+/* ---- the ONNX Runtime oracle ---- */
+
+/* splitmix64: a small generator whose sequence is fixed by the seed. */
+static uint64_t next_rand(uint64_t *st)
+{
+	uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A dim of the loaded graph with the --dim values; -1 after a message. */
+static int64_t dim_value(verify *V, ir_dim d, const char *what)
+{
+	int64_t v = d.k;
+	const ir_graph *g = V->g0;
+	for (int i = 0; i < g->nsyms; i++) {
+		if (!d.pow[i])
+			continue;
+		int b = ir_sym_free(g, i) ? i : g->sym_base[i] - 1;     /* derived: its base's value */
+		int j = 0;
+		while (j < V->ndims && strcmp(V->dim_name[j], g->syms[b]) != 0)
+			j++;
+		if (j == V->ndims) {
+			char *all = "";
+			for (int k = 0; k < g->nsyms; k++)
+				if (ir_sym_free(g, k))
+					all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
+			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' with "
+					"--dim %s=V (the model's symbols: %s)\n", what, g->syms[i], g->syms[b], g->syms[b], all);
+			return -1;
+		}
+		int64_t x = V->dim_value[j] + (b == i ? 0 : g->sym_off[i]);
+		if (V->dim_value[j] < ir_sym_least(g, b)) {
+			fprintf(stderr, "cellc verify: %s: --dim %s=%lld is below the least value of '%s' (%lld: a "
+					"slice of that axis by a constant bound needs it)\n", what, g->syms[b],
+				(long long)V->dim_value[j], g->syms[b], (long long)ir_sym_least(g, b));
+			return -1;
+		}
+		if (x < 1) {
+			fprintf(stderr, "cellc verify: %s: '%s' = %s %c %lld is %lld with --dim %s=%lld; it must be at "
+					"least 1\n", what, g->syms[i], g->syms[b], g->sym_off[i] < 0 ? '-' : '+',
+				(long long)llabs(g->sym_off[i]), (long long)x, g->syms[b], (long long)V->dim_value[j]);
+			return -1;
+		}
+		for (int p = 0; p < d.pow[i]; p++)
+			v *= x;
+	}
+	return v;
+}
+
+/* How graph input x feeds a recurrent operator: 1 as a weight (W, R, B, P),
+ * 2 as sequence_lens (*T set to the sequence length), 0 otherwise. */
+static int rnn_role(verify *V, const ir_value *x, int64_t *T)
+{
+	for (int i = 0; i < V->g0->nnodes; i++) {
+		const ir_node *n = V->g0->nodes[i];
+		if (n->op != OP_LSTM && n->op != OP_GRU && n->op != OP_RNN)
+			continue;
+		for (int k = 1; k < n->nin; k++) {
+			if (n->in[k] != x)
+				continue;
+			if (k == 4) {
+				int lay = (int)ir_attr_int(n, "layout", 0);
+				*T = n->in[0] && n->in[0]->shape.rank == 3
+					? dim_value(V, n->in[0]->shape.d[lay ? 1 : 0], "the sequence input") : 1;
+				return 2;
+			}
+			if (k <= 3 || (k == 7 && n->op == OP_LSTM))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int write_all(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f && fwrite(data, 1, n, f) == n;
+	if (f)
+		ok &= fclose(f) == 0;
+	if (!ok)
+		fprintf(stderr, "cellc verify: cannot write '%s': %s\n", path, strerror(errno));
+	return ok ? 0 : -1;
+}
+
+/* A serialized TensorProto (what onnx.numpy_helper.from_array writes). */
+static int write_pb(verify *V, const char *path, const char *name, int dtype, int rank,
+		    const int64_t *dims, const void *data, size_t nbytes)
+{
+	size_t n;
+	uint8_t *buf = onnx_tensor_pack(&V->A, name, dtype, rank, dims, data, nbytes, &n);
+	return write_all(path, buf, n);
+}
+
+/* Random inputs of set dir: input_K.pb for cellc, input_K.bin and
+ * inputs.txt for ort_run.js. */
+static int make_inputs(verify *V, const char *dir, uint64_t *rng)
+{
+	const ir_graph *g = V->g0;
+	FILE *list = fopen(arena_printf(&V->A, "%s/inputs.txt", dir), "w");
+	if (!list) {
+		fprintf(stderr, "cellc verify: cannot write in '%s': %s\n", dir, strerror(errno));
+		return -1;
+	}
+	int rc = 0;
+	for (int k = 0; k < g->ninputs && !rc; k++) {
+		const ir_value *x = g->inputs[k];
+		int64_t dims[RT_TF_MAXRANK], n = 1, T = 1;
+		const char *what = arena_printf(&V->A, "input '%s'", x->name);
+		if (x->shape.rank < 0 || x->shape.rank > RT_TF_MAXRANK) {
+			fprintf(stderr, "cellc verify: %s has no usable shape for random data\n", what);
+			rc = -1;
+			break;
+		}
+		for (int i = 0; i < x->shape.rank && !rc; i++) {
+			dims[i] = dim_value(V, x->shape.d[i], what);
+			rc = dims[i] < 0 ? -1 : 0;
+			n *= dims[i] > 0 ? dims[i] : 0;
+		}
+		if (rc)
+			break;
+		int role = rnn_role(V, x, &T);
+		if (T < 1) {
+			rc = -1;
+			break;
+		}
+		if (V->bound[k] && role != 1) {
+			fprintf(stderr, "cellc verify: %s determines a shape, so random values cannot be used; "
+					"verify with --data\n", what);
+			rc = -1;
+			break;
+		}
+		/* a FLOAT16 input (float32 inside) is written as float16 encodings */
+		int fdt = x->narrow ? (int)x->narrow : (int)x->dtype;
+		size_t es = x->narrow ? 2 : ir_dtype_size(x->dtype);
+		if (!es || x->dtype == DT_STRING || x->narrow == DT_BF16) {
+			fprintf(stderr, "cellc verify: %s: random %s data are not supported\n", what,
+				ir_dtype_name(x->narrow ? x->narrow : x->dtype));
+			rc = -1;
+			break;
+		}
+		unsigned char *data = arena_alloc(&V->A, (size_t)n * es + 1);
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t r = next_rand(rng);
+			double u = (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0;  /* [-1, 1) */
+			int64_t iv = role == 2 ? 1 + (int64_t)(r % (uint64_t)T) : (int64_t)(r & 1);
+			switch (x->narrow ? DT_F16 : x->dtype) {
+			case DT_F16: ((uint16_t *)data)[i] = rt_f32_to_f16((float)u); break;
+			case DT_F32: ((float *)data)[i] = (float)u; break;
+			case DT_F64: ((double *)data)[i] = u; break;
+			case DT_I32: ((int32_t *)data)[i] = (int32_t)iv; break;
+			case DT_I64: ((int64_t *)data)[i] = iv; break;
+			case DT_U32: ((uint32_t *)data)[i] = (uint32_t)iv; break;
+			case DT_U64: ((uint64_t *)data)[i] = (uint64_t)iv; break;
+			case DT_I16: case DT_U16: ((int16_t *)data)[i] = (int16_t)iv; break;
+			default: data[i] = (unsigned char)iv; break;    /* 1-byte types */
+			}
+		}
+		size_t nb = (size_t)n * es;
+		char *dl = "";
+		for (int i = 0; i < x->shape.rank; i++)
+			dl = arena_printf(&V->A, "%s%s%lld", dl, i ? "," : "", (long long)dims[i]);
+		fprintf(list, "%s\t%d\t%s\tinput_%d.bin\n", x->name, fdt, dl, k);
+		rc = write_pb(V, arena_printf(&V->A, "%s/input_%d.pb", dir, k), x->name, fdt,
+			      x->shape.rank, dims, data, nb) ||
+		     write_all(arena_printf(&V->A, "%s/input_%d.bin", dir, k), data, nb) ? -1 : 0;
+	}
+	if (fclose(list) != 0)
+		rc = -1;
+	return rc;
+}
+
+/* ONNX Runtime's outputs of set dir (outputs.txt, output_K.bin) as output_K.pb. */
+static int convert_outputs(verify *V, const char *dir)
+{
+	const char *lp = arena_printf(&V->A, "%s/outputs.txt", dir);
+	FILE *f = fopen(lp, "r");
+	if (!f) {
+		fprintf(stderr, "cellc verify: onnxruntime wrote no %s\n", lp);
+		return -1;
+	}
+	char line[4096];
+	int k = 0, rc = 0;
+	while (!rc && fgets(line, sizeof line, f)) {
+		/* name TAB dtype TAB dims TAB file (dims empty for a scalar) */
+		char *field[4] = {line, NULL, NULL, NULL};
+		for (int i = 1; i < 4 && field[i - 1]; i++) {
+			field[i] = strchr(field[i - 1], '\t');
+			if (field[i])
+				*field[i]++ = 0;
+		}
+		if (!field[3]) {
+			fprintf(stderr, "cellc verify: %s: malformed line %d\n", lp, k + 1);
+			rc = -1;
+			break;
+		}
+		field[3][strcspn(field[3], "\r\n")] = 0;
+		char *name = field[0], *dt = field[1], *dl = field[2], *file = field[3];
+		int64_t dims[RT_TF_MAXRANK];
+		int rank = 0;
+		for (char *p = dl; *p && rank < RT_TF_MAXRANK;) {
+			dims[rank++] = strtoll(p, &p, 10);
+			if (*p == ',')
+				p++;
+			else
+				break;
+		}
+		const char *bp = arena_printf(&V->A, "%s/%s", dir, file);
+		FILE *b = fopen(bp, "rb");
+		size_t cap = 1 << 16, n = 0, got;
+		unsigned char *buf = malloc(cap);
+		while (b && buf && (got = fread(buf + n, 1, cap - n, b)) > 0) {
+			n += got;
+			if (n == cap)
+				buf = realloc(buf, cap *= 2);
+		}
+		if (!b || !buf) {
+			fprintf(stderr, "cellc verify: cannot read %s\n", bp);
+			rc = -1;
+		} else {
+			rc = write_pb(V, arena_printf(&V->A, "%s/output_%d.pb", dir, k), name, atoi(dt), rank, dims,
+				      buf, n);
+		}
+		if (b)
+			fclose(b);
+		free(buf);
+		k++;
+	}
+	fclose(f);
+	if (!rc && k != V->g0->noutputs) {
+		fprintf(stderr, "cellc verify: onnxruntime gave %d outputs, the model has %d\n", k, V->g0->noutputs);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* Where onnxruntime-node is (DIR/node_modules/onnxruntime-node), installed
+ * there with npm when missing; NULL after a message. */
+static const char *ort_find(verify *V)
+{
+	const char *dir = cmd_ort_dir(&V->A);
+	if (!dir) {
+		fprintf(stderr, "cellc verify: no place for onnxruntime-node (neither HOME nor XDG_CACHE_HOME "
+				"is set): set CELLC_ORT_DIR to a directory holding node_modules/onnxruntime-node\n");
+		return NULL;
+	}
+	if (access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) == 0)
+		return dir;
+	fprintf(stderr, "cellc verify: installing onnxruntime-node into %s (npm install --ignore-scripts)\n", dir);
+	if (cmd_mkdirs("verify", dir))
+		return NULL;
+	const char *log = arena_printf(&V->A, "%s/npm.log", V->root);
+	char *argv[] = {"npm", "install", "--prefix", (char *)dir, "--ignore-scripts", "--no-audit", "--no-fund",
+			"onnxruntime-node", NULL};
+	int st = run_logged(argv, log);
+	if (st != 0 || access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) != 0) {
+		fprintf(stderr, "cellc verify: `npm install onnxruntime-node --ignore-scripts` failed (status %d); "
+				"set CELLC_ORT_DIR to a directory holding node_modules/onnxruntime-node:\n", st);
+		show_file(log, "  | ");
+		return NULL;
+	}
+	return dir;
+}
+
+/* Why ONNX Runtime may refuse the model, for the message. */
+static const char *ort_hint(verify *V)
+{
+	for (int i = 0; i < V->g0->nnodes; i++) {
+		const ir_node *n = V->g0->nodes[i];
+		if ((n->op == OP_LSTM || n->op == OP_GRU || n->op == OP_RNN) && ir_attr_int(n, "layout", 0))
+			return arena_printf(&V->A, "\ncellc verify: node '%s' (%s) has layout=1 (batch first), which "
+					     "ONNX Runtime does not implement; verify such a model with --data "
+					     "(golden outputs from another oracle, e.g. PyTorch)", n->name,
+					     ir_op_name(n->op));
+	}
+	return "";
+}
+
+/* Makes the golden data sets with ONNX Runtime and adds them as --data. */
+static int oracle_make(verify *V)
+{
+	for (int k = 0; k < V->g0->ninputs; k++)
+		if (V->g0->inputs[k]->seq != IR_TENSOR) {
+			fprintf(stderr, "cellc verify: input '%s' is a sequence or optional; --oracle makes random "
+					"tensors only: use --data\n", V->g0->inputs[k]->name);
+			return -1;
+		}
+	const char *gdir = V->golden ? V->golden : arena_printf(&V->A, "%s/golden", V->root);
+	uint64_t rng = V->seed;
+	char **argv = arena_array(&V->A, (size_t)V->ninputs + 5, sizeof *argv);
+	const char *script = arena_printf(&V->A, "%s/ort_run.js", V->root);
+	const char *text = emit_template("ort_run.js");
+	ASSERT(text);
+	if (write_all(script, text, strlen(text)))
+		return -1;
+	int na = 0;
+	argv[na++] = "node";
+	argv[na++] = (char *)script;
+	argv[na++] = (char *)V->model;
+	for (int sidx = 0; sidx < V->ninputs; sidx++) {
+		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
+		if (cmd_mkdirs("verify", d) || make_inputs(V, d, &rng))
+			return -1;
+		argv[na++] = (char *)d;
+	}
+	argv[na] = NULL;
+	const char *ort = ort_find(V);
+	if (!ort)
+		return -1;
+	setenv("NODE_PATH", arena_printf(&V->A, "%s/node_modules", ort), 1);
+	const char *log = arena_printf(&V->A, "%s/ort.log", V->root);
+	int st = run_logged(argv, log);
+	if (st != 0) {
+		fprintf(stderr, "cellc verify: %s %s (node exit status %d):\n", st == 3 ? "onnxruntime refuses" :
+			"onnxruntime could not be run on", V->model, st);
+		show_file(log, "  | ");
+		fprintf(stderr, "%s\n", ort_hint(V) + (*ort_hint(V) ? 1 : 0));
+		return -1;
+	}
+	for (int sidx = 0; sidx < V->ninputs; sidx++) {
+		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
+		if (convert_outputs(V, d) || td_collect(&V->A, "verify", d, &V->L))
+			return -1;
+		/* the raw files were for ort_run.js only: the set is in the backend-test layout */
+		for (int k = 0; k < V->g0->ninputs; k++)
+			remove(arena_printf(&V->A, "%s/input_%d.bin", d, k));
+		for (int k = 0; k < V->g0->noutputs; k++)
+			remove(arena_printf(&V->A, "%s/output_%d.bin", d, k));
+		remove(arena_printf(&V->A, "%s/inputs.txt", d));
+		remove(arena_printf(&V->A, "%s/outputs.txt", d));
+	}
+	if (V->golden)
+		fprintf(stderr, "cellc verify: golden data (ONNX Runtime) saved in %s\n", V->golden);
+	return 0;
+}
+
+/* ---- the JSON report ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 32)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double x)
+{
+	if (isfinite(x))
+		fprintf(f, "%.9g", x);
+	else
+		fputs("null", f);       /* JSON has no NaN or infinity */
+}
+
+static int write_report(verify *V, int rc)
+{
+	FILE *f = fopen(V->report, "w");
+	if (!f) {
+		fprintf(stderr, "cellc verify: cannot write report '%s': %s\n", V->report, strerror(errno));
+		return -1;
+	}
+	fputs("{\n  \"model\": ", f);
+	json_str(f, V->model);
+	fputs(",\n  \"oracle\": ", f);
+	if (V->oracle)
+		json_str(f, V->oracle);
+	else
+		fputs("null", f);
+	fprintf(f, ",\n  \"seed\": %llu,\n  \"rtol\": ", (unsigned long long)V->seed);
+	json_num(f, V->rtol);
+	fputs(",\n  \"atol\": ", f);
+	json_num(f, V->atol);
+	fprintf(f, ",\n  \"status\": \"%s\",\n  \"exit_status\": %d,\n  \"passed\": %d,\n  \"failed\": %d,\n",
+		rc == 0 ? "pass" : rc == 1 ? "fail" : "error", rc, V->passed, V->failed);
+	fputs("  \"results\": [", f);
+	for (int i = 0; i < V->nres; i++) {
+		const result *r = &V->res[i];
+		fputs(i ? ",\n    {\"set\": " : "\n    {\"set\": ", f);
+		json_str(f, r->set);
+		fputs(", \"output\": ", f);
+		json_str(f, r->output);
+		fprintf(f, ", \"pass\": %s, \"max_abs\": ", r->pass ? "true" : "false");
+		json_num(f, r->max_abs);
+		fputs(", \"max_rel\": ", f);
+		json_num(f, r->max_rel);
+		fputs(", \"reason\": ", f);
+		if (r->why)
+			json_str(f, r->why);
+		else
+			fputs("null", f);
+		fputc('}', f);
+	}
+	fputs(V->nres ? "\n  ]\n}\n" : "]\n}\n", f);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ---- the command ---- */
+
+static int parse_tol(const char *opt, const char *s, double *x)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v) || v < 0) {
+		fprintf(stderr, "cellc verify: %s wants a finite number >= 0, got '%s'\n", opt, s);
+		return -1;
+	}
+	*x = v;
+	return 0;
+}
+
+static int parse_args(verify *V, int argc, char **argv)
+{
+	const char *val;
+	int ndata = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int r;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--data", &val))) {
+			if (r < 0 || td_collect(&V->A, "verify", val, &V->L))
+				return 2;
+			ndata++;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--rtol", &val))) {
+			if (r < 0 || parse_tol("--rtol", val, &V->rtol))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--atol", &val))) {
+			if (r < 0 || parse_tol("--atol", val, &V->atol))
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--keep", &val))) {
+			if (r < 0)
+				return 2;
+			V->keep = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--name", &val))) {
+			if (r < 0)
+				return 2;
+			V->name = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--oracle", &val))) {
+			if (r < 0)
+				return 2;
+			if (strcmp(val, "onnxruntime") != 0) {
+				fprintf(stderr, "cellc verify: --oracle: only 'onnxruntime' is known, got '%s'\n", val);
+				return 2;
+			}
+			V->oracle = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--inputs", &val))) {
+			char *end;
+			long v = r < 0 ? 0 : strtol(val, &end, 10);
+			if (r < 0 || *end || v < 1 || v > MAX_DATA) {
+				fprintf(stderr, "cellc verify: --inputs wants a number of data sets in [1, %d]\n", MAX_DATA);
+				return 2;
+			}
+			V->ninputs = (int)v;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--seed", &val))) {
+			char *end;
+			errno = 0;
+			unsigned long long v = r < 0 ? 0 : strtoull(val, &end, 10);
+			if (r < 0 || *end || errno || end == val) {
+				fprintf(stderr, "cellc verify: --seed wants a non-negative integer\n");
+				return 2;
+			}
+			V->seed = v;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
+			if (r < 0 || V->ndims == MAX_DIMOPT ||
+			    !cmd_parse_dim("verify", "--dim", val, &V->A, &V->dim_name[V->ndims], &V->dim_value[V->ndims]))
+				return 2;
+			V->ndims++;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--save-golden", &val))) {
+			if (r < 0)
+				return 2;
+			V->golden = val;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--report", &val))) {
+			if (r < 0 || strcmp(val, "json") != 0 || i + 1 >= argc) {
+				fprintf(stderr, "cellc verify: --report wants `json FILE`\n");
+				return 2;
+			}
+			V->report = argv[++i];
+		} else if (!strcmp(a, "--werror-fallback")) {
+			V->werror_fallback = 1;
+		} else if (!strcmp(a, "--no-hoist")) {
+			V->po.no_hoist = 1;
+		} else if (!strcmp(a, "--no-fuse")) {
+			V->po.no_fuse = 1;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
+			if (r < 0 || !cmd_weights_opt("verify", val, &V->po))
+				return 2;
+		} else if ((r = cmd_train_opt("verify", argc, argv, &i, &V->po, &V->topts))) {
+			if (r < 0)
+				return 2;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--grad-rtol", &val))) {
+			if (r < 0 || parse_tol("--grad-rtol", val, &V->grad_rtol))
+				return 2;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "cellc verify: unknown option '%s'\n%s", a, usage);
+			return 2;
+		} else if (V->model) {
+			fprintf(stderr, "cellc verify: more than one MODEL ('%s', '%s')\n%s", V->model, a, usage);
+			return 2;
+		} else {
+			V->model = a;
+		}
+	}
+	if (!V->model || (!ndata && !V->oracle)) {
+		fprintf(stderr, "cellc verify: %s\n%s", !V->model ? "no MODEL given" : "no --data DIR or --oracle given",
+			usage);
+		return 2;
+	}
+	if (!cmd_weights_check("verify", &V->po) || !cmd_train_check("verify", &V->po, &V->topts))
+		return 2;
+	if (V->po.train && V->oracle) {
+		fprintf(stderr, "cellc verify: --train needs --data (gradients come from PyTorch, not ONNX Runtime)\n");
+		return 2;
+	}
+	if (ndata && V->oracle) {
+		fprintf(stderr, "cellc verify: --data and --oracle exclude each other\n");
+		return 2;
+	}
+	if (!V->oracle && (V->ninputs || V->golden)) {
+		fprintf(stderr, "cellc verify: --inputs and --save-golden go with --oracle\n");
+		return 2;
+	}
+	if (V->oracle && !V->ninputs)
+		V->ninputs = 1;
+	if (V->name && !cmd_valid_name(V->name)) {
+		fprintf(stderr, "cellc verify: --name '%s' is not usable as a C identifier prefix\n", V->name);
+		return 2;
+	}
+	return -1;  /* go on */
+}
+
+static int make_root(verify *V)
+{
+	if (V->keep) {
+		if (cmd_mkdirs("verify", V->keep))
+			return -1;
+		snprintf(V->root, sizeof V->root, "%s", V->keep);
+		return 0;
+	}
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(V->root, sizeof V->root, "%s/cellc-verify-XXXXXX", tmp) >= sizeof V->root ||
+	    !mkdtemp(V->root)) {
+		fprintf(stderr, "cellc verify: cannot create a temporary directory in %s: %s\n", tmp,
+			strerror(errno));
+		V->root[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* All data sets on one compilation, or (bound inputs) one compilation each. */
+static int run_all(verify *V, diag *D)
+{
+	int any_bound = 0;
+	for (int k = 0; k < V->g0->ninputs; k++)
+		any_bound |= V->bound[k];
+	int nunits = any_bound ? V->L.n : 1;
+	for (int iu = 0; iu < nunits; iu++) {
+		onnx_binding bind[CMD_MAX_BIND];
+		int nbind = 0;
+		/* with --data, --dim fixes a symbol at compile time, as for
+		 * `cellc compile` (with --oracle it sizes the random inputs) */
+		for (int j = 0; !V->oracle && j < V->ndims; j++)
+			bind[nbind++] = (onnx_binding){.name = V->dim_name[j], .dim = V->dim_value[j]};
+		for (int k = 0; any_bound && k < V->g0->ninputs; k++) {
+			if (!V->bound[k])
+				continue;
+			if (nbind == CMD_MAX_BIND) {
+				fprintf(stderr, "cellc verify: more than %d inputs determine shapes\n", CMD_MAX_BIND);
+				return 2;
+			}
+			const char *p = td_path(&V->A, &V->L.sets[iu], 0, k);
+			/* a .npy file is read here (the loader reads TensorProtos) */
+			bind[nbind] = (onnx_binding){.name = V->g0->inputs[k]->name, .path = p,
+				.tensor = strcmp(p + strlen(p) - 4, ".npy") ? NULL : V->L.sets[iu].in[k]};
+			nbind++;
+		}
+		arena A;
+		arena_init(&A);
+		unit u = {0};
+		if (compile_unit(V, &u, any_bound ? iu : -1, nbind, bind, &A, D)) {
+			fprintf(stderr, "cellc verify: %s could not be compiled%s%s\n", V->model,
+				any_bound ? " with the shape inputs of " : "", any_bound ? V->L.sets[iu].dir : "");
+			arena_free(&A);
+			return 2;
+		}
+		int bad = 0;
+		for (int i = 0; i < V->L.n && !bad; i++)
+			if (!any_bound || i == iu)
+				bad = run_set(V, &u, i, D);
+		arena_free(&A);
+		if (bad)
+			return 2;
+	}
+	return 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	verify V0 = {0};
+	verify *V = &V0;
+	V->rtol = 1e-4;
+	V->atol = 1e-5;
+	V->grad_rtol = 1e-4;
+	V->topts.loss = TRAIN_CE;
+	V->seed = 1;
+	arena_init(&V->A);
+	int rc = parse_args(V, argc, argv);
+	if (rc >= 0) {
+		free(V->L.sets);
+		arena_free(&V->A);
+		return rc;
+	}
+	V->cmdline = cmd_line(&V->A, argc, argv);
+	diag D;
+	diag_init(&D, V->model);
+	rc = 2;
+	V->g0 = compile_build(&V->A, &D, V->model, 0, NULL, &V->po, "load");
+	if (!V->g0) {
+		fprintf(stderr, "cellc verify: %s could not be loaded\n", V->model);
+		goto out;
+	}
+	if (!V->name)
+		V->name = cmd_default_name(&V->A, V->model);
+	V->scratch = ir_graph_new(&V->A, NULL, "data");
+	find_bound_inputs(V);
+	if (make_root(V))
+		goto out;
+	if (V->oracle && oracle_make(V))
+		goto out;
+	if (read_inputs(V, &D))
+		goto out;
+	rc = run_all(V, &D);
+	if (rc == 0) {
+		printf("%d passed, %d failed\n", V->passed, V->failed);
+		rc = V->failed ? 1 : 0;
+	}
+out:
+	diag_finish(&D);
+	fflush(stdout);
+	if (V->report && write_report(V, rc) && rc == 0)
+		rc = 2;
+	if (V->root[0] && !V->keep)
+		nftw(V->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	else if (V->root[0])
+		fprintf(stderr, "cellc verify: build kept in %s\n", V->keep);
+	free(V->L.sets);
+	arena_free(&V->A);
+	return rc;
+}

@@ -1,0 +1,2152 @@
+/* pass_grad.c: the loss and its gradients, by reverse-mode differentiation
+ * of the IR (cellc compile --train).
+ *
+ * requires: pass_split (recurrences lowered and hoisted); a train build
+ *           (g->train): every derived weight is a run-time value computed from
+ *           the parameters (pass_lower_rnn, cells.c, pass_hoist, infer_fold
+ *           keep them as nodes under --train).
+ * produces: inputs `target` [, `mask`] and outputs `loss`, `grad.<P>` for
+ *           every parameter, `grad.<X>` for every f32 model input and `dstate`
+ *           (dL/dh_t of the first recurrence's first state, [T, B, H]),
+ *           appended in that order; the backward nodes follow every forward
+ *           node in the root graph (ir_train.bwd_start); g->train records what the
+ *           emitter needs of them (ir.h, ir_train: graded).
+ * Also expands the ONNX Gradient operator (ai.onnx.preview.training), with or
+ * without --train.
+ * breaks:   nothing: the forward recurrences get extra stacked outputs (the
+ *           states s_{t-1} and the outputs of the step's products; attribute
+ *           n_saved counts them, they are the last outputs), which their
+ *           backward recurrences read.
+ *
+ * Root nodes are differentiated by the usual rules (un-broadcasting with
+ * ReduceSum; a node without a rule is a located error; docs/training.md
+ * lists the differentiable operators).  Normalisations recompute their
+ * statistics from X; Conv, Pad and the class losses have gradient nodes of
+ * their own (ConvGrad, PadGrad, ClassLossGrad); Min/Max and ReduceMax/Min
+ * split the gradient evenly among tied elements, as torch.amax does.  A RECURRENCE's
+ * adjoint is a RECURRENCE running the other way in time (backpropagation
+ * through time): its per-step inputs are the forward
+ * per-step inputs, the saved states s_{t-1} and products, and the gradients
+ * of the stacked outputs; its carried states are the gradients of the
+ * states; its body recomputes the step's element-wise values from the saved
+ * ones and then runs the adjoint of the step.  Gradients of values the body
+ * captures (weights, biases) are not summed step by step: the body stacks
+ * the per-step operands and the root graph reduces them once, so the
+ * gradient of a recurrent weight W in a product h W^T is ONE GEMM
+ * dW = dA^T H over all T*B rows, and a bias gradient is one column sum.
+ * With sequence_lens the backward recurrence takes the same lengths: each row
+ * runs over its own valid steps in the other direction.
+ *
+ * Legend: T steps, B batch rows, N/K product sizes, P a parameter.
+ */
+#include "elem.h"
+#include "infer.h"
+#include "ir_build.h"
+#include "mincut.h"
+#include "passes.h"
+#include "train.h"
+#include "util.h"
+
+#include <string.h>
+
+/* ---- context ---------------------------------------------------------------------- */
+
+enum { CB_ELEM, CB_GEMM };
+
+/* A gradient contribution to a value captured by a body, made per step. */
+typedef struct contrib {
+	ir_value *c;            /* the captured root value */
+	int kind;               /* CB_ELEM: a is its gradient before un-broadcasting;
+	                           CB_GEMM: c is B of Gemm n, a = dY_t, b = A_t */
+	ir_value *a, *b;        /* body values of the backward body */
+	ir_node *n;             /* CB_GEMM: the forward product */
+} contrib;
+
+/* Gradient of a last-axis slice, kept until the sliced value's gradient is
+ * asked for (several that tile the value become one Concat). */
+typedef struct part {
+	int64_t lo, hi;         /* columns */
+	ir_value *g;
+	struct part *next;
+} part;
+
+typedef struct gx {
+	ir_graph *g;            /* root */
+	diag *D;
+	ir_train *t;
+	int errors;
+	int n0;                 /* root values before the pass */
+	char *rneeds;           /* [n0] depends on a parameter or an f32 input */
+	ir_node *first_rec;     /* the first recurrence (dstate) */
+	ir_value *dstate;
+} gx;
+
+typedef struct gctx {
+	gx *X;
+	ir_graph *tg;           /* graph the new nodes go to */
+	ir_graph *src;          /* graph of the forward values */
+	int nsrc;               /* src values when the context was made */
+	ir_value **map;         /* body: forward value -> backward-body value; NULL at root */
+	ir_value **grad;        /* [nsrc] */
+	part **parts;           /* [nsrc] */
+	char *needs;            /* [nsrc] */
+	ir_node *at;            /* node being differentiated (messages) */
+	ir_node *cats[16];      /* Concats made from slice parts, reused for equal parts */
+	int ncats;
+	contrib *cb;
+	int ncb, capcb;
+} gctx;
+
+static int fail(gctx *C, const char *fmt, const char *a)
+{
+	diag_node(C->X->D, C->at, fmt, a);
+	C->X->errors++;
+	return 0;
+}
+
+/* ---- building nodes --------------------------------------------------------------- */
+
+/* How the gradient nodes are made (ir_build): provenance and blame from the
+ * node being differentiated. */
+static ir_build grad_build(const gctx *C)
+{
+	return (ir_build){.origin = C->at && C->at->origin ? C->at->origin : C->at ? C->at->name : "loss",
+			  .D = C->X->D, .blame = C->at, .what = "gradient node", .errors = &C->X->errors};
+}
+
+static ir_value *fin(gctx *C, ir_node *n)
+{
+	ir_build B = grad_build(C);
+	return ir_build_done(&B, n, NULL);
+}
+
+static ir_node *mk(gctx *C, ir_op op, int nin, ir_value *const *in)
+{
+	ir_build B = grad_build(C);
+	return ir_build_node(&B, C->tg, op, nin, in, 1);
+}
+
+static ir_value *op1(gctx *C, ir_op op, ir_value *a) { return fin(C, mk(C, op, 1, &a)); }
+
+static ir_value *op2(gctx *C, ir_op op, ir_value *a, ir_value *b)
+{
+	ir_value *in[2] = {a, b};
+	return fin(C, mk(C, op, 2, in));
+}
+
+static ir_value *fc(gctx *C, double v) { return ir_const_f32_scalar(C->tg, NULL, (float)v); }
+static ir_value *add(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_ADD, a, b); }
+static ir_value *sub(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_SUB, a, b); }
+static ir_value *mul(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_MUL, a, b); }
+static ir_value *dvd(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_DIV, a, b); }
+static ir_value *scale(gctx *C, double k, ir_value *a) { return k == 1.0 ? a : mul(C, a, fc(C, k)); }
+
+static ir_value *ints(gctx *C, int n, const int64_t *v) { return ir_const_i64(C->tg, NULL, n, v); }
+static ir_value *int1(gctx *C, int64_t v) { return ints(C, 1, &v); }
+
+/* A Reshape target for shape s (symbolic dims as a symbolic constant). */
+static ir_value *shape_const(gctx *C, const ir_shape *s) { return ir_const_dims(C->tg, s->d, s->rank); }
+
+/* float zeros of shape s, rank 1 or more (symbolic sizes included) */
+static ir_value *zeros_shaped(gctx *C, const ir_shape *s) { return op1(C, OP_CONSTOFSHAPE, shape_const(C, s)); }
+
+static ir_value *reshape(gctx *C, ir_value *v, const ir_shape *s)
+{
+	if (ir_shape_eq(&v->shape, s))
+		return v;
+	ir_value *in[2] = {v, shape_const(C, s)};
+	return fin(C, mk(C, OP_RESHAPE, 2, in));
+}
+
+static ir_value *reduce(gctx *C, ir_value *v, int lo, int hi, int keep)
+{
+	int64_t ax[IR_MAX_RANK];
+	for (int a = lo; a <= hi; a++)
+		ax[a - lo] = a;
+	ir_value *in[2] = {v, ints(C, hi - lo + 1, ax)};
+	ir_node *n = mk(C, OP_REDUCESUM, 2, in);
+	ir_attr_set_int(n, "keepdims", keep);
+	return fin(C, n);
+}
+
+static ir_value *gemm(gctx *C, ir_value *a, ir_value *b, int ta, int tb, double alpha)
+{
+	ir_value *in[2] = {a, b};
+	ir_node *n = mk(C, OP_GEMM, 2, in);
+	if (ta)
+		ir_attr_set_int(n, "transA", 1);
+	if (tb)
+		ir_attr_set_int(n, "transB", 1);
+	if (alpha != 1.0)
+		ir_attr_set_float(n, "alpha", (float)alpha);
+	return fin(C, n);
+}
+
+static ir_value *transpose(gctx *C, ir_value *v, int r, const int64_t *perm)
+{
+	ir_node *n = mk(C, OP_TRANSPOSE, 1, &v);
+	ir_attr_set_ints(n, "perm", r, perm);
+	return fin(C, n);
+}
+
+/* g (shaped like a broadcast result) summed down to shape `to`. */
+static ir_value *unbroadcast(gctx *C, ir_value *g, const ir_shape *to)
+{
+	if (ir_shape_eq(&g->shape, to))
+		return g;
+	int lead = g->shape.rank - to->rank;
+	if (lead < 0)
+		return NULL;
+	if (lead > 0)
+		g = reduce(C, g, 0, lead - 1, 0);
+	for (int i = 0; i < to->rank;) {
+		int one = ir_dim_is_const(to->d[i]) && to->d[i].k == 1 &&
+			  !(ir_dim_is_const(g->shape.d[i]) && g->shape.d[i].k == 1);
+		if (!one) {
+			i++;
+			continue;
+		}
+		int j = i;
+		while (j + 1 < to->rank && ir_dim_is_const(to->d[j + 1]) && to->d[j + 1].k == 1)
+			j++;
+		g = reduce(C, g, i, j, 1);
+		i = j + 1;
+	}
+	return reshape(C, g, to);
+}
+
+/* ---- values and their gradients -------------------------------------------------------- */
+
+static int in_src(gctx *C, const ir_value *v) { return v->graph == C->src && v->id < C->nsrc; }
+
+/* The forward value v as the new nodes read it. */
+static ir_value *V(gctx *C, ir_value *v)
+{
+	if (C->map && in_src(C, v) && C->map[v->id])
+		return C->map[v->id];
+	return v;
+}
+
+static int root_needs(gx *X, const ir_value *v)
+{
+	return v && v->graph == X->g && v->id < X->n0 && X->rneeds[v->id];
+}
+
+static int need(gctx *C, const ir_value *v)
+{
+	if (!v)
+		return 0;
+	if (in_src(C, v))
+		return C->needs[v->id];
+	return C->map && root_needs(C->X, v);
+}
+
+static ir_value *get_grad(gctx *C, ir_value *v);
+
+/* Adds gradient g (already of v's shape) to v. */
+static void acc(gctx *C, ir_value *v, ir_value *g)
+{
+	if (!g || !need(C, v))
+		return;
+	if (!in_src(C, v)) {
+		/* a value the body captures: summed over the steps by the root graph */
+		if (C->ncb == C->capcb) {
+			int cap = C->capcb ? 2 * C->capcb : 16;
+			C->cb = arena_grow(C->tg->A, C->cb, (size_t)C->ncb, (size_t)cap, sizeof *C->cb);
+			C->capcb = cap;
+		}
+		C->cb[C->ncb++] = (contrib){.c = v, .kind = CB_ELEM, .a = g};
+		return;
+	}
+	ir_value **s = &C->grad[v->id];
+	*s = *s ? add(C, *s, g) : g;
+}
+
+/* Adds g (shaped like the node's output) to v, summing broadcast axes. */
+static void acc_ub(gctx *C, ir_value *v, ir_value *g)
+{
+	if (!g || !need(C, v))
+		return;
+	if (!in_src(C, v)) {
+		acc(C, v, g);   /* un-broadcast once, outside the loop */
+		return;
+	}
+	ir_value *u = unbroadcast(C, g, &v->shape);
+	if (!u) {
+		fail(C, "cannot differentiate: operand '%s' has more dimensions than the result", v->name);
+		return;
+	}
+	acc(C, v, u);
+}
+
+static void acc_part(gctx *C, ir_value *v, int64_t lo, int64_t hi, ir_value *g)
+{
+	if (!g || !need(C, v))
+		return;
+	part *p = arena_alloc(C->tg->A, sizeof *p);
+	*p = (part){lo, hi, g, C->parts[v->id]};
+	C->parts[v->id] = p;
+}
+
+static ir_value *slice_scatter(gctx *C, ir_value *like, ir_value *u, ir_value *starts, ir_value *ends,
+			       ir_value *axes, ir_value *steps)
+{
+	ir_value *in[6] = {like, u, starts, ends, axes, steps};
+	int nin = steps ? 6 : axes ? 5 : 4;
+	return fin(C, mk(C, OP_SLICESCATTER, nin, in));
+}
+
+/* v's gradient, with pending slice parts joined in. */
+static ir_value *get_grad(gctx *C, ir_value *v)
+{
+	if (!v || !in_src(C, v))
+		return NULL;
+	part *p = C->parts[v->id];
+	if (p) {
+		C->parts[v->id] = NULL;
+		int64_t N = v->shape.d[v->shape.rank - 1].k;
+		/* sort by lo (insertion), check that the parts tile [0, N) */
+		int n = 0, tiles = 1;
+		for (part *q = p; q; q = q->next)
+			n++;
+		part **sorted = arena_array(C->tg->A, (size_t)n, sizeof *sorted);
+		for (n = 0; p; p = p->next)
+			sorted[n++] = p;
+		for (int i = 1; i < n; i++)
+			for (int j = i; j > 0 && sorted[j - 1]->lo > sorted[j]->lo; j--) {
+				part *t = sorted[j];
+				sorted[j] = sorted[j - 1];
+				sorted[j - 1] = t;
+			}
+		int64_t at = 0;
+		for (int i = 0; i < n && tiles; i++) {
+			tiles = sorted[i]->lo == at;
+			at = sorted[i]->hi;
+		}
+		tiles = tiles && at == N;
+		ir_value *sum;
+		if (tiles && n > 1) {
+			ir_value **in = arena_array(C->tg->A, (size_t)n, sizeof *in);
+			for (int i = 0; i < n; i++)
+				in[i] = sorted[i]->g;
+			sum = NULL;
+			/* the gate pre-activation a = u + r: du and dr are the same parts */
+			for (int k = 0; k < C->ncats && !sum; k++) {
+				ir_node *c = C->cats[k];
+				int same = c->nin == n;
+				for (int i = 0; same && i < n; i++)
+					same = c->in[i] == in[i];
+				if (same)
+					sum = c->out[0];
+			}
+			if (!sum) {
+				ir_node *c = mk(C, OP_CONCAT, n, in);
+				ir_attr_set_int(c, "axis", v->shape.rank - 1);
+				sum = fin(C, c);
+				if (C->ncats < (int)COUNTOF(C->cats))
+					C->cats[C->ncats++] = c;
+			}
+		} else if (tiles) {
+			sum = sorted[0]->g;
+		} else {
+			sum = NULL;
+			for (int i = 0; i < n; i++) {
+				ir_value *s = slice_scatter(C, V(C, v), sorted[i]->g, int1(C, sorted[i]->lo),
+							    int1(C, sorted[i]->hi), int1(C, v->shape.rank - 1), NULL);
+				sum = sum ? add(C, sum, s) : s;
+			}
+		}
+		acc(C, v, sum);
+	}
+	/* asked for, v's gradient is whole: the emitter names it after v */
+	ir_value *g = C->grad[v->id];
+	if (g && g->graph == C->tg && g->producer && !g->grad_of)
+		g->grad_of = v;
+	return g;
+}
+
+/* ---- rules ------------------------------------------------------------------------------ */
+
+static int last_axis_slice(const ir_node *n, int64_t *lo, int64_t *hi)
+{
+	const ir_value *x = n->in[0];
+	int r = x->shape.rank;
+	if (r < 1 || !ir_dim_is_const(x->shape.d[r - 1]) || !ir_value_is_const(n->in[1]) ||
+	    !ir_value_is_const(n->in[2]) || ir_shape_const_numel(&n->in[1]->shape) != 1)
+		return 0;
+	if (n->nin > 3 && n->in[3] && (!ir_value_is_const(n->in[3]) || (ir_const_int(n->in[3], 0) != r - 1 &&
+									   ir_const_int(n->in[3], 0) != -1)))
+		return 0;
+	if (n->nin <= 3 && r != 1)
+		return 0;
+	if (n->nin > 4 && n->in[4] && (!ir_value_is_const(n->in[4]) || ir_const_int(n->in[4], 0) != 1))
+		return 0;
+	int64_t N = x->shape.d[r - 1].k, s = ir_const_int(n->in[1], 0), e = ir_const_int(n->in[2], 0);
+	s = s < 0 ? s + N : s;
+	e = e < 0 ? e + N : e;
+	s = s < 0 ? 0 : s > N ? N : s;
+	e = e < 0 ? 0 : e > N ? N : e;
+	if (e <= s)
+		return 0;
+	*lo = s;
+	*hi = e;
+	return 1;
+}
+
+static int axis_attr(const ir_node *n, int r, int64_t def)
+{
+	int64_t a = ir_attr_int(n, "axis", def);
+	return (int)(a < 0 ? a + r : a);
+}
+
+static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0], *b = n->nin > 1 ? n->in[1] : NULL, *y = V(C, n->out[0]);
+	ir_value *Va = V(C, a), *Vb = b ? V(C, b) : NULL;
+	switch (n->op) {
+	case OP_ADD: acc_ub(C, a, dy); acc_ub(C, b, dy); return;
+	case OP_SUB: acc_ub(C, a, dy); if (need(C, b)) acc_ub(C, b, op1(C, OP_NEG, dy)); return;
+	case OP_MUL:
+		if (need(C, a)) acc_ub(C, a, mul(C, dy, Vb));
+		if (need(C, b)) acc_ub(C, b, mul(C, dy, Va));
+		return;
+	case OP_DIV:
+		if (need(C, a)) acc_ub(C, a, dvd(C, dy, Vb));
+		if (need(C, b)) acc_ub(C, b, op1(C, OP_NEG, dvd(C, mul(C, dy, y), Vb)));
+		return;
+	case OP_NEG: acc(C, a, op1(C, OP_NEG, dy)); return;
+	case OP_IDENTITY: acc(C, a, dy); return;
+	case OP_SIGMOID: acc(C, a, mul(C, dy, mul(C, y, sub(C, fc(C, 1), y)))); return;
+	case OP_TANH: acc(C, a, mul(C, dy, sub(C, fc(C, 1), mul(C, y, y)))); return;
+	case OP_RELU: acc(C, a, mul(C, dy, op1(C, OP_SIGN, y))); return;
+	case OP_EXP: acc(C, a, mul(C, dy, y)); return;
+	case OP_LOG: acc(C, a, dvd(C, dy, Va)); return;
+	case OP_SQRT: acc(C, a, dvd(C, scale(C, 0.5, dy), y)); return;
+	case OP_ABS: acc(C, a, mul(C, dy, op1(C, OP_SIGN, Va))); return;
+	case OP_SIGN: return;   /* zero almost everywhere */
+	case OP_POW:
+		/* d a^b / da = b a^(b-1);  d a^b / db = a^b log(a) */
+		if (need(C, a))
+			acc_ub(C, a, mul(C, dy, mul(C, Vb, op2(C, OP_POW, Va, sub(C, Vb, fc(C, 1))))));
+		if (need(C, b))
+			acc_ub(C, b, mul(C, dy, mul(C, y, op1(C, OP_LOG, Va))));
+		return;
+	case OP_AFFINE: acc(C, a, scale(C, elem_attr_float(n, "alpha"), dy)); return;
+	case OP_SOFTSIGN: {
+		ir_value *d = add(C, fc(C, 1), op1(C, OP_ABS, Va));
+		acc(C, a, dvd(C, dy, mul(C, d, d)));
+		return;
+	}
+	case OP_SOFTPLUS: acc(C, a, mul(C, dy, op1(C, OP_SIGMOID, Va))); return;
+	case OP_HARDSIGMOID: {
+		/* alpha where 0 < y < 1 */
+		float alpha = elem_attr_float(n, "alpha");
+		ir_value *in = mul(C, op1(C, OP_SIGN, op1(C, OP_RELU, y)),
+				   op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, fc(C, 1), y))));
+		acc(C, a, mul(C, dy, scale(C, alpha, in)));
+		return;
+	}
+	case OP_THRELU: {
+		/* 1 where x > alpha */
+		float alpha = elem_attr_float(n, "alpha");
+		acc(C, a, mul(C, dy, op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, Va, fc(C, alpha))))));
+		return;
+	}
+	case OP_LEAKYRELU: case OP_ELU: {
+		/* 1 where x > 0, else alpha (LeakyRelu) or y + alpha (Elu) */
+		float alpha = elem_attr_float(n, "alpha");
+		ir_value *pos = op1(C, OP_SIGN, op1(C, OP_RELU, Va));
+		ir_value *neg = n->op == OP_ELU ? add(C, y, fc(C, alpha)) : fc(C, alpha);
+		ir_value *d = add(C, pos, mul(C, sub(C, fc(C, 1), pos), neg));
+		acc(C, a, mul(C, dy, d));
+		return;
+	}
+	case OP_SCALEDTANH: {
+		float alpha = elem_attr_float(n, "alpha"), beta = elem_attr_float(n, "beta");
+		ir_value *r = scale(C, 1.0 / alpha, y);
+		acc(C, a, mul(C, dy, scale(C, (double)alpha * beta, sub(C, fc(C, 1), mul(C, r, r)))));
+		return;
+	}
+	case OP_CLIP: {
+		ir_value *m = NULL;
+		if (n->nin > 1 && n->in[1])
+			m = op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, Va, V(C, n->in[1]))));
+		if (n->nin > 2 && n->in[2]) {
+			ir_value *u = op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, V(C, n->in[2]), Va)));
+			m = m ? mul(C, m, u) : u;
+		}
+		acc(C, a, m ? mul(C, dy, m) : dy);
+		return;
+	}
+	case OP_CAST:
+		if (a->dtype == DT_F32 && n->out[0]->dtype == DT_F32)
+			acc(C, a, dy);
+		return;
+	default:
+		fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)",
+		     ir_op_name(n->op));
+	}
+}
+
+static void rule_gemm(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *A = n->in[0], *Bm = n->in[1], *Cc = n->nin > 2 ? n->in[2] : NULL;
+	int ta = (int)ir_attr_int(n, "transA", 0), tb = (int)ir_attr_int(n, "transB", 0);
+	double alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
+	if (need(C, A)) {
+		if (!in_src(C, A) && C->map) {
+			fail(C, "cannot differentiate a product whose left operand '%s' is captured by the "
+			     "recurrence body", A->name);
+			return;
+		}
+		acc(C, A, ta ? gemm(C, V(C, Bm), dy, tb, 1, alpha) : gemm(C, dy, V(C, Bm), 0, !tb, alpha));
+	}
+	if (need(C, Bm)) {
+		if (C->map && !in_src(C, Bm)) {
+			if (ta) {
+				fail(C, "cannot differentiate a transposed-A product in a recurrence body%s", "");
+				return;
+			}
+			if (C->ncb == C->capcb) {
+				int cap = C->capcb ? 2 * C->capcb : 16;
+				C->cb = arena_grow(C->tg->A, C->cb, (size_t)C->ncb, (size_t)cap, sizeof *C->cb);
+				C->capcb = cap;
+			}
+			C->cb[C->ncb++] = (contrib){.c = Bm, .kind = CB_GEMM, .a = dy, .b = V(C, A), .n = n};
+		} else {
+			acc(C, Bm, tb ? gemm(C, dy, V(C, A), 1, ta, alpha) : gemm(C, V(C, A), dy, !ta, 0, alpha));
+		}
+	}
+	if (Cc && need(C, Cc))
+		acc_ub(C, Cc, scale(C, beta, dy));
+}
+
+static void rule_matmul(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *A = n->in[0], *Bm = n->in[1];
+	int ra = A->shape.rank, rb = Bm->shape.rank;
+	if (C->map && ((need(C, Bm) && !in_src(C, Bm)) || (need(C, A) && !in_src(C, A)))) {
+		fail(C, "cannot differentiate MatMul with an operand ('%s') captured by the recurrence body",
+		     need(C, Bm) && !in_src(C, Bm) ? Bm->name : A->name);
+		return;
+	}
+	if (ra == 2 && rb == 2) {
+		if (need(C, A))
+			acc(C, A, gemm(C, dy, V(C, Bm), 0, 1, 1.0));
+		if (need(C, Bm))
+			acc(C, Bm, gemm(C, V(C, A), dy, 1, 0, 1.0));
+		return;
+	}
+	if (ra >= 3 && rb == 2) {
+		int64_t p[2] = {1, 0};
+		if (need(C, A))
+			acc(C, A, op2(C, OP_MATMUL, dy, transpose(C, V(C, Bm), 2, p)));
+		if (need(C, Bm)) {
+			ir_node *f1 = mk(C, OP_FLATTEN, 1, (ir_value *[]){V(C, A)});
+			ir_attr_set_int(f1, "axis", ra - 1);
+			ir_node *f2 = mk(C, OP_FLATTEN, 1, &dy);
+			ir_attr_set_int(f2, "axis", ra - 1);
+			acc(C, Bm, gemm(C, fin(C, f1), fin(C, f2), 1, 0, 1.0));
+		}
+		return;
+	}
+	if (ra == 3 && rb == 3 && ir_shape_eq(&dy->shape, &n->out[0]->shape) &&
+	    ir_dim_eq(A->shape.d[0], Bm->shape.d[0])) {
+		int64_t p[3] = {0, 2, 1};
+		if (need(C, A))
+			acc(C, A, op2(C, OP_MATMUL, dy, transpose(C, V(C, Bm), 3, p)));
+		if (need(C, Bm))
+			acc(C, Bm, op2(C, OP_MATMUL, transpose(C, V(C, A), 3, p), dy));
+		return;
+	}
+	fail(C, "cannot differentiate MatMul of these ranks (%s): 2-D, N-D x 2-D and equal-batch 3-D are supported",
+	     ir_shape_str(C->tg->A, ir_root(C->tg), &A->shape));
+}
+
+/* Gather of X by indices I along axis a (an embedding lookup, a batch
+ * reordered by run-time indices): each picked slice's gradient is added
+ * back where it came from, a ScatterND with reduction add into zeros
+ * shaped like X.  ScatterND names slices of the leading axis, so X's axis a
+ * and dy's axes of I move to the front first (and back after). */
+static ir_value *gather_grad(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = V(C, n->in[0]), *I = V(C, n->in[1]);
+	int r = x->shape.rank, q = I->shape.rank, ax = axis_attr(n, r, 0);
+	if (r + q - 1 > IR_MAX_RANK || q >= IR_MAX_RANK)
+		return fail(C, "cannot differentiate Gather: its indices and X have too many axes together%s", ""),
+		       NULL;
+	int64_t px[IR_MAX_RANK], pb[IR_MAX_RANK], pu[IR_MAX_RANK];
+	for (int i = 0; i < r; i++)              /* X's axis ax first */
+		px[i] = i == 0 ? ax : i <= ax ? i - 1 : i;
+	for (int i = 0; i < r; i++)              /* and back */
+		pb[i] = i < ax ? i + 1 : i == ax ? 0 : i;
+	for (int i = 0; i < r - 1 + q; i++)      /* dy: the axes of I first */
+		pu[i] = i < q ? ax + i : i < q + ax ? i - q : i;
+	ir_value *xt = ax ? transpose(C, x, r, px) : x, *u = ax ? transpose(C, dy, r - 1 + q, pu) : dy;
+	if (I->dtype != DT_I64) {
+		ir_node *c = mk(C, OP_CAST, 1, &I);
+		ir_attr_set_int(c, "to", DT_I64);
+		c->out[0] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
+		I = fin(C, c);
+	}
+	ir_value *in[3] = {zeros_shaped(C, &xt->shape), op2(C, OP_UNSQUEEZE, I, int1(C, q)), u};
+	ir_node *sc = mk(C, OP_SCATTERND, 3, in);
+	ir_attr_set_string(sc, "reduction", "add");
+	ir_value *g = fin(C, sc);
+	return ax ? transpose(C, g, r, pb) : g;
+}
+
+static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0];
+	switch (n->op) {
+	case OP_RESHAPE: case OP_FLATTEN: case OP_SQUEEZE: case OP_UNSQUEEZE:
+		acc(C, a, reshape(C, dy, &a->shape));
+		return;
+	case OP_EXPAND:
+		acc_ub(C, a, dy);
+		return;
+	case OP_TILE: {
+		/* output axis j of r_j d_j elements holds tile k, element i at
+		 * k d_j + i: dy viewed with each repeated axis split in [r_j, d_j],
+		 * summed over the r_j */
+		int r = a->shape.rank, m = 0, nred = 0;
+		ir_dim split[IR_MAX_RANK];
+		int64_t red[IR_MAX_RANK];
+		for (int j = 0; j < r; j++) {
+			ir_dim rep = infer_elem_dim(n->in[1], j);
+			if (!(ir_dim_is_const(rep) && rep.k == 1)) {
+				if (m + 2 > IR_MAX_RANK)
+					return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
+				red[nred++] = m;
+				split[m++] = rep;
+			} else if (m + 1 > IR_MAX_RANK) {
+				return (void)fail(C, "cannot differentiate Tile: too many repeated axes%s", "");
+			}
+			split[m++] = a->shape.d[j];
+		}
+		if (!nred) {
+			acc(C, a, dy);
+			return;
+		}
+		ir_shape sp = {.rank = m};
+		memcpy(sp.d, split, (size_t)m * sizeof *split);
+		ir_value *in[2] = {reshape(C, dy, &sp), ints(C, nred, red)};
+		ir_node *sum = mk(C, OP_REDUCESUM, 2, in);
+		ir_attr_set_int(sum, "keepdims", 0);
+		acc(C, a, fin(C, sum));
+		return;
+	}
+	case OP_TRANSPOSE: {
+		int r = a->shape.rank;
+		int64_t perm[IR_MAX_RANK], inv[IR_MAX_RANK];
+		ir_attr *pa = ir_attr_find(n, "perm");
+		for (int i = 0; i < r; i++)
+			perm[i] = pa && pa->n == r ? pa->ints[i] : r - 1 - i;
+		for (int i = 0; i < r; i++)
+			inv[perm[i]] = i;
+		acc(C, a, transpose(C, dy, r, inv));
+		return;
+	}
+	case OP_SLICE: {
+		int64_t lo, hi, ax;
+		if (ir_slice_flips(n, &ax)) {   /* torch.flip: dy flipped back */
+			ir_value *in[5] = {dy, V(C, n->in[1]), V(C, n->in[2]), int1(C, ax), int1(C, -1)};
+			acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));
+			return;
+		}
+		if (in_src(C, a) && last_axis_slice(n, &lo, &hi)) {
+			acc_part(C, a, lo, hi, dy);
+			return;
+		}
+		if (!in_src(C, a) && C->map) {
+			fail(C, "cannot differentiate a Slice of '%s', a value captured by the recurrence body", a->name);
+			return;
+		}
+		for (int k = 1; k < n->nin; k++)
+			if (n->in[k] && !ir_value_is_const(n->in[k]))
+				return (void)fail(C, "cannot differentiate Slice with run-time bounds%s", "");
+		if (n->nin > 4 && n->in[4])
+			for (int64_t i = 0; i < ir_shape_const_numel(&n->in[4]->shape); i++)
+				if (ir_const_int(n->in[4], i) <= 0)
+					return (void)fail(C, "cannot differentiate Slice with negative steps%s", "");
+		acc(C, a, slice_scatter(C, V(C, a), dy, V(C, n->in[1]), V(C, n->in[2]),
+					n->nin > 3 ? V(C, n->in[3]) : NULL, n->nin > 4 ? V(C, n->in[4]) : NULL));
+		return;
+	}
+	case OP_CONCAT: {
+		int r = n->out[0]->shape.rank, ax = axis_attr(n, r, 0);
+		int64_t off = 0;
+		for (int i = 0; i < n->nin; i++) {
+			ir_value *p = n->in[i];
+			ir_dim d = p->shape.d[ax];
+			if (!ir_dim_is_const(d))
+				return (void)fail(C, "cannot differentiate Concat along a symbolic axis (%s)", p->name);
+			if (need(C, p)) {
+				ir_value *in[4] = {dy, int1(C, off), int1(C, off + d.k), int1(C, ax)};
+				acc(C, p, fin(C, mk(C, OP_SLICE, 4, in)));
+			}
+			off += d.k;
+		}
+		return;
+	}
+	case OP_SPLIT: {
+		int r = a->shape.rank, ax = axis_attr(n, r, 0);
+		int64_t off = 0;
+		ir_value *sum = NULL;
+		for (int i = 0; i < n->nout; i++) {
+			ir_value *o = n->out[i];
+			if (!o)
+				continue;
+			ir_dim d = o->shape.d[ax];
+			if (!ir_dim_is_const(d))
+				return (void)fail(C, "cannot differentiate Split along a symbolic axis (%s)", o->name);
+			ir_value *go = get_grad(C, o);
+			if (go) {
+				ir_value *s = slice_scatter(C, V(C, a), go, int1(C, off), int1(C, off + d.k),
+							    int1(C, ax), NULL);
+				sum = sum ? add(C, sum, s) : s;
+			}
+			off += d.k;
+		}
+		acc(C, a, sum);
+		return;
+	}
+	case OP_GATHER: {
+		ir_value *idx = n->in[1];
+		int r = a->shape.rank, ax = axis_attr(n, r, 0);
+		if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1) {
+			acc(C, a, gather_grad(C, n, dy));
+			return;
+		}
+		int64_t i = ir_const_int(idx, 0);
+		if (i < 0 && ir_dim_is_const(a->shape.d[ax]))
+			i += a->shape.d[ax].k;  /* else counted from the end at run time */
+		ir_value *u = dy;
+		if (idx->shape.rank == 0) {
+			ir_value *in[2] = {dy, int1(C, ax)};
+			u = fin(C, mk(C, OP_UNSQUEEZE, 2, in));
+		}
+		acc(C, a, slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 ? INT32_MAX : i + 1), int1(C, ax), NULL));
+		return;
+	}
+	default:
+		fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
+	}
+}
+
+static void rule_softmax(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *a = n->in[0], *y = V(C, n->out[0]);
+	int r = a->shape.rank, ax = axis_attr(n, r, -1);
+	if (n->op == OP_SOFTMAX) {
+		ir_value *s = reduce(C, mul(C, dy, y), ax, ax, 1);
+		acc(C, a, mul(C, y, sub(C, dy, s)));
+	} else {
+		ir_value *s = reduce(C, dy, ax, ax, 1);
+		acc(C, a, sub(C, dy, mul(C, op1(C, OP_EXP, y), s)));
+	}
+}
+
+/* d<G, expm(S)>/dS = the upper right block of expm([[S^T, G], [0, S^T]]). */
+static void rule_matexp(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *S = n->in[0];
+	int64_t H = S->shape.d[0].k, p[2] = {1, 0};
+	ir_value *X = transpose(C, V(C, S), 2, p);
+	ir_value *Z = ir_const_new(C->tg, NULL, DT_F32, &S->shape, NULL);
+	ir_value *top[2] = {X, dy}, *bot[2] = {Z, X};
+	ir_node *t = mk(C, OP_CONCAT, 2, top), *b = mk(C, OP_CONCAT, 2, bot);
+	ir_attr_set_int(t, "axis", 1);
+	ir_attr_set_int(b, "axis", 1);
+	ir_value *rows[2] = {fin(C, t), fin(C, b)};
+	ir_node *big = mk(C, OP_CONCAT, 2, rows);
+	ir_attr_set_int(big, "axis", 0);
+	ir_value *e = op1(C, OP_MATEXP, fin(C, big));
+	int64_t st[2] = {0, H}, en[2] = {H, 2 * H}, ax[2] = {0, 1};
+	ir_value *in[4] = {e, ints(C, 2, st), ints(C, 2, en), ints(C, 2, ax)};
+	acc(C, S, fin(C, mk(C, OP_SLICE, 4, in)));
+}
+
+/* ---- rules: selections, reductions, normalisations, Conv, Pad, class losses ------------ */
+
+static ir_value *where(gctx *C, ir_value *c, ir_value *a, ir_value *b)
+{
+	ir_value *in[3] = {c, a, b};
+	return fin(C, mk(C, OP_WHERE, 3, in));
+}
+
+/* 1 where a == b, else 0 (f32, broadcast). */
+static ir_value *equal01(gctx *C, ir_value *a, ir_value *b)
+{
+	return where(C, op2(C, OP_EQUAL, a, b), fc(C, 1), fc(C, 0));
+}
+
+/* v summed over the axes with red[a] set, dims kept (one node per run). */
+static ir_value *reduce_axes_keep(gctx *C, ir_value *v, const unsigned char *red)
+{
+	int r = v->shape.rank;
+	for (int a = 0; a < r;) {
+		if (!red[a]) {
+			a++;
+			continue;
+		}
+		int b = a;
+		while (b + 1 < r && red[b + 1])
+			b++;
+		v = reduce(C, v, a, b, 1);
+		a = b + 1;
+	}
+	return v;
+}
+
+static ir_value *expand_to(gctx *C, ir_value *v, const ir_shape *s)
+{
+	if (ir_shape_eq(&v->shape, s))
+		return v;
+	ir_value *in[2] = {v, shape_const(C, s)};
+	return fin(C, mk(C, OP_EXPAND, 2, in));
+}
+
+/* 1 / (the number of elements of shape s on the axes red): a constant, or
+ * computed at run time (kept dims) where one of them is symbolic. */
+static ir_value *inv_count(gctx *C, const ir_shape *s, const unsigned char *red)
+{
+	double cnt = 1;
+	int symbolic = 0;
+	for (int a = 0; a < s->rank; a++)
+		if (red[a]) {
+			if (ir_dim_is_const(s->d[a]))
+				cnt *= (double)s->d[a].k;
+			else
+				symbolic = 1;
+		}
+	if (!symbolic)
+		return fc(C, cnt > 0 ? 1.0 / cnt : 0.0);
+	return dvd(C, fc(C, 1), reduce_axes_keep(C, expand_to(C, fc(C, 1), s), red));
+}
+
+/* Where: the condition is not differentiated. */
+static void rule_where(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *c = V(C, n->in[0]);
+	if (need(C, n->in[1]))
+		acc_ub(C, n->in[1], where(C, c, dy, fc(C, 0)));
+	if (need(C, n->in[2]))
+		acc_ub(C, n->in[2], where(C, c, fc(C, 0), dy));
+}
+
+/* Min/Max: the gradient goes to the inputs equal to the result, split evenly
+ * among them on ties (torch.maximum/minimum give each of two tied inputs
+ * half, torch.amax/amin over stacked inputs 1/k each). */
+static void rule_minmax(gctx *C, ir_node *n, ir_value *dy)
+{
+	if (n->nin == 1) {
+		acc(C, n->in[0], dy);
+		return;
+	}
+	ir_value *y = V(C, n->out[0]), *m[1024], *cnt = NULL;
+	for (int i = 0; i < n->nin; i++) {
+		m[i] = equal01(C, V(C, n->in[i]), y);
+		cnt = cnt ? add(C, cnt, m[i]) : m[i];
+	}
+	ir_value *share = dvd(C, dy, cnt);
+	for (int i = 0; i < n->nin; i++)
+		if (need(C, n->in[i]))
+			acc_ub(C, n->in[i], mul(C, share, m[i]));
+}
+
+static void rule_reduce(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *Vx = V(C, x), *y = V(C, n->out[0]);
+	int r = x->shape.rank;
+	unsigned char red[IR_MAX_RANK];
+	if (x->dtype != DT_F32 || (n->nin > 1 && n->in[1] && !ir_value_is_const(n->in[1])) ||
+	    infer_reduce_axes(n, r, red))
+		return (void)fail(C, "cannot differentiate %s: it needs f32 data and constant axes", ir_op_name(n->op));
+	ir_shape ks = x->shape;
+	for (int a = 0; a < r; a++)
+		if (red[a])
+			ks.d[a] = ir_dim_const(1);
+	ir_value *dk = reshape(C, dy, &ks), *yk = reshape(C, y, &ks), *g;
+	switch (n->op) {
+	case OP_REDUCESUM: g = expand_to(C, dk, &x->shape); break;
+	case OP_REDUCEMEAN: g = expand_to(C, mul(C, dk, inv_count(C, &x->shape, red)), &x->shape); break;
+	case OP_REDUCESUMSQUARE: g = mul(C, scale(C, 2, Vx), dk); break;
+	case OP_REDUCEL2: {
+		/* x / ||x||, 0 where the norm is 0 (as torch.linalg.vector_norm) */
+		ir_value *z = fc(C, 0);
+		g = mul(C, Vx, where(C, op2(C, OP_EQUAL, yk, z), z, dvd(C, dk, yk)));
+		break;
+	}
+	case OP_REDUCELOGSUMEXP: g = mul(C, dk, op1(C, OP_EXP, sub(C, Vx, yk))); break;
+	case OP_REDUCEMAX: case OP_REDUCEMIN: {
+		/* split evenly among the elements equal to the extreme (torch.amax/amin) */
+		ir_value *m = equal01(C, Vx, yk);
+		g = mul(C, dk, dvd(C, m, reduce_axes_keep(C, m, red)));
+		break;
+	}
+	default:
+		return (void)fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)",
+				  ir_op_name(n->op));
+	}
+	acc(C, x, g);
+}
+
+/* x normalised over the axes red: xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps)
+ * with the biased variance (kept dims), recomputed from x. */
+static void norm_stats(gctx *C, ir_value *x, const unsigned char *red, ir_value *inv, double eps, ir_value **xhat,
+		       ir_value **rstd)
+{
+	ir_value *mu = mul(C, reduce_axes_keep(C, x, red), inv);
+	ir_value *xc = sub(C, x, mu);
+	ir_value *var = mul(C, reduce_axes_keep(C, mul(C, xc, xc), red), inv);
+	*rstd = dvd(C, fc(C, 1), op1(C, OP_SQRT, add(C, var, fc(C, eps))));
+	*xhat = mul(C, xc, *rstd);
+}
+
+/* dx for y = xhat * s + b given g = dy * s: rstd (g - mean(g) - xhat mean(g xhat)). */
+static ir_value *norm_dx(gctx *C, ir_value *g, ir_value *xhat, ir_value *rstd, const unsigned char *red, ir_value *inv)
+{
+	ir_value *mg = mul(C, reduce_axes_keep(C, g, red), inv);
+	ir_value *mgx = mul(C, reduce_axes_keep(C, mul(C, g, xhat), red), inv);
+	return mul(C, rstd, sub(C, sub(C, g, mg), mul(C, xhat, mgx)));
+}
+
+static void rule_layernorm(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *S = n->in[1], *B = n->nin > 2 ? n->in[2] : NULL;
+	for (int k = 1; k < n->nout; k++)
+		if (n->out[k] && get_grad(C, n->out[k]))
+			return (void)fail(C, "cannot differentiate the Mean and InvStdDev outputs of "
+					  "LayerNormalization%s", "");
+	if (!dy)
+		return;
+	int r = x->shape.rank, ax = axis_attr(n, r, -1);
+	unsigned char red[IR_MAX_RANK] = {0};
+	for (int a = ax; a < r; a++)
+		red[a] = 1;
+	ir_value *inv = inv_count(C, &x->shape, red), *xhat, *rstd;
+	norm_stats(C, V(C, x), red, inv, ir_attr_float(n, "epsilon", 1e-5f), &xhat, &rstd);
+	if (need(C, x))
+		acc(C, x, norm_dx(C, mul(C, dy, V(C, S)), xhat, rstd, red, inv));
+	if (need(C, S))
+		acc_ub(C, S, mul(C, dy, xhat));
+	if (B && need(C, B))
+		acc_ub(C, B, dy);
+}
+
+/* BatchNormalization: training mode by the batch statistics over every axis
+ * but 1; inference mode by the given mean and variance. */
+static void rule_batchnorm(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *S = n->in[1], *B = n->in[2], *M = n->in[3], *Vr = n->in[4];
+	int train = (int)ir_attr_int(n, "training_mode", 0);
+	for (int k = 1; k < n->nout; k++)
+		if (n->out[k] && get_grad(C, n->out[k]))
+			return (void)fail(C, "cannot differentiate the running_mean and running_var outputs of "
+					  "BatchNormalization%s", "");
+	if (!dy)
+		return;
+	int r = x->shape.rank;
+	double eps = ir_attr_float(n, "epsilon", 1e-5f);
+	unsigned char red[IR_MAX_RANK] = {0};
+	for (int a = 0; a < r; a++)
+		red[a] = a != 1;
+	/* per-channel vectors [C] broadcast as [C, 1, ..] */
+	ir_shape cs = {.rank = r - 1};
+	cs.d[0] = x->shape.d[1];
+	for (int a = 1; a < r - 1; a++)
+		cs.d[a] = ir_dim_const(1);
+	ir_value *Sb = reshape(C, V(C, S), &cs), *xhat, *rstd;
+	ir_value *sum_dy = NULL;
+	if (train) {
+		ir_value *inv = inv_count(C, &x->shape, red);
+		norm_stats(C, V(C, x), red, inv, eps, &xhat, &rstd);
+		if (need(C, x))
+			acc(C, x, norm_dx(C, mul(C, dy, Sb), xhat, rstd, red, inv));
+	} else {
+		rstd = dvd(C, fc(C, 1), op1(C, OP_SQRT, add(C, reshape(C, V(C, Vr), &cs), fc(C, eps))));
+		xhat = mul(C, sub(C, V(C, x), reshape(C, V(C, M), &cs)), rstd);
+		if (need(C, x))
+			acc(C, x, mul(C, dy, mul(C, Sb, rstd)));
+		if (need(C, M) || need(C, Vr)) {
+			sum_dy = reduce_axes_keep(C, dy, red);
+			ir_value *sdx = reduce_axes_keep(C, mul(C, dy, xhat), red);
+			/* dmean = -sum(dy) s rstd; dvar = -1/2 sum(dy xhat) s rstd^2 */
+			if (need(C, M))
+				acc(C, M, reshape(C, op1(C, OP_NEG, mul(C, sum_dy, mul(C, Sb, rstd))), &M->shape));
+			if (need(C, Vr))
+				acc(C, Vr, reshape(C, scale(C, -0.5, mul(C, sdx, mul(C, Sb, mul(C, rstd, rstd)))),
+						   &Vr->shape));
+		}
+	}
+	if (need(C, S))
+		acc(C, S, reshape(C, reduce_axes_keep(C, mul(C, dy, xhat), red), &S->shape));
+	if (need(C, B))
+		acc(C, B, reshape(C, sum_dy ? sum_dy : reduce_axes_keep(C, dy, red), &B->shape));
+}
+
+static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *X = n->in[0], *W = n->in[1], *B = n->nin > 2 ? n->in[2] : NULL;
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
+	/* a spatial axis of run-time size is one the Conv keeps (infer: its
+	 * pads are then fixed), which rt_conv_grad_x/_w take as they come */
+	int nsp = infer_conv_geometry(n, k, st, pads, dil), r = X->shape.rank;
+	if (nsp < 0)
+		return (void)fail(C, "cannot differentiate Conv: its geometry is not known at compile time (%s)", X->name);
+	for (int wrt = 0; wrt < 2; wrt++) {
+		ir_value *v = wrt ? W : X;
+		if (!need(C, v))
+			continue;
+		ir_value *in[3] = {V(C, X), V(C, W), dy};
+		ir_node *g = mk(C, OP_CONVGRAD, 3, in);
+		ir_attr_set_int(g, "wrt", wrt);
+		ir_attr_set_int(g, "group", ir_attr_int(n, "group", 1));
+		ir_attr_set_ints(g, "strides", nsp, st);
+		ir_attr_set_ints(g, "pads", 2 * nsp, pads);
+		ir_attr_set_ints(g, "dilations", nsp, dil);
+		acc(C, v, fin(C, g));
+	}
+	if (B && need(C, B)) {
+		unsigned char red[IR_MAX_RANK] = {0};
+		for (int a = 0; a < r; a++)
+			red[a] = a != 1;
+		acc(C, B, reshape(C, reduce_axes_keep(C, dy, red), &B->shape));
+	}
+}
+
+/* MaxPool: each window's gradient goes to the element that was its maximum
+ * (the Indices output of the same MaxPool, recomputed here: flat positions
+ * in X, row-major), added there, since windows may overlap: a ScatterElements
+ * with reduction add into zeros of X's size. */
+static void rule_maxpool(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0];
+	if (!need(C, x))
+		return;
+	if (ir_attr_int(n, "storage_order", 0) != 0)
+		return (void)fail(C, "cannot differentiate MaxPool with storage_order 1 (column-major Indices)%s", "");
+	ir_node *mp = ir_node_new(C->tg, OP_MAXPOOL, NULL, 1, 2);
+	mp->in[0] = V(C, x);
+	mp->attrs = n->attrs;
+	mp->nattrs = n->nattrs;
+	mp->out[1] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
+	fin(C, mp);
+	ir_dim nx = ir_dim_const(1), ny = ir_dim_const(1);
+	for (int a = 0; a < x->shape.rank; a++)
+		nx = ir_dim_mul(nx, x->shape.d[a]), ny = ir_dim_mul(ny, dy->shape.d[a]);
+	ir_shape fx = {.rank = 1, .d = {nx}}, fy = {.rank = 1, .d = {ny}};
+	ir_value *in[3] = {zeros_shaped(C, &fx), reshape(C, mp->out[1], &fy), reshape(C, dy, &fy)};
+	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
+	ir_attr_set_string(sc, "reduction", "add");
+	acc(C, x, reshape(C, fin(C, sc), &x->shape));
+}
+
+/* TopK: the gradient of each value picked goes back to where it was picked
+ * from (the Indices output, or the same TopK recomputed when nothing read
+ * them), a ScatterElements along the axis into zeros shaped like X. */
+static void rule_topk(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *idx;
+	if (!need(C, x))
+		return;
+	if (n->nout > 1 && n->out[1]) {
+		idx = V(C, n->out[1]);
+	} else {
+		ir_node *tk = ir_node_new(C->tg, OP_TOPK, NULL, 2, 2);
+		tk->in[0] = V(C, x);
+		tk->in[1] = V(C, n->in[1]);
+		tk->attrs = n->attrs;
+		tk->nattrs = n->nattrs;
+		tk->out[1] = ir_value_new(C->tg, NULL, VAL_TEMP, DT_I64);
+		fin(C, tk);
+		idx = tk->out[1];
+	}
+	ir_value *in[3] = {zeros_shaped(C, &x->shape), idx, dy};
+	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
+	ir_attr_set_int(sc, "axis", axis_attr(n, x->shape.rank, -1));
+	ir_attr_set_string(sc, "reduction", "add");
+	acc(C, x, fin(C, sc));
+}
+
+static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *x = n->in[0], *val = n->nin > 2 ? n->in[2] : NULL;
+	int64_t pads[2 * IR_MAX_RANK];
+	if (x->dtype != DT_F32 || infer_pad_amounts(C->src, n, C->X->D, pads))
+		return (void)fail(C, "cannot differentiate Pad: it needs f32 data and constant pads%s", "");
+	ir_value *in[2] = {V(C, x), dy};
+	ir_node *g = mk(C, OP_PADGRAD, 2, in);
+	ir_attr_set_ints(g, "pads", 2 * x->shape.rank, pads);
+	ir_attr_set_string(g, "mode", ir_attr_string(n, "mode", "constant"));
+	ir_value *dx = fin(C, g);
+	acc(C, x, dx);
+	if (val && need(C, val)) {
+		/* the constant fills every position of dY not copied from X */
+		unsigned char all[IR_MAX_RANK];
+		memset(all, 1, sizeof all);
+		if (strcmp(ir_attr_string(n, "mode", "constant"), "constant"))
+			return;
+		ir_value *d = sub(C, reduce_axes_keep(C, dy, all), reduce_axes_keep(C, dx, all));
+		acc(C, val, reshape(C, d, &val->shape));
+	}
+}
+
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (= NLL of its
+ * log_prob output, LogSoftmax over axis 1). */
+static void rule_class_loss(gctx *C, ir_node *n, ir_value *dy)
+{
+	ir_value *X = n->in[0], *t = V(C, n->in[1]), *w = n->nin > 2 ? n->in[2] : NULL;
+	int sce = n->op == OP_SOFTMAXCE;
+	ir_value *dlp = sce && n->nout > 1 && n->out[1] ? get_grad(C, n->out[1]) : NULL;
+	ir_value *lp = !sce ? V(C, X) : n->nout > 1 && n->out[1] ? V(C, n->out[1]) : NULL;
+	if (!lp) {
+		ir_node *ls = mk(C, OP_LOGSOFTMAX, 1, (ir_value *[]){V(C, X)});
+		ir_attr_set_int(ls, "axis", 1);
+		lp = fin(C, ls);
+	}
+	ir_attr *ig = ir_attr_find(n, "ignore_index");
+	for (int wrt = 0; wrt < 2 && dy; wrt++) {
+		ir_value *v = wrt ? w : X;
+		if (!v || !need(C, v))
+			continue;
+		ir_value *in[4] = {dy, lp, t, w ? V(C, w) : NULL};
+		ir_node *g = mk(C, OP_CLASSLOSSGRAD, w ? 4 : 3, in);
+		ir_attr_set_int(g, "wrt", wrt);
+		ir_attr_set_string(g, "reduction", ir_attr_string(n, "reduction", "mean"));
+		if (ig)
+			ir_attr_set_int(g, "ignore_index", ig->i);
+		ir_value *d = fin(C, g);
+		if (wrt) {
+			acc(C, w, d);
+			continue;
+		}
+		dlp = dlp ? add(C, dlp, d) : d;
+	}
+	if (!dlp || !need(C, X))
+		return;
+	if (!sce) {
+		acc(C, X, dlp);
+		return;
+	}
+	ir_value *s = reduce(C, dlp, 1, 1, 1);
+	acc(C, X, sub(C, dlp, mul(C, op1(C, OP_EXP, lp), s)));
+}
+
+static void rule_rec(gctx *C, ir_node *n);
+
+static void rule(gctx *C, ir_node *n)
+{
+	ir_value *dy = NULL;
+	int any = 0;
+	for (int k = 0; k < n->nout; k++)
+		any |= n->out[k] && get_grad(C, n->out[k]) != NULL;
+	if (!any)
+		return;
+	int needed = 0;
+	for (int k = 0; k < n->nin; k++)
+		needed |= need(C, n->in[k]);
+	if (n->body)
+		needed = 1;
+	if (!needed)
+		return;
+	C->at = n;
+	dy = n->out[0] ? get_grad(C, n->out[0]) : NULL;
+	if (n->op == OP_RECURRENCE) {
+		if (C->map)
+			return (void)fail(C, "cannot differentiate a recurrence inside a recurrence%s", "");
+		rule_rec(C, n);
+		return;
+	}
+	int multi = n->op == OP_SPLIT || n->op == OP_SOFTMAXCE || n->op == OP_LAYERNORM || n->op == OP_BATCHNORM;
+	if (!multi && !dy)
+		return;
+	switch (n->op) {
+	case OP_WHERE: rule_where(C, n, dy); return;
+	case OP_MIN: case OP_MAX: rule_minmax(C, n, dy); return;
+	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCESUMSQUARE:
+	case OP_REDUCEL2: case OP_REDUCELOGSUMEXP:
+		rule_reduce(C, n, dy);
+		return;
+	case OP_LAYERNORM: rule_layernorm(C, n, dy); return;
+	case OP_BATCHNORM: rule_batchnorm(C, n, dy); return;
+	case OP_CONV: rule_conv(C, n, dy); return;
+	case OP_PAD: rule_pad(C, n, dy); return;
+	case OP_MAXPOOL: rule_maxpool(C, n, dy); return;
+	case OP_TOPK: rule_topk(C, n, dy); return;
+	case OP_SOFTMAXCE: case OP_NLLLOSS: rule_class_loss(C, n, dy); return;
+	case OP_GEMM: rule_gemm(C, n, dy); return;
+	case OP_MATMUL: rule_matmul(C, n, dy); return;
+	case OP_SOFTMAX: case OP_LOGSOFTMAX: rule_softmax(C, n, dy); return;
+	case OP_MATEXP:
+		if (!C->map) {  /* root graph only: the exponential of a step value has no rule */
+			rule_matexp(C, n, dy);
+			return;
+		}
+		break;
+	case OP_CAST: rule_elem(C, n, dy); return;
+	default:
+		if (ir_ops[n->op].kind == OPK_ELEM) {
+			rule_elem(C, n, dy);
+			return;
+		}
+		if (ir_ops[n->op].kind == OPK_SHAPE) {
+			rule_shape(C, n, dy);
+			return;
+		}
+		break;
+	}
+	fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
+}
+
+/* ---- recurrences: backpropagation through time -------------------------------------------- */
+
+typedef struct seqin {
+	ir_value *outer, *inner;
+	int64_t axis;
+} seqin;
+
+/* The backward recurrence being built; its tables grow in the arena. */
+typedef struct bwd {
+	ir_graph *b;            /* backward body */
+	seqin *seq;             /* [nseq] per-step inputs */
+	int nseq, capseq;
+	ir_value **outs;        /* [nout] stacked body outputs */
+	ir_value **outer_outs;  /* [nout] their root values */
+	int64_t *out_axis;      /* [nout] their time axes */
+	int nout, capout;
+} bwd;
+
+static ir_value *body_input(ir_graph *b, const char *what, const ir_value *like)
+{
+	ir_value *v = ir_value_new(b, ir_free_name(b, arena_printf(b->A, "%s.%s", b->name, what)), VAL_STEP, like->dtype);
+	v->shape = like->shape;
+	return v;
+}
+
+static ir_value *add_seq(gctx *C, bwd *W, ir_value *outer, int64_t axis, const ir_value *like, const char *what)
+{
+	if (W->nseq == W->capseq) {
+		int cap = W->capseq ? 2 * W->capseq : 16;
+		W->seq = arena_grow(C->tg->A, W->seq, (size_t)W->nseq, (size_t)cap, sizeof *W->seq);
+		W->capseq = cap;
+	}
+	ir_value *v = body_input(W->b, what, like);
+	W->seq[W->nseq++] = (seqin){outer, v, axis};
+	return v;
+}
+
+/* A root value [T, B, ...] (time on axis ax) for a stacked output of body value v. */
+static ir_value *stacked_value(ir_graph *g, const ir_value *v, ir_dim T, int64_t ax)
+{
+	ir_value *o = ir_value_new(g, NULL, VAL_TEMP, v->dtype);
+	o->shape.rank = v->shape.rank + 1;
+	for (int i = 0, j = 0; i < o->shape.rank; i++)
+		o->shape.d[i] = i == ax ? T : v->shape.d[j++];
+	return o;
+}
+
+static ir_value *add_out(gctx *C, bwd *W, ir_value *v, ir_dim T, int64_t ax)
+{
+	for (int i = 0; i < W->nout; i++)
+		if (W->outs[i] == v && W->out_axis[i] == ax)
+			return W->outer_outs[i];
+	if (v->shape.rank != 2)
+		return fail(C, "cannot differentiate this recurrence: a per-step gradient ('%s') is not "
+			    "a [batch, n] matrix", v->name), NULL;
+	if (W->nout == W->capout) {
+		int cap = W->capout ? 2 * W->capout : 16;
+		arena *A = C->tg->A;
+		W->outs = arena_grow(A, W->outs, (size_t)W->nout, (size_t)cap, sizeof *W->outs);
+		W->outer_outs = arena_grow(A, W->outer_outs, (size_t)W->nout, (size_t)cap, sizeof *W->outer_outs);
+		W->out_axis = arena_grow(A, W->out_axis, (size_t)W->nout, (size_t)cap, sizeof *W->out_axis);
+		W->capout = cap;
+	}
+	W->outs[W->nout] = v;
+	W->out_axis[W->nout] = ax;
+	W->outer_outs[W->nout] = stacked_value(ir_root(C->tg), v, T, ax);
+	return W->outer_outs[W->nout++];
+}
+
+/* Adds stacked outputs to forward recurrence n; returns the root values. */
+static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_value **outer, ir_dim T)
+{
+	ir_graph *F = n->body, *g = n->graph;
+	int nout = (int)ir_attr_int(n, "n_out", 0);
+	ir_value **o = arena_array(g->A, (size_t)(n->nout + cnt), sizeof *o);
+	memcpy(o, n->out, (size_t)n->nout * sizeof *o);
+	ir_value **bo = arena_array(g->A, (size_t)(F->noutputs + cnt), sizeof *bo);
+	memcpy(bo, F->outputs, (size_t)F->noutputs * sizeof *bo);
+	int64_t *ax = arena_array(g->A, (size_t)(nout + cnt), sizeof *ax);
+	ir_attr *oa = ir_attr_find(n, "out_axis");
+	for (int j = 0; j < nout; j++)
+		ax[j] = oa && j < oa->n ? oa->ints[j] : 0;
+	for (int i = 0; i < cnt; i++) {
+		outer[i] = stacked_value(g, bodyv[i], T, 0);
+		o[n->nout + i] = outer[i];
+		outer[i]->producer = n;
+		bo[F->noutputs + i] = bodyv[i];
+		ax[nout + i] = 0;
+	}
+	n->out = o;
+	n->nout += cnt;
+	F->outputs = bo;
+	F->noutputs += cnt;
+	ir_attr_set_int(n, "n_out", nout + cnt);
+	ir_attr_set_ints(n, "out_axis", nout + cnt, ax);
+	/* the last n_saved outputs: saved for the backward pass */
+	ir_attr_set_int(n, "n_saved", ir_attr_int(n, "n_saved", 0) + cnt);
+}
+
+/* Stacked outputs the forward recurrences (root nodes before nfwd) gained
+ * for the backward pass but that no backward node reads (a state whose
+ * s_{t-1} the adjoint does not need): removed, so the forward does not
+ * store them.  Requires fresh use counts. */
+static void drop_unused_saves(ir_graph *g, int nfwd)
+{
+	for (int i = 0; i < nfwd; i++) {
+		ir_node *n = g->nodes[i];
+		if (n->op != OP_RECURRENCE || !ir_attr_find(n, "n_saved"))
+			continue;
+		int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
+		int first = nout - (int)ir_attr_int(n, "n_saved", 0);
+		for (int k = nout - 1; k >= first; k--)
+			if (n->out[nst + k]->nuses == 0 && !n->out[nst + k]->is_output)
+				ir_rec_drop_output(n, k);
+	}
+	ir_recount(g);
+}
+
+/* Drops the per-step inputs of backward body b that no live node reads and
+ * that are not outputs themselves (live: reaching the stacked outputs
+ * W->outs or the state gradients bouts). */
+static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int nst)
+{
+	/* the body's outputs are not set yet: live from W->outs and bouts */
+	ir_value **roots = arena_array(b->A, (size_t)(W->nout + nst) + 1, sizeof *roots);
+	memcpy(roots, W->outs, (size_t)W->nout * sizeof *roots);
+	memcpy(roots + W->nout, bouts, (size_t)nst * sizeof *roots);
+	char *live;
+	ir_live(b, roots, W->nout + nst, IR_DEAD_BODIES, NULL, &live);
+	int j = 0;
+	for (int s = 0; s < W->nseq; s++)
+		if (live[W->seq[s].inner->id] || (j == 0 && s == W->nseq - 1))
+			W->seq[j++] = W->seq[s];
+	W->nseq = j;
+}
+
+/* ---- what the forward saves: a minimum cut --------------------------------------- */
+
+/* The backward body first recomputes the step from what the forward saved
+ * (the states s_{t-1} and the products: its nodes rc_lo .. rc_hi-1 are copies
+ * of the forward body's other nodes), and the adjoint reads some of those
+ * values.  Any set of per-step values that separates the saved ones from the
+ * values read would serve as well: the backward can recompute the rest from
+ * them.  The cheapest such set, counted in elements per batch row, is a
+ * minimum vertex cut of the recomputation graph: each value is a pair of
+ * vertices joined by an edge of its width, the saved states and products hang
+ * from the source, the values the adjoint reads (and the captured products'
+ * operands, which the root graph reads) from the sink, and the step's
+ * per-step inputs, the weights and the constants are free (the backward has
+ * them anyway).  A value can be cut only where it could be stacked: an f32
+ * [batch, n] matrix of constant width n.  On equal widths a saved value costs
+ * less than a recomputed one, so nothing moves without a saving.
+ *
+ * Where the cut holds recomputed values, the forward stacks those instead
+ * (new saved outputs), the backward reads them as per-step inputs "cutK", and
+ * the recomputation above them, the per-step inputs it read and the forward's
+ * saves nothing reads any more are dropped afterwards (dead_code_prepass,
+ * dead_code, drop_unused_saves).  A MomentumLSTM saved h, c, the four
+ * velocities and the [batch, 4H] product (10H per row) and now saves h, c and
+ * the four gate pre-activations (6H); an LSTM or GRU keeps its product (the
+ * pre-activations are as wide).  The backward recurrence records the width
+ * saved per row as attribute save_width (absent where the cut was not
+ * made: a body of more than CUT_MAX values). */
+enum { CUT_UNIT = 1024 };       /* an element's cost; +1 for a recomputed value */
+enum { CUT_MAX = 4096 };        /* values of a body's recomputation the cut considers */
+
+static int64_t cut_cost(const ir_value *v, ir_dim batch, int saved)
+{
+	int ok = v->shape.rank == 2 && ir_dim_eq(v->shape.d[0], batch) && ir_dim_is_const(v->shape.d[1]);
+	if (saved)
+		return ok ? v->shape.d[1].k * CUT_UNIT : (int64_t)1 << 40;
+	if (!ok || v->dtype != DT_F32 || v->kind != VAL_TEMP)
+		return MC_INF;
+	return v->shape.d[1].k * CUT_UNIT + 1;
+}
+
+static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, ir_value *const *saved_in,
+			    int nsaved, ir_value **bouts, int nst, ir_dim T)
+{
+	ir_graph *b = W->b, *F = n->body, *g = n->graph;
+	int nseq = (int)ir_attr_int(n, "n_seq", 0);
+	ir_dim batch = F->inputs[nseq]->shape.d[0];
+	int nvb = b->nvalues;
+	int *cid = arena_array(g->A, (size_t)nvb + 1, sizeof *cid);
+	ir_value **cand = arena_array(g->A, (size_t)nvb + 1, sizeof *cand);
+	ir_value **fwd = arena_array(g->A, (size_t)nvb + 1, sizeof *fwd);
+	int N = 0, nsrc;
+	for (int i = 0; i < nvb; i++)
+		cid[i] = -1;
+	for (int k = 0; k < nsaved; k++)
+		if (saved_in[k] && cid[saved_in[k]->id] < 0)
+			cid[saved_in[k]->id] = N, cand[N++] = saved_in[k];
+	nsrc = N;
+	int nedge = 0;
+	for (int i = rc_lo; i < rc_hi; i++) {
+		ir_node *c = b->nodes[i];
+		for (int k = 0; k < c->nout; k++)
+			if (c->out[k] && cid[c->out[k]->id] < 0)
+				cid[c->out[k]->id] = N, cand[N++] = c->out[k];
+		nedge += c->nin * c->nout;
+	}
+	/* a body beyond CUT_MAX values keeps what was saved: the flow search
+	 * recurses as deep as the graph's longest path (mincut.c) */
+	if (N > CUT_MAX)
+		return -1;
+	for (int i = 0; i < C->nsrc; i++)
+		if (C->map[i] && C->map[i]->graph == b && cid[C->map[i]->id] >= nsrc)
+			fwd[cid[C->map[i]->id]] = F->values[i];
+
+	/* the values read past the recomputation */
+	char *need = arena_alloc(g->A, (size_t)N + 1);
+	memset(need, 0, (size_t)N + 1);
+#define NEED(v) do { if ((v) && (v)->graph == b && cid[(v)->id] >= 0) need[cid[(v)->id]] = 1; } while (0)
+	for (int i = 0; i < b->nnodes; i++)
+		if (i < rc_lo || i >= rc_hi)
+			for (int k = 0; k < b->nodes[i]->nin; k++)
+				NEED(b->nodes[i]->in[k]);
+	for (int k = 0; k < nst; k++)
+		NEED(bouts[k]);
+	for (int j = 0; j < W->nout; j++)
+		NEED(W->outs[j]);
+	for (int i = 0; i < C->ncb; i++) {
+		NEED(C->cb[i].a);
+		NEED(C->cb[i].b);
+	}
+#undef NEED
+
+	int S = 2 * N, Tv = 2 * N + 1;
+	mc_graph *G = mc_new(g->A, 2 * N + 2, 3 * N + nedge + 1);
+	int ok = 1;
+	for (int c = 0; c < N; c++) {
+		int64_t cost = c < nsrc ? cut_cost(cand[c], batch, 1) : fwd[c] ? cut_cost(fwd[c], batch, 0) : MC_INF;
+		ok &= mc_edge(G, 2 * c, 2 * c + 1, cost) == 0;
+		if (c < nsrc)
+			ok &= mc_edge(G, S, 2 * c, MC_INF) == 0;
+		if (need[c])
+			ok &= mc_edge(G, 2 * c + 1, Tv, MC_INF) == 0;
+	}
+	for (int i = rc_lo; i < rc_hi; i++) {
+		ir_node *c = b->nodes[i];
+		for (int k = 0; k < c->nin; k++)
+			for (int o = 0; o < c->nout; o++)
+				if (c->in[k] && c->in[k]->graph == b && cid[c->in[k]->id] >= 0 && c->out[o])
+					ok &= mc_edge(G, 2 * cid[c->in[k]->id] + 1, 2 * cid[c->out[o]->id], MC_INF) == 0;
+	}
+	char *side = arena_alloc(g->A, (size_t)2 * N + 2);
+	int64_t flow = ok ? mc_cut(G, S, Tv, side) : MC_INF;
+	if (flow >= MC_INF)     /* cannot happen (cutting every saved value is a finite cut) */
+		return -1;
+
+	/* the cut's values: stacked outputs of the forward, per-step inputs of the backward */
+	int ncut = 0;
+	for (int c = nsrc; c < N; c++) {
+		if (!side[2 * c] || side[2 * c + 1])
+			continue;
+		ir_value *w = cand[c], *outer;
+		add_fwd_outputs(n, 1, &fwd[c], &outer, T);
+		ir_value *in = add_seq(C, W, outer, 0, w, arena_printf(g->A, "cut%d", ncut++));
+		if (!in)
+			return -1;
+		for (int i = 0; i < b->nnodes; i++)
+			for (int k = 0; k < b->nodes[i]->nin; k++)
+				if (b->nodes[i]->in[k] == w)
+					b->nodes[i]->in[k] = in;
+		for (int k = 0; k < nst; k++)
+			if (bouts[k] == w)
+				bouts[k] = op1(C, OP_IDENTITY, in);
+		for (int j = 0; j < W->nout; j++)
+			if (W->outs[j] == w)
+				W->outs[j] = op1(C, OP_IDENTITY, in);
+		for (int i = 0; i < C->ncb; i++) {
+			if (C->cb[i].a == w)
+				C->cb[i].a = in;
+			if (C->cb[i].b == w)
+				C->cb[i].b = in;
+		}
+	}
+	return flow / CUT_UNIT;
+}
+
+static void rule_rec(gctx *R, ir_node *n)
+{
+	gx *X = R->X;
+	ir_graph *F = n->body, *g = X->g;
+	int nseq = (int)ir_attr_int(n, "n_seq", 0), nst = (int)ir_attr_int(n, "n_state", 0);
+	int nout = (int)ir_attr_int(n, "n_out", 0), rev = (int)ir_attr_int(n, "reverse", 0);
+	int has_step = (int)ir_attr_int(n, "has_step", 0);
+	if (nseq > 200 || nst > 64 || nout > 200)
+		return (void)fail(R, "cannot differentiate a recurrence with this many inputs, states or "
+				  "outputs%s", "");
+	int has_lens = ir_attr_int(n, "has_lens", 0) != 0;
+	if (has_lens && has_step)
+		return (void)fail(R, "--train: a recurrence with both sequence_lens and step-dependent "
+				  "coefficients cannot be differentiated yet%s", "");
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	ir_dim T = n->in[0]->shape.d[sa && sa->n ? sa->ints[0] : 0];
+	ir_recount(F);
+	int nF = F->nvalues;
+
+	/* which body values depend on something with a gradient */
+	char *needs = arena_alloc(g->A, (size_t)nF + 1);
+	memset(needs, 0, (size_t)nF + 1);
+	for (int k = 0; k < nseq; k++)
+		needs[F->inputs[k]->id] = root_needs(X, n->in[k]);
+	for (int k = 0; k < nst; k++)
+		needs[F->inputs[nseq + k]->id] = 1;
+	for (int i = 0; i < F->nnodes; i++) {
+		ir_node *bn = F->nodes[i];
+		if (bn->body)
+			return (void)fail(R, "cannot differentiate a recurrence inside a recurrence%s", "");
+		int any = 0;
+		for (int k = 0; k < bn->nin; k++) {
+			ir_value *v = bn->in[k];
+			any |= v && (v->graph == F ? needs[v->id] : root_needs(X, v));
+		}
+		for (int k = 0; k < bn->nout; k++)
+			if (bn->out[k])
+				needs[bn->out[k]->id] = (char)any;
+	}
+
+	/* saved for the backward pass: s_{t-1} of every state, every product's
+	 * output (as many as the body has) */
+	int nsave = 0, first_gemm, ngemm = 0;
+	for (int i = 0; i < F->nnodes; i++)
+		ngemm += F->nodes[i]->op == OP_GEMM && F->nodes[i]->out[0]->shape.rank == 2;
+	ir_value **save = arena_array(g->A, (size_t)(nst + ngemm), sizeof *save);
+	for (int k = 0; k < nst; k++) {
+		if (F->inputs[nseq + k]->shape.rank != 2)
+			return (void)fail(R, "cannot differentiate this recurrence: state '%s' is not a "
+					  "[batch, n] matrix", F->inputs[nseq + k]->name);
+		save[nsave++] = F->inputs[nseq + k];
+	}
+	first_gemm = nsave;
+	for (int i = 0; i < F->nnodes; i++) {
+		ir_node *bn = F->nodes[i];
+		if (bn->op == OP_GEMM && bn->out[0]->shape.rank == 2)
+			save[nsave++] = bn->out[0];
+	}
+	ir_value **saved = arena_array(g->A, (size_t)nsave + 1, sizeof *saved);
+	add_fwd_outputs(n, nsave, save, saved, T);
+
+	/* the backward recurrence */
+	bwd W0 = {.b = ir_graph_new(g->A, g, arena_printf(g->A, "%s.backward", F->name))}, *W = &W0;
+	ir_graph *b = W->b;
+	gctx C = {.X = X, .tg = b, .src = F, .nsrc = nF};
+	C.map = arena_array(g->A, (size_t)nF + 1, sizeof *C.map);
+	C.grad = arena_array(g->A, (size_t)nF + 1, sizeof *C.grad);
+	C.parts = arena_array(g->A, (size_t)nF + 1, sizeof *C.parts);
+	C.needs = needs;
+	C.at = n;
+	for (int i = 0; i < nF; i++) {
+		ir_value *v = F->values[i];
+		if (v->kind == VAL_CONST) {
+			ir_value *c = ir_value_new(b, NULL, VAL_CONST, v->dtype);
+			c->shape = v->shape;
+			c->data = v->data;
+			c->sym = v->sym;
+			C.map[i] = c;
+		}
+	}
+	for (int k = 0; k < nseq; k++)
+		if (F->inputs[k]->nuses > 0)
+			C.map[F->inputs[k]->id] = add_seq(&C, W, n->in[k], sa && k < sa->n ? sa->ints[k] : 0,
+							   F->inputs[k], arena_printf(g->A, "x%d", k));
+	for (int k = 0; k < nst; k++)
+		C.map[F->inputs[nseq + k]->id] = add_seq(&C, W, saved[k], 0, F->inputs[nseq + k],
+							 arena_printf(g->A, "s%d_prev", k));
+	for (int i = first_gemm; i < nsave; i++)
+		C.map[save[i]->id] = add_seq(&C, W, saved[i], 0, save[i], arena_printf(g->A, "p%d", i - first_gemm));
+	ir_value **dys = arena_array(g->A, (size_t)nout + 1, sizeof *dys);
+	for (int j = 0; j < nout; j++) {
+		ir_value *gy = get_grad(R, n->out[nst + j]);
+		if (gy)
+			dys[j] = add_seq(&C, W, gy, oa && j < oa->n ? oa->ints[j] : 0, F->outputs[nst + j],
+					 arena_printf(g->A, "dy%d", j));
+	}
+	if (X->errors)
+		return;
+	if (W->nseq == 0)
+		dys[0] = NULL, C.map[F->inputs[0]->id] = add_seq(&C, W, n->in[0], sa && sa->n ? sa->ints[0] : 0,
+								  F->inputs[0], "x0");
+	ir_value *ds[64];
+	if (nst > 64)
+		return (void)fail(R, "too many states to differentiate%s", "");
+	for (int k = 0; k < nst; k++)
+		ds[k] = body_input(b, arena_printf(g->A, "ds%d", k), F->inputs[nseq + k]);
+	ir_value *tb = NULL, *Lb = NULL;
+	if (has_step) {
+		ir_shape s0 = {.rank = 0};
+		tb = ir_value_new(b, ir_free_name(b, arena_printf(g->A, "%s.t", b->name)), VAL_STEP, DT_F32);
+		tb->shape = s0;
+		Lb = ir_value_new(b, arena_printf(g->A, "%s.L", b->name), VAL_STEP, DT_F32);
+		Lb->shape = s0;
+		/* the forward step number of this step: L - t + 1 */
+		C.at = n;
+		C.map[F->inputs[nseq + nst]->id] = add(&C, sub(&C, Lb, tb), fc(&C, 1));
+		if (has_step == 2)
+			C.map[F->inputs[nseq + nst + 1]->id] = Lb;
+	}
+
+	/* recomputation of the step from the saved values */
+	ir_value **saved_in = arena_array(g->A, (size_t)nsave + 1, sizeof *saved_in);
+	for (int k = 0; k < nsave; k++)
+		saved_in[k] = C.map[save[k]->id];
+	int rc_lo = b->nnodes;
+	for (int i = 0; i < F->nnodes; i++) {
+		ir_node *bn = F->nodes[i];
+		if (bn->op == OP_GEMM && C.map[bn->out[0]->id])
+			continue;
+		ir_node *c = ir_clone_node(b, bn, NULL, -1, IR_CLONE_SHARE_ATTRS);
+		for (int k = 0; k < bn->nin; k++)
+			c->in[k] = bn->in[k] ? V(&C, bn->in[k]) : NULL;
+		for (int k = 0; k < bn->nout; k++)
+			if (bn->out[k]) {
+				ir_value *o = ir_value_new(b, NULL, VAL_TEMP, bn->out[k]->dtype);
+				o->shape = bn->out[k]->shape;
+				o->recomputes = bn->out[k];
+				c->out[k] = o;
+				C.map[bn->out[k]->id] = o;
+			}
+		ir_append(b, c);
+	}
+
+	int rc_hi = b->nnodes;
+
+	/* adjoint of the step */
+	for (int k = 0; k < nst; k++)
+		acc(&C, F->outputs[k], ds[k]);
+	for (int j = 0; j < nout; j++)
+		if (dys[j])
+			acc(&C, F->outputs[nst + j], dys[j]);
+	for (int i = F->nnodes - 1; i >= 0 && !X->errors; i--)
+		rule(&C, F->nodes[i]);
+	if (X->errors)
+		return;
+	C.at = n;
+
+	/* outputs: the gradients of the states at t-1 (carried), then stacked ones */
+	ir_value **bouts = arena_array(g->A, (size_t)nst + 1, sizeof *bouts);
+	for (int k = 0; k < nst; k++) {
+		ir_value *gs = get_grad(&C, F->inputs[nseq + k]);
+		bouts[k] = gs ? gs : mul(&C, ds[k], fc(&C, 0));
+		for (int j = 0; j < k; j++)
+			if (bouts[j] == bouts[k])
+				bouts[k] = op1(&C, OP_IDENTITY, bouts[k]);
+		if (bouts[k]->graph == b && bouts[k]->kind == VAL_STEP && bouts[k] != ds[k])
+			bouts[k] = op1(&C, OP_IDENTITY, bouts[k]);
+	}
+	ir_value **dx_outer = arena_array(g->A, (size_t)nseq + 1, sizeof *dx_outer);
+	for (int k = 0; k < nseq; k++) {
+		if (!root_needs(X, n->in[k]))
+			continue;
+		ir_value *gx_ = get_grad(&C, F->inputs[k]);
+		if (gx_)
+			dx_outer[k] = add_out(&C, W, gx_, T, sa && k < sa->n ? sa->ints[k] : 0);
+	}
+	ir_value *dstate_outer = NULL;
+	if (n == X->first_rec) {
+		ir_value *gh = get_grad(&C, F->outputs[0]);
+		if (gh)
+			dstate_outer = add_out(&C, W, gh, T, 0);
+	}
+	/* what the forward saves instead of the states and products, where cheaper */
+	int64_t save_width = choose_saves(&C, W, n, rc_lo, rc_hi, saved_in, nsave, bouts, nst, T);
+	if (X->errors)
+		return;
+
+	/* per-step gradients of captured values, reduced outside the loop */
+	ir_value **cb_a = arena_array(g->A, (size_t)C.ncb + 1, sizeof *cb_a);
+	ir_value **cb_b = arena_array(g->A, (size_t)C.ncb + 1, sizeof *cb_b);
+	for (int i = 0; i < C.ncb; i++) {
+		contrib *q = &C.cb[i];
+		cb_a[i] = add_out(&C, W, q->a, T, 0);
+		cb_b[i] = NULL;
+		if (q->kind == CB_GEMM) {
+			/* the left operand: reuse a saved stack when it is one */
+			for (int s = 0; s < W->nseq; s++)
+				if (W->seq[s].inner == q->b && W->seq[s].axis == 0)
+					cb_b[i] = W->seq[s].outer;
+			if (!cb_b[i])
+				cb_b[i] = add_out(&C, W, q->b, T, 0);
+		}
+	}
+	if (X->errors)
+		return;
+
+	/* per-step inputs nothing reads are dropped (one stays: it carries T) */
+	dead_code_prepass(b, W, bouts, nst);
+	/* the node */
+	int bn_seq = W->nseq, bn_out = W->nout;
+	b->ninputs = bn_seq + nst + (has_step ? 2 : 0);
+	b->inputs = arena_array(g->A, (size_t)b->ninputs, sizeof *b->inputs);
+	for (int s = 0; s < bn_seq; s++)
+		b->inputs[s] = W->seq[s].inner;
+	for (int k = 0; k < nst; k++)
+		b->inputs[bn_seq + k] = ds[k];
+	if (has_step) {
+		b->inputs[bn_seq + nst] = tb;
+		b->inputs[bn_seq + nst + 1] = Lb;
+	}
+	b->noutputs = nst + bn_out;
+	b->outputs = arena_array(g->A, (size_t)b->noutputs, sizeof *b->outputs);
+	for (int k = 0; k < nst; k++)
+		b->outputs[k] = bouts[k];
+	for (int j = 0; j < bn_out; j++) {
+		ir_value *v = W->outs[j];
+		for (int k = 0; k < nst + j; k++)
+			if (b->outputs[k] == v) {
+				gctx C2 = C;
+				v = op1(&C2, OP_IDENTITY, v);
+			}
+		b->outputs[nst + j] = v;
+	}
+	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_BODIES);
+
+	/* with sequence_lens the backward rows run over the same valid steps,
+	 * the other way: from each row's last valid step down, or up to it */
+	ir_node *r = ir_node_new(g, OP_RECURRENCE, b->name, bn_seq + nst + has_lens, nst + bn_out);
+	if (has_lens)
+		r->in[bn_seq + nst] = n->in[n->nin - 1];
+	r->body = b;
+	r->rec_source = IR_REC_BACKWARD;
+	r->origin = arena_printf(g->A, "backward of %s", n->origin ? n->origin : n->name);
+	int64_t *sax = arena_array(g->A, (size_t)bn_seq + 1, sizeof *sax);
+	int64_t *oax = arena_array(g->A, (size_t)bn_out + 1, sizeof *oax);
+	for (int s = 0; s < bn_seq; s++) {
+		r->in[s] = W->seq[s].outer;
+		sax[s] = W->seq[s].axis;
+	}
+	for (int k = 0; k < nst; k++) {
+		r->in[bn_seq + k] = get_grad(R, n->out[k]);
+		ir_value *fk = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+		fk->shape = F->inputs[nseq + k]->shape;
+		r->out[k] = fk;
+	}
+	for (int j = 0; j < bn_out; j++) {
+		r->out[nst + j] = W->outer_outs[j];
+		oax[j] = W->out_axis[j];
+	}
+	ir_attr_set_int(r, "n_seq", bn_seq);
+	ir_attr_set_int(r, "n_state", nst);
+	ir_attr_set_int(r, "n_out", bn_out);
+	ir_attr_set_int(r, "reverse", !rev);
+	ir_attr_set_ints(r, "seq_axis", bn_seq, sax);
+	ir_attr_set_ints(r, "out_axis", bn_out, oax);
+	ir_attr_set_int(r, "has_lens", has_lens);
+	if (save_width >= 0)
+		ir_attr_set_int(r, "save_width", save_width);
+	if (has_step)
+		ir_attr_set_int(r, "has_step", 2);
+	ir_append(g, r);
+
+	/* gradients flowing out of the recurrence */
+	R->at = n;
+	for (int k = 0; k < nseq; k++)
+		if (dx_outer[k])
+			acc(R, n->in[k], dx_outer[k]);
+	for (int k = 0; k < nst; k++)
+		if (n->in[nseq + k])
+			acc(R, n->in[nseq + k], r->out[k]);
+	if (dstate_outer)
+		X->dstate = dstate_outer;
+	for (int i = 0; i < C.ncb; i++) {
+		contrib *q = &C.cb[i];
+		if (q->kind == CB_ELEM) {
+			acc_ub(R, q->c, cb_a[i]);
+			continue;
+		}
+		/* dW = sum_t dY_t^T A_t (transB) or A_t^T dY_t: one GEMM over T*B rows */
+		ir_node *f1 = mk(R, OP_FLATTEN, 1, &cb_a[i]);
+		ir_attr_set_int(f1, "axis", 2);
+		ir_node *f2 = mk(R, OP_FLATTEN, 1, &cb_b[i]);
+		ir_attr_set_int(f2, "axis", 2);
+		ir_value *dY = fin(R, f1), *A = fin(R, f2);
+		double alpha = ir_attr_float(q->n, "alpha", 1.0f);
+		int tbm = (int)ir_attr_int(q->n, "transB", 0);
+		acc(R, q->c, tbm ? gemm(R, dY, A, 1, 0, alpha) : gemm(R, A, dY, 1, 0, alpha));
+	}
+}
+
+/* ---- the loss, the sweep, the outputs ------------------------------------------------------ */
+
+
+
+int train_collect_params(ir_graph *g, const train_opts *o, diag *D)
+{
+	ir_train *t = arena_alloc(g->A, sizeof *t);
+	memset(t, 0, sizeof *t);
+	t->loss = o->loss;
+	t->loss_output = o->loss_output;
+	g->train = t;
+	t->params = arena_array(g->A, (size_t)g->nvalues + 1, sizeof *t->params);
+	t->nparams = 0;
+	int st = 0;
+	for (int f = 0; f < o->nfreeze; f++) {
+		size_t len = strlen(o->freeze[f]);
+		int hit = 0;
+		for (int i = 0; i < g->nvalues; i++) {
+			ir_value *v = g->values[i];
+			if (v->kind == VAL_WEIGHT && v->dtype == DT_F32 && v->data && !strncmp(v->name, o->freeze[f], len))
+				v->frozen = hit = 1;
+		}
+		if (!hit) {
+			diag_error(D, "--freeze %s: no f32 weight of the model has a name starting so", o->freeze[f]);
+			st = -1;
+		}
+	}
+	for (int i = 0; i < g->nvalues; i++) {
+		ir_value *v = g->values[i];
+		if (v->kind == VAL_WEIGHT && v->dtype == DT_F32 && v->data && !v->frozen)
+			t->params[t->nparams++] = v;
+	}
+	return st;
+}
+
+static ir_value *new_input(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s)
+{
+	ir_value *v = ir_value_new(g, ir_find_value(g, name) ? ir_unique_name(g, name) : name, VAL_INPUT, dt);
+	v->shape = *s;
+	g->inputs = arena_grow(g->A, g->inputs, (size_t)g->ninputs, (size_t)g->ninputs + 1, sizeof *g->inputs);
+	g->inputs[g->ninputs++] = v;
+	return v;
+}
+
+/* Makes v (a gradient) graph output `name`. */
+static void add_output(gctx *C, ir_value *v, const char *name)
+{
+	ir_graph *g = C->X->g;
+	int fresh = v->kind == VAL_TEMP && v->graph == g && !v->is_output && v->producer &&
+		    v->producer->op != OP_RECURRENCE;
+	for (int k = 0; k < g->noutputs && fresh; k++)
+		fresh = g->outputs[k] != v;
+	if (!fresh)
+		v = op1(C, OP_IDENTITY, v);
+	v->name = ir_find_value(g, name) ? ir_unique_name(g, name) : arena_strdup(g->A, name);
+	v->is_output = 1;
+	g->outputs = arena_grow(g->A, g->outputs, (size_t)g->noutputs, (size_t)g->noutputs + 1, sizeof *g->outputs);
+	g->outputs[g->noutputs++] = v;
+}
+
+static ir_value *zeros(gctx *C, ir_value *like)
+{
+	if (ir_shape_const_numel(&like->shape) >= 0 && like->shape.rank > 0)
+		return zeros_shaped(C, &like->shape);
+	return mul(C, like, fc(C, 0));
+}
+
+/* Which root values before node `upto` depend on one with rneeds set. */
+static void propagate_needs(gx *X, int upto)
+{
+	ir_graph *g = X->g;
+	for (int i = 0; i < upto; i++) {
+		ir_node *n = g->nodes[i];
+		int any = 0;
+		for (int k = 0; k < n->nin; k++)
+			any |= root_needs(X, n->in[k]);
+		if (n->body)
+			for (int j = 0; j < n->body->nnodes; j++)
+				for (int k = 0; k < n->body->nodes[j]->nin; k++)
+					any |= root_needs(X, n->body->nodes[j]->in[k]);
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				X->rneeds[n->out[k]->id] |= (char)any;
+		if (n->op == OP_RECURRENCE && !X->first_rec)
+			X->first_rec = n;
+	}
+}
+
+/* The batch and time axes of the data input (axes 0 and 1 in some order),
+ * as the model declares it, whatever lies between it and the first
+ * recurrence (the exporter's Transpose of a batch_first model, embeddings,
+ * convolutions that change the length): the batch axis is the one of x's
+ * axes 0 and 1 whose size is the recurrence's batch size (a symbol, or a
+ * constant that the other axis does not share), else the one whose size is
+ * the recurrence's time size is the time axis; only when neither tells
+ * (equal constant sizes) does the recurrence's own layout decide. */
+static void data_axes(const ir_graph *g, ir_train *t, const ir_node *rec)
+{
+	int ta = 0;
+	ir_attr *sa = rec ? ir_attr_find(rec, "seq_axis") : NULL;
+	if (sa && sa->n)
+		ta = (int)sa->ints[0];
+	t->time_axis = ta;
+	t->batch_axis = 1 - ta;
+	const ir_value *x = t->x_input < g->ninputs ? g->inputs[t->x_input] : NULL;
+	const ir_value *s = rec && sa && sa->n && rec->nin > 0 ? rec->in[0] : NULL;
+	if (!x || !s || x->shape.rank < 2 || s->shape.rank < 2)
+		return;
+	ir_dim B = s->shape.d[1 - ta], T = s->shape.d[ta];
+	int b0 = ir_dim_eq(x->shape.d[0], B), b1 = ir_dim_eq(x->shape.d[1], B);
+	int t0 = ir_dim_eq(x->shape.d[0], T), t1 = ir_dim_eq(x->shape.d[1], T);
+	int bax = b0 != b1 ? (b0 ? 0 : 1) : t0 != t1 ? (t0 ? 1 : 0) : -1;
+	if (bax >= 0) {
+		t->batch_axis = bax;
+		t->time_axis = 1 - bax;
+	}
+}
+
+/* The ONNX Gradient operator (ai.onnx.preview.training) at root node `at`:
+ * the gradient of sum(y) with respect to its inputs xs, by the rules above,
+ * placed where the node was. */
+static int expand_gradient(ir_graph *g, diag *D, int at)
+{
+	ir_node *G = g->nodes[at];
+	ir_recount(g);
+	gx X0 = {.g = g, .D = D, .n0 = g->nvalues}, *X = &X0;
+	X->rneeds = arena_alloc(g->A, (size_t)g->nvalues + 1);
+	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+	/* inputs: xs, then y (onnx_node.c's norm_gradient) */
+	int nx = G->nin - 1;
+	ir_value *y = G->in[nx];
+	if (!y || y->graph != g || y->dtype != DT_F32 || y->shape.rank < 0) {
+		diag_node(D, G, "Gradient: y '%s' is not an f32 tensor computed by the graph",
+			  ir_attr_string(G, "y", ""));
+		return 1;
+	}
+	/* which xs y depends on: a gradient that comes out absent below must be
+	 * 0 because the dependence is absent, not because a rule lost a path */
+	char *dep = arena_alloc(g->A, (size_t)nx + 1);
+	for (int k = 0; k < nx; k++) {
+		memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+		X->rneeds[G->in[k]->id] = 1;
+		propagate_needs(X, at);
+		dep[k] = X->rneeds[y->id];
+	}
+	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+	X->first_rec = NULL;
+	for (int k = 0; k < nx; k++)
+		X->rneeds[G->in[k]->id] = 1;
+	propagate_needs(X, at);
+	int ntail = g->nnodes - at - 1;
+	ir_node **tail = arena_array(g->A, (size_t)ntail + 1, sizeof *tail);
+	memcpy(tail, g->nodes + at + 1, (size_t)ntail * sizeof *tail);
+	g->nnodes = at;
+	gctx R = {.X = X, .tg = g, .src = g, .nsrc = X->n0, .needs = X->rneeds, .at = G};
+	R.grad = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.grad);
+	R.parts = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.parts);
+	/* d sum(y) / dy = ones */
+	ir_value *ones;
+	if (y->shape.rank == 0) {
+		ones = fc(&R, 1);
+	} else {
+		ir_value *zero = mul(&R, y, fc(&R, 0));
+		ones = add(&R, zero, fc(&R, 1));
+		if (ir_shape_const_numel(&y->shape) >= 0) {
+			ir_value *in[1] = {shape_const(&R, &y->shape)};
+			ir_node *c = mk(&R, OP_CONSTOFSHAPE, 1, in);
+			ir_shape s1 = {.rank = 1, .d = {ir_dim_const(1)}};
+			float one = 1.0f;
+			ir_attr_add(c, "value", ATTR_TENSOR)->t = ir_const_new(g, NULL, DT_F32, &s1, &one);
+			ones = fin(&R, c);
+		}
+	}
+	acc(&R, y, ones);
+	for (int i = at - 1; i >= 0 && !X->errors; i--)
+		rule(&R, g->nodes[i]);
+	for (int k = 0; k < nx && !X->errors; k++) {
+		if (!G->out[k])
+			continue;
+		ir_value *gk = get_grad(&R, G->in[k]);
+		if (!gk && dep[k]) {
+			diag_node(D, G, "Gradient: y '%s' depends on '%s', but its gradient was lost on the way "
+				  "(a node between them is not differentiated); refused rather than given as 0",
+				  y->name, G->in[k]->name);
+			X->errors++;
+			break;
+		}
+		ir_node *idn = mk(&R, OP_IDENTITY, 1, (ir_value *[]){gk ? gk : zeros(&R, G->in[k])});
+		idn->out[0] = G->out[k];
+		fin(&R, idn);
+	}
+	for (int i = 0; i < ntail; i++)
+		ir_append(g, tail[i]);
+	ir_recount(g);
+	return X->errors;
+}
+
+int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
+{
+	(void)o;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_GRADIENT) {
+			int errs = expand_gradient(g, D, i);
+			if (errs)
+				return errs;
+			i = -1;         /* the node list changed: look again */
+		}
+	ir_train *t = g->train;
+	if (!t || t->graded)
+		return 0;       /* inference, or a graph read back from a dump of a training build */
+	ir_recount(g);
+	gx X0 = {.g = g, .D = D, .t = t, .n0 = g->nvalues}, *X = &X0;
+	X->rneeds = arena_alloc(g->A, (size_t)g->nvalues + 1);
+	memset(X->rneeds, 0, (size_t)g->nvalues + 1);
+
+	/* parameters still used, and f32 inputs */
+	int np = 0;
+	for (int i = 0; i < t->nparams; i++)
+		if (t->params[i]->nuses > 0 && t->params[i]->graph == g && t->params[i]->kind == VAL_WEIGHT)
+			t->params[np++] = t->params[i];
+	t->nparams = np;
+	for (int i = 0; i < np; i++)
+		X->rneeds[t->params[i]->id] = 1;
+	int nx = 0;
+	ir_value *xs[64];
+	for (int k = 0; k < g->ninputs; k++)
+		if (g->inputs[k]->dtype == DT_F32 && nx < 64) {
+			X->rneeds[g->inputs[k]->id] = 1;
+			xs[nx++] = g->inputs[k];
+		}
+	int nfwd = g->nnodes;
+	propagate_needs(X, nfwd);
+
+	/* the output the loss reads */
+	int li = 0;
+	if (t->loss_output) {
+		li = -1;
+		for (int k = 0; k < g->noutputs; k++)
+			if (!strcmp(g->outputs[k]->name, t->loss_output))
+				li = k;
+		if (li < 0) {
+			diag_error(D, "--loss-output %s: the model has no output of that name", t->loss_output);
+			return 1;
+		}
+	}
+	if (g->noutputs == 0) {
+		diag_error(D, "--train: the model has no output to take the loss of");
+		return 1;
+	}
+	ir_value *Y = g->outputs[li];
+	t->nfwd_outputs = g->noutputs;
+	t->logits_output = li;
+	t->x_input = 0;
+	for (int k = 0; k < g->ninputs; k++)
+		if (g->inputs[k]->dtype == DT_F32) {
+			t->x_input = k;
+			break;
+		}
+	data_axes(g, t, X->first_rec);
+	if (Y->dtype != DT_F32) {
+		diag_error(D, "--train: output '%s' is %s; the loss needs an f32 output", Y->name,
+			   ir_dtype_name(Y->dtype));
+		return 1;
+	}
+	gctx R = {.X = X, .tg = g, .src = g, .nsrc = X->n0};
+	R.grad = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.grad);
+	R.parts = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.parts);
+	R.needs = X->rneeds;
+
+	/* loss */
+	ir_value *logits = Y, *labels = NULL, *loss;
+	ir_node *lossn;
+	int L = t->loss;
+	if (L == TRAIN_CE || L == TRAIN_CE_ALL) {
+		int r = Y->shape.rank;
+		if (r == 3 && L == TRAIN_CE) {
+			/* the last step along the time axis */
+			int ta = t->time_axis;
+			ir_value *in[4] = {Y, int1(&R, -1), int1(&R, INT32_MAX), int1(&R, ta)};
+			ir_value *s = fin(&R, mk(&R, OP_SLICE, 4, in));
+			ir_shape bs = {.rank = 2, .d = {Y->shape.d[1 - ta], Y->shape.d[2]}};
+			logits = reshape(&R, s, &bs);
+		} else if (r == 3) {
+			ir_shape fs = {.rank = 2, .d = {ir_dim_mul(Y->shape.d[0], Y->shape.d[1]), Y->shape.d[2]}};
+			logits = reshape(&R, Y, &fs);
+		} else if (r != 2) {
+			diag_error(D, "--loss %s: output '%s' is %s; expected [batch, classes] or "
+				   "[seq, batch, classes]", train_loss_name(L), Y->name,
+				   ir_shape_str(g->A, g, &Y->shape));
+			return 1;
+		}
+		ir_shape ts = {.rank = 1, .d = {logits->shape.d[0]}};
+		if (L == TRAIN_CE_ALL) {
+			if (r != 3) {
+				diag_error(D, "--loss ce-all needs a per-step output [seq, batch, classes]; '%s' is %s",
+					   Y->name, ir_shape_str(g->A, g, &Y->shape));
+				return 1;
+			}
+			ts = (ir_shape){.rank = 2, .d = {Y->shape.d[0], Y->shape.d[1]}};
+		}
+		ir_value *target = new_input(g, "target", DT_I64, &ts);
+		labels = L == TRAIN_CE_ALL ? reshape(&R, target, &(ir_shape){.rank = 1, .d = {logits->shape.d[0]}})
+					   : target;
+		ir_value *in[2] = {logits, labels};
+		lossn = mk(&R, OP_SOFTMAXCE, 2, in);
+		t->nclasses = ir_dim_is_const(logits->shape.d[1]) ? (int)logits->shape.d[1].k : 0;
+	} else {
+		ir_value *target = new_input(g, "target", DT_F32, &Y->shape);
+		ir_value *mask = L == TRAIN_MASKED_MSE ? new_input(g, "mask", DT_F32, &Y->shape) : NULL;
+		ir_value *in[3] = {Y, target, mask};
+		lossn = mk(&R, OP_MSELOSS, mask ? 3 : 2, in);
+		t->nclasses = 0;
+	}
+	loss = fin(&R, lossn);
+	add_output(&R, loss, "loss");
+	t->loss_output_index = g->noutputs - 1;
+	if (X->errors)
+		return X->errors;
+
+	/* backward from here on */
+	int bwd_at = g->nnodes;
+	ir_value *one = fc(&R, 1);
+	R.at = lossn;
+	ir_value *dlogits;
+	if (lossn->op == OP_SOFTMAXCE) {
+		ir_value *in[3] = {one, lossn->in[0], lossn->in[1]};
+		dlogits = fin(&R, mk(&R, OP_SOFTMAXCEGRAD, 3, in));
+	} else {
+		ir_value *in[4] = {one, lossn->in[0], lossn->in[1], lossn->nin > 2 ? lossn->in[2] : NULL};
+		dlogits = fin(&R, mk(&R, OP_MSELOSSGRAD, lossn->nin > 2 ? 4 : 3, in));
+	}
+	{
+		/* the loss's view nodes were made after the pass started: apply their rules by hand */
+		ir_value *gcur = dlogits;
+		ir_value *v = logits;
+		while (v != Y) {
+			ir_node *n = v->producer;
+			ir_value *a = n->in[0];
+			if (n->op == OP_RESHAPE)
+				gcur = reshape(&R, gcur, &a->shape);
+			else
+				gcur = slice_scatter(&R, a, gcur, n->in[1], n->in[2], n->in[3], NULL);
+			v = a;
+		}
+		acc(&R, Y, gcur);
+	}
+	t->bwd_start = g->nodes[bwd_at];
+	t->graded = 1;
+	for (int i = nfwd - 1; i >= 0 && !X->errors; i--)
+		rule(&R, g->nodes[i]);
+	if (X->errors)
+		return X->errors;
+	R.at = NULL;
+
+	/* outputs: grad.<P>, grad.<X>, dstate */
+	for (int i = 0; i < t->nparams; i++) {
+		ir_value *p = t->params[i], *gp = get_grad(&R, p);
+		add_output(&R, gp ? gp : zeros(&R, p), arena_printf(g->A, "grad.%s", p->name));
+	}
+	for (int i = 0; i < nx; i++) {
+		ir_value *gx_ = get_grad(&R, xs[i]);
+		add_output(&R, gx_ ? gx_ : zeros(&R, xs[i]), arena_printf(g->A, "grad.%s", xs[i]->name));
+	}
+	if (X->first_rec && X->dstate)
+		add_output(&R, X->dstate, "dstate");
+	ir_recount(g);
+	drop_unused_saves(g, nfwd);
+	return X->errors;
+}
