@@ -2686,7 +2686,9 @@ def grad_source(case):
                                                            ("rec_h1_backward", rec)) if not t))
     if not re.search(r"\n\tif \(!m->fwd_only\) \{\n\t\tconst int rs = backward\(", fwd):
         bad.append("forward does not call backward under if (!m->fwd_only)")
-    for k in ("CrossEntropyLossGrad", "rec_h1_backward("):
+    # the loss gradient's kernel (its comment, "CrossEntropyLossGrad: [...]": forward
+    # also names a workspace part after it, which it passes to backward)
+    for k in ("CrossEntropyLossGrad: ", "rec_h1_backward("):
         if k in fwd or k not in bwd:
             bad.append("%s in forward, not in backward" % k)
     # the run function's parameter names: NAME.c's are NAME.h's
