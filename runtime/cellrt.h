@@ -3,7 +3,8 @@
  *
  * Sections: status codes; tensor files (the weights-file contract, also used
  * for verify's inputs and outputs); BLAS wrappers with naive reference
- * kernels; activations; generic tensor kernels.  Nothing here has global
+ * kernels; threads and the recurrent states of emitted recurrences;
+ * activations; generic tensor kernels.  Nothing here has global
  * mutable state, and nothing calls exit(): every fallible function returns an
  * rt_status.
  *
@@ -217,6 +218,17 @@ void rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alph
  * (never OpenBLAS's thread pool from inside the team). */
 int rt_num_threads(void);
 void rt_par_thread(int on);
+/* The number of the thread that runs this code in its OpenMP team, and the
+ * team's size: 0 and 1 outside a team, and in code built without OpenMP.
+ * Inline: they follow how the emitted code was compiled, not libcellrt. */
+#ifdef _OPENMP
+#include <omp.h>
+static inline int rt_thread_id(void) { return omp_get_thread_num(); }
+static inline int rt_thread_count(void) { return omp_get_num_threads(); }
+#else
+static inline int rt_thread_id(void) { return 0; }
+static inline int rt_thread_count(void) { return 1; }
+#endif
 /* At batch 1: whether the threads share one row's columns (nonzero) or one
  * thread runs the recurrence, given step_weights, the elements of the
  * weights that the step's products read.  The threads meet once per step,
@@ -245,6 +257,47 @@ typedef struct rt_barrier {
 	int count, gen;         /* larger teams: arrivals this round; rounds completed */
 } rt_barrier;
 void rt_barrier_wait(rt_barrier *b, int tid, int n);
+/* The team that runs a recurrence's steps on B batch rows, T steps:
+ * rt_num_threads() threads, at most one per row, unless `cols` is set (a
+ * schedule whose threads may share one row's columns, threads "rows_cols")
+ * and *cols says they do: at B == 1, T > 1, more than one thread and
+ * rt_split_columns(step_weights); then all of them take part.  Returns
+ * the team's size. */
+int rt_team(int64_t B, int64_t T, int64_t step_weights, int *cols);
+
+/* ---- recurrent states of emitted models (owner: runtime/rt_state.c) -------
+ * A recurrence keeps its states in the instance between runs, so that a
+ * stream (NAME_step) goes on where the last call stopped.  Its function
+ * rec_<name>() describes them in a table, an rt_state per state, and calls
+ * rt_states_prepare before the steps:
+ * - a state whose storage does not hold `count` elements (the first run, or
+ *   a run at another batch size) is refused with RT_ERR_SHAPE when
+ *   `started` (a stream cannot change its batch size); else it is
+ *   allocated anew (64-byte aligned, and on cache lines of its own: threads
+ *   that share one row's columns write halves of it at every step), or,
+ *   with `in_arena` (--no-malloc), it already is a part of the caller's
+ *   arena sized for the largest dims and only its count is set;
+ * - then, unless `started`, every state is set to its initial value: a copy
+ *   of `init`, or zeros where init is NULL.
+ * Returns RT_OK, RT_ERR_SHAPE, or RT_ERR_NOMEM (the state whose allocation
+ * failed then holds NULL and count_now 0, and no state is initialised). */
+typedef struct rt_state {
+	float **data;           /* the instance member holding the state (m->st_<name>) */
+	size_t *count_now;      /* elements it holds now (m->st_<name>_n) */
+	size_t count;           /* elements of this run */
+	const float *init;      /* initial value, count elements; NULL: zeros */
+} rt_state;
+int rt_states_prepare(const rt_state *s, int n, int started, int in_arena);
+/* The packed copy of a recurrence product's weights for its batch-1 steps
+ * (rt_gemv_pack, rt_gemv_pack_bf16, rt_gemv_pack_i8 of the same arguments),
+ * made on the first call into a new 64-byte aligned buffer at *P (the
+ * instance's member, NULL until then; free() it) and kept: the weights do
+ * not change between runs of an inference build.  Returns *P, or NULL when
+ * out of memory. */
+const float *rt_gemv_pack_once(float **P, int transB, int64_t N, int64_t K, const float *B, int64_t ldb);
+const uint16_t *rt_gemv_pack_once_bf16(uint16_t **P, int transB, int64_t N, int64_t K, const float *B,
+				       int64_t ldb);
+const int8_t *rt_gemv_pack_once_i8(int8_t **P, int transB, int64_t N, int64_t K, const float *B, int64_t ldb);
 
 /* ---- kernels: activations (owner: runtime/rt_act.c) ---------------------- */
 /* One scalar function per element-wise activation of the IR (ops.def), static

@@ -2686,7 +2686,9 @@ def grad_source(case):
                                                            ("rec_h1_backward", rec)) if not t))
     if not re.search(r"\n\tif \(!m->fwd_only\) \{\n\t\tconst int rs = backward\(", fwd):
         bad.append("forward does not call backward under if (!m->fwd_only)")
-    for k in ("CrossEntropyLossGrad", "rec_h1_backward("):
+    # the loss gradient's kernel (its comment, "CrossEntropyLossGrad: [...]": forward
+    # also names a workspace part after it, which it passes to backward)
+    for k in ("CrossEntropyLossGrad: ", "rec_h1_backward("):
         if k in fwd or k not in bwd:
             bad.append("%s in forward, not in backward" % k)
     # the run function's parameter names: NAME.c's are NAME.h's
@@ -2897,8 +2899,8 @@ def thread_shape(model, options, want):
         return Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
     with open(os.path.join(ROOT, work, "m.c")) as f:
         text = f.read()
-    got = (text.count("#pragma omp parallel"), text.count("const int cols_ = B == 1"),
-           text.count("/* Recurrence '"), text.count("rt_gemv_pack("))
+    got = (text.count("#pragma omp parallel"), len(re.findall(r"= rt_team\(B, T, [^;]*, &cols_\);", text)),
+           text.count("/* Recurrence '"), text.count("rt_gemv_pack_once("))
     # the recurrence functions declare what they read: no casts to void for
     # what a variant of the steps leaves unread (-Werror elsewhere proves that
     # nothing read is missing and nothing declared is unread)

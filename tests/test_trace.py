@@ -191,8 +191,9 @@ def code_size(cellc, model):
         text = re.sub(r"//[^\n]*", "", text)
         # names are data, not code (the exporter numbers them by graph size)
         text = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', text)
-        # ... and so are the instance members named after tensors and states
-        text = re.sub(r"\b(w|st|rec)_\w+", r"\1_", text)
+        # ... and so are the instance members named after tensors and states,
+        # and the workspace parts named after what they hold (emit_slot_name)
+        text = re.sub(r"\b(w|st|rec|ws)_\w+", r"\1_", text)
         return len(text), took, ""
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -365,6 +365,9 @@ struct emit_tabs {
 	int nconsts, capconsts;
 	const ir_value **consts;        /* constants in use, numbered c_k */
 	int nslots;                     /* workspace slots (1 + largest value->slot) */
+	int scope0, scope1;             /* the function being printed: root nodes [scope0, scope1) */
+	const char **slot_name;         /* [nslots] their C names there (emit_slot_name), made on first use */
+	const char **slot_note;         /* [nslots] what each holds there, for comments */
 	/* marks: what the function being printed refers to */
 	char used_sym[IR_MAX_SYMS];
 	char *used_in, *used_out, *used_const, *used_slot;
@@ -605,6 +608,237 @@ const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k)
 	UNREACHABLE();
 }
 
+/* ---- workspace parts: named after what they hold ------------------------------ */
+
+/* The identifier of an IR name: c_ident without leading, trailing or doubled
+ * '_' ("/rnn/LSTM.forward.h" -> "rnn_LSTM_forward_h"), at most 40
+ * characters; "" when nothing is left. */
+static const char *plain_ident(arena *A, const char *name)
+{
+	const char *id = c_ident(A, name);
+	char *r = arena_alloc(A, strlen(id) + 1);
+	size_t k = 0;
+	for (const char *p = id; *p && k < 40; p++)
+		if (*p != '_' || (k > 0 && r[k - 1] != '_'))
+			r[k++] = *p;
+	while (k > 0 && r[k - 1] == '_')
+		k--;
+	r[k] = 0;
+	return r;
+}
+
+/* What value v (of the root graph, or of the body of recurrence rn) is
+ * called in the name of its workspace part:
+ *   a recurrence's next state (body output k < n_state): the state's name
+ *     and _next ("h1.v1" -> h1_v1_next);
+ *   a name the model gave (not one cellc made, "%t12"): that name;
+ *   a recurrence's result: its last state (state name and _last) or its
+ *     stacked output (the body output's name and _seq);
+ *   else the name of the node that makes it ("%Gemm17" -> Gemm17, the name
+ *     the kernel's comment gives), with the output's index after the first. */
+static const char *value_stem(emit_ctx *E, const ir_value *v, const ir_node *rn)
+{
+	arena *A = E->A;
+	if (rn) {
+		int ns = (int)ir_attr_int(rn, "n_state", 0), nseq = (int)ir_attr_int(rn, "n_seq", 0);
+		for (int k = 0; k < ns && k < rn->body->noutputs; k++)
+			if (ir_storage(rn->body->outputs[k]) == v)
+				return arena_printf(A, "%s_next", plain_ident(A, rn->body->inputs[nseq + k]->name));
+	}
+	if (v->name && v->name[0] && v->name[0] != '%' && *plain_ident(A, v->name))
+		return plain_ident(A, v->name);
+	const ir_node *p = v->producer;
+	if (!p)
+		return plain_ident(A, v->name ? v->name : "");
+	int k = 0;
+	while (k < p->nout && p->out[k] != v)
+		k++;
+	if (p->op == OP_RECURRENCE && p->body) {
+		int ns = (int)ir_attr_int(p, "n_state", 0), nseq = (int)ir_attr_int(p, "n_seq", 0);
+		if (k < ns && nseq + k < p->body->ninputs)
+			return arena_printf(A, "%s_last", plain_ident(A, p->body->inputs[nseq + k]->name));
+		if (k < p->body->noutputs) {
+			/* every step's value of a state, or of a value the model names */
+			const ir_value *y = p->body->outputs[k];
+			for (int j = 0; j < ns && nseq + j < p->body->ninputs; j++)
+				if (ir_storage(p->body->outputs[j]) == ir_storage(y))
+					return arena_printf(A, "%s_seq", plain_ident(A, p->body->inputs[nseq + j]->name));
+			if (y->name && y->name[0] != '%' && *plain_ident(A, y->name))
+				return arena_printf(A, "%s_seq", plain_ident(A, y->name));
+			return arena_printf(A, "%s_out%d", plain_ident(A, p->name ? p->name : "rec"), k - ns);
+		}
+	}
+	const char *nm = plain_ident(A, p->name ? p->name : ir_op_name(p->op));
+	return k > 0 ? arena_printf(A, "%s_%d", nm, k) : nm;
+}
+
+/* The values that hold storage of their own in a slot, in the order the
+ * model runs them (a recurrence's body before its results). */
+typedef struct slot_use {
+	const ir_value *v;
+	const ir_node *rn;      /* the recurrence whose body v is in, or NULL */
+	int here;               /* v is made or read by the function being printed */
+} slot_use;
+
+typedef struct slot_uses_t {
+	slot_use *u;
+	int n, cap;
+} slot_uses_t;
+
+static void slot_use_add(emit_ctx *E, slot_uses_t *U, const ir_value *v, const ir_node *rn, int here)
+{
+	if (!v || v->slot < 0 || v->slot >= E->tabs->nslots || ir_storage(v) != v || v->kind != VAL_TEMP)
+		return;
+	if (U->n == U->cap) {
+		int c2 = U->cap ? 2 * U->cap : 32;
+		U->u = arena_grow(E->A, U->u, (size_t)U->n, (size_t)c2, sizeof *U->u);
+		U->cap = c2;
+	}
+	U->u[U->n++] = (slot_use){v, rn, here};
+}
+
+/* The values of g in the order the model makes them (a recurrence's body
+ * before its results).  `here`: made or read by g's nodes [from, to), the
+ * function being printed (from < 0: all of g).  A body's values are the
+ * function's when it is its recurrence's function (the one node). */
+static void slot_uses(emit_ctx *E, const ir_graph *g, const ir_node *rn, int from, int to, slot_uses_t *U)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *nd = g->nodes[i];
+		int here = from < 0 || (i >= from && i < to);
+		if (here && from >= 0)
+			for (int k = 0; k < nd->nin; k++)
+				if (nd->in[k])
+					slot_use_add(E, U, ir_storage(nd->in[k]), rn, 1);
+		if (nd->body) {
+			int body = here && (from < 0 || to - from == 1);
+			slot_uses(E, nd->body, nd->op == OP_RECURRENCE ? nd : NULL, body ? -1 : INT32_MAX,
+				  body ? -1 : INT32_MAX, U);
+		}
+		for (int k = 0; k < nd->nout; k++)
+			slot_use_add(E, U, nd->out[k], rn, here);
+	}
+}
+
+/* Names every slot (emit_slot_name) and writes its note: the shape of the
+ * value it is named after, and the other values it holds over time. */
+static void name_slots(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	arena *A = E->A;
+	int ns = t->nslots;
+	t->slot_name = arena_array(A, (size_t)ns + 1, sizeof *t->slot_name);
+	t->slot_note = arena_array(A, (size_t)ns + 1, sizeof *t->slot_note);
+	slot_uses_t U = {0};
+	slot_uses(E, E->g, NULL, t->scope0, t->scope1, &U);
+	slot_use *u = U.u;
+	int nu = U.n;
+	for (int s = 0; s < ns; s++) {
+		/* named after the first value it holds in this function with a
+		 * name of the model's or a role (next state, result), else the
+		 * first value it holds there; a slot the function only passes on
+		 * after the values of the whole model */
+		int first = -1, best = -1, others = 0, here = 0;
+		for (int i = 0; i < nu && !here; i++)
+			here = u[i].v->slot == s && u[i].here;
+		for (int i = 0; i < nu; i++) {
+			if (u[i].v->slot != s || (here && !u[i].here))
+				continue;
+			if (first >= 0 && u[i].v == u[first].v)
+				continue;
+			if (first < 0)
+				first = i;
+			const ir_value *v = u[i].v;
+			int named = (v->name && v->name[0] != '%') || (v->producer && v->producer->op == OP_RECURRENCE);
+			for (int k = 0; !named && u[i].rn && k < u[i].rn->body->noutputs; k++)
+				named = ir_storage(u[i].rn->body->outputs[k]) == v;
+			if (best < 0 && named)
+				best = i;
+		}
+		if (best < 0)
+			best = first;
+		const char *stem = best >= 0 ? value_stem(E, u[best].v, u[best].rn) : "";
+		const char *base = arena_printf(A, "ws_%s", *stem ? stem : arena_printf(A, "%d", s));
+		const char *nm = base;
+		for (int c = 2;; c++) {
+			int clash = !strcmp(nm, "ws_need") || !strcmp(nm, "ws_reserve") || !strcmp(nm, "ws_size");
+			for (int j = 0; j < s && !clash; j++)
+				clash = !strcmp(t->slot_name[j], nm);
+			if (!clash)
+				break;
+			nm = arena_printf(A, "%s_%d", base, c);
+		}
+		t->slot_name[s] = nm;
+		ir_dim sz;
+		ir_dtype dt = DT_UNDEF;
+		ir_slot_info(E->g, s, &sz, &dt);
+		const char *note;
+		if (best < 0) {
+			note = arena_printf(A, "workspace, %s elements", emit_dim(E, sz));
+		} else {
+			const ir_value *v = u[best].v;
+			ir_dim n = ir_shape_numel(&v->shape);
+			if (ir_dim_eq(n, sz))
+				note = arena_printf(A, "%s %s", cmt(A, v->name), ir_shape_str(A, E->g, &v->shape));
+			else if (ir_dim_eq(n, ir_slot_numel(v)))
+				note = arena_printf(A, "%s %s, in %s elements", cmt(A, v->name),
+						    ir_shape_str(A, E->g, &v->shape), emit_unparen(A, emit_dim(E, sz)));
+			else
+				note = arena_printf(A, "%s %s, a step's rows at a time: %s elements", cmt(A, v->name),
+						    ir_shape_str(A, E->g, &v->shape), emit_unparen(A, emit_dim(E, sz)));
+		}
+		for (int i = 0; i < nu; i++) {
+			int dup = 0;    /* a value read and made in the function is listed once */
+			for (int j = 0; j < i && !dup; j++)
+				dup = u[j].v == u[i].v && u[j].here == u[i].here;
+			if (u[i].v->slot == s && (!here || u[i].here) && !dup && u[i].v != u[best].v && ++others <= 3)
+				note = arena_printf(A, "%s%s%s", note, others == 1 ? "; also " : ", ", cmt(A, u[i].v->name));
+		}
+		if (others > 3)
+			note = arena_printf(A, "%s and %d more", note, others - 3);
+		t->slot_note[s] = note;
+	}
+}
+
+const char *emit_slot_name(emit_ctx *E, int slot)
+{
+	ASSERT(slot >= 0 && slot < E->tabs->nslots);
+	if (!E->tabs->slot_name)
+		name_slots(E);
+	return E->tabs->slot_name[slot];
+}
+
+const char *emit_slot_note(emit_ctx *E, int slot)
+{
+	emit_slot_name(E, slot);
+	return E->tabs->slot_note[slot];
+}
+
+void emit_slot_scope(emit_ctx *E, int first, int last)
+{
+	struct emit_tabs *t = E->tabs;
+	if (t->scope0 == first && t->scope1 == last)
+		return;
+	t->scope0 = first;
+	t->scope1 = last;
+	t->slot_name = NULL;    /* named again for this function */
+	t->slot_note = NULL;
+}
+
+const char *emit_unparen(arena *A, const char *e)
+{
+	size_t n = strlen(e);
+	if (n < 2 || e[0] != '(' || e[n - 1] != ')')
+		return e;
+	int depth = 0;
+	for (size_t i = 0; i < n; i++) {
+		depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+		if (depth == 0 && i < n - 1)
+			return e;       /* "(a) * (b)": the first parenthesis closes early */
+	}
+	return arena_strndup(A, e + 1, n - 2);
+}
+
 /* Text safe inside a C comment: no comment terminator, no newline. */
 static const char *cmt(arena *A, const char *s)
 {
@@ -781,7 +1015,7 @@ const char *emit_ref(emit_ctx *E, const ir_value *v)
 		}
 		ASSERT(v && v->slot >= 0 && v->slot < t->nslots);
 		t->used_slot[v->slot] = 1;
-		return arena_printf(E->A, "ws_%d", v->slot);
+		return emit_slot_name(E, v->slot);
 	case VAL_STEP:
 		break;
 	}
@@ -1735,8 +1969,12 @@ static void marks_pop(emit_ctx *E, const marks *s)
  * body calls, printed with it).  The marks are of what was printed;
  * ew_prune may since have dropped a declaration that was the only reader of
  * an input or a workspace part, so they are narrowed to the body's tokens
- * first. */
-static void callee_params(emit_ctx *E, const char *body, const char *callees, char **params, char **args)
+ * first.  Workspace parts are named as the callee's scope (emit_slot_scope,
+ * set by the caller before printing the body) names them in the
+ * parameters, and as the caller's, root nodes [caller0, caller1), in the
+ * arguments; the caller's scope is set again on return. */
+static void callee_params(emit_ctx *E, const char *body, const char *callees, int caller0, int caller1,
+			  char **params, char **args)
 {
 	struct emit_tabs *t = E->tabs;
 	ir_graph *g = E->g;
@@ -1746,7 +1984,7 @@ static void callee_params(emit_ctx *E, const char *body, const char *callees, ch
 	for (int k = 0; k < g->noutputs; k++)
 		t->used_out[k] &= ew_tokens_has(read, arena_printf(E->A, "out_%d", k));
 	for (int s = 0; s < t->nslots; s++)
-		t->used_slot[s] &= ew_tokens_has(read, arena_printf(E->A, "ws_%d", s));
+		t->used_slot[s] &= ew_tokens_has(read, emit_slot_name(E, s));
 	/* a file-scope constant a function that the body calls reads is read */
 	ew_tokens *called = ew_tokens_of(E->A, callees ? callees : "");
 	for (int k = 0; k < t->nconsts; k++)
@@ -1772,10 +2010,14 @@ static void callee_params(emit_ctx *E, const char *body, const char *callees, ch
 			ir_dtype dt = DT_UNDEF;
 			int found = ir_slot_info(g, s, &sz, &dt);
 			ASSERT(found);
-			*params = arena_printf(E->A, "%s,\n\t\t%s *ws_%d /* workspace, %s elements */", *params,
-					       ir_dtype_ctype(dt), s, emit_dim(E, sz));
-			*args = arena_printf(E->A, "%s, ws_%d", *args, s);
+			(void)sz;
+			*params = arena_printf(E->A, "%s,\n\t\t%s *%s /* %s */", *params, ir_dtype_ctype(dt),
+					       emit_slot_name(E, s), emit_slot_note(E, s));
 		}
+	emit_slot_scope(E, caller0, caller1);   /* the caller's names of what it passes */
+	for (int s = 0; s < t->nslots; s++)
+		if (t->used_slot[s])
+			*args = arena_printf(E->A, "%s, %s", *args, emit_slot_name(E, s));
 	for (int k = 0; k < t->nconsts; k++)
 		if (t->used_const[k] && t->consts[k]->sym) {
 			*params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", *params, ctype(t->consts[k]),
@@ -1806,13 +2048,17 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
 	const char *caller = t->fn_name;
 	t->fn_name = fn;
+	int at = 0, caller0 = t->scope0, caller1 = t->scope1;
+	while (E->g->nodes[at] != n)
+		at++;
+	emit_slot_scope(E, at, at + 1);         /* workspace parts named for this function */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	emit_recurrence(E, n);
 	char *body = ew_capture_end(w, &c, E->A);
 	t->fn_name = caller;
 	char *params, *args;
-	callee_params(E, body, NULL, &params, &args);
+	callee_params(E, body, NULL, caller0, caller1, &params, &args);
 	ew_capture_begin(w, &c, 0);
 	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by %s. */", fn,
 		cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? cmt(E->A, n->origin) : "", caller);
@@ -1909,6 +2155,8 @@ static void print_backward(emit_ctx *E, int from)
 	const char *caller = t->fn_name;
 	t->fn_name = "backward";
 	size_t recs0 = t->rec_fns ? strlen(t->rec_fns) : 0;
+	int caller0 = t->scope0, caller1 = t->scope1;
+	emit_slot_scope(E, from, E->g->nnodes); /* workspace parts named for backward */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	print_nodes(E, from, E->g->nnodes);
@@ -1916,7 +2164,7 @@ static void print_backward(emit_ctx *E, int from)
 	char *body = ew_capture_end(w, &c, E->A);
 	t->fn_name = caller;
 	char *params, *args;
-	callee_params(E, body, t->rec_fns ? t->rec_fns + recs0 : NULL, &params, &args);
+	callee_params(E, body, t->rec_fns ? t->rec_fns + recs0 : NULL, caller0, caller1, &params, &args);
 	ew_capture_begin(w, &c, 0);
 	ew_line(w, "/* The gradients of the loss by backpropagation (through time in the");
 	ew_line(w, " * rec_*_backward functions), from what forward left in the workspace and");
@@ -1966,7 +2214,7 @@ static void print_workspace(emit_ctx *E)
 		int found = ir_slot_info(E->g, s, &n, &dt);
 		ASSERT(found);
 		if (!any) {
-			ew_line(E->w, "/* workspace: one allocation, a 64-byte aligned part per slot */");
+			ew_line(E->w, "/* workspace: one allocation, a 64-byte aligned part per buffer */");
 			ew_line(E->w, "size_t ws_need = 0;");
 		}
 		any = 1;
@@ -1985,8 +2233,8 @@ static void print_workspace(emit_ctx *E)
 		ir_dim n;
 		ir_dtype dt = DT_UNDEF;
 		ir_slot_info(E->g, s, &n, &dt);
-		ew_line(E->w, "%s *const ws_%d = (%s *)(m->ws + at_%d);", ir_dtype_ctype(dt), s,
-			ir_dtype_ctype(dt), s);
+		ew_line(E->w, "%s *const %s = (%s *)(m->ws + at_%d); /* %s */", ir_dtype_ctype(dt),
+			emit_slot_name(E, s), ir_dtype_ctype(dt), s, emit_slot_note(E, s));
 	}
 }
 
@@ -2129,6 +2377,7 @@ static char *prepare_forward(emit_ctx *E)
 		}
 	tabs_clear_marks(E);
 	t->fn_name = "forward";
+	emit_slot_scope(E, 0, nb);              /* workspace parts named for forward */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	print_nodes(E, 0, nb);
@@ -2471,30 +2720,6 @@ static void blk_forward(emit_ctx *E)
 }
 
 /* ---- memory: allocation or the caller's arena ---------------------------- */
-
-void emit_rec_state_storage(emit_ctx *E, const ir_node *rec, int k, const char *cnt)
-{
-	ew *w = E->w;
-	const char *st = emit_state_member(E, rec, k);
-	ew_open(w, "if (m->%s_n != (size_t)(%s))", st, cnt);
-	ew_line(w, "if (m->started)");
-	ew_line(w, "\treturn RT_ERR_SHAPE; /* a stream cannot change its batch size */");
-	if (E->o->no_malloc) {
-		ew_line(w, "/* the storage is a part of the arena, sized for the largest dims */");
-	} else {
-		ew_line(w, "free(m->%s);", st);
-		ew_line(w, "m->%s_n = 0;", st);
-		/* on a line of its own: the threads that share a row's columns
-		 * write their halves of it each step, and a line they both wrote
-		 * would pass between their cores (the arena's parts are aligned
-		 * alike) */
-		ew_line(w, "m->%s = aligned_alloc(64, ALIGN64(sizeof(float) * (size_t)(%s) + 1));", st, cnt);
-		ew_line(w, "if (!m->%s)", st);
-		ew_line(w, "\treturn RT_ERR_NOMEM;");
-	}
-	ew_line(w, "m->%s_n = (size_t)(%s);", st, cnt);
-	ew_close(w, "");
-}
 
 static int64_t align64(int64_t n) { return (n + 63) & ~(int64_t)63; }
 

@@ -160,13 +160,28 @@ void emit_rec_state_reset(emit_ctx *E, ir_node *n);
  * number appended where two would be the same; its element count is the
  * field of that name and _n. */
 const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k);
-/* Prints the lines that give state k of recurrence rec (model-struct
- * fields emit_state_member and its _n) room for `count` floats
- * before the steps run: an allocation when the size changes, or (no_malloc)
- * only the size, the storage being a part of the arena sized for the largest
- * dims.  Either may `return RT_ERR_SHAPE;` when a started stream changes its
- * batch size, or RT_ERR_NOMEM. */
-void emit_rec_state_storage(emit_ctx *E, const ir_node *rec, int k, const char *count);
+/* The C name of workspace slot `slot` (value->slot, pass_plan) in the
+ * function being printed (emit_slot_scope): "ws_" and what it holds there
+ * -- a recurrence's next state (ws_h1_v1_next), a value the model names
+ * (ws_y), a recurrence's last state or stacked output (ws_h1_h_last,
+ * ws_h1_h_seq), else the node that makes it (ws_Gemm17) -- a number
+ * appended where two would be the same within the function.  No other name
+ * of the emitted code starts with "ws_" but ws_need and ws_reserve, which
+ * it avoids.  The one place slots are named: forward, the recurrence
+ * functions and a training build's backward all print this. */
+const char *emit_slot_name(emit_ctx *E, int slot);
+/* What slot holds in that function, for a comment: the shape of the value
+ * it is named after, and the other values it holds there. */
+const char *emit_slot_note(emit_ctx *E, int slot);
+/* The function being printed: root nodes [first, last) (forward: all of
+ * them; a recurrence's function: its node, whose body counts too).  A
+ * slot is named after a value it holds there, or, when the function only
+ * passes it on, after the values of the whole model. */
+void emit_slot_scope(emit_ctx *E, int first, int last);
+/* e without the parentheses around all of it ("(128 * d_batch)" ->
+ * "128 * d_batch"): for emit_dim's products where they stand alone (an
+ * initialiser, an argument). */
+const char *emit_unparen(arena *A, const char *e);
 
 /* Data-dependent lengths (ir_value.data_dep): the index of node n's length
  * in the model struct's `int64_t dd_len[]` (the nodes of the root graph

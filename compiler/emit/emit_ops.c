@@ -1793,7 +1793,12 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_GEMM: emit_gemm(E, n); return;
 	case OP_MATMUL: emit_matmul(E, n); return;
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: emit_softmax(E, n); return;
-	case OP_RECURRENCE: emit_recurrence(E, n); return;
+	case OP_RECURRENCE:
+		/* a block of its own: its locals (T, B, states, s0, ...) */
+		ew_open(E->w, "%s", "");
+		emit_recurrence(E, n);
+		ew_close(E->w, "");
+		return;
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: emit_optim(E, n); return;
 	case OP_REDUCESUM: {
 		int lo, hi;

@@ -9,11 +9,15 @@
  * and whose status it returns unless RT_OK (emit.c, print_rec_function: its
  * parameters are the instance `m` and what the body reads):
  *
- *   { comment: source node, T, B, states, inputs, outputs
- *     state storage in the model struct (m->st_<state name>, emit_state_member;
- *       allocated or carved from the arena by emit_rec_state_storage, sized
- *       for the current batch; kept between calls so that streaming continues)
- *     unless m->started: states = initial inputs (or zeros)
+ *   comment: source node, T, B, per-step inputs, outputs
+ *   the states: a table (an rt_state per state: its model-struct member
+ *     m->st_<state name> of emit_state_member, its element count for this
+ *     batch, its initial value or NULL for zeros) and one call,
+ *     rt_states_prepare, that (re)allocates them for the current batch (or
+ *     only counts them: --no-malloc's arena) and, unless m->started, sets
+ *     their initial values; kept between calls so that streaming continues
+ *   packed weights: rt_gemv_pack_once (batch 1, kept), rt_gemm_pack (a run)
+ *   [threads: rt_team, then a parallel block, each thread its rows or columns]
  *     for (step = 0; step < T; step++) {
  *       t = reverse ? T-1-step : step (per row with sequence_lens + reverse)
  *       [a hoisted input projection that pass_schedule moved into the steps: this
@@ -32,12 +36,16 @@
  *       [sequence_lens: finished rows keep their state, output zeros]
  *       swap state buffers
  *     }
- *     final states -> final outputs; states -> model struct }
+ *   final states -> final outputs; states -> model struct
  *
  * States are double-buffered: the current state lives in the model struct
  * (or, every other step, in the workspace slot of the body's new-state
  * value) and the new one is written to the other buffer, so no element of a
  * state is overwritten while a later kernel of the same step still needs it.
+ *
+ * Workspace parts are named after what they hold in the function
+ * (emit_slot_name: ws_h1_h_next, ws_Gemm17); pointer and index expressions
+ * are built without "+ 0", "* 1" or needless parentheses (at, times, colj).
  *
  * Legend: T steps, B batch rows, H (or N) columns of a value of the body.
  */
@@ -92,6 +100,8 @@ typedef struct rec {
 				   the column split */
 	char *pk;               /* [body nnodes]: the product reads pk<i> when set (emit_pack) */
 	char *pp;               /* [body nnodes]: the product reads panels pp<i> (emit_panels) */
+	const char **scur, **snext;     /* [nstate]: the storage of state k (m->st_...) and of its
+					   next value (a workspace part) */
 	const char **reg;       /* [body nvalues]: the local that holds a value in a fused loop
 				   or a step (reg_name), made on first use */
 	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the
@@ -130,6 +140,45 @@ static const char *cm_(arena *A, const char *s)
 }
 
 static const char *cm(rec *R, const char *s) { return cm_(R->E->A, s); }
+
+/* ---- expressions without arithmetic noise -------------------------------------
+ * Pointer and index expressions are built here, so that the code reads as a
+ * person writes it: no "+ 0", no "* 1", no parentheses around a single term. */
+
+/* base + k; base when k is 0. */
+static const char *at(rec *R, const char *base, int64_t k)
+{
+	return k ? fmt(R, "%s + %lld", base, (long long)k) : base;
+}
+
+/* a * b for a C expression a and a dimension b; a when b is "1". */
+static const char *times(rec *R, const char *a, const char *b)
+{
+	return strcmp(b, "1") ? fmt(R, "%s * %s", a, b) : a;
+}
+
+/* The thread's first (j = "j0_") or end ("j1_") column of a block that
+ * starts at column k: "k + j0_", or "j0_" when k is 0. */
+static const char *colj(rec *R, int64_t k, const char *j)
+{
+	return k ? fmt(R, "%lld + %s", (long long)k, j) : j;
+}
+
+/* The offset of this step's first row (the thread's, when par) in a
+ * [T * B, K] operand. */
+static const char *step_rows(rec *R, const char *K)
+{
+	if (!strcmp(K, "1"))
+		return R->par ? "t * B + b0_" : "t * B";
+	return fmt(R, R->par ? "(t * B + b0_) * %s" : "t * B * %s", K);
+}
+
+/* The elements of a dimension as a size_t: "(size_t)N" (emit_dim prints a
+ * literal, a name or a parenthesised product). */
+static const char *count(rec *R, const char *d)
+{
+	return fmt(R, "(size_t)%s", d);
+}
 
 static int body_index(const rec *R, const ir_value *v)
 {
@@ -436,7 +485,8 @@ static const pack_format *pack_fmt(const ir_node *gm)
 }
 
 /* Before the steps: pk<i> = the packed copy when B == 1 (made on the first
- * such run), else NULL, for each product pass_schedule marked pack. */
+ * such run and kept in the instance: rt_gemv_pack_once), else NULL, for each
+ * product pass_schedule marked pack. */
 static void emit_pack(rec *R)
 {
 	ew *w = R->w;
@@ -448,24 +498,13 @@ static void emit_pack(rec *R)
 		pack_dims(gm, &N, &K);
 		home hw = mem_home(R, gm->in[1]);
 		const pack_format *f = pack_fmt(gm);
-		ew_line(w, "const %s *pk%d = NULL; /* %s packed for the batch-1 GEMV%s */", f->ctype, i,
-			cm(R, gm->in[1]->name), f->words);
-		ew_open(w, "if (B == 1)");
-		ew_open(w, "if (!m->rec%d_pk%d)", R->id, i);
-		if (*f->fn)
-			ew_line(w, "%s *p_ = aligned_alloc(64, (sizeof(%s) * rt_gemv_pack%s_size(%lld, %lld) + 63) / 64 "
-				"* 64);", f->ctype, f->ctype, f->fn, (long long)N, (long long)K);
-		else
-			ew_line(w, "float *p_ = aligned_alloc(64, (sizeof(float) * (size_t)%lld + 63) / 64 * 64);",
-				(long long)(N * K));
-		ew_line(w, "if (!p_)");
-		ew_line(w, "	return RT_ERR_NOMEM;");
-		ew_line(w, "rt_gemv_pack%s(%d, %lld, %lld, %s + %lld, %s, p_);", f->fn,
-			(int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K, hw.base, (long long)hw.off, hw.ld);
-		ew_line(w, "m->rec%d_pk%d = p_;", R->id, i);
-		ew_close(w, "");
-		ew_line(w, "pk%d = m->rec%d_pk%d;", i, R->id, i);
-		ew_close(w, "");
+		ew_line(w, "/* %s packed for the batch-1 GEMV%s (once)%s */", cm(R, gm->in[1]->name), f->words,
+			ir_attr_int(gm, "panels", 0) ? " and for the GEMM kernel (every run)" : "");
+		ew_line(w, "const %s *pk%d = B == 1 ? rt_gemv_pack_once%s(&m->rec%d_pk%d, %d, %lld, %lld, %s, %s) : NULL;",
+			f->ctype, i, f->fn, R->id, i, (int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K,
+			at(R, hw.base, hw.off), hw.ld);
+		ew_line(w, "if (B == 1 && !pk%d)", i);
+		ew_line(w, "\treturn RT_ERR_NOMEM;");
 		R->pk[i] = 1;
 	}
 }
@@ -484,11 +523,12 @@ static void emit_panels(rec *R)
 		int64_t N, K;
 		pack_dims(gm, &N, &K);
 		home hw = mem_home(R, gm->in[1]);
-		ew_line(w, "/* %s packed once for every step of this run (libcellrt's GEMM kernel) */",
-			cm(R, gm->in[1]->name));
-		ew_line(w, "const int pps%d = rt_gemm_pack(B, %d, %lld, %lld, %s + %lld, %s, &m->rec%d_pp%d, "
-			"&m->rec%d_pp%d_n);", i, (int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K, hw.base,
-			(long long)hw.off, hw.ld, R->id, i, R->id, i);
+		if (!R->pk[i])
+			ew_line(w, "/* %s packed for libcellrt's GEMM kernel, for every step of this run */",
+				cm(R, gm->in[1]->name));
+		ew_line(w, "const int pps%d = rt_gemm_pack(B, %d, %lld, %lld, %s, %s, &m->rec%d_pp%d, "
+			"&m->rec%d_pp%d_n);", i, (int)ir_attr_int(gm, "transB", 0), (long long)N, (long long)K,
+			at(R, hw.base, hw.off), hw.ld, R->id, i, R->id, i);
 		ew_line(w, "if (pps%d < 0)", i);
 		ew_line(w, "\treturn RT_ERR_NOMEM;");
 		ew_line(w, "const float *pp%d = pps%d ? m->rec%d_pp%d : NULL;", i, i, R->id, i);
@@ -504,9 +544,9 @@ static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r
 	int i = nd_index(R, n);
 	if (!R->pk[i])
 		return;
-	ew_line(R->w, "if (pk%d%s) rt_gemv_packed%s(%s, %s, %s, %s, %s, %s + %lld, pk%d, %s, %s, %s); else", i, cond,
-		pack_fmt(n)->fn, r0, r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base,
-		(long long)ha.off, i, beta, bias, y);
+	ew_line(R->w, "if (pk%d%s) rt_gemv_packed%s(%s, %s, %s, %s, %s, %s, pk%d, %s, %s, %s); else", i, cond,
+		pack_fmt(n)->fn, r0, r1, dim(R, n->out[0]->shape.d[1]), K, flt(R, ir_attr_float(n, "alpha", 1.0f)),
+		at(R, ha.base, ha.off), i, beta, bias, y);
 }
 
 /* colpar: this thread's columns j0_..j1_ of each hc-wide column block of
@@ -535,42 +575,39 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 		ew_line(R->w, "uint8_t qa%d[%lld]; /* %s quantized once for this thread's column blocks */", pi,
 			(long long)((pK + 3) / 4 * 4), cm(R, A->name));
 		ew_line(R->w, "int32_t qz%d = 0;", pi);
-		ew_line(R->w, "const float qs%d = pk%d ? %s(%s, %s + %lld, qa%d, &qz%d) : 0.0f;", pi, pi, pf->prep, K,
-			ha.base, (long long)ha.off, pi, pi);
+		ew_line(R->w, "const float qs%d = pk%d ? %s(%s, %s, qa%d, &qz%d) : 0.0f;", pi, pi, pf->prep, K,
+			at(R, ha.base, ha.off), pi, pi);
 	} else if (once) {
 		ew_line(R->w, "uint32_t xs%d[%lld]; /* %s split once into bfloat16 parts for this thread's column "
 			"blocks */", pi, (long long)((pK + 1) / 2 * 2), cm(R, A->name));
 		ew_line(R->w, "if (pk%d)", pi);
-		ew_line(R->w, "\t%s(%s, %s + %lld, pk%d, xs%d);", pf->prep, K, ha.base, (long long)ha.off, pi, pi);
+		ew_line(R->w, "\t%s(%s, %s, pk%d, xs%d);", pf->prep, K, at(R, ha.base, ha.off), pi, pi);
 	}
+	const char *A0 = at(R, ha.base, ha.off), *W0 = at(R, hw.base, hw.off);
 	for (int i = 0; i < nv; i++) {
-		long long o = (long long)offs[i];
-		const char *wp = tb ? fmt(R, "%s + %lld + (%lld + j0_) * %s", hw.base, (long long)hw.off, o, hw.ld)
-				    : fmt(R, "%s + %lld + %lld + j0_", hw.base, (long long)hw.off, o);
-		const char *yp = fmt(R, "%s + %lld + %lld + j0_", hy.base, (long long)hy.off, o);
+		int64_t o = offs[i];
+		const char *j0 = colj(R, o, "j0_"), *j1 = colj(R, o, "j1_");
+		/* the block's first weight of this thread, its first result, its first bias */
+		const char *wp = tb ? fmt(R, "%s + %s * %s", W0, o ? fmt(R, "(%s)", j0) : j0, hw.ld)
+				    : fmt(R, "%s + %s", W0, j0);
+		const char *yp = fmt(R, "%s + j0_", at(R, hy.base, hy.off + o));
+		const char *cp = C ? fmt(R, "%s + j0_", at(R, hc.base, hc.off + o)) : "NULL";
 		if (i8)
-			ew_line(R->w, "if (pk%d) %sq(%lld + j0_, %lld + j1_, %lld, %s, %s, qa%d, qs%d, qz%d, pk%d, %s, %s, %s); "
-				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), o, o, (long long)pN, K,
-				flt(R, ir_attr_float(n, "alpha", 1.0f)), pi, pi, pi, pi, C ? flt(R, beta) : "0.0f",
-				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+			ew_line(R->w, "if (pk%d) %sq(%s, %s, %lld, %s, %s, qa%d, qs%d, qz%d, pk%d, %s, %s, %s); "
+				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), j0, j1, (long long)pN, K,
+				flt(R, ir_attr_float(n, "alpha", 1.0f)), pi, pi, pi, pi, C ? flt(R, beta) : "0.0f", cp, yp);
 		else if (once)
-			ew_line(R->w, "if (pk%d) %sx(%lld + j0_, %lld + j1_, %lld, %s, %s, %s + %lld, xs%d, pk%d, %s, %s, %s); "
-				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), o, o, (long long)pN, K,
-				flt(R, ir_attr_float(n, "alpha", 1.0f)), ha.base, (long long)ha.off, pi, pi,
-				C ? flt(R, beta) : "0.0f",
-				C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+			ew_line(R->w, "if (pk%d) %sx(%s, %s, %lld, %s, %s, %s, xs%d, pk%d, %s, %s, %s); "
+				"else", pi, fmt(R, "rt_gemv_packed%s", pf->fn), j0, j1, (long long)pN, K,
+				flt(R, ir_attr_float(n, "alpha", 1.0f)), A0, pi, pi, C ? flt(R, beta) : "0.0f", cp, yp);
 		else
-			emit_packed_call(R, n, "", fmt(R, "%lld + j0_", o), fmt(R, "%lld + j1_", o), K, ha,
-					 C ? flt(R, beta) : "0.0f",
-					 C ? fmt(R, "%s + %lld + %lld + j0_", hc.base, (long long)hc.off, o) : "NULL", yp);
+			emit_packed_call(R, n, "", j0, j1, K, ha, C ? flt(R, beta) : "0.0f", cp, yp);
 		if (C)
-			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, %s, "
-				"%s + %lld + %lld + j0_, %s, %s);", ta, tb, M, K, flt(R, alpha), ha.base,
-				(long long)ha.off, ha.ld, wp, hw.ld, flt(R, beta), hc.base, (long long)hc.off, o, yp,
-				hy.ld);
+			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb,
+				M, K, flt(R, alpha), A0, ha.ld, wp, hw.ld, flt(R, beta), cp, yp, hy.ld);
 		else
-			ew_line(R->w, "rt_sgemm(%d, %d, %s, j1_ - j0_, %s, %s, %s + %lld, %s, %s, %s, 0.0f, %s, %s);",
-				ta, tb, M, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, wp, hw.ld, yp, hy.ld);
+			ew_line(R->w, "rt_sgemm(%d, %d, %s, j1_ - j0_, %s, %s, %s, %s, %s, %s, 0.0f, %s, %s);",
+				ta, tb, M, K, flt(R, alpha), A0, ha.ld, wp, hw.ld, yp, hy.ld);
 	}
 	R->wstep[body_index(R, Y)] = 1;
 }
@@ -586,6 +623,7 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 	const char *M = rows_expr(R, Y->shape.d[0]), *N = dim(R, Y->shape.d[1]);
 	const char *K = dim(R, ta ? A->shape.d[0] : A->shape.d[1]);
 	ASSERT(ha.kind == HOME_MEM && hy.kind == HOME_MEM && hw.kind == HOME_MEM);
+	const char *A0 = at(R, ha.base, ha.off), *W0 = at(R, hw.base, hw.off), *Y0 = at(R, hy.base, hy.off);
 	const char *betas = "0.0f";
 	const char *bias = NULL;        /* C as a row vector: rt_sgemm_bias adds it */
 	if (C) {
@@ -593,21 +631,18 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
 		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(ir_cols_of(C)) && ir_cols_of(C).k == 1);
 		if (!crow && ccol && hc.kind == HOME_MEM && hc.seq < 0 && ha.seq < 0)
-			bias = fmt(R, "%s + %lld", hc.base, (long long)hc.off);
+			bias = at(R, hc.base, hc.off);
 	}
 	int pi = nd_index(R, n);
 	if (bias) {
-		emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, flt(R, beta), bias,
-				 fmt(R, "%s + %lld", hy.base, (long long)hy.off));
+		emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, flt(R, beta), bias, Y0);
 		if (R->pp[pi]) {
-			ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s + %lld, %s, pp%d, %d, %s + %lld, %s, %s, %s, "
-				"%s + %lld, %s);", ta, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, pi, tb,
-				hw.base, (long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
+			ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s, %s, pp%d, %d, %s, %s, %s, %s, %s, %s);", ta, M, N,
+				K, flt(R, alpha), A0, ha.ld, pi, tb, W0, hw.ld, flt(R, beta), bias, Y0, hy.ld);
 			return;
 		}
-		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s, %s + %lld, %s);",
-			ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
-			(long long)hw.off, hw.ld, flt(R, beta), bias, hy.base, (long long)hy.off, hy.ld);
+		ew_line(w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb, M, N, K,
+			flt(R, alpha), A0, ha.ld, W0, hw.ld, flt(R, beta), bias, Y0, hy.ld);
 		return;
 	}
 	if (C) {
@@ -615,12 +650,14 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		home hc = get_home(R, C);
 		int crow = C->shape.rank == 2 && !(ir_dim_is_const(C->shape.d[0]) && C->shape.d[0].k == 1);
 		int ccol = C->shape.rank >= 1 && !(ir_dim_is_const(ir_cols_of(C)) && ir_cols_of(C).k == 1);
+		const char *ci = crow ? fmt(R, "r * %s", hc.ld) : NULL;
+		if (ccol)
+			ci = ci ? fmt(R, "%s + c", ci) : "c";
 		const char *cv = hc.kind == HOME_SCALAR ? hc.lit
-			: fmt(R, "%s[%s%s + %lld]", hc.base, crow ? fmt(R, "r * %s + ", hc.ld) : "",
-			      ccol ? "c" : "0", (long long)hc.off);
+			: fmt(R, "%s[%s]", hc.base, ci ? at(R, ci, hc.off) : fmt(R, "%lld", (long long)hc.off));
 		ew_open(w, "for (int64_t r = 0; r < %s; r++)", M);
 		ew_line(w, "for (int64_t c = 0; c < %s; c++)", N);
-		ew_line(w, "\t%s[r * %s + %lld + c] = %s%s;", hy.base, hy.ld, (long long)hy.off,
+		ew_line(w, "\t%s[%s + c] = %s%s;", hy.base, at(R, fmt(R, "r * %s", hy.ld), hy.off),
 			beta != 1.0f ? fmt(R, "%s * ", flt(R, beta)) : "", cv);
 		ew_close(w, "");
 		betas = "1.0f";
@@ -629,25 +666,21 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		/* rows of this step come from different time steps: one GEMV per row */
 		int k = ha.seq;
 		ew_open(w, "for (int64_t b = 0; b < %s; b++)", M);
-		ew_line(w, "rt_sgemm(0, %d, 1, %s, %s, %s, q%d + (len[b] - 1 - step) * st%d + b * sb%d + %lld, "
-			"%s, %s + %lld, %s, %s, %s + b * %s + %lld, %s);", tb, N, K, flt(R, alpha), k, k, k,
-			(long long)ha.off, ha.ld, hw.base, (long long)hw.off, hw.ld, betas, hy.base, hy.ld,
-			(long long)hy.off, hy.ld);
+		ew_line(w, "rt_sgemm(0, %d, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", tb, N, K, flt(R, alpha),
+			at(R, fmt(R, "q%d + (len[b] - 1 - step) * st%d + b * sb%d", k, k, k), ha.off), ha.ld, W0, hw.ld,
+			betas, at(R, fmt(R, "%s + b * %s", hy.base, hy.ld), hy.off), hy.ld);
 		ew_close(w, "");
 		return;
 	}
 	ASSERT(ha.seq < 0);
-	emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, betas, "NULL",
-			 fmt(R, "%s + %lld", hy.base, (long long)hy.off));
+	emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, betas, "NULL", Y0);
 	if (R->pp[pi]) {
-		ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s + %lld, %s, pp%d, %d, %s + %lld, %s, %s, NULL, "
-			"%s + %lld, %s);", ta, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, pi, tb,
-			hw.base, (long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
+		ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s, %s, pp%d, %d, %s, %s, %s, NULL, %s, %s);", ta, M, N, K,
+			flt(R, alpha), A0, ha.ld, pi, tb, W0, hw.ld, betas, Y0, hy.ld);
 		return;
 	}
-	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s + %lld, %s, %s + %lld, %s, %s, %s + %lld, %s);",
-		ta, tb, M, N, K, flt(R, alpha), ha.base, (long long)ha.off, ha.ld, hw.base,
-		(long long)hw.off, hw.ld, betas, hy.base, (long long)hy.off, hy.ld);
+	ew_line(w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb, M, N, K, flt(R, alpha),
+		A0, ha.ld, W0, hw.ld, betas, Y0, hy.ld);
 }
 
 /* A product of the step: the whole rows of each thread, or (threads
@@ -908,8 +941,8 @@ static void emit_fused(rec *R, ir_node **nodes, int count)
 			/* the same row for every b (inline_expr's weights) */
 			ew_line(w, "%sfloat *%s = %s;", p->is_const ? "const " : "", p->name, p->base);
 		} else {
-			ew_line(w, "%sfloat *%s = %s + b * %s;", p->is_const ? "const " : "", p->name,
-				p->base, p->ld);
+			ew_line(w, "%sfloat *%s = %s + %s;", p->is_const ? "const " : "", p->name,
+				p->base, times(R, "b", p->ld));
 		}
 	}
 	if (R->colpar_ok) {
@@ -970,9 +1003,9 @@ static void emit_output_copy(rec *R, int k)
 	else if (h.seq >= 0)
 		src = fmt(R, "q%d + (len[b] - 1 - step) * st%d + b * sb%d%s", h.seq, h.seq, h.seq, off);
 	else
-		src = fmt(R, "%s + b * %s%s", h.base, h.ld, off);
+		src = fmt(R, "%s + %s%s", h.base, times(R, "b", h.ld), off);
 	if (k < R->nstate)
-		dst = fmt(R, "s%dn + b * %s", k, dim(R, cols));
+		dst = fmt(R, "s%dn + %s", k, times(R, "b", dim(R, cols)));
 	else
 		dst = fmt(R, "o%d + %s * ot%d + b * ob%d", k - R->nstate,
 			  R->per_row_time ? "(len[b] - 1 - step)" : "t", k - R->nstate, k - R->nstate);
@@ -985,7 +1018,7 @@ static void emit_output_copy(rec *R, int k)
 		ew_line(w, "for (int64_t j = 0; j < %s; j++)", dim(R, cols));
 		ew_line(w, "\t(%s)[j] = %s;", dst, src);
 	} else {
-		ew_line(w, "memcpy(%s, %s, sizeof(float) * (size_t)(%s));", dst, src, dim(R, cols));
+		ew_line(w, "memcpy(%s, %s, sizeof(float) * %s);", dst, src, count(R, dim(R, cols)));
 	}
 	ew_close(w, "");
 }
@@ -1068,35 +1101,37 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 	ew_line(R->w, "/* %s: input projection of this step's B rows (computed here, not for all T*B "
 		"rows before the loop) */", cm(R, gm->name));
 	/* par: the thread's rows, b0_ on */
-	const char *rows = R->par ? "nb_" : "B", *row0 = R->par ? "(t * B + b0_)" : "t * B";
+	const char *rows = R->par ? "nb_" : "B";
+	const char *a0 = fmt(R, "%s + %s", a, step_rows(R, K));        /* this step's first row of A */
 	if (R->par)
-		y = fmt(R, "(%s + b0_ * %s)", y, N);
+		y = fmt(R, "%s + %s", y, times(R, "b0_", N));
 	if (R->colpar_ok) {
 		/* cols_: this thread's columns of each block the step reads */
 		ew_open(R->w, "if (cols_)");
 		int nv;
 		int64_t *offs = column_offsets(R, R->b->inputs[k], &nv);
 		for (int i = 0; i < nv; i++) {
-			long long o = (long long)offs[i];
-			const char *wp = tb ? fmt(R, "%s + (%lld + j0_) * %s", w, o, K) : fmt(R, "%s + %lld + j0_", w, o);
+			int64_t o = offs[i];
+			const char *j0 = colj(R, o, "j0_");
+			const char *wp = tb ? fmt(R, "%s + %s", w, times(R, o ? fmt(R, "(%s)", j0) : j0, K))
+					    : fmt(R, "%s + %s", w, j0);
 			if (c && beta != 0.0f)
-				ew_line(R->w, "rt_sgemm_bias(0, %d, %s, j1_ - j0_, %s, %s, %s + %s * %s, %s, %s, %s, %s, "
-					"%s + %lld + j0_, %s + %lld + j0_, %s);", tb, rows, K, flt(R, alpha), a, row0, K, K,
-					wp, tb ? K : N, flt(R, beta), c, o, y, o, N);
+				ew_line(R->w, "rt_sgemm_bias(0, %d, %s, j1_ - j0_, %s, %s, %s, %s, %s, %s, %s, "
+					"%s + %s, %s + %s, %s);", tb, rows, K, flt(R, alpha), a0, K,
+					wp, tb ? K : N, flt(R, beta), c, j0, y, j0, N);
 			else
-				ew_line(R->w, "rt_sgemm(0, %d, %s, j1_ - j0_, %s, %s, %s + %s * %s, %s, %s, %s, 0.0f, "
-					"%s + %lld + j0_, %s);", tb, rows, K, flt(R, alpha), a, row0, K, K, wp, tb ? K : N,
-					y, o, N);
+				ew_line(R->w, "rt_sgemm(0, %d, %s, j1_ - j0_, %s, %s, %s, %s, %s, %s, 0.0f, "
+					"%s + %s, %s);", tb, rows, K, flt(R, alpha), a0, K, wp, tb ? K : N, y, j0, N);
 		}
 		ew_close(R->w, "");
 		ew_open(R->w, "else");
 	}
 	if (c && beta != 0.0f)
-		ew_line(R->w, "rt_sgemm_bias(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, %s, %s, %s, %s);", tb,
-			rows, N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, flt(R, beta), c, y, N);
+		ew_line(R->w, "rt_sgemm_bias(0, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", tb,
+			rows, N, K, flt(R, alpha), a0, K, w, tb ? K : N, flt(R, beta), c, y, N);
 	else
-		ew_line(R->w, "rt_sgemm(0, %d, %s, %s, %s, %s, %s + %s * %s, %s, %s, %s, 0.0f, %s, %s);", tb, rows,
-			N, K, flt(R, alpha), a, row0, K, K, w, tb ? K : N, y, N);
+		ew_line(R->w, "rt_sgemm(0, %d, %s, %s, %s, %s, %s, %s, %s, %s, 0.0f, %s, %s);", tb, rows,
+			N, K, flt(R, alpha), a0, K, w, tb ? K : N, y, N);
 	if (R->colpar_ok)
 		ew_close(R->w, "");
 	ew_decl(R->w, fmt(R, "x%d", k), "const float *x%d = %s;", k, y);
@@ -1114,17 +1149,18 @@ static void emit_row_concat(rec *R, ir_node *n)
 	ew_line(w, "/* %s (%s): Concat of %d inputs along the columns, this thread's rows */", cm(R, n->name),
 		n->origin ? cm(R, n->origin) : "recurrence body", n->nin);
 	ew_open(w, "for (int64_t b = 0; b < nb_; b++)");
-	int64_t at = hy.off;    /* the column the next input starts at: at + sym */
+	int64_t col = hy.off;   /* the column the next input starts at: col + sym */
 	const char *sym = "";
 	for (int k = 0; k < n->nin; k++) {
 		home hx = get_home(R, n->in[k]);
 		ASSERT(hx.kind == HOME_MEM && hx.seq < 0);
 		ir_dim c = ir_cols_of(n->in[k]);
 		const char *cols = dim(R, c);
-		ew_line(w, "memcpy(%s + b * %s + %lld%s, %s + b * %s + %lld, sizeof(float) * (size_t)(%s));",
-			hy.base, hy.ld, (long long)at, sym, hx.base, hx.ld, (long long)hx.off, cols);
+		ew_line(w, "memcpy(%s%s, %s, sizeof(float) * %s);",
+			at(R, fmt(R, "%s + %s", hy.base, times(R, "b", hy.ld)), col), sym,
+			at(R, fmt(R, "%s + %s", hx.base, times(R, "b", hx.ld)), hx.off), count(R, cols));
 		if (ir_dim_is_const(c))
-			at += c.k;
+			col += c.k;
 		else
 			sym = fmt(R, "%s + %s", sym, cols);
 	}
@@ -1254,27 +1290,22 @@ static void emit_par_open(rec *R)
 {
 	ew *w = R->w;
 	ir_graph *b = R->b;
-	ew_line(w, "/* the batch rows never meet in this recurrence: split over threads */");
-	ew_line(w, "int nt_ = rt_num_threads();");
 	if (R->colpar_ok) {
-		ew_line(w, "/* one row: the threads share its columns, meeting at each step (when its");
-		ew_line(w, " * products are large enough to be worth a meeting, and there is more than");
-		ew_line(w, " * one step to amortise waking the team; else one thread) */");
-		ew_line(w, "const int cols_ = B == 1 && T > 1 && nt_ > 1 && rt_split_columns(%s);", step_weights(R));
+		ew_line(w, "/* threads: each takes a share of the batch rows, which never meet here; at batch 1");
+		ew_line(w, " * (cols_) they share the row's columns, meeting at each step, when worth it */");
+		ew_line(w, "int cols_;");
+		ew_line(w, "const int nt_ = rt_team(B, T, %s, &cols_);", step_weights(R));
 		ew_decl(w, "bar_", "rt_barrier bar_ = {.count = 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
+	} else {
+		ew_line(w, "/* threads: each takes a share of the batch rows, which never meet here */");
+		ew_line(w, "const int nt_ = rt_team(B, T, 0, NULL);");
 	}
-	ew_line(w, "if (%snt_ > B)", R->colpar_ok ? "!cols_ && " : "");
-	ew_line(w, "\tnt_ = (int)B;");
 	ew_line(w, "#ifdef _OPENMP");
 	ew_line(w, "#pragma omp parallel num_threads(nt_) if (nt_ > 1)");
 	ew_line(w, "#endif");
 	ew_line(w, "{");
 	w->indent++;
-	ew_line(w, "int tid_ = 0, tn_ = 1;");
-	ew_line(w, "#ifdef _OPENMP");
-	ew_line(w, "tid_ = omp_get_thread_num();");
-	ew_line(w, "tn_ = omp_get_num_threads();");
-	ew_line(w, "#endif");
+	ew_line(w, "const int tid_ = rt_thread_id(), tn_ = rt_thread_count(); /* this thread of tn_ */");
 	if (R->colpar_ok) {
 		const char *H = dim(R, R->hc);
 		ew_line(w, "const int64_t b0_ = cols_ ? 0 : B * tid_ / tn_;");
@@ -1287,8 +1318,9 @@ static void emit_par_open(rec *R)
 	}
 	ew_line(w, "rt_par_thread(tn_ > 1);");
 	for (int k = 0; k < R->nstate; k++) {
-		const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
-		ew_line(w, "float *s%d = s%d_all + b0_ * %s, *s%dn = s%dn_all + b0_ * %s;", k, k, H, k, k, H);
+		const char *H = times(R, "b0_", dim(R, ir_cols_of(b->inputs[R->nseq + k])));
+		ew_line(w, "float *s%d = %s + %s, *s%dn = %s + %s; /* state %d: %s */",
+			k, R->scur[k], H, k, R->snext[k], H, k, cm(R, b->inputs[R->nseq + k]->name));
 	}
 	for (int k = 0; k < R->nseq; k++)
 		if (!R->inl[k])
@@ -1299,7 +1331,8 @@ static void emit_par_open(rec *R)
 	if (R->has_lens)
 		ew_line(w, "const int32_t *len = len_all + b0_;");
 	for (int i = 0; i < R->nalias; i++)
-		ew_line(w, "float *%s = %s + b0_ * %s;", R->alias[i], R->alias_of[i], R->alias_ld[i]);
+		ew_line(w, "float *%s = %s + %s; /* this thread's rows */", R->alias[i], R->alias_of[i],
+			times(R, "b0_", R->alias_ld[i]));
 	for (int i = 0; i < b->nvalues; i++) {
 		const ir_value *v = b->values[i];
 		if (v->shape.rank == 0 && v->kind == VAL_TEMP && v->producer && body_index(R, v) >= 0 &&
@@ -1316,7 +1349,7 @@ static void emit_par_close(rec *R)
 	ew_close(w, "");
 	/* every thread swapped its state pointers T times */
 	for (int k = 0; k < R->nstate; k++)
-		ew_line(w, "float *s%d = T %% 2 ? s%dn_all : s%d_all;", k, k, k);
+		ew_line(w, "float *s%d = T %% 2 ? %s : %s;", k, R->snext[k], R->scur[k]);
 }
 
 /* The loop over the steps (par: one thread's share of it). */
@@ -1346,8 +1379,8 @@ static void emit_steps(rec *R)
 				E->body_ref = body_ref;
 				ew_line(w, "/* %s: input projection of this step's rows, computed in the loops that read it */",
 					cm(R, gm->name));
-				ew_decl(w, fmt(R, "xa%d", k), "const float *xa%d = %s + %s * %s;", k, a,
-					R->par ? "(t * B + b0_)" : "t * B", dim(R, A->shape.d[1]));
+				ew_decl(w, fmt(R, "xa%d", k), "const float *xa%d = %s + %s;", k, a,
+					step_rows(R, dim(R, A->shape.d[1])));
 			} else if (gm)
 				emit_deferred_step(R, k, gm);
 			else
@@ -1423,13 +1456,13 @@ static void emit_steps(rec *R)
 		ew_line(w, "\tcontinue;");
 		for (int k = 0; k < R->nstate; k++) {
 			const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
-			ew_line(w, "memcpy(s%dn + b * %s, s%d + b * %s, sizeof(float) * (size_t)(%s));", k, H, k,
-				H, H);
+			ew_line(w, "memcpy(s%dn + %s, s%d + %s, sizeof(float) * %s);", k, times(R, "b", H), k,
+				times(R, "b", H), count(R, H));
 		}
 		for (int k = 0; k < R->nout; k++)
 			if (n->out[R->nstate + k])
-				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * (size_t)(%s));",
-					k, k, k, dim(R, ir_cols_of(b->outputs[R->nstate + k])));
+				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * %s);",
+					k, k, k, count(R, dim(R, ir_cols_of(b->outputs[R->nstate + k]))));
 		ew_close(w, "");
 	}
 	if (R->colpar_ok) {
@@ -1484,23 +1517,21 @@ static void emit_rec_body(rec *R)
 		return;
 
 	/* ---- header comment ---- */
-	ew_line(w, "/* Recurrence '%s' from %s: T = %s, B = %s%s%s", cm(R, n->name),
+	/* the last line of the comment closes it */
+	int last_out = -1;
+	for (int k = 0; k < R->nout; k++)
+		if (n->out[R->nstate + k])
+			last_out = k;
+	ew_line(w, "/* Recurrence '%s' from %s: T = %s steps of B = %s rows%s%s;", cm(R, n->name),
 		n->origin ? cm(R, n->origin) : "the model", R->T, R->B, R->reverse ? ", reverse" : "",
 		R->has_lens ? ", with sequence_lens" : "");
 	for (int k = 0; k < R->nseq; k++)
-		ew_line(w, " *   per-step input %d: %s %s (time axis %d)", k, cm(R, n->in[k]->name),
-			shape_str(R, &n->in[k]->shape), (int)R->seq_axis[k]);
-	for (int k = 0; k < R->nstate; k++)
-		ew_line(w, " *   state %d: %s %s%s", k, cm(R, b->inputs[R->nseq + k]->name),
-			shape_str(R, &b->inputs[R->nseq + k]->shape),
-			n->in[R->nseq + k] ? "" : " (starts at zero)");
+		ew_line(w, " * per-step input %d: %s %s (time axis %d)%s", k, cm(R, n->in[k]->name),
+			shape_str(R, &n->in[k]->shape), (int)R->seq_axis[k], k == R->nseq - 1 && last_out < 0 ? " */" : "");
 	for (int k = 0; k < R->nout; k++)
 		if (n->out[R->nstate + k])
-			ew_line(w, " *   output %d: %s %s (time axis %d)", k, cm(R, n->out[R->nstate + k]->name),
-				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k]);
-	ew_line(w, " */");
-	ew_line(w, "{");
-	w->indent++;
+			ew_line(w, " * output %d: %s %s (time axis %d)%s", k, cm(R, n->out[R->nstate + k]->name),
+				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k], k == last_out ? " */" : "");
 	ew_decl(w, "T", "const int64_t T = %s;", R->T);
 	ew_decl(w, "B", "const int64_t B = %s;", R->B);
 
@@ -1513,30 +1544,40 @@ static void emit_rec_body(rec *R)
 		ew_line(w, "\t\treturn RT_ERR_SHAPE; /* sequence_lens outside [0, T] */");
 	}
 
-	/* ---- state storage ---- */
+	/* ---- the states: a table, and one call that allocates and initialises them ---- */
+	R->scur = arena_array(E->A, (size_t)R->nstate, sizeof *R->scur);
+	R->snext = arena_array(E->A, (size_t)R->nstate, sizeof *R->snext);
+	ew_line(w, "/* the states, kept in the instance: made for this batch, initial unless a stream goes on */");
+	ew_line(w, "const rt_state states[%d] = {", R->nstate);
 	for (int k = 0; k < R->nstate; k++) {
 		ir_value *s = b->inputs[R->nseq + k];
-		const char *cnt = emit_numel(E, &s->shape);
-		emit_rec_state_storage(E, R->n, k, cnt);  /* emit.c: malloc or arena */
+		ir_value *init = n->in[R->nseq + k];
+		const char *st = emit_state_member(E, R->n, k);
+		ew_line(w, "\t{&m->%s, &m->%s_n, %s, %s}, /* %d: %s %s, starts at %s */", st, st,
+			emit_unparen(E->A, emit_numel(E, &s->shape)), init ? emit_ref(E, init) : "NULL", k,
+			cm(R, s->name), shape_str(R, &s->shape), init ? cm(R, init->name) : "zero");
 		ir_value *nxt = b->outputs[k];
 		home hn = get_home(R, nxt);
 		if (hn.kind != HOME_MEM || strcmp(hn.base, fmt(R, "s%dn", k)) != 0) {
 			diag_node(E->D, n, "recurrence body state %d must be computed by element-wise operators", k);
 			return;
 		}
+		R->scur[k] = fmt(R, "m->%s", st);
 		E->body_ref = NULL;     /* the slot itself, not "s<k>n" */
-		const char *nbuf = emit_ref(E, nxt);
+		R->snext[k] = emit_ref(E, nxt);
 		E->body_ref = body_ref;
-		ew_line(w, "float *s%d%s = m->%s, *s%dn%s = %s; /* current and next state %d */", k,
-			all, emit_state_member(E, R->n, k), k, all, nbuf, k);
-		ir_value *init = n->in[R->nseq + k];
-		ew_open(w, "if (!m->started)");
-		if (init)
-			ew_line(w, "memcpy(s%d%s, %s, sizeof(float) * (size_t)(%s));", k, all, emit_ref(E, init), cnt);
-		else
-			ew_line(w, "memset(s%d%s, 0, sizeof(float) * (size_t)(%s));", k, all, cnt);
-		ew_close(w, "");
 	}
+	ew_line(w, "};");
+	ew_line(w, "const int rs = rt_states_prepare(states, %d, m->started, %d%s);", R->nstate, E->o->no_malloc ? 1 : 0,
+		E->o->no_malloc ? " /* in the arena */" : "");
+	ew_line(w, "if (rs != RT_OK)");
+	ew_line(w, "\treturn rs;");
+	/* the steps swap each state between its storage and the buffer of its
+	 * next value (par: per thread, in emit_par_open) */
+	if (!R->par)
+		for (int k = 0; k < R->nstate; k++)
+			ew_line(w, "float *s%d = %s, *s%dn = %s; /* state %d: %s */", k, R->scur[k], k, R->snext[k], k,
+				cm(R, b->inputs[R->nseq + k]->name));
 
 	/* ---- per-step inputs and stacked outputs: base, time and batch strides
 	 * (an input projection computed in the loops has no storage) ---- */
@@ -1565,13 +1606,13 @@ static void emit_rec_body(rec *R)
 		ew_line(w, "m->rec%d_t += T;", R->id);
 
 	/* ---- final states ---- */
+	ew_line(w, "/* the last step's states: to the outputs that read them, and into the instance */");
 	for (int k = 0; k < R->nstate; k++) {
-		const char *cnt = emit_numel(E, &b->inputs[R->nseq + k]->shape);
+		const char *cnt = count(R, emit_numel(E, &b->inputs[R->nseq + k]->shape));
 		if (n->out[k])
-			ew_line(w, "memcpy(%s, s%d, sizeof(float) * (size_t)(%s)); /* %s */",
-				emit_ref(E, n->out[k]), k, cnt, cm(R, n->out[k]->name));
-		ew_line(w, "if (s%d != m->%s)", k, emit_state_member(E, R->n, k));
-		ew_line(w, "\tmemcpy(m->%s, s%d, sizeof(float) * (size_t)(%s));", emit_state_member(E, R->n, k), k, cnt);
+			ew_line(w, "memcpy(%s, s%d, sizeof(float) * %s); /* %s */", emit_ref(E, n->out[k]), k, cnt,
+				cm(R, n->out[k]->name));
+		ew_line(w, "if (s%d != %s)", k, R->scur[k]);
+		ew_line(w, "\tmemcpy(%s, s%d, sizeof(float) * %s);", R->scur[k], k, cnt);
 	}
-	ew_close(w, "");
 }

@@ -880,6 +880,129 @@ START_TEST(test_split_columns)
 }
 END_TEST
 
+/* rt_team: rt_num_threads() threads, at most one per row, unless the
+ * columns of the one row are split (batch 1, several steps, several threads,
+ * a step large enough for rt_split_columns). */
+START_TEST(test_team)
+{
+	unsetenv("CELLRT_SPLIT_MIN");
+	setenv("CELLRT_NUM_THREADS", "3", 1);
+	int cols = -1;
+	ck_assert_int_eq(rt_team(8, 5, 0, NULL), 3);
+	ck_assert_int_eq(rt_team(2, 5, 0, NULL), 2);
+	ck_assert_int_eq(rt_team(1, 5, RT_SPLIT_MIN, NULL), 1);        /* no column split asked */
+	ck_assert_int_eq(rt_team(1, 5, RT_SPLIT_MIN, &cols), 3);
+	ck_assert_int_eq(cols, 1);
+	ck_assert_int_eq(rt_team(1, 5, RT_SPLIT_MIN - 1, &cols), 1);    /* too small a step */
+	ck_assert_int_eq(cols, 0);
+	ck_assert_int_eq(rt_team(1, 1, RT_SPLIT_MIN, &cols), 1);        /* one step */
+	ck_assert_int_eq(cols, 0);
+	ck_assert_int_eq(rt_team(4, 5, RT_SPLIT_MIN, &cols), 3);        /* several rows: rows split */
+	ck_assert_int_eq(cols, 0);
+	setenv("CELLRT_NUM_THREADS", "1", 1);
+	ck_assert_int_eq(rt_team(1, 5, RT_SPLIT_MIN, &cols), 1);
+	ck_assert_int_eq(cols, 0);
+	unsetenv("CELLRT_NUM_THREADS");
+}
+END_TEST
+
+/* rt_states_prepare: allocation at the first run and at another batch size,
+ * refusal of a batch change once started, initial values (copies, zeros)
+ * only when not started, the arena's storage only counted. */
+START_TEST(test_states_prepare)
+{
+	float *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	float init[12];
+	for (int i = 0; i < 12; i++)
+		init[i] = (float)i + 0.5f;
+	rt_state s[2] = {{&a, &na, 6, NULL}, {&b, &nb, 6, init}};
+	ck_assert_int_eq(rt_states_prepare(s, 2, 0, 0), RT_OK);
+	ck_assert(a && b && na == 6 && nb == 6);
+	ck_assert((uintptr_t)a % 64 == 0 && (uintptr_t)b % 64 == 0);
+	for (int i = 0; i < 6; i++) {
+		ck_assert(a[i] == 0.0f);
+		ck_assert(b[i] == init[i]);
+	}
+	/* a stream goes on: the same storage, the states as they were */
+	a[0] = 7.0f;
+	b[0] = 8.0f;
+	float *a0 = a;
+	ck_assert_int_eq(rt_states_prepare(s, 2, 1, 0), RT_OK);
+	ck_assert(a == a0 && a[0] == 7.0f && b[0] == 8.0f);
+	/* a new run at the same batch size: initial values again, no allocation */
+	ck_assert_int_eq(rt_states_prepare(s, 2, 0, 0), RT_OK);
+	ck_assert(a == a0 && a[0] == 0.0f && b[0] == init[0]);
+	/* another batch size: refused in a stream, storage untouched */
+	s[0].count = s[1].count = 12;
+	ck_assert_int_eq(rt_states_prepare(s, 2, 1, 0), RT_ERR_SHAPE);
+	ck_assert(a == a0 && na == 6 && nb == 6);
+	/* and made anew for a run */
+	ck_assert_int_eq(rt_states_prepare(s, 2, 0, 0), RT_OK);
+	ck_assert(na == 12 && nb == 12);
+	for (int i = 0; i < 12; i++) {
+		ck_assert(a[i] == 0.0f);
+		ck_assert(b[i] == init[i]);
+	}
+	free(a);
+	free(b);
+	/* in an arena: the storage is the caller's, only its count changes */
+	float part[2][16];
+	float *pa = part[0], *pb = part[1];
+	size_t ca = 0, cb = 0;
+	memset(part, 0xff, sizeof part);
+	rt_state t[2] = {{&pa, &ca, 16, NULL}, {&pb, &cb, 12, init}};
+	ck_assert_int_eq(rt_states_prepare(t, 2, 0, 1), RT_OK);
+	ck_assert(pa == part[0] && pb == part[1] && ca == 16 && cb == 12);
+	ck_assert(pa[15] == 0.0f && pb[11] == init[11]);
+	ck_assert_int_eq(rt_states_prepare(t, 0, 1, 1), RT_OK);
+	t[1].count = 8;
+	ck_assert_int_eq(rt_states_prepare(t, 2, 1, 1), RT_ERR_SHAPE);
+	ck_assert(cb == 12);
+}
+END_TEST
+
+/* rt_gemv_pack_once*: packed on the first call as rt_gemv_pack* packs, then
+ * the same buffer, untouched, whatever the weights are now. */
+START_TEST(test_gemv_pack_once)
+{
+	enum { N = 40, K = 24 };
+	rng r = {77};
+	float *W = xmalloc(sizeof(float) * N * K);
+	fill(&r, W, N * K);
+	float *want = xmalloc(sizeof(float) * N * K);
+	rt_gemv_pack(1, N, K, W, K, want);
+	float *P = NULL;
+	const float *p = rt_gemv_pack_once(&P, 1, N, K, W, K);
+	ck_assert(p && p == P && (uintptr_t)P % 64 == 0);
+	ck_assert(!memcmp(P, want, sizeof(float) * N * K));
+	W[0] += 1.0f;
+	ck_assert(rt_gemv_pack_once(&P, 1, N, K, W, K) == p);
+	ck_assert(!memcmp(P, want, sizeof(float) * N * K));
+
+	size_t nh = rt_gemv_pack_bf16_size(N, K);
+	uint16_t *wh = xmalloc(sizeof(uint16_t) * nh), *H = NULL;
+	rt_gemv_pack_bf16(0, N, K, W, N, wh);
+	ck_assert(rt_gemv_pack_once_bf16(&H, 0, N, K, W, N) == H && H);
+	ck_assert(!memcmp(H, wh, sizeof(uint16_t) * nh));
+	ck_assert(rt_gemv_pack_once_bf16(&H, 0, N, K, NULL, N) == H);
+
+	size_t nq = rt_gemv_pack_i8_size(N, K);
+	int8_t *wq = xmalloc(nq), *Q = NULL;
+	rt_gemv_pack_i8(1, N, K, W, K, wq);
+	ck_assert(rt_gemv_pack_once_i8(&Q, 1, N, K, W, K) == Q && Q);
+	ck_assert(!memcmp(Q, wq, nq));
+	ck_assert(rt_gemv_pack_once_i8(&Q, 1, N, K, NULL, K) == Q);
+	free(W);
+	free(want);
+	free(P);
+	free(wh);
+	free(H);
+	free(wq);
+	free(Q);
+}
+END_TEST
+
 /* rt_sgemm_bias through its public entry (own kernels, or the bias copy and
  * BLAS when they do not apply: M * K too large, K == 0), against the
  * reference on C filled with the bias. */
@@ -3540,6 +3663,9 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_gemv_packed_i8, 0, (N_PACK_CASES + 1) * 6);
 	tcase_add_loop_test(tc, test_barrier, 0, 2);
 	tcase_add_test(tc, test_split_columns);
+	tcase_add_test(tc, test_team);
+	tcase_add_test(tc, test_states_prepare);
+	tcase_add_test(tc, test_gemv_pack_once);
 	tcase_add_loop_test(tc, test_kern_gemv_one_feature, 0, 6);
 	suite_add_tcase(s, tc);
 
