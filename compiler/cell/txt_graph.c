@@ -20,8 +20,10 @@
  * warning says so.  The graph is checked as it is read (names defined once
  * and before use, op arity, recurrence attributes against its body) so that
  * later passes never see a malformed IR.
+ *
+ * Dimensions, types, constant data and attributes are read by txt_value.c.
  */
-#include "txt.h"
+#include "txt_graph.h"
 #include "util.h"
 
 #include <errno.h>
@@ -30,12 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a name -> value table for the whole compilation ---- */
-
-typedef struct vtab {
-	ir_value **slot;
-	size_t cap, n;
-} vtab;
+/* ---- a name -> value table for the whole compilation (txt_graph.h) ---- */
 
 static size_t shash(const char *s)
 {
@@ -74,334 +71,6 @@ static void vtab_put(vtab *t, ir_value *v)
 		i = (i + 1) & (t->cap - 1);
 	t->slot[i] = v;
 	t->n++;
-}
-
-typedef struct gctx {
-	txt *X;
-	vtab names;
-	txt_weights W;
-	int64_t maxsuffix;      /* largest N of made-up names "%...N" (ir_unique_name) */
-	/* a training build's parameters as the text numbers them (`param K`) */
-	int nparams;
-	ir_value **params;      /* [nparams] */
-	int64_t *param_k;       /* [nparams] */
-	const txt_tok *train_at;/* the `train` line, for its errors */
-} gctx;
-
-/* ---- types ---- */
-
-static int sym_lookup(const ir_graph *root, const char *name)
-{
-	for (int i = 0; i < root->nsyms; i++)
-		if (strcmp(root->syms[i], name) == 0)
-			return i;
-	return -1;
-}
-
-/* A symbol name: identifier or quoted string. */
-static const char *sym_name(txt *X)
-{
-	const txt_tok *t = txt_peek(X);
-	if (t->kind == TK_IDENT || t->kind == TK_STRING) {
-		txt_next(X);
-		return t->str;
-	}
-	return NULL;
-}
-
-/* A derived symbol's definition after "NAME =": BASE ('+' | '-') INT, BASE
- * a free symbol declared before it, INT in 1 .. INT32_MAX (ir.h). */
-/* "T >= 2" (after the '>'): the least value of a symbol (sym_min). */
-static void parse_sym_min(txt *X, ir_graph *g, int k)
-{
-	const txt_tok *t = txt_peek(X);
-	int64_t m;
-	if (!txt_accept(X, '=')) {
-		txt_error(X, t, "symbol '%s': expected '>=' and its least value, found %s", g->syms[k],
-			  txt_tok_desc(X, t));
-		return;
-	}
-	t = txt_peek(X);
-	if (!txt_parse_int(X, &m, "a least value"))
-		return;
-	if (m < 2 || m > INT32_MAX) {
-		txt_error(X, t, "symbol '%s': least value %lld out of range (2 to %d; every symbol is at least 1)",
-			  g->syms[k], (long long)m, INT32_MAX);
-		return;
-	}
-	g->sym_min[k] = m;
-}
-
-static void parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
-{
-	const txt_tok *t = txt_peek(X);
-	const char *base = sym_name(X);
-	int b = base ? sym_lookup(g, base) : -1;
-	if (!base || b < 0 || b == k || g->sym_base[b]) {
-		txt_error(X, t, "symbol '%s': expected a free symbol declared before it after '=', found %s",
-			  g->syms[k], base ? base : txt_tok_desc(X, t));
-		return;
-	}
-	int sign = txt_accept(X, '+') ? 1 : txt_accept(X, '-') ? -1 : 0;
-	const txt_tok *nt = txt_peek(X);
-	int64_t off;
-	if (!sign) {
-		txt_error(X, nt, "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
-		return;
-	}
-	if (!txt_parse_int(X, &off, "an offset"))
-		return;
-	if (off < 1 || off > INT32_MAX) {
-		txt_error(X, nt, "symbol '%s': offset %lld out of range (1 to %d)", g->syms[k], (long long)off,
-			  INT32_MAX);
-		return;
-	}
-	g->sym_base[k] = b + 1;
-	g->sym_off[k] = sign * off;
-	(void)at;
-}
-
-/* dim := '?' | ['-'] term {'*' term}; term := INT | symbol.  neg_ok: the
- * elements of sym[...] constants may have a negative factor. */
-static int parse_dim(txt *X, ir_graph *g, ir_dim *d, int add_syms, int neg_ok)
-{
-	ir_graph *root = ir_root(g);
-	if (txt_accept(X, '?')) {
-		*d = ir_dim_const(IR_DIM_UNKNOWN);
-		return 1;
-	}
-	ir_dim r = ir_dim_const(1);
-	const txt_tok *first = txt_peek(X);
-	if (neg_ok && txt_accept(X, '-'))
-		r.k = -1;
-	for (;;) {
-		const txt_tok *t = txt_peek(X);
-		if (t->kind == TK_INT) {
-			int64_t k;
-			if (!txt_parse_int(X, &k, "a dimension"))
-				return 0;
-			if (r.k != 0 && (k > INT64_MAX / 1024 || llabs(r.k) > INT64_MAX / (k ? k : 1) / 1024)) {
-				txt_error(X, t, "dimension too large");
-				return 0;
-			}
-			r.k *= k;
-		} else {
-			const char *s = sym_name(X);
-			if (!s) {
-				txt_error(X, t, "expected a dimension (an integer or a symbol name), found %s",
-					  txt_tok_desc(X, t));
-				return 0;
-			}
-			int k = add_syms ? ir_sym_add(root, s) : sym_lookup(root, s);
-			if (k < 0) {
-				if (add_syms)
-					txt_error(X, t, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
-				else
-					txt_error(X, t, "unknown dimension symbol '%s' (not in the 'symbols' line)", s);
-				return 0;
-			}
-			if (r.pow[k] >= 16) {
-				txt_error(X, t, "dimension symbol '%s' raised to a power above 16", s);
-				return 0;
-			}
-			r.pow[k]++;
-		}
-		if (!txt_accept(X, '*'))
-			break;
-	}
-	if (r.k == 0)
-		memset(r.pow, 0, sizeof r.pow);
-	if (r.k < 0 && !neg_ok) {
-		txt_error(X, first, "negative dimension");
-		return 0;
-	}
-	*d = r;
-	return 1;
-}
-
-/* Each dimension is bounded by parse_dim, their product is not: a shape
- * whose element count overflows int64 is refused here, where it can be
- * located, so no later stage multiplies it out. */
-static int shape_countable(txt *X, const txt_tok *lb, const ir_shape *s)
-{
-	for (int i = 0; i < s->rank; i++)
-		if (!ir_dim_known(s->d[i]))
-			return 1;       /* '?': nothing to count */
-	if (ir_dim_known(ir_shape_numel(s)))
-		return 1;
-	txt_error(X, lb, "shape has more elements than a size can count (their product overflows int64)");
-	return 0;
-}
-
-int txt_parse_type(txt *X, ir_graph *g, ir_dtype *dt, ir_shape *s, int add_syms)
-{
-	const txt_tok *t = txt_peek(X);
-	*dt = DT_UNDEF;
-	memset(s, 0, sizeof *s);
-	s->rank = -1;
-	if (txt_accept(X, '?')) {
-		if (!txt_is_punct(txt_peek(X), '['))
-			return 1;       /* "?": neither dtype nor shape known */
-	} else if (t->kind == TK_IDENT && ir_dtype_lookup(t->str) > 0) {
-		txt_next(X);
-		*dt = (ir_dtype)ir_dtype_lookup(t->str);
-		if (txt_accept(X, '?'))
-			return 1;
-	} else {
-		txt_error(X, t, "expected a type such as f32[batch, 4], found %s", txt_tok_desc(X, t));
-		return 0;
-	}
-	const txt_tok *lb = txt_peek(X);
-	if (!txt_expect(X, '[', "to open the shape"))
-		return 0;
-	s->rank = 0;
-	if (txt_accept(X, ']'))
-		return 1;
-	for (;;) {
-		if (s->rank == IR_MAX_RANK) {
-			txt_error(X, lb, "more than %d dimensions", IR_MAX_RANK);
-			return 0;
-		}
-		if (!parse_dim(X, g, &s->d[s->rank++], add_syms, 0))
-			return 0;
-		if (txt_accept(X, ']'))
-			return shape_countable(X, lb, s);
-		if (!txt_expect(X, ',', "between dimensions"))
-			return 0;
-	}
-}
-
-/* ---- constants ---- */
-
-static int store_num(txt *X, const txt_tok *t, ir_dtype dt, void *data, int64_t i)
-{
-	switch (dt) {
-	case DT_F32: case DT_F64: {
-		double d;
-		int isf;
-		if (!txt_parse_number(X, &d, &isf, "an element"))
-			return 0;
-		if (dt == DT_F32)
-			((float *)data)[i] = (float)d;
-		else
-			((double *)data)[i] = d;
-		return 1;
-	}
-	case DT_U64: {
-		if (txt_peek(X)->kind != TK_INT) {
-			txt_error(X, txt_peek(X), "expected an unsigned integer, found %s",
-				  txt_tok_desc(X, txt_peek(X)));
-			return 0;
-		}
-		const txt_tok *n = txt_next(X);
-		errno = 0;
-		((uint64_t *)data)[i] = strtoull(n->str, NULL, 10);
-		if (errno) {
-			txt_error(X, n, "integer %s out of range", n->str);
-			return 0;
-		}
-		return 1;
-	}
-	default: break;
-	}
-	int64_t v;
-	if (!txt_parse_int(X, &v, "an element"))
-		return 0;
-	int64_t lo, hi;
-	switch (dt) {
-	case DT_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-	case DT_U8: case DT_BOOL: lo = 0; hi = dt == DT_BOOL ? 1 : UINT8_MAX; break;
-	case DT_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-	case DT_U16: lo = 0; hi = UINT16_MAX; break;
-	case DT_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-	case DT_U32: lo = 0; hi = UINT32_MAX; break;
-	default: lo = INT64_MIN; hi = INT64_MAX; break;
-	}
-	if (v < lo || v > hi) {
-		txt_error(X, t, "element %" PRId64 " out of range for %s", v, ir_dtype_name(dt));
-		return 0;
-	}
-	switch (dt) {
-	case DT_I8: ((int8_t *)data)[i] = (int8_t)v; break;
-	case DT_U8: case DT_BOOL: ((uint8_t *)data)[i] = (uint8_t)v; break;
-	case DT_I16: ((int16_t *)data)[i] = (int16_t)v; break;
-	case DT_U16: ((uint16_t *)data)[i] = (uint16_t)v; break;
-	case DT_I32: ((int32_t *)data)[i] = (int32_t)v; break;
-	case DT_U32: ((uint32_t *)data)[i] = (uint32_t)v; break;
-	default: ((int64_t *)data)[i] = v; break;
-	}
-	return 1;
-}
-
-/* DATA after '=' for a constant v of known dtype and shape. */
-static int parse_const_data(gctx *c, ir_graph *g, ir_value *v, const txt_tok *at)
-{
-	txt *X = c->X;
-	const txt_tok *t = txt_peek(X);
-	int64_t n = ir_shape_const_numel(&v->shape);
-	size_t es = ir_dtype_size(v->dtype);
-	if (txt_accept(X, '?'))
-		return 1;       /* printed for data it could not show: none */
-	if (n < 0) {
-		txt_error(X, t, "a constant needs a constant shape");
-		return 0;
-	}
-	if (n > ((int64_t)1 << 31) || es == 0) {
-		txt_error(X, at, es ? "constant too large" : "constants of dtype %s cannot be written",
-			  ir_dtype_name(v->dtype));
-		return 0;
-	}
-	if (txt_accept_word(X, "sym")) {
-		if (v->dtype != DT_I64) {
-			txt_error(X, t, "sym[...] constants are i64");
-			return 0;
-		}
-		if (!txt_budget_ok(X, at, n, sizeof *v->sym, v->name))
-			return 0;
-		v->sym = arena_array(g->A, (size_t)(n ? n : 1), sizeof *v->sym);
-		if (!txt_expect(X, '[', "after 'sym'"))
-			return 0;
-		for (int64_t i = 0; i < n; i++) {
-			if (i && !txt_expect(X, ',', "between elements"))
-				return 0;
-			if (!parse_dim(X, g, &v->sym[i], 0, 1))
-				return 0;
-		}
-		if (!txt_expect(X, ']', n ? "after the last element (too many elements?)" : "(no elements)"))
-			return 0;
-		return 1;
-	}
-	if (!txt_budget_ok(X, at, n, es, v->name))
-		return 0;
-	v->data = arena_alloc(g->A, (size_t)n * es + 1);
-	if (txt_accept_word(X, "elided")) {
-		const txt_tok *h = txt_peek(X);
-		/* "fnv1a:HEX": the printer's stand-in for big data; the data can
-		 * come from the weights file, else it is zeros */
-		if (!txt_accept_word(X, "fnv1a") || !txt_expect(X, ':', "in 'elided fnv1a:HASH'")) {
-			txt_error(X, h, "expected fnv1a:HASH after 'elided'");
-			return 0;
-		}
-		txt_next(X);    /* the hash: digits and letters lex as one or two tokens */
-		if (!txt_peek(X)->nl && (txt_peek(X)->kind == TK_IDENT || txt_peek(X)->kind == TK_INT))
-			txt_next(X);
-		if (txt_weights_fill(X, &c->W, v, at, 0) <= 0)
-			diag_warn(X->D, "%d:%d: constant '%s' was elided by the printer and the weights file "
-				  "does not hold it: zeros used", at->line, at->col, v->name);
-		return 1;
-	}
-	if (!txt_expect(X, '[', "to open the elements"))
-		return 0;
-	for (int64_t i = 0; i < n; i++) {
-		if (i && !txt_expect(X, ',', "between elements"))
-			return 0;
-		if (!store_num(X, txt_peek(X), v->dtype, v->data, i))
-			return 0;
-	}
-	if (!txt_expect(X, ']', n ? "after the last element (more elements than the shape holds?)"
-				  : "(the shape holds no elements)"))
-		return 0;
-	return 1;
 }
 
 /* ---- declarations ---- */
@@ -576,7 +245,7 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 			}
 		}
 	} else {
-		if (!txt_expect(X, '=', "before the constant's data") || !parse_const_data(c, g, v, t)) {
+		if (!txt_expect(X, '=', "before the constant's data") || !txt_parse_const_data(c, g, v, t)) {
 			txt_skip_line(X);
 			return;
 		}
@@ -592,144 +261,6 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 				  ir_role_where(v->role), kw, v->name);
 	}
 	txt_end_stmt(X);
-}
-
-/* ---- attributes ---- */
-
-static const char *attr_name(txt *X)
-{
-	const txt_tok *t = txt_peek(X);
-	if (t->kind == TK_IDENT || t->kind == TK_STRING) {
-		txt_next(X);
-		return t->str;
-	}
-	txt_error(X, t, "expected an attribute name, found %s", txt_tok_desc(X, t));
-	return NULL;
-}
-
-static int is_float_tok(const txt_tok *t)
-{
-	return t->kind == TK_FLOAT || txt_is_word(t, "nan") || txt_is_word(t, "inf");
-}
-
-/* A float attribute read back: the float32 that dump printed with 9 digits
- * (an ONNX attribute), or the double of a .cell option printed in full. */
-static double attr_number(double d)
-{
-	char tmp[32];
-	snprintf(tmp, sizeof tmp, "%.9g", (float)d);
-	return strtod(tmp, NULL) == d ? (double)(float)d : d;
-}
-
-static int parse_attr(gctx *c, ir_graph *g, ir_node *n, int *ngraphs)
-{
-	txt *X = c->X;
-	const txt_tok *nt = txt_peek(X);
-	const char *name = attr_name(X);
-	if (!name || !txt_expect(X, '=', "after the attribute name"))
-		return 0;
-	if (ir_attr_find(n, name)) {
-		txt_error(X, nt, "attribute '%s' given twice", name);
-		return 0;
-	}
-	const txt_tok *t = txt_peek(X);
-	const txt_tok *t1 = txt_is_punct(t, '-') ? txt_peek_at(X, 1) : t;
-	if (t->kind == TK_STRING) {
-		txt_next(X);
-		ir_attr_set_string(n, name, t->str);
-	} else if (is_float_tok(t1)) {
-		double d;
-		int isf;
-		if (!txt_parse_number(X, &d, &isf, "a value"))
-			return 0;
-		ir_attr_set_float(n, name, attr_number(d));
-	} else if (t1->kind == TK_INT) {
-		int64_t v;
-		if (!txt_parse_int(X, &v, "a value"))
-			return 0;
-		ir_attr_set_int(n, name, v);
-	} else if (txt_is_word(t, "ints") || txt_is_word(t, "floats") || txt_is_word(t, "strings")) {
-		txt_next(X);
-		if (!txt_expect(X, '[', "(an empty list)") || !txt_expect(X, ']', "(an empty list)"))
-			return 0;
-		ir_attr *a = ir_attr_add(n, name, t->str[0] == 'i' ? ATTR_INTS : t->str[0] == 'f' ? ATTR_FLOATS
-											: ATTR_STRINGS);
-		a->n = 0;
-	} else if (txt_is_punct(t, '[')) {
-		txt_next(X);
-		const txt_tok *e = txt_peek(X);
-		const txt_tok *e1 = txt_is_punct(e, '-') ? txt_peek_at(X, 1) : e;
-		ir_attrkind k = e->kind == TK_STRING ? ATTR_STRINGS : is_float_tok(e1) ? ATTR_FLOATS
-												  : ATTR_INTS;
-		int cnt = 0, cap = 8;
-		void *buf = arena_array(g->A, (size_t)cap, 8);
-		do {
-			if (cnt == cap) {
-				buf = arena_grow(g->A, buf, (size_t)cnt, (size_t)cap * 2, 8);
-				cap *= 2;
-			}
-			if (k == ATTR_STRINGS) {
-				const txt_tok *s = txt_peek(X);
-				if (s->kind != TK_STRING) {
-					txt_error(X, s, "expected a string in a list of strings, found %s",
-						  txt_tok_desc(X, s));
-					return 0;
-				}
-				txt_next(X);
-				((const char **)buf)[cnt++] = s->str;
-			} else if (k == ATTR_FLOATS) {
-				double d;
-				int isf;
-				if (!txt_parse_number(X, &d, &isf, "a list element"))
-					return 0;
-				((float *)buf)[cnt++] = (float)d;
-			} else {
-				int64_t v;
-				if (!txt_parse_int(X, &v, "a list element"))
-					return 0;
-				((int64_t *)buf)[cnt++] = v;
-			}
-		} while (txt_accept(X, ','));
-		if (!txt_expect(X, ']', "to close the list"))
-			return 0;
-		ir_attr *a = ir_attr_add(n, name, k);
-		a->n = cnt;
-		if (k == ATTR_INTS)
-			a->ints = buf;
-		else if (k == ATTR_FLOATS)
-			a->floats = buf;
-		else
-			a->strings = buf;
-	} else if (txt_is_word(t, "tensor")) {
-		txt_next(X);
-		ir_attr *a = ir_attr_add(n, name, ATTR_TENSOR);
-		ir_dtype dt;
-		ir_shape s;
-		if (txt_accept(X, '?'))
-			return 1;
-		if (!txt_parse_type(X, g, &dt, &s, 0) || !txt_expect(X, '=', "before the tensor's data"))
-			return 0;
-		ir_value *v = ir_value_new(g, NULL, VAL_CONST, dt);
-		v->shape = s;
-		a = ir_attr_find(n, name);
-		a->t = v;
-		if (!parse_const_data(c, g, v, t))
-			return 0;
-	} else if (txt_is_word(t, "graph")) {
-		txt_next(X);
-		const char *gn = sym_name(X);
-		if (!gn) {
-			txt_error(X, txt_peek(X), "expected the graph's name");
-			return 0;
-		}
-		ir_attr *a = ir_attr_add(n, name, ATTR_GRAPH);
-		a->g = ir_graph_new(g->A, g, gn);
-		(*ngraphs)++;
-	} else {
-		txt_error(X, t, "expected an attribute value, found %s", txt_tok_desc(X, t));
-		return 0;
-	}
-	return 1;
 }
 
 /* ---- the node annotation (ir_print's comment after a node line) ---- */
@@ -1006,7 +537,7 @@ static int read_node_attrs(gctx *c, ir_graph *g, ir_node *n)
 	int ngraphs = 0;
 	if (txt_accept(X, '{')) {
 		do {
-			if (!parse_attr(c, g, n, &ngraphs)) {
+			if (!txt_parse_attr(c, g, n, &ngraphs)) {
 				txt_skip_line(X);
 				return 0;
 			}
@@ -1127,7 +658,7 @@ static int read_node_graphs(gctx *c, ir_node *n)
 				  a->name, a->g->name);
 			return 0;
 		}
-		const char *gn = sym_name(X);
+		const char *gn = txt_sym_name(X);
 		if (!gn || strcmp(gn, a->g->name) != 0) {
 			txt_error(X, t, "expected the block of graph '%s'", a->g->name);
 			txt_skip_line(X);
@@ -1482,20 +1013,20 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 			txt_next(X);
 			do {
 				const txt_tok *s = txt_peek(X);
-				const char *name = sym_name(X);
+				const char *name = txt_sym_name(X);
 				if (!name) {
 					txt_error(X, s, "expected a symbol name, found %s", txt_tok_desc(X, s));
 					break;
 				}
 				int k = -1;
-				if (sym_lookup(g, name) >= 0)
+				if (txt_sym_lookup(g, name) >= 0)
 					txt_error(X, s, "symbol '%s' declared twice", name);
 				else if ((k = ir_sym_add(g, name)) < 0)
 					txt_error(X, s, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
 				if (k >= 0 && txt_accept(X, '>'))
-					parse_sym_min(X, g, k);
+					txt_parse_sym_min(X, g, k);
 				if (k >= 0 && txt_accept(X, '='))
-					parse_derived_sym(X, g, k, s);
+					txt_parse_derived_sym(X, g, k, s);
 			} while (txt_accept(X, ','));
 			txt_end_stmt(X);
 		} else if (txt_is_word(t, "input") || txt_is_word(t, "weight") || txt_is_word(t, "const")) {
@@ -1527,7 +1058,7 @@ ir_graph *txt_graph_block(txt *X)
 	c->X = X;
 	txt_accept_word(X, "graph");
 	const txt_tok *nt = txt_peek(X);
-	const char *name = sym_name(X);
+	const char *name = txt_sym_name(X);
 	if (!name) {
 		txt_error(X, nt, "expected the graph's name, found %s", txt_tok_desc(X, nt));
 		return NULL;

@@ -54,7 +54,8 @@
  * with npm's onnxruntime-node, found in $CELLC_ORT_DIR, a build tree's
  * build/ort or $XDG_CACHE_HOME/cellc/ort (cmd_home.c), else installed there
  * with `npm install --ignore-scripts`), writes its
- * outputs as output_N.pb, and then verifies as with --data.  ONNX Runtime
+ * outputs as output_N.pb (cmd_verify_oracle.c), and then verifies as with
+ * --data.  ONNX Runtime
  * does not implement layout=1 for LSTM/GRU/RNN: such a model is reported as
  * refused (exit 2).  --report json FILE (either mode) writes every result
  * and the summary as JSON.
@@ -63,6 +64,7 @@
 
 #include "infer.h"
 #include "cmd.h"
+#include "cmd_verify.h"
 #include "testdata.h"
 #include "lower.h"
 #include "train.h"
@@ -119,42 +121,6 @@ static const char usage[] =
 	"Prints `PASS|FAIL <dir> <output> max_abs=<e> max_rel=<e>` per output, then\n"
 	"`N passed, M failed`.  Exit status: 0 all pass, 1 a mismatch, 2 the model could\n"
 	"not be compiled or the command line or data were rejected.\n";
-
-enum { MAX_DATA = TD_MAX_SETS };
-
-typedef struct result {
-	const char *set, *output, *why;
-	int pass;
-	double max_abs, max_rel;
-} result;
-
-enum { MAX_DIMOPT = 16 };
-
-typedef struct verify {
-	const char *model, *name, *keep;
-	/* --oracle */
-	const char *oracle, *golden, *report;
-	int ninputs, ndims;
-	uint64_t seed;
-	const char *dim_name[MAX_DIMOPT];
-	int64_t dim_value[MAX_DIMOPT];
-	int nres, capres;
-	result *res;            /* every compared output, for --report */
-	double rtol, atol;
-	pass_opts po;
-	train_opts topts;       /* --train: the loss; topts.loss etc. */
-	double grad_rtol;       /* --train: relative norm error allowed for loss, grad.*, dstate */
-	const char *cmdline;    /* for the provenance header of the emitted code */
-	td_list L;              /* the data sets (testdata.h), as `compile --testbench` reads them */
-	arena A;                /* data, paths and the unbound graph */
-	ir_graph *scratch;      /* owns the reference tensors */
-	ir_graph *g0;           /* the model loaded without bindings */
-	char *bound;            /* [g0->ninputs] 1: must be a constant (shape operand, RNN weight) */
-	int passed, failed;
-	int werror_fallback;    /* --werror-fallback: a fallback is an error (compile.h) */
-	int fallbacks_told;     /* the fallbacks were reported (by the first compilation) */
-	char root[4096];        /* working directory of this run */
-} verify;
 
 /* ---- data sets ---- */
 
@@ -278,7 +244,7 @@ static void find_bound_inputs(verify *V)
 
 /* Runs argv with stdout and stderr into `log`; returns the exit status,
  * 128 + signal, or -1 if it could not be started. */
-static int run_logged(char *const *argv, const char *log)
+int verify_run_logged(char *const *argv, const char *log)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -306,7 +272,7 @@ static int run_logged(char *const *argv, const char *log)
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
-static void show_file(const char *path, const char *prefix)
+void verify_show_file(const char *path, const char *prefix)
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
@@ -363,10 +329,10 @@ static int build(verify *V, unit *u)
 	const char *log = arena_printf(&V->A, "%s/build.log", u->dir);
 	const char *make = getenv("MAKE");
 	char *mk[] = {(char *)(make && *make ? make : "make"), "-s", "-C", (char *)u->dir, NULL};
-	int st = run_logged(mk, log);
+	int st = verify_run_logged(mk, log);
 	if (st != 0) {
 		fprintf(stderr, "cellc verify: `make -C %s` failed (status %d):\n", u->dir, st);
-		show_file(log, "  | ");
+		verify_show_file(log, "  | ");
 		return -1;
 	}
 	u->driver = arena_printf(&V->A, "%s/%s_driver", u->dir, V->name);
@@ -698,11 +664,11 @@ static int run_driver(verify *V, const unit *u, int iset, const rt_tensor *t, rt
 	}
 	char *argv[] = {(char *)u->driver, (char *)u->weights, (char *)inf, (char *)outf, NULL};
 	remove(outf);
-	int rc = run_logged(argv, log);
+	int rc = verify_run_logged(argv, log);
 	if (rc != 0) {
 		fprintf(stderr, "cellc verify: %s: the driver %s (status %d):\n", s->dir,
 			rc > 128 ? "was killed by a signal" : "failed", rc);
-		show_file(log, "  | ");
+		verify_show_file(log, "  | ");
 		fail_all(V, s, "no outputs");
 		return 0;
 	}
@@ -833,343 +799,6 @@ static int run_set(verify *V, const unit *u, int iset, diag *D)
 	if (V->po.train)
 		return compare_train_outputs(V, s, g, D, &tf);
 	return compare_outputs(V, s, g, D, &tf);
-}
-
-/* ---- the ONNX Runtime oracle ---- */
-
-/* splitmix64: a small generator whose sequence is fixed by the seed. */
-static uint64_t next_rand(uint64_t *st)
-{
-	uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* A dim of the loaded graph with the --dim values; -1 after a message. */
-static int64_t dim_value(verify *V, ir_dim d, const char *what)
-{
-	int64_t v = d.k;
-	const ir_graph *g = V->g0;
-	for (int i = 0; i < g->nsyms; i++) {
-		if (!d.pow[i])
-			continue;
-		int b = ir_sym_free(g, i) ? i : g->sym_base[i] - 1;     /* derived: its base's value */
-		int j = 0;
-		while (j < V->ndims && strcmp(V->dim_name[j], g->syms[b]) != 0)
-			j++;
-		if (j == V->ndims) {
-			char *all = "";
-			for (int k = 0; k < g->nsyms; k++)
-				if (ir_sym_free(g, k))
-					all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
-			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' with "
-					"--dim %s=V (the model's symbols: %s)\n", what, g->syms[i], g->syms[b], g->syms[b], all);
-			return -1;
-		}
-		int64_t x = V->dim_value[j] + (b == i ? 0 : g->sym_off[i]);
-		if (V->dim_value[j] < ir_sym_least(g, b)) {
-			fprintf(stderr, "cellc verify: %s: --dim %s=%lld is below the least value of '%s' (%lld: a "
-					"slice of that axis by a constant bound needs it)\n", what, g->syms[b],
-				(long long)V->dim_value[j], g->syms[b], (long long)ir_sym_least(g, b));
-			return -1;
-		}
-		if (x < 1) {
-			fprintf(stderr, "cellc verify: %s: '%s' = %s %c %lld is %lld with --dim %s=%lld; it must be at "
-					"least 1\n", what, g->syms[i], g->syms[b], g->sym_off[i] < 0 ? '-' : '+',
-				(long long)llabs(g->sym_off[i]), (long long)x, g->syms[b], (long long)V->dim_value[j]);
-			return -1;
-		}
-		for (int p = 0; p < d.pow[i]; p++)
-			v *= x;
-	}
-	return v;
-}
-
-/* How graph input x feeds a recurrent operator: 1 as a weight (W, R, B, P),
- * 2 as sequence_lens (*T set to the sequence length), 0 otherwise. */
-static int rnn_role(verify *V, const ir_value *x, int64_t *T)
-{
-	for (int i = 0; i < V->g0->nnodes; i++) {
-		const ir_node *n = V->g0->nodes[i];
-		if (n->op != OP_LSTM && n->op != OP_GRU && n->op != OP_RNN)
-			continue;
-		for (int k = 1; k < n->nin; k++) {
-			if (n->in[k] != x)
-				continue;
-			if (k == 4) {
-				int lay = (int)ir_attr_int(n, "layout", 0);
-				*T = n->in[0] && n->in[0]->shape.rank == 3
-					? dim_value(V, n->in[0]->shape.d[lay ? 1 : 0], "the sequence input") : 1;
-				return 2;
-			}
-			if (k <= 3 || (k == 7 && n->op == OP_LSTM))
-				return 1;
-		}
-	}
-	return 0;
-}
-
-static int write_all(const char *path, const void *data, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	int ok = f && fwrite(data, 1, n, f) == n;
-	if (f)
-		ok &= fclose(f) == 0;
-	if (!ok)
-		fprintf(stderr, "cellc verify: cannot write '%s': %s\n", path, strerror(errno));
-	return ok ? 0 : -1;
-}
-
-/* A serialized TensorProto (what onnx.numpy_helper.from_array writes). */
-static int write_pb(verify *V, const char *path, const char *name, int dtype, int rank,
-		    const int64_t *dims, const void *data, size_t nbytes)
-{
-	size_t n;
-	uint8_t *buf = onnx_tensor_pack(&V->A, name, dtype, rank, dims, data, nbytes, &n);
-	return write_all(path, buf, n);
-}
-
-/* Random inputs of set dir: input_K.pb for cellc, input_K.bin and
- * inputs.txt for ort_run.js. */
-static int make_inputs(verify *V, const char *dir, uint64_t *rng)
-{
-	const ir_graph *g = V->g0;
-	FILE *list = fopen(arena_printf(&V->A, "%s/inputs.txt", dir), "w");
-	if (!list) {
-		fprintf(stderr, "cellc verify: cannot write in '%s': %s\n", dir, strerror(errno));
-		return -1;
-	}
-	int rc = 0;
-	for (int k = 0; k < g->ninputs && !rc; k++) {
-		const ir_value *x = g->inputs[k];
-		int64_t dims[RT_TF_MAXRANK], n = 1, T = 1;
-		const char *what = arena_printf(&V->A, "input '%s'", x->name);
-		if (x->shape.rank < 0 || x->shape.rank > RT_TF_MAXRANK) {
-			fprintf(stderr, "cellc verify: %s has no usable shape for random data\n", what);
-			rc = -1;
-			break;
-		}
-		for (int i = 0; i < x->shape.rank && !rc; i++) {
-			dims[i] = dim_value(V, x->shape.d[i], what);
-			rc = dims[i] < 0 ? -1 : 0;
-			n *= dims[i] > 0 ? dims[i] : 0;
-		}
-		if (rc)
-			break;
-		int role = rnn_role(V, x, &T);
-		if (T < 1) {
-			rc = -1;
-			break;
-		}
-		if (V->bound[k] && role != 1) {
-			fprintf(stderr, "cellc verify: %s determines a shape, so random values cannot be used; "
-					"verify with --data\n", what);
-			rc = -1;
-			break;
-		}
-		/* a FLOAT16 input (float32 inside) is written as float16 encodings */
-		int fdt = x->narrow ? (int)x->narrow : (int)x->dtype;
-		size_t es = x->narrow ? 2 : ir_dtype_size(x->dtype);
-		if (!es || x->dtype == DT_STRING || x->narrow == DT_BF16) {
-			fprintf(stderr, "cellc verify: %s: random %s data are not supported\n", what,
-				ir_dtype_name(x->narrow ? x->narrow : x->dtype));
-			rc = -1;
-			break;
-		}
-		unsigned char *data = arena_alloc(&V->A, (size_t)n * es + 1);
-		for (int64_t i = 0; i < n; i++) {
-			uint64_t r = next_rand(rng);
-			double u = (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0;  /* [-1, 1) */
-			int64_t iv = role == 2 ? 1 + (int64_t)(r % (uint64_t)T) : (int64_t)(r & 1);
-			switch (x->narrow ? DT_F16 : x->dtype) {
-			case DT_F16: ((uint16_t *)data)[i] = rt_f32_to_f16((float)u); break;
-			case DT_F32: ((float *)data)[i] = (float)u; break;
-			case DT_F64: ((double *)data)[i] = u; break;
-			case DT_I32: ((int32_t *)data)[i] = (int32_t)iv; break;
-			case DT_I64: ((int64_t *)data)[i] = iv; break;
-			case DT_U32: ((uint32_t *)data)[i] = (uint32_t)iv; break;
-			case DT_U64: ((uint64_t *)data)[i] = (uint64_t)iv; break;
-			case DT_I16: case DT_U16: ((int16_t *)data)[i] = (int16_t)iv; break;
-			default: data[i] = (unsigned char)iv; break;    /* 1-byte types */
-			}
-		}
-		size_t nb = (size_t)n * es;
-		char *dl = "";
-		for (int i = 0; i < x->shape.rank; i++)
-			dl = arena_printf(&V->A, "%s%s%lld", dl, i ? "," : "", (long long)dims[i]);
-		fprintf(list, "%s\t%d\t%s\tinput_%d.bin\n", x->name, fdt, dl, k);
-		rc = write_pb(V, arena_printf(&V->A, "%s/input_%d.pb", dir, k), x->name, fdt,
-			      x->shape.rank, dims, data, nb) ||
-		     write_all(arena_printf(&V->A, "%s/input_%d.bin", dir, k), data, nb) ? -1 : 0;
-	}
-	if (fclose(list) != 0)
-		rc = -1;
-	return rc;
-}
-
-/* ONNX Runtime's outputs of set dir (outputs.txt, output_K.bin) as output_K.pb. */
-static int convert_outputs(verify *V, const char *dir)
-{
-	const char *lp = arena_printf(&V->A, "%s/outputs.txt", dir);
-	FILE *f = fopen(lp, "r");
-	if (!f) {
-		fprintf(stderr, "cellc verify: onnxruntime wrote no %s\n", lp);
-		return -1;
-	}
-	char line[4096];
-	int k = 0, rc = 0;
-	while (!rc && fgets(line, sizeof line, f)) {
-		/* name TAB dtype TAB dims TAB file (dims empty for a scalar) */
-		char *field[4] = {line, NULL, NULL, NULL};
-		for (int i = 1; i < 4 && field[i - 1]; i++) {
-			field[i] = strchr(field[i - 1], '\t');
-			if (field[i])
-				*field[i]++ = 0;
-		}
-		if (!field[3]) {
-			fprintf(stderr, "cellc verify: %s: malformed line %d\n", lp, k + 1);
-			rc = -1;
-			break;
-		}
-		field[3][strcspn(field[3], "\r\n")] = 0;
-		char *name = field[0], *dt = field[1], *dl = field[2], *file = field[3];
-		int64_t dims[RT_TF_MAXRANK];
-		int rank = 0;
-		for (char *p = dl; *p && rank < RT_TF_MAXRANK;) {
-			dims[rank++] = strtoll(p, &p, 10);
-			if (*p == ',')
-				p++;
-			else
-				break;
-		}
-		const char *bp = arena_printf(&V->A, "%s/%s", dir, file);
-		FILE *b = fopen(bp, "rb");
-		size_t cap = 1 << 16, n = 0, got;
-		unsigned char *buf = malloc(cap);
-		while (b && buf && (got = fread(buf + n, 1, cap - n, b)) > 0) {
-			n += got;
-			if (n == cap)
-				buf = realloc(buf, cap *= 2);
-		}
-		if (!b || !buf) {
-			fprintf(stderr, "cellc verify: cannot read %s\n", bp);
-			rc = -1;
-		} else {
-			rc = write_pb(V, arena_printf(&V->A, "%s/output_%d.pb", dir, k), name, atoi(dt), rank, dims,
-				      buf, n);
-		}
-		if (b)
-			fclose(b);
-		free(buf);
-		k++;
-	}
-	fclose(f);
-	if (!rc && k != V->g0->noutputs) {
-		fprintf(stderr, "cellc verify: onnxruntime gave %d outputs, the model has %d\n", k, V->g0->noutputs);
-		rc = -1;
-	}
-	return rc;
-}
-
-/* Where onnxruntime-node is (DIR/node_modules/onnxruntime-node), installed
- * there with npm when missing; NULL after a message. */
-static const char *ort_find(verify *V)
-{
-	const char *dir = cmd_ort_dir(&V->A);
-	if (!dir) {
-		fprintf(stderr, "cellc verify: no place for onnxruntime-node (neither HOME nor XDG_CACHE_HOME "
-				"is set): set CELLC_ORT_DIR to a directory holding node_modules/onnxruntime-node\n");
-		return NULL;
-	}
-	if (access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) == 0)
-		return dir;
-	fprintf(stderr, "cellc verify: installing onnxruntime-node into %s (npm install --ignore-scripts)\n", dir);
-	if (cmd_mkdirs("verify", dir))
-		return NULL;
-	const char *log = arena_printf(&V->A, "%s/npm.log", V->root);
-	char *argv[] = {"npm", "install", "--prefix", (char *)dir, "--ignore-scripts", "--no-audit", "--no-fund",
-			"onnxruntime-node", NULL};
-	int st = run_logged(argv, log);
-	if (st != 0 || access(arena_printf(&V->A, "%s/node_modules/onnxruntime-node/package.json", dir), R_OK) != 0) {
-		fprintf(stderr, "cellc verify: `npm install onnxruntime-node --ignore-scripts` failed (status %d); "
-				"set CELLC_ORT_DIR to a directory holding node_modules/onnxruntime-node:\n", st);
-		show_file(log, "  | ");
-		return NULL;
-	}
-	return dir;
-}
-
-/* Why ONNX Runtime may refuse the model, for the message. */
-static const char *ort_hint(verify *V)
-{
-	for (int i = 0; i < V->g0->nnodes; i++) {
-		const ir_node *n = V->g0->nodes[i];
-		if ((n->op == OP_LSTM || n->op == OP_GRU || n->op == OP_RNN) && ir_attr_int(n, "layout", 0))
-			return arena_printf(&V->A, "\ncellc verify: node '%s' (%s) has layout=1 (batch first), which "
-					     "ONNX Runtime does not implement; verify such a model with --data "
-					     "(golden outputs from another oracle, e.g. PyTorch)", n->name,
-					     ir_op_name(n->op));
-	}
-	return "";
-}
-
-/* Makes the golden data sets with ONNX Runtime and adds them as --data. */
-static int oracle_make(verify *V)
-{
-	for (int k = 0; k < V->g0->ninputs; k++)
-		if (V->g0->inputs[k]->seq != IR_TENSOR) {
-			fprintf(stderr, "cellc verify: input '%s' is a sequence or optional; --oracle makes random "
-					"tensors only: use --data\n", V->g0->inputs[k]->name);
-			return -1;
-		}
-	const char *gdir = V->golden ? V->golden : arena_printf(&V->A, "%s/golden", V->root);
-	uint64_t rng = V->seed;
-	char **argv = arena_array(&V->A, (size_t)V->ninputs + 5, sizeof *argv);
-	const char *script = arena_printf(&V->A, "%s/ort_run.js", V->root);
-	const char *text = emit_template("ort_run.js");
-	ASSERT(text);
-	if (write_all(script, text, strlen(text)))
-		return -1;
-	int na = 0;
-	argv[na++] = "node";
-	argv[na++] = (char *)script;
-	argv[na++] = (char *)V->model;
-	for (int sidx = 0; sidx < V->ninputs; sidx++) {
-		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
-		if (cmd_mkdirs("verify", d) || make_inputs(V, d, &rng))
-			return -1;
-		argv[na++] = (char *)d;
-	}
-	argv[na] = NULL;
-	const char *ort = ort_find(V);
-	if (!ort)
-		return -1;
-	setenv("NODE_PATH", arena_printf(&V->A, "%s/node_modules", ort), 1);
-	const char *log = arena_printf(&V->A, "%s/ort.log", V->root);
-	int st = run_logged(argv, log);
-	if (st != 0) {
-		fprintf(stderr, "cellc verify: %s %s (node exit status %d):\n", st == 3 ? "onnxruntime refuses" :
-			"onnxruntime could not be run on", V->model, st);
-		show_file(log, "  | ");
-		fprintf(stderr, "%s\n", ort_hint(V) + (*ort_hint(V) ? 1 : 0));
-		return -1;
-	}
-	for (int sidx = 0; sidx < V->ninputs; sidx++) {
-		const char *d = arena_printf(&V->A, "%s/test_data_set_%d", gdir, sidx);
-		if (convert_outputs(V, d) || td_collect(&V->A, "verify", d, &V->L))
-			return -1;
-		/* the raw files were for ort_run.js only: the set is in the backend-test layout */
-		for (int k = 0; k < V->g0->ninputs; k++)
-			remove(arena_printf(&V->A, "%s/input_%d.bin", d, k));
-		for (int k = 0; k < V->g0->noutputs; k++)
-			remove(arena_printf(&V->A, "%s/output_%d.bin", d, k));
-		remove(arena_printf(&V->A, "%s/inputs.txt", d));
-		remove(arena_printf(&V->A, "%s/outputs.txt", d));
-	}
-	if (V->golden)
-		fprintf(stderr, "cellc verify: golden data (ONNX Runtime) saved in %s\n", V->golden);
-	return 0;
 }
 
 /* ---- the JSON report ---- */
@@ -1481,7 +1110,7 @@ int cmd_verify(int argc, char **argv)
 	find_bound_inputs(V);
 	if (make_root(V))
 		goto out;
-	if (V->oracle && oracle_make(V))
+	if (V->oracle && verify_oracle_make(V))
 		goto out;
 	if (read_inputs(V, &D))
 		goto out;

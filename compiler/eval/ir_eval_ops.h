@@ -33,6 +33,13 @@ void ev_log_softmax(const double *x, int64_t outer, int64_t m, int64_t inner, do
 static inline int64_t ev_ival(const ev_tensor *t, int64_t i) { return (int64_t)t->x[i]; }
 static inline int64_t ev_norm_axis(int64_t a, int r) { return a < 0 ? a + r : a; }
 
+/* The product of d[0..n-1]. */
+int64_t ev_prod(const int64_t *d, int n);
+/* An INTS attribute of cnt values, or def for each when absent. */
+void ev_ints_or(const ir_node *n, const char *name, int cnt, int64_t def, int64_t *v);
+/* A new tensor of dtype dt with x's shape. */
+ev_tensor *ev_new_like(ev_run *r, ir_dtype dt, const ev_tensor *x);
+
 /* E = expm(S), S [n, n] in double (scaling and squaring; scratch in r's
  * arena); -1 if S is not finite.  ir_eval_cell.c. */
 int ev_expm(ev_run *r, const double *S, int64_t n, double *E);
@@ -47,6 +54,23 @@ int ev_nonzero(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, e
 int ev_compress(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 int ev_unique(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 int ev_nms(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+/* ir_eval_math.c: Det and Einsum, sampling, signals, sequences, the
+ * optimisers, TfIdfVectorizer. */
+int ev_det(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_einsum(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_resize(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_gridsample(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_roialign(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_dft(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_stft(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_window(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_melweight(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_lrn(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_mvn(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_reverseseq(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_maxunpool(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_optim(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+int ev_tfidf(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 /* ir_eval_cell.c: a native Cell layer from the equations of docs/cells.md,
  * and MatrixExp. */
 int ev_cell(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);

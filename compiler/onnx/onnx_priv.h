@@ -82,6 +82,9 @@ ir_value *onnx_const_f32_scalar(onnx_ctx *L, const char *base, float v);
  * several IR nodes.  Errors go to L->D; the node's outputs are defined even
  * then, so that later nodes do not report them missing. */
 void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np);
+/* onnx_node_check.c: the attribute values of node n (after normalisation),
+ * by its operator's checker; the number of errors reported. */
+int onnx_check_values(onnx_ctx *L, ir_node *n);
 
 /* ---- subgraphs (lower_loop.c) ---- */
 

@@ -51,65 +51,22 @@
  * axes (broadcasting is unchanged by them), any other body gets Reshape
  * nodes at its inputs and outputs; outside, Reshape nodes convert back.
  *
+ * Scan's front end is lower_scan.c.
+ *
  * What cannot be compiled is a located error: a trip count that is not a
  * compile-time constant (or a dimension of an input), a condition that is
  * not constant true ("a data-dependent condition"), a loop-carried value
  * whose shape changes, other uses of the iteration number, other uses of
  * sequences.
  */
-#include "lower.h"
+#include "lower_loop.h"
 #include "infer.h"
-#include "ir_build.h"
 #include "passes.h"
 #include "util.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
-/* ---- expansion: helpers ---------------------------------------------------- */
-
-enum { MAXIO = 256 };
-
-typedef struct lx {
-	ir_graph *g;            /* the graph holding the node */
-	ir_node *n;             /* the Loop/Scan */
-	ir_build bld;           /* how its nodes are made: provenance and opset the Loop's */
-	ir_graph *b;            /* its body */
-	diag *D;
-	arena *A;
-	onnx_infer_fn infer;
-	void *cx;
-	ir_node **rep;          /* replacement nodes, in order */
-	int nrep, caprep;
-	ir_dim T;
-	int reverse;
-	/* the recurrence being built */
-	int nseq, nst, ny;
-	ir_value *seq_outer[MAXIO], *seq_body[MAXIO];
-	int64_t seq_ax[MAXIO];  /* time axis of each sequence input (0, or 1 for [B, T, N]) */
-	ir_value *st_init[MAXIO], *st_in[MAXIO], *st_out[MAXIO], *st_final[MAXIO];
-	ir_value *y_body[MAXIO], *y_final[MAXIO];
-	int y_rev[MAXIO];       /* stacked output must be reversed in time */
-	int y_axis[MAXIO];      /* time axis of the final stacked output */
-	int unbatch;            /* Scan-8: outputs get the batch axis 0 back */
-	ir_value *step;         /* body input t (has_step: f32, 1-based) or NULL */
-	ir_value *step_it;      /* int64(t - 1): what the body reads for the iteration number */
-} lx;
-
-static int fail(lx *X, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(lx *X, const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	diag_node(X->D, X->n, "%s", msg);
-	return 1;
-}
-
-static const char *shp(lx *X, const ir_shape *s) { return ir_shape_str(X->A, ir_root(X->g), s); }
+/* ---- expansion: helpers (the state and the smallest: lower_loop.h) --------- */
 
 static void push(lx *X, ir_node *nd)
 {
@@ -144,14 +101,14 @@ static ir_value *dims_const(lx *X, ir_graph *g, int cnt, const ir_dim *d)
 	return c;
 }
 
-static ir_value *ints_const(ir_graph *g, int cnt, const int64_t *v)
+ir_value *lx_ints_const(ir_graph *g, int cnt, const int64_t *v)
 {
 	return ir_const_i64(g, ir_unique_name(g, "ints"), cnt, v);
 }
 
 /* An outer node made before the recurrence; inferred now, because the body's
  * shapes depend on it (pass_infer infers it again, which changes nothing). */
-static ir_value *pre(lx *X, ir_node *nd)
+ir_value *lx_pre(lx *X, ir_node *nd)
 {
 	nd->out[0] = temp(X, X->g, DT_UNDEF);
 	push(X, nd);
@@ -165,32 +122,32 @@ static ir_value *pre_reshape(lx *X, ir_value *v, const ir_shape *s)
 	ir_node *nd = ir_build_node(&X->bld, X->g, OP_RESHAPE, 2, NULL, 1);
 	nd->in[0] = v;
 	nd->in[1] = dims_const(X, X->g, s->rank, s->d);
-	return pre(X, nd);
+	return lx_pre(X, nd);
 }
 
-static ir_value *pre_transpose(lx *X, ir_value *v, const int64_t *perm)
+ir_value *lx_pre_transpose(lx *X, ir_value *v, const int64_t *perm)
 {
 	ir_node *nd = ir_build_node(&X->bld, X->g, OP_TRANSPOSE, 1, NULL, 1);
 	nd->in[0] = v;
 	ir_attr_set_ints(nd, "perm", v->shape.rank, perm);
-	return pre(X, nd);
+	return lx_pre(X, nd);
 }
 
 /* Y = v reversed along axis 0 (Slice with step -1). */
-static ir_node *reverse_node(lx *X, ir_value *v)
+ir_node *lx_reverse_node(lx *X, ir_value *v)
 {
 	int64_t st = -1, en = INT64_MIN, ax = 0, sp = -1;
 	ir_node *nd = ir_build_node(&X->bld, X->g, OP_SLICE, 5, NULL, 1);
 	nd->in[0] = v;
-	nd->in[1] = ints_const(X->g, 1, &st);
-	nd->in[2] = ints_const(X->g, 1, &en);
-	nd->in[3] = ints_const(X->g, 1, &ax);
-	nd->in[4] = ints_const(X->g, 1, &sp);
+	nd->in[1] = lx_ints_const(X->g, 1, &st);
+	nd->in[2] = lx_ints_const(X->g, 1, &en);
+	nd->in[3] = lx_ints_const(X->g, 1, &ax);
+	nd->in[4] = lx_ints_const(X->g, 1, &sp);
 	return nd;
 }
 
 /* perm moving axis `from` to position `to` (others keep their order). */
-static void move_perm(int r, int from, int to, int64_t *perm)
+void lx_move_perm(int r, int from, int to, int64_t *perm)
 {
 	int k = 0;
 	for (int i = 0; i < r; i++)
@@ -394,7 +351,7 @@ static int pad_missing_io(lx *X, ir_node **pad)
 		ir_dim d[3] = {X->T, ir_dim_const(1), ir_dim_const(1)};
 		ir_node *nd = *pad = ir_build_node(&X->bld, g, OP_CONSTOFSHAPE, 1, NULL, 1);
 		nd->in[0] = dims_const(X, g, 3, d);
-		ir_value *z = pre(X, nd);
+		ir_value *z = lx_pre(X, nd);
 		if (!z)
 			return 1;
 		ir_value *in = ir_value_new(b, ir_unique_name(b, "pad_step"), VAL_STEP, DT_F32);
@@ -547,7 +504,7 @@ static void finish_states(lx *X, ir_node *r, const ir_shape *st_shape)
 			int64_t zero = 0;
 			ir_node *nd = ir_build_node(&X->bld, g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = o;
-			nd->in[1] = ints_const(g, 1, &zero);
+			nd->in[1] = lx_ints_const(g, 1, &zero);
 			post(X, nd, fin);
 		}
 	}
@@ -593,11 +550,11 @@ static int finish_outputs(lx *X, ir_node *r, const ir_shape *y_shape)
 			}
 		}
 		if (X->y_rev[k])
-			o = post(X, reverse_node(X, o), ++done == steps ? fin : NULL)->out[0];
+			o = post(X, lx_reverse_node(X, o), ++done == steps ? fin : NULL)->out[0];
 		if (X->y_axis[k] != 0) {
 			int64_t perm[IR_MAX_RANK];
 			int rr = y_shape[k].rank + 1;
-			move_perm(rr, 0, X->y_axis[k], perm);
+			lx_move_perm(rr, 0, X->y_axis[k], perm);
 			ir_node *nd = ir_build_node(&X->bld, g, OP_TRANSPOSE, 1, NULL, 1);
 			nd->in[0] = o;
 			ir_attr_set_ints(nd, "perm", rr, perm);
@@ -607,14 +564,14 @@ static int finish_outputs(lx *X, ir_node *r, const ir_shape *y_shape)
 			int64_t zero = 0;
 			ir_node *nd = ir_build_node(&X->bld, g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = o;
-			nd->in[1] = ints_const(g, 1, &zero);
+			nd->in[1] = lx_ints_const(g, 1, &zero);
 			o = post(X, nd, ++done == steps ? fin : NULL)->out[0];
 		}
 	}
 	return 0;
 }
 
-static int build(lx *X)
+int lx_build(lx *X)
 {
 	ir_graph *b = X->b;
 	ir_node *pad;
@@ -637,7 +594,7 @@ static int build(lx *X)
 }
 
 /* Checks that each carried value keeps its dtype and shape. */
-static int check_states(lx *X)
+int lx_check_states(lx *X)
 {
 	for (int k = 0; k < X->nst; k++) {
 		ir_value *in = X->st_in[k], *out = X->st_out[k];
@@ -682,7 +639,7 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 					u->op = OP_IDENTITY;
 				} else if (newax) {
 					int64_t perm[IR_MAX_RANK];
-					move_perm(r, 0, (int)axis, perm);
+					lx_move_perm(r, 0, (int)axis, perm);
 					u->op = OP_TRANSPOSE;
 					ir_attr_set_ints(u, "perm", r, perm);
 				} else if (axis == 0 && r >= 2) {
@@ -700,7 +657,7 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 					/* torch.cat(outs, a) of per-step [e0.., e_a, ..]: time moved
 					 * next to axis a, then merged into it (T * e_a) */
 					int64_t perm[IR_MAX_RANK];
-					move_perm(r, 0, (int)axis, perm);
+					lx_move_perm(r, 0, (int)axis, perm);
 					ir_node *tr = ir_build_node(&X->bld, g, OP_TRANSPOSE, 1, NULL, 1);
 					tr->in[0] = Y;
 					ir_attr_set_ints(tr, "perm", r, perm);
@@ -952,11 +909,11 @@ static ir_value *first_rows(lx *X, ir_value *x)
 	int64_t st = 0, ax = 0, sp = 1;
 	ir_node *nd = ir_build_node(&X->bld, X->g, OP_SLICE, 5, NULL, 1);
 	nd->in[0] = x;
-	nd->in[1] = ints_const(X->g, 1, &st);
-	nd->in[2] = ints_const(X->g, 1, &en);
-	nd->in[3] = ints_const(X->g, 1, &ax);
-	nd->in[4] = ints_const(X->g, 1, &sp);
-	return pre(X, nd);
+	nd->in[1] = lx_ints_const(X->g, 1, &st);
+	nd->in[2] = lx_ints_const(X->g, 1, &en);
+	nd->in[3] = lx_ints_const(X->g, 1, &ax);
+	nd->in[4] = lx_ints_const(X->g, 1, &sp);
+	return lx_pre(X, nd);
 }
 
 /* Uses of the iteration number that are x[t] or x[t:t+1] of an outer x
@@ -1007,8 +964,8 @@ static int map_iter(lx *X, ir_value *it)
 		if (gather && gax != 0) {
 			/* x[:, t] otherwise: time to axis 0 first */
 			int64_t perm[IR_MAX_RANK];
-			move_perm(x->shape.rank, (int)gax, 0, perm);
-			if (!(x = pre_transpose(X, x, perm)))
+			lx_move_perm(x->shape.rank, (int)gax, 0, perm);
+			if (!(x = lx_pre_transpose(X, x, perm)))
 				return 1;
 		}
 		ir_value *xs = first_rows(X, x);
@@ -1019,8 +976,8 @@ static int map_iter(lx *X, ir_value *it)
 			int64_t one = 1;
 			ir_node *nd = ir_build_node(&X->bld, X->g, OP_UNSQUEEZE, 2, NULL, 1);
 			nd->in[0] = xs;
-			nd->in[1] = ints_const(X->g, 1, &one);
-			if (!(xs = pre(X, nd)))
+			nd->in[1] = lx_ints_const(X->g, 1, &one);
+			if (!(xs = lx_pre(X, nd)))
 				return 1;
 		}
 		ir_value *v = u->out[0];
@@ -1147,7 +1104,7 @@ static int loop_states_and_outputs(lx *X, int N, int K, const int *acc, ir_value
 		X->st_final[X->nst] = k < n->nout ? n->out[k] : NULL;
 		X->nst++;
 	}
-	if (check_states(X))
+	if (lx_check_states(X))
 		return 1;
 	for (int k = 0; k < K; k++) {
 		X->y_body[X->ny] = b->outputs[1 + N + k];
@@ -1213,7 +1170,7 @@ static ir_node **expand_loop(lx *X, int *count)
 	if (loop_states_and_outputs(X, N, K, acc, acc_y, stacked))
 		return NULL;
 	nlist post = {.g = X->g};
-	if (int_states(X, &post) || build(X))
+	if (int_states(X, &post) || lx_build(X))
 		return NULL;
 	for (int i = 0; i < post.n; i++)
 		push(X, post.v[i]);
@@ -1227,160 +1184,6 @@ static ir_node **expand_loop(lx *X, int *count)
 			if (seq_users(X, n->out[k], stacked[k], idx + 1))
 				return NULL;
 		}
-	*count = X->nrep;
-	return X->rep;
-}
-
-/* ---- Scan ------------------------------------------------------------------------- */
-
-/* Scan-8: batch axis 0 everywhere, compiled for batch 1 (the body sees one
- * batch entry): the inputs' batch axis squeezed away. */
-static int scan_squeeze_batch(lx *X, ir_value **ins)
-{
-	ir_node *n = X->n;
-	for (int k = 0; k < n->nin; k++) {
-		ir_value *v = ins[k];
-		if (v->shape.rank < 1 || !ir_dim_is_const(v->shape.d[0]) || v->shape.d[0].k != 1)
-			return fail(X, "Scan-8 input '%s' has shape %s; cellc compiles Scan-8 with batch size 1",
-				    v->name, shp(X, &v->shape));
-		int64_t zero = 0;
-		ir_node *nd = ir_build_node(&X->bld, X->g, OP_SQUEEZE, 2, NULL, 1);
-		nd->in[0] = v;
-		nd->in[1] = ints_const(X->g, 1, &zero);
-		if (!(ins[k] = pre(X, nd)))
-			return 1;
-	}
-	X->unbatch = 1;
-	return 0;
-}
-
-/* The scanned inputs: time moved to axis 0, reversed where their direction
- * is not the first's, their lengths the same; the body's per-step inputs. */
-static int scan_inputs(lx *X, ir_value *const *ins, int N, int64_t M, const ir_attr *ia, const ir_attr *iax)
-{
-	ir_graph *b = X->b;
-	int dir0 = ia ? (int)ia->ints[0] : 0;
-	X->reverse = dir0 != 0;
-	for (int k = 0; k < M; k++) {
-		ir_value *x = ins[N + k];
-		int r = x->shape.rank;
-		int64_t ax = iax ? iax->ints[k] : 0, dir = ia ? ia->ints[k] : 0;
-		if (ax < -r || ax >= r || (dir != 0 && dir != 1))
-			return fail(X, "scan input %d ('%s', %s): axis %lld or direction %lld is out of range",
-				    k, x->name, shp(X, &x->shape), (long long)ax, (long long)dir);
-		if (ax < 0)
-			ax += r;
-		if (ax != 0) {
-			int64_t perm[IR_MAX_RANK];
-			move_perm(r, (int)ax, 0, perm);
-			if (!(x = pre_transpose(X, x, perm)))
-				return 1;
-		}
-		if (dir != dir0) {
-			ir_node *nd = reverse_node(X, x);
-			if (!(x = pre(X, nd)))
-				return 1;
-		}
-		if (k == 0)
-			X->T = x->shape.d[0];
-		else if (!ir_dim_eq(X->T, x->shape.d[0]))
-			return fail(X, "scan inputs have different lengths (%s and %s)",
-				    ir_dim_str(X->A, ir_root(X->g), X->T),
-				    ir_dim_str(X->A, ir_root(X->g), x->shape.d[0]));
-		ir_value *bv = b->inputs[N + k];
-		bv->dtype = x->dtype;
-		bv->shape.rank = r - 1;
-		for (int i = 1; i < r; i++)
-			bv->shape.d[i - 1] = x->shape.d[i];
-		X->seq_outer[X->nseq] = x;
-		X->seq_body[X->nseq++] = bv;
-	}
-	if (ir_dim_is_const(X->T) && X->T.k < 1)
-		return fail(X, "scans a sequence of length 0, which cellc does not compile");
-	return 0;
-}
-
-/* The scan outputs: stacked outputs, with their time axes and directions. */
-static int scan_outputs(lx *X, int N, int K, const ir_attr *oa, const ir_attr *oax)
-{
-	ir_node *n = X->n;
-	ir_graph *b = X->b;
-	for (int k = 0; k < K; k++) {
-		ir_value *y = b->outputs[N + k];
-		int r = y->shape.rank + 1;
-		int64_t ax = oax ? oax->ints[k] : 0, dir = oa ? oa->ints[k] : 0;
-		if (ax < -r || ax >= r || (dir != 0 && dir != 1))
-			return fail(X, "scan output %d: axis %lld or direction %lld is out of range", k, (long long)ax,
-				    (long long)dir);
-		X->y_body[k] = y;
-		X->y_final[k] = N + k < n->nout ? n->out[N + k] : NULL;
-		X->y_axis[k] = (int)(ax < 0 ? ax + r : ax);
-		X->y_rev[k] = (dir != 0) != X->reverse;
-	}
-	X->ny = K;
-	return 0;
-}
-
-static ir_node **expand_scan(lx *X, int *count)
-{
-	ir_node *n = X->n;
-	ir_graph *b = X->b;
-	int v8 = n->opset < 9;
-	int64_t M = ir_attr_int(n, "num_scan_inputs", -1);
-	int N = n->nin - (int)M;
-	if (M < 1 || N < 0) {
-		fail(X, "attribute 'num_scan_inputs' must be between 1 and the number of inputs (%d)", n->nin);
-		return NULL;
-	}
-	if (b->ninputs != n->nin || b->noutputs < N) {
-		fail(X, "body has %d inputs and %d outputs; this Scan needs %d inputs and at least %d outputs",
-		     b->ninputs, b->noutputs, n->nin, N);
-		return NULL;
-	}
-	int K = b->noutputs - N;
-	if (N + M + K > MAXIO) {
-		fail(X, "has more than %d inputs and outputs", MAXIO);
-		return NULL;
-	}
-	ir_attr *ia = ir_attr_find(n, v8 ? "directions" : "scan_input_directions");
-	ir_attr *iax = v8 ? NULL : ir_attr_find(n, "scan_input_axes");
-	ir_attr *oa = v8 ? NULL : ir_attr_find(n, "scan_output_directions");
-	ir_attr *oax = v8 ? NULL : ir_attr_find(n, "scan_output_axes");
-	if ((ia && ia->n != M) || (iax && iax->n != M) || (oa && oa->n != K) || (oax && oax->n != K)) {
-		fail(X, "scan direction/axis attributes must list one entry per scan input (%lld) or "
-		     "output (%d)", (long long)M, K);
-		return NULL;
-	}
-	ir_value *ins[MAXIO];
-	for (int k = 0; k < n->nin; k++) {
-		ins[k] = n->in[k];
-		if (!ins[k]) {
-			fail(X, "input %d is missing", k);
-			return NULL;
-		}
-	}
-	if (v8 && scan_squeeze_batch(X, ins))
-		return NULL;
-	if (scan_inputs(X, ins, N, M, ia, iax))
-		return NULL;
-	for (int k = 0; k < N; k++) {
-		ir_value *in = b->inputs[k];
-		in->dtype = ins[k]->dtype;
-		in->shape = ins[k]->shape;
-	}
-	if (X->infer(X->cx, b))
-		return NULL;
-	for (int k = 0; k < N; k++) {
-		X->st_init[k] = ins[k];
-		X->st_in[k] = b->inputs[k];
-		X->st_out[k] = b->outputs[k];
-		X->st_final[k] = k < n->nout ? n->out[k] : NULL;
-	}
-	X->nst = N;
-	if (check_states(X))
-		return NULL;
-	if (scan_outputs(X, N, K, oa, oax) || build(X))
-		return NULL;
 	*count = X->nrep;
 	return X->rep;
 }
@@ -1406,7 +1209,7 @@ ir_node **onnx_loop_expand(ir_graph *g, ir_node *n, diag *D, onnx_infer_fn infer
 	}
 	if (n->op == OP_LOOP && onnx_loop_needs_unroll(n))
 		return onnx_loop_unroll(g, n, D, infer, cx, count);
-	return n->op == OP_LOOP ? expand_loop(&X, count) : expand_scan(&X, count);
+	return n->op == OP_LOOP ? expand_loop(&X, count) : lx_expand_scan(&X, count);
 }
 
 int loops_claims(const ir_node *n) { return n->op == OP_LOOP || n->op == OP_SCAN; }

@@ -37,112 +37,19 @@
  * With sequence_lens the backward recurrence takes the same lengths: each row
  * runs over its own valid steps in the other direction.
  *
+ * The adjoint of a RECURRENCE is in pass_grad_rec.c, the loss in
+ * pass_grad_loss.c; grad.h is what the three share.
+ *
  * Legend: T steps, B batch rows, N/K product sizes, P a parameter.
  */
 #include "elem.h"
+#include "grad.h"
 #include "infer.h"
-#include "ir_build.h"
-#include "mincut.h"
-#include "passes.h"
-#include "train.h"
 #include "util.h"
 
 #include <string.h>
 
-/* ---- context ---------------------------------------------------------------------- */
-
-enum { CB_ELEM, CB_GEMM };
-
-/* A gradient contribution to a value captured by a body, made per step. */
-typedef struct contrib {
-	ir_value *c;            /* the captured root value */
-	int kind;               /* CB_ELEM: a is its gradient before un-broadcasting;
-	                           CB_GEMM: c is B of Gemm n, a = dY_t, b = A_t */
-	ir_value *a, *b;        /* body values of the backward body */
-	ir_node *n;             /* CB_GEMM: the forward product */
-} contrib;
-
-/* Gradient of a last-axis slice, kept until the sliced value's gradient is
- * asked for (several that tile the value become one Concat). */
-typedef struct part {
-	int64_t lo, hi;         /* columns */
-	ir_value *g;
-	struct part *next;
-} part;
-
-typedef struct gx {
-	ir_graph *g;            /* root */
-	diag *D;
-	ir_train *t;
-	int errors;
-	int n0;                 /* root values before the pass */
-	char *rneeds;           /* [n0] depends on a parameter or an f32 input */
-	ir_node *first_rec;     /* the first recurrence (dstate) */
-	ir_value *dstate;
-} gx;
-
-typedef struct gctx {
-	gx *X;
-	ir_graph *tg;           /* graph the new nodes go to */
-	ir_graph *src;          /* graph of the forward values */
-	int nsrc;               /* src values when the context was made */
-	ir_value **map;         /* body: forward value -> backward-body value; NULL at root */
-	ir_value **grad;        /* [nsrc] */
-	part **parts;           /* [nsrc] */
-	char *needs;            /* [nsrc] */
-	ir_node *at;            /* node being differentiated (messages) */
-	ir_node *cats[16];      /* Concats made from slice parts, reused for equal parts */
-	int ncats;
-	contrib *cb;
-	int ncb, capcb;
-} gctx;
-
-static int fail(gctx *C, const char *fmt, const char *a)
-{
-	diag_node(C->X->D, C->at, fmt, a);
-	C->X->errors++;
-	return 0;
-}
-
-/* ---- building nodes --------------------------------------------------------------- */
-
-/* How the gradient nodes are made (ir_build): provenance and blame from the
- * node being differentiated. */
-static ir_build grad_build(const gctx *C)
-{
-	return (ir_build){.origin = C->at && C->at->origin ? C->at->origin : C->at ? C->at->name : "loss",
-			  .D = C->X->D, .blame = C->at, .what = "gradient node", .errors = &C->X->errors};
-}
-
-static ir_value *fin(gctx *C, ir_node *n)
-{
-	ir_build B = grad_build(C);
-	return ir_build_done(&B, n, NULL);
-}
-
-static ir_node *mk(gctx *C, ir_op op, int nin, ir_value *const *in)
-{
-	ir_build B = grad_build(C);
-	return ir_build_node(&B, C->tg, op, nin, in, 1);
-}
-
-static ir_value *op1(gctx *C, ir_op op, ir_value *a) { return fin(C, mk(C, op, 1, &a)); }
-
-static ir_value *op2(gctx *C, ir_op op, ir_value *a, ir_value *b)
-{
-	ir_value *in[2] = {a, b};
-	return fin(C, mk(C, op, 2, in));
-}
-
-static ir_value *fc(gctx *C, double v) { return ir_const_f32_scalar(C->tg, NULL, (float)v); }
-static ir_value *add(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_ADD, a, b); }
-static ir_value *sub(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_SUB, a, b); }
-static ir_value *mul(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_MUL, a, b); }
-static ir_value *dvd(gctx *C, ir_value *a, ir_value *b) { return op2(C, OP_DIV, a, b); }
-static ir_value *scale(gctx *C, double k, ir_value *a) { return k == 1.0 ? a : mul(C, a, fc(C, k)); }
-
-static ir_value *ints(gctx *C, int n, const int64_t *v) { return ir_const_i64(C->tg, NULL, n, v); }
-static ir_value *int1(gctx *C, int64_t v) { return ints(C, 1, &v); }
+/* ---- building nodes (the smallest are in grad.h) ------------------------------------ */
 
 /* A Reshape target for shape s (symbolic dims as a symbolic constant). */
 static ir_value *shape_const(gctx *C, const ir_shape *s) { return ir_const_dims(C->tg, s->d, s->rank); }
@@ -150,7 +57,7 @@ static ir_value *shape_const(gctx *C, const ir_shape *s) { return ir_const_dims(
 /* float zeros of shape s, rank 1 or more (symbolic sizes included) */
 static ir_value *zeros_shaped(gctx *C, const ir_shape *s) { return op1(C, OP_CONSTOFSHAPE, shape_const(C, s)); }
 
-static ir_value *reshape(gctx *C, ir_value *v, const ir_shape *s)
+ir_value *grad_reshape(gctx *C, ir_value *v, const ir_shape *s)
 {
 	if (ir_shape_eq(&v->shape, s))
 		return v;
@@ -169,7 +76,7 @@ static ir_value *reduce(gctx *C, ir_value *v, int lo, int hi, int keep)
 	return fin(C, n);
 }
 
-static ir_value *gemm(gctx *C, ir_value *a, ir_value *b, int ta, int tb, double alpha)
+ir_value *grad_gemm(gctx *C, ir_value *a, ir_value *b, int ta, int tb, double alpha)
 {
 	ir_value *in[2] = {a, b};
 	ir_node *n = mk(C, OP_GEMM, 2, in);
@@ -212,25 +119,11 @@ static ir_value *unbroadcast(gctx *C, ir_value *g, const ir_shape *to)
 		g = reduce(C, g, i, j, 1);
 		i = j + 1;
 	}
-	return reshape(C, g, to);
+	return grad_reshape(C, g, to);
 }
 
 /* ---- values and their gradients -------------------------------------------------------- */
 
-static int in_src(gctx *C, const ir_value *v) { return v->graph == C->src && v->id < C->nsrc; }
-
-/* The forward value v as the new nodes read it. */
-static ir_value *V(gctx *C, ir_value *v)
-{
-	if (C->map && in_src(C, v) && C->map[v->id])
-		return C->map[v->id];
-	return v;
-}
-
-static int root_needs(gx *X, const ir_value *v)
-{
-	return v && v->graph == X->g && v->id < X->n0 && X->rneeds[v->id];
-}
 
 static int need(gctx *C, const ir_value *v)
 {
@@ -241,10 +134,9 @@ static int need(gctx *C, const ir_value *v)
 	return C->map && root_needs(C->X, v);
 }
 
-static ir_value *get_grad(gctx *C, ir_value *v);
 
 /* Adds gradient g (already of v's shape) to v. */
-static void acc(gctx *C, ir_value *v, ir_value *g)
+void grad_acc(gctx *C, ir_value *v, ir_value *g)
 {
 	if (!g || !need(C, v))
 		return;
@@ -263,12 +155,12 @@ static void acc(gctx *C, ir_value *v, ir_value *g)
 }
 
 /* Adds g (shaped like the node's output) to v, summing broadcast axes. */
-static void acc_ub(gctx *C, ir_value *v, ir_value *g)
+void grad_acc_ub(gctx *C, ir_value *v, ir_value *g)
 {
 	if (!g || !need(C, v))
 		return;
 	if (!in_src(C, v)) {
-		acc(C, v, g);   /* un-broadcast once, outside the loop */
+		grad_acc(C, v, g);   /* un-broadcast once, outside the loop */
 		return;
 	}
 	ir_value *u = unbroadcast(C, g, &v->shape);
@@ -276,7 +168,7 @@ static void acc_ub(gctx *C, ir_value *v, ir_value *g)
 		fail(C, "cannot differentiate: operand '%s' has more dimensions than the result", v->name);
 		return;
 	}
-	acc(C, v, u);
+	grad_acc(C, v, u);
 }
 
 static void acc_part(gctx *C, ir_value *v, int64_t lo, int64_t hi, ir_value *g)
@@ -288,8 +180,8 @@ static void acc_part(gctx *C, ir_value *v, int64_t lo, int64_t hi, ir_value *g)
 	C->parts[v->id] = p;
 }
 
-static ir_value *slice_scatter(gctx *C, ir_value *like, ir_value *u, ir_value *starts, ir_value *ends,
-			       ir_value *axes, ir_value *steps)
+ir_value *grad_slice_scatter(gctx *C, ir_value *like, ir_value *u, ir_value *starts, ir_value *ends,
+			ir_value *axes, ir_value *steps)
 {
 	ir_value *in[6] = {like, u, starts, ends, axes, steps};
 	int nin = steps ? 6 : axes ? 5 : 4;
@@ -297,7 +189,7 @@ static ir_value *slice_scatter(gctx *C, ir_value *like, ir_value *u, ir_value *s
 }
 
 /* v's gradient, with pending slice parts joined in. */
-static ir_value *get_grad(gctx *C, ir_value *v)
+ir_value *grad_get(gctx *C, ir_value *v)
 {
 	if (!v || !in_src(C, v))
 		return NULL;
@@ -351,12 +243,12 @@ static ir_value *get_grad(gctx *C, ir_value *v)
 		} else {
 			sum = NULL;
 			for (int i = 0; i < n; i++) {
-				ir_value *s = slice_scatter(C, V(C, v), sorted[i]->g, int1(C, sorted[i]->lo),
+				ir_value *s = grad_slice_scatter(C, V(C, v), sorted[i]->g, int1(C, sorted[i]->lo),
 							    int1(C, sorted[i]->hi), int1(C, v->shape.rank - 1), NULL);
 				sum = sum ? add(C, sum, s) : s;
 			}
 		}
-		acc(C, v, sum);
+		grad_acc(C, v, sum);
 	}
 	/* asked for, v's gradient is whole: the emitter names it after v */
 	ir_value *g = C->grad[v->id];
@@ -404,52 +296,52 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *a = n->in[0], *b = n->nin > 1 ? n->in[1] : NULL, *y = V(C, n->out[0]);
 	ir_value *Va = V(C, a), *Vb = b ? V(C, b) : NULL;
 	switch (n->op) {
-	case OP_ADD: acc_ub(C, a, dy); acc_ub(C, b, dy); return;
-	case OP_SUB: acc_ub(C, a, dy); if (need(C, b)) acc_ub(C, b, op1(C, OP_NEG, dy)); return;
+	case OP_ADD: grad_acc_ub(C, a, dy); grad_acc_ub(C, b, dy); return;
+	case OP_SUB: grad_acc_ub(C, a, dy); if (need(C, b)) grad_acc_ub(C, b, op1(C, OP_NEG, dy)); return;
 	case OP_MUL:
-		if (need(C, a)) acc_ub(C, a, mul(C, dy, Vb));
-		if (need(C, b)) acc_ub(C, b, mul(C, dy, Va));
+		if (need(C, a)) grad_acc_ub(C, a, mul(C, dy, Vb));
+		if (need(C, b)) grad_acc_ub(C, b, mul(C, dy, Va));
 		return;
 	case OP_DIV:
-		if (need(C, a)) acc_ub(C, a, dvd(C, dy, Vb));
-		if (need(C, b)) acc_ub(C, b, op1(C, OP_NEG, dvd(C, mul(C, dy, y), Vb)));
+		if (need(C, a)) grad_acc_ub(C, a, dvd(C, dy, Vb));
+		if (need(C, b)) grad_acc_ub(C, b, op1(C, OP_NEG, dvd(C, mul(C, dy, y), Vb)));
 		return;
-	case OP_NEG: acc(C, a, op1(C, OP_NEG, dy)); return;
-	case OP_IDENTITY: acc(C, a, dy); return;
-	case OP_SIGMOID: acc(C, a, mul(C, dy, mul(C, y, sub(C, fc(C, 1), y)))); return;
-	case OP_TANH: acc(C, a, mul(C, dy, sub(C, fc(C, 1), mul(C, y, y)))); return;
-	case OP_RELU: acc(C, a, mul(C, dy, op1(C, OP_SIGN, y))); return;
-	case OP_EXP: acc(C, a, mul(C, dy, y)); return;
-	case OP_LOG: acc(C, a, dvd(C, dy, Va)); return;
-	case OP_SQRT: acc(C, a, dvd(C, scale(C, 0.5, dy), y)); return;
-	case OP_ABS: acc(C, a, mul(C, dy, op1(C, OP_SIGN, Va))); return;
+	case OP_NEG: grad_acc(C, a, op1(C, OP_NEG, dy)); return;
+	case OP_IDENTITY: grad_acc(C, a, dy); return;
+	case OP_SIGMOID: grad_acc(C, a, mul(C, dy, mul(C, y, sub(C, fc(C, 1), y)))); return;
+	case OP_TANH: grad_acc(C, a, mul(C, dy, sub(C, fc(C, 1), mul(C, y, y)))); return;
+	case OP_RELU: grad_acc(C, a, mul(C, dy, op1(C, OP_SIGN, y))); return;
+	case OP_EXP: grad_acc(C, a, mul(C, dy, y)); return;
+	case OP_LOG: grad_acc(C, a, dvd(C, dy, Va)); return;
+	case OP_SQRT: grad_acc(C, a, dvd(C, scale(C, 0.5, dy), y)); return;
+	case OP_ABS: grad_acc(C, a, mul(C, dy, op1(C, OP_SIGN, Va))); return;
 	case OP_SIGN: return;   /* zero almost everywhere */
 	case OP_POW:
 		/* d a^b / da = b a^(b-1);  d a^b / db = a^b log(a) */
 		if (need(C, a))
-			acc_ub(C, a, mul(C, dy, mul(C, Vb, op2(C, OP_POW, Va, sub(C, Vb, fc(C, 1))))));
+			grad_acc_ub(C, a, mul(C, dy, mul(C, Vb, op2(C, OP_POW, Va, sub(C, Vb, fc(C, 1))))));
 		if (need(C, b))
-			acc_ub(C, b, mul(C, dy, mul(C, y, op1(C, OP_LOG, Va))));
+			grad_acc_ub(C, b, mul(C, dy, mul(C, y, op1(C, OP_LOG, Va))));
 		return;
-	case OP_AFFINE: acc(C, a, scale(C, elem_attr_float(n, "alpha"), dy)); return;
+	case OP_AFFINE: grad_acc(C, a, scale(C, elem_attr_float(n, "alpha"), dy)); return;
 	case OP_SOFTSIGN: {
 		ir_value *d = add(C, fc(C, 1), op1(C, OP_ABS, Va));
-		acc(C, a, dvd(C, dy, mul(C, d, d)));
+		grad_acc(C, a, dvd(C, dy, mul(C, d, d)));
 		return;
 	}
-	case OP_SOFTPLUS: acc(C, a, mul(C, dy, op1(C, OP_SIGMOID, Va))); return;
+	case OP_SOFTPLUS: grad_acc(C, a, mul(C, dy, op1(C, OP_SIGMOID, Va))); return;
 	case OP_HARDSIGMOID: {
 		/* alpha where 0 < y < 1 */
 		float alpha = elem_attr_float(n, "alpha");
 		ir_value *in = mul(C, op1(C, OP_SIGN, op1(C, OP_RELU, y)),
 				   op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, fc(C, 1), y))));
-		acc(C, a, mul(C, dy, scale(C, alpha, in)));
+		grad_acc(C, a, mul(C, dy, scale(C, alpha, in)));
 		return;
 	}
 	case OP_THRELU: {
 		/* 1 where x > alpha */
 		float alpha = elem_attr_float(n, "alpha");
-		acc(C, a, mul(C, dy, op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, Va, fc(C, alpha))))));
+		grad_acc(C, a, mul(C, dy, op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, Va, fc(C, alpha))))));
 		return;
 	}
 	case OP_LEAKYRELU: case OP_ELU: {
@@ -458,13 +350,13 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 		ir_value *pos = op1(C, OP_SIGN, op1(C, OP_RELU, Va));
 		ir_value *neg = n->op == OP_ELU ? add(C, y, fc(C, alpha)) : fc(C, alpha);
 		ir_value *d = add(C, pos, mul(C, sub(C, fc(C, 1), pos), neg));
-		acc(C, a, mul(C, dy, d));
+		grad_acc(C, a, mul(C, dy, d));
 		return;
 	}
 	case OP_SCALEDTANH: {
 		float alpha = elem_attr_float(n, "alpha"), beta = elem_attr_float(n, "beta");
 		ir_value *r = scale(C, 1.0 / alpha, y);
-		acc(C, a, mul(C, dy, scale(C, (double)alpha * beta, sub(C, fc(C, 1), mul(C, r, r)))));
+		grad_acc(C, a, mul(C, dy, scale(C, (double)alpha * beta, sub(C, fc(C, 1), mul(C, r, r)))));
 		return;
 	}
 	case OP_CLIP: {
@@ -475,12 +367,12 @@ static void rule_elem(gctx *C, ir_node *n, ir_value *dy)
 			ir_value *u = op1(C, OP_SIGN, op1(C, OP_RELU, sub(C, V(C, n->in[2]), Va)));
 			m = m ? mul(C, m, u) : u;
 		}
-		acc(C, a, m ? mul(C, dy, m) : dy);
+		grad_acc(C, a, m ? mul(C, dy, m) : dy);
 		return;
 	}
 	case OP_CAST:
 		if (a->dtype == DT_F32 && n->out[0]->dtype == DT_F32)
-			acc(C, a, dy);
+			grad_acc(C, a, dy);
 		return;
 	default:
 		fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)",
@@ -499,7 +391,7 @@ static void rule_gemm(gctx *C, ir_node *n, ir_value *dy)
 			     "recurrence body", A->name);
 			return;
 		}
-		acc(C, A, ta ? gemm(C, V(C, Bm), dy, tb, 1, alpha) : gemm(C, dy, V(C, Bm), 0, !tb, alpha));
+		grad_acc(C, A, ta ? grad_gemm(C, V(C, Bm), dy, tb, 1, alpha) : grad_gemm(C, dy, V(C, Bm), 0, !tb, alpha));
 	}
 	if (need(C, Bm)) {
 		if (C->map && !in_src(C, Bm)) {
@@ -514,11 +406,11 @@ static void rule_gemm(gctx *C, ir_node *n, ir_value *dy)
 			}
 			C->cb[C->ncb++] = (contrib){.c = Bm, .kind = CB_GEMM, .a = dy, .b = V(C, A), .n = n};
 		} else {
-			acc(C, Bm, tb ? gemm(C, dy, V(C, A), 1, ta, alpha) : gemm(C, V(C, A), dy, !ta, 0, alpha));
+			grad_acc(C, Bm, tb ? grad_gemm(C, dy, V(C, A), 1, ta, alpha) : grad_gemm(C, V(C, A), dy, !ta, 0, alpha));
 		}
 	}
 	if (Cc && need(C, Cc))
-		acc_ub(C, Cc, scale(C, beta, dy));
+		grad_acc_ub(C, Cc, scale(C, beta, dy));
 }
 
 static void rule_matmul(gctx *C, ir_node *n, ir_value *dy)
@@ -532,21 +424,21 @@ static void rule_matmul(gctx *C, ir_node *n, ir_value *dy)
 	}
 	if (ra == 2 && rb == 2) {
 		if (need(C, A))
-			acc(C, A, gemm(C, dy, V(C, Bm), 0, 1, 1.0));
+			grad_acc(C, A, grad_gemm(C, dy, V(C, Bm), 0, 1, 1.0));
 		if (need(C, Bm))
-			acc(C, Bm, gemm(C, V(C, A), dy, 1, 0, 1.0));
+			grad_acc(C, Bm, grad_gemm(C, V(C, A), dy, 1, 0, 1.0));
 		return;
 	}
 	if (ra >= 3 && rb == 2) {
 		int64_t p[2] = {1, 0};
 		if (need(C, A))
-			acc(C, A, op2(C, OP_MATMUL, dy, transpose(C, V(C, Bm), 2, p)));
+			grad_acc(C, A, op2(C, OP_MATMUL, dy, transpose(C, V(C, Bm), 2, p)));
 		if (need(C, Bm)) {
 			ir_node *f1 = mk(C, OP_FLATTEN, 1, (ir_value *[]){V(C, A)});
 			ir_attr_set_int(f1, "axis", ra - 1);
 			ir_node *f2 = mk(C, OP_FLATTEN, 1, &dy);
 			ir_attr_set_int(f2, "axis", ra - 1);
-			acc(C, Bm, gemm(C, fin(C, f1), fin(C, f2), 1, 0, 1.0));
+			grad_acc(C, Bm, grad_gemm(C, fin(C, f1), fin(C, f2), 1, 0, 1.0));
 		}
 		return;
 	}
@@ -554,9 +446,9 @@ static void rule_matmul(gctx *C, ir_node *n, ir_value *dy)
 	    ir_dim_eq(A->shape.d[0], Bm->shape.d[0])) {
 		int64_t p[3] = {0, 2, 1};
 		if (need(C, A))
-			acc(C, A, op2(C, OP_MATMUL, dy, transpose(C, V(C, Bm), 3, p)));
+			grad_acc(C, A, op2(C, OP_MATMUL, dy, transpose(C, V(C, Bm), 3, p)));
 		if (need(C, Bm))
-			acc(C, Bm, op2(C, OP_MATMUL, transpose(C, V(C, A), 3, p), dy));
+			grad_acc(C, Bm, op2(C, OP_MATMUL, transpose(C, V(C, A), 3, p), dy));
 		return;
 	}
 	fail(C, "cannot differentiate MatMul of these ranks (%s): 2-D, N-D x 2-D and equal-batch 3-D are supported",
@@ -618,15 +510,15 @@ static void rule_tile(gctx *C, ir_node *n, ir_value *dy)
 		split[m++] = a->shape.d[j];
 	}
 	if (!nred) {
-		acc(C, a, dy);
+		grad_acc(C, a, dy);
 		return;
 	}
 	ir_shape sp = {.rank = m};
 	memcpy(sp.d, split, (size_t)m * sizeof *split);
-	ir_value *in[2] = {reshape(C, dy, &sp), ints(C, nred, red)};
+	ir_value *in[2] = {grad_reshape(C, dy, &sp), ints(C, nred, red)};
 	ir_node *sum = mk(C, OP_REDUCESUM, 2, in);
 	ir_attr_set_int(sum, "keepdims", 0);
-	acc(C, a, fin(C, sum));
+	grad_acc(C, a, fin(C, sum));
 }
 
 /* A Slice: a flip flipped back, a last-axis part kept for its Concat, else
@@ -637,7 +529,7 @@ static void rule_slice(gctx *C, ir_node *n, ir_value *dy)
 	int64_t lo, hi, ax;
 	if (ir_slice_flips(n, &ax)) {   /* torch.flip: dy flipped back */
 		ir_value *in[5] = {dy, V(C, n->in[1]), V(C, n->in[2]), int1(C, ax), int1(C, -1)};
-		acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));
+		grad_acc(C, a, fin(C, mk(C, OP_SLICE, 5, in)));
 		return;
 	}
 	if (in_src(C, a) && last_axis_slice(n, &lo, &hi)) {
@@ -655,7 +547,7 @@ static void rule_slice(gctx *C, ir_node *n, ir_value *dy)
 		for (int64_t i = 0; i < ir_shape_const_numel(&n->in[4]->shape); i++)
 			if (ir_const_int(n->in[4], i) <= 0)
 				return (void)fail(C, "cannot differentiate Slice with negative steps%s", "");
-	acc(C, a, slice_scatter(C, V(C, a), dy, V(C, n->in[1]), V(C, n->in[2]),
+	grad_acc(C, a, grad_slice_scatter(C, V(C, a), dy, V(C, n->in[1]), V(C, n->in[2]),
 				n->nin > 3 ? V(C, n->in[3]) : NULL, n->nin > 4 ? V(C, n->in[4]) : NULL));
 }
 
@@ -671,7 +563,7 @@ static void rule_concat(gctx *C, ir_node *n, ir_value *dy)
 			return (void)fail(C, "cannot differentiate Concat along a symbolic axis (%s)", p->name);
 		if (need(C, p)) {
 			ir_value *in[4] = {dy, int1(C, off), int1(C, off + d.k), int1(C, ax)};
-			acc(C, p, fin(C, mk(C, OP_SLICE, 4, in)));
+			grad_acc(C, p, fin(C, mk(C, OP_SLICE, 4, in)));
 		}
 		off += d.k;
 	}
@@ -691,15 +583,15 @@ static void rule_split(gctx *C, ir_node *n, ir_value *dy)
 		ir_dim d = o->shape.d[ax];
 		if (!ir_dim_is_const(d))
 			return (void)fail(C, "cannot differentiate Split along a symbolic axis (%s)", o->name);
-		ir_value *go = get_grad(C, o);
+		ir_value *go = grad_get(C, o);
 		if (go) {
-			ir_value *s = slice_scatter(C, V(C, a), go, int1(C, off), int1(C, off + d.k),
+			ir_value *s = grad_slice_scatter(C, V(C, a), go, int1(C, off), int1(C, off + d.k),
 						    int1(C, ax), NULL);
 			sum = sum ? add(C, sum, s) : s;
 		}
 		off += d.k;
 	}
-	acc(C, a, sum);
+	grad_acc(C, a, sum);
 }
 
 /* A Gather: of one constant index, dy scattered back into its place; else gather_grad. */
@@ -709,7 +601,7 @@ static void rule_gather(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *idx = n->in[1];
 	int r = a->shape.rank, ax = axis_attr(n, r, 0);
 	if (!ir_value_is_const(idx) || ir_shape_const_numel(&idx->shape) != 1) {
-		acc(C, a, gather_grad(C, n, dy));
+		grad_acc(C, a, gather_grad(C, n, dy));
 		return;
 	}
 	int64_t i = ir_const_int(idx, 0);
@@ -720,7 +612,7 @@ static void rule_gather(gctx *C, ir_node *n, ir_value *dy)
 		ir_value *in[2] = {dy, int1(C, ax)};
 		u = fin(C, mk(C, OP_UNSQUEEZE, 2, in));
 	}
-	acc(C, a, slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 ? INT32_MAX : i + 1), int1(C, ax), NULL));
+	grad_acc(C, a, grad_slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 ? INT32_MAX : i + 1), int1(C, ax), NULL));
 }
 
 /* The views and the operators that move elements: one case per operator. */
@@ -729,10 +621,10 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *a = n->in[0];
 	switch (n->op) {
 	case OP_RESHAPE: case OP_FLATTEN: case OP_SQUEEZE: case OP_UNSQUEEZE:
-		acc(C, a, reshape(C, dy, &a->shape));
+		grad_acc(C, a, grad_reshape(C, dy, &a->shape));
 		return;
 	case OP_EXPAND:
-		acc_ub(C, a, dy);
+		grad_acc_ub(C, a, dy);
 		return;
 	case OP_TILE:
 		rule_tile(C, n, dy);
@@ -745,7 +637,7 @@ static void rule_shape(gctx *C, ir_node *n, ir_value *dy)
 			perm[i] = pa && pa->n == r ? pa->ints[i] : r - 1 - i;
 		for (int i = 0; i < r; i++)
 			inv[perm[i]] = i;
-		acc(C, a, transpose(C, dy, r, inv));
+		grad_acc(C, a, transpose(C, dy, r, inv));
 		return;
 	}
 	case OP_SLICE:
@@ -771,10 +663,10 @@ static void rule_softmax(gctx *C, ir_node *n, ir_value *dy)
 	int r = a->shape.rank, ax = axis_attr(n, r, -1);
 	if (n->op == OP_SOFTMAX) {
 		ir_value *s = reduce(C, mul(C, dy, y), ax, ax, 1);
-		acc(C, a, mul(C, y, sub(C, dy, s)));
+		grad_acc(C, a, mul(C, y, sub(C, dy, s)));
 	} else {
 		ir_value *s = reduce(C, dy, ax, ax, 1);
-		acc(C, a, sub(C, dy, mul(C, op1(C, OP_EXP, y), s)));
+		grad_acc(C, a, sub(C, dy, mul(C, op1(C, OP_EXP, y), s)));
 	}
 }
 
@@ -795,7 +687,7 @@ static void rule_matexp(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *e = op1(C, OP_MATEXP, fin(C, big));
 	int64_t st[2] = {0, H}, en[2] = {H, 2 * H}, ax[2] = {0, 1};
 	ir_value *in[4] = {e, ints(C, 2, st), ints(C, 2, en), ints(C, 2, ax)};
-	acc(C, S, fin(C, mk(C, OP_SLICE, 4, in)));
+	grad_acc(C, S, fin(C, mk(C, OP_SLICE, 4, in)));
 }
 
 /* ---- rules: selections, reductions, normalisations, Conv, Pad, class losses ------------ */
@@ -861,9 +753,9 @@ static void rule_where(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *c = V(C, n->in[0]);
 	if (need(C, n->in[1]))
-		acc_ub(C, n->in[1], where(C, c, dy, fc(C, 0)));
+		grad_acc_ub(C, n->in[1], where(C, c, dy, fc(C, 0)));
 	if (need(C, n->in[2]))
-		acc_ub(C, n->in[2], where(C, c, fc(C, 0), dy));
+		grad_acc_ub(C, n->in[2], where(C, c, fc(C, 0), dy));
 }
 
 /* Min/Max: the gradient goes to the inputs equal to the result, split evenly
@@ -872,7 +764,7 @@ static void rule_where(gctx *C, ir_node *n, ir_value *dy)
 static void rule_minmax(gctx *C, ir_node *n, ir_value *dy)
 {
 	if (n->nin == 1) {
-		acc(C, n->in[0], dy);
+		grad_acc(C, n->in[0], dy);
 		return;
 	}
 	ir_value *y = V(C, n->out[0]), *m[1024], *cnt = NULL;
@@ -883,7 +775,7 @@ static void rule_minmax(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *share = dvd(C, dy, cnt);
 	for (int i = 0; i < n->nin; i++)
 		if (need(C, n->in[i]))
-			acc_ub(C, n->in[i], mul(C, share, m[i]));
+			grad_acc_ub(C, n->in[i], mul(C, share, m[i]));
 }
 
 static void rule_reduce(gctx *C, ir_node *n, ir_value *dy)
@@ -898,7 +790,7 @@ static void rule_reduce(gctx *C, ir_node *n, ir_value *dy)
 	for (int a = 0; a < r; a++)
 		if (red[a])
 			ks.d[a] = ir_dim_const(1);
-	ir_value *dk = reshape(C, dy, &ks), *yk = reshape(C, y, &ks), *g;
+	ir_value *dk = grad_reshape(C, dy, &ks), *yk = grad_reshape(C, y, &ks), *g;
 	switch (n->op) {
 	case OP_REDUCESUM: g = expand_to(C, dk, &x->shape); break;
 	case OP_REDUCEMEAN: g = expand_to(C, mul(C, dk, inv_count(C, &x->shape, red)), &x->shape); break;
@@ -920,7 +812,7 @@ static void rule_reduce(gctx *C, ir_node *n, ir_value *dy)
 		return (void)fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)",
 				  ir_op_name(n->op));
 	}
-	acc(C, x, g);
+	grad_acc(C, x, g);
 }
 
 /* x normalised over the axes red: xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps)
@@ -947,7 +839,7 @@ static void rule_layernorm(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *x = n->in[0], *S = n->in[1], *B = n->nin > 2 ? n->in[2] : NULL;
 	for (int k = 1; k < n->nout; k++)
-		if (n->out[k] && get_grad(C, n->out[k]))
+		if (n->out[k] && grad_get(C, n->out[k]))
 			return (void)fail(C, "cannot differentiate the Mean and InvStdDev outputs of "
 					  "LayerNormalization%s", "");
 	if (!dy)
@@ -959,11 +851,11 @@ static void rule_layernorm(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *inv = inv_count(C, &x->shape, red), *xhat, *rstd;
 	norm_stats(C, V(C, x), red, inv, ir_attr_float(n, "epsilon", 1e-5f), &xhat, &rstd);
 	if (need(C, x))
-		acc(C, x, norm_dx(C, mul(C, dy, V(C, S)), xhat, rstd, red, inv));
+		grad_acc(C, x, norm_dx(C, mul(C, dy, V(C, S)), xhat, rstd, red, inv));
 	if (need(C, S))
-		acc_ub(C, S, mul(C, dy, xhat));
+		grad_acc_ub(C, S, mul(C, dy, xhat));
 	if (B && need(C, B))
-		acc_ub(C, B, dy);
+		grad_acc_ub(C, B, dy);
 }
 
 /* BatchNormalization: training mode by the batch statistics over every axis
@@ -973,7 +865,7 @@ static void rule_batchnorm(gctx *C, ir_node *n, ir_value *dy)
 	ir_value *x = n->in[0], *S = n->in[1], *B = n->in[2], *M = n->in[3], *Vr = n->in[4];
 	int train = (int)ir_attr_int(n, "training_mode", 0);
 	for (int k = 1; k < n->nout; k++)
-		if (n->out[k] && get_grad(C, n->out[k]))
+		if (n->out[k] && grad_get(C, n->out[k]))
 			return (void)fail(C, "cannot differentiate the running_mean and running_var outputs of "
 					  "BatchNormalization%s", "");
 	if (!dy)
@@ -988,33 +880,33 @@ static void rule_batchnorm(gctx *C, ir_node *n, ir_value *dy)
 	cs.d[0] = x->shape.d[1];
 	for (int a = 1; a < r - 1; a++)
 		cs.d[a] = ir_dim_const(1);
-	ir_value *Sb = reshape(C, V(C, S), &cs), *xhat, *rstd;
+	ir_value *Sb = grad_reshape(C, V(C, S), &cs), *xhat, *rstd;
 	ir_value *sum_dy = NULL;
 	if (train) {
 		ir_value *inv = inv_count(C, &x->shape, red);
 		norm_stats(C, V(C, x), red, inv, eps, &xhat, &rstd);
 		if (need(C, x))
-			acc(C, x, norm_dx(C, mul(C, dy, Sb), xhat, rstd, red, inv));
+			grad_acc(C, x, norm_dx(C, mul(C, dy, Sb), xhat, rstd, red, inv));
 	} else {
-		rstd = dvd(C, fc(C, 1), op1(C, OP_SQRT, add(C, reshape(C, V(C, Vr), &cs), fc(C, eps))));
-		xhat = mul(C, sub(C, V(C, x), reshape(C, V(C, M), &cs)), rstd);
+		rstd = dvd(C, fc(C, 1), op1(C, OP_SQRT, add(C, grad_reshape(C, V(C, Vr), &cs), fc(C, eps))));
+		xhat = mul(C, sub(C, V(C, x), grad_reshape(C, V(C, M), &cs)), rstd);
 		if (need(C, x))
-			acc(C, x, mul(C, dy, mul(C, Sb, rstd)));
+			grad_acc(C, x, mul(C, dy, mul(C, Sb, rstd)));
 		if (need(C, M) || need(C, Vr)) {
 			sum_dy = reduce_axes_keep(C, dy, red);
 			ir_value *sdx = reduce_axes_keep(C, mul(C, dy, xhat), red);
 			/* dmean = -sum(dy) s rstd; dvar = -1/2 sum(dy xhat) s rstd^2 */
 			if (need(C, M))
-				acc(C, M, reshape(C, op1(C, OP_NEG, mul(C, sum_dy, mul(C, Sb, rstd))), &M->shape));
+				grad_acc(C, M, grad_reshape(C, op1(C, OP_NEG, mul(C, sum_dy, mul(C, Sb, rstd))), &M->shape));
 			if (need(C, Vr))
-				acc(C, Vr, reshape(C, scale(C, -0.5, mul(C, sdx, mul(C, Sb, mul(C, rstd, rstd)))),
+				grad_acc(C, Vr, grad_reshape(C, scale(C, -0.5, mul(C, sdx, mul(C, Sb, mul(C, rstd, rstd)))),
 						   &Vr->shape));
 		}
 	}
 	if (need(C, S))
-		acc(C, S, reshape(C, reduce_axes_keep(C, mul(C, dy, xhat), red), &S->shape));
+		grad_acc(C, S, grad_reshape(C, reduce_axes_keep(C, mul(C, dy, xhat), red), &S->shape));
 	if (need(C, B))
-		acc(C, B, reshape(C, sum_dy ? sum_dy : reduce_axes_keep(C, dy, red), &B->shape));
+		grad_acc(C, B, grad_reshape(C, sum_dy ? sum_dy : reduce_axes_keep(C, dy, red), &B->shape));
 }
 
 static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
@@ -1037,13 +929,13 @@ static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
 		ir_attr_set_ints(g, "strides", nsp, st);
 		ir_attr_set_ints(g, "pads", 2 * nsp, pads);
 		ir_attr_set_ints(g, "dilations", nsp, dil);
-		acc(C, v, fin(C, g));
+		grad_acc(C, v, fin(C, g));
 	}
 	if (B && need(C, B)) {
 		unsigned char red[IR_MAX_RANK] = {0};
 		for (int a = 0; a < r; a++)
 			red[a] = a != 1;
-		acc(C, B, reshape(C, reduce_axes_keep(C, dy, red), &B->shape));
+		grad_acc(C, B, grad_reshape(C, reduce_axes_keep(C, dy, red), &B->shape));
 	}
 }
 
@@ -1068,10 +960,10 @@ static void rule_maxpool(gctx *C, ir_node *n, ir_value *dy)
 	for (int a = 0; a < x->shape.rank; a++)
 		nx = ir_dim_mul(nx, x->shape.d[a]), ny = ir_dim_mul(ny, dy->shape.d[a]);
 	ir_shape fx = {.rank = 1, .d = {nx}}, fy = {.rank = 1, .d = {ny}};
-	ir_value *in[3] = {zeros_shaped(C, &fx), reshape(C, mp->out[1], &fy), reshape(C, dy, &fy)};
+	ir_value *in[3] = {zeros_shaped(C, &fx), grad_reshape(C, mp->out[1], &fy), grad_reshape(C, dy, &fy)};
 	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
 	ir_attr_set_string(sc, "reduction", "add");
-	acc(C, x, reshape(C, fin(C, sc), &x->shape));
+	grad_acc(C, x, grad_reshape(C, fin(C, sc), &x->shape));
 }
 
 /* TopK: the gradient of each value picked goes back to where it was picked
@@ -1098,7 +990,7 @@ static void rule_topk(gctx *C, ir_node *n, ir_value *dy)
 	ir_node *sc = mk(C, OP_SCATTERELEMENTS, 3, in);
 	ir_attr_set_int(sc, "axis", axis_attr(n, x->shape.rank, -1));
 	ir_attr_set_string(sc, "reduction", "add");
-	acc(C, x, fin(C, sc));
+	grad_acc(C, x, fin(C, sc));
 }
 
 static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
@@ -1112,7 +1004,7 @@ static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
 	ir_attr_set_ints(g, "pads", 2 * x->shape.rank, pads);
 	ir_attr_set_string(g, "mode", ir_attr_string(n, "mode", "constant"));
 	ir_value *dx = fin(C, g);
-	acc(C, x, dx);
+	grad_acc(C, x, dx);
 	if (val && need(C, val)) {
 		/* the constant fills every position of dY not copied from X */
 		unsigned char all[IR_MAX_RANK];
@@ -1120,7 +1012,7 @@ static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
 		if (strcmp(ir_attr_string(n, "mode", "constant"), "constant"))
 			return;
 		ir_value *d = sub(C, reduce_axes_keep(C, dy, all), reduce_axes_keep(C, dx, all));
-		acc(C, val, reshape(C, d, &val->shape));
+		grad_acc(C, val, grad_reshape(C, d, &val->shape));
 	}
 }
 
@@ -1130,7 +1022,7 @@ static void rule_class_loss(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *X = n->in[0], *t = V(C, n->in[1]), *w = n->nin > 2 ? n->in[2] : NULL;
 	int sce = n->op == OP_SOFTMAXCE;
-	ir_value *dlp = sce && n->nout > 1 && n->out[1] ? get_grad(C, n->out[1]) : NULL;
+	ir_value *dlp = sce && n->nout > 1 && n->out[1] ? grad_get(C, n->out[1]) : NULL;
 	ir_value *lp = !sce ? V(C, X) : n->nout > 1 && n->out[1] ? V(C, n->out[1]) : NULL;
 	if (!lp) {
 		ir_node *ls = mk(C, OP_LOGSOFTMAX, 1, (ir_value *[]){V(C, X)});
@@ -1150,7 +1042,7 @@ static void rule_class_loss(gctx *C, ir_node *n, ir_value *dy)
 			ir_attr_set_int(g, "ignore_index", ig->i);
 		ir_value *d = fin(C, g);
 		if (wrt) {
-			acc(C, w, d);
+			grad_acc(C, w, d);
 			continue;
 		}
 		dlp = dlp ? add(C, dlp, d) : d;
@@ -1158,21 +1050,20 @@ static void rule_class_loss(gctx *C, ir_node *n, ir_value *dy)
 	if (!dlp || !need(C, X))
 		return;
 	if (!sce) {
-		acc(C, X, dlp);
+		grad_acc(C, X, dlp);
 		return;
 	}
 	ir_value *s = reduce(C, dlp, 1, 1, 1);
-	acc(C, X, sub(C, dlp, mul(C, op1(C, OP_EXP, lp), s)));
+	grad_acc(C, X, sub(C, dlp, mul(C, op1(C, OP_EXP, lp), s)));
 }
 
-static void rule_rec(gctx *C, ir_node *n);
 
-static void rule(gctx *C, ir_node *n)
+void grad_rule(gctx *C, ir_node *n)
 {
 	ir_value *dy = NULL;
 	int any = 0;
 	for (int k = 0; k < n->nout; k++)
-		any |= n->out[k] && get_grad(C, n->out[k]) != NULL;
+		any |= n->out[k] && grad_get(C, n->out[k]) != NULL;
 	if (!any)
 		return;
 	int needed = 0;
@@ -1183,11 +1074,11 @@ static void rule(gctx *C, ir_node *n)
 	if (!needed)
 		return;
 	C->at = n;
-	dy = n->out[0] ? get_grad(C, n->out[0]) : NULL;
+	dy = n->out[0] ? grad_get(C, n->out[0]) : NULL;
 	if (n->op == OP_RECURRENCE) {
 		if (C->map)
 			return (void)fail(C, "cannot differentiate a recurrence inside a recurrence%s", "");
-		rule_rec(C, n);
+		grad_rule_rec(C, n);
 		return;
 	}
 	int multi = n->op == OP_SPLIT || n->op == OP_SOFTMAXCE || n->op == OP_LAYERNORM || n->op == OP_BATCHNORM;
@@ -1231,709 +1122,7 @@ static void rule(gctx *C, ir_node *n)
 	fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
 }
 
-/* ---- recurrences: backpropagation through time -------------------------------------------- */
-
-typedef struct seqin {
-	ir_value *outer, *inner;
-	int64_t axis;
-} seqin;
-
-/* The backward recurrence being built; its tables grow in the arena. */
-typedef struct bwd {
-	ir_graph *b;            /* backward body */
-	seqin *seq;             /* [nseq] per-step inputs */
-	int nseq, capseq;
-	ir_value **outs;        /* [nout] stacked body outputs */
-	ir_value **outer_outs;  /* [nout] their root values */
-	int64_t *out_axis;      /* [nout] their time axes */
-	int nout, capout;
-} bwd;
-
-static ir_value *body_input(ir_graph *b, const char *what, const ir_value *like)
-{
-	ir_value *v = ir_value_new(b, ir_free_name(b, arena_printf(b->A, "%s.%s", b->name, what)), VAL_STEP, like->dtype);
-	v->shape = like->shape;
-	return v;
-}
-
-static ir_value *add_seq(gctx *C, bwd *W, ir_value *outer, int64_t axis, const ir_value *like, const char *what)
-{
-	if (W->nseq == W->capseq) {
-		int cap = W->capseq ? 2 * W->capseq : 16;
-		W->seq = arena_grow(C->tg->A, W->seq, (size_t)W->nseq, (size_t)cap, sizeof *W->seq);
-		W->capseq = cap;
-	}
-	ir_value *v = body_input(W->b, what, like);
-	W->seq[W->nseq++] = (seqin){outer, v, axis};
-	return v;
-}
-
-/* A root value [T, B, ...] (time on axis ax) for a stacked output of body value v. */
-static ir_value *stacked_value(ir_graph *g, const ir_value *v, ir_dim T, int64_t ax)
-{
-	ir_value *o = ir_value_new(g, NULL, VAL_TEMP, v->dtype);
-	o->shape.rank = v->shape.rank + 1;
-	for (int i = 0, j = 0; i < o->shape.rank; i++)
-		o->shape.d[i] = i == ax ? T : v->shape.d[j++];
-	return o;
-}
-
-static ir_value *add_out(gctx *C, bwd *W, ir_value *v, ir_dim T, int64_t ax)
-{
-	for (int i = 0; i < W->nout; i++)
-		if (W->outs[i] == v && W->out_axis[i] == ax)
-			return W->outer_outs[i];
-	if (v->shape.rank != 2)
-		return fail(C, "cannot differentiate this recurrence: a per-step gradient ('%s') is not "
-			    "a [batch, n] matrix", v->name), NULL;
-	if (W->nout == W->capout) {
-		int cap = W->capout ? 2 * W->capout : 16;
-		arena *A = C->tg->A;
-		W->outs = arena_grow(A, W->outs, (size_t)W->nout, (size_t)cap, sizeof *W->outs);
-		W->outer_outs = arena_grow(A, W->outer_outs, (size_t)W->nout, (size_t)cap, sizeof *W->outer_outs);
-		W->out_axis = arena_grow(A, W->out_axis, (size_t)W->nout, (size_t)cap, sizeof *W->out_axis);
-		W->capout = cap;
-	}
-	W->outs[W->nout] = v;
-	W->out_axis[W->nout] = ax;
-	W->outer_outs[W->nout] = stacked_value(ir_root(C->tg), v, T, ax);
-	return W->outer_outs[W->nout++];
-}
-
-/* Adds stacked outputs to forward recurrence n; returns the root values. */
-static void add_fwd_outputs(ir_node *n, int cnt, ir_value *const *bodyv, ir_value **outer, ir_dim T)
-{
-	ir_graph *F = n->body, *g = n->graph;
-	int nout = (int)ir_attr_int(n, "n_out", 0);
-	ir_value **o = arena_array(g->A, (size_t)(n->nout + cnt), sizeof *o);
-	memcpy(o, n->out, (size_t)n->nout * sizeof *o);
-	ir_value **bo = arena_array(g->A, (size_t)(F->noutputs + cnt), sizeof *bo);
-	memcpy(bo, F->outputs, (size_t)F->noutputs * sizeof *bo);
-	int64_t *ax = arena_array(g->A, (size_t)(nout + cnt), sizeof *ax);
-	ir_attr *oa = ir_attr_find(n, "out_axis");
-	for (int j = 0; j < nout; j++)
-		ax[j] = oa && j < oa->n ? oa->ints[j] : 0;
-	for (int i = 0; i < cnt; i++) {
-		outer[i] = stacked_value(g, bodyv[i], T, 0);
-		o[n->nout + i] = outer[i];
-		outer[i]->producer = n;
-		bo[F->noutputs + i] = bodyv[i];
-		ax[nout + i] = 0;
-	}
-	n->out = o;
-	n->nout += cnt;
-	F->outputs = bo;
-	F->noutputs += cnt;
-	ir_attr_set_int(n, "n_out", nout + cnt);
-	ir_attr_set_ints(n, "out_axis", nout + cnt, ax);
-	/* the last n_saved outputs: saved for the backward pass */
-	ir_attr_set_int(n, "n_saved", ir_attr_int(n, "n_saved", 0) + cnt);
-}
-
-/* Stacked outputs the forward recurrences (root nodes before nfwd) gained
- * for the backward pass but that no backward node reads (a state whose
- * s_{t-1} the adjoint does not need): removed, so the forward does not
- * store them.  Requires fresh use counts. */
-static void drop_unused_saves(ir_graph *g, int nfwd)
-{
-	for (int i = 0; i < nfwd; i++) {
-		ir_node *n = g->nodes[i];
-		if (n->op != OP_RECURRENCE || !ir_attr_find(n, "n_saved"))
-			continue;
-		int nst = (int)ir_attr_int(n, "n_state", 0), nout = (int)ir_attr_int(n, "n_out", 0);
-		int first = nout - (int)ir_attr_int(n, "n_saved", 0);
-		for (int k = nout - 1; k >= first; k--)
-			if (n->out[nst + k]->nuses == 0 && !n->out[nst + k]->is_output)
-				ir_rec_drop_output(n, k);
-	}
-	ir_recount(g);
-}
-
-/* Drops the per-step inputs of backward body b that no live node reads and
- * that are not outputs themselves (live: reaching the stacked outputs
- * W->outs or the state gradients bouts). */
-static void dead_code_prepass(ir_graph *b, bwd *W, ir_value *const *bouts, int nst)
-{
-	/* the body's outputs are not set yet: live from W->outs and bouts */
-	ir_value **roots = arena_array(b->A, (size_t)(W->nout + nst) + 1, sizeof *roots);
-	memcpy(roots, W->outs, (size_t)W->nout * sizeof *roots);
-	memcpy(roots + W->nout, bouts, (size_t)nst * sizeof *roots);
-	char *live;
-	ir_live(b, roots, W->nout + nst, IR_DEAD_BODIES, NULL, &live);
-	int j = 0;
-	for (int s = 0; s < W->nseq; s++)
-		if (live[W->seq[s].inner->id] || (j == 0 && s == W->nseq - 1))
-			W->seq[j++] = W->seq[s];
-	W->nseq = j;
-}
-
-/* ---- what the forward saves: a minimum cut --------------------------------------- */
-
-/* The backward body first recomputes the step from what the forward saved
- * (the states s_{t-1} and the products: its nodes rc_lo .. rc_hi-1 are copies
- * of the forward body's other nodes), and the adjoint reads some of those
- * values.  Any set of per-step values that separates the saved ones from the
- * values read would serve as well: the backward can recompute the rest from
- * them.  The cheapest such set, counted in elements per batch row, is a
- * minimum vertex cut of the recomputation graph: each value is a pair of
- * vertices joined by an edge of its width, the saved states and products hang
- * from the source, the values the adjoint reads (and the captured products'
- * operands, which the root graph reads) from the sink, and the step's
- * per-step inputs, the weights and the constants are free (the backward has
- * them anyway).  A value can be cut only where it could be stacked: an f32
- * [batch, n] matrix of constant width n.  On equal widths a saved value costs
- * less than a recomputed one, so nothing moves without a saving.
- *
- * Where the cut holds recomputed values, the forward stacks those instead
- * (new saved outputs), the backward reads them as per-step inputs "cutK", and
- * the recomputation above them, the per-step inputs it read and the forward's
- * saves nothing reads any more are dropped afterwards (dead_code_prepass,
- * dead_code, drop_unused_saves).  A MomentumLSTM saved h, c, the four
- * velocities and the [batch, 4H] product (10H per row) and now saves h, c and
- * the four gate pre-activations (6H); an LSTM or GRU keeps its product (the
- * pre-activations are as wide).  The backward recurrence records the width
- * saved per row as attribute save_width (absent where the cut was not
- * made: a body of more than CUT_MAX values). */
-enum { CUT_UNIT = 1024 };       /* an element's cost; +1 for a recomputed value */
-enum { CUT_MAX = 4096 };        /* values of a body's recomputation the cut considers */
-
-static int64_t cut_cost(const ir_value *v, ir_dim batch, int saved)
-{
-	int ok = v->shape.rank == 2 && ir_dim_eq(v->shape.d[0], batch) && ir_dim_is_const(v->shape.d[1]);
-	if (saved)
-		return ok ? v->shape.d[1].k * CUT_UNIT : (int64_t)1 << 40;
-	if (!ok || v->dtype != DT_F32 || v->kind != VAL_TEMP)
-		return MC_INF;
-	return v->shape.d[1].k * CUT_UNIT + 1;
-}
-
-static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, ir_value *const *saved_in,
-			    int nsaved, ir_value **bouts, int nst, ir_dim T)
-{
-	ir_graph *b = W->b, *F = n->body, *g = n->graph;
-	int nseq = (int)ir_attr_int(n, "n_seq", 0);
-	ir_dim batch = F->inputs[nseq]->shape.d[0];
-	int nvb = b->nvalues;
-	int *cid = arena_array(g->A, (size_t)nvb + 1, sizeof *cid);
-	ir_value **cand = arena_array(g->A, (size_t)nvb + 1, sizeof *cand);
-	ir_value **fwd = arena_array(g->A, (size_t)nvb + 1, sizeof *fwd);
-	int N = 0, nsrc;
-	for (int i = 0; i < nvb; i++)
-		cid[i] = -1;
-	for (int k = 0; k < nsaved; k++)
-		if (saved_in[k] && cid[saved_in[k]->id] < 0)
-			cid[saved_in[k]->id] = N, cand[N++] = saved_in[k];
-	nsrc = N;
-	int nedge = 0;
-	for (int i = rc_lo; i < rc_hi; i++) {
-		ir_node *c = b->nodes[i];
-		for (int k = 0; k < c->nout; k++)
-			if (c->out[k] && cid[c->out[k]->id] < 0)
-				cid[c->out[k]->id] = N, cand[N++] = c->out[k];
-		nedge += c->nin * c->nout;
-	}
-	/* a body beyond CUT_MAX values keeps what was saved: the flow search
-	 * recurses as deep as the graph's longest path (mincut.c) */
-	if (N > CUT_MAX)
-		return -1;
-	for (int i = 0; i < C->nsrc; i++)
-		if (C->map[i] && C->map[i]->graph == b && cid[C->map[i]->id] >= nsrc)
-			fwd[cid[C->map[i]->id]] = F->values[i];
-
-	/* the values read past the recomputation */
-	char *need = arena_alloc(g->A, (size_t)N + 1);
-	memset(need, 0, (size_t)N + 1);
-#define NEED(v) do { if ((v) && (v)->graph == b && cid[(v)->id] >= 0) need[cid[(v)->id]] = 1; } while (0)
-	for (int i = 0; i < b->nnodes; i++)
-		if (i < rc_lo || i >= rc_hi)
-			for (int k = 0; k < b->nodes[i]->nin; k++)
-				NEED(b->nodes[i]->in[k]);
-	for (int k = 0; k < nst; k++)
-		NEED(bouts[k]);
-	for (int j = 0; j < W->nout; j++)
-		NEED(W->outs[j]);
-	for (int i = 0; i < C->ncb; i++) {
-		NEED(C->cb[i].a);
-		NEED(C->cb[i].b);
-	}
-#undef NEED
-
-	int S = 2 * N, Tv = 2 * N + 1;
-	mc_graph *G = mc_new(g->A, 2 * N + 2, 3 * N + nedge + 1);
-	int ok = 1;
-	for (int c = 0; c < N; c++) {
-		int64_t cost = c < nsrc ? cut_cost(cand[c], batch, 1) : fwd[c] ? cut_cost(fwd[c], batch, 0) : MC_INF;
-		ok &= mc_edge(G, 2 * c, 2 * c + 1, cost) == 0;
-		if (c < nsrc)
-			ok &= mc_edge(G, S, 2 * c, MC_INF) == 0;
-		if (need[c])
-			ok &= mc_edge(G, 2 * c + 1, Tv, MC_INF) == 0;
-	}
-	for (int i = rc_lo; i < rc_hi; i++) {
-		ir_node *c = b->nodes[i];
-		for (int k = 0; k < c->nin; k++)
-			for (int o = 0; o < c->nout; o++)
-				if (c->in[k] && c->in[k]->graph == b && cid[c->in[k]->id] >= 0 && c->out[o])
-					ok &= mc_edge(G, 2 * cid[c->in[k]->id] + 1, 2 * cid[c->out[o]->id], MC_INF) == 0;
-	}
-	char *side = arena_alloc(g->A, (size_t)2 * N + 2);
-	int64_t flow = ok ? mc_cut(G, S, Tv, side) : MC_INF;
-	if (flow >= MC_INF)     /* cannot happen (cutting every saved value is a finite cut) */
-		return -1;
-
-	/* the cut's values: stacked outputs of the forward, per-step inputs of the backward */
-	int ncut = 0;
-	for (int c = nsrc; c < N; c++) {
-		if (!side[2 * c] || side[2 * c + 1])
-			continue;
-		ir_value *w = cand[c], *outer;
-		add_fwd_outputs(n, 1, &fwd[c], &outer, T);
-		ir_value *in = add_seq(C, W, outer, 0, w, arena_printf(g->A, "cut%d", ncut++));
-		if (!in)
-			return -1;
-		for (int i = 0; i < b->nnodes; i++)
-			for (int k = 0; k < b->nodes[i]->nin; k++)
-				if (b->nodes[i]->in[k] == w)
-					b->nodes[i]->in[k] = in;
-		for (int k = 0; k < nst; k++)
-			if (bouts[k] == w)
-				bouts[k] = op1(C, OP_IDENTITY, in);
-		for (int j = 0; j < W->nout; j++)
-			if (W->outs[j] == w)
-				W->outs[j] = op1(C, OP_IDENTITY, in);
-		for (int i = 0; i < C->ncb; i++) {
-			if (C->cb[i].a == w)
-				C->cb[i].a = in;
-			if (C->cb[i].b == w)
-				C->cb[i].b = in;
-		}
-	}
-	return flow / CUT_UNIT;
-}
-
-/* What the steps of rule_rec share: the forward recurrence and the backward
- * one being built from it. */
-typedef struct recg {
-	gctx *R;                /* the context of the graph that holds the recurrence */
-	gx *X;
-	ir_node *n;             /* the forward recurrence */
-	ir_graph *F, *g;        /* its body; the graph that holds it */
-	int nseq, nst, nout, rev, has_step, has_lens;
-	ir_attr *sa, *oa;       /* seq_axis, out_axis */
-	ir_dim T;
-	int nF;                 /* body values */
-	char *needs;            /* [nF] depends on something with a gradient */
-	ir_value **save;        /* [nsave] body values saved: states at t-1, then products */
-	ir_value **saved;       /* [nsave] their stacked outputs of the forward */
-	int nsave, first_gemm;
-	bwd W;                  /* the backward body */
-	ir_graph *b;
-	gctx C;                 /* the context of the backward body */
-	ir_value **dys;         /* [nout] per-step gradients of the stacked outputs */
-	ir_value *ds[64];       /* [nst] the carried gradients of the states */
-	ir_value *tb, *Lb;      /* the backward's step scalars (has_step) */
-	ir_value **saved_in;    /* [nsave] the saved values in the backward body */
-	int rc_lo, rc_hi;       /* the recomputation's nodes in b */
-	ir_value **bouts;       /* [nst] gradients of the states at t-1 */
-	ir_value **dx_outer;    /* [nseq] stacked gradients of the per-step inputs */
-	ir_value *dstate_outer;
-	int64_t save_width;
-	ir_value **cb_a, **cb_b; /* [ncb] stacked operands of the captured values' gradients */
-	ir_node *r;             /* the backward recurrence */
-} recg;
-
-/* The recurrence's attributes, and what cannot be differentiated. */
-static int rec_read_attrs(recg *Q)
-{
-	ir_node *n = Q->n;
-	Q->F = n->body;
-	Q->g = Q->X->g;
-	Q->nseq = (int)ir_attr_int(n, "n_seq", 0), Q->nst = (int)ir_attr_int(n, "n_state", 0);
-	Q->nout = (int)ir_attr_int(n, "n_out", 0), Q->rev = (int)ir_attr_int(n, "reverse", 0);
-	Q->has_step = (int)ir_attr_int(n, "has_step", 0);
-	if (Q->nseq > 200 || Q->nst > 64 || Q->nout > 200)
-		return fail(Q->R, "cannot differentiate a recurrence with this many inputs, states or "
-			    "outputs%s", "");
-	Q->has_lens = ir_attr_int(n, "has_lens", 0) != 0;
-	if (Q->has_lens && Q->has_step)
-		return fail(Q->R, "--train: a recurrence with both sequence_lens and step-dependent "
-			    "coefficients cannot be differentiated yet%s", "");
-	Q->sa = ir_attr_find(n, "seq_axis"), Q->oa = ir_attr_find(n, "out_axis");
-	Q->T = n->in[0]->shape.d[Q->sa && Q->sa->n ? Q->sa->ints[0] : 0];
-	ir_recount(Q->F);
-	Q->nF = Q->F->nvalues;
-	return 1;
-}
-
-/* Which body values depend on something with a gradient. */
-static int rec_mark_needs(recg *Q)
-{
-	ir_graph *F = Q->F;
-	char *needs = arena_alloc(Q->g->A, (size_t)Q->nF + 1);
-	memset(needs, 0, (size_t)Q->nF + 1);
-	Q->needs = needs;
-	for (int k = 0; k < Q->nseq; k++)
-		needs[F->inputs[k]->id] = root_needs(Q->X, Q->n->in[k]);
-	for (int k = 0; k < Q->nst; k++)
-		needs[F->inputs[Q->nseq + k]->id] = 1;
-	for (int i = 0; i < F->nnodes; i++) {
-		ir_node *bn = F->nodes[i];
-		if (bn->body)
-			return fail(Q->R, "cannot differentiate a recurrence inside a recurrence%s", "");
-		int any = 0;
-		for (int k = 0; k < bn->nin; k++) {
-			ir_value *v = bn->in[k];
-			any |= v && (v->graph == F ? needs[v->id] : root_needs(Q->X, v));
-		}
-		for (int k = 0; k < bn->nout; k++)
-			if (bn->out[k])
-				needs[bn->out[k]->id] = (char)any;
-	}
-	return 1;
-}
-
-/* Saved for the backward pass: s_{t-1} of every state, every product's
- * output (as many as the body has), made stacked outputs of the forward. */
-static int rec_collect_saves(recg *Q)
-{
-	ir_graph *F = Q->F, *g = Q->g;
-	int nseq = Q->nseq, nst = Q->nst, ngemm = 0;
-	Q->nsave = 0;
-	for (int i = 0; i < F->nnodes; i++)
-		ngemm += F->nodes[i]->op == OP_GEMM && F->nodes[i]->out[0]->shape.rank == 2;
-	Q->save = arena_array(g->A, (size_t)(nst + ngemm), sizeof *Q->save);
-	for (int k = 0; k < nst; k++) {
-		if (F->inputs[nseq + k]->shape.rank != 2)
-			return fail(Q->R, "cannot differentiate this recurrence: state '%s' is not a "
-				    "[batch, n] matrix", F->inputs[nseq + k]->name);
-		Q->save[Q->nsave++] = F->inputs[nseq + k];
-	}
-	Q->first_gemm = Q->nsave;
-	for (int i = 0; i < F->nnodes; i++) {
-		ir_node *bn = F->nodes[i];
-		if (bn->op == OP_GEMM && bn->out[0]->shape.rank == 2)
-			Q->save[Q->nsave++] = bn->out[0];
-	}
-	Q->saved = arena_array(g->A, (size_t)Q->nsave + 1, sizeof *Q->saved);
-	add_fwd_outputs(Q->n, Q->nsave, Q->save, Q->saved, Q->T);
-	return 1;
-}
-
-/* The backward body and its context; the body's constants are the forward's. */
-static void rec_new_backward(recg *Q)
-{
-	ir_graph *F = Q->F, *g = Q->g;
-	Q->W = (bwd){.b = ir_graph_new(g->A, g, arena_printf(g->A, "%s.backward", F->name))};
-	Q->b = Q->W.b;
-	Q->C = (gctx){.X = Q->X, .tg = Q->b, .src = F, .nsrc = Q->nF};
-	gctx *C = &Q->C;
-	C->map = arena_array(g->A, (size_t)Q->nF + 1, sizeof *C->map);
-	C->grad = arena_array(g->A, (size_t)Q->nF + 1, sizeof *C->grad);
-	C->parts = arena_array(g->A, (size_t)Q->nF + 1, sizeof *C->parts);
-	C->needs = Q->needs;
-	C->at = Q->n;
-	for (int i = 0; i < Q->nF; i++) {
-		ir_value *v = F->values[i];
-		if (v->kind == VAL_CONST) {
-			ir_value *c = ir_value_new(Q->b, NULL, VAL_CONST, v->dtype);
-			c->shape = v->shape;
-			c->data = v->data;
-			c->sym = v->sym;
-			C->map[i] = c;
-		}
-	}
-}
-
-/* The backward's per-step inputs: the forward's inputs, its states at t-1,
- * its products, the gradients of its stacked outputs; then the carried
- * gradients of the states and the step scalars. */
-static int rec_backward_inputs(recg *Q)
-{
-	ir_graph *F = Q->F, *g = Q->g, *b = Q->b;
-	ir_node *n = Q->n;
-	gctx *C = &Q->C;
-	bwd *W = &Q->W;
-	ir_attr *sa = Q->sa, *oa = Q->oa;
-	int nseq = Q->nseq, nst = Q->nst;
-	for (int k = 0; k < nseq; k++)
-		if (F->inputs[k]->nuses > 0)
-			C->map[F->inputs[k]->id] = add_seq(C, W, n->in[k], sa && k < sa->n ? sa->ints[k] : 0,
-							    F->inputs[k], arena_printf(g->A, "x%d", k));
-	for (int k = 0; k < nst; k++)
-		C->map[F->inputs[nseq + k]->id] = add_seq(C, W, Q->saved[k], 0, F->inputs[nseq + k],
-							  arena_printf(g->A, "s%d_prev", k));
-	for (int i = Q->first_gemm; i < Q->nsave; i++)
-		C->map[Q->save[i]->id] = add_seq(C, W, Q->saved[i], 0, Q->save[i],
-						 arena_printf(g->A, "p%d", i - Q->first_gemm));
-	Q->dys = arena_array(g->A, (size_t)Q->nout + 1, sizeof *Q->dys);
-	for (int j = 0; j < Q->nout; j++) {
-		ir_value *gy = get_grad(Q->R, n->out[nst + j]);
-		if (gy)
-			Q->dys[j] = add_seq(C, W, gy, oa && j < oa->n ? oa->ints[j] : 0, F->outputs[nst + j],
-					    arena_printf(g->A, "dy%d", j));
-	}
-	if (Q->X->errors)
-		return 0;
-	if (W->nseq == 0)
-		Q->dys[0] = NULL, C->map[F->inputs[0]->id] = add_seq(C, W, n->in[0], sa && sa->n ? sa->ints[0] : 0,
-								      F->inputs[0], "x0");
-	if (nst > 64)
-		return fail(Q->R, "too many states to differentiate%s", "");
-	for (int k = 0; k < nst; k++)
-		Q->ds[k] = body_input(b, arena_printf(g->A, "ds%d", k), F->inputs[nseq + k]);
-	Q->tb = NULL, Q->Lb = NULL;
-	if (Q->has_step) {
-		ir_shape s0 = {.rank = 0};
-		Q->tb = ir_value_new(b, ir_free_name(b, arena_printf(g->A, "%s.t", b->name)), VAL_STEP, DT_F32);
-		Q->tb->shape = s0;
-		Q->Lb = ir_value_new(b, arena_printf(g->A, "%s.L", b->name), VAL_STEP, DT_F32);
-		Q->Lb->shape = s0;
-		/* the forward step number of this step: L - t + 1 */
-		C->at = n;
-		C->map[F->inputs[nseq + nst]->id] = add(C, sub(C, Q->Lb, Q->tb), fc(C, 1));
-		if (Q->has_step == 2)
-			C->map[F->inputs[nseq + nst + 1]->id] = Q->Lb;
-	}
-	return 1;
-}
-
-/* Recomputation of the step from the saved values: the forward body's nodes
- * cloned into the backward's, the saved products not. */
-static void rec_recompute(recg *Q)
-{
-	ir_graph *F = Q->F, *b = Q->b;
-	gctx *C = &Q->C;
-	Q->saved_in = arena_array(Q->g->A, (size_t)Q->nsave + 1, sizeof *Q->saved_in);
-	for (int k = 0; k < Q->nsave; k++)
-		Q->saved_in[k] = C->map[Q->save[k]->id];
-	Q->rc_lo = b->nnodes;
-	for (int i = 0; i < F->nnodes; i++) {
-		ir_node *bn = F->nodes[i];
-		if (bn->op == OP_GEMM && C->map[bn->out[0]->id])
-			continue;
-		ir_node *c = ir_clone_node(b, bn, NULL, -1, IR_CLONE_SHARE_ATTRS);
-		for (int k = 0; k < bn->nin; k++)
-			c->in[k] = bn->in[k] ? V(C, bn->in[k]) : NULL;
-		for (int k = 0; k < bn->nout; k++)
-			if (bn->out[k]) {
-				ir_value *o = ir_value_new(b, NULL, VAL_TEMP, bn->out[k]->dtype);
-				o->shape = bn->out[k]->shape;
-				o->recomputes = bn->out[k];
-				c->out[k] = o;
-				C->map[bn->out[k]->id] = o;
-			}
-		ir_append(b, c);
-	}
-	Q->rc_hi = b->nnodes;
-}
-
-/* The adjoint of the step, then what it yields: the gradients of the states
- * at t-1 (carried), of the per-step inputs and of the first state (stacked). */
-static int rec_adjoint(recg *Q)
-{
-	ir_graph *F = Q->F, *g = Q->g, *b = Q->b;
-	gctx *C = &Q->C;
-	int nseq = Q->nseq, nst = Q->nst;
-	for (int k = 0; k < nst; k++)
-		acc(C, F->outputs[k], Q->ds[k]);
-	for (int j = 0; j < Q->nout; j++)
-		if (Q->dys[j])
-			acc(C, F->outputs[nst + j], Q->dys[j]);
-	for (int i = F->nnodes - 1; i >= 0 && !Q->X->errors; i--)
-		rule(C, F->nodes[i]);
-	if (Q->X->errors)
-		return 0;
-	C->at = Q->n;
-
-	ir_value **bouts = Q->bouts = arena_array(g->A, (size_t)nst + 1, sizeof *bouts);
-	for (int k = 0; k < nst; k++) {
-		ir_value *gs = get_grad(C, F->inputs[nseq + k]);
-		bouts[k] = gs ? gs : mul(C, Q->ds[k], fc(C, 0));
-		for (int j = 0; j < k; j++)
-			if (bouts[j] == bouts[k])
-				bouts[k] = op1(C, OP_IDENTITY, bouts[k]);
-		if (bouts[k]->graph == b && bouts[k]->kind == VAL_STEP && bouts[k] != Q->ds[k])
-			bouts[k] = op1(C, OP_IDENTITY, bouts[k]);
-	}
-	Q->dx_outer = arena_array(g->A, (size_t)nseq + 1, sizeof *Q->dx_outer);
-	for (int k = 0; k < nseq; k++) {
-		if (!root_needs(Q->X, Q->n->in[k]))
-			continue;
-		ir_value *gx_ = get_grad(C, F->inputs[k]);
-		if (gx_)
-			Q->dx_outer[k] = add_out(C, &Q->W, gx_, Q->T, Q->sa && k < Q->sa->n ? Q->sa->ints[k] : 0);
-	}
-	Q->dstate_outer = NULL;
-	if (Q->n == Q->X->first_rec) {
-		ir_value *gh = get_grad(C, F->outputs[0]);
-		if (gh)
-			Q->dstate_outer = add_out(C, &Q->W, gh, Q->T, 0);
-	}
-	return 1;
-}
-
-/* Per-step gradients of captured values, stacked to be reduced outside the loop. */
-static int rec_stack_captured(recg *Q)
-{
-	gctx *C = &Q->C;
-	bwd *W = &Q->W;
-	Q->cb_a = arena_array(Q->g->A, (size_t)C->ncb + 1, sizeof *Q->cb_a);
-	Q->cb_b = arena_array(Q->g->A, (size_t)C->ncb + 1, sizeof *Q->cb_b);
-	for (int i = 0; i < C->ncb; i++) {
-		contrib *q = &C->cb[i];
-		Q->cb_a[i] = add_out(C, W, q->a, Q->T, 0);
-		Q->cb_b[i] = NULL;
-		if (q->kind == CB_GEMM) {
-			/* the left operand: reuse a saved stack when it is one */
-			for (int s = 0; s < W->nseq; s++)
-				if (W->seq[s].inner == q->b && W->seq[s].axis == 0)
-					Q->cb_b[i] = W->seq[s].outer;
-			if (!Q->cb_b[i])
-				Q->cb_b[i] = add_out(C, W, q->b, Q->T, 0);
-		}
-	}
-	return !Q->X->errors;
-}
-
-/* The backward body's inputs and outputs; per-step inputs nothing reads are
- * dropped (one stays: it carries T). */
-static void rec_close_body(recg *Q)
-{
-	ir_graph *b = Q->b, *g = Q->g;
-	bwd *W = &Q->W;
-	int nst = Q->nst;
-	dead_code_prepass(b, W, Q->bouts, nst);
-	int bn_seq = W->nseq, bn_out = W->nout;
-	b->ninputs = bn_seq + nst + (Q->has_step ? 2 : 0);
-	b->inputs = arena_array(g->A, (size_t)b->ninputs, sizeof *b->inputs);
-	for (int s = 0; s < bn_seq; s++)
-		b->inputs[s] = W->seq[s].inner;
-	for (int k = 0; k < nst; k++)
-		b->inputs[bn_seq + k] = Q->ds[k];
-	if (Q->has_step) {
-		b->inputs[bn_seq + nst] = Q->tb;
-		b->inputs[bn_seq + nst + 1] = Q->Lb;
-	}
-	b->noutputs = nst + bn_out;
-	b->outputs = arena_array(g->A, (size_t)b->noutputs, sizeof *b->outputs);
-	for (int k = 0; k < nst; k++)
-		b->outputs[k] = Q->bouts[k];
-	for (int j = 0; j < bn_out; j++) {
-		ir_value *v = W->outs[j];
-		for (int k = 0; k < nst + j; k++)
-			if (b->outputs[k] == v) {
-				gctx C2 = Q->C;
-				v = op1(&C2, OP_IDENTITY, v);
-			}
-		b->outputs[nst + j] = v;
-	}
-	ir_drop_dead(b, IR_DEAD_LOCAL | IR_DEAD_BODIES);
-}
-
-/* The backward RECURRENCE node. With sequence_lens the backward rows run
- * over the same valid steps, the other way: from each row's last valid step
- * down, or up to it. */
-static void rec_append_node(recg *Q)
-{
-	ir_graph *g = Q->g, *b = Q->b;
-	ir_node *n = Q->n;
-	bwd *W = &Q->W;
-	int nst = Q->nst, bn_seq = W->nseq, bn_out = W->nout;
-	ir_node *r = Q->r = ir_node_new(g, OP_RECURRENCE, b->name, bn_seq + nst + Q->has_lens, nst + bn_out);
-	if (Q->has_lens)
-		r->in[bn_seq + nst] = n->in[n->nin - 1];
-	r->body = b;
-	r->rec_source = IR_REC_BACKWARD;
-	r->origin = arena_printf(g->A, "backward of %s", n->origin ? n->origin : n->name);
-	int64_t *sax = arena_array(g->A, (size_t)bn_seq + 1, sizeof *sax);
-	int64_t *oax = arena_array(g->A, (size_t)bn_out + 1, sizeof *oax);
-	for (int s = 0; s < bn_seq; s++) {
-		r->in[s] = W->seq[s].outer;
-		sax[s] = W->seq[s].axis;
-	}
-	for (int k = 0; k < nst; k++) {
-		r->in[bn_seq + k] = get_grad(Q->R, n->out[k]);
-		ir_value *fk = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
-		fk->shape = Q->F->inputs[Q->nseq + k]->shape;
-		r->out[k] = fk;
-	}
-	for (int j = 0; j < bn_out; j++) {
-		r->out[nst + j] = W->outer_outs[j];
-		oax[j] = W->out_axis[j];
-	}
-	ir_attr_set_int(r, "n_seq", bn_seq);
-	ir_attr_set_int(r, "n_state", nst);
-	ir_attr_set_int(r, "n_out", bn_out);
-	ir_attr_set_int(r, "reverse", !Q->rev);
-	ir_attr_set_ints(r, "seq_axis", bn_seq, sax);
-	ir_attr_set_ints(r, "out_axis", bn_out, oax);
-	ir_attr_set_int(r, "has_lens", Q->has_lens);
-	if (Q->save_width >= 0)
-		ir_attr_set_int(r, "save_width", Q->save_width);
-	if (Q->has_step)
-		ir_attr_set_int(r, "has_step", 2);
-	ir_append(g, r);
-}
-
-/* The gradients flowing out of the recurrence: to its inputs, its initial
- * states and the values its body captures (a weight's: one GEMM over T*B rows). */
-static void rec_flow_out(recg *Q)
-{
-	gctx *R = Q->R, *C = &Q->C;
-	ir_node *n = Q->n;
-	R->at = n;
-	for (int k = 0; k < Q->nseq; k++)
-		if (Q->dx_outer[k])
-			acc(R, n->in[k], Q->dx_outer[k]);
-	for (int k = 0; k < Q->nst; k++)
-		if (n->in[Q->nseq + k])
-			acc(R, n->in[Q->nseq + k], Q->r->out[k]);
-	if (Q->dstate_outer)
-		Q->X->dstate = Q->dstate_outer;
-	for (int i = 0; i < C->ncb; i++) {
-		contrib *q = &C->cb[i];
-		if (q->kind == CB_ELEM) {
-			acc_ub(R, q->c, Q->cb_a[i]);
-			continue;
-		}
-		/* dW = sum_t dY_t^T A_t (transB) or A_t^T dY_t: one GEMM over T*B rows */
-		ir_node *f1 = mk(R, OP_FLATTEN, 1, &Q->cb_a[i]);
-		ir_attr_set_int(f1, "axis", 2);
-		ir_node *f2 = mk(R, OP_FLATTEN, 1, &Q->cb_b[i]);
-		ir_attr_set_int(f2, "axis", 2);
-		ir_value *dY = fin(R, f1), *A = fin(R, f2);
-		double alpha = ir_attr_float(q->n, "alpha", 1.0f);
-		int tbm = (int)ir_attr_int(q->n, "transB", 0);
-		acc(R, q->c, tbm ? gemm(R, dY, A, 1, 0, alpha) : gemm(R, A, dY, 1, 0, alpha));
-	}
-}
-
-/* Backpropagation through time: the backward recurrence of recurrence n,
- * which recomputes each step from what the forward saves. */
-static void rule_rec(gctx *R, ir_node *n)
-{
-	recg Q0 = {.R = R, .X = R->X, .n = n}, *Q = &Q0;
-	if (!rec_read_attrs(Q) || !rec_mark_needs(Q) || !rec_collect_saves(Q))
-		return;
-	rec_new_backward(Q);
-	if (!rec_backward_inputs(Q))
-		return;
-	rec_recompute(Q);
-	if (!rec_adjoint(Q))
-		return;
-	/* what the forward saves instead of the states and products, where cheaper */
-	Q->save_width = choose_saves(&Q->C, &Q->W, n, Q->rc_lo, Q->rc_hi, Q->saved_in, Q->nsave, Q->bouts,
-				     Q->nst, Q->T);
-	if (Q->X->errors)
-		return;
-	if (!rec_stack_captured(Q))
-		return;
-	rec_close_body(Q);
-	rec_append_node(Q);
-	rec_flow_out(Q);
-}
-
-/* ---- the loss, the sweep, the outputs ------------------------------------------------------ */
+/* ---- the sweep and the outputs (the loss: pass_grad_loss.c) ---------------------------- */
 
 
 
@@ -1966,15 +1155,6 @@ int train_collect_params(ir_graph *g, const train_opts *o, diag *D)
 			t->params[t->nparams++] = v;
 	}
 	return st;
-}
-
-static ir_value *new_input(ir_graph *g, const char *name, ir_dtype dt, const ir_shape *s)
-{
-	ir_value *v = ir_value_new(g, ir_find_value(g, name) ? ir_unique_name(g, name) : name, VAL_INPUT, dt);
-	v->shape = *s;
-	g->inputs = arena_grow(g->A, g->inputs, (size_t)g->ninputs, (size_t)g->ninputs + 1, sizeof *g->inputs);
-	g->inputs[g->ninputs++] = v;
-	return v;
 }
 
 /* Makes v (a gradient) graph output `name`. */
@@ -2018,36 +1198,6 @@ static void propagate_needs(gx *X, int upto)
 				X->rneeds[n->out[k]->id] |= (char)any;
 		if (n->op == OP_RECURRENCE && !X->first_rec)
 			X->first_rec = n;
-	}
-}
-
-/* The batch and time axes of the data input (axes 0 and 1 in some order),
- * as the model declares it, whatever lies between it and the first
- * recurrence (the exporter's Transpose of a batch_first model, embeddings,
- * convolutions that change the length): the batch axis is the one of x's
- * axes 0 and 1 whose size is the recurrence's batch size (a symbol, or a
- * constant that the other axis does not share), else the one whose size is
- * the recurrence's time size is the time axis; only when neither tells
- * (equal constant sizes) does the recurrence's own layout decide. */
-static void data_axes(const ir_graph *g, ir_train *t, const ir_node *rec)
-{
-	int ta = 0;
-	ir_attr *sa = rec ? ir_attr_find(rec, "seq_axis") : NULL;
-	if (sa && sa->n)
-		ta = (int)sa->ints[0];
-	t->time_axis = ta;
-	t->batch_axis = 1 - ta;
-	const ir_value *x = t->x_input < g->ninputs ? g->inputs[t->x_input] : NULL;
-	const ir_value *s = rec && sa && sa->n && rec->nin > 0 ? rec->in[0] : NULL;
-	if (!x || !s || x->shape.rank < 2 || s->shape.rank < 2)
-		return;
-	ir_dim B = s->shape.d[1 - ta], T = s->shape.d[ta];
-	int b0 = ir_dim_eq(x->shape.d[0], B), b1 = ir_dim_eq(x->shape.d[1], B);
-	int t0 = ir_dim_eq(x->shape.d[0], T), t1 = ir_dim_eq(x->shape.d[1], T);
-	int bax = b0 != b1 ? (b0 ? 0 : 1) : t0 != t1 ? (t0 ? 1 : 0) : -1;
-	if (bax >= 0) {
-		t->batch_axis = bax;
-		t->time_axis = 1 - bax;
 	}
 }
 
@@ -2106,13 +1256,13 @@ static int expand_gradient(ir_graph *g, diag *D, int at)
 			ones = fin(&R, c);
 		}
 	}
-	acc(&R, y, ones);
+	grad_acc(&R, y, ones);
 	for (int i = at - 1; i >= 0 && !X->errors; i--)
-		rule(&R, g->nodes[i]);
+		grad_rule(&R, g->nodes[i]);
 	for (int k = 0; k < nx && !X->errors; k++) {
 		if (!G->out[k])
 			continue;
-		ir_value *gk = get_grad(&R, G->in[k]);
+		ir_value *gk = grad_get(&R, G->in[k]);
 		if (!gk && dep[k]) {
 			diag_node(D, G, "Gradient: y '%s' depends on '%s', but its gradient was lost on the way "
 				  "(a node between them is not differentiated); refused rather than given as 0",
@@ -2151,127 +1301,6 @@ static void mark_trained(gx *X, ir_value **xs, int *nx)
 		}
 }
 
-/* The output the loss reads (--loss-output, else the first), recorded in the
- * train record with the data input and its axes; NULL after an error. */
-static ir_value *loss_input(gx *X)
-{
-	ir_graph *g = X->g;
-	ir_train *t = X->t;
-	int li = 0;
-	if (t->loss_output) {
-		li = -1;
-		for (int k = 0; k < g->noutputs; k++)
-			if (!strcmp(g->outputs[k]->name, t->loss_output))
-				li = k;
-		if (li < 0) {
-			diag_error(X->D, "--loss-output %s: the model has no output of that name", t->loss_output);
-			return NULL;
-		}
-	}
-	if (g->noutputs == 0) {
-		diag_error(X->D, "--train: the model has no output to take the loss of");
-		return NULL;
-	}
-	ir_value *Y = g->outputs[li];
-	t->nfwd_outputs = g->noutputs;
-	t->logits_output = li;
-	t->x_input = 0;
-	for (int k = 0; k < g->ninputs; k++)
-		if (g->inputs[k]->dtype == DT_F32) {
-			t->x_input = k;
-			break;
-		}
-	data_axes(g, t, X->first_rec);
-	if (Y->dtype != DT_F32) {
-		diag_error(X->D, "--train: output '%s' is %s; the loss needs an f32 output", Y->name,
-			   ir_dtype_name(Y->dtype));
-		return NULL;
-	}
-	return Y;
-}
-
-/* The loss node of output Y and its new inputs (target, mask): *logits is
- * what it reads, Y or a view of Y. NULL after an error. */
-static ir_node *build_loss(gctx *R, ir_value *Y, ir_value **logits)
-{
-	gx *X = R->X;
-	ir_graph *g = X->g;
-	ir_train *t = X->t;
-	ir_value *labels = NULL;
-	ir_node *lossn;
-	int L = t->loss;
-	*logits = Y;
-	if (L == TRAIN_CE || L == TRAIN_CE_ALL) {
-		int r = Y->shape.rank;
-		if (r == 3 && L == TRAIN_CE) {
-			/* the last step along the time axis */
-			int ta = t->time_axis;
-			ir_value *in[4] = {Y, int1(R, -1), int1(R, INT32_MAX), int1(R, ta)};
-			ir_value *s = fin(R, mk(R, OP_SLICE, 4, in));
-			ir_shape bs = {.rank = 2, .d = {Y->shape.d[1 - ta], Y->shape.d[2]}};
-			*logits = reshape(R, s, &bs);
-		} else if (r == 3) {
-			ir_shape fs = {.rank = 2, .d = {ir_dim_mul(Y->shape.d[0], Y->shape.d[1]), Y->shape.d[2]}};
-			*logits = reshape(R, Y, &fs);
-		} else if (r != 2) {
-			diag_error(X->D, "--loss %s: output '%s' is %s; expected [batch, classes] or "
-				   "[seq, batch, classes]", train_loss_name(L), Y->name,
-				   ir_shape_str(g->A, g, &Y->shape));
-			return NULL;
-		}
-		ir_shape ts = {.rank = 1, .d = {(*logits)->shape.d[0]}};
-		if (L == TRAIN_CE_ALL) {
-			if (r != 3) {
-				diag_error(X->D, "--loss ce-all needs a per-step output [seq, batch, classes]; "
-					   "'%s' is %s", Y->name, ir_shape_str(g->A, g, &Y->shape));
-				return NULL;
-			}
-			ts = (ir_shape){.rank = 2, .d = {Y->shape.d[0], Y->shape.d[1]}};
-		}
-		ir_value *target = new_input(g, "target", DT_I64, &ts);
-		labels = L == TRAIN_CE_ALL ? reshape(R, target, &(ir_shape){.rank = 1, .d = {(*logits)->shape.d[0]}})
-					   : target;
-		ir_value *in[2] = {*logits, labels};
-		lossn = mk(R, OP_SOFTMAXCE, 2, in);
-		t->nclasses = ir_dim_is_const((*logits)->shape.d[1]) ? (int)(*logits)->shape.d[1].k : 0;
-	} else {
-		ir_value *target = new_input(g, "target", DT_F32, &Y->shape);
-		ir_value *mask = L == TRAIN_MASKED_MSE ? new_input(g, "mask", DT_F32, &Y->shape) : NULL;
-		ir_value *in[3] = {Y, target, mask};
-		lossn = mk(R, OP_MSELOSS, mask ? 3 : 2, in);
-		t->nclasses = 0;
-	}
-	return lossn;
-}
-
-/* The loss's gradient, taken back through the views between Y and the logits. */
-static void seed_loss_gradient(gctx *R, ir_node *lossn, ir_value *logits, ir_value *Y)
-{
-	ir_value *one = fc(R, 1);
-	R->at = lossn;
-	ir_value *dlogits;
-	if (lossn->op == OP_SOFTMAXCE) {
-		ir_value *in[3] = {one, lossn->in[0], lossn->in[1]};
-		dlogits = fin(R, mk(R, OP_SOFTMAXCEGRAD, 3, in));
-	} else {
-		ir_value *in[4] = {one, lossn->in[0], lossn->in[1], lossn->nin > 2 ? lossn->in[2] : NULL};
-		dlogits = fin(R, mk(R, OP_MSELOSSGRAD, lossn->nin > 2 ? 4 : 3, in));
-	}
-	/* the loss's view nodes were made after the pass started: apply their rules by hand */
-	ir_value *gcur = dlogits;
-	ir_value *v = logits;
-	while (v != Y) {
-		ir_node *n = v->producer;
-		ir_value *a = n->in[0];
-		if (n->op == OP_RESHAPE)
-			gcur = reshape(R, gcur, &a->shape);
-		else
-			gcur = slice_scatter(R, a, gcur, n->in[1], n->in[2], n->in[3], NULL);
-		v = a;
-	}
-	acc(R, Y, gcur);
-}
-
 /* The gradient outputs: grad.<P>, grad.<X>, dstate. */
 static void add_grad_outputs(gctx *R, ir_value *const *xs, int nx)
 {
@@ -2279,11 +1308,11 @@ static void add_grad_outputs(gctx *R, ir_value *const *xs, int nx)
 	ir_graph *g = X->g;
 	ir_train *t = X->t;
 	for (int i = 0; i < t->nparams; i++) {
-		ir_value *p = t->params[i], *gp = get_grad(R, p);
+		ir_value *p = t->params[i], *gp = grad_get(R, p);
 		add_output(R, gp ? gp : zeros(R, p), arena_printf(g->A, "grad.%s", p->name));
 	}
 	for (int i = 0; i < nx; i++) {
-		ir_value *gx_ = get_grad(R, xs[i]);
+		ir_value *gx_ = grad_get(R, xs[i]);
 		add_output(R, gx_ ? gx_ : zeros(R, xs[i]), arena_printf(g->A, "grad.%s", xs[i]->name));
 	}
 	if (X->first_rec && X->dstate)
@@ -2313,7 +1342,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 	int nfwd = g->nnodes;
 	propagate_needs(X, nfwd);
 
-	ir_value *Y = loss_input(X);
+	ir_value *Y = grad_loss_input(X);
 	if (!Y)
 		return 1;
 	gctx R = {.X = X, .tg = g, .src = g, .nsrc = X->n0};
@@ -2321,7 +1350,7 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 	R.parts = arena_array(g->A, (size_t)X->n0 + 1, sizeof *R.parts);
 	R.needs = X->rneeds;
 	ir_value *logits;
-	ir_node *lossn = build_loss(&R, Y, &logits);
+	ir_node *lossn = grad_build_loss(&R, Y, &logits);
 	if (!lossn)
 		return 1;
 	add_output(&R, fin(&R, lossn), "loss");
@@ -2331,16 +1360,16 @@ int pass_grad(ir_graph *g, diag *D, const pass_opts *o)
 
 	/* backward from here on */
 	int bwd_at = g->nnodes;
-	seed_loss_gradient(&R, lossn, logits, Y);
+	grad_seed_loss(&R, lossn, logits, Y);
 	t->bwd_start = g->nodes[bwd_at];
 	t->graded = 1;
 	for (int i = nfwd - 1; i >= 0 && !X->errors; i--)
-		rule(&R, g->nodes[i]);
+		grad_rule(&R, g->nodes[i]);
 	if (X->errors)
 		return X->errors;
 	R.at = NULL;
 	add_grad_outputs(&R, xs, nx);
 	ir_recount(g);
-	drop_unused_saves(g, nfwd);
+	grad_drop_unused_saves(g, nfwd);
 	return X->errors;
 }
