@@ -111,22 +111,28 @@ void diag_warn(diag *D, const char *fmt, ...)
 	va_end(ap);
 }
 
-void diag_node(diag *D, const ir_node *n, const char *fmt, ...)
+void diag_nodev(diag *D, const ir_node *n, const char *fmt, va_list ap)
 {
-	va_list ap;
 	char where[300], op[64];
 	snprintf(op, sizeof op, "%s%s%s", n->domain && *n->domain ? n->domain : "",
 		 n->domain && *n->domain ? "." : "", n->op_type ? n->op_type : ir_op_name(n->op));
-	va_start(ap, fmt);
-	int shown = tally(D, op, fmt, ap);
-	va_end(ap);
+	va_list aq;
+	va_copy(aq, ap);
+	int shown = tally(D, op, fmt, aq);
+	va_end(aq);
 	if (!shown)
 		return;
 	snprintf(where, sizeof where, "node '%s' (%s%s%s, opset %d)", n->name ? n->name : "?",
 		 n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
 		 n->op_type ? n->op_type : ir_op_name(n->op), n->opset);
-	va_start(ap, fmt);
 	diag_vemit(D, "error", where, fmt, ap);
+}
+
+void diag_node(diag *D, const ir_node *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag_nodev(D, n, fmt, ap);
 	va_end(ap);
 }
 

@@ -44,6 +44,10 @@ void diag_error(diag *D, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* An error about one node: prints "FILE: node 'NAME' (OP, opset N): message". */
 void diag_node(diag *D, const struct ir_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same with the arguments as a va_list: what a pass's own error helper
+ * (fail(ctx, fmt, ...)) passes on. */
+void diag_nodev(diag *D, const struct ir_node *n, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 /* An error at a position of a text file, with the source line and a caret. */
 void diag_at(diag *D, const char *src, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

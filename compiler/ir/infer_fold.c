@@ -37,12 +37,10 @@ typedef struct fctx {
 static int ferr(fctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int ferr(fctx *c, const char *fmt, ...)
 {
-	char buf[400];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	diag_nodev(c->D, c->n, fmt, ap);
 	va_end(ap);
-	diag_node(c->D, c->n, "%s", buf);
 	return -1;
 }
 

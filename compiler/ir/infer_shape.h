@@ -22,12 +22,10 @@ typedef struct ictx {
 static inline int fail(ictx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int fail(ictx *c, const char *fmt, ...)
 {
-	char buf[400];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	diag_nodev(c->D, c->n, fmt, ap);
 	va_end(ap);
-	diag_node(c->D, c->n, "%s", buf);
 	return 1;
 }
 

@@ -43,12 +43,10 @@ typedef struct lx {
 static inline int fail(lx *X, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int fail(lx *X, const char *fmt, ...)
 {
-	char msg[600];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	diag_nodev(X->D, X->n, fmt, ap);
 	va_end(ap);
-	diag_node(X->D, X->n, "%s", msg);
 	return 1;
 }
 
