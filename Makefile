@@ -176,15 +176,20 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh examples/demo.sh
 
+# the builds of check and check-quick use every core unless make was given
+# its own -j (CI runs a plain `make check` on 2 cores)
+NPROC   := $(shell nproc 2>/dev/null || echo 2)
+JOBS_J  := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
+
 check: deps
-	@$(MAKE) --no-print-directory all san
+	@$(MAKE) --no-print-directory $(JOBS_J) all san
 	@sh tests/run.sh
 
 # the fast tier of the edit-compile-test loop (docs/testing.md): unit and IR
 # text tests and a sample of each golden group, under 3 minutes; `make check`
 # stays the gate
 check-quick: deps
-	@$(MAKE) --no-print-directory all san
+	@$(MAKE) --no-print-directory $(JOBS_J) all san
 	@sh tests/run.sh --quick
 
 # ---- demo-train (issue 5): train an lstm and a momentum_lstm classifier ------

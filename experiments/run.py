@@ -1,6 +1,6 @@
 """run.py: the experiments of experiments/README.md, each one command.
 
-    python3 experiments/run.py EXPERIMENT [--smoke] [--steps N] [--torch-steps N]
+    python3 experiments/run.py EXPERIMENT [--smoke [--jobs N]] [--steps N] [--torch-steps N]
                                           [--threads N] [--out DIR] [--cellc PATH]
                                           [--only LABEL,...] [--speed] [--resume]
 
@@ -39,7 +39,9 @@ seconds), which the checkpoint carries over from the run cut off.
 and prints PASS/FAIL lines (the harness group `experiments`): the first loss
 and the trajectory of the generated program must match PyTorch's (in float64)
 within 1e-4 relative at every step up to the first where the trajectory is
-chaotic at float32's resolution (CHAOS below).
+chaotic at float32's resolution (CHAOS below).  --jobs N checks N
+experiments at once, each in a process of its own (the harness passes its
+CELLC_TEST_JOBS).
 """
 import argparse
 import csv
@@ -571,6 +573,25 @@ def smoke(name, spec, cellc, out, threads):
     return ok
 
 
+def smoke_one(args):
+    name, cellc, out, threads = args
+    return smoke(name, EXPERIMENTS[name], cellc, out, threads)
+
+
+def smoke_all(names, cellc, out, threads, jobs):
+    """smoke() of every experiment, `jobs` of them at once: each experiment
+    has its own work directory and prints whole lines, so running them in
+    separate processes changes nothing but the order of the lines."""
+    work = [(n, cellc, out, threads) for n in names]
+    if jobs == 1 or len(names) == 1:
+        return all([smoke_one(w) for w in work])
+    import multiprocessing
+    # fork: the workers inherit the imported modules; the parent has run no
+    # PyTorch operator yet, so no thread pool is copied half-way
+    with multiprocessing.get_context("fork").Pool(min(jobs, len(names))) as pool:
+        return all(pool.imap_unordered(smoke_one, work, chunksize=1))
+
+
 def run_setup(name, spec, steps):
     """The data and the per-model arguments of a full-size run."""
     T, B = spec["T"], spec["batch"]
@@ -809,6 +830,8 @@ def main():
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--torch-steps", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="with --smoke: experiments checked at once, each in its own process")
     ap.add_argument("--out")
     ap.add_argument("--cellc", default=os.path.join(ROOT, "build", "cellc"))
     ap.add_argument("--only", help="LABEL,...: these models only, the others' results kept")
@@ -831,13 +854,17 @@ def main():
     # `all --smoke` leaves out adding-short: the same models as adding
     names = ([n for n in sorted(EXPERIMENTS) if not (a.smoke and n == "adding-short")]
              if a.experiment == "all" else [a.experiment])
+    if a.jobs < 1:
+        ap.error("--jobs wants a count of at least 1")
+    if a.jobs > 1 and not a.smoke:
+        ap.error("--jobs runs smoke checks side by side (--smoke); a full run measures speed, one at a time")
+    if a.smoke:
+        return 0 if smoke_all(names, a.cellc, a.out or os.path.join(ROOT, "build", "experiments", "smoke"),
+                              a.threads, a.jobs) else 1
     ok = True
     for name in names:
         spec = EXPERIMENTS[name]
-        if a.smoke:
-            ok &= smoke(name, spec, a.cellc, a.out or os.path.join(ROOT, "build", "experiments", "smoke"),
-                        a.threads)
-        elif a.speed:
+        if a.speed:
             speed_only(name, spec, a.cellc, a.out or os.path.join(HERE, "results", name), a.threads,
                        a.torch_steps, command)
         else:

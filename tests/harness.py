@@ -324,7 +324,7 @@ def unit_group(group, builddir, env):
 
 def unit_binary(group, binary, env):
     log = os.path.join(LOGS, group, os.path.basename(binary) + ".build.log")
-    rc, out, err = run(["make", "--no-print-directory", "-s", binary], log)
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, binary], log)
     if rc != 0:
         return [Result("%s/%s/build" % (group, os.path.basename(binary)), False, "cannot build %s: %s (log: %s)" %
                        (binary, first_lines(err + out), log))]
@@ -897,7 +897,7 @@ def group_eval_ref():
     fixtures and the .cell models of the group `cells`; prints what share of
     the official tests the reference runs."""
     log = os.path.join(LOGS, "eval_ref", "build.log")
-    rc, out, err = run(["make", "--no-print-directory", "-s", EVAL_REF], log)
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, EVAL_REF], log)
     if rc != 0:
         yield Result("eval_ref/build", False, "cannot build %s: %s (log: %s)" % (EVAL_REF, first_lines(err + out), log))
         return
@@ -2326,7 +2326,7 @@ def group_deploy():
         yield Result("deploy/build", False, "%s is not built" % CELLC)
         return
     log = os.path.join(LOGS, "deploy", "make.log")
-    rc, out, err = run(["make", "--no-print-directory", "-s", "BLAS=none", "runtime"], log)
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, "BLAS=none", "runtime"], log)
     yield Result("deploy/make_blas_none", rc == 0, "build/noblas/libcellrt.a" if rc == 0 else
                  "make BLAS=none runtime: %s (log: %s)" % (first_lines(err), log))
     # the portable kernel against the reference, linked both ways
@@ -3135,11 +3135,11 @@ def group_fuzz():
     """`make fuzz` (clang libFuzzer targets with ASan + UBSan, seeds from the
     fixtures), then each target over its seeds and a few seconds beyond."""
     log = os.path.join(LOGS, "fuzz", "build.log")
-    rc, out, err = run([os.environ.get("MAKE", "make"), "--no-print-directory", "-s", "fuzz"], log)
+    rc, out, err = run([os.environ.get("MAKE", "make"), "--no-print-directory", "-s", "-j%d" % JOBS, "fuzz"], log)
     if rc != 0:
         return [Result("fuzz/build", False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))]
     return script_group("fuzz", [PY, "tests/fuzz/run_fuzz.py", "smoke",
-                                 os.environ.get("CELLC_FUZZ_SECONDS", "8")])
+                                 os.environ.get("CELLC_FUZZ_SECONDS", "8"), "--jobs", str(JOBS)])
 
 
 def group_diff():
@@ -3199,10 +3199,10 @@ def group_experiments():
     PyTorch script of the same model from the same weights and batches; and
     tests/test_experiment_runs.py, run.py's --only, --resume and --speed
     bookkeeping."""
-    # about 2 minutes on an idle 2-core machine (the 29 models, each against
-    # two float64 PyTorch runs, one from nudged weights), more on a busy one
-    return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--cellc", CELLC],
-                         timeout=2 * TIMEOUT) +
+    # the 29 models, each against two float64 PyTorch runs (one from nudged
+    # weights): about 2 minutes of one core, the experiments JOBS at a time
+    return (script_group("experiments", [PY, "experiments/run.py", "all", "--smoke", "--jobs", str(JOBS),
+                                         "--cellc", CELLC], timeout=2 * TIMEOUT) +
             script_group("experiments", [PY, "tests/test_experiment_runs.py", CELLC,
                                          os.path.join(OUT, "experiment_runs")], log_name="runs.log"))
 

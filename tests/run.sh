@@ -21,7 +21,10 @@ MAKE=${MAKE:-make}
 # reports that group's fixtures as a failure, so keep going (-k).
 fixtures=fixtures
 for a in "$@"; do [ "$a" = --quick ] && fixtures=fixtures-quick; done
-$MAKE --no-print-directory -s -k $fixtures || echo "run.sh: some fixtures could not be generated" >&2
+# The generators are independent processes (tests.mk orders the few that
+# read another's output), so they run CELLC_TEST_JOBS (default: CPUs) at once.
+jobs=${CELLC_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+$MAKE --no-print-directory -s -k -j"$jobs" $fixtures || echo "run.sh: some fixtures could not be generated" >&2
 
 # Every compilation of the tests checks the IR after each pass (ir_verify,
 # compiler/cmd/compile.c): an inconsistency aborts the test that made it.

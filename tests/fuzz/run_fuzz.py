@@ -1,8 +1,8 @@
 """run_fuzz.py: runs the libFuzzer targets of tests/fuzz/ (built by `make
 fuzz` into build-fuzz/) from the repository root.
 
-  run_fuzz.py smoke [SECONDS]
-      every target over (up to SMOKE_SEEDS of) its seed corpus, then SECONDS (default 8) of fuzzing
+  run_fuzz.py smoke [SECONDS] [--jobs N]
+      every target (N at once) over (up to SMOKE_SEEDS of) its seed corpus, then SECONDS (default 8) of fuzzing
       from a scratch copy of it; one `PASS|FAIL fuzz/<target>` line each (a
       crash, sanitizer report, leak, timeout or out-of-memory of the fuzzer
       fails, with the reproducer saved in build-fuzz/artifacts/); the seeds
@@ -19,6 +19,7 @@ fuzz` into build-fuzz/) from the repository root.
 
 A reproducer is replayed with build-fuzz/fuzz_TARGET FILE.
 """
+import concurrent.futures
 import glob
 import os
 import re
@@ -68,45 +69,50 @@ def stats(text):
     return s
 
 
-def smoke(seconds):
+def smoke_target(t, seconds, artifacts):
+    """One target over its seeds and `seconds` beyond: (passed, its line)."""
+    binary = os.path.join(FZ, "fuzz_" + t)
+    seeds = os.path.join(FZ, "corpus", t)
+    if not os.access(binary, os.X_OK) or not os.path.isdir(seeds):
+        return False, "FAIL fuzz/%s %s or its corpus is not built (make fuzz)" % (t, binary)
+    work = tempfile.mkdtemp(prefix="cellc_fuzz_smoke_")
+    try:
+        names = sorted(os.listdir(seeds))
+        for f in names[:: max(1, len(names) // SMOKE_SEEDS)]:
+            shutil.copy(os.path.join(seeds, f), work)
+        cmd = [binary] + flags(t, seconds, artifacts) + [work]
+        p = subprocess.run(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=seconds + 600)
+        out = p.stdout.decode(errors="replace")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log = os.path.join(FZ, "smoke_%s.log" % t)
+    with open(log, "w") as f:
+        f.write(out)
+    s = stats(out)
+    # a slow unit (libFuzzer's report of an input over -report_slow_units
+    # seconds) is no failure, as in campaigns; -timeout still catches hangs
+    crash = [u for u in re.findall(r"Test unit written to (\S+)", out)
+             if not os.path.basename(u).startswith("slow-unit")]
+    if p.returncode != 0 or crash or "Done" not in out:
+        m = re.search(r"ERROR: (?:AddressSanitizer|LeakSanitizer|libFuzzer)[^\n]*|runtime error[^\n]*", out)
+        return False, "FAIL fuzz/%s exit %d: %s; reproducer %s (log %s)" % (
+            t, p.returncode, m.group(0) if m else "see log", crash[0] if crash else "-", log)
+    return True, "PASS fuzz/%s %d seeds + %d s: %d runs, %d exec/s, cov %d" % (
+        t, min(len(os.listdir(seeds)), SMOKE_SEEDS), seconds, s["number_of_executed_units"],
+        s["average_exec_per_sec"], s["cov"])
+
+
+def smoke(seconds, jobs=1):
+    """Every target, `jobs` at once (each fuzzer is one process on one core);
+    the lines in TARGETS' order."""
     artifacts = os.path.join(FZ, "artifacts")
     os.makedirs(artifacts, exist_ok=True)
     failed = 0
-    for t in TARGETS:
-        binary = os.path.join(FZ, "fuzz_" + t)
-        seeds = os.path.join(FZ, "corpus", t)
-        if not os.access(binary, os.X_OK) or not os.path.isdir(seeds):
-            print("FAIL fuzz/%s %s or its corpus is not built (make fuzz)" % (t, binary), flush=True)
-            failed += 1
-            continue
-        work = tempfile.mkdtemp(prefix="cellc_fuzz_smoke_")
-        try:
-            names = sorted(os.listdir(seeds))
-            for f in names[:: max(1, len(names) // SMOKE_SEEDS)]:
-                shutil.copy(os.path.join(seeds, f), work)
-            cmd = [binary] + flags(t, seconds, artifacts) + [work]
-            p = subprocess.run(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=seconds + 600)
-            out = p.stdout.decode(errors="replace")
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        log = os.path.join(FZ, "smoke_%s.log" % t)
-        with open(log, "w") as f:
-            f.write(out)
-        s = stats(out)
-        # a slow unit (libFuzzer's report of an input over -report_slow_units
-        # seconds) is no failure, as in campaigns; -timeout still catches hangs
-        crash = [u for u in re.findall(r"Test unit written to (\S+)", out)
-                 if not os.path.basename(u).startswith("slow-unit")]
-        if p.returncode != 0 or crash or "Done" not in out:
-            failed += 1
-            m = re.search(r"ERROR: (?:AddressSanitizer|LeakSanitizer|libFuzzer)[^\n]*|runtime error[^\n]*", out)
-            print("FAIL fuzz/%s exit %d: %s; reproducer %s (log %s)" % (
-                t, p.returncode, m.group(0) if m else "see log", crash[0] if crash else "-", log), flush=True)
-        else:
-            print("PASS fuzz/%s %d seeds + %d s: %d runs, %d exec/s, cov %d" % (
-                t, min(len(os.listdir(seeds)), SMOKE_SEEDS), seconds, s["number_of_executed_units"],
-                s["average_exec_per_sec"], s["cov"]), flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        for ok, line in pool.map(lambda t: smoke_target(t, seconds, artifacts), TARGETS):
+            failed += not ok
+            print(line, flush=True)
     return 1 if failed else 0
 
 
@@ -156,7 +162,14 @@ def campaign(target, seconds, runs=0):
 def main():
     a = sys.argv[1:]
     if a and a[0] == "smoke":
-        return smoke(int(a[1]) if len(a) > 1 else 8)
+        jobs = 1
+        if "--jobs" in a:
+            k = a.index("--jobs")
+            if k + 1 >= len(a) or not a[k + 1].isdigit() or int(a[k + 1]) < 1:
+                sys.exit("run_fuzz.py: --jobs wants a count of at least 1")
+            jobs = int(a[k + 1])
+            a = a[:k] + a[k + 2:]
+        return smoke(int(a[1]) if len(a) > 1 else 8, jobs)
     if len(a) >= 3 and a[0] == "campaign" and a[1] in TARGETS:
         return campaign(a[1], int(a[2]), int(a[3]) if len(a) > 3 else 0)
     sys.exit(__doc__)
