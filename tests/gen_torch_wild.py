@@ -432,7 +432,9 @@ class GreedyDecoder(nn.Module):
     """An encoder GRU, then a decoder GRU run one step at a time for a
     fixed number of steps, feeding back its own Linear output."""
     tags = ["encoder_decoder", "step_loop", "fixed_steps"]
-    stacked = [0, 1, 1, 1, 1]
+    # the decoder's one-step calls chain their states: written as their
+    # steps (pass_onestep), left unrolled (the steps feed themselves)
+    stacked = [0]
     traced_loops = 1
     STEPS = 4
 
@@ -461,7 +463,7 @@ class AttnSeq2Seq(nn.Module):
     greedy prediction (argmax) and a one-step GRU; log_softmax over the
     vocabulary."""
     tags = ["tokens", "encoder_decoder", "attention", "bmm", "argmax_feedback", "step_loop", "batch_first"]
-    stacked = [1, 1, 1, 1, 1]
+    stacked = [1]       # the decoder's steps: see GreedyDecoder
     traced_loops = 1
     STEPS = 4
 

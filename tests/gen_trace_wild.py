@@ -1326,6 +1326,112 @@ class SeriesRollout(nn.Module):
 
 
 # =============================================================================
+# nn.LSTM / nn.GRU / nn.RNN modules called once per step in a Python loop
+# =============================================================================
+# Each call is a one-step ONNX LSTM/GRU/RNN node whose initial state is the
+# previous call's final state; the exporter writes an Identity of the shared
+# weights for every call.  Written as tutorials and blog posts write them.
+
+class TutorialEncoderGRU(nn.Module):
+    """The PyTorch seq2seq tutorial's encoder: an EncoderRNN module
+    (embedding, .view(1, 1, -1), nn.GRU) run one token at a time by the
+    training loop's `for ei in range(input_length)`, from initHidden()'s
+    zeros(1, 1, H); batch 1, tokens [T, 1]; the encoder outputs gathered in
+    a list and the last hidden state through a Linear."""
+
+    class EncoderRNN(nn.Module):
+        def __init__(self, input_size, hidden_size):
+            super().__init__()
+            self.hidden_size = hidden_size
+            self.embedding = nn.Embedding(input_size, hidden_size)
+            self.gru = nn.GRU(hidden_size, hidden_size)
+
+        def forward(self, input, hidden):
+            embedded = self.embedding(input).view(1, 1, -1)
+            output = embedded
+            output, hidden = self.gru(output, hidden)
+            return output, hidden
+
+        def initHidden(self):
+            return torch.zeros(1, 1, self.hidden_size)
+
+    def __init__(self, vocab, hidden, classes):
+        super().__init__()
+        self.encoder = self.EncoderRNN(vocab, hidden)
+        self.out = nn.Linear(hidden, classes)
+
+    def forward(self, input_tensor):
+        encoder_hidden = self.encoder.initHidden()
+        encoder_outputs = []
+        for ei in range(input_tensor.size(0)):
+            encoder_output, encoder_hidden = self.encoder(input_tensor[ei], encoder_hidden)
+            encoder_outputs.append(encoder_output[0, 0])
+        return torch.stack(encoder_outputs), self.out(encoder_hidden[0])
+
+
+class StepLSTMForecaster(nn.Module):
+    """A forecasting blog's loop: nn.LSTM(batch_first=True) fed one step at
+    a time, x[:, t:t+1, :], the (h, c) tuple made with x.new_zeros and
+    carried by the loop, a prediction from out[:, -1] at every step,
+    torch.stack(preds, 1)."""
+
+    def __init__(self, n_features, hidden):
+        super().__init__()
+        self.hidden = hidden
+        self.lstm = nn.LSTM(n_features, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, 1)
+
+    def forward(self, x):
+        h = x.new_zeros(1, x.size(0), self.hidden)
+        c = x.new_zeros(1, x.size(0), self.hidden)
+        preds = []
+        for t in range(x.size(1)):
+            out, (h, c) = self.lstm(x[:, t:t + 1, :], (h, c))
+            preds.append(self.fc(out[:, -1]))
+        return torch.stack(preds, 1)
+
+
+class StepRNNDefaultState(nn.Module):
+    """nn.RNN called on x[t].view(1, B, -1) with no state at the first call
+    (hidden=None: PyTorch's zeros), its returned state fed to the next
+    call; the last state through a Linear."""
+
+    def __init__(self, n_in, n_hidden, n_out):
+        super().__init__()
+        self.rnn = nn.RNN(n_in, n_hidden)
+        self.head = nn.Linear(n_hidden, n_out)
+
+    def forward(self, x):
+        hidden = None
+        for t in range(x.size(0)):
+            _, hidden = self.rnn(x[t].view(1, x.size(1), -1), hidden)
+        return self.head(hidden[-1])
+
+
+class StepGRUDetach(nn.Module):
+    """A streaming token model (an RL or online-learning style): tokens
+    [B, T], each step's embedding unsqueezed to [B, 1, E] for an nn.GRU
+    (batch_first), the state h.detach()'ed between steps, logits at every
+    step stacked on dim 1."""
+
+    def __init__(self, vocab, embed, hidden):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, embed)
+        self.gru = nn.GRU(embed, hidden, batch_first=True)
+        self.logits = nn.Linear(hidden, vocab)
+        self.hidden = hidden
+
+    def forward(self, tokens):
+        h = torch.zeros(1, tokens.shape[0], self.hidden)
+        outs = []
+        for t in range(tokens.shape[1]):
+            o, h = self.gru(self.emb(tokens[:, t]).unsqueeze(1), h)
+            h = h.detach()
+            outs.append(self.logits(o.squeeze(1)))
+        return torch.stack(outs, dim=1)
+
+
+# =============================================================================
 # The table: how each model is built, fed and exported
 # =============================================================================
 
@@ -1388,7 +1494,8 @@ def mom(base, mu, s):
 #   (case MODEL_opsetN_bB), recurrences, sound (another T
 #   computes the same recurrence), table (a per-step coefficient whose
 #   schedule the trace cannot show: cellc may name the cell only up to its
-#   first option), pixel (input size 1 by construction)
+#   first option), pixel (input size 1 by construction), fixed_batch (the
+#   model runs one batch size: no data set at another)
 MODELS = {
     "momlstm_cellclass": dict(
         build=lambda I, H, C: MomentumLSTM(I, H), family="momentum_lstm", expected_cell=mom("lstm", 0.6, 0.6),
@@ -1645,6 +1752,31 @@ MODELS = {
         # the model runs its `steps` (T = 8) and no other number
         sound=False,
         exports=[(13, None), (17, "b")]),
+    "gru_tutorial_encoder": dict(
+        build=lambda I, H, C: TutorialEncoderGRU(VOCAB, H, C), family="gru", expected_cell="plain_gru",
+        style=["pytorch_seq2seq_tutorial", "module_per_step", "one_step_nn_gru", "embedding_int64",
+               "view_1_1_-1", "init_hidden", "batch_1", "list_of_outputs", "stack_dim0"],
+        feed=tokens_tb, ins=["input_tensor"], outs=["encoder_outputs", "logits"],
+        # (.view(1, 1, -1) makes the batch 1: only the time axis is dynamic)
+        axes={"input_tensor": (0, None)}, fixed_batch=True, exports=[(13, "bt", 1), (17, None, 1)]),
+    "lstm_step_forecaster": dict(
+        build=lambda I, H, C: StepLSTMForecaster(I, H), family="lstm", expected_cell="plain_lstm",
+        style=["module_per_step", "one_step_nn_lstm", "batch_first", "slice_t_t+1", "new_zeros",
+               "tuple_state", "head_every_step", "out_-1", "stack_dim1"],
+        feed=batch_first, ins=["x"], outs=["preds"], axes={"x": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
+    "rnn_step_default_state": dict(
+        build=lambda I, H, C: StepRNNDefaultState(I, H, C), family="rnn", expected_cell="plain_rnn",
+        style=["module_per_step", "one_step_nn_rnn", "hidden_none_first", "view_1_B_-1", "seq_first",
+               "head_last_state"],
+        feed=seq_first, ins=["x"], outs=["y"], axes={"x": (0, 1)},
+        exports=[(13, "bt"), (14, None)]),
+    "gru_step_detach": dict(
+        build=lambda I, H, C: StepGRUDetach(VOCAB, I, H), family="gru", expected_cell="plain_gru",
+        style=["module_per_step", "one_step_nn_gru", "embedding_int64", "tokens_batch_first", "unsqueeze_1",
+               "detach_state", "zeros_in_forward", "head_every_step", "stack_dim1"],
+        feed=tokens_bt, ins=["tokens"], outs=["logits"], axes={"tokens": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
 }
 
 
@@ -1982,6 +2114,24 @@ def ref_outputs(name, net, arrays):
             pred = lin(h, net.out)
             preds.append(pred)
         return [np.stack(preds, 1)]
+    if name == "gru_tutorial_encoder":
+        g = net.encoder.gru
+        hs, _ = run(npw(g.weight_ih_l0), npw(g.bias_ih_l0), npw(g.weight_hh_l0), npw(g.bias_hh_l0),
+                    npw(net.encoder.embedding.weight)[x])
+        return [hs[:, 0], lin(hs[-1], net.out)]
+    if name == "lstm_step_forecaster":
+        m = net.lstm
+        hs, _ = run(npw(m.weight_ih_l0), npw(m.bias_ih_l0), npw(m.weight_hh_l0), npw(m.bias_hh_l0), tb(x))
+        return [tb(lin(hs, net.fc))]
+    if name == "rnn_step_default_state":
+        m = net.rnn
+        hs, _ = run(npw(m.weight_ih_l0), npw(m.bias_ih_l0), npw(m.weight_hh_l0), npw(m.bias_hh_l0), x)
+        return [lin(hs[-1], net.head)]
+    if name == "gru_step_detach":
+        m = net.gru
+        hs, _ = run(npw(m.weight_ih_l0), npw(m.bias_ih_l0), npw(m.weight_hh_l0), npw(m.bias_hh_l0),
+                    npw(net.emb.weight)[x.T])
+        return [tb(lin(hs, net.logits))]
     raise KeyError("no docs/cells.md reference for model %s" % name)
 
 
@@ -2076,7 +2226,7 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
         second_T = T_OTHER
         data_set(case_dir, k, net, spec, spec["feed"](T_OTHER, B, I, rng, H))
         k += 1
-    if dynamic:
+    if dynamic and not spec.get("fixed_batch"):
         data_set(case_dir, k, net, spec, spec["feed"](T, B + 1, I, rng, H))
     info = dict(model=name, style=spec["style"], family=spec["family"], expected_cell=spec["expected_cell"],
                 recurrences=spec.get("recurrences", 1), T=T, opset=opset,

@@ -3210,7 +3210,7 @@ def group_experiments():
 GROUPS += [("experiments", group_experiments)]
 
 
-VALIDATED_PASSES = ("canon", "gates", "reroll", "cells", "lower", "select", "merge", "hoist", "split", "fuse", "schedule",
+VALIDATED_PASSES = ("onestep", "canon", "gates", "reroll", "cells", "lower", "select", "merge", "hoist", "split", "fuse", "schedule",
                     "plan")
 
 

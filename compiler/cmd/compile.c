@@ -3,7 +3,7 @@
  * compile_stages[] lists every stage of a compilation, from reading the
  * model to writing C:
  *
- *   load -> [infer -> seq -> loops]* -> canon -> gates -> reroll -> cells -> lower
+ *   load -> [infer -> seq -> loops]* -> onestep -> canon -> gates -> reroll -> cells -> lower
  *   -> select -> merge -> hoist -> split -> grad -> fuse -> precision
  *   -> schedule -> plan -> emit
  *
@@ -37,6 +37,7 @@ const compile_stage compile_stages[] = {
 	{"infer", STAGE_RESOLVE, .round = pass_infer, .finish = infer_finish},
 	{"seq", STAGE_RESOLVE, .round = pass_seq, .finish = seq_finish, .claims = seq_claims},
 	{"loops", STAGE_RESOLVE, .round = pass_loops, .claims = loops_claims},
+	{"onestep", STAGE_PASS, .run = pass_onestep},
 	{"canon", STAGE_PASS, .run = pass_canon},
 	{"gates", STAGE_PASS, .run = pass_gates},
 	{"reroll", STAGE_PASS, .run = pass_reroll},

@@ -257,6 +257,14 @@ static void move_affine(ir_value *o, int64_t dbase, const int64_t *dst, const ir
 static int fold_same_order(fctx *c)
 {
 	ir_value *x = fin(c, 0), *o = c->n->out[0];
+	/* an Identity of a weight holds the weight's own data, which says it
+	 * is that weight (infer_finish makes them one value): exporters write
+	 * one per reuse of a shared initializer */
+	if (c->n->op == OP_IDENTITY && x->data && !x->sym && o->dtype == x->dtype) {
+		o->data = x->data;
+		o->sym = NULL;
+		return 1;
+	}
 	out_alloc(c, o, x->sym != NULL);
 	int64_t n = numel(o);
 	if (o->sym)

@@ -312,3 +312,170 @@ ir_node *ir_clone_node(ir_graph *g, const ir_node *n, const char *name, int nout
 	}
 	return c;
 }
+
+/* ---- rewriting nodes in place ---- */
+
+int ir_rewrite_nodes(ir_graph *g, int (*rewrite)(ir_graph *g, ir_node *n, void *ctx), void *ctx)
+{
+	int errors = 0, n = g->nnodes;
+	ir_node **old = arena_array(g->A, (size_t)(n ? n : 1), sizeof *old);
+	memcpy(old, g->nodes, (size_t)n * sizeof *old);
+	g->nnodes = 0;
+	for (int i = 0; i < n; i++) {
+		int r = rewrite(g, old[i], ctx);
+		if (r < 0)
+			ir_append(g, old[i]);
+		else
+			errors += r;
+	}
+	return errors;
+}
+
+/* ---- a recurrence of one step as its step ---- */
+
+int ir_inline_step_ok(const ir_graph *g, const ir_node *r)
+{
+	if (r->op != OP_RECURRENCE || !r->body || r->graph != g || ir_attr_int(r, "has_lens", 0))
+		return 0;
+	int nseq = (int)ir_attr_int(r, "n_seq", 0), nstate = (int)ir_attr_int(r, "n_state", 0);
+	const ir_attr *ax = ir_attr_find(r, "seq_axis");
+	if (nseq + nstate > r->nin || (nseq && (!ax || ax->n < nseq)))
+		return 0;
+	for (int k = 0; k < nseq; k++) {
+		const ir_value *x = r->in[k];
+		int64_t a = ax->ints[k];
+		if (!x || a < 0 || a >= x->shape.rank || !ir_dim_is_const(x->shape.d[a]) || x->shape.d[a].k != 1)
+			return 0;
+	}
+	for (int j = 0; j < nstate; j++) {
+		const ir_value *s = nseq + j < r->body->ninputs ? r->body->inputs[nseq + j] : NULL;
+		if (!s || (!r->in[nseq + j] && (s->dtype != DT_F32 || s->shape.rank < 0)))
+			return 0;
+	}
+	for (int i = 0; i < r->body->nnodes; i++)
+		if (r->body->nodes[i]->body)
+			return 0;
+	return 1;
+}
+
+/* body value -> the value of g that stands for it */
+typedef struct inline_map {
+	int n, cap;
+	const ir_value **from;
+	ir_value **to;
+} inline_map;
+
+static void map_put(ir_graph *g, inline_map *M, const ir_value *from, ir_value *to)
+{
+	if (M->n == M->cap) {
+		int cap = M->cap ? 2 * M->cap : 64;
+		const ir_value **f = arena_array(g->A, (size_t)cap, sizeof *f);
+		ir_value **t = arena_array(g->A, (size_t)cap, sizeof *t);
+		if (M->n) {
+			memcpy(f, M->from, (size_t)M->n * sizeof *f);
+			memcpy(t, M->to, (size_t)M->n * sizeof *t);
+		}
+		M->from = f;
+		M->to = t;
+		M->cap = cap;
+	}
+	M->from[M->n] = from;
+	M->to[M->n++] = to;
+}
+
+/* What a body node's input v reads in g: a mapped body value, a copy of a
+ * constant the body owns, or a value of an enclosing graph as it is. */
+static ir_value *map_get(ir_graph *g, inline_map *M, const ir_graph *body, ir_value *v)
+{
+	if (!v)
+		return NULL;
+	for (int i = 0; i < M->n; i++)
+		if (M->from[i] == v)
+			return M->to[i];
+	if (v->graph != body)
+		return v;
+	ASSERT(v->kind == VAL_CONST || v->kind == VAL_WEIGHT);  /* temporaries are mapped as made */
+	ir_value *c = ir_const_new(g, NULL, v->dtype, &v->shape, v->data);
+	c->kind = v->kind;
+	if (v->sym) {
+		c->sym = v->sym;
+		c->data = NULL;
+	}
+	c->origin = v->origin;
+	c->narrow = v->narrow;
+	map_put(g, M, v, c);
+	return c;
+}
+
+/* out := op(x, axes [axis]) written into the existing value out (Squeeze,
+ * Unsqueeze) or a new one (out NULL). */
+static ir_value *axis_op(const ir_build *B, ir_graph *g, ir_op op, ir_value *x, int64_t axis, ir_value *out)
+{
+	ir_value *in[2] = {x, ir_const_i64(g, NULL, 1, &axis)};
+	ir_node *n = ir_build_node(B, g, op, 2, in, 1);
+	if (out)
+		out->producer = n;
+	return ir_build_done(B, n, out);
+}
+
+/* An initial state not given: f32 zeros of shape s (its dims symbolic
+ * where the state's are: a ConstantOfShape of a symbolic shape). */
+static ir_value *zeros_of(const ir_build *B, ir_graph *g, const ir_shape *s)
+{
+	ir_shape s1 = {.rank = 1};
+	s1.d[0] = ir_dim_const(s->rank);
+	ir_value *shape = ir_const_new(g, NULL, DT_I64, &s1, NULL);
+	shape->data = NULL;
+	shape->sym = arena_array(g->A, (size_t)(s->rank ? s->rank : 1), sizeof *shape->sym);
+	for (int i = 0; i < s->rank; i++)
+		shape->sym[i] = s->d[i];
+	return ir_build_op(B, g, OP_CONSTOFSHAPE, 1, &shape);
+}
+
+int ir_inline_step(const ir_build *B, ir_graph *g, ir_node *r)
+{
+	ASSERT(ir_inline_step_ok(g, r));
+	ir_graph *body = r->body;
+	int nseq = (int)ir_attr_int(r, "n_seq", 0), nstate = (int)ir_attr_int(r, "n_state", 0);
+	int nout = (int)ir_attr_int(r, "n_out", 0), has_step = (int)ir_attr_int(r, "has_step", 0);
+	const ir_attr *sax = ir_attr_find(r, "seq_axis"), *oax = ir_attr_find(r, "out_axis");
+	int errors = 0, *count = B->errors ? B->errors : &errors, e0 = *count;
+	ir_build b = *B;
+	b.errors = count;
+	inline_map M = {0};
+	for (int k = 0; k < nseq; k++)
+		map_put(g, &M, body->inputs[k], axis_op(&b, g, OP_SQUEEZE, r->in[k], sax->ints[k], NULL));
+	for (int j = 0; j < nstate; j++)
+		map_put(g, &M, body->inputs[nseq + j],
+			r->in[nseq + j] ? r->in[nseq + j] : zeros_of(&b, g, &body->inputs[nseq + j]->shape));
+	for (int k = 0; k < has_step && nseq + nstate + k < body->ninputs; k++) {
+		float one = 1.0f;       /* t (the first step) and L (one step) */
+		ir_shape s0 = {.rank = 0};
+		map_put(g, &M, body->inputs[nseq + nstate + k], ir_const_new(g, NULL, DT_F32, &s0, &one));
+	}
+	for (int i = 0; i < body->nnodes; i++) {
+		const ir_node *bn = body->nodes[i];
+		ir_node *c = ir_clone_node(g, bn, NULL, -1, IR_CLONE_SOURCE);
+		for (int k = 0; k < c->nin; k++)
+			c->in[k] = map_get(g, &M, body, bn->in[k]);
+		for (int k = 0; k < c->nout; k++)
+			if (bn->out[k]) {
+				ir_value *o = ir_build_out(&b, c, k, bn->out[k]->dtype);
+				o->origin = bn->out[k]->origin;
+				map_put(g, &M, bn->out[k], o);
+			}
+		ir_build_done(&b, c, c->out[0]);
+	}
+	for (int j = 0; j < nstate; j++)
+		if (r->out[j]) {
+			ir_value *src = map_get(g, &M, body, body->outputs[j]);
+			ir_node *n = ir_build_node(&b, g, OP_IDENTITY, 1, &src, 1);
+			r->out[j]->producer = n;
+			ir_build_done(&b, n, r->out[j]);
+		}
+	for (int k = 0; k < nout; k++)
+		if (r->out[nstate + k])
+			axis_op(&b, g, OP_UNSQUEEZE, map_get(g, &M, body, body->outputs[nstate + k]),
+				oax && oax->n > k ? oax->ints[k] : 0, r->out[nstate + k]);
+	return *count - e0;
+}

@@ -7,6 +7,8 @@
  *   ir_build_*        new nodes: inputs, outputs, provenance, appended and
  *                     inferred (infer_node) as they are made
  *   ir_clone_node     a node doing what another does, with every attribute
+ *   ir_rewrite_nodes  nodes replaced in place by what a rewrite makes of them
+ *   ir_inline_step    a recurrence of one step written as its step's nodes
  *
  * Where the callers differed in what they needed, the difference is an
  * option below, documented with the callers that take it; none of them
@@ -157,5 +159,37 @@ enum {
 	IR_CLONE_SHARE_ATTRS = 1 << 1,
 };
 ir_node *ir_clone_node(ir_graph *g, const ir_node *n, const char *name, int nout, unsigned flags);
+
+/* ---- rewriting nodes in place ------------------------------------------------------- */
+
+/* Rebuilds g's node list in order: for each node n, rewrite(g, n, ctx)
+ * either returns -1 (n stays where it is) or appends to g what n becomes
+ * and returns its number of errors (n itself goes unless rewrite appended
+ * it).  So the nodes a rewrite makes take the place of the node they
+ * replace, before its readers (pass_lower_rnn, pass_onestep).  Returns the
+ * errors summed. */
+int ir_rewrite_nodes(ir_graph *g, int (*rewrite)(ir_graph *g, ir_node *n, void *ctx), void *ctx);
+
+/* ---- a recurrence of one step as its step ----------------------------------------- */
+
+/* Whether recurrence r of graph g runs exactly one step and can be written
+ * as its body (ir_inline_step): every per-step input has a constant 1 on
+ * its time axis, no sequence_lens, every state an f32 of known rank where
+ * no initial value is given (it starts at zeros), and no node of the body
+ * has a body of its own. */
+int ir_inline_step_ok(const ir_graph *g, const ir_node *r);
+/* Appends to g the nodes that compute what r computes, its body's nodes
+ * cloned with every attribute, reading: each per-step input with its time
+ * axis squeezed, the initial states (zeros where r has none), step
+ * scalars t = L = 1, and the
+ * values the body reads from enclosing graphs as they are (the constants
+ * the body owns copied into g); r's outputs are written by the new nodes
+ * (a final state through an Identity, a stacked output through an
+ * Unsqueeze on its time axis), so their readers and names stay.  The new
+ * nodes are inferred as made (B->D).  r itself is neither appended nor
+ * removed: the caller rebuilds g's node list with the new nodes in r's
+ * place (pass_onestep), which ir_inline_step_ok(g, r) must allow.  Returns
+ * the number of inference failures (reported on B->D). */
+int ir_inline_step(const ir_build *B, ir_graph *g, ir_node *r);
 
 #endif

@@ -11,6 +11,10 @@
  *           - a Squeeze of [1, N] to [N] read only element by element along
  *             N (gates.squeeze() traced at batch 1) is gone: its readers read
  *             the [1, N] value, its Slices cut axis 1 (unit_squeezes);
+ *           - a Transpose that keeps the order of the axes other than units
+ *             is a Reshape, a view like the others (unit_transposes);
+ *           - a chain of views that only drops unit axes of its root is a
+ *             Squeeze of the root (squeeze_of);
  *           - a chain of views reads its root directly where the last view
  *             is a Reshape to a constant shape (view of a view);
  *           - per-step reads of a rank-2 sequence (x[:, t] of x [B, T], or
@@ -18,6 +22,10 @@
  *             x[:, t:t+1]) read a [B, 1] slice of the [B, T, 1] view of x,
  *             as if the sequence had one feature per step (pixel-by-pixel
  *             MNIST), which is the form pass_reroll finds steps in;
+ *           - per-step lookups in a table (emb(tokens[t]) at every step:
+ *             Gather(W, Gather(S, t))) read the lookup of the whole
+ *             sequence at step t, Gather(Gather(W, S), t), an f32
+ *             sequence pass_reroll finds steps in (canon_step_lookups);
  *           - a scalar initializer that one node reads (a schedule entry
  *             the exporter folded per step) is a constant (inference), and
  *             so is a small integer initializer (an index or a bound);
@@ -57,6 +65,37 @@ static ir_value *view_root(ir_value *v)
 	return v;
 }
 
+/* Whether view n's result is its root r's shape with unit axes dropped,
+ * the other axes in order; then n becomes Squeeze(r, those axes). */
+static int squeeze_of(ir_graph *g, ir_node *n, ir_value *r)
+{
+	const ir_shape *x = &r->shape, *y = &n->out[0]->shape;
+	int64_t axes[IR_MAX_RANK];
+	int na = 0, j = 0;
+	if (y->rank >= x->rank || (n->op != OP_SQUEEZE && n->op != OP_RESHAPE))
+		return 0;
+	for (int a = 0; a < x->rank; a++) {
+		if (j < y->rank && ir_dim_eq(x->d[a], y->d[j])) {
+			j++;
+			continue;
+		}
+		if (!ir_dim_is_const(x->d[a]) || x->d[a].k != 1)
+			return 0;
+		axes[na++] = a;
+	}
+	if (j != y->rank || na == 0)
+		return 0;
+	ir_value *ax = ir_const_i64(g, ir_unique_name(g, "axes"), na, axes);
+	if (n->nin < 2)
+		n->in = arena_grow(g->A, n->in, n->nin, 2, sizeof *n->in);
+	n->nin = 2;
+	n->op = OP_SQUEEZE;
+	n->in[0] = r;
+	n->in[1] = ax;
+	ir_attr_remove(n, "allowzero");
+	return 1;
+}
+
 /* Shape no-ops: 1 if anything changed. */
 static int drop_noop_views(ir_graph *g)
 {
@@ -75,6 +114,12 @@ static int drop_noop_views(ir_graph *g)
 			}
 			continue;
 		}
+		/* a chain of views that only drops unit axes of r is one Squeeze
+		 * of r (x[:, t:t+1] of a batch_first x, transposed for a one-step
+		 * module call, then squeezed: the cut's unit axis dropped right
+		 * after it, as pass_reroll reads a step) */
+		if (n->in[0] != r && squeeze_of(g, n, r))
+			changed = 1;
 		/* Reshape(view(r)) to a constant shape: Reshape(r) */
 		if (n->op == OP_RESHAPE && n->in[0] != r && n->nin == 2 && ir_value_is_const(n->in[1]) &&
 		    ir_shape_const_numel(&y->shape) >= 0) {
@@ -246,6 +291,107 @@ int canon_column_steps(ir_graph *g)
 						continue;
 					}
 				}
+			}
+		}
+		list[nlist++] = n;
+	}
+	if (changed)
+		ir_set_nodes(g, list, nlist);
+	return changed;
+}
+
+/* ---- lookups of per-step reads -------------------------------------------------- */
+
+/* The step read by lookup n, Gather(W, Gather(S, t, axis a)) of a table W
+ * (an embedding: rank 2, a weight or constant) at step t of an integer
+ * sequence S ([T, B] or [B, T]): the inner Gather; NULL if n is not one. */
+static ir_node *step_lookup(const ir_node *n)
+{
+	if (n->op != OP_GATHER || n->nin != 2 || ir_attr_int(n, "axis", 0) != 0 || !n->out[0] ||
+	    n->out[0]->is_output || !n->in[0] || !n->in[0]->data || n->in[0]->shape.rank != 2 ||
+	    (n->in[0]->kind != VAL_WEIGHT && n->in[0]->kind != VAL_CONST) || !n->in[1])
+		return NULL;
+	ir_node *p = n->in[1]->producer;
+	if (!p || p->op != OP_GATHER || p->nin != 2 || !canon_is_step_index(p->in[1]) || !p->in[0] ||
+	    p->in[0]->shape.rank != 2 || (p->in[0]->dtype != DT_I64 && p->in[0]->dtype != DT_I32) ||
+	    p->out[0]->shape.rank != 1)
+		return NULL;
+	int64_t a = ir_attr_int(p, "axis", 0);
+	return a == 0 || a == 1 || a == -1 || a == -2 ? p : NULL;
+}
+
+typedef struct lookup_seq {
+	const ir_value *W, *S;  /* a table and the sequence it looks up */
+	int steps;              /* the lookups of single steps of S in W */
+	ir_value *E;            /* Gather(W, S): every step looked up at once */
+} lookup_seq;
+
+static lookup_seq *lookup_of(lookup_seq *tab, int ntab, const ir_value *W, const ir_value *S)
+{
+	for (int i = 0; i < ntab; i++)
+		if (tab[i].W == W && tab[i].S == S)
+			return &tab[i];
+	return NULL;
+}
+
+/* Per-step lookups in a table (emb(tokens[t]) at every step of a traced
+ * loop, tokens [T, B]) read the lookup of the whole sequence at step t,
+ * Gather(Gather(W, tokens), t, axis), the per-step read of an f32
+ * sequence [T, B, E] that pass_reroll finds steps in: the same numbers,
+ * looked up once per token as before.  A table looked up at a single
+ * step of a sequence is left as it is (there is no loop to gain from). */
+static int canon_step_lookups(ir_graph *g)
+{
+	diag q;
+	diag_init(&q, NULL);
+	q.quiet = 1;
+	lookup_seq *tab = arena_array(g->A, (size_t)g->nnodes + 1, sizeof *tab);
+	int ntab = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *p = step_lookup(g->nodes[i]);
+		if (!p)
+			continue;
+		lookup_seq *L = lookup_of(tab, ntab, g->nodes[i]->in[0], p->in[0]);
+		if (!L) {
+			L = &tab[ntab++];
+			*L = (lookup_seq){g->nodes[i]->in[0], p->in[0], 0, NULL};
+		}
+		L->steps++;
+	}
+	ir_node **list = arena_array(g->A, 2 * (size_t)g->nnodes + 1, sizeof *list);
+	int nlist = 0, changed = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *n = g->nodes[i], *p = step_lookup(n);
+		lookup_seq *L = p ? lookup_of(tab, ntab, n->in[0], p->in[0]) : NULL;
+		if (L && L->steps >= 2 && !L->E) {
+			ir_build B = {.origin = "the table looked up at every step of the sequence at once",
+				      .out_base = "lookup", .D = &q};
+			ir_value *in[2] = {n->in[0], p->in[0]};
+			ir_node *e = ir_build_node(&B, g, OP_GATHER, 2, in, 1);
+			ir_build_out(&B, e, 0, n->in[0]->dtype);
+			e->opset = n->opset;
+			/* placed before the first lookup it replaces: S and W come earlier */
+			if (infer_node(g, e, &q) == 0) {
+				L->E = e->out[0];
+				list[nlist++] = e;
+			} else {
+				L->steps = 0;
+			}
+		}
+		if (L && L->E) {
+			const ir_shape was = n->out[0]->shape;
+			ir_value *W = n->in[0], *idx = n->in[1];
+			ir_attr_set_int(n, "axis", ir_attr_int(p, "axis", 0) < 0 ? ir_attr_int(p, "axis", 0) + 2
+										  : ir_attr_int(p, "axis", 0));
+			n->in[0] = L->E;
+			n->in[1] = p->in[1];
+			if (infer_node(g, n, &q) || !ir_shape_eq(&was, &n->out[0]->shape)) {
+				n->in[0] = W;
+				n->in[1] = idx;
+				ir_attr_set_int(n, "axis", 0);
+				infer_node(g, n, &q);
+			} else {
+				changed = 1;
 			}
 		}
 		list[nlist++] = n;
@@ -572,6 +718,10 @@ int canon_views(ir_graph *g)
 int canon_views_settled(ir_graph *g, int changed)
 {
 	ir_recount(g);
+	/* batch_first modules called on one step transpose [B, 1, I] to
+	 * [1, B, I]: a view, which the no-ops below see through */
+	changed |= unit_transposes(g);
+	ir_recount(g);
 	changed |= unit_squeezes(g);
 	ir_recount(g);
 	for (int round = 0; round < 8 && drop_noop_views(g); round++) {
@@ -596,6 +746,7 @@ int pass_canon(ir_graph *g, diag *D, const pass_opts *o)
 	 * constants, whichever way the file stored them */
 	int changed = int_initializers(g);
 	changed |= canon_column_steps(g);
+	changed |= canon_step_lookups(g);
 	ir_recount(g);
 	changed |= step_scalars(g);
 	changed |= canon_gemm_form(g);

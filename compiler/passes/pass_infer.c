@@ -454,6 +454,38 @@ static int check_settled(ir_graph *g, diag *D)
 	return errs;
 }
 
+/* Weights folded from one weight through Identity hold its data (infer_fold.c:
+ * fold_same_order): every read of one of them reads the first.  PyTorch
+ * writes an Identity of a shared initializer per call of a module, so the
+ * steps of a traced loop that calls a module at every step read one
+ * weight again, as pass_reroll's matching wants, and the weights file
+ * holds it once.  Weights that only have equal contents stay apart (two
+ * layers that start equal are two parameters), and so do scalars. */
+static void one_value_per_weight(ir_graph *g)
+{
+	ir_value **seen = arena_array(g->A, (size_t)g->nvalues + 1, sizeof *seen);
+	int nseen = 0;
+	for (int i = 0; i < g->nvalues; i++) {
+		ir_value *v = g->values[i];
+		/* (a scalar stays one value per read: a per-step coefficient that
+		 * repeats, a NAG schedule's restart, is still read at each step
+		 * from its own value, as pass_canon's step scalars want) */
+		if (v->kind != VAL_WEIGHT || !v->data || v->is_output || ir_shape_const_numel(&v->shape) < 2)
+			continue;
+		int j = 0;
+		for (; j < nseen; j++) {
+			ir_value *w = seen[j];
+			if (w->data == v->data && w->dtype == v->dtype && w->narrow == v->narrow && w->frozen == v->frozen &&
+			    ir_shape_eq(&w->shape, &v->shape)) {
+				ir_replace_uses(g, v, w, NULL, IR_USES_NESTED | IR_USES_GRAPHS | IR_USES_OUTPUTS);
+				break;
+			}
+		}
+		if (j == nseen)
+			seen[nseen++] = v;
+	}
+}
+
 int infer_finish(ir_graph *g, diag *D)
 {
 	int errs0 = D->nerrors;
@@ -463,6 +495,7 @@ int infer_finish(ir_graph *g, diag *D)
 			diag_error(D, "graph output '%s' has no known shape or dtype", v->name);
 	}
 	if (D->nerrors == errs0) {
+		one_value_per_weight(g);
 		/* nodes whose outputs nobody uses, then values nobody refers to */
 		ir_recount(g);
 		ir_drop_dead(g, IR_DEAD_BODIES | IR_DEAD_VALUES);

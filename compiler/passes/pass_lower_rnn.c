@@ -81,7 +81,84 @@ typedef struct lower {
 	/* small constants made so far, shared by the nodes of one graph */
 	struct small_const { ir_graph *g; ir_dtype dt; double v; ir_value *c; } consts[32];
 	int nconsts;
+	rnn_parts *parts;       /* the weight parts of the stage's layers so far */
 } lower;
+
+/* ---- weight parts, one per part of a source weight ----------------------- */
+
+/* A part of an ONNX weight (rows of a direction of W, R or P; a summed
+ * bias block) is made once per stage: layers that read the same W (a
+ * module called at every step of a traced loop, then written as steps by
+ * pass_onestep; two calls of one module on two inputs) read one weight,
+ * so that the steps they make are the same and the weights file holds it
+ * once.  The key is the source value and what was cut from it. */
+typedef struct part_key {
+	const ir_value *src;
+	char kind;              /* 'w' weight_rows, 'b' bias_sum, 'r' bias_r_block */
+	int dir;                /* the direction, + 4 * the layer's directions */
+	int64_t a, b, c, d, e;
+} part_key;
+
+struct rnn_parts {
+	int n, cap;
+	part_key *key;
+	ir_value **v;
+};
+
+rnn_parts *lower_rnn_parts(arena *A)
+{
+	rnn_parts *P = arena_alloc(A, sizeof *P);
+	memset(P, 0, sizeof *P);
+	return P;
+}
+
+static ir_value *part_find(lower *L, const part_key *k)
+{
+	rnn_parts *P = L->parts;
+	for (int i = 0; P && i < P->n; i++)
+		if (memcmp(&P->key[i], k, sizeof *k) == 0)
+			return P->v[i];
+	return NULL;
+}
+
+static ir_value *part_keep(lower *L, const part_key *k, ir_value *v)
+{
+	rnn_parts *P = L->parts;
+	if (!P || !v)
+		return v;
+	if (P->n == P->cap) {
+		int cap = P->cap ? 2 * P->cap : 16;
+		part_key *key = arena_array(L->g->A, (size_t)cap, sizeof *key);
+		ir_value **vs = arena_array(L->g->A, (size_t)cap, sizeof *vs);
+		if (P->n) {
+			memcpy(key, P->key, (size_t)P->n * sizeof *key);
+			memcpy(vs, P->v, (size_t)P->n * sizeof *vs);
+		}
+		P->key = key;
+		P->v = vs;
+		P->cap = cap;
+	}
+	P->key[P->n] = *k;
+	P->v[P->n++] = v;
+	return v;
+}
+
+/* a key with no padding bytes left undefined (memcmp compares it whole) */
+static part_key part_of(const ir_value *src, char kind, int dir, int64_t a, int64_t b, int64_t c, int64_t d,
+			int64_t e)
+{
+	part_key k;
+	memset(&k, 0, sizeof k);
+	k.src = src;
+	k.kind = kind;
+	k.dir = dir;
+	k.a = a;
+	k.b = b;
+	k.c = c;
+	k.d = d;
+	k.e = e;
+	return k;
+}
 
 static ir_value *op2(lower *L, ir_graph *g, ir_op op, ir_value *a, ir_value *b)
 {
@@ -224,8 +301,19 @@ static ir_value *run_part(lower *L, ir_value *src, int64_t off, int64_t n, int64
 	return v;
 }
 
+static ir_value *weight_rows_made(lower *L, int idx, const char *what, int dir, int64_t row0,
+				  int64_t rows, int64_t cols);
+
 static ir_value *weight_rows(lower *L, int idx, const char *what, int dir, int64_t row0,
 			     int64_t rows, int64_t cols)
+{
+	part_key k = part_of(src_in(L, idx), 'w', dir + 4 * L->ndir, row0, rows, cols, ir_weights_at_run_time(L->g), 0);
+	ir_value *v = part_find(L, &k);
+	return v ? v : part_keep(L, &k, weight_rows_made(L, idx, what, dir, row0, rows, cols));
+}
+
+static ir_value *weight_rows_made(lower *L, int idx, const char *what, int dir, int64_t row0,
+				  int64_t rows, int64_t cols)
 {
 	ir_value *src = src_in(L, idx);
 	if (ir_weights_at_run_time(L->g)) {
@@ -243,11 +331,22 @@ static ir_value *weight_rows(lower *L, int idx, const char *what, int dir, int64
 /* Bias of direction dir for gate blocks [k0, k1): Wb + Rb per block, Rb left
  * out for the blocks in [skip0, skip1) (GRU's Rbh with linear_before_reset).
  * NULL when the node has no B. */
+static ir_value *bias_sum_made(lower *L, int dir, int k0, int k1, int skip0, int skip1, const char *what);
+
 static ir_value *bias_sum(lower *L, int dir, int k0, int k1, int skip0, int skip1, const char *what)
 {
 	ir_value *Bv = src_in(L, 3);
 	if (!Bv)
 		return NULL;
+	/* H is part of the key: the blocks are k * H wide */
+	part_key k = part_of(Bv, 'b', dir + 4 * L->ndir, k0, k1, skip0, skip1, L->H * 2 + ir_weights_at_run_time(L->g));
+	ir_value *v = part_find(L, &k);
+	return v ? v : part_keep(L, &k, bias_sum_made(L, dir, k0, k1, skip0, skip1, what));
+}
+
+static ir_value *bias_sum_made(lower *L, int dir, int k0, int k1, int skip0, int skip1, const char *what)
+{
+	ir_value *Bv = src_in(L, 3);
 	int64_t G = L->ngates * L->H;
 	if (ir_weights_at_run_time(L->g)) {
 		int64_t r0 = k0, r1 = k1 < skip0 || skip0 >= skip1 ? k1 : skip0;
@@ -277,11 +376,21 @@ static ir_value *bias_sum(lower *L, int dir, int k0, int k1, int skip0, int skip
 }
 
 /* Rb of gate block k of direction dir alone ([H]); NULL if no B or zero. */
+static ir_value *bias_r_block_made(lower *L, int dir, int k, const char *what);
+
 static ir_value *bias_r_block(lower *L, int dir, int k, const char *what)
 {
 	ir_value *Bv = src_in(L, 3);
 	if (!Bv)
 		return NULL;
+	part_key key = part_of(Bv, 'r', dir + 4 * L->ndir, k, L->H, L->ngates, ir_weights_at_run_time(L->g), 0);
+	ir_value *v = part_find(L, &key);
+	return v ? v : part_keep(L, &key, bias_r_block_made(L, dir, k, what));
+}
+
+static ir_value *bias_r_block_made(lower *L, int dir, int k, const char *what)
+{
+	ir_value *Bv = src_in(L, 3);
 	int64_t G = L->ngates * L->H;
 	if (ir_weights_at_run_time(L->g))
 		return run_part(L, Bv, dir * 2 * G + G + k * L->H, L->H, 0);
@@ -718,9 +827,9 @@ static void append_direction(lower *L, int dir, int reverse, const char *bname, 
 	ir_append(g, r);
 }
 
-static int lower_node(ir_graph *g, diag *D, ir_node *src)
+int lower_rnn_node(ir_graph *g, diag *D, ir_node *src, rnn_parts *parts)
 {
-	lower L0 = {.g = g, .D = D, .src = src, .clip = -1.0f}, *L = &L0;
+	lower L0 = {.g = g, .D = D, .src = src, .clip = -1.0f, .parts = parts}, *L = &L0;
 	if (!src->name || !*src->name)
 		src->name = ir_unique_name(g, ir_op_name(src->op));
 	L->origin = arena_printf(g->A, "%s '%s'", ir_op_name(src->op), src->name);
@@ -768,20 +877,23 @@ int lower_rnn_needs_const(ir_op op, int k)
 	}
 }
 
+typedef struct lower_all {
+	diag *D;
+	rnn_parts *parts;
+} lower_all;
+
+static int lower_one(ir_graph *g, ir_node *n, void *ctx)
+{
+	lower_all *C = ctx;
+	return ir_ops[n->op].kind == OPK_RNN ? lower_rnn_node(g, C->D, n, C->parts) : -1;
+}
+
 int pass_lower_rnn(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)o;
-	int errors = 0, n = g->nnodes;
-	ir_node **old = arena_array(g->A, (size_t)(n ? n : 1), sizeof *old);
-	memcpy(old, g->nodes, (size_t)n * sizeof *old);
-	/* rebuild the node list in place: lowered nodes take the RNN's position */
-	g->nnodes = 0;
-	for (int i = 0; i < n; i++) {
-		if (ir_ops[old[i]->op].kind == OPK_RNN)
-			errors += lower_node(g, D, old[i]);
-		else
-			ir_append(g, old[i]);
-	}
+	/* lowered nodes take the RNN's position */
+	lower_all C = {D, lower_rnn_parts(g->A)};
+	int errors = ir_rewrite_nodes(g, lower_one, &C);
 	ir_recount(g);
 	return errors;
 }

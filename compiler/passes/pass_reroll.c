@@ -113,9 +113,17 @@ int reroll_same_const(const ir_value *a, const ir_value *b, int approx)
 {
 	if (a == b)
 		return 1;
+	int64_t n = ir_shape_const_numel(&a->shape);
+	/* shapes with symbolic sizes (a Reshape to [batch, 1, H] in every
+	 * step): equal when every size is */
+	if (a->sym && b->sym && a->dtype == b->dtype && ir_shape_eq(&a->shape, &b->shape) && n >= 0) {
+		for (int64_t i = 0; i < n; i++)
+			if (!ir_dim_eq(a->sym[i], b->sym[i]))
+				return 0;
+		return 1;
+	}
 	if (!reroll_has_data(a) || !reroll_has_data(b) || a->dtype != b->dtype || !ir_shape_eq(&a->shape, &b->shape))
 		return 0;
-	int64_t n = ir_shape_const_numel(&a->shape);
 	if (n < 0)
 		return 0;
 	size_t bytes = (size_t)n * ir_dtype_size(a->dtype);

@@ -100,6 +100,17 @@ int pass_lower_cell(ir_graph *g, diag *D, const pass_opts *o);
 int pass_reroll(ir_graph *g, diag *D, const pass_opts *o);
 /* ONNX LSTM/GRU/RNN -> RECURRENCE nodes with element-wise step bodies. */
 int pass_lower_rnn(ir_graph *g, diag *D, const pass_opts *o);
+/* One ONNX LSTM/GRU/RNN node src of g lowered, its nodes appended to g
+ * (the caller rebuilds g's node list, as pass_lower_rnn does); `parts`
+ * (lower_rnn_parts, one per stage) makes each part of a source weight
+ * once for the nodes of the stage.  Returns the number of errors. */
+typedef struct rnn_parts rnn_parts;
+rnn_parts *lower_rnn_parts(arena *A);
+int lower_rnn_node(ir_graph *g, diag *D, ir_node *src, rnn_parts *parts);
+/* Chains of one-step ONNX LSTM/GRU/RNN nodes (a module called once per
+ * step of a traced loop) written as their steps, for pass_reroll
+ * (pass_onestep.c). */
+int pass_onestep(ir_graph *g, diag *D, const pass_opts *o);
 /* Whether input k of an ONNX LSTM/GRU/RNN node must be a compile-time
  * constant for pass_lower_rnn (W, R, B and P: the weights are split per
  * direction and gate at compile time); `verify` binds graph inputs feeding

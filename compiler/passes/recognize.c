@@ -429,14 +429,17 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 			a = n->in[0];
 			base = "rnn";
 		} else if (n->op == OP_MUL) {
-			/* h' = o * tanh(c'), c' = f c + i g */
+			/* h' = o * tanh(c'), c' = f c + i g, the gates four distinct
+			 * column blocks of one pre-activation, in any order: PyTorch
+			 * writes i, f, g, o, ONNX's LSTM i, o, f, c */
 			for (int k = 0; k < 2 && !base; k++) {
 				const ir_value *c2 = unary_in(n->in[k], OP_TANH);
 				const ir_value *og = unary_in(n->in[1 - k], OP_SIGMOID);
 				int sc = c2 ? state_index_out(C, c2) : -1, bo;
 				const ir_value *src = og ? block_of(og, H, &bo) : NULL;
-				if (sc < 0 || !src || bo != 3)
+				if (sc < 0 || !src || !ir_dim_is_const(src->shape.d[1]) || src->shape.d[1].k != 4 * H)
 					continue;
+				unsigned seen = 1u << bo;       /* the blocks the gates took */
 				poly pc = expand(C, c2, c2, 0);
 				const ir_value *cin = C->b->inputs[C->nseq + sc];
 				int okc = pc.ok && pc.n == 2;
@@ -449,17 +452,20 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 					const ir_value *x = t->f[0], *y = t->f[1];
 					if (x == cin || y == cin) {
 						const ir_value *f = unary_in(x == cin ? y : x, OP_SIGMOID);
-						okc = f && block_of(f, H, &b0) == src && b0 == 1;
+						okc = f && block_of(f, H, &b0) == src && !(seen & 1u << b0);
+						seen |= okc ? 1u << b0 : 0;
 					} else {
 						const ir_value *si = unary_in(x, OP_SIGMOID), *tg = unary_in(y, OP_TANH);
 						if (!si || !tg) {
 							si = unary_in(y, OP_SIGMOID);
 							tg = unary_in(x, OP_TANH);
 						}
-						okc = si && tg && block_of(si, H, &b0) == src && b0 == 0 &&
-						      block_of(tg, H, &b1) == src && b1 == 2;
+						okc = si && tg && block_of(si, H, &b0) == src && block_of(tg, H, &b1) == src &&
+						      b0 != b1 && !(seen & (1u << b0 | 1u << b1));
+						seen |= okc ? 1u << b0 | 1u << b1 : 0;
 					}
 				}
+				okc = okc && seen == 0xfu;
 				if (okc) {
 					a = src;
 					base = "lstm";
@@ -506,14 +512,18 @@ static void cell_gru(rctx *C, arena *A, const char **cell, int64_t *hidden)
 		const ir_value *zp = unary_in(z, OP_SIGMOID), *np = unary_in(nv, OP_TANH);
 		if (!zp || !np)
 			continue;
-		/* z = sigmoid(block 1 of D + block 1 of R) */
+		/* z = sigmoid(block kz of D + block kz of R); the three gates are
+		 * distinct column blocks in any order (PyTorch writes r, z, n,
+		 * ONNX's GRU z, r, h) */
 		poly pz = expand(C, zp, NULL, 0);
 		const ir_value *D = NULL, *Rv = NULL;
+		int kz = -1;
 		for (int i = 0; i < pz.n && pz.ok && pz.n == 2; i++) {
 			int k, hs;
 			const ir_value *src = block_of(pz.t[i].f[0], H, &k);
-			if (!src || k != 1 || pz.t[i].nf != 1 || pz.t[i].c != 1.0)
+			if (!src || (kz >= 0 && k != kz) || pz.t[i].nf != 1 || pz.t[i].c != 1.0)
 				break;
+			kz = k;
 			if (is_rec_proj(C, src, &hs) && hs == sh)
 				Rv = src;
 			else
@@ -523,27 +533,47 @@ static void cell_gru(rctx *C, arena *A, const char **cell, int64_t *hidden)
 			C->why = "the GRU update gate is not sigmoid(d_z + r_z)";
 			return;
 		}
-		/* n = tanh(block 2 of D + r * block 2 of R), r = sigmoid(blocks 0) */
+		/* n = tanh(block kn of D + r * block kn of R [+ r * b_n]),
+		 * r = sigmoid(blocks kr): the recurrent bias of n may be a term
+		 * of its own (ONNX's linear_before_reset keeps Rb_h apart) */
 		poly pn = expand(C, np, NULL, 0);
-		int okn = pn.ok && pn.n == 2;
+		int okn = pn.ok && (pn.n == 2 || pn.n == 3), kn = -1, kr = -1, have_d = 0, have_r = 0;
+		const ir_value *rgate = NULL;
 		for (int i = 0; i < pn.n && okn; i++) {
 			const term *t = &pn.t[i];
 			int k, k2;
 			if (t->nf == 1) {
-				okn = block_of(t->f[0], H, &k) == D && k == 2 && t->c == 1.0;
+				okn = !have_d && block_of(t->f[0], H, &k) == D && (kn < 0 || k == kn) && t->c == 1.0;
+				kn = k;
+				have_d = 1;
 			} else if (t->nf == 2) {
-				int j = block_of(t->f[0], H, &k) == Rv ? 0 : 1;
-				const ir_value *rg = unary_in(t->f[1 - j], OP_SIGMOID);
-				okn = block_of(t->f[j], H, &k) == Rv && k == 2 && rg && t->c == 1.0;
+				int j = block_of(t->f[0], H, &k) == Rv ? 0 : block_of(t->f[1], H, &k) == Rv ? 1 : -1;
+				const ir_value *rg = j >= 0 ? unary_in(t->f[1 - j], OP_SIGMOID) : NULL;
+				if (j < 0) {
+					/* r * b_n: a vector the body reads from outside */
+					int jb = t->f[0]->graph != C->b ? 0 : 1;
+					const ir_value *b = t->f[jb];
+					okn = b->graph != C->b && b->shape.rank == 1 && ir_dim_is_const(b->shape.d[0]) &&
+					      b->shape.d[0].k == H && t->c == 1.0 &&
+					      (rgate = rgate ? rgate : unary_in(t->f[1 - jb], OP_SIGMOID)) ==
+						      unary_in(t->f[1 - jb], OP_SIGMOID);
+					continue;
+				}
+				okn = !have_r && rg && (kn < 0 || k == kn) && t->c == 1.0 && (!rgate || rgate == rg);
+				kn = k;
+				have_r = 1;
+				rgate = rg;
 				if (okn) {
 					poly pr = expand(C, rg, NULL, 0);
 					okn = pr.ok && pr.n == 2 && block_of(pr.t[0].f[0], H, &k) &&
-					      block_of(pr.t[1].f[0], H, &k2) && k == 0 && k2 == 0;
+					      block_of(pr.t[1].f[0], H, &k2) && k == k2;
+					kr = k;
 				}
 			} else {
 				okn = 0;
 			}
 		}
+		okn = okn && have_d && have_r && kz != kn && kz != kr && kn != kr;
 		if (!okn) {
 			C->why = "the GRU candidate is not tanh(d_n + r * r_n)";
 			return;

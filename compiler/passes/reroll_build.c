@@ -29,6 +29,15 @@ static int used_outside(const rr *R, const ir_value *v)
 	return 0;
 }
 
+/* Whether template value tv is read after the loop as a final state. */
+static int is_final(const rr *R, int tv)
+{
+	int final = 0;
+	for (int s = 0; s < R->nstate; s++)
+		final |= R->state_out[s] == tv;
+	return final;
+}
+
 /* ---- the stacks and the reads after the loop ----------------------------------------- */
 
 /* Whether node n is a stacking Concat of the copies' Unsqueeze(y_t)
@@ -440,11 +449,13 @@ static ir_unrolled_why body_nodes(rb *K)
 			if (!tn->out[k])
 				continue;
 			/* a step value that is also a graph output (the list form: one
-			 * output per step) keeps its name on the graph's side, where
-			 * the output is read out of the recurrence; the body's copy
-			 * gets a name of its own */
+			 * output per step), or that is read after the loop at this
+			 * step (T stays fixed), keeps its name on the graph's side,
+			 * where it is read out of the recurrence; the body's copy gets
+			 * a name of its own */
 			const char *nm = tn->out[k]->name;
-			if (tn->out[k]->is_output)
+			if (tn->out[k]->is_output ||
+			    (used_outside(R, tn->out[k]) && !is_final(R, R->tvof[tn->out[k]->id])))
 				nm = ir_unique_name(b, arena_printf(R->A, "%s_step", nm));
 			ir_value *o = ir_value_new(b, nm, VAL_TEMP, tn->out[k]->dtype);
 			o->origin = tn->out[k]->origin;
@@ -589,14 +600,6 @@ static ir_node *step_gather(ir_graph *g, ir_value *y, int64_t t, int axis, ir_va
 	return ga;
 }
 
-/* Whether template value tv is read after the loop as a final state. */
-static int is_final(const rr *R, int tv)
-{
-	int final = 0;
-	for (int s = 0; s < R->nstate; s++)
-		final |= R->state_out[s] == tv;
-	return final;
-}
 
 /* The stacked outputs: the trace's Concat output, produced by the
  * recurrence, or after it by a reversal or a Concat behind the prologue

@@ -386,9 +386,14 @@ static void find_generated(ir_graph *g, const int64_t *sig)
 	for (int k = 0; k < nruns; k++) {
 		const run *R = &runs[k];
 		weight_readers(g, rep, R->w, rd, ri, link);
-		/* another weight of a loop reported: its second step depends on
-		 * that loop's first */
-		if (seen[rd[R->first]] || seen[rd[R->first + 1]])
+		/* another weight of a loop reported: some step of its run is a
+		 * node of that loop's steps (the recurrent weight of a step
+		 * written with two products, x W^T and h R^T: its first product
+		 * reads the initial state, not the loop's first step) */
+		int other = 0;
+		for (int i = R->first; i <= R->last && !other; i++)
+			other = seen[rd[i]];
+		if (other)
 			continue;
 		/* the nodes of the steps: those from the first step's product that
 		 * depend on it, up to the last step's (its tail aside) */

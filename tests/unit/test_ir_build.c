@@ -1,9 +1,10 @@
 /* test_ir_build.c: Check tests of compiler/ir/ir_build.c, the IR rewrite
  * toolkit: ir_replace_uses and its options, ir_drop_dead in its counted and
  * local forms (and their options), ir_live, the node builder (outputs,
- * provenance, inference as it builds, a failure reported and counted) and
+ * provenance, inference as it builds, a failure reported and counted),
  * ir_clone_node (every attribute carried, an array of its own unless
- * shared).  Small graphs built by hand; linked with the compiler's objects
+ * shared), ir_rewrite_nodes (nodes replaced in place) and ir_inline_step (a recurrence of one step as its step's
+ * nodes, and what it refuses).  Small graphs built by hand; linked with the compiler's objects
  * as build/cellc is (tests/tests.mk).
  */
 #include <check.h>
@@ -360,6 +361,124 @@ START_TEST(clone_carries_every_attribute)
 }
 END_TEST
 
+/* ---- a recurrence of one step as its step ---- */
+
+/* A recurrence over x [T, 2, 3] (time axis 0) with one state [2, 3] that
+ * starts at `init` (NULL: zeros): s' = (x_t + s) * k with k a constant the
+ * body owns, the per-step output y_t = s'. */
+static ir_node *one_step_rec(ir_graph *g, int64_t T, ir_value *init, ir_graph **body)
+{
+	ir_value *x = ir_value_new(g, "x", VAL_INPUT, DT_F32);
+	x->shape.rank = 3;
+	x->shape.d[0] = ir_dim_const(T);
+	x->shape.d[1] = ir_dim_const(2);
+	x->shape.d[2] = ir_dim_const(3);
+	ir_graph *b = ir_graph_new(&A, g, "body");
+	ir_value *xt = input(b, "xt"), *st = input(b, "st");
+	xt->kind = st->kind = VAL_STEP;
+	ir_value *k = ir_const_f32_scalar(b, "k", 0.5f);
+	ir_value *s2 = op(b, OP_MUL, op(b, OP_ADD, xt, st), k);
+	output(b, s2);
+	output(b, s2);
+	ir_node *r = ir_node_new(g, OP_RECURRENCE, "rec", 2, 2);
+	r->in[0] = x;
+	r->in[1] = init;
+	r->body = b;
+	for (int j = 0; j < 2; j++)
+		r->out[j] = ir_value_new(g, j ? "ys" : "final", VAL_TEMP, DT_F32);
+	r->out[0]->shape = st->shape;
+	r->out[1]->shape = x->shape;
+	int64_t ax = 0;
+	ir_attr_set_int(r, "n_seq", 1);
+	ir_attr_set_int(r, "n_state", 1);
+	ir_attr_set_int(r, "n_out", 1);
+	ir_attr_set_ints(r, "seq_axis", 1, &ax);
+	ir_attr_set_ints(r, "out_axis", 1, &ax);
+	*body = b;
+	return r;
+}
+
+START_TEST(inline_one_step)
+{
+	diag D;
+	diag_init(&D, NULL);
+	D.quiet = 1;
+	ir_graph *g = ir_graph_new(&A, NULL, "main"), *b;
+	ir_node *r = one_step_rec(g, 1, NULL, &b);
+	ck_assert(ir_inline_step_ok(g, r));
+	int errors = 0;
+	ir_build B = {.origin = "one step", .D = &D, .errors = &errors};
+	ck_assert_int_eq(ir_inline_step(&B, g, r), 0);
+	ck_assert_int_eq(errors, 0);
+	/* Squeeze of x, zeros for the state, Add, Mul, the final state's
+	 * Identity, the stacked output's Unsqueeze; r is not appended */
+	static const ir_op want[] = {OP_SQUEEZE, OP_CONSTOFSHAPE, OP_ADD, OP_MUL, OP_IDENTITY, OP_UNSQUEEZE};
+	ck_assert_int_eq(g->nnodes, 6);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_eq(g->nodes[i]->op, want[i]);
+		ck_assert_ptr_eq(g->nodes[i]->graph, g);
+		ck_assert_str_eq(g->nodes[i]->origin, "one step");
+	}
+	/* the step's nodes read root values only: the body's constant is copied */
+	ir_value *k = g->nodes[3]->in[1];
+	ck_assert_ptr_eq(k->graph, g);
+	ck_assert(*(const float *)k->data == 0.5f);
+	/* r's outputs are written by the new nodes, with their shapes */
+	ck_assert_ptr_eq(r->out[0]->producer, g->nodes[4]);
+	ck_assert_ptr_eq(g->nodes[4]->in[0], g->nodes[3]->out[0]);
+	ck_assert_ptr_eq(r->out[1]->producer, g->nodes[5]);
+	ck_assert_int_eq(r->out[1]->shape.rank, 3);
+	ck_assert_int_eq(r->out[1]->shape.d[0].k, 1);
+	ck_assert_int_eq(g->nodes[2]->out[0]->shape.rank, 2);
+}
+END_TEST
+
+START_TEST(inline_one_step_refused)
+{
+	ir_graph *g = ir_graph_new(&A, NULL, "main"), *b;
+	ir_value *h = input(g, "h");
+	ck_assert(!ir_inline_step_ok(g, one_step_rec(g, 2, h, &b)));        /* two steps */
+	ir_node *r = one_step_rec(g, 1, h, &b);
+	ck_assert(ir_inline_step_ok(g, r));
+	ir_attr_set_int(r, "has_lens", 1);                                  /* sequence_lens */
+	ck_assert(!ir_inline_step_ok(g, r));
+	r = one_step_rec(g, 1, h, &b);
+	ir_graph *inner;
+	ir_node *nested = with_body(b, h, &inner);                          /* a body in the body */
+	(void)nested;
+	ck_assert(!ir_inline_step_ok(g, r));
+}
+END_TEST
+
+/* Relu nodes become Neg then Abs; the others stay. */
+static int relu_to_neg_abs(ir_graph *g, ir_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->op != OP_RELU)
+		return -1;
+	ir_value *y = op(g, OP_NEG, n->in[0], NULL);
+	ir_node *a = ir_build_node(&plain, g, OP_ABS, 1, &y, 1);
+	n->out[0]->producer = a;
+	ir_build_done(&plain, a, n->out[0]);
+	return 0;
+}
+
+START_TEST(rewrite_in_place)
+{
+	ir_graph *g = ir_graph_new(&A, NULL, "main");
+	ir_value *x = input(g, "x");
+	ir_value *r = op(g, OP_RELU, x, NULL);
+	ir_value *e = op(g, OP_EXP, r, NULL);
+	ck_assert_int_eq(ir_rewrite_nodes(g, relu_to_neg_abs, NULL), 0);
+	ck_assert_int_eq(g->nnodes, 3);
+	ck_assert_int_eq(g->nodes[0]->op, OP_NEG);
+	ck_assert_int_eq(g->nodes[1]->op, OP_ABS);
+	ck_assert_ptr_eq(g->nodes[1]->out[0], r);       /* its readers stay as they were, after it */
+	ck_assert_int_eq(g->nodes[2]->op, OP_EXP);
+	ck_assert_ptr_eq(g->nodes[2]->out[0], e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ir_build");
@@ -381,6 +500,9 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, build_infers_as_it_builds);
 	tcase_add_test(t, clone_carries_every_attribute);
+	tcase_add_test(t, rewrite_in_place);
+	tcase_add_test(t, inline_one_step);
+	tcase_add_test(t, inline_one_step_refused);
 	suite_add_tcase(s, t);
 	return s;
 }
