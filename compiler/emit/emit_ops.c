@@ -441,6 +441,10 @@ static void emit_size(emit_ctx *E, ir_node *n)
 
 /* ---- dispatch --------------------------------------------------------------- */
 
+/* The one place an operator meets its printer: one case per operator (or
+ * per family of operators one printer serves), each only a call, so it is
+ * as long as the list of operators and decides nothing; the element-wise
+ * operators fall through to one loop at the end. */
 void emit_node(emit_ctx *E, ir_node *n)
 {
 	for (int k = 0; k < n->nout; k++)

@@ -541,34 +541,33 @@ static void decl_stacked(rec *R, const char *type, const char *p, const char *ts
 		ax ? fmt(R, "T * %s", F) : F);
 }
 
-/* The recurrence once the homes hook is set (emit_recurrence). */
-static void emit_rec_body(rec *R)
+/* What the variant of the recurrence decides before any text: threads,
+ * the column split, the per-node and per-value tables, which input
+ * projections the fused loops compute themselves. */
+static void rec_setup(rec *R)
 {
-	emit_ctx *E = R->E;
-	ew *w = R->w;
-	ir_node *n = R->n;
+	arena *A = R->E->A;
 	ir_graph *b = R->b;
-	const char *threads = ir_attr_string(n, "threads", "serial");
+	const char *threads = ir_attr_string(R->n, "threads", "serial");
 	R->par = strcmp(threads, "serial") != 0;
 	R->colpar_ok = !strcmp(threads, "rows_cols") && ir_fused_cols(b, &R->hc);
-	R->wstep = arena_alloc(E->A, (size_t)b->nvalues + 1);
-	R->pk = arena_alloc(E->A, (size_t)b->nnodes + 1);
-	R->pp = arena_alloc(E->A, (size_t)b->nnodes + 1);
-	R->reg = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->reg);
-	R->inl = arena_array(E->A, (size_t)R->nseq + 1, sizeof *R->inl);
+	R->wstep = arena_alloc(A, (size_t)b->nvalues + 1);
+	R->pk = arena_alloc(A, (size_t)b->nnodes + 1);
+	R->pp = arena_alloc(A, (size_t)b->nnodes + 1);
+	R->reg = arena_array(A, (size_t)b->nvalues + 1, sizeof *R->reg);
+	R->inl = arena_array(A, (size_t)R->nseq + 1, sizeof *R->inl);
 	for (int k = 0; k < R->nseq; k++) {
 		int inl;
-		const ir_node *gm = rec_step_projection(n, k, &inl);
+		const ir_node *gm = rec_step_projection(R->n, k, &inl);
 		R->inl[k] = inl ? gm : NULL;
 	}
-	/* par: the names the steps use (s<k>, q<k>, o<k>, len) are the thread's
-	 * rows, declared in the parallel block over the "_all" pointers */
-	const char *all = R->par ? "_all" : "";
-	if (plan_homes(R))
-		return;
+}
 
-	/* ---- header comment ---- */
-	/* the last line of the comment closes it */
+/* The comment at the top (its last line closes it), then T and B. */
+static void header_comment(rec *R)
+{
+	ew *w = R->w;
+	ir_node *n = R->n;
 	int last_out = -1;
 	for (int k = 0; k < R->nout; k++)
 		if (n->out[R->nstate + k])
@@ -585,17 +584,27 @@ static void emit_rec_body(rec *R)
 				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k], k == last_out ? " */" : "");
 	ew_decl(w, "T", "const int64_t T = %s;", R->T);
 	ew_decl(w, "B", "const int64_t B = %s;", R->B);
+}
 
-	/* ---- sequence lengths ---- */
-	if (R->has_lens) {
-		ir_value *lens = n->in[n->nin - 1];
-		ew_line(w, "const int32_t *len%s = %s;", all, emit_ref(E, lens));
-		ew_line(w, "for (int64_t b = 0; b < B; b++)");
-		ew_line(w, "\tif (len%s[b] < 0 || len%s[b] > T)", all, all);
-		ew_line(w, "\t\treturn RT_ERR_SHAPE; /* sequence_lens outside [0, T] */");
-	}
+/* sequence_lens: each row's length, checked to be in [0, T]. */
+static void check_lens(rec *R)
+{
+	ew *w = R->w;
+	const char *all = R->par ? "_all" : "";
+	ew_line(w, "const int32_t *len%s = %s;", all, emit_ref(R->E, R->n->in[R->n->nin - 1]));
+	ew_line(w, "for (int64_t b = 0; b < B; b++)");
+	ew_line(w, "\tif (len%s[b] < 0 || len%s[b] > T)", all, all);
+	ew_line(w, "\t\treturn RT_ERR_SHAPE; /* sequence_lens outside [0, T] */");
+}
 
-	/* ---- the states: a table, and one call that allocates and initialises them ---- */
+/* The states: a table, and one call that allocates and initialises them;
+ * R->scur / R->snext their two buffers.  1 after an error. */
+static int emit_states(rec *R)
+{
+	emit_ctx *E = R->E;
+	ew *w = R->w;
+	ir_node *n = R->n;
+	ir_graph *b = R->b;
 	R->scur = arena_array(E->A, (size_t)R->nstate, sizeof *R->scur);
 	R->snext = arena_array(E->A, (size_t)R->nstate, sizeof *R->snext);
 	ew_line(w, "/* the states, kept in the instance: made for this batch, initial unless a stream goes on */");
@@ -611,7 +620,7 @@ static void emit_rec_body(rec *R)
 		home hn = rec_home(R, nxt);
 		if (hn.kind != HOME_MEM || strcmp(hn.base, fmt(R, "s%dn", k)) != 0) {
 			diag_node(E->D, n, "recurrence body state %d must be computed by element-wise operators", k);
-			return;
+			return 1;
 		}
 		R->scur[k] = fmt(R, "m->%s", st);
 		E->body_ref = NULL;     /* the slot itself, not "s<k>n" */
@@ -629,9 +638,15 @@ static void emit_rec_body(rec *R)
 		for (int k = 0; k < R->nstate; k++)
 			ew_line(w, "float *s%d = %s, *s%dn = %s; /* state %d: %s */", k, R->scur[k], k, R->snext[k], k,
 				cm(R, b->inputs[R->nseq + k]->name));
+	return 0;
+}
 
-	/* ---- per-step inputs and stacked outputs: base, time and batch strides
-	 * (an input projection computed in the loops has no storage) ---- */
+/* Per-step inputs and stacked outputs: base, time and batch strides (an
+ * input projection computed in the loops has no storage). */
+static void decl_per_step(rec *R)
+{
+	ir_node *n = R->n;
+	ir_graph *b = R->b;
 	for (int k = 0; k < R->nseq; k++)
 		if (!R->inl[k])
 			decl_stacked(R, "const float", "q", "st", "sb", k, n->in[k], (int)R->seq_axis[k],
@@ -640,8 +655,12 @@ static void emit_rec_body(rec *R)
 		if (n->out[R->nstate + k])
 			decl_stacked(R, "float", "o", "ot", "ob", k, n->out[R->nstate + k], (int)R->out_axis[k],
 				     ir_cols_of(b->outputs[R->nstate + k]));
+}
 
-	/* ---- the steps ---- */
+/* The steps: packed weights, the threads' block, the time loop. */
+static void emit_time_loop(rec *R)
+{
+	ew *w = R->w;
 	if (R->has_step) {
 		ew_line(w, "if (!m->started)");
 		ew_line(w, "\tm->rec%d_t = 0; /* steps run before this call (streams count on) */", R->id);
@@ -655,15 +674,40 @@ static void emit_rec_body(rec *R)
 		emit_par_close(R);
 	if (R->has_step)
 		ew_line(w, "m->rec%d_t += T;", R->id);
+}
 
-	/* ---- final states ---- */
+/* The last step's states: to the outputs that read them, and into the
+ * instance. */
+static void final_states(rec *R)
+{
+	emit_ctx *E = R->E;
+	ew *w = R->w;
+	ir_node *n = R->n;
 	ew_line(w, "/* the last step's states: to the outputs that read them, and into the instance */");
 	for (int k = 0; k < R->nstate; k++) {
-		const char *cnt = count(R, emit_numel(E, &b->inputs[R->nseq + k]->shape));
+		const char *cnt = count(R, emit_numel(E, &R->b->inputs[R->nseq + k]->shape));
 		if (n->out[k])
 			ew_line(w, "memcpy(%s, s%d, sizeof(float) * %s); /* %s */", emit_ref(E, n->out[k]), k, cnt,
 				cm(R, n->out[k]->name));
 		ew_line(w, "if (s%d != %s)", k, R->scur[k]);
 		ew_line(w, "\tmemcpy(%s, s%d, sizeof(float) * %s);", R->scur[k], k, cnt);
 	}
+}
+
+/* The recurrence once the homes hook is set (emit_recurrence).  par: the
+ * names the steps use (s<k>, q<k>, o<k>, len) are the thread's rows,
+ * declared in the parallel block over the "_all" pointers. */
+static void emit_rec_body(rec *R)
+{
+	rec_setup(R);
+	if (plan_homes(R))
+		return;
+	header_comment(R);
+	if (R->has_lens)
+		check_lens(R);
+	if (emit_states(R))
+		return;
+	decl_per_step(R);
+	emit_time_loop(R);
+	final_states(R);
 }

@@ -373,52 +373,66 @@ static void emit_output_copy(rec *R, int k)
 
 /* ---- the steps ---------------------------------------------------------------------- */
 
-/* The loop over the steps (par: one thread's share of it). */
-void rec_steps(rec *R)
+/* The step's t, its step scalars tstep_ and tlen_, and this step's rows of
+ * each per-step input: a pointer into it, or the rows of a projection the
+ * step computes (emit_deferred_step), or the rows of its A when the fused
+ * loops compute the projection (xa<k>). */
+static void step_inputs(rec *R)
 {
 	emit_ctx *E = R->E;
 	ew *w = R->w;
-	ir_node *n = R->n;
-	ir_graph *b = R->b;
-	if (R->colpar_ok)
-		memset(R->wstep, 0, (size_t)b->nvalues + 1);
-	ew_open(w, "for (int64_t step = 0; step < T; step++)");
 	ew_decl(w, "t", "const int64_t t = %s;", R->reverse ? "T - 1 - step" : "step");
 	if (R->has_step >= 1)
 		ew_decl(w, "tstep_", "const float tstep_ = (float)(m->rec%d_t + step + 1); /* 1-based */", R->id);
 	if (R->has_step >= 2)
 		ew_decl(w, "tlen_", "const float tlen_ = (float)T; /* steps of this run */");
-	if (!R->per_row_time)
-		for (int k = 0; k < R->nseq; k++) {
-			int inl;
-			const ir_node *gm = rec_step_projection(n, k, &inl);
-			if (R->inl[k]) {
-				/* xa<k>: this step's rows of the product's A, computed on in the loops */
-				const ir_value *A = gm->in[0];
-				E->body_ref = NULL;
-				const char *a = emit_ref(E, A);
-				E->body_ref = rec_body_ref;
-				ew_line(w, "/* %s: input projection of this step's rows, computed in the loops that read it */",
-					cm(R, gm->name));
-				ew_decl(w, fmt(R, "xa%d", k), "const float *xa%d = %s + %s;", k, a,
-					step_rows(R, dim(R, A->shape.d[1])));
-			} else if (gm)
-				emit_deferred_step(R, k, gm);
-			else
-				ew_decl(w, fmt(R, "x%d", k), "const float *x%d = q%d + t * st%d;", k, k, k);
-		}
-	int *written = arena_array(E->A, (size_t)b->noutputs + 1, sizeof *written);
+	if (R->per_row_time)
+		return;         /* each row its own time step: the loops find its rows */
+	for (int k = 0; k < R->nseq; k++) {
+		int inl;
+		const ir_node *gm = rec_step_projection(R->n, k, &inl);
+		if (R->inl[k]) {
+			/* xa<k>: this step's rows of the product's A, computed on in the loops */
+			const ir_value *A = gm->in[0];
+			E->body_ref = NULL;
+			const char *a = emit_ref(E, A);
+			E->body_ref = rec_body_ref;
+			ew_line(w, "/* %s: input projection of this step's rows, computed in the loops that read it */",
+				cm(R, gm->name));
+			ew_decl(w, fmt(R, "xa%d", k), "const float *xa%d = %s + %s;", k, a,
+				step_rows(R, dim(R, A->shape.d[1])));
+		} else if (gm)
+			emit_deferred_step(R, k, gm);
+		else
+			ew_decl(w, fmt(R, "x%d", k), "const float *x%d = q%d + t * st%d;", k, k, k);
+	}
+}
+
+/* Stacked outputs that their producers write in place: y<k>, this step's
+ * rows; written[] marks them. */
+static void direct_outputs(rec *R, int *written)
+{
+	ir_graph *b = R->b;
 	for (int k = R->nstate; k < b->noutputs; k++)
 		if (ir_out_direct(b->outputs[k]) == k - R->nstate) {
-			ew_decl(w, fmt(R, "y%d", k - R->nstate), "float *y%d = o%d + t * ot%d; /* output %d's rows "
+			ew_decl(R->w, fmt(R, "y%d", k - R->nstate), "float *y%d = o%d + t * ot%d; /* output %d's rows "
 				"of this step, written in place */", k - R->nstate, k - R->nstate, k - R->nstate,
 				k - R->nstate);
 			written[k] = 1;
 		}
+}
+
+/* The body's nodes in order, each by its kind (the classes pass_schedule
+ * decided from); a fused group is its run of nodes.  written[] marks the
+ * body outputs a fused group stored. */
+static void step_nodes(rec *R, int *written)
+{
+	emit_ctx *E = R->E;
+	ir_graph *b = R->b;
 	for (int i = 0; i < b->nnodes;) {
 		ir_node *nd = b->nodes[i];
 		if (ir_attr_int(nd, "in_place", 0)) {
-			ew_line(w, "/* %s (%s): Concat of %d inputs along the columns, written in place by them */",
+			ew_line(R->w, "/* %s (%s): Concat of %d inputs along the columns, written in place by them */",
 				cm(R, nd->name), nd->origin ? cm(R, nd->origin) : "recurrence body", nd->nin);
 			i++;
 			continue;
@@ -461,6 +475,12 @@ void rec_steps(rec *R)
 		rec_fused(R, grp_nodes, cnt);
 		i = j;
 	}
+}
+
+/* The body outputs no node stored where they go: copied there. */
+static void copy_unwritten(rec *R, int *written)
+{
+	ir_graph *b = R->b;
 	for (int k = 0; k < R->nstate; k++) {
 		/* products and generic nodes write a state straight into s<k>n */
 		home hs = rec_home(R, b->outputs[k]);
@@ -468,24 +488,46 @@ void rec_steps(rec *R)
 			written[k] = 1;
 	}
 	for (int k = 0; k < b->noutputs; k++)
-		if (!written[k] && (k < R->nstate || n->out[k]))
+		if (!written[k] && (k < R->nstate || R->n->out[k]))
 			emit_output_copy(R, k);
-	if (R->has_lens) {
-		ew_line(w, "/* rows that have finished keep their state and output zeros */");
-		ew_open(w, "for (int64_t b = 0; b < %s; b++)", R->par ? "nb_" : "B");
-		ew_line(w, "if (step < len[b])");
-		ew_line(w, "\tcontinue;");
-		for (int k = 0; k < R->nstate; k++) {
-			const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
-			ew_line(w, "memcpy(s%dn + %s, s%d + %s, sizeof(float) * %s);", k, times(R, "b", H), k,
-				times(R, "b", H), count(R, H));
-		}
-		for (int k = 0; k < R->nout; k++)
-			if (n->out[R->nstate + k])
-				ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * %s);",
-					k, k, k, count(R, dim(R, ir_cols_of(b->outputs[R->nstate + k]))));
-		ew_close(w, "");
+}
+
+/* sequence_lens: rows that have finished keep their state and output zeros. */
+static void finished_rows(rec *R)
+{
+	ew *w = R->w;
+	ir_graph *b = R->b;
+	ew_line(w, "/* rows that have finished keep their state and output zeros */");
+	ew_open(w, "for (int64_t b = 0; b < %s; b++)", R->par ? "nb_" : "B");
+	ew_line(w, "if (step < len[b])");
+	ew_line(w, "\tcontinue;");
+	for (int k = 0; k < R->nstate; k++) {
+		const char *H = dim(R, ir_cols_of(b->inputs[R->nseq + k]));
+		ew_line(w, "memcpy(s%dn + %s, s%d + %s, sizeof(float) * %s);", k, times(R, "b", H), k,
+			times(R, "b", H), count(R, H));
 	}
+	for (int k = 0; k < R->nout; k++)
+		if (R->n->out[R->nstate + k])
+			ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * %s);",
+				k, k, k, count(R, dim(R, ir_cols_of(b->outputs[R->nstate + k]))));
+	ew_close(w, "");
+}
+
+/* The loop over the steps (par: one thread's share of it). */
+void rec_steps(rec *R)
+{
+	ew *w = R->w;
+	ir_graph *b = R->b;
+	if (R->colpar_ok)
+		memset(R->wstep, 0, (size_t)b->nvalues + 1);
+	ew_open(w, "for (int64_t step = 0; step < T; step++)");
+	step_inputs(R);
+	int *written = arena_array(R->E->A, (size_t)b->noutputs + 1, sizeof *written);
+	direct_outputs(R, written);
+	step_nodes(R, written);
+	copy_unwritten(R, written);
+	if (R->has_lens)
+		finished_rows(R);
 	if (R->colpar_ok) {
 		/* the next step's products read every column of the new states */
 		ew_line(w, "if (cols_)");

@@ -16,128 +16,167 @@
 
 /* ---- index and generator loops ----------------------------------------------- */
 
-/* Trilu, CumSum, Hardmax, EyeLike, Range, OneHot: loops printed here;
- * Tile and GatherElements: rt_nn.c. */
+/* What the kernels of one family read about their node: the first input
+ * and output, their references (taken once, in the family's order, so the
+ * use marks are the same whichever operator it is) and the element type. */
+typedef struct op_io {
+	const ir_value *x, *y;  /* in[0], out[0] */
+	int r;                  /* x's rank */
+	const char *xr, *yr;    /* emit_ref of x and y */
+	const char *T;          /* the element's C type */
+} op_io;
+
+static void trilu(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	const ir_value *k = n->nin > 1 ? n->in[1] : NULL;
+	int r = o->r;
+	ew_line(E->w, "const int64_t rows = %s, cols = %s, k = %s;", emit_dim(E, o->x->shape.d[r - 2]),
+		emit_dim(E, o->x->shape.d[r - 1]), k ? arena_printf(E->A, "%s[0]", emit_ref(E, k)) : "0");
+	ew_line(E->w, "for (int64_t b = 0; b < %s; b++)", emit_dim(E, dims_prod(&o->x->shape, 0, r - 2)));
+	ew_line(E->w, "	for (int64_t i = 0; i < rows; i++)");
+	ew_line(E->w, "		for (int64_t j = 0; j < cols; j++)");
+	ew_line(E->w, "			%s[(b * rows + i) * cols + j] = j - i %s k ? %s[(b * rows + i) * cols + j] : (%s)0;", o->yr,
+		ir_attr_int(n, "upper", 1) ? ">=" : "<=", o->xr, o->T);
+}
+
+/* "const int64_t outer = .., cnt = .., inner = ..;" around axis. */
+static void three_way(emit_ctx *E, const ir_shape *s, int axis)
+{
+	ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(s, 0, axis)),
+		emit_dim(E, s->d[axis]), emit_dim(E, dims_prod(s, axis + 1, s->rank)));
+}
+
+static void cumsum(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	int axis = axis_of(ir_const_int(n->in[1], 0), o->r);
+	int rev = (int)ir_attr_int(n, "reverse", 0), ex = (int)ir_attr_int(n, "exclusive", 0);
+	three_way(E, &o->x->shape, axis);
+	ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+	ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+	ew_line(E->w, "%s acc = 0;", o->T);
+	ew_open(E->w, "for (int64_t s = 0; s < cnt; s++)");
+	ew_line(E->w, "const int64_t j = (o * cnt + %s) * inner + i;", rev ? "cnt - 1 - s" : "s");
+	if (ex) {
+		ew_line(E->w, "const %s v = %s[j];", o->T, o->xr);
+		ew_line(E->w, "%s[j] = acc;", o->yr);
+		ew_line(E->w, "acc += v;");
+	} else {
+		ew_line(E->w, "acc += %s[j];", o->xr);
+		ew_line(E->w, "%s[j] = acc;", o->yr);
+	}
+	ew_close(E->w, "");
+	ew_close(E->w, "");
+}
+
+static void hardmax(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	three_way(E, &o->x->shape, axis_of(ir_attr_int(n, "axis", -1), o->r));
+	ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+	ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+	ew_line(E->w, "int64_t best = 0;");
+	ew_line(E->w, "for (int64_t s = 1; s < cnt; s++)");
+	ew_line(E->w, "	if (%s[(o * cnt + s) * inner + i] > %s[(o * cnt + best) * inner + i])", o->xr, o->xr);
+	ew_line(E->w, "		best = s;");
+	ew_line(E->w, "for (int64_t s = 0; s < cnt; s++)");
+	ew_line(E->w, "	%s[(o * cnt + s) * inner + i] = s == best;", o->yr);
+	ew_close(E->w, "");
+}
+
+static void eyelike(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, o->y->shape.d[0]));
+	ew_line(E->w, "	for (int64_t j = 0; j < %s; j++)", emit_dim(E, o->y->shape.d[1]));
+	ew_line(E->w, "		%s[i * %s + j] = j - i == %lld;", o->yr, emit_dim(E, o->y->shape.d[1]),
+		(long long)ir_attr_int(n, "k", 0));
+}
+
+static void range(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, o->y->shape.d[0]));
+	ew_line(E->w, "	%s[i] = (%s)(%s[0] + (%s)i * %s[0]);", o->yr, o->T, o->xr, o->T, emit_ref(E, n->in[2]));
+}
+
+static void onehot(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	int axis = axis_of(ir_attr_int(n, "axis", -1), o->r + 1);
+	const char *v = emit_ref(E, n->in[2]), *dep = emit_dim(E, o->y->shape.d[axis]);
+	ew_line(E->w, "const int64_t outer = %s, inner = %s, depth = %s;", emit_dim(E, dims_prod(&o->x->shape, 0, axis)),
+		emit_dim(E, dims_prod(&o->x->shape, axis, o->r)), dep);
+	ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
+	ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
+	ew_line(E->w, "int64_t h = (int64_t)%s[o * inner + i];", o->xr);
+	ew_line(E->w, "if (h < 0)");
+	ew_line(E->w, "	h += depth;");
+	ew_line(E->w, "for (int64_t s = 0; s < depth; s++)");
+	ew_line(E->w, "	%s[(o * depth + s) * inner + i] = %s[s == h];", o->yr, v);
+	ew_close(E->w, "");
+}
+
+/* Hann, Hamming, Blackman: folded unless larger than the folding limit,
+ * then the values as a table. */
+static void window(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	int64_t m = o->y->shape.d[0].k;
+	int per = (int)ir_attr_int(n, "periodic", 1);
+	for (int64_t i = 0; i < m; i++)
+		ew_line(E->w, "%s[%lld] = (%s)%s;", o->yr, (long long)i, o->T,
+			emit_float(E, infer_window(n->op, i, m, per), DT_F64));
+}
+
+static void topk(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	const ir_value *x = o->x;
+	int r = o->r, axis = axis_of(ir_attr_int(n, "axis", -1), r);
+	const ir_value *ix = n->nout > 1 ? n->out[1] : NULL;
+	if (!ix || !ops_is_stored(E, ix)) {
+		diag_node(E->D, n, "internal: TopK's Indices have no storage");
+		return;
+	}
+	ew_line(E->w, "rt_topk_%s(%s, %s, %s, %s, %s, %s, %s, %d);", ir_dtype_name(x->dtype), o->yr, emit_ref(E, ix), o->xr,
+		emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
+		emit_dim(E, dims_prod(&x->shape, axis + 1, r)), emit_dim(E, o->y->shape.d[axis]),
+		(int)ir_attr_int(n, "largest", 1));
+}
+
+static void tile(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	ir_shape rep = {.rank = o->r};  /* the repeats, run-time sizes among them */
+	for (int a = 0; a < o->r; a++)
+		rep.d[a] = infer_elem_dim(n->in[1], a);
+	ew_line(E->w, "rt_tile(%s, %s, sizeof(%s), %d, %s, %s);", o->yr, o->xr, o->T, o->r, ops_dims_lit(E, &o->x->shape, 0),
+		ops_dims_lit(E, &rep, 0));
+}
+
+static void gather_elements(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	const ir_value *ix = n->in[1];
+	ew_line(E->w, "int gst = rt_gather_elements(%s, %s, sizeof(%s), %d, %s, %s, %d, %s, %d);", o->yr, o->xr, o->T, o->r,
+		ops_dims_lit(E, &o->x->shape, 0), emit_ref(E, ix), ix->dtype == DT_I32 ? 6 : 7, ops_dims_lit(E, &ix->shape, 0),
+		axis_of(ir_attr_int(n, "axis", 0), o->r));
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "	return gst;");
+}
+
+/* Trilu, CumSum, Hardmax, EyeLike, Range, OneHot, the windows: loops
+ * printed here; TopK, Tile and GatherElements: rt_nn.c.  Each in a block
+ * of its own after the node's comment. */
 void emit_misc(emit_ctx *E, ir_node *n)
 {
-	const ir_value *x = n->in[0], *y = n->out[0];
-	int r = x->shape.rank;
-	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *T = ctype(y);
+	op_io o = {.x = n->in[0], .y = n->out[0], .r = n->in[0]->shape.rank};
+	o.xr = emit_ref(E, o.x), o.yr = emit_ref(E, o.y), o.T = ctype(o.y);
 	ops_node_comment(E, n, NULL);
 	ew_open(E->w, "%s", "");
 	switch (n->op) {
-	case OP_TRILU: {
-		const ir_value *k = n->nin > 1 ? n->in[1] : NULL;
-		ew_line(E->w, "const int64_t rows = %s, cols = %s, k = %s;", emit_dim(E, x->shape.d[r - 2]),
-			emit_dim(E, x->shape.d[r - 1]), k ? arena_printf(E->A, "%s[0]", emit_ref(E, k)) : "0");
-		ew_line(E->w, "for (int64_t b = 0; b < %s; b++)", emit_dim(E, dims_prod(&x->shape, 0, r - 2)));
-		ew_line(E->w, "	for (int64_t i = 0; i < rows; i++)");
-		ew_line(E->w, "		for (int64_t j = 0; j < cols; j++)");
-		ew_line(E->w, "			%s[(b * rows + i) * cols + j] = j - i %s k ? %s[(b * rows + i) * cols + j] : (%s)0;", yr,
-			ir_attr_int(n, "upper", 1) ? ">=" : "<=", xr, T);
-		break;
-	}
-	case OP_CUMSUM: {
-		int axis = axis_of(ir_const_int(n->in[1], 0), r);
-		int rev = (int)ir_attr_int(n, "reverse", 0), ex = (int)ir_attr_int(n, "exclusive", 0);
-		ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
-			emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
-		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
-		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
-		ew_line(E->w, "%s acc = 0;", T);
-		ew_open(E->w, "for (int64_t s = 0; s < cnt; s++)");
-		ew_line(E->w, "const int64_t j = (o * cnt + %s) * inner + i;", rev ? "cnt - 1 - s" : "s");
-		if (ex) {
-			ew_line(E->w, "const %s v = %s[j];", T, xr);
-			ew_line(E->w, "%s[j] = acc;", yr);
-			ew_line(E->w, "acc += v;");
-		} else {
-			ew_line(E->w, "acc += %s[j];", xr);
-			ew_line(E->w, "%s[j] = acc;", yr);
-		}
-		ew_close(E->w, "");
-		ew_close(E->w, "");
-		break;
-	}
-	case OP_HARDMAX: {
-		int axis = axis_of(ir_attr_int(n, "axis", -1), r);
-		ew_line(E->w, "const int64_t outer = %s, cnt = %s, inner = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
-			emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
-		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
-		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
-		ew_line(E->w, "int64_t best = 0;");
-		ew_line(E->w, "for (int64_t s = 1; s < cnt; s++)");
-		ew_line(E->w, "	if (%s[(o * cnt + s) * inner + i] > %s[(o * cnt + best) * inner + i])", xr, xr);
-		ew_line(E->w, "		best = s;");
-		ew_line(E->w, "for (int64_t s = 0; s < cnt; s++)");
-		ew_line(E->w, "	%s[(o * cnt + s) * inner + i] = s == best;", yr);
-		ew_close(E->w, "");
-		break;
-	}
-	case OP_EYELIKE:
-		ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, y->shape.d[0]));
-		ew_line(E->w, "	for (int64_t j = 0; j < %s; j++)", emit_dim(E, y->shape.d[1]));
-		ew_line(E->w, "		%s[i * %s + j] = j - i == %lld;", yr, emit_dim(E, y->shape.d[1]),
-			(long long)ir_attr_int(n, "k", 0));
-		break;
-	case OP_RANGE:
-		ew_line(E->w, "for (int64_t i = 0; i < %s; i++)", emit_dim(E, y->shape.d[0]));
-		ew_line(E->w, "	%s[i] = (%s)(%s[0] + (%s)i * %s[0]);", yr, T, xr, T, emit_ref(E, n->in[2]));
-		break;
-	case OP_ONEHOT: {
-		int axis = axis_of(ir_attr_int(n, "axis", -1), r + 1);
-		const char *v = emit_ref(E, n->in[2]), *dep = emit_dim(E, y->shape.d[axis]);
-		ew_line(E->w, "const int64_t outer = %s, inner = %s, depth = %s;", emit_dim(E, dims_prod(&x->shape, 0, axis)),
-			emit_dim(E, dims_prod(&x->shape, axis, r)), dep);
-		ew_line(E->w, "for (int64_t o = 0; o < outer; o++)");
-		ew_open(E->w, "	for (int64_t i = 0; i < inner; i++)");
-		ew_line(E->w, "int64_t h = (int64_t)%s[o * inner + i];", xr);
-		ew_line(E->w, "if (h < 0)");
-		ew_line(E->w, "	h += depth;");
-		ew_line(E->w, "for (int64_t s = 0; s < depth; s++)");
-		ew_line(E->w, "	%s[(o * depth + s) * inner + i] = %s[s == h];", yr, v);
-		ew_close(E->w, "");
-		break;
-	}
-	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: {
-		/* folded unless larger than the folding limit: the values as a table */
-		int64_t m = y->shape.d[0].k;
-		int per = (int)ir_attr_int(n, "periodic", 1);
-		for (int64_t i = 0; i < m; i++)
-			ew_line(E->w, "%s[%lld] = (%s)%s;", yr, (long long)i, T,
-				emit_float(E, infer_window(n->op, i, m, per), DT_F64));
-		break;
-	}
-	case OP_TOPK: {
-		int axis = axis_of(ir_attr_int(n, "axis", -1), r);
-		const ir_value *ix = n->nout > 1 ? n->out[1] : NULL;
-		if (!ix || !ops_is_stored(E, ix)) {
-			diag_node(E->D, n, "internal: TopK's Indices have no storage");
-			break;
-		}
-		ew_line(E->w, "rt_topk_%s(%s, %s, %s, %s, %s, %s, %s, %d);", ir_dtype_name(x->dtype), yr, emit_ref(E, ix), xr,
-			emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, x->shape.d[axis]),
-			emit_dim(E, dims_prod(&x->shape, axis + 1, r)), emit_dim(E, y->shape.d[axis]),
-			(int)ir_attr_int(n, "largest", 1));
-		break;
-	}
-	case OP_TILE: {
-		ir_shape rep = {.rank = r};     /* the repeats, run-time sizes among them */
-		for (int a = 0; a < r; a++)
-			rep.d[a] = infer_elem_dim(n->in[1], a);
-		ew_line(E->w, "rt_tile(%s, %s, sizeof(%s), %d, %s, %s);", yr, xr, T, r, ops_dims_lit(E, &x->shape, 0),
-			ops_dims_lit(E, &rep, 0));
-		break;
-	}
-	case OP_GATHERELEMENTS: {
-		const ir_value *ix = n->in[1];
-		ew_line(E->w, "int gst = rt_gather_elements(%s, %s, sizeof(%s), %d, %s, %s, %d, %s, %d);", yr, xr, T, r,
-			ops_dims_lit(E, &x->shape, 0), emit_ref(E, ix), ix->dtype == DT_I32 ? 6 : 7, ops_dims_lit(E, &ix->shape, 0),
-			axis_of(ir_attr_int(n, "axis", 0), r));
-		ew_line(E->w, "if (gst != RT_OK)");
-		ew_line(E->w, "	return gst;");
-		break;
-	}
+	case OP_TRILU: trilu(E, n, &o); break;
+	case OP_CUMSUM: cumsum(E, n, &o); break;
+	case OP_HARDMAX: hardmax(E, n, &o); break;
+	case OP_EYELIKE: eyelike(E, n, &o); break;
+	case OP_RANGE: range(E, n, &o); break;
+	case OP_ONEHOT: onehot(E, n, &o); break;
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW: window(E, n, &o); break;
+	case OP_TOPK: topk(E, n, &o); break;
+	case OP_TILE: tile(E, n, &o); break;
+	case OP_GATHERELEMENTS: gather_elements(E, n, &o); break;
 	default: UNREACHABLE();
 	}
 	ew_close(E->w, "");
@@ -182,6 +221,61 @@ static const char *scatter_red(const ir_node *n)
 	       : !strcmp(r, "max") ? "RT_SCATTER_MAX" : !strcmp(r, "min") ? "RT_SCATTER_MIN" : "RT_SCATTER_NONE";
 }
 
+/* DepthToSpace / SpaceToDepth: rt_transpose of the 6-D view the mode
+ * gives. */
+static void depth_to_space(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	const ir_value *x = o->x;
+	int64_t b = ir_attr_int(n, "blocksize", 1), N = x->shape.d[0].k, C = x->shape.d[1].k,
+		H = x->shape.d[2].k, W = x->shape.d[3].k;
+	int64_t v[6];
+	const char *perm;
+	if (n->op == OP_SPACETODEPTH) {
+		int64_t t[6] = {N, C, H / b, b, W / b, b};
+		memcpy(v, t, sizeof v);
+		perm = "{0, 3, 5, 1, 2, 4}";
+	} else if (!strcmp(ir_attr_string(n, "mode", "DCR"), "CRD")) {
+		int64_t t[6] = {N, C / (b * b), b, b, H, W};
+		memcpy(v, t, sizeof v);
+		perm = "{0, 1, 4, 2, 5, 3}";
+	} else {
+		int64_t t[6] = {N, b, b, C / (b * b), H, W};
+		memcpy(v, t, sizeof v);
+		perm = "{0, 3, 4, 1, 5, 2}";
+	}
+	if (!ir_dim_is_const(x->shape.d[0]))
+		ew_line(E->w, "/* N = %s at run time */", emit_dim(E, x->shape.d[0]));
+	char *dims = arena_printf(E->A, "%s", emit_dim(E, x->shape.d[0]));
+	for (int i = 1; i < 6; i++)
+		dims = arena_printf(E->A, "%s, %lld", dims, (long long)v[i]);
+	ew_line(E->w, "rt_transpose(%s, %s, sizeof(%s), 6, (const int64_t[]){%s}, (const int[])%s);", o->yr, o->xr, o->T,
+		dims, perm);
+}
+
+
+static void tfidf(emit_ctx *E, const ir_node *n, const op_io *o)
+{
+	const ir_value *x = o->x;
+	int r = o->r;
+	const ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
+	const ir_attr *pool = ir_attr_find(n, "pool_int64s"), *wt = ir_attr_find(n, "weights");
+	const char *mode = ir_attr_string(n, "mode", "TF");
+	char *wl = "";
+	for (int i = 0; wt && i < wt->n; i++)
+		wl = arena_printf(E->A, "%s%s%s", wl, i ? ", " : "", emit_float(E, wt->floats[i], DT_F32));
+	ew_line(E->w, "static const int64_t pool[] = {%s};", ops_ints_list(E, pool->ints, pool->n));
+	ew_line(E->w, "static const int64_t levels[] = {%s};", ops_ints_list(E, cnt->ints, cnt->n));
+	ew_line(E->w, "static const int64_t columns[] = {%s};", ops_ints_list(E, ix->ints, ix->n));
+	if (wt)
+		ew_line(E->w, "static const float weights[] = {%s};", wl);
+	ew_line(E->w, "rt_tfidf(%s, %s, %d, %s, %s, %s, pool, %d, levels, %d, columns, %s, %lld, %lld, %lld, %s);", o->yr,
+		o->xr, x->dtype == DT_I32, emit_dim(E, dims_prod(&x->shape, 0, r - 1)), emit_dim(E, x->shape.d[r - 1]),
+		emit_dim(E, o->y->shape.d[r - 1]), pool->n, cnt->n, wt ? "weights" : "NULL",
+		(long long)ir_attr_int(n, "min_gram_length", 1), (long long)ir_attr_int(n, "max_gram_length", 1),
+		(long long)ir_attr_int(n, "max_skip_count", 0),
+		!strcmp(mode, "IDF") ? "RT_TFIDF_IDF" : !strcmp(mode, "TFIDF") ? "RT_TFIDF_TFIDF" : "RT_TFIDF_TF");
+}
+
 /* DepthToSpace/SpaceToDepth (rt_transpose of a 6-D view), ConvTranspose,
  * ScatterElements, ScatterND, GatherND, InstanceNormalization. */
 void emit_layout(emit_ctx *E, ir_node *n)
@@ -189,36 +283,13 @@ void emit_layout(emit_ctx *E, ir_node *n)
 	const ir_value *x = n->in[0], *y = n->out[0];
 	int r = x->shape.rank;
 	const char *xr = emit_ref(E, x), *yr = emit_ref(E, y), *T = ctype(x);
+	const op_io o = {x, y, r, xr, yr, T};
 	ops_node_comment(E, n, NULL);
 	ew_open(E->w, "%s", "");
 	switch (n->op) {
-	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH: {
-		int64_t b = ir_attr_int(n, "blocksize", 1), N = x->shape.d[0].k, C = x->shape.d[1].k, H = x->shape.d[2].k,
-			W = x->shape.d[3].k;
-		int64_t v[6];
-		const char *perm;
-		if (n->op == OP_SPACETODEPTH) {
-			int64_t t[6] = {N, C, H / b, b, W / b, b};
-			memcpy(v, t, sizeof v);
-			perm = "{0, 3, 5, 1, 2, 4}";
-		} else if (!strcmp(ir_attr_string(n, "mode", "DCR"), "CRD")) {
-			int64_t t[6] = {N, C / (b * b), b, b, H, W};
-			memcpy(v, t, sizeof v);
-			perm = "{0, 1, 4, 2, 5, 3}";
-		} else {
-			int64_t t[6] = {N, b, b, C / (b * b), H, W};
-			memcpy(v, t, sizeof v);
-			perm = "{0, 3, 4, 1, 5, 2}";
-		}
-		if (!ir_dim_is_const(x->shape.d[0]))
-			ew_line(E->w, "/* N = %s at run time */", emit_dim(E, x->shape.d[0]));
-		char *dims = arena_printf(E->A, "%s", emit_dim(E, x->shape.d[0]));
-		for (int i = 1; i < 6; i++)
-			dims = arena_printf(E->A, "%s, %lld", dims, (long long)v[i]);
-		ew_line(E->w, "rt_transpose(%s, %s, sizeof(%s), 6, (const int64_t[]){%s}, (const int[])%s);", yr, xr, T,
-			dims, perm);
+	case OP_DEPTHTOSPACE: case OP_SPACETODEPTH:
+		depth_to_space(E, n, &o);
 		break;
-	}
 	case OP_CONVTRANSPOSE: {
 		const ir_value *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
 		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
@@ -264,26 +335,9 @@ void emit_layout(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "\treturn gst;");
 		break;
 	}
-	case OP_TFIDF: {
-		const ir_attr *cnt = ir_attr_find(n, "ngram_counts"), *ix = ir_attr_find(n, "ngram_indexes");
-		const ir_attr *pool = ir_attr_find(n, "pool_int64s"), *wt = ir_attr_find(n, "weights");
-		const char *mode = ir_attr_string(n, "mode", "TF");
-		char *wl = "";
-		for (int i = 0; wt && i < wt->n; i++)
-			wl = arena_printf(E->A, "%s%s%s", wl, i ? ", " : "", emit_float(E, wt->floats[i], DT_F32));
-		ew_line(E->w, "static const int64_t pool[] = {%s};", ops_ints_list(E, pool->ints, pool->n));
-		ew_line(E->w, "static const int64_t levels[] = {%s};", ops_ints_list(E, cnt->ints, cnt->n));
-		ew_line(E->w, "static const int64_t columns[] = {%s};", ops_ints_list(E, ix->ints, ix->n));
-		if (wt)
-			ew_line(E->w, "static const float weights[] = {%s};", wl);
-		ew_line(E->w, "rt_tfidf(%s, %s, %d, %s, %s, %s, pool, %d, levels, %d, columns, %s, %lld, %lld, %lld, %s);", yr,
-			xr, x->dtype == DT_I32, emit_dim(E, dims_prod(&x->shape, 0, r - 1)), emit_dim(E, x->shape.d[r - 1]),
-			emit_dim(E, y->shape.d[r - 1]), pool->n, cnt->n, wt ? "weights" : "NULL",
-			(long long)ir_attr_int(n, "min_gram_length", 1), (long long)ir_attr_int(n, "max_gram_length", 1),
-			(long long)ir_attr_int(n, "max_skip_count", 0),
-			!strcmp(mode, "IDF") ? "RT_TFIDF_IDF" : !strcmp(mode, "TFIDF") ? "RT_TFIDF_TFIDF" : "RT_TFIDF_TF");
+	case OP_TFIDF:
+		tfidf(E, n, &o);
 		break;
-	}
 	case OP_INSTANCENORM:
 		ew_line(E->w, "rt_instancenorm(%s, %s, %s, %s, %s, %s, %s, %s);", yr, xr, emit_ref(E, n->in[1]),
 			emit_ref(E, n->in[2]), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
@@ -295,6 +349,36 @@ void emit_layout(emit_ctx *E, ir_node *n)
 }
 
 /* ---- linear algebra and signals ---------------------------------------------- */
+
+/* Einsum: rt_einsum on the plan infer_einsum_plan makes of the equation
+ * (each operand's labels), in a block of its own. */
+static void einsum(emit_ctx *E, const ir_node *n, const char *yr, int f64)
+{
+	infer_einsum p;
+	char err[300];
+	if (infer_einsum_plan(n, &p, err, sizeof err)) {
+		diag_node(E->D, n, "internal: %s", err);
+		return;
+	}
+	char *ops = "", *ranks = "", *dims = "", *labs = "";
+	for (int o = 0; o < p.nops; o++) {
+		ops = arena_printf(E->A, "%s%s%s", ops, o ? ", " : "", emit_ref(E, n->in[o]));
+		ranks = arena_printf(E->A, "%s%s%d", ranks, o ? ", " : "", p.rank[o]);
+		for (int a = 0; a < p.rank[o]; a++) {
+			int first = !*dims;
+			dims = arena_printf(E->A, "%s%s%s", dims, first ? "" : ", ", emit_dim(E, n->in[o]->shape.d[a]));
+			labs = arena_printf(E->A, "%s%s%d", labs, first ? "" : ", ", p.labels[o][a]);
+		}
+	}
+	ops_node_comment(E, n, ir_attr_string(n, "equation", ""));
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "int gst = rt_einsum(%s, %d, %d, (const void *const[]){%s}, (const int[]){%s}, "
+		"(const int64_t[]){%s}, (const int[]){%s}, %d, %d);", yr, f64, p.nops, ops, ranks,
+		*dims ? dims : "0", *labs ? labs : "0", p.nlab, p.nout);
+	ew_line(E->w, "if (gst != RT_OK)");
+	ew_line(E->w, "\treturn gst;");
+	ew_close(E->w, "");
+}
 
 /* Det, Einsum, LRN, MeanVarianceNormalization, MaxUnpool, DFT, STFT through
  * runtime/rt_linalg.c and rt_nn.c (MelWeightMatrix is always folded). */
@@ -308,33 +392,9 @@ void emit_linalg(emit_ctx *E, ir_node *n)
 		call = arena_printf(E->A, "rt_det(%s, %s, %d, %s, %s)", yr, xr, f64, emit_dim(E, dims_prod(&x->shape, 0, r - 2)),
 				    emit_dim(E, x->shape.d[r - 1]));
 		break;
-	case OP_EINSUM: {
-		infer_einsum p;
-		char err[300];
-		if (infer_einsum_plan(n, &p, err, sizeof err)) {
-			diag_node(E->D, n, "internal: %s", err);
-			return;
-		}
-		char *ops = "", *ranks = "", *dims = "", *labs = "";
-		for (int o = 0; o < p.nops; o++) {
-			ops = arena_printf(E->A, "%s%s%s", ops, o ? ", " : "", emit_ref(E, n->in[o]));
-			ranks = arena_printf(E->A, "%s%s%d", ranks, o ? ", " : "", p.rank[o]);
-			for (int a = 0; a < p.rank[o]; a++) {
-				int first = !*dims;
-				dims = arena_printf(E->A, "%s%s%s", dims, first ? "" : ", ", emit_dim(E, n->in[o]->shape.d[a]));
-				labs = arena_printf(E->A, "%s%s%d", labs, first ? "" : ", ", p.labels[o][a]);
-			}
-		}
-		ops_node_comment(E, n, ir_attr_string(n, "equation", ""));
-		ew_open(E->w, "%s", "");
-		ew_line(E->w, "int gst = rt_einsum(%s, %d, %d, (const void *const[]){%s}, (const int[]){%s}, "
-			"(const int64_t[]){%s}, (const int[]){%s}, %d, %d);", yr, f64, p.nops, ops, ranks,
-			*dims ? dims : "0", *labs ? labs : "0", p.nlab, p.nout);
-		ew_line(E->w, "if (gst != RT_OK)");
-		ew_line(E->w, "\treturn gst;");
-		ew_close(E->w, "");
+	case OP_EINSUM:
+		einsum(E, n, yr, f64);
 		return;
-	}
 	case OP_LRN:
 		ops_node_comment(E, n, NULL);
 		ew_line(E->w, "rt_lrn(%s, %s, %s, %s, %s, %lld, %s, %s, %s);", yr, xr, emit_dim(E, x->shape.d[0]),
