@@ -5,14 +5,15 @@
  * Emitted text goes through one writer with indentation (ew_line).  The fixed
  * parts of the files come from templates/ with named markers.
  *
- * Emitted code conventions (shared by emit.c, emit_ops.c, emit_rec.c,
- * emit_train_ops.c):
+ * Emitted code conventions (shared by the model writer emit*.c of
+ * emit_tabs.h, the operator emitters of emit_ops.h, the recurrence emitter
+ * of emit_rec.h, and emit_train_ops.c):
  *   - dims: `const int64_t d_<sym>` locals of forward for every dimension
  *     symbol, set from the NAME_dims argument (parameters of a recurrence's
  *     function rec_<name>()); emit_dim() prints a dim as a C expression
  *   - data: emit_ref() prints a C pointer expression for a value, typed by its
  *     dtype: inputs `in_<k>`, outputs `out_<k>`, weights `m->w_<name>` (the
- *     tensor's name as a C identifier: emit.c), constants `c_<k>` (static
+ *     tensor's name as a C identifier: emit_names.c), constants `c_<k>` (static
  *     const arrays in NAME.c), temporaries `ws_<slot>` (workspace slots
  *     computed at run time from the dims); a view resolves
  *     to its storage (ir_storage), a root graph output to the caller's
@@ -96,8 +97,8 @@ typedef struct emit_ctx {
 	arena *A;
 	diag *D;
 	const emit_opts *o;
-	struct emit_tabs *tabs; /* emit.c's private tables: value numbering, use marks */
-	/* emit_rec.c, while it prints a recurrence: the pointer expression of
+	struct emit_tabs *tabs; /* the model writer's tables (emit_tabs.h): value numbering, use marks */
+	/* emit_rec*.c, while they print a recurrence: the pointer expression of
 	 * a body value (its storage, after ir_storage) that lives in the
 	 * step's own buffers (per-step inputs, states, step scalars), or NULL
 	 * to fall back to emit_ref's rules; lets emit_node print body nodes */
@@ -115,24 +116,24 @@ const char *emit_ref(emit_ctx *E, const ir_value *v);
 const char *emit_scalar(emit_ctx *E, const ir_value *c, int64_t i);
 /* The C expression of element-wise node n on operand expressions a[] (NULL
  * for omitted optional inputs); NULL after reporting when the op does not
- * exist for the dtype (emit_ops.c; emit_rec.c uses it for the operators its
+ * exist for the dtype (emit_elem.c; emit_rec_fused.c uses it for the operators its
  * own fused forms do not cover). */
 const char *emit_elem_expr(emit_ctx *E, const ir_node *n, const char *const *a);
 const char *emit_float(emit_ctx *E, double x, ir_dtype dt);
 
 /* The number k of random node n (infer_draws_random) among the root graph's:
- * its stream is m->rng[k] (emit.c prints the field and NAME_seed). */
+ * its stream is m->rng[k] (emit_instance.c prints the field, emit_api.c NAME_seed). */
 int emit_rng_index(emit_ctx *E, const ir_node *n);
 
 /* One node of the root graph (not a recurrence). */
 void emit_node(emit_ctx *E, ir_node *n);
-/* A run of consecutive element-wise nodes of one fusion group (emit_ops.c):
+/* A run of consecutive element-wise nodes of one fusion group (emit_elem.c):
  * one loop when their outputs have one shape, else one loop per node. */
 void emit_group(emit_ctx *E, ir_node **nodes, int count);
 /* One recurrence node (emit_rec.c).  Printed as the body of the
- * recurrence's function rec_<name>() (emit.c), where `m` is the instance,
+ * recurrence's function rec_<name>() (emit_forward.c), where `m` is the instance,
  * `m->started` is 0 after reset (recurrences then start from their initial
- * states; emit.c sets it to 1 when the forward function completes), and the
+ * states; forward sets it to 1 when it completes), and the
  * d_<sym> dims it reads are parameters.  The code may `return RT_ERR_SHAPE;`
  * (sequence_lens outside [0, T], or a stream whose batch size changed) or
  * `return RT_ERR_NOMEM;`: forward returns that status at once, and neither
@@ -147,7 +148,7 @@ void train_op_emit(emit_ctx *E, ir_node *n);
 int emit_reduce_run(const ir_node *n, int *lo, int *hi);
 /* Model-struct fields of recurrence n: its persistent states (allocated at
  * run time for the current batch size by emit_recurrence), and the lines
- * freeing them in NAME_destroy.  emit.c calls both for every recurrence of
+ * freeing them in NAME_destroy.  emit_instance.c calls both for every recurrence of
  * the root graph (fields: emit_state_member; the packed weights are named
  * after n->id, so ids must be those of the final node list). */
 void emit_rec_state_decls(emit_ctx *E, ir_node *n);
