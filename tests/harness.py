@@ -2663,9 +2663,12 @@ def grad_source(case):
     """The C of a --train build reads as docs/training.md ("The generated
     code") says: the backward part is a function of its own, backward(),
     that forward calls unless set_forward_only and that holds the loss's
-    gradient and the backward recurrence; the inputs and outputs have
-    NAME.h's names in NAME.c; the backward step's values are named after
-    the forward values they recompute or are the gradients of (g_)."""
+    gradient and the backward recurrence; backward and rec_h1_backward take
+    their workspace parts as one struct (<fn>_ws, a shape comment per
+    member) that their caller fills, and the time loop starts within a
+    screen of rec_h1_backward's top; the inputs and outputs have NAME.h's
+    names in NAME.c; the backward step's values are named after the forward
+    values they recompute or are the gradients of (g_)."""
     name = "grad_smoke/source_" + case
     model = grad_model(os.path.join(OUT, "grad_smoke", case))
     work = os.path.join(OUT, "grad_work", "source_" + case)
@@ -2684,8 +2687,20 @@ def grad_source(case):
     if not bwd or not fwd or not rec:
         bad.append("missing: %s" % ", ".join(n for n, t in (("forward", fwd), ("backward", bwd),
                                                            ("rec_h1_backward", rec)) if not t))
-    if not re.search(r"\n\tif \(!m->fwd_only\) \{\n\t\tconst int rs = backward\(", fwd):
-        bad.append("forward does not call backward under if (!m->fwd_only)")
+    # forward fills backward's struct of workspace parts and passes it
+    if not re.search(r"\n\tif \(!m->fwd_only\) \{\n\t\tconst backward_ws parts = \{\n(?:\t\t\t[^\n]*\n)+"
+                     r"\t\t\};\n\t\tconst int rs = backward\([^;]*&parts\b", fwd):
+        bad.append("forward does not call backward(..., &parts, ...) under if (!m->fwd_only)")
+    # a callee's workspace parts: one struct, a shape comment per member, read as ws->
+    for fn, body in (("backward", bwd), ("rec_h1_backward", rec)):
+        if not re.search(r"\ntypedef struct %s_ws \{\n(?:\tfloat \*\w+; +/\* [^\n]*\[[^\n]*\][^\n]* \*/\n)+\} %s_ws;\n"
+                         % (fn, fn), text) or "const %s_ws *ws" % fn not in body or "ws->" not in body:
+            bad.append("%s does not take its workspace parts as a struct %s_ws *ws" % (fn, fn))
+    # the time loop within a screen of the function's top
+    at = rec.find("for (int64_t step = 0;")
+    if at < 0 or rec[:at].count("\n") > 60:
+        bad.append("rec_h1_backward's time loop starts %s lines below its signature" %
+                   (rec[:at].count("\n") if at >= 0 else "no"))
     # the loss gradient's kernel (its comment, "CrossEntropyLossGrad: [...]": forward
     # also names a workspace part after it, which it passes to backward)
     for k in ("CrossEntropyLossGrad: ", "rec_h1_backward("):
@@ -2899,12 +2914,14 @@ def thread_shape(model, options, want):
         return Result(full, False, "cellc compile: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
     with open(os.path.join(ROOT, work, "m.c")) as f:
         text = f.read()
+    # a recurrence is a function rec_<name>(), the comment above it says so
+    mark = ": the time loop of recurrence '"
     got = (text.count("#pragma omp parallel"), len(re.findall(r"= rt_team\(B, T, [^;]*, &cols_\);", text)),
-           text.count("/* Recurrence '"), text.count("rt_gemv_pack_once("))
+           text.count(mark), text.count("rt_gemv_pack_once("))
     # the recurrence functions declare what they read: no casts to void for
     # what a variant of the steps leaves unread (-Werror elsewhere proves that
     # nothing read is missing and nothing declared is unread)
-    first = text.find("/* Recurrence '")
+    first = text.find(mark)
     voids = text[first:text.find("\nstatic int forward(", first)].count("(void)") if first >= 0 else 0
     if voids:
         return Result(full, False, "the recurrence functions of m.c have %d casts to void" % voids)

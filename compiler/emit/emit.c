@@ -22,7 +22,8 @@
  * weights `m->w_<name>` and recurrent states `m->st_<name>` (the tensor's
  * name as a C identifier, h1.W_x -> m->w_h1_W_x, numbered on a clash:
  * emit_names.c's member_name), constants `c_<k>`, workspace parts
- * `ws_<what they hold>` (emit_slot_name), the time loop of a recurrence
+ * `ws_<what they hold>` (emit_slot_name; `ws-><what they hold>` in a
+ * function that takes them as its struct `<fn>_ws`), the time loop of a recurrence
  * `rec_<name>()` (print_rec_function), a --train build's root backward part
  * `backward()` (print_backward, both emit_forward.c), the gradients in a
  * backward recurrence's step `g_<forward value>` (emit_rec.c).

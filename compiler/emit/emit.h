@@ -15,7 +15,8 @@
  *     dtype: inputs `in_<k>`, outputs `out_<k>`, weights `m->w_<name>` (the
  *     tensor's name as a C identifier: emit_names.c), constants `c_<k>` (static
  *     const arrays in NAME.c), temporaries `ws_<slot>` (workspace slots
- *     computed at run time from the dims); a view resolves
+ *     computed at run time from the dims; in the functions forward calls,
+ *     members of their struct of parts, `ws->...`); a view resolves
  *     to its storage (ir_storage), a root graph output to the caller's
  *     buffer `out_<k>`
  *   - the forward function is printed into memory first: emit_dim/emit_ref
@@ -64,7 +65,8 @@ char *ew_capture_end(ew *w, ew_capture *c, arena *A);
 void ew_decl(ew *w, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 char *ew_prune(arena *A, const char *text);
 /* C text as tokens: the identifiers it reads outside comments, strings and
- * character constants, looked up by name. */
+ * character constants, and its member accesses through a pointer
+ * ("ws->h1_h_seq"), looked up by name. */
 typedef struct ew_tokens ew_tokens;
 ew_tokens *ew_tokens_of(arena *A, const char *text);
 int ew_tokens_has(const ew_tokens *T, const char *name);
@@ -139,6 +141,10 @@ void emit_group(emit_ctx *E, ir_node **nodes, int count);
  * `return RT_ERR_NOMEM;`: forward returns that status at once, and neither
  * function owns anything that would need cleaning up at such a return. */
 void emit_recurrence(emit_ctx *E, ir_node *n);
+/* The lines of the comment above recurrence n's function after its first
+ * (which the caller prints, open): T and B, every per-step input and
+ * output with its shape; the last line closes the comment. */
+void emit_rec_doc(emit_ctx *E, ir_node *n);
 /* C of a training op (a loss, its gradient, ReduceSum, SliceScatter,
  * MatrixExp: emit_train_ops.c; their shape rules: train_ops_infer.c). */
 void train_op_emit(emit_ctx *E, ir_node *n);
@@ -168,8 +174,11 @@ const char *emit_state_member(emit_ctx *E, const ir_node *rec, int k);
  * ws_h1_h_seq), else the node that makes it (ws_Gemm17) -- a number
  * appended where two would be the same within the function.  No other name
  * of the emitted code starts with "ws_" but ws_need and ws_reserve, which
- * it avoids.  The one place slots are named: forward, the recurrence
- * functions and a training build's backward all print this. */
+ * it avoids.  In a function that takes its parts as one struct (the
+ * recurrence functions and a training build's backward: emit_slot_scope's
+ * `members`) the part is that struct's member, ws->h1_h_seq.  The one
+ * place slots are named: forward, the recurrence functions and backward
+ * all print this. */
 const char *emit_slot_name(emit_ctx *E, int slot);
 /* What slot holds in that function, for a comment: the shape of the value
  * it is named after, and the other values it holds there. */
@@ -177,8 +186,10 @@ const char *emit_slot_note(emit_ctx *E, int slot);
 /* The function being printed: root nodes [first, last) (forward: all of
  * them; a recurrence's function: its node, whose body counts too).  A
  * slot is named after a value it holds there, or, when the function only
- * passes it on, after the values of the whole model. */
-void emit_slot_scope(emit_ctx *E, int first, int last);
+ * passes it on, after the values of the whole model.  members: the
+ * function takes its parts as the members of a struct `ws` (every
+ * function but forward, which carves them out of the workspace). */
+void emit_slot_scope(emit_ctx *E, int first, int last, int members);
 /* e without the parentheses around all of it ("(128 * d_batch)" ->
  * "128 * d_batch"): for emit_dim's products where they stand alone (an
  * initialiser, an argument). */

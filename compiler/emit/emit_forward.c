@@ -65,19 +65,32 @@ static void marks_pop(emit_ctx *E, const marks *s)
 		t->used_slot[k] |= s->slot[k];
 }
 
-/* The parameters of a function whose body text is `body` (printed since
- * marks_push) and the arguments its caller passes: the instance, then the
- * outputs, inputs, workspace parts, symbolic constants and dims that the
- * body reads, each with its shape (`callees`: the text of the functions the
- * body calls, printed with it).  The marks are of what was printed;
- * ew_prune may since have dropped a declaration that was the only reader of
- * an input or a workspace part, so they are narrowed to the body's tokens
- * first.  Workspace parts are named as the callee's scope (emit_slot_scope,
- * set by the caller before printing the body) names them in the
- * parameters, and as the caller's, root nodes [caller0, caller1), in the
- * arguments; the caller's scope is set again on return. */
+/* What a function that forward or backward calls takes, and what its
+ * caller passes (callee_params). */
+typedef struct callee {
+	const char *fn;         /* its name: rec_h1, backward */
+	char *params;           /* its parameter list */
+	char *ws_type;          /* the typedef of its workspace parts (<fn>_ws), or NULL: it takes none */
+	char **fill;            /* [nfill] the caller's initialisers of that struct's members */
+	int nfill;
+	char *args;             /* the caller's arguments */
+} callee;
+
+/* The parameters of function C->fn whose body text is `body` (printed
+ * since marks_push) and the arguments its caller passes: the instance,
+ * then the outputs, inputs, workspace parts, symbolic constants and dims
+ * that the body reads, each with its shape (`callees`: the text of the
+ * functions the body calls, printed with it).  The workspace parts are one
+ * struct, <fn>_ws, whose members the body reads as ws->...; the caller
+ * fills one (`parts`) and passes its address.  The marks are of what was
+ * printed; ew_prune may since have dropped a declaration that was the only
+ * reader of an input or a workspace part, so they are narrowed to the
+ * body's tokens first.  The members are named as the callee's scope
+ * (emit_slot_scope, set by the caller before printing the body) names
+ * them, their values as the caller's: root nodes [caller0, caller1),
+ * caller_ws its `members`; the caller's scope is set again on return. */
 static void callee_params(emit_ctx *E, const char *body, const char *callees, int caller0, int caller1,
-			  char **params, char **args)
+			  int caller_ws, callee *C)
 {
 	struct emit_tabs *t = E->tabs;
 	ir_graph *g = E->g;
@@ -95,18 +108,19 @@ static void callee_params(emit_ctx *E, const char *body, const char *callees, in
 				    (!t->consts[k]->sym && ew_tokens_has(called, arena_printf(E->A, "c_%d", k)));
 	for (int i = 0; i < g->nsyms; i++)
 		t->used_sym[i] &= ew_tokens_has(read, arena_printf(E->A, "d_%s", t->sym[i]));
-	*params = arena_printf(E->A, "%s *m", t->name);
-	*args = "m";
+	C->params = arena_printf(E->A, "%s *m", t->name);
+	C->args = "m";
 	for (int in = 0; in <= 1; in++)        /* outputs first, then inputs */
 		for (int k = 0; k < (in ? g->ninputs : g->noutputs); k++) {
 			const ir_value *v = (in ? g->inputs : g->outputs)[k];
 			const char *pn = arena_printf(E->A, "%s_%d", in ? "in" : "out", k);
 			if (!(in ? t->used_in : t->used_out)[k])
 				continue;
-			*params = arena_printf(E->A, "%s,\n\t\t%s%s *%s /* %s %s */", *params, in ? "const " : "",
-					       ctype(v), pn, emit_cmt(E->A, v->name), emit_shape_comment(E, v));
-			*args = arena_printf(E->A, "%s, %s", *args, pn);
+			C->params = arena_printf(E->A, "%s,\n\t\t%s%s *%s /* %s %s */", C->params, in ? "const " : "",
+						 ctype(v), pn, emit_cmt(E->A, v->name), emit_shape_comment(E, v));
+			C->args = arena_printf(E->A, "%s, %s", C->args, pn);
 		}
+	C->ws_type = NULL;
 	for (int s = 0; s < t->nslots; s++)
 		if (t->used_slot[s]) {
 			ir_dim sz;
@@ -114,24 +128,63 @@ static void callee_params(emit_ctx *E, const char *body, const char *callees, in
 			int found = ir_slot_info(g, s, &sz, &dt);
 			ASSERT(found);
 			(void)sz;
-			*params = arena_printf(E->A, "%s,\n\t\t%s *%s /* %s */", *params, ir_dtype_ctype(dt),
-					       emit_slot_name(E, s), emit_slot_note(E, s));
+			const char *decl = arena_printf(E->A, "%s *%s;", ir_dtype_ctype(dt), emit_slot_member(E, s));
+			int pad = strlen(decl) < 32 ? 32 - (int)strlen(decl) : 1;  /* comments in one column */
+			C->ws_type = arena_printf(E->A, "%s\t%s%*s/* %s */\n", C->ws_type ? C->ws_type : "", decl, pad, "",
+						  emit_slot_note(E, s));
 		}
-	emit_slot_scope(E, caller0, caller1);   /* the caller's names of what it passes */
+	if (C->ws_type) {
+		C->ws_type = arena_printf(E->A, "/* The workspace parts %s reads and writes; its caller fills them in. */\n"
+					  "typedef struct %s_ws {\n%s} %s_ws;\n\n", C->fn, C->fn, C->ws_type, C->fn);
+		C->params = arena_printf(E->A, "%s,\n\t\tconst %s_ws *ws", C->params, C->fn);
+		C->args = arena_printf(E->A, "%s, &parts", C->args);
+	}
+	/* the members' names are the callee's */
+	const char **mname = arena_array(E->A, (size_t)t->nslots + 1, sizeof *mname);
 	for (int s = 0; s < t->nslots; s++)
 		if (t->used_slot[s])
-			*args = arena_printf(E->A, "%s, %s", *args, emit_slot_name(E, s));
+			mname[s] = emit_slot_member(E, s);
+	emit_slot_scope(E, caller0, caller1, caller_ws);   /* the caller's names of what it passes */
+	C->fill = arena_array(E->A, (size_t)t->nslots + 1, sizeof *C->fill);
+	C->nfill = 0;
+	for (int s = 0; s < t->nslots; s++)
+		if (t->used_slot[s])
+			C->fill[C->nfill++] = arena_printf(E->A, ".%s = %s", mname[s], emit_slot_name(E, s));
 	for (int k = 0; k < t->nconsts; k++)
 		if (t->used_const[k] && t->consts[k]->sym) {
-			*params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", *params, ctype(t->consts[k]),
-					       k, emit_cmt(E->A, t->consts[k]->name));
-			*args = arena_printf(E->A, "%s, c_%d", *args, k);
+			C->params = arena_printf(E->A, "%s,\n\t\tconst %s *c_%d /* %s */", C->params, ctype(t->consts[k]),
+						 k, emit_cmt(E->A, t->consts[k]->name));
+			C->args = arena_printf(E->A, "%s, c_%d", C->args, k);
 		}
 	for (int i = 0; i < g->nsyms; i++)
 		if (t->used_sym[i]) {
-			*params = arena_printf(E->A, "%s,\n\t\tconst int64_t d_%s", *params, t->sym[i]);
-			*args = arena_printf(E->A, "%s, d_%s", *args, t->sym[i]);
+			C->params = arena_printf(E->A, "%s,\n\t\tconst int64_t d_%s", C->params, t->sym[i]);
+			C->args = arena_printf(E->A, "%s, d_%s", C->args, t->sym[i]);
 		}
+}
+
+/* The caller's side: the struct of workspace parts filled in (several
+ * members a line), the call, its status returned unless RT_OK. */
+static void print_call(emit_ctx *E, const callee *C)
+{
+	ew *w = E->w;
+	if (C->ws_type) {
+		ew_line(w, "const %s_ws parts = {", C->fn);
+		char *line = "";
+		for (int i = 0; i < C->nfill; i++) {
+			const char *item = C->fill[i];
+			if (*line && strlen(line) + strlen(item) + 2 > 96) {
+				ew_line(w, "\t%s,", line);
+				line = "";
+			}
+			line = arena_printf(E->A, "%s%s%s", line, *line ? ", " : "", item);
+		}
+		ew_line(w, "\t%s", line);
+		ew_line(w, "};");
+	}
+	ew_line(w, "const int rs = %s(%s);", C->fn, C->args);
+	ew_line(w, "if (rs != RT_OK)");
+	ew_line(w, "\treturn rs;");
 }
 
 /* A recurrence of the root graph as a function of its own, rec_<name>(),
@@ -151,22 +204,28 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	const char *fn = arena_printf(E->A, "rec_%s", id[0] == '_' ? id + 1 : id);
 	const char *caller = t->fn_name;
 	t->fn_name = fn;
-	int at = 0, caller0 = t->scope0, caller1 = t->scope1;
+	int at = 0, caller0 = t->scope0, caller1 = t->scope1, caller_ws = t->scope_ws;
 	while (E->g->nodes[at] != n)
 		at++;
-	emit_slot_scope(E, at, at + 1);         /* workspace parts named for this function */
+	emit_slot_scope(E, at, at + 1, 1);      /* workspace parts named for this function */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	emit_recurrence(E, n);
 	char *body = ew_capture_end(w, &c, E->A);
-	t->fn_name = caller;
-	char *params, *args;
-	callee_params(E, body, NULL, caller0, caller1, &params, &args);
 	ew_capture_begin(w, &c, 0);
-	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by %s. */", fn,
+	ew_line(w, "/* %s: the time loop of recurrence '%s'%s%s, called once by %s:", fn,
 		emit_cmt(E->A, n->name), n->origin ? " from " : "", n->origin ? emit_cmt(E->A, n->origin) : "", caller);
+	emit_rec_doc(E, n);
+	char *doc = ew_capture_end(w, &c, E->A);
+	t->fn_name = caller;
+	callee C = {.fn = fn};
+	callee_params(E, body, NULL, caller0, caller1, caller_ws, &C);
+	ew_capture_begin(w, &c, 0);
+	if (C.ws_type)
+		fputs(C.ws_type, w->f);
+	fputs(doc, w->f);
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
-	ew_fn_open(w, "static int %s(%s)", fn, params);
+	ew_fn_open(w, "static int %s(%s)", fn, C.params);
 	fputs(body, w->f);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
@@ -175,9 +234,7 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	t->rec_fns = arena_printf(E->A, "%s%s", t->rec_fns ? t->rec_fns : "", text);
 	marks_pop(E, &saved);
 	ew_open(w, "%s", "");
-	ew_line(w, "const int rs = %s(%s);", fn, args);
-	ew_line(w, "if (rs != RT_OK)");
-	ew_line(w, "\treturn rs;");
+	print_call(E, &C);
 	ew_close(w, "");
 }
 
@@ -258,22 +315,24 @@ static void print_backward(emit_ctx *E, int from)
 	const char *caller = t->fn_name;
 	t->fn_name = "backward";
 	size_t recs0 = t->rec_fns ? strlen(t->rec_fns) : 0;
-	int caller0 = t->scope0, caller1 = t->scope1;
-	emit_slot_scope(E, from, E->g->nnodes); /* workspace parts named for backward */
+	int caller0 = t->scope0, caller1 = t->scope1, caller_ws = t->scope_ws;
+	emit_slot_scope(E, from, E->g->nnodes, 1);      /* workspace parts named for backward */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	print_nodes(E, from, E->g->nnodes);
 	print_output_copies(E, 1);
 	char *body = ew_capture_end(w, &c, E->A);
 	t->fn_name = caller;
-	char *params, *args;
-	callee_params(E, body, t->rec_fns ? t->rec_fns + recs0 : NULL, caller0, caller1, &params, &args);
+	callee C = {.fn = "backward"};
+	callee_params(E, body, t->rec_fns ? t->rec_fns + recs0 : NULL, caller0, caller1, caller_ws, &C);
 	ew_capture_begin(w, &c, 0);
+	if (C.ws_type)
+		fputs(C.ws_type, w->f);
 	ew_line(w, "/* The gradients of the loss by backpropagation (through time in the");
 	ew_line(w, " * rec_*_backward functions), from what forward left in the workspace and");
 	ew_line(w, " * the instance; forward calls it unless %s_set_forward_only(m, 1). */", t->name);
 	ew_line(w, "RT_CLONES /* a copy per x86-64 level, like forward (cellrt.h) */");
-	ew_fn_open(w, "static int backward(%s)", params);
+	ew_fn_open(w, "static int backward(%s)", C.params);
 	fputs(body, w->f);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
@@ -282,9 +341,7 @@ static void print_backward(emit_ctx *E, int from)
 	marks_pop(E, &saved);
 	ew_line(w, "/* --train: the gradients (skipped after %s_set_forward_only(m, 1)) */", t->name);
 	ew_open(w, "if (!m->fwd_only)");
-	ew_line(w, "const int rs = backward(%s);", args);
-	ew_line(w, "if (rs != RT_OK)");
-	ew_line(w, "\treturn rs;");
+	print_call(E, &C);
 	ew_close(w, "");
 }
 
@@ -480,7 +537,7 @@ char *emit_prepare_forward(emit_ctx *E)
 		}
 	emit_clear_marks(E);
 	t->fn_name = "forward";
-	emit_slot_scope(E, 0, nb);              /* workspace parts named for forward */
+	emit_slot_scope(E, 0, nb, 0);           /* workspace parts named for forward */
 	ew_capture c;
 	ew_capture_begin(w, &c, 1);
 	print_nodes(E, 0, nb);

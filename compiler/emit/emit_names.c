@@ -349,12 +349,42 @@ static void name_slots(emit_ctx *E)
 	}
 }
 
+/* The members of the functions that take their parts in a struct: the
+ * name without "ws_" where that is an identifier of its own (no leading
+ * digit, no keyword, no other member's name), else the name. */
+static void name_members(emit_ctx *E)
+{
+	struct emit_tabs *t = E->tabs;
+	t->slot_member = arena_array(E->A, (size_t)t->nslots + 1, sizeof *t->slot_member);
+	for (int s = 0; s < t->nslots; s++) {
+		const char *nm = t->slot_name[s] + 3;
+		int ok = !(nm[0] >= '0' && nm[0] <= '9') && !emit_is_keyword(nm);
+		for (int j = 0; ok && j < s; j++)
+			ok = strcmp(t->slot_member[j], nm) != 0;
+		t->slot_member[s] = ok ? nm : t->slot_name[s];
+	}
+}
+
+const char *emit_slot_member(emit_ctx *E, int slot)
+{
+	struct emit_tabs *t = E->tabs;
+	ASSERT(slot >= 0 && slot < t->nslots);
+	if (!t->slot_name)
+		name_slots(E);
+	if (!t->slot_member)
+		name_members(E);
+	return t->slot_member[slot];
+}
+
 const char *emit_slot_name(emit_ctx *E, int slot)
 {
-	ASSERT(slot >= 0 && slot < E->tabs->nslots);
-	if (!E->tabs->slot_name)
+	struct emit_tabs *t = E->tabs;
+	ASSERT(slot >= 0 && slot < t->nslots);
+	if (!t->slot_name)
 		name_slots(E);
-	return E->tabs->slot_name[slot];
+	if (t->scope_ws)
+		return arena_printf(E->A, "ws->%s", emit_slot_member(E, slot));
+	return t->slot_name[slot];
 }
 
 const char *emit_slot_note(emit_ctx *E, int slot)
@@ -363,15 +393,17 @@ const char *emit_slot_note(emit_ctx *E, int slot)
 	return E->tabs->slot_note[slot];
 }
 
-void emit_slot_scope(emit_ctx *E, int first, int last)
+void emit_slot_scope(emit_ctx *E, int first, int last, int members)
 {
 	struct emit_tabs *t = E->tabs;
+	t->scope_ws = members;
 	if (t->scope0 == first && t->scope1 == last)
 		return;
 	t->scope0 = first;
 	t->scope1 = last;
 	t->slot_name = NULL;    /* named again for this function */
 	t->slot_note = NULL;
+	t->slot_member = NULL;
 }
 
 const char *emit_unparen(arena *A, const char *e)

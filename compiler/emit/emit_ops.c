@@ -468,6 +468,8 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_RECURRENCE:
 		/* a block of its own: its locals (T, B, states, s0, ...) */
 		ew_open(E->w, "%s", "");
+		ew_line(E->w, "/* recurrence '%s':", ops_safe(E, n->name));
+		emit_rec_doc(E, n);
 		emit_recurrence(E, n);
 		ew_close(E->w, "");
 		return;

@@ -8,9 +8,10 @@
  * rec_<name>(), which forward (a backward recurrence: backward) calls once
  * and whose status it returns unless RT_OK (emit_forward.c,
  * print_rec_function: its parameters are the instance `m` and what the
- * body reads):
+ * body reads, its workspace parts one struct `ws`; the comment above it is
+ * emit_rec_doc's: source node, T, B, per-step inputs, outputs):
  *
- *   comment: source node, T, B, per-step inputs, outputs
+ *   T, B
  *   the states: a table (an rt_state per state: its model-struct member
  *     m->st_<state name> of emit_state_member, its element count for this
  *     batch, its initial value or NULL for zeros) and one call,
@@ -45,8 +46,11 @@
  * state is overwritten while a later kernel of the same step still needs it.
  *
  * Workspace parts are named after what they hold in the function
- * (emit_slot_name: ws_h1_h_next, ws_Gemm17); pointer and index expressions
- * are built without "+ 0", "* 1" or needless parentheses (at, times, colj).
+ * (emit_slot_name: ws->h1_h_next, ws->Gemm17); a per-step input or
+ * stacked output is read through its storage and its strides as
+ * expressions (ws->h1_h_seq + t * B * 128; threaded: the thread's rows
+ * q<k> / o<k>); pointer and index expressions are built without "+ 0",
+ * "* 1" or needless parentheses (at, times, colj).
  *
  * This file prints the frame of that function, around the time loop, and
  * decides the homes of the body values; one step is emit_rec_step.c's and
@@ -173,7 +177,7 @@ static int plan_homes(rec *R)
 	ir_graph *b = R->b;
 	for (int k = 0; k < R->nseq; k++) {
 		home *h = home_of(R, b->inputs[k]);
-		*h = (home){.kind = HOME_MEM, .base = fmt(R, "x%d", k), .ld = fmt(R, "sb%d", k),
+		*h = (home){.kind = HOME_MEM, .base = fmt(R, "x%d", k), .ld = R->qb[k] ? R->qb[k] : "0",
 			    .seq = R->per_row_time ? k : -1};
 	}
 	for (int k = 0; k < R->nstate; k++) {
@@ -190,7 +194,7 @@ static int plan_homes(rec *R)
 	for (int k = R->nstate; k < b->noutputs; k++)
 		if (ir_out_direct(b->outputs[k]) == k - R->nstate)
 			*home_of(R, b->outputs[k]) = (home){.kind = HOME_MEM, .base = fmt(R, "y%d", k - R->nstate),
-							   .ld = fmt(R, "ob%d", k - R->nstate), .seq = -1};
+							   .ld = R->ob[k - R->nstate], .seq = -1};
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *n = b->nodes[i];
 		if (!ir_attr_int(n, "in_place", 0))
@@ -386,9 +390,11 @@ static void emit_rec_body(rec *R);
 static void emit_par_open(rec *R);
 static void emit_par_close(rec *R);
 
-void emit_recurrence(emit_ctx *E, ir_node *n)
+/* R's facts from recurrence n's attributes, and T and B; 1 when they do
+ * not hold together (reported when `report`). */
+static int rec_init(rec *R, emit_ctx *E, ir_node *n, int report)
 {
-	rec R0 = {.E = E, .w = E->w, .n = n, .b = n->body, .id = n->id}, *R = &R0;
+	*R = (rec){.E = E, .w = E->w, .n = n, .b = n->body, .id = n->id};
 	ir_graph *b = n->body;
 	R->nseq = (int)ir_attr_int(n, "n_seq", 0);
 	R->nstate = (int)ir_attr_int(n, "n_state", 0);
@@ -403,32 +409,64 @@ void emit_recurrence(emit_ctx *E, ir_node *n)
 					       sizeof *zero_axes);
 	R->seq_axis = sa && sa->n >= R->nseq ? sa->ints : zero_axes;
 	R->out_axis = oa && oa->n >= R->nout ? oa->ints : zero_axes;
-	if (R->nseq < 1 || R->nout < 0 || !b) {
-		diag_node(E->D, n, "internal error: a recurrence without per-step inputs");
-		return;
-	}
-	if (R->has_step < 0 || R->has_step > 2 || b->ninputs != R->nseq + R->nstate + R->has_step) {
-		diag_node(E->D, n, "internal error: recurrence body inputs do not match its attributes");
-		return;
-	}
-	for (int k = 0; k < b->ninputs; k++) {
+	const char *why = NULL;
+	if (R->nseq < 1 || R->nout < 0 || !b)
+		why = "internal error: a recurrence without per-step inputs";
+	else if (R->has_step < 0 || R->has_step > 2 || b->ninputs != R->nseq + R->nstate + R->has_step)
+		why = "internal error: recurrence body inputs do not match its attributes";
+	for (int k = 0; !why && k < b->ninputs; k++) {
 		int want = k < R->nseq + R->nstate ? 2 : 0;
 		if (b->inputs[k]->shape.rank != want || b->inputs[k]->dtype != DT_F32) {
-			diag_node(E->D, n, "recurrence body input %s must be f32 %s, got %s",
-				  b->inputs[k]->name, want ? "[B, N]" : "[] (a step scalar)",
-				  shape_str(R, &b->inputs[k]->shape));
-			return;
+			if (report)
+				diag_node(E->D, n, "recurrence body input %s must be f32 %s, got %s",
+					  b->inputs[k]->name, want ? "[B, N]" : "[] (a step scalar)",
+					  shape_str(R, &b->inputs[k]->shape));
+			return 1;
 		}
 	}
-	if (R->nstate < 1) {
-		diag_node(E->D, n, "internal error: a recurrence without state");
-		return;
+	if (!why && R->nstate < 1)
+		why = "internal error: a recurrence without state";
+	if (why) {
+		if (report)
+			diag_node(E->D, n, "%s", why);
+		return 1;
 	}
 	ir_value *X0 = n->in[0];
 	int ax0 = (int)R->seq_axis[0];
 	R->T = dim(R, X0->shape.d[ax0]);
 	R->B = dim(R, X0->shape.d[1 - ax0]);
-	R->h = arena_array(E->A, (size_t)b->nvalues + 1, sizeof *R->h);
+	return 0;
+}
+
+void emit_rec_doc(emit_ctx *E, ir_node *n)
+{
+	rec R0, *R = &R0;
+	if (rec_init(R, E, n, 0)) {
+		ew_line(E->w, " * (not printed: see the diagnostics) */");
+		return;
+	}
+	ew *w = R->w;
+	int last_out = -1;
+	for (int k = 0; k < R->nout; k++)
+		if (n->out[R->nstate + k])
+			last_out = k;
+	ew_line(w, " * T = %s steps of B = %s rows%s%s;", R->T, R->B, R->reverse ? ", reverse" : "",
+		R->has_lens ? ", with sequence_lens" : "");
+	for (int k = 0; k < R->nseq; k++)
+		ew_line(w, " * per-step input %d: %s %s (time axis %d)%s", k, cm(R, n->in[k]->name),
+			shape_str(R, &n->in[k]->shape), (int)R->seq_axis[k], k == R->nseq - 1 && last_out < 0 ? " */" : "");
+	for (int k = 0; k < R->nout; k++)
+		if (n->out[R->nstate + k])
+			ew_line(w, " * output %d: %s %s (time axis %d)%s", k, cm(R, n->out[R->nstate + k]->name),
+				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k], k == last_out ? " */" : "");
+}
+
+void emit_recurrence(emit_ctx *E, ir_node *n)
+{
+	rec R0, *R = &R0;
+	if (rec_init(R, E, n, 1))
+		return;
+	R->h = arena_array(E->A, (size_t)n->body->nvalues + 1, sizeof *R->h);
 	E->body_ref = rec_body_ref;
 	E->body_ctx = R;
 	/* every declaration that a variant of the steps may leave unread is an
@@ -498,15 +536,26 @@ static void emit_par_open(rec *R)
 	}
 	for (int k = 0; k < R->nseq; k++)
 		if (!R->inl[k])
-			ew_decl(w, fmt(R, "q%d", k), "const float *q%d = q%d_all + b0_ * sb%d;", k, k, k);
+			ew_decl(w, R->q[k], "const float *%s = %s + %s; /* this thread's rows of %s */", R->q[k],
+				R->qall[k], times(R, "b0_", R->qb[k]), cm(R, R->n->in[k]->name));
 	for (int k = 0; k < R->nout; k++)
 		if (R->n->out[R->nstate + k])
-			ew_decl(w, fmt(R, "o%d", k), "float *o%d = o%d_all + b0_ * ob%d;", k, k, k);
+			ew_decl(w, R->o[k], "float *%s = %s + %s; /* this thread's rows of %s */", R->o[k], R->oall[k],
+				times(R, "b0_", R->ob[k]), cm(R, R->n->out[R->nstate + k]->name));
 	if (R->has_lens)
 		ew_line(w, "const int32_t *len = len_all + b0_;");
-	for (int i = 0; i < R->nalias; i++)
-		ew_line(w, "float *%s = %s + %s; /* this thread's rows */", R->alias[i], R->alias_of[i],
-			times(R, "b0_", R->alias_ld[i]));
+	/* the thread's rows of the step's buffers, several a line (each is read) */
+	char *line = "";
+	for (int i = 0; i < R->nalias; i++) {
+		const char *d = fmt(R, "*%s = %s + %s", R->alias[i], R->alias_of[i], times(R, "b0_", R->alias_ld[i]));
+		if (*line && strlen(line) + strlen(d) > 84) {
+			ew_line(w, "float %s; /* this thread's rows */", line);
+			line = "";
+		}
+		line = (char *)fmt(R, "%s%s%s", line, *line ? ", " : "", d);
+	}
+	if (*line)
+		ew_line(w, "float %s; /* this thread's rows */", line);
 	for (int i = 0; i < b->nvalues; i++) {
 		const ir_value *v = b->values[i];
 		if (v->shape.rank == 0 && v->kind == VAL_TEMP && v->producer && body_index(R, v) >= 0 &&
@@ -526,19 +575,18 @@ static void emit_par_close(rec *R)
 		ew_line(w, "float *s%d = T %% 2 ? %s : %s;", k, R->snext[k], R->scur[k]);
 }
 
-/* A per-step input or stacked output k of the recurrence, V in the root
- * graph (time axis ax, cols columns a step): its base <p><k>[_all] and its
- * time and batch strides <ts><k>, <bs><k>, each kept only where read. */
-static void decl_stacked(rec *R, const char *type, const char *p, const char *ts, const char *bs, int k,
-			 ir_value *V, int ax, ir_dim cols)
+/* Per-step input or stacked output V (time axis ax, cols columns a step)
+ * as the steps read it: its storage *all, *base the pointer the steps
+ * index (par: the thread's rows, p<k>, declared in the parallel block),
+ * the time and batch strides *ts, *bs as expressions. */
+static void stacked(rec *R, const ir_value *V, int ax, ir_dim cols, const char *p, int k, const char **all,
+		    const char **base, const char **ts, const char **bs)
 {
-	const char *all = R->par ? "_all" : "", *F = dim(R, cols);
-	ew_decl(R->w, fmt(R, "%s%d%s", p, k, all), "%s *%s%d%s = %s; /* %s */", type, p, k, all,
-		emit_ref(R->E, V), cm(R, V->name));
-	ew_decl(R->w, fmt(R, "%s%d", ts, k), "const int64_t %s%d = %s; /* time stride */", ts, k,
-		ax ? F : fmt(R, "B * %s", F));
-	ew_decl(R->w, fmt(R, "%s%d", bs, k), "const int64_t %s%d = %s; /* batch stride */", bs, k,
-		ax ? fmt(R, "T * %s", F) : F);
+	const char *F = dim(R, cols);
+	*all = emit_ref(R->E, V);
+	*base = R->par ? fmt(R, "%s%d", p, k) : *all;
+	*ts = ax ? F : times(R, "B", F);
+	*bs = ax ? times(R, "T", F) : F;
 }
 
 /* What the variant of the recurrence decides before any text: threads,
@@ -561,29 +609,24 @@ static void rec_setup(rec *R)
 		const ir_node *gm = rec_step_projection(R->n, k, &inl);
 		R->inl[k] = inl ? gm : NULL;
 	}
-}
-
-/* The comment at the top (its last line closes it), then T and B. */
-static void header_comment(rec *R)
-{
-	ew *w = R->w;
-	ir_node *n = R->n;
-	int last_out = -1;
-	for (int k = 0; k < R->nout; k++)
-		if (n->out[R->nstate + k])
-			last_out = k;
-	ew_line(w, "/* Recurrence '%s' from %s: T = %s steps of B = %s rows%s%s;", cm(R, n->name),
-		n->origin ? cm(R, n->origin) : "the model", R->T, R->B, R->reverse ? ", reverse" : "",
-		R->has_lens ? ", with sequence_lens" : "");
+	/* per-step inputs (an input projection computed in the loops has no
+	 * storage) and stacked outputs */
+	R->qall = arena_array(A, (size_t)R->nseq + 1, sizeof *R->qall);
+	R->q = arena_array(A, (size_t)R->nseq + 1, sizeof *R->q);
+	R->qt = arena_array(A, (size_t)R->nseq + 1, sizeof *R->qt);
+	R->qb = arena_array(A, (size_t)R->nseq + 1, sizeof *R->qb);
 	for (int k = 0; k < R->nseq; k++)
-		ew_line(w, " * per-step input %d: %s %s (time axis %d)%s", k, cm(R, n->in[k]->name),
-			shape_str(R, &n->in[k]->shape), (int)R->seq_axis[k], k == R->nseq - 1 && last_out < 0 ? " */" : "");
+		if (!R->inl[k])
+			stacked(R, R->n->in[k], (int)R->seq_axis[k], ir_cols_of(b->inputs[k]), "q", k, &R->qall[k],
+				&R->q[k], &R->qt[k], &R->qb[k]);
+	R->oall = arena_array(A, (size_t)R->nout + 1, sizeof *R->oall);
+	R->o = arena_array(A, (size_t)R->nout + 1, sizeof *R->o);
+	R->ot = arena_array(A, (size_t)R->nout + 1, sizeof *R->ot);
+	R->ob = arena_array(A, (size_t)R->nout + 1, sizeof *R->ob);
 	for (int k = 0; k < R->nout; k++)
-		if (n->out[R->nstate + k])
-			ew_line(w, " * output %d: %s %s (time axis %d)%s", k, cm(R, n->out[R->nstate + k]->name),
-				shape_str(R, &n->out[R->nstate + k]->shape), (int)R->out_axis[k], k == last_out ? " */" : "");
-	ew_decl(w, "T", "const int64_t T = %s;", R->T);
-	ew_decl(w, "B", "const int64_t B = %s;", R->B);
+		if (R->n->out[R->nstate + k])
+			stacked(R, R->n->out[R->nstate + k], (int)R->out_axis[k], ir_cols_of(b->outputs[R->nstate + k]),
+				"o", k, &R->oall[k], &R->o[k], &R->ot[k], &R->ob[k]);
 }
 
 /* sequence_lens: each row's length, checked to be in [0, T]. */
@@ -641,22 +684,6 @@ static int emit_states(rec *R)
 	return 0;
 }
 
-/* Per-step inputs and stacked outputs: base, time and batch strides (an
- * input projection computed in the loops has no storage). */
-static void decl_per_step(rec *R)
-{
-	ir_node *n = R->n;
-	ir_graph *b = R->b;
-	for (int k = 0; k < R->nseq; k++)
-		if (!R->inl[k])
-			decl_stacked(R, "const float", "q", "st", "sb", k, n->in[k], (int)R->seq_axis[k],
-				     ir_cols_of(b->inputs[k]));
-	for (int k = 0; k < R->nout; k++)
-		if (n->out[R->nstate + k])
-			decl_stacked(R, "float", "o", "ot", "ob", k, n->out[R->nstate + k], (int)R->out_axis[k],
-				     ir_cols_of(b->outputs[R->nstate + k]));
-}
-
 /* The steps: packed weights, the threads' block, the time loop. */
 static void emit_time_loop(rec *R)
 {
@@ -696,18 +723,18 @@ static void final_states(rec *R)
 
 /* The recurrence once the homes hook is set (emit_recurrence).  par: the
  * names the steps use (s<k>, q<k>, o<k>, len) are the thread's rows,
- * declared in the parallel block over the "_all" pointers. */
+ * declared in the parallel block over the storage (len over len_all). */
 static void emit_rec_body(rec *R)
 {
 	rec_setup(R);
 	if (plan_homes(R))
 		return;
-	header_comment(R);
+	ew_decl(R->w, "T", "const int64_t T = %s;", R->T);
+	ew_decl(R->w, "B", "const int64_t B = %s;", R->B);
 	if (R->has_lens)
 		check_lens(R);
 	if (emit_states(R))
 		return;
-	decl_per_step(R);
 	emit_time_loop(R);
 	final_states(R);
 }

@@ -62,6 +62,10 @@ typedef struct rec {
 	char *pp;               /* [body nnodes]: the product reads panels pp<i> (emit_panels) */
 	const char **scur, **snext;     /* [nstate]: the storage of state k (m->st_...) and of its
 					   next value (a workspace part) */
+	const char **qall, **q, **qt, **qb;     /* [nseq]: per-step input k's storage, the pointer the
+						   steps index (par: the thread's rows), its time and
+						   batch strides; NULL for one the loops compute */
+	const char **oall, **o, **ot, **ob;     /* [nout]: stacked output k likewise */
 	const char **reg;       /* [body nvalues]: the local that holds a value in a fused loop
 				   or a step (reg_name), made on first use */
 	const ir_node **inl;    /* [nseq]: the deferred product of sequence input k when the

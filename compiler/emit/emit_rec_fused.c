@@ -184,7 +184,7 @@ static const char *operand(grp *G, const ir_value *v)
 static const char *out_row(grp *G, int k)
 {
 	/* stacked output k at the row's time step */
-	return row_ptr(G, fmt(G->R, "o%d", k), fmt(G->R, "ob%d", k), -2, 0);
+	return row_ptr(G, G->R->o[k], G->R->ob[k], -2 - k, 0);
 }
 
 /* C expression of element-wise node n applied to operand expressions a[]:
@@ -263,12 +263,14 @@ void rec_fused(rec *R, ir_node **nodes, int count)
 	for (int i = 0; i < G.nrp; i++) {
 		rowptr *p = &G.rp[i];
 		if (p->seq >= 0) {
-			ew_line(w, "const float *%s = q%d + %s * st%d + b * sb%d;", p->name, p->seq, tb,
-				p->seq, p->seq);
-		} else if (p->seq == -2) {
-			/* o<k>, ob<k>: stacked output base and batch stride; ot<k> time stride */
-			const char *k = p->base + 1;
-			ew_line(w, "float *%s = o%s + %s * ot%s + b * ob%s;", p->name, k, tb, k, k);
+			int k = p->seq;
+			ew_line(w, "const float *%s = %s + %s + %s;", p->name, R->q[k], times(R, tb, R->qt[k]),
+				times(R, "b", R->qb[k]));
+		} else if (p->seq <= -2) {
+			/* stacked output k at this row's time step */
+			int k = -2 - p->seq;
+			ew_line(w, "float *%s = %s + %s + %s;", p->name, R->o[k], times(R, tb, R->ot[k]),
+				times(R, "b", R->ob[k]));
 		} else if (!strcmp(p->ld, "0")) {
 			/* the same row for every b (inline_expr's weights) */
 			ew_line(w, "%sfloat *%s = %s;", p->is_const ? "const " : "", p->name, p->base);

@@ -228,7 +228,8 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		int k = ha.seq;
 		ew_open(w, "for (int64_t b = 0; b < %s; b++)", M);
 		ew_line(w, "rt_sgemm(0, %d, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", tb, N, K, flt(R, alpha),
-			at(R, fmt(R, "q%d + (len[b] - 1 - step) * st%d + b * sb%d", k, k, k), ha.off), ha.ld, W0, hw.ld,
+			at(R, fmt(R, "%s + %s + %s", R->q[k], times(R, "(len[b] - 1 - step)", R->qt[k]),
+				  times(R, "b", R->qb[k])), ha.off), ha.ld, W0, hw.ld,
 			betas, at(R, fmt(R, "%s + b * %s", hy.base, hy.ld), hy.off), hy.ld);
 		ew_close(w, "");
 		return;
@@ -349,14 +350,16 @@ static void emit_output_copy(rec *R, int k)
 	if (h.kind == HOME_SCALAR)
 		src = h.lit;
 	else if (h.seq >= 0)
-		src = fmt(R, "q%d + (len[b] - 1 - step) * st%d + b * sb%d%s", h.seq, h.seq, h.seq, off);
+		src = fmt(R, "%s + %s + %s%s", R->q[h.seq], times(R, "(len[b] - 1 - step)", R->qt[h.seq]),
+			  times(R, "b", R->qb[h.seq]), off);
 	else
 		src = fmt(R, "%s + %s%s", h.base, times(R, "b", h.ld), off);
 	if (k < R->nstate)
 		dst = fmt(R, "s%dn + %s", k, times(R, "b", dim(R, cols)));
 	else
-		dst = fmt(R, "o%d + %s * ot%d + b * ob%d", k - R->nstate,
-			  R->per_row_time ? "(len[b] - 1 - step)" : "t", k - R->nstate, k - R->nstate);
+		dst = fmt(R, "%s + %s + %s", R->o[k - R->nstate],
+			  times(R, R->per_row_time ? "(len[b] - 1 - step)" : "t", R->ot[k - R->nstate]),
+			  times(R, "b", R->ob[k - R->nstate]));
 	const char *rows = rec_rows(R, R->b->inputs[R->nseq]->shape.d[0]);
 	ew_line(w, "/* body output %d (%s) */", k, cm(R, v->name));
 	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows);
@@ -404,7 +407,7 @@ static void step_inputs(rec *R)
 		} else if (gm)
 			emit_deferred_step(R, k, gm);
 		else
-			ew_decl(w, fmt(R, "x%d", k), "const float *x%d = q%d + t * st%d;", k, k, k);
+			ew_decl(w, fmt(R, "x%d", k), "const float *x%d = %s + %s;", k, R->q[k], times(R, "t", R->qt[k]));
 	}
 }
 
@@ -415,9 +418,9 @@ static void direct_outputs(rec *R, int *written)
 	ir_graph *b = R->b;
 	for (int k = R->nstate; k < b->noutputs; k++)
 		if (ir_out_direct(b->outputs[k]) == k - R->nstate) {
-			ew_decl(R->w, fmt(R, "y%d", k - R->nstate), "float *y%d = o%d + t * ot%d; /* output %d's rows "
-				"of this step, written in place */", k - R->nstate, k - R->nstate, k - R->nstate,
-				k - R->nstate);
+			int j = k - R->nstate;
+			ew_decl(R->w, fmt(R, "y%d", j), "float *y%d = %s + %s; /* output %d's rows of this step, "
+				"written in place */", j, R->o[j], times(R, "t", R->ot[j]), j);
 			written[k] = 1;
 		}
 }
@@ -508,8 +511,8 @@ static void finished_rows(rec *R)
 	}
 	for (int k = 0; k < R->nout; k++)
 		if (R->n->out[R->nstate + k])
-			ew_line(w, "memset(o%d + step * ot%d + b * ob%d, 0, sizeof(float) * %s);",
-				k, k, k, count(R, dim(R, ir_cols_of(b->outputs[R->nstate + k]))));
+			ew_line(w, "memset(%s + %s + %s, 0, sizeof(float) * %s);", R->o[k], times(R, "step", R->ot[k]),
+				times(R, "b", R->ob[k]), count(R, dim(R, ir_cols_of(b->outputs[R->nstate + k]))));
 	ew_close(w, "");
 }
 

@@ -30,6 +30,8 @@ struct emit_tabs {
 	int scope0, scope1;             /* the function being printed: root nodes [scope0, scope1) */
 	const char **slot_name;         /* [nslots] their C names there (emit_slot_name), made on first use */
 	const char **slot_note;         /* [nslots] what each holds there, for comments */
+	const char **slot_member;       /* [nslots] their names as members of a callee's ws struct */
+	int scope_ws;                   /* the function takes its parts as members of `ws` */
 	/* marks: what the function being printed refers to */
 	char used_sym[IR_MAX_SYMS];
 	char *used_in, *used_out, *used_const, *used_slot;
@@ -68,6 +70,10 @@ void emit_name_syms(emit_ctx *E);
 void emit_collect_values(emit_ctx *E, ir_graph *g);
 void emit_mark_sizes(const ir_graph *g, char *s);
 void emit_weight_members(emit_ctx *E);
+/* Slot's name as a member of the struct of workspace parts that a callee
+ * (rec_<name>, backward) takes: its name without "ws_" where that stays an
+ * identifier of its own. */
+const char *emit_slot_member(emit_ctx *E, int slot);
 /* Clears the use marks, for the next function printed. */
 void emit_clear_marks(emit_ctx *E);
 /* The index of v in list[n], or -1. */

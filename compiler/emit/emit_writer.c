@@ -208,26 +208,45 @@ static size_t tok_hash(const char *s, size_t n)
 	return (size_t)h;
 }
 
+static void tok_add(ew_tokens *T, arena *A, const char *id, size_t len)
+{
+	size_t i = tok_hash(id, len) & (T->cap - 1);
+	for (; T->slot[i]; i = (i + 1) & (T->cap - 1))
+		if (strlen(T->slot[i]) == len && !memcmp(T->slot[i], id, len))
+			return;
+	T->slot[i] = arena_strndup(A, id, len);
+}
+
+/* The member access that starts with identifier id[len] ("ws->h1_h_seq":
+ * the identifier, "->", an identifier), its length in *n; 0 when none. */
+static int member_access(const char *id, size_t len, const char *e, size_t *n)
+{
+	const char *p = id + len;
+	if (p + 2 >= e || p[0] != '-' || p[1] != '>' || !ew_ident_char(p[2]) || (p[2] >= '0' && p[2] <= '9'))
+		return 0;
+	for (p += 2; p < e && ew_ident_char(*p); p++)
+		;
+	*n = (size_t)(p - id);
+	return 1;
+}
+
 ew_tokens *ew_tokens_of(arena *A, const char *text)
 {
-	size_t n = 0, len;
+	size_t n = 0, len, mlen;
 	int in_comment = 0;
 	const char *s = text, *e = text + strlen(text);
 	while (ew_next_ident(&s, e, &len, &in_comment))
 		n++;
 	ew_tokens *T = arena_alloc(A, sizeof *T);
-	for (T->cap = 16; T->cap < 2 * n + 2; T->cap *= 2)
+	for (T->cap = 16; T->cap < 4 * n + 2; T->cap *= 2)
 		;
 	T->slot = arena_array(A, T->cap, sizeof *T->slot);
 	in_comment = 0;
 	s = text;
 	for (const char *id; (id = ew_next_ident(&s, e, &len, &in_comment));) {
-		size_t i = tok_hash(id, len) & (T->cap - 1);
-		for (; T->slot[i]; i = (i + 1) & (T->cap - 1))
-			if (strlen(T->slot[i]) == len && !memcmp(T->slot[i], id, len))
-				break;
-		if (!T->slot[i])
-			T->slot[i] = arena_strndup(A, id, len);
+		tok_add(T, A, id, len);
+		if (member_access(id, len, e, &mlen))
+			tok_add(T, A, id, mlen);
 	}
 	return T;
 }
