@@ -915,56 +915,73 @@ static ir_value *dtriv_M(low *W)
 	return M;
 }
 
-static void lower_base(low *W, body *S)
+/* A base cell's states and where they start in S: h, the LSTM's c, the
+ * dynamic's states (one per gate block), Adam's and RMSprop's second one. */
+typedef struct base_states {
+	int ih, ic, iv, im;     /* -1: none */
+} base_states;
+
+static base_states add_base_states(low *W, body *S)
 {
 	const cell_def *c = W->L.c;
-	int64_t H = W->L.H, nb = gates(c), G = nb * H;
-	int ext = nag_extrapolate(c, W->L.n);
-	int plain = c->dyn == D_PLAIN;
-	/* states: h [, c], dynamic states split per gate block */
-	int ih = add_states(W, S, 0, 1), ic = -1, iv = -1, im = -1;
+	int nb = (int)gates(c);
+	base_states st = {.ih = add_states(W, S, 0, 1), .ic = -1, .iv = -1, .im = -1};
 	int next = 1;
 	if (c->kind == K_LSTM)
-		ic = add_states(W, S, next++, 1);
+		st.ic = add_states(W, S, next++, 1);
 	if (c->dyn != D_PLAIN)
-		iv = add_states(W, S, next++, (int)nb);
+		st.iv = add_states(W, S, next++, nb);
 	if (c->dyn == D_ADAM || c->dyn == D_RMSPROP)
-		im = add_states(W, S, next++, (int)nb);
-	ir_value *h = S->s[ih].in;
+		st.im = add_states(W, S, next++, nb);
+	return st;
+}
 
-	/* products: u = x W_x^T + b_x (hoisted later), r = h W_h^T (no bias) */
-	ir_value *u, *r;
+/* The products: *u = x W_x^T + b_x (hoisted later), *r = h W_h^T (no bias). */
+static void base_products(low *W, ir_value *h, ir_value **u, ir_value **r)
+{
+	const cell_def *c = W->L.c;
+	int64_t G = gates(c) * W->L.H;
+	int plain = c->dyn == D_PLAIN;
 	if (c->kind == K_DTRIV) {
-		u = gemm(W, W->x, par(W, "W_x"), NULL, 1);
-		r = gemm(W, h, dtriv_M(W), NULL, 0);
-	} else {
-		ir_value *bias = par(W, "b_x");
-		if (plain && c->kind != K_GRU && W->g->train) {
-			ir_value *in[2] = {par(W, "b_x"), par(W, "b_h")};
-			bias = ir_build_op(&W->bld, W->g, OP_ADD, 2, in);
-		} else if (plain && c->kind != K_GRU) {
-			/* b_x + b_h pre-summed into the input projection */
-			const float *bx = par_data(W, "b_x"), *bhd = par_data(W, "b_h");
-			bias = new_weight(W, "b_xh", G, 0);
-			if (!W->errors)
-				for (int64_t i = 0; i < G; i++)
-					((float *)bias->data)[i] = bx[i] + bhd[i];
-		}
-		u = gemm(W, W->x, par(W, "W_x"), bias, 1);
-		/* b_h is the step product's C wherever it is not pre-summed into
-		 * the input projection: each gate block of r then holds its part
-		 * (the GRU's r_n includes b_hn, as the cell asks), and a training
-		 * build's gradient of b_h is the column sum of the product's own
-		 * per-step gradient, not one stacked gradient per gate */
-		r = gemm(W, h, par(W, "W_h"), plain && c->kind != K_GRU ? NULL : par(W, "b_h"), 1);
+		*u = gemm(W, W->x, par(W, "W_x"), NULL, 1);
+		*r = gemm(W, h, dtriv_M(W), NULL, 0);
+		return;
 	}
+	ir_value *bias = par(W, "b_x");
+	if (plain && c->kind != K_GRU && W->g->train) {
+		ir_value *in[2] = {par(W, "b_x"), par(W, "b_h")};
+		bias = ir_build_op(&W->bld, W->g, OP_ADD, 2, in);
+	} else if (plain && c->kind != K_GRU) {
+		/* b_x + b_h pre-summed into the input projection */
+		const float *bx = par_data(W, "b_x"), *bhd = par_data(W, "b_h");
+		bias = new_weight(W, "b_xh", G, 0);
+		if (!W->errors)
+			for (int64_t i = 0; i < G; i++)
+				((float *)bias->data)[i] = bx[i] + bhd[i];
+	}
+	*u = gemm(W, W->x, par(W, "W_x"), bias, 1);
+	/* b_h is the step product's C wherever it is not pre-summed into
+	 * the input projection: each gate block of r then holds its part
+	 * (the GRU's r_n includes b_hn, as the cell asks), and a training
+	 * build's gradient of b_h is the column sum of the product's own
+	 * per-step gradient, not one stacked gradient per gate */
+	*r = gemm(W, h, par(W, "W_h"), plain && c->kind != K_GRU ? NULL : par(W, "b_h"), 1);
+}
+
+/* Each gate block's pre-activation a[k] from its parts of u and r through
+ * the input dynamic (whose new states it sets); *rn: the GRU's r_n (with
+ * b_hn), which its candidate gates. */
+static void gate_preacts(low *W, body *S, const base_states *st, ir_value *u, ir_value *r, ir_value **a,
+			 ir_value **rn)
+{
+	const cell_def *c = W->L.c;
+	int64_t H = W->L.H, nb = gates(c);
+	int ext = nag_extrapolate(c, W->L.n), iv = st->iv, im = st->im;
 	double mu = cell_opt_num(c, W->L.n, "mu"), s = cell_opt_num(c, W->L.n, "s");
 	double beta = cell_opt_num(c, W->L.n, "beta"), eps = cell_opt_num(c, W->L.n, "eps");
 	if (c->dyn == D_RMSPROP)
 		mu = 0;
 	ir_value *mut = c->dyn == D_NAG ? nag_mu(W) : NULL;
-
-	ir_value *a[4], *rn = NULL;        /* rn: the GRU's r_n (with b_hn) */
 	for (int k = 0; k < nb; k++) {
 		ir_value *uk = nb > 1 ? cols(W, W->b, u, k * H, (k + 1) * H) : u;
 		ir_value *rk = nb > 1 ? cols(W, W->b, r, k * H, (k + 1) * H) : r;
@@ -999,11 +1016,19 @@ static void lower_base(low *W, body *S)
 		}
 		if (c->kind == K_GRU && k == 2) {
 			a[k] = d;               /* n = tanh(d_n + r * r_n): r_n is gated */
-			rn = rk;
+			*rn = rk;
 		} else {
 			a[k] = add(W, d, rk);
 		}
 	}
+}
+
+/* The cell's own update from the pre-activations: the new h (and c). */
+static void base_update(low *W, body *S, const base_states *st, ir_value *const *a, ir_value *rn)
+{
+	const cell_def *c = W->L.c;
+	int ih = st->ih, ic = st->ic;
+	ir_value *h = S->s[ih].in;
 	switch (c->kind) {
 	case K_RNN:
 		S->s[ih].out = named(W, act(W, cell_opt_word(c, W->L.n, "act"), a[0]), "h_next");
@@ -1032,6 +1057,16 @@ static void lower_base(low *W, body *S)
 		UNREACHABLE();
 	}
 	S->y = S->s[ih].out;
+}
+
+/* rnn, lstm, gru and dtriv, each with any input dynamic. */
+static void lower_base(low *W, body *S)
+{
+	base_states st = add_base_states(W, S);
+	ir_value *u, *r, *a[4], *rn = NULL;     /* rn: the GRU's r_n (with b_hn) */
+	base_products(W, S->s[st.ih].in, &u, &r);
+	gate_preacts(W, S, &st, u, r, a, &rn);
+	base_update(W, S, &st, a, rn);
 }
 
 /* ---- the lowering: the other cells ------------------------------------------------------ */
@@ -1189,41 +1224,14 @@ static void lower_attn(low *W, body *S)
 
 /* ---- the lowering: the recurrence ---------------------------------------------------------- */
 
-int cell_lower(ir_graph *g, ir_node *n, diag *D)
+/* Every state of the body has a new value of its own: a value another
+ * state also is, or a state's input, is copied.  1 after reporting an
+ * internal error. */
+static int own_state_outputs(low *W, body *S, ir_node *n)
 {
-	low W0 = {.g = g, .D = D}, *W = &W0;
-	if (layer_read(&W->L, g, n, D))
-		return 1;
-	const cell_def *c = W->L.c;
-	if (!n->name || !*n->name)
-		n->name = ir_unique_name(g, c->name);
-	W->origin = arena_printf(g->A, "%s '%s'", c->name, n->name);
-	W->bld = (ir_build){.origin = W->origin, .D = D, .blame = W->L.n, .what = "lowered", .errors = &W->errors};
-	W->b = ir_graph_new(g->A, g, n->name);
-	W->x = step_value(W, "x", 2, W->L.B, W->L.I);
-	int has_step = c->dyn == D_NAG ? 1 : 0;
-	if (c->kind == K_ATTN && !strcmp(cell_opt_word(c, n, "weighting"), "length"))
-		has_step = 2;
-	if (has_step) {
-		W->t = step_value(W, "t", 0, W->L.B, 0);
-		if (has_step == 2)
-			W->len = step_value(W, "L", 0, W->L.B, 0);
-	}
-	body S0, *S = &S0;
-	memset(S, 0, sizeof *S);
-	switch (c->kind) {
-	case K_RNN: case K_LSTM: case K_GRU: case K_DTRIV: lower_base(W, S); break;
-	case K_IRNN: lower_irnn(W, S); break;
-	case K_HB: lower_hb(W, S); break;
-	case K_FAST: lower_fast(W, S); break;
-	case K_ATTN: lower_attn(W, S); break;
-	}
-	if (W->errors)
-		return W->errors;
-	ir_value *y = S->y;
 	for (int i = 0; i < S->n; i++)
 		if (!S->s[i].out) {
-			diag_node(D, n, "internal error: %s leaves state %d without a new value", c->name, i);
+			diag_node(W->D, n, "internal error: %s leaves state %d without a new value", W->L.c->name, i);
 			return 1;
 		}
 	/* a state whose new value is another state's input (or shared) needs a
@@ -1235,7 +1243,14 @@ int cell_lower(ir_graph *g, ir_node *n, diag *D)
 		if (clash)
 			S->s[i].out = op1(W, OP_IDENTITY, S->s[i].out);
 	}
-	ir_graph *b = W->b;
+	return 0;
+}
+
+/* The body's inputs (x, the states, the step counters) and outputs (the new
+ * states, then y). */
+static void body_io(low *W, body *S, ir_value *y, int has_step)
+{
+	ir_graph *b = W->b, *g = W->g;
 	b->ninputs = 1 + S->n + has_step;
 	b->inputs = arena_array(g->A, (size_t)b->ninputs, sizeof *b->inputs);
 	b->inputs[0] = W->x;
@@ -1250,12 +1265,19 @@ int cell_lower(ir_graph *g, ir_node *n, diag *D)
 	for (int i = 0; i < S->n; i++)
 		b->outputs[i] = S->s[i].out;
 	b->outputs[S->n] = y;
+}
 
-	/* the recurrence: X, initial states (cut per gate block), finals */
+/* The recurrence that replaces CELL node n, appended: X, the initial states
+ * (cut per gate block), the final states, y.  Returns the final states
+ * (fin[i]: the CELL's own output, or a [B, cols] part of it that
+ * join_finals joins). */
+static ir_value **append_recurrence(low *W, body *S, ir_node *n, int has_step)
+{
+	ir_graph *g = W->g;
 	ir_node *r = ir_node_new(g, OP_RECURRENCE, n->name, 1 + S->n, S->n + 1);
 	r->rec_source = IR_REC_CELL;
 	r->origin = W->origin;
-	r->body = b;
+	r->body = W->b;
 	r->in[0] = n->in[0];
 	for (int i = 0; i < S->n; i++) {
 		bstate *s = &S->s[i];
@@ -1294,19 +1316,61 @@ int cell_lower(ir_graph *g, ir_node *n, diag *D)
 		if (r->out[i])
 			r->out[i]->producer = r;
 	ir_append(g, r);
-	/* split final states joined back: Concat on the last axis */
+	return fin;
+}
+
+/* The final states split per gate block joined back into the CELL's
+ * outputs: a Concat on the last axis. */
+static void join_finals(low *W, body *S, ir_node *n, ir_value **fin)
+{
 	for (int i = 0; i < S->n;) {
-		bstate *s = &S->s[i];
-		int k = s->cell_state, parts = 1;
+		int k = S->s[i].cell_state, parts = 1;
 		while (i + parts < S->n && S->s[i + parts].cell_state == k)
 			parts++;
 		ir_value *want = 1 + k < n->nout ? n->out[1 + k] : NULL;
 		if (want && parts > 1) {
-			ir_node *cc = ir_build_node(&W->bld, g, OP_CONCAT, parts, fin + i, 1);
+			ir_node *cc = ir_build_node(&W->bld, W->g, OP_CONCAT, parts, fin + i, 1);
 			ir_attr_set_int(cc, "axis", 1);
 			ir_build_done(&W->bld, cc, want);
 		}
 		i += parts;
 	}
+}
+
+int cell_lower(ir_graph *g, ir_node *n, diag *D)
+{
+	low W0 = {.g = g, .D = D}, *W = &W0;
+	if (layer_read(&W->L, g, n, D))
+		return 1;
+	const cell_def *c = W->L.c;
+	if (!n->name || !*n->name)
+		n->name = ir_unique_name(g, c->name);
+	W->origin = arena_printf(g->A, "%s '%s'", c->name, n->name);
+	W->bld = (ir_build){.origin = W->origin, .D = D, .blame = W->L.n, .what = "lowered", .errors = &W->errors};
+	W->b = ir_graph_new(g->A, g, n->name);
+	W->x = step_value(W, "x", 2, W->L.B, W->L.I);
+	int has_step = c->dyn == D_NAG ? 1 : 0;
+	if (c->kind == K_ATTN && !strcmp(cell_opt_word(c, n, "weighting"), "length"))
+		has_step = 2;
+	if (has_step) {
+		W->t = step_value(W, "t", 0, W->L.B, 0);
+		if (has_step == 2)
+			W->len = step_value(W, "L", 0, W->L.B, 0);
+	}
+	body S0, *S = &S0;
+	memset(S, 0, sizeof *S);
+	switch (c->kind) {
+	case K_RNN: case K_LSTM: case K_GRU: case K_DTRIV: lower_base(W, S); break;
+	case K_IRNN: lower_irnn(W, S); break;
+	case K_HB: lower_hb(W, S); break;
+	case K_FAST: lower_fast(W, S); break;
+	case K_ATTN: lower_attn(W, S); break;
+	}
+	if (W->errors)
+		return W->errors;
+	if (own_state_outputs(W, S, n))
+		return 1;
+	body_io(W, S, S->y, has_step);
+	join_finals(W, S, n, append_recurrence(W, S, n, has_step));
 	return W->errors;
 }

@@ -695,95 +695,59 @@ static void stmt_param(cctx *c)
 	txt_end_stmt(X);
 }
 
-static void stmt_assign(cctx *c)
+/* The right side "split(x, n)" of an equation of n names (the current
+ * token is split): n Slices of equal width along the feature axis into
+ * vals; 0 after reporting (the line not yet skipped). */
+static int assign_split(cctx *c, int n, ir_value **vals)
 {
 	txt *X = c->X;
-	const txt_tok *lhs[64];
-	int n = 0;
-	do {
-		const txt_tok *t = txt_peek(X);
-		if (t->kind != TK_IDENT || n == 64) {
-			txt_error(X, t, "expected a name to assign, found %s", txt_tok_desc(X, t));
-			txt_skip_line(X);
-			return;
-		}
-		lhs[n++] = txt_next(X);
-	} while (txt_accept(X, ','));
-	const txt_tok *eq = txt_peek(X);
-	if (!txt_expect(X, '=', "after the names")) {
-		txt_skip_line(X);
-		return;
+	const txt_tok *fn = txt_next(X);
+	if (!txt_is_word(fn, "split") || !txt_accept(X, '(')) {
+		txt_error(X, fn, "several names are assigned from split(x, n)");
+		return 0;
 	}
-	int before = c->body->nnodes;
-	ir_value *vals[64];
-	if (n > 1 || (txt_is_word(txt_peek(X), "split") && txt_is_punct(txt_peek_at(X, 1), '('))) {
-		const txt_tok *fn = txt_next(X);
-		if (!txt_is_word(fn, "split") || !txt_accept(X, '(')) {
-			txt_error(X, fn, "several names are assigned from split(x, n)");
-			txt_skip_line(X);
-			return;
-		}
-		cval a;
-		int64_t parts;
-		if (!expr(c, &a) || !txt_expect(X, ',', "between split's arguments") ||
-		    !txt_parse_int(X, &parts, "the number of parts") || !txt_expect(X, ')', "to close split")) {
-			txt_skip_line(X);
-			return;
-		}
-		if (!a.v || a.v->shape.rank != 2 || a.is_param) {
-			txt_error(X, fn, "split cuts a row value [B, n]");
-			txt_skip_line(X);
-			return;
-		}
-		int64_t w = width(a.v);
-		if (parts != n || parts < 1 || w % parts) {
-			txt_error(X, fn, parts != n ? "split into %lld parts assigned to %d names"
-				  : "split of %lld columns into %d equal parts is not possible",
-				  parts != n ? (long long)parts : (long long)w, parts != n ? n : (int)parts);
-			txt_skip_line(X);
-			return;
-		}
-		int64_t ax = 1;
-		ir_value *axes = ir_const_i64(c->body, NULL, 1, &ax);
-		for (int i = 0; i < n; i++) {
-			int64_t s0 = i * (w / n), e0 = (i + 1) * (w / n);
-			ir_node *sl = ir_node_new(c->body, OP_SLICE, NULL, 4, 1);
-			sl->in[0] = a.v;
-			sl->in[1] = ir_const_i64(c->body, NULL, 1, &s0);
-			sl->in[2] = ir_const_i64(c->body, NULL, 1, &e0);
-			sl->in[3] = axes;
-			sl->out[0] = ir_value_new(c->body, NULL, VAL_TEMP, DT_UNDEF);
-			sl->out[0]->producer = sl;
-			vals[i] = finish(c, fn, sl->out[0], sl);
-			if (!vals[i]) {
-				txt_skip_line(X);
-				return;
-			}
-		}
-	} else {
-		cval a;
-		if (!expr(c, &a)) {
-			txt_skip_line(X);
-			return;
-		}
-		if (!a.v) {
-			/* a named number: keep it as a constant for later equations */
-			if (!txt_end_stmt(X))
-				return;
-			const char *nm = lhs[0]->str;
-			if (nm[strlen(nm) - 1] == '\'') {
-				txt_error(X, lhs[0], "a state's new value must be a row [B, n], not a number");
-				return;
-			}
-			cname *o = add_name(c, lhs[0], nm, NK_OPTION);
-			if (o)
-				o->k = a.k;
-			return;
-		}
-		vals[0] = a.v;
+	cval a;
+	int64_t parts;
+	if (!expr(c, &a) || !txt_expect(X, ',', "between split's arguments") ||
+	    !txt_parse_int(X, &parts, "the number of parts") || !txt_expect(X, ')', "to close split"))
+		return 0;
+	if (!a.v || a.v->shape.rank != 2 || a.is_param) {
+		txt_error(X, fn, "split cuts a row value [B, n]");
+		return 0;
 	}
-	if (!txt_end_stmt(X))
-		return;
+	int64_t w = width(a.v);
+	if (parts != n || parts < 1 || w % parts) {
+		txt_error(X, fn, parts != n ? "split into %lld parts assigned to %d names"
+			  : "split of %lld columns into %d equal parts is not possible",
+			  parts != n ? (long long)parts : (long long)w, parts != n ? n : (int)parts);
+		return 0;
+	}
+	int64_t ax = 1;
+	ir_value *axes = ir_const_i64(c->body, NULL, 1, &ax);
+	for (int i = 0; i < n; i++) {
+		int64_t s0 = i * (w / n), e0 = (i + 1) * (w / n);
+		ir_node *sl = ir_node_new(c->body, OP_SLICE, NULL, 4, 1);
+		sl->in[0] = a.v;
+		sl->in[1] = ir_const_i64(c->body, NULL, 1, &s0);
+		sl->in[2] = ir_const_i64(c->body, NULL, 1, &e0);
+		sl->in[3] = axes;
+		sl->out[0] = ir_value_new(c->body, NULL, VAL_TEMP, DT_UNDEF);
+		sl->out[0]->producer = sl;
+		vals[i] = finish(c, fn, sl->out[0], sl);
+		if (!vals[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* The names of an equation bound to its values: a primed state's name
+ * gives the state its new value (once, of the state's shape), any other
+ * name becomes a variable; the nodes made since node `before` are named
+ * after them. */
+static void bind_names(cctx *c, const txt_tok *const *lhs, int n, ir_value *const *vals, const txt_tok *eq,
+		       int before)
+{
+	txt *X = c->X;
 	for (int i = 0; i < n; i++) {
 		const char *nm = lhs[i]->str;
 		size_t len = strlen(nm);
@@ -815,6 +779,59 @@ static void stmt_assign(cctx *c)
 			name_value(c, vals[i], nm, before);
 		}
 	}
+}
+
+static void stmt_assign(cctx *c)
+{
+	txt *X = c->X;
+	const txt_tok *lhs[64];
+	int n = 0;
+	do {
+		const txt_tok *t = txt_peek(X);
+		if (t->kind != TK_IDENT || n == 64) {
+			txt_error(X, t, "expected a name to assign, found %s", txt_tok_desc(X, t));
+			txt_skip_line(X);
+			return;
+		}
+		lhs[n++] = txt_next(X);
+	} while (txt_accept(X, ','));
+	const txt_tok *eq = txt_peek(X);
+	if (!txt_expect(X, '=', "after the names")) {
+		txt_skip_line(X);
+		return;
+	}
+	int before = c->body->nnodes;
+	ir_value *vals[64];
+	if (n > 1 || (txt_is_word(txt_peek(X), "split") && txt_is_punct(txt_peek_at(X, 1), '('))) {
+		if (!assign_split(c, n, vals)) {
+			txt_skip_line(X);
+			return;
+		}
+	} else {
+		cval a;
+		if (!expr(c, &a)) {
+			txt_skip_line(X);
+			return;
+		}
+		if (!a.v) {
+			/* a named number: keep it as a constant for later equations */
+			if (!txt_end_stmt(X))
+				return;
+			const char *nm = lhs[0]->str;
+			if (nm[strlen(nm) - 1] == '\'') {
+				txt_error(X, lhs[0], "a state's new value must be a row [B, n], not a number");
+				return;
+			}
+			cname *o = add_name(c, lhs[0], nm, NK_OPTION);
+			if (o)
+				o->k = a.k;
+			return;
+		}
+		vals[0] = a.v;
+	}
+	if (!txt_end_stmt(X))
+		return;
+	bind_names(c, lhs, n, vals, eq, before);
 }
 
 /* Reads the header "cell NAME(x; s1, s2[size])" into names. */
@@ -862,17 +879,12 @@ static int header(cctx *c)
 	return txt_expect(X, ')', "after the states") && txt_expect(X, '{', "to open the cell's body");
 }
 
-ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer *L)
+/* The layer's hidden=N (the size H; init= is pytorch or absent): 0 after
+ * reporting. */
+static int layer_hidden(cctx *c)
 {
-	int save = X->pos;
-	cctx c0 = {0}, *c = &c0;
-	c->X = X;
-	c->root = g;
-	c->L = L;
-	c->def = def;
-	c->nerr0 = X->D->nerrors;
-	c->I = L->x->shape.d[2].k;
-	c->B = L->x->shape.d[1 - L->seq_axis];
+	txt *X = c->X;
+	txt_layer *L = c->L;
 	txt_opt *hid = NULL;
 	for (int i = 0; i < L->nopts; i++)
 		if (!strcmp(L->opts[i].name, "hidden")) {
@@ -885,22 +897,38 @@ ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer 
 		}
 	if (!hid || hid->is_string || hid->num != floor(hid->num) || hid->num < 1 || hid->num > (1 << 20)) {
 		txt_error(X, hid ? hid->at : L->at, "cell '%s' needs hidden=N, a positive integer (the size H)",
-			  def->name);
-		X->pos = save;
-		return NULL;
+			  c->def->name);
+		return 0;
 	}
 	c->H = (int64_t)hid->num;
-	c->body = ir_graph_new(X->A, g, arena_printf(X->A, "%s.step", L->name));
-	for (int i = def->first; i <= def->last; i++)
-		if (X->t[i].kind == TK_IDENT && !strcmp(X->t[i].str, "t")) {
-			c->step = ir_value_new(c->body, arena_printf(X->A, "%s.t", L->name), VAL_STEP, DT_F32);
-			c->step->shape.rank = 0;
-			break;
-		}
-	if (!header(c)) {
-		X->pos = save;
-		return NULL;
+	return 1;
+}
+
+/* The line "out EXPR" (the word read): the per-step output. */
+static void stmt_out(cctx *c, const txt_tok *t)
+{
+	txt *X = c->X;
+	cval a;
+	if (c->out)
+		txt_error(X, t, "a cell has one 'out' line");
+	if (!expr(c, &a)) {
+		txt_skip_line(X);
+		return;
 	}
+	if (!a.v || a.is_param || a.v->shape.rank != 2) {
+		txt_error(X, t, "the output is a row value [B, n]");
+		txt_skip_line(X);
+		return;
+	}
+	c->out = a.v;
+	txt_end_stmt(X);
+}
+
+/* The body's lines up to its closing brace: options and parameters first,
+ * then equations and the out line. */
+static void read_body(cctx *c)
+{
+	txt *X = c->X;
 	while (txt_peek(X)->kind != TK_EOF && !txt_is_punct(txt_peek(X), '}')) {
 		const txt_tok *t = txt_peek(X);
 		X->stmt_start = X->pos;
@@ -924,45 +952,42 @@ ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer 
 		if (!start_body(c))
 			break;
 		if (txt_accept_word(X, "out")) {
-			cval a;
-			if (c->out)
-				txt_error(X, t, "a cell has one 'out' line");
-			if (!expr(c, &a)) {
-				txt_skip_line(X);
-				continue;
-			}
-			if (!a.v || a.is_param || a.v->shape.rank != 2) {
-				txt_error(X, t, "the output is a row value [B, n]");
-				txt_skip_line(X);
-				continue;
-			}
-			c->out = a.v;
-			txt_end_stmt(X);
+			stmt_out(c, t);
 			continue;
 		}
 		stmt_assign(c);
 	}
-	const txt_tok *end = txt_peek(X);
-	X->pos = save;
-	if (failed(c) || !start_body(c))
-		return NULL;
+}
+
+/* Every state has its new value, and the per-step output is the out line's
+ * (else the first state's new value): 0 after reporting at end. */
+static int check_results(cctx *c, const txt_tok *end)
+{
+	txt *X = c->X;
 	for (int i = 0; i < c->nnames; i++)
 		if (c->names[i].kind == NK_STATE && !c->names[i].next) {
 			txt_error(X, end, "state %s of cell '%s' never gets its new value (%s' = ...)",
-				  c->names[i].name, def->name, c->names[i].name);
-			return NULL;
+				  c->names[i].name, c->def->name, c->names[i].name);
+			return 0;
 		}
 	if (!c->out) {
 		for (int i = 0; i < c->nnames && !c->out; i++)
 			if (c->names[i].kind == NK_STATE)
 				c->out = c->names[i].next;
 		if (!c->out) {
-			txt_error(X, end, "cell '%s' has no state and no 'out' line", def->name);
-			return NULL;
+			txt_error(X, end, "cell '%s' has no state and no 'out' line", c->def->name);
+			return 0;
 		}
 	}
-	/* body outputs: new states, then the per-step output; a value the body
-	 * did not compute (an input, a parameter) is copied by an Identity */
+	return 1;
+}
+
+/* Body outputs: new states, then the per-step output; a value the body did
+ * not compute (an input, a parameter) is copied by an Identity.  0 after
+ * reporting. */
+static int body_outputs(cctx *c, const txt_tok *end)
+{
+	txt *X = c->X;
 	int nout = c->nstates + 1;
 	c->body->outputs = arena_array(X->A, (size_t)nout, sizeof *c->body->outputs);
 	for (int i = 0, k = 0; i < c->nnames; i++)
@@ -976,14 +1001,23 @@ ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer 
 			continue;
 		ir_value *cp = emit(c, end, OP_IDENTITY, 1, v, NULL, NULL);
 		if (!finish(c, end, cp, cp->producer))
-			return NULL;
+			return 0;
 		c->body->outputs[k] = cp;
 	}
-	/* the recurrence */
+	return 1;
+}
+
+/* The RECURRENCE of the layer over the body, appended to g; its per-step
+ * output [T, B, n] (or [B, T, n]). */
+static ir_value *append_recurrence(cctx *c, ir_graph *g)
+{
+	txt *X = c->X;
+	txt_layer *L = c->L;
+	int nout = c->nstates + 1;
 	ir_node *r = ir_node_new(g, OP_RECURRENCE, L->name, 1 + c->nstates, nout);
 	r->body = c->body;
-	r->origin = arena_printf(X->A, "cell %s", def->name);
-	r->op_type = arena_strdup(X->A, def->name);
+	r->origin = arena_printf(X->A, "cell %s", c->def->name);
+	r->op_type = arena_strdup(X->A, c->def->name);
 	r->rec_source = IR_REC_CELL_DEF;
 	r->in[0] = L->x;
 	ir_attr_set_int(r, "n_seq", 1);
@@ -1002,6 +1036,40 @@ ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer 
 	r->out[nout - 1] = y;
 	ir_append(g, r);
 	return y;
+}
+
+ir_value *txt_cell_apply(txt *X, ir_graph *g, const txt_celldef *def, txt_layer *L)
+{
+	int save = X->pos;
+	cctx c0 = {0}, *c = &c0;
+	c->X = X;
+	c->root = g;
+	c->L = L;
+	c->def = def;
+	c->nerr0 = X->D->nerrors;
+	c->I = L->x->shape.d[2].k;
+	c->B = L->x->shape.d[1 - L->seq_axis];
+	if (!layer_hidden(c)) {
+		X->pos = save;
+		return NULL;
+	}
+	c->body = ir_graph_new(X->A, g, arena_printf(X->A, "%s.step", L->name));
+	for (int i = def->first; i <= def->last; i++)
+		if (X->t[i].kind == TK_IDENT && !strcmp(X->t[i].str, "t")) {
+			c->step = ir_value_new(c->body, arena_printf(X->A, "%s.t", L->name), VAL_STEP, DT_F32);
+			c->step->shape.rank = 0;
+			break;
+		}
+	if (!header(c)) {
+		X->pos = save;
+		return NULL;
+	}
+	read_body(c);
+	const txt_tok *end = txt_peek(X);
+	X->pos = save;
+	if (failed(c) || !start_body(c) || !check_results(c, end) || !body_outputs(c, end))
+		return NULL;
+	return append_recurrence(c, g);
 }
 
 void txt_cell_check(txt *X, const txt_celldef *c)

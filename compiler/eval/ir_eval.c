@@ -765,6 +765,127 @@ static ev_tensor *time_slice(ev_run *r, const ev_tensor *x, int a, int64_t t)
 	return o;
 }
 
+/* A RECURRENCE node as eval_recurrence runs it. */
+typedef struct rec_ev {
+	ir_node *n;
+	ir_graph *b;                    /* its body */
+	ev_tensor **in;                 /* its inputs' values */
+	int nseq, ns, nout, hs, rev;    /* n_seq, n_state, n_out, has_step, reverse */
+	const ir_attr *sa;              /* seq_axis */
+	int64_t T, B;
+	const ev_tensor *L;             /* the lengths (has_lens), or NULL */
+	ev_tensor ***ys;                /* [nout][T] the per-step outputs of each step */
+} rec_ev;
+
+/* Step q of row `row` (time t of `steps`): the body's inputs fed (slice t
+ * of each sequence, the states cur, the step counters), its nodes run, its
+ * new states into cur and its per-step outputs into ys (with lengths, row
+ * `row` of them alone). */
+static int rec_step(ev_run *r, rec_ev *e, ev_tensor **cur, int64_t q, int64_t t, int64_t steps, int64_t row)
+{
+	ir_graph *b = e->b;
+	int nseq = e->nseq, ns = e->ns;
+	for (int k = 0; k < nseq; k++) {
+		int a = e->sa && e->sa->n > k ? (int)e->sa->ints[k] : 0;
+		put(r, b->inputs[k], time_slice(r, e->in[k], a, t));
+	}
+	for (int k = 0; k < ns; k++)
+		put(r, b->inputs[nseq + k], cur[k]);
+	if (e->hs >= 1) {
+		ev_tensor *tv = ev_new(r, DT_F32, 0, NULL);
+		tv->x[0] = (double)(q + 1);
+		put(r, b->inputs[nseq + ns], tv);
+	}
+	if (e->hs == 2) {
+		ev_tensor *lv = ev_new(r, DT_F32, 0, NULL);
+		lv->x[0] = (double)steps;
+		put(r, b->inputs[nseq + ns + 1], lv);
+	}
+	if (eval_graph_nodes(r, b))
+		return 1;
+	for (int k = 0; k < ns; k++) {
+		cur[k] = ev_get(r, b->outputs[k]);
+		if (!cur[k])
+			return ev_stop(r, e->n, "the body's state output %d was not computed", k);
+	}
+	for (int j = 0; j < e->nout; j++) {
+		ev_tensor *y = ev_get(r, b->outputs[ns + j]);
+		if (!y)
+			return ev_stop(r, e->n, "the body's output %d was not computed", j);
+		if (!e->L) {
+			e->ys[j][t] = y;
+		} else {        /* row `row` of y into the stacked output */
+			if (!e->ys[j][t])
+				e->ys[j][t] = ev_new(r, y->dt, y->rank, y->d);
+			int64_t per = y->n / e->B;
+			memcpy(e->ys[j][t]->x + row * per, y->x + row * per, (size_t)per * sizeof *y->x);
+		}
+	}
+	return 0;
+}
+
+/* Row `row` run over its steps from the initial states st (without lengths,
+ * the one row is the whole batch), its final states into fin. */
+static int rec_row(ev_run *r, rec_ev *e, ev_tensor **st, ev_tensor **fin, int64_t row)
+{
+	int ns = e->ns;
+	int64_t T = e->T;
+	/* with lengths, the state rows of row `row` alone are followed:
+	 * the whole batch runs, and only row `row`'s results are kept */
+	ev_tensor **cur = arena_array(r->A, (size_t)ns + 1, sizeof *cur);
+	memcpy(cur, st, (size_t)ns * sizeof *cur);
+	int64_t steps = e->L ? ev_ival(e->L, row) : T;
+	if (steps < 0 || steps > T)
+		return ev_stop(r, e->n, "sequence length %lld of row %lld outside [0, %lld]", (long long)steps,
+			    (long long)row, (long long)T);
+	for (int64_t q = 0; q < steps; q++)
+		if (rec_step(r, e, cur, q, e->rev ? steps - 1 - q : q, steps, row))
+			return 1;
+	for (int k = 0; k < ns; k++) {
+		if (!e->L) {
+			fin[k] = cur[k];
+		} else {
+			int64_t per = cur[k]->n / e->B;
+			memcpy(fin[k]->x + row * per, cur[k]->x + row * per, (size_t)per * sizeof *fin[k]->x);
+		}
+	}
+	return 0;
+}
+
+/* Per-step output j stacked along its out_axis a: the steps' values, zero
+ * where a row had no such step (the IR's shape when no step ran). */
+static int rec_stack(ev_run *r, const ir_graph *g, rec_ev *e, int j, int a, ev_tensor **out)
+{
+	ir_node *n = e->n;
+	int64_t T = e->T;
+	ev_tensor *y0 = NULL;
+	for (int64_t t = 0; t < T && !y0; t++)
+		y0 = e->ys[j][t];
+	int64_t yd[IR_MAX_RANK];
+	if (!y0) {          /* no step ran: the shape from the IR */
+		if (ev_shape_of(r, g, n->out[e->ns + j], yd) < 0)
+			return ev_stop(r, n, "stacked output %d of no step", j);
+		*out = ev_new(r, n->out[e->ns + j]->dtype, n->out[e->ns + j]->shape.rank, yd);
+		return 0;
+	}
+	int k = 0;
+	for (int i = 0; i <= y0->rank; i++)
+		yd[i] = i == a ? T : y0->d[k++];
+	ev_tensor *o = ev_new(r, y0->dt, y0->rank + 1, yd);
+	int64_t outer = 1, inner = 1;
+	for (int i = 0; i < a; i++)
+		outer *= yd[i];
+	for (int i = a + 1; i <= y0->rank; i++)
+		inner *= yd[i];
+	for (int64_t t = 0; t < T; t++)
+		if (e->ys[j][t])       /* rows past their length stay zero */
+			for (int64_t p = 0; p < outer; p++)
+				memcpy(o->x + (p * T + t) * inner, e->ys[j][t]->x + p * inner,
+				       (size_t)inner * sizeof *o->x);
+	*out = o;
+	return 0;
+}
+
 static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	ir_graph *b = n->body;
@@ -776,7 +897,8 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 		return ev_noref(r, n, "a recurrence of a form the reference does not know");
 	int ax0 = sa && sa->n ? (int)sa->ints[0] : 0;
 	const ev_tensor *x0 = in[0];
-	int64_t T = x0->d[ax0], B = x0->d[1 - ax0];
+	rec_ev e = {.n = n, .b = b, .in = in, .nseq = nseq, .ns = ns, .nout = nout, .hs = hs, .rev = rev,
+		    .sa = sa, .T = x0->d[ax0], .B = x0->d[1 - ax0]};
 	ev_tensor **st = arena_array(r->A, (size_t)ns + 1, sizeof *st);
 	for (int k = 0; k < ns; k++) {
 		st[k] = in[nseq + k];
@@ -786,310 +908,24 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 				return ev_stop(r, n, "the shape of state %d is not known", k);
 		}
 	}
-	const ev_tensor *L = lens ? in[nseq + ns] : NULL;
+	e.L = lens ? in[nseq + ns] : NULL;
 	/* per row when lengths are given: each row's own steps (a row b runs
 	 * lens[b] steps, reverse from its last valid one) */
-	int64_t rows = L ? B : 1;
-	ev_tensor ***ys = arena_array(r->A, (size_t)nout + 1, sizeof *ys);
+	int64_t rows = e.L ? e.B : 1;
+	e.ys = arena_array(r->A, (size_t)nout + 1, sizeof *e.ys);
 	for (int j = 0; j < nout; j++)
-		ys[j] = arena_array(r->A, (size_t)T + 1, sizeof *ys[j]);
+		e.ys[j] = arena_array(r->A, (size_t)e.T + 1, sizeof *e.ys[j]);
 	ev_tensor **fin = arena_array(r->A, (size_t)ns + 1, sizeof *fin);
 	for (int k = 0; k < ns; k++)
 		fin[k] = ev_new(r, st[k]->dt, st[k]->rank, st[k]->d);
-	for (int64_t row = 0; row < rows; row++) {
-		/* with lengths, the state rows of row `row` alone are followed:
-		 * the whole batch runs, and only row `row`'s results are kept */
-		ev_tensor **cur = arena_array(r->A, (size_t)ns + 1, sizeof *cur);
-		memcpy(cur, st, (size_t)ns * sizeof *cur);
-		int64_t steps = L ? ev_ival(L, row) : T;
-		if (steps < 0 || steps > T)
-			return ev_stop(r, n, "sequence length %lld of row %lld outside [0, %lld]", (long long)steps,
-				    (long long)row, (long long)T);
-		for (int64_t q = 0; q < steps; q++) {
-			int64_t t = rev ? steps - 1 - q : q;
-			for (int k = 0; k < nseq; k++) {
-				int a = sa && sa->n > k ? (int)sa->ints[k] : 0;
-				put(r, b->inputs[k], time_slice(r, in[k], a, t));
-			}
-			for (int k = 0; k < ns; k++)
-				put(r, b->inputs[nseq + k], cur[k]);
-			if (hs >= 1) {
-				ev_tensor *tv = ev_new(r, DT_F32, 0, NULL);
-				tv->x[0] = (double)(q + 1);
-				put(r, b->inputs[nseq + ns], tv);
-			}
-			if (hs == 2) {
-				ev_tensor *lv = ev_new(r, DT_F32, 0, NULL);
-				lv->x[0] = (double)steps;
-				put(r, b->inputs[nseq + ns + 1], lv);
-			}
-			if (eval_graph_nodes(r, b))
-				return 1;
-			for (int k = 0; k < ns; k++) {
-				cur[k] = ev_get(r, b->outputs[k]);
-				if (!cur[k])
-					return ev_stop(r, n, "the body's state output %d was not computed", k);
-			}
-			for (int j = 0; j < nout; j++) {
-				ev_tensor *y = ev_get(r, b->outputs[ns + j]);
-				if (!y)
-					return ev_stop(r, n, "the body's output %d was not computed", j);
-				if (!L) {
-					ys[j][t] = y;
-				} else {        /* row `row` of y into the stacked output */
-					if (!ys[j][t])
-						ys[j][t] = ev_new(r, y->dt, y->rank, y->d);
-					int64_t per = y->n / B;
-					memcpy(ys[j][t]->x + row * per, y->x + row * per, (size_t)per * sizeof *y->x);
-				}
-			}
-		}
-		for (int k = 0; k < ns; k++) {
-			if (!L) {
-				fin[k] = cur[k];
-			} else {
-				int64_t per = cur[k]->n / B;
-				memcpy(fin[k]->x + row * per, cur[k]->x + row * per, (size_t)per * sizeof *fin[k]->x);
-			}
-		}
-	}
+	for (int64_t row = 0; row < rows; row++)
+		if (rec_row(r, &e, st, fin, row))
+			return 1;
 	for (int k = 0; k < ns; k++)
 		out[k] = fin[k];
-	for (int j = 0; j < nout; j++) {
-		if (!n->out[ns + j])
-			continue;
-		int a = oa && oa->n > j ? (int)oa->ints[j] : 0;
-		ev_tensor *y0 = NULL;
-		for (int64_t t = 0; t < T && !y0; t++)
-			y0 = ys[j][t];
-		int64_t yd[IR_MAX_RANK];
-		if (!y0) {          /* no step ran: the shape from the IR */
-			if (ev_shape_of(r, g, n->out[ns + j], yd) < 0)
-				return ev_stop(r, n, "stacked output %d of no step", j);
-			out[ns + j] = ev_new(r, n->out[ns + j]->dtype, n->out[ns + j]->shape.rank, yd);
-			continue;
-		}
-		int k = 0;
-		for (int i = 0; i <= y0->rank; i++)
-			yd[i] = i == a ? T : y0->d[k++];
-		ev_tensor *o = ev_new(r, y0->dt, y0->rank + 1, yd);
-		int64_t outer = 1, inner = 1;
-		for (int i = 0; i < a; i++)
-			outer *= yd[i];
-		for (int i = a + 1; i <= y0->rank; i++)
-			inner *= yd[i];
-		for (int64_t t = 0; t < T; t++)
-			if (ys[j][t])       /* rows past their length stay zero */
-				for (int64_t p = 0; p < outer; p++)
-					memcpy(o->x + (p * T + t) * inner, ys[j][t]->x + p * inner,
-					       (size_t)inner * sizeof *o->x);
-		out[ns + j] = o;
-	}
-	return 0;
-}
-
-
-/* ---- ONNX LSTM, GRU, RNN (the specification's equations) --------------------------------- */
-
-/* An activation the RNN operators name, with its alpha and beta. */
-typedef struct ract {
-	const char *name;
-	double alpha, beta;
-} ract;
-
-static int lower_eq(const char *a, const char *b)
-{
-	for (; *a && *b; a++, b++)
-		if ((*a | 32) != (*b | 32))
-			return 0;
-	return *a == *b;
-}
-
-/* The ONNX RNN activations; activation_alpha/beta are consumed in order by
- * the functions that take them (ONNX Runtime's reading), else defaults. */
-static double ract_apply(const ract *f, double x)
-{
-	const char *n = f->name;
-	if (lower_eq(n, "Sigmoid")) return 1 / (1 + exp(-x));
-	if (lower_eq(n, "Tanh")) return tanh(x);
-	if (lower_eq(n, "Relu")) return x > 0 ? x : 0;
-	if (lower_eq(n, "Affine")) return f->alpha * x + f->beta;
-	if (lower_eq(n, "LeakyRelu")) return x >= 0 ? x : f->alpha * x;
-	if (lower_eq(n, "ThresholdedRelu")) return x > f->alpha ? x : 0;
-	if (lower_eq(n, "ScaledTanh")) return f->alpha * tanh(f->beta * x);
-	if (lower_eq(n, "HardSigmoid")) return fmax(0, fmin(1, f->alpha * x + f->beta));
-	if (lower_eq(n, "Elu")) return x >= 0 ? x : f->alpha * (exp(x) - 1);
-	if (lower_eq(n, "Softsign")) return x / (1 + fabs(x));
-	return log(1 + exp(x));     /* Softplus (ract_of accepted only these names) */
-}
-
-static int ract_of(ev_run *r, const ir_node *n, int nact, int ndir, ract *acts)
-{
-	static const char *const lstm[] = {"Sigmoid", "Tanh", "Tanh"}, *const gru[] = {"Sigmoid", "Tanh"},
-				 *const rnn[] = {"Tanh"};
-	static const char *const known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
-					    "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
-	const char *const *def = nact == 3 ? lstm : nact == 2 ? gru : rnn;
-	ir_attr *nm = ir_attr_find(n, "activations"), *al = ir_attr_find(n, "activation_alpha"),
-		*be = ir_attr_find(n, "activation_beta");
-	int ia = 0, ib = 0;
-	for (int k = 0; k < nact * ndir; k++) {
-		const char *name = nm && nm->n > 0 ? nm->strings[k % nm->n] : def[k % nact];
-		int ok = 0;
-		for (size_t j = 0; j < sizeof known / sizeof *known; j++)
-			ok |= lower_eq(name, known[j]);
-		if (!ok)
-			return ev_noref(r, n, "activation %s has no reference", name);
-		int takes_a = lower_eq(name, "LeakyRelu") || lower_eq(name, "ThresholdedRelu") || lower_eq(name, "Elu") ||
-			      lower_eq(name, "Affine") || lower_eq(name, "ScaledTanh") || lower_eq(name, "HardSigmoid");
-		int takes_b = lower_eq(name, "Affine") || lower_eq(name, "ScaledTanh") || lower_eq(name, "HardSigmoid");
-		double da = lower_eq(name, "LeakyRelu") ? 0.01 : lower_eq(name, "HardSigmoid") ? 0.2 : 1.0;
-		double db = lower_eq(name, "HardSigmoid") ? 0.5 : lower_eq(name, "Affine") ? 0.0 : 1.0;
-		acts[k].name = name;
-		acts[k].alpha = takes_a && al && ia < al->n ? al->floats[ia++] : da;
-		acts[k].beta = takes_b && be && ib < be->n ? be->floats[ib++] : db;
-	}
-	return 0;
-}
-
-static int eval_rnn(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
-{
-	int G = n->op == OP_LSTM ? 4 : n->op == OP_GRU ? 3 : 1, nact = n->op == OP_LSTM ? 3 : n->op == OP_GRU ? 2 : 1;
-	const char *dir = ir_attr_string(n, "direction", "forward");
-	int D = !strcmp(dir, "bidirectional") ? 2 : 1, rev0 = !strcmp(dir, "reverse");
-	int layout = (int)ir_attr_int(n, "layout", 0), lbr = (int)ir_attr_int(n, "linear_before_reset", 0);
-	int coupled = (int)ir_attr_int(n, "input_forget", 0);
-	ir_attr *ca = ir_attr_find(n, "clip");
-	double clip = ca ? ca->f : -1;
-	const ev_tensor *X = in[0], *W = in[1], *R = in[2], *Bv = n->nin > 3 ? in[3] : NULL;
-	const ev_tensor *L = n->nin > 4 ? in[4] : NULL, *H0 = n->nin > 5 ? in[5] : NULL;
-	const ev_tensor *C0 = n->op == OP_LSTM && n->nin > 6 ? in[6] : NULL, *P = n->op == OP_LSTM && n->nin > 7 ? in[7] : NULL;
-	if (X->rank != 3)
-		return ev_stop(r, n, "X of rank %d", X->rank);
-	int64_t T = layout ? X->d[1] : X->d[0], B = layout ? X->d[0] : X->d[1], I = X->d[2];
-	int64_t H = ir_attr_int(n, "hidden_size", R->d[2]);
-	ract acts[6];
-	if (ract_of(r, n, nact, D, acts))
-		return 1;
-	int64_t yd[4] = {T, D, B, H}, hd[3] = {D, B, H};
-	if (layout) {
-		yd[0] = B;
-		yd[1] = T;
-		yd[2] = D;
-		hd[0] = B;
-		hd[1] = D;
-	}
-	ev_tensor *Y = ev_new(r, DT_F32, 4, yd), *Yh = ev_new(r, DT_F32, 3, hd), *Yc = ev_new(r, DT_F32, 3, hd);
-	double *h = arena_array(r->A, (size_t)H, sizeof *h), *c = arena_array(r->A, (size_t)H, sizeof *c);
-	double *a = arena_array(r->A, (size_t)(G * H), sizeof *a), *rh = arena_array(r->A, (size_t)H, sizeof *rh);
-#define XV(t, b, i) X->x[layout ? ((b) * T + (t)) * I + (i) : ((t) * B + (b)) * I + (i)]
-#define ST(v, d, b) ((layout ? ((b) * D + (d)) : ((d) * B + (b))) * H)
-	for (int d = 0; d < D; d++) {
-		int rev = D == 2 ? d == 1 : rev0;
-		const ract *f = acts + d * nact;
-		const double *w = W->x + d * G * H * I, *rr = R->x + d * G * H * H;
-		const double *wb = Bv ? Bv->x + d * 2 * G * H : NULL, *rb = wb ? wb + G * H : NULL;
-		const double *p = P ? P->x + d * 3 * H : NULL;
-		for (int64_t b = 0; b < B; b++) {
-			int64_t len = L ? ev_ival(L, b) : T;
-			if (len < 0 || len > T)
-				return ev_stop(r, n, "sequence_lens[%lld] = %lld", (long long)b, (long long)len);
-			for (int64_t j = 0; j < H; j++) {
-				h[j] = H0 ? H0->x[ST(H0, d, b) + j] : 0;
-				c[j] = C0 ? C0->x[ST(C0, d, b) + j] : 0;
-			}
-			for (int64_t q = 0; q < len; q++) {
-				int64_t t = rev ? len - 1 - q : q;
-				for (int64_t g = 0; g < G * H; g++) {
-					double s = wb ? wb[g] : 0;
-					for (int64_t i = 0; i < I; i++)
-						s += XV(t, b, i) * w[g * I + i];
-					a[g] = s;
-				}
-				if (n->op == OP_LSTM) {         /* gates i o f c */
-					for (int64_t g = 0; g < G * H; g++) {
-						double s = rb ? rb[g] : 0;
-						for (int64_t k = 0; k < H; k++)
-							s += h[k] * rr[g * H + k];
-						a[g] += s;
-					}
-					for (int64_t j = 0; j < H; j++) {
-						double ai = a[j] + (p ? p[j] * c[j] : 0), af = a[2 * H + j] + (p ? p[2 * H + j] * c[j] : 0);
-						double ac = a[3 * H + j];
-						if (clip >= 0) {
-							ai = fmax(-clip, fmin(clip, ai));
-							af = fmax(-clip, fmin(clip, af));
-							ac = fmax(-clip, fmin(clip, ac));
-						}
-						double ig = ract_apply(&f[0], ai), fg = coupled ? 1 - ig : ract_apply(&f[0], af);
-						c[j] = fg * c[j] + ig * ract_apply(&f[1], ac);
-						double ao = a[H + j] + (p ? p[H + j] * c[j] : 0);
-						if (clip >= 0)
-							ao = fmax(-clip, fmin(clip, ao));
-						rh[j] = ract_apply(&f[0], ao) * ract_apply(&f[2], c[j]);
-					}
-				} else if (n->op == OP_GRU) {   /* gates z r h */
-					double *hr = arena_array(r->A, (size_t)(G * H), sizeof *hr);
-					for (int64_t g = 0; g < G * H; g++) {
-						double s = rb ? rb[g] : 0;
-						for (int64_t k = 0; k < H; k++)
-							s += h[k] * rr[g * H + k];
-						hr[g] = s;
-					}
-					for (int64_t j = 0; j < H; j++) {
-						double az = a[j] + hr[j], ar = a[H + j] + hr[H + j];
-						if (clip >= 0) {
-							az = fmax(-clip, fmin(clip, az));
-							ar = fmax(-clip, fmin(clip, ar));
-						}
-						double z = ract_apply(&f[0], az), rg = ract_apply(&f[0], ar), ah;
-						if (lbr) {
-							ah = a[2 * H + j] + rg * hr[2 * H + j];
-						} else {
-							double s = rb ? rb[2 * H + j] : 0;
-							for (int64_t k = 0; k < H; k++) {
-								double rk = ract_apply(&f[0], clip >= 0 ?
-									fmax(-clip, fmin(clip, a[H + k] + hr[H + k])) : a[H + k] + hr[H + k]);
-								s += rk * h[k] * rr[(2 * H + j) * H + k];
-							}
-							ah = a[2 * H + j] + s;
-						}
-						if (clip >= 0)
-							ah = fmax(-clip, fmin(clip, ah));
-						rh[j] = (1 - z) * ract_apply(&f[1], ah) + z * h[j];
-					}
-				} else {
-					for (int64_t j = 0; j < H; j++) {
-						double s = a[j] + (rb ? rb[j] : 0);
-						for (int64_t k = 0; k < H; k++)
-							s += h[k] * rr[j * H + k];
-						if (clip >= 0)
-							s = fmax(-clip, fmin(clip, s));
-						rh[j] = ract_apply(&f[0], s);
-					}
-				}
-				memcpy(h, rh, (size_t)H * sizeof *h);
-				for (int64_t j = 0; j < H; j++) {
-					double v = ev_as_type(DT_F32, h[j]);
-					if (layout)
-						Y->x[((b * T + t) * D + d) * H + j] = v;
-					else
-						Y->x[((t * D + d) * B + b) * H + j] = v;
-				}
-			}
-			for (int64_t j = 0; j < H; j++) {
-				Yh->x[ST(Yh, d, b) + j] = ev_as_type(DT_F32, h[j]);
-				Yc->x[ST(Yc, d, b) + j] = ev_as_type(DT_F32, c[j]);
-			}
-		}
-	}
-#undef XV
-#undef ST
-	out[0] = Y;
-	if (n->nout > 1)
-		out[1] = Yh;
-	if (n->nout > 2)
-		out[2] = Yc;
+	for (int j = 0; j < nout; j++)
+		if (n->out[ns + j] && rec_stack(r, g, &e, j, oa && oa->n > j ? (int)oa->ints[j] : 0, &out[ns + j]))
+			return 1;
 	return 0;
 }
 
@@ -1242,11 +1078,72 @@ static int resolved_away(ir_op op)
 	}
 }
 
-/* One node run on its inputs' values, one case per operator: a table, long by design. */
-static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
+/* Cast, and CastLike: Cast to the type of its second input, which stands
+ * for FLOAT16 / BFLOAT16 when narrow (infer turns it into that Cast; it
+ * runs as CastLike in a graph as loaded, eval_ref). */
+static int eval_cast(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
-	ev_tensor **in = arena_array(r->A, (size_t)n->nin + 1, sizeof *in);
-	ev_tensor **out = arena_array(r->A, (size_t)n->nout + 1, sizeof *out);
+	const ir_value *like = n->op == OP_CASTLIKE ? n->in[1] : NULL;
+	ev_tensor *o = ev_new(r, like ? like->dtype : n->out[0]->dtype, in[0]->rank, in[0]->d);
+	ir_dtype to = like ? (like->narrow ? like->narrow : like->dtype) : (ir_dtype)ir_attr_int(n, "to", o->dt);
+	int narrow = (to == DT_F16 || to == DT_BF16) && ev_is_float(o->dt);
+	for (int64_t e = 0; e < o->n; e++)
+		o->x[e] = narrow ? narrow_round(to, in[0]->x[e]) : ev_as_type(o->dt, in[0]->x[e]);
+	out[0] = o;
+	return 0;
+}
+
+/* Shape: the sizes of axes start .. end of its input. */
+static int eval_shape(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	int64_t s0 = ir_attr_int(n, "start", 0), e0 = ir_attr_int(n, "end", in[0]->rank);
+	s0 = ev_norm_axis(s0, in[0]->rank);
+	e0 = e0 > in[0]->rank ? in[0]->rank : ev_norm_axis(e0, in[0]->rank);
+	s0 = s0 < 0 ? 0 : s0;
+	int64_t len = e0 > s0 ? e0 - s0 : 0;
+	ev_tensor *o = ev_new(r, DT_I64, 1, &len);
+	for (int64_t i = 0; i < len; i++)
+		o->x[i] = (double)in[0]->d[s0 + i];
+	out[0] = o;
+	return 0;
+}
+
+/* ConstantOfShape: attribute value (0 without it) in the shape its input gives. */
+static int eval_constofshape(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	int64_t d[IR_MAX_RANK];
+	int rank = (int)in[0]->n;
+	if (rank > IR_MAX_RANK)
+		return ev_stop(r, n, "ConstantOfShape of rank %d", rank);
+	for (int i = 0; i < rank; i++)
+		d[i] = ev_ival(in[0], i);
+	ev_tensor *o = ev_new(r, n->out[0]->dtype, rank, d);
+	ir_attr *va = ir_attr_find(n, "value");
+	double v = va && va->t && (va->t->data || va->t->sym) ? (va->t->dtype == DT_F32 ?
+		   ((const float *)va->t->data)[0] : ir_const_num(va->t, 0)) : 0.0;
+	for (int64_t e = 0; e < o->n; e++)
+		o->x[e] = v;
+	out[0] = o;
+	return 0;
+}
+
+/* Range: start, start + delta, .. up to limit (not included). */
+static int eval_range(ev_run *r, const ir_node *n, ev_tensor **in, ev_tensor **out)
+{
+	double st = in[0]->x[0], lim = in[1]->x[0], dl = in[2]->x[0];
+	int64_t len = dl == 0 ? 0 : (int64_t)ceil((lim - st) / dl);
+	len = len < 0 ? 0 : len;
+	ev_tensor *o = ev_new(r, n->out[0]->dtype, 1, &len);
+	for (int64_t e = 0; e < len; e++)
+		o->x[e] = ev_as_type(o->dt, st + (double)e * dl);
+	out[0] = o;
+	return 0;
+}
+
+/* The values of node n's inputs into in; a constant or weight not yet
+ * seen is made from its data.  1 after ev_stop or ev_noref. */
+static int node_inputs(ev_run *r, const ir_node *n, ev_tensor **in)
+{
 	for (int k = 0; k < n->nin; k++) {
 		const ir_value *v = n->in[k];
 		if (!v)
@@ -1262,6 +1159,16 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 		if (v->seq != IR_TENSOR)
 			return ev_noref(r, n, "a sequence or optional input");
 	}
+	return 0;
+}
+
+/* One node run on its inputs' values, one case per operator: a table. */
+static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
+{
+	ev_tensor **in = arena_array(r->A, (size_t)n->nin + 1, sizeof *in);
+	ev_tensor **out = arena_array(r->A, (size_t)n->nout + 1, sizeof *out);
+	if (node_inputs(r, n, in))
+		return 1;
 	int err;
 	const ir_opinfo *oi = &ir_ops[n->op];
 	r->nodes++;
@@ -1283,63 +1190,12 @@ static int eval_node(ev_run *r, ir_graph *g, ir_node *n)
 	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
 		err = eval_reduce(r, n, in, out);
 		break;
-	case OP_CAST: case OP_CASTLIKE: {
-		/* CastLike: Cast to the type of its second input, which stands
-		 * for FLOAT16 / BFLOAT16 when narrow (infer turns it into that
-		 * Cast; it runs as CastLike in a graph as loaded, eval_ref) */
-		const ir_value *like = n->op == OP_CASTLIKE ? n->in[1] : NULL;
-		ev_tensor *o = ev_new(r, like ? like->dtype : n->out[0]->dtype, in[0]->rank, in[0]->d);
-		ir_dtype to = like ? (like->narrow ? like->narrow : like->dtype) : (ir_dtype)ir_attr_int(n, "to", o->dt);
-		int narrow = (to == DT_F16 || to == DT_BF16) && ev_is_float(o->dt);
-		for (int64_t e = 0; e < o->n; e++)
-			o->x[e] = narrow ? narrow_round(to, in[0]->x[e]) : ev_as_type(o->dt, in[0]->x[e]);
-		out[0] = o;
-		err = 0;
-		break;
-	}
-	case OP_SHAPE: {
-		int64_t s0 = ir_attr_int(n, "start", 0), e0 = ir_attr_int(n, "end", in[0]->rank);
-		s0 = ev_norm_axis(s0, in[0]->rank);
-		e0 = e0 > in[0]->rank ? in[0]->rank : ev_norm_axis(e0, in[0]->rank);
-		s0 = s0 < 0 ? 0 : s0;
-		int64_t len = e0 > s0 ? e0 - s0 : 0;
-		ev_tensor *o = ev_new(r, DT_I64, 1, &len);
-		for (int64_t i = 0; i < len; i++)
-			o->x[i] = (double)in[0]->d[s0 + i];
-		out[0] = o;
-		err = 0;
-		break;
-	}
-	case OP_CONSTOFSHAPE: {
-		int64_t d[IR_MAX_RANK];
-		int rank = (int)in[0]->n;
-		if (rank > IR_MAX_RANK)
-			return ev_stop(r, n, "ConstantOfShape of rank %d", rank);
-		for (int i = 0; i < rank; i++)
-			d[i] = ev_ival(in[0], i);
-		ev_tensor *o = ev_new(r, n->out[0]->dtype, rank, d);
-		ir_attr *va = ir_attr_find(n, "value");
-		double v = va && va->t && (va->t->data || va->t->sym) ? (va->t->dtype == DT_F32 ?
-			   ((const float *)va->t->data)[0] : ir_const_num(va->t, 0)) : 0.0;
-		for (int64_t e = 0; e < o->n; e++)
-			o->x[e] = v;
-		out[0] = o;
-		err = 0;
-		break;
-	}
-	case OP_RANGE: {
-		double st = in[0]->x[0], lim = in[1]->x[0], dl = in[2]->x[0];
-		int64_t len = dl == 0 ? 0 : (int64_t)ceil((lim - st) / dl);
-		len = len < 0 ? 0 : len;
-		ev_tensor *o = ev_new(r, n->out[0]->dtype, 1, &len);
-		for (int64_t e = 0; e < len; e++)
-			o->x[e] = ev_as_type(o->dt, st + (double)e * dl);
-		out[0] = o;
-		err = 0;
-		break;
-	}
+	case OP_CAST: case OP_CASTLIKE: err = eval_cast(r, n, in, out); break;
+	case OP_SHAPE: err = eval_shape(r, n, in, out); break;
+	case OP_CONSTOFSHAPE: err = eval_constofshape(r, n, in, out); break;
+	case OP_RANGE: err = eval_range(r, n, in, out); break;
 	case OP_RECURRENCE: err = eval_recurrence(r, g, n, in, out); break;
-	case OP_LSTM: case OP_GRU: case OP_RNN: err = eval_rnn(r, n, in, out); break;
+	case OP_LSTM: case OP_GRU: case OP_RNN: err = ev_rnn(r, g, n, in, out); break;       /* ir_eval_rnn.c */
 	case OP_SLICESCATTER: err = eval_slicescatter(r, n, in, out); break;
 	case OP_MSELOSS: case OP_MSELOSSGRAD: err = eval_mse(r, n, in, out); break;
 	case OP_SOFTMAXCEGRAD: err = eval_sce_grad(r, n, in, out); break;

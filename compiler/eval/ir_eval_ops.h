@@ -3,8 +3,9 @@
  * ir_eval_ops.c, the operators beyond them: convolutions, pools,
  * normalisations, losses, indexing, quantization, signals, the training
  * gradients; ir_eval_dd.c, those whose output length depends on the data;
- * ir_eval_cell.c, the native Cell layer and MatrixExp).  Not for the
- * passes or the emitters, which never call the interpreter. */
+ * ir_eval_rnn.c, ONNX LSTM, GRU and RNN; ir_eval_cell.c, the native Cell
+ * layer and MatrixExp).  Not for the passes or the emitters, which never
+ * call the interpreter. */
 #ifndef CELLC_IR_EVAL_OPS_H
 #define CELLC_IR_EVAL_OPS_H
 
@@ -71,6 +72,8 @@ int ev_reverseseq(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in
 int ev_maxunpool(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 int ev_optim(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 int ev_tfidf(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
+/* ir_eval_rnn.c: ONNX LSTM, GRU and RNN from the specification's equations. */
+int ev_rnn(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);
 /* ir_eval_cell.c: a native Cell layer from the equations of docs/cells.md,
  * and MatrixExp. */
 int ev_cell(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out);

@@ -288,11 +288,9 @@ static int loss_with(validate *V, ir_graph *g, int upto, const ir_value *loss, c
 	return err;
 }
 
-/* A training build after `grad`: every grad.<P> and grad.<X> output checked
- * at a few elements (its largest, then evenly spread) against central
- * differences of the loss in double; then the graph is the baseline of the
- * passes after it. */
-static void check_train(validate *V, ir_graph *g, diag *D)
+/* Values for every input of g that V has none for (the training build's
+ * labels, mask); 1 after noting the check skipped. */
+static int add_train_inputs(validate *V, ir_graph *g)
 {
 	ev_run probe = {.A = &V->inA};
 	memcpy(probe.sym, V->sym, sizeof V->sym);
@@ -303,9 +301,77 @@ static void check_train(validate *V, ir_graph *g, diag *D)
 		if (!known && add_input(V, g, g->inputs[k], &probe)) {
 			append(V->skipped, sizeof V->skipped, "grad%s (no values for input '%s'); ", "", g->inputs[k]->name);
 			V->have_base = 0;
-			return;
+			return 1;
 		}
 	}
+	return 0;
+}
+
+/* Gradient output go (grad.NAME, its value in run r) at `per` elements (its
+ * largest, then evenly spread) against central differences of the loss:
+ * 0 if they agree (*checked counts them), 1 at the first that does not
+ * (element *at: *a from the gradient pass, *fd numerically), -1 if it
+ * cannot be checked (why says why). */
+static int check_gradient(validate *V, ir_graph *g, ev_run *r, const ir_value *go, int upto, const ir_value *loss,
+			  int per, char *why, size_t cap, int *checked, int64_t *at, double *a, double *fd)
+{
+	const char *on = go->name;
+	const ir_value *v = ir_find_value(g, on + 5);
+	const ev_tensor *an = ev_get(r, go), *x = v ? ev_get(r, v) : NULL;
+	if (!v || !an || !x || an->n != x->n) {
+		snprintf(why, cap, "output %s has no value to compare with", on);
+		return -1;
+	}
+	int64_t big = 0;
+	for (int64_t e = 1; e < an->n; e++)
+		big = fabs(an->x[e]) > fabs(an->x[big]) ? e : big;
+	for (int j = 0; j < per && j < an->n; j++) {
+		int64_t e = j == 0 ? big : (int64_t)j * an->n / per;
+		ev_tensor *xv = ev_new(r, x->dt, x->rank, x->d);
+		memcpy(xv->x, x->x, (size_t)x->n * sizeof *xv->x);
+		double h = 1e-6 * fmax(1.0, fabs(x->x[e])), up, dn;
+		xv->x[e] = x->x[e] + h;
+		int failed = loss_with(V, g, upto, loss, v, xv, &up, why, cap);
+		xv->x[e] = x->x[e] - h;
+		failed = failed || loss_with(V, g, upto, loss, v, xv, &dn, why, cap);
+		if (failed)
+			return -1;
+		*fd = (up - dn) / (2 * h);
+		*a = an->x[e];
+		*at = e;
+		if (!(fabs(*fd - *a) <= 1e-5 + 1e-4 * fmax(fabs(*a), fabs(*fd))))
+			return 1;
+		(*checked)++;
+	}
+	return 0;
+}
+
+/* The graph with its gradients run again as the baseline of the passes
+ * after grad. */
+static void train_baseline(validate *V, ir_graph *g)
+{
+	int c = V->cur;
+	arena_free(&V->runA[c]);
+	arena_init(&V->runA[c]);
+	ev_run *b = &V->run[c];
+	memset(b, 0, sizeof *b);
+	b->A = &V->runA[c];
+	if (run_graph(V, g, b)) {
+		V->have_base = 0;
+		return;
+	}
+	V->have_base = 1;
+	V->cur ^= 1;
+}
+
+/* A training build after `grad`: every grad.<P> and grad.<X> output checked
+ * at a few elements (its largest, then evenly spread) against central
+ * differences of the loss in double; then the graph is the baseline of the
+ * passes after it. */
+static void check_train(validate *V, ir_graph *g, diag *D)
+{
+	if (add_train_inputs(V, g))
+		return;
 	int upto = g->nnodes;
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->nodes[i] == g->train->bwd_start) {
@@ -343,38 +409,18 @@ static void check_train(validate *V, ir_graph *g, diag *D)
 		const char *on = g->outputs[k]->name;
 		if (strncmp(on, "grad.", 5) != 0)
 			continue;
-		const ir_value *v = ir_find_value(g, on + 5);
-		const ev_tensor *an = ev_get(&r, g->outputs[k]), *x = v ? ev_get(&r, v) : NULL;
-		if (!v || !an || !x || an->n != x->n) {
-			snprintf(why, sizeof why, "output %s has no value to compare with", on);
-			failed = 1;
-			break;
-		}
-		int64_t big = 0;
-		for (int64_t e = 1; e < an->n; e++)
-			big = fabs(an->x[e]) > fabs(an->x[big]) ? e : big;
-		for (int j = 0; j < per && j < an->n && !failed; j++) {
-			int64_t e = j == 0 ? big : (int64_t)j * an->n / per;
-			ev_tensor *xv = ev_new(&r, x->dt, x->rank, x->d);
-			memcpy(xv->x, x->x, (size_t)x->n * sizeof *xv->x);
-			double h = 1e-6 * fmax(1.0, fabs(x->x[e])), up, dn;
-			xv->x[e] = x->x[e] + h;
-			failed = loss_with(V, g, upto, loss, v, xv, &up, why, sizeof why);
-			xv->x[e] = x->x[e] - h;
-			failed = failed || loss_with(V, g, upto, loss, v, xv, &dn, why, sizeof why);
-			if (failed)
-				break;
-			double fd = (up - dn) / (2 * h), a = an->x[e];
-			if (!(fabs(fd - a) <= 1e-5 + 1e-4 * fmax(fabs(a), fabs(fd)))) {
-				ev_exact(0);
-				arena_free(&A);
-				diag_error(D, "translation validation: the training build's %s differs from central "
-					   "differences of the loss at element %lld: %.9g from the gradient pass, %.9g "
-					   "numerically", on, (long long)e, a, fd);
-				V->done = 1;
-				return;
-			}
-			checked++;
+		int64_t e;
+		double a, fd;
+		int res = check_gradient(V, g, &r, g->outputs[k], upto, loss, per, why, sizeof why, &checked, &e, &a, &fd);
+		failed = res < 0;
+		if (res > 0) {
+			ev_exact(0);
+			arena_free(&A);
+			diag_error(D, "translation validation: the training build's %s differs from central "
+				   "differences of the loss at element %lld: %.9g from the gradient pass, %.9g "
+				   "numerically", on, (long long)e, a, fd);
+			V->done = 1;
+			return;
 		}
 	}
 	ev_exact(0);
@@ -388,18 +434,7 @@ static void check_train(validate *V, ir_graph *g, diag *D)
 	snprintf(note, sizeof note, "grad(%d central differences)", checked);
 	append(V->checked, sizeof V->checked, "%s%s ", note, NULL);
 	/* the graph with its gradients is the baseline of the later passes */
-	int c = V->cur;
-	arena_free(&V->runA[c]);
-	arena_init(&V->runA[c]);
-	ev_run *b = &V->run[c];
-	memset(b, 0, sizeof *b);
-	b->A = &V->runA[c];
-	if (run_graph(V, g, b)) {
-		V->have_base = 0;
-		return;
-	}
-	V->have_base = 1;
-	V->cur ^= 1;
+	train_baseline(V, g);
 }
 
 /* CELLC_VALIDATE_FAULT=PASS, for the validation's own test: after PASS,

@@ -901,10 +901,13 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	return 0;
 }
 
-/* The inputs checked, then one case per operator: a table, long by design. */
-static int infer_rule(ir_graph *g, ir_node *n, diag *D)
+/* The inputs as every rule needs them: no data-dependent length, the
+ * operator's arity, the required ones present, each of a supported dtype
+ * and a known shape.  0, or non-zero after reporting; a recurrence's
+ * inputs are infer_recurrence's (pass_infer.c) past the first check. */
+static int check_inputs(ictx *c)
 {
-	ictx cx = {g, n, D, g->A}, *c = &cx;
+	const ir_node *n = c->n;
 	const ir_opinfo *oi = &ir_ops[n->op];
 	for (int k = 0; k < n->nin; k++) {
 		const ir_value *v = n->in[k];
@@ -939,6 +942,17 @@ static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 			if (v->shape.d[i].k < 0)
 				return fail(c, "input %d ('%s') has no known shape", k, v->name);
 	}
+	return 0;
+}
+
+/* The inputs checked, then one case per operator: a table. */
+static int infer_rule(ir_graph *g, ir_node *n, diag *D)
+{
+	ictx cx = {g, n, D, g->A}, *c = &cx;
+	const ir_opinfo *oi = &ir_ops[n->op];
+	int err = check_inputs(c);
+	if (err || n->op == OP_RECURRENCE)
+		return err;
 	switch (n->op) {
 	case OP_TRANSPOSE: return infer_transpose(c);
 	case OP_RESHAPE: return infer_reshape(c);

@@ -39,7 +39,113 @@ int64_t infer_range_count(double start, double limit, double delta)
 	return n > 0 ? (int64_t)n : 0;
 }
 
-/* One case per operator (which ones: infer_rule): a table, long by design. */
+/* Range: as many elements as constant start, limit and delta give, or
+ * limit - start where the shape gives the limit. */
+static int infer_range(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	ir_shape s = x->shape;
+	double v[3];
+	const ir_value *lim = in(c, 1);
+	if (lim && infer_is_const(lim) && lim->sym && ir_shape_const_numel(&lim->shape) == 1 &&
+	    (ty_class(lim->dtype) & TY_INT)) {
+		/* a limit that the shape gives (PyTorch's arange(x.size(0))):
+		 * an integer start and a step of 1, so the count is limit - start */
+		ir_dim d;
+		if (same_ty(c, 0) || same_ty(c, 2) || const_scalar(c, 0, &v[0]) || const_scalar(c, 2, &v[2]))
+			return 1;
+		if (v[2] != 1 || !ir_sym_offset(ir_root(c->g), lim->sym[0], -(int64_t)v[0], &d) ||
+		    !ir_sym_need(ir_root(c->g), d, 0))
+			return fail(c, "limit %s is known only at run time: cellc needs a constant start and delta 1 "
+				    "(and a limit of one symbol), not start %g and delta %g",
+				    dimstr(c, lim->sym[0]), v[0], v[2]);
+		s.rank = 1;
+		s.d[0] = d;
+		set_out(c, 0, x->dtype, &s);
+		return 0;
+	}
+	for (int k = 0; k < 3; k++)
+		if (same_ty(c, k) || const_scalar(c, k, &v[k]))
+			return 1;
+	if (!(ty_class(x->dtype) & TY_NUM) || v[2] == 0)
+		return fail(c, "Range needs numeric scalars and a nonzero delta");
+	s.rank = 1;
+	s.d[0] = ir_dim_const(infer_range_count(v[0], v[1], v[2]));
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* TopK: K from the shape (the axis' whole length) or a constant K that the
+ * axis has room for; values and their int64 indices. */
+static int infer_topk(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	double k;
+	int64_t a0 = ir_attr_int(n, "axis", -1);
+	int axis = norm_axis(a0, r);
+	const ir_value *kv = in(c, 1);
+	if (x->dtype != DT_F32 && x->dtype != DT_I64 && x->dtype != DT_I32)
+		return fail(c, "unsupported dtype %s for TopK (input 0 '%s'): f32, i64 and i32 are supported",
+			    ir_dtype_name(x->dtype), x->name);
+	if (axis < 0)
+		return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
+	if (kv && infer_is_const(kv) && kv->sym && ir_shape_const_numel(&kv->shape) == 1) {
+		/* K from the shape (a sort, as PyTorch's pack_padded_sequence
+		 * orders the batch by length): the axis' whole length */
+		if (!ir_dim_eq(kv->sym[0], x->shape.d[axis]))
+			return fail(c, "K is %s and axis %lld has %s elements: a K that the shape gives must be "
+				    "the axis' length (a sort)", dimstr(c, kv->sym[0]), (long long)a0,
+				    dimstr(c, x->shape.d[axis]));
+		s.d[axis] = kv->sym[0];
+	} else {
+		if (const_scalar(c, 1, &k))
+			return 1;
+		/* a run-time size must be at least K: recorded as its
+		 * symbol's least value, which the generated code checks */
+		ir_dim d = x->shape.d[axis];
+		if (k < 0 || k > (double)INT32_MAX ||
+		    (ir_dim_is_const(d) ? k > (double)d.k : !ir_sym_need(ir_root(c->g), d, (int64_t)k)))
+			return fail(c, "axis %lld must have at least K = %g elements (a constant size, or a run-time "
+				    "size of one symbol, which then must be at least K)", (long long)a0, k);
+		s.d[axis] = ir_dim_const((int64_t)k);
+	}
+	if (!ir_attr_int(n, "sorted", 1))
+		return fail(c, "sorted 0 (any order) is not supported; cellc returns them sorted");
+	set_out(c, 0, x->dtype, &s);
+	set_out(c, 1, DT_I64, &s);
+	return 0;
+}
+
+/* Tile: repeats may be sizes known at run time (x.repeat(1, T, 1) of a
+ * [B, 1, H] state): each axis becomes its size times its repeat. */
+static int infer_tile(ictx *c)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	ir_dim rep[IR_MAX_RANK];
+	int m = infer_const_ints(c, 1, rep, IR_MAX_RANK);
+	if (m < 0)
+		return 1;
+	if (m != r)
+		return fail(c, "repeats has %d values for rank %d", m, r);
+	for (int a = 0; a < r; a++) {
+		if (infer_mono_is_const(rep[a]) && rep[a].k < 0)
+			return fail(c, "repeats[%d] is negative", a);
+		if (!infer_mono_is_const(rep[a]) && rep[a].k < 1)
+			return fail(c, "repeats[%d] is %s; a repeat known at run time must be a size", a,
+				    mono(c, rep[a]));
+		s.d[a] = ir_dim_mul(x->shape.d[a], rep[a]);
+	}
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* One case per operator (which ones: infer_rule): a table; the longest
+ * rules are functions of their own, above it. */
 int infer_misc(ictx *c)
 {
 	ir_node *n = c->n;
@@ -76,34 +182,8 @@ int infer_misc(ictx *c)
 		set_out(c, 0, dt, &s);
 		return 0;
 	}
-	case OP_RANGE: {
-		double v[3];
-		const ir_value *lim = in(c, 1);
-		if (lim && infer_is_const(lim) && lim->sym && ir_shape_const_numel(&lim->shape) == 1 &&
-		    (ty_class(lim->dtype) & TY_INT)) {
-			/* a limit that the shape gives (PyTorch's arange(x.size(0))):
-			 * an integer start and a step of 1, so the count is limit - start */
-			ir_dim d;
-			if (same_ty(c, 0) || same_ty(c, 2) || const_scalar(c, 0, &v[0]) || const_scalar(c, 2, &v[2]))
-				return 1;
-			if (v[2] != 1 || !ir_sym_offset(ir_root(c->g), lim->sym[0], -(int64_t)v[0], &d) ||
-			    !ir_sym_need(ir_root(c->g), d, 0))
-				return fail(c, "limit %s is known only at run time: cellc needs a constant start and delta 1 "
-					    "(and a limit of one symbol), not start %g and delta %g",
-					    dimstr(c, lim->sym[0]), v[0], v[2]);
-			s.rank = 1;
-			s.d[0] = d;
-			break;
-		}
-		for (int k = 0; k < 3; k++)
-			if (same_ty(c, k) || const_scalar(c, k, &v[k]))
-				return 1;
-		if (!(ty_class(x->dtype) & TY_NUM) || v[2] == 0)
-			return fail(c, "Range needs numeric scalars and a nonzero delta");
-		s.rank = 1;
-		s.d[0] = ir_dim_const(infer_range_count(v[0], v[1], v[2]));
-		break;
-	}
+	case OP_RANGE:
+		return infer_range(c);
 	case OP_GATHERELEMENTS: {
 		ir_value *ix = in(c, 1);
 		if (ix->dtype != DT_I32 && ix->dtype != DT_I64)
@@ -144,61 +224,10 @@ int infer_misc(ictx *c)
 		set_out(c, 0, dt, &s);
 		return 0;
 	}
-	case OP_TOPK: {
-		double k;
-		int64_t a0 = ir_attr_int(n, "axis", -1);
-		int axis = norm_axis(a0, r);
-		const ir_value *kv = in(c, 1);
-		if (x->dtype != DT_F32 && x->dtype != DT_I64 && x->dtype != DT_I32)
-			return fail(c, "unsupported dtype %s for TopK (input 0 '%s'): f32, i64 and i32 are supported",
-				    ir_dtype_name(x->dtype), x->name);
-		if (axis < 0)
-			return fail(c, "axis %lld is out of range for rank %d", (long long)a0, r);
-		if (kv && infer_is_const(kv) && kv->sym && ir_shape_const_numel(&kv->shape) == 1) {
-			/* K from the shape (a sort, as PyTorch's pack_padded_sequence
-			 * orders the batch by length): the axis' whole length */
-			if (!ir_dim_eq(kv->sym[0], x->shape.d[axis]))
-				return fail(c, "K is %s and axis %lld has %s elements: a K that the shape gives must be "
-					    "the axis' length (a sort)", dimstr(c, kv->sym[0]), (long long)a0,
-					    dimstr(c, x->shape.d[axis]));
-			s.d[axis] = kv->sym[0];
-		} else {
-			if (const_scalar(c, 1, &k))
-				return 1;
-			/* a run-time size must be at least K: recorded as its
-			 * symbol's least value, which the generated code checks */
-			ir_dim d = x->shape.d[axis];
-			if (k < 0 || k > (double)INT32_MAX ||
-			    (ir_dim_is_const(d) ? k > (double)d.k : !ir_sym_need(ir_root(c->g), d, (int64_t)k)))
-				return fail(c, "axis %lld must have at least K = %g elements (a constant size, or a run-time "
-					    "size of one symbol, which then must be at least K)", (long long)a0, k);
-			s.d[axis] = ir_dim_const((int64_t)k);
-		}
-		if (!ir_attr_int(n, "sorted", 1))
-			return fail(c, "sorted 0 (any order) is not supported; cellc returns them sorted");
-		set_out(c, 0, x->dtype, &s);
-		set_out(c, 1, DT_I64, &s);
-		return 0;
-	}
-	case OP_TILE: {
-		/* repeats may be sizes known at run time (x.repeat(1, T, 1) of a
-		 * [B, 1, H] state): each axis becomes its size times its repeat */
-		ir_dim rep[IR_MAX_RANK];
-		int m = infer_const_ints(c, 1, rep, IR_MAX_RANK);
-		if (m < 0)
-			return 1;
-		if (m != r)
-			return fail(c, "repeats has %d values for rank %d", m, r);
-		for (int a = 0; a < r; a++) {
-			if (infer_mono_is_const(rep[a]) && rep[a].k < 0)
-				return fail(c, "repeats[%d] is negative", a);
-			if (!infer_mono_is_const(rep[a]) && rep[a].k < 1)
-				return fail(c, "repeats[%d] is %s; a repeat known at run time must be a size", a,
-					    mono(c, rep[a]));
-			s.d[a] = ir_dim_mul(x->shape.d[a], rep[a]);
-		}
-		break;
-	}
+	case OP_TOPK:
+		return infer_topk(c);
+	case OP_TILE:
+		return infer_tile(c);
 	default: UNREACHABLE();
 	}
 	set_out(c, 0, x->dtype, &s);
@@ -341,7 +370,37 @@ static int infer_tfidf(ictx *c)
 	return 0;
 }
 
-/* One case per operator (which ones: infer_rule): a table, long by design. */
+/* ConvTranspose: [N, M, ..] with the spatial sizes of infer_convt_geometry. */
+static int infer_convt(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	ir_value *w = in(c, 1), *b = in(c, 2);
+	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+		return 1;
+	int64_t group = ir_attr_int(n, "group", 1);
+	if (r < 3 || w->shape.rank != r || !ir_dim_is_const(w->shape.d[1]) || !ir_dim_eq(w->shape.d[0], x->shape.d[1]) ||
+	    !ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k % group)
+		return fail(c, "X %s and W %s must be [N, C, D..] and [C, M/group, K..]", shp(c, &x->shape),
+			    shp(c, &w->shape));
+	int64_t m = w->shape.d[1].k * group;
+	if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
+		return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
+	if (infer_convt_geometry(n, k, st, pads, dil, ysp) < 0)
+		return fail(c, "needs constant spatial sizes and strides, dilations, pads, output_padding and "
+			    "output_shape that fit X %s", shp(c, &x->shape));
+	s.d[1] = ir_dim_const(m);
+	for (int a = 2; a < r; a++)
+		s.d[a] = ir_dim_const(ysp[a - 2]);
+	set_out(c, 0, DT_F32, &s);
+	return 0;
+}
+
+/* One case per operator (which ones: infer_rule): a table; the longest
+ * rules are functions of their own, above it. */
 int infer_layout(ictx *c)
 {
 	ir_node *n = c->n;
@@ -367,28 +426,8 @@ int infer_layout(ictx *c)
 		s.d[3] = ir_dim_const(d2s ? W * b : W / b);
 		break;
 	}
-	case OP_CONVTRANSPOSE: {
-		ir_value *w = in(c, 1), *b = in(c, 2);
-		if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
-			return 1;
-		int64_t group = ir_attr_int(n, "group", 1);
-		if (r < 3 || w->shape.rank != r || !ir_dim_is_const(w->shape.d[1]) || !ir_dim_eq(w->shape.d[0], x->shape.d[1]) ||
-		    !ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k % group)
-			return fail(c, "X %s and W %s must be [N, C, D..] and [C, M/group, K..]", shp(c, &x->shape),
-				    shp(c, &w->shape));
-		int64_t m = w->shape.d[1].k * group;
-		if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
-			return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
-		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
-		if (infer_convt_geometry(n, k, st, pads, dil, ysp) < 0)
-			return fail(c, "needs constant spatial sizes and strides, dilations, pads, output_padding and "
-				    "output_shape that fit X %s", shp(c, &x->shape));
-		s.d[1] = ir_dim_const(m);
-		for (int a = 2; a < r; a++)
-			s.d[a] = ir_dim_const(ysp[a - 2]);
-		set_out(c, 0, DT_F32, &s);
-		return 0;
-	}
+	case OP_CONVTRANSPOSE:
+		return infer_convt(c);
 	case OP_SCATTERELEMENTS: {
 		ir_value *ix = in(c, 1), *u = in(c, 2);
 		if (ix->dtype != DT_I64 || ix->shape.rank != r || !ir_shape_eq(&ix->shape, &u->shape) || same_ty(c, 2) ||
@@ -582,7 +621,158 @@ int infer_einsum_plan(const ir_node *n, infer_einsum *p, char *err, size_t errle
 	return 0;
 }
 
-/* One case per operator (which ones: infer_rule): a table, long by design. */
+/* Einsum: the output labels' sizes, every label of one size in all operands. */
+static int infer_einsum_shape(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	ir_shape s = x->shape;
+	infer_einsum p;
+	char err[300];
+	ir_dim size[INFER_EINSUM_MAXLAB];
+	int seen[INFER_EINSUM_MAXLAB] = {0};
+	for (int k = 0; k < n->nin; k++)
+		if (!in(c, k))
+			return fail(c, "operand %d is missing", k);
+		else if (need_ty(c, k, TY_FLOAT, "Einsum") || same_ty(c, k))
+			return 1;
+	if (infer_einsum_plan(n, &p, err, sizeof err))
+		return fail(c, "%s", err);
+	if (p.nout > IR_MAX_RANK)
+		return fail(c, "the result would have rank %d", p.nout);
+	for (int o = 0; o < p.nops; o++)
+		for (int a = 0; a < p.rank[o]; a++) {
+			int l = p.labels[o][a];
+			ir_dim d = n->in[o]->shape.d[a];
+			if (seen[l] && !ir_dim_eq(size[l], d))
+				return fail(c, "%s of the equation has sizes %s and %s (cellc does not broadcast "
+					    "Einsum operands)", p.letter[l] == '.' ? "an axis of '...'" :
+					    arena_printf(c->A, "label '%c'", p.letter[l]), dimstr(c, size[l]),
+					    dimstr(c, d));
+			seen[l] = 1;
+			size[l] = d;
+		}
+	s.rank = p.nout;
+	for (int l = 0; l < p.nout; l++)
+		s.d[l] = size[l];
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* MaxUnpool: the spatial sizes from output_shape, else from the pooling's geometry. */
+static int infer_maxunpool(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	ir_value *ix = in(c, 1), *os = in(c, 2);
+	int64_t ysp[IR_MAX_RANK];
+	if (need_f32(c, 0))
+		return 1;
+	if (ix->dtype != DT_I64 || !ir_shape_eq(&ix->shape, &x->shape) || r < 3)
+		return fail(c, "X must be [N, C, D..] and I int64 of its shape");
+	if (os) {
+		if (!infer_is_const(os) || os->sym)
+			return infer_not_const(c, 2);
+		if (os->dtype != DT_I64 || ir_shape_const_numel(&os->shape) != r || os->shape.rank != 1)
+			return fail(c, "output_shape must be int64 [%d]", r);
+		for (int a = 0; a < r; a++) {
+			int64_t v = infer_elem_int(os, a);
+			if (v < 0 || (a < 2 && !(ir_dim_is_const(x->shape.d[a]) && x->shape.d[a].k == v)))
+				return fail(c, "output_shape must keep N and C of X %s", shp(c, &x->shape));
+			if (a >= 2)
+				s.d[a] = ir_dim_const(v);
+		}
+	}
+	if (infer_unpool_geometry(n, ysp) < 0)
+		return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides and pads with "
+			    "one value per spatial axis (pads two)", shp(c, &x->shape));
+	if (!os)
+		for (int a = 2; a < r; a++)
+			s.d[a] = ir_dim_const(ysp[a - 2]);
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* DFT: the signal axis becomes dft_length long (len / 2 + 1 when onesided),
+ * the last axis a complex pair. */
+static int infer_dft(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	if (need_ty(c, 0, TY_FLOAT, "DFT"))
+		return 1;
+	int64_t a0 = ir_attr_int(n, "axis", 1);
+	int ax = norm_axis(a0, r), inv = (int)ir_attr_int(n, "inverse", 0), one = (int)ir_attr_int(n, "onesided", 0);
+	if (r < 3 || !ir_dim_is_const(x->shape.d[r - 1]) || (x->shape.d[r - 1].k != 1 && x->shape.d[r - 1].k != 2))
+		return fail(c, "input must be [batch, signal dims.., 1 or 2], not %s", shp(c, &x->shape));
+	if (ax < 1 || ax > r - 2)
+		return fail(c, "axis %lld must be a signal axis (1 .. %d) of %s", (long long)a0, r - 2,
+			    shp(c, &x->shape));
+	ir_dim len = x->shape.d[ax];
+	if (in(c, 1)) {
+		double v;
+		if (need_ty(c, 1, TY_INT, "DFT") || const_scalar(c, 1, &v))
+			return 1;
+		if (v < 1 || v > INFER_NUMEL_MAX)
+			return fail(c, "dft_length must be positive, not %g", v);
+		len = ir_dim_const((int64_t)v);
+	}
+	if (one && (inv || x->shape.d[r - 1].k != 1))
+		return fail(c, "onesided 1 needs a real input (last axis 1) and inverse 0");
+	if (one) {
+		if (!ir_dim_is_const(len))
+			return fail(c, "onesided needs a constant length of axis %d", ax);
+		len = ir_dim_const(len.k / 2 + 1);
+	}
+	s.d[ax] = len;
+	s.d[r - 1] = ir_dim_const(2);
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* STFT: [batch, frames, frequencies, 2] from the frame length and step. */
+static int infer_stft(ictx *c)
+{
+	ir_node *n = c->n;
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	ir_shape s = x->shape;
+	double step, fl = -1;
+	ir_value *w = in(c, 2);
+	if (need_ty(c, 0, TY_FLOAT, "STFT") || same_ty(c, 2) || const_scalar(c, 1, &step) ||
+	    (in(c, 3) && const_scalar(c, 3, &fl)))
+		return 1;
+	if (r != 3 || !ir_dim_is_const(x->shape.d[1]) || !ir_dim_is_const(x->shape.d[2]) ||
+	    (x->shape.d[2].k != 1 && x->shape.d[2].k != 2))
+		return fail(c, "signal must be [batch, constant length, 1 or 2], not %s", shp(c, &x->shape));
+	if (w && (w->shape.rank != 1 || !ir_dim_is_const(w->shape.d[0])))
+		return fail(c, "window must be 1-D of constant length, not %s", shp(c, &w->shape));
+	if (!w && fl < 0)
+		return fail(c, "needs window or frame_length");
+	if (w && fl >= 0 && (double)w->shape.d[0].k != fl)
+		return fail(c, "frame_length %g differs from the window's length %lld", fl,
+			    (long long)w->shape.d[0].k);
+	int64_t nfft = w ? w->shape.d[0].k : (int64_t)fl, len = x->shape.d[1].k;
+	if (step < 1 || nfft < 1 || nfft > len)
+		return fail(c, "frame_step must be positive and the frame length (%lld) between 1 and the "
+			    "signal's length (%lld)", (long long)nfft, (long long)len);
+	int one = (int)ir_attr_int(n, "onesided", 1);
+	if (one && x->shape.d[2].k != 1)
+		return fail(c, "onesided 1 needs a real signal (last axis 1); set onesided 0");
+	s.rank = 4;
+	s.d[1] = ir_dim_const((len - nfft) / (int64_t)step + 1);
+	s.d[2] = ir_dim_const(one ? nfft / 2 + 1 : nfft);
+	s.d[3] = ir_dim_const(2);
+	set_out(c, 0, x->dtype, &s);
+	return 0;
+}
+
+/* One case per operator (which ones: infer_rule): a table; the longest
+ * rules are functions of their own, above it. */
 int infer_linalg(ictx *c)
 {
 	ir_node *n = c->n;
@@ -598,37 +788,8 @@ int infer_linalg(ictx *c)
 			return fail(c, "X must be [.., M, M], not %s", shp(c, &x->shape));
 		s.rank = r - 2;
 		break;
-	case OP_EINSUM: {
-		infer_einsum p;
-		char err[300];
-		ir_dim size[INFER_EINSUM_MAXLAB];
-		int seen[INFER_EINSUM_MAXLAB] = {0};
-		for (int k = 0; k < n->nin; k++)
-			if (!in(c, k))
-				return fail(c, "operand %d is missing", k);
-			else if (need_ty(c, k, TY_FLOAT, "Einsum") || same_ty(c, k))
-				return 1;
-		if (infer_einsum_plan(n, &p, err, sizeof err))
-			return fail(c, "%s", err);
-		if (p.nout > IR_MAX_RANK)
-			return fail(c, "the result would have rank %d", p.nout);
-		for (int o = 0; o < p.nops; o++)
-			for (int a = 0; a < p.rank[o]; a++) {
-				int l = p.labels[o][a];
-				ir_dim d = n->in[o]->shape.d[a];
-				if (seen[l] && !ir_dim_eq(size[l], d))
-					return fail(c, "%s of the equation has sizes %s and %s (cellc does not broadcast "
-						    "Einsum operands)", p.letter[l] == '.' ? "an axis of '...'" :
-						    arena_printf(c->A, "label '%c'", p.letter[l]), dimstr(c, size[l]),
-						    dimstr(c, d));
-				seen[l] = 1;
-				size[l] = d;
-			}
-		s.rank = p.nout;
-		for (int l = 0; l < p.nout; l++)
-			s.d[l] = size[l];
-		break;
-	}
+	case OP_EINSUM:
+		return infer_einsum_shape(c);
 	case OP_LRN:
 		if (need_f32(c, 0))
 			return 1;
@@ -651,93 +812,12 @@ int infer_linalg(ictx *c)
 		}
 		break;
 	}
-	case OP_MAXUNPOOL: {
-		ir_value *ix = in(c, 1), *os = in(c, 2);
-		int64_t ysp[IR_MAX_RANK];
-		if (need_f32(c, 0))
-			return 1;
-		if (ix->dtype != DT_I64 || !ir_shape_eq(&ix->shape, &x->shape) || r < 3)
-			return fail(c, "X must be [N, C, D..] and I int64 of its shape");
-		if (os) {
-			if (!infer_is_const(os) || os->sym)
-				return infer_not_const(c, 2);
-			if (os->dtype != DT_I64 || ir_shape_const_numel(&os->shape) != r || os->shape.rank != 1)
-				return fail(c, "output_shape must be int64 [%d]", r);
-			for (int a = 0; a < r; a++) {
-				int64_t v = infer_elem_int(os, a);
-				if (v < 0 || (a < 2 && !(ir_dim_is_const(x->shape.d[a]) && x->shape.d[a].k == v)))
-					return fail(c, "output_shape must keep N and C of X %s", shp(c, &x->shape));
-				if (a >= 2)
-					s.d[a] = ir_dim_const(v);
-			}
-		}
-		if (infer_unpool_geometry(n, ysp) < 0)
-			return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides and pads with "
-				    "one value per spatial axis (pads two)", shp(c, &x->shape));
-		if (!os)
-			for (int a = 2; a < r; a++)
-				s.d[a] = ir_dim_const(ysp[a - 2]);
-		break;
-	}
-	case OP_DFT: {
-		if (need_ty(c, 0, TY_FLOAT, "DFT"))
-			return 1;
-		int64_t a0 = ir_attr_int(n, "axis", 1);
-		int ax = norm_axis(a0, r), inv = (int)ir_attr_int(n, "inverse", 0), one = (int)ir_attr_int(n, "onesided", 0);
-		if (r < 3 || !ir_dim_is_const(x->shape.d[r - 1]) || (x->shape.d[r - 1].k != 1 && x->shape.d[r - 1].k != 2))
-			return fail(c, "input must be [batch, signal dims.., 1 or 2], not %s", shp(c, &x->shape));
-		if (ax < 1 || ax > r - 2)
-			return fail(c, "axis %lld must be a signal axis (1 .. %d) of %s", (long long)a0, r - 2,
-				    shp(c, &x->shape));
-		ir_dim len = x->shape.d[ax];
-		if (in(c, 1)) {
-			double v;
-			if (need_ty(c, 1, TY_INT, "DFT") || const_scalar(c, 1, &v))
-				return 1;
-			if (v < 1 || v > INFER_NUMEL_MAX)
-				return fail(c, "dft_length must be positive, not %g", v);
-			len = ir_dim_const((int64_t)v);
-		}
-		if (one && (inv || x->shape.d[r - 1].k != 1))
-			return fail(c, "onesided 1 needs a real input (last axis 1) and inverse 0");
-		if (one) {
-			if (!ir_dim_is_const(len))
-				return fail(c, "onesided needs a constant length of axis %d", ax);
-			len = ir_dim_const(len.k / 2 + 1);
-		}
-		s.d[ax] = len;
-		s.d[r - 1] = ir_dim_const(2);
-		break;
-	}
-	case OP_STFT: {
-		double step, fl = -1;
-		ir_value *w = in(c, 2);
-		if (need_ty(c, 0, TY_FLOAT, "STFT") || same_ty(c, 2) || const_scalar(c, 1, &step) ||
-		    (in(c, 3) && const_scalar(c, 3, &fl)))
-			return 1;
-		if (r != 3 || !ir_dim_is_const(x->shape.d[1]) || !ir_dim_is_const(x->shape.d[2]) ||
-		    (x->shape.d[2].k != 1 && x->shape.d[2].k != 2))
-			return fail(c, "signal must be [batch, constant length, 1 or 2], not %s", shp(c, &x->shape));
-		if (w && (w->shape.rank != 1 || !ir_dim_is_const(w->shape.d[0])))
-			return fail(c, "window must be 1-D of constant length, not %s", shp(c, &w->shape));
-		if (!w && fl < 0)
-			return fail(c, "needs window or frame_length");
-		if (w && fl >= 0 && (double)w->shape.d[0].k != fl)
-			return fail(c, "frame_length %g differs from the window's length %lld", fl,
-				    (long long)w->shape.d[0].k);
-		int64_t nfft = w ? w->shape.d[0].k : (int64_t)fl, len = x->shape.d[1].k;
-		if (step < 1 || nfft < 1 || nfft > len)
-			return fail(c, "frame_step must be positive and the frame length (%lld) between 1 and the "
-				    "signal's length (%lld)", (long long)nfft, (long long)len);
-		int one = (int)ir_attr_int(n, "onesided", 1);
-		if (one && x->shape.d[2].k != 1)
-			return fail(c, "onesided 1 needs a real signal (last axis 1); set onesided 0");
-		s.rank = 4;
-		s.d[1] = ir_dim_const((len - nfft) / (int64_t)step + 1);
-		s.d[2] = ir_dim_const(one ? nfft / 2 + 1 : nfft);
-		s.d[3] = ir_dim_const(2);
-		break;
-	}
+	case OP_MAXUNPOOL:
+		return infer_maxunpool(c);
+	case OP_DFT:
+		return infer_dft(c);
+	case OP_STFT:
+		return infer_stft(c);
 	case OP_MELWEIGHT: {
 		double v[5];
 		dt = (ir_dtype)ir_attr_int(n, "output_datatype", DT_F32);

@@ -520,6 +520,30 @@ static int const_reals(ictx *c, int k, double *v, int max)
 	return (int)m;
 }
 
+/* The axes Resize resizes, into ax[0 .. *na): those of attribute aa, else
+ * all of X's. */
+static int resize_axes(ictx *c, const ir_attr *aa, int *ax, int *na)
+{
+	ir_value *x = in(c, 0);
+	int r = x->shape.rank;
+	for (int a = 0; a < r; a++)
+		ax[a] = a;
+	if (aa) {
+		*na = aa->n;
+		if (*na > r)
+			return fail(c, "attribute 'axes' lists %d axes; X %s has %d", *na, shp(c, &x->shape), r);
+		for (int i = 0; i < *na; i++) {
+			ax[i] = norm_axis(aa->ints[i], r);
+			if (ax[i] < 0)
+				return fail(c, "axis %lld is out of range for rank %d", (long long)aa->ints[i], r);
+			for (int j = 0; j < i; j++)
+				if (ax[j] == ax[i])
+					return fail(c, "axis %lld is listed twice", (long long)aa->ints[i]);
+		}
+	}
+	return 0;
+}
+
 /* Resize: the scale and roi of every axis of X (roi: starts then ends) and
  * the output shape, from the constant inputs and the attributes. */
 static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
@@ -529,22 +553,9 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 	int r = x->shape.rank, ax[IR_MAX_RANK], na = r;
 	double roi[2 * IR_MAX_RANK], sc[IR_MAX_RANK];
 	ir_dim sz[IR_MAX_RANK];
-	for (int a = 0; a < r; a++)
-		ax[a] = a;
 	ir_attr *aa = ir_attr_find(n, "axes");
-	if (aa) {
-		na = aa->n;
-		if (na > r)
-			return fail(c, "attribute 'axes' lists %d axes; X %s has %d", na, shp(c, &x->shape), r);
-		for (int i = 0; i < na; i++) {
-			ax[i] = norm_axis(aa->ints[i], r);
-			if (ax[i] < 0)
-				return fail(c, "axis %lld is out of range for rank %d", (long long)aa->ints[i], r);
-			for (int j = 0; j < i; j++)
-				if (ax[j] == ax[i])
-					return fail(c, "axis %lld is listed twice", (long long)aa->ints[i]);
-		}
-	}
+	if (resize_axes(c, aa, ax, &na))
+		return 1;
 	int tf_crop = !strcmp(ir_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize");
 	int nroi = tf_crop ? const_reals(c, 1, roi, 2 * IR_MAX_RANK) : 0;
 	int nsc = const_reals(c, 2, sc, IR_MAX_RANK);

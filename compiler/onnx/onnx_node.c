@@ -51,6 +51,9 @@ typedef struct attr_spec {
 	                            cannot honour; NULL otherwise */
 } attr_spec;
 
+/* Every attribute cellc reads, one row per operator, name and opset range:
+ * a table, long by design (load_attr refuses any attribute not in it, or
+ * for an element-wise operator in its elem.def row). */
 static const attr_spec attr_specs[] = {
 	/* the element-wise operators' attributes are those of their elem.def row */
 	{OP_CLIP, "min", ATTR_FLOAT, 0, 10, NULL},        {OP_CLIP, "max", ATTR_FLOAT, 0, 10, NULL},
@@ -381,9 +384,9 @@ static const char *bytes_str(arena *A, const ProtobufCBinaryData *b)
 	return b->data ? arena_strndup(A, (const char *)b->data, b->len) : "";
 }
 
-/* Converts and type-checks one attribute.  0 ok, 1 error (reported).  The
- * checks, then one case per attribute kind: a table, long by design. */
-static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto *a)
+/* Whether attribute a has a name the node has not used yet and names no
+ * function attribute; 1 after reporting. */
+static int attr_misnamed(onnx_ctx *L, ir_node *n, const Onnx__AttributeProto *a)
 {
 	const char *name = a->name;
 	if (!name || !*name) {
@@ -399,9 +402,14 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 				"functions may do", name, a->ref_attr_name);
 		return 1;
 	}
-	if (op == OP_OPTIONAL && strcmp(name, "type") == 0 &&
-	    proto_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
-		return 0;       /* the type of an empty optional: it yields no tensors */
+	return 0;
+}
+
+/* The ir_attrkind of attribute a of op at the model's opset, checked against
+ * attr_specs (or elem.def): -1 after reporting. */
+static int attr_kind(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto *a)
+{
+	const char *name = a->name;
 	int other;
 	attr_spec buf;
 	const attr_spec *s = find_spec(op, name, L->opset, &other, &buf);
@@ -410,7 +418,7 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 			onnx_node_error(L, n, "attribute '%s' is not part of %s at opset %d", name, n->op_type, n->opset);
 		else
 			onnx_node_error(L, n, "unknown attribute '%s' for %s", name, n->op_type);
-		return 1;
+		return -1;
 	}
 	int type = proto_attr_type(a);
 	int kind = kind_of_type(type);
@@ -419,21 +427,37 @@ static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto
 		kind = (int)s->kind;    /* an empty list written without a type */
 	if (s->unsupported) {
 		onnx_node_error(L, n, "attribute '%s' is not supported: %s", name, s->unsupported);
-		return 1;
+		return -1;
 	}
 	if (kind != (int)s->kind) {
 		onnx_node_error(L, n, "attribute '%s' must be of type %s, not %s", name, kind_name(s->kind),
 				attr_type_name(type));
-		return 1;
+		return -1;
 	}
 	if (kind == ATTR_TENSOR && !a->t) {
 		onnx_node_error(L, n, "attribute '%s' of type TENSOR has no tensor", name);
-		return 1;
+		return -1;
 	}
 	if (kind == ATTR_GRAPH && !a->g) {
 		onnx_node_error(L, n, "attribute '%s' of type GRAPH has no graph", name);
-		return 1;
+		return -1;
 	}
+	return kind;
+}
+
+/* Converts and type-checks one attribute.  0 ok, 1 error (reported).  The
+ * checks, then one case per attribute kind: a table. */
+static int load_attr(onnx_ctx *L, ir_node *n, int op, const Onnx__AttributeProto *a)
+{
+	const char *name = a->name;
+	if (attr_misnamed(L, n, a))
+		return 1;
+	if (op == OP_OPTIONAL && strcmp(name, "type") == 0 &&
+	    proto_attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
+		return 0;       /* the type of an empty optional: it yields no tensors */
+	int kind = attr_kind(L, n, op, a);
+	if (kind < 0)
+		return 1;
 	ir_attr *r;
 	switch (kind) {
 	case ATTR_INT: ir_attr_set_int(n, name, a->i); break;
@@ -963,26 +987,19 @@ static int domain_op(const char *domain, const char *op_type, int *version)
 	return -1;
 }
 
-void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
+/* The operator op_type of domain loads as: an ir_op, OP_CONSTANT, or -1
+ * (unsupported); *version receives the version of a domain's own operator
+ * (domain_ops), *old_scatter whether it is the deprecated Scatter. */
+static int node_op(onnx_ctx *L, const char *op_type, const char *domain, int default_domain, int *version,
+		   int *old_scatter)
 {
-	const char *op_type = np->op_type ? np->op_type : "";
-	const char *domain = np->domain ? np->domain : "";
-	int nin = trimmed(np->input, np->n_input), nout = trimmed(np->output, np->n_output);
-	int default_domain = !*domain || strcmp(domain, "ai.onnx") == 0 ||
-			     (strcmp(domain, "ai.onnx.preview.training") == 0 && strcmp(op_type, "Gradient") == 0);
-
-	L->node_unnamed = !np->name || !*np->name;
-	L->node_out0 = np->n_output && np->output[0] && *np->output[0] ? np->output[0] : NULL;
-	const char *name = L->node_unnamed ? arena_printf(L->A, "%s_%d", *op_type ? op_type : "node", L->node_index)
-					   : np->name;
-	int version = 0;
-	int op = default_domain ? ir_op_lookup(op_type) : domain_op(domain, op_type, &version);
+	int op = default_domain ? ir_op_lookup(op_type) : domain_op(domain, op_type, version);
 	if (default_domain && strcmp(op_type, "Constant") == 0)
 		op = OP_CONSTANT;
 	/* Scatter (opsets 9 and 10) is ScatterElements without reduction under
 	 * its old name; opset 11 deprecated it */
-	int old_scatter = default_domain && strcmp(op_type, "Scatter") == 0;
-	if (old_scatter)
+	*old_scatter = default_domain && strcmp(op_type, "Scatter") == 0;
+	if (*old_scatter)
 		op = L->opset <= 10 ? OP_SCATTERELEMENTS : -1;
 	if (default_domain && strcmp(op_type, "Upsample") == 0)
 		op = OP_RESIZE;         /* the deprecated form; norm_resize10 rewrites it */
@@ -993,66 +1010,67 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	}
 	if (op == OP_RECURRENCE)
 		op = -1;        /* native only */
-	/* A node of an unsupported operator still needs a node to be named in
-	 * the error: a bare one that never enters the graph. */
-	ir_node *n = ir_node_new(L->g, op >= 0 && op < OP_COUNT ? (ir_op)op : OP_IDENTITY, name, nin, nout);
-	n->op_type = arena_strdup(L->A, op_type);
-	n->domain = default_domain ? "" : arena_strdup(L->A, domain);
-	n->opset = L->opset;
-	n->origin = n->name;
-	if (!default_domain) {
-		const Onnx__ModelProto *m = L->model;
-		n->opset = 0;   /* none imported */
-		for (size_t k = 0; k < m->n_opset_import; k++)
-			if (m->opset_import[k]->domain && strcmp(m->opset_import[k]->domain, domain) == 0)
-				n->opset = (int)m->opset_import[k]->version;
-		for (size_t k = 0; k < m->n_functions; k++) {
-			const Onnx__FunctionProto *f = m->functions[k];
-			if (f->name && f->domain && strcmp(f->name, op_type) == 0 && strcmp(f->domain, domain) == 0) {
-				onnx_node_error(L, n, "calls the model-local function '%s.%s'; cellc does not "
-						"support ONNX functions", domain, op_type);
-				define_outputs(L, n, np, nout, 0);
-				return;
-			}
-		}
-		if (op < 0) {
-			onnx_node_error(L, n, "operator domain '%s' is not supported (cellc supports the default "
-					"ONNX domain, Momentum, Adam and Adagrad of ai.onnx.preview.training, and "
-					"DynamicQuantizeLSTM of com.microsoft)", domain);
-			define_outputs(L, n, np, nout, 0);
-			return;
-		}
-		if (n->opset != version) {
-			if (n->opset)
-				onnx_node_error(L, n, "%s.%s is supported in %s version %d, not version %d", domain,
-						op_type, domain, version, n->opset);
-			else
-				onnx_node_error(L, n, "uses domain %s, which the model does not import", domain);
-			define_outputs(L, n, np, nout, 0);
-			return;
+	return op;
+}
+
+/* A node of another domain: its opset is the model's import of the domain,
+ * which must be the version cellc follows; a model-local function, or a
+ * domain or operator cellc lacks, is refused.  1 after reporting. */
+static int domain_refused(onnx_ctx *L, ir_node *n, const char *domain, const char *op_type, int op, int version)
+{
+	const Onnx__ModelProto *m = L->model;
+	n->opset = 0;   /* none imported */
+	for (size_t k = 0; k < m->n_opset_import; k++)
+		if (m->opset_import[k]->domain && strcmp(m->opset_import[k]->domain, domain) == 0)
+			n->opset = (int)m->opset_import[k]->version;
+	for (size_t k = 0; k < m->n_functions; k++) {
+		const Onnx__FunctionProto *f = m->functions[k];
+		if (f->name && f->domain && strcmp(f->name, op_type) == 0 && strcmp(f->domain, domain) == 0) {
+			onnx_node_error(L, n, "calls the model-local function '%s.%s'; cellc does not "
+					"support ONNX functions", domain, op_type);
+			return 1;
 		}
 	}
+	if (op < 0) {
+		onnx_node_error(L, n, "operator domain '%s' is not supported (cellc supports the default "
+				"ONNX domain, Momentum, Adam and Adagrad of ai.onnx.preview.training, and "
+				"DynamicQuantizeLSTM of com.microsoft)", domain);
+		return 1;
+	}
+	if (n->opset != version) {
+		if (n->opset)
+			onnx_node_error(L, n, "%s.%s is supported in %s version %d, not version %d", domain,
+					op_type, domain, version, n->opset);
+		else
+			onnx_node_error(L, n, "uses domain %s, which the model does not import", domain);
+		return 1;
+	}
+	return 0;
+}
+
+/* A node of no operator cellc loads: no op_type, the deprecated Scatter, an
+ * unknown operator.  1 after reporting. */
+static int op_refused(onnx_ctx *L, ir_node *n, const char *op_type, int op, int old_scatter)
+{
 	if (!*op_type) {
 		onnx_node_error(L, n, "has no op_type");
-		define_outputs(L, n, np, nout, 0);
-		return;
+		return 1;
 	}
 	if (op < 0 && old_scatter) {
 		onnx_node_error(L, n, "Scatter is deprecated since opset 11 (the model's opset is %d); use "
 				"ScatterElements", L->opset);
-		define_outputs(L, n, np, nout, 0);
-		return;
+		return 1;
 	}
 	if (op < 0) {
 		onnx_node_error(L, n, "unsupported operator %s", op_type);
-		define_outputs(L, n, np, nout, 0);
-		return;
+		return 1;
 	}
-	if (op == OP_CONSTANT) {
-		load_constant(L, n, np);
-		return;
-	}
+	return 0;
+}
 
+/* The node's inputs from the values defined so far; the number of errors. */
+static int link_inputs(onnx_ctx *L, ir_node *n, const Onnx__NodeProto *np, int nin)
+{
 	int errs = 0;
 	for (int k = 0; k < nin; k++) {
 		const char *in = np->input[k];
@@ -1064,11 +1082,14 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 			errs++;
 		}
 	}
-	for (size_t k = 0; k < np->n_attribute; k++)
-		errs += load_attr(L, n, op, np->attribute[k]);
-	errs += define_outputs(L, n, np, nout, 1);
-	if (errs)
-		return;
+	return errs;
+}
+
+/* Node n, its inputs, attributes and outputs loaded: rewritten where its
+ * operator asks (the com.microsoft operators, the older opsets' forms),
+ * checked, and appended to the graph. */
+static void append_node(onnx_ctx *L, ir_node *n, const char *op_type, int default_domain)
+{
 	if (!default_domain && strcmp(op_type, "DynamicQuantizeLSTM") == 0 && onnx_dynquant_lstm(L, n))
 		return;
 	ir_node *post[4];
@@ -1076,6 +1097,7 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 	if (!default_domain && (dqm || strcmp(op_type, "MatMulIntegerToFloat") == 0) &&
 	    onnx_contrib_matmul(L, n, dqm, post, &npost))
 		return;
+	int errs = 0;
 	for (size_t k = 0; k < COUNTOF(normalisers); k++)
 		if (normalisers[k].op == n->op && L->opset <= normalisers[k].until)
 			errs += normalisers[k].fn(L, n);
@@ -1091,4 +1113,42 @@ void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
 		ir_append(L->g, n);
 	for (int k = 0; k < npost; k++)
 		ir_append(L->g, post[k]);
+}
+
+void onnx_load_node(onnx_ctx *L, const Onnx__NodeProto *np)
+{
+	const char *op_type = np->op_type ? np->op_type : "";
+	const char *domain = np->domain ? np->domain : "";
+	int nin = trimmed(np->input, np->n_input), nout = trimmed(np->output, np->n_output);
+	int default_domain = !*domain || strcmp(domain, "ai.onnx") == 0 ||
+			     (strcmp(domain, "ai.onnx.preview.training") == 0 && strcmp(op_type, "Gradient") == 0);
+
+	L->node_unnamed = !np->name || !*np->name;
+	L->node_out0 = np->n_output && np->output[0] && *np->output[0] ? np->output[0] : NULL;
+	const char *name = L->node_unnamed ? arena_printf(L->A, "%s_%d", *op_type ? op_type : "node", L->node_index)
+					   : np->name;
+	int version = 0, old_scatter;
+	int op = node_op(L, op_type, domain, default_domain, &version, &old_scatter);
+	/* A node of an unsupported operator still needs a node to be named in
+	 * the error: a bare one that never enters the graph. */
+	ir_node *n = ir_node_new(L->g, op >= 0 && op < OP_COUNT ? (ir_op)op : OP_IDENTITY, name, nin, nout);
+	n->op_type = arena_strdup(L->A, op_type);
+	n->domain = default_domain ? "" : arena_strdup(L->A, domain);
+	n->opset = L->opset;
+	n->origin = n->name;
+	if ((!default_domain && domain_refused(L, n, domain, op_type, op, version)) ||
+	    op_refused(L, n, op_type, op, old_scatter)) {
+		define_outputs(L, n, np, nout, 0);
+		return;
+	}
+	if (op == OP_CONSTANT) {
+		load_constant(L, n, np);
+		return;
+	}
+	int errs = link_inputs(L, n, np, nin);
+	for (size_t k = 0; k < np->n_attribute; k++)
+		errs += load_attr(L, n, op, np->attribute[k]);
+	errs += define_outputs(L, n, np, nout, 1);
+	if (!errs)
+		append_node(L, n, op_type, default_domain);
 }

@@ -416,38 +416,16 @@ static int copy_typed(const Onnx__TensorProto *t, ir_dtype dt, void *dst, int64_
 	return 0;
 }
 
-int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
-		       onnx_tensor *out, char *err, size_t errlen)
+/* The dims into out->shape and the element count into *numel; -1 with
+ * err filled if a dim is negative or there are more than 2^48 elements. */
+static int decode_dims(const Onnx__TensorProto *t, onnx_tensor *out, int64_t *numel, char *err, size_t errlen)
 {
-	memset(out, 0, sizeof *out);
-	if (!t->has_data_type || t->data_type == 0) {
-		snprintf(err, errlen, "has no element type");
-		return -1;
-	}
-	/* FLOAT16 and BFLOAT16 are read as their 16-bit encodings (stored like
-	 * UINT16) and widened to float32 at the end */
-	ir_dtype narrow = t->data_type == DT_F16 || t->data_type == DT_BF16 ? (ir_dtype)t->data_type : DT_UNDEF;
-	if (!narrow && !onnx_dtype_supported(t->data_type)) {
-		snprintf(err, errlen, "has element type %s, which cellc does not support",
-			 onnx_dtype_name(t->data_type));
-		return -1;
-	}
-	ir_dtype dt = narrow ? DT_U16 : (ir_dtype)t->data_type;
-	size_t elsize = ir_dtype_size(dt);
-	if (t->segment) {
-		snprintf(err, errlen, "is a segment of a larger tensor, which cellc does not support");
-		return -1;
-	}
-	if (t->n_dims > IR_MAX_RANK) {
-		snprintf(err, errlen, "has rank %zu; cellc supports at most %d", t->n_dims, (int)IR_MAX_RANK);
-		return -1;
-	}
 	/* Element counts are bounded by the bytes the data occupies, so capping
 	 * numel well below overflow loses nothing.  A zero dim makes any other
 	 * dim harmless. */
 	const int64_t cap = (int64_t)1 << 48;
-	int64_t numel = 1;
 	int zero = 0, huge = 0;
+	*numel = 1;
 	out->shape.rank = (int)t->n_dims;
 	for (size_t k = 0; k < t->n_dims; k++) {
 		int64_t d = t->dims[k];
@@ -458,28 +436,24 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 		out->shape.d[k] = ir_dim_const(d);
 		if (d == 0)
 			zero = 1;
-		else if (d > cap / numel)
+		else if (d > cap / *numel)
 			huge = 1;
 		else
-			numel *= d;
+			*numel *= d;
 	}
 	if (zero)
-		numel = 0;
+		*numel = 0;
 	else if (huge) {
 		snprintf(err, errlen, "has more than 2^48 elements");
 		return -1;
 	}
-	size_t bytes = (size_t)numel * elsize;
-	out->dtype = dt;
-	out->numel = numel;
-	if (!arena_fits(A, bytes + 16)) {
-		snprintf(err, errlen, "needs %zu bytes, more than the memory budget of %zu MiB leaves "
-			 "(--max-memory raises it)", bytes, arena_budget >> 20);
-		return -1;
-	}
+	return 0;
+}
 
-	typed_field want = field_of(dt);
-	int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+/* Whether the values are in one place: the typed field of dt (want),
+ * raw_data or external data, and nowhere else; -1 with err filled if not. */
+static int check_storage(const Onnx__TensorProto *t, typed_field want, int external, char *err, size_t errlen)
+{
 	if (t->n_string_data) {
 		snprintf(err, errlen, "of type %s has string_data", onnx_dtype_name(t->data_type));
 		return -1;
@@ -502,7 +476,16 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 		snprintf(err, errlen, "has external_data entries but data_location is not EXTERNAL");
 		return -1;
 	}
+	return 0;
+}
 
+/* The numel elements of type dt (bytes in all) into out->data, from where
+ * check_storage found them, in host byte order; -1 with err filled. */
+static int read_values(arena *A, const char *dir, const Onnx__TensorProto *t, ir_dtype dt, int64_t numel,
+		       size_t bytes, int external, onnx_tensor *out, char *err, size_t errlen)
+{
+	size_t elsize = ir_dtype_size(dt);
+	typed_field want = field_of(dt);
 	if (external) {
 		out->data = arena_alloc(A, bytes ? bytes : 1);
 		if (read_external(dir, t, out->data, bytes, err, errlen) != 0)
@@ -532,16 +515,65 @@ int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
 		if (numel && copy_typed(t, dt, out->data, numel, err, errlen) != 0)
 			return -1;
 	}
-	if (narrow) {
-		float *f = arena_alloc(A, (size_t)numel * 4 + 1);
-		for (int64_t k = 0; k < numel; k++) {
-			uint16_t h = ((const uint16_t *)out->data)[k];
-			f[k] = narrow == DT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
-		}
-		out->data = f;
-		out->dtype = DT_F32;
-		out->narrow = narrow;
+	return 0;
+}
+
+/* FLOAT16 or BFLOAT16 encodings (narrow) in out->data widened to float32. */
+static void widen(arena *A, ir_dtype narrow, int64_t numel, onnx_tensor *out)
+{
+	float *f = arena_alloc(A, (size_t)numel * 4 + 1);
+	for (int64_t k = 0; k < numel; k++) {
+		uint16_t h = ((const uint16_t *)out->data)[k];
+		f[k] = narrow == DT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
 	}
+	out->data = f;
+	out->dtype = DT_F32;
+	out->narrow = narrow;
+}
+
+int onnx_tensor_decode(arena *A, const char *dir, const Onnx__TensorProto *t,
+		       onnx_tensor *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->has_data_type || t->data_type == 0) {
+		snprintf(err, errlen, "has no element type");
+		return -1;
+	}
+	/* FLOAT16 and BFLOAT16 are read as their 16-bit encodings (stored like
+	 * UINT16) and widened to float32 at the end */
+	ir_dtype narrow = t->data_type == DT_F16 || t->data_type == DT_BF16 ? (ir_dtype)t->data_type : DT_UNDEF;
+	if (!narrow && !onnx_dtype_supported(t->data_type)) {
+		snprintf(err, errlen, "has element type %s, which cellc does not support",
+			 onnx_dtype_name(t->data_type));
+		return -1;
+	}
+	ir_dtype dt = narrow ? DT_U16 : (ir_dtype)t->data_type;
+	size_t elsize = ir_dtype_size(dt);
+	if (t->segment) {
+		snprintf(err, errlen, "is a segment of a larger tensor, which cellc does not support");
+		return -1;
+	}
+	if (t->n_dims > IR_MAX_RANK) {
+		snprintf(err, errlen, "has rank %zu; cellc supports at most %d", t->n_dims, (int)IR_MAX_RANK);
+		return -1;
+	}
+	int64_t numel;
+	if (decode_dims(t, out, &numel, err, errlen) != 0)
+		return -1;
+	size_t bytes = (size_t)numel * elsize;
+	out->dtype = dt;
+	out->numel = numel;
+	if (!arena_fits(A, bytes + 16)) {
+		snprintf(err, errlen, "needs %zu bytes, more than the memory budget of %zu MiB leaves "
+			 "(--max-memory raises it)", bytes, arena_budget >> 20);
+		return -1;
+	}
+	int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	if (check_storage(t, field_of(dt), external, err, errlen) != 0 ||
+	    read_values(A, dir, t, dt, numel, bytes, external, out, err, errlen) != 0)
+		return -1;
+	if (narrow)
+		widen(A, narrow, numel, out);
 	return 0;
 }
 

@@ -916,91 +916,100 @@ static ir_value *first_rows(lx *X, ir_value *x)
 	return lx_pre(X, nd);
 }
 
-/* Uses of the iteration number that are x[t] or x[t:t+1] of an outer x
- * become sequence inputs.  Returns the number of errors. */
-static int map_iter(lx *X, ir_value *it)
+/* Whether body node u is x[it] (a Gather along *gax: *gather) or
+ * x[it:it+1] (a Slice along axis 0, step 1: *slice) of an outer x or a
+ * constant of the body. */
+static int iter_select(const ir_graph *b, const ir_node *u, const ir_value *it, int *gather, int *slice,
+		       int64_t *gax)
+{
+	ir_value *x = u->nin > 0 ? u->in[0] : NULL;
+	if (!x || (x->graph == b && !ir_value_is_const(x)) || x->shape.rank < 1 || !u->out[0])
+		return 0;
+	*gax = ir_attr_int(u, "axis", 0);
+	*gather = u->op == OP_GATHER && u->in[1] == it && *gax >= -x->shape.rank && *gax < x->shape.rank;
+	*slice = u->op == OP_SLICE && u->nin >= 3 && is_iter_plus(b, u->in[1], it, 0) &&
+		 is_iter_plus(b, u->in[2], it, 1);
+	if (*slice && u->nin > 3 && u->in[3]) {
+		ir_value *ax = u->in[3];
+		*slice = ir_value_is_const(ax) && ir_shape_const_numel(&ax->shape) == 1 &&
+			 (ir_const_int(ax, 0) == 0 || ir_const_int(ax, 0) == -x->shape.rank);
+	}
+	if (*slice && u->nin > 4 && u->in[4])
+		*slice = ir_value_is_const(u->in[4]) && ir_shape_const_numel(&u->in[4]->shape) == 1 &&
+			 ir_const_int(u->in[4], 0) == 1;
+	return *gather || *slice;
+}
+
+/* Node u (iter_select's) replaced by a sequence input of the recurrence:
+ * its output becomes the per-step value, the node dead.  The number of
+ * errors. */
+static int iter_to_seq(lx *X, ir_node *u, int gather, int slice, int64_t gax)
 {
 	ir_graph *b = X->b;
-	for (int i = 0; i < b->nnodes; i++) {
-		ir_node *u = b->nodes[i];
-		ir_value *x = u->nin > 0 ? u->in[0] : NULL;
-		if (!x || (x->graph == b && !ir_value_is_const(x)) || x->shape.rank < 1 || !u->out[0])
-			continue;
-		int64_t gax = ir_attr_int(u, "axis", 0);
-		int gather = u->op == OP_GATHER && u->in[1] == it && gax >= -x->shape.rank && gax < x->shape.rank;
-		int slice = u->op == OP_SLICE && u->nin >= 3 && is_iter_plus(b, u->in[1], it, 0) &&
-			    is_iter_plus(b, u->in[2], it, 1);
-		if (slice && u->nin > 3 && u->in[3]) {
-			ir_value *ax = u->in[3];
-			slice = ir_value_is_const(ax) && ir_shape_const_numel(&ax->shape) == 1 &&
-				(ir_const_int(ax, 0) == 0 || ir_const_int(ax, 0) == -x->shape.rank);
-		}
-		if (slice && u->nin > 4 && u->in[4])
-			slice = ir_value_is_const(u->in[4]) && ir_shape_const_numel(&u->in[4]->shape) == 1 &&
-				ir_const_int(u->in[4], 0) == 1;
-		if (!gather && !slice)
-			continue;
-		if (X->nseq == MAXIO)
-			return fail(X, "has more than %d per-step inputs", MAXIO);
-		if (x->graph == b)      /* a constant of the body: the same one outside */
-			x = ir_const_new(X->g, ir_unique_name(X->g, "loop_const"), x->dtype, &x->shape, x->data);
-		if (gather && gax < 0)
-			gax += x->shape.rank;
-		if (gather && gax == 1 && x->shape.rank == 3 && ir_dim_eq(x->shape.d[1], X->T)) {
-			/* x[:, t] of [B, T, N]: a sequence input with time axis 1 */
-			ir_value *v = u->out[0];
-			v->kind = VAL_STEP;
-			v->producer = NULL;
-			v->dtype = x->dtype;
-			v->shape = (ir_shape){.rank = 2, .d = {x->shape.d[0], x->shape.d[2]}};
-			X->seq_ax[X->nseq] = 1;
-			X->seq_outer[X->nseq] = x;
-			X->seq_body[X->nseq++] = v;
-			for (int k = 0; k < u->nout; k++)
-				u->out[k] = NULL;
-			u->nout = 0;
-			continue;
-		}
-		if (gather && gax != 0) {
-			/* x[:, t] otherwise: time to axis 0 first */
-			int64_t perm[IR_MAX_RANK];
-			lx_move_perm(x->shape.rank, (int)gax, 0, perm);
-			if (!(x = lx_pre_transpose(X, x, perm)))
-				return 1;
-		}
-		ir_value *xs = first_rows(X, x);
-		if (!xs)
-			return 1;
-		if (slice) {
-			/* x[t:t+1] = the step's row of x with a size-1 axis 1 */
-			int64_t one = 1;
-			ir_node *nd = ir_build_node(&X->bld, X->g, OP_UNSQUEEZE, 2, NULL, 1);
-			nd->in[0] = xs;
-			nd->in[1] = lx_ints_const(X->g, 1, &one);
-			if (!(xs = lx_pre(X, nd)))
-				return 1;
-		}
+	ir_value *x = u->in[0];
+	if (X->nseq == MAXIO)
+		return fail(X, "has more than %d per-step inputs", MAXIO);
+	if (x->graph == b)      /* a constant of the body: the same one outside */
+		x = ir_const_new(X->g, ir_unique_name(X->g, "loop_const"), x->dtype, &x->shape, x->data);
+	if (gather && gax < 0)
+		gax += x->shape.rank;
+	if (gather && gax == 1 && x->shape.rank == 3 && ir_dim_eq(x->shape.d[1], X->T)) {
+		/* x[:, t] of [B, T, N]: a sequence input with time axis 1 */
 		ir_value *v = u->out[0];
 		v->kind = VAL_STEP;
 		v->producer = NULL;
-		v->dtype = xs->dtype;
-		v->shape.rank = xs->shape.rank - 1;
-		for (int k = 1; k < xs->shape.rank; k++)
-			v->shape.d[k - 1] = xs->shape.d[k];
-		X->seq_outer[X->nseq] = xs;
+		v->dtype = x->dtype;
+		v->shape = (ir_shape){.rank = 2, .d = {x->shape.d[0], x->shape.d[2]}};
+		X->seq_ax[X->nseq] = 1;
+		X->seq_outer[X->nseq] = x;
 		X->seq_body[X->nseq++] = v;
 		for (int k = 0; k < u->nout; k++)
-			u->out[k] = NULL;  /* the node is dead now */
+			u->out[k] = NULL;
 		u->nout = 0;
-	}
-	ir_drop_dead(b, IR_DEAD_LOCAL);
-	if (!body_uses(b, it, NULL))
 		return 0;
-	/* other arithmetic on it (step schedules): it = int64(t - 1) from the
-	 * recurrence's 1-based step number t (has_step) */
+	}
+	if (gather && gax != 0) {
+		/* x[:, t] otherwise: time to axis 0 first */
+		int64_t perm[IR_MAX_RANK];
+		lx_move_perm(x->shape.rank, (int)gax, 0, perm);
+		if (!(x = lx_pre_transpose(X, x, perm)))
+			return 1;
+	}
+	ir_value *xs = first_rows(X, x);
+	if (!xs)
+		return 1;
+	if (slice) {
+		/* x[t:t+1] = the step's row of x with a size-1 axis 1 */
+		int64_t one = 1;
+		ir_node *nd = ir_build_node(&X->bld, X->g, OP_UNSQUEEZE, 2, NULL, 1);
+		nd->in[0] = xs;
+		nd->in[1] = lx_ints_const(X->g, 1, &one);
+		if (!(xs = lx_pre(X, nd)))
+			return 1;
+	}
+	ir_value *v = u->out[0];
+	v->kind = VAL_STEP;
+	v->producer = NULL;
+	v->dtype = xs->dtype;
+	v->shape.rank = xs->shape.rank - 1;
+	for (int k = 1; k < xs->shape.rank; k++)
+		v->shape.d[k - 1] = xs->shape.d[k];
+	X->seq_outer[X->nseq] = xs;
+	X->seq_body[X->nseq++] = v;
+	for (int k = 0; k < u->nout; k++)
+		u->out[k] = NULL;  /* the node is dead now */
+	u->nout = 0;
+	return 0;
+}
+
+/* Other arithmetic on the iteration number it (step schedules): it =
+ * int64(t - 1) from the recurrence's 1-based step number t (has_step). */
+static void iter_from_step(lx *X, ir_value *it)
+{
+	ir_graph *b = X->b;
 	if (X->step_it) {
 		ir_replace_uses(b, it, X->step_it, NULL, IR_USES_OUTPUTS);
-		return 0;
+		return;
 	}
 	ir_shape scalar = {.rank = 0};
 	float onef = 1.0f;
@@ -1018,6 +1027,26 @@ static int map_iter(lx *X, ir_value *it)
 	ir_replace_uses(b, it, cast->out[0], NULL, IR_USES_OUTPUTS);
 	prepend_body(b, cast);
 	prepend_body(b, sub);
+}
+
+/* Uses of the iteration number that are x[t] or x[t:t+1] of an outer x
+ * become sequence inputs.  Returns the number of errors. */
+static int map_iter(lx *X, ir_value *it)
+{
+	ir_graph *b = X->b;
+	for (int i = 0; i < b->nnodes; i++) {
+		ir_node *u = b->nodes[i];
+		int gather, slice;
+		int64_t gax;
+		if (!iter_select(b, u, it, &gather, &slice, &gax))
+			continue;
+		int err = iter_to_seq(X, u, gather, slice, gax);
+		if (err)
+			return err;
+	}
+	ir_drop_dead(b, IR_DEAD_LOCAL);
+	if (body_uses(b, it, NULL))
+		iter_from_step(X, it);
 	return 0;
 }
 

@@ -189,6 +189,30 @@ static int64_t cut_cost(const ir_value *v, ir_dim batch, int saved)
 	return v->shape.d[1].k * CUT_UNIT + 1;
 }
 
+/* Every reader of recomputed value w in the backward body (its nodes, the
+ * state outputs bouts, the adjoint's outputs, the captured products) reads
+ * the per-step input `in` of the cut instead. */
+static void read_cut(gctx *C, bwd *W, const ir_value *w, ir_value *in, ir_value **bouts, int nst)
+{
+	ir_graph *b = W->b;
+	for (int i = 0; i < b->nnodes; i++)
+		for (int k = 0; k < b->nodes[i]->nin; k++)
+			if (b->nodes[i]->in[k] == w)
+				b->nodes[i]->in[k] = in;
+	for (int k = 0; k < nst; k++)
+		if (bouts[k] == w)
+			bouts[k] = op1(C, OP_IDENTITY, in);
+	for (int j = 0; j < W->nout; j++)
+		if (W->outs[j] == w)
+			W->outs[j] = op1(C, OP_IDENTITY, in);
+	for (int i = 0; i < C->ncb; i++) {
+		if (C->cb[i].a == w)
+			C->cb[i].a = in;
+		if (C->cb[i].b == w)
+			C->cb[i].b = in;
+	}
+}
+
 static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, ir_value *const *saved_in,
 			    int nsaved, ir_value **bouts, int nst, ir_dim T)
 {
@@ -273,22 +297,7 @@ static int64_t choose_saves(gctx *C, bwd *W, ir_node *n, int rc_lo, int rc_hi, i
 		ir_value *in = add_seq(C, W, outer, 0, w, arena_printf(g->A, "cut%d", ncut++));
 		if (!in)
 			return -1;
-		for (int i = 0; i < b->nnodes; i++)
-			for (int k = 0; k < b->nodes[i]->nin; k++)
-				if (b->nodes[i]->in[k] == w)
-					b->nodes[i]->in[k] = in;
-		for (int k = 0; k < nst; k++)
-			if (bouts[k] == w)
-				bouts[k] = op1(C, OP_IDENTITY, in);
-		for (int j = 0; j < W->nout; j++)
-			if (W->outs[j] == w)
-				W->outs[j] = op1(C, OP_IDENTITY, in);
-		for (int i = 0; i < C->ncb; i++) {
-			if (C->cb[i].a == w)
-				C->cb[i].a = in;
-			if (C->cb[i].b == w)
-				C->cb[i].b = in;
-		}
+		read_cut(C, W, w, in, bouts, nst);
 	}
 	return flow / CUT_UNIT;
 }

@@ -234,27 +234,15 @@ static void nl_push(ir_graph *g, nodelist *l, ir_node *n)
 
 static void infer_nodes(ictx *c, ir_graph *g, int fold);
 
-/* A recurrence's output types follow from its body (states: the body's
- * state output; per-step outputs: the body's output with the time axis of
- * the first sequence input inserted at out_axis).  Types already there (the
- * annotation of native text, or whoever built the node) are checked against
- * them, never trusted: a wrong one would size the output buffers. */
-static int infer_recurrence(ir_graph *g, ir_node *n, diag *D)
+/* The body's inputs against the recurrence's: a sequence input without its
+ * time axis (of T steps), a state as given, the step counters f32 scalars,
+ * the lengths i32[B].  1 after reporting. */
+static int check_body_inputs(ir_graph *g, ir_node *n, diag *D, ir_dim T)
 {
 	int64_t nst = ir_attr_int(n, "n_state", -1);
-	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
-	const ir_value *x = n->nin ? n->in[0] : NULL;
-	if (!n->body || !x || !sa || sa->kind != ATTR_INTS || sa->n < 1 || nst < 0 ||
-	    n->body->noutputs != n->nout) {
-		diag_node(D, n, "malformed recurrence (body, first sequence input or attributes missing)");
-		return 1;
-	}
+	ir_attr *sa = ir_attr_find(n, "seq_axis");
+	const ir_value *x = n->in[0];
 	int ax_in = (int)sa->ints[0];
-	if (x->shape.rank < 2 || ax_in < 0 || ax_in >= x->shape.rank) {
-		diag_node(D, n, "sequence input '%s' has no time axis %d", x->name, ax_in);
-		return 1;
-	}
-	ir_dim T = x->shape.d[ax_in];
 	int64_t ns = sa->n;
 	for (int k = 0; k < n->body->ninputs && k < n->nin && k < ns + nst; k++) {
 		/* body inputs: a sequence input without its time axis; a state as given */
@@ -301,6 +289,33 @@ static int infer_recurrence(ir_graph *g, ir_node *n, diag *D)
 			return 1;
 		}
 	}
+	return 0;
+}
+
+/* A recurrence's output types follow from its body (states: the body's
+ * state output; per-step outputs: the body's output with the time axis of
+ * the first sequence input inserted at out_axis).  Types already there (the
+ * annotation of native text, or whoever built the node) are checked against
+ * them, never trusted: a wrong one would size the output buffers. */
+static int infer_recurrence(ir_graph *g, ir_node *n, diag *D)
+{
+	int64_t nst = ir_attr_int(n, "n_state", -1);
+	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
+	const ir_value *x = n->nin ? n->in[0] : NULL;
+	if (!n->body || !x || !sa || sa->kind != ATTR_INTS || sa->n < 1 || nst < 0 ||
+	    n->body->noutputs != n->nout) {
+		diag_node(D, n, "malformed recurrence (body, first sequence input or attributes missing)");
+		return 1;
+	}
+	int ax_in = (int)sa->ints[0];
+	if (x->shape.rank < 2 || ax_in < 0 || ax_in >= x->shape.rank) {
+		diag_node(D, n, "sequence input '%s' has no time axis %d", x->name, ax_in);
+		return 1;
+	}
+	ir_dim T = x->shape.d[ax_in];
+	if (check_body_inputs(g, n, D, T))
+		return 1;
+	int64_t ns = sa->n;
 	for (int k = 0; k < nst && ns + k < n->body->ninputs && k < n->body->noutputs; k++) {
 		/* a state's next value has the type of the state */
 		const ir_value *bi = n->body->inputs[ns + k], *bo = n->body->outputs[k];

@@ -640,6 +640,116 @@ static int slice_bounds(const ir_node *sl, int64_t *s, int64_t *e, int64_t *a)
  * keeps whole blocks of the inner ones; through a Gather along another
  * axis; through whatever moves the axis unchanged (through_axis).  The
  * nodes that take its place into out (*nout); 0 if it does not apply. */
+/* sink_slice through Concat p along the slice's axis a: the operands in
+ * [s, e), sliced where the range cuts them, concatenated (or the one left).
+ * The new Slices into out[*m]; NULL if it does not apply. */
+static ir_node *slice_concat(ir_graph *g, ir_node *sl, ir_node *p, int64_t s, int64_t e, int64_t a,
+			     ir_node **out, int *m)
+{
+	const ir_shape *vs = &sl->in[0]->shape;
+	ir_value *part[64];
+	int np = 0;
+	for (int64_t k = 0, off = 0; k < p->nin; k++) {
+		ir_value *x = p->in[k];
+		if (!x || x->shape.rank != vs->rank || !ir_dim_is_const(x->shape.d[a]))
+			return NULL;
+		int64_t w = x->shape.d[a].k, lo = s > off ? s : off, hi = e < off + w ? e : off + w;
+		if (lo < hi && (lo > off || hi < off + w)) {
+			ir_node *q = slice_of(g, sl, x, lo - off, hi - off, a);
+			if (!q)
+				return NULL;
+			out[(*m)++] = q;
+			part[np++] = q->out[0];
+		} else if (lo < hi) {
+			part[np++] = x;
+		}
+		off += w;
+	}
+	ir_node *to = ir_node_new(g, np == 1 ? OP_IDENTITY : OP_CONCAT, NULL, np, 1);
+	memcpy(to->in, part, (size_t)np * sizeof *part);
+	if (np > 1)
+		ir_attr_set_int(to, "axis", a);
+	return to;
+}
+
+/* sink_slice through a Gather p of one constant index along another axis:
+ * the Slice of its input, then the Gather. */
+static ir_node *slice_gather(ir_graph *g, ir_node *sl, ir_node *p, int64_t s, int64_t e, int64_t a,
+			     ir_node **out, int *m)
+{
+	int64_t ga = ir_attr_int(p, "axis", 0);
+	if (ga < 0)
+		ga += p->in[0]->shape.rank;
+	ir_node *q = slice_of(g, sl, p->in[0], s, e, a + (a >= ga));
+	if (!q)
+		return NULL;
+	out[(*m)++] = q;
+	ir_node *to = ir_node_new(g, OP_GATHER, NULL, 2, 1);
+	to->in[0] = q->out[0];
+	to->in[1] = p->in[1];
+	ir_attr_set_int(to, "axis", ga);
+	return to;
+}
+
+/* sink_slice through a node p that moves axis a unchanged (through_axis
+ * of each data input in bs): p again on the slices of its inputs (a
+ * reshape as a Reshape to the sliced shape ys). */
+static ir_node *slice_through(ir_graph *g, ir_node *sl, ir_node *p, int64_t s, int64_t e, const int *bs,
+			      const ir_shape *ys, ir_node **out, int *m)
+{
+	int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
+	int data = data_inputs(p);
+	ir_node *to = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : p->nin, 1);
+	for (int k = data; k < p->nin && !reshape; k++)
+		to->in[k] = p->in[k];   /* MatMul's matrix */
+	for (int k = 0; k < data; k++) {
+		int b = bs[k];
+		ir_node *q = b == UNSPANNED ? NULL : slice_of(g, sl, p->in[k], s, e, b);
+		if (b != UNSPANNED && !q)
+			return NULL;
+		if (q)
+			out[(*m)++] = q;
+		to->in[k] = q ? q->out[0] : p->in[k];
+	}
+	if (reshape)
+		to->in[1] = ir_const_dims(g, ys->d, ys->rank);
+	else
+		copy_attrs(to, p);
+	return to;
+}
+
+/* sink_slice through a Reshape or Flatten p that merged axis a from axes
+ * lo..hi of its input: the range in whole blocks of lo + 1..hi is a range
+ * of lo, reshaped to ys. */
+static ir_node *slice_merged(ir_graph *g, ir_node *sl, ir_node *p, int64_t s, int64_t e, int64_t a,
+			     const ir_shape *ys, ir_node **out, int *m)
+{
+	const ir_shape *vs = &sl->in[0]->shape;
+	ir_value *x = p->in[0];
+	ir_dim before = ir_dim_const(1);
+	for (int i = 0; i < a; i++)
+		before = ir_dim_mul(before, vs->d[i]);
+	int lo, hi;
+	int64_t inner = 1;
+	if (!x || !factor_axes(&x->shape, before, vs->d[a], &lo, &hi) || lo == hi)
+		return NULL;
+	for (int i = lo + 1; i <= hi; i++) {
+		if (!ir_dim_is_const(x->shape.d[i]) || x->shape.d[i].k < 1)
+			return NULL;
+		inner *= x->shape.d[i].k;
+	}
+	if (s % inner || e % inner)
+		return NULL;
+	ir_node *q = slice_of(g, sl, x, s / inner, e / inner, lo);
+	if (!q)
+		return NULL;
+	out[(*m)++] = q;
+	ir_node *to = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
+	to->in[0] = q->out[0];
+	to->in[1] = ir_const_dims(g, ys->d, ys->rank);
+	return to;
+}
+
 static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 {
 	ir_value *v = sl->nin >= 3 ? sl->in[0] : NULL;
@@ -652,95 +762,22 @@ static int sink_slice(ir_graph *g, ir_node *sl, ir_node **out, int *nout)
 	if (data > 64)
 		return 0;
 	if (p->op == OP_CONCAT && (ir_attr_int(p, "axis", 0) + vs->rank) % vs->rank == a) {
-		ir_value *part[64];
-		int np = 0;
-		for (int64_t k = 0, off = 0; k < p->nin; k++) {
-			ir_value *x = p->in[k];
-			if (!x || x->shape.rank != vs->rank || !ir_dim_is_const(x->shape.d[a]))
-				return 0;
-			int64_t w = x->shape.d[a].k, lo = s > off ? s : off, hi = e < off + w ? e : off + w;
-			if (lo < hi && (lo > off || hi < off + w)) {
-				ir_node *q = slice_of(g, sl, x, lo - off, hi - off, a);
-				if (!q)
-					return 0;
-				out[m++] = q;
-				part[np++] = q->out[0];
-			} else if (lo < hi) {
-				part[np++] = x;
-			}
-			off += w;
-		}
-		to = ir_node_new(g, np == 1 ? OP_IDENTITY : OP_CONCAT, NULL, np, 1);
-		memcpy(to->in, part, (size_t)np * sizeof *part);
-		if (np > 1)
-			ir_attr_set_int(to, "axis", a);
+		to = slice_concat(g, sl, p, s, e, a, out, &m);
 	} else if (p->op == OP_GATHER && p->nin == 2 && p->in[1] && p->in[1]->kind == VAL_CONST &&
 		   p->in[1]->shape.rank == 0 && p->in[0]) {
-		int64_t ga = ir_attr_int(p, "axis", 0);
-		if (ga < 0)
-			ga += p->in[0]->shape.rank;
-		ir_node *q = slice_of(g, sl, p->in[0], s, e, a + (a >= ga));
-		if (!q)
-			return 0;
-		out[m++] = q;
-		to = ir_node_new(g, OP_GATHER, NULL, 2, 1);
-		to->in[0] = q->out[0];
-		to->in[1] = p->in[1];
-		ir_attr_set_int(to, "axis", ga);
+		to = slice_gather(g, sl, p, s, e, a, out, &m);
 	} else {
-		int reshape = p->op == OP_RESHAPE || p->op == OP_SQUEEZE || p->op == OP_UNSQUEEZE || p->op == OP_FLATTEN;
 		int through = 1, bs[64];
 		for (int k = 0; k < data && through; k++)
 			through = (bs[k] = through_axis(p, k, (int)a)) != -1;
 		ir_shape ys = *vs;
 		ys.d[a] = ir_dim_const(e - s);
-		if (through) {
-			to = ir_node_new(g, reshape ? OP_RESHAPE : p->op, NULL, reshape ? 2 : p->nin, 1);
-			for (int k = data; k < p->nin && !reshape; k++)
-				to->in[k] = p->in[k];   /* MatMul's matrix */
-			for (int k = 0; k < data; k++) {
-				int b = bs[k];
-				ir_node *q = b == UNSPANNED ? NULL : slice_of(g, sl, p->in[k], s, e, b);
-				if (b != UNSPANNED && !q)
-					return 0;
-				if (q)
-					out[m++] = q;
-				to->in[k] = q ? q->out[0] : p->in[k];
-			}
-			if (reshape)
-				to->in[1] = ir_const_dims(g, ys.d, ys.rank);
-			else
-				copy_attrs(to, p);
-		} else if (p->op == OP_RESHAPE || p->op == OP_FLATTEN) {
-			/* axis a merged from axes lo..hi of the input: the range in
-			 * whole blocks of lo + 1..hi is a range of lo */
-			ir_value *x = p->in[0];
-			ir_dim before = ir_dim_const(1);
-			for (int i = 0; i < a; i++)
-				before = ir_dim_mul(before, vs->d[i]);
-			int lo, hi;
-			int64_t inner = 1;
-			if (!x || !factor_axes(&x->shape, before, vs->d[a], &lo, &hi) || lo == hi)
-				return 0;
-			for (int i = lo + 1; i <= hi; i++) {
-				if (!ir_dim_is_const(x->shape.d[i]) || x->shape.d[i].k < 1)
-					return 0;
-				inner *= x->shape.d[i].k;
-			}
-			if (s % inner || e % inner)
-				return 0;
-			ir_node *q = slice_of(g, sl, x, s / inner, e / inner, lo);
-			if (!q)
-				return 0;
-			out[m++] = q;
-			to = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
-			to->in[0] = q->out[0];
-			to->in[1] = ir_const_dims(g, ys.d, ys.rank);
-		} else {
-			return 0;
-		}
+		if (through)
+			to = slice_through(g, sl, p, s, e, bs, &ys, out, &m);
+		else if (p->op == OP_RESHAPE || p->op == OP_FLATTEN)
+			to = slice_merged(g, sl, p, s, e, a, &ys, out, &m);
 	}
-	if (!take_place(g, to, p, sl))
+	if (!to || !take_place(g, to, p, sl))
 		return 0;
 	out[m++] = to;
 	*nout = m;
@@ -1071,119 +1108,160 @@ static int view_labels(const ir_node *v, const int *in, int *out)
 	return i == a->rank ? 0 : -1;
 }
 
-/* Item 3 of the header: a Gather (or a Slice of length one: then an
- * Unsqueeze of the final state) of the final state's step of a state's
- * stacked output, read directly or through views that move the time axis
- * (Transpose) or add and remove unit axes (ONNX LSTM's num_directions). */
-static void hoist_last_steps(ir_graph *g)
+/* A Gather or Slice of one step that hoist_last_steps may have read a
+ * state instead, as match_last_step found it. */
+typedef struct last_step {
+	ir_node *r;             /* the recurrence */
+	ir_value *y;            /* its stacked output the selection reads */
+	ir_node *chain[8];      /* the views between them, from the selection up */
+	int nchain;
+	int st;                 /* the state whose next values y stacks */
+	int first;              /* the step computed first (not the final one) */
+	int units;              /* the views add unit axes: a Reshape of the state */
+	int64_t axis;           /* the selection's axis */
+} last_step;
+
+/* The recurrence whose stacked output j the selection gth reads through
+ * at most 8 views (into ls: r, y, chain, st), where that output stacks a
+ * state's next value: 0 if none. */
+static int stacked_state(ir_node *gth, last_step *ls, int *j)
 {
-	int moved = sink_gathers(g);
-	for (int i = 0; i < g->nnodes; i++) {
-		ir_node *gth = g->nodes[i], *chain[8];
-		if ((gth->op != OP_GATHER && gth->op != OP_SLICE) || !gth->in[0] || !gth->out[0])
-			continue;
-		int nchain = 0;
-		ir_value *y = gth->in[0];
-		while (y->producer && y->producer->op != OP_RECURRENCE && nchain < 8 && y->producer->nin >= 1 &&
-		       y->producer->in[0])
-			chain[nchain++] = y->producer, y = y->producer->in[0];
-		ir_node *r = y->producer;
-		if (!r || r->op != OP_RECURRENCE || !r->body || ir_attr_int(r, "has_lens", 0))
-			continue;
-		int nst = (int)ir_attr_int(r, "n_state", 0), nseq = (int)ir_attr_int(r, "n_seq", 0);
-		int nout = (int)ir_attr_int(r, "n_out", 0), j = -1;
-		for (int k = 0; k < nout && r->nout == nst + nout; k++)
-			if (r->out[nst + k] == y)
-				j = k;
-		ir_attr *oa = ir_attr_find(r, "out_axis"), *sa = ir_attr_find(r, "seq_axis");
-		if (j < 0 || !oa || j >= oa->n || !sa || sa->n < 1 || nseq < 1 || r->body->noutputs != nst + nout)
-			continue;
-		int st = -1;
-		for (int k = 0; k < nst; k++)
-			if (r->body->outputs[k] == r->body->outputs[nst + j])
-				st = k;
-		if (st < 0)
-			continue;
-		const ir_shape *ss = &r->body->inputs[nseq + st]->shape;
-		int64_t tax = oa->ints[j];
-		ir_dim T = r->in[0]->shape.d[sa->ints[0]];
-		int lab[IR_MAX_RANK], nl = y->shape.rank, ok = nl == ss->rank + 1 && tax >= 0 && tax < nl;
-		for (int a = 0; ok && a < nl; a++) {
-			lab[a] = a == tax ? LB_TIME : a < tax ? a : a - 1;
-			ok = !is_unit(y->shape.d[a]);       /* a unit axis could be squeezed away */
-		}
-		for (int c = nchain - 1; ok && c >= 0; c--) {
-			int nx[IR_MAX_RANK];
-			ok = chain[c]->out[0] && view_labels(chain[c], lab, nx) == 0;
-			nl = ok ? chain[c]->out[0]->shape.rank : 0;
-			memcpy(lab, nx, sizeof lab);
-		}
-		int reverse = (int)ir_attr_int(r, "reverse", 0), slice = gth->op == OP_SLICE, fin, first = 0;
-		int64_t axis = 0;
-		if (slice) {
-			fin = slices_final_step(gth, reverse, T, &axis);
-		} else {
-			axis = ir_attr_int(gth, "axis", 0), fin = reads_step(g, gth, T, !reverse);
-			/* the step computed first (a reverse recurrence's last:
-			 * a bidirectional out[:, -1]) */
-			first = !fin && reads_step(g, gth, T, reverse);
-		}
-		if (axis < 0)
-			axis += nl;
-		if (!ok || !(fin || first) || axis < 0 || axis >= nl || lab[axis] != LB_TIME)
-			continue;
-		/* what is left must be the state's axes in order (a Slice keeps a
-		 * unit axis where the time axis was), with the unit axes of views
-		 * between them (ONNX LSTM's num_directions) */
-		ir_shape want = {.rank = 0};
-		int units = 0;
-		for (int a = 0, k = 0; ok && a < nl; a++)
-			if (a != axis && lab[a] == LB_UNIT)
-				want.d[want.rank++] = ir_dim_const(1), units = 1;
-			else if (a != axis)
-				ok = lab[a] == k, want.d[want.rank++] = ss->d[k++];
-			else if (slice)
-				want.d[want.rank++] = ir_dim_const(1);
-		if (!ok || !ir_shape_eq(&want, &gth->out[0]->shape))
-			continue;
-		if (first) {
-			/* nothing else read: the recurrence runs that step only,
-			 * whose value is then its final state */
-			int at = 0;
-			while (at < i && g->nodes[at] != r)
-				at++;
-			if (at == i || !first_step_only(r, y, chain, nchain))
-				continue;
-			int added = first_step(g, r, at);
-			if (!added)
-				continue;
-			i += added;
-		}
-		if (!r->out[st]) {
-			ir_value *fs = ir_value_new(g, NULL, VAL_TEMP, r->body->inputs[nseq + st]->dtype);
-			fs->shape = *ss;
-			fs->producer = r;
-			r->out[st] = fs;
-		}
-		gth->in[0] = r->out[st];
-		if (units) {
-			gth->op = OP_RESHAPE;
-			gth->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
-			gth->nin = 2;
-			ir_attr_remove(gth, "axis");
-		} else if (slice) {
-			gth->op = OP_UNSQUEEZE;
-			gth->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &axis);
-			gth->nin = 2;
-		} else {
-			gth->op = OP_IDENTITY;
-			gth->nin = 1;
-			ir_attr_remove(gth, "axis");
-		}
-		ir_recount(g);          /* first_step_only counts the readers */
+	ls->nchain = 0;
+	ir_value *y = gth->in[0];
+	while (y->producer && y->producer->op != OP_RECURRENCE && ls->nchain < 8 && y->producer->nin >= 1 &&
+	       y->producer->in[0])
+		ls->chain[ls->nchain++] = y->producer, y = y->producer->in[0];
+	ir_node *r = y->producer;
+	if (!r || r->op != OP_RECURRENCE || !r->body || ir_attr_int(r, "has_lens", 0))
+		return 0;
+	int nst = (int)ir_attr_int(r, "n_state", 0), nseq = (int)ir_attr_int(r, "n_seq", 0);
+	int nout = (int)ir_attr_int(r, "n_out", 0);
+	*j = -1;
+	for (int k = 0; k < nout && r->nout == nst + nout; k++)
+		if (r->out[nst + k] == y)
+			*j = k;
+	ir_attr *oa = ir_attr_find(r, "out_axis"), *sa = ir_attr_find(r, "seq_axis");
+	if (*j < 0 || !oa || *j >= oa->n || !sa || sa->n < 1 || nseq < 1 || r->body->noutputs != nst + nout)
+		return 0;
+	ls->st = -1;
+	for (int k = 0; k < nst; k++)
+		if (r->body->outputs[k] == r->body->outputs[nst + *j])
+			ls->st = k;
+	ls->r = r;
+	ls->y = y;
+	return ls->st >= 0;
+}
+
+/* The labels of the selection's input (into lab, its rank in *nl): y's
+ * axes, the time axis at tax, through the chain of views.  0 if a view
+ * does not keep them (or y has a unit axis, which a view could drop). */
+static int chain_labels(const last_step *ls, int64_t tax, int state_rank, int *lab, int *nl)
+{
+	const ir_value *y = ls->y;
+	*nl = y->shape.rank;
+	int ok = *nl == state_rank + 1 && tax >= 0 && tax < *nl;
+	for (int a = 0; ok && a < *nl; a++) {
+		lab[a] = a == tax ? LB_TIME : a < tax ? a : a - 1;
+		ok = !is_unit(y->shape.d[a]);       /* a unit axis could be squeezed away */
 	}
-	/* the views and stacked outputs nothing reads (any more, or ever: an
-	 * exporter's LSTM writes Y also when only Y_h is read) */
+	for (int c = ls->nchain - 1; ok && c >= 0; c--) {
+		int nx[IR_MAX_RANK];
+		ok = ls->chain[c]->out[0] && view_labels(ls->chain[c], lab, nx) == 0;
+		*nl = ok ? ls->chain[c]->out[0]->shape.rank : 0;
+		memcpy(lab, nx, IR_MAX_RANK * sizeof *lab);
+	}
+	return ok;
+}
+
+/* Whether what the selection leaves is the state's axes ss in order (a
+ * Slice keeps a unit axis where the time axis was), with the unit axes of
+ * views between them (ONNX LSTM's num_directions: then *units). */
+static int leaves_state(const ir_node *gth, const ir_shape *ss, const int *lab, int nl, int64_t axis, int *units)
+{
+	ir_shape want = {.rank = 0};
+	int ok = 1, slice = gth->op == OP_SLICE;
+	*units = 0;
+	for (int a = 0, k = 0; ok && a < nl; a++)
+		if (a != axis && lab[a] == LB_UNIT)
+			want.d[want.rank++] = ir_dim_const(1), *units = 1;
+		else if (a != axis)
+			ok = lab[a] == k, want.d[want.rank++] = ss->d[k++];
+		else if (slice)
+			want.d[want.rank++] = ir_dim_const(1);
+	return ok && ir_shape_eq(&want, &gth->out[0]->shape);
+}
+
+/* Whether gth is a Gather (or a Slice of length one) of the final state's
+ * step, or of the step computed first, of a state's stacked output, read
+ * directly or through views that move the time axis (Transpose) or add and
+ * remove unit axes; what it found into ls. */
+static int match_last_step(ir_graph *g, ir_node *gth, last_step *ls)
+{
+	int j;
+	if ((gth->op != OP_GATHER && gth->op != OP_SLICE) || !gth->in[0] || !gth->out[0] ||
+	    !stacked_state(gth, ls, &j))
+		return 0;
+	ir_node *r = ls->r;
+	int nseq = (int)ir_attr_int(r, "n_seq", 0);
+	ir_attr *oa = ir_attr_find(r, "out_axis"), *sa = ir_attr_find(r, "seq_axis");
+	const ir_shape *ss = &r->body->inputs[nseq + ls->st]->shape;
+	ir_dim T = r->in[0]->shape.d[sa->ints[0]];
+	int lab[IR_MAX_RANK], nl;
+	int ok = chain_labels(ls, oa->ints[j], ss->rank, lab, &nl);
+	int reverse = (int)ir_attr_int(r, "reverse", 0), fin;
+	ls->first = 0;
+	ls->axis = 0;
+	if (gth->op == OP_SLICE) {
+		fin = slices_final_step(gth, reverse, T, &ls->axis);
+	} else {
+		ls->axis = ir_attr_int(gth, "axis", 0), fin = reads_step(g, gth, T, !reverse);
+		/* the step computed first (a reverse recurrence's last:
+		 * a bidirectional out[:, -1]) */
+		ls->first = !fin && reads_step(g, gth, T, reverse);
+	}
+	if (ls->axis < 0)
+		ls->axis += nl;
+	if (!ok || !(fin || ls->first) || ls->axis < 0 || ls->axis >= nl || lab[ls->axis] != LB_TIME)
+		return 0;
+	return leaves_state(gth, ss, lab, nl, ls->axis, &ls->units);
+}
+
+/* The selection gth reads the final state instead (made an output of the
+ * recurrence if it was not): an Identity of it, a Reshape where views added
+ * unit axes, an Unsqueeze for a Slice. */
+static void read_final_state(ir_graph *g, ir_node *gth, const last_step *ls)
+{
+	ir_node *r = ls->r;
+	int st = ls->st, nseq = (int)ir_attr_int(r, "n_seq", 0);
+	if (!r->out[st]) {
+		ir_value *fs = ir_value_new(g, NULL, VAL_TEMP, r->body->inputs[nseq + st]->dtype);
+		fs->shape = r->body->inputs[nseq + st]->shape;
+		fs->producer = r;
+		r->out[st] = fs;
+	}
+	gth->in[0] = r->out[st];
+	if (ls->units) {
+		gth->op = OP_RESHAPE;
+		gth->in[1] = ir_const_dims(g, gth->out[0]->shape.d, gth->out[0]->shape.rank);
+		gth->nin = 2;
+		ir_attr_remove(gth, "axis");
+	} else if (gth->op == OP_SLICE) {
+		int64_t axis = ls->axis;
+		gth->op = OP_UNSQUEEZE;
+		gth->in[1] = ir_const_i64(g, ir_unique_name(g, "axes"), 1, &axis);
+		gth->nin = 2;
+	} else {
+		gth->op = OP_IDENTITY;
+		gth->nin = 1;
+		ir_attr_remove(gth, "axis");
+	}
+}
+
+/* The views and stacked outputs nothing reads (any more, or ever: an
+ * exporter's LSTM writes Y also when only Y_h is read) dropped, then the
+ * recurrences nothing reads. */
+static void drop_unread(ir_graph *g)
+{
 	ir_recount(g);
 	ir_drop_dead(g, 0);
 	for (int i = 0; i < g->nnodes; i++) {
@@ -1202,6 +1280,37 @@ static void hoist_last_steps(ir_graph *g)
 	if (ir_drop_dead(g, IR_DEAD_ONCE | IR_DEAD_BODIES))
 		ir_drop_dead(g, 0);
 	ir_recount(g);
+}
+
+/* Item 3 of the header: a Gather (or a Slice of length one: then an
+ * Unsqueeze of the final state) of the final state's step of a state's
+ * stacked output, read directly or through views that move the time axis
+ * (Transpose) or add and remove unit axes (ONNX LSTM's num_directions). */
+static void hoist_last_steps(ir_graph *g)
+{
+	int moved = sink_gathers(g);
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *gth = g->nodes[i];
+		last_step ls;
+		if (!match_last_step(g, gth, &ls))
+			continue;
+		if (ls.first) {
+			/* nothing else read: the recurrence runs that step only,
+			 * whose value is then its final state */
+			int at = 0;
+			while (at < i && g->nodes[at] != ls.r)
+				at++;
+			if (at == i || !first_step_only(ls.r, ls.y, ls.chain, ls.nchain))
+				continue;
+			int added = first_step(g, ls.r, at);
+			if (!added)
+				continue;
+			i += added;
+		}
+		read_final_state(g, gth, &ls);
+		ir_recount(g);          /* first_step_only counts the readers */
+	}
+	drop_unread(g);
 	if (moved)
 		canon_views(g); /* the views of views the moves left */
 }
