@@ -548,8 +548,11 @@ static void check_precision(vctx *c, const ir_graph *g, const ir_node *n)
 
 /* ---- graphs ------------------------------------------------------------------- */
 
-/* def: values usable at this point (those of enclosing graphs included). */
-static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
+static void check_graph(vctx *c, const ir_graph *g, infer_set *def);
+
+/* The values g lists: owned by g, made by a node of g; those no node makes
+ * (inputs, weights, constants) are defined from the start. */
+static void check_values(vctx *c, const ir_graph *g, infer_set *def)
 {
 	for (int i = 0; i < g->nvalues; i++) {
 		const ir_value *v = g->values[i];
@@ -569,94 +572,108 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 	for (int i = 0; i < g->ninputs; i++)
 		if (!g->inputs[i] || g->inputs[i]->graph != g)
 			bad(c, g, "graph input %d is missing or not owned by the graph", i);
-	for (int i = 0; i < g->nnodes; i++) {
-		const ir_node *n = g->nodes[i];
-		if ((unsigned)n->op >= OP_COUNT) {
-			bad(c, g, "node #%d has an invalid op %d", i, (int)n->op);
+}
+
+/* The node itself: its op, arity, graph, source and body; 1 when it has a
+ * body (whose contract check_body checks). */
+static int check_node_shape(vctx *c, const ir_graph *g, const ir_node *n)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	if (n->nin < oi->min_in || n->nin > oi->max_in)
+		bad(c, g, "node '%s' (%s) has %d inputs; arity is %d..%d", nname(n), oi->name, n->nin, oi->min_in,
+		    oi->max_in);
+	if (n->nout < oi->min_out || n->nout > oi->max_out)
+		bad(c, g, "node '%s' (%s) has %d outputs; arity is %d..%d", nname(n), oi->name, n->nout,
+		    oi->min_out, oi->max_out);
+	if (n->graph != g)
+		bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n), oi->name);
+	if (ir_attr_find(n, "weights"))
+		check_precision(c, g, n);
+	if ((unsigned)n->rec_source >= IR_REC_SOURCE_COUNT)
+		bad(c, g, "node '%s' (%s) has an invalid recurrence source %d", nname(n), oi->name,
+		    (int)n->rec_source);
+	else if (n->rec_source != IR_REC_NONE && n->op != OP_RECURRENCE)
+		bad(c, g, "node '%s' (%s) has the recurrence source %s but is no recurrence", nname(n), oi->name,
+		    ir_rec_source_keyword(n->rec_source));
+	/* ONNX Loop/Scan/SequenceMap keep their body until pass_loops rewrites them */
+	int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
+	if ((n->body != NULL) != has_body)
+		bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name, n->body ? "has" : "lacks");
+	return has_body;
+}
+
+/* Every input is defined before the node. */
+static void check_node_inputs(vctx *c, const ir_graph *g, const ir_node *n, const infer_set *def)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		if (!v) {
+			if (k < oi->min_in && n->op != OP_RECURRENCE)
+				bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
 			continue;
 		}
-		const ir_opinfo *oi = &ir_ops[n->op];
-		if (n->nin < oi->min_in || n->nin > oi->max_in)
-			bad(c, g, "node '%s' (%s) has %d inputs; arity is %d..%d", nname(n), oi->name,
-			    n->nin, oi->min_in, oi->max_in);
-		if (n->nout < oi->min_out || n->nout > oi->max_out)
-			bad(c, g, "node '%s' (%s) has %d outputs; arity is %d..%d", nname(n), oi->name,
-			    n->nout, oi->min_out, oi->max_out);
-		if (n->graph != g)
-			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
-			    oi->name);
-		if (ir_attr_find(n, "weights"))
-			check_precision(c, g, n);
-		if ((unsigned)n->rec_source >= IR_REC_SOURCE_COUNT)
-			bad(c, g, "node '%s' (%s) has an invalid recurrence source %d", nname(n), oi->name,
-			    (int)n->rec_source);
-		else if (n->rec_source != IR_REC_NONE && n->op != OP_RECURRENCE)
-			bad(c, g, "node '%s' (%s) has the recurrence source %s but is no recurrence", nname(n),
-			    oi->name, ir_rec_source_keyword(n->rec_source));
-		/* ONNX Loop/Scan/SequenceMap keep their body until pass_loops rewrites them */
-		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
-		if ((n->body != NULL) != has_body)
-			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
-			    n->body ? "has" : "lacks");
-		for (int k = 0; k < n->nin; k++) {
-			const ir_value *v = n->in[k];
-			if (!v) {
-				if (k < oi->min_in && n->op != OP_RECURRENCE)
-					bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
-				continue;
-			}
-			if (v->data_dep)
-				bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only "
-				    "graph outputs may have", nname(n), oi->name, k, v->name);
-			if (!infer_set_has(def, v))
-				bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a "
-				    "later node's output, a value of another graph, or a cycle)", nname(n),
-				    oi->name, k, v->name);
-			else
-				check_value(c, g, v, "input");
-		}
-		if (has_body) {
-			if (n->op == OP_RECURRENCE)
-				check_recurrence(c, g, n);
-			if (n->body && n->body->parent == g) {
-				/* the body sees what is defined here, plus its own values */
-				infer_set inner;
-				infer_set_init(&inner);
-				for (size_t s = 0; s < def->cap; s++)
-					if (def->slot[s])
-						infer_set_add(&inner, def->slot[s]);
-				check_graph(c, n->body, &inner);
-				infer_set_free(&inner);
-			}
-		}
-		for (int k = 0; k < n->nout; k++) {
-			const ir_value *v = n->out[k];
-			if (!v)
-				continue;
-			if (v->kind != VAL_TEMP)
-				bad(c, g, "node '%s' (%s) output %d '%s' is not a VAL_TEMP", nname(n), oi->name,
-				    k, v->name);
-			if (v->producer != n)
-				bad(c, g, "node '%s' (%s) output %d '%s' names another producer ('%s')",
-				    nname(n), oi->name, k, v->name, v->producer ? nname(v->producer) : "none");
-			if (v->graph != g)
-				bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n),
-				    oi->name, k, v->name);
-			if (c->shapes && v->data_dep != ir_op_dd_output(n->op, k))
-				bad(c, g, "node '%s' (%s) output %d '%s' %s a data-dependent length", nname(n),
-				    oi->name, k, v->name, v->data_dep ? "has" : "lacks");
-			if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))
-				bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d of rank %d%s",
-				    nname(n), oi->name, k, v->name, v->dd_axis, v->shape.rank,
-				    g->parent ? " inside a body" : "");
-			if (!infer_set_add(def, v))
-				bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name,
-				    nname(n));
-			else
-				check_value(c, g, v, "output");
-			check_role(c, g, v);
-		}
+		if (v->data_dep)
+			bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only graph "
+			    "outputs may have", nname(n), oi->name, k, v->name);
+		if (!infer_set_has(def, v))
+			bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a later node's "
+			    "output, a value of another graph, or a cycle)", nname(n), oi->name, k, v->name);
+		else
+			check_value(c, g, v, "input");
 	}
+}
+
+/* A recurrence's contract, and its body, which sees what is defined here
+ * plus its own values. */
+static void check_body(vctx *c, const ir_graph *g, const ir_node *n, const infer_set *def)
+{
+	if (n->op == OP_RECURRENCE)
+		check_recurrence(c, g, n);
+	if (!n->body || n->body->parent != g)
+		return;
+	infer_set inner;
+	infer_set_init(&inner);
+	for (size_t s = 0; s < def->cap; s++)
+		if (def->slot[s])
+			infer_set_add(&inner, def->slot[s]);
+	check_graph(c, n->body, &inner);
+	infer_set_free(&inner);
+}
+
+/* Every output is the node's, once, in its graph, with its data-dependent
+ * length where the op has one. */
+static void check_node_outputs(vctx *c, const ir_graph *g, const ir_node *n, infer_set *def)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	for (int k = 0; k < n->nout; k++) {
+		const ir_value *v = n->out[k];
+		if (!v)
+			continue;
+		if (v->kind != VAL_TEMP)
+			bad(c, g, "node '%s' (%s) output %d '%s' is not a VAL_TEMP", nname(n), oi->name, k, v->name);
+		if (v->producer != n)
+			bad(c, g, "node '%s' (%s) output %d '%s' names another producer ('%s')", nname(n), oi->name,
+			    k, v->name, v->producer ? nname(v->producer) : "none");
+		if (v->graph != g)
+			bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n), oi->name, k,
+			    v->name);
+		if (c->shapes && v->data_dep != ir_op_dd_output(n->op, k))
+			bad(c, g, "node '%s' (%s) output %d '%s' %s a data-dependent length", nname(n), oi->name, k,
+			    v->name, v->data_dep ? "has" : "lacks");
+		if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))
+			bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d of rank %d%s", nname(n),
+			    oi->name, k, v->name, v->dd_axis, v->shape.rank, g->parent ? " inside a body" : "");
+		if (!infer_set_add(def, v))
+			bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name, nname(n));
+		else
+			check_value(c, g, v, "output");
+		check_role(c, g, v);
+	}
+}
+
+static void check_graph_outputs(vctx *c, const ir_graph *g, const infer_set *def)
+{
 	for (int i = 0; i < g->noutputs; i++) {
 		const ir_value *v = g->outputs[i];
 		if (!v)
@@ -668,6 +685,25 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		else
 			check_value(c, g, v, "graph output");
 	}
+}
+
+/* def: values usable at this point (those of enclosing graphs included). */
+static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
+{
+	check_values(c, g, def);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if ((unsigned)n->op >= OP_COUNT) {
+			bad(c, g, "node #%d has an invalid op %d", i, (int)n->op);
+			continue;
+		}
+		int has_body = check_node_shape(c, g, n);
+		check_node_inputs(c, g, n, def);
+		if (has_body)
+			check_body(c, g, n, def);
+		check_node_outputs(c, g, n, def);
+	}
+	check_graph_outputs(c, g, def);
 }
 
 static int verify(const ir_graph *g, const char *after_pass, int shapes)
