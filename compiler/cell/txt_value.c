@@ -144,6 +144,8 @@ static int parse_dim(txt *X, ir_graph *g, ir_dim *d, int add_syms, int neg_ok)
 	return 1;
 }
 
+int txt_parse_dim(txt *X, ir_graph *g, ir_dim *d) { return parse_dim(X, g, d, 0, 0); }
+
 /* Each dimension is bounded by parse_dim, their product is not: a shape
  * whose element count overflows int64 is refused here, where it can be
  * located, so no later stage multiplies it out. */

@@ -13,9 +13,13 @@
  *     shapes; graph outputs are defined;
  *   - after any pass but "load" (and not inside the rounds of the resolving
  *     stages, ir_verify_structure): every value in use has a supported
- *     dtype and a known shape;
+ *     dtype and a known shape, and one that stands for an ONNX FLOAT16 or
+ *     BFLOAT16 tensor (ir_value.narrow: f16 or bf16) is f32;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
  *     only a recurrence has a source (ir_node.rec_source);
+ *   - pass_grad's links (ir_value.grad_of, recomputes): each names a value
+ *     that a graph of the compilation defines, not the value itself; what
+ *     a value recomputes is a node's result in another recurrence body;
  *   - value roles (ir_value.role, ir.h) stand where they may
  *     (ir_role_fits): step_coef on an f32 sequence input of a recurrence
  *     body, nag_schedule on a value a node of a body makes, trace_steps on
@@ -156,8 +160,13 @@ static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const cha
 		if (!v->data && !(v->kind == VAL_CONST && v->sym && v->dtype == DT_I64))
 			bad(c, g, "%s '%s' is a constant without data", role, v->name);
 	}
+	if (v->narrow && v->narrow != DT_F16 && v->narrow != DT_BF16)
+		bad(c, g, "%s '%s' stands for dtype %d (narrow), neither f16 nor bf16", role, v->name, (int)v->narrow);
 	if (!c->shapes)
 		return;
+	if (v->narrow && v->dtype != DT_F32)
+		bad(c, g, "%s '%s' is %s but stands for a %s tensor (narrow), which only f32 values do", role,
+		    v->name, ir_dtype_name(v->dtype), ir_dtype_name(v->narrow));
 	if (!infer_dtype_ok(v->dtype))
 		bad(c, g, "%s '%s' has no supported dtype (%s)", role, v->name, ir_dtype_name(v->dtype));
 	if (v->shape.rank < 0 || v->shape.rank > IR_MAX_RANK) {
@@ -706,6 +715,51 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 	check_graph_outputs(c, g, def);
 }
 
+/* ---- pass_grad's links: grad_of and recomputes ----------------------------------- */
+
+/* Every value of the compilation that is defined: those no node makes that
+ * a graph lists (inputs, weights, constants), and its nodes' results. */
+static void defined_values(const ir_graph *g, infer_set *all)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		if (g->values[i]->kind != VAL_TEMP)
+			infer_set_add(all, g->values[i]);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				infer_set_add(all, n->out[k]);
+		if (n->body)
+			defined_values(n->body, all);
+		for (int j = 0; j < n->nattrs; j++)
+			if (n->attrs[j].kind == ATTR_GRAPH && n->attrs[j].g)
+				defined_values(n->attrs[j].g, all);
+	}
+}
+
+/* The results of g's nodes (bodies included) that pass_grad linked: a
+ * gradient to the value it is of, a recomputed value of a backward body to
+ * the forward body's value; both a value of the compilation that is defined
+ * (the dump names it, the text reads it back) and not the value itself. */
+static void check_links(vctx *c, const ir_graph *g, const infer_set *all)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nout; k++) {
+			const ir_value *v = n->out[k], *f = v ? v->grad_of : NULL, *r = v ? v->recomputes : NULL;
+			if (f && (f == v || !infer_set_has(all, f)))
+				bad(c, g, "value '%s' is the gradient of '%s', which is %s", v->name, f->name,
+				    f == v ? "itself" : "no value the compilation defines (a removed node's result?)");
+			if (r && (r == v || !infer_set_has(all, r) || r->kind != VAL_TEMP || !g->parent ||
+				  !r->graph->parent || r->graph == g))
+				bad(c, g, "value '%s' recomputes '%s', which is no result of a node in another "
+				    "recurrence body that the compilation defines", v->name, r->name);
+		}
+		if (n->body)
+			check_links(c, n->body, all);
+	}
+}
+
 static int verify(const ir_graph *g, const char *after_pass, int shapes)
 {
 	vctx c = {after_pass ? after_pass : "?", shapes, 0};
@@ -726,6 +780,11 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	}
 	check_graph(&c, g, &def);
 	infer_set_free(&def);
+	infer_set all;
+	infer_set_init(&all);
+	defined_values(g, &all);
+	check_links(&c, g, &all);
+	infer_set_free(&all);
 	if (!g->parent && !strcmp(c.pass, "schedule"))
 		check_schedule(&c, g);
 	if (!g->parent && !strcmp(c.pass, "plan"))
