@@ -14,9 +14,11 @@ it, bodies included), `nodes` (every node line), `groups` (distinct fusion
 groups), `slots` (distinct workspace slots), `attr:NAME=VALUE` (node lines
 whose attributes include `NAME = VALUE`, VALUE as the dump prints it, without
 spaces), `role:ROLE` (values given that role, on their declaration or on
-the node line defining them: ` role ROLE`, ` role %NAME ROLE`) or
+the node line defining them: ` role ROLE`, ` role %NAME ROLE`),
 `source:SOURCE` (recurrences saying ` source SOURCE`; compiler/ir/ir.h lists
-roles and sources).  These counts are written by
+roles and sources), `grad_of` or `recomputes` (values that pass_grad linked
+to the forward value they are the gradient of or compute again: ` grad_of
+%NAME %V`, ` recomputes %NAME %V` on node lines).  These counts are written by
 hand from what the pass promises (its contract in compiler/passes/pass_PASS.c), so a
 case fails when the pass stops doing its job even if expected.txt was
 regenerated without reading it.
@@ -110,6 +112,7 @@ def split_attrs(text):
 
 ROLE = re.compile(r" role (?:%\S+ )?([a-z_]+)")
 SOURCE = re.compile(r" source ([a-z_]+)")
+LINK = re.compile(r" (grad_of|recomputes) %\S+ %\S+")
 
 
 def count(text, what):
@@ -117,6 +120,8 @@ def count(text, what):
         kind, want = what.split(":", 1)
         pat = ROLE if kind == "role" else SOURCE
         return sum(1 for l in text.splitlines() for m in pat.finditer(l.split("#", 1)[0]) if m.group(1) == want)
+    if what in ("grad_of", "recomputes"):
+        return sum(1 for l in text.splitlines() for m in LINK.finditer(l.split("#", 1)[0]) if m.group(1) == what)
     lines = [l for l in text.splitlines() if NODE.match(l.split("#", 1)[0])]
     if what == "nodes":
         return len(lines)

@@ -5,7 +5,12 @@ group "cell_format".  Prints one PASS/FAIL line per test; exit 1 on failure.
               printed again (`--after load`): the text must be identical, for
               every examples/*.cell and for ONNX models of tests/out (PyTorch
               exports, traced loops, rnn_cases, the official LSTM/GRU/RNN node
-              tests)
+              tests, FLOAT16 casts, NonZero)
+  reinfer     the FLOAT16 casts dumped as loaded infer as the models do
+  train_names a --train build dumped after grad and compiled again: its
+              backward loops' values have the names of the direct
+              compilation's (g_h1_c_next: pass_grad's grad_of and
+              recomputes, printed and read back)
   errors      malformed .cell files: exit 2, the expected message at
               FILE:LINE:COL, the source line and a caret under the column
   fuzz        random truncations and byte mutations of the examples (and of
@@ -107,6 +112,24 @@ def roundtrip(name, model):
     report("roundtrip/" + name, not bad, "; ".join(bad)[:400])
 
 
+def reinfer(name, model):
+    """A model dumped as loaded and read back infers to what the model
+    infers to: what inference decides from (an input standing for a
+    FLOAT16 tensor, ` narrow f16`, makes CastLike round to float16) is in
+    the text."""
+    rc, out, err = run([CELLC, "dump", model, "--after", "load"])
+    path = os.path.join(OUT, "%s.load.cell" % name.replace("/", "_"))
+    with open(path, "w") as f:
+        f.write(out)
+    rc1, want, e1 = run([CELLC, "dump", model, "--after", "infer"])
+    rc2, got, e2 = run([CELLC, "dump", path, "--after", "infer"])
+    a, b = body(want).splitlines(), body(got).splitlines()
+    k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    ok = rc == rc1 == rc2 == 0 and a == b
+    report("reinfer/" + name, ok, "" if ok else "exit %d, %d, %d; line %d: %r vs %r" %
+           (rc, rc1, rc2, k + 2, a[k] if k < len(a) else "", b[k] if k < len(b) else ""))
+
+
 def strip_comments(c_text):
     """C text without comments, provenance lines and blank lines (a graph read
     back from a dump lost the origins that only comments show)."""
@@ -156,6 +179,55 @@ def train_roundtrip(name, model, loss):
            "the read-back dump differs in: %s" % ", ".join(diff or ["(no training API)"]))
 
 
+def backward_names(path):
+    """The locals of the backward time loops (rec_*backward* in m.c) that
+    pass_grad's links name (reg_name, emit_rec.c): g_h1_c_next, the
+    gradient of h1.c_next, and h1_c_next, a value the step recomputes;
+    numbered ones (v12, g_v4) aside, which count the values of a graph."""
+    with open(path) as f:
+        c = f.read()
+    names = set()
+    for m in re.finditer(r"^static int rec_\w*backward\w*\(.*?^}", c, re.S | re.M):
+        for d in re.finditer(r"\bconst float (\w+) =", re.sub(r"/\*.*?\*/", "", m.group(0), flags=re.S)):
+            if not re.fullmatch(r"(g_)?v\d+", d.group(1)):
+                names.add(d.group(1))
+    return names
+
+
+def train_names(name, model, loss):
+    """A training build dumped after grad and compiled again names the
+    backward loops' values as the direct compilation does: the dump prints
+    which forward value each gradient is of and which one each recomputed
+    value is (` grad_of %G %V`, ` recomputes %R %V`) and the text reads
+    them back."""
+    rc, out, err = run([CELLC, "dump", model, "--after", "grad", "--train", "--loss", loss])
+    if rc != 0:
+        report("train_names/" + name, False, "dump --after grad exit %d: %s" % (rc, err.strip()[:200]))
+        return
+    path = os.path.join(OUT, "%s.grad.cell" % name)
+    with open(path, "w") as f:
+        f.write(out)
+    rc, again, err = run([CELLC, "dump", path, "--after", "load"])
+    if rc != 0 or body(again) != body(out):
+        report("train_names/" + name, False, "the dump after grad does not read back to the same text (exit %d)%s"
+               % (rc, ": " + err.strip()[:200] if rc else ""))
+        return
+    got = {}
+    for tag, src, opts in (("direct", model, ["--train", "--loss", loss]), ("dump", path, [])):
+        d = os.path.join(OUT, "%s.names.%s" % (name, tag))
+        shutil.rmtree(d, ignore_errors=True)
+        rc, o, e = run([CELLC, "compile", src, "-o", d, "--name", "m"] + opts)
+        if rc != 0:
+            report("train_names/" + name, False, "compile of the %s exit %d: %s" % (tag, rc, e.strip()[:200]))
+            return
+        got[tag] = backward_names(os.path.join(d, "m.c"))
+    a, b = got["direct"], got["dump"]
+    ok = a == b and any(n.startswith("g_") for n in a)
+    report("train_names/" + name, ok, "%d names of the backward loops, %d gradients (g_...)" %
+           (len(a), sum(n.startswith("g_") for n in a)) if ok else
+           "direct only: %s; dump only: %s" % (" ".join(sorted(a - b)) or "-", " ".join(sorted(b - a)) or "-"))
+
+
 def roundtrips():
     models = [(os.path.basename(f), f) for f in sorted(glob.glob("examples/*.cell"))]
     if len(models) < 3:
@@ -177,6 +249,14 @@ def roundtrips():
                   glob.glob("tests/out/onnx_node/node/test_simple_rnn_*/model.onnx"))
     for d in node:
         models.append(("onnx_node/" + d.split("/")[-2], d))
+    # f32 values standing for FLOAT16 tensors (` narrow f16`: the CastLike
+    # they decide), lengths the data decide (the annotation's
+    # `data-dependent axis A <= N`)
+    narrow = []
+    for d in ("test_castlike_DOUBLE_to_FLOAT16", "test_cast_FLOAT16_to_FLOAT", "test_nonzero_example"):
+        if os.path.exists("tests/out/onnx_node/node/%s/model.onnx" % d):
+            models.append(("onnx_node/" + d, "tests/out/onnx_node/node/%s/model.onnx" % d))
+            narrow += models[-1:] if "16" in d else []
     if len(models) < 10:
         report("roundtrip/models", False, "fixtures missing: only %d models" % len(models))
     for name, m in spread(models, 2 * SAMPLE):
@@ -185,6 +265,12 @@ def roundtrips():
                           ("fashion_momentum_lstm", "examples/fashion_momentum_lstm.cell", "ce"),
                           ("stacked_mse", "examples/stacked.cell", "mse")):
         train_roundtrip(name, m, loss)
+    for name, m in narrow:
+        reinfer(name, m)
+    for name, m, loss in (("fashion_lstm", "examples/fashion_lstm.cell", "ce"),
+                          ("stacked_mse", "examples/stacked.cell", "mse"),
+                          ("grad_links", "tests/ir/grad/links/input.cell", "ce")):
+        train_names(name, m, loss)
 
 
 # ---- located errors ----------------------------------------------------------
@@ -245,6 +331,18 @@ ERRORS = [
      "\toutput %y\n}\n", [(3, 21, "expected an output of this node")]),
     ("graph_role_misplaced", "graph g {\n\tinput %x: f32[2] role trace_steps\n\t%y = Relu(%x)\n"
      "\toutput %y\n}\n", [(2, 19, "role trace_steps marks the result of a Slice")]),
+    ("graph_link_not_output", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) grad_of %x %x\n"
+     "\toutput %y\n}\n", [(3, 24, "expected an output of this node (%name) after 'grad_of'")]),
+    ("graph_link_undefined", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) grad_of %y %z\n"
+     "\toutput %y\n}\n", [(3, 27, "'grad_of' names '%z', which no line of the graph defines")]),
+    ("graph_link_self", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) grad_of %y %y\n"
+     "\toutput %y\n}\n", [(3, 27, "'%y' cannot be the gradient of itself")]),
+    ("graph_recomputes_root", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) recomputes %y %x\n"
+     "\toutput %y\n}\n", [(3, 16, "'recomputes' marks a value of a backward recurrence's body")]),
+    ("graph_narrow_not_f32", "graph g {\n\tinput %x: i64[2] narrow f16\n\toutput %x\n}\n",
+     [(2, 19, "'narrow' marks an f32 value")]),
+    ("graph_narrow_bad", "graph g {\n\tinput %x: f32[2] narrow f64\n\toutput %x\n}\n",
+     [(2, 26, "expected f16 or bf16 after 'narrow'")]),
     ("graph_source_not_recurrence", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) source onnx_loop\n"
      "\toutput %y\n}\n", [(3, 16, "Relu has no source")]),
 ]

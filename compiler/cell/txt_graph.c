@@ -6,9 +6,13 @@
  * attributes (all kinds, `tensor` and `graph` included), `body { ... }`
  * blocks, output lines, and what passes decided: a recurrence's `source`,
  * the `role` of a value on its declaration or node line (ir.h; each checked
- * against where it may stand).  The comment ir_print writes after a node
- * line is an annotation: output types (with `slot N`), `node "NAME"`, `from
- * OP`, `group N`; when it is there and well formed it restores those fields
+ * against where it may stand), pass_grad's `grad_of %G %V` and `recomputes
+ * %R %V` on node lines (V looked up once the whole graph is read: a backward
+ * body names the forward body's values), ` narrow f16` after a declared
+ * type.  The comment ir_print writes after a node line is an annotation:
+ * output types (with `narrow T`, `data-dependent axis A <= N`, `slot N`),
+ * `node "NAME"`, `from OP`, `group N`, `backward`; when it is there and well
+ * formed it restores those fields
  * exactly, so that printing the graph again gives the same text; when it is
  * missing (a hand-written graph) types are left to pass_infer and names are
  * made up.  No pass decides on what the annotation restores (`from OP`,
@@ -175,7 +179,32 @@ static int parse_rec_source(txt *X, ir_rec_source *src)
 	return 1;
 }
 
-/* input/weight/const lines: KW %name: TYPE [= DATA] [param K | frozen] [role ROLE] */
+/* `narrow f16` or `narrow bf16` after the type dt (ir_value.narrow: an f32
+ * value standing for an ONNX FLOAT16 or BFLOAT16 tensor), if it is there:
+ * *nar that type, else DT_UNDEF; 0 after an error. */
+static int parse_narrow(txt *X, ir_dtype dt, ir_dtype *nar)
+{
+	*nar = DT_UNDEF;
+	const txt_tok *at = txt_peek(X);
+	if (at->nl || !txt_accept_word(X, "narrow"))
+		return 1;
+	const txt_tok *t = txt_peek(X);
+	int k = t->kind == TK_IDENT ? ir_dtype_lookup(t->str) : -1;
+	if (k != DT_F16 && k != DT_BF16) {
+		txt_error(X, t, "expected f16 or bf16 after 'narrow', found %s", txt_tok_desc(X, t));
+		return 0;
+	}
+	txt_next(X);
+	if (dt != DT_F32) {
+		txt_error(X, at, "'narrow' marks an f32 value that stands for a %s tensor, not a %s one",
+			  t->str, ir_dtype_name(dt));
+		return 0;
+	}
+	*nar = (ir_dtype)k;
+	return 1;
+}
+
+/* input/weight/const lines: KW %name: TYPE [narrow T] [= DATA] [param K | frozen] [role ROLE] */
 static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 {
 	txt *X = c->X;
@@ -190,7 +219,9 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 											       : VAL_INPUT;
 	ir_dtype dt;
 	ir_shape s;
-	if (!txt_expect(X, ':', "before the type") || !txt_parse_type(X, g, &dt, &s, 0)) {
+	ir_dtype nar;
+	if (!txt_expect(X, ':', "before the type") || !txt_parse_type(X, g, &dt, &s, 0) ||
+	    !parse_narrow(X, dt, &nar)) {
 		txt_skip_line(X);
 		return;
 	}
@@ -201,6 +232,7 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 	}
 	v->dtype = dt;
 	v->shape = s;
+	v->narrow = nar;
 	if (kind == VAL_INPUT || kind == VAL_STEP) {
 		g->inputs = arena_grow(g->A, g->inputs, (size_t)g->ninputs, (size_t)g->ninputs + 1,
 				       sizeof *g->inputs);
@@ -265,8 +297,24 @@ static void parse_decl(gctx *c, ir_graph *g, const char *kw)
 
 /* ---- the node annotation (ir_print's comment after a node line) ---- */
 
-/* Reads "# TYPES  node "NAME" [from OP] [group N]" from the source text after
- * the node line's last token; ignored unless it is complete and well formed. */
+/* "data-dependent axis A <= N" after an output's type in the annotation
+ * (ir_value.data_dep): A, an axis of s whose dim is N; -1 when it is not
+ * that. */
+static int read_dd_axis(txt *S, ir_graph *g, const ir_shape *s)
+{
+	int64_t a;
+	ir_dim bound;
+	if (!txt_accept_word(S, "data") || !txt_accept(S, '-') || !txt_accept_word(S, "dependent") ||
+	    !txt_accept_word(S, "axis") || !txt_parse_int(S, &a, "an axis") || !txt_accept(S, '<') ||
+	    !txt_accept(S, '=') || !txt_parse_dim(S, g, &bound))
+		return -1;
+	return a >= 0 && a < s->rank && ir_dim_eq(s->d[a], bound) ? (int)a : -1;
+}
+
+/* Reads "# TYPES  node "NAME" [from OP] [group N] [backward]" from the source
+ * text after the node line's last token, each of TYPES a type with its
+ * [narrow T] [data-dependent axis A <= N] [slot N], or '_'; ignored unless
+ * it is complete and well formed. */
 static void read_annotation(gctx *c, ir_graph *g, ir_node *n, const txt_tok *last)
 {
 	txt *X = c->X;
@@ -291,16 +339,21 @@ static void read_annotation(gctx *c, ir_graph *g, ir_node *n, const txt_tok *las
 	if (quiet.nerrors)
 		return;
 	ir_dtype *dts = arena_array(X->A, (size_t)(n->nout + 1), sizeof *dts);
+	ir_dtype *nars = arena_array(X->A, (size_t)(n->nout + 1), sizeof *nars);
 	ir_shape *shs = arena_array(X->A, (size_t)(n->nout + 1), sizeof *shs);
 	int64_t *slots = arena_array(X->A, (size_t)(n->nout + 1), sizeof *slots);
+	int *dd = arena_array(X->A, (size_t)(n->nout + 1), sizeof *dd);
 	for (int k = 0; k < n->nout; k++) {
 		if (k && !txt_accept(S, ','))
 			return;
 		slots[k] = -1;
 		shs[k].rank = -1;
+		dd[k] = -1;
 		if (txt_accept_word(S, "_"))
 			continue;
-		if (!txt_parse_type(S, g, &dts[k], &shs[k], 0))
+		if (!txt_parse_type(S, g, &dts[k], &shs[k], 0) || !parse_narrow(S, dts[k], &nars[k]))
+			return;
+		if (txt_is_word(txt_peek(S), "data") && (dd[k] = read_dd_axis(S, g, &shs[k])) < 0)
 			return;
 		if (txt_accept_word(S, "slot") && (!txt_parse_int(S, &slots[k], "a slot") || slots[k] < 0 ||
 						   slots[k] > INT32_MAX))
@@ -332,8 +385,11 @@ static void read_annotation(gctx *c, ir_graph *g, ir_node *n, const txt_tok *las
 	for (int k = 0; k < n->nout; k++)
 		if (n->out[k]) {
 			n->out[k]->dtype = dts[k];
+			n->out[k]->narrow = nars[k];
 			n->out[k]->shape = shs[k];
 			n->out[k]->slot = (int)slots[k];
+			n->out[k]->data_dep = dd[k] >= 0;
+			n->out[k]->dd_axis = dd[k] >= 0 ? dd[k] : 0;
 		}
 }
 
@@ -446,6 +502,9 @@ typedef struct nline {
 	const txt_tok *role_of[NODE_MAX_IO];    /* the output that roles[j] marks */
 	ir_role roles[NODE_MAX_IO];
 	int nroles;
+	txt_link links[NODE_MAX_IO];    /* grad_of / recomputes; .v set with the outputs */
+	const txt_tok *link_of[NODE_MAX_IO];    /* the output that links[j] is of */
+	int nlinks;
 	const txt_tok *last;            /* where the node's annotation is looked for */
 	int body;                       /* a body follows */
 } nline;
@@ -569,37 +628,92 @@ static int read_node_source(txt *X, nline *L)
 	return 1;
 }
 
-/* role %NAME KEYWORD: the roles of the node's outputs. */
-static int read_node_roles(txt *X, ir_graph *g, nline *L)
+/* The output of the node that the token after a mark names, or -1 after
+ * an error (the line skipped). */
+static int marked_output(txt *X, const nline *L, const char *mark)
+{
+	const txt_tok *vt = txt_peek(X);
+	for (int j = 0; vt->kind == TK_VALNAME && j < L->nout; j++)
+		if (L->outs[j]->kind == TK_VALNAME && strcmp(L->outs[j]->str, vt->str) == 0) {
+			txt_next(X);
+			return j;
+		}
+	txt_error(X, vt, "expected an output of this node (%%name) after '%s', found %s", mark,
+		  txt_tok_desc(X, vt));
+	txt_skip_line(X);
+	return -1;
+}
+
+/* role %NAME KEYWORD: the role of one of the node's outputs. */
+static int read_node_role(txt *X, ir_graph *g, nline *L)
 {
 	const ir_opinfo *oi = L->oi;
-	while (txt_is_word(txt_peek(X), "role") && !txt_peek(X)->nl) {
-		txt_next(X);
-		const txt_tok *vt = txt_peek(X);
-		int k = L->nout;
-		for (int j = 0; vt->kind == TK_VALNAME && j < L->nout; j++)
-			if (L->outs[j]->kind == TK_VALNAME && strcmp(L->outs[j]->str, vt->str) == 0)
-				k = j;
-		if (k == L->nout) {
-			txt_error(X, vt, "expected an output of this node (%%name) after 'role', found %s",
-				  txt_tok_desc(X, vt));
-			txt_skip_line(X);
-			return 0;
-		}
-		txt_next(X);
-		if (L->nroles == (int)COUNTOF(L->roles) || !parse_role(X, &L->roles[L->nroles])) {
-			txt_skip_line(X);
-			return 0;
-		}
-		if (!ir_role_fits(L->roles[L->nroles], VAL_TEMP, DT_UNDEF, L->op, g->parent != NULL) && !L->bad) {
-			txt_error(X, vt, "role %s marks %s, not an output of %s in %s",
-				  ir_role_keyword(L->roles[L->nroles]), ir_role_where(L->roles[L->nroles]), oi->name,
-				  g->parent ? "a body" : "the root graph");
+	const txt_tok *vt = txt_peek(X);
+	int k = marked_output(X, L, "role");
+	if (k < 0)
+		return 0;
+	if (L->nroles == (int)COUNTOF(L->roles) || !parse_role(X, &L->roles[L->nroles])) {
+		txt_skip_line(X);
+		return 0;
+	}
+	if (!ir_role_fits(L->roles[L->nroles], VAL_TEMP, DT_UNDEF, L->op, g->parent != NULL) && !L->bad) {
+		txt_error(X, vt, "role %s marks %s, not an output of %s in %s", ir_role_keyword(L->roles[L->nroles]),
+			  ir_role_where(L->roles[L->nroles]), oi->name, g->parent ? "a body" : "the root graph");
+		L->bad = 1;
+	}
+	L->role_of[L->nroles++] = L->outs[k];
+	return 1;
+}
+
+/* grad_of %NAME %F (NAME is dL/dF) or recomputes %NAME %F (NAME, in a
+ * backward recurrence's body, computes again the forward body's F): what
+ * pass_grad recorded for the names of the emitted code (ir.h).  F is
+ * looked up once the whole graph is read (resolve_links). */
+static int read_node_link(txt *X, ir_graph *g, nline *L, const txt_tok *kw)
+{
+	int rc = txt_is_word(kw, "recomputes");
+	int k = marked_output(X, L, kw->str);
+	if (k < 0)
+		return 0;
+	const txt_tok *ft = txt_peek(X);
+	if (ft->kind != TK_VALNAME) {
+		txt_error(X, ft, "expected the value that '%%%s' %s (%%name), found %s", L->outs[k]->str,
+			  rc ? "recomputes" : "is the gradient of", txt_tok_desc(X, ft));
+		txt_skip_line(X);
+		return 0;
+	}
+	txt_next(X);
+	for (int j = 0; j < L->nlinks; j++)
+		if (L->link_of[j] == L->outs[k] && L->links[j].recomputes == rc && !L->bad) {
+			txt_error(X, kw, "'%s' of '%%%s' given twice", kw->str, L->outs[k]->str);
 			L->bad = 1;
 		}
-		L->role_of[L->nroles++] = L->outs[k];
+	if (rc && !g->parent && !L->bad) {
+		txt_error(X, kw, "'recomputes' marks a value of a backward recurrence's body, not of the root graph");
+		L->bad = 1;
 	}
+	if (L->nlinks == (int)COUNTOF(L->links)) {
+		txt_error(X, kw, "too many marks");
+		txt_skip_line(X);
+		return 0;
+	}
+	L->links[L->nlinks] = (txt_link){.recomputes = rc, .kw = kw, .target = ft};
+	L->link_of[L->nlinks++] = L->outs[k];
 	return 1;
+}
+
+/* What passes recorded about the node's outputs, in any order:
+ * role %NAME KEYWORD, grad_of %NAME %F, recomputes %NAME %F. */
+static int read_node_marks(txt *X, ir_graph *g, nline *L)
+{
+	for (;;) {
+		const txt_tok *t = txt_peek(X);
+		if (t->nl || !(txt_is_word(t, "role") || txt_is_word(t, "grad_of") || txt_is_word(t, "recomputes")))
+			return 1;
+		txt_next(X);
+		if (!(txt_is_word(t, "role") ? read_node_role(X, g, L) : read_node_link(X, g, L, t)))
+			return 0;
+	}
 }
 
 /* The end of the line, or 'body {' (a node with a body). */
@@ -641,6 +755,13 @@ static void define_node_outputs(gctx *c, ir_graph *g, nline *L)
 		for (int j = 0; v && j < L->nroles; j++)
 			if (L->role_of[j] == L->outs[k])
 				v->role = L->roles[j];
+		for (int j = 0; v && j < L->nlinks; j++)
+			if (L->link_of[j] == L->outs[k])
+				L->links[j].v = v;
+	}
+	for (int j = 0; !L->bad && j < L->nlinks; j++) {
+		c->links = arena_grow(g->A, c->links, (size_t)c->nlinks, (size_t)c->nlinks + 1, sizeof *c->links);
+		c->links[c->nlinks++] = L->links[j];
 	}
 }
 
@@ -701,7 +822,7 @@ static void parse_node(gctx *c, ir_graph *g)
 	ir_node *n = ir_node_new(g, (ir_op)op, NULL, nin, nout);
 	memcpy(n->in, ins, (size_t)nin * sizeof *ins);
 	L->n = n;
-	if (!read_node_attrs(c, g, n) || !read_node_source(X, L) || !read_node_roles(X, g, L) ||
+	if (!read_node_attrs(c, g, n) || !read_node_source(X, L) || !read_node_marks(X, g, L) ||
 	    !read_node_body_open(X, L))
 		return;
 	define_node_outputs(c, g, L);
@@ -959,6 +1080,39 @@ static void finish_train(gctx *c, ir_graph *g)
 
 }
 
+/* The values that grad_of and recomputes marks name, once the whole graph
+ * is read (a backward body names values of the forward body, a graph
+ * apart): defined somewhere in the text, not the marked value itself; what
+ * a backward body's value recomputes is a node's result in another body
+ * (ir_verify checks the same). */
+static void resolve_links(gctx *c)
+{
+	txt *X = c->X;
+	for (int i = 0; i < c->nlinks; i++) {
+		txt_link *l = &c->links[i];
+		ir_value *f = vtab_get(&c->names, l->target->str);
+		if (!f) {
+			txt_error(X, l->target, "'%s' names '%%%s', which no line of the graph defines", l->kw->str,
+				  l->target->str);
+			continue;
+		}
+		if (f == l->v) {
+			txt_error(X, l->target, "'%%%s' cannot %s itself", f->name,
+				  l->recomputes ? "recompute" : "be the gradient of");
+			continue;
+		}
+		if (l->recomputes && (f->kind != VAL_TEMP || !f->graph->parent || f->graph == l->v->graph)) {
+			txt_error(X, l->target, "'%%%s' recomputes a value a node of another recurrence's body makes "
+				  "(the forward step's), not '%%%s'", l->v->name, f->name);
+			continue;
+		}
+		if (l->recomputes)
+			l->v->recomputes = f;
+		else
+			l->v->grad_of = f;
+	}
+}
+
 static void parse_graph_lines(gctx *c, ir_graph *g)
 {
 	txt *X = c->X;
@@ -1073,6 +1227,8 @@ ir_graph *txt_graph_block(txt *X)
 			note_name(c, X->t[i].str);
 	g->uniq = c->maxsuffix < INT64_MAX / 2 ? c->maxsuffix + 1 : INT64_MAX / 2;
 	parse_graph_lines(c, g);
+	if (X->D->nerrors == X->errors_at_start)
+		resolve_links(c);
 	if (X->D->nerrors == X->errors_at_start)
 		finish_train(c, g);
 	txt_expect(X, '}', "to close the graph");

@@ -23,7 +23,20 @@ typedef struct gctx {
 	ir_value **params;      /* [nparams] */
 	int64_t *param_k;       /* [nparams] */
 	const txt_tok *train_at;/* the `train` line, for its errors */
+	/* `grad_of %V %F` and `recomputes %V %F` of node lines: F may be a
+	 * value of another body, so it is looked up once the graph is read */
+	int nlinks;
+	struct txt_link *links; /* [nlinks] */
 } gctx;
+
+/* A value's link to another (ir_value.grad_of or .recomputes) as a node
+ * line gives it: resolved after the graph (txt_graph.c). */
+typedef struct txt_link {
+	ir_value *v;            /* the node's output */
+	int recomputes;         /* 0: grad_of; 1: recomputes */
+	const txt_tok *kw;      /* the word, for messages */
+	const txt_tok *target;  /* %F */
+} txt_link;
 
 /* The index of symbol `name` of root, -1 if there is none. */
 int txt_sym_lookup(const ir_graph *root, const char *name);
@@ -33,6 +46,9 @@ const char *txt_sym_name(txt *X);
 void txt_parse_sym_min(txt *X, ir_graph *g, int k);
 /* A derived symbol's definition after "NAME =" for symbol k of g. */
 void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at);
+/* One dimension as ir_print writes it ("4", "batch", "4*seq*batch"): 1, or
+ * 0 after reporting. */
+int txt_parse_dim(txt *X, ir_graph *g, ir_dim *d);
 /* DATA after '=' for a constant v of known dtype and shape. */
 int txt_parse_const_data(gctx *c, ir_graph *g, ir_value *v, const txt_tok *at);
 /* One attribute of node n (1, or 0 after reporting); *ngraphs counts its

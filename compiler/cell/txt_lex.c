@@ -242,7 +242,7 @@ void txt_lex(txt *X)
 				t->str = s;
 				t->end = L.i;
 			}
-		} else if (strchr("(){}[],:;=+-*/@?>", c) && c != 0) {
+		} else if (strchr("(){}[],:;=+-*/@?<>", c) && c != 0) {
 			adv(&L);
 			txt_tok *t = push(&L, TK_PUNCT, line, col, off);
 			t->p = (char)c;

@@ -144,6 +144,8 @@ static int parse_dim(txt *X, ir_graph *g, ir_dim *d, int add_syms, int neg_ok)
 	return 1;
 }
 
+int txt_parse_dim(txt *X, ir_graph *g, ir_dim *d) { return parse_dim(X, g, d, 0, 0); }
+
 /* Each dimension is bounded by parse_dim, their product is not: a shape
  * whose element count overflows int64 is refused here, where it can be
  * located, so no later stage multiplies it out. */
@@ -356,6 +358,104 @@ static double attr_number(double d)
 	return strtod(tmp, NULL) == d ? (double)(float)d : d;
 }
 
+/* `[E, ...]` after '=': a list whose first element decides its kind
+ * (strings, floats when it is written as one, else ints). */
+static int parse_attr_list(ir_graph *g, txt *X, ir_node *n, const char *name)
+{
+	txt_next(X);
+	const txt_tok *e = txt_peek(X);
+	const txt_tok *e1 = txt_is_punct(e, '-') ? txt_peek_at(X, 1) : e;
+	ir_attrkind k = e->kind == TK_STRING ? ATTR_STRINGS : is_float_tok(e1) ? ATTR_FLOATS : ATTR_INTS;
+	int cnt = 0, cap = 8;
+	void *buf = arena_array(g->A, (size_t)cap, 8);
+	do {
+		if (cnt == cap) {
+			buf = arena_grow(g->A, buf, (size_t)cnt, (size_t)cap * 2, 8);
+			cap *= 2;
+		}
+		if (k == ATTR_STRINGS) {
+			const txt_tok *s = txt_peek(X);
+			if (s->kind != TK_STRING) {
+				txt_error(X, s, "expected a string in a list of strings, found %s", txt_tok_desc(X, s));
+				return 0;
+			}
+			txt_next(X);
+			((const char **)buf)[cnt++] = s->str;
+		} else if (k == ATTR_FLOATS) {
+			double d;
+			int isf;
+			if (!txt_parse_number(X, &d, &isf, "a list element"))
+				return 0;
+			((float *)buf)[cnt++] = (float)d;
+		} else {
+			int64_t v;
+			if (!txt_parse_int(X, &v, "a list element"))
+				return 0;
+			((int64_t *)buf)[cnt++] = v;
+		}
+	} while (txt_accept(X, ','));
+	if (!txt_expect(X, ']', "to close the list"))
+		return 0;
+	ir_attr *a = ir_attr_add(n, name, k);
+	a->n = cnt;
+	if (k == ATTR_INTS)
+		a->ints = buf;
+	else if (k == ATTR_FLOATS)
+		a->floats = buf;
+	else
+		a->strings = buf;
+	return 1;
+}
+
+/* `ints[]`, `floats[]` or `strings[]`: an empty list names its kind. */
+static int parse_attr_empty_list(txt *X, ir_node *n, const char *name, const txt_tok *t)
+{
+	txt_next(X);
+	if (!txt_expect(X, '[', "(an empty list)") || !txt_expect(X, ']', "(an empty list)"))
+		return 0;
+	ir_attr *a = ir_attr_add(n, name, t->str[0] == 'i' ? ATTR_INTS : t->str[0] == 'f' ? ATTR_FLOATS
+										: ATTR_STRINGS);
+	a->n = 0;
+	return 1;
+}
+
+/* `tensor TYPE = DATA` (or `tensor ?`): a constant of the node's graph. */
+static int parse_attr_tensor(gctx *c, ir_graph *g, ir_node *n, const char *name, const txt_tok *t)
+{
+	txt *X = c->X;
+	txt_next(X);
+	ir_attr *a = ir_attr_add(n, name, ATTR_TENSOR);
+	ir_dtype dt;
+	ir_shape s;
+	if (txt_accept(X, '?'))
+		return 1;
+	if (!txt_parse_type(X, g, &dt, &s, 0) || !txt_expect(X, '=', "before the tensor's data"))
+		return 0;
+	ir_value *v = ir_value_new(g, NULL, VAL_CONST, dt);
+	v->shape = s;
+	a = ir_attr_find(n, name);
+	a->t = v;
+	return txt_parse_const_data(c, g, v, t);
+}
+
+/* `graph NAME`: the graph itself is the block after the node line
+ * (txt_graph.c, read_node_graphs). */
+static int parse_attr_graph(txt *X, ir_graph *g, ir_node *n, const char *name, int *ngraphs)
+{
+	txt_next(X);
+	const char *gn = txt_sym_name(X);
+	if (!gn) {
+		txt_error(X, txt_peek(X), "expected the graph's name");
+		return 0;
+	}
+	ir_attr *a = ir_attr_add(n, name, ATTR_GRAPH);
+	a->g = ir_graph_new(g->A, g, gn);
+	(*ngraphs)++;
+	return 1;
+}
+
+/* NAME = VALUE, the value's first token telling its kind (sb_attr in
+ * ir_print.c writes each kind so). */
 int txt_parse_attr(gctx *c, ir_graph *g, ir_node *n, int *ngraphs)
 {
 	txt *X = c->X;
@@ -384,82 +484,13 @@ int txt_parse_attr(gctx *c, ir_graph *g, ir_node *n, int *ngraphs)
 			return 0;
 		ir_attr_set_int(n, name, v);
 	} else if (txt_is_word(t, "ints") || txt_is_word(t, "floats") || txt_is_word(t, "strings")) {
-		txt_next(X);
-		if (!txt_expect(X, '[', "(an empty list)") || !txt_expect(X, ']', "(an empty list)"))
-			return 0;
-		ir_attr *a = ir_attr_add(n, name, t->str[0] == 'i' ? ATTR_INTS : t->str[0] == 'f' ? ATTR_FLOATS
-											: ATTR_STRINGS);
-		a->n = 0;
+		return parse_attr_empty_list(X, n, name, t);
 	} else if (txt_is_punct(t, '[')) {
-		txt_next(X);
-		const txt_tok *e = txt_peek(X);
-		const txt_tok *e1 = txt_is_punct(e, '-') ? txt_peek_at(X, 1) : e;
-		ir_attrkind k = e->kind == TK_STRING ? ATTR_STRINGS : is_float_tok(e1) ? ATTR_FLOATS
-												  : ATTR_INTS;
-		int cnt = 0, cap = 8;
-		void *buf = arena_array(g->A, (size_t)cap, 8);
-		do {
-			if (cnt == cap) {
-				buf = arena_grow(g->A, buf, (size_t)cnt, (size_t)cap * 2, 8);
-				cap *= 2;
-			}
-			if (k == ATTR_STRINGS) {
-				const txt_tok *s = txt_peek(X);
-				if (s->kind != TK_STRING) {
-					txt_error(X, s, "expected a string in a list of strings, found %s",
-						  txt_tok_desc(X, s));
-					return 0;
-				}
-				txt_next(X);
-				((const char **)buf)[cnt++] = s->str;
-			} else if (k == ATTR_FLOATS) {
-				double d;
-				int isf;
-				if (!txt_parse_number(X, &d, &isf, "a list element"))
-					return 0;
-				((float *)buf)[cnt++] = (float)d;
-			} else {
-				int64_t v;
-				if (!txt_parse_int(X, &v, "a list element"))
-					return 0;
-				((int64_t *)buf)[cnt++] = v;
-			}
-		} while (txt_accept(X, ','));
-		if (!txt_expect(X, ']', "to close the list"))
-			return 0;
-		ir_attr *a = ir_attr_add(n, name, k);
-		a->n = cnt;
-		if (k == ATTR_INTS)
-			a->ints = buf;
-		else if (k == ATTR_FLOATS)
-			a->floats = buf;
-		else
-			a->strings = buf;
+		return parse_attr_list(g, X, n, name);
 	} else if (txt_is_word(t, "tensor")) {
-		txt_next(X);
-		ir_attr *a = ir_attr_add(n, name, ATTR_TENSOR);
-		ir_dtype dt;
-		ir_shape s;
-		if (txt_accept(X, '?'))
-			return 1;
-		if (!txt_parse_type(X, g, &dt, &s, 0) || !txt_expect(X, '=', "before the tensor's data"))
-			return 0;
-		ir_value *v = ir_value_new(g, NULL, VAL_CONST, dt);
-		v->shape = s;
-		a = ir_attr_find(n, name);
-		a->t = v;
-		if (!txt_parse_const_data(c, g, v, t))
-			return 0;
+		return parse_attr_tensor(c, g, n, name, t);
 	} else if (txt_is_word(t, "graph")) {
-		txt_next(X);
-		const char *gn = txt_sym_name(X);
-		if (!gn) {
-			txt_error(X, txt_peek(X), "expected the graph's name");
-			return 0;
-		}
-		ir_attr *a = ir_attr_add(n, name, ATTR_GRAPH);
-		a->g = ir_graph_new(g->A, g, gn);
-		(*ngraphs)++;
+		return parse_attr_graph(X, g, n, name, ngraphs);
 	} else {
 		txt_error(X, t, "expected an attribute value, found %s", txt_tok_desc(X, t));
 		return 0;

@@ -161,17 +161,22 @@ typedef struct ir_value {
 	                           parameter, no gradient (dtriv's base; --freeze) */
 	ir_dtype narrow;        /* DT_F16 or DT_BF16: an f32 value that stands for an ONNX
 	                           FLOAT16 / BFLOAT16 tensor (computed in float32, its
-	                           values of that type where a Cast made them); else 0 */
+	                           values of that type where a Cast made them); else 0;
+	                           dumped as ` narrow f16` after the type */
 	int nuses;              /* number of node inputs referring to it (ir_recount) */
 	int id;                 /* dense index for passes' side tables */
 	/* filled by the memory planner */
 	int slot;               /* workspace slot, -1 if none (input/weight/output) */
 	const char *origin;     /* what the user called it, for comments */
 	ir_role role;           /* what a pass made it for (above); IR_ROLE_NONE mostly */
-	/* pass_grad, for the names of the emitted code only (neither dump nor
-	 * the text carries them): the forward value whose gradient this is
-	 * (the whole dL/dv, not a partial sum), and, in a backward recurrence's
-	 * body, the forward value of the step that this value recomputes */
+	/* pass_grad, for the names of the emitted code only: the forward value
+	 * whose gradient this is (the whole dL/dv, not a partial sum), and, in
+	 * a backward recurrence's body, the forward body's value that this
+	 * value recomputes.  `cellc dump` prints them after the attributes of
+	 * the node line that makes the value, ` grad_of %NAME %V` and
+	 * ` recomputes %NAME %V`; the text reads them back, ir_verify checks
+	 * that V is a value the compilation defines (ir_replace_uses moves
+	 * them to the value that replaces V) */
 	const struct ir_value *grad_of, *recomputes;
 	/* ONNX sequences and optionals (lower_seq.c): resolved at compile time
 	 * into lists of tensor values; they never reach the emitter */

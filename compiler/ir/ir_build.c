@@ -19,6 +19,13 @@ int ir_replace_uses(ir_graph *g, const ir_value *from, ir_value *to, const ir_no
 					n->in[k] = to;
 					cnt++;
 				}
+		for (int k = 0; k < n->nout; k++)       /* pass_grad's links name what stands for from */
+			if (n->out[k] && (n->out[k]->grad_of == from || n->out[k]->recomputes == from)) {
+				if (n->out[k]->grad_of == from)
+					n->out[k]->grad_of = to;
+				if (n->out[k]->recomputes == from)
+					n->out[k]->recomputes = to;
+			}
 		if (n->body && (flags & IR_USES_NESTED))
 			cnt += ir_replace_uses(n->body, from, to, except, flags);
 		for (int a = 0; a < n->nattrs && (flags & IR_USES_GRAPHS); a++)

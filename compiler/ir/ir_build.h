@@ -23,7 +23,9 @@
 /* ---- replacing a value -------------------------------------------------------------- */
 
 /* Every input of a node of g (but `except`, which may be NULL) that reads
- * `from` reads `to` instead.  Returns the number of reads replaced.
+ * `from` reads `to` instead, and every result of those nodes that pass_grad
+ * linked to `from` (ir_value.grad_of, recomputes) is linked to `to`.
+ * Returns the number of reads replaced.
  *   IR_USES_NESTED   also the nodes of the bodies nested in g's nodes
  *                    (ir_node.body, at any depth): `from` may be captured
  *                    there (pass_canon: a view dropped in the root whose

@@ -16,6 +16,7 @@
  *   	const %big: f32[64, 64] = elided fnv1a:0123456789abcdef
  *   	%Y, _, %Y_c = LSTM(%X, %W, %R, _, _, %h0) {hidden_size = 4}  # f32[seq, 1, batch, 4], _, f32[1, batch, 4]
  *   	%u8 = Slice(%u, %c0, %c8, %c0, %c1) role %u8 trace_steps
+ *   	%g = Mul(%dy, %w) grad_of %g %a  # f32[batch, 4]  node "Mul_9"
  *   	%h, %y = Recurrence(%u8, %h0) {n_seq = 1, reverse = 0} source traced_loop body {
  *   		input %x_t: f32[batch, 16]
  *   		...
@@ -27,7 +28,11 @@
  * A recurrence's `source` says where it came from, `role` what a pass made a
  * value for, on the line declaring it or after the attributes of the node
  * line defining it (ir.h: ir_rec_source, ir_role): decisions of later passes
- * read these, never the comments.
+ * read these, never the comments.  After a node's roles, pass_grad's links
+ * of its results (ir.h, ir_value.grad_of): ` grad_of %G %V` (G is dL/dV),
+ * ` recomputes %R %V` (R, in a backward body, computes the forward body's V
+ * again).  An f32 value that stands for an ONNX FLOAT16 / BFLOAT16 tensor
+ * has ` narrow f16` (` narrow bf16`) after its type (ir_value.narrow).
  *
  * Names: `%` then the name, bare when it is made of [A-Za-z0-9_./-] (a
  * leading `%` marks names the compiler made up), otherwise a C-escaped
@@ -216,6 +221,14 @@ static void sb_type(sbuf *b, const ir_graph *root, const ir_value *v)
 	sb_shape(b, root, &v->shape);
 }
 
+/* " narrow f16" after the type of an f32 value that stands for an ONNX
+ * FLOAT16 or BFLOAT16 tensor (ir_value.narrow). */
+static void sb_narrow(sbuf *b, const ir_value *v)
+{
+	if (v->narrow)
+		sb_printf(b, " narrow %s", ir_dtype_name(v->narrow));
+}
+
 const char *ir_dim_str(arena *A, const ir_graph *g, ir_dim d)
 {
 	sbuf b = {0};
@@ -376,6 +389,67 @@ static void sb_attr(sbuf *b, const ir_graph *root, const ir_attr *a)
 	}
 }
 
+/* What a pass made the node and its results for (ir.h): the source of a
+ * recurrence, then per result its role and pass_grad's links. */
+static void sb_node_marks(sbuf *b, const ir_node *n)
+{
+	if (n->rec_source != IR_REC_NONE)
+		sb_printf(b, " source %s", ir_rec_source_keyword(n->rec_source));
+	for (int i = 0; i < n->nout; i++) {
+		const ir_value *o = n->out[i];
+		if (o && o->role != IR_ROLE_NONE) {
+			sb_puts(b, " role ");
+			sb_value(b, o);
+			sb_printf(b, " %s", ir_role_keyword(o->role));
+		}
+		if (o && o->grad_of) {
+			sb_puts(b, " grad_of ");
+			sb_value(b, o);
+			sb_puts(b, " ");
+			sb_value(b, o->grad_of);
+		}
+		if (o && o->recomputes) {
+			sb_puts(b, " recomputes ");
+			sb_value(b, o);
+			sb_puts(b, " ");
+			sb_value(b, o->recomputes);
+		}
+	}
+}
+
+/* The comment after a node line: output types, then where the node came
+ * from (txt_graph.c reads it back as the annotation). */
+static void sb_node_comment(sbuf *b, const ir_graph *root, const ir_node *n)
+{
+	sb_puts(b, "  # ");
+	for (int i = 0; i < n->nout; i++) {
+		if (i)
+			sb_puts(b, ", ");
+		if (n->out[i]) {
+			sb_type(b, root, n->out[i]);
+			sb_narrow(b, n->out[i]);
+		} else {
+			sb_puts(b, "_");
+		}
+		if (n->out[i] && n->out[i]->data_dep && n->out[i]->dd_axis >= 0 &&
+		    n->out[i]->dd_axis < n->out[i]->shape.rank) {
+			sb_printf(b, " data-dependent axis %d <= ", n->out[i]->dd_axis);
+			sb_dim(b, root, n->out[i]->shape.d[n->out[i]->dd_axis]);
+		}
+		if (n->out[i] && n->out[i]->slot >= 0)
+			sb_printf(b, " slot %d", n->out[i]->slot);
+	}
+	sb_puts(b, n->nout ? "  " : "");
+	sb_puts(b, "node ");
+	sb_quoted(b, n->name ? n->name : "");
+	if (n->op_type && strcmp(n->op_type, ir_op_name(n->op)) != 0)
+		sb_printf(b, " from %s", n->op_type);
+	if (n->group)
+		sb_printf(b, " group %d", n->group);
+	if (root->train && root->train->bwd_start == n)
+		sb_puts(b, " backward");
+}
+
 static void print_node(FILE *f, const ir_node *n, int depth)
 {
 	const ir_graph *root = root_of(n->graph);
@@ -405,43 +479,10 @@ static void print_node(FILE *f, const ir_node *n, int depth)
 		}
 		sb_puts(&b, "}");
 	}
-	/* what a pass made the node and its results for (ir.h) */
-	if (n->rec_source != IR_REC_NONE)
-		sb_printf(&b, " source %s", ir_rec_source_keyword(n->rec_source));
-	for (int i = 0; i < n->nout; i++)
-		if (n->out[i] && n->out[i]->role != IR_ROLE_NONE) {
-			sb_puts(&b, " role ");
-			sb_value(&b, n->out[i]);
-			sb_printf(&b, " %s", ir_role_keyword(n->out[i]->role));
-		}
+	sb_node_marks(&b, n);
 	if (n->body)
 		sb_puts(&b, " body {");
-	/* the comment: output types, then where the node came from */
-	sb_puts(&b, "  # ");
-	for (int i = 0; i < n->nout; i++) {
-		if (i)
-			sb_puts(&b, ", ");
-		if (n->out[i])
-			sb_type(&b, root, n->out[i]);
-		else
-			sb_puts(&b, "_");
-		if (n->out[i] && n->out[i]->data_dep && n->out[i]->dd_axis >= 0 &&
-		    n->out[i]->dd_axis < n->out[i]->shape.rank) {
-			sb_printf(&b, " data-dependent axis %d <= ", n->out[i]->dd_axis);
-			sb_dim(&b, root, n->out[i]->shape.d[n->out[i]->dd_axis]);
-		}
-		if (n->out[i] && n->out[i]->slot >= 0)
-			sb_printf(&b, " slot %d", n->out[i]->slot);
-	}
-	sb_puts(&b, n->nout ? "  " : "");
-	sb_puts(&b, "node ");
-	sb_quoted(&b, n->name ? n->name : "");
-	if (n->op_type && strcmp(n->op_type, ir_op_name(n->op)) != 0)
-		sb_printf(&b, " from %s", n->op_type);
-	if (n->group)
-		sb_printf(&b, " group %d", n->group);
-	if (root->train && root->train->bwd_start == n)
-		sb_puts(&b, " backward");
+	sb_node_comment(&b, root, n);
 	sb_puts(&b, "\n");
 	flush(f, &b);
 	if (n->body) {
@@ -545,6 +586,7 @@ static void print_decl(sbuf *b, const ir_graph *root, const char *kw, const ir_v
 	sb_value(b, v);
 	sb_puts(b, ": ");
 	sb_type(b, root, v);
+	sb_narrow(b, v);
 	if (v->kind == VAL_CONST) {
 		sb_puts(b, " = ");
 		sb_const_data(b, root, v);

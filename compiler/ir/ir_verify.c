@@ -13,9 +13,13 @@
  *     shapes; graph outputs are defined;
  *   - after any pass but "load" (and not inside the rounds of the resolving
  *     stages, ir_verify_structure): every value in use has a supported
- *     dtype and a known shape;
+ *     dtype and a known shape, and one that stands for an ONNX FLOAT16 or
+ *     BFLOAT16 tensor (ir_value.narrow: f16 or bf16) is f32;
  *   - RECURRENCE: attribute counts match its inputs, outputs and body;
  *     only a recurrence has a source (ir_node.rec_source);
+ *   - pass_grad's links (ir_value.grad_of, recomputes): each names a value
+ *     that a graph of the compilation defines, not the value itself; what
+ *     a value recomputes is a node's result in another recurrence body;
  *   - value roles (ir_value.role, ir.h) stand where they may
  *     (ir_role_fits): step_coef on an f32 sequence input of a recurrence
  *     body, nag_schedule on a value a node of a body makes, trace_steps on
@@ -156,8 +160,13 @@ static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const cha
 		if (!v->data && !(v->kind == VAL_CONST && v->sym && v->dtype == DT_I64))
 			bad(c, g, "%s '%s' is a constant without data", role, v->name);
 	}
+	if (v->narrow && v->narrow != DT_F16 && v->narrow != DT_BF16)
+		bad(c, g, "%s '%s' stands for dtype %d (narrow), neither f16 nor bf16", role, v->name, (int)v->narrow);
 	if (!c->shapes)
 		return;
+	if (v->narrow && v->dtype != DT_F32)
+		bad(c, g, "%s '%s' is %s but stands for a %s tensor (narrow), which only f32 values do", role,
+		    v->name, ir_dtype_name(v->dtype), ir_dtype_name(v->narrow));
 	if (!infer_dtype_ok(v->dtype))
 		bad(c, g, "%s '%s' has no supported dtype (%s)", role, v->name, ir_dtype_name(v->dtype));
 	if (v->shape.rank < 0 || v->shape.rank > IR_MAX_RANK) {
@@ -548,8 +557,11 @@ static void check_precision(vctx *c, const ir_graph *g, const ir_node *n)
 
 /* ---- graphs ------------------------------------------------------------------- */
 
-/* def: values usable at this point (those of enclosing graphs included). */
-static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
+static void check_graph(vctx *c, const ir_graph *g, infer_set *def);
+
+/* The values g lists: owned by g, made by a node of g; those no node makes
+ * (inputs, weights, constants) are defined from the start. */
+static void check_values(vctx *c, const ir_graph *g, infer_set *def)
 {
 	for (int i = 0; i < g->nvalues; i++) {
 		const ir_value *v = g->values[i];
@@ -569,94 +581,108 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 	for (int i = 0; i < g->ninputs; i++)
 		if (!g->inputs[i] || g->inputs[i]->graph != g)
 			bad(c, g, "graph input %d is missing or not owned by the graph", i);
-	for (int i = 0; i < g->nnodes; i++) {
-		const ir_node *n = g->nodes[i];
-		if ((unsigned)n->op >= OP_COUNT) {
-			bad(c, g, "node #%d has an invalid op %d", i, (int)n->op);
+}
+
+/* The node itself: its op, arity, graph, source and body; 1 when it has a
+ * body (whose contract check_body checks). */
+static int check_node_shape(vctx *c, const ir_graph *g, const ir_node *n)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	if (n->nin < oi->min_in || n->nin > oi->max_in)
+		bad(c, g, "node '%s' (%s) has %d inputs; arity is %d..%d", nname(n), oi->name, n->nin, oi->min_in,
+		    oi->max_in);
+	if (n->nout < oi->min_out || n->nout > oi->max_out)
+		bad(c, g, "node '%s' (%s) has %d outputs; arity is %d..%d", nname(n), oi->name, n->nout,
+		    oi->min_out, oi->max_out);
+	if (n->graph != g)
+		bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n), oi->name);
+	if (ir_attr_find(n, "weights"))
+		check_precision(c, g, n);
+	if ((unsigned)n->rec_source >= IR_REC_SOURCE_COUNT)
+		bad(c, g, "node '%s' (%s) has an invalid recurrence source %d", nname(n), oi->name,
+		    (int)n->rec_source);
+	else if (n->rec_source != IR_REC_NONE && n->op != OP_RECURRENCE)
+		bad(c, g, "node '%s' (%s) has the recurrence source %s but is no recurrence", nname(n), oi->name,
+		    ir_rec_source_keyword(n->rec_source));
+	/* ONNX Loop/Scan/SequenceMap keep their body until pass_loops rewrites them */
+	int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
+	if ((n->body != NULL) != has_body)
+		bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name, n->body ? "has" : "lacks");
+	return has_body;
+}
+
+/* Every input is defined before the node. */
+static void check_node_inputs(vctx *c, const ir_graph *g, const ir_node *n, const infer_set *def)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		if (!v) {
+			if (k < oi->min_in && n->op != OP_RECURRENCE)
+				bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
 			continue;
 		}
-		const ir_opinfo *oi = &ir_ops[n->op];
-		if (n->nin < oi->min_in || n->nin > oi->max_in)
-			bad(c, g, "node '%s' (%s) has %d inputs; arity is %d..%d", nname(n), oi->name,
-			    n->nin, oi->min_in, oi->max_in);
-		if (n->nout < oi->min_out || n->nout > oi->max_out)
-			bad(c, g, "node '%s' (%s) has %d outputs; arity is %d..%d", nname(n), oi->name,
-			    n->nout, oi->min_out, oi->max_out);
-		if (n->graph != g)
-			bad(c, g, "node '%s' (%s) is listed in a graph it was not made in", nname(n),
-			    oi->name);
-		if (ir_attr_find(n, "weights"))
-			check_precision(c, g, n);
-		if ((unsigned)n->rec_source >= IR_REC_SOURCE_COUNT)
-			bad(c, g, "node '%s' (%s) has an invalid recurrence source %d", nname(n), oi->name,
-			    (int)n->rec_source);
-		else if (n->rec_source != IR_REC_NONE && n->op != OP_RECURRENCE)
-			bad(c, g, "node '%s' (%s) has the recurrence source %s but is no recurrence", nname(n),
-			    oi->name, ir_rec_source_keyword(n->rec_source));
-		/* ONNX Loop/Scan/SequenceMap keep their body until pass_loops rewrites them */
-		int has_body = n->op == OP_RECURRENCE || n->op == OP_LOOP || n->op == OP_SCAN || n->op == OP_SEQMAP;
-		if ((n->body != NULL) != has_body)
-			bad(c, g, "node '%s' (%s) %s a body", nname(n), oi->name,
-			    n->body ? "has" : "lacks");
-		for (int k = 0; k < n->nin; k++) {
-			const ir_value *v = n->in[k];
-			if (!v) {
-				if (k < oi->min_in && n->op != OP_RECURRENCE)
-					bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
-				continue;
-			}
-			if (v->data_dep)
-				bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only "
-				    "graph outputs may have", nname(n), oi->name, k, v->name);
-			if (!infer_set_has(def, v))
-				bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a "
-				    "later node's output, a value of another graph, or a cycle)", nname(n),
-				    oi->name, k, v->name);
-			else
-				check_value(c, g, v, "input");
-		}
-		if (has_body) {
-			if (n->op == OP_RECURRENCE)
-				check_recurrence(c, g, n);
-			if (n->body && n->body->parent == g) {
-				/* the body sees what is defined here, plus its own values */
-				infer_set inner;
-				infer_set_init(&inner);
-				for (size_t s = 0; s < def->cap; s++)
-					if (def->slot[s])
-						infer_set_add(&inner, def->slot[s]);
-				check_graph(c, n->body, &inner);
-				infer_set_free(&inner);
-			}
-		}
-		for (int k = 0; k < n->nout; k++) {
-			const ir_value *v = n->out[k];
-			if (!v)
-				continue;
-			if (v->kind != VAL_TEMP)
-				bad(c, g, "node '%s' (%s) output %d '%s' is not a VAL_TEMP", nname(n), oi->name,
-				    k, v->name);
-			if (v->producer != n)
-				bad(c, g, "node '%s' (%s) output %d '%s' names another producer ('%s')",
-				    nname(n), oi->name, k, v->name, v->producer ? nname(v->producer) : "none");
-			if (v->graph != g)
-				bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n),
-				    oi->name, k, v->name);
-			if (c->shapes && v->data_dep != ir_op_dd_output(n->op, k))
-				bad(c, g, "node '%s' (%s) output %d '%s' %s a data-dependent length", nname(n),
-				    oi->name, k, v->name, v->data_dep ? "has" : "lacks");
-			if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))
-				bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d of rank %d%s",
-				    nname(n), oi->name, k, v->name, v->dd_axis, v->shape.rank,
-				    g->parent ? " inside a body" : "");
-			if (!infer_set_add(def, v))
-				bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name,
-				    nname(n));
-			else
-				check_value(c, g, v, "output");
-			check_role(c, g, v);
-		}
+		if (v->data_dep)
+			bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only graph "
+			    "outputs may have", nname(n), oi->name, k, v->name);
+		if (!infer_set_has(def, v))
+			bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a later node's "
+			    "output, a value of another graph, or a cycle)", nname(n), oi->name, k, v->name);
+		else
+			check_value(c, g, v, "input");
 	}
+}
+
+/* A recurrence's contract, and its body, which sees what is defined here
+ * plus its own values. */
+static void check_body(vctx *c, const ir_graph *g, const ir_node *n, const infer_set *def)
+{
+	if (n->op == OP_RECURRENCE)
+		check_recurrence(c, g, n);
+	if (!n->body || n->body->parent != g)
+		return;
+	infer_set inner;
+	infer_set_init(&inner);
+	for (size_t s = 0; s < def->cap; s++)
+		if (def->slot[s])
+			infer_set_add(&inner, def->slot[s]);
+	check_graph(c, n->body, &inner);
+	infer_set_free(&inner);
+}
+
+/* Every output is the node's, once, in its graph, with its data-dependent
+ * length where the op has one. */
+static void check_node_outputs(vctx *c, const ir_graph *g, const ir_node *n, infer_set *def)
+{
+	const ir_opinfo *oi = &ir_ops[n->op];
+	for (int k = 0; k < n->nout; k++) {
+		const ir_value *v = n->out[k];
+		if (!v)
+			continue;
+		if (v->kind != VAL_TEMP)
+			bad(c, g, "node '%s' (%s) output %d '%s' is not a VAL_TEMP", nname(n), oi->name, k, v->name);
+		if (v->producer != n)
+			bad(c, g, "node '%s' (%s) output %d '%s' names another producer ('%s')", nname(n), oi->name,
+			    k, v->name, v->producer ? nname(v->producer) : "none");
+		if (v->graph != g)
+			bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n), oi->name, k,
+			    v->name);
+		if (c->shapes && v->data_dep != ir_op_dd_output(n->op, k))
+			bad(c, g, "node '%s' (%s) output %d '%s' %s a data-dependent length", nname(n), oi->name, k,
+			    v->name, v->data_dep ? "has" : "lacks");
+		if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))
+			bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d of rank %d%s", nname(n),
+			    oi->name, k, v->name, v->dd_axis, v->shape.rank, g->parent ? " inside a body" : "");
+		if (!infer_set_add(def, v))
+			bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name, nname(n));
+		else
+			check_value(c, g, v, "output");
+		check_role(c, g, v);
+	}
+}
+
+static void check_graph_outputs(vctx *c, const ir_graph *g, const infer_set *def)
+{
 	for (int i = 0; i < g->noutputs; i++) {
 		const ir_value *v = g->outputs[i];
 		if (!v)
@@ -667,6 +693,70 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 			bad(c, g, "graph output '%s' lacks is_output", v->name);
 		else
 			check_value(c, g, v, "graph output");
+	}
+}
+
+/* def: values usable at this point (those of enclosing graphs included). */
+static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
+{
+	check_values(c, g, def);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if ((unsigned)n->op >= OP_COUNT) {
+			bad(c, g, "node #%d has an invalid op %d", i, (int)n->op);
+			continue;
+		}
+		int has_body = check_node_shape(c, g, n);
+		check_node_inputs(c, g, n, def);
+		if (has_body)
+			check_body(c, g, n, def);
+		check_node_outputs(c, g, n, def);
+	}
+	check_graph_outputs(c, g, def);
+}
+
+/* ---- pass_grad's links: grad_of and recomputes ----------------------------------- */
+
+/* Every value of the compilation that is defined: those no node makes that
+ * a graph lists (inputs, weights, constants), and its nodes' results. */
+static void defined_values(const ir_graph *g, infer_set *all)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		if (g->values[i]->kind != VAL_TEMP)
+			infer_set_add(all, g->values[i]);
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				infer_set_add(all, n->out[k]);
+		if (n->body)
+			defined_values(n->body, all);
+		for (int j = 0; j < n->nattrs; j++)
+			if (n->attrs[j].kind == ATTR_GRAPH && n->attrs[j].g)
+				defined_values(n->attrs[j].g, all);
+	}
+}
+
+/* The results of g's nodes (bodies included) that pass_grad linked: a
+ * gradient to the value it is of, a recomputed value of a backward body to
+ * the forward body's value; both a value of the compilation that is defined
+ * (the dump names it, the text reads it back) and not the value itself. */
+static void check_links(vctx *c, const ir_graph *g, const infer_set *all)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		for (int k = 0; k < n->nout; k++) {
+			const ir_value *v = n->out[k], *f = v ? v->grad_of : NULL, *r = v ? v->recomputes : NULL;
+			if (f && (f == v || !infer_set_has(all, f)))
+				bad(c, g, "value '%s' is the gradient of '%s', which is %s", v->name, f->name,
+				    f == v ? "itself" : "no value the compilation defines (a removed node's result?)");
+			if (r && (r == v || !infer_set_has(all, r) || r->kind != VAL_TEMP || !g->parent ||
+				  !r->graph->parent || r->graph == g))
+				bad(c, g, "value '%s' recomputes '%s', which is no result of a node in another "
+				    "recurrence body that the compilation defines", v->name, r->name);
+		}
+		if (n->body)
+			check_links(c, n->body, all);
 	}
 }
 
@@ -690,6 +780,11 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	}
 	check_graph(&c, g, &def);
 	infer_set_free(&def);
+	infer_set all;
+	infer_set_init(&all);
+	defined_values(g, &all);
+	check_links(&c, g, &all);
+	infer_set_free(&all);
 	if (!g->parent && !strcmp(c.pass, "schedule"))
 		check_schedule(&c, g);
 	if (!g->parent && !strcmp(c.pass, "plan"))
