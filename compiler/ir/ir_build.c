@@ -376,14 +376,8 @@ static void map_put(ir_graph *g, inline_map *M, const ir_value *from, ir_value *
 {
 	if (M->n == M->cap) {
 		int cap = M->cap ? 2 * M->cap : 64;
-		const ir_value **f = arena_array(g->A, (size_t)cap, sizeof *f);
-		ir_value **t = arena_array(g->A, (size_t)cap, sizeof *t);
-		if (M->n) {
-			memcpy(f, M->from, (size_t)M->n * sizeof *f);
-			memcpy(t, M->to, (size_t)M->n * sizeof *t);
-		}
-		M->from = f;
-		M->to = t;
+		M->from = arena_grow(g->A, M->from, (size_t)M->n, (size_t)cap, sizeof *M->from);
+		M->to = arena_grow(g->A, M->to, (size_t)M->n, (size_t)cap, sizeof *M->to);
 		M->cap = cap;
 	}
 	M->from[M->n] = from;

@@ -128,14 +128,8 @@ static ir_value *part_keep(lower *L, const part_key *k, ir_value *v)
 		return v;
 	if (P->n == P->cap) {
 		int cap = P->cap ? 2 * P->cap : 16;
-		part_key *key = arena_array(L->g->A, (size_t)cap, sizeof *key);
-		ir_value **vs = arena_array(L->g->A, (size_t)cap, sizeof *vs);
-		if (P->n) {
-			memcpy(key, P->key, (size_t)P->n * sizeof *key);
-			memcpy(vs, P->v, (size_t)P->n * sizeof *vs);
-		}
-		P->key = key;
-		P->v = vs;
+		P->key = arena_grow(L->g->A, P->key, (size_t)P->n, (size_t)cap, sizeof *P->key);
+		P->v = arena_grow(L->g->A, P->v, (size_t)P->n, (size_t)cap, sizeof *P->v);
 		P->cap = cap;
 	}
 	P->key[P->n] = *k;
