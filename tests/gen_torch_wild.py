@@ -41,8 +41,9 @@ they are inputs: those models (PackedLSTM, PackedBiGRU) are exported with
 the batch fixed, as its warning asks.  SentimentRNN makes its states from the batch size with
 weight.new(...), which the tracer records as constants of the traced batch:
 its export with a dynamic batch axis (SentimentRNN_dynamic_batch, data at
-batch 2 only) runs only at batch 2, so cellc must refuse it naming --dim
-batch=2, and its export with the batch fixed (SentimentRNN; T = 8 and 11)
+batch 2 only, T = 8 and 11) runs only at batch 2, as ONNX Runtime runs it:
+cellc must compile it for batch 2 with a warning saying so (the batch made
+2 by the node that broadcasts the state against it), and its export with the batch fixed (SentimentRNN; T = 8 and 11)
 must verify.  ConvPoolLSTM halves the length with a MaxPool1d, which cellc
 computes only over a length known at compile time: its export with a
 dynamic time axis (ConvPoolLSTM_dynamic_seq) must be refused naming --dim
@@ -57,7 +58,8 @@ a reverse recurrence's under a bidirectional out[:, -1], which then runs
 that step alone; a direction of which nothing is read is not run and not
 listed), refused and fix (for an export cellc must refuse: text
 its message must hold, and the options that compile it for its data sets;
-else absent), traced_loops (the Python loops over time the trace unrolled:
+else absent), fixed_size (for an export whose model fixes a size the file
+leaves dynamic: text the warning of `cellc compile` must hold; else absent), traced_loops (the Python loops over time the trace unrolled:
 the decoders' fixed step loops, each step fed the step before's output,
 which cellc lists as a fallback; 0 for the others).
 
@@ -981,7 +983,7 @@ def write_pb(path, arr, name):
         f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
 
 
-def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refused=None, fix=None):
+def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refused=None, fix=None, fixed_size=None):
     torch.manual_seed(seed)
     model = cls().eval()
     gen = np.random.default_rng(seed)
@@ -1004,7 +1006,7 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     onnx.save(onnx_model, os.path.join(d, "model.onnx"))
-    sizes = [] if refused else {(True, True): [(3, 11), (1, 5)], (False, True): [(2, 11)],
+    sizes = [] if refused else [(2, 11)] if fixed_size else {(True, True): [(3, 11), (1, 5)], (False, True): [(2, 11)],
                                 (True, False): [(3, 8), (1, 8)], (False, False): []}[dynamic_batch, dynamic_seq]
     sets = [example] + [inputs_of(cls, model, b, t, gen)[1] for b, t in sizes]
     for k, ins in enumerate(sets):
@@ -1021,6 +1023,8 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
             "traced_loops": getattr(cls, "traced_loops", 0)}
     if refused:
         case["refused"], case["fix"] = refused, fix
+    if fixed_size:
+        case["fixed_size"] = fixed_size
     with open(os.path.join(d, "case.json"), "w") as f:
         json.dump(case, f, indent=1)
         f.write("\n")
@@ -1029,7 +1033,7 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
 # (case name, model, options of export)
 CASES = [(m.__name__, m, {"dynamic_batch": m not in (SentimentRNN, PackedLSTM, PackedBiGRU),
                           "dynamic_seq": m is not ConvPoolLSTM}) for m in MODELS] + [
-    ("SentimentRNN_dynamic_batch", SentimentRNN, {"refused": "--dim batch=2", "fix": ["--dim", "batch=2"]}),
+    ("SentimentRNN_dynamic_batch", SentimentRNN, {"fixed_size": "size 'batch' must be 2"}),
     ("ConvPoolLSTM_dynamic_seq", ConvPoolLSTM, {"refused": "--dim seq=N", "fix": ["--dim", "seq=8"]})]
 
 

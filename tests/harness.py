@@ -86,7 +86,7 @@ Groups, in order:
               a step-by-step decoder): verify vs PyTorch at three sizes,
               which recurrences keep their output sequence, no fallback
               but the decoders' unrolled step loops (no_slices); an export that
-              holds its traced batch size refused naming --dim batch=2
+              holds its traced batch size compiled for that size, warned
   loop        tests/gen_loop_cases.py: scripted PyTorch loops (ONNX Loop) and
               Loop/Scan models, `cellc verify` at 1e-5 + 1e-4; refusals exit 2
   script_wild tests/gen_script_wild.py: scripted loops written in other people's
@@ -1359,10 +1359,12 @@ def group_torch_wild():
     against PyTorch (export size, other batch and length, batch 1), which
     recurrences keep their output sequence (stacked), that each compiles
     for training (train: the gradients of these forms are checked against
-    PyTorch autograd in the grad group), and the exports cellc
-    refuses (a traced batch size held in the model, a pooling over a
-    run-time length) refused naming the --dim that compiles them, with
-    which they pass their golden test at that size (--testbench, and
+    PyTorch autograd in the grad group); an export whose model holds its
+    traced batch size under a dynamic batch axis compiles for that size
+    with a warning saying so and passes its golden test and `cellc verify`
+    with no flag; an export cellc refuses (a pooling over a run-time
+    length) is refused naming the --dim that compiles it, with which it
+    passes its golden test at that size (--testbench, and
     `cellc verify --data ... --dim`)."""
     if not stamp_ok("torch_wild"):
         yield from fixtures_missing("torch_wild", "torch_wild")
@@ -1373,6 +1375,11 @@ def group_torch_wild():
         d = os.path.join(root, n)
         with open(os.path.join(d, "case.json")) as f:
             case = json.load(f)
+        if case.get("fixed_size"):
+            items.append((script_fixed, (n, d, case["fixed_size"])))
+            items.append((deploy_pass, (n + "_fixed", os.path.join(d, "model.onnx"), d, [], None, "torch_wild")))
+            items.append((verify_one, ("torch_wild", n + "_verify_fixed", d, TORCH_TOL)))
+            continue
         if case.get("refused"):
             items.append((script_refused, (n, d, case["refused"], "torch_wild")))
             fix = case["fix"]
@@ -1456,6 +1463,28 @@ def script_refused(name, case_dir, expect, group="script_wild"):
     if expect not in err or model not in err:
         return Result(full, False, "message lacks %r: %s (log: %s)" % (expect, first_lines(err), log))
     return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
+
+
+def script_fixed(name, case_dir, expect, group="torch_wild"):
+    """A size the model fixed (a state made with the traced batch under a
+    dynamic batch axis): build-san/cellc compile exits 0 with a warning
+    naming the model and containing `expect`, no sanitizer report, and
+    `cellc info` lists the size under "sizes:"."""
+    full = "%s/fixed/%s" % (group, name)
+    model = os.path.join(case_dir, "model.onnx")
+    log = os.path.join(LOGS, group, "fixed_" + name + ".log")
+    rc, out, err = run([CELLC_SAN, "compile", model, "-o", os.path.join(OUT, group + "_work", name + "_fixed_warn")],
+                       log, SAN_ENV)
+    if [m for m in SAN_MARKERS if m in err + out]:
+        return Result(full, False, "sanitizer report (log: %s)" % log)
+    if rc != 0:
+        return Result(full, False, "%s, expected exit 0 (log: %s)" % (status_word(rc), log))
+    if expect not in err or model + ": warning:" not in err:
+        return Result(full, False, "warning lacks %r: %s (log: %s)" % (expect, first_lines(err), log))
+    rc, out, err = run([CELLC, "info", model], log + ".info")
+    if rc != 0 or ("sizes:     " + expect[len("size "):].replace("'", "")) not in out:
+        return Result(full, False, "cellc info does not list %r under sizes: %s" % (expect, first_lines(out + err)))
+    return Result(full, True, "exit 0, warned: %s" % expect)
 
 
 def group_script_wild():

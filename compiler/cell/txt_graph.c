@@ -1038,6 +1038,59 @@ static void parse_unrolled(gctx *c, ir_graph *g, const txt_tok *at)
 	ir_unrolled_add(g, &u);
 }
 
+/* sizes "NAME" = "INTO" | N, node "NODE", why "WHY"  (ir_sym_link, ir.h):
+ * a symbol an operator's contract made one with another or fixed. */
+static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
+{
+	txt *X = c->X;
+	ir_sym_link l = {0};
+	const txt_tok *s = txt_next(X);
+	if (s->kind != TK_STRING || !*s->str) {
+		txt_error(X, s, "expected the symbol's name as a string after 'sizes'");
+		txt_skip_line(X);
+		return;
+	}
+	l.name = s->str;
+	const txt_tok *v = txt_peek(X);
+	if (!txt_accept(X, '=')) {
+		txt_error(X, v, "a 'sizes' line: expected '=' after the symbol's name, found %s", txt_tok_desc(X, v));
+		txt_skip_line(X);
+		return;
+	}
+	v = txt_peek(X);
+	if (v->kind == TK_STRING && *v->str) {
+		txt_next(X);
+		l.into = v->str;
+	} else if (!txt_parse_int(X, &l.value, "the symbol it became or the size it must be")) {
+		txt_skip_line(X);
+		return;
+	} else if (l.value < 1 || l.value > INT32_MAX) {
+		txt_error(X, v, "a 'sizes' line: size %lld out of range (1 to %d)", (long long)l.value, INT32_MAX);
+		txt_skip_line(X);
+		return;
+	}
+	for (int k = 0; k < 2; k++) {
+		const txt_tok *w = txt_peek(X);
+		const char *key = k ? "why" : "node";
+		if (!txt_accept(X, ',') || !txt_accept_word(X, key) || (w = txt_next(X))->kind != TK_STRING) {
+			txt_error(X, w, "a 'sizes' line gives the symbol, '=', what it became, then node \"NAME\" and "
+				  "why \"PHRASE\"");
+			txt_skip_line(X);
+			return;
+		}
+		if (k)
+			l.why = w->str;
+		else
+			l.node = w->str;
+	}
+	if (txt_sym_lookup(g, l.name) >= 0) {
+		txt_error(X, at, "a 'sizes' line: '%s' was made one with another size and is no symbol any more, "
+			  "but 'symbols' declares it", l.name);
+		return;
+	}
+	ir_sym_link_add(g, &l);
+}
+
 /* After the root graph: its parameters in the order the text numbers them,
  * and a graded training build's numbers against its inputs and outputs. */
 static void finish_train(gctx *c, ir_graph *g)
@@ -1154,6 +1207,10 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 				txt_error(X, t, "opset %" PRId64 " out of range", v);
 			else
 				g->opset = (int)v;
+			txt_end_stmt(X);
+		} else if (!g->parent && txt_is_word(t, "sizes")) {
+			txt_next(X);
+			parse_link(c, g, t);
 			txt_end_stmt(X);
 		} else if (!g->parent && txt_is_word(t, "unrolled")) {
 			txt_next(X);

@@ -262,6 +262,17 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 				printf("%s%s (= %s %c %lld)", i ? ", " : "", g->syms[i], g->syms[g->sym_base[i] - 1],
 				       g->sym_off[i] < 0 ? '-' : '+', (long long)llabs(g->sym_off[i]));
 		printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
+		/* sizes an operator's contract made one (ir_sym_link) */
+		for (int i = 0; i < g->nlinks; i++) {
+			const ir_sym_link *l = &g->links[i];
+			if (l->into)
+				printf("%s%s is %s: node '%s' (%s)\n", i ? "           " : "sizes:     ", l->name, l->into,
+				       l->node, l->why);
+			else
+				printf("%s%s must be %lld: fixed by node '%s' (%s); warning: the model runs for that "
+				       "size only\n", i ? "           " : "sizes:     ", l->name, (long long)l->value,
+				       l->node, l->why);
+		}
 		print_values(A, "inputs", g->ninputs, g->inputs);
 		print_values(A, "outputs", g->noutputs, g->outputs);
 		print_rnn_ops(A, g);

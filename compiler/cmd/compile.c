@@ -240,6 +240,18 @@ int compile_fallbacks(arena *A, const ir_graph *g, diag *D, compile_fallback_mod
 }
 
 
+void compile_fixed_sizes(arena *A, const ir_graph *g, diag *D)
+{
+	for (int i = 0; i < g->nlinks; i++) {
+		const ir_sym_link *l = &g->links[i];
+		if (!l->into)
+			diag_warn(D, "size '%s' must be %lld: fixed by node '%s' (%s); the generated code accepts "
+				  "that size only and its NAME_bind_dims checks the inputs for it", l->name,
+				  (long long)l->value, l->node, l->why);
+	}
+	(void)A;
+}
+
 static int run_stages(arena *A, diag *D, compile_job *j, validate *V);
 
 /* With CELLC_VALIDATE, every pass is checked against the reference
@@ -274,6 +286,7 @@ static int run_stages(arena *A, diag *D, compile_job *j, validate *V)
 		} else if (j->emit) {
 			/* every pass has run: what compiles but falls back is reported
 			 * now, before anything is written */
+			compile_fixed_sizes(A, j->g, D);
 			errs = compile_fallbacks(A, j->g, D, j->fallbacks);
 			if (!errs)
 				errs = j->emit(j->g, D, j->ctx);

@@ -41,6 +41,9 @@ int compile_nfallbacks(const ir_graph *g);
 /* The k-th fallback as one sentence, without the file name. */
 const char *compile_fallback_text(arena *A, const ir_graph *g, int k);
 /* Reports every fallback of g in D as mode says; the number of errors. */
+/* A warning for each size an operator's contract fixed to a constant
+ * (ir_sym_link with no `into`): the model then runs for that size only. */
+void compile_fixed_sizes(arena *A, const ir_graph *g, diag *D);
 int compile_fallbacks(arena *A, const ir_graph *g, diag *D, compile_fallback_mode mode);
 
 /* One compilation as a command asks for it. */

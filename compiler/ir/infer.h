@@ -40,6 +40,9 @@
  * RECURRENCE's outputs are left as they are (the pass that builds one sets
  * them). */
 int infer_node(ir_graph *g, ir_node *n, diag *D);
+/* infer_node's result when, instead of inferring n, it made two sizes one
+ * (ir_sym_unify: only while pass_infer runs, which then infers n again). */
+enum { INFER_AGAIN = -1 };
 
 /* The ONNX name of input k of op if that input determines the output shape
  * (Reshape "shape", Slice "starts", ...) and so must be a compile-time

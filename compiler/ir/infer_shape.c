@@ -212,7 +212,21 @@ static const char *fixed_size_hint(ictx *c, ir_dim a, ir_dim b)
 	return "";
 }
 
-/* Multidirectional (numpy) broadcasting of a and b into r. */
+int infer_unify(ictx *c, ir_dim x, ir_dim y, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (!ir_sym_unify(c->g, x, y, c->n->name, arena_strdup(c->A, why)))
+		return 0;
+	c->again = 1;
+	return 1;
+}
+
+/* Multidirectional (numpy) broadcasting of a and b into r (two sizes that
+ * must be one are made one: infer_unify). */
 int infer_broadcast2(ictx *c, const ir_shape *a, const ir_shape *b, ir_shape *r)
 {
 	int rank = a->rank > b->rank ? a->rank : b->rank;
@@ -225,6 +239,8 @@ int infer_broadcast2(ictx *c, const ir_shape *a, const ir_shape *b, ir_shape *r)
 			o.d[i] = da;
 		else if (is_one(da))
 			o.d[i] = db;
+		else if (infer_unify(c, da, db, "broadcasting %s against %s", dimstr(c, da), dimstr(c, db)))
+			return 1;
 		else
 			return fail(c, "shapes %s and %s cannot be broadcast together (dimension %s "
 				    "against %s)%s", shp(c, a), shp(c, b), dimstr(c, da), dimstr(c, db),
@@ -755,6 +771,9 @@ static int infer_concat(ictx *c)
 						    "add up to a product of dimension symbols", axis,
 						    dimstr(c, s.d[i]), dimstr(c, y->shape.d[i]));
 			} else if (!ir_dim_eq(s.d[i], y->shape.d[i])) {
+				if (infer_unify(c, s.d[i], y->shape.d[i], "Concat along axis %d: axis %d of input %d is "
+						"axis %d of input 0", axis, i, k, i))
+					return 1;
 				return fail(c, "input %d ('%s') has shape %s, which does not match %s outside "
 					    "axis %d", k, y->name, shp(c, &y->shape), shp(c, &x->shape), axis);
 			}
@@ -946,9 +965,22 @@ static int check_inputs(ictx *c)
 }
 
 /* The inputs checked, then one case per operator: a table. */
+static int rule_of(ictx *c);
+
+/* The rule of n's operator; INFER_AGAIN when it made sizes one instead
+ * (infer_unify). */
 static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 {
-	ictx cx = {g, n, D, g->A}, *c = &cx;
+	ictx cx = {g, n, D, g->A, 0};
+	int r = rule_of(&cx);
+	return cx.again ? INFER_AGAIN : r;
+}
+
+static int rule_of(ictx *c)
+{
+	ir_graph *g = c->g;
+	ir_node *n = c->n;
+	diag *D = c->D;
 	const ir_opinfo *oi = &ir_ops[n->op];
 	int err = check_inputs(c);
 	if (err || n->op == OP_RECURRENCE)

@@ -17,7 +17,15 @@ typedef struct ictx {
 	ir_node *n;
 	diag *D;
 	arena *A;
+	int again;              /* infer_unify changed the symbols: infer the node again */
 } ictx;
+
+/* Sizes x and y that the node's operator requires to be equal: made one
+ * by ir_sym_unify (why: a phrase, printf-style, recorded with the node's
+ * name).  1 when they were: the rule returns non-zero at once without a
+ * message (its copies of dims are stale) and infer_node returns
+ * INFER_AGAIN; 0 when they cannot be, with nothing changed. */
+int infer_unify(ictx *c, ir_dim x, ir_dim y, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static inline int fail(ictx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int fail(ictx *c, const char *fmt, ...)

@@ -867,6 +867,12 @@ static int need_shape(ictx *c, int k, const char *tensor, const ir_shape *want, 
 	ir_value *v = in(c, k);
 	if (!v || ir_shape_eq(&v->shape, want))
 		return 0;
+	/* two sizes the operator says are one (a batch axis the file leaves
+	 * unnamed on two inputs, or fixed on one by the export) */
+	for (int a = 0; v->shape.rank == want->rank && a < want->rank; a++)
+		if (!ir_dim_eq(v->shape.d[a], want->d[a]) &&
+		    infer_unify(c, v->shape.d[a], want->d[a], "%s axis %d is axis %d of %s", tensor, a, a, spec))
+			return 1;
 	/* two symbols where one size is meant (a batch axis the file leaves
 	 * unnamed on two inputs): say how to make them one */
 	const char *hint = "";

@@ -26,12 +26,20 @@ int infer_gemm(ictx *c)
 			    shp(c, &B->shape));
 	int ta = ir_attr_int(c->n, "transA", 0) != 0, tb = ir_attr_int(c->n, "transB", 0) != 0;
 	ir_dim M = A->shape.d[ta], K = A->shape.d[!ta], K2 = B->shape.d[tb], N = B->shape.d[!tb];
+	if (!ir_dim_eq(K, K2) && infer_unify(c, K, K2, "Gemm: the inner sizes of A and B"))
+		return 1;
 	if (!ir_dim_eq(K, K2))
 		return fail(c, "inner dimensions differ: A %s%s and B %s%s", shp(c, &A->shape),
 			    ta ? " (transposed)" : "", shp(c, &B->shape), tb ? " (transposed)" : "");
 	ir_shape s = {.rank = 2};
 	s.d[0] = M;
 	s.d[1] = N;
+	for (int i = 0; C && C->shape.rank <= 2 && i < C->shape.rank; i++) {
+		ir_dim dc = C->shape.d[i], ds = s.d[i + 2 - C->shape.rank];
+		if (!ir_dim_eq(dc, ir_dim_const(1)) && !ir_dim_eq(dc, ds) &&
+		    infer_unify(c, ds, dc, "Gemm: axis %d of C is axis %d of the result", i, i + 2 - C->shape.rank))
+			return 1;
+	}
 	if (C && !infer_broadcasts_to(&C->shape, &s))
 		return fail(c, "C %s cannot be broadcast to the result %s", shp(c, &C->shape),
 			    shp(c, &s));
@@ -55,6 +63,9 @@ static int matmul_shape(ictx *c, const ir_value *A, const ir_value *B, ir_shape 
 		b.rank = 2;
 		b.d[1] = ir_dim_const(1);
 	}
+	if (!ir_dim_eq(a.d[a.rank - 1], b.d[b.rank - 2]) &&
+	    infer_unify(c, a.d[a.rank - 1], b.d[b.rank - 2], "MatMul: the inner sizes of A and B"))
+		return 1;
 	if (!ir_dim_eq(a.d[a.rank - 1], b.d[b.rank - 2]))
 		return fail(c, "inner dimensions of %s and %s differ", shp(c, &A->shape),
 			    shp(c, &B->shape));
@@ -445,7 +456,7 @@ static int pad_amounts(ictx *c, int64_t *pads)
 
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads)
 {
-	ictx cx = {g, n, D, g->A};
+	ictx cx = {g, n, D, g->A, 0};
 	return pad_amounts(&cx, pads);
 }
 
@@ -639,7 +650,7 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 
 int infer_resize_geometry(ir_graph *g, ir_node *n, diag *D, infer_resize_geom *G)
 {
-	ictx cx = {g, n, D, g->A};
+	ictx cx = {g, n, D, g->A, 0};
 	ir_shape s;
 	return resize_geometry(&cx, G, &s);
 }

@@ -333,6 +333,10 @@ typedef struct ir_graph {
 	 * (0: 1), which a shape decision assumed (a constant slice bound on a
 	 * symbolic axis, x[-2:]: ir_sym_need); the generated code checks it */
 	int64_t sym_min[IR_MAX_SYMS];
+	/* sizes an operator's contract made one (ir_sym_unify, below) */
+	int nlinks;
+	struct ir_sym_link *links;     /* [nlinks] in the order they were made */
+	int unify_ok;           /* pass_infer is running: ir_sym_unify may change symbols */
 	int opset;              /* default-domain opset of the source */
 	const char *producer;   /* producer name and version, for the provenance header */
 	const char *source;     /* model file path */
@@ -445,6 +449,42 @@ int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
 int64_t ir_sym_least(const ir_graph *g, int i);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
 int ir_dim_one_sym(ir_dim d);
+/* Sizes made one by an operator's contract.  Where an operator requires two
+ * sizes to be equal (broadcasting, an LSTM's initial_h batch and X's batch,
+ * MatMul's inner sizes, Concat's other axes) and they are two free symbols
+ * (two inputs whose batch the file leaves unnamed on each), or a free
+ * symbol and a constant (a state made with the traced batch: [batch, 32]
+ * against [3, 32]), the symbol `name` is replaced throughout the
+ * compilation by symbol `into` (the one declared first) or, into NULL, by
+ * the constant `value`, and is gone from the graph's symbols.  What stays
+ * is this record: `cellc dump` prints it as the line
+ *   sizes "h_1" = "input_0", node "LSTM_3", why "initial_h axis 1 is X's axis 1"
+ *   sizes "batch" = 3, node "Add_2", why "broadcasting: axis 0 against 3"
+ * (the text reads it back), `cellc info` lists it, and `cellc compile`
+ * warns about the fixed ones: the model then runs for that size only.  The
+ * generated code checks the inputs against it (NAME_bind_dims: every input
+ * axis that is no longer a symbol of its own is compared with the size it
+ * must have). */
+typedef struct ir_sym_link {
+	const char *name;       /* the symbol that is gone */
+	const char *into;       /* the symbol it became; NULL: a constant */
+	int64_t value;          /* into NULL: the size it must be (>= 1) */
+	const char *node;       /* the node whose contract required it */
+	const char *why;        /* what the contract required, a phrase */
+} ir_sym_link;
+
+/* Makes sizes a and b one, as ir_sym_link describes, when pass_infer is
+ * running (root->unify_ok) and a and b are two different free symbols (each
+ * k = 1, one power 1) or a free symbol and a constant at least 1 and at
+ * least the symbol's least value, and every symbol derived from the one
+ * that goes can follow it (base + off >= 1).  Returns 1 after the change
+ * (every shape and symbolic constant of the compilation rewritten: the
+ * caller's copies of dims are stale and it must infer its node again), or
+ * 0 with nothing changed. */
+int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *why);
+/* Records a link as the text's `sizes` line does (no rewrite). */
+void ir_sym_link_add(ir_graph *g, const ir_sym_link *l);
+
 /* Whether a value of the compilation (bodies included) may already be
  * called name (a hash lookup: true also for the rare collision). */
 int ir_name_taken(ir_graph *g, const char *name);

@@ -637,6 +637,24 @@ static void print_unrolled(sbuf *b, const ir_unrolled *u, int depth)
 	sb_puts(b, "\n");
 }
 
+/* sizes "h_1" = "input_0", node "LSTM_3", why "..."  (ir_sym_link) */
+static void print_link(sbuf *b, const ir_sym_link *l, int depth)
+{
+	indent(b, depth);
+	sb_puts(b, "sizes ");
+	sb_quoted(b, l->name);
+	sb_puts(b, " = ");
+	if (l->into)
+		sb_quoted(b, l->into);
+	else
+		sb_printf(b, "%lld", (long long)l->value);
+	sb_puts(b, ", node ");
+	sb_quoted(b, l->node ? l->node : "");
+	sb_puts(b, ", why ");
+	sb_quoted(b, l->why ? l->why : "");
+	sb_puts(b, "\n");
+}
+
 static void print_graph(FILE *f, const ir_graph *g, int depth)
 {
 	const ir_graph *root = root_of(g);
@@ -674,6 +692,8 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 			print_train(&b, g->train, depth);
 		for (int i = 0; i < g->nunrolled; i++)
 			print_unrolled(&b, &g->unrolled[i], depth);
+		for (int i = 0; i < g->nlinks; i++)
+			print_link(&b, &g->links[i], depth);
 	}
 	for (int i = 0; i < g->ninputs; i++)
 		print_decl(&b, root, "input", g->inputs[i], depth);

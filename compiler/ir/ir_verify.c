@@ -778,6 +778,15 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 			bad(&c, g, "dimension symbol '%s' has the least value %lld (a free symbol's, 0 to 2^31 - 1)",
 			    g->syms[i], (long long)g->sym_min[i]);
 	}
+	for (int i = 0; !g->parent && i < g->nlinks; i++) {
+		const ir_sym_link *l = &g->links[i];
+		int gone = l->name && *l->name;
+		for (int k = 0; gone && k < g->nsyms; k++)
+			gone = strcmp(g->syms[k], l->name) != 0;
+		if (!gone || (!l->into && (l->value < 1 || l->value > INT32_MAX)) || (l->into && !*l->into))
+			bad(&c, g, "sizes link %d ('%s' = %s%lld) names a symbol still in use or no size", i,
+			    l->name ? l->name : "", l->into ? l->into : "", l->into ? 0LL : (long long)l->value);
+	}
 	check_graph(&c, g, &def);
 	infer_set_free(&def);
 	infer_set all;

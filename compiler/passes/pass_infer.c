@@ -397,11 +397,16 @@ static void infer_one(ictx *c, ir_graph *g, ir_node *n, int fold, nodelist *keep
 		leave_pending(n);
 		return;
 	}
-	if (poisoned(n) || infer_node(g, n, c->D)) {
+	int r;
+	/* INFER_AGAIN: two sizes were made one, a symbol fewer (ir_sym_unify):
+	 * the node is inferred again with the shapes rewritten */
+	while ((r = poisoned(n) ? 1 : infer_node(g, n, c->D)) == INFER_AGAIN)
+		;
+	if (r) {
 		poison_outputs(n);
 		return;
 	}
-	int r = fold ? infer_fold(g, n, c->D) : 0;
+	r = fold ? infer_fold(g, n, c->D) : 0;
 	if (r == 1) {
 		keep->n--;
 		return;
@@ -441,7 +446,9 @@ int pass_infer(ir_graph *g, diag *D, int *changed)
 		check_sources(&c);
 	if (D->nerrors == errs0) {
 		ir_recount(g);
+		ir_root(g)->unify_ok = 1;
 		infer_nodes(&c, g, 1);
+		ir_root(g)->unify_ok = 0;
 	}
 	free(c.names.slot);
 	ir_recount(g);
