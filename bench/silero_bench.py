@@ -63,7 +63,7 @@ def main():
     rows = []
     for ver, args, pairs, ctx in (
             ("v4", ["--dim", "sequence=512", "--carry", "h=hn", "--carry", "c=cn"], ["h=hn:2x1x64", "c=cn:2x1x64"], 0),
-            ("v5", ["--dim", "input_1=576", "--dim", "state_1=input_0", "--carry", "state=stateN"],
+            ("v5", ["--dim", "input_1=576", "--carry", "state=stateN"],
              ["state=stateN:2x1x128"], 64)):
         out = os.path.join(WORK, ver)
         binary, err = ts.build(CELLC, models[ver], out, "vad", ["--bind", "sr=16000"] + args)

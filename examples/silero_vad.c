@@ -10,7 +10,7 @@
  *
  * Build (examples/silero_vad.sh does all of it):
  *   cellc compile silero_vad_v5.onnx -o out --name silero --bind sr=16000 \
- *       --dim input_1=576 --dim state_1=input_0 --carry state=stateN
+ *       --dim input_1=576 --carry state=stateN
  *   make -C out && cc -O2 -Iout -Iruntime examples/silero_vad.c out/libsilero.a \
  *       build/libcellrt.a -lopenblas -lm -fopenmp -o silero_vad
  * Run:

@@ -47,7 +47,7 @@ if [ $ver = v4 ]; then
 	set -- --dim sequence=512 --carry h=hn --carry c=cn -- "$@"
 else
 	model=$dir/silero_vad_v5.onnx
-	set -- --dim input_1=576 --dim state_1=input_0 --carry state=stateN -- "$@"
+	set -- --dim input_1=576 --carry state=stateN -- "$@"
 fi
 opts=""
 while [ "$1" != "--" ]; do opts="$opts $1"; shift; done

@@ -218,6 +218,11 @@ void rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alph
  * (never OpenBLAS's thread pool from inside the team). */
 int rt_num_threads(void);
 void rt_par_thread(int on);
+/* floor(a / b) for b > 0: the division of the size expressions the
+ * compiler writes (a strided convolution's output length of a run-time
+ * input length), computed once per call from the dims. */
+static inline int64_t rt_floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
 /* The number of the thread that runs this code in its OpenMP team, and the
  * team's size: 0 and 1 outside a team, and in code built without OpenMP.
  * Inline: they follow how the emitted code was compiled, not libcellrt. */

@@ -190,9 +190,12 @@ def robustness_cases(out, W):
     # the output buffer (heap overflow in the emitted code)
     # derived dimension symbols (T_minus_1 = T - 1) that do not define one
     for name, sym, what in (("sym_derived_offset_zero", "U = T - 0", "offset 0 out of range"),
-                            ("sym_derived_unknown_base", "U = Q + 1", "expected a free symbol"),
-                            ("sym_derived_of_derived", "V = T - 1, U = V - 1", "expected a free symbol"),
-                            ("sym_derived_product", "U = T * 2", "expected '+' or '-'")):
+                            ("sym_derived_unknown_base", "U = Q + 1", "expected a symbol declared before it"),
+                            ("sym_derived_of_derived", "V = T - 1, U = V - 1", "not in canonical form"),
+                            ("sym_derived_product", "U = T * 2", "expected '+' or '-'"),
+                            ("sym_floor_common_factor", "U = floor(2 * T / 4)", "not in canonical form"),
+                            ("sym_floor_div_one", "U = floor(T / 1)", "a divisor D of 2"),
+                            ("sym_pin_free", "U = floor((T + 1) / 2) == 0", "'==' and a constant of 1")):
         emit_text(out, name, "graph g {\n\tsymbols T, %s\n\tinput %%x: f32[T, 3]\n\t%%y = Relu(%%x)\n"
                   "\toutput %%y\n}\n" % sym, "symbol '", what)
     # made-up names continue past the largest %NAME<N> of the text (a name

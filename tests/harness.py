@@ -1362,8 +1362,9 @@ def group_torch_wild():
     PyTorch autograd in the grad group); an export whose model holds its
     traced batch size under a dynamic batch axis compiles for that size
     with a warning saying so and passes its golden test and `cellc verify`
-    with no flag; an export cellc refuses (a pooling over a run-time
-    length) is refused naming the --dim that compiles it, with which it
+    with no flag (a pooling over a run-time length compiles for any
+    length: ConvPoolLSTM_dynamic_seq); a case.json with `refused` (none at
+    present) is refused naming the --dim that compiles it, with which it
     passes its golden test at that size (--testbench, and
     `cellc verify --data ... --dim`)."""
     if not stamp_ok("torch_wild"):
@@ -3225,6 +3226,65 @@ def group_install():
 GROUPS += [("install", group_install)]
 
 
+# The official Conv, pooling and Pad node tests whose spatial sizes cellc
+# keeps symbolic only for pads that do not depend on them: with those sizes
+# made symbols these are refused (exit 2, the axis named), never miscompiled.
+ONNX_SYM_REFUSED = {
+    "test_averagepool_2d_precomputed_same_upper": "auto_pad SAME at stride 2",
+    "test_maxpool_2d_precomputed_same_upper": "auto_pad SAME at stride 2",
+    "test_conv_with_autopad_same": "auto_pad SAME at stride 2",
+}
+
+
+def group_onnx_sym():
+    """The official ONNX Conv, pooling and Pad node tests again with every
+    dimension of the data input and of every output made a symbol of its own
+    (each model rewritten here, its official data sets unchanged): cellc must
+    compile them into one build for any size (size expressions, sizes made
+    one by the operators' contracts, fixed ones warned) and verify every set
+    against the official outputs, or refuse the listed ones by name."""
+    if not stamp_ok("onnx_node"):
+        yield from fixtures_missing("onnx_sym", "onnx_node")
+        return
+    import onnx
+    tests, todo, exc, corr, problems = node_selection()
+    pick = re.compile(r"^test_(.*conv.*|.*pool.*|.*_pad)$")
+    skip = re.compile(r"integer|qlinear|transpose|unpool|gridsample|lppool")
+    names = sorted(n for n in tests if pick.match(n) and not skip.search(n) and n not in exc and n not in todo
+                   and n not in corr)
+    root = os.path.join(OUT, "onnx_sym")
+    items = []
+    for n in names:
+        m = onnx.load(os.path.join(tests[n], "model.onnx"))
+        # the data input and the outputs (a Conv's W given as an input keeps
+        # its kernel's sizes: cellc compiles a kernel of known size)
+        for k, vi in enumerate(list(m.graph.input[:1]) + list(m.graph.output)):
+            for a, d in enumerate(vi.type.tensor_type.shape.dim):
+                d.ClearField("dim_value")
+                d.dim_param = "s%d_%d" % (k, a)
+        d = os.path.join(root, n)
+        os.makedirs(d, exist_ok=True)
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        items.append((n, d, data_sets(tests[n])))
+
+    def one(n, d, sets):
+        if n in ONNX_SYM_REFUSED:
+            log = os.path.join(LOGS, "onnx_sym", n + ".log")
+            rc, out, err = run([CELLC, "info", os.path.join(d, "model.onnx")], log)
+            ok = rc == 2 and "run-time size" in err
+            return Result("onnx_sym/" + n, ok, "refused (%s): %s" % (ONNX_SYM_REFUSED[n], first_lines(err, 1, 200))
+                          if ok else "expected a refusal naming the run-time size: exit %s: %s" % (
+                              status_word(rc), first_lines(err + out)))
+        r = verify_one("onnx_sym", n, d, NODE_TOL, model=os.path.join(d, "model.onnx"), sets=sets)
+        # one build for any size: not compiled for the sizes of each set
+        with open(os.path.join(LOGS, "onnx_sym", n + ".log"), errors="replace") as f:
+            if r.ok and "each data set is compiled for its own sizes" in f.read():
+                return Result(r.name, False, "compiled for the sizes of each data set, not symbolically")
+        return r
+    yield from problems
+    yield from parallel(lambda *a: one(*a), items)
+
+
 def group_silero():
     """tests/test_silero.py (issue 16): Silero VAD v4 and v5 from npm, compiled
     with --bind/--dim/--carry, streamed chunk by chunk against ONNX Runtime;
@@ -3237,6 +3297,7 @@ def group_silero():
 
 
 GROUPS += [("silero", group_silero)]
+GROUPS += [("onnx_sym", group_onnx_sym)]
 
 
 def group_experiments():

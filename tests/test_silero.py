@@ -6,13 +6,23 @@ fixture/...  offline, on a small model built here with the structure of
              a reflect Pad and a strided Conv1d over an unnamed length, ReduceMean,
              two stacked LSTMs with state [2, B, H] in and out, the batch left
              unnamed on three inputs): the refusals name what fixes them
-             (--bind sr=..., --dim SYM=N) and exit 2; the three batches are
-             made one by the LSTMs' contract (`info` says so); compiled
+             (--bind sr=...) and exit 2; the three batches are
+             made one by the LSTMs' contract (`info` says so), the Pad and
+             Conv over the length are size expressions; compiled
              with --bind sr=16000|8000 --dim ... --carry h=hn --carry c=cn (at
              8 kHz with --dim h_1=input_0 --dim c_1=input_0 as well), its
              NAME_stream (tests/silero/stream.c) matches ONNX Runtime
              (tests/silero/ort_stream.js) chunk by chunk on noise, state
              carried, at atol 1e-5 + rtol 1e-4; --carry misuse exits 2.
+verify       `cellc verify --oracle onnxruntime` of the fixture and of each real
+             model at each rate with the options a user gives (--bind sr=...,
+             a --dim for each symbol the LSTMs do not make one with another),
+             then `cellc verify --data` on its saved golden sets with no flag
+             at all (rate and sizes from the data: the fixture and v4 in one
+             build for any length, at two lengths each; v5, whose If
+             compares its encoder's output length with 1, for the sizes of
+             each set, which stderr says); --bind with --data checks the
+             data hold the value given.
 v4_*, v5_*   the real models, npm package @ricky0123/vad-web@0.0.31 (pinned;
              the tarball's and the models' sha256 checked), fetched with
              `npm pack` into WORK/pkg once: each at 16000 and 8000 Hz (chunks
@@ -271,13 +281,43 @@ def ort_ready(ort_dir):
     return None if rc == 0 else "onnxruntime-node could not be installed (npm registry unreachable?): %s" % first(e + o)
 
 
+def verify_no_flags(tag, cellc, model, work, ort_dir, oracle_args, per_set):
+    """`cellc verify --oracle onnxruntime` with the options a user gives it
+    (the rate, one size per symbol the model's operators do not make one),
+    its golden sets saved, then `cellc verify --data` on them with no flag:
+    the rate comes from the data, and so do the sizes: per_set, a model
+    that compiles only for fixed sizes has each set compiled for its own
+    (and stderr says so); else one build for any size (and nothing said)."""
+    golden = os.path.join(work, "golden_" + tag.replace("/", "_"))
+    shutil.rmtree(golden, ignore_errors=True)
+    env = {"CELLC_ORT_DIR": ort_dir}
+    rc, o, e = run([cellc, "verify", model, "--oracle", "onnxruntime", "--inputs", "2", "--save-golden", golden]
+                   + oracle_args, env=env)
+    report(tag + "/verify_oracle", rc == 0 and o.strip().endswith("0 failed"),
+           "exit %s: %s | %s" % (rc, first(o.splitlines()[-1] if o.strip() else ""), first(e)))
+    if rc != 0:
+        return
+    rc, o, e = run([cellc, "verify", model, "--data", golden], env=env)
+    said = "each data set is compiled for its own sizes" in e
+    report(tag + "/verify_data_no_flags", rc == 0 and o.strip().endswith("0 failed") and said == per_set,
+           "exit %s: %s%s" % (rc, first(o.splitlines()[-1] if o.strip() else e), "" if said == per_set else
+                              "; stderr %s that the sets are compiled for their sizes" % ("does not say" if per_set
+                                                                                           else "says")))
+    return golden
+
+
 def fixture(cellc, work, ort_dir, noise16, noise8):
     model = os.path.join(work, "mini_vad.onnx")
     mini_vad(model)
     # the refusals, each naming what fixes it
     expect_refusal("fixture/if_unbound", cellc, ["info", model], ["If", "'sr'", "--bind"])
-    expect_refusal("fixture/pad_symbolic", cellc, ["info", model, "--bind", "sr=16000"],
-                   ["input_1", "--dim SYM=N"])
+    # a reflect Pad and a strided Conv over the unnamed length: size expressions
+    rc, o, e = run([cellc, "info", model, "--bind", "sr=16000"])
+    want = ["input_1 (at least 16)", "input_1_plus_16 (= input_1 + 16)", "input_1_div16 (= floor(input_1 / 16))",
+            "input                    f32[input_0, input_1]"]
+    missing = [w for w in want if w not in o]
+    report("fixture/pad_conv_symbolic", rc == 0 and not missing, "exit %s%s" % (
+        rc, "; stdout lacks %s: %s" % (missing, first(o + e, 8)) if missing else ""))
     # the batch unnamed on three inputs: the LSTMs make it one size
     rc, o, e = run([cellc, "info", model, "--bind", "sr=16000", "--dim", "input_1=512"])
     want = ["symbols:   input_0\n", "sizes:     h_1 is input_0: node 'LSTM_13'", "c_1 is input_0: node 'LSTM_13'",
@@ -305,6 +345,23 @@ def fixture(cellc, work, ort_dir, noise16, noise8):
                    ["--carry wants IN=OUT"])
     # compiled at each rate, streamed against ONNX Runtime
     why = ort_ready(ort_dir)
+    if why:
+        report("fixture/verify_oracle", None, "skipped: " + why)
+    else:
+        golden = verify_no_flags("fixture", cellc, model, work, ort_dir,
+                                 ["--bind", "sr=16000", "--dim", "input_0=1", "--dim", "input_1=512"], False)
+        # the symbolic build at another length and batch
+        verify_no_flags("fixture_len_200", cellc, model, work, ort_dir,
+                        ["--bind", "sr=16000", "--dim", "input_0=3", "--dim", "input_1=200"], False)
+        if golden:
+            # --bind with --data: the data must hold the value given
+            expect_refusal("fixture/verify_bind_other_value", cellc, ["verify", model, "--data", golden,
+                                                                     "--bind", "sr=8000"],
+                           ["input 'sr' is not the value --bind sr=8000 gives it"])
+            rc, o, e = run([cellc, "verify", model, "--data", golden, "--bind", "sr=16000", "--dim",
+                            "h_1=input_0"], env={"CELLC_ORT_DIR": ort_dir})
+            report("fixture/verify_bind_dim_alias", rc == 0 and o.strip().endswith("0 failed"),
+                   "exit %s: %s" % (rc, first(o + e)))
     for sr, chunk, audio in ((16000, 512, noise16), (8000, 256, noise8)):
         tag = "fixture/stream_%dk" % (sr // 1000)
         # at 8 kHz the batch is named one symbol by hand as well (--dim SYM=OTHER)
@@ -455,7 +512,7 @@ def san(cellc_san, work):
     base = ["--bind", "sr=8000", "--dim", "input_1=256"]
     for name, args, want in (
             ("if_unbound", ["info", model], 2),
-            ("pad_symbolic", ["info", model, "--bind", "sr=16000"], 2),
+            ("pad_conv_symbolic", ["info", model, "--bind", "sr=16000"], 0),
             ("batch_unified", ["info", model, "--bind", "sr=16000", "--dim", "input_1=512"], 0),
             ("dim_unknown", ["info", model, "--dim", "nosuch=3"], 2),
             ("carry_shape", ["compile", model, "-o", os.path.join(work, "san_err")] + base + ["--carry", "h=output"], 2),
@@ -508,6 +565,14 @@ def main():
             out = os.path.join(work, tag)
             binary, err = build(cellc, models[ver], out, "vad", ["--bind", "sr=%d" % sr] + args)
             report(tag + "/compile", err is None, err or "")
+            if not why:
+                # v4 compiles for any length (one build); v5's If on its
+                # encoder's output length compiles for fixed sizes only
+                verify_no_flags(tag, cellc, models[ver], work, ort_dir,
+                                ["--bind", "sr=%d" % sr] + (["--dim", "batch=1", "--dim", "sequence=%d" % chunk]
+                                                            if ver == "v4" else
+                                                            ["--dim", "input_0=1", "--dim",
+                                                             "input_1=%d" % (chunk + context)]), ver == "v5")
             if err:
                 continue
             for what, audio in (("speech", rec[sr][1]), ("noise", noises[sr][1])):

@@ -1083,7 +1083,8 @@ static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
 		else
 			l.node = w->str;
 	}
-	if (txt_sym_lookup(g, l.name) >= 0) {
+	int k = txt_sym_lookup(g, l.name);
+	if (k >= 0 && (l.into || g->sym_pin[k] != l.value)) {
 		txt_error(X, at, "a 'sizes' line: '%s' was made one with another size and is no symbol any more, "
 			  "but 'symbols' declares it", l.name);
 		return;

@@ -55,35 +55,98 @@ void txt_parse_sym_min(txt *X, ir_graph *g, int k)
 	g->sym_min[k] = m;
 }
 
-/* A derived symbol's definition after "NAME =": BASE ('+' | '-') INT, BASE
- * a free symbol declared before it, INT in 1 .. INT32_MAX (ir.h). */
+/* A derived symbol's definition after "NAME =" (ir_graph, ir_sym_def_str):
+ *   def  := 'floor' '(' ['('] lin [')'] '/' INT ')' | lin
+ *   lin  := [INT '*'] BASE [('+' | '-') INT]
+ * BASE a symbol declared before it, the numbers within INT32_MAX (mul and
+ * div at least 1), then optionally '==' INT, the constant it is pinned to. */
 void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 {
 	const txt_tok *t = txt_peek(X);
+	int is_floor = txt_is_word(t, "floor");
+	int64_t mul = 1, off = 0, div = 1, v;
+	int paren = 0;
+	if (is_floor) {
+		txt_next(X);
+		if (!txt_accept(X, '(')) {
+			txt_error(X, txt_peek(X), "symbol '%s': expected '(' after 'floor'", g->syms[k]);
+			return;
+		}
+		paren = txt_accept(X, '(');
+	}
+	t = txt_peek(X);
+	if (t->kind == TK_INT) {
+		if (!txt_parse_int(X, &mul, "a factor"))
+			return;
+		if (mul < 1 || mul > INT32_MAX || !txt_accept(X, '*')) {
+			txt_error(X, t, "symbol '%s': a factor is 1 to %d followed by '*'", g->syms[k], INT32_MAX);
+			return;
+		}
+		t = txt_peek(X);
+	}
 	const char *base = txt_sym_name(X);
 	int b = base ? txt_sym_lookup(g, base) : -1;
-	if (!base || b < 0 || b == k || g->sym_base[b]) {
-		txt_error(X, t, "symbol '%s': expected a free symbol declared before it after '=', found %s",
-			  g->syms[k], base ? base : txt_tok_desc(X, t));
+	if (!base || b < 0 || b == k) {
+		txt_error(X, t, "symbol '%s': expected a symbol declared before it, found %s", g->syms[k],
+			  base ? base : txt_tok_desc(X, t));
 		return;
 	}
 	int sign = txt_accept(X, '+') ? 1 : txt_accept(X, '-') ? -1 : 0;
-	const txt_tok *nt = txt_peek(X);
-	int64_t off;
-	if (!sign) {
-		txt_error(X, nt, "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
+	if (sign) {
+		const txt_tok *nt = txt_peek(X);
+		if (!txt_parse_int(X, &v, "an offset"))
+			return;
+		if (v < 1 || v > INT32_MAX) {
+			txt_error(X, nt, "symbol '%s': offset %lld out of range (1 to %d)", g->syms[k], (long long)v,
+				  INT32_MAX);
+			return;
+		}
+		off = sign * v;
+	}
+	if (is_floor) {
+		if (paren && !txt_accept(X, ')')) {
+			txt_error(X, txt_peek(X), "symbol '%s': expected ')'", g->syms[k]);
+			return;
+		}
+		const txt_tok *dt = txt_peek(X);
+		if (!txt_accept(X, '/') || !txt_parse_int(X, &div, "a divisor") || div < 2 || div > INT32_MAX ||
+		    !txt_accept(X, ')')) {
+			txt_error(X, dt, "symbol '%s': floor(... / D) wants a divisor D of 2 to %d and ')'", g->syms[k],
+				  INT32_MAX);
+			return;
+		}
+	} else if (!sign && mul == 1) {
+		txt_error(X, txt_peek(X), "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
 		return;
 	}
-	if (!txt_parse_int(X, &off, "an offset"))
-		return;
-	if (off < 1 || off > INT32_MAX) {
-		txt_error(X, nt, "symbol '%s': offset %lld out of range (1 to %d)", g->syms[k], (long long)off,
-			  INT32_MAX);
+	/* canonical only: what ir_sym_floor would make of it */
+	int64_t c = mul, d = div;
+	while (d) {
+		int64_t r = c % d;
+		c = d;
+		d = r;
+	}
+	if (c != 1 || (div == 1 && off == 0) ||
+	    (g->sym_base[b] && !g->sym_pin[b] && (ir_sym_div(g, b) == 1 || mul == 1))) {
+		txt_error(X, at, "symbol '%s': not in canonical form (mul and div share no factor; no offset or "
+			  "factor of a symbol that is an offset or a factor, no floor of a floor with factor 1)",
+			  g->syms[k]);
 		return;
 	}
 	g->sym_base[k] = b + 1;
-	g->sym_off[k] = sign * off;
-	(void)at;
+	g->sym_off[k] = off;
+	g->sym_mul[k] = mul;
+	g->sym_div[k] = div;
+	if (txt_accept(X, '=')) {
+		const txt_tok *pt = txt_peek(X);
+		if (!txt_accept(X, '=') || !txt_parse_int(X, &v, "the constant it is pinned to") || v < 1 ||
+		    v > INT32_MAX) {
+			txt_error(X, pt, "symbol '%s': '==' and a constant of 1 to %d pin a derived symbol", g->syms[k],
+				  INT32_MAX);
+			return;
+		}
+		g->sym_pin[k] = v;
+	}
 }
 
 /* dim := '?' | ['-'] term {'*' term}; term := INT | symbol.  neg_ok: the

@@ -259,8 +259,9 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 			else if (ir_sym_free(g, i))
 				printf("%s%s", i ? ", " : "", g->syms[i]);
 			else
-				printf("%s%s (= %s %c %lld)", i ? ", " : "", g->syms[i], g->syms[g->sym_base[i] - 1],
-				       g->sym_off[i] < 0 ? '-' : '+', (long long)llabs(g->sym_off[i]));
+				printf("%s%s (= %s%s%s)", i ? ", " : "", g->syms[i], ir_sym_def_str(A, g, i),
+				       g->sym_pin[i] ? ", must be " : "",
+				       g->sym_pin[i] ? arena_printf(A, "%lld", (long long)g->sym_pin[i]) : "");
 		printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
 		/* sizes an operator's contract made one (ir_sym_link) */
 		for (int i = 0; i < g->nlinks; i++) {

@@ -13,6 +13,13 @@
  * TensorProto name other than the model's at that position, a dtype, rank or
  * size the compiled model fixes other than its input's or output's.
  *
+ * --dim and --bind are `cellc compile`'s (cmd_add_dim_bind, cmd_add_bind); a
+ * --bind input is compiled as that constant, and every data set must hold
+ * the value given (check_binds).  When the model does not get through
+ * inference with its free symbols left symbolic (a reflect Pad over a
+ * run-time length), each data set is compiled for its own sizes, read off
+ * its inputs (verify_sizes), and a line on stderr says so and why.
+ *
  * cellc fixes shapes at compile time, so graph inputs whose values decide a
  * shape (a Reshape target, Slice bounds, ...) or that are the weights of an
  * LSTM/GRU/RNN cannot be run-time inputs (found by walking the graph
@@ -44,10 +51,11 @@
  * Golden data without PyTorch:
  *
  *   cellc verify MODEL --oracle onnxruntime --inputs N [--dim SYM=V]...
- *                [--seed S] [--save-golden DIR] [--report json FILE]
+ *                [--bind NAME=V]... [--seed S] [--save-golden DIR] [--report json FILE]
  *
  * makes N data sets of random inputs of the declared shapes (symbols set by
- * --dim; floats uniform in [-1, 1), sequence_lens in [1, T], other integers
+ * --dim, or by the size an operator makes them one with: V->gi; a --bind
+ * input holds its value; floats uniform in [-1, 1), sequence_lens in [1, T], other integers
  * 0 or 1; a fixed generator seeded by --seed), writes them as input_N.pb in
  * DIR/test_data_set_K (the ONNX backend-test layout; a temporary directory
  * without --save-golden), runs ONNX Runtime on them (templates/ort_run.js
@@ -84,8 +92,8 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: cellc verify MODEL --data DIR [--data DIR ...] [--dim SYM=N]... [options]\n"
-	"       cellc verify MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [options]\n"
+	"usage: cellc verify MODEL --data DIR [--data DIR ...] [--dim SYM=N|OTHER]... [--bind NAME=V]... [options]\n"
+	"       cellc verify MODEL --oracle onnxruntime [--inputs N] [--dim SYM=V]... [--bind NAME=V]... [options]\n"
 	"\n"
 	"Compiles MODEL (.onnx or .cell), builds it with a generic driver, runs it on the\n"
 	"inputs of each data directory (input_N) and compares with its outputs\n"
@@ -98,6 +106,13 @@ static const char usage[] =
 	"  --name NAME   prefix of the emitted API (default: from the model file name)\n"
 	"  --dim SYM=N   as for `cellc compile`: fix symbol SYM to N (a model that holds a\n"
 	"                size fixed when it was exported; with --oracle, see below)\n"
+	"  --dim SYM=OTHER  as for `cellc compile`: symbols SYM and OTHER are one size\n"
+	"  --bind NAME=FILE.pb, --bind NAME=NUMBER   as for `cellc compile`: input NAME is\n"
+	"                compiled as that constant; every data set must hold that value\n"
+	"                (with --oracle the random inputs give NAME that value)\n"
+	"                A model that compiles only for fixed sizes (a reflect Pad or a strided\n"
+	"                Conv over a symbolic length) is compiled for the sizes of each data\n"
+	"                set, and verify says so: no --dim is needed for that.\n"
 	"  --no-hoist, --no-fuse, --weights M   as for `cellc compile` (compare a bf16 or\n"
 	"                int8 build with the float32 golden data, with tolerances that accept it)\n"
 	"  --werror-fallback   as for `cellc compile`: a fallback (a traced loop left\n"
@@ -114,7 +129,9 @@ static const char usage[] =
 	"                        random inputs and compare with its outputs\n"
 	"  --inputs N            number of random data sets (default 1)\n"
 	"  --dim SYM=V           value of dimension symbol SYM in the random inputs (each\n"
-	"                        symbol needs one; the build stays generic)\n"
+	"                        symbol needs one, or --dim SYM=OTHER, unless the model's\n"
+	"                        operators make it one with another; the build stays\n"
+	"                        generic where the model allows)\n"
 	"  --seed S              seed of the input generator (default 1)\n"
 	"  --save-golden DIR     keep the data sets in DIR/test_data_set_K (backend-test layout)\n"
 	"  --report json FILE    write the results as JSON (also with --data)\n"
@@ -969,10 +986,11 @@ static int parse_args(verify *V, int argc, char **argv)
 			}
 			V->seed = v;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--dim", &val))) {
-			if (r < 0 || V->ndims == MAX_DIMOPT ||
-			    !cmd_parse_dim("verify", "--dim", val, &V->A, &V->dim_name[V->ndims], &V->dim_value[V->ndims]))
+			if (r < 0 || !cmd_add_dim_bind("verify", val, V->dims, &V->ndims))
 				return 2;
-			V->ndims++;
+		} else if ((r = cmd_opt_value(argc, argv, &i, "--bind", &val))) {
+			if (r < 0 || !cmd_add_bind("verify", val, V->binds, &V->nbinds))
+				return 2;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--save-golden", &val))) {
 			if (r < 0)
 				return 2;
@@ -1011,6 +1029,65 @@ static int parse_args(verify *V, int argc, char **argv)
 	return check_args(V, ndata);
 }
 
+/* --bind NAME=...: input NAME is compiled as a constant, as `cellc
+ * compile --bind` does, with the value each data set gives it (check_binds:
+ * the value given). */
+static int apply_binds(verify *V)
+{
+	for (int j = 0; j < V->nbinds; j++) {
+		int k = 0;
+		while (k < V->g0->ninputs && strcmp(V->g0->inputs[k]->name, V->binds[j].name) != 0)
+			k++;
+		if (k == V->g0->ninputs) {
+			char *all = "";
+			for (int i = 0; i < V->g0->ninputs; i++)
+				all = arena_printf(&V->A, "%s%s'%s'", all, i ? ", " : "", V->g0->inputs[i]->name);
+			fprintf(stderr, "cellc verify: --bind %s: the model has no input of that name (it has %s)\n",
+				V->binds[j].name, *all ? all : "none");
+			return -1;
+		}
+		V->bound[k] = 1;
+	}
+	return 0;
+}
+
+/* Each data set's value of a --bind input is the value given (the
+ * reference outputs were computed with the data's value). */
+static int check_binds(verify *V)
+{
+	for (int j = 0; j < V->nbinds; j++) {
+		const onnx_binding *b = &V->binds[j];
+		int k = 0;
+		while (strcmp(V->g0->inputs[k]->name, b->name) != 0)
+			k++;
+		const ir_value *want = NULL;
+		diag D;
+		diag_init(&D, b->path ? b->path : "cellc verify");
+		if (b->path && !(want = td_read_file(V->scratch, &D, b->path))) {
+			diag_finish(&D);
+			return -1;
+		}
+		for (int i = 0; i < V->L.n; i++) {
+			const ir_value *x = V->L.sets[i].in[k];
+			int same = x && x->data;
+			if (same && want)
+				same = want->data && want->dtype == x->dtype && ir_shape_eq(&want->shape, &x->shape) &&
+				       !memcmp(want->data, x->data, (size_t)ir_shape_const_numel(&x->shape) *
+						ir_dtype_size(x->dtype));
+			else if (same)
+				same = ir_shape_const_numel(&x->shape) == 1 && elem(x->data, x->dtype, 0) ==
+				       strtod(b->value, NULL);
+			if (!same) {
+				fprintf(stderr, "cellc verify: %s: input '%s' is not the value --bind %s=%s gives it "
+						"(its reference outputs are for the data's value)\n", V->L.sets[i].dir,
+					b->name, b->name, b->path ? b->path : b->value);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int make_root(verify *V)
 {
 	if (V->keep) {
@@ -1032,45 +1109,133 @@ static int make_root(verify *V)
 	return 0;
 }
 
-/* All data sets on one compilation, or (bound inputs) one compilation each. */
+/* Whether a --dim names symbol `name`: SYM=OTHER (alias), SYM=N (numeric). */
+static int dim_given(const verify *V, const char *name, int alias, int numeric)
+{
+	for (int j = 0; j < V->ndims; j++)
+		if (!strcmp(V->dims[j].name, name) && (V->dims[j].same ? alias : numeric))
+			return 1;
+	return 0;
+}
+
+/* The bindings of the compilation for data set iset (-1: of all sets):
+ * --dim (SYM=N with --data only: with --oracle it sizes the random inputs
+ * and the build stays generic), with per-set sizes every other free symbol
+ * that an input axis gives, fixed to the set's size (verify_sizes), and
+ * the inputs that determine shapes, bound to the set's value.  Their count,
+ * or -1 after a message. */
+static int unit_binds(verify *V, int iset, int any_bound, onnx_binding *bind)
+{
+	int nbind = 0;
+	for (int j = 0; j < V->ndims; j++)
+		if (!V->oracle || V->dims[j].same)
+			bind[nbind++] = V->dims[j];
+	const ir_graph *g = V->g0;
+	const td_set *s = iset >= 0 ? &V->L.sets[iset] : NULL;
+	for (int i = 0; s && V->per_set_sizes && i < g->nsyms; i++) {
+		/* not one a binding of this compilation names already */
+		if (!ir_sym_free(g, i) || dim_given(V, g->syms[i], 1, V->oracle == NULL))
+			continue;
+		int64_t v = -1;
+		for (int k = 0; k < g->ninputs && v < 0; k++)
+			for (int a = 0; s->in[k] && a < g->inputs[k]->shape.rank && v < 0; a++)
+				if (ir_dim_eq(g->inputs[k]->shape.d[a], ir_dim_sym(i)) && a < s->in[k]->shape.rank &&
+				    ir_dim_is_const(s->in[k]->shape.d[a]))
+					v = s->in[k]->shape.d[a].k;
+		if (v < 1 || nbind == CMD_MAX_BIND)
+			continue;
+		bind[nbind++] = (onnx_binding){.name = g->syms[i], .dim = v};
+	}
+	for (int k = 0; s && any_bound && k < g->ninputs; k++) {
+		if (!V->bound[k])
+			continue;
+		if (nbind == CMD_MAX_BIND) {
+			fprintf(stderr, "cellc verify: more than %d inputs determine shapes\n", CMD_MAX_BIND);
+			return -1;
+		}
+		const char *p = td_path(&V->A, s, 0, k);
+		/* a .npy file is read here (the loader reads TensorProtos) */
+		bind[nbind] = (onnx_binding){.name = g->inputs[k]->name, .path = p,
+			.tensor = strcmp(p + strlen(p) - 4, ".npy") ? NULL : s->in[k]};
+		nbind++;
+	}
+	return nbind;
+}
+
+/* The model through inference with these bindings, quietly: NULL if it
+ * fails there, with the first error's text in why. */
+static ir_graph *probe(verify *V, arena *A, int nbind, const onnx_binding *bind, char *why, size_t len)
+{
+	diag Q;
+	diag_init(&Q, V->model);
+	Q.quiet = 1;
+	ir_graph *g = compile_build(A, &Q, V->model, nbind, bind, &V->po, "infer");
+	snprintf(why, len, "%s", Q.last);
+	return g;
+}
+
+/* With --data (or --oracle's data sets), the sizes come from the data: when
+ * the model does not get through inference with its symbols left free (a
+ * reflect Pad or a strided Conv over a symbolic length), each data set is
+ * compiled for its own sizes, and that is said.  0, or 2 after a message. */
+static int verify_sizes(verify *V, int any_bound)
+{
+	if (!V->L.n)
+		return 0;
+	onnx_binding bind[CMD_MAX_BIND];
+	char why[1280], why2[1280];
+	arena A;
+	arena_init(&A);
+	int nbind = unit_binds(V, any_bound ? 0 : -1, any_bound, bind);
+	int ok = nbind >= 0 && probe(V, &A, nbind, bind, why, sizeof why);
+	if (nbind >= 0 && !ok) {
+		V->per_set_sizes = 1;
+		nbind = unit_binds(V, 0, any_bound, bind);
+		if (nbind >= 0 && probe(V, &A, nbind, bind, why2, sizeof why2)) {
+			char *sizes = "";
+			for (int j = 0; j < nbind; j++)
+				if (bind[j].dim > 0 && !bind[j].same && !dim_given(V, bind[j].name, 1, V->oracle == NULL))
+					sizes = arena_printf(&A, "%s%s%s=%lld", sizes, *sizes ? ", " : "", bind[j].name,
+							     (long long)bind[j].dim);
+			fprintf(stderr, "cellc verify: %s does not compile with its sizes left symbolic (%s); each data "
+					"set is compiled for its own sizes (%s: %s)\n", V->model, why, V->L.sets[0].dir,
+				sizes);
+		} else {
+			V->per_set_sizes = 0;   /* the compilation says why */
+		}
+	}
+	arena_free(&A);
+	return nbind < 0 ? 2 : 0;
+}
+
+/* All data sets on one compilation, or (bound inputs, sizes from the data)
+ * one compilation each. */
 static int run_all(verify *V, diag *D)
 {
 	int any_bound = 0;
 	for (int k = 0; k < V->g0->ninputs; k++)
 		any_bound |= V->bound[k];
-	int nunits = any_bound ? V->L.n : 1;
+	if (verify_sizes(V, any_bound))
+		return 2;
+	int per_set = any_bound || V->per_set_sizes;
+	int nunits = per_set ? V->L.n : 1;
 	for (int iu = 0; iu < nunits; iu++) {
 		onnx_binding bind[CMD_MAX_BIND];
-		int nbind = 0;
-		/* with --data, --dim fixes a symbol at compile time, as for
-		 * `cellc compile` (with --oracle it sizes the random inputs) */
-		for (int j = 0; !V->oracle && j < V->ndims; j++)
-			bind[nbind++] = (onnx_binding){.name = V->dim_name[j], .dim = V->dim_value[j]};
-		for (int k = 0; any_bound && k < V->g0->ninputs; k++) {
-			if (!V->bound[k])
-				continue;
-			if (nbind == CMD_MAX_BIND) {
-				fprintf(stderr, "cellc verify: more than %d inputs determine shapes\n", CMD_MAX_BIND);
-				return 2;
-			}
-			const char *p = td_path(&V->A, &V->L.sets[iu], 0, k);
-			/* a .npy file is read here (the loader reads TensorProtos) */
-			bind[nbind] = (onnx_binding){.name = V->g0->inputs[k]->name, .path = p,
-				.tensor = strcmp(p + strlen(p) - 4, ".npy") ? NULL : V->L.sets[iu].in[k]};
-			nbind++;
-		}
+		int nbind = unit_binds(V, per_set ? iu : -1, any_bound, bind);
+		if (nbind < 0)
+			return 2;
 		arena A;
 		arena_init(&A);
 		unit u = {0};
-		if (compile_unit(V, &u, any_bound ? iu : -1, nbind, bind, &A, D)) {
+		if (compile_unit(V, &u, per_set ? iu : -1, nbind, bind, &A, D)) {
 			fprintf(stderr, "cellc verify: %s could not be compiled%s%s\n", V->model,
-				any_bound ? " with the shape inputs of " : "", any_bound ? V->L.sets[iu].dir : "");
+				per_set ? " with the shape inputs and sizes of " : "", per_set ? V->L.sets[iu].dir : "");
 			arena_free(&A);
 			return 2;
 		}
 		int bad = 0;
 		for (int i = 0; i < V->L.n && !bad; i++)
-			if (!any_bound || i == iu)
+			if (!per_set || i == iu)
 				bad = run_set(V, &u, i, D);
 		arena_free(&A);
 		if (bad)
@@ -1108,11 +1273,25 @@ int cmd_verify(int argc, char **argv)
 		V->name = cmd_default_name(&V->A, V->model);
 	V->scratch = ir_graph_new(&V->A, NULL, "data");
 	find_bound_inputs(V);
+	if (apply_binds(V))
+		goto out;
 	if (make_root(V))
 		goto out;
-	if (V->oracle && verify_oracle_make(V))
-		goto out;
-	if (read_inputs(V, &D))
+	if (V->oracle) {
+		/* the sizes the operators make one, so that one --dim sizes them all */
+		arena_init(&V->gA);
+		char why[1280];
+		onnx_binding bind[2 * CMD_MAX_BIND];
+		int nbind = 0;
+		for (int j = 0; j < V->ndims; j++)
+			bind[nbind++] = V->dims[j];
+		for (int j = 0; j < V->nbinds; j++)
+			bind[nbind++] = V->binds[j];
+		V->gi = probe(V, &V->gA, nbind, bind, why, sizeof why);
+		if (verify_oracle_make(V))
+			goto out;
+	}
+	if (read_inputs(V, &D) || check_binds(V))
 		goto out;
 	rc = run_all(V, &D);
 	if (rc == 0) {
@@ -1129,6 +1308,8 @@ out:
 	else if (V->root[0])
 		fprintf(stderr, "cellc verify: build kept in %s\n", V->keep);
 	free(V->L.sets);
+	if (V->oracle)
+		arena_free(&V->gA);
 	arena_free(&V->A);
 	return rc;
 }

@@ -22,10 +22,19 @@ typedef struct verify {
 	const char *model, *name, *keep;
 	/* --oracle */
 	const char *oracle, *golden, *report;
-	int ninputs, ndims;
+	int ninputs;
 	uint64_t seed;
-	const char *dim_name[MAX_DIMOPT];
-	int64_t dim_value[MAX_DIMOPT];
+	/* --dim SYM=N | SYM=OTHER and --bind NAME=FILE.pb | NAME=NUMBER, parsed as
+	 * `cellc compile` parses them (cmd_add_dim_bind, cmd_add_bind) */
+	int ndims, nbinds;
+	onnx_binding dims[CMD_MAX_BIND];
+	onnx_binding binds[CMD_MAX_BIND];
+	/* --oracle: the sizes the model's operators made one (ir_sym_link) in
+	 * a look at it after inference with the options given, so that the
+	 * random inputs need a --dim for one of them only; NULL if none */
+	const ir_graph *gi;
+	arena gA;               /* gi's */
+	int per_set_sizes;      /* compiled for the sizes of each data set (verify_sizes) */
 	int nres, capres;
 	result *res;            /* every compared output, for --report */
 	double rtol, atol;
@@ -49,6 +58,10 @@ typedef struct verify {
 int verify_run_logged(char *const *argv, const char *log);
 /* Copies file `path` (its first 200 lines) to stderr, each after `prefix`. */
 void verify_show_file(const char *path, const char *prefix);
+/* The value of dimension symbol `name` of the loaded model from the --dim
+ * options (SYM=OTHER followed) and, for a symbol an operator made one with
+ * another or fixed (V->gi's links), from that one; -1 if none gives it. */
+int64_t verify_sym_value(const verify *V, const char *name);
 /* --oracle: makes V's data sets (one per --inputs) from random inputs and
  * ONNX Runtime's outputs on them; 0, or -1 after a message. */
 int verify_oracle_make(verify *V);

@@ -38,6 +38,28 @@ static uint64_t next_rand(uint64_t *st)
 	return z ^ (z >> 31);
 }
 
+int64_t verify_sym_value(const verify *V, const char *name)
+{
+	/* each step follows one --dim SYM=OTHER or one link: at most as many as there are */
+	for (int hop = 0; name && hop <= V->ndims + (V->gi ? V->gi->nlinks : 0); hop++) {
+		const char *next = NULL;
+		for (int j = 0; j < V->ndims && !next; j++)
+			if (!strcmp(V->dims[j].name, name)) {
+				if (!V->dims[j].same)
+					return V->dims[j].dim;
+				next = V->dims[j].same;
+			}
+		for (int j = 0; !next && V->gi && j < V->gi->nlinks; j++)
+			if (!strcmp(V->gi->links[j].name, name)) {
+				if (!V->gi->links[j].into)
+					return V->gi->links[j].value;
+				next = V->gi->links[j].into;
+			}
+		name = next;
+	}
+	return -1;
+}
+
 /* A dim of the loaded graph with the --dim values; -1 after a message. */
 static int64_t dim_value(verify *V, ir_dim d, const char *what)
 {
@@ -46,30 +68,33 @@ static int64_t dim_value(verify *V, ir_dim d, const char *what)
 	for (int i = 0; i < g->nsyms; i++) {
 		if (!d.pow[i])
 			continue;
-		int b = ir_sym_free(g, i) ? i : g->sym_base[i] - 1;     /* derived: its base's value */
-		int j = 0;
-		while (j < V->ndims && strcmp(V->dim_name[j], g->syms[b]) != 0)
-			j++;
-		if (j == V->ndims) {
+		int b = i;              /* derived: from its free base's value */
+		while (g->sym_base[b])
+			b = g->sym_base[b] - 1;
+		int64_t bv = verify_sym_value(V, g->syms[b]);
+		if (bv < 0) {
 			char *all = "";
 			for (int k = 0; k < g->nsyms; k++)
 				if (ir_sym_free(g, k))
 					all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
 			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' with "
-					"--dim %s=V (the model's symbols: %s)\n", what, g->syms[i], g->syms[b], g->syms[b], all);
+					"--dim %s=V, or --dim %s=OTHER if it is another symbol's (the model's symbols: %s)\n",
+				what, g->syms[i], g->syms[b], g->syms[b], g->syms[b], all);
 			return -1;
 		}
-		int64_t x = V->dim_value[j] + (b == i ? 0 : g->sym_off[i]);
-		if (V->dim_value[j] < ir_sym_least(g, b)) {
-			fprintf(stderr, "cellc verify: %s: --dim %s=%lld is below the least value of '%s' (%lld: a "
+		int64_t fv[IR_MAX_SYMS] = {0};
+		fv[b] = bv;
+		int64_t x = b == i ? bv : ir_sym_value(g, i, fv);
+		if (bv < ir_sym_least(g, b)) {
+			fprintf(stderr, "cellc verify: %s: '%s' = %lld is below its least value (%lld: a "
 					"slice of that axis by a constant bound needs it)\n", what, g->syms[b],
-				(long long)V->dim_value[j], g->syms[b], (long long)ir_sym_least(g, b));
+				(long long)bv, (long long)ir_sym_least(g, b));
 			return -1;
 		}
 		if (x < 1) {
-			fprintf(stderr, "cellc verify: %s: '%s' = %s %c %lld is %lld with --dim %s=%lld; it must be at "
-					"least 1\n", what, g->syms[i], g->syms[b], g->sym_off[i] < 0 ? '-' : '+',
-				(long long)llabs(g->sym_off[i]), (long long)x, g->syms[b], (long long)V->dim_value[j]);
+			fprintf(stderr, "cellc verify: %s: '%s' = %s is %lld with %s = %lld; it must be at "
+					"least 1\n", what, g->syms[i], ir_sym_def_str(&V->A, g, i), (long long)x, g->syms[b],
+				(long long)bv);
 			return -1;
 		}
 		for (int p = 0; p < d.pow[i]; p++)
@@ -122,8 +147,74 @@ static int write_pb(verify *V, const char *path, const char *name, int dtype, in
 	return write_all(path, buf, n);
 }
 
+/* The --bind given for input x, or NULL. */
+static const onnx_binding *bind_of(const verify *V, const ir_value *x)
+{
+	for (int j = 0; j < V->nbinds; j++)
+		if (!strcmp(V->binds[j].name, x->name))
+			return &V->binds[j];
+	return NULL;
+}
+
+/* Input x's data from its --bind b (a number for a scalar input, or the
+ * tensor of a file, which must have x's dtype and shape dims[rank]): *data
+ * and *nb; 0, or -1 after a message. */
+static int bound_data(verify *V, const ir_value *x, const onnx_binding *b, const int64_t *dims, int64_t n,
+		      unsigned char **data, size_t *nb)
+{
+	size_t es = ir_dtype_size(x->dtype);
+	if (b->value) {
+		if (n != 1 || x->narrow || !es) {
+			fprintf(stderr, "cellc verify: --bind %s=%s: input '%s' is %s, not one number: bind it to a "
+					"TensorProto file (--bind %s=FILE.pb)\n", b->name, b->value, x->name,
+				ir_shape_str(&V->A, V->g0, &x->shape), b->name);
+			return -1;
+		}
+		char *end;
+		double v = strtod(b->value, &end);
+		*data = arena_alloc(&V->A, es + 8);
+		*nb = es;
+		int is_int = x->dtype != DT_F32 && x->dtype != DT_F64;
+		if (is_int && (v != floor(v) || fabs(v) > 9.0e15)) {
+			fprintf(stderr, "cellc verify: --bind %s=%s: input '%s' is %s and cannot hold %s\n", b->name,
+				b->value, x->name, ir_dtype_name(x->dtype), b->value);
+			return -1;
+		}
+		switch (x->dtype) {
+		case DT_F32: *(float *)*data = (float)v; break;
+		case DT_F64: *(double *)*data = v; break;
+		case DT_I64: *(int64_t *)*data = (int64_t)v; break;
+		case DT_I32: *(int32_t *)*data = (int32_t)v; break;
+		case DT_U64: *(uint64_t *)*data = (uint64_t)v; break;
+		case DT_U32: *(uint32_t *)*data = (uint32_t)v; break;
+		case DT_I16: case DT_U16: *(int16_t *)*data = (int16_t)v; break;
+		default: **data = (unsigned char)v; break;
+		}
+		return 0;
+	}
+	diag D;
+	diag_init(&D, b->path);
+	ir_value *t = td_read_file(V->scratch, &D, b->path);
+	int bad = !t || D.nerrors;
+	ir_shape want = {.rank = x->shape.rank};
+	for (int i = 0; i < want.rank; i++)
+		want.d[i] = ir_dim_const(dims[i]);
+	if (!bad && (t->dtype != x->dtype || !ir_shape_eq(&t->shape, &want) || !t->data)) {
+		fprintf(stderr, "cellc verify: --bind %s=%s: the file holds %s%s; input '%s' is %s%s here\n", b->name,
+			b->path, ir_dtype_name(t->dtype), ir_shape_str(&V->A, V->scratch, &t->shape), x->name,
+			ir_dtype_name(x->dtype), ir_shape_str(&V->A, V->scratch, &want));
+		bad = 1;
+	}
+	diag_finish(&D);
+	if (bad)
+		return -1;
+	*data = t->data;
+	*nb = (size_t)n * es;
+	return 0;
+}
+
 /* Random inputs of set dir: input_K.pb for cellc, input_K.bin and
- * inputs.txt for ort_run.js. */
+ * inputs.txt for ort_run.js; an input given by --bind holds its value. */
 static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 {
 	const ir_graph *g = V->g0;
@@ -154,9 +245,11 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 			rc = -1;
 			break;
 		}
-		if (V->bound[k] && role != 1) {
+		const onnx_binding *bd = bind_of(V, x);
+		if (V->bound[k] && role != 1 && !bd) {
 			fprintf(stderr, "cellc verify: %s determines a shape, so random values cannot be used; "
-					"verify with --data\n", what);
+					"give its value with --bind %s=NUMBER or --bind %s=FILE.pb, or verify with --data\n",
+				what, x->name, x->name);
 			rc = -1;
 			break;
 		}
@@ -169,8 +262,15 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 			rc = -1;
 			break;
 		}
-		unsigned char *data = arena_alloc(&V->A, (size_t)n * es + 1);
-		for (int64_t i = 0; i < n; i++) {
+		unsigned char *data = NULL;
+		size_t nb = (size_t)n * es;
+		if (bd && bound_data(V, x, bd, dims, n, &data, &nb)) {
+			rc = -1;
+			break;
+		}
+		if (!bd)
+			data = arena_alloc(&V->A, (size_t)n * es + 1);
+		for (int64_t i = 0; !bd && i < n; i++) {
 			uint64_t r = next_rand(rng);
 			double u = (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0;  /* [-1, 1) */
 			int64_t iv = role == 2 ? 1 + (int64_t)(r % (uint64_t)T) : (int64_t)(r & 1);
@@ -186,7 +286,6 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 			default: data[i] = (unsigned char)iv; break;    /* 1-byte types */
 			}
 		}
-		size_t nb = (size_t)n * es;
 		char *dl = "";
 		for (int i = 0; i < x->shape.rank; i++)
 			dl = arena_printf(&V->A, "%s%s%lld", dl, i ? "," : "", (long long)dims[i]);

@@ -244,12 +244,21 @@ void compile_fixed_sizes(arena *A, const ir_graph *g, diag *D)
 {
 	for (int i = 0; i < g->nlinks; i++) {
 		const ir_sym_link *l = &g->links[i];
-		if (!l->into)
+		int pinned = -1;
+		for (int k = 0; k < g->nsyms; k++)
+			if (!strcmp(g->syms[k], l->name))
+				pinned = k;
+		if (l->into)
+			continue;
+		if (pinned >= 0)
+			diag_warn(D, "size '%s' = %s must be %lld: required by node '%s' (%s); the generated code checks "
+				  "it once per call", l->name, ir_sym_def_str(A, g, pinned), (long long)l->value, l->node,
+				  l->why);
+		else
 			diag_warn(D, "size '%s' must be %lld: fixed by node '%s' (%s); the generated code accepts "
 				  "that size only and its NAME_bind_dims checks the inputs for it", l->name,
 				  (long long)l->value, l->node, l->why);
 	}
-	(void)A;
 }
 
 static int run_stages(arena *A, diag *D, compile_job *j, validate *V);

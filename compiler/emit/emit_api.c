@@ -70,9 +70,9 @@ void emit_blk_provenance(emit_ctx *E)
 	for (int i = 0; i < g->nsyms; i++) {
 		const char *from = "given by the caller";
 		if (!ir_sym_free(g, i)) {
-			int b = g->sym_base[i] - 1;
-			ew_line(E->w, " *          %s: computed, %s %c %lld", emit_cmt(E->A, g->syms[i]), E->tabs->sym[b],
-				g->sym_off[i] < 0 ? '-' : '+', (long long)llabs(g->sym_off[i]));
+			ew_line(E->w, " *          %s: computed, %s%s", emit_cmt(E->A, g->syms[i]),
+				emit_cmt(E->A, ir_sym_def_str(E->A, g, i)), g->sym_pin[i] ?
+				arena_printf(E->A, ", which must be %lld", (long long)g->sym_pin[i]) : "");
 			continue;
 		}
 		for (int k = 0; k < g->ninputs && !strcmp(from, "given by the caller"); k++)
@@ -228,10 +228,10 @@ static void api_stream(emit_ctx *E)
 	ew_line(w, "\treturn RT_ERR_ARG;");
 	emit_dims_check(E, E->o->no_malloc);
 	for (int i = 0; i < g->nsyms; i++)
-		if (ir_sym_free(g, i))
-			ew_line(w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+		t->used_sym[i] = 1;
+	emit_dims_locals(E);
 	for (int i = 0; i < g->nsyms; i++)
-		if (ir_sym_free(g, i))
+		if (!ir_sym_is_offset(g, i))
 			ew_line(w, "(void)d_%s;", t->sym[i]);
 	for (int k = 0; k < t->ncarry; k++) {
 		const ir_value *v = g->inputs[t->carry_in[k]];

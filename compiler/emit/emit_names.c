@@ -516,20 +516,47 @@ void emit_name_syms(emit_ctx *E)
 /* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
  * within the maxima the arena was sized for): the emitted loops index with
  * int64_t products of them. */
+/* Derived symbol i as a C expression of its base's, the base written by
+ * base(E, b) (a local d_B, or d->B). */
+static const char *derived_expr(emit_ctx *E, int i, const char *b)
+{
+	const ir_graph *g = E->g;
+	int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i), off = g->sym_off[i];
+	const char *e = mul > 1 ? arena_printf(E->A, "%lld * %s", (long long)mul, b) : b;
+	if (off)
+		e = arena_printf(E->A, "%s %c %lld", e, off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
+	if (div > 1)
+		return arena_printf(E->A, "rt_floordiv(%s, %lld)", e, (long long)div);
+	return mul > 1 || off ? arena_printf(E->A, "(%s)", e) : e;
+}
+
+/* Symbol i's value from the dims struct d. */
+static const char *sym_from_dims(emit_ctx *E, int i)
+{
+	if (ir_sym_free(E->g, i))
+		return arena_printf(E->A, "d->%s", E->tabs->sym[i]);
+	return derived_expr(E, i, sym_from_dims(E, E->g->sym_base[i] - 1));
+}
+
 void emit_dims_check(emit_ctx *E, int arena_limits)
 {
 	struct emit_tabs *t = E->tabs;
 	for (int i = 0; i < E->g->nsyms; i++) {
 		if (!ir_sym_free(E->g, i)) {
 			/* a derived symbol: its value from its base's, at least 1
-			 * where it sizes something; one that only a symbolic
-			 * constant's data holds (out[T - 1]'s index T - 1) may be 0 */
+			 * where it sizes something (one that only a symbolic
+			 * constant's data holds, out[T - 1]'s index T - 1, may be
+			 * 0); a pinned one the value the model's contract needs */
+			if (E->g->sym_pin[i]) {
+				ew_line(E->w, "if (%s != %lld) /* symbol '%s' = %s must be %lld */", sym_from_dims(E, i),
+					(long long)E->g->sym_pin[i], emit_cmt(E->A, E->g->syms[i]),
+					emit_cmt(E->A, ir_sym_def_str(E->A, E->g, i)), (long long)E->g->sym_pin[i]);
+				ew_line(E->w, "\treturn RT_ERR_SHAPE;");
+				continue;
+			}
 			if (!t->sizes_sym[i])
 				continue;
-			int b = E->g->sym_base[i] - 1;
-			int64_t off = E->g->sym_off[i];
-			ew_line(E->w, "if (d->%s %c %lld < 1) /* symbol '%s' */", t->sym[b], off < 0 ? '-' : '+',
-				(long long)(off < 0 ? -off : off), emit_cmt(E->A, E->g->syms[i]));
+			ew_line(E->w, "if (%s < 1) /* symbol '%s' */", sym_from_dims(E, i), emit_cmt(E->A, E->g->syms[i]));
 			ew_line(E->w, "\treturn RT_ERR_SHAPE;");
 			continue;
 		}
@@ -550,9 +577,26 @@ void emit_dims_check(emit_ctx *E, int arena_limits)
 void emit_dims_locals(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
-	for (int i = 0; i < E->g->nsyms; i++)
-		if (t->used_sym[i] && ir_sym_free(E->g, i))
+	const ir_graph *g = E->g;
+	/* a floor or factor symbol is a local of its own, computed from its
+	 * base's (an offset one is written out where it is used): the bases
+	 * of those used are needed too */
+	char need[IR_MAX_SYMS] = {0};
+	for (int i = g->nsyms - 1; i >= 0; i--) {
+		need[i] |= t->used_sym[i];
+		if (need[i] && g->sym_base[i])
+			need[g->sym_base[i] - 1] = 1;
+	}
+	for (int i = 0; i < g->nsyms; i++) {
+		if (!need[i])
+			continue;
+		if (ir_sym_free(g, i))
 			ew_line(E->w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
+		else if (!ir_sym_is_offset(g, i))
+			ew_line(E->w, "const int64_t d_%s = %s; /* %s */", t->sym[i],
+				derived_expr(E, i, arena_printf(E->A, "d_%s", t->sym[g->sym_base[i] - 1])),
+				emit_cmt(E->A, ir_sym_def_str(E->A, g, i)));
+	}
 }
 
 static const char *i64_lit(arena *A, int64_t v)
@@ -577,13 +621,18 @@ const char *emit_dim(emit_ctx *E, ir_dim d)
 			if (ir_sym_free(E->g, i)) {
 				E->tabs->used_sym[i] = 1;
 				f = arena_printf(E->A, "d_%s", E->tabs->sym[i]);
-			} else {
-				/* derived: base plus offset */
+			} else if (ir_sym_is_offset(E->g, i)) {
+				/* base plus offset, written out */
 				int b = E->g->sym_base[i] - 1;
 				int64_t off = E->g->sym_off[i];
-				E->tabs->used_sym[b] = 1;
+				if (ir_sym_free(E->g, b) || !ir_sym_is_offset(E->g, b))
+					E->tabs->used_sym[b] = 1;
 				f = arena_printf(E->A, "(d_%s %c %lld)", E->tabs->sym[b], off < 0 ? '-' : '+',
 						 (long long)(off < 0 ? -off : off));
+			} else {
+				/* a floor or factor symbol: its local (emit_dims_locals) */
+				E->tabs->used_sym[i] = 1;
+				f = arena_printf(E->A, "d_%s", E->tabs->sym[i]);
 			}
 			s = s ? arena_printf(E->A, "%s * %s", s, f) : (char *)f;
 			factors++;

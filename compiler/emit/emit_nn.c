@@ -310,7 +310,7 @@ void emit_pool(emit_ctx *E, ir_node *n)
 	if (x->dtype == DT_U8 || x->dtype == DT_I8) {
 		ops_node_comment(E, n, NULL);
 		ew_line(E->w, "rt_maxpool_8(%s, %d, %s, %d, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), (int)x->dtype,
-			emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_ints_lit(E, ysp, nsp), ops_ints_lit(E, k, nsp),
+			emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2), ops_ints_lit(E, k, nsp),
 			ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
 		return;
 	}
@@ -318,7 +318,7 @@ void emit_pool(emit_ctx *E, ir_node *n)
 			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
 	ops_node_comment(E, n, NULL);
 	ew_line(E->w, "rt_pool(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", kind, emit_ref(E, y),
-		ix ? emit_ref(E, ix) : "NULL", emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_ints_lit(E, ysp, nsp),
+		ix ? emit_ref(E, ix) : "NULL", emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2),
 		ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
 }
 

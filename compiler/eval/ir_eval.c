@@ -105,7 +105,7 @@ int64_t ev_dim(const ev_run *r, const ir_graph *g, ir_dim d)
 	int64_t v = d.k;
 	for (int i = 0; i < IR_MAX_SYMS; i++)
 		for (int p = 0; p < d.pow[i]; p++) {
-			int64_t s = root->sym_base[i] ? r->sym[root->sym_base[i] - 1] + root->sym_off[i] : r->sym[i];
+			int64_t s = ir_sym_value(root, i, r->sym);      /* a derived one from its base's */
 			v *= s;
 		}
 	return v;

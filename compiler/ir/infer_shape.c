@@ -458,11 +458,15 @@ static int infer_squeeze(ictx *c)
 		if (m < 0)
 			return 1;
 		for (int i = 0; i < m; i++) {
+			/* a symbolic axis Squeeze names must be 1: a recorded constraint */
+			if (!is_one(x->shape.d[ax[i]]) &&
+			    infer_unify(c, x->shape.d[ax[i]], ir_dim_const(1), "Squeeze: axis %d is 1", ax[i]))
+				return 1;
 			if (!is_one(x->shape.d[ax[i]]))
 				return fail(c, "cannot squeeze axis %d of %s: its size is %s, not 1%s", ax[i],
 					    shp(c, &x->shape), dimstr(c, x->shape.d[ax[i]]),
 					    ir_dim_is_const(x->shape.d[ax[i]]) ? "" :
-					    " (a symbolic dimension is not assumed to be 1)");
+					    " (a symbolic dimension that is no symbol of its own is not assumed to be 1)");
 			drop[ax[i]] = 1;
 		}
 	} else {
@@ -533,10 +537,10 @@ int infer_slice_sym_bound(ir_graph *g, ir_dim D, ir_dim v, int64_t *x)
 	int a = ir_dim_one_sym(v), b = ir_dim_one_sym(D);
 	if (a < 0 || b < 0 || a >= g->nsyms || b >= g->nsyms)
 		return 0;
-	int ba = g->sym_base[a] ? g->sym_base[a] - 1 : a, bb = g->sym_base[b] ? g->sym_base[b] - 1 : b;
-	if (ba != bb)
+	int64_t oa, ob;
+	if (ir_sym_root(g, a, &oa) != ir_sym_root(g, b, &ob))
 		return 0;
-	int64_t rel = (g->sym_base[a] ? g->sym_off[a] : 0) - (g->sym_base[b] ? g->sym_off[b] : 0);
+	int64_t rel = oa - ob;
 	*x = rel < 0 ? rel : INT64_MAX;
 	return 1;
 }
@@ -1161,10 +1165,9 @@ static int mono_add_derived(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
 		return 1;
 	}
 	if (ia >= 0 && ib >= 0 && sa == -sb && ia < g->nsyms && ib < g->nsyms) {
-		int ba = g->sym_base[ia] ? g->sym_base[ia] - 1 : ia, bb = g->sym_base[ib] ? g->sym_base[ib] - 1 : ib;
-		if (ba != bb)
+		int64_t oa, ob;
+		if (ir_sym_root(g, ia, &oa) != ir_sym_root(g, ib, &ob))
 			return 0;
-		int64_t oa = g->sym_base[ia] ? g->sym_off[ia] : 0, ob = g->sym_base[ib] ? g->sym_off[ib] : 0;
 		*r = ir_dim_const(sa * (oa - ob));      /* |off| <= INT32_MAX: no overflow */
 		return 1;
 	}

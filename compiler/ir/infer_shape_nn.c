@@ -257,6 +257,9 @@ static int conv_shape(ictx *c, int wi, int bi, ir_shape *out)
 			return fail(c, "W %s must have a constant shape", shp(c, &w->shape));
 	int64_t group = ir_attr_int(c->n, "group", 1), m = w->shape.d[0].k;
 	int64_t ks[IR_MAX_RANK], st[IR_MAX_RANK], dil[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+	if (!ir_dim_is_const(x->shape.d[1]) && group >= 1 &&
+	    infer_unify(c, x->shape.d[1], ir_dim_const(w->shape.d[1].k * group), "the channels of X are W's times group"))
+		return 1;
 	if (!ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k != w->shape.d[1].k * group || m % group)
 		return fail(c, "X %s has %s channels; W %s with group %lld needs %lld (and M divisible by group)",
 			    shp(c, &x->shape), dimstr(c, x->shape.d[1]), shp(c, &w->shape), (long long)group,
@@ -279,14 +282,21 @@ static int conv_shape(ictx *c, int wi, int bi, ir_shape *out)
 		ir_dim D = x->shape.d[2 + a];
 		int64_t k = w->shape.d[2 + a].k, span = dil[a] * (k - 1) + 1;
 		if (!ir_dim_is_const(D)) {
-			/* a symbolic size stays one only where the output size is the input's */
+			/* a symbolic size stays one where the output size is the input's */
 			if (st[a] == 1 && (same || pads[a] + pads[nsp + a] == span - 1)) {
 				s.d[2 + a] = D;
 				continue;
 			}
+			/* explicit pads or VALID: floor((D + P - span) / stride) + 1, a size
+			 * expression, for D + P >= span (checked at run time) */
+			int64_t P = !strcmp(ap, "VALID") ? 0 : pads[a] + pads[nsp + a];
+			if (!same && ir_sym_need(c->g, D, span - P > 1 ? span - P : 1) &&
+			    ir_sym_floor(c->g, D, 1, P - span + st[a], st[a], &s.d[2 + a]))
+				continue;
 			return fail(c, "spatial axis %d of X has the run-time size %s; cellc needs it constant "
-				    "unless the Conv keeps the size (stride 1, pads summing to the kernel span - 1); "
-				    "--dim SYM=N fixes a symbol's size at compile time", a, dimstr(c, D));
+				    "for %s (an auto_pad SAME with a stride above 1 pads by an amount that depends "
+				    "on it, or the size is no symbol of its own); --dim SYM=N fixes a symbol's size "
+				    "at compile time", a, dimstr(c, D), same ? "this Conv" : "this size");
 		}
 		int64_t o;
 		if (same)
@@ -478,10 +488,17 @@ int infer_pad(ictx *c)
 		if (!pads[a] && !pads[r + a])
 			continue;
 		if (!ir_dim_is_const(d)) {
-			if (add == 0 && pads[a] >= 0 && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+			/* the size expression d + pads, for d at least what the mode
+			 * needs (reflect: more than each pad; cropping: more than
+			 * the crop), checked at run time */
+			int64_t need = !strcmp(mode, "reflect") ? (pads[a] > pads[r + a] ? pads[a] : pads[r + a]) + 1 : 1;
+			if (add < 0 && 1 - add > need)
+				need = 1 - add;
+			if (ir_sym_need(c->g, d, need) && ir_sym_offset(c->g, d, add, &s.d[a]))
 				continue;
-			return fail(c, "axis %d has the run-time size %s; cellc pads only axes of constant size "
-				    "(--dim SYM=N fixes a symbol's size at compile time)", a, dimstr(c, d));
+			return fail(c, "axis %d has the run-time size %s, which is no symbol of its own that the "
+				    "pads can be added to (--dim SYM=N fixes a symbol's size at compile time)", a,
+				    dimstr(c, d));
 		}
 		if (d.k + add < 0)
 			return fail(c, "pads %lld and %lld crop more than the %lld elements of axis %d",
@@ -739,13 +756,31 @@ int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads
 			pads[i] = a->ints[i];
 	}
 	for (int i = 0; i < nsp; i++)
-		if (st[i] < 1 || dil[i] < 1 || pads[i] < 0 || pads[nsp + i] < 0 || !ir_dim_is_const(x->shape.d[2 + i]))
+		if (st[i] < 1 || dil[i] < 1 || pads[i] < 0 || pads[nsp + i] < 0)
 			return -1;
 	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
 	int ceil_mode = (int)ir_attr_int((ir_node *)n, "ceil_mode", 0);
+	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
 	for (int i = 0; i < nsp; i++) {
 		int64_t d = x->shape.d[2 + i].k, span = dil[i] * (k[i] - 1) + 1;
-		if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+		if (!ir_dim_is_const(x->shape.d[2 + i])) {
+			/* a run-time size: pads that do not depend on it (SAME at
+			 * stride 1 pads span - 1), a last window never dropped;
+			 * the output size is a size expression (infer_pool) */
+			if (same && st[i] != 1)
+				return -1;
+			if (same) {
+				pads[i] = !strcmp(ap, "SAME_UPPER") ? (span - 1) / 2 : span - 1 - (span - 1) / 2;
+				pads[nsp + i] = span - 1 - pads[i];
+			} else if (!strcmp(ap, "VALID")) {
+				pads[i] = pads[nsp + i] = 0;
+			}
+			if (ceil_mode && pads[nsp + i] > span - st[i])
+				return -1;
+			ysp[i] = -1;
+			continue;
+		}
+		if (same) {
 			int64_t o = (d + st[i] - 1) / st[i], need = (o - 1) * st[i] + span - d;
 			need = need < 0 ? 0 : need;
 			pads[i] = !strcmp(ap, "SAME_UPPER") ? need / 2 : need - need / 2;
@@ -777,8 +812,9 @@ static const char *spatial_sym_hint(ictx *c, const ir_value *x)
 			continue;
 		int i = ir_dim_one_sym(d);
 		ir_graph *root = ir_root(c->g);
-		return arena_printf(c->A, " (axis %d has the run-time size %s; cellc lays out pooling windows over "
-				    "sizes known at compile time%s%s%s)", a, dimstr(c, d),
+		return arena_printf(c->A, " (axis %d has the run-time size %s; over a run-time size cellc lays "
+				    "out windows whose pads do not depend on it: no auto_pad SAME with a stride above 1, no "
+				    "ceil_mode window that could start in the end padding%s%s%s)", a, dimstr(c, d),
 				    i >= 0 && ir_sym_free(root, i) ? ": --dim " : "",
 				    i >= 0 && ir_sym_free(root, i) ? root->syms[i] : "",
 				    i >= 0 && ir_sym_free(root, i) ? "=N compiles it for one size" : "");
@@ -806,11 +842,26 @@ int infer_pool(ictx *c)
 	}
 	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
 	if (infer_pool_geometry(c->n, k, st, pads, dil, ysp) < 0)
-		return fail(c, "needs constant spatial sizes of X %s and kernel_shape, strides, dilations and pads "
-			    "with one value per spatial axis (pads two), positive (pads not negative), and windows "
-			    "that fit%s", shp(c, &x->shape), spatial_sym_hint(c, x));
-	for (int a = 2; a < s.rank; a++)
-		s.d[a] = ir_dim_const(ysp[a - 2]);
+		return fail(c, "needs kernel_shape, strides, dilations and pads with one value per spatial axis "
+			    "(pads two), positive (pads not negative), and windows that fit X %s%s", shp(c, &x->shape),
+			    spatial_sym_hint(c, x));
+	int nsp = s.rank - 2;
+	for (int a = 2; a < s.rank; a++) {
+		if (ysp[a - 2] >= 0) {
+			s.d[a] = ir_dim_const(ysp[a - 2]);
+			continue;
+		}
+		/* a run-time size D: floor((D + P - span + (ceil_mode ? stride - 1 : 0)) / stride) + 1
+		 * windows, for D + P >= span (checked at run time) */
+		int i = a - 2;
+		int64_t span = dil[i] * (k[i] - 1) + 1, P = pads[i] + pads[nsp + i];
+		int64_t up = ir_attr_int(c->n, "ceil_mode", 0) ? st[i] - 1 : 0;
+		if (!ir_sym_need(c->g, x->shape.d[a], span - P > 1 ? span - P : 1) ||
+		    !ir_sym_floor(c->g, x->shape.d[a], 1, P - span + up + st[i], st[i], &s.d[a]))
+			return fail(c, "spatial axis %d of X has the run-time size %s, which is no symbol of its own "
+				    "that a size expression can be made of%s", a, dimstr(c, x->shape.d[a]),
+				    spatial_sym_hint(c, x));
+	}
 	set_out(c, 0, x->dtype, &s);
 	set_out(c, 1, DT_I64, &s);
 	return 0;

@@ -293,32 +293,6 @@ int ir_sym_free(const ir_graph *g, int i)
 	return i >= 0 && i < g->nsyms && g->sym_base[i] == 0;
 }
 
-int ir_sym_need(ir_graph *g, ir_dim d, int64_t m)
-{
-	g = ir_root(g);
-	if (ir_dim_is_const(d))
-		return d.k >= m;
-	int s = -1;
-	for (int i = 0; i < IR_MAX_SYMS; i++)
-		if (d.pow[i]) {
-			if (d.pow[i] != 1 || s >= 0)
-				return 0;
-			s = i;
-		}
-	if (s < 0 || s >= g->nsyms || d.k < 1 || m > INT32_MAX)
-		return 0;
-	int64_t need = (m + d.k - 1) / d.k;     /* k s >= m */
-	if (g->sym_base[s]) {                   /* base + off >= need */
-		need -= g->sym_off[s];
-		s = g->sym_base[s] - 1;
-	}
-	if (need > INT32_MAX)
-		return 0;
-	if (need > g->sym_min[s])
-		g->sym_min[s] = need;
-	return 1;
-}
-
 int64_t ir_sym_least(const ir_graph *g, int i)
 {
 	g = ir_root((ir_graph *)g);
@@ -338,48 +312,6 @@ int ir_dim_one_sym(ir_dim d)
 		sym = i;
 	}
 	return sym;
-}
-
-int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r)
-{
-	g = ir_root(g);
-	if (ir_dim_is_const(d)) {
-		if (__builtin_add_overflow(d.k, c, &r->k))
-			return 0;
-		*r = ir_dim_const(r->k);
-		return 1;
-	}
-	int s = ir_dim_one_sym(d);
-	if (s < 0 || s >= g->nsyms || c > INT32_MAX || c < -(int64_t)INT32_MAX)
-		return 0;
-	int base = g->sym_base[s] ? g->sym_base[s] - 1 : s;
-	int64_t off = (g->sym_base[s] ? g->sym_off[s] : 0) + c;   /* |off| < 2^32 */
-	if (off > INT32_MAX || off < -(int64_t)INT32_MAX)
-		return 0;
-	if (off == 0) {
-		*r = ir_dim_sym(base);
-		return 1;
-	}
-	for (int i = 0; i < g->nsyms; i++)
-		if (g->sym_base[i] == base + 1 && g->sym_off[i] == off) {
-			*r = ir_dim_sym(i);
-			return 1;
-		}
-	if (g->nsyms == IR_MAX_SYMS)
-		return 0;
-	const char *name = arena_printf(g->A, "%s_%s_%lld", g->syms[base], off < 0 ? "minus" : "plus",
-					(long long)(off < 0 ? -off : off));
-	for (int i = 0; i < g->nsyms; i++)
-		if (strcmp(g->syms[i], name) == 0) {
-			name = arena_printf(g->A, "%s_%d", name, g->nsyms);
-			i = -1;
-		}
-	int k = g->nsyms++;
-	g->syms[k] = name;
-	g->sym_base[k] = base + 1;
-	g->sym_off[k] = off;
-	*r = ir_dim_sym(k);
-	return 1;
 }
 
 /* Hashes of the names of every value of one compilation (the root graph

@@ -64,7 +64,7 @@ int ir_dtype_lookup(const char *name);  /* from the native spelling; -1 if unkno
 
 /* ---- symbolic dimensions ------------------------------------------------- */
 
-enum { IR_MAX_RANK = 8, IR_MAX_SYMS = 8 };
+enum { IR_MAX_RANK = 8, IR_MAX_SYMS = 16 };
 
 /* k * prod(sym[i] ^ pow[i]).  A plain constant has all pow zero.  k < 0 never
  * occurs in a shape; it is used only for "unknown" (see IR_DIM_UNKNOWN). */
@@ -323,12 +323,27 @@ typedef struct ir_graph {
 	/* root graph only: */
 	int nsyms;
 	const char *syms[IR_MAX_SYMS]; /* names of dimension symbols */
-	/* A derived symbol stands for a free one plus a constant (x[:-1] of a
-	 * time axis T has T - 1 steps; Concat of 1 and T - 1 steps has T): to
-	 * every monomial rule it is a symbol of its own, its value is computed
-	 * from its base, never given by the caller (ir_sym_offset). */
-	int sym_base[IR_MAX_SYMS];     /* derived: index + 1 of its (free) base; 0: free */
-	int64_t sym_off[IR_MAX_SYMS];  /* derived: value = base + sym_off (never 0) */
+	/* A derived symbol is a size expression of an earlier symbol, its base:
+	 *   value = floor((mul * base + off) / div)     mul, div >= 1
+	 * An offset symbol (mul = div = 1) stands for base + off: x[:-1] of a
+	 * time axis T has T - 1 steps, Concat of 1 and T - 1 steps has T, a Pad
+	 * of a run-time length L by 32 has L + 32 (ir_sym_offset); a floor
+	 * symbol is what a strided Conv or a pooling makes of a run-time length
+	 * (ir_sym_floor).  To every monomial rule it is a symbol of its own;
+	 * its value is computed from its base's once per call by the generated
+	 * code, never given by the caller, and checked to be at least 1 where
+	 * it sizes something.  Kept canonical: an offset's base is no offset
+	 * symbol, the same definition is one symbol, mul and div have no
+	 * common factor, and a floor of a floor whose mul is 1 is one floor. */
+	int sym_base[IR_MAX_SYMS];     /* derived: index + 1 of its base (earlier); 0: free */
+	int64_t sym_off[IR_MAX_SYMS];  /* derived: the offset (an offset symbol's never 0) */
+	int64_t sym_mul[IR_MAX_SYMS];  /* derived: the factor (0 means 1) */
+	int64_t sym_div[IR_MAX_SYMS];  /* derived: the divisor (0 means 1) */
+	/* a derived symbol an operator's contract requires to be a constant (a
+	 * Squeeze of an axis a strided Conv made: floor((L + 320) / 512) must
+	 * be 1): every shape has the constant, the symbol stays for the
+	 * generated code to check it (ir_sym_unify); 0: none */
+	int64_t sym_pin[IR_MAX_SYMS];
 	/* free: the least value the symbol may take at run time when above 1
 	 * (0: 1), which a shape decision assumed (a constant slice bound on a
 	 * symbolic axis, x[-2:]: ir_sym_need); the generated code checks it */
@@ -445,6 +460,26 @@ int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
  * times one symbol, free or derived: a least value of its free symbol).
  * 1 when d is such a dimension (or a constant of at least m), else 0. */
 int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
+/* floor((mul * d + off) / div), mul and div in 1 .. INT32_MAX, off within
+ * INT32_MAX in magnitude, for d a constant or one symbol (k = 1, one power
+ * 1): a constant, a symbol already there, or a new derived symbol (named
+ * after its base), canonical as ir_graph says.  1 and *r, or 0 when d is
+ * another monomial, a number overflows or no symbol is left. */
+int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
+/* Symbol s's mul and div (1 for 0). */
+int64_t ir_sym_mul(const ir_graph *g, int s);
+int64_t ir_sym_div(const ir_graph *g, int s);
+/* s is an offset symbol (derived, mul = div = 1). */
+int ir_sym_is_offset(const ir_graph *g, int s);
+/* The symbol that s is an offset of, and the offset: s's base and sym_off
+ * for an offset symbol, else s itself and 0. */
+int ir_sym_root(const ir_graph *g, int s, int64_t *off);
+/* The value of symbol s when the free symbols have the values free[]
+ * (derived ones computed from them); INT64_MIN on overflow. */
+int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free);
+/* Symbol s's definition as text: "T - 1", "floor((L - 64) / 128)",
+ * "2 * L + 1"; "" for a free symbol. */
+const char *ir_sym_def_str(arena *A, const ir_graph *g, int s);
 /* The least value of free symbol i at run time: sym_min, at least 1. */
 int64_t ir_sym_least(const ir_graph *g, int i);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */

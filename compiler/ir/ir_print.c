@@ -637,6 +637,23 @@ static void print_unrolled(sbuf *b, const ir_unrolled *u, int depth)
 	sb_puts(b, "\n");
 }
 
+/* A derived symbol's definition, its base's name as an identifier
+ * (ir_sym_def_str's form). */
+static void print_sym_def(sbuf *b, const ir_graph *g, int i)
+{
+	int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i), off = g->sym_off[i];
+	int paren = div > 1 && (off || mul > 1);
+	if (div > 1)
+		sb_puts(b, paren ? "floor((" : "floor(");
+	if (mul > 1)
+		sb_printf(b, "%lld * ", (long long)mul);
+	sb_ident(b, g->syms[g->sym_base[i] - 1]);
+	if (off)
+		sb_printf(b, " %c %lld", off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
+	if (div > 1)
+		sb_printf(b, "%s / %lld)", paren ? ")" : "", (long long)div);
+}
+
 /* sizes "h_1" = "input_0", node "LSTM_3", why "..."  (ir_sym_link) */
 static void print_link(sbuf *b, const ir_sym_link *l, int depth)
 {
@@ -679,11 +696,11 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 				sb_ident(&b, g->syms[i]);
 				if (g->sym_min[i] > 1)  /* a least value: "T >= 2" */
 					sb_printf(&b, " >= %lld", (long long)g->sym_min[i]);
-				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1" */
+				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1", "L_div2 = floor((L + 1) / 2)" */
 					sb_puts(&b, " = ");
-					sb_ident(&b, g->syms[g->sym_base[i] - 1]);
-					sb_printf(&b, " %c %lld", g->sym_off[i] < 0 ? '-' : '+',
-						  (long long)(g->sym_off[i] < 0 ? -g->sym_off[i] : g->sym_off[i]));
+					print_sym_def(&b, g, i);
+					if (g->sym_pin[i])
+						sb_printf(&b, " == %lld", (long long)g->sym_pin[i]);
 				}
 			}
 			sb_puts(&b, "\n");

@@ -15,6 +15,211 @@
 #include <stdint.h>
 #include <string.h>
 
+/* ---- derived symbols ------------------------------------------------------- */
+
+int64_t ir_sym_mul(const ir_graph *g, int s)
+{
+	g = ir_root((ir_graph *)g);
+	return g->sym_mul[s] > 1 ? g->sym_mul[s] : 1;
+}
+
+int64_t ir_sym_div(const ir_graph *g, int s)
+{
+	g = ir_root((ir_graph *)g);
+	return g->sym_div[s] > 1 ? g->sym_div[s] : 1;
+}
+
+int ir_sym_is_offset(const ir_graph *g, int s)
+{
+	g = ir_root((ir_graph *)g);
+	return s >= 0 && s < g->nsyms && g->sym_base[s] && ir_sym_mul(g, s) == 1 && ir_sym_div(g, s) == 1;
+}
+
+int ir_sym_root(const ir_graph *g, int s, int64_t *off)
+{
+	g = ir_root((ir_graph *)g);
+	if (ir_sym_is_offset(g, s)) {
+		*off = g->sym_off[s];
+		return g->sym_base[s] - 1;
+	}
+	*off = 0;
+	return s;
+}
+
+/* floor(a / b) for b > 0 */
+static int64_t floordiv(int64_t a, int64_t b)
+{
+	return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free)
+{
+	g = ir_root((ir_graph *)g);
+	if (!g->sym_base[s])
+		return free[s];
+	int64_t b = ir_sym_value(g, g->sym_base[s] - 1, free), x;
+	if (b == INT64_MIN || __builtin_mul_overflow(ir_sym_mul(g, s), b, &x) ||
+	    __builtin_add_overflow(x, g->sym_off[s], &x))
+		return INT64_MIN;
+	return floordiv(x, ir_sym_div(g, s));
+}
+
+const char *ir_sym_def_str(arena *A, const ir_graph *g, int s)
+{
+	g = ir_root((ir_graph *)g);
+	if (!g->sym_base[s])
+		return "";
+	int64_t mul = ir_sym_mul(g, s), div = ir_sym_div(g, s), off = g->sym_off[s];
+	const char *e = g->syms[g->sym_base[s] - 1];
+	if (mul > 1)
+		e = arena_printf(A, "%lld * %s", (long long)mul, e);
+	if (off)
+		e = arena_printf(A, "%s %c %lld", e, off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
+	if (div > 1)
+		e = arena_printf(A, "floor(%s%s%s / %lld)", off || mul > 1 ? "(" : "", e, off || mul > 1 ? ")" : "",
+				 (long long)div);
+	return e;
+}
+
+/* The derived symbol (base b, mul, off, div), found or made; -1 if full. */
+static int derived(ir_graph *g, int b, int64_t mul, int64_t off, int64_t div)
+{
+	for (int i = 0; i < g->nsyms; i++)
+		if (g->sym_base[i] == b + 1 && ir_sym_mul(g, i) == mul && ir_sym_div(g, i) == div && g->sym_off[i] == off &&
+		    !g->sym_pin[i])
+			return i;
+	if (g->nsyms == IR_MAX_SYMS)
+		return -1;
+	long long ao = (long long)(off < 0 ? -off : off);
+	const char *name = mul == 1 && div == 1 ? arena_printf(g->A, "%s_%s_%lld", g->syms[b], off < 0 ? "minus" : "plus", ao)
+			 : div == 1 ? arena_printf(g->A, "%s_x%lld", g->syms[b], (long long)mul)
+			 : mul == 1 ? arena_printf(g->A, "%s_div%lld", g->syms[b], (long long)div)
+			 : arena_printf(g->A, "%s_x%lld_div%lld", g->syms[b], (long long)mul, (long long)div);
+	for (int i = 0; i < g->nsyms; i++)
+		if (strcmp(g->syms[i], name) == 0) {
+			name = arena_printf(g->A, "%s_%d", name, g->nsyms);
+			i = -1;
+		}
+	int k = g->nsyms++;
+	g->syms[k] = name;
+	g->sym_base[k] = b + 1;
+	g->sym_off[k] = off;
+	g->sym_mul[k] = mul;
+	g->sym_div[k] = div;
+	g->sym_min[k] = 0;
+	g->sym_pin[k] = 0;
+	return k;
+}
+
+static int small(int64_t v) { return v <= INT32_MAX && v >= -(int64_t)INT32_MAX; }
+
+int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r)
+{
+	g = ir_root(g);
+	if (mul < 1 || div < 1 || !small(mul) || !small(div) || !small(off))
+		return 0;
+	if (ir_dim_is_const(d)) {
+		int64_t x;
+		if (__builtin_mul_overflow(mul, d.k, &x) || __builtin_add_overflow(x, off, &x))
+			return 0;
+		*r = ir_dim_const(floordiv(x, div));
+		return 1;
+	}
+	int s = ir_dim_one_sym(d);
+	if (s < 0 || s >= g->nsyms)
+		return 0;
+	for (;;) {
+		if (g->sym_pin[s] || !g->sym_base[s])
+			break;
+		int b = g->sym_base[s] - 1;
+		int64_t m1 = ir_sym_mul(g, s), d1 = ir_sym_div(g, s), o1 = g->sym_off[s], x, y;
+		if (d1 == 1) {          /* mul * (m1 b + o1) + off */
+			if (__builtin_mul_overflow(mul, m1, &x) || __builtin_mul_overflow(mul, o1, &y) ||
+			    __builtin_add_overflow(y, off, &y) || !small(x) || !small(y))
+				break;
+			mul = x;
+			off = y;
+		} else if (mul == 1) {  /* floor((floor((m1 b + o1) / d1) + off) / div) */
+			if (__builtin_mul_overflow(off, d1, &y) || __builtin_add_overflow(y, o1, &y) ||
+			    __builtin_mul_overflow(d1, div, &x) || !small(x) || !small(y))
+				break;
+			mul = m1;
+			off = y;
+			div = x;
+		} else {
+			break;
+		}
+		s = b;
+	}
+	int64_t c = gcd(mul, div);
+	mul /= c;
+	div /= c;
+	off = floordiv(off, c);
+	if (div == 1 && off == 0) {             /* mul * s: a monomial */
+		*r = ir_dim_sym(s);
+		r->k = mul;
+		return 1;
+	}
+	for (int i = 0; i < g->nsyms; i++)      /* one pinned to a constant: that constant */
+		if (g->sym_pin[i] && g->sym_base[i] == s + 1 && ir_sym_mul(g, i) == mul && ir_sym_div(g, i) == div &&
+		    g->sym_off[i] == off) {
+			*r = ir_dim_const(g->sym_pin[i]);
+			return 1;
+		}
+	int k = derived(g, s, mul, off, div);
+	if (k < 0)
+		return 0;
+	*r = ir_dim_sym(k);
+	return 1;
+}
+
+int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r)
+{
+	return ir_sym_floor(g, d, 1, c, 1, r);
+}
+
+int ir_sym_need(ir_graph *g, ir_dim d, int64_t m)
+{
+	g = ir_root(g);
+	if (ir_dim_is_const(d))
+		return d.k >= m;
+	int s = -1;
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		if (d.pow[i]) {
+			if (d.pow[i] != 1 || s >= 0)
+				return 0;
+			s = i;
+		}
+	if (s < 0 || s >= g->nsyms || d.k < 1 || m > INT32_MAX)
+		return 0;
+	int64_t need = (m + d.k - 1) / d.k;     /* k s >= m */
+	while (g->sym_base[s]) {
+		if (g->sym_pin[s])
+			return g->sym_pin[s] >= need;
+		/* floor((mul b + off) / div) >= need  <=>  b >= ceil((need div - off) / mul) */
+		int64_t mul = ir_sym_mul(g, s), x = need * ir_sym_div(g, s) - g->sym_off[s];
+		need = x <= 0 ? 1 : (x + mul - 1) / mul;
+		s = g->sym_base[s] - 1;
+		if (need > INT32_MAX)
+			return 0;
+	}
+	if (need > g->sym_min[s])
+		g->sym_min[s] = need;
+	return 1;
+}
+
+/* ---- unification ------------------------------------------------------------ */
+
 typedef struct symmap {
 	ir_dim to[IR_MAX_SYMS];         /* each old symbol's replacement, in old indices */
 	int keep[IR_MAX_SYMS];          /* new index of a kept symbol; -1: replaced */
@@ -92,31 +297,41 @@ static int map_graph(ir_graph *root, const symmap *m, ir_graph *b, int apply)
 	return 1;
 }
 
-/* Symbol s replaced by `by` (a kept symbol or a constant), its derived
- * symbols following it; 0 when a derived one cannot (base + off < 1). */
-static int plan(const ir_graph *root, symmap *m, int s, ir_dim by)
+/* Symbol s replaced by `by` (a kept symbol or a constant), the symbols
+ * derived from it following it in index order (a base comes before what
+ * is derived from it): a constant base makes them constants, a new base
+ * symbol makes them one with a derived symbol of the same definition where
+ * there is one.  A pinned s (by a constant, s derived) stays in the table
+ * for the generated code's check.  0 when a derived value cannot follow
+ * (a constant below 1). */
+static int plan(const ir_graph *root, symmap *m, int s, ir_dim by, int pin)
 {
 	for (int i = 0; i < root->nsyms; i++)
 		m->to[i] = ir_dim_sym(i);
 	m->to[s] = by;
-	int t = ir_dim_one_sym(by);
-	for (int j = 0; j < root->nsyms; j++) {
-		if (root->sym_base[j] != s + 1)
+	for (int j = s + 1; j < root->nsyms; j++) {
+		int b = root->sym_base[j] - 1;
+		if (b < 0 || ir_dim_eq(m->to[b], ir_dim_sym(b)))
 			continue;
-		int64_t off = root->sym_off[j];
-		if (t < 0) {
-			if (by.k + off < 1)
+		int64_t mul = ir_sym_mul(root, j), off = root->sym_off[j], div = ir_sym_div(root, j);
+		ir_dim tb = m->to[b];
+		if (ir_dim_is_const(tb)) {
+			int64_t x;
+			if (__builtin_mul_overflow(mul, tb.k, &x) || __builtin_add_overflow(x, off, &x) ||
+			    floordiv(x, div) < 1)
 				return 0;
-			m->to[j] = ir_dim_const(by.k + off);
+			m->to[j] = ir_dim_const(floordiv(x, div));
 			continue;
 		}
-		for (int k = 0; k < root->nsyms; k++)
-			if (root->sym_base[k] == t + 1 && root->sym_off[k] == off)
+		int t = ir_dim_one_sym(tb);
+		for (int k = 0; k < j; k++)
+			if (root->sym_base[k] == t + 1 && ir_sym_mul(root, k) == mul && ir_sym_div(root, k) == div &&
+			    root->sym_off[k] == off && ir_dim_eq(m->to[k], ir_dim_sym(k)) && !root->sym_pin[k])
 				m->to[j] = ir_dim_sym(k);
 	}
 	int n = 0;
 	for (int i = 0; i < root->nsyms; i++)
-		m->keep[i] = ir_dim_eq(m->to[i], ir_dim_sym(i)) ? n++ : -1;
+		m->keep[i] = ir_dim_eq(m->to[i], ir_dim_sym(i)) || (pin && i == s) ? n++ : -1;
 	return 1;
 }
 
@@ -133,13 +348,14 @@ static void compact(ir_graph *root, const symmap *m)
 		int b = root->sym_base[i] - 1;
 		const char *name = old[i];
 		if (b >= 0) {
-			int nb = ir_dim_one_sym(m->to[b]);
+			int nb = m->keep[b] >= 0 ? b : ir_dim_one_sym(m->to[b]);
 			root->sym_base[n] = m->keep[nb] + 1;
 			/* a name ir_sym_offset made from the base's follows it */
 			int64_t off = root->sym_off[i];
 			const char *pm = off < 0 ? "minus" : "plus";
 			long long a = (long long)(off < 0 ? -off : off);
-			if (nb != b && !strcmp(name, arena_printf(root->A, "%s_%s_%lld", old[b], pm, a))) {
+			if (nb != b && ir_sym_is_offset(root, i) &&
+			    !strcmp(name, arena_printf(root->A, "%s_%s_%lld", old[b], pm, a))) {
 				const char *nn = arena_printf(root->A, "%s_%s_%lld", old[nb], pm, a);
 				int taken = 0;
 				for (int k = 0; k < root->nsyms; k++)
@@ -152,14 +368,16 @@ static void compact(ir_graph *root, const symmap *m)
 		}
 		root->syms[n] = name;
 		root->sym_off[n] = root->sym_off[i];
+		root->sym_mul[n] = root->sym_mul[i];
+		root->sym_div[n] = root->sym_div[i];
 		root->sym_min[n] = root->sym_min[i];
+		root->sym_pin[n] = root->sym_pin[i];
 		n++;
 	}
 	for (int i = n; i < root->nsyms; i++) {
 		root->syms[i] = NULL;
 		root->sym_base[i] = 0;
-		root->sym_off[i] = 0;
-		root->sym_min[i] = 0;
+		root->sym_off[i] = root->sym_mul[i] = root->sym_div[i] = root->sym_min[i] = root->sym_pin[i] = 0;
 	}
 	root->nsyms = n;
 }
@@ -177,29 +395,39 @@ int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *
 	if (!root->unify_ok || !ir_dim_known(a) || !ir_dim_known(b) || ir_dim_eq(a, b))
 		return 0;
 	int sa = ir_dim_one_sym(a), sb = ir_dim_one_sym(b);
-	if ((sa >= 0 && !ir_sym_free(root, sa)) || (sb >= 0 && !ir_sym_free(root, sb)))
-		return 0;
 	if (sa < 0 && sb < 0)
 		return 0;
-	int s;
+	int s, pin = 0;
 	ir_dim by;
 	if (sa >= 0 && sb >= 0) {               /* the later symbol becomes the earlier */
+		if (!ir_sym_free(root, sa) || !ir_sym_free(root, sb))
+			return 0;
 		s = sa > sb ? sa : sb;
 		by = ir_dim_sym(sa > sb ? sb : sa);
 	} else {
 		s = sa >= 0 ? sa : sb;
 		by = sa >= 0 ? b : a;
-		if (!ir_dim_is_const(by) || by.k < 1 || by.k > INT32_MAX || by.k < ir_sym_least(root, s))
+		if (!ir_dim_is_const(by) || by.k < 1 || by.k > INT32_MAX)
 			return 0;
+		if (!ir_sym_free(root, s)) {
+			/* a derived size required to be a constant: pinned, checked at run time */
+			if (root->sym_pin[s])
+				return 0;
+			pin = 1;
+		} else if (by.k < ir_sym_least(root, s)) {
+			return 0;
+		}
 	}
 	symmap m;
-	if (!plan(root, &m, s, by) || !map_graph(root, &m, root, 0))
+	if (!plan(root, &m, s, by, pin) || !map_graph(root, &m, root, 0))
 		return 0;
 	ir_sym_link l = {.name = root->syms[s], .node = node, .why = why};
 	if (ir_dim_is_const(by))
 		l.value = by.k;
 	else
 		l.into = root->syms[ir_dim_one_sym(by)];
+	if (pin)
+		root->sym_pin[s] = by.k;
 	int t = ir_dim_one_sym(by);
 	if (t >= 0 && root->sym_min[s] > root->sym_min[t])      /* the larger least value holds */
 		root->sym_min[t] = root->sym_min[s];

@@ -770,10 +770,16 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	infer_set_init(&def);
 	for (int i = 0; !g->parent && i < g->nsyms; i++) {
 		int b = g->sym_base[i] - 1;
-		if (g->sym_base[i] && (b < 0 || b >= g->nsyms || b == i || g->sym_base[b] || g->sym_off[i] == 0 ||
+		int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i);
+		if (g->sym_base[i] && (b < 0 || b >= i || mul > INT32_MAX || div > INT32_MAX || g->sym_mul[i] < 0 ||
+				       g->sym_div[i] < 0 || (mul == 1 && div == 1 && g->sym_off[i] == 0) ||
+				       (ir_sym_is_offset(g, i) && ir_sym_is_offset(g, b)) ||
 				       g->sym_off[i] > INT32_MAX || g->sym_off[i] < -(int64_t)INT32_MAX))
-			bad(&c, g, "dimension symbol '%s' is derived from symbol %d with offset %lld", g->syms[i], b,
-			    (long long)g->sym_off[i]);
+			bad(&c, g, "dimension symbol '%s' is derived from symbol %d as %s", g->syms[i], b,
+			    b >= 0 && b < i ? ir_sym_def_str(g->A, g, i) : "?");
+		if (g->sym_pin[i] && (!g->sym_base[i] || g->sym_pin[i] < 1 || g->sym_pin[i] > INT32_MAX))
+			bad(&c, g, "dimension symbol '%s' is pinned to %lld (derived symbols only, 1 to 2^31 - 1)",
+			    g->syms[i], (long long)g->sym_pin[i]);
 		if (g->sym_min[i] < 0 || g->sym_min[i] > INT32_MAX || (g->sym_base[i] && g->sym_min[i]))
 			bad(&c, g, "dimension symbol '%s' has the least value %lld (a free symbol's, 0 to 2^31 - 1)",
 			    g->syms[i], (long long)g->sym_min[i]);
@@ -781,8 +787,8 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	for (int i = 0; !g->parent && i < g->nlinks; i++) {
 		const ir_sym_link *l = &g->links[i];
 		int gone = l->name && *l->name;
-		for (int k = 0; gone && k < g->nsyms; k++)
-			gone = strcmp(g->syms[k], l->name) != 0;
+		for (int k = 0; gone && k < g->nsyms; k++)     /* gone, or pinned to the value */
+			gone = strcmp(g->syms[k], l->name) != 0 || (!l->into && g->sym_pin[k] == l->value);
 		if (!gone || (!l->into && (l->value < 1 || l->value > INT32_MAX)) || (l->into && !*l->into))
 			bad(&c, g, "sizes link %d ('%s' = %s%lld) names a symbol still in use or no size", i,
 			    l->name ? l->name : "", l->into ? l->into : "", l->into ? 0LL : (long long)l->value);

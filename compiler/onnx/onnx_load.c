@@ -544,6 +544,10 @@ static int input_shape(onnx_ctx *L, const char **sym_origin, const Onnx__ValueIn
 			    *d->dim_param;
 		const onnx_binding *fixed = fixed_dim(L, named ? d->dim_param : arena_printf(L->A, "%s_%d", vi->name, a),
 						      nbind, bind, used);
+		/* SYM=OTHER where OTHER is fixed to N: SYM is N as well */
+		for (int j = 0; fixed && fixed->same && j < nbind; j++)
+			if (bind[j].dim > 0 && !bind[j].same && !strcmp(bind[j].name, fixed->same))
+				fixed = &bind[j];
 		if (fixed && fixed->same) {
 			int i = 0;
 			while (i < L->g->nsyms && strcmp(L->g->syms[i], fixed->same) != 0)

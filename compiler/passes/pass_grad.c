@@ -913,8 +913,8 @@ static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
 {
 	ir_value *X = n->in[0], *W = n->in[1], *B = n->nin > 2 ? n->in[2] : NULL;
 	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK];
-	/* a spatial axis of run-time size is one the Conv keeps (infer: its
-	 * pads are then fixed), which rt_conv_grad_x/_w take as they come */
+	/* a spatial axis of run-time size has pads that do not depend on it
+	 * (infer), which rt_conv_grad_x/_w take as they come */
 	int nsp = infer_conv_geometry(n, k, st, pads, dil), r = X->shape.rank;
 	if (nsp < 0)
 		return (void)fail(C, "cannot differentiate Conv: its geometry is not known at compile time (%s)", X->name);

@@ -183,16 +183,17 @@ static int traced_as(ir_graph *g, ir_dim Tin, int64_t L, ir_dim d, const ir_dim 
 	int base = ir_dim_one_sym(Tin);
 	if (base < 0 || ir_dim_is_const(d))
 		return 0;
-	if (g->sym_base[base]) {
-		L -= g->sym_off[base];
-		base = g->sym_base[base] - 1;
-	}
+	int64_t boff;
+	int root = ir_sym_root(g, base, &boff);
+	L -= boff;
+	base = root;
 	int involved = 0;
 	for (int i = 0; i < g->nsyms; i++) {
-		if (!d.pow[i] || (i != base && g->sym_base[i] != base + 1))
+		int64_t off;
+		if (!d.pow[i] || ir_sym_root(g, i, &off) != base)
 			continue;
 		involved = 1;
-		int64_t v = i == base ? L : L + g->sym_off[i];
+		int64_t v = L + off;
 		for (int p = 0; p < d.pow[i]; p++)
 			if (v < 1 || __builtin_mul_overflow(d.k, v, &d.k))
 				return 0;
