@@ -312,7 +312,7 @@ CHECK_LINE = re.compile(r"^([^:\s]+):(\d+):([PFE]):([^:]+):([^:]+):(\d+): ?(.*)$
 # the Check binaries of tests/unit: libcellrt's, the compiler's modules that
 # stand alone (compiler/passes/mincut.c), and the IR rewrite toolkit
 # (compiler/ir/ir_build.c, linked with the compiler's objects)
-UNIT_BINARIES = ["test_runtime", "test_mincut", "test_ir_build"]
+UNIT_BINARIES = ["test_runtime", "test_mincut", "test_ir_build", "test_ir_sym"]
 
 
 def unit_group(group, builddir, env):

@@ -251,6 +251,15 @@ $(SAN)/tests/eval_ref: tests/unit/eval_ref.c $(filter-out $(SAN)/cc/cmd/main.o,$
 	@mkdir -p $(SAN)/tests
 	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) $< $(filter-out $(SAN)/cc/cmd/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a -o $@ $(LIBS_C)
 
+# compiler/ir/ir_sym.c, size expressions and unification (the same objects)
+unit-tests: $(B)/tests/test_ir_sym $(SAN)/tests/test_ir_sym
+$(B)/tests/test_ir_sym: tests/unit/test_ir_sym.c $(EVAL_REF_OBJ) $(B)/libcellrt.a
+	@mkdir -p $(B)/tests
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) $(CHECK_CFLAGS) $< $(EVAL_REF_OBJ) $(B)/libcellrt.a -o $@ $(CHECK_LIBS) $(LIBS_C)
+$(SAN)/tests/test_ir_sym: tests/unit/test_ir_sym.c $(filter-out $(SAN)/cc/cmd/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a
+	@mkdir -p $(SAN)/tests
+	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) $(CHECK_CFLAGS) $< $(filter-out $(SAN)/cc/cmd/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a -o $@ $(CHECK_LIBS) $(LIBS_C)
+
 # compiler/ir/ir_build.c, the IR rewrite toolkit: its Check binary links the
 # compiler's objects as build/cellc does (inference, folding, the arena)
 unit-tests: $(B)/tests/test_ir_build $(SAN)/tests/test_ir_build

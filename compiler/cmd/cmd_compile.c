@@ -397,8 +397,16 @@ static int64_t *max_dims(arena *A, diag *D, const ir_graph *g, const named_dim *
 			for (int k = 0; k < g->nsyms; k++)
 				if (ir_sym_free(g, k))
 					known = arena_printf(A, "%s%s'%s'", known, *known ? ", " : "", g->syms[k]);
-			diag_error(D, "--max-dim %s: the model has no dimension symbol of that name (it has %s)",
-				   md[j].name, g->nsyms ? known : "none");
+			const char *made = "";
+			for (int k = 0; k < g->nlinks; k++)
+				if (!strcmp(g->links[k].name, md[j].name))
+					made = g->links[k].into
+						? arena_printf(A, "; '%s' is '%s' (node '%s' makes them one): give --max-dim %s",
+							       md[j].name, g->links[k].into, g->links[k].node, g->links[k].into)
+						: arena_printf(A, "; '%s' is %lld (node '%s' fixes it)", md[j].name,
+							       (long long)g->links[k].value, g->links[k].node);
+			diag_error(D, "--max-dim %s: the model has no free dimension symbol of that name (it has %s)%s",
+				   md[j].name, *known ? known : "none", made);
 			return NULL;
 		}
 		v[i] = md[j].value;

@@ -266,9 +266,15 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 		/* sizes an operator's contract made one (ir_sym_link) */
 		for (int i = 0; i < g->nlinks; i++) {
 			const ir_sym_link *l = &g->links[i];
+			int pinned = 0;
+			for (int k = 0; k < g->nsyms; k++)
+				pinned |= !strcmp(g->syms[k], l->name);
 			if (l->into)
 				printf("%s%s is %s: node '%s' (%s)\n", i ? "           " : "sizes:     ", l->name, l->into,
 				       l->node, l->why);
+			else if (pinned)
+				printf("%s%s must be %lld: required by node '%s' (%s); checked once per call\n",
+				       i ? "           " : "sizes:     ", l->name, (long long)l->value, l->node, l->why);
 			else
 				printf("%s%s must be %lld: fixed by node '%s' (%s); warning: the model runs for that "
 				       "size only\n", i ? "           " : "sizes:     ", l->name, (long long)l->value,

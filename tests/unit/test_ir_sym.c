@@ -1,0 +1,210 @@
+/* test_ir_sym.c: Check tests of compiler/ir/ir_sym.c: derived symbols
+ * (ir_sym_floor's canonical forms, their values, the least values
+ * ir_sym_need records through them) and ir_sym_unify (two free symbols, a
+ * symbol and a constant, a derived one pinned; what it refuses without
+ * changing anything).  Small graphs built by hand; the expected values are
+ * worked out by hand in the comments.  Linked with the compiler's objects
+ * as build/cellc is (tests/tests.mk).
+ */
+#include <check.h>
+#include <string.h>
+
+#include "ir.h"
+
+static arena A;
+
+static void setup(void) { arena_init(&A); }
+static void teardown(void) { arena_free(&A); }
+
+/* A graph with free symbols B and L and an input x: f32[B, 1, L]. */
+static ir_graph *graph(ir_value **x)
+{
+	ir_graph *g = ir_graph_new(&A, NULL, "g");
+	ck_assert_int_eq(ir_sym_add(g, "B"), 0);
+	ck_assert_int_eq(ir_sym_add(g, "L"), 1);
+	ir_value *v = ir_value_new(g, "x", VAL_INPUT, DT_F32);
+	v->shape.rank = 3;
+	v->shape.d[0] = ir_dim_sym(0);
+	v->shape.d[1] = ir_dim_const(1);
+	v->shape.d[2] = ir_dim_sym(1);
+	g->inputs = arena_grow(&A, g->inputs, 0, 1, sizeof *g->inputs);
+	g->inputs[g->ninputs++] = v;
+	if (x)
+		*x = v;
+	return g;
+}
+
+static ir_dim floor_of(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div)
+{
+	ir_dim r;
+	ck_assert(ir_sym_floor(g, d, mul, off, div, &r));
+	return r;
+}
+
+START_TEST(floor_canonical)
+{
+	ir_graph *g = graph(NULL);
+	ir_dim L = ir_dim_sym(1);
+	/* a Pad by 8 and 8, then a Conv of kernel 32, stride 16: floor((L + 16 - 32 + 16) / 16) */
+	ir_dim p = floor_of(g, L, 1, 16, 1);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(p)), "L + 16");
+	ir_dim f = floor_of(g, p, 1, 0 - 32 + 16, 16);     /* no Conv pads, span 32, stride 16 */
+	int sf = ir_dim_one_sym(f);
+	/* the offset is folded in: floor(L / 16) of L itself */
+	ck_assert_int_eq(g->sym_base[sf], 2);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, sf), "floor(L / 16)");
+	/* a stride-2 window over it: floor((floor(L / 16) + 1) / 2) = floor((L + 16) / 32) */
+	ir_dim h = floor_of(g, f, 1, 1, 2);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(h)), "floor((L + 16) / 32)");
+	ck_assert_int_eq(g->sym_base[ir_dim_one_sym(h)], 2);
+	/* the same definition is the same symbol */
+	int n = g->nsyms;
+	ck_assert(ir_dim_eq(floor_of(g, f, 1, 1, 2), h));
+	ck_assert_int_eq(g->nsyms, n);
+	/* mul and div share the factor 4: floor((4 L + 6) / 8) = floor((L + floor(6 / 4)) / 2)
+	 * (L = 3: floor(18 / 8) = 2 = floor(4 / 2)); and 3 L + 1 keeps its factor */
+	ir_dim q = floor_of(g, L, 4, 6, 8);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(q)), "floor((L + 1) / 2)");
+	ir_dim t = floor_of(g, L, 3, 1, 1);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(t)), "3 * L + 1");
+	/* a product by a constant is a monomial, no symbol */
+	ir_dim m = floor_of(g, L, 6, 0, 3);
+	ck_assert(ir_dim_eq(m, ir_dim_mul(ir_dim_const(2), L)));
+	ck_assert_int_eq(g->nsyms, n + 2);
+	/* an offset of an offset is one offset; back to L is L */
+	ir_dim o = floor_of(g, p, 1, -16, 1);
+	ck_assert(ir_dim_eq(o, L));
+	/* a constant is computed, floor division included */
+	ck_assert(ir_dim_eq(floor_of(g, ir_dim_const(5), 1, -8, 2), ir_dim_const(-2)));
+	/* another monomial is refused */
+	ir_dim r;
+	ck_assert(!ir_sym_floor(g, ir_dim_mul(L, L), 1, 0, 2, &r));
+}
+END_TEST
+
+START_TEST(values_and_least)
+{
+	ir_graph *g = graph(NULL);
+	ir_dim L = ir_dim_sym(1);
+	ir_dim f = floor_of(g, L, 1, -64, 128);             /* floor((L - 64) / 128) */
+	ir_dim h = floor_of(g, f, 3, 1, 1);                  /* 3 floor((L - 64) / 128) + 1 */
+	int64_t v[IR_MAX_SYMS] = {1, 576};
+	ck_assert_int_eq(ir_sym_value(g, ir_dim_one_sym(f), v), 4);
+	ck_assert_int_eq(ir_sym_value(g, ir_dim_one_sym(h), v), 13);
+	v[1] = 10;                                           /* floor(-54 / 128) = -1 */
+	ck_assert_int_eq(ir_sym_value(g, ir_dim_one_sym(f), v), -1);
+	/* f >= 3  <=>  L - 64 >= 384  <=>  L >= 448 */
+	ck_assert(ir_sym_need(g, f, 3));
+	ck_assert_int_eq(ir_sym_least(g, 1), 448);
+	/* 2 f >= 9  <=>  f >= 5  <=>  L >= 704 */
+	ck_assert(ir_sym_need(g, ir_dim_mul(ir_dim_const(2), f), 9));
+	ck_assert_int_eq(ir_sym_least(g, 1), 704);
+	/* a smaller need leaves the larger least value */
+	ck_assert(ir_sym_need(g, h, 2));
+	ck_assert_int_eq(ir_sym_least(g, 1), 704);
+}
+END_TEST
+
+START_TEST(unify_two_symbols)
+{
+	ir_graph *g = graph(NULL);
+	int h1 = ir_sym_add(g, "h_1");
+	ir_value *hv = ir_value_new(g, "h", VAL_INPUT, DT_F32);
+	hv->shape.rank = 2;
+	hv->shape.d[0] = ir_dim_sym(h1);
+	hv->shape.d[1] = ir_dim_const(8);
+	ir_dim d = floor_of(g, ir_dim_sym(h1), 1, -1, 1);    /* h_1_minus_1 */
+	ir_value *c = ir_value_new(g, "n", VAL_CONST, DT_I64);
+	c->shape.rank = 1;
+	c->shape.d[0] = ir_dim_const(2);
+	c->sym = arena_array(&A, 2, sizeof *c->sym);
+	c->sym[0] = ir_dim_sym(h1);
+	c->sym[1] = ir_dim_const(8);
+	ck_assert(!ir_sym_unify(g, ir_dim_sym(0), ir_dim_sym(h1), "n", "w"));   /* not while inference is off */
+	g->unify_ok = 1;
+	ck_assert(ir_sym_unify(g, ir_dim_sym(0), ir_dim_sym(h1), "LSTM_1", "initial_h's batch"));
+	/* h_1 is gone, the later symbol became the earlier; its derived one follows, renamed */
+	ck_assert_int_eq(g->nsyms, 3);
+	ck_assert(ir_dim_eq(hv->shape.d[0], ir_dim_sym(0)));
+	ck_assert_str_eq(g->syms[2], "B_minus_1");
+	ck_assert_int_eq(g->sym_base[2], 1);
+	(void)d;
+	ck_assert(ir_dim_eq(c->sym[0], ir_dim_sym(0)));
+	ck_assert_int_eq(g->nlinks, 1);
+	ck_assert_str_eq(g->links[0].name, "h_1");
+	ck_assert_str_eq(g->links[0].into, "B");
+	ck_assert_str_eq(g->links[0].node, "LSTM_1");
+}
+END_TEST
+
+START_TEST(unify_with_constant)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	g->unify_ok = 1;
+	ir_dim d = floor_of(g, ir_dim_sym(0), 1, -5, 1);     /* B - 5 */
+	/* B = 3 would make B - 5 negative: refused, nothing changed */
+	ck_assert(!ir_sym_unify(g, ir_dim_sym(0), ir_dim_const(3), "Add_1", "w"));
+	ck_assert_int_eq(g->nsyms, 3);
+	ck_assert_int_eq(g->nlinks, 0);
+	ck_assert(ir_dim_eq(x->shape.d[0], ir_dim_sym(0)));
+	/* B = 7: B and B - 5 become 7 and 2 everywhere */
+	ir_value *y = ir_value_new(g, "y", VAL_TEMP, DT_F32);
+	y->shape.rank = 2;
+	y->shape.d[0] = d;
+	y->shape.d[1] = ir_dim_mul(ir_dim_sym(0), ir_dim_sym(1));
+	ck_assert(ir_sym_unify(g, ir_dim_const(7), ir_dim_sym(0), "Add_1", "broadcasting"));
+	ck_assert_int_eq(g->nsyms, 1);
+	ck_assert_str_eq(g->syms[0], "L");
+	ck_assert(ir_dim_eq(x->shape.d[0], ir_dim_const(7)));
+	ck_assert(ir_dim_eq(y->shape.d[0], ir_dim_const(2)));
+	ck_assert(ir_dim_eq(y->shape.d[1], ir_dim_mul(ir_dim_const(7), ir_dim_sym(0))));
+	ck_assert_ptr_null(g->links[0].into);
+	ck_assert_int_eq(g->links[0].value, 7);
+	/* two constants, or a constant below 1, are nothing to unify */
+	ck_assert(!ir_sym_unify(g, ir_dim_const(2), ir_dim_const(3), "n", "w"));
+	ck_assert(!ir_sym_unify(g, ir_dim_sym(0), ir_dim_const(0), "n", "w"));
+}
+END_TEST
+
+START_TEST(pin_derived)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	g->unify_ok = 1;
+	ir_dim f = floor_of(g, ir_dim_sym(1), 1, -4, 4);     /* floor((L - 4) / 4) */
+	ir_value *y = ir_value_new(g, "y", VAL_TEMP, DT_F32);
+	y->shape.rank = 3;
+	y->shape.d[0] = ir_dim_sym(0);
+	y->shape.d[1] = ir_dim_const(3);
+	y->shape.d[2] = f;
+	ck_assert(ir_sym_unify(g, f, ir_dim_const(1), "Squeeze_1", "axis 2 is 1"));
+	/* the shapes have 1; the symbol stays, pinned, for the generated code's check */
+	ck_assert(ir_dim_eq(y->shape.d[2], ir_dim_const(1)));
+	int s = ir_dim_one_sym(f);
+	ck_assert_int_eq(g->nsyms, 3);
+	ck_assert_int_eq(g->sym_pin[s], 1);
+	/* the same definition made again is the pinned constant */
+	ck_assert(ir_dim_eq(floor_of(g, ir_dim_sym(1), 1, -4, 4), ir_dim_const(1)));
+	/* pinned once only */
+	ck_assert(!ir_sym_unify(g, ir_dim_sym(s), ir_dim_const(2), "n", "w"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ir_sym");
+	TCase *tc = tcase_create("ir_sym");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, floor_canonical);
+	tcase_add_test(tc, values_and_least);
+	tcase_add_test(tc, unify_two_symbols);
+	tcase_add_test(tc, unify_with_constant);
+	tcase_add_test(tc, pin_derived);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);     /* CK_VERBOSITY from the environment (the harness: verbose) */
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
