@@ -120,14 +120,7 @@ void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 		return;
 	}
 	/* canonical only: what ir_sym_floor would make of it */
-	int64_t c = mul, d = div;
-	while (d) {
-		int64_t r = c % d;
-		c = d;
-		d = r;
-	}
-	if (c != 1 || (div == 1 && off == 0) ||
-	    (g->sym_base[b] && !g->sym_pin[b] && (ir_sym_div(g, b) == 1 || mul == 1))) {
+	if (!ir_sym_canonical(g, b, mul, off, div)) {
 		txt_error(X, at, "symbol '%s': not in canonical form (mul and div share no factor; no offset or "
 			  "factor of a symbol that is an offset or a factor, no floor of a floor with factor 1)",
 			  g->syms[k]);

@@ -466,6 +466,11 @@ int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
  * after its base), canonical as ir_graph says.  1 and *r, or 0 when d is
  * another monomial, a number overflows or no symbol is left. */
 int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
+/* Whether floor((mul * b + off) / div) is in the form ir_sym_floor keeps
+ * (mul and div without a common factor, not a plain monomial, no
+ * composition left with its base): what the text and ir_verify require
+ * of a derived symbol's definition. */
+int ir_sym_canonical(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div);
 /* Symbol s's mul and div (1 for 0). */
 int64_t ir_sym_mul(const ir_graph *g, int s);
 int64_t ir_sym_div(const ir_graph *g, int s);

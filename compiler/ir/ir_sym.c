@@ -121,6 +121,16 @@ static int derived(ir_graph *g, int b, int64_t mul, int64_t off, int64_t div)
 	return k;
 }
 
+int ir_sym_canonical(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div)
+{
+	g = ir_root((ir_graph *)g);
+	if (b < 0 || b >= g->nsyms || mul < 1 || div < 1 || gcd(mul, div) != 1 || (div == 1 && off == 0))
+		return 0;
+	/* ir_sym_floor composes through an unpinned derived base: an offset or
+	 * factor base always, a floor base when the outer factor is 1 */
+	return !g->sym_base[b] || g->sym_pin[b] || (ir_sym_div(g, b) > 1 && mul > 1);
+}
+
 static int small(int64_t v) { return v <= INT32_MAX && v >= -(int64_t)INT32_MAX; }
 
 int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r)
@@ -146,13 +156,13 @@ int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, i
 		if (d1 == 1) {          /* mul * (m1 b + o1) + off */
 			if (__builtin_mul_overflow(mul, m1, &x) || __builtin_mul_overflow(mul, o1, &y) ||
 			    __builtin_add_overflow(y, off, &y) || !small(x) || !small(y))
-				break;
+				return 0;       /* composed, it leaves the range: none */
 			mul = x;
 			off = y;
 		} else if (mul == 1) {  /* floor((floor((m1 b + o1) / d1) + off) / div) */
 			if (__builtin_mul_overflow(off, d1, &y) || __builtin_add_overflow(y, o1, &y) ||
 			    __builtin_mul_overflow(d1, div, &x) || !small(x) || !small(y))
-				break;
+				return 0;
 			mul = m1;
 			off = y;
 			div = x;

@@ -772,8 +772,7 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 		int b = g->sym_base[i] - 1;
 		int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i);
 		if (g->sym_base[i] && (b < 0 || b >= i || mul > INT32_MAX || div > INT32_MAX || g->sym_mul[i] < 0 ||
-				       g->sym_div[i] < 0 || (mul == 1 && div == 1 && g->sym_off[i] == 0) ||
-				       (ir_sym_is_offset(g, i) && ir_sym_is_offset(g, b)) ||
+				       g->sym_div[i] < 0 || !ir_sym_canonical(g, b, mul, g->sym_off[i], div) ||
 				       g->sym_off[i] > INT32_MAX || g->sym_off[i] < -(int64_t)INT32_MAX))
 			bad(&c, g, "dimension symbol '%s' is derived from symbol %d as %s", g->syms[i], b,
 			    b >= 0 && b < i ? ir_sym_def_str(g->A, g, i) : "?");
