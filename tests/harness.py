@@ -95,6 +95,11 @@ Groups, in order:
               T = 8 and 13 from one file, `cellc info` shows one recurrence and
               no fallback;
               a data-dependent break refused (exit 2, located, build-san)
+  size_if     tests/gen_size_if.py: If nodes decided by a run-time size in
+              scripted modules (Silero v5's squeeze before an LSTM cell, a pad
+              of short inputs, a trim of long ones, branches of one shape):
+              verify at two sizes with no flag, the recorded condition in
+              info and compile's warning, a set outside it failed by name
   datadep     tests/gen_datadep_cases.py: outputs whose length the data decide
               (NonZero, Unique, Compress, NonMaxSuppression) against numpy:
               verify at 1e-4 + 1e-5 (symbolic bounds, lengths 0 and full,
@@ -1512,6 +1517,66 @@ def group_script_wild():
     yield from parallel(lambda fn, args: fn(*args), items)
 
 
+def size_if_case(name, case_dir, case):
+    """size_if/NAME/info and /compile: what `cellc info` records of the If
+    decided by a size (case["info"]: each must be there) and what `cellc
+    compile` warns (case["warn"], or no warning at all when "")."""
+    res = []
+    model = os.path.join(case_dir, "model.onnx")
+    log = os.path.join(LOGS, "size_if", name + ".info.log")
+    rc, out, err = run([CELLC, "info", model], log)
+    missing = [w for w in case["info"] if w not in out]
+    res.append(Result("size_if/%s/info" % name, rc == 0 and not missing,
+                      "%s%s (log: %s)" % (status_word(rc), "; stdout lacks " + ", ".join(map(repr, missing))
+                                          if missing else "", log)))
+    log = os.path.join(LOGS, "size_if", name + ".compile.log")
+    out_dir = os.path.join(OUT, "size_if_build", name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    rc, out, err = run([CELLC, "compile", model, "-o", out_dir], log)
+    warned = [l for l in err.splitlines() if "warning:" in l]
+    ok = rc == 0 and (case["warn"] in err if case["warn"] else not warned)
+    res.append(Result("size_if/%s/compile" % name, ok, "%s; %s (log: %s)" % (
+        status_word(rc), "warnings: %s" % first_lines("\n".join(warned)) if warned else "no warning", log)))
+    return res
+
+
+def size_if_outside(name, case_dir, want):
+    """size_if/NAME/outside: a data set of a size the model was not compiled
+    for (PyTorch takes the other branch there) fails `cellc verify`, saying
+    which size and why; it neither passes nor crashes."""
+    full = "size_if/%s/outside" % name
+    log = os.path.join(LOGS, "size_if", name + ".outside.log")
+    rc, out, err = run([CELLC, "verify", os.path.join(case_dir, "model.onnx"), "--data",
+                        os.path.join(case_dir, "outside")] + TORCH_TOL, log)
+    ok = rc == 1 and "0 passed, 1 failed" in out and want in err and "did not refuse" not in err
+    return Result(full, ok, "%s, want exit 1 naming %r: %s (log: %s)" % (status_word(rc), want,
+                                                                           first_lines(err or out), log))
+
+
+def group_size_if():
+    """If nodes decided by a run-time size, written as scripted modules
+    (tests/gen_size_if.py, issue 45 point 3): every data set through `cellc
+    verify` with no flag at all, one build for two sizes of every dynamic
+    axis; `info` names the condition recorded, `compile` warns about it (and
+    says nothing when the branches are selected at run time); a data set of
+    a size outside the condition fails verify, naming it."""
+    if not stamp_ok("size_if"):
+        yield from fixtures_missing("size_if", "size_if")
+        return
+    root = os.path.join(OUT, "size_if")
+    items = []
+    for n in case_dirs("size_if"):
+        d = os.path.join(root, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            case = json.load(f)
+        items.append((lambda *a: [verify_one(*a)], ("size_if", n, d, TORCH_TOL)))
+        items.append((size_if_case, (n, d, case)))
+        if "outside_error" in case:
+            items.append((lambda *a: [size_if_outside(*a)], (n, d, case["outside_error"])))
+    for rs in parallel(lambda fn, args: fn(*args), items):
+        yield from rs
+
+
 def cli_one(name, args, want_rc, want_out=(), stream="stdout", unwanted=()):
     """One command-line check: exit status and substrings of stdout/stderr
     (want_out: each must be there; unwanted: none may be there)."""
@@ -1763,7 +1828,8 @@ def group_cli():
     yield cli_one("slice_least_verify_long", ["verify", lm, "--data", os.path.join(least, "long")], 0,
                   ["1 passed, 0 failed"])
     yield cli_one("slice_least_verify_short", ["verify", lm, "--data", os.path.join(least, "short")], 1,
-                  ["dimensions passed at run time are invalid"], "stderr")
+                  ["dimensions passed at run time are invalid",
+                   "size 'seq' is 1 in the data, below the least value 2 the compiled model needs"], "stderr")
     yield cli_one("slice_least_no_malloc", ["compile", lm, "-o", os.path.join(OUT, "cli_slice_least_nm"),
                                             "--no-malloc", "--max-dim", "seq=1"], 2,
                   ["--max-dim seq=1 is below the least value of 'seq'"], "stderr")
@@ -2806,7 +2872,7 @@ GROUPS = [
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
-    ("script_wild", group_script_wild),
+    ("script_wild", group_script_wild), ("size_if", group_size_if),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
@@ -3387,7 +3453,8 @@ GROUPS += [("validate", group_validate)]
 # and needs no network, for the edit-compile-test loop.  Their fixtures are
 # tests.mk's FIXTURES_QUICK; `make check` runs everything.
 QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
-                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "datadep", "cells",
+                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "datadep",
+                "cells",
                 "cell_init", "cell_format", "api", "grad_smoke"]
 QUICK_SAMPLE = 4
 

@@ -344,13 +344,18 @@ ERRORS = [
     ("graph_narrow_bad", "graph g {\n\tinput %x: f32[2] narrow f64\n\toutput %x\n}\n",
      [(2, 26, "expected f16 or bf16 after 'narrow'")]),
     ("graph_sizes_no_eq", "graph g {\n\tsizes \"b\" 3, node \"n\", why \"w\"\n\toutput\n}\n",
-     [(2, 12, "expected '=' after the symbol's name")]),
+     [(2, 12, "expected '=' or '>=' after the symbol's name")]),
     ("graph_sizes_zero", "graph g {\n\tsizes \"b\" = 0, node \"n\", why \"w\"\n\toutput\n}\n",
      [(2, 14, "size 0 out of range")]),
     ("graph_sizes_no_why", "graph g {\n\tsizes \"b\" = \"a\", node \"n\"\n\toutput\n}\n",
      [(3, 2, "then node \"NAME\" and why")]),
     ("graph_sizes_declared", "graph g {\n\tsymbols b\n\tsizes \"b\" = 2, node \"n\", why \"w\"\n"
      "\tinput %x: f32[b]\n\toutput %x\n}\n", [(3, 2, "'b' was made one with another size")]),
+    ("graph_sizes_least_undeclared", "graph g {\n\tsymbols b\n\tsizes \"b\" >= 4, node \"n\", why \"w\"\n"
+     "\tinput %x: f32[b]\n\toutput %x\n}\n", [(3, 2, "'b' >= 4 needs a free symbol that 'symbols' declares with a "
+                                           "least value of at least 4")]),
+    ("graph_sizes_least_symbol", "graph g {\n\tsymbols b >= 4\n\tsizes \"b\" >= \"a\", node \"n\", why \"w\"\n"
+     "\tinput %x: f32[b]\n\toutput %x\n}\n", [(3, 15, "'>=' takes the least value, a number")]),
     ("graph_source_not_recurrence", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) source onnx_loop\n"
      "\toutput %y\n}\n", [(3, 16, "Relu has no source")]),
 ]

@@ -20,13 +20,16 @@ verify       `cellc verify --oracle onnxruntime` of the fixture and of each real
              then `cellc verify --data` on its saved golden sets with no flag
              at all (rate and sizes from the data: the fixture and v4 in one
              build for any length, at two lengths each; v5, whose If
-             compares its encoder's output length with 1, for the sizes of
-             each set, which stderr says); --bind with --data checks the
-             data hold the value given.
+             compares its encoder's output length with 1, in one build for
+             the lengths that make it 1: `info` names the recorded
+             condition, and the oracle is also run at another batch and
+             length); --bind with --data checks the data hold the value
+             given.
 v4_*, v5_*   the real models, npm package @ricky0123/vad-web@0.0.31 (pinned;
              the tarball's and the models' sha256 checked), fetched with
              `npm pack` into WORK/pkg once: each at 16000 and 8000 Hz (chunks
-             of 512 and 256 samples; v5 with 64 and 32 samples of context),
+             of 512 and 256 samples; v5 with 64 and 32 samples of context,
+             compiled with no --dim),
              on an espeak-ng recording of three sentences with silences
              between them (resampled with sox) and on noise: every chunk's
              probability within atol 1e-5 + rtol 1e-4 of ONNX Runtime's with
@@ -248,7 +251,7 @@ def compare(binary, weights, model, audio, sr, chunk, context, pairs, ort_dir, w
     for mode, env in (("carried", {}), ("per_call", {"FORCE": oout})):
         cout = os.path.join(work, "%s.%s.c.f32" % (tag, mode))
         env["OPENBLAS_NUM_THREADS"] = "1"
-        rc, o, e = run([binary, weights, audio, str(chunk), cout], env=env)
+        rc, o, e = run([binary, weights, audio, str(chunk), cout] + ([str(context)] if context else []), env=env)
         if rc != 0:
             res.append((mode, False, "stream exit %s: %s" % (rc, first(e or o))))
             continue
@@ -471,6 +474,7 @@ def noise(work, sr, seconds=6.0):
 def example(cellc, work, models, ver, speech_wav, noise_wav, spans):
     """examples/silero_vad.c against model ver at 16 kHz."""
     out = os.path.join(work, "example_" + ver)
+    # the example is for 512-sample chunks: it fixes the length it feeds
     args = (["--dim", "sequence=512", "--carry", "h=hn", "--carry", "c=cn"] if ver == "v4" else
             ["--dim", "input_1=576", "--carry", "state=stateN"])
     shutil.rmtree(out, ignore_errors=True)
@@ -560,19 +564,35 @@ def main():
                     ["h=hn:2x1x64", "c=cn:2x1x64"]
             else:
                 context = chunk // 8
-                args = ["--dim", "input_1=%d" % (chunk + context), "--carry", "state=stateN"]
+                # no --dim: the If on the encoder's output length takes the
+                # branch the decoder's LSTMCell can take, which pins that length
+                args = ["--carry", "state=stateN"]
                 pairs = ["state=stateN:2x1x128"]
             out = os.path.join(work, tag)
             binary, err = build(cellc, models[ver], out, "vad", ["--bind", "sr=%d" % sr] + args)
             report(tag + "/compile", err is None, err or "")
+            if ver == "v5":
+                # the If decided by a size: its condition recorded, said by info
+                rc, o, e = run([cellc, "info", models[ver], "--bind", "sr=%d" % sr])
+                want = ["must be 1: required by node", "If takes its then branch, which is for"]
+                missing = [w for w in want if w not in o]
+                report(tag + "/info_if_by_size", rc == 0 and not missing, "exit %s%s" % (
+                    rc, "; stdout lacks %s: %s" % (missing, first(o + e, 8)) if missing else ""))
             if not why:
-                # v4 compiles for any length (one build); v5's If on its
-                # encoder's output length compiles for fixed sizes only
+                # one build for any length: v4, and v5 whose If on its
+                # encoder's output length pins that length
                 verify_no_flags(tag, cellc, models[ver], work, ort_dir,
                                 ["--bind", "sr=%d" % sr] + (["--dim", "batch=1", "--dim", "sequence=%d" % chunk]
                                                             if ver == "v4" else
                                                             ["--dim", "input_0=1", "--dim",
-                                                             "input_1=%d" % (chunk + context)]), ver == "v5")
+                                                             "input_1=%d" % (chunk + context)]), False)
+                if ver == "v5":
+                    # another batch and a chunk of another length the pin allows
+                    rc, o, e = run([cellc, "verify", models[ver], "--oracle", "onnxruntime", "--inputs", "2",
+                                    "--bind", "sr=%d" % sr, "--dim", "input_0=2", "--dim",
+                                    "input_1=%d" % (chunk + context - chunk // 4)], env={"CELLC_ORT_DIR": ort_dir})
+                    report(tag + "/verify_oracle_other_length", rc == 0 and o.strip().endswith("0 failed"),
+                           "exit %s: %s | %s" % (rc, first(o.splitlines()[-1] if o.strip() else ""), first(e)))
             if err:
                 continue
             for what, audio in (("speech", rec[sr][1]), ("noise", noises[sr][1])):

@@ -46,7 +46,7 @@ FIXTURES += $(TOUT)/grad_smoke/.stamp
 fixtures: $(FIXTURES)
 # what harness.py --quick's QUICK_GROUPS read (tests/run.sh --quick)
 FIXTURES_QUICK := $(addprefix $(TOUT)/,$(addsuffix /.stamp,onnx_node rnn_cases torch image bad \
-	trace trace_forms trace_wild torch_wild loop script_wild datadep cells cell_init api grad_smoke)) \
+	trace trace_forms trace_wild torch_wild loop script_wild size_if datadep cells cell_init api grad_smoke)) \
 	$(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 fixtures-quick: $(FIXTURES_QUICK)
 
@@ -100,6 +100,10 @@ FIXTURES += $(TOUT)/script_wild/.stamp
 fixtures: $(TOUT)/script_wild/.stamp
 $(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
 	$(call gen,tests/gen_script_wild.py,$(TOUT)/script_wild)
+# If nodes decided by a run-time size (issue 45 point 3; harness group size_if)
+FIXTURES += $(TOUT)/size_if/.stamp
+$(TOUT)/size_if/.stamp: tests/gen_size_if.py
+	$(call gen,tests/gen_size_if.py,$(TOUT)/size_if)
 # image sampling beyond the official tests (harness group image)
 FIXTURES += $(TOUT)/image/.stamp
 fixtures: $(TOUT)/image/.stamp

@@ -1052,12 +1052,20 @@ static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
 	}
 	l.name = s->str;
 	const txt_tok *v = txt_peek(X);
+	if (txt_accept(X, '>'))
+		l.at_least = 1;
 	if (!txt_accept(X, '=')) {
-		txt_error(X, v, "a 'sizes' line: expected '=' after the symbol's name, found %s", txt_tok_desc(X, v));
+		txt_error(X, v, "a 'sizes' line: expected '=' or '>=' after the symbol's name, found %s",
+			  txt_tok_desc(X, v));
 		txt_skip_line(X);
 		return;
 	}
 	v = txt_peek(X);
+	if (l.at_least && !(v->kind == TK_INT)) {
+		txt_error(X, v, "a 'sizes' line: '>=' takes the least value, a number; found %s", txt_tok_desc(X, v));
+		txt_skip_line(X);
+		return;
+	}
 	if (v->kind == TK_STRING && *v->str) {
 		txt_next(X);
 		l.into = v->str;
@@ -1084,6 +1092,14 @@ static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
 			l.node = w->str;
 	}
 	int k = txt_sym_lookup(g, l.name);
+	if (l.at_least) {
+		if (k < 0 || g->sym_base[k] || ir_sym_least(g, k) < l.value || l.value < 2)
+			txt_error(X, at, "a 'sizes' line: '%s' >= %lld needs a free symbol that 'symbols' declares "
+				  "with a least value of at least %lld", l.name, (long long)l.value, (long long)l.value);
+		else
+			ir_sym_link_add(g, &l);
+		return;
+	}
 	if (k >= 0 && (l.into || g->sym_pin[k] != l.value)) {
 		txt_error(X, at, "a 'sizes' line: '%s' was made one with another size and is no symbol any more, "
 			  "but 'symbols' declares it", l.name);

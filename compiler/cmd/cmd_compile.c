@@ -399,7 +399,7 @@ static int64_t *max_dims(arena *A, diag *D, const ir_graph *g, const named_dim *
 					known = arena_printf(A, "%s%s'%s'", known, *known ? ", " : "", g->syms[k]);
 			const char *made = "";
 			for (int k = 0; k < g->nlinks; k++)
-				if (!strcmp(g->links[k].name, md[j].name))
+				if (!g->links[k].at_least && !strcmp(g->links[k].name, md[j].name))
 					made = g->links[k].into
 						? arena_printf(A, "; '%s' is '%s' (node '%s' makes them one): give --max-dim %s",
 							       md[j].name, g->links[k].into, g->links[k].node, g->links[k].into)

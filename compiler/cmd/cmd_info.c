@@ -269,7 +269,10 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 			int pinned = 0;
 			for (int k = 0; k < g->nsyms; k++)
 				pinned |= !strcmp(g->syms[k], l->name);
-			if (l->into)
+			if (l->at_least)
+				printf("%s%s must be at least %lld: required by node '%s' (%s); checked once per call\n",
+				       i ? "           " : "sizes:     ", l->name, (long long)l->value, l->node, l->why);
+			else if (l->into)
 				printf("%s%s is %s: node '%s' (%s)\n", i ? "           " : "sizes:     ", l->name, l->into,
 				       l->node, l->why);
 			else if (pinned)

@@ -618,11 +618,56 @@ static int check_reference(verify *V, const ir_graph *g, diag *D, const char *pa
 	return 0;       /* no such output: reported where outputs are matched */
 }
 
+/* The reason a link of g gives for symbol name ("" if none). */
+static const char *link_why(verify *V, const ir_graph *g, const char *name)
+{
+	for (int i = 0; i < g->nlinks; i++)
+		if (!strcmp(g->links[i].name, name))
+			return arena_printf(&V->A, " (node '%s': %s)", g->links[i].node, g->links[i].why);
+	return "";
+}
+
+/* The sizes of data set s (inputs t of the compiled model g) against the
+ * least values and pinned sizes g was compiled for: NULL, or what a set of
+ * other sizes breaks.  The driver still runs it: the generated code must
+ * refuse it (RT_ERR_SHAPE), and run_driver says why. */
+static const char *sizes_allowed(verify *V, const td_set *s, const ir_graph *g, const rt_tensor *t)
+{
+	int64_t val[IR_MAX_SYMS] = {0};
+	for (int k = 0; k < g->ninputs; k++)
+		for (int i = 0; i < g->inputs[k]->shape.rank && i < t[k].rank; i++) {
+			int j = ir_dim_one_sym(g->inputs[k]->shape.d[i]);
+			if (j >= 0 && ir_sym_free(g, j))
+				val[j] = t[k].dims[i];
+		}
+	for (int j = 0; j < g->nsyms; j++) {
+		int f = j;
+		while (g->sym_base[f])
+			f = g->sym_base[f] - 1;
+		if (!val[f])
+			continue;
+		const char *msg = NULL;
+		if (j == f && val[j] < ir_sym_least(g, j))
+			msg = arena_printf(&V->A, "size '%s' is %lld in the data, below the least value %lld the compiled "
+					   "model needs%s", g->syms[j], (long long)val[j], (long long)ir_sym_least(g, j),
+					   link_why(V, g, g->syms[j]));
+		else if (j != f && g->sym_pin[j] && ir_sym_value(g, j, val) != g->sym_pin[j])
+			msg = arena_printf(&V->A, "size '%s' = %s is %lld for the data's %s = %lld; the compiled model "
+					   "needs %lld%s", g->syms[j], ir_sym_def_str(&V->A, g, j),
+					   (long long)ir_sym_value(g, j, val), g->syms[f], (long long)val[f],
+					   (long long)g->sym_pin[j], link_why(V, g, g->syms[j]));
+		if (msg)
+			return msg;
+	}
+	return NULL;
+}
+
 /* The compiled model's inputs from data set s into t: an input it does not
  * read from the model's; 1, or 0 after failing the set, or -1 after a
  * diagnostic when the data do not fit the model. */
 static int set_inputs(verify *V, const td_set *s, const ir_graph *g, diag *D, rt_tensor *t)
 {
+	V->sizes_msg = NULL;
 	for (int k = 0; k < g->ninputs; k++) {
 		const ir_value *gi = g->inputs[k];
 		int j = 0;
@@ -662,6 +707,7 @@ static int set_inputs(verify *V, const td_set *s, const ir_graph *g, diag *D, rt
 		t[k].data = x->data;
 		t[k].nbytes = (size_t)n * ir_dtype_size(x->dtype);
 	}
+	V->sizes_msg = sizes_allowed(V, s, g, t);
 	return 1;
 }
 
@@ -686,7 +732,11 @@ static int run_driver(verify *V, const unit *u, int iset, const rt_tensor *t, rt
 		fprintf(stderr, "cellc verify: %s: the driver %s (status %d):\n", s->dir,
 			rc > 128 ? "was killed by a signal" : "failed", rc);
 		verify_show_file(log, "  | ");
-		fail_all(V, s, "no outputs");
+		fail_all(V, s, V->sizes_msg ? V->sizes_msg : "no outputs");
+		return 0;
+	}
+	if (V->sizes_msg) {     /* the generated code's check let them through */
+		fail_all(V, s, arena_printf(&V->A, "%s, and the compiled model did not refuse them", V->sizes_msg));
 		return 0;
 	}
 	st = rt_tf_open(tf, outf);
@@ -1288,6 +1338,7 @@ int cmd_verify(int argc, char **argv)
 		for (int j = 0; j < V->nbinds; j++)
 			bind[nbind++] = V->binds[j];
 		V->gi = probe(V, &V->gA, nbind, bind, why, sizeof why);
+		V->gi_why = V->gi ? NULL : arena_strdup(&V->gA, why);
 		if (verify_oracle_make(V))
 			goto out;
 	}

@@ -33,6 +33,8 @@ typedef struct verify {
 	 * a look at it after inference with the options given, so that the
 	 * random inputs need a --dim for one of them only; NULL if none */
 	const ir_graph *gi;
+	const char *sizes_msg;   /* the data set being run has sizes the compiled model refuses: why */
+	const char *gi_why;      /* gi NULL: why the model did not get through inference */
 	arena gA;               /* gi's */
 	int per_set_sizes;      /* compiled for the sizes of each data set (verify_sizes) */
 	int nres, capres;

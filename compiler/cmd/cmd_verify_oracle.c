@@ -50,7 +50,7 @@ int64_t verify_sym_value(const verify *V, const char *name)
 				next = V->dims[j].same;
 			}
 		for (int j = 0; !next && V->gi && j < V->gi->nlinks; j++)
-			if (!strcmp(V->gi->links[j].name, name)) {
+			if (!V->gi->links[j].at_least && !strcmp(V->gi->links[j].name, name)) {
 				if (!V->gi->links[j].into)
 					return V->gi->links[j].value;
 				next = V->gi->links[j].into;
@@ -78,8 +78,10 @@ static int64_t dim_value(verify *V, ir_dim d, const char *what)
 				if (ir_sym_free(g, k))
 					all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
 			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' with "
-					"--dim %s=V, or --dim %s=OTHER if it is another symbol's (the model's symbols: %s)\n",
-				what, g->syms[i], g->syms[b], g->syms[b], g->syms[b], all);
+					"--dim %s=V, or --dim %s=OTHER if it is another symbol's (the model's symbols: %s)%s%s\n",
+				what, g->syms[i], g->syms[b], g->syms[b], g->syms[b], all,
+				V->gi_why ? "; with the sizes given, the model does not compile, so which sizes its "
+				"operators make one is not known: " : "", V->gi_why ? V->gi_why : "");
 			return -1;
 		}
 		int64_t fv[IR_MAX_SYMS] = {0};

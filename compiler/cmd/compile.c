@@ -250,7 +250,10 @@ void compile_fixed_sizes(arena *A, const ir_graph *g, diag *D)
 				pinned = k;
 		if (l->into)
 			continue;
-		if (pinned >= 0)
+		if (l->at_least)
+			diag_warn(D, "size '%s' must be at least %lld: required by node '%s' (%s); the generated code "
+				  "checks it once per call", l->name, (long long)l->value, l->node, l->why);
+		else if (pinned >= 0)
 			diag_warn(D, "size '%s' = %s must be %lld: required by node '%s' (%s); the generated code checks "
 				  "it once per call", l->name, ir_sym_def_str(A, g, pinned), (long long)l->value, l->node,
 				  l->why);
@@ -263,14 +266,102 @@ void compile_fixed_sizes(arena *A, const ir_graph *g, diag *D)
 
 static int run_stages(arena *A, diag *D, compile_job *j, validate *V);
 
+/* What the sizes of a compiled graph are held to: 2 for each size fixed or
+ * pinned to a constant, 1 for each least value an If's branch needed (a
+ * smaller number: the model runs for more sizes). */
+static int restriction(const ir_graph *g)
+{
+	int r = 0;
+	for (int i = 0; i < g->nlinks; i++)
+		r += g->links[i].at_least ? 1 : g->links[i].into ? 0 : 2;
+	return r;
+}
+
+/* The options of the Ifs decided by a size (lower_seq.c: size_if) after a
+ * first try g (errs: its errors): every choice of them, depth first from
+ * the last If that has another, each tried in a quiet compilation through
+ * the passes.  Of those that compile, the one whose sizes are held to
+ * least (restriction), the earliest of equals: 1 with take[0, *n) its
+ * options; 0 when none compiles. */
+static int search_choices(arena *A, const compile_job *j, const ir_graph *g, int errs, signed char *take, int *n)
+{
+	enum { MAX_TRIES = 64 };
+	signed char cur[IR_MAX_CHOICES], nopt[IR_MAX_CHOICES];
+	int k = g->nchoices, best = errs ? -1 : restriction(g);
+	memcpy(cur, g->choice_take, (size_t)k);
+	memcpy(nopt, g->choice_nopt, (size_t)k);
+	memcpy(take, cur, (size_t)k);
+	*n = k;
+	for (int tries = 0; tries < MAX_TRIES; tries++) {
+		int i = k - 1;
+		while (i >= 0 && cur[i] + 1 >= nopt[i])
+			i--;
+		if (i < 0)
+			break;
+		cur[i]++;
+		k = i + 1;
+		diag Q;
+		diag_init(&Q, j->model);
+		Q.quiet = 1;
+		compile_job q = {.model = j->model, .nbind = j->nbind, .bind = j->bind, .po = j->po,
+				 .choice_take = cur, .nchoice = k};
+		int e = run_stages(A, &Q, &q, NULL);
+		if (!q.g)
+			break;
+		k = q.g->nchoices;
+		memcpy(cur, q.g->choice_take, (size_t)k);
+		memcpy(nopt, q.g->choice_nopt, (size_t)k);
+		if (!e && !Q.nerrors && (best < 0 || restriction(q.g) < best)) {
+			best = restriction(q.g);
+			memcpy(take, cur, (size_t)k);
+			*n = k;
+		}
+	}
+	return best >= 0;
+}
+
 /* With CELLC_VALIDATE, every pass is checked against the reference
  * interpreter (validate.c): a pass that changes what the graph computes is
- * an error naming it. */
+ * an error naming it.
+ *
+ * An If decided by a size with more than one option (lower_seq.c) makes
+ * the compilation a search: from that If on the first try holds its
+ * diagnostics, calls no hook and writes nothing; search_choices tries the
+ * other choices.  The compilation then runs again with the choice found,
+ * skipping what the first try printed and reported before it held; when
+ * no choice compiles, the first try's errors are printed, with a note. */
 int compile_run(arena *A, diag *D, compile_job *j)
 {
+	diag D0 = *D;
 	validate *V = validate_new();
+	j->choice_hold = 1;
+	j->nafter = 0;
 	int errs = run_stages(A, D, j, V);
 	validate_end(V, j->model);
+	if (!D->hold)
+		return errs;
+	signed char take[IR_MAX_CHOICES];
+	int n;
+	if (!search_choices(A, j, j->g, errs, take, &n)) {
+		diag_flush(D);
+		diag_note(D, "cellc compiled this model once for each choice of branch of its If nodes decided by "
+			  "a run-time size (a select of both branches, and each branch with the condition it needs "
+			  "recorded), and none compiled; the errors above are the first choice's");
+		return errs;
+	}
+	int skip = D->hold_from, after = j->nafter;
+	diag_drop(D);
+	*D = D0;
+	D->skip = skip;
+	j->choice_take = take;
+	j->nchoice = n;
+	j->choice_hold = 0;
+	j->skip_after = after;
+	j->nafter = 0;
+	V = validate_new();
+	errs = run_stages(A, D, j, V);
+	validate_end(V, j->model);
+	j->choice_take = NULL;
 	return errs;
 }
 
@@ -286,12 +377,20 @@ static int run_stages(arena *A, diag *D, compile_job *j, validate *V)
 		if (s->kind == STAGE_LOAD) {
 			j->g = load(A, D, j);
 			errs = !j->g;
+			if (j->g) {
+				j->g->nchoice_fixed = j->nchoice;
+				if (j->nchoice)
+					memcpy(j->g->choice_take, j->choice_take, (size_t)j->nchoice);
+				j->g->choice_hold = j->choice_hold;
+			}
 		} else if (s->kind == STAGE_RESOLVE) {
 			while (last + 1 < compile_nstages && compile_stages[last + 1].kind == STAGE_RESOLVE)
 				last++;
 			errs = resolve_graph(j->g, D, &j->failed);
 		} else if (s->kind == STAGE_PASS) {
 			errs = s->run(j->g, D, po);
+		} else if (D->hold) {
+			break;          /* a try (compile_run): nothing is written */
 		} else if (j->emit) {
 			/* every pass has run: what compiles but falls back is reported
 			 * now, before anything is written */
@@ -320,7 +419,7 @@ static int run_stages(arena *A, diag *D, compile_job *j, validate *V)
 			const char *name = compile_stages[k].name;
 			if (compile_stages[k].kind != STAGE_EMIT && compile_checking())
 				ir_verify(j->g, name);
-			if (j->after)
+			if (j->after && !D->hold && j->nafter++ >= j->skip_after)
 				j->after(name, j->g, j->ctx);
 			if (j->stop_after && strcmp(j->stop_after, name) == 0)
 				return 0;

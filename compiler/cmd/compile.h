@@ -60,6 +60,12 @@ typedef struct compile_job {
 	void (*after)(const char *stage, ir_graph *g, void *ctx);
 	void *ctx;              /* for emit and after */
 	compile_fallback_mode fallbacks; /* reported before the emit stage (0: not) */
+	/* Ifs decided by a size (ir_graph.choice_take): compile_run's own */
+	const signed char *choice_take; /* the options the first nchoice such Ifs take */
+	int nchoice;
+	int choice_hold;        /* hold the diagnostics once an If has another option */
+	int skip_after;         /* after-calls already made by an earlier try */
+	int nafter;             /* out: after-calls made */
 	ir_graph *g;            /* out: the graph as far as it got (NULL: not loaded) */
 	const char *failed;     /* out: the stage that failed, or NULL */
 } compile_job;

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Noreturn void die(const char *fmt, ...)
@@ -33,8 +34,57 @@ void diag_vemit(diag *D, const char *kind, const char *where, const char *fmt, v
 	/* Keep the simple "FILE: error: msg" form when there is no location. */
 	if (!where)
 		snprintf(D->last, sizeof D->last, "%s: %s: %s", D->file ? D->file : "cellc", kind, msg);
-	if (!D->quiet)
+	if (D->quiet)
+		return;
+	if (D->skip > 0) {
+		D->skip--;
+		return;
+	}
+	D->nprinted++;
+	if (!D->hold) {
 		fprintf(stderr, "%s\n", D->last);
+		return;
+	}
+	size_t n = strlen(D->last);
+	char *h = realloc(D->held, D->held_len + n + 2);
+	if (!h)
+		die("out of memory holding a diagnostic");
+	memcpy(h + D->held_len, D->last, n);
+	h[D->held_len + n] = '\n';
+	h[D->held_len + n + 1] = 0;
+	D->held = h;
+	D->held_len += n + 1;
+}
+
+void diag_hold(diag *D)
+{
+	if (D->hold)
+		return;
+	D->hold = 1;
+	D->hold_from = D->nprinted;
+}
+
+void diag_note(diag *D, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag_vemit(D, "note", NULL, fmt, ap);
+	va_end(ap);
+}
+
+void diag_flush(diag *D)
+{
+	if (D->held_len)
+		fwrite(D->held, 1, D->held_len, stderr);
+	diag_drop(D);
+}
+
+void diag_drop(diag *D)
+{
+	free(D->held);
+	D->held = NULL;
+	D->held_len = 0;
+	D->hold = 0;
 }
 
 /* Counts one error about operator `op` ("": no node) with message fmt;

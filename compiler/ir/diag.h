@@ -12,6 +12,7 @@
 #define CELLC_DIAG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 struct ir_node;
 
@@ -36,7 +37,26 @@ typedef struct diag {
 	int nshown;             /* errors counted against max_errors (all but collected ones) */
 	int nkinds, lost;       /* kinds[] used; errors of kinds beyond DIAG_KINDS */
 	diag_kind kinds[DIAG_KINDS];
+	/* A compilation that may be tried again (compile_run: an If decided by
+	 * a size, with another branch to try) holds what it would print from
+	 * the If on: diag_flush prints it, diag_drop forgets it.  The retry
+	 * skips the messages the first try printed before it held them. */
+	int hold;               /* messages go to held[], not stderr */
+	char *held;             /* malloc'd, held_len bytes of lines */
+	size_t held_len;
+	int nprinted;           /* messages printed (or held) so far */
+	int hold_from;          /* nprinted when holding began */
+	int skip;               /* the next `skip` messages are not printed */
 } diag;
+
+/* Holds the messages from now on (hold_from: the number printed before). */
+void diag_hold(diag *D);
+/* "FILE: note: msg": more about the error before it. */
+void diag_note(diag *D, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the held messages and stops holding. */
+void diag_flush(diag *D);
+/* Forgets the held messages and stops holding. */
+void diag_drop(diag *D);
 
 void diag_init(diag *D, const char *file);
 /* An error about the whole file (truncated, not ONNX, ...). */

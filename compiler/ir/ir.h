@@ -64,7 +64,7 @@ int ir_dtype_lookup(const char *name);  /* from the native spelling; -1 if unkno
 
 /* ---- symbolic dimensions ------------------------------------------------- */
 
-enum { IR_MAX_RANK = 8, IR_MAX_SYMS = 16 };
+enum { IR_MAX_RANK = 8, IR_MAX_SYMS = 16, IR_MAX_CHOICES = 8 };
 
 /* k * prod(sym[i] ^ pow[i]).  A plain constant has all pow zero.  k < 0 never
  * occurs in a shape; it is used only for "unknown" (see IR_DIM_UNKNOWN). */
@@ -352,6 +352,18 @@ typedef struct ir_graph {
 	int nlinks;
 	struct ir_sym_link *links;     /* [nlinks] in the order they were made */
 	int unify_ok;           /* pass_infer is running: ir_sym_unify may change symbols */
+	/* Ifs decided by a size (lower_seq.c: `if x.shape[-1] == 1:` where the
+	 * size is known only at run time and the branches differ in shape):
+	 * the i-th such If met takes the branch its option choice_take[i] names
+	 * (0: the first preference) and records how many options it had; the
+	 * option's condition on the size is recorded as a link (pinned or at
+	 * least).  compile.c tries the other options when a compilation fails
+	 * after one (compile_run), and so chooses the first that compiles. */
+	int nchoices;           /* size-decided Ifs met */
+	int nchoice_fixed;      /* choice_take[0, n) prescribed by compile_run */
+	signed char choice_take[IR_MAX_CHOICES], choice_nopt[IR_MAX_CHOICES];
+	int choice_hold;        /* compile_run may retry: an If with another option
+	                           holds the diagnostics from then on (diag.hold) */
 	int opset;              /* default-domain opset of the source */
 	const char *producer;   /* producer name and version, for the provenance header */
 	const char *source;     /* model file path */
@@ -487,6 +499,9 @@ int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free);
 const char *ir_sym_def_str(arena *A, const ir_graph *g, int s);
 /* The least value of free symbol i at run time: sym_min, at least 1. */
 int64_t ir_sym_least(const ir_graph *g, int i);
+/* The least value of any symbol s: a free one's ir_sym_least, a pinned
+ * one's pin, a derived one's definition at its base's least value. */
+int64_t ir_sym_least_value(const ir_graph *g, int s);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
 int ir_dim_one_sym(ir_dim d);
 /* Sizes made one by an operator's contract.  Where an operator requires two
@@ -509,6 +524,9 @@ typedef struct ir_sym_link {
 	const char *name;       /* the symbol that is gone */
 	const char *into;       /* the symbol it became; NULL: a constant */
 	int64_t value;          /* into NULL: the size it must be (>= 1) */
+	int at_least;           /* 1: no rewrite; free symbol `name` stays and must be
+	                           at least `value` (an If decided by a size:
+	                           `sizes "L" >= 2, node ..., why ...`) */
 	const char *node;       /* the node whose contract required it */
 	const char *why;        /* what the contract required, a phrase */
 } ir_sym_link;

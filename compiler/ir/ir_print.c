@@ -660,7 +660,7 @@ static void print_link(sbuf *b, const ir_sym_link *l, int depth)
 	indent(b, depth);
 	sb_puts(b, "sizes ");
 	sb_quoted(b, l->name);
-	sb_puts(b, " = ");
+	sb_puts(b, l->at_least ? " >= " : " = ");
 	if (l->into)
 		sb_quoted(b, l->into);
 	else

@@ -74,6 +74,18 @@ int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free)
 	return floordiv(x, ir_sym_div(g, s));
 }
 
+int64_t ir_sym_least_value(const ir_graph *g, int s)
+{
+	g = ir_root((ir_graph *)g);
+	if (g->sym_pin[s])
+		return g->sym_pin[s];
+	int64_t least[IR_MAX_SYMS];
+	for (int i = 0; i < g->nsyms; i++)
+		least[i] = ir_sym_least(g, i);
+	int64_t v = ir_sym_value(g, s, least);
+	return v < 1 ? 1 : v;
+}
+
 const char *ir_sym_def_str(arena *A, const ir_graph *g, int s)
 {
 	g = ir_root((ir_graph *)g);
@@ -442,6 +454,18 @@ int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *
 	if (t >= 0 && root->sym_min[s] > root->sym_min[t])      /* the larger least value holds */
 		root->sym_min[t] = root->sym_min[s];
 	map_graph(root, &m, root, 1);
+	/* a least value recorded for s (an If decided by a size) follows it:
+	 * into a symbol it is that symbol's, into a constant it is met */
+	int kept = 0;
+	for (int i = 0; i < root->nlinks; i++) {
+		ir_sym_link *k = &root->links[i];
+		if (k->at_least && !strcmp(k->name, root->syms[s]) && !l.into)
+			continue;
+		if (k->at_least && !strcmp(k->name, root->syms[s]))
+			k->name = l.into;
+		root->links[kept++] = *k;
+	}
+	root->nlinks = kept;
 	compact(root, &m);
 	ir_sym_link_add(root, &l);
 	return 1;

@@ -785,6 +785,16 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	}
 	for (int i = 0; !g->parent && i < g->nlinks; i++) {
 		const ir_sym_link *l = &g->links[i];
+		if (l->at_least) {      /* a free symbol still in use, at least the value */
+			int k = -1;
+			for (int j = 0; l->name && j < g->nsyms; j++)
+				if (!strcmp(g->syms[j], l->name))
+					k = j;
+			if (k < 0 || !ir_sym_free(g, k) || l->into || l->value < 2 || ir_sym_least(g, k) < l->value)
+				bad(&c, g, "sizes link %d ('%s' >= %lld) names no free symbol of that least value", i,
+				    l->name ? l->name : "", (long long)l->value);
+			continue;
+		}
 		int gone = l->name && *l->name;
 		for (int k = 0; gone && k < g->nsyms; k++)     /* gone, or pinned to the value */
 			gone = strcmp(g->syms[k], l->name) != 0 || (!l->into && g->sym_pin[k] == l->value);

@@ -408,9 +408,217 @@ static const char *source_inputs(arena *A, const ir_value *v, const char *acc, i
 	return acc;
 }
 
+/* If n replaced by the nodes of its branch `which` ("then_branch" or
+ * "else_branch"): its constants copied, its captures kept, each output an
+ * Identity of the branch's. */
+static int take_branch(ir_graph *g, ir_node *n, rlist *l, const char *which)
+{
+	ir_attr *a = ir_attr_find(n, which);
+	ASSERT(a && a->kind == ATTR_GRAPH);
+	ir_graph *b = a->g;
+	vmap m = {0};
+	copy_nodes(&m, b, b, g, l);
+	for (int j = 0; j < n->nout; j++)
+		bind_result(g, l, n, n->out[j], ref(&m, b, g, b->outputs[j]));
+	return 0;
+}
+
+/* ---- If decided by a size ----------------------------------------------------- */
+
+/* A condition that is a comparison of a size known only at run time with a
+ * constant (`if x.shape[-1] == 1:`, through Not, Cast to bool and views of
+ * one element): true exactly when lo <= d <= hi, negated when neg.  d is one
+ * symbol (free or derived). */
+typedef struct size_pred {
+	ir_dim d;
+	int64_t lo, hi;
+	int neg;
+} size_pred;
+
+static int one_dim(const ir_value *v, ir_dim *d)
+{
+	if (!v || v->seq != IR_TENSOR || !infer_is_const(v) || ir_shape_const_numel(&v->shape) != 1 ||
+	    (!v->sym && !v->data))
+		return 0;
+	if (!v->sym && v->dtype != DT_I64 && v->dtype != DT_I32 && v->dtype != DT_I16 && v->dtype != DT_I8)
+		return 0;
+	*d = infer_elem_dim(v, 0);
+	return 1;
+}
+
+static int size_pred_of(const ir_value *c, size_pred *p)
+{
+	p->neg = 0;
+	for (int depth = 0; depth < 32 && c && c->producer; depth++) {
+		const ir_node *n = c->producer;
+		if (n->op == OP_NOT) {
+			p->neg = !p->neg;
+		} else if (n->op == OP_IDENTITY || n->op == OP_SQUEEZE || n->op == OP_UNSQUEEZE || n->op == OP_RESHAPE ||
+			   (n->op == OP_CAST && n->in[0]->dtype == DT_BOOL)) {
+			/* a view of the one element, or a bool kept bool */
+		} else if (n->op == OP_EQUAL || n->op == OP_LESS || n->op == OP_LESSEQ || n->op == OP_GREATER ||
+			   n->op == OP_GREATEREQ) {
+			ir_dim a, b;
+			if (!one_dim(n->in[0], &a) || !one_dim(n->in[1], &b))
+				return 0;
+			int ca = infer_mono_is_const(a), cb = infer_mono_is_const(b);
+			ir_op op = n->op;
+			if (ca == cb)
+				return 0;
+			if (ca) {       /* c < d is d > c */
+				ir_dim t = a;
+				a = b, b = t;
+				op = op == OP_LESS ? OP_GREATER : op == OP_GREATER ? OP_LESS : op == OP_LESSEQ ? OP_GREATEREQ
+				   : op == OP_GREATEREQ ? OP_LESSEQ : op;
+			}
+			if (ir_dim_one_sym(a) < 0 || b.k <= INT32_MIN || b.k >= INT32_MAX)
+				return 0;
+			p->d = a;
+			p->lo = op == OP_EQUAL ? b.k : op == OP_GREATER ? b.k + 1 : op == OP_GREATEREQ ? b.k : INT64_MIN;
+			p->hi = op == OP_EQUAL ? b.k : op == OP_LESS ? b.k - 1 : op == OP_LESSEQ ? b.k : INT64_MAX;
+			return 1;
+		} else {
+			return 0;
+		}
+		c = n->in[0];
+	}
+	return 0;
+}
+
+/* What one branch of a size-decided If needs of the size d (least value L):
+ * the sizes it is taken for, within [L, inf), as cellc can record them. */
+typedef enum {
+	NEED_NONE,      /* taken for no size: the other branch always is */
+	NEED_ALL,       /* taken for every size: no condition */
+	NEED_AT_LEAST,  /* d >= a (a > L) */
+	NEED_EQUAL,     /* d == a */
+	NEED_OTHER,     /* a set cellc cannot record (d in [a, b], or two pieces) */
+} size_need;
+
+/* The sizes in [L, inf) with lo <= d <= hi (or, out, those outside). */
+static size_need need_of(int64_t L, int64_t lo, int64_t hi, int out, int64_t *a)
+{
+	if (!out) {
+		int64_t from = lo > L ? lo : L;
+		if (from > hi)
+			return NEED_NONE;
+		*a = from;
+		return hi == INT64_MAX ? (from == L ? NEED_ALL : NEED_AT_LEAST) : from == hi ? NEED_EQUAL : NEED_OTHER;
+	}
+	int below = lo != INT64_MIN && lo - 1 >= L, above = hi != INT64_MAX;
+	if (below && above)
+		return NEED_OTHER;
+	if (above) {
+		*a = hi + 1 > L ? hi + 1 : L;
+		return *a == L ? NEED_ALL : NEED_AT_LEAST;
+	}
+	if (below) {
+		*a = L;
+		return lo - 1 == L ? NEED_EQUAL : NEED_OTHER;
+	}
+	return NEED_NONE;
+}
+
+static const char *pred_str(arena *A, const ir_graph *g, const size_pred *p)
+{
+	const char *s = g->syms[ir_dim_one_sym(p->d)];
+	const char *t = p->lo == p->hi ? arena_printf(A, "%s == %lld", s, (long long)p->lo)
+			: p->hi == INT64_MAX ? arena_printf(A, "%s >= %lld", s, (long long)p->lo)
+			: p->lo == INT64_MIN ? arena_printf(A, "%s <= %lld", s, (long long)p->hi)
+			: arena_printf(A, "%lld <= %s <= %lld", (long long)p->lo, s, (long long)p->hi);
+	return p->neg ? arena_printf(A, "not (%s)", t) : t;
+}
+
+/* An If whose condition compares a size known only at run time with a
+ * constant.  Where the size's least value decides it, the branch it takes
+ * is inlined.  Otherwise the options, in this order:
+ *   0. both branches and a select per output (select_if), when their outputs
+ *      agree in shape: the If decided at run time, no condition on the size;
+ *   1. the branch whose sizes are "d >= a" (recorded as the least value of
+ *      d's free symbol, a `sizes "L" >= a` link);
+ *   2. the branch whose sizes are "d == a" (d unified with a: fixed or
+ *      pinned, a link), the then branch first where both are of one kind.
+ * The compilation takes option root->choice_take[i] for the i-th such If
+ * (0 on a first try); compile_run tries the others when it fails after
+ * one, so a branch whose outputs the rest of the model cannot take (Silero
+ * VAD v5's `if x.shape[-1] == 1: x = x.squeeze(-1)` before an LSTMCell) is
+ * left for the one it can.  Every condition a chosen branch needs is
+ * recorded and checked by the generated code once per call: the model then
+ * runs only for those sizes, and compile and info say so. */
+static int size_if(ir_graph *g, ir_node *n, diag *D, rlist *l, const size_pred *p)
+{
+	ir_graph *root = ir_root(g);
+	int s = ir_dim_one_sym(p->d);
+	int64_t L = ir_sym_least_value(root, s), a[2];
+	/* branch k is taken where the comparison is true (k = 0, unless negated) */
+	size_need need[2];
+	for (int k = 0; k < 2; k++)
+		need[k] = need_of(L, p->lo, p->hi, k != p->neg, &a[k]);
+	const char *pred = pred_str(g->A, root, p);
+	static const char *const br[2] = {"then_branch", "else_branch"};
+	for (int k = 0; k < 2; k++)
+		if (need[1 - k] == NEED_NONE) {         /* decided by the size's range */
+			return take_branch(g, n, l, br[k]);
+		}
+	/* the options, in the order of preference */
+	int opt[3], nopt = 0;
+	opt[nopt++] = -1;                               /* the select */
+	for (int kind = NEED_AT_LEAST; kind <= NEED_EQUAL; kind++)
+		for (int k = 0; k < 2; k++)
+			if ((int)need[k] == kind)
+				opt[nopt++] = k;
+	int i = root->nchoices;
+	if (i >= IR_MAX_CHOICES) {
+		diag_node(D, n, "If with a condition on a run-time size (%s): the model has more than %d Ifs decided "
+			  "by a size, which is as many as cellc chooses branches for", pred, (int)IR_MAX_CHOICES);
+		return -1;
+	}
+	root->nchoices++;
+	int take = i < root->nchoice_fixed ? root->choice_take[i] : 0;
+	if (take < 0 || take >= nopt)
+		take = 0;
+	root->choice_take[i] = (signed char)take;
+	root->choice_nopt[i] = (signed char)nopt;
+	if (nopt > 1 && root->choice_hold)
+		diag_hold(D);
+	if (opt[take] < 0)
+		return select_if(g, n, D, l);
+	int k = opt[take];
+	const char *why = arena_printf(g->A, "If takes its %s branch, which is for %s %s %lld; its branches give "
+				       "different shapes", k ? "else" : "then", root->syms[s],
+				       need[k] == NEED_EQUAL ? "==" : ">=", (long long)a[k]);
+	if (need[k] == NEED_EQUAL) {
+		root->unify_ok = 1;
+		int ok = ir_sym_unify(g, p->d, ir_dim_const(a[k]), n->name, why);
+		root->unify_ok = 0;
+		if (!ok) {
+			diag_node(D, n, "If with a condition on a run-time size (%s): its %s branch is for %s == %lld, "
+				  "which cellc cannot make that size (a size derived from it would fall below 1)",
+				  pred, k ? "else" : "then", root->syms[s], (long long)a[k]);
+			return -1;
+		}
+	} else {
+		int f = s;
+		while (root->sym_base[f])
+			f = root->sym_base[f] - 1;
+		if (!ir_sym_need(g, p->d, a[k])) {
+			diag_node(D, n, "If with a condition on a run-time size (%s): its %s branch is for %s >= %lld, "
+				  "which cellc cannot require", pred, k ? "else" : "then", root->syms[s], (long long)a[k]);
+			return -1;
+		}
+		ir_sym_link lk = {.name = root->syms[f], .value = ir_sym_least(root, f), .node = n->name,
+				  .why = why, .at_least = 1};
+		ir_sym_link_add(root, &lk);
+	}
+	return take_branch(g, n, l, br[k]);
+}
+
 static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 {
 	int64_t c;
+	size_pred p;
+	if (!const_scalar(n->in[0], &c) && !g->parent && size_pred_of(n->in[0], &p))
+		return size_if(g, n, D, l, &p);
 	if (!const_scalar(n->in[0], &c)) {
 		/* in a loop's step (a scripted restart `if k % F == 0:`): a select;
 		 * at the top level the condition is a model input's business: bind
@@ -429,14 +637,7 @@ static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 				  "select of both branches)", n->in[0]->name);
 		return -1;
 	}
-	ir_attr *a = ir_attr_find(n, c ? "then_branch" : "else_branch");
-	ASSERT(a && a->kind == ATTR_GRAPH);
-	ir_graph *br = a->g;
-	vmap m = {0};
-	copy_nodes(&m, br, br, g, l);
-	for (int k = 0; k < n->nout; k++)
-		bind_result(g, l, n, n->out[k], ref(&m, br, g, br->outputs[k]));
-	return 0;
+	return take_branch(g, n, l, c ? "then_branch" : "else_branch");
 }
 
 /* ---- SequenceMap ------------------------------------------------------------------ */

@@ -106,8 +106,8 @@ static int forced(M *m, const F(_dims) *d, const char *ref, const float *x, long
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: stream WEIGHTS|- AUDIO.f32 CHUNK OUT.f32\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: stream WEIGHTS|- AUDIO.f32 CHUNK OUT.f32 [CONTEXT]\n");
 		return 1;
 	}
 	long N = atol(argv[3]);
@@ -131,6 +131,15 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof d / sizeof *dp; i++)
 		dp[i] = 1;
 	int64_t sh[8];
+	/* with CONTEXT, the symbol that sizes input 0's axis 1 (a model compiled
+	 * for any chunk length) is CHUNK + CONTEXT */
+	long want = argc == 6 ? N + atol(argv[5]) : 0;
+	for (size_t i = 0; want && i < sizeof d / sizeof *dp; i++) {
+		dp[i] = want;
+		F(_io_shape)(&d, 0, 0, sh);
+		if (sh[1] != want || sh[0] != 1)
+			dp[i] = 1;
+	}
 	F(_io_shape)(&d, 0, 0, sh);
 	long C = (long)sh[1] - N;
 	if (F(_io_rank)(0, 0) != 2 || sh[0] != 1 || C < 0) {

@@ -191,6 +191,41 @@ START_TEST(pin_derived)
 }
 END_TEST
 
+/* ir_sym_least_value of a derived symbol, and a least value an If recorded
+ * (an at_least link) following its symbol through unification. */
+START_TEST(least_value_and_at_least_links)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	ir_dim f = floor_of(g, ir_dim_sym(1), 1, 0, 8);      /* floor(L / 8) */
+	int s = ir_dim_one_sym(f);
+	/* L >= 1: floor(1 / 8) = 0, reported as the least size 1 */
+	ck_assert_int_eq(ir_sym_least_value(g, s), 1);
+	ck_assert(ir_sym_need(g, f, 2));                      /* floor(L / 8) >= 2: L >= 16 */
+	ck_assert_int_eq(ir_sym_least(g, 1), 16);
+	ck_assert_int_eq(ir_sym_least_value(g, s), 2);
+	ir_sym_link l = {.name = "L", .value = 16, .node = "If_1", .why = "w", .at_least = 1};
+	ir_sym_link_add(g, &l);
+	/* a second input whose length M the model makes one with L: the link is
+	 * L's still, and L keeps the larger least value */
+	ck_assert_int_eq(ir_sym_add(g, "M"), 3);
+	g->unify_ok = 1;
+	ck_assert(ir_sym_unify(g, ir_dim_sym(1), ir_dim_sym(3), "Add_2", "broadcasting"));
+	ck_assert_int_eq(g->nlinks, 2);
+	ck_assert_str_eq(g->links[0].name, "L");
+	ck_assert(g->links[0].at_least);
+	/* L fixed to 20 (at least 16): the least value is met and its link goes */
+	ck_assert(ir_sym_unify(g, ir_dim_sym(1), ir_dim_const(20), "Add_3", "broadcasting"));
+	for (int i = 0; i < g->nlinks; i++)
+		ck_assert(!g->links[i].at_least);
+	/* below the least value: refused */
+	ir_graph *h = graph(NULL);
+	h->unify_ok = 1;
+	ck_assert(ir_sym_need(h, ir_dim_sym(1), 16));
+	ck_assert(!ir_sym_unify(h, ir_dim_sym(1), ir_dim_const(10), "n", "w"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ir_sym");
@@ -201,6 +236,7 @@ int main(void)
 	tcase_add_test(tc, unify_two_symbols);
 	tcase_add_test(tc, unify_with_constant);
 	tcase_add_test(tc, pin_derived);
+	tcase_add_test(tc, least_value_and_at_least_links);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);     /* CK_VERBOSITY from the environment (the harness: verbose) */
