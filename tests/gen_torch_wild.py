@@ -44,7 +44,10 @@ its export with a dynamic batch axis (SentimentRNN_dynamic_batch, data at
 batch 2 only, T = 8 and 11) runs only at batch 2, as ONNX Runtime runs it:
 cellc must compile it for batch 2 with a warning saying so (the batch made
 2 by the node that broadcasts the state against it), and its export with the batch fixed (SentimentRNN; T = 8 and 11)
-must verify.  ConvPoolLSTM halves the length with a MaxPool1d: its export with a
+must verify.  DeepSpeechConv (a strided Conv2d over a spectrogram's
+frames) and CRNNWidth (a MaxPool2d over a text line's width) run their
+recurrences over a size expression of the run-time length and must
+verify at every length from one build.  ConvPoolLSTM halves the length with a MaxPool1d: its export with a
 dynamic time axis (ConvPoolLSTM_dynamic_seq) must verify at T = 8, 11 and 5
 from one build (its LSTM runs floor(seq / 2) steps, a size expression),
 and its export with T fixed at 8 must verify (batch 2, 3 and 1).
@@ -930,13 +933,58 @@ class FlipBiGRU(nn.Module):
         return self.fc(torch.cat([out_f[:, -1, :], out_b[:, 0, :]], dim=-1))
 
 
+class DeepSpeechConv(nn.Module):
+    """Speech recogniser front end after DeepSpeech 2: a spectrogram [batch,
+    1, freq, time], Conv2d with stride 2 over both axes (padding 2 and 1),
+    Hardtanh, the channels and the halved frequencies flattened per frame, a
+    bidirectional GRU over floor((time + 1) / 2) frames, Linear per frame."""
+    tags = ["conv2d_front_end", "strided_time", "flatten_freq", "bidirectional", "per_step_head"]
+    stacked = [1, 1]
+    layout = "b1ft"
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 3, kernel_size=(5, 3), stride=(2, 2), padding=(2, 1))
+        self.gru = nn.GRU(3 * 4, HIDDEN, bidirectional=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        z = F.hardtanh(self.conv(x), 0, 20)                 # [B, 3, 4, T']
+        b, c, f, t = z.size()
+        z = z.view(b, c * f, t).permute(2, 0, 1)            # [T', B, 12]
+        out, _ = self.gru(z)
+        return self.fc(out)
+
+
+class CRNNWidth(nn.Module):
+    """Text-line recogniser (CRNN): an image [batch, 1, 8, width], Conv2d
+    3x3 same, ReLU, MaxPool2d(2) halving the height and the run-time width,
+    the columns as the sequence, a bidirectional LSTM, Linear per column."""
+    tags = ["conv2d_front_end", "max_pool_width", "bidirectional", "per_step_head"]
+    stacked = [1, 1]
+    layout = "b1ft"
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.lstm = nn.LSTM(4 * 4, HIDDEN, bidirectional=True)
+        self.fc = nn.Linear(2 * HIDDEN, CLASSES)
+
+    def forward(self, x):
+        z = self.pool(F.relu(self.conv(x)))                 # [B, 4, 4, W / 2]
+        z = z.flatten(1, 2).permute(2, 0, 1)                # [W / 2, B, 16]
+        out, _ = self.lstm(z)
+        return self.fc(out)
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
           GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
           SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
           ReshapeHeadLSTM, SliceHeadGRU, BiGRUHalves, ChunkBiLSTM, ViewDirsBiLSTM, SplitSumBiGRU,
-          ForwardHalfBiLSTM, LastHiddenBiGRU, FlipBiGRU]
+          ForwardHalfBiLSTM, LastHiddenBiGRU, FlipBiGRU, DeepSpeechConv, CRNNWidth]
 
 
 # ---- export -------------------------------------------------------------------------------
@@ -946,7 +994,10 @@ def inputs_of(cls, model, b, t, gen):
     bf = any(m.batch_first for m in model.modules() if isinstance(m, nn.RNNBase))
     layout = getattr(cls, "layout", "bti" if bf else "tbi")
     tokens = "tokens" in cls.tags
-    if layout == "image":
+    if layout == "b1ft":                # a spectrogram or a text line: 8 rows, a run-time width
+        x = torch.from_numpy(gen.standard_normal((b, 1, 8, t)).astype(np.float32))
+        axes = {0: "batch", 3: "seq"}
+    elif layout == "image":
         x = torch.from_numpy(gen.uniform(0, 1, (b, t, 2)).astype(np.float32))
         axes = {0: "batch", 1: "rows"}
     elif tokens:
