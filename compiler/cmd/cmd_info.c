@@ -232,6 +232,38 @@ typedef struct info_ctx {
 	const char *model;
 } info_ctx;
 
+/* Outputs whose inferred shape the file declares otherwise (a size where
+ * inference has another or a symbol, another rank): the file's shapes are
+ * hints, the inferred ones are used. */
+static void print_declared(arena *A, const ir_graph *g)
+{
+	int first = 1;
+	for (int i = 0; i < g->ndeclared; i++) {
+		const struct ir_declared *d = &g->declared[i];
+		const ir_value *o = NULL;
+		for (int k = 0; k < g->noutputs && !o; k++)
+			if (!strcmp(g->outputs[k]->name, d->name))
+				o = g->outputs[k];
+		if (!o || o->seq != IR_TENSOR || o->shape.rank < 0)
+			continue;
+		int differ = o->shape.rank != d->rank;
+		const char *text = "";
+		for (int a = 0; a < d->rank; a++) {
+			ir_dim x = a < o->shape.rank ? o->shape.d[a] : ir_dim_const(0);
+			if (d->dim[a] >= 0)     /* a name is an unknown size, not a disagreement */
+				differ |= !ir_dim_is_const(x) || x.k != d->dim[a];
+			text = arena_printf(A, "%s%s%s", text, a ? ", " : "", d->dim[a] >= 0 ?
+					    arena_printf(A, "%lld", (long long)d->dim[a]) : d->dim[a] == -1 ? d->param[a] : "?");
+		}
+		if (!differ)
+			continue;
+		printf("%s%s is %s%s; the file declares [%s] (a hint: the inferred shape is used)\n",
+		       first ? "declared:  " : "           ", o->name, ir_dtype_name(o->dtype),
+		       ir_shape_str(A, g, &o->shape), text);
+		first = 0;
+	}
+}
+
 static void print_stage(const char *stage, ir_graph *g, void *ctx)
 {
 	const info_ctx *c = ctx;
@@ -285,6 +317,7 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 		}
 		print_values(A, "inputs", g->ninputs, g->inputs);
 		print_values(A, "outputs", g->noutputs, g->outputs);
+		print_declared(A, g);
 		print_rnn_ops(A, g);
 	}
 }

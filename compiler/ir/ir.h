@@ -362,6 +362,17 @@ typedef struct ir_graph {
 	int nchoices;           /* size-decided Ifs met */
 	int nchoice_fixed;      /* choice_take[0, n) prescribed by compile_run */
 	signed char choice_take[IR_MAX_CHOICES], choice_nopt[IR_MAX_CHOICES];
+	/* The shapes the source file declares for the graph outputs (ONNX: the
+	 * output's TypeProto, which exporters fill from the traced run).  Only
+	 * a hint: the shapes cellc uses are inferred, and `cellc info` names an
+	 * output whose inferred shape disagrees with the file's.  [ndeclared] */
+	int ndeclared;
+	struct ir_declared {
+		const char *name;       /* the output */
+		int rank;
+		int64_t dim[IR_MAX_RANK];       /* >= 0 a size; -1 a name (dim_param); -2 none */
+		const char *param[IR_MAX_RANK]; /* dim -1: the name */
+	} *declared;
 	int choice_hold;        /* compile_run may retry: an If with another option
 	                           holds the diagnostics from then on (diag.hold) */
 	int opset;              /* default-domain opset of the source */

@@ -891,6 +891,22 @@ static void load_outputs(onnx_ctx *L, const Onnx__GraphProto *gp)
 		if (kind != IR_TENSOR)
 			v->seq = kind;  /* what the data sets hold; resolved by pass_seq */
 		g->outputs[g->noutputs++] = v;
+		const Onnx__TensorShapeProto *sp = kind == IR_TENSOR && vi->type ? vi->type->tensor_type->shape : NULL;
+		if (sp && sp->n_dim <= IR_MAX_RANK) {   /* the file's shape: a hint (ir_graph.declared) */
+			if (!g->declared)
+				g->declared = arena_array(L->A, gp->n_output, sizeof *g->declared);
+			struct ir_declared *d = &g->declared[g->ndeclared++];
+			d->name = v->name;
+			d->rank = (int)sp->n_dim;
+			for (size_t i = 0; i < sp->n_dim; i++) {
+				const Onnx__TensorShapeProto__Dimension *dm = sp->dim[i];
+				int named = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+					    dm->dim_param && *dm->dim_param;
+				d->dim[i] = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+					dm->dim_value >= 0 ? dm->dim_value : named ? -1 : -2;
+				d->param[i] = named ? arena_strdup(L->A, dm->dim_param) : NULL;
+			}
+		}
 	}
 }
 
