@@ -295,11 +295,33 @@ def group_proto():
     return script_group("proto", [PY, "tests/test_proto_fields.py", "schemas/onnx.proto"])
 
 
+def make_lists_every_stamp():
+    """Every fixture rule of the make files (a target DIR/.stamp under
+    tests/out) is a prerequisite of `make fixtures`, which `make check` runs:
+    a group whose fixture is left out finds nothing on a clean clone."""
+    p = subprocess.run(["make", "-pq", "fixtures"], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, universal_newlines=True)
+    stamp = re.compile(r"^(tests/out/[A-Za-z0-9_]+/\.stamp):")
+    rules, listed = set(), set()
+    for line in p.stdout.splitlines():
+        m = stamp.match(line)
+        if m:
+            rules.add(m.group(1))
+        elif line.startswith("fixtures:"):
+            listed |= set(w for w in line.split()[1:] if w.endswith("/.stamp"))
+    left = sorted(rules - listed)
+    if not rules:
+        return Result("fixtures/make_lists_every_stamp", False, "make -pq fixtures printed no fixture rules")
+    return Result("fixtures/make_lists_every_stamp", not left,
+                  "%d fixture rules, %s" % (len(rules), "left out of 'fixtures': %s" % ", ".join(left)
+                                            if left else "all prerequisites of 'fixtures'"))
+
+
 def group_fixtures():
     missing = [g for g in ("torch", "rnn_cases") if not stamp_ok(g)]
     if missing:
-        return fixtures_missing("fixtures", missing[0])
-    return script_group("fixtures", [PY, "tests/test_fixtures.py", os.path.join(OUT, "torch"),
+        return [make_lists_every_stamp()] + fixtures_missing("fixtures", missing[0])
+    return [make_lists_every_stamp()] + script_group("fixtures", [PY, "tests/test_fixtures.py", os.path.join(OUT, "torch"),
                                      os.path.join(OUT, "rnn_cases")])
 
 
