@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 		inp[k] = t->data;
 		in_dims[k] = t->dims;
 	}
-	st = M(_bind_dims)(in_dims, &d);
+	st = M(_bind_values)(in_dims, inp, &d);
 	if (st != RT_OK) {
 		fail("input shapes: %s", M(_status_str)(st));
 		goto done;

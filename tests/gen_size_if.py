@@ -150,7 +150,8 @@ MODELS = {
 
 def write_pb(path, arr, name):
     with open(path, "wb") as f:
-        f.write(numpy_helper.from_array(np.ascontiguousarray(arr), name).SerializeToString())
+        # (np.ascontiguousarray would make a 0-d array 1-d: copy it instead)
+        f.write(numpy_helper.from_array(np.array(arr, copy=True, order="C"), name).SerializeToString())
 
 
 def outputs_of(module, ins):

@@ -1546,18 +1546,22 @@ def group_script_wild():
     yield from parallel(lambda fn, args: fn(*args), items)
 
 
+def info_has(group, name, model, wants):
+    """GROUP/NAME/info: `cellc info MODEL` succeeds and prints every string of wants."""
+    log = os.path.join(LOGS, group, name + ".info.log")
+    rc, out, err = run([CELLC, "info", model], log)
+    missing = [w for w in wants if w not in out]
+    return Result("%s/%s/info" % (group, name), rc == 0 and not missing,
+                  "%s%s (log: %s)" % (status_word(rc), "; stdout lacks " + ", ".join(map(repr, missing))
+                                      if missing else "", log))
+
+
 def size_if_case(name, case_dir, case):
     """size_if/NAME/info and /compile: what `cellc info` records of the If
     decided by a size (case["info"]: each must be there) and what `cellc
     compile` warns (case["warn"], or no warning at all when "")."""
-    res = []
     model = os.path.join(case_dir, "model.onnx")
-    log = os.path.join(LOGS, "size_if", name + ".info.log")
-    rc, out, err = run([CELLC, "info", model], log)
-    missing = [w for w in case["info"] if w not in out]
-    res.append(Result("size_if/%s/info" % name, rc == 0 and not missing,
-                      "%s%s (log: %s)" % (status_word(rc), "; stdout lacks " + ", ".join(map(repr, missing))
-                                          if missing else "", log)))
+    res = [info_has("size_if", name, model, case["info"])]
     log = os.path.join(LOGS, "size_if", name + ".compile.log")
     out_dir = os.path.join(OUT, "size_if_build", name)
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -1602,6 +1606,86 @@ def group_size_if():
         items.append((size_if_case, (n, d, case)))
         if "outside_error" in case:
             items.append((lambda *a: [size_if_outside(*a)], (n, d, case["outside_error"])))
+    for rs in parallel(lambda fn, args: fn(*args), items):
+        yield from rs
+
+
+def size_inputs_case(name, case_dir, case):
+    """size_inputs/NAME/info and /zero: `cellc info` names the symbol that
+    is the input's value and the shapes made of it (case["info"]); the data
+    set of count 0 (PyTorch runs no step) fails `cellc verify`, saying that
+    the size is the input's value and must be at least 1."""
+    model = os.path.join(case_dir, "model.onnx")
+    res = [info_has("size_inputs", name, model, case["info"])]
+    zero = os.path.join(case_dir, "zero")
+    if os.path.isdir(os.path.join(ROOT, zero)):
+        log = os.path.join(LOGS, "size_inputs", name + ".zero.log")
+        rc, out, err = run([CELLC, "verify", model, "--data", zero] + TORCH_TOL, log)
+        want = "is the value of input"
+        ok = rc == 1 and "0 passed, 1 failed" in out and want in err and "did not refuse" not in err
+        res.append(Result("size_inputs/%s/zero" % name, ok, "%s, want exit 1 naming the input: %s (log: %s)" % (
+            status_word(rc), first_lines(err or out), log)))
+    return res
+
+
+def size_inputs_oracle(name, case_dir, dims):
+    """size_inputs/NAME/oracle: `cellc verify --oracle onnxruntime` with the
+    count given as the size it is (--dim COUNT=N): the random data set
+    holds N in the count input, and ONNX Runtime agrees."""
+    log = os.path.join(LOGS, "size_inputs", name + ".oracle.log")
+    rc, out, err = run([CELLC, "verify", os.path.join(case_dir, "model.onnx"), "--oracle", "onnxruntime"] +
+                       [a for d in dims for a in ("--dim", d)] + TORCH_TOL, log)
+    return Result("size_inputs/%s/oracle" % name, rc == 0 and "1 passed, 0 failed" in out,
+                  "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out.splitlines()[-1:] and out), log))
+
+
+def size_inputs_api(name, case_dir):
+    """size_inputs/NAME/api/*: tests/api/test_size_input.c (Check) against
+    the case compiled with --name m: bind_dims and bind_values, io_shape,
+    the run against PyTorch, a count other than the dim refused."""
+    work = os.path.join(OUT, "size_inputs_build", name + "_api")
+    log = os.path.join(LOGS, "size_inputs", name + ".api.log")
+    full = "size_inputs/%s/api" % name
+    rc, out, err = run([CELLC, "compile", os.path.join(case_dir, "model.onnx"), "-o", work, "--name", "m"], log)
+    if rc == 0:
+        rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work], log + ".make")
+    if rc != 0:
+        return [Result(full, False, "compile or make: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))]
+    binary = os.path.join(work, "test_size_input")
+    rc, err = cc_api_test("tests/api/test_size_input.c", work, binary, log + ".cc")
+    if rc != 0:
+        return [Result(full, False, "cannot build the API test: %s (log: %s.cc)" % (first_lines(err), log))]
+    rc, out, err = run([binary], log, {"CK_VERBOSITY": "verbose", "CELLC_API_CASE": case_dir,
+                                       "CELLC_API_WEIGHTS": os.path.join(work, "m.weights")})
+    res, checks = check_lines(full, out + "\n" + err)
+    if checks is None or checks != len(res) or (rc != 0 and all(r.ok for r in res)):
+        res.append(Result(full + "/run", False, "%s; %s checks reported, %d parsed (log: %s)" %
+                          (status_word(rc), checks, len(res), log)))
+    return res
+
+
+def group_size_inputs():
+    """Loops whose trip count is a value the caller passes (tests/gen_size_inputs.py,
+    issue 45 point 3): each data set through `cellc verify` with no flag,
+    one build for two values of the count (and two batch sizes); `info`
+    names the size; the count 0 is refused at run time, saying why; with
+    --oracle, --dim sizes the count input."""
+    if not stamp_ok("size_inputs"):
+        yield from fixtures_missing("size_inputs", "size_inputs")
+        return
+    root = os.path.join(OUT, "size_inputs")
+    oracle = {"greedy_feedback": ["B=2", "n=3"], "future_predictor": ["B=1", "future=6"]}
+    items = []
+    for n in case_dirs("size_inputs"):
+        d = os.path.join(root, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            case = json.load(f)
+        items.append((lambda *a: [verify_one(*a)], ("size_inputs", n, d, TORCH_TOL)))
+        items.append((size_inputs_case, (n, d, case)))
+        if n in oracle:
+            items.append((lambda *a: [size_inputs_oracle(*a)], (n, d, oracle[n])))
+        if n == "greedy_feedback":
+            items.append((size_inputs_api, (n, d)))
     for rs in parallel(lambda fn, args: fn(*args), items):
         yield from rs
 
@@ -1892,6 +1976,18 @@ def check_lines(group, text):
     return res, checks
 
 
+def cc_api_test(source, work, binary, log):
+    """Builds the Check program SOURCE (tests/api/) against the model that
+    `cellc compile --name m` wrote into WORK (its libm.a and m.h);
+    (exit status, stderr)."""
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout.split() or ["-lcheck"]
+    rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
+                        source, "-o", binary, os.path.join(work, "libm.a"),
+                        os.path.join("build", "libcellrt.a")] + flags + ["-lopenblas", "-lm", "-fopenmp"], log)
+    return rc, err
+
+
 def api_build(case):
     """Compiles the case with cellc and builds its test program; returns
     (binary, None) or (None, failure Result)."""
@@ -1909,11 +2005,7 @@ def api_build(case):
     if rc != 0:
         return None, Result(full, False, "make in %s: %s (log: %s.make)" % (work, first_lines(err + out), log))
     binary = os.path.join(work, "test_stream")
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], stdout=subprocess.PIPE,
-                           universal_newlines=True).stdout.split() or ["-lcheck"]
-    rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-Iruntime", "-I" + work,
-                        "tests/api/test_stream.c", "-o", binary, os.path.join(work, "libm.a"),
-                        os.path.join("build", "libcellrt.a")] + flags + ["-lopenblas", "-lm", "-fopenmp"], log + ".cc")
+    rc, err = cc_api_test("tests/api/test_stream.c", work, binary, log + ".cc")
     if rc != 0:
         return None, Result(full, False, "cannot build the API test: %s (log: %s.cc)" % (first_lines(err), log))
     return binary, None
@@ -2901,7 +2993,7 @@ GROUPS = [
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
-    ("script_wild", group_script_wild), ("size_if", group_size_if),
+    ("script_wild", group_script_wild), ("size_if", group_size_if), ("size_inputs", group_size_inputs),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
@@ -3482,7 +3574,7 @@ GROUPS += [("validate", group_validate)]
 # and needs no network, for the edit-compile-test loop.  Their fixtures are
 # tests.mk's FIXTURES_QUICK; `make check` runs everything.
 QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
-                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "datadep",
+                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "size_inputs", "datadep",
                 "cells",
                 "cell_init", "cell_format", "api", "grad_smoke"]
 QUICK_SAMPLE = 4

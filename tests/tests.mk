@@ -45,7 +45,7 @@ FIXTURES += $(TOUT)/grad_smoke/.stamp
 .PHONY: fixtures fixtures-quick unit-tests ir-test ir-update
 # what harness.py --quick's QUICK_GROUPS read (tests/run.sh --quick)
 FIXTURES_QUICK := $(addprefix $(TOUT)/,$(addsuffix /.stamp,onnx_node rnn_cases torch image bad \
-	trace trace_forms trace_wild torch_wild loop script_wild size_if datadep cells cell_init api grad_smoke)) \
+	trace trace_forms trace_wild torch_wild loop script_wild size_if size_inputs datadep cells cell_init api grad_smoke)) \
 	$(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 fixtures-quick: $(FIXTURES_QUICK)
 
@@ -99,6 +99,10 @@ $(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
 FIXTURES += $(TOUT)/size_if/.stamp
 $(TOUT)/size_if/.stamp: tests/gen_size_if.py
 	$(call gen,tests/gen_size_if.py,$(TOUT)/size_if)
+# Loops whose trip count is an input's value (issue 45 point 3; harness group size_inputs)
+FIXTURES += $(TOUT)/size_inputs/.stamp
+$(TOUT)/size_inputs/.stamp: tests/gen_size_inputs.py tests/gen_size_if.py
+	$(call gen,tests/gen_size_inputs.py,$(TOUT)/size_inputs)
 # image sampling beyond the official tests (harness group image)
 FIXTURES += $(TOUT)/image/.stamp
 $(TOUT)/image/.stamp: tests/gen_image_cases.py

@@ -1108,6 +1108,35 @@ static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
 	ir_sym_link_add(g, &l);
 }
 
+/* After the root graph: each `SYM = value %IN` of the symbols line names an
+ * int64 input of one element that no node reads (they read the symbolic
+ * constant; ir_graph.sym_value). */
+static void check_values(gctx *c, ir_graph *g)
+{
+	for (int i = 0; i < g->nsyms; i++) {
+		if (!g->sym_value[i])
+			continue;
+		const ir_value *x = NULL;
+		for (int k = 0; k < g->ninputs; k++)
+			if (!strcmp(g->inputs[k]->name, g->sym_value[i]))
+				x = g->inputs[k];
+		if (!x || x->dtype != DT_I64 || x->shape.rank > 1 || ir_shape_const_numel(&x->shape) != 1) {
+			txt_error(c->X, c->value_at[i], "symbol '%s' = value %%%s: that must be an input of the "
+				  "graph of type i64[] or i64[1]%s", g->syms[i], g->sym_value[i],
+				  x ? arena_printf(g->A, ", not %s", ir_dtype_name(x->dtype)) : " (there is none)");
+			continue;
+		}
+		for (int k = 0; k < g->nnodes; k++)
+			for (int j = 0; j < g->nodes[k]->nin; j++)
+				if (g->nodes[k]->in[j] == x) {
+					txt_error(c->X, c->value_at[i], "symbol '%s' = value %%%s: node '%s' reads the input; "
+						  "where its value is a size, nodes read the symbol (a constant such as "
+						  "sym[%s])", g->syms[i], x->name, g->nodes[k]->name, g->syms[i]);
+					return;
+				}
+	}
+}
+
 /* After the root graph: its parameters in the order the text numbers them,
  * and a graded training build's numbers against its inputs and outputs. */
 static void finish_train(gctx *c, ir_graph *g)
@@ -1253,8 +1282,16 @@ static void parse_graph_lines(gctx *c, ir_graph *g)
 					txt_error(X, s, "too many dimension symbols (at most %d)", IR_MAX_SYMS);
 				if (k >= 0 && txt_accept(X, '>'))
 					txt_parse_sym_min(X, g, k);
-				if (k >= 0 && txt_accept(X, '='))
-					txt_parse_derived_sym(X, g, k, s);
+				if (k >= 0 && txt_accept(X, '=')) {
+					const txt_tok *w = txt_peek(X);
+					if (!txt_accept_word(X, "value"))
+						txt_parse_derived_sym(X, g, k, s);
+					else if ((w = txt_next(X))->kind != TK_VALNAME)
+						txt_error(X, w, "symbol '%s' = value: expected the input's name (%%NAME), "
+							  "found %s", name, txt_tok_desc(X, w));
+					else
+						g->sym_value[k] = w->str, c->value_at[k] = w;   /* check_values */
+				}
 			} while (txt_accept(X, ','));
 			txt_end_stmt(X);
 		} else if (txt_is_word(t, "input") || txt_is_word(t, "weight") || txt_is_word(t, "const")) {
@@ -1305,6 +1342,8 @@ ir_graph *txt_graph_block(txt *X)
 		resolve_links(c);
 	if (X->D->nerrors == X->errors_at_start)
 		finish_train(c, g);
+	if (X->D->nerrors == X->errors_at_start)
+		check_values(c, g);
 	txt_expect(X, '}', "to close the graph");
 	free(c->names.slot);
 	txt_weights_close(&c->W);

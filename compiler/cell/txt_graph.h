@@ -23,6 +23,7 @@ typedef struct gctx {
 	ir_value **params;      /* [nparams] */
 	int64_t *param_k;       /* [nparams] */
 	const txt_tok *train_at;/* the `train` line, for its errors */
+	const txt_tok *value_at[IR_MAX_SYMS];   /* `SYM = value %IN`: %IN, checked after the inputs */
 	/* `grad_of %V %F` and `recomputes %V %F` of node lines: F may be a
 	 * value of another body, so it is looked up once the graph is read */
 	int nlinks;

@@ -17,6 +17,7 @@
  * the first reason.
  */
 #include "cmd.h"
+#include "emit.h"
 #include "recognize.h"
 
 #include <inttypes.h>
@@ -95,26 +96,6 @@ static ir_dim rec_time(const ir_node *n)
 	    axis < n->in[0]->shape.rank)
 		return n->in[0]->shape.d[axis];
 	return ir_dim_const(IR_DIM_UNKNOWN);
-}
-
-/* The emitter offers NAME_step when the first recurrence runs over a time
- * axis that is exactly one dimension symbol (see find_time_sym in emit.c);
- * returns that symbol or -1. */
-static int step_symbol(const ir_graph *g)
-{
-	for (int i = 0; i < g->nnodes; i++) {
-		if (g->nodes[i]->op != OP_RECURRENCE)
-			continue;
-		ir_dim T = rec_time(g->nodes[i]);
-		int sym = -1, count = 0;
-		for (int k = 0; k < IR_MAX_SYMS; k++)
-			if (T.pow[k]) {
-				sym = k;
-				count += T.pow[k];
-			}
-		return T.k == 1 && count == 1 && ir_sym_free(g, sym) ? sym : -1;
-	}
-	return -1;
 }
 
 static void print_recurrences(arena *A, const ir_graph *g)
@@ -288,6 +269,8 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 		for (int i = 0; i < g->nsyms; i++)
 			if (ir_sym_free(g, i) && ir_sym_least(g, i) > 1)
 				printf("%s%s (at least %lld)", i ? ", " : "", g->syms[i], (long long)ir_sym_least(g, i));
+			else if (ir_sym_free(g, i) && g->sym_value[i])
+				printf("%s%s (the value of input '%s')", i ? ", " : "", g->syms[i], g->sym_value[i]);
 			else if (ir_sym_free(g, i))
 				printf("%s%s", i ? ", " : "", g->syms[i]);
 			else
@@ -382,12 +365,13 @@ int cmd_info(int argc, char **argv)
 		wcount w = {.A = &A};
 		count_weights(&w, g);
 		printf("weights:   %d tensors, %" PRIu64 " bytes\n", w.n, w.bytes);
-		int ts = step_symbol(g);
+		int ts = emit_time_sym(g);     /* the symbol NAME_step sets to 1 */
 		if (ts >= 0)
 			printf("streaming: yes (%s_step advances one step of '%s')\n",
 			       cmd_default_name(&A, model), g->syms[ts]);
 		else
-			printf("streaming: no (no recurrence over a time axis given by one symbol)\n");
+			printf("streaming: no (no recurrence over a time axis that is one symbol of the inputs' "
+			       "shapes)\n");
 	}
 	if (rc == 0 && compile_fallbacks(&A, g, &D, werror_fallback ? FALLBACK_ERROR : FALLBACK_QUIET)) {
 		diag_finish(&D);

@@ -584,6 +584,9 @@ static int is_read(const ir_graph *h, const ir_value *v)
 	for (int i = 0; i < h->noutputs; i++)
 		if (h->outputs[i] == v)
 			return 1;
+	for (int i = 0; !h->parent && i < h->nsyms; i++)
+		if (h->sym_value[i] && !strcmp(h->sym_value[i], v->name))
+			return 1;       /* its value is a size, which the model checks */
 	for (int i = 0; i < h->nnodes; i++) {
 		const ir_node *u = h->nodes[i];
 		for (int k = 0; k < u->nin; k++)
@@ -640,6 +643,16 @@ static const char *sizes_allowed(verify *V, const td_set *s, const ir_graph *g, 
 			if (j >= 0 && ir_sym_free(g, j))
 				val[j] = t[k].dims[i];
 		}
+	for (int j = 0; j < g->nsyms; j++)      /* a size that is an input's value */
+		for (int k = 0; g->sym_value[j] && k < g->ninputs; k++)
+			if (!strcmp(g->inputs[k]->name, g->sym_value[j]) && t[k].data && t[k].dtype == DT_I64 &&
+			    t[k].nbytes == sizeof(int64_t)) {
+				memcpy(&val[j], t[k].data, sizeof val[j]);
+				if (val[j] < 1)
+					return arena_printf(&V->A, "size '%s' is the value of input '%s', %lld in the data; "
+							    "the compiled model runs for sizes of at least 1", g->syms[j],
+							    g->inputs[k]->name, (long long)val[j]);
+			}
 	for (int j = 0; j < g->nsyms; j++) {
 		int f = j;
 		while (g->sym_base[f])
@@ -1258,10 +1271,47 @@ static int verify_sizes(verify *V, int any_bound)
 	return nbind < 0 ? 2 : 0;
 }
 
+/* An input whose value is a size (a Loop's trip count: size_inputs.c) is
+ * given at run time, as compile leaves it.  When the model does not
+ * compile so, even with each set's sizes (a loop that also indexes a
+ * constant table by the iteration number runs only as many times as the
+ * table has rows), each data set is compiled with the values of such
+ * inputs bound, and that is said. */
+static void bind_value_inputs(verify *V)
+{
+	const ir_graph *g = V->g0;
+	char *names = "";
+	for (int i = 0; i < g->nsyms; i++)
+		if (g->sym_value[i])
+			names = arena_printf(&V->A, "%s%s'%s'", names, *names ? ", " : "", g->sym_value[i]);
+	if (!*names || !V->L.n)
+		return;
+	onnx_binding bind[CMD_MAX_BIND];
+	char why[1280];
+	arena A;
+	arena_init(&A);
+	int per_set = V->per_set_sizes, any_bound = 0;
+	for (int k = 0; k < g->ninputs; k++)
+		any_bound |= V->bound[k];
+	V->per_set_sizes = 1;
+	int nbind = unit_binds(V, 0, any_bound, bind);
+	V->per_set_sizes = per_set;
+	if (nbind >= 0 && !probe(V, &A, nbind, bind, why, sizeof why)) {
+		for (int k = 0; k < g->ninputs; k++)
+			for (int i = 0; i < g->nsyms; i++)
+				if (g->sym_value[i] && !strcmp(g->sym_value[i], g->inputs[k]->name))
+					V->bound[k] = 1;
+		fprintf(stderr, "cellc verify: %s does not compile with the value of %s given at run time (%s); each "
+				"data set is compiled with its value bound\n", V->model, names, why);
+	}
+	arena_free(&A);
+}
+
 /* All data sets on one compilation, or (bound inputs, sizes from the data)
  * one compilation each. */
 static int run_all(verify *V, diag *D)
 {
+	bind_value_inputs(V);
 	int any_bound = 0;
 	for (int k = 0; k < V->g0->ninputs; k++)
 		any_bound |= V->bound[k];

@@ -272,7 +272,20 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 		}
 		if (!bd)
 			data = arena_alloc(&V->A, (size_t)n * es + 1);
-		for (int64_t i = 0; !bd && i < n; i++) {
+		/* an input whose value is a size (a Loop's trip count): that size */
+		int vs = -1;
+		for (int i = 0; i < g->nsyms; i++)
+			if (g->sym_value[i] && !strcmp(g->sym_value[i], x->name))
+				vs = i;
+		if (vs >= 0 && !bd) {
+			int64_t v = dim_value(V, ir_dim_sym(vs), what);
+			if (v < 0) {
+				rc = -1;
+				break;
+			}
+			memcpy(data, &v, sizeof v);     /* int64, one element (ir_verify) */
+		}
+		for (int64_t i = 0; !bd && vs < 0 && i < n; i++) {
 			uint64_t r = next_rand(rng);
 			double u = (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0;  /* [-1, 1) */
 			int64_t iv = role == 2 ? 1 + (int64_t)(r % (uint64_t)T) : (int64_t)(r & 1);

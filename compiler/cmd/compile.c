@@ -158,7 +158,7 @@ static ir_graph *load(arena *A, diag *D, const compile_job *j)
 	} else {
 		g = onnx_load_bound(A, D, j->model, j->nbind, j->bind);
 	}
-	if (!g || D->nerrors)
+	if (!g || D->nerrors || size_inputs(g, D))
 		return NULL;
 	if (j->po && j->po->train && !g->train)
 		train_collect_params(g, j->po->topts, D);

@@ -122,7 +122,8 @@ static void tpl_expand(emit_ctx *E, const char *tpl_name, const tpl_env *env)
 /* ---- model facts ----------------------------------------------------------- */
 
 /* The symbol of the time axis of the first recurrence, when that axis is one
- * plain symbol: then NAME_step runs the model with it set to 1. */
+ * plain symbol given by the caller: then NAME_step runs the model with it
+ * set to 1. */
 static int find_time_sym(const ir_graph *g)
 {
 	for (int i = 0; i < g->nnodes; i++) {
@@ -141,7 +142,8 @@ static int find_time_sym(const ir_graph *g)
 				sym = k;
 				count += d.pow[k];
 			}
-		return d.k == 1 && count == 1 && ir_sym_free(g, sym) ? sym : -1;
+		/* (a count read from an input's value is the input's to say, not 1) */
+		return d.k == 1 && count == 1 && ir_sym_free(g, sym) && !g->sym_value[sym] ? sym : -1;
 	}
 	return -1;
 }

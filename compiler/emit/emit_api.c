@@ -75,6 +75,9 @@ void emit_blk_provenance(emit_ctx *E)
 				arena_printf(E->A, ", which must be %lld", (long long)g->sym_pin[i]) : "");
 			continue;
 		}
+		if (g->sym_value[i])
+			from = arena_printf(E->A, "the value of input '%s' (which must hold it)",
+					    emit_cmt(E->A, g->sym_value[i]));
 		for (int k = 0; k < g->ninputs && !strcmp(from, "given by the caller"); k++)
 			for (int a = 0; a < g->inputs[k]->shape.rank; a++)
 				if (ir_dim_eq(g->inputs[k]->shape.d[a], ir_dim_sym(i))) {
@@ -593,7 +596,15 @@ static int binds_symbol(const ir_graph *g, int k, int i)
 
 /* The symbols are read off the input dims that are one plain symbol; then
  * every other input dim is checked against its expression. */
-static void api_bind_dims(emit_ctx *E)
+static int value_input(const ir_graph *g, int sy)
+{
+	for (int k = 0; g->sym_value[sy] && k < g->ninputs; k++)
+		if (!strcmp(g->inputs[k]->name, g->sym_value[sy]))
+			return k;
+	return -1;
+}
+
+static void api_bind_dims(emit_ctx *E, int values)
 {
 	ir_graph *g = E->g;
 	struct emit_tabs *t = E->tabs;
@@ -612,10 +623,19 @@ static void api_bind_dims(emit_ctx *E)
 	}
 	char *checks = ew_capture_end(w, &c, E->A);
 
-	ew_fn_open(w, "int %s_bind_dims(const int64_t *const *input_dims, %s_dims *d)", t->name, t->name);
+	int nvalues = 0;
+	for (int sy = 0; sy < g->nsyms; sy++)
+		nvalues += value_input(g, sy) >= 0;
+	if (values)
+		ew_fn_open(w, "int %s_bind_values(const int64_t *const *input_dims, const void *const *in, %s_dims *d)",
+			   t->name, t->name);
+	else
+		ew_fn_open(w, "int %s_bind_dims(const int64_t *const *input_dims, %s_dims *d)", t->name, t->name);
 	if (!g->ninputs)
 		ew_line(w, "(void)input_dims; /* the model has no inputs */");
-	ew_line(w, "if (!d%s)", g->ninputs ? " || !input_dims" : "");
+	if (values && !nvalues)
+		ew_line(w, "(void)in; /* no dim is the value of an input */");
+	ew_line(w, "if (!d%s%s)", g->ninputs ? " || !input_dims" : "", values && nvalues ? " || !in" : "");
 	ew_line(w, "\treturn RT_ERR_ARG;");
 	ew_line(w, "memset(d, 0, sizeof *d);");
 	for (int k = 0; k < g->ninputs; k++) {
@@ -624,6 +644,21 @@ static void api_bind_dims(emit_ctx *E)
 	}
 	for (int sy = 0; sy < g->nsyms; sy++) {
 		int found = !ir_sym_free(g, sy);        /* derived: computed */
+		int vk = value_input(g, sy);
+		if (vk >= 0 && values) {
+			ew_line(w, "if (!in[%d])", vk);
+			ew_line(w, "\treturn RT_ERR_ARG;");
+			ew_line(w, "d->%s = ((const int64_t *)in[%d])[0]; /* the value of input '%s' */", t->sym[sy], vk,
+				emit_cmt(E->A, g->inputs[vk]->name));
+			continue;
+		}
+		if (vk >= 0) {
+			ew_line(w, "/* symbol '%s' is the value of input '%s': %s_bind_values reads it */",
+				emit_cmt(E->A, g->syms[sy]), emit_cmt(E->A, g->inputs[vk]->name), t->name);
+			ew_line(w, "return RT_ERR_SHAPE;");
+			ew_close(w, "");
+			return;
+		}
 		for (int k = 0; k < g->ninputs && !found; k++) {
 			const ir_shape *s = &g->inputs[k]->shape;
 			for (int i = 0; i < s->rank && !found; i++)
@@ -739,7 +774,9 @@ void emit_blk_api(emit_ctx *E)
 	ew_line(E->w, "/* ---- generic interface ---- */");
 	ew_line(E->w, "%s", "");
 	api_io_tables(E);
-	api_bind_dims(E);
+	api_bind_dims(E, 0);
+	ew_line(E->w, "%s", "");
+	api_bind_dims(E, 1);
 	ew_line(E->w, "%s", "");
 	api_io_shape(E);
 	ew_line(E->w, "%s", "");

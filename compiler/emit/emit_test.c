@@ -478,7 +478,7 @@ static void print_run_set(tb *T)
 	ew_line(w, "in_dims[k] = in[k]->dims;");
 	ew_line(w, "inp[k] = in[k]->data;");
 	ew_close(w, "");
-	ew_line(w, "st = %s_bind_dims(in_dims, &d);", n);
+	ew_line(w, "st = %s_bind_values(in_dims, inp, &d);", n);
 	ew_open(w, "if (st != RT_OK)");
 	ew_line(w, "fprintf(stderr, \"%%s: input shapes: %%s\\n\", set, %s_status_str(st));", n);
 	ew_line(w, "return 2;");

@@ -348,6 +348,13 @@ typedef struct ir_graph {
 	 * (0: 1), which a shape decision assumed (a constant slice bound on a
 	 * symbolic axis, x[-2:]: ir_sym_need); the generated code checks it */
 	int64_t sym_min[IR_MAX_SYMS];
+	/* free: the name of the graph input (int64, one element) whose value
+	 * the symbol is: a size the model reads from its data, such as a Loop's
+	 * trip count given as an input (`max_len`; size_inputs.c).  Nodes read
+	 * the symbolic constant instead; the caller gives the symbol with the
+	 * other dims and the generated code checks the input holds it.  NULL:
+	 * a size of the inputs' shapes, or given by the caller. */
+	const char *sym_value[IR_MAX_SYMS];
 	/* sizes an operator's contract made one (ir_sym_unify, below) */
 	int nlinks;
 	struct ir_sym_link *links;     /* [nlinks] in the order they were made */
@@ -470,6 +477,12 @@ const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b);
 int ir_weights_at_run_time(const ir_graph *g);
 ir_graph *ir_graph_new(arena *A, ir_graph *parent, const char *name);
 ir_graph *ir_root(ir_graph *g);
+/* A C identifier made of s, for a symbol's name (symbols name members of
+ * the generated NAME_dims struct): other characters become '_'; keywords,
+ * names reserved to the implementation and a leading digit get "d_". */
+const char *ir_sym_ident(arena *A, const char *s);
+/* ir_sym_ident of want, made unlike every symbol of g ("_2", "_3", ...). */
+const char *ir_sym_fresh_name(ir_graph *g, const char *want);
 int ir_sym_add(ir_graph *g, const char *name);           /* index; existing if same name; -1 if full */
 /* Symbol i is free: its value is given by the caller (not derived). */
 int ir_sym_free(const ir_graph *g, int i);

@@ -696,6 +696,10 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 				sb_ident(&b, g->syms[i]);
 				if (g->sym_min[i] > 1)  /* a least value: "T >= 2" */
 					sb_printf(&b, " >= %lld", (long long)g->sym_min[i]);
+				if (g->sym_value[i]) {  /* the value of an input: "n = value %n" */
+					sb_puts(&b, " = value %");
+					sb_name(&b, g->sym_value[i]);
+				}
 				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1", "L_div2 = floor((L + 1) / 2)" */
 					sb_puts(&b, " = ");
 					print_sym_def(&b, g, i);

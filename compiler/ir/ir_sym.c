@@ -12,6 +12,7 @@
 #include "ir.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -394,12 +395,14 @@ static void compact(ir_graph *root, const symmap *m)
 		root->sym_div[n] = root->sym_div[i];
 		root->sym_min[n] = root->sym_min[i];
 		root->sym_pin[n] = root->sym_pin[i];
+		root->sym_value[n] = root->sym_value[i];
 		n++;
 	}
 	for (int i = n; i < root->nsyms; i++) {
 		root->syms[i] = NULL;
 		root->sym_base[i] = 0;
 		root->sym_off[i] = root->sym_mul[i] = root->sym_div[i] = root->sym_min[i] = root->sym_pin[i] = 0;
+		root->sym_value[i] = NULL;
 	}
 	root->nsyms = n;
 }
@@ -421,6 +424,10 @@ int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *
 		return 0;
 	int s, pin = 0;
 	ir_dim by;
+	/* a size read from an input's value stays what the input holds: the
+	 * contract's other size is no reason to change it (a contradiction) */
+	if ((sa >= 0 && root->sym_value[sa]) || (sb >= 0 && root->sym_value[sb]))
+		return 0;
 	if (sa >= 0 && sb >= 0) {               /* the later symbol becomes the earlier */
 		if (!ir_sym_free(root, sa) || !ir_sym_free(root, sb))
 			return 0;
@@ -469,4 +476,50 @@ int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *
 	compact(root, &m);
 	ir_sym_link_add(root, &l);
 	return 1;
+}
+
+/* ---- names ---- */
+
+static int is_c_keyword(const char *s)
+{
+	static const char *const kw[] = {
+		"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+		"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+		"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+		"typedef", "union", "unsigned", "void", "volatile", "while",
+	};
+	for (size_t i = 0; i < COUNTOF(kw); i++)
+		if (strcmp(kw[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* A C identifier made of s: symbols name fields of the NAME_dims struct in
+ * emitted code.  Keywords, names reserved to the implementation ("_X",
+ * "__x") and names that start with a digit get a "d_" in front. */
+const char *ir_sym_ident(arena *A, const char *s)
+{
+	size_t n = strlen(s);
+	char *r = arena_alloc(A, n + 3), *p = r;
+	if (!n || isdigit((unsigned char)s[0]) || is_c_keyword(s) ||
+	    (s[0] == '_' && (s[1] == '_' || isupper((unsigned char)s[1])))) {
+		*p++ = 'd';
+		*p++ = '_';
+	}
+	for (; *s; s++)
+		*p++ = isalnum((unsigned char)*s) ? *s : '_';
+	return r;
+}
+
+const char *ir_sym_fresh_name(ir_graph *g, const char *want)
+{
+	const char *base = ir_sym_ident(g->A, want), *name = base;
+	for (int k = 2;; k++) {
+		int taken = 0;
+		for (int i = 0; i < g->nsyms; i++)
+			taken |= strcmp(g->syms[i], name) == 0;
+		if (!taken)
+			return name;
+		name = arena_printf(g->A, "%s_%d", base, k);
+	}
 }

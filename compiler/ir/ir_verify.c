@@ -760,6 +760,32 @@ static void check_links(vctx *c, const ir_graph *g, const infer_set *all)
 	}
 }
 
+
+/* Symbol i is the value of a graph input (size_inputs.c): a free symbol,
+ * of an int64 input of one element that no node reads (they read the
+ * symbolic constant) and no other symbol is the value of. */
+static void check_value_sym(vctx *c, const ir_graph *g, int i)
+{
+	const ir_value *x = NULL;
+	for (int k = 0; k < g->ninputs; k++)
+		if (!strcmp(g->inputs[k]->name, g->sym_value[i]))
+			x = g->inputs[k];
+	if (!x || g->sym_base[i] || x->dtype != DT_I64 || x->shape.rank > 1 || ir_shape_const_numel(&x->shape) != 1) {
+		bad(c, g, "dimension symbol '%s' is the value of '%s', which is no int64 graph input of one "
+		    "element%s", g->syms[i], g->sym_value[i], g->sym_base[i] ? " (and the symbol is derived)" : "");
+		return;
+	}
+	for (int j = 0; j < g->nsyms; j++)
+		if (j != i && g->sym_value[j] && !strcmp(g->sym_value[j], g->sym_value[i]))
+			bad(c, g, "dimension symbols '%s' and '%s' are both the value of input '%s'", g->syms[j],
+			    g->syms[i], g->sym_value[i]);
+	for (int k = 0; k < g->nnodes; k++)
+		for (int j = 0; j < g->nodes[k]->nin; j++)
+			if (g->nodes[k]->in[j] == x)
+				bad(c, g, "node '%s' reads input '%s', whose value is symbol '%s': it reads the "
+				    "symbolic constant instead", g->nodes[k]->name, x->name, g->syms[i]);
+}
+
 static int verify(const ir_graph *g, const char *after_pass, int shapes)
 {
 	vctx c = {after_pass ? after_pass : "?", shapes, 0};
@@ -782,6 +808,8 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 		if (g->sym_min[i] < 0 || g->sym_min[i] > INT32_MAX || (g->sym_base[i] && g->sym_min[i]))
 			bad(&c, g, "dimension symbol '%s' has the least value %lld (a free symbol's, 0 to 2^31 - 1)",
 			    g->syms[i], (long long)g->sym_min[i]);
+		if (g->sym_value[i])
+			check_value_sym(&c, g, i);
 	}
 	for (int i = 0; !g->parent && i < g->nlinks; i++) {
 		const ir_sym_link *l = &g->links[i];

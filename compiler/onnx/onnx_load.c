@@ -414,37 +414,6 @@ static void load_initializers(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind
 	}
 }
 
-static int is_c_keyword(const char *s)
-{
-	static const char *const kw[] = {
-		"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-		"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-		"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-		"typedef", "union", "unsigned", "void", "volatile", "while",
-	};
-	for (size_t i = 0; i < COUNTOF(kw); i++)
-		if (strcmp(kw[i], s) == 0)
-			return 1;
-	return 0;
-}
-
-/* A C identifier made of s: symbols name fields of the NAME_dims struct in
- * emitted code.  Keywords, names reserved to the implementation ("_X",
- * "__x") and names that start with a digit get a "d_" in front. */
-static const char *identifier(arena *A, const char *s)
-{
-	size_t n = strlen(s);
-	char *r = arena_alloc(A, n + 3), *p = r;
-	if (!n || isdigit((unsigned char)s[0]) || is_c_keyword(s) ||
-	    (s[0] == '_' && (s[1] == '_' || isupper((unsigned char)s[1])))) {
-		*p++ = 'd';
-		*p++ = '_';
-	}
-	for (; *s; s++)
-		*p++ = isalnum((unsigned char)*s) ? *s : '_';
-	return r;
-}
-
 /* The symbol standing for `origin` (a dim_param, or one unnamed input dim),
  * preferably called `want`.  -1 when all IR_MAX_SYMS are taken. */
 static int dim_symbol(onnx_ctx *L, const char **sym_origin, const char *origin, const char *want)
@@ -455,16 +424,7 @@ static int dim_symbol(onnx_ctx *L, const char **sym_origin, const char *origin, 
 			return i;
 	if (g->nsyms == IR_MAX_SYMS)
 		return -1;
-	const char *base = identifier(L->A, want), *name = base;
-	for (int k = 2;; k++) {
-		int taken = 0;
-		for (int i = 0; i < g->nsyms; i++)
-			taken |= strcmp(g->syms[i], name) == 0;
-		if (!taken)
-			break;
-		name = arena_printf(L->A, "%s_%d", base, k);
-	}
-	int i = ir_sym_add(g, name);
+	int i = ir_sym_add(g, ir_sym_fresh_name(g, want));
 	ASSERT(i == g->nsyms - 1);
 	sym_origin[i] = origin;
 	return i;
@@ -517,7 +477,7 @@ static const onnx_binding *fixed_dim(onnx_ctx *L, const char *want, int nbind, c
 {
 	for (int b = 0; b < nbind; b++)
 		if (bind[b].dim > 0 && (strcmp(bind[b].name, want) == 0 ||
-					strcmp(bind[b].name, identifier(L->A, want)) == 0)) {
+					strcmp(bind[b].name, ir_sym_ident(L->A, want)) == 0)) {
 			used[b] = 1;
 			return &bind[b];
 		}
@@ -714,6 +674,14 @@ static void load_inputs(onnx_ctx *L, const Onnx__GraphProto *gp, int nbind0, con
 	for (int b = 0; b < nbind; b++) {
 		if (used[b])
 			continue;
+		const ir_value *in = bind[b].dim > 0 ? onnx_map_get(&L->values, bind[b].name) : NULL;
+		if (in && in->kind == VAL_INPUT && in->dtype == DT_I64 && ir_shape_const_numel(&in->shape) == 1) {
+			diag_error(L->D, "--dim %s=%lld: '%s' is an input, not a dimension (where its value is a size, "
+				      "such as a Loop's trip count, it is given at run time); to compile for one value, "
+				      "bind it: --bind %s=%lld", bind[b].name, (long long)bind[b].dim, bind[b].name,
+				   bind[b].name, (long long)bind[b].dim);
+			continue;
+		}
 		if (bind[b].dim > 0) {
 			const char *all = "";
 			for (int i = 0; i < g->nsyms; i++)

@@ -902,8 +902,14 @@ static ir_value *first_rows(lx *X, ir_value *x)
 	    infer_mono_is_const(diff) && diff.k < 0)
 		en = diff.k;
 	else if (!ir_dim_is_const(d0) || !ir_dim_is_const(X->T) || X->T.k > d0.k) {
-		fail(X, "the loop runs %s iterations but indexes '%s' (%s) by the iteration number",
-		     ir_dim_str(X->A, ir_root(X->g), X->T), x->name, shp(X, &x->shape));
+		const ir_graph *root = ir_root(X->g);
+		int ts = ir_dim_one_sym(X->T);
+		const char *in = ts >= 0 ? root->sym_value[ts] : NULL;
+		fail(X, "the loop runs %s iterations but indexes '%s' (%s) by the iteration number%s%s%s%s",
+		     ir_dim_str(X->A, root, X->T), x->name, shp(X, &x->shape),
+		     in ? " (input '" : "", in ? in : "",
+		     in ? "' says how many at run time; to compile for one value, bind it: --bind " : "",
+		     in ? arena_printf(X->A, "%s=N)", in) : "");
 		return NULL;
 	}
 	int64_t st = 0, ax = 0, sp = 1;

@@ -49,6 +49,13 @@ int weights_mode_lookup(const char *s);
  * order.  Recurrence bodies are walked by all three, as the root is. */
 typedef int (*round_fn)(ir_graph *g, diag *D, int *changed);
 
+/* Graph inputs whose value is a size (size_inputs.c): an int64 input of
+ * one element that a count operand reads (a Loop's trip count M) becomes a
+ * free symbol of its name, recorded in ir_graph.sym_value, and its readers
+ * read the symbolic constant.  Run by compile.c on the loaded graph, before
+ * the resolving stages.  Returns the errors (too many symbols). */
+int size_inputs(ir_graph *g, diag *D);
+
 /* Shape and dtype inference with constant folding and symbolic Shape
  * arithmetic (pass_infer.c).  Requires: a loaded graph.  Round: infers the
  * nodes no other resolving stage claims (resolve_claims), as far as their

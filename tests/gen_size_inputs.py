@@ -1,0 +1,235 @@
+"""gen_size_inputs.py: loops whose trip count is a value the caller passes
+(issue 45 point 3), and a Range to such a value, written the way people
+script them, for the harness group size_inputs.
+
+A scripted `for _ in range(...)` over a tensor or `int` argument exports as
+a Loop whose trip count M is computed from a graph input (int64, one
+element).  cellc makes that input a size: the symbol of its name, which the
+scan outputs' shapes and the recurrence's step count are expressions of.
+Each model is its own class, in its own author's style:
+  - greedy_feedback: a decoder that feeds its own output back as the next
+    input, `for i in range(int(n))`, a list of outputs stacked on axis 0
+    (y: [n, B, 4]);
+  - refine_twice: `max_len: int` typed argument, `range(max_len * 2)`, only
+    the final state returned (no output has the count in its shape);
+  - ticks_plus_one: `range(int(steps) + 1)`, outputs unsqueezed and
+    concatenated batch-first (y: [B, steps + 1, 6]);
+  - sinusoid_positions: no loop: `torch.arange(int(length))` (a Range whose
+    limit is the input), sin and cos of a learned frequency (pe: [length,
+    16]);
+  - future_predictor: a time-series predictor's `future` steps (`future:
+    int`), an LSTM cell written with chunk(4, 1), its output fed back and
+    the outputs concatenated on axis 1 (pred: [B, future]).
+Layout:
+  CASE/model.onnx
+  CASE/test_data_set_0/, test_data_set_1/   two values of the count (and two
+                                            batch sizes where the batch is
+                                            dynamic)
+  CASE/zero/test_data_set_0/                (where PyTorch runs it) the count
+                                            0, no step, which cellc refuses at
+                                            run time (every size is at least 1)
+  CASE/api_x.bin, api_y.bin                 data set 0's first input and first
+                                            output as raw float32, for the C
+                                            API test tests/api/test_size_input.c
+  CASE/case.json    model, style, info (strings `cellc info` prints)
+Goldens come from the scripted module (eval mode, no_grad), checked against
+an eager run of the same class; weights from torch.manual_seed, inputs from
+a numpy seed per case.
+
+usage: gen_size_inputs.py OUTDIR
+"""
+import io
+import json
+import os
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+from torch import nn
+
+from gen_size_if import write_set   # the data set layout of the backend tests
+
+warnings.filterwarnings("ignore")
+
+
+class GreedyFeedback(nn.Module):
+    """feeds its own output back, for i in range(int(n)), torch.stack of the outputs"""
+
+    def __init__(self):
+        super().__init__()
+        self.ih = nn.Linear(4, 8)
+        self.hh = nn.Linear(8, 8)
+        self.out = nn.Linear(8, 4)
+
+    def forward(self, x, n):
+        h = torch.zeros(x.size(0), 8)
+        ys = []
+        for i in range(int(n)):
+            h = torch.tanh(self.ih(x) + self.hh(h))
+            x = torch.tanh(self.out(h))
+            ys.append(x)
+        return torch.stack(ys, 0)
+
+
+class RefineTwice(nn.Module):
+    """max_len: int argument, range(max_len * 2), the final state only"""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+
+    def forward(self, x, max_len: int):
+        h = torch.zeros_like(x)
+        for _ in range(max_len * 2):
+            h = torch.tanh(self.lin(h) + x)
+        return h
+
+
+class TicksPlusOne(nn.Module):
+    """range(int(steps) + 1), outputs unsqueezed and concatenated batch-first"""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Linear(6, 6, bias=False)
+
+    def forward(self, x, steps):
+        h = x
+        outs = []
+        for _ in range(int(steps) + 1):
+            h = torch.sigmoid(self.w(h)) * h + x
+            outs.append(h.unsqueeze(1))
+        return torch.cat(outs, 1)
+
+
+class FuturePredictor(nn.Module):
+    """time-series predictor's `future` steps: an LSTM cell written with chunk(4, 1), its output fed back"""
+
+    def __init__(self):
+        super().__init__()
+        self.gates = nn.Linear(1 + 12, 48)
+        self.proj = nn.Linear(12, 1)
+
+    def forward(self, last, future: int):
+        h = torch.zeros(last.size(0), 12)
+        c = torch.zeros(last.size(0), 12)
+        outputs = []
+        out = last
+        for _ in range(future):
+            i, f, g, o = self.gates(torch.cat((out, h), 1)).chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            out = self.proj(h)
+            outputs += [out]
+        return torch.cat(outputs, dim=1)
+
+
+class SinusoidPositions(nn.Module):
+    """positional encoding made on the fly: torch.arange(int(length)), sin and cos of a learned frequency"""
+
+    def __init__(self):
+        super().__init__()
+        self.freq = nn.Parameter(torch.rand(1, 8))
+
+    def forward(self, x, length):
+        pos = torch.arange(int(length)).to(torch.float32)
+        ang = pos.unsqueeze(1) * self.freq + x
+        return torch.cat([torch.sin(ang), torch.cos(ang)], 1)
+
+
+def count(n):
+    return np.array(n, dtype=np.int64)
+
+
+# name -> (class, inputs(B, n, rng), input names, output names, dynamic axes, (B, n) of the two sets,
+#          whether the count is a python int (exported with a plain int), info strings)
+MODELS = {
+    "greedy_feedback": (GreedyFeedback, lambda B, n, rng: [rng.standard_normal((B, 4)).astype(np.float32), count(n)],
+                        ["x", "n"], ["y"], {"x": {0: "B"}, "y": {0: "T", 1: "B"}}, [(2, 5), (3, 2)], False,
+                        ["n (the value of input 'n')", "y                        f32[n, B, 4]",
+                         "recurrence over T=n steps"]),
+    "refine_twice": (RefineTwice, lambda B, n, rng: [rng.standard_normal((B, 6)).astype(np.float32), count(n)],
+                     ["x", "max_len"], ["h"], {"x": {0: "B"}, "h": {0: "B"}}, [(2, 3), (1, 1)], True,
+                     ["max_len (the value of input 'max_len')", "recurrence over T=2*max_len steps"]),
+    "ticks_plus_one": (TicksPlusOne, lambda B, n, rng: [rng.standard_normal((B, 6)).astype(np.float32), count(n)],
+                       ["x", "steps"], ["y"], {"x": {0: "B"}, "y": {0: "B", 1: "T"}}, [(2, 4), (3, 1)], False,
+                       ["steps_plus_1 (= steps + 1)", "f32[B, steps_plus_1, 6]"]),
+    "sinusoid_positions": (SinusoidPositions, lambda B, n, rng: [rng.standard_normal((1, 8)).astype(np.float32),
+                                                                   count(n)],
+                           ["x", "length"], ["pe"], {"pe": {0: "T"}}, [(1, 9), (1, 3)], False,
+                           ["length (the value of input 'length')", "f32[length, 16]"]),
+    "future_predictor": (FuturePredictor, lambda B, n, rng: [rng.standard_normal((B, 1)).astype(np.float32), count(n)],
+                         ["last", "future"], ["pred"], {"last": {0: "B"}, "pred": {0: "B", 1: "T"}}, [(3, 7), (2, 4)],
+                         True, ["future (the value of input 'future')", "f32[B, future]"]),
+}
+
+
+def run(module, ins, as_int):
+    args = [torch.from_numpy(a) for a in ins]
+    if as_int:
+        args[-1] = int(ins[-1])
+    with torch.no_grad():
+        y = module(*args)
+    return [t.numpy() for t in (y if isinstance(y, tuple) else (y,))]
+
+
+def make_case(outdir, name, seed):
+    cls, gen_in, in_names, out_names, dyn, sets, as_int, info = MODELS[name]
+    torch.manual_seed(seed)
+    eager = cls().eval()
+    scripted = torch.jit.script(eager)
+    rng = np.random.default_rng(seed)
+    data = [gen_in(B, n, rng) for B, n in sets]
+    args = [torch.from_numpy(a) for a in data[0]]
+    if as_int:
+        args[-1] = int(data[0][-1])
+    f = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(scripted, tuple(args), f, opset_version=14, input_names=in_names,
+                          output_names=out_names, dynamic_axes=dyn)
+    model = onnx.load_from_string(f.getvalue())
+    onnx.checker.check_model(model)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Loop") + ops.count("Range") == 1, "%s: expected one Loop or Range, got %s" % (name, ops)
+    d = os.path.join(outdir, name)
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    zero = gen_in(sets[0][0], 0, rng)
+    try:
+        run(eager, zero, as_int)
+    except RuntimeError:
+        zero = None     # torch.stack of no steps: PyTorch itself refuses the count 0
+    for k, ins in enumerate(data + ([zero] if zero is not None else [])):
+        want = run(scripted, ins, as_int)
+        for a, b in zip(want, run(eager, ins, as_int)):
+            assert a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-6), \
+                "%s: scripted and eager runs disagree" % name
+        ds = os.path.join(d, "zero", "test_data_set_0") if k == len(data) else \
+            os.path.join(d, "test_data_set_%d" % k)
+        write_set(ds, in_names, ins, out_names, want)
+    # raw float32 of data set 0 for tests/api/test_size_input.c (greedy_feedback)
+    data[0][0].astype("<f4").tofile(os.path.join(d, "api_x.bin"))
+    run(scripted, data[0], as_int)[0].astype("<f4").tofile(os.path.join(d, "api_y.bin"))
+    case = {"model": name, "style": (cls.__doc__ or "").strip(), "info": info}
+    with open(os.path.join(d, "case.json"), "w") as fh:
+        json.dump(case, fh, indent=1)
+    return d
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: gen_size_inputs.py OUTDIR")
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    for k, name in enumerate(sorted(MODELS)):
+        print("  %s" % make_case(out, name, 7500 + 10 * k))
+    print("gen_size_inputs: %d cases in %s" % (len(MODELS), out))
+
+
+if __name__ == "__main__":
+    main()
