@@ -441,7 +441,9 @@ def bad_cases(outdir):
     save("loop_data_dependent_cond", [helper.make_node("Loop", ["M", "", "h0"], ["hT"], body=body)],
          [vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
          [numpy_helper.from_array(np.array(20, np.int64), "M")], "Loop with a data-dependent condition")
-    # same body without the early exit, but M is a run-time input
+    # same body without the early exit, but M is computed at run time from
+    # data (the longest of the lengths: a value no size of the model states;
+    # an input that is M itself is a size, tests/gen_size_inputs.py)
     body2 = helper.make_graph(
         [helper.make_node("Identity", ["c_in"], ["c_out"]),
          helper.make_node("Add", ["h_in", "one_f"], ["h_out"])],
@@ -450,8 +452,10 @@ def bad_cases(outdir):
         [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2])],
         initializer=[numpy_helper.from_array(np.array(1, np.float32), "one_f")])
     save("loop_runtime_trip_count",
-         [helper.make_node("Loop", ["M", "", "h0"], ["hT"], body=body2)],
-         [vi("M", TensorProto.INT64, []), vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
+         [helper.make_node("ReduceMax", ["lens"], ["longest"], keepdims=0),
+          helper.make_node("Cast", ["longest"], ["M"], to=TensorProto.INT64),
+          helper.make_node("Loop", ["M", "", "h0"], ["hT"], body=body2)],
+         [vi("lens", TensorProto.FLOAT, [3]), vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
          [], "trip count M ('M') is not a compile-time constant")
 
     # ---- sequences resolved at compile time (compiler/passes/lower_seq.c): the forms

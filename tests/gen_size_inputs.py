@@ -17,6 +17,10 @@ Each model is its own class, in its own author's style:
   - sinusoid_positions: no loop: `torch.arange(int(length))` (a Range whose
     limit is the input), sin and cos of a learned frequency (pe: [length,
     16]);
+  - token_decoder: a greedy decoder: an embedding lookup of the token it
+    fed back, a GRU-like update written out, argmax of the logits; the
+    tokens (int64 [max_len, B], stacked as float parts inside the loop) and
+    the logits are scan outputs;
   - future_predictor: a time-series predictor's `future` steps (`future:
     int`), an LSTM cell written with chunk(4, 1), its output fed back and
     the outputs concatenated on axis 1 (pred: [B, future]).
@@ -139,6 +143,33 @@ class SinusoidPositions(nn.Module):
         return torch.cat([torch.sin(ang), torch.cos(ang)], 1)
 
 
+class TokenDecoder(nn.Module):
+    """greedy decoding: an embedding of the token fed back, a GRU-like update written out, argmax of the logits"""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 5)
+        self.zr = nn.Linear(5 + 8, 16)
+        self.cand = nn.Linear(5 + 8, 8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, h, max_len):
+        tok = torch.zeros(h.size(0), dtype=torch.long)
+        toks = []
+        logits = []
+        for _ in range(int(max_len)):
+            e = self.emb(tok)
+            zr = torch.sigmoid(self.zr(torch.cat([e, h], 1)))
+            z, r = zr.chunk(2, 1)
+            c = torch.tanh(self.cand(torch.cat([e, r * h], 1)))
+            h = (1 - z) * h + z * c
+            lg = self.head(h)
+            tok = lg.argmax(1)
+            toks.append(tok)
+            logits.append(lg)
+        return torch.stack(toks, 0), torch.stack(logits, 0)
+
+
 def count(n):
     return np.array(n, dtype=np.int64)
 
@@ -160,6 +191,11 @@ MODELS = {
                                                                    count(n)],
                            ["x", "length"], ["pe"], {"pe": {0: "T"}}, [(1, 9), (1, 3)], False,
                            ["length (the value of input 'length')", "f32[length, 16]"]),
+    "token_decoder": (TokenDecoder, lambda B, n, rng: [(rng.standard_normal((B, 8)) * 2).astype(np.float32),
+                                                       count(n)],
+                      ["h", "max_len"], ["tokens", "logits"], {"h": {0: "B"}, "tokens": {1: "B"},
+                                                               "logits": {1: "B"}}, [(3, 9), (2, 4)], False,
+                      ["max_len (the value of input 'max_len')", "i64[max_len, B]", "f32[max_len, B, 10]"]),
     "future_predictor": (FuturePredictor, lambda B, n, rng: [rng.standard_normal((B, 1)).astype(np.float32), count(n)],
                          ["last", "future"], ["pred"], {"last": {0: "B"}, "pred": {0: "B", 1: "T"}}, [(3, 7), (2, 4)],
                          True, ["future (the value of input 'future')", "f32[B, future]"]),

@@ -100,6 +100,12 @@ Groups, in order:
               of short inputs, a trim of long ones, branches of one shape):
               verify at two sizes with no flag, the recorded condition in
               info and compile's warning, a set outside it failed by name
+  size_inputs tests/gen_size_inputs.py: loops whose trip count is an input
+              (range(int(n)), range(max_len * 2), range(int(steps) + 1), a
+              fed-back LSTM predictor) and torch.arange(int(n)): verify at two
+              counts and batches with no flag, info names the size, the count
+              0 refused by name, --oracle with --dim sizing the count, the C
+              API (tests/api/test_size_input.c)
   datadep     tests/gen_datadep_cases.py: outputs whose length the data decide
               (NonZero, Unique, Compress, NonMaxSuppression) against numpy:
               verify at 1e-4 + 1e-5 (symbolic bounds, lengths 0 and full,

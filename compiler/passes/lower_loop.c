@@ -304,6 +304,14 @@ static int canon_body(lx *X)
 		if (v->shape.rank == 2)
 			continue;
 		ir_shape c = canon2(&v->shape);
+		/* a per-step vector as long as the batch (a token per row,
+		 * `logits.argmax(1)`) is one value per batch row, as input2 reads
+		 * such an input */
+		for (int j = 0; k >= X->nst && v->shape.rank == 1 && j < X->nseq + X->nst; j++) {
+			const ir_shape *o = &b->inputs[j]->shape;
+			if (o->rank >= 2 && ir_dim_eq(o->d[0], v->shape.d[0]))
+				c = (ir_shape){.rank = 2, .d = {v->shape.d[0], ir_dim_const(1)}};
+		}
 		ir_node *nd = ir_build_node(&X->bld, b, OP_RESHAPE, 2, NULL, 1);
 		nd->in[0] = v;
 		nd->in[1] = dims_const(X, b, c.rank, c.d);
@@ -797,6 +805,40 @@ static ir_value *int_decode(lx *X, nlist *l, ir_value **in, int parts, ir_dtype 
 	return dt == DT_I64 ? w : nl_op(X, l, OP_CAST, w, NULL, dt, res);
 }
 
+/* The recurrence's per-step outputs are float32 too: an integer or bool one
+ * (a greedy decoder's token, `toks.append(logits.argmax(1))`) is stacked
+ * as its int_encode parts, encoded at the end of the body (nodes added to
+ * *tail), and the stacked parts decoded after the recurrence into the
+ * stacked value (*post).  Returns the number of errors. */
+static int int_outputs(lx *X, nlist *tail, nlist *post)
+{
+	int ny = X->ny;
+	for (int j = 0; j < ny; j++) {
+		ir_value *y = X->y_body[j];
+		int parts = y->dtype == DT_F32 ? 0 : int_parts(y->dtype);
+		if (!parts)
+			continue;
+		if (X->ny + parts - 1 > MAXIO)
+			return fail(X, "has more than %d per-step outputs", MAXIO);
+		ir_value *pout[3], *pfin[3];
+		int_encode(X, tail, y, parts, pout);
+		ir_value *fin = X->y_final[j];
+		for (int p = 0; p < parts; p++) {
+			int at = p ? X->ny++ : j;       /* part 0 in place of y, the others appended */
+			pfin[p] = fin ? temp(X, X->g, DT_F32) : NULL;
+			X->y_body[at] = pout[p];
+			X->y_final[at] = pfin[p];
+			X->y_rev[at] = X->y_rev[j];
+			X->y_axis[at] = X->y_axis[j];
+		}
+		if (fin) {
+			fin->producer = NULL;
+			int_decode(X, post, pfin, parts, y->dtype, fin);
+		}
+	}
+	return 0;
+}
+
 /* The recurrence carries float32 values: a carried integer or bool (a step
  * counter: `k += 1; if k % F == 0: k = 1`) is carried as its int_encode
  * parts, exactly for every value of its type.  The body decodes them at its
@@ -809,11 +851,6 @@ static int int_states(lx *X, nlist *post)
 	ir_graph *b = X->b;
 	nlist head = {.g = b}, tail = {.g = b}, before = {.g = X->g};
 	int n = 0;
-	for (int j = 0; j < X->ny; j++)
-		for (int k = 0; k < X->nst; k++)
-			if (X->y_body[j] == X->st_in[k] && int_parts(X->st_in[k]->dtype) && X->st_in[k]->dtype != DT_F32)
-				return fail(X, "per-step output %d is the carried %s value '%s'; cellc's per-step "
-					    "outputs are float32", j, ir_dtype_name(X->st_in[k]->dtype), X->st_in[k]->name);
 	for (int k = 0; k < X->nst; k++) {
 		ir_value *si = X->st_in[k], *so = X->st_out[k];
 		int parts = si->dtype == DT_F32 ? 0 : int_parts(si->dtype);
@@ -830,6 +867,9 @@ static int int_states(lx *X, nlist *post)
 		}
 		ir_value *dec = temp(X, b, si->dtype);
 		ir_replace_uses(b, si, dec, NULL, IR_USES_NESTED | IR_USES_GRAPHS | IR_USES_OUTPUTS);
+		for (int j = 0; j < X->ny; j++)         /* a per-step output that is the carried value */
+			if (X->y_body[j] == si)
+				X->y_body[j] = dec;
 		int_decode(X, &head, pin, parts, si->dtype, dec);
 		int_encode(X, &tail, so == si ? dec : so, parts, pout);
 		int_encode(X, &before, X->st_init[k], parts, pinit);
@@ -843,7 +883,9 @@ static int int_states(lx *X, nlist *post)
 			int_decode(X, post, pfin, parts, si->dtype, f);
 		}
 	}
-	if (!head.n)
+	if (int_outputs(X, &tail, post))
+		return 1;
+	if (!head.n && !tail.n)
 		return 0;
 	/* the body: decoding, its nodes, encoding */
 	ir_node **nodes = arena_array(X->A, (size_t)(head.n + b->nnodes + tail.n) + 1, sizeof *nodes);
@@ -1064,9 +1106,15 @@ static int loop_trip_count(lx *X, ir_value *M, ir_value *cond)
 		return fail(X, "has no trip count M; cellc compiles loops that run a number of iterations known "
 			    "at compile time (or a dimension of an input)");
 	if (!infer_is_const(M) || ir_shape_const_numel(&M->shape) != 1)
-		return fail(X, "trip count M ('%s') is not a compile-time constant; cellc needs a constant or a "
-			    "dimension of an input (such as Shape(x)[0]); a graph input can be bound with "
-			    "--bind %s=FILE.pb", M->name, M->name);
+		return fail(X, "trip count M ('%s') is not a compile-time constant; cellc needs a constant, a "
+			    "dimension of an input (such as Shape(x)[0]) or an int64 input of one element (a "
+			    "size given at run time, with arithmetic by constants); %s", M->name,
+			    M->kind == VAL_INPUT ? arena_printf(X->A, "a graph input can be bound with --bind %s=FILE.pb",
+								 M->name)
+			    : M->producer ? arena_printf(X->A, "it is computed at run time by node '%s' (%s)",
+							  M->producer->name, M->producer->op_type ? M->producer->op_type
+							  : ir_op_name(M->producer->op))
+			    : "it is computed at run time");
 	X->T = infer_elem_dim(M, 0);
 	if (infer_mono_is_const(X->T) && X->T.k < 1)
 		return fail(X, "trip count M is %lld; cellc compiles loops that run at least once", (long long)X->T.k);
@@ -1207,8 +1255,17 @@ static ir_node **expand_loop(lx *X, int *count)
 	nlist post = {.g = X->g};
 	if (int_states(X, &post) || lx_build(X))
 		return NULL;
-	for (int i = 0; i < post.n; i++)
+	/* a decoded stacked output (int_outputs) is read below: the nodes so
+	 * far are inferred now, the recurrence and its outputs' reshapes first */
+	if (post.n)
+		for (int i = 0; i < X->nrep; i++)
+			if (infer_node(X->g, X->rep[i], X->D))
+				return NULL;
+	for (int i = 0; i < post.n; i++) {
 		push(X, post.v[i]);
+		if (infer_node(X->g, post.v[i], X->D))
+			return NULL;
+	}
 	for (int k = 0; k < N; k++)
 		if (stacked[k]) {
 			/* after build: the stacked value's shape is known now */
