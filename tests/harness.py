@@ -1670,6 +1670,21 @@ def size_inputs_api(name, case_dir):
     return res
 
 
+def size_inputs_train(name, case_dir):
+    """size_inputs/NAME/train_refused: `cellc compile --train` refuses a model
+    with a size input at compile time, naming the input and the --bind that
+    compiles it for one value (a training build takes its sizes from the
+    samples), and writes nothing."""
+    out_dir = os.path.join(OUT, "size_inputs_build", name + "_train")
+    shutil.rmtree(os.path.join(ROOT, out_dir), ignore_errors=True)
+    log = os.path.join(LOGS, "size_inputs", name + ".train.log")
+    rc, out, err = run([CELLC, "compile", os.path.join(case_dir, "model.onnx"), "-o", out_dir, "--train"], log)
+    want = "--train: input 'max_len' is a size"
+    ok = rc == 2 and want in err and "--bind max_len=N" in err and not os.path.exists(os.path.join(ROOT, out_dir))
+    return Result("size_inputs/%s/train_refused" % name, ok, "%s, want exit 2 naming %r and nothing written: %s "
+                  "(log: %s)" % (status_word(rc), want, first_lines(err), log))
+
+
 def group_size_inputs():
     """Loops whose trip count is a value the caller passes (tests/gen_size_inputs.py,
     issue 45 point 3): each data set through `cellc verify` with no flag,
@@ -1692,6 +1707,8 @@ def group_size_inputs():
             items.append((lambda *a: [size_inputs_oracle(*a)], (n, d, oracle[n])))
         if n == "greedy_feedback":
             items.append((size_inputs_api, (n, d)))
+        if n == "refine_twice":
+            items.append((lambda *a: [size_inputs_train(*a)], (n, d)))
     for rs in parallel(lambda fn, args: fn(*args), items):
         yield from rs
 

@@ -98,6 +98,18 @@ static ir_dim rec_time(const ir_node *n)
 	return ir_dim_const(IR_DIM_UNKNOWN);
 }
 
+/* The input whose value is the first recurrence's step count (a Loop's
+ * trip count given as an input: size_inputs.c), or NULL. */
+static const char *first_rec_value(const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_RECURRENCE) {
+			int s = ir_dim_one_sym(rec_time(g->nodes[i]));
+			return s >= 0 ? g->sym_value[s] : NULL;
+		}
+	return NULL;
+}
+
 static void print_recurrences(arena *A, const ir_graph *g)
 {
 	int n = 0;
@@ -369,6 +381,9 @@ int cmd_info(int argc, char **argv)
 		if (ts >= 0)
 			printf("streaming: yes (%s_step advances one step of '%s')\n",
 			       cmd_default_name(&A, model), g->syms[ts]);
+		else if (first_rec_value(g))
+			printf("streaming: no (the recurrence runs as many steps as input '%s' says)\n",
+			       first_rec_value(g));
 		else
 			printf("streaming: no (no recurrence over a time axis that is one symbol of the inputs' "
 			       "shapes)\n");

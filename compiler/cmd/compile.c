@@ -160,6 +160,13 @@ static ir_graph *load(arena *A, diag *D, const compile_job *j)
 	}
 	if (!g || D->nerrors || size_inputs(g, D))
 		return NULL;
+	for (int i = 0; j->po && j->po->train && i < g->nsyms; i++)
+		if (g->sym_value[i])
+			diag_error(D, "--train: input '%s' is a size the model reads at run time (a Loop's trip count "
+				      "or a Range's limit), and a training build takes its sizes from the data set's "
+				      "samples; compile it for one value: --bind %s=N", g->sym_value[i], g->sym_value[i]);
+	if (D->nerrors)
+		return NULL;
 	if (j->po && j->po->train && !g->train)
 		train_collect_params(g, j->po->topts, D);
 	else if (j->po && j->po->train && j->po->topts->nfreeze)
