@@ -1116,10 +1116,8 @@ static void check_values(gctx *c, ir_graph *g)
 	for (int i = 0; i < g->nsyms; i++) {
 		if (!g->sym_value[i])
 			continue;
-		const ir_value *x = NULL;
-		for (int k = 0; k < g->ninputs; k++)
-			if (!strcmp(g->inputs[k]->name, g->sym_value[i]))
-				x = g->inputs[k];
+		int xk = ir_sym_value_input(g, i);
+		const ir_value *x = xk >= 0 ? g->inputs[xk] : NULL;
 		if (!x || x->dtype != DT_I64 || x->shape.rank > 1 || ir_shape_const_numel(&x->shape) != 1) {
 			txt_error(c->X, c->value_at[i], "symbol '%s' = value %%%s: that must be an input of the "
 				  "graph of type i64[] or i64[1]%s", g->syms[i], g->sym_value[i],

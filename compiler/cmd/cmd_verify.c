@@ -584,8 +584,8 @@ static int is_read(const ir_graph *h, const ir_value *v)
 	for (int i = 0; i < h->noutputs; i++)
 		if (h->outputs[i] == v)
 			return 1;
-	for (int i = 0; !h->parent && i < h->nsyms; i++)
-		if (h->sym_value[i] && !strcmp(h->sym_value[i], v->name))
+	for (int k = 0; !h->parent && k < h->ninputs; k++)
+		if (h->inputs[k] == v && ir_input_value_sym(h, k) >= 0)
 			return 1;       /* its value is a size, which the model checks */
 	for (int i = 0; i < h->nnodes; i++) {
 		const ir_node *u = h->nodes[i];
@@ -643,16 +643,16 @@ static const char *sizes_allowed(verify *V, const td_set *s, const ir_graph *g, 
 			if (j >= 0 && ir_sym_free(g, j))
 				val[j] = t[k].dims[i];
 		}
-	for (int j = 0; j < g->nsyms; j++)      /* a size that is an input's value */
-		for (int k = 0; g->sym_value[j] && k < g->ninputs; k++)
-			if (!strcmp(g->inputs[k]->name, g->sym_value[j]) && t[k].data && t[k].dtype == DT_I64 &&
-			    t[k].nbytes == sizeof(int64_t)) {
-				memcpy(&val[j], t[k].data, sizeof val[j]);
-				if (val[j] < 1)
-					return arena_printf(&V->A, "size '%s' is the value of input '%s', %lld in the data; "
-							    "the compiled model runs for sizes of at least 1", g->syms[j],
-							    g->inputs[k]->name, (long long)val[j]);
-			}
+	for (int j = 0; j < g->nsyms; j++) {    /* a size that is an input's value */
+		int k = ir_sym_value_input(g, j);
+		if (k < 0 || !t[k].data || t[k].dtype != DT_I64 || t[k].nbytes != sizeof(int64_t))
+			continue;
+		memcpy(&val[j], t[k].data, sizeof val[j]);
+		if (val[j] < 1)
+			return arena_printf(&V->A, "size '%s' is the value of input '%s', %lld in the data; the compiled "
+					    "model runs for sizes of at least 1", g->syms[j], g->inputs[k]->name,
+					    (long long)val[j]);
+	}
 	for (int j = 0; j < g->nsyms; j++) {
 		int f = j;
 		while (g->sym_base[f])
@@ -1298,9 +1298,8 @@ static void bind_value_inputs(verify *V)
 	V->per_set_sizes = per_set;
 	if (nbind >= 0 && !probe(V, &A, nbind, bind, why, sizeof why)) {
 		for (int k = 0; k < g->ninputs; k++)
-			for (int i = 0; i < g->nsyms; i++)
-				if (g->sym_value[i] && !strcmp(g->sym_value[i], g->inputs[k]->name))
-					V->bound[k] = 1;
+			if (ir_input_value_sym(g, k) >= 0)
+				V->bound[k] = 1;
 		fprintf(stderr, "cellc verify: %s does not compile with the value of %s given at run time (%s); each "
 				"data set is compiled with its value bound\n", V->model, names, why);
 	}

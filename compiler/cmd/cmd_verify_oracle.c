@@ -273,10 +273,7 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 		if (!bd)
 			data = arena_alloc(&V->A, (size_t)n * es + 1);
 		/* an input whose value is a size (a Loop's trip count): that size */
-		int vs = -1;
-		for (int i = 0; i < g->nsyms; i++)
-			if (g->sym_value[i] && !strcmp(g->sym_value[i], x->name))
-				vs = i;
+		int vs = ir_input_value_sym(g, k);
 		if (vs >= 0 && !bd) {
 			int64_t v = dim_value(V, ir_dim_sym(vs), what);
 			if (v < 0) {

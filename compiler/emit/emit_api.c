@@ -596,14 +596,6 @@ static int binds_symbol(const ir_graph *g, int k, int i)
 
 /* The symbols are read off the input dims that are one plain symbol; then
  * every other input dim is checked against its expression. */
-static int value_input(const ir_graph *g, int sy)
-{
-	for (int k = 0; g->sym_value[sy] && k < g->ninputs; k++)
-		if (!strcmp(g->inputs[k]->name, g->sym_value[sy]))
-			return k;
-	return -1;
-}
-
 static void api_bind_dims(emit_ctx *E, int values)
 {
 	ir_graph *g = E->g;
@@ -625,7 +617,7 @@ static void api_bind_dims(emit_ctx *E, int values)
 
 	int nvalues = 0;
 	for (int sy = 0; sy < g->nsyms; sy++)
-		nvalues += value_input(g, sy) >= 0;
+		nvalues += ir_sym_value_input(g, sy) >= 0;
 	if (values)
 		ew_fn_open(w, "int %s_bind_values(const int64_t *const *input_dims, const void *const *in, %s_dims *d)",
 			   t->name, t->name);
@@ -644,7 +636,7 @@ static void api_bind_dims(emit_ctx *E, int values)
 	}
 	for (int sy = 0; sy < g->nsyms; sy++) {
 		int found = !ir_sym_free(g, sy);        /* derived: computed */
-		int vk = value_input(g, sy);
+		int vk = ir_sym_value_input(g, sy);
 		if (vk >= 0 && values) {
 			ew_line(w, "if (!in[%d])", vk);
 			ew_line(w, "\treturn RT_ERR_ARG;");

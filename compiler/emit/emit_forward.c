@@ -577,14 +577,15 @@ char *emit_prepare_forward(emit_ctx *E)
 			ew_line(w, "\treturn RT_ERR_ARG;");
 	}
 	/* a dim that is the value of an input (size_inputs.c): the input holds it */
-	for (int i = 0; i < g->nsyms; i++)
-		for (int k = 0; g->sym_value[i] && k < g->ninputs; k++)
-			if (!strcmp(g->inputs[k]->name, g->sym_value[i])) {
-				ew_line(w, "if (in_%d[0] != d->%s) /* symbol '%s' is the value of input '%s' */", k, t->sym[i],
-					emit_cmt(E->A, g->syms[i]), emit_cmt(E->A, g->inputs[k]->name));
-				ew_line(w, "\treturn RT_ERR_SHAPE;");
-				t->used_in[k] = 1;
-			}
+	for (int i = 0; i < g->nsyms; i++) {
+		int k = ir_sym_value_input(g, i);
+		if (k < 0)
+			continue;
+		ew_line(w, "if (in_%d[0] != d->%s) /* symbol '%s' is the value of input '%s' */", k, t->sym[i],
+			emit_cmt(E->A, g->syms[i]), emit_cmt(E->A, g->inputs[k]->name));
+		ew_line(w, "\treturn RT_ERR_SHAPE;");
+		t->used_in[k] = 1;
+	}
 	emit_dims_locals(E);
 	fputs(consts, w->f);
 	fputs(ws, w->f);

@@ -481,6 +481,10 @@ ir_graph *ir_root(ir_graph *g);
  * the generated NAME_dims struct): other characters become '_'; keywords,
  * names reserved to the implementation and a leading digit get "d_". */
 const char *ir_sym_ident(arena *A, const char *s);
+/* The graph input (index into g->inputs) whose value symbol s is
+ * (ir_graph.sym_value), or -1; the symbol that is input k's value, or -1. */
+int ir_sym_value_input(const ir_graph *g, int s);
+int ir_input_value_sym(const ir_graph *g, int k);
 /* ir_sym_ident of want, made unlike every symbol of g ("_2", "_3", ...). */
 const char *ir_sym_fresh_name(ir_graph *g, const char *want);
 int ir_sym_add(ir_graph *g, const char *name);           /* index; existing if same name; -1 if full */

@@ -523,3 +523,19 @@ const char *ir_sym_fresh_name(ir_graph *g, const char *want)
 		name = arena_printf(g->A, "%s_%d", base, k);
 	}
 }
+
+int ir_sym_value_input(const ir_graph *g, int s)
+{
+	for (int k = 0; s >= 0 && s < g->nsyms && g->sym_value[s] && k < g->ninputs; k++)
+		if (!strcmp(g->inputs[k]->name, g->sym_value[s]))
+			return k;
+	return -1;
+}
+
+int ir_input_value_sym(const ir_graph *g, int k)
+{
+	for (int s = 0; k >= 0 && k < g->ninputs && s < g->nsyms; s++)
+		if (g->sym_value[s] && !strcmp(g->sym_value[s], g->inputs[k]->name))
+			return s;
+	return -1;
+}

@@ -766,10 +766,8 @@ static void check_links(vctx *c, const ir_graph *g, const infer_set *all)
  * symbolic constant) and no other symbol is the value of. */
 static void check_value_sym(vctx *c, const ir_graph *g, int i)
 {
-	const ir_value *x = NULL;
-	for (int k = 0; k < g->ninputs; k++)
-		if (!strcmp(g->inputs[k]->name, g->sym_value[i]))
-			x = g->inputs[k];
+	int xk = ir_sym_value_input(g, i);
+	const ir_value *x = xk >= 0 ? g->inputs[xk] : NULL;
 	if (!x || g->sym_base[i] || x->dtype != DT_I64 || x->shape.rank > 1 || ir_shape_const_numel(&x->shape) != 1) {
 		bad(c, g, "dimension symbol '%s' is the value of '%s', which is no int64 graph input of one "
 		    "element%s", g->syms[i], g->sym_value[i], g->sym_base[i] ? " (and the symbol is derived)" : "");
