@@ -497,14 +497,16 @@ def bad_cases(outdir):
           helper.make_node("ConcatFromSequence", ["s1"], ["y"], axis=0)],
          [vi("pos", TensorProto.INT64, [])], [vi("y", TensorProto.FLOAT, ["n"])], [x2],
          "position 'pos' is not a compile-time constant")
+    # a top-level If on a flag input is a C branch (tests/gen_data_if.py), but
+    # only where its branches agree in shape: one [2], the other [4]
     then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["a"])], "then", [],
                                [vi("a", TensorProto.FLOAT, [2])])
-    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["b"])], "else", [],
-                               [vi("b", TensorProto.FLOAT, [2])])
+    else_g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["b"], axis=0)], "else", [],
+                               [vi("b", TensorProto.FLOAT, [4])])
     save("if_runtime_cond",
          [helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)],
-         [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [2])], [x2],
-         "If with a data-dependent condition: 'flag' is not a compile-time constant")
+         [vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [None])], [x2],
+         "which needs one shape; the condition is computed from graph input(s) 'flag', which --bind can fix")
     # in a loop body a run-time If is a select of both branches, which needs
     # one shape from both
     then_g = helper.make_graph([helper.make_node("Identity", ["h_in"], ["a"])], "then", [],

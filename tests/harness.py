@@ -100,6 +100,11 @@ Groups, in order:
               of short inputs, a trim of long ones, branches of one shape):
               verify at two sizes with no flag, the recorded condition in
               info and compile's warning, a set outside it failed by name
+  data_if     tests/gen_data_if.py: If nodes decided by the data in scripted
+              modules (a wake-word cascade, a flag input, an energy gate
+              carrying a state, an elif chain): verify every branch at two
+              sizes with no flag, info's C branch, the `if` in the source, the
+              cascade's m_step against PyTorch's prefixes (test_branch_step.c)
   size_inputs tests/gen_size_inputs.py: loops whose trip count is an input
               (range(int(n)), range(max_len * 2), range(int(steps) + 1), a
               fed-back LSTM predictor) and torch.arange(int(n)): verify at two
@@ -1616,6 +1621,48 @@ def group_size_if():
         yield from rs
 
 
+def data_if_branch(name, case_dir):
+    """data_if/NAME/c_branch: the generated source runs the branches' own
+    nodes inside a C `if` (pass_branch.c): the comment that opens each such
+    block, and the `if (` on the condition after it."""
+    work = os.path.join(OUT, "data_if_build", name)
+    log = os.path.join(LOGS, "data_if", name + ".compile.log")
+    rc, out, err = run([CELLC, "compile", os.path.join(case_dir, "model.onnx"), "-o", work, "--name", "m"], log)
+    src = os.path.join(ROOT, work, "m.c")
+    text = open(src).read() if rc == 0 and os.path.exists(src) else ""
+    blocks = re.findall(r"run only when it is taken \*/\n\s*if \(!?\w+\[0\]", text)
+    return Result("data_if/%s/c_branch" % name, rc == 0 and len(blocks) >= 1 and not err.strip(),
+                  "%s, %d C branch(es) in %s%s (log: %s)" % (status_word(rc), len(blocks), src,
+                                                            "; compile printed " + first_lines(err) if err.strip()
+                                                            else "", log))
+
+
+def group_data_if():
+    """If nodes decided by the data at run time, written as scripted modules
+    (tests/gen_data_if.py, issue 45 point 3): every data set (each branch
+    taken, two sizes of every dynamic axis) through `cellc verify` with no
+    flag, one build; `info` lists the If as a C branch and the generated
+    source has it; the cascade's m_step gives PyTorch's score of every
+    prefix, its verifier LSTM advancing at steps whose branch is not taken
+    (tests/api/test_branch_step.c)."""
+    if not stamp_ok("data_if"):
+        yield from fixtures_missing("data_if", "data_if")
+        return
+    root = os.path.join(OUT, "data_if")
+    items = []
+    for n in case_dirs("data_if"):
+        d = os.path.join(root, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            case = json.load(f)
+        items.append((lambda *a: [verify_one(*a)], ("data_if", n, d, TORCH_TOL)))
+        items.append((lambda *a: [info_has(*a)], ("data_if", n, os.path.join(d, "model.onnx"), case["info"])))
+        items.append((lambda *a: [data_if_branch(*a)], (n, d)))
+        if os.path.isdir(os.path.join(ROOT, d, "stream")):
+            items.append((api_case_test, ("data_if", n, d, "tests/api/test_branch_step.c", "a run-time If")))
+    for rs in parallel(lambda fn, args: fn(*args), items):
+        yield from rs
+
+
 def size_inputs_case(name, case_dir, case):
     """size_inputs/NAME/info and /zero: `cellc info` names the symbol that
     is the input's value and the shapes made of it (case["info"]); the data
@@ -1645,22 +1692,23 @@ def size_inputs_oracle(name, case_dir, dims):
                   "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out.splitlines()[-1:] and out), log))
 
 
-def size_inputs_api(name, case_dir):
-    """size_inputs/NAME/api/*: tests/api/test_size_input.c (Check) against
-    the case compiled with --name m: bind_dims and bind_values, io_shape,
-    the run against PyTorch, a count other than the dim refused."""
-    work = os.path.join(OUT, "size_inputs_build", name + "_api")
-    log = os.path.join(LOGS, "size_inputs", name + ".api.log")
-    full = "size_inputs/%s/api" % name
+def api_case_test(group, name, case_dir, source, what):
+    """GROUP/NAME/api/*: the Check program SOURCE (tests/api/) against the
+    case compiled with --name m, run with CELLC_API_CASE and
+    CELLC_API_WEIGHTS; `what` is what it checks (the docstring of the caller
+    says)."""
+    work = os.path.join(OUT, group + "_build", name + "_api")
+    log = os.path.join(LOGS, group, name + ".api.log")
+    full = "%s/%s/api" % (group, name)
     rc, out, err = run([CELLC, "compile", os.path.join(case_dir, "model.onnx"), "-o", work, "--name", "m"], log)
     if rc == 0:
         rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work], log + ".make")
     if rc != 0:
         return [Result(full, False, "compile or make: %s: %s (log: %s)" % (status_word(rc), first_lines(err), log))]
-    binary = os.path.join(work, "test_size_input")
-    rc, err = cc_api_test("tests/api/test_size_input.c", work, binary, log + ".cc")
+    binary = os.path.join(work, os.path.splitext(os.path.basename(source))[0])
+    rc, err = cc_api_test(source, work, binary, log + ".cc")
     if rc != 0:
-        return [Result(full, False, "cannot build the API test: %s (log: %s.cc)" % (first_lines(err), log))]
+        return [Result(full, False, "cannot build the API test of %s: %s (log: %s.cc)" % (what, first_lines(err), log))]
     rc, out, err = run([binary], log, {"CK_VERBOSITY": "verbose", "CELLC_API_CASE": case_dir,
                                        "CELLC_API_WEIGHTS": os.path.join(work, "m.weights")})
     res, checks = check_lines(full, out + "\n" + err)
@@ -1668,6 +1716,13 @@ def size_inputs_api(name, case_dir):
         res.append(Result(full + "/run", False, "%s; %s checks reported, %d parsed (log: %s)" %
                           (status_word(rc), checks, len(res), log)))
     return res
+
+
+def size_inputs_api(name, case_dir):
+    """size_inputs/NAME/api/*: tests/api/test_size_input.c (Check) against
+    the case compiled with --name m: bind_dims and bind_values, io_shape,
+    the run against PyTorch, a count other than the dim refused."""
+    return api_case_test("size_inputs", name, case_dir, "tests/api/test_size_input.c", "a size input")
 
 
 def size_inputs_train(name, case_dir):
@@ -3016,7 +3071,7 @@ GROUPS = [
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
     ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
-    ("script_wild", group_script_wild), ("size_if", group_size_if), ("size_inputs", group_size_inputs),
+    ("script_wild", group_script_wild), ("size_if", group_size_if), ("data_if", group_data_if), ("size_inputs", group_size_inputs),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
@@ -3597,7 +3652,7 @@ GROUPS += [("validate", group_validate)]
 # and needs no network, for the edit-compile-test loop.  Their fixtures are
 # tests.mk's FIXTURES_QUICK; `make check` runs everything.
 QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
-                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "size_inputs", "datadep",
+                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "datadep",
                 "cells",
                 "cell_init", "cell_format", "api", "grad_smoke"]
 QUICK_SAMPLE = 4

@@ -134,6 +134,55 @@ static void print_recurrences(arena *A, const ir_graph *g)
 	}
 }
 
+/* The Ifs decided at run time (lower_seq.c: a select per output) and how
+ * many nodes of each branch run only when it is taken (pass_branch.c). */
+static void print_branches(const ir_graph *g)
+{
+	const ir_value *seen[64];
+	int ns = 0;
+	for (int i = 0; i < g->nnodes && ns < 64; i++) {
+		const ir_node *w = g->nodes[i];
+		if (w->op != OP_WHERE || !ir_attr_int(w, "if_select", 0))
+			continue;
+		int known = 0;
+		for (int k = 0; k < ns; k++)
+			known |= seen[k] == w->in[0];
+		if (!known)
+			seen[ns++] = w->in[0];
+	}
+	if (!ns)
+		return;
+	printf("run-time branches (%d):\n", ns);
+	for (int k = 0; k < ns; k++) {
+		const char *ifn = "?";
+		const ir_node *sel = NULL;
+		int cnt[2] = {0, 0};
+		for (int i = 0; i < g->nnodes; i++) {
+			const ir_node *n = g->nodes[i];
+			int when;
+			if (n->op == OP_WHERE && ir_attr_int(n, "if_select", 0) && n->in[0] == seen[k] && !sel) {
+				sel = n;
+				ifn = n->origin ? n->origin : n->name ? n->name : "?";
+			}
+			if (ir_guard(n, &when) == seen[k])
+				cnt[when]++;
+		}
+		int outer_when;
+		const ir_value *outer = sel ? ir_guard(sel, &outer_when) : NULL;
+		if (outer && !(cnt[0] + cnt[1]))
+			printf("  If '%s' on '%s': inside the %s branch of the If on '%s', which runs both of its branches "
+			       "when it is taken; a select per output\n", ifn, seen[k]->name, outer_when ? "then" : "else",
+			       outer->name);
+		else if (cnt[0] + cnt[1])
+			printf("  If '%s' on '%s': a C branch; %d node(s) of the then branch and %d of the else branch run "
+			       "only when it is taken\n", ifn, seen[k]->name, cnt[1], cnt[0]);
+		else
+			printf("  If '%s' on '%s': both branches computed, a select per output (%s)\n", ifn,
+			       seen[k]->name, g->train ? "a --train build runs both for the backward pass"
+						   : "no node is read by one branch alone");
+	}
+}
+
 /* Every fallback (compile.h): what compiles correctly, but with code that
  * grows with T or without a streaming step. */
 static void print_fallbacks(arena *A, const ir_graph *g)
@@ -373,6 +422,7 @@ int cmd_info(int argc, char **argv)
 	}
 	if (rc == 0) {
 		print_recurrences(&A, g);
+		print_branches(g);
 		print_fallbacks(&A, g);
 		wcount w = {.A = &A};
 		count_weights(&w, g);

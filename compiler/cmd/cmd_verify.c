@@ -190,7 +190,9 @@ static int read_inputs(verify *V, diag *D)
 /* Operands that must be compile-time constants: those whose values decide
  * an output shape, and the weights of the recurrent operators (lowering
  * splits them per gate and direction; the ONNX node tests pass them as graph
- * inputs). */
+ * inputs).  An If's condition is not one: cellc decides it at run time,
+ * and where its branches give different shapes the compile error names the
+ * --bind that decides it. */
 static int const_operand(ir_op op, int k)
 {
 	switch (op) {
@@ -206,8 +208,6 @@ static int const_operand(ir_op op, int k)
 		return k == 0;
 	case OP_LOOP:
 		return k <= 1;                          /* M, cond: the number of iterations */
-	case OP_IF:
-		return k == 0;                          /* cond: the branch taken */
 	case OP_SEQINSERT:
 		return k == 2;                          /* positions in sequences */
 	case OP_SEQAT: case OP_SEQERASE:
@@ -215,6 +215,24 @@ static int const_operand(ir_op op, int k)
 	default:
 		return infer_shape_input(op, k) != NULL;        /* Pad's pads, reductions' axes */
 	}
+}
+
+/* Whether If n chooses between tensors, which cellc selects at run time;
+ * a sequence or an optional must be known at compile time, and so must the
+ * condition then. */
+static int if_of_tensors(const ir_node *n)
+{
+	static const char *const br[2] = {"then_branch", "else_branch"};
+	for (int j = 0; j < n->nout; j++)
+		if (n->out[j] && n->out[j]->seq != IR_TENSOR)
+			return 0;
+	for (int k = 0; k < 2; k++) {
+		const ir_attr *a = ir_attr_find(n, br[k]);
+		for (int j = 0; a && a->kind == ATTR_GRAPH && a->g && j < a->g->noutputs; j++)
+			if (a->g->outputs[j] && a->g->outputs[j]->seq != IR_TENSOR)
+				return 0;
+	}
+	return 1;
 }
 
 static int value_index(const ir_graph *g, const ir_value *v)
@@ -243,7 +261,8 @@ static void find_bound_inputs(verify *V)
 			out_needed |= x >= 0 && need[x];
 		}
 		for (int j = 0; j < n->nin; j++) {
-			if (!n->in[j] || !(const_operand(n->op, j) || (out_needed && n->op != OP_SHAPE)))
+			if (!n->in[j] || !(const_operand(n->op, j) || (out_needed && n->op != OP_SHAPE) ||
+					   (n->op == OP_IF && j == 0 && !if_of_tensors(n))))
 				continue;
 			int x = value_index(g, n->in[j]);
 			if (x >= 0)
@@ -587,17 +606,9 @@ static int is_read(const ir_graph *h, const ir_value *v)
 	for (int k = 0; !h->parent && k < h->ninputs; k++)
 		if (h->inputs[k] == v && ir_input_value_sym(h, k) >= 0)
 			return 1;       /* its value is a size, which the model checks */
-	for (int i = 0; i < h->nnodes; i++) {
-		const ir_node *u = h->nodes[i];
-		for (int k = 0; k < u->nin; k++)
-			if (u->in[k] == v)
-				return 1;
-		if (u->body && is_read(u->body, v))
+	for (int i = 0; i < h->nnodes; i++)
+		if (ir_node_reads(h->nodes[i], v))
 			return 1;
-		for (int a = 0; a < u->nattrs; a++)
-			if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g && is_read(u->attrs[a].g, v))
-				return 1;
-	}
 	return 0;
 }
 
@@ -1271,19 +1282,41 @@ static int verify_sizes(verify *V, int any_bound)
 	return nbind < 0 ? 2 : 0;
 }
 
-/* An input whose value is a size (a Loop's trip count: size_inputs.c) is
- * given at run time, as compile leaves it.  When the model does not
- * compile so, even with each set's sizes (a loop that also indexes a
- * constant table by the iteration number runs only as many times as the
- * table has rows), each data set is compiled with the values of such
- * inputs bound, and that is said. */
+/* Marks the graph inputs v is computed from (through at most depth producers). */
+static void mark_sources(const ir_graph *g, const ir_value *v, char *mark, int depth)
+{
+	if (!v || depth < 0)
+		return;
+	for (int k = 0; k < g->ninputs; k++)
+		if (g->inputs[k] == v)
+			mark[k] = 1;
+	if (v->producer)
+		for (int j = 0; j < v->producer->nin; j++)
+			mark_sources(g, v->producer->in[j], mark, depth - 1);
+}
+
+/* Inputs the model may take at run time but need not: a size that is an
+ * input's value (size_inputs.c), and the inputs a top-level If's condition
+ * is computed from (a C branch, pass_branch.c).  One compilation with them
+ * left to run time is tried; where it fails (test_loop11's body indexes a
+ * constant by the iteration number; a sample-rate switch whose branches
+ * give different shapes), each data set is compiled with their values
+ * bound, and verify says so. */
 static void bind_value_inputs(verify *V)
 {
 	const ir_graph *g = V->g0;
 	char *names = "";
-	for (int i = 0; i < g->nsyms; i++)
-		if (g->sym_value[i])
-			names = arena_printf(&V->A, "%s%s'%s'", names, *names ? ", " : "", g->sym_value[i]);
+	char *cand = arena_alloc(&V->A, (size_t)g->ninputs + 1);
+	for (int k = 0; k < g->ninputs; k++)
+		cand[k] = ir_input_value_sym(g, k) >= 0;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_IF && g->nodes[i]->nin > 0 && if_of_tensors(g->nodes[i]))
+			mark_sources(g, g->nodes[i]->in[0], cand, 64);
+	for (int k = 0; k < g->ninputs; k++) {
+		cand[k] &= !V->bound[k];
+		if (cand[k])
+			names = arena_printf(&V->A, "%s%s'%s'", names, *names ? ", " : "", g->inputs[k]->name);
+	}
 	if (!*names || !V->L.n)
 		return;
 	onnx_binding bind[CMD_MAX_BIND];
@@ -1298,7 +1331,7 @@ static void bind_value_inputs(verify *V)
 	V->per_set_sizes = per_set;
 	if (nbind >= 0 && !probe(V, &A, nbind, bind, why, sizeof why)) {
 		for (int k = 0; k < g->ninputs; k++)
-			if (ir_input_value_sym(g, k) >= 0)
+			if (cand[k])
 				V->bound[k] = 1;
 		fprintf(stderr, "cellc verify: %s does not compile with the value of %s given at run time (%s); each "
 				"data set is compiled with its value bound\n", V->model, names, why);

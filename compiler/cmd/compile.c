@@ -50,6 +50,7 @@ const compile_stage compile_stages[] = {
 	{"grad", STAGE_PASS, .run = pass_grad},
 	{"fuse", STAGE_PASS, .run = pass_fuse},
 	{"precision", STAGE_PASS, .run = pass_precision},
+	{"branch", STAGE_PASS, .run = pass_branch},
 	{"schedule", STAGE_PASS, .run = pass_schedule},
 	{"plan", STAGE_PASS, .run = pass_plan},
 	{"emit", STAGE_EMIT, .run = NULL},

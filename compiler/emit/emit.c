@@ -173,6 +173,16 @@ static int has_dd(const ir_node *n)
 	return 0;
 }
 
+int emit_step_runs_branches(const ir_graph *g)
+{
+	if (find_time_sym(g) < 0)
+		return 0;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_RECURRENCE && ir_guard(g->nodes[i], NULL))
+			return 1;
+	return 0;
+}
+
 int emit_dd_slot(const ir_graph *g, const ir_node *n)
 {
 	if (!has_dd(n))

@@ -198,6 +198,11 @@ const char *emit_unparen(arena *A, const char *e);
 /* Data-dependent lengths (ir_value.data_dep): the index of node n's length
  * in the model struct's `int64_t dd_len[]` (the nodes of the root graph
  * whose outputs have one, in order), or -1 when n has none. */
+/* Whether NAME_step runs every branch of a run-time If (pass_branch.c):
+ * a recurrence in a branch must advance its state at every step, taken or
+ * not, for the steps to compute what one run over the steps does (the
+ * instance's `stepping`, set by NAME_step). */
+int emit_step_runs_branches(const ir_graph *g);
 int emit_dd_slot(const ir_graph *g, const ir_node *n);
 int emit_dd_count(const ir_graph *g);
 

@@ -534,7 +534,14 @@ static void api_run(emit_ctx *E)
 	ew_line(w, "\treturn RT_ERR_ARG;");
 	ew_line(w, "%s_dims one = *d;", n);
 	ew_line(w, "one.%s = 1;", E->tabs->sym[E->tabs->time_sym]);
-	ew_line(w, "return forward(%s);", io_args(E, "&one"));
+	if (emit_step_runs_branches(E->g)) {
+		ew_line(w, "m->stepping = 1;");
+		ew_line(w, "int st = forward(%s);", io_args(E, "&one"));
+		ew_line(w, "m->stepping = 0;");
+		ew_line(w, "return st;");
+	} else {
+		ew_line(w, "return forward(%s);", io_args(E, "&one"));
+	}
 	ew_close(w, "");
 }
 

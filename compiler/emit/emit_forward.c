@@ -238,13 +238,61 @@ static void print_rec_function(emit_ctx *E, ir_node *n)
 	ew_close(w, "");
 }
 
+static void print_nodes(emit_ctx *E, int from, int to);
+
+/* The If a select on condition c belongs to, for a comment. */
+static const char *if_name(emit_ctx *E, const ir_value *c)
+{
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const ir_node *n = E->g->nodes[i];
+		if (n->op == OP_WHERE && ir_attr_int(n, "if_select", 0) && n->in[0] == c)
+			return emit_cmt(E->A, n->origin ? n->origin : n->name ? n->name : "?");
+	}
+	return "?";
+}
+
+/* Guarded nodes [from, j) of one branch (pass_branch.c) inside their C
+ * branch; returns j. */
+static int print_branch(emit_ctx *E, int from, int to)
+{
+	ir_graph *g = E->g;
+	int when;
+	const ir_value *c = ir_guard(g->nodes[from], &when);
+	int j = from + 1, w2;
+	while (j < to && ir_guard(g->nodes[j], &w2) == c && w2 == when)
+		j++;
+	ew_line(E->w, "/* If '%s': the %s branch's own %d node(s), run only when it is taken */", if_name(E, c),
+		when ? "then" : "else", j - from);
+	int rec = 0;
+	for (int i = from; i < j; i++)
+		rec |= g->nodes[i]->op == OP_RECURRENCE;
+	if (rec && emit_step_runs_branches(g)) {
+		ew_line(E->w, "/* (in %s_step always: its recurrences advance at every step) */", E->tabs->name);
+		ew_open(E->w, "if (%s%s[0] || m->stepping)", when ? "" : "!", emit_ref(E, c));
+	} else {
+		ew_open(E->w, "if (%s%s[0])", when ? "" : "!", emit_ref(E, c));
+	}
+	print_nodes(E, -from - 1, j);
+	ew_close(E->w, "");
+	return j;
+}
+
 /* The root graph's nodes [from, to), each node once; consecutive
- * element-wise nodes of one fusion group are printed together. */
+ * element-wise nodes of one fusion group are printed together, a run of
+ * nodes of one branch of an If inside its C branch (from < 0: the nodes
+ * [-from - 1, to) of one such run). */
 static void print_nodes(emit_ctx *E, int from, int to)
 {
 	ir_graph *g = E->g;
+	int in_branch = from < 0;
+	if (in_branch)
+		from = -from - 1;
 	for (int i = from; i < to;) {
 		ir_node *n = g->nodes[i];
+		if (!in_branch && ir_guard(n, NULL)) {
+			i = print_branch(E, i, to);
+			continue;
+		}
 		if (n->op == OP_RECURRENCE) {
 			print_rec_function(E, n);
 			i++;

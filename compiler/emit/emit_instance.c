@@ -30,6 +30,9 @@ void emit_blk_struct(emit_ctx *E)
 		ew_line(E->w, "size_t ws_size;         /* bytes allocated at ws */");
 	}
 	ew_line(E->w, "int started;            /* 0 after reset: recurrences start from their initial state */");
+	if (emit_step_runs_branches(E->g))
+		ew_line(E->w, "int stepping;           /* 1 in %s_step: the branches of run-time Ifs all run, so that "
+			"their recurrences advance at every step */", t->name);
 	if (emit_dd_count(E->g))
 		ew_line(E->w, "int64_t dd_len[%d];       /* data-dependent lengths of the last run (%s_output_dims) */",
 			emit_dd_count(E->g), t->name);

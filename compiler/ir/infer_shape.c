@@ -318,10 +318,15 @@ static int infer_elem(ictx *c)
 		if (a->dtype != b->dtype)
 			return fail(c, "inputs 1 ('%s') and 2 ('%s') have dtypes %s and %s; Where needs one",
 				    a->name, b->name, ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
-		if (ir_attr_int(n, "if_select", 0) && !ir_shape_eq(&a->shape, &b->shape))
+		if (ir_attr_int(n, "if_select", 0) && !ir_shape_eq(&a->shape, &b->shape)) {
+			const char *src = n->graph->parent ? "" : ir_source_inputs(n->graph->A, in(c, 0), 64);
 			return fail(c, "the branches of an If with a data-dependent condition give '%s' %s and '%s' "
-				    "%s; cellc computes such an If as a select of both branches, which needs one shape",
-				    a->name, shp(c, &a->shape), b->name, shp(c, &b->shape));
+				    "%s; cellc computes such an If as a select of both branches, which needs one "
+				    "shape%s%s%s", a->name, shp(c, &a->shape), b->name, shp(c, &b->shape),
+				    *src ? "; the condition is computed from graph input(s) " : "", src,
+				    *src ? ", which --bind can fix (--bind NAME=NUMBER for a scalar, --bind NAME=FILE.pb)"
+					 : "");
+		}
 		if (infer_broadcast2(c, &s, &a->shape, &s) || infer_broadcast2(c, &s, &b->shape, &s))
 			return 1;
 		set_out(c, 0, a->dtype, &s);

@@ -565,6 +565,27 @@ char *ir_unique_name(ir_graph *g, const char *base)
 	}
 }
 
+static const char *sources(arena *A, const ir_value *v, const char *acc, int depth)
+{
+	if (!v || depth < 0)
+		return acc;
+	if (v->kind == VAL_INPUT) {
+		const char *q = arena_printf(A, "'%s'", v->name);
+		if (strstr(acc, q))
+			return acc;
+		return *acc ? arena_printf(A, "%s, %s", acc, q) : q;
+	}
+	if (v->producer)
+		for (int k = 0; k < v->producer->nin; k++)
+			acc = sources(A, v->producer->in[k], acc, depth - 1);
+	return acc;
+}
+
+const char *ir_source_inputs(arena *A, const ir_value *v, int depth)
+{
+	return sources(A, v, "", depth);
+}
+
 ir_value *ir_find_value(ir_graph *g, const char *name)
 {
 	for (; g; g = g->parent)
@@ -582,6 +603,49 @@ ir_attr *ir_attr_find(const ir_node *n, const char *name)
 		if (strcmp(n->attrs[i].name, name) == 0)
 			return &n->attrs[i];
 	return NULL;
+}
+
+ir_value *ir_guard(const ir_node *n, int *when)
+{
+	const char *name = ir_attr_string(n, "guard", NULL);
+	if (!name || !n->graph)
+		return NULL;
+	if (when)
+		*when = ir_attr_int(n, "guard_when", 1) != 0;
+	return ir_find_value(n->graph, name);
+}
+
+static int graph_reads(const ir_graph *h, const ir_value *v)
+{
+	for (int i = 0; i < h->noutputs; i++)
+		if (h->outputs[i] == v)
+			return 1;
+	for (int i = 0; i < h->nnodes; i++)
+		if (ir_node_reads(h->nodes[i], v))
+			return 1;
+	return 0;
+}
+
+int ir_node_reads(const ir_node *u, const ir_value *v)
+{
+	for (int k = 0; k < u->nin; k++)
+		if (u->in[k] == v)
+			return 1;
+	if (u->body && graph_reads(u->body, v))
+		return 1;
+	for (int a = 0; a < u->nattrs; a++)
+		if (u->attrs[a].kind == ATTR_GRAPH && u->attrs[a].g && graph_reads(u->attrs[a].g, v))
+			return 1;
+	return 0;
+}
+
+int ir_guard_read_ok(const ir_node *u, const ir_value *v, const ir_value *c, int when)
+{
+	int w;
+	if (ir_guard(u, &w) == c && w == when)
+		return 1;
+	return v != c && u->op == OP_WHERE && u->nin == 3 && ir_attr_int(u, "if_select", 0) && u->in[0] == c &&
+	       u->in[when ? 1 : 2] == v && u->in[when ? 2 : 1] != v && !u->body;
 }
 
 int64_t ir_attr_int(const ir_node *n, const char *name, int64_t def)

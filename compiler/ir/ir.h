@@ -593,6 +593,22 @@ void ir_set_nodes(ir_graph *g, ir_node **nodes, int n);   /* replace the node li
 void ir_names_reset(void);
 char *ir_unique_name(ir_graph *g, const char *base);      /* a fresh value/node name */
 ir_value *ir_find_value(ir_graph *g, const char *name);   /* searches enclosing graphs too */
+/* The graph inputs v is computed from, through at most `depth` producers,
+ * quoted for a message: "'a'", "'a', 'b'"; "" when none. */
+const char *ir_source_inputs(arena *A, const ir_value *v, int depth);
+
+/* Run-time branches (pass_branch.c).  A root node with the attributes
+ * guard = "NAME" (a bool value of one element) and guard_when = 1 or 0
+ * runs only when that value is true (1) or false (0): it computes a value
+ * that only the branch of an If taken then needs.  ir_guard: the value (and
+ * *when), or NULL for a node that always runs.  ir_node_reads: u reads v,
+ * as an operand or in a graph it holds.  ir_guard_read_ok: node u may read
+ * v, made by a node guarded by (c, when): u is guarded alike, or u is a
+ * select of that If (a Where marked if_select on c) reading v only as the
+ * operand it takes when c == when. */
+ir_value *ir_guard(const ir_node *n, int *when);
+int ir_node_reads(const ir_node *u, const ir_value *v);
+int ir_guard_read_ok(const ir_node *u, const ir_value *v, const ir_value *c, int when);
 
 /* attributes */
 ir_attr *ir_attr_find(const ir_node *n, const char *name);

@@ -28,6 +28,12 @@
  *   - weights = "bf16" or "int8" (pass_precision) only on a product by an
  *     f32 model weight whose every element is a bfloat16 value (bf16) or
  *     whose every output is its scale times integers in [-127, 127] (int8);
+ *   - after "branch", "schedule" and "plan", guards (pass_branch.c;
+ *     check_guards): on root nodes of inference
+ *     builds only, naming a bool value of one element that an unguarded
+ *     node before them computes; no graph output made under a guard; a
+ *     guarded result read only by nodes guarded alike or as the operand
+ *     its If's select takes on that branch; fusion groups guarded alike;
  *   - after "schedule" (pass_schedule.c): every recurrence of the root graph
  *     has `threads` and one `x_proj` per sequence input, with known values;
  *     an input projection moved into the steps is a root Gemm marked
@@ -559,6 +565,63 @@ static void check_precision(vctx *c, const ir_graph *g, const ir_node *n)
 
 static void check_graph(vctx *c, const ir_graph *g, infer_set *def);
 
+/* Guards (pass_branch.c): only on nodes of the root graph of an inference
+ * build; the condition a bool of one element of the root, made by a node
+ * before that always runs (or a graph input); guard_when 0 or 1; no graph
+ * output made under a guard; every reader of a guarded result guarded
+ * alike or that branch's select (ir_guard_read_ok); a fusion group guarded
+ * alike. */
+static void check_guards(vctx *c, const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *n = g->nodes[i];
+		if (n->body)
+			for (int j = 0; j < n->body->nnodes; j++)
+				if (ir_attr_find(n->body->nodes[j], "guard") || ir_attr_find(n->body->nodes[j], "guard_when"))
+					bad(c, g, "node '%s' of a recurrence body has a guard", nname(n->body->nodes[j]));
+		const ir_attr *a = ir_attr_find(n, "guard");
+		if (!a) {
+			if (ir_attr_find(n, "guard_when"))
+				bad(c, g, "node '%s' has guard_when but no guard", nname(n));
+			continue;
+		}
+		int when;
+		const ir_value *cv = a->kind == ATTR_STRING ? ir_guard(n, &when) : NULL;
+		int64_t w = ir_attr_int(n, "guard_when", -1);
+		if (!cv || cv->graph != g || cv->dtype != DT_BOOL || cv->shape.rank < 0 ||
+		    ir_shape_const_numel(&cv->shape) != 1 || (w != 0 && w != 1) || g->parent || g->train) {
+			bad(c, g, "node '%s': guard names no bool value of one element of the root graph, its "
+				  "guard_when is not 0 or 1, or it is in a body or a training build", nname(n));
+			continue;
+		}
+		int at = -1;
+		for (int j = 0; cv->producer && j < g->nnodes; j++)
+			if (g->nodes[j] == cv->producer)
+				at = j;
+		if (cv->producer && (at < 0 || at >= i || ir_guard(cv->producer, NULL)))
+			bad(c, g, "node '%s' runs under '%s', which no unguarded node before it computes", nname(n),
+			    cv->name);
+		for (int k = 0; k < n->nout; k++) {
+			const ir_value *v = n->out[k];
+			if (!v)
+				continue;
+			for (int q = 0; q < g->noutputs; q++)
+				if (g->outputs[q] == v)
+					bad(c, g, "node '%s' is guarded but makes graph output '%s'", nname(n), v->name);
+			for (int j = 0; j < g->nnodes; j++)
+				if (j != i && ir_node_reads(g->nodes[j], v) && !ir_guard_read_ok(g->nodes[j], v, cv, when))
+					bad(c, g, "node '%s' reads '%s', which node '%s' makes only when '%s' is %s",
+					    nname(g->nodes[j]), v->name, nname(n), cv->name, when ? "true" : "false");
+		}
+		for (int j = 0; n->group && j < g->nnodes; j++) {
+			int w2;
+			if (g->nodes[j]->group == n->group && (ir_guard(g->nodes[j], &w2) != cv || w2 != when))
+				bad(c, g, "fusion group %d is guarded unevenly (nodes '%s' and '%s')", n->group, nname(n),
+				    nname(g->nodes[j]));
+		}
+	}
+}
+
 /* The values g lists: owned by g, made by a node of g; those no node makes
  * (inputs, weights, constants) are defined from the start. */
 static void check_values(vctx *c, const ir_graph *g, infer_set *def)
@@ -835,6 +898,8 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	defined_values(g, &all);
 	check_links(&c, g, &all);
 	infer_set_free(&all);
+	if (!g->parent && (!strcmp(c.pass, "branch") || !strcmp(c.pass, "schedule") || !strcmp(c.pass, "plan")))
+		check_guards(&c, g);    /* before, a graph read back may hold any: branch decides afresh */
 	if (!g->parent && !strcmp(c.pass, "schedule"))
 		check_schedule(&c, g);
 	if (!g->parent && !strcmp(c.pass, "plan"))

@@ -32,8 +32,10 @@
  *   - If whose condition folds is replaced by the nodes of the branch it
  *     takes (inlined: the branch's constants copied, its captures kept); an
  *     If whose condition is a run-time bool (a restart `if k % F == 0:` in a
- *     scripted loop) by both branches and Where(cond, then, else) per
- *     output, the branches giving one shape (select_if);
+ *     scripted loop, a cascade's `if p.max() > 0.5:`) by both branches and
+ *     Where(cond, then, else) per output, the branches giving one shape
+ *     (select_if; at the top level pass_branch later makes each branch's
+ *     own nodes run only when it is taken);
  *     SequenceMap by one copy of its body per position; Not folds;
  *   - a Loop carrying a resolved sequence or optional (not the SequenceEmpty
  *     accumulation lower_loop.c turns into a recurrence, unless that is a
@@ -342,9 +344,11 @@ static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	ir_value *c = n->in[0];
 	if (c->seq != IR_TENSOR || c->dtype != DT_BOOL || c->shape.rank < 0 ||
 	    ir_shape_const_numel(&c->shape) != 1) {
+		const char *src = g->parent ? "" : ir_source_inputs(g->A, c, 64);
 		diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant and not "
-			  "a bool with one element, which cellc would compute as a select of both branches",
-			  c->name);
+			  "a bool with one element, which cellc would compute as a select of both branches%s%s%s",
+			  c->name, *src ? "; it is computed from graph input(s) " : "", src,
+			  *src ? ", which --bind can fix (--bind NAME=NUMBER for a scalar, --bind NAME=FILE.pb)" : "");
 		return -1;
 	}
 	if (c->shape.rank > 0) {
@@ -358,6 +362,21 @@ static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	}
 	ir_value *res[2][64];
 	static const char *const br[2] = {"then_branch", "else_branch"};
+	for (int j = 0; j < n->nout; j++) {
+		int seq = n->out[j] && n->out[j]->seq != IR_TENSOR;
+		for (int k = 0; k < 2 && !seq; k++) {
+			ir_graph *b = ir_attr_find(n, br[k])->g;
+			seq = j < b->noutputs && b->outputs[j] && b->outputs[j]->seq != IR_TENSOR;
+		}
+		if (seq) {
+			const char *src = g->parent ? "" : ir_source_inputs(g->A, c, 64);
+			diag_node(D, n, "If with a data-dependent condition: output %d is a sequence or optional; cellc "
+				  "selects between tensors only (a sequence's length must be known at compile time)%s%s%s",
+				  j, *src ? "; the condition is computed from graph input(s) " : "", src,
+				  *src ? ", which --bind can fix (--bind NAME=NUMBER for a scalar, --bind NAME=FILE.pb)" : "");
+			return -1;
+		}
+	}
 	if (n->nout > 64) {
 		diag_node(D, n, "If with a data-dependent condition and %d outputs; cellc selects at most 64", n->nout);
 		return -1;
@@ -388,24 +407,6 @@ static int select_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 		rl_push(g->A, l, w);
 	}
 	return 0;
-}
-
-/* The graph inputs value v is computed from ("a", "a', 'b", ...; "" if
- * none), through at most `depth` producers. */
-static const char *source_inputs(arena *A, const ir_value *v, const char *acc, int depth)
-{
-	if (!v || depth < 0)
-		return acc;
-	if (v->kind == VAL_INPUT) {
-		const char *q = arena_printf(A, "'%s'", v->name);
-		if (strstr(acc, q))
-			return acc;
-		return *acc ? arena_printf(A, "%s, %s", acc, q) : q;
-	}
-	if (v->producer)
-		for (int k = 0; k < v->producer->nin; k++)
-			acc = source_inputs(A, v->producer->in[k], acc, depth - 1);
-	return acc;
 }
 
 /* If n replaced by the nodes of its branch `which` ("then_branch" or
@@ -619,24 +620,12 @@ static int inline_if(ir_graph *g, ir_node *n, diag *D, rlist *l)
 	size_pred p;
 	if (!const_scalar(n->in[0], &c) && !g->parent && size_pred_of(n->in[0], &p))
 		return size_if(g, n, D, l, &p);
-	if (!const_scalar(n->in[0], &c)) {
-		/* in a loop's step (a scripted restart `if k % F == 0:`): a select;
-		 * at the top level the condition is a model input's business: bind
-		 * it (both branches of a sample-rate switch may not even compile) */
-		if (g->parent)
-			return select_if(g, n, D, l);
-		const char *src = source_inputs(g->A, n->in[0], "", 64);
-		if (*src)
-			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
-				  "cellc compiles If only when its condition folds, or inside a loop body (a "
-				  "select of both branches); it is computed from graph input(s) %s, which --bind "
-				  "can fix (--bind NAME=NUMBER for a scalar, --bind NAME=FILE.pb)", n->in[0]->name, src);
-		else
-			diag_node(D, n, "If with a data-dependent condition: '%s' is not a compile-time constant; "
-				  "cellc compiles If only when its condition folds, or inside a loop body (a "
-				  "select of both branches)", n->in[0]->name);
-		return -1;
-	}
+	/* decided at run time (a scripted restart `if k % F == 0:` in a loop's
+	 * step, a cascade's `if p.max() > 0.5:`): both branches and a select;
+	 * at the top level pass_branch then runs each branch's own nodes only
+	 * when it is taken */
+	if (!const_scalar(n->in[0], &c))
+		return select_if(g, n, D, l);
 	return take_branch(g, n, l, c ? "then_branch" : "else_branch");
 }
 

@@ -160,6 +160,9 @@ int fuse_needs_buffer(const ir_value *v);
 int pass_precision(ir_graph *g, diag *D, const pass_opts *o);
 int precision_operand(const ir_node *n);
 int precision_int8_row(const ir_node *n, int64_t j, float *scale);
+/* An If decided at run time as a C branch: the nodes only one branch's
+ * selects read run only when it is taken (guard, ir.h; pass_branch.c). */
+int pass_branch(ir_graph *g, diag *D, const pass_opts *o);
 /* How each recurrence runs (threads, where its input projections are
  * computed, packed weights), as attributes the emitter prints
  * (pass_schedule.c has the list). */
