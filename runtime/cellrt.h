@@ -545,6 +545,13 @@ enum {
 void rt_reduce_f32(int kind, float *y, const float *x, int rank, const int64_t *xdims, const unsigned char *red);
 void rt_reduce_f64(int kind, double *y, const double *x, int rank, const int64_t *xdims,
 		   const unsigned char *red);
+/* The same of int64 / int32 X, exact in the element type (Sum, Prod, L1 and
+ * SumSquare wrap modulo 2^64 / 2^32; Max, Min): the kinds ONNX defines for
+ * integers but Mean, L2, LogSum and LogSumExp. */
+void rt_reduce_i64(int kind, int64_t *y, const int64_t *x, int rank, const int64_t *xdims,
+		   const unsigned char *red);
+void rt_reduce_i32(int kind, int32_t *y, const int32_t *x, int rank, const int64_t *xdims,
+		   const unsigned char *red);
 
 /* ArgMax (is_min 0) / ArgMin (1) along the middle axis of X [outer, n, inner]
  * (n >= 1): Y [outer, inner] the index of the first extreme, or of the last

@@ -325,53 +325,66 @@ void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, con
 
 /* ---- reductions -------------------------------------------------------------- */
 
-/* One output element from the reduced elements x[base + sum c_a * st_a]. */
+/* The geometry of a reduction: row-major strides st of X, the number of
+ * reduced elements per output (*nred) and of outputs (*nout). */
+static void reduce_geometry(int rank, const int64_t *xdims, const unsigned char *red, int64_t *st, int64_t *nred,
+			    int64_t *nout)
+{
+	int64_t m = 1;
+	for (int a = rank - 1; a >= 0; a--) {
+		st[a] = m;
+		m *= xdims[a];
+	}
+	*nred = *nout = 1;
+	for (int a = 0; a < rank; a++) {
+		if (red[a])
+			*nred *= xdims[a];
+		else
+			*nout *= xdims[a];
+	}
+}
+
+/* Advances the odometer c over the axes a whose red[a] is `reduced`. */
+static void reduce_next(int64_t *c, int rank, const int64_t *xdims, const unsigned char *red, int reduced)
+{
+	for (int a = rank - 1; a >= 0; a--) {
+		if (!red[a] != !reduced)
+			continue;
+		if (++c[a] < xdims[a])
+			break;
+		c[a] = 0;
+	}
+}
+
+/* The offset in X of the element at odometer c (over all axes). */
+static int64_t reduce_offset(const int64_t *c, const int64_t *st, int rank, int64_t base)
+{
+	for (int a = 0; a < rank; a++)
+		base += c[a] * st[a];
+	return base;
+}
+
+/* One output element from the reduced elements x[base + sum c_a * st_a]
+ * (oc: the kept axes' odometer, rc: the reduced ones'). */
 #define REDUCE_BODY(T)                                                                             \
-	int64_t st[RT_TF_MAXRANK], oc[RT_TF_MAXRANK] = {0};                                        \
-	int64_t m = 1;                                                                             \
-	for (int a = rank - 1; a >= 0; a--) {                                                      \
-		st[a] = m;                                                                         \
-		m *= xdims[a];                                                                     \
-	}                                                                                          \
-	int64_t nred = 1, nout = 1;                                                                \
-	for (int a = 0; a < rank; a++) {                                                           \
-		if (red[a])                                                                        \
-			nred *= xdims[a];                                                          \
-		else                                                                               \
-			nout *= xdims[a];                                                          \
-	}                                                                                          \
-	for (int64_t o = 0; o < nout; o++) {                                                       \
-		int64_t base = 0, rc[RT_TF_MAXRANK] = {0};                                         \
-		for (int a = 0; a < rank; a++)                                                     \
-			if (!red[a])                                                               \
-				base += oc[a] * st[a];                                             \
+	int64_t st[RT_TF_MAXRANK], oc[RT_TF_MAXRANK] = {0}, nred, nout;                            \
+	reduce_geometry(rank, xdims, red, st, &nred, &nout);                                       \
+	for (int64_t o = 0; o < nout; o++, reduce_next(oc, rank, xdims, red, 0)) {                 \
+		int64_t base = reduce_offset(oc, st, rank, 0), rc[RT_TF_MAXRANK] = {0};            \
 		double acc = kind == RT_REDUCE_MAX ? -INFINITY : kind == RT_REDUCE_MIN ? INFINITY \
 			   : kind == RT_REDUCE_PROD ? 1.0 : 0.0;                                   \
 		double top = -INFINITY;                                                            \
 		if (kind == RT_REDUCE_LOGSUMEXP) {                                                 \
 			int64_t c2[RT_TF_MAXRANK] = {0};                                           \
-			for (int64_t r = 0; r < nred; r++) {                                       \
-				int64_t off = base;                                                \
-				for (int a = 0; a < rank; a++)                                     \
-					off += c2[a] * st[a];                                      \
-				if ((double)x[off] > top)                                          \
-					top = (double)x[off];                                      \
-				for (int a = rank - 1; a >= 0; a--) {                              \
-					if (!red[a])                                               \
-						continue;                                          \
-					if (++c2[a] < xdims[a])                                    \
-						break;                                             \
-					c2[a] = 0;                                                 \
-				}                                                                  \
+			for (int64_t r = 0; r < nred; r++, reduce_next(c2, rank, xdims, red, 1)) { \
+				double v = (double)x[reduce_offset(c2, st, rank, base)];           \
+				top = v > top ? v : top;                                           \
 			}                                                                          \
 			if (!isfinite(top))                                                        \
 				top = 0;                                                           \
 		}                                                                                  \
-		for (int64_t r = 0; r < nred; r++) {                                               \
-			int64_t off = base;                                                        \
-			for (int a = 0; a < rank; a++)                                             \
-				off += rc[a] * st[a];                                              \
-			double v = (double)x[off];                                                 \
+		for (int64_t r = 0; r < nred; r++, reduce_next(rc, rank, xdims, red, 1)) {         \
+			double v = (double)x[reduce_offset(rc, st, rank, base)];                   \
 			switch (kind) {                                                            \
 			case RT_REDUCE_MAX: acc = v > acc || v != v ? v : acc; break;              \
 			case RT_REDUCE_MIN: acc = v < acc || v != v ? v : acc; break;              \
@@ -380,13 +393,6 @@ void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, con
 			case RT_REDUCE_L2: case RT_REDUCE_SUMSQUARE: acc += v * v; break;          \
 			case RT_REDUCE_LOGSUMEXP: acc += exp(v - top); break;                      \
 			default: acc += v; break;                                                  \
-			}                                                                          \
-			for (int a = rank - 1; a >= 0; a--) {                                      \
-				if (!red[a])                                                       \
-					continue;                                                  \
-				if (++rc[a] < xdims[a])                                            \
-					break;                                                     \
-				rc[a] = 0;                                                         \
 			}                                                                          \
 		}                                                                                  \
 		switch (kind) {                                                                    \
@@ -397,13 +403,6 @@ void rt_pad_grad(float *dx, const float *dy, int rank, const int64_t *xdims, con
 		default: break;                                                                    \
 		}                                                                                  \
 		y[o] = (T)acc;                                                                     \
-		for (int a = rank - 1; a >= 0; a--) {                                              \
-			if (red[a])                                                                \
-				continue;                                                          \
-			if (++oc[a] < xdims[a])                                                    \
-				break;                                                             \
-			oc[a] = 0;                                                                 \
-		}                                                                                  \
 	}
 
 void rt_reduce_f32(int kind, float *y, const float *x, int rank, const int64_t *xdims, const unsigned char *red)
@@ -415,6 +414,46 @@ void rt_reduce_f64(int kind, double *y, const double *x, int rank, const int64_t
 		   const unsigned char *red)
 {
 	REDUCE_BODY(double)
+}
+
+/* Integer reductions, exact: the accumulator is the element type U
+ * unsigned, so that sums and products wrap modulo 2^bits as ONNX
+ * Runtime's do, without undefined overflow. */
+#define REDUCE_INT_BODY(T, U)                                                                      \
+	int64_t st[RT_TF_MAXRANK], oc[RT_TF_MAXRANK] = {0}, nred, nout;                            \
+	reduce_geometry(rank, xdims, red, st, &nred, &nout);                                       \
+	for (int64_t o = 0; o < nout; o++, reduce_next(oc, rank, xdims, red, 0)) {                 \
+		int64_t base = reduce_offset(oc, st, rank, 0), rc[RT_TF_MAXRANK] = {0};            \
+		U acc = kind == RT_REDUCE_PROD ? 1u : 0u;                                          \
+		T best = 0;                                                                        \
+		for (int64_t r = 0; r < nred; r++, reduce_next(rc, rank, xdims, red, 1)) {         \
+			T v = x[reduce_offset(rc, st, rank, base)];                                \
+			U uv = (U)v;                                                               \
+			switch (kind) {                                                            \
+			case RT_REDUCE_MAX: best = r == 0 || v > best ? v : best; break;           \
+			case RT_REDUCE_MIN: best = r == 0 || v < best ? v : best; break;           \
+			case RT_REDUCE_PROD: acc *= uv; break;                                     \
+			case RT_REDUCE_L1: acc += v < 0 ? (U)0 - uv : uv; break;                   \
+			case RT_REDUCE_SUMSQUARE: acc += uv * uv; break;                           \
+			default: acc += uv; break;                                                 \
+			}                                                                          \
+		}                                                                                  \
+		if (kind == RT_REDUCE_MAX || kind == RT_REDUCE_MIN)                                \
+			y[o] = best;                                                               \
+		else                                                                               \
+			memcpy(&y[o], &acc, sizeof acc);                                           \
+	}
+
+void rt_reduce_i64(int kind, int64_t *y, const int64_t *x, int rank, const int64_t *xdims,
+		   const unsigned char *red)
+{
+	REDUCE_INT_BODY(int64_t, uint64_t)
+}
+
+void rt_reduce_i32(int kind, int32_t *y, const int32_t *x, int rank, const int64_t *xdims,
+		   const unsigned char *red)
+{
+	REDUCE_INT_BODY(int32_t, uint32_t)
 }
 
 #define ARG_BODY                                                                                   \

@@ -14,12 +14,13 @@ output_K.pb).
 2. onnx/: hand-written Loop/Scan models (onnx.helper) covering what the
    exporters' cases do not: Scan input/output axes and directions, Scan-8's
    batch axis, a Loop with a constant trip count and a loop-invariant capture,
-   x[t:t+1] indexing, a Loop carrying a ragged sequence (unrolled), an If
+   x[t:t+1] indexing, a Loop that its condition ends early, a Loop carrying a ragged sequence (unrolled), an If
    in a Loop body on the iteration number or on the data (a select);
    expected
    outputs from numpy written from the ONNX operator specification here.
 3. bad/: models cellc must refuse with a located error (expect.txt holds the
-   text the message must contain): a data-dependent condition, a trip count
+   text the message must contain): a data-dependent condition with no bound
+   on the iterations, a trip count
    only known at run time; for sequences resolved at compile time
    (compiler/passes/lower_seq.c): a Loop carrying a sequence with a run-time trip
    count, a data-dependent condition or more iterations than cellc unrolls,
@@ -240,6 +241,37 @@ def onnx_cases(outdir):
                 numpy_helper.from_array(np.array(True), "cond")], 13,
                [([h0, x], [h, np.stack(ys)])])
 
+    # (c2) an early exit: M = 20 and the body's condition h[0] != 0 (a bool
+    #     Cast of the state's first element), a scan output; data set 0
+    #     stops after 3 iterations, data set 1 runs all 20 (the loop of
+    #     the specification: the condition a body returns decides the next
+    #     iteration)
+    ebody = helper.make_graph(
+        [helper.make_node("Add", ["h_in", "one_f"], ["h_out"]),
+         helper.make_node("Mul", ["h_out", "two_f"], ["y"]),
+         helper.make_node("Gather", ["h_out", "i0"], ["e"], axis=0),
+         helper.make_node("Cast", ["e"], ["c_out"], to=TensorProto.BOOL)],
+        "exit_body",
+        [vi("it", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("h_in", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2]), vi("y", TensorProto.FLOAT, [2])],
+        initializer=[numpy_helper.from_array(np.array(1, np.float32), "one_f"),
+                     numpy_helper.from_array(np.array(2, np.float32), "two_f"),
+                     numpy_helper.from_array(np.array(0, np.int64), "i0")])
+    sets = []
+    for h0 in (np.array([-3, 5], np.float32), np.array([-30.5, 1], np.float32)):
+        h, ys = h0, []
+        for i in range(20):
+            h = (h + 1).astype(np.float32)
+            ys.append(h * 2)
+            if h[0] == 0:
+                break
+        sets.append(([h0], [h, np.stack(ys)]))
+    assert len(sets[0][1][1]) == 3 and len(sets[1][1][1]) == 20
+    save_graph(outdir, "loop_early_exit", [helper.make_node("Loop", ["M", "", "h0"], ["hT", "ys"], body=ebody)],
+               [vi("h0", TensorProto.FLOAT, [2])],
+               [vi("hT", TensorProto.FLOAT, None), vi("ys", TensorProto.FLOAT, None)],
+               [numpy_helper.from_array(np.array(20, np.int64), "M")], 13, sets, dyn_out=True)
+
     # (d) the trip count Shape(x)[0] with the index an initializer (not a
     #     Constant), x of symbolic length: the Gather folds to the symbol,
     #     a constant however its operands are stored (a fuzzed seed found
@@ -428,7 +460,8 @@ def bad_cases(outdir):
         with open(os.path.join(d, "expect.txt"), "w") as f:
             f.write(expect + "\n")
 
-    # the body's condition depends on the state: an early exit
+    # the body's condition depends on the state and nothing bounds the
+    # iterations (no M): a `while` cellc cannot size
     body = helper.make_graph(
         [helper.make_node("Add", ["h_in", "one_f"], ["h_out"]),
          helper.make_node("Gather", ["h_out", "i0"], ["e"], axis=0),
@@ -438,9 +471,10 @@ def bad_cases(outdir):
         [vi("c_out", TensorProto.BOOL, []), vi("h_out", TensorProto.FLOAT, [2])],
         initializer=[numpy_helper.from_array(np.array(1, np.float32), "one_f"),
                      numpy_helper.from_array(np.array(0, np.int64), "i0")])
-    save("loop_data_dependent_cond", [helper.make_node("Loop", ["M", "", "h0"], ["hT"], body=body)],
+    save("loop_unbounded_cond", [helper.make_node("Loop", ["", "c0", "h0"], ["hT"], body=body)],
          [vi("h0", TensorProto.FLOAT, [2])], [vi("hT", TensorProto.FLOAT, [2])],
-         [numpy_helper.from_array(np.array(20, np.int64), "M")], "Loop with a data-dependent condition")
+         [numpy_helper.from_array(np.array(True), "c0")],
+         "its condition bounds the iterations by no value cellc can follow")
     # same body without the early exit, but M is computed at run time from
     # data (the longest of the lengths: a value no size of the model states;
     # an input that is M itself is a size, tests/gen_size_inputs.py)

@@ -32,6 +32,10 @@ Exported at opsets 13, 14 and 17 with dynamic batch and time axes.  Layout:
   CASE/test_data_set_1/   T = 13, batch 3 (the same file at another T)
   CASE/case.json          model, opset, style, expect ("ok", or "error"
                           with the text the located refusal must contain)
+  CASE/stream/            (STREAM models) data set 1's x.bin [T, B, I] and
+                          prefix.bin [T, B, H], the h of every prefix, and
+                          dims.txt "T B I H S": the loop breaks after step S
+                          (S steps of T run), for tests/api/test_break_step.c
 Goldens come from the scripted module itself (eval mode, no_grad), weights
 from torch.manual_seed per model, inputs from a numpy seed per case; each
 model is also checked against an eager run of the same class before its data
@@ -383,8 +387,8 @@ class BigCounterRNN(nn.Module):
 
 
 class BreakRNN(nn.Module):
-    """stops when the state grows: a data-dependent Loop condition, which
-    cellc refuses (located, exit 2)"""
+    """stops when the state's sum passes 1.5: a data-dependent Loop condition
+    (data set 1 breaks after 7 of its 13 steps, data set 0 runs all 8)"""
 
     def __init__(self):
         super().__init__()
@@ -395,7 +399,7 @@ class BreakRNN(nn.Module):
         h = torch.zeros(x.size(1), self.hid)
         for x_t in x.unbind(0):
             h = torch.tanh(self.cell(torch.cat([x_t, h], 1)))
-            if bool(h.sum() > 100.0):
+            if bool(h.sum() > 1.5):
                 break
         return h
 
@@ -445,9 +449,11 @@ MODELS = {
     "rnn_big_counter": (BigCounterRNN, (17,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
     "lstm_next_step_range": (NextStepLSTM, (13, 17), tokens, ["x"], ["preds"], {"x": TB, "preds": TB}, None),
     "gru_start_token_cat": (StartTokenGRU, (14, 17), tokens_bf, ["y"], ["h"], {"y": BT, "h": {0: "B"}}, None),
-    "rnn_unbind_break": (BreakRNN, (14,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}},
-                         "Loop with a data-dependent condition"),
+    "rnn_unbind_break": (BreakRNN, (14,), tokens, ["x"], ["h"], {"x": TB, "h": {0: "B"}}, None),
 }
+
+# models whose steps tests/api/test_break_step.c streams (CASE/stream/)
+STREAM = ("rnn_unbind_break",)
 
 
 # ---- writing -------------------------------------------------------------------------
@@ -493,6 +499,21 @@ def make_case(outdir, name, opset, seed):
             write_pb(os.path.join(ds, "input_%d.pb" % j), a, n)
         for j, (n, a) in enumerate(zip(out_names, want)):
             write_pb(os.path.join(ds, "output_%d.pb" % j), a, n)
+    if name in STREAM:
+        # every prefix of data set 1 for tests/api/test_break_step.c: the
+        # scripted module's h on x[:t + 1], the same from the step the
+        # loop breaks at on
+        x = data[1][0]
+        prefix = np.stack([outputs_of(scripted, [x[:t + 1]])[0] for t in range(x.shape[0])])
+        brk = [t for t in range(1, x.shape[0]) if np.array_equal(prefix[t], prefix[t - 1])]
+        assert brk and not np.array_equal(prefix[brk[0] - 1], prefix[brk[0] - 2]), \
+            "%s: data set 1 does not break mid-sequence" % name
+        sd = os.path.join(d, "stream")
+        os.makedirs(sd)
+        x.astype("<f4").tofile(os.path.join(sd, "x.bin"))
+        prefix.astype("<f4").tofile(os.path.join(sd, "prefix.bin"))
+        with open(os.path.join(sd, "dims.txt"), "w") as fh:
+            fh.write("%d %d %d %d %d\n" % (x.shape[0], x.shape[1], x.shape[2], prefix.shape[2], brk[0]))
     case = {"model": name, "opset": opset, "style": (cls.__doc__ or "").split("\n")[0].strip(),
             "loop_ops": sorted(set(o for o in ops if o not in ("Constant",))),
             "expect": "error" if expect else "ok"}

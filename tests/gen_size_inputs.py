@@ -21,6 +21,12 @@ Each model is its own class, in its own author's style:
     fed back, a GRU-like update written out, argmax of the logits; the
     tokens (int64 [max_len, B], stacked as float parts inside the loop) and
     the logits are scan outputs;
+  - eos_decoder: greedy decoding that stops once every row has produced the
+    end token: `for _ in range(int(max_len))` with a `break` (M the
+    largest int64, the condition `i + 1 < max_len and not done`), a bool
+    flag per row carried; tokens [steps run, B];
+  - until_stop: `while i < n and not stop:` (no M, a counter carried),
+    stopping on the first row's prediction; ys [steps run, B, 3];
   - future_predictor: a time-series predictor's `future` steps (`future:
     int`), an LSTM cell written with chunk(4, 1), its output fed back and
     the outputs concatenated on axis 1 (pred: [B, future]).
@@ -36,6 +42,8 @@ Layout:
                                             output as raw float32, for the C
                                             API test tests/api/test_size_input.c
   CASE/case.json    model, style, info (strings `cellc info` prints)
+For the loops that may end early (EARLY), data set 0 ends before the count
+and data set 1 runs all of it, which the generator asserts.
 Goldens come from the scripted module (eval mode, no_grad), checked against
 an eager run of the same class; weights from torch.manual_seed, inputs from
 a numpy seed per case.
@@ -170,6 +178,58 @@ class TokenDecoder(nn.Module):
         return torch.stack(toks, 0), torch.stack(logits, 0)
 
 
+class EosDecoder(nn.Module):
+    """greedy decoding until every row has produced the end token 2 (or max_len): `for _ in range(int(max_len))`
+    with a `break`, a done flag per row carried, an Elman step written with Linear layers"""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6, 4)
+        self.ih = nn.Linear(4, 8)
+        self.hh = nn.Linear(8, 8, bias=False)
+        self.head = nn.Linear(8, 6)
+        with torch.no_grad():
+            self.head.bias[2] -= 0.05    # the end token within a few steps for some inputs, not all
+
+    def forward(self, h, max_len):
+        tok = torch.zeros(h.size(0), dtype=torch.long)
+        done = torch.zeros(h.size(0), dtype=torch.bool)
+        toks = []
+        for _ in range(int(max_len)):
+            h = torch.tanh(self.ih(self.emb(tok)) + self.hh(h))
+            tok = self.head(h).argmax(1)
+            toks.append(tok)
+            done = done | (tok == 2)
+            if bool(done.all()):
+                break
+        return torch.stack(toks, 0), h
+
+
+class UntilStop(nn.Module):
+    """a `while` loop, `while i < n and not stop`, that stops when the first row's prediction turns negative; the
+    predictions fed back, stacked batch-first at the end"""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(3 + 6, 6)
+        self.read = nn.Linear(6, 3)
+
+    def forward(self, x, max_len):
+        n = int(max_len)
+        h = torch.zeros(x.size(0), 6)
+        y = x
+        i = 0
+        stop = False
+        outs = []
+        while i < n and not stop:
+            h = torch.tanh(self.cell(torch.cat([y, h], 1)))
+            y = self.read(h)
+            outs.append(y)
+            stop = bool(y[0, 0] < -0.32)
+            i += 1
+        return torch.stack(outs, 0), h
+
+
 def count(n):
     return np.array(n, dtype=np.int64)
 
@@ -200,7 +260,20 @@ MODELS = {
     "future_predictor": (FuturePredictor, lambda B, n, rng: [rng.standard_normal((B, 1)).astype(np.float32), count(n)],
                          ["last", "future"], ["pred"], {"last": {0: "B"}, "pred": {0: "B", 1: "T"}}, [(3, 7), (2, 4)],
                          True, ["future (the value of input 'future')", "f32[B, future]"]),
+    "eos_decoder": (EosDecoder, lambda B, n, rng: [(rng.standard_normal((B, 8)) * 2).astype(np.float32), count(n)],
+                    ["h", "max_len"], ["tokens", "hn"], {"h": {0: "B"}, "tokens": {1: "B"}, "hn": {0: "B"}},
+                    [(3, 12), (2, 3)], False,
+                    ["tokens                   i64[max_len, B]  (axis 0 data-dependent, at most max_len)",
+                     "stops when its condition is false (at most max_len steps)"]),
+    "until_stop": (UntilStop, lambda B, n, rng: [rng.standard_normal((B, 3)).astype(np.float32), count(n)],
+                   ["x", "max_len"], ["ys", "h"], {"x": {0: "B"}, "ys": {1: "B"}, "h": {0: "B"}},
+                   [(2, 20), (3, 2)], False,
+                   ["ys                       f32[max_len, B, 3]  (axis 0 data-dependent, at most max_len)",
+                    "stops when its condition is false (at most max_len steps)"]),
 }
+
+# models whose loop may end before the count: data set k ends early (True) or runs all n steps (False)
+EARLY = {"eos_decoder": (True, False), "until_stop": (True, False)}
 
 
 def run(module, ins, as_int):
@@ -245,6 +318,9 @@ def make_case(outdir, name, seed):
         for a, b in zip(want, run(eager, ins, as_int)):
             assert a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-6), \
                 "%s: scripted and eager runs disagree" % name
+        if name in EARLY and k < len(data):
+            steps, n = want[0].shape[0], int(ins[-1])
+            assert (steps < n) == EARLY[name][k], "%s: data set %d runs %d of %d steps" % (name, k, steps, n)
         ds = os.path.join(d, "zero", "test_data_set_0") if k == len(data) else \
             os.path.join(d, "test_data_set_%d" % k)
         write_set(ds, in_names, ins, out_names, want)

@@ -110,7 +110,15 @@ static const char *first_rec_value(const ir_graph *g)
 	return NULL;
 }
 
-static void print_recurrences(arena *A, const ir_graph *g)
+static int has_cond(const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (ir_rec_cond_state(g->nodes[i]) >= 0)
+			return 1;
+	return 0;
+}
+
+static void print_recurrences(arena *A, const ir_graph *g, const char *name)
 {
 	int n = 0;
 	for (int i = 0; i < g->nnodes; i++)
@@ -128,6 +136,9 @@ static void print_recurrences(arena *A, const ir_graph *g)
 		       ir_attr_int(nd, "n_out", 0), nd->body ? nd->body->nnodes : 0,
 		       ir_attr_int(nd, "has_lens", 0) ? ", sequence_lens" : "",
 		       nd->origin ? ", from " : "", nd->origin ? nd->origin : "");
+		if (ir_rec_cond_state(nd) >= 0)
+			printf("    stops when its condition is false (at most %s steps); its stacked outputs have the "
+			       "steps run (%s_output_dims)\n", ir_dim_str(A, g, T), name);
 		const char *rd = recognize_describe(A, g, nd);   /* recovered loops (recognize.h) */
 		if (rd)
 			printf("    %s\n", rd);
@@ -421,7 +432,7 @@ int cmd_info(int argc, char **argv)
 		print_values(&A, "inputs", g->ninputs, g->inputs);
 	}
 	if (rc == 0) {
-		print_recurrences(&A, g);
+		print_recurrences(&A, g, cmd_default_name(&A, model));
 		print_branches(g);
 		print_fallbacks(&A, g);
 		wcount w = {.A = &A};
@@ -429,8 +440,9 @@ int cmd_info(int argc, char **argv)
 		printf("weights:   %d tensors, %" PRIu64 " bytes\n", w.n, w.bytes);
 		int ts = emit_time_sym(g);     /* the symbol NAME_step sets to 1 */
 		if (ts >= 0)
-			printf("streaming: yes (%s_step advances one step of '%s')\n",
-			       cmd_default_name(&A, model), g->syms[ts]);
+			printf("streaming: yes (%s_step advances one step of '%s'%s)\n",
+			       cmd_default_name(&A, model), g->syms[ts],
+			       has_cond(g) ? "; once a loop's condition has ended it, no more steps run" : "");
 		else if (first_rec_value(g))
 			printf("streaming: no (the recurrence runs as many steps as input '%s' says)\n",
 			       first_rec_value(g));

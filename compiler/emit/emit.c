@@ -165,8 +165,12 @@ const char *emit_shape_comment(emit_ctx *E, const ir_value *v)
 
 /* ---- data-dependent lengths ------------------------------------------------ */
 
+/* n's kernel finds a data-dependent length (not one it only keeps:
+ * ir_dd_passes). */
 static int has_dd(const ir_node *n)
 {
+	if (ir_dd_passes(n))
+		return 0;
 	for (int k = 0; k < n->nout; k++)
 		if (n->out[k] && n->out[k]->data_dep)
 			return 1;

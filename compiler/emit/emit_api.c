@@ -727,11 +727,11 @@ static void api_output_dims(emit_ctx *E)
 	ew_line(w, "int st = %s_io_shape(d, 1, k, dims);", n);
 	for (int k = 0; k < g->noutputs; k++) {
 		const ir_value *v = g->outputs[k];
-		if (!v->data_dep || !v->producer)
+		if (!v->data_dep || !ir_dd_source(v))
 			continue;
 		ew_line(w, "if (st == RT_OK && k == %d) /* '%s': axis %d at most %s */", k, emit_cmt(E->A, v->name),
 			v->dd_axis, emit_cmt(E->A, ir_dim_str(E->A, g, v->shape.d[v->dd_axis])));
-		ew_line(w, "\tdims[%d] = m->dd_len[%d];", v->dd_axis, emit_dd_slot(g, v->producer));
+		ew_line(w, "\tdims[%d] = m->dd_len[%d];", v->dd_axis, emit_dd_slot(g, ir_dd_source(v)));
 	}
 	ew_line(w, "return st;");
 	ew_close(w, "");

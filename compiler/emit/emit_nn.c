@@ -48,7 +48,7 @@ void emit_reduce(emit_ctx *E, ir_node *n)
 		mask = arena_printf(E->A, "%s%s%d", mask, a ? ", " : "", red[a]);
 	ops_node_comment(E, n, NULL);
 	ew_line(E->w, "rt_reduce_%s(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
-		x->dtype == DT_F64 ? "f64" : "f32", reduce_kinds[reduce_kind(n->op)], emit_ref(E, y), emit_ref(E, x),
+		x->dtype == DT_F64 ? "f64" : x->dtype == DT_I64 ? "i64" : x->dtype == DT_I32 ? "i32" : "f32", reduce_kinds[reduce_kind(n->op)], emit_ref(E, y), emit_ref(E, x),
 		r, ops_dims_lit(E, &x->shape, 0), r ? mask : "0");
 }
 

@@ -403,6 +403,7 @@ static int rec_init(rec *R, emit_ctx *E, ir_node *n, int report)
 	R->has_lens = ir_attr_int(n, "has_lens", 0) != 0;
 	R->per_row_time = R->reverse && R->has_lens;
 	R->has_step = (int)ir_attr_int(n, "has_step", 0);
+	R->cond = ir_rec_cond_state(n);
 	ir_attr *sa = ir_attr_find(n, "seq_axis"), *oa = ir_attr_find(n, "out_axis");
 	/* no axis attributes: every axis 0 */
 	const int64_t *zero_axes = arena_array(E->A, (size_t)(R->nseq > R->nout ? R->nseq : R->nout) + 1,
@@ -684,6 +685,23 @@ static int emit_states(rec *R)
 	return 0;
 }
 
+/* A loop its condition ended after `ran` steps: the stacked outputs hold
+ * `ran` rows (time axis 0, packed) and zeros past them, so that what
+ * reads them whole reads defined values; the length for NAME_output_dims. */
+static void cond_ran(rec *R)
+{
+	ew *w = R->w;
+	for (int k = 0; k < R->nout; k++)
+		if (R->n->out[R->nstate + k])
+			ew_line(w, "memset(%s + ran * %s, 0, sizeof(float) * (size_t)((T - ran) * %s)); /* rows past the "
+				"last step */", R->oall[k], R->ot[k], R->ot[k]);
+	int slot = emit_dd_slot(R->E->g, R->n);
+	if (slot >= 0)
+		ew_line(w, "m->dd_len[%d] = ran;", slot);
+	else if (!R->has_step)
+		ew_line(w, "(void)ran; /* no stacked output is read */");
+}
+
 /* The steps: packed weights, the threads' block, the time loop. */
 static void emit_time_loop(rec *R)
 {
@@ -694,13 +712,18 @@ static void emit_time_loop(rec *R)
 	}
 	emit_pack(R);
 	emit_panels(R);
+	if (R->cond >= 0)   /* (a stream whose condition ended runs no more steps) */
+		ew_line(w, "int64_t ran = s%d[0] == 0.0f ? 0 : T; /* steps run: the condition may end the loop sooner */",
+			R->cond);
 	if (R->par)
 		emit_par_open(R);
 	rec_steps(R);
 	if (R->par)
 		emit_par_close(R);
 	if (R->has_step)
-		ew_line(w, "m->rec%d_t += T;", R->id);
+		ew_line(w, "m->rec%d_t += %s;", R->id, R->cond >= 0 ? "ran" : "T");
+	if (R->cond >= 0)
+		cond_ran(R);
 }
 
 /* The last step's states: to the outputs that read them, and into the

@@ -46,6 +46,7 @@ typedef struct rec {
 	int nseq, nstate, nout, reverse, has_lens;
 	int per_row_time;       /* reverse with sequence_lens: each row has its own t */
 	int has_step;           /* step scalars after the states: 0, 1 (t) or 2 (t, L) */
+	int cond;               /* the state that is the Loop's condition (ir_rec_cond_state), or -1 */
 	const int64_t *seq_axis, *out_axis;
 	const char *T, *B;      /* C expressions */
 	home *h;                /* [b->nvalues] */

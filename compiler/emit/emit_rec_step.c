@@ -523,7 +523,7 @@ void rec_steps(rec *R)
 	ir_graph *b = R->b;
 	if (R->colpar_ok)
 		memset(R->wstep, 0, (size_t)b->nvalues + 1);
-	ew_open(w, "for (int64_t step = 0; step < T; step++)");
+	ew_open(w, "for (int64_t step = 0; step < %s; step++)", R->cond >= 0 ? "ran" : "T");
 	step_inputs(R);
 	int *written = arena_array(R->E->A, (size_t)b->noutputs + 1, sizeof *written);
 	direct_outputs(R, written);
@@ -538,5 +538,11 @@ void rec_steps(rec *R)
 	}
 	for (int k = 0; k < R->nstate; k++)
 		ew_line(w, "{ float *tmp = s%d; s%d = s%dn; s%dn = tmp; }", k, k, k, k);
+	if (R->cond >= 0) {
+		ew_open(w, "if (s%d[0] == 0.0f) /* the condition is false: this was the last step */", R->cond);
+		ew_line(w, "ran = step + 1;");
+		ew_line(w, "break;");
+		ew_close(w, "");
+	}
 	ew_close(w, "");
 }

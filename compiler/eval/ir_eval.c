@@ -313,6 +313,8 @@ static int eval_view(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor *
 	int rank = ev_shape_of(r, g, n->out[0], d);
 	if (rank < 0)
 		return ev_stop(r, n, "the output's shape is not known");
+	if (n->out[0]->data_dep && rank > 0 && in[0]->rank > 0)
+		d[0] = in[0]->d[0];     /* the run's length, which the view keeps (ir_dd_passes) */
 	ev_tensor *o = ev_new(r, n->out[0]->dtype, rank, d);
 	if (o->n != in[0]->n)
 		return ev_stop(r, n, "%s of %lld elements to %lld", ir_op_name(n->op), (long long)in[0]->n,
@@ -773,6 +775,7 @@ typedef struct rec_ev {
 	int nseq, ns, nout, hs, rev;    /* n_seq, n_state, n_out, has_step, reverse */
 	const ir_attr *sa;              /* seq_axis */
 	int64_t T, B;
+	int cond;                       /* the state that is its condition (ir_rec_cond_state), or -1 */
 	const ev_tensor *L;             /* the lengths (has_lens), or NULL */
 	ev_tensor ***ys;                /* [nout][T] the per-step outputs of each step */
 } rec_ev;
@@ -838,9 +841,14 @@ static int rec_row(ev_run *r, rec_ev *e, ev_tensor **st, ev_tensor **fin, int64_
 	if (steps < 0 || steps > T)
 		return ev_stop(r, e->n, "sequence length %lld of row %lld outside [0, %lld]", (long long)steps,
 			    (long long)row, (long long)T);
-	for (int64_t q = 0; q < steps; q++)
+	for (int64_t q = 0; q < steps; q++) {
 		if (rec_step(r, e, cur, q, e->rev ? steps - 1 - q : q, steps, row))
 			return 1;
+		if (e->cond >= 0 && cur[e->cond]->x[0] == 0) {
+			e->T = q + 1;           /* the condition ended the loop: the steps run */
+			break;
+		}
+	}
 	for (int k = 0; k < ns; k++) {
 		if (!e->L) {
 			fin[k] = cur[k];
@@ -898,7 +906,9 @@ static int eval_recurrence(ev_run *r, const ir_graph *g, ir_node *n, ev_tensor *
 	int ax0 = sa && sa->n ? (int)sa->ints[0] : 0;
 	const ev_tensor *x0 = in[0];
 	rec_ev e = {.n = n, .b = b, .in = in, .nseq = nseq, .ns = ns, .nout = nout, .hs = hs, .rev = rev,
-		    .sa = sa, .T = x0->d[ax0], .B = x0->d[1 - ax0]};
+		    .sa = sa, .T = x0->d[ax0], .B = x0->d[1 - ax0], .cond = ir_rec_cond_state(n)};
+	if (e.cond >= 0 && (lens || rev))
+		return ev_noref(r, n, "a recurrence its condition ends, with lengths or reversed");
 	ev_tensor **st = arena_array(r->A, (size_t)ns + 1, sizeof *st);
 	for (int k = 0; k < ns; k++) {
 		st[k] = in[nseq + k];

@@ -929,23 +929,41 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 	return 0;
 }
 
-/* The inputs as every rule needs them: no data-dependent length, the
- * operator's arity, the required ones present, each of a supported dtype
+/* After the rule: a node that reads a value of data-dependent length keeps
+ * it row by row (ir_dd_passes), its output then has the length on axis 0;
+ * a recurrence that stops on its condition gives its stacked outputs one. */
+static int dd_outputs(ictx *c)
+{
+	ir_node *n = c->n;
+	for (int k = 0; k < n->nout; k++)     /* (a node being built: ir_dd_source follows producers) */
+		if (n->out[k] && !n->out[k]->producer)
+			n->out[k]->producer = n;
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		const ir_node *p = ir_dd_source(v);
+		if (v && v->data_dep && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
+			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
+				    "computed at run time by %s '%s', and cellc supports such a value only as an "
+				    "output of the model or the input of a view or element-wise operator that keeps "
+				    "that axis, not as the input of %s", k, v->name, v->dd_axis,
+				    dimstr(c, v->shape.d[v->dd_axis]), p ? ir_op_name(p->op) : "?", p ? p->name : "?",
+				    ir_op_name(n->op));
+	}
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] && !ir_op_dd_output(n->op, k) && ir_node_dd_output(n, k)) {
+			n->out[k]->data_dep = 1;
+			n->out[k]->dd_axis = 0;
+		}
+	return 0;
+}
+
+/* The inputs as every rule needs them: the operator's arity, the required ones present, each of a supported dtype
  * and a known shape.  0, or non-zero after reporting; a recurrence's
  * inputs are infer_recurrence's (pass_infer.c) past the first check. */
 static int check_inputs(ictx *c)
 {
 	const ir_node *n = c->n;
 	const ir_opinfo *oi = &ir_ops[n->op];
-	for (int k = 0; k < n->nin; k++) {
-		const ir_value *v = n->in[k];
-		const ir_node *p = v ? v->producer : NULL;
-		if (v && v->data_dep)
-			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
-				    "computed at run time by %s '%s', and cellc supports such a value only as an "
-				    "output of the model, not as the input of another node", k, v->name, v->dd_axis,
-				    dimstr(c, v->shape.d[v->dd_axis]), p ? ir_op_name(p->op) : "?", p ? p->name : "?");
-	}
 	if (n->op == OP_RECURRENCE)
 		return 0;
 	if (n->nin < oi->min_in || n->nin > oi->max_in)
@@ -982,6 +1000,8 @@ static int infer_rule(ir_graph *g, ir_node *n, diag *D)
 {
 	ictx cx = {g, n, D, g->A, 0};
 	int r = rule_of(&cx);
+	if (!r && !cx.again)
+		r = dd_outputs(&cx);
 	return cx.again ? INFER_AGAIN : r;
 }
 

@@ -132,13 +132,15 @@ int infer_reduce(ictx *c)
 	 * (a scripted loop's trip count: min over the lengths of zip()'d or
 	 * enumerate()'d sequences; an element count: the product of a Shape)
 	 * are folded (infer_fold.c), symbolic lengths included */
+	/* and int64 / int32 at run time, exact (rt_reduce_i64): the kinds
+	 * ONNX defines for integers but the mean and the logarithmic ones */
 	int int_op = c->n->op == OP_REDUCEMIN || c->n->op == OP_REDUCEMAX || c->n->op == OP_REDUCEPROD ||
-		     c->n->op == OP_REDUCESUM;
-	int fold_int = int_op && x->dtype == DT_I64 && x->shape.rank == 1 && infer_is_const(x);
-	if (x->dtype != DT_F32 && x->dtype != DT_F64 && !fold_int)
+		     c->n->op == OP_REDUCESUM || c->n->op == OP_REDUCEL1 || c->n->op == OP_REDUCESUMSQUARE;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64 && !(int_op && (x->dtype == DT_I64 || x->dtype == DT_I32)))
 		return fail(c, "unsupported dtype %s for %s: f32 and f64 are supported%s", ir_dtype_name(x->dtype),
 			    c->n->op_type ? c->n->op_type : ir_op_name(c->n->op),
-			    x->dtype == DT_I64 && int_op ? " (int64 only of a vector known at compile time)" : "");
+			    (x->dtype == DT_I64 || x->dtype == DT_I32) ? " (int64 and int32 for Sum, Prod, Max, Min, "
+			    "L1 and SumSquare)" : "");
 	unsigned char red[IR_MAX_RANK];
 	if (in(c, 1)) {
 		int64_t ax[IR_MAX_RANK];

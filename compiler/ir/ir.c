@@ -232,6 +232,7 @@ int ir_role_fits(ir_role r, ir_valkind kind, ir_dtype dt, int op, int in_body)
 	case IR_ROLE_NAG_SCHEDULE: return kind == VAL_TEMP && in_body && op >= 0;
 	case IR_ROLE_TRACE_STEPS: return kind == VAL_TEMP && op == OP_SLICE;
 	case IR_ROLE_PROJECTION: return kind == VAL_STEP && in_body && (dt == DT_F32 || dt == DT_UNDEF);
+	case IR_ROLE_CONDITION: return kind == VAL_STEP && in_body && (dt == DT_F32 || dt == DT_UNDEF);
 	case IR_ROLE_COUNT: break;
 	}
 	return 0;
@@ -887,6 +888,73 @@ int ir_op_dd_output(ir_op op, int k)
 	case OP_UNIQUE: return k == 0 || k == 1 || k == 3;
 	default: return 0;
 	}
+}
+
+/* The one input of n with a data-dependent length (-1: none, -2: more). */
+static int dd_input(const ir_node *n)
+{
+	int at = -1;
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && n->in[k]->data_dep)
+			at = at == -1 ? k : -2;
+	return at;
+}
+
+int ir_dd_passes(const ir_node *n)
+{
+	int at = dd_input(n);
+	if (at < 0 || n->nout != 1 || !n->out[0])
+		return 0;
+	const ir_value *x = n->in[at], *y = n->out[0];
+	if (x->dd_axis != 0 || x->shape.rank < 1 || y->shape.rank < 1 || !ir_dim_eq(x->shape.d[0], y->shape.d[0]))
+		return 0;
+	/* the rows past the length are defined only after a recurrence (zeros) */
+	const ir_node *src = ir_dd_source(x);
+	if (!src || src->op != OP_RECURRENCE)
+		return 0;
+	switch (n->op) {
+	case OP_IDENTITY: case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN: case OP_CAST:
+		return at == 0;
+	default:
+		break;
+	}
+	if (ir_ops[n->op].kind != OPK_ELEM || y->shape.rank != x->shape.rank)
+		return 0;
+	for (int k = 0; k < n->nin; k++) {
+		const ir_value *v = n->in[k];
+		if (v && k != at && v->shape.rank >= y->shape.rank &&
+		    !(ir_dim_is_const(v->shape.d[0]) && v->shape.d[0].k == 1))
+			return 0;
+	}
+	return 1;
+}
+
+int ir_node_dd_output(const ir_node *n, int k)
+{
+	if (ir_op_dd_output(n->op, k))
+		return 1;
+	if (n->op == OP_RECURRENCE)
+		return ir_rec_cond_state(n) >= 0 && k >= ir_attr_int(n, "n_state", 0);
+	return ir_dd_passes(n);
+}
+
+int ir_rec_cond_state(const ir_node *n)
+{
+	if (n->op != OP_RECURRENCE || !n->body)
+		return -1;
+	int64_t nseq = ir_attr_int(n, "n_seq", 0), nst = ir_attr_int(n, "n_state", 0);
+	for (int64_t k = 0; k < nst && nseq + k < n->body->ninputs; k++)
+		if (n->body->inputs[nseq + k]->role == IR_ROLE_CONDITION)
+			return (int)k;
+	return -1;
+}
+
+const ir_node *ir_dd_source(const ir_value *v)
+{
+	const ir_node *p = v ? v->producer : NULL;
+	for (int depth = 0; p && ir_dd_passes(p) && depth < 1 << 20; depth++)
+		p = p->in[dd_input(p)]->producer;
+	return p;
 }
 
 /* ---- training builds ------------------------------------------------------------ */

@@ -122,13 +122,17 @@ struct ir_graph;
  *                 loop for every step: the sequence input of a recurrence
  *                 body that pass_hoist made (recognize.c reads it as the
  *                 input term of a gate)
+ *   condition     a Loop's condition carried as a [1, 1] f32 state (1 or 0,
+ *                 starting at 1): the run stops after the first step whose
+ *                 new value is 0 (lower_loop.c; ir_rec_cond_state)
  * ROLE(enum, keyword, where it may stand). */
 #define IR_ROLES(ROLE) \
 	ROLE(IR_ROLE_NONE, none, "any value") \
 	ROLE(IR_ROLE_STEP_COEF, step_coef, "an f32 sequence input of a recurrence body") \
 	ROLE(IR_ROLE_NAG_SCHEDULE, nag_schedule, "a value a node of a recurrence body makes") \
 	ROLE(IR_ROLE_TRACE_STEPS, trace_steps, "the result of a Slice") \
-	ROLE(IR_ROLE_PROJECTION, projection, "an f32 sequence input of a recurrence body")
+	ROLE(IR_ROLE_PROJECTION, projection, "an f32 sequence input of a recurrence body") \
+	ROLE(IR_ROLE_CONDITION, condition, "an f32 [1, 1] state input of a recurrence body")
 
 typedef enum {
 #define IR_ROLE_ENUM(e, kw, where) e,
@@ -184,14 +188,18 @@ typedef struct ir_value {
 	int resolved;           /* seq != IR_TENSOR: elem holds the value */
 	int nelem;              /* IR_SEQ: element count; IR_OPT: 0 (none) or 1 */
 	struct ir_value **elem; /* [nelem] tensors (IR_OPT: a tensor or an IR_SEQ) */
-	/* Data-dependent length (NonZero, Unique, Compress, NonMaxSuppression;
-	 * set by infer_shape.c): when data_dep is 1, shape.d[dd_axis] is only the
-	 * compile-time upper bound of that axis, the capacity the buffer is sized
-	 * for; the producer's kernel computes the actual length at run time and
-	 * writes the tensor packed at its actual dims (the first elements of the
-	 * buffer, row-major).  Such a value may only be an output of the root
-	 * graph (every consumer is refused by infer_node); the generated API
-	 * returns the length (NAME_output_dims, docs/deploying.md). */
+	/* Data-dependent length (NonZero, Unique, Compress, NonMaxSuppression,
+	 * the stacked outputs of a recurrence that stops on its condition
+	 * (has_cond); set by infer_shape.c): when data_dep is 1, shape.d[dd_axis]
+	 * is only the compile-time upper bound of that axis, the capacity the
+	 * buffer is sized for; the producer's kernel computes the actual length
+	 * at run time and writes the tensor packed at its actual dims (the first
+	 * elements of the buffer, row-major).  Such a value may only be an
+	 * output of the root graph or the input of a node that keeps the length
+	 * row by row (ir_dd_passes: a view or an element-wise operator on axis
+	 * 0, whose output has the length too); every other consumer is refused
+	 * by infer_node.  The generated API returns the length
+	 * (NAME_output_dims, docs/deploying.md). */
 	int data_dep;
 	int dd_axis;
 } ir_value;
@@ -305,6 +313,11 @@ int ir_rec_scripted(const ir_node *n);
  *                  run (T of the call)
  *          outputs s'_0.. (states at t), y_0.. (per-step outputs)
  *          may use values of enclosing graphs (weights, hoisted projections).
+ * A state whose body input has the role condition (ir_rec_cond_state: a
+ * Loop's condition, [1, 1], 1 or 0) stops the run after the first step
+ * that makes it 0: T is then a bound, the stacked outputs have the steps
+ * run on axis 0 (data_dep, dd_axis 0; out_axis 0) and zeros past them,
+ * and the final states are those of the last step run.
  * reverse=1 runs each row from its last valid step down to step 0. */
 
 /* ---- graphs --------------------------------------------------------------- */
@@ -626,6 +639,27 @@ void ir_attr_set_ints(ir_node *n, const char *name, int cnt, const int64_t *v);
  * NonZero, Compress and NonMaxSuppression output 0; Unique's Y, indices and
  * counts (not inverse_indices, one per element of X). */
 int ir_op_dd_output(ir_op op, int k);
+/* 1 when node n reads a value of data-dependent length and keeps it row by
+ * row: its one such input x has it on axis 0 from a recurrence that its
+ * condition ends (whose rows past the run are zeros: the node computes
+ * defined values there too), n is a view (Identity,
+ * Reshape, Squeeze, Unsqueeze, Flatten) or Cast of x, or an element-wise
+ * operator whose other operands do not span axis 0 (rank below the
+ * output's, or 1 there), and its output has x's rank (element-wise) and
+ * x's dim on axis 0: row t of the output is made of row t of x alone, so
+ * the run's first rows are the first elements of both buffers. */
+int ir_dd_passes(const ir_node *n);
+/* Whether output k of n has a data-dependent length: an ir_op_dd_output,
+ * a stacked output of a recurrence with has_cond, or the output of a node
+ * that ir_dd_passes. */
+int ir_node_dd_output(const ir_node *n, int k);
+/* The state of recurrence n that is its condition (role condition: the
+ * run stops after the first step that makes it 0), counted among the
+ * states; -1 when it runs all its steps. */
+int ir_rec_cond_state(const ir_node *n);
+/* The node whose kernel finds the length of data-dependent value v: its
+ * producer, or the producer of the input that an ir_dd_passes node keeps. */
+const ir_node *ir_dd_source(const ir_value *v);
 
 /* bookkeeping */
 void ir_recount(ir_graph *g);           /* recompute nuses/producer/ids (recursive) */

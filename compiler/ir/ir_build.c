@@ -52,6 +52,19 @@ static int owns(const ir_graph *g, const ir_value *v)
 
 /* The values of g that body b (nested in a node of g) reads, its nodes'
  * inputs and its outputs, and the bodies in it, marked needed. */
+static void need_nested(const ir_graph *g, const ir_graph *b, char *need);
+
+/* What node n's graphs read of g: its body's, and an If's branches' (graph
+ * attributes, read by name from the graphs around them). */
+static void need_graphs(const ir_graph *g, const ir_node *n, char *need)
+{
+	if (n->body)
+		need_nested(g, n->body, need);
+	for (int a = 0; a < n->nattrs; a++)
+		if (n->attrs[a].kind == ATTR_GRAPH && n->attrs[a].g)
+			need_nested(g, n->attrs[a].g, need);
+}
+
 static void need_nested(const ir_graph *g, const ir_graph *b, char *need)
 {
 	for (int i = 0; i < b->nnodes; i++) {
@@ -59,8 +72,7 @@ static void need_nested(const ir_graph *g, const ir_graph *b, char *need)
 		for (int k = 0; k < n->nin; k++)
 			if (owns(g, n->in[k]))
 				need[n->in[k]->id] = 1;
-		if (n->body)
-			need_nested(g, n->body, need);
+		need_graphs(g, n, need);
 	}
 	for (int k = 0; k < b->noutputs; k++)
 		if (owns(g, b->outputs[k]))
@@ -102,8 +114,7 @@ void ir_live(ir_graph *g, ir_value *const *roots, int nroots, unsigned flags, ch
 			for (int k = 0; k < n->nin; k++)
 				if (owns(g, n->in[k]))
 					need[n->in[k]->id] = 1;
-			if (n->body)
-				need_nested(g, n->body, need);
+			need_graphs(g, n, need);
 		}
 	}
 	if (node_live)
@@ -210,8 +221,7 @@ int ir_drop_dead(ir_graph *g, unsigned flags)
 				for (int k = 0; k < n->nin; k++)
 					if (owns(g, n->in[k]))
 						need[n->in[k]->id] = 1;
-				if (n->body)
-					need_nested(g, n->body, need);
+				need_graphs(g, n, need);
 			}
 		}
 	} else if (flags & IR_DEAD_LOCAL) {

@@ -61,8 +61,8 @@ int ir_replace_uses(ir_graph *g, const ir_value *from, ir_value *to, const ir_no
  *     are as ir_recount would make them, an output of a node that went has
  *     no producer and the node ids are the new positions;
  *   IR_DEAD_LOCAL: when it is in g's output list, or read by a live node
- *     of g or by a node of a body nested in one (any depth; a nested body's
- *     outputs count as read).  Nothing of the values is trusted or changed:
+ *     of g or by a node of a body or an If branch nested in one (any depth;
+ *     a nested body's outputs count as read).  Nothing of the values is trusted or changed:
  *     neither nuses nor is_output nor producers (a body being built, whose
  *     counts are not made yet: onnx_loop, pass_split, pass_grad).
  * Options:

@@ -59,9 +59,11 @@
  *   - derived dimension symbols (ir.h) name a free symbol as their base and
  *     a nonzero offset of at most INT32_MAX in magnitude;
  *   - data-dependent lengths (ir_value.data_dep): after "infer", exactly the
- *     outputs ir_op_dd_output names have one, on an axis of their rank, in
- *     the root graph only, and no node reads such a value (the graph
- *     outputs are its only uses).
+ *     outputs ir_node_dd_output names have one, on an axis of their rank,
+ *     in the root graph only, and only nodes that keep it row by row
+ *     (ir_dd_passes) read such a value;
+ *   - a recurrence's condition (role condition): one [1, 1] state at most,
+ *     forward, without lengths, its stacked outputs on time axis 0.
  * A failure is our bug, not the user's: it prints every problem found (and
  * the pass that left them) and aborts.
  */
@@ -261,6 +263,26 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 	if (b->noutputs != nst + no)
 		bad(c, g, "body of recurrence '%s' has %d outputs; n_state + n_out = %lld", nname(n),
 		    b->noutputs, (long long)(nst + no));
+	/* a condition (ir_rec_cond_state): one [1, 1] state, forward, no
+	 * lengths, the stacked outputs on time axis 0 */
+	int ncond = 0;
+	for (int64_t k = ns; k < ns + nst && k < b->ninputs; k++) {
+		const ir_value *v = b->inputs[k];
+		if (!v || v->role != IR_ROLE_CONDITION)
+			continue;
+		ncond++;
+		if (v->shape.rank != 2 || !ir_dim_eq(v->shape.d[0], ir_dim_const(1)) ||
+		    !ir_dim_eq(v->shape.d[1], ir_dim_const(1)))
+			bad(c, g, "recurrence '%s': its condition state '%s' is not [1, 1]", nname(n), v->name);
+	}
+	if (ncond > 1)
+		bad(c, g, "recurrence '%s' has %d condition states; one ends a run", nname(n), ncond);
+	if (ncond && (lens || ir_attr_int(n, "reverse", 0)))
+		bad(c, g, "recurrence '%s' has a condition and %s", nname(n), lens ? "sequence lengths" : "runs reversed");
+	for (int k = 0; ncond && oa && k < oa->n; k++)
+		if (oa->ints[k] != 0)
+			bad(c, g, "recurrence '%s' has a condition and stacked output %d on time axis %lld (the steps "
+			    "run are its first rows: axis 0)", nname(n), k, (long long)oa->ints[k]);
 	for (int k = 0; k < b->ninputs; k++)
 		if (!b->inputs[k] || b->inputs[k]->kind != VAL_STEP)
 			bad(c, g, "body input %d of recurrence '%s' is not a VAL_STEP value", k, nname(n));
@@ -685,9 +707,10 @@ static void check_node_inputs(vctx *c, const ir_graph *g, const ir_node *n, cons
 				bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
 			continue;
 		}
-		if (v->data_dep)
+		if (c->shapes && v->data_dep && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
 			bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only graph "
-			    "outputs may have", nname(n), oi->name, k, v->name);
+			    "outputs and the inputs of nodes that keep it row by row may have", nname(n), oi->name,
+			    k, v->name);
 		if (!infer_set_has(def, v))
 			bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a later node's "
 			    "output, a value of another graph, or a cycle)", nname(n), oi->name, k, v->name);
@@ -730,7 +753,7 @@ static void check_node_outputs(vctx *c, const ir_graph *g, const ir_node *n, inf
 		if (v->graph != g)
 			bad(c, g, "node '%s' (%s) output %d '%s' belongs to another graph", nname(n), oi->name, k,
 			    v->name);
-		if (c->shapes && v->data_dep != ir_op_dd_output(n->op, k))
+		if (c->shapes && v->data_dep != ir_node_dd_output(n, k))
 			bad(c, g, "node '%s' (%s) output %d '%s' %s a data-dependent length", nname(n), oi->name, k,
 			    v->name, v->data_dep ? "has" : "lacks");
 		if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))

@@ -42,6 +42,18 @@ int onnx_seq_node(ir_graph *g, ir_node *n, diag *D, ir_node ***rep, int *count);
  * count a small constant) or reads one: onnx_loop_expand then unrolls it with
  * onnx_loop_unroll (same contract as onnx_loop_expand). */
 int onnx_loop_needs_unroll(const ir_node *n);
+/* The bound a Loop's condition puts on its iterations (lower_loop.c): the
+ * body's condition output is a conjunction (And, Python's short-circuit
+ * `and`: If(a) else false, Where(a, b, false); or the term alone) of
+ * which one term compares a counter with a value X from outside the loop,
+ * `c + k < X` (Less, Greater mirrored, LessOrEqual), c the iteration number
+ * or a carried integer that starts at a constant c0 and goes up by 1 each
+ * iteration.  Returns X (NULL: no such term) and *off such that the loop
+ * runs at most X + *off iterations: PyTorch's export of `for i in
+ * range(max_len): ... break` (M the largest int64, `i + 1 < max_len` and
+ * the break in the condition) runs at most max_len.  Structural: shapes
+ * and folding are not needed (size_inputs.c calls it before inference). */
+const ir_value *onnx_loop_cond_limit(const ir_node *n, int64_t *off);
 /* A sequence SplitToSequence(x) of one slice per index of its axis that only
  * SequenceAt and SequenceLength read stays a view of x (lower_seq.c):
  * onnx_split_view returns its SplitToSequence node (axis normalised, keep:

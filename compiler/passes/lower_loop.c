@@ -45,7 +45,17 @@
  *     on axis a as a Transpose and a Reshape merging time into a: torch.cat),
  *     SequenceAt and SequenceLength after the loop read that stacked output;
  *   - carried integer or bool values (a Python step counter) are carried as
- *     float32 parts of at most 24 bits each, exact (int_states).
+ *     float32 parts of at most 24 bits each, exact (int_states); a counter
+ *     from a constant going up by 1 is read as the iteration number
+ *     (counters_to_iter) and not carried when nothing else reads it
+ *     (unread_state);
+ *   - a condition that is not constant true (a `break`, a `while`): the
+ *     steps are bounded by M, or when M is absent or the largest int64 by
+ *     the condition's comparison of a counter with an outer value
+ *     (onnx_loop_cond_limit, loop_trip_count), that comparison dropped
+ *     where it says what T says (drop_bound_term); the rest is a [1, 1]
+ *     state of the role condition (cond_state, ir.h) and the stacked
+ *     outputs have a data-dependent axis 0.
  * Every body input and output is made 2-D [rows, cols] as the recurrence
  * emitter wants: a body made only of element-wise operators gets leading 1
  * axes (broadcasting is unchanged by them), any other body gets Reshape
@@ -54,8 +64,9 @@
  * Scan's front end is lower_scan.c.
  *
  * What cannot be compiled is a located error: a trip count that is not a
- * compile-time constant (or a dimension of an input), a condition that is
- * not constant true ("a data-dependent condition"), a loop-carried value
+ * compile-time constant (or a dimension of an input, a size input), a
+ * condition that bounds the steps by nothing cellc follows, an initial
+ * condition known only at run time, a loop-carried value
  * whose shape changes, other uses of the iteration number, other uses of
  * sequences.
  */
@@ -686,6 +697,10 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 				u->nattrs = 0;
 				ir_attr_set_int(u, "axis", 0);
 				u->in[0] = Y;
+			} else if (u->op == OP_SEQLEN && X->stops) {
+				return fail(X, "SequenceLength '%s' reads the sequence '%s' of a loop that its "
+					    "condition may stop early: cellc gives that length only as the length of a "
+					    "stacked output of the model (NAME_output_dims)", u->name, S->name);
 			} else if (u->op == OP_SEQLEN) {
 				u->op = OP_IDENTITY;
 				u->nattrs = 0;
@@ -942,6 +957,158 @@ static int is_iter_plus(const ir_graph *b, const ir_value *v, const ir_value *it
 	return 0;
 }
 
+/* ---- the bound a condition puts on the iterations (lower.h) --------------------- */
+
+static int const_scalar_int(const ir_value *v, int64_t *k)
+{
+	if (!v || !ir_value_is_const(v) || ir_shape_const_numel(&v->shape) != 1 ||
+	    (v->dtype != DT_I64 && v->dtype != DT_I32))
+		return 0;
+	*k = ir_const_int(v, 0);
+	return 1;
+}
+
+/* v = x + k (Add with a one-element integer constant, Identity): x, k added. */
+static const ir_value *strip_add(const ir_graph *b, const ir_value *v, int64_t *k)
+{
+	for (int depth = 0; depth < 16; depth++) {
+		ir_node *u = producer_in(b, v);
+		int64_t c;
+		if (u && u->op == OP_IDENTITY && u->nin == 1) {
+			v = u->in[0];
+		} else if (u && u->op == OP_ADD && u->nin == 2 && const_scalar_int(u->in[1], &c)) {
+			*k += c;
+			v = u->in[0];
+		} else if (u && u->op == OP_ADD && u->nin == 2 && const_scalar_int(u->in[0], &c)) {
+			*k += c;
+			v = u->in[1];
+		} else {
+			break;
+		}
+	}
+	return v;
+}
+
+/* Value a of Loop n's body is c0 + i + *k at iteration i (from 0): the
+ * iteration number plus a constant, or a carried integer that starts at a
+ * constant and goes up by 1 an iteration (read before or after its
+ * increment). */
+static int counter_value(const ir_node *n, const ir_value *a, int64_t *k)
+{
+	const ir_graph *b = n->body;
+	a = strip_add(b, a, k);
+	if (a == b->inputs[0])
+		return 1;
+	int N = n->nin - 2;
+	for (int j = 0; j < N && 2 + j < b->ninputs && 1 + j < b->noutputs; j++) {
+		int64_t c0, step = 0;
+		const ir_value *in = b->inputs[2 + j];
+		if (a != in || strip_add(b, b->outputs[1 + j], &step) != in || step != 1 ||
+		    !const_scalar_int(n->in[2 + j], &c0))
+			continue;
+		*k += c0;       /* (the incremented value c + 1 was stripped to c, k + 1) */
+		return 1;
+	}
+	return 0;
+}
+
+/* v is a constant false (through Identity nodes: a branch's output). */
+static int is_false(const ir_value *v)
+{
+	for (int depth = 0; v && v->producer && v->producer->op == OP_IDENTITY && depth < 16; depth++)
+		v = v->producer->in[0];
+	return v && ir_value_is_const(v) && ir_shape_const_numel(&v->shape) == 1 && ir_const_int(v, 0) == 0;
+}
+
+/* onnx_loop_cond_limit, with the comparison node found (*term). */
+static const ir_value *cond_limit(const ir_node *n, int64_t *off, ir_node **term)
+{
+	const ir_graph *b = n->body;
+	if (n->op != OP_LOOP || !b || b->noutputs < 1 || b->ninputs < 2 || n->nin < 2)
+		return NULL;
+	const ir_value *stack[32];
+	int top = 0;
+	stack[top++] = b->outputs[0];
+	while (top > 0) {
+		const ir_value *v = stack[--top];
+		ir_node *u = producer_in(b, v);
+		if (!u)
+			continue;
+		if ((u->op == OP_AND || u->op == OP_IDENTITY || u->op == OP_CAST) && top + u->nin <= (int)COUNTOF(stack)) {
+			for (int k = 0; k < u->nin; k++)
+				stack[top++] = u->in[k];
+			continue;
+		}
+		/* `a and b` in Python short-circuits: If(a) then b else false, which
+		 * inference makes Where(a, b, false) */
+		if (u->op == OP_IF && u->nin == 1 && u->nout == 1 && top < (int)COUNTOF(stack)) {
+			ir_attr *eb = ir_attr_find(u, "else_branch");
+			if (eb && eb->g && eb->g->noutputs == 1 && is_false(eb->g->outputs[0]))
+				stack[top++] = u->in[0];
+			continue;
+		}
+		if (u->op == OP_WHERE && u->nin == 3 && is_false(u->in[2]) && top + 2 <= (int)COUNTOF(stack)) {
+			stack[top++] = u->in[0];
+			stack[top++] = u->in[1];
+			continue;
+		}
+		int less = u->op == OP_LESS || u->op == OP_LESSEQ;
+		int greater = u->op == OP_GREATER || u->op == OP_GREATEREQ;
+		if ((!less && !greater) || u->nin != 2)
+			continue;
+		const ir_value *a = u->in[less ? 0 : 1], *X = u->in[less ? 1 : 0];
+		if (!X || X->graph == b)
+			continue;       /* the limit comes from outside the loop */
+		int64_t k = 0;
+		if (!counter_value(n, a, &k))
+			continue;
+		/* iteration i runs when i == 0 or c0 + (i - 1) + k < X */
+		*off = 1 - k + (u->op == OP_LESSEQ || u->op == OP_GREATEREQ);
+		*term = u;
+		return X;
+	}
+	return NULL;
+}
+
+const ir_value *onnx_loop_cond_limit(const ir_node *n, int64_t *off)
+{
+	ir_node *term;
+	return cond_limit(n, off, &term);
+}
+
+/* The condition's bound term that says what the recurrence's T says
+ * anyway (X + off = T: `i + 1 < max_len` of a `for` with a break, `i <
+ * len(x)` of a loop over x) is true for every step but the last, after
+ * which the recurrence ends: it becomes true, so that the condition is
+ * what the data say alone (a stream of one-step calls is not ended by its
+ * T of 1) and the counter, when nothing else reads it, goes.  Only where
+ * the term is read once, by the conjunction. */
+static void drop_bound_term(lx *X)
+{
+	ir_graph *b = X->b;
+	int64_t off;
+	ir_node *term;
+	const ir_value *lim = cond_limit(X->n, &off, &term);
+	ir_dim T;
+	if (!lim || !infer_is_const(lim) || ir_shape_const_numel(&lim->shape) != 1 || lim->dtype != DT_I64)
+		return;
+	T = infer_elem_dim(lim, 0);
+	if ((off && !ir_sym_offset(ir_root(X->g), T, off, &T)) || !ir_dim_eq(T, X->T))
+		return;
+	ir_value *t = term->out[0];
+	int uses = 0;
+	for (int i = 0; i < b->nnodes; i++)
+		for (int k = 0; k < b->nodes[i]->nin; k++)
+			uses += b->nodes[i]->in[k] == t;
+	for (int k = 0; k < b->noutputs; k++)
+		uses += b->outputs[k] == t;
+	if (uses != 1)
+		return;
+	uint8_t one = 1;
+	ir_value *yes = ir_const_new(b, ir_unique_name(b, "true"), DT_BOOL, &t->shape, &one);
+	ir_replace_uses(b, t, yes, NULL, IR_USES_OUTPUTS);
+}
+
 /* The outer tensor X indexed by the step: its first T rows along axis 0. */
 static ir_value *first_rows(lx *X, ir_value *x)
 {
@@ -1109,36 +1276,115 @@ static int map_iter(lx *X, ir_value *it)
 	return 0;
 }
 
-/* The trip count M: a compile-time constant of at least 1 (or a dimension of
- * an input); the initial condition, if any, constant true. */
+/* A carried int64 scalar that starts at a constant c0 and goes up by 1 an
+ * iteration (`i = 0 ... i += 1` scripted, the index of a `for x_t in
+ * x.unbind(0)` with a `break`) is c0 plus the iteration number: its reads
+ * but its increment read that (it + c0), so that x[i] becomes a per-step
+ * input as x[it] does (map_iter) and a stream of steps indexes its own. */
+static void counters_to_iter(lx *X, int N, const int *acc, ir_value *it)
+{
+	ir_graph *b = X->b;
+	ir_node *n = X->n;
+	for (int j = 0; j < N; j++) {
+		ir_value *in = b->inputs[2 + j];
+		int64_t c0, one;
+		ir_node *inc = producer_in(b, b->outputs[1 + j]);
+		if (acc[j] || in->dtype != DT_I64 || in->shape.rank != 0 || !const_scalar_int(n->in[2 + j], &c0) ||
+		    n->in[2 + j]->dtype != DT_I64 || !inc || inc->op != OP_ADD || inc->nin != 2 ||
+		    !((inc->in[0] == in && const_scalar_int(inc->in[1], &one)) ||
+		      (inc->in[1] == in && const_scalar_int(inc->in[0], &one))) || one != 1)
+			continue;
+		ir_value *v = it;
+		if (c0) {
+			ir_node *add = ir_build_node(&X->bld, b, OP_ADD, 2, NULL, 1);
+			add->in[0] = it;
+			add->in[1] = i64_scalar(b, c0);
+			add->out[0] = v = temp(X, b, DT_I64);
+			v->producer = add;
+			prepend_body(b, add);
+		}
+		ir_replace_uses(b, in, v, inc, IR_USES_NESTED | IR_USES_GRAPHS | IR_USES_OUTPUTS);
+	}
+}
+
+/* The initial condition holds: constant true, or a comparison of a size
+ * (a dimension, at least 1) with a constant that every size passes
+ * (`max_len > 0`, PyTorch's guard before a `for` loop with a break). */
+static int cond_holds(const ir_value *cond, int depth)
+{
+	if (infer_is_const(cond) && cond->data && ir_shape_const_numel(&cond->shape) == 1)
+		return infer_elem_int(cond, 0) != 0;
+	const ir_node *u = cond->producer;
+	if (!u || u->nin != 2 || ir_shape_const_numel(&cond->shape) != 1)
+		return 0;
+	if (u->op == OP_AND)    /* `i < n and not done`: each term */
+		return depth < 8 && cond_holds(u->in[0], depth + 1) && cond_holds(u->in[1], depth + 1);
+	int less = u->op == OP_LESS || u->op == OP_LESSEQ, greater = u->op == OP_GREATER || u->op == OP_GREATEREQ;
+	int eq = u->op == OP_LESSEQ || u->op == OP_GREATEREQ;
+	if (!less && !greater)
+		return 0;
+	/* big > small */
+	const ir_value *big = u->in[greater ? 0 : 1], *small = u->in[greater ? 1 : 0];
+	if (!infer_is_const(big) || !infer_is_const(small) || ir_shape_const_numel(&big->shape) != 1 ||
+	    ir_shape_const_numel(&small->shape) != 1 || !small->data || small->dtype != DT_I64 ||
+	    big->dtype != DT_I64)
+		return 0;
+	ir_dim d = infer_elem_dim(big, 0);
+	int64_t k = infer_elem_int(small, 0);
+	if (infer_mono_is_const(d))
+		return eq ? d.k >= k : d.k > k;
+	return d.k >= 1 && (eq ? k <= 1 : k < 1);      /* a size is at least 1 */
+}
+
+/* The trip count: M, a compile-time constant of at least 1 (or a
+ * dimension, a size input), or, when M is absent or the largest int64 (a
+ * `while` or a `for` with a break), the bound the condition puts on it
+ * (onnx_loop_cond_limit: `i + 1 < max_len`).  X->T the steps;
+ * the initial condition must hold. */
 static int loop_trip_count(lx *X, ir_value *M, ir_value *cond)
 {
-	if (!M)
-		return fail(X, "has no trip count M; cellc compiles loops that run a number of iterations known "
-			    "at compile time (or a dimension of an input)");
-	if (!infer_is_const(M) || ir_shape_const_numel(&M->shape) != 1)
-		return fail(X, "trip count M ('%s') is not a compile-time constant; cellc needs a constant, a "
-			    "dimension of an input (such as Shape(x)[0]) or an int64 input of one element (a "
-			    "size given at run time, with arithmetic by constants); %s", M->name,
-			    M->kind == VAL_INPUT ? arena_printf(X->A, "a graph input can be bound with --bind %s=FILE.pb",
-								 M->name)
-			    : M->producer ? arena_printf(X->A, "it is computed at run time by node '%s' (%s)",
-							  M->producer->name, M->producer->op_type ? M->producer->op_type
-							  : ir_op_name(M->producer->op))
-			    : "it is computed at run time");
-	X->T = infer_elem_dim(M, 0);
+	ir_node *n = X->n;
+	int unbounded = !M || (infer_is_const(M) && M->data && ir_shape_const_numel(&M->shape) == 1 &&
+			       infer_elem_int(M, 0) >= INT32_MAX);
+	if (unbounded) {
+		int64_t off = 0;
+		const ir_value *lim = onnx_loop_cond_limit(n, &off);
+		if (!lim)
+			return fail(X, "%s and its condition bounds the iterations by no value cellc can follow "
+				    "(a counter compared with a limit, `i < n`); cellc sizes a loop's outputs by a "
+				    "bound on its steps: write the loop as `for i in range(max_len):` with a `break`",
+				    M ? "trip count M is the largest int64 (no bound)" : "has no trip count M");
+		if (!infer_is_const(lim) || ir_shape_const_numel(&lim->shape) != 1)
+			return fail(X, "the limit '%s' of its condition is computed at run time (from %s); cellc "
+				    "needs a constant, a dimension of an input or an int64 input of one element",
+				    lim->name, ir_source_inputs(X->A, lim, 64));
+		ir_dim T = infer_elem_dim(lim, 0);
+		if (off && !ir_sym_offset(ir_root(X->g), T, off, &T))
+			return fail(X, "the limit '%s' of its condition plus %lld is not a size cellc can express",
+				    lim->name, (long long)off);
+		X->T = T;
+	} else {
+		if (!infer_is_const(M) || ir_shape_const_numel(&M->shape) != 1)
+			return fail(X, "trip count M ('%s') is not a compile-time constant; cellc needs a constant, a "
+				    "dimension of an input (such as Shape(x)[0]) or an int64 input of one element (a "
+				    "size given at run time, with arithmetic by constants); %s", M->name,
+				    M->kind == VAL_INPUT ? arena_printf(X->A, "a graph input can be bound with --bind %s=FILE.pb",
+									 M->name)
+				    : arena_printf(X->A, "it is computed at run time from %s",
+						   ir_source_inputs(X->A, M, 64)));
+		X->T = infer_elem_dim(M, 0);
+	}
 	if (infer_mono_is_const(X->T) && X->T.k < 1)
 		return fail(X, "trip count M is %lld; cellc compiles loops that run at least once", (long long)X->T.k);
 	if (X->T.k < 1)
 		return fail(X, "trip count M is %s, which is not a dimension size",
 			    infer_mono_str(X->A, ir_root(X->g), X->T));
-	if (cond) {
-		if (!infer_is_const(cond) || !cond->data || ir_shape_const_numel(&cond->shape) != 1)
-			return fail(X, "Loop with a data-dependent condition: the initial condition '%s' is not a "
-				    "compile-time constant (bind it with --bind %s=FILE.pb if it is a graph input)",
-				    cond->name, cond->name);
-		if (!infer_elem_int(cond, 0))
+	if (cond && !cond_holds(cond, 0)) {
+		if (infer_is_const(cond) && cond->data && ir_shape_const_numel(&cond->shape) == 1)
 			return fail(X, "initial condition is false: the loop never runs, which cellc does not compile");
+		return fail(X, "Loop with a data-dependent initial condition: '%s' is computed at run time from "
+			    "%s; cellc compiles loops whose first iteration always runs", cond->name,
+			    ir_source_inputs(X->A, cond, 64));
 	}
 	return 0;
 }
@@ -1184,13 +1430,36 @@ static int loop_body_inputs(lx *X, int N, ir_value *it, int *acc, ir_value **acc
 /* The recurrence's states (the carried values but accumulations) and stacked
  * outputs (the scan outputs, then the accumulations: stacked[k], the
  * accumulation's tensor that its readers read after the loop). */
+static int seq_live(const ir_graph *g, const ir_value *v);
+
+/* Carried value k is read by nothing but what makes its next value, and
+ * nothing reads its final value (a counter whose reads counters_to_iter
+ * and drop_bound_term took): it is not carried. */
+static int unread_state(lx *X, int k)
+{
+	ir_node *n = X->n;
+	ir_graph *b = X->b;
+	ir_value *in = b->inputs[2 + k], *next = b->outputs[1 + k];
+	if ((k < n->nout && n->out[k] && seq_live(X->g, n->out[k])) || in->id < 0 || in->id >= b->nvalues ||
+	    b->values[in->id] != in)
+		return 0;
+	for (int j = 0; j < b->noutputs; j++)
+		if (j != 1 + k && (b->outputs[j] == in || b->outputs[j] == next))
+			return 0;
+	b->outputs[1 + k] = b->outputs[0];     /* liveness without its own next value */
+	char *needed;
+	ir_live(b, NULL, 0, 0, NULL, &needed);
+	b->outputs[1 + k] = next;
+	return !needed[in->id];
+}
+
 static int loop_states_and_outputs(lx *X, int N, int K, const int *acc, ir_value *const *acc_y,
 				   ir_value **stacked)
 {
 	ir_node *n = X->n;
 	ir_graph *b = X->b;
 	for (int k = 0; k < N; k++) {
-		if (acc[k])
+		if (acc[k] || unread_state(X, k))
 			continue;
 		X->st_init[X->nst] = n->in[2 + k];
 		X->st_in[X->nst] = b->inputs[2 + k];
@@ -1212,6 +1481,40 @@ static int loop_states_and_outputs(lx *X, int N, int K, const int *acc, ir_value
 		X->y_final[X->ny] = S ? temp(X, X->g, DT_F32) : NULL;
 		stacked[k] = X->y_final[X->ny++];
 	}
+	return 0;
+}
+
+/* The loop stops when its condition cout (one bool) is false: a state of
+ * the recurrence, [1, 1] f32, 1 at the start, its new value cout as 1 or 0,
+ * its body input of the role condition (ir_rec_cond_state). */
+static int cond_state(lx *X, ir_value *cout)
+{
+	ir_graph *b = X->b;
+	if (ir_shape_const_numel(&cout->shape) != 1 || int_parts(cout->dtype) != 1)
+		return fail(X, "the body's condition output '%s' is %s %s; a Loop's condition is one bool",
+			    cout->name, ir_dtype_name(cout->dtype), shp(X, &cout->shape));
+	if (X->nst >= MAXIO)
+		return fail(X, "has more than %d carried values", MAXIO);
+	ir_dim one[2] = {ir_dim_const(1), ir_dim_const(1)};
+	ir_shape s11 = {.rank = 2, .d = {one[0], one[1]}};
+	nlist tail = {.g = b};
+	ir_node *rs = ir_build_node(&X->bld, b, OP_RESHAPE, 2, NULL, 1);
+	rs->in[0] = cout;
+	rs->in[1] = dims_const(X, b, 2, one);
+	rs->out[0] = temp(X, b, cout->dtype);
+	rs->out[0]->producer = rs;
+	ir_append(b, rs);
+	ir_value *c = nl_op(X, &tail, OP_CAST, rs->out[0], NULL, DT_F32, NULL);
+	ir_append(b, tail.v[0]);
+	ir_value *in = ir_value_new(b, ir_unique_name(b, "cond"), VAL_STEP, DT_F32);
+	in->shape = s11;
+	in->role = IR_ROLE_CONDITION;
+	float yes = 1;
+	X->st_init[X->nst] = ir_const_new(X->g, ir_unique_name(X->g, "cond_init"), DT_F32, &s11, &yes);
+	X->st_in[X->nst] = in;
+	X->st_out[X->nst] = c;
+	X->st_final[X->nst] = NULL;
+	X->nst++;
 	return 0;
 }
 
@@ -1238,6 +1541,7 @@ static ir_node **expand_loop(lx *X, int *count)
 	ir_value *acc_y[MAXIO];
 	if (loop_body_inputs(X, N, it, acc, acc_y))
 		return NULL;
+	counters_to_iter(X, N, acc, it);
 	/* before inference: x[t:t+1] has no constant shape parameters */
 	split_reads(X);
 	if (map_iter(X, it))
@@ -1253,19 +1557,27 @@ static ir_node **expand_loop(lx *X, int *count)
 	 * number (x[t] in a branch) are the body's now */
 	if (body_uses(b, it, NULL) && (map_iter(X, it) || X->infer(X->cx, b)))
 		return NULL;
-	/* the condition output must be constant true */
-	ir_value *cout = b->outputs[0];
-	if (!(ir_value_is_const(cout) && ir_shape_const_numel(&cout->shape) == 1 && ir_const_int(cout, 0))) {
-		fail(X, "Loop with a data-dependent condition: the body's condition output '%s' is not "
-		     "constant true; cellc compiles loops that run all M iterations", cout->name);
+	/* a condition that is not constant true may stop the loop early (the
+	 * bound's own term is the recurrence's T) */
+	drop_bound_term(X);
+	if (X->infer(X->cx, b))
 		return NULL;
-	}
+	ir_value *cout = b->outputs[0];
+	X->stops = !(ir_value_is_const(cout) && ir_shape_const_numel(&cout->shape) == 1 && ir_const_int(cout, 0));
 	ir_value *stacked[MAXIO] = {0};
-	if (loop_states_and_outputs(X, N, K, acc, acc_y, stacked))
+	if (loop_states_and_outputs(X, N, K, acc, acc_y, stacked) || (X->stops && cond_state(X, cout)))
 		return NULL;
 	nlist post = {.g = X->g};
 	if (int_states(X, &post) || lx_build(X))
 		return NULL;
+	/* stopped by its condition: the stacked outputs have the steps run */
+	for (int i = 0; X->stops && i < X->nrep; i++)
+		for (int k = X->nst; X->rep[i]->op == OP_RECURRENCE && k < X->rep[i]->nout; k++)
+			if (X->rep[i]->out[k]) {
+				X->rep[i]->out[k]->producer = X->rep[i];      /* (ir_dd_source reads it) */
+				X->rep[i]->out[k]->data_dep = 1;
+				X->rep[i]->out[k]->dd_axis = 0;
+			}
 	/* a decoded stacked output (int_outputs) is read below: the nodes so
 	 * far are inferred now, the recurrence and its outputs' reshapes first */
 	if (post.n)

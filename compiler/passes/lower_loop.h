@@ -27,6 +27,7 @@ typedef struct lx {
 	int nrep, caprep;
 	ir_dim T;
 	int reverse;
+	int stops;              /* Loop: its condition may end it before T steps (cond_state) */
 	/* the recurrence being built */
 	int nseq, nst, ny;
 	ir_value *seq_outer[MAXIO], *seq_body[MAXIO];

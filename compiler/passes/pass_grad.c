@@ -1078,6 +1078,10 @@ void grad_rule(gctx *C, ir_node *n)
 	if (n->op == OP_RECURRENCE) {
 		if (C->map)
 			return (void)fail(C, "cannot differentiate a recurrence inside a recurrence%s", "");
+		if (ir_rec_cond_state(n) >= 0)
+			return (void)fail(C, "cannot differentiate a loop that its condition ends (a `break` or a "
+					  "`while`): the steps it runs are decided by the data; train the model with the "
+					  "loop running all its steps%s", "");
 		grad_rule_rec(C, n);
 		return;
 	}

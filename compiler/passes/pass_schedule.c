@@ -115,7 +115,8 @@ static int is_row_concat(const sch *S, const ir_node *n)
 static int rows_parallel(const sch *S)
 {
 	ir_graph *b = S->b;
-	if (S->per_row_time || S->nseq < 1)
+	/* a condition that ends the loop is one value for every row */
+	if (S->per_row_time || S->nseq < 1 || ir_rec_cond_state(S->n) >= 0)
 		return 0;
 	int buffers = 0;
 	for (int i = 0; i < b->nnodes; i++)

@@ -1,7 +1,9 @@
 /* size_inputs.c: graph inputs whose value is a size.
  *
  * A model may read a size from its data: a decoder's `max_len`, a Loop
- * whose trip count M is a graph input (`for i in range(int(n))` scripted),
+ * whose trip count M is a graph input (`for i in range(int(n))` scripted)
+ * or whose condition stops it at one (`i + 1 < max_len`, the export of a
+ * `for` loop with a `break`: onnx_loop_cond_limit),
  * the limit of a Range (`torch.arange(int(n))`).
  * Such an input is an int64 tensor of one element, and its value decides
  * the shapes of what follows (the Loop's scan outputs have M rows).  cellc
@@ -21,6 +23,7 @@
  * is a constant already and stays one.
  */
 #include "passes.h"
+#include "lower.h"
 #include "ir_build.h"
 #include "util.h"
 
@@ -113,6 +116,13 @@ int size_inputs(ir_graph *g, diag *D)
 			if (v && one_int64(v))
 				errs += promote(g, v, D) != 0;
 		}
+		/* `for i in range(max_len): ... break`: M is the largest int64 and
+		 * the condition says `i + 1 < max_len` (onnx_loop_cond_limit) */
+		int64_t off;
+		const ir_value *lim = n->op == OP_LOOP ? onnx_loop_cond_limit(n, &off) : NULL;
+		ir_value *v = lim ? input_of_size((ir_value *)lim) : NULL;
+		if (v && one_int64(v))
+			errs += promote(g, v, D) != 0;
 	}
 	return errs;
 }

@@ -2364,6 +2364,45 @@ START_TEST(test_reduce_kinds)
 }
 END_TEST
 
+/* rt_reduce_i64 / rt_reduce_i32 over axis 1 of [2, 3] against loops in the
+ * element type: exact past 2^53, sums wrapping modulo 2^64 as two's
+ * complement does (computed unsigned here too), Max and Min of negatives. */
+START_TEST(test_reduce_integers)
+{
+	const int64_t big = ((int64_t)1 << 53) + 1;
+	const int64_t x[6] = {big, 2, -7, INT64_MAX, 1, -3};
+	int64_t y[2];
+	const unsigned char red[2] = {0, 1};
+	const int kinds[] = {RT_REDUCE_SUM, RT_REDUCE_MAX, RT_REDUCE_MIN, RT_REDUCE_PROD, RT_REDUCE_L1,
+			     RT_REDUCE_SUMSQUARE};
+	for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
+		int kind = kinds[q];
+		rt_reduce_i64(kind, y, x, 2, (const int64_t[]){2, 3}, red);
+		for (int j = 0; j < 2; j++) {
+			uint64_t s = 0, p = 1, l1 = 0, sq = 0;
+			int64_t mx = x[j * 3], mn = x[j * 3];
+			for (int k = 0; k < 3; k++) {
+				int64_t v = x[j * 3 + k];
+				uint64_t u = (uint64_t)v;
+				s += u, p *= u, l1 += v < 0 ? 0 - u : u, sq += u * u;
+				mx = v > mx ? v : mx;
+				mn = v < mn ? v : mn;
+			}
+			uint64_t want = kind == RT_REDUCE_SUM ? s : kind == RT_REDUCE_PROD ? p : kind == RT_REDUCE_L1 ? l1
+				      : kind == RT_REDUCE_SUMSQUARE ? sq : kind == RT_REDUCE_MAX ? (uint64_t)mx : (uint64_t)mn;
+			ck_assert_msg((uint64_t)y[j] == want, "kind %d y[%d] = %lld, want %lld", kind, j, (long long)y[j],
+				      (long long)want);
+		}
+	}
+	const int32_t x32[4] = {INT32_MAX, 1, -5, 9};
+	int32_t y32[1];
+	rt_reduce_i32(RT_REDUCE_SUM, y32, x32, 1, (const int64_t[]){4}, (const unsigned char[]){1});
+	ck_assert_int_eq(y32[0], (int32_t)((uint32_t)INT32_MAX + 1u - 5u + 9u));
+	rt_reduce_i32(RT_REDUCE_MAX, y32, x32, 1, (const int64_t[]){4}, (const unsigned char[]){1});
+	ck_assert_int_eq(y32[0], INT32_MAX);
+}
+END_TEST
+
 /* rt_pool against windows worked out by hand: a 1-D row with pads 1/1,
  * kernel 3, stride 2 (max with Indices, average without and with the pads). */
 START_TEST(test_pool_by_hand)
@@ -3707,6 +3746,7 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_conv_vs_ref);
 	tcase_add_test(tc, test_pad_modes);
 	tcase_add_test(tc, test_reduce_kinds);
+	tcase_add_test(tc, test_reduce_integers);
 	tcase_add_test(tc, test_argmax);
 	tcase_add_test(tc, test_pool_by_hand);
 	tcase_add_test(tc, test_norms);
