@@ -940,8 +940,8 @@ static int dd_outputs(ictx *c)
 			n->out[k]->producer = n;
 	for (int k = 0; k < n->nin; k++) {
 		const ir_value *v = n->in[k];
-		const ir_node *p = ir_dd_source(v);
-		if (v && v->data_dep && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
+		const ir_node *p = v && v->data_dep ? ir_dd_source(v) : NULL;
+		if (p && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
 			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
 				    "computed at run time by %s '%s', and cellc supports such a value only as an "
 				    "output of the model or the input of a view or element-wise operator that keeps "

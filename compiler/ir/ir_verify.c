@@ -63,7 +63,7 @@
  *     in the root graph only, and only nodes that keep it row by row
  *     (ir_dd_passes) read such a value;
  *   - a recurrence's condition (role condition): one [1, 1] state at most,
- *     forward, without lengths, its stacked outputs on time axis 0.
+ *     forward, serial, without lengths, its stacked outputs on time axis 0.
  * A failure is our bug, not the user's: it prints every problem found (and
  * the pass that left them) and aborts.
  */
@@ -277,6 +277,9 @@ static void check_recurrence(vctx *c, const ir_graph *g, const ir_node *n)
 	}
 	if (ncond > 1)
 		bad(c, g, "recurrence '%s' has %d condition states; one ends a run", nname(n), ncond);
+	if (ncond && strcmp(ir_attr_string(n, "threads", "serial"), "serial") != 0)
+		bad(c, g, "recurrence '%s' has a condition and threads \"%s\" (one condition for every row: serial)",
+		    nname(n), ir_attr_string(n, "threads", "serial"));
 	if (ncond && (lens || ir_attr_int(n, "reverse", 0)))
 		bad(c, g, "recurrence '%s' has a condition and %s", nname(n), lens ? "sequence lengths" : "runs reversed");
 	for (int k = 0; ncond && oa && k < oa->n; k++)
