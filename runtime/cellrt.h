@@ -118,6 +118,21 @@ void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, 
 		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 		       float *C, int64_t ldc);
 
+/* The same in double precision (f64 Gemm and MatMul): OpenBLAS's dgemm and
+ * dgemv, or the portable kernel without BLAS; rt_dgemm_ref the reference. */
+void rt_dgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, double alpha,
+	      const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+	      double *C, int64_t ldc);
+void rt_dgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, double alpha,
+		   const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+		   const double *bias, double *C, int64_t ldc);
+void rt_dgemm_ref(int transA, int transB, int64_t M, int64_t N, int64_t K, double alpha,
+		  const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+		  double *C, int64_t ldc);
+void rt_dgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, double alpha,
+		       const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+		       double *C, int64_t ldc);
+
 /* ---- step products on weights packed once per run ---------------------------
  * A recurrence multiplies its rows by the same weights at every step; a
  * GEMM packs op(B) into panels at every call.  rt_gemm_pack packs op(B)
@@ -493,6 +508,8 @@ int rt_gather(void *y, const void *x, size_t esize, int64_t outer, int64_t n, in
  * subtracted before exp.  Y may be X. */
 void rt_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
 void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner);
+void rt_softmax_f64(double *y, const double *x, int64_t outer, int64_t n, int64_t inner);
+void rt_log_softmax_f64(double *y, const double *x, int64_t outer, int64_t n, int64_t inner);
 
 /* ---- kernels: convolution, padding, reductions (owner: runtime/rt_nn.c) --- */
 
@@ -505,6 +522,10 @@ void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t 
 void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
 	     int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
 	     const int64_t *dil);
+/* The same in double precision (f64 Conv), over rt_dgemm. */
+void rt_conv_f64(double *y, const double *x, const double *w, const double *b, int nsp, const int64_t *xdims,
+		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
+		 const int64_t *dil);
 void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
 		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
 		 const int64_t *dil);
@@ -571,6 +592,8 @@ void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_
 enum { RT_POOL_MAX, RT_POOL_AVG, RT_POOL_AVG_PADS, RT_POOL_MAX_CM };
 void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
 	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
+void rt_pool_f64(int kind, double *y, int64_t *idx, const double *x, int nsp, const int64_t *xdims,
+		 const int64_t *ysp, const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
 
 /* LayerNormalization of X viewed as [outer, inner]: each row normalised by
  * its mean and variance (in double), times scale[inner], plus bias[inner]
@@ -578,10 +601,14 @@ void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const in
  * mean and 1 / sqrt(variance + eps). */
 void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const float *scale, const float *bias,
 		  int64_t outer, int64_t inner, float eps);
+void rt_layernorm_f64(double *y, double *mean, double *invstd, const double *x, const double *scale,
+		      const double *bias, int64_t outer, int64_t inner, float eps);
 /* BatchNormalization in inference mode, X [n, c, inner]:
  * Y = (X - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]. */
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps);
+void rt_batchnorm_f64(double *y, const double *x, const double *scale, const double *bias, const double *mean,
+		      const double *var, int64_t n, int64_t c, int64_t inner, float eps);
 
 /* BatchNormalization in training mode, X [n, c, inner]: each channel
  * normalised by its batch mean and biased variance (in double) over n and

@@ -1,5 +1,6 @@
-/* rt_blas.c: the single-precision matrix product every emitted GEMM, MatMul
- * and recurrent projection goes through, and its naive reference.
+/* rt_blas.c: the matrix products every emitted GEMM, MatMul and recurrent
+ * projection goes through (single precision; rt_dgemm for double), and their
+ * naive references.
  *
  * rt_sgemm hands the work to OpenBLAS (CBLAS, row-major).  A product with one
  * row (M == 1, batch-1 recurrences) is a matrix-vector product, for which
@@ -28,134 +29,20 @@
 #include <cblas.h>
 #endif
 
-/* Element (i, j) of op(X) for a row-major X with row stride ld. */
-static float at(const float *X, int64_t ld, int trans, int64_t i, int64_t j)
-{
-	return trans ? X[j * ld + i] : X[i * ld + j];
-}
-
-void rt_sgemm_ref(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-		  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-		  float *C, int64_t ldc)
-{
-	for (int64_t i = 0; i < M; i++)
-		for (int64_t j = 0; j < N; j++) {
-			/* accumulate in double so the reference is the more exact one */
-			double acc = 0;
-			for (int64_t k = 0; k < K; k++)
-				acc += (double)at(A, lda, transA, i, k) * at(B, ldb, transB, k, j);
-			float *c = &C[i * ldc + j];
-			*c = (float)(alpha * acc + (beta == 0 ? 0.0 : (double)beta * *c));
-		}
-}
-
-/* ---- the portable kernel ---- */
-
-enum { PB_ROWS = 4, PB_LANES = 8, PB_KC = 256 };
-
-/* C[i, 0..N) = beta * C[i, 0..N) for rows [0, M); beta == 0 clears. */
-static void scale_rows(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
-{
-	for (int64_t i = 0; i < M; i++) {
-		float *c = C + i * ldc;
-		if (beta == 0)
-			for (int64_t j = 0; j < N; j++)
-				c[j] = 0.0f;
-		else if (beta != 1)
-			for (int64_t j = 0; j < N; j++)
-				c[j] *= beta;
-	}
-}
-
-/* sum_k a[k] b[k] with PB_LANES independent partial sums, which the compiler
- * turns into vector lanes (a single running sum could not be reordered). */
-static float dot(const float *a, const float *b, int64_t K)
-{
-	float acc[PB_LANES] = {0};
-	int64_t k = 0;
-	for (; k + PB_LANES <= K; k += PB_LANES)
-		for (int u = 0; u < PB_LANES; u++)
-			acc[u] += a[k + u] * b[k + u];
-	float s = 0.0f;
-	for (; k < K; k++)
-		s += a[k] * b[k];
-	for (int u = 0; u < PB_LANES; u++)
-		s += acc[u];
-	return s;
-}
-
-/* op(B) = B^T with rows of A and B contiguous: every C element is a dot
- * product.  K is cut into PB_KC blocks so that the rows in use stay in the
- * first-level cache while all N columns pass over them. */
-static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-		    const float *B, int64_t ldb, float *C, int64_t ldc)
-{
-	for (int64_t k0 = 0; k0 < K; k0 += PB_KC) {
-		int64_t kc = K - k0 < PB_KC ? K - k0 : PB_KC;
-		for (int64_t i = 0; i < M; i++) {
-			const float *a = A + i * lda + k0;
-			float *c = C + i * ldc;
-			for (int64_t j = 0; j < N; j++)
-				c[j] += alpha * dot(a, B + j * ldb + k0, kc);
-		}
-	}
-}
-
-/* op(B) = B: rows of C are sums of scaled rows of B ("axpy" form, whose
- * inner loop over contiguous j vectorises); PB_ROWS rows of C share each
- * row of B that is loaded. */
-static void gemm_nn(int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-		    int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
-{
-	int64_t i = 0;
-	for (; i + PB_ROWS <= M; i += PB_ROWS) {
-		float *c0 = C + i * ldc, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
-		for (int64_t k = 0; k < K; k++) {
-			const float *b = B + k * ldb;
-			float a0 = alpha * at(A, lda, transA, i, k), a1 = alpha * at(A, lda, transA, i + 1, k);
-			float a2 = alpha * at(A, lda, transA, i + 2, k), a3 = alpha * at(A, lda, transA, i + 3, k);
-			for (int64_t j = 0; j < N; j++) {
-				float bj = b[j];
-				c0[j] += a0 * bj;
-				c1[j] += a1 * bj;
-				c2[j] += a2 * bj;
-				c3[j] += a3 * bj;
-			}
-		}
-	}
-	for (; i < M; i++) {
-		float *c = C + i * ldc;
-		for (int64_t k = 0; k < K; k++) {
-			const float *b = B + k * ldb;
-			float a = alpha * at(A, lda, transA, i, k);
-			for (int64_t j = 0; j < N; j++)
-				c[j] += a * b[j];
-		}
-	}
-}
-
-void rt_sgemm_portable(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-		       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-		       float *C, int64_t ldc)
-{
-	if (M <= 0 || N <= 0)
-		return;
-	scale_rows(M, N, beta, C, ldc);
-	if (K <= 0 || alpha == 0)
-		return;
-	if (!transB)
-		gemm_nn(transA, M, N, K, alpha, A, lda, B, ldb, C, ldc);
-	else if (!transA)
-		gemm_nt(M, N, K, alpha, A, lda, B, ldb, C, ldc);
-	else    /* both transposed: rare (not emitted for recurrences); plain loops */
-		for (int64_t i = 0; i < M; i++)
-			for (int64_t j = 0; j < N; j++) {
-				float s = 0.0f;
-				for (int64_t k = 0; k < K; k++)
-					s += at(A, lda, 1, i, k) * at(B, ldb, 1, k, j);
-				C[i * ldc + j] += alpha * s;
-			}
-}
+/* The reference and portable kernels, once per precision (rt_gemm_tmpl.h):
+ * rt_sgemm_ref/rt_sgemm_portable and rt_dgemm_ref/rt_dgemm_portable. */
+#define GT float
+#define GS(name) name##_f32
+#define GEMM_REF rt_sgemm_ref
+#define GEMM_PORTABLE rt_sgemm_portable
+#define GACC double
+#include "rt_gemm_tmpl.h"
+#define GT double
+#define GS(name) name##_f64
+#define GEMM_REF rt_dgemm_ref
+#define GEMM_PORTABLE rt_dgemm_portable
+#define GACC long double
+#include "rt_gemm_tmpl.h"
 
 #ifndef CELLRT_NO_BLAS
 /* CBLAS takes int sizes; anything larger goes to the reference kernel. */
@@ -363,6 +250,65 @@ void rt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alp
 		    transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
 		    A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 #endif
+}
+
+/* ---- double precision: OpenBLAS's dgemm and dgemv (no own kernels) ---- */
+
+void rt_dgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, double alpha,
+	      const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+	      double *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	if (K <= 0) {
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++)
+				C[i * ldc + j] = beta == 0 ? 0.0 : beta * C[i * ldc + j];
+		return;
+	}
+#ifdef CELLRT_NO_BLAS
+	rt_dgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+	if (par_thread) {
+		rt_dgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+		return;
+	}
+	if (!fits_int(M, N, K, lda) || !fits_int(ldb, ldc, 0, 0)) {
+		rt_dgemm_ref(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+		return;
+	}
+	if (M == 1 || N == 1) {
+		/* a matrix-vector product, as in rt_sgemm: one row of op(A) times
+		 * op(B) (c[N] contiguous) or op(A) times one column of op(B) (c[M]
+		 * ldc apart); y is cleared first where beta is 0 */
+		int row = M == 1;
+		int64_t len = row ? N : M, inc = row ? 1 : ldc;
+		if (beta == 0)
+			for (int64_t j = 0; j < len; j++)
+				C[j * inc] = 0.0;
+		if (row)
+			cblas_dgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans, transB ? (int)N : (int)K,
+				    transB ? (int)K : (int)N, alpha, B, (int)ldb, A, transA ? (int)lda : 1, beta, C, 1);
+		else
+			cblas_dgemv(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transA ? (int)K : (int)M,
+				    transA ? (int)M : (int)K, alpha, A, (int)lda, B, transB ? 1 : (int)ldb, beta, C,
+				    (int)ldc);
+		return;
+	}
+	cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+		    transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
+		    A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+#endif
+}
+
+void rt_dgemm_bias(int transA, int transB, int64_t M, int64_t N, int64_t K, double alpha,
+		   const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+		   const double *bias, double *C, int64_t ldc)
+{
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			C[i * ldc + j] = bias[j];
+	rt_dgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- step products on weights packed once per run ---- */

@@ -80,91 +80,17 @@ static int64_t conv_tap(const conv_geo *G, int64_t p, int64_t kk)
 	return off;
 }
 
-void rt_conv(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
-	     int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
-	     const int64_t *dil)
-{
-	float col[RT_CONV_TILE];
-	conv_geo G;
-	conv_geo_init(&G, nsp, xdims, kdims, strides, pads, dil);
-	int64_t n = xdims[0], c = xdims[1], cg = c / group, mg = m / group;
-	int64_t rows = cg * G.nk;               /* one column: every tap of every channel */
-	int64_t tile = rows > 0 && rows < RT_CONV_TILE ? RT_CONV_TILE / rows : 1;
-	/* the input offset of every (position, tap), computed once when it fits
-	 * (a streaming model calls this for a few positions many times) */
-	int32_t taps[RT_CONV_TILE / 2];
-	int tabled = G.nout * G.nk <= RT_CONV_TILE / 2 && G.nin <= INT32_MAX;
-	if (tabled)
-		for (int64_t p = 0; p < G.nout; p++)
-			for (int64_t kk = 0; kk < G.nk; kk++)
-				taps[p * G.nk + kk] = (int32_t)conv_tap(&G, p, kk);
-#define TAP(p, kk) (tabled ? (int64_t)taps[(p) * G.nk + (kk)] : conv_tap(&G, (p), (kk)))
-	for (int64_t b0 = 0; b0 < n; b0++) {
-		float *yb = y + b0 * m * G.nout;
-		for (int64_t o = 0; o < m; o++)
-			for (int64_t p = 0; p < G.nout; p++)
-				yb[o * G.nout + p] = b ? b[o] : 0.0f;
-		if (!G.nout || !rows)
-			continue;
-		if (cg == 1 && mg == 1 && tabled) {
-			/* depthwise: one filter per channel, no product worth a GEMM */
-			for (int64_t o = 0; o < m; o++) {
-				const float *xo = x + (b0 * c + o) * G.nin, *wo = w + o * G.nk;
-				for (int64_t p = 0; p < G.nout; p++) {
-					float acc = 0.0f;
-					for (int64_t kk = 0; kk < G.nk; kk++) {
-						int64_t t = taps[p * G.nk + kk];
-						if (t >= 0)
-							acc += wo[kk] * xo[t];
-					}
-					yb[o * G.nout + p] += acc;
-				}
-			}
-			continue;
-		}
-		for (int64_t g = 0; g < group; g++) {
-			const float *xg = x + (b0 * c + g * cg) * G.nin;
-			const float *wg = w + g * mg * rows;
-			if (rows > RT_CONV_TILE) {
-				/* a column longer than the buffer: the reference loop */
-				for (int64_t o = 0; o < mg; o++)
-					for (int64_t p = 0; p < G.nout; p++) {
-						double acc = 0;
-						for (int64_t r = 0; r < rows; r++) {
-							int64_t t = TAP(p, r % G.nk);
-							if (t >= 0)
-								acc += (double)wg[o * rows + r] * xg[(r / G.nk) * G.nin + t];
-						}
-						yb[(g * mg + o) * G.nout + p] += (float)acc;
-					}
-				continue;
-			}
-			for (int64_t p0 = 0; p0 < G.nout; p0 += tile) {
-				int64_t np = G.nout - p0 < tile ? G.nout - p0 : tile;
-				for (int64_t kk = 0; kk < G.nk; kk++)
-					for (int64_t j = 0; j < np; j++) {
-						int64_t t = TAP(p0 + j, kk);
-						for (int64_t ch = 0; ch < cg; ch++)
-							col[(ch * G.nk + kk) * np + j] = t >= 0 ? xg[ch * G.nin + t] : 0.0f;
-					}
-				float *yt = yb + g * mg * G.nout + p0;
-				if (np < 16 && mg >= 16 && np * mg <= RT_CONV_TILE / 2) {
-					/* few positions (a streaming model's chunk): the product
-					 * the other way round, [np, rows] x [rows, mg], whose wide
-					 * side fills the vectors, then added into Y's rows */
-					float tr[RT_CONV_TILE / 2];
-					rt_sgemm(1, 1, np, mg, rows, 1.0f, col, np, wg, rows, 0.0f, tr, mg);
-					for (int64_t o = 0; o < mg; o++)
-						for (int64_t j = 0; j < np; j++)
-							yt[o * G.nout + j] += tr[j * mg + o];
-					continue;
-				}
-				rt_sgemm(0, 0, mg, np, rows, 1.0f, wg, rows, col, np, 1.0f, yt, G.nout);
-			}
-		}
-	}
-#undef TAP
-}
+/* rt_conv (float) and rt_conv_f64 (double): one im2col kernel, rt_conv_tmpl.h. */
+#define CT float
+#define CONV rt_conv
+#define GEMM rt_sgemm
+#define CTILE RT_CONV_TILE
+#include "rt_conv_tmpl.h"
+#define CT double
+#define CONV rt_conv_f64
+#define GEMM rt_dgemm
+#define CTILE (RT_CONV_TILE / 2)
+#include "rt_conv_tmpl.h"
 
 void rt_conv_ref(float *y, const float *x, const float *w, const float *b, int nsp, const int64_t *xdims,
 		 int64_t m, int64_t group, const int64_t *kdims, const int64_t *strides, const int64_t *pads,
@@ -482,98 +408,128 @@ void rt_argmax_f64(int64_t *y, const double *x, int64_t outer, int64_t n, int64_
 
 /* ---- pooling ------------------------------------------------------------------ */
 
+/* rt_pool's body for the element type T (float, double); windows summed in
+ * double. */
+#define POOL_BODY(T)                                                                                \
+	int64_t nc = xdims[0] * xdims[1], nin = 1, nout = 1, nk = 1;                                \
+	for (int a = 0; a < nsp; a++) {                                                             \
+		nin *= xdims[2 + a];                                                                \
+		nout *= ysp[a];                                                                     \
+		nk *= k[a];                                                                         \
+	}                                                                                           \
+	for (int64_t plane = 0; plane < nc; plane++) {                                              \
+		const T *xp = x + plane * nin;                                                      \
+		for (int64_t p = 0; p < nout; p++) {                                                \
+			int64_t pc[RT_TF_MAXRANK], q = p;                                           \
+			for (int a = nsp - 1; a >= 0; a--) {                                        \
+				pc[a] = q % ysp[a];                                                 \
+				q /= ysp[a];                                                        \
+			}                                                                           \
+			double acc = kind == RT_POOL_MAX || kind == RT_POOL_MAX_CM ? -INFINITY : 0.0; \
+			int64_t best = -1, cnt = 0, padded = 0;                                     \
+			for (int64_t kk = 0; kk < nk; kk++) {                                       \
+				int64_t off = 0, cm = 0, cms = 1, r = kk, kc[RT_TF_MAXRANK];        \
+				int in = 1, inpad = 1;                                              \
+				for (int a = nsp - 1; a >= 0; a--) {                                \
+					kc[a] = r % k[a];                                           \
+					r /= k[a];                                                  \
+				}                                                                   \
+				for (int a = 0; a < nsp; a++) {                                     \
+					int64_t i = pc[a] * st[a] - pads[a] + kc[a] * dil[a];       \
+					in &= i >= 0 && i < xdims[2 + a];                           \
+					inpad &= i >= -pads[a] && i < xdims[2 + a] + pads[nsp + a]; \
+					off = off * xdims[2 + a] + i;                               \
+					cm += i * cms;                                              \
+					cms *= xdims[2 + a];                                        \
+				}                                                                   \
+				padded += inpad;                                                    \
+				if (!in)                                                            \
+					continue;                                                   \
+				double v = xp[off];                                                 \
+				cnt++;                                                              \
+				if (kind == RT_POOL_MAX || kind == RT_POOL_MAX_CM) {                \
+					if (best < 0 || v > acc) {                                  \
+						acc = v;                                            \
+						best = kind == RT_POOL_MAX ? off : cm;              \
+					}                                                           \
+				} else {                                                            \
+					acc += v;                                                   \
+				}                                                                   \
+			}                                                                           \
+			if (kind == RT_POOL_AVG)                                                    \
+				acc = cnt ? acc / (double)cnt : 0.0;                                \
+			else if (kind == RT_POOL_AVG_PADS)                                          \
+				acc = padded ? acc / (double)padded : 0.0;                          \
+			y[plane * nout + p] = (T)acc;                                               \
+			if (idx)                                                                    \
+				idx[plane * nout + p] = best < 0 ? -1 : plane * nin + best;         \
+		}                                                                                   \
+	}
+
 void rt_pool(int kind, float *y, int64_t *idx, const float *x, int nsp, const int64_t *xdims, const int64_t *ysp,
 	     const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil)
 {
-	int64_t nc = xdims[0] * xdims[1], nin = 1, nout = 1, nk = 1;
-	for (int a = 0; a < nsp; a++) {
-		nin *= xdims[2 + a];
-		nout *= ysp[a];
-		nk *= k[a];
-	}
-	for (int64_t plane = 0; plane < nc; plane++) {
-		const float *xp = x + plane * nin;
-		for (int64_t p = 0; p < nout; p++) {
-			int64_t pc[RT_TF_MAXRANK], q = p;
-			for (int a = nsp - 1; a >= 0; a--) {
-				pc[a] = q % ysp[a];
-				q /= ysp[a];
-			}
-			double acc = kind == RT_POOL_MAX || kind == RT_POOL_MAX_CM ? -INFINITY : 0.0;
-			int64_t best = -1, cnt = 0, padded = 0;
-			for (int64_t kk = 0; kk < nk; kk++) {
-				int64_t off = 0, cm = 0, cms = 1, r = kk, kc[RT_TF_MAXRANK];
-				int in = 1, inpad = 1;
-				for (int a = nsp - 1; a >= 0; a--) {
-					kc[a] = r % k[a];
-					r /= k[a];
-				}
-				for (int a = 0; a < nsp; a++) {
-					int64_t i = pc[a] * st[a] - pads[a] + kc[a] * dil[a];
-					in &= i >= 0 && i < xdims[2 + a];
-					inpad &= i >= -pads[a] && i < xdims[2 + a] + pads[nsp + a];
-					off = off * xdims[2 + a] + i;
-					cm += i * cms;
-					cms *= xdims[2 + a];
-				}
-				padded += inpad;
-				if (!in)
-					continue;
-				double v = xp[off];
-				cnt++;
-				if (kind == RT_POOL_MAX || kind == RT_POOL_MAX_CM) {
-					if (best < 0 || v > acc) {
-						acc = v;
-						best = kind == RT_POOL_MAX ? off : cm;
-					}
-				} else {
-					acc += v;
-				}
-			}
-			if (kind == RT_POOL_AVG)
-				acc = cnt ? acc / (double)cnt : 0.0;
-			else if (kind == RT_POOL_AVG_PADS)
-				acc = padded ? acc / (double)padded : 0.0;
-			y[plane * nout + p] = (float)acc;
-			if (idx)
-				idx[plane * nout + p] = best < 0 ? -1 : plane * nin + best;
-		}
-	}
+	POOL_BODY(float)
+}
+
+void rt_pool_f64(int kind, double *y, int64_t *idx, const double *x, int nsp, const int64_t *xdims,
+		 const int64_t *ysp, const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil)
+{
+	POOL_BODY(double)
 }
 
 /* ---- normalisation ---------------------------------------------------------------- */
 
+/* The bodies of rt_layernorm and rt_batchnorm for the element type T (the
+ * statistics in double). */
+#define LAYERNORM_BODY(T)                                                                           \
+	for (int64_t o = 0; o < outer; o++) {                                                       \
+		const T *xr = x + o * inner;                                                        \
+		double m = 0, v = 0;                                                                \
+		for (int64_t i = 0; i < inner; i++)                                                 \
+			m += xr[i];                                                                 \
+		m = inner ? m / (double)inner : 0.0;                                                \
+		for (int64_t i = 0; i < inner; i++)                                                 \
+			v += (xr[i] - m) * (xr[i] - m);                                             \
+		v = inner ? v / (double)inner : 0.0;                                                \
+		double inv = 1.0 / sqrt(v + (double)eps);                                           \
+		for (int64_t i = 0; i < inner; i++)                                                 \
+			y[o * inner + i] = (T)((xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0)); \
+		if (mean)                                                                           \
+			mean[o] = (T)m;                                                             \
+		if (invstd)                                                                         \
+			invstd[o] = (T)inv;                                                         \
+	}
+#define BATCHNORM_BODY(T)                                                                           \
+	for (int64_t ch = 0; ch < c; ch++) {                                                        \
+		double s = scale[ch] / sqrt((double)var[ch] + (double)eps), t = bias[ch] - mean[ch] * s; \
+		for (int64_t b = 0; b < n; b++)                                                     \
+			for (int64_t i = 0; i < inner; i++)                                         \
+				y[(b * c + ch) * inner + i] = (T)(x[(b * c + ch) * inner + i] * s + t); \
+	}
+
 void rt_layernorm(float *y, float *mean, float *invstd, const float *x, const float *scale, const float *bias,
 		  int64_t outer, int64_t inner, float eps)
 {
-	for (int64_t o = 0; o < outer; o++) {
-		const float *xr = x + o * inner;
-		double m = 0, v = 0;
-		for (int64_t i = 0; i < inner; i++)
-			m += xr[i];
-		m = inner ? m / (double)inner : 0.0;
-		for (int64_t i = 0; i < inner; i++)
-			v += (xr[i] - m) * (xr[i] - m);
-		v = inner ? v / (double)inner : 0.0;
-		double inv = 1.0 / sqrt(v + (double)eps);
-		for (int64_t i = 0; i < inner; i++)
-			y[o * inner + i] = (float)((xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f));
-		if (mean)
-			mean[o] = (float)m;
-		if (invstd)
-			invstd[o] = (float)inv;
-	}
+	LAYERNORM_BODY(float)
+}
+
+void rt_layernorm_f64(double *y, double *mean, double *invstd, const double *x, const double *scale,
+		      const double *bias, int64_t outer, int64_t inner, float eps)
+{
+	LAYERNORM_BODY(double)
 }
 
 void rt_batchnorm(float *y, const float *x, const float *scale, const float *bias, const float *mean,
 		  const float *var, int64_t n, int64_t c, int64_t inner, float eps)
 {
-	for (int64_t ch = 0; ch < c; ch++) {
-		double s = scale[ch] / sqrt((double)var[ch] + (double)eps), t = bias[ch] - mean[ch] * s;
-		for (int64_t b = 0; b < n; b++)
-			for (int64_t i = 0; i < inner; i++)
-				y[(b * c + ch) * inner + i] = (float)(x[(b * c + ch) * inner + i] * s + t);
-	}
+	BATCHNORM_BODY(float)
+}
+
+void rt_batchnorm_f64(double *y, const double *x, const double *scale, const double *bias, const double *mean,
+		      const double *var, int64_t n, int64_t c, int64_t inner, float eps)
+{
+	BATCHNORM_BODY(double)
 }
 
 void rt_batchnorm_train(float *y, float *run_mean, float *run_var, const float *x, const float *scale,

@@ -150,36 +150,47 @@ int rt_gather(void *y, const void *x, size_t esize, int64_t outer, int64_t n, in
 }
 
 /* Softmax along the middle axis; take_log selects LogSoftmax.  The sum is kept in
- * double: for long axes it is the only source of error worth removing. */
-static void softmax_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner, int take_log)
-{
-	for (int64_t o = 0; o < outer; o++)
-		for (int64_t i = 0; i < inner; i++) {
-			const float *xp = x + o * n * inner + i;
-			float *yp = y + o * n * inner + i;
-			float mx = -INFINITY;
-			for (int64_t k = 0; k < n; k++)
-				mx = xp[k * inner] > mx ? xp[k * inner] : mx;
-			double sum = 0;
-			for (int64_t k = 0; k < n; k++)
-				sum += exp((double)xp[k * inner] - mx);
-			if (take_log) {
-				double lse = mx + log(sum);
-				for (int64_t k = 0; k < n; k++)
-					yp[k * inner] = (float)(xp[k * inner] - lse);
-			} else {
-				for (int64_t k = 0; k < n; k++)
-					yp[k * inner] = (float)(exp((double)xp[k * inner] - mx) / sum);
-			}
-		}
-}
+ * double: for long axes it is the only source of error worth removing.
+ * Defined once per element type T (softmax_f32, softmax_f64). */
+#define SOFTMAX_AXIS(NAME, T)                                                                      \
+	static void NAME(T *y, const T *x, int64_t outer, int64_t n, int64_t inner, int take_log)  \
+	{                                                                                          \
+		for (int64_t o = 0; o < outer; o++)                                                \
+			for (int64_t i = 0; i < inner; i++) {                                      \
+				const T *xp = x + o * n * inner + i;                               \
+				T *yp = y + o * n * inner + i;                                     \
+				T mx = -INFINITY;                                                  \
+				for (int64_t k = 0; k < n; k++)                                    \
+					mx = xp[k * inner] > mx ? xp[k * inner] : mx;              \
+				double sum = 0;                                                    \
+				for (int64_t k = 0; k < n; k++)                                    \
+					sum += exp((double)xp[k * inner] - mx);                    \
+				double lse = mx + log(sum);                                        \
+				for (int64_t k = 0; k < n; k++)                                    \
+					yp[k * inner] = (T)(take_log ? xp[k * inner] - lse         \
+								     : exp((double)xp[k * inner] - mx) / sum); \
+			}                                                                          \
+	}
+SOFTMAX_AXIS(softmax_f32, float)
+SOFTMAX_AXIS(softmax_f64, double)
+#undef SOFTMAX_AXIS
 
 void rt_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner)
 {
-	softmax_axis(y, x, outer, n, inner, 0);
+	softmax_f32(y, x, outer, n, inner, 0);
 }
 
 void rt_log_softmax(float *y, const float *x, int64_t outer, int64_t n, int64_t inner)
 {
-	softmax_axis(y, x, outer, n, inner, 1);
+	softmax_f32(y, x, outer, n, inner, 1);
+}
+
+void rt_softmax_f64(double *y, const double *x, int64_t outer, int64_t n, int64_t inner)
+{
+	softmax_f64(y, x, outer, n, inner, 0);
+}
+
+void rt_log_softmax_f64(double *y, const double *x, int64_t outer, int64_t n, int64_t inner)
+{
+	softmax_f64(y, x, outer, n, inner, 1);
 }

@@ -41,7 +41,13 @@ async function main() {
 	const ort = require('onnxruntime-node');
 	let sess;
 	try {
-		sess = await ort.InferenceSession.create(model);
+		// Basic graph optimisations only (constant folding, redundant
+		// nodes): the extended ones rewrite the model's arithmetic, as
+		// MatMulScaleFusion does, folding a MatMul's Div by a double
+		// constant into a FusedMatMul whose alpha is a float attribute (a
+		// float64 model then differs from its own semantics by 1e-8); an
+		// oracle computes what the file says.
+		sess = await ort.InferenceSession.create(model, {graphOptimizationLevel: 'basic'});
 	} catch (e) {
 		refuse('onnxruntime cannot load the model', e);
 	}

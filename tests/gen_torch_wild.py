@@ -51,6 +51,9 @@ verify at every length from one build.  ConvPoolLSTM halves the length with a Ma
 dynamic time axis (ConvPoolLSTM_dynamic_seq) must verify at T = 8, 11 and 5
 from one build (its LSTM runs floor(seq / 2) steps, a size expression),
 and its export with T fixed at 8 must verify (batch 2, 3 and 1).
+PyramidalListener stacks neighbouring frames twice with view(batch, time //
+2, feat * 2): its data sets are at T = 8, 12 and 4 (the lengths must divide
+by 4), verified from one build.
 
 case.json: model (the class), tags (the forms it uses), stacked (per
 recurrence, in the order `cellc dump` lists them, whether it must keep its
@@ -978,6 +981,31 @@ class CRNNWidth(nn.Module):
         return self.fc(out)
 
 
+class PyramidalListener(nn.Module):
+    """The listener of Listen, Attend and Spell: pyramidal bidirectional
+    LSTMs, each halving the frames by stacking neighbours,
+    `x.contiguous().view(batch, time // 2, feat * 2)` with the sizes read
+    from `x.size()` (T // 2, then (T // 2) // 2: the frames must divide by
+    4, which the model itself requires)."""
+    tags = ["frame_stacking", "floor_div_size", "bidirectional", "batch_first"]
+    stacked = [1, 1, 1, 1]
+    sizes = [(3, 12), (1, 4)]
+
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.LSTM(INPUT * 2, HIDDEN, batch_first=True, bidirectional=True)
+        self.l2 = nn.LSTM(HIDDEN * 4, HIDDEN, batch_first=True, bidirectional=True)
+
+    def pyramid(self, lstm, x):
+        batch, time, feat = x.size()
+        x = x.contiguous().view(batch, time // 2, feat * 2)
+        out, _ = lstm(x)
+        return out
+
+    def forward(self, x):
+        return self.pyramid(self.l2, self.pyramid(self.l1, x))
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
@@ -1058,6 +1086,7 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
     onnx.save(onnx_model, os.path.join(d, "model.onnx"))
     sizes = [] if refused else [(2, 11)] if fixed_size else {(True, True): [(3, 11), (1, 5)], (False, True): [(2, 11)],
                                 (True, False): [(3, 8), (1, 8)], (False, False): []}[dynamic_batch, dynamic_seq]
+    sizes = getattr(cls, "sizes", sizes)     # a model that needs other lengths says so
     sets = [example] + [inputs_of(cls, model, b, t, gen)[1] for b, t in sizes]
     for k, ins in enumerate(sets):
         with torch.no_grad():
@@ -1084,7 +1113,8 @@ def export(outdir, name, seed, cls, dynamic_batch=True, dynamic_seq=True, refuse
 CASES = [(m.__name__, m, {"dynamic_batch": m not in (SentimentRNN, PackedLSTM, PackedBiGRU),
                           "dynamic_seq": m is not ConvPoolLSTM}) for m in MODELS] + [
     ("SentimentRNN_dynamic_batch", SentimentRNN, {"fixed_size": "size 'batch' must be 2"}),
-    ("ConvPoolLSTM_dynamic_seq", ConvPoolLSTM, {})]
+    ("ConvPoolLSTM_dynamic_seq", ConvPoolLSTM, {}),
+    ("PyramidalListener", PyramidalListener, {})]
 
 
 def main():

@@ -113,6 +113,11 @@ Groups, in order:
               counts and batches with no flag, info names the size, the count
               0 refused by name, --oracle with --dim sizing the count, the C
               API (tests/api/test_size_input.c)
+  f64         tests/gen_f64.py: models in double precision (a .double()
+              LSTM-cell sine predictor, a conv front end, an attention block,
+              Gemm/MatMul forms written with onnx.helper): verify at two sizes
+              within 1e-12, double kernels only in the source, info, ONNX
+              Runtime where it runs double
   datadep     tests/gen_datadep_cases.py: outputs whose length the data decide
               (NonZero, Unique, Compress, NonMaxSuppression) against numpy:
               verify at 1e-4 + 1e-5 (symbolic bounds, lengths 0 and full,
@@ -1674,6 +1679,67 @@ def group_data_if():
         yield from rs
 
 
+F64_TOL = ["--atol", "1e-12", "--rtol", "1e-10"]
+
+
+def f64_source(name, case_dir):
+    """f64/NAME/source: the generated code computes in double: every product
+    a call of rt_dgemm/rt_dgemm_bias, every convolution rt_conv_f64, and no
+    single-precision product, convolution, softmax, pooling or
+    normalisation call at all."""
+    work = os.path.join(OUT, "f64_build", name)
+    log = os.path.join(LOGS, "f64", name + ".compile.log")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = run([CELLC, "compile", os.path.join(case_dir, "model.onnx"), "-o", work, "--name", "m"], log)
+    src = os.path.join(ROOT, work, "m.c")
+    text = open(src).read() if rc == 0 and os.path.exists(src) else ""
+    double = re.findall(r"\brt_(dgemm|dgemm_bias|conv_f64|softmax_f64|log_softmax_f64|pool_f64|batchnorm_f64|"
+                        r"layernorm_f64)\(", text)
+    single = re.findall(r"\brt_(sgemm|sgemm_bias|conv|softmax|log_softmax|pool|batchnorm|layernorm)\(", text)
+    ok = rc == 0 and double and not single
+    return Result("f64/%s/source" % name, ok, "%s; %d double-precision kernel calls (%s), %d single-precision (%s) "
+                  "in %s (log: %s)" % (status_word(rc), len(double), ", ".join(sorted(set(double))), len(single),
+                                       ", ".join(sorted(set(single))), src, log))
+
+
+def oracle_verify(group, name, case_dir, dims, tol):
+    """GROUP/NAME/oracle: `cellc verify --oracle onnxruntime` with the sizes
+    (and count inputs) --dim gives: ONNX Runtime agrees within tol."""
+    log = os.path.join(LOGS, group, name + ".oracle.log")
+    rc, out, err = run([CELLC, "verify", os.path.join(case_dir, "model.onnx"), "--oracle", "onnxruntime"] +
+                       [a for d in dims for a in ("--dim", d)] + tol, log)
+    return Result("%s/%s/oracle" % (group, name), rc == 0 and re.search(r"\b[1-9][0-9]* passed, 0 failed", out),
+                  "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out.splitlines()[-1:] and out), log))
+
+
+def group_f64():
+    """Models computing in double precision (tests/gen_f64.py, issue 45 point
+    5): every data set (two sizes of each dynamic axis) through `cellc
+    verify` with no flag within 1e-12 + 1e-10 |ref| of PyTorch's or numpy's
+    float64 result (a single-precision step anywhere would miss it by
+    orders of magnitude); the generated code calls the double-precision
+    kernels and no single-precision one; `info` shows the f64 inputs (and,
+    for the traced LSTM-cell loop, the fallback that keeps it unrolled);
+    where ONNX Runtime's CPU provider runs every node in double, it agrees
+    too."""
+    if not stamp_ok("f64"):
+        yield from fixtures_missing("f64", "f64")
+        return
+    root = os.path.join(OUT, "f64")
+    items = []
+    for n in case_dirs("f64"):
+        d = os.path.join(root, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            case = json.load(f)
+        items.append((lambda *a: [verify_one(*a)], ("f64", n, d, F64_TOL)))
+        items.append((lambda *a: [info_has(*a)], ("f64", n, os.path.join(d, "model.onnx"), case["info"])))
+        items.append((lambda *a: [f64_source(*a)], (n, d)))
+        if case.get("oracle"):
+            items.append((lambda *a: [oracle_verify(*a)], ("f64", n, d, case["oracle"], F64_TOL)))
+    for rs in parallel(lambda fn, args: fn(*args), items):
+        yield from rs
+
+
 def size_inputs_case(name, case_dir, case):
     """size_inputs/NAME/info and /zero: `cellc info` names the symbol that
     is the input's value and the shapes made of it (case["info"]); the data
@@ -1693,14 +1759,10 @@ def size_inputs_case(name, case_dir, case):
 
 
 def size_inputs_oracle(name, case_dir, dims):
-    """size_inputs/NAME/oracle: `cellc verify --oracle onnxruntime` with the
-    count given as the size it is (--dim COUNT=N): the random data set
-    holds N in the count input, and ONNX Runtime agrees."""
-    log = os.path.join(LOGS, "size_inputs", name + ".oracle.log")
-    rc, out, err = run([CELLC, "verify", os.path.join(case_dir, "model.onnx"), "--oracle", "onnxruntime"] +
-                       [a for d in dims for a in ("--dim", d)] + TORCH_TOL, log)
-    return Result("size_inputs/%s/oracle" % name, rc == 0 and re.search(r"\b[1-9][0-9]* passed, 0 failed", out),
-                  "%s: %s (log: %s)" % (status_word(rc), first_lines(err or out.splitlines()[-1:] and out), log))
+    """size_inputs/NAME/oracle: the count given as the size it is (--dim
+    COUNT=N): the random data set holds N in the count input, and ONNX
+    Runtime agrees (oracle_verify)."""
+    return oracle_verify("size_inputs", name, case_dir, dims, TORCH_TOL)
 
 
 def api_case_test(group, name, case_dir, source, what):
@@ -3086,6 +3148,7 @@ GROUPS = [
     ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild), ("size_if", group_size_if), ("data_if", group_data_if), ("size_inputs", group_size_inputs),
+    ("f64", group_f64),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
@@ -3666,7 +3729,7 @@ GROUPS += [("validate", group_validate)]
 # and needs no network, for the edit-compile-test loop.  Their fixtures are
 # tests.mk's FIXTURES_QUICK; `make check` runs everything.
 QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
-                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "datadep",
+                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "f64", "datadep",
                 "cells",
                 "cell_init", "cell_format", "api", "grad_smoke"]
 QUICK_SAMPLE = 4

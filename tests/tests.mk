@@ -45,7 +45,7 @@ FIXTURES += $(TOUT)/grad_smoke/.stamp
 .PHONY: fixtures fixtures-quick unit-tests ir-test ir-update
 # what harness.py --quick's QUICK_GROUPS read (tests/run.sh --quick)
 FIXTURES_QUICK := $(addprefix $(TOUT)/,$(addsuffix /.stamp,onnx_node rnn_cases torch image bad \
-	trace trace_forms trace_wild torch_wild loop script_wild size_if data_if size_inputs datadep cells cell_init api grad_smoke)) \
+	trace trace_forms trace_wild torch_wild loop script_wild size_if data_if size_inputs f64 datadep cells cell_init api grad_smoke)) \
 	$(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 fixtures-quick: $(FIXTURES_QUICK)
 
@@ -95,6 +95,11 @@ $(TOUT)/torch_wild/.stamp: tests/gen_torch_wild.py
 FIXTURES += $(TOUT)/script_wild/.stamp
 $(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
 	$(call gen,tests/gen_script_wild.py,$(TOUT)/script_wild)
+# models computing in double precision (issue 45 point 5; harness group f64)
+FIXTURES += $(TOUT)/f64/.stamp
+$(TOUT)/f64/.stamp: tests/gen_f64.py tests/gen_size_if.py
+	$(call gen,tests/gen_f64.py,$(TOUT)/f64)
+
 # If nodes decided by the data at run time (issue 45 point 3; harness group data_if)
 FIXTURES += $(TOUT)/data_if/.stamp
 $(TOUT)/data_if/.stamp: tests/gen_data_if.py tests/gen_size_if.py

@@ -56,16 +56,20 @@ void txt_parse_sym_min(txt *X, ir_graph *g, int k)
 }
 
 /* A derived symbol's definition after "NAME =" (ir_graph, ir_sym_def_str):
- *   def  := 'floor' '(' ['('] lin [')'] '/' INT ')' | lin
+ *   def  := 'floor' '(' ['('] lin [')'] '/' INT ')'     a floor
+ *         | '(' lin ')' '/' INT | lin '/' INT             an exact division
+ *         | lin
  *   lin  := [INT '*'] BASE [('+' | '-') INT]
  * BASE a symbol declared before it, the numbers within INT32_MAX (mul and
  * div at least 1), then optionally '==' INT, the constant it is pinned to. */
 void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 {
 	const txt_tok *t = txt_peek(X);
-	int is_floor = txt_is_word(t, "floor");
+	int is_floor = txt_is_word(t, "floor"), exact = 0;
 	int64_t mul = 1, off = 0, div = 1, v;
 	int paren = 0;
+	if (!is_floor && txt_accept(X, '('))
+		paren = exact = 1;
 	if (is_floor) {
 		txt_next(X);
 		if (!txt_accept(X, '(')) {
@@ -115,12 +119,29 @@ void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 				  INT32_MAX);
 			return;
 		}
+	} else if (exact || (txt_peek(X)->kind == TK_PUNCT && txt_peek(X)->p == '/')) {
+		if (paren && !txt_accept(X, ')')) {
+			txt_error(X, txt_peek(X), "symbol '%s': expected ')'", g->syms[k]);
+			return;
+		}
+		const txt_tok *dt = txt_peek(X);
+		if (!txt_accept(X, '/') || !txt_parse_int(X, &div, "a divisor") || div < 2 || div > INT32_MAX) {
+			txt_error(X, dt, "symbol '%s': an exact division '/ D' wants a divisor D of 2 to %d", g->syms[k],
+				  INT32_MAX);
+			return;
+		}
+		exact = 1;
 	} else if (!sign && mul == 1) {
 		txt_error(X, txt_peek(X), "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
 		return;
 	}
+	if (exact && !ir_sym_exact_ok(g, b, mul, off, div)) {
+		txt_error(X, at, "symbol '%s': not in canonical form (an exact division: mul and div share no factor, "
+			  "the base a symbol given by the caller, an offset of one, a pinned or an exact one)", g->syms[k]);
+		return;
+	}
 	/* canonical only: what ir_sym_floor would make of it */
-	if (!ir_sym_canonical(g, b, mul, off, div)) {
+	if (!exact && !ir_sym_canonical(g, b, mul, off, div)) {
 		txt_error(X, at, "symbol '%s': not in canonical form (mul and div share no factor; no offset or "
 			  "factor of a symbol that is an offset or a factor, no floor of a floor with factor 1)",
 			  g->syms[k]);
@@ -130,6 +151,7 @@ void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 	g->sym_off[k] = off;
 	g->sym_mul[k] = mul;
 	g->sym_div[k] = div;
+	g->sym_exact[k] = (uint8_t)exact;
 	if (txt_accept(X, '=')) {
 		const txt_tok *pt = txt_peek(X);
 		if (!txt_accept(X, '=') || !txt_parse_int(X, &v, "the constant it is pinned to") || v < 1 ||

@@ -683,6 +683,13 @@ static const char *sizes_allowed(verify *V, const td_set *s, const ir_graph *g, 
 		if (msg)
 			return msg;
 	}
+	int e = ir_sym_inexact(g, val), f = e;
+	while (f >= 0 && g->sym_base[f])
+		f = g->sym_base[f] - 1;
+	if (e >= 0 && val[f])   /* (a size the data do not give is not judged) */
+		return arena_printf(&V->A, "size '%s' = %s does not divide exactly for the data's %s = %lld; the "
+				    "compiled model needs it to (its shapes are made of the quotient)", g->syms[e],
+				    ir_sym_def_str(&V->A, g, e), g->syms[f], (long long)val[f]);
 	return NULL;
 }
 

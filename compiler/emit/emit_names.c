@@ -516,15 +516,25 @@ void emit_name_syms(emit_ctx *E)
 /* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
  * within the maxima the arena was sized for): the emitted loops index with
  * int64_t products of them. */
+/* Derived symbol i's dividend mul * base + off, the base written b. */
+static const char *dividend(emit_ctx *E, int i, const char *b)
+{
+	const ir_graph *g = E->g;
+	int64_t mul = ir_sym_mul(g, i), off = g->sym_off[i];
+	const char *e = mul > 1 ? arena_printf(E->A, "%lld * %s", (long long)mul, b) : b;
+	if (off)
+		e = arena_printf(E->A, "%s %c %lld", e, off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
+	return e;
+}
+
 /* Derived symbol i as a C expression of its base's, the base written by
- * base(E, b) (a local d_B, or d->B). */
+ * base(E, b) (a local d_B, or d->B); an exact division is checked to be
+ * one before (emit_dims_check), so floor division computes it too. */
 static const char *derived_expr(emit_ctx *E, int i, const char *b)
 {
 	const ir_graph *g = E->g;
 	int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i), off = g->sym_off[i];
-	const char *e = mul > 1 ? arena_printf(E->A, "%lld * %s", (long long)mul, b) : b;
-	if (off)
-		e = arena_printf(E->A, "%s %c %lld", e, off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
+	const char *e = dividend(E, i, b);
 	if (div > 1)
 		return arena_printf(E->A, "rt_floordiv(%s, %lld)", e, (long long)div);
 	return mul > 1 || off ? arena_printf(E->A, "(%s)", e) : e;
@@ -547,6 +557,16 @@ void emit_dims_check(emit_ctx *E, int arena_limits)
 			 * where it sizes something (one that only a symbolic
 			 * constant's data holds, out[T - 1]'s index T - 1, may be
 			 * 0); a pinned one the value the model's contract needs */
+			if (E->g->sym_exact[i]) {
+				int b = E->g->sym_base[i] - 1;
+				const char *x = dividend(E, i, sym_from_dims(E, b));
+				if (strpbrk(x, " "))
+					x = arena_printf(E->A, "(%s)", x);
+				ew_line(E->w, "if (%s %% %lld != 0) /* symbol '%s' = %s: the model divides it exactly */",
+					x, (long long)ir_sym_div(E->g, i),
+					emit_cmt(E->A, E->g->syms[i]), emit_cmt(E->A, ir_sym_def_str(E->A, E->g, i)));
+				ew_line(E->w, "\treturn RT_ERR_SHAPE;");
+			}
 			if (E->g->sym_pin[i]) {
 				ew_line(E->w, "if (%s != %lld) /* symbol '%s' = %s must be %lld */", sym_from_dims(E, i),
 					(long long)E->g->sym_pin[i], emit_cmt(E->A, E->g->syms[i]),

@@ -70,7 +70,8 @@ void emit_conv(emit_ctx *E, ir_node *n)
 	int nsp = infer_conv_geometry(n, k, st, pads, dil);
 	int64_t group = ir_attr_int(n, "group", 1);
 	ops_node_comment(E, n, arena_printf(E->A, "group %lld", (long long)group));
-	ew_line(E->w, "rt_conv(%s, %s, %s, %s, %d, %s, %s, %lld, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+	ew_line(E->w, "%s(%s, %s, %s, %s, %d, %s, %s, %lld, %s, %s, %s, %s);",
+		x->dtype == DT_F64 ? "rt_conv_f64" : "rt_conv", emit_ref(E, y), emit_ref(E, x),
 		emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, ops_dims_lit(E, &x->shape, 0), emit_dim(E, w->shape.d[0]),
 		(long long)group, ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp),
 		ops_ints_lit(E, dil, nsp));
@@ -299,8 +300,8 @@ void emit_pool(emit_ctx *E, ir_node *n)
 		for (int a = 2; a < r; a++)
 			mask = arena_printf(E->A, "%s, 1", mask);
 		ops_node_comment(E, n, NULL);
-		ew_line(E->w, "rt_reduce_f32(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
-			n->op == OP_GLOBALAVGPOOL ? "RT_REDUCE_MEAN" : "RT_REDUCE_MAX", emit_ref(E, y), emit_ref(E, x), r,
+		ew_line(E->w, "rt_reduce_%s(%s, %s, %s, %d, %s, (const unsigned char[]){%s});",
+			x->dtype == DT_F64 ? "f64" : "f32", n->op == OP_GLOBALAVGPOOL ? "RT_REDUCE_MEAN" : "RT_REDUCE_MAX", emit_ref(E, y), emit_ref(E, x), r,
 			ops_dims_lit(E, &x->shape, 0), mask);
 		return;
 	}
@@ -317,7 +318,8 @@ void emit_pool(emit_ctx *E, ir_node *n)
 	const char *kind = n->op == OP_MAXPOOL ? (ir_attr_int(n, "storage_order", 0) ? "RT_POOL_MAX_CM" : "RT_POOL_MAX")
 			 : ir_attr_int(n, "count_include_pad", 0) ? "RT_POOL_AVG_PADS" : "RT_POOL_AVG";
 	ops_node_comment(E, n, NULL);
-	ew_line(E->w, "rt_pool(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", kind, emit_ref(E, y),
+	ew_line(E->w, "%s(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", x->dtype == DT_F64 ? "rt_pool_f64" : "rt_pool",
+		kind, emit_ref(E, y),
 		ix ? emit_ref(E, ix) : "NULL", emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2),
 		ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
 }
@@ -339,7 +341,8 @@ void emit_norm(emit_ctx *E, ir_node *n)
 		return;
 	}
 	if (n->op == OP_BATCHNORM) {
-		ew_line(E->w, "rt_batchnorm(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+		ew_line(E->w, "%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", x->dtype == DT_F64 ? "rt_batchnorm_f64" : "rt_batchnorm",
+			emit_ref(E, y), emit_ref(E, x),
 			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
 			emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]), emit_dim(E, dims_prod(&x->shape, 2, r)),
 			emit_float(E, ir_attr_float(n, "epsilon", 1e-5f), DT_F32));
@@ -348,7 +351,8 @@ void emit_norm(emit_ctx *E, ir_node *n)
 	int axis = axis_of(ir_attr_int(n, "axis", -1), r);
 	const ir_value *b = n->nin > 2 ? n->in[2] : NULL, *m = n->nout > 1 ? n->out[1] : NULL,
 		       *is = n->nout > 2 ? n->out[2] : NULL;
-	ew_line(E->w, "rt_layernorm(%s, %s, %s, %s, %s, %s, %s, %s, %s);", emit_ref(E, y),
+	ew_line(E->w, "%s(%s, %s, %s, %s, %s, %s, %s, %s, %s);", x->dtype == DT_F64 ? "rt_layernorm_f64" : "rt_layernorm",
+		emit_ref(E, y),
 		m && ops_is_stored(E, m) ? emit_ref(E, m) : "NULL", is && ops_is_stored(E, is) ? emit_ref(E, is) : "NULL",
 		emit_ref(E, x), emit_ref(E, n->in[1]), b ? emit_ref(E, b) : "NULL",
 		emit_dim(E, dims_prod(&x->shape, 0, axis)), emit_dim(E, dims_prod(&x->shape, axis, r)),

@@ -304,15 +304,19 @@ static void emit_const_of_shape(emit_ctx *E, ir_node *n)
 
 /* ---- linear algebra and softmax ------------------------------------------ */
 
-static int want_f32(emit_ctx *E, ir_node *n)
+/* The products (and Softmax) run in the precision of their inputs: the
+ * runtime's functions' prefix ("s" or "d", as BLAS names them), NULL after
+ * reporting inputs of another type or of mixed types (infer refuses both). */
+static const char *gemm_prec(emit_ctx *E, ir_node *n)
 {
+	ir_dtype t = n->in[0]->dtype;
 	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] && n->in[k]->dtype != DT_F32) {
-			diag_node(E->D, n, "%s is compiled for float32 tensors only (input %d is %s)",
+		if (n->in[k] && (n->in[k]->dtype != t || (t != DT_F32 && t != DT_F64))) {
+			diag_node(E->D, n, "%s is compiled for float32 or float64 tensors of one type (input %d is %s)",
 				  ir_op_name(n->op), k, ir_dtype_name(n->in[k]->dtype));
-			return 0;
+			return NULL;
 		}
-	return 1;
+	return t == DT_F64 ? "d" : "s";
 }
 
 /* Whether Gemm's C of this shape is one row broadcast to all rows of Y:
@@ -327,8 +331,10 @@ static int is_bias_row(const ir_shape *s)
 
 static void emit_gemm(emit_ctx *E, ir_node *n)
 {
-	if (!want_f32(E, n))
+	const char *p = gemm_prec(E, n);
+	if (!p)
 		return;
+	ir_dtype dt = n->in[0]->dtype;
 	const ir_value *a = n->in[0], *b = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
 	int ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
 	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
@@ -337,10 +343,10 @@ static void emit_gemm(emit_ctx *E, ir_node *n)
 	ops_node_comment(E, n, "Y = alpha * op(A) op(B) + beta * C");
 	if (c && beta != 0 && is_bias_row(&c->shape)) {
 		/* C a row vector (a bias): added by the product's own kernel */
-		ew_line(E->w, "rt_sgemm_bias(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb,
-			emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, DT_F32),
+		ew_line(E->w, "rt_%sgemm_bias(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, ta, tb,
+			emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, dt),
 			emit_ref(E, a), emit_dim(E, ta ? M : K), emit_ref(E, b), emit_dim(E, tb ? K : N),
-			emit_float(E, beta, DT_F32), emit_ref(E, c), yr, emit_dim(E, N));
+			emit_float(E, beta, dt), emit_ref(E, c), yr, emit_dim(E, N));
 		return;
 	}
 	if (c && beta != 0) {
@@ -353,10 +359,10 @@ static void emit_gemm(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "%s[%s] = %s[%s];", yr, L.oidx, cr, L.idx[0]);
 		ops_loop_close(E, &L);
 	}
-	ew_line(E->w, "rt_sgemm(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb,
-		emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, DT_F32), emit_ref(E, a),
+	ew_line(E->w, "rt_%sgemm(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, ta, tb,
+		emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, dt), emit_ref(E, a),
 		emit_dim(E, ta ? M : K), emit_ref(E, b), emit_dim(E, tb ? K : N),
-		emit_float(E, c && beta != 0 ? beta : 0, DT_F32), yr, emit_dim(E, N));
+		emit_float(E, c && beta != 0 ? beta : 0, dt), yr, emit_dim(E, N));
 }
 
 mm_geom ops_matmul_geometry(const ir_value *a, const ir_value *b, const ir_value *y)
@@ -383,8 +389,10 @@ mm_geom ops_matmul_geometry(const ir_value *a, const ir_value *b, const ir_value
  * GEMM over all rows of A; otherwise one GEMM per batch element. */
 static void emit_matmul(emit_ctx *E, ir_node *n)
 {
-	if (!want_f32(E, n))
+	const char *p = gemm_prec(E, n);
+	if (!p)
 		return;
+	const char *one = n->in[0]->dtype == DT_F64 ? "1.0" : "1.0f", *zero = n->in[0]->dtype == DT_F64 ? "0.0" : "0.0f";
 	const ir_value *a = n->in[0], *b = n->in[1], *y = n->out[0];
 	mm_geom G = ops_matmul_geometry(a, b, y);
 	ir_dim M = G.M, K = G.K, N = G.N;
@@ -396,8 +404,8 @@ static void emit_matmul(emit_ctx *E, ir_node *n)
 	if (ir_dim_is_const(bnum) && bnum.k == 1) {
 		/* B is one matrix: every row of every batch of A in one product */
 		ir_dim rows = ir_dim_mul(ir_shape_numel(&ab), M);
-		ew_line(E->w, "rt_sgemm(0, 0, %s, %s, %s, 1.0f, %s, %s, %s, %s, 0.0f, %s, %s);", emit_dim(E, rows),
-			sN, sK, ar, sK, br, sN, yr, sN);
+		ew_line(E->w, "rt_%sgemm(0, 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, emit_dim(E, rows),
+			sN, sK, one, ar, sK, br, sN, zero, yr, sN);
 		return;
 	}
 	loop L;
@@ -407,29 +415,29 @@ static void emit_matmul(emit_ctx *E, ir_node *n)
 		return;
 	}
 	ops_loop_open(E, &L);
-	ew_line(E->w, "rt_sgemm(0, 0, %s, %s, %s, 1.0f, %s + %s, %s, %s + %s, %s, 0.0f, %s + %s, %s);", sM, sN,
-		sK, ar, mul_str(E, factor(E, L.idx[0]), emit_dim(E, ir_dim_mul(M, K))), sK, br,
-		mul_str(E, factor(E, L.idx[1]), emit_dim(E, ir_dim_mul(K, N))), sN, yr,
+	ew_line(E->w, "rt_%sgemm(0, 0, %s, %s, %s, %s, %s + %s, %s, %s + %s, %s, %s, %s + %s, %s);", p, sM, sN,
+		sK, one, ar, mul_str(E, factor(E, L.idx[0]), emit_dim(E, ir_dim_mul(M, K))), sK, br,
+		mul_str(E, factor(E, L.idx[1]), emit_dim(E, ir_dim_mul(K, N))), sN, zero, yr,
 		mul_str(E, factor(E, L.oidx), emit_dim(E, ir_dim_mul(M, N))), sN);
 	ops_loop_close(E, &L);
 }
 
 static void emit_softmax(emit_ctx *E, ir_node *n)
 {
-	if (!want_f32(E, n))
+	if (!gemm_prec(E, n))
 		return;
 	const ir_value *x = n->in[0], *y = n->out[0];
+	const char *fn = arena_printf(E->A, "%s%s", n->op == OP_SOFTMAX ? "rt_softmax" : "rt_log_softmax",
+				      x->dtype == DT_F64 ? "_f64" : "");
 	int r = x->shape.rank;
 	int axis = axis_of(ir_attr_int(n, "axis", -1), r);
 	ops_node_comment(E, n, arena_printf(E->A, "along axis %d", axis));
 	if (r == 0) {
 		/* one element: softmax 1, log-softmax 0 (NaN and Inf as numpy) */
-		ew_line(E->w, "%s(%s, %s, 1, 1, 1);", n->op == OP_SOFTMAX ? "rt_softmax" : "rt_log_softmax",
-			emit_ref(E, y), emit_ref(E, x));
+		ew_line(E->w, "%s(%s, %s, 1, 1, 1);", fn, emit_ref(E, y), emit_ref(E, x));
 		return;
 	}
-	ew_line(E->w, "%s(%s, %s, %s, %s, %s);", n->op == OP_SOFTMAX ? "rt_softmax" : "rt_log_softmax",
-		emit_ref(E, y), emit_ref(E, x), emit_dim(E, dims_prod(&x->shape, 0, axis)),
+	ew_line(E->w, "%s(%s, %s, %s, %s, %s);", fn, emit_ref(E, y), emit_ref(E, x), emit_dim(E, dims_prod(&x->shape, 0, axis)),
 		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)));
 }
 

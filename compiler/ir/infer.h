@@ -96,7 +96,9 @@ int infer_mono_is_const(ir_dim a);
 int infer_mono_mul(ir_dim a, ir_dim b, ir_dim *r);
 int infer_mono_add(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r);
 int infer_mono_sub(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r);
-int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r);   /* truncating, like C */
+/* Truncating, like C; k S / c for one symbol S (a size: positive) and a
+ * constant c that does not divide k is the floor symbol floor(k S / c). */
+int infer_mono_div(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r);
 /* A monomial as text: "-1", "batch", "4*seq*batch", "seq^2". */
 const char *infer_mono_str(arena *A, const ir_graph *g, ir_dim a);
 

@@ -623,7 +623,7 @@ static int fold_binary(fctx *c)
 			ir_dim a = infer_elem_dim(A, ia), b = infer_elem_dim(B, ib), r;
 			int ok = n->op == OP_ADD ? infer_mono_add(c->g, a, b, &r) :
 				 n->op == OP_SUB ? infer_mono_sub(c->g, a, b, &r) :
-				 n->op == OP_MUL ? infer_mono_mul(a, b, &r) : infer_mono_div(a, b, &r);
+				 n->op == OP_MUL ? infer_mono_mul(a, b, &r) : infer_mono_div(c->g, a, b, &r);
 			if (!ok)
 				return ferr(c, "cannot compute %s %s %s at compile time: cellc keeps "
 					    "shape arithmetic symbolic and the result is not a product "

@@ -397,6 +397,75 @@ static int infer_transpose(ictx *c)
 	return 0;
 }
 
+/* a / b where b divides a's symbols but not its constant, and the quotient
+ * is one symbol S times a fraction: (p / q) S with q the part of b's
+ * constant that a's lacks.  The model then needs q to divide S: an exact
+ * symbol S / q (ir_sym_exact), which the generated code checks; 1 and *r,
+ * or 0 (another quotient: several symbols, a symbol squared, or S itself
+ * derived). */
+static int exact_quotient(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
+{
+	if (!ir_dim_known(a) || !ir_dim_known(b) || b.k <= 0 || a.k <= 0)
+		return 0;
+	ir_dim s = ir_dim_const(1);
+	for (int i = 0; i < IR_MAX_SYMS; i++) {
+		if (a.pow[i] < b.pow[i])
+			return 0;
+		s.pow[i] = (uint8_t)(a.pow[i] - b.pow[i]);
+	}
+	if (ir_dim_one_sym(s) < 0)
+		return 0;
+	int64_t p = a.k, q = b.k;
+	for (int64_t x = p, y = q; y;) {        /* their common factor */
+		int64_t t = x % y;
+		x = y;
+		y = t;
+		if (!y)
+			p /= x, q /= x;
+	}
+	ir_dim h;
+	if (!ir_sym_exact(g, s, 1, 0, q, &h))
+		return 0;
+	*r = ir_dim_mul(ir_dim_const(p), h);
+	return 1;
+}
+
+/* Whether a and b are the same size once a floor or exact symbol F =
+ * floor(m S / d) in b (power 1) is an exact division: a d = (b / F) m S.
+ * Then the model needs d to divide m S (a Reshape of [B, T, 10] into [B,
+ * T // 2, 20], the frame stacking of a pyramidal encoder, needs T even): a
+ * floor F becomes exact (sym_exact, the same value), which the generated
+ * code checks; an exact one already is (the Reshape back, in a gradient).
+ * 1 when so, else 0 with nothing changed. */
+static int floor_made_exact(ir_graph *g, ir_dim a, ir_dim b)
+{
+	g = ir_root(g);
+	if (!ir_dim_known(a) || !ir_dim_known(b))
+		return 0;
+	for (int f = 0; f < g->nsyms; f++) {
+		if (b.pow[f] != 1 || !g->sym_base[f] || g->sym_pin[f] || g->sym_off[f] ||
+		    ir_sym_div(g, f) < 2)
+			continue;
+		int s = g->sym_base[f] - 1;
+		int64_t m = ir_sym_mul(g, f), d = ir_sym_div(g, f), ad, bm;
+		if ((!g->sym_exact[f] && !ir_sym_exact_ok(g, s, m, 0, d)) || __builtin_mul_overflow(a.k, d, &ad) ||
+		    __builtin_mul_overflow(b.k, m, &bm))
+			continue;
+		ir_dim lhs = a, rhs = b;
+		lhs.k = ad;
+		rhs.k = bm;
+		rhs.pow[f] = 0;
+		if (rhs.pow[s] == UINT8_MAX)
+			continue;
+		rhs.pow[s]++;
+		if (ir_dim_eq(lhs, rhs)) {
+			g->sym_exact[f] = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int infer_reshape(ictx *c)
 {
 	ir_value *x = in(c, 0);
@@ -440,14 +509,16 @@ static int infer_reshape(ictx *c)
 		ir_dim q;
 		if (nout.k == 0)
 			return fail(c, "cannot infer the -1 of the shape: the other dims multiply to 0");
-		if (!ir_dim_div(nin, nout, &q))
+		/* a quotient that is a symbol divided by a constant: one whose
+		 * division the generated code checks (B / 2 of [6 * B] into [12, -1]) */
+		if (!ir_dim_div(nin, nout, &q) && !exact_quotient(c->g, nin, nout, &q))
 			return fail(c, "cannot reshape %s (%s elements) into %s: %s is not divisible by %s",
 				    shp(c, &x->shape), dimstr(c, nin), shp(c, &s), dimstr(c, nin),
 				    dimstr(c, nout));
 		s.d[infer_at] = q;
 		nout = nin;
 	}
-	if (!ir_dim_eq(nin, nout))
+	if (!ir_dim_eq(nin, nout) && !floor_made_exact(c->g, nin, nout) && !floor_made_exact(c->g, nout, nin))
 		return fail(c, "cannot reshape %s (%s elements) into %s (%s elements)", shp(c, &x->shape),
 			    dimstr(c, nin), shp(c, &s), dimstr(c, nout));
 	set_out(c, 0, x->dtype, &s);
@@ -1228,7 +1299,7 @@ int infer_mono_sub(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
 	return infer_mono_add(g, a, b, r);
 }
 
-int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r)
+int infer_mono_div(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
 {
 	if (b.k == 0 || (a.k == INT64_MIN && b.k == -1))
 		return 0;
@@ -1240,8 +1311,13 @@ int infer_mono_div(ir_dim a, ir_dim b, ir_dim *r)
 		*r = ir_dim_const(0);
 		return 1;
 	}
-	if (a.k % b.k != 0)
-		return 0;
+	if (a.k % b.k != 0) {
+		/* a size k S (positive: truncation is a floor) by a constant */
+		ir_dim s = a;
+		s.k = 1;
+		return a.k > 0 && b.k > 0 && infer_mono_is_const(b) && ir_dim_one_sym(s) >= 0 &&
+		       ir_sym_floor(g, s, a.k, 0, b.k, r);
+	}
 	ir_dim o = ir_dim_const(a.k / b.k);
 	for (int i = 0; i < IR_MAX_SYMS; i++) {
 		if (a.pow[i] < b.pow[i])

@@ -116,6 +116,18 @@ static inline int need_f32(ictx *c, int k)
 		    v->name);
 }
 
+/* Operators we run in single or double precision (sgemm/dgemm): the
+ * element type a float tensor of either width. */
+static inline int need_real(ictx *c, int k)
+{
+	ir_value *v = in(c, k);
+	if (!v || v->dtype == DT_F32 || v->dtype == DT_F64)
+		return 0;
+	return fail(c, "unsupported dtype %s for %s (input %d '%s'): only f32 and f64 are supported",
+		    ir_dtype_name(v->dtype), c->n->op_type ? c->n->op_type : ir_op_name(c->n->op), k,
+		    v->name);
+}
+
 /* ---- shape-determining constant inputs, broadcasting (infer_shape.c) -------- */
 
 /* Reports input k as not a compile-time constant (where it comes from, how

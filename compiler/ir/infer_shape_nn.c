@@ -19,7 +19,7 @@
 int infer_gemm(ictx *c)
 {
 	ir_value *A = in(c, 0), *B = in(c, 1), *C = in(c, 2);
-	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
+	if (need_real(c, 0) || same_ty(c, 1) || same_ty(c, 2))
 		return 1;
 	if (A->shape.rank != 2 || B->shape.rank != 2)
 		return fail(c, "A and B must be matrices, not %s and %s", shp(c, &A->shape),
@@ -85,7 +85,7 @@ static int matmul_shape(ictx *c, const ir_value *A, const ir_value *B, ir_shape 
 int infer_matmul(ictx *c)
 {
 	ir_shape s;
-	if (need_f32(c, 0) || need_f32(c, 1) || matmul_shape(c, in(c, 0), in(c, 1), &s))
+	if (need_real(c, 0) || same_ty(c, 1) || matmul_shape(c, in(c, 0), in(c, 1), &s))
 		return 1;
 	set_out(c, 0, in(c, 0)->dtype, &s);
 	return 0;
@@ -94,7 +94,7 @@ int infer_matmul(ictx *c)
 int infer_softmax(ictx *c)
 {
 	ir_value *x = in(c, 0);
-	if (need_f32(c, 0))
+	if (need_real(c, 0))
 		return 1;
 	int64_t a = ir_attr_int(c->n, "axis", -1);
 	if (norm_axis(a, x->shape.rank) < 0)
@@ -316,9 +316,9 @@ static int conv_shape(ictx *c, int wi, int bi, ir_shape *out)
 int infer_conv(ictx *c)
 {
 	ir_shape s;
-	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2) || conv_shape(c, 1, 2, &s))
+	if (need_real(c, 0) || same_ty(c, 1) || same_ty(c, 2) || conv_shape(c, 1, 2, &s))
 		return 1;
-	set_out(c, 0, DT_F32, &s);
+	set_out(c, 0, in(c, 0)->dtype, &s);
 	return 0;
 }
 
@@ -830,7 +830,7 @@ int infer_pool(ictx *c)
 	if (c->n->op == OP_MAXPOOL && is_q8(x->dtype)) {
 		if (c->n->nout > 1 && c->n->out[1])
 			return fail(c, "the Indices output is computed for f32 X only, not %s", ir_dtype_name(x->dtype));
-	} else if (need_f32(c, 0)) {
+	} else if (need_real(c, 0)) {
 		return 1;
 	}
 	if (x->shape.rank < 3)
@@ -839,7 +839,7 @@ int infer_pool(ictx *c)
 	if (c->n->op == OP_GLOBALAVGPOOL || c->n->op == OP_GLOBALMAXPOOL) {
 		for (int a = 2; a < s.rank; a++)
 			s.d[a] = ir_dim_const(1);
-		set_out(c, 0, DT_F32, &s);
+		set_out(c, 0, x->dtype, &s);
 		return 0;
 	}
 	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
@@ -875,7 +875,7 @@ static int norm_param(ictx *c, int k, const ir_shape *tail)
 	ir_value *v = in(c, k);
 	if (!v)
 		return 0;
-	if (need_f32(c, k))
+	if (same_ty(c, k))
 		return 1;
 	ir_shape t = v->shape;
 	while (t.rank > tail->rank && is_one(t.d[0])) {
@@ -899,8 +899,13 @@ int infer_layernorm(ictx *c)
 {
 	ir_value *x = in(c, 0);
 	int r = x->shape.rank;
-	if (need_f32(c, 0))
+	if (need_real(c, 0))
 		return 1;
+	for (int k = 1; x->dtype == DT_F64 && k < 3 && k < c->n->nout; k++)
+		if (c->n->out[k])
+			return fail(c, "output %d (%s) of a float64 LayerNormalization is computed in float32 "
+				    "(stash_type), which cellc does not do: only Y is supported in float64",
+				    k, k == 1 ? "Mean" : "InvStdDev");
 	int64_t a0 = ir_attr_int(c->n, "axis", -1);
 	int axis = norm_axis(a0, r);
 	if (axis < 0)
@@ -912,7 +917,7 @@ int infer_layernorm(ictx *c)
 	}
 	if (norm_param(c, 1, &tail) || norm_param(c, 2, &tail))
 		return 1;
-	set_out(c, 0, DT_F32, &x->shape);
+	set_out(c, 0, x->dtype, &x->shape);
 	set_out(c, 1, DT_F32, &st);
 	set_out(c, 2, DT_F32, &st);
 	return 0;
@@ -924,19 +929,19 @@ int infer_batchnorm(ictx *c)
 	if (c->n->nout > 1 && !ir_attr_int(c->n, "training_mode", 0))
 		return fail(c, "has %d outputs; in inference mode (training_mode 0) BatchNormalization has one",
 			    c->n->nout);
-	if (need_f32(c, 0))
+	if (ir_attr_int(c->n, "training_mode", 0) ? need_f32(c, 0) : need_real(c, 0))
 		return 1;
 	if (x->shape.rank < 2)
 		return fail(c, "X must be [N, C, ...], not %s", shp(c, &x->shape));
 	for (int k = 1; k < 5; k++) {
 		ir_value *v = in(c, k);
-		if (need_f32(c, k))
+		if (same_ty(c, k))
 			return 1;
 		if (v->shape.rank != 1 || !ir_dim_eq(v->shape.d[0], x->shape.d[1]))
 			return fail(c, "input %d ('%s') %s must be [C] = [%s]", k, v->name, shp(c, &v->shape),
 				    dimstr(c, x->shape.d[1]));
 	}
-	set_out(c, 0, DT_F32, &x->shape);
+	set_out(c, 0, x->dtype, &x->shape);
 	set_out(c, 1, DT_F32, &in(c, 3)->shape);
 	set_out(c, 2, DT_F32, &in(c, 4)->shape);
 	return 0;

@@ -352,6 +352,11 @@ typedef struct ir_graph {
 	int64_t sym_off[IR_MAX_SYMS];  /* derived: the offset (an offset symbol's never 0) */
 	int64_t sym_mul[IR_MAX_SYMS];  /* derived: the factor (0 means 1) */
 	int64_t sym_div[IR_MAX_SYMS];  /* derived: the divisor (0 means 1) */
+	/* derived with a divisor: the division must be exact, not a floor
+	 * (`B_over2 = B / 2`: a Reshape of [6 * B] into [12, -1] needs B even);
+	 * the value is the same quotient, and the generated code checks that
+	 * nothing is left over (ir_sym_exact); 0: a floor */
+	uint8_t sym_exact[IR_MAX_SYMS];
 	/* a derived symbol an operator's contract requires to be a constant (a
 	 * Squeeze of an axis a strided Conv made: floor((L + 320) / 512) must
 	 * be 1): every shape has the constant, the symbol stays for the
@@ -519,11 +524,25 @@ int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
  * after its base), canonical as ir_graph says.  1 and *r, or 0 when d is
  * another monomial, a number overflows or no symbol is left. */
 int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
+/* (mul * d + off) / div where the model needs the division exact (the -1
+ * of a Reshape): a constant when d is one and div divides it (0 when it
+ * does not), else the exact derived symbol of one symbol d (k = 1, one
+ * power 1, not itself a floor or a factor: ir_sym_exact_ok), found or made;
+ * mul and div reduced by their common factor, which must then divide off.
+ * 1 and *r, or 0. */
+int ir_sym_exact(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
+/* The first exact symbol (sym_exact) whose division leaves a remainder for
+ * the free symbols' values free[] (-1: none). */
+int ir_sym_inexact(const ir_graph *g, const int64_t *free);
 /* Whether floor((mul * b + off) / div) is in the form ir_sym_floor keeps
  * (mul and div without a common factor, not a plain monomial, no
  * composition left with its base): what the text and ir_verify require
  * of a derived symbol's definition. */
 int ir_sym_canonical(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div);
+/* The same for an exact symbol: div at least 2, no common factor with mul,
+ * the base a free symbol, an offset, a pinned or an exact one (T / 2 / 2:
+ * each division checked). */
+int ir_sym_exact_ok(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div);
 /* Symbol s's mul and div (1 for 0). */
 int64_t ir_sym_mul(const ir_graph *g, int s);
 int64_t ir_sym_div(const ir_graph *g, int s);

@@ -642,16 +642,18 @@ static void print_unrolled(sbuf *b, const ir_unrolled *u, int depth)
 static void print_sym_def(sbuf *b, const ir_graph *g, int i)
 {
 	int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i), off = g->sym_off[i];
-	int paren = div > 1 && (off || mul > 1);
-	if (div > 1)
+	int paren = div > 1 && (off || mul > 1), fl = div > 1 && !g->sym_exact[i];
+	if (fl)
 		sb_puts(b, paren ? "floor((" : "floor(");
+	else if (paren)
+		sb_puts(b, "(");
 	if (mul > 1)
 		sb_printf(b, "%lld * ", (long long)mul);
 	sb_ident(b, g->syms[g->sym_base[i] - 1]);
 	if (off)
 		sb_printf(b, " %c %lld", off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
 	if (div > 1)
-		sb_printf(b, "%s / %lld)", paren ? ")" : "", (long long)div);
+		sb_printf(b, "%s / %lld%s", paren ? ")" : "", (long long)div, fl ? ")" : "");
 }
 
 /* sizes "h_1" = "input_0", node "LSTM_3", why "..."  (ir_sym_link) */
@@ -700,7 +702,8 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 					sb_puts(&b, " = value %");
 					sb_name(&b, g->sym_value[i]);
 				}
-				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1", "L_div2 = floor((L + 1) / 2)" */
+				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1", "L_div2 = floor((L + 1) / 2)",
+							 * exact: "B_over2 = B / 2" */
 					sb_puts(&b, " = ");
 					print_sym_def(&b, g, i);
 					if (g->sym_pin[i])

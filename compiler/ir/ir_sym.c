@@ -98,24 +98,30 @@ const char *ir_sym_def_str(arena *A, const ir_graph *g, int s)
 		e = arena_printf(A, "%lld * %s", (long long)mul, e);
 	if (off)
 		e = arena_printf(A, "%s %c %lld", e, off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
-	if (div > 1)
+	if (div > 1 && g->sym_exact[s])
+		e = arena_printf(A, "%s%s%s / %lld", off || mul > 1 ? "(" : "", e, off || mul > 1 ? ")" : "",
+				 (long long)div);
+	else if (div > 1)
 		e = arena_printf(A, "floor(%s%s%s / %lld)", off || mul > 1 ? "(" : "", e, off || mul > 1 ? ")" : "",
 				 (long long)div);
 	return e;
 }
 
-/* The derived symbol (base b, mul, off, div), found or made; -1 if full. */
-static int derived(ir_graph *g, int b, int64_t mul, int64_t off, int64_t div)
+/* The derived symbol (base b, mul, off, div, exact or a floor), found or
+ * made; -1 if full. */
+static int derived(ir_graph *g, int b, int64_t mul, int64_t off, int64_t div, int exact)
 {
 	for (int i = 0; i < g->nsyms; i++)
 		if (g->sym_base[i] == b + 1 && ir_sym_mul(g, i) == mul && ir_sym_div(g, i) == div && g->sym_off[i] == off &&
-		    !g->sym_pin[i])
+		    !g->sym_pin[i] && g->sym_exact[i] == exact)
 			return i;
 	if (g->nsyms == IR_MAX_SYMS)
 		return -1;
 	long long ao = (long long)(off < 0 ? -off : off);
 	const char *name = mul == 1 && div == 1 ? arena_printf(g->A, "%s_%s_%lld", g->syms[b], off < 0 ? "minus" : "plus", ao)
 			 : div == 1 ? arena_printf(g->A, "%s_x%lld", g->syms[b], (long long)mul)
+			 : exact && mul == 1 && off == 0 ? arena_printf(g->A, "%s_over%lld", g->syms[b], (long long)div)
+			 : exact ? arena_printf(g->A, "%s_exact%lld", g->syms[b], (long long)div)
 			 : mul == 1 ? arena_printf(g->A, "%s_div%lld", g->syms[b], (long long)div)
 			 : arena_printf(g->A, "%s_x%lld_div%lld", g->syms[b], (long long)mul, (long long)div);
 	for (int i = 0; i < g->nsyms; i++)
@@ -131,6 +137,7 @@ static int derived(ir_graph *g, int b, int64_t mul, int64_t off, int64_t div)
 	g->sym_div[k] = div;
 	g->sym_min[k] = 0;
 	g->sym_pin[k] = 0;
+	g->sym_exact[k] = (uint8_t)exact;
 	return k;
 }
 
@@ -141,7 +148,15 @@ int ir_sym_canonical(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t
 		return 0;
 	/* ir_sym_floor composes through an unpinned derived base: an offset or
 	 * factor base always, a floor base when the outer factor is 1 */
-	return !g->sym_base[b] || g->sym_pin[b] || (ir_sym_div(g, b) > 1 && mul > 1);
+	return !g->sym_base[b] || g->sym_pin[b] || g->sym_exact[b] || (ir_sym_div(g, b) > 1 && mul > 1);
+}
+
+int ir_sym_exact_ok(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div)
+{
+	g = ir_root((ir_graph *)g);
+	if (b < 0 || b >= g->nsyms || mul < 1 || div < 2 || gcd(mul, div) != 1)
+		return 0;
+	return !g->sym_base[b] || g->sym_pin[b] || g->sym_exact[b] || ir_sym_is_offset(g, b);
 }
 
 static int small(int64_t v) { return v <= INT32_MAX && v >= -(int64_t)INT32_MAX; }
@@ -162,7 +177,7 @@ int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, i
 	if (s < 0 || s >= g->nsyms)
 		return 0;
 	for (;;) {
-		if (g->sym_pin[s] || !g->sym_base[s])
+		if (g->sym_pin[s] || g->sym_exact[s] || !g->sym_base[s])
 			break;
 		int b = g->sym_base[s] - 1;
 		int64_t m1 = ir_sym_mul(g, s), d1 = ir_sym_div(g, s), o1 = g->sym_off[s], x, y;
@@ -199,11 +214,55 @@ int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, i
 			*r = ir_dim_const(g->sym_pin[i]);
 			return 1;
 		}
-	int k = derived(g, s, mul, off, div);
+	int k = derived(g, s, mul, off, div, 0);
 	if (k < 0)
 		return 0;
 	*r = ir_dim_sym(k);
 	return 1;
+}
+
+int ir_sym_exact(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r)
+{
+	g = ir_root(g);
+	if (mul < 1 || div < 1 || !small(mul) || !small(div) || !small(off))
+		return 0;
+	int64_t c = gcd(mul, div);
+	if (off % c != 0)
+		return 0;
+	mul /= c;
+	div /= c;
+	off /= c;
+	if (ir_dim_is_const(d)) {
+		int64_t x;
+		if (__builtin_mul_overflow(mul, d.k, &x) || __builtin_add_overflow(x, off, &x) || x % div != 0)
+			return 0;
+		*r = ir_dim_const(x / div);
+		return 1;
+	}
+	if (div == 1)           /* nothing to divide: an offset, a factor */
+		return ir_sym_floor(g, d, mul, off, 1, r);
+	int s = ir_dim_one_sym(d);
+	if (s < 0 || s >= g->nsyms || !ir_sym_exact_ok(g, s, mul, off, div))
+		return 0;
+	int k = derived(g, s, mul, off, div, 1);
+	if (k < 0)
+		return 0;
+	*r = ir_dim_sym(k);
+	return 1;
+}
+
+int ir_sym_inexact(const ir_graph *g, const int64_t *free)
+{
+	g = ir_root((ir_graph *)g);
+	for (int i = 0; i < g->nsyms; i++) {
+		if (!g->sym_exact[i])
+			continue;
+		int64_t b = ir_sym_value(g, g->sym_base[i] - 1, free), x;
+		if (b == INT64_MIN || __builtin_mul_overflow(ir_sym_mul(g, i), b, &x) ||
+		    __builtin_add_overflow(x, g->sym_off[i], &x) || x % ir_sym_div(g, i) != 0)
+			return i;
+	}
+	return -1;
 }
 
 int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r)
@@ -341,15 +400,18 @@ static int plan(const ir_graph *root, symmap *m, int s, ir_dim by, int pin)
 		if (ir_dim_is_const(tb)) {
 			int64_t x;
 			if (__builtin_mul_overflow(mul, tb.k, &x) || __builtin_add_overflow(x, off, &x) ||
-			    floordiv(x, div) < 1)
+			    floordiv(x, div) < 1 || (root->sym_exact[j] && x % div != 0))
 				return 0;
 			m->to[j] = ir_dim_const(floordiv(x, div));
 			continue;
 		}
 		int t = ir_dim_one_sym(tb);
+		if (root->sym_exact[j] && !ir_sym_exact_ok(root, t, mul, off, div))
+			return 0;       /* an exact division of what its base became: none */
 		for (int k = 0; k < j; k++)
 			if (root->sym_base[k] == t + 1 && ir_sym_mul(root, k) == mul && ir_sym_div(root, k) == div &&
-			    root->sym_off[k] == off && ir_dim_eq(m->to[k], ir_dim_sym(k)) && !root->sym_pin[k])
+			    root->sym_off[k] == off && ir_dim_eq(m->to[k], ir_dim_sym(k)) && !root->sym_pin[k] &&
+			    root->sym_exact[k] == root->sym_exact[j])
 				m->to[j] = ir_dim_sym(k);
 	}
 	int n = 0;
@@ -395,6 +457,7 @@ static void compact(ir_graph *root, const symmap *m)
 		root->sym_div[n] = root->sym_div[i];
 		root->sym_min[n] = root->sym_min[i];
 		root->sym_pin[n] = root->sym_pin[i];
+		root->sym_exact[n] = root->sym_exact[i];
 		root->sym_value[n] = root->sym_value[i];
 		n++;
 	}
@@ -402,6 +465,7 @@ static void compact(ir_graph *root, const symmap *m)
 		root->syms[i] = NULL;
 		root->sym_base[i] = 0;
 		root->sym_off[i] = root->sym_mul[i] = root->sym_div[i] = root->sym_min[i] = root->sym_pin[i] = 0;
+		root->sym_exact[i] = 0;
 		root->sym_value[i] = NULL;
 	}
 	root->nsyms = n;

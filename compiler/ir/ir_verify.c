@@ -885,10 +885,15 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 		int b = g->sym_base[i] - 1;
 		int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i);
 		if (g->sym_base[i] && (b < 0 || b >= i || mul > INT32_MAX || div > INT32_MAX || g->sym_mul[i] < 0 ||
-				       g->sym_div[i] < 0 || !ir_sym_canonical(g, b, mul, g->sym_off[i], div) ||
+				       g->sym_div[i] < 0 ||
+				       !(g->sym_exact[i] ? ir_sym_exact_ok(g, b, mul, g->sym_off[i], div)
+							 : ir_sym_canonical(g, b, mul, g->sym_off[i], div)) ||
 				       g->sym_off[i] > INT32_MAX || g->sym_off[i] < -(int64_t)INT32_MAX))
 			bad(&c, g, "dimension symbol '%s' is derived from symbol %d as %s", g->syms[i], b,
 			    b >= 0 && b < i ? ir_sym_def_str(g->A, g, i) : "?");
+		if (g->sym_exact[i] && (!g->sym_base[i] || g->sym_exact[i] != 1))
+			bad(&c, g, "dimension symbol '%s' is marked exact but is no derived symbol with a divisor",
+			    g->syms[i]);
 		if (g->sym_pin[i] && (!g->sym_base[i] || g->sym_pin[i] < 1 || g->sym_pin[i] > INT32_MAX))
 			bad(&c, g, "dimension symbol '%s' is pinned to %lld (derived symbols only, 1 to 2^31 - 1)",
 			    g->syms[i], (long long)g->sym_pin[i]);

@@ -32,6 +32,8 @@
  *   previous step's and reading no slice that one did not: a sequence
  *   generated step by step, each step fed what the step before computed
  *   (a forecaster's future steps, a greedy decoder).
+ * Either found over f64 slices or weights is WHY_PRECISION: the rounds roll
+ * float32 steps only (recurrences are float32).
  * Nodes of an ONNX Loop the loader unrolled (ir_node.unrolled) are left to
  * its own record. */
 
@@ -61,7 +63,7 @@ static int step_in(ir_dim d, int64_t *t)
 static int loose_slices(const ir_node *n, lslice *L, int max)
 {
 	ir_value *x = n->nin > 0 ? n->in[0] : NULL;
-	if (!x || x->dtype != DT_F32 || x->shape.rank < 2 || n->unrolled)
+	if (!x || (x->dtype != DT_F32 && x->dtype != DT_F64) || x->shape.rank < 2 || n->unrolled)
 		return 0;
 	int r = x->shape.rank, k = 0;
 	int64_t ax, t, en, one = 1;
@@ -212,7 +214,7 @@ static void find_slice_loops(ir_graph *g, int64_t *sig)
 			nodes += S.hi[y] < T - 1;
 			seen[n] = (char)(S.hi[y] < T - 1);
 		}
-		ir_unrolled u = {.why = WHY_SLICE_FORM, .seq = L[i].at.src->name ? L[i].at.src->name : "?", .steps = (int)T,
+		ir_unrolled u = {.why = L[i].at.src->dtype == DT_F64 ? WHY_PRECISION : WHY_SLICE_FORM, .seq = L[i].at.src->name ? L[i].at.src->name : "?", .steps = (int)T,
 				 .nodes = nodes + per_step, .per_step = per_step, .step = -1, .vs = -1, .op = -1};
 		ir_unrolled_add(g, &u);
 	}
@@ -246,7 +248,8 @@ static void weight_classes(const ir_graph *g, int *rep)
 		const ir_node *n = g->nodes[i];
 		for (int k = 0; k < n->nin; k++) {
 			int v = own(g, n->in[k]);
-			if (v >= 0 && rep[v] == -2 && reroll_has_data(n->in[k]) && n->in[k]->dtype == DT_F32 &&
+			if (v >= 0 && rep[v] == -2 && reroll_has_data(n->in[k]) &&
+			    (n->in[k]->dtype == DT_F32 || n->in[k]->dtype == DT_F64) &&
 			    n->in[k]->shape.rank >= 2 && ir_shape_const_numel(&n->in[k]->shape) > 0)
 				rep[v] = -3;
 		}
@@ -259,7 +262,7 @@ static void weight_classes(const ir_graph *g, int *rep)
 		}
 		const ir_value *x = g->values[v];
 		const unsigned char *b = x->data;
-		size_t bytes = (size_t)ir_shape_const_numel(&x->shape) * sizeof(float);
+		size_t bytes = (size_t)ir_shape_const_numel(&x->shape) * ir_dtype_size(x->dtype);
 		uint64_t f = 1469598103934665603ULL;
 		for (size_t i = 0; i < bytes; i++)
 			f = (f ^ b[i]) * 1099511628211ULL;
@@ -407,7 +410,7 @@ static void find_generated(ir_graph *g, const int64_t *sig)
 			per_step += ri[y] == R->first + 1;
 		}
 		const ir_value *x = fed(g->nodes[rd[R->first]]);
-		ir_unrolled u = {.why = WHY_NO_SLICES, .seq = x && x->name ? x->name : "?", .steps = R->steps,
+		ir_unrolled u = {.why = g->values[R->w]->dtype == DT_F64 ? WHY_PRECISION : WHY_NO_SLICES, .seq = x && x->name ? x->name : "?", .steps = R->steps,
 				 .nodes = nodes + per_step, .per_step = per_step, .step = -1, .vs = -1, .op = -1};
 		ir_unrolled_add(g, &u);
 	}

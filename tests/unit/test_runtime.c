@@ -254,6 +254,166 @@ START_TEST(test_sgemm_gemv_strided_a)
 }
 END_TEST
 
+/* ---- double precision: rt_dgemm, rt_conv_f64, rt_softmax_f64 ------------- */
+
+START_TEST(test_dgemm_ref_by_hand)
+{
+	/* the product of test_sgemm_ref_by_hand, in double */
+	const double A[6] = {1, 2, 3, 4, 5, 6}, At[6] = {1, 4, 2, 5, 3, 6};
+	const double Bm[6] = {7, 8, 9, 10, 11, 12}, Bt[6] = {7, 9, 11, 8, 10, 12};
+	const double want[4] = {58, 64, 139, 154};
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			double C[4] = {1, 1, 1, 1};
+			rt_dgemm_ref(ta, tb, 2, 2, 3, 2.0, ta ? At : A, ta ? 2 : 3, tb ? Bt : Bm, tb ? 3 : 2, -1.0, C, 2);
+			for (int i = 0; i < 4; i++)
+				ck_assert_double_eq(C[i], 2 * want[i] - 1);
+		}
+}
+END_TEST
+
+/* rt_dgemm (OpenBLAS dgemm, dgemv at M == 1 or N == 1) and rt_dgemm_portable
+ * against rt_dgemm_ref (long double sums), the cases of the sgemm test.
+ * Loop index: case * 24 + portable * 12 + transA * 6 + transB * 3 + set. */
+START_TEST(test_dgemm_vs_ref)
+{
+	static const double coef[3][2] = {{1.0, 0.0}, {0.5, 1.0}, {-1.25, -0.75}};
+	int ci = _i / 24, portable = (_i / 12) % 2, ta = (_i / 6) % 2, tb = (_i / 3) % 2;
+	double alpha = coef[_i % 3][0], beta = coef[_i % 3][1];
+	gemm_case g = gemm_cases[ci];
+	int64_t arows = ta ? g.K : g.M, acols = ta ? g.M : g.K;
+	int64_t brows = tb ? g.N : g.K, bcols = tb ? g.K : g.N;
+	int64_t lda = acols + 3, ldb = bcols + 2, ldc = g.N + 5;
+	rng r = {(uint64_t)_i + 11};
+	double *A = xmalloc(sizeof(double) * (size_t)(arows * lda + 1));
+	double *Bm = xmalloc(sizeof(double) * (size_t)(brows * ldb + 1));
+	double *C = xmalloc(sizeof(double) * (size_t)(g.M * ldc));
+	double *Cref = xmalloc(sizeof(double) * (size_t)(g.M * ldc));
+	/* full double mantissas: a product computed in float would be off by ~1e-7 */
+	for (int64_t i = 0; i < arows * lda + 1; i++)
+		A[i] = (double)rnd(&r) + (double)rnd(&r) * 1e-9;
+	for (int64_t i = 0; i < brows * ldb + 1; i++)
+		Bm[i] = (double)rnd(&r) + (double)rnd(&r) * 1e-9;
+	for (int64_t i = 0; i < g.M * ldc; i++)
+		C[i] = beta == 0 ? NAN : (double)rnd(&r);
+	memcpy(Cref, C, sizeof(double) * (size_t)(g.M * ldc));
+	(portable ? rt_dgemm_portable : rt_dgemm)(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+	rt_dgemm_ref(ta, tb, g.M, g.N, g.K, alpha, A, lda, Bm, ldb, beta, Cref, ldc);
+	for (int64_t i = 0; i < g.M; i++)
+		for (int64_t j = 0; j < ldc; j++) {
+			double got = C[i * ldc + j], want = Cref[i * ldc + j];
+			if (j >= g.N) {
+				ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "padding C[%ld,%ld] changed",
+					      (long)i, (long)j);
+				continue;
+			}
+			double tol = 4.0 * (double)(g.K + 2) * DBL_EPSILON * (double)(g.K + 2);
+			ck_assert_msg(isfinite(got) && fabs(got - want) <= tol,
+				      "%s M=%ld N=%ld K=%ld tA=%d tB=%d alpha=%g beta=%g: C[%ld,%ld] = %.17g, ref %.17g",
+				      portable ? "portable" : "rt_dgemm", (long)g.M, (long)g.N, (long)g.K, ta, tb, alpha,
+				      beta, (long)i, (long)j, got, want);
+		}
+	free(A);
+	free(Bm);
+	free(C);
+	free(Cref);
+}
+END_TEST
+
+/* rt_dgemm_bias: the bias row in every row of C, then the product onto it. */
+START_TEST(test_dgemm_bias)
+{
+	enum { M = 5, N = 7, K = 6 };
+	rng r = {41};
+	double A[M * K], Bt[N * K], bias[N], C[M * N], Cref[M * N];
+	for (int i = 0; i < M * K; i++)
+		A[i] = rnd(&r);
+	for (int i = 0; i < N * K; i++)
+		Bt[i] = rnd(&r);
+	for (int j = 0; j < N; j++)
+		bias[j] = rnd(&r);
+	for (int i = 0; i < M * N; i++)
+		C[i] = NAN, Cref[i] = bias[i % N];
+	rt_dgemm_bias(0, 1, M, N, K, 1.5, A, K, Bt, K, 0.5, bias, C, N);
+	rt_dgemm_ref(0, 1, M, N, K, 1.5, A, K, Bt, K, 0.5, Cref, N);
+	for (int i = 0; i < M * N; i++)
+		ck_assert_double_eq_tol(C[i], Cref[i], 1e-13);
+}
+END_TEST
+
+/* rt_conv_f64 against rt_conv_ref (the textbook loop, float output) on data
+ * that float holds exactly: the same taps (strides, pads, dilations, groups,
+ * a depthwise case, a column longer than the buffer); then a double-only
+ * perturbation must show in the f64 result (it is not computed in float). */
+START_TEST(test_conv_f64)
+{
+	static const struct { int64_t n, c, m, group, d, k, s, pb, pe, dil; } cases[] = {
+		{2, 4, 6, 2, 19, 3, 2, 1, 1, 1}, {1, 3, 3, 3, 16, 5, 1, 2, 2, 1}, {1, 8, 16, 1, 40, 4, 3, 0, 2, 2},
+		{1, 600, 2, 1, 30, 9, 1, 4, 4, 1},
+	};
+	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+		int64_t n = cases[ci].n, c = cases[ci].c, m = cases[ci].m, group = cases[ci].group;
+		int64_t xd[3] = {n, c, cases[ci].d}, kd[1] = {cases[ci].k}, st[1] = {cases[ci].s};
+		int64_t pads[2] = {cases[ci].pb, cases[ci].pe}, dil[1] = {cases[ci].dil};
+		int64_t out = (cases[ci].d + cases[ci].pb + cases[ci].pe - cases[ci].dil * (cases[ci].k - 1) - 1) /
+				      cases[ci].s + 1;
+		int64_t nx = n * c * cases[ci].d, nw = m * (c / group) * cases[ci].k, ny = n * m * out;
+		rng r = {ci + 3};
+		float *xf = xmalloc(sizeof(float) * (size_t)nx), *wf = xmalloc(sizeof(float) * (size_t)nw);
+		float *bf = xmalloc(sizeof(float) * (size_t)m), *yf = xmalloc(sizeof(float) * (size_t)ny);
+		double *x = xmalloc(sizeof(double) * (size_t)nx), *w = xmalloc(sizeof(double) * (size_t)nw);
+		double *b = xmalloc(sizeof(double) * (size_t)m), *y = xmalloc(sizeof(double) * (size_t)ny);
+		/* multiples of 1/64 in [-1, 1): sums of their products are exact in float */
+		for (int64_t i = 0; i < nx; i++)
+			x[i] = xf[i] = floorf(rnd(&r) * 64.0f) / 64.0f;
+		for (int64_t i = 0; i < nw; i++)
+			w[i] = wf[i] = floorf(rnd(&r) * 64.0f) / 64.0f;
+		for (int64_t i = 0; i < m; i++)
+			b[i] = bf[i] = floorf(rnd(&r) * 64.0f) / 64.0f;
+		rt_conv_ref(yf, xf, wf, bf, 1, xd, m, group, kd, st, pads, dil);
+		rt_conv_f64(y, x, w, b, 1, xd, m, group, kd, st, pads, dil);
+		for (int64_t i = 0; i < ny; i++)
+			ck_assert_msg(fabs(y[i] - (double)yf[i]) <= 1e-6 * (1 + fabs(y[i])), "case %zu: y[%ld] = %.17g, ref %.9g",
+				      ci, (long)i, y[i], (double)yf[i]);
+		for (int64_t i = 0; i < m; i++)
+			b[i] += 1e-12;
+		double *y2 = xmalloc(sizeof(double) * (size_t)ny);
+		rt_conv_f64(y2, x, w, b, 1, xd, m, group, kd, st, pads, dil);
+		for (int64_t i = 0; i < ny; i++)
+			ck_assert_msg(fabs(y2[i] - y[i] - 1e-12) < 1e-14, "case %zu: a bias change of 1e-12 shows as %.3g",
+				      ci, y2[i] - y[i]);
+		free(xf), free(wf), free(bf), free(yf), free(x), free(w), free(b), free(y), free(y2);
+	}
+}
+END_TEST
+
+/* rt_softmax_f64 / rt_log_softmax_f64 against the definition in long double. */
+START_TEST(test_softmax_f64)
+{
+	enum { OUTER = 3, N = 9, INNER = 2, TOTAL = OUTER * N * INNER };
+	rng r = {77};
+	double x[TOTAL], y[TOTAL], ly[TOTAL];
+	for (int i = 0; i < TOTAL; i++)
+		x[i] = rnd(&r) * 5.0 + rnd(&r) * 1e-9;
+	rt_softmax_f64(y, x, OUTER, N, INNER);
+	rt_log_softmax_f64(ly, x, OUTER, N, INNER);
+	for (int o = 0; o < OUTER; o++)
+		for (int i = 0; i < INNER; i++) {
+			long double sum = 0;
+			for (int j = 0; j < N; j++)
+				sum += expl((long double)x[(o * N + j) * INNER + i]);
+			for (int j = 0; j < N; j++) {
+				int at = (o * N + j) * INNER + i;
+				double want = (double)(expl((long double)x[at]) / sum);
+				double lwant = (double)((long double)x[at] - logl(sum));
+				ck_assert_msg(fabs(y[at] - want) <= 1e-15 + 1e-14 * want, "softmax: %.17g vs %.17g", y[at], want);
+				ck_assert_msg(fabs(ly[at] - lwant) <= 1e-14 * (1 + fabs(lwant)), "log_softmax: %.17g vs %.17g",
+					      ly[at], lwant);
+			}
+		}
+}
+END_TEST
+
 /* ---- rt_kern: every instruction set this CPU has, against the reference ---- */
 
 static const gemm_case kern_cases[] = {
@@ -3692,6 +3852,11 @@ static Suite *runtime_suite(void)
 	tcase_add_test(tc, test_clipf_onnx);
 	tcase_add_loop_test(tc, test_sgemm_vs_ref, 0, N_GEMM_CASES * 12);
 	tcase_add_test(tc, test_sgemm_gemv_strided_a);
+	tcase_add_test(tc, test_dgemm_ref_by_hand);
+	tcase_add_loop_test(tc, test_dgemm_vs_ref, 0, N_GEMM_CASES * 24);
+	tcase_add_test(tc, test_dgemm_bias);
+	tcase_add_test(tc, test_conv_f64);
+	tcase_add_test(tc, test_softmax_f64);
 	tcase_add_loop_test(tc, test_kern_vs_ref, 0, N_KERN_CASES * 24);
 	tcase_add_loop_test(tc, test_kern_panels, 0, N_KERN_CASES * 24);
 	tcase_add_loop_test(tc, test_sgemm_bias, 0, 4);
