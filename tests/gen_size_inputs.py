@@ -27,6 +27,9 @@ Each model is its own class, in its own author's style:
     flag per row carried; tokens [steps run, B];
   - until_stop: `while i < n and not stop:` (no M, a counter carried),
     stopping on the first row's prediction; ys [steps run, B, 3];
+  - int32_count (written with onnx.helper, numpy goldens): a converter's
+    loop whose count is an int32 input, Cast to int64 for M; n * 2 in int32
+    an output;
   - future_predictor: a time-series predictor's `future` steps (`future:
     int`), an LSTM cell written with chunk(4, 1), its output fed back and
     the outputs concatenated on axis 1 (pred: [B, future]).
@@ -333,6 +336,59 @@ def make_case(outdir, name, seed):
     return d
 
 
+def converted_int32_count(outdir, seed):
+    """A converter's loop (tf2onnx writes counts as int32): the int32 input n,
+    Cast to int64 for the Loop's M, a state h = tanh(h W + x) scanned, and
+    n * 2 computed in int32 as an output.  Written with onnx.helper;
+    goldens from numpy in float64, rounded."""
+    from onnx import TensorProto as TP, helper as oh, numpy_helper as nh
+    rng = np.random.default_rng(seed)
+    W = (rng.standard_normal((4, 4)) * 0.5).astype(np.float32)
+    F = TP.FLOAT
+    body = oh.make_graph(
+        [oh.make_node("MatMul", ["h_in", "W"], ["hw"]), oh.make_node("Add", ["hw", "x"], ["pre"]),
+         oh.make_node("Tanh", ["pre"], ["h_out"]), oh.make_node("Identity", ["cond_in"], ["cond_out"]),
+         oh.make_node("Identity", ["h_out"], ["scan"])], "step",
+        [oh.make_tensor_value_info("i", TP.INT64, []), oh.make_tensor_value_info("cond_in", TP.BOOL, []),
+         oh.make_tensor_value_info("h_in", F, ["B", 4])],
+        [oh.make_tensor_value_info("cond_out", TP.BOOL, []), oh.make_tensor_value_info("h_out", F, ["B", 4]),
+         oh.make_tensor_value_info("scan", F, ["B", 4])])
+    graph = oh.make_graph(
+        [oh.make_node("Cast", ["n"], ["m"], to=TP.INT64),
+         oh.make_node("Constant", [], ["go"], value=nh.from_array(np.array(True), "go")),
+         oh.make_node("Loop", ["m", "go", "h0"], ["h", "ys"], body=body),
+         oh.make_node("Mul", ["n", "two"], ["n2"])], "converted_loop",
+        [oh.make_tensor_value_info("x", F, ["B", 4]), oh.make_tensor_value_info("h0", F, ["B", 4]),
+         oh.make_tensor_value_info("n", TP.INT32, [])],
+        [oh.make_tensor_value_info("h", F, ["B", 4]), oh.make_tensor_value_info("ys", F, ["N", "B", 4]),
+         oh.make_tensor_value_info("n2", TP.INT32, [])],
+        [nh.from_array(W, "W"), nh.from_array(np.array(2, dtype=np.int32), "two")])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 14)], producer_name="gen_size_inputs")
+    onnx.checker.check_model(model)
+    name = "int32_count"
+    d = os.path.join(outdir, name)
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for k, (B, n) in enumerate([(2, 5), (3, 2)]):
+        x = rng.standard_normal((B, 4)).astype(np.float32)
+        h = rng.standard_normal((B, 4)).astype(np.float32)
+        hd, ys = h.astype(np.float64), []
+        for _ in range(n):
+            hd = np.tanh(hd @ W.astype(np.float64) + x)
+            ys.append(hd)
+        write_set(os.path.join(d, "test_data_set_%d" % k), ["x", "h0", "n"], [x, h, np.array(n, dtype=np.int32)],
+                  ["h", "ys", "n2"], [hd.astype(np.float32), np.stack(ys).astype(np.float32),
+                                      np.array(2 * n, dtype=np.int32)])
+    case = {"model": name, "style": converted_int32_count.__doc__.split("\n")[0],
+            "info": ["n (the value of input 'n')", "n                        i32[]",
+                     "ys                       f32[n, B, 4]", "n2                       i32[]"]}
+    with open(os.path.join(d, "case.json"), "w") as fh:
+        json.dump(case, fh, indent=1)
+    return d
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_size_inputs.py OUTDIR")
@@ -341,7 +397,8 @@ def main():
     torch.set_num_threads(1)
     for k, name in enumerate(sorted(MODELS)):
         print("  %s" % make_case(out, name, 7500 + 10 * k))
-    print("gen_size_inputs: %d cases in %s" % (len(MODELS), out))
+    print("  %s" % converted_int32_count(out, 7700))
+    print("gen_size_inputs: %d cases in %s" % (len(MODELS) + 1, out))
 
 
 if __name__ == "__main__":

@@ -1826,7 +1826,8 @@ def group_size_inputs():
         return
     root = os.path.join(OUT, "size_inputs")
     oracle = {"greedy_feedback": ["B=2", "n=3"], "future_predictor": ["B=1", "future=6"],
-              "eos_decoder": ["B=3", "max_len=12"], "until_stop": ["B=2", "max_len=20"]}
+              "eos_decoder": ["B=3", "max_len=12"], "until_stop": ["B=2", "max_len=20"],
+              "int32_count": ["B=2", "n=4"]}
     items = []
     for n in case_dirs("size_inputs"):
         d = os.path.join(root, n)

@@ -1109,7 +1109,7 @@ static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
 }
 
 /* After the root graph: each `SYM = value %IN` of the symbols line names an
- * int64 input of one element that no node reads (they read the symbolic
+ * int64 or int32 input of one element that no node reads (they read the symbolic
  * constant; ir_graph.sym_value). */
 static void check_values(gctx *c, ir_graph *g)
 {
@@ -1118,9 +1118,10 @@ static void check_values(gctx *c, ir_graph *g)
 			continue;
 		int xk = ir_sym_value_input(g, i);
 		const ir_value *x = xk >= 0 ? g->inputs[xk] : NULL;
-		if (!x || x->dtype != DT_I64 || x->shape.rank > 1 || ir_shape_const_numel(&x->shape) != 1) {
+		if (!x || (x->dtype != DT_I64 && x->dtype != DT_I32) || x->shape.rank > 1 ||
+		    ir_shape_const_numel(&x->shape) != 1) {
 			txt_error(c->X, c->value_at[i], "symbol '%s' = value %%%s: that must be an input of the "
-				  "graph of type i64[] or i64[1]%s", g->syms[i], g->sym_value[i],
+				  "graph of type i64[], i64[1], i32[] or i32[1]%s", g->syms[i], g->sym_value[i],
 				  x ? arena_printf(g->A, ", not %s", ir_dtype_name(x->dtype)) : " (there is none)");
 			continue;
 		}

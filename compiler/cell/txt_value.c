@@ -357,8 +357,8 @@ int txt_parse_const_data(gctx *c, ir_graph *g, ir_value *v, const txt_tok *at)
 		return 0;
 	}
 	if (txt_accept_word(X, "sym")) {
-		if (v->dtype != DT_I64) {
-			txt_error(X, t, "sym[...] constants are i64");
+		if (v->dtype != DT_I64 && v->dtype != DT_I32) {
+			txt_error(X, t, "sym[...] constants are i64 or i32");
 			return 0;
 		}
 		if (!txt_budget_ok(X, at, n, sizeof *v->sym, v->name))

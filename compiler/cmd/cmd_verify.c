@@ -656,9 +656,16 @@ static const char *sizes_allowed(verify *V, const td_set *s, const ir_graph *g, 
 		}
 	for (int j = 0; j < g->nsyms; j++) {    /* a size that is an input's value */
 		int k = ir_sym_value_input(g, j);
-		if (k < 0 || !t[k].data || t[k].dtype != DT_I64 || t[k].nbytes != sizeof(int64_t))
+		if (k < 0 || !t[k].data || !((t[k].dtype == DT_I64 && t[k].nbytes == sizeof(int64_t)) ||
+					     (t[k].dtype == DT_I32 && t[k].nbytes == sizeof(int32_t))))
 			continue;
-		memcpy(&val[j], t[k].data, sizeof val[j]);
+		if (t[k].dtype == DT_I32) {
+			int32_t v32;
+			memcpy(&v32, t[k].data, sizeof v32);
+			val[j] = v32;
+		} else {
+			memcpy(&val[j], t[k].data, sizeof val[j]);
+		}
 		if (val[j] < 1)
 			return arena_printf(&V->A, "size '%s' is the value of input '%s', %lld in the data; the compiled "
 					    "model runs for sizes of at least 1", g->syms[j], g->inputs[k]->name,

@@ -280,7 +280,11 @@ static int make_inputs(verify *V, const char *dir, uint64_t *rng)
 				rc = -1;
 				break;
 			}
-			memcpy(data, &v, sizeof v);     /* int64, one element (ir_verify) */
+			int32_t v32 = (int32_t)v;       /* sizes are within INT32_MAX */
+			if (x->dtype == DT_I32)
+				memcpy(data, &v32, sizeof v32);
+			else
+				memcpy(data, &v, sizeof v);     /* int64 or int32, one element (ir_verify) */
 		}
 		for (int64_t i = 0; !bd && vs < 0 && i < n; i++) {
 			uint64_t r = next_rand(rng);

@@ -648,8 +648,8 @@ static void api_bind_dims(emit_ctx *E, int values)
 		if (vk >= 0 && values) {
 			ew_line(w, "if (!in[%d])", vk);
 			ew_line(w, "\treturn RT_ERR_ARG;");
-			ew_line(w, "d->%s = ((const int64_t *)in[%d])[0]; /* the value of input '%s' */", t->sym[sy], vk,
-				emit_cmt(E->A, g->inputs[vk]->name));
+			ew_line(w, "d->%s = ((const %s *)in[%d])[0]; /* the value of input '%s' */", t->sym[sy],
+				g->inputs[vk]->dtype == DT_I32 ? "int32_t" : "int64_t", vk, emit_cmt(E->A, g->inputs[vk]->name));
 			continue;
 		}
 		if (vk >= 0) {

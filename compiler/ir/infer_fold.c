@@ -579,7 +579,9 @@ static int fold_cast(fctx *c)
 	ir_value *x = fin(c, 0), *o = c->n->out[0];
 	int64_t n = numel(o);
 	if (x->sym) {
-		if (o->dtype != DT_I64)
+		/* sizes are within INT32_MAX (the generated code checks): int32
+		 * holds them as well as int64 */
+		if (o->dtype != DT_I64 && o->dtype != DT_I32)
 			return 0;       /* not representable: pass_infer reports it */
 		return fold_same_order(c);
 	}

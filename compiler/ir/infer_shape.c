@@ -789,6 +789,8 @@ static int infer_split(ictx *c)
 				return fail(c, "the sizes in 'split' do not add up to a product of dimension "
 					    "symbols (axis %d has size %s)", axis, dimstr(c, D));
 		}
+		if (!ir_dim_eq(sum, D) && floor_made_exact(c->g, D, sum))
+			sum = D;        /* [T // 2, T // 2] of T: T even */
 		if (!ir_dim_eq(sum, D) && ir_dim_is_const(sum) && !ir_dim_is_const(D))
 			return fail(c, "the sizes in 'split' add up to %s but axis %d of %s has size %s: "
 				    "fixed sizes cannot split a dynamic axis (a traced x.unbind() or "
@@ -809,7 +811,8 @@ static int infer_split(ictx *c)
 		}
 	} else {
 		ir_dim q;
-		if (k < 1 || !ir_dim_div(D, ir_dim_const(k), &q))
+		/* equal parts of a run-time size: its exact quotient (T / 2) */
+		if (k < 1 || (!ir_dim_div(D, ir_dim_const(k), &q) && !exact_quotient(c->g, D, ir_dim_const(k), &q)))
 			return fail(c, "axis %d of %s (size %s) cannot be split into %d equal parts", axis,
 				    shp(c, &x->shape), dimstr(c, D), k);
 		for (int i = 0; i < k; i++)
@@ -1165,7 +1168,7 @@ int infer_is_const(const ir_value *v)
 	if (!v)
 		return 0;
 	if (v->kind == VAL_CONST)
-		return v->data || (v->sym && v->dtype == DT_I64);
+		return v->data || (v->sym && (v->dtype == DT_I64 || v->dtype == DT_I32));
 	return v->kind == VAL_WEIGHT && v->data;
 }
 

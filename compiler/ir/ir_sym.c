@@ -107,14 +107,18 @@ const char *ir_sym_def_str(arena *A, const ir_graph *g, int s)
 	return e;
 }
 
-/* The derived symbol (base b, mul, off, div, exact or a floor), found or
- * made; -1 if full. */
+/* The derived symbol (base b, mul, off, div), found or made; -1 if full.
+ * exact: the division must be exact.  A floor and an exact division of one
+ * definition are one symbol, exact once either is asked for: where the
+ * model needs the division exact, the floor is that quotient too. */
 static int derived(ir_graph *g, int b, int64_t mul, int64_t off, int64_t div, int exact)
 {
 	for (int i = 0; i < g->nsyms; i++)
 		if (g->sym_base[i] == b + 1 && ir_sym_mul(g, i) == mul && ir_sym_div(g, i) == div && g->sym_off[i] == off &&
-		    !g->sym_pin[i] && g->sym_exact[i] == exact)
+		    !g->sym_pin[i]) {
+			g->sym_exact[i] |= (uint8_t)exact;
 			return i;
+		}
 	if (g->nsyms == IR_MAX_SYMS)
 		return -1;
 	long long ao = (long long)(off < 0 ? -off : off);

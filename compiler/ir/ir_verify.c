@@ -165,7 +165,7 @@ static void check_value(vctx *c, const ir_graph *g, const ir_value *v, const cha
 	if (v->kind == VAL_CONST || v->kind == VAL_WEIGHT) {
 		if (ir_shape_const_numel(&v->shape) < 0)
 			bad(c, g, "%s '%s' is a constant without a constant shape", role, v->name);
-		if (!v->data && !(v->kind == VAL_CONST && v->sym && v->dtype == DT_I64))
+		if (!v->data && !(v->kind == VAL_CONST && v->sym && (v->dtype == DT_I64 || v->dtype == DT_I32)))
 			bad(c, g, "%s '%s' is a constant without data", role, v->name);
 	}
 	if (v->narrow && v->narrow != DT_F16 && v->narrow != DT_BF16)
@@ -851,14 +851,15 @@ static void check_links(vctx *c, const ir_graph *g, const infer_set *all)
 
 
 /* Symbol i is the value of a graph input (size_inputs.c): a free symbol,
- * of an int64 input of one element that no node reads (they read the
+ * of an int64 or int32 input of one element that no node reads (they read the
  * symbolic constant) and no other symbol is the value of. */
 static void check_value_sym(vctx *c, const ir_graph *g, int i)
 {
 	int xk = ir_sym_value_input(g, i);
 	const ir_value *x = xk >= 0 ? g->inputs[xk] : NULL;
-	if (!x || g->sym_base[i] || x->dtype != DT_I64 || x->shape.rank > 1 || ir_shape_const_numel(&x->shape) != 1) {
-		bad(c, g, "dimension symbol '%s' is the value of '%s', which is no int64 graph input of one "
+	if (!x || g->sym_base[i] || (x->dtype != DT_I64 && x->dtype != DT_I32) || x->shape.rank > 1 ||
+	    ir_shape_const_numel(&x->shape) != 1) {
+		bad(c, g, "dimension symbol '%s' is the value of '%s', which is no int64 or int32 graph input of one "
 		    "element%s", g->syms[i], g->sym_value[i], g->sym_base[i] ? " (and the symbol is derived)" : "");
 		return;
 	}

@@ -5,7 +5,7 @@
  * or whose condition stops it at one (`i + 1 < max_len`, the export of a
  * `for` loop with a `break`: onnx_loop_cond_limit),
  * the limit of a Range (`torch.arange(int(n))`).
- * Such an input is an int64 tensor of one element, and its value decides
+ * Such an input is an int64 (or int32) tensor of one element, and its value decides
  * the shapes of what follows (the Loop's scan outputs have M rows).  cellc
  * makes it a free dimension symbol, named after the input: every node
  * reads a symbolic constant [n] instead of the input (so inference sizes
@@ -16,7 +16,7 @@
  *
  * Which operands take a size is one table, count_operand.  A value reaches
  * one through views that keep its one int64 element (Identity, Squeeze,
- * Unsqueeze, Reshape, Flatten, Cast to int64) and arithmetic with a
+ * Unsqueeze, Reshape, Flatten, Cast to int64 or int32) and arithmetic with a
  * constant (size_operand: `range(max_len * 2)`).  Other uses of the input
  * (arithmetic, a comparison) read the symbolic constant too, which the
  * compiler folds or computes from the dims.  An input bound with --bind
@@ -57,7 +57,7 @@ static int size_operand(const ir_node *n)
 	case OP_IDENTITY: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_RESHAPE: case OP_FLATTEN:
 		return n->nin >= 1 ? 0 : -1;
 	case OP_CAST:
-		return n->nin >= 1 && ir_attr_int(n, "to", 0) == DT_I64 ? 0 : -1;
+		return n->nin >= 1 && (ir_attr_int(n, "to", 0) == DT_I64 || ir_attr_int(n, "to", 0) == DT_I32) ? 0 : -1;
 	case OP_ADD: case OP_MUL:
 		return n->nin != 2 ? -1 : is_constant(n->in[1]) ? 0 : is_constant(n->in[0]) ? 1 : -1;
 	case OP_SUB: case OP_DIV:
@@ -81,10 +81,11 @@ static ir_value *input_of_size(ir_value *v)
 	return NULL;
 }
 
-static int one_int64(const ir_value *v)
+/* One int64 or int32 element (a converter's int32 count: tf2onnx's). */
+static int one_int(const ir_value *v)
 {
-	return v->seq == IR_TENSOR && v->dtype == DT_I64 && ir_shape_const_numel(&v->shape) == 1 &&
-	       v->shape.rank <= 1;
+	return v->seq == IR_TENSOR && (v->dtype == DT_I64 || v->dtype == DT_I32) &&
+	       ir_shape_const_numel(&v->shape) == 1 && v->shape.rank <= 1;
 }
 
 /* Input v as the free symbol of its name (ir_sym_fresh_name). */
@@ -100,6 +101,7 @@ static int promote(ir_graph *g, ir_value *v, diag *D)
 	ir_dim d = ir_dim_sym(s);
 	ir_value *c = ir_const_dims(g, &d, 1);
 	c->shape = v->shape;            /* [] or [1], as the input */
+	c->dtype = v->dtype;            /* i64 or i32, as the input */
 	ir_replace_uses(g, v, c, NULL, IR_USES_NESTED | IR_USES_GRAPHS);
 	return 0;
 }
@@ -113,7 +115,7 @@ int size_inputs(ir_graph *g, diag *D)
 			if (!n->in[k] || !count_operand(n->op, k))
 				continue;
 			ir_value *v = input_of_size(n->in[k]);
-			if (v && one_int64(v))
+			if (v && one_int(v))
 				errs += promote(g, v, D) != 0;
 		}
 		/* `for i in range(max_len): ... break`: M is the largest int64 and
@@ -121,7 +123,7 @@ int size_inputs(ir_graph *g, diag *D)
 		int64_t off;
 		const ir_value *lim = n->op == OP_LOOP ? onnx_loop_cond_limit(n, &off) : NULL;
 		ir_value *v = lim ? input_of_size((ir_value *)lim) : NULL;
-		if (v && one_int64(v))
+		if (v && one_int(v))
 			errs += promote(g, v, D) != 0;
 	}
 	return errs;
