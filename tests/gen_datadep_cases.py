@@ -184,6 +184,13 @@ def ok_cases(root):
                    [("sel", np.int64, [None, 3])],
                    [([bx, sc, np.array([m], np.int64), np.array([0.5], np.float32), st],
                      [nms(bx, sc, m, 0.5, 0.4, center)]) for m in (0, 4, 100)], opset=11)
+    # torch.nonzero's export: NonZero then Transpose, the indices [N, rank]
+    # (np.argwhere); no element, some, and every element of a symbolic batch
+    xs = [np.zeros((2, 3), np.float32), (RNG.rand(4, 3) > 0.5).astype(np.float32), np.ones((3, 3), np.float32)]
+    write_case(root, "nonzero_transposed", [helper.make_node("NonZero", ["x"], ["nz"]),
+                                            helper.make_node("Transpose", ["nz"], ["y"], perm=[1, 0])],
+               [("x", np.float32, ["N", 3])], [("y", np.int64, [None, 2])],
+               [([x], [np.argwhere(x).astype(np.int64)]) for x in xs])
 
 
 def mismatch_cases(root):

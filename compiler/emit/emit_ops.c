@@ -156,7 +156,18 @@ static void emit_transpose(emit_ctx *E, ir_node *n)
 	}
 	ew_open(E->w, "%s", "");
 	ew_line(E->w, "static const int perm[%d] = {%s};", r, ps);
-	ew_line(E->w, "const int64_t xdims[%d] = %s;", r, dims_init(E, &x->shape));
+	if (x->data_dep) {
+		/* the run's length on x's data-dependent axis (x is packed at its
+		 * actual dims): the output is packed at its own */
+		char *xd = "";
+		for (int i = 0; i < r; i++)
+			xd = arena_printf(E->A, "%s%s%s", xd, i ? ", " : "",
+					  i == x->dd_axis ? arena_printf(E->A, "m->dd_len[%d]", emit_dd_slot(E->g, ir_dd_source(x)))
+							  : emit_dim(E, x->shape.d[i]));
+		ew_line(E->w, "const int64_t xdims[%d] = {%s}; /* axis %d: the length of this run */", r, xd, x->dd_axis);
+	} else {
+		ew_line(E->w, "const int64_t xdims[%d] = %s;", r, dims_init(E, &x->shape));
+	}
 	ew_line(E->w, "rt_transpose(%s, %s, sizeof(%s), %d, xdims, perm);", emit_ref(E, y), emit_ref(E, x),
 		ctype(y), r);
 	ew_close(E->w, "");

@@ -1004,7 +1004,8 @@ int infer_node(ir_graph *g, ir_node *n, diag *D)
 }
 
 /* After the rule: a node that reads a value of data-dependent length keeps
- * it row by row (ir_dd_passes), its output then has the length on axis 0;
+ * it row by row (ir_dd_passes), its output then has the length on axis 0
+ * (a Transpose: where it moves the axis, ir_dd_out_axis);
  * a recurrence that stops on its condition gives its stacked outputs one. */
 static int dd_outputs(ictx *c)
 {
@@ -1018,15 +1019,15 @@ static int dd_outputs(ictx *c)
 		if (p && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
 			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
 				    "computed at run time by %s '%s', and cellc supports such a value only as an "
-				    "output of the model or the input of a view or element-wise operator that keeps "
-				    "that axis, not as the input of %s", k, v->name, v->dd_axis,
+				    "output of the model, the input of a Transpose or of a view or element-wise operator "
+				    "that keeps that axis (axis 0 of a recurrence's), not as the input of %s", k, v->name, v->dd_axis,
 				    dimstr(c, v->shape.d[v->dd_axis]), p ? ir_op_name(p->op) : "?", p ? p->name : "?",
 				    ir_op_name(n->op));
 	}
 	for (int k = 0; k < n->nout; k++)
 		if (n->out[k] && !ir_op_dd_output(n->op, k) && ir_node_dd_output(n, k)) {
 			n->out[k]->data_dep = 1;
-			n->out[k]->dd_axis = 0;
+			n->out[k]->dd_axis = n->op == OP_RECURRENCE ? 0 : ir_dd_out_axis(n);
 		}
 	return 0;
 }

@@ -900,12 +900,49 @@ static int dd_input(const ir_node *n)
 	return at;
 }
 
+/* Transpose's permutation of rank r into perm (the reverse without one). */
+static void transpose_perm(const ir_node *n, int r, int *perm)
+{
+	const ir_attr *pa = ir_attr_find(n, "perm");
+	for (int i = 0; i < r; i++) {
+		int64_t a = pa && pa->kind == ATTR_INTS && pa->n == r ? pa->ints[i] : r - 1 - i;
+		perm[i] = (int)(a < 0 ? a + r : a);
+	}
+}
+
+int ir_dd_out_axis(const ir_node *n)
+{
+	if (!ir_dd_passes(n))
+		return -1;
+	if (n->op != OP_TRANSPOSE)
+		return 0;
+	int r = n->in[0]->shape.rank, perm[IR_MAX_RANK];
+	transpose_perm(n, r, perm);
+	for (int i = 0; i < r; i++)
+		if (perm[i] == n->in[0]->dd_axis)
+			return i;
+	return -1;
+}
+
 int ir_dd_passes(const ir_node *n)
 {
 	int at = dd_input(n);
 	if (at < 0 || n->nout != 1 || !n->out[0])
 		return 0;
 	const ir_value *x = n->in[at], *y = n->out[0];
+	if (n->op == OP_TRANSPOSE) {
+		/* a valid permutation of x's axes: its kernel reads the length */
+		int r = x->shape.rank, perm[IR_MAX_RANK], seen[IR_MAX_RANK] = {0};
+		if (at != 0 || r < 1 || r > IR_MAX_RANK || y->shape.rank != r || x->dd_axis < 0 || x->dd_axis >= r)
+			return 0;
+		transpose_perm(n, r, perm);
+		for (int i = 0; i < r; i++) {
+			if (perm[i] < 0 || perm[i] >= r || seen[perm[i]])
+				return 0;
+			seen[perm[i]] = 1;
+		}
+		return 1;
+	}
 	if (x->dd_axis != 0 || x->shape.rank < 1 || y->shape.rank < 1 || !ir_dim_eq(x->shape.d[0], y->shape.d[0]))
 		return 0;
 	/* the rows past the length are defined only after a recurrence (zeros) */

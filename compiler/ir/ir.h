@@ -668,6 +668,13 @@ int ir_op_dd_output(ir_op op, int k);
  * x's dim on axis 0: row t of the output is made of row t of x alone, so
  * the run's first rows are the first elements of both buffers. */
 int ir_dd_passes(const ir_node *n);
+/* Or a Transpose of any value of data-dependent length (torch.stack(toks,
+ * 1) of a decoder that breaks: [steps run, B] to [B, steps run]; NonZero's
+ * [rank, N] to [N, rank]), whose kernel reads the run's length (the
+ * emitter's m->dd_len) and writes the transposed tensor packed, the
+ * length now on ir_dd_out_axis; for every other passing node that axis is
+ * 0.  -1 when n passes no length. */
+int ir_dd_out_axis(const ir_node *n);
 /* Whether output k of n has a data-dependent length: an ir_op_dd_output,
  * a stacked output of a recurrence with has_cond, or the output of a node
  * that ir_dd_passes. */

@@ -762,6 +762,9 @@ static void check_node_outputs(vctx *c, const ir_graph *g, const ir_node *n, inf
 		if (v->data_dep && (g->parent || v->dd_axis < 0 || v->dd_axis >= v->shape.rank))
 			bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d of rank %d%s", nname(n),
 			    oi->name, k, v->name, v->dd_axis, v->shape.rank, g->parent ? " inside a body" : "");
+		else if (c->shapes && v->data_dep && ir_dd_passes(n) && v->dd_axis != ir_dd_out_axis(n))
+			bad(c, g, "node '%s' (%s) output %d '%s': data-dependent axis %d, where the node puts its "
+			    "input's on axis %d", nname(n), oi->name, k, v->name, v->dd_axis, ir_dd_out_axis(n));
 		if (!infer_set_add(def, v))
 			bad(c, g, "value '%s' is produced twice (again by node '%s')", v->name, nname(n));
 		else
