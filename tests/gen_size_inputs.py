@@ -186,6 +186,7 @@ class TokenDecoder(nn.Module):
 class EosDecoder(nn.Module):
     """greedy decoding until every row has produced the end token 2 (or max_len): `for _ in range(int(max_len))`
     with a `break`, a done flag per row carried, an Elman step written with Linear layers"""
+    STEPS_AXIS = 0      # where torch.stack puts the steps
 
     def __init__(self):
         super().__init__()
@@ -193,6 +194,7 @@ class EosDecoder(nn.Module):
         self.ih = nn.Linear(4, 8)
         self.hh = nn.Linear(8, 8, bias=False)
         self.head = nn.Linear(8, 6)
+        self.steps_axis = self.STEPS_AXIS
         with torch.no_grad():
             self.head.bias[2] -= 0.05    # the end token within a few steps for some inputs, not all
 
@@ -207,24 +209,12 @@ class EosDecoder(nn.Module):
             done = done | (tok == 2)
             if bool(done.all()):
                 break
-        return torch.stack(toks, 0), h
+        return torch.stack(toks, self.steps_axis), h
 
 
 class EosBatchFirst(EosDecoder):
     """the same decoder as another author returns it: the tokens batch-first, `torch.stack(toks, 1)`"""
-
-    def forward(self, h, max_len):
-        tok = torch.zeros(h.size(0), dtype=torch.long)
-        done = torch.zeros(h.size(0), dtype=torch.bool)
-        toks = []
-        for _ in range(int(max_len)):
-            h = torch.tanh(self.ih(self.emb(tok)) + self.hh(h))
-            tok = self.head(h).argmax(1)
-            toks.append(tok)
-            done = done | (tok == 2)
-            if bool(done.all()):
-                break
-        return torch.stack(toks, 1), h
+    STEPS_AXIS = 1
 
 
 class UntilStop(nn.Module):
