@@ -27,6 +27,9 @@ Each model is its own class, in its own author's style:
     flag per row carried; tokens [steps run, B];
   - eos_batch_first: the same decoder returning `torch.stack(toks, 1)`:
     the data-dependent axis moved by a Transpose (tokens [B, steps run]);
+  - last_token: a decoder that also returns `toks[-1]` (a
+    Gather of the run's last row), a per-row bool flag its first carried
+    value (a stacked output's rows are its own, not the first state's);
   - until_stop: `while i < n and not stop:` (no M, a counter carried),
     stopping on the first row's prediction; ys [steps run, B, 3];
   - int32_count (written with onnx.helper, numpy goldens): a converter's
@@ -217,6 +220,31 @@ class EosBatchFirst(EosDecoder):
     STEPS_AXIS = 1
 
 
+class LastTokenDecoder(nn.Module):
+    """greedy decoding that also returns the last token, `toks[-1]`, and stops once every row has produced the
+    end token 3; an Elman step over torch.cat([embedding, h], 1); a per-row `finished` flag is the first value the
+    loop carries"""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6, 4)
+        self.step = nn.Linear(4 + 8, 8)
+        self.out = nn.Linear(8, 6)
+
+    def forward(self, h, max_len):
+        finished = torch.zeros(h.size(0), dtype=torch.bool)
+        tok = torch.zeros(h.size(0), dtype=torch.long)
+        toks = []
+        for _ in range(int(max_len)):
+            h = torch.tanh(self.step(torch.cat([self.emb(tok), h], 1)))
+            tok = self.out(h).argmax(-1)
+            finished = finished | (tok == 3)
+            toks.append(tok)
+            if bool(finished.all()):
+                break
+        return torch.stack(toks), toks[-1]
+
+
 class UntilStop(nn.Module):
     """a `while` loop, `while i < n and not stop`, that stops when the first row's prediction turns negative; the
     predictions fed back, stacked batch-first at the end"""
@@ -283,6 +311,12 @@ MODELS = {
                         [(3, 12), (2, 3)], False,
                         ["tokens                   i64[B, max_len]  (axis 1 data-dependent, at most max_len)",
                          "stops when its condition is false (at most max_len steps)"]),
+    "last_token": (LastTokenDecoder, lambda B, n, rng: [(rng.standard_normal((B, 8)) * 2).astype(np.float32),
+                                                        count(n)],
+                   ["h", "max_len"], ["tokens", "last"], {"h": {0: "B"}, "tokens": {1: "B"}, "last": {0: "B"}},
+                   [(3, 12), (2, 4)], False,
+                   ["tokens                   i64[max_len, B]  (axis 0 data-dependent, at most max_len)",
+                    "last                     i64[B]"]),
     "until_stop": (UntilStop, lambda B, n, rng: [rng.standard_normal((B, 3)).astype(np.float32), count(n)],
                    ["x", "max_len"], ["ys", "h"], {"x": {0: "B"}, "ys": {1: "B"}, "h": {0: "B"}},
                    [(2, 20), (3, 2)], False,
@@ -291,12 +325,13 @@ MODELS = {
 }
 
 # models whose loop may end before the count: data set k ends early (True) or runs all n steps (False)
-EARLY = {"eos_decoder": (True, False), "until_stop": (True, False), "eos_batch_first": (True, False)}
+EARLY = {"eos_decoder": (True, False), "until_stop": (True, False), "eos_batch_first": (True, False),
+         "last_token": (True, False)}
 # the axis of the stacked steps in output 0 (EARLY's check), where not 0
 STEPS_AXIS = {"eos_batch_first": 1}
 # cases added after the others, with seeds of their own (the others keep
 # theirs: which data set ends early depends on them)
-SEEDS = {"eos_batch_first": 7721}
+SEEDS = {"eos_batch_first": 7721, "last_token": 7746}
 
 
 def run(module, ins, as_int):

@@ -1827,7 +1827,8 @@ def group_size_inputs():
     root = os.path.join(OUT, "size_inputs")
     oracle = {"greedy_feedback": ["B=2", "n=3"], "future_predictor": ["B=1", "future=6"],
               "eos_decoder": ["B=3", "max_len=12"], "until_stop": ["B=2", "max_len=20"],
-              "int32_count": ["B=2", "n=4"], "eos_batch_first": ["B=3", "max_len=12"]}
+              "int32_count": ["B=2", "n=4"], "eos_batch_first": ["B=3", "max_len=12"],
+              "last_token": ["B=3", "max_len=12"]}
     items = []
     for n in case_dirs("size_inputs"):
         d = os.path.join(root, n)

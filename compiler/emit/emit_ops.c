@@ -274,11 +274,13 @@ static void emit_gather(emit_ctx *E, ir_node *n)
 		diag_node(E->D, n, "Gather indices must be int32 or int64, not %s", ir_dtype_name(idx->dtype));
 		return;
 	}
-	ops_node_comment(E, n, "indices checked at run time");
+	ops_node_comment(E, n, x->data_dep ? "on the data-dependent axis: its length this run; indices checked at "
+			 "run time" : "indices checked at run time");
 	ew_open(E->w, "%s", "");
 	ew_line(E->w, "int gst = rt_gather(%s, %s, sizeof(%s), %s, %s, %s, %s, %d, %s);", emit_ref(E, y),
 		emit_ref(E, x), ctype(y), emit_dim(E, dims_prod(&x->shape, 0, axis)),
-		emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)),
+		x->data_dep ? arena_printf(E->A, "m->dd_len[%d]", emit_dd_slot(E->g, ir_dd_source(x)))
+			    : emit_dim(E, x->shape.d[axis]), emit_dim(E, dims_prod(&x->shape, axis + 1, r)),
 		emit_ref(E, idx), (int)idx->dtype, emit_numel(E, &idx->shape));
 	ew_line(E->w, "if (gst != RT_OK)");
 	ew_line(E->w, "\treturn gst;");

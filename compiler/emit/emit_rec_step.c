@@ -360,7 +360,9 @@ static void emit_output_copy(rec *R, int k)
 		dst = fmt(R, "%s + %s + %s", R->o[k - R->nstate],
 			  times(R, R->per_row_time ? "(len[b] - 1 - step)" : "t", R->ot[k - R->nstate]),
 			  times(R, "b", R->ob[k - R->nstate]));
-	const char *rows = rec_rows(R, R->b->inputs[R->nseq]->shape.d[0]);
+	/* the output's own rows: not the first state's, which may be a row of
+	 * the batch ([1, B]: a per-row flag carried before the hidden state) */
+	const char *rows = rec_rows(R, v->shape.rank == 2 ? v->shape.d[0] : ir_dim_const(1));
 	ew_line(w, "/* body output %d (%s) */", k, cm(R, v->name));
 	ew_open(w, "for (int64_t b = 0; b < %s; b++)", rows);
 	if (R->has_lens)

@@ -1016,11 +1016,12 @@ static int dd_outputs(ictx *c)
 	for (int k = 0; k < n->nin; k++) {
 		const ir_value *v = n->in[k];
 		const ir_node *p = v && v->data_dep ? ir_dd_source(v) : NULL;
-		if (p && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
+		if (p && (n->op == OP_RECURRENCE || !(ir_dd_passes(n) || (ir_dd_reads(n) && k == 0))))
 			return fail(c, "input %d ('%s') has a data-dependent length: its axis %d (at most %s) is "
 				    "computed at run time by %s '%s', and cellc supports such a value only as an "
-				    "output of the model, the input of a Transpose or of a view or element-wise operator "
-				    "that keeps that axis (axis 0 of a recurrence's), not as the input of %s", k, v->name, v->dd_axis,
+				    "output of the model, the input of a Transpose, of a view or element-wise operator "
+				    "that keeps that axis (axis 0 of a recurrence's) or of a Gather on it by constant "
+				    "indices, not as the input of %s", k, v->name, v->dd_axis,
 				    dimstr(c, v->shape.d[v->dd_axis]), p ? ir_op_name(p->op) : "?", p ? p->name : "?",
 				    ir_op_name(n->op));
 	}

@@ -966,6 +966,16 @@ int ir_dd_passes(const ir_node *n)
 	return 1;
 }
 
+int ir_dd_reads(const ir_node *n)
+{
+	if (n->op != OP_GATHER || n->nin != 2 || !n->in[0] || !n->in[0]->data_dep || !n->in[1] ||
+	    n->in[1]->data_dep || !ir_value_is_const(n->in[1]))
+		return 0;
+	const ir_value *x = n->in[0];
+	int64_t a = ir_attr_int(n, "axis", 0);
+	return x->shape.rank > 0 && (a < 0 ? a + x->shape.rank : a) == x->dd_axis;
+}
+
 int ir_node_dd_output(const ir_node *n, int k)
 {
 	if (ir_op_dd_output(n->op, k))

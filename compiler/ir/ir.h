@@ -675,6 +675,12 @@ int ir_dd_passes(const ir_node *n);
  * length now on ir_dd_out_axis; for every other passing node that axis is
  * 0.  -1 when n passes no length. */
 int ir_dd_out_axis(const ir_node *n);
+/* Whether n reads a value of data-dependent length into one of fixed
+ * shape: a Gather on that axis with constant indices (`toks[-1]` of a loop
+ * that breaks: SequenceAt(-1) of its stacked tokens), whose kernel takes
+ * the run's length as the axis' (negative indices from its end, one past
+ * it refused at run time, RT_ERR_INDEX). */
+int ir_dd_reads(const ir_node *n);
 /* Whether output k of n has a data-dependent length: an ir_op_dd_output,
  * a stacked output of a recurrence with has_cond, or the output of a node
  * that ir_dd_passes. */

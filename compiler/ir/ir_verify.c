@@ -710,10 +710,10 @@ static void check_node_inputs(vctx *c, const ir_graph *g, const ir_node *n, cons
 				bad(c, g, "node '%s' (%s) lacks required input %d", nname(n), oi->name, k);
 			continue;
 		}
-		if (c->shapes && v->data_dep && (n->op == OP_RECURRENCE || !ir_dd_passes(n)))
+		if (c->shapes && v->data_dep && (n->op == OP_RECURRENCE || !(ir_dd_passes(n) || (ir_dd_reads(n) && k == 0))))
 			bad(c, g, "node '%s' (%s) input %d '%s' has a data-dependent length, which only graph "
-			    "outputs and the inputs of nodes that keep it row by row may have", nname(n), oi->name,
-			    k, v->name);
+			    "outputs, the inputs of nodes that keep it row by row and a Gather on it by constant "
+			    "indices may have", nname(n), oi->name, k, v->name);
 		if (!infer_set_has(def, v))
 			bad(c, g, "node '%s' (%s) input %d '%s' is not defined before the node (a later node's "
 			    "output, a value of another graph, or a cycle)", nname(n), oi->name, k, v->name);
