@@ -28,7 +28,8 @@ Each model is its own class, in its own author's style:
   - eos_batch_first: the same decoder returning `torch.stack(toks, 1)`:
     the data-dependent axis moved by a Transpose (tokens [B, steps run]);
   - last_token: a decoder that also returns `toks[-1]` (a
-    Gather of the run's last row), a per-row bool flag its first carried
+    Gather of the run's last row) and `len(toks)` (a count of the steps
+    carried), a per-row bool flag its first carried
     value (a stacked output's rows are its own, not the first state's);
   - until_stop: `while i < n and not stop:` (no M, a counter carried),
     stopping on the first row's prediction; ys [steps run, B, 3];
@@ -221,7 +222,8 @@ class EosBatchFirst(EosDecoder):
 
 
 class LastTokenDecoder(nn.Module):
-    """greedy decoding that also returns the last token, `toks[-1]`, and stops once every row has produced the
+    """greedy decoding that also returns the last token, `toks[-1]`, and the steps run, `len(toks)`; it stops
+    once every row has produced the
     end token 3; an Elman step over torch.cat([embedding, h], 1); a per-row `finished` flag is the first value the
     loop carries"""
 
@@ -242,7 +244,7 @@ class LastTokenDecoder(nn.Module):
             toks.append(tok)
             if bool(finished.all()):
                 break
-        return torch.stack(toks), toks[-1]
+        return torch.stack(toks), toks[-1], len(toks)
 
 
 class UntilStop(nn.Module):
@@ -313,10 +315,10 @@ MODELS = {
                          "stops when its condition is false (at most max_len steps)"]),
     "last_token": (LastTokenDecoder, lambda B, n, rng: [(rng.standard_normal((B, 8)) * 2).astype(np.float32),
                                                         count(n)],
-                   ["h", "max_len"], ["tokens", "last"], {"h": {0: "B"}, "tokens": {1: "B"}, "last": {0: "B"}},
+                   ["h", "max_len"], ["tokens", "last", "steps"], {"h": {0: "B"}, "tokens": {1: "B"}, "last": {0: "B"}},
                    [(3, 12), (2, 4)], False,
                    ["tokens                   i64[max_len, B]  (axis 0 data-dependent, at most max_len)",
-                    "last                     i64[B]"]),
+                    "last                     i64[B]", "steps                    i64[]"]),
     "until_stop": (UntilStop, lambda B, n, rng: [rng.standard_normal((B, 3)).astype(np.float32), count(n)],
                    ["x", "max_len"], ["ys", "h"], {"x": {0: "B"}, "ys": {1: "B"}, "h": {0: "B"}},
                    [(2, 20), (3, 2)], False,
@@ -340,7 +342,9 @@ def run(module, ins, as_int):
         args[-1] = int(ins[-1])
     with torch.no_grad():
         y = module(*args)
-    return [t.numpy() for t in (y if isinstance(y, tuple) else (y,))]
+    # (a Python int, such as len(toks), is an int64 scalar of the export)
+    return [t.numpy() if torch.is_tensor(t) else np.array(t, dtype=np.int64)
+            for t in (y if isinstance(y, tuple) else (y,))]
 
 
 def make_case(outdir, name, seed):

@@ -55,7 +55,9 @@
  *     (onnx_loop_cond_limit, loop_trip_count), that comparison dropped
  *     where it says what T says (drop_bound_term); the rest is a [1, 1]
  *     state of the role condition (cond_state, ir.h) and the stacked
- *     outputs have a data-dependent axis 0.
+ *     outputs have a data-dependent axis 0 (a SequenceLength of such an
+ *     output reads a count of the steps run the recurrence carries:
+ *     ran_state).
  * Every body input and output is made 2-D [rows, cols] as the recurrence
  * emitter wants: a body made only of element-wise operators gets leading 1
  * axes (broadcasting is unchanged by them), any other body gets Reshape
@@ -698,9 +700,18 @@ static int seq_users(lx *X, ir_value *S, ir_value *Y, int from)
 				ir_attr_set_int(u, "axis", 0);
 				u->in[0] = Y;
 			} else if (u->op == OP_SEQLEN && X->stops) {
-				return fail(X, "SequenceLength '%s' reads the sequence '%s' of a loop that its "
-					    "condition may stop early: cellc gives that length only as the length of a "
-					    "stacked output of the model (NAME_output_dims)", u->name, S->name);
+				/* the steps run: the counter ran_state carries, as int64 [] */
+				if (!X->ran)
+					return fail(X, "internal: SequenceLength '%s' of '%s' has no count of the steps "
+						    "run", u->name, S->name);
+				ir_node *rs = ir_build_node(&X->bld, g, OP_RESHAPE, 2, NULL, 1);
+				rs->in[0] = X->ran;
+				rs->in[1] = lx_ints_const(g, 0, NULL);
+				ir_value *cnt = post(X, rs, NULL)->out[0];
+				u->op = OP_CAST;
+				u->nattrs = 0;
+				ir_attr_set_int(u, "to", DT_I64);
+				u->in[0] = cnt;
 			} else if (u->op == OP_SEQLEN) {
 				u->op = OP_IDENTITY;
 				u->nattrs = 0;
@@ -1518,6 +1529,44 @@ static int cond_state(lx *X, ir_value *cout)
 	return 0;
 }
 
+/* Whether the accumulated sequence S (an output of the Loop) is read by a
+ * SequenceLength. */
+static int seq_len_read(const ir_graph *g, const ir_value *S)
+{
+	for (int i = 0; S && i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_SEQLEN && g->nodes[i]->nin > 0 && g->nodes[i]->in[0] == S)
+			return 1;
+	return 0;
+}
+
+/* A loop its condition may stop whose sequence a SequenceLength reads
+ * (`len(toks)` after a `break`): a [1, 1] f32 state counting the steps,
+ * from 0, one more at every step; its final value is the steps run (the
+ * final states are the last step's), X->ran.  Exact to 2^24 steps. */
+static int ran_state(lx *X)
+{
+	ir_graph *b = X->b;
+	if (X->nst >= MAXIO)
+		return fail(X, "has more than %d carried values", MAXIO);
+	ir_dim one[2] = {ir_dim_const(1), ir_dim_const(1)};
+	ir_shape s11 = {.rank = 2, .d = {one[0], one[1]}};
+	float zero = 0, onef = 1;
+	ir_value *in = ir_value_new(b, ir_unique_name(b, "ran"), VAL_STEP, DT_F32);
+	in->shape = s11;
+	ir_node *add = ir_build_node(&X->bld, b, OP_ADD, 2, NULL, 1);
+	add->in[0] = in;
+	add->in[1] = ir_const_new(b, ir_unique_name(b, "one"), DT_F32, &s11, &onef);
+	add->out[0] = temp(X, b, DT_F32);
+	add->out[0]->producer = add;
+	ir_append(b, add);
+	X->st_init[X->nst] = ir_const_new(X->g, ir_unique_name(X->g, "ran_init"), DT_F32, &s11, &zero);
+	X->st_in[X->nst] = in;
+	X->st_out[X->nst] = add->out[0];
+	X->st_final[X->nst] = X->ran = temp(X, X->g, DT_F32);
+	X->nst++;
+	return 0;
+}
+
 static ir_node **expand_loop(lx *X, int *count)
 {
 	ir_node *n = X->n;
@@ -1566,6 +1615,11 @@ static ir_node **expand_loop(lx *X, int *count)
 	X->stops = !(ir_value_is_const(cout) && ir_shape_const_numel(&cout->shape) == 1 && ir_const_int(cout, 0));
 	ir_value *stacked[MAXIO] = {0};
 	if (loop_states_and_outputs(X, N, K, acc, acc_y, stacked) || (X->stops && cond_state(X, cout)))
+		return NULL;
+	int len_read = 0;
+	for (int k = 0; X->stops && k < N; k++)
+		len_read |= stacked[k] && seq_len_read(X->g, n->out[k]);
+	if (len_read && ran_state(X))
 		return NULL;
 	nlist post = {.g = X->g};
 	if (int_states(X, &post) || lx_build(X))

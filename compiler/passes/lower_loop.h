@@ -28,6 +28,7 @@ typedef struct lx {
 	ir_dim T;
 	int reverse;
 	int stops;              /* Loop: its condition may end it before T steps (cond_state) */
+	ir_value *ran;          /* stops: the [1, 1] f32 count of the steps run (ran_state), or NULL */
 	/* the recurrence being built */
 	int nseq, nst, ny;
 	ir_value *seq_outer[MAXIO], *seq_body[MAXIO];
