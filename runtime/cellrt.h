@@ -237,6 +237,17 @@ void rt_par_thread(int on);
  * compiler writes (a strided convolution's output length of a run-time
  * input length), computed once per call from the dims. */
 static inline int64_t rt_floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+/* ONNX auto_pad SAME over a spatial size d known only at run time (stride
+ * s, window span): the padding (ceil(d / s) - 1) s + span - d (at least 0)
+ * split as SAME_UPPER puts the odd one at the end (upper 1) or SAME_LOWER
+ * at the beginning; end 0 gives the beginning's, 1 the end's. */
+static inline int64_t rt_same_pad(int64_t d, int64_t s, int64_t span, int upper, int end)
+{
+	int64_t need = ((d + s - 1) / s - 1) * s + span - d;
+	need = need < 0 ? 0 : need;
+	int64_t begin = upper ? need / 2 : need - need / 2;
+	return end ? need - begin : begin;
+}
 
 /* The number of the thread that runs this code in its OpenMP team, and the
  * team's size: 0 and 1 outside a team, and in code built without OpenMP.

@@ -113,6 +113,9 @@ Groups, in order:
               counts and batches with no flag, info names the size, the count
               0 refused by name, --oracle with --dim sizing the count, the C
               API (tests/api/test_size_input.c)
+  converted   tests/gen_converted.py: models as tf2onnx writes them (auto_pad
+              SAME at stride 2 and 3 over run-time frames): info's size
+              expressions, ONNX Runtime at three lengths each
   f64         tests/gen_f64.py: models in double precision (a .double()
               LSTM-cell sine predictor, a conv front end, an attention block,
               Gemm/MatMul forms written with onnx.helper): verify at two sizes
@@ -1758,6 +1761,29 @@ def size_inputs_case(name, case_dir, case):
     return res
 
 
+def group_converted():
+    """Models as converters write them (tests/gen_converted.py): auto_pad
+    SAME at strides above 1 over a run-time length, its pads computed at run
+    time; `info` shows the size expressions, and ONNX Runtime agrees at
+    several lengths (odd, even, shorter than the windows), each through
+    `cellc verify --oracle onnxruntime`."""
+    if not stamp_ok("converted"):
+        yield from fixtures_missing("converted", "converted")
+        return
+    root = os.path.join(OUT, "converted")
+    items = []
+    for n in case_dirs("converted"):
+        d = os.path.join(root, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            case = json.load(f)
+        items.append((lambda *a: [info_has(*a)], ("converted", n, os.path.join(d, "model.onnx"), case["info"])))
+        for dims in case["oracle"]:
+            items.append((lambda *a: [oracle_verify(*a)], ("converted", "%s/%s" % (n, "_".join(dims)), d, dims,
+                                                           TORCH_TOL)))
+    for rs in parallel(lambda fn, args: fn(*args), items):
+        yield from rs
+
+
 def size_inputs_oracle(name, case_dir, dims):
     """size_inputs/NAME/oracle: the count given as the size it is (--dim
     COUNT=N): the random data set holds N in the count input, and ONNX
@@ -3150,7 +3176,7 @@ GROUPS = [
     ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild), ("size_if", group_size_if), ("data_if", group_data_if), ("size_inputs", group_size_inputs),
-    ("f64", group_f64),
+    ("f64", group_f64), ("converted", group_converted),
     ("cell_format", group_cell_format),
     ("cell_init", group_cell_init), ("cell_stream", group_cell_stream),
     ("export", group_export),
@@ -3570,13 +3596,14 @@ def group_install():
 GROUPS += [("install", group_install)]
 
 
-# The official Conv, pooling and Pad node tests whose spatial sizes cellc
-# keeps symbolic only for pads that do not depend on them: with those sizes
-# made symbols these are refused (exit 2, the axis named), never miscompiled.
+# The official Conv, pooling and Pad node tests that cellc cannot keep
+# symbolic: with their sizes made symbols these must be refused (exit 2,
+# the run-time size named), never miscompiled.  (auto_pad SAME at a stride
+# above 1, test_conv_with_autopad_same and the *_precomputed_same_upper
+# pools, pads by rt_same_pad at run time.)
 ONNX_SYM_REFUSED = {
-    "test_averagepool_2d_precomputed_same_upper": "auto_pad SAME at stride 2",
-    "test_maxpool_2d_precomputed_same_upper": "auto_pad SAME at stride 2",
-    "test_conv_with_autopad_same": "auto_pad SAME at stride 2",
+    "test_convtranspose_kernel_shape": "ConvTranspose's output_shape over a run-time size",
+    "test_convtranspose_output_shape": "ConvTranspose's output_shape over a run-time size",
 }
 
 
@@ -3593,7 +3620,7 @@ def group_onnx_sym():
     import onnx
     tests, todo, exc, corr, problems = node_selection()
     pick = re.compile(r"^test_(.*conv.*|.*pool.*|.*_pad)$")
-    skip = re.compile(r"integer|qlinear|transpose|unpool|gridsample|lppool")
+    skip = re.compile(r"integer|qlinear|unpool|gridsample|lppool")
     names = sorted(n for n in tests if pick.match(n) and not skip.search(n) and n not in exc and n not in todo
                    and n not in corr)
     root = os.path.join(OUT, "onnx_sym")
@@ -3731,7 +3758,7 @@ GROUPS += [("validate", group_validate)]
 # and needs no network, for the edit-compile-test loop.  Their fixtures are
 # tests.mk's FIXTURES_QUICK; `make check` runs everything.
 QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
-                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "f64", "datadep",
+                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "f64", "converted", "datadep",
                 "cells",
                 "cell_init", "cell_format", "api", "grad_smoke"]
 QUICK_SAMPLE = 4

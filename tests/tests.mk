@@ -45,7 +45,7 @@ FIXTURES += $(TOUT)/grad_smoke/.stamp
 .PHONY: fixtures fixtures-quick unit-tests ir-test ir-update
 # what harness.py --quick's QUICK_GROUPS read (tests/run.sh --quick)
 FIXTURES_QUICK := $(addprefix $(TOUT)/,$(addsuffix /.stamp,onnx_node rnn_cases torch image bad \
-	trace trace_forms trace_wild torch_wild loop script_wild size_if data_if size_inputs f64 datadep cells cell_init api grad_smoke)) \
+	trace trace_forms trace_wild torch_wild loop script_wild size_if data_if size_inputs f64 converted datadep cells cell_init api grad_smoke)) \
 	$(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 fixtures-quick: $(FIXTURES_QUICK)
 
@@ -95,6 +95,11 @@ $(TOUT)/torch_wild/.stamp: tests/gen_torch_wild.py
 FIXTURES += $(TOUT)/script_wild/.stamp
 $(TOUT)/script_wild/.stamp: tests/gen_script_wild.py
 	$(call gen,tests/gen_script_wild.py,$(TOUT)/script_wild)
+# models as converters write them (issue 45 point 1; harness group converted)
+FIXTURES += $(TOUT)/converted/.stamp
+$(TOUT)/converted/.stamp: tests/gen_converted.py
+	$(call gen,tests/gen_converted.py,$(TOUT)/converted)
+
 # models computing in double precision (issue 45 point 5; harness group f64)
 FIXTURES += $(TOUT)/f64/.stamp
 $(TOUT)/f64/.stamp: tests/gen_f64.py tests/gen_size_if.py

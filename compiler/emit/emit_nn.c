@@ -73,7 +73,7 @@ void emit_conv(emit_ctx *E, ir_node *n)
 	ew_line(E->w, "%s(%s, %s, %s, %s, %d, %s, %s, %lld, %s, %s, %s, %s);",
 		x->dtype == DT_F64 ? "rt_conv_f64" : "rt_conv", emit_ref(E, y), emit_ref(E, x),
 		emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, ops_dims_lit(E, &x->shape, 0), emit_dim(E, w->shape.d[0]),
-		(long long)group, ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp),
+		(long long)group, ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_pads_lit(E, n, pads, k, st, dil, nsp),
 		ops_ints_lit(E, dil, nsp));
 }
 
@@ -174,7 +174,7 @@ void emit_qconv(emit_ctx *E, ir_node *n)
 	int64_t group = ir_attr_int(n, "group", 1), m = w->shape.d[0].k;
 	const char *geo = arena_printf(E->A, "%d, %s, %lld, %lld, %s, %s, %s, %s", nsp, ops_dims_lit(E, &x->shape, 0),
 				       (long long)m, (long long)group, ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp),
-				       ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
+				       ops_pads_lit(E, n, pads, k, st, dil, nsp), ops_ints_lit(E, dil, nsp));
 	ops_node_comment(E, n, arena_printf(E->A, "group %lld", (long long)group));
 	if (!ql) {
 		ew_line(E->w, "rt_conv_integer(%s, %s, %d, %s, %s, %d, %s, %lld, %s);", emit_ref(E, y), emit_ref(E, x),
@@ -312,7 +312,7 @@ void emit_pool(emit_ctx *E, ir_node *n)
 		ops_node_comment(E, n, NULL);
 		ew_line(E->w, "rt_maxpool_8(%s, %d, %s, %d, %s, %s, %s, %s, %s, %s);", emit_ref(E, y), (int)x->dtype,
 			emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2), ops_ints_lit(E, k, nsp),
-			ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
+			ops_ints_lit(E, st, nsp), ops_pads_lit(E, n, pads, k, st, dil, nsp), ops_ints_lit(E, dil, nsp));
 		return;
 	}
 	const char *kind = n->op == OP_MAXPOOL ? (ir_attr_int(n, "storage_order", 0) ? "RT_POOL_MAX_CM" : "RT_POOL_MAX")
@@ -321,7 +321,7 @@ void emit_pool(emit_ctx *E, ir_node *n)
 	ew_line(E->w, "%s(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", x->dtype == DT_F64 ? "rt_pool_f64" : "rt_pool",
 		kind, emit_ref(E, y),
 		ix ? emit_ref(E, ix) : "NULL", emit_ref(E, x), nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2),
-		ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
+		ops_ints_lit(E, k, nsp), ops_ints_lit(E, st, nsp), ops_pads_lit(E, n, pads, k, st, dil, nsp), ops_ints_lit(E, dil, nsp));
 }
 
 void emit_norm(emit_ctx *E, ir_node *n)

@@ -18,6 +18,7 @@
  */
 #include "emit.h"
 #include "emit_ops.h"
+#include "infer.h"
 #include "util.h"
 
 #include <string.h>
@@ -116,6 +117,22 @@ const char *ops_ints_list(emit_ctx *E, const int64_t *v, int n)
 const char *ops_ints_lit(emit_ctx *E, const int64_t *v, int n)
 {
 	return arena_printf(E->A, "(const int64_t[]){%s}", ops_ints_list(E, v, n));
+}
+
+const char *ops_pads_lit(emit_ctx *E, const ir_node *n, const int64_t *pads, const int64_t *k, const int64_t *st,
+			 const int64_t *dil, int nsp)
+{
+	int upper = !strcmp(ir_attr_string((ir_node *)n, "auto_pad", "NOTSET"), "SAME_UPPER");
+	char *r = "";
+	for (int i = 0; i < 2 * nsp; i++) {
+		int a = i % nsp;
+		const char *v = arena_printf(E->A, "%lld", (long long)pads[i]);
+		if (infer_pads_at_run_time(n, a))
+			v = arena_printf(E->A, "rt_same_pad(%s, %lld, %lld, %d, %d)", emit_dim(E, n->in[0]->shape.d[2 + a]),
+					 (long long)st[a], (long long)(dil[a] * (k[a] - 1) + 1), upper, i >= nsp);
+		r = arena_printf(E->A, "%s%s%s", r, i ? ", " : "", v);
+	}
+	return arena_printf(E->A, "(const int64_t[]){%s}", nsp ? r : "0");
 }
 
 /* ---- data movement ------------------------------------------------------- */

@@ -295,7 +295,7 @@ void emit_layout(emit_ctx *E, ir_node *n)
 		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
 		int nsp = infer_convt_geometry(n, k, st, pads, dil, ysp);
 		ew_line(E->w, "rt_conv_transpose(%s, %s, %s, %s, %d, %s, %s, %s, %lld, %s, %s, %s, %s);", yr, xr,
-			emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, ops_dims_lit(E, &x->shape, 0), ops_ints_lit(E, ysp, nsp),
+			emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2),
 			emit_dim(E, y->shape.d[1]), (long long)ir_attr_int(n, "group", 1), ops_ints_lit(E, k, nsp),
 			ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
 		break;

@@ -114,6 +114,11 @@ int infer_reduce_axes(const ir_node *n, int r, unsigned char *red);
  * pads (begins then ends) and dilations per spatial axis, auto_pad applied;
  * returns the number of spatial axes. */
 int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil);
+/* Whether spatial axis a of the Conv or pooling n pads by an amount known
+ * only at run time: auto_pad SAME at a stride above 1 over a run-time size
+ * (the geometry's pads hold 0 there; the generated code computes them,
+ * rt_same_pad; the output size is floor((D + s - 1) / s)). */
+int infer_pads_at_run_time(const ir_node *n, int a);
 /* MaxPool/AveragePool (inferred): kernel, strides, pads, dilations and output
  * sizes per spatial axis (auto_pad and ceil_mode applied); the number of
  * spatial axes, or -1 when the attributes do not fit X. */

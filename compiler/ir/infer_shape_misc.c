@@ -287,9 +287,23 @@ int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pad
 	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
 	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
 	for (int i = 0; i < nsp; i++) {
-		if (!ir_dim_is_const(x->shape.d[2 + i]) || st[i] < 1 || dil[i] < 1)
+		if (st[i] < 1 || dil[i] < 1)
 			return -1;
 		int64_t d = x->shape.d[2 + i].k, opad = op ? op->ints[i] : 0, span = dil[i] * (k[i] - 1) + 1;
+		if (!ir_dim_is_const(x->shape.d[2 + i])) {
+			/* a run-time size D: st D + opad + span - st - pads, a size
+			 * expression (infer_convt); SAME pads by opad + span - st,
+			 * which does not depend on D; an output_shape would */
+			if (os)
+				return -1;
+			if (same) {
+				int64_t total = opad + span - st[i] < 0 ? 0 : opad + span - st[i];
+				pads[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+				pads[nsp + i] = total - pads[i];
+			}
+			ysp[i] = -1;
+			continue;
+		}
 		if (os || same) {
 			int64_t out = os ? os->ints[os->n - nsp + i] : d * st[i];
 			int64_t total = st[i] * (d - 1) + opad + span - out;
@@ -381,6 +395,9 @@ static int infer_convt(ictx *c)
 	if (need_f32(c, 0) || need_f32(c, 1) || need_f32(c, 2))
 		return 1;
 	int64_t group = ir_attr_int(n, "group", 1);
+	if (r >= 3 && w->shape.rank == r && !ir_dim_is_const(x->shape.d[1]) && ir_dim_is_const(w->shape.d[0]) &&
+	    infer_unify(c, x->shape.d[1], w->shape.d[0], "the channels of X are W's first axis"))
+		return 1;
 	if (r < 3 || w->shape.rank != r || !ir_dim_is_const(w->shape.d[1]) || !ir_dim_eq(w->shape.d[0], x->shape.d[1]) ||
 	    !ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k % group)
 		return fail(c, "X %s and W %s must be [N, C, D..] and [C, M/group, K..]", shp(c, &x->shape),
@@ -390,11 +407,24 @@ static int infer_convt(ictx *c)
 		return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
 	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
 	if (infer_convt_geometry(n, k, st, pads, dil, ysp) < 0)
-		return fail(c, "needs constant spatial sizes and strides, dilations, pads, output_padding and "
-			    "output_shape that fit X %s", shp(c, &x->shape));
+		return fail(c, "needs strides, dilations, pads, output_padding and output_shape that fit X %s, and "
+			    "no output_shape over a run-time size (its pads would depend on it)", shp(c, &x->shape));
 	s.d[1] = ir_dim_const(m);
-	for (int a = 2; a < r; a++)
-		s.d[a] = ir_dim_const(ysp[a - 2]);
+	ir_attr *op = ir_attr_find(n, "output_padding");
+	for (int a = 2; a < r; a++) {
+		int i = a - 2, nsp = r - 2;
+		if (ysp[i] >= 0) {
+			s.d[a] = ir_dim_const(ysp[i]);
+			continue;
+		}
+		/* a run-time size D: st D + off, off = opad + span - st - pads
+		 * (at least 1: D is held to its least value) */
+		int64_t span = dil[i] * (k[i] - 1) + 1, opad = op && op->n == nsp ? op->ints[i] : 0;
+		int64_t off = opad + span - st[i] - pads[i] - pads[nsp + i], least = off >= 0 ? 1 : (1 - off + st[i] - 1) / st[i];
+		if (!ir_sym_need(c->g, x->shape.d[a], least) || !ir_sym_floor(c->g, x->shape.d[a], st[i], off, 1, &s.d[a]))
+			return fail(c, "spatial axis %d of X has the run-time size %s, which is no symbol of its own that a "
+				    "size expression can be made of", a, dimstr(c, x->shape.d[a]));
+	}
 	set_out(c, 0, DT_F32, &s);
 	return 0;
 }

@@ -210,6 +210,16 @@ static int conv_ints(ictx *c, const char *name, int cnt, int64_t def, int64_t *v
 	return 0;
 }
 
+int infer_pads_at_run_time(const ir_node *n, int a)
+{
+	const ir_value *x = n->in[0];
+	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
+	const ir_attr *sa = ir_attr_find((ir_node *)n, "strides");
+	int nsp = x->shape.rank - 2;
+	return (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) && a >= 0 && a < nsp &&
+	       !ir_dim_is_const(x->shape.d[2 + a]) && sa && sa->kind == ATTR_INTS && sa->n == nsp && sa->ints[a] > 1;
+}
+
 int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil)
 {
 	const ir_value *x = n->in[0], *w = n->in[n->op == OP_QLINEARCONV ? 3 : 1];
@@ -233,6 +243,10 @@ int infer_conv_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads
 	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
 	if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
 		for (int a = 0; a < nsp; a++) {
+			if (infer_pads_at_run_time(n, a)) {
+				pads[a] = pads[nsp + a] = 0;    /* rt_same_pad at run time */
+				continue;
+			}
 			int64_t d = x->shape.d[2 + a].k, o = (d + st[a] - 1) / st[a];
 			int64_t need = (o - 1) * st[a] + dil[a] * (k[a] - 1) + 1 - d;
 			if (need < 0)
@@ -295,10 +309,13 @@ static int conv_shape(ictx *c, int wi, int bi, ir_shape *out)
 			if (!same && ir_sym_need(c->g, D, span - P > 1 ? span - P : 1) &&
 			    ir_sym_floor(c->g, D, 1, P - span + st[a], st[a], &s.d[2 + a]))
 				continue;
-			return fail(c, "spatial axis %d of X has the run-time size %s; cellc needs it constant "
-				    "for %s (an auto_pad SAME with a stride above 1 pads by an amount that depends "
-				    "on it, or the size is no symbol of its own); --dim SYM=N fixes a symbol's size "
-				    "at compile time", a, dimstr(c, D), same ? "this Conv" : "this size");
+			/* SAME at a stride above 1: ceil(D / s) windows, the pads
+			 * computed at run time (infer_pads_at_run_time) */
+			if (same && ir_sym_floor(c->g, D, 1, st[a] - 1, st[a], &s.d[2 + a]))
+				continue;
+			return fail(c, "spatial axis %d of X has the run-time size %s, which is no symbol of its own "
+				    "that a size expression can be made of; --dim SYM=N fixes a symbol's size at compile "
+				    "time", a, dimstr(c, D));
 		}
 		int64_t o;
 		if (same)
@@ -769,8 +786,11 @@ int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads
 			/* a run-time size: pads that do not depend on it (SAME at
 			 * stride 1 pads span - 1), a last window never dropped;
 			 * the output size is a size expression (infer_pool) */
-			if (same && st[i] != 1)
-				return -1;
+			if (same && st[i] != 1) {
+				pads[i] = pads[nsp + i] = 0;    /* rt_same_pad at run time */
+				ysp[i] = -1;
+				continue;
+			}
 			if (same) {
 				pads[i] = !strcmp(ap, "SAME_UPPER") ? (span - 1) / 2 : span - 1 - (span - 1) / 2;
 				pads[nsp + i] = span - 1 - pads[i];
@@ -815,8 +835,7 @@ static const char *spatial_sym_hint(ictx *c, const ir_value *x)
 		int i = ir_dim_one_sym(d);
 		ir_graph *root = ir_root(c->g);
 		return arena_printf(c->A, " (axis %d has the run-time size %s; over a run-time size cellc lays "
-				    "out windows whose pads do not depend on it: no auto_pad SAME with a stride above 1, no "
-				    "ceil_mode window that could start in the end padding%s%s%s)", a, dimstr(c, d),
+				    "out no ceil_mode window that could start in the end padding%s%s%s)", a, dimstr(c, d),
 				    i >= 0 && ir_sym_free(root, i) ? ": --dim " : "",
 				    i >= 0 && ir_sym_free(root, i) ? root->syms[i] : "",
 				    i >= 0 && ir_sym_free(root, i) ? "=N compiles it for one size" : "");
@@ -856,6 +875,14 @@ int infer_pool(ictx *c)
 		/* a run-time size D: floor((D + P - span + (ceil_mode ? stride - 1 : 0)) / stride) + 1
 		 * windows, for D + P >= span (checked at run time) */
 		int i = a - 2;
+		if (infer_pads_at_run_time(c->n, i)) {
+			/* SAME at a stride above 1: ceil(D / s) windows */
+			if (!ir_sym_floor(c->g, x->shape.d[a], 1, st[i] - 1, st[i], &s.d[a]))
+				return fail(c, "spatial axis %d of X has the run-time size %s, which is no symbol of its "
+					    "own that a size expression can be made of%s", a, dimstr(c, x->shape.d[a]),
+					    spatial_sym_hint(c, x));
+			continue;
+		}
 		int64_t span = dil[i] * (k[i] - 1) + 1, P = pads[i] + pads[nsp + i];
 		int64_t up = ir_attr_int(c->n, "ceil_mode", 0) ? st[i] - 1 : 0;
 		if (!ir_sym_need(c->g, x->shape.d[a], span - P > 1 ? span - P : 1) ||

@@ -519,8 +519,8 @@ int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
  * 1 when d is such a dimension (or a constant of at least m), else 0. */
 int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
 /* floor((mul * d + off) / div), mul and div in 1 .. INT32_MAX, off within
- * INT32_MAX in magnitude, for d a constant or one symbol (k = 1, one power
- * 1): a constant, a symbol already there, or a new derived symbol (named
+ * INT32_MAX in magnitude, for d a constant or k times one symbol (one power
+ * 1; k goes into mul): a constant, a symbol already there, or a new derived symbol (named
  * after its base), canonical as ir_graph says.  1 and *r, or 0 when d is
  * another monomial, a number overflows or no symbol is left. */
 int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);

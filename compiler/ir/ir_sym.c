@@ -177,6 +177,13 @@ int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, i
 		*r = ir_dim_const(floordiv(x, div));
 		return 1;
 	}
+	if (d.k > 1) {         /* k S: the factor into mul */
+		int64_t x;
+		if (__builtin_mul_overflow(mul, d.k, &x) || !small(x))
+			return 0;
+		mul = x;
+		d.k = 1;
+	}
 	int s = ir_dim_one_sym(d);
 	if (s < 0 || s >= g->nsyms)
 		return 0;

@@ -918,6 +918,11 @@ static void rule_conv(gctx *C, ir_node *n, ir_value *dy)
 	int nsp = infer_conv_geometry(n, k, st, pads, dil), r = X->shape.rank;
 	if (nsp < 0)
 		return (void)fail(C, "cannot differentiate Conv: its geometry is not known at compile time (%s)", X->name);
+	for (int a = 0; a < nsp; a++)
+		if (infer_pads_at_run_time(n, a))
+			return (void)fail(C, "cannot differentiate Conv '%s': its auto_pad SAME at a stride above 1 pads "
+					  "a spatial axis by an amount that depends on its run-time size (give the pads "
+					  "explicitly, or --dim the size)", n->name);
 	for (int wrt = 0; wrt < 2; wrt++) {
 		ir_value *v = wrt ? W : X;
 		if (!need(C, v))
