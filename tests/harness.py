@@ -1008,6 +1008,14 @@ def case_dirs(group_dir):
                   if os.path.isdir(os.path.join(ROOT, root, d)))
 
 
+def cases_json(group_dir):
+    """(name, directory, its case.json) of each case of a generated group."""
+    for n in case_dirs(group_dir):
+        d = os.path.join(OUT, group_dir, n)
+        with open(os.path.join(ROOT, d, "case.json")) as f:
+            yield n, d, json.load(f)
+
+
 def group_rnn_cases():
     if not stamp_ok("rnn_cases"):
         yield from fixtures_missing("rnn_cases", "rnn_cases")
@@ -1546,12 +1554,8 @@ def group_script_wild():
     if not stamp_ok("script_wild"):
         yield from fixtures_missing("script_wild", "script_wild")
         return
-    root = os.path.join(OUT, "script_wild")
     items = []
-    for n in case_dirs("script_wild"):
-        d = os.path.join(root, n)
-        with open(os.path.join(ROOT, d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in cases_json("script_wild"):
         if case["expect"] == "error":
             items.append((script_refused, (n, d, case["error"])))
             continue
@@ -1626,12 +1630,8 @@ def group_size_if():
     if not stamp_ok("size_if"):
         yield from fixtures_missing("size_if", "size_if")
         return
-    root = os.path.join(OUT, "size_if")
     items = []
-    for n in case_dirs("size_if"):
-        d = os.path.join(root, n)
-        with open(os.path.join(ROOT, d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in cases_json("size_if"):
         items.append((lambda *a: [verify_one(*a)], ("size_if", n, d, TORCH_TOL)))
         items.append((size_if_case, (n, d, case)))
         if "outside_error" in case:
@@ -1667,12 +1667,8 @@ def group_data_if():
     if not stamp_ok("data_if"):
         yield from fixtures_missing("data_if", "data_if")
         return
-    root = os.path.join(OUT, "data_if")
     items = []
-    for n in case_dirs("data_if"):
-        d = os.path.join(root, n)
-        with open(os.path.join(ROOT, d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in cases_json("data_if"):
         items.append((lambda *a: [verify_one(*a)], ("data_if", n, d, TORCH_TOL)))
         items.append((lambda *a: [info_has(*a)], ("data_if", n, os.path.join(d, "model.onnx"), case["info"])))
         items.append((lambda *a: [data_if_branch(*a)], (n, d)))
@@ -1728,12 +1724,8 @@ def group_f64():
     if not stamp_ok("f64"):
         yield from fixtures_missing("f64", "f64")
         return
-    root = os.path.join(OUT, "f64")
     items = []
-    for n in case_dirs("f64"):
-        d = os.path.join(root, n)
-        with open(os.path.join(ROOT, d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in cases_json("f64"):
         items.append((lambda *a: [verify_one(*a)], ("f64", n, d, F64_TOL)))
         items.append((lambda *a: [info_has(*a)], ("f64", n, os.path.join(d, "model.onnx"), case["info"])))
         items.append((lambda *a: [f64_source(*a)], (n, d)))
@@ -1770,12 +1762,8 @@ def group_converted():
     if not stamp_ok("converted"):
         yield from fixtures_missing("converted", "converted")
         return
-    root = os.path.join(OUT, "converted")
     items = []
-    for n in case_dirs("converted"):
-        d = os.path.join(root, n)
-        with open(os.path.join(ROOT, d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in cases_json("converted"):
         items.append((lambda *a: [info_has(*a)], ("converted", n, os.path.join(d, "model.onnx"), case["info"])))
         for dims in case["oracle"]:
             items.append((lambda *a: [oracle_verify(*a)], ("converted", "%s/%s" % (n, "_".join(dims)), d, dims,
@@ -1850,16 +1838,12 @@ def group_size_inputs():
     if not stamp_ok("size_inputs"):
         yield from fixtures_missing("size_inputs", "size_inputs")
         return
-    root = os.path.join(OUT, "size_inputs")
     oracle = {"greedy_feedback": ["B=2", "n=3"], "future_predictor": ["B=1", "future=6"],
               "eos_decoder": ["B=3", "max_len=12"], "until_stop": ["B=2", "max_len=20"],
               "int32_count": ["B=2", "n=4"], "eos_batch_first": ["B=3", "max_len=12"],
               "last_token": ["B=3", "max_len=12"]}
     items = []
-    for n in case_dirs("size_inputs"):
-        d = os.path.join(root, n)
-        with open(os.path.join(ROOT, d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in cases_json("size_inputs"):
         items.append((lambda *a: [verify_one(*a)], ("size_inputs", n, d, TORCH_TOL)))
         items.append((size_inputs_case, (n, d, case)))
         if n in oracle:
