@@ -21,7 +21,10 @@ Oracles, none of them cellc:
     test_upsample_nearest, RoiAlign-10 (no coordinate_transformation_mode:
     output_half_pixel) of test_roialign_aligned_false, Resize-11 (roi and
     scales as empty initializers) of two opset-13 Resize tests, GridSample-20 (modes
-    linear and cubic) of the opset-16 GridSample tests.
+    linear and cubic) of the opset-16 GridSample tests;
+  - PyTorch's outputs at three image sizes of one export whose height and
+    width are dynamic (skip_up_dynamic_hw: F.interpolate to another
+    tensor's size, and by scale_factor 2).
 Seeds are fixed.
 
 usage: gen_image_cases.py OUTDIR
@@ -287,6 +290,53 @@ def respelled_cases(outdir):
         copy(tests[t], "official_gridsample20" + t[len("test_gridsample"):], 20, gridsample20)
 
 
+class SkipUp(torch.nn.Module):
+    """A U-Net's skip connection over a run-time image size: a strided Conv2d
+    down, F.interpolate back to the skip's own size (size=x.shape[2:]:
+    sizes computed from Shape), concatenated and fused; and a scale_factor=2
+    nearest upsampling of the downsampled map."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.fuse = torch.nn.Conv2d(7, 2, 3, padding=1)
+
+    def forward(self, x):
+        d = torch.relu(self.down(x))
+        u = F.interpolate(d, size=x.shape[2:], mode="bilinear", align_corners=False)
+        v = F.interpolate(d, scale_factor=2.0, mode="nearest")
+        return self.fuse(torch.cat([x, u], 1)), v
+
+
+def dynamic_cases(outdir):
+    """Resize over run-time sizes (issue 45 point 1): one export with batch,
+    height and width dynamic, data sets at three sizes (odd ones, and one
+    narrower than the kernel), PyTorch's outputs."""
+    rng = torch.Generator().manual_seed(11)
+    torch.manual_seed(11)
+    net = SkipUp().eval()
+    sizes = [(1, 16, 12), (2, 9, 7), (1, 2, 1)]
+    xs = [torch.randn(b, 3, h, w, generator=rng) for b, h, w in sizes]
+    f = io.BytesIO()
+    torch.onnx.export(net, (xs[0],), f, opset_version=14, input_names=["x"], output_names=["y", "v"],
+                      dynamic_axes={"x": {0: "B", 2: "H", 3: "W"}})
+    model = onnx.load_from_string(f.getvalue())
+    assert "Resize" in {n.op_type for n in model.graph.node}
+    d = os.path.join(outdir, "skip_up_dynamic_hw_opset14")
+    os.makedirs(d)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for k, x in enumerate(xs):
+        with torch.no_grad():
+            y, v = net(x)
+        s = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(s)
+        for kind, arrs in (("input", [("x", x)]), ("output", [("y", y), ("v", v)])):
+            for j, (nm, a) in enumerate(arrs):
+                with open(os.path.join(s, "%s_%d.pb" % (kind, j)), "wb") as fh:
+                    fh.write(numpy_helper.from_array(np.ascontiguousarray(a.numpy()), nm).SerializeToString())
+    print("skip_up_dynamic_hw_opset14: sizes %s" % sizes)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -297,6 +347,7 @@ def main():
     resize18_cases(outdir)
     roi_cases(outdir)
     respelled_cases(outdir)
+    dynamic_cases(outdir)
 
 
 if __name__ == "__main__":

@@ -250,7 +250,13 @@ void emit_resize(emit_ctx *E, ir_node *n)
 	ops_node_comment(E, n, mode);
 	ew_line(E->w, "rt_resize(%s, %s, %d, %s, %s,", emit_ref(E, y), emit_ref(E, x), r, ops_dims_lit(E, &x->shape, 0),
 		ops_dims_lit(E, &y->shape, 0));
-	ew_line(E->w, "\t  %s, %s,", doubles_lit(E, G.scale, r), G.has_roi ? doubles_lit(E, G.roi, 2 * r) : "NULL");
+	/* a scale 0: the output's size over the input's, known at run time */
+	char *sc = "";
+	for (int a = 0; a < r; a++)
+		sc = arena_printf(E->A, "%s%s%s", sc, a ? ", " : "", G.scale[a] != 0 ? emit_float(E, G.scale[a], DT_F64) :
+				  arena_printf(E->A, "(double)%s / (double)%s", emit_dim(E, y->shape.d[a]),
+					       emit_dim(E, x->shape.d[a])));
+	ew_line(E->w, "\t  (const double[]){%s}, %s,", r ? sc : "0", G.has_roi ? doubles_lit(E, G.roi, 2 * r) : "NULL");
 	ew_line(E->w, "\t  &(const rt_resize_mode){%s, %s, %s, %d, %s, %s});", enum_name(E, "RT_RESIZE_", mode),
 		enum_name(E, "RT_COORD_", ir_attr_string(n, "coordinate_transformation_mode", "half_pixel")),
 		enum_name(E, "RT_NEAREST_", ir_attr_string(n, "nearest_mode", "round_prefer_floor")),

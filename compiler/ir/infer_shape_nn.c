@@ -635,18 +635,40 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 		}
 		if (nsc && !(sc[i] > 0 && isfinite(sc[i])))
 			return fail(c, "scale %g of axis %d must be positive", sc[i], a);
-		if (nsz && !infer_mono_is_const(sz[i]) && !ir_dim_eq(sz[i], d))
-			return fail(c, "size %s of axis %d is a run-time size other than the axis' own (%s)",
-				    mono(c, sz[i]), a, dimstr(c, d));
+		if (nsz && !infer_mono_is_const(sz[i]) && keep)
+			return fail(c, "size %s of axis %d is a run-time size, which keep_aspect_ratio_policy %s cannot "
+				    "round to at compile time", mono(c, sz[i]), a, policy);
 		if (nsz && infer_mono_is_const(sz[i]) && sz[i].k < 0)
 			return fail(c, "size %lld of axis %d is negative", (long long)sz[i].k, a);
 		if (!ir_dim_is_const(d)) {
-			/* a run-time axis is only ever kept as it is */
-			if ((nsc && sc[i] != 1.0) || (nsz && !ir_dim_eq(sz[i], d)) || keep ||
-			    (tf_crop && (G->roi[a] != 0.0 || G->roi[r + a] != 1.0)))
-				return fail(c, "axis %d has the run-time size %s; cellc resizes only axes of constant size "
-					    "(--dim SYM=N fixes a symbol's size at compile time)", a, dimstr(c, d));
-			continue;
+			/* a run-time axis: sizes given (a symbol, another tensor's:
+			 * F.interpolate(x, size=skip.shape[2:]), or a constant), the
+			 * scale their quotient at run time (scale 0: emit_resize); or
+			 * a scale p / q with q a power of two up to 64, so that the
+			 * float product floor(D * scale) of the specification is the
+			 * size expression floor(p D / q) exactly */
+			int crop = tf_crop && (G->roi[a] != 0.0 || G->roi[r + a] != 1.0);
+			if (nsz && !keep && !crop) {
+				out->d[a] = sz[i];
+				G->scale[a] = ir_dim_eq(sz[i], d) ? 1.0 : 0.0;
+				if (sz[i].k < 1)
+					return fail(c, "size %s of axis %d must be at least 1", mono(c, sz[i]), a);
+				continue;
+			}
+			int64_t q = 1;
+			float s32 = (float)sc[i];
+			while (nsc && q < 64 && (double)s32 * (double)q != floor((double)s32 * (double)q))
+				q *= 2;
+			int64_t p = nsc ? (int64_t)((double)s32 * (double)q) : 0;
+			if (nsc && !crop && p >= 1 && (double)p == (double)s32 * (double)q && p <= INT32_MAX &&
+			    ir_sym_need(c->g, d, (q + p - 1) / p) && ir_sym_floor(c->g, d, p, 0, q, &out->d[a])) {
+				G->scale[a] = sc[i];
+				continue;
+			}
+			return fail(c, "axis %d has the run-time size %s; cellc resizes it by sizes (stretch), or by a "
+				    "scale that is a multiple of 1/64 (%g is not)%s, and without a crop of it (--dim "
+				    "SYM=N fixes a symbol's size at compile time)", a, dimstr(c, d), nsc ? sc[i] : 0.0,
+				    keep ? "; not by keep_aspect_ratio_policy over it" : "");
 		}
 		if (nsz && d.k == 0 && sz[i].k != 0)
 			return fail(c, "axis %d is empty and cannot be resized to %lld", a, (long long)sz[i].k);
@@ -658,6 +680,9 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 				return fail(c, "axis %d: %lld * scale %g gives no valid size", a, (long long)d.k, sc[i]);
 			out->d[a] = ir_dim_const((int64_t)floorf(len));
 			G->scale[a] = sc[i];
+		} else if (!infer_mono_is_const(sz[i])) {
+			out->d[a] = sz[i];      /* a run-time size: the scale at run time */
+			G->scale[a] = 0.0;
 		} else if (d.k > 0) {
 			double s = (double)sz[i].k / (double)d.k;
 			if (keep && i == 0)
