@@ -321,8 +321,10 @@ def image_cases(out):
         [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "half")], "resize10_down", "downsample")
     one("upsample_opset10", 10, [helper.make_node("Upsample", ["X", "sc"], ["Y"], name="up10")], x, [sc],
         "up10", "deprecated")
-    one("resize_symbolic_axis", 13, [helper.make_node("Resize", ["X", "", "sc"], ["Y"], name="resize_sym")],
-        [("X", [1, 1, 4, "W"])], [sc], "resize_sym", "run-time size")
+    # a run-time axis resizes by sizes or by a multiple of 1/64, not by 1.3
+    one("resize_symbolic_axis", 13, [helper.make_node("Resize", ["X", "", "sc13"], ["Y"], name="resize_sym")],
+        [("X", [1, 1, 4, "W"])], [numpy_helper.from_array(np.array([1, 1, 2, 1.3], np.float32), "sc13")],
+        "resize_sym", "run-time size", "1/64")
     one("gridsample_5d", 20, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid5")],
         [("X", [1, 1, 2, 3, 4]), ("G", [1, 2, 3, 4, 3])], [], "grid5", "2-D GridSample")
     # a required shape input left empty (fuzz_onnx_train finding: a NULL value
@@ -402,11 +404,13 @@ def main():
 
     # --- data-dependent lengths: only graph outputs may have one; Scatter
     # after its deprecation; TfIdfVectorizer pools cellc cannot take
+    # (a Transpose of it, torch.nonzero's form, compiles: datadep nonzero_transposed;
+    # a Cast would read NonZero's rows past the length, which are undefined)
     g = helper.make_graph([helper.make_node("NonZero", ["a"], ["nz"], name="nonzero_node"),
-                           helper.make_node("Transpose", ["nz"], ["y"], name="transpose_node")], "bad",
+                           helper.make_node("Cast", ["nz"], ["y"], name="cast_node", to=TensorProto.FLOAT)], "bad",
                           [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
-                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
-    emit(out, "nonzero_consumed", model_of(g), "node 'transpose_node'", "input 0 ('nz') has a data-dependent length",
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    emit(out, "nonzero_consumed", model_of(g), "node 'cast_node'", "input 0 ('nz') has a data-dependent length",
          "NonZero 'nonzero_node'", "only as an output of the model")
     g = helper.make_graph([helper.make_node("Compress", ["a", "c"], ["sel"], name="compress_node", axis=1),
                            helper.make_node("Identity", ["sel"], ["y"], name="identity_node")], "bad",

@@ -359,9 +359,9 @@ ERRORS = [
     ("graph_value_not_name", "graph g {\n\tsymbols n = value n\n\tinput %n: i64[]\n\toutput %n\n}\n",
      [(2, 20, "symbol 'n' = value: expected the input's name (%NAME)")]),
     ("graph_value_f32", "graph g {\n\tsymbols n = value %n\n\tinput %n: f32[]\n\toutput %n\n}\n",
-     [(2, 20, "symbol 'n' = value %n: that must be an input of the graph of type i64[] or i64[1], not f32")]),
+     [(2, 20, "symbol 'n' = value %n: that must be an input of the graph of type i64[], i64[1], i32[] or i32[1], not f32")]),
     ("graph_value_missing", "graph g {\n\tsymbols n = value %m\n\tinput %n: i64[]\n\toutput %n\n}\n",
-     [(2, 20, "that must be an input of the graph of type i64[] or i64[1] (there is none)")]),
+     [(2, 20, "that must be an input of the graph of type i64[], i64[1], i32[] or i32[1] (there is none)")]),
     ("graph_value_read", "graph g {\n\tsymbols n = value %n\n\tinput %n: i64[]\n\t%y = Neg(%n)\n"
      "\toutput %y\n}\n", [(2, 20, "node '%Neg")]),
     ("graph_source_not_recurrence", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) source onnx_loop\n"
