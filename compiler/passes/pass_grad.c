@@ -612,7 +612,7 @@ static void rule_gather(gctx *C, ir_node *n, ir_value *dy)
 		ir_value *in[2] = {dy, int1(C, ax)};
 		u = fin(C, mk(C, OP_UNSQUEEZE, 2, in));
 	}
-	grad_acc(C, a, grad_slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 ? INT32_MAX : i + 1), int1(C, ax), NULL));
+	grad_acc(C, a, grad_slice_scatter(C, V(C, a), u, int1(C, i), int1(C, i < 0 || i >= INT32_MAX ? INT32_MAX : i + 1), int1(C, ax), NULL));
 }
 
 /* The views and the operators that move elements: one case per operator. */
