@@ -237,6 +237,9 @@ void rt_par_thread(int on);
  * compiler writes (a strided convolution's output length of a run-time
  * input length), computed once per call from the dims. */
 static inline int64_t rt_floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+/* min and max of two sizes (a size expression min(T, 10): ir_symdef) */
+static inline int64_t rt_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t rt_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* ONNX auto_pad SAME over a spatial size d known only at run time (stride
  * s, window span): the padding (ceil(d / s) - 1) s + span - d (at least 0)
  * split as SAME_UPPER puts the odd one at the end (upper 1) or SAME_LOWER

@@ -9,7 +9,8 @@ Two kinds of models:
   torch.onnx.export of small recurrent modules (a Conv1d front end with
   LayerNorm before a GRU; Conv1d + BatchNorm1d exported in training mode
   before an RNN; an LSTM tagger whose graph ends in a masked, class-weighted
-  cross entropy), the gradients taken through the module itself;
+  cross entropy; a torch.cat and an F.pad over two run-time lengths before
+  a GRU), the gradients taken through the module itself;
   onnx.helper graphs that reach every attribute (keepdims, axes as input or
   attribute, pad modes, variadic Min/Max with ties, every loss reduction,
   ignore_index, weights, log_prob, auto_pad, groups, dilations), the
@@ -295,6 +296,28 @@ class LnLstm(torch.nn.Module):
         return torch.stack(ys)
 
 
+class CatPadGru(torch.nn.Module):
+    """A context [B, T1, I] and a chunk [B, T2, I] of run-time lengths, each
+    through a Linear and tanh; torch.cat of the two along time (T1 + T2) and
+    the context padded with zeros to the chunk's length (F.pad by T2 - T1)
+    plus the chunk, concatenated again (T1 + 2 T2 steps), a GRU, Linear on
+    every step: the gradients of a Concat and a Pad over sizes known at run
+    time (a Split by the parts' lengths, a crop by the pads)."""
+
+    def __init__(self, I, H, C):
+        super().__init__()
+        self.pa = torch.nn.Linear(I, H)
+        self.pb = torch.nn.Linear(I, H)
+        self.gru = torch.nn.GRU(H, H, batch_first=True)
+        self.fc = torch.nn.Linear(H, C)
+
+    def forward(self, ctx, x):
+        a, b = torch.tanh(self.pa(ctx)), torch.tanh(self.pb(x))
+        mixed = F.pad(a, (0, 0, 0, b.size(1) - a.size(1))) + b
+        out, _ = self.gru(torch.cat([torch.cat([a, b], 1), mixed], 1))
+        return self.fc(out)
+
+
 def tagger_reference(m, ts):
     """The same values by gather (differentiable in the class weights)."""
     x, labels = ts
@@ -331,6 +354,11 @@ def export_cases(outdir):
     torch.manual_seed(154)
     x = rng.randn(6, 3, 4).astype(np.float32)
     export_case(outdir, "export_ln_lstm_loop_mse", LnLstm(4, 5, 3), [x], ["x"], ["y"], "mse")
+    torch.manual_seed(155)
+    ctx, x = rng.randn(2, 3, 4).astype(np.float32), rng.randn(2, 5, 4).astype(np.float32)
+    export_case(outdir, "export_cat_pad_runtime_lengths_mse", CatPadGru(4, 5, 3), [ctx, x], ["ctx", "x"], ["y"],
+                "mse", dynamic_axes={"ctx": {0: "batch", 1: "T1"}, "x": {0: "batch", 1: "T2"},
+                                     "y": {0: "batch", 1: "steps"}})
     torch.manual_seed(153)
     x = rng.randn(3, 6, 4).astype(np.float32)
     labels = rng.randint(0, 5, size=(3, 6)).astype(np.int64)

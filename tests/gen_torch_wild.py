@@ -53,7 +53,12 @@ from one build (its LSTM runs floor(seq / 2) steps, a size expression),
 and its export with T fixed at 8 must verify (batch 2, 3 and 1).
 PyramidalListener stacks neighbouring frames twice with view(batch, time //
 2, feat * 2): its data sets are at T = 8, 12 and 4 (the lengths must divide
-by 4), verified from one build.
+by 4), verified from one build.  ContextCatGRU concatenates two inputs of
+run-time lengths along time (its GRU runs seq2 + seq steps), PadToLongest pads
+one input by the difference of the two lengths (seq - seq2), TruncatedLSTM
+reads x[:, :10] (min(seq, 10) steps, data at T = 8, 11 and 5) and
+LastKMeanGRU averages out[:, -4:] (min(seq, 4) steps, data at T = 8, 11 and
+3): each verified at every length from one build.
 
 case.json: model (the class), tags (the forms it uses), stacked (per
 recurrence, in the order `cellc dump` lists them, whether it must keep its
@@ -1006,13 +1011,87 @@ class PyramidalListener(nn.Module):
         return self.pyramid(self.l2, self.pyramid(self.l1, x))
 
 
+class ContextCatGRU(nn.Module):
+    """A streaming recogniser's chunk with its left context (the frames
+    kept from the call before, as many as the caller has): torch.cat of the
+    context and the chunk along time, both of run-time length, a GRU over
+    the seq2 + seq frames, Linear on the last step."""
+    tags = ["concat_lengths", "two_inputs", "batch_first", "out_last"]
+    stacked = [0]
+    pair = True
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x, context):
+        out, _ = self.gru(torch.cat([context, x], dim=1))
+        return self.fc(out[:, -1])
+
+
+class PadToLongest(nn.Module):
+    """Two feature streams of different run-time lengths, the shorter padded
+    with zeros at its end to the longer's length (F.pad by the difference of
+    their x.size(1)), summed, an LSTM, Linear on every step."""
+    tags = ["pad_to_length", "size_difference", "two_inputs", "batch_first", "per_step_head"]
+    stacked = [1]
+    pair = True
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x, aux):
+        aux = F.pad(aux, (0, 0, 0, x.size(1) - aux.size(1)))
+        out, _ = self.lstm(x + aux)
+        return self.fc(out)
+
+
+class TruncatedLSTM(nn.Module):
+    """A classifier that reads at most max_len steps (x[:, :self.max_len],
+    the truncation of long inputs): data at T = 8 and 5, shorter, and 11,
+    longer, all from one build; Linear on h_n[-1]."""
+    tags = ["truncate", "min_length", "batch_first", "h_n_last"]
+    stacked = [0]
+    max_len = 10
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(x[:, :self.max_len])
+        return self.fc(h[-1])
+
+
+class LastKMeanGRU(nn.Module):
+    """The mean of the last four steps' outputs (out[:, -4:].mean(1), as
+    many as there are): T = 8, 11 and 3 from one build, Linear."""
+    tags = ["last_k", "min_length", "mean_pool", "batch_first"]
+    stacked = [1]
+    sizes = [(3, 11), (1, 3)]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.fc(out[:, -4:].mean(1))
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
           GRUTransformer, LSTMAutoencoder, GRUAutoencoder, ConvPoolLSTM, ConcatPoolGRU, LearnedInitLSTM,
           SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
           ReshapeHeadLSTM, SliceHeadGRU, BiGRUHalves, ChunkBiLSTM, ViewDirsBiLSTM, SplitSumBiGRU,
-          ForwardHalfBiLSTM, LastHiddenBiGRU, FlipBiGRU, DeepSpeechConv, CRNNWidth]
+          ForwardHalfBiLSTM, LastHiddenBiGRU, FlipBiGRU, DeepSpeechConv, CRNNWidth, ContextCatGRU, PadToLongest,
+          TruncatedLSTM, LastKMeanGRU]
 
 
 # ---- export -------------------------------------------------------------------------------

@@ -2102,16 +2102,21 @@ def group_cli():
     if rc != 0:
         yield Result("cli/slice_least_gen", False, "gen_slice_least.py: %s (log: %s)" % (first_lines(err), log))
         return
-    lm = os.path.join(least, "model.onnx")
-    yield cli_one("slice_least_info", ["info", lm], 0, ["seq (at least 2)"])
-    yield cli_one("slice_least_verify_long", ["verify", lm, "--data", os.path.join(least, "long")], 0,
+    lm = os.path.join(least, "tail", "model.onnx")
+    yield cli_one("slice_least_info", ["info", lm], 0, ["min_seq_2 (= min(seq, 2))", "f32[min_seq_2, 3]"])
+    for name in ("long", "short"):     # x[-2:] at T = 3 and T = 1, one build
+        yield cli_one("slice_least_verify_" + name, ["verify", lm, "--data", os.path.join(least, "tail", name)], 0,
+                      ["1 passed, 0 failed"])
+    rm = os.path.join(least, "reflect", "model.onnx")
+    yield cli_one("least_value_info", ["info", rm], 0, ["seq (at least 3)"])
+    yield cli_one("least_value_verify_long", ["verify", rm, "--data", os.path.join(least, "reflect", "long")], 0,
                   ["1 passed, 0 failed"])
-    yield cli_one("slice_least_verify_short", ["verify", lm, "--data", os.path.join(least, "short")], 1,
+    yield cli_one("least_value_verify_short", ["verify", rm, "--data", os.path.join(least, "reflect", "short")], 1,
                   ["dimensions passed at run time are invalid",
-                   "size 'seq' is 1 in the data, below the least value 2 the compiled model needs"], "stderr")
-    yield cli_one("slice_least_no_malloc", ["compile", lm, "-o", os.path.join(OUT, "cli_slice_least_nm"),
-                                            "--no-malloc", "--max-dim", "seq=1"], 2,
-                  ["--max-dim seq=1 is below the least value of 'seq'"], "stderr")
+                   "size 'seq' is 2 in the data, below the least value 3 the compiled model needs"], "stderr")
+    yield cli_one("least_value_no_malloc", ["compile", rm, "-o", os.path.join(OUT, "cli_slice_least_nm"),
+                                            "--no-malloc", "--max-dim", "seq=2"], 2,
+                  ["--max-dim seq=2 is below the least value of 'seq'"], "stderr")
 
 
 def group_ir():

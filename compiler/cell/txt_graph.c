@@ -1093,7 +1093,7 @@ static void parse_link(gctx *c, ir_graph *g, const txt_tok *at)
 	}
 	int k = txt_sym_lookup(g, l.name);
 	if (l.at_least) {
-		if (k < 0 || g->sym_base[k] || ir_sym_least(g, k) < l.value || l.value < 2)
+		if (k < 0 || !ir_sym_free(g, k) || ir_sym_least(g, k) < l.value || l.value < 2)
 			txt_error(X, at, "a 'sizes' line: '%s' >= %lld needs a free symbol that 'symbols' declares "
 				  "with a least value of at least %lld", l.name, (long long)l.value, (long long)l.value);
 		else

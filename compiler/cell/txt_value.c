@@ -55,105 +55,146 @@ void txt_parse_sym_min(txt *X, ir_graph *g, int k)
 	g->sym_min[k] = m;
 }
 
-/* A derived symbol's definition after "NAME =" (ir_graph, ir_sym_def_str):
- *   def  := 'floor' '(' ['('] lin [')'] '/' INT ')'     a floor
- *         | '(' lin ')' '/' INT | lin '/' INT             an exact division
+/* An earlier symbol (of a definition of symbol k), its index; -1 after an error */
+static int earlier_sym(txt *X, ir_graph *g, int k)
+{
+	const txt_tok *t = txt_peek(X);
+	const char *name = txt_sym_name(X);
+	int b = name ? txt_sym_lookup(g, name) : -1;
+	if (!name || b < 0 || b >= k) {
+		txt_error(X, t, "symbol '%s': expected a symbol declared before it, found %s", g->syms[k],
+			  name ? name : txt_tok_desc(X, t));
+		return -1;
+	}
+	return b;
+}
+
+/* lin := ['-'] term {('+' | '-') term};  term := INT ['*' SYM] | SYM
+ * into d's factors and offset (each within INT32_MAX); 0 after an error */
+static int parse_lin(txt *X, ir_graph *g, int k, ir_symdef *d)
+{
+	int sign = txt_accept(X, '-') ? -1 : 1;
+	for (;;) {
+		const txt_tok *t = txt_peek(X);
+		int64_t v = 1;
+		int b = -1;
+		if (t->kind == TK_INT) {
+			if (!txt_parse_int(X, &v, "a factor or an offset"))
+				return 0;
+			if (v > INT32_MAX) {
+				txt_error(X, t, "symbol '%s': %lld is out of range (at most %d)", g->syms[k], (long long)v,
+					  INT32_MAX);
+				return 0;
+			}
+			if (txt_accept(X, '*') && (b = earlier_sym(X, g, k)) < 0)
+				return 0;
+			if (v == 0) {
+				txt_error(X, t, b >= 0 ? "symbol '%s': a factor is 1 to %d" : "symbol '%s': offset 0 out of "
+					  "range (1 to %d)", g->syms[k], INT32_MAX);
+				return 0;
+			}
+		} else if ((b = earlier_sym(X, g, k)) < 0) {
+			return 0;
+		}
+		int64_t *acc = b >= 0 ? &d->c[b] : &d->off;
+		*acc += sign * v;
+		if (*acc > INT32_MAX || *acc < -(int64_t)INT32_MAX) {
+			txt_error(X, t, "symbol '%s': a factor or the offset is out of range", g->syms[k]);
+			return 0;
+		}
+		sign = txt_accept(X, '+') ? 1 : txt_accept(X, '-') ? -1 : 0;
+		if (!sign)
+			return 1;
+	}
+}
+
+/* operand := SYM | INT (a MIN/MAX's second operand may be a constant) */
+static int parse_operand(txt *X, ir_graph *g, int k, int *s, int64_t *c)
+{
+	const txt_tok *t = txt_peek(X);
+	*s = -1;
+	if (t->kind == TK_INT || txt_is_punct(t, '-')) {
+		if (!txt_parse_int(X, c, "a constant"))
+			return 0;
+		if (*c > INT32_MAX || *c < -(int64_t)INT32_MAX) {
+			txt_error(X, t, "symbol '%s': %lld is out of range", g->syms[k], (long long)*c);
+			return 0;
+		}
+		return 1;
+	}
+	return (*s = earlier_sym(X, g, k)) >= 0;
+}
+
+/* A derived symbol's definition after "NAME =" (ir_symdef, ir_sym_def_str):
+ *   def  := 'floor' '(' ( '(' lin ')' | lin ) '/' INT ')'     a floor
+ *         | ( '(' lin ')' | lin ) '/' INT                   an exact division
+ *         | ('min' | 'max') '(' SYM ',' operand ')'
  *         | lin
- *   lin  := [INT '*'] BASE [('+' | '-') INT]
- * BASE a symbol declared before it, the numbers within INT32_MAX (mul and
- * div at least 1), then optionally '==' INT, the constant it is pinned to. */
+ * over symbols declared before it, the numbers within INT32_MAX, in the
+ * canonical form (ir_sym_noncanonical); then optionally '==' INT, the
+ * constant it is pinned to. */
 void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 {
 	const txt_tok *t = txt_peek(X);
-	int is_floor = txt_is_word(t, "floor"), exact = 0;
-	int64_t mul = 1, off = 0, div = 1, v;
-	int paren = 0;
-	if (!is_floor && txt_accept(X, '('))
-		paren = exact = 1;
-	if (is_floor) {
+	ir_symdef d = {.op = IR_SYM_LIN, .div = 1};
+	if ((txt_is_word(t, "min") || txt_is_word(t, "max")) && txt_is_punct(txt_peek_at(X, 1), '(')) {
+		d.op = txt_is_word(t, "min") ? IR_SYM_MIN : IR_SYM_MAX;
 		txt_next(X);
-		if (!txt_accept(X, '(')) {
-			txt_error(X, txt_peek(X), "symbol '%s': expected '(' after 'floor'", g->syms[k]);
+		txt_next(X);
+		int64_t c = 0;
+		if ((d.a = earlier_sym(X, g, k)) < 0 || !txt_expect(X, ',', "between min's or max's operands") ||
+		    !parse_operand(X, g, k, &d.b, &c) || !txt_expect(X, ')', "to close min or max"))
 			return;
+		d.off = d.b < 0 ? c : 0;
+	} else {
+		int is_floor = txt_is_word(t, "floor") && txt_is_punct(txt_peek_at(X, 1), '(');
+		if (is_floor) {
+			txt_next(X);
+			txt_next(X);
 		}
-		paren = txt_accept(X, '(');
-	}
-	t = txt_peek(X);
-	if (t->kind == TK_INT) {
-		if (!txt_parse_int(X, &mul, "a factor"))
+		int paren = txt_accept(X, '(');
+		if (!parse_lin(X, g, k, &d) || (paren && !txt_expect(X, ')', "to close the sum")))
 			return;
-		if (mul < 1 || mul > INT32_MAX || !txt_accept(X, '*')) {
-			txt_error(X, t, "symbol '%s': a factor is 1 to %d followed by '*'", g->syms[k], INT32_MAX);
-			return;
-		}
-		t = txt_peek(X);
-	}
-	const char *base = txt_sym_name(X);
-	int b = base ? txt_sym_lookup(g, base) : -1;
-	if (!base || b < 0 || b == k) {
-		txt_error(X, t, "symbol '%s': expected a symbol declared before it, found %s", g->syms[k],
-			  base ? base : txt_tok_desc(X, t));
-		return;
-	}
-	int sign = txt_accept(X, '+') ? 1 : txt_accept(X, '-') ? -1 : 0;
-	if (sign) {
-		const txt_tok *nt = txt_peek(X);
-		if (!txt_parse_int(X, &v, "an offset"))
-			return;
-		if (v < 1 || v > INT32_MAX) {
-			txt_error(X, nt, "symbol '%s': offset %lld out of range (1 to %d)", g->syms[k], (long long)v,
-				  INT32_MAX);
-			return;
-		}
-		off = sign * v;
-	}
-	if (is_floor) {
-		if (paren && !txt_accept(X, ')')) {
-			txt_error(X, txt_peek(X), "symbol '%s': expected ')'", g->syms[k]);
-			return;
-		}
 		const txt_tok *dt = txt_peek(X);
-		if (!txt_accept(X, '/') || !txt_parse_int(X, &div, "a divisor") || div < 2 || div > INT32_MAX ||
-		    !txt_accept(X, ')')) {
-			txt_error(X, dt, "symbol '%s': floor(... / D) wants a divisor D of 2 to %d and ')'", g->syms[k],
-				  INT32_MAX);
+		if (is_floor || txt_accept(X, '/')) {
+			if (is_floor && !txt_accept(X, '/')) {
+				txt_error(X, dt, "symbol '%s': floor(... / D) wants a divisor D", g->syms[k]);
+				return;
+			}
+			if (!txt_parse_int(X, &d.div, "a divisor") || d.div < 2 || d.div > INT32_MAX) {
+				txt_error(X, dt, is_floor ? "symbol '%s': floor(... / D) wants a divisor D of 2 to %d"
+					  : "symbol '%s': an exact division '/ D' wants a divisor D of 2 to %d", g->syms[k],
+					  INT32_MAX);
+				return;
+			}
+			if (is_floor && !txt_expect(X, ')', "to close floor"))
+				return;
+			d.exact = (uint8_t)!is_floor;
+		} else if (paren) {
+			txt_error(X, dt, "symbol '%s': a sum in parentheses is divided: expected '/'", g->syms[k]);
 			return;
 		}
-	} else if (exact || (txt_peek(X)->kind == TK_PUNCT && txt_peek(X)->p == '/')) {
-		if (paren && !txt_accept(X, ')')) {
-			txt_error(X, txt_peek(X), "symbol '%s': expected ')'", g->syms[k]);
-			return;
-		}
-		const txt_tok *dt = txt_peek(X);
-		if (!txt_accept(X, '/') || !txt_parse_int(X, &div, "a divisor") || div < 2 || div > INT32_MAX) {
-			txt_error(X, dt, "symbol '%s': an exact division '/ D' wants a divisor D of 2 to %d", g->syms[k],
-				  INT32_MAX);
-			return;
-		}
-		exact = 1;
-	} else if (!sign && mul == 1) {
-		txt_error(X, txt_peek(X), "symbol '%s': expected '+' or '-' after '%s'", g->syms[k], base);
+	}
+	int64_t mul = 0;
+	int b = -1;
+	for (int j = 0; d.op == IR_SYM_LIN && j < k; j++)
+		if (d.c[j])
+			mul = b < 0 ? d.c[j] : 0, b = b < 0 ? j : k;
+	if (b >= 0 && b < k && mul == 1 && !d.off && d.div == 1) {
+		txt_error(X, txt_peek(X), "symbol '%s': expected '+' or '-' after '%s' (a derived symbol adds, "
+			  "multiplies or divides)", g->syms[k], g->syms[b]);
 		return;
 	}
-	if (exact && !ir_sym_exact_ok(g, b, mul, off, div)) {
-		txt_error(X, at, "symbol '%s': not in canonical form (an exact division: mul and div share no factor, "
-			  "the base a symbol given by the caller, an offset of one, a pinned or an exact one)", g->syms[k]);
+	g->symdef[k] = d;
+	const char *why = ir_sym_noncanonical(g, k);
+	if (why) {
+		txt_error(X, at, "symbol '%s': not in canonical form: %s", g->syms[k], why);
+		g->symdef[k] = (ir_symdef){0};
 		return;
 	}
-	/* canonical only: what ir_sym_floor would make of it */
-	if (!exact && !ir_sym_canonical(g, b, mul, off, div)) {
-		txt_error(X, at, "symbol '%s': not in canonical form (mul and div share no factor; no offset or "
-			  "factor of a symbol that is an offset or a factor, no floor of a floor with factor 1)",
-			  g->syms[k]);
-		return;
-	}
-	g->sym_base[k] = b + 1;
-	g->sym_off[k] = off;
-	g->sym_mul[k] = mul;
-	g->sym_div[k] = div;
-	g->sym_exact[k] = (uint8_t)exact;
 	if (txt_accept(X, '=')) {
 		const txt_tok *pt = txt_peek(X);
+		int64_t v;
 		if (!txt_accept(X, '=') || !txt_parse_int(X, &v, "the constant it is pinned to") || v < 1 ||
 		    v > INT32_MAX) {
 			txt_error(X, pt, "symbol '%s': '==' and a constant of 1 to %d pin a derived symbol", g->syms[k],

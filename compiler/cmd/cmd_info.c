@@ -347,7 +347,7 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 				printf("%s%s", i ? ", " : "", g->syms[i]);
 			else
 				printf("%s%s (= %s%s%s)", i ? ", " : "", g->syms[i], ir_sym_def_str(A, g, i),
-				       g->sym_pin[i] ? ", must be " : g->sym_exact[i] ? ", which must divide exactly" : "",
+				       g->sym_pin[i] ? ", must be " : g->symdef[i].exact ? ", which must divide exactly" : "",
 				       g->sym_pin[i] ? arena_printf(A, "%lld", (long long)g->sym_pin[i]) : "");
 		printf("%s\n", g->nsyms ? "" : "(none: every shape is fixed)");
 		/* sizes an operator's contract made one (ir_sym_link) */

@@ -641,6 +641,26 @@ static const char *link_why(verify *V, const ir_graph *g, const char *name)
 	return "";
 }
 
+
+/* Whether the data give every free symbol of mask fr (val[] 0: not given). */
+static int all_given(const ir_graph *g, unsigned fr, const int64_t *val)
+{
+	for (int i = 0; i < g->nsyms; i++)
+		if ((fr >> i & 1) && !val[i])
+			return 0;
+	return 1;
+}
+
+/* "T1 = 3, T2 = 4": the free symbols of mask fr with their values. */
+static const char *free_values(arena *A, const ir_graph *g, unsigned fr, const int64_t *val)
+{
+	const char *s = "";
+	for (int i = 0; i < g->nsyms; i++)
+		if (fr >> i & 1)
+			s = arena_printf(A, "%s%s%s = %lld", s, *s ? ", " : "", g->syms[i], (long long)val[i]);
+	return s;
+}
+
 /* The sizes of data set s (inputs t of the compiled model g) against the
  * least values and pinned sizes g was compiled for: NULL, or what a set of
  * other sizes breaks.  The driver still runs it: the generated code must
@@ -672,31 +692,27 @@ static const char *sizes_allowed(verify *V, const td_set *s, const ir_graph *g, 
 					    (long long)val[j]);
 	}
 	for (int j = 0; j < g->nsyms; j++) {
-		int f = j;
-		while (g->sym_base[f])
-			f = g->sym_base[f] - 1;
-		if (!val[f])
+		unsigned fr = ir_sym_frees(g, j);
+		if (!all_given(g, fr, val))
 			continue;
 		const char *msg = NULL;
-		if (j == f && val[j] < ir_sym_least(g, j))
+		if (ir_sym_free(g, j) && val[j] < ir_sym_least(g, j))
 			msg = arena_printf(&V->A, "size '%s' is %lld in the data, below the least value %lld the compiled "
 					   "model needs%s", g->syms[j], (long long)val[j], (long long)ir_sym_least(g, j),
 					   link_why(V, g, g->syms[j]));
-		else if (j != f && g->sym_pin[j] && ir_sym_value(g, j, val) != g->sym_pin[j])
-			msg = arena_printf(&V->A, "size '%s' = %s is %lld for the data's %s = %lld; the compiled model "
+		else if (!ir_sym_free(g, j) && g->sym_pin[j] && ir_sym_value(g, j, val) != g->sym_pin[j])
+			msg = arena_printf(&V->A, "size '%s' = %s is %lld for the data's %s; the compiled model "
 					   "needs %lld%s", g->syms[j], ir_sym_def_str(&V->A, g, j),
-					   (long long)ir_sym_value(g, j, val), g->syms[f], (long long)val[f],
+					   (long long)ir_sym_value(g, j, val), free_values(&V->A, g, fr, val),
 					   (long long)g->sym_pin[j], link_why(V, g, g->syms[j]));
 		if (msg)
 			return msg;
 	}
-	int e = ir_sym_inexact(g, val), f = e;
-	while (f >= 0 && g->sym_base[f])
-		f = g->sym_base[f] - 1;
-	if (e >= 0 && val[f])   /* (a size the data do not give is not judged) */
-		return arena_printf(&V->A, "size '%s' = %s does not divide exactly for the data's %s = %lld; the "
+	int e = ir_sym_inexact(g, val);
+	if (e >= 0 && all_given(g, ir_sym_frees(g, e), val))   /* (a size the data do not give is not judged) */
+		return arena_printf(&V->A, "size '%s' = %s does not divide exactly for the data's %s; the "
 				    "compiled model needs it to (its shapes are made of the quotient)", g->syms[e],
-				    ir_sym_def_str(&V->A, g, e), g->syms[f], (long long)val[f]);
+				    ir_sym_def_str(&V->A, g, e), free_values(&V->A, g, ir_sym_frees(g, e), val));
 	return NULL;
 }
 

@@ -68,35 +68,40 @@ static int64_t dim_value(verify *V, ir_dim d, const char *what)
 	for (int i = 0; i < g->nsyms; i++) {
 		if (!d.pow[i])
 			continue;
-		int b = i;              /* derived: from its free base's value */
-		while (g->sym_base[b])
-			b = g->sym_base[b] - 1;
-		int64_t bv = verify_sym_value(V, g->syms[b]);
-		if (bv < 0) {
-			char *all = "";
-			for (int k = 0; k < g->nsyms; k++)
-				if (ir_sym_free(g, k))
-					all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
-			fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' with "
-					"--dim %s=V, or --dim %s=OTHER if it is another symbol's (the model's symbols: %s)%s%s\n",
-				what, g->syms[i], g->syms[b], g->syms[b], g->syms[b], all,
-				V->gi_why ? "; with the sizes given, the model does not compile, so which sizes its "
-				"operators make one is not known: " : "", V->gi_why ? V->gi_why : "");
-			return -1;
-		}
+		/* derived: from the values of the free symbols it is made of */
+		unsigned fr = ir_sym_frees(g, i);
 		int64_t fv[IR_MAX_SYMS] = {0};
-		fv[b] = bv;
-		int64_t x = b == i ? bv : ir_sym_value(g, i, fv);
-		if (bv < ir_sym_least(g, b)) {
-			fprintf(stderr, "cellc verify: %s: '%s' = %lld is below its least value (%lld: a "
-					"slice of that axis by a constant bound needs it)\n", what, g->syms[b],
-				(long long)bv, (long long)ir_sym_least(g, b));
-			return -1;
+		const char *given = "";
+		for (int b = 0; b < g->nsyms; b++) {
+			if (!(fr >> b & 1))
+				continue;
+			int64_t bv = verify_sym_value(V, g->syms[b]);
+			if (bv < 0) {
+				char *all = "";
+				for (int k = 0; k < g->nsyms; k++)
+					if (ir_sym_free(g, k))
+						all = arena_printf(&V->A, "%s%s%s", all, *all ? ", " : "", g->syms[k]);
+				fprintf(stderr, "cellc verify: %s has the dimension symbol '%s': give the value of '%s' "
+						"with --dim %s=V, or --dim %s=OTHER if it is another symbol's (the model's "
+						"symbols: %s)%s%s\n",
+					what, g->syms[i], g->syms[b], g->syms[b], g->syms[b], all,
+					V->gi_why ? "; with the sizes given, the model does not compile, so which sizes "
+					"its operators make one is not known: " : "", V->gi_why ? V->gi_why : "");
+				return -1;
+			}
+			if (bv < ir_sym_least(g, b)) {
+				fprintf(stderr, "cellc verify: %s: '%s' = %lld is below its least value (%lld: a "
+						"slice of that axis by a constant bound needs it)\n", what, g->syms[b],
+					(long long)bv, (long long)ir_sym_least(g, b));
+				return -1;
+			}
+			fv[b] = bv;
+			given = arena_printf(&V->A, "%s%s%s = %lld", given, *given ? ", " : "", g->syms[b], (long long)bv);
 		}
+		int64_t x = ir_sym_value(g, i, fv);
 		if (x < 1) {
-			fprintf(stderr, "cellc verify: %s: '%s' = %s is %lld with %s = %lld; it must be at "
-					"least 1\n", what, g->syms[i], ir_sym_def_str(&V->A, g, i), (long long)x, g->syms[b],
-				(long long)bv);
+			fprintf(stderr, "cellc verify: %s: '%s' = %s is %lld with %s; it must be at least 1\n", what,
+				g->syms[i], ir_sym_def_str(&V->A, g, i), (long long)x, given);
 			return -1;
 		}
 		for (int p = 0; p < d.pow[i]; p++)

@@ -414,6 +414,9 @@ static int run_stages(arena *A, diag *D, compile_job *j, validate *V)
 				j->failed = s->name;
 			return D->nerrors ? D->nerrors : errs;
 		}
+		/* the size expressions a stage built on the way and no longer uses */
+		if (s->kind != STAGE_EMIT)
+			ir_sym_gc(j->g);
 		if (V && s->kind != STAGE_EMIT) {
 			validate_stage(V, j->g, compile_stages[last].name, po, D);
 			if (D->nerrors) {

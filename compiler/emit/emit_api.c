@@ -73,7 +73,7 @@ void emit_blk_provenance(emit_ctx *E)
 			ew_line(E->w, " *          %s: computed, %s%s", emit_cmt(E->A, g->syms[i]),
 				emit_cmt(E->A, ir_sym_def_str(E->A, g, i)), g->sym_pin[i] ?
 				arena_printf(E->A, ", which must be %lld", (long long)g->sym_pin[i]) :
-				g->sym_exact[i] ? ", which must divide exactly" : "");
+				g->symdef[i].exact ? ", which must divide exactly" : "");
 			continue;
 		}
 		if (g->sym_value[i])

@@ -313,10 +313,10 @@ static int64_t dim_at_max(emit_ctx *E, ir_dim d)
 {
 	int64_t v = d.k;
 	for (int i = 0; i < E->g->nsyms; i++) {
-		/* a derived size grows with its base: largest at the base's largest */
-		int64_t m = d.pow[i] ? ir_sym_value(E->g, i, E->o->max_dims) : 0;
+		/* a derived size: its largest over the free symbols' ranges */
+		int64_t m = d.pow[i] ? ir_sym_max_value(E->g, i, E->o->max_dims) : 0;
 		for (int p = 0; p < d.pow[i]; p++)
-			if (m < 1 || __builtin_mul_overflow(v, m, &v))
+			if (m < 1 || m == INT64_MAX || __builtin_mul_overflow(v, m, &v))
 				return -1;
 	}
 	return v;

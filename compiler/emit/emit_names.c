@@ -516,36 +516,59 @@ void emit_name_syms(emit_ctx *E)
 /* Every run-time dimension must be in [1, INT32_MAX] (and, with --no-malloc,
  * within the maxima the arena was sized for): the emitted loops index with
  * int64_t products of them. */
-/* Derived symbol i's dividend mul * base + off, the base written b. */
-static const char *dividend(emit_ctx *E, int i, const char *b)
+/* How a symbol's value is written in a derived symbol's expression */
+typedef const char *(*symref)(emit_ctx *E, int s);
+
+/* Derived LIN symbol i's dividend c0 * x0 + c1 * x1 + ... + off, each
+ * symbol x written ref(E, x). */
+static const char *dividend(emit_ctx *E, int i, symref ref)
 {
-	const ir_graph *g = E->g;
-	int64_t mul = ir_sym_mul(g, i), off = g->sym_off[i];
-	const char *e = mul > 1 ? arena_printf(E->A, "%lld * %s", (long long)mul, b) : b;
-	if (off)
-		e = arena_printf(E->A, "%s %c %lld", e, off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
+	const ir_symdef *d = &E->g->symdef[i];
+	const char *e = NULL;
+	for (int j = 0; j < i; j++) {
+		int64_t c = d->c[j], a = c < 0 ? -c : c;
+		if (!c)
+			continue;
+		const char *t = a > 1 ? arena_printf(E->A, "%lld * %s", (long long)a, ref(E, j)) : ref(E, j);
+		e = e ? arena_printf(E->A, "%s %c %s", e, c < 0 ? '-' : '+', t) : c < 0 ? arena_printf(E->A, "-%s", t) : t;
+	}
+	if (d->off)
+		e = arena_printf(E->A, "%s %c %lld", e, d->off < 0 ? '-' : '+', (long long)(d->off < 0 ? -d->off : d->off));
 	return e;
 }
 
-/* Derived symbol i as a C expression of its base's, the base written by
- * base(E, b) (a local d_B, or d->B); an exact division is checked to be
- * one before (emit_dims_check), so floor division computes it too. */
-static const char *derived_expr(emit_ctx *E, int i, const char *b)
+/* Derived symbol i as a C expression of its operands', each written
+ * ref(E, x); an exact division is checked to be one before
+ * (emit_dims_check), so floor division computes it too. */
+static const char *derived_expr(emit_ctx *E, int i, symref ref)
 {
-	const ir_graph *g = E->g;
-	int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i), off = g->sym_off[i];
-	const char *e = dividend(E, i, b);
-	if (div > 1)
-		return arena_printf(E->A, "rt_floordiv(%s, %lld)", e, (long long)div);
-	return mul > 1 || off ? arena_printf(E->A, "(%s)", e) : e;
+	const ir_symdef *d = &E->g->symdef[i];
+	if (d->op == IR_SYM_MIN || d->op == IR_SYM_MAX)
+		return arena_printf(E->A, "rt_%s_i64(%s, %s)", d->op == IR_SYM_MIN ? "min" : "max", ref(E, d->a),
+				    d->b >= 0 ? ref(E, d->b) : arena_printf(E->A, "%lld", (long long)d->off));
+	if (d->div > 1)
+		return arena_printf(E->A, "rt_floordiv(%s, %lld)", dividend(E, i, ref), (long long)d->div);
+	return arena_printf(E->A, "(%s)", dividend(E, i, ref));
 }
 
-/* Symbol i's value from the dims struct d. */
-static const char *sym_from_dims(emit_ctx *E, int i)
+/* Symbol s's value from the dims struct d. */
+static const char *sym_from_dims(emit_ctx *E, int s)
 {
-	if (ir_sym_free(E->g, i))
-		return arena_printf(E->A, "d->%s", E->tabs->sym[i]);
-	return derived_expr(E, i, sym_from_dims(E, E->g->sym_base[i] - 1));
+	if (ir_sym_free(E->g, s))
+		return arena_printf(E->A, "d->%s", E->tabs->sym[s]);
+	return derived_expr(E, s, sym_from_dims);
+}
+
+/* Symbol s's value from the locals d_X (emit_dims_locals): an offset
+ * symbol written out, any other its own local. */
+static const char *sym_from_locals(emit_ctx *E, int s)
+{
+	int64_t off;
+	int b = ir_sym_root(E->g, s, &off);
+	if (b == s)
+		return arena_printf(E->A, "d_%s", E->tabs->sym[s]);
+	return arena_printf(E->A, "(d_%s %c %lld)", E->tabs->sym[b], off < 0 ? '-' : '+',
+			    (long long)(off < 0 ? -off : off));
 }
 
 void emit_dims_check(emit_ctx *E, int arena_limits)
@@ -557,13 +580,12 @@ void emit_dims_check(emit_ctx *E, int arena_limits)
 			 * where it sizes something (one that only a symbolic
 			 * constant's data holds, out[T - 1]'s index T - 1, may be
 			 * 0); a pinned one the value the model's contract needs */
-			if (E->g->sym_exact[i]) {
-				int b = E->g->sym_base[i] - 1;
-				const char *x = dividend(E, i, sym_from_dims(E, b));
+			if (E->g->symdef[i].exact) {
+				const char *x = dividend(E, i, sym_from_dims);
 				if (strpbrk(x, " "))
 					x = arena_printf(E->A, "(%s)", x);
 				ew_line(E->w, "if (%s %% %lld != 0) /* symbol '%s' = %s: the model divides it exactly */",
-					x, (long long)ir_sym_div(E->g, i),
+					x, (long long)E->g->symdef[i].div,
 					emit_cmt(E->A, E->g->syms[i]), emit_cmt(E->A, ir_sym_def_str(E->A, E->g, i)));
 				ew_line(E->w, "\treturn RT_ERR_SHAPE;");
 			}
@@ -604,8 +626,9 @@ void emit_dims_locals(emit_ctx *E)
 	char need[IR_MAX_SYMS] = {0};
 	for (int i = g->nsyms - 1; i >= 0; i--) {
 		need[i] |= t->used_sym[i];
-		if (need[i] && g->sym_base[i])
-			need[g->sym_base[i] - 1] = 1;
+		unsigned ops = need[i] ? ir_sym_operands(g, i) : 0;
+		for (int j = 0; j < i; j++)
+			need[j] |= ops >> j & 1;
 	}
 	for (int i = 0; i < g->nsyms; i++) {
 		if (!need[i])
@@ -613,8 +636,7 @@ void emit_dims_locals(emit_ctx *E)
 		if (ir_sym_free(g, i))
 			ew_line(E->w, "const int64_t d_%s = d->%s;", t->sym[i], t->sym[i]);
 		else if (!ir_sym_is_offset(g, i))
-			ew_line(E->w, "const int64_t d_%s = %s; /* %s */", t->sym[i],
-				derived_expr(E, i, arena_printf(E->A, "d_%s", t->sym[g->sym_base[i] - 1])),
+			ew_line(E->w, "const int64_t d_%s = %s; /* %s */", t->sym[i], derived_expr(E, i, sym_from_locals),
 				emit_cmt(E->A, ir_sym_def_str(E->A, g, i)));
 	}
 }
@@ -630,8 +652,12 @@ static const char *i64_lit(arena *A, int64_t v)
 
 const char *emit_dim(emit_ctx *E, ir_dim d)
 {
-	ASSERT(ir_dim_known(d));
-	if (ir_dim_is_const(d))
+	int symbolic = 0;
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		symbolic |= d.pow[i] != 0;
+	/* (an element of a symbolic constant may be a negative factor of a
+	 * symbol, -1 * (T2 - T1): a pad that crops) */
+	if (!symbolic)
 		return i64_lit(E->A, d.k);
 	char *s = d.k == 1 ? NULL : arena_printf(E->A, "%lld", (long long)d.k);
 	int factors = d.k == 1 ? 0 : 1;
@@ -643,12 +669,9 @@ const char *emit_dim(emit_ctx *E, ir_dim d)
 				f = arena_printf(E->A, "d_%s", E->tabs->sym[i]);
 			} else if (ir_sym_is_offset(E->g, i)) {
 				/* base plus offset, written out */
-				int b = E->g->sym_base[i] - 1;
-				int64_t off = E->g->sym_off[i];
-				if (ir_sym_free(E->g, b) || !ir_sym_is_offset(E->g, b))
-					E->tabs->used_sym[b] = 1;
-				f = arena_printf(E->A, "(d_%s %c %lld)", E->tabs->sym[b], off < 0 ? '-' : '+',
-						 (long long)(off < 0 ? -off : off));
+				int64_t off;
+				E->tabs->used_sym[ir_sym_root(E->g, i, &off)] = 1;
+				f = sym_from_locals(E, i);
 			} else {
 				/* a floor or factor symbol: its local (emit_dims_locals) */
 				E->tabs->used_sym[i] = 1;

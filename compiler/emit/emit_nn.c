@@ -204,8 +204,8 @@ void emit_qconv(emit_ctx *E, ir_node *n)
 void emit_pad(emit_ctx *E, ir_node *n)
 {
 	const ir_value *x = n->in[0], *v = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-	int64_t pads[2 * IR_MAX_RANK];
-	if (infer_pad_amounts(E->g, n, E->D, pads))
+	ir_dim pads[2 * IR_MAX_RANK];  /* begins then ends, constants or sizes known at run time */
+	if (infer_pad_dims(E->g, n, E->D, pads))
 		return;
 	const char *mode = ir_attr_string(n, "mode", "constant");
 	int r = x->shape.rank;
@@ -214,8 +214,11 @@ void emit_pad(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "memcpy(%s, %s, sizeof(%s));", emit_ref(E, y), emit_ref(E, x), ctype(x));
 		return;
 	}
-	ew_line(E->w, "rt_pad(%s, %s, sizeof(%s), %d, %s, %s, %s, %s);", emit_ref(E, y), emit_ref(E, x), ctype(x), r,
-		ops_dims_lit(E, &x->shape, 0), ops_ints_lit(E, pads, 2 * r),
+	char *pl = "";
+	for (int i = 0; i < 2 * r; i++)
+		pl = arena_printf(E->A, "%s%s%s", pl, i ? ", " : "", emit_dim(E, pads[i]));
+	ew_line(E->w, "rt_pad(%s, %s, sizeof(%s), %d, %s, (const int64_t[]){%s}, %s, %s);", emit_ref(E, y), emit_ref(E, x),
+		ctype(x), r, ops_dims_lit(E, &x->shape, 0), pl,
 		!strcmp(mode, "reflect") ? "RT_PAD_REFLECT" : !strcmp(mode, "edge") ? "RT_PAD_EDGE" : "RT_PAD_CONSTANT",
 		v ? emit_ref(E, v) : "NULL");
 }

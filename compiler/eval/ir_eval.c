@@ -100,7 +100,7 @@ int64_t ev_dim(const ev_run *r, const ir_graph *g, ir_dim d)
 	const ir_graph *root = g;
 	while (root->parent)
 		root = root->parent;
-	if (d.k == IR_DIM_UNKNOWN)
+	if (!ir_dim_known(d))
 		return -1;
 	int64_t v = d.k;
 	for (int i = 0; i < IR_MAX_SYMS; i++)

@@ -44,6 +44,9 @@ struct validate {
 	int nin;
 	const char **in_name;
 	ev_tensor **in;
+	/* the free size symbols given values, by name: a unification or the
+	 * dropping of unused symbols (ir_sym_gc) renumbers the table */
+	const char *sym_name[IR_MAX_SYMS];
 	int64_t sym[IR_MAX_SYMS];
 	int nsyms;
 	char checked[400], skipped[800];
@@ -81,6 +84,28 @@ static double uniform(validate *V)
 	return (double)(V->rng >> 11) / 9007199254740992.0;
 }
 
+/* The values V gave g's free symbols, by name, into val[] (-1: none yet). */
+static void sym_values(const validate *V, const ir_graph *g, int64_t *val)
+{
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		val[i] = -1;
+	for (int i = 0; i < g->nsyms; i++)
+		for (int j = 0; ir_sym_free(g, i) && j < V->nsyms; j++)
+			if (!strcmp(V->sym_name[j], g->syms[i]))
+				val[i] = V->sym[j];
+}
+
+/* From now on g's free symbols have the values val[]. */
+static void sym_remember(validate *V, const ir_graph *g, const int64_t *val)
+{
+	V->nsyms = 0;
+	for (int i = 0; i < g->nsyms; i++)
+		if (ir_sym_free(g, i)) {
+			V->sym_name[V->nsyms] = g->syms[i];
+			V->sym[V->nsyms++] = val[i];
+		}
+}
+
 static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
 {
 	size_t n = strlen(buf);
@@ -94,12 +119,11 @@ static void append(char *buf, size_t cap, const char *fmt, const char *a, const 
  * are large enough for the steps a traced loop reads (10 and up). */
 static int make_inputs(validate *V, ir_graph *g, ev_run *r)
 {
-	V->nsyms = g->nsyms;
 	for (int i = 0; i < g->nsyms; i++) {
 		int64_t least = ir_sym_least(g, i);
-		V->sym[i] = least > 10 + i ? least : 10 + i;
+		r->sym[i] = least > 10 + i ? least : 10 + i;
 	}
-	memcpy(r->sym, V->sym, sizeof V->sym);
+	sym_remember(V, g, r->sym);
 	V->nin = g->ninputs;
 	V->in_name = arena_array(&V->inA, (size_t)g->ninputs + 1, sizeof *V->in_name);
 	V->in = arena_array(&V->inA, (size_t)g->ninputs + 1, sizeof *V->in);
@@ -126,7 +150,7 @@ static int make_inputs(validate *V, ir_graph *g, ev_run *r)
 static double run_bytes(const validate *V, const ir_graph *g, double steps)
 {
 	ev_run probe = {0};
-	memcpy(probe.sym, V->sym, sizeof V->sym);
+	sym_values(V, g, probe.sym);
 	double total = 0;
 	for (int i = 0; i < g->nvalues; i++) {
 		const ir_value *v = g->values[i];
@@ -152,7 +176,7 @@ static double run_bytes(const validate *V, const ir_graph *g, double steps)
 /* Runs g (its nodes before upto) on the inputs; 0, or 1 with r->why. */
 static int run_graph_upto(validate *V, ir_graph *g, ev_run *r, int upto)
 {
-	memcpy(r->sym, V->sym, sizeof V->sym);
+	sym_values(V, g, r->sym);
 	ev_tensor **in = arena_array(r->A, (size_t)g->ninputs + 1, sizeof *in);
 	for (int k = 0; k < g->ninputs; k++) {
 		for (int j = 0; j < V->nin && !in[k]; j++)
@@ -165,17 +189,15 @@ static int run_graph_upto(validate *V, ir_graph *g, ev_run *r, int upto)
 	}
 	/* a symbol a pass made (a traced loop's length, re-rolled) takes its
 	 * value from the input axis it names; the inputs' sizes must hold */
-	for (int i = V->nsyms; i < g->nsyms; i++)
-		r->sym[i] = -1;
 	for (int k = 0; k < g->ninputs; k++) {
 		const ir_shape *s = &g->inputs[k]->shape;
 		for (int a = 0; a < s->rank && a < in[k]->rank; a++) {
 			int y = ir_dim_one_sym(s->d[a]);
-			if (y >= V->nsyms && ir_sym_free(g, y) && r->sym[y] < 0)
+			if (y >= 0 && ir_sym_free(g, y) && r->sym[y] < 0)
 				r->sym[y] = in[k]->d[a];
 		}
 	}
-	for (int i = V->nsyms; i < g->nsyms; i++)
+	for (int i = 0; i < g->nsyms; i++)
 		if (ir_sym_free(g, i) && r->sym[i] < 0) {
 			snprintf(r->why, sizeof r->why, "the pass made a size symbol '%s' that no input's axis gives",
 				 g->syms[i]);
@@ -183,8 +205,7 @@ static int run_graph_upto(validate *V, ir_graph *g, ev_run *r, int upto)
 		}
 	/* from now on those symbols have these values (a training build's
 	 * target is sized by them) */
-	memcpy(V->sym, r->sym, sizeof V->sym);
-	V->nsyms = g->nsyms;
+	sym_remember(V, g, r->sym);
 	for (int k = 0; k < g->ninputs; k++) {
 		const ir_shape *s = &g->inputs[k]->shape;
 		int ok = s->rank == in[k]->rank;
@@ -293,7 +314,7 @@ static int loss_with(validate *V, ir_graph *g, int upto, const ir_value *loss, c
 static int add_train_inputs(validate *V, ir_graph *g)
 {
 	ev_run probe = {.A = &V->inA};
-	memcpy(probe.sym, V->sym, sizeof V->sym);
+	sym_values(V, g, probe.sym);
 	for (int k = 0; k < g->ninputs; k++) {
 		int known = 0;
 		for (int j = 0; j < V->nin; j++)

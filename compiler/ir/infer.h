@@ -152,6 +152,8 @@ void infer_melweight(double *y, int64_t bins, int64_t dft_length, int64_t sample
 int infer_unpool_geometry(const ir_node *n, int64_t *ysp);
 /* Pad (inferred): begins then ends for every axis of X into pads[2 rank]. */
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads);
+/* The same, each pad a constant or a size known at run time. */
+int infer_pad_dims(ir_graph *g, ir_node *n, diag *D, ir_dim *pads);
 /* Resize (inferred; also Upsample, loaded as Resize): what rt_resize needs
  * besides the shapes and attributes: the scale of every axis of X (1 for the
  * axes not resized) and the roi of tf_crop_and_resize (starts then ends,

@@ -443,13 +443,11 @@ static int floor_made_exact(ir_graph *g, ir_dim a, ir_dim b)
 	if (!ir_dim_known(a) || !ir_dim_known(b))
 		return 0;
 	for (int f = 0; f < g->nsyms; f++) {
-		if (b.pow[f] != 1 || !g->sym_base[f] || g->sym_pin[f] || g->sym_off[f] ||
-		    ir_sym_div(g, f) < 2)
-			continue;
-		int s = g->sym_base[f] - 1;
-		int64_t m = ir_sym_mul(g, f), d = ir_sym_div(g, f), ad, bm;
-		if ((!g->sym_exact[f] && !ir_sym_exact_ok(g, s, m, 0, d)) || __builtin_mul_overflow(a.k, d, &ad) ||
-		    __builtin_mul_overflow(b.k, m, &bm))
+		ir_symdef *fd = &g->symdef[f];
+		int64_t m = 0, d = fd->div, ad, bm;
+		int s = ir_sym_base(g, f, &m);
+		if (b.pow[f] != 1 || s < 0 || m < 1 || g->sym_pin[f] || fd->off || d < 2 ||
+		    __builtin_mul_overflow(a.k, d, &ad) || __builtin_mul_overflow(b.k, m, &bm))
 			continue;
 		ir_dim lhs = a, rhs = b;
 		lhs.k = ad;
@@ -458,10 +456,14 @@ static int floor_made_exact(ir_graph *g, ir_dim a, ir_dim b)
 		if (rhs.pow[s] == UINT8_MAX)
 			continue;
 		rhs.pow[s]++;
-		if (ir_dim_eq(lhs, rhs)) {
-			g->sym_exact[f] = 1;
+		if (!ir_dim_eq(lhs, rhs))
+			continue;
+		/* exact, if an exact division of its term can be canonical */
+		uint8_t was = fd->exact;
+		fd->exact = 1;
+		if (!ir_sym_noncanonical(g, f))
 			return 1;
-		}
+		fd->exact = was;
 	}
 	return 0;
 }
@@ -596,30 +598,69 @@ static int infer_flatten(ictx *c)
 	return 0;
 }
 
+int infer_slice_sym_bound(ir_graph *g, ir_dim D, ir_dim v, int64_t *x)
+{
+	/* a size that differs from the axis' by a constant c: D + c, which
+	 * clamps like "to the end" when c >= 0 */
+	int64_t rel;
+	if (!ir_sym_diff(g, v, D, &rel))
+		return 0;
+	*x = rel < 0 ? rel : INT64_MAX;
+	return 1;
+}
+
+/* The clamped position of slice bound v on an axis of size D, a size
+ * expression: ONNX counts a negative bound from the end and then clamps a
+ * start or an end to [0, D] (for a negative step a start to [0, D - 1],
+ * an end to [-1, D - 1]), so x[-4:] of a run-time length T starts at
+ * max(T - 4, 0) and x[:10] ends at min(T, 10), which is what PyTorch
+ * computes at every T (where T's least value decides the clamp, the
+ * position is T - 4 or 10).  A bound that is a run-time size must differ
+ * from D by a constant (x[:x.size(0) - 1]). */
+static int slice_pos(ictx *c, ir_dim D, ir_dim v, int is_end, int64_t step, ir_dim *p)
+{
+	ir_graph *g = ir_root(c->g);
+	int64_t x = v.k, lo = step < 0 && is_end ? -1 : 0;
+	ir_dim top, q;
+	int ok = ir_sym_offset(g, D, step < 0 ? -1 : 0, &top);
+	if (ok && x >= INFER_SLICE_BIG)
+		*p = top;
+	else if (ok && x <= -INFER_SLICE_BIG)
+		*p = ir_dim_const(lo);
+	else if (ok && x >= 0)
+		ok = ir_sym_minmax(g, IR_SYM_MIN, ir_dim_const(x), top, p);
+	else if (ok)
+		ok = ir_sym_offset(g, D, x, &q) && ir_sym_minmax(g, IR_SYM_MAX, q, ir_dim_const(lo), p);
+	if (!ok)
+		return fail(c, "slice bound %lld on a dimension of size %s: its clamped position is no size "
+			    "expression cellc keeps (a symbol left, or a number out of range)", (long long)x,
+			    dimstr(c, D));
+	return 0;
+}
+
+/* ceil((a - b) / step), step >= 1: the length between two clamped slice
+ * positions.  a - max(q, c) where a - q is a constant d is min(d, a - c)
+ * (x[-4:] of T has T - max(T - 4, 0) = min(T, 4) rows), a - min(q, c)
+ * likewise max(d, a - c); any other difference a sum of size expressions. */
+static int slice_span(ir_graph *g, ir_dim a, ir_dim b, int64_t step, ir_dim *len)
+{
+	int s = ir_dim_one_sym(b);
+	const ir_symdef *bd = s >= 0 && s < g->nsyms ? &g->symdef[s] : NULL;
+	int64_t d;
+	ir_dim ac;
+	if (step == 1 && bd && (bd->op == IR_SYM_MIN || bd->op == IR_SYM_MAX) && bd->b < 0 &&
+	    ir_sym_diff(g, a, ir_dim_sym(bd->a), &d) && ir_sym_offset(g, a, -bd->off, &ac))
+		return ir_sym_minmax(g, bd->op == IR_SYM_MAX ? IR_SYM_MIN : IR_SYM_MAX, ir_dim_const(d), ac, len);
+	ir_dim t[2] = {a, b};
+	int64_t k[2] = {1, -1};
+	return ir_sym_lin(g, 2, t, k, step - 1, step, 0, len);
+}
+
 /* A slice bound on a symbolic dim D, as a*D + c (a in {0, 1}). */
 typedef struct spos {
 	int a;
 	int64_t c;
 } spos;
-
-int infer_slice_sym_bound(ir_graph *g, ir_dim D, ir_dim v, int64_t *x)
-{
-	g = ir_root(g);
-	if (ir_dim_eq(v, D)) {
-		*x = INT64_MAX;         /* the size itself clamps like "to the end" */
-		return 1;
-	}
-	/* one symbol each, of the same base (free or derived from it) */
-	int a = ir_dim_one_sym(v), b = ir_dim_one_sym(D);
-	if (a < 0 || b < 0 || a >= g->nsyms || b >= g->nsyms)
-		return 0;
-	int64_t oa, ob;
-	if (ir_sym_root(g, a, &oa) != ir_sym_root(g, b, &ob))
-		return 0;
-	int64_t rel = oa - ob;
-	*x = rel < 0 ? rel : INT64_MAX;
-	return 1;
-}
 
 /* Effective (clamped) start or end on a symbolic dimension D, under the
  * assumption that D is at least every constant bound below INFER_SLICE_BIG:
@@ -678,8 +719,44 @@ static int slice_len(ictx *c, int axis, ir_dim D, ir_dim st, ir_dim en, int64_t 
 		}
 		return 0;
 	}
+	if (step < -(int64_t)INT32_MAX || step > INT32_MAX)
+		return fail(c, "slice of symbolic dimension %s (axis %d) with step %lld: a step beyond 2^31 - 1 "
+			    "in magnitude is not supported there", dimstr(c, D), axis, (long long)step);
+	/* a bound that is a run-time size differing from D by a constant is
+	 * that constant (x[:x.size(0) - 1]: -1) */
+	ir_dim b[2] = {st, en};
+	for (int i = 0; i < 2; i++) {
+		int64_t k;
+		if (infer_mono_is_const(b[i]))
+			continue;
+		if (!infer_slice_sym_bound(c->g, D, b[i], &k))
+			return fail(c, "slice bound %s on a dimension of size %s is not decidable at compile time "
+				    "(a bound that is a run-time size must differ from its axis' size by a constant)",
+				    mono(c, b[i]), dimstr(c, D));
+		b[i] = ir_dim_const(k);
+	}
+	int64_t sv = b[0].k, ev = b[1].k;
+	ir_graph *g = ir_root(c->g);
+	if (step > 0 && (sv == 0 || sv <= -INFER_SLICE_BIG || (sv < 0 && ev >= INFER_SLICE_BIG))) {
+		/* a window from the start (x[:10]) or to the end (x[-4:]): its
+		 * clamped positions and their difference at every length, min(T,
+		 * 10) and min(T, 4) rows, as PyTorch and ONNX Runtime have it */
+		ir_dim s, e;
+		if (slice_pos(c, D, b[0], 0, step, &s) || slice_pos(c, D, b[1], 1, step, &e))
+			return 1;
+		if (!slice_span(g, e, s, step, len))
+			return fail(c, "cannot slice symbolic dimension %s (axis %d) with start %s, end %s, step %lld: "
+				    "the length of the result, (%s - %s) / %lld rounded up, is no size expression cellc "
+				    "keeps", dimstr(c, D), axis, mono(c, st), mono(c, en), (long long)step, dimstr(c, e),
+				    dimstr(c, s), (long long)step);
+		if (ir_dim_is_const(*len) && len->k < 0)
+			*len = ir_dim_const(0);
+		return 0;
+	}
+	/* any other window of constant bounds needs the axis to hold it (a
+	 * least value: x[:, t:t + 1] of a traced loop's step t needs T > t) */
 	spos s, e;
-	if (sym_bound(c, D, st, 0, step, &s) || sym_bound(c, D, en, 1, step, &e))
+	if (sym_bound(c, D, b[0], 0, step, &s) || sym_bound(c, D, b[1], 1, step, &e))
 		return 1;
 	int da = step > 0 ? e.a - s.a : s.a - e.a;
 	int64_t dc = step > 0 ? e.c - s.c : s.c - e.c;     /* |c| < 2^31: no overflow */
@@ -687,27 +764,15 @@ static int slice_len(ictx *c, int axis, ir_dim D, ir_dim st, ir_dim en, int64_t 
 		*len = ir_dim_const(dc > 0 ? div_steps(dc, step) : 0);
 		return 0;
 	}
-	ir_dim q;
-	if (da == 1 && dc == 0 && ir_dim_div(D, ir_dim_const(step < 0 ? -step : step), &q)) {
-		*len = q;
+	/* x[1:], x[:-1] of a time axis T: T - 1; x[::2]: floor((T + 1) / 2)
+	 * (checked to be at least 1 at run time, like every symbol) */
+	int64_t as = step < 0 ? -step : step;
+	if (da == 1 && ir_sym_floor(c->g, D, 1, dc + as - 1, as, len))
 		return 0;
-	}
-	/* x[1:], x[:-1] of a time axis T: the derived symbol T - 1 (checked to
-	 * be at least 1 at run time, like every symbol) */
-	if (da == 1 && (step == 1 || step == -1) && ir_sym_offset(c->g, D, dc, len))
-		return 0;
-	char lt[160];
-	const char *ds = dimstr(c, D);
-	snprintf(lt, sizeof lt, "%s%s", da < 0 ? "-" : "", ds);       /* da is +-1 here */
-	if (dc)
-		snprintf(lt + strlen(lt), sizeof lt - strlen(lt), " %c %lld", dc < 0 ? '-' : '+',
-			 (long long)(dc < 0 ? -dc : dc));
-	if (step != 1 && step != -1)
-		snprintf(lt + strlen(lt), sizeof lt - strlen(lt), ", divided by %s rounding up",
-			 step == INT64_MIN ? "2^63" : arena_printf(c->A, "%lld", (long long)(step < 0 ? -step : step)));
-	return fail(c, "cannot slice symbolic dimension %s (axis %d) with start %s, end %s, step "
-		    "%lld: the length of the result (%s) is not a product of dimension symbols", ds,
-		    axis, mono(c, st), mono(c, en), (long long)step, lt);
+	return fail(c, "cannot slice symbolic dimension %s (axis %d) with start %s, end %s, step %lld: the length "
+		    "of the result, %s%s %c %lld divided by %lld rounding up, is no size expression cellc keeps",
+		    dimstr(c, D), axis, mono(c, st), mono(c, en), (long long)step, da < 0 ? "-" : "", dimstr(c, D),
+		    dc < 0 ? '-' : '+', (long long)(dc < 0 ? -dc : dc), (long long)as);
 }
 
 static int infer_slice(ictx *c)
@@ -1222,57 +1287,13 @@ int infer_mono_mul(ir_dim a, ir_dim b, ir_dim *r)
 	return 1;
 }
 
-/* The symbol of d = +-S (k = 1 or -1, one power 1), its sign in *sign; -1 otherwise. */
-static int signed_sym(ir_dim d, int *sign)
-{
-	*sign = d.k < 0 ? -1 : 1;
-	if (d.k == -1)
-		d.k = 1;
-	return ir_dim_one_sym(d);
-}
-
-/* Sums that leave the monomials: a constant and +-S (S + c is the derived
- * symbol base + off + c, ir_sym_offset), or +S and -S' of one base (a
- * constant). */
+/* Sums that leave the monomials: of a constant and k S, or of k S and k'
+ * S' (two symbols, or derived symbols that are sums of the same symbols:
+ * (T + 1) - T is 1), a size expression (ir_sym_sum: T - 1, T1 + T2, the
+ * constant or the symbol it comes to). */
 static int mono_add_derived(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)
 {
-	if (!g)
-		return 0;
-	g = ir_root(g);
-	int sa, sb;
-	int ia = signed_sym(a, &sa), ib = signed_sym(b, &sb);
-	if (infer_mono_is_const(b) && ia >= 0) {
-		ir_dim t = a;
-		a = b;
-		b = t;
-		ia = ib;
-		ib = signed_sym(b, &sb);
-	}
-	if (infer_mono_is_const(a) && ib >= 0) {
-		/* c + sb*S = sb*(S + sb*c) */
-		if (a.k == INT64_MIN)
-			return 0;
-		ir_dim s = ir_dim_sym(ib), o;
-		if (!ir_sym_offset(g, s, sb * a.k, &o))
-			return 0;
-		if (sb < 0 && infer_mono_is_const(o)) {
-			if (o.k == INT64_MIN)
-				return 0;
-			o.k = -o.k;
-		} else if (sb < 0) {
-			o.k = -1;
-		}
-		*r = o;
-		return 1;
-	}
-	if (ia >= 0 && ib >= 0 && sa == -sb && ia < g->nsyms && ib < g->nsyms) {
-		int64_t oa, ob;
-		if (ir_sym_root(g, ia, &oa) != ir_sym_root(g, ib, &ob))
-			return 0;
-		*r = ir_dim_const(sa * (oa - ob));      /* |off| <= INT32_MAX: no overflow */
-		return 1;
-	}
-	return 0;
+	return g && ir_sym_sum(ir_root(g), a, b, 1, r);
 }
 
 int infer_mono_add(ir_graph *g, ir_dim a, ir_dim b, ir_dim *r)

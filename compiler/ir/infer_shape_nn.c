@@ -456,12 +456,13 @@ int infer_quant(ictx *c)
 }
 
 /* The pads of Pad per axis (begins then ends, 2 * rank) from its pads and
- * axes inputs; -1 after reporting. */
-static int pad_amounts(ictx *c, int64_t *pads)
+ * axes inputs, sizes known at compile time or at run time (F.pad(a, (0,
+ * b.size(1) - a.size(1))): T2 - T1); -1 after reporting. */
+static int pad_dims(ictx *c, ir_dim *pads)
 {
 	ir_value *x = in(c, 0);
 	int r = x->shape.rank, ax[IR_MAX_RANK], na = r;
-	int64_t p[2 * IR_MAX_RANK];
+	ir_dim p[2 * IR_MAX_RANK];
 	for (int a = 0; a < r; a++)
 		ax[a] = a;
 	if (in(c, 3)) {
@@ -469,13 +470,13 @@ static int pad_amounts(ictx *c, int64_t *pads)
 		if (na < 0)
 			return -1;
 	}
-	int m = infer_const_plain(c, 1, p, 2 * IR_MAX_RANK);
+	int m = infer_const_ints(c, 1, p, 2 * IR_MAX_RANK);
 	if (m < 0)
 		return -1;
 	if (m != 2 * na)
 		return fail(c, "input 'pads' has %d values; %d axes need %d", m, na, 2 * na), -1;
 	for (int a = 0; a < 2 * r; a++)
-		pads[a] = 0;
+		pads[a] = ir_dim_const(0);
 	for (int i = 0; i < na; i++) {
 		pads[ax[i]] = p[i];
 		pads[r + ax[i]] = p[na + i];
@@ -483,18 +484,33 @@ static int pad_amounts(ictx *c, int64_t *pads)
 	return 0;
 }
 
+int infer_pad_dims(ir_graph *g, ir_node *n, diag *D, ir_dim *pads)
+{
+	ictx cx = {g, n, D, g->A, 0};
+	return pad_dims(&cx, pads);
+}
+
 int infer_pad_amounts(ir_graph *g, ir_node *n, diag *D, int64_t *pads)
 {
 	ictx cx = {g, n, D, g->A, 0};
-	return pad_amounts(&cx, pads);
+	ir_dim p[2 * IR_MAX_RANK];
+	if (pad_dims(&cx, p))
+		return -1;
+	for (int a = 0; a < 2 * n->in[0]->shape.rank; a++) {
+		if (!infer_mono_is_const(p[a]))
+			return fail(&cx, "pad %d is the run-time size %s; a constant is needed here", a,
+				    mono(&cx, p[a])), -1;
+		pads[a] = p[a].k;
+	}
+	return 0;
 }
 
 int infer_pad(ictx *c)
 {
 	ir_value *x = in(c, 0), *v = in(c, 2);
 	int r = x->shape.rank;
-	int64_t pads[2 * IR_MAX_RANK];
-	if (pad_amounts(c, pads))
+	ir_dim pd[2 * IR_MAX_RANK];
+	if (pad_dims(c, pd))
 		return 1;
 	if (v && (v->dtype != x->dtype || ir_shape_const_numel(&v->shape) != 1))
 		return fail(c, "constant_value '%s' must be one element of X's dtype %s", v->name,
@@ -503,14 +519,29 @@ int infer_pad(ictx *c)
 	ir_shape s = x->shape;
 	for (int a = 0; a < r; a++) {
 		ir_dim d = x->shape.d[a];
-		int64_t add = pads[a] + pads[r + a];
-		if (!pads[a] && !pads[r + a])
+		if (!infer_mono_is_const(pd[a]) || !infer_mono_is_const(pd[r + a])) {
+			/* pads known at run time: the size expression d + pads
+			 * (checked at least 1 at run time); only zeros or the
+			 * constant go in, whatever their amount */
+			ir_dim t[3] = {d, pd[a], pd[r + a]};
+			int64_t one[3] = {1, 1, 1};
+			if (strcmp(mode, "constant"))
+				return fail(c, "axis %d has the pads %s and %s, known only at run time; mode %s needs them "
+					    "at compile time (mode constant takes them at run time)", a, mono(c, pd[a]),
+					    mono(c, pd[r + a]), mode);
+			if (!ir_sym_lin(c->g, 3, t, one, 0, 1, 0, &s.d[a]) || s.d[a].k < 0)
+				return fail(c, "axis %d of size %s padded by %s and %s: the size of the result is no size "
+					    "expression cellc keeps", a, dimstr(c, d), mono(c, pd[a]), mono(c, pd[r + a]));
+			continue;
+		}
+		int64_t pads[2] = {pd[a].k, pd[r + a].k}, add = pads[0] + pads[1];
+		if (!pads[0] && !pads[1])
 			continue;
 		if (!ir_dim_is_const(d)) {
 			/* the size expression d + pads, for d at least what the mode
 			 * needs (reflect: more than each pad; cropping: more than
 			 * the crop), checked at run time */
-			int64_t need = !strcmp(mode, "reflect") ? (pads[a] > pads[r + a] ? pads[a] : pads[r + a]) + 1 : 1;
+			int64_t need = !strcmp(mode, "reflect") ? (pads[0] > pads[1] ? pads[0] : pads[1]) + 1 : 1;
 			if (add < 0 && 1 - add > need)
 				need = 1 - add;
 			if (ir_sym_need(c->g, d, need) && ir_sym_offset(c->g, d, add, &s.d[a]))
@@ -521,12 +552,12 @@ int infer_pad(ictx *c)
 		}
 		if (d.k + add < 0)
 			return fail(c, "pads %lld and %lld crop more than the %lld elements of axis %d",
-				    (long long)pads[a], (long long)pads[r + a], (long long)d.k, a);
+				    (long long)pads[0], (long long)pads[1], (long long)d.k, a);
 		if (strcmp(mode, "constant") && d.k == 0)
 			return fail(c, "mode %s cannot pad the empty axis %d", mode, a);
-		if (!strcmp(mode, "reflect") && (pads[a] >= d.k || pads[r + a] >= d.k) && d.k > 1)
+		if (!strcmp(mode, "reflect") && (pads[0] >= d.k || pads[1] >= d.k) && d.k > 1)
 			return fail(c, "reflect pads of %lld and %lld on axis %d need at most %lld (its size - 1)",
-				    (long long)pads[a], (long long)pads[r + a], a, (long long)(d.k - 1));
+				    (long long)pads[0], (long long)pads[1], a, (long long)(d.k - 1));
 		s.d[a] = ir_dim_const(d.k + add);
 	}
 	set_out(c, 0, x->dtype, &s);

@@ -70,7 +70,14 @@ ir_dim ir_dim_sym(int sym)
 	return d;
 }
 
-int ir_dim_known(ir_dim a) { return a.k != IR_DIM_UNKNOWN; }
+int ir_dim_known(ir_dim a)
+{
+	/* (-1 times a symbol is known: an element of a symbolic constant) */
+	for (int i = 0; i < IR_MAX_SYMS; i++)
+		if (a.pow[i])
+			return 1;
+	return a.k != IR_DIM_UNKNOWN;
+}
 
 ir_dim ir_dim_mul(ir_dim a, ir_dim b)
 {
@@ -285,13 +292,16 @@ int ir_sym_add(ir_graph *g, const char *name)
 	if (g->nsyms == IR_MAX_SYMS)
 		return -1;
 	g->syms[g->nsyms] = arena_strdup(g->A, name);
+	g->symdef[g->nsyms] = (ir_symdef){0};
+	g->sym_min[g->nsyms] = g->sym_pin[g->nsyms] = 0;
+	g->sym_value[g->nsyms] = NULL;
 	return g->nsyms++;
 }
 
 int ir_sym_free(const ir_graph *g, int i)
 {
 	g = ir_root((ir_graph *)g);
-	return i >= 0 && i < g->nsyms && g->sym_base[i] == 0;
+	return i >= 0 && i < g->nsyms && g->symdef[i].op == IR_SYM_FREE;
 }
 
 int64_t ir_sym_least(const ir_graph *g, int i)

@@ -90,6 +90,36 @@ int ir_dim_known(ir_dim a);                      /* not IR_DIM_UNKNOWN */
 ir_dim ir_shape_numel(const ir_shape *s);        /* product of all dims */
 int ir_shape_eq(const ir_shape *a, const ir_shape *b);
 
+/* A derived symbol's definition: a size expression of earlier symbols.
+ *   IR_SYM_LIN   floor((c[0] * s0 + c[1] * s1 + ... + off) / div), div >= 1:
+ *                x[:-1] of a time axis T has T - 1 steps (ir_sym_offset), a
+ *                strided Conv over a run-time length L floor((L - 64) / 128)
+ *                (ir_sym_floor), torch.cat of two run-time lengths T1 + T2
+ *                (ir_sym_lin); exact: the model needs the division to leave
+ *                nothing over (a Reshape of [6 * B] into [12, -1] needs B
+ *                even: `B_over2 = B / 2`), which the generated code checks
+ *   IR_SYM_MIN   min(x, y), IR_SYM_MAX  max(x, y): x the symbol a, y the
+ *                symbol b or, b < 0, the constant off (x[:, :10] of a
+ *                run-time length T has min(T, 10) rows: ir_sym_minmax)
+ * Kept canonical, so that the same size is one symbol (ir_sym_canonical):
+ * a LIN's terms are atoms (symbols that are not a LIN without a divisor:
+ * those are expanded into their own terms), at least one, not one term
+ * alone with factor 1 or no divisor and no offset (that is a monomial),
+ * the factors and the divisor without a common factor, no floor of a
+ * floor with factor 1 (one floor), and without a divisor the last term's
+ * factor positive (T1 - T2 is -1 times T2 - T1); a MIN/MAX's operands two
+ * symbols in index order that are not offsets of one symbol, or a symbol
+ * and a constant. */
+enum { IR_SYM_FREE, IR_SYM_LIN, IR_SYM_MIN, IR_SYM_MAX };
+typedef struct ir_symdef {
+	uint8_t op;                     /* IR_SYM_* */
+	uint8_t exact;                  /* LIN with div > 1: the division is exact */
+	int64_t c[IR_MAX_SYMS];         /* LIN: each earlier symbol's factor (0: none) */
+	int64_t off;                    /* LIN: the constant term; MIN/MAX, b < 0: the constant */
+	int64_t div;                    /* LIN: the divisor (>= 1) */
+	int a, b;                       /* MIN/MAX: the operands (b < 0: the constant off) */
+} ir_symdef;
+
 /* ---- values --------------------------------------------------------------- */
 
 typedef enum {
@@ -336,27 +366,12 @@ typedef struct ir_graph {
 	/* root graph only: */
 	int nsyms;
 	const char *syms[IR_MAX_SYMS]; /* names of dimension symbols */
-	/* A derived symbol is a size expression of an earlier symbol, its base:
-	 *   value = floor((mul * base + off) / div)     mul, div >= 1
-	 * An offset symbol (mul = div = 1) stands for base + off: x[:-1] of a
-	 * time axis T has T - 1 steps, Concat of 1 and T - 1 steps has T, a Pad
-	 * of a run-time length L by 32 has L + 32 (ir_sym_offset); a floor
-	 * symbol is what a strided Conv or a pooling makes of a run-time length
-	 * (ir_sym_floor).  To every monomial rule it is a symbol of its own;
-	 * its value is computed from its base's once per call by the generated
-	 * code, never given by the caller, and checked to be at least 1 where
-	 * it sizes something.  Kept canonical: an offset's base is no offset
-	 * symbol, the same definition is one symbol, mul and div have no
-	 * common factor, and a floor of a floor whose mul is 1 is one floor. */
-	int sym_base[IR_MAX_SYMS];     /* derived: index + 1 of its base (earlier); 0: free */
-	int64_t sym_off[IR_MAX_SYMS];  /* derived: the offset (an offset symbol's never 0) */
-	int64_t sym_mul[IR_MAX_SYMS];  /* derived: the factor (0 means 1) */
-	int64_t sym_div[IR_MAX_SYMS];  /* derived: the divisor (0 means 1) */
-	/* derived with a divisor: the division must be exact, not a floor
-	 * (`B_over2 = B / 2`: a Reshape of [6 * B] into [12, -1] needs B even);
-	 * the value is the same quotient, and the generated code checks that
-	 * nothing is left over (ir_sym_exact); 0: a floor */
-	uint8_t sym_exact[IR_MAX_SYMS];
+	/* How each symbol's value is had: given by the caller (IR_SYM_FREE), or
+	 * derived, a size expression of earlier symbols (ir_symdef, above)
+	 * computed once per call by the generated code, never given by the
+	 * caller, and checked to be at least 1 where it sizes something.  To
+	 * every monomial rule a derived symbol is a symbol of its own. */
+	ir_symdef symdef[IR_MAX_SYMS];
 	/* a derived symbol an operator's contract requires to be a constant (a
 	 * Squeeze of an axis a strided Conv made: floor((L + 320) / 512) must
 	 * be 1): every shape has the constant, the symbol stays for the
@@ -508,59 +523,75 @@ const char *ir_sym_fresh_name(ir_graph *g, const char *want);
 int ir_sym_add(ir_graph *g, const char *name);           /* index; existing if same name; -1 if full */
 /* Symbol i is free: its value is given by the caller (not derived). */
 int ir_sym_free(const ir_graph *g, int i);
-/* d + c where d is a constant or one symbol (k = 1, one power 1), free or
- * derived: the constant, the base symbol (offset 0) or the derived symbol
- * base + offset (made on first use, named base_minus_N / base_plus_N).
- * Returns 1 and sets *r; 0 when d is another monomial, the offset exceeds
- * INT32_MAX in magnitude or no symbol is left. */
+/* Size expressions (ir_symdef).  The builders take dims that are constants
+ * or k times one symbol (one power 1, any k; free or derived) and set *r
+ * to the canonical result: a constant, k times one symbol, a derived
+ * symbol already there, or a new one named after its terms (T_minus_1,
+ * L_div2, T1_plus_T2, min_T_10).  They return 1, or 0 when an operand is
+ * another monomial, a number leaves INT32_MAX in magnitude, an exact
+ * division cannot be exact, or no symbol is left.
+ *   ir_sym_lin     floor((k[0] * d[0] + ... + k[n-1] * d[n-1] + off) / div),
+ *                  div >= 1; exact: the division must be exact
+ *   ir_sym_offset  d + c
+ *   ir_sym_floor   floor((mul * d + off) / div), mul and div >= 1
+ *   ir_sym_exact   (mul * d + off) / div, exact (the -1 of a Reshape)
+ *   ir_sym_sum     a + sign * b (sign 1 or -1)
+ *   ir_sym_minmax  min (op IR_SYM_MIN) or max (IR_SYM_MAX) of x and y: one
+ *                  of them where their bounds decide it (min(T, 1) is 1,
+ *                  min(T - 1, T) is T - 1) */
+int ir_sym_lin(ir_graph *g, int n, const ir_dim *d, const int64_t *k, int64_t off, int64_t div, int exact,
+	       ir_dim *r);
 int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
-/* Records that dimension d is at least m at run time (a constant, or k
- * times one symbol, free or derived: a least value of its free symbol).
- * 1 when d is such a dimension (or a constant of at least m), else 0. */
-int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
-/* floor((mul * d + off) / div), mul and div in 1 .. INT32_MAX, off within
- * INT32_MAX in magnitude, for d a constant or k times one symbol (one power
- * 1; k goes into mul): a constant, a symbol already there, or a new derived symbol (named
- * after its base), canonical as ir_graph says.  1 and *r, or 0 when d is
- * another monomial, a number overflows or no symbol is left. */
 int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
-/* (mul * d + off) / div where the model needs the division exact (the -1
- * of a Reshape): a constant when d is one and div divides it (0 when it
- * does not), else the exact derived symbol of one symbol d (k = 1, one
- * power 1, not itself a floor or a factor: ir_sym_exact_ok), found or made;
- * mul and div reduced by their common factor, which must then divide off.
- * 1 and *r, or 0. */
 int ir_sym_exact(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
-/* The first exact symbol (sym_exact) whose division leaves a remainder for
- * the free symbols' values free[] (-1: none). */
+int ir_sym_sum(ir_graph *g, ir_dim a, ir_dim b, int sign, ir_dim *r);
+int ir_sym_minmax(ir_graph *g, int op, ir_dim x, ir_dim y, ir_dim *r);
+/* Whether a - b is a constant (T + 3 and T - 1; two sums of the same
+ * symbols), in *d. */
+int ir_sym_diff(const ir_graph *g, ir_dim a, ir_dim b, int64_t *d);
+/* Records that dimension d is at least m at run time (a constant, or k
+ * times one symbol): as least values of the free symbols it is made of,
+ * where that is the one way to have it (a LIN of one term, a MIN of
+ * symbols and constants, a MAX with a constant below m).  1 when d is
+ * such a dimension or is at least m already, else 0. */
+int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
+/* The first exact symbol whose division leaves a remainder for the free
+ * symbols' values free[] (-1: none). */
 int ir_sym_inexact(const ir_graph *g, const int64_t *free);
-/* Whether floor((mul * b + off) / div) is in the form ir_sym_floor keeps
- * (mul and div without a common factor, not a plain monomial, no
- * composition left with its base): what the text and ir_verify require
- * of a derived symbol's definition. */
-int ir_sym_canonical(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div);
-/* The same for an exact symbol: div at least 2, no common factor with mul,
- * the base a free symbol, an offset, a pinned or an exact one (T / 2 / 2:
- * each division checked). */
-int ir_sym_exact_ok(const ir_graph *g, int b, int64_t mul, int64_t off, int64_t div);
-/* Symbol s's mul and div (1 for 0). */
-int64_t ir_sym_mul(const ir_graph *g, int s);
-int64_t ir_sym_div(const ir_graph *g, int s);
-/* s is an offset symbol (derived, mul = div = 1). */
+/* NULL when symbol s's definition is canonical as ir_symdef says (what the
+ * text reader and ir_verify require), else what is wrong, a phrase. */
+const char *ir_sym_noncanonical(const ir_graph *g, int s);
+/* The one term of LIN symbol s and its factor in *mul: floor((mul * base +
+ * off) / div); -1 for a symbol of another kind or of several terms. */
+int ir_sym_base(const ir_graph *g, int s, int64_t *mul);
+/* s is an offset symbol (a LIN of one term with factor 1, no divisor). */
 int ir_sym_is_offset(const ir_graph *g, int s);
-/* The symbol that s is an offset of, and the offset: s's base and sym_off
- * for an offset symbol, else s itself and 0. */
+/* The symbol that s is an offset of, and the offset: for an offset symbol
+ * its term and off, else s itself and 0. */
 int ir_sym_root(const ir_graph *g, int s, int64_t *off);
+/* The symbols symbol s's definition reads (its terms, or a MIN's or MAX's
+ * operands), a bit each; 0 for a free one. */
+unsigned ir_sym_operands(const ir_graph *g, int s);
+/* The free symbols symbol s is computed from, a bit each (s's own for a
+ * free one). */
+unsigned ir_sym_frees(const ir_graph *g, int s);
 /* The value of symbol s when the free symbols have the values free[]
  * (derived ones computed from them); INT64_MIN on overflow. */
 int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free);
+/* The largest value symbol s takes when each free symbol i is between its
+ * least value and max[i] (the --max-dim sizes); INT64_MAX when unbounded
+ * or on overflow. */
+int64_t ir_sym_max_value(const ir_graph *g, int s, const int64_t *max);
 /* Symbol s's definition as text: "T - 1", "floor((L - 64) / 128)",
- * "2 * L + 1"; "" for a free symbol. */
+ * "2 * L + 1", "T1 + T2", "min(T, 10)"; "" for a free symbol.  name: how a
+ * symbol is written (NULL: its name as it is). */
 const char *ir_sym_def_str(arena *A, const ir_graph *g, int s);
+const char *ir_sym_def_fmt(arena *A, const ir_graph *g, int s, const char *(*name)(arena *A, const char *sym));
 /* The least value of free symbol i at run time: sym_min, at least 1. */
 int64_t ir_sym_least(const ir_graph *g, int i);
-/* The least value of any symbol s: a free one's ir_sym_least, a pinned
- * one's pin, a derived one's definition at its base's least value. */
+/* The least value of any symbol s, at least 1: a free one's ir_sym_least,
+ * a pinned one's pin, a derived one's least by its definition (a term
+ * with a negative factor has none: 1). */
 int64_t ir_sym_least_value(const ir_graph *g, int s);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
 int ir_dim_one_sym(ir_dim d);
@@ -600,6 +631,13 @@ typedef struct ir_sym_link {
  * caller's copies of dims are stale and it must infer its node again), or
  * 0 with nothing changed. */
 int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *why);
+/* Drops the derived symbols nothing uses any more (no shape, symbolic
+ * constant or kept symbol's definition; a pinned or exact one holds a
+ * run-time check and stays): the steps of a size expression a rule built on
+ * the way (x[-4:]'s start max(T - 4, 0) on its way to min(T, 4)).  The
+ * symbols left move down as a unification's do; compile_run calls it after
+ * every stage, where no index of a symbol is held. */
+void ir_sym_gc(ir_graph *g);
 /* Records a link as the text's `sizes` line does (no rewrite). */
 void ir_sym_link_add(ir_graph *g, const ir_sym_link *l);
 

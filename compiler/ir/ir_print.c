@@ -637,23 +637,15 @@ static void print_unrolled(sbuf *b, const ir_unrolled *u, int depth)
 	sb_puts(b, "\n");
 }
 
-/* A derived symbol's definition, its base's name as an identifier
- * (ir_sym_def_str's form). */
-static void print_sym_def(sbuf *b, const ir_graph *g, int i)
+/* A symbol's name as the text writes it: bare when an identifier, else
+ * quoted (the names in a derived symbol's definition). */
+static const char *ident_str(arena *A, const char *s)
 {
-	int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i), off = g->sym_off[i];
-	int paren = div > 1 && (off || mul > 1), fl = div > 1 && !g->sym_exact[i];
-	if (fl)
-		sb_puts(b, paren ? "floor((" : "floor(");
-	else if (paren)
-		sb_puts(b, "(");
-	if (mul > 1)
-		sb_printf(b, "%lld * ", (long long)mul);
-	sb_ident(b, g->syms[g->sym_base[i] - 1]);
-	if (off)
-		sb_printf(b, " %c %lld", off < 0 ? '-' : '+', (long long)(off < 0 ? -off : off));
-	if (div > 1)
-		sb_printf(b, "%s / %lld%s", paren ? ")" : "", (long long)div, fl ? ")" : "");
+	sbuf b = {0};
+	sb_ident(&b, s);
+	const char *r = arena_strdup(A, b.s);
+	free(b.s);
+	return r;
 }
 
 /* sizes "h_1" = "input_0", node "LSTM_3", why "..."  (ir_sym_link) */
@@ -702,10 +694,14 @@ static void print_graph(FILE *f, const ir_graph *g, int depth)
 					sb_puts(&b, " = value %");
 					sb_name(&b, g->sym_value[i]);
 				}
-				if (g->sym_base[i]) {   /* derived: "T_minus_1 = T - 1", "L_div2 = floor((L + 1) / 2)",
-							 * exact: "B_over2 = B / 2" */
+				if (!ir_sym_free(g, i)) {       /* derived: "T_minus_1 = T - 1", "L_div2 =
+								 * floor((L + 1) / 2)", exact: "B_over2 = B / 2",
+								 * "T1_plus_T2 = T1 + T2", "min_T_10 = min(T, 10)" */
+					arena A;
+					arena_init(&A);
 					sb_puts(&b, " = ");
-					print_sym_def(&b, g, i);
+					sb_puts(&b, ir_sym_def_fmt(&A, g, i, ident_str));
+					arena_free(&A);
 					if (g->sym_pin[i])
 						sb_printf(&b, " == %lld", (long long)g->sym_pin[i]);
 				}

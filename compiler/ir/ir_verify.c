@@ -860,10 +860,10 @@ static void check_value_sym(vctx *c, const ir_graph *g, int i)
 {
 	int xk = ir_sym_value_input(g, i);
 	const ir_value *x = xk >= 0 ? g->inputs[xk] : NULL;
-	if (!x || g->sym_base[i] || (x->dtype != DT_I64 && x->dtype != DT_I32) || x->shape.rank > 1 ||
+	if (!x || !ir_sym_free(g, i) || (x->dtype != DT_I64 && x->dtype != DT_I32) || x->shape.rank > 1 ||
 	    ir_shape_const_numel(&x->shape) != 1) {
 		bad(c, g, "dimension symbol '%s' is the value of '%s', which is no int64 or int32 graph input of one "
-		    "element%s", g->syms[i], g->sym_value[i], g->sym_base[i] ? " (and the symbol is derived)" : "");
+		    "element%s", g->syms[i], g->sym_value[i], !ir_sym_free(g, i) ? " (and the symbol is derived)" : "");
 		return;
 	}
 	for (int j = 0; j < g->nsyms; j++)
@@ -886,22 +886,19 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	infer_set def;
 	infer_set_init(&def);
 	for (int i = 0; !g->parent && i < g->nsyms; i++) {
-		int b = g->sym_base[i] - 1;
-		int64_t mul = ir_sym_mul(g, i), div = ir_sym_div(g, i);
-		if (g->sym_base[i] && (b < 0 || b >= i || mul > INT32_MAX || div > INT32_MAX || g->sym_mul[i] < 0 ||
-				       g->sym_div[i] < 0 ||
-				       !(g->sym_exact[i] ? ir_sym_exact_ok(g, b, mul, g->sym_off[i], div)
-							 : ir_sym_canonical(g, b, mul, g->sym_off[i], div)) ||
-				       g->sym_off[i] > INT32_MAX || g->sym_off[i] < -(int64_t)INT32_MAX))
-			bad(&c, g, "dimension symbol '%s' is derived from symbol %d as %s", g->syms[i], b,
-			    b >= 0 && b < i ? ir_sym_def_str(g->A, g, i) : "?");
-		if (g->sym_exact[i] && (!g->sym_base[i] || g->sym_exact[i] != 1))
+		const ir_symdef *d = &g->symdef[i];
+		const char *why = ir_sym_noncanonical(g, i);
+		if (why)
+			bad(&c, g, "dimension symbol '%s' is derived as %s, which is not canonical: %s", g->syms[i],
+			    d->op == IR_SYM_LIN || d->op == IR_SYM_MIN || d->op == IR_SYM_MAX ? ir_sym_def_str(g->A, g, i)
+			    : "?", why);
+		if (d->exact && (d->op != IR_SYM_LIN || d->div < 2 || d->exact != 1))
 			bad(&c, g, "dimension symbol '%s' is marked exact but is no derived symbol with a divisor",
 			    g->syms[i]);
-		if (g->sym_pin[i] && (!g->sym_base[i] || g->sym_pin[i] < 1 || g->sym_pin[i] > INT32_MAX))
+		if (g->sym_pin[i] && (ir_sym_free(g, i) || g->sym_pin[i] < 1 || g->sym_pin[i] > INT32_MAX))
 			bad(&c, g, "dimension symbol '%s' is pinned to %lld (derived symbols only, 1 to 2^31 - 1)",
 			    g->syms[i], (long long)g->sym_pin[i]);
-		if (g->sym_min[i] < 0 || g->sym_min[i] > INT32_MAX || (g->sym_base[i] && g->sym_min[i]))
+		if (g->sym_min[i] < 0 || g->sym_min[i] > INT32_MAX || (!ir_sym_free(g, i) && g->sym_min[i]))
 			bad(&c, g, "dimension symbol '%s' has the least value %lld (a free symbol's, 0 to 2^31 - 1)",
 			    g->syms[i], (long long)g->sym_min[i]);
 		if (g->sym_value[i])

@@ -599,10 +599,10 @@ static int size_if(ir_graph *g, ir_node *n, diag *D, rlist *l, const size_pred *
 			return -1;
 		}
 	} else {
-		int f = s;
-		while (root->sym_base[f])
-			f = root->sym_base[f] - 1;
-		if (!ir_sym_need(g, p->d, a[k])) {
+		/* the size is computed from one free symbol: the least value is its */
+		unsigned fr = ir_sym_frees(root, s);
+		int f = fr && !(fr & (fr - 1)) ? __builtin_ctz(fr) : -1;
+		if (f < 0 || !ir_sym_need(g, p->d, a[k])) {
 			diag_node(D, n, "If with a condition on a run-time size (%s): its %s branch is for %s >= %lld, "
 				  "which cellc cannot require", pred, k ? "else" : "then", root->syms[s], (long long)a[k]);
 			return -1;

@@ -556,11 +556,34 @@ static void rule_concat(gctx *C, ir_node *n, ir_value *dy)
 {
 	int r = n->out[0]->shape.rank, ax = axis_attr(n, r, 0);
 	int64_t off = 0;
+	int symbolic = 0;
+	for (int i = 0; i < n->nin; i++)
+		symbolic |= !ir_dim_is_const(n->in[i]->shape.d[ax]);
+	if (symbolic) {
+		/* along a run-time axis (torch.cat of a context of T1 frames and a
+		 * chunk of T2): dy split back into the parts' sizes, run-time too */
+		enum { MAX_PARTS = 16 };
+		ir_dim sizes[MAX_PARTS];
+		if (n->nin > MAX_PARTS)
+			return (void)fail(C, "cannot differentiate a Concat of more than %s inputs along a run-time axis",
+					  "16");
+		for (int i = 0; i < n->nin; i++)
+			sizes[i] = n->in[i]->shape.d[ax];
+		ir_value *in[2] = {dy, ir_const_dims(C->tg, sizes, n->nin)};
+		ir_build B = grad_build(C);
+		ir_node *sp = ir_build_node(&B, C->tg, OP_SPLIT, 2, in, n->nin);
+		ir_attr_set_int(sp, "axis", ax);
+		for (int i = 1; i < n->nin; i++)
+			ir_build_out(&B, sp, i, dy->dtype);
+		ir_value *g0 = ir_build_done(&B, sp, NULL);
+		for (int i = 0; i < n->nin; i++)
+			if (need(C, n->in[i]))
+				grad_acc(C, n->in[i], i ? sp->out[i] : g0);
+		return;
+	}
 	for (int i = 0; i < n->nin; i++) {
 		ir_value *p = n->in[i];
 		ir_dim d = p->shape.d[ax];
-		if (!ir_dim_is_const(d))
-			return (void)fail(C, "cannot differentiate Concat along a symbolic axis (%s)", p->name);
 		if (need(C, p)) {
 			ir_value *in[4] = {dy, int1(C, off), int1(C, off + d.k), int1(C, ax)};
 			grad_acc(C, p, fin(C, mk(C, OP_SLICE, 4, in)));
@@ -1000,15 +1023,30 @@ static void rule_topk(gctx *C, ir_node *n, ir_value *dy)
 
 static void rule_pad(gctx *C, ir_node *n, ir_value *dy)
 {
-	ir_value *x = n->in[0], *val = n->nin > 2 ? n->in[2] : NULL;
-	int64_t pads[2 * IR_MAX_RANK];
-	if (x->dtype != DT_F32 || infer_pad_amounts(C->src, n, C->X->D, pads))
-		return (void)fail(C, "cannot differentiate Pad: it needs f32 data and constant pads%s", "");
-	ir_value *in[2] = {V(C, x), dy};
-	ir_node *g = mk(C, OP_PADGRAD, 2, in);
-	ir_attr_set_ints(g, "pads", 2 * x->shape.rank, pads);
-	ir_attr_set_string(g, "mode", ir_attr_string(n, "mode", "constant"));
-	ir_value *dx = fin(C, g);
+	ir_value *x = n->in[0], *val = n->nin > 2 ? n->in[2] : NULL, *dx;
+	int r = x->shape.rank, known = 1;
+	ir_dim pd[2 * IR_MAX_RANK];
+	if (x->dtype != DT_F32 || infer_pad_dims(C->src, n, C->X->D, pd))
+		return (void)fail(C, "cannot differentiate Pad: it needs f32 data%s", "");
+	for (int a = 0; a < 2 * r; a++)
+		known &= ir_dim_is_const(pd[a]);
+	if (known) {
+		int64_t pads[2 * IR_MAX_RANK];
+		for (int a = 0; a < 2 * r; a++)
+			pads[a] = pd[a].k;
+		ir_value *in[2] = {V(C, x), dy};
+		ir_node *g = mk(C, OP_PADGRAD, 2, in);
+		ir_attr_set_ints(g, "pads", 2 * r, pads);
+		ir_attr_set_string(g, "mode", ir_attr_string(n, "mode", "constant"));
+		dx = fin(C, g);
+	} else {
+		/* pads known at run time (mode constant: infer_pad): dX is dY
+		 * cropped by them, a Pad by their negatives */
+		for (int a = 0; a < 2 * r; a++)
+			pd[a].k = -pd[a].k;
+		ir_value *in[2] = {dy, ir_const_dims(C->tg, pd, 2 * r)};
+		dx = fin(C, mk(C, OP_PAD, 2, in));
+	}
 	grad_acc(C, x, dx);
 	if (val && need(C, val)) {
 		/* the constant fills every position of dY not copied from X */

@@ -998,7 +998,8 @@ static int sink_gathers(ir_graph *g)
 static int is_t_minus_1(const ir_graph *g, ir_dim d, ir_dim T)
 {
 	int s = ir_dim_one_sym(d), t = ir_dim_one_sym(T);
-	return s >= 0 && t >= 0 && ir_sym_is_offset(g, s) && g->sym_base[s] == t + 1 && g->sym_off[s] == -1;
+	int64_t off;
+	return s >= 0 && t >= 0 && ir_sym_is_offset(g, s) && ir_sym_root(g, s, &off) == t && off == -1;
 }
 
 /* Whether a Gather along a stacked output's time axis reads, by a constant

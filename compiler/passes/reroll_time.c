@@ -251,6 +251,12 @@ static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *or
 	diag q;
 	diag_init(&q, R->D->file);
 	q.quiet = 1;
+	/* the trace read steps 0 .. en - 1 of the sequence, so the model needs
+	 * that many (at fewer, the trace's own Gather fails): a least value
+	 * of a run-time length, which makes the slice en steps long */
+	ir_dim d = rec->in[s]->shape.d[R->seq[s].axis];
+	if (en > 0 && !ir_dim_is_const(d) && !ir_sym_need(g, d, en))
+		return 1;
 	ir_node *sl = reroll_axis_slice(g, rec->in[s], 0, en, R->seq[s].axis, 1, NULL);
 	sl->origin = origin;
 	sl->out[0]->role = role;

@@ -51,12 +51,12 @@ START_TEST(floor_canonical)
 	ir_dim f = floor_of(g, p, 1, 0 - 32 + 16, 16);     /* no Conv pads, span 32, stride 16 */
 	int sf = ir_dim_one_sym(f);
 	/* the offset is folded in: floor(L / 16) of L itself */
-	ck_assert_int_eq(g->sym_base[sf], 2);
+	ck_assert_int_eq(ir_sym_base(g, sf, NULL), 1);
 	ck_assert_str_eq(ir_sym_def_str(&A, g, sf), "floor(L / 16)");
 	/* a stride-2 window over it: floor((floor(L / 16) + 1) / 2) = floor((L + 16) / 32) */
 	ir_dim h = floor_of(g, f, 1, 1, 2);
 	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(h)), "floor((L + 16) / 32)");
-	ck_assert_int_eq(g->sym_base[ir_dim_one_sym(h)], 2);
+	ck_assert_int_eq(ir_sym_base(g, ir_dim_one_sym(h), NULL), 1);
 	/* the same definition is the same symbol */
 	int n = g->nsyms;
 	ck_assert(ir_dim_eq(floor_of(g, f, 1, 1, 2), h));
@@ -127,7 +127,7 @@ START_TEST(unify_two_symbols)
 	ck_assert_int_eq(g->nsyms, 3);
 	ck_assert(ir_dim_eq(hv->shape.d[0], ir_dim_sym(0)));
 	ck_assert_str_eq(g->syms[2], "B_minus_1");
-	ck_assert_int_eq(g->sym_base[2], 1);
+	ck_assert_int_eq(ir_sym_base(g, 2, NULL), 0);
 	(void)d;
 	ck_assert(ir_dim_eq(c->sym[0], ir_dim_sym(0)));
 	ck_assert_int_eq(g->nlinks, 1);
@@ -226,6 +226,164 @@ START_TEST(least_value_and_at_least_links)
 }
 END_TEST
 
+/* Sums of symbols: canonical (terms written out, the last factor
+ * positive), the same sum one symbol, sums that cancel back to a symbol or
+ * a constant, values, and the least and largest values with a negative
+ * term. */
+START_TEST(sums)
+{
+	ir_graph *g = graph(NULL);
+	ck_assert_int_eq(ir_sym_add(g, "M"), 2);
+	ir_dim L = ir_dim_sym(1), M = ir_dim_sym(2), r;
+	ck_assert(ir_sym_sum(g, L, M, 1, &r));                  /* L + M */
+	int s = ir_dim_one_sym(r);
+	ck_assert_int_ge(s, 3);
+	ck_assert_str_eq(g->syms[s], "L_plus_M");
+	ck_assert_str_eq(ir_sym_def_str(&A, g, s), "L + M");
+	ck_assert_ptr_null(ir_sym_noncanonical(g, s));
+	/* M + L is the same symbol; (L + M) - M is L; (L + M) - L - M is 0 */
+	ir_dim r2, r3, r4;
+	ck_assert(ir_sym_sum(g, M, L, 1, &r2));
+	ck_assert(ir_dim_eq(r, r2));
+	ck_assert(ir_sym_sum(g, r, M, -1, &r3));
+	ck_assert(ir_dim_eq(r3, L));
+	ir_dim t[3] = {r, L, M};
+	int64_t k[3] = {1, -1, -1};
+	ck_assert(ir_sym_lin(g, 3, t, k, 0, 1, 0, &r4));
+	ck_assert(ir_dim_eq(r4, ir_dim_const(0)));
+	/* L - M is -1 times M - L (the last term's factor positive) */
+	ck_assert(ir_sym_sum(g, L, M, -1, &r2));
+	ck_assert_int_eq(r2.k, -1);
+	r2.k = 1;
+	int sd = ir_dim_one_sym(r2);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, sd), "M - L");
+	ck_assert_str_eq(g->syms[sd], "M_minus_L");
+	/* (L + M) + 3 expands the sum: its own definition over L and M */
+	ck_assert(ir_sym_offset(g, r, 3, &r3));
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(r3)), "L + M + 3");
+	/* floor((L + M) / 2): a floor of a sum; 2 L + 2 M over 4 reduces to it */
+	ir_dim t2[2] = {L, M};
+	int64_t k2[2] = {2, 2};
+	ck_assert(ir_sym_lin(g, 2, t2, k2, 1, 4, 0, &r4));
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(r4)), "floor((L + M) / 2)");
+	/* values: L = 7, M = 4 */
+	int64_t v[IR_MAX_SYMS] = {1, 7, 4};
+	ck_assert_int_eq(ir_sym_value(g, s, v), 11);
+	ck_assert_int_eq(ir_sym_value(g, sd, v), -3);
+	ck_assert_int_eq(ir_sym_value(g, ir_dim_one_sym(r4), v), 5);
+	/* least values: L + M at least 2; M - L has no least (reported 1);
+	 * largest of M - L with L, M <= 10: 10 - 1 = 9 */
+	ck_assert_int_eq(ir_sym_least_value(g, s), 2);
+	ck_assert_int_eq(ir_sym_least_value(g, sd), 1);
+	int64_t mx[IR_MAX_SYMS] = {4, 10, 10};
+	ck_assert_int_eq(ir_sym_max_value(g, sd, mx), 9);
+	ck_assert_int_eq(ir_sym_max_value(g, s, mx), 20);
+	ck_assert_int_eq(ir_sym_frees(g, sd), 6u);
+	/* L + M >= 5 has no one way: refused, nothing recorded */
+	ck_assert(!ir_sym_need(g, r, 5));
+	ck_assert_int_eq(ir_sym_least(g, 1), 1);
+	/* a product of two symbols is no operand */
+	ck_assert(!ir_sym_sum(g, ir_dim_mul(L, M), L, 1, &r2));
+}
+END_TEST
+
+/* min and max: decided by the operands' bounds where they can be, else a
+ * symbol in index order; least values through them; values. */
+START_TEST(min_max)
+{
+	ir_graph *g = graph(NULL);
+	ir_dim L = ir_dim_sym(1), r, r2, p;
+	/* min(L, 1) is 1 (L >= 1); max(L, 1) is L; min(10, L) is min(L, 10) */
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, L, ir_dim_const(1), &r));
+	ck_assert(ir_dim_eq(r, ir_dim_const(1)));
+	ck_assert(ir_sym_minmax(g, IR_SYM_MAX, L, ir_dim_const(1), &r));
+	ck_assert(ir_dim_eq(r, L));
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, ir_dim_const(10), L, &r));
+	int m = ir_dim_one_sym(r);
+	ck_assert_str_eq(g->syms[m], "min_L_10");
+	ck_assert_str_eq(ir_sym_def_str(&A, g, m), "min(L, 10)");
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, L, ir_dim_const(10), &r2));
+	ck_assert(ir_dim_eq(r, r2));
+	/* min(L - 1, L) is L - 1: they differ by a constant */
+	ck_assert(ir_sym_offset(g, L, -1, &p));
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, p, L, &r2));
+	ck_assert(ir_dim_eq(r2, p));
+	/* min(min(L, 10), 12) is min(L, 10): its largest value is 10 */
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, r, ir_dim_const(12), &r2));
+	ck_assert(ir_dim_eq(r2, r));
+	int64_t v[IR_MAX_SYMS] = {1, 7};
+	ck_assert_int_eq(ir_sym_value(g, m, v), 7);
+	v[1] = 30;
+	ck_assert_int_eq(ir_sym_value(g, m, v), 10);
+	/* min(L, 10) >= 4 <=> L >= 4; >= 11 never */
+	ck_assert(ir_sym_need(g, r, 4));
+	ck_assert_int_eq(ir_sym_least(g, 1), 4);
+	ck_assert(!ir_sym_need(g, r, 11));
+	ck_assert_int_eq(ir_sym_least(g, 1), 4);
+	/* now L >= 4: min(L, 3) is 3 */
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, L, ir_dim_const(3), &r2));
+	ck_assert(ir_dim_eq(r2, ir_dim_const(3)));
+	/* max(L - 8, 0): the clamp of x[-8:]'s start */
+	ck_assert(ir_sym_offset(g, L, -8, &p));
+	ck_assert(ir_sym_minmax(g, IR_SYM_MAX, p, ir_dim_const(0), &r2));
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(r2)), "max(L_minus_8, 0)");
+	ck_assert_ptr_null(ir_sym_noncanonical(g, ir_dim_one_sym(r2)));
+	/* 2 L is no operand of its own */
+	ck_assert(!ir_sym_minmax(g, IR_SYM_MIN, ir_dim_mul(ir_dim_const(2), L), ir_dim_sym(0), &r2));
+}
+END_TEST
+
+/* A unification reads the definitions made of the symbol that goes again:
+ * L + M with M made L is 2 L (a monomial, every shape rewritten); M - L
+ * with M made 9 is 9 - L, refused (no size is a negative symbol). */
+START_TEST(unify_through_sums)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	ck_assert_int_eq(ir_sym_add(g, "M"), 2);
+	ir_dim L = ir_dim_sym(1), M = ir_dim_sym(2), r;
+	ck_assert(ir_sym_sum(g, L, M, 1, &r));
+	ir_value *y = ir_value_new(g, "y", VAL_TEMP, DT_F32);
+	y->shape.rank = 1;
+	y->shape.d[0] = r;
+	g->unify_ok = 1;
+	ck_assert(ir_sym_unify(g, L, M, "Add_1", "broadcasting"));
+	ck_assert_int_eq(g->nsyms, 2);
+	ck_assert(ir_dim_eq(y->shape.d[0], ir_dim_mul(ir_dim_const(2), L)));
+	/* a sum then pinned through a constant: B + L with L = 5 is B + 5 */
+	ir_dim B = ir_dim_sym(0), s;
+	ck_assert(ir_sym_sum(g, B, L, 1, &s));
+	y->shape.d[0] = s;
+	ck_assert(ir_sym_unify(g, L, ir_dim_const(5), "Add_2", "broadcasting"));
+	int k = ir_dim_one_sym(y->shape.d[0]);
+	ck_assert_int_ge(k, 0);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, k), "B + 5");
+	ck_assert_str_eq(g->syms[k], "B_plus_5");
+}
+END_TEST
+
+/* ir_sym_gc: the derived symbols no value uses go, a free one stays, a
+ * pinned one stays, what a kept one is made of stays; shapes follow. */
+START_TEST(gc)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	ir_dim L = ir_dim_sym(1), a, b, c;
+	ck_assert(ir_sym_offset(g, L, -4, &a));                  /* unused */
+	ck_assert(ir_sym_minmax(g, IR_SYM_MIN, L, ir_dim_const(4), &b));  /* used */
+	ck_assert(ir_sym_floor(g, L, 1, 0, 3, &c));              /* pinned below */
+	x->shape.d[1] = b;
+	g->sym_pin[ir_dim_one_sym(c)] = 2;
+	ir_sym_gc(g);
+	ck_assert_int_eq(g->nsyms, 4);
+	ck_assert_str_eq(g->syms[2], "min_L_4");
+	ck_assert_str_eq(g->syms[3], "L_div3");
+	ck_assert(ir_dim_eq(x->shape.d[1], ir_dim_sym(2)));
+	ck_assert_ptr_null(ir_sym_noncanonical(g, 2));
+	ck_assert_ptr_null(ir_sym_noncanonical(g, 3));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ir_sym");
@@ -237,6 +395,10 @@ int main(void)
 	tcase_add_test(tc, unify_with_constant);
 	tcase_add_test(tc, pin_derived);
 	tcase_add_test(tc, least_value_and_at_least_links);
+	tcase_add_test(tc, sums);
+	tcase_add_test(tc, min_max);
+	tcase_add_test(tc, unify_through_sums);
+	tcase_add_test(tc, gc);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);     /* CK_VERBOSITY from the environment (the harness: verbose) */
