@@ -91,7 +91,7 @@ else
 TB := $(B)/$(TARGET)
 all runtime: $(TB)/libcellrt.a
 TB_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(TB)/rt/%.o)
-$(TB)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h)
+$(TB)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h) templates/targets.mk
 	$(call target_tools,$(CC))
 	@mkdir -p $(TB)/rt
 	$(CC) $(CFLAGS) -O3 $(TARGET_CFLAGS) $(WARN) -fPIC $(if $(filter none,$($(TARGET)_BLAS)),-DCELLRT_NO_BLAS) -Iruntime -c $< -o $@

@@ -7,6 +7,7 @@
 # A row is NAME in CELLC_TARGETS and these variables:
 #   NAME_CC      the C compiler                NAME_AR    its archiver
 #   NAME_CFLAGS  the target's code generation (added to CFLAGS)
+#   NAME_LDFLAGS how its programs are linked (added to the link lines)
 #   NAME_LIBS    what its programs link besides libcellrt
 #   NAME_RUN     the command that runs one of its programs here (an emulator)
 #   NAME_BLAS    its libcellrt's BLAS: none (the portable and SIMD kernels)
@@ -18,10 +19,13 @@ CELLC_TARGETS := aarch64
 
 # aarch64 Linux (Debian's cross toolchain), run under qemu-user with the
 # cross sysroot; NEON is the baseline, the dot-product and BF16 kernels are
-# chosen at run time (qemu's -cpu, or QEMU_CPU=..., picks the CPU emulated)
+# chosen at run time (qemu's -cpu, or QEMU_CPU=..., picks the CPU emulated);
+# a function or datum a section of its own, so that a program's link keeps
+# only the parts of libcellrt it calls (--gc-sections)
 aarch64_CC        := aarch64-linux-gnu-gcc
 aarch64_AR        := aarch64-linux-gnu-ar
-aarch64_CFLAGS    := -march=armv8-a
+aarch64_CFLAGS    := -march=armv8-a -ffunction-sections -fdata-sections
+aarch64_LDFLAGS   := -Wl,--gc-sections
 aarch64_LIBS      := -lm
 aarch64_RUN       := qemu-aarch64 -L /usr/aarch64-linux-gnu
 aarch64_BLAS      := none
@@ -40,6 +44,7 @@ endif
 CC            := $($(TARGET)_CC)
 AR            := $($(TARGET)_AR)
 TARGET_CFLAGS := $($(TARGET)_CFLAGS)
+TARGET_LDFLAGS := $($(TARGET)_LDFLAGS)
 TARGET_LIBS   := $($(TARGET)_LIBS)
 TARGET_RUN    := $($(TARGET)_RUN)
 TARGET_SIZE   := $($(TARGET)_SIZE)

@@ -3796,7 +3796,7 @@ def group_cross_aarch64():
         if kind == "unit":
             (cpu, isas), case = it
             return unit_binary("cross_" + CROSS, binary, {"CK_RUN_CASE": case, "CK_FORK": "no",
-                                                          "CELLRT_TEST_ISAS": isas},
+                                                          "CELLRT_TEST_ISAS": isas, "CELLRT_TEST_EMULATED": "1"},
                                make_args=["TARGET=" + CROSS], runner=cross_row("RUN") + ["-cpu", cpu],
                                tag="%s-%s" % (cpu, case))
         if kind == "silero":

@@ -158,7 +158,7 @@ unit-tests: $(TB)/tests/test_runtime
 $(TB)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h runtime/rt_kern.h $(TB)/libcellrt.a
 	$(call target_tools,$(CC))
 	@mkdir -p $(TB)/tests
-	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(WARN) -Iruntime $< -o $@ -static $(TB)/libcellrt.a -lcheck -lsubunit -lrt -pthread $(TARGET_LIBS)
+	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(TARGET_LDFLAGS) $(WARN) -Iruntime $< -o $@ -static $(TB)/libcellrt.a -lcheck -lsubunit -lrt -pthread $(TARGET_LIBS)
 endif
 
 unit-tests: $(call host,$(B)/tests/test_runtime $(SAN)/tests/test_runtime)
