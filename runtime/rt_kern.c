@@ -26,9 +26,30 @@
 #if defined(__linux__)
 #include <sys/auxv.h>
 #endif
+/* GCC compiles the extensions' kernels alone for their architecture (a
+ * target attribute: rt_kern_neon.h), so the rest of libcellrt stays
+ * Armv8.0; clang's arm_neon.h declares their intrinsics only where the
+ * whole build targets the extension (-march=armv8.2-a+dotprod, ...), so
+ * there they exist only then (RT_NEON_DOT, RT_NEON_BFDOT), and a CPU's
+ * extension without its kernel is never chosen. */
+#ifndef __clang__
+#define TNEON_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
+#define TNEON_BF16 __attribute__((target("arch=armv8.2-a+bf16")))
+#define RT_NEON_DOT 1
+#define RT_NEON_BFDOT 1
+#else
+#define TNEON_DOT
+#define TNEON_BF16
+#ifdef __ARM_FEATURE_DOTPROD
+#define RT_NEON_DOT 1
+#endif
+#ifdef __ARM_FEATURE_BF16_VECTOR_ARITHMETIC
+#define RT_NEON_BFDOT 1
+#endif
+#endif
 #endif
 
-#ifdef RT_KERN_NEON
+#if defined(RT_NEON_DOT) || defined(RT_NEON_BFDOT)
 /* Whether this aarch64 CPU has the dot-product instructions (bf16 0) or
  * the BF16 ones (bf16 1): the kernel's hardware capabilities (Linux), else
  * what the compiler was told the target has. */
@@ -69,8 +90,10 @@ int rt_kern_isa_i8(void)
 	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
 		return RT_ISA_VNNI;
 #elif defined(RT_KERN_NEON)
+#ifdef RT_NEON_DOT
 	if (neon_has(0))
 		return RT_ISA_DOTPROD;
+#endif
 #endif
 	return rt_kern_isa();
 }
@@ -87,7 +110,11 @@ int rt_kern_isa_bf16(void)
 		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16") ? RT_ISA_BF16
 											 : RT_ISA_NONE;
 #elif defined(RT_KERN_NEON)
+#ifdef RT_NEON_BFDOT
 		isa = neon_has(1) ? RT_ISA_BFDOT : RT_ISA_NONE;
+#else
+		isa = RT_ISA_NONE;
+#endif
 #else
 		isa = RT_ISA_NONE;
 #endif
@@ -170,25 +197,6 @@ static inline void u7_tail(int64_t k0, int64_t K, const float *a, float inv, flo
 /* The GEMM's blocking (both architectures' micro-kernels make MR x NR
  * blocks of C from panels of op(B) KC deep and NR wide) */
 enum { MR = RT_PANEL_MR, NR = RT_PANEL_NR, KC = 128, MB = 192 };
-
-/* C[r, 0..n) for r < mr (row stride ldc) from a tile t (row stride tw) of
- * sums: alpha t + beta C, or alpha t + beta bias when bias is set, or
- * alpha t (beta == 0: C not read) when first; C + alpha t otherwise (a later
- * panel of the K dimension).  The micro-kernels' epilogue (NEON's). */
-static inline void tile_put(const float *t, int64_t tw, int mr, int64_t n, const float *bias, float *C, int64_t ldc,
-			    float alpha, float beta, int first)
-{
-	for (int r = 0; r < mr; r++) {
-		float *c = C + r * ldc;
-		const float *s = t + r * tw;
-		if (!first)
-			for (int64_t j = 0; j < n; j++)
-				c[j] += alpha * s[j];
-		else
-			for (int64_t j = 0; j < n; j++)
-				c[j] = put1(c[j], bias ? bias + j : NULL, s[j], alpha, beta);
-	}
-}
 
 /* hi[k] + lo[k] = a[k] for k in [k0, K): each part rounded to bfloat16 (to
  * nearest even); the pad of an odd K is 0 (rt_kern_split_bf16) */
@@ -1086,7 +1094,9 @@ static bf16_chunk_fn *bf16_chunk_of(int isa, int layout)
 #endif
 #ifdef RT_KERN_NEON
 	case RT_ISA_NEON: return layout == RT_BF16_SHIFT ? bf16_chunk_neon : NULL;
+#ifdef RT_NEON_BFDOT
 	case RT_ISA_BFDOT: return layout == RT_BF16_PAIRS ? pairs_chunk_neon : NULL;
+#endif
 #endif
 	default: return NULL;
 	}
@@ -1101,7 +1111,9 @@ static i8_chunk_fn *i8_chunk_of(int isa)
 	case RT_ISA_AVX512: case RT_ISA_AVX2: return i8_chunk_avx2;
 #endif
 #ifdef RT_KERN_NEON
+#ifdef RT_NEON_DOT
 	case RT_ISA_DOTPROD: return i8_chunk_dot;
+#endif
 	case RT_ISA_NEON: return i8_chunk_neon;
 #endif
 	default: return NULL;

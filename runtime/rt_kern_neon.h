@@ -21,8 +21,6 @@
 #ifndef RT_KERN_NEON_H
 #define RT_KERN_NEON_H
 
-#define TNEON_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
-#define TNEON_BF16 __attribute__((target("arch=armv8.2-a+bf16")))
 #define NEON_INLINE static inline __attribute__((always_inline))
 
 /* r[0..4) = alpha s + beta (bias[0..4), or r itself; beta == 0: r not read) */
@@ -111,6 +109,25 @@ static void gemv_n_neon(int64_t N, int64_t K, float alpha, const float *a, const
 }
 
 /* ---- GEMM: the micro-kernel over a packed panel of op(B) (rt_kern.c) ---- */
+
+/* C[r, 0..n) for r < mr (row stride ldc) from a tile t (row stride tw) of
+ * sums: alpha t + beta C, or alpha t + beta bias when bias is set, or
+ * alpha t (beta == 0: C not read) when first; C + alpha t otherwise (a later
+ * panel of the K dimension): micro's epilogue, as x86's micro-kernels do it. */
+static void tile_put(const float *t, int64_t tw, int mr, int64_t n, const float *bias, float *C, int64_t ldc,
+		     float alpha, float beta, int first)
+{
+	for (int r = 0; r < mr; r++) {
+		float *c = C + r * ldc;
+		const float *s = t + r * tw;
+		if (!first)
+			for (int64_t j = 0; j < n; j++)
+				c[j] += alpha * s[j];
+		else
+			for (int64_t j = 0; j < n; j++)
+				c[j] = put1(c[j], bias ? bias + j : NULL, s[j], alpha, beta);
+	}
+}
 
 /* t[r][0..16) = sum_k A[r, k] bp[k][0..16) for the 6 rows ar[r]: 24
  * accumulators, four vectors of the panel's row, one broadcast. */
@@ -227,6 +244,7 @@ NEON_INLINE void pk_bf16_chunk_neon(const int NG, int64_t K, const float *a, con
 
 CHUNKS(, bf16_chunk_neon, pk_bf16_chunk_neon, float, uint16_t, float, CASES4)
 
+#ifdef RT_NEON_BFDOT
 /* ---- bfloat16, RT_BF16_PAIRS: BFDOT multiplies a lane's two weights (the
  * pair of columns k, k + 1 of one row) by the pair's activation parts ---- */
 TNEON_BF16 NEON_INLINE void pk_pairs2_neon(const int NG, int64_t Kh, const uint32_t *xs, const uint16_t *p,
@@ -262,6 +280,7 @@ TNEON_BF16 NEON_INLINE void pk_pairs_neon(const int NG, int64_t Kh, const uint32
 }
 
 CHUNKS(TNEON_BF16, pairs_chunk_neon, pk_pairs_neon, uint32_t, uint16_t, float, CASES4)
+#endif
 
 /* ---- int8: NG groups of 8 rows, each 16-byte load 4 rows by 4 columns ---- */
 
@@ -273,6 +292,7 @@ NEON_INLINE int8x16_t x4_dup(const uint8_t *qa, int64_t kq)
 	return vreinterpretq_s8_u32(vdupq_n_u32(x4));
 }
 
+#ifdef RT_NEON_DOT
 /* FEAT_DotProd: SDOT adds the four products of a lane to its int32 sum */
 TNEON_DOT NEON_INLINE void pk_i8_dot(const int NG, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp,
 				     int32_t *sum)
@@ -293,6 +313,7 @@ TNEON_DOT NEON_INLINE void pk_i8_dot(const int NG, int64_t Kq, const uint8_t *qa
 }
 
 CHUNKS(TNEON_DOT, i8_chunk_dot, pk_i8_dot, uint8_t, int8_t, int32_t, CASES8)
+#endif
 
 /* The baseline: SMULL multiplies 8 weights (two rows' four) by the four
  * activations twice over into int16 (at most 127 * 127), SADALP adds their
