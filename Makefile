@@ -15,6 +15,11 @@
 #                   `make BLAS=none` in its own directory
 #   make BLAS=none runtime   only that library: all a machine that runs
 #                   emitted code needs (a C compiler, no OpenBLAS)
+#   make runtime TARGET=aarch64   libcellrt cross-built for a target of
+#                   templates/targets.mk (BLAS-free, its SIMD kernels) into
+#                   build/aarch64/; `make unit-tests TARGET=aarch64` its
+#                   unit tests (run under qemu by the harness group
+#                   cross_aarch64); docs/deploying.md
 #   make ort        install onnxruntime-node (npm, --ignore-scripts) into
 #                   build/ort for `cellc verify --oracle onnxruntime`
 #   make bench      time the generated code against PyTorch and ONNX Runtime
@@ -41,10 +46,12 @@ B       := build
 SAN     := build-san
 
 PY      := /usr/bin/python3
+# the cross targets (TARGET=NAME): their compilers, flags and emulators
+include templates/targets.mk
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
 	cmake groff-base man-db libopenmpi-dev openmpi-bin \
-	clang libclang-rt-14-dev espeak-ng sox
+	clang libclang-rt-14-dev espeak-ng sox $(CELLC_TARGET_PKGS)
 
 # compiler/: one folder per stage (docs/architecture.md); each folder is on
 # the include path, so sources name headers without their folder
@@ -74,9 +81,26 @@ RTSHARED := $(B)/libcellrt.so
 RTPC := $(B)/pkgconfig/cellrt.pc
 endif
 
+ifeq ($(TARGET),)
 all: $(B)/cellc $(RTLIB) $(RTSHARED) $(RTPC)
 runtime: $(RTLIB) $(RTSHARED) $(RTPC)
+else
+# TARGET=NAME (templates/targets.mk): libcellrt for that target, in its own
+# folder, with the target's BLAS (none) and flags; cellc itself runs here,
+# so `make all` is that library too
+TB := $(B)/$(TARGET)
+all runtime: $(TB)/libcellrt.a
+TB_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(TB)/rt/%.o)
+$(TB)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h) templates/targets.mk
+	$(call target_tools,$(CC))
+	@mkdir -p $(TB)/rt
+	$(CC) $(CFLAGS) -O3 $(TARGET_CFLAGS) $(WARN) -fPIC $(if $(filter none,$($(TARGET)_BLAS)),-DCELLRT_NO_BLAS) -Iruntime -c $< -o $@
+$(TB)/libcellrt.a: $(TB_RT_OBJ)
+	$(AR) rcs $@ $^
+endif
 
+# a package named PKG:ARCH (a target's library for its unit tests) first
+# adds ARCH to dpkg's foreign architectures
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -85,6 +109,10 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  for a in $$(echo "$$missing" | tr ' ' '\n' | sed -n 's/.*:\(.*\)/\1/p' | sort -u); do \
+	    dpkg --print-foreign-architectures | grep -qx "$$a" || $$SUDO dpkg --add-architecture "$$a" \
+	      || { echo "make deps: could not add the architecture $$a" >&2; exit 1; }; \
+	  done; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
 	    || { echo "make deps: could not install:$$missing" >&2; exit 1; }; \
 	fi

@@ -427,7 +427,9 @@ static inline float rt_tanhf(float x)
  * (AVX-512, AVX2 + FMA, baseline) and the dynamic loader picks the copy for
  * the CPU it runs on (an ifunc), so the fused loops run 16 (or 8) floats at
  * a time without the user's -march.  Elsewhere, and when the program is
- * built with -DRT_NO_CLONES (a target without ifunc support), it is empty. */
+ * built with -DRT_NO_CLONES (a target without ifunc support), it is empty:
+ * on aarch64 NEON is the baseline, so the same loops (under `omp simd`, or
+ * RT_IVDEP without OpenMP) run 4 floats at a time with no copy to choose. */
 #if !defined(RT_NO_CLONES) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && \
 	defined(__x86_64__) && defined(__linux__) && defined(__ELF__)
 #define RT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

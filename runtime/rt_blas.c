@@ -99,6 +99,8 @@ static void spin_once(int spins)
 	if (spins < BARRIER_SPINS) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
 #endif
 	} else {
 		sched_yield();
@@ -404,9 +406,9 @@ void rt_gemv_pack_bf16(int transB, int64_t N, int64_t K, const float *B, int64_t
 void rt_gemv_packed_bf16(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			 const uint16_t *P, float beta, const float *bias, float *c)
 {
-	/* a PAIRS copy is made only where the CPU has AVX512-BF16 (asked again:
+	/* a PAIRS copy is made only where the CPU has AVX512-BF16 or Arm's BF16 (asked again:
 	 * never run its instructions elsewhere) */
-	int isa = P[0] == RT_BF16_PAIRS && rt_kern_bf16_layout(K) == RT_BF16_PAIRS ? RT_ISA_BF16 : rt_kern_isa();
+	int isa = P[0] == RT_BF16_PAIRS && rt_kern_bf16_layout(K) == RT_BF16_PAIRS ? rt_kern_isa_bf16() : rt_kern_isa();
 	if (r1 > r0 && !rt_kern_gemv_packed_bf16(isa, r0, r1, N, K, alpha, a, P, beta, bias, c))
 		rt_gemv_packed_bf16_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
 }

@@ -1,11 +1,15 @@
-/* rt_kern.c: the SIMD kernels of rt_kern.h (AVX-512 and AVX2 on x86-64,
- * chosen at run time; elsewhere every entry point answers 0 and rt_sgemm
- * uses BLAS or its portable kernel).
+/* rt_kern.c: the SIMD kernels of rt_kern.h: AVX-512 and AVX2 on x86-64,
+ * NEON (Advanced SIMD, with the dot-product and BF16 extensions where the
+ * CPU has them: rt_kern_neon.h) on aarch64, chosen at run time; elsewhere
+ * every entry point answers 0 and rt_sgemm uses BLAS or its portable kernel.
  *
- * Each kernel is compiled for its instruction set with a target attribute,
- * so libcellrt itself needs no -march flag.  Legend: see rt_kern.h; a, c
- * vectors of the GEMV; acc accumulators; MR x NR the register block of the
- * GEMM micro-kernel, KC the depth of one packed panel.
+ * Each x86 kernel is compiled for its instruction set with a target
+ * attribute, so libcellrt itself needs no -march flag; on aarch64 NEON is
+ * the baseline and only the extensions' kernels carry one.  The drivers
+ * around the kernels (blocking, packing, epilogues) are written once for
+ * both.  Legend: see rt_kern.h; a, c vectors of the GEMV; acc accumulators;
+ * MR x NR the register block of the GEMM micro-kernel, KC the depth of one
+ * packed panel.
  */
 #include "cellrt.h"
 #include "rt_kern.h"
@@ -16,6 +20,51 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RT_KERN_X86 1
 #include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
+#define RT_KERN_NEON 1
+#include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+/* GCC compiles the extensions' kernels alone for their architecture (a
+ * target attribute: rt_kern_neon.h), so the rest of libcellrt stays
+ * Armv8.0; clang's arm_neon.h declares their intrinsics only where the
+ * whole build targets the extension (-march=armv8.2-a+dotprod, ...), so
+ * there they exist only then (RT_NEON_DOT, RT_NEON_BFDOT), and a CPU's
+ * extension without its kernel is never chosen. */
+#ifndef __clang__
+#define TNEON_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
+#define TNEON_BF16 __attribute__((target("arch=armv8.2-a+bf16")))
+#define RT_NEON_DOT 1
+#define RT_NEON_BFDOT 1
+#else
+#define TNEON_DOT
+#define TNEON_BF16
+#ifdef __ARM_FEATURE_DOTPROD
+#define RT_NEON_DOT 1
+#endif
+#ifdef __ARM_FEATURE_BF16_VECTOR_ARITHMETIC
+#define RT_NEON_BFDOT 1
+#endif
+#endif
+#endif
+
+#if defined(RT_NEON_DOT) || defined(RT_NEON_BFDOT)
+/* Whether this aarch64 CPU has the dot-product instructions (bf16 0) or
+ * the BF16 ones (bf16 1): the kernel's hardware capabilities (Linux), else
+ * what the compiler was told the target has. */
+static int neon_has(int bf16)
+{
+#if defined(__linux__) && defined(HWCAP_ASIMDDP) && defined(HWCAP2_BF16)
+	return bf16 ? (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0 : (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && defined(__ARM_FEATURE_DOTPROD)
+	return 1;
+#elif defined(__ARM_FEATURE_DOTPROD)
+	return !bf16;
+#else
+	return 0;
+#endif
+}
 #endif
 
 int rt_kern_isa(void)
@@ -27,6 +76,8 @@ int rt_kern_isa(void)
 		return RT_ISA_AVX512;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return RT_ISA_AVX2;
+#elif defined(RT_KERN_NEON)
+	return RT_ISA_NEON;
 #endif
 	return RT_ISA_NONE;
 }
@@ -38,9 +89,149 @@ int rt_kern_isa_i8(void)
 	if (rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
 	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
 		return RT_ISA_VNNI;
+#elif defined(RT_KERN_NEON)
+#ifdef RT_NEON_DOT
+	if (neon_has(0))
+		return RT_ISA_DOTPROD;
+#endif
 #endif
 	return rt_kern_isa();
 }
+
+int rt_kern_isa_bf16(void)
+{
+	/* asked once (every step's products ask again: threads that race here
+	 * store the same value) */
+	static volatile int isa = -1;
+	if (isa < 0) {
+#ifdef RT_KERN_X86
+		__builtin_cpu_init();
+		isa = rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
+		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16") ? RT_ISA_BF16
+											 : RT_ISA_NONE;
+#elif defined(RT_KERN_NEON)
+#ifdef RT_NEON_BFDOT
+		isa = neon_has(1) ? RT_ISA_BFDOT : RT_ISA_NONE;
+#else
+		isa = RT_ISA_NONE;
+#endif
+#else
+		isa = RT_ISA_NONE;
+#endif
+	}
+	return isa;
+}
+
+int rt_kern_has(int isa)
+{
+	switch (isa) {
+	case RT_ISA_NONE: return 1;
+	case RT_ISA_AVX2: return rt_kern_isa() == RT_ISA_AVX2 || rt_kern_isa() == RT_ISA_AVX512;
+	case RT_ISA_AVX512: return rt_kern_isa() == RT_ISA_AVX512;
+	case RT_ISA_VNNI: return rt_kern_isa_i8() == RT_ISA_VNNI;
+	case RT_ISA_NEON: return rt_kern_isa() == RT_ISA_NEON;
+	case RT_ISA_DOTPROD: return rt_kern_isa_i8() == RT_ISA_DOTPROD;
+	case RT_ISA_BF16: case RT_ISA_BFDOT: return rt_kern_isa_bf16() == isa;
+	default: return 0;
+	}
+}
+
+/* r = alpha s + beta (bias, or r itself; beta == 0 without bias: r not
+ * read): the epilogue of one result. */
+static inline float put1(float r, const float *bias, float s, float alpha, float beta)
+{
+	if (bias)
+		return alpha * s + beta * *bias;
+	return beta == 0.0f ? alpha * s : alpha * s + beta * r;
+}
+
+/* rt_quant_act_u7's scale and zero point from the range [mn, mx] of the
+ * activations (with 0 in it); inv = 1 / scale and z the zero point as a
+ * float, which the quantizing loops use. */
+static inline void u7_params(float mn, float mx, float *inv, float *z, int32_t *zp, float *scale)
+{
+	float s = (mx - mn) / 127.0f;
+	if (!(s > 0.0f))
+		s = 1.0f;
+	*inv = 1.0f / s;
+	*z = nearbyintf(-mn * *inv);
+	*z = *z < 0.0f ? 0.0f : *z > 127.0f ? 127.0f : *z;
+	*zp = (int32_t)*z;
+	*scale = s;
+}
+
+/* The range of a[k0..K) joined to [*mn, *mx], and whether a (nb: the sum
+ * of the vectorised part's a[k] * 0, NaN where one is NaN or infinite) is
+ * finite: the scan's scalar tail; 0 when not (rt_quant_act_u7 returns NaN,
+ * the kernels leave it to it). */
+static inline int u7_range_tail(int64_t k0, int64_t K, const float *a, float *mn, float *mx, float nb)
+{
+	for (int64_t t = k0; t < K; t++) {
+		*mn = a[t] < *mn ? a[t] : *mn;
+		*mx = a[t] > *mx ? a[t] : *mx;
+		nb += a[t] * 0.0f;
+	}
+	return nb == 0.0f;
+}
+
+/* t[r] = sum of b[r * ldb + k] a[k] for k in [k0, K), r < rows: the
+ * columns of rows of B [N,K] left after the vector loop (the GEMVs) */
+static inline void rows_tail(int rows, const float *b, int64_t ldb, const float *a, int64_t k0, int64_t K, float *t)
+{
+	for (int r = 0; r < rows; r++) {
+		t[r] = 0.0f;
+		for (int64_t k = k0; k < K; k++)
+			t[r] += b[r * ldb + k] * a[k];
+	}
+}
+
+/* q[k] for k in [k0, K): the quantizing loop's scalar tail */
+static inline void u7_tail(int64_t k0, int64_t K, const float *a, float inv, float z, uint8_t *q)
+{
+	for (int64_t k = k0; k < K; k++) {
+		float v = nearbyintf(a[k] * inv) + z;
+		q[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
+	}
+}
+
+/* The GEMM's blocking (both architectures' micro-kernels make MR x NR
+ * blocks of C from panels of op(B) KC deep and NR wide) */
+enum { MR = RT_PANEL_MR, NR = RT_PANEL_NR, KC = 128, MB = 192 };
+
+/* hi[k] + lo[k] = a[k] for k in [k0, K): each part rounded to bfloat16 (to
+ * nearest even); the pad of an odd K is 0 (rt_kern_split_bf16) */
+static inline void split_bf16_tail(int64_t k0, int64_t K, const float *a, uint16_t *hi, uint16_t *lo)
+{
+	for (int64_t k = k0; k < K; k++) {
+		hi[k] = rt_f32_to_bf16_nearest(a[k]);
+		lo[k] = rt_f32_to_bf16_nearest(a[k] - rt_bf16_to_f32(hi[k]));
+	}
+	if (K % 2)
+		hi[K] = lo[K] = 0;
+}
+
+/* Every width of chunk of a chunk kernel (1 to 8 groups of rows: CASES8;
+ * 1 to 4: CASES4), as one function for the drivers below: NAME calls
+ * KERNEL with NG a constant; x: the activations, XT their element type. */
+typedef void i8_chunk_fn(int ng, int64_t Kq, const void *x, const int8_t *p, int64_t wp, int32_t *sum);
+typedef void bf16_chunk_fn(int ng, int64_t K, const void *x, const uint16_t *p, int64_t wp, float *sum);
+#define NG_CASE(N, KERNEL) case N: KERNEL(N, K, x_, p, wp, sum); break;
+#define CASES4(KERNEL) NG_CASE(1, KERNEL) NG_CASE(2, KERNEL) NG_CASE(3, KERNEL) default: KERNEL(4, K, x_, p, wp, sum);
+#define CASES8(KERNEL) NG_CASE(1, KERNEL) NG_CASE(2, KERNEL) NG_CASE(3, KERNEL) NG_CASE(4, KERNEL) \
+	NG_CASE(5, KERNEL) NG_CASE(6, KERNEL) NG_CASE(7, KERNEL) default: KERNEL(8, K, x_, p, wp, sum);
+#define CHUNKS(TARGET, NAME, KERNEL, XT, PT, ST, CASES)                                          \
+	TARGET static void NAME(int ng, int64_t K, const void *x, const PT *p, int64_t wp, ST *sum) \
+	{                                                                                        \
+		const XT *x_ = x;                                                                \
+		switch (ng) { CASES(KERNEL) }                                                    \
+	}
+
+#ifdef RT_KERN_X86
+/* the drivers shared with NEON take the AVX2 code's target on x86 */
+#define RT_DRIVER __attribute__((target("avx2,fma")))
+#else
+#define RT_DRIVER
+#endif
 
 #ifdef RT_KERN_X86
 
@@ -59,13 +250,6 @@ T256 static void put8(float *r, const float *bias, __m256 s, float alpha, float 
 	else if (beta != 0.0f)
 		y = _mm256_fmadd_ps(_mm256_loadu_ps(r), _mm256_set1_ps(beta), y);
 	_mm256_storeu_ps(r, y);
-}
-
-static float put1(float r, const float *bias, float s, float alpha, float beta)
-{
-	if (bias)
-		return alpha * s + beta * *bias;
-	return beta == 0.0f ? alpha * s : alpha * s + beta * r;
 }
 
 /* The eight sums of h[0..8) (8 lanes each) as one vector. */
@@ -168,11 +352,7 @@ T256 static void gemv_t_256(int64_t N, int64_t K, float alpha, const float *a, c
 		__m256 s = hsum8(acc);
 		if (kv < K) {
 			float t[8];
-			for (int r = 0; r < 8; r++) {
-				t[r] = 0.0f;
-				for (int64_t k = kv; k < K; k++)
-					t[r] += b[r * ldb + k] * a[k];
-			}
+			rows_tail(8, b, ldb, a, kv, K, t);
 			s = _mm256_add_ps(s, _mm256_loadu_ps(t));
 		}
 		put8(c + n, bias ? bias + n : NULL, s, alpha, beta);
@@ -253,59 +433,30 @@ T256 static void gemv_n_256(int64_t N, int64_t K, float alpha, const float *a, c
 
 /* ---- GEMM: 6 x 64 micro-kernel over a packed panel of op(B) ---- */
 
-enum { MR = 6, NR = 64, KC = 128, MB = 192 };
-
-/* bp[k][j] = op(B)[k0 + k, n0 + j] for k < kc, j < nr; columns nr..NR zero. */
-T256 static void pack_panel(int transB, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
-			    int64_t nr, float *bp)
+/* dst[i * NR + r] = src[r * ldb + i] for r, i < 8: an 8 x 8 block of B
+ * (stored [N,K]) transposed into a panel (pack_panel). */
+T256 static inline __attribute__((always_inline)) void transpose8(const float *src, int64_t ldb, float *dst)
 {
-	if (!transB) {
-		for (int64_t k = 0; k < kc; k++) {
-			const float *src = B + (k0 + k) * ldb + n0;
-			float *dst = bp + k * NR;
-			int64_t j = 0;
-			for (; j < nr; j++)
-				dst[j] = src[j];
-			for (; j < NR; j++)
-				dst[j] = 0.0f;
-		}
-		return;
-	}
-	/* B stored [N,K]: transposed 8 x 8 blocks at a time */
-	int64_t j = 0;
-	for (; j + 8 <= nr; j += 8) {
-		const float *src = B + (n0 + j) * ldb + k0;
-		int64_t k = 0;
-		for (; k + 8 <= kc; k += 8) {
-			__m256 r0 = _mm256_loadu_ps(src + 0 * ldb + k), r1 = _mm256_loadu_ps(src + 1 * ldb + k);
-			__m256 r2 = _mm256_loadu_ps(src + 2 * ldb + k), r3 = _mm256_loadu_ps(src + 3 * ldb + k);
-			__m256 r4 = _mm256_loadu_ps(src + 4 * ldb + k), r5 = _mm256_loadu_ps(src + 5 * ldb + k);
-			__m256 r6 = _mm256_loadu_ps(src + 6 * ldb + k), r7 = _mm256_loadu_ps(src + 7 * ldb + k);
-			__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-			__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-			__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-			__m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-			__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-			__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-			__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-			__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-			float *dst = bp + k * NR + j;
-			_mm256_storeu_ps(dst + 0 * NR, _mm256_permute2f128_ps(u0, u4, 0x20));
-			_mm256_storeu_ps(dst + 1 * NR, _mm256_permute2f128_ps(u1, u5, 0x20));
-			_mm256_storeu_ps(dst + 2 * NR, _mm256_permute2f128_ps(u2, u6, 0x20));
-			_mm256_storeu_ps(dst + 3 * NR, _mm256_permute2f128_ps(u3, u7, 0x20));
-			_mm256_storeu_ps(dst + 4 * NR, _mm256_permute2f128_ps(u0, u4, 0x31));
-			_mm256_storeu_ps(dst + 5 * NR, _mm256_permute2f128_ps(u1, u5, 0x31));
-			_mm256_storeu_ps(dst + 6 * NR, _mm256_permute2f128_ps(u2, u6, 0x31));
-			_mm256_storeu_ps(dst + 7 * NR, _mm256_permute2f128_ps(u3, u7, 0x31));
-		}
-		for (; k < kc; k++)
-			for (int r = 0; r < 8; r++)
-				bp[k * NR + j + r] = src[r * ldb + k];
-	}
-	for (; j < NR; j++)
-		for (int64_t k = 0; k < kc; k++)
-			bp[k * NR + j] = j < nr ? B[(n0 + j) * ldb + k0 + k] : 0.0f;
+	__m256 r0 = _mm256_loadu_ps(src + 0 * ldb), r1 = _mm256_loadu_ps(src + 1 * ldb);
+	__m256 r2 = _mm256_loadu_ps(src + 2 * ldb), r3 = _mm256_loadu_ps(src + 3 * ldb);
+	__m256 r4 = _mm256_loadu_ps(src + 4 * ldb), r5 = _mm256_loadu_ps(src + 5 * ldb);
+	__m256 r6 = _mm256_loadu_ps(src + 6 * ldb), r7 = _mm256_loadu_ps(src + 7 * ldb);
+	__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+	__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+	__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+	__m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+	_mm256_storeu_ps(dst + 0 * NR, _mm256_permute2f128_ps(u0, u4, 0x20));
+	_mm256_storeu_ps(dst + 1 * NR, _mm256_permute2f128_ps(u1, u5, 0x20));
+	_mm256_storeu_ps(dst + 2 * NR, _mm256_permute2f128_ps(u2, u6, 0x20));
+	_mm256_storeu_ps(dst + 3 * NR, _mm256_permute2f128_ps(u3, u7, 0x20));
+	_mm256_storeu_ps(dst + 4 * NR, _mm256_permute2f128_ps(u0, u4, 0x31));
+	_mm256_storeu_ps(dst + 5 * NR, _mm256_permute2f128_ps(u1, u5, 0x31));
+	_mm256_storeu_ps(dst + 6 * NR, _mm256_permute2f128_ps(u2, u6, 0x31));
+	_mm256_storeu_ps(dst + 7 * NR, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
 /* C[0..mr, 0..nr) (+)= alpha * sum_k A[r, k] bp[k][:]; A element (r, k) at
@@ -354,39 +505,6 @@ T512 static void micro(int64_t kc, const float *a, int64_t ars, int64_t aks, con
 				y = _mm512_mul_ps(acc[r][v], va);
 			_mm512_mask_storeu_ps(c, m, y);
 		}
-}
-
-/* micro or micro_256 on one panel */
-typedef void micro_fn(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp, const float *bias,
-		      float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta, int first);
-
-/* The blocked GEMM around a micro-kernel: MB rows of A at a time (they stay
- * in cache while every panel passes); the panels of op(B) (KC x NR) are
- * packed again for each block of rows, or read from P when op(B) was
- * packed once (rt_kern_pack_panels: panel (n0, k0) at P + n0 K + k0 NR). */
-T256 static void gemm_panels(micro_fn *micro_k, int transA, int transB, int64_t M, int64_t N, int64_t K,
-			     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-			     const float *P, float beta, const float *bias, float *C, int64_t ldc)
-{
-	float own[KC * NR] __attribute__((aligned(64)));
-	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
-	for (int64_t m0 = 0; m0 < M; m0 += MB) {
-		int64_t mb = M - m0 < MB ? M - m0 : MB;
-		for (int64_t n0 = 0; n0 < N; n0 += NR) {
-			int64_t nr = N - n0 < NR ? N - n0 : NR;
-			for (int64_t k0 = 0; k0 < K; k0 += KC) {
-				int64_t kc = K - k0 < KC ? K - k0 : KC;
-				const float *bp = P ? P + n0 * K + k0 * NR : own;
-				if (!P)
-					pack_panel(transB, B, ldb, k0, kc, n0, nr, own);
-				for (int64_t i = m0; i < m0 + mb; i += MR) {
-					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
-					micro_k(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
-						C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
-				}
-			}
-		}
-	}
 }
 
 /* The AVX2 micro-kernel's inner loop: acc (12 vectors) = the 6 x 16 block
@@ -610,25 +728,7 @@ T256 static inline __attribute__((always_inline)) void pk_bf16_chunk(const int N
 		_mm256_storeu_ps(sum + 8 * v, acc[v]);
 }
 
-T256 static void gemv_packed_bf16_256(int64_t c0, int64_t c1, int64_t K, const float *a, const uint16_t *p,
-				      int64_t wp, float alpha, float beta, const float *bias, float *c)
-{
-	float sum[64];
-	for (int64_t g = c0 / 16 * 16; g < c1; g += 64) {
-		int ng = (int)((c1 - g + 15) / 16 < 4 ? (c1 - g + 15) / 16 : 4);
-		switch (ng) {
-		case 1: pk_bf16_chunk(1, K, a, p + g, wp, sum); break;
-		case 2: pk_bf16_chunk(2, K, a, p + g, wp, sum); break;
-		case 3: pk_bf16_chunk(3, K, a, p + g, wp, sum); break;
-		default: pk_bf16_chunk(4, K, a, p + g, wp, sum); break;
-		}
-		int64_t lo = g > c0 ? g : c0, e = g + 16 * ng < c1 ? g + 16 * ng : c1;
-		for (int64_t j = lo; j < e; j++) {
-			float y = alpha * sum[j - g];
-			c[j - c0] = bias ? y + beta * bias[j - c0] : beta != 0.0f ? y + beta * c[j - c0] : y;
-		}
-	}
-}
+CHUNKS(T256, bf16_chunk_avx2, pk_bf16_chunk, float, uint16_t, float, CASES4)
 
 /* int8 (rt_gemv_pack_i8's layout, rt_kern.h): columns [c0, c1) of a block
  * of padded width wp, in chunks of up to 8 groups of 8 rows (8 int32
@@ -658,26 +758,7 @@ T256 static inline __attribute__((always_inline)) void pk_i8_chunk(const int NG,
 		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
 }
 
-/* Every width of chunk (1 to 8 groups of 8 rows) of a chunk kernel, as one
- * function for the driver below: NAME calls KERNEL with NG a constant. */
-typedef void (*i8_chunk_fn)(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp, int32_t *sum);
-#define I8_CHUNKS(TARGET, NAME, KERNEL)                                                                  \
-	TARGET static void NAME(int ng, int64_t Kq, const uint8_t *qa, const int8_t *p, int64_t wp,      \
-				int32_t *sum)                                                            \
-	{                                                                                                \
-		switch (ng) {                                                                            \
-		case 1: KERNEL(1, Kq, qa, p, wp, sum); break;                                            \
-		case 2: KERNEL(2, Kq, qa, p, wp, sum); break;                                            \
-		case 3: KERNEL(3, Kq, qa, p, wp, sum); break;                                            \
-		case 4: KERNEL(4, Kq, qa, p, wp, sum); break;                                            \
-		case 5: KERNEL(5, Kq, qa, p, wp, sum); break;                                            \
-		case 6: KERNEL(6, Kq, qa, p, wp, sum); break;                                            \
-		case 7: KERNEL(7, Kq, qa, p, wp, sum); break;                                            \
-		default: KERNEL(8, Kq, qa, p, wp, sum); break;                                           \
-		}                                                                                        \
-	}
-
-I8_CHUNKS(T256, i8_chunk_avx2, pk_i8_chunk)
+CHUNKS(T256, i8_chunk_avx2, pk_i8_chunk, uint8_t, int8_t, int32_t, CASES8)
 
 /* AVX512-VNNI: vpdpbusd does the four products of a lane and their sum into
  * the int32 accumulator in one instruction, exactly (the non-saturating
@@ -703,25 +784,7 @@ T512V static inline __attribute__((always_inline)) void pk_i8_chunk_vnni(const i
 		_mm256_storeu_si256((__m256i *)(sum + 8 * v), acc[v]);
 }
 
-I8_CHUNKS(T512V, i8_chunk_vnni, pk_i8_chunk_vnni)
-
-static void gemv_packed_i8_chunks(i8_chunk_fn chunk, int64_t c0, int64_t c1, int64_t K, const uint8_t *qa,
-				  float sa, int32_t zp, const int8_t *p, int64_t wp, const float *scale,
-				  const int32_t *rsum, float alpha, float beta, const float *bias, float *c)
-{
-	int32_t sum[64];
-	int64_t Kq = (K + 3) / 4;
-	for (int64_t g = c0 / 8 * 8; g < c1; g += 64) {
-		int ng = (int)((c1 - g + 7) / 8 < 8 ? (c1 - g + 7) / 8 : 8);
-		chunk(ng, Kq, qa, p + 4 * g, wp, sum);
-		int64_t lo = g > c0 ? g : c0, e = g + 8 * ng < c1 ? g + 8 * ng : c1;
-		for (int64_t j = lo; j < e; j++) {
-			float v = sa * scale[j] * (float)(sum[j - g] - zp * rsum[j]);
-			int64_t i = j - c0;
-			c[i] = alpha * v + (bias ? beta * bias[i] : beta != 0.0f ? beta * c[i] : 0.0f);
-		}
-	}
-}
+CHUNKS(T512V, i8_chunk_vnni, pk_i8_chunk_vnni, uint8_t, int8_t, int32_t, CASES8)
 
 /* rt_quant_act_u7 (cellrt.h) eight at a time, with the same results: the
  * minimum and maximum do not depend on the order, vroundps rounds as
@@ -745,20 +808,10 @@ T256 static int quant_act_u7_256(int64_t K, const float *a, uint8_t *q, int32_t 
 		mx = h[i] > mx ? h[i] : mx;
 		nb += b[i];
 	}
-	for (int64_t t = k; t < K; t++) {
-		mn = a[t] < mn ? a[t] : mn;
-		mx = a[t] > mx ? a[t] : mx;
-		nb += a[t] * 0.0f;
-	}
-	if (nb != 0.0f)
+	if (!u7_range_tail(k, K, a, &mn, &mx, nb))
 		return 0;
-	float s = (mx - mn) / 127.0f;
-	if (!(s > 0.0f))
-		s = 1.0f;
-	float inv = 1.0f / s, z = nearbyintf(-mn * inv);
-	z = z < 0.0f ? 0.0f : z > 127.0f ? 127.0f : z;
-	*zp = (int32_t)z;
-	*scale = s;
+	float inv, z;
+	u7_params(mn, mx, &inv, &z, zp, scale);
 	const __m256 vi = _mm256_set1_ps(inv), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(),
 		     v127 = _mm256_set1_ps(127.0f);
 	for (k = 0; k + 32 <= K; k += 32) {
@@ -774,21 +827,19 @@ T256 static int quant_act_u7_256(int64_t K, const float *a, uint8_t *q, int32_t 
 		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 		_mm256_storeu_si256((__m256i *)(q + k), p);
 	}
-	for (; k < K; k++) {
-		float v = nearbyintf(a[k] * inv) + z;
-		q[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
-	}
+	u7_tail(k, K, a, inv, z, q);
 	return 1;
 }
 
 /* AVX512-BF16 on RT_BF16_PAIRS (rt_kern.h): rows [c0, c1) of a block of
  * padded width wp, in chunks of up to 4 groups of 16 rows; per pair of
  * columns one load of 16 rows' two weights and two vdpbf16ps, by the pair's
- * activations' high and low bfloat16 parts (xh, xl: Kp / 2 words each). */
-T512B static inline __attribute__((always_inline)) void pk_pairs_chunk(const int NG, int64_t Kh, const uint32_t *xh,
-									 const uint32_t *xl, const uint16_t *p,
-									 int64_t wp, float *sum)
+ * activations' high and low bfloat16 parts (xs: the Kh = Kp / 2 words of
+ * the high parts, then the low ones). */
+T512B static inline __attribute__((always_inline)) void pk_pairs_chunk(const int NG, int64_t Kh, const uint32_t *xs,
+									 const uint16_t *p, int64_t wp, float *sum)
 {
+	const uint32_t *xh = xs, *xl = xs + Kh;
 	/* the high and the low parts in accumulators of their own: 2 NG
 	 * independent chains to hide vdpbf16ps's latency */
 	__m512 acc[4], acl[4];
@@ -809,6 +860,8 @@ T512B static inline __attribute__((always_inline)) void pk_pairs_chunk(const int
 		_mm512_storeu_ps(sum + 16 * v, _mm512_add_ps(acc[v], acl[v]));
 }
 
+CHUNKS(T512B, pairs_chunk_avx512, pk_pairs_chunk, uint32_t, uint16_t, float, CASES4)
+
 /* a[0..K) as hi + lo, each rounded to bfloat16 (to nearest even), into
  * uint16 arrays of Kp = K rounded up to even elements (the pad 0), which
  * read as 32-bit words are the pairs pk_pairs_chunk broadcasts. */
@@ -822,26 +875,122 @@ T512B static void split_bf16(int64_t K, const float *a, uint16_t *hi, uint16_t *
 		_mm256_storeu_si256((__m256i *)(hi + k), (__m256i)h);
 		_mm256_storeu_si256((__m256i *)(lo + k), (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hv)));
 	}
-	for (; k < K; k++) {
-		hi[k] = rt_f32_to_bf16_nearest(a[k]);
-		lo[k] = rt_f32_to_bf16_nearest(a[k] - rt_bf16_to_f32(hi[k]));
-	}
-	if (K % 2)
-		hi[K] = lo[K] = 0;
+	split_bf16_tail(k, K, a, hi, lo);
 }
 
-T512B static void gemv_packed_pairs(int64_t c0, int64_t c1, int64_t Kh, const uint32_t *xh, const uint32_t *xl,
-				   const uint16_t *p, int64_t wp, float alpha, float beta, const float *bias, float *c)
+#endif /* RT_KERN_X86 */
+
+#ifdef RT_KERN_NEON
+#include "rt_kern_neon.h"
+#endif
+
+#if defined(RT_KERN_X86) || defined(RT_KERN_NEON)
+#define RT_KERN_SIMD 1
+
+/* ---- the drivers around the kernels, written once for both architectures ---- */
+
+/* bp[k][j] = op(B)[k0 + k, n0 + j] for k < kc, j < nr; columns nr..NR zero. */
+RT_DRIVER static void pack_panel(int transB, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
+				  int64_t nr, float *bp)
+{
+	if (!transB) {
+		for (int64_t k = 0; k < kc; k++) {
+			const float *src = B + (k0 + k) * ldb + n0;
+			float *dst = bp + k * NR;
+			int64_t j = 0;
+			for (; j < nr; j++)
+				dst[j] = src[j];
+			for (; j < NR; j++)
+				dst[j] = 0.0f;
+		}
+		return;
+	}
+	/* B stored [N,K]: transposed 8 x 8 blocks at a time */
+	int64_t j = 0;
+	for (; j + 8 <= nr; j += 8) {
+		const float *src = B + (n0 + j) * ldb + k0;
+		int64_t k = 0;
+		for (; k + 8 <= kc; k += 8)
+			transpose8(src + k, ldb, bp + k * NR + j);
+		for (; k < kc; k++)
+			for (int r = 0; r < 8; r++)
+				bp[k * NR + j + r] = src[r * ldb + k];
+	}
+	for (; j < NR; j++)
+		for (int64_t k = 0; k < kc; k++)
+			bp[k * NR + j] = j < nr ? B[(n0 + j) * ldb + k0 + k] : 0.0f;
+}
+
+/* A micro-kernel on one panel (micro, micro_256, micro_neon) */
+typedef void micro_fn(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp, const float *bias,
+		      float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta, int first);
+
+/* The blocked GEMM around a micro-kernel: MB rows of A at a time (they stay
+ * in cache while every panel passes); the panels of op(B) (KC x NR) are
+ * packed again for each block of rows, or read from P when op(B) was
+ * packed once (rt_kern_pack_panels: panel (n0, k0) at P + n0 K + k0 NR). */
+RT_DRIVER static void gemm_panels(micro_fn *micro_k, int transA, int transB, int64_t M, int64_t N, int64_t K,
+				  float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+				  const float *P, float beta, const float *bias, float *C, int64_t ldc)
+{
+	float own[KC * NR] __attribute__((aligned(64)));
+	const int64_t ars = transA ? 1 : lda, aks = transA ? lda : 1;
+	for (int64_t m0 = 0; m0 < M; m0 += MB) {
+		int64_t mb = M - m0 < MB ? M - m0 : MB;
+		for (int64_t n0 = 0; n0 < N; n0 += NR) {
+			int64_t nr = N - n0 < NR ? N - n0 : NR;
+			for (int64_t k0 = 0; k0 < K; k0 += KC) {
+				int64_t kc = K - k0 < KC ? K - k0 : KC;
+				const float *bp = P ? P + n0 * K + k0 * NR : own;
+				if (!P)
+					pack_panel(transB, B, ldb, k0, kc, n0, nr, own);
+				for (int64_t i = m0; i < m0 + mb; i += MR) {
+					int mr = m0 + mb - i < MR ? (int)(m0 + mb - i) : MR;
+					micro_k(kc, A + i * ars + k0 * aks, ars, aks, bp, bias ? bias + n0 : NULL,
+						C + i * ldc + n0, ldc, mr, nr, alpha, beta, k0 == 0);
+				}
+			}
+		}
+	}
+}
+
+/* Every panel of op(B), as gemm_panels packs them one at a time. */
+RT_DRIVER static void pack_panels(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
+{
+	for (int64_t n0 = 0; n0 < N; n0 += NR)
+		for (int64_t k0 = 0; k0 < K; k0 += KC)
+			pack_panel(transB, B, ldb, k0, K - k0 < KC ? K - k0 : KC, n0, N - n0 < NR ? N - n0 : NR,
+				   P + n0 * K + k0 * NR);
+}
+
+/* The packed GEMV's kernel on one block's columns (gemv_packed_512, _256, _neon) */
+typedef void packed_fn(int64_t cols, int64_t K, const float *a, const float *p, int64_t w, float alpha, float beta,
+		       const float *bias, float *c);
+
+/* Rows [r0, r1) of a product on weights packed by rt_gemv_pack, block by block. */
+static void packed_rows(packed_fn *f, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			const float *P, float beta, const float *bias, float *c)
+{
+	for (int64_t r = r0; r < r1;) {
+		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+		int64_t e = n0 + w < r1 ? n0 + w : r1;
+		f(e - r, K, a, P + n0 * K + (r - n0), w, alpha, beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
+		r = e;
+	}
+}
+
+/* bfloat16 (rt_gemv_pack_bf16's layouts, rt_kern.h): rows [c0, c1) of a
+ * block of padded width wp, in chunks of up to 4 groups of 16 rows; Kx:
+ * K on RT_BF16_SHIFT (x: the activations), the number of pairs on
+ * RT_BF16_PAIRS (x: their split parts), whose words hold two columns.  The
+ * sums go through a buffer, so a range may start and end inside a group. */
+RT_DRIVER static void bf16_rows(bf16_chunk_fn *chunk, int layout, int64_t c0, int64_t c1, int64_t Kx, const void *x,
+				const uint16_t *p, int64_t wp, float alpha, float beta, const float *bias, float *c)
 {
 	float sum[64];
 	for (int64_t g = c0 / 16 * 16; g < c1; g += 64) {
 		int ng = (int)((c1 - g + 15) / 16 < 4 ? (c1 - g + 15) / 16 : 4);
-		switch (ng) {
-		case 1: pk_pairs_chunk(1, Kh, xh, xl, p + 2 * g, wp, sum); break;
-		case 2: pk_pairs_chunk(2, Kh, xh, xl, p + 2 * g, wp, sum); break;
-		case 3: pk_pairs_chunk(3, Kh, xh, xl, p + 2 * g, wp, sum); break;
-		default: pk_pairs_chunk(4, Kh, xh, xl, p + 2 * g, wp, sum); break;
-		}
+		chunk(ng, Kx, x, p + (layout == RT_BF16_PAIRS ? 2 * g : g), wp, sum);
 		int64_t lo = g > c0 ? g : c0, e = g + 16 * ng < c1 ? g + 16 * ng : c1;
 		for (int64_t j = lo; j < e; j++) {
 			float y = alpha * sum[j - g];
@@ -850,46 +999,145 @@ T512B static void gemv_packed_pairs(int64_t c0, int64_t c1, int64_t Kh, const ui
 	}
 }
 
-/* Every panel of op(B), as gemm_panels packs them one at a time. */
-T256 static void pack_panels(int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
+/* The same block by block: rows [r0, r1) of the product. */
+static void bf16_blocks(bf16_chunk_fn *chunk, int layout, int64_t r0, int64_t r1, int64_t N, int64_t K, const void *x,
+			const uint16_t *P, float alpha, float beta, const float *bias, float *c)
 {
-	for (int64_t n0 = 0; n0 < N; n0 += NR)
-		for (int64_t k0 = 0; k0 < K; k0 += KC)
-			pack_panel(transB, B, ldb, k0, K - k0 < KC ? K - k0 : KC, n0, N - n0 < NR ? N - n0 : NR,
-				   P + n0 * K + k0 * NR);
+	for (int64_t r = r0; r < r1;) {
+		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
+		rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
+		int64_t e = n0 + w < r1 ? n0 + w : r1;
+		bf16_rows(chunk, layout, r - n0, e - n0, layout == RT_BF16_PAIRS ? (K + 1) / 2 : K, x, P + off, wp,
+			  alpha, beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
+		r = e;
+	}
 }
 
-#endif /* RT_KERN_X86 */
+/* int8 (rt_gemv_pack_i8's layout, rt_kern.h): columns [c0, c1) of a block
+ * of padded width wp, in chunks of up to 8 groups of 8 rows; each chunk's
+ * exact int32 sums scaled back to float32. */
+RT_DRIVER static void gemv_packed_i8_chunks(i8_chunk_fn *chunk, int64_t c0, int64_t c1, int64_t K, const uint8_t *qa,
+					    float sa, int32_t zp, const int8_t *p, int64_t wp, const float *scale,
+					    const int32_t *rsum, float alpha, float beta, const float *bias, float *c)
+{
+	int32_t sum[64];
+	int64_t Kq = (K + 3) / 4;
+	for (int64_t g = c0 / 8 * 8; g < c1; g += 64) {
+		int ng = (int)((c1 - g + 7) / 8 < 8 ? (c1 - g + 7) / 8 : 8);
+		chunk(ng, Kq, qa, p + 4 * g, wp, sum);
+		int64_t lo = g > c0 ? g : c0, e = g + 8 * ng < c1 ? g + 8 * ng : c1;
+		for (int64_t j = lo; j < e; j++) {
+			float v = sa * scale[j] * (float)(sum[j - g] - zp * rsum[j]);
+			int64_t i = j - c0;
+			c[i] = alpha * v + (bias ? beta * bias[i] : beta != 0.0f ? beta * c[i] : 0.0f);
+		}
+	}
+}
+
+#endif /* RT_KERN_X86 || RT_KERN_NEON */
+
+/* ---- the entry points: each instruction set's kernel (NULL: none) ---- */
+
+typedef void gemv_fn(int64_t N, int64_t K, float alpha, const float *a, const float *B, int64_t ldb, float beta,
+		     const float *bias, float *c);
+
+static gemv_fn *gemv_of(int isa, int transB)
+{
+	switch (isa) {
+#ifdef RT_KERN_X86
+	case RT_ISA_AVX512: return transB ? gemv_t_512 : gemv_n_512;
+	case RT_ISA_AVX2: return transB ? gemv_t_256 : gemv_n_256;
+#endif
+#ifdef RT_KERN_NEON
+	case RT_ISA_NEON: return transB ? gemv_t_neon : gemv_n_neon;
+#endif
+	default: return NULL;
+	}
+}
+
+#ifdef RT_KERN_SIMD
+static micro_fn *micro_of(int isa)
+{
+	switch (isa) {
+#ifdef RT_KERN_X86
+	case RT_ISA_AVX512: return micro;
+	case RT_ISA_AVX2: return micro_256;
+#endif
+#ifdef RT_KERN_NEON
+	case RT_ISA_NEON: return micro_neon;
+#endif
+	default: return NULL;
+	}
+}
+
+static packed_fn *packed_of(int isa)
+{
+	switch (isa) {
+#ifdef RT_KERN_X86
+	case RT_ISA_AVX512: return gemv_packed_512;
+	case RT_ISA_AVX2: return gemv_packed_256;
+#endif
+#ifdef RT_KERN_NEON
+	case RT_ISA_NEON: return gemv_packed_neon;
+#endif
+	default: return NULL;
+	}
+}
+
+/* the chunk kernel of isa on layout (AVX2's serves AVX-512 on SHIFT) */
+static bf16_chunk_fn *bf16_chunk_of(int isa, int layout)
+{
+	switch (isa) {
+#ifdef RT_KERN_X86
+	case RT_ISA_AVX512: case RT_ISA_AVX2: return layout == RT_BF16_SHIFT ? bf16_chunk_avx2 : NULL;
+	case RT_ISA_BF16: return layout == RT_BF16_PAIRS ? pairs_chunk_avx512 : NULL;
+#endif
+#ifdef RT_KERN_NEON
+	case RT_ISA_NEON: return layout == RT_BF16_SHIFT ? bf16_chunk_neon : NULL;
+#ifdef RT_NEON_BFDOT
+	case RT_ISA_BFDOT: return layout == RT_BF16_PAIRS ? pairs_chunk_neon : NULL;
+#endif
+#endif
+	default: return NULL;
+	}
+}
+
+/* (AVX2's serves AVX-512 without VNNI) */
+static i8_chunk_fn *i8_chunk_of(int isa)
+{
+	switch (isa) {
+#ifdef RT_KERN_X86
+	case RT_ISA_VNNI: return i8_chunk_vnni;
+	case RT_ISA_AVX512: case RT_ISA_AVX2: return i8_chunk_avx2;
+#endif
+#ifdef RT_KERN_NEON
+#ifdef RT_NEON_DOT
+	case RT_ISA_DOTPROD: return i8_chunk_dot;
+#endif
+	case RT_ISA_NEON: return i8_chunk_neon;
+#endif
+	default: return NULL;
+	}
+}
+#endif
 
 int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const float *a,
 		 const float *B, int64_t ldb, float beta, const float *bias, float *c)
 {
-#ifdef RT_KERN_X86
-	if (isa == RT_ISA_AVX512) {
-		(transB ? gemv_t_512 : gemv_n_512)(N, K, alpha, a, B, ldb, beta, bias, c);
-		return 1;
-	}
-	if (isa == RT_ISA_AVX2) {
-		(transB ? gemv_t_256 : gemv_n_256)(N, K, alpha, a, B, ldb, beta, bias, c);
-		return 1;
-	}
-#endif
-	(void)isa, (void)transB, (void)N, (void)K, (void)alpha, (void)a, (void)B, (void)ldb, (void)beta,
-		(void)bias, (void)c;
-	return 0;
+	gemv_fn *f = gemv_of(isa, transB);
+	if (f)
+		f(N, K, alpha, a, B, ldb, beta, bias, c);
+	return f != NULL;
 }
 
 int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
 		 float *C, int64_t ldc)
 {
-#ifdef RT_KERN_X86
-	if (isa == RT_ISA_AVX512 && K > 0) {
-		gemm_panels(micro, transA, transB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, bias, C, ldc);
-		return 1;
-	}
-	if (isa == RT_ISA_AVX2 && K > 0) {
-		gemm_panels(micro_256, transA, transB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, bias, C, ldc);
+#ifdef RT_KERN_SIMD
+	micro_fn *f = micro_of(isa);
+	if (f && K > 0) {
+		gemm_panels(f, transA, transB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, bias, C, ldc);
 		return 1;
 	}
 #endif
@@ -900,13 +1148,13 @@ int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t 
 
 int64_t rt_kern_panels_size(int64_t N, int64_t K)
 {
-	return (N + NR - 1) / NR * NR * K;
+	return (N + RT_PANEL_NR - 1) / RT_PANEL_NR * RT_PANEL_NR * K;
 }
 
 int rt_kern_pack_panels(int isa, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P)
 {
-#ifdef RT_KERN_X86
-	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && N > 0 && K > 0) {
+#ifdef RT_KERN_SIMD
+	if (micro_of(isa) && N > 0 && K > 0) {
 		pack_panels(transB, N, K, B, ldb, P);
 		return 1;
 	}
@@ -918,10 +1166,10 @@ int rt_kern_pack_panels(int isa, int transB, int64_t N, int64_t K, const float *
 int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 			int64_t lda, const float *P, float beta, const float *bias, float *C, int64_t ldc)
 {
-#ifdef RT_KERN_X86
-	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && K > 0) {
-		gemm_panels(isa == RT_ISA_AVX512 ? micro : micro_256, transA, 0, M, N, K, alpha, A, lda, NULL, 0, P,
-			    beta, bias, C, ldc);
+#ifdef RT_KERN_SIMD
+	micro_fn *f = micro_of(isa);
+	if (f && K > 0) {
+		gemm_panels(f, transA, 0, M, N, K, alpha, A, lda, NULL, 0, P, beta, bias, C, ldc);
 		return 1;
 	}
 #endif
@@ -932,52 +1180,32 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 
 int rt_kern_bf16_layout(int64_t K)
 {
-#ifdef RT_KERN_X86
-	/* asked once (every step's products ask again: threads that race here
-	 * store the same value) */
-	static volatile int has = -1;
-	if (has < 0) {
-		__builtin_cpu_init();
-		has = rt_kern_isa() == RT_ISA_AVX512 && __builtin_cpu_supports("avx512vl") &&
-		      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
-	}
-	if (has && K <= RT_BF16_PAIRS_KMAX)
-		return RT_BF16_PAIRS;
-#endif
-	(void)K;
-	return RT_BF16_SHIFT;
+	return rt_kern_isa_bf16() != RT_ISA_NONE && K <= RT_BF16_PAIRS_KMAX ? RT_BF16_PAIRS : RT_BF16_SHIFT;
 }
 
 int rt_kern_split_bf16(int64_t K, const float *a, uint32_t *xs)
 {
+	if (K > RT_BF16_PAIRS_KMAX || rt_kern_bf16_layout(K) != RT_BF16_PAIRS)
+		return 0;
+	uint16_t hi[RT_BF16_PAIRS_KMAX], lo[RT_BF16_PAIRS_KMAX];
+	int64_t Kh = (K + 1) / 2;
 #ifdef RT_KERN_X86
-	if (K <= RT_BF16_PAIRS_KMAX && rt_kern_bf16_layout(K) == RT_BF16_PAIRS) {
-		uint16_t hi[RT_BF16_PAIRS_KMAX], lo[RT_BF16_PAIRS_KMAX];
-		int64_t Kh = (K + 1) / 2;
-		split_bf16(K, a, hi, lo);
-		memcpy(xs, hi, sizeof *xs * (size_t)Kh);
-		memcpy(xs + Kh, lo, sizeof *xs * (size_t)Kh);
-		return 1;
-	}
+	split_bf16(K, a, hi, lo);
+#else
+	split_bf16_tail(0, K, a, hi, lo);
 #endif
-	(void)K, (void)a, (void)xs;
-	return 0;
+	memcpy(xs, hi, sizeof *xs * (size_t)Kh);
+	memcpy(xs + Kh, lo, sizeof *xs * (size_t)Kh);
+	return 1;
 }
 
 int rt_kern_gemv_pairs(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint32_t *xs,
 		       const uint16_t *P, float beta, const float *bias, float *c)
 {
-#ifdef RT_KERN_X86
+#ifdef RT_KERN_SIMD
 	if (P[0] == RT_BF16_PAIRS && K <= RT_BF16_PAIRS_KMAX && rt_kern_bf16_layout(K) == RT_BF16_PAIRS) {
-		int64_t Kh = (K + 1) / 2;
-		for (int64_t r = r0; r < r1;) {
-			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
-			rt_bf16_block(RT_BF16_PAIRS, N, K, n0, &w, &wp, &off);
-			int64_t e = n0 + w < r1 ? n0 + w : r1;
-			gemv_packed_pairs(r - n0, e - n0, Kh, xs, xs + Kh, P + off, wp, alpha, beta,
-					  bias ? bias + (r - r0) : NULL, c + (r - r0));
-			r = e;
-		}
+		bf16_blocks(bf16_chunk_of(rt_kern_isa_bf16(), RT_BF16_PAIRS), RT_BF16_PAIRS, r0, r1, N, K, xs, P, alpha,
+			    beta, bias, c);
 		return 1;
 	}
 #endif
@@ -988,23 +1216,16 @@ int rt_kern_gemv_pairs(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha
 int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			     const float *a, const uint16_t *P, float beta, const float *bias, float *c)
 {
-#ifdef RT_KERN_X86
+#ifdef RT_KERN_SIMD
 	int layout = P[0];
-	if (isa == RT_ISA_BF16 && layout == RT_BF16_PAIRS && K <= RT_BF16_PAIRS_KMAX) {
+	bf16_chunk_fn *chunk = bf16_chunk_of(isa, layout);
+	if (chunk && layout == RT_BF16_PAIRS && K <= RT_BF16_PAIRS_KMAX) {
 		uint32_t xs[RT_BF16_PAIRS_KMAX];
 		return rt_kern_split_bf16(K, a, xs) &&
 		       rt_kern_gemv_pairs(r0, r1, N, K, alpha, xs, P, beta, bias, c);
 	}
-	if ((isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && layout == RT_BF16_SHIFT) {
-		/* the AVX2 kernel serves both */
-		for (int64_t r = r0; r < r1;) {
-			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w, wp, off;
-			rt_bf16_block(layout, N, K, n0, &w, &wp, &off);
-			int64_t e = n0 + w < r1 ? n0 + w : r1;
-			gemv_packed_bf16_256(r - n0, e - n0, K, a, P + off, wp, alpha, beta,
-					     bias ? bias + (r - r0) : NULL, c + (r - r0));
-			r = e;
-		}
+	if (chunk && layout == RT_BF16_SHIFT) {
+		bf16_blocks(chunk, layout, r0, r1, N, K, a, P, alpha, beta, bias, c);
 		return 1;
 	}
 #endif
@@ -1019,6 +1240,10 @@ int rt_kern_quant_act_u7(int isa, int64_t K, const float *a, uint8_t *q, int32_t
 	if (isa == RT_ISA_VNNI || isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2)
 		return quant_act_u7_256(K, a, q, zp, scale);
 #endif
+#ifdef RT_KERN_NEON
+	if (isa == RT_ISA_NEON || isa == RT_ISA_DOTPROD)
+		return quant_act_u7_neon(K, a, q, zp, scale);
+#endif
 	(void)isa, (void)K, (void)a, (void)q, (void)zp, (void)scale;
 	return 0;
 }
@@ -1027,10 +1252,9 @@ int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K
 			   const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
 			   float *c)
 {
-#ifdef RT_KERN_X86
-	if ((isa == RT_ISA_VNNI || isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) && K <= RT_I8_KMAX) {
-		/* AVX2's kernel serves AVX-512 without VNNI */
-		i8_chunk_fn chunk = isa == RT_ISA_VNNI ? i8_chunk_vnni : i8_chunk_avx2;
+#ifdef RT_KERN_SIMD
+	i8_chunk_fn *chunk = i8_chunk_of(isa);
+	if (chunk && K <= RT_I8_KMAX) {
 		const float *scale = (const float *)(const void *)P;
 		const int32_t *rsum = (const int32_t *)(const void *)(P + 4 * N);
 		for (int64_t r = r0; r < r1;) {
@@ -1052,16 +1276,10 @@ int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K
 int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			const float *P, float beta, const float *bias, float *c)
 {
-#ifdef RT_KERN_X86
-	if (isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2) {
-		for (int64_t r = r0; r < r1;) {
-			int64_t n0 = r / RT_PACK_W * RT_PACK_W, w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
-			int64_t e = n0 + w < r1 ? n0 + w : r1;
-			(isa == RT_ISA_AVX512 ? gemv_packed_512 : gemv_packed_256)(
-				e - r, K, a, P + n0 * K + (r - n0), w, alpha, beta, bias ? bias + (r - r0) : NULL,
-				c + (r - r0));
-			r = e;
-		}
+#ifdef RT_KERN_SIMD
+	packed_fn *f = packed_of(isa);
+	if (f) {
+		packed_rows(f, r0, r1, N, K, alpha, a, P, beta, bias, c);
 		return 1;
 	}
 #endif

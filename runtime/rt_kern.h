@@ -6,25 +6,26 @@
  * for packing and dispatch at every one of those calls; these kernels are
  * written for exactly that shape:
  *   gemv: c[N] = alpha op(B)^T a + beta c, the batch-1 step, bound by the
- *     bandwidth at which B streams from cache: eight rows (or 128 columns)
- *     at a time, every load feeding an FMA;
+ *     bandwidth at which B streams from cache: eight rows (or 128 columns;
+ *     NEON: 32) at a time, every load feeding an FMA;
  *   gemv_packed: the same on weights packed once (rt_gemv_pack) into blocks
  *     of 256 rows stored column by column: one stream in order, up to 16
  *     vectors of sums, no horizontal adds (10-20% faster than gemv at
  *     hidden 128-256, where the step is bound by that stream);
  *   gemm: C[M,N] = alpha op(A) op(B) + beta C with a 6 x 64 register-blocked
- *     AVX-512 micro-kernel (AVX2: four 6 x 16 blocks) over 64-column panels
+ *     AVX-512 micro-kernel (AVX2 and NEON: four 6 x 16 blocks) over 64-column panels
  *     of op(B) packed on the stack (kc x 64, re-used by every row of A), A
  *     read in place; gemm_panels: the same on op(B) packed once for all
  *     the steps of a recurrence (the weights do not change during it).  Inside a row-parallel recurrence it is the only fast
  *     product (OpenBLAS's own threads are not called from inside a team).
  * Every function returns 1 when it did the product and 0 when it cannot on
  * this CPU or for these arguments (the caller then uses BLAS or the portable
- * kernel); the choice is made at run time (__builtin_cpu_supports), so one
- * libcellrt serves every x86-64 CPU.  The _avx512 / _avx2 entry points force
- * one instruction set, so that the unit tests compare each with the reference
- * on the CPUs that have it.  Results differ from the reference only by the
- * order of the float additions.
+ * kernel); the choice is made at run time (__builtin_cpu_supports on
+ * x86-64, getauxval's hardware capabilities on aarch64 Linux), so one
+ * libcellrt serves every CPU of its architecture.  The isa argument forces
+ * one instruction set, so that the unit tests compare each with the
+ * reference on the CPUs that have it (rt_kern_has).  Results differ from the
+ * reference only by the order of the float additions.
  *
  * Legend as in cellrt.h: row-major, C[M,N] = op(A)[M,K] op(B)[K,N]; B stored
  * [N,K] when transB; lda/ldb/ldc row strides in elements; beta == 0: C is
@@ -37,13 +38,31 @@
 
 #include "cellrt.h" /* RT_BF16_SPLIT_KMAX */
 
-enum { RT_ISA_NONE = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_VNNI = 3 };
+/* The instruction sets with kernels of their own:
+ *   x86-64: AVX2 (with FMA), AVX-512 (F), VNNI (AVX-512 VNNI, VL, BW: the
+ *     int8 GEMV), BF16 (AVX512-BF16: the bfloat16 GEMV on RT_BF16_PAIRS);
+ *   aarch64: NEON (Advanced SIMD, every aarch64 CPU: all float32 kernels,
+ *     the bfloat16 GEMV on RT_BF16_SHIFT, the int8 GEMV), DOTPROD (SDOT:
+ *     the int8 GEMV), BFDOT (BFDOT: the bfloat16 GEMV on RT_BF16_PAIRS). */
+enum {
+	RT_ISA_NONE = 0,
+	RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_VNNI = 3, RT_ISA_BF16 = 4,
+	RT_ISA_NEON = 5, RT_ISA_DOTPROD = 6, RT_ISA_BFDOT = 7,
+	RT_ISA_COUNT = 8
+};
 
-/* The best instruction set of this CPU that the kernels use. */
+/* The best instruction set of this CPU that the float32 kernels use
+ * (RT_ISA_AVX512, AVX2, NEON or NONE). */
 int rt_kern_isa(void);
 /* The same for the int8 kernel: RT_ISA_VNNI (AVX-512 with VNNI, VL and BW)
- * where the CPU has it, else rt_kern_isa(). */
+ * or RT_ISA_DOTPROD where the CPU has it, else rt_kern_isa(). */
 int rt_kern_isa_i8(void);
+/* The instruction set of the bfloat16 kernel on RT_BF16_PAIRS of this CPU:
+ * RT_ISA_BF16, RT_ISA_BFDOT, or RT_ISA_NONE (then RT_BF16_SHIFT is its
+ * layout). */
+int rt_kern_isa_bf16(void);
+/* Whether this CPU runs the kernels of isa (RT_ISA_NONE: always). */
+int rt_kern_has(int isa);
 
 /* bias: NULL, or a row vector [N] that replaces C in the sum:
  * C[i, j] = alpha (op(A) op(B))[i, j] + beta bias[j] (C not read). */
@@ -55,6 +74,10 @@ int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const f
 int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
 		 float *C, int64_t ldc);
+
+/* The GEMM's panels of op(B) are RT_PANEL_NR columns wide, and its
+ * micro-kernels make RT_PANEL_MR rows of C at a time. */
+enum { RT_PANEL_MR = 6, RT_PANEL_NR = 64 };
 
 /* The GEMM on op(B) packed once: rt_kern_pack_panels writes every panel
  * gemm would pack (64 columns by K rows, zero past N) into P, which holds
@@ -83,12 +106,13 @@ int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, f
  *     half): the operand of AVX512-BF16's vdpbf16ps, which multiplies them
  *     by the activations split into two bfloat16 parts, a = hi + lo (the
  *     products exact, the sums in float32, the activations to 16 bits).
- * isa RT_ISA_BF16 takes RT_BF16_PAIRS, RT_ISA_AVX2 and AVX512 the other;
- * 0 when the layout is not the isa's. */
-enum { RT_ISA_BF16 = 4 };
+ * isa RT_ISA_BF16 and RT_ISA_BFDOT (Arm's BFDOT, the same sums by pairs)
+ * take RT_BF16_PAIRS, RT_ISA_AVX2, AVX512 and NEON the other; 0 when the
+ * layout is not the isa's. */
 enum { RT_BF16_SHIFT = 0, RT_BF16_PAIRS = 1, RT_BF16_HEAD = 32, RT_BF16_PAIRS_KMAX = RT_BF16_SPLIT_KMAX };
 /* The layout the bf16 GEMV reads best on this CPU: RT_BF16_PAIRS with
- * AVX512-BF16 (and K up to RT_BF16_PAIRS_KMAX), else RT_BF16_SHIFT. */
+ * AVX512-BF16 or Arm's BF16 (and K up to RT_BF16_PAIRS_KMAX), else
+ * RT_BF16_SHIFT. */
 int rt_kern_bf16_layout(int64_t K);
 int rt_kern_gemv_packed_bf16(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			     const float *a, const uint16_t *P, float beta, const float *bias, float *c);
@@ -128,7 +152,9 @@ void rt_gemv_pack_bf16_layout(int layout, int transB, int64_t N, int64_t K, cons
  * wp = a multiple of 8, stored for each group of 4 columns as wp runs of 4
  * bytes (rt_i8_block, rt_i8_index): one 32-byte load is 8 rows by 4
  * columns, which vpmaddubsw and vpmaddwd (isa RT_ISA_AVX2 or AVX512) or
- * vpdpbusd (RT_ISA_VNNI) reduce to 8 int32 sums, the same exact sums. */
+ * vpdpbusd (RT_ISA_VNNI) reduce to 8 int32 sums, as SMULL and SADALP
+ * (RT_ISA_NEON) or SDOT (RT_ISA_DOTPROD) do with two 16-byte loads: the
+ * same exact sums. */
 int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha,
 			   const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
 			   float *c);

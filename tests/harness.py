@@ -178,6 +178,20 @@ Groups, in order:
               the same structure (refusals, malloc and --no-malloc, also
               through build-san/cellc); SKIP
               (neither pass nor fail) when the npm registry is unreachable
+  cross_aarch64  aarch64 under qemu-user (issue 47): `make runtime
+              TARGET=aarch64` (templates/targets.mk); libcellrt's kernel unit
+              tests (tcases kern on cortex-a72, kern_q on cortex-a53,
+              neoverse-n1 and max: the NEON, SDOT and BFDOT kernels against
+              the references, CELLRT_TEST_ISAS checking which ones each CPU
+              runs); the --testbench kits of an nn.LSTM and a two-layer
+              nn.GRU export, a MomentumLSTM .cell and a traced MomentumLSTM
+              (float32, --weights int8 and bf16; batch-1 sets of several
+              steps run the reduced-precision kernels), PyTorch's goldens, and Silero VAD v5 (npm; offline: the silero group's
+              model of its structure) on ONNX Runtime's goldens (float32),
+              each built with `make test TARGET=aarch64` and run on a CPU
+              without (cortex-a72) and one with the dot-product and BF16
+              instructions (max), at x86's tolerances; the float32 kits also
+              built single-threaded (OPENMP=)
   install     `make install` into a temporary prefix from a copy of the
               checkout, the copy deleted, then only the installed cellc:
               files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
@@ -372,24 +386,29 @@ def unit_group(group, builddir, env):
     return res
 
 
-def unit_binary(group, binary, env):
-    log = os.path.join(LOGS, group, os.path.basename(binary) + ".build.log")
-    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, binary], log)
+def unit_binary(group, binary, env, make_args=(), runner=(), tag=None):
+    """Builds a Check binary (make [make_args] binary), runs it (through
+    runner, an emulator's command, when given): one result per check,
+    named group[/tag]/tcase/test."""
+    group_tag = "%s/%s" % (group, tag) if tag else group
+    stem = os.path.basename(binary) + ("." + tag if tag else "")
+    log = os.path.join(LOGS, group, stem + ".build.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS] + list(make_args) + [binary], log)
     if rc != 0:
-        return [Result("%s/%s/build" % (group, os.path.basename(binary)), False, "cannot build %s: %s (log: %s)" %
+        return [Result("%s/%s/build" % (group_tag, os.path.basename(binary)), False, "cannot build %s: %s (log: %s)" %
                        (binary, first_lines(err + out), log))]
     tmp = os.path.join(OUT, "unit_tmp")
     os.makedirs(tmp, exist_ok=True)
     e = dict(env)
     e.update({"CK_VERBOSITY": "verbose", "CELLRT_TEST_TMP": tmp})
-    log = os.path.join(LOGS, group, os.path.basename(binary) + ".run.log")
-    rc, out, err = run([binary], log, e)
+    log = os.path.join(LOGS, group, stem + ".run.log")
+    rc, out, err = run(list(runner) + [binary], log, e)
     res, checks = [], None
     counts = {}
     for line in (out + "\n" + err).splitlines():
         m = CHECK_LINE.match(line)
         if m:
-            base = "%s/%s/%s" % (group, m.group(4), m.group(5))
+            base = "%s/%s/%s" % (group_tag, m.group(4), m.group(5))
             counts[base] = counts.get(base, 0) + 1
             name = base + ("#%s" % m.group(6) if m.group(6) != "0" or counts[base] > 1 else "")
             detail = "" if m.group(3) == "P" else "%s:%s: %s" % (m.group(1), m.group(2), m.group(7))
@@ -399,13 +418,13 @@ def unit_binary(group, binary, env):
             checks = int(s.group(1))
     sanitizer = [m for m in SAN_MARKERS if m in err]
     if checks is None or checks != len(res):
-        res.append(Result("%s/%s/run" % (group, os.path.basename(binary)), False, "%s; %s checks reported, %d lines parsed (log: %s)" %
+        res.append(Result("%s/%s/run" % (group_tag, os.path.basename(binary)), False, "%s; %s checks reported, %d lines parsed (log: %s)" %
                           (status_word(rc), checks, len(res), log)))
     elif sanitizer:
-        res.append(Result("%s/%s/sanitizer" % (group, os.path.basename(binary)), False, "sanitizer report (%s) (log: %s)" %
+        res.append(Result("%s/%s/sanitizer" % (group_tag, os.path.basename(binary)), False, "sanitizer report (%s) (log: %s)" %
                           (sanitizer[0], log)))
     elif rc != 0 and all(r.ok for r in res):
-        res.append(Result("%s/%s/run" % (group, os.path.basename(binary)), False, "%s with no failed check (log: %s)" %
+        res.append(Result("%s/%s/run" % (group_tag, os.path.basename(binary)), False, "%s with no failed check (log: %s)" %
                           (status_word(rc), log)))
     return res
 
@@ -3660,6 +3679,175 @@ def group_silero():
 
 
 GROUPS += [("silero", group_silero)]
+
+
+# ---- cross_TARGET: libcellrt and the golden kits on a cross target (issue 47) ----
+# For each target of templates/targets.mk in CROSS_TARGETS, a group
+# cross_TARGET: `make runtime TARGET=...`, libcellrt's kernel unit tests
+# and the `--testbench` kits built with `make test TARGET=...`, all run by
+# the target's emulator on machines with and without its SIMD extensions;
+# the golden data are PyTorch's (the fixtures) or ONNX Runtime's (Silero
+# VAD), never cellc's, at the tolerances of x86 (the testbench's defaults,
+# BF16_TOL, INT8_TOL).
+#
+# Per target: kit_runs, the machines the kits run on, as (tag, environment
+# of `make test`); unit_runs, test_runtime.c's runs, as (tag, the
+# emulator's arguments, CELLRT_TEST_ISAS: the kernels that machine must
+# choose, the Check tcase).  aarch64: qemu-user's CPUs without (Cortex-A53,
+# A72) and with the dot-product (Neoverse-N1) and BF16 (max) instructions;
+# the float32 kernels (the same NEON on every CPU) once, the bf16/int8 ones
+# on three CPUs.
+CROSS_TARGETS = {
+    "aarch64": {
+        "kit_runs": [("cortex-a72", {"QEMU_CPU": "cortex-a72"}), ("max", {"QEMU_CPU": "max"})],
+        "unit_runs": [("cortex-a72", ["-cpu", "cortex-a72"], "neon", "kern"),
+                      ("cortex-a53", ["-cpu", "cortex-a53"], "neon", "kern_q"),
+                      ("neoverse-n1", ["-cpu", "neoverse-n1"], "neon,dotprod", "kern_q"),
+                      ("max", ["-cpu", "max"], "neon,dotprod,bfdot", "kern_q")],
+    },
+}
+# (kit, fixture group, data directory, model file, weights modes, the golden
+# sets taken (None: all)); the reduced-precision builds must call their
+# batch-1 kernel (precision's check), and every kit's data hold a batch-1
+# set of several steps, which runs it
+CROSS_WEIGHTS = {"f32": ([], None), "int8": (INT8_TOL, "rt_gemv_packed_i8("),
+                 "bf16": (BF16_TOL, "rt_gemv_packed_bf16(")}
+CROSS_KITS = [
+    ("lstm", "torch", os.path.join(OUT, "torch", DEPLOY_LSTM), "model.onnx", ("f32", "int8", "bf16"), None),
+    ("gru", "torch", os.path.join(OUT, "torch", "gru_opset14_sf_l2_noinit_seq"), "model.onnx", ("f32", "int8", "bf16"),
+     None),
+    # hidden 20; its golden sets at T = 7 and 100 with batch 1, T = 7 with batch 3
+    ("momentum_lstm_cell", "cells", os.path.join(OUT, "cells", "full_momentum_lstm"), "model.cell",
+     ("f32", "int8", "bf16"), (3, 4, 6)),
+    # a traced Python-loop MomentumLSTM (hidden 32, batch 1, T = 8 and 50 from the 8-step trace)
+    ("momentum_lstm_traced", "trace_long", os.path.join(OUT, "trace_long", "momentum_lstm_opset13_T8_mnist"),
+     "model.onnx", ("f32", "int8", "bf16"), None),
+]
+
+
+def cross_row(target, name):
+    """Variable NAME of the target's row in templates/targets.mk (the one table)."""
+    with open(os.path.join(ROOT, "templates", "targets.mk")) as f:
+        m = re.search(r"^%s_%s\s*:=\s*(.*)$" % (target, name), f.read(), re.M)
+    return m.group(1).split() if m else []
+
+
+def cross_kit(target, kit, model, data, mode, extra=()):
+    """`cellc compile --testbench` of one kit in one weights mode, then
+    `make test TARGET=target` on each machine of its kit_runs: a result per
+    machine (float32: the first again built single-threaded, OPENMP=, as
+    docs/deploying.md measured the sizes; the switch rebuilds)."""
+    group = "cross_" + target
+    tol, call = CROSS_WEIGHTS[mode]
+    name = "%s-%s" % (kit, mode)
+    work = os.path.join(OUT, group + "_work", name)
+    log = os.path.join(LOGS, group, name + ".log")
+    shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
+    rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(tol) + list(extra), log + ".compile")
+    if rc != 0:
+        return [Result("%s/%s/compile" % (group, name), False, "cellc compile: %s: %s (log: %s.compile)" %
+                       (status_word(rc), first_lines(err), log))]
+    if call and call not in open(os.path.join(ROOT, work, "m.c")).read():
+        return [Result("%s/%s/compile" % (group, name), False, "m.c never calls %s" % call[:-1])]
+    runs = [(tag, env, []) for tag, env in CROSS_TARGETS[target]["kit_runs"]]
+    if mode == "f32":
+        runs.append((runs[0][0] + "-single_thread", runs[0][1], ["OPENMP="]))
+    res = []
+    for tag, env, opts in runs:
+        rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work, "test", "TARGET=" + target] + opts,
+                           log + "." + tag, env=env)
+        summary = [l for l in out.splitlines() if SUMMARY_LINE.match(l)]
+        fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+        ok = rc == 0 and summary and not fails and not summary[-1].startswith("0 passed")
+        res.append(Result("%s/%s/%s" % (group, name, tag), bool(ok), summary[-1] if ok else
+                          "make test TARGET=%s: %s: %s (log: %s.%s)" % (
+                              target, status_word(rc), first_lines("\n".join(fails) or err or out), log, tag)))
+    return res
+
+
+def cross_silero(target, mode):
+    """Silero VAD v5 (npm, as the group silero fetches it; the offline model
+    of the same structure when the registry cannot be reached) at 16 kHz:
+    golden sets from ONNX Runtime (verify --oracle --save-golden), then the
+    kit of cross_kit."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import test_silero
+    group = "cross_" + target
+    work = os.path.join(ROOT, OUT, group + "_work")
+    os.makedirs(work, exist_ok=True)
+    models, skip, err = test_silero.fetch(os.path.join(ROOT, OUT, "silero_work", "pkg"))
+    if err:
+        return [Result("%s/silero-%s/fetch" % (group, mode), False, err)]
+    if models:
+        kit, model, dims = "silero_v5", models["v5"], ["--dim", "input_0=1", "--dim", "input_1=576"]
+    else:
+        kit, model, dims = "silero_offline", os.path.join(work, "mini_vad.onnx"), ["--dim", "input_0=1", "--dim",
+                                                                                   "input_1=512"]
+        test_silero.mini_vad(model)
+    golden = os.path.join(work, kit + "_golden")
+    log = os.path.join(LOGS, group, "%s-%s.oracle.log" % (kit, mode))
+    if not os.path.isdir(golden):
+        rc, out, err = run(["make", "--no-print-directory", "-s", "ort"], log + ".ort")
+        if rc != 0:
+            return [Result("%s/%s-%s/oracle" % (group, kit, mode), None,
+                           "skipped: onnxruntime-node could not be installed (npm registry unreachable?): %s" %
+                           first_lines(err))]
+        rc, out, err = run([CELLC, "verify", model, "--oracle", "onnxruntime", "--inputs", "2", "--seed", "5",
+                            "--bind", "sr=16000", "--save-golden", golden + ".tmp"] + dims, log)
+        if rc != 0:
+            return [Result("%s/%s-%s/oracle" % (group, kit, mode), False, "verify --oracle onnxruntime: %s: %s "
+                           "(log: %s)" % (status_word(rc), first_lines(err or out), log))]
+        os.rename(golden + ".tmp", golden)
+    return cross_kit(target, kit, model, golden, mode, ["--bind", "sr=16000"])
+
+
+def group_cross(target):
+    group = "cross_" + target
+    for g in sorted({k[1] for k in CROSS_KITS}):
+        if not stamp_ok(g):
+            yield from fixtures_missing(group, g)
+            return
+    log = os.path.join(LOGS, group, "make.log")
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-j%d" % JOBS, "runtime", "TARGET=" + target], log)
+    yield Result("%s/make_runtime" % group, rc == 0, "build/%s/libcellrt.a" % target if rc == 0 else
+                 "make runtime TARGET=%s: %s (log: %s)" % (target, first_lines(err + out), log))
+    if rc != 0:
+        return
+    binary = os.path.join("build", target, "tests", "test_runtime")
+    items = [("unit", u) for u in CROSS_TARGETS[target]["unit_runs"]] + [("kit", k) for k in CROSS_KITS] + \
+        [("silero", "f32")]
+
+    def one(kind, it):
+        if kind == "unit":
+            tag, args, isas, case = it
+            return unit_binary(group, binary, {"CK_RUN_CASE": case, "CK_FORK": "no", "CELLRT_TEST_ISAS": isas,
+                                               "CELLRT_TEST_EMULATED": "1"},
+                               make_args=["TARGET=" + target], runner=cross_row(target, "RUN") + args,
+                               tag="%s-%s" % (tag, case))
+        if kind == "silero":
+            return cross_silero(target, it)
+        kit, _, src, model, modes, sets = it
+        data = src
+        if sets:    # those golden sets only, as links (still the fixture's)
+            data = os.path.join(OUT, group + "_work", kit + "_data")
+            shutil.rmtree(os.path.join(ROOT, data), ignore_errors=True)
+            os.makedirs(os.path.join(ROOT, data))
+            for i, k in enumerate(sets):
+                os.symlink(os.path.join(ROOT, src, "test_data_set_%d" % k),
+                           os.path.join(ROOT, data, "test_data_set_%d" % i))
+        return [r for m in modes for r in cross_kit(target, kit, os.path.join(src, model), data, m)]
+    # the unit binary first (make is not run for it in parallel), then all at once
+    rc, out, err = run(["make", "--no-print-directory", "-s", "TARGET=" + target, binary], log + ".unit")
+    if rc != 0:
+        yield Result("%s/unit_build" % group, False, "make TARGET=%s %s: %s (log: %s.unit)" % (
+            target, binary, first_lines(err + out), log))
+        items = [i for i in items if i[0] != "unit"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as ex:
+        for res in ex.map(lambda i: one(*i), sample(items)):
+            yield from res
+
+
+GROUPS += [("cross_" + t, lambda t=t: group_cross(t)) for t in CROSS_TARGETS]
 GROUPS += [("onnx_sym", group_onnx_sym)]
 
 

@@ -145,7 +145,23 @@ $(TOUT)/grad_smoke/.stamp: tests/gen_grad_smoke.py tests/ref_cells.py tests/tens
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
-unit-tests: $(B)/tests/test_runtime $(SAN)/tests/test_runtime
+ifeq ($(TARGET),)
+# $(call host,PROGRAMS): the host's unit-test programs (none for a TARGET)
+host = $(1)
+else
+host =
+# TARGET=NAME (templates/targets.mk): libcellrt's unit tests for that
+# target, linked statically with its Check (NAME_TEST_PKGS, a foreign
+# architecture's package) so that its emulator runs them as they are
+# (the harness group cross_NAME)
+unit-tests: $(TB)/tests/test_runtime
+$(TB)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h runtime/rt_kern.h $(TB)/libcellrt.a
+	$(call target_tools,$(CC))
+	@mkdir -p $(TB)/tests
+	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(TARGET_LDFLAGS) $(WARN) -Iruntime $< -o $@ -static $(TB)/libcellrt.a -lcheck -lsubunit -lrt -pthread $(TARGET_LIBS)
+endif
+
+unit-tests: $(call host,$(B)/tests/test_runtime $(SAN)/tests/test_runtime)
 
 $(B)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h $(B)/libcellrt.a
 	@mkdir -p $(B)/tests
@@ -155,7 +171,7 @@ $(SAN)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h $(SAN)/lib
 	$(CC) $(SANFLAGS) $(WARN) -Iruntime $(CHECK_CFLAGS) $< -o $@ $(SAN)/libcellrt.a $(CHECK_LIBS) $(LIBS_RT)
 
 # compiler/passes/mincut.c stands alone (with the arena): its own Check binary
-unit-tests: $(B)/tests/test_mincut $(SAN)/tests/test_mincut
+unit-tests: $(call host,$(B)/tests/test_mincut $(SAN)/tests/test_mincut)
 $(B)/tests/test_mincut: tests/unit/test_mincut.c compiler/passes/mincut.c compiler/passes/mincut.h compiler/base/arena.c compiler/base/arena.h
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS) $(WARN) -Icompiler/passes -Icompiler/base $(CHECK_CFLAGS) $< compiler/passes/mincut.c compiler/base/arena.c -o $@ $(CHECK_LIBS)
@@ -179,7 +195,7 @@ $(TOUT)/train/.stamp: tests/gen_train_cases.py tests/gen_grad_cases.py $(GRAD_DE
 # ---- optimisers (issue 5): tests/gen_optim_cases.py + tests/unit/test_optim.c --
 $(TOUT)/optim/.stamp: tests/gen_optim_cases.py tests/tensorfile.py
 	$(call gen,tests/gen_optim_cases.py,$(TOUT)/optim)
-unit-tests: $(B)/tests/test_optim $(SAN)/tests/test_optim
+unit-tests: $(call host,$(B)/tests/test_optim $(SAN)/tests/test_optim)
 $(B)/tests/test_optim: tests/unit/test_optim.c runtime/cellrt.h $(B)/libcellrt.a
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS) $(WARN) -Iruntime $< -o $@ $(B)/libcellrt.a $(LIBS_RT)
@@ -267,7 +283,7 @@ $(SAN)/tests/eval_ref: tests/unit/eval_ref.c $(filter-out $(SAN)/cc/cmd/main.o,$
 	$(CC) $(SANFLAGS) $(WARN) $(CPPFLAGS_C) $< $(filter-out $(SAN)/cc/cmd/main.o,$(SAN_C_OBJ)) $(SAN)/libcellrt.a -o $@ $(LIBS_C)
 
 # compiler/ir/ir_sym.c, size expressions and unification (the same objects)
-unit-tests: $(B)/tests/test_ir_sym $(SAN)/tests/test_ir_sym
+unit-tests: $(call host,$(B)/tests/test_ir_sym $(SAN)/tests/test_ir_sym)
 $(B)/tests/test_ir_sym: tests/unit/test_ir_sym.c $(EVAL_REF_OBJ) $(B)/libcellrt.a
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) $(CHECK_CFLAGS) $< $(EVAL_REF_OBJ) $(B)/libcellrt.a -o $@ $(CHECK_LIBS) $(LIBS_C)
@@ -277,7 +293,7 @@ $(SAN)/tests/test_ir_sym: tests/unit/test_ir_sym.c $(filter-out $(SAN)/cc/cmd/ma
 
 # compiler/ir/ir_build.c, the IR rewrite toolkit: its Check binary links the
 # compiler's objects as build/cellc does (inference, folding, the arena)
-unit-tests: $(B)/tests/test_ir_build $(SAN)/tests/test_ir_build
+unit-tests: $(call host,$(B)/tests/test_ir_build $(SAN)/tests/test_ir_build)
 $(B)/tests/test_ir_build: tests/unit/test_ir_build.c $(EVAL_REF_OBJ) $(B)/libcellrt.a
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_C) $(CHECK_CFLAGS) $< $(EVAL_REF_OBJ) $(B)/libcellrt.a -o $@ $(CHECK_LIBS) $(LIBS_C)

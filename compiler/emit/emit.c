@@ -256,6 +256,15 @@ static int write_file(emit_ctx *E, const char *path, const char *tpl, const tpl_
 	return 0;
 }
 
+/* The generated Makefile's table of cross targets (TARGET=NAME): the text of
+ * templates/targets.mk, which cellc's own Makefile includes (one table). */
+static void blk_targets(emit_ctx *E)
+{
+	const char *t = emit_template("targets.mk");
+	ASSERT(t);
+	fputs(t, E->w->f);
+}
+
 int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 {
 	struct emit_tabs tabs = {.time_sym = -1};
@@ -322,10 +331,10 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 		arena_printf(E->A, "%d", g->noutputs), o->rtdir ? o->rtdir : "", o->pcdir ? o->pcdir : "",
 	};
 	const char *blocks[] = {"PROVENANCE", "DIMS", "RUN_DECLS", "STRUCT", "CONSTS", "LOAD_WEIGHTS",
-				"CREATE", "CREATE_DECLS", "RESET", "WS_RESERVE", "FORWARD", "API"};
+				"CREATE", "CREATE_DECLS", "RESET", "WS_RESERVE", "FORWARD", "API", "TARGETS"};
 	const block_fn fns[] = {emit_blk_provenance, emit_blk_dims, emit_blk_run_decls, emit_blk_struct, emit_blk_consts,
 				emit_blk_load_weights, emit_blk_create, emit_blk_create_decls, emit_blk_reset, emit_blk_ws_reserve,
-				emit_blk_forward, emit_blk_api};
+				emit_blk_forward, emit_blk_api, blk_targets};
 	tpl_env env = {keys, vals, (int)COUNTOF(keys), blocks, fns, (int)COUNTOF(blocks)};
 
 	if (o->embed_weights)

@@ -515,6 +515,8 @@ static void emit_par_open(rec *R)
 	}
 	ew_line(w, "#ifdef _OPENMP");
 	ew_line(w, "#pragma omp parallel num_threads(nt_) if (nt_ > 1)");
+	ew_line(w, "#else");
+	ew_line(w, "(void)nt_; /* built without OpenMP (make OPENMP=): one thread */");
 	ew_line(w, "#endif");
 	ew_line(w, "{");
 	w->indent++;

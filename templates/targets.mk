@@ -1,0 +1,54 @@
+# ---- the cross targets: one table (templates/targets.mk) -------------------
+# cellc's own Makefile includes this file and cellc prints it into every
+# Makefile it writes, so both read the same rows.  TARGET=NAME builds for
+# row NAME (`make runtime TARGET=NAME` in cellc's tree: libcellrt in
+# build/NAME/; `make TARGET=NAME`, `make test TARGET=NAME` in a generated
+# directory); TARGET unset builds for the host, as without this file.
+# A row is NAME in CELLC_TARGETS and these variables:
+#   NAME_CC      the C compiler                NAME_AR    its archiver
+#   NAME_CFLAGS  the target's code generation (added to CFLAGS)
+#   NAME_LDFLAGS how its programs are linked (added to the link lines)
+#   NAME_LIBS    what its programs link besides libcellrt
+#   NAME_RUN     the command that runs one of its programs here (an emulator)
+#   NAME_BLAS    its libcellrt's BLAS: none (the portable and SIMD kernels)
+#   NAME_OPENMP  the OpenMP flag of its code (empty: single-threaded)
+#   NAME_SIZE    the tool that reports code and data sizes
+#   NAME_PKGS    the Debian packages of CC, RUN and SIZE (make deps installs them)
+#   NAME_TEST_PKGS  what the unit tests of libcellrt link for it (package:arch)
+CELLC_TARGETS := aarch64
+
+# aarch64 Linux (Debian's cross toolchain), run under qemu-user with the
+# cross sysroot; NEON is the baseline, the dot-product and BF16 kernels are
+# chosen at run time (qemu's -cpu, or QEMU_CPU=..., picks the CPU emulated);
+# a function or datum a section of its own, so that a program's link keeps
+# only the parts of libcellrt it calls (--gc-sections)
+aarch64_CC        := aarch64-linux-gnu-gcc
+aarch64_AR        := aarch64-linux-gnu-ar
+aarch64_CFLAGS    := -march=armv8-a -ffunction-sections -fdata-sections
+aarch64_LDFLAGS   := -Wl,--gc-sections
+aarch64_LIBS      := -lm
+aarch64_RUN       := qemu-aarch64 -L /usr/aarch64-linux-gnu
+aarch64_BLAS      := none
+aarch64_OPENMP    := -fopenmp
+aarch64_SIZE      := aarch64-linux-gnu-size
+aarch64_PKGS      := gcc-aarch64-linux-gnu qemu-user
+aarch64_TEST_PKGS := check:arm64
+
+# every target's packages (cellc's `make deps`)
+CELLC_TARGET_PKGS := $(foreach t,$(CELLC_TARGETS),$($(t)_PKGS) $($(t)_TEST_PKGS))
+
+ifneq ($(TARGET),)
+ifeq ($(filter $(TARGET),$(CELLC_TARGETS)),)
+$(error TARGET=$(TARGET) is not a target; the targets: $(CELLC_TARGETS) (TARGET unset builds for this machine))
+endif
+CC            := $($(TARGET)_CC)
+AR            := $($(TARGET)_AR)
+TARGET_CFLAGS := $($(TARGET)_CFLAGS)
+TARGET_LDFLAGS := $($(TARGET)_LDFLAGS)
+TARGET_LIBS   := $($(TARGET)_LIBS)
+TARGET_RUN    := $($(TARGET)_RUN)
+TARGET_SIZE   := $($(TARGET)_SIZE)
+# a recipe line that fails, naming the Debian packages, when one of the
+# tools $(1) is missing
+target_tools = @for t in $(1); do command -v $$t >/dev/null 2>&1 || { echo "TARGET=$(TARGET): $$t not found: install the Debian packages $($(TARGET)_PKGS) (apt-get install $($(TARGET)_PKGS), or make deps in cellc's tree)" >&2; exit 1; }; done
+endif
