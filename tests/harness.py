@@ -3775,7 +3775,7 @@ def cross_silero(target, mode):
     group = "cross_" + target
     work = os.path.join(ROOT, OUT, group + "_work")
     os.makedirs(work, exist_ok=True)
-    models, skip, err = test_silero.fetch(os.path.join(ROOT, OUT, "silero_work", "pkg"))
+    models, skip, err = test_silero.fetch(os.path.join(ROOT, OUT, "silero_work", "pkg"), test_silero.VAD_WEB)
     if err:
         return [Result("%s/silero-%s/fetch" % (group, mode), False, err)]
     if models:
