@@ -58,7 +58,8 @@ run-time lengths along time (its GRU runs seq2 + seq steps), PadToLongest pads
 one input by the difference of the two lengths (seq - seq2), TruncatedLSTM
 reads x[:, :10] (min(seq, 10) steps, data at T = 8, 11 and 5) and
 LastKMeanGRU averages out[:, -4:] (min(seq, 4) steps, data at T = 8, 11 and
-3): each verified at every length from one build.
+3), GatherFramesGRU cuts overlapping frames with torch.arange indices
+(floor((seq - 1) / 2) frames): each verified at every length from one build.
 
 case.json: model (the class), tags (the forms it uses), stacked (per
 recurrence, in the order `cellc dump` lists them, whether it must keep its
@@ -1084,6 +1085,28 @@ class LastKMeanGRU(nn.Module):
         return self.fc(out[:, -4:].mean(1))
 
 
+class GatherFramesGRU(nn.Module):
+    """Overlapping frames of 3 steps with a hop of 2, cut by hand (x.unfold
+    with a run-time length does not export): the frame count from x.size(1)
+    in Python integer arithmetic, the indices made with torch.arange, x[:,
+    idx] (a Gather of an [n, 3] index over the time axis), each frame
+    flattened, a GRU over the (T - 3) // 2 + 1 frames, Linear per frame."""
+    tags = ["unfold_like", "arange_indices", "floor_div_size", "batch_first", "per_step_head"]
+    stacked = [1]
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3 * INPUT, HIDDEN, batch_first=True)
+        self.fc = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        n = (x.size(1) - 3) // 2 + 1
+        idx = torch.arange(n).unsqueeze(1) * 2 + torch.arange(3).unsqueeze(0)
+        frames = x[:, idx]                                  # [B, n, 3, I]
+        out, _ = self.gru(frames.reshape(frames.size(0), frames.size(1), -1))
+        return self.fc(out)
+
+
 MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLSTM, MeanPoolGRU,
           CharLM, TwoLSTMs, ResidualLSTM, CRNN, PermutedInputLSTM, LayerNormGRU, PixelRNN, HnViewBi,
           BiLSTMLastStep, StreamingGRU, GreedyDecoder, AttnSeq2Seq, TopKSteps, BiLSTMSelfAttention,
@@ -1091,7 +1114,7 @@ MODELS = [SentimentRNN, BiLSTMText, LSTMForecaster, GRUNet, AttnBiGRU, MaxPoolLS
           SiameseLSTM, PackedLSTM, PackedLSTMState, PackedBiGRU, HeadThenLastLSTM, FlatHeadGRU, ScoreLastRNN,
           ReshapeHeadLSTM, SliceHeadGRU, BiGRUHalves, ChunkBiLSTM, ViewDirsBiLSTM, SplitSumBiGRU,
           ForwardHalfBiLSTM, LastHiddenBiGRU, FlipBiGRU, DeepSpeechConv, CRNNWidth, ContextCatGRU, PadToLongest,
-          TruncatedLSTM, LastKMeanGRU]
+          TruncatedLSTM, LastKMeanGRU, GatherFramesGRU]
 
 
 # ---- export -------------------------------------------------------------------------------

@@ -1073,6 +1073,24 @@ void ir_sym_gc(ir_graph *g)
 		return;
 	map_graph(root, &m, root, 1);
 	compact(root, &m);
+	/* a name made unlike one that has gone (T_div2_4 beside a T_div2 the
+	 * stage built on the way) becomes the name of its definition again,
+	 * unless a `sizes` record names it */
+	for (int i = 0; i < root->nsyms; i++) {
+		if (ir_sym_free(root, i))
+			continue;
+		const char *want = def_name(root->A, root->syms, &root->symdef[i]), *now = root->syms[i];
+		size_t w = strlen(want);
+		int suffixed = !strncmp(now, want, w) && now[w] == '_' && now[w + 1], taken = 0;
+		for (const char *p = now + w + 1; suffixed && *p; p++)
+			suffixed = *p >= '0' && *p <= '9';
+		for (int k = 0; suffixed && k < root->nsyms; k++)
+			taken |= !strcmp(root->syms[k], want);
+		for (int k = 0; suffixed && k < root->nlinks; k++)
+			taken |= !strcmp(root->links[k].name, now);
+		if (suffixed && !taken)
+			root->syms[i] = want;
+	}
 }
 
 void ir_sym_link_add(ir_graph *g, const ir_sym_link *l)
