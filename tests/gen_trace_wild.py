@@ -48,7 +48,9 @@ layout:
       restart, whose 8 traced steps never restart, so the period is
       unknown), table (that case: the coefficients are a table of T values),
       second_T (the T of test_data_set_1 or null), loop_T (the steps the
-      rolled loop runs at T: fewer when steps run before it), hidden
+      rolled loop runs at T: fewer when steps run before it), generated
+      (the steps of each generated loop, each step fed what the step before
+      computed: its T is the model's own, fixed and no fallback), hidden
 Goldens come from running the PyTorch model itself (eval mode, no_grad,
 torch.manual_seed per model, numpy inputs from a per-case seed).  Before a
 data set is written, the model's outputs are recomputed in float64 numpy
@@ -1743,14 +1745,16 @@ MODELS = {
         style=["pytorch_examples_time_sequence", "two_lstmcells_one_loop", "split_1_dim1", "pixel_rank2",
                "future_steps_fed_back", "list_plus_equals", "stack_dim1", "zeros_in_forward"],
         feed=pixels, ins=["input"], outs=["outputs"], axes={"input": (1, 0)}, pixel=True, recurrences=2,
-        long=False, exports=[(14, None), (17, "b")]),
+        # the future steps: a generated sequence of its own 3 steps
+        generated=[3], long=False, exports=[(14, None), (17, "b")]),
     "series_rollout": dict(
         build=lambda I, H, C: SeriesRollout(I, H), family="lstm", expected_cell="plain_lstm",
         style=["generated_sequence", "output_fed_back", "no_input_sequence", "nn_lstmcell", "new_zeros",
                "zeros_like", "stack_dim1"],
         feed=last_obs, ins=["last_obs"], outs=["preds"], axes={"last_obs": (None, 0)},
-        # the model runs its `steps` (T = 8) and no other number
-        sound=False,
+        # the model runs its `steps` (T = 8) and no other number: a generated
+        # sequence, whose fixed T is no fallback
+        sound=False, generated=[8],
         exports=[(13, None), (17, "b")]),
     "gru_tutorial_encoder": dict(
         build=lambda I, H, C: TutorialEncoderGRU(VOCAB, H, C), family="gru", expected_cell="plain_gru",
@@ -2232,7 +2236,7 @@ def make_case(out, name, opset, dynamic, T=T_TRACE, I=INPUT, H=HIDDEN, B=BATCH, 
                 recurrences=spec.get("recurrences", 1), T=T, opset=opset,
                 dynamic_axes=dynamic_axes(spec, dynamic) or {}, symbolic_time=sound, second_T=second_T,
                 table=spec.get("table", False), loop_T=T - spec.get("loop_offset", 0),
-                hidden=H, batch=B)
+                generated=spec.get("generated", []), hidden=H, batch=B)
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(info, f, indent=1)
     print("%-40s export %.1fs" % (case, took), flush=True)

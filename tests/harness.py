@@ -1295,10 +1295,16 @@ def wild_info(name, case_dir):
         want = "cell %s" % case["expected_cell"].split(",")[0]
     elif case["expected_cell"]:
         want = "cell %s, hidden %d" % (case["expected_cell"], case["hidden"])
+    generated = list(case.get("generated", []))
     for line in lines:
         if want and want not in line:
             notes = [l.strip() for l in out.splitlines() if l.strip().startswith("note:")]
             return Result(full, False, "%r lacks %r%s" % (line, want, " (%s)" % notes[0] if notes else ""))
+        # a generated sequence (each step fed the one before) runs its own T
+        gen = [g for g in generated if "T=%d steps" % g in line and "any length" not in line]
+        if gen and case["symbolic_time"]:
+            generated.remove(gen[0])
+            continue
         if case["symbolic_time"] and "any length" not in line:
             return Result(full, False, "time axis fixed, expected symbolic: %r" % line)
         loop_T = case.get("loop_T", case["T"])
@@ -1308,12 +1314,13 @@ def wild_info(name, case_dir):
     return Result(full, True, " | ".join(lines))
 
 
-def wild_fallback(group, name, case_dir, loops=0, symbolic=True):
+def wild_fallback(group, name, case_dir, loops=0, symbolic=True, generated=0):
     """GROUP/fallback/CASE: the fallbacks of `cellc info --werror-fallback`
     (docs/commands.md#fallbacks), exit 2 exactly when it lists one: a traced
     loop left unrolled exactly when the model has fewer recurrences than its
     `loops` time loops (a loop that does not roll), a time axis left fixed
-    exactly when `symbolic` is false; none for models without a traced
+    exactly when `symbolic` is false and a loop other than the `generated`
+    ones (each step fed the one before: T is the model's own) has it; none for models without a traced
     loop (nn.LSTM/GRU exports, scripted loops: loops = 0, symbolic; a
     decoder's step loop around nn.GRU counts: torch_wild's traced_loops); an
     ONNX Loop left unrolled as loop_fallback_problems says.  When there is
@@ -1330,7 +1337,8 @@ def wild_fallback(group, name, case_dir, loops=0, symbolic=True):
                                               r"emitted code grows with T: \d+ nodes, \d+ per step\): ", l)]
     fixed = [l for l in listed if "runs a fixed number of steps" in l and "T stays" in l]
     nrec = sum(1 for l in out.splitlines() if l.strip().startswith("recurrence over"))
-    want_unrolled, want_fixed = nrec < loops, not symbolic and nrec > 0
+    # (a generated sequence's fixed T is the model's own: no fallback)
+    want_unrolled, want_fixed = nrec < loops, not symbolic and nrec > generated
     problems, nloop = loop_fallback_problems(model, listed, nrec)
     if bool(unrolled) != want_unrolled:
         problems.append("%d recurrences of %d loops, %d listed as unrolled" % (nrec, loops, len(unrolled)))
@@ -1392,7 +1400,7 @@ def group_trace_wild():
         with open(os.path.join(root, n, "case.json")) as f:
             case = json.load(f)
         items.append((wild_fallback, ("trace_wild", n, os.path.join(root, n), case["recurrences"],
-                                      case["symbolic_time"])))
+                                      case["symbolic_time"], len(case.get("generated", [])))))
         if "head_last_step_only" in case.get("style", []):
             items.append((last_head, ("trace_wild", n, os.path.join(root, n))))
         if len(sets) > 1:

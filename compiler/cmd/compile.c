@@ -191,12 +191,14 @@ int compile_checking(void)
 
 /* ---- fallbacks ---- */
 
-/* Recurrences whose time axis pass_reroll left fixed (attribute time_note):
- * the k-th of them in g's order, or NULL. */
+/* Recurrences whose time axis pass_reroll left fixed (attribute time_note)
+ * where the model could run other lengths (a generated sequence's steps are
+ * the model's own: no fallback): the k-th of them in g's order, or NULL. */
 static const ir_node *fixed_time(const ir_graph *g, int k)
 {
 	for (int i = 0; i < g->nnodes; i++)
-		if (g->nodes[i]->op == OP_RECURRENCE && ir_attr_string(g->nodes[i], "time_note", NULL) && k-- == 0)
+		if (g->nodes[i]->op == OP_RECURRENCE && ir_attr_string(g->nodes[i], "time_note", NULL) &&
+		    !ir_attr_int(g->nodes[i], "generated", 0) && k-- == 0)
 			return g->nodes[i];
 	return NULL;
 }

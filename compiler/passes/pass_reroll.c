@@ -28,6 +28,14 @@
  *             and one Gather(t) per value read: a model returning its
  *             steps' outputs as a tuple of T graph outputs; T then stays
  *             fixed, with a note);
+ *           a loop that reads no per-step slice, each step fed what the
+ *           step before computed (a forecaster's future steps, a decoder
+ *           that feeds back its output), is found by the products of one
+ *           weight over >= 3 steps, each fed by the one before
+ *           (reroll_find_generated): those products mark the steps as the
+ *           slices would, the recurrence reads a sequence of zeros of its
+ *           T steps and its T stays the traced one, the model's own
+ *           (attribute generated = 1: no fallback);
  *           the copies are proved isomorphic first: same ops, attributes,
  *           weights and wiring up to the carried values (per-copy constants
  *           compared by content).  The time axis becomes a dimension symbol
@@ -213,7 +221,11 @@ static void record_unrolled(rr *R, ir_unrolled_why why)
 	int nodes = 0;
 	for (int t = 0; R->ncopy && t < R->T; t++)
 		nodes += R->ncopy[t];
-	ir_unrolled u = {.why = why, .seq = R->seq[0].src->name ? R->seq[0].src->name : "?", .steps = R->T,
+	const ir_value *x = R->nseq ? R->seq[0].src : NULL;
+	for (int k = 0; R->gen && k < R->mark[0]->nin && !x; k++)
+		if (R->mark[0]->in[k] && !reroll_has_data(R->mark[0]->in[k]))
+			x = R->mark[0]->in[k];      /* what the first step is fed */
+	ir_unrolled u = {.why = why, .seq = x && x->name ? x->name : "?", .steps = R->T,
 			 .nodes = nodes, .per_step = R->ncopy ? R->ncopy[R->m] : 0, .step = -1, .vs = -1, .op = -1};
 	if (R->diff_found) {
 		u.step = R->diff_step;
@@ -229,11 +241,19 @@ static int reroll_once(ir_graph *g, diag *D, int round, ir_unrolled_why *why, fi
 {
 	rr R0 = {.g = g, .D = D, .A = g->A, .nn = g->nnodes, .nv = g->nvalues, .round = round}, *R = &R0;
 	ir_recount(g);
-	if (!reroll_find_sequences(R))
+	if (!reroll_find_sequences(R) && !reroll_find_generated(R))
 		return 0;
 	reroll_build_consumers(R);
 	build B = {0};
-	if (reroll_assign_steps(R) || reroll_build_template(R) || reroll_match_all(R) || reroll_find_stacks(R, &B)) {
+	int failed = reroll_assign_steps(R) || reroll_build_template(R) || reroll_match_all(R) ||
+		     reroll_find_stacks(R, &B);
+	if (failed && R->gen) {
+		/* a generated loop that stays unrolled: reported after the rounds
+		 * with the others no round rolls (reroll_find_unfound) */
+		*why = R->why;
+		return -1;
+	}
+	if (failed) {
 		/* a loop over the slices from the last to the first (reversed(
 		 * x.unbind(0))): the same analysis with the slices taken in the
 		 * order the trace read them, rolled as a reverse recurrence */
@@ -284,13 +304,18 @@ static int reroll_once(ir_graph *g, diag *D, int round, ir_unrolled_why *why, fi
 		if (g->nodes[i]->op == OP_RECURRENCE && g->nodes[i]->body == B.body)
 			rec = g->nodes[i];
 	ASSERT(rec);
-	if (sym_ok)
+	if (R->gen)             /* (no sequence: the steps the model runs are the traced ones) */
+		time_note = arena_printf(R->A, "T stays %d: a generated sequence, each step fed what the step before "
+					 "computed, runs the number of steps it was traced with", R->T);
+	else if (sym_ok)
 		time_note = reroll_make_time_symbolic(R, rec, F);
 	if (time_note)
 		ir_attr_set_string(rec, "time_note", time_note);
+	if (R->gen)
+		ir_attr_set_int(rec, "generated", 1);
 	if (time_note && reroll_slice_traced_steps(R, rec))
 		return -1;
-	if (sym_ok && time_note && F->n < FIXED_MAX)
+	if (sym_ok && !R->gen && time_note && F->n < FIXED_MAX)
 		F->rec[F->n++] = rec;
 	for (int k = 0; k < 4 && reroll_merge_parallel_states(g, rec); k++)
 		;

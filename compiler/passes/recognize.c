@@ -51,6 +51,7 @@ typedef struct rctx {
 	const ir_node *rec;
 	const ir_graph *b;
 	int nseq, nstate;
+	unsigned own;           /* the cell's own states (h, and c of an lstm), a bit each */
 	const char *why;
 } rctx;
 
@@ -259,19 +260,38 @@ static const ir_value *block_of(const ir_value *v, int64_t H, int *k)
 	return NULL;
 }
 
-/* u = x_t W^T + b (or the hoisted u_t itself): the input projection. */
+/* Whether body value v is computed from one of the cell's own states (C->own). */
+static int reads_own_state(const rctx *C, const ir_value *v, int depth)
+{
+	for (int s = 0; s < C->nstate; s++)
+		if ((C->own >> s & 1) && C->b->inputs[C->nseq + s] == v)
+			return 1;
+	const ir_node *n = v ? v->producer : NULL;
+	if (!n || n->graph != C->b || depth > 32)
+		return depth > 32;
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] && reads_own_state(C, n->in[k], depth + 1))
+			return 1;
+	return 0;
+}
+
+/* u = x_t W^T + b (or the hoisted u_t itself): the input projection, of a
+ * sequence input, or of what the step is fed otherwise, computed without
+ * the cell's own states (a forecaster's previous prediction carried as a
+ * state of its own, a decoder's embedded previous token). */
 static int is_input_proj(const rctx *C, const ir_value *v)
 {
 	for (int s = 0; s < C->nseq; s++)
 		if (C->b->inputs[s] == v)
 			return v->role == IR_ROLE_PROJECTION && v->producer == NULL && v->shape.rank == 2;
 	const ir_node *n = v->producer;
-	if (!n || n->op != OP_GEMM || ir_attr_int(n, "transA", 0))
+	if (!n || n->op != OP_GEMM || ir_attr_int(n, "transA", 0) || n->nin < 2 || !n->in[1] ||
+	    n->in[1]->graph == C->b)
 		return 0;
 	for (int s = 0; s < C->nseq; s++)
 		if (n->in[0] == C->b->inputs[s])
 			return 1;
-	return 0;
+	return C->own && !reads_own_state(C, n->in[0], 0);
 }
 
 /* r = h W^T + b: the recurrent projection of state h (index). */
@@ -480,6 +500,13 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 			C->why = "the pre-activation is not d + W_h h + b_h";
 			continue;
 		}
+		/* the cell's own states: h, and c' = f c + i g of an lstm */
+		C->own = 1u << sh;
+		for (int k = 0; k < 2 && !strcmp(base, "lstm"); k++) {
+			const ir_value *c2 = unary_in(n->in[k], OP_TANH);
+			int sc = c2 ? state_index_out(C, c2) : -1;
+			C->own |= sc >= 0 ? 1u << sc : 0;
+		}
 		const char *opts, *dyn = dynamic_of(C, A, d, &opts);
 		if (!dyn)
 			return;
@@ -578,6 +605,7 @@ static void cell_gru(rctx *C, arena *A, const char **cell, int64_t *hidden)
 			C->why = "the GRU candidate is not tanh(d_n + r * r_n)";
 			return;
 		}
+		C->own = 1u << sh;
 		const char *opts, *dyn = dynamic_of(C, A, D, &opts);
 		if (!dyn)
 			return;

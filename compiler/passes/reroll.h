@@ -61,7 +61,14 @@ typedef struct rr {
 	int *cstart, *cons;     /* consumers of value id: cons[cstart[v] .. cstart[v+1]) */
 	int nseq;
 	seqsrc *seq;
-	ir_dim batch;           /* the batch dimension of the first sequence */
+	/* a generated loop (reroll_find_generated): no per-step slices, each
+	 * step fed what the step before computed; its steps marked by their
+	 * products of one weight (mark[t], mark_of[node] = t + 1), which are
+	 * computation of the copies, not their inputs */
+	int gen;
+	ir_node **mark;         /* [T] */
+	int *mark_of;           /* [nn] */
+	ir_dim batch;           /* the batch dimension of the first sequence (or mark's input) */
 	int **copy;             /* [T] node indices of each copy (anchors excluded) */
 	int *ncopy;
 	/* template */
@@ -104,6 +111,10 @@ typedef struct stack {
 	int tv;                 /* template value of the Unsqueeze's input */
 	int axis;
 	ir_value *pre;          /* an entry before the steps' (a prologue step's), or NULL */
+	int off;                /* extra: the steps' entries are concat->in[off .. off + T) */
+	int extra;              /* the Concat has other entries too, before or after the
+	                           steps' (a generated sequence's outputs after a
+	                           loop's): it stays, the steps' entries one stacked output */
 } stack;
 
 typedef struct build {
@@ -161,6 +172,10 @@ int reroll_slice_cmp(const void *a, const void *b);
 
 /* The sequences read step by step (R->seq, R->T); 0 when none. */
 int reroll_find_sequences(rr *R);
+/* A generated loop when there is no sequence (R->gen, R->mark, R->T): the
+ * longest run of a float32 weight's products over >= 3 steps, each fed by
+ * the one before (reroll_generated_steps); 0 when none. */
+int reroll_find_generated(rr *R);
 /* The consumer lists of the root values (R->cstart, R->cons). */
 void reroll_build_consumers(rr *R);
 /* Every node's step (R->label) and the copies (R->copy); 1 on failure. */
@@ -204,6 +219,10 @@ int reroll_merge_parallel_states(ir_graph *g, ir_node *rec);
 /* After the rounds: records the traced loops they did not find
  * (WHY_SLICE_FORM, WHY_NO_SLICES); the graph does not change. */
 void reroll_find_unfound(ir_graph *g);
+/* The steps of the skip-th longest generated loop of g over a float32
+ * weight (WHY_NO_SLICES): its products in step order into marks[] (room for
+ * g->nnodes); their number (>= 3), or 0 when there is none.  Node ids fresh. */
+int reroll_generated_steps(ir_graph *g, int skip, ir_node **marks);
 /* The root nodes of each ONNX Loop the loader unrolled, into cnt[k] for
  * g->unrolled[k]. */
 void reroll_count_loop_nodes(const ir_graph *g, int *cnt);

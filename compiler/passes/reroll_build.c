@@ -43,13 +43,31 @@ static int is_final(const rr *R, int tv)
 /* Whether node n is a stacking Concat of the copies' Unsqueeze(y_t)
  * (T + 1 entries: the first from before the loop, the prologue's): 1 with
  * *st. */
+static int stack_at(const rr *R, ir_node *n, int off, stack *st);
+
 static int stack_of(const rr *R, ir_node *n, stack *st)
 {
-	if (n->op != OP_CONCAT || (n->nin != R->T && n->nin != R->T + 1))
+	if (n->op != OP_CONCAT || n->nin < R->T)
 		return 0;
 	int off = n->nin - R->T;
-	if (off && (reroll_label_of(R, n->in[0]) != LBL_PREFIX || R->reverse))
-		return 0;
+	if ((n->nin == R->T || n->nin == R->T + 1) &&
+	    (!off || (reroll_label_of(R, n->in[0]) == LBL_PREFIX && !R->reverse)) && stack_at(R, n, off, st))
+		return 1;
+	/* the steps' entries among others: the first run of T entries that are
+	 * the copies' values in step order */
+	for (off = 0; off + R->T <= n->nin; off++)
+		if (stack_at(R, n, off, st)) {
+			st->pre = NULL;
+			st->off = off;
+			st->extra = n->nin != R->T;
+			return 1;
+		}
+	return 0;
+}
+
+/* n's entries off .. off + T are Unsqueeze(y_t) of one template value y. */
+static int stack_at(const rr *R, ir_node *n, int off, stack *st)
+{
 	int tv = -1, ok = 1;
 	for (int t = 0; t < R->T && ok; t++) {
 		int x = -1;
@@ -76,7 +94,7 @@ static int stack_of(const rr *R, ir_node *n, stack *st)
 	if (uax != ax || !y || y->shape.rank != 2 || y->dtype != DT_F32 || reroll_vid(R, y) < 0 ||
 	    R->tvof[y->id] < 0)
 		return 0;
-	*st = (stack){n, R->tvof[y->id], (int)ax, off ? n->in[0] : NULL};
+	*st = (stack){n, R->tvof[y->id], (int)ax, off ? n->in[0] : NULL, 0, 0};
 	return 1;
 }
 
@@ -155,7 +173,8 @@ int reroll_find_stacks(rr *R, build *B)
 			continue;
 		int only_stack = n->out[0]->nuses == 1;
 		for (int s = 0; s < B->nstack; s++)
-			if (B->stacks[s].concat->in[R->m + (B->stacks[s].pre != NULL)] == n->out[0] && only_stack)
+			if (B->stacks[s].concat->in[R->m + B->stacks[s].off + (B->stacks[s].pre != NULL)] == n->out[0] &&
+			    only_stack)
 				B->drop[j] = 1;
 	}
 	return 0;
@@ -323,10 +342,12 @@ static void coef_periods(rb *K, const char **time_note, int *symbolic_ok)
 		K->ntab += K->period[i] < 0;
 }
 
-/* Coefficient i as the body's table input nt: the body value, and the table
- * as a [T, B, 1] (or [B, T, 1]) sequence; with a symbolic batch size
- * [T, 1, 1] expanded at run time (a node before the recurrence). */
-static ir_unrolled_why coef_table(rb *K, int i, int nt)
+/* A per-step table as the body's sequence input nt: the body value (an f32
+ * [B, 1] step input named NAME.WHATi), and the table tab[0 .. T) as a [T,
+ * B, 1] (or [B, T, 1]) sequence; with a symbolic batch size [T, 1, 1]
+ * expanded at run time (a node before the recurrence). */
+static ir_unrolled_why table_input(rb *K, int nt, const float *tab, const char *what, int i, const char *origin,
+				   ir_value **body_in)
 {
 	rr *R = K->R;
 	build *B = K->B;
@@ -334,19 +355,18 @@ static ir_unrolled_why coef_table(rb *K, int i, int nt)
 	int T = R->T, ax0 = K->ax0;
 	ir_dim Bd = K->Bd;
 	ir_shape s1 = shape2(Bd, ir_dim_const(1));
-	B->bcoef[i] = B->bseq[R->nseq + nt] = step_value(K->b, ir_free_name(K->b, arena_printf(R->A, "%s.coef%d", K->name, i)),
-							&s1, "per-step coefficient");
-	B->bcoef[i]->role = IR_ROLE_STEP_COEF;
+	*body_in = B->bseq[R->nseq + nt] =
+		step_value(K->b, ir_free_name(K->b, arena_printf(R->A, "%s.%s%d", K->name, what, i)), &s1, origin);
 	ir_shape ts = {.rank = 3};
 	int64_t rows = ir_dim_is_const(Bd) ? Bd.k : 1;
 	ts.d[ax0] = ir_dim_const(T);
 	ts.d[1 - ax0] = ir_dim_const(rows);
 	ts.d[2] = ir_dim_const(1);
-	ir_value *tv = ir_const_new(g, ir_free_name(g, arena_printf(R->A, "%s.table%d", K->name, i)), DT_F32, &ts, NULL);
+	ir_value *tv = ir_const_new(g, ir_free_name(g, arena_printf(R->A, "%s.table%d", K->name, nt)), DT_F32, &ts, NULL);
 	float *d = tv->data;
 	for (int t = 0; t < T; t++)
 		for (int64_t r = 0; r < rows; r++)
-			d[ax0 == 0 ? t * rows + r : r * T + t] = R->coefs[i].tab[R->reverse ? T - 1 - t : t];
+			d[ax0 == 0 ? t * rows + r : r * T + t] = tab ? tab[R->reverse ? T - 1 - t : t] : 0.0f;
 	if (!ir_dim_is_const(Bd)) {
 		ir_node *e = ir_node_new(g, OP_EXPAND, NULL, 2, 1);
 		ir_value *shp = ir_value_new(g, NULL, VAL_CONST, DT_I64);
@@ -360,7 +380,7 @@ static ir_unrolled_why coef_table(rb *K, int i, int nt)
 		e->in[1] = shp;
 		e->out[0] = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
 		e->out[0]->producer = e;
-		e->origin = "per-step coefficient table";
+		e->origin = origin;
 		if (infer_node(g, e, &K->q))
 			return WHY_INT_COEF;
 		K->pre[K->npre++] = e;
@@ -370,6 +390,16 @@ static ir_unrolled_why coef_table(rb *K, int i, int nt)
 	return WHY_NONE;
 }
 
+/* Coefficient i as the body's table input nt. */
+static ir_unrolled_why coef_table(rb *K, int i, int nt)
+{
+	build *B = K->B;
+	ir_unrolled_why why = table_input(K, nt, K->R->coefs[i].tab, "coef", i, "per-step coefficient table", &B->bcoef[i]);
+	if (!why)
+		B->bcoef[i]->role = IR_ROLE_STEP_COEF;
+	return why;
+}
+
 /* The body's inputs: sequences, tables, states, [t]; then the schedules
  * the body computes from t. */
 static ir_unrolled_why body_inputs(rb *K)
@@ -377,7 +407,10 @@ static ir_unrolled_why body_inputs(rb *K)
 	rr *R = K->R;
 	build *B = K->B;
 	ir_graph *b = K->b;
-	K->nseq = R->nseq + K->ntab;
+	/* a generated loop reads no sequence: a sequence of zeros of its T
+	 * steps, which the body does not read, gives the recurrence its T */
+	int pad = R->nseq + K->ntab == 0;
+	K->nseq = R->nseq + K->ntab + pad;
 	B->bseq = arena_array(R->A, (size_t)K->nseq + 1, sizeof *B->bseq);
 	B->bstate = arena_array(R->A, (size_t)R->nstate, sizeof *B->bstate);
 	B->bcoef = arena_array(R->A, (size_t)R->ncoef + 1, sizeof *B->bcoef);
@@ -385,14 +418,21 @@ static ir_unrolled_why body_inputs(rb *K)
 		ir_value *a = R->seq[s].anchor[R->m]->out[0];
 		B->bseq[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.x%d", K->name, s)), &a->shape, R->seq[s].src->name);
 	}
-	K->tabs = arena_array(R->A, (size_t)K->ntab + 1, sizeof *K->tabs);
-	K->pre = arena_array(R->A, (size_t)K->ntab + 1, sizeof *K->pre);
+	K->tabs = arena_array(R->A, (size_t)K->ntab + pad + 1, sizeof *K->tabs);
+	K->pre = arena_array(R->A, (size_t)K->ntab + pad + 1, sizeof *K->pre);
 	for (int i = 0, nt = 0; i < R->ncoef; i++) {
 		if (K->period[i] >= 0)
 			continue;
 		ir_unrolled_why why = coef_table(K, i, nt++);
 		if (why)
 			return why;
+	}
+	if (pad) {
+		ir_value *unread;
+		ir_unrolled_why why = table_input(K, 0, NULL, "steps", 0, "the steps of a generated sequence", &unread);
+		if (why)
+			return why;
+		K->ntab = 1;
 	}
 	for (int s = 0; s < R->nstate; s++)
 		B->bstate[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.s%d", K->name, s)), &R->state_in[s]->shape,
@@ -613,7 +653,30 @@ static void rec_stacks(rb *K)
 	for (int k = 0; k < B->nstack; k++) {
 		ir_value *c = B->stacks[k].concat->out[0];
 		K->out_axis[k] = B->stacks[k].axis;
-		if (B->stacks[k].pre) {
+		if (B->stacks[k].extra) {
+			/* the Concat stays where it is, the steps' T entries one
+			 * stacked output (in the trace's order) */
+			ir_node *cc = B->stacks[k].concat;
+			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+			y->shape = c->shape;
+			y->shape.d[B->stacks[k].axis] = ir_dim_const(R->T);
+			rec->out[R->nstate + k] = y;
+			if (R->reverse) {
+				ir_value *r = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+				r->shape = y->shape;
+				K->rev[K->nrev++] = reversal(g, y, B->stacks[k].axis, r);
+				y = r;
+			}
+			int off = B->stacks[k].off, n = 0;
+			ir_value **in = arena_array(R->A, (size_t)cc->nin, sizeof *in);
+			for (int i = 0; i < cc->nin; i++)
+				if (i < off || i >= off + R->T)
+					in[n++] = cc->in[i];
+				else if (i == off)
+					in[n++] = y;
+			cc->in = in;
+			cc->nin = n;
+		} else if (B->stacks[k].pre) {
 			/* the prologue's entry, then the steps' */
 			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
 			y->shape = c->shape;
@@ -716,7 +779,7 @@ static void splice(rb *K)
 	for (int i = 0; i < R->nn; i++) {
 		int is_stack = 0;
 		for (int k = 0; k < B->nstack; k++)
-			is_stack |= B->stacks[k].concat == g->nodes[i];
+			is_stack |= B->stacks[k].concat == g->nodes[i] && !B->stacks[k].extra;
 		if (R->label[i] == LBL_TAIL && !is_stack)
 			nodes[nn++] = g->nodes[i];
 	}
@@ -783,9 +846,9 @@ static ir_unrolled_why settle(rb *K)
 
 ir_unrolled_why reroll_build_recurrence(rr *R, build *B, const char **time_note, int *symbolic_ok)
 {
-	rb K = {.R = R, .B = B, .g = R->g, .name = loop_name(R), .ax0 = R->seq[0].axis};
+	rb K = {.R = R, .B = B, .g = R->g, .name = loop_name(R), .ax0 = R->gen ? 0 : R->seq[0].axis};
 	K.b = B->body = ir_graph_new(R->A, R->g, K.name);
-	K.Bd = R->seq[0].src->shape.d[1 - K.ax0];
+	K.Bd = R->gen ? R->batch : R->seq[0].src->shape.d[1 - K.ax0];
 	diag_init(&K.q, R->D->file);
 	K.q.quiet = 1;
 	*symbolic_ok = 1;

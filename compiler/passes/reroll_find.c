@@ -235,6 +235,27 @@ static int find_sequences_once(rr *R, char *noanchor)
 	return rejected;
 }
 
+int reroll_find_generated(rr *R)
+{
+	R->mark = arena_array(R->A, (size_t)R->nn + 1, sizeof *R->mark);
+	int T = reroll_generated_steps(R->g, 0, R->mark);
+	if (T < 3)
+		return 0;
+	/* the batch: the rows of what the first step's product is fed */
+	const ir_node *p = R->mark[0];
+	const ir_value *x = NULL;
+	for (int k = 0; k < p->nin && !x; k++)
+		if (p->in[k] && !reroll_has_data(p->in[k]))
+			x = p->in[k];
+	if (!x || x->shape.rank != 2 || x->dtype != DT_F32)
+		return 0;
+	R->batch = x->shape.d[0];
+	R->gen = 1;
+	R->T = T;
+	R->nseq = 0;
+	return 1;
+}
+
 /* ---- steps --------------------------------------------------------------------------- */
 
 void reroll_build_consumers(rr *R)
@@ -366,11 +387,12 @@ static int next_step_start(const cut *C)
 	const rr *R = C->R;
 	int t = C->t, ref = R->nn, first0 = R->nn, anc0 = R->nn;
 	for (int i = 0; i < R->nn; i++) {
-		if (C->asap[i] == t + 1 && R->anchor_of[i] && anc0 == R->nn)
+		int marker = R->anchor_of[i] || (R->gen && R->mark_of[i]);
+		if (C->asap[i] == t + 1 && marker && anc0 == R->nn)
 			anc0 = i;
-		if (C->asap[i] == t + 1 && !R->anchor_of[i] && first0 == R->nn)
+		if (C->asap[i] == t + 1 && !marker && first0 == R->nn)
 			first0 = i;
-		if (C->asap[i] == t && !R->anchor_of[i] && ref == R->nn)
+		if (C->asap[i] == t && !marker && ref == R->nn)
 			ref = i;        /* step t's first node */
 	}
 	return anc0 > ref ? anc0 : first0;
@@ -444,7 +466,7 @@ static void cut_node_edges(cut *C, int j, int ref)
 	rr *R = C->R;
 	int i = C->loc[j];
 	ir_node *n = R->g->nodes[i];
-	int pin = R->anchor_of[i] != 0;
+	int pin = R->anchor_of[i] != 0 || (R->gen && R->mark_of[i]);
 	if (i > ref || scaled_copy(n))
 		cut_edge(C, 2 + j, C->snk, 1);
 	else
@@ -522,6 +544,9 @@ int reroll_assign_steps(rr *R)
 	ir_graph *g = R->g;
 	R->label = arena_array(R->A, (size_t)R->nn, sizeof *R->label);
 	R->anchor_of = arena_array(R->A, (size_t)R->nn, sizeof *R->anchor_of);
+	R->mark_of = arena_array(R->A, (size_t)R->nn, sizeof *R->mark_of);
+	for (int t = 0; R->gen && t < R->T; t++)
+		R->mark_of[R->mark[t]->id] = t + 1;
 	for (int s = 0; s < R->nseq; s++)
 		for (int t = 0; t < R->T; t++) {
 			R->anchor_of[R->seq[s].anchor[t]->id] = s + 1;
@@ -537,6 +562,10 @@ int reroll_assign_steps(rr *R)
 			while (s->anchor[t] != n && s->aux[t] != n)
 				t++;
 			R->label[i] = t;
+			continue;
+		}
+		if (R->mark_of[i]) {            /* a generated step's product: its step */
+			R->label[i] = R->mark_of[i] - 1;
 			continue;
 		}
 		int hi = LBL_PREFIX, lo = INT32_MAX, tail = 0;
@@ -556,7 +585,8 @@ int reroll_assign_steps(rr *R)
 	 * Which nodes move is a minimum cut (cut_step): the values carried
 	 * from step to step are the narrowest ones (h, c, v; not h2h(h) or its
 	 * gate slices), the same whatever the author wrote. */
-	R->batch = R->seq[0].src->shape.d[1 - R->seq[0].axis];
+	if (!R->gen)
+		R->batch = R->seq[0].src->shape.d[1 - R->seq[0].axis];
 	int *asap = arena_array(R->A, (size_t)R->nn + 1, sizeof *asap);
 	memcpy(asap, R->label, (size_t)R->nn * sizeof *asap);
 	for (int t = 0; t + 1 < R->T; t++)

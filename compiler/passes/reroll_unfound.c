@@ -337,18 +337,14 @@ static int weight_readers(const ir_graph *g, const int *rep, int w, int *rd, int
 	return nr;
 }
 
-/* Generated loops (WHY_NO_SLICES), sig from find_slice_loops: the runs of
- * each weight's readers, each fed by the one before and reading no slice
- * that one did not; the longest first, a run whose first step lies in the
- * steps of one reported (another weight of the same loop) left out. */
-static void find_generated(ir_graph *g, const int64_t *sig)
+/* The runs of each weight's readers (WHY_NO_SLICES; sig from
+ * find_slice_loops, zeros when no slice loop is left): each reader fed by
+ * the one before and reading no slice that one did not; the longest first.
+ * rep, rd, ri, link: scratch the caller gives (weight_readers). */
+static int generated_runs(ir_graph *g, const int64_t *sig, int *rep, int *rd, int *ri, int *link, run **out)
 {
 	int nv = g->nvalues, nn = g->nnodes, nruns = 0;
-	int *ri = arena_array(g->A, (size_t)nv + 1, sizeof *ri);
-	int *rd = arena_array(g->A, (size_t)nn + 1, sizeof *rd);
-	int *link = arena_array(g->A, (size_t)nn + 1, sizeof *link);
 	int *count = arena_array(g->A, (size_t)nv + 1, sizeof *count);
-	int *rep = arena_array(g->A, (size_t)nv + 1, sizeof *rep);
 	weight_classes(g, rep);
 	for (int i = 0; i < nn; i++) {
 		const ir_node *n = g->nodes[i];
@@ -382,9 +378,24 @@ static void find_generated(ir_graph *g, const int64_t *sig)
 			runs[nruns++] = (run){w, own_step ? s : s + 1, e, e - s + own_step};
 		}
 	}
-	if (!nruns)
-		return;
-	qsort(runs, (size_t)nruns, sizeof *runs, run_cmp);
+	if (nruns)
+		qsort(runs, (size_t)nruns, sizeof *runs, run_cmp);
+	*out = runs;
+	return nruns;
+}
+
+/* Generated loops (WHY_NO_SLICES), sig from find_slice_loops: each run of
+ * generated_runs, a run whose first step lies in the steps of one reported
+ * (another weight of the same loop) left out. */
+static void find_generated(ir_graph *g, const int64_t *sig)
+{
+	int nv = g->nvalues, nn = g->nnodes;
+	int *ri = arena_array(g->A, (size_t)nv + 1, sizeof *ri);
+	int *rd = arena_array(g->A, (size_t)nn + 1, sizeof *rd);
+	int *link = arena_array(g->A, (size_t)nn + 1, sizeof *link);
+	int *rep = arena_array(g->A, (size_t)nv + 1, sizeof *rep);
+	run *runs;
+	int nruns = generated_runs(g, sig, rep, rd, ri, link, &runs);
 	char *seen = arena_alloc(g->A, (size_t)nn + 1);      /* nodes in the steps of a loop reported */
 	for (int k = 0; k < nruns; k++) {
 		const run *R = &runs[k];
@@ -414,6 +425,28 @@ static void find_generated(ir_graph *g, const int64_t *sig)
 				 .nodes = nodes + per_step, .per_step = per_step, .step = -1, .vs = -1, .op = -1};
 		ir_unrolled_add(g, &u);
 	}
+}
+
+int reroll_generated_steps(ir_graph *g, int skip, ir_node **marks)
+{
+	int nv = g->nvalues, nn = g->nnodes;
+	int *ri = arena_array(g->A, (size_t)nv + 1, sizeof *ri);
+	int *rd = arena_array(g->A, (size_t)nn + 1, sizeof *rd);
+	int *link = arena_array(g->A, (size_t)nn + 1, sizeof *link);
+	int *rep = arena_array(g->A, (size_t)nv + 1, sizeof *rep);
+	int64_t *sig = arena_array(g->A, (size_t)nv + 1, sizeof *sig);
+	run *runs;
+	int nruns = generated_runs(g, sig, rep, rd, ri, link, &runs);
+	/* float32 runs only, the skip-th of them (the longest first) */
+	for (int k = 0, n = 0; k < nruns; k++) {
+		if (g->values[runs[k].w]->dtype != DT_F32 || n++ < skip)
+			continue;
+		weight_readers(g, rep, runs[k].w, rd, ri, link);
+		for (int i = runs[k].first; i <= runs[k].last; i++)
+			marks[i - runs[k].first] = g->nodes[rd[i]];
+		return runs[k].steps;
+	}
+	return 0;
 }
 
 void reroll_find_unfound(ir_graph *g)
