@@ -446,8 +446,9 @@ class GreedyDecoder(nn.Module):
     fixed number of steps, feeding back its own Linear output."""
     tags = ["encoder_decoder", "step_loop", "fixed_steps"]
     # the decoder's one-step calls chain their states: written as their
-    # steps (pass_onestep), left unrolled (the steps feed themselves)
-    stacked = [0]
+    # steps (pass_onestep), then rolled as a generated loop (each step fed
+    # the one before's [1, B, 2] output) whose outputs torch.cat stacks
+    stacked = [0, 1]
     traced_loops = 1
     STEPS = 4
 

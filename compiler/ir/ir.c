@@ -1051,3 +1051,25 @@ const ir_value *ir_train_unlisted(const ir_train *t, const ir_graph *b)
 	}
 	return NULL;
 }
+
+int ir_index_exact_in_f32(const ir_value *v)
+{
+	for (int depth = 0; v && v->producer && depth < 8; depth++) {
+		const ir_node *n = v->producer;
+		if (n->op == OP_ARGMAX || n->op == OP_ARGMIN) {
+			if (n->nin < 1 || !n->in[0] || n->in[0]->shape.rank < 1)
+				return 0;
+			int r = n->in[0]->shape.rank;
+			int64_t ax = ir_attr_int(n, "axis", 0);
+			ax = ax < 0 ? ax + r : ax;
+			return ax >= 0 && ax < r && ir_dim_is_const(n->in[0]->shape.d[ax]) &&
+			       n->in[0]->shape.d[ax].k <= (int64_t)1 << 24;
+		}
+		int view = n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_RESHAPE || n->op == OP_IDENTITY ||
+			   (n->op == OP_CAST && (ir_attr_int(n, "to", 0) == DT_I64 || ir_attr_int(n, "to", 0) == DT_I32));
+		if (!view || n->nin < 1)
+			return 0;
+		v = n->in[0];
+	}
+	return 0;
+}

@@ -593,6 +593,11 @@ int64_t ir_sym_least(const ir_graph *g, int i);
  * a pinned one's pin, a derived one's least by its definition (a term
  * with a negative factor has none: 1). */
 int64_t ir_sym_least_value(const ir_graph *g, int s);
+/* v is an index that float32 holds exactly: the output of an ArgMax or
+ * ArgMin over an axis of at most 2^24 elements (a greedy decoder's token),
+ * seen through views (Unsqueeze, Squeeze, Reshape, Identity, Cast to an
+ * integer type). */
+int ir_index_exact_in_f32(const ir_value *v);
 /* The symbol of a one-symbol monomial d (k = 1, one power 1), else -1. */
 int ir_dim_one_sym(ir_dim d);
 /* Sizes made one by an operator's contract.  Where an operator requires two

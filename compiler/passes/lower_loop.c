@@ -846,15 +846,8 @@ static int int_outputs(lx *X, nlist *tail, nlist *post)
 			continue;
 		/* an index into an axis of fewer than 2^24 elements (the argmax
 		 * of the logits) is exact in one part */
-		const ir_node *am = y->producer;
-		if (am && (am->op == OP_ARGMAX || am->op == OP_ARGMIN) && am->nin >= 1 && am->in[0]->shape.rank > 0) {
-			int r = am->in[0]->shape.rank;
-			int64_t ax = ir_attr_int(am, "axis", 0);
-			ax = ax < 0 ? ax + r : ax;
-			if (ax >= 0 && ax < r && ir_dim_is_const(am->in[0]->shape.d[ax]) &&
-			    am->in[0]->shape.d[ax].k <= (int64_t)1 << 24)
-				parts = 1;
-		}
+		if (ir_index_exact_in_f32(y))
+			parts = 1;
 		if (X->ny + parts - 1 > MAXIO)
 			return fail(X, "has more than %d per-step outputs", MAXIO);
 		ir_value *pout[3], *pfin[3];

@@ -191,6 +191,33 @@ int reroll_slice_cmp(const void *a, const void *b)
 	return x->t < y->t ? -1 : x->t > y->t;
 }
 
+int reroll_matrix(const rr *R, const ir_value *v, ir_shape *m)
+{
+	if (!v || v->shape.rank < 1)
+		return 0;
+	const ir_shape *s = &v->shape;
+	if (s->rank == 2) {
+		*m = *s;
+		return 1;
+	}
+	int a = -1;
+	for (int i = 0; i < s->rank && a < 0; i++) {
+		if (ir_dim_eq(s->d[i], R->batch))
+			a = i;
+		else if (!ir_dim_eq(s->d[i], ir_dim_const(1)))
+			break;
+	}
+	ir_dim rows = a >= 0 ? s->d[a] : ir_dim_const(1), cols = ir_dim_const(1);
+	if (a < 0 && !ir_dim_eq(R->batch, ir_dim_const(1)))
+		return 0;
+	for (int i = a + 1; i < s->rank; i++)
+		cols = ir_dim_mul(cols, s->d[i]);
+	if (!ir_dim_known(cols))
+		return 0;
+	*m = (ir_shape){.rank = 2, .d = {rows, cols}};
+	return 1;
+}
+
 /* The first difference found between two steps: node n of step `step` has
  * no counterpart in step `vs` (the first one found is kept). */
 void reroll_differ(rr *R, int step, int vs, const ir_node *n)

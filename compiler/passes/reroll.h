@@ -164,6 +164,15 @@ int reroll_fail(rr *R, ir_unrolled_why why);
 /* Records the first difference found between two steps: node n of step
  * `step` has no counterpart in step `vs`. */
 void reroll_differ(rr *R, int step, int vs, const ir_node *n);
+/* The [rows, cols] matrix a carried or stacked value is held as in the
+ * recurrence (its shape only; the dtype is the caller's to check): itself
+ * when it is one; else [batch, the product of
+ * the axes after the batch axis], where the batch axis is the first whose
+ * size is R->batch and every axis before it has size 1 (a [1, B, N] output,
+ * as one-step nn.GRU calls keep it), or, at batch 1 with no such axis, one
+ * row of every axis (a [H] vector whose batch axis was dropped).  A pure
+ * reshape either way.  1 and *m, or 0. */
+int reroll_matrix(const rr *R, const ir_value *v, ir_shape *m);
 /* The qsort order of elements that open with a reroll_slice: by source
  * (value id), axis, step. */
 int reroll_slice_cmp(const void *a, const void *b);

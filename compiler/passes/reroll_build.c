@@ -10,6 +10,7 @@
 #include "reroll.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,12 @@ static int stack_of(const rr *R, ir_node *n, stack *st)
 	return 0;
 }
 
-/* n's entries off .. off + T are Unsqueeze(y_t) of one template value y. */
+/* n's entries off .. off + T are the copies' values of one template value,
+ * each with a unit axis at the concat axis: Unsqueeze(y_t) of a value y
+ * (a [B, N] step output unsqueezed on axis 0 or 1; or any other y held as
+ * its matrix, reroll_matrix, unsqueezed on axis 0), or y_t itself when it
+ * has that unit axis with only unit axes before it (a [1, B, N] output of
+ * a one-step nn.GRU, torch.cat on axis 0). */
 static int stack_at(const rr *R, ir_node *n, int off, stack *st)
 {
 	int tv = -1, ok = 1;
@@ -79,22 +85,32 @@ static int stack_at(const rr *R, ir_node *n, int off, stack *st)
 	}
 	if (!ok)
 		return 0;
-	ir_node *u = R->tval[tv]->producer;
 	int64_t ax = ir_attr_int(n, "axis", 0);
 	if (ax < 0)
 		ax += n->out[0]->shape.rank;
-	if (u->op != OP_UNSQUEEZE || !ir_value_is_const(u->in[1]) ||
-	    ir_shape_const_numel(&u->in[1]->shape) != 1 || u->out[0]->shape.rank != 3 ||
-	    (ax != 0 && ax != 1))
+	ir_shape m;
+	ir_value *e = R->tval[tv], *y = e;
+	ir_node *u = e->producer;
+	int r = e->shape.rank;
+	if (ax < 0 || ax >= r || !ir_dim_eq(e->shape.d[ax], ir_dim_const(1)))
 		return 0;
-	int64_t uax = ir_const_int(u->in[1], 0);
-	if (uax < 0)
-		uax += 3;
-	ir_value *y = u->in[0];
-	if (uax != ax || !y || y->shape.rank != 2 || y->dtype != DT_F32 || reroll_vid(R, y) < 0 ||
-	    R->tvof[y->id] < 0)
+	if (u && u->op == OP_UNSQUEEZE && ir_value_is_const(u->in[1]) && ir_shape_const_numel(&u->in[1]->shape) == 1) {
+		int64_t uax = ir_const_int(u->in[1], 0);
+		if (uax < 0)
+			uax += r;
+		if (uax == ax && u->in[0] && reroll_vid(R, u->in[0]) >= 0 && R->tvof[u->in[0]->id] >= 0 &&
+		    ((r == 3 && ax <= 1 && u->in[0]->shape.rank == 2) || ax == 0))
+			y = u->in[0];
+	}
+	if (y == e) {           /* no Unsqueeze: the entry itself, unit axes before ax */
+		for (int a = 0; a < ax; a++)
+			if (!ir_dim_eq(e->shape.d[a], ir_dim_const(1)))
+				return 0;
+	}
+	if (y->dtype != DT_F32 || !reroll_matrix(R, y, &m) || (y->shape.rank != 2 && ax != 0) ||
+	    (y == e && ax != 0))
 		return 0;
-	*st = (stack){n, R->tvof[y->id], (int)ax, off ? n->in[0] : NULL, 0, 0};
+	*st = (stack){n, R->tvof[y->id], (int)(y->shape.rank == 2 && y != e ? ax : 0), off ? n->in[0] : NULL, 0, 0};
 	return 1;
 }
 
@@ -198,6 +214,87 @@ static ir_shape shape2(ir_dim a, ir_dim b)
 	return s;
 }
 
+/* Node m of graph h, its output made (out, or a new value of dtype dt),
+ * appended to h when list is NULL, else added to list[*n], and inferred:
+ * its output, or NULL. */
+static ir_value *place(ir_graph *h, ir_node *m, ir_value *out, ir_dtype dt, const char *origin, ir_node **list, int *n)
+{
+	m->out[0] = out ? out : ir_value_new(h, NULL, VAL_TEMP, dt);
+	m->out[0]->producer = m;
+	m->origin = origin;
+	if (list)
+		list[(*n)++] = m;
+	else
+		ir_append(h, m);
+	diag q;
+	diag_init(&q, "reroll");
+	q.quiet = 1;
+	return infer_node(h, m, &q) ? NULL : m->out[0];
+}
+
+/* x (a value held as its matrix, reroll_matrix, or the value it stands
+ * for: the same elements in the same order) as shape `to`, into out (a new
+ * value when NULL), by nodes of graph h: appended to h when list is NULL,
+ * else added to list[*n]; the last node's output is returned.  Where the
+ * two shapes differ by unit axes only ([1, B, N] and [B, N], [T, 1, H] and
+ * [T, H]) a Squeeze of x's unit axes and an Unsqueeze of to's, which
+ * hold for any T and batch; else a Reshape to the constant shape. */
+static ir_value *view_as(ir_graph *g, ir_graph *h, ir_value *x, const ir_shape *to, ir_value *out, ir_node **list,
+			 int *n)
+{
+	ir_dim a[IR_MAX_RANK], c[IR_MAX_RANK];
+	int na = 0, nc = 0;
+	int64_t sq[IR_MAX_RANK], us[IR_MAX_RANK];
+	int nsq = 0, nus = 0;
+	for (int i = 0; i < x->shape.rank; i++)
+		if (ir_dim_eq(x->shape.d[i], ir_dim_const(1)))
+			sq[nsq++] = i;
+		else
+			a[na++] = x->shape.d[i];
+	for (int i = 0; i < to->rank; i++)
+		if (ir_dim_eq(to->d[i], ir_dim_const(1)))
+			us[nus++] = i;
+		else
+			c[nc++] = to->d[i];
+	int units = na == nc;
+	for (int i = 0; units && i < na; i++)
+		units = ir_dim_eq(a[i], c[i]);
+	struct { ir_op op; ir_value *c; } step[2];
+	int ns = 0;
+	if (!units)
+		step[ns++].op = OP_RESHAPE, step[ns - 1].c = ir_const_dims(g, to->d, to->rank);
+	if (units && nsq)
+		step[ns++].op = OP_SQUEEZE, step[ns - 1].c = ir_const_i64(g, NULL, nsq, sq);
+	if (units && nus)
+		step[ns++].op = OP_UNSQUEEZE, step[ns - 1].c = ir_const_i64(g, NULL, nus, us);
+	if (!ns && out)         /* the same shape into a value of its own */
+		step[ns++].op = OP_IDENTITY, step[ns - 1].c = NULL;
+	ir_value *v = x;
+	for (int k = 0; k < ns; k++) {
+		ir_node *m = ir_node_new(h, step[k].op, NULL, step[k].c ? 2 : 1, 1);
+		m->in[0] = v;
+		if (step[k].c)
+			m->in[1] = step[k].c;
+		v = place(h, m, k == ns - 1 ? out : NULL, DT_F32, "a value of a traced loop held as a [B, N] matrix", list,
+			  n);
+		if (!v)
+			return NULL;
+	}
+	return v;
+}
+
+/* Cast(x, to) into out (a new value when NULL) in graph h, appended or
+ * added to list[*n] as view_as does: an integer state carried as f32. */
+static ir_value *cast_as(ir_graph *h, ir_value *x, ir_dtype to, ir_value *out, ir_node **list, int *n)
+{
+	if (x->dtype == to && !out)
+		return x;
+	ir_node *m = ir_node_new(h, OP_CAST, NULL, 1, 1);
+	m->in[0] = x;
+	ir_attr_set_int(m, "to", to);
+	return place(h, m, out, to, "an integer value of a traced loop carried as f32", list, n);
+}
+
 /* Body nodes computing the NAG restart schedule from the step number t
  * (1-based, f32): mu = (k - 1) / (k + 2), k = fmod(t - 1, F) + 1 (k = t when
  * F = 0). */
@@ -295,8 +392,13 @@ typedef struct rb {
 	int64_t *out_axis;      /* [nout] */
 	ir_node **rev;          /* [nrev] nodes right after it: reversals, prologue Concats */
 	int nrev;
-	ir_node **post;         /* [npost] Gathers of single steps (NULL: none) */
+	ir_node **post;         /* [npost] Gathers of single steps (NULL: none), each
+	                           perhaps followed by the Reshape to its value's shape */
 	int npost;
+	ir_shape *smat;         /* [nstate] the matrix each state is carried as */
+	ir_value **sview;       /* [nstate] the body's state in the template's shape */
+	ir_value **msrc, **mdst;/* [nmat] body values and the matrices made of them */
+	int nmat;
 	diag q;                 /* quiet: a failure is a reason, not an error */
 } rb;
 
@@ -419,7 +521,7 @@ static ir_unrolled_why body_inputs(rb *K)
 		B->bseq[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.x%d", K->name, s)), &a->shape, R->seq[s].src->name);
 	}
 	K->tabs = arena_array(R->A, (size_t)K->ntab + pad + 1, sizeof *K->tabs);
-	K->pre = arena_array(R->A, (size_t)K->ntab + pad + 1, sizeof *K->pre);
+	K->pre = arena_array(R->A, (size_t)K->ntab + pad + 2 * R->nstate + 1, sizeof *K->pre);
 	for (int i = 0, nt = 0; i < R->ncoef; i++) {
 		if (K->period[i] >= 0)
 			continue;
@@ -434,9 +536,14 @@ static ir_unrolled_why body_inputs(rb *K)
 			return why;
 		K->ntab = 1;
 	}
-	for (int s = 0; s < R->nstate; s++)
-		B->bstate[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.s%d", K->name, s)), &R->state_in[s]->shape,
+	K->smat = arena_array(R->A, (size_t)R->nstate + 1, sizeof *K->smat);
+	K->sview = arena_array(R->A, (size_t)R->nstate + 1, sizeof *K->sview);
+	for (int s = 0; s < R->nstate; s++) {
+		if (!reroll_matrix(R, R->state_in[s], &K->smat[s]))
+			return WHY_STATE_SHAPE;
+		B->bstate[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.s%d", K->name, s)), &K->smat[s],
 					  R->state_in[s]->name);
+	}
 	if (K->has_step) {
 		B->bstep = ir_value_new(b, ir_free_name(b, arena_printf(R->A, "%s.t", K->name)), VAL_STEP, DT_F32);
 		B->bstep->shape.rank = 0;
@@ -452,6 +559,39 @@ static ir_unrolled_why body_inputs(rb *K)
 		if (K->period[i] >= 0)
 			B->bcoef[i] = schedule_value(R, B, K->period[i]);
 	return WHY_NONE;
+}
+
+/* State s as the template reads it: the body's state input, or it
+ * reshaped from its matrix (once, before the first reader). */
+static ir_value *state_in_shape(rb *K, int s)
+{
+	ir_value *in = K->B->bstate[s];
+	const ir_value *tv = K->R->state_in[s];
+	if (ir_shape_eq(&in->shape, &tv->shape) && tv->dtype == DT_F32)
+		return in;
+	if (!K->sview[s]) {
+		ir_value *v = ir_shape_eq(&in->shape, &tv->shape) ? in : view_as(K->g, K->b, in, &tv->shape, NULL, NULL, NULL);
+		K->sview[s] = v ? cast_as(K->b, v, tv->dtype, NULL, NULL, NULL) : NULL;
+	}
+	return K->sview[s];
+}
+
+/* Body value o as the matrix it is carried or stacked as (reshaped at the
+ * end of the body when it is not one); NULL when it has none. */
+static ir_value *body_matrix(rb *K, ir_value *o)
+{
+	ir_shape m;
+	if (!o || o->dtype != DT_F32 || !reroll_matrix(K->R, o, &m))
+		return NULL;
+	if (ir_shape_eq(&m, &o->shape))
+		return o;
+	for (int i = 0; i < K->nmat; i++)       /* one view a value, however many outputs read it */
+		if (K->msrc[i] == o)
+			return K->mdst[i];
+	K->msrc = arena_grow(K->R->A, K->msrc, (size_t)K->nmat, (size_t)K->nmat + 1, sizeof *K->msrc);
+	K->mdst = arena_grow(K->R->A, K->mdst, (size_t)K->nmat, (size_t)K->nmat + 1, sizeof *K->mdst);
+	K->msrc[K->nmat] = o;
+	return K->mdst[K->nmat++] = view_as(K->g, K->b, o, &m, NULL, NULL, NULL);
 }
 
 /* The body's nodes: the template's, reading the body's inputs (stacking
@@ -474,7 +614,7 @@ static ir_unrolled_why body_nodes(rb *K)
 			case IN_NONE: n->in[k] = NULL; break;
 			case IN_INT: n->in[k] = B->bval[x->idx]; break;
 			case IN_SEQ: n->in[k] = B->bseq[x->idx]; break;
-			case IN_STATE: n->in[k] = B->bstate[x->idx]; break;
+			case IN_STATE: n->in[k] = state_in_shape(K, x->idx); break;
 			case IN_CAP: n->in[k] = x->cap; break;
 			case IN_COEF: {
 				int ci = (int)(reroll_coef_at(R, j, k) - R->coefs);
@@ -523,21 +663,24 @@ static ir_unrolled_why body_outputs(rb *K, const char **time_note, int *symbolic
 	b->outputs = arena_array(R->A, (size_t)b->noutputs + 1, sizeof *b->outputs);
 	for (int s = 0; s < R->nstate; s++) {
 		ir_value *o = B->bval[R->state_out[s]];
-		if (!o || o->shape.rank != 2 || !ir_shape_eq(&o->shape, &B->bstate[s]->shape))
+		if (!o || !ir_shape_eq(&o->shape, &R->state_in[s]->shape) || o->dtype != R->state_in[s]->dtype ||
+		    !(o = cast_as(b, o, DT_F32, NULL, NULL, NULL)) || !(o = body_matrix(K, o)) ||
+		    !ir_shape_eq(&o->shape, &B->bstate[s]->shape))
 			return WHY_STATE_SHAPE;
 		b->outputs[s] = o;
 	}
 	for (int k = 0; k < B->nstack; k++)
-		b->outputs[R->nstate + k] = B->bval[B->stacks[k].tv];
+		if (!(b->outputs[R->nstate + k] = body_matrix(K, B->bval[B->stacks[k].tv])))
+			return WHY_EACH_TYPE;
 	for (int k = 0; k < B->nlast; k++) {
-		ir_value *o = B->bval[B->last_tv[k]];
-		if (!o || o->shape.rank != 2 || o->dtype != DT_F32)
+		ir_value *o = body_matrix(K, B->bval[B->last_tv[k]]);
+		if (!o)
 			return WHY_LAST_TYPE;
 		b->outputs[R->nstate + B->nstack + k] = o;
 	}
 	for (int k = 0; k < B->neach; k++) {
-		ir_value *o = B->bval[B->each_tv[k]];
-		if (!o || o->shape.rank != 2 || o->dtype != DT_F32) {
+		ir_value *o = body_matrix(K, B->bval[B->each_tv[k]]);
+		if (!o) {
 			if (getenv("CELLC_DEBUG_REROLL"))
 				fprintf(stderr, "reroll: per-step value '%s' read after the loop\n",
 					R->tval[B->each_tv[k]]->name);
@@ -580,15 +723,29 @@ static ir_unrolled_why rec_node(rb *K)
 	for (int s = 0; s < R->nstate; s++) {
 		ir_value *init = R->sin[0][s];
 		int zero = !init;
-		if (init && reroll_has_data(init) && init->dtype == DT_F32) {
+		if (init && reroll_has_data(init) && (init->dtype == DT_F32 || init->dtype == DT_I64 ||
+						      init->dtype == DT_I32)) {
 			zero = 1;
 			int64_t n = ir_shape_const_numel(&init->shape);
 			for (int64_t i = 0; i < n && zero; i++)
-				zero = ((const float *)init->data)[i] == 0.0f;
+				zero = ir_const_num(init, i) == 0.0;
+		}
+		if (init && !zero && init->dtype != DT_F32) {
+			/* an integer state's first value: a constant f32 holds exactly
+			 * (a start token), or an index as the steps make */
+			int exact = ir_index_exact_in_f32(init) || reroll_has_data(init);
+			int64_t n = reroll_has_data(init) ? ir_shape_const_numel(&init->shape) : 0;
+			for (int64_t i = 0; i < n; i++)
+				exact &= fabs(ir_const_num(init, i)) <= (double)(1 << 24);
+			if (!exact || !(init = cast_as(g, init, DT_F32, NULL, K->pre, &K->npre)))
+				return WHY_INIT_SHAPE;
 		}
 		if (!zero && init->graph != g)
 			return WHY_INT_INIT;
 		if (!zero && !ir_shape_eq(&init->shape, &R->state_in[s]->shape))
+			return WHY_INIT_SHAPE;
+		if (!zero && !ir_shape_eq(&init->shape, &K->smat[s]) &&
+		    !(init = view_as(g, g, init, &K->smat[s], NULL, K->pre, &K->npre)))
 			return WHY_INIT_SHAPE;
 		rec->in[K->nseq + s] = zero ? NULL : init;
 	}
@@ -597,6 +754,19 @@ static ir_unrolled_why rec_node(rb *K)
 	for (int s = 0; s < R->nstate; s++) {
 		ir_value *v = last[R->state_out[s]];
 		rec->out[s] = v && used_outside(R, v) ? v : NULL;
+		if (rec->out[s] && (!ir_shape_eq(&v->shape, &K->smat[s]) || v->dtype != DT_F32)) {
+			/* the final state as its f32 matrix, made back into v after */
+			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
+			y->shape = K->smat[s];
+			rec->out[s] = y;
+			if (v->dtype != DT_F32) {
+				ir_value *shaped = view_as(g, g, y, &v->shape, NULL, K->rev, &K->nrev);
+				if (!shaped || !cast_as(g, shaped, v->dtype, v, K->rev, &K->nrev))
+					return WHY_STATE_SHAPE;
+			} else {
+				view_as(g, g, y, &v->shape, v, K->rev, &K->nrev);
+			}
+		}
 	}
 	return WHY_NONE;
 }
@@ -614,8 +784,9 @@ static ir_value *in_trace_order(rb *K, ir_value *y)
 
 /* A new [T, B, N] (or [B, T, N]) output of the recurrence stacking body
  * value bo, as its output o (o counted after the states). */
-static ir_value *stacked_output(rb *K, const ir_value *bo, int o)
+static ir_value *stacked_output(rb *K, int o)
 {
+	const ir_value *bo = K->b->outputs[K->R->nstate + o];
 	ir_shape ys = {.rank = 3};
 	ys.d[K->ax0] = ir_dim_const(K->R->T);
 	ys.d[1 - K->ax0] = bo->shape.d[0];
@@ -641,64 +812,103 @@ static ir_node *step_gather(ir_graph *g, ir_value *y, int64_t t, int axis, ir_va
 }
 
 
+/* The recurrence's stacked output k as graph value want (its shape): the
+ * output itself when it has that shape, else an output of the shape the
+ * recurrence makes ([T, rows, cols] on axis 0, [rows, T, cols] on 1, of the
+ * body output's matrix) reshaped into want after it. */
+static void stacked_as(rb *K, int k, ir_value *want)
+{
+	rr *R = K->R;
+	const ir_value *bo = K->b->outputs[R->nstate + k];
+	int ax = (int)K->out_axis[k];
+	ir_shape got = {.rank = 3};
+	got.d[ax] = ir_dim_const(R->T);
+	got.d[1 - ax] = bo->shape.d[0];
+	got.d[2] = bo->shape.d[1];
+	if (ir_shape_eq(&got, &want->shape)) {
+		K->rec->out[R->nstate + k] = want;
+		return;
+	}
+	ir_value *y = ir_value_new(K->g, NULL, VAL_TEMP, DT_F32);
+	y->shape = got;
+	K->rec->out[R->nstate + k] = y;
+	view_as(K->g, K->g, y, &want->shape, want, K->rev, &K->nrev);
+}
+
 /* The stacked outputs: the trace's Concat output, produced by the
  * recurrence, or after it by a reversal or a Concat behind the prologue
- * step's entry. */
+ * step's entry, or the steps' entries of a Concat that keeps others. */
 static void rec_stacks(rb *K)
 {
 	rr *R = K->R;
 	build *B = K->B;
 	ir_graph *g = K->g;
-	ir_node *rec = K->rec;
 	for (int k = 0; k < B->nstack; k++) {
 		ir_value *c = B->stacks[k].concat->out[0];
-		K->out_axis[k] = B->stacks[k].axis;
+		int ax = B->stacks[k].axis;
+		K->out_axis[k] = ax;
 		if (B->stacks[k].extra) {
 			/* the Concat stays where it is, the steps' T entries one
 			 * stacked output (in the trace's order) */
 			ir_node *cc = B->stacks[k].concat;
-			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
-			y->shape = c->shape;
-			y->shape.d[B->stacks[k].axis] = ir_dim_const(R->T);
-			rec->out[R->nstate + k] = y;
-			if (R->reverse) {
-				ir_value *r = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
-				r->shape = y->shape;
-				K->rev[K->nrev++] = reversal(g, y, B->stacks[k].axis, r);
-				y = r;
-			}
 			int off = B->stacks[k].off, n = 0;
+			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32), *in_order = y;
+			y->shape = cc->in[off]->shape;
+			y->shape.d[ax] = ir_dim_const(R->T);
+			stacked_as(K, k, y);
+			if (R->reverse) {
+				K->rev[K->nrev++] = reversal(g, y, ax, NULL);
+				in_order = K->rev[K->nrev - 1]->out[0];
+			}
 			ir_value **in = arena_array(R->A, (size_t)cc->nin, sizeof *in);
 			for (int i = 0; i < cc->nin; i++)
 				if (i < off || i >= off + R->T)
 					in[n++] = cc->in[i];
 				else if (i == off)
-					in[n++] = y;
+					in[n++] = in_order;
 			cc->in = in;
 			cc->nin = n;
 		} else if (B->stacks[k].pre) {
 			/* the prologue's entry, then the steps' */
 			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
 			y->shape = c->shape;
-			y->shape.d[B->stacks[k].axis] = ir_dim_const(R->T);
-			rec->out[R->nstate + k] = y;
+			y->shape.d[ax] = ir_dim_const(R->T);
+			stacked_as(K, k, y);
 			ir_node *cc = ir_node_new(g, OP_CONCAT, NULL, 2, 1);
 			cc->in[0] = B->stacks[k].pre;
 			cc->in[1] = y;
 			cc->out[0] = c;
 			c->producer = cc;
-			ir_attr_set_int(cc, "axis", B->stacks[k].axis);
+			ir_attr_set_int(cc, "axis", ax);
 			cc->origin = "the prologue step's value before the loop's";
 			K->rev[K->nrev++] = cc;
 		} else if (R->reverse) {
 			ir_value *y = ir_value_new(g, NULL, VAL_TEMP, DT_F32);
 			y->shape = c->shape;
-			rec->out[R->nstate + k] = y;
-			K->rev[K->nrev++] = reversal(g, y, B->stacks[k].axis, c);
+			stacked_as(K, k, y);
+			K->rev[K->nrev++] = reversal(g, y, ax, c);
 		} else {
-			rec->out[R->nstate + k] = c;
+			stacked_as(K, k, c);
 		}
 	}
+}
+
+/* Gather(y, t, axis) into v, through a Reshape when v is no matrix: the
+ * nodes onto K->post. */
+static void step_read(rb *K, ir_value *y, int64_t t, ir_value *v, const char *origin)
+{
+	ir_shape m;
+	reroll_matrix(K->R, v, &m);
+	if (ir_shape_eq(&m, &v->shape)) {
+		K->post[K->npost++] = step_gather(K->g, y, t, K->ax0, v, origin);
+		return;
+	}
+	ir_value *row = ir_value_new(K->g, NULL, VAL_TEMP, DT_F32);
+	K->post[K->npost++] = step_gather(K->g, y, t, K->ax0, row, origin);
+	row->producer = K->post[K->npost - 1];
+	ir_shape rs = {.rank = 2, .d = {y->shape.d[1 - K->ax0], y->shape.d[2]}};
+	row->shape = rs;
+	view_as(K->g, K->g, row, &v->shape, v, K->post, &K->npost);
 }
 
 /* The values read after the loop from the last copy (Gather(-1) of a
@@ -708,19 +918,19 @@ static void rec_step_reads(rb *K)
 	rr *R = K->R;
 	build *B = K->B;
 	int T = R->T;
-	K->npost = B->nlast + B->neach * T;
-	K->post = arena_array(R->A, (size_t)K->npost + 1, sizeof *K->post);
+	K->npost = 0;
+	K->post = arena_array(R->A, (size_t)(3 * (B->nlast + B->neach * T)) + 1, sizeof *K->post);
 	for (int k = 0; k < B->nlast; k++) {
 		int tv = B->last_tv[k];
-		ir_value *y = stacked_output(K, B->bval[tv], B->nstack + k);
+		ir_value *y = stacked_output(K, B->nstack + k);
 		if (is_final(R, tv))
 			continue;       /* read as the final state instead */
 		y = in_trace_order(K, y);
-		K->post[k] = step_gather(K->g, y, -1, K->ax0, R->map[T - 1][tv], "last step of a traced loop");
+		step_read(K, y, -1, R->map[T - 1][tv], "last step of a traced loop");
 	}
 	for (int k = 0; k < B->neach; k++) {
 		int tv = B->each_tv[k];
-		ir_value *y = in_trace_order(K, stacked_output(K, B->bval[tv], B->nstack + B->nlast + k));
+		ir_value *y = in_trace_order(K, stacked_output(K, B->nstack + B->nlast + k));
 		int final = is_final(R, tv);
 		for (int t = 0; t < T; t++) {
 			ir_value *v = R->map[t][tv];
@@ -728,7 +938,7 @@ static void rec_step_reads(rb *K)
 			if (!v || v->kind != VAL_TEMP || reroll_nid(R, v->producer) < 0 || !used_outside(R, v) ||
 			    (t == T - 1 && final))
 				continue;
-			K->post[B->nlast + k * T + t] = step_gather(K->g, y, t, K->ax0, v, "one step of a traced loop");
+			step_read(K, y, t, v, "one step of a traced loop");
 		}
 	}
 }
@@ -763,7 +973,7 @@ static void splice(rb *K)
 	build *B = K->B;
 	ir_graph *g = K->g;
 	ir_node *rec = K->rec;
-	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(K->npost + K->npre + K->nout) + 2, sizeof *nodes);
+	ir_node **nodes = arena_array(R->A, (size_t)R->nn + (size_t)(K->npost + K->npre + K->nrev) + 2, sizeof *nodes);
 	int nn = 0;
 	for (int i = 0; i < R->nn; i++)
 		if (R->label[i] == LBL_PREFIX)
@@ -854,10 +1064,11 @@ ir_unrolled_why reroll_build_recurrence(rr *R, build *B, const char **time_note,
 	*symbolic_ok = 1;
 	coef_periods(&K, time_note, symbolic_ok);
 	ir_unrolled_why why;
-	if ((why = body_inputs(&K)) || (why = body_nodes(&K)) || (why = body_outputs(&K, time_note, symbolic_ok)) ||
-	    (why = rec_node(&K)))
+	if ((why = body_inputs(&K)) || (why = body_nodes(&K)) || (why = body_outputs(&K, time_note, symbolic_ok)))
 		return why;
-	K.rev = arena_array(R->A, (size_t)K.nout + 1, sizeof *K.rev);
+	K.rev = arena_array(R->A, (size_t)(3 * K.nout + 2 * R->nstate + 1), sizeof *K.rev);
+	if ((why = rec_node(&K)))
+		return why;
 	rec_stacks(&K);
 	rec_step_reads(&K);
 	rec_attrs(&K);

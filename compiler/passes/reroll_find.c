@@ -238,18 +238,29 @@ static int find_sequences_once(rr *R, char *noanchor)
 int reroll_find_generated(rr *R)
 {
 	R->mark = arena_array(R->A, (size_t)R->nn + 1, sizeof *R->mark);
-	int T = reroll_generated_steps(R->g, 0, R->mark);
-	if (T < 3)
-		return 0;
-	/* the batch: the rows of what the first step's product is fed */
-	const ir_node *p = R->mark[0];
+	/* the first run (the longest, the earliest) whose first product is fed
+	 * a value the steps compute or the graph reads (not one reading a
+	 * folded initial state alone) */
 	const ir_value *x = NULL;
-	for (int k = 0; k < p->nin && !x; k++)
-		if (p->in[k] && !reroll_has_data(p->in[k]))
-			x = p->in[k];
-	if (!x || x->shape.rank != 2 || x->dtype != DT_F32)
+	int T = 0;
+	for (int skip = 0; !x && (T = reroll_generated_steps(R->g, skip, R->mark)) >= 3; skip++) {
+		const ir_node *p = R->mark[0];
+		for (int k = 0; k < p->nin && !x; k++)
+			if (p->in[k] && !reroll_has_data(p->in[k]))
+				x = p->in[k];
+		if (x && (x->shape.rank < 2 || x->dtype != DT_F32))
+			x = NULL;
+	}
+	if (!x)
 		return 0;
-	R->batch = x->shape.d[0];
+	/* the batch: the first axis of the rows that is not a unit axis
+	 * ([B, K], or [1, B, K] as one-step nn.GRU calls keep it) */
+	R->batch = ir_dim_const(1);
+	for (int a = 0; a + 1 < x->shape.rank; a++)
+		if (!ir_dim_eq(x->shape.d[a], ir_dim_const(1))) {
+			R->batch = x->shape.d[a];
+			break;
+		}
 	R->gen = 1;
 	R->T = T;
 	R->nseq = 0;

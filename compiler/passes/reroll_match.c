@@ -88,9 +88,15 @@ int reroll_build_template(rr *R)
 	}
 	if (R->nstate == 0)
 		return reroll_fail(R, WHY_NO_STATE);
-	for (int s = 0; s < R->nstate; s++)
-		if (R->state_in[s]->dtype != DT_F32 || R->state_in[s]->shape.rank != 2)
+	/* a state is carried as an f32 matrix: an f32 value, or an integer one
+	 * that f32 holds exactly (a greedy decoder's token, fed back) */
+	for (int s = 0; s < R->nstate; s++) {
+		ir_shape mat;
+		const ir_value *v = R->state_in[s];
+		if (!reroll_matrix(R, v, &mat) ||
+		    (v->dtype != DT_F32 && !((v->dtype == DT_I64 || v->dtype == DT_I32) && ir_index_exact_in_f32(v))))
 			return reroll_fail(R, WHY_STATE_TYPE);
+	}
 	R->state_out = arena_array(R->A, (size_t)R->nstate, sizeof *R->state_out);
 	for (int s = 0; s < R->nstate; s++)
 		R->state_out[s] = -1;

@@ -297,12 +297,16 @@ static const ir_value *out_of(const ir_node *n)
 
 typedef struct run {
 	int w, first, last, steps;      /* weight; its readers first .. last */
+	int at;                         /* the first reader's node index */
 } run;
 
+/* The longest first; of equal ones, the one whose first product comes
+ * first (the product at the start of a step: a decoder cell's, not its
+ * output head's). */
 static int run_cmp(const void *a, const void *b)
 {
 	const run *x = a, *y = b;
-	return x->steps != y->steps ? y->steps - x->steps : x->w - y->w;
+	return x->steps != y->steps ? y->steps - x->steps : x->at != y->at ? x->at - y->at : x->w - y->w;
 }
 
 /* The readers of weight w (root node indices, in order, into rd) and per
@@ -375,7 +379,7 @@ static int generated_runs(ir_graph *g, const int64_t *sig, int *rep, int *rd, in
 			if (e - s + own_step < 3)
 				continue;
 			runs = arena_grow(g->A, runs, (size_t)nruns, (size_t)nruns + 1, sizeof *runs);
-			runs[nruns++] = (run){w, own_step ? s : s + 1, e, e - s + own_step};
+			runs[nruns++] = (run){w, own_step ? s : s + 1, e, e - s + own_step, rd[own_step ? s : s + 1]};
 		}
 	}
 	if (nruns)
