@@ -399,6 +399,8 @@ typedef struct rb {
 	ir_value **sview;       /* [nstate] the body's state in the template's shape */
 	ir_value **msrc, **mdst;/* [nmat] body values and the matrices made of them */
 	int nmat;
+	ir_value **qview;       /* [nseq] the body's per-step slice in the template's shape */
+	int64_t *seq_axis;      /* [nseq] each sequence input's time axis (0 where it was transposed) */
 	diag q;                 /* quiet: a failure is a reason, not an error */
 } rb;
 
@@ -516,12 +518,18 @@ static ir_unrolled_why body_inputs(rb *K)
 	B->bseq = arena_array(R->A, (size_t)K->nseq + 1, sizeof *B->bseq);
 	B->bstate = arena_array(R->A, (size_t)R->nstate, sizeof *B->bstate);
 	B->bcoef = arena_array(R->A, (size_t)R->ncoef + 1, sizeof *B->bcoef);
+	K->qview = arena_array(R->A, (size_t)R->nseq + 1, sizeof *K->qview);
 	for (int s = 0; s < R->nseq; s++) {
+		/* a slice of another rank than 2 (a frame [B, C, H, W] of [B, T, C,
+		 * H, W]) is read as its matrix [B, C H W] */
 		ir_value *a = R->seq[s].anchor[R->m]->out[0];
-		B->bseq[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.x%d", K->name, s)), &a->shape, R->seq[s].src->name);
+		ir_shape m;
+		if (!reroll_matrix(R, a, &m) || !ir_dim_eq(m.d[0], R->batch))
+			return WHY_INT_SEQ;
+		B->bseq[s] = step_value(b, ir_free_name(b, arena_printf(R->A, "%s.x%d", K->name, s)), &m, R->seq[s].src->name);
 	}
 	K->tabs = arena_array(R->A, (size_t)K->ntab + pad + 1, sizeof *K->tabs);
-	K->pre = arena_array(R->A, (size_t)K->ntab + pad + 2 * R->nstate + 1, sizeof *K->pre);
+	K->pre = arena_array(R->A, (size_t)K->ntab + pad + 2 * R->nstate + 2 * R->nseq + 1, sizeof *K->pre);
 	for (int i = 0, nt = 0; i < R->ncoef; i++) {
 		if (K->period[i] >= 0)
 			continue;
@@ -576,6 +584,19 @@ static ir_value *state_in_shape(rb *K, int s)
 	return K->sview[s];
 }
 
+/* Sequence s's per-step slice as the template reads it: the body's input,
+ * or it reshaped from its matrix (once, before the first reader). */
+static ir_value *seq_in_shape(rb *K, int s)
+{
+	ir_value *in = K->B->bseq[s];
+	const ir_value *a = K->R->seq[s].anchor[K->R->m]->out[0];
+	if (ir_shape_eq(&in->shape, &a->shape))
+		return in;
+	if (!K->qview[s])
+		K->qview[s] = view_as(K->g, K->b, in, &a->shape, NULL, NULL, NULL);
+	return K->qview[s];
+}
+
 /* Body value o as the matrix it is carried or stacked as (reshaped at the
  * end of the body when it is not one); NULL when it has none. */
 static ir_value *body_matrix(rb *K, ir_value *o)
@@ -613,7 +634,7 @@ static ir_unrolled_why body_nodes(rb *K)
 			switch (x->kind) {
 			case IN_NONE: n->in[k] = NULL; break;
 			case IN_INT: n->in[k] = B->bval[x->idx]; break;
-			case IN_SEQ: n->in[k] = B->bseq[x->idx]; break;
+			case IN_SEQ: n->in[k] = seq_in_shape(K, x->idx); break;
 			case IN_STATE: n->in[k] = state_in_shape(K, x->idx); break;
 			case IN_CAP: n->in[k] = x->cap; break;
 			case IN_COEF: {
@@ -716,8 +737,38 @@ static ir_unrolled_why rec_node(rb *K)
 	rec->body = K->b;
 	rec->rec_source = IR_REC_TRACED;
 	rec->origin = arena_printf(R->A, "a traced loop (%s .. %s)", R->tn[0]->name, R->tn[R->nt - 1]->name);
-	for (int s = 0; s < R->nseq; s++)
-		rec->in[s] = R->seq[s].src;
+	K->seq_axis = arena_array(R->A, (size_t)K->nseq + 1, sizeof *K->seq_axis);
+	for (int s = 0; s < K->nseq; s++)
+		K->seq_axis[s] = s < R->nseq ? R->seq[s].axis : K->ax0;
+	for (int s = 0; s < R->nseq; s++) {
+		ir_value *x = R->seq[s].src;
+		rec->in[s] = x;
+		if (x->shape.rank <= 3)
+			continue;
+		/* [T, B, ...] as [T, B, N]: the first two axes kept (0) and the
+		 * rest one (-1), so that it holds for any T and batch; [B, T, ...]
+		 * transposed to that first, so that a step's frames are whole
+		 * rows (a Conv reads them) */
+		if (R->seq[s].axis == 1) {
+			ir_node *tr = ir_node_new(g, OP_TRANSPOSE, NULL, 1, 1);
+			int64_t perm[IR_MAX_RANK];
+			for (int a = 0; a < x->shape.rank; a++)
+				perm[a] = a < 2 ? 1 - a : a;
+			tr->in[0] = x;
+			ir_attr_set_ints(tr, "perm", x->shape.rank, perm);
+			if (!(x = place(g, tr, NULL, DT_F32, "a batch-first sequence of frames in time order", K->pre,
+					&K->npre)))
+				return WHY_INT_SEQ;
+			K->seq_axis[s] = 0;
+		}
+		ir_node *m = ir_node_new(g, OP_RESHAPE, NULL, 2, 1);
+		int64_t keep[3] = {0, 0, -1};
+		m->in[0] = x;
+		m->in[1] = ir_const_i64(g, NULL, 3, keep);
+		if (!(rec->in[s] = place(g, m, NULL, DT_F32, "a sequence of another rank read as [T, B, N]", K->pre,
+					 &K->npre)))
+			return WHY_INT_SEQ;
+	}
 	for (int i = 0; i < K->ntab; i++)
 		rec->in[R->nseq + i] = K->tabs[i];
 	for (int s = 0; s < R->nstate; s++) {
@@ -948,9 +999,7 @@ static void rec_attrs(rb *K)
 {
 	rr *R = K->R;
 	ir_node *rec = K->rec;
-	int64_t *seq_axis = arena_array(R->A, (size_t)K->nseq, sizeof *seq_axis);
-	for (int s = 0; s < K->nseq; s++)
-		seq_axis[s] = s < R->nseq ? R->seq[s].axis : K->ax0;
+	int64_t *seq_axis = K->seq_axis;
 	ir_attr_set_int(rec, "n_seq", K->nseq);
 	ir_attr_set_int(rec, "n_state", R->nstate);
 	ir_attr_set_int(rec, "n_out", K->nout);

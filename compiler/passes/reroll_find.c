@@ -17,12 +17,13 @@
 /* Whether n reads x[t] of a rank-3 source on axis 0 or 1: 1 with *src, *axis, *t. */
 static int anchor_gather(const ir_node *n, ir_value **src, int *axis, int64_t *t)
 {
-	if (n->op != OP_GATHER || n->nin != 2 || !n->in[0] || n->in[0]->shape.rank != 3 ||
+	if (n->op != OP_GATHER || n->nin != 2 || !n->in[0] || n->in[0]->shape.rank < 3 ||
 	    !ir_value_is_const(n->in[1]) || n->in[1]->shape.rank != 0 || n->in[0]->dtype != DT_F32)
 		return 0;
+	int r = n->in[0]->shape.rank;
 	int64_t ax = ir_attr_int(n, "axis", 0);
 	if (ax < 0)
-		ax += 3;
+		ax += r;
 	ir_dim T = n->in[0]->shape.d[ax];
 	if (ax != 0 && ax != 1)
 		return 0;
@@ -46,17 +47,20 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
 		return 0;
 	ir_node *s = sq->in[0] ? sq->in[0]->producer : NULL;
 	if (!s || reroll_nid(R, s) < 0 || s->op != OP_SLICE || s->nin < 5 || s->out[0]->nuses != 1 ||
-	    !s->in[0] || s->in[0]->shape.rank != 3 || s->in[0]->dtype != DT_F32)
+	    !s->in[0] || s->in[0]->shape.rank < 3 || s->in[0]->dtype != DT_F32)
 		return 0;
 	for (int k = 1; k < 5; k++)
 		if (!ir_value_is_const(s->in[k]) || ir_shape_const_numel(&s->in[k]->shape) != 1)
 			return 0;
+	int r = s->in[0]->shape.rank;
 	int64_t ax = ir_const_int(s->in[3], 0), sqax = ir_const_int(sq->in[1], 0);
 	if (sqax < 0)
-		sqax += 3;
-	ir_dim T = s->in[0]->shape.d[ax < 0 ? ax + 3 : ax];
+		sqax += r;
 	if (ax < 0)
-		ax += 3;
+		ax += r;
+	if (ax < 0 || ax >= r)
+		return 0;
+	ir_dim T = s->in[0]->shape.d[ax];
 	if ((ax != 0 && ax != 1) || sqax != ax || ir_const_int(s->in[4], 0) != 1)
 		return 0;
 	int64_t st = ir_const_int(s->in[1], 0), en = ir_const_int(s->in[2], 0);
@@ -77,23 +81,23 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
  * Gather(index 0 or -1, axis ax) or a Reshape to the other two dimensions. */
 static int drops_axis(const ir_node *sq, int64_t ax)
 {
-	if (sq->nin != 2 || !ir_value_is_const(sq->in[1]) || !sq->in[0] || sq->in[0]->shape.rank != 3 ||
-	    !sq->out[0] || sq->out[0]->shape.rank != 2)
+	if (sq->nin != 2 || !ir_value_is_const(sq->in[1]) || !sq->in[0] || sq->in[0]->shape.rank < 3 ||
+	    !sq->out[0] || sq->out[0]->shape.rank != sq->in[0]->shape.rank - 1)
 		return 0;
-	int64_t a;
+	int64_t a, r = sq->in[0]->shape.rank;
 	switch (sq->op) {
 	case OP_SQUEEZE:
 		if (ir_shape_const_numel(&sq->in[1]->shape) != 1)
 			return 0;
 		a = ir_const_int(sq->in[1], 0);
-		return (a < 0 ? a + 3 : a) == ax;
+		return (a < 0 ? a + r : a) == ax;
 	case OP_GATHER:
 		if (sq->in[1]->shape.rank != 0)
 			return 0;
 		a = ir_attr_int(sq, "axis", 0);
-		return (a < 0 ? a + 3 : a) == ax && (ir_const_int(sq->in[1], 0) == 0 || ir_const_int(sq->in[1], 0) == -1);
+		return (a < 0 ? a + r : a) == ax && (ir_const_int(sq->in[1], 0) == 0 || ir_const_int(sq->in[1], 0) == -1);
 	case OP_RESHAPE:
-		for (int i = 0, o = 0; i < 3; i++)
+		for (int i = 0, o = 0; i < r; i++)
 			if (i != ax && !ir_dim_eq(sq->in[0]->shape.d[i], sq->out[0]->shape.d[o++]))
 				return 0;
 		return 1;
@@ -113,11 +117,12 @@ static int anchor_split(const rr *R, const ir_node *sq, ir_value **src, int *axi
 		return 0;
 	ir_node *s = sq->in[0]->producer;
 	if (!s || reroll_nid(R, s) < 0 || s->op != OP_SPLIT || s->nout < 3 || !s->in[0] ||
-	    s->in[0]->shape.rank != 3 || s->in[0]->dtype != DT_F32)
+	    s->in[0]->shape.rank < 3 || s->in[0]->dtype != DT_F32)
 		return 0;
+	int r = s->in[0]->shape.rank;
 	int64_t ax = ir_attr_int(s, "axis", 0);
 	if (ax < 0)
-		ax += 3;
+		ax += r;
 	if ((ax != 0 && ax != 1) || !drops_axis(sq, ax))
 		return 0;
 	ir_dim T = s->in[0]->shape.d[ax];
@@ -126,7 +131,7 @@ static int anchor_split(const rr *R, const ir_node *sq, ir_value **src, int *axi
 	int64_t k = -1;
 	for (int o = 0; o < s->nout; o++) {
 		const ir_value *v = s->out[o];
-		if (!v || v->shape.rank != 3 || !ir_dim_is_const(v->shape.d[ax]) || v->shape.d[ax].k != 1)
+		if (!v || v->shape.rank != r || !ir_dim_is_const(v->shape.d[ax]) || v->shape.d[ax].k != 1)
 			return 0;
 		if (v == sq->in[0])
 			k = o;

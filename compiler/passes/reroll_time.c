@@ -254,10 +254,14 @@ static int slice_sequence(rr *R, ir_node *rec, int s, int64_t en, const char *or
 	/* the trace read steps 0 .. en - 1 of the sequence, so the model needs
 	 * that many (at fewer, the trace's own Gather fails): a least value
 	 * of a run-time length, which makes the slice en steps long */
-	ir_dim d = rec->in[s]->shape.d[R->seq[s].axis];
+	/* (the time axis of the recurrence's input: a sequence of frames read
+	 * through its time-major [T, B, N] view has it first) */
+	const ir_attr *sa = ir_attr_find(rec, "seq_axis");
+	int ax = sa && sa->n > s ? (int)sa->ints[s] : R->seq[s].axis;
+	ir_dim d = rec->in[s]->shape.d[ax];
 	if (en > 0 && !ir_dim_is_const(d) && !ir_sym_need(g, d, en))
 		return 1;
-	ir_node *sl = reroll_axis_slice(g, rec->in[s], 0, en, R->seq[s].axis, 1, NULL);
+	ir_node *sl = reroll_axis_slice(g, rec->in[s], 0, en, ax, 1, NULL);
 	sl->origin = origin;
 	sl->out[0]->role = role;
 	if (infer_node(g, sl, &q))
@@ -450,6 +454,18 @@ static const char *sequences_symbolic(tsym *S)
 							 "follow that of '%s'", T, x->name, xi->name);
 		}
 		x->shape.d[R->seq[s].axis] = D;
+		/* a sequence of another rank read through its [T, B, N] view (a
+		 * Transpose and a Reshape, reroll_build.c) */
+		ir_node *view[2];
+		int nview = 0;
+		for (ir_value *ri = S->rec->in[s]; ri != x && nview < 2 && ri->producer; ri = ri->producer->in[0])
+			view[nview++] = ri->producer;
+		for (int k = nview - 1; k >= 0 && view[nview - 1]->in[0] == x; k--) {
+			diag q1;
+			diag_init(&q1, R->D->file);
+			q1.quiet = 1;
+			infer_node(g, view[k], &q1);
+		}
 		if (s == 0)
 			S->Tin = D;
 		else if (!ir_dim_eq(D, S->Tin) && !chain_why)
