@@ -240,16 +240,40 @@ static inline int64_t rt_floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b 
 /* min and max of two sizes (a size expression min(T, 10): ir_symdef) */
 static inline int64_t rt_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t rt_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* A total padding (below 0: none) split as auto_pad SAME_UPPER puts the odd
+ * one at the end (upper 1) and SAME_LOWER (and NOTSET, for ConvTranspose's
+ * output_shape) at the beginning; end 0 gives the beginning's, 1 the end's. */
+static inline int64_t rt_split_pad(int64_t total, int upper, int end)
+{
+	total = total < 0 ? 0 : total;
+	int64_t begin = upper ? total / 2 : total - total / 2;
+	return end ? total - begin : begin;
+}
 /* ONNX auto_pad SAME over a spatial size d known only at run time (stride
- * s, window span): the padding (ceil(d / s) - 1) s + span - d (at least 0)
- * split as SAME_UPPER puts the odd one at the end (upper 1) or SAME_LOWER
- * at the beginning; end 0 gives the beginning's, 1 the end's. */
+ * s, window span): the padding (ceil(d / s) - 1) s + span - d, split by
+ * rt_split_pad. */
 static inline int64_t rt_same_pad(int64_t d, int64_t s, int64_t span, int upper, int end)
 {
-	int64_t need = ((d + s - 1) / s - 1) * s + span - d;
-	need = need < 0 ? 0 : need;
-	int64_t begin = upper ? need / 2 : need - need / 2;
-	return end ? need - begin : begin;
+	return rt_split_pad(((d + s - 1) / s - 1) * s + span - d, upper, end);
+}
+/* ONNX ConvTranspose with output_shape `out` over a spatial size d known
+ * only at run time (stride s, window span, output_padding adj): the padding
+ * s (d - 1) + adj + span - out, split by rt_split_pad (as ONNX Runtime's
+ * conv_transpose_attributes.h does; the generated code has checked that
+ * s d + span > out, which ONNX Runtime requires). */
+static inline int64_t rt_convt_pad(int64_t d, int64_t s, int64_t span, int64_t adj, int64_t out, int upper, int end)
+{
+	return rt_split_pad(s * (d - 1) + adj + span - out, upper, end);
+}
+/* ONNX Resize's (and Upsample's) output size of an axis of size d by a
+ * scale, as ONNX Runtime computes it (upsamplebase.h, ComputeOutputShape):
+ * the float32 product of the scale and d (itself rounded to float32),
+ * truncated; -1 when that is no size (2^31 or more).  The cast to float
+ * rounds the product to float32 where float arithmetic is wider. */
+static inline int64_t rt_resize_size(int64_t d, float scale)
+{
+	float p = (float)(scale * (float)d);
+	return p >= 0.0f && p < 2147483648.0f ? (int64_t)p : -1;
 }
 
 /* The number of the thread that runs this code in its OpenMP team, and the

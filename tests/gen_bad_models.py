@@ -321,10 +321,28 @@ def image_cases(out):
         [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "half")], "resize10_down", "downsample")
     one("upsample_opset10", 10, [helper.make_node("Upsample", ["X", "sc"], ["Y"], name="up10")], x, [sc],
         "up10", "deprecated")
-    # a run-time axis resizes by sizes or by a multiple of 1/64, not by 1.3
-    one("resize_symbolic_axis", 13, [helper.make_node("Resize", ["X", "", "sc13"], ["Y"], name="resize_sym")],
+    # a run-time axis resizes by any scale (scale(W, 1.3)), but only an axis of one
+    # symbol: twice W (a Concat of it with itself) by 1.3 has no size expression
+    one("resize_symbolic_axis", 13, [helper.make_node("Concat", ["X", "X"], ["X2"], name="twice", axis=3),
+                                     helper.make_node("Resize", ["X2", "", "sc13"], ["Y"], name="resize_sym")],
         [("X", [1, 1, 4, "W"])], [numpy_helper.from_array(np.array([1, 1, 2, 1.3], np.float32), "sc13")],
-        "resize_sym", "run-time size", "1/64")
+        "resize_sym", "run-time size 2*W", "no symbol of its own")
+    # keep_aspect_ratio_policy over a run-time axis: its common scale is known at run time only
+    one("resize_policy_symbolic_axis", 18,
+        [helper.make_node("Resize", ["X", "", "", "sz2"], ["Y"], name="resize_keep", axes=[2, 3],
+                          keep_aspect_ratio_policy="not_larger")],
+        [("X", [1, 1, 4, "W"])], [numpy_helper.from_array(np.array([8, 8], np.int64), "sz2")],
+        "resize_keep", "run-time size W", "keep_aspect_ratio_policy not_larger")
+    # ConvTranspose: ONNX Runtime refuses an output_shape of stride * D + span or
+    # more (D = 3, stride 2, span 3: 9 is the most) and an output_padding not below
+    # the stride or the dilation
+    w = numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "w")
+    one("convt_output_shape_long", 13, [helper.make_node("ConvTranspose", ["X", "w"], ["Y"], name="convt_long",
+                                                         strides=[2], output_shape=[10])],
+        [("X", [1, 1, 3])], [w], "convt_long", "output_shape 10", "at least 4", "ONNX Runtime refuses 3")
+    one("convt_output_padding", 13, [helper.make_node("ConvTranspose", ["X", "w"], ["Y"], name="convt_opad",
+                                                      strides=[2], output_padding=[2])],
+        [("X", [1, 1, "L"])], [w], "convt_opad", "output_padding 2", "below its stride or its dilation (2)")
     one("gridsample_5d", 20, [helper.make_node("GridSample", ["X", "G"], ["Y"], name="grid5")],
         [("X", [1, 1, 2, 3, 4]), ("G", [1, 2, 3, 4, 3])], [], "grid5", "2-D GridSample")
     # a required shape input left empty (fuzz_onnx_train finding: a NULL value

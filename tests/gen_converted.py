@@ -15,11 +15,29 @@ writes out as numbers, for the harness group converted.
     frames: ConvTranspose at stride 2 with pads, LeakyRelu, ConvTranspose
     SAME_UPPER at stride 3 with output_padding (sizes 2 * frames - 1, then
     3 times that, 6 * frames - 3).
+  - upsampler_convt_output_shape: ConvTranspose told its output length
+    (output_shape) over a run-time number of frames, at stride 2 (NOTSET,
+    an odd total padding put more at the start) and at stride 3 (SAME_UPPER
+    with output_padding, a total padding below 0 at the least length):
+    outputs of 32 and 50 samples, pads computed from the frames per call;
+    ONNX Runtime refuses an output_shape of stride * frames + span or more,
+    so frames must be at least 16 (the run at 15, data set `short`, is
+    refused by the generated code);
+  - stretch_scales: a speed perturbation over a run-time number of frames
+    by scales that are no multiple of 1/64, as PyTorch exports
+    F.interpolate (nearest: asymmetric, floor) by 1.3, then linear by 0.7,
+    and a linear Resize of the input to the first's size (sizes from its
+    Shape): sizes scale(frames, 1.3) and scale of that by 0.7, the float32
+    products ONNX Runtime truncates (13 frames of 10, where the product in
+    double floors to 12; lengths from 4 on: at 2 and 3 the stretch by 1.3
+    keeps the length, and ONNX Runtime then copies the input instead of
+    sampling it, which cellc does as the specification says).
 Batch and frames are dynamic; the oracle is ONNX Runtime, through `cellc
 verify --oracle onnxruntime` at several lengths (one build each: odd, even,
 and shorter than the windows' reach), listed in case.json (oracle: the
---dim flag lists), with info (strings `cellc info` prints).  Weights from a
-numpy seed per case.
+--dim flag lists), with info (strings `cellc info` prints) and refused (a
+data set the compiled model must refuse, and what `cellc verify` then
+says).  Weights from a numpy seed per case.
 
 usage: gen_converted.py OUTDIR
 """
@@ -98,6 +116,63 @@ def upsampler_convt(outdir, rng):
           "oracle": [["batch=2", "frames=7"], ["batch=1", "frames=16"], ["batch=3", "frames=1"]]})
 
 
+def write_set(d, inputs, outputs):
+    """A data set in the backend layout: input_K.pb, output_K.pb."""
+    os.makedirs(d)
+    for kind, arrs in (("input", inputs), ("output", outputs)):
+        for k, (nm, a) in enumerate(arrs):
+            with open(os.path.join(d, "%s_%d.pb" % (kind, k)), "wb") as f:
+                f.write(numpy_helper.from_array(np.ascontiguousarray(a), nm).SerializeToString())
+
+
+def upsampler_convt_output_shape(outdir, rng):
+    W = {"w5": rng.standard_normal((4, 6, 5)) * 0.4, "b5": rng.standard_normal(6) * 0.1,
+         "w3": rng.standard_normal((4, 1, 3)) * 0.4}
+    nodes = [helper.make_node("ConvTranspose", ["z", "w5", "b5"], ["u"], strides=[2], output_shape=[32]),
+             helper.make_node("Tanh", ["u"], ["a"]),
+             helper.make_node("ConvTranspose", ["z", "w3"], ["v"], strides=[3], output_padding=[1],
+                              output_shape=[50], auto_pad="SAME_UPPER")]
+    name = "upsampler_convt_output_shape"
+    save(outdir, name, nodes, [helper.make_tensor_value_info("z", F, ["batch", 4, "frames"])],
+         [helper.make_tensor_value_info("a", F, ["batch", 6, 32]),
+          helper.make_tensor_value_info("v", F, ["batch", 1, 50])], W,
+         {"model": name, "style": "ConvTranspose with output_shape over run-time frames: NOTSET and SAME_UPPER",
+          "info": ["frames (at least 16)", "a                        f32[batch, 6, 32]",
+                   "v                        f32[batch, 1, 50]"],
+          # totals 3 and -1 (none) at 16, 5 and 2 at 17, 11 and 11 at 20, 33 and 44 at 31
+          "oracle": [["batch=2", "frames=16"], ["batch=1", "frames=17"], ["batch=2", "frames=20"],
+                     ["batch=1", "frames=31"], ["batch=3", "frames=64"]],
+          "refused": [{"data": "short", "want": ["dimensions passed at run time are invalid",
+                                                 "below the least value 16"]}]})
+    # one frame short of what ONNX Runtime accepts: refused before any output is read
+    write_set(os.path.join(outdir, name, "short", "test_data_set_0"),
+              [("z", rng.standard_normal((1, 4, 15)).astype(np.float32))],
+              [("a", np.zeros((1, 6, 32), np.float32)), ("v", np.zeros((1, 1, 50), np.float32))])
+
+
+def stretch_scales(outdir, rng):
+    S = TensorProto.FLOAT
+    consts = {"roi": np.zeros(0), "up": np.array([1, 1, 1, 1.3]), "down": np.array([1, 1, 1, 0.7])}
+    nodes = [helper.make_node("Resize", ["x", "roi", "up"], ["a"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+             helper.make_node("Resize", ["a", "roi", "down"], ["b"], mode="linear"),
+             helper.make_node("Shape", ["a"], ["sa"]),
+             helper.make_node("Resize", ["x", "roi", "", "sa"], ["c"], mode="linear"),
+             helper.make_node("Add", ["a", "c"], ["d"])]
+    save(outdir, "stretch_scales", nodes, [helper.make_tensor_value_info("x", S, ["batch", 4, 1, "frames"])],
+         [helper.make_tensor_value_info("b", S, ["batch", 4, 1, "slow"]),
+          helper.make_tensor_value_info("d", S, ["batch", 4, 1, "fast"])], consts,
+         {"model": "stretch_scales", "style": "F.interpolate's exports by scale factors 1.3 and 0.7 over run-time "
+                                              "frames, and to another tensor's size",
+          "info": ["frames_scale1_3 (= scale(frames, 1.3))",
+                   "frames_scale1_3_scale0_7 (= scale(frames_scale1_3, 0.7))",
+                   "d                        f32[batch, 4, 1, frames_scale1_3]"],
+          # 13 and 9 at 10, 26 and 18 at 20, 39 and 27 at 30: ONNX Runtime's float32 sizes
+          "oracle": [["batch=2", "frames=4"], ["batch=1", "frames=7"], ["batch=2", "frames=10"],
+                     ["batch=1", "frames=20"], ["batch=1", "frames=30"], ["batch=2", "frames=77"],
+                     ["batch=1", "frames=100"], ["batch=1", "frames=130"]]})
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -105,7 +180,7 @@ def main():
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
-    cases = [kws_same_stride, kws_same_pool_avg, upsampler_convt]
+    cases = [kws_same_stride, kws_same_pool_avg, upsampler_convt, upsampler_convt_output_shape, stretch_scales]
     for k, make in enumerate(cases):
         make(out, np.random.default_rng(4800 + k))
         print("  %s" % make.__name__)

@@ -611,6 +611,16 @@ def refusals(outdir):
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
         m.ir_version = 8
         refuse_case(outdir, "refuse_" + op.lower(), m, words + ["the_reduction"])
+    # a Resize by a scale that is no multiple of 1/64 over a run-time width
+    # compiles (scale(W, 1.3)) but has no gradient rule
+    g = helper.make_graph([node("Tanh", ["x"], ["h"]), node("Resize", ["h", "roi", "sc"], ["y"], mode="linear",
+                                                          name="the_stretch")],
+                          "r", [f32("x", [2, 3, "W"])], [f32("y", [2, 3, "W_out"])],
+                          [numpy_helper.from_array(np.zeros(0, np.float32), "roi"),
+                           numpy_helper.from_array(np.array([1, 1, 1.3], np.float32), "sc")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    refuse_case(outdir, "refuse_resize_runtime_scale", m, ["Resize", "no gradient rule", "the_stretch"])
 
 
 def main(outdir):

@@ -24,7 +24,14 @@ Oracles, none of them cellc:
     linear and cubic) of the opset-16 GridSample tests;
   - PyTorch's outputs at three image sizes of one export whose height and
     width are dynamic (skip_up_dynamic_hw: F.interpolate to another
-    tensor's size, and by scale_factor 2).
+    tensor's size, and by scale_factor 2);
+  - onnx 1.12's reference, point by point (interpolate_nd_with_x, in
+    double), for a Resize by scales that are no multiple of 1/64 (1.3, 0.7,
+    0.6) over a run-time width (scale_runtime_*: one model, data sets at many
+    widths), the output size as ONNX Runtime computes it: the float32 product
+    of scale and width, truncated (upsamplebase.h, ComputeOutputShape; at
+    widths 10, 20, 30, .. the product lands on the integer in float32, just
+    below it in double), whatever a tf_crop_and_resize roi says.
 Seeds are fixed.
 
 usage: gen_image_cases.py OUTDIR
@@ -337,6 +344,78 @@ def dynamic_cases(outdir):
     print("skip_up_dynamic_hw_opset14: sizes %s" % sizes)
 
 
+def ort_size(n, scale):
+    """ONNX Runtime's output size of an axis of n by scale: the float32
+    product, truncated."""
+    return int(np.float32(scale) * np.float32(n))
+
+
+def runtime_scale_cases(outdir):
+    """A Resize (or Upsample) by scales that are no multiple of 1/64 over a
+    run-time width W (issue 45 point 1): one model each, whose width is the
+    symbol W, with data sets at many widths in the one build `cellc verify`
+    makes; the expected values from onnx's reference at each output point
+    with the output size ONNX Runtime gives (ort_size)."""
+    widths = [1, 2, 3, 4, 5, 7, 10, 13, 20, 23, 30, 40, 50, 60, 70, 77, 100, 130]
+    cases = [
+        # name, opset, op, attributes, width scale, least width, reference coefficients and keywords
+        ("scale_runtime_nearest_opset13", 13, "Resize", dict(mode="nearest"), 1.3, 1,
+         onnx_resize.nearest_coeffs, {}),
+        ("scale_runtime_nearest_ceil_opset11", 11, "Resize",
+         dict(mode="nearest", nearest_mode="round_prefer_ceil", coordinate_transformation_mode="asymmetric"), 0.7,
+         2, lambda r: onnx_resize.nearest_coeffs(r, mode="round_prefer_ceil"),
+         dict(coordinate_transformation_mode="asymmetric")),
+        ("scale_runtime_linear_opset13", 13, "Resize", dict(mode="linear"), 0.7, 2, onnx_resize.linear_coeffs, {}),
+        ("scale_runtime_linear_pytorch_opset11", 11, "Resize",
+         dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"), 1.3, 1,
+         onnx_resize.linear_coeffs, dict(coordinate_transformation_mode="pytorch_half_pixel")),
+        # Resize-10 and Upsample-9: asymmetric; nearest rounds an upsampled coordinate down
+        ("scale_runtime_linear_opset10", 10, "Resize", dict(mode="linear"), 0.6, 2, onnx_resize.linear_coeffs,
+         dict(coordinate_transformation_mode="asymmetric")),
+        ("scale_runtime_upsample9", 9, "Upsample", dict(mode="nearest"), 1.3, 1,
+         lambda r: onnx_resize.nearest_coeffs(r, mode="floor"), dict(coordinate_transformation_mode="asymmetric")),
+        # the roi crops the coordinates, not the size
+        ("scale_runtime_crop_opset13", 13, "Resize",
+         dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize"), 1.3, 1,
+         onnx_resize.linear_coeffs, dict(coordinate_transformation_mode="tf_crop_and_resize")),
+    ]
+    rng = np.random.default_rng(45)
+    for name, opset, op, attrs, sc, least, coeffs, kw in cases:
+        scales = np.array([1, 1, 1, sc], np.float32)
+        roi = np.array([0, 0, 0, 0.2, 1, 1, 1, 0.9], np.float32)
+        crop = kw.get("coordinate_transformation_mode") == "tf_crop_and_resize"
+        inputs = (["X", "roi", "scales"] if opset >= 11 else ["X", "scales"])
+        inits = [numpy_helper.from_array(scales, "scales")]
+        if opset >= 11:
+            inits.append(numpy_helper.from_array(roi if crop else np.zeros(0, np.float32), "roi"))
+        node = helper.make_node(op, inputs, ["Y"], **attrs)
+        graph = helper.make_graph(
+            [node], name, [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [1, 2, 1, "W"])],
+            [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, [1, 2, 1, "W_out"])], initializer=inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 7
+        d = os.path.join(outdir, name)
+        os.makedirs(d)
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        k = 0
+        for w in widths:
+            if w < least:
+                continue
+            x = rng.standard_normal((1, 2, 1, w)).astype(np.float32)
+            out = [1, 2, 1, ort_size(w, sc)]
+            y = np.zeros(out)
+            for idx in np.ndindex(*out):
+                y[idx] = onnx_resize.interpolate_nd_with_x(x, 4, scales.astype(np.float64), list(idx), coeffs,
+                                                           roi=roi.astype(np.float64) if crop else None, **kw)
+            s = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(s)
+            for kind, nm, a in (("input", "X", x), ("output", "Y", y.astype(np.float32))):
+                with open(os.path.join(s, "%s_0.pb" % kind), "wb") as fh:
+                    fh.write(numpy_helper.from_array(np.ascontiguousarray(a), nm).SerializeToString())
+            k += 1
+        print("%s: %s by %g at %d widths" % (name, op, sc, k))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -348,6 +427,7 @@ def main():
     roi_cases(outdir)
     respelled_cases(outdir)
     dynamic_cases(outdir)
+    runtime_scale_cases(outdir)
 
 
 if __name__ == "__main__":

@@ -1785,9 +1785,12 @@ def size_inputs_case(name, case_dir, case):
 def group_converted():
     """Models as converters write them (tests/gen_converted.py): auto_pad
     SAME at strides above 1 over a run-time length, its pads computed at run
-    time; `info` shows the size expressions, and ONNX Runtime agrees at
+    time; ConvTranspose's output_shape over it, its pads too; Resize by
+    scales that are no multiple of 1/64, its sizes ONNX Runtime's float32
+    products; `info` shows the size expressions, and ONNX Runtime agrees at
     several lengths (odd, even, shorter than the windows), each through
-    `cellc verify --oracle onnxruntime`."""
+    `cellc verify --oracle onnxruntime`; a data set below the least length
+    ONNX Runtime accepts is refused by the generated code (case "refused")."""
     if not stamp_ok("converted"):
         yield from fixtures_missing("converted", "converted")
         return
@@ -1797,8 +1800,23 @@ def group_converted():
         for dims in case["oracle"]:
             items.append((lambda *a: [oracle_verify(*a)], ("converted", "%s/%s" % (n, "_".join(dims)), d, dims,
                                                            TORCH_TOL)))
+        for r in case.get("refused", []):
+            items.append((lambda *a: [converted_refused(*a)], (n, d, r["data"], r["want"])))
     for rs in parallel(lambda fn, args: fn(*args), items):
         yield from rs
+
+
+def converted_refused(name, case_dir, data, want):
+    """converted/NAME/refused_DATA: `cellc verify` of the data set DATA,
+    which the compiled model must refuse (exit 1, no comparison made; each
+    string of want on stderr)."""
+    log = os.path.join(LOGS, "converted", "%s.refused_%s.log" % (name, data))
+    rc, out, err = run([CELLC, "verify", os.path.join(case_dir, "model.onnx"), "--data",
+                        os.path.join(case_dir, data)], log)
+    missing = [w for w in want if w not in err]
+    return Result("converted/%s/refused_%s" % (name, data), rc == 1 and not missing and "PASS " not in out,
+                  "%s%s (log: %s)" % (status_word(rc), "; stderr lacks " + ", ".join(map(repr, missing))
+                                      if missing else "", log))
 
 
 def size_inputs_oracle(name, case_dir, dims):
@@ -3614,30 +3632,31 @@ def group_install():
 GROUPS += [("install", group_install)]
 
 
-# The official Conv, pooling and Pad node tests that cellc cannot keep
-# symbolic: with their sizes made symbols these must be refused (exit 2,
-# the run-time size named), never miscompiled.  (auto_pad SAME at a stride
-# above 1, test_conv_with_autopad_same and the *_precomputed_same_upper
-# pools, pads by rt_same_pad at run time.)
-ONNX_SYM_REFUSED = {
-    "test_convtranspose_kernel_shape": "ConvTranspose's output_shape over a run-time size",
-    "test_convtranspose_output_shape": "ConvTranspose's output_shape over a run-time size",
-}
+# The official Conv, pooling, Pad and Resize node tests that cellc cannot
+# keep symbolic: with their sizes made symbols these must be refused (exit
+# 2, the run-time size named), never miscompiled.  (None now: auto_pad SAME
+# at a stride above 1, test_conv_with_autopad_same and the
+# *_precomputed_same_upper pools, pads by rt_same_pad at run time;
+# ConvTranspose's output_shape, test_convtranspose_output_shape and
+# _kernel_shape, by rt_convt_pad; a Resize by a scale that is no multiple of
+# 1/64, test_resize_downsample_scales_linear's 0.6, makes scale(s0_3, 0.6).)
+ONNX_SYM_REFUSED = {}
 
 
 def group_onnx_sym():
-    """The official ONNX Conv, pooling and Pad node tests again with every
-    dimension of the data input and of every output made a symbol of its own
-    (each model rewritten here, its official data sets unchanged): cellc must
-    compile them into one build for any size (size expressions, sizes made
-    one by the operators' contracts, fixed ones warned) and verify every set
-    against the official outputs, or refuse the listed ones by name."""
+    """The official ONNX Conv, pooling, Pad, Resize and Upsample node tests
+    again with every dimension of the data input and of every output made a
+    symbol of its own (each model rewritten here, its official data sets
+    unchanged): cellc must compile them into one build for any size (size
+    expressions, sizes made one by the operators' contracts, fixed ones
+    warned) and verify every set against the official outputs, or refuse the
+    listed ones by name."""
     if not stamp_ok("onnx_node"):
         yield from fixtures_missing("onnx_sym", "onnx_node")
         return
     import onnx
     tests, todo, exc, corr, problems = node_selection()
-    pick = re.compile(r"^test_(.*conv.*|.*pool.*|.*_pad)$")
+    pick = re.compile(r"^test_(.*conv.*|.*pool.*|.*_pad|resize_.*|upsample_.*)$")
     skip = re.compile(r"integer|qlinear|unpool|gridsample|lppool")
     names = sorted(n for n in tests if pick.match(n) and not skip.search(n) and n not in exc and n not in todo
                    and n not in corr)

@@ -257,6 +257,10 @@ def roundtrips():
         if os.path.exists("tests/out/onnx_node/node/%s/model.onnx" % d):
             models.append(("onnx_node/" + d, "tests/out/onnx_node/node/%s/model.onnx" % d))
             narrow += models[-1:] if "16" in d else []
+    # size expressions of each kind on the symbols line (a Resize's scale(W, 1.3), a
+    # ConvTranspose's output_shape over a run-time length) read back after every pass
+    for d in ("resize_scale", "convt_output_shape", "size_sums", "slice_tail_min"):
+        models.append(("ir/infer/" + d, "tests/ir/infer/%s/input.cell" % d))
     if len(models) < 10:
         report("roundtrip/models", False, "fixtures missing: only %d models" % len(models))
     for name, m in spread(models, 2 * SAMPLE):
@@ -364,6 +368,11 @@ ERRORS = [
      [(2, 20, "that must be an input of the graph of type i64[], i64[1], i32[] or i32[1] (there is none)")]),
     ("graph_value_read", "graph g {\n\tsymbols n = value %n\n\tinput %n: i64[]\n\t%y = Neg(%n)\n"
      "\toutput %y\n}\n", [(2, 20, "node '%Neg")]),
+    # a Resize's size scale(x, s) (ir_symdef IR_SYM_SCALE): a multiple of 1/64 is the floor, s > 0
+    ("graph_scale_dyadic", "graph g {\n\tsymbols T, U = scale(T, 0.5)\n\tinput %x: f32[T, U]\n\toutput %x\n}\n",
+     [(2, 13, "symbol 'U': not in canonical form: a scale that is a multiple of 1/64 makes a floor")]),
+    ("graph_scale_zero", "graph g {\n\tsymbols T, U = scale(T, 0)\n\tinput %x: f32[T, U]\n\toutput %x\n}\n",
+     [(2, 26, "symbol 'U': scale(x, s) wants a positive finite float32 s")]),
     ("graph_source_not_recurrence", "graph g {\n\tinput %x: f32[2]\n\t%y = Relu(%x) source onnx_loop\n"
      "\toutput %y\n}\n", [(3, 16, "Relu has no source")]),
 ]

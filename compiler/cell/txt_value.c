@@ -129,6 +129,7 @@ static int parse_operand(txt *X, ir_graph *g, int k, int *s, int64_t *c)
  *   def  := 'floor' '(' ( '(' lin ')' | lin ) '/' INT ')'     a floor
  *         | ( '(' lin ')' | lin ) '/' INT                   an exact division
  *         | ('min' | 'max') '(' SYM ',' operand ')'
+ *         | 'scale' '(' SYM ',' NUMBER ')'                a Resize's size
  *         | lin
  * over symbols declared before it, the numbers within INT32_MAX, in the
  * canonical form (ir_sym_noncanonical); then optionally '==' INT, the
@@ -146,6 +147,23 @@ void txt_parse_derived_sym(txt *X, ir_graph *g, int k, const txt_tok *at)
 		    !parse_operand(X, g, k, &d.b, &c) || !txt_expect(X, ')', "to close min or max"))
 			return;
 		d.off = d.b < 0 ? c : 0;
+	} else if (txt_is_word(t, "scale") && txt_is_punct(txt_peek_at(X, 1), '(')) {
+		d.op = IR_SYM_SCALE;
+		d.b = -1;
+		txt_next(X);
+		txt_next(X);
+		double v = 0;
+		int is_float = 0;
+		if ((d.a = earlier_sym(X, g, k)) < 0 || !txt_expect(X, ',', "between scale's operand and its factor"))
+			return;
+		const txt_tok *st = txt_peek(X);
+		if (!txt_parse_number(X, &v, &is_float, "a scale") || !txt_expect(X, ')', "to close scale"))
+			return;
+		d.scale = (float)v;
+		if (!(d.scale > 0 && isfinite(d.scale))) {
+			txt_error(X, st, "symbol '%s': scale(x, s) wants a positive finite float32 s", g->syms[k]);
+			return;
+		}
 	} else {
 		int is_floor = txt_is_word(t, "floor") && txt_is_punct(txt_peek_at(X, 1), '(');
 		if (is_floor) {

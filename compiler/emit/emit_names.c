@@ -546,6 +546,8 @@ static const char *derived_expr(emit_ctx *E, int i, symref ref)
 	if (d->op == IR_SYM_MIN || d->op == IR_SYM_MAX)
 		return arena_printf(E->A, "rt_%s_i64(%s, %s)", d->op == IR_SYM_MIN ? "min" : "max", ref(E, d->a),
 				    d->b >= 0 ? ref(E, d->b) : arena_printf(E->A, "%lld", (long long)d->off));
+	if (d->op == IR_SYM_SCALE)      /* -1 (checked below 1) when no size */
+		return arena_printf(E->A, "rt_resize_size(%s, %s)", ref(E, d->a), emit_float(E, d->scale, DT_F32));
 	if (d->div > 1)
 		return arena_printf(E->A, "rt_floordiv(%s, %lld)", dividend(E, i, ref), (long long)d->div);
 	return arena_printf(E->A, "(%s)", dividend(E, i, ref));

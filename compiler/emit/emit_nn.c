@@ -251,6 +251,17 @@ void emit_resize(emit_ctx *E, ir_node *n)
 	int r = x->shape.rank;
 	const char *mode = ir_attr_string(n, "mode", "nearest");
 	ops_node_comment(E, n, mode);
+	/* a run-time axis scaled by a multiple of 1/64 has the size floor(p D /
+	 * q) (ir_sym_scale), what ONNX Runtime's float32 product gives while
+	 * p D < 2^24: beyond, the two differ, and the call is refused */
+	for (int a = 0; a < r; a++) {
+		int s = ir_dim_one_sym(y->shape.d[a]);
+		if (!G.by_scales || ir_dim_is_const(x->shape.d[a]) || (s >= 0 && E->g->symdef[s].op == IR_SYM_SCALE))
+			continue;
+		ew_line(E->w, "if (rt_resize_size(%s, %s) != %s)", emit_dim(E, x->shape.d[a]),
+			emit_float(E, G.scale[a], DT_F32), emit_dim(E, y->shape.d[a]));
+		ew_line(E->w, "\treturn RT_ERR_SHAPE; /* ONNX Runtime's float32 size of axis %d differs */", a);
+	}
 	ew_line(E->w, "rt_resize(%s, %s, %d, %s, %s,", emit_ref(E, y), emit_ref(E, x), r, ops_dims_lit(E, &x->shape, 0),
 		ops_dims_lit(E, &y->shape, 0));
 	/* a scale 0: the output's size over the input's, known at run time */

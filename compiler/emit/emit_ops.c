@@ -123,13 +123,19 @@ const char *ops_pads_lit(emit_ctx *E, const ir_node *n, const int64_t *pads, con
 			 const int64_t *dil, int nsp)
 {
 	int upper = !strcmp(ir_attr_string((ir_node *)n, "auto_pad", "NOTSET"), "SAME_UPPER");
+	const ir_attr *os = ir_attr_find((ir_node *)n, "output_shape"), *op = ir_attr_find((ir_node *)n, "output_padding");
 	char *r = "";
 	for (int i = 0; i < 2 * nsp; i++) {
 		int a = i % nsp;
 		const char *v = arena_printf(E->A, "%lld", (long long)pads[i]);
-		if (infer_pads_at_run_time(n, a))
+		long long span = (long long)(dil[a] * (k[a] - 1) + 1);
+		if (n->op == OP_CONVTRANSPOSE && infer_convt_pads_at_run_time(n, a))
+			v = arena_printf(E->A, "rt_convt_pad(%s, %lld, %lld, %lld, %lld, %d, %d)",
+					 emit_dim(E, n->in[0]->shape.d[2 + a]), (long long)st[a], span,
+					 (long long)(op ? op->ints[a] : 0), (long long)os->ints[os->n - nsp + a], upper, i >= nsp);
+		else if (n->op != OP_CONVTRANSPOSE && infer_pads_at_run_time(n, a))
 			v = arena_printf(E->A, "rt_same_pad(%s, %lld, %lld, %d, %d)", emit_dim(E, n->in[0]->shape.d[2 + a]),
-					 (long long)st[a], (long long)(dil[a] * (k[a] - 1) + 1), upper, i >= nsp);
+					 (long long)st[a], span, upper, i >= nsp);
 		r = arena_printf(E->A, "%s%s%s", r, i ? ", " : "", v);
 	}
 	return arena_printf(E->A, "(const int64_t[]){%s}", nsp ? r : "0");

@@ -77,9 +77,10 @@ int ops_is_stored(emit_ctx *E, const ir_value *v);
 const char *ops_dims_lit(emit_ctx *E, const ir_shape *s, int from);
 const char *ops_ints_list(emit_ctx *E, const int64_t *v, int n);
 const char *ops_ints_lit(emit_ctx *E, const int64_t *v, int n);
-/* The pads [begins.., ends..] of the Conv or pooling n (its geometry's,
- * nsp spatial axes) as a compound literal: where they depend on a run-time
- * size (infer_pads_at_run_time) the rt_same_pad of it. */
+/* The pads [begins.., ends..] of the Conv, pooling or ConvTranspose n (its
+ * geometry's, nsp spatial axes) as a compound literal: where they depend on
+ * a run-time size the rt_same_pad (infer_pads_at_run_time) or rt_convt_pad
+ * (infer_convt_pads_at_run_time) of it. */
 const char *ops_pads_lit(emit_ctx *E, const ir_node *n, const int64_t *pads, const int64_t *k, const int64_t *st,
 			 const int64_t *dil, int nsp);
 

@@ -292,12 +292,12 @@ void emit_layout(emit_ctx *E, ir_node *n)
 		break;
 	case OP_CONVTRANSPOSE: {
 		const ir_value *w = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
-		int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
-		int nsp = infer_convt_geometry(n, k, st, pads, dil, ysp);
+		infer_convt_geom G;
+		int nsp = infer_convt_geometry(n, &G, NULL, 0);
 		ew_line(E->w, "rt_conv_transpose(%s, %s, %s, %s, %d, %s, %s, %s, %lld, %s, %s, %s, %s);", yr, xr,
 			emit_ref(E, w), b ? emit_ref(E, b) : "NULL", nsp, ops_dims_lit(E, &x->shape, 0), ops_dims_lit(E, &y->shape, 2),
-			emit_dim(E, y->shape.d[1]), (long long)ir_attr_int(n, "group", 1), ops_ints_lit(E, k, nsp),
-			ops_ints_lit(E, st, nsp), ops_ints_lit(E, pads, 2 * nsp), ops_ints_lit(E, dil, nsp));
+			emit_dim(E, y->shape.d[1]), (long long)ir_attr_int(n, "group", 1), ops_ints_lit(E, G.k, nsp),
+			ops_ints_lit(E, G.st, nsp), ops_pads_lit(E, n, G.pads, G.k, G.st, G.dil, nsp), ops_ints_lit(E, G.dil, nsp));
 		break;
 	}
 	case OP_SCATTERELEMENTS:

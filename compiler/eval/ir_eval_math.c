@@ -314,8 +314,13 @@ int ev_resize(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev
 		if (sc->n != na)
 			return ev_stop(r, n, "scales of %lld values for %d axes", (long long)sc->n, na);
 		for (int i = 0; i < na; i++) {
+			/* the size as ONNX Runtime computes it (upsamplebase.h,
+			 * ComputeOutputShape): the float32 product, truncated */
+			float len = (float)((float)sc->x[i] * (float)X->d[ax[i]]);
+			if (!(len >= 0.0f && len < 2147483648.0f))
+				return ev_stop(r, n, "scale %g of axis %d gives no size", sc->x[i], ax[i]);
 			A[ax[i]].scale = (double)(float)sc->x[i];
-			A[ax[i]].out = (int64_t)floor((double)X->d[ax[i]] * (double)(float)sc->x[i]);
+			A[ax[i]].out = (int64_t)len;
 		}
 	} else {
 		return ev_stop(r, n, "Resize without scales or sizes");

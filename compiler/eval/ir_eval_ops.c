@@ -226,12 +226,11 @@ static int ev_convgrad(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor
 	return 0;
 }
 
-/* x / 2 rounded down (a total padding below 0 is an output_padding). */
-static int64_t floor_half(int64_t x) { return x >= 0 ? x / 2 : -((-x + 1) / 2); }
-
 /* ConvTranspose: every X[n, c, i..] W[c, m, k..] added at Y[n, m, i st - pb + k dil]
  * (the scatter form of the specification); the output size from
- * output_shape (pads then derived) or st (D - 1) + output_padding + span - pads. */
+ * output_shape (pads then derived: a total below 0 is none, as ONNX
+ * Runtime has it, which also refuses an output_shape of st D + span or
+ * more) or st (D - 1) + output_padding + span - pads. */
 static int ev_convtranspose(ev_run *r, const ir_graph *g, const ir_node *n, ev_tensor **in, ev_tensor **out)
 {
 	const ev_tensor *X = in[0], *W = in[1], *B = n->nin > 2 ? in[2] : NULL;
@@ -254,7 +253,11 @@ static int ev_convtranspose(ev_run *r, const ir_graph *g, const ir_node *n, ev_t
 		int64_t D = X->d[2 + a], span = dil[a] * (W->d[2 + a] - 1) + 1, full = st[a] * (D - 1) + op[a] + span;
 		if (osa || same) {      /* total padding from the output size; SAME_UPPER puts less first */
 			os[a] = osa && osa->n >= nsp ? osa->ints[osa->n - nsp + a] : D * st[a];
-			pb[a] = upper ? floor_half(full - os[a]) : (full - os[a]) - floor_half(full - os[a]);
+			int64_t total = full - os[a] < 0 ? 0 : full - os[a];
+			if (osa && st[a] * D + span <= os[a])
+				return ev_stop(r, n, "output_shape %lld of spatial axis %d needs an input size above %lld",
+					       (long long)os[a], a, (long long)((os[a] - span) / st[a]));
+			pb[a] = upper ? total / 2 : total - total / 2;
 		} else {
 			int valid = !strcmp(ap, "VALID");
 			os[a] = full - (valid ? 0 : p[a] + p[nsp + a]);

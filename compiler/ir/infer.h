@@ -125,10 +125,21 @@ int infer_pads_at_run_time(const ir_node *n, int a);
 int infer_pool_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
 /* Range's element count: max(ceil((limit - start) / delta), 0). */
 int64_t infer_range_count(double start, double limit, double delta);
-/* ConvTranspose (inferred): kernel, strides, pads (begins, ends), dilations
- * and output sizes per spatial axis (output_shape, output_padding and
- * auto_pad applied); -1 when they do not fit X. */
-int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp);
+/* ConvTranspose's geometry per spatial axis (output_shape, output_padding
+ * and auto_pad applied, as ONNX Runtime applies them). */
+typedef struct infer_convt {
+	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], dil[IR_MAX_RANK], opad[IR_MAX_RANK]; /* kernel, strides, dilations, output_padding */
+	int64_t pads[2 * IR_MAX_RANK];  /* begins, ends; over a run-time size with output_shape:
+	                                   computed per call (infer_convt_pads_at_run_time) */
+	int64_t ysp[IR_MAX_RANK];       /* output size; -1: st D + off of a run-time size D */
+	int64_t least[IR_MAX_RANK];     /* the least input size output_shape allows (ONNX Runtime's rule) */
+} infer_convt_geom;
+/* The number of spatial axes, or -1 with a sentence in why (may be NULL)
+ * when the attributes do not fit X or ONNX Runtime refuses them. */
+int infer_convt_geometry(const ir_node *n, infer_convt_geom *G, char *why, size_t whylen);
+/* ConvTranspose n has output_shape and spatial axis a a run-time size: its
+ * pads depend on it (rt_convt_pad, computed per call). */
+int infer_convt_pads_at_run_time(const ir_node *n, int a);
 /* Element i of a window of `size` (HannWindow, HammingWindow, BlackmanWindow). */
 double infer_window(ir_op op, int64_t i, int64_t size, int periodic);
 /* Einsum's equation as label numbers: operand o's axis a carries label
@@ -161,6 +172,7 @@ int infer_pad_dims(ir_graph *g, ir_node *n, diag *D, ir_dim *pads);
 typedef struct infer_resize_geom {
 	double scale[IR_MAX_RANK], roi[2 * IR_MAX_RANK];
 	int has_roi;            /* coordinate_transformation_mode tf_crop_and_resize */
+	int by_scales;          /* the sizes are the scales' products (rt_resize_size), not given */
 } infer_resize_geom;
 int infer_resize_geometry(ir_graph *g, ir_node *n, diag *D, infer_resize_geom *G);
 

@@ -6,6 +6,7 @@
  * infer_shape.c (infer.h); infer_shape.h has the context and helpers.
  */
 #include "cells.h"
+#include "cellrt.h"
 #include "infer_shape.h"
 #include "train.h"
 #include "util.h"
@@ -262,66 +263,96 @@ int infer_loss(ictx *c)
 
 /* ---- layout, ConvTranspose, scatter/gather by tuples, InstanceNormalization ---------- */
 
-int infer_convt_geometry(const ir_node *n, int64_t *k, int64_t *st, int64_t *pads, int64_t *dil, int64_t *ysp)
+/* The least input size d at which ONNX Runtime accepts output_shape `out`
+ * (span, stride st): st d + span > out, for any total padding
+ * (conv_transpose_attributes.h: "Explicit output_shape is inconsistent
+ * with input spatial dimensions"). */
+static int64_t convt_least_input(int64_t out, int64_t span, int64_t st)
+{
+	return out - span >= 0 ? (out - span) / st + 1 : 1;
+}
+
+int infer_convt_pads_at_run_time(const ir_node *n, int a)
+{
+	const ir_value *x = n->in[0];
+	return ir_attr_find((ir_node *)n, "output_shape") && a >= 0 && a < x->shape.rank - 2 &&
+	       !ir_dim_is_const(x->shape.d[2 + a]);
+}
+
+int infer_convt_geometry(const ir_node *n, infer_convt_geom *G, char *why, size_t whylen)
 {
 	const ir_value *x = n->in[0], *w = n->in[1];
 	int nsp = x->shape.rank - 2;
+	char none[8];
+	if (!why)
+		why = none, whylen = sizeof none;
 	ir_attr *a;
 	for (int i = 0; i < nsp; i++) {
-		k[i] = w->shape.d[2 + i].k;
-		st[i] = dil[i] = 1;
-		pads[i] = pads[nsp + i] = 0;
+		G->k[i] = w->shape.d[2 + i].k;
+		G->st[i] = G->dil[i] = 1;
+		G->opad[i] = G->pads[i] = G->pads[nsp + i] = 0;
 	}
-	const char *names[] = {"strides", "dilations", "pads"};
-	int64_t *dst[] = {st, dil, pads};
-	for (int j = 0; j < 3; j++)
+	const char *names[] = {"strides", "dilations", "pads", "output_padding"};
+	int64_t *dst[] = {G->st, G->dil, G->pads, G->opad};
+	for (int j = 0; j < 4; j++)
 		if ((a = ir_attr_find((ir_node *)n, names[j]))) {
 			if (a->n != (j == 2 ? 2 * nsp : nsp))
-				return -1;
+				return snprintf(why, whylen, "attribute '%s' has %d values; X %s needs %d", names[j], a->n,
+						ir_shape_str(n->graph->A, n->graph, &x->shape), j == 2 ? 2 * nsp : nsp), -1;
 			for (int i = 0; i < a->n; i++)
 				dst[j][i] = a->ints[i];
 		}
-	ir_attr *op = ir_attr_find((ir_node *)n, "output_padding"), *os = ir_attr_find((ir_node *)n, "output_shape");
-	if ((op && op->n != nsp) || (os && os->n != nsp && os->n != nsp + 2))
-		return -1;
+	ir_attr *os = ir_attr_find((ir_node *)n, "output_shape");
+	if (os && os->n != nsp && os->n != nsp + 2)
+		return snprintf(why, whylen, "attribute 'output_shape' has %d values; X %s needs %d (or %d)", os->n,
+				ir_shape_str(n->graph->A, n->graph, &x->shape), nsp, nsp + 2), -1;
 	const char *ap = ir_attr_string((ir_node *)n, "auto_pad", "NOTSET");
-	int same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	int upper = !strcmp(ap, "SAME_UPPER"), same = upper || !strcmp(ap, "SAME_LOWER");
 	for (int i = 0; i < nsp; i++) {
-		if (st[i] < 1 || dil[i] < 1)
-			return -1;
-		int64_t d = x->shape.d[2 + i].k, opad = op ? op->ints[i] : 0, span = dil[i] * (k[i] - 1) + 1;
-		if (!ir_dim_is_const(x->shape.d[2 + i])) {
-			/* a run-time size D: st D + opad + span - st - pads, a size
-			 * expression (infer_convt); SAME pads by opad + span - st,
-			 * which does not depend on D; an output_shape would */
-			if (os)
-				return -1;
-			if (same) {
-				int64_t total = opad + span - st[i] < 0 ? 0 : opad + span - st[i];
-				pads[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
-				pads[nsp + i] = total - pads[i];
-			}
-			ysp[i] = -1;
+		int64_t st = G->st[i], dil = G->dil[i], opad = G->opad[i], span = dil * (G->k[i] - 1) + 1;
+		int64_t d = x->shape.d[2 + i].k;
+		if (st < 1 || dil < 1)
+			return snprintf(why, whylen, "strides and dilations must be at least 1"), -1;
+		if (opad < 0 || opad >= (st > dil ? st : dil))
+			return snprintf(why, whylen, "output_padding %lld of spatial axis %d must be below its stride or "
+					"its dilation (%lld), as ONNX Runtime requires", (long long)opad, i,
+					(long long)(st > dil ? st : dil)), -1;
+		if (os) {
+			/* the size given, the padding st (D - 1) + opad + span - out
+			 * (none below 0) split as rt_split_pad does: computed from
+			 * D per call over a run-time size (rt_convt_pad) */
+			int64_t out = os->ints[os->n - nsp + i], least = convt_least_input(out, span, st);
+			G->ysp[i] = out;
+			G->least[i] = least;
+			if (out < 1)
+				return snprintf(why, whylen, "output_shape %lld of spatial axis %d must be at least 1",
+						(long long)out, i), -1;
+			if (!ir_dim_is_const(x->shape.d[2 + i]))
+				continue;
+			if (d < least)
+				return snprintf(why, whylen, "output_shape %lld of spatial axis %d needs an input size of "
+						"at least %lld (stride %lld, window span %lld): ONNX Runtime refuses %lld",
+						(long long)out, i, (long long)least, (long long)st, (long long)span,
+						(long long)d), -1;
+			G->pads[i] = rt_split_pad(st * (d - 1) + opad + span - out, upper, 0);
+			G->pads[nsp + i] = rt_split_pad(st * (d - 1) + opad + span - out, upper, 1);
 			continue;
 		}
-		if (os || same) {
-			int64_t out = os ? os->ints[os->n - nsp + i] : d * st[i];
-			int64_t total = st[i] * (d - 1) + opad + span - out;
-			if (total < 0)
-				total = 0;
-			if (!strcmp(ap, "SAME_UPPER")) {
-				pads[i] = total / 2;
-				pads[nsp + i] = total - total / 2;
-			} else {
-				pads[i] = total - total / 2;
-				pads[nsp + i] = total / 2;
-			}
-			ysp[i] = out;
-		} else {
-			ysp[i] = st[i] * (d - 1) + opad + span - pads[i] - pads[nsp + i];
+		G->least[i] = 1;
+		if (same) {
+			/* the output D st: padding opad + span - st, which does not
+			 * depend on D (a run-time size too) */
+			G->pads[i] = rt_split_pad(opad + span - st, upper, 0);
+			G->pads[nsp + i] = rt_split_pad(opad + span - st, upper, 1);
 		}
-		if (ysp[i] < 0)
-			return -1;
+		if (!ir_dim_is_const(x->shape.d[2 + i])) {
+			G->ysp[i] = -1;         /* st D + off, a size expression (infer_convt) */
+			continue;
+		}
+		G->ysp[i] = same ? d * st : st * (d - 1) + opad + span - G->pads[i] - G->pads[nsp + i];
+		if (G->ysp[i] < 1)
+			return snprintf(why, whylen, "spatial axis %d of X %s would have the size %lld", i,
+					ir_shape_str(n->graph->A, n->graph, &x->shape), (long long)G->ysp[i]), -1;
 	}
 	return nsp;
 }
@@ -405,23 +436,29 @@ static int infer_convt(ictx *c)
 	int64_t m = w->shape.d[1].k * group;
 	if (b && (b->shape.rank != 1 || !ir_dim_eq(b->shape.d[0], ir_dim_const(m))))
 		return fail(c, "B %s must be [%lld]", shp(c, &b->shape), (long long)m);
-	int64_t k[IR_MAX_RANK], st[IR_MAX_RANK], pads[2 * IR_MAX_RANK], dil[IR_MAX_RANK], ysp[IR_MAX_RANK];
-	if (infer_convt_geometry(n, k, st, pads, dil, ysp) < 0)
-		return fail(c, "needs strides, dilations, pads, output_padding and output_shape that fit X %s, and "
-			    "no output_shape over a run-time size (its pads would depend on it)", shp(c, &x->shape));
+	infer_convt_geom G;
+	char why[256];
+	if (infer_convt_geometry(n, &G, why, sizeof why) < 0)
+		return fail(c, "%s", why);
 	s.d[1] = ir_dim_const(m);
-	ir_attr *op = ir_attr_find(n, "output_padding");
 	for (int a = 2; a < r; a++) {
 		int i = a - 2, nsp = r - 2;
-		if (ysp[i] >= 0) {
-			s.d[a] = ir_dim_const(ysp[i]);
+		int64_t span = G.dil[i] * (G.k[i] - 1) + 1;
+		if (G.ysp[i] >= 0) {
+			/* output_shape over a run-time size: ONNX Runtime's least input */
+			s.d[a] = ir_dim_const(G.ysp[i]);
+			if (!ir_sym_need(c->g, x->shape.d[a], G.least[i]))
+				return fail(c, "spatial axis %d of X has the run-time size %s, which output_shape %lld needs "
+					    "to be at least %lld (as ONNX Runtime requires) and is no symbol of its own that "
+					    "can be held to it", a, dimstr(c, x->shape.d[a]), (long long)G.ysp[i],
+					    (long long)G.least[i]);
 			continue;
 		}
 		/* a run-time size D: st D + off, off = opad + span - st - pads
 		 * (at least 1: D is held to its least value) */
-		int64_t span = dil[i] * (k[i] - 1) + 1, opad = op && op->n == nsp ? op->ints[i] : 0;
-		int64_t off = opad + span - st[i] - pads[i] - pads[nsp + i], least = off >= 0 ? 1 : (1 - off + st[i] - 1) / st[i];
-		if (!ir_sym_need(c->g, x->shape.d[a], least) || !ir_sym_floor(c->g, x->shape.d[a], st[i], off, 1, &s.d[a]))
+		int64_t off = G.opad[i] + span - G.st[i] - G.pads[i] - G.pads[nsp + i];
+		int64_t least = off >= 0 ? 1 : (1 - off + G.st[i] - 1) / G.st[i];
+		if (!ir_sym_need(c->g, x->shape.d[a], least) || !ir_sym_floor(c->g, x->shape.d[a], G.st[i], off, 1, &s.d[a]))
 			return fail(c, "spatial axis %d of X has the run-time size %s, which is no symbol of its own that a "
 				    "size expression can be made of", a, dimstr(c, x->shape.d[a]));
 	}

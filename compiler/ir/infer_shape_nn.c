@@ -675,41 +675,40 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 			/* a run-time axis: sizes given (a symbol, another tensor's:
 			 * F.interpolate(x, size=skip.shape[2:]), or a constant), the
 			 * scale their quotient at run time (scale 0: emit_resize); or
-			 * a scale p / q with q a power of two up to 64, so that the
-			 * float product floor(D * scale) of the specification is the
-			 * size expression floor(p D / q) exactly */
-			int crop = tf_crop && (G->roi[a] != 0.0 || G->roi[r + a] != 1.0);
-			if (nsz && !keep && !crop) {
+			 * a scale, the size ONNX Runtime's float32 product gives
+			 * (ir_sym_scale: floor(p D / q) for a multiple p / q of 1/64,
+			 * else scale(D, s)), whatever the roi (ONNX Runtime's size
+			 * does not read it) */
+			if (nsz && !keep) {
 				out->d[a] = sz[i];
 				G->scale[a] = ir_dim_eq(sz[i], d) ? 1.0 : 0.0;
 				if (sz[i].k < 1)
 					return fail(c, "size %s of axis %d must be at least 1", mono(c, sz[i]), a);
 				continue;
 			}
-			int64_t q = 1;
-			float s32 = (float)sc[i];
-			while (nsc && q < 64 && (double)s32 * (double)q != floor((double)s32 * (double)q))
-				q *= 2;
-			int64_t p = nsc ? (int64_t)((double)s32 * (double)q) : 0;
-			if (nsc && !crop && p >= 1 && (double)p == (double)s32 * (double)q && p <= INT32_MAX &&
-			    ir_sym_need(c->g, d, (q + p - 1) / p) && ir_sym_floor(c->g, d, p, 0, q, &out->d[a])) {
-				G->scale[a] = sc[i];
-				continue;
-			}
-			return fail(c, "axis %d has the run-time size %s; cellc resizes it by sizes (stretch), or by a "
-				    "scale that is a multiple of 1/64 (%g is not)%s, and without a crop of it (--dim "
-				    "SYM=N fixes a symbol's size at compile time)", a, dimstr(c, d), nsc ? sc[i] : 0.0,
-				    keep ? "; not by keep_aspect_ratio_policy over it" : "");
+			if (nsz)
+				return fail(c, "axis %d has the run-time size %s, which keep_aspect_ratio_policy %s cannot "
+					    "round to at compile time (--dim SYM=N fixes a symbol's size)", a, dimstr(c, d),
+					    policy);
+			if (!ir_sym_scale(c->g, d, (float)sc[i], &out->d[a]))
+				return fail(c, "axis %d has the run-time size %s, which is no symbol of its own that a size "
+					    "expression can scale by %g (--dim SYM=N fixes a symbol's size at compile time)",
+					    a, dimstr(c, d), sc[i]);
+			if (!ir_sym_need(c->g, out->d[a], 1))
+				return fail(c, "axis %d of the run-time size %s resized by %g has no size at least 1 at any "
+					    "size", a, dimstr(c, d), sc[i]);
+			G->scale[a] = sc[i];
+			continue;
 		}
 		if (nsz && d.k == 0 && sz[i].k != 0)
 			return fail(c, "axis %d is empty and cannot be resized to %lld", a, (long long)sz[i].k);
 		if (nsc) {
-			/* floor(in * (roi_end - roi_start) * scale), in single precision as
-			 * ONNX's shape inference computes it */
-			float len = (float)d.k * (tf_crop ? (float)(G->roi[r + a] - G->roi[a]) : 1.0f) * (float)sc[i];
-			if (!(len >= 0.0f && len < (float)INFER_NUMEL_MAX))
+			/* the float32 product of in and scale, truncated, as ONNX
+			 * Runtime (and ONNX's shape inference) computes it: the roi
+			 * of tf_crop_and_resize does not enter, whatever the
+			 * specification's formula says */
+			if (!ir_sym_scale(c->g, d, (float)sc[i], &out->d[a]) || out->d[a].k > INFER_NUMEL_MAX)
 				return fail(c, "axis %d: %lld * scale %g gives no valid size", a, (long long)d.k, sc[i]);
-			out->d[a] = ir_dim_const((int64_t)floorf(len));
 			G->scale[a] = sc[i];
 		} else if (!infer_mono_is_const(sz[i])) {
 			out->d[a] = sz[i];      /* a run-time size: the scale at run time */
@@ -737,6 +736,7 @@ static int resize_geometry(ictx *c, infer_resize_geom *G, ir_shape *out)
 					    "downsample undefined (use Resize of opset 11 or later)", G->scale[a], a,
 					    n->op_type ? n->op_type : "Resize", n->opset);
 	G->has_roi = tf_crop;
+	G->by_scales = nsc > 0;
 	return 0;
 }
 

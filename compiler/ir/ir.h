@@ -101,6 +101,12 @@ int ir_shape_eq(const ir_shape *a, const ir_shape *b);
  *   IR_SYM_MIN   min(x, y), IR_SYM_MAX  max(x, y): x the symbol a, y the
  *                symbol b or, b < 0, the constant off (x[:, :10] of a
  *                run-time length T has min(T, 10) rows: ir_sym_minmax)
+ *   IR_SYM_SCALE scale(x, s): a Resize of a run-time length x (the symbol
+ *                a) by a float32 scale s that is no multiple of 1/64, its
+ *                output size as ONNX Runtime computes it, the float32
+ *                product of s and x truncated (rt_resize_size: W by 1.3 is
+ *                scale(W, 1.3), 13 at W = 10 where the real product in
+ *                double would floor to 12; ir_sym_scale)
  * Kept canonical, so that the same size is one symbol (ir_sym_canonical):
  * a LIN's terms are atoms (symbols that are not a LIN without a divisor:
  * those are expanded into their own terms), at least one, not one term
@@ -109,15 +115,20 @@ int ir_shape_eq(const ir_shape *a, const ir_shape *b);
  * floor with factor 1 (one floor), and without a divisor the last term's
  * factor positive (T1 - T2 is -1 times T2 - T1); a MIN/MAX's operands two
  * symbols in index order that are not offsets of one symbol, or a symbol
- * and a constant. */
-enum { IR_SYM_FREE, IR_SYM_LIN, IR_SYM_MIN, IR_SYM_MAX };
+ * and a constant; a SCALE's operand a symbol that is not pinned, its scale
+ * positive, finite and no multiple of 1/64 (a scale p / 2^k is the floor
+ * floor(p x / 2^k), which is what ONNX Runtime's float32 product gives
+ * while p x < 2^24; emit_resize checks the product at run time). */
+enum { IR_SYM_FREE, IR_SYM_LIN, IR_SYM_MIN, IR_SYM_MAX, IR_SYM_SCALE };
 typedef struct ir_symdef {
 	uint8_t op;                     /* IR_SYM_* */
 	uint8_t exact;                  /* LIN with div > 1: the division is exact */
 	int64_t c[IR_MAX_SYMS];         /* LIN: each earlier symbol's factor (0: none) */
 	int64_t off;                    /* LIN: the constant term; MIN/MAX, b < 0: the constant */
 	int64_t div;                    /* LIN: the divisor (>= 1) */
-	int a, b;                       /* MIN/MAX: the operands (b < 0: the constant off) */
+	int a, b;                       /* MIN/MAX: the operands (b < 0: the constant off);
+	                                   SCALE: a the operand, b -1 */
+	float scale;                    /* SCALE: the factor (float32, as the Resize's scales hold it) */
 } ir_symdef;
 
 /* ---- values --------------------------------------------------------------- */
@@ -538,7 +549,12 @@ int ir_sym_free(const ir_graph *g, int i);
  *   ir_sym_sum     a + sign * b (sign 1 or -1)
  *   ir_sym_minmax  min (op IR_SYM_MIN) or max (IR_SYM_MAX) of x and y: one
  *                  of them where their bounds decide it (min(T, 1) is 1,
- *                  min(T - 1, T) is T - 1) */
+ *                  min(T - 1, T) is T - 1)
+ *   ir_sym_scale   a Resize's output size of x (a constant or one symbol,
+ *                  k = 1) by scale s as ONNX Runtime computes it
+ *                  (rt_resize_size): scale(x, s), or floor(p x / 2^k) for
+ *                  s = p / 2^k (k <= 6), or the constant; 0 also for s not
+ *                  positive and finite, or x k times a symbol with k > 1 */
 int ir_sym_lin(ir_graph *g, int n, const ir_dim *d, const int64_t *k, int64_t off, int64_t div, int exact,
 	       ir_dim *r);
 int ir_sym_offset(ir_graph *g, ir_dim d, int64_t c, ir_dim *r);
@@ -546,13 +562,17 @@ int ir_sym_floor(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, i
 int ir_sym_exact(ir_graph *g, ir_dim d, int64_t mul, int64_t off, int64_t div, ir_dim *r);
 int ir_sym_sum(ir_graph *g, ir_dim a, ir_dim b, int sign, ir_dim *r);
 int ir_sym_minmax(ir_graph *g, int op, ir_dim x, ir_dim y, ir_dim *r);
+int ir_sym_scale(ir_graph *g, ir_dim x, float s, ir_dim *r);
+/* Whether the float32 scale s is a multiple of 1/64, p / q with q a power
+ * of two up to 64 (ir_sym_scale then makes floor(p x / q)); *p and *q. */
+int ir_sym_dyadic(float s, int64_t *p, int64_t *q);
 /* Whether a - b is a constant (T + 3 and T - 1; two sums of the same
  * symbols), in *d. */
 int ir_sym_diff(const ir_graph *g, ir_dim a, ir_dim b, int64_t *d);
 /* Records that dimension d is at least m at run time (a constant, or k
  * times one symbol): as least values of the free symbols it is made of,
  * where that is the one way to have it (a LIN of one term, a MIN of
- * symbols and constants, a MAX with a constant below m).  1 when d is
+ * symbols and constants, a MAX with a constant below m, a SCALE).  1 when d is
  * such a dimension or is at least m already, else 0. */
 int ir_sym_need(ir_graph *g, ir_dim d, int64_t m);
 /* The first exact symbol whose division leaves a remainder for the free
@@ -569,8 +589,8 @@ int ir_sym_is_offset(const ir_graph *g, int s);
 /* The symbol that s is an offset of, and the offset: for an offset symbol
  * its term and off, else s itself and 0. */
 int ir_sym_root(const ir_graph *g, int s, int64_t *off);
-/* The symbols symbol s's definition reads (its terms, or a MIN's or MAX's
- * operands), a bit each; 0 for a free one. */
+/* The symbols symbol s's definition reads (its terms, or a MIN's, MAX's or
+ * SCALE's operands), a bit each; 0 for a free one. */
 unsigned ir_sym_operands(const ir_graph *g, int s);
 /* The free symbols symbol s is computed from, a bit each (s's own for a
  * free one). */
@@ -583,8 +603,9 @@ int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free);
  * or on overflow. */
 int64_t ir_sym_max_value(const ir_graph *g, int s, const int64_t *max);
 /* Symbol s's definition as text: "T - 1", "floor((L - 64) / 128)",
- * "2 * L + 1", "T1 + T2", "min(T, 10)"; "" for a free symbol.  name: how a
- * symbol is written (NULL: its name as it is). */
+ * "2 * L + 1", "T1 + T2", "min(T, 10)", "scale(W, 1.3)" (the scale's
+ * shortest digits that read back as the same float32); "" for a free
+ * symbol.  name: how a symbol is written (NULL: its name as it is). */
 const char *ir_sym_def_str(arena *A, const ir_graph *g, int s);
 const char *ir_sym_def_fmt(arena *A, const ir_graph *g, int s, const char *(*name)(arena *A, const char *sym));
 /* The least value of free symbol i at run time: sym_min, at least 1. */

@@ -16,9 +16,12 @@
  * shape decision records through them. */
 #include "ir.h"
 #include "util.h"
+#include "cellrt.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- derived symbols ------------------------------------------------------- */
@@ -215,6 +218,10 @@ static int64_t bound(const symview *v, int s, const int64_t *max, int hi)
 		int64_t x = bound(v, d->a, max, hi), y = d->b < 0 ? d->off : bound(v, d->b, max, hi);
 		return (d->op == IR_SYM_MIN) == (x < y) ? x : y;
 	}
+	if (d->op == IR_SYM_SCALE) {    /* it grows with its operand */
+		int64_t x = bound(v, d->a, max, hi), r = x == none ? -1 : rt_resize_size(x < 0 ? 0 : x, d->scale);
+		return r < 0 ? none : r;
+	}
 	int64_t acc = d->off;
 	for (int j = 0; j < s; j++) {
 		if (!d->c[j])
@@ -325,16 +332,90 @@ static int canon_minmax(const symview *v, int op, ir_dim x, ir_dim y, int bounds
 	return 1;
 }
 
+int ir_sym_dyadic(float s, int64_t *p, int64_t *q)
+{
+	for (*q = 1; *q <= 64; *q *= 2) {
+		double x = (double)s * (double)*q;      /* exact: a float times a power of two */
+		if (x >= 1 && x <= INT32_MAX && x == floor(x)) {
+			*p = (int64_t)x;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* A Resize's output size of x (a constant or one symbol) by scale s over
+ * v (ir_sym_scale): the constant, floor(p x / q) for a scale p / q that
+ * is a multiple of 1/64, else scale(x, s). */
+static int canon_scale(const symview *v, ir_dim x, float s, canon *o)
+{
+	int sx;
+	int64_t cx, p, q;
+	if (!(s > 0 && isfinite(s)) || !operand(v, x, &sx, &cx))
+		return 0;
+	if (sx < 0) {
+		*o = (canon){.kind = C_CONST, .k = rt_resize_size(cx, s)};
+		return o->k >= 0;
+	}
+	if (ir_sym_dyadic(s, &p, &q)) {
+		lin l = {0};
+		l.c[sx] = p;
+		return canon_lin(v, l, q, 0, o);
+	}
+	*o = (canon){.kind = C_DEF, .k = 1};
+	o->d = (ir_symdef){.op = IR_SYM_SCALE, .a = sx, .b = -1, .scale = s};
+	return 1;
+}
+
+/* Whether x resized by s (rt_resize_size, which grows with x) is at least
+ * n, or beyond any size */
+static int scales_to(int64_t x, float s, int64_t n)
+{
+	int64_t r = rt_resize_size(x, s);
+	return r < 0 || r >= n;
+}
+
+/* The least x in [1, INT32_MAX] whose Resize by s is at least n; 0 when
+ * there is none. */
+static int64_t scale_inverse(float s, int64_t n)
+{
+	int64_t lo = 1, hi = INT32_MAX;
+	if (!scales_to(hi, s, n))
+		return 0;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (scales_to(mid, s, n))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
 static int same_def(const ir_symdef *x, const ir_symdef *y)
 {
 	if (x->op != y->op)
 		return 0;
 	if (x->op == IR_SYM_LIN)
 		return x->off == y->off && x->div == y->div && !memcmp(x->c, y->c, sizeof x->c);
-	return x->a == y->a && x->b == y->b && x->off == y->off;
+	return x->a == y->a && x->b == y->b && x->off == y->off && x->scale == y->scale;
 }
 
 /* ---- definitions as text ---- */
+
+/* A scale's shortest digits that read back as the same float32, through
+ * strtof and through strtod and a conversion to float (as the text reader
+ * reads them) */
+static const char *scale_text(arena *A, float s)
+{
+	char buf[40];
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, (double)s);
+		if (strtof(buf, NULL) == s && (float)strtod(buf, NULL) == s)
+			break;
+	}
+	return arena_printf(A, "%s", buf);
+}
 
 /* A symbol's name as the text writes it in a definition (nm NULL: as is) */
 static const char *sym_name(arena *A, const char *const *syms, int s, const char *(*nm)(arena *, const char *))
@@ -349,6 +430,8 @@ static const char *def_text(arena *A, const char *const *syms, const ir_symdef *
 	if (d->op == IR_SYM_MIN || d->op == IR_SYM_MAX)
 		return arena_printf(A, "%s(%s, %s)", d->op == IR_SYM_MIN ? "min" : "max", sym_name(A, syms, d->a, nm),
 				    d->b >= 0 ? sym_name(A, syms, d->b, nm) : arena_printf(A, "%lld", (long long)d->off));
+	if (d->op == IR_SYM_SCALE)
+		return arena_printf(A, "scale(%s, %s)", sym_name(A, syms, d->a, nm), scale_text(A, d->scale));
 	if (d->op != IR_SYM_LIN)
 		return "";
 	/* the terms with a positive factor first, then the negative ones */
@@ -379,9 +462,15 @@ static const char *def_text(arena *A, const char *const *syms, const ir_symdef *
 }
 
 /* The name a new symbol of definition d gets: its terms' (T_minus_1,
- * L_div2, L_x3_div2, B_over2, T1_plus_T2, min_T_10) */
+ * L_div2, L_x3_div2, B_over2, T1_plus_T2, min_T_10, W_scale1_3) */
 static const char *def_name(arena *A, const char *const *syms, const ir_symdef *d)
 {
+	if (d->op == IR_SYM_SCALE) {
+		char *r = (char *)arena_printf(A, "%s_scale%s", syms[d->a], scale_text(A, d->scale));
+		for (char *p = r + strlen(syms[d->a]); *p; p++)
+			*p = isalnum((unsigned char)*p) ? *p : '_';
+		return r;
+	}
 	if (d->op == IR_SYM_MIN || d->op == IR_SYM_MAX) {
 		const char *y = d->b >= 0 ? syms[d->b]
 			      : arena_printf(A, "%s%lld", d->off < 0 ? "m" : "", (long long)(d->off < 0 ? -d->off : d->off));
@@ -527,6 +616,14 @@ int ir_sym_minmax(ir_graph *g, int op, ir_dim x, ir_dim y, ir_dim *r)
 	return made(g, &o, r);
 }
 
+int ir_sym_scale(ir_graph *g, ir_dim x, float s, ir_dim *r)
+{
+	g = ir_root(g);
+	symview v = view_of(g);
+	canon o;
+	return canon_scale(&v, x, s, &o) && made(g, &o, r);
+}
+
 /* ---- reading definitions ---- */
 int ir_sym_diff(const ir_graph *g, ir_dim a, ir_dim b, int64_t *d)
 {
@@ -631,6 +728,10 @@ int64_t ir_sym_value(const ir_graph *g, int s, const int64_t *free)
 			return INT64_MIN;
 		return (d->op == IR_SYM_MIN) == (x < y) ? x : y;
 	}
+	if (d->op == IR_SYM_SCALE) {
+		int64_t x = ir_sym_value(g, d->a, free), r = x == INT64_MIN ? -1 : rt_resize_size(x, d->scale);
+		return r < 0 ? INT64_MIN : r;
+	}
 	int64_t x = dividend_value(g, s, free);
 	return x == INT64_MIN ? x : floordiv(x, d->div);
 }
@@ -696,6 +797,16 @@ const char *ir_sym_noncanonical(const ir_graph *g, int s)
 			return "an operand is pinned";
 		if (which)
 			return "one operand is never below the other (they differ by a constant)";
+	} else if (d->op == IR_SYM_SCALE) {
+		int64_t p, q;
+		if (d->a < 0 || d->a >= s || d->b != -1)
+			return "its operand is not an earlier symbol";
+		if (!(d->scale > 0 && isfinite(d->scale)))
+			return "the scale is not a positive finite number";
+		if (ir_sym_dyadic(d->scale, &p, &q))
+			return "a scale that is a multiple of 1/64 makes a floor (floor(p * x / q))";
+		if (!canon_scale(&v, ir_dim_sym(d->a), d->scale, &o))
+			return "out of range";
 	} else {
 		return "an unknown kind of definition";
 	}
@@ -741,6 +852,10 @@ static int need_sym(const ir_graph *g, int64_t *mins, int s, int64_t n)
 		return need_sym(g, mins, d->a, n) && (d->b < 0 ? d->off >= n : need_sym(g, mins, d->b, n));
 	case IR_SYM_MAX:                        /* the other below n: this one */
 		return d->b < 0 && need_sym(g, mins, d->a, n);
+	case IR_SYM_SCALE: {                    /* the operand at least the least that scales to n */
+		int64_t x = scale_inverse(d->scale, n);
+		return x > 0 && need_sym(g, mins, d->a, x);
+	}
 	default: {
 		/* floor((mul b + off) / div) >= n  <=>  b >= ceil((n div - off) / mul) */
 		int64_t mul = 0, x;
@@ -905,6 +1020,9 @@ static int plan(const ir_graph *root, symmap *m, int s, ir_dim by, int pin)
 				if (d->c[t] && !lin_add(&l, m->to[t], d->c[t], n))
 					return 0;
 			if (!canon_lin(&v, l, d->div, d->exact, &o))
+				return 0;
+		} else if (d->op == IR_SYM_SCALE) {
+			if (!canon_scale(&v, m->to[d->a], d->scale, &o))
 				return 0;
 		} else {
 			ir_dim y = d->b >= 0 ? m->to[d->b] : ir_dim_const(d->off);

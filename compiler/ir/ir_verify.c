@@ -890,8 +890,8 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 		const char *why = ir_sym_noncanonical(g, i);
 		if (why)
 			bad(&c, g, "dimension symbol '%s' is derived as %s, which is not canonical: %s", g->syms[i],
-			    d->op == IR_SYM_LIN || d->op == IR_SYM_MIN || d->op == IR_SYM_MAX ? ir_sym_def_str(g->A, g, i)
-			    : "?", why);
+			    d->op == IR_SYM_LIN || d->op == IR_SYM_MIN || d->op == IR_SYM_MAX || d->op == IR_SYM_SCALE
+			    ? ir_sym_def_str(g->A, g, i) : "?", why);
 		if (d->exact && (d->op != IR_SYM_LIN || d->div < 2 || d->exact != 1))
 			bad(&c, g, "dimension symbol '%s' is marked exact but is no derived symbol with a divisor",
 			    g->syms[i]);

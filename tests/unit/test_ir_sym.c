@@ -364,6 +364,103 @@ END_TEST
 
 /* ir_sym_gc: the derived symbols no value uses go, a free one stays, a
  * pinned one stays, what a kept one is made of stays; shapes follow. */
+/* SCALE: a Resize's size of a run-time length by a scale that is no
+ * multiple of 1/64, as ONNX Runtime computes it: the float32 product,
+ * truncated (rt_resize_size).  1.3f is 1.29999995; 10 times it is
+ * 12.9999995 in double (floor 12) but rounds to 13.0f in float32, which is
+ * ONNX Runtime's size. */
+START_TEST(scale)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	g->unify_ok = 1;
+	ir_dim L = ir_dim_sym(1), r, r2;
+	ck_assert(ir_sym_scale(g, L, 1.3f, &r));
+	int s = ir_dim_one_sym(r);
+	ck_assert_int_eq(g->symdef[s].op, IR_SYM_SCALE);
+	ck_assert_str_eq(g->syms[s], "L_scale1_3");
+	ck_assert_str_eq(ir_sym_def_str(&A, g, s), "scale(L, 1.3)");
+	ck_assert_ptr_null(ir_sym_noncanonical(g, s));
+	ck_assert_int_eq(ir_sym_operands(g, s), 1u << 1);
+	ck_assert_int_eq(ir_sym_frees(g, s), 1u << 1);
+	int64_t v[IR_MAX_SYMS] = {1, 10};
+	ck_assert_int_eq(ir_sym_value(g, s, v), 13);
+	v[1] = 20;                                   /* 25.9999990 -> 26.0f */
+	ck_assert_int_eq(ir_sym_value(g, s, v), 26);
+	v[1] = 7;                                    /* 9.09999967 */
+	ck_assert_int_eq(ir_sym_value(g, s, v), 9);
+	/* the same definition is the same symbol */
+	int n = g->nsyms;
+	ck_assert(ir_sym_scale(g, L, 1.3f, &r2) && ir_dim_eq(r, r2));
+	ck_assert_int_eq(g->nsyms, n);
+	/* a multiple of 1/64 is a floor, or a monomial: 2.5 L is floor(5 L / 2), 2 L is 2 L */
+	ck_assert(ir_sym_scale(g, L, 2.5f, &r2));
+	ck_assert_str_eq(ir_sym_def_str(&A, g, ir_dim_one_sym(r2)), "floor((5 * L) / 2)");
+	ck_assert(ir_sym_scale(g, L, 2.0f, &r2) && ir_dim_eq(r2, ir_dim_mul(ir_dim_const(2), L)));
+	ck_assert(ir_sym_scale(g, L, 1.0f, &r2) && ir_dim_eq(r2, L));
+	/* a constant is computed as ONNX Runtime does, 2 L and L * L refused, so is a scale of 0 */
+	ck_assert(ir_sym_scale(g, ir_dim_const(10), 0.7f, &r2) && ir_dim_eq(r2, ir_dim_const(7)));
+	ck_assert(!ir_sym_scale(g, ir_dim_mul(ir_dim_const(2), L), 1.3f, &r2));
+	ck_assert(!ir_sym_scale(g, ir_dim_mul(L, L), 1.3f, &r2));
+	ck_assert(!ir_sym_scale(g, L, 0.0f, &r2));
+	/* by 0.7 of that: 1 needs the operand at least 2 (1.4 -> 1), so L at least 2 (2.6 -> 2) */
+	ir_dim d;
+	ck_assert(ir_sym_scale(g, r, 0.7f, &d));
+	int sd = ir_dim_one_sym(d);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, sd), "scale(L_scale1_3, 0.7)");
+	ck_assert_int_eq(ir_sym_least_value(g, sd), 1);
+	ck_assert(ir_sym_need(g, d, 1));
+	ck_assert_int_eq(ir_sym_least(g, 1), 2);
+	/* at least 7: the operand at least 10 (7.0000005 -> 7), L at least 8 (10.4 -> 10) */
+	ck_assert(ir_sym_need(g, d, 7));
+	ck_assert_int_eq(ir_sym_least(g, 1), 8);
+	ck_assert_int_eq(ir_sym_least_value(g, s), 10);
+	/* non-canonical forms the text and ir_verify refuse */
+	ir_symdef keep = g->symdef[s];
+	g->symdef[s].scale = 0.5f;
+	ck_assert_ptr_nonnull(ir_sym_noncanonical(g, s));
+	g->symdef[s] = keep;
+	g->symdef[s].a = s;
+	ck_assert_ptr_nonnull(ir_sym_noncanonical(g, s));
+	g->symdef[s] = keep;
+	/* L unified with 10: the scale is 13, by 0.7 9 (9.1 -> 9) */
+	ir_value *y = ir_value_new(g, "y", VAL_TEMP, DT_F32);
+	y->shape.rank = 2;
+	y->shape.d[0] = r;
+	y->shape.d[1] = d;
+	ck_assert(ir_sym_unify(g, L, ir_dim_const(10), "Add_1", "broadcasting"));
+	ck_assert(ir_dim_eq(y->shape.d[0], ir_dim_const(13)));
+	ck_assert(ir_dim_eq(y->shape.d[1], ir_dim_const(9)));
+}
+END_TEST
+
+/* A SCALE follows a unification of its operand into another symbol
+ * (renamed after it), and ir_sym_gc drops one nothing uses. */
+START_TEST(scale_unify_gc)
+{
+	ir_value *x;
+	ir_graph *g = graph(&x);
+	g->unify_ok = 1;
+	int t = ir_sym_add(g, "T");
+	ir_dim r, u;
+	ck_assert(ir_sym_scale(g, ir_dim_sym(t), 0.7f, &r));
+	ck_assert(ir_sym_scale(g, ir_dim_sym(1), 1.1f, &u));        /* used by nothing */
+	ir_value *y = x;                                         /* the input's axis 1 */
+	y->shape.d[1] = r;
+	ck_assert(ir_sym_unify(g, ir_dim_sym(1), ir_dim_sym(t), "Concat_1", "axis 2"));
+	int s = ir_dim_one_sym(y->shape.d[1]);
+	ck_assert_str_eq(g->syms[s], "L_scale0_7");
+	ck_assert_str_eq(ir_sym_def_str(&A, g, s), "scale(L, 0.7)");
+	ck_assert_ptr_null(ir_sym_noncanonical(g, s));
+	int n = g->nsyms;
+	ir_sym_gc(g);
+	ck_assert_int_eq(g->nsyms, n - 1);               /* scale(L, 1.1) is gone */
+	s = ir_dim_one_sym(y->shape.d[1]);
+	ck_assert_str_eq(ir_sym_def_str(&A, g, s), "scale(L, 0.7)");
+	(void)u;
+}
+END_TEST
+
 START_TEST(gc)
 {
 	ir_value *x;
@@ -399,6 +496,8 @@ int main(void)
 	tcase_add_test(tc, min_max);
 	tcase_add_test(tc, unify_through_sums);
 	tcase_add_test(tc, gc);
+	tcase_add_test(tc, scale);
+	tcase_add_test(tc, scale_unify_gc);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);     /* CK_VERBOSITY from the environment (the harness: verbose) */
