@@ -23,6 +23,19 @@
 extern "C" {
 #endif
 
+/* RT_BARE_METAL: 1 for a target without an operating system (a
+ * microcontroller: no threads, no files, no environment, no heap for the
+ * model), where libcellrt asks nothing of an OS and emitted code must be
+ * built with --embed-weights --no-malloc (NAME.c says so with #error
+ * otherwise).  Set for Arm's M profile (Cortex-M) unless the program is
+ * built for Linux there, or by -DCELLRT_BARE_METAL for another such target. */
+#if defined(CELLRT_BARE_METAL) || \
+	(defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && !defined(__linux__))
+#define RT_BARE_METAL 1
+#else
+#define RT_BARE_METAL 0
+#endif
+
 /* ---- status codes -------------------------------------------------------- */
 
 typedef enum rt_status {

@@ -21,9 +21,11 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#if !RT_BARE_METAL
+#include <sched.h>
+#endif
 
 #ifndef CELLRT_NO_BLAS
 #include <cblas.h>
@@ -52,8 +54,13 @@ static int fits_int(int64_t a, int64_t b, int64_t c, int64_t d)
 }
 #endif
 
-/* Set in the threads of a row-parallel recurrence (rt_par_thread). */
+/* Set in the threads of a row-parallel recurrence (rt_par_thread).  A
+ * target without an OS runs one thread and has no thread-local storage. */
+#if RT_BARE_METAL
+static int par_thread;
+#else
 static _Thread_local int par_thread;
+#endif
 
 void rt_par_thread(int on)
 {
@@ -62,6 +69,9 @@ void rt_par_thread(int on)
 
 int rt_num_threads(void)
 {
+#if RT_BARE_METAL
+	return 1;       /* no threads, no environment */
+#else
 	const char *e = getenv("CELLRT_NUM_THREADS");
 	if (e && *e) {
 		char *end;
@@ -75,11 +85,13 @@ int rt_num_threads(void)
 	int n = openblas_get_num_threads();
 	return n >= 1 ? n : 1;
 #endif
+#endif
 }
 
 int rt_split_columns(int64_t step_weights)
 {
 	int64_t min = RT_SPLIT_MIN;
+#if !RT_BARE_METAL
 	const char *e = getenv("CELLRT_SPLIT_MIN");
 	if (e && *e) {
 		char *end;
@@ -88,6 +100,7 @@ int rt_split_columns(int64_t step_weights)
 		if (*end == '\0' && errno == 0 && n >= 0)
 			min = n;
 	}
+#endif
 	return step_weights >= min;
 }
 
@@ -103,7 +116,9 @@ static void spin_once(int spins)
 		__asm__ __volatile__("yield");
 #endif
 	} else {
+#if !RT_BARE_METAL
 		sched_yield();
+#endif
 	}
 }
 
@@ -542,28 +557,72 @@ void rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alph
 		i8_rows_portable(r0, r1, N, K, alpha, NULL, qa, sa, zp, P, beta, bias, c);
 }
 
-void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
-		       const int8_t *P, float beta, const float *bias, float *c)
+/* One call of rt_gemv_packed_i8 (or of its portable form), whose activations
+ * are quantized into a buffer on the stack: I8_QA_SMALL bytes where K fits
+ * them (every step of a small model: a microcontroller's stack), else
+ * RT_I8_KMAX; each size in a function of its own, so that a call takes
+ * only the stack its K needs. */
+enum { I8_QA_SMALL = 1024 };
+typedef struct i8_call {
+	int64_t r0, r1, N, K;   /* the rows made, of N; K columns (<= RT_I8_KMAX) */
+	float alpha, beta;
+	const float *a;         /* [K] the activations */
+	const int8_t *P;        /* rt_gemv_pack_i8's copy */
+	const float *bias;      /* [r1 - r0] or NULL */
+	float *c;               /* [r1 - r0] */
+	int portable;           /* the plain-C loops, not the kernels */
+} i8_call;
+
+static void i8_call_in(const i8_call *x, uint8_t *qa)
+{
+	int32_t zp = 0;
+	if (x->portable) {
+		float sa = rt_quant_act_u7(x->K, x->a, qa, &zp);
+		i8_rows_portable(x->r0, x->r1, x->N, x->K, x->alpha, x->a, qa, sa, zp, x->P, x->beta, x->bias, x->c);
+	} else {
+		float sa = rt_gemv_quant_i8(x->K, x->a, qa, &zp);
+		rt_gemv_packed_i8q(x->r0, x->r1, x->N, x->K, x->alpha, qa, sa, zp, x->P, x->beta, x->bias, x->c);
+	}
+}
+
+__attribute__((noinline)) static void i8_call_small(const i8_call *x)
+{
+	uint8_t qa[I8_QA_SMALL];
+	i8_call_in(x, qa);
+}
+
+__attribute__((noinline)) static void i8_call_large(const i8_call *x)
+{
+	uint8_t qa[RT_I8_KMAX];
+	i8_call_in(x, qa);
+}
+
+static void i8_call_run(int portable, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			const int8_t *P, float beta, const float *bias, float *c)
 {
 	if (r1 <= r0)
 		return;
-	if (K > RT_I8_KMAX) {
-		rt_gemv_packed_i8_portable(r0, r1, N, K, alpha, a, P, beta, bias, c);
+	if (K > RT_I8_KMAX) {   /* weights-only, in float32: no quantized activations */
+		i8_rows_portable(r0, r1, N, K, alpha, a, NULL, 1.0f, 0, P, beta, bias, c);
 		return;
 	}
-	uint8_t qa[RT_I8_KMAX];
-	int32_t zp;
-	float sa = rt_gemv_quant_i8(K, a, qa, &zp);
-	rt_gemv_packed_i8q(r0, r1, N, K, alpha, qa, sa, zp, P, beta, bias, c);
+	i8_call x = {r0, r1, N, K, alpha, beta, a, P, bias, c, portable};
+	if (K <= I8_QA_SMALL)
+		i8_call_small(&x);
+	else
+		i8_call_large(&x);
+}
+
+void rt_gemv_packed_i8(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+		       const int8_t *P, float beta, const float *bias, float *c)
+{
+	i8_call_run(0, r0, r1, N, K, alpha, a, P, beta, bias, c);
 }
 
 void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 				const int8_t *P, float beta, const float *bias, float *c)
 {
-	uint8_t qa[RT_I8_KMAX];
-	int32_t zp = 0;
-	float sa = K <= RT_I8_KMAX ? rt_quant_act_u7(K, a, qa, &zp) : 1.0f;
-	i8_rows_portable(r0, r1, N, K, alpha, a, qa, sa, zp, P, beta, bias, c);
+	i8_call_run(1, r0, r1, N, K, alpha, a, P, beta, bias, c);
 }
 
 /* A block's columns as sums of its scaled rows (the inner loop vectorises). */

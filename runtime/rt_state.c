@@ -2,7 +2,9 @@
  * steps (cellrt.h, "recurrent states of emitted models"): the states kept in
  * the instance, the batch-1 packed weights, the team of threads.  Emitted
  * code once printed these as a block per state and per product; a call
- * with a table reads as what it does. */
+ * with a table reads as what it does.  A target without an OS
+ * (RT_BARE_METAL) has no heap: there the states are the arena's, and
+ * nothing here allocates. */
 #include "cellrt.h"
 
 #include <stdlib.h>
@@ -16,6 +18,9 @@ int rt_states_prepare(const rt_state *s, int n, int started, int in_arena)
 		if (started)
 			return RT_ERR_SHAPE;    /* a stream cannot change its batch size */
 		if (!in_arena) {
+#if RT_BARE_METAL
+			return RT_ERR_NOMEM;    /* no heap: the states live in the arena */
+#else
 			free(*s[k].data);
 			*s[k].count_now = 0;
 			/* one byte more, rounded up to whole lines: the last line is the
@@ -24,6 +29,7 @@ int rt_states_prepare(const rt_state *s, int n, int started, int in_arena)
 			*s[k].data = aligned_alloc(64, bytes);
 			if (!*s[k].data)
 				return RT_ERR_NOMEM;
+#endif
 		}
 		*s[k].count_now = s[k].count;
 	}

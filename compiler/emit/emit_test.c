@@ -672,6 +672,13 @@ int emit_testbench(ir_graph *g, diag *D, const emit_opts *o, const emit_tb *t)
 	ew_line(&w, "#include <stdlib.h>");
 	ew_line(&w, "#include <string.h>");
 	ew_line(&w, "%s", "");
+	if (!T->embed) {
+		ew_line(&w, "#if RT_BARE_METAL");
+		ew_line(&w, "#error \"%s_test.c: its golden data are in %s_test.data, and a target without an OS has no "
+			"files: compile with a --testbench-embed of at least %zu bytes\"", n, n, total);
+		ew_line(&w, "#endif");
+		ew_line(&w, "%s", "");
+	}
 	ew_line(&w, "/* tolerance chosen at compile time (cellc compile --rtol/--atol) */");
 	ew_line(&w, "#define RTOL %.17g", t->rtol);
 	ew_line(&w, "#define ATOL %.17g", t->atol);
