@@ -19,7 +19,9 @@
 #                   templates/targets.mk (BLAS-free, its SIMD kernels) into
 #                   build/aarch64/; `make unit-tests TARGET=aarch64` its
 #                   unit tests (run under qemu by the harness group
-#                   cross_aarch64); docs/deploying.md
+#                   cross_aarch64); TARGET=cortex-m4 (bare metal) also
+#                   builds its board's startup object beside the library;
+#                   docs/deploying.md
 #   make ort        install onnxruntime-node (npm, --ignore-scripts) into
 #                   build/ort for `cellc verify --oracle onnxruntime`
 #   make bench      time the generated code against PyTorch and ONNX Runtime
@@ -46,7 +48,9 @@ B       := build
 SAN     := build-san
 
 PY      := /usr/bin/python3
-# the cross targets (TARGET=NAME): their compilers, flags and emulators
+# the cross targets (TARGET=NAME): their compilers, flags and emulators; a
+# row's paths start at CELLRT, this tree
+CELLRT  := .
 include templates/targets.mk
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
@@ -91,12 +95,24 @@ else
 TB := $(B)/$(TARGET)
 all runtime: $(TB)/libcellrt.a
 TB_RT_OBJ := $(RUNTIME_SRC:runtime/%.c=$(TB)/rt/%.o)
+# position-independent where a shared library could be made of it; a
+# board's firmware is linked at fixed addresses
 $(TB)/rt/%.o: runtime/%.c runtime/cellrt.h $(wildcard runtime/*.h) templates/targets.mk
 	$(call target_tools,$(CC))
 	@mkdir -p $(TB)/rt
-	$(CC) $(CFLAGS) -O3 $(TARGET_CFLAGS) $(WARN) -fPIC $(if $(filter none,$($(TARGET)_BLAS)),-DCELLRT_NO_BLAS) -Iruntime -c $< -o $@
+	$(CC) $(CFLAGS) -O3 $(TARGET_CFLAGS) $(WARN) $(if $(TARGET_BOARD),,-fPIC) $(if $(filter none,$($(TARGET)_BLAS)),-DCELLRT_NO_BLAS) -Iruntime -c $< -o $@
 $(TB)/libcellrt.a: $(TB_RT_OBJ)
 	$(AR) rcs $@ $^
+ifneq ($(TARGET_BOARD),)
+# a target without an OS: its board's startup code and system calls
+# (runtime/board/BOARD.c), which the programs of `make test` and `make
+# size` link as an object (NAME_LIBS)
+all runtime: $(TB)/$(TARGET_BOARD).o
+$(TB)/$(TARGET_BOARD).o: runtime/board/$(TARGET_BOARD).c runtime/board/board.h templates/targets.mk
+	$(call target_tools,$(CC))
+	@mkdir -p $(TB)
+	$(CC) $(CFLAGS) -O2 $(TARGET_CFLAGS) $(WARN) -Iruntime/board -c $< -o $@
+endif
 endif
 
 # a package named PKG:ARCH (a target's library for its unit tests) first

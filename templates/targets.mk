@@ -15,7 +15,14 @@
 #   NAME_SIZE    the tool that reports code and data sizes
 #   NAME_PKGS    the Debian packages of CC, RUN and SIZE (make deps installs them)
 #   NAME_TEST_PKGS  what the unit tests of libcellrt link for it (package:arch)
-CELLC_TARGETS := aarch64
+#   NAME_BOARD   a target without an OS: the board its programs run on
+#                (runtime/board/BOARD.c and BOARD.ld: startup code, linker
+#                script, output and exit through the emulator), which `make
+#                runtime` builds beside libcellrt and `make size` measures
+#                the model on; empty for a target with an OS
+# Paths in a row start at $(CELLRT), the cellc tree (cellc's own Makefile
+# sets it to its directory; a generated Makefile has its CELLRT).
+CELLC_TARGETS := aarch64 cortex-m4
 
 # aarch64 Linux (Debian's cross toolchain), run under qemu-user with the
 # cross sysroot; NEON is the baseline, the dot-product and BF16 kernels are
@@ -33,6 +40,28 @@ aarch64_OPENMP    := -fopenmp
 aarch64_SIZE      := aarch64-linux-gnu-size
 aarch64_PKGS      := gcc-aarch64-linux-gnu qemu-user
 aarch64_TEST_PKGS := check:arm64
+aarch64_BOARD     :=
+
+# Cortex-M4F without an OS (Arm's GNU toolchain and newlib, as Debian packs
+# them): hard-float (FPv4-SP, single precision) and the DSP extension
+# (SMLAD: the int8 kernel), single-threaded, linked with the board's
+# startup code and memory map; run on qemu-system-arm's MPS2 AN386 board
+# with semihosting (the program's stdout, stderr and exit status are the
+# emulator's).  Its programs are firmware images: `make test` and `make
+# size` load them with -kernel.  The generated code must be compiled with
+# --embed-weights --no-malloc (NAME.c says so otherwise).
+cortex-m4_CC        := arm-none-eabi-gcc
+cortex-m4_AR        := arm-none-eabi-ar
+cortex-m4_CFLAGS    := -mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mfloat-abi=hard -mthumb -ffunction-sections -fdata-sections
+cortex-m4_LDFLAGS   := -nostartfiles -Wl,--gc-sections -T $(CELLRT)/runtime/board/mps2-an386.ld
+cortex-m4_LIBS      := $(CELLRT)/build/cortex-m4/mps2-an386.o -lm
+cortex-m4_RUN       := qemu-system-arm -M mps2-an386 -nographic -monitor none -semihosting-config enable=on,target=native -kernel
+cortex-m4_BLAS      := none
+cortex-m4_OPENMP    :=
+cortex-m4_SIZE      := arm-none-eabi-size
+cortex-m4_PKGS      := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+cortex-m4_TEST_PKGS :=
+cortex-m4_BOARD     := mps2-an386
 
 # every target's packages (cellc's `make deps`)
 CELLC_TARGET_PKGS := $(foreach t,$(CELLC_TARGETS),$($(t)_PKGS) $($(t)_TEST_PKGS))
@@ -48,6 +77,7 @@ TARGET_LDFLAGS := $($(TARGET)_LDFLAGS)
 TARGET_LIBS   := $($(TARGET)_LIBS)
 TARGET_RUN    := $($(TARGET)_RUN)
 TARGET_SIZE   := $($(TARGET)_SIZE)
+TARGET_BOARD  := $($(TARGET)_BOARD)
 # a recipe line that fails, naming the Debian packages, when one of the
 # tools $(1) is missing
 target_tools = @for t in $(1); do command -v $$t >/dev/null 2>&1 || { echo "TARGET=$(TARGET): $$t not found: install the Debian packages $($(TARGET)_PKGS) (apt-get install $($(TARGET)_PKGS), or make deps in cellc's tree)" >&2; exit 1; }; done

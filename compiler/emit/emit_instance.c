@@ -555,9 +555,14 @@ void emit_blk_create_decls(emit_ctx *E)
 	ew_line(w, " * instance is no longer used.  The size holds for dims up to the");
 	ew_line(w, " * %s_MAX_* values (cellc compile --max-dim); larger dims are refused", n);
 	ew_line(w, " * with RT_ERR_SHAPE. */");
+	char *dmax = "";
 	for (int i = 0; i < E->g->nsyms; i++)
-		if (ir_sym_free(E->g, i))
+		if (ir_sym_free(E->g, i)) {
 			ew_line(w, "#define %s_MAX_%s INT64_C(%lld)", n, t->sym[i], (long long)E->o->max_dims[i]);
+			dmax = arena_printf(E->A, "%s%s%s_MAX_%s", dmax, *dmax ? ", " : "", n, t->sym[i]);
+		}
+	ew_line(w, "/* the dims at their largest: %s_dims d = %s_DIMS_MAX; */", n, n);
+	ew_line(w, "#define %s_DIMS_MAX {%s}", n, *dmax ? dmax : "0");
 	ew_line(w, "#define %s_ARENA_BYTES ((size_t)%lld)", n, (long long)arena_bytes(E));
 	ew_line(w, "%s", "");
 	ew_line(w, "/* Makes an instance inside arena[arena_bytes] (RT_ERR_NOMEM: too small,");
