@@ -1,7 +1,9 @@
 /* rt_kern.c: the SIMD kernels of rt_kern.h: AVX-512 and AVX2 on x86-64,
  * NEON (Advanced SIMD, with the dot-product and BF16 extensions where the
- * CPU has them: rt_kern_neon.h) on aarch64, chosen at run time; elsewhere
- * every entry point answers 0 and rt_sgemm uses BLAS or its portable kernel.
+ * CPU has them: rt_kern_neon.h) on aarch64, chosen at run time; on Arm's M
+ * profile the FPU's and the DSP extension's (rt_kern_m.h), chosen when
+ * compiled for a core that has them; elsewhere every entry point answers 0
+ * and rt_sgemm uses BLAS or its portable kernel.
  *
  * Each x86 kernel is compiled for its instruction set with a target
  * attribute, so libcellrt itself needs no -march flag; on aarch64 NEON is
@@ -47,6 +49,16 @@
 #define RT_NEON_BFDOT 1
 #endif
 #endif
+#elif defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__GNUC__)
+/* a microcontroller: single-precision FPU with fused multiply-add
+ * (RT_KERN_MFP), DSP extension (RT_KERN_DSP), as the build's -mcpu/-mfpu say */
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_FMA)
+#define RT_KERN_MFP 1
+#endif
+#ifdef __ARM_FEATURE_DSP
+#define RT_KERN_DSP 1
+#include <arm_acle.h>
+#endif
 #endif
 
 #if defined(RT_NEON_DOT) || defined(RT_NEON_BFDOT)
@@ -78,6 +90,8 @@ int rt_kern_isa(void)
 		return RT_ISA_AVX2;
 #elif defined(RT_KERN_NEON)
 	return RT_ISA_NEON;
+#elif defined(RT_KERN_MFP)
+	return RT_ISA_MFP;
 #endif
 	return RT_ISA_NONE;
 }
@@ -94,6 +108,8 @@ int rt_kern_isa_i8(void)
 	if (neon_has(0))
 		return RT_ISA_DOTPROD;
 #endif
+#elif defined(RT_KERN_DSP)
+	return RT_ISA_DSP;
 #endif
 	return rt_kern_isa();
 }
@@ -130,7 +146,8 @@ int rt_kern_has(int isa)
 	case RT_ISA_AVX512: return rt_kern_isa() == RT_ISA_AVX512;
 	case RT_ISA_VNNI: return rt_kern_isa_i8() == RT_ISA_VNNI;
 	case RT_ISA_NEON: return rt_kern_isa() == RT_ISA_NEON;
-	case RT_ISA_DOTPROD: return rt_kern_isa_i8() == RT_ISA_DOTPROD;
+	case RT_ISA_DOTPROD: case RT_ISA_DSP: return rt_kern_isa_i8() == isa;
+	case RT_ISA_MFP: return rt_kern_isa() == RT_ISA_MFP;
 	case RT_ISA_BF16: case RT_ISA_BFDOT: return rt_kern_isa_bf16() == isa;
 	default: return 0;
 	}
@@ -883,6 +900,9 @@ T512B static void split_bf16(int64_t K, const float *a, uint16_t *hi, uint16_t *
 #ifdef RT_KERN_NEON
 #include "rt_kern_neon.h"
 #endif
+#if defined(RT_KERN_MFP) || defined(RT_KERN_DSP)
+#include "rt_kern_m.h"
+#endif
 
 #if defined(RT_KERN_X86) || defined(RT_KERN_NEON)
 #define RT_KERN_SIMD 1
@@ -963,22 +983,6 @@ RT_DRIVER static void pack_panels(int transB, int64_t N, int64_t K, const float 
 				   P + n0 * K + k0 * NR);
 }
 
-/* The packed GEMV's kernel on one block's columns (gemv_packed_512, _256, _neon) */
-typedef void packed_fn(int64_t cols, int64_t K, const float *a, const float *p, int64_t w, float alpha, float beta,
-		       const float *bias, float *c);
-
-/* Rows [r0, r1) of a product on weights packed by rt_gemv_pack, block by block. */
-static void packed_rows(packed_fn *f, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
-			const float *P, float beta, const float *bias, float *c)
-{
-	for (int64_t r = r0; r < r1;) {
-		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
-		int64_t e = n0 + w < r1 ? n0 + w : r1;
-		f(e - r, K, a, P + n0 * K + (r - n0), w, alpha, beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
-		r = e;
-	}
-}
-
 /* bfloat16 (rt_gemv_pack_bf16's layouts, rt_kern.h): rows [c0, c1) of a
  * block of padded width wp, in chunks of up to 4 groups of 16 rows; Kx:
  * K on RT_BF16_SHIFT (x: the activations), the number of pairs on
@@ -1013,6 +1017,29 @@ static void bf16_blocks(bf16_chunk_fn *chunk, int layout, int64_t r0, int64_t r1
 	}
 }
 
+#endif /* RT_KERN_X86 || RT_KERN_NEON */
+
+#if defined(RT_KERN_SIMD) || defined(RT_KERN_MFP) || defined(RT_KERN_DSP)
+#define RT_KERN_ROWS 1
+
+/* ---- the packed GEMVs' drivers, for the SIMD kernels and the M profile's ---- */
+
+/* The packed GEMV's kernel on one block's columns (gemv_packed_512, _256, _neon, _m) */
+typedef void packed_fn(int64_t cols, int64_t K, const float *a, const float *p, int64_t w, float alpha, float beta,
+		       const float *bias, float *c);
+
+/* Rows [r0, r1) of a product on weights packed by rt_gemv_pack, block by block. */
+static void packed_rows(packed_fn *f, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
+			const float *P, float beta, const float *bias, float *c)
+{
+	for (int64_t r = r0; r < r1;) {
+		int64_t n0 = r / RT_PACK_W * RT_PACK_W, w = N - n0 < RT_PACK_W ? N - n0 : RT_PACK_W;
+		int64_t e = n0 + w < r1 ? n0 + w : r1;
+		f(e - r, K, a, P + n0 * K + (r - n0), w, alpha, beta, bias ? bias + (r - r0) : NULL, c + (r - r0));
+		r = e;
+	}
+}
+
 /* int8 (rt_gemv_pack_i8's layout, rt_kern.h): columns [c0, c1) of a block
  * of padded width wp, in chunks of up to 8 groups of 8 rows; each chunk's
  * exact int32 sums scaled back to float32. */
@@ -1034,7 +1061,7 @@ RT_DRIVER static void gemv_packed_i8_chunks(i8_chunk_fn *chunk, int64_t c0, int6
 	}
 }
 
-#endif /* RT_KERN_X86 || RT_KERN_NEON */
+#endif /* RT_KERN_ROWS */
 
 /* ---- the entry points: each instruction set's kernel (NULL: none) ---- */
 
@@ -1050,6 +1077,9 @@ static gemv_fn *gemv_of(int isa, int transB)
 #endif
 #ifdef RT_KERN_NEON
 	case RT_ISA_NEON: return transB ? gemv_t_neon : gemv_n_neon;
+#endif
+#ifdef RT_KERN_MFP
+	case RT_ISA_MFP: return transB ? gemv_t_m : gemv_n_m;
 #endif
 	default: return NULL;
 	}
@@ -1070,19 +1100,6 @@ static micro_fn *micro_of(int isa)
 	}
 }
 
-static packed_fn *packed_of(int isa)
-{
-	switch (isa) {
-#ifdef RT_KERN_X86
-	case RT_ISA_AVX512: return gemv_packed_512;
-	case RT_ISA_AVX2: return gemv_packed_256;
-#endif
-#ifdef RT_KERN_NEON
-	case RT_ISA_NEON: return gemv_packed_neon;
-#endif
-	default: return NULL;
-	}
-}
 
 /* the chunk kernel of isa on layout (AVX2's serves AVX-512 on SHIFT) */
 static bf16_chunk_fn *bf16_chunk_of(int isa, int layout)
@@ -1102,6 +1119,26 @@ static bf16_chunk_fn *bf16_chunk_of(int isa, int layout)
 	}
 }
 
+#endif
+
+#ifdef RT_KERN_ROWS
+static packed_fn *packed_of(int isa)
+{
+	switch (isa) {
+#ifdef RT_KERN_X86
+	case RT_ISA_AVX512: return gemv_packed_512;
+	case RT_ISA_AVX2: return gemv_packed_256;
+#endif
+#ifdef RT_KERN_NEON
+	case RT_ISA_NEON: return gemv_packed_neon;
+#endif
+#ifdef RT_KERN_MFP
+	case RT_ISA_MFP: return gemv_packed_m;
+#endif
+	default: return NULL;
+	}
+}
+
 /* (AVX2's serves AVX-512 without VNNI) */
 static i8_chunk_fn *i8_chunk_of(int isa)
 {
@@ -1115,6 +1152,9 @@ static i8_chunk_fn *i8_chunk_of(int isa)
 	case RT_ISA_DOTPROD: return i8_chunk_dot;
 #endif
 	case RT_ISA_NEON: return i8_chunk_neon;
+#endif
+#ifdef RT_KERN_DSP
+	case RT_ISA_DSP: return i8_chunk_dsp;
 #endif
 	default: return NULL;
 	}
@@ -1252,7 +1292,7 @@ int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K
 			   const uint8_t *qa, float sa, int32_t zp, const int8_t *P, float beta, const float *bias,
 			   float *c)
 {
-#ifdef RT_KERN_SIMD
+#ifdef RT_KERN_ROWS
 	i8_chunk_fn *chunk = i8_chunk_of(isa);
 	if (chunk && K <= RT_I8_KMAX) {
 		const float *scale = (const float *)(const void *)P;
@@ -1276,7 +1316,7 @@ int rt_kern_gemv_packed_i8(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K
 int rt_kern_gemv_packed(int isa, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			const float *P, float beta, const float *bias, float *c)
 {
-#ifdef RT_KERN_SIMD
+#ifdef RT_KERN_ROWS
 	packed_fn *f = packed_of(isa);
 	if (f) {
 		packed_rows(f, r0, r1, N, K, alpha, a, P, beta, bias, c);

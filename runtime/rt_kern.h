@@ -43,19 +43,24 @@
  *     int8 GEMV), BF16 (AVX512-BF16: the bfloat16 GEMV on RT_BF16_PAIRS);
  *   aarch64: NEON (Advanced SIMD, every aarch64 CPU: all float32 kernels,
  *     the bfloat16 GEMV on RT_BF16_SHIFT, the int8 GEMV), DOTPROD (SDOT:
- *     the int8 GEMV), BFDOT (BFDOT: the bfloat16 GEMV on RT_BF16_PAIRS). */
+ *     the int8 GEMV), BFDOT (BFDOT: the bfloat16 GEMV on RT_BF16_PAIRS);
+ *   Arm M profile (rt_kern_m.h; chosen at compile time, from the core the
+ *     build targets): MFP (a single-precision FPU with VFMA, Cortex-M4F and
+ *     M7: the float32 GEMVs, plain and packed; no GEMM micro-kernel), DSP
+ *     (the DSP extension's SMLAD: the int8 GEMV). */
 enum {
 	RT_ISA_NONE = 0,
 	RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_VNNI = 3, RT_ISA_BF16 = 4,
 	RT_ISA_NEON = 5, RT_ISA_DOTPROD = 6, RT_ISA_BFDOT = 7,
-	RT_ISA_COUNT = 8
+	RT_ISA_MFP = 8, RT_ISA_DSP = 9,
+	RT_ISA_COUNT = 10
 };
 
 /* The best instruction set of this CPU that the float32 kernels use
- * (RT_ISA_AVX512, AVX2, NEON or NONE). */
+ * (RT_ISA_AVX512, AVX2, NEON, MFP or NONE). */
 int rt_kern_isa(void);
-/* The same for the int8 kernel: RT_ISA_VNNI (AVX-512 with VNNI, VL and BW)
- * or RT_ISA_DOTPROD where the CPU has it, else rt_kern_isa(). */
+/* The same for the int8 kernel: RT_ISA_VNNI (AVX-512 with VNNI, VL and BW),
+ * RT_ISA_DOTPROD or RT_ISA_DSP where the CPU has it, else rt_kern_isa(). */
 int rt_kern_isa_i8(void);
 /* The instruction set of the bfloat16 kernel on RT_BF16_PAIRS of this CPU:
  * RT_ISA_BF16, RT_ISA_BFDOT, or RT_ISA_NONE (then RT_BF16_SHIFT is its

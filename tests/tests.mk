@@ -148,25 +148,37 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 ifeq ($(TARGET),)
 # $(call host,PROGRAMS): the host's unit-test programs (none for a TARGET)
 host = $(1)
-else
+else ifeq ($(TARGET_BOARD),)
 host =
 # TARGET=NAME (templates/targets.mk): libcellrt's unit tests for that
 # target, linked statically with its Check (NAME_TEST_PKGS, a foreign
 # architecture's package) so that its emulator runs them as they are
 # (the harness group cross_NAME)
 unit-tests: $(TB)/tests/test_runtime
-$(TB)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h runtime/rt_kern.h $(TB)/libcellrt.a
+$(TB)/tests/test_runtime: tests/unit/test_runtime.c tests/unit/test_kern.h runtime/cellrt.h runtime/rt_kern.h \
+		$(TB)/libcellrt.a
 	$(call target_tools,$(CC))
 	@mkdir -p $(TB)/tests
 	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(TARGET_LDFLAGS) $(WARN) -Iruntime $< -o $@ -static $(TB)/libcellrt.a -lcheck -lsubunit -lrt -pthread $(TARGET_LIBS)
+else
+host =
+# a target without an OS (a row with a board): Check does not build there;
+# the kernel tests of test_runtime.c (tests/unit/test_kern.h) under
+# check_bare.h, a firmware image for the board's emulator
+unit-tests: $(TB)/tests/test_kern_bare
+$(TB)/tests/test_kern_bare: tests/unit/test_kern_bare.c tests/unit/test_kern.h tests/unit/check_bare.h \
+		runtime/cellrt.h runtime/rt_kern.h $(TB)/libcellrt.a $(TB)/$(TARGET_BOARD).o
+	$(call target_tools,$(CC))
+	@mkdir -p $(TB)/tests
+	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(TARGET_LDFLAGS) $(WARN) -Iruntime $< -o $@ $(TB)/libcellrt.a $(TARGET_LIBS)
 endif
 
 unit-tests: $(call host,$(B)/tests/test_runtime $(SAN)/tests/test_runtime)
 
-$(B)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h $(B)/libcellrt.a
+$(B)/tests/test_runtime: tests/unit/test_runtime.c tests/unit/test_kern.h runtime/cellrt.h $(B)/libcellrt.a
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS) $(WARN) -Iruntime $(CHECK_CFLAGS) $< -o $@ $(B)/libcellrt.a $(CHECK_LIBS) $(LIBS_RT)
-$(SAN)/tests/test_runtime: tests/unit/test_runtime.c runtime/cellrt.h $(SAN)/libcellrt.a
+$(SAN)/tests/test_runtime: tests/unit/test_runtime.c tests/unit/test_kern.h runtime/cellrt.h $(SAN)/libcellrt.a
 	@mkdir -p $(SAN)/tests
 	$(CC) $(SANFLAGS) $(WARN) -Iruntime $(CHECK_CFLAGS) $< -o $@ $(SAN)/libcellrt.a $(CHECK_LIBS) $(LIBS_RT)
 
