@@ -24,7 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RT_CONV_TILE = 8192 };   /* floats of the im2col buffer (32 KiB of stack) */
+/* floats of the im2col buffer: 32 KiB of stack (with the table of taps and
+ * the transposed tile, 64 KiB), 4 KiB (8 KiB) on a microcontroller, whose
+ * RAM is that small; a column of more taps than the buffer takes the
+ * reference loop */
+#if RT_BARE_METAL
+enum { RT_CONV_TILE = 1024 };
+#else
+enum { RT_CONV_TILE = 8192 };
+#endif
 
 /* Output size of one spatial axis. */
 static int64_t conv_out(int64_t d, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t dil)

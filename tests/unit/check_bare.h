@@ -6,6 +6,7 @@
  *   FILE:LINE:P|F:TCASE:TEST:ITERATION: MESSAGE
  * then ck_bare_report the summary, "N%: Checks: N, Failures: F, Errors: 0",
  * which the harness reads as it reads a Check program's (unit_binary).
+ * Formats as newlib's printf has them: no C99 %zu or %jd there.
  * Written for cellc; it copies nothing of Check but the names and the
  * output format.
  */
@@ -14,7 +15,6 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 
 typedef struct ck_test {
@@ -59,8 +59,8 @@ __attribute__((noreturn, format(printf, 3, 4))) static void ck_bare_fail(const c
 #define ck_assert(expr) ck_assert_msg(expr, "Assertion '%s' failed", #expr)
 #define ck_bare_cmp(a, op, b)                                                                              \
 	do {                                                                                               \
-		intmax_t a_ = (intmax_t)(a), b_ = (intmax_t)(b);                                           \
-		ck_assert_msg(a_ op b_, "Assertion '%s' failed: %s == %jd, %s == %jd", #a " " #op " " #b, #a, \
+		long long a_ = (long long)(a), b_ = (long long)(b);                                         \
+		ck_assert_msg(a_ op b_, "Assertion '%s' failed: %s == %lld, %s == %lld", #a " " #op " " #b, #a, \
 			      a_, #b, b_);                                                                 \
 	} while (0)
 #define ck_assert_int_eq(a, b) ck_bare_cmp(a, ==, b)
