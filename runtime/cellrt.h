@@ -235,6 +235,16 @@ void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, fl
 float rt_gemv_quant_i8(int64_t K, const float *a, uint8_t *qa, int32_t *zp);
 void rt_gemv_packed_i8q(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const uint8_t *qa, float sa,
 			int32_t zp, const int8_t *P, float beta, const float *bias, float *c);
+/* rt_gemv_packed_i8 on each of M rows: C[i, 0..r1-r0) from A[i, 0..K) (rows
+ * lda and ldc apart), each row's activations quantized on their own, so a
+ * row's results are those it gets alone, whatever M and the other rows are
+ * (a batch, a whole sequence's input projection and a stream of single
+ * steps give it the same bits).  The products of --weights int8
+ * --embed-weights --no-malloc builds, whose weights are the program's
+ * constants in rt_gemv_pack_i8's layout and nothing else: every product on
+ * them, batch-1 step or not, goes through here. */
+void rt_gemm_packed_i8(int64_t M, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *A,
+		       int64_t lda, const int8_t *P, float beta, const float *bias, float *C, int64_t ldc);
 
 /* ---- threads of row-parallel recurrences ----------------------------------
  * Emitted code built with OpenMP (the emitted Makefile's -fopenmp) splits

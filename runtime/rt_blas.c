@@ -625,6 +625,13 @@ void rt_gemv_packed_i8_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, fl
 	i8_call_run(1, r0, r1, N, K, alpha, a, P, beta, bias, c);
 }
 
+void rt_gemm_packed_i8(int64_t M, int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *A,
+		       int64_t lda, const int8_t *P, float beta, const float *bias, float *C, int64_t ldc)
+{
+	for (int64_t i = 0; i < M; i++)
+		rt_gemv_packed_i8(r0, r1, N, K, alpha, A + i * lda, P, beta, bias, C + i * ldc);
+}
+
 /* A block's columns as sums of its scaled rows (the inner loop vectorises). */
 void rt_gemv_packed_portable(int64_t r0, int64_t r1, int64_t N, int64_t K, float alpha, const float *a,
 			     const float *P, float beta, const float *bias, float *c)

@@ -614,7 +614,7 @@ static int parse_compile_args(int argc, char **argv, arena *A, compile_args *C)
 		} else if (!strcmp(a, "--no-fuse")) {
 			C->po.no_fuse = 1;
 		} else if (!strcmp(a, "--embed-weights")) {
-			C->embed = 1;
+			C->embed = C->po.embed_weights = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
 			if (r < 0 || !cmd_weights_opt("compile", val, &C->po)) {
 				arena_free(A);

@@ -33,7 +33,7 @@ static void print_usage(FILE *f)
 	      "  --bind NAME=FILE.pb   compile graph input NAME as the constant in FILE.pb\n"
 	      "  --bind NAME=NUMBER    the same for a scalar input given on the command line\n"
 	      "  --dim SYM=N, --dim SYM=OTHER  as for `cellc compile`\n"
-	      "  --no-hoist, --no-fuse, --no-malloc, --weights M  as for `cellc compile`\n"
+	      "  --no-hoist, --no-fuse, --no-malloc, --embed-weights, --weights M  as for `cellc compile`\n"
 	      "  --train, --loss L, --loss-output NAME, --freeze PREFIX   as for `cellc compile`\n"
 	      "                        (the gradient graph)\n"
 	      "Exit status: 0 ok, 2 model or command line rejected.\n", f);
@@ -79,6 +79,8 @@ int cmd_dump(int argc, char **argv)
 			po.no_fuse = 1;
 		} else if (!strcmp(a, "--no-malloc")) {
 			po.no_malloc = 1;
+		} else if (!strcmp(a, "--embed-weights")) {
+			po.embed_weights = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--weights", &val))) {
 			if (r < 0 || !cmd_weights_opt("dump", val, &po))
 				return 2;

@@ -12,6 +12,62 @@
 
 #include <string.h>
 
+/* An initializer's elements 0..n, per to a line, each elem(E, data, i);
+ * the last line ends with tail. */
+typedef const char *elem_fn(emit_ctx *E, const void *data, int64_t i);
+
+static void init_lines(emit_ctx *E, int64_t n, int per, elem_fn *elem, const void *data, const char *tail)
+{
+	for (int64_t i = 0; i < n; i += per) {
+		char *line = "";
+		for (int64_t j = i; j < n && j < i + per; j++)
+			line = arena_printf(E->A, "%s%s%s", line, j > i ? ", " : "", elem(E, data, j));
+		ew_line(E->w, "%s%s", line, i + per < n ? "," : tail);
+	}
+}
+
+static const char *value_elem(emit_ctx *E, const void *v, int64_t i)
+{
+	return emit_scalar(E, v, i);
+}
+
+static const char *float_elem(emit_ctx *E, const void *p, int64_t i)
+{
+	return emit_float(E, ((const float *)p)[i], DT_F32);
+}
+
+static const char *int32_elem(emit_ctx *E, const void *p, int64_t i)
+{
+	return arena_printf(E->A, "%ld", (long)((const int32_t *)p)[i]);
+}
+
+static const char *int8_elem(emit_ctx *E, const void *p, int64_t i)
+{
+	return arena_printf(E->A, "%d", ((const int8_t *)p)[i]);
+}
+
+/* The product that stores weight v packed in int8 (store_i8, pass_schedule:
+ * all its readers are such products, of one transB), or NULL. */
+static const ir_node *i8_store_of(const ir_graph *g, const ir_value *v)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *m = g->nodes[i];
+		if (m->op == OP_GEMM && m->nin > 1 && m->in[1] == v && ir_attr_int(m, "store_i8", 0))
+			return m;
+		const ir_node *b = m->body ? i8_store_of(m->body, v) : NULL;
+		if (b)
+			return b;
+	}
+	return NULL;
+}
+
+/* The C type of weight k's instance member's elements. */
+static const char *weight_ctype(emit_ctx *E, int k)
+{
+	const ir_value *v = E->tabs->weights[k];
+	return E->o->embed_weights && i8_store_of(E->g, v) ? "int8_t" : ctype(v);
+}
+
 /* ---- blocks of NAME.c ----------------------------------------------------- */
 
 void emit_blk_struct(emit_ctx *E)
@@ -38,7 +94,7 @@ void emit_blk_struct(emit_ctx *E)
 			emit_dd_count(E->g), t->name);
 	for (int k = 0; k < t->nweights; k++) {
 		const ir_value *v = t->weights[k];
-		const char *decl = arena_printf(E->A, "const %s *%s;", ctype(v), t->wname[k]);
+		const char *decl = arena_printf(E->A, "const %s *%s;", weight_ctype(E, k), t->wname[k]);
 		int pad = strlen(decl) < 24 ? 24 - (int)strlen(decl) : 1;  /* comments in one column */
 		ew_line(E->w, "%s%*s/* %s %s */", decl, pad, "", emit_cmt(E->A, v->name), emit_shape_comment(E, v));
 	}
@@ -104,12 +160,7 @@ void emit_blk_consts(emit_ctx *E)
 			continue;
 		}
 		ew_open(E->w, "static const %s c_%d[%lld] =", ctype(v), k, (long long)n);
-		for (int64_t i = 0; i < n; i += 8) {
-			char *line = "";
-			for (int64_t j = i; j < n && j < i + 8; j++)
-				line = arena_printf(E->A, "%s%s%s", line, j > i ? ", " : "", emit_scalar(E, v, j));
-			ew_line(E->w, "%s%s", line, i + 8 < n ? "," : "");
-		}
+		init_lines(E, n, 8, value_elem, v, "");
 		ew_close(E->w, ";");
 	}
 	if (!any)
@@ -158,8 +209,46 @@ static void open_weights_fn(emit_ctx *E)
 	ew_line(w, "\treturn st;");
 }
 
+/* Weight v stored packed in int8 (store_i8 on product gm): the bytes of
+ * rt_gemv_pack_i8, the layout rt_gemm_packed_i8 reads, made here from the
+ * rounded weights (the same q, pass_precision), as a struct of its parts:
+ * N scales, N row sums, then the int8 values (from byte 8 N: the head's
+ * padding to 64 bytes, then the blocks). */
+static void embedded_i8(emit_ctx *E, int k, const ir_value *v, const ir_node *gm)
+{
+	ew *w = E->w;
+	int tb = ir_attr_int(gm, "transB", 0) != 0;
+	int64_t N = v->shape.d[tb ? 0 : 1].k, K = v->shape.d[tb ? 1 : 0].k;
+	size_t bytes = rt_gemv_pack_i8_size(N, K);
+	int8_t *P = arena_array(E->A, (bytes + 3) / 4, 4);
+	rt_gemv_pack_i8(tb, N, K, v->data, v->shape.d[1].k, P);
+	ew_line(w, "/* %s %s: --weights int8, stored as rt_gemv_pack_i8 packs it for its %lld outputs (%zu bytes; "
+		"as float32: %lld) */", emit_cmt(E->A, v->name), emit_shape_comment(E, v), (long long)N, bytes,
+		(long long)(4 * N * K));
+	ew_open(w, "_Alignas(64) static const struct");
+	ew_line(w, "float scale[%lld];%*s/* the step of each output's int8 weights */", (long long)N, 8, "");
+	ew_line(w, "int32_t rsum[%lld];%*s/* the sum of each output's int8 weights */", (long long)N, 8, "");
+	ew_line(w, "int8_t q[%lld];%*s/* the head's padding, then blocks of 256 outputs: [K / 4][outputs][4] */",
+		(long long)(bytes - 8 * (size_t)N), 8, "");
+	ew_close(w, arena_printf(E->A, " wd_%d = {", k));
+	w->indent++;
+	ew_open(w, "%s", "");
+	init_lines(E, N, 8, float_elem, P, "");
+	ew_close(w, ",");
+	ew_open(w, "%s", "");
+	init_lines(E, N, 16, int32_elem, P + 4 * N, "");
+	ew_close(w, ",");
+	ew_open(w, "%s", "");
+	init_lines(E, (int64_t)bytes - 8 * N, 24, int8_elem, P + 8 * N, "");
+	ew_close(w, "");
+	w->indent--;
+	ew_line(w, "};");
+	ew_line(w, "%s", "");
+}
+
 /* --embed-weights: the weights as static arrays, 64-byte aligned like the
- * tensors of a weights file, and load_weights pointing the w_ members at them. */
+ * tensors of a weights file (int8 products' weights of --no-malloc builds
+ * packed, store_i8), and load_weights pointing the w_ members at them. */
 static void embedded_weights(emit_ctx *E)
 {
 	struct emit_tabs *t = E->tabs;
@@ -169,18 +258,18 @@ static void embedded_weights(emit_ctx *E)
 	for (int k = 0; k < t->nweights; k++) {
 		const ir_value *v = t->weights[k];
 		int64_t n = ir_shape_const_numel(&v->shape);
+		const ir_node *gm = i8_store_of(E->g, v);
+		if (gm) {
+			embedded_i8(E, k, v, gm);
+			continue;
+		}
 		ew_line(w, "/* %s %s */", emit_cmt(E->A, v->name), emit_shape_comment(E, v));
 		if (n == 0) {
 			ew_line(w, "_Alignas(64) static const %s wd_%d[1] = {0};", ctype(v), k);
 			continue;
 		}
 		ew_open(w, "_Alignas(64) static const %s wd_%d[%lld] =", ctype(v), k, (long long)n);
-		for (int64_t i = 0; i < n; i += 8) {
-			char *line = "";
-			for (int64_t j = i; j < n && j < i + 8; j++)
-				line = arena_printf(E->A, "%s%s%s", line, j > i ? ", " : "", emit_scalar(E, v, j));
-			ew_line(w, "%s%s", line, i + 8 < n ? "," : "");
-		}
+		init_lines(E, n, 8, value_elem, v, "");
 		ew_close(w, ";");
 		ew_line(w, "%s", "");
 	}
@@ -188,7 +277,8 @@ static void embedded_weights(emit_ctx *E)
 	if (!t->nweights)
 		ew_line(w, "(void)m; /* the model has no weights */");
 	for (int k = 0; k < t->nweights; k++)
-		ew_line(w, "m->%s = wd_%d;", t->wname[k], k);
+		ew_line(w, i8_store_of(E->g, t->weights[k]) ? "m->%s = (const int8_t *)&wd_%d;" : "m->%s = wd_%d;",
+			t->wname[k], k);
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
 }

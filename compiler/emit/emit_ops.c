@@ -376,13 +376,21 @@ static void emit_gemm(emit_ctx *E, ir_node *n)
 	float alpha = ir_attr_float(n, "alpha", 1.0f), beta = ir_attr_float(n, "beta", 1.0f);
 	ir_dim M = a->shape.d[ta ? 1 : 0], K = a->shape.d[ta ? 0 : 1], N = b->shape.d[tb ? 0 : 1];
 	const char *yr = emit_ref(E, y);
-	ops_node_comment(E, n, "Y = alpha * op(A) op(B) + beta * C");
+	/* B stored packed in int8 (store_i8, pass_schedule): its only copy */
+	int i8 = ir_attr_int(n, "store_i8", 0) != 0;
+	const char *sM = emit_dim(E, M), *sN = emit_dim(E, N), *sK = emit_dim(E, K);
+	ops_node_comment(E, n, i8 ? "Y = alpha * A B^T + beta * C, B stored in int8 (rt_gemv_pack_i8)"
+				  : "Y = alpha * op(A) op(B) + beta * C");
 	if (c && beta != 0 && is_bias_row(&c->shape)) {
 		/* C a row vector (a bias): added by the product's own kernel */
-		ew_line(E->w, "rt_%sgemm_bias(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, ta, tb,
-			emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, dt),
-			emit_ref(E, a), emit_dim(E, ta ? M : K), emit_ref(E, b), emit_dim(E, tb ? K : N),
-			emit_float(E, beta, dt), emit_ref(E, c), yr, emit_dim(E, N));
+		if (i8)
+			ew_line(E->w, "rt_gemm_packed_i8(%s, 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", sM, sN, sN,
+				sK, emit_float(E, alpha, dt), emit_ref(E, a), sK, emit_ref(E, b), emit_float(E, beta, dt),
+				emit_ref(E, c), yr, sN);
+		else
+			ew_line(E->w, "rt_%sgemm_bias(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, ta,
+				tb, sM, sN, sK, emit_float(E, alpha, dt), emit_ref(E, a), emit_dim(E, ta ? M : K),
+				emit_ref(E, b), emit_dim(E, tb ? K : N), emit_float(E, beta, dt), emit_ref(E, c), yr, sN);
 		return;
 	}
 	if (c && beta != 0) {
@@ -395,10 +403,14 @@ static void emit_gemm(emit_ctx *E, ir_node *n)
 		ew_line(E->w, "%s[%s] = %s[%s];", yr, L.oidx, cr, L.idx[0]);
 		ops_loop_close(E, &L);
 	}
-	ew_line(E->w, "rt_%sgemm(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, ta, tb,
-		emit_dim(E, M), emit_dim(E, N), emit_dim(E, K), emit_float(E, alpha, dt), emit_ref(E, a),
-		emit_dim(E, ta ? M : K), emit_ref(E, b), emit_dim(E, tb ? K : N),
-		emit_float(E, c && beta != 0 ? beta : 0, dt), yr, emit_dim(E, N));
+	if (i8)
+		ew_line(E->w, "rt_gemm_packed_i8(%s, 0, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s);", sM, sN, sN, sK,
+			emit_float(E, alpha, dt), emit_ref(E, a), sK, emit_ref(E, b),
+			emit_float(E, c && beta != 0 ? beta : 0, dt), yr, sN);
+	else
+		ew_line(E->w, "rt_%sgemm(%d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", p, ta, tb, sM, sN, sK,
+			emit_float(E, alpha, dt), emit_ref(E, a), emit_dim(E, ta ? M : K), emit_ref(E, b),
+			emit_dim(E, tb ? K : N), emit_float(E, c && beta != 0 ? beta : 0, dt), yr, sN);
 }
 
 mm_geom ops_matmul_geometry(const ir_value *a, const ir_value *b, const ir_value *y)

@@ -110,6 +110,20 @@ static void emit_packed_call(rec *R, ir_node *n, const char *cond, const char *r
 		at(R, ha.base, ha.off), i, beta, bias, y);
 }
 
+/* Rows [r0, r1) of product n's N outputs for the M rows of A (lda apart)
+ * into Y (ldy apart), on its weights W stored packed in int8 (store_i8:
+ * their only copy), beta times bias (or Y when bias is NULL) added. */
+static void emit_i8_call(rec *R, ir_node *n, const char *M, const char *r0, const char *r1, const char *K,
+			 const char *A, const char *lda, const char *W, const char *beta, const char *bias, const char *Y,
+			 const char *ldy)
+{
+	int64_t N, pK;
+	rec_pack_dims(n, &N, &pK);
+	ew_line(R->w, "rt_gemm_packed_i8(%s, %s, %s, %lld, %s, %s, %s, %s, %s, %s, %s, %s, %s);", M, r0, r1,
+		(long long)N, K, flt(R, ir_attr_float(n, "alpha", 1.0f)), A, lda, W, beta, bias ? bias : "NULL", Y,
+		ldy);
+}
+
 /* colpar: this thread's columns j0_..j1_ of each hc-wide column block of
  * the product that the step reads (threads "rows_cols"). */
 static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
@@ -163,7 +177,9 @@ static void emit_gemm_columns(rec *R, ir_node *n, home ha, home hw, home hy)
 				flt(R, ir_attr_float(n, "alpha", 1.0f)), A0, pi, pi, C ? flt(R, beta) : "0.0f", cp, yp);
 		else
 			emit_packed_call(R, n, "", j0, j1, K, ha, C ? flt(R, beta) : "0.0f", cp, yp);
-		if (C)
+		if (ir_attr_int(n, "store_i8", 0))
+			emit_i8_call(R, n, M, j0, j1, K, A0, ha.ld, W0, C ? flt(R, beta) : "0.0f", C ? cp : NULL, yp, hy.ld);
+		else if (C)
 			ew_line(R->w, "rt_sgemm_bias(%d, %d, %s, j1_ - j0_, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", ta, tb,
 				M, K, flt(R, alpha), A0, ha.ld, wp, hw.ld, flt(R, beta), cp, yp, hy.ld);
 		else
@@ -194,7 +210,11 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 		if (!crow && ccol && hc.kind == HOME_MEM && hc.seq < 0 && ha.seq < 0)
 			bias = at(R, hc.base, hc.off);
 	}
-	int pi = nd_index(R, n);
+	int pi = nd_index(R, n), i8 = ir_attr_int(n, "store_i8", 0) != 0;
+	if (bias && i8) {
+		emit_i8_call(R, n, M, "0", N, K, A0, ha.ld, W0, flt(R, beta), bias, Y0, hy.ld);
+		return;
+	}
 	if (bias) {
 		emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, flt(R, beta), bias, Y0);
 		if (R->pp[pi]) {
@@ -226,15 +246,23 @@ static void emit_gemm_rows(rec *R, ir_node *n)
 	if (ha.seq >= 0 && !ta) {
 		/* rows of this step come from different time steps: one GEMV per row */
 		int k = ha.seq;
+		const char *arow = at(R, fmt(R, "%s + %s + %s", R->q[k], times(R, "(len[b] - 1 - step)", R->qt[k]),
+					     times(R, "b", R->qb[k])), ha.off);
+		const char *yrow = at(R, fmt(R, "%s + b * %s", hy.base, hy.ld), hy.off);
 		ew_open(w, "for (int64_t b = 0; b < %s; b++)", M);
-		ew_line(w, "rt_sgemm(0, %d, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", tb, N, K, flt(R, alpha),
-			at(R, fmt(R, "%s + %s + %s", R->q[k], times(R, "(len[b] - 1 - step)", R->qt[k]),
-				  times(R, "b", R->qb[k])), ha.off), ha.ld, W0, hw.ld,
-			betas, at(R, fmt(R, "%s + b * %s", hy.base, hy.ld), hy.off), hy.ld);
+		if (i8)
+			emit_i8_call(R, n, "1", "0", N, K, arow, ha.ld, W0, betas, NULL, yrow, hy.ld);
+		else
+			ew_line(w, "rt_sgemm(0, %d, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", tb, N, K, flt(R, alpha),
+				arow, ha.ld, W0, hw.ld, betas, yrow, hy.ld);
 		ew_close(w, "");
 		return;
 	}
 	ASSERT(ha.seq < 0);
+	if (i8) {
+		emit_i8_call(R, n, M, "0", N, K, A0, ha.ld, W0, betas, NULL, Y0, hy.ld);
+		return;
+	}
 	emit_packed_call(R, n, fmt(R, " && %s == 1", M), "0", N, K, ha, betas, "NULL", Y0);
 	if (R->pp[pi]) {
 		ew_line(w, "rt_sgemm_packed(%d, %s, %s, %s, %s, %s, %s, pp%d, %d, %s, %s, %s, NULL, %s, %s);", ta, M, N, K,
@@ -313,7 +341,11 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 			const char *j0 = colj(R, o, "j0_");
 			const char *wp = tb ? fmt(R, "%s + %s", w, times(R, o ? fmt(R, "(%s)", j0) : j0, K))
 					    : fmt(R, "%s + %s", w, j0);
-			if (c && beta != 0.0f)
+			if (ir_attr_int(gm, "store_i8", 0))
+				emit_i8_call(R, (ir_node *)gm, rows, j0, colj(R, o, "j1_"), K, a0, K, w,
+					     c && beta != 0.0f ? flt(R, beta) : "0.0f",
+					     c && beta != 0.0f ? fmt(R, "%s + %s", c, j0) : NULL, fmt(R, "%s + %s", y, j0), N);
+			else if (c && beta != 0.0f)
 				ew_line(R->w, "rt_sgemm_bias(0, %d, %s, j1_ - j0_, %s, %s, %s, %s, %s, %s, %s, "
 					"%s + %s, %s + %s, %s);", tb, rows, K, flt(R, alpha), a0, K,
 					wp, tb ? K : N, flt(R, beta), c, j0, y, j0, N);
@@ -324,7 +356,10 @@ static void emit_deferred_step(rec *R, int k, const ir_node *gm)
 		ew_close(R->w, "");
 		ew_open(R->w, "else");
 	}
-	if (c && beta != 0.0f)
+	if (ir_attr_int(gm, "store_i8", 0))
+		emit_i8_call(R, (ir_node *)gm, rows, "0", N, K, a0, K, w, c && beta != 0.0f ? flt(R, beta) : "0.0f",
+			     c && beta != 0.0f ? c : NULL, y, N);
+	else if (c && beta != 0.0f)
 		ew_line(R->w, "rt_sgemm_bias(0, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);", tb,
 			rows, N, K, flt(R, alpha), a0, K, w, tb ? K : N, flt(R, beta), c, y, N);
 	else

@@ -435,6 +435,44 @@ static void check_in_place(vctx *c, const ir_node *rn, int cols, int per_row)
 	}
 }
 
+/* store_i8 (pass_schedule): the readers of a weight stored packed in int8,
+ * its only copy: each a product with store_i8 reading it as its B with
+ * transB tb. */
+static void store_i8_readers(vctx *c, const ir_graph *g, const ir_value *W, int tb)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *m = g->nodes[i];
+		for (int k = 0; k < m->nin; k++)
+			if (m->in[k] == W && !(m->op == OP_GEMM && k == 1 && ir_attr_int(m, "store_i8", 0) &&
+					       (ir_attr_int(m, "transB", 0) != 0) == tb))
+				bad(c, g, "weight '%s' is stored in int8 (store_i8) but node '%s' (%s) reads it otherwise",
+				    W->name, nname(m), ir_op_name(m->op));
+		if (m->body)
+			store_i8_readers(c, m->body, W, tb);
+	}
+}
+
+/* store_i8 only on int8 products (not transA) of a rank-2 model weight,
+ * and then on all its readers. */
+static void check_store_i8(vctx *c, const ir_graph *root, const ir_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *m = g->nodes[i];
+		if (ir_attr_int(m, "store_i8", 0)) {
+			const char *mode = ir_attr_string(m, "weights", NULL);
+			const ir_value *W = m->op == OP_GEMM && m->nin > 1 ? m->in[1] : NULL;
+			if (!W || !mode || strcmp(mode, "int8") || ir_attr_int(m, "transA", 0) || W->kind != VAL_WEIGHT ||
+			    W->shape.rank != 2)
+				bad(c, g, "node '%s' (%s) has store_i8 but is no int8 product of a model weight", nname(m),
+				    ir_op_name(m->op));
+			else
+				store_i8_readers(c, root, W, ir_attr_int(m, "transB", 0) != 0);
+		}
+		if (m->body)
+			check_store_i8(c, root, m->body);
+	}
+}
+
 static void check_schedule(vctx *c, const ir_graph *g)
 {
 	static const char *const threads[] = {"serial", "rows", "rows_cols", NULL};
@@ -932,8 +970,10 @@ static int verify(const ir_graph *g, const char *after_pass, int shapes)
 	infer_set_free(&all);
 	if (!g->parent && (!strcmp(c.pass, "branch") || !strcmp(c.pass, "schedule") || !strcmp(c.pass, "plan")))
 		check_guards(&c, g);    /* before, a graph read back may hold any: branch decides afresh */
-	if (!g->parent && !strcmp(c.pass, "schedule"))
+	if (!g->parent && !strcmp(c.pass, "schedule")) {
 		check_schedule(&c, g);
+		check_store_i8(&c, g, g);
+	}
 	if (!g->parent && !strcmp(c.pass, "plan"))
 		check_step_storage(&c, g);
 	if (!g->parent && g->train)

@@ -23,6 +23,14 @@
  *           on a body Gemm whose weights an inference build never changes:
  *           pack = 1 (at B == 1 it reads a copy of the weights packed once
  *           for the GEMV);
+ *           with --weights int8 --embed-weights --no-malloc, on every Gemm
+ *           (root or body) that reads a model weight every reader of which
+ *           is such a Gemm (weights = "int8", the weight its B, not
+ *           transA, no input projection computed inside fused loops):
+ *           store_i8 = 1 (the weight is stored packed by rt_gemv_pack_i8,
+ *           scales, row sums and int8 values, a quarter of float32's bytes,
+ *           as the program's constants and its only copy; every product on
+ *           it is rt_gemm_packed_i8, each row's activations quantized);
  *           on a body Gemm whose weights are a model weight (constant during
  *           a run, in training builds too): panels = 1 (at B > 1 the run
  *           packs them once into the panels of libcellrt's own GEMM kernel,
@@ -486,7 +494,7 @@ static void schedule_recurrence(sch *S)
 }
 
 static const char *const sched_attrs[] = {"threads", "x_proj", "per_step", "pack", "panels", "by_rows",
-					   "in_place", "out_direct"};
+					   "in_place", "out_direct", "store_i8"};
 
 static void unschedule(ir_graph *g)
 {
@@ -499,6 +507,76 @@ static void unschedule(ir_graph *g)
 	}
 }
 
+/* ---- store_i8: int8 weights stored packed, the program's constants ---- */
+
+/* Whether m reads W only as the B of an int8 product that rt_gemm_packed_i8
+ * can make (A not transposed, W a constant [N,K] or [K,N], transB tb: one
+ * packed copy serves every reader) and that is no input projection
+ * computed inside a recurrence's fused loops (inl). */
+static int i8_product_of(const ir_node *m, const ir_value *W, int tb, const ir_node *const *inl, int ninl)
+{
+	if (m->op != OP_GEMM || m->nin < 2 || m->in[1] != W || m->in[0] == W || (m->nin > 2 && m->in[2] == W) ||
+	    (ir_attr_int(m, "transB", 0) != 0) != tb)
+		return 0;
+	for (int i = 0; i < ninl; i++)
+		if (inl[i] == m)
+			return 0;
+	const char *mode = ir_attr_string(m, "weights", NULL);
+	return mode && !strcmp(mode, "int8") && !ir_attr_int(m, "transA", 0) && W->kind == VAL_WEIGHT &&
+	       W->dtype == DT_F32 && W->data && W->shape.rank == 2 && ir_dim_is_const(W->shape.d[0]) &&
+	       ir_dim_is_const(W->shape.d[1]);
+}
+
+/* Whether every node of g (and of the bodies in it) that reads W is such a
+ * product; sets *any when one reads it. */
+static int i8_readers_only(const ir_graph *g, const ir_value *W, int tb, const ir_node *const *inl, int ninl,
+			   int *any)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *m = g->nodes[i];
+		for (int k = 0; k < m->nin; k++)
+			if (m->in[k] == W) {
+				if (!i8_product_of(m, W, tb, inl, ninl))
+					return 0;
+				*any = 1;
+			}
+		if (m->body && !i8_readers_only(m->body, W, tb, inl, ninl, any))
+			return 0;
+	}
+	return 1;
+}
+
+/* store_i8 on every product of g (and its bodies) whose weight qualifies. */
+static void mark_store_i8(ir_graph *root, ir_graph *g, const ir_node *const *inl, int ninl)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		ir_node *m = g->nodes[i];
+		int any = 0, tb = ir_attr_int(m, "transB", 0) != 0;
+		if (m->op == OP_GEMM && m->nin >= 2 && i8_product_of(m, m->in[1], tb, inl, ninl) &&
+		    i8_readers_only(root, m->in[1], tb, inl, ninl, &any) && any)
+			ir_attr_set_int(m, "store_i8", 1);
+		if (m->body)
+			mark_store_i8(root, m->body, inl, ninl);
+	}
+}
+
+/* The root Gemms that recurrences compute inside their fused loops (x_proj
+ * "inline"): they read their weights element by element. */
+static int inline_projections(ir_graph *g, const ir_node **inl)
+{
+	int n = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		const ir_node *r = g->nodes[i];
+		ir_attr *xp = r->op == OP_RECURRENCE ? ir_attr_find(r, "x_proj") : NULL;
+		for (int k = 0; xp && k < xp->n && k < r->nin; k++) {
+			const ir_value *y = ir_storage(r->in[k]);
+			if (!strcmp(xp->strings[k], "inline") && y && y->producer)
+				inl[n++] = y->producer;
+		}
+	}
+	return n;
+}
+
 int pass_schedule(ir_graph *g, diag *D, const pass_opts *o)
 {
 	(void)D;
@@ -509,6 +587,13 @@ int pass_schedule(ir_graph *g, diag *D, const pass_opts *o)
 			continue;
 		sch S = {.o = o, .g = g, .n = n, .b = n->body};
 		schedule_recurrence(&S);
+	}
+	if (o->weights == WEIGHTS_INT8 && o->embed_weights && o->no_malloc && !g->train) {
+		int cap = 0;
+		for (int i = 0; i < g->nnodes; i++)
+			cap += g->nodes[i]->nin;
+		const ir_node **inl = arena_array(g->A, (size_t)cap + 1, sizeof *inl);
+		mark_store_i8(g, g, inl, inline_projections(g, inl));
 	}
 	return 0;
 }

@@ -18,6 +18,9 @@ typedef struct pass_opts {
 	int no_fuse;            /* --no-fuse: one loop per element-wise op (tests) */
 	int no_malloc;          /* --no-malloc: no allocation at run time (pass_schedule packs
 	                           no weights) */
+	int embed_weights;      /* --embed-weights: the weights are the program's constants
+	                           (with no_malloc and --weights int8, pass_schedule stores
+	                           the int8 products' weights packed: store_i8) */
 	int weights;            /* --weights: a weights_mode (pass_precision) */
 } pass_opts;
 

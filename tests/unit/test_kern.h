@@ -639,6 +639,25 @@ START_TEST(test_gemv_packed_i8)
 		ck_assert_msg(memcmp(ck, c, sizeof(float) * (size_t)(g.N + 4)) == 0,
 			      "rt_gemv_quant_i8 + rt_gemv_packed_i8q N=%ld K=%ld rows %ld..%ld differ",
 			      (long)g.N, (long)g.K, (long)g.r0, (long)g.r1);
+		/* rt_gemm_packed_i8 on three rows, each as the GEMV makes it
+		 * alone: rows 0 and 2 the activations above, row 1 others (of
+		 * another range: its own scale and zero point) */
+		int64_t ld = g.N + 4;
+		float *A3 = xmalloc(sizeof(float) * (size_t)(3 * g.K)), *C3 = xmalloc(sizeof(float) * (size_t)(3 * ld));
+		for (int64_t k = 0; k < g.K; k++)
+			A3[k] = A3[2 * g.K + k] = a[k], A3[g.K + k] = 3.0f * a[g.K - 1 - k] + 0.25f;
+		for (int i = 0; i < 3; i++)
+			memcpy(C3 + i * ld, c0, sizeof(float) * (size_t)ld);
+		rt_gemm_packed_i8(3, g.r0, g.r1, g.N, g.K, alpha, A3, g.K, P, beta, bias, C3, ld);
+		memcpy(ck, c0, sizeof(float) * (size_t)ld);
+		rt_gemv_packed_i8(g.r0, g.r1, g.N, g.K, alpha, A3 + g.K, P, beta, bias, ck);
+		ck_assert_msg(memcmp(C3, c, sizeof(float) * (size_t)ld) == 0 &&
+			      memcmp(C3 + ld, ck, sizeof(float) * (size_t)ld) == 0 &&
+			      memcmp(C3 + 2 * ld, c, sizeof(float) * (size_t)ld) == 0,
+			      "rt_gemm_packed_i8 N=%ld K=%ld rows %ld..%ld: a row differs from the GEMV's", (long)g.N,
+			      (long)g.K, (long)g.r0, (long)g.r1);
+		free(A3);
+		free(C3);
 	}
 	free(Bm);
 	free(P);
