@@ -2631,17 +2631,22 @@ def make_test(work, blas, log):
     return rc, out, err, summary, fails
 
 
-def deploy_mode(case, weights, mem, blas):
+def deploy_mode(case, weights, mem, blas, prec="f32"):
     """One combination: compile, build with -Wall -Wextra -Werror (the emitted
     Makefile's flags), run the golden test; no-malloc also: no allocation
-    call in NAME.c and none among NAME.o's undefined symbols."""
-    full = "deploy/%s/%s-%s-%s" % (case, weights, mem, "openblas" if blas == "openblas" else "noblas")
+    call in NAME.c and none among NAME.o's undefined symbols.  prec int8
+    (--weights int8, at INT8_TOL) with embed and no-malloc: the products'
+    weights stored packed in int8 (store_i8), their only copy in m.c, and
+    every product on them rt_gemm_packed_i8."""
+    tag = "%s-%s-%s%s" % (weights, mem, blas, "" if prec == "f32" else "-" + prec)
+    full = "deploy/%s/%s-%s-%s%s" % (case, weights, mem, "openblas" if blas == "openblas" else "noblas",
+                                     "" if prec == "f32" else "-" + prec)
     fixture, src, model_file, maxdims = DEPLOY_MODELS[case]
     if not stamp_ok(os.path.relpath(os.path.join(ROOT, src), os.path.join(ROOT, OUT)).split(os.sep)[0]):
         return Result(full, False, "fixtures of group %s not generated" % fixture)
-    work = os.path.join(OUT, "deploy_work", case, "%s-%s-%s" % (weights, mem, blas))
-    log = os.path.join(LOGS, "deploy", "%s-%s-%s-%s.log" % (case, weights, mem, blas))
-    extra = ["--testbench", src]
+    work = os.path.join(OUT, "deploy_work", case, tag)
+    log = os.path.join(LOGS, "deploy", "%s-%s.log" % (case, tag))
+    extra = ["--testbench", src] + (INT8_TOL if prec == "int8" else [])
     if weights == "embed":
         extra.append("--embed-weights")
     if mem == "nomalloc":
@@ -2664,6 +2669,15 @@ def deploy_mode(case, weights, mem, blas):
             return Result(full, False, "--no-malloc code allocates: %s" % ", ".join(sorted(set(calls + undef))))
     if weights == "embed" and os.path.exists(os.path.join(ROOT, work, "m.weights")):
         return Result(full, False, "--embed-weights left m.weights behind")
+    if prec == "int8":
+        with open(os.path.join(ROOT, work, "m.c")) as f:
+            src_c = f.read()
+        floats = re.findall(r"static const float wd_\d+\[(\d+)\]", src_c)
+        if "rt_gemm_packed_i8(" not in src_c or "int8_t q[" not in src_c or "rt_sgemm" in src_c:
+            return Result(full, False, "m.c does not store the int8 products' weights packed (store_i8) and "
+                          "multiply by them with rt_gemm_packed_i8 alone")
+        return Result(full, True, "%s; float32 weights left: %d elements" % (summary[-1],
+                                                                           sum(int(n) for n in floats)))
     return Result(full, True, summary[-1])
 
 
@@ -2783,6 +2797,8 @@ def group_deploy():
     # the scripted (ONNX Loop) MomentumLSTM, an extra: two opposite corners
     items += [("momentum_lstm_scripted", "file", "malloc", "openblas"), ("momentum_lstm_scripted", "embed", "nomalloc", "none")]
     items += [(DEPLOY_GRU, "file", "malloc", "openblas"), (DEPLOY_GRU, "embed", "nomalloc", "none")]
+    # int8 weights stored packed (the microcontroller build, cross_cortex_m4, here on x86)
+    items += [(c, "embed", "nomalloc", "none", "int8") for c in (DEPLOY_LSTM, DEPLOY_GRU)]
     yield from parallel(deploy_mode, items)
     yield from parallel(deploy_cxx, [(c, w, m) for c in (DEPLOY_LSTM, "adam_lstm_cell", "momentum_lstm_traced")
                                      for w, m in DEPLOY_MODES])
@@ -3718,66 +3734,102 @@ GROUPS += [("silero", group_silero)]
 # BF16_TOL, INT8_TOL).
 #
 # Per target: kit_runs, the machines the kits run on, as (tag, environment
-# of `make test`); unit_runs, test_runtime.c's runs, as (tag, the
+# of `make test`); unit_binary, the kernel tests' program (build/TARGET/
+# tests/NAME: test_runtime.c's Check program, or on a board test_kern_bare,
+# the same tests without Check); unit_runs, its runs, as (tag, the
 # emulator's arguments, CELLRT_TEST_ISAS: the kernels that machine must
-# choose, the Check tcase).  aarch64: qemu-user's CPUs without (Cortex-A53,
-# A72) and with the dot-product (Neoverse-N1) and BF16 (max) instructions;
-# the float32 kernels (the same NEON on every CPU) once, the bf16/int8 ones
-# on three CPUs.
+# choose, the Check tcase; None: every tcase, the ISAs checked by the
+# program itself); compile, the options every kit is compiled with (and
+# then each kit's --max-dim); weights, the modes tested there; calls, the
+# kernel call each reduced-precision mode's m.c must make there (else
+# CROSS_WEIGHTS').  aarch64:
+# qemu-user's CPUs without (Cortex-A53, A72) and with the dot-product
+# (Neoverse-N1) and BF16 (max) instructions; the float32 kernels (the same
+# NEON on every CPU) once, the bf16/int8 ones on three CPUs.  cortex-m4:
+# qemu-system-arm's MPS2 AN386 board, a Cortex-M4F with the DSP extension,
+# the kits as firmware (weights in flash, the caller's arena): int8 stored
+# packed, every product on it rt_gemm_packed_i8 (the DSP kernel); bf16 has
+# no kernel there (a --no-malloc build multiplies its rounded weights in
+# float32: the float32 kits' code).
 CROSS_TARGETS = {
     "aarch64": {
         "kit_runs": [("cortex-a72", {"QEMU_CPU": "cortex-a72"}), ("max", {"QEMU_CPU": "max"})],
+        "unit_binary": "test_runtime",
         "unit_runs": [("cortex-a72", ["-cpu", "cortex-a72"], "neon", "kern"),
                       ("cortex-a53", ["-cpu", "cortex-a53"], "neon", "kern_q"),
                       ("neoverse-n1", ["-cpu", "neoverse-n1"], "neon,dotprod", "kern_q"),
                       ("max", ["-cpu", "max"], "neon,dotprod,bfdot", "kern_q")],
+        "compile": [],
+        "weights": ("f32", "int8", "bf16"),
+    },
+    "cortex-m4": {
+        "kit_runs": [("mps2-an386", {})],
+        "unit_binary": "test_kern_bare",
+        "unit_runs": [("mps2-an386", [], None, None)],
+        "compile": ["--embed-weights", "--no-malloc"],
+        "weights": ("f32", "int8"),
+        "calls": {"int8": "rt_gemm_packed_i8("},
     },
 }
 # (kit, fixture group, data directory, model file, weights modes, the golden
-# sets taken (None: all)); the reduced-precision builds must call their
-# batch-1 kernel (precision's check), and every kit's data hold a batch-1
-# set of several steps, which runs it
+# sets taken (None: all), the largest dims of those sets: --max-dim where
+# a target compiles --no-malloc); the reduced-precision builds must call
+# their batch-1 kernel (precision's check), and every kit's data hold a
+# batch-1 set of several steps, which runs it
 CROSS_WEIGHTS = {"f32": ([], None), "int8": (INT8_TOL, "rt_gemv_packed_i8("),
                  "bf16": (BF16_TOL, "rt_gemv_packed_bf16(")}
 CROSS_KITS = [
-    ("lstm", "torch", os.path.join(OUT, "torch", DEPLOY_LSTM), "model.onnx", ("f32", "int8", "bf16"), None),
+    ("lstm", "torch", os.path.join(OUT, "torch", DEPLOY_LSTM), "model.onnx", ("f32", "int8", "bf16"), None,
+     ("batch=3", "seq=11")),
     ("gru", "torch", os.path.join(OUT, "torch", "gru_opset14_sf_l2_noinit_seq"), "model.onnx", ("f32", "int8", "bf16"),
-     None),
+     None, ("batch=3", "seq=11")),
     # hidden 20; its golden sets at T = 7 and 100 with batch 1, T = 7 with batch 3
     ("momentum_lstm_cell", "cells", os.path.join(OUT, "cells", "full_momentum_lstm"), "model.cell",
-     ("f32", "int8", "bf16"), (3, 4, 6)),
+     ("f32", "int8", "bf16"), (3, 4, 6), ("batch=3", "seq=100")),
     # a traced Python-loop MomentumLSTM (hidden 32, batch 1, T = 8 and 50 from the 8-step trace)
     ("momentum_lstm_traced", "trace_long", os.path.join(OUT, "trace_long", "momentum_lstm_opset13_T8_mnist"),
-     "model.onnx", ("f32", "int8", "bf16"), None),
+     "model.onnx", ("f32", "int8", "bf16"), None, ("T=50",)),
 ]
+
+
+def cross_group(target):
+    """The group of a target: cross_NAME, a '-' in NAME as '_' (cross_cortex_m4)."""
+    return "cross_" + target.replace("-", "_")
 
 
 def cross_row(target, name):
     """Variable NAME of the target's row in templates/targets.mk (the one table)."""
     with open(os.path.join(ROOT, "templates", "targets.mk")) as f:
-        m = re.search(r"^%s_%s\s*:=\s*(.*)$" % (target, name), f.read(), re.M)
+        m = re.search(r"^%s_%s[ \t]*:=[ \t]*(.*)$" % (target, name), f.read(), re.M)
     return m.group(1).split() if m else []
 
 
-def cross_kit(target, kit, model, data, mode, extra=()):
-    """`cellc compile --testbench` of one kit in one weights mode, then
-    `make test TARGET=target` on each machine of its kit_runs: a result per
-    machine (float32: the first again built single-threaded, OPENMP=, as
-    docs/deploying.md measured the sizes; the switch rebuilds)."""
-    group = "cross_" + target
+def cross_kit(target, kit, model, data, mode, maxdims, extra=()):
+    """`cellc compile --testbench` of one kit in one weights mode (with the
+    target's options, and its largest dims where they are --no-malloc),
+    then `make test TARGET=target` on each machine of its kit_runs: a
+    result per machine (float32 on a target with OpenMP: the first again
+    built single-threaded, OPENMP=, as docs/deploying.md measured the sizes;
+    the switch rebuilds)."""
+    group = cross_group(target)
     tol, call = CROSS_WEIGHTS[mode]
+    call = CROSS_TARGETS[target].get("calls", {}).get(mode, call)
     name = "%s-%s" % (kit, mode)
     work = os.path.join(OUT, group + "_work", name)
     log = os.path.join(LOGS, group, name + ".log")
     shutil.rmtree(os.path.join(ROOT, work), ignore_errors=True)
-    rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(tol) + list(extra), log + ".compile")
+    opts = list(CROSS_TARGETS[target]["compile"])
+    if "--no-malloc" in opts:
+        opts += [a for d in maxdims for a in ("--max-dim", d)]
+    rc, out, err = deploy_compile("m", model, work, ["--testbench", data] + list(tol) + opts + list(extra),
+                                  log + ".compile")
     if rc != 0:
         return [Result("%s/%s/compile" % (group, name), False, "cellc compile: %s: %s (log: %s.compile)" %
                        (status_word(rc), first_lines(err), log))]
     if call and call not in open(os.path.join(ROOT, work, "m.c")).read():
         return [Result("%s/%s/compile" % (group, name), False, "m.c never calls %s" % call[:-1])]
     runs = [(tag, env, []) for tag, env in CROSS_TARGETS[target]["kit_runs"]]
-    if mode == "f32":
+    if mode == "f32" and cross_row(target, "OPENMP"):
         runs.append((runs[0][0] + "-single_thread", runs[0][1], ["OPENMP="]))
     res = []
     for tag, env, opts in runs:
@@ -3799,18 +3851,18 @@ def cross_silero(target, mode):
     kit of cross_kit."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import test_silero
-    group = "cross_" + target
+    group = cross_group(target)
     work = os.path.join(ROOT, OUT, group + "_work")
     os.makedirs(work, exist_ok=True)
     models, skip, err = test_silero.fetch(os.path.join(ROOT, OUT, "silero_work", "pkg"), test_silero.VAD_WEB)
     if err:
         return [Result("%s/silero-%s/fetch" % (group, mode), False, err)]
     if models:
-        kit, model, dims = "silero_v5", models["v5"], ["--dim", "input_0=1", "--dim", "input_1=576"]
+        kit, model, sizes = "silero_v5", models["v5"], ("input_0=1", "input_1=576")
     else:
-        kit, model, dims = "silero_offline", os.path.join(work, "mini_vad.onnx"), ["--dim", "input_0=1", "--dim",
-                                                                                   "input_1=512"]
+        kit, model, sizes = "silero_offline", os.path.join(work, "mini_vad.onnx"), ("input_0=1", "input_1=512")
         test_silero.mini_vad(model)
+    dims = [a for d in sizes for a in ("--dim", d)]
     golden = os.path.join(work, kit + "_golden")
     log = os.path.join(LOGS, group, "%s-%s.oracle.log" % (kit, mode))
     if not os.path.isdir(golden):
@@ -3825,11 +3877,11 @@ def cross_silero(target, mode):
             return [Result("%s/%s-%s/oracle" % (group, kit, mode), False, "verify --oracle onnxruntime: %s: %s "
                            "(log: %s)" % (status_word(rc), first_lines(err or out), log))]
         os.rename(golden + ".tmp", golden)
-    return cross_kit(target, kit, model, golden, mode, ["--bind", "sr=16000"])
+    return cross_kit(target, kit, model, golden, mode, sizes, ["--bind", "sr=16000"])
 
 
 def group_cross(target):
-    group = "cross_" + target
+    group = cross_group(target)
     for g in sorted({k[1] for k in CROSS_KITS}):
         if not stamp_ok(g):
             yield from fixtures_missing(group, g)
@@ -3840,20 +3892,21 @@ def group_cross(target):
                  "make runtime TARGET=%s: %s (log: %s)" % (target, first_lines(err + out), log))
     if rc != 0:
         return
-    binary = os.path.join("build", target, "tests", "test_runtime")
+    binary = os.path.join("build", target, "tests", CROSS_TARGETS[target]["unit_binary"])
     items = [("unit", u) for u in CROSS_TARGETS[target]["unit_runs"]] + [("kit", k) for k in CROSS_KITS] + \
         [("silero", "f32")]
 
     def one(kind, it):
         if kind == "unit":
             tag, args, isas, case = it
-            return unit_binary(group, binary, {"CK_RUN_CASE": case, "CK_FORK": "no", "CELLRT_TEST_ISAS": isas,
-                                               "CELLRT_TEST_EMULATED": "1"},
-                               make_args=["TARGET=" + target], runner=cross_row(target, "RUN") + args,
-                               tag="%s-%s" % (tag, case))
+            env = {"CK_RUN_CASE": case, "CK_FORK": "no", "CELLRT_TEST_ISAS": isas,
+                   "CELLRT_TEST_EMULATED": "1"} if case else {}
+            return unit_binary(group, binary, env, make_args=["TARGET=" + target],
+                               runner=cross_row(target, "RUN") + args, tag="%s-%s" % (tag, case) if case else tag)
         if kind == "silero":
             return cross_silero(target, it)
-        kit, _, src, model, modes, sets = it
+        kit, _, src, model, modes, sets, maxdims = it
+        modes = [m for m in modes if m in CROSS_TARGETS[target]["weights"]]
         data = src
         if sets:    # those golden sets only, as links (still the fixture's)
             data = os.path.join(OUT, group + "_work", kit + "_data")
@@ -3862,7 +3915,7 @@ def group_cross(target):
             for i, k in enumerate(sets):
                 os.symlink(os.path.join(ROOT, src, "test_data_set_%d" % k),
                            os.path.join(ROOT, data, "test_data_set_%d" % i))
-        return [r for m in modes for r in cross_kit(target, kit, os.path.join(src, model), data, m)]
+        return [r for m in modes for r in cross_kit(target, kit, os.path.join(src, model), data, m, maxdims)]
     # the unit binary first (make is not run for it in parallel), then all at once
     rc, out, err = run(["make", "--no-print-directory", "-s", "TARGET=" + target, binary], log + ".unit")
     if rc != 0:
@@ -3874,7 +3927,7 @@ def group_cross(target):
             yield from res
 
 
-GROUPS += [("cross_" + t, lambda t=t: group_cross(t)) for t in CROSS_TARGETS]
+GROUPS += [(cross_group(t), lambda t=t: group_cross(t)) for t in CROSS_TARGETS]
 GROUPS += [("onnx_sym", group_onnx_sym)]
 
 
