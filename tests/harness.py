@@ -3841,7 +3841,25 @@ def cross_kit(target, kit, model, data, mode, maxdims, extra=()):
         res.append(Result("%s/%s/%s" % (group, name, tag), bool(ok), summary[-1] if ok else
                           "make test TARGET=%s: %s: %s (log: %s.%s)" % (
                               target, status_word(rc), first_lines("\n".join(fails) or err or out), log, tag)))
+    if cross_row(target, "BOARD"):
+        res.append(cross_size(target, group, name, work, log))
     return res
+
+
+def cross_size(target, group, name, work, log):
+    """`make size TARGET=target` (a target without an OS): the probe built,
+    run on the emulator (the model made and run at its largest dims) and its
+    link map read; it fails when malloc or _sbrk is linked or the run fails.
+    The detail: the model's row and flash and RAM."""
+    rc, out, err = run(["make", "--no-print-directory", "-s", "-C", work, "size", "TARGET=" + target], log + ".size")
+    model = re.search(r"^\s*model \(\S+\)\s+(\d+)\s+(\d+)", out, re.M)
+    flash = re.search(r"^flash\s+(\d+)", out, re.M)
+    ram = re.search(r"^RAM\s+(\d+) .* the stack (\d+)", out, re.M)
+    ok = rc == 0 and model and flash and ram
+    return Result("%s/%s/size" % (group, name), bool(ok), "model code %s B, rodata %s B; flash %s B, RAM %s B (stack "
+                  "%s B)" % (model.group(1), model.group(2), flash.group(1), ram.group(1), ram.group(2)) if ok else
+                  "make size TARGET=%s: %s: %s (log: %s.size)" % (target, status_word(rc), first_lines(err or out),
+                                                                  log))
 
 
 def cross_silero(target, mode):
