@@ -21,7 +21,8 @@ public source writes it: a two-layer ConvLSTM over frames [B, T, C, H, W]
 (Conv2d over cat(frame, h), lists of per-layer outputs and states), a
 QRNN's CPU forget-mult over (f * x).split(1, dim=0), GRU-D with values,
 last observations, masks and time deltas as separate inputs sliced per step
-by [:, i:i+1, :] and torch.squeeze(), nn.LSTMCell over x.split(1, dim=1),
+by [:, i:i+1, :] and torch.squeeze() (rolled: a Squeeze without axes that
+drops the sliced axis alone is a per-step slice), nn.LSTMCell over x.split(1, dim=1),
 the MomentumRNN authors' pixel-MNIST Model and MomentumLSTMCell (also
 permuted), the PyTorch examples' time-sequence predictor with `future`
 steps fed their own prediction, and a rollout that only generates.  Their

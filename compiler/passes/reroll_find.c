@@ -38,12 +38,37 @@ static int anchor_gather(const ir_node *n, ir_value **src, int *axis, int64_t *t
 	return 1;
 }
 
-/* Slice(x, [t], [t+1], [axis], [1]) read only by Squeeze(axes=[axis]). */
+/* The one axis Squeeze sq drops, normalised to its input's rank: its axes
+ * input of one element, or without one (torch.squeeze() of every unit axis)
+ * the one axis of its input whose size is 1 (a run-time size is never 1:
+ * infer.h); -1 for another Squeeze. */
+static int64_t squeezed_axis(const ir_node *sq)
+{
+	const ir_value *x = sq->nin >= 1 ? sq->in[0] : NULL;
+	if (sq->op != OP_SQUEEZE || !x || x->shape.rank < 1)
+		return -1;
+	int64_t r = x->shape.rank, a = -1;
+	if (sq->nin >= 2 && sq->in[1]) {
+		if (!ir_value_is_const(sq->in[1]) || ir_shape_const_numel(&sq->in[1]->shape) != 1)
+			return -1;
+		a = ir_const_int(sq->in[1], 0);
+		return a < 0 ? a + r : a;
+	}
+	for (int64_t i = 0; i < r; i++)
+		if (ir_dim_eq(x->shape.d[i], ir_dim_const(1))) {
+			if (a >= 0)
+				return -1;
+			a = i;
+		}
+	return a;
+}
+
+/* Slice(x, [t], [t+1], [axis], [1]) read only by Squeeze(axes=[axis]) (or a
+ * Squeeze without axes that drops that axis alone). */
 static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_value **src, int *axis,
 			int64_t *t)
 {
-	if (sq->op != OP_SQUEEZE || sq->nin != 2 || !ir_value_is_const(sq->in[1]) ||
-	    ir_shape_const_numel(&sq->in[1]->shape) != 1)
+	if (squeezed_axis(sq) < 0)
 		return 0;
 	ir_node *s = sq->in[0] ? sq->in[0]->producer : NULL;
 	if (!s || reroll_nid(R, s) < 0 || s->op != OP_SLICE || s->nin < 5 || s->out[0]->nuses != 1 ||
@@ -53,9 +78,7 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
 		if (!ir_value_is_const(s->in[k]) || ir_shape_const_numel(&s->in[k]->shape) != 1)
 			return 0;
 	int r = s->in[0]->shape.rank;
-	int64_t ax = ir_const_int(s->in[3], 0), sqax = ir_const_int(sq->in[1], 0);
-	if (sqax < 0)
-		sqax += r;
+	int64_t ax = ir_const_int(s->in[3], 0), sqax = squeezed_axis(sq);
 	if (ax < 0)
 		ax += r;
 	if (ax < 0 || ax >= r)
@@ -81,16 +104,13 @@ static int anchor_slice(const rr *R, const ir_node *sq, ir_node **slice, ir_valu
  * Gather(index 0 or -1, axis ax) or a Reshape to the other two dimensions. */
 static int drops_axis(const ir_node *sq, int64_t ax)
 {
-	if (sq->nin != 2 || !ir_value_is_const(sq->in[1]) || !sq->in[0] || sq->in[0]->shape.rank < 3 ||
-	    !sq->out[0] || sq->out[0]->shape.rank != sq->in[0]->shape.rank - 1)
+	if ((sq->nin != 2 && sq->op != OP_SQUEEZE) || (sq->nin == 2 && !ir_value_is_const(sq->in[1])) || !sq->in[0] ||
+	    sq->in[0]->shape.rank < 3 || !sq->out[0] || sq->out[0]->shape.rank != sq->in[0]->shape.rank - 1)
 		return 0;
 	int64_t a, r = sq->in[0]->shape.rank;
 	switch (sq->op) {
 	case OP_SQUEEZE:
-		if (ir_shape_const_numel(&sq->in[1]->shape) != 1)
-			return 0;
-		a = ir_const_int(sq->in[1], 0);
-		return (a < 0 ? a + r : a) == ax;
+		return squeezed_axis(sq) == ax;
 	case OP_GATHER:
 		if (sq->in[1]->shape.rank != 0)
 			return 0;
