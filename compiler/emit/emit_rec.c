@@ -498,7 +498,8 @@ static const char *step_weights(rec *R)
 
 /* par: the parallel block around the steps.  Each thread takes rows
  * [b0_, b0_ + nb_) of every batch-row buffer; without OpenMP (a build
- * without -fopenmp) the block runs once, as thread 0 of 1. */
+ * without -fopenmp, make OPENMP=) the team is not asked for and the block
+ * runs once, as thread 0 of 1, over every row. */
 static void emit_par_open(rec *R)
 {
 	ew *w = R->w;
@@ -506,17 +507,16 @@ static void emit_par_open(rec *R)
 	if (R->colpar_ok) {
 		ew_line(w, "/* threads: each takes a share of the batch rows, which never meet here; at batch 1");
 		ew_line(w, " * (cols_) they share the row's columns, meeting at each step, when worth it */");
-		ew_line(w, "int cols_;");
-		ew_line(w, "const int nt_ = rt_team(B, T, %s, &cols_);", step_weights(R));
+		ew_line(w, "int cols_ = 0;");
 		ew_decl(w, "bar_", "rt_barrier bar_ = {.count = 0}; /* their meeting (a spinning barrier, cheaper than OpenMP's) */");
+		ew_line(w, "#ifdef _OPENMP");
+		ew_line(w, "const int nt_ = rt_team(B, T, %s, &cols_);", step_weights(R));
 	} else {
 		ew_line(w, "/* threads: each takes a share of the batch rows, which never meet here */");
+		ew_line(w, "#ifdef _OPENMP");
 		ew_line(w, "const int nt_ = rt_team(B, T, 0, NULL);");
 	}
-	ew_line(w, "#ifdef _OPENMP");
 	ew_line(w, "#pragma omp parallel num_threads(nt_) if (nt_ > 1)");
-	ew_line(w, "#else");
-	ew_line(w, "(void)nt_; /* built without OpenMP (make OPENMP=): one thread */");
 	ew_line(w, "#endif");
 	ew_line(w, "{");
 	w->indent++;

@@ -226,8 +226,11 @@ static double rs_coord(const char *ctm, const rs_axis *A, int64_t x)
 		return off + ((double)x + 0.5) / s - 0.5;
 	}
 	if (!strcmp(ctm, "tf_crop_and_resize")) {
-		double c = A->out > 1 ? A->start * (in - 1) + (double)x * (A->end - A->start) * (in - 1) / (out - 1)
-				      : 0.5 * (A->start + A->end) * (in - 1);
+		/* length_resized unrounded as for align_corners: the output size
+		 * where the sizes input gave the scale */
+		double len = s * in;
+		double c = len > 1 ? A->start * (in - 1) + (double)x * (A->end - A->start) * (in - 1) / (len - 1)
+				   : 0.5 * (A->start + A->end) * (in - 1);
 		return c < 0 || c > in - 1 ? NAN : c;
 	}
 	return ((double)x + 0.5) / s - 0.5;     /* half_pixel */
