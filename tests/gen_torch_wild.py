@@ -477,7 +477,11 @@ class AttnSeq2Seq(nn.Module):
     greedy prediction (argmax) and a one-step GRU; log_softmax over the
     vocabulary."""
     tags = ["tokens", "encoder_decoder", "attention", "bmm", "argmax_feedback", "step_loop", "batch_first"]
-    stacked = [1]       # the decoder's steps: see GreedyDecoder
+    # the encoder's keys, then the decoder's steps (see GreedyDecoder): a
+    # generated loop whose first step reads the encoder's h_n [1, B, H]
+    # where the others read h.unsqueeze(0) of the step before, its token
+    # fed back as an f32 state, its [B, 1, V] logits stacked on axis 1
+    stacked = [1, 1]
     traced_loops = 1
     STEPS = 4
 

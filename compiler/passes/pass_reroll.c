@@ -115,6 +115,28 @@ int reroll_has_data(const ir_value *v)
 	return v && v->data && !v->sym && (v->kind == VAL_CONST || v->kind == VAL_WEIGHT);
 }
 
+/* Whether v is all zeros: constant data, or a ConstantOfShape of zero
+ * (its default value) whatever its run-time shape. */
+int reroll_zero_value(const ir_value *v)
+{
+	if (reroll_has_data(v)) {
+		if (v->dtype != DT_F32 && v->dtype != DT_I64 && v->dtype != DT_I32)
+			return 0;
+		int64_t n = ir_shape_const_numel(&v->shape);
+		for (int64_t i = 0; i < n; i++)
+			if (ir_const_num(v, i) != 0.0)
+				return 0;
+		return n >= 0;
+	}
+	const ir_node *p = v ? v->producer : NULL;
+	if (!p || p->op != OP_CONSTOFSHAPE)
+		return 0;
+	const ir_attr *a = ir_attr_find(p, "value");
+	return !a || !a->t || (reroll_has_data(a->t) && ir_shape_const_numel(&a->t->shape) == 1 &&
+			       (a->t->dtype == DT_F32 || a->t->dtype == DT_I64 || a->t->dtype == DT_I32) &&
+			       ir_const_num(a->t, 0) == 0.0);
+}
+
 /* Same constant contents; approx: f32 within a relative 1e-6 (values the
  * exporter folded against values we fold). */
 int reroll_same_const(const ir_value *a, const ir_value *b, int approx)

@@ -154,6 +154,7 @@ int reroll_label_of(const rr *R, const ir_value *v);
 int reroll_is_graph_output(const rr *R, const ir_value *v);
 /* v's data is held at compile time (a constant or a weight, not symbolic). */
 int reroll_has_data(const ir_value *v);
+int reroll_zero_value(const ir_value *v);     /* all zeros: data, or ConstantOfShape of 0 */
 /* Same constant contents; approx: f32 within a relative 1e-6 (values the
  * exporter folded against values cellc folds). */
 int reroll_same_const(const ir_value *a, const ir_value *b, int approx);

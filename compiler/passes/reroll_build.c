@@ -71,7 +71,8 @@ static int stack_of(const rr *R, ir_node *n, stack *st)
  * (a [B, N] step output unsqueezed on axis 0 or 1; or any other y held as
  * its matrix, reroll_matrix, unsqueezed on axis 0), or y_t itself when it
  * has that unit axis with only unit axes before it (a [1, B, N] output of
- * a one-step nn.GRU, torch.cat on axis 0). */
+ * a one-step nn.GRU, torch.cat on axis 0) or is [B, 1, N] stacked on axis
+ * 1 (a batch-first decoder's per-step logits, torch.cat on axis 1). */
 static int stack_at(const rr *R, ir_node *n, int off, stack *st)
 {
 	int tv = -1, ok = 1;
@@ -102,14 +103,22 @@ static int stack_at(const rr *R, ir_node *n, int off, stack *st)
 		    ((r == 3 && ax <= 1 && u->in[0]->shape.rank == 2) || ax == 0))
 			y = u->in[0];
 	}
-	if (y == e) {           /* no Unsqueeze: the entry itself, unit axes before ax */
-		for (int a = 0; a < ax; a++)
-			if (!ir_dim_eq(e->shape.d[a], ir_dim_const(1)))
-				return 0;
-	}
-	if (y->dtype != DT_F32 || !reroll_matrix(R, y, &m) || (y->shape.rank != 2 && ax != 0) ||
-	    (y == e && ax != 0))
+	if (y->dtype != DT_F32 || !reroll_matrix(R, y, &m))
 		return 0;
+	if (y == e) {
+		/* no Unsqueeze: the entry itself, with unit axes only before ax
+		 * (stacked on axis 0), or [B, 1, N] (a head over a [B, 1, I] step
+		 * of a batch-first decoder) stacked on axis 1: the recurrence's
+		 * [B, T, N] of its matrix [B, N] */
+		if (ax == 1 && r == 3 && ir_dim_eq(m.d[0], e->shape.d[0]) && !ir_dim_eq(m.d[0], ir_dim_const(1))) {
+			*st = (stack){n, R->tvof[y->id], 1, off ? n->in[0] : NULL, 0, 0};
+			return 1;
+		}
+		if (ax != 0)
+			return 0;
+	} else if (y->shape.rank != 2 && ax != 0) {
+		return 0;
+	}
 	*st = (stack){n, R->tvof[y->id], (int)(y->shape.rank == 2 && y != e ? ax : 0), off ? n->in[0] : NULL, 0, 0};
 	return 1;
 }
@@ -729,6 +738,17 @@ static ir_unrolled_why body_outputs(rb *K, const char **time_note, int *symbolic
 /* The RECURRENCE node: its inputs (sequences, tables, initial states:
  * NULL for zeros) and its finals (the last copy's states read after the
  * loop). */
+/* An initial state the recurrence cannot take (CELLC_DEBUG_REROLL says which). */
+static ir_unrolled_why init_shape_fail(const rr *R, int s, const ir_value *init)
+{
+	if (getenv("CELLC_DEBUG_REROLL"))
+		fprintf(stderr, "reroll: state %d: initial '%s' %s %s, state '%s' %s %s\n", s, init ? init->name : "?",
+			init ? ir_dtype_name(init->dtype) : "", init ? ir_shape_str(R->A, R->g, &init->shape) : "",
+			R->state_in[s]->name, ir_dtype_name(R->state_in[s]->dtype),
+			ir_shape_str(R->A, R->g, &R->state_in[s]->shape));
+	return WHY_INIT_SHAPE;
+}
+
 static ir_unrolled_why rec_node(rb *K)
 {
 	rr *R = K->R;
@@ -773,14 +793,7 @@ static ir_unrolled_why rec_node(rb *K)
 		rec->in[R->nseq + i] = K->tabs[i];
 	for (int s = 0; s < R->nstate; s++) {
 		ir_value *init = R->sin[0][s];
-		int zero = !init;
-		if (init && reroll_has_data(init) && (init->dtype == DT_F32 || init->dtype == DT_I64 ||
-						      init->dtype == DT_I32)) {
-			zero = 1;
-			int64_t n = ir_shape_const_numel(&init->shape);
-			for (int64_t i = 0; i < n && zero; i++)
-				zero = ir_const_num(init, i) == 0.0;
-		}
+		int zero = !init || reroll_zero_value(init);
 		if (init && !zero && init->dtype != DT_F32) {
 			/* an integer state's first value: a constant f32 holds exactly
 			 * (a start token), or an index as the steps make */
@@ -789,15 +802,15 @@ static ir_unrolled_why rec_node(rb *K)
 			for (int64_t i = 0; i < n; i++)
 				exact &= fabs(ir_const_num(init, i)) <= (double)(1 << 24);
 			if (!exact || !(init = cast_as(g, init, DT_F32, NULL, K->pre, &K->npre)))
-				return WHY_INIT_SHAPE;
+				return init_shape_fail(R, s, init);
 		}
 		if (!zero && init->graph != g)
 			return WHY_INT_INIT;
 		if (!zero && !ir_shape_eq(&init->shape, &R->state_in[s]->shape))
-			return WHY_INIT_SHAPE;
+			return init_shape_fail(R, s, init);
 		if (!zero && !ir_shape_eq(&init->shape, &K->smat[s]) &&
 		    !(init = view_as(g, g, init, &K->smat[s], NULL, K->pre, &K->npre)))
-			return WHY_INIT_SHAPE;
+			return init_shape_fail(R, s, R->sin[0][s]);
 		rec->in[K->nseq + s] = zero ? NULL : init;
 	}
 	K->out_axis = arena_array(R->A, (size_t)K->nout + 1, sizeof *K->out_axis);

@@ -3,6 +3,7 @@
  * matched against it node by node (reroll_match_all), which finds the
  * carried states, the initial states and the per-step coefficients.  Runs
  * after reroll_find.c; reroll_build.c builds from what it records. */
+#include "canon.h"
 #include "infer.h"
 #include "ir_build.h"
 #include "reroll.h"
@@ -471,6 +472,45 @@ static int find_match(rr *R, int t, int j)
 	return 0;
 }
 
+/* In the first copy, template node j views state s (h.unsqueeze(0): a
+ * one-step GRU's h_n) where the initial state is itself a view of a value
+ * x0 before the loop (h0 = h_n.squeeze(0) of an encoder's [1, B, H]): the
+ * copy reads x0 where the template reads j's result (the attention's
+ * query is the encoder's h_n itself), and a view of a view that restores
+ * x0's shape is x0 (views keep the elements in order).  The initial state
+ * is known once another node of the copy reads it (the GRU's initial_h);
+ * until then the node waits for the next round of match_copy. */
+static int view_of_initial(rr *R, int j)
+{
+	ir_node *tn = R->tn[j];
+	const tin *x = &R->ti[j][0];
+	if (!canon_is_view(tn) || tn->nin < 1 || tn->nout != 1 || !tn->out[0] || x->kind != IN_STATE)
+		return 0;
+	for (int k = 1; k < tn->nin; k++)
+		if (tn->in[k] && (R->ti[j][k].kind != IN_CAP || !reroll_has_data(R->ti[j][k].cap)))
+			return 0;
+	ir_value *e = R->sin[0][x->idx];
+	ir_node *p = e ? e->producer : NULL;
+	int tv = reroll_vid(R, tn->out[0]) >= 0 ? R->tvof[tn->out[0]->id] : -1;
+	if (!p || !canon_is_view(p) || p->nin < 1 || !p->in[0] || tv < 0 || R->map[0][tv] ||
+	    reroll_label_of(R, p->in[0]) != LBL_PREFIX || p->in[0]->dtype != tn->out[0]->dtype ||
+	    !ir_shape_eq(&p->in[0]->shape, &tn->out[0]->shape))
+		return 0;
+	R->map[0][tv] = p->in[0];
+	return 1;
+}
+
+/* Template node j in copy t: a node of the copy, or (the first copy) work
+ * on the initial states alone folded or seen through. */
+static int match_node(rr *R, int t, int j, int *nmatched)
+{
+	if (find_match(R, t, j)) {
+		*nmatched += R->label[R->map_node] == t && !R->map_again;
+		return 1;
+	}
+	return t == 0 && (view_of_initial(R, j) || fold_in_copy0(R, j));
+}
+
 static int match_copy(rr *R, int t)
 {
 	int nmatched = 0;
@@ -479,20 +519,42 @@ static int match_copy(rr *R, int t)
 		for (int s = 0; s < R->nstate; s++)
 			if (!reroll_has_data(R->map[t - 1][R->state_out[s]]))
 				R->sin[t][s] = R->map[t - 1][R->state_out[s]];
+	/* the first copy's initial states are found as its nodes are: a node
+	 * that needs one found further on waits for it (rounds until none
+	 * is matched) */
+	char *wait = arena_alloc(R->A, (size_t)R->nt + 1);
+	int nwait = 0;
 	for (int j = 0; j < R->nt; j++) {
-		if (find_match(R, t, j)) {
-			nmatched += R->label[R->map_node] == t && !R->map_again;
+		if (match_node(R, t, j, &nmatched))
+			continue;
+		if (t == 0) {
+			wait[j] = 1;
+			nwait++;
 			continue;
 		}
-		if (t == 0 && fold_in_copy0(R, j))
-			continue;
 		/* the last copy may lack work that only a later step would have used */
 		if (t == R->T - 1)
 			continue;
 		reroll_differ(R, R->m, t, R->tn[j]);
 		if (getenv("CELLC_DEBUG_REROLL"))
 			fprintf(stderr, "reroll: copy %d has no match for template node '%s'\n", t, R->tn[j]->name);
-		return reroll_fail(R, t == 0 ? WHY_FIRST_STEP : WHY_NOT_ISOMORPHIC);
+		return reroll_fail(R, WHY_NOT_ISOMORPHIC);
+	}
+	for (int round = 1; nwait; round++) {
+		int before = nwait;
+		for (int j = 0; j < R->nt; j++)
+			if (wait[j] && match_node(R, t, j, &nmatched))
+				wait[j] = 0, nwait--;
+		if (nwait == before) {
+			int j = 0;
+			while (!wait[j])
+				j++;
+			reroll_differ(R, R->m, t, R->tn[j]);
+			if (getenv("CELLC_DEBUG_REROLL"))
+				fprintf(stderr, "reroll: copy %d has no match for template node '%s' (round %d)\n", t,
+					R->tn[j]->name, round);
+			return reroll_fail(R, WHY_FIRST_STEP);
+		}
 	}
 	if (nmatched != R->ncopy[t] && t == R->T - 1) {
 		/* an epilogue: work only the last step does (a head on the last

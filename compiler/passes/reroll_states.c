@@ -123,20 +123,7 @@ enum { PAR_MAX = 8 };
 /* Whether initial state v is all zeros (NULL: zeros by definition). */
 static int zero_state(const ir_value *v)
 {
-	if (!v)
-		return 1;
-	if (reroll_has_data(v) && v->dtype == DT_F32) {
-		int64_t n = ir_shape_const_numel(&v->shape);
-		for (int64_t i = 0; i < n; i++)
-			if (((const float *)v->data)[i] != 0.0f)
-				return 0;
-		return n >= 0;
-	}
-	const ir_node *p = v->producer;
-	if (!p || p->op != OP_CONSTOFSHAPE || v->dtype != DT_F32)
-		return 0;
-	const ir_attr *a = ir_attr_find(p, "value");
-	return !a || !a->t || (a->t->dtype == DT_F32 && reroll_has_data(a->t) && *(const float *)a->t->data == 0.0f);
+	return !v || (v->dtype == DT_F32 && reroll_zero_value(v));
 }
 
 /* A group of parallel states: state grp[0] (the one kept, over the merged
