@@ -338,7 +338,8 @@ int rt_gemm_pack(int64_t M, int transB, int64_t N, int64_t K, const float *B, in
 {
 	int isa = rt_kern_isa();
 	int64_t nt = rt_num_threads() < M ? rt_num_threads() : M;
-	if (isa == RT_ISA_NONE || M <= 1 || N <= 0 || !own_gemm_in(isa, (M + nt - 1) / nt, K, nt > 1))
+	if (isa == RT_ISA_NONE || M <= 1 || N <= 0 || !own_gemm_in(isa, (M + nt - 1) / nt, K, nt > 1) ||
+	    !rt_kern_gemm_packs(isa, (M + nt - 1) / nt, K))
 		return 0;
 	size_t need = (size_t)rt_kern_panels_size(N, K) * sizeof(float);
 	if (*cap < need) {

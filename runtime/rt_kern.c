@@ -2,14 +2,17 @@
  * NEON (Advanced SIMD, with the dot-product and BF16 extensions where the
  * CPU has them: rt_kern_neon.h) on aarch64, chosen at run time; on Arm's M
  * profile the FPU's and the DSP extension's (rt_kern_m.h), chosen when
- * compiled for a core that has them; elsewhere every entry point answers 0
+ * compiled for a core that has them; WebAssembly's SIMD128 (rt_kern_wasm.h)
+ * in a wasm32 build with -msimd128; elsewhere every entry point answers 0
  * and rt_sgemm uses BLAS or its portable kernel.
  *
  * Each x86 kernel is compiled for its instruction set with a target
  * attribute, so libcellrt itself needs no -march flag; on aarch64 NEON is
- * the baseline and only the extensions' kernels carry one.  The drivers
+ * the baseline and only the extensions' kernels carry one; a WebAssembly
+ * module has SIMD128 throughout or not at all.  NEON and SIMD128, both four
+ * floats a vector, share their kernels (rt_kern_v128.h), and the drivers
  * around the kernels (blocking, packing, epilogues) are written once for
- * both.  Legend: see rt_kern.h; a, c vectors of the GEMV; acc accumulators;
+ * all of them.  Legend: see rt_kern.h; a, c vectors of the GEMV; acc accumulators;
  * MR x NR the register block of the GEMM micro-kernel, KC the depth of one
  * packed panel.
  */
@@ -59,6 +62,25 @@
 #define RT_KERN_DSP 1
 #include <arm_acle.h>
 #endif
+#elif defined(__wasm__) && defined(__wasm_simd128__)
+#define RT_KERN_WASM 1
+#include <wasm_simd128.h>
+#endif
+/* RT_KERN_V128: the kernels of four floats a vector (rt_kern_v128.h), on
+ * NEON's or SIMD128's primitives; V128_ISA is the one built */
+#if defined(RT_KERN_NEON)
+#define RT_KERN_V128 1
+#define V128_ISA RT_ISA_NEON
+#elif defined(RT_KERN_WASM)
+#define RT_KERN_V128 1
+#define V128_ISA RT_ISA_SIMD128
+#endif
+/* RT_KERN_SIMD: the GEMM's drivers; RT_KERN_ROWS: the packed GEMVs' */
+#if defined(RT_KERN_X86) || defined(RT_KERN_V128)
+#define RT_KERN_SIMD 1
+#endif
+#if defined(RT_KERN_SIMD) || defined(RT_KERN_MFP) || defined(RT_KERN_DSP)
+#define RT_KERN_ROWS 1
 #endif
 
 #if defined(RT_NEON_DOT) || defined(RT_NEON_BFDOT)
@@ -92,6 +114,8 @@ int rt_kern_isa(void)
 	return RT_ISA_NEON;
 #elif defined(RT_KERN_MFP)
 	return RT_ISA_MFP;
+#elif defined(RT_KERN_WASM)
+	return RT_ISA_SIMD128;
 #endif
 	return RT_ISA_NONE;
 }
@@ -148,10 +172,14 @@ int rt_kern_has(int isa)
 	case RT_ISA_NEON: return rt_kern_isa() == RT_ISA_NEON;
 	case RT_ISA_DOTPROD: case RT_ISA_DSP: return rt_kern_isa_i8() == isa;
 	case RT_ISA_MFP: return rt_kern_isa() == RT_ISA_MFP;
+	case RT_ISA_SIMD128: return rt_kern_isa() == RT_ISA_SIMD128;
 	case RT_ISA_BF16: case RT_ISA_BFDOT: return rt_kern_isa_bf16() == isa;
 	default: return 0;
 	}
 }
+
+#ifdef RT_KERN_ROWS
+/* (the kernels' shared helpers; a build without kernels has none) */
 
 /* r = alpha s + beta (bias, or r itself; beta == 0 without bias: r not
  * read): the epilogue of one result. */
@@ -210,6 +238,8 @@ static inline void u7_tail(int64_t k0, int64_t K, const float *a, float inv, flo
 		q[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
 	}
 }
+
+#endif
 
 /* The GEMM's blocking (both architectures' micro-kernels make MR x NR
  * blocks of C from panels of op(B) KC deep and NR wide) */
@@ -900,14 +930,19 @@ T512B static void split_bf16(int64_t K, const float *a, uint16_t *hi, uint16_t *
 #ifdef RT_KERN_NEON
 #include "rt_kern_neon.h"
 #endif
+#ifdef RT_KERN_WASM
+#include "rt_kern_wasm.h"
+#endif
+#ifdef RT_KERN_V128
+#include "rt_kern_v128.h"
+#endif
 #if defined(RT_KERN_MFP) || defined(RT_KERN_DSP)
 #include "rt_kern_m.h"
 #endif
 
-#if defined(RT_KERN_X86) || defined(RT_KERN_NEON)
-#define RT_KERN_SIMD 1
+#ifdef RT_KERN_SIMD
 
-/* ---- the drivers around the kernels, written once for both architectures ---- */
+/* ---- the drivers around the kernels, written once for x86 and the four-float sets ---- */
 
 /* bp[k][j] = op(B)[k0 + k, n0 + j] for k < kc, j < nr; columns nr..NR zero. */
 RT_DRIVER static void pack_panel(int transB, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
@@ -941,7 +976,7 @@ RT_DRIVER static void pack_panel(int transB, const float *B, int64_t ldb, int64_
 			bp[k * NR + j] = j < nr ? B[(n0 + j) * ldb + k0 + k] : 0.0f;
 }
 
-/* A micro-kernel on one panel (micro, micro_256, micro_neon) */
+/* A micro-kernel on one panel (micro, micro_256, micro_v128) */
 typedef void micro_fn(int64_t kc, const float *a, int64_t ars, int64_t aks, const float *bp, const float *bias,
 		      float *C, int64_t ldc, int mr, int64_t nr, float alpha, float beta, int first);
 
@@ -1017,14 +1052,13 @@ static void bf16_blocks(bf16_chunk_fn *chunk, int layout, int64_t r0, int64_t r1
 	}
 }
 
-#endif /* RT_KERN_X86 || RT_KERN_NEON */
+#endif /* RT_KERN_SIMD */
 
-#if defined(RT_KERN_SIMD) || defined(RT_KERN_MFP) || defined(RT_KERN_DSP)
-#define RT_KERN_ROWS 1
+#ifdef RT_KERN_ROWS
 
 /* ---- the packed GEMVs' drivers, for the SIMD kernels and the M profile's ---- */
 
-/* The packed GEMV's kernel on one block's columns (gemv_packed_512, _256, _neon, _m) */
+/* The packed GEMV's kernel on one block's columns (gemv_packed_512, _256, _v128, _m) */
 typedef void packed_fn(int64_t cols, int64_t K, const float *a, const float *p, int64_t w, float alpha, float beta,
 		       const float *bias, float *c);
 
@@ -1070,13 +1104,14 @@ typedef void gemv_fn(int64_t N, int64_t K, float alpha, const float *a, const fl
 
 static gemv_fn *gemv_of(int isa, int transB)
 {
+	(void)transB;   /* (read by no case where no kernel is built) */
 	switch (isa) {
 #ifdef RT_KERN_X86
 	case RT_ISA_AVX512: return transB ? gemv_t_512 : gemv_n_512;
 	case RT_ISA_AVX2: return transB ? gemv_t_256 : gemv_n_256;
 #endif
-#ifdef RT_KERN_NEON
-	case RT_ISA_NEON: return transB ? gemv_t_neon : gemv_n_neon;
+#ifdef RT_KERN_V128
+	case V128_ISA: return transB ? gemv_t_v128 : gemv_n_v128;
 #endif
 #ifdef RT_KERN_MFP
 	case RT_ISA_MFP: return transB ? gemv_t_m : gemv_n_m;
@@ -1093,8 +1128,8 @@ static micro_fn *micro_of(int isa)
 	case RT_ISA_AVX512: return micro;
 	case RT_ISA_AVX2: return micro_256;
 #endif
-#ifdef RT_KERN_NEON
-	case RT_ISA_NEON: return micro_neon;
+#ifdef RT_KERN_V128
+	case V128_ISA: return micro_v128;
 #endif
 	default: return NULL;
 	}
@@ -1109,11 +1144,11 @@ static bf16_chunk_fn *bf16_chunk_of(int isa, int layout)
 	case RT_ISA_AVX512: case RT_ISA_AVX2: return layout == RT_BF16_SHIFT ? bf16_chunk_avx2 : NULL;
 	case RT_ISA_BF16: return layout == RT_BF16_PAIRS ? pairs_chunk_avx512 : NULL;
 #endif
-#ifdef RT_KERN_NEON
-	case RT_ISA_NEON: return layout == RT_BF16_SHIFT ? bf16_chunk_neon : NULL;
+#ifdef RT_KERN_V128
+	case V128_ISA: return layout == RT_BF16_SHIFT ? bf16_chunk_v128 : NULL;
+#endif
 #ifdef RT_NEON_BFDOT
 	case RT_ISA_BFDOT: return layout == RT_BF16_PAIRS ? pairs_chunk_neon : NULL;
-#endif
 #endif
 	default: return NULL;
 	}
@@ -1129,8 +1164,8 @@ static packed_fn *packed_of(int isa)
 	case RT_ISA_AVX512: return gemv_packed_512;
 	case RT_ISA_AVX2: return gemv_packed_256;
 #endif
-#ifdef RT_KERN_NEON
-	case RT_ISA_NEON: return gemv_packed_neon;
+#ifdef RT_KERN_V128
+	case V128_ISA: return gemv_packed_v128;
 #endif
 #ifdef RT_KERN_MFP
 	case RT_ISA_MFP: return gemv_packed_m;
@@ -1147,11 +1182,11 @@ static i8_chunk_fn *i8_chunk_of(int isa)
 	case RT_ISA_VNNI: return i8_chunk_vnni;
 	case RT_ISA_AVX512: case RT_ISA_AVX2: return i8_chunk_avx2;
 #endif
-#ifdef RT_KERN_NEON
 #ifdef RT_NEON_DOT
 	case RT_ISA_DOTPROD: return i8_chunk_dot;
 #endif
-	case RT_ISA_NEON: return i8_chunk_neon;
+#ifdef RT_KERN_V128
+	case V128_ISA: return i8_chunk_v128;
 #endif
 #ifdef RT_KERN_DSP
 	case RT_ISA_DSP: return i8_chunk_dsp;
@@ -1170,11 +1205,44 @@ int rt_kern_gemv(int isa, int transB, int64_t N, int64_t K, float alpha, const f
 	return f != NULL;
 }
 
+/* Whether rt_kern_gemm multiplies M rows unpacked (rt_kern_v128.h's
+ * V128_FEW_ROWS; rt_kern_gemm_panels then declines) */
+#if defined(RT_KERN_V128) && V128_FEW_ROWS > 0
+#define RT_KERN_FEW 1
+#endif
+#ifdef RT_KERN_SIMD
+static int few_rows(int isa, int64_t M, int64_t K)
+{
+#ifdef RT_KERN_FEW
+	return isa == V128_ISA && M >= 1 && M <= V128_FEW_ROWS && K >= 1 && K <= V128_FEW_KMAX;
+#else
+	(void)isa, (void)M, (void)K;
+	return 0;
+#endif
+}
+#endif
+
+int rt_kern_gemm_packs(int isa, int64_t M, int64_t K)
+{
+#ifdef RT_KERN_SIMD
+	return micro_of(isa) && K > 0 && !few_rows(isa, M, K);
+#else
+	(void)isa, (void)M, (void)K;
+	return 0;
+#endif
+}
+
 int rt_kern_gemm(int isa, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
 		 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, const float *bias,
 		 float *C, int64_t ldc)
 {
 #ifdef RT_KERN_SIMD
+#ifdef RT_KERN_FEW
+	if (few_rows(isa, M, K)) {
+		gemm_few_v128(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+		return 1;
+	}
+#endif
 	micro_fn *f = micro_of(isa);
 	if (f && K > 0) {
 		gemm_panels(f, transA, transB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, bias, C, ldc);
@@ -1208,7 +1276,7 @@ int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, fl
 {
 #ifdef RT_KERN_SIMD
 	micro_fn *f = micro_of(isa);
-	if (f && K > 0) {
+	if (rt_kern_gemm_packs(isa, M, K)) {
 		gemm_panels(f, transA, 0, M, N, K, alpha, A, lda, NULL, 0, P, beta, bias, C, ldc);
 		return 1;
 	}
@@ -1280,9 +1348,9 @@ int rt_kern_quant_act_u7(int isa, int64_t K, const float *a, uint8_t *q, int32_t
 	if (isa == RT_ISA_VNNI || isa == RT_ISA_AVX512 || isa == RT_ISA_AVX2)
 		return quant_act_u7_256(K, a, q, zp, scale);
 #endif
-#ifdef RT_KERN_NEON
-	if (isa == RT_ISA_NEON || isa == RT_ISA_DOTPROD)
-		return quant_act_u7_neon(K, a, q, zp, scale);
+#ifdef RT_KERN_V128
+	if (isa == V128_ISA || isa == RT_ISA_DOTPROD)
+		return quant_act_u7_v128(K, a, q, zp, scale);
 #endif
 	(void)isa, (void)K, (void)a, (void)q, (void)zp, (void)scale;
 	return 0;

@@ -7,13 +7,15 @@
  * written for exactly that shape:
  *   gemv: c[N] = alpha op(B)^T a + beta c, the batch-1 step, bound by the
  *     bandwidth at which B streams from cache: eight rows (or 128 columns;
- *     NEON: 32) at a time, every load feeding an FMA;
+ *     NEON and SIMD128: 32) at a time, every load feeding an FMA (SIMD128:
+ *     a multiply and an add);
  *   gemv_packed: the same on weights packed once (rt_gemv_pack) into blocks
  *     of 256 rows stored column by column: one stream in order, up to 16
  *     vectors of sums, no horizontal adds (10-20% faster than gemv at
  *     hidden 128-256, where the step is bound by that stream);
  *   gemm: C[M,N] = alpha op(A) op(B) + beta C with a 6 x 64 register-blocked
- *     AVX-512 micro-kernel (AVX2 and NEON: four 6 x 16 blocks) over 64-column panels
+ *     AVX-512 micro-kernel (AVX2 and NEON: four 6 x 16 blocks; SIMD128:
+ *     eight 6 x 8) over 64-column panels
  *     of op(B) packed on the stack (kc x 64, re-used by every row of A), A
  *     read in place; gemm_panels: the same on op(B) packed once for all
  *     the steps of a recurrence (the weights do not change during it).  Inside a row-parallel recurrence it is the only fast
@@ -22,7 +24,8 @@
  * this CPU or for these arguments (the caller then uses BLAS or the portable
  * kernel); the choice is made at run time (__builtin_cpu_supports on
  * x86-64, getauxval's hardware capabilities on aarch64 Linux), so one
- * libcellrt serves every CPU of its architecture.  The isa argument forces
+ * libcellrt serves every CPU of its architecture (a WebAssembly build has
+ * SIMD128 or not, fixed when it is compiled).  The isa argument forces
  * one instruction set, so that the unit tests compare each with the
  * reference on the CPUs that have it (rt_kern_has).  Results differ from the
  * reference only by the order of the float additions.
@@ -47,17 +50,21 @@
  *   Arm M profile (rt_kern_m.h; chosen at compile time, from the core the
  *     build targets): MFP (a single-precision FPU with VFMA, Cortex-M4F and
  *     M7: the float32 GEMVs, plain and packed; no GEMM micro-kernel), DSP
- *     (the DSP extension's SMLAD: the int8 GEMV). */
+ *     (the DSP extension's SMLAD: the int8 GEMV);
+ *   wasm32: SIMD128 (WebAssembly's 128-bit SIMD, in a build with
+ *     -msimd128: all float32 kernels, the bfloat16 GEMV on RT_BF16_SHIFT,
+ *     the int8 GEMV). */
 enum {
 	RT_ISA_NONE = 0,
 	RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2, RT_ISA_VNNI = 3, RT_ISA_BF16 = 4,
 	RT_ISA_NEON = 5, RT_ISA_DOTPROD = 6, RT_ISA_BFDOT = 7,
 	RT_ISA_MFP = 8, RT_ISA_DSP = 9,
-	RT_ISA_COUNT = 10
+	RT_ISA_SIMD128 = 10,
+	RT_ISA_COUNT = 11
 };
 
 /* The best instruction set of this CPU that the float32 kernels use
- * (RT_ISA_AVX512, AVX2, NEON, MFP or NONE). */
+ * (RT_ISA_AVX512, AVX2, NEON, MFP, SIMD128 or NONE). */
 int rt_kern_isa(void);
 /* The same for the int8 kernel: RT_ISA_VNNI (AVX-512 with VNNI, VL and BW),
  * RT_ISA_DOTPROD or RT_ISA_DSP where the CPU has it, else rt_kern_isa(). */
@@ -87,7 +94,12 @@ enum { RT_PANEL_MR = 6, RT_PANEL_NR = 64 };
 /* The GEMM on op(B) packed once: rt_kern_pack_panels writes every panel
  * gemm would pack (64 columns by K rows, zero past N) into P, which holds
  * rt_kern_panels_size(N, K) floats, 64-byte aligned; rt_kern_gemm_panels
- * then multiplies by it without packing.  Both return 0 without a kernel. */
+ * then multiplies by it without packing.  Both return 0 without a kernel;
+ * rt_kern_gemm_panels also where rt_kern_gemm multiplies M rows without
+ * panels (rt_kern_gemm_packs 0: SIMD128, at most 4 rows, rt_kern_v128.h),
+ * so that a product of weights packed once and one packed per call (the
+ * caller's rt_sgemm when this returns 0) give the same bits. */
+int rt_kern_gemm_packs(int isa, int64_t M, int64_t K);
 int64_t rt_kern_panels_size(int64_t N, int64_t K);
 int rt_kern_pack_panels(int isa, int transB, int64_t N, int64_t K, const float *B, int64_t ldb, float *P);
 int rt_kern_gemm_panels(int isa, int transA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
