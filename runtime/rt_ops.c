@@ -18,6 +18,10 @@
 /* n elements from x (elements xstep apart) to consecutive y. */
 static void copy_strided(char *y, const char *x, int64_t n, int64_t xstep, size_t esize)
 {
+	if (xstep == 1) {       /* a contiguous run */
+		memcpy(y, x, (size_t)n * esize);
+		return;
+	}
 	int64_t xb = xstep * (int64_t)esize;
 	switch (esize) {
 	case 1: for (int64_t i = 0; i < n; i++) memcpy(y + i, x + i * xb, 1); break;
@@ -51,17 +55,31 @@ static int64_t numel_of(const int64_t *dims, int rank)
 /* Walks Y's index space in row-major order: for every run of the innermost
  * axis, copies ydims[rank-1] elements from X starting at offset base (in
  * elements) + sum over outer axes of idx[k] * xstep[k], elements xstep[rank-1]
- * apart.  Transpose and slice differ only in base and xstep. */
-static void strided_walk(char *y, const char *x, size_t esize, int rank, const int64_t *ydims,
-			int64_t base, const int64_t *xstep)
+ * apart.  Transpose and slice differ only in base and xstep.  Axes whose
+ * runs follow one another in X as in Y (an outer step of the inner axis'
+ * whole length: a slice of whole rows, a transpose that keeps the last
+ * axes) are walked as one, so a copy of short rows is one long run. */
+static void strided_walk(char *y, const char *x, size_t esize, int rank0, const int64_t *ydims0,
+			int64_t base, const int64_t *xstep0)
 {
-	if (rank == 0) {
+	if (rank0 == 0) {
 		memcpy(y, x + base * (int64_t)esize, esize);
 		return;
 	}
-	int64_t total = numel_of(ydims, rank);
+	int64_t total = numel_of(ydims0, rank0);
 	if (total == 0)
 		return;
+	int64_t ydims[RT_TF_MAXRANK], xstep[RT_TF_MAXRANK];
+	int rank = 0;
+	for (int k = 0; k < rank0; k++) {
+		if (rank > 0 && xstep[rank - 1] == xstep0[k] * ydims0[k]) {
+			ydims[rank - 1] *= ydims0[k];
+			xstep[rank - 1] = xstep0[k];
+		} else {
+			ydims[rank] = ydims0[k];
+			xstep[rank++] = xstep0[k];
+		}
+	}
 	int64_t idx[RT_TF_MAXRANK] = {0};
 	int64_t n = ydims[rank - 1];
 	for (int64_t done = 0; done < total; done += n) {
