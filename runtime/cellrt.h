@@ -91,6 +91,10 @@ int rt_tf_open(rt_tensorfile *tf, const char *path);
 /* Same checks on a file image already in memory (embedded weights, tests);
  * the image must stay alive and 64-byte aligned while tf is used. */
 int rt_tf_open_mem(rt_tensorfile *tf, const void *mem, size_t size);
+/* The same on a copy of the image that tf owns, as rt_tf_open's (the
+ * bytes of a weights file fetched by a web page): the caller's image may
+ * go, and have any alignment, once this returns. */
+int rt_tf_open_copy(rt_tensorfile *tf, const void *image, size_t size);
 void rt_tf_close(rt_tensorfile *tf);
 const rt_tensor *rt_tf_find(const rt_tensorfile *tf, const char *name);
 /* Finds `name` and checks dtype and shape; RT_ERR_MISMATCH otherwise. */

@@ -224,6 +224,21 @@ int rt_tf_open_mem(rt_tensorfile *tf, const void *mem, size_t size)
 	return RT_OK;
 }
 
+/* tf from mem[size], an image of 64-byte aligned memory that tf then owns
+ * (freed here on failure) */
+static int open_owned(rt_tensorfile *tf, void *mem, size_t size)
+{
+	int rc = parse(tf, mem, size, NULL, 0);
+	if (rc != RT_OK) {
+		tf_reset(tf);
+		free(mem);
+		return rc;
+	}
+	tf->mem = mem;
+	tf->size = size;
+	return RT_OK;
+}
+
 int rt_tf_open(rt_tensorfile *tf, const char *path)
 {
 	if (!tf)
@@ -255,15 +270,21 @@ int rt_tf_open(rt_tensorfile *tf, const char *path)
 		free(mem);
 		return err || grew ? RT_ERR_IO : RT_ERR_TRUNCATED;
 	}
-	int rc = parse(tf, mem, size, NULL, 0);
-	if (rc != RT_OK) {
-		tf_reset(tf);
-		free(mem);
-		return rc;
-	}
-	tf->mem = mem;
-	tf->size = size;
-	return RT_OK;
+	return open_owned(tf, mem, size);
+}
+
+int rt_tf_open_copy(rt_tensorfile *tf, const void *image, size_t size)
+{
+	if (!tf)
+		return RT_ERR_ARG;
+	memset(tf, 0, sizeof *tf);
+	if (!image || size > SIZE_MAX - TF_ALIGN)
+		return RT_ERR_ARG;
+	void *mem = aligned_alloc(TF_ALIGN, align_up(size ? size : 1));
+	if (!mem)
+		return RT_ERR_NOMEM;
+	memcpy(mem, image, size);
+	return open_owned(tf, mem, size);
 }
 
 void rt_tf_close(rt_tensorfile *tf)

@@ -184,26 +184,27 @@ static const char *weight_name(arena *A, const ir_value *v)
 }
 
 /* The head of load_weights for a weights file, up to the opened file in
- * m->wf: read by rt_tf_open, or (no_malloc) into the arena part buf[cap]
- * and described in m->wtab. */
+ * m->wf: read by rt_tf_open, or copied from its image[bytes] in memory
+ * (NAME_create_mem), or (no_malloc) read into the arena part buf[cap] and
+ * described in m->wtab. */
 static void open_weights_fn(emit_ctx *E)
 {
 	ew *w = E->w;
 	const char *n = E->tabs->name;
 	int nw = E->tabs->nweights;
-	if (E->o->no_malloc)
-		ew_fn_open(w, "static int load_weights(%s *m, const char *path, unsigned char *buf, size_t cap)", n);
-	else
-		ew_fn_open(w, "static int load_weights(%s *m, const char *path)", n);
-	ew_line(w, "if (!path)");
-	ew_line(w, "\treturn %s;", nw ? "RT_ERR_ARG" : "RT_OK");
 	if (E->o->no_malloc) {
+		ew_fn_open(w, "static int load_weights(%s *m, const char *path, unsigned char *buf, size_t cap)", n);
+		ew_line(w, "if (!path)");
+		ew_line(w, "\treturn %s;", nw ? "RT_ERR_ARG" : "RT_OK");
 		ew_line(w, "size_t size;");
 		ew_line(w, "int st = rt_tf_read_into(path, buf, cap, &size);");
 		ew_line(w, "if (st == RT_OK)");
 		ew_line(w, "\tst = rt_tf_open_view(&m->wf, buf, size, m->wtab, %d);", nw ? nw : 1);
 	} else {
-		ew_line(w, "int st = rt_tf_open(&m->wf, path);");
+		ew_fn_open(w, "static int load_weights(%s *m, const char *path, const void *image, size_t bytes)", n);
+		ew_line(w, "if (!path && !image)");
+		ew_line(w, "\treturn %s;", nw ? "RT_ERR_ARG" : "RT_OK");
+		ew_line(w, "int st = path ? rt_tf_open(&m->wf, path) : rt_tf_open_copy(&m->wf, image, bytes);");
 	}
 	ew_line(w, "if (st != RT_OK)");
 	ew_line(w, "\treturn st;");
@@ -494,7 +495,13 @@ static void create_malloc(emit_ctx *E)
 	ew *w = E->w;
 	const char *n = E->tabs->name;
 	int emb = E->o->embed_weights;
-	ew_fn_open(w, "int %s_create(%s **mp, const char *weights_path)", n, n);
+	if (emb) {
+		ew_fn_open(w, "int %s_create(%s **mp, const char *weights_path)", n, n);
+	} else {
+		ew_line(w, "/* %s_create and %s_create_mem: the weights file read from path, or", n, n);
+		ew_line(w, " * copied from its image[bytes] in memory (path NULL) */");
+		ew_fn_open(w, "static int create_from(%s **mp, const char *path, const void *image, size_t bytes)", n);
+	}
 	ew_line(w, "if (!mp)");
 	ew_line(w, "\treturn RT_ERR_ARG;");
 	ew_line(w, "*mp = NULL;");
@@ -505,7 +512,7 @@ static void create_malloc(emit_ctx *E)
 	ew_line(w, "%s *m = calloc(1, sizeof *m);", n);
 	ew_line(w, "if (!m)");
 	ew_line(w, "\treturn RT_ERR_NOMEM;");
-	ew_line(w, "int st = load_weights(m%s);", emb ? "" : ", weights_path");
+	ew_line(w, "int st = load_weights(m%s);", emb ? "" : ", path, image, bytes");
 	ew_line(w, "if (st == RT_OK)");
 	ew_line(w, "\tst = %s_reset(m);", n);
 	if (emit_rng_count(E->g)) {
@@ -520,6 +527,16 @@ static void create_malloc(emit_ctx *E)
 	ew_line(w, "return RT_OK;");
 	ew_close(w, "");
 	ew_line(w, "%s", "");
+	if (!emb) {
+		ew_fn_open(w, "int %s_create(%s **mp, const char *weights_path)", n, n);
+		ew_line(w, "return create_from(mp, weights_path, NULL, 0);");
+		ew_close(w, "");
+		ew_line(w, "%s", "");
+		ew_fn_open(w, "int %s_create_mem(%s **mp, const void *weights, size_t bytes)", n, n);
+		ew_line(w, "return create_from(mp, NULL, weights, bytes);");
+		ew_close(w, "");
+		ew_line(w, "%s", "");
+	}
 	ew_fn_open(w, "void %s_destroy(%s *m)", n, n);
 	ew_line(w, "if (!m)");
 	ew_line(w, "\treturn;");
@@ -636,6 +653,11 @@ void emit_blk_create_decls(emit_ctx *E)
 			ew_line(w, " * checked (format, checksum, tensor names, dtypes, shapes) before use.");
 		ew_line(w, " * %s_destroy frees everything. */", n);
 		ew_line(w, "int %s_create(%s **m, const char *weights_path);", n, n);
+		if (!E->o->embed_weights) {
+			ew_line(w, "/* The same from the bytes of %s.weights already in memory (fetched by a", n);
+			ew_line(w, " * web page, in flash): copied, so the caller may free them on return. */");
+			ew_line(w, "int %s_create_mem(%s **m, const void *weights, size_t bytes);", n, n);
+		}
 		ew_line(w, "void %s_destroy(%s *m);", n, n);
 		return;
 	}

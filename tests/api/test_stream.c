@@ -9,7 +9,9 @@
  * reference step by step), m_reset, m_run resetting first, a second batch
  * size on the same instance, the generic interface (io_*, bind_dims,
  * run_generic), status strings, and that m_create refuses missing,
- * truncated, corrupted and foreign weights files with the documented status.
+ * truncated, corrupted and foreign weights files with the documented status,
+ * as m_create_mem does the same bytes in memory (which it copies: the
+ * caller's, at any alignment, may go once it returns).
  *
  * Environment: CELLC_API_CASE (fixture directory), CELLC_API_WEIGHTS
  * (m.weights), CELLC_API_OTHER_WEIGHTS (weights of a different model),
@@ -288,25 +290,33 @@ START_TEST(test_status_strings)
 }
 END_TEST
 
+/* The bytes of the weights file at path, at buf + 1 (misaligned on purpose). */
+static unsigned char *file_bytes(const char *path, long *n, unsigned char **buf)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	*n = ftell(f);
+	rewind(f);
+	*buf = malloc((size_t)*n + 1);
+	ck_assert_ptr_nonnull(*buf);
+	ck_assert_int_eq((long)fread(*buf + 1, 1, (size_t)*n, f), *n);
+	fclose(f);
+	return *buf + 1;
+}
+
 /* Copies the weights file with `keep` bytes, flipping byte `flip` (or none). */
 static void damaged_copy(const char *dst, long keep, long flip)
 {
-	FILE *f = fopen(env("CELLC_API_WEIGHTS"), "rb");
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	unsigned char *buf = malloc((size_t)n);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq((long)fread(buf, 1, (size_t)n, f), n);
-	fclose(f);
+	long n;
+	unsigned char *buf, *w = file_bytes(env("CELLC_API_WEIGHTS"), &n, &buf);
 	if (keep < 0 || keep > n)
 		keep = n;
 	if (flip >= 0 && flip < keep)
-		buf[flip] ^= 0x40;
+		w[flip] ^= 0x40;
 	FILE *g = fopen(dst, "wb");
 	ck_assert_ptr_nonnull(g);
-	ck_assert_int_eq((long)fwrite(buf, 1, (size_t)keep, g), keep);
+	ck_assert_int_eq((long)fwrite(w, 1, (size_t)keep, g), keep);
 	fclose(g);
 	free(buf);
 }
@@ -342,6 +352,44 @@ START_TEST(test_create_refuses_bad_weights)
 }
 END_TEST
 
+START_TEST(test_create_mem)
+{
+	static int sentinel;    /* m_create_mem must set *mp to NULL on failure */
+	long n, no;
+	unsigned char *buf, *bo, *w = file_bytes(env("CELLC_API_WEIGHTS"), &n, &buf);
+	m *mod = (m *)(void *)&sentinel;
+	ck_assert_int_eq(m_create_mem(&mod, NULL, (size_t)n), RT_ERR_ARG);
+	ck_assert_ptr_null(mod);
+	mod = (m *)(void *)&sentinel;
+	ck_assert_int_eq(m_create_mem(&mod, w, (size_t)n - 100), RT_ERR_TRUNCATED);
+	ck_assert_ptr_null(mod);
+	w[n - 1] ^= 0x40;
+	mod = (m *)(void *)&sentinel;
+	ck_assert_int_eq(m_create_mem(&mod, w, (size_t)n), RT_ERR_CHECKSUM);
+	ck_assert_ptr_null(mod);
+	w[n - 1] ^= 0x40;
+	unsigned char *other = file_bytes(env("CELLC_API_OTHER_WEIGHTS"), &no, &bo);
+	mod = (m *)(void *)&sentinel;
+	ck_assert_int_eq(m_create_mem(&mod, other, (size_t)no), RT_ERR_MISMATCH);
+	ck_assert_ptr_null(mod);
+	free(bo);
+
+	/* the intact bytes: then the caller's copy goes, and the model runs as m_create's */
+	ck_assert_int_eq(m_create_mem(&mod, w, (size_t)n), RT_OK);
+	memset(buf, 0xff, (size_t)n + 1);
+	free(buf);
+	ref r = load_ref("");
+	outs o = alloc_outs(&r, r.T);
+	m_dims d = {.T = r.T, .N = r.N};
+	ck_assert_int_eq(run(mod, &d, r.x, &o), RT_OK);
+	expect_close(o.y, r.y, r.T * r.D * r.N * r.H, "Y");
+	expect_final(&r, &o);
+	free_outs(&o);
+	free_ref(&r);
+	m_destroy(mod);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api");
@@ -353,6 +401,7 @@ int main(void)
 	tcase_add_test(tc, test_generic_interface);
 	tcase_add_test(tc, test_status_strings);
 	tcase_add_test(tc, test_create_refuses_bad_weights);
+	tcase_add_test(tc, test_create_mem);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
