@@ -14,15 +14,27 @@
 #   NAME_OPENMP  the OpenMP flag of its code (empty: single-threaded)
 #   NAME_SIZE    the tool that reports code and data sizes
 #   NAME_PKGS    the Debian packages of CC, RUN and SIZE (make deps installs them)
-#   NAME_TEST_PKGS  what the unit tests of libcellrt link for it (package:arch)
+#   NAME_TEST_PKGS  what the unit tests of libcellrt link for it (package:arch;
+#                empty: Debian builds no Check for the target, and its kernel
+#                tests run under tests/unit/check_bare.h instead)
 #   NAME_BOARD   a target without an OS: the board its programs run on
 #                (runtime/board/BOARD.c and BOARD.ld: startup code, linker
 #                script, output and exit through the emulator), which `make
 #                runtime` builds beside libcellrt and `make size` measures
 #                the model on; empty for a target with an OS
+#   NAME_ENV     the environment its tools need (VAR=VALUE words, exported
+#                to every recipe of a build for the target)
+#   NAME_MODULE  a suffix: `make TARGET=NAME` in a generated directory also
+#                links libMODEL.a and libcellrt into one module, MODEL + this
+#                suffix, that exports the model's C API (every function
+#                MODEL.c defines, and malloc and free) to the program that
+#                loads it; empty: none
+#   NAME_MODULE_LDFLAGS  how the module is linked, ending in the option that
+#                takes the comma-separated exports
+#   NAME_NM      the symbol lister that finds those functions in MODEL.o
 # Paths in a row start at $(CELLRT), the cellc tree (cellc's own Makefile
 # sets it to its directory; a generated Makefile has its CELLRT).
-CELLC_TARGETS := aarch64 cortex-m4
+CELLC_TARGETS := aarch64 cortex-m4 wasm32
 
 # aarch64 Linux (Debian's cross toolchain), run under qemu-user with the
 # cross sysroot; NEON is the baseline, the dot-product and BF16 kernels are
@@ -63,6 +75,35 @@ cortex-m4_PKGS      := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 cortex-m4_TEST_PKGS :=
 cortex-m4_BOARD     := mps2-an386
 
+# WebAssembly (Debian's emscripten), run under Node: SIMD128 (-msimd128,
+# every browser and Node since 2021; an engine without it refuses the
+# module, so there is no choice at run time), single-threaded (no OpenMP);
+# a program is NAME (its JavaScript, which Node runs) and NAME.wasm, reading
+# this machine's files through Node (NODERAWFS) and compiled as it loads
+# (Node 18 and later have a fetch that emscripten 3.1.6's loader would try
+# on the file otherwise).  The JavaScript optimiser of emcc needs the acorn
+# parser, which Debian installs for its own node in /usr/share/nodejs.
+# `make TARGET=wasm32` in a generated directory also links NAME.wasm, the
+# module a web page or Node loads (its JavaScript API: cellc compile --js):
+# standalone (no emscripten JavaScript; the WASI calls it makes are a few
+# that NAME.mjs answers), its memory growing as the model allocates.
+wasm32_CC        := emcc
+wasm32_AR        := emar
+wasm32_CFLAGS    := -msimd128
+wasm32_LDFLAGS   := -sNODERAWFS=1 -sWASM_ASYNC_COMPILATION=0 -sALLOW_MEMORY_GROWTH=1 -sEXIT_RUNTIME=1
+wasm32_LIBS      := -lm
+wasm32_RUN       := node
+wasm32_BLAS      := none
+wasm32_OPENMP    :=
+wasm32_SIZE      := llvm-size-14
+wasm32_PKGS      := emscripten nodejs
+wasm32_TEST_PKGS :=
+wasm32_BOARD     :=
+wasm32_ENV       := NODE_PATH=/usr/share/nodejs$(if $(NODE_PATH),:$(NODE_PATH))
+wasm32_MODULE    := .wasm
+wasm32_MODULE_LDFLAGS := -sSTANDALONE_WASM --no-entry -sALLOW_MEMORY_GROWTH=1 -sEXPORTED_FUNCTIONS=
+wasm32_NM        := emnm
+
 # every target's packages (cellc's `make deps`)
 CELLC_TARGET_PKGS := $(foreach t,$(CELLC_TARGETS),$($(t)_PKGS) $($(t)_TEST_PKGS))
 
@@ -78,6 +119,7 @@ TARGET_LIBS   := $($(TARGET)_LIBS)
 TARGET_RUN    := $($(TARGET)_RUN)
 TARGET_SIZE   := $($(TARGET)_SIZE)
 TARGET_BOARD  := $($(TARGET)_BOARD)
+$(foreach e,$($(TARGET)_ENV),$(eval export $(e)))
 # a recipe line that fails, naming the Debian packages, when one of the
 # tools $(1) is missing
 target_tools = @for t in $(1); do command -v $$t >/dev/null 2>&1 || { echo "TARGET=$(TARGET): $$t not found: install the Debian packages $($(TARGET)_PKGS) (apt-get install $($(TARGET)_PKGS), or make deps in cellc's tree)" >&2; exit 1; }; done

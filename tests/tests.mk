@@ -148,7 +148,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 ifeq ($(TARGET),)
 # $(call host,PROGRAMS): the host's unit-test programs (none for a TARGET)
 host = $(1)
-else ifeq ($(TARGET_BOARD),)
+else ifneq ($($(TARGET)_TEST_PKGS),)
 host =
 # TARGET=NAME (templates/targets.mk): libcellrt's unit tests for that
 # target, linked statically with its Check (NAME_TEST_PKGS, a foreign
@@ -162,12 +162,13 @@ $(TB)/tests/test_runtime: tests/unit/test_runtime.c tests/unit/test_kern.h runti
 	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(TARGET_LDFLAGS) $(WARN) -Iruntime $< -o $@ -static $(TB)/libcellrt.a -lcheck -lsubunit -lrt -pthread $(TARGET_LIBS)
 else
 host =
-# a target without an OS (a row with a board): Check does not build there;
-# the kernel tests of test_runtime.c (tests/unit/test_kern.h) under
-# check_bare.h, a firmware image for the board's emulator
+# a target that Debian builds no Check for (no NAME_TEST_PKGS): the kernel
+# tests of test_runtime.c (tests/unit/test_kern.h) under check_bare.h; on a
+# target without an OS (a row with a board: Check does not build there) a
+# firmware image for the board's emulator, in WebAssembly a program Node runs
 unit-tests: $(TB)/tests/test_kern_bare
 $(TB)/tests/test_kern_bare: tests/unit/test_kern_bare.c tests/unit/test_kern.h tests/unit/check_bare.h \
-		runtime/cellrt.h runtime/rt_kern.h $(TB)/libcellrt.a $(TB)/$(TARGET_BOARD).o
+		runtime/cellrt.h runtime/rt_kern.h $(TB)/libcellrt.a $(if $(TARGET_BOARD),$(TB)/$(TARGET_BOARD).o)
 	$(call target_tools,$(CC))
 	@mkdir -p $(TB)/tests
 	$(CC) $(CFLAGS) $(TARGET_CFLAGS) $(TARGET_LDFLAGS) $(WARN) -Iruntime $< -o $@ $(TB)/libcellrt.a $(TARGET_LIBS)
