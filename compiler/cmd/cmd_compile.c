@@ -77,6 +77,9 @@ static const char usage[] =
 	"                        caller-provided arena of NAME_ARENA_BYTES (NAME.h)\n"
 	"  --max-dim SYM=N       largest value of dimension symbol SYM that the arena must\n"
 	"                        hold (--no-malloc needs one per symbol; `cellc info` lists them)\n"
+	"  --js                  also write NAME.mjs, the JavaScript API (createModel, step,\n"
+	"                        run, reset) of the WebAssembly module NAME.wasm that\n"
+	"                        make TARGET=wasm32 builds, for web pages and Node\n"
 	"Golden regression test (docs/deploying.md):\n"
 	"  --testbench DATA      also write NAME_test.c and a `make test` target from the golden\n"
 	"                        inputs/outputs in DATA: input_N/output_N files (.pb TensorProtos\n"
@@ -507,7 +510,7 @@ static int load_testbench(arena *A, diag *D, const char *model, ir_graph *g, td_
 typedef struct compile_out {
 	arena *A;
 	const char *model, *name, *outdir, *cmdline;
-	int embed, no_malloc, train;
+	int embed, no_malloc, train, js;
 	const named_dim *md;    /* --max-dim */
 	int nmd;
 	int ncarry;             /* --carry */
@@ -536,7 +539,7 @@ static int emit_compiled(ir_graph *g, diag *D, void *ctx)
 		return 1;
 	emit_opts eo = {
 		.name = c->name, .outdir = c->outdir, .cmdline = c->cmdline,
-		.embed_weights = c->embed, .no_malloc = c->no_malloc,
+		.embed_weights = c->embed, .no_malloc = c->no_malloc, .js = c->js,
 		.max_dims = maxd, .ncarry = c->ncarry, .carry_in = c->carry_in, .carry_out = c->carry_out,
 	};
 	cmd_emit_home(c->A, &eo);
@@ -558,7 +561,7 @@ typedef struct compile_args {
 	int ncarry;
 	pass_opts po;
 	train_opts topts;
-	int embed, no_malloc, werror_fallback;
+	int embed, no_malloc, werror_fallback, js;
 	named_dim md[MAX_MAXDIM];               /* --max-dim */
 	int nmd;
 	const char *tbdirs[MAX_TB];             /* --testbench */
@@ -622,6 +625,8 @@ static int parse_compile_args(int argc, char **argv, arena *A, compile_args *C)
 			}
 		} else if (!strcmp(a, "--no-malloc")) {
 			C->no_malloc = C->po.no_malloc = 1;
+		} else if (!strcmp(a, "--js")) {
+			C->js = 1;
 		} else if ((r = cmd_opt_value(argc, argv, &i, "--max-dim", &val))) {
 			if (r < 0 || C->nmd == MAX_MAXDIM ||
 			    !cmd_parse_dim("compile", "--max-dim", val, A, &C->md[C->nmd].name, &C->md[C->nmd].value)) {
@@ -681,6 +686,11 @@ static int check_compile_args(arena *A, compile_args *C)
 				"or --testbench yet (the parameters must be a writable weights file)\n");
 		return 2;
 	}
+	if (C->js && (C->no_malloc || C->po.train)) {
+		fprintf(stderr, "cellc compile: --js does not combine with %s: the JavaScript API makes its "
+				"instance with the module's malloc and runs inference\n", C->no_malloc ? "--no-malloc" : "--train");
+		return 2;
+	}
 	if (!cmd_train_check("compile", &C->po, &C->topts)) {
 		arena_free(A);
 		return 2;
@@ -718,7 +728,8 @@ int cmd_compile(int argc, char **argv)
 		name = cmd_default_name(&A, model);
 	compile_out out = {
 		.A = &A, .model = model, .name = name, .outdir = C->outdir, .cmdline = cmd_line(&A, argc, argv),
-		.embed = C->embed, .no_malloc = C->no_malloc, .train = C->po.train, .md = C->md, .nmd = C->nmd,
+		.embed = C->embed, .no_malloc = C->no_malloc, .train = C->po.train, .js = C->js, .md = C->md,
+		.nmd = C->nmd,
 		.ncarry = C->ncarry, .carry_in = C->carry_in, .carry_out = C->carry_out, .L = &L, .rtol = C->rtol,
 		.atol = C->atol, .tb_embed = C->tb_embed,
 	};

@@ -331,10 +331,10 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 		arena_printf(E->A, "%d", g->noutputs), o->rtdir ? o->rtdir : "", o->pcdir ? o->pcdir : "",
 	};
 	const char *blocks[] = {"PROVENANCE", "DIMS", "RUN_DECLS", "STRUCT", "CONSTS", "LOAD_WEIGHTS",
-				"CREATE", "CREATE_DECLS", "RESET", "WS_RESERVE", "FORWARD", "API", "TARGETS"};
+				"CREATE", "CREATE_DECLS", "RESET", "WS_RESERVE", "FORWARD", "API", "TARGETS", "JS_MODEL"};
 	const block_fn fns[] = {emit_blk_provenance, emit_blk_dims, emit_blk_run_decls, emit_blk_struct, emit_blk_consts,
 				emit_blk_load_weights, emit_blk_create, emit_blk_create_decls, emit_blk_reset, emit_blk_ws_reserve,
-				emit_blk_forward, emit_blk_api, blk_targets};
+				emit_blk_forward, emit_blk_api, blk_targets, emit_blk_js_model};
 	tpl_env env = {keys, vals, (int)COUNTOF(keys), blocks, fns, (int)COUNTOF(blocks)};
 
 	if (o->embed_weights)
@@ -342,7 +342,8 @@ int emit_model(ir_graph *g, diag *D, const emit_opts *o)
 	if (write_file(E, arena_printf(E->A, "%s/%s.h", dir, n), "model.h.in", &env) ||
 	    write_file(E, arena_printf(E->A, "%s/%s.c", dir, n), "model.c.in", &env) ||
 	    write_file(E, arena_printf(E->A, "%s/Makefile", dir), "Makefile.in", &env) ||
-	    write_file(E, arena_printf(E->A, "%s/CMakeLists.txt", dir), "CMakeLists.txt.in", &env))
+	    write_file(E, arena_printf(E->A, "%s/CMakeLists.txt", dir), "CMakeLists.txt.in", &env) ||
+	    (o->js && write_file(E, arena_printf(E->A, "%s/%s.mjs", dir, n), "model.mjs.in", &env)))
 		return D->nerrors ? D->nerrors : 1;
 	return D->nerrors;
 }

@@ -87,6 +87,7 @@ typedef struct emit_opts {
 	                           NAME_ARENA_BYTES (NAME_create_in); no malloc/free */
 	const int64_t *max_dims; /* no_malloc: [g->nsyms] largest value of each symbol
 	                           (--max-dim), the arena is sized for them */
+	int js;                 /* --js: also NAME.mjs, the JavaScript API of NAME.wasm */
 	/* --carry IN=OUT: graph input carry_in[k] is fed, by NAME_stream, from
 	 * graph output carry_out[k] of the previous call (zeros after reset) */
 	int ncarry;

@@ -4,7 +4,10 @@
  * NAME_carried), NAME_seed for the random streams, the generic interface
  * (the io tables, NAME_bind_dims, NAME_io_shape, NAME_output_dims,
  * NAME_run_generic), and a --train build's NAME_param,
- * NAME_set_forward_only and NAME_save (docs/training.md).
+ * NAME_set_forward_only and NAME_save (docs/training.md); and for the
+ * JavaScript API of a WebAssembly build (--js, templates/model.mjs.in)
+ * what it cannot ask the module: the dims' names, the time symbol, the
+ * carried pairs.
  */
 #include "emit.h"
 #include "emit_tabs.h"
@@ -785,4 +788,34 @@ void emit_blk_api(emit_ctx *E)
 	api_run_generic(E);
 	if (E->g->train)
 		train_api(E);
+}
+
+/* ---- NAME.mjs (--js): the model as its JavaScript API sees it ---------------- */
+
+/* One object literal, MODEL: the members of NAME_dims in order, the symbol
+ * NAME_step sets to 1 (null without NAME_step), the --carry pairs as
+ * [input, output] positions, and whether the weights are embedded; the io
+ * names, dtypes and shapes the API asks the module itself. */
+void emit_blk_js_model(emit_ctx *E)
+{
+	ew *w = E->w;
+	struct emit_tabs *t = E->tabs;
+	ir_graph *g = E->g;
+	char *dims = "";
+	for (int i = 0; i < g->nsyms; i++)
+		if (ir_sym_free(g, i))
+			dims = arena_printf(E->A, "%s%s\"%s\"", dims, *dims ? ", " : "", t->sym[i]);
+	char *carried = "";
+	for (int k = 0; k < t->ncarry; k++)
+		carried = arena_printf(E->A, "%s%s[%d, %d]", carried, k ? ", " : "", t->carry_in[k], t->carry_out[k]);
+	ew_line(w, "const MODEL = {");
+	ew_line(w, "\tname: \"%s\", nin: %d, nout: %d,", t->name, g->ninputs, g->noutputs);
+	ew_line(w, "\tdims: [%s],", dims);
+	if (t->time_sym >= 0)
+		ew_line(w, "\ttime: \"%s\",", t->sym[t->time_sym]);
+	else
+		ew_line(w, "\ttime: null,");
+	ew_line(w, "\tcarried: [%s],", carried);
+	ew_line(w, "\tembedded: %s,", E->o->embed_weights ? "true" : "false");
+	ew_line(w, "};");
 }

@@ -132,5 +132,6 @@ void emit_blk_create_decls(emit_ctx *E);        /* NAME.h */
 void emit_blk_reset(emit_ctx *E);
 void emit_blk_ws_reserve(emit_ctx *E);
 void emit_blk_forward(emit_ctx *E);     /* NAME.c: emit.c */
+void emit_blk_js_model(emit_ctx *E);    /* NAME.mjs (--js): emit_api.c */
 
 #endif
