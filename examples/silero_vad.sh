@@ -2,19 +2,26 @@
 # silero_vad.sh: Silero VAD in C.  Fetches the models (npm package
 # @ricky0123/vad-web, pinned, checksums checked), compiles one with cellc
 # (sample rate bound to 16000, 512-sample chunks, LSTM state carried by the
-# instance), builds examples/silero_vad.c against it and runs it on a WAV file.
+# instance), builds examples/silero_vad.c against it and runs it on a WAV file;
+# or, with --web, builds the web page examples/silero_vad.html with the model
+# compiled to WebAssembly (cellc compile --js, make TARGET=wasm32).
 #
 #   examples/silero_vad.sh [v4|v5] FILE.wav [silero_vad options]
+#   examples/silero_vad.sh --web [v4|v5]     the page in build/silero/web/
 #
 # Everything goes to build/silero (SILERO_DIR).  Needs npm (once, for the
-# download), build/cellc and build/libcellrt.a (make).  Exit status 2 when the
-# package cannot be fetched or does not match its checksums.
+# download), build/cellc and build/libcellrt.a (make); --web needs emcc
+# (Debian emscripten) and builds build/wasm32/libcellrt.a (make runtime
+# TARGET=wasm32).  Exit status 2 when the package cannot be fetched or does
+# not match its checksums.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
+web=""
+[ "$1" = --web ] && { web=1; shift; }
 ver=v5
 case "$1" in v4|v5) ver=$1; shift;; esac
-[ $# -ge 1 ] || { echo "usage: $0 [v4|v5] FILE.wav [-q] [-t THRESHOLD]" >&2; exit 2; }
-wav=$1; shift
+[ -n "$web" ] || [ $# -ge 1 ] || { echo "usage: $0 [v4|v5] FILE.wav [-q] [-t THRESHOLD] | $0 --web [v4|v5]" >&2; exit 2; }
+wav=$1; [ -n "$web" ] || shift
 dir=${SILERO_DIR:-$top/build/silero}
 mkdir -p "$dir"
 
@@ -52,6 +59,19 @@ fi
 opts=""
 while [ "$1" != "--" ]; do opts="$opts $1"; shift; done
 shift
+if [ -n "$web" ]; then
+	# the page and the model beside it: silero.mjs loads silero.wasm and the weights
+	out=$dir/web
+	rm -rf "$out"
+	# shellcheck disable=SC2086
+	"$top/build/cellc" compile "$model" -o "$out" --name silero --bind sr=16000 --js $opts
+	make -s -C "$top" runtime TARGET=wasm32
+	make -s -C "$out" CELLRT="$top" TARGET=wasm32
+	rm -f "$out"/*.o "$out"/*.a "$out"/.silero.target
+	cp "$top/examples/silero_vad.html" "$out/index.html"
+	echo "$out: serve it over HTTP and open it (python3 -m http.server -d $out 8000: http://localhost:8000/)"
+	exit 0
+fi
 rm -rf "$out"
 # shellcheck disable=SC2086
 "$top/build/cellc" compile "$model" -o "$out" --name silero --bind sr=16000 $opts
