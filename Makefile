@@ -24,6 +24,9 @@
 #                   docs/deploying.md
 #   make ort        install onnxruntime-node (npm, --ignore-scripts) into
 #                   build/ort for `cellc verify --oracle onnxruntime`
+#   make web        install playwright-core and onnxruntime-web (npm, pinned,
+#                   --ignore-scripts) into build/web: the WebAssembly tests
+#                   drive Debian's chromium, the benchmark's reference
 #   make bench      time the generated code against PyTorch and ONNX Runtime
 #                   (bench/run.py: table, build/bench/results.csv and .svg;
 #                   about 10 minutes on 2 cores; not part of check), then
@@ -52,10 +55,11 @@ PY      := /usr/bin/python3
 # row's paths start at CELLRT, this tree
 CELLRT  := .
 include templates/targets.mk
+# (chromium: the WebAssembly tests' browser, group cross_wasm32)
 DEB_PKGS := gcc make libc6-dev pkg-config libprotobuf-c-dev protobuf-c-compiler \
 	libopenblas-dev check python3-onnx python3-numpy python3-torch g++ valgrind \
 	cmake groff-base man-db libopenmpi-dev openmpi-bin \
-	clang libclang-rt-14-dev espeak-ng sox $(CELLC_TARGET_PKGS)
+	clang libclang-rt-14-dev espeak-ng sox chromium $(CELLC_TARGET_PKGS)
 
 # compiler/: one folder per stage (docs/architecture.md); each folder is on
 # the include path, so sources name headers without their folder
@@ -69,7 +73,7 @@ CPPFLAGS_C := $(COMPILER_DIRS:%=-Icompiler/%) -Iruntime -I$(B)/gen
 LIBS_C     := -lprotobuf-c -lopenblas -lm
 LIBS_RT    := -lopenblas -lm
 
-.PHONY: all deps demo check check-quick bench install uninstall clean san ort runtime
+.PHONY: all deps demo check check-quick bench install uninstall clean san ort web runtime
 
 # BLAS=none: libcellrt with its portable kernels, no OpenBLAS, for emitted
 # code (cellc itself always links the OpenBLAS build).
@@ -267,6 +271,17 @@ ort: $(ORT_DIR)/node_modules/onnxruntime-node/package.json
 $(ORT_DIR)/node_modules/onnxruntime-node/package.json:
 	@mkdir -p $(ORT_DIR)
 	npm install --prefix $(ORT_DIR) --ignore-scripts --no-audit --no-fund onnxruntime-node
+
+# npm packages of the WebAssembly tests and benchmark, pinned, into build/web:
+# playwright-core drives Debian's chromium (it downloads no browser of its
+# own), onnxruntime-web is the benchmark's WebAssembly reference
+WEB_DIR := $(B)/web
+WEB_NPM := playwright-core@1.65.2 onnxruntime-web@1.31.1
+web: $(WEB_DIR)/.npm
+$(WEB_DIR)/.npm: Makefile
+	@mkdir -p $(WEB_DIR)
+	npm install --prefix $(WEB_DIR) --ignore-scripts --no-audit --no-fund $(WEB_NPM)
+	@echo $(WEB_NPM) > $@
 
 # the benchmark: builds what it needs, never fails on a slow number
 bench: deps ort
