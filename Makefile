@@ -33,7 +33,9 @@
 #                   data-parallel training with 1 and 2 MPI ranks and its
 #                   scaling model (bench/mpi_scaling.py, about a minute), then
 #                   Silero VAD v4/v5 per 512-sample chunk against ONNX Runtime
-#                   (bench/silero_bench.py, npm models; half a minute)
+#                   (bench/silero_bench.py, npm models; half a minute), then
+#                   Silero VAD v5 compiled to WebAssembly against
+#                   onnxruntime-web in Node (bench/wasm_bench.py; half a minute)
 #
 # Debian packages are installed by `make deps` (called by demo and check) when
 # missing; it needs root (or sudo).
@@ -289,6 +291,7 @@ bench: deps ort
 	@$(PY) bench/run.py
 	@$(PY) bench/mpi_scaling.py
 	@$(PY) bench/silero_bench.py || echo "bench/silero_bench.py: Silero VAD not measured (see above)"
+	@$(PY) bench/wasm_bench.py || echo "bench/wasm_bench.py: WebAssembly not measured (see above)"
 
 # ---- install, uninstall ---------------------------------------------------
 # A fixed layout under PREFIX (cellc finds its runtime through
