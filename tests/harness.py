@@ -192,6 +192,15 @@ Groups, in order:
               without (cortex-a72) and one with the dot-product and BF16
               instructions (max), at x86's tolerances; the float32 kits also
               built single-threaded (OPENMP=)
+  cross_wasm32  WebAssembly (issue 47): `make runtime TARGET=wasm32`
+              (emscripten, -msimd128); the kernel tests under check_bare.h
+              (test_kern_bare) run under Node; the kits of
+              cross_aarch64 built with `make test TARGET=wasm32` and run under
+              Node; tests/test_wasm.py: the JavaScript API (cellc compile --js)
+              in Node and headless Chromium (an nn.LSTM export against
+              PyTorch, Silero VAD v5 streamed against ONNX Runtime, refusals)
+              and the Silero VAD web page against ONNX Runtime and the native
+              example
   install     `make install` into a temporary prefix from a copy of the
               checkout, the copy deleted, then only the installed cellc:
               files, soname, pkg-config, DESTDIR; an ONNX and a .cell model
