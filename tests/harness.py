@@ -80,6 +80,13 @@ Groups, in order:
               nothing else; --werror-fallback exits 2 exactly then); checks listed
               in tests/trace_wild_limits.txt must fail cleanly (KNOWN_LIMITATION,
               counted as neither)
+  authors     tests/gen_authors.py: the MomentumRNN authors' models (MNIST,
+              PMNIST and TIMIT loops of every cell family, DTRIV included,
+              the PTB word models), traced and scripted around a traced
+              step: verify vs PyTorch at T = 8 and T = 784 from one build,
+              one recurrence per loop named as docs/cells.md names the cell,
+              a symbolic time axis, no fallback (the traced PMNIST's
+              permutation buffer holds T fixed, listed)
   torch_wild  tests/gen_torch_wild.py: nn.LSTM/GRU/RNN models written in other
               people's styles (heads on h_n, out[:, -1] of a bidirectional
               LSTM, attention and pooling over time, stacked modules, a CRNN,
@@ -1277,18 +1284,18 @@ def group_trace():
         yield from script_group("trace_forms", [PY, "tests/test_trace.py", "--forms", CELLC, forms])
 
 
-def wild_info(name, case_dir):
-    """trace_wild/info/CASE: `cellc info` shows one recurrence per time loop
+def wild_info(name, case_dir, group="trace_wild"):
+    """GROUP/info/CASE: `cellc info` shows one recurrence per time loop
     of the model (case.json recurrences), each naming the docs/cells.md cell
     (expected_cell, with the hidden size) where the model computes one, and
     each with a symbolic time axis ("any length") where every step is the
     same computation (symbolic_time), a fixed T (loop_T: 8, or 7 after a
     first step) where the trace cannot show the schedule (table: then the
     cell only up to its first option) or the time axis's traced length."""
-    full = "trace_wild/info/%s" % name
+    full = "%s/info/%s" % (group, name)
     with open(os.path.join(ROOT, case_dir, "case.json")) as f:
         case = json.load(f)
-    log = os.path.join(LOGS, "trace_wild", "info", name + ".log")
+    log = os.path.join(LOGS, group, "info", name + ".log")
     rc, out, err = run([CELLC, "info", os.path.join(case_dir, "model.onnx")], log, {"CELLC_DEBUG_REROLL": "1"})
     if rc != 0:
         return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log))
@@ -1419,6 +1426,35 @@ def group_trace_wild():
     yield from problems
     for r in parallel(lambda fn, args: fn(*args), items):
         yield wild_verdict(r, limits)
+
+
+def group_authors():
+    """The MomentumRNN authors' models (tests/gen_authors.py, issue 46
+    point 1): the MNIST, PMNIST and TIMIT loops of every cell family and
+    the PTB word models, traced and scripted around a traced step.  Per
+    case, from one build, `cellc verify` of every data set against
+    PyTorch (the export's T = 8, T = 784 from the same file where the time
+    axis is dynamic, batch 3; the DTRIV cells at case.json's wider
+    tolerance); `cellc info` (info/CASE: one recurrence per loop, named as
+    docs/cells.md names the cell, a symbolic time axis but for PMNIST,
+    whose permutation buffer holds T); the fallbacks (none, but the traced
+    PMNIST's fixed T); for the heads on the last step, no stored output
+    sequence (last/CASE)."""
+    if not stamp_ok("authors"):
+        yield from fixtures_missing("authors", "authors")
+        return
+    root = os.path.join(OUT, "authors")
+    items = []
+    for n in case_dirs("authors"):
+        d = os.path.join(root, n)
+        with open(os.path.join(d, "case.json")) as f:
+            case = json.load(f)
+        items.append((verify_one, ("authors", n, d, case["tol"] or TORCH_TOL)))
+        items.append((wild_info, (n, d, "authors")))
+        items.append((wild_fallback, ("authors", n, d, case["traced_loops"], not case["fixed_fallback"])))
+        if "head_last_step_only" in case["style"]:
+            items.append((last_head, ("authors", n, d)))
+    yield from parallel(lambda fn, args: fn(*args), items)
 
 
 def stacked_outputs(group, name, case_dir, want):
@@ -3234,7 +3270,7 @@ GROUPS = [
     ("torch", group_torch), ("precision", group_precision), ("quantized", group_quantized), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
-    ("trace_wild", group_trace_wild), ("torch_wild", group_torch_wild),
+    ("trace_wild", group_trace_wild), ("authors", group_authors), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild), ("size_if", group_size_if), ("data_if", group_data_if), ("size_inputs", group_size_inputs),
     ("f64", group_f64), ("converted", group_converted),
@@ -4064,7 +4100,7 @@ GROUPS += [("validate", group_validate)]
 # and needs no network, for the edit-compile-test loop.  Their fixtures are
 # tests.mk's FIXTURES_QUICK; `make check` runs everything.
 QUICK_GROUPS = ["unit", "ir", "onnx_node", "eval_ref", "rnn_cases", "torch", "precision", "image", "bad",
-                "structure", "trace", "trace_wild", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "f64", "converted", "datadep",
+                "structure", "trace", "trace_wild", "authors", "torch_wild", "loop", "script_wild", "size_if", "data_if", "size_inputs", "f64", "converted", "datadep",
                 "cells",
                 "cell_init", "cell_format", "api", "grad_smoke"]
 QUICK_SAMPLE = 4

@@ -45,7 +45,7 @@ FIXTURES += $(TOUT)/grad_smoke/.stamp
 .PHONY: fixtures fixtures-quick unit-tests ir-test ir-update
 # what harness.py --quick's QUICK_GROUPS read (tests/run.sh --quick)
 FIXTURES_QUICK := $(addprefix $(TOUT)/,$(addsuffix /.stamp,onnx_node rnn_cases torch image bad \
-	trace trace_forms trace_wild torch_wild loop script_wild size_if data_if size_inputs f64 converted datadep cells cell_init api grad_smoke)) \
+	trace trace_forms trace_wild authors torch_wild loop script_wild size_if data_if size_inputs f64 converted datadep cells cell_init api grad_smoke)) \
 	$(if $(TRACE_LONG),$(TOUT)/trace_long/.stamp)
 fixtures-quick: $(FIXTURES_QUICK)
 
@@ -85,6 +85,10 @@ $(TOUT)/trace_forms/.stamp: tests/gen_trace_forms.py tests/ref_momentum.py
 FIXTURES += $(TOUT)/trace_wild/.stamp
 $(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py
 	$(call gen,tests/gen_trace_wild.py,$(TOUT)/trace_wild)
+# the MomentumRNN authors' models (issue 46 point 1; harness group authors)
+FIXTURES += $(TOUT)/authors/.stamp
+$(TOUT)/authors/.stamp: tests/gen_authors.py tests/ref_cells.py
+	$(call gen,tests/gen_authors.py,$(TOUT)/authors)
 # nn.LSTM/GRU/RNN models written in other people's styles (harness group
 # torch_wild)
 FIXTURES += $(TOUT)/torch_wild/.stamp

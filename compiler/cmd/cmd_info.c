@@ -283,7 +283,27 @@ static int list_unsupported(const char *model, int nbind, const onnx_binding *bi
 typedef struct info_ctx {
 	arena *A;
 	const char *model;
+	int nfixed;             /* sizes fixed to a constant when the interface was printed */
+	const char **fixed;     /* [nfixed] their names */
 } info_ctx;
+
+/* The sizes infer fixed to a constant that a later pass made symbols again
+ * (pass_reroll: a traced x.unbind() over a dynamic axis rolled back into a
+ * loop that runs any length), and the inputs as they are now. */
+static void print_freed(arena *A, const ir_graph *g, const info_ctx *c)
+{
+	int any = 0;
+	for (int k = 0; k < c->nfixed; k++)
+		for (int i = 0; i < g->nsyms; i++)
+			if (ir_sym_free(g, i) && !strcmp(g->syms[i], c->fixed[k])) {
+				printf("%s%s is a dimension symbol again: the traced loop over the x.unbind() that "
+				       "fixed it is rolled, and runs any length\n", any ? "           " : "sizes now: ",
+				       c->fixed[k]);
+				any = 1;
+			}
+	if (any)
+		print_values(A, "inputs now", g->ninputs, g->inputs);
+}
 
 /* Outputs whose inferred shape the file declares otherwise (a size where
  * inference has another or a symbol, another rank): the file's shapes are
@@ -374,6 +394,11 @@ static void print_stage(const char *stage, ir_graph *g, void *ctx)
 		print_values(A, "outputs", g->noutputs, g->outputs);
 		print_declared(A, g);
 		print_rnn_ops(A, g);
+		info_ctx *w = ctx;
+		w->fixed = arena_array(A, (size_t)g->nlinks + 1, sizeof *w->fixed);
+		for (int i = 0; i < g->nlinks; i++)
+			if (!g->links[i].at_least && !g->links[i].into)
+				w->fixed[w->nfixed++] = g->links[i].name;
 	}
 }
 
@@ -423,7 +448,7 @@ int cmd_info(int argc, char **argv)
 	arena_init(&A);
 	diag D;
 	diag_init(&D, model);
-	info_ctx ic = {&A, model};
+	info_ctx ic = {&A, model, 0, NULL};
 	compile_job j = {.model = model, .nbind = nbind, .bind = bind, .after = print_stage, .ctx = &ic};
 	int rc = compile_run(&A, &D, &j) ? 2 : 0;
 	ir_graph *g = j.g;
@@ -432,6 +457,7 @@ int cmd_info(int argc, char **argv)
 		print_values(&A, "inputs", g->ninputs, g->inputs);
 	}
 	if (rc == 0) {
+		print_freed(&A, g, &ic);
 		print_recurrences(&A, g, cmd_default_name(&A, model));
 		print_branches(g);
 		print_fallbacks(&A, g);

@@ -838,10 +838,10 @@ static int infer_split(ictx *c)
 	int axis = norm_axis(a, r);
 	if (axis < 0)
 		return fail(c, "axis %lld is out of range for rank %d", (long long)a, r);
-	ir_dim D = x->shape.d[axis], part[64];
 	int k = n->nout;
+	ir_dim D = x->shape.d[axis], *part = arena_array(c->A, (size_t)k + 1, sizeof *part);
 	if (in(c, 1)) {
-		int m = infer_const_ints(c, 1, part, 64);
+		int m = infer_const_ints(c, 1, part, k);
 		if (m < 0)
 			return 1;
 		if (m != k)
@@ -856,6 +856,14 @@ static int infer_split(ictx *c)
 		}
 		if (!ir_dim_eq(sum, D) && floor_made_exact(c->g, D, sum))
 			sum = D;        /* [T // 2, T // 2] of T: T even */
+		/* fixed sizes along a dynamic axis (a traced x.unbind() or
+		 * torch.split(x, 1)): the file runs the length it was traced with,
+		 * which its axis is made (a recorded link; pass_reroll frees the
+		 * axis again when it rolls the loop over these parts) */
+		if (!ir_dim_eq(sum, D) && ir_dim_is_const(sum) && !ir_dim_is_const(D) &&
+		    infer_unify(c, D, sum, "Split of fixed sizes along axis %d: a traced x.unbind() holds "
+				"the length it was traced with", axis))
+			return 1;
 		if (!ir_dim_eq(sum, D) && ir_dim_is_const(sum) && !ir_dim_is_const(D))
 			return fail(c, "the sizes in 'split' add up to %s but axis %d of %s has size %s: "
 				    "fixed sizes cannot split a dynamic axis (a traced x.unbind() or "

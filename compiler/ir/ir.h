@@ -666,6 +666,10 @@ int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *
 void ir_sym_gc(ir_graph *g);
 /* Records a link as the text's `sizes` line does (no rewrite). */
 void ir_sym_link_add(ir_graph *g, const ir_sym_link *l);
+/* Drops the link that made symbol `name` a constant (pass_reroll, once the
+ * node that fixed it is gone and the size is a symbol of that name again:
+ * a traced x.unbind() over a dynamic axis rolled back into a loop). */
+void ir_sym_link_drop(ir_graph *g, const char *name);
 
 /* Whether a value of the compilation (bodies included) may already be
  * called name (a hash lookup: true also for the rare collision). */

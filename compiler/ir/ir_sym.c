@@ -1218,6 +1218,16 @@ void ir_sym_link_add(ir_graph *g, const ir_sym_link *l)
 	g->links[g->nlinks++] = *l;
 }
 
+void ir_sym_link_drop(ir_graph *g, const char *name)
+{
+	g = ir_root(g);
+	int n = 0;
+	for (int i = 0; i < g->nlinks; i++)
+		if (g->links[i].at_least || g->links[i].into || strcmp(g->links[i].name, name) != 0)
+			g->links[n++] = g->links[i];
+	g->nlinks = n;
+}
+
 int ir_sym_unify(ir_graph *g, ir_dim a, ir_dim b, const char *node, const char *why)
 {
 	ir_graph *root = ir_root(g);

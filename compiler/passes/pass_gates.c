@@ -871,7 +871,7 @@ static int split_to_slices(ir_graph *g)
 		}
 		ir_value *x = m->op == OP_SPLIT ? m->in[0] : NULL;
 		int64_t ax = x ? ir_attr_int(m, "axis", 0) : 0;
-		int ok = x && x->shape.rank == 2 && (ax == 1 || ax == -1) && m->nout >= 1 && m->nout <= 64;
+		int ok = x && x->shape.rank == 2 && (ax == 1 || ax == -1) && m->nout >= 1;
 		for (int o = 0; ok && o < m->nout; o++)
 			ok = m->out[o] && m->out[o]->shape.rank == 2 && ir_dim_is_const(m->out[o]->shape.d[1]) &&
 			     !m->out[o]->is_output;

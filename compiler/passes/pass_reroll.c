@@ -329,7 +329,7 @@ static int reroll_once(ir_graph *g, diag *D, int round, ir_unrolled_why *why, fi
 		R0 = R1;
 		B = B1;
 	}
-	const char *time_note = NULL;
+	const char *time_note = NULL, *time_name = reroll_pinned_time_name(R);
 	int sym_ok;
 	/* from here on the graph changes: a failure is an internal error */
 	ir_node **nodes0 = g->nodes;
@@ -353,6 +353,8 @@ static int reroll_once(ir_graph *g, diag *D, int round, ir_unrolled_why *why, fi
 		if (g->nodes[i]->op == OP_RECURRENCE && g->nodes[i]->body == B.body)
 			rec = g->nodes[i];
 	ASSERT(rec);
+	if (time_name)
+		ir_attr_set_string(rec, "time_name", time_name);
 	if (R->gen)             /* (no sequence: the steps the model runs are the traced ones) */
 		time_note = arena_printf(R->A, "T stays %d: a generated sequence, each step fed what the step before "
 					 "computed, runs the number of steps it was traced with", R->T);
@@ -389,6 +391,11 @@ int pass_reroll(ir_graph *g, diag *D, const pass_opts *o)
 		if (r <= 0)
 			break;
 	}
+	/* a time axis left fixed keeps the link that fixed it; the name of
+	 * its symbol was only needed while a later loop could free it */
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_RECURRENCE)
+			ir_attr_remove(g->nodes[i], "time_name");
 	int found = g->nunrolled;
 	reroll_find_unfound(g);
 	for (int k = found; k < g->nunrolled && getenv("CELLC_DEBUG_REROLL"); k++)

@@ -647,7 +647,7 @@ static ir_node *slice_concat(ir_graph *g, ir_node *sl, ir_node *p, int64_t s, in
 			     ir_node **out, int *m)
 {
 	const ir_shape *vs = &sl->in[0]->shape;
-	ir_value *part[64];
+	ir_value **part = arena_array(g->A, (size_t)p->nin + 1, sizeof *part);
 	int np = 0;
 	for (int64_t k = 0, off = 0; k < p->nin; k++) {
 		ir_value *x = p->in[k];

@@ -12,13 +12,17 @@
  *   lstm  c' = f c + i g, h' = o tanh(c')  i f g o = the four column blocks of a
  *   gru   h' = n - z n + z h, z = sigmoid(d_z + r_z), r = sigmoid(d_r + r_r),
  *         n = tanh(d_n + r r_n)            (blocks of d and of r = W_h h + b_h)
+ *   dtriv h' = sign(a) relu(|a| + b)       a = d + h M (modrelu; M a matrix of
+ *                                          the model, b a vector: no W_h, no b_h)
  * and the input dynamic d, with u = W_x x_t + b_x:
  *   plain     d = u
  *   momentum  d = v',  v' = mu v + s u
  *   nag       as momentum with mu the per-step coefficient (has_step schedule
  *             or table; pass_reroll records the restart period)
  *   adam      d = v' / sqrt(m' + eps),  m' = beta m + (1 - beta) u u
- *   rmsprop   d = s u / sqrt(m' + eps)
+ *   rmsprop   d = s u / sqrt(m' + eps), or adam's form with mu = 0
+ * and NAG's form=extrapolate, which replaces a = d + r as a whole:
+ *   a = q' + mu_t (q' - q),  q' = r - s u  (q a carried state; rnn, lstm, dtriv)
  * A recurrence that passes gets attributes cell and hidden; any other gets
  * cell = "generic" and cell_note with the first identity that failed.
  * Nothing else changes: recognised or not, the body goes through the same
@@ -73,11 +77,25 @@ static int is_step_coef(const ir_value *v)
 	return v->role == IR_ROLE_NAG_SCHEDULE && v->producer && v->producer->op == OP_DIV;
 }
 
-/* A state output through the Identity a scripted Loop's body may end in
- * (a state that is also a per-step output). */
-static const ir_value *thru_ident(const ir_value *v)
+/* Whether n changes only the shape of what it reads: the Identity a
+ * scripted Loop's body may end in (a state that is also a per-step
+ * output), the Reshape that lower_loop.c carries a [1, B, H] state in
+ * ([1, B*H]), the Squeeze / Unsqueeze of a step that takes and gives its
+ * states [1, B, H] (ptb/momentumnet.py's hx.squeeze(), hy.unsqueeze(0)):
+ * the elements in the same order. */
+static int is_view(const ir_node *n)
 {
-	for (int k = 0; k < 8 && v && v->producer && v->producer->op == OP_IDENTITY && v->producer->nin == 1; k++)
+	switch (n->op) {
+	case OP_IDENTITY: return n->nin == 1;
+	case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN: return 1;
+	default: return 0;
+	}
+}
+
+/* A state output through views to the value the step computes. */
+static const ir_value *thru_views(const ir_value *v)
+{
+	for (int k = 0; k < 8 && v && v->producer && is_view(v->producer); k++)
 		v = v->producer->in[0];
 	return v;
 }
@@ -85,13 +103,15 @@ static const ir_value *thru_ident(const ir_value *v)
 static int state_index_out(const rctx *C, const ir_value *v)
 {
 	for (int s = 0; s < C->nstate; s++)
-		if (C->b->outputs[s] == v || thru_ident(C->b->outputs[s]) == v)
+		if (C->b->outputs[s] == v || thru_views(C->b->outputs[s]) == v)
 			return s;
 	return -1;
 }
 
+/* The state v is, or is a view of (index), or -1. */
 static int state_index_in(const rctx *C, const ir_value *v)
 {
+	v = thru_views(v);
 	for (int s = 0; s < C->nstate; s++)
 		if (C->b->inputs[C->nseq + s] == v)
 			return s;
@@ -174,6 +194,9 @@ static poly expand(const rctx *C, const ir_value *v, const ir_value *root, int d
 	double x;
 	if (scalar_const(v, &x))
 		return cpoly(x);
+	int si = state_index_in(C, v);
+	if (si >= 0)
+		return leaf(C->b->inputs[C->nseq + si]);        /* a view of a state is the state */
 	const ir_node *n = v->producer;
 	if (!n || n->graph != C->b || depth > 24 || (v != root && state_index_out(C, v) >= 0))
 		return leaf(v);
@@ -385,6 +408,12 @@ static const char *dynamic_of(rctx *C, arena *A, const ir_value *d, const char *
 			C->why = "the first moment is not mu*v + s*u";
 			return NULL;
 		}
+		if (near(mu, 0.0)) {
+			/* docs/cells.md: rmsprop is adam with mu = 0 (the velocity
+			 * v' = 0 v + s u still carried): named by its own name */
+			*opts = arena_printf(A, "s=%g, beta=%g, eps=%g", s, beta, eps);
+			return "rmsprop";
+		}
 		*opts = arena_printf(A, "mu=%g, s=%g, beta=%g, eps=%g", mu, s, beta, eps);
 		return "adam";
 	}
@@ -435,10 +464,83 @@ static const ir_value *split_pre(rctx *C, const ir_value *a, int hstate, int *ok
 	return d;
 }
 
+/* b is a vector [H] the body reads from outside (modrelu's bias). */
+static int outer_vector(const rctx *C, const ir_value *b, int64_t H)
+{
+	return b && b->graph != C->b && b->shape.rank == 1 && ir_dim_is_const(b->shape.d[0]) && b->shape.d[0].k == H;
+}
+
+/* h' = sign(a) * relu(|a| + b), orthogonal.py's modrelu in any operand
+ * order: returns a (NULL: not a modrelu). */
+static const ir_value *modrelu_of(const rctx *C, const ir_value *h2, int64_t H)
+{
+	const ir_node *m = h2->producer;
+	if (!m || m->op != OP_MUL || m->nin != 2)
+		return NULL;
+	for (int k = 0; k < 2; k++) {
+		const ir_value *a = unary_in(m->in[k], OP_SIGN), *z = unary_in(m->in[1 - k], OP_RELU);
+		const ir_node *ad = z ? z->producer : NULL;
+		for (int j = 0; a && ad && ad->op == OP_ADD && ad->nin == 2 && j < 2; j++)
+			if (unary_in(ad->in[j], OP_ABS) == a && outer_vector(C, ad->in[1 - j], H))
+				return a;
+	}
+	return NULL;
+}
+
+/* NAG's form=extrapolate: a = q' + mu_t (q' - q) with q' = r - s u a
+ * state (q its value before the step) and r the recurrent projection of
+ * state hstate.  Returns the cell's options ("s=.., restart=.., form=
+ * extrapolate"), or NULL with C->why. */
+static const char *extrapolate_of(rctx *C, arena *A, const ir_value *a, int hstate)
+{
+	poly p = expand(C, a, a, 0);
+	const ir_value *q2 = NULL;
+	for (int i = 0; i < p.n; i++)
+		if (p.t[i].nf == 1 && !p.t[i].dyn && state_index_out(C, p.t[i].f[0]) >= 0)
+			q2 = p.t[i].f[0];
+	int sq = q2 ? state_index_out(C, q2) : -1;
+	const ir_value *q = sq >= 0 ? C->b->inputs[C->nseq + sq] : NULL;
+	if (!p.ok || p.n != 3 || !q2 || !near(coef_of(&p, q2, NULL, 0), 1.0) || !near(coef_of(&p, q2, NULL, 1), 1.0) ||
+	    !near(coef_of(&p, q, NULL, 1), -1.0))
+		return NULL;
+	poly r = expand(C, q2, q2, 0);
+	const ir_value *u = NULL, *rp = NULL;
+	for (int i = 0; i < r.n; i++) {
+		int h;
+		if (r.t[i].nf == 1 && is_input_proj(C, r.t[i].f[0]))
+			u = r.t[i].f[0];
+		else if (r.t[i].nf == 1 && is_rec_proj(C, r.t[i].f[0], &h) && h == hstate)
+			rp = r.t[i].f[0];
+	}
+	if (!r.ok || r.n != 2 || !u || !rp || !near(coef_of(&r, rp, NULL, 0), 1.0)) {
+		C->why = "the extrapolated state is not q' = W_h h + b_h - s*u";
+		return NULL;
+	}
+	double s = -coef_of(&r, u, NULL, 0);
+	int64_t F = ir_attr_int(C->rec, "nag_restart", -1);
+	return F >= 0 ? arena_printf(A, "s=%g, restart=%" PRId64 ", form=extrapolate", s, F)
+		      : arena_printf(A, "s=%g, schedule=table of %" PRId64 " steps, form=extrapolate", s,
+				     ir_attr_int(C->rec, "traced_steps", 0));
+}
+
+/* dtriv's recurrent term h M: a product of the state by a matrix of the
+ * model, with no bias (docs/cells.md: no W_h, no b_h). */
+static int plain_rec_proj(const rctx *C, const ir_value *a, int hstate)
+{
+	const ir_value *terms[8];
+	int n = add_terms(C, a, terms, 0, 0);
+	for (int i = 0; i < n; i++) {
+		int h;
+		if (is_rec_proj(C, terms[i], &h) && h == hstate)
+			return terms[i]->producer->nin < 3 || !terms[i]->producer->in[2];
+	}
+	return 1;       /* (no product of the state: the form check says so) */
+}
+
 static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 {
 	for (int sh = 0; sh < C->nstate; sh++) {
-		const ir_value *h2 = thru_ident(C->b->outputs[sh]);
+		const ir_value *h2 = thru_views(C->b->outputs[sh]);
 		int64_t H = h2->shape.d[1].k;
 		const ir_node *n = h2->producer;
 		if (!n || !ir_dim_is_const(h2->shape.d[1]))
@@ -492,14 +594,10 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 				}
 			}
 		}
+		if (!base && (a = modrelu_of(C, h2, H)) != NULL)
+			base = "dtriv";
 		if (!base)
 			continue;
-		int ok;
-		const ir_value *d = split_pre(C, a, sh, &ok);
-		if (!ok) {
-			C->why = "the pre-activation is not d + W_h h + b_h";
-			continue;
-		}
 		/* the cell's own states: h, and c' = f c + i g of an lstm */
 		C->own = 1u << sh;
 		for (int k = 0; k < 2 && !strcmp(base, "lstm"); k++) {
@@ -507,7 +605,20 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 			int sc = c2 ? state_index_out(C, c2) : -1;
 			C->own |= sc >= 0 ? 1u << sc : 0;
 		}
-		const char *opts, *dyn = dynamic_of(C, A, d, &opts);
+		int ok;
+		const ir_value *d = split_pre(C, a, sh, &ok);
+		const char *opts = ok ? NULL : extrapolate_of(C, A, a, sh), *dyn = "nag";
+		if (!ok && !opts) {
+			if (!C->why)
+				C->why = "the pre-activation is not d + W_h h + b_h";
+			continue;
+		}
+		if (!strcmp(base, "dtriv") && !plain_rec_proj(C, a, sh)) {
+			C->why = "the recurrent term of a modrelu cell has a bias (dtriv's is h M)";
+			continue;
+		}
+		if (ok)
+			dyn = dynamic_of(C, A, d, &opts);
 		if (!dyn)
 			return;
 		*cell = *opts ? arena_printf(A, "%s_%s(%s)", dyn, base, opts) : arena_printf(A, "%s_%s", dyn, base);
@@ -519,7 +630,7 @@ static void cell_lstm_rnn(rctx *C, arena *A, const char **cell, int64_t *hidden)
 static void cell_gru(rctx *C, arena *A, const char **cell, int64_t *hidden)
 {
 	for (int sh = 0; sh < C->nstate; sh++) {
-		const ir_value *h2 = thru_ident(C->b->outputs[sh]), *hin = C->b->inputs[C->nseq + sh];
+		const ir_value *h2 = thru_views(C->b->outputs[sh]), *hin = C->b->inputs[C->nseq + sh];
 		if (!ir_dim_is_const(h2->shape.d[1]))
 			continue;
 		int64_t H = h2->shape.d[1].k;
@@ -568,7 +679,7 @@ static void cell_gru(rctx *C, arena *A, const char **cell, int64_t *hidden)
 		const ir_value *rgate = NULL;
 		for (int i = 0; i < pn.n && okn; i++) {
 			const term *t = &pn.t[i];
-			int k, k2;
+			int k = -1, k2 = -1;
 			if (t->nf == 1) {
 				okn = !have_d && block_of(t->f[0], H, &k) == D && (kn < 0 || k == kn) && t->c == 1.0;
 				kn = k;

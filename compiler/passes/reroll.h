@@ -216,6 +216,12 @@ ir_node *reroll_axis_slice(ir_graph *g, ir_value *x, int64_t st, int64_t en, int
 
 /* Makes rec's time axis a dimension symbol: NULL, or why T stays (the shapes put back). */
 const char *reroll_make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F);
+/* When the Split that cuts the loop's sequence had fixed the size symbol
+ * of a dynamic axis to the traced length (a link of infer_split: a traced
+ * x.unbind()), that symbol's name (else NULL): reroll_once records it on
+ * the recurrence (attribute time_name), the name its time axis takes again
+ * if it becomes symbolic.  Called before the copies are replaced. */
+const char *reroll_pinned_time_name(rr *R);
 /* rec reads only the traced steps of its sequences; 1 on an error. */
 int reroll_slice_traced_steps(rr *R, ir_node *rec);
 

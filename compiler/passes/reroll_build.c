@@ -196,7 +196,10 @@ int reroll_find_stacks(rr *R, build *B)
 		ir_node *n = R->tn[j];
 		if (n->op != OP_UNSQUEEZE)
 			continue;
-		int only_stack = n->out[0]->nuses == 1;
+		/* (one that the last step's value is also read from after the
+		 * loop stays: ptb/momentumnet.py's GRU stacks hy.unsqueeze(0) and
+		 * returns the last one as its state) */
+		int only_stack = n->out[0]->nuses == 1 && !has_tv(B->last_tv, B->nlast, R->tvof[n->out[0]->id]);
 		for (int s = 0; s < B->nstack; s++)
 			if (B->stacks[s].concat->in[R->m + B->stacks[s].off + (B->stacks[s].pre != NULL)] == n->out[0] &&
 			    only_stack)

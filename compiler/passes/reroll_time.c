@@ -21,6 +21,7 @@ static int time_safe(const ir_node *n)
 	switch (n->op) {
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: case OP_TRANSPOSE: case OP_CAST: case OP_GATHER:
 	case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_SLICE: case OP_CONCAT:
+	case OP_RESHAPE:        /* its target re-derived: reshape_follows */
 		return 1;
 	default:
 		return 0;
@@ -134,11 +135,9 @@ static ir_value *traced_slice_source(const ir_node *rec, int s)
 	return p->in[0];
 }
 
-/* The earlier recurrence whose whole stacked output x is (on the time axis
- * axis), when it is one of F's and every sequence it reads is either a
- * traced slice of one symbolic length or (a static export) a graph input of
- * the traced length read by it alone: returns it, and that length in *len. */
-static ir_node *fixed_upstream(const fixed_recs *F, ir_value *x, int axis, ir_dim *len)
+/* The recurrence of F whose whole stacked output x is (on the time axis
+ * axis), read by nothing else: the recurrence, and x's length in *T. */
+static ir_node *fixed_producer(const fixed_recs *F, ir_value *x, int axis, ir_dim *T)
 {
 	ir_node *p = x->producer;
 	int at = -1;
@@ -156,22 +155,53 @@ static ir_node *fixed_upstream(const fixed_recs *F, ir_value *x, int axis, ir_di
 	if (k < 0 || !oa || k >= oa->n || oa->ints[k] != axis || !sa || nseq < 1 || sa->n < nseq ||
 	    x->shape.rank <= axis || !ir_dim_is_const(x->shape.d[axis]))
 		return NULL;
-	ir_dim T = x->shape.d[axis];
-	for (int s = 0; s < nseq; s++) {
-		ir_value *src = traced_slice_source(p, s);
-		if (!src) {
-			src = p->in[s];
-			if (!src || src->kind != VAL_INPUT || src->nuses != 1)
-				return NULL;
-		}
-		if (src->shape.rank <= sa->ints[s])
-			return NULL;
-		ir_dim d = src->shape.d[sa->ints[s]];
-		if ((ir_dim_is_const(d) && !ir_dim_eq(d, T)) || (s > 0 && !ir_dim_eq(d, *len)))
-			return NULL;
-		*len = d;
-	}
+	*T = x->shape.d[axis];
 	return p;
+}
+
+/* The earlier recurrences x is read through (stacked layers, each with a
+ * loop of its own, whose time axes stayed fixed while a later layer's
+ * per-step reads of its output held them): up[0] the one whose whole
+ * stacked output x is, up[1] the one whose stacked output up[0] reads
+ * whole, ... to the first layer, whose every sequence is a traced slice of
+ * one symbolic length or (a static export) a graph input of the traced
+ * length, or a sequence computed from one (seq_input: an embedding
+ * lookup), read by it alone.  Returns how many (0: none) and the first
+ * layer's sequence length in *len. */
+static int fixed_upstream(const fixed_recs *F, ir_value *x, int axis, ir_node **up, ir_dim *len)
+{
+	for (int n = 0; n < FIXED_MAX; n++) {
+		ir_dim T;
+		ir_node *p = fixed_producer(F, x, axis, &T);
+		if (!p)
+			return 0;
+		up[n] = p;
+		const ir_attr *sa = ir_attr_find(p, "seq_axis");
+		int nseq = (int)ir_attr_int(p, "n_seq", 0);
+		ir_dim dl;
+		if (nseq == 1 && !traced_slice_source(p, 0) && p->in[0] && fixed_producer(F, p->in[0], (int)sa->ints[0], &dl)) {
+			x = p->in[0];           /* a layer over an earlier layer */
+			axis = (int)sa->ints[0];
+			continue;
+		}
+		for (int s = 0; s < nseq; s++) {
+			ir_value *src = traced_slice_source(p, s);
+			if (!src) {
+				src = p->in[s];
+				ir_value *xi = src ? seq_input(src, (int)sa->ints[s], NULL, NULL, NULL) : NULL;
+				if (!xi || xi->nuses != 1 || src->nuses != 1)
+					return 0;
+			}
+			if (src->shape.rank <= sa->ints[s])
+				return 0;
+			ir_dim d = src->shape.d[sa->ints[s]];
+			if ((ir_dim_is_const(d) && !ir_dim_eq(d, T)) || (s > 0 && !ir_dim_eq(d, *len)))
+				return 0;
+			*len = d;
+		}
+		return n + 1;
+	}
+	return 0;
 }
 
 /* Dim d (after the time axis became the symbol Tin) in terms of the trace:
@@ -290,12 +320,16 @@ typedef struct tsym {
 	int have_sym;           /* the sequences' time axis is symbolic already */
 	int64_t L;              /* a static export's traced length of the sequences */
 	ir_node *up;            /* the earlier loop whose stacked output x0 is (fixed_upstream) */
-	int at, at_up;          /* positions of rec and up in the node list */
+	ir_node *chain[FIXED_MAX]; /* up, the loop whose output up reads, .., the first layer's */
+	int nchain;
+	int at, at_up;          /* positions of rec and of the first layer's loop */
 	/* the attempt, undone on failure */
 	int nv, saved_nsyms;
 	ir_shape *saved;        /* [nv] every value's shape before */
-	ir_value *up_in[IR_MAX_INPUTS_SAVE];
-	int up_nseq;
+	ir_node *re_node[IR_MAX_INPUTS_SAVE];   /* sequence re_seq of re_node read re_old before */
+	int re_seq[IR_MAX_INPUTS_SAVE];
+	ir_value *re_old[IR_MAX_INPUTS_SAVE];
+	int nre;
 	ir_dim Ts, Tin, Tc;     /* the loop's length, the sequences', the traced one */
 } tsym;
 
@@ -352,26 +386,66 @@ static const char *sequences_fixed(tsym *S)
 	return NULL;
 }
 
-/* The name of a new symbol: T, or T2, T3, .. when taken. */
+/* Whether a symbol or a graph input of g is called name. */
+static int name_taken(const ir_graph *g, const char *name)
+{
+	int clash = 0;
+	for (int i = 0; i < g->nsyms; i++)
+		clash |= strcmp(g->syms[i], name) == 0;
+	for (int i = 0; i < g->ninputs; i++)
+		clash |= strcmp(g->inputs[i]->name, name) == 0;
+	return clash;
+}
+
+/* The name of a new symbol: the one the export gave the time axis before
+ * a traced x.unbind() fixed it (attribute time_name of rec or of the
+ * earlier loop), else T, or T2, T3, .. when taken. */
 static const char *symbol_name(const tsym *S)
 {
 	const ir_graph *g = S->g;
+	const char *pinned = ir_attr_string(S->rec, "time_name", NULL);
+	for (int k = 0; !pinned && k < S->nchain; k++)
+		pinned = ir_attr_string(S->chain[k], "time_name", NULL);
+	if (pinned && !name_taken(g, pinned))
+		return pinned;
 	const char *sname = "T";
-	for (int k = 2; k < 100; k++) {
-		int clash = 0;
-		for (int i = 0; i < g->nsyms; i++)
-			clash |= strcmp(g->syms[i], sname) == 0;
-		for (int i = 0; i < g->ninputs; i++)
-			clash |= strcmp(g->inputs[i]->name, sname) == 0;
-		if (!clash)
-			break;
+	for (int k = 2; k < 100 && name_taken(g, sname); k++)
 		sname = arena_printf(S->R->A, "T%d", k);
-	}
 	return sname;
 }
 
-/* Why the nodes after the recurrence (and after the earlier one whose
- * output it reads) keep T (NULL: every one keeps T out of its parameters). */
+const char *reroll_pinned_time_name(rr *R)
+{
+	for (int s = 0; s < R->nseq && !R->gen; s++) {
+		/* the Split itself, or a Slice pass_gates made of one part of it
+		 * (its origin: the Split's name) */
+		const ir_node *a = R->seq[s].anchor[0];
+		const ir_node *sp = R->seq[s].aux[0] ? R->seq[s].aux[0]
+				    : a && a->nin > 0 && a->in[0] ? a->in[0]->producer : NULL;
+		const char *from = !sp ? NULL : sp->op == OP_SPLIT ? sp->name : sp->op == OP_SLICE ? sp->origin : NULL;
+		if (!from)
+			continue;
+		for (int i = 0; i < R->g->nlinks; i++) {
+			const ir_sym_link *l = &R->g->links[i];
+			if (!l->at_least && !l->into && l->node && !strcmp(l->node, from) && l->value == R->T)
+				return l->name;
+		}
+	}
+	return NULL;
+}
+
+/* Whether n is one of the earlier loops S frees. */
+static int in_chain(const tsym *S, const ir_node *n)
+{
+	for (int k = 0; k < S->nchain; k++)
+		if (S->chain[k] == n)
+			return 1;
+	return 0;
+}
+
+/* Why the nodes after the recurrence (and after the first of the earlier
+ * ones whose outputs it reads) keep T (NULL: every one keeps T out of its
+ * parameters). */
 static const char *downstream_fixed(tsym *S)
 {
 	ir_graph *g = S->g;
@@ -380,43 +454,61 @@ static const char *downstream_fixed(tsym *S)
 	for (int i = 0; i < g->nnodes; i++) {
 		if (g->nodes[i] == S->rec)
 			S->at = i;
-		if (g->nodes[i] == S->up)
+		if (S->nchain && g->nodes[i] == S->chain[S->nchain - 1])
 			S->at_up = i;
 	}
 	if (S->up && S->at_up > S->at)
 		return arena_printf(S->R->A, "T stays %d: the loop over '%s' comes after its reader", T, S->x0->name);
 	for (int i = (S->up ? S->at_up : S->at) + 1; i < g->nnodes; i++)
-		if (g->nodes[i] != S->rec && !time_safe(g->nodes[i]))
+		if (g->nodes[i] != S->rec && !in_chain(S, g->nodes[i]) && !time_safe(g->nodes[i]))
 			return arena_printf(S->R->A, "T stays %d: node '%s' (%s) after the loop may depend on the "
 					    "traced length", T, g->nodes[i]->name, ir_op_name(g->nodes[i]->op));
 	return NULL;
 }
 
-/* The earlier loop reads its sequences whole again (S->up_in keeps what it
- * read), and its stacked outputs get the symbolic length. */
-static void upstream_whole(tsym *S)
+/* The earlier loops read their sequences whole again (S->re_* keeps what
+ * they read), from the first layer's on, and their stacked outputs get the
+ * symbolic length.  1 when too many sequences are reconnected to undo. */
+static int upstream_whole(tsym *S)
 {
-	ir_node *up = S->up;
-	for (int s = 0; s < S->up_nseq; s++) {
-		ir_value *whole = traced_slice_source(up, s);
-		S->up_in[s] = up->in[s];
-		if (!whole) {
-			/* a static export's graph input: its time axis becomes the symbol */
-			const ir_attr *sa = ir_attr_find(up, "seq_axis");
-			up->in[s]->shape.d[sa->ints[s]] = S->Ts;
-			continue;
+	diag q;
+	diag_init(&q, S->R->D->file);
+	q.quiet = 1;
+	for (int c = S->nchain - 1; c >= 0; c--) {
+		ir_node *up = S->chain[c];
+		int nseq = (int)ir_attr_int(up, "n_seq", 0);
+		const ir_attr *sa = ir_attr_find(up, "seq_axis");
+		for (int s = 0; s < nseq; s++) {
+			ir_value *whole = traced_slice_source(up, s);
+			if (c + 1 < S->nchain && up->in[s] && up->in[s]->producer == S->chain[c + 1])
+				continue;       /* the earlier layer's output: its shape is set */
+			if (!whole) {
+				/* a static export's graph input (or a sequence computed from
+				 * one): its time axis becomes the symbol */
+				ir_node *ch[CHAIN_MAX];
+				int nc = 0, xa = (int)sa->ints[s];
+				ir_value *xi = seq_input(up->in[s], xa, ch, &nc, &xa);
+				xi->shape.d[xa] = S->Ts;
+				for (int k = 0; k < nc; k++)
+					infer_node(S->g, ch[k], &q);
+				continue;
+			}
+			if (S->nre == IR_MAX_INPUTS_SAVE)
+				return 1;
+			S->re_node[S->nre] = up;
+			S->re_seq[S->nre] = s;
+			S->re_old[S->nre++] = up->in[s];
+			up->in[s]->nuses--;
+			up->in[s] = whole;
+			whole->nuses++;
 		}
-		up->in[s]->nuses--;
-		up->in[s] = whole;
-		whole->nuses++;
-	}
-	if (up) {
 		int ns = (int)ir_attr_int(up, "n_state", 0);
 		const ir_attr *oa = ir_attr_find(up, "out_axis");
 		for (int k = ns; k < up->nout; k++)
 			if (up->out[k])
 				up->out[k]->shape.d[oa->ints[k - ns]] = S->Ts;
 	}
+	return 0;
 }
 
 /* The graph inputs get the symbol; a sequence computed from one (a slice
@@ -551,6 +643,46 @@ static const char *node_fixes_time(const tsym *S, const ir_node *n, const ir_sha
 	return NULL;
 }
 
+/* A Reshape after the loop whose target the trace baked as constants,
+ * each the product of consecutive axes of its input at the traced length
+ * (output.view(output.size(0) * output.size(1), ...): [T * B, H] of
+ * [T, B, H] written [16, H]): the target becomes those products of the
+ * input's axes now.  No other reading of such a target runs at another
+ * length (the constant holds T's traced value), so this is the one the
+ * trace means.  Returns whether it rewrote the target. */
+static int reshape_follows(tsym *S, ir_node *n)
+{
+	ir_value *x = n->in[0], *shp = n->nin > 1 ? n->in[1] : NULL;
+	if (n->op != OP_RESHAPE || !x || !shp || !ir_value_is_const(shp) || shp->shape.rank != 1 ||
+	    x->id < 0 || x->id >= S->nv || S->g->values[x->id] != x)
+		return 0;
+	const ir_shape *was = &S->saved[x->id], *now = &x->shape;
+	int64_t m = ir_shape_const_numel(&shp->shape);
+	if (was->rank != now->rank || m < 1 || m > IR_MAX_RANK)
+		return 0;
+	ir_dim to[IR_MAX_RANK];
+	int a = 0, changed = 0;
+	for (int64_t j = 0; j < m; j++) {
+		ir_dim e = infer_elem_dim(shp, j), w = ir_dim_const(1), v = ir_dim_const(1);
+		if (ir_dim_is_const(e) && e.k < 1)
+			return 0;       /* 0 and -1 re-infer by themselves */
+		while (a < was->rank && !ir_dim_eq(w, e)) {
+			w = ir_dim_mul(w, was->d[a]);
+			v = ir_dim_mul(v, now->d[a++]);
+		}
+		if (!ir_dim_eq(w, e))
+			return 0;
+		changed |= !ir_dim_eq(v, e);
+		to[j] = v;
+	}
+	if (a != was->rank || !changed)
+		return 0;
+	n->in[1]->nuses--;
+	n->in[1] = ir_const_dims(S->g, to, (int)m);
+	n->in[1]->nuses++;
+	return 1;
+}
+
 /* The nodes after the loop that read the time axis, re-inferred: why T
  * stays (NULL: the graph re-infers with the symbol). */
 static const char *reinfer_after(tsym *S)
@@ -561,7 +693,7 @@ static const char *reinfer_after(tsym *S)
 	q.quiet = 1;
 	for (int i = (S->up ? S->at_up : S->at) + 1; i < g->nnodes; i++) {
 		ir_node *n = g->nodes[i];
-		if (n == S->rec)
+		if (n == S->rec || in_chain(S, n))
 			continue;
 		ir_shape before[8];
 		for (int k = 0; k < n->nout && k < 8; k++)
@@ -573,6 +705,12 @@ static const char *reinfer_after(tsym *S)
 					touches |= is_time_dim(S, n->in[k]->shape.d[a]);
 		if (!touches)
 			continue;
+		ir_value *target = n->nin > 1 ? n->in[1] : NULL;
+		if (n->op == OP_RESHAPE && S->nre < IR_MAX_INPUTS_SAVE && reshape_follows(S, n)) {
+			S->re_node[S->nre] = n;         /* (undo puts the constant back) */
+			S->re_seq[S->nre] = 1;
+			S->re_old[S->nre++] = target;
+		}
 		if (infer_node(g, n, &q))
 			return arena_printf(S->R->A, "T stays %d: node '%s' (%s) does not infer with a symbolic "
 					    "length", S->T, n->name, ir_op_name(n->op));
@@ -594,10 +732,12 @@ static void undo(tsym *S)
 	for (int v = 0; v < S->nv; v++)
 		g->values[v]->shape = S->saved[v];
 	g->nsyms = S->saved_nsyms;
-	for (int s = 0; s < S->up_nseq; s++) {
-		S->up->in[s]->nuses--;
-		S->up->in[s] = S->up_in[s];
-		S->up->in[s]->nuses++;
+	for (int k = S->nre - 1; k >= 0; k--) {
+		ir_node *n = S->re_node[k];
+		int s = S->re_seq[k];
+		n->in[s]->nuses--;
+		n->in[s] = S->re_old[k];
+		n->in[s]->nuses++;
 	}
 }
 
@@ -613,7 +753,8 @@ const char *reroll_make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 	/* an earlier loop's stacked output: that loop's symbolic length */
 	if (!S.have_sym && R->nseq == 1) {
 		ir_dim dl;
-		S.up = fixed_upstream(F, S.x0, R->seq[0].axis, &dl);
+		S.nchain = fixed_upstream(F, S.x0, R->seq[0].axis, S.chain, &dl);
+		S.up = S.nchain ? S.chain[0] : NULL;
 		if (S.up && !ir_dim_is_const(dl)) {
 			S.d0 = dl;
 			S.have_sym = 1;
@@ -644,11 +785,11 @@ const char *reroll_make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 		return arena_printf(R->A, "T stays %d: no dimension symbol is left", T);
 	}
 	S.Tc = ir_dim_const(T);
-	S.up_nseq = S.up ? (int)ir_attr_int(S.up, "n_seq", 0) : 0;
-	if (S.up_nseq > IR_MAX_INPUTS_SAVE)
-		return arena_printf(R->A, "T stays %d: the loop over '%s' reads too many sequences", T, S.x0->name);
-	upstream_whole(&S);
-	why = sequences_symbolic(&S);
+	if (upstream_whole(&S))
+		why = arena_printf(R->A, "T stays %d: the loops before the one over '%s' read too many sequences", T,
+				   S.x0->name);
+	if (!why)
+		why = sequences_symbolic(&S);
 	if (!why)
 		why = reinfer_after(&S);
 	if (why) {
@@ -661,11 +802,20 @@ const char *reroll_make_time_symbolic(rr *R, ir_node *rec, fixed_recs *F)
 		if (slice_sequence(R, rec, s, T - S.L, "the steps the loop reads (it leaves the last ones)",
 				   IR_ROLE_NONE))
 			return arena_printf(R->A, "T stays %d: cannot slice the steps it reads", T);
-	if (S.up) {
+	/* the axis a traced x.unbind() had fixed is the export's symbol again:
+	 * the link that fixed it goes with the Split */
+	int freed = !strcmp(sname, ir_attr_string(rec, "time_name", ""));
+	for (int k = 0; k < S.nchain; k++)
+		freed |= !strcmp(sname, ir_attr_string(S.chain[k], "time_name", ""));
+	if (!S.have_sym && freed)
+		ir_sym_link_drop(g, sname);
+	ir_attr_remove(rec, "time_name");
+	for (int k = 0; k < S.nchain; k++) {
 		/* no longer fixed: its note goes, and so do the slices (unread now) */
-		ir_attr_remove(S.up, "time_note");
+		ir_attr_remove(S.chain[k], "time_note");
+		ir_attr_remove(S.chain[k], "time_name");
 		for (int i = 0; i < F->n; i++)
-			if (F->rec[i] == S.up)
+			if (F->rec[i] == S.chain[k])
 				F->rec[i] = F->rec[--F->n];
 	}
 	return NULL;
