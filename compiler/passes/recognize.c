@@ -30,6 +30,7 @@
  */
 #include "recognize.h"
 #include "passes.h"
+#include "reroll.h"
 #include "util.h"
 
 #include <inttypes.h>
@@ -57,6 +58,8 @@ typedef struct rctx {
 	int nseq, nstate;
 	unsigned own;           /* the cell's own states (h, and c of an lstm), a bit each */
 	const char *why;
+	const ir_value *sched;  /* a scalar the body computes from its counters that */
+	int64_t sched_F;        /* follows the NAG schedule of restart period sched_F */
 } rctx;
 
 static int scalar_const(const ir_value *v, double *x)
@@ -69,12 +72,53 @@ static int scalar_const(const ir_value *v, double *x)
 	return 1;
 }
 
-/* The per-step coefficient of pass_reroll: a table input or the schedule. */
-static int is_step_coef(const ir_value *v)
+/* The per-step coefficient of pass_reroll (a table input or the
+ * schedule), or the scalar that a scripted loop's counter makes follow the
+ * schedule (find_schedule). */
+static int is_step_coef(const rctx *C, const ir_value *v)
 {
+	if (v == C->sched)
+		return 1;
 	if (v->kind == VAL_STEP && v->role == IR_ROLE_STEP_COEF)
 		return 1;
 	return v->role == IR_ROLE_NAG_SCHEDULE && v->producer && v->producer->op == OP_DIV;
+}
+
+/* The restart period of the NAG schedule the step's coefficient follows:
+ * pass_reroll's (attribute nag_restart), or the one the body's counter
+ * runs (C->sched_F); -1 when neither. */
+static int64_t nag_restart(const rctx *C)
+{
+	return C->sched ? C->sched_F : ir_attr_int(C->rec, "nag_restart", -1);
+}
+
+enum { SCHED_STEPS = 256 };
+
+/* A scalar the body multiplies a matrix by, computed from the loop's own
+ * counters, whose values over SCHED_STEPS steps are the NAG schedule with
+ * a restart period (recognize_run_scalars): C->sched and C->sched_F. */
+static void find_schedule(rctx *C)
+{
+	float tab[SCHED_STEPS];
+	int have[SCHED_STEPS];
+	for (int t = 0; t < SCHED_STEPS; t++)
+		have[t] = 1;
+	for (int i = 0; i < C->b->nnodes && !C->sched; i++) {
+		const ir_node *n = C->b->nodes[i];
+		for (int k = 0; n->op == OP_MUL && n->nin == 2 && k < 2 && !C->sched; k++) {
+			const ir_value *c = n->in[k], *m = n->in[1 - k];
+			int amb;
+			if (!c || !m || !c->producer || c->producer->graph != C->b || m->shape.rank < 2 ||
+			    ir_shape_const_numel(&c->shape) != 1 ||
+			    !recognize_run_scalars(C->rec, c, SCHED_STEPS, tab))
+				continue;
+			int64_t F = reroll_nag_period(tab, have, SCHED_STEPS, &amb);
+			if (F >= 1 && !amb) {
+				C->sched = c;
+				C->sched_F = F;
+			}
+		}
+	}
 }
 
 /* Whether n changes only the shape of what it reads: the Identity a
@@ -211,7 +255,7 @@ static poly expand(const rctx *C, const ir_value *v, const ir_value *root, int d
 		return expand(C, n->in[0], root, depth + 1);
 	case OP_MUL: {
 		for (int k = 0; k < 2; k++)
-			if (is_step_coef(n->in[k])) {
+			if (is_step_coef(C, n->in[k])) {
 				poly p = expand(C, n->in[1 - k], root, depth + 1);
 				for (int i = 0; i < p.n; i++) {
 					if (p.t[i].dyn)
@@ -355,7 +399,7 @@ static const char *dynamic_of(rctx *C, arena *A, const ir_value *d, const char *
 			return NULL;
 		}
 		if (!isnan(mut) && near(mut, 1.0)) {
-			int64_t F = ir_attr_int(C->rec, "nag_restart", -1);
+			int64_t F = nag_restart(C);
 			*opts = F >= 0 ? arena_printf(A, "s=%g, restart=%" PRId64, s, F)
 				       : arena_printf(A, "s=%g, schedule=table of %" PRId64 " steps", s,
 						      ir_attr_int(C->rec, "traced_steps", 0));
@@ -517,7 +561,7 @@ static const char *extrapolate_of(rctx *C, arena *A, const ir_value *a, int hsta
 		return NULL;
 	}
 	double s = -coef_of(&r, u, NULL, 0);
-	int64_t F = ir_attr_int(C->rec, "nag_restart", -1);
+	int64_t F = nag_restart(C);
 	return F >= 0 ? arena_printf(A, "s=%g, restart=%" PRId64 ", form=extrapolate", s, F)
 		      : arena_printf(A, "s=%g, schedule=table of %" PRId64 " steps, form=extrapolate", s,
 				     ir_attr_int(C->rec, "traced_steps", 0));
@@ -735,6 +779,7 @@ void recognize_recurrence(ir_node *rec)
 	const char *cell = NULL;
 	int64_t hidden = 0;
 	if (C->b && C->b->ninputs >= C->nseq + C->nstate && C->b->noutputs >= C->nstate) {
+		find_schedule(C);
 		cell_lstm_rnn(C, A, &cell, &hidden);
 		if (!cell)
 			cell_gru(C, A, &cell, &hidden);

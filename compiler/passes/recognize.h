@@ -18,6 +18,14 @@
 
 void recognize_recurrence(ir_node *rec);
 
+/* The values value c of rec's body (one element) takes at steps 1 ..
+ * steps when the body's scalar part -- the values of one element computed
+ * from constants, the step number and the states of one element -- runs
+ * from rec's initial states (recognize_sched.c): 1 with tab[0 .. steps),
+ * 0 when that part alone does not compute c.  A scripted loop's restart
+ * counter is such a part. */
+int recognize_run_scalars(const ir_node *rec, const ir_value *c, int steps, float *tab);
+
 /* One line for `cellc info` about a recurrence: "recurrence over T=784
  * steps, cell momentum_lstm(mu=0.6, s=0.6), hidden 32", plus the notes
  * (time axis, structure after hoisting and fusion); NULL for recurrences
