@@ -96,52 +96,55 @@ VOCAB, LAYERS = 20, 3
 # mnist-timit/momentumnet.py: one step of an LSTM, four input dynamics
 # =============================================================================
 
-def reference_init(x2h, h2h, hidden_size, fg_init):
-    """The cells' reset_parameters: x2h orthogonal, h2h the identity, both
-    biases zero but for the forget block, fg_init in each."""
-    nn.init.orthogonal_(x2h.weight)
-    nn.init.eye_(h2h.weight)
-    for proj in (x2h, h2h):
-        nn.init.zeros_(proj.bias)
-        proj.bias.data[hidden_size:2 * hidden_size].fill_(fg_init)
+def lstm_tail(gates, cx):
+    """The gate math every LSTM of the repository writes the same way:
+    gates.chunk(4, 1) as i, f, g, o, F.sigmoid / F.tanh, torch.mul."""
+    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
+    ingate = F.sigmoid(ingate)
+    forgetgate = F.sigmoid(forgetgate)
+    cellgate = F.tanh(cellgate)
+    outgate = F.sigmoid(outgate)
+    cy = torch.mul(cx, forgetgate) + torch.mul(ingate, cellgate)
+    hy = torch.mul(outgate, F.tanh(cy))
+    return hy, cy
 
 
-class StepLSTM(nn.Module):
-    """After momentumnet.py's LSTMCell: forward(x, hidden) -> (hy, (hy, cy))."""
+class StepCell(nn.Module):
+    """What the four momentumnet.py cells share: x2h and h2h Linears with
+    the repository's reset_parameters (x2h orthogonal, h2h the identity,
+    both biases zero but for the forget block, fg_init in each; -4 for
+    speech) and the options given as attributes (mu, epsilon, mus)."""
 
-    def __init__(self, input_size, hidden_size, fg_init=1.0):
+    def __init__(self, input_size, hidden_size, fg_init=1.0, **options):
         super().__init__()
         self.input_size, self.hidden_size = input_size, hidden_size
+        for name, value in options.items():
+            setattr(self, name, value)
         self.x2h = nn.Linear(input_size, 4 * hidden_size)
         self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
-        reference_init(self.x2h, self.h2h, hidden_size, fg_init)
+        nn.init.orthogonal_(self.x2h.weight)
+        nn.init.eye_(self.h2h.weight)
+        for proj in (self.x2h, self.h2h):
+            nn.init.zeros_(proj.bias)
+            proj.bias.data[hidden_size:2 * hidden_size].fill_(fg_init)
+
+
+class StepLSTM(StepCell):
+    """After momentumnet.py's LSTMCell: forward(x, hidden) -> (hy, (hy, cy))."""
 
     def forward(self, x, hidden):
         hx, cx = hidden
         x = x.view(-1, x.size(1))
         gates = self.x2h(x) + self.h2h(hx)
         gates = gates.squeeze()
-        i_g, f_g, c_g, o_g = gates.chunk(4, 1)
-        i_g = F.sigmoid(i_g)
-        f_g = F.sigmoid(f_g)
-        c_g = F.tanh(c_g)
-        o_g = F.sigmoid(o_g)
-        cy = torch.mul(cx, f_g) + torch.mul(i_g, c_g)
-        hy = torch.mul(o_g, F.tanh(cy))
+        hy, cy = lstm_tail(gates, cx)
         return hy, (hy, cy)
 
 
-class StepMomentumLSTM(nn.Module):
-    """After MomentumLSTMCell: the velocity vy = mu v + epsilon x2h(x) takes
-    the input projection's place; forward(x, hidden, v) -> (hy, (hy, cy), vy)."""
-
-    def __init__(self, input_size, hidden_size, mu, epsilon, fg_init=1.0):
-        super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        self.mu, self.epsilon = mu, epsilon
-        self.x2h = nn.Linear(input_size, 4 * hidden_size)
-        self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
-        reference_init(self.x2h, self.h2h, hidden_size, fg_init)
+class StepMomentumLSTM(StepCell):
+    """After MomentumLSTMCell (options mu, epsilon): the velocity vy = mu v +
+    epsilon x2h(x) takes the input projection's place; forward(x, hidden,
+    v) -> (hy, (hy, cy), vy)."""
 
     def forward(self, x, hidden, v):
         hx, cx = hidden
@@ -150,28 +153,14 @@ class StepMomentumLSTM(nn.Module):
         vy = self.mu * v + self.epsilon * self.x2h(x)
         gates = vy + self.h2h(hx)
         gates = gates.squeeze()
-        i_g, f_g, c_g, o_g = gates.chunk(4, 1)
-        i_g = F.sigmoid(i_g)
-        f_g = F.sigmoid(f_g)
-        c_g = F.tanh(c_g)
-        o_g = F.sigmoid(o_g)
-        cy = torch.mul(cx, f_g) + torch.mul(i_g, c_g)
-        hy = torch.mul(o_g, F.tanh(cy))
+        hy, cy = lstm_tail(gates, cx)
         return hy, (hy, cy), vy
 
 
-class StepNesterovLSTM(nn.Module):
-    """After NesterovLSTMCell, the extrapolating form: vy = h2h(hx) -
-    epsilon x2h(x), gates = vy + (k-1)/(k+2) (vy - v) with k the loop's
-    restart counter; forward(x, hidden, v, k) -> (hy, (hy, cy), vy)."""
-
-    def __init__(self, input_size, hidden_size, epsilon, fg_init=1.0):
-        super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        self.epsilon = epsilon
-        self.x2h = nn.Linear(input_size, 4 * hidden_size)
-        self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
-        reference_init(self.x2h, self.h2h, hidden_size, fg_init)
+class StepNesterovLSTM(StepCell):
+    """After NesterovLSTMCell (option epsilon), the extrapolating form: vy =
+    h2h(hx) - epsilon x2h(x), gates = vy + (k-1)/(k+2) (vy - v) with k the
+    loop's restart counter; forward(x, hidden, v, k) -> (hy, (hy, cy), vy)."""
 
     def forward(self, x, hidden, v, k):
         hx, cx = hidden
@@ -180,28 +169,15 @@ class StepNesterovLSTM(nn.Module):
         vy = self.h2h(hx) - self.epsilon * self.x2h(x)
         gates = vy + (k - 1.0) / (k + 2.0) * (vy - v)
         gates = gates.squeeze()
-        i_g, f_g, c_g, o_g = gates.chunk(4, 1)
-        i_g = F.sigmoid(i_g)
-        f_g = F.sigmoid(f_g)
-        c_g = F.tanh(c_g)
-        o_g = F.sigmoid(o_g)
-        cy = torch.mul(cx, f_g) + torch.mul(i_g, c_g)
-        hy = torch.mul(o_g, F.tanh(cy))
+        hy, cy = lstm_tail(gates, cx)
         return hy, (hy, cy), vy
 
 
-class StepAdamLSTM(nn.Module):
-    """After AdamLSTMCell: first and second moments of the input projection
-    (grad_val), eps 1e-16 inside the root; s viewed by v's width as the
-    authors wrote it; forward(x, hidden, v, s) -> (hy, (hy, cy), vy, sy)."""
-
-    def __init__(self, input_size, hidden_size, mu, epsilon, mus, fg_init=1.0):
-        super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        self.mu, self.epsilon, self.mus = mu, epsilon, mus
-        self.x2h = nn.Linear(input_size, 4 * hidden_size)
-        self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
-        reference_init(self.x2h, self.h2h, hidden_size, fg_init)
+class StepAdamLSTM(StepCell):
+    """After AdamLSTMCell (options mu, epsilon, mus): first and second
+    moments of the input projection (grad_val), eps 1e-16 inside the root; s
+    viewed by v's width as the authors wrote it; forward(x, hidden, v, s) ->
+    (hy, (hy, cy), vy, sy)."""
 
     def forward(self, x, hidden, v, s):
         hx, cx = hidden
@@ -213,13 +189,7 @@ class StepAdamLSTM(nn.Module):
         sy = self.mus * s + (1.0 - self.mus) * (grad_val * grad_val)
         gates = vy / torch.sqrt(sy + 1e-16) + self.h2h(hx)
         gates = gates.squeeze()
-        i_g, f_g, c_g, o_g = gates.chunk(4, 1)
-        i_g = F.sigmoid(i_g)
-        f_g = F.sigmoid(f_g)
-        c_g = F.tanh(c_g)
-        o_g = F.sigmoid(o_g)
-        cy = torch.mul(cx, f_g) + torch.mul(i_g, c_g)
-        hy = torch.mul(o_g, F.tanh(cy))
+        hy, cy = lstm_tail(gates, cx)
         return hy, (hy, cy), vy, sy
 
 
@@ -620,16 +590,6 @@ class WordLayer(nn.Module):
         forget = slice(0, hidden_size) if self.gates == 3 else slice(hidden_size, 2 * hidden_size)
         word_init(self, hidden_size, forget)
 
-    def lstm_tail(self, gates, cx):
-        ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
-        ingate = F.sigmoid(ingate)
-        forgetgate = F.sigmoid(forgetgate)
-        cellgate = F.tanh(cellgate)
-        outgate = F.sigmoid(outgate)
-        cy = torch.mul(cx, forgetgate) + torch.mul(ingate, cellgate)
-        hy = torch.mul(outgate, F.tanh(cy))
-        return hy, cy
-
     def forward(self, input_, *carried):
         outputs = []
         for x in torch.unbind(input_, dim=0):
@@ -649,7 +609,7 @@ class WordLSTM(WordLayer):
         hx, cx = squeezed(hx), squeezed(cx)
         x = x.view(-1, x.size(1))
         gates = torch.mm(x, self.weight_ih.t()) + torch.mm(hx, self.weight_hh.t()) + self.bias_ih + self.bias_hh
-        hy, cy = self.lstm_tail(gates, cx)
+        hy, cy = lstm_tail(gates, cx)
         return hy.unsqueeze(0), (hy.unsqueeze(0), cy.unsqueeze(0))
 
 
@@ -667,7 +627,7 @@ class WordMomentumLSTM(WordLayer):
         v = squeezed(v)
         vy = self.mu * v + self.epsilon * (torch.mm(x, self.weight_ih.t()) + self.bias_ih)
         gates = vy + (torch.mm(hx, self.weight_hh.t()) + self.bias_hh)
-        hy, cy = self.lstm_tail(gates, cx)
+        hy, cy = lstm_tail(gates, cx)
         return hy.unsqueeze(0), (hy.unsqueeze(0), cy.unsqueeze(0)), vy.unsqueeze(0)
 
 
@@ -687,7 +647,7 @@ class WordAdamLSTM(WordLayer):
         vy = self.mu * v + self.epsilon * grad_val
         sy = self.mus * s + (1.0 - self.mus) * (grad_val * grad_val)
         gates = vy / torch.sqrt(sy + 1e-16) + (torch.mm(hx, self.weight_hh.t()) + self.bias_hh)
-        hy, cy = self.lstm_tail(gates, cx)
+        hy, cy = lstm_tail(gates, cx)
         return hy.unsqueeze(0), (hy.unsqueeze(0), cy.unsqueeze(0)), vy.unsqueeze(0), sy.unsqueeze(0)
 
 
@@ -706,7 +666,7 @@ class WordNesterovLSTM(WordLayer):
         v = squeezed(v)
         vy = (k - 1.0) / (k + 2.0) * v + self.epsilon * (torch.mm(x, self.weight_ih.t()) + self.bias_ih)
         gates = vy + (torch.mm(hx, self.weight_hh.t()) + self.bias_hh)
-        hy, cy = self.lstm_tail(gates, cx)
+        hy, cy = lstm_tail(gates, cx)
         return hy.unsqueeze(0), (hy.unsqueeze(0), cy.unsqueeze(0)), vy.unsqueeze(0)
 
     def forward(self, input_, hidden, v):
@@ -942,13 +902,13 @@ def make_cell(family, I, H, timit):
     fg = -4.0 if timit else 1.0
     init, mode = (henaff_ if timit else cayley_), "dynamic"
     if family == "lstm":
-        return StepLSTM(I, H, fg_init=fg)
+        return StepLSTM(I, H, fg)
     if family == "mlstm":
-        return StepMomentumLSTM(I, H, o["mu"], o["epsilon"], fg_init=fg)
+        return StepMomentumLSTM(I, H, fg, mu=o["mu"], epsilon=o["epsilon"])
     if family in ("alstm", "rlstm"):
-        return StepAdamLSTM(I, H, o["mu"], o["epsilon"], o["mus"], fg_init=fg)
+        return StepAdamLSTM(I, H, fg, mu=o["mu"], epsilon=o["epsilon"], mus=o["mus"])
     if family == "nlstm":
-        return StepNesterovLSTM(I, H, o["epsilon"], fg_init=fg)
+        return StepNesterovLSTM(I, H, fg, epsilon=o["epsilon"])
     if family == "dtriv":
         return DtrivRNN(I, H, init, mode)
     if family == "mdtriv":

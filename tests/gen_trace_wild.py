@@ -22,9 +22,9 @@ public source writes it: a two-layer ConvLSTM over frames [B, T, C, H, W]
 QRNN's CPU forget-mult over (f * x).split(1, dim=0), GRU-D with values,
 last observations, masks and time deltas as separate inputs sliced per step
 by [:, i:i+1, :] and torch.squeeze() (rolled: a Squeeze without axes that
-drops the sliced axis alone is a per-step slice), nn.LSTMCell over x.split(1, dim=1),
-the MomentumRNN authors' pixel-MNIST Model and MomentumLSTMCell (also
-permuted), the PyTorch examples' time-sequence predictor with `future`
+drops the sliced axis alone is a per-step slice), nn.LSTMCell over x.split(1, dim=1)
+(the MomentumRNN authors' own models have a generator of their own,
+tests/gen_authors.py), the PyTorch examples' time-sequence predictor with `future`
 steps fed their own prediction, and a rollout that only generates.  Their
 recurrences count the model's time loops whether cellc rolls them or not;
 one that stays unrolled must be listed as a fallback (the harness's
@@ -1006,8 +1006,8 @@ class PixelFastGRNN(nn.Module):
 
 # =============================================================================
 # Models the issue 43 survey found unrolled: ConvLSTM, QRNN's forget-mult,
-# GRU-D, nn.LSTMCell over x.split(1, 1), the MomentumRNN authors' pixel
-# MNIST loop, a forecaster's generated future steps
+# GRU-D, nn.LSTMCell over x.split(1, 1), a forecaster's generated future
+# steps
 # =============================================================================
 
 class ConvLSTMCell(nn.Module):
@@ -1214,63 +1214,27 @@ class SplitLSTMCell(nn.Module):
         return self.fc(torch.stack(outputs, dim=1))
 
 
-class AuthorsMomentumLSTMCell(nn.Module):
-    """After MomentumRNN's mnist-timit/momentumnet.py: x2h and h2h Linears
-    (x2h orthogonal, h2h the identity, forget biases 1), the velocity
-    vy = mu v + epsilon x2h(x), gates.squeeze(), F.sigmoid / F.tanh,
-    torch.mul; returns (hy, (hy, cy), vy)."""
+class FrameSoftmaxRNN(nn.Module):
+    """Frames [B, T, F] batch-first, each frame x[:, t] through a softmax
+    before torch.cat with the state: a node of the step that needs the
+    step's rows in one piece, which a batch-first sequence does not hold
+    (every T-th row; issue 46's refused TIMIT body); a head on every step,
+    torch.stack(dim=1)."""
 
-    def __init__(self, input_size, hidden_size, mu, epsilon, fg_init=1.0):
+    def __init__(self, n_in, hidden, n_out):
         super().__init__()
-        self.hidden_size, self.mu, self.epsilon = hidden_size, mu, epsilon
-        self.x2h = nn.Linear(input_size, 4 * hidden_size)
-        self.h2h = nn.Linear(hidden_size, 4 * hidden_size)
-        nn.init.orthogonal_(self.x2h.weight)
-        nn.init.eye_(self.h2h.weight)
-        for lin_ in (self.x2h, self.h2h):
-            nn.init.zeros_(lin_.bias)
-            lin_.bias.data[hidden_size:2 * hidden_size].fill_(fg_init)
+        self.hidden = hidden
+        self.cell = nn.Linear(n_in + hidden, hidden)
+        self.head = nn.Linear(hidden, n_out)
 
-    def forward(self, x, hidden, v):
-        hx, cx = hidden
-        x = x.view(-1, x.size(1))
-        v = v.view(-1, v.size(1))
-        vy = self.mu * v + self.epsilon * self.x2h(x)
-        gates = (vy + self.h2h(hx)).squeeze()
-        ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
-        ingate = F.sigmoid(ingate)
-        forgetgate = F.sigmoid(forgetgate)
-        cellgate = F.tanh(cellgate)
-        outgate = F.sigmoid(outgate)
-        cy = torch.mul(cx, forgetgate) + torch.mul(ingate, cellgate)
-        hy = torch.mul(outgate, F.tanh(cy))
-        return hy, (hy, cy), vy
-
-
-class AuthorsPixelMNIST(nn.Module):
-    """MomentumRNN's mnist.py Model in its mlstm mode: pixels [B, T] (the
-    permutation buffer applied first when permuted), states made with
-    torch.zeros in forward, `for input in torch.unbind(inputs, dim=1)` with
-    a Python step counter, input.unsqueeze(dim=1), the head on the last
-    step's output."""
-
-    def __init__(self, hidden_size, n_classes, permute=False, mu=0.9, epsilon=0.1, seq_len=T_TRACE):
-        super().__init__()
-        self.hidden_size, self.permute = hidden_size, permute
-        self.register_buffer("permutation", torch.LongTensor(np.random.RandomState(7).permutation(seq_len)))
-        self.rnn = AuthorsMomentumLSTMCell(1, hidden_size, mu=mu, epsilon=epsilon)
-        self.lin = nn.Linear(hidden_size, n_classes)
-
-    def forward(self, inputs):
-        if self.permute:
-            inputs = inputs[:, self.permutation]
-        state = (torch.zeros((inputs.size(0), self.hidden_size)), torch.zeros((inputs.size(0), self.hidden_size)))
-        v = torch.zeros((inputs.size(0), 4 * self.hidden_size))
-        iter_indx = 0
-        for input in torch.unbind(inputs, dim=1):
-            iter_indx = iter_indx + 1
-            out_rnn, state, v = self.rnn(input.unsqueeze(dim=1), state, v)
-        return self.lin(out_rnn)
+    def forward(self, frames):
+        h = frames.new_zeros(frames.size(0), self.hidden)
+        outs = []
+        for t in range(frames.size(1)):
+            x = F.softmax(frames[:, t], dim=-1)
+            h = torch.tanh(self.cell(torch.cat([x, h], 1)))
+            outs.append(self.head(h))
+        return torch.stack(outs, 1)
 
 
 class SeriesFuture(nn.Module):
@@ -1723,24 +1687,12 @@ MODELS = {
         feed=batch_first, ins=["x"], outs=["y"], axes={"x": (1, 0)},
         # (x.split(1, dim=1) over a dynamic time axis does not export: unsafe_chunk)
         exports=[(13, None), (17, "b")]),
-    "momlstm_authors_mnist": dict(
-        build=lambda I, H, C: AuthorsPixelMNIST(H, C), family="momentum_lstm", expected_cell=mom("lstm", 0.9, 0.1),
-        style=["momentumrnn_authors", "pixel_rank2", "unbind_dim1", "unsqueeze_1", "view_-1_size1",
-               "gates_squeeze", "f_sigmoid_deprecated", "torch_mul", "orthogonal_eye_init", "forget_bias_1",
-               "python_step_counter", "zeros_in_forward", "head_last_step_only"],
-        feed=pixels, ins=["inputs"], outs=["logits"], axes={"inputs": (1, 0)}, pixel=True,
-        # (torch.unbind over a dynamic time axis exports a Split of fixed sizes)
-        exports=[(13, None), (14, "b")]),
-    "momlstm_authors_permuted": dict(
-        build=lambda I, H, C: AuthorsPixelMNIST(H, C, permute=True), family="momentum_lstm",
-        expected_cell=mom("lstm", 0.9, 0.1),
-        style=["momentumrnn_authors", "permuted_pixels_buffer", "pixel_rank2", "unbind_dim1", "unsqueeze_1",
-               "view_-1_size1", "gates_squeeze", "f_sigmoid_deprecated", "torch_mul", "orthogonal_eye_init",
-               "forget_bias_1", "zeros_in_forward", "head_last_step_only"],
-        feed=pixels, ins=["inputs"], outs=["logits"], axes={"inputs": (1, 0)}, pixel=True,
-        # the permutation is a buffer of T indices: no other T runs the model
-        sound=False, long=False,
-        exports=[(13, None), (17, "b")]),
+    "frames_softmax_rnn": dict(
+        build=lambda I, H, C: FrameSoftmaxRNN(I, H, C), family="rnn", expected_cell=None,
+        style=["batch_first", "softmax_of_step_input", "linear_over_cat_x_h", "new_zeros", "head_every_step",
+               "stack_dim1"],
+        feed=batch_first, ins=["frames"], outs=["y"], axes={"frames": (1, 0)},
+        exports=[(14, "bt"), (17, None)]),
     "series_future": dict(
         build=lambda I, H, C: SeriesFuture(H), family="lstm", expected_cell=None,
         style=["pytorch_examples_time_sequence", "two_lstmcells_one_loop", "split_1_dim1", "pixel_rank2",
@@ -2095,11 +2047,14 @@ def ref_outputs(name, net, arrays):
         c = net.lstm
         hs, _ = run(npw(c.weight_ih), npw(c.bias_ih), npw(c.weight_hh), npw(c.bias_hh), tb(x))
         return [tb(lin(hs, net.fc))]
-    if name in ("momlstm_authors_mnist", "momlstm_authors_permuted"):
-        px = x[:, npw(net.permutation).astype(np.int64)] if net.permute else x
-        r = net.rnn
-        hs, _ = run(npw(r.x2h.weight), npw(r.x2h.bias), npw(r.h2h.weight), npw(r.h2h.bias), col(px))
-        return [lin(hs[-1], net.lin)]
+    if name == "frames_softmax_rnn":
+        B, Hd = x.shape[0], net.hidden
+        h, ys = np.zeros((B, Hd)), []
+        for t in range(x.shape[1]):
+            e = np.exp(x[:, t] - x[:, t].max(1, keepdims=True))
+            h = np.tanh(lin(np.concatenate([e / e.sum(1, keepdims=True), h], 1), net.cell))
+            ys.append(lin(h, net.head))
+        return [np.stack(ys, 1)]
     if name == "series_future":
         B, Hd = x.shape[0], net.hidden
         h1, c1, h2, c2 = (np.zeros((B, Hd)) for _ in range(4))

@@ -1428,6 +1428,14 @@ def group_trace_wild():
         yield wild_verdict(r, limits)
 
 
+def group_cases(group):
+    """(name, directory, case.json) of every case of a fixture group."""
+    for n in case_dirs(group):
+        d = os.path.join(OUT, group, n)
+        with open(os.path.join(d, "case.json")) as f:
+            yield n, d, json.load(f)
+
+
 def group_authors():
     """The MomentumRNN authors' models (tests/gen_authors.py, issue 46
     point 1): the MNIST, PMNIST and TIMIT loops of every cell family and
@@ -1443,12 +1451,8 @@ def group_authors():
     if not stamp_ok("authors"):
         yield from fixtures_missing("authors", "authors")
         return
-    root = os.path.join(OUT, "authors")
     items = []
-    for n in case_dirs("authors"):
-        d = os.path.join(root, n)
-        with open(os.path.join(d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in group_cases("authors"):
         items.append((verify_one, ("authors", n, d, case["tol"] or TORCH_TOL)))
         items.append((wild_info, (n, d, "authors")))
         items.append((wild_fallback, ("authors", n, d, case["traced_loops"], not case["fixed_fallback"])))
@@ -1500,12 +1504,8 @@ def group_torch_wild():
     if not stamp_ok("torch_wild"):
         yield from fixtures_missing("torch_wild", "torch_wild")
         return
-    root = os.path.join(OUT, "torch_wild")
     items = []
-    for n in case_dirs("torch_wild"):
-        d = os.path.join(root, n)
-        with open(os.path.join(d, "case.json")) as f:
-            case = json.load(f)
+    for n, d, case in group_cases("torch_wild"):
         if case.get("fixed_size"):
             items.append((script_fixed, (n, d, case["fixed_size"])))
             items.append((deploy_pass, (n + "_fixed", os.path.join(d, "model.onnx"), d, [], None, "torch_wild")))

@@ -5,7 +5,8 @@
  * requires: pass_infer (shapes known, constants folded, nuses/ids fresh).
  * produces: - no shape no-ops: a view (Reshape, Squeeze, Unsqueeze, Flatten,
  *             Identity) whose result has the shape of the value at the root
- *             of its chain of views is gone, its readers read the root
+ *             of its chain of views is gone, its readers read the root (an
+ *             Identity's readers read its input, a view of another shape)
  *             (x.view(-1, x.size(1)), h.unsqueeze(0) ... .squeeze(0),
  *             gates.squeeze() of a [B, 4H] matrix), in recurrence bodies too;
  *           - a Squeeze of [1, N] to [N] read only element by element along
@@ -107,6 +108,10 @@ static int drop_noop_views(ir_graph *g)
 		ir_value *y = n->out[0], *r = view_root(n->in[0]);
 		if (y->shape.rank < 0 || r->shape.rank < 0 || r->dtype != y->dtype)
 			continue;
+		/* an Identity is its input, whatever views made that (the taken
+		 * branch of an If resolved at compile time: Identity(Squeeze(x))) */
+		if (n->op == OP_IDENTITY && ir_shape_eq(&n->in[0]->shape, &y->shape) && n->in[0]->dtype == y->dtype)
+			r = n->in[0];
 		if (ir_shape_eq(&r->shape, &y->shape)) {
 			if (y->nuses > 0) {
 				ir_replace_uses(g, y, r, NULL, IR_USES_NESTED);

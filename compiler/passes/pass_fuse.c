@@ -9,7 +9,11 @@
  *           per graph).  A Slice on the last axis of a product, a per-step
  *           input or another such Slice is a column offset, not a copy
  *           (ir_is_column_view); it takes the group of its readers when they
- *           all share one.  In the root graph, consecutive element-wise f32
+ *           all share one.  A node that is neither element-wise nor a
+ *           product and reads such a view, or a per-step input whose rows
+ *           are not contiguous (batch-first, or reversed with
+ *           sequence_lens), reads a copy of it made by an element-wise
+ *           v * 1 instead (copy_views_for_others).  In the root graph, consecutive element-wise f32
  *           nodes with equal output shapes get one group.  With --no-fuse
  *           every element-wise node is a group of its own.
  * breaks:   node order inside bodies (still topological).
@@ -101,12 +105,31 @@ static int cmp_fnode(const void *a, const void *b)
 	return x->pos - y->pos;
 }
 
-/* A column view is an offset into its operand, which only fused loops and
- * products can read: a node of another kind reading one (Where with a bool
- * condition: an If on run-time data in a scripted loop, lower_seq.c) reads
- * a copy made in the fused loops instead: v * 1, exact for every float (an
- * Identity would be a view of the view, pass_plan.c). */
-static void copy_views_for_others(ir_graph *b)
+/* Whether v is a per-step input of rec's body whose rows are not
+ * contiguous in the sequence: a batch-first [B, T, ..] sequence's step t
+ * is every T-th row, and a reverse recurrence with sequence_lens takes
+ * each row at its own step. */
+static int strided_step_input(const ir_node *rec, const ir_graph *b, const ir_value *v)
+{
+	int nseq = rec ? (int)ir_attr_int(rec, "n_seq", 0) : 0;
+	const ir_attr *sa = rec ? ir_attr_find(rec, "seq_axis") : NULL;
+	int per_row = rec && ir_attr_int(rec, "reverse", 0) && ir_attr_int(rec, "has_lens", 0);
+	for (int k = 0; k < nseq && k < b->ninputs; k++)
+		if (b->inputs[k] == v && (per_row || (sa && k < sa->n && sa->ints[k] != 0)))
+			return 1;
+	return 0;
+}
+
+/* A column view is an offset into its operand, and a per-step input whose
+ * rows are not contiguous (strided_step_input) is read through a row
+ * stride: only fused loops and products can read either.  A node of
+ * another kind reading one (Where with a bool condition: an If on run-time
+ * data in a scripted loop, lower_seq.c; a Softmax, a Concat of a
+ * batch-first frame) reads a copy made in the fused loops instead, once
+ * per step: v * 1, exact for every float (an Identity would be a view of
+ * the view, pass_plan.c); products and element-wise nodes go on reading
+ * the rows where they are. */
+static void copy_views_for_others(ir_graph *b, const ir_node *rec)
 {
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *r = b->nodes[i];
@@ -115,7 +138,8 @@ static void copy_views_for_others(ir_graph *b)
 		for (int k = 0; k < r->nin; k++) {
 			ir_value *v = r->in[k];
 			ir_node *p = v ? v->producer : NULL;
-			if (!p || p->graph != b || !ir_is_column_view(p) || v->dtype != DT_F32)
+			int view = p && p->graph == b && ir_is_column_view(p);
+			if (!(view || (v && strided_step_input(rec, b, v))) || v->dtype != DT_F32)
 				continue;
 			ir_node *id = ir_node_new(b, OP_MUL, ir_unique_name(b, "Mul"), 2, 1);
 			id->origin = r->origin ? r->origin : r->name;
@@ -138,9 +162,9 @@ static void copy_views_for_others(ir_graph *b)
 	}
 }
 
-static void fuse_body(ir_graph *b, const pass_opts *o)
+static void fuse_body(ir_graph *b, const ir_node *rec, const pass_opts *o)
 {
-	copy_views_for_others(b);
+	copy_views_for_others(b, rec);
 	int n = b->nnodes, ngroups = 0;
 	if (!n)
 		return;
@@ -165,7 +189,7 @@ static void fuse_body(ir_graph *b, const pass_opts *o)
 		f[i] = (fnode){nd, s, cls, 0, i};
 		nd->group = 0;
 		if (nd->body)
-			fuse_body(nd->body, o);
+			fuse_body(nd->body, nd, o);
 	}
 	/* Element-wise nodes run as late as their readers allow (a product
 	 * reading them needs them one stage earlier): a value computed where it
@@ -244,7 +268,7 @@ static void fuse_root(ir_graph *g, const pass_opts *o)
 		ir_node *n = g->nodes[i];
 		n->group = 0;
 		if (n->body) {
-			fuse_body(n->body, o);
+			fuse_body(n->body, n, o);
 			prev = NULL;
 			continue;
 		}

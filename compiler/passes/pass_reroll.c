@@ -23,7 +23,9 @@
  *             identical updates computed once);
  *           - outputs: final states the rest of the graph reads, stacked
  *             per-step outputs (Unsqueeze + Concat of every step, in order),
- *             last-step values (a stacked output and Gather(-1)) and
+ *             last-step values (a stacked output and Gather(-1); a view of a
+ *             step matrix, such as a state unsqueezed to [1, B, H], made
+ *             again after the loop of the matrix's last value) and
  *             values of single steps read after the loop (a stacked output
  *             and one Gather(t) per value read: a model returning its
  *             steps' outputs as a tuple of T graph outputs; T then stays
@@ -41,13 +43,18 @@
  *           compared by content).  The time axis becomes a dimension symbol
  *           when that is sound (the sequence is a graph input read only
  *           through its slices, every coefficient extends to any T, and the
- *           graph after the loop re-infers with a symbolic T); otherwise T
- *           stays fixed and the recurrence says why (attribute time_note,
- *           shown by `cellc info`).  Stacked layers, each with a loop of its
- *           own: the first layer's T stays fixed while the second layer's
- *           per-step reads of its output pick fixed steps; once the second
- *           loop is rolled over that whole output, both become symbolic
- *           together (fixed_upstream).  States updated by the same
+ *           graph after the loop re-infers with a symbolic T, a Reshape's
+ *           baked target following it); otherwise T stays fixed and the
+ *           recurrence says why (attribute time_note, shown by `cellc
+ *           info`).  An axis the export declared dynamic that the Split of
+ *           a traced x.unbind() held at the traced length (infer's sizes
+ *           link naming the Split) takes its own name again, and the link
+ *           goes (attribute time_name while a later loop may still free
+ *           it).  Stacked layers, each with a loop of its own: a layer's T
+ *           stays fixed while the next layer's per-step reads of its output
+ *           pick fixed steps; once the next loop is rolled over that whole
+ *           output, the chain of them becomes symbolic together
+ *           (fixed_upstream).  States updated by the same
  *           expression over consecutive column blocks of one product (a
  *           velocity per gate) become one state (reroll_states.c).
  *           recognize.c names the cell the step computes (attributes

@@ -1,9 +1,11 @@
 /* reroll_time.c: pass_reroll's fourth job, the time axis of a recurrence it
  * built: a dimension symbol when that is sound (reroll_make_time_symbolic:
  * the sequences graph inputs read only through their slices, the graph
- * after the loop re-inferring with a symbolic T; stacked layers' loops
- * become symbolic together), else the traced steps sliced
- * (reroll_slice_traced_steps) and the reason kept as time_note. */
+ * after the loop re-inferring with a symbolic T, a Reshape's baked target
+ * following it; stacked layers' loops become symbolic together, back to
+ * the first layer's; an axis a traced x.unbind() had fixed gets its name
+ * back), else the traced steps sliced (reroll_slice_traced_steps) and the
+ * reason kept as time_note. */
 #include "infer.h"
 #include "reroll.h"
 #include "util.h"

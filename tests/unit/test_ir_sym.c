@@ -2,7 +2,7 @@
  * (ir_sym_floor's canonical forms, their values, the least values
  * ir_sym_need records through them) and ir_sym_unify (two free symbols, a
  * symbol and a constant, a derived one pinned; what it refuses without
- * changing anything).  Small graphs built by hand; the expected values are
+ * changing anything) and ir_sym_link_drop.  Small graphs built by hand; the expected values are
  * worked out by hand in the comments.  Linked with the compiler's objects
  * as build/cellc is (tests/tests.mk).
  */
@@ -164,6 +164,27 @@ START_TEST(unify_with_constant)
 	/* two constants, or a constant below 1, are nothing to unify */
 	ck_assert(!ir_sym_unify(g, ir_dim_const(2), ir_dim_const(3), "n", "w"));
 	ck_assert(!ir_sym_unify(g, ir_dim_sym(0), ir_dim_const(0), "n", "w"));
+}
+END_TEST
+
+START_TEST(link_drop)
+{
+	/* a traced x.unbind() fixed L to 8 (infer_split's link), another node
+	 * made B one with a symbol and a third checks a least value: dropping
+	 * L's link (pass_reroll, the loop rolled) leaves the other two */
+	ir_graph *g = graph(NULL);
+	g->unify_ok = 1;
+	ck_assert(ir_sym_unify(g, ir_dim_sym(1), ir_dim_const(8), "Split_1", "unbind"));
+	ir_sym_link_add(g, &(ir_sym_link){.name = "B", .into = "N", .node = "Add_2", .why = "broadcasting"});
+	ir_sym_link_add(g, &(ir_sym_link){.name = "L", .value = 2, .at_least = 1, .node = "Slice_3", .why = "x[1:2]"});
+	ck_assert_int_eq(g->nlinks, 3);
+	ir_sym_link_drop(g, "L");
+	ck_assert_int_eq(g->nlinks, 2);
+	ck_assert_str_eq(g->links[0].name, "B");
+	ck_assert(g->links[1].at_least);
+	/* a name no fixing link has changes nothing */
+	ir_sym_link_drop(g, "B");
+	ck_assert_int_eq(g->nlinks, 2);
 }
 END_TEST
 
@@ -490,6 +511,7 @@ int main(void)
 	tcase_add_test(tc, values_and_least);
 	tcase_add_test(tc, unify_two_symbols);
 	tcase_add_test(tc, unify_with_constant);
+	tcase_add_test(tc, link_drop);
 	tcase_add_test(tc, pin_derived);
 	tcase_add_test(tc, least_value_and_at_least_links);
 	tcase_add_test(tc, sums);
