@@ -50,6 +50,7 @@ typedef enum rt_status {
 	RT_ERR_ARG,             /* NULL or out-of-range argument */
 	RT_ERR_INDEX,           /* an index tensor holds an out-of-range index */
 	RT_ERR_NONFINITE,       /* NaN or Inf where finite numbers are required */
+	RT_ERR_ODE_STEPS,       /* an ODE solver reached its step limit before the end */
 	RT_STATUS_COUNT
 } rt_status;
 
@@ -1190,6 +1191,137 @@ void rt_qlinear_conv(void *y, int ydt, const float *mult, int64_t nmult, const v
 /* MaxPool of uint8 / int8 X (the geometry of rt_pool; padding ignored). */
 void rt_maxpool_8(void *y, int dt, const void *x, int nsp, const int64_t *xdims, const int64_t *ysp,
 		  const int64_t *k, const int64_t *st, const int64_t *pads, const int64_t *dil);
+
+/* ---- ordinary differential equations (owner: runtime/rt_ode.c) -----------
+ * y' = F(t, y) for a state y of n doubles -- the batch of an ODE layer, B rows
+ * of S columns, row-major, solved as one system -- from t0 to t1 (either
+ * direction) by an explicit Runge-Kutta method of rt_ode_tableaus, the one
+ * table of the solvers' coefficients.  All rows share every step, as the
+ * reference implementations do for a batch: an adaptive step's error is the
+ * root mean square over all n elements.  F is called once per stage with the
+ * whole state, and every call counts one function evaluation (NFE).  The
+ * state, the slopes and the stage sums are double.  Every function
+ * adds to the counts of *st (the caller zeroes them), allocates its own
+ * stage buffers (RT_ERR_NOMEM), and returns RT_ERR_ODE_STEPS when an
+ * adaptive solve tries max_steps steps without reaching the end, or
+ * RT_ERR_NONFINITE when a step's error is NaN or infinite.
+ * Legend: n state elements, np parameter elements, s stages, h a step. */
+
+typedef enum rt_ode_method {
+	RT_ODE_EULER, RT_ODE_MIDPOINT, RT_ODE_RK4, RT_ODE_DOPRI5, RT_ODE_METHODS
+} rt_ode_method;
+
+enum { RT_ODE_MAX_STAGES = 7 };
+
+/* An explicit Runge-Kutta method: stage i's input is
+ * Y_i = y + h sum_{j<i} a[i][j] k_j, its slope k_i = F(t + c[i] h, Y_i), the
+ * step's result y + h sum_i b[i] k_i, and, adaptive, its error estimate
+ * h sum_i e[i] k_i. */
+typedef struct rt_ode_tableau {
+	const char *name;               /* the solver= word of the .cell format */
+	int stages;                     /* s */
+	int order;                      /* of the result */
+	int adaptive;                   /* e is an embedded error estimate: step control */
+	int fsal;                       /* the last stage's input is the result (first same as last:
+	                                   its slope is the next step's first) */
+	double c[RT_ODE_MAX_STAGES];    /* stage times, as fractions of h */
+	double a[RT_ODE_MAX_STAGES][RT_ODE_MAX_STAGES]; /* a[i][j], j < i */
+	double b[RT_ODE_MAX_STAGES];    /* the result's weights */
+	double e[RT_ODE_MAX_STAGES];    /* adaptive: b minus the embedded lower-order weights */
+} rt_ode_tableau;
+
+extern const rt_ode_tableau rt_ode_tableaus[RT_ODE_METHODS];
+/* RT_ODE_* of a solver name ("euler", "midpoint", "rk4", "dopri5"), or -1. */
+int rt_ode_method_lookup(const char *name);
+
+typedef struct rt_ode_opts {
+	int method;                     /* rt_ode_method */
+	int64_t steps;                  /* fixed-step methods: equal steps from t0 to t1 (>= 1) */
+	double rtol, atol;              /* adaptive: a step passes when the RMS over all n elements of
+	                                   err / (atol + rtol max(|y|, |y_new|)) is at most 1 */
+	int64_t max_steps;              /* adaptive: steps tried (accepted + rejected) before
+	                                   RT_ERR_ODE_STEPS */
+} rt_ode_opts;
+
+typedef struct rt_ode_stats {
+	int64_t nfe;                    /* evaluations of F (rt_ode_solve), of the adjoint's dynamics
+	                                   (rt_ode_adjoint) or of the vector-Jacobian product
+	                                   (rt_ode_backprop) */
+	int64_t accepted, rejected;     /* steps */
+} rt_ode_stats;
+
+/* dy = F(t, y); y, dy [n]. */
+typedef void (*rt_ode_fn)(void *ctx, double t, const double *y, double *dy);
+/* The vector-Jacobian products of F at (t, y) for a row vector a [n]:
+ * ay = a dF/dy [n] (overwritten), gp += a dF/dp [np] (accumulated; the
+ * parameters p are whatever the caller lets F depend on). */
+typedef void (*rt_ode_vjp)(void *ctx, double t, const double *y, const double *a, double *ay, double *gp);
+
+/* The steps an rt_ode_solve took, for rt_ode_backprop: per accepted step its
+ * time, its size and the inputs of the stages that reach its result (all but
+ * an FSAL method's last), in segments, one per rt_ode_solve call.  Zero it
+ * before the first use; rt_ode_tape_clear forgets the steps and keeps the
+ * memory, rt_ode_tape_free releases it. */
+typedef struct rt_ode_tape {
+	int method;                     /* of the solves recorded */
+	int64_t n;                      /* state elements */
+	int64_t nsteps, cap;            /* steps recorded, room */
+	double *t, *h;                  /* [cap] */
+	double *Y;                       /* [cap][stages][n] stage inputs */
+	int64_t nseg, capseg;
+	int64_t *seg;                   /* [capseg + 1]: segment k is steps [seg[k], seg[k + 1]) */
+} rt_ode_tape;
+void rt_ode_tape_clear(rt_ode_tape *tp);
+void rt_ode_tape_free(rt_ode_tape *tp);
+
+/* Solves y' = F(t, y) from t0 to t1 in place (y [n]: y(t0) in, y(t1) out).
+ * tape (may be NULL) gains a segment with the steps taken (RT_ERR_ARG when
+ * it holds the steps of another method or size: clear it first). */
+int rt_ode_solve(const rt_ode_opts *o, rt_ode_fn f, void *ctx, int64_t n, double *y, double t0, double t1,
+		 rt_ode_tape *tape, rt_ode_stats *st);
+/* Backpropagation through the steps of tape segment seg (discretise, then
+ * optimise: the exact gradient of the computed solution, the step sizes
+ * held fixed): a [n] holds dL/dy(t1) and gets dL/dy(t0); gp += dL/dp. */
+int rt_ode_backprop(const rt_ode_tape *tp, int64_t seg, rt_ode_vjp vjp, void *ctx, double *a, double *gp,
+		    rt_ode_stats *st);
+/* The adjoint method: solves the adjoint equations a' = -a dF/dy,
+ * g' = -a dF/dp backward from t1 to t0 with the state (y' = F) by the
+ * method of o, as one system [y, a, g] of 2n + np elements (g(t1) = 0).
+ * y [n]: y(t1) in, the reconstructed y(t0) out; a [n]: dL/dy(t1) in,
+ * dL/dy(t0) out; gp [np] += g(t0) = dL/dp. */
+int rt_ode_adjoint(const rt_ode_opts *o, rt_ode_fn f, rt_ode_vjp vjp, void *ctx, int64_t n, int64_t np, double *y,
+		   double *a, double *gp, double t0, double t1, rt_ode_stats *st);
+
+/* The ODE blocks of the native format (docs/cells.md, "ODE blocks"): x
+ * [B, I] sets the initial state h0 = W_x x + b_x (m0 = 0), integrated from
+ * t0 to t1 with f(h) = tanh(W_h h + b_h) (W_x [H, I], b_x [H], W_h [H, H],
+ * b_h [H]):
+ *   node     h' = f(h)
+ *   hbnode   h' = m,        m' = -gamma m + f(h),          gamma = sigmoid(w[0])
+ *   ghbnode  h' = tanh(m),  m' = -gamma m + f(h) - xi h,   xi = softplus(c[0])
+ * The whole batch is one system of B rows of H (node) or 2H ([h | m])
+ * columns, so every row takes the same steps.  y [B, H] = h(t1);
+ * stats [3] = NFE, accepted and rejected steps (written on failure too).
+ * w and c are read by the heavy-ball models only (NULL for node). */
+typedef enum rt_ode_model {
+	RT_ODE_NODE, RT_ODE_HBNODE, RT_ODE_GHBNODE, RT_ODE_MODELS
+} rt_ode_model;
+/* RT_ODE_NODE.. of a model name ("node", "hbnode", "ghbnode"), or -1. */
+int rt_ode_model_lookup(const char *name);
+int rt_ode_block_f32(int model, const rt_ode_opts *o, double t0, double t1, int64_t B, int64_t I, int64_t H,
+		     const float *x, const float *W_x, const float *b_x, const float *W_h, const float *b_h,
+		     const float *w, const float *c, float *y, int64_t *stats);
+
+/* The ODE-RNN hybrids over an irregularly sampled sequence: x [T, B, I], dt
+ * [T, B] the time since the row's previous observation.  The state [h | m]
+ * starts at 0; at each step t it flows by the model's ODE over each row's
+ * own gap -- as dz/ds = dt[t, b] F(z) for s from 0 to 1, one system whose
+ * rows share the steps -- then the observation updates
+ * h <- tanh(W_x x_t + b_x + W_u h) (W_u [H, H]; m is kept), and
+ * y [T, B, H] holds h after each update.  stats: totals over the sequence. */
+int rt_ode_rnn_f32(int model, const rt_ode_opts *o, int64_t T, int64_t B, int64_t I, int64_t H, const float *x,
+		   const float *dt, const float *W_x, const float *b_x, const float *W_u, const float *W_h,
+		   const float *b_h, const float *w, const float *c, float *y, int64_t *stats);
 
 /* ---- training (cellc compile --train) ---- */
 /* Y = expm(X), X and Y [n, n] row-major (scaling and squaring, [13/13] Pade, in

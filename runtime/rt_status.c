@@ -18,8 +18,9 @@ static const char *const messages[RT_STATUS_COUNT] = {
 	[RT_ERR_ARG] = "invalid argument (NULL pointer or value out of range)",
 	[RT_ERR_INDEX] = "an index tensor holds an out-of-range index",
 	[RT_ERR_NONFINITE] = "NaN or infinity where finite numbers are required",
+	[RT_ERR_ODE_STEPS] = "an ODE solver reached its step limit (max_steps) before the end of the interval",
 };
-_Static_assert(RT_STATUS_COUNT == 11, "a new rt_status code needs its sentence here");
+_Static_assert(RT_STATUS_COUNT == 12, "a new rt_status code needs its sentence here");
 
 /* A status from an older or newer runtime (or garbage) still gets a sentence:
  * callers print the result unconditionally. */

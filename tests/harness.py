@@ -68,6 +68,11 @@ Groups, in order:
   cells       `.cell` models of every cell through `cellc verify` against
               the PyTorch golden data of tests/gen_cell_cases.py (a few also
               through build-san/cellc)
+  ode         the ODE blocks (node, hbnode, ghbnode; euler, midpoint, rk4,
+              dopri5) through `cellc verify` against tests/gen_ode_cases.py's
+              float64 PyTorch solves (states, and the NFE and step counts
+              exactly), its solves against scipy's RK45, refused options,
+              --train and --no-malloc, and the run-time step limit
   deploy      golden regression kits (`compile --testbench`, `make test`) in every
               deployment mode {file, embedded weights} x {malloc, no-malloc} x
               {OpenBLAS, BLAS=none} for an nn.LSTM export, a traced
@@ -2435,6 +2440,64 @@ def group_cells():
     yield from parallel(verify_one, items)
 
 
+# ---- ODE blocks (issue 48): node, hbnode, ghbnode under every solver ------------------
+
+def group_ode():
+    """tests/out/ode (gen_ode_cases.py): each case through `cellc verify`
+    (its golden data from a float64 PyTorch solve by the same algorithm:
+    h(t1) within the case's tolerances, the stats output exactly), the
+    PyTorch solves against scipy, refused models, --train refused, and the
+    step limit as a run-time status."""
+    if not stamp_ok("ode"):
+        yield from fixtures_missing("ode", "ode")
+        return
+    d = os.path.join(OUT, "ode")
+    items = []
+    with open(os.path.join(ROOT, d, "tests.tsv")) as f:
+        for line in f:
+            name, model, case, atol, rtol = line.rstrip("\n").split("\t")
+            items.append(("ode", name, case, ["--atol", atol, "--rtol", rtol], CELLC, None, model, None))
+    items.append(("ode", "san_hbnode_dopri5", os.path.join(d, "hbnode_dopri5_rtol0.001_atol1em06"),
+                  ["--atol", "1e-5", "--rtol", "0.001"], CELLC_SAN, SAN_ENV,
+                  os.path.join(d, "hbnode_dopri5_rtol0.001_atol1em06", "model.cell"), None))
+    yield from parallel(verify_one, items)
+    with open(os.path.join(ROOT, d, "scipy.tsv")) as f:
+        for line in f:
+            name, B, err, bound = line.rstrip("\n").split("\t")
+            ok = float(err) <= float(bound)
+            yield Result("ode/scipy/%s_B%s" % (name, B), ok,
+                         "max |h - scipy RK45| %s %s %s" % (err, "<=" if ok else ">", bound))
+    for name in sorted(os.listdir(os.path.join(ROOT, d, "bad"))):
+        yield ode_refused("ode/bad/" + name, os.path.join(d, "bad", name, "model.cell"), [],
+                          os.path.join(d, "bad", name, "expect.txt"))
+    case = os.path.join(d, "node_euler_steps10")
+    yield ode_refused("ode/train_refused", os.path.join(case, "model.cell"), ["--train"], None,
+                      "ODE blocks (node) are inference only")
+    yield ode_refused("ode/no_malloc_refused", os.path.join(case, "model.cell"), ["--no-malloc"], None,
+                      "--no-malloc: an ODE block's solver allocates its stage buffers")
+    log = os.path.join(LOGS, "ode", "limit.log")
+    rc, out, err = run([CELLC, "verify", os.path.join(d, "limit", "model.cell"), "--data",
+                        os.path.join(d, "limit")], log)
+    want = "an ODE solver reached its step limit (max_steps)"
+    ok = rc != 0 and want in err and "PASS" not in out
+    yield Result("ode/step_limit", ok, "run fails with %r" % want if ok else
+                 "%s, no %r (log: %s)" % (status_word(rc), want, log))
+
+
+def ode_refused(full, model, args, expect_file, expect=None):
+    """`cellc compile MODEL ARGS` must exit 2 with the message."""
+    if expect is None:
+        with open(os.path.join(ROOT, expect_file)) as f:
+            expect = f.read().strip()
+    log = os.path.join(LOGS, "ode", full.split("/")[-1] + ".log")
+    rc, out, err = run([CELLC, "compile", model, "-o", os.path.join(OUT, "ode_work", full.split("/")[-1])] + args, log)
+    if rc != 2:
+        return Result(full, False, "%s, expected exit 2 (log: %s)" % (status_word(rc), log))
+    if expect not in err:
+        return Result(full, False, "message lacks %r: %s (log: %s)" % (expect, first_lines(err), log))
+    return Result(full, True, "exit 2: %s" % first_lines(err, 1, 160))
+
+
 CELLS_SAN = ("user_momentum_lstm", "user_momentum_gru_softsign", "stack_momentum_lstm_lstm_heads",
              "nag_dtriv_extrapolate", "momentum_attention_length_key", "irnn_K3_g0_zero",
              "heavy_ball_rnn_tanh_steps4", "batch_first_momentum_gru_head", "adam_gru_opts")
@@ -3269,7 +3332,7 @@ GROUPS = [
     ("rnn_cases", group_rnn_cases),
     ("torch", group_torch), ("precision", group_precision), ("quantized", group_quantized), ("structure", group_structure), ("cli", group_cli), ("ir", group_ir), ("api", group_api), ("bad", group_bad), ("san_node", group_san_node),
     ("deploy", group_deploy),
-    ("ref_cells", group_ref_cells), ("cells", group_cells), ("trace", group_trace),
+    ("ref_cells", group_ref_cells), ("cells", group_cells), ("ode", group_ode), ("trace", group_trace),
     ("trace_wild", group_trace_wild), ("authors", group_authors), ("torch_wild", group_torch_wild),
     ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild), ("size_if", group_size_if), ("data_if", group_data_if), ("size_inputs", group_size_inputs),

@@ -261,6 +261,9 @@ def roundtrips():
     # ConvTranspose's output_shape over a run-time length) read back after every pass
     for d in ("resize_scale", "convt_output_shape", "size_sums", "slice_tail_min"):
         models.append(("ir/infer/" + d, "tests/ir/infer/%s/input.cell" % d))
+    # the ODE block and hybrid: their solver settings as attributes
+    for d in ("ode_block", "ode_rnn"):
+        models.append(("ir/cells/" + d, "tests/ir/cells/%s/input.cell" % d))
     if len(models) < 10:
         report("roundtrip/models", False, "fixtures missing: only %d models" % len(models))
     for name, m in spread(models, 2 * SAMPLE):

@@ -138,6 +138,10 @@ $(TOUT)/bad/.stamp: tests/gen_bad_models.py
 	$(call gen,tests/gen_bad_models.py,$(TOUT)/bad)
 $(TOUT)/cells/.stamp: tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfile.py
 	$(call gen,tests/gen_cell_cases.py,$(TOUT)/cells)
+# ODE blocks (issue 48; harness group ode)
+FIXTURES += $(TOUT)/ode/.stamp
+$(TOUT)/ode/.stamp: tests/gen_ode_cases.py tests/tensorfile.py
+	$(call gen,tests/gen_ode_cases.py,$(TOUT)/ode)
 $(TOUT)/cell_init/.stamp: tests/gen_cell_init_cases.py tests/gen_cell_cases.py tests/ref_cells.py tests/tensorfile.py
 	$(call gen,tests/gen_cell_init_cases.py,$(TOUT)/cell_init)
 

@@ -24,6 +24,7 @@
 #include "txt.h"
 #include "cellrt.h"
 #include "cells.h"
+#include "ode.h"
 #include "infer.h"
 #include "util.h"
 
@@ -275,6 +276,108 @@ static ir_value *builtin_layer(mctx *m, const cell_def *def, const txt_tok *at, 
 	return y;
 }
 
+/* ---- ODE blocks (ode.h) ---- */
+
+/* A block (dt NULL: x [batch, I]) or an ODE-RNN hybrid (x [T, B, I], dt [T, B]). */
+static ir_value *ode_block(mctx *m, const txt_tok *at, ir_value *x, int ax, ir_value *dt, txt_opt *opts,
+			   int nopts)
+{
+	txt *X = m->X;
+	char err[400];
+	int rnn = dt != NULL;
+	if (m->depth > 1) {
+		txt_error(X, at, "an ODE block must be the outermost call of its statement (its parameters "
+			  "are named after the statement): write 'NAME = %s(...)' on its own line", at->str);
+		return NULL;
+	}
+	if (!rnn && (x->shape.rank != 2 || !ir_dim_is_const(x->shape.d[1]) || x->shape.d[1].k < 1)) {
+		txt_error(X, at, "%s maps x [batch, I] (I constant) to its initial state; its input is %s%s",
+			  at->str, ir_shape_str(X->A, m->g, &x->shape),
+			  x->shape.rank == 3 ? ", a sequence (the ODE-RNN hybrids are NAME_rnn(x, dt, ...))" : "");
+		return NULL;
+	}
+	if (rnn && (x->shape.rank != 3 || ax != 0 || !ir_dim_is_const(x->shape.d[2]) || x->shape.d[2].k < 1)) {
+		txt_error(X, at, "%s runs over a sequence x [T, B, I] (time first, I constant); its input is %s",
+			  at->str, ir_shape_str(X->A, m->g, &x->shape));
+		return NULL;
+	}
+	if (rnn && (dt->dtype != DT_F32 || dt->shape.rank != 2 || !ir_dim_eq(dt->shape.d[0], x->shape.d[0]) ||
+		    !ir_dim_eq(dt->shape.d[1], x->shape.d[1]))) {
+		txt_error(X, at, "%s takes the gaps dt f32 [T, B] of its input %s; dt is %s %s", at->str,
+			  ir_shape_str(X->A, m->g, &x->shape), ir_dtype_name(dt->dtype),
+			  ir_shape_str(X->A, m->g, &dt->shape));
+		return NULL;
+	}
+	if (x->dtype != DT_F32) {
+		txt_error(X, at, "%s takes f32 input", at->str);
+		return NULL;
+	}
+	ode_opt *oo = arena_array(X->A, (size_t)(nopts ? nopts : 1), sizeof *oo);
+	int bad = 0;
+	for (int i = 0; i < nopts; i++) {
+		txt_opt *o = &opts[i];
+		if (ode_check_option(o->name, o->num, o->is_string ? o->s : NULL, err, sizeof err)) {
+			txt_error(X, o->at, "%s", err);
+			bad = 1;
+		}
+		oo[i] = (ode_opt){o->name, o->num, o->is_string ? o->s : NULL};
+	}
+	if (bad)
+		return NULL;
+	int model = rnn ? ode_rnn_model(at->str) : rt_ode_model_lookup(at->str);
+	static const char *const model_names[] = {"node", "hbnode", "ghbnode"};
+	ir_node *n = ir_node_new(m->g, rnn ? OP_ODERNN : OP_ODEBLOCK, m->stmt, 1, 2);
+	ir_attr_set_string(n, "model", model_names[model]);
+	if (ode_set_attrs(n, oo, nopts, err, sizeof err)) {
+		txt_error(X, at, "%s", err);
+		return NULL;
+	}
+	int64_t I = x->shape.d[x->shape.rank - 1].k, H = ir_attr_int(n, "hidden", 0);
+	if (H > (1 << 20)) {
+		txt_error(X, at, "hidden must be between 1 and %d", 1 << 20);
+		return NULL;
+	}
+	ode_param ps[ODE_MAX_PARAMS];
+	int np = ode_params(model, rnn, I, H, ps);
+	n->nin = 1 + rnn + np;
+	n->in = arena_array(m->g->A, (size_t)n->nin, sizeof *n->in);
+	n->in[0] = x;
+	if (rnn)
+		n->in[1] = dt;
+	for (int k = 0; k < np; k++) {
+		int from_file;
+		ir_value *w = new_param(m, m->stmt, ps[k].name, ps[k].rank, ps[k].dims, at, &from_file);
+		if (!w)
+			return NULL;
+		if (!from_file)
+			ode_param_init(&ps[k], H, cell_param_seed(m->seed, m->stmt, ps[k].name), w->data);
+		n->in[1 + rnn + k] = w;
+	}
+	n->out[0] = ir_value_new(m->g, m->stmt, VAL_TEMP, DT_UNDEF);
+	n->out[1] = ir_value_new(m->g, arena_printf(X->A, "%s.stats", m->stmt), VAL_TEMP, DT_UNDEF);
+	if (!infer_at(m, n, at))
+		return NULL;
+	ir_append(m->g, n);
+	return n->out[0];
+}
+
+/* ode_stats(h): the stats output of the ODE block that made h */
+static ir_value *ode_stats(mctx *m, const txt_tok *at, ir_value *x)
+{
+	for (int i = 0; i < m->g->nnodes; i++) {
+		ir_node *n = m->g->nodes[i];
+		if ((n->op == OP_ODEBLOCK || n->op == OP_ODERNN) && n->out[0] == x) {
+			/* the statement's name names the output, as for any other value */
+			if (m->depth == 1 && !ir_find_value(m->g, m->stmt) && !strcmp(n->out[1]->name,
+			    arena_printf(m->X->A, "%s.stats", n->out[0]->name)))
+				n->out[1]->name = m->stmt;
+			return n->out[1];
+		}
+	}
+	txt_error(m->X, at, "ode_stats() takes the value of an ODE block or hybrid (node, hbnode_rnn, ...) itself");
+	return NULL;
+}
+
 static ir_value *layer(mctx *m, const txt_tok *at, ir_value *x, int ax, txt_opt *opts, int nopts)
 {
 	txt *X = m->X;
@@ -426,6 +529,20 @@ static ir_value *call(mctx *m, const txt_tok *fn, int *seq_axis)
 	ir_value *x = expr(m, seq_axis, &at);
 	if (!x)
 		return NULL;
+	ir_value *dt = NULL;
+	if (ode_rnn_model(fn->str) >= 0) {      /* hybrids take the gaps second */
+		int dax;
+		const txt_tok *dat;
+		if (!txt_expect(X, ',', "and the gaps dt: NAME_rnn(x, dt, ...)"))
+			return NULL;
+		if (txt_is_punct(txt_peek_at(X, 1), '=')) {
+			txt_error(X, txt_peek(X), "%s takes the gaps dt [T, B] second: %s(x, dt, option=value, ...)",
+				  fn->str, fn->str);
+			return NULL;
+		}
+		if (!(dt = expr(m, &dax, &dat)))
+			return NULL;
+	}
 	txt_opt *opts;
 	int nopts;
 	if (!parse_opts(m, &opts, &nopts))
@@ -435,6 +552,8 @@ static ir_value *call(mctx *m, const txt_tok *fn, int *seq_axis)
 		ir_value *y = layer(m, fn, x, *seq_axis, opts, nopts);
 		return y;
 	}
+	if (ode_is_block(name) || dt)
+		return ode_block(m, fn, x, *seq_axis, dt, opts, nopts);
 	if (!strcmp(name, "linear"))
 		return linear(m, fn, x, opts, nopts);
 	if (nopts) {
@@ -442,6 +561,8 @@ static ir_value *call(mctx *m, const txt_tok *fn, int *seq_axis)
 		return NULL;
 	}
 	const char *outname = m->depth == 1 ? m->stmt : NULL;
+	if (!strcmp(name, "ode_stats"))
+		return ode_stats(m, fn, x);
 	if (!strcmp(name, "last")) {
 		if (*seq_axis < 0) {
 			txt_error(X, fn, "last() needs a sequence; this value has no time axis");
@@ -473,7 +594,8 @@ static ir_value *call(mctx *m, const txt_tok *fn, int *seq_axis)
 
 static int known_fn(txt *X, const char *name)
 {
-	if (cell_find(name) || txt_find_cell(X, name) || !strcmp(name, "linear") || !strcmp(name, "last"))
+	if (cell_find(name) || txt_find_cell(X, name) || !strcmp(name, "linear") || !strcmp(name, "last") ||
+	    ode_is_block(name) || ode_rnn_model(name) >= 0 || !strcmp(name, "ode_stats"))
 		return 1;
 	for (size_t i = 0; i < COUNTOF(act_fns); i++)
 		if (!strcmp(name, act_fns[i].name))

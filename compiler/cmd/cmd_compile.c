@@ -530,6 +530,13 @@ static int emit_compiled(ir_graph *g, diag *D, void *ctx)
 			      "or --carry (its parameters must be a writable weights file)");
 		return 1;
 	}
+	for (int i = 0; c->no_malloc && i < g->nnodes; i++)
+		if (g->nodes[i]->op == OP_ODEBLOCK || g->nodes[i]->op == OP_ODERNN) {
+			/* rt_ode.c allocates its stage buffers on each call */
+			diag_node(D, g->nodes[i], "--no-malloc: an ODE block's solver allocates its stage buffers; "
+				  "compile this model without --no-malloc");
+			return 1;
+		}
 	if ((c->nmd || c->no_malloc) && !(maxd = max_dims(c->A, D, g, c->md, c->nmd, c->no_malloc)))
 		return 1;
 	emit_tb_set *sets = NULL;

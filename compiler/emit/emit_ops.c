@@ -19,6 +19,7 @@
 #include "emit.h"
 #include "emit_ops.h"
 #include "infer.h"
+#include "cellrt.h"
 #include "util.h"
 
 #include <string.h>
@@ -87,6 +88,56 @@ void ops_node_comment(emit_ctx *E, const ir_node *n, const char *what)
 	ew_line(E->w, "/* %s '%s'%s%s: %s -> %s%s%s */", ir_op_name(n->op), ops_safe(E, n->name),
 		from ? " from " : "", ops_safe(E, from), ins, outs, what ? "; " : "", what ? what : "");
 }
+
+/* The runtime's enumerator of a solver or model name: "dopri5" -> RT_ODE_DOPRI5. */
+static const char *upper_enum(emit_ctx *E, const char *name)
+{
+	char *r = arena_printf(E->A, "RT_ODE_%s", name);
+	for (char *p = r; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	return r;
+}
+
+/* An ODE block or hybrid (compiler/cell/ode.h): one call of the runtime's
+ * solver, each setting printed from the node's attributes (ir_verify
+ * checked them). */
+static void emit_odeblock(emit_ctx *E, ir_node *n)
+{
+	const char *model = ir_attr_string(n, "model", ""), *solver = ir_attr_string(n, "solver", "");
+	const ir_attr *rtol = ir_attr_find(n, "rtol"), *atol = ir_attr_find(n, "atol");
+	const ir_value *x = n->in[0], *st = n->nout > 1 ? n->out[1] : NULL;
+	int rnn = n->op == OP_ODERNN, p = 1 + rnn;     /* the first parameter */
+	ops_node_comment(E, n, arena_printf(E->A, "%s, solver %s", model, solver));
+	ew_open(E->w, "%s", "");
+	ew_line(E->w, "const rt_ode_opts o_ = {.method = %s, .steps = %lld, .rtol = %.17g, .atol = %.17g, "
+		".max_steps = %lld};", upper_enum(E, solver), (long long)ir_attr_int(n, "steps", 0),
+		rtol ? rtol->f : 0.0, atol ? atol->f : 0.0, (long long)ir_attr_int(n, "max_steps", 0));
+	ew_line(E->w, "int64_t stats_[3];     /* NFE, accepted and rejected steps */");
+	/* the parameters after W_x, b_x (and W_u): W_h, b_h [, w [, c]] */
+	const char *rest = arena_printf(E->A, "%s, %s, %s, %s", emit_ref(E, n->in[p + 2 + rnn]),
+					emit_ref(E, n->in[p + 3 + rnn]),
+					n->nin > p + 4 + rnn ? emit_ref(E, n->in[p + 4 + rnn]) : "NULL",
+					n->nin > p + 5 + rnn ? emit_ref(E, n->in[p + 5 + rnn]) : "NULL");
+	if (rnn)
+		ew_line(E->w, "int st_ = rt_ode_rnn_f32(%s, &o_, %s, %s, %lld, %lld, %s, %s, %s, %s, %s, %s, %s, "
+			"stats_);", upper_enum(E, model), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
+			(long long)x->shape.d[2].k, (long long)ir_attr_int(n, "hidden", 0), emit_ref(E, x),
+			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
+			rest, emit_ref(E, n->out[0]));
+	else
+		ew_line(E->w, "int st_ = rt_ode_block_f32(%s, &o_, %.17g, %.17g, %s, %lld, %lld, %s, %s, %s, %s, "
+			"%s, stats_);", upper_enum(E, model), ir_attr_find(n, "t0")->f, ir_attr_find(n, "t1")->f,
+			emit_dim(E, x->shape.d[0]), (long long)x->shape.d[1].k,
+			(long long)ir_attr_int(n, "hidden", 0), emit_ref(E, x), emit_ref(E, n->in[1]),
+			emit_ref(E, n->in[2]), rest, emit_ref(E, n->out[0]));
+	if (st && (st->nuses || st->is_output))
+		ew_line(E->w, "memcpy(%s, stats_, sizeof stats_);", emit_ref(E, st));
+	ew_line(E->w, "if (st_ != RT_OK)");
+	ew_line(E->w, "\treturn st_;");
+	ew_close(E->w, "");
+}
+
 
 /* True when v has its own storage the group must write. */
 int ops_is_stored(emit_ctx *E, const ir_value *v)
@@ -582,6 +633,9 @@ void emit_node(emit_ctx *E, ir_node *n)
 	case OP_SLICESCATTER: case OP_SOFTMAXCEGRAD:
 	case OP_MSELOSS: case OP_MSELOSSGRAD: case OP_MATEXP: case OP_CONVGRAD: case OP_PADGRAD: case OP_CLASSLOSSGRAD:
 		train_op_emit(E, n);
+		return;
+	case OP_ODEBLOCK: case OP_ODERNN:
+		emit_odeblock(E, n);
 		return;
 	case OP_LSTM: case OP_GRU: case OP_RNN:
 		diag_node(E->D, n, "internal: %s reached the emitter without being lowered", ir_op_name(n->op));

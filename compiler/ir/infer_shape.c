@@ -18,6 +18,7 @@
  */
 #include "cells.h"
 #include "infer_shape.h"
+#include "ode.h"
 #include "train.h"
 #include "util.h"
 
@@ -1182,6 +1183,7 @@ static int rule_of(ictx *c)
 	case OP_SOFTMAX: case OP_LOGSOFTMAX: return infer_softmax(c);
 	case OP_LSTM: case OP_GRU: case OP_RNN: return infer_rnn(c);
 	case OP_CELL: return cell_infer(g, n, D);       /* cells.c */
+	case OP_ODEBLOCK: case OP_ODERNN: return ode_infer(g, n, D);    /* ode.c */
 	case OP_MOMENTUM: case OP_ADAM: case OP_ADAGRAD: return infer_optim(c);
 	case OP_REDUCESUM: case OP_REDUCEMEAN: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:

@@ -68,6 +68,7 @@
  * the pass that left them) and aborts.
  */
 #include "infer.h"
+#include "ode.h"
 #include "passes.h"
 #include "util.h"
 
@@ -711,6 +712,17 @@ static void check_values(vctx *c, const ir_graph *g, infer_set *def)
 
 /* The node itself: its op, arity, graph, source and body; 1 when it has a
  * body (whose contract check_body checks). */
+/* An ODE block or hybrid states everything its call needs (ode.h): the
+ * model, the solver and that solver's settings, consistent with its operands. */
+static void check_ode(vctx *c, const ir_graph *g, const ir_node *n)
+{
+	const char *e = ode_check_node(g->A, n);
+	if (e)
+		bad(c, g, "node '%s' (%s): %s", nname(n), ir_op_name(n->op), e);
+	if (n->nout > 1 && n->out[1] && n->out[1]->dtype != DT_UNDEF && n->out[1]->dtype != DT_I64)
+		bad(c, g, "node '%s' (%s): its stats output must be int64", nname(n), ir_op_name(n->op));
+}
+
 static int check_node_shape(vctx *c, const ir_graph *g, const ir_node *n)
 {
 	const ir_opinfo *oi = &ir_ops[n->op];
@@ -838,6 +850,8 @@ static void check_graph(vctx *c, const ir_graph *g, infer_set *def)
 		}
 		int has_body = check_node_shape(c, g, n);
 		check_node_inputs(c, g, n, def);
+		if (n->op == OP_ODEBLOCK || n->op == OP_ODERNN)
+			check_ode(c, g, n);
 		if (has_body)
 			check_body(c, g, n, def);
 		check_node_outputs(c, g, n, def);

@@ -1008,7 +1008,7 @@ static int node_op(onnx_ctx *L, const char *op_type, const char *domain, int def
 			if ((int)domain_ops[k].op == op && strcmp(domain_ops[k].op_type, op_type) == 0)
 				op = -1;        /* Momentum etc. exist only in their domain */
 	}
-	if (op == OP_RECURRENCE)
+	if (op == OP_RECURRENCE || op == OP_ODEBLOCK || op == OP_ODERNN)
 		op = -1;        /* native only */
 	return op;
 }

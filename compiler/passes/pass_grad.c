@@ -1166,6 +1166,11 @@ void grad_rule(gctx *C, ir_node *n)
 		}
 		break;
 	}
+	if (n->op == OP_ODEBLOCK || n->op == OP_ODERNN) {
+		fail(C, "ODE blocks (%s) are inference only: --train has no gradient for them yet (neither "
+		     "backpropagation through the solver nor the adjoint method)", ir_attr_string(n, "model", "?"));
+		return;
+	}
 	fail(C, "cannot differentiate %s: no gradient rule for this operator (--train)", ir_op_name(n->op));
 }
 

@@ -1073,6 +1073,191 @@ END_TEST
 
 /* ---- rt_status_str ------------------------------------------------------------ */
 
+/* ---- ODE solvers (rt_ode.c) ---- */
+
+/* y' = -p y, p = ((double *)ctx)[0]; its vector-Jacobian products */
+static void ode_decay(void *ctx, double t, const double *y, double *dy)
+{
+	(void)t;
+	double p = *(const double *)ctx;
+	dy[0] = -p * y[0];
+	dy[1] = -p * y[1];
+}
+
+static void ode_decay_vjp(void *ctx, double t, const double *y, const double *a, double *ay, double *gp)
+{
+	(void)t;
+	double p = *(const double *)ctx;
+	ay[0] = -p * a[0];
+	ay[1] = -p * a[1];
+	gp[0] += -(a[0] * y[0] + a[1] * y[1]);
+}
+
+START_TEST(test_ode_tableaus)
+{
+	for (int m = 0; m < RT_ODE_METHODS; m++) {
+		const rt_ode_tableau *T = &rt_ode_tableaus[m];
+		ck_assert_int_eq(rt_ode_method_lookup(T->name), m);
+		double sb = 0, se = 0;
+		for (int i = 0; i < T->stages; i++) {
+			double sa = 0;
+			for (int j = 0; j < i; j++)
+				sa += T->a[i][j];
+			ck_assert_msg(fabs(sa - T->c[i]) < 1e-14, "%s: row %d of a does not sum to c", T->name, i);
+			sb += T->b[i];
+			se += T->e[i];
+			if (T->fsal)
+				ck_assert(i < T->stages - 1 ? T->a[T->stages - 1][i] == T->b[i] : T->b[i] == 0);
+		}
+		ck_assert_msg(fabs(sb - 1) < 1e-14, "%s: b does not sum to 1", T->name);
+		ck_assert(fabs(se) < 1e-14);
+	}
+	ck_assert_int_eq(rt_ode_method_lookup("rk45"), -1);
+	ck_assert_int_eq(rt_ode_model_lookup("ghbnode"), RT_ODE_GHBNODE);
+	ck_assert_int_eq(rt_ode_model_lookup("sonode"), -1);
+}
+END_TEST
+
+START_TEST(test_ode_fixed_steps)
+{
+	double p = 1;
+	/* one step of y' = -y of size h multiplies y by the method's stability polynomial */
+	const double h = 0.1;
+	const double growth[] = {1 - h, 1 - h + h * h / 2, 1 - h + h * h / 2 - h * h * h / 6 + h * h * h * h / 24};
+	for (int m = RT_ODE_EULER; m <= RT_ODE_RK4; m++) {
+		rt_ode_opts o = {m, 10, 0, 0, 0};
+		rt_ode_stats st = {0, 0, 0};
+		double y[2] = {1, 2};
+		ck_assert_int_eq(rt_ode_solve(&o, ode_decay, &p, 2, y, 0, 1, NULL, &st), RT_OK);
+		double want = pow(growth[m], 10);
+		ck_assert_msg(fabs(y[0] - want) < 1e-14 && fabs(y[1] - 2 * want) < 1e-14, "%s: %.17g, want %.17g",
+			      rt_ode_tableaus[m].name, y[0], want);
+		ck_assert_int_eq(st.nfe, 10 * rt_ode_tableaus[m].stages);
+		ck_assert_int_eq(st.accepted, 10);
+		ck_assert_int_eq(st.rejected, 0);
+	}
+	rt_ode_opts bad = {RT_ODE_RK4, 0, 0, 0, 0};
+	rt_ode_stats st = {0, 0, 0};
+	double y[2] = {1, 2};
+	ck_assert_int_eq(rt_ode_solve(&bad, ode_decay, &p, 2, y, 0, 1, NULL, &st), RT_ERR_ARG);
+}
+END_TEST
+
+START_TEST(test_ode_dopri5)
+{
+	double p = 3;
+	rt_ode_opts o = {RT_ODE_DOPRI5, 0, 1e-8, 1e-10, 1000};
+	rt_ode_stats st = {0, 0, 0};
+	double y[2] = {1, 2};
+	ck_assert_int_eq(rt_ode_solve(&o, ode_decay, &p, 2, y, 0, 2, NULL, &st), RT_OK);
+	ck_assert(fabs(y[0] - exp(-6)) < 1e-8 && fabs(y[1] - 2 * exp(-6)) < 1e-8);
+	/* two evaluations choose the first step; every step tried costs 6 (FSAL) */
+	ck_assert_int_eq(st.nfe, 2 + 6 * (st.accepted + st.rejected));
+	ck_assert_int_gt(st.accepted, 5);
+	/* backward in time undoes it */
+	rt_ode_stats back = {0, 0, 0};
+	ck_assert_int_eq(rt_ode_solve(&o, ode_decay, &p, 2, y, 2, 0, NULL, &back), RT_OK);
+	ck_assert(fabs(y[0] - 1) < 1e-6 && fabs(y[1] - 2) < 1e-6);
+	/* the step limit is a status, with the steps tried counted */
+	rt_ode_opts few = {RT_ODE_DOPRI5, 0, 1e-10, 1e-12, 3};
+	rt_ode_stats lim = {0, 0, 0};
+	ck_assert_int_eq(rt_ode_solve(&few, ode_decay, &p, 2, y, 0, 2, NULL, &lim), RT_ERR_ODE_STEPS);
+	ck_assert_int_eq(lim.accepted + lim.rejected, 3);
+	ck_assert_str_eq(rt_status_str(RT_ERR_ODE_STEPS),
+			 "an ODE solver reached its step limit (max_steps) before the end of the interval");
+	/* a zero-length interval takes no step */
+	rt_ode_stats none = {0, 0, 0};
+	ck_assert_int_eq(rt_ode_solve(&o, ode_decay, &p, 2, y, 1, 1, NULL, &none), RT_OK);
+	ck_assert_int_eq(none.nfe, 0);
+}
+END_TEST
+
+START_TEST(test_ode_gradients)
+{
+	/* Euler's map y -> (1 - p h)^N y: backpropagation through its steps is exact */
+	double p = 0.7, y0 = 1.5, h = 0.1;
+	int N = 10;
+	rt_ode_opts o = {RT_ODE_EULER, N, 0, 0, 0};
+	rt_ode_tape tp;
+	memset(&tp, 0, sizeof tp);
+	rt_ode_stats st = {0, 0, 0};
+	double y[2] = {y0, 0};
+	ck_assert_int_eq(rt_ode_solve(&o, ode_decay, &p, 2, y, 0, 1, &tp, &st), RT_OK);
+	double a[2] = {1, 0}, gp = 0;
+	rt_ode_stats bst = {0, 0, 0};
+	ck_assert_int_eq(rt_ode_backprop(&tp, 0, ode_decay_vjp, &p, a, &gp, &bst), RT_OK);
+	ck_assert(fabs(a[0] - pow(1 - p * h, N)) < 1e-14);
+	ck_assert(fabs(gp - y0 * N * pow(1 - p * h, N - 1) * -h) < 1e-13);
+	ck_assert_int_eq(bst.nfe, N);
+	rt_ode_tape_free(&tp);
+	/* the adjoint method: y(1) = y0 e^-p, so dL/dy0 = e^-p, dL/dp = -y0 e^-p */
+	rt_ode_opts ad = {RT_ODE_DOPRI5, 0, 1e-10, 1e-12, 1000};
+	double z[2] = {y0 * exp(-p), 0}, b[2] = {1, 0}, g = 0;
+	rt_ode_stats ast = {0, 0, 0};
+	ck_assert_int_eq(rt_ode_adjoint(&ad, ode_decay, ode_decay_vjp, &p, 2, 1, z, b, &g, 0, 1, &ast), RT_OK);
+	ck_assert(fabs(z[0] - y0) < 1e-8);
+	ck_assert(fabs(b[0] - exp(-p)) < 1e-8);
+	ck_assert(fabs(g + y0 * exp(-p)) < 1e-8);
+}
+END_TEST
+
+START_TEST(test_ode_block)
+{
+	/* hbnode with W_h = 0: m' = -gamma m + f, f = tanh(b_h) constant, so
+	 * m(t) = f/gamma (1 - e^-gamma t), h(t) = h0 + f/gamma (t - (1 - e^-gamma t)/gamma) */
+	const float x[2] = {0.5f, -1}, W_x[2] = {2, 0}, b_x[1] = {0.25f}, W_h[1] = {0}, b_h[1] = {0.4f};
+	const float w[1] = {-1}, c[1] = {0};
+	float y[2];
+	int64_t stats[3];
+	rt_ode_opts o = {RT_ODE_DOPRI5, 0, 1e-9, 1e-11, 1000};
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_HBNODE, &o, 0, 2, 2, 1, 1, x, W_x, b_x, W_h, b_h, w, c, y, stats),
+			 RT_OK);
+	double gm = 1 / (1 + exp(1.0)), f = tanh(0.4f), T = 2;
+	for (int b = 0; b < 2; b++) {
+		double h0 = 2 * x[b] + 0.25;
+		double want = h0 + f / gm * (T - (1 - exp(-gm * T)) / gm);
+		ck_assert_msg(fabs(y[b] - want) < 1e-6, "row %d: %.9g, want %.9g", b, y[b], want);
+	}
+	ck_assert_int_eq(stats[0], 2 + 6 * (stats[1] + stats[2]));
+	/* node with f = 0 leaves h0 */
+	const float zero[1] = {0};
+	rt_ode_opts e = {RT_ODE_EULER, 3, 0, 0, 0};
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_NODE, &e, 0, 1, 2, 1, 1, x, W_x, b_x, zero, zero, NULL, NULL, y,
+					  stats), RT_OK);
+	ck_assert(y[0] == 1.25f && y[1] == -1.75f);
+	ck_assert(stats[0] == 3 && stats[1] == 3 && stats[2] == 0);
+	/* ghbnode reads c */
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_GHBNODE, &e, 0, 1, 2, 1, 1, x, W_x, b_x, W_h, b_h, w, NULL, y,
+					  stats), RT_ERR_ARG);
+}
+END_TEST
+
+START_TEST(test_ode_rnn)
+{
+	/* node with W_h = 0 flows by h' = tanh(b_h) over each row's gap, exactly
+	 * in one Euler step; then h = tanh(W_x x + b_x + W_u h) */
+	const float x[4] = {0.5f, -1, 2, 0.25f}, dt[4] = {0.5f, 2, 0, 1};      /* [T 2, B 2, I 1], [T, B] */
+	const float W_x[1] = {0.75f}, b_x[1] = {0.1f}, W_u[1] = {-0.5f}, W_h[1] = {0}, b_h[1] = {0.3f};
+	float y[4];
+	int64_t stats[3];
+	rt_ode_opts e = {RT_ODE_EULER, 1, 0, 0, 0};
+	ck_assert_int_eq(rt_ode_rnn_f32(RT_ODE_NODE, &e, 2, 2, 1, 1, x, dt, W_x, b_x, W_u, W_h, b_h, NULL, NULL, y,
+					stats), RT_OK);
+	double f = tanh((double)0.3f);
+	for (int b = 0; b < 2; b++) {
+		double h = 0;
+		for (int t = 0; t < 2; t++) {
+			h += dt[t * 2 + b] * f;
+			h = tanh(0.75 * x[t * 2 + b] + (double)0.1f - 0.5 * h);
+			ck_assert_msg(fabs(y[t * 2 + b] - h) < 1e-6, "t %d b %d: %.9g, want %.9g", t, b, y[t * 2 + b], h);
+		}
+	}
+	ck_assert(stats[0] == 2 && stats[1] == 2 && stats[2] == 0);
+	ck_assert_int_eq(rt_ode_rnn_f32(RT_ODE_NODE, &e, 2, 2, 1, 1, x, NULL, W_x, b_x, W_u, W_h, b_h, NULL, NULL, y,
+					stats), RT_ERR_ARG);
+}
+END_TEST
+
 START_TEST(test_status_strings)
 {
 	for (int i = 0; i < RT_STATUS_COUNT; i++) {
@@ -3319,6 +3504,15 @@ static Suite *runtime_suite(void)
 
 	tc = tcase_create("status");
 	tcase_add_test(tc, test_status_strings);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ode");
+	tcase_add_test(tc, test_ode_tableaus);
+	tcase_add_test(tc, test_ode_fixed_steps);
+	tcase_add_test(tc, test_ode_dopri5);
+	tcase_add_test(tc, test_ode_gradients);
+	tcase_add_test(tc, test_ode_block);
+	tcase_add_test(tc, test_ode_rnn);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ops");
