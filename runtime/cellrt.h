@@ -1293,26 +1293,30 @@ int rt_ode_adjoint(const rt_ode_opts *o, rt_ode_fn f, rt_ode_vjp vjp, void *ctx,
 		   double *a, double *gp, double t0, double t1, rt_ode_stats *st);
 
 /* The ODE blocks of the native format (docs/cells.md, "ODE blocks"): x
- * [B, I] sets the initial state h0 = W_x x + b_x (m0 = 0), integrated from
- * t0 to t1 with f(h) = tanh(W_h h + b_h) (W_x [H, I], b_x [H], W_h [H, H],
- * b_h [H]):
- *   node     h' = f(h)
- *   hbnode   h' = m,        m' = -gamma m + f(h),          gamma = sigmoid(w[0])
- *   ghbnode  h' = tanh(m),  m' = -gamma m + f(h) - xi h,   xi = softplus(c[0])
- * The whole batch is one system of B rows of H (node) or 2H ([h | m])
- * columns, so every row takes the same steps.  y [B, H] = h(t1);
- * stats [3] = NFE, accepted and rejected steps (written on failure too).
- * w and c are read by the heavy-ball models only (NULL for node). */
+ * [B, I] sets the initial state, which is integrated from t0 to t1 with
+ * f(z) = tanh(W_h z + b_h).  p: the model's parameters, in this order:
+ *   node     W_x [H, I], b_x [H], W_h [H, H], b_h [H]             h' = f(h)
+ *   hbnode   .. as node, w [1]      h' = m,  m' = -gamma m + f(h),  gamma = sigmoid(w)
+ *   ghbnode  .. as hbnode, c [1]    h' = tanh(m),  m' = -gamma m + f(h) - xi h,
+ *                                   xi = softplus(c)
+ *   anode    W_x, b_x, W_h [S, S], b_h [S]; S = H + P: a' = f(a) on the state
+ *            augmented with P zeros, a = [h | 0]
+ *   sonode   W_x, b_x, W_v [H, I], b_v [H], W_h [H, 2H], b_h [H]:
+ *            h' = v,  v' = f([h | v]),  v(t0) = W_v x + b_v
+ * h(t0) = W_x x + b_x, m(t0) = 0.  The whole batch is one system of B rows
+ * of H, H + P or 2H columns, so every row takes the same steps.  P is 0
+ * but for anode.  y [B, H] = h(t1); stats [3] = NFE, accepted and rejected
+ * steps (written on failure too). */
 typedef enum rt_ode_model {
-	RT_ODE_NODE, RT_ODE_HBNODE, RT_ODE_GHBNODE, RT_ODE_MODELS
+	RT_ODE_NODE, RT_ODE_HBNODE, RT_ODE_GHBNODE, RT_ODE_ANODE, RT_ODE_SONODE, RT_ODE_MODELS
 } rt_ode_model;
-/* RT_ODE_NODE.. of a model name ("node", "hbnode", "ghbnode"), or -1. */
+/* RT_ODE_NODE.. of a model name ("node", "hbnode", "ghbnode", "anode", "sonode"), or -1. */
 int rt_ode_model_lookup(const char *name);
 int rt_ode_block_f32(int model, const rt_ode_opts *o, double t0, double t1, int64_t B, int64_t I, int64_t H,
-		     const float *x, const float *W_x, const float *b_x, const float *W_h, const float *b_h,
-		     const float *w, const float *c, float *y, int64_t *stats);
+		     int64_t P, const float *x, const float *const *p, float *y, int64_t *stats);
 
-/* The ODE-RNN hybrids over an irregularly sampled sequence: x [T, B, I], dt
+/* The ODE-RNN hybrids (models node, hbnode, ghbnode) over an irregularly
+ * sampled sequence: x [T, B, I], dt
  * [T, B] the time since the row's previous observation.  The state [h | m]
  * starts at 0; at each step t it flows by the model's ODE over each row's
  * own gap -- as dz/ds = dt[t, b] F(z) for s from 0 to 1, one system whose

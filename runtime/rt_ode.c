@@ -23,7 +23,7 @@
  * and the ODE layers of emitted code on top of them: rt_ode_block_f32 (an
  * ODE block: x -> h(t1)) and rt_ode_rnn_f32 (an ODE-RNN hybrid: a flow over
  * each observation's gap, then an update), with the dynamics of the node,
- * hbnode and ghbnode models.  The gradients (rt_ode_backprop,
+ * hbnode, ghbnode, anode and sonode models.  The gradients (rt_ode_backprop,
  * rt_ode_adjoint) are tested on their own; no emitted code calls them yet.
  *
  * The state, the slopes, the times and the error norm are double (an
@@ -424,7 +424,7 @@ int rt_ode_adjoint(const rt_ode_opts *o, rt_ode_fn f, rt_ode_vjp vjp, void *ctx,
 
 /* ---- the ODE blocks ------------------------------------------------------------------ */
 
-static const char *const model_names[RT_ODE_MODELS] = {"node", "hbnode", "ghbnode"};
+static const char *const model_names[RT_ODE_MODELS] = {"node", "hbnode", "ghbnode", "anode", "sonode"};
 
 int rt_ode_model_lookup(const char *name)
 {
@@ -436,39 +436,57 @@ int rt_ode_model_lookup(const char *name)
 
 typedef struct block_ctx {
 	int model;
-	int64_t B, H;
-	const float *W_h, *b_h;
+	int64_t B, H, S;                /* rows, hidden size, state columns per row */
+	const float *W_h, *b_h;         /* f's layer: [H or S, H, S or 2H], [H or S] */
 	double gamma, xi;
 	const float *scale;             /* [B]: each row's time scale (a hybrid's gaps), or NULL for 1 */
 } block_ctx;
 
-/* dz = F(z) for every row of z [B, S], S = H (node) or 2 H ([h | m]) */
+static int64_t state_cols(int model, int64_t H, int64_t P)
+{
+	return model == RT_ODE_NODE ? H : model == RT_ODE_ANODE ? H + P : 2 * H;
+}
+
+/* out[j] = tanh(b_h[j] + W_h[j, :] z), j < rows, W_h [rows, cols] */
+static void dense_tanh(const float *W_h, const float *b_h, int64_t rows, int64_t cols, const double *z, double *out)
+{
+	for (int64_t j = 0; j < rows; j++) {
+		double acc = b_h[j];
+		const float *wr = W_h + j * cols;
+		for (int64_t k = 0; k < cols; k++)
+			acc += (double)wr[k] * z[k];
+		out[j] = tanh(acc);
+	}
+}
+
+/* dz = F(z) for every row of z [B, S] */
 static void block_dynamics(void *arg, double t, const double *z, double *dz)
 {
 	(void)t;
 	const block_ctx *C = arg;
-	int64_t H = C->H, S = C->model == RT_ODE_NODE ? H : 2 * H;
+	int64_t H = C->H, S = C->S;
 	for (int64_t b = 0; b < C->B; b++) {
 		const double *h = z + b * S, *m = h + H;
 		double *dh = dz + b * S, *dm = dh + H;
-		for (int64_t j = 0; j < H; j++) {
-			double acc = C->b_h[j];
-			const float *wr = C->W_h + j * H;
-			for (int64_t k = 0; k < H; k++)
-				acc += (double)wr[k] * h[k];
-			double f = tanh(acc);
-			if (C->model == RT_ODE_NODE) {
-				dh[j] = f;
-				continue;
-			}
-			double dmj = -C->gamma * m[j] + f;
-			if (C->model == RT_ODE_GHBNODE)
-				dmj -= C->xi * h[j];
-			dm[j] = dmj;
-		}
-		if (C->model != RT_ODE_NODE)
+		switch (C->model) {
+		case RT_ODE_NODE: case RT_ODE_ANODE:    /* the whole (augmented) state */
+			dense_tanh(C->W_h, C->b_h, S, S, h, dh);
+			break;
+		case RT_ODE_SONODE:                     /* h' = v, v' = f([h | v]) */
+			dense_tanh(C->W_h, C->b_h, H, 2 * H, h, dm);
 			for (int64_t j = 0; j < H; j++)
+				dh[j] = m[j];
+			break;
+		default:                                /* heavy ball: f(h) drives m */
+			dense_tanh(C->W_h, C->b_h, H, H, h, dm);
+			for (int64_t j = 0; j < H; j++) {
+				dm[j] -= C->gamma * m[j];
+				if (C->model == RT_ODE_GHBNODE)
+					dm[j] -= C->xi * h[j];
 				dh[j] = C->model == RT_ODE_GHBNODE ? tanh(m[j]) : m[j];
+			}
+			break;
+		}
 		if (C->scale)
 			for (int64_t j = 0; j < S; j++)
 				dh[j] *= C->scale[b];
@@ -478,35 +496,48 @@ static void block_dynamics(void *arg, double t, const double *z, double *dz)
 /* gamma and xi of the heavy-ball models from w and c */
 static void block_scalars(block_ctx *C, const float *w, const float *c)
 {
-	if (C->model != RT_ODE_NODE)
+	if (C->model == RT_ODE_HBNODE || C->model == RT_ODE_GHBNODE)
 		C->gamma = 1 / (1 + exp(-(double)w[0]));
 	if (C->model == RT_ODE_GHBNODE)
 		C->xi = c[0] > 30 ? (double)c[0] : log1p(exp((double)c[0]));
 }
 
-int rt_ode_block_f32(int model, const rt_ode_opts *o, double t0, double t1, int64_t B, int64_t I, int64_t H,
-		     const float *x, const float *W_x, const float *b_x, const float *W_h, const float *b_h,
-		     const float *w, const float *c, float *y, int64_t *stats)
+/* out[j] = b[j] + W[j, :] x, j < rows, W [rows, I] */
+static void dense(const float *W, const float *bias, int64_t rows, int64_t I, const float *x, double *out)
 {
-	if (model < 0 || model >= RT_ODE_MODELS || !o || B < 0 || I < 1 || H < 1 || !x || !W_x || !b_x || !W_h ||
-	    !b_h || !y || !stats || (model != RT_ODE_NODE && !w) || (model == RT_ODE_GHBNODE && !c))
+	for (int64_t j = 0; j < rows; j++) {
+		double acc = bias[j];
+		for (int64_t k = 0; k < I; k++)
+			acc += (double)W[j * I + k] * x[k];
+		out[j] = acc;
+	}
+}
+
+int rt_ode_block_f32(int model, const rt_ode_opts *o, double t0, double t1, int64_t B, int64_t I, int64_t H,
+		     int64_t P, const float *x, const float *const *p, float *y, int64_t *stats)
+{
+	static const int nparams[RT_ODE_MODELS] = {4, 5, 6, 4, 6};
+	if (model < 0 || model >= RT_ODE_MODELS || !o || B < 0 || I < 1 || H < 1 || P < 0 ||
+	    (model == RT_ODE_ANODE) != (P > 0) || !x || !p || !y || !stats)
 		return RT_ERR_ARG;
+	for (int k = 0; k < nparams[model]; k++)
+		if (!p[k])
+			return RT_ERR_ARG;
 	stats[0] = stats[1] = stats[2] = 0;
 	if (B == 0)
 		return RT_OK;
-	int64_t S = model == RT_ODE_NODE ? H : 2 * H;
+	int64_t S = state_cols(model, H, P);
 	double *z = calloc((size_t)(B * S), sizeof *z);
 	if (!z)
 		return RT_ERR_NOMEM;
-	for (int64_t b = 0; b < B; b++)
-		for (int64_t j = 0; j < H; j++) {
-			double acc = b_x[j];
-			for (int64_t k = 0; k < I; k++)
-				acc += (double)W_x[j * I + k] * x[b * I + k];
-			z[b * S + j] = acc;
-		}
-	block_ctx C = {model, B, H, W_h, b_h, 0, 0, NULL};
-	block_scalars(&C, w, c);
+	int sonode = model == RT_ODE_SONODE;
+	for (int64_t b = 0; b < B; b++) {
+		dense(p[0], p[1], H, I, x + b * I, z + b * S);
+		if (sonode)     /* v(t0) = W_v x + b_v */
+			dense(p[2], p[3], H, I, x + b * I, z + b * S + H);
+	}
+	block_ctx C = {model, B, H, S, p[2 + 2 * sonode], p[3 + 2 * sonode], 0, 0, NULL};
+	block_scalars(&C, nparams[model] > 4 ? p[4] : NULL, nparams[model] > 5 ? p[5] : NULL);
 	rt_ode_stats st = {0, 0, 0};
 	int status = solve(o, block_dynamics, &C, B * S, z, t0, t1, NULL, &st);
 	for (int64_t b = 0; b < B; b++)
@@ -523,7 +554,7 @@ int rt_ode_rnn_f32(int model, const rt_ode_opts *o, int64_t T, int64_t B, int64_
 		   const float *dt, const float *W_x, const float *b_x, const float *W_u, const float *W_h,
 		   const float *b_h, const float *w, const float *c, float *y, int64_t *stats)
 {
-	if (model < 0 || model >= RT_ODE_MODELS || !o || T < 0 || B < 0 || I < 1 || H < 1 || !x || !dt || !W_x ||
+	if (model < 0 || model > RT_ODE_GHBNODE || !o || T < 0 || B < 0 || I < 1 || H < 1 || !x || !dt || !W_x ||
 	    !b_x || !W_u || !W_h || !b_h || !y || !stats || (model != RT_ODE_NODE && !w) ||
 	    (model == RT_ODE_GHBNODE && !c))
 		return RT_ERR_ARG;
@@ -534,7 +565,7 @@ int rt_ode_rnn_f32(int model, const rt_ode_opts *o, int64_t T, int64_t B, int64_
 	double *z = calloc((size_t)(B * S + H), sizeof *z), *u = z + B * S;
 	if (!z)
 		return RT_ERR_NOMEM;
-	block_ctx C = {model, B, H, W_h, b_h, 0, 0, NULL};
+	block_ctx C = {model, B, H, S, W_h, b_h, 0, 0, NULL};
 	block_scalars(&C, w, c);
 	int status = RT_OK;
 	rt_ode_stats st = {0, 0, 0};

@@ -31,14 +31,18 @@ int ode_rnn_model(const char *name)
 	return -1;
 }
 
-static const char *const option_names[] = {"hidden", "solver", "t0", "t1", "steps", "rtol", "atol", "max_steps"};
+static const char *const option_names[] = {"hidden", "solver", "t0", "t1", "steps", "rtol", "atol", "max_steps",
+					   "augment"};
 
-const char *ode_option_list(void) { return "hidden, solver, t0, t1, steps, rtol, atol, max_steps"; }
+const char *ode_option_list(void) { return "hidden, solver, t0, t1, steps, rtol, atol, max_steps, augment (anode)"; }
 
 static int is_int_option(const char *key)
 {
-	return !strcmp(key, "hidden") || !strcmp(key, "steps") || !strcmp(key, "max_steps");
+	return !strcmp(key, "hidden") || !strcmp(key, "steps") || !strcmp(key, "max_steps") || !strcmp(key, "augment");
 }
+
+/* anode's P: the attribute, 0 for the other models */
+static int64_t augment_of(const ir_node *n) { return ir_attr_int(n, "augment", 0); }
 
 int ode_check_option(const char *key, double num, const char *word, char *err, size_t errlen)
 {
@@ -111,8 +115,15 @@ int ode_set_attrs(ir_node *n, const ode_opt *opts, int nopts, char *err, size_t 
 			 "observation's gap, the input dt", o->name);
 		return -1;
 	}
+	int anode = !strcmp(ir_attr_string(n, "model", ""), "anode");
+	if (!anode && (o = find(opts, nopts, "augment"))) {
+		snprintf(err, errlen, "augment applies to anode only (the zeros appended to its state)");
+		return -1;
+	}
 	ir_attr_set_string(n, "solver", sv);
 	ir_attr_set_int(n, "hidden", (int64_t)hidden->num);
+	if (anode)
+		ir_attr_set_int(n, "augment", (o = find(opts, nopts, "augment")) ? (int64_t)o->num : 1);
 	if (n->op == OP_ODEBLOCK) {
 		ir_attr_set_float(n, "t0", (o = find(opts, nopts, "t0")) ? o->num : 0);
 		ir_attr_set_float(n, "t1", (o = find(opts, nopts, "t1")) ? o->num : 1);
@@ -133,16 +144,23 @@ int ode_set_attrs(ir_node *n, const ode_opt *opts, int nopts, char *err, size_t 
 	return 0;
 }
 
-int ode_params(int model, int rnn, int64_t I, int64_t H, ode_param *out)
+int ode_params(int model, int rnn, int64_t I, int64_t H, int64_t P, ode_param *out)
 {
 	int k = 0;
+	/* f's layer maps the state its model feeds it: [h | 0_P] (anode), [h | v] (sonode), h */
+	int64_t rows = model == RT_ODE_ANODE ? H + P : H;
+	int64_t cols = model == RT_ODE_ANODE ? H + P : model == RT_ODE_SONODE ? 2 * H : H;
 	out[k++] = (ode_param){"W_x", 2, {H, I}};
 	out[k++] = (ode_param){"b_x", 1, {H, 0}};
 	if (rnn)
 		out[k++] = (ode_param){"W_u", 2, {H, H}};
-	out[k++] = (ode_param){"W_h", 2, {H, H}};
-	out[k++] = (ode_param){"b_h", 1, {H, 0}};
-	if (model != RT_ODE_NODE)
+	if (model == RT_ODE_SONODE) {
+		out[k++] = (ode_param){"W_v", 2, {H, I}};
+		out[k++] = (ode_param){"b_v", 1, {H, 0}};
+	}
+	out[k++] = (ode_param){"W_h", 2, {rows, cols}};
+	out[k++] = (ode_param){"b_h", 1, {rows, 0}};
+	if (model == RT_ODE_HBNODE || model == RT_ODE_GHBNODE)
 		out[k++] = (ode_param){"w", 1, {1, 0}};
 	if (model == RT_ODE_GHBNODE)
 		out[k++] = (ode_param){"c", 1, {1, 0}};
@@ -185,15 +203,19 @@ const char *ode_check_node(arena *A, const ir_node *n)
 	int model = rt_ode_model_lookup(ir_attr_string(n, "model", NULL));
 	int method = rt_ode_method_lookup(ir_attr_string(n, "solver", NULL));
 	if (model < 0)
-		return "the ODE node's model must be node, hbnode or ghbnode";
+		return "the ODE node's model must be node, hbnode, ghbnode, anode or sonode";
 	if (method < 0)
 		return "the ODE node's solver must be euler, midpoint, rk4 or dopri5";
 	if (ir_attr_int(n, "hidden", 0) < 1)
 		return "the ODE node's hidden must be at least 1";
 	if (!rnn && (!isfinite(ir_attr_find(n, "t0")->f) || !isfinite(ir_attr_find(n, "t1")->f)))
 		return "the ODE node's t0 and t1 must be finite";
+	if (model == RT_ODE_ANODE ? augment_of(n) < 1 : ir_attr_find(n, "augment") != NULL)
+		return "the ODE node's augment must be at least 1 for anode, absent for the other models";
+	if (rnn && model > RT_ODE_GHBNODE)
+		return "OdeRnn's model must be node, hbnode or ghbnode";
 	ode_param ps[ODE_MAX_PARAMS];
-	int np = ode_params(model, rnn, 1, 1, ps);
+	int np = ode_params(model, rnn, 1, 1, augment_of(n), ps);
 	if (n->nin != 1 + rnn + np)
 		return arena_printf(A, "%s of model %s takes %d inputs (X%s and the parameters), not %d",
 				    rnn ? "OdeRnn" : "OdeBlock", ir_attr_string(n, "model", ""), 1 + rnn + np,
@@ -249,7 +271,7 @@ int ode_infer(ir_graph *g, ir_node *n, diag *D)
 	}
 	int64_t I = x->shape.d[rank - 1].k;
 	ode_param ps[ODE_MAX_PARAMS];
-	int np = ode_params(model, rnn, I, H, ps);
+	int np = ode_params(model, rnn, I, H, augment_of(n), ps);
 	for (int k = 0; k < np; k++) {
 		const ir_value *p = n->in[1 + rnn + k];
 		int ok = p->dtype == DT_F32 && p->shape.rank == ps[k].rank;

@@ -4,12 +4,12 @@
  *
  * A block is one OdeBlock node (ops.def), which the emitter prints as one
  * call of rt_ode_block_f32 (runtime/rt_ode.c):
- *   inputs   X [B, I] f32, then the parameters W_x [H, I], b_x [H],
- *            W_h [H, H], b_h [H], and w [1] (hbnode, ghbnode), c [1]
- *            (ghbnode): exactly the ones the model reads.
+ *   inputs   X [B, I] f32, then the parameters in rt_ode_block_f32's
+ *            order (cellrt.h): exactly the ones the model reads.
  *   outputs  Y [B, H] f32 = h(t1), and stats i64 [3] = the forward NFE,
  *            the accepted and the rejected steps (`ode_stats(h)` in a model).
- *   attrs    model (node | hbnode | ghbnode), solver (euler | midpoint |
+ *   attrs    model (node | hbnode | ghbnode | anode | sonode), augment
+ *            (anode's P, only there), solver (euler | midpoint |
  *            rk4 | dopri5), hidden, t0, t1 (floats), and by the solver
  *            either steps (fixed-step: equal steps over [t0, t1]) or rtol,
  *            atol (floats) and max_steps (dopri5).  Every one is set, none
@@ -32,7 +32,7 @@
 #include "diag.h"
 #include "ir.h"
 
-/* 1 when name is an ODE block (node, hbnode, ghbnode). */
+/* 1 when name is an ODE block (node, hbnode, ghbnode, anode, sonode). */
 int ode_is_block(const char *name);
 /* The model (rt_ode_model) of a hybrid's name (ode_rnn, hbnode_rnn,
  * ghbnode_rnn), or -1. */
@@ -63,8 +63,8 @@ typedef struct ode_param {
 	int rank;
 	int64_t dims[2];
 } ode_param;
-int ode_params(int model, int rnn, int64_t I, int64_t H, ode_param *out);
-/* The initialiser of a parameter: W_x, b_x, W_h, b_h uniform in
+int ode_params(int model, int rnn, int64_t I, int64_t H, int64_t P, ode_param *out);
+/* The initialiser of a parameter: the matrices and biases uniform in
  * +-1/sqrt(H) (nn.Linear's), w = -3 (gamma = sigmoid(-3)), c = 0
  * (xi = ln 2); a hybrid's W_u as W_h. */
 void ode_param_init(const ode_param *p, int64_t H, uint64_t seed, float *data);

@@ -325,7 +325,7 @@ static ir_value *ode_block(mctx *m, const txt_tok *at, ir_value *x, int ax, ir_v
 	if (bad)
 		return NULL;
 	int model = rnn ? ode_rnn_model(at->str) : rt_ode_model_lookup(at->str);
-	static const char *const model_names[] = {"node", "hbnode", "ghbnode"};
+	static const char *const model_names[] = {"node", "hbnode", "ghbnode", "anode", "sonode"};
 	ir_node *n = ir_node_new(m->g, rnn ? OP_ODERNN : OP_ODEBLOCK, m->stmt, 1, 2);
 	ir_attr_set_string(n, "model", model_names[model]);
 	if (ode_set_attrs(n, oo, nopts, err, sizeof err)) {
@@ -338,7 +338,7 @@ static ir_value *ode_block(mctx *m, const txt_tok *at, ir_value *x, int ax, ir_v
 		return NULL;
 	}
 	ode_param ps[ODE_MAX_PARAMS];
-	int np = ode_params(model, rnn, I, H, ps);
+	int np = ode_params(model, rnn, I, H, ir_attr_int(n, "augment", 0), ps);
 	n->nin = 1 + rnn + np;
 	n->in = arena_array(m->g->A, (size_t)n->nin, sizeof *n->in);
 	n->in[0] = x;

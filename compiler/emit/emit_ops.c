@@ -114,11 +114,15 @@ static void emit_odeblock(emit_ctx *E, ir_node *n)
 		".max_steps = %lld};", upper_enum(E, solver), (long long)ir_attr_int(n, "steps", 0),
 		rtol ? rtol->f : 0.0, atol ? atol->f : 0.0, (long long)ir_attr_int(n, "max_steps", 0));
 	ew_line(E->w, "int64_t stats_[3];     /* NFE, accepted and rejected steps */");
-	/* the parameters after W_x, b_x (and W_u): W_h, b_h [, w [, c]] */
-	const char *rest = arena_printf(E->A, "%s, %s, %s, %s", emit_ref(E, n->in[p + 2 + rnn]),
-					emit_ref(E, n->in[p + 3 + rnn]),
-					n->nin > p + 4 + rnn ? emit_ref(E, n->in[p + 4 + rnn]) : "NULL",
-					n->nin > p + 5 + rnn ? emit_ref(E, n->in[p + 5 + rnn]) : "NULL");
+	/* the hybrid's parameters after W_x, b_x, W_u: W_h, b_h [, w [, c]] */
+	const char *rest = rnn ? arena_printf(E->A, "%s, %s, %s, %s", emit_ref(E, n->in[p + 3]),
+					      emit_ref(E, n->in[p + 4]),
+					      n->nin > p + 5 ? emit_ref(E, n->in[p + 5]) : "NULL",
+					      n->nin > p + 6 ? emit_ref(E, n->in[p + 6]) : "NULL") : NULL;
+	/* the block's: all of them, in order */
+	char *params = "";
+	for (int k = p; !rnn && k < n->nin; k++)
+		params = arena_printf(E->A, "%s%s%s", params, k > p ? ", " : "", emit_ref(E, n->in[k]));
 	if (rnn)
 		ew_line(E->w, "int st_ = rt_ode_rnn_f32(%s, &o_, %s, %s, %lld, %lld, %s, %s, %s, %s, %s, %s, %s, "
 			"stats_);", upper_enum(E, model), emit_dim(E, x->shape.d[0]), emit_dim(E, x->shape.d[1]),
@@ -126,11 +130,11 @@ static void emit_odeblock(emit_ctx *E, ir_node *n)
 			emit_ref(E, n->in[1]), emit_ref(E, n->in[2]), emit_ref(E, n->in[3]), emit_ref(E, n->in[4]),
 			rest, emit_ref(E, n->out[0]));
 	else
-		ew_line(E->w, "int st_ = rt_ode_block_f32(%s, &o_, %.17g, %.17g, %s, %lld, %lld, %s, %s, %s, %s, "
-			"%s, stats_);", upper_enum(E, model), ir_attr_find(n, "t0")->f, ir_attr_find(n, "t1")->f,
-			emit_dim(E, x->shape.d[0]), (long long)x->shape.d[1].k,
-			(long long)ir_attr_int(n, "hidden", 0), emit_ref(E, x), emit_ref(E, n->in[1]),
-			emit_ref(E, n->in[2]), rest, emit_ref(E, n->out[0]));
+		ew_line(E->w, "int st_ = rt_ode_block_f32(%s, &o_, %.17g, %.17g, %s, %lld, %lld, %lld, %s, "
+			"(const float *const[]){%s}, %s, stats_);", upper_enum(E, model), ir_attr_find(n, "t0")->f,
+			ir_attr_find(n, "t1")->f, emit_dim(E, x->shape.d[0]), (long long)x->shape.d[1].k,
+			(long long)ir_attr_int(n, "hidden", 0), (long long)ir_attr_int(n, "augment", 0),
+			emit_ref(E, x), params, emit_ref(E, n->out[0]));
 	if (st && (st->nuses || st->is_output))
 		ew_line(E->w, "memcpy(%s, stats_, sizeof stats_);", emit_ref(E, st));
 	ew_line(E->w, "if (st_ != RT_OK)");

@@ -1114,7 +1114,8 @@ START_TEST(test_ode_tableaus)
 	}
 	ck_assert_int_eq(rt_ode_method_lookup("rk45"), -1);
 	ck_assert_int_eq(rt_ode_model_lookup("ghbnode"), RT_ODE_GHBNODE);
-	ck_assert_int_eq(rt_ode_model_lookup("sonode"), -1);
+	ck_assert_int_eq(rt_ode_model_lookup("sonode"), RT_ODE_SONODE);
+	ck_assert_int_eq(rt_ode_model_lookup("ode"), -1);
 }
 END_TEST
 
@@ -1206,12 +1207,12 @@ START_TEST(test_ode_block)
 	/* hbnode with W_h = 0: m' = -gamma m + f, f = tanh(b_h) constant, so
 	 * m(t) = f/gamma (1 - e^-gamma t), h(t) = h0 + f/gamma (t - (1 - e^-gamma t)/gamma) */
 	const float x[2] = {0.5f, -1}, W_x[2] = {2, 0}, b_x[1] = {0.25f}, W_h[1] = {0}, b_h[1] = {0.4f};
-	const float w[1] = {-1}, c[1] = {0};
+	const float w[1] = {-1};
 	float y[2];
 	int64_t stats[3];
 	rt_ode_opts o = {RT_ODE_DOPRI5, 0, 1e-9, 1e-11, 1000};
-	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_HBNODE, &o, 0, 2, 2, 1, 1, x, W_x, b_x, W_h, b_h, w, c, y, stats),
-			 RT_OK);
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_HBNODE, &o, 0, 2, 2, 1, 1, 0, x,
+					  (const float *const[]){W_x, b_x, W_h, b_h, w}, y, stats), RT_OK);
 	double gm = 1 / (1 + exp(1.0)), f = tanh(0.4f), T = 2;
 	for (int b = 0; b < 2; b++) {
 		double h0 = 2 * x[b] + 0.25;
@@ -1222,13 +1223,28 @@ START_TEST(test_ode_block)
 	/* node with f = 0 leaves h0 */
 	const float zero[1] = {0};
 	rt_ode_opts e = {RT_ODE_EULER, 3, 0, 0, 0};
-	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_NODE, &e, 0, 1, 2, 1, 1, x, W_x, b_x, zero, zero, NULL, NULL, y,
-					  stats), RT_OK);
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_NODE, &e, 0, 1, 2, 1, 1, 0, x,
+					  (const float *const[]){W_x, b_x, zero, zero}, y, stats), RT_OK);
 	ck_assert(y[0] == 1.25f && y[1] == -1.75f);
 	ck_assert(stats[0] == 3 && stats[1] == 3 && stats[2] == 0);
 	/* ghbnode reads c */
-	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_GHBNODE, &e, 0, 1, 2, 1, 1, x, W_x, b_x, W_h, b_h, w, NULL, y,
-					  stats), RT_ERR_ARG);
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_GHBNODE, &e, 0, 1, 2, 1, 1, 0, x,
+					  (const float *const[]){W_x, b_x, W_h, b_h, w, NULL}, y, stats), RT_ERR_ARG);
+	/* anode with f = 0: h0 and its zeros stay; P must be given, and only for anode */
+	const float zeros[4] = {0};
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_ANODE, &e, 0, 1, 2, 1, 1, 1, x,
+					  (const float *const[]){W_x, b_x, zeros, zeros}, y, stats), RT_OK);
+	ck_assert(y[0] == 1.25f && y[1] == -1.75f);
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_ANODE, &e, 0, 1, 2, 1, 1, 0, x,
+					  (const float *const[]){W_x, b_x, zeros, zeros}, y, stats), RT_ERR_ARG);
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_NODE, &e, 0, 1, 2, 1, 1, 2, x,
+					  (const float *const[]){W_x, b_x, zero, zero}, y, stats), RT_ERR_ARG);
+	/* sonode with f = 0: v stays W_v x + b_v, so h(1) = h0 + v0 exactly in 3 Euler steps of 1/3
+	 * (up to rounding) */
+	const float W_v[1] = {-1}, b_v[1] = {0.5f};
+	ck_assert_int_eq(rt_ode_block_f32(RT_ODE_SONODE, &e, 0, 1, 2, 1, 1, 0, x,
+					  (const float *const[]){W_x, b_x, W_v, b_v, zeros, zeros}, y, stats), RT_OK);
+	ck_assert(fabs(y[0] - (1.25 + 0)) < 1e-6 && fabs(y[1] - (-1.75 + 1.5)) < 1e-6);
 }
 END_TEST
 
