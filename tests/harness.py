@@ -92,6 +92,13 @@ Groups, in order:
               one recurrence per loop named as docs/cells.md names the cell,
               a symbolic time axis, no fallback (the traced PMNIST's
               permutation buffer holds T fixed, listed)
+  loop_styles tests/gen_loop_styles.py: traced loops in the styles of issue 46
+              (output fed back, per-step nn.GRU/nn.LSTM calls, ConvLSTMs,
+              QRNN and IndRNN, GRU-D tables, linear updates, double
+              precision, 4-D/5-D inputs): verify vs PyTorch at the traced T
+              and another T, one recurrence per loop of the source in
+              `cellc info` (named where a known cell), the fallbacks; checks
+              listed in tests/loop_styles_limits.txt must fail cleanly
   torch_wild  tests/gen_torch_wild.py: nn.LSTM/GRU/RNN models written in other
               people's styles (heads on h_n, out[:, -1] of a bidirectional
               LSTM, attention and pooling over time, stacked modules, a CRNN,
@@ -1529,13 +1536,14 @@ def group_torch_wild():
     yield from parallel(lambda fn, args: fn(*args), items)
 
 
-def wild_limits(cases):
-    """tests/trace_wild_limits.txt: `CHECK  reason` lines, CHECK a result
+def wild_limits(cases, group="trace_wild", generator="tests/gen_trace_wild.py"):
+    """tests/GROUP_limits.txt: `CHECK  reason` lines, CHECK a result
     name of the group without its prefix (info/CASE, fallback/CASE,
     last/CASE, CASE, CASE/other).  A
     line whose case the generator does not write is a failure."""
     limits, problems = {}, []
-    with open(os.path.join(ROOT, "tests", "trace_wild_limits.txt")) as f:
+    path = "tests/%s_limits.txt" % group
+    with open(os.path.join(ROOT, path)) as f:
         for line in f:
             line = line.strip()
             if not line or line.startswith("#"):
@@ -1544,25 +1552,104 @@ def wild_limits(cases):
             kind, _, rest = name.partition("/")
             case = rest if kind in ("info", "fallback", "last") else kind
             if case not in cases:
-                problems.append(Result("trace_wild/" + name, False, "listed in tests/trace_wild_limits.txt "
-                                       "but tests/gen_trace_wild.py writes no case %s" % case))
+                problems.append(Result("%s/%s" % (group, name), False, "listed in %s but %s writes no case %s" % (
+                    path, generator, case)))
             limits[name] = reason.strip()
     return limits, problems
 
 
-def wild_verdict(r, limits):
+def wild_verdict(r, limits, group="trace_wild"):
     """A check listed as a known limitation must still fail, and cleanly
     (a mismatch or a wrong `cellc info` line, never a crash); it is printed
     as KNOWN_LIMITATION, counted as neither passed nor failed.  One that
     passes is a failure: the list is stale."""
-    name = r.name[len("trace_wild/"):]
+    name = r.name[len(group) + 1:]
     if name not in limits:
         return r
     if r.ok:
-        return Result(r.name, False, "listed in tests/trace_wild_limits.txt but passes: remove its line")
+        return Result(r.name, False, "listed in tests/%s_limits.txt but passes: remove its line" % group)
     if r.rc is None or r.rc < 0 or any(w in r.detail for w in ("killed by signal", "timed out", "sanitizer")):
         return Result(r.name, False, "a known limitation (%s) that crashed: %s" % (limits[name], r.detail))
     return Result(r.name, None, "known limitation: %s (%s)" % (limits[name], r.detail))
+
+
+def styles_info(name, case_dir, case):
+    """loop_styles/info/CASE: `cellc info` shows one recurrence per loop of
+    the source (case.json loops): a `recurrence over` line per traced loop
+    and an ONNX operator's recurrences (onnx: 1, or 2 when bidirectional)
+    for a whole-sequence nn.GRU/nn.LSTM; each traced loop's line names its
+    docs/cells.md cell (with the hidden size) where the loop computes one
+    (cell), and runs any length, or its own fixed T when it generates
+    (generated: each step fed the one before)."""
+    full = "loop_styles/info/%s" % name
+    log = os.path.join(LOGS, "loop_styles", "info", name + ".log")
+    rc, out, err = run([CELLC, "info", os.path.join(case_dir, "model.onnx")], log, {"CELLC_DEBUG_REROLL": "1"})
+    if rc != 0:
+        return Result(full, False, "%s: %s (log: %s)" % (status_word(rc), first_lines(err), log), rc)
+    m = re.search(r"^recurrences \((\d+)\):", out, re.M)
+    total = int(m.group(1)) if m else 0
+    lines = [l.strip() for l in out.splitlines() if l.strip().startswith("recurrence over")]
+    traced = [lp for lp in case["loops"] if not lp["onnx"]]
+    want = len(traced) + sum(lp["onnx"] for lp in case["loops"])
+    if total != want or len(lines) != len(traced):
+        # why: what `info` says of a loop left unrolled, else pass_reroll's
+        # last word (CELLC_DEBUG_REROLL) other than its step counts
+        why = [l.strip() for l in out.splitlines() if "stays unrolled" in l] or [
+            l.strip() for l in reversed(err.splitlines())
+            if l.strip().startswith("reroll") and not re.match(r"reroll: step \d+ has \d+ nodes", l.strip())]
+        return Result(full, False, "%d recurrences (%d of traced loops), expected %d (%d)%s (log: %s)" % (
+            total, len(lines), want, len(traced), ": " + why[0][:240] if why else "", log), rc)
+    left = list(lines)
+    # the most constrained loops first: generated and named, then either
+    for lp in sorted(traced, key=lambda lp: -(2 * bool(lp["generated"]) + bool(lp["cell"]))):
+        def fits(line):
+            if lp["cell"] and "cell %s, hidden %d" % (lp["cell"], case["hidden"]) not in line:
+                return False
+            if lp["generated"]:
+                return "T=%d steps" % lp["generated"] in line and "any length" not in line
+            return "any length" in line
+        hit = [l for l in left if fits(l)]
+        if not hit:
+            notes = [l.strip() for l in out.splitlines() if l.strip().startswith("note:")]
+            return Result(full, False, "no recurrence %s%s among %s%s (log: %s)" % (
+                "of cell %s, " % lp["cell"] if lp["cell"] else "",
+                "generating its own T=%d steps" % lp["generated"] if lp["generated"] else "over any length",
+                left, " (%s)" % notes[0] if notes else "", log), rc)
+        left.remove(hit[0])
+    return Result(full, True, " | ".join(lines)[:240], rc)
+
+
+def group_loop_styles():
+    """Traced loops in the styles of issue 46 (tests/gen_loop_styles.py):
+    per case, `cellc verify` of the traced T against PyTorch, and of the
+    other T (T = 12 from the same file where the time axis is dynamic, the
+    same weights exported at T = 12 where the export cannot hold one, other
+    inputs at a generating model's own T); `cellc info` (styles_info: one
+    recurrence per loop of the source, named where it is a known cell);
+    the fallbacks (wild_fallback: a loop that stays unrolled is listed and
+    warned of, nothing else).  Checks listed in tests/loop_styles_limits.txt
+    must fail cleanly (KNOWN_LIMITATION, counted as neither)."""
+    if not stamp_ok("loop_styles"):
+        yield from fixtures_missing("loop_styles", "loop_styles")
+        return
+    items = []
+    for n, d, case in cases_json("loop_styles"):
+        tol = F64_TOL if case["tol"] == "f64" else TORCH_TOL
+        sets = data_sets(d)
+        items.append((verify_one, ("loop_styles", n, d, tol, CELLC, None, None, sets[:1])))
+        if case["second"] == "export":
+            other = os.path.join(d, "other")
+            items.append((verify_one, ("loop_styles", n + "/other", other, tol)))
+        else:
+            items.append((verify_one, ("loop_styles", n + "/other", d, tol, CELLC, None, None, sets[1:])))
+        items.append((styles_info, (n, d, case)))
+        traced = [lp for lp in case["loops"] if not lp["onnx"]]
+        items.append((wild_fallback, ("loop_styles", n, d, len(traced), True,
+                                      len([lp for lp in traced if lp["generated"]]))))
+    limits, problems = wild_limits(set(case_dirs("loop_styles")), "loop_styles", "tests/gen_loop_styles.py")
+    yield from problems
+    for r in parallel(lambda fn, args: fn(*args), items):
+        yield wild_verdict(r, limits, "loop_styles")
 
 
 def script_info(name, case_dir):
@@ -3334,6 +3421,7 @@ GROUPS = [
     ("deploy", group_deploy),
     ("ref_cells", group_ref_cells), ("cells", group_cells), ("ode", group_ode), ("trace", group_trace),
     ("trace_wild", group_trace_wild), ("authors", group_authors), ("torch_wild", group_torch_wild),
+    ("loop_styles", group_loop_styles),
     ("loop", group_loop), ("datadep", group_datadep),
     ("script_wild", group_script_wild), ("size_if", group_size_if), ("data_if", group_data_if), ("size_inputs", group_size_inputs),
     ("f64", group_f64), ("converted", group_converted),

@@ -89,6 +89,12 @@ $(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py
 FIXTURES += $(TOUT)/authors/.stamp
 $(TOUT)/authors/.stamp: tests/gen_authors.py tests/ref_cells.py
 	$(call gen,tests/gen_authors.py,$(TOUT)/authors)
+# traced loops in the styles of issue 46: output fed back, per-step
+# nn.GRU/nn.LSTM calls, convolutional and element-wise cells, tables, linear
+# updates, double precision (harness group loop_styles)
+FIXTURES += $(TOUT)/loop_styles/.stamp
+$(TOUT)/loop_styles/.stamp: tests/gen_loop_styles.py
+	$(call gen,tests/gen_loop_styles.py,$(TOUT)/loop_styles)
 # nn.LSTM/GRU/RNN models written in other people's styles (harness group
 # torch_wild)
 FIXTURES += $(TOUT)/torch_wild/.stamp
