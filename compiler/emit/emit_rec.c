@@ -238,7 +238,12 @@ static int plan_homes(rec *R)
 		if (is_step_scalar(n)) {
 			*h = (home){.kind = HOME_REG, .seq = -1};
 		} else if (n->op == OP_GEMM) {
-			*h = (home){.kind = HOME_MEM, .base = body_buffer(R, v), .ld = dim(R, ir_cols_of(v)), .seq = -1};
+			/* a state that is a product itself (a linear update, h = [x, h] W)
+			 * is written where the state's next value goes */
+			int k;
+			int st = is_body_output(R, v, &k) && k < R->nstate;
+			*h = (home){.kind = HOME_MEM, .base = st ? fmt(R, "s%dn", k) : body_buffer(R, v),
+				    .ld = dim(R, ir_cols_of(v)), .seq = -1};
 		} else if (ir_is_column_view(n)) {
 			*h = rec_home(R, n->in[0]);
 			ASSERT(h->kind == HOME_MEM);

@@ -13,7 +13,8 @@
  *           product and reads such a view, or a per-step input whose rows
  *           are not contiguous (batch-first, or reversed with
  *           sequence_lens), reads a copy of it made by an element-wise
- *           v * 1 instead (copy_views_for_others).  In the root graph, consecutive element-wise f32
+ *           v * 1 instead (copy_views_for_others), and so does a next
+ *           state that is such a view (its own buffer, s<k>n).  In the root graph, consecutive element-wise f32
  *           nodes with equal output shapes get one group.  With --no-fuse
  *           every element-wise node is a group of its own.
  * breaks:   node order inside bodies (still topological).
@@ -129,8 +130,41 @@ static int strided_step_input(const ir_node *rec, const ir_graph *b, const ir_va
  * per step: v * 1, exact for every float (an Identity would be a view of
  * the view, pass_plan.c); products and element-wise nodes go on reading
  * the rows where they are. */
+/* v * 1 before node i of b (node i's origin), in b's node list. */
+static ir_value *copy_before(ir_graph *b, int i, ir_value *v)
+{
+	ir_node *r = b->nodes[i < b->nnodes ? i : b->nnodes - 1];
+	ir_node *id = ir_node_new(b, OP_MUL, ir_unique_name(b, "Mul"), 2, 1);
+	id->origin = r->origin ? r->origin : r->name;
+	id->opset = r->opset;
+	id->in[0] = v;
+	float one = 1.0f;
+	ir_shape scalar = {.rank = 0};
+	id->in[1] = ir_const_new(b, ir_unique_name(b, "one"), DT_F32, &scalar, &one);
+	id->out[0] = ir_value_new(b, ir_unique_name(b, "view_copy"), VAL_TEMP, DT_F32);
+	id->out[0]->shape = v->shape;
+	id->out[0]->producer = id;
+	ir_node **nodes = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *nodes);
+	memcpy(nodes, b->nodes, (size_t)i * sizeof *nodes);
+	nodes[i] = id;
+	memcpy(nodes + i + 1, b->nodes + i, (size_t)(b->nnodes - i) * sizeof *nodes);
+	ir_set_nodes(b, nodes, b->nnodes + 1);
+	return id->out[0];
+}
+
 static void copy_views_for_others(ir_graph *b, const ir_node *rec)
 {
+	/* a next state that is a column of a product (a linear update whose
+	 * product pass_merge merged with another: h = i2h(cat(x, h)) beside
+	 * i2o) is copied into the state's own buffer; a product itself is
+	 * written there (emit_rec.c) */
+	int nstate = (int)ir_attr_int(rec, "n_state", 0);
+	for (int k = 0; k < nstate && k < b->noutputs; k++) {
+		ir_value *v = b->outputs[k];
+		ir_node *p = v ? v->producer : NULL;
+		if (p && p->graph == b && ir_is_column_view(p) && v->dtype == DT_F32)
+			b->outputs[k] = copy_before(b, b->nnodes, v);
+	}
 	for (int i = 0; i < b->nnodes; i++) {
 		ir_node *r = b->nodes[i];
 		if (is_elem(r) || r->op == OP_GEMM || ir_is_column_view(r))
@@ -141,22 +175,7 @@ static void copy_views_for_others(ir_graph *b, const ir_node *rec)
 			int view = p && p->graph == b && ir_is_column_view(p);
 			if (!(view || (v && strided_step_input(rec, b, v))) || v->dtype != DT_F32)
 				continue;
-			ir_node *id = ir_node_new(b, OP_MUL, ir_unique_name(b, "Mul"), 2, 1);
-			id->origin = r->origin ? r->origin : r->name;
-			id->opset = r->opset;
-			id->in[0] = v;
-			float one = 1.0f;
-			ir_shape scalar = {.rank = 0};
-			id->in[1] = ir_const_new(b, ir_unique_name(b, "one"), DT_F32, &scalar, &one);
-			id->out[0] = ir_value_new(b, ir_unique_name(b, "view_copy"), VAL_TEMP, DT_F32);
-			id->out[0]->shape = v->shape;
-			id->out[0]->producer = id;
-			r->in[k] = id->out[0];
-			ir_node **nodes = arena_array(b->A, (size_t)b->nnodes + 1, sizeof *nodes);
-			memcpy(nodes, b->nodes, (size_t)i * sizeof *nodes);
-			nodes[i] = id;
-			memcpy(nodes + i + 1, b->nodes + i, (size_t)(b->nnodes - i) * sizeof *nodes);
-			ir_set_nodes(b, nodes, b->nnodes + 1);
+			r->in[k] = copy_before(b, i, v);
 			i++;
 		}
 	}
