@@ -80,10 +80,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_cells as RC  # noqa: E402
+from golden_io import write_pb  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -1235,12 +1235,6 @@ def self_check(spec, eager, arrays, ys):
 # =============================================================================
 # Export and golden data
 # =============================================================================
-
-def write_pb(path, arr, name):
-    t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
-    with open(path, "wb") as f:
-        f.write(t.SerializeToString())
-
 
 def eager_outputs(spec, eager, arrays):
     with torch.no_grad():

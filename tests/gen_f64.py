@@ -54,38 +54,11 @@ from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
 from gen_size_if import write_set
+# the time-series example's model, as tests/gen_loop_styles.py writes it after
+# pytorch/examples (two LSTMCells of 51 here)
+from gen_loop_styles import SineWavePredictor
 
 warnings.filterwarnings("ignore")
-
-
-class SinePredictor(nn.Module):
-    """nn.LSTMCell x2 + Linear, .double(), input.split over time, `future` steps fed back"""
-
-    def __init__(self, hidden=51, future=3):
-        super().__init__()
-        self.hidden = hidden
-        self.future = future
-        self.cell1 = nn.LSTMCell(1, hidden)
-        self.cell2 = nn.LSTMCell(hidden, hidden)
-        self.head = nn.Linear(hidden, 1)
-
-    def forward(self, input):
-        outputs = []
-        h_t = torch.zeros(input.size(0), self.hidden, dtype=torch.double)
-        c_t = torch.zeros(input.size(0), self.hidden, dtype=torch.double)
-        h_t2 = torch.zeros(input.size(0), self.hidden, dtype=torch.double)
-        c_t2 = torch.zeros(input.size(0), self.hidden, dtype=torch.double)
-        for input_t in input.split(1, dim=1):
-            h_t, c_t = self.cell1(input_t, (h_t, c_t))
-            h_t2, c_t2 = self.cell2(h_t, (h_t2, c_t2))
-            output = self.head(h_t2)
-            outputs += [output]
-        for _ in range(self.future):
-            h_t, c_t = self.cell1(output, (h_t, c_t))
-            h_t2, c_t2 = self.cell2(h_t, (h_t2, c_t2))
-            output = self.head(h_t2)
-            outputs += [output]
-        return torch.cat(outputs, dim=1)
 
 
 class ConvFront(nn.Module):
@@ -140,7 +113,7 @@ def seq_input(B, T, rng):
 # (B, T) of the data sets, info strings, --dim flags for --oracle (None:
 # ONNX Runtime's CPU provider lacks a node of it in double)
 TORCH_MODELS = {
-    "sine_predictor": (SinePredictor, sine_input, ["input"], ["pred"], {"input": {0: "B"}, "pred": {0: "B"}},
+    "sine_predictor": (lambda: SineWavePredictor(51), sine_input, ["input"], ["pred"], {"input": {0: "B"}, "pred": {0: "B"}},
                        [(3, 8), (5, 8)],
                        ["input                    f64[B, 8]", "pred                     f64[B, 11]",
                         "the steps compute in float64, and recurrences run in float32 only"],

@@ -94,7 +94,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import golden_io  # noqa: E402
+from golden_io import flatten, write_pb  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -2196,21 +2199,8 @@ MODELS = {
 # export and golden data
 # =============================================================================
 
-def write_pb(path, arr, name):
-    t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
-    with open(path, "wb") as f:
-        f.write(t.SerializeToString())
-
-
-def flatten(y):
-    if isinstance(y, (tuple, list)):
-        return [t for item in y for t in flatten(item)]
-    return [y]
-
-
 def model_seed(name):
-    """A seed that depends on the model's name only (stable as models are added)."""
-    return 4600 + sum((i + 1) * ord(ch) for i, ch in enumerate(name)) % 100000
+    return golden_io.model_seed(name, 4600)
 
 
 def build(name, other=False):

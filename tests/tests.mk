@@ -83,17 +83,17 @@ $(TOUT)/trace_forms/.stamp: tests/gen_trace_forms.py tests/ref_momentum.py
 # trace_wild).  The 784-step exports of `gen_trace_wild.py --long` are not
 # made here: they take PyTorch many minutes each.
 FIXTURES += $(TOUT)/trace_wild/.stamp
-$(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py
+$(TOUT)/trace_wild/.stamp: tests/gen_trace_wild.py tests/golden_io.py
 	$(call gen,tests/gen_trace_wild.py,$(TOUT)/trace_wild)
 # the MomentumRNN authors' models (issue 46 point 1; harness group authors)
 FIXTURES += $(TOUT)/authors/.stamp
-$(TOUT)/authors/.stamp: tests/gen_authors.py tests/ref_cells.py
+$(TOUT)/authors/.stamp: tests/gen_authors.py tests/ref_cells.py tests/golden_io.py
 	$(call gen,tests/gen_authors.py,$(TOUT)/authors)
 # traced loops in the styles of issue 46: output fed back, per-step
 # nn.GRU/nn.LSTM calls, convolutional and element-wise cells, tables, linear
 # updates, double precision (harness group loop_styles)
 FIXTURES += $(TOUT)/loop_styles/.stamp
-$(TOUT)/loop_styles/.stamp: tests/gen_loop_styles.py
+$(TOUT)/loop_styles/.stamp: tests/gen_loop_styles.py tests/golden_io.py
 	$(call gen,tests/gen_loop_styles.py,$(TOUT)/loop_styles)
 # nn.LSTM/GRU/RNN models written in other people's styles (harness group
 # torch_wild)
@@ -112,7 +112,7 @@ $(TOUT)/converted/.stamp: tests/gen_converted.py
 
 # models computing in double precision (issue 45 point 5; harness group f64)
 FIXTURES += $(TOUT)/f64/.stamp
-$(TOUT)/f64/.stamp: tests/gen_f64.py tests/gen_size_if.py
+$(TOUT)/f64/.stamp: tests/gen_f64.py tests/gen_size_if.py tests/gen_loop_styles.py tests/golden_io.py
 	$(call gen,tests/gen_f64.py,$(TOUT)/f64)
 
 # If nodes decided by the data at run time (issue 45 point 3; harness group data_if)
